@@ -1,0 +1,35 @@
+/* frontend.h: ONNX → Relay import and the Relay passes that run before partitioning/lowering.
+ * Implemented in daemon/frontend/. */
+#ifndef TTH_FRONTEND_H
+#define TTH_FRONTEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tth/diag.h"
+#include "tth/relay.h"
+
+/* Import an ONNX ModelProto (opsets 6 to 17). The module's "main" function takes the graph's
+ * non-initializer inputs as params (in graph order) and returns its outputs (a tuple when more
+ * than one, in graph order). Output names: the "main" function's attrs hold
+ * {"input_names": [...], "output_names": [...]} with the ONNX names. An unsupported operator,
+ * attribute value or a dynamic shape is a diagnostic naming the node and the operator:
+ *   message "unsupported operator 'NonMaxSuppression'", location "node 'nms_1' (NonMaxSuppression)". */
+int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name,
+                    tth_relay_module **out, tth_diag *diag);
+
+/* Individual passes; each keeps the module well-typed. */
+int tth_relay_fold_constants(tth_relay_module *m, tth_diag *diag); /* incl. shape arithmetic */
+int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv weights, else mul+add */
+int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
+/* Fusion: every op call of "main" ends up inside a function with attrs {"Primitive": 1}, called
+ * from main. A primitive function's body is at most one "anchor" call (an op for which
+ * tth_op_is_elementwise is false) followed by a DAG of elementwise op calls whose other
+ * operands are the function's params or constants; the anchor's result is used only inside the
+ * function. Ops that cannot be fused (tuple-producing split, etc.) get a function of their own. */
+int tth_relay_fuse(tth_relay_module *m, tth_diag *diag);
+
+/* The standard pipeline: fold constants, fold batch norm, fold constants, DCE, fuse. */
+int tth_relay_optimize(tth_relay_module *m, tth_diag *diag);
+
+#endif

@@ -1,0 +1,59 @@
+/* tth/artifact.h: what hooks produce. A runtime module is a set of named files (C sources,
+ * objects, blobs) plus link metadata; a constant map is a set of named tensors. Both are owned
+ * by the host; plugins add to them and every add copies its input. */
+#ifndef TTH_ARTIFACT_H
+#define TTH_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "tth/diag.h"
+#include "tth/ir_common.h"
+#include "tth/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Frozen numbers. */
+typedef enum tth_file_kind {
+    TTH_FILE_C_SOURCE = 1,   /* goes to codegen/host/src/ and is compiled with the host's C compiler */
+    TTH_FILE_C_HEADER = 2,   /* codegen/host/include/ */
+    TTH_FILE_OBJECT = 3,     /* codegen/host/lib/ (.o for the target) */
+    TTH_FILE_SHARED = 4,     /* a host shared object (.so) */
+    TTH_FILE_BLOB = 5,       /* opaque data (e.g. a command stream) linked as bytes */
+} tth_file_kind;
+
+typedef struct tth_module_file {
+    const char *name;        /* relative file name, no directories: "default_lib0.c" */
+    tth_file_kind kind;
+    const uint8_t *data;
+    size_t len;
+} tth_module_file;
+
+TTH_API tth_runtime_module *tth_runtime_module_new(const char *target_kind);
+TTH_API void tth_runtime_module_free(tth_runtime_module *m);
+TTH_API const char *tth_runtime_module_kind(const tth_runtime_module *m);
+/* Copies name and data. A name may appear once; names are plain file names. */
+TTH_API int tth_runtime_module_add_file(tth_runtime_module *m, const char *name, tth_file_kind kind,
+                                        const void *data, size_t len, tth_diag *diag);
+TTH_API size_t tth_runtime_module_count(const tth_runtime_module *m);
+TTH_API const tth_module_file *tth_runtime_module_file(const tth_runtime_module *m, size_t i);
+/* Link metadata, merged into the artifact's metadata.json: e.g. {"libs": ["cmsis-nn"],
+ * "defines": [...], "entry_symbols": [...]}. Borrowed JSON is copied. */
+TTH_API int tth_runtime_module_set_meta(tth_runtime_module *m, const json_t *meta, tth_diag *diag);
+TTH_API const json_t *tth_runtime_module_meta(const tth_runtime_module *m);
+
+TTH_API tth_const_map *tth_const_map_new(void);
+TTH_API void tth_const_map_free(tth_const_map *m);
+/* Takes a reference to t. A name may appear once. */
+TTH_API int tth_const_map_add(tth_const_map *m, const char *name, tth_tensor *t, tth_diag *diag);
+TTH_API size_t tth_const_map_count(const tth_const_map *m);
+TTH_API const char *tth_const_map_name(const tth_const_map *m, size_t i);
+TTH_API tth_tensor *tth_const_map_tensor(const tth_const_map *m, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

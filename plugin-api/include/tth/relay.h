@@ -1,0 +1,254 @@
+/* tth/relay.h: the Relay IR, a typed dataflow graph of operator calls.
+ *
+ * A module holds functions; a function has parameters (vars) and a body expression. Expressions
+ * form a DAG (a node used twice is shared, not copied). Every node is typed when built: the
+ * builders run the operator's type relation and fail with a diagnostic on a type error, so a
+ * module built without error is well-typed. Layout conventions follow ONNX: NCHW activations,
+ * OIHW convolution weights.
+ */
+#ifndef TTH_RELAY_H
+#define TTH_RELAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "tth/diag.h"
+#include "tth/ir_common.h"
+#include "tth/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every operator, defined once: X(ENUM, "name", min_args, max_args (-1: any), "attrs").
+ * The attrs column documents the JSON attribute object (its keys and types); the type
+ * relations live in libtth (plugin-api/src/ir/relay_ops.c). Broadcasting is numpy's/ONNX's.
+ * Frozen numbers: new operators are appended. */
+#define TTH_RELAY_OPS(X)                                                                               \
+    /* elementwise, binary, broadcasting; comparisons and logic return bool */                        \
+    X(ADD, "add", 2, 2, "")                                                                           \
+    X(SUBTRACT, "subtract", 2, 2, "")                                                                 \
+    X(MULTIPLY, "multiply", 2, 2, "")                                                                 \
+    X(DIVIDE, "divide", 2, 2, "integer division truncates toward zero (ONNX Div)")                    \
+    X(POWER, "power", 2, 2, "")                                                                       \
+    X(MAXIMUM, "maximum", 2, 2, "")                                                                   \
+    X(MINIMUM, "minimum", 2, 2, "")                                                                   \
+    X(MOD, "mod", 2, 2, "{fmod: bool} fmod=1: C fmod; else sign of divisor (ONNX Mod)")              \
+    X(PRELU, "nn.prelu", 2, 2, "x, slope (broadcast to x)")                                           \
+    X(EQUAL, "equal", 2, 2, "")                                                                       \
+    X(LESS, "less", 2, 2, "")                                                                         \
+    X(LESS_EQUAL, "less_equal", 2, 2, "")                                                             \
+    X(GREATER, "greater", 2, 2, "")                                                                   \
+    X(GREATER_EQUAL, "greater_equal", 2, 2, "")                                                       \
+    X(LOGICAL_AND, "logical_and", 2, 2, "")                                                           \
+    X(LOGICAL_OR, "logical_or", 2, 2, "")                                                             \
+    X(LOGICAL_XOR, "logical_xor", 2, 2, "")                                                           \
+    X(WHERE, "where", 3, 3, "cond, x, y (broadcast)")                                                 \
+    /* elementwise, unary */                                                                          \
+    X(NEGATIVE, "negative", 1, 1, "")                                                                 \
+    X(ABS, "abs", 1, 1, "")                                                                           \
+    X(SQRT, "sqrt", 1, 1, "")                                                                         \
+    X(RECIPROCAL, "reciprocal", 1, 1, "")                                                             \
+    X(EXP, "exp", 1, 1, "")                                                                           \
+    X(LOG, "log", 1, 1, "")                                                                           \
+    X(SIN, "sin", 1, 1, "")                                                                           \
+    X(COS, "cos", 1, 1, "")                                                                           \
+    X(TANH, "tanh", 1, 1, "")                                                                         \
+    X(SIGMOID, "sigmoid", 1, 1, "")                                                                   \
+    X(ERF, "erf", 1, 1, "")                                                                           \
+    X(FLOOR, "floor", 1, 1, "")                                                                       \
+    X(CEIL, "ceil", 1, 1, "")                                                                         \
+    X(ROUND, "round", 1, 1, "half to even")                                                           \
+    X(SIGN, "sign", 1, 1, "")                                                                         \
+    X(LOGICAL_NOT, "logical_not", 1, 1, "")                                                           \
+    X(RELU, "nn.relu", 1, 1, "")                                                                      \
+    X(LEAKY_RELU, "nn.leaky_relu", 1, 1, "{alpha: float}")                                            \
+    X(ELU, "nn.elu", 1, 1, "{alpha: float}")                                                          \
+    X(SELU, "nn.selu", 1, 1, "{alpha: float, gamma: float}")                                          \
+    X(THRESHOLDED_RELU, "nn.thresholded_relu", 1, 1, "{alpha: float}")                                \
+    X(SOFTPLUS, "nn.softplus", 1, 1, "")                                                              \
+    X(SOFTSIGN, "nn.softsign", 1, 1, "")                                                              \
+    X(HARD_SIGMOID, "nn.hard_sigmoid", 1, 1, "{alpha: float, beta: float}")                           \
+    X(HARD_SWISH, "nn.hard_swish", 1, 1, "")                                                          \
+    X(CLIP, "clip", 1, 1, "{a_min: float, a_max: float}")                                             \
+    X(CAST, "cast", 1, 1, "{dtype: string}")                                                          \
+    /* neural network */                                                                              \
+    X(CONV2D, "nn.conv2d", 2, 3,                                                                      \
+      "x NCHW, w OIHW, [bias O]; {strides: [h,w], padding: [top,left,bottom,right], "                 \
+      "dilation: [h,w], groups: int}")                                                                \
+    X(CONV2D_TRANSPOSE, "nn.conv2d_transpose", 2, 3,                                                  \
+      "x NCHW, w [C_in, C_out/groups, kh, kw], [bias]; {strides, padding: [t,l,b,r], dilation, "      \
+      "groups, output_padding: [h,w]}")                                                               \
+    X(MATMUL, "matmul", 2, 2, "numpy matmul: rank >= 1, batch dimensions broadcast")                  \
+    X(MAX_POOL2D, "nn.max_pool2d", 1, 1,                                                              \
+      "NCHW; {pool_size: [h,w], strides, padding: [t,l,b,r], dilation, ceil_mode: bool}")             \
+    X(AVG_POOL2D, "nn.avg_pool2d", 1, 1,                                                              \
+      "NCHW; {pool_size, strides, padding, dilation, ceil_mode: bool, count_include_pad: bool}")      \
+    X(GLOBAL_AVG_POOL2D, "nn.global_avg_pool2d", 1, 1, "NCHW -> NC11")                                \
+    X(GLOBAL_MAX_POOL2D, "nn.global_max_pool2d", 1, 1, "NCHW -> NC11")                                \
+    X(BATCH_NORM, "nn.batch_norm", 5, 5, "x, scale, bias, mean, var (channels on axis 1); {epsilon}") \
+    X(SOFTMAX, "nn.softmax", 1, 1, "{axis: int} over that one axis")                                  \
+    X(LOG_SOFTMAX, "nn.log_softmax", 1, 1, "{axis: int} over that one axis")                          \
+    X(PAD, "nn.pad", 1, 1,                                                                            \
+      "{pad_before: [..], pad_after: [..] (one per dim, >= 0), pad_value: float, "                    \
+      "mode: constant|reflect|edge}")                                                                 \
+    /* shape and data movement */                                                                     \
+    X(RESHAPE, "reshape", 1, 1, "{newshape: [..]} fully resolved, same element count")                \
+    X(TRANSPOSE, "transpose", 1, 1, "{axes: [..]} a permutation")                                     \
+    X(BROADCAST_TO, "broadcast_to", 1, 1, "{shape: [..]}")                                            \
+    X(CONCATENATE, "concatenate", 1, -1, "{axis: int}")                                               \
+    X(SPLIT, "split", 1, 1, "{axis: int, sizes: [..]} returns a tuple")                               \
+    X(STRIDED_SLICE, "strided_slice", 1, 1,                                                           \
+      "{begin: [..], end: [..], strides: [..]} one per dim, normalized (0 <= begin, clamped end; "     \
+      "negative strides allowed with end -1 meaning before index 0)")                                 \
+    X(TAKE, "take", 2, 2, "data, indices (int32/int64, negative wrap); {axis: int} (ONNX Gather)")    \
+    X(SUM, "sum", 1, 1, "{axis: [..] (empty: all), keepdims: bool}")                                  \
+    X(MEAN, "mean", 1, 1, "{axis: [..], keepdims: bool}")                                             \
+    X(MAX, "max", 1, 1, "{axis: [..], keepdims: bool}")                                               \
+    X(MIN, "min", 1, 1, "{axis: [..], keepdims: bool}")                                               \
+    X(PROD, "prod", 1, 1, "{axis: [..], keepdims: bool}")                                             \
+    X(ARGMAX, "argmax", 1, 1, "{axis: int, keepdims: bool, select_last_index: bool} -> int64")       \
+    X(ARGMIN, "argmin", 1, 1, "{axis: int, keepdims: bool, select_last_index: bool} -> int64")       \
+    X(RESIZE2D, "image.resize2d", 1, 1,                                                               \
+      "NCHW; {size: [h,w], method: nearest|linear, coordinate_transformation_mode: half_pixel|"       \
+      "asymmetric|align_corners|pytorch_half_pixel, nearest_mode: round_prefer_floor|"                \
+      "round_prefer_ceil|floor|ceil}")                                                                \
+    /* quantized (ONNX semantics: saturating, round half to even) */                                  \
+    X(QUANTIZE, "qnn.quantize", 3, 3, "x, scale, zero_point (scalar or per-axis); {axis, out_dtype}") \
+    X(DEQUANTIZE, "qnn.dequantize", 3, 3, "x, scale, zero_point; {axis} -> float32")                  \
+    X(QNN_CONV2D, "qnn.conv2d", 4, 4, "x, w, x_zero_point, w_zero_point; conv2d attrs -> int32")     \
+    X(QNN_MATMUL, "qnn.matmul", 4, 4, "a, b, a_zero_point, b_zero_point -> int32")                   \
+    X(REQUANTIZE, "qnn.requantize", 5, 5,                                                             \
+      "x int32, in_scale (scalar or per-axis), in_zero_point, out_scale, out_zero_point; "            \
+      "{axis, out_dtype}")
+
+typedef enum tth_op {
+    TTH_OP_INVALID = 0,
+#define TTH__OP_ENUM(e, name, mn, mx, doc) TTH_OP_##e,
+    TTH_RELAY_OPS(TTH__OP_ENUM)
+#undef TTH__OP_ENUM
+    TTH_OP_COUNT_
+} tth_op;
+
+TTH_API const char *tth_op_name(tth_op op);        /* "nn.conv2d" */
+TTH_API tth_op tth_op_from_name(const char *name); /* TTH_OP_INVALID if unknown */
+TTH_API const char *tth_op_doc(tth_op op);
+TTH_API int tth_op_is_elementwise(tth_op op);      /* unary/binary/where/clip/cast...: fusable */
+
+/* The type of an expression: a tensor, or a tuple of tensors (no nesting). */
+typedef struct tth_rtype {
+    int32_t nfields;          /* -1: a tensor (`tensor`); >= 0: a tuple of that many tensors */
+    tth_ttype tensor;
+    const tth_ttype *fields;  /* nfields entries (arena) */
+} tth_rtype;
+
+typedef enum tth_rexpr_kind {
+    TTH_REXPR_VAR = 1,
+    TTH_REXPR_CONST = 2,
+    TTH_REXPR_CALL = 3,
+    TTH_REXPR_TUPLE = 4,
+    TTH_REXPR_TUPLE_GET = 5,
+} tth_rexpr_kind;
+
+typedef struct tth_rexpr tth_rexpr;
+typedef struct tth_relay_module tth_relay_module;
+
+struct tth_rexpr {
+    tth_rexpr_kind kind;
+    uint32_t id;              /* unique in the module, in creation order */
+    tth_rtype type;
+    const char *span;         /* where it came from: ONNX node name, or NULL */
+    union {
+        struct { const char *name; } var;
+        struct { tth_tensor *value; const char *name; } constant; /* module holds a reference */
+        struct {
+            tth_op op;                   /* TTH_OP_INVALID when calling a function */
+            tth_relay_function *fn;      /* the callee when calling a function */
+            tth_rexpr **args;
+            size_t nargs;
+            json_t *attrs;               /* a JSON object; never NULL for op calls */
+        } call;
+        struct { tth_rexpr **fields; size_t nfields; } tuple;
+        struct { tth_rexpr *tuple; int32_t index; } get;
+    } u;
+};
+
+struct tth_relay_function {
+    const char *name;         /* unique in the module */
+    tth_rexpr **params;       /* vars */
+    size_t nparams;
+    tth_rexpr *body;
+    json_t *attrs;            /* {"Compiler": "cmsis-nn", "global_symbol": "...", "Primitive": 1} */
+    tth_relay_module *module;
+};
+
+struct tth_relay_module {
+    tth_arena *arena;
+    tth_relay_function **funcs;
+    size_t nfuncs;
+    const char *name;         /* model name */
+    /* private bookkeeping (jansson objects and tensors to release) follows in the implementation */
+};
+
+/* Modules. */
+TTH_API tth_relay_module *tth_relay_module_new(const char *name);
+TTH_API void tth_relay_module_free(tth_relay_module *m);
+TTH_API tth_relay_function *tth_relay_module_find(const tth_relay_module *m, const char *name);
+/* "main" by convention: the function the model's inputs enter. */
+TTH_API tth_relay_function *tth_relay_module_main(const tth_relay_module *m);
+
+/* Builders. Each returns NULL and fills diag on a type error (the diag names the operator, the
+ * span when set with tth_relay_set_span, and the offending shapes). attrs: steals the
+ * reference (may be NULL: an empty object). */
+TTH_API tth_rexpr *tth_relay_var(tth_relay_module *m, const char *name, const tth_ttype *type);
+TTH_API tth_rexpr *tth_relay_const(tth_relay_module *m, tth_tensor *value /* stolen */, const char *name);
+TTH_API tth_rexpr *tth_relay_call(tth_relay_module *m, tth_op op, tth_rexpr *const *args, size_t nargs,
+                                  json_t *attrs, tth_diag *diag);
+TTH_API tth_rexpr *tth_relay_call_fn(tth_relay_module *m, tth_relay_function *fn, tth_rexpr *const *args,
+                                     size_t nargs, tth_diag *diag);
+TTH_API tth_rexpr *tth_relay_tuple(tth_relay_module *m, tth_rexpr *const *fields, size_t n, tth_diag *diag);
+TTH_API tth_rexpr *tth_relay_tuple_get(tth_relay_module *m, tth_rexpr *tuple, int32_t index, tth_diag *diag);
+/* The span given to nodes built after this call (NULL to clear). */
+TTH_API void tth_relay_set_span(tth_relay_module *m, const char *span);
+
+/* Add a function to the module (name must be unique). attrs: stolen, may be NULL. */
+TTH_API tth_relay_function *tth_relay_function_add(tth_relay_module *m, const char *name,
+                                                    tth_rexpr *const *params, size_t nparams,
+                                                    tth_rexpr *body, json_t *attrs, tth_diag *diag);
+/* Drop functions no longer reachable from main. */
+TTH_API void tth_relay_module_prune(tth_relay_module *m);
+
+/* Run an op's type relation without building a node (for passes that try a rewrite). */
+TTH_API int tth_relay_infer(tth_op op, const tth_rtype *const *arg_types, size_t nargs,
+                            const json_t *attrs, tth_rtype *out, tth_arena *arena, tth_diag *diag);
+
+/* Nodes of a function's body reachable from its result, each once, producers before users
+ * (params first). *out is arena memory of the module. Returns count, or negative on OOM. */
+TTH_API int64_t tth_relay_topo(tth_relay_module *m, const tth_relay_function *fn, tth_rexpr ***out);
+
+/* Check the module: types agree with a fresh inference, vars are params of their function,
+ * no cycles, callee functions exist, attribute objects match the op table. */
+TTH_API int tth_relay_verify(const tth_relay_module *m, tth_diag *diag);
+
+/* Readable text (malloc'd; free()), e.g.
+ *   fn @main(%x: float32[1, 3, 8, 8]) -> float32[1, 4, 8, 8] {
+ *     %1 = nn.conv2d(%x, @c0, {"strides": [1, 1], ...}) : float32[1, 4, 8, 8]
+ *     ...
+ *   }
+ * Constants are printed by reference (@c0: float32[4, 3, 3, 3] #<hash>), never inline. */
+TTH_API char *tth_relay_print(const tth_relay_module *m);
+TTH_API char *tth_relay_print_function(const tth_relay_function *fn);
+
+/* JSON form (new reference): {"name", "functions": [{"name", "attrs", "params": [...],
+ * "nodes": [{"id", "kind", "op", "args": [ids], "attrs", "type"}], "result": id}],
+ * "constants": [{"id", "name", "type", "hash"}]}. Constants by reference only. Round-trips
+ * through tth_relay_from_json given the same constant tensors (looked up by hash). */
+TTH_API json_t *tth_relay_to_json(const tth_relay_module *m);
+TTH_API tth_relay_module *tth_relay_from_json(const json_t *j, tth_tensor *const *constants,
+                                              size_t nconstants, tth_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,232 @@
+/* tth/tir.h: TIR, the loop-level IR every operator is lowered to.
+ *
+ * A TIR module holds PrimFuncs. A PrimFunc takes buffers and has a body of statements: loops,
+ * stores, allocations, conditionals, lets and evaluated calls. Buffers are indexed with one flat
+ * element index (row-major), so multi-dimensional indexing is written out as arithmetic.
+ * The AOT executor entry is itself a PrimFunc whose body is a sequence of TTH_TSTMT_CALL_FUNC
+ * statements over workspace and I/O buffers; the memory planner gives every WORKSPACE and LOCAL
+ * buffer of the module an offset in one workspace.
+ */
+#ifndef TTH_TIR_H
+#define TTH_TIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "tth/diag.h"
+#include "tth/ir_common.h"
+#include "tth/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tth_buffer_scope {
+    TTH_SCOPE_PARAM = 1,     /* a PrimFunc parameter */
+    TTH_SCOPE_LOCAL = 2,     /* allocated inside a PrimFunc (TTH_TSTMT_ALLOCATE): scratch, padding */
+    TTH_SCOPE_WORKSPACE = 3, /* an intermediate tensor of the AOT entry */
+    TTH_SCOPE_CONST = 4,     /* a constant; `data` holds it */
+    TTH_SCOPE_INPUT = 5,     /* a model input (AOT entry) */
+    TTH_SCOPE_OUTPUT = 6,    /* a model output (AOT entry) */
+} tth_buffer_scope;
+
+typedef struct tth_tbuffer {
+    uint32_t id;             /* unique in the module */
+    const char *name;        /* a C identifier */
+    tth_dtype dtype;
+    int32_t rank;
+    int64_t shape[TTH_MAX_RANK];
+    tth_buffer_scope scope;
+    uint32_t align;          /* bytes; 16 unless set */
+    tth_tensor *data;        /* TTH_SCOPE_CONST: the values (the module holds a reference) */
+    int64_t offset;          /* WORKSPACE/LOCAL: byte offset in the workspace once planned; -1 before */
+} tth_tbuffer;
+
+TTH_API int64_t tth_tbuffer_numel(const tth_tbuffer *b);
+TTH_API size_t tth_tbuffer_nbytes(const tth_tbuffer *b);
+
+typedef struct tth_tvar {
+    uint32_t id;
+    const char *name;
+    tth_dtype dtype;         /* TTH_I64 for loop variables */
+} tth_tvar;
+
+typedef enum tth_texpr_kind {
+    TTH_TEXPR_INT = 1,       /* integer immediate (any integer dtype or bool) */
+    TTH_TEXPR_FLOAT = 2,     /* float immediate */
+    TTH_TEXPR_VAR = 3,
+    TTH_TEXPR_LOAD = 4,      /* buf[index] */
+    TTH_TEXPR_BINARY = 5,
+    TTH_TEXPR_UNARY = 6,
+    TTH_TEXPR_SELECT = 7,    /* cond ? a : b (both evaluated is allowed) */
+    TTH_TEXPR_CAST = 8,      /* C conversion; float->int truncates */
+    TTH_TEXPR_INTRIN = 9,    /* math intrinsic */
+    TTH_TEXPR_CALL_EXTERN = 10, /* a C function by name; returns dtype */
+    TTH_TEXPR_ADDRESS_OF = 11,  /* &buf[index], for call_extern arguments; dtype is the buffer's */
+} tth_texpr_kind;
+
+/* Binary operators; C semantics on the operand dtype unless noted. Comparisons give bool. */
+#define TTH_TIR_BINOPS(X)                                           \
+    X(ADD, "+") X(SUB, "-") X(MUL, "*")                             \
+    X(DIV, "/")        /* C division (integers truncate) */         \
+    X(MOD, "%")        /* C remainder (integers only) */            \
+    X(FLOORDIV, "floordiv") X(FLOORMOD, "floormod")                 \
+    X(MIN, "min") X(MAX, "max")                                     \
+    X(EQ, "==") X(NE, "!=") X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") \
+    X(AND, "&&") X(OR, "||")                                        \
+    X(SHL, "<<") X(SHR, ">>") X(BITAND, "&") X(BITOR, "|")
+
+typedef enum tth_tir_binop {
+#define TTH__BIN_ENUM(e, s) TTH_TBIN_##e,
+    TTH_TIR_BINOPS(TTH__BIN_ENUM)
+#undef TTH__BIN_ENUM
+} tth_tir_binop;
+
+typedef enum tth_tir_unop { TTH_TUN_NEG = 0, TTH_TUN_NOT = 1 } tth_tir_unop;
+
+/* Math intrinsics on float32/float64 (the dtype says which C function: expf/exp ...). */
+#define TTH_TIR_INTRINS(X)                                                              \
+    X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) X(TANH, "tanh", 1)            \
+    X(ERF, "erf", 1) X(POW, "pow", 2) X(FABS, "fabs", 1) X(FLOOR, "floor", 1)          \
+    X(CEIL, "ceil", 1) X(ROUND_EVEN, "nearbyint", 1) X(SIN, "sin", 1) X(COS, "cos", 1) \
+    X(FMOD, "fmod", 2) X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)
+
+typedef enum tth_tir_intrin {
+#define TTH__INTRIN_ENUM(e, s, n) TTH_TINTRIN_##e,
+    TTH_TIR_INTRINS(TTH__INTRIN_ENUM)
+#undef TTH__INTRIN_ENUM
+} tth_tir_intrin;
+
+typedef struct tth_texpr tth_texpr;
+struct tth_texpr {
+    tth_texpr_kind kind;
+    tth_dtype dtype;
+    union {
+        int64_t i;                                             /* INT */
+        double f;                                              /* FLOAT */
+        tth_tvar *var;                                         /* VAR */
+        struct { tth_tbuffer *buf; tth_texpr *index; } load;   /* LOAD, ADDRESS_OF */
+        struct { tth_tir_binop op; tth_texpr *a, *b; } bin;    /* BINARY */
+        struct { tth_tir_unop op; tth_texpr *a; } un;          /* UNARY */
+        struct { tth_texpr *cond, *a, *b; } select;            /* SELECT */
+        struct { tth_texpr *value; } cast;                     /* CAST */
+        struct { tth_tir_intrin op; tth_texpr *args[2]; } intrin; /* INTRIN */
+        struct { const char *name; tth_texpr **args; size_t nargs; } call; /* CALL_EXTERN */
+    } u;
+};
+
+typedef enum tth_tstmt_kind {
+    TTH_TSTMT_SEQ = 1,
+    TTH_TSTMT_FOR = 2,
+    TTH_TSTMT_STORE = 3,
+    TTH_TSTMT_ALLOCATE = 4,  /* a LOCAL buffer of constant size, live for `body` */
+    TTH_TSTMT_IF = 5,
+    TTH_TSTMT_LET = 6,
+    TTH_TSTMT_EVALUATE = 7,  /* evaluate an expression for its effect (call_extern) */
+    TTH_TSTMT_CALL_FUNC = 8, /* call a PrimFunc of the module with buffers (AOT entry) */
+} tth_tstmt_kind;
+
+typedef enum tth_loop_kind {
+    TTH_LOOP_SERIAL = 0,
+    TTH_LOOP_PARALLEL = 1,
+    TTH_LOOP_VECTORIZED = 2,
+    TTH_LOOP_UNROLLED = 3,
+} tth_loop_kind;
+
+typedef struct tth_tstmt tth_tstmt;
+struct tth_tstmt {
+    tth_tstmt_kind kind;
+    union {
+        struct { tth_tstmt **stmts; size_t n; } seq;
+        struct { tth_tvar *var; tth_texpr *min, *extent; tth_loop_kind loop; tth_tstmt *body; } loop;
+        struct { tth_tbuffer *buf; tth_texpr *index, *value; } store;
+        struct { tth_tbuffer *buf; tth_tstmt *body; } alloc;
+        struct { tth_texpr *cond; tth_tstmt *then_s, *else_s; /* else_s may be NULL */ } cond;
+        struct { tth_tvar *var; tth_texpr *value; tth_tstmt *body; } let;
+        struct { tth_texpr *value; } eval;
+        struct { const char *func; tth_tbuffer **args; size_t nargs; } call;
+    } u;
+};
+
+typedef struct tth_prim_func {
+    const char *name;        /* global symbol: a C identifier, unique in the module */
+    tth_tbuffer **params;    /* scope PARAM (INPUT/OUTPUT for the AOT entry) */
+    size_t nparams;
+    tth_tstmt *body;
+    const char *target_kind; /* the kind whose tir_to_runtime builds it: "c", "cmsis-nn" ... */
+    json_t *attrs;           /* object: {"op": "nn.conv2d", "origin": "default"|"relay_to_tir", ...} */
+} tth_prim_func;
+
+struct tth_tir_module {
+    tth_arena *arena;
+    tth_prim_func **funcs;
+    size_t nfuncs;
+    const char *entry;       /* name of the AOT entry PrimFunc, or NULL */
+    /* private bookkeeping follows in the implementation */
+};
+
+TTH_API tth_tir_module *tth_tir_module_new(void);
+TTH_API void tth_tir_module_free(tth_tir_module *m);
+TTH_API tth_prim_func *tth_tir_module_find(const tth_tir_module *m, const char *name);
+/* A module holding the PrimFuncs of one target kind (sharing nodes with m; free it with
+ * tth_tir_module_free, which then frees only the view). */
+TTH_API tth_tir_module *tth_tir_module_subset(tth_tir_module *m, const char *target_kind);
+
+/* Buffers and variables. */
+TTH_API tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t rank,
+                                    const int64_t *shape, tth_buffer_scope scope);
+TTH_API tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tensor *data /* ref taken */);
+TTH_API tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype);
+
+/* Expressions. Builders fold constants where both sides are immediates and simplify x+0, x*1,
+ * x*0 (integers). A dtype mismatch between binary operands is a programming error caught by
+ * tth_tir_verify. */
+TTH_API tth_texpr *tth_tir_int(tth_tir_module *m, tth_dtype dtype, int64_t v);
+TTH_API tth_texpr *tth_tir_i64(tth_tir_module *m, int64_t v);
+TTH_API tth_texpr *tth_tir_float(tth_tir_module *m, tth_dtype dtype, double v);
+TTH_API tth_texpr *tth_tir_ref(tth_tir_module *m, tth_tvar *v);
+TTH_API tth_texpr *tth_tir_load(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index);
+TTH_API tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_texpr *b);
+TTH_API tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a);
+TTH_API tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_texpr *b);
+TTH_API tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v);
+TTH_API tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin op, tth_texpr *a, tth_texpr *b /* or NULL */);
+TTH_API tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *name,
+                                       tth_texpr *const *args, size_t nargs);
+TTH_API tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index);
+
+/* Statements. */
+TTH_API tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n);
+/* Append to a SEQ (created when *seq is NULL). */
+TTH_API int tth_tir_seq_append(tth_tir_module *m, tth_tstmt **seq, tth_tstmt *s);
+TTH_API tth_tstmt *tth_tir_for(tth_tir_module *m, tth_tvar *var, tth_texpr *min, tth_texpr *extent,
+                               tth_loop_kind kind, tth_tstmt *body);
+TTH_API tth_tstmt *tth_tir_store(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index, tth_texpr *value);
+TTH_API tth_tstmt *tth_tir_allocate(tth_tir_module *m, tth_tbuffer *buf, tth_tstmt *body);
+TTH_API tth_tstmt *tth_tir_if(tth_tir_module *m, tth_texpr *cond, tth_tstmt *then_s, tth_tstmt *else_s);
+TTH_API tth_tstmt *tth_tir_let(tth_tir_module *m, tth_tvar *var, tth_texpr *value, tth_tstmt *body);
+TTH_API tth_tstmt *tth_tir_evaluate(tth_tir_module *m, tth_texpr *value);
+TTH_API tth_tstmt *tth_tir_call_func(tth_tir_module *m, const char *func, tth_tbuffer *const *args, size_t nargs);
+
+/* Add a PrimFunc (name unique; attrs stolen, may be NULL). */
+TTH_API tth_prim_func *tth_tir_func_add(tth_tir_module *m, const char *name, tth_tbuffer *const *params,
+                                        size_t nparams, tth_tstmt *body, const char *target_kind,
+                                        json_t *attrs, tth_diag *diag);
+
+/* Check: every var used is bound (loop/let) in scope, loads/stores name a param, an allocated,
+ * const or workspace buffer, binary operand dtypes agree, constant indices are in bounds,
+ * CALL_FUNC names an existing function with matching arity, names are C identifiers. */
+TTH_API int tth_tir_verify(const tth_tir_module *m, tth_diag *diag);
+
+/* Readable text (malloc'd; free()). */
+TTH_API char *tth_tir_print(const tth_tir_module *m);
+TTH_API char *tth_tir_print_func(const tth_prim_func *f);
+
+/* JSON form (new reference); constants by reference (name, type, hash). */
+TTH_API json_t *tth_tir_to_json(const tth_tir_module *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
