@@ -92,11 +92,11 @@ typedef enum tth_tir_unop { TTH_TUN_NEG = 0, TTH_TUN_NOT = 1 } tth_tir_unop;
     X(CEIL, "ceil", 1) X(ROUND_EVEN, "nearbyint", 1) X(SIN, "sin", 1) X(COS, "cos", 1) \
     X(FMOD, "fmod", 2) X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)
 
-typedef enum tth_tir_intrin {
+typedef enum tth_tir_intrin_op {
 #define TTH__INTRIN_ENUM(e, s, n) TTH_TINTRIN_##e,
     TTH_TIR_INTRINS(TTH__INTRIN_ENUM)
 #undef TTH__INTRIN_ENUM
-} tth_tir_intrin;
+} tth_tir_intrin_op;
 
 typedef struct tth_texpr tth_texpr;
 struct tth_texpr {
@@ -111,7 +111,7 @@ struct tth_texpr {
         struct { tth_tir_unop op; tth_texpr *a; } un;          /* UNARY */
         struct { tth_texpr *cond, *a, *b; } select;            /* SELECT */
         struct { tth_texpr *value; } cast;                     /* CAST */
-        struct { tth_tir_intrin op; tth_texpr *args[2]; } intrin; /* INTRIN */
+        struct { tth_tir_intrin_op op; tth_texpr *args[2]; } intrin; /* INTRIN */
         struct { const char *name; tth_texpr **args; size_t nargs; } call; /* CALL_EXTERN */
     } u;
 };
@@ -191,7 +191,7 @@ TTH_API tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a
 TTH_API tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a);
 TTH_API tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_texpr *b);
 TTH_API tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v);
-TTH_API tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin op, tth_texpr *a, tth_texpr *b /* or NULL */);
+TTH_API tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b /* or NULL */);
 TTH_API tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *name,
                                        tth_texpr *const *args, size_t nargs);
 TTH_API tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index);
