@@ -1,0 +1,193 @@
+/* jsonrpc.c: JSON-RPC 2.0 validation and builders. */
+#include "tthproto/jsonrpc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tthp_error_name(int code)
+{
+    switch (code) {
+#define TTHP__ERR_NAME(name, c, text) case c: return text;
+        TTHP_ERRORS(TTHP__ERR_NAME)
+#undef TTHP__ERR_NAME
+    }
+    if (TTHP_CODE_TO_TTH(code))
+        return "libtth";
+    return "unknown";
+}
+
+static int invalid(tthp_message *m, int code, const char *msg)
+{
+    m->kind = TTHP_MSG_INVALID;
+    m->error_code = code;
+    snprintf(m->error_message, sizeof m->error_message, "%s", msg);
+    return code;
+}
+
+int tthp_message_parse(const void *body, size_t len, tthp_message *m)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t je;
+    m->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!m->root) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+        return invalid(m, TTHP_PARSE_ERROR, msg);
+    }
+    if (!json_is_object(m->root))
+        return invalid(m, TTHP_INVALID_REQUEST, json_is_array(m->root)
+                                                    ? "batches are not supported; send one message per frame"
+                                                    : "a message must be a JSON object");
+    json_t *id = json_object_get(m->root, "id");
+    if (id && (json_is_integer(id) || json_is_string(id)))
+        m->id = id;
+    const json_t *ver = json_object_get(m->root, "jsonrpc");
+    if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0)
+        return invalid(m, TTHP_INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"");
+    if (id && !m->id && !json_is_null(id))
+        return invalid(m, TTHP_INVALID_REQUEST, "\"id\" must be an integer or a string");
+    json_t *method = json_object_get(m->root, "method");
+    if (method) {
+        if (!json_is_string(method))
+            return invalid(m, TTHP_INVALID_REQUEST, "\"method\" must be a string");
+        m->method = json_string_value(method);
+        json_t *params = json_object_get(m->root, "params");
+        if (params && !json_is_object(params))
+            return invalid(m, TTHP_INVALID_REQUEST, "\"params\" must be an object");
+        m->params = params;
+        if (id && json_is_null(id))
+            return invalid(m, TTHP_INVALID_REQUEST, "a request's \"id\" must not be null");
+        m->kind = id ? TTHP_MSG_REQUEST : TTHP_MSG_NOTIFICATION;
+        return 0;
+    }
+    json_t *result = json_object_get(m->root, "result");
+    json_t *error = json_object_get(m->root, "error");
+    if (!id || (!result == !error))
+        return invalid(m, TTHP_INVALID_REQUEST, "a message needs \"method\", or \"id\" with \"result\" or \"error\"");
+    if (error && (!json_is_object(error) || !json_is_integer(json_object_get(error, "code"))))
+        return invalid(m, TTHP_INVALID_REQUEST, "\"error\" must be an object with an integer \"code\"");
+    m->result = result;
+    m->error = error;
+    m->kind = TTHP_MSG_RESPONSE;
+    return 0;
+}
+
+void tthp_message_clear(tthp_message *m)
+{
+    json_decref(m->root);
+    memset(m, 0, sizeof *m);
+}
+
+json_t *tthp_request_new(json_int_t id, const char *method, json_t *params_new)
+{
+    json_t *m = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
+    if (m && params_new)
+        json_object_set_new(m, "params", params_new);
+    else
+        json_decref(params_new);
+    return m;
+}
+
+json_t *tthp_notification_new(const char *method, json_t *params_new)
+{
+    json_t *m = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
+    if (m && params_new)
+        json_object_set_new(m, "params", params_new);
+    else
+        json_decref(params_new);
+    return m;
+}
+
+json_t *tthp_result_new(const json_t *id, json_t *result_new)
+{
+    json_t *m = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "result",
+                          result_new ? result_new : json_null());
+    return m;
+}
+
+json_t *tthp_error_new(const json_t *id, int code, const char *message, json_t *data_new)
+{
+    json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message ? message : "");
+    if (err && data_new)
+        json_object_set_new(err, "data", data_new);
+    else
+        json_decref(data_new);
+    if (!err)
+        return NULL;
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err);
+}
+
+json_t *tthp_diagnostic_new(const char *code, int severity, const char *message, const char *location,
+                            const char *hint)
+{
+    return json_pack("{s:s, s:i, s:s, s:s, s:s}", "code", code ? code : "EINTERNAL", "severity", severity,
+                     "message", message ? message : "", "location", location ? location : "", "hint",
+                     hint ? hint : "");
+}
+
+char *tthp_message_dump(const json_t *msg, size_t *len)
+{
+    char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s && len)
+        *len = strlen(s);
+    return s;
+}
+
+int tthp_write_message_fd(int fd, const json_t *msg)
+{
+    size_t len;
+    char *s = tthp_message_dump(msg, &len);
+    if (!s)
+        return -ENOMEM;
+    int rc = tthp_write_frame_fd(fd, s, len, 0);
+    free(s);
+    return rc;
+}
+
+int tthp_write_chunk_fd(int fd, const json_t *id, const char *stream, size_t offset, const void *data,
+                        size_t size, size_t total)
+{
+    json_t *n = tthp_notification_new(
+        "$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", id ? id : json_null(), "stream", stream,
+                             "offset", (json_int_t)offset, "size", (json_int_t)size, "total",
+                             (json_int_t)total));
+    if (!n)
+        return -ENOMEM;
+    int rc = tthp_write_message_fd(fd, n);
+    json_decref(n);
+    if (rc == 0)
+        rc = tthp_write_frame_fd(fd, data, size, 1);
+    return rc;
+}
+
+int tthp_version_parse(const char *s, int *major, int *minor)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    long ma = strtol(s, &end, 10), mi = 0;
+    if (*end == '.') {
+        if (!isdigit((unsigned char)end[1]))
+            return -1;
+        mi = strtol(end + 1, &end, 10);
+    }
+    if (*end || ma > 1000000 || mi > 1000000)
+        return -1;
+    *major = (int)ma;
+    *minor = (int)mi;
+    return 0;
+}
+
+int tthp_model_name_valid(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
+        return 0;
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!(isalnum((unsigned char)s[n]) || s[n] == '_') || n >= TTHP_MAX_MODEL_NAME)
+            return 0;
+    return 1;
+}
