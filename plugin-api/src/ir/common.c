@@ -1,0 +1,524 @@
+/* common.c: data types, tensor types, the arena, refcounted tensors, and the small helpers the
+ * IR files share (pointer vectors, text buffers, ttype JSON). */
+#include "ir_private.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* ---- data types ---- */
+
+typedef struct dtype_info {
+    const char *name;
+    size_t bytes;
+    int is_float, is_signed;
+} dtype_info;
+
+static const dtype_info dtype_table[] = {
+#define TTH__DT_INFO(e, v, n, b, f, s) [v] = {n, b, f, s},
+    TTH_DTYPES(TTH__DT_INFO)
+#undef TTH__DT_INFO
+};
+
+#define DTYPE_COUNT (sizeof dtype_table / sizeof dtype_table[0])
+
+static const dtype_info *dtype_get(tth_dtype t)
+{
+    if ((unsigned)t == 0 || (unsigned)t >= DTYPE_COUNT || !dtype_table[t].name)
+        return NULL;
+    return &dtype_table[t];
+}
+
+const char *tth_dtype_name(tth_dtype t)
+{
+    const dtype_info *d = dtype_get(t);
+    return d ? d->name : "invalid";
+}
+
+tth_dtype tth_dtype_from_name(const char *name)
+{
+    if (!name)
+        return TTH_DTYPE_INVALID;
+    for (size_t i = 1; i < DTYPE_COUNT; i++)
+        if (dtype_table[i].name && strcmp(dtype_table[i].name, name) == 0)
+            return (tth_dtype)i;
+    return TTH_DTYPE_INVALID;
+}
+
+size_t tth_dtype_size(tth_dtype t)
+{
+    const dtype_info *d = dtype_get(t);
+    return d ? d->bytes : 0;
+}
+
+int tth_dtype_is_float(tth_dtype t)
+{
+    const dtype_info *d = dtype_get(t);
+    return d ? d->is_float : 0;
+}
+
+int tth_dtype_is_signed(tth_dtype t)
+{
+    const dtype_info *d = dtype_get(t);
+    return d ? d->is_signed : 0;
+}
+
+/* ---- tensor types ---- */
+
+int64_t tth_ttype_numel(const tth_ttype *t)
+{
+    int64_t n = 1;
+    for (int32_t i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+size_t tth_ttype_nbytes(const tth_ttype *t)
+{
+    return (size_t)tth_ttype_numel(t) * tth_dtype_size(t->dtype);
+}
+
+int tth_ttype_equal(const tth_ttype *a, const tth_ttype *b)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return 0;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}
+
+size_t tth_ttype_format(const tth_ttype *t, char *buf, size_t len)
+{
+    size_t n = 0;
+    int w = snprintf(buf, len, "%s[", tth_dtype_name(t->dtype));
+    if (w > 0)
+        n = (size_t)w;
+    for (int32_t i = 0; i < t->rank && i < TTH_MAX_RANK; i++) {
+        w = snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, "%s%lld", i ? ", " : "",
+                     (long long)t->shape[i]);
+        if (w > 0)
+            n += (size_t)w;
+    }
+    w = snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, "]");
+    if (w > 0)
+        n += (size_t)w;
+    return n < len ? n : (len ? len - 1 : 0);
+}
+
+size_t tth__rtype_format(const tth_rtype *t, char *buf, size_t len)
+{
+    if (t->nfields < 0)
+        return tth_ttype_format(&t->tensor, buf, len);
+    tth__sbuf b = {0};
+    tth__sb_rtype(&b, t);
+    size_t n = 0;
+    if (!b.failed && b.s) {
+        n = b.n < len ? b.n : (len ? len - 1 : 0);
+        memcpy(buf, b.s, n);
+    }
+    if (len)
+        buf[n] = '\0';
+    free(b.s);
+    return n;
+}
+
+/* ---- arena ---- */
+
+typedef struct arena_chunk {
+    struct arena_chunk *next;
+    size_t size, used;
+    /* 16-byte aligned payload follows */
+    _Alignas(16) unsigned char data[];
+} arena_chunk;
+
+struct tth_arena {
+    arena_chunk *head;
+    size_t handed;
+};
+
+#define ARENA_CHUNK 65536u
+
+tth_arena *tth_arena_new(void)
+{
+    return calloc(1, sizeof(tth_arena));
+}
+
+void tth_arena_free(tth_arena *a)
+{
+    if (!a)
+        return;
+    arena_chunk *c = a->head;
+    while (c) {
+        arena_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    free(a);
+}
+
+void *tth_arena_alloc(tth_arena *a, size_t size)
+{
+    if (!a)
+        return NULL;
+    size_t need = (size + 15u) & ~(size_t)15u;
+    if (need < size)
+        return NULL;
+    if (need == 0)
+        need = 16;
+    arena_chunk *c = a->head;
+    if (!c || c->size - c->used < need) {
+        if (need > ARENA_CHUNK / 4) {
+            /* A big block gets a chunk of its own, kept behind the current one. */
+            arena_chunk *big = malloc(sizeof(arena_chunk) + need);
+            if (!big)
+                return NULL;
+            big->size = big->used = need;
+            if (c) {
+                big->next = c->next;
+                c->next = big;
+            } else {
+                big->next = NULL;
+                a->head = big;
+            }
+            memset(big->data, 0, need);
+            a->handed += size;
+            return big->data;
+        }
+        c = malloc(sizeof(arena_chunk) + ARENA_CHUNK);
+        if (!c)
+            return NULL;
+        c->size = ARENA_CHUNK;
+        c->used = 0;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = c->data + c->used;
+    c->used += need;
+    memset(p, 0, need);
+    a->handed += size;
+    return p;
+}
+
+char *tth_arena_strdup(tth_arena *a, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    char *p = tth_arena_alloc(a, n + 1);
+    if (p)
+        memcpy(p, s, n + 1);
+    return p;
+}
+
+char *tth_arena_printf(tth_arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *p = tth_arena_alloc(a, (size_t)n + 1);
+    if (!p)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+size_t tth_arena_used(const tth_arena *a)
+{
+    return a ? a->handed : 0;
+}
+
+/* ---- tensors ---- */
+
+tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
+{
+    if (!type || !tth_dtype_size(type->dtype) || type->rank < 0 || type->rank > TTH_MAX_RANK)
+        return NULL;
+    for (int32_t i = 0; i < type->rank; i++)
+        if (type->shape[i] < 0)
+            return NULL;
+    tth_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->type = *type;
+    for (int32_t i = type->rank; i < TTH_MAX_RANK; i++)
+        t->type.shape[i] = 0;
+    t->nbytes = tth_ttype_nbytes(type);
+    size_t alloc = (t->nbytes + 63u) & ~(size_t)63u;
+    if (alloc == 0)
+        alloc = 64;
+    t->data = aligned_alloc(64, alloc);
+    if (!t->data) {
+        free(t);
+        return NULL;
+    }
+    if (data && t->nbytes)
+        memcpy(t->data, data, t->nbytes);
+    if (alloc > (data ? t->nbytes : 0))
+        memset((char *)t->data + (data ? t->nbytes : 0), 0, alloc - (data ? t->nbytes : 0));
+    t->refcount = 1;
+    return t;
+}
+
+tth_tensor *tth_tensor_ref(tth_tensor *t)
+{
+    if (t)
+        __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+void tth_tensor_unref(tth_tensor *t)
+{
+    if (!t)
+        return;
+    if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(t->data);
+        free(t);
+    }
+}
+
+uint64_t tth_tensor_hash(const tth_tensor *t)
+{
+    /* The header (dtype, rank, shape as little-endian-agnostic int64s) seeds the data hash. */
+    int64_t head[2 + TTH_MAX_RANK] = {0};
+    head[0] = t->type.dtype;
+    head[1] = t->type.rank;
+    for (int32_t i = 0; i < t->type.rank; i++)
+        head[2 + i] = t->type.shape[i];
+    uint64_t seed = XXH64(head, sizeof(int64_t) * (size_t)(2 + t->type.rank), 0);
+    return XXH64(t->data, t->nbytes, seed);
+}
+
+/* IEEE half to float. */
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    float f;
+    if (exp == 0) {
+        f = ldexpf((float)man, -24);
+    } else if (exp == 31) {
+        f = man ? NAN : INFINITY;
+    } else {
+        f = ldexpf((float)(man | 0x400), (int)exp - 25);
+    }
+    return sign ? -f : f;
+}
+
+double tth_tensor_get_f64(const tth_tensor *t, int64_t i)
+{
+    const void *p = t->data;
+    switch (t->type.dtype) {
+    case TTH_F32: return ((const float *)p)[i];
+    case TTH_F16: return half_to_float(((const uint16_t *)p)[i]);
+    case TTH_F64: return ((const double *)p)[i];
+    case TTH_I8: return ((const int8_t *)p)[i];
+    case TTH_I16: return ((const int16_t *)p)[i];
+    case TTH_I32: return ((const int32_t *)p)[i];
+    case TTH_I64: return (double)((const int64_t *)p)[i];
+    case TTH_U8: return ((const uint8_t *)p)[i];
+    case TTH_U16: return ((const uint16_t *)p)[i];
+    case TTH_U32: return ((const uint32_t *)p)[i];
+    case TTH_U64: return (double)((const uint64_t *)p)[i];
+    case TTH_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    default: return 0.0;
+    }
+}
+
+int64_t tth_tensor_get_i64(const tth_tensor *t, int64_t i)
+{
+    const void *p = t->data;
+    switch (t->type.dtype) {
+    case TTH_F32:
+    case TTH_F16:
+    case TTH_F64: {
+        double v = tth_tensor_get_f64(t, i);
+        if (v != v)
+            return 0;
+        if (v >= 9223372036854775807.0)
+            return INT64_MAX;
+        if (v <= -9223372036854775808.0)
+            return INT64_MIN;
+        return (int64_t)v;
+    }
+    case TTH_I8: return ((const int8_t *)p)[i];
+    case TTH_I16: return ((const int16_t *)p)[i];
+    case TTH_I32: return ((const int32_t *)p)[i];
+    case TTH_I64: return ((const int64_t *)p)[i];
+    case TTH_U8: return ((const uint8_t *)p)[i];
+    case TTH_U16: return ((const uint16_t *)p)[i];
+    case TTH_U32: return ((const uint32_t *)p)[i];
+    case TTH_U64: return (int64_t)((const uint64_t *)p)[i];
+    case TTH_BOOL: return ((const uint8_t *)p)[i] ? 1 : 0;
+    default: return 0;
+    }
+}
+
+/* ---- shared helpers ---- */
+
+int tth__ptrvec_push(tth__ptrvec *v, void *p)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 16;
+        void **items = realloc(v->items, cap * sizeof *items);
+        if (!items)
+            return TTH_ENOMEM;
+        v->items = items;
+        v->cap = cap;
+    }
+    v->items[v->n++] = p;
+    return 0;
+}
+
+void tth__ptrvec_free(tth__ptrvec *v)
+{
+    free(v->items);
+    v->items = NULL;
+    v->n = v->cap = 0;
+}
+
+static void sb_reserve(tth__sbuf *b, size_t more)
+{
+    if (b->failed)
+        return;
+    if (b->n + more + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + more + 1)
+        cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+        b->failed = 1;
+        return;
+    }
+    b->s = s;
+    b->cap = cap;
+}
+
+void tth__sb_puts(tth__sbuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    sb_reserve(b, n);
+    if (b->failed)
+        return;
+    memcpy(b->s + b->n, s, n + 1);
+    b->n += n;
+}
+
+void tth__sb_printf(tth__sbuf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        tth__sb_puts(b, small);
+        return;
+    }
+    sb_reserve(b, (size_t)n);
+    if (b->failed)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
+}
+
+void tth__sb_indent(tth__sbuf *b, int level)
+{
+    for (int i = 0; i < level; i++)
+        tth__sb_puts(b, "  ");
+}
+
+char *tth__sb_finish(tth__sbuf *b)
+{
+    if (b->failed) {
+        free(b->s);
+        b->s = NULL;
+        return NULL;
+    }
+    if (!b->s) {
+        sb_reserve(b, 0);
+        if (b->failed)
+            return NULL;
+        b->s[0] = '\0';
+    }
+    char *s = b->s;
+    b->s = NULL;
+    return s;
+}
+
+void tth__sb_ttype(tth__sbuf *b, const tth_ttype *t)
+{
+    tth__sb_printf(b, "%s[", tth_dtype_name(t->dtype));
+    for (int32_t i = 0; i < t->rank && i < TTH_MAX_RANK; i++)
+        tth__sb_printf(b, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    tth__sb_puts(b, "]");
+}
+
+void tth__sb_rtype(tth__sbuf *b, const tth_rtype *t)
+{
+    if (t->nfields < 0) {
+        tth__sb_ttype(b, &t->tensor);
+        return;
+    }
+    tth__sb_puts(b, "(");
+    for (int32_t i = 0; i < t->nfields; i++) {
+        if (i)
+            tth__sb_puts(b, ", ");
+        tth__sb_ttype(b, &t->fields[i]);
+    }
+    tth__sb_puts(b, ")");
+}
+
+json_t *tth__ttype_to_json(const tth_ttype *t)
+{
+    json_t *shape = json_array();
+    for (int32_t i = 0; i < t->rank; i++)
+        json_array_append_new(shape, json_integer(t->shape[i]));
+    return json_pack("{s:s, s:o}", "dtype", tth_dtype_name(t->dtype), "shape", shape);
+}
+
+int tth__ttype_from_json(const json_t *j, tth_ttype *t)
+{
+    memset(t, 0, sizeof *t);
+    const json_t *dt = json_object_get(j, "dtype");
+    const json_t *shape = json_object_get(j, "shape");
+    if (!json_is_string(dt) || !json_is_array(shape) || json_array_size(shape) > TTH_MAX_RANK)
+        return TTH_EINVAL;
+    t->dtype = tth_dtype_from_name(json_string_value(dt));
+    if (t->dtype == TTH_DTYPE_INVALID)
+        return TTH_EINVAL;
+    t->rank = (int32_t)json_array_size(shape);
+    for (int32_t i = 0; i < t->rank; i++) {
+        const json_t *d = json_array_get(shape, (size_t)i);
+        if (!json_is_integer(d) || json_integer_value(d) < 0)
+            return TTH_EINVAL;
+        t->shape[i] = json_integer_value(d);
+    }
+    return 0;
+}
+
+int tth__is_c_ident(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}

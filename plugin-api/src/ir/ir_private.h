@@ -1,0 +1,115 @@
+/* ir_private.h: what the IR's source files share and nobody else sees: the private halves of the
+ * module structs, a growable text buffer, and small vector helpers. */
+#ifndef TTH_IR_PRIVATE_H
+#define TTH_IR_PRIVATE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "tth/ir_common.h"
+#include "tth/relay.h"
+#include "tth/tir.h"
+
+/* A growable array of pointers (malloc'd, not arena: it is freed or released one by one). */
+typedef struct tth__ptrvec {
+    void **items;
+    size_t n, cap;
+} tth__ptrvec;
+
+int tth__ptrvec_push(tth__ptrvec *v, void *p); /* 0 or TTH_ENOMEM */
+void tth__ptrvec_free(tth__ptrvec *v);
+
+/* The module's private bookkeeping: the public struct comes first, so the module pointer is
+ * also a pointer to this. */
+typedef struct tth__relay_module {
+    tth_relay_module pub;
+    uint32_t next_id;        /* ids handed out so far */
+    const char *span;        /* span of nodes built now (arena), or NULL */
+    tth__ptrvec jsons;       /* json_t references to release */
+    tth__ptrvec tensors;     /* tensor references to release */
+    size_t funcs_cap;        /* capacity of pub.funcs (malloc'd) */
+} tth__relay_module;
+
+/* Every Relay node carries a private header before the public struct: its owner. */
+typedef struct tth__rnode {
+    const tth_relay_module *owner;
+    tth_rexpr pub;
+} tth__rnode;
+
+#define TTH__RNODE(e) ((tth__rnode *)((char *)(e) - offsetof(tth__rnode, pub)))
+
+static inline tth__relay_module *tth__rmod(const tth_relay_module *m)
+{
+    return (tth__relay_module *)m;
+}
+
+/* Keep a json_t reference until the module is freed (steals it; on failure releases it). */
+int tth__relay_keep_json(tth_relay_module *m, json_t *j);
+
+/* The op relation as run by the builder: attrs may be completed with defaults (fill). */
+int tth__relay_infer_fill(tth_op op, const tth_rtype *const *arg_types, size_t nargs, json_t *fill,
+                          const json_t *attrs, tth_rtype *out, tth_arena *arena, const char *location,
+                          tth_diag *diag);
+
+/* Post-order walk of the nodes reachable from root, each once (iterative: deep graphs are fine).
+ * state: caller's zeroed array of m's next_id bytes; nodes already marked 2 are skipped (used to
+ * leave parameters out, or to share one walk over several roots). *out: malloc'd array of the
+ * newly visited nodes (caller frees). Returns their count, TTH_EINVAL on a cycle or a node of
+ * another module, TTH_ENOMEM. */
+int64_t tth__relay_walk(const tth_relay_module *m, const tth_rexpr *root, uint8_t *state, tth_rexpr ***out);
+
+int tth__rtype_equal(const tth_rtype *a, const tth_rtype *b);
+
+/* "float32[1, 2]" or "(float32[1], int64[])" into buf. */
+size_t tth__rtype_format(const tth_rtype *t, char *buf, size_t len);
+
+/* The TIR module's private half. */
+typedef struct tth__tir_module {
+    tth_tir_module pub;
+    uint32_t next_buf_id, next_var_id;
+    tth__ptrvec jsons;       /* json_t references to release */
+    tth__ptrvec tensors;     /* tensor references to release */
+    size_t funcs_cap;
+    int is_view;             /* made by tth_tir_module_subset: nodes belong to the parent */
+} tth__tir_module;
+
+static inline tth__tir_module *tth__tmod(const tth_tir_module *m)
+{
+    return (tth__tir_module *)m;
+}
+
+/* TIR statements carry a private header: a SEQ's capacity, for seq_append. */
+typedef struct tth__tstmt {
+    size_t cap;
+    tth_tstmt pub;
+} tth__tstmt;
+
+#define TTH__TSTMT(s) ((tth__tstmt *)((char *)(s) - offsetof(tth__tstmt, pub)))
+
+/* A growable, malloc'd text buffer; on OOM it sets `failed` and stops growing. */
+typedef struct tth__sbuf {
+    char *s;
+    size_t n, cap;
+    int failed;
+} tth__sbuf;
+
+void tth__sb_puts(tth__sbuf *b, const char *s);
+void tth__sb_printf(tth__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tth__sb_indent(tth__sbuf *b, int level);
+/* The text (malloc'd, caller frees), or NULL after an OOM. */
+char *tth__sb_finish(tth__sbuf *b);
+
+/* Render a ttype/rtype into a sbuf. */
+void tth__sb_ttype(tth__sbuf *b, const tth_ttype *t);
+void tth__sb_rtype(tth__sbuf *b, const tth_rtype *t);
+
+/* JSON for a ttype: {"dtype": "float32", "shape": [..]}; parse back (0 or TTH_EINVAL). */
+json_t *tth__ttype_to_json(const tth_ttype *t);
+int tth__ttype_from_json(const json_t *j, tth_ttype *t);
+
+/* A C identifier: [A-Za-z_][A-Za-z0-9_]*. */
+int tth__is_c_ident(const char *s);
+
+#endif
