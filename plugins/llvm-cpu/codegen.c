@@ -1,0 +1,361 @@
+/* codegen.c: the llvm kind's tir_to_runtime hook: TIR PrimFuncs → one object file.
+ *
+ * The pipeline, in order (each step requires the ones above it):
+ *   1. target_options:  mtriple / mcpu / mattr / opt-level / mabi from the target JSON
+ *   2. target_machine:  LLVM's target for the triple, a machine for cpu + features
+ *   3. declare:         every PrimFunc of the module, so calls may precede definitions
+ *   4. tth__llcg_func:  each PrimFunc's body (codegen_func.c, codegen_expr.c)
+ *   5. LLVMVerifyModule
+ *   6. LLVMRunPasses:   "default<O0..3>" with the target machine's cost model
+ *   7. emit:            an ELF (or the triple's) object, added as TTH_FILE_OBJECT
+ *                       "<model>_llvm.o" with meta {"link": "object"}
+ * Identical input gives identical bytes: nothing time-, path- or address-dependent reaches the
+ * module, and LLVM's output is deterministic for one module and machine.
+ */
+#include "codegen.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "tth/artifact.h"
+#include "tth/plugin.h"
+#include "tth/target.h"
+
+TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
+                                         const tth_tir_module *mod, tth_runtime_module *out,
+                                         tth_diag *diag);
+
+/* ---------------------------------------------------------------- 1. target options */
+
+typedef struct llcg_options {
+    char triple[256];
+    char cpu[128];
+    char features[1024];   /* "+neon,+dotprod" */
+    char abi[64];
+    int opt_level;         /* 0..3 */
+} llcg_options;
+
+static const char *json_str(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* Append one feature ("neon" means "+neon") to the comma-separated list. */
+static int add_feature(llcg_options *o, const char *f, size_t len, tth_diag *diag)
+{
+    while (len && (*f == ' ' || *f == ','))
+        f++, len--;
+    while (len && (f[len - 1] == ' '))
+        len--;
+    if (!len)
+        return 0;
+    size_t cur = strlen(o->features);
+    int plus = f[0] != '+' && f[0] != '-';
+    if (cur + (cur ? 1 : 0) + (size_t)plus + len + 1 > sizeof o->features)
+        return tth_diag_set(diag, TTH_ELIMIT, "target 'mattr'", "too many target features");
+    snprintf(o->features + cur, sizeof o->features - cur, "%s%s%.*s", cur ? "," : "", plus ? "+" : "",
+             (int)len, f);
+    return 0;
+}
+
+static int add_feature_list(llcg_options *o, const char *s, tth_diag *diag)
+{
+    while (*s) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        int rc = add_feature(o, s, len, diag);
+        if (rc)
+            return rc;
+        s += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static int target_options(const json_t *target, llcg_options *o, tth_diag *diag)
+{
+    memset(o, 0, sizeof *o);
+    o->opt_level = 3;
+    if (target && !json_is_object(target))
+        return tth_diag_set(diag, TTH_EINVAL, "target", "the target is not a JSON object");
+
+    const char *triple = target ? json_str(target, "mtriple") : NULL;
+    if (triple && *triple) {
+        snprintf(o->triple, sizeof o->triple, "%s", triple);
+    } else {
+        char *def = LLVMGetDefaultTargetTriple();
+        snprintf(o->triple, sizeof o->triple, "%s", def);
+        LLVMDisposeMessage(def);
+    }
+    const char *cpu = target ? json_str(target, "mcpu") : NULL;
+    snprintf(o->cpu, sizeof o->cpu, "%s", cpu && *cpu ? cpu : "generic");
+    const char *abi = target ? json_str(target, "mabi") : NULL;
+    if (abi)
+        snprintf(o->abi, sizeof o->abi, "%s", abi);
+
+    const json_t *mattr = target ? json_object_get(target, "mattr") : NULL;
+    if (json_is_string(mattr)) {
+        int rc = add_feature_list(o, json_string_value(mattr), diag);
+        if (rc)
+            return rc;
+    } else if (json_is_array(mattr)) {
+        size_t i;
+        const json_t *v;
+        json_array_foreach(mattr, i, v) {
+            if (!json_is_string(v))
+                return tth_diag_set(diag, TTH_ETYPE, "target 'mattr'", "mattr entry %zu is not a string", i);
+            int rc = add_feature_list(o, json_string_value(v), diag);
+            if (rc)
+                return rc;
+        }
+    } else if (mattr && !json_is_null(mattr)) {
+        return tth_diag_set(diag, TTH_ETYPE, "target 'mattr'", "mattr must be a string array");
+    }
+
+    const json_t *ol = target ? json_object_get(target, "opt-level") : NULL;
+    if (ol && !json_is_null(ol)) {
+        if (!json_is_integer(ol) || json_integer_value(ol) < 0 || json_integer_value(ol) > 3) {
+            tth_diag_set(diag, TTH_EINVAL, "target 'opt-level'", "opt-level must be an integer from 0 to 3");
+            return TTH_EINVAL;
+        }
+        o->opt_level = (int)json_integer_value(ol);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- 2. target machine */
+
+static pthread_once_t llvm_init_once = PTHREAD_ONCE_INIT;
+
+static void llvm_init(void)
+{
+    LLVMInitializeAllTargetInfos();
+    LLVMInitializeAllTargets();
+    LLVMInitializeAllTargetMCs();
+    LLVMInitializeAllAsmPrinters();
+}
+
+/* Bare-metal triples ("-none-") get static relocation; hosted ones position-independent code,
+ * since their objects are linked into shared objects. */
+static LLVMRelocMode reloc_mode(const char *triple)
+{
+    return strstr(triple, "-none") ? LLVMRelocStatic : LLVMRelocPIC;
+}
+
+static LLVMTargetMachineRef target_machine(const llcg_options *o, tth_diag *diag)
+{
+    LLVMTargetRef t = NULL;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(o->triple, &t, &err)) {
+        tth_diag_set(diag, TTH_EUNSUPPORTED, "target 'mtriple'", "LLVM has no target for triple '%s': %s",
+                     o->triple, err ? err : "");
+        LLVMDisposeMessage(err);
+        return NULL;
+    }
+    LLVMDisposeMessage(err);
+    LLVMTargetMachineOptionsRef mo = LLVMCreateTargetMachineOptions();
+    LLVMTargetMachineOptionsSetCPU(mo, o->cpu);
+    LLVMTargetMachineOptionsSetFeatures(mo, o->features);
+    if (o->abi[0])
+        LLVMTargetMachineOptionsSetABI(mo, o->abi);
+    static const LLVMCodeGenOptLevel levels[] = {LLVMCodeGenLevelNone, LLVMCodeGenLevelLess,
+                                                 LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive};
+    LLVMTargetMachineOptionsSetCodeGenOptLevel(mo, levels[o->opt_level]);
+    LLVMTargetMachineOptionsSetRelocMode(mo, reloc_mode(o->triple));
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachineWithOptions(t, o->triple, mo);
+    LLVMDisposeTargetMachineOptions(mo);
+    if (!tm)
+        tth_diag_set(diag, TTH_EUNSUPPORTED, "target", "LLVM cannot build a machine for '%s' (cpu '%s')",
+                     o->triple, o->cpu);
+    return tm;
+}
+
+/* ---------------------------------------------------------------- 3. model and entry */
+
+/* The AOT entry: the function the module names, else the one taking INPUT/OUTPUT buffers. */
+static const tth_prim_func *find_entry(const tth_tir_module *mod)
+{
+    for (size_t i = 0; i < mod->nfuncs; i++)
+        if (mod->entry && strcmp(mod->funcs[i]->name, mod->entry) == 0)
+            return mod->funcs[i];
+    for (size_t i = 0; i < mod->nfuncs; i++)
+        for (size_t k = 0; k < mod->funcs[i]->nparams; k++)
+            if (mod->funcs[i]->params[k]->scope == TTH_SCOPE_INPUT ||
+                mod->funcs[i]->params[k]->scope == TTH_SCOPE_OUTPUT)
+                return mod->funcs[i];
+    return NULL;
+}
+
+/* The model name used in file names: the entry's "model" attribute, else X in "tth_X_run",
+ * else "default". */
+static void model_name(const tth_prim_func *entry, char *buf, size_t len)
+{
+    const char *m = entry && entry->attrs ? json_str(entry->attrs, "model") : NULL;
+    if (m && *m) {
+        snprintf(buf, len, "%s", m);
+        return;
+    }
+    if (entry) {
+        size_t n = strlen(entry->name);
+        if (n > 8 && strncmp(entry->name, "tth_", 4) == 0 && strcmp(entry->name + n - 4, "_run") == 0) {
+            snprintf(buf, len, "%.*s", (int)(n - 8), entry->name + 4);
+            return;
+        }
+    }
+    snprintf(buf, len, "default");
+}
+
+/* ---------------------------------------------------------------- 6. passes */
+
+static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tth_diag *diag)
+{
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 1);
+    LLVMErrorRef err = LLVMRunPasses(m, pipeline, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        tth_diag_set(diag, TTH_EINTERNAL, "llvm pass pipeline", "%s failed: %s", pipeline, msg);
+        LLVMDisposeErrorMessage(msg);
+        return TTH_EINTERNAL;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- 7. output */
+
+static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *model, const tth_tir_module *mod,
+                tth_runtime_module *out, tth_diag *diag)
+{
+    char *err = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, &obj)) {
+        tth_diag_set(diag, TTH_EINTERNAL, "llvm object emission", "%s", err ? err : "emission failed");
+        LLVMDisposeMessage(err);
+        return TTH_EINTERNAL;
+    }
+    LLVMDisposeMessage(err);
+    char name[256];
+    snprintf(name, sizeof name, "%s_llvm.o", model);
+    int rc = tth_runtime_module_add_file(out, name, TTH_FILE_OBJECT, LLVMGetBufferStart(obj),
+                                         LLVMGetBufferSize(obj), diag);
+    LLVMDisposeMemoryBuffer(obj);
+    if (rc)
+        return rc;
+
+    json_t *syms = json_array();
+    json_t *meta = json_pack("{s:s, s:o}", "link", "object", "entry_symbols", syms);
+    if (!meta)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < mod->nfuncs; i++)
+        if (json_array_append_new(syms, json_string(mod->funcs[i]->name))) {
+            json_decref(meta);
+            return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+        }
+    rc = tth_runtime_module_set_meta(out, meta, diag);
+    json_decref(meta);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the hook */
+
+static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry)
+{
+    const tth_tir_module *mod = c->tir;
+    /* 3. declare every PrimFunc first: calls may precede definitions */
+    for (size_t i = 0; i < mod->nfuncs; i++) {
+        const tth_prim_func *f = mod->funcs[i];
+        if (!f || !f->name)
+            return tth_diag_set(c->diag, TTH_EINVAL, NULL, "PrimFunc %zu has no name", i);
+        if (LLVMGetNamedFunction(c->mod, f->name))
+            return tth_diag_set(c->diag, TTH_EINVAL, NULL, "two PrimFuncs are named '%s'", f->name);
+        if (!tth__llcg_declare(c, f->name, f->nparams, f == entry))
+            return c->diag->code;
+    }
+    /* 4. lower each body */
+    for (size_t i = 0; i < mod->nfuncs; i++) {
+        if (host && host->size >= offsetof(tth_host, cancelled) + sizeof host->cancelled &&
+            host->cancelled && host->cancelled(host->ctx))
+            return tth_diag_set(c->diag, TTH_ECANCELLED, NULL, "cancelled");
+        int rc = tth__llcg_func(c, mod->funcs[i], mod->funcs[i] == entry);
+        if (rc)
+            return rc;
+    }
+    /* 5. verify */
+    char *msg = NULL;
+    if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg)) {
+        tth_diag_set(c->diag, TTH_EINTERNAL, "llvm module", "generated LLVM IR is invalid: %s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        return TTH_EINTERNAL;
+    }
+    LLVMDisposeMessage(msg);
+    return 0;
+}
+
+TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
+                                         const tth_tir_module *mod, tth_runtime_module *out,
+                                         tth_diag *diag)
+{
+    tth_diag_clear(diag);
+    if (!mod || !out)
+        return tth_diag_set(diag, TTH_EINVAL, NULL, "tir_to_runtime needs a module and an output");
+
+    llcg_options opt;
+    int rc = target_options(target, &opt, diag);
+    if (rc)
+        return rc;
+    pthread_once(&llvm_init_once, llvm_init);
+    LLVMTargetMachineRef tm = target_machine(&opt, diag);
+    if (!tm)
+        return diag ? diag->code : TTH_EUNSUPPORTED;
+
+    const tth_prim_func *entry = find_entry(mod);
+    char model[128];
+    model_name(entry, model, sizeof model);
+    char modname[160];
+    snprintf(modname, sizeof modname, "%s_llvm", model);
+
+    tth_diag local;
+    tth_diag_clear(&local);
+    tth__llcg c;
+    memset(&c, 0, sizeof c);
+    c.diag = diag ? diag : &local;
+    c.tir = mod;
+    c.ctx = LLVMContextCreate();
+    c.mod = LLVMModuleCreateWithNameInContext(modname, c.ctx);
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    LLVMSetSourceFileName(c.mod, modname, strlen(modname));
+    LLVMSetTarget(c.mod, opt.triple);
+    c.td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(c.mod, c.td);
+    c.big_endian = LLVMByteOrder(c.td) == LLVMBigEndian;
+    c.md_loop = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
+
+    rc = lower_module(&c, host, entry);
+    if (!rc)
+        rc = run_passes(c.mod, tm, opt.opt_level, c.diag);
+    if (!rc)
+        rc = emit(c.mod, tm, model, mod, out, c.diag);
+
+    tth__llcg_scope_free(&c.consts);
+    tth__llcg_scope_free(&c.bufs);
+    tth__llcg_scope_free(&c.vars);
+    LLVMDisposeBuilder(c.b);
+    LLVMDisposeModule(c.mod);
+    LLVMDisposeTargetData(c.td);
+    LLVMContextDispose(c.ctx);
+    LLVMDisposeTargetMachine(tm);
+    return rc;
+}

@@ -1,0 +1,100 @@
+/* codegen.h: the llvm-cpu code generator's private interface (TIR → LLVM IR → object code).
+ *
+ * Stages, each in its own file, joined only by the LLVM module they fill:
+ *   codegen.c       the tir_to_runtime hook: target machine from the target JSON, declare every
+ *                   PrimFunc, lower each body, verify, run the pass pipeline, emit the object.
+ *   codegen_func.c  PrimFunc signatures and statements (loops, stores, allocations, calls).
+ *   codegen_expr.c  expressions (arithmetic, casts, intrinsics, extern calls).
+ *
+ * Calling conventions (shared with the c-host plugin, so either kind can call the other):
+ *   operator PrimFunc:  int32_t name(void *arg0, ..., void *argN-1, uint8_t *workspace)
+ *                       one pointer per buffer parameter in order, then the planned workspace.
+ *   AOT entry PrimFunc: int32_t name(const struct inputs *in, struct outputs *out, void *workspace)
+ *                       `in`/`out` are arrays of void*, one per INPUT / OUTPUT parameter of the
+ *                       entry in parameter order.
+ * Both return 0 on success; a non-zero status from a called PrimFunc is returned at once.
+ */
+#ifndef TTH_LLVM_CPU_CODEGEN_H
+#define TTH_LLVM_CPU_CODEGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+
+#include "tth/diag.h"
+#include "tth/tir.h"
+
+/* One binding of a TIR id (variable or buffer) to an LLVM value, in a scoped stack. */
+typedef struct tth__llcg_binding {
+    uint32_t id;
+    LLVMValueRef value;
+} tth__llcg_binding;
+
+typedef struct tth__llcg_scope {
+    tth__llcg_binding *items;
+    size_t n, cap;
+} tth__llcg_scope;
+
+/* Everything one code generation run holds. Module-level fields live for the whole run;
+ * function-level fields are reset for every PrimFunc. */
+typedef struct tth__llcg {
+    /* module level */
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;            /* the builder statements and expressions append to */
+    LLVMTargetDataRef td;        /* data layout of the target machine (borrowed) */
+    int big_endian;              /* target byte order: constants are byte-swapped when set */
+    const tth_tir_module *tir;
+    tth_diag *diag;
+    tth__llcg_scope consts;      /* CONST buffer id → private global */
+    unsigned md_loop;            /* kind id of !llvm.loop */
+
+    /* function level */
+    const tth_prim_func *fn;     /* the PrimFunc being lowered */
+    LLVMValueRef llfn;
+    LLVMBasicBlockRef entry_bb;  /* allocas and buffer bases; branches to the body at the end */
+    LLVMBuilderRef eb;           /* positioned at the end of entry_bb */
+    LLVMValueRef workspace;      /* the workspace parameter (i8 pointer), or NULL */
+    tth__llcg_scope bufs;        /* buffer id → base pointer */
+    tth__llcg_scope vars;        /* variable id → value (stack: LET and loops push and pop) */
+} tth__llcg;
+
+/* Scoped id → value bindings. push returns 0 or TTH_ENOMEM. lookup searches newest first. */
+int tth__llcg_scope_push(tth__llcg_scope *s, uint32_t id, LLVMValueRef v);
+void tth__llcg_scope_pop(tth__llcg_scope *s);
+LLVMValueRef tth__llcg_scope_lookup(const tth__llcg_scope *s, uint32_t id);
+void tth__llcg_scope_free(tth__llcg_scope *s);
+
+/* Types: the register type of a dtype (bool is i1) and its memory type (bool is i8). NULL
+ * for an invalid dtype. */
+LLVMTypeRef tth__llcg_type(tth__llcg *c, tth_dtype t);
+LLVMTypeRef tth__llcg_mem_type(tth__llcg *c, tth_dtype t);
+
+/* "function 'name'" for diagnostics (into the diag's location). */
+int tth__llcg_fail(tth__llcg *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Expressions (codegen_expr.c). Returns the value in the register type of e->dtype, or NULL
+ * with c->diag filled. */
+LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e);
+/* v (held in from's register type) converted to `to` with C's rules. */
+LLVMValueRef tth__llcg_convert(tth__llcg *c, LLVMValueRef v, tth_dtype from, tth_dtype to);
+/* e converted to i1 (C truth: != 0). */
+LLVMValueRef tth__llcg_truth(tth__llcg *c, const tth_texpr *e);
+/* e widened or narrowed to i64 for indexing, sign-aware. */
+LLVMValueRef tth__llcg_index(tth__llcg *c, const tth_texpr *e);
+/* &buf[index] (index already lowered to i64). */
+LLVMValueRef tth__llcg_elem_ptr(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef index);
+/* The base pointer of a buffer in the current function (parameter, workspace slice, stack
+ * allocation or constant global). NULL with c->diag filled when it has none here. */
+LLVMValueRef tth__llcg_buffer_base(tth__llcg *c, const tth_tbuffer *buf);
+
+/* Functions (codegen_func.c). */
+/* The LLVM function for a PrimFunc of this module or, for a name the module does not define, an
+ * external declaration with the operator convention and nargs buffer arguments. */
+LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int is_entry);
+/* Lower f's body into its (already declared) LLVM function. */
+int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry);
+
+#endif

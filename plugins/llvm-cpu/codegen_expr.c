@@ -1,0 +1,565 @@
+/* codegen_expr.c: TIR expressions → LLVM IR values.
+ *
+ * Every value is held in the register type of its dtype (bool is i1); memory holds bool as one
+ * byte (i8, 0 or 1). Semantics are C's on the operand dtype, as tth/tir.h says, with these
+ * choices written down once:
+ *   - 32- and 64-bit signed add/sub/mul carry `nsw` (C leaves signed overflow undefined);
+ *     8- and 16-bit arithmetic is done in 32 bits and truncated, as C's promotion does;
+ *   - floordiv/floormod round towards negative infinity for signed integers and floats
+ *     (float floormod is fmod adjusted to the divisor's sign);
+ *   - float min/max are C's `a < b ? a : b` / `a > b ? a : b`;
+ *   - float comparisons are ordered except `!=`, which is true for NaN as in C;
+ *   - float→int truncates (fptosi/fptoui); int→int widening follows the source's signedness;
+ *     anything → bool is `!= 0`.
+ */
+#include "codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+static int is_int(tth_dtype t) { return t != TTH_BOOL && !tth_dtype_is_float(t) && t != TTH_DTYPE_INVALID; }
+
+static int is_signed_int(tth_dtype t) { return is_int(t) && tth_dtype_is_signed(t); }
+
+static const char *binop_name(tth_tir_binop op)
+{
+    static const char *const names[] = {
+#define BIN_NAME(e, s) s,
+        TTH_TIR_BINOPS(BIN_NAME)
+#undef BIN_NAME
+    };
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+static LLVMValueRef fail_null(tth__llcg *c, int code, const char *what, tth_dtype t)
+{
+    tth__llcg_fail(c, code, "%s on %s is not supported by the llvm code generator", what,
+                   tth_dtype_name(t));
+    return NULL;
+}
+
+/* An LLVM intrinsic overloaded on one type: declaration and function type. */
+static LLVMValueRef intrinsic(tth__llcg *c, const char *name, LLVMTypeRef ty, LLVMTypeRef *fnty)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (id == 0) {
+        tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name);
+        return NULL;
+    }
+    *fnty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
+    return LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
+}
+
+static LLVMValueRef call_intrinsic(tth__llcg *c, const char *name, LLVMValueRef *args, unsigned n)
+{
+    LLVMTypeRef fnty;
+    LLVMValueRef fn = intrinsic(c, name, LLVMTypeOf(args[0]), &fnty);
+    if (!fn)
+        return NULL;
+    return LLVMBuildCall2(c->b, fnty, fn, args, n, "");
+}
+
+/* The declaration of an external C function; an existing one must have the same type. */
+static LLVMValueRef extern_function(tth__llcg *c, const char *name, LLVMTypeRef fnty)
+{
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (fn) {
+        if (LLVMGlobalGetValueType(fn) != fnty) {
+            tth__llcg_fail(c, TTH_EINVAL,
+                           "extern function '%s' is called with two different signatures", name);
+            return NULL;
+        }
+        return fn;
+    }
+    fn = LLVMAddFunction(c->mod, name, fnty);
+    LLVMSetLinkage(fn, LLVMExternalLinkage);
+    return fn;
+}
+
+static void add_enum_attr(tth__llcg *c, LLVMValueRef fn_or_call, int is_call, unsigned idx,
+                          const char *attr)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName(attr, strlen(attr));
+    LLVMAttributeRef a = LLVMCreateEnumAttribute(c->ctx, kind, 0);
+    if (is_call)
+        LLVMAddCallSiteAttribute(fn_or_call, idx, a);
+    else
+        LLVMAddAttributeAtIndex(fn_or_call, idx, a);
+}
+
+static LLVMValueRef const_int(tth__llcg *c, tth_dtype t, int64_t v)
+{
+    return LLVMConstInt(tth__llcg_type(c, t), (unsigned long long)v, is_signed_int(t));
+}
+
+/* ---------------------------------------------------------------- conversions */
+
+LLVMValueRef tth__llcg_convert(tth__llcg *c, LLVMValueRef v, tth_dtype from, tth_dtype to)
+{
+    LLVMTypeRef tt = tth__llcg_type(c, to);
+    if (from == to)
+        return v;
+    if (to == TTH_BOOL) {
+        if (tth_dtype_is_float(from))
+            return LLVMBuildFCmp(c->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+        return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    }
+    if (from == TTH_BOOL) {
+        if (tth_dtype_is_float(to))
+            return LLVMBuildUIToFP(c->b, v, tt, "");
+        return LLVMBuildZExt(c->b, v, tt, "");
+    }
+    if (tth_dtype_is_float(from) && tth_dtype_is_float(to)) {
+        if (tth_dtype_size(to) > tth_dtype_size(from))
+            return LLVMBuildFPExt(c->b, v, tt, "");
+        return LLVMBuildFPTrunc(c->b, v, tt, "");
+    }
+    if (tth_dtype_is_float(from))
+        return tth_dtype_is_signed(to) ? LLVMBuildFPToSI(c->b, v, tt, "") : LLVMBuildFPToUI(c->b, v, tt, "");
+    if (tth_dtype_is_float(to))
+        return tth_dtype_is_signed(from) ? LLVMBuildSIToFP(c->b, v, tt, "") : LLVMBuildUIToFP(c->b, v, tt, "");
+    /* integer → integer */
+    if (tth_dtype_size(to) == tth_dtype_size(from))
+        return v;
+    if (tth_dtype_size(to) < tth_dtype_size(from))
+        return LLVMBuildTrunc(c->b, v, tt, "");
+    return tth_dtype_is_signed(from) ? LLVMBuildSExt(c->b, v, tt, "") : LLVMBuildZExt(c->b, v, tt, "");
+}
+
+LLVMValueRef tth__llcg_truth(tth__llcg *c, const tth_texpr *e)
+{
+    LLVMValueRef v = tth__llcg_expr(c, e);
+    if (!v)
+        return NULL;
+    return tth__llcg_convert(c, v, e->dtype, TTH_BOOL);
+}
+
+LLVMValueRef tth__llcg_index(tth__llcg *c, const tth_texpr *e)
+{
+    if (tth_dtype_is_float(e->dtype))
+        return fail_null(c, TTH_ETYPE, "a buffer index", e->dtype);
+    LLVMValueRef v = tth__llcg_expr(c, e);
+    if (!v)
+        return NULL;
+    return tth__llcg_convert(c, v, e->dtype, TTH_I64);
+}
+
+LLVMValueRef tth__llcg_elem_ptr(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef index)
+{
+    LLVMValueRef base = tth__llcg_buffer_base(c, buf);
+    if (!base)
+        return NULL;
+    return LLVMBuildInBoundsGEP2(c->b, tth__llcg_mem_type(c, buf->dtype), base, &index, 1, "");
+}
+
+/* ---------------------------------------------------------------- binary operators */
+
+/* Signed floor division and modulo from C's truncating ones: when the remainder is non-zero
+ * and its sign differs from the divisor's, the quotient is one less and the modulo is r + b. */
+static LLVMValueRef floor_adjust(tth__llcg *c, LLVMValueRef a, LLVMValueRef b, int want_mod)
+{
+    LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+    LLVMValueRef q = LLVMBuildSDiv(c->b, a, b, "");
+    LLVMValueRef r = LLVMBuildSRem(c->b, a, b, "");
+    LLVMValueRef rnz = LLVMBuildICmp(c->b, LLVMIntNE, r, zero, "");
+    LLVMValueRef rneg = LLVMBuildICmp(c->b, LLVMIntSLT, r, zero, "");
+    LLVMValueRef bneg = LLVMBuildICmp(c->b, LLVMIntSLT, b, zero, "");
+    LLVMValueRef differ = LLVMBuildXor(c->b, rneg, bneg, "");
+    LLVMValueRef adjust = LLVMBuildAnd(c->b, rnz, differ, "");
+    if (want_mod)
+        return LLVMBuildSelect(c->b, adjust, LLVMBuildAdd(c->b, r, b, ""), r, "");
+    return LLVMBuildSelect(c->b, adjust,
+                           LLVMBuildSub(c->b, q, LLVMConstInt(LLVMTypeOf(a), 1, 0), ""), q, "");
+}
+
+static LLVMValueRef float_floor(tth__llcg *c, LLVMValueRef v)
+{
+    return call_intrinsic(c, "llvm.floor", &v, 1);
+}
+
+static LLVMValueRef lower_compare(tth__llcg *c, tth_tir_binop op, tth_dtype t, LLVMValueRef a,
+                                  LLVMValueRef b)
+{
+    if (tth_dtype_is_float(t)) {
+        LLVMRealPredicate p = LLVMRealOEQ;
+        switch (op) {
+        case TTH_TBIN_EQ: p = LLVMRealOEQ; break;
+        case TTH_TBIN_NE: p = LLVMRealUNE; break;
+        case TTH_TBIN_LT: p = LLVMRealOLT; break;
+        case TTH_TBIN_LE: p = LLVMRealOLE; break;
+        case TTH_TBIN_GT: p = LLVMRealOGT; break;
+        case TTH_TBIN_GE: p = LLVMRealOGE; break;
+        default: break;
+        }
+        return LLVMBuildFCmp(c->b, p, a, b, "");
+    }
+    int s = is_signed_int(t);
+    LLVMIntPredicate p = LLVMIntEQ;
+    switch (op) {
+    case TTH_TBIN_EQ: p = LLVMIntEQ; break;
+    case TTH_TBIN_NE: p = LLVMIntNE; break;
+    case TTH_TBIN_LT: p = s ? LLVMIntSLT : LLVMIntULT; break;
+    case TTH_TBIN_LE: p = s ? LLVMIntSLE : LLVMIntULE; break;
+    case TTH_TBIN_GT: p = s ? LLVMIntSGT : LLVMIntUGT; break;
+    case TTH_TBIN_GE: p = s ? LLVMIntSGE : LLVMIntUGE; break;
+    default: break;
+    }
+    return LLVMBuildICmp(c->b, p, a, b, "");
+}
+
+static int is_arith(tth_tir_binop op)
+{
+    return op == TTH_TBIN_ADD || op == TTH_TBIN_SUB || op == TTH_TBIN_MUL || op == TTH_TBIN_DIV ||
+           op == TTH_TBIN_MOD || op == TTH_TBIN_FLOORDIV || op == TTH_TBIN_FLOORMOD ||
+           op == TTH_TBIN_SHL || op == TTH_TBIN_SHR || op == TTH_TBIN_BITAND || op == TTH_TBIN_BITOR;
+}
+
+/* Float remainder with the sign of the divisor: r = fmod(a, b); r != 0 && sign(r) != sign(b) ?
+ * r + b : r (exact, unlike a - floor(a / b) * b). */
+static LLVMValueRef float_floormod(tth__llcg *c, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+    LLVMValueRef r = LLVMBuildFRem(c->b, a, b, "");
+    LLVMValueRef rnz = LLVMBuildFCmp(c->b, LLVMRealUNE, r, zero, "");
+    LLVMValueRef rneg = LLVMBuildFCmp(c->b, LLVMRealOLT, r, zero, "");
+    LLVMValueRef bneg = LLVMBuildFCmp(c->b, LLVMRealOLT, b, zero, "");
+    LLVMValueRef adjust = LLVMBuildAnd(c->b, rnz, LLVMBuildXor(c->b, rneg, bneg, ""), "");
+    return LLVMBuildSelect(c->b, adjust, LLVMBuildFAdd(c->b, r, b, ""), r, "");
+}
+
+/* Arithmetic on 8- and 16-bit integers is done in 32-bit int and truncated back, as C's
+ * integer promotion does: it wraps instead of overflowing, and INT8_MIN / -1 is defined. */
+static LLVMValueRef lower_binary(tth__llcg *c, const tth_texpr *e)
+{
+    tth_tir_binop op = e->u.bin.op;
+    tth_dtype t = e->u.bin.a->dtype;   /* operand dtype; e->dtype is bool for comparisons */
+    int fl = tth_dtype_is_float(t);
+
+    if (e->u.bin.b->dtype != t) {
+        tth__llcg_fail(c, TTH_ETYPE, "operands of '%s' have different dtypes (%s, %s)",
+                       binop_name(op), tth_dtype_name(t), tth_dtype_name(e->u.bin.b->dtype));
+        return NULL;
+    }
+    if (op == TTH_TBIN_AND || op == TTH_TBIN_OR) {
+        LLVMValueRef a = tth__llcg_truth(c, e->u.bin.a);
+        LLVMValueRef b = a ? tth__llcg_truth(c, e->u.bin.b) : NULL;
+        if (!b)
+            return NULL;
+        LLVMValueRef r = op == TTH_TBIN_AND ? LLVMBuildAnd(c->b, a, b, "") : LLVMBuildOr(c->b, a, b, "");
+        return tth__llcg_convert(c, r, TTH_BOOL, e->dtype);
+    }
+    if (t == TTH_BOOL && is_arith(op))
+        return fail_null(c, TTH_ETYPE, binop_name(op), t);
+    LLVMValueRef a = tth__llcg_expr(c, e->u.bin.a);
+    LLVMValueRef b = a ? tth__llcg_expr(c, e->u.bin.b) : NULL;
+    if (!b)
+        return NULL;
+
+    tth_dtype wt = t;                  /* the dtype the operation is done in */
+    if (is_int(t) && tth_dtype_size(t) < 4 && is_arith(op)) {
+        a = tth__llcg_convert(c, a, t, TTH_I32);
+        b = tth__llcg_convert(c, b, t, TTH_I32);
+        wt = TTH_I32;
+    }
+    int s = is_signed_int(wt);
+    int nsw = s && wt == t;            /* promoted arithmetic wraps */
+    LLVMValueRef r = NULL;
+
+    switch (op) {
+    case TTH_TBIN_ADD:
+        r = fl ? LLVMBuildFAdd(c->b, a, b, "") : nsw ? LLVMBuildNSWAdd(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
+        break;
+    case TTH_TBIN_SUB:
+        r = fl ? LLVMBuildFSub(c->b, a, b, "") : nsw ? LLVMBuildNSWSub(c->b, a, b, "") : LLVMBuildSub(c->b, a, b, "");
+        break;
+    case TTH_TBIN_MUL:
+        r = fl ? LLVMBuildFMul(c->b, a, b, "") : nsw ? LLVMBuildNSWMul(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
+        break;
+    case TTH_TBIN_DIV:
+        r = fl ? LLVMBuildFDiv(c->b, a, b, "") : s ? LLVMBuildSDiv(c->b, a, b, "") : LLVMBuildUDiv(c->b, a, b, "");
+        break;
+    case TTH_TBIN_MOD:
+        r = fl ? LLVMBuildFRem(c->b, a, b, "") : s ? LLVMBuildSRem(c->b, a, b, "") : LLVMBuildURem(c->b, a, b, "");
+        break;
+    case TTH_TBIN_FLOORDIV:
+        if (fl)
+            r = float_floor(c, LLVMBuildFDiv(c->b, a, b, ""));
+        else
+            r = s ? floor_adjust(c, a, b, 0) : LLVMBuildUDiv(c->b, a, b, "");
+        break;
+    case TTH_TBIN_FLOORMOD:
+        if (fl)
+            r = float_floormod(c, a, b);
+        else
+            r = s ? floor_adjust(c, a, b, 1) : LLVMBuildURem(c->b, a, b, "");
+        break;
+    case TTH_TBIN_MIN:
+    case TTH_TBIN_MAX: {
+        LLVMValueRef lt = op == TTH_TBIN_MIN ? lower_compare(c, TTH_TBIN_LT, t, a, b)
+                                             : lower_compare(c, TTH_TBIN_GT, t, a, b);
+        r = LLVMBuildSelect(c->b, lt, a, b, "");
+        break;
+    }
+    case TTH_TBIN_EQ: case TTH_TBIN_NE: case TTH_TBIN_LT:
+    case TTH_TBIN_LE: case TTH_TBIN_GT: case TTH_TBIN_GE:
+        return tth__llcg_convert(c, lower_compare(c, op, t, a, b), TTH_BOOL, e->dtype);
+    case TTH_TBIN_SHL:
+    case TTH_TBIN_SHR:
+    case TTH_TBIN_BITAND:
+    case TTH_TBIN_BITOR:
+        if (fl)
+            return fail_null(c, TTH_ETYPE, binop_name(op), t);
+        if (op == TTH_TBIN_SHL)
+            r = LLVMBuildShl(c->b, a, b, "");
+        else if (op == TTH_TBIN_SHR)
+            r = s ? LLVMBuildAShr(c->b, a, b, "") : LLVMBuildLShr(c->b, a, b, "");
+        else if (op == TTH_TBIN_BITAND)
+            r = LLVMBuildAnd(c->b, a, b, "");
+        else
+            r = LLVMBuildOr(c->b, a, b, "");
+        break;
+    default:
+        tth__llcg_fail(c, TTH_EUNSUPPORTED, "binary operator %d is not known to the llvm code generator",
+                       (int)op);
+        return NULL;
+    }
+    if (!r)
+        return NULL;
+    return tth__llcg_convert(c, r, wt, e->dtype);
+}
+
+/* ---------------------------------------------------------------- intrinsics */
+
+/* How each TIR intrinsic is lowered: an LLVM intrinsic overloaded on the float type where LLVM
+ * has one that every target can lower (to an instruction or to the C library), else a call to
+ * the C library function (float32 adds the "f" suffix). FMOD is the frem instruction, which is
+ * C's fmod. ROUND_EVEN is llvm.nearbyint: with the default rounding mode that is round half to
+ * even, and it lowers to nearbyint(f), which every C library has (roundeven does not). */
+static const struct intrin_rule {
+    tth_tir_intrin_op op;
+    const char *llvm;   /* LLVM intrinsic, or NULL */
+    const char *libm;   /* C library base name (double version) */
+    int nargs;
+} intrin_rules[] = {
+    {TTH_TINTRIN_EXP, "llvm.exp", "exp", 1},
+    {TTH_TINTRIN_LOG, "llvm.log", "log", 1},
+    {TTH_TINTRIN_SQRT, "llvm.sqrt", "sqrt", 1},
+    {TTH_TINTRIN_TANH, NULL, "tanh", 1},
+    {TTH_TINTRIN_ERF, NULL, "erf", 1},
+    {TTH_TINTRIN_POW, "llvm.pow", "pow", 2},
+    {TTH_TINTRIN_FABS, "llvm.fabs", "fabs", 1},
+    {TTH_TINTRIN_FLOOR, "llvm.floor", "floor", 1},
+    {TTH_TINTRIN_CEIL, "llvm.ceil", "ceil", 1},
+    {TTH_TINTRIN_ROUND_EVEN, "llvm.nearbyint", "nearbyint", 1},
+    {TTH_TINTRIN_SIN, "llvm.sin", "sin", 1},
+    {TTH_TINTRIN_COS, "llvm.cos", "cos", 1},
+    {TTH_TINTRIN_FMOD, NULL, "fmod", 2},
+    {TTH_TINTRIN_LOG1P, NULL, "log1p", 1},
+    {TTH_TINTRIN_EXPM1, NULL, "expm1", 1},
+};
+
+static const struct intrin_rule *intrin_rule(tth_tir_intrin_op op)
+{
+    for (size_t i = 0; i < sizeof intrin_rules / sizeof intrin_rules[0]; i++)
+        if (intrin_rules[i].op == op)
+            return &intrin_rules[i];
+    return NULL;
+}
+
+/* A call to a C library math function of the float type ft, declared nounwind. It is not declared
+ * free of memory effects: C's math functions may set errno. */
+static LLVMValueRef libm_call(tth__llcg *c, const char *base, LLVMTypeRef ft, tth_dtype t,
+                              LLVMValueRef *args, unsigned n)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s%s", base, t == TTH_F32 ? "f" : "");
+    LLVMTypeRef params[2] = {ft, ft};
+    LLVMTypeRef fnty = LLVMFunctionType(ft, params, n, 0);
+    LLVMValueRef fn = extern_function(c, name, fnty);
+    if (!fn)
+        return NULL;
+    add_enum_attr(c, fn, 0, (unsigned)LLVMAttributeFunctionIndex, "nounwind");
+    return LLVMBuildCall2(c->b, fnty, fn, args, n, "");
+}
+
+static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
+{
+    const struct intrin_rule *r = intrin_rule(e->u.intrin.op);
+    tth_dtype t = e->dtype;
+    if (!r) {
+        tth__llcg_fail(c, TTH_EUNSUPPORTED, "intrinsic %d is not known to the llvm code generator",
+                       (int)e->u.intrin.op);
+        return NULL;
+    }
+    if (!tth_dtype_is_float(t))
+        return fail_null(c, TTH_EUNSUPPORTED, r->libm, t);
+
+    /* float16 is computed in float32 and rounded back, as C does for _Float16 math. */
+    tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
+    LLVMTypeRef ft = tth__llcg_type(c, ct);
+    LLVMValueRef args[2];
+    for (int i = 0; i < r->nargs; i++) {
+        const tth_texpr *a = e->u.intrin.args[i];
+        if (!a) {
+            tth__llcg_fail(c, TTH_EINVAL, "intrinsic '%s' needs %d arguments", r->libm, r->nargs);
+            return NULL;
+        }
+        LLVMValueRef v = tth__llcg_expr(c, a);
+        if (!v)
+            return NULL;
+        args[i] = tth__llcg_convert(c, v, a->dtype, ct);
+    }
+    LLVMValueRef v;
+    if (e->u.intrin.op == TTH_TINTRIN_FMOD)
+        v = LLVMBuildFRem(c->b, args[0], args[1], "");
+    else if (r->llvm)
+        v = call_intrinsic(c, r->llvm, args, (unsigned)r->nargs);
+    else
+        v = libm_call(c, r->libm, ft, ct, args, (unsigned)r->nargs);
+    if (!v)
+        return NULL;
+    return tth__llcg_convert(c, v, ct, t);
+}
+
+/* ---------------------------------------------------------------- extern calls */
+
+/* A C function by name. Arguments are passed in the register types of their dtypes, except
+ * bool, passed as an 8-bit 0/1 like C's _Bool; address_of arguments are pointers. 8- and 16-bit
+ * integer arguments carry signext/zeroext as C compilers emit them. */
+static LLVMValueRef lower_call_extern(tth__llcg *c, const tth_texpr *e)
+{
+    size_t n = e->u.call.nargs;
+    LLVMTypeRef *types = n ? calloc(n, sizeof *types) : NULL;
+    LLVMValueRef *args = n ? calloc(n, sizeof *args) : NULL;
+    LLVMValueRef call = NULL;
+    if (n && (!types || !args)) {
+        tth__llcg_fail(c, TTH_ENOMEM, "out of memory lowering a call to '%s'", e->u.call.name);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tth_texpr *a = e->u.call.args[i];
+        LLVMValueRef v = tth__llcg_expr(c, a);
+        if (!v)
+            goto done;
+        if (a->kind != TTH_TEXPR_ADDRESS_OF && a->dtype == TTH_BOOL)
+            v = LLVMBuildZExt(c->b, v, LLVMInt8TypeInContext(c->ctx), "");
+        args[i] = v;
+        types[i] = LLVMTypeOf(v);
+    }
+    LLVMTypeRef ret = tth__llcg_mem_type(c, e->dtype);
+    if (!ret) {
+        fail_null(c, TTH_ETYPE, "a call_extern result", e->dtype);
+        goto done;
+    }
+    LLVMTypeRef fnty = LLVMFunctionType(ret, types, (unsigned)n, 0);
+    LLVMValueRef fn = extern_function(c, e->u.call.name, fnty);
+    if (!fn)
+        goto done;
+    call = LLVMBuildCall2(c->b, fnty, fn, args, (unsigned)n, "");
+    for (size_t i = 0; i < n; i++) {
+        const tth_texpr *a = e->u.call.args[i];
+        if (a->kind == TTH_TEXPR_ADDRESS_OF || tth_dtype_is_float(a->dtype) || tth_dtype_size(a->dtype) > 2)
+            continue;
+        const char *ext = a->dtype != TTH_BOOL && tth_dtype_is_signed(a->dtype) ? "signext" : "zeroext";
+        add_enum_attr(c, fn, 0, (unsigned)(i + 1), ext);
+        add_enum_attr(c, call, 1, (unsigned)(i + 1), ext);
+    }
+    if (e->dtype == TTH_BOOL)
+        call = LLVMBuildICmp(c->b, LLVMIntNE, call, LLVMConstNull(ret), "");
+done:
+    free(types);
+    free(args);
+    return call;
+}
+
+/* ---------------------------------------------------------------- expressions */
+
+LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
+{
+    if (!e) {
+        tth__llcg_fail(c, TTH_EINVAL, "missing expression");
+        return NULL;
+    }
+    if (!tth__llcg_type(c, e->dtype)) {
+        tth__llcg_fail(c, TTH_ETYPE, "expression of kind %d has invalid dtype %d", (int)e->kind,
+                       (int)e->dtype);
+        return NULL;
+    }
+    switch (e->kind) {
+    case TTH_TEXPR_INT:
+        if (tth_dtype_is_float(e->dtype))
+            return LLVMConstReal(tth__llcg_type(c, e->dtype), (double)e->u.i);
+        return const_int(c, e->dtype, e->dtype == TTH_BOOL ? e->u.i != 0 : e->u.i);
+    case TTH_TEXPR_FLOAT:
+        if (!tth_dtype_is_float(e->dtype))
+            return fail_null(c, TTH_ETYPE, "a float immediate", e->dtype);
+        return LLVMConstReal(tth__llcg_type(c, e->dtype), e->u.f);
+    case TTH_TEXPR_VAR: {
+        LLVMValueRef v = e->u.var ? tth__llcg_scope_lookup(&c->vars, e->u.var->id) : NULL;
+        if (!v)
+            tth__llcg_fail(c, TTH_EINVAL, "variable '%s' is used outside the loop or let that binds it",
+                           e->u.var ? e->u.var->name : "(null)");
+        return v;
+    }
+    case TTH_TEXPR_LOAD: {
+        const tth_tbuffer *buf = e->u.load.buf;
+        LLVMValueRef idx = tth__llcg_index(c, e->u.load.index);
+        LLVMValueRef p = idx ? tth__llcg_elem_ptr(c, buf, idx) : NULL;
+        if (!p)
+            return NULL;
+        LLVMTypeRef mt = tth__llcg_mem_type(c, buf->dtype);
+        LLVMValueRef v = LLVMBuildLoad2(c->b, mt, p, "");
+        LLVMSetAlignment(v, (unsigned)tth_dtype_size(buf->dtype));
+        if (buf->dtype == TTH_BOOL)
+            v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(mt), "");
+        return tth__llcg_convert(c, v, buf->dtype, e->dtype);
+    }
+    case TTH_TEXPR_ADDRESS_OF: {
+        LLVMValueRef idx = tth__llcg_index(c, e->u.load.index);
+        return idx ? tth__llcg_elem_ptr(c, e->u.load.buf, idx) : NULL;
+    }
+    case TTH_TEXPR_BINARY:
+        return lower_binary(c, e);
+    case TTH_TEXPR_UNARY: {
+        const tth_texpr *a = e->u.un.a;
+        if (e->u.un.op == TTH_TUN_NOT) {
+            LLVMValueRef t = tth__llcg_truth(c, a);
+            return t ? tth__llcg_convert(c, LLVMBuildNot(c->b, t, ""), TTH_BOOL, e->dtype) : NULL;
+        }
+        LLVMValueRef v = tth__llcg_expr(c, a);
+        if (!v)
+            return NULL;
+        if (a->dtype == TTH_BOOL)
+            return fail_null(c, TTH_ETYPE, "negation", a->dtype);
+        v = tth_dtype_is_float(a->dtype) ? LLVMBuildFNeg(c->b, v, "")
+            : is_signed_int(a->dtype) && tth_dtype_size(a->dtype) >= 4 ? LLVMBuildNSWNeg(c->b, v, "")
+                                         : LLVMBuildNeg(c->b, v, "");
+        return tth__llcg_convert(c, v, a->dtype, e->dtype);
+    }
+    case TTH_TEXPR_SELECT: {
+        LLVMValueRef cond = tth__llcg_truth(c, e->u.select.cond);
+        LLVMValueRef a = cond ? tth__llcg_expr(c, e->u.select.a) : NULL;
+        LLVMValueRef b = a ? tth__llcg_expr(c, e->u.select.b) : NULL;
+        if (!b)
+            return NULL;
+        a = tth__llcg_convert(c, a, e->u.select.a->dtype, e->dtype);
+        b = tth__llcg_convert(c, b, e->u.select.b->dtype, e->dtype);
+        return LLVMBuildSelect(c->b, cond, a, b, "");
+    }
+    case TTH_TEXPR_CAST: {
+        const tth_texpr *v = e->u.cast.value;
+        LLVMValueRef x = tth__llcg_expr(c, v);
+        return x ? tth__llcg_convert(c, x, v->dtype, e->dtype) : NULL;
+    }
+    case TTH_TEXPR_INTRIN:
+        return lower_intrin(c, e);
+    case TTH_TEXPR_CALL_EXTERN:
+        return lower_call_extern(c, e);
+    }
+    tth__llcg_fail(c, TTH_EUNSUPPORTED, "expression kind %d is not known to the llvm code generator",
+                   (int)e->kind);
+    return NULL;
+}

@@ -1,0 +1,570 @@
+/* codegen_func.c: PrimFunc signatures and TIR statements → LLVM IR.
+ *
+ * Each PrimFunc becomes one LLVM function with two blocks to start: `entry`, which holds every
+ * buffer base (parameters, workspace slices, stack allocations) so they dominate all uses, and
+ * `body`, where the statements go. Loops are in canonical form (header with a phi, body, latch,
+ * exit) so LLVM's loop passes see them directly; the latch's back edge carries !llvm.loop
+ * metadata for vectorized and unrolled loops. Parallel loops run serially.
+ */
+#include "codegen.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+
+/* LOCAL buffers without a planned workspace offset get a stack slot up to this size. */
+#define TTH__LLCG_STACK_MAX 16384
+
+/* ---------------------------------------------------------------- scopes */
+
+int tth__llcg_scope_push(tth__llcg_scope *s, uint32_t id, LLVMValueRef v)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        tth__llcg_binding *items = realloc(s->items, cap * sizeof *items);
+        if (!items)
+            return TTH_ENOMEM;
+        s->items = items;
+        s->cap = cap;
+    }
+    s->items[s->n].id = id;
+    s->items[s->n].value = v;
+    s->n++;
+    return 0;
+}
+
+void tth__llcg_scope_pop(tth__llcg_scope *s)
+{
+    if (s->n)
+        s->n--;
+}
+
+LLVMValueRef tth__llcg_scope_lookup(const tth__llcg_scope *s, uint32_t id)
+{
+    for (size_t i = s->n; i-- > 0;)
+        if (s->items[i].id == id)
+            return s->items[i].value;
+    return NULL;
+}
+
+void tth__llcg_scope_free(tth__llcg_scope *s)
+{
+    free(s->items);
+    s->items = NULL;
+    s->n = s->cap = 0;
+}
+
+/* ---------------------------------------------------------------- types and errors */
+
+LLVMTypeRef tth__llcg_type(tth__llcg *c, tth_dtype t)
+{
+    switch (t) {
+    case TTH_F32: return LLVMFloatTypeInContext(c->ctx);
+    case TTH_F16: return LLVMHalfTypeInContext(c->ctx);
+    case TTH_F64: return LLVMDoubleTypeInContext(c->ctx);
+    case TTH_I8: case TTH_U8: return LLVMInt8TypeInContext(c->ctx);
+    case TTH_I16: case TTH_U16: return LLVMInt16TypeInContext(c->ctx);
+    case TTH_I32: case TTH_U32: return LLVMInt32TypeInContext(c->ctx);
+    case TTH_I64: case TTH_U64: return LLVMInt64TypeInContext(c->ctx);
+    case TTH_BOOL: return LLVMInt1TypeInContext(c->ctx);
+    default: return NULL;
+    }
+}
+
+LLVMTypeRef tth__llcg_mem_type(tth__llcg *c, tth_dtype t)
+{
+    return t == TTH_BOOL ? LLVMInt8TypeInContext(c->ctx) : tth__llcg_type(c, t);
+}
+
+int tth__llcg_fail(tth__llcg *c, int code, const char *fmt, ...)
+{
+    char loc[TTH_DIAG_LOCATION_MAX];
+    const char *where = NULL;
+    if (c->fn) {
+        snprintf(loc, sizeof loc, "function '%s'", c->fn->name);
+        where = loc;
+    }
+    if (c->diag && c->diag->code != TTH_OK)
+        return c->diag->code;   /* keep the first, innermost error */
+    va_list ap;
+    va_start(ap, fmt);
+    int r = tth_diag_vset(c->diag, code, where, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static LLVMTypeRef ptr_type(tth__llcg *c) { return LLVMPointerTypeInContext(c->ctx, 0); }
+
+static LLVMValueRef i32_const(tth__llcg *c, int64_t v)
+{
+    return LLVMConstInt(LLVMInt32TypeInContext(c->ctx), (unsigned long long)v, 1);
+}
+
+static LLVMValueRef i64_const(tth__llcg *c, int64_t v)
+{
+    return LLVMConstInt(LLVMInt64TypeInContext(c->ctx), (unsigned long long)v, 1);
+}
+
+static int64_t buffer_nbytes(const tth_tbuffer *buf)
+{
+    int64_t n = (int64_t)tth_dtype_size(buf->dtype);
+    for (int32_t i = 0; i < buf->rank; i++)
+        n *= buf->shape[i];
+    return n;
+}
+
+static unsigned buffer_align(const tth_tbuffer *buf)
+{
+    unsigned a = buf->align ? buf->align : 16;
+    unsigned e = (unsigned)tth_dtype_size(buf->dtype);
+    return a < e ? e : a;
+}
+
+/* ---------------------------------------------------------------- declarations */
+
+LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int is_entry)
+{
+    size_t n = is_entry ? 3 : nargs + 1;
+    LLVMTypeRef *params = calloc(n, sizeof *params);
+    if (!params) {
+        tth__llcg_fail(c, TTH_ENOMEM, "out of memory declaring '%s'", name);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        params[i] = ptr_type(c);
+    LLVMTypeRef fnty = LLVMFunctionType(LLVMInt32TypeInContext(c->ctx), params, (unsigned)n, 0);
+    free(params);
+
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (fn) {
+        if (LLVMGlobalGetValueType(fn) != fnty) {
+            tth__llcg_fail(c, TTH_EINVAL, "'%s' is called with %zu buffers but takes a different number",
+                           name, nargs);
+            return NULL;
+        }
+        return fn;
+    }
+    fn = LLVMAddFunction(c->mod, name, fnty);
+    LLVMSetLinkage(fn, LLVMExternalLinkage);
+    const char *nounwind = "nounwind";
+    LLVMAddAttributeAtIndex(fn, (unsigned)LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(c->ctx, LLVMGetEnumAttributeKindForName(nounwind,
+                                                                                         strlen(nounwind)), 0));
+    return fn;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+/* A private constant global holding a CONST buffer's bytes, in the target's byte order. */
+static LLVMValueRef const_global(tth__llcg *c, const tth_tbuffer *buf)
+{
+    LLVMValueRef g = tth__llcg_scope_lookup(&c->consts, buf->id);
+    if (g)
+        return g;
+    int64_t nbytes = buffer_nbytes(buf);
+    if (!buf->data || !buf->data->data || (int64_t)buf->data->nbytes < nbytes) {
+        tth__llcg_fail(c, TTH_EINVAL, "constant buffer '%s' has no data or fewer than %lld bytes",
+                       buf->name, (long long)nbytes);
+        return NULL;
+    }
+    const char *bytes = buf->data->data;
+    char *swapped = NULL;
+    size_t esize = tth_dtype_size(buf->dtype);
+    if (c->big_endian && esize > 1) {
+        swapped = malloc((size_t)nbytes ? (size_t)nbytes : 1);
+        if (!swapped) {
+            tth__llcg_fail(c, TTH_ENOMEM, "out of memory copying constant '%s'", buf->name);
+            return NULL;
+        }
+        for (int64_t i = 0; i < nbytes; i += (int64_t)esize)
+            for (size_t k = 0; k < esize; k++)
+                swapped[i + (int64_t)k] = bytes[i + (int64_t)(esize - 1 - k)];
+        bytes = swapped;
+    }
+    LLVMValueRef init = LLVMConstStringInContext2(c->ctx, bytes, (size_t)nbytes, 1);
+    free(swapped);
+    char name[300];
+    snprintf(name, sizeof name, "tth_const_%s", buf->name ? buf->name : "anon");
+    g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(g, buffer_align(buf));
+    if (tth__llcg_scope_push(&c->consts, buf->id, g)) {
+        tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return g;
+}
+
+/* The slice of the workspace at a planned byte offset, computed in the entry block. */
+static LLVMValueRef workspace_slice(tth__llcg *c, const tth_tbuffer *buf)
+{
+    if (!c->workspace) {
+        tth__llcg_fail(c, TTH_EINTERNAL, "buffer '%s' lives in the workspace but the function has none",
+                       buf->name);
+        return NULL;
+    }
+    LLVMValueRef off = i64_const(c, buf->offset);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->eb, LLVMInt8TypeInContext(c->ctx), c->workspace, &off, 1,
+                                           buf->name ? buf->name : "");
+    if (tth__llcg_scope_push(&c->bufs, buf->id, p)) {
+        tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return p;
+}
+
+LLVMValueRef tth__llcg_buffer_base(tth__llcg *c, const tth_tbuffer *buf)
+{
+    if (!buf) {
+        tth__llcg_fail(c, TTH_EINVAL, "missing buffer");
+        return NULL;
+    }
+    LLVMValueRef v = tth__llcg_scope_lookup(&c->bufs, buf->id);
+    if (v)
+        return v;
+    switch (buf->scope) {
+    case TTH_SCOPE_CONST:
+        return const_global(c, buf);
+    case TTH_SCOPE_WORKSPACE:
+    case TTH_SCOPE_LOCAL:
+        if (buf->offset >= 0)
+            return workspace_slice(c, buf);
+        if (buf->scope == TTH_SCOPE_LOCAL)
+            tth__llcg_fail(c, TTH_EINVAL, "local buffer '%s' is used outside its allocation", buf->name);
+        else
+            tth__llcg_fail(c, TTH_EINVAL, "workspace buffer '%s' has no planned offset", buf->name);
+        return NULL;
+    default:
+        tth__llcg_fail(c, TTH_EINVAL, "buffer '%s' is not a parameter of this function", buf->name);
+        return NULL;
+    }
+}
+
+/* ---------------------------------------------------------------- statements */
+
+static int lower_stmt(tth__llcg *c, const tth_tstmt *s);
+
+static LLVMBasicBlockRef new_block(tth__llcg *c, const char *name)
+{
+    return LLVMAppendBasicBlockInContext(c->ctx, c->llfn, name);
+}
+
+/* A self-referencing loop ID carrying one property node, or NULL when the loop kind has none.
+ *   vectorized: !{!self, !{!"llvm.loop.vectorize.enable", i1 true}}
+ *   unrolled:   !{!self, !{!"llvm.loop.unroll.full"}} (constant extent) or unroll.enable */
+static LLVMValueRef loop_metadata(tth__llcg *c, tth_loop_kind kind, int const_extent)
+{
+    LLVMMetadataRef prop[2];
+    size_t np = 0;
+    const char *name;
+    if (kind == TTH_LOOP_VECTORIZED) {
+        name = "llvm.loop.vectorize.enable";
+        prop[np++] = LLVMMDStringInContext2(c->ctx, name, strlen(name));
+        prop[np++] = LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c->ctx), 1, 0));
+    } else if (kind == TTH_LOOP_UNROLLED) {
+        name = const_extent ? "llvm.loop.unroll.full" : "llvm.loop.unroll.enable";
+        prop[np++] = LLVMMDStringInContext2(c->ctx, name, strlen(name));
+    } else {
+        return NULL;
+    }
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c->ctx, prop, np)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+    return LLVMMetadataAsValue(c->ctx, id);
+}
+
+/* for (var = min; var < min + extent; var++) body */
+static int lower_for(tth__llcg *c, const tth_tstmt *s)
+{
+    const tth_tvar *var = s->u.loop.var;
+    if (!var)
+        return tth__llcg_fail(c, TTH_EINVAL, "loop without a variable");
+    tth_dtype vt = var->dtype;
+    if (tth_dtype_is_float(vt) || vt == TTH_BOOL || !tth__llcg_type(c, vt))
+        return tth__llcg_fail(c, TTH_ETYPE, "loop variable '%s' has dtype %s", var->name, tth_dtype_name(vt));
+    LLVMValueRef min = tth__llcg_expr(c, s->u.loop.min);
+    LLVMValueRef ext = min ? tth__llcg_expr(c, s->u.loop.extent) : NULL;
+    if (!ext)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    min = tth__llcg_convert(c, min, s->u.loop.min->dtype, vt);
+    ext = tth__llcg_convert(c, ext, s->u.loop.extent->dtype, vt);
+    int sgn = tth_dtype_is_signed(vt);
+    LLVMValueRef end = sgn ? LLVMBuildNSWAdd(c->b, min, ext, "") : LLVMBuildAdd(c->b, min, ext, "");
+
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef header = new_block(c, "for.header");
+    LLVMBasicBlockRef body = new_block(c, "for.body");
+    LLVMBasicBlockRef exit = new_block(c, "for.exit");
+    LLVMBuildBr(c->b, header);
+
+    LLVMPositionBuilderAtEnd(c->b, header);
+    LLVMValueRef iv = LLVMBuildPhi(c->b, tth__llcg_type(c, vt), var->name ? var->name : "");
+    LLVMValueRef cont = LLVMBuildICmp(c->b, sgn ? LLVMIntSLT : LLVMIntULT, iv, end, "");
+    LLVMBuildCondBr(c->b, cont, body, exit);
+
+    LLVMPositionBuilderAtEnd(c->b, body);
+    if (tth__llcg_scope_push(&c->vars, var->id, iv))
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    int rc = lower_stmt(c, s->u.loop.body);
+    tth__llcg_scope_pop(&c->vars);
+    if (rc)
+        return rc;
+    LLVMValueRef one = LLVMConstInt(tth__llcg_type(c, vt), 1, 0);
+    LLVMValueRef next = sgn ? LLVMBuildNSWAdd(c->b, iv, one, "") : LLVMBuildNUWAdd(c->b, iv, one, "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMValueRef back = LLVMBuildBr(c->b, header);
+    LLVMValueRef md = loop_metadata(c, s->u.loop.loop, LLVMIsConstant(ext));
+    if (md)
+        LLVMSetMetadata(back, c->md_loop, md);
+
+    LLVMValueRef in_vals[2] = {min, next};
+    LLVMBasicBlockRef in_bbs[2] = {pre, latch};
+    LLVMAddIncoming(iv, in_vals, in_bbs, 2);
+    LLVMPositionBuilderAtEnd(c->b, exit);
+    return 0;
+}
+
+static int lower_store(tth__llcg *c, const tth_tstmt *s)
+{
+    const tth_tbuffer *buf = s->u.store.buf;
+    if (!buf)
+        return tth__llcg_fail(c, TTH_EINVAL, "store without a buffer");
+    if (buf->scope == TTH_SCOPE_CONST)
+        return tth__llcg_fail(c, TTH_EINVAL, "store to constant buffer '%s'", buf->name);
+    LLVMValueRef idx = tth__llcg_index(c, s->u.store.index);
+    LLVMValueRef v = idx ? tth__llcg_expr(c, s->u.store.value) : NULL;
+    LLVMValueRef p = v ? tth__llcg_elem_ptr(c, buf, idx) : NULL;
+    if (!p)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    v = tth__llcg_convert(c, v, s->u.store.value->dtype, buf->dtype);
+    if (buf->dtype == TTH_BOOL)
+        v = LLVMBuildZExt(c->b, v, LLVMInt8TypeInContext(c->ctx), "");
+    LLVMValueRef st = LLVMBuildStore(c->b, v, p);
+    LLVMSetAlignment(st, (unsigned)tth_dtype_size(buf->dtype));
+    return 0;
+}
+
+/* A LOCAL buffer: its planned workspace slice, or a stack slot in the entry block. */
+static int lower_allocate(tth__llcg *c, const tth_tstmt *s)
+{
+    const tth_tbuffer *buf = s->u.alloc.buf;
+    if (!buf)
+        return tth__llcg_fail(c, TTH_EINVAL, "allocation without a buffer");
+    if (!tth__llcg_scope_lookup(&c->bufs, buf->id)) {
+        if (buf->offset >= 0) {
+            if (!workspace_slice(c, buf))
+                return c->diag ? c->diag->code : TTH_EINVAL;
+        } else {
+            int64_t nbytes = buffer_nbytes(buf);
+            if (nbytes > TTH__LLCG_STACK_MAX) {
+                tth__llcg_fail(c, TTH_EUNSUPPORTED,
+                               "local buffer '%s' (%lld bytes) has no workspace offset and is too large "
+                               "for the stack (at most %d bytes)",
+                               buf->name, (long long)nbytes, TTH__LLCG_STACK_MAX);
+                tth_diag_hint(c->diag, "run memory planning so every LOCAL buffer gets a workspace offset");
+                return TTH_EUNSUPPORTED;
+            }
+            LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), (uint64_t)(nbytes ? nbytes : 1));
+            LLVMValueRef a = LLVMBuildAlloca(c->eb, at, buf->name ? buf->name : "");
+            LLVMSetAlignment(a, buffer_align(buf));
+            if (tth__llcg_scope_push(&c->bufs, buf->id, a))
+                return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        }
+    }
+    return lower_stmt(c, s->u.alloc.body);
+}
+
+static int lower_if(tth__llcg *c, const tth_tstmt *s)
+{
+    LLVMValueRef cond = tth__llcg_truth(c, s->u.cond.cond);
+    if (!cond)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    LLVMBasicBlockRef then_bb = new_block(c, "if.then");
+    LLVMBasicBlockRef else_bb = s->u.cond.else_s ? new_block(c, "if.else") : NULL;
+    LLVMBasicBlockRef end_bb = new_block(c, "if.end");
+    LLVMBuildCondBr(c->b, cond, then_bb, else_bb ? else_bb : end_bb);
+    LLVMPositionBuilderAtEnd(c->b, then_bb);
+    int rc = lower_stmt(c, s->u.cond.then_s);
+    if (rc)
+        return rc;
+    LLVMBuildBr(c->b, end_bb);
+    if (else_bb) {
+        LLVMPositionBuilderAtEnd(c->b, else_bb);
+        if ((rc = lower_stmt(c, s->u.cond.else_s)))
+            return rc;
+        LLVMBuildBr(c->b, end_bb);
+    }
+    LLVMPositionBuilderAtEnd(c->b, end_bb);
+    return 0;
+}
+
+static int lower_let(tth__llcg *c, const tth_tstmt *s)
+{
+    const tth_tvar *var = s->u.let.var;
+    if (!var || !tth__llcg_type(c, var->dtype))
+        return tth__llcg_fail(c, TTH_EINVAL, "let without a typed variable");
+    LLVMValueRef v = tth__llcg_expr(c, s->u.let.value);
+    if (!v)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    v = tth__llcg_convert(c, v, s->u.let.value->dtype, var->dtype);
+    if (tth__llcg_scope_push(&c->vars, var->id, v))
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    int rc = lower_stmt(c, s->u.let.body);
+    tth__llcg_scope_pop(&c->vars);
+    return rc;
+}
+
+/* status = func(buffers..., workspace); if (status != 0) return status; */
+static int lower_call_func(tth__llcg *c, const tth_tstmt *s)
+{
+    const char *name = s->u.call.func;
+    size_t n = s->u.call.nargs;
+    if (!name)
+        return tth__llcg_fail(c, TTH_EINVAL, "call without a function name");
+    if (c->tir->entry && strcmp(name, c->tir->entry) == 0)
+        return tth__llcg_fail(c, TTH_EINVAL, "call to the AOT entry '%s'", name);
+    LLVMValueRef fn = tth__llcg_declare(c, name, n, 0);
+    if (!fn)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    LLVMValueRef *args = calloc(n + 1, sizeof *args);
+    if (!args)
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        args[i] = tth__llcg_buffer_base(c, s->u.call.args[i]);
+        if (!args[i]) {
+            free(args);
+            return c->diag ? c->diag->code : TTH_EINVAL;
+        }
+    }
+    args[n] = c->workspace ? c->workspace : LLVMConstNull(ptr_type(c));
+    LLVMValueRef status = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, (unsigned)(n + 1), "");
+    free(args);
+    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntNE, status, i32_const(c, 0), "");
+    LLVMBasicBlockRef fail_bb = new_block(c, "call.fail");
+    LLVMBasicBlockRef ok_bb = new_block(c, "call.ok");
+    LLVMBuildCondBr(c->b, bad, fail_bb, ok_bb);
+    LLVMPositionBuilderAtEnd(c->b, fail_bb);
+    LLVMBuildRet(c->b, status);
+    LLVMPositionBuilderAtEnd(c->b, ok_bb);
+    return 0;
+}
+
+static int lower_stmt(tth__llcg *c, const tth_tstmt *s)
+{
+    if (!s)
+        return tth__llcg_fail(c, TTH_EINVAL, "missing statement");
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++) {
+            int rc = lower_stmt(c, s->u.seq.stmts[i]);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    case TTH_TSTMT_FOR:
+        return lower_for(c, s);
+    case TTH_TSTMT_STORE:
+        return lower_store(c, s);
+    case TTH_TSTMT_ALLOCATE:
+        return lower_allocate(c, s);
+    case TTH_TSTMT_IF:
+        return lower_if(c, s);
+    case TTH_TSTMT_LET:
+        return lower_let(c, s);
+    case TTH_TSTMT_EVALUATE:
+        return tth__llcg_expr(c, s->u.eval.value) ? 0 : (c->diag ? c->diag->code : TTH_EINVAL);
+    case TTH_TSTMT_CALL_FUNC:
+        return lower_call_func(c, s);
+    }
+    return tth__llcg_fail(c, TTH_EUNSUPPORTED, "statement kind %d is not known to the llvm code generator",
+                          (int)s->kind);
+}
+
+/* ---------------------------------------------------------------- functions */
+
+/* Bind the parameters: operator functions take one pointer per buffer then the workspace; the
+ * entry loads each INPUT / OUTPUT pointer from the inputs / outputs struct. */
+static int bind_params(tth__llcg *c, const tth_prim_func *f, int is_entry)
+{
+    LLVMTypeRef pt = ptr_type(c);
+    if (!is_entry) {
+        /* Inside an operator, buffers never overlap (the c-host plugin says `restrict`). */
+        unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+        for (size_t i = 0; i <= f->nparams; i++)
+            LLVMAddAttributeAtIndex(c->llfn, (unsigned)(i + 1), LLVMCreateEnumAttribute(c->ctx, noalias, 0));
+        for (size_t i = 0; i < f->nparams; i++) {
+            LLVMValueRef p = LLVMGetParam(c->llfn, (unsigned)i);
+            const char *nm = f->params[i]->name ? f->params[i]->name : "";
+            LLVMSetValueName2(p, nm, strlen(nm));
+            if (tth__llcg_scope_push(&c->bufs, f->params[i]->id, p))
+                return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        }
+        c->workspace = LLVMGetParam(c->llfn, (unsigned)f->nparams);
+        LLVMSetValueName2(c->workspace, "workspace", strlen("workspace"));
+        return 0;
+    }
+    LLVMValueRef in = LLVMGetParam(c->llfn, 0), out = LLVMGetParam(c->llfn, 1);
+    LLVMSetValueName2(in, "inputs", 6);
+    LLVMSetValueName2(out, "outputs", 7);
+    c->workspace = LLVMGetParam(c->llfn, 2);
+    LLVMSetValueName2(c->workspace, "workspace", strlen("workspace"));
+    int64_t nin = 0, nout = 0;
+    for (size_t i = 0; i < f->nparams; i++) {
+        const tth_tbuffer *buf = f->params[i];
+        LLVMValueRef slot;
+        if (buf->scope == TTH_SCOPE_INPUT) {
+            LLVMValueRef k = i64_const(c, nin++);
+            slot = LLVMBuildInBoundsGEP2(c->eb, pt, in, &k, 1, "");
+        } else if (buf->scope == TTH_SCOPE_OUTPUT) {
+            LLVMValueRef k = i64_const(c, nout++);
+            slot = LLVMBuildInBoundsGEP2(c->eb, pt, out, &k, 1, "");
+        } else {
+            return tth__llcg_fail(c, TTH_EINVAL, "entry parameter '%s' is neither an input nor an output",
+                                  buf->name);
+        }
+        LLVMValueRef p = LLVMBuildLoad2(c->eb, pt, slot, buf->name ? buf->name : "");
+        if (tth__llcg_scope_push(&c->bufs, buf->id, p))
+            return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
+{
+    c->fn = f;
+    c->llfn = LLVMGetNamedFunction(c->mod, f->name);
+    c->workspace = NULL;
+    if (!c->llfn)
+        return tth__llcg_fail(c, TTH_EINTERNAL, "function was not declared");
+    if (LLVMCountBasicBlocks(c->llfn) != 0)
+        return tth__llcg_fail(c, TTH_EINVAL, "function '%s' is defined twice", f->name);
+    c->entry_bb = new_block(c, "entry");
+    LLVMBasicBlockRef body = new_block(c, "body");
+    c->eb = LLVMCreateBuilderInContext(c->ctx);
+    if (!c->eb)
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    LLVMPositionBuilderAtEnd(c->eb, c->entry_bb);
+    LLVMPositionBuilderAtEnd(c->b, body);
+
+    int rc = bind_params(c, f, is_entry);
+    if (!rc)
+        rc = lower_stmt(c, f->body);
+    if (!rc) {
+        LLVMBuildRet(c->b, i32_const(c, 0));
+        LLVMBuildBr(c->eb, body);
+    }
+    LLVMDisposeBuilder(c->eb);
+    c->eb = NULL;
+    c->bufs.n = 0;
+    c->vars.n = 0;
+    if (!rc)
+        c->fn = NULL;
+    return rc;
+}
