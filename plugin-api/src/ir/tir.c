@@ -1,0 +1,722 @@
+/* tir.c: TIR modules, buffers, variables, expression builders (with constant folding and the
+ * integer identities x+0, x-0, x*1, x*0, x/1), statements and PrimFuncs. */
+#include "ir_private.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- modules ---- */
+
+tth_tir_module *tth_tir_module_new(void)
+{
+    tth__tir_module *pm = calloc(1, sizeof *pm);
+    if (!pm)
+        return NULL;
+    pm->pub.arena = tth_arena_new();
+    if (!pm->pub.arena) {
+        free(pm);
+        return NULL;
+    }
+    return &pm->pub;
+}
+
+void tth_tir_module_free(tth_tir_module *m)
+{
+    if (!m)
+        return;
+    tth__tir_module *pm = tth__tmod(m);
+    for (size_t i = 0; i < pm->jsons.n; i++)
+        json_decref(pm->jsons.items[i]);
+    for (size_t i = 0; i < pm->tensors.n; i++)
+        tth_tensor_unref(pm->tensors.items[i]);
+    tth__ptrvec_free(&pm->jsons);
+    tth__ptrvec_free(&pm->tensors);
+    free(m->funcs);
+    tth_arena_free(m->arena);
+    free(pm);
+}
+
+tth_prim_func *tth_tir_module_find(const tth_tir_module *m, const char *name)
+{
+    if (!m || !name)
+        return NULL;
+    for (size_t i = 0; i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i]->name, name) == 0)
+            return m->funcs[i];
+    return NULL;
+}
+
+static int funcs_push(tth_tir_module *m, tth_prim_func *f)
+{
+    tth__tir_module *pm = tth__tmod(m);
+    if (m->nfuncs == pm->funcs_cap) {
+        size_t cap = pm->funcs_cap ? pm->funcs_cap * 2 : 8;
+        tth_prim_func **nf = realloc(m->funcs, cap * sizeof *nf);
+        if (!nf)
+            return TTH_ENOMEM;
+        m->funcs = nf;
+        pm->funcs_cap = cap;
+    }
+    m->funcs[m->nfuncs++] = f;
+    return 0;
+}
+
+tth_tir_module *tth_tir_module_subset(tth_tir_module *m, const char *target_kind)
+{
+    if (!m || !target_kind)
+        return NULL;
+    tth_tir_module *v = tth_tir_module_new();
+    if (!v)
+        return NULL;
+    tth__tir_module *pv = tth__tmod(v), *pm = tth__tmod(m);
+    pv->is_view = 1;
+    /* Ids handed out in the view must not collide with the parent's. */
+    pv->next_buf_id = pm->next_buf_id + (1u << 30);
+    pv->next_var_id = pm->next_var_id + (1u << 30);
+    for (size_t i = 0; i < m->nfuncs; i++) {
+        tth_prim_func *f = m->funcs[i];
+        if (!f->target_kind || strcmp(f->target_kind, target_kind) != 0)
+            continue;
+        if (funcs_push(v, f) != 0) {
+            tth_tir_module_free(v);
+            return NULL;
+        }
+        if (m->entry && strcmp(m->entry, f->name) == 0)
+            v->entry = f->name;
+    }
+    return v;
+}
+
+/* ---- buffers and variables ---- */
+
+int64_t tth_tbuffer_numel(const tth_tbuffer *b)
+{
+    int64_t n = 1;
+    for (int32_t i = 0; i < b->rank; i++)
+        n *= b->shape[i];
+    return n;
+}
+
+size_t tth_tbuffer_nbytes(const tth_tbuffer *b)
+{
+    return (size_t)tth_tbuffer_numel(b) * tth_dtype_size(b->dtype);
+}
+
+tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t rank,
+                            const int64_t *shape, tth_buffer_scope scope)
+{
+    if (!m || !name || !tth_dtype_size(dtype) || rank < 0 || rank > TTH_MAX_RANK || (rank && !shape) ||
+        scope < TTH_SCOPE_PARAM || scope > TTH_SCOPE_OUTPUT)
+        return NULL;
+    for (int32_t i = 0; i < rank; i++)
+        if (shape[i] < 0)
+            return NULL;
+    tth_tbuffer *b = tth_arena_alloc(m->arena, sizeof *b);
+    if (!b || !(b->name = tth_arena_strdup(m->arena, name)))
+        return NULL;
+    b->id = tth__tmod(m)->next_buf_id++;
+    b->dtype = dtype;
+    b->rank = rank;
+    for (int32_t i = 0; i < rank; i++)
+        b->shape[i] = shape[i];
+    b->scope = scope;
+    b->align = 16;
+    b->offset = -1;
+    return b;
+}
+
+tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tensor *data)
+{
+    if (!m || !data)
+        return NULL;
+    tth_tbuffer *b = tth_tir_buffer(m, name, data->type.dtype, data->type.rank, data->type.shape, TTH_SCOPE_CONST);
+    if (!b || tth__ptrvec_push(&tth__tmod(m)->tensors, data) != 0)
+        return NULL;
+    b->data = tth_tensor_ref(data);
+    return b;
+}
+
+tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype)
+{
+    if (!m || !name || !tth_dtype_size(dtype))
+        return NULL;
+    tth_tvar *v = tth_arena_alloc(m->arena, sizeof *v);
+    if (!v || !(v->name = tth_arena_strdup(m->arena, name)))
+        return NULL;
+    v->id = tth__tmod(m)->next_var_id++;
+    v->dtype = dtype;
+    return v;
+}
+
+/* ---- expressions ---- */
+
+static tth_texpr *expr_new(tth_tir_module *m, tth_texpr_kind kind, tth_dtype dtype)
+{
+    if (!m)
+        return NULL;
+    tth_texpr *e = tth_arena_alloc(m->arena, sizeof *e);
+    if (e) {
+        e->kind = kind;
+        e->dtype = dtype;
+    }
+    return e;
+}
+
+/* An integer wrapped to the width and signedness of dtype (stored in an int64). */
+static int64_t wrap_int(tth_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case TTH_I8: return (int8_t)v;
+    case TTH_I16: return (int16_t)v;
+    case TTH_I32: return (int32_t)v;
+    case TTH_U8: return (uint8_t)v;
+    case TTH_U16: return (uint16_t)v;
+    case TTH_U32: return (uint32_t)v;
+    case TTH_BOOL: return v != 0;
+    default: return v; /* int64, uint64 (bits) */
+    }
+}
+
+static double round_float(tth_dtype dt, double v)
+{
+    return dt == TTH_F64 ? v : (double)(float)v;
+}
+
+static int is_intlike(tth_dtype dt)
+{
+    return tth_dtype_size(dt) && !tth_dtype_is_float(dt);
+}
+
+tth_texpr *tth_tir_int(tth_tir_module *m, tth_dtype dtype, int64_t v)
+{
+    if (!is_intlike(dtype))
+        return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_INT, dtype);
+    if (e)
+        e->u.i = wrap_int(dtype, v);
+    return e;
+}
+
+tth_texpr *tth_tir_i64(tth_tir_module *m, int64_t v)
+{
+    return tth_tir_int(m, TTH_I64, v);
+}
+
+tth_texpr *tth_tir_float(tth_tir_module *m, tth_dtype dtype, double v)
+{
+    if (!tth_dtype_is_float(dtype))
+        return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_FLOAT, dtype);
+    if (e)
+        e->u.f = round_float(dtype, v);
+    return e;
+}
+
+tth_texpr *tth_tir_ref(tth_tir_module *m, tth_tvar *v)
+{
+    if (!v)
+        return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_VAR, v->dtype);
+    if (e)
+        e->u.var = v;
+    return e;
+}
+
+tth_texpr *tth_tir_load(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
+{
+    if (!buf || !index)
+        return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_LOAD, buf->dtype);
+    if (e) {
+        e->u.load.buf = buf;
+        e->u.load.index = index;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
+{
+    if (!buf || !index)
+        return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_ADDRESS_OF, buf->dtype);
+    if (e) {
+        e->u.load.buf = buf;
+        e->u.load.index = index;
+    }
+    return e;
+}
+
+static int is_cmp(tth_tir_binop op)
+{
+    return op == TTH_TBIN_EQ || op == TTH_TBIN_NE || op == TTH_TBIN_LT || op == TTH_TBIN_LE || op == TTH_TBIN_GT ||
+           op == TTH_TBIN_GE || op == TTH_TBIN_AND || op == TTH_TBIN_OR;
+}
+
+static int is_int_imm(const tth_texpr *e, int64_t v)
+{
+    return e->kind == TTH_TEXPR_INT && e->u.i == v;
+}
+
+/* Fold two integer immediates; 0 when folded into *out, -1 when it must not be (division by
+ * zero, overflow, bad shift). Arithmetic wraps like the dtype (done in uint64, then wrapped). */
+static int fold_int(tth_tir_binop op, tth_dtype dt, int64_t a, int64_t b, int64_t *out)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    int is_unsigned = !tth_dtype_is_signed(dt);
+    switch (op) {
+    case TTH_TBIN_ADD: *out = (int64_t)(ua + ub); break;
+    case TTH_TBIN_SUB: *out = (int64_t)(ua - ub); break;
+    case TTH_TBIN_MUL: *out = (int64_t)(ua * ub); break;
+    case TTH_TBIN_DIV:
+    case TTH_TBIN_MOD:
+    case TTH_TBIN_FLOORDIV:
+    case TTH_TBIN_FLOORMOD: {
+        if (b == 0 || (!is_unsigned && a == INT64_MIN && b == -1))
+            return -1;
+        if (is_unsigned) {
+            *out = (int64_t)(op == TTH_TBIN_DIV || op == TTH_TBIN_FLOORDIV ? ua / ub : ua % ub);
+            break;
+        }
+        int64_t q = a / b, r = a % b;
+        if (op == TTH_TBIN_DIV)
+            *out = q;
+        else if (op == TTH_TBIN_MOD)
+            *out = r;
+        else {
+            if (r != 0 && ((r < 0) != (b < 0))) {
+                q -= 1;
+                r += b;
+            }
+            *out = op == TTH_TBIN_FLOORDIV ? q : r;
+        }
+        break;
+    }
+    case TTH_TBIN_MIN: *out = is_unsigned ? (int64_t)(ua < ub ? ua : ub) : (a < b ? a : b); break;
+    case TTH_TBIN_MAX: *out = is_unsigned ? (int64_t)(ua > ub ? ua : ub) : (a > b ? a : b); break;
+    case TTH_TBIN_EQ: *out = a == b; break;
+    case TTH_TBIN_NE: *out = a != b; break;
+    case TTH_TBIN_LT: *out = is_unsigned ? ua < ub : a < b; break;
+    case TTH_TBIN_LE: *out = is_unsigned ? ua <= ub : a <= b; break;
+    case TTH_TBIN_GT: *out = is_unsigned ? ua > ub : a > b; break;
+    case TTH_TBIN_GE: *out = is_unsigned ? ua >= ub : a >= b; break;
+    case TTH_TBIN_AND: *out = a && b; break;
+    case TTH_TBIN_OR: *out = a || b; break;
+    case TTH_TBIN_SHL:
+        if (b < 0 || b >= 64)
+            return -1;
+        *out = (int64_t)(ua << b);
+        break;
+    case TTH_TBIN_SHR:
+        if (b < 0 || b >= 64)
+            return -1;
+        *out = is_unsigned ? (int64_t)(ua >> b) : (a >> b);
+        break;
+    case TTH_TBIN_BITAND: *out = a & b; break;
+    case TTH_TBIN_BITOR: *out = a | b; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+/* Fold two float immediates; comparisons set *is_bool. */
+static int fold_float(tth_tir_binop op, double a, double b, double *out, int *is_bool)
+{
+    *is_bool = 0;
+    switch (op) {
+    case TTH_TBIN_ADD: *out = a + b; return 0;
+    case TTH_TBIN_SUB: *out = a - b; return 0;
+    case TTH_TBIN_MUL: *out = a * b; return 0;
+    case TTH_TBIN_DIV: *out = a / b; return 0;
+    case TTH_TBIN_FLOORDIV: *out = floor(a / b); return 0;
+    case TTH_TBIN_FLOORMOD: *out = a - floor(a / b) * b; return 0;
+    case TTH_TBIN_MIN: *out = a < b ? a : b; return 0;
+    case TTH_TBIN_MAX: *out = a > b ? a : b; return 0;
+    default: break;
+    }
+    *is_bool = 1;
+    switch (op) {
+    case TTH_TBIN_EQ: *out = a == b; return 0;
+    case TTH_TBIN_NE: *out = a != b; return 0;
+    case TTH_TBIN_LT: *out = a < b; return 0;
+    case TTH_TBIN_LE: *out = a <= b; return 0;
+    case TTH_TBIN_GT: *out = a > b; return 0;
+    case TTH_TBIN_GE: *out = a >= b; return 0;
+    default: return -1;
+    }
+}
+
+tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_texpr *b)
+{
+    if (!a || !b)
+        return NULL;
+    tth_dtype dt = is_cmp(op) ? TTH_BOOL : a->dtype;
+    if (a->dtype == b->dtype) {
+        if (a->kind == TTH_TEXPR_INT && b->kind == TTH_TEXPR_INT) {
+            int64_t v;
+            if (fold_int(op, a->dtype, a->u.i, b->u.i, &v) == 0)
+                return tth_tir_int(m, dt, dt == TTH_BOOL ? v : wrap_int(dt, v));
+        }
+        if (a->kind == TTH_TEXPR_FLOAT && b->kind == TTH_TEXPR_FLOAT) {
+            double v;
+            int is_bool;
+            if (fold_float(op, a->u.f, b->u.f, &v, &is_bool) == 0)
+                return is_bool ? tth_tir_int(m, TTH_BOOL, (int64_t)v) : tth_tir_float(m, a->dtype, v);
+        }
+        if (is_intlike(a->dtype) && a->dtype != TTH_BOOL) {
+            switch (op) {
+            case TTH_TBIN_ADD:
+                if (is_int_imm(b, 0))
+                    return a;
+                if (is_int_imm(a, 0))
+                    return b;
+                break;
+            case TTH_TBIN_SUB:
+                if (is_int_imm(b, 0))
+                    return a;
+                break;
+            case TTH_TBIN_MUL:
+                if (is_int_imm(b, 1))
+                    return a;
+                if (is_int_imm(a, 1))
+                    return b;
+                if (is_int_imm(a, 0) || is_int_imm(b, 0))
+                    return tth_tir_int(m, dt, 0);
+                break;
+            case TTH_TBIN_DIV:
+            case TTH_TBIN_FLOORDIV:
+                if (is_int_imm(b, 1))
+                    return a;
+                break;
+            case TTH_TBIN_MOD:
+            case TTH_TBIN_FLOORMOD:
+                if (is_int_imm(b, 1))
+                    return tth_tir_int(m, dt, 0);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    tth_texpr *e = expr_new(m, TTH_TEXPR_BINARY, dt);
+    if (e) {
+        e->u.bin.op = op;
+        e->u.bin.a = a;
+        e->u.bin.b = b;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a)
+{
+    if (!a)
+        return NULL;
+    if (op == TTH_TUN_NEG) {
+        if (a->kind == TTH_TEXPR_INT && a->dtype != TTH_BOOL)
+            return tth_tir_int(m, a->dtype, (int64_t)(0u - (uint64_t)a->u.i));
+        if (a->kind == TTH_TEXPR_FLOAT)
+            return tth_tir_float(m, a->dtype, -a->u.f);
+    } else if (op == TTH_TUN_NOT && a->kind == TTH_TEXPR_INT) {
+        return tth_tir_int(m, TTH_BOOL, a->u.i == 0);
+    }
+    tth_texpr *e = expr_new(m, TTH_TEXPR_UNARY, op == TTH_TUN_NOT ? TTH_BOOL : a->dtype);
+    if (e) {
+        e->u.un.op = op;
+        e->u.un.a = a;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_texpr *b)
+{
+    if (!cond || !a || !b)
+        return NULL;
+    if (cond->kind == TTH_TEXPR_INT && a->dtype == b->dtype)
+        return cond->u.i ? a : b;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_SELECT, a->dtype);
+    if (e) {
+        e->u.select.cond = cond;
+        e->u.select.a = a;
+        e->u.select.b = b;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
+{
+    if (!v || !tth_dtype_size(dtype))
+        return NULL;
+    if (v->dtype == dtype)
+        return v;
+    int to_float = tth_dtype_is_float(dtype);
+    if (v->kind == TTH_TEXPR_INT) {
+        double f = tth_dtype_is_signed(v->dtype) ? (double)v->u.i : (double)(uint64_t)v->u.i;
+        return to_float ? tth_tir_float(m, dtype, f) : tth_tir_int(m, dtype, v->u.i);
+    }
+    if (v->kind == TTH_TEXPR_FLOAT) {
+        if (to_float)
+            return tth_tir_float(m, dtype, v->u.f);
+        if (dtype == TTH_BOOL)
+            return tth_tir_int(m, dtype, v->u.f != 0);
+        double t = trunc(v->u.f);
+        /* Only values the target type holds fold; C leaves the rest undefined. */
+        size_t bits = tth_dtype_size(dtype) * 8;
+        double lo = tth_dtype_is_signed(dtype) ? -ldexp(1, (int)bits - 1) : 0;
+        double hi = tth_dtype_is_signed(dtype) ? ldexp(1, (int)bits - 1) : ldexp(1, (int)bits);
+        if (t >= lo && t < hi && t < 9223372036854775808.0)
+            return tth_tir_int(m, dtype, (int64_t)t);
+    }
+    tth_texpr *e = expr_new(m, TTH_TEXPR_CAST, dtype);
+    if (e)
+        e->u.cast.value = v;
+    return e;
+}
+
+tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b)
+{
+    if (!a)
+        return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_INTRIN, a->dtype);
+    if (e) {
+        e->u.intrin.op = op;
+        e->u.intrin.args[0] = a;
+        e->u.intrin.args[1] = b;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *name, tth_texpr *const *args,
+                               size_t nargs)
+{
+    if (!m || !name || (nargs && !args))
+        return NULL;
+    for (size_t i = 0; i < nargs; i++)
+        if (!args[i])
+            return NULL;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_CALL_EXTERN, ret);
+    if (!e || !(e->u.call.name = tth_arena_strdup(m->arena, name)))
+        return NULL;
+    e->u.call.args = tth_arena_alloc(m->arena, (nargs ? nargs : 1) * sizeof *e->u.call.args);
+    if (!e->u.call.args)
+        return NULL;
+    if (nargs)
+        memcpy(e->u.call.args, args, nargs * sizeof *args);
+    e->u.call.nargs = nargs;
+    return e;
+}
+
+/* ---- statements ---- */
+
+static tth_tstmt *stmt_new(tth_tir_module *m, tth_tstmt_kind kind)
+{
+    if (!m)
+        return NULL;
+    tth__tstmt *s = tth_arena_alloc(m->arena, sizeof *s);
+    if (!s)
+        return NULL;
+    s->pub.kind = kind;
+    return &s->pub;
+}
+
+tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n)
+{
+    if (n && !stmts)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!stmts[i])
+            return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_SEQ);
+    if (!s)
+        return NULL;
+    size_t cap = n ? n : 4;
+    s->u.seq.stmts = tth_arena_alloc(m->arena, cap * sizeof *s->u.seq.stmts);
+    if (!s->u.seq.stmts)
+        return NULL;
+    if (n)
+        memcpy(s->u.seq.stmts, stmts, n * sizeof *stmts);
+    s->u.seq.n = n;
+    TTH__TSTMT(s)->cap = cap;
+    return s;
+}
+
+int tth_tir_seq_append(tth_tir_module *m, tth_tstmt **seq, tth_tstmt *s)
+{
+    if (!m || !seq || !s)
+        return TTH_EINVAL;
+    if (!*seq || (*seq)->kind != TTH_TSTMT_SEQ) {
+        tth_tstmt *first[2] = {*seq, s};
+        tth_tstmt *n = *seq ? tth_tir_seq(m, first, 2) : tth_tir_seq(m, &s, 1);
+        if (!n)
+            return TTH_ENOMEM;
+        *seq = n;
+        return 0;
+    }
+    tth_tstmt *q = *seq;
+    tth__tstmt *pq = TTH__TSTMT(q);
+    if (q->u.seq.n == pq->cap) {
+        size_t cap = pq->cap ? pq->cap * 2 : 4;
+        tth_tstmt **ns = tth_arena_alloc(m->arena, cap * sizeof *ns);
+        if (!ns)
+            return TTH_ENOMEM;
+        if (q->u.seq.n)
+            memcpy(ns, q->u.seq.stmts, q->u.seq.n * sizeof *ns);
+        q->u.seq.stmts = ns;
+        pq->cap = cap;
+    }
+    q->u.seq.stmts[q->u.seq.n++] = s;
+    return 0;
+}
+
+tth_tstmt *tth_tir_for(tth_tir_module *m, tth_tvar *var, tth_texpr *min, tth_texpr *extent, tth_loop_kind kind,
+                       tth_tstmt *body)
+{
+    if (!var || !min || !extent || !body)
+        return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_FOR);
+    if (s) {
+        s->u.loop.var = var;
+        s->u.loop.min = min;
+        s->u.loop.extent = extent;
+        s->u.loop.loop = kind;
+        s->u.loop.body = body;
+    }
+    return s;
+}
+
+tth_tstmt *tth_tir_store(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index, tth_texpr *value)
+{
+    if (!buf || !index || !value)
+        return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_STORE);
+    if (s) {
+        s->u.store.buf = buf;
+        s->u.store.index = index;
+        s->u.store.value = value;
+    }
+    return s;
+}
+
+tth_tstmt *tth_tir_allocate(tth_tir_module *m, tth_tbuffer *buf, tth_tstmt *body)
+{
+    if (!buf || !body)
+        return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_ALLOCATE);
+    if (s) {
+        s->u.alloc.buf = buf;
+        s->u.alloc.body = body;
+    }
+    return s;
+}
+
+tth_tstmt *tth_tir_if(tth_tir_module *m, tth_texpr *cond, tth_tstmt *then_s, tth_tstmt *else_s)
+{
+    if (!cond || !then_s)
+        return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_IF);
+    if (s) {
+        s->u.cond.cond = cond;
+        s->u.cond.then_s = then_s;
+        s->u.cond.else_s = else_s;
+    }
+    return s;
+}
+
+tth_tstmt *tth_tir_let(tth_tir_module *m, tth_tvar *var, tth_texpr *value, tth_tstmt *body)
+{
+    if (!var || !value || !body)
+        return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_LET);
+    if (s) {
+        s->u.let.var = var;
+        s->u.let.value = value;
+        s->u.let.body = body;
+    }
+    return s;
+}
+
+tth_tstmt *tth_tir_evaluate(tth_tir_module *m, tth_texpr *value)
+{
+    if (!value)
+        return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_EVALUATE);
+    if (s)
+        s->u.eval.value = value;
+    return s;
+}
+
+tth_tstmt *tth_tir_call_func(tth_tir_module *m, const char *func, tth_tbuffer *const *args, size_t nargs)
+{
+    if (!m || !func || (nargs && !args))
+        return NULL;
+    for (size_t i = 0; i < nargs; i++)
+        if (!args[i])
+            return NULL;
+    tth_tstmt *s = stmt_new(m, TTH_TSTMT_CALL_FUNC);
+    if (!s || !(s->u.call.func = tth_arena_strdup(m->arena, func)))
+        return NULL;
+    s->u.call.args = tth_arena_alloc(m->arena, (nargs ? nargs : 1) * sizeof *s->u.call.args);
+    if (!s->u.call.args)
+        return NULL;
+    if (nargs)
+        memcpy(s->u.call.args, args, nargs * sizeof *args);
+    s->u.call.nargs = nargs;
+    return s;
+}
+
+tth_prim_func *tth_tir_func_add(tth_tir_module *m, const char *name, tth_tbuffer *const *params, size_t nparams,
+                                tth_tstmt *body, const char *target_kind, json_t *attrs, tth_diag *diag)
+{
+    char loc[TTH_DIAG_LOCATION_MAX];
+    snprintf(loc, sizeof loc, "prim_func %s", name ? name : "(null)");
+    if (!m || !body || (nparams && !params)) {
+        json_decref(attrs);
+        tth_diag_set(diag, TTH_EINVAL, loc, "a PrimFunc needs a module, a body and its parameters");
+        return NULL;
+    }
+    if (!tth__is_c_ident(name)) {
+        json_decref(attrs);
+        tth_diag_set(diag, TTH_EINVAL, loc, "PrimFunc name '%s' is not a C identifier", name ? name : "(null)");
+        return NULL;
+    }
+    if (tth_tir_module_find(m, name)) {
+        json_decref(attrs);
+        tth_diag_set(diag, TTH_EDUPLICATE, loc, "PrimFunc %s already exists", name);
+        return NULL;
+    }
+    for (size_t i = 0; i < nparams; i++)
+        if (!params[i]) {
+            json_decref(attrs);
+            tth_diag_set(diag, TTH_EINVAL, loc, "parameter %zu is NULL", i);
+            return NULL;
+        }
+    if (!attrs)
+        attrs = json_object();
+    if (!json_is_object(attrs)) {
+        json_decref(attrs);
+        tth_diag_set(diag, TTH_EINVAL, loc, "PrimFunc attributes must be a JSON object");
+        return NULL;
+    }
+    if (tth__ptrvec_push(&tth__tmod(m)->jsons, attrs) != 0) {
+        json_decref(attrs);
+        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+        return NULL;
+    }
+    tth_prim_func *f = tth_arena_alloc(m->arena, sizeof *f);
+    if (!f || !(f->name = tth_arena_strdup(m->arena, name)) ||
+        !(f->params = tth_arena_alloc(m->arena, (nparams ? nparams : 1) * sizeof *f->params)) ||
+        (target_kind && !(f->target_kind = tth_arena_strdup(m->arena, target_kind)))) {
+        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+        return NULL;
+    }
+    if (nparams)
+        memcpy(f->params, params, nparams * sizeof *params);
+    f->nparams = nparams;
+    f->body = body;
+    f->attrs = attrs;
+    if (funcs_push(m, f) != 0) {
+        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+        return NULL;
+    }
+    return f;
+}
