@@ -1,0 +1,416 @@
+/* compile.c: `tthctl compile MODEL --target T`.
+ *
+ * The model goes up as the `compile` request's "model" upload (PROTOCOL.md section 6); the
+ * artifact comes down as the "artifact" stream before the response, into a temporary file
+ * beside OUT. The response gives the artifact's size and XXH64: both are checked before the
+ * temporary file is renamed to OUT, so OUT is either the whole verified artifact or untouched. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include <tthproto/jsonrpc.h>
+
+#include "tthctl.h"
+
+/* The state of one compile: the upload, the download, the progress display. */
+typedef struct compile_job {
+    json_int_t id;
+    const char *out_path;      /* OUT */
+    char tmp_path[PATH_MAX];   /* the temporary file beside OUT */
+    int tmp_fd;
+    XXH64_state_t *hash;       /* over the received artifact bytes */
+    uint64_t received;         /* artifact bytes written so far */
+    uint64_t total;            /* the stream's total, from the first $/chunk (0: none yet) */
+    size_t expect;             /* size of the announced binary frame, 0 when none is due */
+    size_t chunks;
+    tthctl_progress progress;
+} compile_job;
+
+static const char *jstr(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* ---- while waiting: progress, chunk announcements, chunk bytes ---- */
+
+static int on_notification(void *ctx, const char *method, json_t *params, tthctl_error *err)
+{
+    compile_job *job = ctx;
+    const json_t *id = json_object_get(params, "id");
+    if (!json_is_integer(id) || json_integer_value(id) != job->id)
+        return 0;
+    if (strcmp(method, "$/progress") == 0) {
+        tthctl_progress_update(&job->progress, params);
+        return 0;
+    }
+    if (strcmp(method, "$/chunk") != 0)
+        return 0;
+    if (strcmp(jstr(params, "stream"), "artifact") != 0)
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL, "tthd announced a chunk of stream '%s', not 'artifact'",
+                           jstr(params, "stream"));
+    json_int_t offset = json_integer_value(json_object_get(params, "offset"));
+    json_int_t size = json_integer_value(json_object_get(params, "size"));
+    json_int_t total = json_integer_value(json_object_get(params, "total"));
+    if (job->expect)
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL, "tthd announced a chunk before sending the previous one");
+    if (offset < 0 || (uint64_t)offset != job->received || size < 1 || total < 1 ||
+        (uint64_t)offset + (uint64_t)size > (uint64_t)total || (job->total && (uint64_t)total != job->total))
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL,
+                           "artifact chunk (offset %lld, size %lld, total %lld) does not continue the stream "
+                           "(%llu bytes received)",
+                           (long long)offset, (long long)size, (long long)total, (unsigned long long)job->received);
+    job->total = (uint64_t)total;
+    job->expect = (size_t)size;
+    return 0;
+}
+
+static int on_binary(void *ctx, const uint8_t *data, size_t len, tthctl_error *err)
+{
+    compile_job *job = ctx;
+    if (!job->expect || len != job->expect)
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL,
+                           "tthd sent a binary frame of %zu bytes where %zu were announced", len, job->expect);
+    int rc = write_all(job->tmp_fd, data, len);
+    if (rc < 0) {
+        char loc[PATH_MAX + 16];
+        snprintf(loc, sizeof loc, "file '%s'", job->tmp_path);
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot write the artifact: %s", strerror(-rc));
+    }
+    XXH64_update(job->hash, data, len);
+    job->received += len;
+    job->expect = 0;
+    job->chunks++;
+    return 0;
+}
+
+/* ---- pieces ---- */
+
+/* The model name: --name, else the file's base name without extension, made a C identifier. */
+static int model_name(const tthctl_args *a, const char *path, char *buf, size_t len, tthctl_error *err)
+{
+    if (a->name) {
+        if (!tthp_model_name_valid(a->name)) {
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL,
+                        "--name '%s' is not a C identifier of at most %d characters", a->name,
+                        TTHP_MAX_MODEL_NAME);
+            tthctl_hint(err, "use letters, digits and '_', not starting with a digit");
+            return -TTHCTL_EXIT_USAGE;
+        }
+        snprintf(buf, len, "%s", a->name);
+        return 0;
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = 0;
+    if (*base >= '0' && *base <= '9' && n + 1 < len)
+        buf[n++] = '_';
+    for (const char *p = base; *p && *p != '.' && n + 1 < len && n < TTHP_MAX_MODEL_NAME; p++) {
+        char ch = *p;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        buf[n++] = ok ? ch : '_';
+    }
+    buf[n] = '\0';
+    if (!tthp_model_name_valid(buf))
+        snprintf(buf, len, "model");
+    return 0;
+}
+
+static int read_file(const char *path, uint8_t **data, size_t *len, tthctl_error *err)
+{
+    char loc[PATH_MAX + 16];
+    snprintf(loc, sizeof loc, "model '%s'", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot open the model: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "the model is not a regular file%s%s",
+                           S_ISREG(st.st_mode) ? ": " : "", S_ISREG(st.st_mode) ? strerror(e) : "");
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model file is empty");
+    }
+    uint8_t *buf = malloc((size_t)st.st_size);
+    if (!buf) {
+        close(fd);
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot hold the model (%lld bytes) in memory",
+                           (long long)st.st_size);
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            free(buf);
+            close(fd);
+            return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot read the model: %s",
+                               n < 0 ? strerror(e) : "the file shrank while reading");
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    *data = buf;
+    *len = got;
+    return 0;
+}
+
+/* Create the temporary file beside out. */
+static int open_tmp(compile_job *job, tthctl_error *err)
+{
+    const char *slash = strrchr(job->out_path, '/');
+    int dirlen = slash ? (int)(slash - job->out_path) : 0;
+    const char *base = slash ? slash + 1 : job->out_path;
+    int n;
+    if (slash)
+        n = snprintf(job->tmp_path, sizeof job->tmp_path, "%.*s/.%s.XXXXXX", dirlen ? dirlen : 1,
+                     dirlen ? job->out_path : "/", base);
+    else
+        n = snprintf(job->tmp_path, sizeof job->tmp_path, ".%s.XXXXXX", base);
+    char loc[PATH_MAX + 16];
+    snprintf(loc, sizeof loc, "file '%s'", job->out_path);
+    if (!*base)
+        return tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "the output must name a file, not a directory");
+    if (n < 0 || (size_t)n >= sizeof job->tmp_path)
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "the output path is too long");
+    job->tmp_fd = mkostemp(job->tmp_path, O_CLOEXEC);
+    if (job->tmp_fd < 0) {
+        job->tmp_path[0] = '\0';
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot create the output: %s", strerror(errno));
+    }
+    return 0;
+}
+
+/* Check the received artifact against the response; fsync; rename over OUT. */
+static int finish_artifact(compile_job *job, const json_t *res, tthctl_error *err)
+{
+    const json_t *art = json_object_get(res, "artifact");
+    json_int_t size = json_integer_value(json_object_get(art, "size"));
+    const char *want = jstr(art, "xxh64");
+    char loc[PATH_MAX + 16];
+    snprintf(loc, sizeof loc, "file '%s'", job->out_path);
+    if (job->expect)
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, loc, "tthd answered before sending an announced chunk");
+    if (size < 1 || (uint64_t)size != job->received || job->received != job->total)
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, loc,
+                           "artifact size mismatch: the response says %lld bytes, the stream announced %llu and "
+                           "delivered %llu",
+                           (long long)size, (unsigned long long)job->total, (unsigned long long)job->received);
+    char got[17];
+    snprintf(got, sizeof got, "%016llx", (unsigned long long)XXH64_digest(job->hash));
+    if (strlen(want) != 16 || strcasecmp(want, got) != 0)
+        return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, loc,
+                           "artifact checksum mismatch: the response says xxh64 '%s', the bytes hash to '%s'", want,
+                           got);
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(job->tmp_fd, 0666 & ~mask) < 0 || fsync(job->tmp_fd) < 0)
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot write the artifact: %s", strerror(errno));
+    int rc = close(job->tmp_fd);
+    job->tmp_fd = -1;
+    if (rc < 0)
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot write the artifact: %s", strerror(errno));
+    if (rename(job->tmp_path, job->out_path) < 0)
+        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot rename '%s' to the output: %s", job->tmp_path,
+                           strerror(errno));
+    job->tmp_path[0] = '\0';
+    return 0;
+}
+
+/* "float32 [1, 1, 8, 8]" of a metadata tensor. */
+static void print_tensor(const char *what, const json_t *t)
+{
+    char shape[256] = "";
+    size_t used = 0, i;
+    json_t *d;
+    json_array_foreach(json_object_get(t, "shape"), i, d) {
+        int n = snprintf(shape + used, sizeof shape - used, "%s%lld", i ? ", " : "", (long long)json_integer_value(d));
+        if (n < 0 || (size_t)n >= sizeof shape - used)
+            break;
+        used += (size_t)n;
+    }
+    printf("  %-6s %s: %s [%s]\n", what, jstr(t, "name"), jstr(t, "dtype"), shape);
+}
+
+static void print_result(const compile_job *job, const json_t *res)
+{
+    char b[32];
+    const json_t *meta = json_object_get(res, "metadata");
+    printf("wrote %s (%s, cache %s, key %s)\n", job->out_path, tthctl_size_str((double)job->received, b, sizeof b),
+           jstr(res, "cache"), jstr(res, "key"));
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(meta, "inputs"), i, t)
+        print_tensor("input", t);
+    json_array_foreach(json_object_get(meta, "outputs"), i, t)
+        print_tensor("output", t);
+    const json_t *dumps = json_object_get(res, "dumps");
+    const char *stage;
+    json_t *text;
+    json_object_foreach((json_t *)dumps, stage, text) {
+        if (json_is_string(text))
+            printf(";; ---- IR after stage '%s' ----\n%s%s", stage, json_string_value(text),
+                   json_string_length(text) && json_string_value(text)[json_string_length(text) - 1] == '\n'
+                       ? ""
+                       : "\n");
+    }
+}
+
+/* Upload the model in chunks, handling whatever the daemon sends meanwhile. Returns 1 when the
+ * response already came (it is in *res), 0 when the whole model went up. */
+static int upload(tthctl_conn *c, compile_job *job, const tthctl_handlers *h, const uint8_t *model,
+                  size_t len, json_t **res, tthctl_error *err)
+{
+    size_t chunk = c->max_frame_bytes < TTHP_CHUNK_BYTES ? c->max_frame_bytes : TTHP_CHUNK_BYTES;
+    json_t *id = json_integer(job->id);
+    int rc = 0;
+    for (size_t off = 0; off < len && !tthctl_interrupted; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        int wrc = tthp_write_chunk_fd(c->fd, id, "model", off, model + off, n, len);
+        if (wrc < 0) {
+            /* the daemon may have answered (and closed) already: read what it said */
+            rc = tthctl_conn_wait(c, job->id, h, 1000, res, err);
+            if (rc == 0)
+                rc = tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL, "cannot send the model to tthd: %s",
+                                 strerror(-wrc));
+            break;
+        }
+        rc = tthctl_conn_wait(c, job->id, h, 0, res, err);
+        if (rc != 0)
+            break;
+    }
+    json_decref(id);
+    return rc;
+}
+
+int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
+{
+    const char *model_path = a->pos[0];
+    char name[TTHP_MAX_MODEL_NAME + 2], out_buf[TTHP_MAX_MODEL_NAME + 8];
+    if (!a->target) {
+        tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "compile needs a target: --target T");
+        tthctl_hint(err, "for example --target 'llvm' or --target 'c -mcpu=cortex-m55'; 'tthctl targets' lists kinds");
+        return -TTHCTL_EXIT_USAGE;
+    }
+    int rc = model_name(a, model_path, name, sizeof name, err);
+    if (rc < 0)
+        return rc;
+    json_t *target = NULL;
+    rc = tthctl_target_param(a->target, &target, err);
+    if (rc < 0)
+        return rc;
+    snprintf(out_buf, sizeof out_buf, "%s.tar", name);
+
+    compile_job job = {.out_path = a->output ? a->output : out_buf, .tmp_fd = -1};
+    uint8_t *model = NULL;
+    size_t model_len = 0;
+    tthctl_conn *c = NULL;
+    json_t *res = NULL;
+    tthctl_progress_init(&job.progress, a->quiet);
+    tthctl_handlers h = {.ctx = &job, .notification = on_notification, .binary = on_binary};
+
+    rc = read_file(model_path, &model, &model_len, err);
+    if (rc < 0)
+        goto out;
+    rc = open_tmp(&job, err);
+    if (rc < 0)
+        goto out;
+    job.hash = XXH64_createState();
+    if (!job.hash || XXH64_reset(job.hash, 0) != XXH_OK) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+        goto out;
+    }
+    rc = tthctl_conn_open(a, 0, &c, err);
+    if (rc < 0)
+        goto out;
+    if (model_len > c->max_request_bytes) {
+        char loc[PATH_MAX + 16];
+        snprintf(loc, sizeof loc, "model '%s'", model_path);
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model (%zu bytes) is larger than the daemon accepts (%zu)",
+                         model_len, c->max_request_bytes);
+        tthctl_hint(err, "start tthd with a larger --max-request-bytes");
+        goto out;
+    }
+
+    json_t *options = json_object();
+    if (a->dump_ir)
+        json_object_set_new(options, "dump_ir", json_string(a->dump_ir));
+    if (a->explain)
+        json_object_set_new(options, "explain", json_true());
+    if (a->no_cache)
+        json_object_set_new(options, "no_cache", json_true());
+    json_t *params = json_pack("{s:{s:s, s:I}, s:o}", "model", "name", name, "size", (json_int_t)model_len,
+                               "target", target);
+    target = NULL;
+    if (params && json_object_size(options))
+        json_object_set_new(params, "options", options);
+    else
+        json_decref(options);
+    rc = tthctl_conn_send_request(c, "compile", params, &job.id, err);
+    if (rc < 0)
+        goto out;
+    rc = upload(c, &job, &h, model, model_len, &res, err);
+    if (rc == 0)
+        rc = tthctl_conn_wait(c, job.id, &h, -1, &res, err);
+    tthctl_progress_done(&job.progress);
+    if (rc < 0) {
+        char loc[PATH_MAX + 600];
+        snprintf(loc, sizeof loc, "model '%s', target '%.500s'", model_path, a->target);
+        tthctl_error_context(err, "%s", loc);
+        goto out;
+    }
+    rc = finish_artifact(&job, res, err);
+    if (rc < 0)
+        goto out;
+    if (a->json) {
+        json_object_set_new(res, "output", json_string(job.out_path));
+        tthctl_json_print(res);
+    } else {
+        print_result(&job, res);
+    }
+    char ctx[PATH_MAX + 16];
+    snprintf(ctx, sizeof ctx, "model '%s'", model_path);
+    tthctl_diagnostics_print(stderr, json_object_get(res, "diagnostics"), ctx);
+    rc = 0;
+out:
+    tthctl_progress_done(&job.progress);
+    if (job.tmp_fd >= 0)
+        close(job.tmp_fd);
+    if (job.tmp_path[0])
+        unlink(job.tmp_path);
+    if (job.hash)
+        XXH64_freeState(job.hash);
+    json_decref(target);
+    json_decref(res);
+    tthctl_conn_close(c);
+    free(model);
+    return rc;
+}
