@@ -33,8 +33,8 @@ int tthp_message_parse(const void *body, size_t len, tthp_message *m)
     json_error_t je;
     m->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!m->root) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+        char msg[128];
+        snprintf(msg, sizeof msg, "not JSON: %.80s (line %d, column %d)", je.text, je.line, je.column);
         return invalid(m, TTHP_PARSE_ERROR, msg);
     }
     if (!json_is_object(m->root))

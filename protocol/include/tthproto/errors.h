@@ -11,7 +11,7 @@
     X(INVALID_PARAMS,       -32602, "InvalidParams")                   \
     X(INTERNAL_ERROR,       -32603, "InternalError")                   \
     X(REQUEST_CANCELLED,    -32800, "RequestCancelled")                \
-    X(PROTOCOL_VERSION,     -32100, "ProtocolVersionMismatch")         \
+    X(VERSION_MISMATCH,     -32100, "ProtocolVersionMismatch")         \
     X(NOT_INITIALIZED,      -32101, "NotInitialized")                  \
     X(FRAME_TOO_LARGE,      -32102, "FrameTooLarge")                   \
     X(REQUEST_TOO_LARGE,    -32103, "RequestTooLarge")                 \

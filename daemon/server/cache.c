@@ -1,0 +1,503 @@
+/* cache.c: the content-addressed artifact cache.
+ *
+ * Entries live on disk as <dir>/<key>.tthc:
+ *   "TTHCACHE" | u64 meta_len | u64 artifact_len | u64 XXH64(meta + artifact) | meta | artifact
+ * (little-endian). They are written in the thread pool to a temporary file, fsync'd, renamed
+ * into place and the directory fsync'd, so a reader sees a whole entry or none. Every read is
+ * verified (length and checksum); a corrupt entry is deleted and counts as a miss. The most
+ * recently used artifacts are also kept in memory. Eviction is least recently used, by bytes. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "tthd.h"
+
+#define CACHE_MAGIC "TTHCACHE"
+#define CACHE_HDR 32
+
+struct tthd_cache_entry {
+    char key[33];
+    uint64_t size;              /* file size */
+    uint8_t *artifact;          /* in memory, or NULL */
+    size_t artifact_len;
+    json_t *metadata;           /* in memory with the artifact */
+    tthd_cache_entry *prev, *next;
+};
+
+typedef struct store_work {
+    uv_work_t req;
+    tthd_cache *cache;
+    char key[33];
+    char *path, *tmp;
+    uint8_t *blob;              /* the whole file */
+    size_t blob_len;
+    unsigned gen;
+    int err;
+} store_work;
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static char *entry_path(const tthd_cache *c, const char *key)
+{
+    size_t n = strlen(c->dir) + strlen(key) + 8;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s.tthc", c->dir, key);
+    return p;
+}
+
+static void unlink_entry(tthd_cache *c, tthd_cache_entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        c->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    c->bytes -= e->size;
+    c->entries--;
+    if (e->artifact)
+        c->mem_bytes -= e->artifact_len;
+}
+
+static void push_front(tthd_cache *c, tthd_cache_entry *e)
+{
+    e->prev = NULL;
+    e->next = c->head;
+    if (c->head)
+        c->head->prev = e;
+    c->head = e;
+}
+
+static void free_entry(tthd_cache_entry *e)
+{
+    free(e->artifact);
+    json_decref(e->metadata);
+    free(e);
+}
+
+static void drop_entry(tthd_cache *c, tthd_cache_entry *e)
+{
+    unlink_entry(c, e);
+    if (c->dir) {
+        char *p = entry_path(c, e->key);
+        if (p && unlink(p) != 0 && errno != ENOENT)
+            tthd_log(TTHD_LOG_WARN, "cache: cannot remove %s: %s", p, strerror(errno));
+        free(p);
+    }
+    free_entry(e);
+}
+
+static tthd_cache_entry *find(tthd_cache *c, const char *key)
+{
+    for (tthd_cache_entry *e = c->head; e; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e;
+    return NULL;
+}
+
+/* Keep the bounds: stored bytes (drop entries) and in-memory bytes (drop artifacts). */
+static void evict(tthd_cache *c)
+{
+    tthd_cache_entry *tail = c->head;
+    while (tail && tail->next)
+        tail = tail->next;
+    while (tail && c->bytes > c->max_bytes) {
+        tthd_cache_entry *prev = tail->prev;
+        tthd_log(TTHD_LOG_DEBUG, "cache: evicting %s", tail->key);
+        drop_entry(c, tail);
+        tail = prev;
+    }
+    for (tthd_cache_entry *e = tail; e && c->mem_bytes > c->mem_max_bytes; e = e->prev) {
+        if (!e->artifact || !c->dir)
+            continue;
+        c->mem_bytes -= e->artifact_len;
+        free(e->artifact);
+        e->artifact = NULL;
+        json_decref(e->metadata);
+        e->metadata = NULL;
+    }
+}
+
+static int is_key(const char *s, size_t n)
+{
+    if (n != 32)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+typedef struct scan_item {
+    char key[33];
+    uint64_t size;
+    time_t mtime;
+} scan_item;
+
+static int by_mtime_desc(const void *a, const void *b)
+{
+    const scan_item *x = a, *y = b;
+    return (x->mtime < y->mtime) - (x->mtime > y->mtime);
+}
+
+/* Index the entries already on disk, most recently modified first; remove stale temp files. */
+static void scan(tthd_cache *c)
+{
+    DIR *d = opendir(c->dir);
+    if (!d)
+        return;
+    scan_item *items = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", c->dir, de->d_name);
+        if (strncmp(de->d_name, ".tmp-", 5) == 0) {
+            unlink(path);
+            continue;
+        }
+        size_t len = strlen(de->d_name);
+        if (len != 37 || strcmp(de->d_name + 32, ".tthc") != 0 || !is_key(de->d_name, 32))
+            continue;
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            scan_item *ni = realloc(items, cap * sizeof *ni);
+            if (!ni)
+                break;
+            items = ni;
+        }
+        memcpy(items[n].key, de->d_name, 32);
+        items[n].key[32] = '\0';
+        items[n].size = (uint64_t)st.st_size;
+        items[n].mtime = st.st_mtime;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(items, n, sizeof *items, by_mtime_desc);
+    for (size_t i = n; i-- > 0;) {
+        tthd_cache_entry *e = calloc(1, sizeof *e);
+        if (!e)
+            break;
+        memcpy(e->key, items[i].key, 33);
+        e->size = items[i].size;
+        push_front(c, e);
+        c->bytes += e->size;
+        c->entries++;
+    }
+    free(items);
+    evict(c);
+}
+
+static int mkdir_p(const char *dir, mode_t mode)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int tthd_cache_init(tthd_cache *c, uv_loop_t *loop, const char *dir, uint64_t max_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->loop = loop;
+    c->max_bytes = max_bytes;
+    c->mem_max_bytes = max_bytes < 64u * 1024 * 1024 ? max_bytes : 64u * 1024 * 1024;
+    if (dir) {
+        int rc = mkdir_p(dir, 0700);
+        if (rc < 0) {
+            tthd_log(TTHD_LOG_WARN, "cache: cannot create %s (%s); caching in memory only", dir, strerror(-rc));
+        } else {
+            c->dir = strdup(dir);
+            if (c->dir)
+                scan(c);
+        }
+    }
+    if (!c->dir)
+        c->mem_max_bytes = max_bytes;
+    return 0;
+}
+
+void tthd_cache_free(tthd_cache *c)
+{
+    while (c->head) {
+        tthd_cache_entry *e = c->head;
+        c->head = e->next;
+        free_entry(e);
+    }
+    free(c->dir);
+    c->dir = NULL;
+}
+
+void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_json, const char *options_json,
+                    const json_t *kinds, char key[33])
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) {
+        snprintf(key, 33, "%016" PRIx64 "%016" PRIx64, XXH3_64bits(model, model_len),
+                 XXH3_64bits(target_json, strlen(target_json)));
+        return;
+    }
+    XXH3_128bits_reset(st);
+    uint8_t len[8];
+#define FIELD(p, n)                      \
+    do {                                 \
+        put_u64(len, (uint64_t)(n));     \
+        XXH3_128bits_update(st, len, 8); \
+        XXH3_128bits_update(st, p, n);   \
+    } while (0)
+    FIELD("tth-cache-1", 11);
+    FIELD(model, model_len);
+    FIELD(target_json, strlen(target_json));
+    FIELD(options_json, strlen(options_json));
+    size_t i;
+    json_t *k;
+    json_array_foreach(kinds, i, k) {
+        const char *id = json_string_value(json_object_get(k, "identity"));
+        if (!id)
+            id = "";
+        FIELD(id, strlen(id));
+    }
+#undef FIELD
+    XXH128_hash_t h = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    snprintf(key, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64, (uint64_t)h.low64);
+}
+
+/* Read and verify an entry's file into memory. 0, or -1 if missing or corrupt. */
+static int load(tthd_cache *c, tthd_cache_entry *e)
+{
+    char *path = entry_path(c, e->key);
+    if (!path)
+        return -1;
+    FILE *f = fopen(path, "rb");
+    free(path);
+    if (!f)
+        return -1;
+    uint8_t hdr[CACHE_HDR];
+    uint8_t *blob = NULL;
+    int rc = -1;
+    if (fread(hdr, 1, CACHE_HDR, f) == CACHE_HDR && memcmp(hdr, CACHE_MAGIC, 8) == 0) {
+        uint64_t meta_len = get_u64(hdr + 8), art_len = get_u64(hdr + 16), sum = get_u64(hdr + 24);
+        struct stat st;
+        if (fstat(fileno(f), &st) == 0 && meta_len < (1u << 30) && art_len < (1ull << 40) &&
+            (uint64_t)st.st_size == CACHE_HDR + meta_len + art_len &&
+            (blob = malloc(meta_len + art_len + 1)) &&
+            fread(blob, 1, meta_len + art_len, f) == meta_len + art_len &&
+            XXH64(blob, meta_len + art_len, 0) == sum) {
+            json_t *meta = json_loadb((const char *)blob, meta_len, 0, NULL);
+            if (meta) {
+                e->metadata = meta;
+                e->artifact_len = art_len;
+                e->artifact = malloc(art_len ? art_len : 1);
+                if (e->artifact) {
+                    memcpy(e->artifact, blob + meta_len, art_len);
+                    c->mem_bytes += art_len;
+                    rc = 0;
+                } else {
+                    json_decref(meta);
+                    e->metadata = NULL;
+                }
+            }
+        }
+    }
+    free(blob);
+    fclose(f);
+    return rc;
+}
+
+int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit)
+{
+    tthd_cache_entry *e = find(c, key);
+    if (e && !e->artifact && (!c->dir || load(c, e) != 0)) {
+        tthd_log(TTHD_LOG_WARN, "cache: entry %s is corrupt or unreadable; dropped", key);
+        c->corrupt++;
+        drop_entry(c, e);
+        e = NULL;
+    }
+    if (!e) {
+        c->misses++;
+        return 0;
+    }
+    unlink_entry(c, e);
+    push_front(c, e);
+    c->bytes += e->size;
+    c->entries++;
+    c->mem_bytes += e->artifact_len;
+    c->hits++;
+    hit->artifact = e->artifact;
+    hit->artifact_len = e->artifact_len;
+    hit->metadata = e->metadata;
+    evict(c);
+    return 1;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Thread pool: temp file, fsync, rename, fsync the directory. */
+static void store_run(uv_work_t *req)
+{
+    store_work *sw = req->data;
+    int fd = open(sw->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        sw->err = -errno;
+        return;
+    }
+    int rc = write_all(fd, sw->blob, sw->blob_len);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(sw->tmp, sw->path) != 0)
+        rc = -errno;
+    if (rc != 0) {
+        unlink(sw->tmp);
+        sw->err = rc;
+        return;
+    }
+    int dfd = open(sw->cache->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
+static void store_done(uv_work_t *req, int status)
+{
+    store_work *sw = req->data;
+    tthd_cache *c = sw->cache;
+    c->writes_in_flight--;
+    if (status == 0 && sw->err == 0 && sw->gen != c->clear_gen)
+        unlink(sw->path); /* cleared while it was being written */
+    else if (status != 0 || sw->err != 0)
+        tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s", sw->key,
+                 status ? uv_strerror(status) : strerror(-sw->err));
+    free(sw->path);
+    free(sw->tmp);
+    free(sw->blob);
+    free(sw);
+}
+
+void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, const json_t *metadata)
+{
+    if (find(c, key))
+        return;
+    char *meta = json_dumps(metadata ? metadata : json_null(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!meta)
+        return;
+    size_t meta_len = strlen(meta);
+    uint64_t size = CACHE_HDR + meta_len + len;
+    if (size > c->max_bytes) {
+        free(meta);
+        return;
+    }
+    tthd_cache_entry *e = calloc(1, sizeof *e);
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!e || !copy) {
+        free(e);
+        free(copy);
+        free(meta);
+        return;
+    }
+    snprintf(e->key, sizeof e->key, "%s", key);
+    memcpy(copy, artifact, len);
+    e->artifact = copy;
+    e->artifact_len = len;
+    e->metadata = json_deep_copy(metadata ? metadata : json_null());
+    e->size = size;
+    push_front(c, e);
+    c->bytes += size;
+    c->entries++;
+    c->mem_bytes += len;
+    c->stores++;
+    if (c->dir) {
+        store_work *sw = calloc(1, sizeof *sw);
+        if (sw) {
+            sw->cache = c;
+            snprintf(sw->key, sizeof sw->key, "%s", key);
+            sw->path = entry_path(c, key);
+            size_t tl = strlen(c->dir) + 80;
+            sw->tmp = malloc(tl);
+            sw->blob_len = size;
+            sw->blob = malloc(size);
+            sw->gen = c->clear_gen;
+            sw->req.data = sw;
+        }
+        if (sw && sw->path && sw->tmp && sw->blob) {
+            static unsigned seq;
+            snprintf(sw->tmp, strlen(c->dir) + 80, "%s/.tmp-%s-%d-%u", c->dir, key, (int)getpid(), seq++);
+            memcpy(sw->blob, CACHE_MAGIC, 8);
+            put_u64(sw->blob + 8, meta_len);
+            put_u64(sw->blob + 16, len);
+            memcpy(sw->blob + CACHE_HDR, meta, meta_len);
+            memcpy(sw->blob + CACHE_HDR + meta_len, artifact, len);
+            put_u64(sw->blob + 24, XXH64(sw->blob + CACHE_HDR, meta_len + len, 0));
+            if (uv_queue_work(c->loop, &sw->req, store_run, store_done) == 0)
+                c->writes_in_flight++;
+            else
+                sw->err = -1;
+        }
+        if (sw && (!sw->path || !sw->tmp || !sw->blob || sw->err)) {
+            free(sw->path);
+            free(sw->tmp);
+            free(sw->blob);
+            free(sw);
+        }
+    }
+    free(meta);
+    evict(c);
+}
+
+void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes)
+{
+    *entries = c->entries;
+    *bytes = c->bytes;
+    while (c->head)
+        drop_entry(c, c->head);
+    c->clear_gen++;
+}

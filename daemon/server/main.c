@@ -1,0 +1,243 @@
+/* main.c: tthd's command line, defaults, and the loop.
+ *
+ *   tthd [--socket PATH] [--plugins-dir DIR] [--workers N] [--idle-exit SECONDS] [--verbose]
+ *        [--cache-dir DIR] [--cache-max-bytes N] [--request-timeout SECONDS]
+ *        [--worker-memory-limit BYTES] [--max-frame-bytes N] [--max-request-bytes N]
+ *        [--max-requests N] [--shutdown-grace SECONDS] [--worker PATH] */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tth_config.h"
+#include "tthd.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tthd [options]\n"
+            "The tth compiler daemon: serves tthctl and build tools on a Unix socket (see protocol/PROTOCOL.md).\n"
+            "\n"
+            "  --socket PATH              socket (default $XDG_RUNTIME_DIR/tth/tthd.sock, else /tmp/tth-$UID/tthd.sock)\n"
+            "  --plugins-dir DIR          plugins directory (default: the build tree's when run from it, else %s)\n"
+            "  --workers N                worker processes (default: number of CPUs)\n"
+            "  --idle-exit SECONDS        exit after this long without clients (default 0: never)\n"
+            "  --cache-dir DIR            artifact cache (default $XDG_CACHE_HOME/tth, else ~/.cache/tth)\n"
+            "  --cache-max-bytes N        cache size bound (default 1 GiB)\n"
+            "  --request-timeout SECONDS  a worker job's deadline (default 600)\n"
+            "  --worker-memory-limit N    bytes a worker may use (default 4 GiB; 0: no limit)\n"
+            "  --max-frame-bytes N        largest frame accepted (default %u)\n"
+            "  --max-request-bytes N      largest request accepted, upload included (default %u)\n"
+            "  --max-requests N           requests in flight per connection (default %d)\n"
+            "  --shutdown-grace SECONDS   time in-flight work gets on shutdown (default 5)\n"
+            "  --worker PATH              the tth-worker executable (default: next to tthd)\n"
+            "  --verbose                  log more (twice: debug)\n"
+            "  --version, --help\n",
+            TTH_PLUGINS_INSTALL_DIR, TTHP_DEFAULT_MAX_FRAME_BYTES, TTHP_DEFAULT_MAX_REQUEST_BYTES,
+            TTHP_DEFAULT_MAX_CONCURRENT);
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -1;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1024ull * 1024 * 1024, end++;
+    if (*end)
+        return -1;
+    *out = (uint64_t)v * mul;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static char *self_exe(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+/* Fill what the command line left out. */
+static int defaults(tthd_options *o)
+{
+    char *exe = self_exe();
+    char *exe_dir = exe ? strdup(exe) : NULL;
+    if (exe_dir && strrchr(exe_dir, '/'))
+        *strrchr(exe_dir, '/') = '\0';
+    if (!o->socket_path) {
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+        char buf[PATH_MAX];
+        if (rt && rt[0] == '/')
+            snprintf(buf, sizeof buf, "%s/tth/tthd.sock", rt);
+        else
+            snprintf(buf, sizeof buf, "/tmp/tth-%u/tthd.sock", (unsigned)getuid());
+        o->socket_path = strdup(buf);
+    }
+    if (!o->plugins_dir) {
+        size_t n = strlen(TTH_BUILD_ROOT);
+        int in_build = exe && strncmp(exe, TTH_BUILD_ROOT, n) == 0 && exe[n] == '/';
+        o->plugins_dir = strdup(in_build ? TTH_PLUGINS_BUILD_DIR : TTH_PLUGINS_INSTALL_DIR);
+    }
+    if (!o->cache_dir) {
+        const char *xc = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        char buf[PATH_MAX];
+        if (xc && xc[0] == '/')
+            snprintf(buf, sizeof buf, "%s/tth", xc);
+        else
+            snprintf(buf, sizeof buf, "%s/.cache/tth", home && home[0] ? home : "/tmp");
+        o->cache_dir = strdup(buf);
+    }
+    if (!o->worker_path) {
+        char *local = exe_dir ? path_join(exe_dir, "tth-worker") : NULL;
+        if (local && access(local, X_OK) == 0) {
+            o->worker_path = local;
+        } else {
+            free(local);
+            o->worker_path = path_join(TTH_BINDIR, "tth-worker");
+        }
+    }
+    if (!o->workers) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o->workers = n > 0 ? (unsigned)n : 1;
+    }
+    free(exe);
+    free(exe_dir);
+    return o->socket_path && o->plugins_dir && o->cache_dir && o->worker_path ? 0 : -1;
+}
+
+static void options_free(tthd_options *o)
+{
+    free(o->socket_path);
+    free(o->plugins_dir);
+    free(o->cache_dir);
+    free(o->worker_path);
+}
+
+int main(int argc, char **argv)
+{
+    static tthd_server srv;
+    tthd_options *o = &srv.opt;
+    o->request_timeout = 600;
+    o->shutdown_grace = 5;
+    o->cache_max_bytes = 1ull << 30;
+    o->worker_mem_limit = 4ull << 30;
+    o->max_frame = TTHP_DEFAULT_MAX_FRAME_BYTES;
+    o->max_request = TTHP_DEFAULT_MAX_REQUEST_BYTES;
+    o->max_concurrent = TTHP_DEFAULT_MAX_CONCURRENT;
+    enum { O_SOCKET = 256, O_PLUGINS, O_WORKERS, O_IDLE, O_CACHE_DIR, O_CACHE_MAX, O_TIMEOUT, O_MEM,
+           O_FRAME, O_REQUEST, O_MAXREQ, O_GRACE, O_WORKER, O_VERSION };
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, O_SOCKET},
+        {"plugins-dir", required_argument, NULL, O_PLUGINS},
+        {"workers", required_argument, NULL, O_WORKERS},
+        {"idle-exit", required_argument, NULL, O_IDLE},
+        {"cache-dir", required_argument, NULL, O_CACHE_DIR},
+        {"cache-max-bytes", required_argument, NULL, O_CACHE_MAX},
+        {"request-timeout", required_argument, NULL, O_TIMEOUT},
+        {"worker-memory-limit", required_argument, NULL, O_MEM},
+        {"max-frame-bytes", required_argument, NULL, O_FRAME},
+        {"max-request-bytes", required_argument, NULL, O_REQUEST},
+        {"max-requests", required_argument, NULL, O_MAXREQ},
+        {"shutdown-grace", required_argument, NULL, O_GRACE},
+        {"worker", required_argument, NULL, O_WORKER},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, O_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c, bad = 0, verbose = 0;
+    uint64_t u;
+    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+        switch (c) {
+        case O_SOCKET: free(o->socket_path); o->socket_path = strdup(optarg); break;
+        case O_PLUGINS: free(o->plugins_dir); o->plugins_dir = strdup(optarg); break;
+        case O_CACHE_DIR: free(o->cache_dir); o->cache_dir = strdup(optarg); break;
+        case O_WORKER: free(o->worker_path); o->worker_path = strdup(optarg); break;
+        case O_WORKERS: bad |= parse_u64(optarg, &u) || u < 1 || u > 256; o->workers = (unsigned)u; break;
+        case O_IDLE: bad |= parse_seconds(optarg, &o->idle_exit); break;
+        case O_TIMEOUT: bad |= parse_seconds(optarg, &o->request_timeout) || o->request_timeout == 0; break;
+        case O_GRACE: bad |= parse_seconds(optarg, &o->shutdown_grace); break;
+        case O_CACHE_MAX: bad |= parse_u64(optarg, &o->cache_max_bytes); break;
+        case O_MEM: bad |= parse_u64(optarg, &o->worker_mem_limit); break;
+        case O_FRAME: bad |= parse_u64(optarg, &u) || u < 1024; o->max_frame = (size_t)u; break;
+        case O_REQUEST: bad |= parse_u64(optarg, &u) || u < 1024; o->max_request = (size_t)u; break;
+        case O_MAXREQ: bad |= parse_u64(optarg, &u) || u < 1 || u > 100000; o->max_concurrent = (unsigned)u; break;
+        case 'v': verbose++; break;
+        case O_VERSION: printf("tthd %s (protocol %s)\n", TTH_VERSION, TTHP_PROTOCOL_VERSION); options_free(o); return 0;
+        case 'h': usage(stdout); options_free(o); return 0;
+        default: bad = 1; break;
+        }
+        if (bad) {
+            if (c != '?')
+                fprintf(stderr, "tthd: bad value for --%s: '%s'\n", opts[c - O_SOCKET].name, optarg);
+            usage(stderr);
+            options_free(o);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tthd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        options_free(o);
+        return 2;
+    }
+    o->verbose = verbose;
+    tthd_log_level = verbose ? TTHD_LOG_DEBUG : TTHD_LOG_INFO;
+    if (defaults(o) != 0) {
+        fprintf(stderr, "tthd: out of memory\n");
+        options_free(o);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    int rc = tthd_server_start(&srv, &loop);
+    if (rc == 0)
+        tthd_log(TTHD_LOG_INFO, "tthd %s ready (pid %d, plugins %s, %u workers, cache %s)", TTH_VERSION,
+                 (int)getpid(), o->plugins_dir, o->workers, o->cache_dir);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    int close_rc = uv_loop_close(&loop);
+    if (close_rc != 0) {
+        tthd_log(TTHD_LOG_ERROR, "the loop still has open handles at exit (a bug)");
+    }
+    int code = srv.exit_code;
+    tthd_server_free(&srv);
+    options_free(o);
+    if (rc == 0)
+        tthd_log(TTHD_LOG_INFO, "stopped");
+    return code ? code : close_rc != 0 ? 3 : 0;
+}

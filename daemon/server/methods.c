@@ -1,0 +1,390 @@
+/* methods.c: what each request does (PROTOCOL.md section 5). One handler per method, found
+ * through a table indexed by the protocol's method ids, so the wire names live only in
+ * tthproto's method table. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "tth_config.h"
+#include "tthd.h"
+
+typedef void (*method_fn)(tthd_server *srv, tthd_request *req);
+
+/* ---- describe-based lists ------------------------------------------------------------ */
+
+/* Answer a list request from a describe document (borrowed). */
+static void answer_list(tthd_server *srv, tthd_request *req, const json_t *describe)
+{
+    switch (req->method->id) {
+    case TTHP_M_TARGETS_LIST:
+        tthd_respond(req, json_pack("{s:O}", "kinds", json_object_get(describe, "kinds")));
+        break;
+    case TTHP_M_TAGS_LIST:
+        tthd_respond(req, json_pack("{s:O}", "tags", json_object_get(describe, "tags")));
+        break;
+    default: {
+        json_t *errors = json_deep_copy(json_object_get(describe, "errors"));
+        if (!errors)
+            errors = json_array();
+        if (srv->pool.load_error)
+            json_array_append_new(errors, json_pack("{s:s, s:O, s:O, s:O}", "path", srv->opt.plugins_dir, "code",
+                                                    json_object_get(srv->pool.load_error, "code"), "message",
+                                                    json_object_get(srv->pool.load_error, "message"), "hint",
+                                                    json_object_get(srv->pool.load_error, "hint")));
+        tthd_respond(req, json_pack("{s:s, s:i, s:O, s:o}", "directory", srv->opt.plugins_dir, "generation",
+                                    (int)srv->pool.describe_gen, "plugins", json_object_get(describe, "plugins"),
+                                    "errors", errors));
+        break;
+    }
+    }
+}
+
+static void on_describe_done(tthd_job *job)
+{
+    tthd_request *req = job->data;
+    req->job = NULL;
+    if (job->error) {
+        tthd_respond_error_obj(req, job->error);
+        return;
+    }
+    answer_list(req->conn->srv, req, job->result);
+}
+
+/* targets/list, tags/list, plugins/list: from the newest worker's describe when it is for the
+ * current plugin set, else from a worker of the current set. */
+static void m_list(tthd_server *srv, tthd_request *req)
+{
+    if (srv->pool.describe && srv->pool.describe_gen == srv->pool.generation) {
+        answer_list(srv, req, srv->pool.describe);
+        return;
+    }
+    tthd_job *job = tthd_job_new(TTHD_JOB_DESCRIBE, NULL);
+    if (!job) {
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    job->cb = on_describe_done;
+    job->data = req;
+    req->job = job;
+    req->state = TTHD_REQ_WORKING;
+    tthd_pool_submit(&srv->pool, job);
+}
+
+/* ---- initialize, status, cache/clear, shutdown --------------------------------------- */
+
+static void m_initialize(tthd_server *srv, tthd_request *req)
+{
+    const char *ver = json_string_value(json_object_get(req->params, "protocolVersion"));
+    int major, minor;
+    char msg[256];
+    if (req->conn->initialized) {
+        tthd_respond_error(req, TTHP_INVALID_REQUEST, "this connection is already initialised", NULL);
+        return;
+    }
+    if (tthp_version_parse(ver, &major, &minor) != 0) {
+        snprintf(msg, sizeof msg, "protocolVersion '%.40s' is not MAJOR.MINOR", ver);
+        tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
+        return;
+    }
+    if (major != TTHP_PROTOCOL_MAJOR) {
+        snprintf(msg, sizeof msg,
+                 "client speaks protocol %d.%d but this tthd %s speaks %s; use a tthctl of the same major version",
+                 major, minor, TTH_VERSION, TTHP_PROTOCOL_VERSION);
+        tthd_respond_error(req, TTHP_VERSION_MISMATCH, msg,
+                           json_pack("{s:s, s:s}", "serverProtocolVersion", TTHP_PROTOCOL_VERSION,
+                                     "clientProtocolVersion", ver));
+        return;
+    }
+    req->conn->initialized = 1;
+    json_t *methods = json_array();
+    for (size_t i = 0; i < TTHP_METHOD_COUNT; i++)
+        json_array_append_new(methods, json_string(tthp_methods[i].name));
+    const json_t *client = json_object_get(req->params, "clientInfo");
+    tthd_log(TTHD_LOG_DEBUG, "client %s %s (protocol %s) initialised",
+             json_string_value(json_object_get(client, "name")) ?: "?",
+             json_string_value(json_object_get(client, "version")) ?: "?", ver);
+    tthd_respond(req, json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I}}", "protocolVersion",
+                                TTHP_PROTOCOL_VERSION, "serverInfo", "name", "tthd", "version", TTH_VERSION,
+                                "methods", methods, "limits", "maxFrameBytes", (json_int_t)srv->opt.max_frame,
+                                "maxRequestBytes", (json_int_t)srv->opt.max_request, "maxConcurrentRequests",
+                                (json_int_t)srv->opt.max_concurrent, "chunkBytes", (json_int_t)TTHP_CHUNK_BYTES));
+}
+
+static void m_status(tthd_server *srv, tthd_request *req)
+{
+    size_t active = 0;
+    for (tthd_conn *c = srv->conns; c; c = c->next)
+        active += c->n_reqs;
+    double uptime = (double)(uv_hrtime() / 1000000 - srv->start_ms) / 1000.0;
+    const tthd_pool *p = &srv->pool;
+    const tthd_cache *c = &srv->cache;
+    json_t *res = json_pack(
+        "{s:s, s:s, s:i, s:f, s:s, s:s, s:s, s:I,"
+        " s:{s:I, s:I, s:I},"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        "version", TTH_VERSION, "protocolVersion", TTHP_PROTOCOL_VERSION, "pid", (int)getpid(), "uptimeSeconds",
+        uptime, "socket", srv->opt.socket_path, "pluginsDir", srv->opt.plugins_dir, "cacheDir",
+        c->dir ? c->dir : "", "connections", (json_int_t)srv->n_conns,
+        "requests", "served", (json_int_t)srv->served, "failed", (json_int_t)srv->failed, "active",
+        (json_int_t)(active - 1),
+        "cache", "hits", (json_int_t)c->hits, "misses", (json_int_t)c->misses, "bytes", (json_int_t)c->bytes,
+        "entries", (json_int_t)c->entries, "maxBytes", (json_int_t)c->max_bytes, "corrupt", (json_int_t)c->corrupt,
+        "workers", "configured", (json_int_t)srv->opt.workers, "alive", (json_int_t)tthd_pool_alive(p), "busy",
+        (json_int_t)tthd_pool_busy(p), "queued", (json_int_t)p->queued, "spawned", (json_int_t)p->spawned,
+        "crashed", (json_int_t)p->crashed, "killed", (json_int_t)p->killed, "timeouts", (json_int_t)p->timeouts,
+        "memoryKills", (json_int_t)p->memkills, "generation", (json_int_t)p->generation);
+    tthd_respond(req, res);
+}
+
+static void m_cache_clear(tthd_server *srv, tthd_request *req)
+{
+    uint64_t n, bytes;
+    tthd_cache_clear(&srv->cache, &n, &bytes);
+    tthd_log(TTHD_LOG_INFO, "cache cleared: %" PRIu64 " entries, %" PRIu64 " bytes", n, bytes);
+    tthd_respond(req, json_pack("{s:I, s:I}", "removedEntries", (json_int_t)n, "removedBytes", (json_int_t)bytes));
+}
+
+static void m_shutdown(tthd_server *srv, tthd_request *req)
+{
+    tthd_respond(req, json_null());
+    tthd_server_stop(srv, "shutdown request");
+}
+
+/* ---- target/parse -------------------------------------------------------------------- */
+
+static void on_parse_done(tthd_job *job)
+{
+    tthd_request *req = job->data;
+    req->job = NULL;
+    if (job->error)
+        tthd_respond_error_obj(req, job->error);
+    else
+        tthd_respond(req, json_incref(job->result));
+}
+
+static tthd_job *submit_parse(tthd_server *srv, tthd_request *req, tthd_job_cb cb)
+{
+    tthd_job *job = tthd_job_new(TTHD_JOB_PARSE, json_pack("{s:O}", "target", json_object_get(req->params, "target")));
+    if (!job)
+        return NULL;
+    job->cb = cb;
+    job->data = req;
+    req->job = job;
+    req->state = TTHD_REQ_WORKING;
+    tthd_pool_submit(&srv->pool, job);
+    return job;
+}
+
+static void m_target_parse(tthd_server *srv, tthd_request *req)
+{
+    if (!submit_parse(srv, req, on_parse_done))
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+}
+
+/* ---- compile ------------------------------------------------------------------------- */
+
+static char *options_text(const tthd_request *req)
+{
+    const json_t *o = json_object_get(req->params, "options");
+    return json_dumps(o ? o : json_object(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+}
+
+/* Stream an artifact, then answer. */
+static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len,
+                          const json_t *metadata, const json_t *diagnostics)
+{
+    tthd_conn *conn = req->conn;
+    size_t off = 0, chunks = 0;
+    do {
+        size_t n = len - off < TTHP_CHUNK_BYTES ? len - off : TTHP_CHUNK_BYTES;
+        tthd_send(conn, tthp_notification_new("$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", req->id,
+                                                                     "stream", "artifact", "offset",
+                                                                     (json_int_t)off, "size", (json_int_t)n,
+                                                                     "total", (json_int_t)len)));
+        tthd_send_binary(conn, art + off, n);
+        off += n;
+        chunks++;
+    } while (off < len);
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016" PRIx64, (uint64_t)XXH64(art, len, 0));
+    tthd_respond(req, json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:O}", "cache", cache_state, "key",
+                                req->key, "artifact", "size", (json_int_t)len, "xxh64", sum, "chunks",
+                                (json_int_t)chunks, "target", req->target ? req->target : json_null(), "metadata",
+                                metadata ? metadata : json_null(), "diagnostics",
+                                diagnostics ? diagnostics : json_array()));
+}
+
+static void on_compile_progress(tthd_job *job, const char *stage, int percent)
+{
+    tthd_request *req = job->data;
+    tthd_progress(req, "report", stage ? stage : "", percent < 0 ? 0 : percent > 100 ? 100 : percent);
+}
+
+static void on_compile_done(tthd_job *job)
+{
+    tthd_request *req = job->data;
+    tthd_server *srv = req->conn->srv;
+    req->job = NULL;
+    if (job->error) {
+        tthd_respond_error_obj(req, job->error);
+        return;
+    }
+    /* store under the plugins the worker really used (the set may have changed meanwhile) */
+    const json_t *kinds = json_object_get(job->result, "kinds");
+    if (json_is_array(kinds)) {
+        char *oj = options_text(req);
+        if (oj)
+            tthd_cache_key(req->model, req->model_size, req->target_text, oj, kinds, req->key);
+        free(oj);
+    }
+    const json_t *meta = json_object_get(job->result, "metadata");
+    tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, meta);
+    send_artifact(req, "miss", job->artifact, job->artifact_len, meta, json_object_get(job->result, "diagnostics"));
+}
+
+/* The target parsed: look the artifact up, or compile it. */
+static void on_compile_target(tthd_job *job)
+{
+    tthd_request *req = job->data;
+    tthd_server *srv = req->conn->srv;
+    req->job = NULL;
+    if (job->error) {
+        tthd_respond_error_obj(req, job->error);
+        return;
+    }
+    const char *text = json_string_value(json_object_get(job->result, "json"));
+    const json_t *kinds = json_object_get(job->result, "kinds");
+    req->target = json_incref(json_object_get(job->result, "target"));
+    req->target_text = text ? strdup(text) : NULL;
+    char *oj = options_text(req);
+    if (!req->target_text || !oj || !req->target) {
+        free(oj);
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "the worker's target/parse answer is incomplete", NULL);
+        return;
+    }
+    tthd_cache_key(req->model, req->model_size, text, oj, kinds, req->key);
+    free(oj);
+    tthd_cache_hit hit;
+    if (tthd_cache_lookup(&srv->cache, req->key, &hit)) {
+        tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
+        tthd_progress(req, "report", "cache", 100);
+        send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata, json_object_get(job->result, "diagnostics"));
+        return;
+    }
+    tthd_progress(req, "report", "compile", 5);
+    json_t *params = json_pack("{s:s, s:O, s:O, s:I}", "model_name", req->model_name, "target", req->target,
+                               "options", json_object_get(req->params, "options") ?: json_object(), "model_size",
+                               (json_int_t)req->model_size);
+    tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
+    if (!cj) {
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    cj->upload = req->model;
+    cj->upload_len = req->model_size;
+    cj->cb = on_compile_done;
+    cj->progress = on_compile_progress;
+    cj->data = req;
+    req->job = cj;
+    tthd_pool_submit(&srv->pool, cj);
+}
+
+static void m_compile(tthd_server *srv, tthd_request *req)
+{
+    const json_t *model = json_object_get(req->params, "model");
+    const char *name = json_string_value(json_object_get(model, "name"));
+    const json_t *size = json_object_get(model, "size");
+    char msg[200];
+    if (!tthp_model_name_valid(name)) {
+        snprintf(msg, sizeof msg, "model.name must be a C identifier of at most %d characters", TTHP_MAX_MODEL_NAME);
+        tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
+        return;
+    }
+    if (!json_is_integer(size) || json_integer_value(size) < 1) {
+        tthd_respond_error(req, TTHP_INVALID_PARAMS, "model.size must be a positive integer", NULL);
+        return;
+    }
+    if ((uint64_t)json_integer_value(size) > srv->opt.max_request) {
+        snprintf(msg, sizeof msg, "model of %" JSON_INTEGER_FORMAT " bytes is larger than the request limit (%zu)",
+                 json_integer_value(size), srv->opt.max_request);
+        tthd_respond_error(req, TTHP_REQUEST_TOO_LARGE, msg, NULL);
+        return;
+    }
+    snprintf(req->model_name, sizeof req->model_name, "%s", name);
+    req->model_size = (size_t)json_integer_value(size);
+    req->state = TTHD_REQ_UPLOAD;
+    tthd_progress(req, "begin", "upload", 0);
+}
+
+int tthd_method_chunk_ok(tthd_request *req, json_int_t offset, json_int_t size, json_int_t total, char *msg,
+                         size_t len)
+{
+    if (total != (json_int_t)req->model_size) {
+        snprintf(msg, len, "upload total %" JSON_INTEGER_FORMAT " differs from model.size %zu", total, req->model_size);
+        return -1;
+    }
+    if (offset != (json_int_t)req->model_got) {
+        snprintf(msg, len, "upload chunk at offset %" JSON_INTEGER_FORMAT ", expected %zu", offset, req->model_got);
+        return -1;
+    }
+    if (size < 1 || (size_t)size > req->model_size - req->model_got) {
+        snprintf(msg, len, "upload chunk of %" JSON_INTEGER_FORMAT " bytes does not fit the model", size);
+        return -1;
+    }
+    return 0;
+}
+
+void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data, size_t len)
+{
+    if (req->model_got + len > req->model_cap) {
+        size_t cap = req->model_cap ? req->model_cap : 65536;
+        while (cap < req->model_got + len)
+            cap *= 2;
+        if (cap > req->model_size)
+            cap = req->model_size;
+        uint8_t *nb = realloc(req->model, cap);
+        if (!nb) {
+            tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory for the upload", NULL);
+            return;
+        }
+        req->model = nb;
+        req->model_cap = cap;
+    }
+    memcpy(req->model + req->model_got, data, len);
+    req->model_got += len;
+    if (req->model_got < req->model_size) {
+        tthd_progress(req, "report", "upload", (int)(req->model_got * 5 / req->model_size));
+        return;
+    }
+    tthd_progress(req, "report", "target", 5);
+    if (!submit_parse(srv, req, on_compile_target))
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------ */
+
+static const method_fn handlers[TTHP_METHOD_COUNT] = {
+    [TTHP_M_INITIALIZE] = m_initialize,
+    [TTHP_M_SHUTDOWN] = m_shutdown,
+    [TTHP_M_STATUS] = m_status,
+    [TTHP_M_TARGET_PARSE] = m_target_parse,
+    [TTHP_M_TARGETS_LIST] = m_list,
+    [TTHP_M_TAGS_LIST] = m_list,
+    [TTHP_M_PLUGINS_LIST] = m_list,
+    [TTHP_M_CACHE_CLEAR] = m_cache_clear,
+    [TTHP_M_COMPILE] = m_compile,
+};
+
+void tthd_method_dispatch(tthd_server *srv, tthd_request *req)
+{
+    method_fn fn = handlers[req->method->id];
+    if (!fn) {
+        tthd_respond_error(req, TTHP_METHOD_NOT_FOUND, "not a request method", NULL);
+        return;
+    }
+    fn(srv, req);
+}

@@ -1,0 +1,722 @@
+/* pool.c: the worker processes that run plugin code, and the jobs they run.
+ *
+ * A worker runs one job at a time. Before each plugin hook it tells us which plugin and hook it
+ * enters, so when it dies (crash), overruns the job's deadline or its memory limit (we kill it),
+ * the job fails with a diagnostic naming them; the worker is replaced and nothing else notices.
+ * A worker is gone only once its process has exited AND its stdout reached EOF (so its last
+ * words are read), or one second after the exit. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tthd.h"
+
+enum kill_reason { KILL_NONE, KILL_TIMEOUT, KILL_MEMORY, KILL_CANCEL, KILL_PROTOCOL, KILL_SHUTDOWN };
+
+struct tthd_worker {
+    tthd_pool *pool;
+    uv_process_t proc;
+    uv_pipe_t to;               /* the worker's stdin */
+    uv_pipe_t from;             /* the worker's stdout */
+    int open_handles;           /* freed when it drops to 0 */
+    int pid;
+    unsigned generation;        /* plugin set it loaded */
+    int ready;                  /* sent worker/ready */
+    int retiring;               /* stdin closed on purpose: its exit is not a crash */
+    int exited, eof, gone;
+    int64_t exit_status;
+    int term_signal;
+    uint64_t exit_at;
+    uint64_t kill_at;           /* cancelled job: SIGKILL at this time unless it answers */
+    int kill_reason;
+    tthp_parser parser;
+    tthd_job *job;
+    json_int_t job_id;          /* id of the request sent to the worker */
+    int expect_binary;
+    size_t expect_size;
+    int in_hook;
+    char plugin[128], kind[64], hook[32];
+    tthd_worker *next;
+};
+
+static void pool_dispatch(tthd_pool *pool);
+static void pool_fill(tthd_pool *pool);
+static void worker_gone(tthd_worker *w);
+static void pool_maybe_closed(tthd_pool *pool);
+static void on_pool_timer_closed(uv_handle_t *h);
+
+static const char *const job_methods[] = {"describe", "target/parse", "compile"};
+
+tthd_job *tthd_job_new(tthd_job_type type, json_t *params_new)
+{
+    tthd_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        json_decref(params_new);
+        return NULL;
+    }
+    job->type = type;
+    job->params = params_new ? params_new : json_object();
+    return job;
+}
+
+void tthd_job_free(tthd_job *job)
+{
+    if (!job)
+        return;
+    json_decref(job->params);
+    json_decref(job->result);
+    json_decref(job->error);
+    free(job->artifact);
+    free(job);
+}
+
+json_t *tthd_error_from_diag(const tth_diag *d)
+{
+    json_t *diags = json_array();
+    json_array_append_new(diags, tthp_diagnostic_new(tth_error_name(d->code),
+                                                     d->severity ? d->severity : TTH_SEV_ERROR,
+                                                     d->message, d->location, d->hint));
+    return json_pack("{s:i, s:s, s:{s:s, s:o}}", "code", TTHP_CODE_FROM_TTH(d->code), "message", d->message,
+                     "data", "tthCode", tth_error_name(d->code), "diagnostics", diags);
+}
+
+/* ---- jobs ending ----------------------------------------------------------------------- */
+
+static void job_finish(tthd_pool *pool, tthd_job *job)
+{
+    if (job->worker) {
+        job->worker->job = NULL;
+        job->worker->kill_at = 0;
+        job->worker = NULL;
+    }
+    if (job->cb)
+        job->cb(job);
+    tthd_job_free(job);
+    (void)pool;
+}
+
+static void job_fail(tthd_pool *pool, tthd_job *job, const tth_diag *d)
+{
+    json_decref(job->error);
+    job->error = tthd_error_from_diag(d);
+    json_decref(job->result);
+    job->result = NULL;
+    job_finish(pool, job);
+}
+
+static void job_fail_code(tthd_pool *pool, tthd_job *job, int code, const char *message)
+{
+    json_decref(job->error);
+    job->error = json_pack("{s:i, s:s}", "code", code, "message", message);
+    job_finish(pool, job);
+}
+
+/* "plugin 'x' (kind 'k'), hook h", or what the worker was doing outside plugin code. */
+static void where_of(const tthd_worker *w, char *buf, size_t len)
+{
+    if (w->in_hook)
+        snprintf(buf, len, "plugin '%s' (kind '%s'), hook %s", w->plugin, w->kind, w->hook);
+    else
+        snprintf(buf, len, "worker %d, outside plugin hooks", w->pid);
+}
+
+/* ---- writing to a worker --------------------------------------------------------------- */
+
+static void on_worker_written(void *data, int status)
+{
+    tthd_worker *w = data;
+    if (status < 0 && status != UV_ECANCELED && !w->exited)
+        tthd_log(TTHD_LOG_DEBUG, "write to worker %d failed: %s", w->pid, uv_strerror(status));
+}
+
+static int worker_send(tthd_worker *w, json_t *msg_new)
+{
+    int rc = msg_new ? tthd_write_msg((uv_stream_t *)&w->to, msg_new, on_worker_written, w) : UV_ENOMEM;
+    json_decref(msg_new);
+    return rc;
+}
+
+static void worker_kill(tthd_worker *w, int reason)
+{
+    if (w->exited)
+        return;
+    if (!w->kill_reason)
+        w->kill_reason = reason;
+    uv_process_kill(&w->proc, SIGKILL);
+}
+
+static void worker_start_job(tthd_worker *w, tthd_job *job)
+{
+    static json_int_t next_id = 1;
+    w->job = job;
+    job->worker = w;
+    job->generation = w->generation;
+    w->job_id = next_id++;
+    w->in_hook = 0;
+    int rc = worker_send(w, tthp_request_new(w->job_id, job_methods[job->type], json_incref(job->params)));
+    if (rc == 0 && job->type == TTHD_JOB_COMPILE) {
+        json_t *id = json_integer(w->job_id);
+        size_t off = 0;
+        while (rc == 0 && off < job->upload_len) {
+            size_t n = job->upload_len - off < TTHP_CHUNK_BYTES ? job->upload_len - off : TTHP_CHUNK_BYTES;
+            json_t *note = tthp_notification_new("$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", id,
+                                                                      "stream", "model", "offset",
+                                                                      (json_int_t)off, "size", (json_int_t)n,
+                                                                      "total", (json_int_t)job->upload_len));
+            rc = worker_send(w, note);
+            if (rc == 0)
+                rc = tthd_write_frame((uv_stream_t *)&w->to, job->upload + off, n, 1, on_worker_written, w);
+            off += n;
+        }
+        json_decref(id);
+    }
+    if (rc < 0) {
+        tthd_log(TTHD_LOG_WARN, "cannot write to worker %d: %s; replacing it", w->pid, uv_strerror(rc));
+        worker_kill(w, KILL_PROTOCOL);
+    }
+}
+
+/* ---- reading from a worker ------------------------------------------------------------- */
+
+static void on_worker_message(tthd_worker *w, tthp_message *m)
+{
+    tthd_pool *pool = w->pool;
+    if (m->kind == TTHP_MSG_NOTIFICATION) {
+        if (strcmp(m->method, "hook/enter") == 0) {
+            w->in_hook = 1;
+            snprintf(w->plugin, sizeof w->plugin, "%s", json_string_value(json_object_get(m->params, "plugin")) ?: "?");
+            snprintf(w->kind, sizeof w->kind, "%s", json_string_value(json_object_get(m->params, "kind")) ?: "?");
+            snprintf(w->hook, sizeof w->hook, "%s", json_string_value(json_object_get(m->params, "hook")) ?: "?");
+        } else if (strcmp(m->method, "hook/leave") == 0) {
+            w->in_hook = 0;
+        } else if (strcmp(m->method, "worker/ready") == 0) {
+            w->ready = 1;
+            pool->startup_failures = 0;
+            if (w->generation >= pool->describe_gen || !pool->describe) {
+                json_decref(pool->describe);
+                pool->describe = json_incref(json_object_get(m->params, "describe"));
+                json_decref(pool->load_error);
+                pool->load_error = json_incref(json_object_get(m->params, "loadError"));
+                pool->describe_gen = w->generation;
+            }
+            tthd_log(TTHD_LOG_DEBUG, "worker %d ready (plugin set %u)", w->pid, w->generation);
+            pool_dispatch(pool);
+        } else if (strcmp(m->method, "$/progress") == 0) {
+            if (w->job && w->job->cb && w->job->progress)
+                w->job->progress(w->job, json_string_value(json_object_get(m->params, "stage")),
+                                 (int)json_integer_value(json_object_get(m->params, "percentage")));
+        } else if (strcmp(m->method, "$/chunk") == 0) {
+            json_int_t size = json_integer_value(json_object_get(m->params, "size"));
+            w->expect_binary = 1;
+            w->expect_size = size > 0 ? (size_t)size : 0;
+        }
+        return;
+    }
+    if (m->kind != TTHP_MSG_RESPONSE || !w->job || !json_is_integer(m->id) ||
+        json_integer_value(m->id) != w->job_id)
+        return;
+    tthd_job *job = w->job;
+    if (m->result) {
+        job->result = json_incref(m->result);
+    } else {
+        job->error = json_incref(m->error);
+    }
+    w->in_hook = 0;
+    job_finish(pool, job);
+    if (w->generation != pool->generation || pool->closing) {
+        w->retiring = 1;
+        if (!uv_is_closing((uv_handle_t *)&w->to))
+            uv_close((uv_handle_t *)&w->to, NULL);
+    }
+    pool_dispatch(pool);
+}
+
+static void on_worker_frame(tthd_worker *w, const tthp_frame *f)
+{
+    if (f->type == TTHP_FRAME_BINARY) {
+        tthd_job *job = w->job;
+        if (!w->expect_binary || f->len != w->expect_size || !job) {
+            tthd_log(TTHD_LOG_WARN, "worker %d sent an unannounced binary frame; replacing it", w->pid);
+            worker_kill(w, KILL_PROTOCOL);
+            return;
+        }
+        w->expect_binary = 0;
+        if (job->artifact_len + f->len > job->artifact_cap) {
+            size_t cap = job->artifact_cap ? job->artifact_cap : 65536;
+            while (cap < job->artifact_len + f->len)
+                cap *= 2;
+            uint8_t *nb = realloc(job->artifact, cap);
+            if (!nb) {
+                worker_kill(w, KILL_MEMORY);
+                return;
+            }
+            job->artifact = nb;
+            job->artifact_cap = cap;
+        }
+        memcpy(job->artifact + job->artifact_len, f->data, f->len);
+        job->artifact_len += f->len;
+        return;
+    }
+    if (f->type != TTHP_FRAME_JSON) {
+        worker_kill(w, KILL_PROTOCOL);
+        return;
+    }
+    tthp_message m;
+    if (tthp_message_parse(f->data, f->len, &m) == 0)
+        on_worker_message(w, &m);
+    else
+        tthd_log(TTHD_LOG_WARN, "worker %d sent an invalid message: %s", w->pid, m.error_message);
+    tthp_message_clear(&m);
+}
+
+static void on_worker_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    buf->base = malloc(suggested);
+    buf->len = buf->base ? suggested : 0;
+}
+
+static void on_worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    tthd_worker *w = s->data;
+    if (nread < 0) {
+        w->eof = 1;
+        uv_read_stop(s);
+        if (w->exited)
+            worker_gone(w);
+    }
+    size_t off = 0;
+    while (nread > 0 && off < (size_t)nread && !w->gone) {
+        tthp_frame f;
+        ssize_t n = tthp_parser_feed(&w->parser, buf->base + off, (size_t)nread - off, &f);
+        if (n < 0) {
+            tthd_log(TTHD_LOG_WARN, "worker %d: %s; replacing it", w->pid, w->parser.errmsg);
+            worker_kill(w, KILL_PROTOCOL);
+            uv_read_stop(s);
+            break;
+        }
+        off += (size_t)n;
+        if (f.type == TTHP_FRAME_OVERSIZE) {
+            tthd_log(TTHD_LOG_WARN, "worker %d sent a frame larger than the limit; replacing it", w->pid);
+            worker_kill(w, KILL_PROTOCOL);
+            uv_read_stop(s);
+            break;
+        }
+        if (f.type != TTHP_FRAME_NONE)
+            on_worker_frame(w, &f);
+    }
+    free(buf->base);
+}
+
+/* ---- worker life ----------------------------------------------------------------------- */
+
+static void on_worker_closed(uv_handle_t *h)
+{
+    tthd_worker *w = h->data;
+    if (--w->open_handles > 0)
+        return;
+    tthd_pool *pool = w->pool;
+    tthp_parser_free(&w->parser);
+    free(w);
+    pool->handles_open--;
+    pool_maybe_closed(pool);
+}
+
+static void on_worker_exit(uv_process_t *proc, int64_t status, int term_signal)
+{
+    tthd_worker *w = proc->data;
+    w->exited = 1;
+    w->exit_status = status;
+    w->term_signal = term_signal;
+    w->exit_at = uv_now(w->pool->loop);
+    if (w->eof)
+        worker_gone(w);
+}
+
+/* The worker's process is dead and its output read: fail its job, close its handles, and
+ * replace it. */
+static void worker_gone(tthd_worker *w)
+{
+    if (w->gone)
+        return;
+    w->gone = 1;
+    tthd_pool *pool = w->pool;
+    for (tthd_worker **pp = &pool->workers; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    int crashed = !w->retiring && !w->kill_reason && !pool->closing;
+    if (crashed || (w->term_signal && !w->kill_reason && !w->retiring))
+        pool->crashed++;
+    if (w->kill_reason && w->kill_reason != KILL_SHUTDOWN)
+        pool->killed++;
+    pool->timeouts += w->kill_reason == KILL_TIMEOUT;
+    pool->memkills += w->kill_reason == KILL_MEMORY;
+    if (!w->ready && !w->retiring && !pool->closing)
+        pool->startup_failures++;
+    char where[256];
+    where_of(w, where, sizeof where);
+    if (crashed || w->kill_reason)
+        tthd_log(w->kill_reason == KILL_SHUTDOWN ? TTHD_LOG_DEBUG : TTHD_LOG_WARN,
+                 "worker %d ended (status %" PRId64 ", signal %d) %s%s in %s", w->pid, w->exit_status,
+                 w->term_signal, w->kill_reason ? "killed" : "unexpectedly",
+                 w->kill_reason == KILL_TIMEOUT ? " (deadline)" : w->kill_reason == KILL_MEMORY ? " (memory)" : "",
+                 where);
+    tthd_job *job = w->job;
+    if (job) {
+        tth_diag d;
+        tth_diag_clear(&d);
+        const char *plugin_hint = w->in_hook ? "the plugin has a bug; the daemon and other requests are fine: "
+                                               "report it to the plugin's authors or remove the plugin"
+                                             : "this is a bug in tth; the daemon is fine, retry the request";
+        switch (w->kill_reason) {
+        case KILL_TIMEOUT:
+            tth_diag_set(&d, TTH_ETIMEOUT, where, "the request took longer than %g s in %s; its worker was killed",
+                         pool->opt->request_timeout, where);
+            tth_diag_hint(&d, "a plugin hook may loop forever; raise tthd's --request-timeout if the work is "
+                              "really that long");
+            break;
+        case KILL_MEMORY:
+            tth_diag_set(&d, TTH_ELIMIT, where, "the worker exceeded its memory limit (%" PRIu64 " MiB) in %s; it was killed",
+                         pool->opt->worker_mem_limit >> 20, where);
+            tth_diag_hint(&d, "raise tthd's --worker-memory-limit, or report the plugin's allocation to its authors");
+            break;
+        case KILL_PROTOCOL:
+            tth_diag_set(&d, TTH_EINTERNAL, where, "the worker broke the pipe protocol in %s and was replaced", where);
+            tth_diag_hint(&d, "%s", plugin_hint);
+            break;
+        case KILL_SHUTDOWN:
+            tth_diag_set(&d, TTH_ECANCELLED, where, "tthd is shutting down");
+            break;
+        default:
+            if (w->term_signal)
+                tth_diag_set(&d, TTH_ECRASH, where, "the worker crashed (signal %d, %s) in %s", w->term_signal,
+                             strsignal(w->term_signal), where);
+            else
+                tth_diag_set(&d, TTH_ECRASH, where, "the worker exited (status %" PRId64 ") in %s", w->exit_status,
+                             where);
+            tth_diag_hint(&d, "%s", plugin_hint);
+            break;
+        }
+        if (w->kill_reason == KILL_SHUTDOWN)
+            job_fail_code(pool, job, TTHP_SHUTTING_DOWN, "tthd is shutting down");
+        else
+            job_fail(pool, job, &d);
+    }
+    uv_close((uv_handle_t *)&w->proc, on_worker_closed);
+    if (!uv_is_closing((uv_handle_t *)&w->to))
+        uv_close((uv_handle_t *)&w->to, on_worker_closed);
+    else
+        w->open_handles--; /* closed earlier without a callback */
+    uv_close((uv_handle_t *)&w->from, on_worker_closed);
+    if (!pool->closing) {
+        pool_fill(pool);
+        pool_dispatch(pool);
+    } else if (!pool->workers && !uv_is_closing((uv_handle_t *)&pool->tick)) {
+        uv_close((uv_handle_t *)&pool->tick, on_pool_timer_closed);
+    }
+}
+
+static void worker_spawn(tthd_pool *pool)
+{
+    const tthd_options *opt = pool->opt;
+    tthd_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return;
+    w->pool = pool;
+    w->generation = pool->generation;
+    tthp_parser_init(&w->parser, 64u * 1024 * 1024);
+    uv_pipe_init(pool->loop, &w->to, 0);
+    uv_pipe_init(pool->loop, &w->from, 0);
+    w->to.data = w->from.data = w->proc.data = w;
+    char mem[32];
+    snprintf(mem, sizeof mem, "%" PRIu64, opt->worker_mem_limit);
+    char *args[] = {opt->worker_path, "--plugins-dir", opt->plugins_dir, "--memory-limit", mem,
+                    opt->verbose ? "--verbose" : NULL, NULL};
+    uv_stdio_container_t stdio[3] = {
+        {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&w->to},
+        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&w->from},
+        {.flags = UV_INHERIT_FD, .data.fd = 2},
+    };
+    uv_process_options_t po = {
+        .exit_cb = on_worker_exit,
+        .file = opt->worker_path,
+        .args = args,
+        .stdio_count = 3,
+        .stdio = stdio,
+    };
+    pool->handles_open++;
+    int rc = uv_spawn(pool->loop, &w->proc, &po);
+    if (rc < 0) {
+        tthd_log(TTHD_LOG_ERROR, "cannot start worker %s: %s", opt->worker_path, uv_strerror(rc));
+        pool->startup_failures++;
+        w->open_handles = 3;
+        w->gone = 1;
+        uv_close((uv_handle_t *)&w->proc, on_worker_closed);
+        uv_close((uv_handle_t *)&w->to, on_worker_closed);
+        uv_close((uv_handle_t *)&w->from, on_worker_closed);
+        return;
+    }
+    w->open_handles = 3;
+    w->pid = w->proc.pid;
+    pool->spawned++;
+    w->next = pool->workers;
+    pool->workers = w;
+    uv_read_start((uv_stream_t *)&w->from, on_worker_alloc, on_worker_read);
+    tthd_log(TTHD_LOG_DEBUG, "started worker %d", w->pid);
+}
+
+static void on_respawn(uv_timer_t *t)
+{
+    tthd_pool *pool = t->data;
+    pool->respawn_now = 1;
+    pool_fill(pool);
+    pool_dispatch(pool);
+}
+
+/* Keep opt->workers workers of the current plugin set alive; after workers failed to start,
+ * wait (100 ms doubling, at most 5 s) before trying again. */
+static void pool_fill(tthd_pool *pool)
+{
+    if (pool->closing)
+        return;
+    if (pool->startup_failures && !pool->respawn_now) {
+        if (!uv_is_active((uv_handle_t *)&pool->respawn)) {
+            unsigned shift = pool->startup_failures > 6 ? 6 : pool->startup_failures;
+            uint64_t delay = 100u << shift;
+            uv_timer_start(&pool->respawn, on_respawn, delay > 5000 ? 5000 : delay, 0);
+        }
+        return;
+    }
+    pool->respawn_now = 0;
+    unsigned n = 0;
+    for (tthd_worker *w = pool->workers; w; w = w->next)
+        n += w->generation == pool->generation && !w->retiring;
+    while (n++ < pool->opt->workers)
+        worker_spawn(pool);
+    if (pool->startup_failures && !uv_is_active((uv_handle_t *)&pool->respawn))
+        uv_timer_start(&pool->respawn, on_respawn, 1000, 0);
+}
+
+static void pool_dispatch(tthd_pool *pool)
+{
+    while (pool->queue && !pool->closing) {
+        tthd_worker *idle = NULL;
+        for (tthd_worker *w = pool->workers; w && !idle; w = w->next)
+            if (w->ready && !w->job && !w->retiring && !w->kill_reason && !w->exited &&
+                w->generation == pool->generation)
+                idle = w;
+        if (!idle)
+            return;
+        tthd_job *job = pool->queue;
+        pool->queue = job->next;
+        if (!pool->queue)
+            pool->queue_tail = NULL;
+        pool->queued--;
+        job->next = NULL;
+        worker_start_job(idle, job);
+    }
+}
+
+static uint64_t worker_rss(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/statm", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long size = 0, resident = 0;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    return n == 2 ? (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/* Every 100 ms: deadlines, memory, cancel grace, workers whose output never closed. */
+static void on_tick(uv_timer_t *t)
+{
+    tthd_pool *pool = t->data;
+    uint64_t now = uv_now(pool->loop);
+    for (tthd_worker *w = pool->workers, *next; w; w = next) {
+        next = w->next;
+        if (w->exited) {
+            if (now - w->exit_at > 1000)
+                worker_gone(w);
+            continue;
+        }
+        if (pool->closing && now - pool->closing_at > 2000)
+            worker_kill(w, KILL_SHUTDOWN);
+        else if (w->kill_at && now >= w->kill_at)
+            worker_kill(w, KILL_CANCEL);
+        else if (w->job && now >= w->job->deadline)
+            worker_kill(w, KILL_TIMEOUT);
+        else if (w->job && pool->opt->worker_mem_limit && worker_rss(w->pid) > pool->opt->worker_mem_limit)
+            worker_kill(w, KILL_MEMORY);
+    }
+    /* queued jobs that waited past their deadline */
+    for (tthd_job **pp = &pool->queue; *pp;) {
+        tthd_job *job = *pp;
+        if (now < job->deadline) {
+            pp = &job->next;
+            continue;
+        }
+        *pp = job->next;
+        pool->queued--;
+        job->next = NULL;
+        tth_diag d;
+        tth_diag_clear(&d);
+        tth_diag_set(&d, TTH_ETIMEOUT, "worker pool", "no worker was free within %g s",
+                     pool->opt->request_timeout);
+        tth_diag_hint(&d, "all workers are busy or cannot start; see tthd's log");
+        job_fail(pool, job, &d);
+    }
+    pool->queue_tail = NULL;
+    for (tthd_job *j = pool->queue; j; j = j->next)
+        pool->queue_tail = j;
+}
+
+/* ---- public ---------------------------------------------------------------------------- */
+
+int tthd_pool_init(tthd_pool *pool, uv_loop_t *loop, const tthd_options *opt)
+{
+    memset(pool, 0, sizeof *pool);
+    pool->loop = loop;
+    pool->opt = opt;
+    pool->generation = 1;
+    uv_timer_init(loop, &pool->tick);
+    uv_timer_init(loop, &pool->respawn);
+    pool->tick.data = pool->respawn.data = pool;
+    pool->handles_open = 2;
+    uv_timer_start(&pool->tick, on_tick, 100, 100);
+    uv_unref((uv_handle_t *)&pool->tick);
+    pool_fill(pool);
+    return 0;
+}
+
+void tthd_pool_submit(tthd_pool *pool, tthd_job *job)
+{
+    job->deadline = uv_now(pool->loop) + (uint64_t)(pool->opt->request_timeout * 1000.0);
+    if (pool->closing) {
+        job_fail_code(pool, job, TTHP_SHUTTING_DOWN, "tthd is shutting down");
+        return;
+    }
+    job->next = NULL;
+    if (pool->queue_tail)
+        pool->queue_tail->next = job;
+    else
+        pool->queue = job;
+    pool->queue_tail = job;
+    pool->queued++;
+    pool_fill(pool);
+    pool_dispatch(pool);
+}
+
+void tthd_pool_cancel(tthd_pool *pool, tthd_job *job)
+{
+    job->cb = NULL;
+    tthd_worker *w = job->worker;
+    if (w) {
+        /* ask the plugin to stop (tth_host.cancelled); kill the worker if it does not answer */
+        if (!w->kill_at && !w->exited) {
+            uv_process_kill(&w->proc, SIGUSR1);
+            w->kill_at = uv_now(pool->loop) + 500;
+        }
+        return;
+    }
+    tthd_job *prev = NULL;
+    for (tthd_job *j = pool->queue; j; prev = j, j = j->next)
+        if (j == job) {
+            if (prev)
+                prev->next = j->next;
+            else
+                pool->queue = j->next;
+            if (pool->queue_tail == j)
+                pool->queue_tail = prev;
+            pool->queued--;
+            tthd_job_free(job);
+            return;
+        }
+}
+
+void tthd_pool_reload(tthd_pool *pool)
+{
+    if (pool->closing)
+        return;
+    pool->generation++;
+    tthd_log(TTHD_LOG_INFO, "plugins directory changed: loading plugin set %u in new workers", pool->generation);
+    for (tthd_worker *w = pool->workers; w; w = w->next)
+        if (w->generation != pool->generation && !w->job && !w->retiring) {
+            w->retiring = 1;
+            uv_close((uv_handle_t *)&w->to, NULL); /* EOF: the worker exits */
+        }
+    pool->startup_failures = 0;
+    uv_timer_stop(&pool->respawn);
+    pool_fill(pool);
+}
+
+size_t tthd_pool_busy(const tthd_pool *pool)
+{
+    size_t n = 0;
+    for (const tthd_worker *w = pool->workers; w; w = w->next)
+        n += w->job != NULL;
+    return n;
+}
+
+size_t tthd_pool_alive(const tthd_pool *pool)
+{
+    size_t n = 0;
+    for (const tthd_worker *w = pool->workers; w; w = w->next)
+        n += !w->exited;
+    return n;
+}
+
+static void on_pool_timer_closed(uv_handle_t *h)
+{
+    tthd_pool *pool = h->data;
+    pool->handles_open--;
+    pool_maybe_closed(pool);
+}
+
+static void pool_maybe_closed(tthd_pool *pool)
+{
+    if (pool->closing && pool->handles_open == 0) {
+        json_decref(pool->describe);
+        json_decref(pool->load_error);
+        pool->describe = pool->load_error = NULL;
+        if (pool->on_closed)
+            pool->on_closed(pool);
+    }
+}
+
+void tthd_pool_close(tthd_pool *pool)
+{
+    if (pool->closing)
+        return;
+    pool->closing = 1;
+    pool->closing_at = uv_now(pool->loop);
+    while (pool->queue) {
+        tthd_job *job = pool->queue;
+        pool->queue = job->next;
+        job->next = NULL;
+        job_fail_code(pool, job, TTHP_SHUTTING_DOWN, "tthd is shutting down");
+    }
+    pool->queue_tail = NULL;
+    pool->queued = 0;
+    for (tthd_worker *w = pool->workers; w; w = w->next) {
+        if (w->job) {
+            worker_kill(w, KILL_SHUTDOWN);
+        } else if (!w->retiring) {
+            w->retiring = 1;
+            uv_close((uv_handle_t *)&w->to, NULL);
+        }
+    }
+    /* the tick keeps reaping workers until they are all gone; it is closed last */
+    uv_ref((uv_handle_t *)&pool->tick);
+    uv_close((uv_handle_t *)&pool->respawn, on_pool_timer_closed);
+    if (!pool->workers)
+        uv_close((uv_handle_t *)&pool->tick, on_pool_timer_closed);
+}

@@ -1,0 +1,254 @@
+/* tthd.h: the daemon's internals, shared by the files of daemon/server/.
+ *
+ * Ownership (libuv's rule): every handle lives inside a struct the daemon allocated, and that
+ * struct is freed only in the close callback of its last handle. */
+#ifndef TTHD_H
+#define TTHD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include <uv.h>
+
+#include <tth/diag.h>
+#include <tthproto/jsonrpc.h>
+
+/* ---- log.c ---------------------------------------------------------------------------- */
+
+enum { TTHD_LOG_ERROR = 0, TTHD_LOG_WARN = 1, TTHD_LOG_INFO = 2, TTHD_LOG_DEBUG = 3 };
+extern int tthd_log_level;
+void tthd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- options (main.c) ------------------------------------------------------------------ */
+
+typedef struct tthd_options {
+    char *socket_path;          /* where to listen */
+    char *plugins_dir;          /* the trusted plugins directory */
+    char *cache_dir;            /* on-disk cache */
+    char *worker_path;          /* the tth-worker executable */
+    unsigned workers;           /* pool size */
+    double idle_exit;           /* seconds without clients before exiting; 0: never */
+    double request_timeout;     /* seconds a worker job may take */
+    double shutdown_grace;      /* seconds in-flight work may take after shutdown starts */
+    uint64_t cache_max_bytes;   /* on-disk cache bound */
+    uint64_t worker_mem_limit;  /* bytes; 0: none */
+    size_t max_frame;           /* frame body limit */
+    size_t max_request;         /* request limit (JSON + upload) */
+    unsigned max_concurrent;    /* requests in flight per connection */
+    int verbose;
+} tthd_options;
+
+/* ---- wire.c: framed writes on libuv streams ------------------------------------------- */
+
+/* Called when a write finished (status 0) or failed; data as given. */
+typedef void (*tthd_written_cb)(void *data, int status);
+/* Copy a frame and queue it on s. 0 or a negative libuv error. */
+int tthd_write_frame(uv_stream_t *s, const void *body, size_t len, int binary, tthd_written_cb cb,
+                     void *data);
+int tthd_write_msg(uv_stream_t *s, const json_t *msg, tthd_written_cb cb, void *data);
+
+/* ---- cache.c --------------------------------------------------------------------------- */
+
+typedef struct tthd_cache_entry tthd_cache_entry;
+
+typedef struct tthd_cache {
+    uv_loop_t *loop;
+    char *dir;                  /* NULL: memory only (the directory could not be created) */
+    uint64_t max_bytes;         /* bound of the stored entries */
+    uint64_t mem_max_bytes;     /* bound of the artifacts also kept in memory */
+    tthd_cache_entry *head;     /* most recently used first */
+    uint64_t bytes;             /* sum of entry sizes */
+    uint64_t mem_bytes;         /* sum of in-memory artifacts */
+    size_t entries;
+    uint64_t hits, misses, corrupt, stores;
+    unsigned clear_gen;         /* bumped by clear: stores started before are dropped */
+    unsigned writes_in_flight;
+} tthd_cache;
+
+/* A hit, borrowed from the cache until the next cache call. */
+typedef struct tthd_cache_hit {
+    const uint8_t *artifact;
+    size_t artifact_len;
+    const json_t *metadata;
+} tthd_cache_hit;
+
+int tthd_cache_init(tthd_cache *c, uv_loop_t *loop, const char *dir, uint64_t max_bytes);
+void tthd_cache_free(tthd_cache *c);
+/* The key: XXH3-128 of the inputs, as 32 hex digits into key[33]. */
+void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_json,
+                    const char *options_json, const json_t *kinds, char key[33]);
+/* 1 and *hit filled on a verified hit; 0 on a miss (a corrupt entry is dropped: a miss). */
+int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit);
+/* Store (copies). Written to disk atomically in the thread pool. */
+void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len,
+                      const json_t *metadata);
+/* Remove everything; counts what was removed. */
+void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes);
+
+/* ---- pool.c: worker processes ---------------------------------------------------------- */
+
+typedef struct tthd_pool tthd_pool;
+typedef struct tthd_worker tthd_worker;
+typedef struct tthd_job tthd_job;
+
+typedef enum tthd_job_type { TTHD_JOB_DESCRIBE, TTHD_JOB_PARSE, TTHD_JOB_COMPILE } tthd_job_type;
+
+/* Called once when the job ends. job->result or job->error (a JSON-RPC error object) is set;
+ * the callee may steal them (set to NULL). The job is freed after the callback returns. */
+typedef void (*tthd_job_cb)(tthd_job *job);
+typedef void (*tthd_job_progress_cb)(tthd_job *job, const char *stage, int percent);
+
+struct tthd_job {
+    tthd_job_type type;
+    json_t *params;             /* sent to the worker (owned) */
+    const uint8_t *upload;      /* compile: the model, borrowed from the requester */
+    size_t upload_len;
+    tthd_job_cb cb;             /* NULL once the requester detached (cancelled) */
+    tthd_job_progress_cb progress;
+    void *data;                 /* the requester's */
+    json_t *result;             /* on success */
+    json_t *error;              /* on failure: {"code","message","data"} */
+    uint8_t *artifact;          /* compile: streamed back by the worker */
+    size_t artifact_len, artifact_cap;
+    uint64_t deadline;          /* uv_now() ms */
+    unsigned generation;        /* plugin set it ran with */
+    tthd_worker *worker;        /* running on, or NULL while queued */
+    tthd_job *next;             /* queue link */
+};
+
+struct tthd_pool {
+    uv_loop_t *loop;
+    const tthd_options *opt;
+    tthd_worker *workers;       /* every live worker */
+    tthd_job *queue, *queue_tail;
+    size_t queued;
+    unsigned generation;        /* bumped when the plugins directory changes */
+    json_t *describe;           /* tth_registry_describe of the newest ready worker */
+    unsigned describe_gen;
+    json_t *load_error;         /* plugins directory refused as a whole, or NULL */
+    uv_timer_t tick;            /* deadlines, memory watch, kill grace: every 100 ms */
+    uv_timer_t respawn;         /* backoff after workers fail to start */
+    unsigned startup_failures;
+    int respawn_now;            /* the backoff delay is over */
+    int closing;
+    uint64_t closing_at;
+    int handles_open;
+    void (*on_closed)(tthd_pool *pool);
+    void *data;
+    uint64_t spawned, crashed, killed, timeouts, memkills;
+};
+
+int tthd_pool_init(tthd_pool *pool, uv_loop_t *loop, const tthd_options *opt);
+/* Queue a job (takes ownership of job). */
+void tthd_pool_submit(tthd_pool *pool, tthd_job *job);
+/* Detach the requester: a queued job is dropped, a running one stopped (worker cancelled,
+ * then killed). The callback is not called. */
+void tthd_pool_cancel(tthd_pool *pool, tthd_job *job);
+/* The plugins directory changed: new workers load the new set; idle old ones retire, busy ones
+ * retire after their job. */
+void tthd_pool_reload(tthd_pool *pool);
+/* Stop every worker and close every handle; on_closed is called when done. Queued and running
+ * jobs fail with ShuttingDown. */
+void tthd_pool_close(tthd_pool *pool);
+size_t tthd_pool_busy(const tthd_pool *pool);
+size_t tthd_pool_alive(const tthd_pool *pool);
+tthd_job *tthd_job_new(tthd_job_type type, json_t *params_new);
+void tthd_job_free(tthd_job *job);
+json_t *tthd_error_from_diag(const tth_diag *d);
+
+/* ---- server.c: listener, connections, requests ---------------------------------------- */
+
+typedef struct tthd_conn tthd_conn;
+typedef struct tthd_request tthd_request;
+typedef struct tthd_server tthd_server;
+
+typedef enum tthd_req_state {
+    TTHD_REQ_NEW,        /* being dispatched */
+    TTHD_REQ_UPLOAD,     /* compile: receiving the model */
+    TTHD_REQ_WORKING,    /* a job runs for it */
+} tthd_req_state;
+
+struct tthd_request {
+    tthd_conn *conn;
+    json_t *id;                 /* owned */
+    const tthp_method *method;
+    json_t *params;             /* owned */
+    tthd_req_state state;
+    tthd_job *job;              /* the job running for it, or NULL */
+    uint8_t *model;             /* compile upload */
+    size_t model_size, model_got, model_cap;
+    char model_name[TTHP_MAX_MODEL_NAME + 1];
+    json_t *target;             /* compile: canonical target from the parse step */
+    char *target_text;          /* compile: its canonical JSON text */
+    char key[33];               /* compile: cache key */
+    int progress_begun;
+    tthd_request *next;
+};
+
+struct tthd_conn {
+    tthd_server *srv;
+    uv_pipe_t pipe;
+    tthp_parser parser;
+    int initialized;
+    int closing;                /* uv_close called */
+    int close_when_flushed;     /* close once pending writes are done */
+    unsigned writes;            /* uv_write requests in flight */
+    uid_t uid;
+    pid_t pid;
+    tthd_request *reqs;
+    unsigned n_reqs;
+    /* the binary frame announced by the last $/chunk */
+    int expect_binary;
+    size_t expect_size;
+    tthd_request *expect_req;   /* NULL: discard it */
+    tthd_conn *next;
+};
+
+struct tthd_server {
+    uv_loop_t *loop;
+    tthd_options opt;
+    uv_pipe_t listener;
+    int listening;              /* listener handle initialised */
+    int systemd;                /* socket inherited: do not unlink */
+    uv_signal_t sigterm, sigint;
+    uv_timer_t idle_timer;
+    uv_timer_t stop_timer;      /* shutdown grace */
+    uv_timer_t rescan_timer;    /* debounce of the plugins directory watch */
+    uv_fs_event_t watch;
+    int watching;
+    tthd_conn *conns;
+    unsigned n_conns;
+    tthd_pool pool;
+    tthd_cache cache;
+    uint64_t served, failed;
+    uint64_t start_ms;
+    int stopping;
+    int exit_code;
+};
+
+int tthd_server_start(tthd_server *srv, uv_loop_t *loop);
+void tthd_server_stop(tthd_server *srv, const char *why);
+/* Called after the loop ended. */
+void tthd_server_free(tthd_server *srv);
+
+/* Used by methods.c. */
+void tthd_send(tthd_conn *conn, json_t *msg_new);
+void tthd_send_binary(tthd_conn *conn, const uint8_t *data, size_t len);
+void tthd_respond(tthd_request *req, json_t *result_new);
+void tthd_respond_error(tthd_request *req, int code, const char *message, json_t *data_new);
+/* Answer with an error object {"code","message","data"} (borrowed). */
+void tthd_respond_error_obj(tthd_request *req, const json_t *error);
+void tthd_progress(tthd_request *req, const char *kind, const char *stage, int percent);
+
+/* ---- methods.c ------------------------------------------------------------------------- */
+
+/* Run a request (state NEW). It answers now or later through tthd_respond*. */
+void tthd_method_dispatch(tthd_server *srv, tthd_request *req);
+/* A $/chunk's binary frame arrived for req (upload). */
+void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data, size_t len);
+/* Validate a $/chunk for req; 0 if it continues the upload. */
+int tthd_method_chunk_ok(tthd_request *req, json_int_t offset, json_int_t size, json_int_t total,
+                         char *msg, size_t len);
+
+#endif

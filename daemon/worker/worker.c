@@ -1,0 +1,422 @@
+/* worker.c: tth-worker, the process that runs plugin code for tthd.
+ *
+ * It loads the plugins directory, tells the daemon what it found (worker/ready), then answers
+ * one request at a time on its standard input/output with the protocol's framing
+ * (PROTOCOL.md section 10). Before each plugin hook it announces the plugin and hook
+ * (hook/enter), so that if the hook crashes, hangs or exhausts memory the daemon can name it.
+ * Plugin output on stdout is redirected to stderr so it cannot corrupt the pipe. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <tth/diag.h>
+#include <tth/registry.h>
+#include <tth/target.h>
+#include <tthproto/jsonrpc.h>
+
+#include "tth_config.h"
+#include "trap.h"
+
+#ifndef TTH_NO_COMPILE_FLOW
+#include "compile.h"
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TTHW_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TTHW_ASAN 1
+#endif
+#endif
+
+/* The worker's whole state: one process, one request at a time. */
+typedef struct tthw_state {
+    int in_fd, out_fd;          /* pipe from / to the daemon */
+    tthp_fd_reader reader;
+    tth_registry *real;         /* the loaded plugins */
+    tth_registry *shadow;       /* the same with trampolines around every hook */
+    json_t *logs;               /* diagnostics the current request's hooks logged */
+    int verbose;
+} tthw_state;
+
+static tthw_state W;
+
+/* The target system may be missing from an older libtth: then target/parse says so. */
+#pragma weak tth_target_parse
+#pragma weak tth_target_from_json
+#pragma weak tth_target_to_string
+#pragma weak tth_target_to_json_text
+static volatile sig_atomic_t cancel_flag;
+
+static void on_sigusr1(int sig)
+{
+    (void)sig;
+    cancel_flag = 1;
+}
+
+static void send_msg(json_t *msg_new)
+{
+    if (msg_new)
+        tthp_write_message_fd(W.out_fd, msg_new);
+    json_decref(msg_new);
+}
+
+/* Trampoline callback: tell the daemon which hook runs now. */
+static void on_hook(const tth_plugin *p, const char *hook)
+{
+    if (hook)
+        send_msg(tthp_notification_new("hook/enter",
+                                       json_pack("{s:s, s:s, s:s}", "plugin", p->desc->plugin_name,
+                                                 "kind", p->desc->kind, "hook", hook)));
+    else
+        send_msg(tthp_notification_new("hook/leave", json_object()));
+}
+
+static void host_log(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (W.logs && json_array_size(W.logs) < 256)
+        json_array_append_new(W.logs, tthp_diagnostic_new("OK", level, msg, "", ""));
+}
+
+static int host_cancelled(void *ctx)
+{
+    (void)ctx;
+    return cancel_flag != 0;
+}
+
+static json_t *diag_json(const tth_diag *d)
+{
+    return tthp_diagnostic_new(tth_error_name(d->code), d->severity ? d->severity : TTH_SEV_ERROR,
+                               d->message, d->location, d->hint);
+}
+
+static void send_error(const json_t *id, const tth_diag *d)
+{
+    json_t *diags = json_array();
+    json_array_append_new(diags, diag_json(d));
+    send_msg(tthp_error_new(id, TTHP_CODE_FROM_TTH(d->code), d->message,
+                            json_pack("{s:s, s:o}", "tthCode", tth_error_name(d->code), "diagnostics",
+                                      diags)));
+}
+
+/* Every kind a canonical target uses: itself, composite members, the host. */
+static void collect_kinds(const json_t *t, json_t *out)
+{
+    if (!json_is_object(t))
+        return;
+    const char *kind = json_string_value(json_object_get(t, "kind"));
+    if (kind && strcmp(kind, "composite") != 0) {
+        int seen = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(out, i, v)
+            seen |= strcmp(json_string_value(json_object_get(v, "kind")), kind) == 0;
+        if (!seen) {
+            const tth_plugin *p = tth_registry_find_kind(W.real, kind);
+            json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "kind", kind, "plugin",
+                                                 p ? p->desc->plugin_name : "", "identity",
+                                                 p ? p->identity : ""));
+        }
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(t, "targets"), i, v)
+        collect_kinds(v, out);
+    collect_kinds(json_object_get(t, "host"), out);
+}
+
+static void handle_target_parse(const json_t *id, const json_t *params, const tth_host *host)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    const json_t *target = json_object_get(params, "target");
+    if (!tth_target_parse || !tth_target_from_json || !tth_target_to_string || !tth_target_to_json_text) {
+        tth_diag_set(&d, TTH_EUNSUPPORTED, "libtth", "this libtth has no target parser");
+        send_error(id, &d);
+        return;
+    }
+    json_t *canon = json_is_string(target)
+                        ? tth_target_parse(W.shadow, host, json_string_value(target), &d)
+                        : tth_target_from_json(W.shadow, host, target, &d);
+    if (!canon) {
+        if (d.code == TTH_OK)
+            tth_diag_set(&d, TTH_EINTERNAL, NULL, "the target parser failed without a diagnostic");
+        send_error(id, &d);
+        return;
+    }
+    char *str = tth_target_to_string(canon);
+    char *text = tth_target_to_json_text(canon);
+    json_t *kinds = json_array();
+    collect_kinds(canon, kinds);
+    json_t *keys = json_object_get(canon, "keys");
+    json_t *res = json_pack("{s:O, s:s, s:s, s:o, s:o, s:O}", "target", canon, "string", str ? str : "",
+                            "json", text ? text : "", "keys", keys ? json_incref(keys) : json_array(), "kinds", kinds,
+                            "diagnostics", W.logs);
+    free(str);
+    free(text);
+    json_decref(canon);
+    send_msg(tthp_result_new(id, res));
+}
+
+/* Read the model upload that follows a compile request: `size` bytes in $/chunk + binary pairs.
+ * Returns a malloc'd buffer or NULL (then the pipe is unusable or the upload was malformed). */
+static uint8_t *read_upload(size_t size)
+{
+    uint8_t *buf = malloc(size ? size : 1);
+    size_t got = 0;
+    while (buf && got < size) {
+        tthp_frame f;
+        if (tthp_fd_read_frame(&W.reader, &f, -1) != 1 || f.type != TTHP_FRAME_JSON)
+            break;
+        tthp_message m;
+        if (tthp_message_parse(f.data, f.len, &m) != 0 || !m.method || strcmp(m.method, "$/chunk") != 0) {
+            tthp_message_clear(&m);
+            break;
+        }
+        json_int_t off = json_integer_value(json_object_get(m.params, "offset"));
+        json_int_t n = json_integer_value(json_object_get(m.params, "size"));
+        tthp_message_clear(&m);
+        if (off != (json_int_t)got || n <= 0 || (size_t)n > size - got)
+            break;
+        if (tthp_fd_read_frame(&W.reader, &f, -1) != 1 || f.type != TTHP_FRAME_BINARY || f.len != (size_t)n)
+            break;
+        memcpy(buf + got, f.data, f.len);
+        got += f.len;
+    }
+    if (got != size) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+#ifndef TTH_NO_COMPILE_FLOW
+static void on_progress(void *ctx, const char *stage, int percent)
+{
+    const json_t *id = ctx;
+    send_msg(tthp_notification_new("$/progress", json_pack("{s:O, s:s, s:s, s:i}", "id", id, "kind",
+                                                           "report", "stage", stage ? stage : "",
+                                                           "percentage", percent)));
+}
+#endif
+
+/* Returns -1 when the pipe is no longer usable. */
+static int handle_compile(const json_t *id, const json_t *params, const tth_host *host)
+{
+    json_int_t size = json_integer_value(json_object_get(params, "model_size"));
+    if (size <= 0)
+        return -1;
+    uint8_t *model = read_upload((size_t)size);
+    if (!model)
+        return -1;
+    tth_diag d;
+    tth_diag_clear(&d);
+#ifdef TTH_NO_COMPILE_FLOW
+    tth_diag_set(&d, TTH_EUNSUPPORTED, "compile", "this build has no compile flow");
+    tth_diag_hint(&d, "rebuild tth with daemon/compile/pipeline.c present");
+    send_error(id, &d);
+    (void)host;
+#else
+    tth_compile_request req = {
+        .model = model,
+        .model_len = (size_t)size,
+        .model_name = json_string_value(json_object_get(params, "model_name")),
+        .target = json_object_get(params, "target"),
+        .options = json_object_get(params, "options"),
+        .registry = W.shadow,
+        .host = host,
+        .progress = on_progress,
+        .progress_ctx = (void *)id,
+    };
+    tth_compile_result res = {0};
+    int rc = tth_compile(&req, &res, &d);
+    if (rc != 0) {
+        if (d.code == TTH_OK)
+            tth_diag_set(&d, rc, NULL, "compile failed: %s", tth_strerror(rc));
+        send_error(id, &d);
+    } else {
+        size_t off = 0;
+        int wrc = 0;
+        do {
+            size_t n = res.artifact_len - off < TTHP_CHUNK_BYTES ? res.artifact_len - off : TTHP_CHUNK_BYTES;
+            wrc = tthp_write_chunk_fd(W.out_fd, id, "artifact", off, res.artifact + off, n, res.artifact_len);
+            off += n;
+        } while (wrc == 0 && off < res.artifact_len);
+        json_t *kinds = json_array();
+        collect_kinds(req.target, kinds);
+        if (wrc == 0)
+            send_msg(tthp_result_new(id, json_pack("{s:o, s:O, s:O, s:O}", "kinds", kinds, "metadata",
+                                                   res.metadata ? res.metadata : json_null(), "dumps",
+                                                   res.dumps ? res.dumps : json_null(), "diagnostics",
+                                                   W.logs)));
+        else
+            json_decref(kinds);
+        tth_compile_result_free(&res);
+    }
+#endif
+    free(model);
+    return 0;
+}
+
+static int serve(void)
+{
+    char scratch[] = "/tmp/tth-worker-XXXXXX";
+    const char *scratch_dir = mkdtemp(scratch);
+    tth_host host = {
+        .size = sizeof(tth_host),
+        .abi_major = TTH_ABI_MAJOR,
+        .abi_minor = TTH_ABI_MINOR,
+        .ctx = NULL,
+        .log = host_log,
+        .cancelled = host_cancelled,
+        .scratch_dir = scratch_dir ? scratch_dir : "/tmp",
+    };
+    int rc = 0;
+    for (;;) {
+        tthp_frame f;
+        int r = tthp_fd_read_frame(&W.reader, &f, -1);
+        if (r == 0)
+            break; /* the daemon closed the pipe: exit quietly */
+        if (r < 0 || f.type != TTHP_FRAME_JSON) {
+            fprintf(stderr, "tth-worker[%d]: bad frame from the daemon, exiting\n", (int)getpid());
+            rc = 1;
+            break;
+        }
+        tthp_message m;
+        if (tthp_message_parse(f.data, f.len, &m) != 0 || m.kind != TTHP_MSG_REQUEST) {
+            tthp_message_clear(&m);
+            continue;
+        }
+        cancel_flag = 0;
+        W.logs = json_array();
+        int stop = 0;
+        if (strcmp(m.method, "target/parse") == 0) {
+            handle_target_parse(m.id, m.params, &host);
+        } else if (strcmp(m.method, "compile") == 0) {
+            stop = handle_compile(m.id, m.params, &host) != 0;
+        } else if (strcmp(m.method, "describe") == 0) {
+            send_msg(tthp_result_new(m.id, tth_registry_describe(W.real)));
+        } else {
+            send_msg(tthp_error_new(m.id, TTHP_METHOD_NOT_FOUND, "unknown worker method", NULL));
+        }
+        json_decref(W.logs);
+        W.logs = NULL;
+        tthp_message_clear(&m);
+        if (stop) {
+            fprintf(stderr, "tth-worker[%d]: malformed upload from the daemon, exiting\n", (int)getpid());
+            rc = 1;
+            break;
+        }
+    }
+    if (scratch_dir) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "tth-worker: could not remove %s\n", scratch_dir);
+    }
+    return rc;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tth-worker --plugins-dir DIR [--memory-limit BYTES] [--verbose]\n"
+                 "Runs plugin code for tthd; started by tthd, talks framed JSON-RPC on stdin/stdout.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *plugins_dir = NULL;
+    unsigned long long mem_limit = 0;
+    static const struct option opts[] = {
+        {"plugins-dir", required_argument, NULL, 'p'},
+        {"memory-limit", required_argument, NULL, 'm'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "p:m:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': plugins_dir = optarg; break;
+        case 'm': mem_limit = strtoull(optarg, NULL, 10); break;
+        case 'v': W.verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!plugins_dir) {
+        usage(stderr);
+        return 2;
+    }
+    /* no core files from crashing plugins; the address-space limit is the memory limit
+     * (sanitizer builds reserve terabytes of shadow memory, so there the daemon watches RSS) */
+    struct rlimit rl = {0, 0};
+    setrlimit(RLIMIT_CORE, &rl);
+#ifdef TTHW_ASAN
+    (void)mem_limit;
+#else
+    if (mem_limit) {
+        rl.rlim_cur = rl.rlim_max = (rlim_t)mem_limit;
+        setrlimit(RLIMIT_AS, &rl);
+    }
+#endif
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigusr1;
+    sigaction(SIGUSR1, &sa, NULL);
+
+    /* keep the pipes on private descriptors; plugins' stdout goes to stderr */
+    W.in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+    W.out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+    if (W.in_fd < 0 || W.out_fd < 0) {
+        perror("tth-worker: dup");
+        return 1;
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    dup2(2, 1);
+    tthp_fd_reader_init(&W.reader, W.in_fd, 0);
+
+    tth_diag d;
+    tth_diag_clear(&d);
+    W.real = tth_registry_new();
+    json_t *load_error = NULL;
+    if (!W.real)
+        return 1;
+    if (tth_registry_load_dir(W.real, plugins_dir, &d) < 0)
+        load_error = diag_json(&d);
+    tth_diag_clear(&d);
+    W.shadow = tthw_trap_registry(W.real, on_hook, &d);
+    if (!W.shadow) {
+        fprintf(stderr, "tth-worker: %s\n", d.message);
+        tth_registry_free(W.real);
+        return 1;
+    }
+    json_t *ready = json_pack("{s:i, s:o}", "pid", (int)getpid(), "describe", tth_registry_describe(W.real));
+    if (load_error)
+        json_object_set_new(ready, "loadError", load_error);
+    send_msg(tthp_notification_new("worker/ready", ready));
+    if (W.verbose)
+        fprintf(stderr, "tth-worker[%d]: ready with %zu plugins from %s\n", (int)getpid(),
+                tth_registry_count(W.real), plugins_dir);
+
+    int rc = serve();
+    tthp_fd_reader_free(&W.reader);
+    tth_registry_free(W.shadow);
+    tth_registry_free(W.real);
+    close(W.in_fd);
+    close(W.out_fd);
+    return rc;
+}
