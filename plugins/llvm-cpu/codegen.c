@@ -269,6 +269,35 @@ static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *model, con
     return rc;
 }
 
+/* ---------------------------------------------------------------- LLVM's diagnostics */
+
+/* LLVM reports through the context's handler (its default prints to stderr, which a hook must
+ * never do): errors become the hook's diagnostic, warnings go to the host's log ("loop not
+ * vectorized" when a VECTORIZED loop cannot be), remarks and notes are dropped. */
+typedef struct llcg_diag_sink {
+    const tth_host *host;
+    tth_diag *diag;
+} llcg_diag_sink;
+
+static void llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
+{
+    llcg_diag_sink *sink = ctx;
+    LLVMDiagnosticSeverity sev = LLVMGetDiagInfoSeverity(info);
+    if (sev != LLVMDSError && sev != LLVMDSWarning)
+        return;
+    char *text = LLVMGetDiagInfoDescription(info);
+    if (sev == LLVMDSError) {
+        if (sink->diag && sink->diag->code == TTH_OK)
+            tth_diag_set(sink->diag, TTH_EINTERNAL, "llvm", "%s", text ? text : "LLVM reported an error");
+    } else if (sink->host && sink->host->size >= offsetof(tth_host, log) + sizeof sink->host->log &&
+               sink->host->log) {
+        char msg[TTH_DIAG_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "llvm: %s", text ? text : "");
+        sink->host->log(sink->host->ctx, TTH_SEV_WARNING, msg);
+    }
+    LLVMDisposeMessage(text);
+}
+
 /* ---------------------------------------------------------------- the hook */
 
 static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry)
@@ -334,6 +363,8 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     c.diag = diag ? diag : &local;
     c.tir = mod;
     c.ctx = LLVMContextCreate();
+    llcg_diag_sink sink = {host, c.diag};
+    LLVMContextSetDiagnosticHandler(c.ctx, llvm_diagnostic, &sink);
     c.mod = LLVMModuleCreateWithNameInContext(modname, c.ctx);
     c.b = LLVMCreateBuilderInContext(c.ctx);
     LLVMSetSourceFileName(c.mod, modname, strlen(modname));
@@ -346,8 +377,12 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     rc = lower_module(&c, host, entry);
     if (!rc)
         rc = run_passes(c.mod, tm, opt.opt_level, c.diag);
+    if (!rc && c.diag->code != TTH_OK)
+        rc = c.diag->code;
     if (!rc)
         rc = emit(c.mod, tm, model, mod, out, c.diag);
+    if (!rc && c.diag->code != TTH_OK)
+        rc = c.diag->code;
 
     tth__llcg_scope_free(&c.consts);
     tth__llcg_scope_free(&c.bufs);

@@ -9,6 +9,7 @@
 #ifndef TTH_TARGET_H
 #define TTH_TARGET_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -47,6 +48,39 @@ TTH_API uint64_t tth_target_hash(const json_t *canonical);
 
 /* The triple of the machine this process runs on, as LLVM names it ("x86_64-pc-linux-gnu"). */
 TTH_API const char *tth_host_triple(void);
+
+/* The host CPU as LLVM names it ("skylake-avx512", "neoverse-n1"); "generic" when unknown. */
+TTH_API const char *tth_host_cpu_name(void);
+
+/* ---- For target_parser hooks: the shared parsers, with LLVM's view of CPUs and features ----
+ * Both take the canonical JSON of one target (borrowed) and give a transformed copy in *out (new
+ * reference), or return a negative TTH_E* code with diag filled and *out NULL. Both replace
+ * "features" with what they derive and put their keys first in "keys".
+ *
+ * CPU parser (kinds llvm and c): "mcpu": "native" becomes the host CPU (plus the host triple when
+ * there is no mtriple, and the host features that differ from the CPU's defaults in front of
+ * mattr); a Cortex-M mcpu, or an M-profile thumb triple without mcpu, goes to the M-profile
+ * parser; otherwise mtriple (or the host triple), mcpu and every mattr entry are checked against
+ * LLVM (unknown ones are errors naming the nearest LLVM names) and
+ *   aarch64/arm64/arm: key "arm_cpu"; features is_aarch64, has_asimd, has_sve, has_dotprod,
+ *                      has_matmul_i8, has_fp16_simd, has_sme (LLVM's view of mcpu + mattr,
+ *                      implied features included: +v8.4a gives dotprod, +v8.6a gives i8mm);
+ *   x86:               key "x86_64"; features has_avx2, has_avx512;
+ *   other triples:     no key, no features. */
+TTH_API int tth_cpu_target_parse(const json_t *target, json_t **out, tth_diag *diag);
+
+/* M-profile parser (kind cmsis-nn; Cortex-M for llvm and c): mcpu must be a Cortex-M CPU LLVM
+ * knows, optionally followed by "+nodsp" / "+nomve"; mattr may hold "+nodsp" / "+nomve" and LLVM
+ * Arm features. Features has_dsp, has_mve (LLVM's view; +nodsp also turns MVE off; neither
+ * without mcpu and mtriple); keys "arm_cpu", "cpu". */
+TTH_API int tth_mprofile_target_parse(const json_t *target, json_t **out, tth_diag *diag);
+
+/* Put keys[0..n) in front of target["keys"], keeping the first of any duplicate. 0 or TTH_E*. */
+TTH_API int tth_target_keys_prepend(json_t *target, const char *const *keys, size_t n);
+
+/* 1 when canonical["features"][feature] is true (or a non-zero integer), else 0. For a composite,
+ * ask the member: tth_target_has_feature(json_array_get(targets, i), ...). */
+TTH_API int tth_target_has_feature(const json_t *canonical, const char *feature);
 
 /* Levenshtein distance, and the up-to-`max` nearest of `candidates` to `word` (distance at most
  * a third of the word's length, at least 2), written as "'a', 'b'" into buf. Returns how many. */

@@ -1,0 +1,1581 @@
+/* codegen.c: the c-host plugin's tir_to_runtime hook: TIR → one portable C99 source file.
+ *
+ * Requires: a verified TIR module whose WORKSPACE and LOCAL buffers all have a workspace offset
+ * (memory planning ran). Produces `<model>_lib0.c` (TTH_FILE_C_SOURCE) holding, in this order:
+ * helpers the code needs (min/max, floor division, float16 conversion), the constants as aligned
+ * `static const` arrays, one prototype per PrimFunc, the PrimFuncs, and the AOT entry.
+ *
+ * The C ABI of a PrimFunc: `int32_t name(T0 *restrict p0, const T1 *restrict p1, ...,
+ * uint8_t *restrict ws)` — a parameter is const when the body never stores to it, `ws` is the
+ * base of the caller's workspace (LOCAL buffers live at their planned offsets in it). The AOT
+ * entry (the module's `entry`) is `int32_t tth_<model>_run(const struct tth_<model>_inputs *,
+ * struct tth_<model>_outputs *, void *workspace)`, structs of `void *` named after its INPUT and
+ * OUTPUT buffers in parameter order, so it is reentrant: all state is in the caller's workspace.
+ *
+ * Output is deterministic (no timestamps, everything in module order) and compiles without a
+ * warning under `cc -std=c99 -O2 -Wall` with gcc and clang: no OpenMP, VECTORIZED loops get an
+ * `ivdep`-style pragma where the compiler has one, float16 is stored as uint16_t and computed in
+ * float. Constants are written in hexadecimal floating point, so they round-trip exactly.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tth/artifact.h"
+#include "tth/diag.h"
+#include "tth/plugin.h"
+#include "tth/tir.h"
+#include "tth_config.h"
+
+/* ---- output text ---------------------------------------------------------------------------- */
+
+typedef struct cg_text {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} cg_text;
+
+static void text_putn(cg_text *t, const char *s, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (t->len + n + 1 > cap)
+            cap *= 2;
+        char *nb = realloc(t->buf, cap);
+        if (!nb) {
+            t->oom = 1;
+            return;
+        }
+        t->buf = nb;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+}
+
+static void text_puts(cg_text *t, const char *s) { text_putn(t, s, strlen(s)); }
+
+static void text_printf(cg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_printf(cg_text *t, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        t->oom = 1;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        text_putn(t, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        t->oom = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    text_putn(t, big, (size_t)n);
+    free(big);
+}
+
+static void text_indent(cg_text *t, int depth)
+{
+    for (int i = 0; i < depth; i++)
+        text_puts(t, "    ");
+}
+
+/* ---- C types -------------------------------------------------------------------------------- */
+
+/* The C type a dtype is stored as. float16 is stored as its bits and computed in float. */
+static const char *ctype_storage(tth_dtype t)
+{
+    switch (t) {
+    case TTH_F32: return "float";
+    case TTH_F16: return "uint16_t";
+    case TTH_F64: return "double";
+    case TTH_I8: return "int8_t";
+    case TTH_I16: return "int16_t";
+    case TTH_I32: return "int32_t";
+    case TTH_I64: return "int64_t";
+    case TTH_U8: return "uint8_t";
+    case TTH_U16: return "uint16_t";
+    case TTH_U32: return "uint32_t";
+    case TTH_U64: return "uint64_t";
+    case TTH_BOOL: return "uint8_t";
+    default: return NULL;
+    }
+}
+
+/* The C type a value of that dtype has inside an expression. */
+static const char *ctype_value(tth_dtype t)
+{
+    return t == TTH_F16 ? "float" : ctype_storage(t);
+}
+
+/* A short tag used in helper names: tth_min_f32 ... */
+static const char *dtype_tag(tth_dtype t)
+{
+    switch (t) {
+    case TTH_F32: return "f32";
+    case TTH_F16: return "f32"; /* computed in float */
+    case TTH_F64: return "f64";
+    case TTH_I8: return "i8";
+    case TTH_I16: return "i16";
+    case TTH_I32: return "i32";
+    case TTH_I64: return "i64";
+    case TTH_U8: return "u8";
+    case TTH_U16: return "u16";
+    case TTH_U32: return "u32";
+    case TTH_U64: return "u64";
+    case TTH_BOOL: return "u8";
+    default: return "x";
+    }
+}
+
+static int dtype_is_float(tth_dtype t) { return t == TTH_F32 || t == TTH_F16 || t == TTH_F64; }
+static int dtype_is_signed_int(tth_dtype t)
+{
+    return t == TTH_I8 || t == TTH_I16 || t == TTH_I32 || t == TTH_I64;
+}
+
+/* ---- helpers the generated code may need, emitted only when used ----------------------------- */
+
+enum {
+    HELP_MIN = 0,
+    HELP_MAX,
+    HELP_FLOORDIV,
+    HELP_FLOORMOD,
+    HELP_COUNT_
+};
+#define DTYPE_SLOTS 16
+
+typedef struct cg_name {
+    const void *key;   /* a tth_tbuffer* or tth_tvar* */
+    char *name;
+} cg_name;
+
+typedef struct cg {
+    const tth_tir_module *mod;
+    const char *model;            /* for the entry's interface structs */
+    cg_text out;
+    tth_diag *diag;
+    int err;                      /* first error code (diag filled) */
+    unsigned char help[HELP_COUNT_][DTYPE_SLOTS];
+    int need_f16;                 /* float16 <-> float conversions */
+    int need_math;
+    /* globals: constants, by buffer, with their C names */
+    const tth_tbuffer **consts;
+    size_t nconsts;
+    /* names in the function being emitted (vars and buffers), and the global names */
+    cg_name *names;
+    size_t nnames, capnames;
+    size_t nglobal_names;         /* names[0..nglobal_names) are globals */
+    const tth_prim_func *func;    /* the function being emitted */
+    int in_entry;
+    const unsigned char *written; /* per param of func: stored to */
+} cg;
+
+static int cg_fail(cg *g, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int cg_fail(cg *g, int code, const char *fmt, ...)
+{
+    if (g->err)
+        return g->err;
+    char loc[TTH_DIAG_LOCATION_MAX];
+    snprintf(loc, sizeof loc, "c-host tir_to_runtime, PrimFunc '%s'",
+             g->func ? g->func->name : "(module)");
+    va_list ap;
+    va_start(ap, fmt);
+    tth_diag_vset(g->diag, code, loc, fmt, ap);
+    va_end(ap);
+    g->err = code;
+    return code;
+}
+
+static const char *const c_keywords[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
+    /* names the generated code itself uses */
+    "ws", "workspace", "rc", "inputs", "outputs", "main",
+    /* library names the generated code calls */
+    "floor", "floorf", "fmod", "fmodf", "memcpy", "INFINITY", "NAN", NULL,
+};
+
+static int name_taken(const cg *g, const char *s)
+{
+    for (const char *const *k = c_keywords; *k; k++)
+        if (strcmp(*k, s) == 0)
+            return 1;
+    if (strncmp(s, "tth_", 4) == 0 || strncmp(s, "TTH_", 4) == 0)
+        return 1;
+    static const char *const intrins[] = {
+#define TTH__INTRIN_NAME(e, n, a) n,
+        TTH_TIR_INTRINS(TTH__INTRIN_NAME)
+#undef TTH__INTRIN_NAME
+    };
+    for (size_t i = 0; i < sizeof intrins / sizeof intrins[0]; i++) {
+        size_t n = strlen(intrins[i]);
+        if (strncmp(s, intrins[i], n) == 0 && (s[n] == '\0' || (s[n] == 'f' && s[n + 1] == '\0')))
+            return 1;
+    }
+    for (size_t i = 0; i < g->nnames; i++)
+        if (strcmp(g->names[i].name, s) == 0)
+            return 1;
+    for (size_t i = 0; i < g->mod->nfuncs; i++)
+        if (strcmp(g->mod->funcs[i]->name, s) == 0)
+            return 1;
+    return 0;
+}
+
+/* Give `key` a C name derived from `base`, unique among the names in scope; `id` disambiguates. */
+static const char *cg_bind(cg *g, const void *key, const char *base, uint32_t id)
+{
+    for (size_t i = 0; i < g->nnames; i++)
+        if (g->names[i].key == key)
+            return g->names[i].name;
+    if (g->nnames == g->capnames) {
+        size_t cap = g->capnames ? g->capnames * 2 : 64;
+        cg_name *nn = realloc(g->names, cap * sizeof *nn);
+        if (!nn) {
+            cg_fail(g, TTH_ENOMEM, "out of memory naming '%s'", base);
+            return "oom";
+        }
+        g->names = nn;
+        g->capnames = cap;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", base && *base ? base : "v");
+    /* keep it an identifier even if the IR's name is not (the verifier should have said so) */
+    for (char *p = buf; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+    if (buf[0] >= '0' && buf[0] <= '9') {
+        memmove(buf + 1, buf, strlen(buf) + 1 < sizeof buf - 1 ? strlen(buf) + 1 : sizeof buf - 2);
+        buf[0] = 'v';
+        buf[sizeof buf - 1] = '\0';
+    }
+    if (name_taken(g, buf)) {
+        char alt[300];
+        snprintf(alt, sizeof alt, "%s_%" PRIu32, buf, id);
+        int k = 2;
+        while (name_taken(g, alt))
+            snprintf(alt, sizeof alt, "%s_%" PRIu32 "_%d", buf, id, k++);
+        snprintf(buf, sizeof buf, "%s", alt);
+    }
+    char *s = strdup(buf);
+    if (!s) {
+        cg_fail(g, TTH_ENOMEM, "out of memory naming '%s'", base);
+        return "oom";
+    }
+    g->names[g->nnames].key = key;
+    g->names[g->nnames].name = s;
+    g->nnames++;
+    return s;
+}
+
+static const char *cg_lookup(cg *g, const void *key)
+{
+    for (size_t i = g->nnames; i-- > 0;)
+        if (g->names[i].key == key)
+            return g->names[i].name;
+    return NULL;
+}
+
+/* Forget the names of the function just emitted (globals stay). */
+static void cg_names_pop_to(cg *g, size_t n)
+{
+    while (g->nnames > n)
+        free(g->names[--g->nnames].name);
+}
+
+/* ---- scanning: constants, helpers, written params -------------------------------------------- */
+
+static void scan_buffer(cg *g, const tth_tbuffer *b)
+{
+    if (b->dtype == TTH_F16)
+        g->need_f16 = 1;
+    if (b->scope != TTH_SCOPE_CONST)
+        return;
+    for (size_t i = 0; i < g->nconsts; i++)
+        if (g->consts[i] == b)
+            return;
+    const tth_tbuffer **nc = realloc(g->consts, (g->nconsts + 1) * sizeof *nc);
+    if (!nc) {
+        cg_fail(g, TTH_ENOMEM, "out of memory collecting constants");
+        return;
+    }
+    g->consts = nc;
+    g->consts[g->nconsts++] = b;
+}
+
+static void scan_expr(cg *g, const tth_texpr *e)
+{
+    if (!e)
+        return;
+    if (e->dtype == TTH_F16)
+        g->need_f16 = 1;
+    switch (e->kind) {
+    case TTH_TEXPR_LOAD:
+    case TTH_TEXPR_ADDRESS_OF:
+        scan_buffer(g, e->u.load.buf);
+        scan_expr(g, e->u.load.index);
+        break;
+    case TTH_TEXPR_BINARY: {
+        tth_dtype t = e->u.bin.a->dtype;
+        unsigned slot = (unsigned)t < DTYPE_SLOTS ? (unsigned)t : 0;
+        if (t == TTH_F16)
+            slot = TTH_F32;
+        switch (e->u.bin.op) {
+        case TTH_TBIN_MIN: g->help[HELP_MIN][slot] = 1; break;
+        case TTH_TBIN_MAX: g->help[HELP_MAX][slot] = 1; break;
+        case TTH_TBIN_FLOORDIV:
+            if (dtype_is_float(t))
+                g->need_math = 1;
+            else
+                g->help[HELP_FLOORDIV][slot] = 1;
+            break;
+        case TTH_TBIN_FLOORMOD:
+            if (dtype_is_float(t))
+                g->need_math = 1;
+            else
+                g->help[HELP_FLOORMOD][slot] = 1;
+            break;
+        default: break;
+        }
+        scan_expr(g, e->u.bin.a);
+        scan_expr(g, e->u.bin.b);
+        break;
+    }
+    case TTH_TEXPR_UNARY: scan_expr(g, e->u.un.a); break;
+    case TTH_TEXPR_SELECT:
+        scan_expr(g, e->u.select.cond);
+        scan_expr(g, e->u.select.a);
+        scan_expr(g, e->u.select.b);
+        break;
+    case TTH_TEXPR_CAST: scan_expr(g, e->u.cast.value); break;
+    case TTH_TEXPR_INTRIN:
+        g->need_math = 1;
+        scan_expr(g, e->u.intrin.args[0]);
+        scan_expr(g, e->u.intrin.args[1]);
+        break;
+    case TTH_TEXPR_CALL_EXTERN:
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            scan_expr(g, e->u.call.args[i]);
+        break;
+    default: break;
+    }
+}
+
+static void scan_stmt(cg *g, const tth_tstmt *s)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            scan_stmt(g, s->u.seq.stmts[i]);
+        break;
+    case TTH_TSTMT_FOR:
+        scan_expr(g, s->u.loop.min);
+        scan_expr(g, s->u.loop.extent);
+        scan_stmt(g, s->u.loop.body);
+        break;
+    case TTH_TSTMT_STORE:
+        scan_buffer(g, s->u.store.buf);
+        scan_expr(g, s->u.store.index);
+        scan_expr(g, s->u.store.value);
+        break;
+    case TTH_TSTMT_ALLOCATE:
+        scan_buffer(g, s->u.alloc.buf);
+        scan_stmt(g, s->u.alloc.body);
+        break;
+    case TTH_TSTMT_IF:
+        scan_expr(g, s->u.cond.cond);
+        scan_stmt(g, s->u.cond.then_s);
+        scan_stmt(g, s->u.cond.else_s);
+        break;
+    case TTH_TSTMT_LET:
+        scan_expr(g, s->u.let.value);
+        scan_stmt(g, s->u.let.body);
+        break;
+    case TTH_TSTMT_EVALUATE: scan_expr(g, s->u.eval.value); break;
+    case TTH_TSTMT_CALL_FUNC:
+        for (size_t i = 0; i < s->u.call.nargs; i++)
+            scan_buffer(g, s->u.call.args[i]);
+        break;
+    }
+}
+
+/* Mark which buffers a statement stores to, or passes to extern calls by address. */
+static void mark_written_expr(const tth_texpr *e, const tth_prim_func *f, unsigned char *w)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case TTH_TEXPR_ADDRESS_OF:
+        /* an extern call may write through the address: the buffer is not const */
+        for (size_t i = 0; i < f->nparams; i++)
+            if (f->params[i] == e->u.load.buf)
+                w[i] = 1;
+        mark_written_expr(e->u.load.index, f, w);
+        break;
+    case TTH_TEXPR_LOAD: mark_written_expr(e->u.load.index, f, w); break;
+    case TTH_TEXPR_BINARY:
+        mark_written_expr(e->u.bin.a, f, w);
+        mark_written_expr(e->u.bin.b, f, w);
+        break;
+    case TTH_TEXPR_UNARY: mark_written_expr(e->u.un.a, f, w); break;
+    case TTH_TEXPR_SELECT:
+        mark_written_expr(e->u.select.cond, f, w);
+        mark_written_expr(e->u.select.a, f, w);
+        mark_written_expr(e->u.select.b, f, w);
+        break;
+    case TTH_TEXPR_CAST: mark_written_expr(e->u.cast.value, f, w); break;
+    case TTH_TEXPR_INTRIN:
+        mark_written_expr(e->u.intrin.args[0], f, w);
+        mark_written_expr(e->u.intrin.args[1], f, w);
+        break;
+    case TTH_TEXPR_CALL_EXTERN:
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            mark_written_expr(e->u.call.args[i], f, w);
+        break;
+    default: break;
+    }
+}
+
+static void mark_written(const cg *g, const tth_tstmt *s, const tth_prim_func *f, unsigned char *w);
+
+static void mark_written(const cg *g, const tth_tstmt *s, const tth_prim_func *f, unsigned char *w)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            mark_written(g, s->u.seq.stmts[i], f, w);
+        break;
+    case TTH_TSTMT_FOR:
+        mark_written(g, s->u.loop.body, f, w);
+        break;
+    case TTH_TSTMT_STORE:
+        for (size_t i = 0; i < f->nparams; i++)
+            if (f->params[i] == s->u.store.buf)
+                w[i] = 1;
+        mark_written_expr(s->u.store.value, f, w);
+        break;
+    case TTH_TSTMT_ALLOCATE: mark_written(g, s->u.alloc.body, f, w); break;
+    case TTH_TSTMT_IF:
+        mark_written(g, s->u.cond.then_s, f, w);
+        mark_written(g, s->u.cond.else_s, f, w);
+        break;
+    case TTH_TSTMT_LET: mark_written(g, s->u.let.body, f, w); break;
+    case TTH_TSTMT_EVALUATE: mark_written_expr(s->u.eval.value, f, w); break;
+    case TTH_TSTMT_CALL_FUNC:
+        /* a param passed on to a callee is written when the callee writes that position; be
+         * conservative: any param passed to a call is written */
+        for (size_t a = 0; a < s->u.call.nargs; a++)
+            for (size_t i = 0; i < f->nparams; i++)
+                if (f->params[i] == s->u.call.args[a])
+                    w[i] = 1;
+        break;
+    }
+}
+
+/* written[i] for every param of every function, computed once. */
+typedef struct cg_sig {
+    const tth_prim_func *f;
+    unsigned char *written;
+} cg_sig;
+
+/* ---- literals --------------------------------------------------------------------------------- */
+
+static void emit_int_literal(cg_text *t, tth_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case TTH_I64:
+        if (v == INT64_MIN)
+            text_puts(t, "(-INT64_MAX - 1)");
+        else
+            text_printf(t, "INT64_C(%" PRId64 ")", v);
+        break;
+    case TTH_U64: text_printf(t, "UINT64_C(%" PRIu64 ")", (uint64_t)v); break;
+    case TTH_U32: text_printf(t, "%" PRIu32 "u", (uint32_t)v); break;
+    case TTH_I32:
+        if ((int32_t)v == INT32_MIN)
+            text_puts(t, "(-INT32_MAX - 1)");
+        else
+            text_printf(t, "%" PRId32, (int32_t)v);
+        break;
+    case TTH_BOOL: text_puts(t, v ? "1" : "0"); break;
+    default:
+        /* narrow integers: an int literal, converted where used */
+        text_printf(t, "%" PRId64, v);
+        break;
+    }
+}
+
+/* An exact float literal: hexadecimal (C99), or INFINITY/NAN. */
+static void emit_float_literal(cg_text *t, tth_dtype dt, double v)
+{
+    int f32 = dt != TTH_F64;
+    if (isnan(v)) {
+        text_puts(t, f32 ? "NAN" : "((double)NAN)");
+        return;
+    }
+    if (isinf(v)) {
+        if (f32)
+            text_puts(t, v < 0 ? "(-INFINITY)" : "INFINITY");
+        else
+            text_puts(t, v < 0 ? "(-(double)INFINITY)" : "((double)INFINITY)");
+        return;
+    }
+    if (f32) {
+        float x = (float)v;
+        if (x == 0.0f)
+            text_puts(t, signbit(x) ? "-0.0f" : "0.0f");
+        else
+            text_printf(t, "%af", (double)x);
+    } else {
+        if (v == 0.0)
+            text_puts(t, signbit(v) ? "-0.0" : "0.0");
+        else
+            text_printf(t, "%a", v);
+    }
+}
+
+/* ---- expressions ----------------------------------------------------------------------------- */
+
+static void emit_expr(cg *g, const tth_texpr *e);
+
+/* A buffer's C name at its use: params and locals by name, constants by their global name,
+ * and in the entry, I/O through the interface structs and workspace buffers at their offset. */
+static void emit_buffer_ref(cg *g, const tth_tbuffer *b)
+{
+    const char *n = cg_lookup(g, b);
+    if (n) {
+        text_puts(&g->out, n);
+        return;
+    }
+    cg_fail(g, TTH_EINVAL, "buffer '%s' (id %" PRIu32 ") is not a parameter, allocation, "
+            "constant or workspace buffer of this function", b->name, b->id);
+}
+
+static const char *binop_c(tth_tir_binop op)
+{
+    switch (op) {
+    case TTH_TBIN_ADD: return "+";
+    case TTH_TBIN_SUB: return "-";
+    case TTH_TBIN_MUL: return "*";
+    case TTH_TBIN_DIV: return "/";
+    case TTH_TBIN_MOD: return "%";
+    case TTH_TBIN_EQ: return "==";
+    case TTH_TBIN_NE: return "!=";
+    case TTH_TBIN_LT: return "<";
+    case TTH_TBIN_LE: return "<=";
+    case TTH_TBIN_GT: return ">";
+    case TTH_TBIN_GE: return ">=";
+    case TTH_TBIN_AND: return "&&";
+    case TTH_TBIN_OR: return "||";
+    case TTH_TBIN_SHL: return "<<";
+    case TTH_TBIN_SHR: return ">>";
+    case TTH_TBIN_BITAND: return "&";
+    case TTH_TBIN_BITOR: return "|";
+    default: return NULL;
+    }
+}
+
+static const char *intrin_name(tth_tir_intrin_op op, int *nargs)
+{
+    switch (op) {
+#define TTH__INTRIN_CASE(e, s, n) case TTH_TINTRIN_##e: *nargs = n; return s;
+        TTH_TIR_INTRINS(TTH__INTRIN_CASE)
+#undef TTH__INTRIN_CASE
+    }
+    *nargs = 0;
+    return NULL;
+}
+
+/* Arithmetic on types narrower than int is done in int by C; the result is converted back to
+ * the IR's dtype so wrap-around matches the dtype (e.g. int8 + int8 stays int8). */
+static int needs_narrowing(tth_dtype t)
+{
+    return t == TTH_I8 || t == TTH_I16 || t == TTH_U8 || t == TTH_U16 || t == TTH_BOOL;
+}
+
+static void emit_binary(cg *g, const tth_texpr *e)
+{
+    cg_text *t = &g->out;
+    tth_dtype at = e->u.bin.a->dtype;
+    tth_tir_binop op = e->u.bin.op;
+    switch (op) {
+    case TTH_TBIN_MIN:
+    case TTH_TBIN_MAX:
+        text_printf(t, "tth_%s_%s(", op == TTH_TBIN_MIN ? "min" : "max", dtype_tag(at));
+        emit_expr(g, e->u.bin.a);
+        text_puts(t, ", ");
+        emit_expr(g, e->u.bin.b);
+        text_puts(t, ")");
+        return;
+    case TTH_TBIN_FLOORDIV:
+    case TTH_TBIN_FLOORMOD:
+        if (dtype_is_float(at)) {
+            const char *fl = at == TTH_F64 ? "floor" : "floorf";
+            if (op == TTH_TBIN_FLOORDIV) {
+                text_printf(t, "%s(", fl);
+                emit_expr(g, e->u.bin.a);
+                text_puts(t, " / ");
+                emit_expr(g, e->u.bin.b);
+                text_puts(t, ")");
+            } else {
+                /* the remainder with the sign of the divisor, via fmod to stay exact */
+                text_printf(t, "tth_floormod_%s(", dtype_tag(at));
+                emit_expr(g, e->u.bin.a);
+                text_puts(t, ", ");
+                emit_expr(g, e->u.bin.b);
+                text_puts(t, ")");
+            }
+            return;
+        }
+        text_printf(t, "tth_%s_%s(", op == TTH_TBIN_FLOORDIV ? "floordiv" : "floormod",
+                    dtype_tag(at));
+        emit_expr(g, e->u.bin.a);
+        text_puts(t, ", ");
+        emit_expr(g, e->u.bin.b);
+        text_puts(t, ")");
+        return;
+    case TTH_TBIN_MOD:
+        if (dtype_is_float(at)) {
+            text_printf(t, "%s(", at == TTH_F64 ? "fmod" : "fmodf");
+            emit_expr(g, e->u.bin.a);
+            text_puts(t, ", ");
+            emit_expr(g, e->u.bin.b);
+            text_puts(t, ")");
+            return;
+        }
+        break;
+    default: break;
+    }
+    const char *c = binop_c(op);
+    if (!c) {
+        cg_fail(g, TTH_EUNSUPPORTED, "binary operator %d has no C form", (int)op);
+        return;
+    }
+    int arith = op == TTH_TBIN_ADD || op == TTH_TBIN_SUB || op == TTH_TBIN_MUL ||
+                op == TTH_TBIN_DIV || op == TTH_TBIN_MOD || op == TTH_TBIN_SHL ||
+                op == TTH_TBIN_SHR || op == TTH_TBIN_BITAND || op == TTH_TBIN_BITOR;
+    int narrow = arith && needs_narrowing(e->dtype);
+    if (narrow)
+        text_printf(t, "(%s)", ctype_value(e->dtype));
+    text_puts(t, "(");
+    emit_expr(g, e->u.bin.a);
+    text_printf(t, " %s ", c);
+    emit_expr(g, e->u.bin.b);
+    text_puts(t, ")");
+}
+
+static void emit_expr(cg *g, const tth_texpr *e)
+{
+    cg_text *t = &g->out;
+    if (g->err)
+        return;
+    if (!e) {
+        cg_fail(g, TTH_EINVAL, "missing expression");
+        return;
+    }
+    switch (e->kind) {
+    case TTH_TEXPR_INT:
+        if (dtype_is_float(e->dtype))
+            emit_float_literal(t, e->dtype, (double)e->u.i);
+        else
+            emit_int_literal(t, e->dtype, e->u.i);
+        break;
+    case TTH_TEXPR_FLOAT:
+        if (dtype_is_float(e->dtype))
+            emit_float_literal(t, e->dtype, e->u.f);
+        else
+            emit_int_literal(t, e->dtype, (int64_t)e->u.f);
+        break;
+    case TTH_TEXPR_VAR: {
+        const char *n = cg_lookup(g, e->u.var);
+        if (!n) {
+            cg_fail(g, TTH_EINVAL, "variable '%s' (id %" PRIu32 ") is used outside its loop or let",
+                    e->u.var->name, e->u.var->id);
+            return;
+        }
+        text_puts(t, n);
+        break;
+    }
+    case TTH_TEXPR_LOAD:
+        if (e->u.load.buf->dtype == TTH_F16) {
+            text_puts(t, "tth_f16_to_f32(");
+            emit_buffer_ref(g, e->u.load.buf);
+            text_puts(t, "[");
+            emit_expr(g, e->u.load.index);
+            text_puts(t, "])");
+        } else {
+            emit_buffer_ref(g, e->u.load.buf);
+            text_puts(t, "[");
+            emit_expr(g, e->u.load.index);
+            text_puts(t, "]");
+        }
+        break;
+    case TTH_TEXPR_ADDRESS_OF:
+        text_puts(t, "(");
+        emit_buffer_ref(g, e->u.load.buf);
+        text_puts(t, " + ");
+        emit_expr(g, e->u.load.index);
+        text_puts(t, ")");
+        break;
+    case TTH_TEXPR_BINARY: emit_binary(g, e); break;
+    case TTH_TEXPR_UNARY:
+        if (e->u.un.op == TTH_TUN_NOT) {
+            text_puts(t, "(!");
+            emit_expr(g, e->u.un.a);
+            text_puts(t, ")");
+        } else {
+            if (needs_narrowing(e->dtype))
+                text_printf(t, "(%s)", ctype_value(e->dtype));
+            text_puts(t, "(-(");
+            emit_expr(g, e->u.un.a);
+            text_puts(t, "))");
+        }
+        break;
+    case TTH_TEXPR_SELECT:
+        text_puts(t, "(");
+        emit_expr(g, e->u.select.cond);
+        text_puts(t, " ? ");
+        emit_expr(g, e->u.select.a);
+        text_puts(t, " : ");
+        emit_expr(g, e->u.select.b);
+        text_puts(t, ")");
+        break;
+    case TTH_TEXPR_CAST: {
+        tth_dtype to = e->dtype, from = e->u.cast.value->dtype;
+        if (to == TTH_BOOL) {
+            text_puts(t, "(uint8_t)(");
+            emit_expr(g, e->u.cast.value);
+            text_puts(t, " != 0)");
+        } else if (to == from || (to == TTH_F16 && from == TTH_F32) ||
+                   (to == TTH_F32 && from == TTH_F16)) {
+            emit_expr(g, e->u.cast.value); /* float16 values are already float */
+        } else {
+            text_printf(t, "(%s)(", ctype_value(to));
+            emit_expr(g, e->u.cast.value);
+            text_puts(t, ")");
+        }
+        break;
+    }
+    case TTH_TEXPR_INTRIN: {
+        int nargs = 0;
+        const char *name = intrin_name(e->u.intrin.op, &nargs);
+        if (!name || !dtype_is_float(e->dtype)) {
+            cg_fail(g, TTH_EUNSUPPORTED, "intrinsic %d on %s has no C form", (int)e->u.intrin.op,
+                    ctype_storage(e->dtype) ? ctype_storage(e->dtype) : "?");
+            return;
+        }
+        text_printf(t, "%s%s(", name, e->dtype == TTH_F64 ? "" : "f");
+        for (int i = 0; i < nargs; i++) {
+            if (i)
+                text_puts(t, ", ");
+            emit_expr(g, e->u.intrin.args[i]);
+        }
+        text_puts(t, ")");
+        break;
+    }
+    case TTH_TEXPR_CALL_EXTERN:
+        text_printf(t, "%s(", e->u.call.name);
+        for (size_t i = 0; i < e->u.call.nargs; i++) {
+            if (i)
+                text_puts(t, ", ");
+            emit_expr(g, e->u.call.args[i]);
+        }
+        text_puts(t, ")");
+        break;
+    default: cg_fail(g, TTH_EINVAL, "unknown expression kind %d", (int)e->kind); break;
+    }
+}
+
+/* ---- statements ------------------------------------------------------------------------------ */
+
+static const cg_sig *find_sig(const cg_sig *sigs, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(sigs[i].f->name, name) == 0)
+            return &sigs[i];
+    return NULL;
+}
+
+typedef struct cg_fctx {
+    const cg_sig *sigs;
+    size_t nsigs;
+} cg_fctx;
+
+static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth);
+
+/* restrict only where buffers never overlap: inside an operator; in the entry, workspace buffers
+ * whose lifetimes do not overlap share addresses. */
+static void emit_workspace_ptr(cg *g, const tth_tbuffer *b, const char *name, int depth, int is_const)
+{
+    if (b->offset < 0) {
+        cg_fail(g, TTH_EINVAL, "buffer '%s' has no workspace offset: memory planning must run "
+                "before code generation", b->name);
+        return;
+    }
+    text_indent(&g->out, depth);
+    text_printf(&g->out, "%s%s *%s%s = (%s *)(ws + %" PRId64 ");\n", is_const ? "const " : "",
+                ctype_storage(b->dtype), g->in_entry ? "" : "restrict ", name,
+                ctype_storage(b->dtype), b->offset);
+}
+
+static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
+{
+    cg_text *t = &g->out;
+    const cg_sig *sig = find_sig(fx->sigs, fx->nsigs, s->u.call.func);
+    if (!sig) {
+        cg_fail(g, TTH_EUNSUPPORTED, "calls '%s', which is not in this module (calls across "
+                "target kinds are not supported yet)", s->u.call.func);
+        return;
+    }
+    const tth_prim_func *callee = sig->f;
+    if (callee->nparams != s->u.call.nargs) {
+        cg_fail(g, TTH_EINVAL, "calls '%s' with %zu buffers; it takes %zu", callee->name,
+                s->u.call.nargs, callee->nparams);
+        return;
+    }
+    text_indent(t, depth);
+    text_printf(t, "rc = %s(", callee->name);
+    for (size_t i = 0; i < s->u.call.nargs; i++) {
+        const tth_tbuffer *a = s->u.call.args[i];
+        const tth_tbuffer *p = callee->params[i];
+        if (i)
+            text_puts(t, ", ");
+        if (a->scope == TTH_SCOPE_CONST && sig->written[i]) {
+            cg_fail(g, TTH_EINVAL, "passes constant '%s' to '%s', which writes its parameter %zu",
+                    a->name, callee->name, i);
+            return;
+        }
+        if (a->dtype != p->dtype)
+            text_printf(t, "(%s%s *)", sig->written[i] ? "" : "const ", ctype_storage(p->dtype));
+        emit_buffer_ref(g, a);
+    }
+    text_puts(t, s->u.call.nargs ? ", ws);\n" : "ws);\n");
+    text_indent(t, depth);
+    text_puts(t, "if (rc != 0)\n");
+    text_indent(t, depth + 1);
+    text_puts(t, "return rc;\n");
+}
+
+static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
+{
+    cg_text *t = &g->out;
+    if (g->err || !s)
+        return;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            emit_stmt(g, fx, s->u.seq.stmts[i], depth);
+        break;
+    case TTH_TSTMT_FOR: {
+        const tth_tvar *v = s->u.loop.var;
+        size_t mark = g->nnames;
+        const char *vt = ctype_value(v->dtype);
+        if (!vt || dtype_is_float(v->dtype)) {
+            cg_fail(g, TTH_ETYPE, "loop variable '%s' is not an integer", v->name);
+            return;
+        }
+        if (s->u.loop.loop == TTH_LOOP_VECTORIZED) {
+            text_indent(t, depth);
+            text_puts(t, "TTH_IVDEP\n");
+        }
+        const char *n = cg_bind(g, v, v->name, v->id);
+        text_indent(t, depth);
+        const tth_texpr *mn = s->u.loop.min;
+        if (mn->kind == TTH_TEXPR_INT && mn->u.i == 0) {
+            text_printf(t, "for (%s %s = 0; %s < ", vt, n, n);
+            emit_expr(g, s->u.loop.extent);
+        } else {
+            /* the bound is computed once, before the loop */
+            text_printf(t, "for (%s %s = ", vt, n);
+            emit_expr(g, mn);
+            text_printf(t, ", %s_end = ", n);
+            emit_expr(g, mn);
+            text_puts(t, " + ");
+            emit_expr(g, s->u.loop.extent);
+            text_printf(t, "; %s < %s_end", n, n);
+        }
+        text_printf(t, "; ++%s) {\n", n);
+        emit_stmt(g, fx, s->u.loop.body, depth + 1);
+        text_indent(t, depth);
+        text_puts(t, "}\n");
+        cg_names_pop_to(g, mark);
+        break;
+    }
+    case TTH_TSTMT_STORE: {
+        const tth_tbuffer *b = s->u.store.buf;
+        text_indent(t, depth);
+        emit_buffer_ref(g, b);
+        text_puts(t, "[");
+        emit_expr(g, s->u.store.index);
+        text_puts(t, "] = ");
+        if (b->dtype == TTH_F16) {
+            text_puts(t, "tth_f32_to_f16(");
+            emit_expr(g, s->u.store.value);
+            text_puts(t, ")");
+        } else if (b->dtype == TTH_BOOL && s->u.store.value->dtype != TTH_BOOL) {
+            text_puts(t, "(uint8_t)(");
+            emit_expr(g, s->u.store.value);
+            text_puts(t, " != 0)");
+        } else {
+            if (needs_narrowing(b->dtype))
+                text_printf(t, "(%s)", ctype_storage(b->dtype));
+            emit_expr(g, s->u.store.value);
+        }
+        text_puts(t, ";\n");
+        break;
+    }
+    case TTH_TSTMT_ALLOCATE: {
+        const tth_tbuffer *b = s->u.alloc.buf;
+        size_t mark = g->nnames;
+        text_indent(t, depth);
+        text_puts(t, "{\n");
+        const char *n = cg_bind(g, b, b->name, b->id);
+        emit_workspace_ptr(g, b, n, depth + 1, 0);
+        emit_stmt(g, fx, s->u.alloc.body, depth + 1);
+        text_indent(t, depth);
+        text_puts(t, "}\n");
+        cg_names_pop_to(g, mark);
+        break;
+    }
+    case TTH_TSTMT_IF:
+        text_indent(t, depth);
+        text_puts(t, "if (");
+        emit_expr(g, s->u.cond.cond);
+        text_puts(t, ") {\n");
+        emit_stmt(g, fx, s->u.cond.then_s, depth + 1);
+        text_indent(t, depth);
+        if (s->u.cond.else_s) {
+            text_puts(t, "} else {\n");
+            emit_stmt(g, fx, s->u.cond.else_s, depth + 1);
+            text_indent(t, depth);
+        }
+        text_puts(t, "}\n");
+        break;
+    case TTH_TSTMT_LET: {
+        const tth_tvar *v = s->u.let.var;
+        size_t mark = g->nnames;
+        const char *vt = ctype_value(v->dtype);
+        if (!vt) {
+            cg_fail(g, TTH_ETYPE, "let variable '%s' has no C type", v->name);
+            return;
+        }
+        text_indent(t, depth);
+        text_puts(t, "{\n");
+        /* bind after emitting the value: the value cannot see the variable */
+        text_indent(t, depth + 1);
+        const char *n = cg_bind(g, v, v->name, v->id);
+        text_printf(t, "const %s %s = ", vt, n);
+        emit_expr(g, s->u.let.value);
+        text_puts(t, ";\n");
+        emit_stmt(g, fx, s->u.let.body, depth + 1);
+        text_indent(t, depth);
+        text_puts(t, "}\n");
+        cg_names_pop_to(g, mark);
+        break;
+    }
+    case TTH_TSTMT_EVALUATE:
+        text_indent(t, depth);
+        text_puts(t, "(void)");
+        emit_expr(g, s->u.eval.value);
+        text_puts(t, ";\n");
+        break;
+    case TTH_TSTMT_CALL_FUNC: emit_call(g, fx, s, depth); break;
+    default: cg_fail(g, TTH_EINVAL, "unknown statement kind %d", (int)s->kind); break;
+    }
+}
+
+/* Does the statement use the workspace (an allocation, a call)? */
+static int uses_workspace(const tth_tstmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            if (uses_workspace(s->u.seq.stmts[i]))
+                return 1;
+        return 0;
+    case TTH_TSTMT_FOR: return uses_workspace(s->u.loop.body);
+    case TTH_TSTMT_ALLOCATE: return 1;
+    case TTH_TSTMT_IF: return uses_workspace(s->u.cond.then_s) || uses_workspace(s->u.cond.else_s);
+    case TTH_TSTMT_LET: return uses_workspace(s->u.let.body);
+    case TTH_TSTMT_CALL_FUNC: return 1;
+    default: return 0;
+    }
+}
+
+static int has_calls(const tth_tstmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            if (has_calls(s->u.seq.stmts[i]))
+                return 1;
+        return 0;
+    case TTH_TSTMT_FOR: return has_calls(s->u.loop.body);
+    case TTH_TSTMT_ALLOCATE: return has_calls(s->u.alloc.body);
+    case TTH_TSTMT_IF: return has_calls(s->u.cond.then_s) || has_calls(s->u.cond.else_s);
+    case TTH_TSTMT_LET: return has_calls(s->u.let.body);
+    case TTH_TSTMT_CALL_FUNC: return 1;
+    default: return 0;
+    }
+}
+
+/* Collect WORKSPACE buffers referenced by the entry's body (in first-use order). */
+static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer ***v, size_t *n, int *oom);
+static void collect_ws_add(const tth_tbuffer *b, const tth_tbuffer ***v, size_t *n, int *oom)
+{
+    if (b->scope != TTH_SCOPE_WORKSPACE)
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i] == b)
+            return;
+    const tth_tbuffer **nv = realloc(*v, (*n + 1) * sizeof *nv);
+    if (!nv) {
+        *oom = 1;
+        return;
+    }
+    *v = nv;
+    nv[(*n)++] = b;
+}
+
+static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer ***v, size_t *n, int *oom)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case TTH_TEXPR_LOAD:
+    case TTH_TEXPR_ADDRESS_OF:
+        collect_ws_add(e->u.load.buf, v, n, oom);
+        collect_ws_expr(e->u.load.index, v, n, oom);
+        break;
+    case TTH_TEXPR_BINARY:
+        collect_ws_expr(e->u.bin.a, v, n, oom);
+        collect_ws_expr(e->u.bin.b, v, n, oom);
+        break;
+    case TTH_TEXPR_UNARY: collect_ws_expr(e->u.un.a, v, n, oom); break;
+    case TTH_TEXPR_SELECT:
+        collect_ws_expr(e->u.select.cond, v, n, oom);
+        collect_ws_expr(e->u.select.a, v, n, oom);
+        collect_ws_expr(e->u.select.b, v, n, oom);
+        break;
+    case TTH_TEXPR_CAST: collect_ws_expr(e->u.cast.value, v, n, oom); break;
+    case TTH_TEXPR_INTRIN:
+        collect_ws_expr(e->u.intrin.args[0], v, n, oom);
+        collect_ws_expr(e->u.intrin.args[1], v, n, oom);
+        break;
+    case TTH_TEXPR_CALL_EXTERN:
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            collect_ws_expr(e->u.call.args[i], v, n, oom);
+        break;
+    default: break;
+    }
+}
+
+static void collect_ws(const tth_tstmt *s, const tth_tbuffer ***v, size_t *n, int *oom)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            collect_ws(s->u.seq.stmts[i], v, n, oom);
+        break;
+    case TTH_TSTMT_FOR:
+        collect_ws_expr(s->u.loop.min, v, n, oom);
+        collect_ws_expr(s->u.loop.extent, v, n, oom);
+        collect_ws(s->u.loop.body, v, n, oom);
+        break;
+    case TTH_TSTMT_STORE:
+        collect_ws_add(s->u.store.buf, v, n, oom);
+        collect_ws_expr(s->u.store.index, v, n, oom);
+        collect_ws_expr(s->u.store.value, v, n, oom);
+        break;
+    case TTH_TSTMT_ALLOCATE: collect_ws(s->u.alloc.body, v, n, oom); break;
+    case TTH_TSTMT_IF:
+        collect_ws_expr(s->u.cond.cond, v, n, oom);
+        collect_ws(s->u.cond.then_s, v, n, oom);
+        collect_ws(s->u.cond.else_s, v, n, oom);
+        break;
+    case TTH_TSTMT_LET:
+        collect_ws_expr(s->u.let.value, v, n, oom);
+        collect_ws(s->u.let.body, v, n, oom);
+        break;
+    case TTH_TSTMT_EVALUATE: collect_ws_expr(s->u.eval.value, v, n, oom); break;
+    case TTH_TSTMT_CALL_FUNC:
+        for (size_t i = 0; i < s->u.call.nargs; i++)
+            collect_ws_add(s->u.call.args[i], v, n, oom);
+        break;
+    }
+}
+
+static void emit_signature(cg *g, const cg_sig *sig, int bind)
+{
+    cg_text *t = &g->out;
+    const tth_prim_func *f = sig->f;
+    text_printf(t, "int32_t %s(", f->name);
+    for (size_t i = 0; i < f->nparams; i++) {
+        const tth_tbuffer *p = f->params[i];
+        const char *ct = ctype_storage(p->dtype);
+        const char *n = bind ? cg_bind(g, p, p->name, p->id) : p->name;
+        if (!ct) {
+            cg_fail(g, TTH_ETYPE, "parameter '%s' has an invalid dtype", p->name);
+            return;
+        }
+        text_printf(t, "%s%s *restrict %s, ", sig->written[i] ? "" : "const ", ct, n);
+    }
+    text_puts(t, "uint8_t *restrict ws)");
+}
+
+static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
+{
+    cg_text *t = &g->out;
+    const tth_prim_func *f = sig->f;
+    size_t mark = g->nnames;
+    g->func = f;
+    const char *op = NULL;
+    if (f->attrs && json_is_object(f->attrs))
+        op = json_string_value(json_object_get(f->attrs, "op"));
+    if (op)
+        text_printf(t, "/* %s */\n", op);
+    emit_signature(g, sig, 1);
+    text_puts(t, "\n{\n");
+    if (!uses_workspace(f->body))
+        text_puts(t, "    (void)ws;\n");
+    if (has_calls(f->body))
+        text_puts(t, "    int32_t rc;\n");
+    emit_stmt(g, fx, f->body, 1);
+    text_puts(t, "    return 0;\n}\n\n");
+    cg_names_pop_to(g, mark);
+    g->func = NULL;
+}
+
+/* The entry: the interface structs' fields are the INPUT/OUTPUT params, in order. */
+static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
+{
+    cg_text *t = &g->out;
+    size_t mark = g->nnames;
+    g->func = f;
+    g->in_entry = 1;
+    const char *m = g->model;
+    text_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
+                "struct tth_%s_outputs *outputs, void *workspace)\n{\n", f->name, m, m);
+    text_puts(t, "    uint8_t *ws = (uint8_t *)workspace;\n");
+    if (has_calls(f->body))
+        text_puts(t, "    int32_t rc;\n");
+    for (size_t i = 0; i < f->nparams; i++) {
+        const tth_tbuffer *p = f->params[i];
+        const char *ct = ctype_storage(p->dtype);
+        if (!ct) {
+            cg_fail(g, TTH_ETYPE, "parameter '%s' has an invalid dtype", p->name);
+            break;
+        }
+        if (p->scope != TTH_SCOPE_INPUT && p->scope != TTH_SCOPE_OUTPUT) {
+            cg_fail(g, TTH_EINVAL, "entry parameter '%s' is neither a model input nor output",
+                    p->name);
+            break;
+        }
+        int in = p->scope == TTH_SCOPE_INPUT;
+        const char *n = cg_bind(g, p, p->name, p->id);
+        text_printf(t, "    %s%s *%s = (%s%s *)%s->%s;\n", in ? "const " : "", ct, n,
+                    in ? "const " : "", ct, in ? "inputs" : "outputs", p->name);
+    }
+    const tth_tbuffer **wsb = NULL;
+    size_t nws = 0;
+    int oom = 0;
+    collect_ws(f->body, &wsb, &nws, &oom);
+    if (oom)
+        cg_fail(g, TTH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nws && !g->err; i++) {
+        const char *n = cg_bind(g, wsb[i], wsb[i]->name, wsb[i]->id);
+        emit_workspace_ptr(g, wsb[i], n, 1, 0);
+    }
+    free(wsb);
+    emit_stmt(g, fx, f->body, 1);
+    text_puts(t, "    (void)ws;\n    return 0;\n}\n");
+    cg_names_pop_to(g, mark);
+    g->func = NULL;
+    g->in_entry = 0;
+}
+
+/* ---- constants -------------------------------------------------------------------------------- */
+
+static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
+{
+    cg_text *t = &g->out;
+    const tth_tensor *ten = b->data;
+    if (!ten || !ten->data) {
+        cg_fail(g, TTH_EINVAL, "constant buffer '%s' has no data", b->name);
+        return;
+    }
+    int64_t n = tth_tbuffer_numel(b);
+    size_t esz = tth_dtype_size(b->dtype);
+    if (n < 0 || esz == 0 || (size_t)n * esz > ten->nbytes) {
+        cg_fail(g, TTH_EINVAL, "constant buffer '%s' holds %zu bytes, its shape needs more",
+                b->name, ten->nbytes);
+        return;
+    }
+    char shape[128];
+    tth_ttype tt = {.dtype = b->dtype, .rank = b->rank};
+    memcpy(tt.shape, b->shape, sizeof tt.shape);
+    tth_ttype_format(&tt, shape, sizeof shape);
+    text_printf(t, "/* %s: %s */\n", b->name, shape);
+    text_printf(t, "static const %s %s[%" PRId64 "] TTH_ALIGNED(%u) = {", ctype_storage(b->dtype),
+                name, n > 0 ? n : 1, b->align >= 16 ? b->align : 16);
+    if (n == 0)
+        text_puts(t, "0");
+    const unsigned char *p = ten->data;
+    for (int64_t i = 0; i < n; i++) {
+        text_puts(t, i % 8 == 0 ? "\n    " : " ");
+        const void *ep = p + (size_t)i * esz;
+        switch (b->dtype) {
+        case TTH_F32: {
+            float v;
+            memcpy(&v, ep, 4);
+            emit_float_literal(t, TTH_F32, v);
+            break;
+        }
+        case TTH_F64: {
+            double v;
+            memcpy(&v, ep, 8);
+            emit_float_literal(t, TTH_F64, v);
+            break;
+        }
+        case TTH_F16:
+        case TTH_U16: {
+            uint16_t v;
+            memcpy(&v, ep, 2);
+            text_printf(t, "%uu", (unsigned)v);
+            break;
+        }
+        case TTH_I8: text_printf(t, "%d", (int)*(const int8_t *)ep); break;
+        case TTH_U8:
+        case TTH_BOOL: text_printf(t, "%u", (unsigned)*(const uint8_t *)ep); break;
+        case TTH_I16: {
+            int16_t v;
+            memcpy(&v, ep, 2);
+            text_printf(t, "%d", (int)v);
+            break;
+        }
+        case TTH_I32: {
+            int32_t v;
+            memcpy(&v, ep, 4);
+            emit_int_literal(t, TTH_I32, v);
+            break;
+        }
+        case TTH_U32: {
+            uint32_t v;
+            memcpy(&v, ep, 4);
+            emit_int_literal(t, TTH_U32, v);
+            break;
+        }
+        case TTH_I64: {
+            int64_t v;
+            memcpy(&v, ep, 8);
+            emit_int_literal(t, TTH_I64, v);
+            break;
+        }
+        case TTH_U64: {
+            uint64_t v;
+            memcpy(&v, ep, 8);
+            emit_int_literal(t, TTH_U64, (int64_t)v);
+            break;
+        }
+        default: cg_fail(g, TTH_ETYPE, "constant '%s' has an invalid dtype", b->name); return;
+        }
+        if (i + 1 < n)
+            text_puts(t, ",");
+    }
+    text_puts(t, "\n};\n\n");
+}
+
+/* ---- the prologue: includes, portability macros, helpers ------------------------------------- */
+
+static void emit_prologue(cg *g)
+{
+    cg_text *t = &g->out;
+    text_printf(t, "/* Generated by tth %s (c-host plugin). Do not edit.\n"
+                " * Portable C99: compile with e.g. `cc -std=c99 -O2 -c %s_lib0.c`. */\n",
+                TTH_VERSION, g->model);
+    text_puts(t, "#include <stddef.h>\n#include <stdint.h>\n");
+    if (g->need_math || g->need_f16)
+        text_puts(t, "#include <math.h>\n");
+    if (g->need_f16)
+        text_puts(t, "#include <string.h>\n");
+    text_puts(t, "\n"
+                 "#if defined(__GNUC__) || defined(__clang__)\n"
+                 "#define TTH_ALIGNED(n) __attribute__((aligned(n)))\n"
+                 "#else\n"
+                 "#define TTH_ALIGNED(n)\n"
+                 "#endif\n"
+                 "#if defined(__clang__)\n"
+                 "#define TTH_IVDEP _Pragma(\"clang loop vectorize(enable)\")\n"
+                 "#elif defined(__GNUC__)\n"
+                 "#define TTH_IVDEP _Pragma(\"GCC ivdep\")\n"
+                 "#else\n"
+                 "#define TTH_IVDEP\n"
+                 "#endif\n\n");
+    static const tth_dtype all[] = {TTH_F32, TTH_F64, TTH_I8,  TTH_I16, TTH_I32,
+                                    TTH_I64, TTH_U8,  TTH_U16, TTH_U32, TTH_U64, TTH_BOOL};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        tth_dtype d = all[k];
+        if (d == TTH_BOOL && (g->help[HELP_MIN][TTH_U8] || g->help[HELP_MAX][TTH_U8]))
+            continue; /* bool shares uint8_t's helpers */
+        const char *ct = ctype_storage(d), *tg = dtype_tag(d);
+        if (g->help[HELP_MIN][d])
+            text_printf(t, "static inline %s tth_min_%s(%s a, %s b) { return a < b ? a : b; }\n",
+                        ct, tg, ct, ct);
+        if (g->help[HELP_MAX][d])
+            text_printf(t, "static inline %s tth_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
+                        ct, tg, ct, ct);
+        if (g->help[HELP_FLOORDIV][d]) {
+            if (dtype_is_signed_int(d))
+                text_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b)\n{\n"
+                            "    %s q = (%s)(a / b);\n"
+                            "    return (%s)((a %% b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q);\n}\n",
+                            ct, tg, ct, ct, ct, ct, ct);
+            else
+                text_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b) { return (%s)(a / b); }\n",
+                            ct, tg, ct, ct, ct);
+        }
+        if (g->help[HELP_FLOORMOD][d]) {
+            if (dtype_is_signed_int(d))
+                text_printf(t, "static inline %s tth_floormod_%s(%s a, %s b)\n{\n"
+                            "    %s r = (%s)(a %% b);\n"
+                            "    return (%s)((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);\n}\n",
+                            ct, tg, ct, ct, ct, ct, ct);
+            else
+                text_printf(t, "static inline %s tth_floormod_%s(%s a, %s b) { return (%s)(a %% b); }\n",
+                            ct, tg, ct, ct, ct);
+        }
+    }
+    /* float floormod: the remainder with the sign of the divisor */
+    if (g->need_math) {
+        text_puts(t, "static inline float tth_floormod_f32(float a, float b)\n{\n"
+                     "    float r = fmodf(a, b);\n"
+                     "    return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;\n}\n"
+                     "static inline double tth_floormod_f64(double a, double b)\n{\n"
+                     "    double r = fmod(a, b);\n"
+                     "    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n}\n");
+    }
+    if (g->need_f16) {
+        /* IEEE binary16 <-> binary32, round to nearest even, NaN and infinity kept */
+        text_puts(t,
+                  "static inline float tth_f16_to_f32(uint16_t h)\n{\n"
+                  "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n"
+                  "    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;\n"
+                  "    float f;\n"
+                  "    if (exp == 0x1fu) {\n"
+                  "        bits = sign | 0x7f800000u | (man << 13);\n"
+                  "    } else if (exp != 0) {\n"
+                  "        bits = sign | ((exp + 112u) << 23) | (man << 13);\n"
+                  "    } else if (man == 0) {\n"
+                  "        bits = sign;\n"
+                  "    } else {\n"
+                  "        f = (float)man * 5.9604644775390625e-8f; /* man * 2^-24 */\n"
+                  "        return sign ? -f : f;\n"
+                  "    }\n"
+                  "    memcpy(&f, &bits, sizeof f);\n"
+                  "    return f;\n}\n"
+                  "static inline uint16_t tth_f32_to_f16(float f)\n{\n"
+                  "    uint32_t x, sign, exp, man;\n"
+                  "    memcpy(&x, &f, sizeof x);\n"
+                  "    sign = (x >> 16) & 0x8000u;\n"
+                  "    exp = (x >> 23) & 0xffu;\n"
+                  "    man = x & 0x7fffffu;\n"
+                  "    if (exp == 0xffu)\n"
+                  "        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0u));\n"
+                  "    if (exp > 142u)\n"
+                  "        return (uint16_t)(sign | 0x7c00u);\n"
+                  "    if (exp > 112u) {\n"
+                  "        uint32_t h = ((exp - 112u) << 10) | (man >> 13);\n"
+                  "        uint32_t rest = man & 0x1fffu;\n"
+                  "        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))\n"
+                  "            h++;\n"
+                  "        return (uint16_t)(sign | h);\n"
+                  "    }\n"
+                  "    if (exp < 102u)\n"
+                  "        return (uint16_t)sign;\n"
+                  "    {\n"
+                  "        uint32_t m = man | 0x800000u, shift = 126u - exp;\n"
+                  "        uint32_t h = m >> shift, rest = m & ((1u << shift) - 1u);\n"
+                  "        uint32_t half = 1u << (shift - 1u);\n"
+                  "        if (rest > half || (rest == half && (h & 1u)))\n"
+                  "            h++;\n"
+                  "        return (uint16_t)(sign | h);\n"
+                  "    }\n}\n");
+    }
+    text_puts(t, "\n");
+}
+
+static void emit_interface(cg *g, const tth_prim_func *entry)
+{
+    cg_text *t = &g->out;
+    const char *m = g->model;
+    for (int out = 0; out < 2; out++) {
+        text_printf(t, "struct tth_%s_%s {\n", m, out ? "outputs" : "inputs");
+        int any = 0;
+        for (size_t i = 0; i < entry->nparams; i++) {
+            const tth_tbuffer *p = entry->params[i];
+            if (p->scope == (out ? TTH_SCOPE_OUTPUT : TTH_SCOPE_INPUT)) {
+                text_printf(t, "    void *%s;\n", p->name);
+                any = 1;
+            }
+        }
+        if (!any)
+            text_puts(t, "    void *unused_;\n");
+        text_puts(t, "};\n");
+    }
+    text_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
+                "struct tth_%s_outputs *outputs, void *workspace);\n\n", entry->name, m, m);
+}
+
+/* ---- the module ------------------------------------------------------------------------------- */
+
+/* The model name the entry's interface is named after: attrs.model, else the entry's name
+ * without "tth_" and "_run". */
+static int entry_model_name(const tth_prim_func *entry, char *buf, size_t len)
+{
+    const char *m = NULL;
+    if (entry->attrs && json_is_object(entry->attrs))
+        m = json_string_value(json_object_get(entry->attrs, "model"));
+    if (m) {
+        snprintf(buf, len, "%s", m);
+        return 0;
+    }
+    size_t n = strlen(entry->name);
+    if (n > 8 && strncmp(entry->name, "tth_", 4) == 0 && strcmp(entry->name + n - 4, "_run") == 0) {
+        snprintf(buf, len, "%.*s", (int)(n - 8), entry->name + 4);
+        return 0;
+    }
+    return -1;
+}
+
+static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, tth_diag *diag)
+{
+    cg g;
+    memset(&g, 0, sizeof g);
+    g.mod = mod;
+    g.diag = diag;
+    const tth_prim_func *entry = mod->entry ? tth_tir_module_find(mod, mod->entry) : NULL;
+    char model[128] = "default";
+    if (entry && entry_model_name(entry, model, sizeof model) != 0)
+        return tth_diag_set(diag, TTH_EINVAL, "c-host tir_to_runtime",
+                            "the entry '%s' is not named tth_<model>_run and has no \"model\" attr",
+                            entry->name);
+    g.model = model;
+
+    cg_sig *sigs = calloc(mod->nfuncs ? mod->nfuncs : 1, sizeof *sigs);
+    if (!sigs)
+        return tth_diag_set(diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < mod->nfuncs; i++) {
+        const tth_prim_func *f = mod->funcs[i];
+        sigs[i].f = f;
+        sigs[i].written = calloc(f->nparams ? f->nparams : 1, 1);
+        if (!sigs[i].written) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
+            goto done;
+        }
+        mark_written(&g, f->body, f, sigs[i].written);
+        for (size_t p = 0; p < f->nparams; p++)
+            scan_buffer(&g, f->params[p]);
+        scan_stmt(&g, f->body);
+    }
+    if (g.err) {
+        rc = g.err;
+        goto done;
+    }
+
+    emit_prologue(&g);
+    if (entry)
+        emit_interface(&g, entry);
+
+    /* constants: global names first, so function-local names avoid them */
+    for (size_t i = 0; i < g.nconsts; i++) {
+        const char *n = cg_bind(&g, g.consts[i], g.consts[i]->name, g.consts[i]->id);
+        emit_const(&g, g.consts[i], n);
+    }
+    g.nglobal_names = g.nnames;
+
+    /* prototypes, so functions may appear in module order */
+    int nproto = 0;
+    for (size_t i = 0; i < mod->nfuncs; i++) {
+        if (sigs[i].f == entry)
+            continue;
+        emit_signature(&g, &sigs[i], 0);
+        text_puts(&g.out, ";\n");
+        nproto++;
+    }
+    if (nproto)
+        text_puts(&g.out, "\n");
+
+    cg_fctx fx = {.sigs = sigs, .nsigs = mod->nfuncs};
+    for (size_t i = 0; i < mod->nfuncs && !g.err; i++)
+        if (sigs[i].f != entry)
+            emit_func(&g, &fx, &sigs[i]);
+    if (entry && !g.err)
+        emit_entry(&g, &fx, entry);
+
+    if (!g.err && g.out.oom)
+        cg_fail(&g, TTH_ENOMEM, "out of memory writing C source");
+    if (g.err) {
+        rc = g.err;
+        goto done;
+    }
+    char fname[200];
+    snprintf(fname, sizeof fname, "%s_lib0.c", model);
+    rc = tth_runtime_module_add_file(out, fname, TTH_FILE_C_SOURCE, g.out.buf, g.out.len, diag);
+    if (rc == 0) {
+        json_t *meta = json_pack("{s:s, s:[s]}", "language", "c99", "sources", fname);
+        if (entry && meta)
+            json_object_set_new(meta, "entry_symbols", json_pack("[s]", entry->name));
+        if (meta)
+            rc = tth_runtime_module_set_meta(out, meta, diag);
+        json_decref(meta);
+    }
+
+done:
+    for (size_t i = 0; i < mod->nfuncs; i++)
+        free(sigs[i].written);
+    free(sigs);
+    cg_names_pop_to(&g, 0);
+    free(g.names);
+    free(g.consts);
+    free(g.out.buf);
+    return rc;
+}
+
+TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
+                                         const tth_tir_module *mod, tth_runtime_module *out,
+                                         tth_diag *diag)
+{
+    (void)host;
+    (void)target;
+    if (!mod || !out)
+        return tth_diag_set(diag, TTH_EINVAL, "c-host tir_to_runtime", "no module given");
+    return tth__c_generate(mod, out, diag);
+}
