@@ -18,6 +18,17 @@
 int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name,
                     tth_relay_module **out, tth_diag *diag);
 
+/* Decode one serialized ONNX TensorProto (e.g. a test's input_0.pb) into a new tensor (raw_data
+ * or typed fields; float16 stays F16, bfloat16 becomes F32). When name is not NULL, the
+ * TensorProto's name is copied there (truncated, always NUL-terminated; "" when it has none). */
+int tth_onnx_tensor_decode(const uint8_t *bytes, size_t len, tth_tensor **out, char *name, size_t name_len,
+                           tth_diag *diag);
+
+/* Replace main's params by constants: values[i] (referenced, not stolen) for param i, where n
+ * must equal main's param count; main is left without params. For running a model on known
+ * inputs with the constant folder (tests, reference outputs). */
+int tth_relay_bind_params(tth_relay_module *m, tth_tensor *const *values, size_t n, tth_diag *diag);
+
 /* Individual passes; each keeps the module well-typed. */
 int tth_relay_fold_constants(tth_relay_module *m, tth_diag *diag); /* incl. shape arithmetic */
 int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv weights, else mul+add */
