@@ -367,6 +367,8 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(options, "explain", json_true());
     if (a->no_cache)
         json_object_set_new(options, "no_cache", json_true());
+    if (a->shared)
+        json_object_set_new(options, "build_shared", json_true());
     json_t *params = json_pack("{s:{s:s, s:I}, s:o}", "model", "name", name, "size", (json_int_t)model_len,
                                "target", target);
     target = NULL;
@@ -398,6 +400,8 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     }
     char ctx[PATH_MAX + 16];
     snprintf(ctx, sizeof ctx, "model '%s'", model_path);
+    if (a->no_cache && strcmp(jstr(res, "cache"), "hit") == 0)
+        fprintf(stderr, "tthctl: warning: --no-cache was asked but tthd answered from its cache\n");
     tthctl_diagnostics_print(stderr, json_object_get(res, "diagnostics"), ctx);
     rc = 0;
 out:

@@ -162,7 +162,7 @@ static int make_socket_dir(const char *sock, char *dir, size_t len, tthctl_error
     *slash = '\0';
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         char loc[600];
-        snprintf(loc, sizeof loc, "directory '%s'", dir);
+        snprintf(loc, sizeof loc, "directory '%.580s'", dir);
         return tthctl_fail(err, TTHCTL_EXIT_UNREACHABLE, loc,
                            "cannot create the socket directory: %s", strerror(errno));
     }

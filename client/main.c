@@ -31,6 +31,7 @@
     X(DUMP_IR,    "dump-ir",    0,   "STAGE",     "print the IR after STAGE (or 'all')")            \
     X(EXPLAIN,    "explain",    0,   NULL,        "ask the daemon to explain its decisions")        \
     X(NO_CACHE,   "no-cache",   0,   NULL,        "compile even when the cache has the artifact")   \
+    X(SHARED,     "shared",     0,   NULL,        "also build a shared library for this machine, for 'tthctl run'") \
     X(INPUT,      "input",      'i', "NAME=FILE", "bind input NAME to a .npy or .pb tensor file (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
     X(REPEAT,     "repeat",     0,   "N",         "run N times and report min and median latency")
@@ -76,7 +77,7 @@ typedef struct cmd_spec {
 
 static const cmd_spec commands[] = {
     {NULL, "compile", "MODEL", 1, 1,
-     {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE}, 7,
+     {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_SHARED}, 8,
      "compile an ONNX model for a target into an artifact (.tar)",
      "Sends MODEL to tthd, receives the artifact, checks its size and XXH64 and writes it\n"
      "atomically to OUT (default NAME.tar, NAME being the model's name).\n"
@@ -97,6 +98,13 @@ static const cmd_spec commands[] = {
      tthctl_cmd_cache_clear},
     {NULL, "stop", "", 0, 0, {OPT_JSON}, 1, "stop the daemon (never starts one)",
      "Waits until the daemon has exited. Exit status 0 also when no daemon was running.", tthctl_cmd_stop},
+    {NULL, "run", "ARTIFACT", 1, 1, {OPT_INPUT, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_JSON}, 4,
+     "run an artifact on this machine (no daemon) and write its outputs as .npy",
+     "Binds each --input NAME=FILE (.npy or ONNX TensorProto .pb), runs the model, prints each\n"
+     "output's name, shape, dtype and first values (and the argmax of a one-row output), and\n"
+     "writes <output name>.npy into the output directory. The artifact must hold a shared\n"
+     "library for this machine (compile with --shared for a host target).",
+     tthctl_cmd_run},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -235,6 +243,7 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_DUMP_IR: a->dump_ir = val; break;
     case OPT_EXPLAIN: a->explain = 1; break;
     case OPT_NO_CACHE: a->no_cache = 1; break;
+    case OPT_SHARED: a->shared = 1; break;
     case OPT_OUTPUT_DIR: a->output_dir = val; break;
     case OPT_REPEAT: a->repeat = val; break;
     case OPT_INPUT: a->inputs[a->n_inputs++] = val; break;

@@ -60,9 +60,12 @@ static void print_one(FILE *f, const char *severity, const char *message, const 
                       const char *hint, const char *context)
 {
     fprintf(f, "tthctl: %s: %s\n", severity, message && *message ? message : "(no message)");
-    if (location && *location)
+    int has_context = context && *context;
+    if (location && *location && has_context && !strchr(location, '\''))
+        fprintf(f, "  at: '%s' in %s\n", location, context); /* a bare token: say where it is */
+    else if (location && *location)
         fprintf(f, "  at: %s\n", location);
-    else if (context && *context)
+    else if (has_context)
         fprintf(f, "  at: %s\n", context);
     if (hint && *hint)
         fprintf(f, "  hint: %s\n", hint);

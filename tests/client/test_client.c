@@ -1,0 +1,565 @@
+/* tthctl against a real tthd from the build tree: every command's output and exit status.
+ *
+ * Each test gets a temporary directory holding the socket, the cache and the daemon's log, and
+ * XDG_RUNTIME_DIR / XDG_CACHE_HOME pointing into it, so nothing outside it is touched. The daemon
+ * a test started (directly, or through tthctl's auto-start) is stopped with `tthctl stop` in the
+ * teardown, and killed if it does not go. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+
+#include <tthrt.h>
+
+/* ---- the fixture ---- */
+
+static struct {
+    char dir[256];      /* the test's temporary directory */
+    char sock[320];     /* its daemon's socket */
+    char cache[320];    /* its daemon's cache */
+    pid_t daemon;       /* the tthd this test started directly, or 0 */
+    pid_t other[4];     /* daemons started through tthctl (not our children) */
+    char other_sock[4][320];
+    int n_other;
+} F;
+
+typedef struct proc_out {
+    int status;         /* exit status; 128+N when killed by signal N */
+    char *out, *err;    /* what it printed (malloc'd, NUL-terminated) */
+} proc_out;
+
+static const char *build_root(void)
+{
+    const char *r = getenv("TTH_BUILD_ROOT");
+    cr_assert_not_null(r, "TTH_BUILD_ROOT is not set");
+    return r;
+}
+
+static const char *source_root(void)
+{
+    const char *r = getenv("TTH_SOURCE_ROOT");
+    cr_assert_not_null(r, "TTH_SOURCE_ROOT is not set");
+    return r;
+}
+
+static const char *tthctl_path(void)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%s/client/tthctl", build_root());
+    return buf;
+}
+
+static const char *tthd_path(void)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%s/daemon/tthd", build_root());
+    return buf;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void proc_out_free(proc_out *p)
+{
+    free(p->out);
+    free(p->err);
+    memset(p, 0, sizeof *p);
+}
+
+/* Run argv (NULL-terminated) with stdout/stderr captured; waits at most 120 s. */
+static void run_argv(proc_out *po, char *const argv[])
+{
+    char out_path[400], err_path[400];
+    snprintf(out_path, sizeof out_path, "%s/.stdout", F.dir);
+    snprintf(err_path, sizeof err_path, "%s/.stderr", F.dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int n = open("/dev/null", O_RDONLY);
+        if (o < 0 || e < 0 || n < 0)
+            _exit(126);
+        dup2(n, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    for (int waited = 0;; waited += 10) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (waited > 120000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        usleep(10000);
+    }
+    po->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    po->out = slurp(out_path);
+    po->err = slurp(err_path);
+}
+
+/* tthctl --socket SOCK ARGS... (NULL-terminated). */
+static void ctl_on(proc_out *po, const char *sock, ...)
+{
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)tthctl_path();
+    if (sock) {
+        argv[n++] = "--socket";
+        argv[n++] = (char *)sock;
+    }
+    va_list ap;
+    va_start(ap, sock);
+    for (const char *a; (a = va_arg(ap, const char *)) && n < 62;)
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    run_argv(po, argv);
+}
+#define ctl(po, ...) ctl_on(po, F.sock, __VA_ARGS__, (const char *)NULL)
+
+static int connectable(const char *sock)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Start tthd directly on F.sock with F.cache (and a plugins directory when given). */
+static void start_daemon(const char *plugins_dir)
+{
+    char log[400];
+    snprintf(log, sizeof log, "%s/tthd.log", F.dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        if (plugins_dir)
+            execl(tthd_path(), tthd_path(), "--socket", F.sock, "--cache-dir", F.cache, "--idle-exit", "300",
+                  "--workers", "2", "--plugins-dir", plugins_dir, (char *)NULL);
+        else
+            execl(tthd_path(), tthd_path(), "--socket", F.sock, "--cache-dir", F.cache, "--idle-exit", "300",
+                  "--workers", "2", (char *)NULL);
+        _exit(127);
+    }
+    F.daemon = pid;
+    for (int waited = 0; waited < 20000; waited += 20) {
+        if (connectable(F.sock))
+            return;
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            F.daemon = 0;
+            char *l = slurp(log);
+            cr_assert_fail("tthd exited before it was ready (status %d):\n%s", status, l);
+        }
+        usleep(20000);
+    }
+    cr_assert_fail("tthd did not listen on %s within 20 s", F.sock);
+}
+
+static int process_gone(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Remember a daemon tthctl started, so that teardown stops it even if the test fails. */
+static void adopt_daemon(const char *sock, pid_t pid)
+{
+    if (F.n_other < 4) {
+        F.other[F.n_other] = pid;
+        snprintf(F.other_sock[F.n_other], sizeof F.other_sock[0], "%s", sock);
+        F.n_other++;
+    }
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void setup(void)
+{
+    snprintf(F.dir, sizeof F.dir, "/tmp/tthctl-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(F.dir));
+    snprintf(F.sock, sizeof F.sock, "%s/tthd.sock", F.dir);
+    snprintf(F.cache, sizeof F.cache, "%s/cache", F.dir);
+    F.daemon = 0;
+    F.n_other = 0;
+    char run[400];
+    snprintf(run, sizeof run, "%s/run", F.dir);
+    mkdir(run, 0700);
+    setenv("XDG_RUNTIME_DIR", run, 1);
+    setenv("XDG_CACHE_HOME", F.dir, 1);
+}
+
+static void stop_pid(const char *sock, pid_t pid, int child)
+{
+    proc_out po = {0};
+    ctl_on(&po, sock, "stop", (const char *)NULL);
+    proc_out_free(&po);
+    for (int waited = 0; waited < 10000; waited += 20) {
+        if (child) {
+            int status;
+            if (waitpid(pid, &status, WNOHANG) == pid)
+                return;
+        } else if (process_gone(pid)) {
+            return;
+        }
+        usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    if (child)
+        waitpid(pid, NULL, 0);
+}
+
+static void teardown(void)
+{
+    if (F.daemon > 0)
+        stop_pid(F.sock, F.daemon, 1);
+    for (int i = 0; i < F.n_other; i++)
+        if (F.other[i] > 0 && !process_gone(F.other[i]))
+            stop_pid(F.other_sock[i], F.other[i], 0);
+    nftw(F.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(client, .init = setup, .fini = teardown, .timeout = 300);
+
+/* Parse a command's stdout as JSON. */
+static json_t *out_json(const proc_out *po)
+{
+    json_error_t je;
+    json_t *j = json_loads(po->out, 0, &je);
+    cr_assert_not_null(j, "stdout is not JSON (%s):\n%s", je.text, po->out);
+    return j;
+}
+
+#define assert_status(po, want)                                                                      \
+    cr_assert_eq((po)->status, (want), "exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s", (po)->status, \
+                 (want), (po)->out, (po)->err)
+#define assert_has(text, needle) cr_assert_not_null(strstr((text), (needle)), "'%s' not in:\n%s", (needle), (text))
+
+/* ---- without a daemon ---- */
+
+Test(client, help_lists_commands_and_exit_codes)
+{
+    proc_out po = {0};
+    ctl(&po, "--help");
+    assert_status(&po, 0);
+    const char *words[] = {"compile", "target parse", "targets", "tags", "plugins", "status", "cache clear",
+                           "stop", "run", "Exit status", "3  the daemon is unreachable"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        assert_has(po.out, words[i]);
+    proc_out_free(&po);
+    ctl(&po, "compile", "--help");
+    assert_status(&po, 0);
+    assert_has(po.out, "--target T");
+    assert_has(po.out, "--dump-ir STAGE");
+    proc_out_free(&po);
+}
+
+Test(client, usage_errors_exit_2_with_the_nearest_name)
+{
+    struct {
+        const char *args[5];
+        const char *want;
+    } cases[] = {
+        {{"comple"}, "did you mean 'compile'?"},
+        {{"status", "--jsn"}, "did you mean '--json'?"},
+        {{"target", "pars", "llvm"}, "did you mean 'parse'?"},
+        {{"compile"}, "'compile' needs MODEL"},
+        {{"compile", "model.onnx"}, "compile needs a target"},
+        {{"status", "extra"}, "'status' takes no arguments"},
+        {{"status", "--target", "llvm"}, "option '--target' does not apply to 'status'"},
+        {{"run", "a.tar", "--repeat=0"}, "--repeat '0' is not a count"},
+        {{"run", "a.tar", "--input", "x.npy"}, "--input 'x.npy' is not NAME=FILE"},
+        {{"compile", "m.onnx", "--target", "llvm", "--name=9x"}, "is not a C identifier"},
+        {{"cache"}, "'cache' needs a sub-command"},
+        {{"compile", "m.onnx", "--target"}, "option '--target' needs a value"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proc_out po = {0};
+        const char *const *a = cases[i].args;
+        ctl_on(&po, F.sock, "--no-start", a[0], a[1], a[2], a[3], a[4], (const char *)NULL);
+        assert_status(&po, 2);
+        assert_has(po.err, cases[i].want);
+        cr_assert(!connectable(F.sock), "a usage error started a daemon");
+        proc_out_free(&po);
+    }
+}
+
+Test(client, unreachable_socket_exits_3)
+{
+    proc_out po = {0};
+    ctl(&po, "--no-start", "status");
+    assert_status(&po, 3);
+    assert_has(po.err, "cannot connect to tthd");
+    assert_has(po.err, F.sock);
+    proc_out_free(&po);
+
+    /* a socket whose directory cannot be created: the auto-start fails too */
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/missing/deeper/tthd.sock", F.dir);
+    ctl_on(&po, bad, "status", (const char *)NULL);
+    assert_status(&po, 3);
+    assert_has(po.err, "cannot create the socket directory");
+    proc_out_free(&po);
+
+    /* stop never starts a daemon, and nothing to stop is not a failure */
+    ctl(&po, "stop");
+    assert_status(&po, 0);
+    assert_has(po.out, "not running");
+    cr_assert(!connectable(F.sock));
+    proc_out_free(&po);
+}
+
+Test(client, auto_start_then_stop)
+{
+    proc_out po = {0};
+    ctl(&po, "status", "--json");
+    assert_status(&po, 0);
+    json_t *st = out_json(&po);
+    pid_t pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+    cr_assert_gt(pid, 0);
+    adopt_daemon(F.sock, pid);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "socket")), F.sock);
+    json_decref(st);
+    proc_out_free(&po);
+
+    /* the daemon's log is beside its socket, and the next command reuses the daemon */
+    char log[400];
+    snprintf(log, sizeof log, "%s/tthd.log", F.dir);
+    cr_assert_eq(access(log, F_OK), 0, "no %s", log);
+    ctl(&po, "--no-start", "status", "--json");
+    assert_status(&po, 0);
+    st = out_json(&po);
+    cr_assert_eq(json_integer_value(json_object_get(st, "pid")), pid);
+    json_decref(st);
+    proc_out_free(&po);
+
+    ctl(&po, "stop");
+    assert_status(&po, 0);
+    assert_has(po.out, "stopped tthd");
+    cr_assert(process_gone(pid), "tthd %d still runs after stop", (int)pid);
+    cr_assert(!connectable(F.sock));
+    proc_out_free(&po);
+}
+
+/* ---- with a daemon ---- */
+
+Test(client, status_human_and_json)
+{
+    start_daemon(NULL);
+    proc_out po = {0};
+    ctl(&po, "status");
+    assert_status(&po, 0);
+    assert_has(po.out, "tthd 0.1.0 (protocol 1.0)");
+    assert_has(po.out, F.cache);
+    assert_has(po.out, "workers:");
+    proc_out_free(&po);
+
+    ctl(&po, "status", "--json");
+    assert_status(&po, 0);
+    json_t *st = out_json(&po);
+    cr_assert_eq(json_integer_value(json_object_get(st, "pid")), F.daemon);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "cacheDir")), F.cache);
+    cr_assert(json_is_object(json_object_get(st, "workers")));
+    json_decref(st);
+    proc_out_free(&po);
+}
+
+Test(client, targets_tags_plugins)
+{
+    start_daemon(NULL);
+    proc_out po = {0};
+    ctl(&po, "targets", "--json");
+    assert_status(&po, 0);
+    json_t *j = out_json(&po);
+    json_t *kinds = json_object_get(j, "kinds");
+    cr_assert(json_is_array(kinds));
+    int have_llvm = 0;
+    size_t i;
+    json_t *k;
+    json_array_foreach(kinds, i, k)
+        have_llvm |= strcmp(json_string_value(json_object_get(k, "kind")), "llvm") == 0;
+    cr_assert(have_llvm, "no 'llvm' kind in:\n%s", po.out);
+    json_decref(j);
+    proc_out_free(&po);
+
+    ctl(&po, "targets");
+    assert_status(&po, 0);
+    assert_has(po.out, "llvm (plugin llvm-cpu)");
+    assert_has(po.out, "-mtriple=<string>");
+    proc_out_free(&po);
+
+    ctl(&po, "tags", "--json");
+    assert_status(&po, 0);
+    j = out_json(&po);
+    cr_assert(json_is_array(json_object_get(j, "tags")));
+    json_decref(j);
+    proc_out_free(&po);
+
+    ctl(&po, "plugins", "--json");
+    assert_status(&po, 0);
+    j = out_json(&po);
+    cr_assert(json_array_size(json_object_get(j, "plugins")) >= 1);
+    cr_assert(json_is_array(json_object_get(j, "errors")));
+    json_decref(j);
+    proc_out_free(&po);
+
+    ctl(&po, "plugins");
+    assert_status(&po, 0);
+    assert_has(po.out, "llvm-cpu");
+    proc_out_free(&po);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb");
+    cr_assert_not_null(in, "cannot open %s", from);
+    FILE *out = fopen(to, "wb");
+    cr_assert_not_null(out);
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    fclose(out);
+    chmod(to, 0755);
+}
+
+Test(client, plugins_shows_load_errors)
+{
+    /* a plugins directory with one good test plugin and one built for another ABI */
+    char dir[400], from[1024], to[600];
+    snprintf(dir, sizeof dir, "%s/plugins", F.dir);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(from, sizeof from, "%s/tests/plugins/tp_basic.so", build_root());
+    snprintf(to, sizeof to, "%s/tp_basic.so", dir);
+    copy_file(from, to);
+    snprintf(from, sizeof from, "%s/tests/plugins/tp_abi.so", build_root());
+    snprintf(to, sizeof to, "%s/tp_abi.so", dir);
+    copy_file(from, to);
+    start_daemon(dir);
+
+    proc_out po = {0};
+    ctl(&po, "plugins");
+    assert_status(&po, 0);
+    assert_has(po.out, "1 loaded, 1 refused");
+    assert_has(po.out, "refused");
+    assert_has(po.out, "tp_abi.so: EABI");
+    proc_out_free(&po);
+}
+
+Test(client, target_parse_good)
+{
+    start_daemon(NULL);
+    proc_out po = {0};
+    ctl(&po, "target", "parse", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+    assert_status(&po, 0);
+    assert_has(po.out, "string: llvm");
+    assert_has(po.out, "-mcpu=cortex-a72");
+    assert_has(po.out, "keys:");
+    assert_has(po.out, "arm_cpu");
+    proc_out_free(&po);
+
+    ctl(&po, "target", "parse", "--json", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
+    assert_status(&po, 0);
+    json_t *j = out_json(&po);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "target"), "kind")), "llvm");
+    cr_assert(json_is_string(json_object_get(j, "json")));
+    json_decref(j);
+    proc_out_free(&po);
+}
+
+Test(client, target_parse_typo_shows_the_hint)
+{
+    start_daemon(NULL);
+    proc_out po = {0};
+    ctl(&po, "target", "parse", "lvm -mcpu=x");
+    assert_status(&po, 1);
+    assert_has(po.err, "tthctl: error:");
+    assert_has(po.err, "lvm");
+    assert_has(po.err, "  at: ");
+    assert_has(po.err, "hint: did you mean 'llvm'?");
+    proc_out_free(&po);
+
+    /* --json adds the daemon's error object on stdout */
+    ctl(&po, "target", "parse", "--json", "llvm -mcpux=a");
+    assert_status(&po, 1);
+    json_t *j = out_json(&po);
+    cr_assert(json_is_integer(json_object_get(json_object_get(j, "error"), "code")));
+    json_decref(j);
+    assert_has(po.err, "-mcpu");
+    proc_out_free(&po);
+}
+
+Test(client, stop_stops_the_daemon)
+{
+    start_daemon(NULL);
+    proc_out po = {0};
+    ctl(&po, "stop");
+    assert_status(&po, 0);
+    assert_has(po.out, "stopped tthd");
+    int status;
+    cr_assert_eq(waitpid(F.daemon, &status, WNOHANG), F.daemon, "tthd still runs after 'tthctl stop'");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tthd exited with status %d", status);
+    F.daemon = 0;
+    cr_assert(!connectable(F.sock));
+    proc_out_free(&po);
+    ctl(&po, "--no-start", "status");
+    assert_status(&po, 3);
+    proc_out_free(&po);
+}
