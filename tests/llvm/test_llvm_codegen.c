@@ -1,0 +1,1028 @@
+/* test_llvm_codegen.c: the llvm-cpu plugin's tir_to_runtime hook, end to end.
+ *
+ * Each test builds a TIR module with the IR builders, runs the hook of the real plugin
+ * (build/plugins/tth-llvm-cpu.so), links the object it returns into a shared object with the
+ * host's cc, loads that and calls the generated functions. Expected values are computed here in
+ * plain C (closed form or a direct loop), never by the code under test.
+ */
+#include <criterion/criterion.h>
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tth/artifact.h"
+#include "tth/plugin.h"
+#include "tth/tir.h"
+#include "tth_config.h"
+
+/* ---------------------------------------------------------------- harness */
+
+static tth_tir_to_runtime_fn hook;
+static char logged[4096];
+
+static void log_cb(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    (void)level;
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", msg);
+}
+
+static void load_plugin(void)
+{
+    const char *root = getenv("TTH_BUILD_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/plugins/tth-llvm-cpu.so", root ? root : TTH_BUILD_ROOT);
+    /* Kept loaded for the life of the test process (Criterion runs each test in its own). */
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "dlopen %s: %s", path, dlerror());
+    hook = (tth_tir_to_runtime_fn)dlsym(h, TTH_HOOK_TIR_TO_RUNTIME_SYMBOL);
+    cr_assert_not_null(hook, "the plugin exports no %s", TTH_HOOK_TIR_TO_RUNTIME_SYMBOL);
+}
+
+TestSuite(llvm, .init = load_plugin);
+
+/* Run the hook for a target given as JSON text; returns its code, *out holds the files. */
+static int run_hook(tth_tir_module *m, const char *target_json, tth_runtime_module **out, tth_diag *d)
+{
+    json_error_t je;
+    json_t *t = json_loads(target_json, 0, &je);
+    cr_assert_not_null(t, "bad target JSON in the test: %s", je.text);
+    *out = tth_runtime_module_new("llvm");
+    cr_assert_not_null(*out);
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR,
+                     .log = log_cb};
+    int rc = hook(&host, t, m, *out, d);
+    json_decref(t);
+    return rc;
+}
+
+#define HOST_TARGET "{\"kind\": \"llvm\"}"
+
+typedef struct linked {
+    char dir[512];
+    char obj[600], so[600], src[600];
+    void *lib;
+} linked;
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+/* Link the module's object (plus optional C source) into a shared object and load it. */
+static void link_module(const tth_runtime_module *rm, const char *extra_c, linked *l)
+{
+    memset(l, 0, sizeof *l);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(l->dir, sizeof l->dir, "%s/tth-llvm-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(l->dir));
+    cr_assert_eq(tth_runtime_module_count(rm), 1);
+    const tth_module_file *f = tth_runtime_module_file(rm, 0);
+    cr_assert_eq(f->kind, TTH_FILE_OBJECT);
+    snprintf(l->obj, sizeof l->obj, "%s/%s", l->dir, f->name);
+    write_file(l->obj, f->data, f->len);
+    snprintf(l->so, sizeof l->so, "%s/libmodel.so", l->dir);
+    char cmd[2400];
+    if (extra_c) {
+        snprintf(l->src, sizeof l->src, "%s/extra.c", l->dir);
+        write_file(l->src, extra_c, strlen(extra_c));
+    }
+    snprintf(cmd, sizeof cmd, "%s -shared -fPIC -o '%s' '%s' %s%s%s -lm", TTH_CC, l->so, l->obj,
+             extra_c ? "'" : "", extra_c ? l->src : "", extra_c ? "'" : "");
+    cr_assert_eq(system(cmd), 0, "link failed: %s", cmd);
+    l->lib = dlopen(l->so, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(l->lib, "dlopen: %s", dlerror());
+}
+
+static void unlink_module(linked *l)
+{
+    if (l->lib)
+        dlclose(l->lib);
+    unlink(l->obj);
+    unlink(l->so);
+    if (l->src[0])
+        unlink(l->src);
+    rmdir(l->dir);
+}
+
+static void *sym(linked *l, const char *name)
+{
+    void *p = dlsym(l->lib, name);
+    cr_assert_not_null(p, "no symbol %s", name);
+    return p;
+}
+
+/* Build, run the hook (must succeed), link. */
+static void compile(tth_tir_module *m, const char *target, const char *extra_c, linked *l)
+{
+    tth_diag d;
+    tth_runtime_module *rm;
+    int rc = run_hook(m, target, &rm, &d);
+    cr_assert_eq(rc, 0, "hook failed: %s (%s) at %s", d.message, tth_error_name(rc), d.location);
+    link_module(rm, extra_c, l);
+    tth_runtime_module_free(rm);
+}
+
+static void assert_close(double got, double want, double rel, const char *what, int i)
+{
+    if (isnan(want)) {
+        cr_assert(isnan(got), "%s[%d]: got %.17g, want NaN", what, i, got);
+        return;
+    }
+    double tol = rel * fmax(1.0, fabs(want));
+    cr_assert(fabs(got - want) <= tol, "%s[%d]: got %.17g, want %.17g", what, i, got, want);
+}
+
+/* ---------------------------------------------------------------- IR shorthands */
+
+static tth_tbuffer *buf1(tth_tir_module *m, const char *name, tth_dtype dt, int64_t n, tth_buffer_scope sc)
+{
+    tth_tbuffer *b = tth_tir_buffer(m, name, dt, 1, &n, sc);
+    cr_assert_not_null(b);
+    return b;
+}
+
+static void func(tth_tir_module *m, const char *name, tth_tbuffer *const *params, size_t n, tth_tstmt *body)
+{
+    tth_diag d;
+    cr_assert_not_null(body, "a builder returned NULL for %s", name);
+    cr_assert_not_null(tth_tir_func_add(m, name, params, n, body, "llvm", NULL, &d), "%s", d.message);
+}
+
+#define I64(v) tth_tir_i64(m, (v))
+#define F32(v) tth_tir_float(m, TTH_F32, (v))
+#define REF(v) tth_tir_ref(m, (v))
+#define LOAD(b, i) tth_tir_load(m, (b), (i))
+#define BIN(op, a, b) tth_tir_bin(m, TTH_TBIN_##op, (a), (b))
+#define STORE(b, i, v) tth_tir_store(m, (b), (i), (v))
+#define FOR(v, n, kind, body) tth_tir_for(m, (v), I64(0), I64(n), (kind), (body))
+
+typedef int32_t (*fn2)(void *, void *, void *);
+typedef int32_t (*fn3)(void *, void *, void *, void *);
+typedef int32_t (*fn4)(void *, void *, void *, void *, void *);
+typedef int32_t (*entry_fn)(const void *inputs, void *outputs, void *workspace);
+
+/* ---------------------------------------------------------------- elementwise and loops */
+
+/* o[i] = a[i] * 2 + b[i] - 1 over n elements, loop of the given kind. */
+static tth_tir_module *axpy_module(int64_t n, tth_loop_kind kind)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = buf1(m, "b", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_texpr *v = BIN(SUB, BIN(ADD, BIN(MUL, LOAD(a, REF(i)), F32(2)), LOAD(b, REF(i))), F32(1));
+    tth_tbuffer *ps[] = {a, b, o};
+    func(m, "axpy", ps, 3, FOR(i, n, kind, STORE(o, REF(i), v)));
+    return m;
+}
+
+static void check_axpy(int64_t n, tth_loop_kind kind, const char *target)
+{
+    tth_tir_module *m = axpy_module(n, kind);
+    linked l;
+    compile(m, target, NULL, &l);
+    fn3 f = (fn3)sym(&l, "axpy");
+    float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4), *o = malloc((size_t)n * 4 + 4);
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = (float)i * 0.25f - 3.0f;
+        b[i] = (float)(i % 7) - 2.5f;
+    }
+    o[n] = 12345.0f;   /* past the end: must stay */
+    cr_assert_eq(f(a, b, o, NULL), 0);
+    for (int64_t i = 0; i < n; i++)
+        assert_close(o[i], a[i] * 2.0f + b[i] - 1.0f, 1e-6, "o", (int)i);
+    cr_assert_eq(o[n], 12345.0f, "the loop wrote past its extent");
+    free(a);
+    free(b);
+    free(o);
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, elementwise_vectorized_o3)
+{
+    check_axpy(1003, TTH_LOOP_VECTORIZED, "{\"kind\": \"llvm\", \"opt-level\": 3}");
+}
+
+Test(llvm, elementwise_serial_o0)
+{
+    check_axpy(37, TTH_LOOP_SERIAL, "{\"kind\": \"llvm\", \"opt-level\": 0}");
+}
+
+Test(llvm, elementwise_parallel_runs_serially)
+{
+    check_axpy(100, TTH_LOOP_PARALLEL, HOST_TARGET);
+}
+
+Test(llvm, elementwise_unrolled)
+{
+    check_axpy(16, TTH_LOOP_UNROLLED, "{\"kind\": \"llvm\", \"opt-level\": 2}");
+}
+
+/* C[i, j] = sum_k A[i, k] * B[k, j]: i parallel, j vectorized, k serial reduction into C. */
+Test(llvm, matmul_reduction)
+{
+    enum { M = 13, N = 17, K = 9 };
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *A = buf1(m, "A", TTH_F32, M * K, TTH_SCOPE_PARAM);
+    tth_tbuffer *B = buf1(m, "B", TTH_F32, K * N, TTH_SCOPE_PARAM);
+    tth_tbuffer *C = buf1(m, "C", TTH_F32, M * N, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64), *j = tth_tir_var(m, "j", TTH_I64), *k = tth_tir_var(m, "k", TTH_I64);
+    tth_texpr *cij = BIN(ADD, BIN(MUL, REF(i), I64(N)), REF(j));
+    tth_texpr *aik = LOAD(A, BIN(ADD, BIN(MUL, REF(i), I64(K)), REF(k)));
+    tth_texpr *bkj = LOAD(B, BIN(ADD, BIN(MUL, REF(k), I64(N)), REF(j)));
+    tth_tstmt *acc = STORE(C, cij, BIN(ADD, LOAD(C, cij), BIN(MUL, aik, bkj)));
+    tth_tstmt *body[] = {STORE(C, cij, F32(0)), FOR(k, K, TTH_LOOP_SERIAL, acc)};
+    tth_tstmt *jl = FOR(j, N, TTH_LOOP_VECTORIZED, tth_tir_seq(m, body, 2));
+    tth_tbuffer *ps[] = {A, B, C};
+    func(m, "matmul", ps, 3, FOR(i, M, TTH_LOOP_PARALLEL, jl));
+
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    fn3 f = (fn3)sym(&l, "matmul");
+    float a[M * K], b[K * N], c[M * N];
+    for (int x = 0; x < M * K; x++)
+        a[x] = (float)((x * 7) % 9 - 4);          /* small integers: sums are exact */
+    for (int x = 0; x < K * N; x++)
+        b[x] = (float)((x * 5) % 11 - 5);
+    cr_assert_eq(f(a, b, c, NULL), 0);
+    for (int r = 0; r < M; r++)
+        for (int s = 0; s < N; s++) {
+            float want = 0;
+            for (int t = 0; t < K; t++)
+                want += a[r * K + t] * b[t * N + s];
+            cr_assert_eq(c[r * N + s], want, "C[%d,%d] = %g, want %g", r, s, c[r * N + s], want);
+        }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- integer semantics */
+
+static const tth_tir_binop int_ops[] = {TTH_TBIN_ADD, TTH_TBIN_SUB, TTH_TBIN_MUL, TTH_TBIN_DIV,
+                                        TTH_TBIN_MOD, TTH_TBIN_FLOORDIV, TTH_TBIN_FLOORMOD, TTH_TBIN_MIN,
+                                        TTH_TBIN_MAX, TTH_TBIN_BITAND, TTH_TBIN_BITOR};
+#define NOPS (sizeof int_ops / sizeof int_ops[0])
+
+static int64_t int_ref(tth_tir_binop op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case TTH_TBIN_ADD: return a + b;
+    case TTH_TBIN_SUB: return a - b;
+    case TTH_TBIN_MUL: return a * b;
+    case TTH_TBIN_DIV: return a / b;
+    case TTH_TBIN_MOD: return a % b;
+    case TTH_TBIN_FLOORDIV: return (int64_t)floor((double)a / (double)b);
+    case TTH_TBIN_FLOORMOD: return a - (int64_t)floor((double)a / (double)b) * b;
+    case TTH_TBIN_MIN: return a < b ? a : b;
+    case TTH_TBIN_MAX: return a > b ? a : b;
+    case TTH_TBIN_BITAND: return a & b;
+    case TTH_TBIN_BITOR: return a | b;
+    default: return 0;
+    }
+}
+
+/* o[k * n + i] = op_k(a[i], b[i]) for every op in int_ops, in the given integer dtype. */
+static tth_tir_module *int_ops_module(tth_dtype dt, int64_t n)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", dt, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = buf1(m, "b", dt, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", dt, n * (int64_t)NOPS, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tstmt *seq = NULL;
+    for (size_t k = 0; k < NOPS; k++) {
+        tth_texpr *v = tth_tir_bin(m, int_ops[k], LOAD(a, REF(i)), LOAD(b, REF(i)));
+        cr_assert_eq(tth_tir_seq_append(m, &seq, STORE(o, BIN(ADD, REF(i), I64((int64_t)k * n)), v)), 0);
+    }
+    tth_tbuffer *ps[] = {a, b, o};
+    func(m, "intops", ps, 3, FOR(i, n, TTH_LOOP_SERIAL, seq));
+    return m;
+}
+
+Test(llvm, int32_semantics_floordiv_floormod)
+{
+    enum { n = 10 };
+    int32_t a[n] = {7, -7, 7, -7, 0, 13, -13, 5, -1, 2147483647};
+    int32_t b[n] = {2, 2, -2, -2, 3, -4, -4, 7, 3, 1};
+    int32_t o[n * NOPS];
+    tth_tir_module *m = int_ops_module(TTH_I32, n);
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    cr_assert_eq(((fn3)sym(&l, "intops"))(a, b, o, NULL), 0);
+    for (size_t k = 0; k < NOPS; k++)
+        for (int i = 0; i < n; i++) {
+            if (int_ops[k] == TTH_TBIN_ADD && i == n - 1)
+                continue;   /* INT32_MAX + 1 overflows: undefined in C and in the IR */
+            if (int_ops[k] == TTH_TBIN_MUL && i == n - 1)
+                continue;
+            int64_t want = int_ref(int_ops[k], a[i], b[i]);
+            cr_assert_eq(o[k * n + (size_t)i], (int32_t)want, "op %zu on (%d, %d): got %d, want %lld", k,
+                         a[i], b[i], o[k * n + (size_t)i], (long long)want);
+        }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* int8 arithmetic is done in int and wrapped back, as C does; int8 division of -128 by -1 too. */
+Test(llvm, int8_wraps_like_c)
+{
+    enum { n = 5 };
+    int8_t a[n] = {100, -128, 127, -1, -100};
+    int8_t b[n] = {100, -1, 1, -1, 3};
+    int8_t o[n * NOPS];
+    tth_tir_module *m = int_ops_module(TTH_I8, n);
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    cr_assert_eq(((fn3)sym(&l, "intops"))(a, b, o, NULL), 0);
+    for (size_t k = 0; k < NOPS; k++)
+        for (int i = 0; i < n; i++) {
+            int8_t want = (int8_t)int_ref(int_ops[k], a[i], b[i]);
+            cr_assert_eq(o[k * n + (size_t)i], want, "op %zu on (%d, %d): got %d, want %d", k, a[i], b[i],
+                         o[k * n + (size_t)i], want);
+        }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* Shifts: arithmetic for signed, logical for unsigned; unsigned division and floordiv. */
+Test(llvm, shifts_and_unsigned)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *s = buf1(m, "s", TTH_I32, 2, TTH_SCOPE_PARAM);
+    tth_tbuffer *u = buf1(m, "u", TTH_U32, 2, TTH_SCOPE_PARAM);
+    tth_tbuffer *os = buf1(m, "os", TTH_I32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *ou = buf1(m, "ou", TTH_U32, 4, TTH_SCOPE_PARAM);
+    tth_texpr *s0 = LOAD(s, I64(0)), *u0 = LOAD(u, I64(0));
+    tth_texpr *s1 = LOAD(s, I64(1)), *u1 = LOAD(u, I64(1));
+    tth_tstmt *st[] = {
+        STORE(os, I64(0), BIN(SHR, s0, s1)),
+        STORE(os, I64(1), BIN(SHL, s0, s1)),
+        STORE(ou, I64(0), BIN(SHR, u0, u1)),
+        STORE(ou, I64(1), BIN(DIV, u0, u1)),
+        STORE(ou, I64(2), BIN(FLOORDIV, u0, u1)),
+        STORE(ou, I64(3), BIN(MAX, u0, u1)),
+        STORE(os, I64(2), BIN(MIN, s0, s1)),
+        STORE(os, I64(3), tth_tir_un(m, TTH_TUN_NEG, s0)),
+    };
+    tth_tbuffer *ps[] = {s, u, os, ou};
+    func(m, "shifts", ps, 4, tth_tir_seq(m, st, 8));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    int32_t sv[2] = {-96, 3}, osv[4];
+    uint32_t uv[2] = {0xF0000000u, 16u}, ouv[4];
+    cr_assert_eq(((fn4)sym(&l, "shifts"))(sv, uv, osv, ouv, NULL), 0);
+    cr_assert_eq(osv[0], -12);
+    cr_assert_eq(osv[1], -768);
+    cr_assert_eq(osv[2], -96);
+    cr_assert_eq(osv[3], 96);
+    cr_assert_eq(ouv[0], 0x0000F000u);   /* logical: no sign bits shifted in */
+    cr_assert_eq(ouv[1], 0x0F000000u);
+    cr_assert_eq(ouv[2], 0x0F000000u);
+    cr_assert_eq(ouv[3], 0xF0000000u);   /* unsigned compare: 0xF0000000 > 16 */
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- comparisons, select, bool */
+
+Test(llvm, compare_select_bool)
+{
+    enum { n = 6 };
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = buf1(m, "b", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *lt = buf1(m, "lt", TTH_BOOL, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *fl = buf1(m, "fl", TTH_F32, 2 * n, TTH_SCOPE_PARAM);
+    tth_tbuffer *ii = buf1(m, "ii", TTH_I32, 4 * n, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_texpr *ai = LOAD(a, REF(i)), *bi = LOAD(b, REF(i));
+    tth_texpr *pos_a = BIN(GT, ai, F32(0)), *pos_b = BIN(GT, bi, F32(0));
+    tth_tstmt *st[] = {
+        STORE(lt, REF(i), BIN(LT, ai, bi)),
+        STORE(fl, REF(i), tth_tir_select(m, BIN(GE, ai, bi), ai, bi)),
+        STORE(fl, BIN(ADD, REF(i), I64(n)), BIN(MAX, ai, bi)),
+        /* bool read back from memory */
+        STORE(ii, REF(i), tth_tir_cast(m, TTH_I32, LOAD(lt, REF(i)))),
+        STORE(ii, BIN(ADD, REF(i), I64(n)), tth_tir_cast(m, TTH_I32, BIN(NE, ai, bi))),
+        STORE(ii, BIN(ADD, REF(i), I64(2 * n)), tth_tir_cast(m, TTH_I32, tth_tir_un(m, TTH_TUN_NOT, BIN(AND, pos_a, pos_b)))),
+        STORE(ii, BIN(ADD, REF(i), I64(3 * n)), tth_tir_cast(m, TTH_I32, BIN(OR, pos_a, BIN(EQ, ai, bi)))),
+    };
+    tth_tbuffer *ps[] = {a, b, lt, fl, ii};
+    func(m, "cmp", ps, 5, FOR(i, n, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 7)));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    float av[n] = {1, -2, 3, NAN, 0, -1}, bv[n] = {2, -3, 3, 1, 0, 5}, flv[2 * n];
+    uint8_t ltv[n];
+    int32_t iiv[4 * n];
+    typedef int32_t (*fn5)(void *, void *, void *, void *, void *, void *);
+    cr_assert_eq(((fn5)sym(&l, "cmp"))(av, bv, ltv, flv, iiv, NULL), 0);
+    for (int k = 0; k < n; k++) {
+        float x = av[k], y = bv[k];
+        cr_assert_eq(ltv[k], (uint8_t)(x < y), "lt[%d]", k);
+        assert_close(flv[k], x >= y ? x : y, 0, "select", k);
+        assert_close(flv[n + k], x > y ? x : y, 0, "max", k);
+        cr_assert_eq(iiv[k], (int32_t)(x < y), "bool reload[%d]", k);
+        cr_assert_eq(iiv[n + k], (int32_t)(x != y), "ne[%d] (NaN != y is true)", k);
+        cr_assert_eq(iiv[2 * n + k], (int32_t)!(x > 0 && y > 0), "not-and[%d]", k);
+        cr_assert_eq(iiv[3 * n + k], (int32_t)(x > 0 || x == y), "or[%d]", k);
+    }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- casts */
+
+Test(llvm, casts_follow_c)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *f = buf1(m, "f", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *s8 = buf1(m, "s8", TTH_I8, 2, TTH_SCOPE_PARAM);
+    tth_tbuffer *u8 = buf1(m, "u8", TTH_U8, 2, TTH_SCOPE_PARAM);
+    tth_tbuffer *oi = buf1(m, "oi", TTH_I32, 8, TTH_SCOPE_PARAM);
+    tth_tbuffer *od = buf1(m, "od", TTH_F64, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *ob = buf1(m, "ob", TTH_BOOL, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *o16 = buf1(m, "o16", TTH_I16, 1, TTH_SCOPE_PARAM);
+    tth_tbuffer *ou8 = buf1(m, "ou8", TTH_U8, 1, TTH_SCOPE_PARAM);
+#define C(dt, e) tth_tir_cast(m, TTH_##dt, (e))
+    tth_tstmt *st[] = {
+        STORE(oi, I64(0), C(I32, LOAD(f, I64(0)))),           /* -2.7 → -2 */
+        STORE(oi, I64(1), C(I32, LOAD(f, I64(1)))),           /* 2.7 → 2 */
+        STORE(oi, I64(2), C(I32, LOAD(s8, I64(0)))),          /* -5 → -5 */
+        STORE(oi, I64(3), C(I32, LOAD(u8, I64(0)))),          /* 200 → 200 */
+        STORE(oi, I64(4), C(I32, C(U8, LOAD(s8, I64(0))))),   /* -5 → 251 */
+        STORE(oi, I64(5), C(I32, C(I8, LOAD(u8, I64(0))))),   /* 200 → -56 */
+        STORE(oi, I64(6), C(I32, C(BOOL, LOAD(f, I64(2))))),  /* -0.5 → 1 */
+        STORE(oi, I64(7), C(I32, C(BOOL, LOAD(f, I64(3))))),  /* 0.0 → 0 */
+        STORE(od, I64(0), C(F64, LOAD(f, I64(0)))),
+        STORE(od, I64(1), C(F64, LOAD(s8, I64(1)))),          /* int8 → double, signed */
+        STORE(od, I64(2), C(F64, LOAD(u8, I64(1)))),          /* uint8 → double, unsigned */
+        STORE(od, I64(3), C(F64, C(BOOL, LOAD(u8, I64(1))))),
+        STORE(ob, I64(0), C(BOOL, LOAD(s8, I64(0)))),
+        STORE(ob, I64(1), C(BOOL, LOAD(f, I64(3)))),
+        STORE(ob, I64(2), BIN(LT, LOAD(s8, I64(0)), LOAD(s8, I64(1)))),
+        STORE(ob, I64(3), C(BOOL, C(I64, LOAD(u8, I64(1))))),
+        STORE(o16, I64(0), C(I16, C(I64, C(I32, BIN(MUL, LOAD(f, I64(1)), F32(30000)))))),   /* 81000 → int16 wraps */
+        STORE(ou8, I64(0), C(U8, LOAD(f, I64(1)))),           /* 2.7 → 2 */
+    };
+#undef C
+    tth_tbuffer *ps[] = {f, s8, u8, oi, od, ob, o16, ou8};
+    func(m, "casts", ps, 8, tth_tir_seq(m, st, sizeof st / sizeof st[0]));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    float fv[4] = {-2.7f, 2.7f, -0.5f, 0.0f};
+    int8_t s8v[2] = {-5, -128};
+    uint8_t u8v[2] = {200, 255}, obv[4], ou8v[1];
+    int32_t oiv[8];
+    double odv[4];
+    int16_t o16v[1];
+    typedef int32_t (*fn8)(void *, void *, void *, void *, void *, void *, void *, void *, void *);
+    cr_assert_eq(((fn8)sym(&l, "casts"))(fv, s8v, u8v, oiv, odv, obv, o16v, ou8v, NULL), 0);
+    int32_t want_i[8] = {-2, 2, -5, 200, 251, -56, 1, 0};
+    for (int k = 0; k < 8; k++)
+        cr_assert_eq(oiv[k], want_i[k], "oi[%d] = %d, want %d", k, oiv[k], want_i[k]);
+    cr_assert_eq(odv[0], (double)-2.7f);
+    cr_assert_eq(odv[1], -128.0);
+    cr_assert_eq(odv[2], 255.0);
+    cr_assert_eq(odv[3], 1.0);
+    uint8_t want_b[4] = {1, 0, 0, 1};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(obv[k], want_b[k], "ob[%d] = %d", k, obv[k]);
+    cr_assert_eq(o16v[0], (int16_t)(int32_t)(2.7f * 30000.0f));
+    cr_assert_eq(ou8v[0], 2);
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* float16 is a storage type: values round to the nearest half on store. */
+Test(llvm, float16_storage)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *x = buf1(m, "x", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *h = buf1(m, "h", TTH_F16, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *y = buf1(m, "y", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_texpr *hv = tth_tir_cast(m, TTH_F16, LOAD(x, REF(i)));
+    tth_texpr *back = tth_tir_cast(m, TTH_F32, tth_tir_intrin(m, TTH_TINTRIN_FABS, LOAD(h, REF(i)), NULL));
+    tth_tstmt *st[] = {STORE(h, REF(i), hv), STORE(y, REF(i), back)};
+    tth_tbuffer *ps[] = {x, h, y};
+    func(m, "half", ps, 3, FOR(i, 4, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 2)));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    float xv[4] = {1.5f, -0.25f, 0.1f, 65504.0f}, yv[4];
+    uint16_t hv_bits[4];
+    cr_assert_eq(((fn3)sym(&l, "half"))(xv, hv_bits, yv, NULL), 0);
+    /* IEEE binary16 bit patterns, worked out by hand */
+    uint16_t want_bits[4] = {0x3E00, 0xB400, 0x2E66, 0x7BFF};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(hv_bits[k], want_bits[k], "h[%d] = 0x%04x", k, hv_bits[k]);
+    cr_assert_eq(yv[0], 1.5f);
+    cr_assert_eq(yv[1], 0.25f);
+    cr_assert_eq(yv[2], 0.0999755859375f);
+    cr_assert_eq(yv[3], 65504.0f);
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- intrinsics */
+
+static double intrin_ref(tth_tir_intrin_op op, double x, double y, int is_f32)
+{
+    if (is_f32) {
+        float a = (float)x, b = (float)y;
+        switch (op) {
+        case TTH_TINTRIN_EXP: return expf(a);
+        case TTH_TINTRIN_LOG: return logf(a);
+        case TTH_TINTRIN_SQRT: return sqrtf(a);
+        case TTH_TINTRIN_TANH: return tanhf(a);
+        case TTH_TINTRIN_ERF: return erff(a);
+        case TTH_TINTRIN_POW: return powf(a, b);
+        case TTH_TINTRIN_FABS: return fabsf(a);
+        case TTH_TINTRIN_FLOOR: return floorf(a);
+        case TTH_TINTRIN_CEIL: return ceilf(a);
+        case TTH_TINTRIN_ROUND_EVEN: return nearbyintf(a);
+        case TTH_TINTRIN_SIN: return sinf(a);
+        case TTH_TINTRIN_COS: return cosf(a);
+        case TTH_TINTRIN_FMOD: return fmodf(a, b);
+        case TTH_TINTRIN_LOG1P: return log1pf(a);
+        case TTH_TINTRIN_EXPM1: return expm1f(a);
+        }
+        return 0;
+    }
+    switch (op) {
+    case TTH_TINTRIN_EXP: return exp(x);
+    case TTH_TINTRIN_LOG: return log(x);
+    case TTH_TINTRIN_SQRT: return sqrt(x);
+    case TTH_TINTRIN_TANH: return tanh(x);
+    case TTH_TINTRIN_ERF: return erf(x);
+    case TTH_TINTRIN_POW: return pow(x, y);
+    case TTH_TINTRIN_FABS: return fabs(x);
+    case TTH_TINTRIN_FLOOR: return floor(x);
+    case TTH_TINTRIN_CEIL: return ceil(x);
+    case TTH_TINTRIN_ROUND_EVEN: return nearbyint(x);
+    case TTH_TINTRIN_SIN: return sin(x);
+    case TTH_TINTRIN_COS: return cos(x);
+    case TTH_TINTRIN_FMOD: return fmod(x, y);
+    case TTH_TINTRIN_LOG1P: return log1p(x);
+    case TTH_TINTRIN_EXPM1: return expm1(x);
+    }
+    return 0;
+}
+
+static void check_intrinsics(tth_dtype dt)
+{
+    enum { n = 6 };
+    static const tth_tir_intrin_op ops[] = {
+        TTH_TINTRIN_EXP, TTH_TINTRIN_LOG, TTH_TINTRIN_SQRT, TTH_TINTRIN_TANH, TTH_TINTRIN_ERF,
+        TTH_TINTRIN_POW, TTH_TINTRIN_FABS, TTH_TINTRIN_FLOOR, TTH_TINTRIN_CEIL, TTH_TINTRIN_ROUND_EVEN,
+        TTH_TINTRIN_SIN, TTH_TINTRIN_COS, TTH_TINTRIN_FMOD, TTH_TINTRIN_LOG1P, TTH_TINTRIN_EXPM1};
+    const size_t nops = sizeof ops / sizeof ops[0];
+    int f32 = dt == TTH_F32;
+    /* positive inputs (x) for log/sqrt/pow..., signed halves (z) for rounding and fabs */
+    double xs[n] = {0.5, 1.25, 2.0, 3.7, 0.01, 7.5};
+    double ys[n] = {2.0, -1.5, 0.5, 3.0, 1.0, 2.25};
+    double zs[n] = {-2.5, -0.5, 0.5, 2.5, 1.5, -1.7};
+
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *x = buf1(m, "x", dt, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *y = buf1(m, "y", dt, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *z = buf1(m, "z", dt, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", dt, (int64_t)(n * nops), TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tstmt *seq = NULL;
+    for (size_t k = 0; k < nops; k++) {
+        int signed_in = ops[k] == TTH_TINTRIN_FABS || ops[k] == TTH_TINTRIN_FLOOR ||
+                        ops[k] == TTH_TINTRIN_CEIL || ops[k] == TTH_TINTRIN_ROUND_EVEN ||
+                        ops[k] == TTH_TINTRIN_SIN || ops[k] == TTH_TINTRIN_TANH || ops[k] == TTH_TINTRIN_ERF;
+        int two = ops[k] == TTH_TINTRIN_POW || ops[k] == TTH_TINTRIN_FMOD;
+        tth_texpr *v = tth_tir_intrin(m, ops[k], LOAD(signed_in ? z : x, REF(i)), two ? LOAD(y, REF(i)) : NULL);
+        cr_assert_eq(tth_tir_seq_append(m, &seq, STORE(o, BIN(ADD, REF(i), I64((int64_t)(k * n))), v)), 0);
+    }
+    tth_tbuffer *ps[] = {x, y, z, o};
+    func(m, "intrins", ps, 4, FOR(i, n, TTH_LOOP_SERIAL, seq));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    fn4 fn = (fn4)sym(&l, "intrins");
+    if (f32) {
+        float xv[n], yv[n], zv[n], ov[n * 15];
+        for (int k = 0; k < n; k++)
+            xv[k] = (float)xs[k], yv[k] = (float)ys[k], zv[k] = (float)zs[k];
+        cr_assert_eq(fn(xv, yv, zv, ov, NULL), 0);
+        for (size_t k = 0; k < nops; k++)
+            for (int e = 0; e < n; e++) {
+                int signed_in = ops[k] == TTH_TINTRIN_FABS || ops[k] == TTH_TINTRIN_FLOOR ||
+                                ops[k] == TTH_TINTRIN_CEIL || ops[k] == TTH_TINTRIN_ROUND_EVEN ||
+                                ops[k] == TTH_TINTRIN_SIN || ops[k] == TTH_TINTRIN_TANH ||
+                                ops[k] == TTH_TINTRIN_ERF;
+                double in = signed_in ? zv[e] : xv[e];
+                char what[32];
+                snprintf(what, sizeof what, "f32 intrinsic %zu", k);
+                assert_close(ov[k * n + (size_t)e], intrin_ref(ops[k], in, yv[e], 1), 2e-6, what, e);
+            }
+    } else {
+        double ov[n * 15];
+        cr_assert_eq(fn(xs, ys, zs, ov, NULL), 0);
+        for (size_t k = 0; k < nops; k++)
+            for (int e = 0; e < n; e++) {
+                int signed_in = ops[k] == TTH_TINTRIN_FABS || ops[k] == TTH_TINTRIN_FLOOR ||
+                                ops[k] == TTH_TINTRIN_CEIL || ops[k] == TTH_TINTRIN_ROUND_EVEN ||
+                                ops[k] == TTH_TINTRIN_SIN || ops[k] == TTH_TINTRIN_TANH ||
+                                ops[k] == TTH_TINTRIN_ERF;
+                char what[32];
+                snprintf(what, sizeof what, "f64 intrinsic %zu", k);
+                assert_close(ov[k * n + (size_t)e], intrin_ref(ops[k], signed_in ? zs[e] : xs[e], ys[e], 0),
+                             1e-14, what, e);
+            }
+    }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, intrinsics_float32) { check_intrinsics(TTH_F32); }
+
+Test(llvm, intrinsics_float64) { check_intrinsics(TTH_F64); }
+
+/* Round half to even, and float floordiv / floormod with the divisor's sign. */
+Test(llvm, float_rounding_and_floor_ops)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = buf1(m, "b", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_F32, 12, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_texpr *ai = LOAD(a, REF(i)), *bi = LOAD(b, REF(i));
+    tth_tstmt *st[] = {
+        STORE(o, REF(i), tth_tir_intrin(m, TTH_TINTRIN_ROUND_EVEN, ai, NULL)),
+        STORE(o, BIN(ADD, REF(i), I64(4)), BIN(FLOORDIV, ai, bi)),
+        STORE(o, BIN(ADD, REF(i), I64(8)), BIN(FLOORMOD, ai, bi)),
+    };
+    tth_tbuffer *ps[] = {a, b, o};
+    func(m, "fround", ps, 3, FOR(i, 4, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 3)));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    float av[4] = {2.5f, -2.5f, 3.5f, -7.0f}, bv[4] = {2.0f, 2.0f, -2.0f, 3.0f}, ov[12];
+    cr_assert_eq(((fn3)sym(&l, "fround"))(av, bv, ov, NULL), 0);
+    float want[12] = {2, -2, 4, -7, /* floordiv */ 1, -2, -2, -3, /* floormod */ 0.5f, 1.5f, -0.5f, 2};
+    for (int k = 0; k < 12; k++)
+        cr_assert_eq(ov[k], want[k], "o[%d] = %g, want %g", k, ov[k], want[k]);
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- extern calls, let, if */
+
+static const char *extern_c =
+    "#include <stdint.h>\n"
+    "float tst_dot(const float *a, const float *b, int32_t n)\n"
+    "{ float s = 0; for (int32_t i = 0; i < n; i++) s += a[i] * b[i]; return s; }\n"
+    "int32_t tst_widen(int8_t x, uint16_t y, _Bool f) { return f ? (int32_t)x * 100000 + y : -1; }\n"
+    "int32_t tst_fill(float *p, int32_t n, float v) { for (int32_t i = 0; i < n; i++) p[i] = v; return n; }\n"
+    "int32_t tst_failing_op(void *buf, void *ws) { (void)ws; ((float *)buf)[0] = 99.0f; return 7; }\n";
+
+Test(llvm, call_extern_address_of_let_if)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, 8, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = buf1(m, "b", TTH_F32, 8, TTH_SCOPE_PARAM);
+    tth_tbuffer *s = buf1(m, "s", TTH_I8, 1, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_F32, 8, TTH_SCOPE_PARAM);
+    tth_tbuffer *q = buf1(m, "q", TTH_I32, 2, TTH_SCOPE_PARAM);
+    tth_texpr *dot_args[] = {tth_tir_address_of(m, a, I64(0)), tth_tir_address_of(m, b, I64(0)),
+                             tth_tir_int(m, TTH_I32, 8)};
+    tth_texpr *widen_args[] = {LOAD(s, I64(0)), tth_tir_int(m, TTH_U16, 65535), tth_tir_int(m, TTH_BOOL, 1)};
+    tth_texpr *fill_args[] = {tth_tir_address_of(m, o, I64(4)), tth_tir_int(m, TTH_I32, 3), F32(2.5)};
+    /* let d = tst_dot(a, b, 8) in if (d > 10) o[0] = d else o[0] = -d; o[1] = d * 2 */
+    tth_tvar *d = tth_tir_var(m, "d", TTH_F32);
+    tth_tstmt *then_s = STORE(o, I64(0), REF(d));
+    tth_tstmt *else_s = STORE(o, I64(0), tth_tir_un(m, TTH_TUN_NEG, REF(d)));
+    tth_tstmt *let_body[] = {tth_tir_if(m, BIN(GT, REF(d), F32(10)), then_s, else_s),
+                             STORE(o, I64(1), BIN(MUL, REF(d), F32(2)))};
+    /* if without else: only taken when s[0] < 0 */
+    tth_tstmt *st[] = {
+        tth_tir_let(m, d, tth_tir_call_extern(m, TTH_F32, "tst_dot", dot_args, 3), tth_tir_seq(m, let_body, 2)),
+        STORE(q, I64(0), tth_tir_call_extern(m, TTH_I32, "tst_widen", widen_args, 3)),
+        tth_tir_evaluate(m, tth_tir_call_extern(m, TTH_I32, "tst_fill", fill_args, 3)),
+        tth_tir_if(m, BIN(LT, LOAD(s, I64(0)), tth_tir_int(m, TTH_I8, 0)), STORE(q, I64(1), tth_tir_int(m, TTH_I32, 42)), NULL),
+    };
+    tth_tbuffer *ps[] = {a, b, s, o, q};
+    func(m, "ext", ps, 5, tth_tir_seq(m, st, 4));
+    linked l;
+    compile(m, HOST_TARGET, extern_c, &l);
+    typedef int32_t (*fn5)(void *, void *, void *, void *, void *, void *);
+    fn5 f = (fn5)sym(&l, "ext");
+
+    float av[8], bv[8], ov[8] = {0};
+    float dot = 0;
+    for (int k = 0; k < 8; k++) {
+        av[k] = (float)k * 0.5f;
+        bv[k] = (float)(8 - k);
+        dot += av[k] * bv[k];
+    }
+    int8_t sv[1] = {-3};
+    int32_t qv[2] = {0, 0};
+    cr_assert_eq(f(av, bv, sv, ov, qv, NULL), 0);
+    cr_assert_eq(ov[0], dot > 10 ? dot : -dot);
+    cr_assert_eq(ov[1], dot * 2);
+    cr_assert_eq(ov[3], 0.0f);
+    cr_assert_eq(ov[4], 2.5f);
+    cr_assert_eq(ov[6], 2.5f);
+    cr_assert_eq(ov[7], 0.0f, "tst_fill wrote past n");
+    cr_assert_eq(qv[0], -3 * 100000 + 65535, "signext/zeroext arguments: got %d", qv[0]);
+    cr_assert_eq(qv[1], 42);
+
+    /* the else branch and the untaken if */
+    for (int k = 0; k < 8; k++)
+        bv[k] = 0.0f;
+    bv[7] = 1.0f;   /* dot = 3.5 → o[0] = -3.5 */
+    sv[0] = 5;
+    qv[1] = 0;
+    cr_assert_eq(f(av, bv, sv, ov, qv, NULL), 0);
+    cr_assert_eq(ov[0], -3.5f);
+    cr_assert_eq(qv[0], 5 * 100000 + 65535);
+    cr_assert_eq(qv[1], 0, "the if without else ran although s[0] >= 0");
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- the AOT entry */
+
+/* tth_demo_run(inputs {x}, outputs {y, y2}, workspace):
+ *   scale(x, cst, w)   w[i] = x[i] * cst[i]                w: WORKSPACE at offset 0
+ *   post(w, y, y2)     tmp (LOCAL, planned at offset 64) = max(w, 0);
+ *                      y[i] = let s = tmp[i] * 0.5 in floormod(i, 2) == 0 ? s : -s
+ *                      sq (LOCAL, not planned: stack) = j * j; y2[j] = sq[j] + 1 */
+static tth_tir_module *aot_module(void)
+{
+    enum { n = 8 };
+    tth_tir_module *m = tth_tir_module_new();
+    float cvals[n] = {1, -2, 3, -4, 0.5f, -0.5f, 2, 10};
+    int64_t shape[1] = {n};
+    tth_ttype ct = {.dtype = TTH_F32, .rank = 1, .shape = {n}};
+    tth_tensor *cten = tth_tensor_new(&ct, cvals);
+    cr_assert_not_null(cten);
+    tth_tbuffer *cst = tth_tir_const_buffer(m, "cst", cten);
+    tth_tensor_unref(cten);
+    cr_assert_not_null(cst);
+
+    /* scale */
+    tth_tbuffer *px = buf1(m, "x", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *pc = buf1(m, "c", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *pw = buf1(m, "w", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tbuffer *sp[] = {px, pc, pw};
+    func(m, "scale", sp, 3, FOR(i, n, TTH_LOOP_VECTORIZED, STORE(pw, REF(i), BIN(MUL, LOAD(px, REF(i)), LOAD(pc, REF(i))))));
+
+    /* post */
+    tth_tbuffer *qw = buf1(m, "w", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *qy = buf1(m, "y", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *qy2 = buf1(m, "y2", TTH_I32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *tmp = buf1(m, "tmp", TTH_F32, n, TTH_SCOPE_LOCAL);
+    tmp->offset = 64;
+    tth_tbuffer *sq = buf1(m, "sq", TTH_I32, 4, TTH_SCOPE_LOCAL);
+    tth_tvar *k = tth_tir_var(m, "k", TTH_I64), *j = tth_tir_var(m, "j", TTH_I64);
+    tth_tvar *s = tth_tir_var(m, "s", TTH_F32);
+    tth_tstmt *pick = tth_tir_if(m, BIN(EQ, BIN(FLOORMOD, REF(k), I64(2)), I64(0)), STORE(qy, REF(k), REF(s)),
+                                 STORE(qy, REF(k), tth_tir_un(m, TTH_TUN_NEG, REF(s))));
+    tth_texpr *j32 = tth_tir_cast(m, TTH_I32, REF(j));
+    tth_tstmt *sqs[] = {
+        FOR(j, 4, TTH_LOOP_UNROLLED, STORE(sq, REF(j), BIN(MUL, j32, j32))),
+        FOR(j, 4, TTH_LOOP_SERIAL, STORE(qy2, REF(j), BIN(ADD, LOAD(sq, REF(j)), tth_tir_int(m, TTH_I32, 1)))),
+    };
+    tth_tstmt *body[] = {
+        FOR(k, n, TTH_LOOP_SERIAL, STORE(tmp, REF(k), BIN(MAX, LOAD(qw, REF(k)), F32(0)))),
+        FOR(k, n, TTH_LOOP_SERIAL, tth_tir_let(m, s, BIN(MUL, LOAD(tmp, REF(k)), F32(0.5)), pick)),
+        tth_tir_allocate(m, sq, tth_tir_seq(m, sqs, 2)),
+    };
+    tth_tbuffer *pp[] = {qw, qy, qy2};
+    func(m, "post", pp, 3, tth_tir_allocate(m, tmp, tth_tir_seq(m, body, 3)));
+
+    /* entry */
+    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, shape, TTH_SCOPE_INPUT);
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, shape, TTH_SCOPE_OUTPUT);
+    int64_t four = 4;
+    tth_tbuffer *y2 = tth_tir_buffer(m, "y2", TTH_I32, 1, &four, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *w = tth_tir_buffer(m, "w", TTH_F32, 1, shape, TTH_SCOPE_WORKSPACE);
+    w->offset = 0;
+    tth_tbuffer *a1[] = {x, cst, w}, *a2[] = {w, y, y2};
+    tth_tstmt *calls[] = {tth_tir_call_func(m, "scale", a1, 3), tth_tir_call_func(m, "post", a2, 3)};
+    tth_tbuffer *ep[] = {x, y, y2};
+    func(m, "tth_demo_run", ep, 3, tth_tir_seq(m, calls, 2));
+    m->entry = tth_arena_strdup(m->arena, "tth_demo_run");
+    return m;
+}
+
+Test(llvm, aot_entry_workspace_constants_locals)
+{
+    tth_tir_module *m = aot_module();
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
+    cr_assert_str_eq(tth_runtime_module_file(rm, 0)->name, "demo_llvm.o");
+    linked l;
+    link_module(rm, NULL, &l);
+    tth_runtime_module_free(rm);
+    entry_fn run = (entry_fn)sym(&l, "tth_demo_run");
+
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, c[8] = {1, -2, 3, -4, 0.5f, -0.5f, 2, 10};
+    float y[8];
+    int32_t y2[4];
+    void *in[1] = {x}, *out[2] = {y, y2};
+    _Alignas(16) unsigned char ws[128];
+    for (int rep = 0; rep < 2; rep++) {   /* reentrant: all state in the workspace */
+        memset(ws, 0xAB, sizeof ws);
+        memset(y, 0, sizeof y);
+        cr_assert_eq(run(in, out, ws), 0);
+        for (int k = 0; k < 8; k++) {
+            float w = x[k] * c[k];
+            float r = (w > 0 ? w : 0) * 0.5f;
+            cr_assert_eq(y[k], k % 2 == 0 ? r : -r, "y[%d] = %g", k, y[k]);
+            float wsw, wst;
+            memcpy(&wsw, ws + 4 * k, 4);
+            memcpy(&wst, ws + 64 + 4 * k, 4);
+            cr_assert_eq(wsw, w, "workspace buffer w is not at offset 0");
+            cr_assert_eq(wst, w > 0 ? w : 0, "local buffer tmp is not at its planned offset 64");
+        }
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(y2[k], k * k + 1);
+        for (int k = 32; k < 64; k++)
+            cr_assert_eq(ws[k], 0xAB, "byte %d of the workspace, between the planned buffers, was written", k);
+    }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* A PrimFunc of another module (here C) is called with the operator convention; a non-zero
+ * status stops the entry and is returned. */
+Test(llvm, entry_returns_a_failing_status)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    int64_t one = 1;
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, &one, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *p = buf1(m, "p", TTH_F32, 1, TTH_SCOPE_PARAM);
+    tth_tbuffer *pp[] = {p};
+    func(m, "mark", pp, 1, STORE(p, I64(0), F32(1)));
+    tth_tbuffer *args[] = {y};
+    tth_tstmt *calls[] = {tth_tir_call_func(m, "tst_failing_op", args, 1), tth_tir_call_func(m, "mark", args, 1)};
+    tth_tbuffer *ep[] = {y};
+    json_t *attrs = json_pack("{s:s}", "model", "failing");
+    tth_diag d;
+    cr_assert_not_null(tth_tir_func_add(m, "failing_entry", ep, 1, tth_tir_seq(m, calls, 2), "llvm", attrs, &d));
+    m->entry = tth_arena_strdup(m->arena, "failing_entry");
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
+    cr_assert_str_eq(tth_runtime_module_file(rm, 0)->name, "failing_llvm.o", "the model name comes from attrs");
+    linked l;
+    link_module(rm, extern_c, &l);
+    tth_runtime_module_free(rm);
+    float yv[1] = {0};
+    void *out[1] = {yv};
+    cr_assert_eq(((entry_fn)sym(&l, "failing_entry"))(NULL, out, NULL), 7);
+    cr_assert_eq(yv[0], 99.0f, "the external operator did not run, or 'mark' ran after it failed");
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- objects and targets */
+
+static uint16_t elf_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* The object's ELF header: class (1 = 32-bit, 2 = 64-bit) and e_machine. */
+static void check_elf(const char *target, int want_class, uint16_t want_machine)
+{
+    tth_tir_module *m = aot_module();
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s: %s", target, d.message);
+    const tth_module_file *f = tth_runtime_module_file(rm, 0);
+    cr_assert_not_null(f);
+    cr_assert_eq(f->kind, TTH_FILE_OBJECT);
+    cr_assert(f->len > 64);
+    cr_assert(memcmp(f->data, "\177ELF", 4) == 0, "not an ELF object");
+    cr_assert_eq(f->data[4], want_class, "ELF class %d for %s", f->data[4], target);
+    cr_assert_eq(f->data[5], 1, "not little-endian");
+    cr_assert_eq(elf_u16(f->data + 16), 1, "e_type is not ET_REL");
+    cr_assert_eq(elf_u16(f->data + 18), want_machine, "e_machine %u for %s", elf_u16(f->data + 18), target);
+    const json_t *meta = tth_runtime_module_meta(rm);
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "link")), "object");
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, cross_aarch64_object)
+{
+    check_elf("{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\", \"mcpu\": \"cortex-a72\", "
+              "\"mattr\": [\"+neon\"]}", 2, 183 /* EM_AARCH64 */);
+}
+
+Test(llvm, cross_cortex_m55_object)
+{
+    check_elf("{\"kind\": \"llvm\", \"mtriple\": \"thumbv8.1m.main-none-eabi\", \"mcpu\": \"cortex-m55\", "
+              "\"mattr\": [\"+mve.fp\"], \"opt-level\": 2}", 1, 40 /* EM_ARM */);
+}
+
+Test(llvm, host_x86_64_object)
+{
+    check_elf("{\"kind\": \"llvm\", \"mtriple\": \"x86_64-linux-gnu\", \"mcpu\": \"skylake\"}", 2, 62 /* EM_X86_64 */);
+}
+
+Test(llvm, deterministic_bytes)
+{
+    const char *targets[] = {HOST_TARGET, "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}"};
+    for (size_t t = 0; t < 2; t++) {
+        tth_runtime_module *r1, *r2;
+        tth_diag d;
+        tth_tir_module *m1 = aot_module(), *m2 = aot_module();
+        cr_assert_eq(run_hook(m1, targets[t], &r1, &d), 0, "%s", d.message);
+        cr_assert_eq(run_hook(m2, targets[t], &r2, &d), 0, "%s", d.message);
+        const tth_module_file *f1 = tth_runtime_module_file(r1, 0), *f2 = tth_runtime_module_file(r2, 0);
+        cr_assert_eq(f1->len, f2->len, "object sizes differ: %zu vs %zu", f1->len, f2->len);
+        cr_assert(memcmp(f1->data, f2->data, f1->len) == 0, "two runs gave different bytes");
+        tth_runtime_module_free(r1);
+        tth_runtime_module_free(r2);
+        tth_tir_module_free(m1);
+        tth_tir_module_free(m2);
+    }
+}
+
+/* ---------------------------------------------------------------- what is refused */
+
+Test(llvm, math_intrinsic_on_integers_is_unsupported)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_I32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *ps[] = {a};
+    func(m, "bad", ps, 1, STORE(a, I64(0), tth_tir_intrin(m, TTH_TINTRIN_EXP, LOAD(a, I64(1)), NULL)));
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), TTH_EUNSUPPORTED);
+    cr_assert_eq(d.code, TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "exp") && strstr(d.message, "int32"), "message: %s", d.message);
+    cr_assert(strstr(d.location, "bad"), "location: %s", d.location);
+    cr_assert_eq(tth_runtime_module_count(rm), 0);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, unplanned_large_local_is_unsupported)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *big = buf1(m, "big", TTH_F32, 1 << 20, TTH_SCOPE_LOCAL);
+    tth_tbuffer *ps[] = {a};
+    func(m, "big_local", ps, 1, tth_tir_allocate(m, big, STORE(big, I64(0), LOAD(a, I64(0)))));
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "big"), "message: %s", d.message);
+    cr_assert(d.hint[0], "no hint");
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, unknown_triple_is_refused)
+{
+    tth_tir_module *m = axpy_module(4, TTH_LOOP_SERIAL);
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"mtriple\": \"nosuchcpu-unknown-none\"}", &rm, &d),
+                 TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "nosuchcpu"), "message: %s", d.message);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, bad_opt_level_is_refused)
+{
+    tth_tir_module *m = axpy_module(4, TTH_LOOP_SERIAL);
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"opt-level\": 7}", &rm, &d), TTH_EINVAL);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+/* A VECTORIZED loop LLVM cannot vectorize (no vector unit on a plain Cortex-M0) still compiles;
+ * LLVM's remark reaches the host's log, not stderr. */
+Test(llvm, unvectorizable_loop_warns_through_host_log)
+{
+    tth_tir_module *m = axpy_module(64, TTH_LOOP_VECTORIZED);
+    tth_diag d;
+    tth_runtime_module *rm;
+    logged[0] = '\0';
+    cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"mtriple\": \"thumbv6m-none-eabi\", \"mcpu\": \"cortex-m0\"}",
+                          &rm, &d), 0, "%s", d.message);
+    cr_assert(strstr(logged, "not vectorized"), "log: %s", logged);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
