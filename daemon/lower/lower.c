@@ -1,0 +1,1289 @@
+/* lower.c: the driver of the default lowering (one primitive Relay function → one PrimFunc),
+ * the op table, and the helpers every operator family uses.
+ *
+ * tth_lower_primitive, in order:
+ *   1. topo-sort the body; count each node's uses;
+ *   2. params → PARAM buffers, constants → CONST buffers, results → PARAM buffers (after params);
+ *   3. choose what gets a buffer: every stage op (non-pointwise), every result, every pointwise
+ *      node used by a stage op or used twice; the other pointwise nodes are inlined;
+ *   4. epilogue fusion: an anchor whose only users form the inline tree of one materialised
+ *      pointwise node P, along paths that keep the anchor's shape, stores through P's expression
+ *      straight into P's buffer (and runs at P's place in the order);
+ *   5. emit the stages in topo order, wrap the LOCAL buffers in ALLOCATEs, add the PrimFunc. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <float.h>
+
+#include "lower_internal.h"
+
+/* ---------------------------------------------------------------- op table (as data) ---- */
+
+static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
+    [TTH_OP_ADD] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_SUBTRACT] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_MULTIPLY] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_DIVIDE] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_POWER] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_MAXIMUM] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_MINIMUM] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_MOD] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_PRELU] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_LESS] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_LESS_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_GREATER] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_GREATER_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_LOGICAL_AND] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_LOGICAL_OR] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_LOGICAL_XOR] = {lw_ew_binary, NULL, lw_ew_check, 0},
+    [TTH_OP_WHERE] = {lw_ew_where, NULL, lw_ew_check, 0},
+    [TTH_OP_NEGATIVE] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_ABS] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SQRT] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_RECIPROCAL] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_EXP] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_LOG] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SIN] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_COS] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_TANH] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SIGMOID] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_ERF] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_FLOOR] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_CEIL] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_ROUND] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SIGN] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_LOGICAL_NOT] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_LEAKY_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_ELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_THRESHOLDED_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SOFTPLUS] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_SOFTSIGN] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_HARD_SIGMOID] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_HARD_SWISH] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_CLIP] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_CAST] = {lw_ew_unary, NULL, lw_ew_check, 0},
+    [TTH_OP_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0},
+    [TTH_OP_CONV2D_TRANSPOSE] = {NULL, lw_conv2d_transpose, lw_conv_check, 0},
+    [TTH_OP_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0},
+    [TTH_OP_MAX_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0},
+    [TTH_OP_AVG_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0},
+    [TTH_OP_GLOBAL_AVG_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0},
+    [TTH_OP_GLOBAL_MAX_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0},
+    [TTH_OP_BATCH_NORM] = {lw_ew_batch_norm, NULL, lw_ew_check, 1},
+    [TTH_OP_SOFTMAX] = {NULL, lw_softmax, lw_softmax_check, 0},
+    [TTH_OP_LOG_SOFTMAX] = {NULL, lw_softmax, lw_softmax_check, 0},
+    [TTH_OP_PAD] = {NULL, lw_pad, lw_shape_check, 0},
+    [TTH_OP_RESHAPE] = {NULL, lw_reshape, lw_shape_check, 0},
+    [TTH_OP_TRANSPOSE] = {NULL, lw_transpose, lw_shape_check, 0},
+    [TTH_OP_BROADCAST_TO] = {NULL, lw_broadcast_to, lw_shape_check, 0},
+    [TTH_OP_CONCATENATE] = {NULL, lw_concatenate, lw_shape_check, 0},
+    [TTH_OP_SPLIT] = {NULL, lw_split, lw_shape_check, 0},
+    [TTH_OP_STRIDED_SLICE] = {NULL, lw_strided_slice, lw_shape_check, 0},
+    [TTH_OP_TAKE] = {NULL, lw_take, lw_shape_check, 0},
+    [TTH_OP_SUM] = {NULL, lw_reduce, lw_reduce_check, 0},
+    [TTH_OP_MEAN] = {NULL, lw_reduce, lw_reduce_check, 0},
+    [TTH_OP_MAX] = {NULL, lw_reduce, lw_reduce_check, 0},
+    [TTH_OP_MIN] = {NULL, lw_reduce, lw_reduce_check, 0},
+    [TTH_OP_PROD] = {NULL, lw_reduce, lw_reduce_check, 0},
+    [TTH_OP_ARGMAX] = {NULL, lw_argreduce, lw_reduce_check, 0},
+    [TTH_OP_ARGMIN] = {NULL, lw_argreduce, lw_reduce_check, 0},
+    [TTH_OP_RESIZE2D] = {NULL, lw_resize2d, lw_resize_check, 0},
+    [TTH_OP_QUANTIZE] = {lw_quantize, NULL, lw_quant_check, 1},
+    [TTH_OP_DEQUANTIZE] = {lw_dequantize, NULL, lw_quant_check, 1},
+    [TTH_OP_QNN_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0},
+    [TTH_OP_QNN_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0},
+    [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1},
+};
+
+const lw_op_impl *lw_op_lookup(tth_op op)
+{
+    if ((int)op <= 0 || op >= TTH_OP_COUNT_)
+        return NULL;
+    if (!lw_ops[op].value && !lw_ops[op].stage)
+        return NULL;
+    return &lw_ops[op];
+}
+
+/* ------------------------------------------------------------------------ small helpers ---- */
+
+const tth_ttype *lw_ty(const tth_rexpr *e)
+{
+    return e->type.nfields < 0 ? &e->type.tensor : NULL;
+}
+
+const tth_rexpr *lw_arg(const tth_rexpr *call, size_t i)
+{
+    return call->u.call.args[i];
+}
+
+int64_t lw_numel(const int64_t *shape, int rank)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    return n;
+}
+
+int lw_fail(lw_ctx *c, int code, const tth_rexpr *call, const char *fmt, ...)
+{
+    char loc[TTH_DIAG_LOCATION_MAX];
+    const char *where = NULL;
+    if (call) {
+        const char *op = call->kind == TTH_REXPR_CALL && call->u.call.op ? tth_op_name(call->u.call.op) : "expr";
+        if (call->span)
+            snprintf(loc, sizeof loc, "node '%s' (%s) in '%s'", call->span, op, c->fname);
+        else
+            snprintf(loc, sizeof loc, "%s in '%s'", op, c->fname);
+        where = loc;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    tth_diag_vset(c->diag, code, where, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static const json_t *lw_attr(const tth_rexpr *call, const char *key)
+{
+    if (call->kind != TTH_REXPR_CALL || !call->u.call.attrs)
+        return NULL;
+    const json_t *v = json_object_get(call->u.call.attrs, key);
+    return json_is_null(v) ? NULL : v;
+}
+
+int lw_attr_has(const tth_rexpr *call, const char *key)
+{
+    return lw_attr(call, key) != NULL;
+}
+
+int64_t lw_attr_int(const tth_rexpr *call, const char *key, int64_t def)
+{
+    const json_t *v = lw_attr(call, key);
+    if (json_is_integer(v))
+        return (int64_t)json_integer_value(v);
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    if (json_is_real(v))
+        return (int64_t)json_real_value(v);
+    return def;
+}
+
+double lw_attr_float(const tth_rexpr *call, const char *key, double def)
+{
+    const json_t *v = lw_attr(call, key);
+    if (json_is_number(v))
+        return json_number_value(v);
+    return def;
+}
+
+const char *lw_attr_str(const tth_rexpr *call, const char *key, const char *def)
+{
+    const json_t *v = lw_attr(call, key);
+    return json_is_string(v) ? json_string_value(v) : def;
+}
+
+int lw_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max)
+{
+    const json_t *v = lw_attr(call, key);
+    if (!json_is_array(v))
+        return -1;
+    size_t n = json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *x = json_array_get(v, i);
+        if (!json_is_integer(x))
+            return -1;
+        if ((int)i < max)
+            out[i] = (int64_t)json_integer_value(x);
+    }
+    return (int)n;
+}
+
+tth_texpr *lw_i(lw_ctx *c, int64_t v)
+{
+    return tth_tir_i64(c->m, v);
+}
+
+tth_texpr *lw_imm(lw_ctx *c, tth_dtype t, double v)
+{
+    if (tth_dtype_is_float(t))
+        return tth_tir_float(c->m, t, v);
+    return tth_tir_int(c->m, t, (int64_t)v);
+}
+
+tth_texpr *lw_bin(lw_ctx *c, tth_tir_binop op, tth_texpr *a, tth_texpr *b)
+{
+    return tth_tir_bin(c->m, op, a, b);
+}
+
+tth_texpr *lw_add(lw_ctx *c, tth_texpr *a, tth_texpr *b) { return tth_tir_bin(c->m, TTH_TBIN_ADD, a, b); }
+tth_texpr *lw_sub(lw_ctx *c, tth_texpr *a, tth_texpr *b) { return tth_tir_bin(c->m, TTH_TBIN_SUB, a, b); }
+tth_texpr *lw_mul(lw_ctx *c, tth_texpr *a, tth_texpr *b) { return tth_tir_bin(c->m, TTH_TBIN_MUL, a, b); }
+
+tth_texpr *lw_cast(lw_ctx *c, tth_dtype t, tth_texpr *v)
+{
+    if (v->dtype == t)
+        return v;
+    if (v->kind == TTH_TEXPR_INT && !tth_dtype_is_float(t))
+        return tth_tir_int(c->m, t, v->u.i);
+    if (v->kind == TTH_TEXPR_INT && tth_dtype_is_float(t))
+        return tth_tir_float(c->m, t, (double)v->u.i);
+    if (v->kind == TTH_TEXPR_FLOAT && tth_dtype_is_float(t))
+        return tth_tir_float(c->m, t, v->u.f);
+    return tth_tir_cast(c->m, t, v);
+}
+
+tth_tvar *lw_var(lw_ctx *c, const char *prefix, tth_dtype t)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%u", prefix, c->nvars++);
+    return tth_tir_var(c->m, name, t);
+}
+
+tth_texpr *lw_ref(lw_ctx *c, tth_tvar *v)
+{
+    return tth_tir_ref(c->m, v);
+}
+
+double lw_dtype_lowest(tth_dtype t)
+{
+    switch (t) {
+    case TTH_F32: return -FLT_MAX;
+    case TTH_F64: return -DBL_MAX;
+    case TTH_F16: return -65504.0;
+    case TTH_I8: return -128;
+    case TTH_I16: return -32768;
+    case TTH_I32: return -2147483648.0;
+    case TTH_I64: return -9223372036854775807.0 - 1.0;
+    default: return 0;
+    }
+}
+
+double lw_dtype_highest(tth_dtype t)
+{
+    switch (t) {
+    case TTH_F32: return FLT_MAX;
+    case TTH_F64: return DBL_MAX;
+    case TTH_F16: return 65504.0;
+    case TTH_I8: return 127;
+    case TTH_U8: return 255;
+    case TTH_I16: return 32767;
+    case TTH_U16: return 65535;
+    case TTH_I32: return 2147483647.0;
+    case TTH_U32: return 4294967295.0;
+    case TTH_I64: return 9223372036854775807.0;
+    case TTH_U64: return 18446744073709551615.0;
+    case TTH_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s)
+{
+    if (!s)
+        return 0;
+    return tth_tir_seq_append(c->m, seq, s);
+}
+
+/* ------------------------------------------------------------ index arithmetic, hoisting ---- */
+
+static int lw_expr_uses(const tth_texpr *e, const tth_tvar *const *vars, int nvars, int *other)
+{
+    /* 1 when e uses one of vars; *other set when it uses a variable not among them */
+    if (!e)
+        return 0;
+    switch (e->kind) {
+    case TTH_TEXPR_VAR:
+        for (int i = 0; i < nvars; i++)
+            if (vars[i] == e->u.var)
+                return 1;
+        *other = 1;
+        return 0;
+    case TTH_TEXPR_LOAD:
+    case TTH_TEXPR_ADDRESS_OF:
+        return lw_expr_uses(e->u.load.index, vars, nvars, other) | (*other = 1, 0);
+    case TTH_TEXPR_BINARY:
+        return lw_expr_uses(e->u.bin.a, vars, nvars, other) | lw_expr_uses(e->u.bin.b, vars, nvars, other);
+    case TTH_TEXPR_UNARY:
+        return lw_expr_uses(e->u.un.a, vars, nvars, other);
+    case TTH_TEXPR_SELECT:
+        return lw_expr_uses(e->u.select.cond, vars, nvars, other) |
+               lw_expr_uses(e->u.select.a, vars, nvars, other) | lw_expr_uses(e->u.select.b, vars, nvars, other);
+    case TTH_TEXPR_CAST:
+        return lw_expr_uses(e->u.cast.value, vars, nvars, other);
+    case TTH_TEXPR_INTRIN:
+        return lw_expr_uses(e->u.intrin.args[0], vars, nvars, other) |
+               lw_expr_uses(e->u.intrin.args[1], vars, nvars, other);
+    case TTH_TEXPR_CALL_EXTERN:
+        *other = 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int lw_expr_equal(const tth_texpr *a, const tth_texpr *b)
+{
+    if (a == b)
+        return 1;
+    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype)
+        return 0;
+    switch (a->kind) {
+    case TTH_TEXPR_INT: return a->u.i == b->u.i;
+    case TTH_TEXPR_FLOAT: return a->u.f == b->u.f;
+    case TTH_TEXPR_VAR: return a->u.var == b->u.var;
+    case TTH_TEXPR_BINARY:
+        return a->u.bin.op == b->u.bin.op && lw_expr_equal(a->u.bin.a, b->u.bin.a) &&
+               lw_expr_equal(a->u.bin.b, b->u.bin.b);
+    case TTH_TEXPR_UNARY: return a->u.un.op == b->u.un.op && lw_expr_equal(a->u.un.a, b->u.un.a);
+    default: return 0;
+    }
+}
+
+/* The part of a flat index that does not depend on the innermost loop, as a LET variable. */
+static tth_texpr *lw_hoist(lw_ctx *c, tth_texpr *e)
+{
+    if (!c->hoist_on || e->kind == TTH_TEXPR_INT || e->kind == TTH_TEXPR_VAR)
+        return e;
+    int other = 0;
+    lw_expr_uses(e, (const tth_tvar *const *)c->hoist_allowed, c->nhoist_allowed, &other);
+    if (other)
+        return e;
+    for (int i = 0; i < c->nhoist; i++)
+        if (lw_expr_equal(c->hoist_expr[i], e))
+            return lw_ref(c, c->hoist_var[i]);
+    if (c->nhoist >= LW_MAX_HOIST)
+        return e;
+    tth_tvar *v = lw_var(c, "rb", TTH_I64);
+    if (!v)
+        return e;
+    c->hoist_expr[c->nhoist] = e;
+    c->hoist_var[c->nhoist] = v;
+    c->nhoist++;
+    return lw_ref(c, v);
+}
+
+tth_texpr *lw_flat(lw_ctx *c, const int64_t *shape, int rank, tth_texpr *const *idx)
+{
+    tth_texpr *outer = lw_i(c, 0), *inner = lw_i(c, 0);
+    int64_t stride = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        if (shape[d] != 1) {
+            tth_texpr *term = lw_mul(c, idx[d], lw_i(c, stride));
+            int other = 0;
+            const tth_tvar *in = c->hoist_inner;
+            int uses = c->hoist_on && in ? lw_expr_uses(term, &in, 1, &other) : 1;
+            if (uses)
+                inner = lw_add(c, inner, term);
+            else
+                outer = lw_add(c, outer, term);
+        }
+        stride *= shape[d];
+    }
+    return lw_add(c, lw_hoist(c, outer), inner);
+}
+
+tth_texpr *lw_load_at(lw_ctx *c, tth_tbuffer *b, tth_texpr *const *idx)
+{
+    return tth_tir_load(c->m, b, lw_flat(c, b->shape, b->rank, idx));
+}
+
+tth_tstmt *lw_store_at(lw_ctx *c, tth_tbuffer *b, tth_texpr *const *idx, tth_texpr *v)
+{
+    return tth_tir_store(c->m, b, lw_flat(c, b->shape, b->rank, idx), lw_cast(c, b->dtype, v));
+}
+
+void lw_bcast_idx(lw_ctx *c, const tth_ttype *out, const tth_ttype *in, tth_texpr *const *idx,
+                  tth_texpr **in_idx)
+{
+    int off = out->rank - in->rank;
+    for (int d = 0; d < in->rank; d++) {
+        int od = d + off;
+        if (od < 0 || in->shape[d] == 1 || !idx)
+            in_idx[d] = lw_i(c, 0);
+        else
+            in_idx[d] = idx[od];
+    }
+}
+
+/* ------------------------------------------------------------------------ node lookup ---- */
+
+static lw_node *lw_node_of(lw_ctx *c, const tth_rexpr *e)
+{
+    size_t mask = c->hcap - 1;
+    size_t h = (e->id * 2654435761u) & mask;
+    while (c->hvals[h]) {
+        if (c->hkeys[h] == e->id)
+            return &c->nodes[c->hvals[h] - 1];
+        h = (h + 1) & mask;
+    }
+    return NULL;
+}
+
+static void lw_node_put(lw_ctx *c, const tth_rexpr *e, size_t i)
+{
+    size_t mask = c->hcap - 1;
+    size_t h = (e->id * 2654435761u) & mask;
+    while (c->hvals[h])
+        h = (h + 1) & mask;
+    c->hkeys[h] = e->id;
+    c->hvals[h] = (uint32_t)i + 1;
+}
+
+tth_tbuffer *lw_buf(lw_ctx *c, const tth_rexpr *e)
+{
+    if (e->kind == TTH_REXPR_TUPLE_GET) {
+        const tth_rexpr *t = e->u.get.tuple;
+        if (t->kind == TTH_REXPR_TUPLE)
+            return lw_buf(c, t->u.tuple.fields[e->u.get.index]);
+        lw_node *tn = lw_node_of(c, t);
+        if (tn && tn->fields)
+            return tn->fields[e->u.get.index];
+    }
+    lw_node *n = lw_node_of(c, e);
+    if (n && n->buf)
+        return n->buf;
+    lw_fail(c, TTH_EINTERNAL, e, "lowering: node %u has no buffer", e->id);
+    return NULL;
+}
+
+tth_tbuffer *lw_local(lw_ctx *c, const char *prefix, tth_dtype t, int rank, const int64_t *shape)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%u", prefix, c->nbufs++);
+    tth_tbuffer *b = tth_tir_buffer(c->m, name, t, rank, shape, TTH_SCOPE_LOCAL);
+    if (!b)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return b;
+}
+
+/* ----------------------------------------------------------------------------- values ---- */
+
+tth_texpr *lw_value_at(lw_ctx *c, const tth_rexpr *e, tth_texpr *const *idx)
+{
+    if (e == c->slot_node)
+        return c->slot_value;
+    lw_node *n = lw_node_of(c, e);
+    tth_tbuffer *b = n ? n->buf : NULL;
+    if (!b && e->kind == TTH_REXPR_TUPLE_GET)
+        b = lw_buf(c, e);
+    if (b) {
+        if (c->flat) {
+            int64_t ne = tth_tbuffer_numel(b);
+            return tth_tir_load(c->m, b, ne == 1 ? lw_i(c, 0) : c->flat);
+        }
+        return lw_load_at(c, b, idx);
+    }
+    if (e->kind == TTH_REXPR_CALL && e->u.call.op) {
+        const lw_op_impl *impl = lw_op_lookup(e->u.call.op);
+        if (impl && impl->value)
+            return impl->value(c, e, idx);
+    }
+    lw_fail(c, TTH_EINTERNAL, e, "lowering: no value for node %u", e->id);
+    return NULL;
+}
+
+tth_texpr *lw_arg_at(lw_ctx *c, const tth_rexpr *call, size_t i, tth_texpr *const *idx)
+{
+    const tth_rexpr *a = lw_arg(call, i);
+    if (c->flat)
+        return lw_value_at(c, a, NULL);
+    tth_texpr *in_idx[TTH_MAX_RANK];
+    const tth_ttype *at = lw_ty(a);
+    if (!at) {
+        lw_fail(c, TTH_EINVAL, call, "argument %zu is a tuple", i);
+        return NULL;
+    }
+    lw_bcast_idx(c, lw_ty(call), at, idx, in_idx);
+    return lw_value_at(c, a, in_idx);
+}
+
+tth_texpr *lw_axis_value(lw_ctx *c, const tth_rexpr *a, tth_texpr *axis_idx)
+{
+    const tth_ttype *t = lw_ty(a);
+    tth_texpr *pi[TTH_MAX_RANK];
+    if (!t) {
+        lw_fail(c, TTH_EINVAL, a, "a per-axis parameter is a tuple");
+        return NULL;
+    }
+    for (int d = 0; d < t->rank; d++)
+        pi[d] = lw_i(c, 0);
+    if (t->rank > 0 && t->shape[t->rank - 1] != 1)
+        pi[t->rank - 1] = axis_idx;
+    tth_texpr *save = c->flat;
+    c->flat = NULL;
+    tth_texpr *v = lw_value_at(c, a, pi);
+    c->flat = save;
+    return v;
+}
+
+/* ------------------------------------------------------------------------------ sinks ---- */
+
+int lw_sink_direct(const lw_sink *s, int field, tth_dtype acc)
+{
+    return s->dest[field]->dtype == acc;
+}
+
+static int lw_is_trivial(const tth_texpr *e)
+{
+    return e->kind == TTH_TEXPR_INT || e->kind == TTH_TEXPR_FLOAT || e->kind == TTH_TEXPR_VAR;
+}
+
+tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value)
+{
+    if (!value)
+        return NULL;
+    tth_tbuffer *dest = s->dest[field];
+    if (!s->epi)
+        return lw_store_at(c, dest, idx, value);
+    tth_tvar *v = NULL;
+    tth_texpr *slot = value;
+    if (!lw_is_trivial(value)) {
+        v = lw_var(c, "v", value->dtype);
+        if (!v)
+            return NULL;
+        slot = lw_ref(c, v);
+    }
+    const tth_rexpr *save_node = c->slot_node;
+    tth_texpr *save_value = c->slot_value;
+    c->slot_node = s->anchor;
+    c->slot_value = slot;
+    tth_texpr *ev = lw_value_at(c, s->epi, idx);
+    c->slot_node = save_node;
+    c->slot_value = save_value;
+    if (!ev)
+        return NULL;
+    tth_tstmt *st = lw_store_at(c, dest, idx, ev);
+    return v ? tth_tir_let(c->m, v, value, st) : st;
+}
+
+/* ------------------------------------------------------------------------------ loops ---- */
+
+tth_tstmt *lw_for(lw_ctx *c, tth_tvar *v, tth_texpr *min, tth_texpr *extent, tth_loop_kind k, tth_tstmt *body)
+{
+    if (!body)
+        return NULL;
+    return tth_tir_for(c->m, v, min, extent, k, body);
+}
+
+tth_tstmt *lw_nest(lw_ctx *c, const int64_t *shape, int rank, int flags, lw_body_fn body, void *arg)
+{
+    tth_texpr *idx[TTH_MAX_RANK];
+    tth_tvar *vars[TTH_MAX_RANK];
+    int64_t total = lw_numel(shape, rank);
+    int loops[TTH_MAX_RANK], nloops = 0;
+    static const char *const names[TTH_MAX_RANK] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] == 1) {
+            idx[d] = lw_i(c, 0);
+            vars[d] = NULL;
+            continue;
+        }
+        vars[d] = lw_var(c, names[d], TTH_I64);
+        if (!vars[d])
+            return NULL;
+        idx[d] = lw_ref(c, vars[d]);
+        loops[nloops++] = d;
+    }
+    /* hoisting state is saved: nests may be built inside other nests' bodies */
+    int save_on = c->hoist_on, save_nallowed = c->nhoist_allowed, save_n = c->nhoist;
+    tth_tvar *save_inner = c->hoist_inner;
+    tth_tvar *save_allowed[TTH_MAX_RANK + 4];
+    tth_texpr *save_expr[LW_MAX_HOIST];
+    tth_tvar *save_var[LW_MAX_HOIST];
+    memcpy(save_allowed, c->hoist_allowed, sizeof save_allowed);
+    memcpy(save_expr, c->hoist_expr, sizeof save_expr);
+    memcpy(save_var, c->hoist_var, sizeof save_var);
+    if (nloops >= 2) {
+        c->hoist_on = 1;
+        c->hoist_inner = vars[loops[nloops - 1]];
+        c->nhoist_allowed = 0;
+        for (int i = 0; i < nloops - 1; i++)
+            c->hoist_allowed[c->nhoist_allowed++] = vars[loops[i]];
+        c->nhoist = 0;
+    } else {
+        c->hoist_on = 0;
+        c->hoist_inner = NULL;
+    }
+    tth_tstmt *s = body(c, idx, arg);
+    int nh = c->nhoist;
+    tth_texpr *hexpr[LW_MAX_HOIST];
+    tth_tvar *hvar[LW_MAX_HOIST];
+    memcpy(hexpr, c->hoist_expr, sizeof hexpr);
+    memcpy(hvar, c->hoist_var, sizeof hvar);
+    if (!c->hoist_on)
+        nh = 0;
+    c->hoist_on = save_on;
+    c->hoist_inner = save_inner;
+    c->nhoist_allowed = save_nallowed;
+    c->nhoist = save_n;
+    memcpy(c->hoist_allowed, save_allowed, sizeof save_allowed);
+    memcpy(c->hoist_expr, save_expr, sizeof save_expr);
+    memcpy(c->hoist_var, save_var, sizeof save_var);
+    if (!s)
+        return NULL;
+    for (int i = nloops - 1; i >= 0; i--) {
+        int d = loops[i];
+        tth_loop_kind k = TTH_LOOP_SERIAL;
+        if (i == nloops - 1 && (flags & LW_VECTOR) && d == rank - 1)
+            k = TTH_LOOP_VECTORIZED;
+        if (i == 0 && (flags & LW_PARALLEL) && total >= LW_PARALLEL_MIN && nloops > 1)
+            k = TTH_LOOP_PARALLEL;
+        s = tth_tir_for(c->m, vars[d], lw_i(c, 0), lw_i(c, shape[d]), k, s);
+        if (!s)
+            return NULL;
+        if (i == nloops - 1)
+            for (int h = nh - 1; h >= 0; h--) {
+                s = tth_tir_let(c->m, hvar[h], hexpr[h], s);
+                if (!s)
+                    return NULL;
+            }
+    }
+    return s;
+}
+
+int lw_ax_make(lw_ctx *c, lw_ax *a, const char *prefix, int64_t n)
+{
+    a->n = n;
+    if (n == 1) {
+        a->v = NULL;
+        a->e = lw_i(c, 0);
+        return 0;
+    }
+    a->v = lw_var(c, prefix, TTH_I64);
+    if (!a->v)
+        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    a->e = lw_ref(c, a->v);
+    return 0;
+}
+
+tth_tstmt *lw_ax_loop(lw_ctx *c, const lw_ax *a, tth_loop_kind k, tth_tstmt *body)
+{
+    if (!body)
+        return NULL;
+    if (!a->v)
+        return body;
+    return tth_tir_for(c->m, a->v, lw_i(c, 0), lw_i(c, a->n), k, body);
+}
+
+tth_tstmt *lw_let(lw_ctx *c, tth_tvar *v, tth_texpr *value, tth_tstmt *body)
+{
+    if (!body || !value)
+        return NULL;
+    return tth_tir_let(c->m, v, value, body);
+}
+
+tth_texpr *lw_floordiv(lw_ctx *c, tth_texpr *a, int64_t b)
+{
+    if (b == 1)
+        return a;
+    return lw_bin(c, TTH_TBIN_FLOORDIV, a, lw_i(c, b));
+}
+
+tth_texpr *lw_ceildiv(lw_ctx *c, tth_texpr *a, int64_t b)
+{
+    if (b == 1)
+        return a;
+    return lw_bin(c, TTH_TBIN_FLOORDIV, lw_add(c, a, lw_i(c, b - 1)), lw_i(c, b));
+}
+
+/* ------------------------------------------------------------ pointwise stages, copies ---- */
+
+typedef struct lw_pw_arg {
+    const tth_rexpr *call;
+    const lw_sink *sink;
+} lw_pw_arg;
+
+static tth_tstmt *lw_pointwise_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
+{
+    lw_pw_arg *a = arg;
+    const lw_op_impl *impl = lw_op_lookup(a->call->u.call.op);
+    tth_texpr *v = impl->value(c, a->call, idx);
+    return lw_sink_store(c, a->sink, 0, idx, v);
+}
+
+tth_tstmt *lw_pointwise_stage(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_pw_arg a = {call, s};
+    const tth_ttype *t = lw_ty(call);
+    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR, lw_pointwise_body, &a);
+}
+
+/* Can the inline tree rooted at e be evaluated with one flat index? */
+static int lw_flat_ok(lw_ctx *c, const tth_rexpr *e, int64_t n, int root)
+{
+    lw_node *nd = lw_node_of(c, e);
+    const tth_ttype *t = lw_ty(e);
+    if (!t)
+        return 0;
+    if (!root && ((nd && nd->buf) || e->kind != TTH_REXPR_CALL)) {
+        int64_t k = lw_numel(t->shape, t->rank);
+        return k == 1 || k == n;
+    }
+    if (e->kind != TTH_REXPR_CALL)
+        return 0;
+    const lw_op_impl *impl = lw_op_lookup(e->u.call.op);
+    if (!impl || !impl->value || impl->needs_idx)
+        return 0;
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        if (!lw_flat_ok(c, lw_arg(e, i), n, 0))
+            return 0;
+    return 1;
+}
+
+typedef struct lw_ew_arg {
+    const tth_rexpr *e;
+    tth_tbuffer *dest;
+} lw_ew_arg;
+
+static tth_tstmt *lw_ew_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
+{
+    lw_ew_arg *a = arg;
+    const lw_op_impl *impl = lw_op_lookup(a->e->u.call.op);
+    tth_texpr *v = impl->value(c, a->e, idx);
+    if (!v)
+        return NULL;
+    return lw_store_at(c, a->dest, idx, v);
+}
+
+/* A materialised pointwise node without an anchor: one loop nest storing its expression. */
+static tth_tstmt *lw_ew_stage(lw_ctx *c, const tth_rexpr *e, tth_tbuffer *dest)
+{
+    const tth_ttype *t = lw_ty(e);
+    int64_t n = lw_numel(t->shape, t->rank);
+    const lw_op_impl *impl = lw_op_lookup(e->u.call.op);
+    if (n > 1 && lw_flat_ok(c, e, n, 1)) {
+        tth_tvar *v = lw_var(c, "i", TTH_I64);
+        if (!v)
+            return NULL;
+        c->flat = lw_ref(c, v);
+        c->flat_n = n;
+        tth_texpr *val = impl->value(c, e, NULL);
+        c->flat = NULL;
+        if (!val)
+            return NULL;
+        tth_tstmt *st = tth_tir_store(c->m, dest, lw_ref(c, v), lw_cast(c, dest->dtype, val));
+        return lw_for(c, v, lw_i(c, 0), lw_i(c, n), TTH_LOOP_VECTORIZED, st);
+    }
+    lw_ew_arg a = {e, dest};
+    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR, lw_ew_body, &a);
+}
+
+typedef struct lw_copy_arg {
+    tth_tbuffer *src, *dest;
+} lw_copy_arg;
+
+static tth_tstmt *lw_copy_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
+{
+    lw_copy_arg *a = arg;
+    return lw_store_at(c, a->dest, idx, lw_load_at(c, a->src, idx));
+}
+
+static tth_tstmt *lw_copy(lw_ctx *c, tth_tbuffer *src, tth_tbuffer *dest)
+{
+    lw_copy_arg a = {src, dest};
+    return lw_nest(c, dest->shape, dest->rank, LW_PARALLEL | LW_VECTOR, lw_copy_body, &a);
+}
+
+/* ---------------------------------------------------------------------- support checks ---- */
+
+int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        len = sizeof dummy;
+    }
+    if (len)
+        why[0] = 0;
+    if (!call || call->kind != TTH_REXPR_CALL || call->u.call.op == TTH_OP_INVALID) {
+        snprintf(why, len, "not an operator call");
+        return 0;
+    }
+    tth_op op = call->u.call.op;
+    const lw_op_impl *impl = lw_op_lookup(op);
+    if (!impl) {
+        snprintf(why, len, "%s: no default lowering", tth_op_name(op));
+        return 0;
+    }
+    /* float16 arithmetic is not lowered: C has no portable half type */
+    if (call->type.nfields < 0 && call->type.tensor.dtype == TTH_F16) {
+        snprintf(why, len, "%s: float16 is not supported", tth_op_name(op));
+        return 0;
+    }
+    for (size_t i = 0; i < call->u.call.nargs; i++) {
+        const tth_ttype *t = lw_ty(call->u.call.args[i]);
+        if (!t) {
+            snprintf(why, len, "%s: argument %zu is a tuple", tth_op_name(op), i);
+            return 0;
+        }
+        if (t->dtype == TTH_F16) {
+            snprintf(why, len, "%s: float16 is not supported", tth_op_name(op));
+            return 0;
+        }
+    }
+    if (impl->check && !impl->check(call, why, len))
+        return 0;
+    return 1;
+}
+
+/* --------------------------------------------------------------------------- driver ---- */
+
+static void lw_ctx_free(lw_ctx *c)
+{
+    free(c->nodes);
+    free(c->hkeys);
+    free(c->hvals);
+}
+
+static int lw_is_pointwise(const tth_rexpr *e)
+{
+    if (e->kind != TTH_REXPR_CALL || !e->u.call.op)
+        return 0;
+    const lw_op_impl *impl = lw_op_lookup(e->u.call.op);
+    return impl && impl->value;
+}
+
+/* Does the inline tree of P reach anchor A only through nodes of A's shape? Returns 1 when e
+ * depends on A; sets *bad when a node on such a path has another shape. */
+static int lw_dep_shape(lw_ctx *c, const tth_rexpr *e, const tth_rexpr *a, int root, int *bad)
+{
+    if (e == a)
+        return 1;
+    lw_node *n = lw_node_of(c, e);
+    if (!root && (!n || n->materialize || !lw_is_pointwise(e)))
+        return 0;
+    if (e->kind != TTH_REXPR_CALL)
+        return 0;
+    int dep = 0;
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        dep |= lw_dep_shape(c, lw_arg(e, i), a, 0, bad);
+    if (dep && !tth_ttype_equal(lw_ty(e), lw_ty(a))) {
+        /* dtype may change along the chain; the shape may not */
+        const tth_ttype *x = lw_ty(e), *y = lw_ty(a);
+        if (x->rank != y->rank || memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->rank))
+            *bad = 1;
+    }
+    return dep;
+}
+
+/* Collect the stage leaves (materialised non-pointwise calls) of P's inline tree. */
+static void lw_tree_leaves(lw_ctx *c, const tth_rexpr *e, int root, lw_node *p, int *counts)
+{
+    lw_node *n = lw_node_of(c, e);
+    if (!n)
+        return;
+    if (!root && n->materialize) {
+        if (e->kind == TTH_REXPR_CALL && !lw_is_pointwise(e)) {
+            size_t k = (size_t)(n - c->nodes);
+            counts[k]++;
+            if (counts[k] == 1 && !n->fused_into)
+                n->fused_into = p; /* provisional: checked by the caller */
+            else if (n->fused_into != p)
+                n->stage_use = 1; /* reached from two trees: keep its own buffer */
+        }
+        return;
+    }
+    if (e->kind != TTH_REXPR_CALL || !lw_is_pointwise(e))
+        return;
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        lw_tree_leaves(c, lw_arg(e, i), 0, p, counts);
+}
+
+static const char *lw_sanitize(tth_arena *a, const char *s, const char *fallback)
+{
+    if (!s || !*s)
+        return fallback;
+    size_t n = strlen(s);
+    char *o = tth_arena_alloc(a, n + 2);
+    if (!o)
+        return fallback;
+    size_t j = 0;
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+        o[j++] = '_';
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        o[j++] = ok ? ch : '_';
+    }
+    o[j] = 0;
+    return o;
+}
+
+static int lw_check_all(lw_ctx *c, tth_rexpr **topo, int64_t n)
+{
+    char why[256];
+    for (int64_t i = 0; i < n; i++) {
+        const tth_rexpr *e = topo[i];
+        if (e->kind == TTH_REXPR_CALL) {
+            if (e->u.call.op == TTH_OP_INVALID)
+                return lw_fail(c, TTH_EUNSUPPORTED, e, "a call of function '%s' inside a primitive function",
+                               e->u.call.fn ? e->u.call.fn->name : "?");
+            if (!tth_lower_op_supported(e, why, sizeof why))
+                return lw_fail(c, TTH_EUNSUPPORTED, e, "%s", why);
+        } else if (e->kind == TTH_REXPR_TUPLE && e != c->fn->body) {
+            return lw_fail(c, TTH_EUNSUPPORTED, e, "a tuple that is not the function's result");
+        }
+    }
+    return 0;
+}
+
+tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
+                                   const char *target_kind, tth_diag *diag)
+{
+    lw_ctx cx, *c = &cx;
+    memset(c, 0, sizeof cx);
+    c->m = mod;
+    c->diag = diag;
+    c->fn = fn;
+    c->fname = name ? name : "?";
+    if (!mod || !fn || !name || !fn->body || !fn->module) {
+        tth_diag_set(diag, TTH_EINVAL, NULL, "tth_lower_primitive: missing module, function or name");
+        return NULL;
+    }
+    tth_rexpr **topo = NULL;
+    int64_t nt = tth_relay_topo(fn->module, fn, &topo);
+    if (nt < 0) {
+        tth_diag_set(diag, TTH_ENOMEM, name, "out of memory sorting the function");
+        return NULL;
+    }
+    tth_prim_func *result = NULL;
+    tth_tbuffer **params = NULL;
+    lw_node **order = NULL;
+    if (lw_check_all(c, topo, nt))
+        goto out;
+    c->nnodes = (size_t)nt;
+    c->nodes = calloc((size_t)nt + 1, sizeof *c->nodes);
+    c->hcap = 16;
+    while (c->hcap < 2 * (size_t)nt + 2)
+        c->hcap <<= 1;
+    c->hkeys = calloc(c->hcap, sizeof *c->hkeys);
+    c->hvals = calloc(c->hcap, sizeof *c->hvals);
+    if (!c->nodes || !c->hkeys || !c->hvals) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < nt; i++) {
+        c->nodes[i].e = topo[i];
+        lw_node_put(c, topo[i], (size_t)i);
+    }
+
+    /* 1. uses */
+    for (int64_t i = 0; i < nt; i++) {
+        const tth_rexpr *e = topo[i];
+        if (e->kind == TTH_REXPR_CALL) {
+            int pw = lw_is_pointwise(e);
+            for (size_t k = 0; k < e->u.call.nargs; k++) {
+                lw_node *a = lw_node_of(c, e->u.call.args[k]);
+                if (!a)
+                    continue;
+                a->consumers++;
+                if (!pw)
+                    a->stage_use = 1;
+            }
+        } else if (e->kind == TTH_REXPR_TUPLE) {
+            for (size_t k = 0; k < e->u.tuple.nfields; k++) {
+                lw_node *a = lw_node_of(c, e->u.tuple.fields[k]);
+                if (a) {
+                    a->consumers++;
+                    a->stage_use = 1;
+                }
+            }
+        } else if (e->kind == TTH_REXPR_TUPLE_GET) {
+            lw_node *a = lw_node_of(c, e->u.get.tuple);
+            if (a) {
+                a->consumers++;
+                a->stage_use = 1;
+            }
+        }
+    }
+
+    /* 2. results */
+    const tth_rexpr *body = fn->body;
+    const tth_rexpr *outs[256];
+    int out_field[256];
+    int nouts = 0;
+    if (body->kind == TTH_REXPR_TUPLE) {
+        for (size_t k = 0; k < body->u.tuple.nfields && nouts < 256; k++) {
+            const tth_rexpr *f = body->u.tuple.fields[k];
+            if (!lw_ty(f)) {
+                lw_fail(c, TTH_EUNSUPPORTED, f, "a nested tuple in the function's result");
+                goto out;
+            }
+            outs[nouts] = f;
+            out_field[nouts++] = -1;
+        }
+    } else if (body->type.nfields >= 0) {
+        for (int k = 0; k < body->type.nfields && nouts < 256; k++) {
+            outs[nouts] = body;
+            out_field[nouts++] = k;
+        }
+    } else {
+        outs[nouts] = body;
+        out_field[nouts++] = -1;
+    }
+    lw_node *bn = lw_node_of(c, body);
+    if (bn)
+        bn->stage_use = 1;
+
+    size_t np = fn->nparams + (size_t)nouts;
+    params = calloc(np + 1, sizeof *params);
+    order = calloc((size_t)nt + 1, sizeof *order);
+    if (!params || !order) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < fn->nparams; k++) {
+        const tth_rexpr *p = fn->params[k];
+        const tth_ttype *t = lw_ty(p);
+        if (!t) {
+            lw_fail(c, TTH_EUNSUPPORTED, p, "a tuple-typed parameter");
+            goto out;
+        }
+        char fb[32];
+        snprintf(fb, sizeof fb, "p%zu", k);
+        const char *pn = lw_sanitize(mod->arena, p->u.var.name, fb);
+        /* keep param names distinct and away from out<k> */
+        pn = tth_arena_printf(mod->arena, "p%zu_%s", k, pn[0] == '_' ? pn + 1 : pn);
+        params[k] = tth_tir_buffer(mod, pn ? pn : fb, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
+        if (!params[k]) {
+            lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+        lw_node *n = lw_node_of(c, p);
+        if (n)
+            n->buf = params[k];
+    }
+    tth_tbuffer **outbufs = params + fn->nparams;
+    for (int k = 0; k < nouts; k++) {
+        const tth_ttype *t = out_field[k] >= 0 ? &outs[k]->type.fields[out_field[k]] : lw_ty(outs[k]);
+        char on[32];
+        snprintf(on, sizeof on, "out%d", k);
+        outbufs[k] = tth_tir_buffer(mod, on, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
+        if (!outbufs[k]) {
+            lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+    }
+
+    /* 3. constants and materialisation */
+    for (int64_t i = 0; i < nt; i++) {
+        lw_node *n = &c->nodes[i];
+        const tth_rexpr *e = n->e;
+        if (e->kind == TTH_REXPR_CONST) {
+            char *cn = tth_arena_printf(mod->arena, "%s_c%u", name, c->nconsts++);
+            n->buf = cn ? tth_tir_const_buffer(mod, cn, e->u.constant.value) : NULL;
+            if (!n->buf) {
+                lw_fail(c, TTH_ENOMEM, e, "out of memory");
+                goto out;
+            }
+        } else if (e->kind == TTH_REXPR_CALL) {
+            if (!lw_is_pointwise(e) || n->stage_use || n->consumers >= 2)
+                n->materialize = 1;
+        }
+    }
+    /* results take the output buffers; a result that is a param, a constant or a duplicate is
+     * copied at the end */
+    int copy_from[256];
+    for (int k = 0; k < nouts; k++) {
+        copy_from[k] = 0;
+        const tth_rexpr *o = outs[k];
+        lw_node *n = lw_node_of(c, o);
+        if (out_field[k] >= 0) {
+            if (!n->fields) {
+                n->fields = tth_arena_alloc(mod->arena, sizeof(tth_tbuffer *) * (size_t)o->type.nfields);
+                if (!n->fields) {
+                    lw_fail(c, TTH_ENOMEM, o, "out of memory");
+                    goto out;
+                }
+            }
+            n->fields[out_field[k]] = outbufs[k];
+            continue;
+        }
+        if (o->kind == TTH_REXPR_TUPLE_GET && o->u.get.tuple->kind == TTH_REXPR_CALL) {
+            lw_node *tn = lw_node_of(c, o->u.get.tuple);
+            if (!tn->fields) {
+                tn->fields = tth_arena_alloc(mod->arena, sizeof(tth_tbuffer *) * (size_t)o->u.get.tuple->type.nfields);
+                if (!tn->fields) {
+                    lw_fail(c, TTH_ENOMEM, o, "out of memory");
+                    goto out;
+                }
+            }
+            if (!tn->fields[o->u.get.index]) {
+                tn->fields[o->u.get.index] = outbufs[k];
+                continue;
+            }
+            copy_from[k] = 1;
+            continue;
+        }
+        if (o->kind == TTH_REXPR_CALL && !n->buf) {
+            n->buf = outbufs[k];
+            n->materialize = 1;
+            continue;
+        }
+        copy_from[k] = 1;
+    }
+    /* intermediates: LOCAL buffers (allocated around the whole body) */
+    tth_tbuffer *locals[1024];
+    int nlocals = 0;
+    for (int64_t i = 0; i < nt; i++) {
+        lw_node *n = &c->nodes[i];
+        const tth_rexpr *e = n->e;
+        if (e->kind != TTH_REXPR_CALL || !n->materialize)
+            continue;
+        if (e->type.nfields >= 0 && !n->fields) {
+            n->fields = tth_arena_alloc(mod->arena, sizeof(tth_tbuffer *) * (size_t)e->type.nfields + 1);
+            if (!n->fields) {
+                lw_fail(c, TTH_ENOMEM, e, "out of memory");
+                goto out;
+            }
+        }
+    }
+
+    /* 4. epilogue fusion */
+    int *counts = calloc((size_t)nt + 1, sizeof *counts);
+    if (!counts) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < nt; i++) {
+        lw_node *p = &c->nodes[i];
+        if (p->materialize && lw_is_pointwise(p->e))
+            lw_tree_leaves(c, p->e, 1, p, counts);
+    }
+    for (int64_t i = 0; i < nt; i++) {
+        lw_node *a = &c->nodes[i];
+        lw_node *p = a->fused_into;
+        if (!p)
+            continue;
+        int ok = !a->stage_use && !a->buf && a->e->type.nfields < 0 && !p->anchor && p->buf != NULL;
+        if (ok) {
+            int bad = 0;
+            lw_dep_shape(c, p->e, a->e, 1, &bad);
+            ok = !bad;
+        }
+        if (ok)
+            p->anchor = a;
+        else
+            a->fused_into = NULL;
+    }
+    free(counts);
+    /* local buffers for the rest */
+    for (int64_t i = 0; i < nt; i++) {
+        lw_node *n = &c->nodes[i];
+        const tth_rexpr *e = n->e;
+        if (e->kind != TTH_REXPR_CALL || !n->materialize || n->fused_into)
+            continue;
+        if (e->type.nfields >= 0) {
+            for (int f = 0; f < e->type.nfields; f++) {
+                if (n->fields[f])
+                    continue;
+                const tth_ttype *t = &e->type.fields[f];
+                if (nlocals >= 1024) {
+                    lw_fail(c, TTH_ELIMIT, e, "more than 1024 intermediate buffers in one function");
+                    goto out;
+                }
+                n->fields[f] = locals[nlocals++] = lw_local(c, "t", t->dtype, t->rank, t->shape);
+                if (!n->fields[f])
+                    goto out;
+            }
+        } else if (!n->buf) {
+            const tth_ttype *t = lw_ty(e);
+            if (nlocals >= 1024) {
+                lw_fail(c, TTH_ELIMIT, e, "more than 1024 intermediate buffers in one function");
+                goto out;
+            }
+            n->buf = locals[nlocals++] = lw_local(c, "t", t->dtype, t->rank, t->shape);
+            if (!n->buf)
+                goto out;
+        }
+    }
+
+    /* 5. stages in order */
+    tth_tstmt *seq = NULL;
+    json_t *ops = json_array();
+    const char *anchor_op = NULL;
+    for (int64_t i = 0; i < nt; i++) {
+        lw_node *n = &c->nodes[i];
+        const tth_rexpr *e = n->e;
+        if (e->kind != TTH_REXPR_CALL)
+            continue;
+        json_array_append_new(ops, json_string(tth_op_name(e->u.call.op)));
+        if (!lw_is_pointwise(e) && !anchor_op)
+            anchor_op = tth_op_name(e->u.call.op);
+        if (!n->materialize || n->fused_into)
+            continue;
+        tth_tstmt *st = NULL;
+        const lw_op_impl *impl = lw_op_lookup(e->u.call.op);
+        if (n->anchor || impl->stage) {
+            /* a stage op, or the pointwise node an anchor writes through */
+            const tth_rexpr *run = n->anchor ? n->anchor->e : e;
+            const lw_op_impl *ri = lw_op_lookup(run->u.call.op);
+            lw_sink s;
+            tth_tbuffer *one[1];
+            s.anchor = run;
+            s.epi = n->anchor ? e : NULL;
+            if (run->type.nfields >= 0) {
+                s.dest = lw_node_of(c, run)->fields;
+                s.nfields = run->type.nfields;
+            } else {
+                one[0] = n->buf;
+                s.dest = one;
+                s.nfields = 1;
+            }
+            st = ri->stage ? ri->stage(c, run, &s) : lw_pointwise_stage(c, run, &s);
+        } else {
+            st = lw_ew_stage(c, e, n->buf);
+        }
+        if (!st) {
+            if (!diag || diag->code == TTH_OK)
+                lw_fail(c, TTH_EINTERNAL, e, "lowering failed");
+            json_decref(ops);
+            goto out;
+        }
+        if (lw_append(c, &seq, st)) {
+            lw_fail(c, TTH_ENOMEM, e, "out of memory");
+            json_decref(ops);
+            goto out;
+        }
+    }
+    for (int k = 0; k < nouts; k++) {
+        if (!copy_from[k])
+            continue;
+        tth_tbuffer *src = lw_buf(c, outs[k]);
+        if (!src) {
+            json_decref(ops);
+            goto out;
+        }
+        if (lw_append(c, &seq, lw_copy(c, src, outbufs[k]))) {
+            lw_fail(c, TTH_ENOMEM, outs[k], "out of memory");
+            json_decref(ops);
+            goto out;
+        }
+    }
+    if (!seq)
+        seq = tth_tir_seq(mod, NULL, 0);
+    for (int k = nlocals - 1; k >= 0 && seq; k--)
+        seq = tth_tir_allocate(mod, locals[k], seq);
+    if (!seq) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        json_decref(ops);
+        goto out;
+    }
+    json_t *attrs = json_object();
+    if (!anchor_op && json_array_size(ops) > 0)
+        anchor_op = json_string_value(json_array_get(ops, 0));
+    json_object_set_new(attrs, "op", json_string(anchor_op ? anchor_op : "copy"));
+    json_object_set_new(attrs, "ops", ops);
+    json_object_set_new(attrs, "origin", json_string("default"));
+    result = tth_tir_func_add(mod, name, params, np, seq, target_kind ? target_kind : "c", attrs, diag);
+out:
+    free(params);
+    free(order);
+    lw_ctx_free(c);
+    return result;
+}

@@ -1,0 +1,218 @@
+/* lower_internal.h: what the lowering's files share: the lowering context, the value/sink model
+ * and the small TIR-building helpers.
+ *
+ * The model. Every node of the function is reached in one of three ways:
+ *  - through a buffer (a param, a constant, an output, or a LOCAL intermediate): loads;
+ *  - inline: a pointwise op call is an expression of its arguments' values at the same index
+ *    (numpy broadcasting maps the index down to each argument);
+ *  - the epilogue slot: while an anchor stores an element, its value is a TIR expression and the
+ *    pointwise chain after it is evaluated around that value (lw_sink_store).
+ * A "stage" op (conv, pool, ...) writes its result through a sink: one destination buffer per
+ * result field, and optionally the pointwise node whose expression is the epilogue.
+ */
+#ifndef TTH_LOWER_INTERNAL_H
+#define TTH_LOWER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "lower.h"
+
+typedef struct lw_ctx lw_ctx;
+
+/* What the driver knows about one node of the function body. */
+typedef struct lw_node {
+    const tth_rexpr *e;
+    int consumers;            /* uses inside the function (an arg used twice counts twice) */
+    int stage_use;            /* used by something that needs a buffer (stage op, output, tuple) */
+    int materialize;          /* gets a buffer (or buffers, for a tuple-producing call) */
+    tth_tbuffer *buf;         /* tensor: the buffer holding it once computed */
+    tth_tbuffer **fields;     /* tuple-producing call: one buffer per field */
+    struct lw_node *fused_into; /* anchor: the pointwise node it writes through its epilogue */
+    struct lw_node *anchor;   /* pointwise node: the anchor fused into it */
+    int emitted;
+} lw_node;
+
+/* Where a stage op writes. */
+typedef struct lw_sink {
+    tth_tbuffer **dest;       /* one per field (1 for a tensor result) */
+    int nfields;
+    const tth_rexpr *anchor;  /* the op call being stored */
+    const tth_rexpr *epi;     /* pointwise node evaluated around the anchor's value, or NULL */
+} lw_sink;
+
+#define LW_MAX_HOIST 32
+
+struct lw_ctx {
+    tth_tir_module *m;
+    tth_diag *diag;
+    const tth_relay_function *fn;
+    const char *fname;        /* the PrimFunc's name: prefix of constant buffer names */
+    lw_node *nodes;           /* one per topo node */
+    size_t nnodes;
+    uint32_t *hkeys;          /* open-addressing map rexpr id -> node index + 1 */
+    uint32_t *hvals;
+    size_t hcap;
+    /* epilogue slot */
+    const tth_rexpr *slot_node;
+    tth_texpr *slot_value;
+    /* flat mode: every leaf of the inline tree has 1 or flat_n elements */
+    tth_texpr *flat;
+    int64_t flat_n;
+    /* hoisting of loop-invariant index arithmetic out of the innermost loop */
+    int hoist_on;
+    tth_tvar *hoist_inner;               /* the innermost loop variable */
+    tth_tvar *hoist_allowed[TTH_MAX_RANK + 4]; /* variables a hoisted expression may use */
+    int nhoist_allowed;
+    tth_texpr *hoist_expr[LW_MAX_HOIST];
+    tth_tvar *hoist_var[LW_MAX_HOIST];
+    int nhoist;
+    unsigned nvars, nbufs, nconsts;
+};
+
+/* Per-op lowering functions. A pointwise op has `value`; every other op has `stage`. */
+typedef tth_texpr *(*lw_value_fn)(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+typedef tth_tstmt *(*lw_stage_fn)(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+typedef int (*lw_check_fn)(const tth_rexpr *call, char *why, size_t len);
+
+typedef struct lw_op_impl {
+    lw_value_fn value;
+    lw_stage_fn stage;
+    lw_check_fn check;        /* dtype/attribute checks beyond the common ones; may be NULL */
+    int needs_idx;            /* value reads per-dimension indices (per-axis params): no flat mode */
+} lw_op_impl;
+
+const lw_op_impl *lw_op_lookup(tth_op op);
+
+/* ---- family entry points (lower_<family>.c) ---- */
+/* elementwise */
+tth_texpr *lw_ew_binary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+tth_texpr *lw_ew_unary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+tth_texpr *lw_ew_where(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+tth_texpr *lw_ew_batch_norm(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+int lw_ew_check(const tth_rexpr *call, char *why, size_t len);
+/* conv */
+tth_tstmt *lw_conv2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv2d_transpose(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_conv_check(const tth_rexpr *call, char *why, size_t len);
+/* matmul */
+tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_matmul_check(const tth_rexpr *call, char *why, size_t len);
+/* pool */
+tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_pool_check(const tth_rexpr *call, char *why, size_t len);
+/* reduce */
+tth_tstmt *lw_reduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_argreduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_reduce_check(const tth_rexpr *call, char *why, size_t len);
+/* shape */
+tth_tstmt *lw_reshape(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_transpose(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_broadcast_to(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_concatenate(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_split(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_strided_slice(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_take(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_pad(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_shape_check(const tth_rexpr *call, char *why, size_t len);
+/* softmax */
+tth_tstmt *lw_softmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_softmax_check(const tth_rexpr *call, char *why, size_t len);
+/* resize */
+tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_resize_check(const tth_rexpr *call, char *why, size_t len);
+/* quant */
+tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
+int lw_quant_check(const tth_rexpr *call, char *why, size_t len);
+
+/* ---- helpers (lower.c) ---- */
+const tth_ttype *lw_ty(const tth_rexpr *e);            /* the tensor type (NULL for a tuple) */
+const tth_rexpr *lw_arg(const tth_rexpr *call, size_t i);
+int64_t lw_numel(const int64_t *shape, int rank);
+int lw_fail(lw_ctx *c, int code, const tth_rexpr *call, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* attributes (a missing key gives the default) */
+int64_t lw_attr_int(const tth_rexpr *call, const char *key, int64_t def);
+double lw_attr_float(const tth_rexpr *call, const char *key, double def);
+int lw_attr_has(const tth_rexpr *call, const char *key);
+const char *lw_attr_str(const tth_rexpr *call, const char *key, const char *def);
+/* an integer array: count stored (up to max), or -1 when absent or not an array of integers */
+int lw_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max);
+
+/* expressions */
+tth_texpr *lw_i(lw_ctx *c, int64_t v);                 /* int64 immediate */
+tth_texpr *lw_imm(lw_ctx *c, tth_dtype t, double v);   /* immediate of any dtype */
+tth_texpr *lw_add(lw_ctx *c, tth_texpr *a, tth_texpr *b);
+tth_texpr *lw_sub(lw_ctx *c, tth_texpr *a, tth_texpr *b);
+tth_texpr *lw_mul(lw_ctx *c, tth_texpr *a, tth_texpr *b);
+tth_texpr *lw_bin(lw_ctx *c, tth_tir_binop op, tth_texpr *a, tth_texpr *b);
+tth_texpr *lw_cast(lw_ctx *c, tth_dtype t, tth_texpr *v); /* no-op when already t */
+tth_tvar *lw_var(lw_ctx *c, const char *prefix, tth_dtype t);
+tth_texpr *lw_ref(lw_ctx *c, tth_tvar *v);
+/* lowest / highest finite value of a dtype */
+double lw_dtype_lowest(tth_dtype t);
+double lw_dtype_highest(tth_dtype t);
+
+/* row-major flat index of idx in shape (hoists the loop-invariant part when hoisting is on) */
+tth_texpr *lw_flat(lw_ctx *c, const int64_t *shape, int rank, tth_texpr *const *idx);
+tth_texpr *lw_load_at(lw_ctx *c, tth_tbuffer *b, tth_texpr *const *idx);
+tth_tstmt *lw_store_at(lw_ctx *c, tth_tbuffer *b, tth_texpr *const *idx, tth_texpr *v);
+/* numpy broadcasting: the index into `in` for index idx of `out` */
+void lw_bcast_idx(lw_ctx *c, const tth_ttype *out, const tth_ttype *in, tth_texpr *const *idx,
+                  tth_texpr **in_idx);
+
+/* values */
+tth_texpr *lw_value_at(lw_ctx *c, const tth_rexpr *e, tth_texpr *const *idx);
+/* value of argument i of a pointwise call at the call's index idx (broadcast down) */
+tth_texpr *lw_arg_at(lw_ctx *c, const tth_rexpr *call, size_t i, tth_texpr *const *idx);
+/* value of a per-axis parameter (a scalar, or a tensor whose last dimension runs along the axis)
+ * at position axis_idx of that axis */
+tth_texpr *lw_axis_value(lw_ctx *c, const tth_rexpr *a, tth_texpr *axis_idx);
+/* the buffer holding a tensor node (param, constant, computed intermediate) */
+tth_tbuffer *lw_buf(lw_ctx *c, const tth_rexpr *e);
+tth_tbuffer *lw_local(lw_ctx *c, const char *prefix, tth_dtype t, int rank, const int64_t *shape);
+
+/* sinks */
+tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value);
+/* may the stage accumulate directly in dest[field] (same dtype)? */
+int lw_sink_direct(const lw_sink *s, int field, tth_dtype acc);
+
+/* loops */
+typedef tth_tstmt *(*lw_body_fn)(lw_ctx *c, tth_texpr *const *idx, void *arg);
+#define LW_PARALLEL 1
+#define LW_VECTOR 2
+/* Loops over every index of shape (dims of extent 1 get the index 0 and no loop), with body(idx)
+ * innermost. flags: LW_PARALLEL marks the outermost loop parallel when the work is big,
+ * LW_VECTOR marks the innermost loop vectorized (it must be the last dimension). Hoists
+ * loop-invariant index arithmetic of the innermost loop into LETs. */
+tth_tstmt *lw_nest(lw_ctx *c, const int64_t *shape, int rank, int flags, lw_body_fn body, void *arg);
+/* One loop: for (v = min; v < min + extent; v++) body. */
+tth_tstmt *lw_for(lw_ctx *c, tth_tvar *v, tth_texpr *min, tth_texpr *extent, tth_loop_kind k, tth_tstmt *body);
+/* A loop axis: extent 1 gives no loop and the index 0. */
+typedef struct lw_ax {
+    tth_tvar *v;
+    tth_texpr *e;             /* the index: a reference to v, or 0 */
+    int64_t n;
+} lw_ax;
+int lw_ax_make(lw_ctx *c, lw_ax *a, const char *prefix, int64_t n);
+tth_tstmt *lw_ax_loop(lw_ctx *c, const lw_ax *a, tth_loop_kind k, tth_tstmt *body);
+/* let v = value in body(v) helpers */
+tth_tstmt *lw_let(lw_ctx *c, tth_tvar *v, tth_texpr *value, tth_tstmt *body);
+/* ceil(a / b) and floor(a / b) for int64 expressions, b > 0 */
+tth_texpr *lw_ceildiv(lw_ctx *c, tth_texpr *a, int64_t b);
+tth_texpr *lw_floordiv(lw_ctx *c, tth_texpr *a, int64_t b);
+/* Append s to *seq (NULL s is skipped); returns 0 or a negative code */
+int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
+
+/* Work above this many elements gets a parallel outer loop. */
+#define LW_PARALLEL_MIN 4096
+
+/* The generic stage of a pointwise op used as an anchor: loop over its shape and store. */
+tth_tstmt *lw_pointwise_stage(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+
+#endif

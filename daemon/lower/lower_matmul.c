@@ -1,0 +1,182 @@
+/* lower_matmul.c: matmul (numpy semantics: batch dimensions broadcast, a 1-D operand gets a
+ * unit dimension that is dropped from the result) and qnn.matmul (ONNX MatMulInteger: int32
+ * accumulation of (a - a_zero_point[row]) * (b - b_zero_point[col])).
+ *
+ * One output row at a time:
+ *   acc[j] = 0;  for k: av = a[b, i, k]; for j (vectorized): acc[j] += av * b[b, k, j]
+ *   out[b, i, j] = epilogue(acc[j])
+ * The row accumulates in the destination itself when the dtypes agree (then rows are
+ * independent and the outermost loop is parallel), else in a LOCAL row. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+typedef struct mm_p {
+    int ra, rb, ro, nbatch;
+    int64_t M, K, N;
+    int quant;
+    tth_dtype acc;
+} mm_p;
+
+static int mm_params(const tth_rexpr *call, mm_p *p, char *why, size_t len)
+{
+    const tth_ttype *a = lw_ty(lw_arg(call, 0)), *b = lw_ty(lw_arg(call, 1)), *o = lw_ty(call);
+    const char *op = tth_op_name(call->u.call.op);
+    memset(p, 0, sizeof *p);
+    if (!a || !b || !o || a->rank < 1 || b->rank < 1) {
+        snprintf(why, len, "%s: operands must have rank >= 1", op);
+        return 0;
+    }
+    p->ra = a->rank;
+    p->rb = b->rank;
+    p->ro = o->rank;
+    p->M = a->rank == 1 ? 1 : a->shape[a->rank - 2];
+    p->K = a->shape[a->rank - 1];
+    p->N = b->rank == 1 ? 1 : b->shape[b->rank - 1];
+    p->nbatch = o->rank - (a->rank > 1) - (b->rank > 1);
+    if (p->nbatch < 0 || (b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2]) != p->K) {
+        snprintf(why, len, "%s: inner dimensions do not agree", op);
+        return 0;
+    }
+    p->quant = call->u.call.op == TTH_OP_QNN_MATMUL;
+    p->acc = p->quant ? TTH_I32 : o->dtype;
+    if (p->quant) {
+        if ((a->dtype != TTH_I8 && a->dtype != TTH_U8) || (b->dtype != TTH_I8 && b->dtype != TTH_U8)) {
+            snprintf(why, len, "%s: operands must be int8 or uint8", op);
+            return 0;
+        }
+    } else if (o->dtype == TTH_BOOL) {
+        snprintf(why, len, "%s: bool is not supported", op);
+        return 0;
+    }
+    return 1;
+}
+
+int lw_matmul_check(const tth_rexpr *call, char *why, size_t len)
+{
+    mm_p p;
+    return mm_params(call, &p, why, len);
+}
+
+/* flat offset of the batch part of an operand of rank r (matrix dims excluded: mdims of them) */
+static tth_texpr *batch_base(lw_ctx *c, const tth_ttype *t, int mdims, const mm_p *p, lw_ax *bat)
+{
+    tth_texpr *base = lw_i(c, 0);
+    int tb = t->rank - mdims; /* operand batch rank */
+    int64_t stride = 1;
+    for (int d = t->rank - 1; d >= tb; d--)
+        stride *= t->shape[d];
+    for (int d = tb - 1; d >= 0; d--) {
+        int od = d + (p->nbatch - tb);
+        if (t->shape[d] != 1 && od >= 0)
+            base = lw_add(c, base, lw_mul(c, bat[od].e, lw_i(c, stride)));
+        stride *= t->shape[d];
+    }
+    return base;
+}
+
+tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    mm_p p;
+    char why[256];
+    if (!mm_params(call, &p, why, sizeof why)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+        return NULL;
+    }
+    const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
+    tth_tbuffer *A = lw_buf(c, lw_arg(call, 0)), *B = lw_buf(c, lw_arg(call, 1));
+    if (!A || !B)
+        return NULL;
+    int direct = lw_sink_direct(s, 0, p.acc);
+    tth_tbuffer *acc = s->dest[0];
+    if (!direct) {
+        int64_t shp[1] = {p.N};
+        acc = lw_local(c, "acc", p.acc, 1, shp);
+        if (!acc)
+            return NULL;
+    }
+    lw_ax bat[TTH_MAX_RANK], ai, ak, aj;
+    for (int d = 0; d < p.nbatch; d++)
+        if (lw_ax_make(c, &bat[d], "b", ot->shape[d]))
+            return NULL;
+    if (lw_ax_make(c, &ai, "i", p.M) || lw_ax_make(c, &ak, "k", p.K) || lw_ax_make(c, &aj, "j", p.N))
+        return NULL;
+    tth_tvar *vrow = lw_var(c, "row", TTH_I64), *vab = lw_var(c, "ab", TTH_I64), *vbb = lw_var(c, "bb", TTH_I64);
+    tth_tvar *vav = lw_var(c, "av", p.acc), *vbr = lw_var(c, "br", TTH_I64);
+    if (!vrow || !vab || !vbb || !vav || !vbr)
+        return NULL;
+    /* out row base: (flat batch * M + i) * N  (in the destination) or 0 (LOCAL row) */
+    tth_texpr *obatch = lw_i(c, 0);
+    {
+        int64_t stride = 1;
+        for (int d = p.nbatch - 1; d >= 0; d--) {
+            obatch = lw_add(c, obatch, lw_mul(c, bat[d].e, lw_i(c, stride)));
+            stride *= ot->shape[d];
+        }
+    }
+    tth_texpr *rowbase = direct ? lw_mul(c, lw_add(c, lw_mul(c, obatch, lw_i(c, p.M)), ai.e), lw_i(c, p.N)) : lw_i(c, 0);
+    tth_texpr *row = lw_ref(c, vrow);
+    tth_texpr *ab = batch_base(c, at, at->rank > 1 ? 2 : 1, &p, bat);
+    tth_texpr *bb = batch_base(c, bt, bt->rank > 1 ? 2 : 1, &p, bat);
+
+    /* init: acc[row + j] = 0 */
+    tth_texpr *zero = lw_imm(c, p.acc, 0);
+    tth_tstmt *init = lw_ax_loop(c, &aj, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, acc, lw_add(c, row, aj.e), zero));
+    /* a value: a[ab + i*K + k] (minus its zero point) */
+    tth_texpr *av = tth_tir_load(c->m, A, lw_add(c, lw_ref(c, vab), lw_add(c, lw_mul(c, ai.e, lw_i(c, p.K)), ak.e)));
+    tth_texpr *bv = tth_tir_load(c->m, B, lw_add(c, lw_ref(c, vbr), aj.e));
+    if (p.quant) {
+        tth_texpr *azp = lw_axis_value(c, lw_arg(call, 2), ai.e);
+        tth_texpr *bzp = lw_axis_value(c, lw_arg(call, 3), aj.e);
+        if (!azp || !bzp)
+            return NULL;
+        av = lw_sub(c, lw_cast(c, TTH_I32, av), lw_cast(c, TTH_I32, azp));
+        bv = lw_sub(c, lw_cast(c, TTH_I32, bv), lw_cast(c, TTH_I32, bzp));
+    } else {
+        av = lw_cast(c, p.acc, av);
+        bv = lw_cast(c, p.acc, bv);
+    }
+    tth_texpr *aidx = lw_add(c, row, aj.e);
+    tth_tstmt *upd = tth_tir_store(c->m, acc, aidx, lw_add(c, tth_tir_load(c->m, acc, aidx), lw_mul(c, lw_ref(c, vav), bv)));
+    tth_tstmt *kl = lw_ax_loop(c, &aj, TTH_LOOP_VECTORIZED, upd);
+    kl = lw_let(c, vbr, lw_add(c, lw_ref(c, vbb), lw_mul(c, ak.e, lw_i(c, p.N))), lw_let(c, vav, av, kl));
+    kl = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, kl);
+    /* finish */
+    tth_tstmt *fin = NULL;
+    if (!direct || s->epi) {
+        tth_texpr *oidx[TTH_MAX_RANK];
+        int r = 0;
+        for (int d = 0; d < p.nbatch; d++)
+            oidx[r++] = bat[d].e;
+        if (at->rank > 1)
+            oidx[r++] = ai.e;
+        if (bt->rank > 1)
+            oidx[r++] = aj.e;
+        fin = lw_ax_loop(c, &aj, TTH_LOOP_VECTORIZED,
+                         lw_sink_store(c, s, 0, oidx, tth_tir_load(c->m, acc, lw_add(c, row, aj.e))));
+        if (!fin)
+            return NULL;
+    }
+    tth_tstmt *seq = NULL;
+    if (!init || !kl || lw_append(c, &seq, init) || lw_append(c, &seq, kl) || lw_append(c, &seq, fin))
+        return NULL;
+    tth_tstmt *body = lw_let(c, vrow, rowbase, seq);
+    /* loops: batch dims (binding the operands' batch offsets), then i; the outermost real loop
+     * is parallel when rows are independent */
+    int64_t work = lw_numel(ot->shape, ot->rank) * p.K;
+    int par = direct && work >= LW_PARALLEL_MIN;
+    int outer = p.nbatch; /* index of the outermost real loop: batch dim d, or nbatch for i */
+    for (int d = 0; d < p.nbatch; d++)
+        if (bat[d].v) {
+            outer = d;
+            break;
+        }
+    body = lw_ax_loop(c, &ai, par && outer == p.nbatch ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    body = lw_let(c, vab, ab, lw_let(c, vbb, bb, body));
+    for (int d = p.nbatch - 1; d >= 0; d--)
+        body = lw_ax_loop(c, &bat[d], par && outer == d ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    if (body && !direct)
+        body = tth_tir_allocate(c->m, acc, body);
+    return body;
+}

@@ -1,0 +1,237 @@
+/* lower_pool.c: nn.max_pool2d, nn.avg_pool2d, nn.global_avg_pool2d, nn.global_max_pool2d (NCHW).
+ *
+ * For each output element the kernel taps that fall inside the image are a rectangle computed
+ * from the output position, so the tap loops carry no bounds test:
+ *   kh in [max(0, ceil((pt - oh*sh)/dh)), min(KH, floor((H-1 + pt - oh*sh)/dh) + 1))
+ * max: the maximum of the taps inside the image (padding never wins, as in ONNX);
+ * avg: the sum divided by the taps inside the image, or with count_include_pad by the taps
+ * inside the padded image (a ceil_mode window's part beyond the end padding is not counted).
+ * The output size (ceil_mode) comes from the call's type. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+typedef struct pool_p {
+    int64_t N, C, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
+    int count_include_pad;
+} pool_p;
+
+static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
+{
+    const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
+    const char *op = tth_op_name(call->u.call.op);
+    memset(p, 0, sizeof *p);
+    if (!xt || !ot || xt->rank != 4 || ot->rank != 4) {
+        snprintf(why, len, "%s: only 2-D pooling on NCHW tensors is supported", op);
+        return 0;
+    }
+    if (xt->dtype == TTH_BOOL) {
+        snprintf(why, len, "%s: bool is not supported", op);
+        return 0;
+    }
+    p->N = xt->shape[0];
+    p->C = xt->shape[1];
+    p->H = xt->shape[2];
+    p->W = xt->shape[3];
+    p->OH = ot->shape[2];
+    p->OW = ot->shape[3];
+    if (call->u.call.op == TTH_OP_GLOBAL_AVG_POOL2D || call->u.call.op == TTH_OP_GLOBAL_MAX_POOL2D)
+        return 1;
+    int64_t v[4];
+    if (lw_attr_ints(call, "pool_size", v, 2) != 2) {
+        snprintf(why, len, "%s: attribute 'pool_size' must be [h, w]", op);
+        return 0;
+    }
+    p->KH = v[0];
+    p->KW = v[1];
+    p->sh = p->sw = p->dh = p->dw = 1;
+    if (lw_attr_ints(call, "strides", v, 2) == 2) {
+        p->sh = v[0];
+        p->sw = v[1];
+    }
+    if (lw_attr_ints(call, "dilation", v, 2) == 2) {
+        p->dh = v[0];
+        p->dw = v[1];
+    }
+    int np = lw_attr_ints(call, "padding", v, 4);
+    if (np == 4) {
+        p->pt = v[0];
+        p->pl = v[1];
+        p->pb = v[2];
+        p->pr = v[3];
+    } else if (np == 2) {
+        p->pt = p->pb = v[0];
+        p->pl = p->pr = v[1];
+    }
+    p->count_include_pad = (int)lw_attr_int(call, "count_include_pad", 0);
+    if (p->KH < 1 || p->KW < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->pt < 0 || p->pl < 0 ||
+        p->pb < 0 || p->pr < 0) {
+        snprintf(why, len, "%s: pool_size, strides and dilation must be positive, padding non-negative", op);
+        return 0;
+    }
+    if (call->u.call.op == TTH_OP_AVG_POOL2D && !tth_dtype_is_float(xt->dtype)) {
+        snprintf(why, len, "%s: %s is not supported (floating point only)", op, tth_dtype_name(xt->dtype));
+        return 0;
+    }
+    return 1;
+}
+
+int lw_pool_check(const tth_rexpr *call, char *why, size_t len)
+{
+    pool_p p;
+    return pool_params(call, &p, why, len);
+}
+
+static void tap_range(lw_ctx *c, tth_texpr *o, int64_t s, int64_t d, int64_t pad, int64_t span, int64_t K,
+                      tth_texpr **lo, tth_texpr **ext)
+{
+    tth_texpr *os = lw_mul(c, o, lw_i(c, s));
+    tth_texpr *l = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_ceildiv(c, lw_sub(c, lw_i(c, pad), os), d));
+    tth_texpr *h = lw_bin(c, TTH_TBIN_MIN, lw_i(c, K),
+                          lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, span - 1 + pad), os), d), lw_i(c, 1)));
+    *lo = l;
+    *ext = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_sub(c, h, l));
+}
+
+tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    pool_p p;
+    char why[256];
+    if (!pool_params(call, &p, why, sizeof why)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+        return NULL;
+    }
+    int is_max = call->u.call.op == TTH_OP_MAX_POOL2D;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    if (!x)
+        return NULL;
+    tth_dtype t = x->dtype;
+    int direct = lw_sink_direct(s, 0, t);
+    tth_tbuffer *acc = s->dest[0];
+    if (!direct) {
+        int64_t one = 1;
+        acc = lw_local(c, "acc", t, 1, &one);
+        if (!acc)
+            return NULL;
+    }
+    lw_ax nc, oh, ow;
+    if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
+        return NULL;
+    tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vkw = lw_var(c, "kw", TTH_I64);
+    tth_tvar *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
+    tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64);
+    tth_tvar *vai = lw_var(c, "a", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
+    if (!vkh || !vkw || !vlh || !veh || !vlw || !vew || !vai || !vxr)
+        return NULL;
+    tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
+    tap_range(c, oh.e, p.sh, p.dh, p.pt, p.H, p.KH, &lo_h, &ex_h);
+    tap_range(c, ow.e, p.sw, p.dw, p.pl, p.W, p.KW, &lo_w, &ex_w);
+    tth_texpr *ai = lw_ref(c, vai);
+    tth_texpr *aidx = direct ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc.e, lw_i(c, p.OH)), oh.e), lw_i(c, p.OW)), ow.e)
+                             : lw_i(c, 0);
+    tth_tstmt *init = tth_tir_store(c->m, acc, ai, lw_imm(c, t, is_max ? lw_dtype_lowest(t) : 0));
+    /* xr = (nc*H + oh*sh + kh*dh - pt) * W + ow*sw - pl */
+    tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh.e, lw_i(c, p.sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p.dh))), lw_i(c, p.pt));
+    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc.e, lw_i(c, p.H)), ih), lw_i(c, p.W)),
+                           lw_sub(c, lw_mul(c, ow.e, lw_i(c, p.sw)), lw_i(c, p.pl)));
+    tth_texpr *xv = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vxr), lw_mul(c, lw_ref(c, vkw), lw_i(c, p.dw))));
+    tth_texpr *cur = tth_tir_load(c->m, acc, ai);
+    tth_tstmt *upd = tth_tir_store(c->m, acc, ai, is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv));
+    tth_tstmt *taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, upd);
+    taps = lw_let(c, vxr, xr, taps);
+    taps = lw_for(c, vkh, lw_ref(c, vlh), lw_ref(c, veh), TTH_LOOP_SERIAL, taps);
+    /* finish */
+    tth_tstmt *fin = NULL;
+    tth_tvar *vn = lw_var(c, "n", TTH_I64), *vc = lw_var(c, "c", TTH_I64);
+    if (!vn || !vc)
+        return NULL;
+    tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), oh.e, ow.e};
+    if (!is_max) {
+        tth_texpr *cnt;
+        if (p.count_include_pad) {
+            /* taps inside the padded image: hs + kh*dh <= H + pb - 1 */
+            tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p.KH),
+                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p.H + p.pb - 1 + p.pt), lw_mul(c, oh.e, lw_i(c, p.sh))), p.dh), lw_i(c, 1)));
+            tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p.KW),
+                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p.W + p.pr - 1 + p.pl), lw_mul(c, ow.e, lw_i(c, p.sw))), p.dw), lw_i(c, 1)));
+            cnt = lw_mul(c, ch, cw);
+        } else {
+            cnt = lw_mul(c, lw_ref(c, veh), lw_ref(c, vew));
+        }
+        tth_texpr *den = lw_cast(c, t, lw_bin(c, TTH_TBIN_MAX, cnt, lw_i(c, 1)));
+        fin = lw_sink_store(c, s, 0, oidx, lw_bin(c, TTH_TBIN_DIV, tth_tir_load(c->m, acc, ai), den));
+    } else if (!direct || s->epi) {
+        fin = lw_sink_store(c, s, 0, oidx, tth_tir_load(c->m, acc, ai));
+    }
+    tth_tstmt *seq = NULL;
+    if (!taps || lw_append(c, &seq, init) || lw_append(c, &seq, taps) || lw_append(c, &seq, fin))
+        return NULL;
+    tth_tstmt *el = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, lw_let(c, vlw, lo_w, lw_let(c, vew, ex_w,
+                    lw_let(c, vai, aidx, seq)))));
+    el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
+    el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
+    el = lw_let(c, vn, p.C == 1 ? nc.e : lw_bin(c, TTH_TBIN_DIV, nc.e, lw_i(c, p.C)),
+                lw_let(c, vc, p.C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc.e, lw_i(c, p.C)), el));
+    int64_t work = p.N * p.C * p.OH * p.OW * p.KH * p.KW;
+    el = lw_ax_loop(c, &nc, direct && work >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
+    if (el && !direct)
+        el = tth_tir_allocate(c->m, acc, el);
+    return el;
+}
+
+tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    pool_p p;
+    char why[256];
+    if (!pool_params(call, &p, why, sizeof why)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+        return NULL;
+    }
+    int is_max = call->u.call.op == TTH_OP_GLOBAL_MAX_POOL2D;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    if (!x)
+        return NULL;
+    tth_dtype t = x->dtype;
+    if (!is_max && !tth_dtype_is_float(t)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s: %s is not supported (floating point only)",
+                tth_op_name(call->u.call.op), tth_dtype_name(t));
+        return NULL;
+    }
+    int direct = lw_sink_direct(s, 0, t);
+    tth_tbuffer *acc = s->dest[0];
+    if (!direct) {
+        int64_t one = 1;
+        acc = lw_local(c, "acc", t, 1, &one);
+        if (!acc)
+            return NULL;
+    }
+    int64_t HW = p.H * p.W;
+    lw_ax nc, k;
+    if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &k, "k", HW))
+        return NULL;
+    tth_texpr *ai = direct ? nc.e : lw_i(c, 0);
+    tth_tstmt *init = tth_tir_store(c->m, acc, ai, lw_imm(c, t, is_max ? lw_dtype_lowest(t) : 0));
+    tth_texpr *xv = tth_tir_load(c->m, x, lw_add(c, lw_mul(c, nc.e, lw_i(c, HW)), k.e));
+    tth_texpr *cur = tth_tir_load(c->m, acc, ai);
+    tth_tstmt *red = lw_ax_loop(c, &k, TTH_LOOP_SERIAL,
+                                tth_tir_store(c->m, acc, ai, is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv)));
+    tth_tvar *vn = lw_var(c, "n", TTH_I64), *vc = lw_var(c, "c", TTH_I64);
+    if (!vn || !vc || !red)
+        return NULL;
+    tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), lw_i(c, 0), lw_i(c, 0)};
+    tth_tstmt *fin = NULL;
+    if (!is_max)
+        fin = lw_sink_store(c, s, 0, oidx, lw_bin(c, TTH_TBIN_DIV, tth_tir_load(c->m, acc, ai), lw_imm(c, t, (double)HW)));
+    else if (!direct || s->epi)
+        fin = lw_sink_store(c, s, 0, oidx, tth_tir_load(c->m, acc, ai));
+    tth_tstmt *seq = NULL;
+    if (lw_append(c, &seq, init) || lw_append(c, &seq, red) || lw_append(c, &seq, fin))
+        return NULL;
+    tth_tstmt *el = lw_let(c, vn, p.C == 1 ? nc.e : lw_bin(c, TTH_TBIN_DIV, nc.e, lw_i(c, p.C)),
+                           lw_let(c, vc, p.C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc.e, lw_i(c, p.C)), seq));
+    el = lw_ax_loop(c, &nc, direct && p.N * p.C * HW >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
+    if (el && !direct)
+        el = tth_tir_allocate(c->m, acc, el);
+    return el;
+}

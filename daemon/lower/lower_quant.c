@@ -1,0 +1,126 @@
+/* lower_quant.c: qnn.quantize, qnn.dequantize, qnn.requantize as pointwise expressions (ONNX
+ * QuantizeLinear / DequantizeLinear semantics; scale and zero point are scalars or per-axis):
+ *   quantize:   saturate(round_half_even(x / scale) + zero_point)       (float32 arithmetic)
+ *   dequantize: (float(x) - float(zero_point)) * scale
+ *   requantize: saturate(round_half_even(float(x - in_zp) * (in_scale / out_scale)) + out_zp)
+ * Requantize computes in float32 like the reference QLinearConv/QLinearMatMul kernels.
+ * qnn.conv2d and qnn.matmul (int32 accumulation) live with their float versions. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+/* index along the quantization axis (0 when the parameters are scalars) */
+static tth_texpr *q_axis_idx(lw_ctx *c, const tth_rexpr *call, const tth_rexpr *x, tth_texpr *const *idx)
+{
+    const tth_ttype *xt = lw_ty(x);
+    int64_t ax = lw_attr_int(call, "axis", 1);
+    if (ax < 0)
+        ax += xt->rank;
+    if (ax < 0 || ax >= xt->rank || !idx)
+        return lw_i(c, 0);
+    return idx[ax];
+}
+
+static tth_texpr *saturate(lw_ctx *c, tth_dtype to, tth_texpr *v)
+{
+    tth_dtype ft = v->dtype;
+    v = lw_bin(c, TTH_TBIN_MAX, v, lw_imm(c, ft, lw_dtype_lowest(to)));
+    v = lw_bin(c, TTH_TBIN_MIN, v, lw_imm(c, ft, lw_dtype_highest(to)));
+    return lw_cast(c, to, v);
+}
+
+tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
+{
+    const tth_rexpr *xe = lw_arg(call, 0);
+    tth_texpr *x = lw_value_at(c, xe, idx);
+    tth_texpr *ai = q_axis_idx(c, call, xe, idx);
+    tth_texpr *sc = lw_axis_value(c, lw_arg(call, 1), ai);
+    tth_texpr *zp = lw_axis_value(c, lw_arg(call, 2), ai);
+    if (!x || !sc || !zp)
+        return NULL;
+    tth_dtype ft = x->dtype;
+    tth_texpr *q = tth_tir_intrin(c->m, TTH_TINTRIN_ROUND_EVEN, lw_bin(c, TTH_TBIN_DIV, x, lw_cast(c, ft, sc)), NULL);
+    q = lw_add(c, q, lw_cast(c, ft, zp));
+    return saturate(c, lw_ty(call)->dtype, q);
+}
+
+tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
+{
+    const tth_rexpr *xe = lw_arg(call, 0);
+    tth_texpr *x = lw_value_at(c, xe, idx);
+    tth_texpr *ai = q_axis_idx(c, call, xe, idx);
+    tth_texpr *sc = lw_axis_value(c, lw_arg(call, 1), ai);
+    tth_texpr *zp = lw_axis_value(c, lw_arg(call, 2), ai);
+    if (!x || !sc || !zp)
+        return NULL;
+    tth_dtype ft = lw_ty(call)->dtype;
+    return lw_mul(c, lw_sub(c, lw_cast(c, ft, x), lw_cast(c, ft, zp)), lw_cast(c, ft, sc));
+}
+
+tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
+{
+    const tth_rexpr *xe = lw_arg(call, 0);
+    tth_texpr *x = lw_value_at(c, xe, idx);
+    tth_texpr *ai = q_axis_idx(c, call, xe, idx);
+    tth_texpr *isc = lw_axis_value(c, lw_arg(call, 1), ai);
+    tth_texpr *izp = lw_axis_value(c, lw_arg(call, 2), ai);
+    tth_texpr *osc = lw_axis_value(c, lw_arg(call, 3), ai);
+    tth_texpr *ozp = lw_axis_value(c, lw_arg(call, 4), ai);
+    if (!x || !isc || !izp || !osc || !ozp)
+        return NULL;
+    tth_texpr *d = lw_sub(c, lw_cast(c, TTH_I32, x), lw_cast(c, TTH_I32, izp));
+    tth_texpr *mult = lw_bin(c, TTH_TBIN_DIV, lw_cast(c, TTH_F32, isc), lw_cast(c, TTH_F32, osc));
+    tth_texpr *q = tth_tir_intrin(c->m, TTH_TINTRIN_ROUND_EVEN, lw_mul(c, lw_cast(c, TTH_F32, d), mult), NULL);
+    q = lw_add(c, q, lw_cast(c, TTH_F32, ozp));
+    return saturate(c, lw_ty(call)->dtype, q);
+}
+
+int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
+{
+    tth_op op = call->u.call.op;
+    const char *name = tth_op_name(op);
+    const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
+    if (!ot) {
+        snprintf(why, len, "%s: a tuple result", name);
+        return 0;
+    }
+    int64_t ax = lw_attr_int(call, "axis", 1);
+    if (ax < 0)
+        ax += xt->rank;
+    for (size_t i = 1; i < call->u.call.nargs; i++) {
+        const tth_ttype *pt = lw_ty(lw_arg(call, i));
+        int64_t n = lw_numel(pt->shape, pt->rank);
+        if (n != 1 && (pt->rank != 1 || ax < 0 || ax >= xt->rank || pt->shape[0] != xt->shape[ax])) {
+            snprintf(why, len, "%s: argument %zu must be a scalar or have one value per element of axis %lld",
+                     name, i, (long long)ax);
+            return 0;
+        }
+    }
+    if (op == TTH_OP_QUANTIZE) {
+        if (xt->dtype != TTH_F32 && xt->dtype != TTH_F64) {
+            snprintf(why, len, "%s: input must be float32 or float64", name);
+            return 0;
+        }
+        if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I16 && ot->dtype != TTH_U16 &&
+            ot->dtype != TTH_I32) {
+            snprintf(why, len, "%s: out_dtype %s is not supported", name, tth_dtype_name(ot->dtype));
+            return 0;
+        }
+    } else if (op == TTH_OP_DEQUANTIZE) {
+        if (tth_dtype_is_float(xt->dtype) || xt->dtype == TTH_BOOL || !tth_dtype_is_float(ot->dtype)) {
+            snprintf(why, len, "%s: integer input and float output required", name);
+            return 0;
+        }
+    } else {
+        if (xt->dtype != TTH_I32) {
+            snprintf(why, len, "%s: input must be int32", name);
+            return 0;
+        }
+        if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I32) {
+            snprintf(why, len, "%s: out_dtype %s is not supported", name, tth_dtype_name(ot->dtype));
+            return 0;
+        }
+    }
+    return 1;
+}

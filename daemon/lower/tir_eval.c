@@ -1,0 +1,724 @@
+/* tir_eval.c: a TIR interpreter. The independent check of the lowering (it shares no code with
+ * the C back-end) and the evaluator behind constant folding.
+ *
+ * Values: integers are held in int64 normalised to their dtype (sign- or zero-extended, so
+ * arithmetic wraps like C's unsigned/two's-complement), floats in double, rounded to float after
+ * every float32 operation (C on x86-64/aarch64 evaluates float in float). Both arms of a SELECT
+ * are evaluated (the C back-end may do the same), and every load and store is bounds-checked, so
+ * a lowering that reads outside a buffer fails here. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+typedef union ev_val {
+    int64_t i;
+    double f;
+} ev_val;
+
+typedef struct ev_frame {
+    const tth_tir_module *mod;
+    const tth_prim_func *fn;
+    tth_diag *diag;
+    ev_val *vars;              /* by var id */
+    unsigned char *bound;
+    size_t nvars;
+    void **mem;                /* by buffer id */
+    unsigned char *owned;      /* workspace memory allocated by this frame */
+    size_t nmem;
+    int depth;
+} ev_frame;
+
+#define EV_MAX_DEPTH 64
+
+static int ev_fail(ev_frame *f, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int ev_fail(ev_frame *f, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tth_diag_vset(f->diag, code, f->fn ? f->fn->name : NULL, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* ------------------------------------------------------------------ half precision ---- */
+
+static float ev_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else {
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float out;
+    memcpy(&out, &bits, sizeof out);
+    return out;
+}
+
+static uint16_t ev_float_to_half(float v)
+{
+    uint32_t x;
+    memcpy(&x, &v, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t man = x & 0x7fffff;
+    if (((x >> 23) & 0xff) == 0xff)
+        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0) {
+        if (exp < -10)
+            return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+        h++;
+    return (uint16_t)h;
+}
+
+/* ------------------------------------------------------------------ dtype handling ---- */
+
+static int64_t ev_norm(tth_dtype t, int64_t v)
+{
+    switch (t) {
+    case TTH_I8: return (int8_t)v;
+    case TTH_U8: return (uint8_t)v;
+    case TTH_I16: return (int16_t)v;
+    case TTH_U16: return (uint16_t)v;
+    case TTH_I32: return (int32_t)v;
+    case TTH_U32: return (uint32_t)v;
+    case TTH_BOOL: return v != 0;
+    default: return v;
+    }
+}
+
+static double ev_fround(tth_dtype t, double v)
+{
+    if (t == TTH_F32)
+        return (double)(float)v;
+    if (t == TTH_F16)
+        return (double)ev_half_to_float(ev_float_to_half((float)v));
+    return v;
+}
+
+static int ev_isfloat(tth_dtype t)
+{
+    return t == TTH_F32 || t == TTH_F64 || t == TTH_F16;
+}
+
+static int ev_isunsigned(tth_dtype t)
+{
+    return t == TTH_U8 || t == TTH_U16 || t == TTH_U32 || t == TTH_U64 || t == TTH_BOOL;
+}
+
+static double ev_as_double(tth_dtype t, ev_val v)
+{
+    if (ev_isfloat(t))
+        return v.f;
+    if (t == TTH_U64)
+        return (double)(uint64_t)v.i;
+    return (double)v.i;
+}
+
+static ev_val ev_convert(tth_dtype from, tth_dtype to, ev_val v)
+{
+    ev_val r;
+    if (ev_isfloat(to)) {
+        r.f = ev_fround(to, ev_as_double(from, v));
+        return r;
+    }
+    if (to == TTH_BOOL) {
+        r.i = ev_isfloat(from) ? v.f != 0 : v.i != 0;
+        return r;
+    }
+    if (ev_isfloat(from)) {
+        double d = trunc(v.f);
+        if (isnan(d))
+            d = 0;
+        if (to == TTH_U64) {
+            uint64_t u = d <= 0 ? 0 : d >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)d;
+            r.i = (int64_t)u;
+            return r;
+        }
+        if (d >= 9223372036854775807.0)
+            r.i = INT64_MAX;
+        else if (d <= -9223372036854775808.0)
+            r.i = INT64_MIN;
+        else
+            r.i = (int64_t)d;
+        r.i = ev_norm(to, r.i);
+        return r;
+    }
+    r.i = ev_norm(to, v.i);
+    return r;
+}
+
+static ev_val ev_read(tth_dtype t, const void *p, int64_t i)
+{
+    ev_val v;
+    switch (t) {
+    case TTH_F32: v.f = ((const float *)p)[i]; break;
+    case TTH_F64: v.f = ((const double *)p)[i]; break;
+    case TTH_F16: v.f = ev_half_to_float(((const uint16_t *)p)[i]); break;
+    case TTH_I8: v.i = ((const int8_t *)p)[i]; break;
+    case TTH_U8: v.i = ((const uint8_t *)p)[i]; break;
+    case TTH_BOOL: v.i = ((const uint8_t *)p)[i] != 0; break;
+    case TTH_I16: v.i = ((const int16_t *)p)[i]; break;
+    case TTH_U16: v.i = ((const uint16_t *)p)[i]; break;
+    case TTH_I32: v.i = ((const int32_t *)p)[i]; break;
+    case TTH_U32: v.i = ((const uint32_t *)p)[i]; break;
+    case TTH_I64: v.i = ((const int64_t *)p)[i]; break;
+    case TTH_U64: v.i = (int64_t)((const uint64_t *)p)[i]; break;
+    default: v.i = 0; break;
+    }
+    return v;
+}
+
+static void ev_write(tth_dtype t, void *p, int64_t i, ev_val v)
+{
+    switch (t) {
+    case TTH_F32: ((float *)p)[i] = (float)v.f; break;
+    case TTH_F64: ((double *)p)[i] = v.f; break;
+    case TTH_F16: ((uint16_t *)p)[i] = ev_float_to_half((float)v.f); break;
+    case TTH_I8: ((int8_t *)p)[i] = (int8_t)v.i; break;
+    case TTH_U8: ((uint8_t *)p)[i] = (uint8_t)v.i; break;
+    case TTH_BOOL: ((uint8_t *)p)[i] = v.i != 0; break;
+    case TTH_I16: ((int16_t *)p)[i] = (int16_t)v.i; break;
+    case TTH_U16: ((uint16_t *)p)[i] = (uint16_t)v.i; break;
+    case TTH_I32: ((int32_t *)p)[i] = (int32_t)v.i; break;
+    case TTH_U32: ((uint32_t *)p)[i] = (uint32_t)v.i; break;
+    case TTH_I64: ((int64_t *)p)[i] = v.i; break;
+    case TTH_U64: ((uint64_t *)p)[i] = (uint64_t)v.i; break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------------ frame storage ---- */
+
+static int ev_grow(void **arr, size_t *n, size_t need, size_t elem, void **arr2, size_t elem2)
+{
+    if (need < *n)
+        return 0;
+    size_t nn = *n ? *n : 64;
+    while (nn <= need)
+        nn *= 2;
+    void *a = realloc(*arr, nn * elem);
+    if (!a)
+        return TTH_ENOMEM;
+    memset((char *)a + *n * elem, 0, (nn - *n) * elem);
+    *arr = a;
+    void *b = realloc(*arr2, nn * elem2);
+    if (!b)
+        return TTH_ENOMEM;
+    memset((char *)b + *n * elem2, 0, (nn - *n) * elem2);
+    *arr2 = b;
+    *n = nn;
+    return 0;
+}
+
+static int ev_var_slot(ev_frame *f, uint32_t id)
+{
+    if (ev_grow((void **)&f->vars, &f->nvars, id, sizeof *f->vars, (void **)&f->bound, 1)) {
+        /* ev_grow updates *n only when both succeed */
+        return ev_fail(f, TTH_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int ev_mem_slot(ev_frame *f, uint32_t id)
+{
+    if (ev_grow((void **)&f->mem, &f->nmem, id, sizeof *f->mem, (void **)&f->owned, 1))
+        return ev_fail(f, TTH_ENOMEM, "out of memory");
+    return 0;
+}
+
+static void *ev_mem(ev_frame *f, const tth_tbuffer *b, int *err)
+{
+    if (b->scope == TTH_SCOPE_CONST) {
+        if (!b->data || !b->data->data) {
+            *err = ev_fail(f, TTH_EINVAL, "constant buffer '%s' has no data", b->name);
+            return NULL;
+        }
+        if (b->data->nbytes < tth_tbuffer_nbytes(b)) {
+            *err = ev_fail(f, TTH_EINVAL, "constant buffer '%s' is smaller than its shape", b->name);
+            return NULL;
+        }
+        return b->data->data;
+    }
+    if (b->id < f->nmem && f->mem[b->id])
+        return f->mem[b->id];
+    if (b->scope == TTH_SCOPE_WORKSPACE) {
+        if ((*err = ev_mem_slot(f, b->id)))
+            return NULL;
+        size_t nb = tth_tbuffer_nbytes(b);
+        void *p = calloc(nb ? nb : 1, 1);
+        if (!p) {
+            *err = ev_fail(f, TTH_ENOMEM, "out of memory allocating workspace buffer '%s'", b->name);
+            return NULL;
+        }
+        f->mem[b->id] = p;
+        f->owned[b->id] = 1;
+        return p;
+    }
+    *err = ev_fail(f, TTH_EINVAL, "buffer '%s' is used where it is not bound (scope %d)", b->name, (int)b->scope);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ expressions ---- */
+
+static int ev_expr(ev_frame *f, const tth_texpr *e, ev_val *out);
+
+static int ev_index(ev_frame *f, const tth_tbuffer *b, const tth_texpr *ie, int64_t *idx, const char *what)
+{
+    ev_val v;
+    int rc = ev_expr(f, ie, &v);
+    if (rc)
+        return rc;
+    int64_t n = tth_tbuffer_numel(b);
+    if (v.i < 0 || v.i >= n)
+        return ev_fail(f, TTH_EINTERNAL, "%s out of bounds: buffer '%s' index %lld (%lld elements)", what, b->name,
+                       (long long)v.i, (long long)n);
+    *idx = v.i;
+    return 0;
+}
+
+static int ev_binary(ev_frame *f, const tth_texpr *e, ev_val *out)
+{
+    ev_val a, b;
+    int rc = ev_expr(f, e->u.bin.a, &a);
+    if (!rc)
+        rc = ev_expr(f, e->u.bin.b, &b);
+    if (rc)
+        return rc;
+    tth_dtype t = e->u.bin.a->dtype;
+    tth_dtype bt = e->u.bin.b->dtype;
+    if (bt != t) /* the verifier rejects this; convert rather than misread */
+        b = ev_convert(bt, t, b);
+    tth_tir_binop op = e->u.bin.op;
+    if (ev_isfloat(t)) {
+        double x = a.f, y = b.f, r = 0;
+        int cmp = -1;
+        switch (op) {
+        case TTH_TBIN_ADD: r = x + y; break;
+        case TTH_TBIN_SUB: r = x - y; break;
+        case TTH_TBIN_MUL: r = x * y; break;
+        case TTH_TBIN_DIV: r = x / y; break;
+        case TTH_TBIN_MOD: r = fmod(x, y); break;
+        case TTH_TBIN_FLOORDIV: r = floor(x / y); break;
+        case TTH_TBIN_FLOORMOD: r = x - floor(x / y) * y; break;
+        case TTH_TBIN_MIN: r = x < y ? x : y; break;
+        case TTH_TBIN_MAX: r = x > y ? x : y; break;
+        case TTH_TBIN_EQ: cmp = x == y; break;
+        case TTH_TBIN_NE: cmp = x != y; break;
+        case TTH_TBIN_LT: cmp = x < y; break;
+        case TTH_TBIN_LE: cmp = x <= y; break;
+        case TTH_TBIN_GT: cmp = x > y; break;
+        case TTH_TBIN_GE: cmp = x >= y; break;
+        case TTH_TBIN_AND: cmp = x != 0 && y != 0; break;
+        case TTH_TBIN_OR: cmp = x != 0 || y != 0; break;
+        default: return ev_fail(f, TTH_EINVAL, "bit operation on a float");
+        }
+        if (cmp >= 0)
+            out->i = cmp;
+        else if (t == TTH_F32)
+            out->f = (double)(float)r; /* float ops in float: x+y of floats is exact in double, then rounded */
+        else
+            out->f = ev_fround(t, r);
+        if (t == TTH_F32 && cmp < 0) {
+            /* recompute in float for ops whose double result may round differently */
+            float fx = (float)x, fy = (float)y;
+            switch (op) {
+            case TTH_TBIN_DIV: out->f = fx / fy; break;
+            case TTH_TBIN_MOD: out->f = fmodf(fx, fy); break;
+            case TTH_TBIN_FLOORDIV: out->f = floorf(fx / fy); break;
+            case TTH_TBIN_FLOORMOD: out->f = fx - floorf(fx / fy) * fy; break;
+            default: break;
+            }
+        }
+        return 0;
+    }
+    int uns = ev_isunsigned(t);
+    int64_t x = a.i, y = b.i, r = 0;
+    uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+    int cmp = -1;
+    switch (op) {
+    case TTH_TBIN_ADD: r = (int64_t)(ux + uy); break;
+    case TTH_TBIN_SUB: r = (int64_t)(ux - uy); break;
+    case TTH_TBIN_MUL: r = (int64_t)(ux * uy); break;
+    case TTH_TBIN_DIV:
+    case TTH_TBIN_MOD:
+    case TTH_TBIN_FLOORDIV:
+    case TTH_TBIN_FLOORMOD:
+        if (y == 0)
+            return ev_fail(f, TTH_EINVAL, "integer division by zero");
+        if (uns) {
+            r = (int64_t)((op == TTH_TBIN_DIV || op == TTH_TBIN_FLOORDIV) ? ux / uy : ux % uy);
+        } else if (x == INT64_MIN && y == -1) {
+            r = (op == TTH_TBIN_DIV || op == TTH_TBIN_FLOORDIV) ? INT64_MIN : 0;
+        } else {
+            int64_t q = x / y, m = x % y;
+            if (op == TTH_TBIN_DIV)
+                r = q;
+            else if (op == TTH_TBIN_MOD)
+                r = m;
+            else if (op == TTH_TBIN_FLOORDIV)
+                r = (m != 0 && ((m < 0) != (y < 0))) ? q - 1 : q;
+            else
+                r = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+        }
+        break;
+    case TTH_TBIN_MIN: r = uns ? (ux < uy ? x : y) : (x < y ? x : y); break;
+    case TTH_TBIN_MAX: r = uns ? (ux > uy ? x : y) : (x > y ? x : y); break;
+    case TTH_TBIN_EQ: cmp = x == y; break;
+    case TTH_TBIN_NE: cmp = x != y; break;
+    case TTH_TBIN_LT: cmp = uns ? ux < uy : x < y; break;
+    case TTH_TBIN_LE: cmp = uns ? ux <= uy : x <= y; break;
+    case TTH_TBIN_GT: cmp = uns ? ux > uy : x > y; break;
+    case TTH_TBIN_GE: cmp = uns ? ux >= uy : x >= y; break;
+    case TTH_TBIN_AND: cmp = x != 0 && y != 0; break;
+    case TTH_TBIN_OR: cmp = x != 0 || y != 0; break;
+    case TTH_TBIN_SHL: r = (y < 0 || y >= 64) ? 0 : (int64_t)(ux << y); break;
+    case TTH_TBIN_SHR:
+        if (y < 0 || y >= 64)
+            r = (uns || x >= 0) ? 0 : -1;
+        else
+            r = uns ? (int64_t)(ux >> y) : (x >> y);
+        break;
+    case TTH_TBIN_BITAND: r = x & y; break;
+    case TTH_TBIN_BITOR: r = x | y; break;
+    }
+    out->i = cmp >= 0 ? cmp : ev_norm(t, r);
+    return 0;
+}
+
+static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
+{
+    ev_val a = {0}, b = {0};
+    int rc = ev_expr(f, e->u.intrin.args[0], &a);
+    if (!rc && e->u.intrin.args[1])
+        rc = ev_expr(f, e->u.intrin.args[1], &b);
+    if (rc)
+        return rc;
+    tth_dtype t = e->dtype;
+    if (!ev_isfloat(t))
+        return ev_fail(f, TTH_EINVAL, "math intrinsic on %s", tth_dtype_name(t));
+    if (e->u.intrin.args[0]->dtype != t)
+        a = ev_convert(e->u.intrin.args[0]->dtype, t, a);
+    if (e->u.intrin.args[1] && e->u.intrin.args[1]->dtype != t)
+        b = ev_convert(e->u.intrin.args[1]->dtype, t, b);
+    if (t == TTH_F32 || t == TTH_F16) {
+        float x = (float)a.f, y = (float)b.f, r;
+        switch (e->u.intrin.op) {
+        case TTH_TINTRIN_EXP: r = expf(x); break;
+        case TTH_TINTRIN_LOG: r = logf(x); break;
+        case TTH_TINTRIN_SQRT: r = sqrtf(x); break;
+        case TTH_TINTRIN_TANH: r = tanhf(x); break;
+        case TTH_TINTRIN_ERF: r = erff(x); break;
+        case TTH_TINTRIN_POW: r = powf(x, y); break;
+        case TTH_TINTRIN_FABS: r = fabsf(x); break;
+        case TTH_TINTRIN_FLOOR: r = floorf(x); break;
+        case TTH_TINTRIN_CEIL: r = ceilf(x); break;
+        case TTH_TINTRIN_ROUND_EVEN: r = nearbyintf(x); break;
+        case TTH_TINTRIN_SIN: r = sinf(x); break;
+        case TTH_TINTRIN_COS: r = cosf(x); break;
+        case TTH_TINTRIN_FMOD: r = fmodf(x, y); break;
+        case TTH_TINTRIN_LOG1P: r = log1pf(x); break;
+        case TTH_TINTRIN_EXPM1: r = expm1f(x); break;
+        default: return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
+        }
+        out->f = ev_fround(t, r);
+        return 0;
+    }
+    double x = a.f, y = b.f, r;
+    switch (e->u.intrin.op) {
+    case TTH_TINTRIN_EXP: r = exp(x); break;
+    case TTH_TINTRIN_LOG: r = log(x); break;
+    case TTH_TINTRIN_SQRT: r = sqrt(x); break;
+    case TTH_TINTRIN_TANH: r = tanh(x); break;
+    case TTH_TINTRIN_ERF: r = erf(x); break;
+    case TTH_TINTRIN_POW: r = pow(x, y); break;
+    case TTH_TINTRIN_FABS: r = fabs(x); break;
+    case TTH_TINTRIN_FLOOR: r = floor(x); break;
+    case TTH_TINTRIN_CEIL: r = ceil(x); break;
+    case TTH_TINTRIN_ROUND_EVEN: r = nearbyint(x); break;
+    case TTH_TINTRIN_SIN: r = sin(x); break;
+    case TTH_TINTRIN_COS: r = cos(x); break;
+    case TTH_TINTRIN_FMOD: r = fmod(x, y); break;
+    case TTH_TINTRIN_LOG1P: r = log1p(x); break;
+    case TTH_TINTRIN_EXPM1: r = expm1(x); break;
+    default: return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
+    }
+    out->f = r;
+    return 0;
+}
+
+static int ev_expr(ev_frame *f, const tth_texpr *e, ev_val *out)
+{
+    int rc;
+    switch (e->kind) {
+    case TTH_TEXPR_INT:
+        if (ev_isfloat(e->dtype))
+            out->f = (double)e->u.i;
+        else
+            out->i = ev_norm(e->dtype, e->u.i);
+        return 0;
+    case TTH_TEXPR_FLOAT:
+        if (ev_isfloat(e->dtype))
+            out->f = ev_fround(e->dtype, e->u.f);
+        else
+            out->i = ev_norm(e->dtype, (int64_t)e->u.f);
+        return 0;
+    case TTH_TEXPR_VAR: {
+        const tth_tvar *v = e->u.var;
+        if (v->id >= f->nvars || !f->bound[v->id])
+            return ev_fail(f, TTH_EINVAL, "variable '%s' is used outside its scope", v->name);
+        *out = f->vars[v->id];
+        return 0;
+    }
+    case TTH_TEXPR_LOAD: {
+        int err = 0;
+        void *p = ev_mem(f, e->u.load.buf, &err);
+        if (!p)
+            return err;
+        int64_t i;
+        if ((rc = ev_index(f, e->u.load.buf, e->u.load.index, &i, "load")))
+            return rc;
+        ev_val v = ev_read(e->u.load.buf->dtype, p, i);
+        *out = e->u.load.buf->dtype == e->dtype ? v : ev_convert(e->u.load.buf->dtype, e->dtype, v);
+        return 0;
+    }
+    case TTH_TEXPR_BINARY:
+        return ev_binary(f, e, out);
+    case TTH_TEXPR_UNARY: {
+        ev_val a;
+        if ((rc = ev_expr(f, e->u.un.a, &a)))
+            return rc;
+        tth_dtype t = e->u.un.a->dtype;
+        if (e->u.un.op == TTH_TUN_NOT) {
+            out->i = ev_isfloat(t) ? a.f == 0 : a.i == 0;
+        } else if (ev_isfloat(t)) {
+            out->f = -a.f;
+        } else {
+            out->i = ev_norm(t, (int64_t)(0 - (uint64_t)a.i));
+        }
+        return 0;
+    }
+    case TTH_TEXPR_SELECT: {
+        ev_val c, a, b;
+        if ((rc = ev_expr(f, e->u.select.cond, &c)) || (rc = ev_expr(f, e->u.select.a, &a)) ||
+            (rc = ev_expr(f, e->u.select.b, &b)))
+            return rc;
+        int truth = ev_isfloat(e->u.select.cond->dtype) ? c.f != 0 : c.i != 0;
+        *out = truth ? a : b;
+        return 0;
+    }
+    case TTH_TEXPR_CAST: {
+        ev_val a;
+        if ((rc = ev_expr(f, e->u.cast.value, &a)))
+            return rc;
+        *out = ev_convert(e->u.cast.value->dtype, e->dtype, a);
+        return 0;
+    }
+    case TTH_TEXPR_INTRIN:
+        return ev_intrin(f, e, out);
+    case TTH_TEXPR_CALL_EXTERN:
+        return ev_fail(f, TTH_EUNSUPPORTED, "call_extern '%s' cannot be interpreted", e->u.call.name);
+    case TTH_TEXPR_ADDRESS_OF:
+        return ev_fail(f, TTH_EUNSUPPORTED, "address_of '%s' cannot be interpreted outside call_extern",
+                       e->u.load.buf->name);
+    }
+    return ev_fail(f, TTH_EINVAL, "unknown expression kind %d", (int)e->kind);
+}
+
+/* ------------------------------------------------------------------ statements ---- */
+
+static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *const *buffers, size_t n, int depth,
+                   tth_diag *diag);
+
+static int ev_stmt(ev_frame *f, const tth_tstmt *s)
+{
+    int rc;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            if ((rc = ev_stmt(f, s->u.seq.stmts[i])))
+                return rc;
+        return 0;
+    case TTH_TSTMT_FOR: {
+        ev_val mn, ex;
+        if ((rc = ev_expr(f, s->u.loop.min, &mn)) || (rc = ev_expr(f, s->u.loop.extent, &ex)))
+            return rc;
+        const tth_tvar *v = s->u.loop.var;
+        if ((rc = ev_var_slot(f, v->id)))
+            return rc;
+        ev_val save = f->vars[v->id];
+        unsigned char was = f->bound[v->id];
+        for (int64_t i = 0; i < ex.i; i++) {
+            f->vars[v->id].i = ev_norm(v->dtype, mn.i + i);
+            f->bound[v->id] = 1;
+            if ((rc = ev_stmt(f, s->u.loop.body)))
+                return rc;
+        }
+        f->vars[v->id] = save;
+        f->bound[v->id] = was;
+        return 0;
+    }
+    case TTH_TSTMT_STORE: {
+        int err = 0;
+        void *p = ev_mem(f, s->u.store.buf, &err);
+        if (!p)
+            return err;
+        int64_t i;
+        ev_val v;
+        if ((rc = ev_index(f, s->u.store.buf, s->u.store.index, &i, "store")) || (rc = ev_expr(f, s->u.store.value, &v)))
+            return rc;
+        if (s->u.store.value->dtype != s->u.store.buf->dtype)
+            v = ev_convert(s->u.store.value->dtype, s->u.store.buf->dtype, v);
+        ev_write(s->u.store.buf->dtype, p, i, v);
+        return 0;
+    }
+    case TTH_TSTMT_ALLOCATE: {
+        const tth_tbuffer *b = s->u.alloc.buf;
+        if ((rc = ev_mem_slot(f, b->id)))
+            return rc;
+        size_t nb = tth_tbuffer_nbytes(b);
+        void *p = malloc(nb ? nb : 1);
+        if (!p)
+            return ev_fail(f, TTH_ENOMEM, "out of memory allocating '%s'", b->name);
+        /* not zeroed on purpose: generated code must not read before writing */
+        memset(p, 0xA5, nb);
+        void *save = f->mem[b->id];
+        f->mem[b->id] = p;
+        rc = ev_stmt(f, s->u.alloc.body);
+        f->mem[b->id] = save;
+        free(p);
+        return rc;
+    }
+    case TTH_TSTMT_IF: {
+        ev_val c;
+        if ((rc = ev_expr(f, s->u.cond.cond, &c)))
+            return rc;
+        int truth = ev_isfloat(s->u.cond.cond->dtype) ? c.f != 0 : c.i != 0;
+        if (truth)
+            return ev_stmt(f, s->u.cond.then_s);
+        return s->u.cond.else_s ? ev_stmt(f, s->u.cond.else_s) : 0;
+    }
+    case TTH_TSTMT_LET: {
+        ev_val v;
+        if ((rc = ev_expr(f, s->u.let.value, &v)))
+            return rc;
+        const tth_tvar *var = s->u.let.var;
+        if ((rc = ev_var_slot(f, var->id)))
+            return rc;
+        if (s->u.let.value->dtype != var->dtype)
+            v = ev_convert(s->u.let.value->dtype, var->dtype, v);
+        ev_val save = f->vars[var->id];
+        unsigned char was = f->bound[var->id];
+        f->vars[var->id] = v;
+        f->bound[var->id] = 1;
+        rc = ev_stmt(f, s->u.let.body);
+        f->vars[var->id] = save;
+        f->bound[var->id] = was;
+        return rc;
+    }
+    case TTH_TSTMT_EVALUATE: {
+        ev_val v;
+        return ev_expr(f, s->u.eval.value, &v);
+    }
+    case TTH_TSTMT_CALL_FUNC: {
+        const tth_prim_func *callee = tth_tir_module_find(f->mod, s->u.call.func);
+        if (!callee)
+            return ev_fail(f, TTH_ENOENT, "call of unknown function '%s'", s->u.call.func);
+        if (callee->nparams != s->u.call.nargs)
+            return ev_fail(f, TTH_EINVAL, "call of '%s' with %zu buffers (it takes %zu)", s->u.call.func,
+                           s->u.call.nargs, callee->nparams);
+        void **args = calloc(s->u.call.nargs + 1, sizeof *args);
+        if (!args)
+            return ev_fail(f, TTH_ENOMEM, "out of memory");
+        int err = 0;
+        for (size_t i = 0; i < s->u.call.nargs && !err; i++) {
+            const tth_tbuffer *a = s->u.call.args[i], *p = callee->params[i];
+            args[i] = ev_mem(f, a, &err);
+            if (!err && tth_tbuffer_nbytes(a) < tth_tbuffer_nbytes(p))
+                err = ev_fail(f, TTH_EINVAL, "call of '%s': buffer '%s' is smaller than parameter '%s'",
+                              s->u.call.func, a->name, p->name);
+        }
+        if (!err)
+            err = ev_func(f->mod, callee, args, s->u.call.nargs, f->depth + 1, f->diag);
+        free(args);
+        return err;
+    }
+    }
+    return ev_fail(f, TTH_EINVAL, "unknown statement kind %d", (int)s->kind);
+}
+
+static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *const *buffers, size_t n, int depth,
+                   tth_diag *diag)
+{
+    ev_frame f;
+    memset(&f, 0, sizeof f);
+    f.mod = mod;
+    f.fn = fn;
+    f.diag = diag;
+    f.depth = depth;
+    if (depth > EV_MAX_DEPTH)
+        return ev_fail(&f, TTH_ELIMIT, "calls nested deeper than %d", EV_MAX_DEPTH);
+    if (n != fn->nparams)
+        return ev_fail(&f, TTH_EINVAL, "'%s' takes %zu buffers, %zu given", fn->name, fn->nparams, n);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const tth_tbuffer *p = fn->params[i];
+        if (!buffers[i] && tth_tbuffer_numel(p) > 0) {
+            rc = ev_fail(&f, TTH_EINVAL, "buffer %zu ('%s') is NULL", i, p->name);
+            break;
+        }
+        if (!(rc = ev_mem_slot(&f, p->id)))
+            f.mem[p->id] = buffers[i];
+    }
+    if (!rc && fn->body)
+        rc = ev_stmt(&f, fn->body);
+    for (size_t i = 0; i < f.nmem; i++)
+        if (f.owned[i])
+            free(f.mem[i]);
+    free(f.mem);
+    free(f.owned);
+    free(f.vars);
+    free(f.bound);
+    return rc;
+}
+
+int tth_tir_eval(const tth_tir_module *mod, const char *func, void *const *buffers, size_t nbuffers, tth_diag *diag)
+{
+    if (!mod || !func || (nbuffers && !buffers))
+        return tth_diag_set(diag, TTH_EINVAL, NULL, "tth_tir_eval: missing module, function or buffers");
+    const tth_prim_func *fn = tth_tir_module_find(mod, func);
+    if (!fn)
+        return tth_diag_set(diag, TTH_ENOENT, func, "no PrimFunc named '%s' in the module", func);
+    return ev_func(mod, fn, buffers, nbuffers, 0, diag);
+}
