@@ -1189,7 +1189,7 @@ static int check_qparams(relctx *c, size_t si, size_t zi, const tth_ttype *x, in
             return rel_fail(c, "per-axis argument %zu has %lld elements but axis %lld of the input has %lld", i,
                             (long long)p->shape[0], (long long)ax, (long long)x->shape[ax]);
     }
-    if (tth_ttype_numel(s) != tth_ttype_numel(z))
+    if (tth_ttype_numel(z) != 1 && tth_ttype_numel(s) != tth_ttype_numel(z))
         return rel_fail(c, "scale (argument %zu) and zero point (argument %zu) differ in size", si, zi);
     return 0;
 }

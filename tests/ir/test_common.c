@@ -1,0 +1,234 @@
+/* Data types, tensor types, the arena, refcounted tensors, and the artifact containers. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+#include <tth/artifact.h>
+#include <tth/ir_common.h>
+
+Test(dtype, names_sizes_and_flags_round_trip)
+{
+#define CHECK_DT(e, v, n, b, f, s)                                 \
+    cr_assert_str_eq(tth_dtype_name(TTH_##e), n);                  \
+    cr_assert_eq(tth_dtype_from_name(n), TTH_##e);                 \
+    cr_assert_eq(tth_dtype_size(TTH_##e), (size_t)(b));            \
+    cr_assert_eq(tth_dtype_is_float(TTH_##e), f);                  \
+    cr_assert_eq(tth_dtype_is_signed(TTH_##e), s);
+    TTH_DTYPES(CHECK_DT)
+#undef CHECK_DT
+    cr_assert_eq(tth_dtype_from_name("float"), TTH_DTYPE_INVALID);
+    cr_assert_eq(tth_dtype_from_name(NULL), TTH_DTYPE_INVALID);
+    cr_assert_str_eq(tth_dtype_name(TTH_DTYPE_INVALID), "invalid");
+    cr_assert_str_eq(tth_dtype_name((tth_dtype)99), "invalid");
+    cr_assert_eq(tth_dtype_size((tth_dtype)99), 0);
+}
+
+Test(ttype, numel_bytes_equal_format)
+{
+    tth_ttype a = {TTH_F32, 4, {1, 3, 224, 224}};
+    tth_ttype s = {TTH_I64, 0, {0}};
+    cr_assert_eq(tth_ttype_numel(&a), 150528);
+    cr_assert_eq(tth_ttype_nbytes(&a), 602112);
+    cr_assert_eq(tth_ttype_numel(&s), 1);
+    cr_assert_eq(tth_ttype_nbytes(&s), 8);
+    char buf[64];
+    size_t n = tth_ttype_format(&a, buf, sizeof buf);
+    cr_assert_str_eq(buf, "float32[1, 3, 224, 224]");
+    cr_assert_eq(n, strlen(buf));
+    tth_ttype_format(&s, buf, sizeof buf);
+    cr_assert_str_eq(buf, "int64[]");
+    char tiny[8];
+    n = tth_ttype_format(&a, tiny, sizeof tiny);
+    cr_assert_str_eq(tiny, "float32");
+    cr_assert_eq(n, 7);
+    tth_ttype b = a;
+    cr_assert(tth_ttype_equal(&a, &b));
+    b.shape[3] = 223;
+    cr_assert_not(tth_ttype_equal(&a, &b));
+    b = a;
+    b.dtype = TTH_F16;
+    cr_assert_not(tth_ttype_equal(&a, &b));
+}
+
+Test(arena, aligned_zeroed_and_counted)
+{
+    tth_arena *a = tth_arena_new();
+    cr_assert_not_null(a);
+    cr_assert_eq(tth_arena_used(a), 0);
+    size_t total = 0;
+    for (size_t i = 1; i < 2000; i += 7) {
+        unsigned char *p = tth_arena_alloc(a, i);
+        cr_assert_not_null(p);
+        cr_assert_eq((uintptr_t)p % 16, 0, "allocation of %zu bytes not 16-byte aligned", i);
+        for (size_t k = 0; k < i; k++)
+            cr_assert_eq(p[k], 0);
+        memset(p, 0xab, i);
+        total += i;
+    }
+    /* A block bigger than a chunk. */
+    unsigned char *big = tth_arena_alloc(a, 1 << 20);
+    cr_assert_not_null(big);
+    cr_assert_eq(big[(1 << 20) - 1], 0);
+    total += 1 << 20;
+    cr_assert_eq(tth_arena_used(a), total);
+    char *s = tth_arena_strdup(a, "hello");
+    cr_assert_str_eq(s, "hello");
+    char *f = tth_arena_printf(a, "%s-%d", "conv", 42);
+    cr_assert_str_eq(f, "conv-42");
+    cr_assert_null(tth_arena_strdup(a, NULL));
+    tth_arena_free(a);
+    tth_arena_free(NULL);
+}
+
+Test(tensor, aligned_copied_refcounted)
+{
+    tth_ttype t = {TTH_F32, 2, {2, 3}};
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    tth_tensor *a = tth_tensor_new(&t, v);
+    cr_assert_not_null(a);
+    cr_assert_eq((uintptr_t)a->data % 64, 0);
+    cr_assert_eq(a->nbytes, 24);
+    cr_assert_eq(a->refcount, 1);
+    cr_assert_eq(memcmp(a->data, v, sizeof v), 0);
+    v[0] = 100; /* copied, not borrowed */
+    cr_assert_eq(((float *)a->data)[0], 1.0f);
+    cr_assert_eq(tth_tensor_get_f64(a, 5), 6.0);
+    cr_assert_eq(tth_tensor_get_i64(a, 4), 5);
+    cr_assert_eq(tth_tensor_ref(a), a);
+    cr_assert_eq(a->refcount, 2);
+    tth_tensor_unref(a);
+    cr_assert_eq(a->refcount, 1);
+    tth_tensor_unref(a);
+
+    tth_tensor *z = tth_tensor_new(&t, NULL);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(((float *)z->data)[i], 0.0f);
+    tth_tensor_unref(z);
+
+    tth_ttype bad = {TTH_F32, 1, {-1}};
+    cr_assert_null(tth_tensor_new(&bad, NULL));
+    tth_ttype bad2 = {TTH_DTYPE_INVALID, 1, {1}};
+    cr_assert_null(tth_tensor_new(&bad2, NULL));
+}
+
+Test(tensor, hash_covers_dtype_shape_and_bytes)
+{
+    uint8_t bytes[24] = {0};
+    bytes[5] = 7;
+    tth_ttype t23 = {TTH_F32, 2, {2, 3}}, t32 = {TTH_F32, 2, {3, 2}}, i23 = {TTH_I32, 2, {2, 3}};
+    tth_tensor *a = tth_tensor_new(&t23, bytes), *b = tth_tensor_new(&t23, bytes);
+    tth_tensor *c = tth_tensor_new(&t32, bytes), *d = tth_tensor_new(&i23, bytes);
+    bytes[5] = 8;
+    tth_tensor *e = tth_tensor_new(&t23, bytes);
+    cr_assert_eq(tth_tensor_hash(a), tth_tensor_hash(b));
+    cr_assert_neq(tth_tensor_hash(a), tth_tensor_hash(c));
+    cr_assert_neq(tth_tensor_hash(a), tth_tensor_hash(d));
+    cr_assert_neq(tth_tensor_hash(a), tth_tensor_hash(e));
+    tth_tensor_unref(a);
+    tth_tensor_unref(b);
+    tth_tensor_unref(c);
+    tth_tensor_unref(d);
+    tth_tensor_unref(e);
+}
+
+Test(tensor, element_access_for_every_dtype)
+{
+    uint16_t h[4] = {0x3C00, 0xC000, 0x3555, 0x0001}; /* 1, -2, ~0.333, smallest subnormal */
+    tth_ttype th = {TTH_F16, 1, {4}};
+    tth_tensor *t = tth_tensor_new(&th, h);
+    cr_assert_eq(tth_tensor_get_f64(t, 0), 1.0);
+    cr_assert_eq(tth_tensor_get_f64(t, 1), -2.0);
+    cr_assert_float_eq(tth_tensor_get_f64(t, 2), 0.33325195, 1e-7);
+    cr_assert_float_eq(tth_tensor_get_f64(t, 3), 5.9604645e-08, 1e-12);
+    cr_assert_eq(tth_tensor_get_i64(t, 1), -2);
+    tth_tensor_unref(t);
+
+    int8_t i8[2] = {-128, 127};
+    tth_ttype t8 = {TTH_I8, 1, {2}};
+    t = tth_tensor_new(&t8, i8);
+    cr_assert_eq(tth_tensor_get_i64(t, 0), -128);
+    cr_assert_eq(tth_tensor_get_f64(t, 1), 127.0);
+    tth_tensor_unref(t);
+
+    uint8_t u8[2] = {255, 0};
+    tth_ttype tu = {TTH_U8, 1, {2}};
+    t = tth_tensor_new(&tu, u8);
+    cr_assert_eq(tth_tensor_get_i64(t, 0), 255);
+    tth_tensor_unref(t);
+
+    int64_t i64[1] = {-9000000000LL};
+    tth_ttype ti = {TTH_I64, 0, {0}};
+    t = tth_tensor_new(&ti, i64);
+    cr_assert_eq(tth_tensor_get_i64(t, 0), -9000000000LL);
+    tth_tensor_unref(t);
+
+    uint8_t bl[2] = {0, 1};
+    tth_ttype tb = {TTH_BOOL, 1, {2}};
+    t = tth_tensor_new(&tb, bl);
+    cr_assert_eq(tth_tensor_get_i64(t, 1), 1);
+    cr_assert_eq(tth_tensor_get_f64(t, 0), 0.0);
+    tth_tensor_unref(t);
+
+    double f64[1] = {-3.75};
+    tth_ttype td = {TTH_F64, 1, {1}};
+    t = tth_tensor_new(&td, f64);
+    cr_assert_eq(tth_tensor_get_i64(t, 0), -3); /* truncates */
+    tth_tensor_unref(t);
+}
+
+Test(artifact, runtime_module_files_and_meta)
+{
+    tth_runtime_module *m = tth_runtime_module_new("c");
+    cr_assert_str_eq(tth_runtime_module_kind(m), "c");
+    tth_diag d;
+    tth_diag_clear(&d);
+    char src[] = "int x;";
+    cr_assert_eq(tth_runtime_module_add_file(m, "lib0.c", TTH_FILE_C_SOURCE, src, strlen(src), &d), 0);
+    src[0] = 'X'; /* copied */
+    cr_assert_eq(tth_runtime_module_add_file(m, "blob.bin", TTH_FILE_BLOB, "\0\1\2", 3, &d), 0);
+    cr_assert_eq(tth_runtime_module_count(m), 2);
+    const tth_module_file *f = tth_runtime_module_file(m, 0);
+    cr_assert_str_eq(f->name, "lib0.c");
+    cr_assert_eq(f->kind, TTH_FILE_C_SOURCE);
+    cr_assert_eq(f->len, 6);
+    cr_assert_eq(memcmp(f->data, "int x;", 6), 0);
+    cr_assert_null(tth_runtime_module_file(m, 2));
+
+    cr_assert_eq(tth_runtime_module_add_file(m, "lib0.c", TTH_FILE_C_SOURCE, "y", 1, &d), TTH_EDUPLICATE);
+    cr_assert_str_eq(d.message, "the runtime module already has a file 'lib0.c'");
+    cr_assert_eq(tth_runtime_module_add_file(m, "src/a.c", TTH_FILE_C_SOURCE, "y", 1, &d), TTH_EINVAL);
+    cr_assert_str_eq(d.message, "'src/a.c' is not a plain file name (no directories)");
+    cr_assert_eq(tth_runtime_module_add_file(m, "..", TTH_FILE_BLOB, "y", 1, &d), TTH_EINVAL);
+    cr_assert_eq(tth_runtime_module_add_file(m, "a.x", (tth_file_kind)42, "y", 1, &d), TTH_EINVAL);
+    cr_assert_eq(tth_runtime_module_count(m), 2);
+
+    cr_assert_null(tth_runtime_module_meta(m));
+    json_t *meta = json_pack("{s:[s]}", "libs", "cmsis-nn");
+    cr_assert_eq(tth_runtime_module_set_meta(m, meta, &d), 0);
+    json_array_append_new(json_object_get(meta, "libs"), json_string("m")); /* copied */
+    cr_assert_eq(json_array_size(json_object_get(tth_runtime_module_meta(m), "libs")), 1);
+    json_decref(meta);
+    json_t *arr = json_array();
+    cr_assert_eq(tth_runtime_module_set_meta(m, arr, &d), TTH_EINVAL);
+    json_decref(arr);
+    tth_runtime_module_free(m);
+}
+
+Test(artifact, const_map_holds_references)
+{
+    tth_const_map *cm = tth_const_map_new();
+    tth_ttype t = {TTH_I8, 1, {4}};
+    tth_tensor *w = tth_tensor_new(&t, NULL);
+    tth_diag d;
+    cr_assert_eq(tth_const_map_add(cm, "w0", w, &d), 0);
+    cr_assert_eq(w->refcount, 2);
+    cr_assert_eq(tth_const_map_add(cm, "w0", w, &d), TTH_EDUPLICATE);
+    cr_assert_str_eq(d.message, "the constant map already has 'w0'");
+    cr_assert_eq(tth_const_map_add(cm, "", w, &d), TTH_EINVAL);
+    cr_assert_eq(tth_const_map_count(cm), 1);
+    cr_assert_str_eq(tth_const_map_name(cm, 0), "w0");
+    cr_assert_eq(tth_const_map_tensor(cm, 0), w);
+    cr_assert_null(tth_const_map_name(cm, 1));
+    tth_const_map_free(cm);
+    cr_assert_eq(w->refcount, 1);
+    tth_tensor_unref(w);
+}

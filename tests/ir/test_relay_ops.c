@@ -1,0 +1,425 @@
+/* Every operator's type relation, as a table: {op, argument types, attrs, expected type or the
+ * exact diagnostic}. Argument types are written "float32[1,3,8,8]; int64[]"; an expected tuple
+ * "(float32[2, 3], float32[2, 7])"; an error "!message". */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tth/relay.h>
+
+typedef struct op_case {
+    tth_op op;
+    const char *args;
+    const char *attrs; /* JSON text, or NULL */
+    const char *expect;
+} op_case;
+
+#define F "float32"
+static const op_case cases[] = {
+    /* broadcasting binary */
+    {TTH_OP_ADD, F "[2,3]; " F "[3]", NULL, F "[2, 3]"},
+    {TTH_OP_ADD, F "[4,1,5]; " F "[3,1]", NULL, F "[4, 3, 5]"},
+    {TTH_OP_ADD, F "[]; " F "[2]", NULL, F "[2]"},
+    {TTH_OP_ADD, F "[2,0]; " F "[1]", NULL, F "[2, 0]"},
+    {TTH_OP_ADD, F "[2,3]; " F "[4]", NULL,
+     "!add: shapes of arguments 0 and 1 do not broadcast (arguments: float32[2, 3], float32[4])"},
+    {TTH_OP_ADD, F "[2]; int32[2]", NULL, "!add: argument 1 is int32 but argument 0 is float32 (arguments: float32[2], int32[2])"},
+    {TTH_OP_ADD, "bool[2]; bool[2]", NULL, "!add: argument 0 must be numeric, got bool (arguments: bool[2], bool[2])"},
+    {TTH_OP_ADD, F "[2]", NULL, "!add: expected 2 arguments, got 1"},
+    {TTH_OP_SUBTRACT, "int32[5,1]; int32[1,6]", NULL, "int32[5, 6]"},
+    {TTH_OP_MULTIPLY, F "[1,64,1,1]; " F "[1,64,56,56]", NULL, F "[1, 64, 56, 56]"},
+    {TTH_OP_DIVIDE, "int64[3]; int64[]", NULL, "int64[3]"},
+    {TTH_OP_POWER, F "[3]; " F "[]", NULL, F "[3]"},
+    {TTH_OP_MAXIMUM, "uint8[2,2]; uint8[2]", NULL, "uint8[2, 2]"},
+    {TTH_OP_MINIMUM, F "[1]; " F "[7]", NULL, F "[7]"},
+    {TTH_OP_MOD, "int32[4]; int32[4]", "{\"fmod\": true}", "int32[4]"},
+    {TTH_OP_MOD, "int32[4]; int32[4]", "{\"fmod\": \"x\"}", "!mod: attribute 'fmod' must be a bool"},
+    {TTH_OP_PRELU, F "[1,3,4,4]; " F "[3,1,1]", NULL, F "[1, 3, 4, 4]"},
+    {TTH_OP_PRELU, F "[1,3,4,4]; " F "[2,1,1]", NULL,
+     "!nn.prelu: slope does not broadcast to the shape of x (arguments: float32[1, 3, 4, 4], float32[2, 1, 1])"},
+    {TTH_OP_PRELU, F "[3]; " F "[2,3]", NULL,
+     "!nn.prelu: slope does not broadcast to the shape of x (arguments: float32[3], float32[2, 3])"},
+    /* comparisons and logic */
+    {TTH_OP_EQUAL, "int64[2,1]; int64[1,3]", NULL, "bool[2, 3]"},
+    {TTH_OP_LESS, F "[2,1]; " F "[1,3]", NULL, "bool[2, 3]"},
+    {TTH_OP_LESS_EQUAL, F "[2]; " F "[2]", NULL, "bool[2]"},
+    {TTH_OP_GREATER, "int8[4]; int8[]", NULL, "bool[4]"},
+    {TTH_OP_GREATER_EQUAL, F "[4]; " F "[4]", NULL, "bool[4]"},
+    {TTH_OP_GREATER, F "[4]; int8[4]", NULL,
+     "!greater: argument 1 is int8 but argument 0 is float32 (arguments: float32[4], int8[4])"},
+    {TTH_OP_LOGICAL_AND, "bool[2]; bool[2]", NULL, "bool[2]"},
+    {TTH_OP_LOGICAL_OR, "bool[2,1]; bool[3]", NULL, "bool[2, 3]"},
+    {TTH_OP_LOGICAL_XOR, "bool[]; bool[]", NULL, "bool[]"},
+    {TTH_OP_LOGICAL_AND, F "[2]; bool[2]", NULL,
+     "!logical_and: argument 0 must be bool, got float32 (arguments: float32[2], bool[2])"},
+    {TTH_OP_WHERE, "bool[2,1]; " F "[3]; " F "[1]", NULL, F "[2, 3]"},
+    {TTH_OP_WHERE, F "[2]; " F "[2]; " F "[2]", NULL,
+     "!where: argument 0 must be bool, got float32 (arguments: float32[2], float32[2], float32[2])"},
+    {TTH_OP_WHERE, "bool[4]; " F "[3]; " F "[3]", NULL,
+     "!where: shapes of cond, x and y do not broadcast (arguments: bool[4], float32[3], float32[3])"},
+    /* unary */
+    {TTH_OP_NEGATIVE, "int32[3]", NULL, "int32[3]"},
+    {TTH_OP_ABS, "int8[3]", NULL, "int8[3]"},
+    {TTH_OP_SQRT, F "[3]", NULL, F "[3]"},
+    {TTH_OP_SQRT, "int32[3]", NULL, "!sqrt: argument 0 must be a float tensor, got int32 (arguments: int32[3])"},
+    {TTH_OP_RECIPROCAL, "float16[2]", NULL, "float16[2]"},
+    {TTH_OP_EXP, F "[2]", NULL, F "[2]"},
+    {TTH_OP_LOG, "float64[2]", NULL, "float64[2]"},
+    {TTH_OP_SIN, F "[2]", NULL, F "[2]"},
+    {TTH_OP_COS, F "[2]", NULL, F "[2]"},
+    {TTH_OP_TANH, F "[2]", NULL, F "[2]"},
+    {TTH_OP_SIGMOID, F "[1,8]", NULL, F "[1, 8]"},
+    {TTH_OP_ERF, F "[2]", NULL, F "[2]"},
+    {TTH_OP_FLOOR, F "[2]", NULL, F "[2]"},
+    {TTH_OP_CEIL, F "[2]", NULL, F "[2]"},
+    {TTH_OP_ROUND, F "[2]", NULL, F "[2]"},
+    {TTH_OP_SIGN, "int64[2]", NULL, "int64[2]"},
+    {TTH_OP_LOGICAL_NOT, "bool[2]", NULL, "bool[2]"},
+    {TTH_OP_LOGICAL_NOT, "int32[2]", NULL, "!logical_not: argument 0 must be bool, got int32 (arguments: int32[2])"},
+    {TTH_OP_RELU, "int8[1,4]", NULL, "int8[1, 4]"},
+    {TTH_OP_RELU, F "[2]", "{\"foo\": 1}", "!nn.relu: unknown attribute 'foo'"},
+    {TTH_OP_LEAKY_RELU, F "[2]", NULL, F "[2]"},
+    {TTH_OP_LEAKY_RELU, F "[2]", "{\"alpha\": \"a\"}", "!nn.leaky_relu: attribute 'alpha' must be a number"},
+    {TTH_OP_ELU, F "[2]", "{\"alpha\": 0.5}", F "[2]"},
+    {TTH_OP_SELU, F "[2]", "{\"alpha\": 1.5, \"gamma\": 1}", F "[2]"},
+    {TTH_OP_THRESHOLDED_RELU, F "[2]", NULL, F "[2]"},
+    {TTH_OP_SOFTPLUS, F "[2]", NULL, F "[2]"},
+    {TTH_OP_SOFTSIGN, F "[2]", NULL, F "[2]"},
+    {TTH_OP_HARD_SIGMOID, F "[2]", "{\"alpha\": 0.25, \"beta\": 0.5}", F "[2]"},
+    {TTH_OP_HARD_SWISH, F "[2]", NULL, F "[2]"},
+    {TTH_OP_CLIP, F "[2]", "{\"a_min\": 0, \"a_max\": 6}", F "[2]"},
+    {TTH_OP_CLIP, "int8[2]", "{\"a_min\": -128, \"a_max\": 127.0}", "int8[2]"},
+    {TTH_OP_CLIP, F "[2]", "{\"a_min\": 0}", "!clip: missing required attribute 'a_max'"},
+    {TTH_OP_CLIP, F "[2]", "{\"a_min\": 6, \"a_max\": 0}", "!clip: a_min 6 is greater than a_max 0"},
+    {TTH_OP_CAST, F "[2,2]", "{\"dtype\": \"int8\"}", "int8[2, 2]"},
+    {TTH_OP_CAST, F "[2,2]", "{\"dtype\": \"float\"}", "!cast: attribute 'dtype' must be a dtype name such as \"float32\""},
+    {TTH_OP_CAST, F "[2,2]", NULL, "!cast: missing required attribute 'dtype'"},
+    /* convolution */
+    {TTH_OP_CONV2D, F "[1,3,224,224]; " F "[64,3,7,7]", "{\"strides\": [2,2], \"padding\": [3,3,3,3]}",
+     F "[1, 64, 112, 112]"},
+    {TTH_OP_CONV2D, F "[1,4,8,8]; " F "[6,2,3,3]", "{\"groups\": 2}", F "[1, 6, 6, 6]"},
+    {TTH_OP_CONV2D, F "[1,8,10,10]; " F "[8,1,3,3]", "{\"groups\": 8, \"dilation\": [2,2], \"padding\": [2,2,2,2]}",
+     F "[1, 8, 10, 10]"},
+    {TTH_OP_CONV2D, F "[1,1,5,5]; " F "[2,1,3,3]", "{\"strides\": [2,2], \"padding\": [0,1,1,0]}", F "[1, 2, 2, 2]"},
+    {TTH_OP_CONV2D, F "[1,1,7,5]; " F "[2,1,3,1]", "{\"strides\": [3,1]}", F "[1, 2, 2, 5]"},
+    {TTH_OP_CONV2D, F "[1,3,224,224]; " F "[64,3,7,7]; " F "[64]", "{\"strides\": [2,2], \"padding\": [3,3,3,3]}",
+     F "[1, 64, 112, 112]"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[64,3,3,3]; " F "[3]", NULL,
+     "!nn.conv2d: bias must have shape [64] (arguments: float32[1, 3, 8, 8], float32[64, 3, 3, 3], float32[3])"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[4,4,3,3]", NULL,
+     "!nn.conv2d: input has 3 channels but the weight expects 4 (4 per group x 1 groups) (arguments: "
+     "float32[1, 3, 8, 8], float32[4, 4, 3, 3])"},
+    {TTH_OP_CONV2D, F "[1,4,8,8]; " F "[5,2,3,3]", "{\"groups\": 2}",
+     "!nn.conv2d: 5 output channels are not divisible by 2 groups (arguments: float32[1, 4, 8, 8], "
+     "float32[5, 2, 3, 3])"},
+    {TTH_OP_CONV2D, F "[1,3,2,2]; " F "[4,3,3,3]", NULL,
+     "!nn.conv2d: the 3x3 kernel (dilation [1, 1]) is larger than the padded input (arguments: float32[1, 3, 2, 2], "
+     "float32[4, 3, 3, 3])"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[4,3,3,3]", "{\"strides\": [0,1]}", "!nn.conv2d: strides must be >= 1, got [0, 1]"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[4,3,3,3]", "{\"strides\": [1]}",
+     "!nn.conv2d: attribute 'strides' must be an array of 2 integers, got 1"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[4,3,3,3]", "{\"padding\": [1,1]}",
+     "!nn.conv2d: attribute 'padding' must be an array of 4 integers, got 2"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[4,3,3,3]", "{\"groups\": 0}", "!nn.conv2d: groups must be >= 1, got 0"},
+    {TTH_OP_CONV2D, F "[3,8,8]; " F "[4,3,3,3]", NULL,
+     "!nn.conv2d: argument 0 must have rank 4 (NCHW), got rank 3 (arguments: float32[3, 8, 8], float32[4, 3, 3, 3])"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]", NULL, "!nn.conv2d: expected 2 to 3 arguments, got 1"},
+    {TTH_OP_CONV2D_TRANSPOSE, F "[1,4,5,5]; " F "[4,2,3,3]",
+     "{\"strides\": [2,2], \"padding\": [1,1,1,1], \"output_padding\": [1,1]}", F "[1, 2, 10, 10]"},
+    {TTH_OP_CONV2D_TRANSPOSE, F "[1,4,5,5]; " F "[4,3,3,3]; " F "[6]", "{\"groups\": 2}", F "[1, 6, 7, 7]"},
+    {TTH_OP_CONV2D_TRANSPOSE, F "[1,4,5,5]; " F "[4,2,3,3]", "{\"strides\": [2,2], \"output_padding\": [2,2]}",
+     "!nn.conv2d_transpose: output_padding [2, 2] must be >= 0 and smaller than the stride or the dilation"},
+    {TTH_OP_CONV2D_TRANSPOSE, F "[1,3,5,5]; " F "[4,2,3,3]", NULL,
+     "!nn.conv2d_transpose: input has 3 channels but the weight expects 4 (arguments: float32[1, 3, 5, 5], "
+     "float32[4, 2, 3, 3])"},
+    /* matmul per numpy */
+    {TTH_OP_MATMUL, F "[2,3,4]; " F "[4,5]", NULL, F "[2, 3, 5]"},
+    {TTH_OP_MATMUL, F "[4]; " F "[4,5]", NULL, F "[5]"},
+    {TTH_OP_MATMUL, F "[2,3,4]; " F "[4]", NULL, F "[2, 3]"},
+    {TTH_OP_MATMUL, F "[4]; " F "[4]", NULL, F "[]"},
+    {TTH_OP_MATMUL, F "[2,1,3,4]; " F "[5,4,6]", NULL, F "[2, 5, 3, 6]"},
+    {TTH_OP_MATMUL, F "[3,4]; " F "[5,6]", NULL,
+     "!matmul: inner dimensions differ: 4 vs 5 (arguments: float32[3, 4], float32[5, 6])"},
+    {TTH_OP_MATMUL, F "[2,3,4]; " F "[3,4,5]", NULL,
+     "!matmul: batch dimensions do not broadcast (arguments: float32[2, 3, 4], float32[3, 4, 5])"},
+    {TTH_OP_MATMUL, F "[]; " F "[3]", NULL, "!matmul: operands must have rank >= 1 (arguments: float32[], float32[3])"},
+    /* pooling */
+    {TTH_OP_MAX_POOL2D, F "[1,64,112,112]", "{\"pool_size\": [3,3], \"strides\": [2,2], \"padding\": [1,1,1,1]}",
+     F "[1, 64, 56, 56]"},
+    {TTH_OP_MAX_POOL2D, F "[1,1,6,6]", "{\"pool_size\": [3,3], \"strides\": [2,2]}", F "[1, 1, 2, 2]"},
+    {TTH_OP_MAX_POOL2D, F "[1,1,6,6]", "{\"pool_size\": [3,3], \"strides\": [2,2], \"ceil_mode\": true}",
+     F "[1, 1, 3, 3]"},
+    /* ceil_mode: a last window starting in the right padding is dropped (ONNX) */
+    {TTH_OP_MAX_POOL2D, F "[1,1,4,4]", "{\"pool_size\": [2,2], \"strides\": [2,2], \"padding\": [0,0,1,1], \"ceil_mode\": 1}",
+     F "[1, 1, 2, 2]"},
+    {TTH_OP_MAX_POOL2D, F "[1,1,5,5]", "{\"pool_size\": [2,2], \"strides\": [2,2], \"dilation\": [2,2]}", F "[1, 1, 2, 2]"},
+    {TTH_OP_MAX_POOL2D, "int8[1,1,4,4]", "{\"pool_size\": [2,2]}", "int8[1, 1, 3, 3]"},
+    {TTH_OP_MAX_POOL2D, F "[1,1,4,4]", NULL, "!nn.max_pool2d: missing required attribute 'pool_size'"},
+    {TTH_OP_MAX_POOL2D, F "[1,1,2,2]", "{\"pool_size\": [3,3]}",
+     "!nn.max_pool2d: the 3x3 window is larger than the padded input (arguments: float32[1, 1, 2, 2])"},
+    {TTH_OP_AVG_POOL2D, F "[1,8,7,7]", "{\"pool_size\": [3,3], \"padding\": [1,1,1,1], \"count_include_pad\": false}",
+     F "[1, 8, 7, 7]"},
+    {TTH_OP_AVG_POOL2D, "int8[1,1,4,4]", "{\"pool_size\": [2,2]}",
+     "!nn.avg_pool2d: argument 0 must be a float tensor, got int8 (arguments: int8[1, 1, 4, 4])"},
+    {TTH_OP_GLOBAL_AVG_POOL2D, F "[2,8,7,7]", NULL, F "[2, 8, 1, 1]"},
+    {TTH_OP_GLOBAL_MAX_POOL2D, "int8[1,16,3,3]", NULL, "int8[1, 16, 1, 1]"},
+    {TTH_OP_GLOBAL_AVG_POOL2D, F "[2,8]", NULL,
+     "!nn.global_avg_pool2d: argument 0 must have rank 4 (NCHW), got rank 2 (arguments: float32[2, 8])"},
+    /* normalization */
+    {TTH_OP_BATCH_NORM, F "[1,3,4,4]; " F "[3]; " F "[3]; " F "[3]; " F "[3]", "{\"epsilon\": 0.001}", F "[1, 3, 4, 4]"},
+    {TTH_OP_BATCH_NORM, F "[1,3,4,4]; " F "[3]; " F "[3]; " F "[3]; " F "[4]", NULL,
+     "!nn.batch_norm: var must have shape [3] (the channels of x) (arguments: float32[1, 3, 4, 4], float32[3], "
+     "float32[3], float32[3], float32[4])"},
+    {TTH_OP_SOFTMAX, F "[2,5]", "{\"axis\": -1}", F "[2, 5]"},
+    {TTH_OP_SOFTMAX, F "[2,5]", "{\"axis\": 2}",
+     "!nn.softmax: attribute 'axis' = 2 is out of range for rank 2 (arguments: float32[2, 5])"},
+    {TTH_OP_SOFTMAX, F "[2,5]", NULL, "!nn.softmax: missing required attribute 'axis'"},
+    {TTH_OP_LOG_SOFTMAX, F "[2,5]", "{\"axis\": 1}", F "[2, 5]"},
+    /* padding */
+    {TTH_OP_PAD, F "[1,3,4,4]", "{\"pad_before\": [0,0,1,2], \"pad_after\": [0,0,1,0]}", F "[1, 3, 6, 6]"},
+    {TTH_OP_PAD, F "[1,3,4,4]", "{\"pad_before\": [0,0,1,1], \"pad_after\": [0,0,3,3], \"mode\": \"edge\", \"pad_value\": 0}",
+     F "[1, 3, 8, 8]"},
+    {TTH_OP_PAD, F "[1,3,4,4]", "{\"pad_before\": [0,0,4,0], \"pad_after\": [0,0,0,0], \"mode\": \"reflect\"}",
+     "!nn.pad: reflect padding of dimension 2 must be smaller than its size 4 (arguments: float32[1, 3, 4, 4])"},
+    {TTH_OP_PAD, F "[4,4]", "{\"pad_before\": [1], \"pad_after\": [1]}",
+     "!nn.pad: pad_before and pad_after need one entry per dimension (2), got 1 and 1 (arguments: float32[4, 4])"},
+    {TTH_OP_PAD, F "[4,4]", "{\"pad_before\": [0,0], \"pad_after\": [0,0], \"mode\": \"wrap\"}",
+     "!nn.pad: attribute 'mode' must be one of: constant, reflect, edge"},
+    /* shapes */
+    {TTH_OP_RESHAPE, F "[2,3,4]", "{\"newshape\": [6,4]}", F "[6, 4]"},
+    {TTH_OP_RESHAPE, F "[2,3,4]", "{\"newshape\": [5,5]}",
+     "!reshape: cannot reshape 24 elements into float32[5, 5] (arguments: float32[2, 3, 4])"},
+    {TTH_OP_RESHAPE, F "[2,3,4]", "{\"newshape\": [-1,4]}",
+     "!reshape: newshape must be fully resolved (every entry >= 0), got -1 at 0"},
+    {TTH_OP_TRANSPOSE, F "[2,3,4]", "{\"axes\": [2,0,1]}", F "[4, 2, 3]"},
+    {TTH_OP_TRANSPOSE, F "[2,3,4]", NULL, F "[4, 3, 2]"},
+    {TTH_OP_TRANSPOSE, F "[2,3,4]", "{\"axes\": [0,0,1]}",
+     "!transpose: axes is not a permutation of 0..2 (arguments: float32[2, 3, 4])"},
+    {TTH_OP_BROADCAST_TO, F "[3,1]", "{\"shape\": [2,3,4]}", F "[2, 3, 4]"},
+    {TTH_OP_BROADCAST_TO, F "[3,1]", "{\"shape\": [2,4]}",
+     "!broadcast_to: cannot broadcast to float32[2, 4] (arguments: float32[3, 1])"},
+    {TTH_OP_CONCATENATE, F "[2,3]; " F "[2,5]; " F "[2,1]", "{\"axis\": 1}", F "[2, 9]"},
+    {TTH_OP_CONCATENATE, F "[2,3]; " F "[1,3]", "{\"axis\": -2}", F "[3, 3]"},
+    {TTH_OP_CONCATENATE, F "[2,3]; " F "[3,3]", "{\"axis\": 1}",
+     "!concatenate: argument 1 differs from argument 0 in dimension 0 (not the axis 1) (arguments: float32[2, 3], "
+     "float32[3, 3])"},
+    {TTH_OP_CONCATENATE, F "[2,3]", NULL, "!concatenate: missing required attribute 'axis'"},
+    {TTH_OP_SPLIT, F "[2,10]", "{\"axis\": 1, \"sizes\": [3,7]}", "(float32[2, 3], float32[2, 7])"},
+    {TTH_OP_SPLIT, F "[2,10]", "{\"axis\": 1, \"sizes\": [3,3]}",
+     "!split: sizes add up to 6 but axis 1 has 10 (arguments: float32[2, 10])"},
+    {TTH_OP_SPLIT, F "[2,10]", "{\"axis\": 1}", "!split: missing required attribute 'sizes'"},
+    {TTH_OP_STRIDED_SLICE, F "[10]", "{\"begin\": [9], \"end\": [-1], \"strides\": [-2]}", F "[5]"},
+    {TTH_OP_STRIDED_SLICE, F "[10]", "{\"begin\": [1], \"end\": [8], \"strides\": [3]}", F "[3]"},
+    {TTH_OP_STRIDED_SLICE, F "[4,6]", "{\"begin\": [0,5], \"end\": [4,0], \"strides\": [1,-1]}", F "[4, 5]"},
+    {TTH_OP_STRIDED_SLICE, F "[4,6]", "{\"begin\": [1,2], \"end\": [3,6]}", F "[2, 4]"},
+    {TTH_OP_STRIDED_SLICE, F "[4]", "{\"begin\": [3], \"end\": [1]}", F "[0]"},
+    {TTH_OP_STRIDED_SLICE, F "[10]", "{\"begin\": [11], \"end\": [10]}",
+     "!strided_slice: dimension 0: begin 11 and end 10 must lie in [0, 10] for a positive stride (arguments: "
+     "float32[10])"},
+    {TTH_OP_STRIDED_SLICE, F "[10]", "{\"begin\": [0], \"end\": [10], \"strides\": [0]}",
+     "!strided_slice: strides must not be 0 (dimension 0)"},
+    {TTH_OP_TAKE, F "[5,4]; int64[2,3]", "{\"axis\": 0}", F "[2, 3, 4]"},
+    {TTH_OP_TAKE, F "[5,4]; int32[2,3]", "{\"axis\": 1}", F "[5, 2, 3]"},
+    {TTH_OP_TAKE, F "[5,4]; int64[]", NULL, F "[4]"},
+    {TTH_OP_TAKE, F "[5,4]; " F "[2]", NULL,
+     "!take: indices must be int32 or int64, got float32 (arguments: float32[5, 4], float32[2])"},
+    /* reductions */
+    {TTH_OP_SUM, F "[2,3,4]", "{\"axis\": [1], \"keepdims\": false}", F "[2, 4]"},
+    {TTH_OP_SUM, F "[2,3,4]", "{\"axis\": [1], \"keepdims\": true}", F "[2, 1, 4]"},
+    {TTH_OP_SUM, F "[2,3,4]", "{\"axis\": [], \"keepdims\": false}", F "[]"},
+    {TTH_OP_SUM, F "[2,3,4]", "{\"keepdims\": 1}", F "[1, 1, 1]"},
+    {TTH_OP_MEAN, F "[2,3,4]", "{\"axis\": [-1, 0], \"keepdims\": 1}", F "[1, 3, 1]"},
+    {TTH_OP_MAX, "int8[2,3]", "{\"axis\": [0], \"keepdims\": 0}", "int8[3]"},
+    {TTH_OP_MIN, F "[2,3]", "{\"axis\": [1], \"keepdims\": 0}", F "[2]"},
+    {TTH_OP_PROD, F "[2,3]", "{\"axis\": [0, 1], \"keepdims\": 0}", F "[]"},
+    {TTH_OP_SUM, F "[2,3]", "{\"axis\": [1]}", "!sum: missing required attribute 'keepdims'"},
+    {TTH_OP_SUM, F "[2,3]", "{\"axis\": [1, 1], \"keepdims\": 0}", "!sum: axis 1 is listed twice"},
+    {TTH_OP_MEAN, F "[2,3]", "{\"axis\": [2], \"keepdims\": 0}",
+     "!mean: attribute 'axis' = 2 is out of range for rank 2 (arguments: float32[2, 3])"},
+    {TTH_OP_ARGMAX, F "[2,3,4]", "{\"axis\": 1, \"keepdims\": false}", "int64[2, 4]"},
+    {TTH_OP_ARGMIN, "int32[2,3,4]", "{\"axis\": -1, \"keepdims\": true, \"select_last_index\": 1}", "int64[2, 3, 1]"},
+    {TTH_OP_ARGMAX, F "[2,3]", "{\"axis\": 0}", "!argmax: missing required attribute 'keepdims'"},
+    /* resize */
+    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [8,8]}", F "[1, 3, 8, 8]"},
+    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [2,6], \"method\": \"linear\", \"coordinate_transformation_mode\": \"align_corners\"}",
+     F "[1, 3, 2, 6]"},
+    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [8,8], \"method\": \"cubic\"}",
+     "!image.resize2d: attribute 'method' must be one of: nearest, linear"},
+    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [0,8]}", "!image.resize2d: size must be >= 1, got [0, 8]"},
+    /* quantized */
+    {TTH_OP_QUANTIZE, F "[1,4,2,2]; " F "[]; int8[]", NULL, "int8[1, 4, 2, 2]"},
+    {TTH_OP_QUANTIZE, F "[1,4,2,2]; " F "[4]; int8[4]", "{\"axis\": 1}", "int8[1, 4, 2, 2]"},
+    {TTH_OP_QUANTIZE, F "[1,4,2,2]; " F "[1]; uint8[1]", "{\"out_dtype\": \"uint8\"}", "uint8[1, 4, 2, 2]"},
+    {TTH_OP_QUANTIZE, F "[1,4,2,2]; " F "[5]; int8[5]", NULL,
+     "!qnn.quantize: per-axis argument 1 has 5 elements but axis 1 of the input has 4 (arguments: "
+     "float32[1, 4, 2, 2], float32[5], int8[5])"},
+    {TTH_OP_QUANTIZE, F "[1,4,2,2]; " F "[]; int8[]", "{\"out_dtype\": \"uint8\"}",
+     "!qnn.quantize: zero point (argument 2) must be uint8, got int8 (arguments: float32[1, 4, 2, 2], float32[], "
+     "int8[])"},
+    {TTH_OP_QUANTIZE, F "[4]; " F "[]; int8[]", "{\"out_dtype\": \"float32\"}",
+     "!qnn.quantize: out_dtype must be int8, uint8, int16, uint16 or int32, got float32"},
+    {TTH_OP_DEQUANTIZE, "uint8[2,3]; " F "[]; uint8[]", NULL, F "[2, 3]"},
+    {TTH_OP_DEQUANTIZE, "int8[2,3]; " F "[3]; int8[3]", "{\"axis\": -1}", F "[2, 3]"},
+    {TTH_OP_DEQUANTIZE, F "[2,3]; " F "[]; uint8[]", NULL,
+     "!qnn.dequantize: x must be a quantized integer tensor, got float32 (arguments: float32[2, 3], float32[], uint8[])"},
+    {TTH_OP_QNN_CONV2D, "int8[1,3,8,8]; int8[4,3,3,3]; int8[]; int8[4]", NULL, "int32[1, 4, 6, 6]"},
+    {TTH_OP_QNN_CONV2D, "uint8[1,3,8,8]; int8[4,3,3,3]; uint8[]; int8[]", "{\"padding\": [1,1,1,1], \"strides\": [2,2]}",
+     "int32[1, 4, 4, 4]"},
+    {TTH_OP_QNN_CONV2D, "int8[1,3,8,8]; int8[4,3,3,3]; int8[]; int8[3]", NULL,
+     "!qnn.conv2d: w_zero_point must be a scalar or have 4 elements (one per output channel) (arguments: "
+     "int8[1, 3, 8, 8], int8[4, 3, 3, 3], int8[], int8[3])"},
+    {TTH_OP_QNN_CONV2D, F "[1,3,8,8]; int8[4,3,3,3]; int8[]; int8[]", NULL,
+     "!qnn.conv2d: argument 0 must be int8, uint8 or int16, got float32 (arguments: float32[1, 3, 8, 8], "
+     "int8[4, 3, 3, 3], int8[], int8[])"},
+    {TTH_OP_QNN_MATMUL, "uint8[2,3]; int8[3,4]; uint8[]; int8[]", NULL, "int32[2, 4]"},
+    {TTH_OP_QNN_MATMUL, "int8[2,3]; int8[3,4]; int8[2]; int8[4]", NULL, "int32[2, 4]"},
+    {TTH_OP_REQUANTIZE, "int32[1,4]; " F "[4]; int32[]; " F "[]; int8[]", "{\"out_dtype\": \"int8\"}", "int8[1, 4]"},
+    {TTH_OP_REQUANTIZE, "int32[1,4]; " F "[]; int32[]; " F "[]; int8[]", NULL,
+     "!qnn.requantize: missing required attribute 'out_dtype'"},
+    {TTH_OP_REQUANTIZE, F "[1,4]; " F "[]; int32[]; " F "[]; int8[]", "{\"out_dtype\": \"int8\"}",
+     "!qnn.requantize: x must be int32, got float32 (arguments: float32[1, 4], float32[], int32[], float32[], int8[])"},
+};
+
+/* "float32[1,3]" -> a tensor rtype. */
+static void parse_type(const char *s, tth_rtype *t)
+{
+    char dt[32];
+    size_t n = strcspn(s, "[");
+    cr_assert(n < sizeof dt, "bad type text %s", s);
+    memcpy(dt, s, n);
+    dt[n] = '\0';
+    memset(t, 0, sizeof *t);
+    t->nfields = -1;
+    t->tensor.dtype = tth_dtype_from_name(dt);
+    cr_assert_neq(t->tensor.dtype, TTH_DTYPE_INVALID, "bad dtype in %s", s);
+    const char *p = s + n + 1;
+    while (*p && *p != ']') {
+        char *end;
+        t->tensor.shape[t->tensor.rank++] = strtoll(p, &end, 10);
+        p = end;
+        if (*p == ',')
+            p++;
+    }
+}
+
+static size_t parse_args(const char *text, tth_rtype *types)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", text);
+    size_t n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+        while (*tok == ' ')
+            tok++;
+        parse_type(tok, &types[n++]);
+    }
+    return n;
+}
+
+static void format_rtype(const tth_rtype *t, char *buf, size_t len)
+{
+    if (t->nfields < 0) {
+        tth_ttype_format(&t->tensor, buf, len);
+        return;
+    }
+    size_t n = (size_t)snprintf(buf, len, "(");
+    for (int32_t i = 0; i < t->nfields; i++) {
+        if (i)
+            n += (size_t)snprintf(buf + n, len - n, ", ");
+        n += tth_ttype_format(&t->fields[i], buf + n, len - n);
+    }
+    snprintf(buf + n, len - n, ")");
+}
+
+Test(relay_ops, every_case_of_the_table)
+{
+    tth_arena *arena = tth_arena_new();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const op_case *c = &cases[i];
+        tth_rtype types[8];
+        const tth_rtype *ptrs[8];
+        size_t n = parse_args(c->args, types);
+        for (size_t k = 0; k < n; k++)
+            ptrs[k] = &types[k];
+        json_error_t jerr;
+        json_t *attrs = c->attrs ? json_loads(c->attrs, 0, &jerr) : NULL;
+        cr_assert(!c->attrs || attrs, "case %zu: bad attrs JSON", i);
+        tth_rtype out;
+        tth_diag d;
+        tth_diag_clear(&d);
+        int rc = tth_relay_infer(c->op, ptrs, n, attrs, &out, arena, &d);
+        json_decref(attrs);
+        if (c->expect[0] == '!') {
+            cr_expect_neq(rc, 0, "case %zu (%s %s): expected an error", i, tth_op_name(c->op), c->args);
+            cr_expect_str_eq(d.message, c->expect + 1, "case %zu (%s %s)", i, tth_op_name(c->op), c->args);
+            cr_expect_str_eq(d.location, tth_op_name(c->op), "case %zu", i);
+            cr_expect(d.code == TTH_ETYPE || d.code == TTH_EINVAL, "case %zu: code %d", i, d.code);
+        } else {
+            cr_expect_eq(rc, 0, "case %zu (%s %s): %s", i, tth_op_name(c->op), c->args, d.message);
+            if (rc == 0) {
+                char got[256];
+                format_rtype(&out, got, sizeof got);
+                cr_expect_str_eq(got, c->expect, "case %zu (%s %s)", i, tth_op_name(c->op), c->args);
+            }
+        }
+    }
+    tth_arena_free(arena);
+}
+
+Test(relay_ops, every_op_has_a_passing_case)
+{
+    int seen[TTH_OP_COUNT_] = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].expect[0] != '!')
+            seen[cases[i].op] = 1;
+    for (int op = 1; op < TTH_OP_COUNT_; op++)
+        cr_expect(seen[op], "no passing case for %s", tth_op_name((tth_op)op));
+}
+
+Test(relay_ops, table_functions)
+{
+    cr_assert_str_eq(tth_op_name(TTH_OP_CONV2D), "nn.conv2d");
+    cr_assert_eq(tth_op_from_name("nn.conv2d"), TTH_OP_CONV2D);
+    cr_assert_eq(tth_op_from_name("qnn.requantize"), TTH_OP_REQUANTIZE);
+    cr_assert_eq(tth_op_from_name("conv2d"), TTH_OP_INVALID);
+    cr_assert_str_eq(tth_op_name(TTH_OP_INVALID), "invalid");
+    cr_assert_str_eq(tth_op_name(TTH_OP_COUNT_), "invalid");
+    cr_assert(strstr(tth_op_doc(TTH_OP_CONV2D), "padding") != NULL);
+    for (int op = 1; op < TTH_OP_COUNT_; op++)
+        cr_assert_eq(tth_op_from_name(tth_op_name((tth_op)op)), op);
+    cr_assert(tth_op_is_elementwise(TTH_OP_ADD));
+    cr_assert(tth_op_is_elementwise(TTH_OP_CLIP));
+    cr_assert(tth_op_is_elementwise(TTH_OP_REQUANTIZE));
+    cr_assert_not(tth_op_is_elementwise(TTH_OP_CONV2D));
+    cr_assert_not(tth_op_is_elementwise(TTH_OP_SPLIT));
+    cr_assert_not(tth_op_is_elementwise(TTH_OP_SOFTMAX));
+    cr_assert_not(tth_op_is_elementwise(TTH_OP_INVALID));
+}
+
+Test(relay_ops, unknown_attribute_hint_lists_known_ones)
+{
+    tth_rtype x = {.nfields = -1, .tensor = {TTH_F32, 2, {2, 3}}};
+    const tth_rtype *a[1] = {&x};
+    json_t *attrs = json_pack("{s:i, s:b}", "axes", 1, "keepdims", 1);
+    tth_rtype out;
+    tth_diag d;
+    cr_assert_eq(tth_relay_infer(TTH_OP_SUM, a, 1, attrs, &out, NULL, &d), TTH_EINVAL);
+    cr_assert_str_eq(d.message, "sum: unknown attribute 'axes'");
+    cr_assert_str_eq(d.hint, "known attributes: axis, keepdims");
+    json_decref(attrs);
+    attrs = json_pack("{s:i}", "x", 1);
+    cr_assert_eq(tth_relay_infer(TTH_OP_EXP, a, 1, attrs, &out, NULL, &d), TTH_EINVAL);
+    cr_assert_str_eq(d.hint, "exp takes no attributes");
+    json_decref(attrs);
+}
+
+Test(relay_ops, tuple_argument_is_refused)
+{
+    tth_ttype f[2] = {{TTH_F32, 1, {2}}, {TTH_F32, 1, {2}}};
+    tth_rtype tup = {.nfields = 2, .fields = f};
+    tth_rtype x = {.nfields = -1, .tensor = {TTH_F32, 1, {2}}};
+    const tth_rtype *a[2] = {&x, &tup};
+    tth_rtype out;
+    tth_diag d;
+    cr_assert_eq(tth_relay_infer(TTH_OP_ADD, a, 2, NULL, &out, NULL, &d), TTH_ETYPE);
+    cr_assert_str_eq(d.message, "add: argument 1 is a tuple, expected a tensor (arguments: float32[2], (float32[2], float32[2]))");
+}
