@@ -1,0 +1,84 @@
+/* frontend_internal.h: what the importer and the passes share inside daemon/frontend/.
+ * Not part of any contract: nothing outside daemon/frontend (and its tests) includes it. */
+#ifndef TTH_FRONTEND_INTERNAL_H
+#define TTH_FRONTEND_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "frontend.h"
+
+/* Largest constant (in elements) the folder creates or reads; larger stays unfolded. */
+#define TTH_FOLD_MAX_ELEMS ((int64_t)1 << 24)
+
+/* ---- element access (eval.c) ---- */
+float tth__f16_to_f32(uint16_t h);
+uint16_t tth__f32_to_f16(float f);
+/* Element i of t as double / int64 (any dtype). */
+double tth__ld_f64(const tth_tensor *t, int64_t i);
+int64_t tth__ld_i64(const tth_tensor *t, int64_t i);
+/* Store v into element i, converting to t's dtype the way ONNX Cast does (float → int truncates,
+ * integers wrap to their width, bool is v != 0). */
+void tth__st_f64(tth_tensor *t, int64_t i, double v);
+void tth__st_i64(tth_tensor *t, int64_t i, int64_t v);
+
+/* ---- the reference evaluator (eval.c) ----
+ * Evaluate one Relay op call on constant arguments. out_type is the call's inferred type.
+ * On success fills outs[0..*nouts) with new tensors (a tuple-typed call gives one per field;
+ * at most TTH_EVAL_MAX_OUTS) and returns 0. Returns TTH_EUNSUPPORTED for an op or attribute the
+ * evaluator does not handle (the caller keeps the call), other negative codes on error. */
+#define TTH_EVAL_MAX_OUTS 64
+int tth__eval_op(tth_op op, tth_tensor *const *args, size_t nargs, const json_t *attrs,
+                 const tth_rtype *out_type, tth_tensor **outs, size_t *nouts, tth_diag *diag);
+
+/* ---- folding (fold_constants.c) ----
+ * e with constant arguments replaced by its value (a const, or a tuple of consts); e itself
+ * when it cannot be folded (non-constant args, too large, op not evaluable); NULL with diag set
+ * when evaluation fails (e.g. a gather index out of range). */
+tth_rexpr *tth__fold_call(tth_relay_module *m, tth_rexpr *e, int64_t max_elems, tth_diag *diag);
+
+/* ---- attribute helpers (eval.c) ---- */
+int64_t tth__attr_int(const json_t *attrs, const char *key, int64_t dflt);
+double tth__attr_num(const json_t *attrs, const char *key, double dflt);
+const char *tth__attr_str(const json_t *attrs, const char *key, const char *dflt);
+/* Up to max integers of an array attribute; returns count, or -1 if absent or not an array. */
+int tth__attr_ints(const json_t *attrs, const char *key, int64_t *out, int max);
+json_t *tth__json_ints(const int64_t *v, int n);
+
+/* ---- rewriting (rewrite.c) ----
+ * Rebuild a function's body bottom-up: nodes in topological order; each call/tuple/get node is
+ * handed to `visit` with its already-rewritten arguments. visit returns the replacement node
+ * (it may return NULL with diag set to fail); when visit is NULL or returns the special value
+ * TTH_REWRITE_KEEP the node is rebuilt only if an argument changed. Params map to themselves
+ * unless ctx->param_map says otherwise. On success the function's body is replaced. */
+#define TTH_REWRITE_KEEP ((tth_rexpr *)(uintptr_t)1)
+typedef tth_rexpr *(*tth__rewrite_visit)(void *ctx, tth_relay_module *m, tth_rexpr *orig,
+                                          tth_rexpr *const *args, size_t nargs, tth_diag *diag);
+typedef struct tth__rewriter {
+    tth__rewrite_visit visit;
+    void *ctx;
+    tth_rexpr *const *param_map; /* NULL, or one replacement per param (NULL entry: keep) */
+    /* filled during the walk: users of each original node by id (count), for visitors */
+    uint32_t *nusers;
+    uint32_t max_id;
+} tth__rewriter;
+int tth__rewrite_function(tth_relay_module *m, tth_relay_function *fn, tth__rewriter *rw, tth_diag *diag);
+/* Rebuild a node of the same kind/op/attrs with new arguments. */
+tth_rexpr *tth__rebuild(tth_relay_module *m, const tth_rexpr *orig, tth_rexpr *const *args, size_t nargs,
+                        tth_diag *diag);
+/* Arguments of a node (call args, tuple fields, the tuple of a get); 0 for var/const. */
+size_t tth__node_args(const tth_rexpr *e, tth_rexpr *const **args);
+/* Users count of every node reachable from fn's body, indexed by node id (malloc'd; free()). */
+uint32_t *tth__count_users(tth_relay_module *m, const tth_relay_function *fn, uint32_t *max_id);
+
+/* ---- ONNX tensors (onnx_tensor.c) ---- */
+struct Onnx__TensorProto;
+/* TensorProto → tth_tensor: raw_data or typed fields, every numeric dtype (float16 kept as F16,
+ * bfloat16 converted to float32). Fills diag (location `where`) on bad sizes/types. */
+int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *where, tth_tensor **out,
+                                tth_diag *diag);
+/* ONNX TensorProto.DataType → tth_dtype (TTH_DTYPE_INVALID if not representable). */
+tth_dtype tth__onnx_dtype(int32_t onnx_type);
+
+#endif

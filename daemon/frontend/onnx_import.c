@@ -1,0 +1,336 @@
+/* onnx_import.c: ONNX ModelProto → Relay "main". Parses with the protoc-c bindings generated
+ * from Debian's onnx.proto, turns initializers into constants and graph inputs into params,
+ * then imports the nodes in order through the op table (onnx_ops.c). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+
+int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tth_diag_vset(c->diag, code, c->where, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* ---- name → value table (open addressing) ---- */
+
+typedef struct valtab {
+    const char **keys;
+    tth_rexpr **vals;
+    size_t cap, n;
+} valtab;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static int valtab_grow(valtab *t)
+{
+    size_t ncap = t->cap ? t->cap * 2 : 64;
+    const char **nk = calloc(ncap, sizeof(*nk));
+    tth_rexpr **nv = calloc(ncap, sizeof(*nv));
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return TTH_ENOMEM;
+    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->keys[i]) {
+            size_t j = hash_str(t->keys[i]) & (ncap - 1);
+            while (nk[j])
+                j = (j + 1) & (ncap - 1);
+            nk[j] = t->keys[i];
+            nv[j] = t->vals[i];
+        }
+    free(t->keys);
+    free(t->vals);
+    t->keys = nk;
+    t->vals = nv;
+    t->cap = ncap;
+    return 0;
+}
+
+static int valtab_put(valtab *t, const char *k, tth_rexpr *v)
+{
+    if ((t->n + 1) * 2 > t->cap && valtab_grow(t))
+        return TTH_ENOMEM;
+    size_t j = hash_str(k) & (t->cap - 1);
+    while (t->keys[j] && strcmp(t->keys[j], k))
+        j = (j + 1) & (t->cap - 1);
+    if (!t->keys[j])
+        t->n++;
+    t->keys[j] = k;
+    t->vals[j] = v; /* a later definition shadows an earlier one (SSA is not enforced by all exporters) */
+    return 0;
+}
+
+static tth_rexpr *valtab_get(const valtab *t, const char *k)
+{
+    if (!t->cap)
+        return NULL;
+    size_t j = hash_str(k) & (t->cap - 1);
+    while (t->keys[j]) {
+        if (!strcmp(t->keys[j], k))
+            return t->vals[j];
+        j = (j + 1) & (t->cap - 1);
+    }
+    return NULL;
+}
+
+static void valtab_free(valtab *t)
+{
+    free(t->keys);
+    free(t->vals);
+}
+
+/* ---- graph inputs ---- */
+
+static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, tth_ttype *ty)
+{
+    const char *name = vi->name ? vi->name : "";
+    snprintf(c->where, sizeof c->where, "input '%s'", name);
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' is not a tensor", name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    ty->dtype = tth__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
+    if (ty->dtype == TTH_DTYPE_INVALID)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has unsupported element type %d", name,
+                              (int)tt->elem_type);
+    if (!tt->shape)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has no shape (dynamic rank)", name);
+    if (tt->shape->n_dim > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has rank %zu (at most %d)", name,
+                              tt->shape->n_dim, TTH_MAX_RANK);
+    ty->rank = (int32_t)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+        if (!d || d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            int code = tth__onnx_fail(
+                c, TTH_EUNSUPPORTED, "graph input '%s' has a dynamic dimension %zu ('%s')", name, i,
+                d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param
+                    ? d->dim_param
+                    : "unknown");
+            tth_diag_hint(c->diag, "export the model with static input shapes");
+            return code;
+        }
+        if (d->dim_value < 0 || d->dim_value > ((int64_t)1 << 32))
+            return tth__onnx_fail(c, TTH_EMODEL, "graph input '%s' has a bad dimension %lld", name,
+                                  (long long)d->dim_value);
+        ty->shape[i] = d->dim_value;
+    }
+    return 0;
+}
+
+/* ---- nodes ---- */
+
+static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
+{
+    const char *op = n->op_type ? n->op_type : "";
+    const char *nm = (n->name && n->name[0]) ? n->name : (n->n_output && n->output[0] ? n->output[0] : "");
+    snprintf(c->where, sizeof c->where, "node '%s' (%s)", nm, op);
+    c->node = n;
+    tth_relay_set_span(c->m, tth_arena_strdup(c->m->arena, nm));
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s' (domain '%s')", op, n->domain);
+    const tth_onnx_op *entry = tth__onnx_op_find(op);
+    if (!entry)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s'", op);
+    if (n->n_input > 64 || n->n_output > 64)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "node with more than 64 inputs or outputs");
+    tth_rexpr *in[64] = {0}, *out[64] = {0};
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i] || !n->input[i][0])
+            continue; /* absent optional input */
+        in[i] = valtab_get(vals, n->input[i]);
+        if (!in[i])
+            return tth__onnx_fail(c, TTH_EMODEL, "input '%s' is not defined before this node", n->input[i]);
+    }
+    int rc = entry->fn(c, in, n->n_input, out, n->n_output);
+    if (rc) {
+        /* keep the node as the location, whatever the builder wrote there */
+        if (c->diag) {
+            if (!c->diag->code)
+                tth_diag_set(c->diag, rc, c->where, "importing failed");
+            snprintf(c->diag->location, sizeof c->diag->location, "%s", c->where);
+        }
+        return rc;
+    }
+    for (size_t i = 0; i < n->n_output; i++) {
+        if (!n->output[i] || !n->output[i][0] || !out[i])
+            continue;
+        if (valtab_put(vals, n->output[i], out[i]))
+            return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name)
+{
+    valtab vals = {0};
+    int rc = 0;
+    tth_relay_module *m = c->m;
+    tth_rexpr **params = calloc(g->n_input + 1, sizeof(*params));
+    tth_rexpr **outs = calloc(g->n_output + 1, sizeof(*outs));
+    json_t *in_names = json_array(), *out_names = json_array();
+    size_t np = 0;
+    if (!params || !outs || !in_names || !out_names) {
+        rc = tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+        goto done;
+    }
+    /* initializers → constants */
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->initializer[i];
+        const char *name = tp && tp->name ? tp->name : "";
+        snprintf(c->where, sizeof c->where, "initializer '%s'", name);
+        if (!name[0]) {
+            rc = tth__onnx_fail(c, TTH_EMODEL, "initializer without a name");
+            goto done;
+        }
+        tth_tensor *t = NULL;
+        rc = tth__onnx_tensor_from_proto(tp, c->where, &t, c->diag);
+        if (rc)
+            goto done;
+        tth_rexpr *k = tth_relay_const(m, t, tth_arena_strdup(m->arena, name));
+        if (!k || valtab_put(&vals, name, k)) {
+            rc = tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+            goto done;
+        }
+    }
+    if (g->n_sparse_initializer) {
+        snprintf(c->where, sizeof c->where, "graph '%s'", g->name ? g->name : "");
+        rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "sparse initializers are not supported");
+        goto done;
+    }
+    /* inputs that are not initializers → params */
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi || !vi->name || !vi->name[0]) {
+            snprintf(c->where, sizeof c->where, "graph input %zu", i);
+            rc = tth__onnx_fail(c, TTH_EMODEL, "graph input without a name");
+            goto done;
+        }
+        if (valtab_get(&vals, vi->name))
+            continue;
+        tth_ttype ty;
+        rc = input_type(c, vi, &ty);
+        if (rc)
+            goto done;
+        tth_rexpr *v = tth_relay_var(m, tth_arena_strdup(m->arena, vi->name), &ty);
+        if (!v || valtab_put(&vals, vi->name, v)) {
+            rc = tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+            goto done;
+        }
+        params[np++] = v;
+        json_array_append_new(in_names, json_string(vi->name));
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        if (!g->node[i]) {
+            rc = tth_diag_set(c->diag, TTH_EMODEL, NULL, "empty node %zu", i);
+            goto done;
+        }
+        rc = import_node(c, &vals, g->node[i]);
+        if (rc)
+            goto done;
+    }
+    tth_relay_set_span(m, NULL);
+    if (g->n_output == 0) {
+        rc = tth_diag_set(c->diag, TTH_EMODEL, "graph", "the graph has no outputs");
+        goto done;
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *name = g->output[i] && g->output[i]->name ? g->output[i]->name : "";
+        outs[i] = valtab_get(&vals, name);
+        if (!outs[i] || outs[i]->type.nfields >= 0) {
+            snprintf(c->where, sizeof c->where, "output '%s'", name);
+            rc = tth__onnx_fail(c, outs[i] ? TTH_EUNSUPPORTED : TTH_EMODEL,
+                                outs[i] ? "graph output '%s' is not a tensor" : "graph output '%s' is never computed",
+                                name);
+            goto done;
+        }
+        json_array_append_new(out_names, json_string(name));
+    }
+    tth_rexpr *body = outs[0];
+    if (g->n_output > 1) {
+        body = tth_relay_tuple(m, outs, g->n_output, c->diag);
+        if (!body) {
+            rc = c->diag && c->diag->code ? c->diag->code : TTH_EINTERNAL;
+            goto done;
+        }
+    }
+    json_t *attrs = json_object();
+    json_object_set_new(attrs, "input_names", in_names);
+    json_object_set_new(attrs, "output_names", out_names);
+    in_names = out_names = NULL;
+    if (!tth_relay_function_add(m, "main", params, np, body, attrs, c->diag)) {
+        rc = c->diag && c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        goto done;
+    }
+    (void)model_name;
+done:
+    json_decref(in_names);
+    json_decref(out_names);
+    free(params);
+    free(outs);
+    valtab_free(&vals);
+    return rc;
+}
+
+int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tth_relay_module **out,
+                    tth_diag *diag)
+{
+    tth_diag local;
+    if (!diag) {
+        tth_diag_clear(&local);
+        diag = &local; /* importers read diag->code */
+    }
+    if (out)
+        *out = NULL;
+    if (!bytes || !out)
+        return tth_diag_set(diag, TTH_EINVAL, NULL, "no model bytes");
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
+    if (!mp)
+        return tth_diag_set(diag, TTH_EPARSE, "model", "not a valid ONNX model (protobuf parsing failed)");
+    int rc = 0;
+    tth_onnx_ctx c = {.diag = diag, .opset = -1};
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) && o->has_version)
+            c.opset = o->version;
+    }
+    if (!mp->graph) {
+        rc = tth_diag_set(diag, TTH_EMODEL, "model", "the model has no graph");
+        goto done;
+    }
+    if (c.opset < 0)
+        c.opset = 1; /* IR version 1-2 models may omit opset_import; they predate opset 6 anyway */
+    if (c.opset < 6 || c.opset > 17) {
+        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported ONNX opset %lld (6 to 17 are supported)",
+                          (long long)c.opset);
+        goto done;
+    }
+    c.m = tth_relay_module_new(model_name && model_name[0] ? model_name : "model");
+    if (!c.m) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    rc = import_graph(&c, mp->graph, model_name);
+    if (rc) {
+        tth_relay_module_free(c.m);
+        c.m = NULL;
+        goto done;
+    }
+    *out = c.m;
+done:
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* onnx_import.h: the importer's context, shared by onnx_import.c (graph walk) and onnx_ops.c
+ * (one function per ONNX operator and the table that maps op names to them). */
+#ifndef TTH_ONNX_IMPORT_H
+#define TTH_ONNX_IMPORT_H
+
+#include "frontend_internal.h"
+#include "onnx.pb-c.h"
+
+/* Shape-arithmetic results up to this many elements are folded while importing, so that the
+ * inputs ONNX ops take as values (Reshape's shape, Slice's starts...) are constants. */
+#define TTH_IMPORT_FOLD_ELEMS 65536
+/* Largest tensor an importer creates from an attribute (ConstantOfShape...). */
+#define TTH_IMPORT_MAX_ELEMS ((int64_t)1 << 26)
+
+typedef struct tth_onnx_ctx {
+    tth_relay_module *m;
+    tth_diag *diag;
+    int64_t opset;                 /* of the default ("" / "ai.onnx") domain */
+    const Onnx__NodeProto *node;   /* the node being imported */
+    char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
+} tth_onnx_ctx;
+
+/* One operator: inputs (NULL for an absent optional input), outputs to fill (leave NULL for an
+ * output the op does not produce). Returns 0 or a negative code with ctx->diag set. */
+typedef int (*tth_onnx_import_fn)(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout);
+
+typedef struct tth_onnx_op {
+    const char *name;          /* ONNX op_type */
+    tth_onnx_import_fn fn;
+} tth_onnx_op;
+
+const tth_onnx_op *tth__onnx_op_find(const char *name);
+
+/* Diagnostic at the current node. */
+int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,1840 @@
+/* onnx_ops.c: one importer per ONNX operator and the table mapping op names to them.
+ * Each importer's comment gives the ONNX semantics it implements. Values an op takes as
+ * "attributes in inputs" (Reshape's shape, Slice's starts...) must be constants after the
+ * importer's folding of shape arithmetic; otherwise the op is a dynamic-shape diagnostic. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+
+#define MAXV 64 /* longest int/float list attribute or value we read */
+
+/* ---------------------------------------------------------------- helpers */
+
+static tth_rexpr *call(tth_onnx_ctx *c, tth_op op, tth_rexpr *const *args, size_t n, json_t *attrs)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!args[i]) {
+            json_decref(attrs);
+            if (!c->diag || !c->diag->code)
+                tth__onnx_fail(c, TTH_EINTERNAL, "missing operand for '%s'", tth_op_name(op));
+            return NULL;
+        }
+    tth_rexpr *e = tth_relay_call(c->m, op, args, n, attrs, c->diag);
+    if (!e) {
+        if (c->diag && !c->diag->code)
+            tth__onnx_fail(c, TTH_ETYPE, "type error in '%s'", tth_op_name(op));
+        return NULL;
+    }
+    return tth__fold_call(c->m, e, TTH_IMPORT_FOLD_ELEMS, c->diag);
+}
+
+static tth_rexpr *call1(tth_onnx_ctx *c, tth_op op, tth_rexpr *a, json_t *attrs) { return call(c, op, &a, 1, attrs); }
+
+static tth_rexpr *call2(tth_onnx_ctx *c, tth_op op, tth_rexpr *a, tth_rexpr *b, json_t *attrs)
+{
+    tth_rexpr *args[2] = {a, b};
+    return call(c, op, args, 2, attrs);
+}
+
+static const Onnx__AttributeProto *attr(tth_onnx_ctx *c, const char *name)
+{
+    for (size_t i = 0; i < c->node->n_attribute; i++) {
+        const Onnx__AttributeProto *a = c->node->attribute[i];
+        if (a && a->name && !strcmp(a->name, name))
+            return a;
+    }
+    return NULL;
+}
+
+static int64_t ai(tth_onnx_ctx *c, const char *name, int64_t dflt)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    return a && a->has_i ? a->i : dflt;
+}
+
+static double af(tth_onnx_ctx *c, const char *name, double dflt)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    return a && a->has_f ? a->f : dflt;
+}
+
+/* String attribute (NUL-terminated copy in the module arena). */
+static const char *as(tth_onnx_ctx *c, const char *name, const char *dflt)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    if (!a || !a->has_s)
+        return dflt;
+    char *s = tth_arena_alloc(c->m->arena, a->s.len + 1);
+    if (!s)
+        return dflt;
+    if (a->s.len)
+        memcpy(s, a->s.data, a->s.len);
+    for (size_t i = 0; i < a->s.len; i++)
+        if (!s[i])
+            s[i] = '?';
+    return s;
+}
+
+/* Int list attribute: count (-1 absent); -2 with diag when longer than max. */
+static int aints(tth_onnx_ctx *c, const char *name, int64_t *out, int max)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    if (!a || (!a->n_ints && !(a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)))
+        return -1;
+    if (a->n_ints > (size_t)max) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "attribute '%s' has %zu values (at most %d)", name, a->n_ints, max);
+        return -2;
+    }
+    for (size_t i = 0; i < a->n_ints; i++)
+        out[i] = a->ints[i];
+    return (int)a->n_ints;
+}
+
+static int afloats(tth_onnx_ctx *c, const char *name, double *out, int max)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    if (!a || (!a->n_floats && !(a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS)))
+        return -1;
+    if (a->n_floats > (size_t)max) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "attribute '%s' has %zu values (at most %d)", name, a->n_floats, max);
+        return -2;
+    }
+    for (size_t i = 0; i < a->n_floats; i++)
+        out[i] = a->floats[i];
+    return (int)a->n_floats;
+}
+
+/* Integer values of a constant input. Returns count, or -2 with diag. */
+static int vints(tth_onnx_ctx *c, tth_rexpr *e, const char *what, int64_t *out, int max)
+{
+    if (!e || e->kind != TTH_REXPR_CONST) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "input '%s' is not a constant (a dynamic shape or value)", what);
+        tth_diag_hint(c->diag, "tth needs static shapes: compute this input from constants only");
+        return -2;
+    }
+    const tth_tensor *t = e->u.constant.value;
+    if (tth_dtype_is_float(t->type.dtype) || t->type.rank > 1) {
+        tth__onnx_fail(c, TTH_EMODEL, "input '%s' must be a 1-D integer tensor", what);
+        return -2;
+    }
+    int64_t n = tth_ttype_numel(&t->type);
+    if (n > max) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "input '%s' has %lld values (at most %d)", what, (long long)n, max);
+        return -2;
+    }
+    for (int64_t i = 0; i < n; i++)
+        out[i] = tth__ld_i64(t, i);
+    return (int)n;
+}
+
+/* A constant scalar input (any dtype) as double; returns 0 or negative with diag. */
+static int vscalar(tth_onnx_ctx *c, tth_rexpr *e, const char *what, double *out)
+{
+    if (!e || e->kind != TTH_REXPR_CONST) {
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "input '%s' is not a constant", what);
+    }
+    const tth_tensor *t = e->u.constant.value;
+    if (tth_ttype_numel(&t->type) != 1)
+        return tth__onnx_fail(c, TTH_EMODEL, "input '%s' must hold one value", what);
+    *out = tth__ld_f64(t, 0);
+    return 0;
+}
+
+static tth_rexpr *k_tensor(tth_onnx_ctx *c, tth_tensor *t)
+{
+    if (!t) {
+        tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    tth_rexpr *e = tth_relay_const(c->m, t, NULL);
+    if (!e)
+        tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    return e;
+}
+
+static tth_rexpr *k_i64(tth_onnx_ctx *c, const int64_t *v, int64_t n)
+{
+    tth_ttype ty = {.dtype = TTH_I64, .rank = 1, .shape = {n}};
+    return k_tensor(c, tth_tensor_new(&ty, v));
+}
+
+static tth_rexpr *k_scalar(tth_onnx_ctx *c, tth_dtype dt, double v)
+{
+    tth_ttype ty = {.dtype = dt, .rank = 0};
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    if (t)
+        tth__st_f64(t, 0, v);
+    return k_tensor(c, t);
+}
+
+static const tth_ttype *tt(const tth_rexpr *e) { return &e->type.tensor; }
+static int rank(const tth_rexpr *e) { return e->type.tensor.rank; }
+
+static int norm_axis(tth_onnx_ctx *c, int64_t axis, int r, int64_t *out)
+{
+    if (axis < -r || axis >= (r ? r : 1)) {
+        return tth__onnx_fail(c, TTH_EMODEL, "axis %lld is out of range for rank %d", (long long)axis, r);
+    }
+    *out = axis < 0 ? axis + r : axis;
+    return 0;
+}
+
+static tth_rexpr *reshape(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *shape, int r)
+{
+    if (!x)
+        return NULL;
+    if (rank(x) == r && !memcmp(tt(x)->shape, shape, sizeof(int64_t) * (size_t)r))
+        return x;
+    return call1(c, TTH_OP_RESHAPE, x, json_pack("{s:o}", "newshape", tth__json_ints(shape, r)));
+}
+
+static tth_rexpr *cast_to(tth_onnx_ctx *c, tth_rexpr *x, tth_dtype dt)
+{
+    if (!x || tt(x)->dtype == dt)
+        return x;
+    return call1(c, TTH_OP_CAST, x, json_pack("{s:s}", "dtype", tth_dtype_name(dt)));
+}
+
+static int need(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (i >= nin || !in[i])
+            return tth__onnx_fail(c, TTH_EMODEL, "'%s' needs at least %zu inputs", c->node->op_type, k);
+    return 0;
+}
+
+static int tensor_input(tth_onnx_ctx *c, tth_rexpr **in, size_t nin)
+{
+    for (size_t i = 0; i < nin; i++)
+        if (in[i] && in[i]->type.nfields >= 0)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "input %zu is a sequence or tuple", i);
+    return 0;
+}
+
+#define NEED(k)                                 \
+    do {                                        \
+        int rc_ = need(c, in, nin, (k));         \
+        if (rc_)                                \
+            return rc_;                         \
+        if ((rc_ = tensor_input(c, in, nin)))   \
+            return rc_;                         \
+    } while (0)
+#define CHECK(e)                                                             \
+    do {                                                                     \
+        if (!(e))                                                            \
+            return c->diag && c->diag->code ? c->diag->code : TTH_EINTERNAL; \
+    } while (0)
+
+/* ---------------------------------------------------------------- elementwise */
+
+/* Opset < 7 legacy broadcasting: broadcast=1 with axis aligns B's dims at A's axis. */
+static tth_rexpr *legacy_bcast(tth_onnx_ctx *c, tth_rexpr *a, tth_rexpr *b)
+{
+    if (c->opset >= 7 || !ai(c, "broadcast", 0) || !attr(c, "axis"))
+        return b;
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", 0), rank(a), &axis))
+        return NULL;
+    int64_t shape[TTH_MAX_RANK];
+    int r = rank(a) - (int)axis;
+    if (r < rank(b) || r > TTH_MAX_RANK) {
+        tth__onnx_fail(c, TTH_EMODEL, "legacy broadcast axis does not fit B's rank");
+        return NULL;
+    }
+    for (int i = 0; i < r; i++)
+        shape[i] = i < rank(b) ? tt(b)->shape[i] : 1;
+    return reshape(c, b, shape, r);
+}
+
+static int bin(tth_onnx_ctx *c, tth_op op, tth_rexpr **in, size_t nin, tth_rexpr **out, json_t *attrs)
+{
+    if (nin < 2 || !in[0] || !in[1]) {
+        json_decref(attrs);
+        return tth__onnx_fail(c, TTH_EMODEL, "'%s' needs 2 inputs", c->node->op_type);
+    }
+    tth_rexpr *b = legacy_bcast(c, in[0], in[1]);
+    if (!b) {
+        json_decref(attrs);
+        return c->diag->code;
+    }
+    CHECK(out[0] = call2(c, op, in[0], b, attrs));
+    return 0;
+}
+
+#define BINARY(fname, OP)                                                                     \
+    static int fname(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout) \
+    {                                                                                         \
+        return bin(c, OP, in, nin, out, NULL);                                                \
+    }
+BINARY(op_add, TTH_OP_ADD)
+BINARY(op_sub, TTH_OP_SUBTRACT)
+BINARY(op_mul, TTH_OP_MULTIPLY)
+BINARY(op_div, TTH_OP_DIVIDE)
+BINARY(op_equal, TTH_OP_EQUAL)
+BINARY(op_less, TTH_OP_LESS)
+BINARY(op_less_equal, TTH_OP_LESS_EQUAL)
+BINARY(op_greater, TTH_OP_GREATER)
+BINARY(op_greater_equal, TTH_OP_GREATER_EQUAL)
+BINARY(op_and, TTH_OP_LOGICAL_AND)
+BINARY(op_or, TTH_OP_LOGICAL_OR)
+BINARY(op_xor, TTH_OP_LOGICAL_XOR)
+
+/* Pow: the exponent may have another dtype than the base; it is cast to the base's. */
+static int op_pow(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_rexpr *e = cast_to(c, in[1], tt(in[0])->dtype);
+    CHECK(e);
+    tth_rexpr *args[2] = {in[0], e};
+    return bin(c, TTH_OP_POWER, args, 2, out, NULL);
+}
+
+/* Mod: fmod attribute (0: sign of the divisor, 1: C fmod). */
+static int op_mod(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return bin(c, TTH_OP_MOD, in, nin, out, json_pack("{s:b}", "fmod", (int)ai(c, "fmod", 0)));
+}
+
+/* PRelu: slope broadcast to x; a 1-D slope of x's channel count on a rank>2 x is per channel. */
+static int op_prelu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_rexpr *s = in[1];
+    if (rank(s) == 1 && rank(in[0]) > 2 && tt(s)->shape[0] == tt(in[0])->shape[1] && tt(s)->shape[0] != 1 &&
+        tt(s)->shape[0] != tt(in[0])->shape[rank(in[0]) - 1]) {
+        int64_t shape[TTH_MAX_RANK];
+        shape[0] = tt(s)->shape[0];
+        for (int i = 1; i < rank(in[0]) - 1; i++)
+            shape[i] = 1;
+        CHECK(s = reshape(c, s, shape, rank(in[0]) - 1));
+    }
+    CHECK(out[0] = call2(c, TTH_OP_PRELU, in[0], s, NULL));
+    return 0;
+}
+
+/* Max, Min, Sum, Mean: variadic with broadcasting, folded left to right. */
+static int variadic(tth_onnx_ctx *c, tth_op op, tth_rexpr **in, size_t nin, tth_rexpr **out, int mean)
+{
+    NEED(1);
+    tth_rexpr *acc = in[0];
+    for (size_t i = 1; i < nin; i++) {
+        if (!in[i])
+            continue;
+        CHECK(acc = call2(c, op, acc, in[i], NULL));
+    }
+    if (mean && nin > 1) {
+        tth_rexpr *k = k_scalar(c, tt(acc)->dtype, (double)nin);
+        CHECK(k);
+        CHECK(acc = call2(c, TTH_OP_DIVIDE, acc, k, NULL));
+    }
+    out[0] = acc;
+    return 0;
+}
+static int op_max(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return variadic(c, TTH_OP_MAXIMUM, in, nin, out, 0);
+}
+static int op_min(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return variadic(c, TTH_OP_MINIMUM, in, nin, out, 0);
+}
+static int op_sum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return variadic(c, TTH_OP_ADD, in, nin, out, 0);
+}
+static int op_mean(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return variadic(c, TTH_OP_ADD, in, nin, out, 1);
+}
+
+static int op_where(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    CHECK(out[0] = call(c, TTH_OP_WHERE, in, 3, NULL));
+    return 0;
+}
+
+static int unary(tth_onnx_ctx *c, tth_op op, tth_rexpr **in, size_t nin, tth_rexpr **out, json_t *attrs)
+{
+    if (nin < 1 || !in[0]) {
+        json_decref(attrs);
+        return tth__onnx_fail(c, TTH_EMODEL, "'%s' needs an input", c->node->op_type);
+    }
+    CHECK(out[0] = call1(c, op, in[0], attrs));
+    return 0;
+}
+
+#define UNARY(fname, OP)                                                                      \
+    static int fname(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout) \
+    {                                                                                         \
+        return unary(c, OP, in, nin, out, NULL);                                              \
+    }
+UNARY(op_neg, TTH_OP_NEGATIVE)
+UNARY(op_abs, TTH_OP_ABS)
+UNARY(op_sqrt, TTH_OP_SQRT)
+UNARY(op_reciprocal, TTH_OP_RECIPROCAL)
+UNARY(op_exp, TTH_OP_EXP)
+UNARY(op_log, TTH_OP_LOG)
+UNARY(op_sin, TTH_OP_SIN)
+UNARY(op_cos, TTH_OP_COS)
+UNARY(op_tanh, TTH_OP_TANH)
+UNARY(op_sigmoid, TTH_OP_SIGMOID)
+UNARY(op_erf, TTH_OP_ERF)
+UNARY(op_floor, TTH_OP_FLOOR)
+UNARY(op_ceil, TTH_OP_CEIL)
+UNARY(op_round, TTH_OP_ROUND)
+UNARY(op_sign, TTH_OP_SIGN)
+UNARY(op_not, TTH_OP_LOGICAL_NOT)
+UNARY(op_relu, TTH_OP_RELU)
+UNARY(op_softplus, TTH_OP_SOFTPLUS)
+UNARY(op_softsign, TTH_OP_SOFTSIGN)
+UNARY(op_hard_swish, TTH_OP_HARD_SWISH)
+
+static int op_leaky_relu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return unary(c, TTH_OP_LEAKY_RELU, in, nin, out, json_pack("{s:f}", "alpha", af(c, "alpha", 0.01)));
+}
+static int op_elu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return unary(c, TTH_OP_ELU, in, nin, out, json_pack("{s:f}", "alpha", af(c, "alpha", 1.0)));
+}
+static int op_selu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return unary(c, TTH_OP_SELU, in, nin, out,
+                 json_pack("{s:f,s:f}", "alpha", af(c, "alpha", 1.67326319217681884765625), "gamma",
+                           af(c, "gamma", 1.05070102214813232421875)));
+}
+static int op_thresholded_relu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return unary(c, TTH_OP_THRESHOLDED_RELU, in, nin, out, json_pack("{s:f}", "alpha", af(c, "alpha", 1.0)));
+}
+static int op_hard_sigmoid(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return unary(c, TTH_OP_HARD_SIGMOID, in, nin, out,
+                 json_pack("{s:f,s:f}", "alpha", af(c, "alpha", 0.2), "beta", af(c, "beta", 0.5)));
+}
+
+/* Clip: min/max attributes before opset 11, optional constant inputs from 11 on. An absent
+ * bound is ±DBL_MAX (JSON has no infinity; converting DBL_MAX to float gives infinity). */
+static int op_clip(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    double lo = -DBL_MAX, hi = DBL_MAX;
+    if (c->opset < 11) {
+        lo = af(c, "min", -DBL_MAX);
+        hi = af(c, "max", DBL_MAX);
+    } else {
+        if (nin > 1 && in[1] && vscalar(c, in[1], "min", &lo))
+            return c->diag->code;
+        if (nin > 2 && in[2] && vscalar(c, in[2], "max", &hi))
+            return c->diag->code;
+    }
+    CHECK(out[0] = call1(c, TTH_OP_CLIP, in[0], json_pack("{s:f,s:f}", "a_min", lo, "a_max", hi)));
+    return 0;
+}
+
+static int op_identity(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    out[0] = in[0];
+    return 0;
+}
+
+/* Dropout (inference): identity; the mask output is all true. Training mode is unsupported. */
+static int op_dropout(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    if (nin > 2 && in[2]) {
+        double tm;
+        if (vscalar(c, in[2], "training_mode", &tm))
+            return c->diag->code;
+        if (tm != 0)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Dropout in training mode");
+    }
+    out[0] = in[0];
+    if (nout > 1) {
+        tth_ttype ty = *tt(in[0]);
+        ty.dtype = TTH_BOOL;
+        if (tth_ttype_numel(&ty) > TTH_IMPORT_MAX_ELEMS)
+            return tth__onnx_fail(c, TTH_ELIMIT, "Dropout mask too large");
+        tth_tensor *t = tth_tensor_new(&ty, NULL);
+        if (t)
+            memset(t->data, 1, t->nbytes);
+        CHECK(out[1] = k_tensor(c, t));
+    }
+    return 0;
+}
+
+/* Cast: `to` is an ONNX dtype number. */
+static int op_cast(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    const Onnx__AttributeProto *a = attr(c, "to");
+    if (!a)
+        return tth__onnx_fail(c, TTH_EMODEL, "Cast without the 'to' attribute");
+    tth_dtype dt = a->has_i ? tth__onnx_dtype((int32_t)a->i) : TTH_DTYPE_INVALID;
+    if (dt == TTH_DTYPE_INVALID || (a->has_i && a->i == 16))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Cast to ONNX type %lld",
+                              (long long)(a->has_i ? a->i : -1));
+    CHECK(out[0] = call1(c, TTH_OP_CAST, in[0], json_pack("{s:s}", "dtype", tth_dtype_name(dt))));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- convolution and pooling */
+
+typedef struct spatial {
+    int64_t k[2], s[2], d[2], pb[2], pe[2], outpad[2];
+} spatial;
+
+/* Kernel/stride/dilation/pads for nsp (1 or 2) spatial dims, auto_pad resolved. in_hw: input
+ * spatial sizes. Fills 2-D values (a 1-D op gets a leading size-1 dim). */
+static int spatial_attrs(tth_onnx_ctx *c, int nsp, const int64_t *in_hw, const int64_t *kernel, int transpose,
+                         spatial *sp)
+{
+    int64_t v[8];
+    int n;
+    for (int i = 0; i < 2; i++) {
+        sp->k[i] = 1;
+        sp->s[i] = sp->d[i] = 1;
+        sp->pb[i] = sp->pe[i] = sp->outpad[i] = 0;
+    }
+    int off = 2 - nsp;
+    for (int i = 0; i < nsp; i++)
+        sp->k[off + i] = kernel[i];
+    if ((n = aints(c, "kernel_shape", v, 8)) == -2)
+        return c->diag->code;
+    if (n >= 0) {
+        if (n != nsp)
+            return tth__onnx_fail(c, TTH_EMODEL, "kernel_shape has %d values for %d spatial dims", n, nsp);
+        for (int i = 0; i < nsp; i++)
+            sp->k[off + i] = v[i];
+    }
+    const char *names[3] = {"strides", "dilations", "output_padding"};
+    int64_t *dst[3] = {sp->s, sp->d, sp->outpad};
+    for (int a = 0; a < 3; a++) {
+        if ((n = aints(c, names[a], v, 8)) == -2)
+            return c->diag->code;
+        if (n >= 0 && n != nsp)
+            return tth__onnx_fail(c, TTH_EMODEL, "%s has %d values for %d spatial dims", names[a], n, nsp);
+        for (int i = 0; i < n; i++)
+            dst[a][off + i] = v[i];
+    }
+    if ((n = aints(c, "pads", v, 8)) == -2)
+        return c->diag->code;
+    if (n >= 0) {
+        if (n != 2 * nsp)
+            return tth__onnx_fail(c, TTH_EMODEL, "pads has %d values for %d spatial dims", n, nsp);
+        for (int i = 0; i < nsp; i++) {
+            sp->pb[off + i] = v[i];
+            sp->pe[off + i] = v[nsp + i];
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (sp->k[i] < 1 || sp->k[i] > 1 << 20 || sp->s[i] < 1 || sp->s[i] > 1 << 20 || sp->d[i] < 1 ||
+            sp->d[i] > 1 << 20 || sp->pb[i] < 0 || sp->pe[i] < 0 || sp->pb[i] > 1 << 20 || sp->pe[i] > 1 << 20 ||
+            sp->outpad[i] < 0 || sp->outpad[i] >= (sp->s[i] > sp->d[i] ? sp->s[i] : sp->d[i]) + 1)
+            return tth__onnx_fail(c, TTH_EMODEL, "kernel, strides, dilations or pads out of range");
+    }
+    const char *ap = as(c, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET"))
+        return 0;
+    if (!strcmp(ap, "VALID")) {
+        for (int i = 0; i < 2; i++)
+            sp->pb[i] = sp->pe[i] = 0;
+        return 0;
+    }
+    int upper = !strcmp(ap, "SAME_UPPER");
+    if (!upper && strcmp(ap, "SAME_LOWER"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: auto_pad '%s'", ap);
+    for (int i = 0; i < nsp; i++) {
+        int j = off + i;
+        int64_t in = in_hw[i], ext = (sp->k[j] - 1) * sp->d[j] + 1, total;
+        if (!transpose) {
+            int64_t o = (in + sp->s[j] - 1) / sp->s[j];
+            total = (o - 1) * sp->s[j] + ext - in;
+        } else {
+            int64_t o = in * sp->s[j];
+            total = sp->s[j] * (in - 1) + sp->outpad[j] + ext - o;
+        }
+        if (total < 0)
+            total = 0;
+        if (!transpose) {
+            sp->pb[j] = upper ? total / 2 : total - total / 2;
+        } else {
+            /* ConvTranspose: SAME_UPPER puts the smaller half first (ONNX reference) */
+            sp->pb[j] = upper ? total / 2 : total - total / 2;
+        }
+        sp->pe[j] = total - sp->pb[j];
+    }
+    return 0;
+}
+
+static json_t *pads_json(const spatial *sp)
+{
+    int64_t p[4] = {sp->pb[0], sp->pb[1], sp->pe[0], sp->pe[1]};
+    return tth__json_ints(p, 4);
+}
+
+/* A rank-3 (N, C, L) tensor as (N, C, 1, L); rank 4 unchanged; others unsupported. */
+static tth_rexpr *to4d(tth_onnx_ctx *c, tth_rexpr *x, const char *what)
+{
+    if (rank(x) == 4)
+        return x;
+    if (rank(x) == 3) {
+        int64_t s[4] = {tt(x)->shape[0], tt(x)->shape[1], 1, tt(x)->shape[2]};
+        return reshape(c, x, s, 4);
+    }
+    tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s of rank %d (only 1-D and 2-D are supported)",
+                   what, rank(x));
+    return NULL;
+}
+
+static tth_rexpr *from4d(tth_onnx_ctx *c, tth_rexpr *y, int orig_rank)
+{
+    if (!y || orig_rank == 4)
+        return y;
+    int64_t s[3] = {tt(y)->shape[0], tt(y)->shape[1], tt(y)->shape[3]};
+    return reshape(c, y, s, 3);
+}
+
+/* Conv: 1-D (via 2-D) and 2-D; group, dilations, strides, pads, auto_pad; optional bias. */
+static int op_conv(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int r = rank(in[0]);
+    if (rank(in[1]) != r)
+        return tth__onnx_fail(c, TTH_EMODEL, "Conv weight rank %d differs from input rank %d", rank(in[1]), r);
+    tth_rexpr *x = to4d(c, in[0], "Conv");
+    CHECK(x);
+    tth_rexpr *w = to4d(c, in[1], "Conv");
+    CHECK(w);
+    spatial sp;
+    int nsp = r - 2;
+    int rc = spatial_attrs(c, nsp, tt(in[0])->shape + 2, tt(in[1])->shape + 2, 0, &sp);
+    if (rc)
+        return rc;
+    int64_t st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]};
+    json_t *at = json_pack("{s:o,s:o,s:o,s:I}", "strides", tth__json_ints(st, 2), "padding", pads_json(&sp),
+                           "dilation", tth__json_ints(dl, 2), "groups", (json_int_t)ai(c, "group", 1));
+    tth_rexpr *args[3] = {x, w, nin > 2 ? in[2] : NULL};
+    tth_rexpr *y = call(c, TTH_OP_CONV2D, args, args[2] ? 3 : 2, at);
+    CHECK(y);
+    CHECK(out[0] = from4d(c, y, r));
+    return 0;
+}
+
+/* ConvTranspose: 1-D/2-D; output_shape resolves the padding (a negative end padding becomes
+ * output padding); auto_pad as in ONNX. */
+static int op_conv_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int r = rank(in[0]);
+    if (rank(in[1]) != r)
+        return tth__onnx_fail(c, TTH_EMODEL, "ConvTranspose weight rank differs from input rank");
+    tth_rexpr *x = to4d(c, in[0], "ConvTranspose");
+    CHECK(x);
+    tth_rexpr *w = to4d(c, in[1], "ConvTranspose");
+    CHECK(w);
+    spatial sp;
+    int nsp = r - 2, off = 2 - nsp;
+    int rc = spatial_attrs(c, nsp, tt(in[0])->shape + 2, tt(in[1])->shape + 2, 1, &sp);
+    if (rc)
+        return rc;
+    int64_t os[8];
+    int n = aints(c, "output_shape", os, 8);
+    if (n == -2)
+        return c->diag->code;
+    if (n >= 0) {
+        if (n != nsp && n != nsp + 2)
+            return tth__onnx_fail(c, TTH_EMODEL, "output_shape has %d values", n);
+        const char *ap = as(c, "auto_pad", "NOTSET");
+        int upper = !strcmp(ap, "SAME_UPPER");
+        for (int i = 0; i < nsp; i++) {
+            int j = off + i;
+            int64_t want = os[n == nsp ? i : i + 2];
+            int64_t total = sp.s[j] * (tt(in[0])->shape[2 + i] - 1) + sp.outpad[j] + (sp.k[j] - 1) * sp.d[j] + 1 - want;
+            int64_t b = upper ? total / 2 : total - total / 2;
+            /* floor division for negative totals, as the ONNX reference does */
+            int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+            b = upper ? half : total - half;
+            int64_t e = total - b;
+            if (e < 0) {
+                sp.outpad[j] += -e;
+                e = 0;
+            }
+            if (b < 0)
+                return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: output_shape larger than the "
+                                                           "convolution can produce");
+            sp.pb[j] = b;
+            sp.pe[j] = e;
+        }
+    }
+    int64_t st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]}, op2[2] = {sp.outpad[0], sp.outpad[1]};
+    json_t *at = json_pack("{s:o,s:o,s:o,s:I,s:o}", "strides", tth__json_ints(st, 2), "padding", pads_json(&sp),
+                           "dilation", tth__json_ints(dl, 2), "groups", (json_int_t)ai(c, "group", 1), "output_padding",
+                           tth__json_ints(op2, 2));
+    tth_rexpr *args[3] = {x, w, nin > 2 ? in[2] : NULL};
+    tth_rexpr *y = call(c, TTH_OP_CONV2D_TRANSPOSE, args, args[2] ? 3 : 2, at);
+    CHECK(y);
+    CHECK(out[0] = from4d(c, y, r));
+    return 0;
+}
+
+static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout, int is_max)
+{
+    NEED(1);
+    if (nout > 1 && c->node->output[1] && c->node->output[1][0])
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: MaxPool's Indices output");
+    int r = rank(in[0]);
+    if (!attr(c, "kernel_shape"))
+        return tth__onnx_fail(c, TTH_EMODEL, "pooling without kernel_shape");
+    tth_rexpr *x = to4d(c, in[0], is_max ? "MaxPool" : "AveragePool");
+    CHECK(x);
+    spatial sp;
+    int64_t kdummy[2] = {1, 1};
+    int rc = spatial_attrs(c, r - 2, tt(in[0])->shape + 2, kdummy, 0, &sp);
+    if (rc)
+        return rc;
+    if (ai(c, "storage_order", 0) != 0)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: storage_order=1");
+    int64_t ps[2] = {sp.k[0], sp.k[1]}, st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]};
+    json_t *at = json_pack("{s:o,s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(ps, 2), "strides",
+                           tth__json_ints(st, 2), "padding", pads_json(&sp), "dilation", tth__json_ints(dl, 2),
+                           "ceil_mode", (int)ai(c, "ceil_mode", 0));
+    if (!is_max)
+        json_object_set_new(at, "count_include_pad", json_boolean(ai(c, "count_include_pad", 0)));
+    tth_rexpr *y = call1(c, is_max ? TTH_OP_MAX_POOL2D : TTH_OP_AVG_POOL2D, x, at);
+    CHECK(y);
+    CHECK(out[0] = from4d(c, y, r));
+    return 0;
+}
+static int op_max_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return pool(c, in, nin, out, nout, 1);
+}
+static int op_avg_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return pool(c, in, nin, out, nout, 0);
+}
+
+/* GlobalAverage/MaxPool over all spatial dims of any rank >= 3 (reshaped to N, C, 1, S). */
+static int global_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, int is_max)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    if (r < 3)
+        return tth__onnx_fail(c, TTH_EMODEL, "global pooling needs rank >= 3");
+    tth_rexpr *x = in[0];
+    if (r != 4) {
+        int64_t s[4] = {tt(x)->shape[0], tt(x)->shape[1], 1, 1};
+        for (int i = 2; i < r; i++)
+            s[3] *= tt(x)->shape[i];
+        CHECK(x = reshape(c, x, s, 4));
+    }
+    tth_rexpr *y = call1(c, is_max ? TTH_OP_GLOBAL_MAX_POOL2D : TTH_OP_GLOBAL_AVG_POOL2D, x, NULL);
+    CHECK(y);
+    if (r != 4) {
+        int64_t s[TTH_MAX_RANK] = {tt(in[0])->shape[0], tt(in[0])->shape[1]};
+        for (int i = 2; i < r; i++)
+            s[i] = 1;
+        CHECK(y = reshape(c, y, s, r));
+    }
+    out[0] = y;
+    return 0;
+}
+static int op_global_avg_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return global_pool(c, in, nin, out, 0);
+}
+static int op_global_max_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return global_pool(c, in, nin, out, 1);
+}
+
+/* BatchNormalization (inference form): y = (x - mean) / sqrt(var + epsilon) * scale + B. */
+static int op_batch_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(5);
+    if (ai(c, "training_mode", 0))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: BatchNormalization training_mode=1");
+    if (c->opset < 9 && !ai(c, "spatial", 1))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: BatchNormalization spatial=0");
+    for (size_t i = 1; i < nout; i++)
+        if (c->node->output[i] && c->node->output[i][0])
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED,
+                                  "unsupported attribute value: BatchNormalization training outputs (running mean/var)");
+    CHECK(out[0] = call(c, TTH_OP_BATCH_NORM, in, 5, json_pack("{s:f}", "epsilon", af(c, "epsilon", 1e-5))));
+    return 0;
+}
+
+/* Softmax/LogSoftmax: before opset 13 the input is flattened to 2-D at `axis` (default 1);
+ * from 13 on it is one axis (default -1). */
+static int softmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tth_op op)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", c->opset < 13 ? 1 : -1), r, &axis))
+        return c->diag->code;
+    if (c->opset >= 13 || axis == r - 1) {
+        CHECK(out[0] = call1(c, op, in[0], json_pack("{s:I}", "axis", (json_int_t)axis)));
+        return 0;
+    }
+    int64_t s[2] = {1, 1};
+    for (int i = 0; i < r; i++)
+        s[i < axis ? 0 : 1] *= tt(in[0])->shape[i];
+    tth_rexpr *x = reshape(c, in[0], s, 2);
+    CHECK(x);
+    CHECK(x = call1(c, op, x, json_pack("{s:I}", "axis", (json_int_t)1)));
+    CHECK(out[0] = reshape(c, x, tt(in[0])->shape, r));
+    return 0;
+}
+static int op_softmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return softmax(c, in, nin, out, TTH_OP_SOFTMAX);
+}
+static int op_log_softmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return softmax(c, in, nin, out, TTH_OP_LOG_SOFTMAX);
+}
+
+/* ---------------------------------------------------------------- matrix products */
+
+static int op_matmul(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    CHECK(out[0] = call2(c, TTH_OP_MATMUL, in[0], in[1], NULL));
+    return 0;
+}
+
+/* Gemm: Y = alpha * A' B' + beta * C, A' = transA ? A^T : A, B' likewise; C broadcasts. */
+static int op_gemm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_rexpr *a = in[0], *b = in[1];
+    if (rank(a) != 2 || rank(b) != 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "Gemm needs 2-D A and B");
+    int64_t perm[2] = {1, 0};
+    if (ai(c, "transA", 0))
+        CHECK(a = call1(c, TTH_OP_TRANSPOSE, a, json_pack("{s:o}", "axes", tth__json_ints(perm, 2))));
+    if (ai(c, "transB", 0))
+        CHECK(b = call1(c, TTH_OP_TRANSPOSE, b, json_pack("{s:o}", "axes", tth__json_ints(perm, 2))));
+    tth_rexpr *y = call2(c, TTH_OP_MATMUL, a, b, NULL);
+    CHECK(y);
+    double alpha = af(c, "alpha", 1.0), beta = af(c, "beta", 1.0);
+    if (alpha != 1.0) {
+        tth_rexpr *k = k_scalar(c, tt(y)->dtype, alpha);
+        CHECK(k);
+        CHECK(y = call2(c, TTH_OP_MULTIPLY, y, k, NULL));
+    }
+    if (nin > 2 && in[2] && beta != 0.0) {
+        tth_rexpr *cc = in[2];
+        if (beta != 1.0) {
+            tth_rexpr *k = k_scalar(c, tt(cc)->dtype, beta);
+            CHECK(k);
+            CHECK(cc = call2(c, TTH_OP_MULTIPLY, cc, k, NULL));
+        }
+        CHECK(y = call2(c, TTH_OP_ADD, y, cc, NULL));
+    }
+    out[0] = y;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+/* Reshape: shape from the input (opset >= 5) or attribute; 0 copies the input dim unless
+ * allowzero, -1 is inferred. */
+static int op_reshape(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int64_t s[MAXV];
+    int n;
+    if (nin > 1 && in[1])
+        n = vints(c, in[1], "shape", s, MAXV);
+    else
+        n = aints(c, "shape", s, MAXV);
+    if (n == -2)
+        return c->diag->code;
+    if (n < 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "Reshape without a shape");
+    if (n > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Reshape to rank %d (at most %d)", n, TTH_MAX_RANK);
+    int allowzero = (int)ai(c, "allowzero", 0), infer = -1;
+    int64_t known = 1, total = tth_ttype_numel(tt(in[0]));
+    for (int i = 0; i < n; i++) {
+        if (s[i] == 0 && !allowzero) {
+            if (i >= rank(in[0]))
+                return tth__onnx_fail(c, TTH_EMODEL, "Reshape copies dim %d the input does not have", i);
+            s[i] = tt(in[0])->shape[i];
+        }
+        if (s[i] == -1) {
+            if (infer >= 0)
+                return tth__onnx_fail(c, TTH_EMODEL, "Reshape shape has more than one -1");
+            infer = i;
+        } else if (s[i] < 0) {
+            return tth__onnx_fail(c, TTH_EMODEL, "Reshape shape has a negative dim %lld", (long long)s[i]);
+        } else {
+            known *= s[i];
+            if (known > ((int64_t)1 << 48))
+                return tth__onnx_fail(c, TTH_EMODEL, "Reshape shape too large");
+        }
+    }
+    if (infer >= 0) {
+        if (known == 0 || total % known)
+            return tth__onnx_fail(c, TTH_EMODEL, "Reshape cannot infer -1 (%lld elements into %lld)", (long long)total,
+                                  (long long)known);
+        s[infer] = total / known;
+    } else if (known != total) {
+        return tth__onnx_fail(c, TTH_EMODEL, "Reshape changes the element count (%lld to %lld)", (long long)total,
+                              (long long)known);
+    }
+    CHECK(out[0] = reshape(c, in[0], s, n));
+    return 0;
+}
+
+static int op_flatten(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t axis = ai(c, "axis", 1);
+    if (axis < -r || axis > r)
+        return tth__onnx_fail(c, TTH_EMODEL, "Flatten axis %lld out of range", (long long)axis);
+    if (axis < 0)
+        axis += r;
+    int64_t s[2] = {1, 1};
+    for (int i = 0; i < r; i++)
+        s[i < axis ? 0 : 1] *= tt(in[0])->shape[i];
+    CHECK(out[0] = reshape(c, in[0], s, 2));
+    return 0;
+}
+
+static int op_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t p[TTH_MAX_RANK];
+    int n = aints(c, "perm", p, TTH_MAX_RANK);
+    if (n == -2)
+        return c->diag->code;
+    if (n < 0) {
+        n = r;
+        for (int i = 0; i < r; i++)
+            p[i] = r - 1 - i;
+    }
+    if (n != r)
+        return tth__onnx_fail(c, TTH_EMODEL, "Transpose perm has %d values for rank %d", n, r);
+    CHECK(out[0] = call1(c, TTH_OP_TRANSPOSE, in[0], json_pack("{s:o}", "axes", tth__json_ints(p, n))));
+    return 0;
+}
+
+/* Axes from the attribute (before opset 13 / 18) or the optional second input. */
+static int axes_of(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, int64_t *ax, int max)
+{
+    if (nin > 1 && in[1])
+        return vints(c, in[1], "axes", ax, max);
+    return aints(c, "axes", ax, max);
+}
+
+static int op_squeeze(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t ax[MAXV], s[TTH_MAX_RANK];
+    int na = axes_of(c, in, nin, ax, MAXV), drop[TTH_MAX_RANK] = {0}, n = 0;
+    if (na == -2)
+        return c->diag->code;
+    for (int i = 0; i < na; i++) {
+        int64_t a;
+        if (norm_axis(c, ax[i], r, &a))
+            return c->diag->code;
+        if (tt(in[0])->shape[a] != 1)
+            return tth__onnx_fail(c, TTH_EMODEL, "Squeeze axis %lld has size %lld", (long long)a,
+                                  (long long)tt(in[0])->shape[a]);
+        drop[a] = 1;
+    }
+    for (int i = 0; i < r; i++)
+        if (!(na > 0 ? drop[i] : tt(in[0])->shape[i] == 1))
+            s[n++] = tt(in[0])->shape[i];
+    CHECK(out[0] = reshape(c, in[0], s, n));
+    return 0;
+}
+
+static int op_unsqueeze(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t ax[MAXV], s[TTH_MAX_RANK];
+    int na = axes_of(c, in, nin, ax, MAXV), ins[TTH_MAX_RANK] = {0};
+    if (na == -2)
+        return c->diag->code;
+    if (na < 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "Unsqueeze without axes");
+    int orank = r + na;
+    if (orank > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Unsqueeze to rank %d (at most %d)", orank, TTH_MAX_RANK);
+    for (int i = 0; i < na; i++) {
+        int64_t a;
+        if (norm_axis(c, ax[i], orank, &a))
+            return c->diag->code;
+        if (ins[a])
+            return tth__onnx_fail(c, TTH_EMODEL, "Unsqueeze repeats axis %lld", (long long)a);
+        ins[a] = 1;
+    }
+    for (int i = 0, j = 0; i < orank; i++)
+        s[i] = ins[i] ? 1 : tt(in[0])->shape[j++];
+    CHECK(out[0] = reshape(c, in[0], s, orank));
+    return 0;
+}
+
+static int op_concat(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tth_rexpr *args[64];
+    size_t n = 0;
+    for (size_t i = 0; i < nin; i++)
+        if (in[i])
+            args[n++] = in[i];
+    int64_t axis;
+    if (!attr(c, "axis") && c->opset >= 4)
+        return tth__onnx_fail(c, TTH_EMODEL, "Concat without axis");
+    if (norm_axis(c, ai(c, "axis", 1), rank(args[0]), &axis))
+        return c->diag->code;
+    if (n == 1) {
+        out[0] = args[0];
+        return 0;
+    }
+    CHECK(out[0] = call(c, TTH_OP_CONCATENATE, args, n, json_pack("{s:I}", "axis", (json_int_t)axis)));
+    return 0;
+}
+
+/* Split: sizes from the attribute (< 13) or input (>= 13), else equal parts (num_outputs or
+ * the number of outputs; a smaller last part when uneven). */
+static int op_split(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int64_t axis, sz[MAXV];
+    if (norm_axis(c, ai(c, "axis", 0), rank(in[0]), &axis))
+        return c->diag->code;
+    int64_t d = tt(in[0])->shape[axis];
+    int n = (nin > 1 && in[1]) ? vints(c, in[1], "split", sz, MAXV) : aints(c, "split", sz, MAXV);
+    if (n == -2)
+        return c->diag->code;
+    if (nout == 0 || nout > MAXV)
+        return tth__onnx_fail(c, TTH_EMODEL, "Split with %zu outputs", nout);
+    if (n < 0) {
+        int64_t parts = ai(c, "num_outputs", (int64_t)nout);
+        if (parts != (int64_t)nout)
+            return tth__onnx_fail(c, TTH_EMODEL, "Split num_outputs differs from its outputs");
+        int64_t each = (d + parts - 1) / parts;
+        for (int64_t i = 0; i < parts; i++) {
+            int64_t rest = d - i * each;
+            sz[i] = rest < 0 ? 0 : rest < each ? rest : each;
+        }
+        if (d % parts && attr(c, "num_outputs") == NULL)
+            return tth__onnx_fail(c, TTH_EMODEL, "Split of %lld into %lld equal parts", (long long)d, (long long)parts);
+        n = (int)parts;
+    }
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (sz[i] < 0)
+            return tth__onnx_fail(c, TTH_EMODEL, "Split size %lld is negative", (long long)sz[i]);
+        sum += sz[i];
+    }
+    if ((size_t)n != nout || sum != d)
+        return tth__onnx_fail(c, TTH_EMODEL, "Split sizes do not match the outputs or the dimension");
+    tth_rexpr *t = call1(c, TTH_OP_SPLIT, in[0],
+                         json_pack("{s:I,s:o}", "axis", (json_int_t)axis, "sizes", tth__json_ints(sz, n)));
+    CHECK(t);
+    for (size_t i = 0; i < nout; i++) {
+        tth_rexpr *g = tth_relay_tuple_get(c->m, t, (int32_t)i, c->diag);
+        CHECK(g);
+        CHECK(out[i] = tth__fold_call(c->m, g, TTH_IMPORT_FOLD_ELEMS, c->diag));
+    }
+    return 0;
+}
+
+/* Slice: starts/ends/axes/steps (attributes before opset 10, inputs after), clamped per ONNX. */
+static int op_slice(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t st[MAXV], en[MAXV], ax[MAXV], sp[MAXV];
+    int ns, ne, na, nsp = -1;
+    if (c->opset < 10) {
+        ns = aints(c, "starts", st, MAXV);
+        ne = aints(c, "ends", en, MAXV);
+        na = aints(c, "axes", ax, MAXV);
+    } else {
+        if (nin < 3 || !in[1] || !in[2])
+            return tth__onnx_fail(c, TTH_EMODEL, "Slice needs starts and ends");
+        ns = vints(c, in[1], "starts", st, MAXV);
+        ne = ns < -1 ? -2 : vints(c, in[2], "ends", en, MAXV);
+        na = ne < -1 ? -2 : (nin > 3 && in[3]) ? vints(c, in[3], "axes", ax, MAXV) : -1;
+        nsp = na < -1 ? -2 : (nin > 4 && in[4]) ? vints(c, in[4], "steps", sp, MAXV) : -1;
+    }
+    if (ns == -2 || ne == -2 || na == -2 || nsp == -2)
+        return c->diag->code;
+    if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nsp >= 0 && nsp != ns))
+        return tth__onnx_fail(c, TTH_EMODEL, "Slice starts/ends/axes/steps lengths differ");
+    int64_t b[TTH_MAX_RANK], e[TTH_MAX_RANK], s[TTH_MAX_RANK];
+    int seen[TTH_MAX_RANK] = {0};
+    for (int i = 0; i < r; i++) {
+        b[i] = 0;
+        e[i] = tt(in[0])->shape[i];
+        s[i] = 1;
+    }
+    for (int i = 0; i < ns; i++) {
+        int64_t a;
+        if (norm_axis(c, na >= 0 ? ax[i] : i, r, &a))
+            return c->diag->code;
+        if (seen[a])
+            return tth__onnx_fail(c, TTH_EMODEL, "Slice repeats axis %lld", (long long)a);
+        seen[a] = 1;
+        int64_t dim = tt(in[0])->shape[a], step = nsp >= 0 ? sp[i] : 1, lo = st[i], hi = en[i];
+        if (step == 0)
+            return tth__onnx_fail(c, TTH_EMODEL, "Slice step is 0");
+        if (lo < 0)
+            lo = lo < -dim ? 0 : lo + dim;
+        if (hi < 0)
+            hi = hi < -dim ? -1 : hi + dim;
+        if (step > 0) {
+            lo = lo > dim ? dim : lo;
+            hi = hi < 0 ? 0 : hi > dim ? dim : hi;
+        } else {
+            lo = lo > dim - 1 ? dim - 1 : lo;
+            hi = hi > dim - 1 ? dim - 1 : hi;
+            if (st[i] < -dim)
+                lo = -1;
+        }
+        b[a] = lo;
+        e[a] = hi;
+        s[a] = step;
+        /* an empty range keeps begin in bounds for the normalized form */
+        if ((step > 0 && hi <= lo) || (step < 0 && hi >= lo)) {
+            b[a] = 0;
+            e[a] = 0;
+            s[a] = 1;
+        }
+    }
+    CHECK(out[0] = call1(c, TTH_OP_STRIDED_SLICE, in[0],
+                         json_pack("{s:o,s:o,s:o}", "begin", tth__json_ints(b, r), "end", tth__json_ints(e, r),
+                                   "strides", tth__json_ints(s, r))));
+    return 0;
+}
+
+static int op_gather(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", 0), rank(in[0]), &axis))
+        return c->diag->code;
+    CHECK(out[0] = call2(c, TTH_OP_TAKE, in[0], in[1], json_pack("{s:I}", "axis", (json_int_t)axis)));
+    return 0;
+}
+
+/* Pad: pads as [x1_begin, x2_begin, ..., x1_end, ...] (attribute < 11, input >= 11); negative
+ * pads crop first; modes constant, reflect, edge. */
+static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t p[2 * MAXV];
+    int n;
+    double value = 0;
+    if (c->opset < 11) {
+        n = aints(c, "pads", p, 2 * MAXV);
+        if (n == -1)
+            n = aints(c, "paddings", p, 2 * MAXV);
+        value = af(c, "value", 0.0);
+    } else {
+        if (nin < 2 || !in[1])
+            return tth__onnx_fail(c, TTH_EMODEL, "Pad needs pads");
+        n = vints(c, in[1], "pads", p, 2 * MAXV);
+        if (n >= 0 && nin > 2 && in[2] && vscalar(c, in[2], "constant_value", &value))
+            return c->diag->code;
+    }
+    if (n == -2)
+        return c->diag->code;
+    if (n != 2 * r)
+        return tth__onnx_fail(c, TTH_EMODEL, "Pad has %d pads for rank %d", n, r);
+    const char *mode = as(c, "mode", "constant");
+    if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Pad mode '%s'", mode);
+    tth_rexpr *x = in[0];
+    int64_t pb[TTH_MAX_RANK], pe[TTH_MAX_RANK], b[TTH_MAX_RANK], e[TTH_MAX_RANK], s[TTH_MAX_RANK];
+    int crop = 0, pad = 0;
+    for (int i = 0; i < r; i++) {
+        int64_t d = tt(x)->shape[i];
+        pb[i] = p[i] > 0 ? p[i] : 0;
+        pe[i] = p[r + i] > 0 ? p[r + i] : 0;
+        b[i] = p[i] < 0 ? -p[i] : 0;
+        e[i] = p[r + i] < 0 ? d + p[r + i] : d;
+        s[i] = 1;
+        if (b[i] > d || e[i] < b[i] || pb[i] > (1 << 24) || pe[i] > (1 << 24))
+            return tth__onnx_fail(c, TTH_EMODEL, "Pad amounts out of range");
+        if (strcmp(mode, "constant") && (pb[i] || pe[i]) && (pb[i] >= d || pe[i] >= d) && strcmp(mode, "edge"))
+            return tth__onnx_fail(c, TTH_EMODEL, "reflect padding larger than the dimension");
+        crop |= b[i] || e[i] != d;
+        pad |= pb[i] || pe[i];
+    }
+    if (crop)
+        CHECK(x = call1(c, TTH_OP_STRIDED_SLICE, x,
+                        json_pack("{s:o,s:o,s:o}", "begin", tth__json_ints(b, r), "end", tth__json_ints(e, r), "strides",
+                                  tth__json_ints(s, r))));
+    if (pad || !crop)
+        CHECK(x = call1(c, TTH_OP_PAD, x,
+                        json_pack("{s:o,s:o,s:f,s:s}", "pad_before", tth__json_ints(pb, r), "pad_after",
+                                  tth__json_ints(pe, r), "pad_value", value, "mode", mode)));
+    out[0] = x;
+    return 0;
+}
+
+/* Expand: bidirectional broadcast of the input with the given shape. */
+static int op_expand(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int64_t s[MAXV], o[TTH_MAX_RANK];
+    int n = vints(c, in[1], "shape", s, MAXV);
+    if (n == -2)
+        return c->diag->code;
+    int r = rank(in[0]), orank = n > r ? n : r;
+    if (orank > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Expand to rank %d", orank);
+    for (int i = 0; i < orank; i++) {
+        int ia = i - (orank - r), ib = i - (orank - n);
+        int64_t da = ia >= 0 ? tt(in[0])->shape[ia] : 1, db = ib >= 0 ? s[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return tth__onnx_fail(c, TTH_EMODEL, "Expand shape does not broadcast with the input");
+        if (db < 0)
+            return tth__onnx_fail(c, TTH_EMODEL, "Expand shape has a negative dim");
+        o[i] = da == 1 ? db : da;
+    }
+    tth_ttype ot = {.dtype = tt(in[0])->dtype, .rank = orank};
+    memcpy(ot.shape, o, sizeof(int64_t) * (size_t)orank);
+    if (tth_ttype_numel(&ot) > ((int64_t)1 << 40))
+        return tth__onnx_fail(c, TTH_ELIMIT, "Expand result too large");
+    if (tth_ttype_equal(&ot, tt(in[0]))) {
+        out[0] = in[0];
+        return 0;
+    }
+    CHECK(out[0] = call1(c, TTH_OP_BROADCAST_TO, in[0], json_pack("{s:o}", "shape", tth__json_ints(o, orank))));
+    return 0;
+}
+
+/* Shape: the static shape as an int64 constant (start/end of opset 15). */
+static int op_shape(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t st = ai(c, "start", 0), en = ai(c, "end", r);
+    if (st < 0)
+        st += r;
+    if (en < 0)
+        en += r;
+    st = st < 0 ? 0 : st > r ? r : st;
+    en = en < 0 ? 0 : en > r ? r : en;
+    if (en < st)
+        en = st;
+    CHECK(out[0] = k_i64(c, tt(in[0])->shape + st, en - st));
+    return 0;
+}
+
+static int op_size(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    CHECK(out[0] = k_scalar(c, TTH_I64, (double)tth_ttype_numel(tt(in[0]))));
+    return 0;
+}
+
+/* Constant: value (tensor) or value_float(s) / value_int(s); strings and sparse unsupported. */
+static int op_constant(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    const Onnx__AttributeProto *a;
+    tth_tensor *t = NULL;
+    if ((a = attr(c, "value"))) {
+        int rc = tth__onnx_tensor_from_proto(a->t, c->where, &t, c->diag);
+        if (rc)
+            return rc;
+    } else if ((a = attr(c, "value_float")) || (a = attr(c, "value_int"))) {
+        int isf = !strcmp(a->name, "value_float");
+        tth_ttype ty = {.dtype = isf ? TTH_F32 : TTH_I64, .rank = 0};
+        t = tth_tensor_new(&ty, NULL);
+        if (t && isf)
+            ((float *)t->data)[0] = a->f;
+        else if (t)
+            ((int64_t *)t->data)[0] = a->i;
+    } else if ((a = attr(c, "value_floats")) || (a = attr(c, "value_ints"))) {
+        int isf = !strcmp(a->name, "value_floats");
+        tth_ttype ty = {.dtype = isf ? TTH_F32 : TTH_I64, .rank = 1, .shape = {isf ? (int64_t)a->n_floats : (int64_t)a->n_ints}};
+        t = tth_tensor_new(&ty, isf ? (const void *)a->floats : (const void *)a->ints);
+    } else if (attr(c, "sparse_value") || attr(c, "value_string") || attr(c, "value_strings")) {
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Constant of strings or sparse tensors");
+    } else {
+        return tth__onnx_fail(c, TTH_EMODEL, "Constant without a value");
+    }
+    CHECK(out[0] = k_tensor(c, t));
+    return 0;
+}
+
+/* ConstantOfShape: shape from the input; value a one-element tensor (default float32 0). */
+static int op_constant_of_shape(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int64_t s[MAXV];
+    int n = vints(c, in[0], "input", s, MAXV);
+    if (n == -2)
+        return c->diag->code;
+    if (n > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "ConstantOfShape of rank %d", n);
+    tth_ttype ty = {.dtype = TTH_F32, .rank = n};
+    int64_t total = 1;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < 0)
+            return tth__onnx_fail(c, TTH_EMODEL, "ConstantOfShape has a negative dim");
+        ty.shape[i] = s[i];
+        total = (s[i] && total > TTH_IMPORT_MAX_ELEMS / s[i]) ? TTH_IMPORT_MAX_ELEMS + 1 : total * s[i];
+    }
+    if (total > TTH_IMPORT_MAX_ELEMS)
+        return tth__onnx_fail(c, TTH_ELIMIT, "ConstantOfShape result too large");
+    tth_tensor *v = NULL;
+    const Onnx__AttributeProto *a = attr(c, "value");
+    if (a) {
+        int rc = tth__onnx_tensor_from_proto(a->t, c->where, &v, c->diag);
+        if (rc)
+            return rc;
+        if (tth_ttype_numel(&v->type) != 1) {
+            tth_tensor_unref(v);
+            return tth__onnx_fail(c, TTH_EMODEL, "ConstantOfShape value must hold one element");
+        }
+        ty.dtype = v->type.dtype;
+    }
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    if (t && v) {
+        size_t es = tth_dtype_size(ty.dtype);
+        for (int64_t i = 0; i < total; i++)
+            memcpy((char *)t->data + (size_t)i * es, v->data, es);
+    }
+    if (v)
+        tth_tensor_unref(v);
+    CHECK(out[0] = k_tensor(c, t));
+    return 0;
+}
+
+/* Range: start, limit, delta constants → a constant. */
+static int op_range(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    double st, li, de;
+    if (vscalar(c, in[0], "start", &st) || vscalar(c, in[1], "limit", &li) || vscalar(c, in[2], "delta", &de))
+        return c->diag->code;
+    if (de == 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "Range delta is 0");
+    double nd = ceil((li - st) / de);
+    if (!(nd <= (double)TTH_IMPORT_MAX_ELEMS))
+        return tth__onnx_fail(c, TTH_ELIMIT, "Range result too large");
+    int64_t n = nd > 0 ? (int64_t)nd : 0;
+    tth_ttype ty = {.dtype = tt(in[0])->dtype, .rank = 1, .shape = {n}};
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    int isf = tth_dtype_is_float(ty.dtype);
+    for (int64_t i = 0; t && i < n; i++) {
+        if (isf)
+            tth__st_f64(t, i, st + (double)i * de);
+        else
+            tth__st_i64(t, i, (int64_t)st + i * (int64_t)de);
+    }
+    CHECK(out[0] = k_tensor(c, t));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+static int reduce(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tth_op op, tth_rexpr *x)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t ax[MAXV];
+    int na = (nin > 1 && in[1]) ? vints(c, in[1], "axes", ax, MAXV) : aints(c, "axes", ax, MAXV);
+    if (na == -2)
+        return c->diag->code;
+    if (na <= 0 && ai(c, "noop_with_empty_axes", 0)) {
+        out[0] = x;
+        return 0;
+    }
+    for (int i = 0; i < na; i++)
+        if (norm_axis(c, ax[i], r, &ax[i]))
+            return c->diag->code;
+    CHECK(out[0] = call1(c, op, x,
+                         json_pack("{s:o,s:b}", "axis", tth__json_ints(ax, na > 0 ? na : 0), "keepdims",
+                                   (int)ai(c, "keepdims", 1))));
+    return 0;
+}
+#define REDUCE(fname, OP)                                                                     \
+    static int fname(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout) \
+    {                                                                                         \
+        if (nin < 1 || !in[0])                                                                \
+            return tth__onnx_fail(c, TTH_EMODEL, "reduction without input");                   \
+        return reduce(c, in, nin, out, OP, in[0]);                                            \
+    }
+REDUCE(op_reduce_mean, TTH_OP_MEAN)
+REDUCE(op_reduce_sum, TTH_OP_SUM)
+REDUCE(op_reduce_max, TTH_OP_MAX)
+REDUCE(op_reduce_min, TTH_OP_MIN)
+REDUCE(op_reduce_prod, TTH_OP_PROD)
+
+/* ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp from elementwise ops + sum. */
+static int reduce_composite(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tth_op pre, int square,
+                            tth_op post)
+{
+    NEED(1);
+    tth_rexpr *x = in[0];
+    if (square)
+        CHECK(x = call2(c, TTH_OP_MULTIPLY, x, x, NULL));
+    else if (pre != TTH_OP_INVALID)
+        CHECK(x = call1(c, pre, x, NULL));
+    int rc = reduce(c, in, nin, out, TTH_OP_SUM, x);
+    if (rc)
+        return rc;
+    if (post != TTH_OP_INVALID)
+        CHECK(out[0] = call1(c, post, out[0], NULL));
+    return 0;
+}
+static int op_reduce_sum_square(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return reduce_composite(c, in, nin, out, TTH_OP_INVALID, 1, TTH_OP_INVALID);
+}
+static int op_reduce_l1(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return reduce_composite(c, in, nin, out, TTH_OP_ABS, 0, TTH_OP_INVALID);
+}
+static int op_reduce_l2(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return reduce_composite(c, in, nin, out, TTH_OP_INVALID, 1, TTH_OP_SQRT);
+}
+static int op_reduce_log_sum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return reduce_composite(c, in, nin, out, TTH_OP_INVALID, 0, TTH_OP_LOG);
+}
+static int op_reduce_log_sum_exp(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return reduce_composite(c, in, nin, out, TTH_OP_EXP, 0, TTH_OP_LOG);
+}
+
+static int argx(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tth_op op)
+{
+    NEED(1);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", 0), rank(in[0]), &axis))
+        return c->diag->code;
+    CHECK(out[0] = call1(c, op, in[0],
+                         json_pack("{s:I,s:b,s:b}", "axis", (json_int_t)axis, "keepdims", (int)ai(c, "keepdims", 1),
+                                   "select_last_index", (int)ai(c, "select_last_index", 0))));
+    return 0;
+}
+static int op_argmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return argx(c, in, nin, out, TTH_OP_ARGMAX);
+}
+static int op_argmin(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return argx(c, in, nin, out, TTH_OP_ARGMIN);
+}
+
+/* ---------------------------------------------------------------- resize */
+
+/* Resize (10: X, scales; 11+: X, roi, scales, sizes) and Upsample (7: scales attribute; 9:
+ * scales input). 4-D NCHW only, N and C unscaled; nearest and linear. A scale whose output
+ * size is not a whole number is unsupported (resize2d carries sizes only). */
+static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, int upsample)
+{
+    NEED(1);
+    tth_rexpr *x = in[0];
+    if (rank(x) != 4)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s of a rank-%d tensor (4-D only)",
+                              c->node->op_type, rank(x));
+    double scales[MAXV];
+    int64_t sizes[MAXV];
+    int nsc = -1, nsz = -1;
+    tth_rexpr *sc_in = NULL, *sz_in = NULL;
+    if (upsample && c->opset < 9) {
+        nsc = afloats(c, "scales", scales, MAXV);
+        if (nsc == -2)
+            return c->diag->code;
+    } else if (upsample || c->opset < 11) {
+        sc_in = nin > 1 ? in[1] : NULL;
+    } else {
+        sc_in = nin > 2 ? in[2] : NULL;
+        sz_in = nin > 3 ? in[3] : NULL;
+    }
+    if (sc_in && tth_ttype_numel(tt(sc_in)) > 0) {
+        if (sc_in->kind != TTH_REXPR_CONST)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "input 'scales' is not a constant (a dynamic shape)");
+        nsc = (int)tth_ttype_numel(tt(sc_in));
+        if (nsc > MAXV)
+            return tth__onnx_fail(c, TTH_EMODEL, "too many scales");
+        for (int i = 0; i < nsc; i++)
+            scales[i] = tth__ld_f64(sc_in->u.constant.value, i);
+    }
+    if (sz_in && tth_ttype_numel(tt(sz_in)) > 0) {
+        nsz = vints(c, sz_in, "sizes", sizes, MAXV);
+        if (nsz == -2)
+            return c->diag->code;
+    }
+    int64_t oh, ow;
+    if (nsz >= 0) {
+        if (nsz != 4 || sizes[0] != tt(x)->shape[0] || sizes[1] != tt(x)->shape[1])
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: sizes must keep N and C");
+        oh = sizes[2];
+        ow = sizes[3];
+    } else if (nsc >= 0) {
+        if (nsc != 4 || scales[0] != 1.0 || scales[1] != 1.0)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: scales must keep N and C");
+        double fh = (double)tt(x)->shape[2] * scales[2], fw = (double)tt(x)->shape[3] * scales[3];
+        if (!(fh >= 0 && fw >= 0 && fh < 1e9 && fw < 1e9))
+            return tth__onnx_fail(c, TTH_EMODEL, "bad resize scales");
+        oh = (int64_t)floor(fh);
+        ow = (int64_t)floor(fw);
+        if ((double)oh != fh || (double)ow != fw)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED,
+                                  "unsupported attribute value: scales %g, %g do not give whole output sizes", scales[2],
+                                  scales[3]);
+    } else {
+        return tth__onnx_fail(c, TTH_EMODEL, "%s needs scales or sizes", c->node->op_type);
+    }
+    if (oh <= 0 || ow <= 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "resize to an empty output");
+    const char *mode = as(c, "mode", "nearest");
+    const char *method;
+    if (!strcmp(mode, "nearest"))
+        method = "nearest";
+    else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear"))
+        method = "linear";
+    else
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: resize mode '%s'", mode);
+    const char *ctm, *nm;
+    if (upsample || c->opset < 11) {
+        ctm = "asymmetric";
+        nm = "floor";
+    } else {
+        ctm = as(c, "coordinate_transformation_mode", "half_pixel");
+        nm = as(c, "nearest_mode", "round_prefer_floor");
+        if (strcmp(ctm, "half_pixel") && strcmp(ctm, "asymmetric") && strcmp(ctm, "align_corners") &&
+            strcmp(ctm, "pytorch_half_pixel"))
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: coordinate_transformation_mode '%s'",
+                                  ctm);
+        if (strcmp(nm, "round_prefer_floor") && strcmp(nm, "round_prefer_ceil") && strcmp(nm, "floor") &&
+            strcmp(nm, "ceil"))
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: nearest_mode '%s'", nm);
+        if (ai(c, "exclude_outside", 0))
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: exclude_outside=1");
+    }
+    int64_t sz[2] = {oh, ow};
+    CHECK(out[0] = call1(c, TTH_OP_RESIZE2D, x,
+                         json_pack("{s:o,s:s,s:s,s:s}", "size", tth__json_ints(sz, 2), "method", method,
+                                   "coordinate_transformation_mode", ctm, "nearest_mode", nm)));
+    return 0;
+}
+static int op_resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return resize(c, in, nin, out, 0);
+}
+static int op_upsample(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return resize(c, in, nin, out, 1);
+}
+
+/* ---------------------------------------------------------------- quantization */
+
+static tth_rexpr *zero_like(tth_onnx_ctx *c, tth_rexpr *shape_of, tth_dtype dt)
+{
+    tth_ttype ty = *tt(shape_of);
+    ty.dtype = dt;
+    return k_tensor(c, tth_tensor_new(&ty, NULL));
+}
+
+/* QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point); uint8 by default. */
+static int op_quantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_rexpr *zp = nin > 2 ? in[2] : NULL;
+    if (!zp)
+        CHECK(zp = zero_like(c, in[1], TTH_U8));
+    int64_t axis = 0;
+    if (rank(in[1]) > 0 && norm_axis(c, ai(c, "axis", 1), rank(in[0]), &axis))
+        return c->diag->code;
+    tth_rexpr *args[3] = {in[0], in[1], zp};
+    CHECK(out[0] = call(c, TTH_OP_QUANTIZE, args, 3,
+                        json_pack("{s:I,s:s}", "axis", (json_int_t)axis, "out_dtype", tth_dtype_name(tt(zp)->dtype))));
+    return 0;
+}
+
+/* DequantizeLinear: y = (x - zero_point) * scale, float32. */
+static int op_dequantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_rexpr *zp = nin > 2 ? in[2] : NULL;
+    if (!zp)
+        CHECK(zp = zero_like(c, in[1], tt(in[0])->dtype));
+    int64_t axis = 0;
+    if (rank(in[1]) > 0 && norm_axis(c, ai(c, "axis", 1), rank(in[0]), &axis))
+        return c->diag->code;
+    tth_rexpr *args[3] = {in[0], in[1], zp};
+    CHECK(out[0] = call(c, TTH_OP_DEQUANTIZE, args, 3, json_pack("{s:I}", "axis", (json_int_t)axis)));
+    return 0;
+}
+
+/* acc (int32) requantized with in_scale = a_scale * b_scale, zero point 0, to y_scale/y_zp. */
+static tth_rexpr *requant(tth_onnx_ctx *c, tth_rexpr *acc, tth_rexpr *as_, tth_rexpr *bs, tth_rexpr *ys, tth_rexpr *yz,
+                          int axis)
+{
+    tth_rexpr *insc = call2(c, TTH_OP_MULTIPLY, as_, bs, NULL);
+    if (!insc)
+        return NULL;
+    tth_rexpr *zero = k_scalar(c, TTH_I32, 0);
+    if (!zero)
+        return NULL;
+    tth_rexpr *args[5] = {acc, insc, zero, ys, yz};
+    return call(c, TTH_OP_REQUANTIZE, args, 5,
+                json_pack("{s:I,s:s}", "axis", (json_int_t)axis, "out_dtype", tth_dtype_name(tt(yz)->dtype)));
+}
+
+/* QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, [B int32]. */
+static int op_qlinear_conv(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(8);
+    int r = rank(in[0]);
+    tth_rexpr *x = to4d(c, in[0], "QLinearConv");
+    CHECK(x);
+    tth_rexpr *w = to4d(c, in[3], "QLinearConv");
+    CHECK(w);
+    spatial sp;
+    int rc = spatial_attrs(c, r - 2, tt(in[0])->shape + 2, tt(in[3])->shape + 2, 0, &sp);
+    if (rc)
+        return rc;
+    int64_t st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]};
+    json_t *at = json_pack("{s:o,s:o,s:o,s:I}", "strides", tth__json_ints(st, 2), "padding", pads_json(&sp),
+                           "dilation", tth__json_ints(dl, 2), "groups", (json_int_t)ai(c, "group", 1));
+    tth_rexpr *args[4] = {x, w, in[2], in[5]};
+    tth_rexpr *acc = call(c, TTH_OP_QNN_CONV2D, args, 4, at);
+    CHECK(acc);
+    if (nin > 8 && in[8]) {
+        int64_t bs[3] = {tt(in[8])->shape[0], 1, 1};
+        tth_rexpr *b = rank(in[8]) == 1 ? reshape(c, in[8], bs, 3) : in[8];
+        CHECK(b);
+        CHECK(acc = call2(c, TTH_OP_ADD, acc, b, NULL));
+    }
+    tth_rexpr *y = requant(c, acc, in[1], in[4], in[6], in[7], 1);
+    CHECK(y);
+    CHECK(out[0] = from4d(c, y, r));
+    return 0;
+}
+
+/* QLinearMatMul: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp. */
+static int op_qlinear_matmul(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(8);
+    tth_rexpr *args[4] = {in[0], in[3], in[2], in[5]};
+    tth_rexpr *acc = call(c, TTH_OP_QNN_MATMUL, args, 4, NULL);
+    CHECK(acc);
+    CHECK(out[0] = requant(c, acc, in[1], in[4], in[6], in[7], rank(acc) - 1));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- cheap compositions */
+
+/* Tile: reshape to interleave a size-1 axis before each dim, broadcast, reshape back. */
+static int op_tile(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int r = rank(in[0]);
+    int64_t rep[MAXV];
+    int n = vints(c, in[1], "repeats", rep, MAXV);
+    if (n == -2)
+        return c->diag->code;
+    if (n != r)
+        return tth__onnx_fail(c, TTH_EMODEL, "Tile repeats has %d values for rank %d", n, r);
+    if (2 * r > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Tile of rank %d", r);
+    int64_t s1[TTH_MAX_RANK], s2[TTH_MAX_RANK], s3[TTH_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        if (rep[i] < 0)
+            return tth__onnx_fail(c, TTH_EMODEL, "Tile repeat is negative");
+        s1[2 * i] = 1;
+        s1[2 * i + 1] = tt(in[0])->shape[i];
+        s2[2 * i] = rep[i];
+        s2[2 * i + 1] = tt(in[0])->shape[i];
+        s3[i] = rep[i] * tt(in[0])->shape[i];
+    }
+    tth_rexpr *x = reshape(c, in[0], s1, 2 * r);
+    CHECK(x);
+    CHECK(x = call1(c, TTH_OP_BROADCAST_TO, x, json_pack("{s:o}", "shape", tth__json_ints(s2, 2 * r))));
+    CHECK(out[0] = reshape(c, x, s3, r));
+    return 0;
+}
+
+/* DepthToSpace (DCR/CRD) and SpaceToDepth as reshape-transpose-reshape. */
+static int d2s(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, int to_space)
+{
+    NEED(1);
+    if (rank(in[0]) != 4)
+        return tth__onnx_fail(c, TTH_EMODEL, "needs a 4-D input");
+    int64_t b = ai(c, "blocksize", 0), N = tt(in[0])->shape[0], C = tt(in[0])->shape[1], H = tt(in[0])->shape[2],
+            W = tt(in[0])->shape[3];
+    if (b <= 0 || b > 1 << 16)
+        return tth__onnx_fail(c, TTH_EMODEL, "bad blocksize");
+    int64_t s6[6], perm[6], s4[4];
+    if (to_space) {
+        if (C % (b * b))
+            return tth__onnx_fail(c, TTH_EMODEL, "channels not divisible by blocksize^2");
+        int crd = !strcmp(as(c, "mode", "DCR"), "CRD");
+        int64_t cc = C / (b * b);
+        int64_t a[6] = {N, b, b, cc, H, W}, pa[6] = {0, 3, 4, 1, 5, 2};
+        int64_t bcrd[6] = {N, cc, b, b, H, W}, pcrd[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(s6, crd ? bcrd : a, sizeof s6);
+        memcpy(perm, crd ? pcrd : pa, sizeof perm);
+        int64_t o[4] = {N, cc, H * b, W * b};
+        memcpy(s4, o, sizeof s4);
+    } else {
+        if (H % b || W % b)
+            return tth__onnx_fail(c, TTH_EMODEL, "spatial dims not divisible by blocksize");
+        int64_t a[6] = {N, C, H / b, b, W / b, b}, pa[6] = {0, 3, 5, 1, 2, 4};
+        memcpy(s6, a, sizeof s6);
+        memcpy(perm, pa, sizeof perm);
+        int64_t o[4] = {N, C * b * b, H / b, W / b};
+        memcpy(s4, o, sizeof s4);
+    }
+    tth_rexpr *x = reshape(c, in[0], s6, 6);
+    CHECK(x);
+    CHECK(x = call1(c, TTH_OP_TRANSPOSE, x, json_pack("{s:o}", "axes", tth__json_ints(perm, 6))));
+    CHECK(out[0] = reshape(c, x, s4, 4));
+    return 0;
+}
+static int op_depth_to_space(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return d2s(c, in, nin, out, 1);
+}
+static int op_space_to_depth(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return d2s(c, in, nin, out, 0);
+}
+
+/* ---------------------------------------------------------------- the table */
+
+static const tth_onnx_op onnx_ops[] = {
+    {"Abs", op_abs},
+    {"Add", op_add},
+    {"And", op_and},
+    {"ArgMax", op_argmax},
+    {"ArgMin", op_argmin},
+    {"AveragePool", op_avg_pool},
+    {"BatchNormalization", op_batch_norm},
+    {"Cast", op_cast},
+    {"Ceil", op_ceil},
+    {"Clip", op_clip},
+    {"Concat", op_concat},
+    {"Constant", op_constant},
+    {"ConstantOfShape", op_constant_of_shape},
+    {"Conv", op_conv},
+    {"ConvTranspose", op_conv_transpose},
+    {"Cos", op_cos},
+    {"DepthToSpace", op_depth_to_space},
+    {"DequantizeLinear", op_dequantize},
+    {"Div", op_div},
+    {"Dropout", op_dropout},
+    {"Elu", op_elu},
+    {"Equal", op_equal},
+    {"Erf", op_erf},
+    {"Exp", op_exp},
+    {"Expand", op_expand},
+    {"Flatten", op_flatten},
+    {"Floor", op_floor},
+    {"Gather", op_gather},
+    {"Gemm", op_gemm},
+    {"GlobalAveragePool", op_global_avg_pool},
+    {"GlobalMaxPool", op_global_max_pool},
+    {"Greater", op_greater},
+    {"GreaterOrEqual", op_greater_equal},
+    {"HardSigmoid", op_hard_sigmoid},
+    {"HardSwish", op_hard_swish},
+    {"Identity", op_identity},
+    {"LeakyRelu", op_leaky_relu},
+    {"Less", op_less},
+    {"LessOrEqual", op_less_equal},
+    {"Log", op_log},
+    {"LogSoftmax", op_log_softmax},
+    {"MatMul", op_matmul},
+    {"Max", op_max},
+    {"MaxPool", op_max_pool},
+    {"Mean", op_mean},
+    {"Min", op_min},
+    {"Mod", op_mod},
+    {"Mul", op_mul},
+    {"Neg", op_neg},
+    {"Not", op_not},
+    {"Or", op_or},
+    {"PRelu", op_prelu},
+    {"Pad", op_pad},
+    {"Pow", op_pow},
+    {"QLinearConv", op_qlinear_conv},
+    {"QLinearMatMul", op_qlinear_matmul},
+    {"QuantizeLinear", op_quantize},
+    {"Range", op_range},
+    {"Reciprocal", op_reciprocal},
+    {"ReduceL1", op_reduce_l1},
+    {"ReduceL2", op_reduce_l2},
+    {"ReduceLogSum", op_reduce_log_sum},
+    {"ReduceLogSumExp", op_reduce_log_sum_exp},
+    {"ReduceMax", op_reduce_max},
+    {"ReduceMean", op_reduce_mean},
+    {"ReduceMin", op_reduce_min},
+    {"ReduceProd", op_reduce_prod},
+    {"ReduceSum", op_reduce_sum},
+    {"ReduceSumSquare", op_reduce_sum_square},
+    {"Relu", op_relu},
+    {"Reshape", op_reshape},
+    {"Resize", op_resize},
+    {"Round", op_round},
+    {"Selu", op_selu},
+    {"Shape", op_shape},
+    {"Sigmoid", op_sigmoid},
+    {"Sign", op_sign},
+    {"Sin", op_sin},
+    {"Size", op_size},
+    {"Slice", op_slice},
+    {"Softmax", op_softmax},
+    {"Softplus", op_softplus},
+    {"Softsign", op_softsign},
+    {"SpaceToDepth", op_space_to_depth},
+    {"Split", op_split},
+    {"Sqrt", op_sqrt},
+    {"Squeeze", op_squeeze},
+    {"Sub", op_sub},
+    {"Sum", op_sum},
+    {"Tanh", op_tanh},
+    {"ThresholdedRelu", op_thresholded_relu},
+    {"Tile", op_tile},
+    {"Transpose", op_transpose},
+    {"Unsqueeze", op_unsqueeze},
+    {"Upsample", op_upsample},
+    {"Where", op_where},
+    {"Xor", op_xor},
+};
+
+const tth_onnx_op *tth__onnx_op_find(const char *name)
+{
+    size_t lo = 0, hi = sizeof onnx_ops / sizeof onnx_ops[0];
+    while (lo < hi) { /* the table is sorted by name */
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(name, onnx_ops[mid].name);
+        if (!c)
+            return &onnx_ops[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}

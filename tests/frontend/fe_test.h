@@ -1,0 +1,182 @@
+/* fe_test.h: helpers shared by the front-end tests (reading files, running the constant
+ * folder as an evaluator, comparing tensors, checking the fusion contract). */
+#ifndef TTH_FE_TEST_H
+#define TTH_FE_TEST_H
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+
+#define FE_TESTDATA "/usr/share/libonnx-testdata/data"
+
+/* Whole file (malloc'd) or NULL. */
+static inline uint8_t *fe_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = n > 0 ? (size_t)n : 0;
+    return buf;
+}
+
+static inline tth_tensor *fe_read_tensor(const char *path, char *name, size_t name_len)
+{
+    size_t len;
+    uint8_t *b = fe_read_file(path, &len);
+    if (!b)
+        return NULL;
+    tth_tensor *t = NULL;
+    tth_diag d;
+    tth_diag_clear(&d);
+    tth_onnx_tensor_decode(b, len, &t, name, name_len, &d);
+    free(b);
+    return t;
+}
+
+static inline int fe_cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted entry names of a directory (malloc'd strings in a malloc'd array). */
+static inline char **fe_list_dir(const char *path, size_t *n)
+{
+    DIR *d = opendir(path);
+    *n = 0;
+    if (!d)
+        return NULL;
+    size_t cap = 64;
+    char **v = malloc(cap * sizeof(char *));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (*n == cap) {
+            cap *= 2;
+            v = realloc(v, cap * sizeof(char *));
+        }
+        v[(*n)++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(v, *n, sizeof(char *), fe_cmp_names);
+    return v;
+}
+
+static inline void fe_free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Compare got with want: same shape and dtype; floats within atol + rtol*|want|; integers
+ * within itol. Writes the first difference into why. Returns 1 when they match. */
+static inline int fe_tensors_close(const tth_tensor *got, const tth_tensor *want, double atol, double rtol, double itol,
+                                   char *why, size_t why_len)
+{
+    if (got->type.dtype != want->type.dtype || !tth_ttype_equal(&got->type, &want->type)) {
+        char a[128], b[128];
+        tth_ttype_format(&got->type, a, sizeof a);
+        tth_ttype_format(&want->type, b, sizeof b);
+        snprintf(why, why_len, "type %s, expected %s", a, b);
+        return 0;
+    }
+    int64_t n = tth_ttype_numel(&want->type);
+    int isf = tth_dtype_is_float(want->type.dtype);
+    for (int64_t i = 0; i < n; i++) {
+        double g = tth_tensor_get_f64(got, i), w = tth_tensor_get_f64(want, i);
+        if (isnan(w) && isnan(g))
+            continue;
+        if (isinf(w) && g == w)
+            continue;
+        double tol = isf ? atol + rtol * fabs(w) : itol;
+        if (!(fabs(g - w) <= tol)) {
+            snprintf(why, why_len, "element %lld is %.9g, expected %.9g", (long long)i, g, w);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The fusion contract of frontend.h: 0 when it holds, else -1 with why filled. */
+static inline int fe_check_fusion_contract(tth_relay_module *m, char *why, size_t why_len)
+{
+    tth_relay_function *mainfn = tth_relay_module_main(m);
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, mainfn, &nodes);
+    if (n < 0) {
+        snprintf(why, why_len, "topo failed");
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        tth_rexpr *e = nodes[i];
+        if (e->kind != TTH_REXPR_CALL)
+            continue;
+        if (!e->u.call.fn) {
+            snprintf(why, why_len, "main calls op '%s' directly", tth_op_name(e->u.call.op));
+            return -1;
+        }
+        tth_relay_function *fn = e->u.call.fn;
+        json_t *prim = json_object_get(fn->attrs, "Primitive");
+        if (!prim || json_integer_value(prim) != 1) {
+            snprintf(why, why_len, "function '%s' is not Primitive", fn->name);
+            return -1;
+        }
+        tth_rexpr **body;
+        int64_t nb = tth_relay_topo(m, fn, &body);
+        int anchors = 0;
+        tth_rexpr *anchor = NULL;
+        for (int64_t k = 0; k < nb; k++) {
+            tth_rexpr *b = body[k];
+            if (b->kind == TTH_REXPR_VAR) {
+                int isparam = 0;
+                for (size_t p = 0; p < fn->nparams; p++)
+                    isparam |= fn->params[p] == b;
+                if (!isparam) {
+                    snprintf(why, why_len, "function '%s' uses a var that is not its param", fn->name);
+                    return -1;
+                }
+                continue;
+            }
+            if (b->kind == TTH_REXPR_CONST)
+                continue;
+            if (b->kind != TTH_REXPR_CALL || b->u.call.fn) {
+                /* a tuple-producing op gets a function of its own; nothing else may be in there */
+                snprintf(why, why_len, "function '%s' holds a non-op node", fn->name);
+                return -1;
+            }
+            if (!tth_op_is_elementwise(b->u.call.op)) {
+                anchors++;
+                anchor = b;
+                /* the anchor comes first: its operands are params or constants */
+                for (size_t a = 0; a < b->u.call.nargs; a++)
+                    if (b->u.call.args[a]->kind == TTH_REXPR_CALL) {
+                        snprintf(why, why_len, "function '%s': anchor '%s' follows another call", fn->name,
+                                 tth_op_name(b->u.call.op));
+                        return -1;
+                    }
+            }
+        }
+        if (anchors > 1) {
+            snprintf(why, why_len, "function '%s' has %d anchors", fn->name, anchors);
+            return -1;
+        }
+        (void)anchor; /* used only inside: it is not a param and main cannot name it */
+    }
+    return 0;
+}
+
+#endif
