@@ -172,7 +172,8 @@ typedef struct cg {
     tth_diag *diag;
     int err;                      /* first error code (diag filled) */
     unsigned char help[HELP_COUNT_][DTYPE_SLOTS];
-    int need_f16;                 /* float16 <-> float conversions */
+    int need_f16_load;            /* float16 -> float */
+    int need_f16_store;           /* float -> float16 */
     int need_math;
     /* globals: constants, by buffer, with their C names */
     const tth_tbuffer **consts;
@@ -267,11 +268,11 @@ static const char *cg_bind(cg *g, const void *key, const char *base, uint32_t id
         buf[sizeof buf - 1] = '\0';
     }
     if (name_taken(g, buf)) {
-        char alt[300];
-        snprintf(alt, sizeof alt, "%s_%" PRIu32, buf, id);
+        char alt[sizeof buf];
+        snprintf(alt, sizeof alt, "%.200s_%" PRIu32, buf, id);
         int k = 2;
         while (name_taken(g, alt))
-            snprintf(alt, sizeof alt, "%s_%" PRIu32 "_%d", buf, id, k++);
+            snprintf(alt, sizeof alt, "%.200s_%" PRIu32 "_%d", buf, id, k++);
         snprintf(buf, sizeof buf, "%s", alt);
     }
     char *s = strdup(buf);
@@ -304,8 +305,6 @@ static void cg_names_pop_to(cg *g, size_t n)
 
 static void scan_buffer(cg *g, const tth_tbuffer *b)
 {
-    if (b->dtype == TTH_F16)
-        g->need_f16 = 1;
     if (b->scope != TTH_SCOPE_CONST)
         return;
     for (size_t i = 0; i < g->nconsts; i++)
@@ -324,11 +323,11 @@ static void scan_expr(cg *g, const tth_texpr *e)
 {
     if (!e)
         return;
-    if (e->dtype == TTH_F16)
-        g->need_f16 = 1;
     switch (e->kind) {
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
+        if (e->kind == TTH_TEXPR_LOAD && e->u.load.buf->dtype == TTH_F16)
+            g->need_f16_load = 1;
         scan_buffer(g, e->u.load.buf);
         scan_expr(g, e->u.load.index);
         break;
@@ -349,8 +348,7 @@ static void scan_expr(cg *g, const tth_texpr *e)
         case TTH_TBIN_FLOORMOD:
             if (dtype_is_float(t))
                 g->need_math = 1;
-            else
-                g->help[HELP_FLOORMOD][slot] = 1;
+            g->help[HELP_FLOORMOD][slot] = 1;
             break;
         default: break;
         }
@@ -393,6 +391,8 @@ static void scan_stmt(cg *g, const tth_tstmt *s)
         scan_stmt(g, s->u.loop.body);
         break;
     case TTH_TSTMT_STORE:
+        if (s->u.store.buf->dtype == TTH_F16)
+            g->need_f16_store = 1;
         scan_buffer(g, s->u.store.buf);
         scan_expr(g, s->u.store.index);
         scan_expr(g, s->u.store.value);
@@ -507,26 +507,46 @@ static void emit_int_literal(cg_text *t, tth_dtype dt, int64_t v)
     case TTH_I64:
         if (v == INT64_MIN)
             text_puts(t, "(-INT64_MAX - 1)");
+        else if (v >= INT32_MIN && v <= INT32_MAX)
+            text_printf(t, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v); /* an int, widened */
         else
             text_printf(t, "INT64_C(%" PRId64 ")", v);
         break;
-    case TTH_U64: text_printf(t, "UINT64_C(%" PRIu64 ")", (uint64_t)v); break;
+    case TTH_U64:
+        if ((uint64_t)v <= UINT32_MAX)
+            text_printf(t, "%" PRIu64 "u", (uint64_t)v);
+        else
+            text_printf(t, "UINT64_C(%" PRIu64 ")", (uint64_t)v);
+        break;
     case TTH_U32: text_printf(t, "%" PRIu32 "u", (uint32_t)v); break;
     case TTH_I32:
         if ((int32_t)v == INT32_MIN)
             text_puts(t, "(-INT32_MAX - 1)");
         else
-            text_printf(t, "%" PRId32, (int32_t)v);
+            text_printf(t, (int32_t)v < 0 ? "(%" PRId32 ")" : "%" PRId32, (int32_t)v);
         break;
     case TTH_BOOL: text_puts(t, v ? "1" : "0"); break;
     default:
         /* narrow integers: an int literal, converted where used */
-        text_printf(t, "%" PRId64, v);
+        text_printf(t, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
         break;
     }
 }
 
-/* An exact float literal: hexadecimal (C99), or INFINITY/NAN. */
+/* The shortest decimal that reads back as exactly v (as float when f32), with a '.' or an
+ * exponent so C reads it as floating point. */
+static void shortest_decimal(char *buf, size_t len, double v, int f32)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (f32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v)
+            break;
+    }
+    if (!strpbrk(buf, ".eE"))
+        strncat(buf, ".0", len - strlen(buf) - 1);
+}
+
+/* An exact float literal: the shortest round-tripping decimal, or INFINITY/NAN. */
 static void emit_float_literal(cg_text *t, tth_dtype dt, double v)
 {
     int f32 = dt != TTH_F64;
@@ -541,17 +561,15 @@ static void emit_float_literal(cg_text *t, tth_dtype dt, double v)
             text_puts(t, v < 0 ? "(-(double)INFINITY)" : "((double)INFINITY)");
         return;
     }
+    char buf[64];
     if (f32) {
         float x = (float)v;
-        if (x == 0.0f)
-            text_puts(t, signbit(x) ? "-0.0f" : "0.0f");
-        else
-            text_printf(t, "%af", (double)x);
+        shortest_decimal(buf, sizeof buf, (double)x, 1);
+        /* a negative literal is parenthesized so it never follows a '-' directly */
+        text_printf(t, x < 0 || signbit(x) ? "(%sf)" : "%sf", buf);
     } else {
-        if (v == 0.0)
-            text_puts(t, signbit(v) ? "-0.0" : "0.0");
-        else
-            text_printf(t, "%a", v);
+        shortest_decimal(buf, sizeof buf, v, 0);
+        text_printf(t, v < 0 || signbit(v) ? "(%s)" : "%s", buf);
     }
 }
 
@@ -877,6 +895,27 @@ static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     text_puts(t, "return rc;\n");
 }
 
+/* Does emit_expr write this expression wrapped in one pair of parentheses? */
+static int emit_is_parenthesized(const tth_texpr *e)
+{
+    if (e->kind == TTH_TEXPR_SELECT)
+        return 1;
+    if (e->kind != TTH_TEXPR_BINARY)
+        return 0;
+    switch (e->u.bin.op) {
+    case TTH_TBIN_EQ: case TTH_TBIN_NE: case TTH_TBIN_LT: case TTH_TBIN_LE: case TTH_TBIN_GT:
+    case TTH_TBIN_GE: case TTH_TBIN_AND: case TTH_TBIN_OR:
+        return 1;
+    case TTH_TBIN_MIN: case TTH_TBIN_MAX: case TTH_TBIN_FLOORDIV: case TTH_TBIN_FLOORMOD:
+        return 0;
+    case TTH_TBIN_MOD:
+        if (dtype_is_float(e->u.bin.a->dtype))
+            return 0;
+        return !needs_narrowing(e->dtype);
+    default: return !needs_narrowing(e->dtype);
+    }
+}
+
 static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
 {
     cg_text *t = &g->out;
@@ -938,9 +977,7 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
             emit_expr(g, s->u.store.value);
             text_puts(t, " != 0)");
         } else {
-            if (needs_narrowing(b->dtype))
-                text_printf(t, "(%s)", ctype_storage(b->dtype));
-            emit_expr(g, s->u.store.value);
+            emit_expr(g, s->u.store.value); /* assignment converts to the stored type */
         }
         text_puts(t, ";\n");
         break;
@@ -960,9 +997,16 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     }
     case TTH_TSTMT_IF:
         text_indent(t, depth);
-        text_puts(t, "if (");
-        emit_expr(g, s->u.cond.cond);
-        text_puts(t, ") {\n");
+        /* binary expressions bring their own parentheses; doubling them warns under clang */
+        if (emit_is_parenthesized(s->u.cond.cond)) {
+            text_puts(t, "if ");
+            emit_expr(g, s->u.cond.cond);
+            text_puts(t, " {\n");
+        } else {
+            text_puts(t, "if (");
+            emit_expr(g, s->u.cond.cond);
+            text_puts(t, ") {\n");
+        }
         emit_stmt(g, fx, s->u.cond.then_s, depth + 1);
         text_indent(t, depth);
         if (s->u.cond.else_s) {
@@ -1214,8 +1258,10 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
         emit_workspace_ptr(g, wsb[i], n, 1, 0);
     }
     free(wsb);
+    if (!uses_workspace(f->body) && nws == 0)
+        text_puts(t, "    (void)ws;\n");
     emit_stmt(g, fx, f->body, 1);
-    text_puts(t, "    (void)ws;\n    return 0;\n}\n");
+    text_puts(t, "    return 0;\n}\n");
     cg_names_pop_to(g, mark);
     g->func = NULL;
     g->in_entry = 0;
@@ -1254,14 +1300,26 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
         switch (b->dtype) {
         case TTH_F32: {
             float v;
+            char buf[64];
             memcpy(&v, ep, 4);
-            emit_float_literal(t, TTH_F32, v);
+            if (isfinite(v)) {
+                shortest_decimal(buf, sizeof buf, (double)v, 1);
+                text_printf(t, "%sf", buf);
+            } else {
+                emit_float_literal(t, TTH_F32, v);
+            }
             break;
         }
         case TTH_F64: {
             double v;
+            char buf[64];
             memcpy(&v, ep, 8);
-            emit_float_literal(t, TTH_F64, v);
+            if (isfinite(v)) {
+                shortest_decimal(buf, sizeof buf, v, 0);
+                text_puts(t, buf);
+            } else {
+                emit_float_literal(t, TTH_F64, v);
+            }
             break;
         }
         case TTH_F16:
@@ -1283,7 +1341,10 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
         case TTH_I32: {
             int32_t v;
             memcpy(&v, ep, 4);
-            emit_int_literal(t, TTH_I32, v);
+            if (v == INT32_MIN)
+                text_puts(t, "(-INT32_MAX - 1)");
+            else
+                text_printf(t, "%" PRId32, v);
             break;
         }
         case TTH_U32: {
@@ -1295,7 +1356,10 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
         case TTH_I64: {
             int64_t v;
             memcpy(&v, ep, 8);
-            emit_int_literal(t, TTH_I64, v);
+            if (v == INT64_MIN)
+                text_puts(t, "(-INT64_MAX - 1)");
+            else
+                text_printf(t, "INT64_C(%" PRId64 ")", v);
             break;
         }
         case TTH_U64: {
@@ -1321,9 +1385,8 @@ static void emit_prologue(cg *g)
                 " * Portable C99: compile with e.g. `cc -std=c99 -O2 -c %s_lib0.c`. */\n",
                 TTH_VERSION, g->model);
     text_puts(t, "#include <stddef.h>\n#include <stdint.h>\n");
-    if (g->need_math || g->need_f16)
-        text_puts(t, "#include <math.h>\n");
-    if (g->need_f16)
+    text_puts(t, "#include <math.h>\n");
+    if (g->need_f16_load || g->need_f16_store)
         text_puts(t, "#include <string.h>\n");
     text_puts(t, "\n"
                  "#if defined(__GNUC__) || defined(__clang__)\n"
@@ -1331,9 +1394,9 @@ static void emit_prologue(cg *g)
                  "#else\n"
                  "#define TTH_ALIGNED(n)\n"
                  "#endif\n"
-                 "#if defined(__clang__)\n"
-                 "#define TTH_IVDEP _Pragma(\"clang loop vectorize(enable)\")\n"
-                 "#elif defined(__GNUC__)\n"
+                 "/* no loop-carried dependences: GCC's ivdep; clang vectorizes restrict loops\n"
+                 " * without being asked (and warns when a forced vectorization fails) */\n"
+                 "#if defined(__GNUC__) && !defined(__clang__)\n"
                  "#define TTH_IVDEP _Pragma(\"GCC ivdep\")\n"
                  "#else\n"
                  "#define TTH_IVDEP\n"
@@ -1361,7 +1424,7 @@ static void emit_prologue(cg *g)
                 text_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b) { return (%s)(a / b); }\n",
                             ct, tg, ct, ct, ct);
         }
-        if (g->help[HELP_FLOORMOD][d]) {
+        if (g->help[HELP_FLOORMOD][d] && !dtype_is_float(d)) {
             if (dtype_is_signed_int(d))
                 text_printf(t, "static inline %s tth_floormod_%s(%s a, %s b)\n{\n"
                             "    %s r = (%s)(a %% b);\n"
@@ -1373,15 +1436,15 @@ static void emit_prologue(cg *g)
         }
     }
     /* float floormod: the remainder with the sign of the divisor */
-    if (g->need_math) {
+    if (g->help[HELP_FLOORMOD][TTH_F32])
         text_puts(t, "static inline float tth_floormod_f32(float a, float b)\n{\n"
                      "    float r = fmodf(a, b);\n"
-                     "    return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;\n}\n"
-                     "static inline double tth_floormod_f64(double a, double b)\n{\n"
+                     "    return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;\n}\n");
+    if (g->help[HELP_FLOORMOD][TTH_F64])
+        text_puts(t, "static inline double tth_floormod_f64(double a, double b)\n{\n"
                      "    double r = fmod(a, b);\n"
                      "    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n}\n");
-    }
-    if (g->need_f16) {
+    if (g->need_f16_load) {
         /* IEEE binary16 <-> binary32, round to nearest even, NaN and infinity kept */
         text_puts(t,
                   "static inline float tth_f16_to_f32(uint16_t h)\n{\n"
@@ -1399,7 +1462,10 @@ static void emit_prologue(cg *g)
                   "        return sign ? -f : f;\n"
                   "    }\n"
                   "    memcpy(&f, &bits, sizeof f);\n"
-                  "    return f;\n}\n"
+                  "    return f;\n}\n");
+    }
+    if (g->need_f16_store) {
+        text_puts(t,
                   "static inline uint16_t tth_f32_to_f16(float f)\n{\n"
                   "    uint32_t x, sign, exp, man;\n"
                   "    memcpy(&x, &f, sizeof x);\n"

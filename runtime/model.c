@@ -1,0 +1,553 @@
+/* model.c: open an artifact tar, load its host shared library and run the AOT entry.
+ *
+ * Requires from the artifact (see daemon/compile/package.c): metadata.json with "model",
+ * "executor.entry", "inputs"/"outputs" ({name, c_name, dtype, shape, bytes}) and
+ * "memory.workspace_bytes"/"memory.workspace_alignment"; and "files.shared_library" naming the
+ * .so inside the tar. The entry's C signature is
+ *   int32_t tth_<model>_run(const struct inputs *, struct outputs *, void *workspace)
+ * where both structs are `void *` fields in metadata order, so an array of pointers is passed.
+ */
+#include "tthrt.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *tthrt__dtype_name(tth_dtype t);
+size_t tthrt__dtype_size(tth_dtype t);
+
+typedef int32_t (*entry_fn)(const void *inputs, void *outputs, void *workspace);
+
+struct tthrt_model {
+    json_t *meta;
+    char *name;
+    void *dl;
+    entry_fn run;
+    tthrt_tensor_info *in, *out;
+    size_t nin, nout;
+    void **in_ptrs;          /* the inputs struct: one pointer per input (>= 1 entries) */
+    void **out_ptrs;         /* the outputs struct */
+    unsigned char *bound;    /* per input: bound yet */
+    void *workspace;
+    size_t workspace_size;
+};
+
+static tth_dtype dtype_parse(const char *s)
+{
+    for (int t = 1; t < 32; t++) {
+        const char *n = tthrt__dtype_name((tth_dtype)t);
+        if (strcmp(n, "invalid") == 0)
+            continue;
+        if (s && strcmp(n, s) == 0)
+            return (tth_dtype)t;
+    }
+    return TTH_DTYPE_INVALID;
+}
+
+static void *aligned_zalloc(size_t align, size_t size)
+{
+    if (align < 64)
+        align = 64;
+    size_t n = (size + align - 1) / align * align;
+    void *p = aligned_alloc(align, n ? n : align);
+    if (p)
+        memset(p, 0, n ? n : align);
+    return p;
+}
+
+static int parse_infos(const json_t *arr, const char *what, tthrt_tensor_info **out, size_t *n,
+                       tth_diag *diag)
+{
+    if (!json_is_array(arr))
+        return tth_diag_set(diag, TTH_EPARSE, "metadata.json", "\"%s\" is missing or not an array",
+                            what);
+    *n = json_array_size(arr);
+    *out = calloc(*n ? *n : 1, sizeof **out);
+    if (!*out)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < *n; i++) {
+        const json_t *e = json_array_get(arr, i);
+        tthrt_tensor_info *t = &(*out)[i];
+        t->name = json_string_value(json_object_get(e, "name"));
+        t->c_name = json_string_value(json_object_get(e, "c_name"));
+        t->dtype = dtype_parse(json_string_value(json_object_get(e, "dtype")));
+        const json_t *shape = json_object_get(e, "shape");
+        if (!t->name || !t->c_name || t->dtype == TTH_DTYPE_INVALID || !json_is_array(shape) ||
+            json_array_size(shape) > TTH_MAX_RANK)
+            return tth_diag_set(diag, TTH_EPARSE, "metadata.json", "%s[%zu] is malformed "
+                                "(needs name, c_name, dtype, shape)", what, i);
+        t->rank = (int32_t)json_array_size(shape);
+        size_t numel = 1;
+        for (int32_t d = 0; d < t->rank; d++) {
+            t->shape[d] = json_integer_value(json_array_get(shape, (size_t)d));
+            if (t->shape[d] < 0)
+                return tth_diag_set(diag, TTH_EPARSE, "metadata.json", "%s '%s' has a negative "
+                                    "dimension", what, t->name);
+            numel *= (size_t)t->shape[d];
+        }
+        t->nbytes = numel * tthrt__dtype_size(t->dtype);
+    }
+    return 0;
+}
+
+/* Read the tar: metadata.json and the shared library's bytes. */
+static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **so, size_t *so_len,
+                    tth_diag *diag)
+{
+    struct archive *a = archive_read_new();
+    if (!a)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
+    archive_read_support_filter_all(a);
+    int rc = 0;
+    unsigned char *meta_buf = NULL;
+    size_t meta_len = 0;
+    /* the shared library's path is only known from metadata; keep the lib/ .so entry
+     * keyed by path — there is one in practice */
+    char *so_path = NULL;
+    if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK) {
+        rc = tth_diag_set(diag, TTH_EPARSE, NULL, "not an artifact tar: %s", archive_error_string(a));
+        goto done;
+    }
+    struct archive_entry *ent;
+    int r;
+    while ((r = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
+        const char *path = archive_entry_pathname(ent);
+        if (path && strncmp(path, "./", 2) == 0)
+            path += 2;
+        int want_meta = path && strcmp(path, "metadata.json") == 0;
+        size_t pl = path ? strlen(path) : 0;
+        int want_so = path && strncmp(path, "lib/", 4) == 0 && pl > 3 && strcmp(path + pl - 3, ".so") == 0;
+        if (!want_meta && !want_so)
+            continue;
+        int64_t sz = archive_entry_size(ent);
+        if (sz < 0 || (uint64_t)sz > (uint64_t)len) {
+            rc = tth_diag_set(diag, TTH_EPARSE, path, "artifact entry '%s' has a bad size", path);
+            goto done;
+        }
+        unsigned char *buf = malloc((size_t)sz + 1);
+        if (!buf) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+            goto done;
+        }
+        la_ssize_t got = archive_read_data(a, buf, (size_t)sz);
+        if (got != (la_ssize_t)sz) {
+            free(buf);
+            rc = tth_diag_set(diag, TTH_EPARSE, path, "cannot read artifact entry '%s'", path);
+            goto done;
+        }
+        buf[sz] = 0;
+        if (want_meta) {
+            free(meta_buf);
+            meta_buf = buf;
+            meta_len = (size_t)sz;
+        } else {
+            free(*so);
+            free(so_path);
+            *so = buf;
+            *so_len = (size_t)sz;
+            so_path = strdup(path);
+        }
+    }
+    if (r != ARCHIVE_EOF) {
+        rc = tth_diag_set(diag, TTH_EPARSE, NULL, "corrupt artifact tar: %s", archive_error_string(a));
+        goto done;
+    }
+    if (!meta_buf) {
+        rc = tth_diag_set(diag, TTH_EPARSE, NULL, "the artifact has no metadata.json");
+        goto done;
+    }
+    json_error_t je;
+    *meta = json_loadb((const char *)meta_buf, meta_len, 0, &je);
+    if (!*meta) {
+        rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "invalid JSON at line %d: %s", je.line,
+                          je.text);
+        goto done;
+    }
+    const char *want = json_string_value(json_object_get(json_object_get(*meta, "files"),
+                                                         "shared_library"));
+    if (!want || !*so) {
+        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "metadata.json", "the artifact has no host "
+                          "shared library, so it cannot run here");
+        tth_diag_hint(diag, "compile for a target this machine runs (e.g. --target c) with the "
+                      "build_shared option on");
+        goto done;
+    }
+    if (strcmp(want, so_path) != 0) {
+        rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "files.shared_library is '%s' but the "
+                          "tar holds '%s'", want, so_path);
+        goto done;
+    }
+done:
+    free(meta_buf);
+    free(so_path);
+    archive_read_free(a);
+    return rc;
+}
+
+/* Write the .so to a private temporary directory, dlopen it, and remove the file at once (the
+ * mapping stays valid). */
+static int load_library(const unsigned char *so, size_t len, void **dl, tth_diag *diag)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/tthrt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return tth_diag_set(diag, TTH_EIO, dir, "cannot create a temporary directory: %s",
+                            strerror(errno));
+    snprintf(path, sizeof path, "%s/model.so", dir);
+    int rc = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (fd < 0) {
+        rc = tth_diag_set(diag, TTH_EIO, path, "cannot create '%s': %s", path, strerror(errno));
+        rmdir(dir);
+        return rc;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, so + off, len - off);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            rc = tth_diag_set(diag, TTH_EIO, path, "cannot write '%s': %s", path, strerror(errno));
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) != 0 && !rc)
+        rc = tth_diag_set(diag, TTH_EIO, path, "cannot write '%s'", path);
+    if (!rc) {
+        *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!*dl)
+            rc = tth_diag_set(diag, TTH_EIO, "lib/*.so", "cannot load the model's shared library: %s",
+                              dlerror());
+    }
+    unlink(path);
+    rmdir(dir);
+    return rc;
+}
+
+int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_diag *diag)
+{
+    *out = NULL;
+    tthrt_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    unsigned char *so = NULL;
+    size_t so_len = 0;
+    int rc = read_tar(tar, len, &m->meta, &so, &so_len, diag);
+    if (rc)
+        goto fail;
+    const char *name = json_string_value(json_object_get(m->meta, "model"));
+    const char *entry = json_string_value(json_object_get(json_object_get(m->meta, "executor"),
+                                                          "entry"));
+    const json_t *mem = json_object_get(m->meta, "memory");
+    if (!name || !entry || !json_is_object(mem)) {
+        rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "needs \"model\", \"executor.entry\" "
+                          "and \"memory\"");
+        goto fail;
+    }
+    m->name = strdup(name);
+    rc = parse_infos(json_object_get(m->meta, "inputs"), "inputs", &m->in, &m->nin, diag);
+    if (!rc)
+        rc = parse_infos(json_object_get(m->meta, "outputs"), "outputs", &m->out, &m->nout, diag);
+    if (rc)
+        goto fail;
+    json_int_t wsb = json_integer_value(json_object_get(mem, "workspace_bytes"));
+    json_int_t wsa = json_integer_value(json_object_get(mem, "workspace_alignment"));
+    if (wsb < 0 || wsa < 0 || (wsa & (wsa - 1)) != 0) {
+        rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "memory.workspace_bytes or "
+                          "workspace_alignment is invalid");
+        goto fail;
+    }
+    m->workspace_size = (size_t)wsb;
+    m->workspace = aligned_zalloc((size_t)(wsa ? wsa : 16), m->workspace_size);
+    m->in_ptrs = calloc(m->nin ? m->nin : 1, sizeof(void *));
+    m->out_ptrs = calloc(m->nout ? m->nout : 1, sizeof(void *));
+    m->bound = calloc(m->nin ? m->nin : 1, 1);
+    if (!m->name || !m->workspace || !m->in_ptrs || !m->out_ptrs || !m->bound) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < m->nin; i++)
+        if (!(m->in_ptrs[i] = aligned_zalloc(64, m->in[i].nbytes))) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+            goto fail;
+        }
+    for (size_t i = 0; i < m->nout; i++)
+        if (!(m->out_ptrs[i] = aligned_zalloc(64, m->out[i].nbytes))) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+            goto fail;
+        }
+    rc = load_library(so, so_len, &m->dl, diag);
+    if (rc)
+        goto fail;
+    *(void **)&m->run = dlsym(m->dl, entry);
+    if (!m->run) {
+        rc = tth_diag_set(diag, TTH_ENOENT, entry, "the model's library has no entry symbol '%s'",
+                          entry);
+        goto fail;
+    }
+    free(so);
+    *out = m;
+    return 0;
+fail:
+    free(so);
+    tthrt_model_close(m);
+    return rc;
+}
+
+int tthrt_model_open(const char *path, tthrt_model **out, tth_diag *diag)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tth_diag_set(diag, errno == ENOENT ? TTH_ENOENT : TTH_EIO, path,
+                            "cannot open artifact '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || st.st_size < 0) {
+        fclose(f);
+        return tth_diag_set(diag, TTH_EIO, path, "cannot stat '%s'", path);
+    }
+    size_t len = (size_t)st.st_size;
+    unsigned char *buf = malloc(len ? len : 1);
+    if (!buf) {
+        fclose(f);
+        return tth_diag_set(diag, TTH_ENOMEM, path, "out of memory reading '%s'", path);
+    }
+    size_t got = fread(buf, 1, len, f);
+    fclose(f);
+    if (got != len) {
+        free(buf);
+        return tth_diag_set(diag, TTH_EIO, path, "cannot read '%s'", path);
+    }
+    int rc = tthrt_model_open_memory(buf, len, out, diag);
+    free(buf);
+    if (rc)
+        tth_diag_prefix(diag, "opening '%s'", path);
+    return rc;
+}
+
+void tthrt_model_close(tthrt_model *m)
+{
+    if (!m)
+        return;
+    if (m->dl)
+        dlclose(m->dl);
+    for (size_t i = 0; m->in_ptrs && i < m->nin; i++)
+        free(m->in_ptrs[i]);
+    for (size_t i = 0; m->out_ptrs && i < m->nout; i++)
+        free(m->out_ptrs[i]);
+    free(m->in_ptrs);
+    free(m->out_ptrs);
+    free(m->bound);
+    free(m->in);
+    free(m->out);
+    free(m->workspace);
+    free(m->name);
+    json_decref(m->meta);
+    free(m);
+}
+
+const char *tthrt_model_name(const tthrt_model *m) { return m->name; }
+const json_t *tthrt_model_metadata(const tthrt_model *m) { return m->meta; }
+size_t tthrt_model_workspace_size(const tthrt_model *m) { return m->workspace_size; }
+size_t tthrt_model_input_count(const tthrt_model *m) { return m->nin; }
+size_t tthrt_model_output_count(const tthrt_model *m) { return m->nout; }
+
+const tthrt_tensor_info *tthrt_model_input(const tthrt_model *m, size_t i)
+{
+    return i < m->nin ? &m->in[i] : NULL;
+}
+
+const tthrt_tensor_info *tthrt_model_output(const tthrt_model *m, size_t i)
+{
+    return i < m->nout ? &m->out[i] : NULL;
+}
+
+static int find_info(const tthrt_tensor_info *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return (int)i;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].c_name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int tthrt_model_find_input(const tthrt_model *m, const char *name)
+{
+    return find_info(m->in, m->nin, name);
+}
+
+int tthrt_model_find_output(const tthrt_model *m, const char *name)
+{
+    return find_info(m->out, m->nout, name);
+}
+
+static void format_type(tth_dtype dt, int32_t rank, const int64_t *shape, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s[", tthrt__dtype_name(dt));
+    for (int32_t i = 0; i < rank && n > 0 && (size_t)n < len; i++)
+        n += snprintf(buf + n, len - (size_t)n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, "]");
+}
+
+static void list_names(const tthrt_tensor_info *v, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < n && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s'%s'", i ? ", " : "", v[i].name);
+}
+
+int tthrt_model_bind(tthrt_model *m, const char *name, const tthrt_array *a, tth_diag *diag)
+{
+    int i = tthrt_model_find_input(m, name);
+    if (i < 0) {
+        char names[200];
+        list_names(m->in, m->nin, names, sizeof names);
+        tth_diag_set(diag, TTH_EUNKNOWN, name, "model '%s' has no input '%s'", m->name, name);
+        tth_diag_hint(diag, "its inputs are %s", m->nin ? names : "(none)");
+        return TTH_EUNKNOWN;
+    }
+    const tthrt_tensor_info *t = &m->in[i];
+    int same = a->dtype == t->dtype && a->rank == t->rank;
+    for (int32_t d = 0; same && d < t->rank; d++)
+        same = a->shape[d] == t->shape[d];
+    /* a scalar input also takes a one-element array */
+    if (!same && t->rank == 0 && a->dtype == t->dtype && a->nbytes == t->nbytes)
+        same = 1;
+    if (!same || a->nbytes != t->nbytes) {
+        char want[160], got[160];
+        format_type(t->dtype, t->rank, t->shape, want, sizeof want);
+        format_type(a->dtype, a->rank, a->shape, got, sizeof got);
+        return tth_diag_set(diag, TTH_ETYPE, name, "input '%s' expects %s, given %s", t->name,
+                            want, got);
+    }
+    memcpy(m->in_ptrs[i], a->data, t->nbytes);
+    m->bound[i] = 1;
+    return 0;
+}
+
+int tthrt_model_bind_file(tthrt_model *m, const char *name, const char *path, tth_diag *diag)
+{
+    tthrt_array a;
+    int rc = tthrt_array_load(path, &a, diag);
+    if (rc)
+        return rc;
+    rc = tthrt_model_bind(m, name, &a, diag);
+    tthrt_array_clear(&a);
+    if (rc)
+        tth_diag_prefix(diag, "binding '%s'", path);
+    return rc;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int tthrt_model_run(tthrt_model *m, int repeat, tthrt_timing *timing, tth_diag *diag)
+{
+    for (size_t i = 0; i < m->nin; i++)
+        if (!m->bound[i]) {
+            tth_diag_set(diag, TTH_EINVAL, m->in[i].name, "input '%s' of model '%s' is not bound",
+                         m->in[i].name, m->name);
+            tth_diag_hint(diag, "give it with --input %s=FILE.npy", m->in[i].name);
+            return TTH_EINVAL;
+        }
+    if (repeat < 1)
+        repeat = 1;
+    double *t = malloc((size_t)repeat * sizeof *t);
+    if (!t)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    double sum = 0;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = now_ms();
+        int32_t status = m->run(m->in_ptrs, m->out_ptrs, m->workspace);
+        t[r] = now_ms() - t0;
+        sum += t[r];
+        if (status != 0) {
+            free(t);
+            return tth_diag_set(diag, TTH_EPLUGIN, m->name, "model '%s' returned status %d",
+                                m->name, (int)status);
+        }
+    }
+    if (timing) {
+        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+        timing->runs = repeat;
+        timing->min_ms = t[0];
+        timing->median_ms = repeat % 2 ? t[repeat / 2] : (t[repeat / 2 - 1] + t[repeat / 2]) / 2;
+        timing->mean_ms = sum / repeat;
+    }
+    free(t);
+    return 0;
+}
+
+int tthrt_model_output_array(const tthrt_model *m, size_t i, tthrt_array *view, tth_diag *diag)
+{
+    memset(view, 0, sizeof *view);
+    if (i >= m->nout)
+        return tth_diag_set(diag, TTH_EINVAL, NULL, "model '%s' has %zu outputs; no output %zu",
+                            m->name, m->nout, i);
+    const tthrt_tensor_info *t = &m->out[i];
+    view->dtype = t->dtype;
+    view->rank = t->rank;
+    memcpy(view->shape, t->shape, sizeof view->shape);
+    view->data = m->out_ptrs[i];
+    view->nbytes = t->nbytes;
+    view->name = (char *)t->name; /* borrowed: never pass a view to tthrt_array_clear */
+    return 0;
+}
+
+int tthrt_model_write_outputs(const tthrt_model *m, const char *dir, json_t **paths, tth_diag *diag)
+{
+    if (paths)
+        *paths = NULL;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return tth_diag_set(diag, TTH_EIO, dir, "cannot create directory '%s': %s", dir,
+                            strerror(errno));
+    json_t *list = paths ? json_array() : NULL;
+    for (size_t i = 0; i < m->nout; i++) {
+        char file[512], path[2048];
+        snprintf(file, sizeof file, "%s", m->out[i].name);
+        for (char *p = file; *p; p++)
+            if (*p == '/')
+                *p = '_';
+        if (!file[0] || strcmp(file, ".") == 0 || strcmp(file, "..") == 0)
+            snprintf(file, sizeof file, "output_%zu", i);
+        snprintf(path, sizeof path, "%s/%s.npy", dir, file);
+        tthrt_array view;
+        tthrt_model_output_array(m, i, &view, diag);
+        int rc = tthrt_npy_write(path, &view, diag);
+        if (rc) {
+            json_decref(list);
+            return rc;
+        }
+        if (list)
+            json_array_append_new(list, json_string(path));
+    }
+    if (paths)
+        *paths = list;
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* helpers.c: see helpers.h. */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+tth_registry *test_registry(void)
+{
+    const char *root = getenv("TTH_BUILD_ROOT");
+    cr_assert_not_null(root, "TTH_BUILD_ROOT is not set");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/plugins", root);
+    tth_registry *r = tth_registry_new();
+    cr_assert_not_null(r);
+    tth_diag d;
+    tth_diag_clear(&d);
+    int n = tth_registry_load_dir(r, dir, &d);
+    cr_assert_geq(n, 1, "loading plugins from %s: %s", dir, d.message);
+    cr_assert_not_null(tth_registry_find_kind(r, "c"), "no plugin for kind 'c' in %s", dir);
+    return r;
+}
+
+void test_mkdtemp(char *buf, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(buf, len, "%s/tth-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(buf));
+}
+
+void test_rmtree(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+int test_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+uint8_t *test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    uint8_t *buf = malloc((size_t)st.st_size + 1);
+    size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+    fclose(f);
+    if (!buf || n != (size_t)st.st_size) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    if (len)
+        *len = n;
+    return buf;
+}
+
+int test_run(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int test_have(const char *prog)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+    return test_run(cmd) == 0;
+}

@@ -1,0 +1,152 @@
+/* The runtime's array formats (runtime/array.c): .npy round trips for every dtype, .npy v2,
+ * ONNX TensorProto files from libonnx-testdata, and clear errors for bad files. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "tthrt.h"
+
+#define TESTDATA "/usr/share/libonnx-testdata/data"
+
+Test(runtime, npy_round_trip_every_dtype)
+{
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    static const tth_dtype all[] = {TTH_F32, TTH_F16, TTH_F64, TTH_I8, TTH_I16, TTH_I32,
+                                    TTH_I64, TTH_U8, TTH_U16, TTH_U32, TTH_U64, TTH_BOOL};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        tthrt_array a, b;
+        tth_diag d;
+        int64_t shape[3] = {2, 3, (int64_t)k + 1};
+        cr_assert_eq(tthrt_array_init(&a, all[k], 3, shape, &d), 0);
+        for (size_t i = 0; i < a.nbytes; i++)
+            ((unsigned char *)a.data)[i] = (unsigned char)(i * 7 + k);
+        if (all[k] == TTH_BOOL)
+            for (size_t i = 0; i < a.nbytes; i++)
+                ((unsigned char *)a.data)[i] &= 1;
+        snprintf(path, sizeof path, "%s/a%zu.npy", dir, k);
+        cr_assert_eq(tthrt_npy_write(path, &a, &d), 0, "%s", d.message);
+        cr_assert_eq(tthrt_npy_read(path, &b, &d), 0, "%s", d.message);
+        cr_assert_eq(b.dtype, a.dtype);
+        cr_assert_eq(b.rank, 3);
+        cr_assert_eq(b.shape[2], (int64_t)k + 1);
+        cr_assert_eq(b.nbytes, a.nbytes);
+        cr_assert_eq(memcmp(a.data, b.data, a.nbytes), 0);
+        /* the data starts on a 64-byte boundary, as numpy writes it */
+        size_t flen;
+        uint8_t *raw = test_read_file(path, &flen);
+        cr_assert_eq((flen - a.nbytes) % 64, 0);
+        free(raw);
+        tthrt_array_clear(&a);
+        tthrt_array_clear(&b);
+    }
+    /* a scalar and an empty array */
+    tthrt_array s, s2;
+    tth_diag d;
+    cr_assert_eq(tthrt_array_init(&s, TTH_F32, 0, NULL, &d), 0);
+    *(float *)s.data = 2.5f;
+    snprintf(path, sizeof path, "%s/scalar.npy", dir);
+    cr_assert_eq(tthrt_npy_write(path, &s, &d), 0);
+    cr_assert_eq(tthrt_npy_read(path, &s2, &d), 0, "%s", d.message);
+    cr_assert_eq(s2.rank, 0);
+    cr_assert_float_eq(*(float *)s2.data, 2.5f, 0);
+    tthrt_array_clear(&s);
+    tthrt_array_clear(&s2);
+    test_rmtree(dir);
+}
+
+Test(runtime, npy_reads_version_2_and_python_style_headers)
+{
+    /* numpy's v2 layout: 4-byte header length; shape "(3,)"; 'fortran_order' before 'descr' */
+    const char dict[] = "{'fortran_order': False, 'descr': '<i4', 'shape': (3,), }";
+    unsigned char buf[256];
+    size_t hl = 128 - 12;
+    memcpy(buf, "\x93NUMPY\x02\x00", 8);
+    buf[8] = (unsigned char)hl;
+    buf[9] = buf[10] = buf[11] = 0;
+    memset(buf + 12, ' ', hl);
+    memcpy(buf + 12, dict, sizeof dict - 1);
+    buf[12 + hl - 1] = '\n';
+    int32_t v[3] = {7, -8, 9};
+    memcpy(buf + 128, v, sizeof v);
+    tthrt_array a;
+    tth_diag d;
+    cr_assert_eq(tthrt_npy_read_memory(buf, 128 + sizeof v, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(a.dtype, TTH_I32);
+    cr_assert_eq(a.rank, 1);
+    cr_assert_eq(a.shape[0], 3);
+    cr_assert_eq(((int32_t *)a.data)[1], -8);
+    tthrt_array_clear(&a);
+}
+
+Test(runtime, npy_errors_are_clear)
+{
+    tthrt_array a;
+    tth_diag d;
+    cr_assert_eq(tthrt_npy_read_memory("hello world", 11, &a, &d), TTH_EPARSE);
+    cr_assert(strstr(d.message, "magic") != NULL, "%s", d.message);
+    const char big[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }   \n";
+    cr_assert_eq(tthrt_npy_read_memory(big, sizeof big - 1, &a, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "big-endian") != NULL, "%s", d.message);
+    const char trunc[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }   \nab";
+    cr_assert_eq(tthrt_npy_read_memory(trunc, sizeof trunc - 1, &a, &d), TTH_EPARSE);
+    cr_assert(strstr(d.message, "truncated") != NULL, "%s", d.message);
+    cr_assert_eq(tthrt_npy_read("/nonexistent/x.npy", &a, &d), TTH_ENOENT);
+}
+
+Test(runtime, tensorproto_from_testdata)
+{
+    tthrt_array a;
+    tth_diag d;
+    /* test_add: float32 [3, 4, 5] in raw_data */
+    int rc = tthrt_pb_read(TESTDATA "/node/test_add/test_data_set_0/input_0.pb", &a, &d);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    cr_assert_eq(a.dtype, TTH_F32);
+    cr_assert_eq(a.rank, 3);
+    cr_assert_eq(a.shape[0], 3);
+    cr_assert_eq(a.shape[1], 4);
+    cr_assert_eq(a.shape[2], 5);
+    cr_assert_eq(a.nbytes, 240);
+    cr_assert_not_null(a.name);
+    tthrt_array_clear(&a);
+    /* int64 and bool tensors load too */
+    rc = tthrt_array_load(TESTDATA "/node/test_argmax_default_axis_example/test_data_set_0/output_0.pb",
+                          &a, &d);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    cr_assert_eq(a.dtype, TTH_I64);
+    tthrt_array_clear(&a);
+    rc = tthrt_array_load(TESTDATA "/node/test_and2d/test_data_set_0/input_0.pb", &a, &d);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    cr_assert_eq(a.dtype, TTH_BOOL);
+    cr_assert_eq(a.rank, 2);
+    for (size_t i = 0; i < a.nbytes; i++)
+        cr_assert_leq(((unsigned char *)a.data)[i], 1);
+    tthrt_array_clear(&a);
+}
+
+Test(runtime, tensorproto_typed_fields)
+{
+    /* hand-made: dims [2] (packed), data_type 7 (int64), int64_data [5, -1] packed, name "t" */
+    const unsigned char pb[] = {
+        0x0a, 0x01, 0x02,                 /* 1: dims, packed, [2] */
+        0x10, 0x07,                       /* 2: data_type 7 */
+        0x3a, 0x0b, 0x05,                 /* 7: int64_data packed, 11 bytes: 5 */
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, /* -1 */
+        0x42, 0x01, 't',                  /* 8: name */
+    };
+    tthrt_array a;
+    tth_diag d;
+    cr_assert_eq(tthrt_pb_read_memory(pb, sizeof pb, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(a.dtype, TTH_I64);
+    cr_assert_eq(a.shape[0], 2);
+    cr_assert_eq(((int64_t *)a.data)[0], 5);
+    cr_assert_eq(((int64_t *)a.data)[1], -1);
+    cr_assert_str_eq(a.name, "t");
+    tthrt_array_clear(&a);
+    /* a count mismatch is an error naming both counts */
+    const unsigned char bad[] = {0x0a, 0x01, 0x03, 0x10, 0x07, 0x3a, 0x01, 0x05};
+    cr_assert_eq(tthrt_pb_read_memory(bad, sizeof bad, &a, &d), TTH_EPARSE);
+    cr_assert(strstr(d.message, "1 values") != NULL, "%s", d.message);
+}
