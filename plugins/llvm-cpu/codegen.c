@@ -1,10 +1,12 @@
 /* codegen.c: the llvm kind's tir_to_runtime hook: TIR PrimFuncs → one object file.
  *
  * The pipeline, in order (each step requires the ones above it):
- *   1. target_options:  mtriple / mcpu / mattr / opt-level / mabi from the target JSON
+ *   1. target_options:  mtriple / mcpu / mattr / mabi / mfloat-abi / opt-level / fast-math
+ *                       from the target JSON (num-cores is not used: PARALLEL loops run serially)
  *   2. target_machine:  LLVM's target for the triple, a machine for cpu + features
  *   3. declare:         every PrimFunc of the module, so calls may precede definitions
- *   4. tth__llcg_func:  each PrimFunc's body (codegen_func.c, codegen_expr.c)
+ *   4. tth__llcg_func:  each PrimFunc's body (codegen_func.c, codegen_expr.c); then the Arm
+ *                       hard-float calling convention and the fast-math flags when asked
  *   5. LLVMVerifyModule
  *   6. LLVMRunPasses:   "default<O0..3>" with the target machine's cost model
  *   7. emit:            an ELF (or the triple's) object, added as TTH_FILE_OBJECT
@@ -40,6 +42,8 @@ typedef struct llcg_options {
     char features[1024];   /* "+neon,+dotprod" */
     char abi[64];
     int opt_level;         /* 0..3 */
+    int fast_math;         /* every float instruction gets all fast-math flags */
+    int arm_hard_float;    /* Arm with the hard float ABI (see arm_hard_float below) */
 } llcg_options;
 
 static const char *json_str(const json_t *o, const char *key)
@@ -79,12 +83,72 @@ static int add_feature_list(llcg_options *o, const char *s, tth_diag *diag)
     return 0;
 }
 
-static int target_options(const json_t *target, llcg_options *o, tth_diag *diag)
+static int kind_is(const json_t *t, const char *kind)
+{
+    const char *k = json_str(t, "kind");
+    return k && strcmp(k, kind) == 0;
+}
+
+/* The target of the llvm kind: the target itself, else in a composite the first of its targets
+ * of kind llvm, else the host when it is an llvm target. */
+static const json_t *llvm_target(const json_t *t)
+{
+    if (!t || kind_is(t, "llvm"))
+        return t;
+    size_t i;
+    const json_t *sub;
+    json_array_foreach(json_object_get(t, "targets"), i, sub)
+        if (kind_is(sub, "llvm"))
+            return sub;
+    const json_t *host = json_object_get(t, "host");
+    return kind_is(host, "llvm") ? host : t;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* mfloat-abi on an Arm triple, which LLVM-C can only express through the triple and features:
+ * hard → the "eabihf" environment; soft and softfp → "eabi", soft also "+soft-float" (no FPU
+ * instructions at all). Other triples have no float ABI choice: refused. */
+static int float_abi(llcg_options *o, const char *fabi, tth_diag *diag)
+{
+    int arm = strncmp(o->triple, "arm", 3) == 0 || strncmp(o->triple, "thumb", 5) == 0;
+    if (!arm) {
+        tth_diag_set(diag, TTH_EUNSUPPORTED, "target 'mfloat-abi'",
+                     "mfloat-abi applies to Arm triples (arm*, thumb*), not '%s'", o->triple);
+        tth_diag_hint(diag, "drop -mfloat-abi for this triple");
+        return TTH_EUNSUPPORTED;
+    }
+    size_t n = strlen(o->triple);
+    if (strcmp(fabi, "hard") == 0) {
+        if (ends_with(o->triple, "eabi"))
+            snprintf(o->triple + n, sizeof o->triple - n, "hf");
+        else if (!ends_with(o->triple, "eabihf"))
+            snprintf(o->triple + n, sizeof o->triple - n, "-eabihf");
+        o->arm_hard_float = 1;
+        return 0;
+    }
+    if (ends_with(o->triple, "eabihf"))
+        o->triple[n - 2] = '\0';
+    o->arm_hard_float = 0;
+    if (strcmp(fabi, "soft") == 0)
+        return add_feature(o, "+soft-float", strlen("+soft-float"), diag);
+    if (strcmp(fabi, "softfp") == 0)
+        return 0;
+    return tth_diag_set(diag, TTH_EINVAL, "target 'mfloat-abi'", "mfloat-abi must be soft, softfp or hard, not '%s'",
+                        fabi);
+}
+
+static int target_options(const json_t *target_in, llcg_options *o, tth_diag *diag)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = 3;
-    if (target && !json_is_object(target))
+    if (target_in && !json_is_object(target_in))
         return tth_diag_set(diag, TTH_EINVAL, "target", "the target is not a JSON object");
+    const json_t *target = llvm_target(target_in);
 
     const char *triple = target ? json_str(target, "mtriple") : NULL;
     if (triple && *triple) {
@@ -95,7 +159,18 @@ static int target_options(const json_t *target, llcg_options *o, tth_diag *diag)
         LLVMDisposeMessage(def);
     }
     const char *cpu = target ? json_str(target, "mcpu") : NULL;
-    snprintf(o->cpu, sizeof o->cpu, "%s", cpu && *cpu ? cpu : "generic");
+    if (cpu && strcmp(cpu, "native") == 0) {
+        /* the target parser resolves it; a raw target still must not reach LLVM as "native" */
+        char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
+        snprintf(o->cpu, sizeof o->cpu, "%s", host_cpu);
+        int rc = add_feature_list(o, host_features ? host_features : "", diag);
+        LLVMDisposeMessage(host_cpu);
+        LLVMDisposeMessage(host_features);
+        if (rc)
+            return rc;
+    } else {
+        snprintf(o->cpu, sizeof o->cpu, "%s", cpu && *cpu ? cpu : "generic");
+    }
     const char *abi = target ? json_str(target, "mabi") : NULL;
     if (abi)
         snprintf(o->abi, sizeof o->abi, "%s", abi);
@@ -127,6 +202,21 @@ static int target_options(const json_t *target, llcg_options *o, tth_diag *diag)
         }
         o->opt_level = (int)json_integer_value(ol);
     }
+    const json_t *fm = target ? json_object_get(target, "fast-math") : NULL;
+    if (fm && !json_is_null(fm)) {
+        if (!json_is_boolean(fm))
+            return tth_diag_set(diag, TTH_ETYPE, "target 'fast-math'", "fast-math must be true or false");
+        o->fast_math = json_is_true(fm);
+    }
+    if ((strncmp(o->triple, "arm", 3) == 0 || strncmp(o->triple, "thumb", 5) == 0) &&
+        ends_with(o->triple, "eabihf"))
+        o->arm_hard_float = 1;
+    const char *fabi = target ? json_str(target, "mfloat-abi") : NULL;
+    if (fabi) {
+        int rc = float_abi(o, fabi, diag);
+        if (rc)
+            return rc;
+    }
     return 0;
 }
 
@@ -140,6 +230,7 @@ static void llvm_init(void)
     LLVMInitializeAllTargets();
     LLVMInitializeAllTargetMCs();
     LLVMInitializeAllAsmPrinters();
+    LLVMInitializeAllAsmParsers();   /* module assembly: the Arm float ABI attribute */
 }
 
 /* Bare-metal triples ("-none-") get static relocation; hosted ones position-independent code,
@@ -210,6 +301,46 @@ static void model_name(const tth_prim_func *entry, char *buf, size_t len)
         }
     }
     snprintf(buf, len, "default");
+}
+
+/* Arm hard float. LLVM-C cannot set the target machine's float ABI (TargetOptions::FloatABIType
+ * stays "default", which the Arm back end treats as soft even for an eabihf triple), so:
+ *   - every function and call that is not an LLVM intrinsic uses the arm_aapcs_vfpcc calling
+ *     convention (floats in s/d registers), as C compiled with -mfloat-abi=hard expects;
+ *   - math is emitted as explicit C library calls (c->libm_calls), because intrinsics that the
+ *     back end turns into libcalls would use its default (soft) convention;
+ *   - the object records Tag_ABI_VFP_args = 1 (VFP registers) through the assembler directive
+ *     `.eabi_attribute 28, 1` in module assembly, so linkers see a hard-float object.
+ * Run-time ABI helpers (__aeabi_*) keep the base convention, as the Arm run-time ABI requires. */
+static void arm_hard_float(LLVMModuleRef m)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMGetIntrinsicID(f))
+            continue;
+        LLVMSetFunctionCallConv(f, LLVMARMAAPCSVFPCallConv);
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+                if (!LLVMIsACallInst(i))
+                    continue;
+                LLVMValueRef callee = LLVMGetCalledValue(i);
+                if (LLVMIsAFunction(callee) && LLVMGetIntrinsicID(callee))
+                    continue;
+                LLVMSetInstructionCallConv(i, LLVMARMAAPCSVFPCallConv);
+            }
+    }
+    static const char attr[] = ".eabi_attribute 28, 1";
+    LLVMAppendModuleInlineAsm(m, attr, strlen(attr));
+}
+
+/* fast-math: all flags on every instruction that can carry them (float arithmetic, compares,
+ * selects and calls of float type). */
+static void set_fast_math(LLVMModuleRef m)
+{
+    for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+                if (LLVMCanValueUseFastMathFlags(i))
+                    LLVMSetFastMathFlags(i, LLVMFastMathAll);
 }
 
 /* ---------------------------------------------------------------- 6. passes */
@@ -322,7 +453,12 @@ static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func 
         if (rc)
             return rc;
     }
-    /* 5. verify */
+    return 0;
+}
+
+/* 5. the generated IR must be valid before any pass sees it */
+static int verify(tth__llcg *c)
+{
     char *msg = NULL;
     if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg)) {
         tth_diag_set(c->diag, TTH_EINTERNAL, "llvm module", "generated LLVM IR is invalid: %s", msg ? msg : "");
@@ -374,7 +510,14 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     c.big_endian = LLVMByteOrder(c.td) == LLVMBigEndian;
     c.md_loop = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
 
+    c.libm_calls = opt.arm_hard_float;
     rc = lower_module(&c, host, entry);
+    if (!rc && opt.arm_hard_float)
+        arm_hard_float(c.mod);
+    if (!rc && opt.fast_math)
+        set_fast_math(c.mod);
+    if (!rc)
+        rc = verify(&c);
     if (!rc)
         rc = run_passes(c.mod, tm, opt.opt_level, c.diag);
     if (!rc && c.diag->code != TTH_OK)

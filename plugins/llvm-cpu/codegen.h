@@ -50,6 +50,9 @@ typedef struct tth__llcg {
     tth_diag *diag;
     tth__llcg_scope consts;      /* CONST buffer id → private global */
     unsigned md_loop;            /* kind id of !llvm.loop */
+    int libm_calls;              /* math as explicit C library calls, never LLVM intrinsics
+                                    or frem that could become libcalls (Arm hard float: see
+                                    codegen.c) */
 
     /* function level */
     const tth_prim_func *fn;     /* the PrimFunc being lowered */

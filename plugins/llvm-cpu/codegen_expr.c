@@ -5,6 +5,7 @@
  * choices written down once:
  *   - 32- and 64-bit signed add/sub/mul carry `nsw` (C leaves signed overflow undefined);
  *     8- and 16-bit arithmetic is done in 32 bits and truncated, as C's promotion does;
+ *     float16 arithmetic is done in float32 and rounded back;
  *   - floordiv/floormod round towards negative infinity for signed integers and floats
  *     (float floormod is fmod adjusted to the divisor's sign);
  *   - float min/max are C's `a < b ? a : b` / `a > b ? a : b`;
@@ -175,9 +176,25 @@ static LLVMValueRef floor_adjust(tth__llcg *c, LLVMValueRef a, LLVMValueRef b, i
                            LLVMBuildSub(c->b, q, LLVMConstInt(LLVMTypeOf(a), 1, 0), ""), q, "");
 }
 
-static LLVMValueRef float_floor(tth__llcg *c, LLVMValueRef v)
+static LLVMValueRef libm_call(tth__llcg *c, const char *base, LLVMTypeRef ft, tth_dtype t,
+                              LLVMValueRef *args, unsigned n);
+
+/* floor(v) and fmod(a, b) of the float dtype t: an LLVM intrinsic / frem, or C library calls
+ * when c->libm_calls. */
+static LLVMValueRef float_floor(tth__llcg *c, LLVMValueRef v, tth_dtype t)
 {
+    if (c->libm_calls)
+        return libm_call(c, "floor", LLVMTypeOf(v), t, &v, 1);
     return call_intrinsic(c, "llvm.floor", &v, 1);
+}
+
+static LLVMValueRef float_rem(tth__llcg *c, LLVMValueRef a, LLVMValueRef b, tth_dtype t)
+{
+    if (c->libm_calls) {
+        LLVMValueRef args[2] = {a, b};
+        return libm_call(c, "fmod", LLVMTypeOf(a), t, args, 2);
+    }
+    return LLVMBuildFRem(c->b, a, b, "");
 }
 
 static LLVMValueRef lower_compare(tth__llcg *c, tth_tir_binop op, tth_dtype t, LLVMValueRef a,
@@ -219,10 +236,12 @@ static int is_arith(tth_tir_binop op)
 
 /* Float remainder with the sign of the divisor: r = fmod(a, b); r != 0 && sign(r) != sign(b) ?
  * r + b : r (exact, unlike a - floor(a / b) * b). */
-static LLVMValueRef float_floormod(tth__llcg *c, LLVMValueRef a, LLVMValueRef b)
+static LLVMValueRef float_floormod(tth__llcg *c, LLVMValueRef a, LLVMValueRef b, tth_dtype t)
 {
     LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
-    LLVMValueRef r = LLVMBuildFRem(c->b, a, b, "");
+    LLVMValueRef r = float_rem(c, a, b, t);
+    if (!r)
+        return NULL;
     LLVMValueRef rnz = LLVMBuildFCmp(c->b, LLVMRealUNE, r, zero, "");
     LLVMValueRef rneg = LLVMBuildFCmp(c->b, LLVMRealOLT, r, zero, "");
     LLVMValueRef bneg = LLVMBuildFCmp(c->b, LLVMRealOLT, b, zero, "");
@@ -237,7 +256,6 @@ static LLVMValueRef lower_binary(tth__llcg *c, const tth_texpr *e)
     tth_tir_binop op = e->u.bin.op;
     tth_dtype t = e->u.bin.a->dtype;   /* operand dtype; e->dtype is bool for comparisons */
     int fl = tth_dtype_is_float(t);
-
     if (e->u.bin.b->dtype != t) {
         tth__llcg_fail(c, TTH_ETYPE, "operands of '%s' have different dtypes (%s, %s)",
                        binop_name(op), tth_dtype_name(t), tth_dtype_name(e->u.bin.b->dtype));
@@ -259,10 +277,13 @@ static LLVMValueRef lower_binary(tth__llcg *c, const tth_texpr *e)
         return NULL;
 
     tth_dtype wt = t;                  /* the dtype the operation is done in */
-    if (is_int(t) && tth_dtype_size(t) < 4 && is_arith(op)) {
-        a = tth__llcg_convert(c, a, t, TTH_I32);
-        b = tth__llcg_convert(c, b, t, TTH_I32);
+    if (is_int(t) && tth_dtype_size(t) < 4 && is_arith(op))
         wt = TTH_I32;
+    else if (t == TTH_F16 && is_arith(op))
+        wt = TTH_F32;                  /* float16 is computed in float32, as the c kind does */
+    if (wt != t) {
+        a = tth__llcg_convert(c, a, t, wt);
+        b = tth__llcg_convert(c, b, t, wt);
     }
     int s = is_signed_int(wt);
     int nsw = s && wt == t;            /* promoted arithmetic wraps */
@@ -282,17 +303,17 @@ static LLVMValueRef lower_binary(tth__llcg *c, const tth_texpr *e)
         r = fl ? LLVMBuildFDiv(c->b, a, b, "") : s ? LLVMBuildSDiv(c->b, a, b, "") : LLVMBuildUDiv(c->b, a, b, "");
         break;
     case TTH_TBIN_MOD:
-        r = fl ? LLVMBuildFRem(c->b, a, b, "") : s ? LLVMBuildSRem(c->b, a, b, "") : LLVMBuildURem(c->b, a, b, "");
+        r = fl ? float_rem(c, a, b, wt) : s ? LLVMBuildSRem(c->b, a, b, "") : LLVMBuildURem(c->b, a, b, "");
         break;
     case TTH_TBIN_FLOORDIV:
         if (fl)
-            r = float_floor(c, LLVMBuildFDiv(c->b, a, b, ""));
+            r = float_floor(c, LLVMBuildFDiv(c->b, a, b, ""), wt);
         else
             r = s ? floor_adjust(c, a, b, 0) : LLVMBuildUDiv(c->b, a, b, "");
         break;
     case TTH_TBIN_FLOORMOD:
         if (fl)
-            r = float_floormod(c, a, b);
+            r = float_floormod(c, a, b, wt);
         else
             r = s ? floor_adjust(c, a, b, 1) : LLVMBuildURem(c->b, a, b, "");
         break;
@@ -414,8 +435,8 @@ static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
     }
     LLVMValueRef v;
     if (e->u.intrin.op == TTH_TINTRIN_FMOD)
-        v = LLVMBuildFRem(c->b, args[0], args[1], "");
-    else if (r->llvm)
+        v = float_rem(c, args[0], args[1], ct);
+    else if (r->llvm && (!c->libm_calls || e->u.intrin.op == TTH_TINTRIN_FABS))
         v = call_intrinsic(c, r->llvm, args, (unsigned)r->nargs);
     else
         v = libm_call(c, r->libm, ft, ct, args, (unsigned)r->nargs);

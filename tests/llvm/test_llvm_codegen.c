@@ -515,14 +515,23 @@ Test(llvm, float16_storage)
     tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
     tth_texpr *hv = tth_tir_cast(m, TTH_F16, LOAD(x, REF(i)));
     tth_texpr *back = tth_tir_cast(m, TTH_F32, tth_tir_intrin(m, TTH_TINTRIN_FABS, LOAD(h, REF(i)), NULL));
-    tth_tstmt *st[] = {STORE(h, REF(i), hv), STORE(y, REF(i), back)};
-    tth_tbuffer *ps[] = {x, h, y};
-    func(m, "half", ps, 3, FOR(i, 4, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 2)));
+    /* float16 arithmetic: computed in float32, rounded to float16 */
+    tth_tbuffer *z = buf1(m, "z", TTH_F32, 8, TTH_SCOPE_PARAM);
+    tth_texpr *hi = LOAD(h, REF(i));
+    tth_texpr *sum = tth_tir_cast(m, TTH_F32, BIN(ADD, hi, hi));
+    tth_texpr *fdiv = tth_tir_cast(m, TTH_F32, BIN(FLOORDIV, hi, tth_tir_float(m, TTH_F16, 0.75)));
+    tth_tstmt *st[] = {STORE(h, REF(i), hv), STORE(y, REF(i), back), STORE(z, REF(i), sum),
+                       STORE(z, BIN(ADD, REF(i), I64(4)), fdiv)};
+    tth_tbuffer *ps[] = {x, h, y, z};
+    func(m, "half", ps, 4, FOR(i, 4, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 4)));
     linked l;
     compile(m, HOST_TARGET, NULL, &l);
-    float xv[4] = {1.5f, -0.25f, 0.1f, 65504.0f}, yv[4];
+    float xv[4] = {1.5f, -0.25f, 0.1f, 65504.0f}, yv[4], zv[8];
     uint16_t hv_bits[4];
-    cr_assert_eq(((fn3)sym(&l, "half"))(xv, hv_bits, yv, NULL), 0);
+    cr_assert_eq(((fn4)sym(&l, "half"))(xv, hv_bits, yv, zv, NULL), 0);
+    float want_z[8] = {3.0f, -0.5f, 0.199951171875f, INFINITY, /* floor(h / 0.75) */ 2.0f, -1.0f, 0.0f, INFINITY};
+    for (int k = 0; k < 8; k++)
+        cr_assert_eq(zv[k], want_z[k], "z[%d] = %.9g, want %.9g", k, zv[k], want_z[k]);
     /* IEEE binary16 bit patterns, worked out by hand */
     uint16_t want_bits[4] = {0x3E00, 0xB400, 0x2E66, 0x7BFF};
     for (int k = 0; k < 4; k++)
@@ -1023,6 +1032,114 @@ Test(llvm, unvectorizable_loop_warns_through_host_log)
     cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"mtriple\": \"thumbv6m-none-eabi\", \"mcpu\": \"cortex-m0\"}",
                           &rm, &d), 0, "%s", d.message);
     cr_assert(strstr(logged, "not vectorized"), "log: %s", logged);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+/* ---------------------------------------------------------------- more target attributes */
+
+static uint32_t elf_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* The contents of a named section of an ELF32 little-endian object, or NULL. */
+static const uint8_t *elf32_section(const uint8_t *e, size_t len, const char *want, size_t *size)
+{
+    uint32_t shoff = elf_u32(e + 32);
+    uint16_t shentsize = elf_u16(e + 46), shnum = elf_u16(e + 48), shstrndx = elf_u16(e + 50);
+    cr_assert(shoff + (size_t)shnum * shentsize <= len, "section headers out of bounds");
+    const uint8_t *strsh = e + shoff + (size_t)shstrndx * shentsize;
+    const char *names = (const char *)e + elf_u32(strsh + 16);
+    for (uint16_t i = 0; i < shnum; i++) {
+        const uint8_t *sh = e + shoff + (size_t)i * shentsize;
+        if (strcmp(names + elf_u32(sh), want) == 0) {
+            *size = elf_u32(sh + 20);
+            return e + elf_u32(sh + 16);
+        }
+    }
+    return NULL;
+}
+
+/* Does the Arm object record Tag_ABI_VFP_args = 1 (floats in VFP registers)? The tag (28) and
+ * value (1) are two ULEB128 bytes in the "aeabi" attributes subsection. */
+static int arm_vfp_args(const char *target)
+{
+    tth_tir_module *m = axpy_module(16, TTH_LOOP_SERIAL);
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s: %s", target, d.message);
+    const tth_module_file *f = tth_runtime_module_file(rm, 0);
+    cr_assert_eq(f->data[4], 1);
+    cr_assert_eq(elf_u16(f->data + 18), 40);
+    size_t n = 0;
+    const uint8_t *attrs = elf32_section(f->data, f->len, ".ARM.attributes", &n);
+    cr_assert_not_null(attrs, "no .ARM.attributes section for %s", target);
+    int found = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (attrs[i] == 28 && attrs[i + 1] == 1)
+            found = 1;
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+    return found;
+}
+
+Test(llvm, arm_float_abi)
+{
+    cr_assert(arm_vfp_args("{\"kind\": \"llvm\", \"mtriple\": \"thumbv7em-none-eabi\", \"mcpu\": \"cortex-m4\", "
+                           "\"mfloat-abi\": \"hard\"}"), "-mfloat-abi=hard: no Tag_ABI_VFP_args");
+    cr_assert(arm_vfp_args("{\"kind\": \"llvm\", \"mtriple\": \"thumbv7em-none-eabihf\", \"mcpu\": \"cortex-m7\"}"),
+              "an eabihf triple means the hard float ABI");
+    cr_assert(!arm_vfp_args("{\"kind\": \"llvm\", \"mtriple\": \"thumbv7em-none-eabihf\", \"mcpu\": \"cortex-m4\", "
+                            "\"mfloat-abi\": \"softfp\"}"), "softfp passes floats in core registers");
+    cr_assert(!arm_vfp_args("{\"kind\": \"llvm\", \"mtriple\": \"thumbv7em-none-eabi\", \"mcpu\": \"cortex-m4\"}"),
+              "eabi defaults to the soft float ABI");
+}
+
+Test(llvm, float_abi_on_x86_is_refused)
+{
+    tth_tir_module *m = axpy_module(4, TTH_LOOP_SERIAL);
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"mtriple\": \"x86_64-linux-gnu\", \"mfloat-abi\": \"hard\"}",
+                          &rm, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "mfloat-abi"), "message: %s", d.message);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+/* fast-math may reassociate the reduction; the sum of small integers stays exact. */
+Test(llvm, fast_math_reduction)
+{
+    enum { n = 1000 };
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_F32, 1, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tstmt *st[] = {STORE(o, I64(0), F32(0)),
+                       FOR(i, n, TTH_LOOP_SERIAL, STORE(o, I64(0), BIN(ADD, LOAD(o, I64(0)), LOAD(a, REF(i)))))};
+    tth_tbuffer *ps[] = {a, o};
+    func(m, "sum", ps, 2, tth_tir_seq(m, st, 2));
+    linked l;
+    compile(m, "{\"kind\": \"llvm\", \"fast-math\": true}", NULL, &l);
+    float av[n], ov[1];
+    for (int k = 0; k < n; k++)
+        av[k] = (float)(k % 13 - 6);
+    float want = 0;
+    for (int k = 0; k < n; k++)
+        want += av[k];
+    cr_assert_eq(((fn2)sym(&l, "sum"))(av, ov, NULL), 0);
+    cr_assert_eq(ov[0], want, "sum %g, want %g", ov[0], want);
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* In a composite target the llvm member's attributes are used (here: its triple). */
+Test(llvm, composite_target_uses_the_llvm_member)
+{
+    tth_tir_module *m = axpy_module(4, TTH_LOOP_SERIAL);
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, "{\"kind\": \"composite\", \"targets\": [{\"kind\": \"cmsis-nn\"}, "
+                             "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}]}", &rm, &d), 0, "%s", d.message);
+    cr_assert_eq(elf_u16(tth_runtime_module_file(rm, 0)->data + 18), 183);
     tth_runtime_module_free(rm);
     tth_tir_module_free(m);
 }
