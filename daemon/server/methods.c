@@ -190,7 +190,7 @@ static void m_target_parse(tthd_server *srv, tthd_request *req)
 static char *options_text(const tthd_request *req)
 {
     const json_t *o = json_object_get(req->params, "options");
-    return json_dumps(o ? o : json_object(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    return o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : strdup("{}");
 }
 
 /* Stream an artifact, then answer. */
@@ -211,11 +211,11 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
     } while (off < len);
     char sum[17];
     snprintf(sum, sizeof sum, "%016" PRIx64, (uint64_t)XXH64(art, len, 0));
-    tthd_respond(req, json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:O}", "cache", cache_state, "key",
+    tthd_respond(req, json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", cache_state, "key",
                                 req->key, "artifact", "size", (json_int_t)len, "xxh64", sum, "chunks",
                                 (json_int_t)chunks, "target", req->target ? req->target : json_null(), "metadata",
                                 metadata ? metadata : json_null(), "diagnostics",
-                                diagnostics ? diagnostics : json_array()));
+                                diagnostics ? json_incref((json_t *)diagnostics) : json_array()));
 }
 
 static void on_compile_progress(tthd_job *job, const char *stage, int percent)
@@ -276,8 +276,9 @@ static void on_compile_target(tthd_job *job)
         return;
     }
     tthd_progress(req, "report", "compile", 5);
-    json_t *params = json_pack("{s:s, s:O, s:O, s:I}", "model_name", req->model_name, "target", req->target,
-                               "options", json_object_get(req->params, "options") ?: json_object(), "model_size",
+    json_t *options = json_object_get(req->params, "options");
+    json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
+                               "options", options ? json_incref(options) : json_object(), "model_size",
                                (json_int_t)req->model_size);
     tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
     if (!cj) {

@@ -196,14 +196,19 @@ static void on_worker_message(tthd_worker *w, tthp_message *m)
         } else if (strcmp(m->method, "worker/ready") == 0) {
             w->ready = 1;
             pool->startup_failures = 0;
-            if (w->generation >= pool->describe_gen || !pool->describe) {
+            json_t *describe = json_object_get(m->params, "describe");
+            tthd_log(TTHD_LOG_DEBUG, "worker %d ready (plugin set %u)", w->pid, w->generation);
+            if (w->generation == pool->generation && pool->describe && pool->describe_gen == pool->generation &&
+                !json_equal(json_object_get(describe, "plugins"), json_object_get(pool->describe, "plugins"))) {
+                /* it read the directory after a change the others did not see: a new set */
+                tthd_pool_reload(pool);
+            } else if (w->generation == pool->generation) {
                 json_decref(pool->describe);
-                pool->describe = json_incref(json_object_get(m->params, "describe"));
+                pool->describe = json_incref(describe);
                 json_decref(pool->load_error);
                 pool->load_error = json_incref(json_object_get(m->params, "loadError"));
                 pool->describe_gen = w->generation;
             }
-            tthd_log(TTHD_LOG_DEBUG, "worker %d ready (plugin set %u)", w->pid, w->generation);
             pool_dispatch(pool);
         } else if (strcmp(m->method, "$/progress") == 0) {
             if (w->job && w->job->cb && w->job->progress)

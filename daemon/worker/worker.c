@@ -47,12 +47,6 @@ typedef struct tthw_state {
 } tthw_state;
 
 static tthw_state W;
-
-/* The target system may be missing from an older libtth: then target/parse says so. */
-#pragma weak tth_target_parse
-#pragma weak tth_target_from_json
-#pragma weak tth_target_to_string
-#pragma weak tth_target_to_json_text
 static volatile sig_atomic_t cancel_flag;
 
 static void on_sigusr1(int sig)
@@ -138,11 +132,6 @@ static void handle_target_parse(const json_t *id, const json_t *params, const tt
     tth_diag d;
     tth_diag_clear(&d);
     const json_t *target = json_object_get(params, "target");
-    if (!tth_target_parse || !tth_target_from_json || !tth_target_to_string || !tth_target_to_json_text) {
-        tth_diag_set(&d, TTH_EUNSUPPORTED, "libtth", "this libtth has no target parser");
-        send_error(id, &d);
-        return;
-    }
     json_t *canon = json_is_string(target)
                         ? tth_target_parse(W.shadow, host, json_string_value(target), &d)
                         : tth_target_from_json(W.shadow, host, target, &d);

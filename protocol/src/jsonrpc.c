@@ -31,7 +31,7 @@ int tthp_message_parse(const void *body, size_t len, tthp_message *m)
 {
     memset(m, 0, sizeof *m);
     json_error_t je;
-    m->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    m->root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!m->root) {
         char msg[128];
         snprintf(msg, sizeof msg, "not JSON: %.80s (line %d, column %d)", je.text, je.line, je.column);

@@ -1,0 +1,336 @@
+/* harness.c: see harness.h. */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *e2e_build_path(const char *rel, char *buf, size_t len)
+{
+    const char *root = getenv("TTH_BUILD_ROOT");
+    cr_assert_not_null(root, "TTH_BUILD_ROOT is not set (run through meson test)");
+    snprintf(buf, len, "%s/%s", root, rel);
+    return buf;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    cr_assert(in >= 0, "cannot open %s: %s", from, strerror(errno));
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    cr_assert(out >= 0, "cannot create %s: %s", to, strerror(errno));
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        cr_assert_eq(write(out, buf, (size_t)n), n);
+    close(in);
+    close(out);
+    chmod(to, 0755);
+}
+
+void e2e_put_plugin(const char *dir, const char *name, const char *as)
+{
+    char rel[256], from[1024], to[1024];
+    snprintf(rel, sizeof rel, "tests/plugins/%s.so", name);
+    e2e_build_path(rel, from, sizeof from);
+    snprintf(to, sizeof to, "%s/%s%s", dir, as ? as : name, as ? "" : ".so");
+    copy_file(from, to);
+}
+
+pid_t e2e_spawn(e2e_daemon *d, const char *const *args)
+{
+    char tthd[1024];
+    e2e_build_path("daemon/tthd", tthd, sizeof tthd);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = tthd;
+    argv[n++] = "--socket";
+    argv[n++] = d->sock;
+    argv[n++] = "--plugins-dir";
+    argv[n++] = d->plugins;
+    argv[n++] = "--cache-dir";
+    argv[n++] = d->cache;
+    argv[n++] = "--workers";
+    argv[n++] = "2";
+    argv[n++] = "--verbose";
+    for (size_t i = 0; args && args[i] && n < 62; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            close(null);
+        }
+        execv(tthd, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int try_connect(const char *sock)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void e2e_start(e2e_daemon *d, const char *const *plugins, const char *const *args)
+{
+    e2e_prepare(d);
+    e2e_launch(d, plugins, args);
+}
+
+void e2e_prepare(e2e_daemon *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->root, sizeof d->root, "/tmp/tth-e2e-XXXXXX");
+    cr_assert_not_null(mkdtemp(d->root));
+    chmod(d->root, 0755);
+    snprintf(d->sock, sizeof d->sock, "%s/run/tthd.sock", d->root);
+    snprintf(d->plugins, sizeof d->plugins, "%s/plugins", d->root);
+    snprintf(d->cache, sizeof d->cache, "%s/cache", d->root);
+    snprintf(d->log, sizeof d->log, "%s/tthd.log", d->root);
+    cr_assert_eq(mkdir(d->plugins, 0755), 0);
+}
+
+void e2e_launch(e2e_daemon *d, const char *const *plugins, const char *const *args)
+{
+    for (size_t i = 0; plugins && plugins[i]; i++)
+        e2e_put_plugin(d->plugins, plugins[i], NULL);
+    d->pid = e2e_spawn(d, args);
+    for (int i = 0; i < 300; i++) {
+        int fd = try_connect(d->sock);
+        if (fd >= 0) {
+            close(fd);
+            return;
+        }
+        int status;
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+            e2e_dump_log(d);
+            cr_assert_fail("tthd exited at startup (status %d)", status);
+        }
+        usleep(50000);
+    }
+    e2e_dump_log(d);
+    cr_assert_fail("tthd did not listen on %s within 15 s", d->sock);
+}
+
+int e2e_wait_exit(pid_t pid, int timeout_ms, int *status)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+void e2e_dump_log(const e2e_daemon *d)
+{
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return;
+    fprintf(stderr, "---- tthd log (%s) ----\n", d->log);
+    char line[2048];
+    while (fgets(line, sizeof line, f))
+        fputs(line, stderr);
+    fprintf(stderr, "---- end of tthd log ----\n");
+    fclose(f);
+}
+
+void e2e_cleanup(e2e_daemon *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+void e2e_stop(e2e_daemon *d)
+{
+    e2e_client *c = e2e_client_new(d);
+    e2e_client_init(c);
+    json_t *r = e2e_call(c, 999999, "shutdown", NULL);
+    cr_assert_not_null(r, "no answer to shutdown");
+    cr_assert(json_is_null(json_object_get(r, "result")), "shutdown failed");
+    json_decref(r);
+    e2e_client_free(c);
+    int status = 0;
+    int exited = e2e_wait_exit(d->pid, 20000, &status);
+    if (!exited) {
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &status, 0);
+        e2e_dump_log(d);
+        cr_assert_fail("tthd did not exit within 20 s of shutdown");
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        e2e_dump_log(d);
+    cr_assert(WIFEXITED(status), "tthd ended by signal %d (sanitizer abort?)", WTERMSIG(status));
+    cr_assert_eq(WEXITSTATUS(status), 0, "tthd exited with status %d (a leak or sanitizer report?)",
+                 WEXITSTATUS(status));
+    struct stat st;
+    cr_assert_neq(lstat(d->sock, &st), 0, "the socket %s is still there after shutdown", d->sock);
+    e2e_cleanup(d);
+}
+
+int e2e_connect_fd(const char *sock)
+{
+    int fd = try_connect(sock);
+    cr_assert(fd >= 0, "cannot connect to %s: %s", sock, strerror(errno));
+    return fd;
+}
+
+e2e_client *e2e_client_new(const e2e_daemon *d)
+{
+    e2e_client *c = calloc(1, sizeof *c);
+    cr_assert_not_null(c);
+    c->fd = e2e_connect_fd(d->sock);
+    tthp_fd_reader_init(&c->reader, c->fd, 64u * 1024 * 1024);
+    c->notes = json_array();
+    return c;
+}
+
+void e2e_client_free(e2e_client *c)
+{
+    if (!c)
+        return;
+    close(c->fd);
+    tthp_fd_reader_free(&c->reader);
+    json_decref(c->notes);
+    free(c->binary);
+    free(c);
+}
+
+void e2e_send(e2e_client *c, json_t *msg_new)
+{
+    cr_assert_not_null(msg_new);
+    cr_assert_eq(tthp_write_message_fd(c->fd, msg_new), 0);
+    json_decref(msg_new);
+}
+
+void e2e_send_raw(e2e_client *c, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(c->fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        cr_assert(n > 0, "write failed: %s", strerror(errno));
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+json_t *e2e_recv(e2e_client *c, int timeout_ms)
+{
+    for (;;) {
+        tthp_frame f;
+        int r = tthp_fd_read_frame(&c->reader, &f, timeout_ms);
+        if (r != 1)
+            return NULL;
+        if (f.type == TTHP_FRAME_BINARY) {
+            if (c->binary_len + f.len > c->binary_cap) {
+                c->binary_cap = (c->binary_len + f.len) * 2;
+                c->binary = realloc(c->binary, c->binary_cap);
+                cr_assert_not_null(c->binary);
+            }
+            memcpy(c->binary + c->binary_len, f.data, f.len);
+            c->binary_len += f.len;
+            c->binary_frames++;
+            continue;
+        }
+        if (f.type != TTHP_FRAME_JSON)
+            return NULL;
+        json_t *m = json_loadb((const char *)f.data, f.len, 0, NULL);
+        cr_assert_not_null(m, "tthd sent invalid JSON: %.*s", (int)f.len, f.data);
+        return m;
+    }
+}
+
+json_t *e2e_recv_response(e2e_client *c, int timeout_ms)
+{
+    for (;;) {
+        json_t *m = e2e_recv(c, timeout_ms);
+        if (!m || !json_object_get(m, "method"))
+            return m;
+        json_array_append_new(c->notes, m);
+    }
+}
+
+json_t *e2e_call(e2e_client *c, json_int_t id, const char *method, json_t *params_new)
+{
+    e2e_send(c, tthp_request_new(id, method, params_new ? params_new : json_object()));
+    for (;;) {
+        json_t *m = e2e_recv(c, 60000);
+        if (!m)
+            return NULL;
+        json_t *mid = json_object_get(m, "id");
+        if (json_object_get(m, "method")) {
+            json_array_append_new(c->notes, m);
+            continue;
+        }
+        if (json_is_integer(mid) && json_integer_value(mid) == id)
+            return m;
+        json_array_append_new(c->notes, m); /* an answer to something else */
+    }
+}
+
+void e2e_upload(e2e_client *c, json_int_t id, const void *data, size_t len, size_t chunk)
+{
+    json_t *jid = json_integer(id);
+    for (size_t off = 0; off < len; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        cr_assert_eq(tthp_write_chunk_fd(c->fd, jid, "model", off, (const uint8_t *)data + off, n, len), 0);
+    }
+    json_decref(jid);
+}
+
+void e2e_client_init(e2e_client *c)
+{
+    json_t *r = e2e_call(c, 0, "initialize",
+                         json_pack("{s:s, s:{s:s, s:s}}", "protocolVersion", TTHP_PROTOCOL_VERSION, "clientInfo",
+                                   "name", "e2e", "version", "1"));
+    cr_assert_not_null(r, "no answer to initialize");
+    cr_assert_eq(e2e_error_code(r), 0, "initialize failed");
+    json_decref(r);
+}
+
+int e2e_error_code(const json_t *resp)
+{
+    const json_t *e = json_object_get(resp, "error");
+    return e ? (int)json_integer_value(json_object_get(e, "code")) : 0;
+}
+
+json_int_t e2e_result_int(const json_t *resp, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(json_object_get(resp, "result"), a);
+    if (b)
+        v = json_object_get(v, b);
+    cr_assert(json_is_integer(v), "result.%s%s%s is not an integer", a, b ? "." : "", b ? b : "");
+    return json_integer_value(v);
+}

@@ -1,0 +1,79 @@
+/* harness.h: start a real tthd on a temporary socket (with temporary plugins and cache
+ * directories) and talk to it with raw frames. Used by every end-to-end test. */
+#ifndef TTH_E2E_HARNESS_H
+#define TTH_E2E_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include <tthproto/jsonrpc.h>
+
+typedef struct e2e_daemon {
+    char root[128];      /* temporary directory holding everything below */
+    char sock[192];
+    char plugins[192];
+    char cache[192];
+    char log[192];       /* tthd's stderr */
+    pid_t pid;
+} e2e_daemon;
+
+typedef struct e2e_client {
+    int fd;
+    tthp_fd_reader reader;
+    json_t *notes;       /* notifications received while waiting for responses */
+    uint8_t *binary;     /* bytes of binary frames received */
+    size_t binary_len, binary_cap;
+    size_t binary_frames;
+} e2e_client;
+
+/* Path of a built file under the build root ("daemon/tthd"). */
+const char *e2e_build_path(const char *rel, char *buf, size_t len);
+
+/* Copy the test plugin `name` (tests/plugins/<name>.so) into dir as <as> (NULL: same name). */
+void e2e_put_plugin(const char *dir, const char *name, const char *as);
+
+/* Fill the paths and create the temporary directories (no daemon yet). */
+void e2e_prepare(e2e_daemon *d);
+/* Copy the plugins, start tthd, wait for its socket (after e2e_prepare). */
+void e2e_launch(e2e_daemon *d, const char *const *plugins, const char *const *args);
+/* e2e_prepare + e2e_launch: create the directories, copy the plugins (NULL-terminated names of tests/plugins/NAME.so, may be
+ * NULL), start tthd with the extra arguments (NULL-terminated, may be NULL), wait for its socket. */
+void e2e_start(e2e_daemon *d, const char *const *plugins, const char *const *args);
+/* Like e2e_start, without waiting for the socket nor asserting. */
+pid_t e2e_spawn(e2e_daemon *d, const char *const *args);
+/* Send shutdown on a fresh connection, wait for exit, assert status 0 (no sanitizer report) and
+ * that the socket is gone, remove the temporary directory. */
+void e2e_stop(e2e_daemon *d);
+/* Wait up to timeout_ms for pid; returns 1 and *status when it exited, 0 on timeout. */
+int e2e_wait_exit(pid_t pid, int timeout_ms, int *status);
+/* Remove the temporary directory (after the daemon is gone). */
+void e2e_cleanup(e2e_daemon *d);
+/* Print tthd's log to stderr (for failures). */
+void e2e_dump_log(const e2e_daemon *d);
+
+/* Connect a raw socket (asserts). */
+int e2e_connect_fd(const char *sock);
+e2e_client *e2e_client_new(const e2e_daemon *d);
+void e2e_client_free(e2e_client *c);
+/* initialize, asserting success. */
+void e2e_client_init(e2e_client *c);
+
+void e2e_send(e2e_client *c, json_t *msg_new);
+void e2e_send_raw(e2e_client *c, const void *data, size_t len);
+/* Next JSON message (new reference); binary frames are accumulated in c->binary; NULL on EOF,
+ * error or timeout. */
+json_t *e2e_recv(e2e_client *c, int timeout_ms);
+/* Next response (notifications go to c->notes); NULL on EOF, error or timeout. */
+json_t *e2e_recv_response(e2e_client *c, int timeout_ms);
+/* Send a request and return its response (notifications go to c->notes). */
+json_t *e2e_call(e2e_client *c, json_int_t id, const char *method, json_t *params_new);
+/* Upload bytes for request id as $/chunk + binary pairs of at most chunk bytes. */
+void e2e_upload(e2e_client *c, json_int_t id, const void *data, size_t len, size_t chunk);
+
+/* The response's error code, or 0 for a result. */
+int e2e_error_code(const json_t *resp);
+/* resp.result.<a>.<b> as an integer (b may be NULL). */
+json_int_t e2e_result_int(const json_t *resp, const char *a, const char *b);
+
+#endif

@@ -1,0 +1,197 @@
+/* End to end: plugins that crash, abort, hang or eat memory in a hook; hot-adding a plugin;
+ * a client that disconnects mid-request. The daemon must survive each, name the plugin and hook,
+ * and keep serving every other request. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* Parse `target`; return the response (asserts there is one). */
+static json_t *parse(e2e_client *c, json_int_t id, const char *target)
+{
+    json_t *r = e2e_call(c, id, "target/parse", json_pack("{s:s}", "target", target));
+    cr_assert_not_null(r, "no answer to target/parse '%s' (daemon down?)", target);
+    return r;
+}
+
+static const json_t *first_diag(const json_t *r)
+{
+    return json_array_get(json_object_get(json_object_get(json_object_get(r, "error"), "data"), "diagnostics"), 0);
+}
+
+/* The daemon still does real work. */
+static void assert_serving(e2e_client *c, json_int_t id)
+{
+    json_t *r = parse(c, id, "test-basic");
+    cr_assert_eq(e2e_error_code(r), 0, "a good request failed after a bad plugin: %s",
+                 json_string_value(json_object_get(json_object_get(r, "error"), "message")));
+    json_decref(r);
+}
+
+/* A misbehaving target_parser fails its request with `code`, naming plugin and hook. */
+static void check_bad_plugin(const char *plugin, const char *kind, int code, const char *const *args)
+{
+    const char *const plugins[] = {"tp_basic", plugin, NULL};
+    e2e_daemon d;
+    e2e_start(&d, plugins, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    assert_serving(c, 1);
+    for (int round = 0; round < 2; round++) {
+        json_t *r = parse(c, 10 + round, kind);
+        cr_assert_eq(e2e_error_code(r), code, "%s: expected error %d, got %d (%s)", kind, code, e2e_error_code(r),
+                     json_string_value(json_object_get(json_object_get(r, "error"), "message")));
+        const json_t *diag = first_diag(r);
+        cr_assert_not_null(diag, "%s: no diagnostic", kind);
+        const char *loc = json_string_value(json_object_get(diag, "location"));
+        cr_assert(loc && strstr(loc, kind) && strstr(loc, "target_parser"),
+                  "%s: the diagnostic must name the plugin and the hook: '%s'", kind, loc ? loc : "(null)");
+        cr_assert(strlen(json_string_value(json_object_get(diag, "hint"))) > 0, "a crash diagnostic has a hint");
+        json_decref(r);
+        assert_serving(c, 20 + round);
+    }
+    json_t *r = e2e_call(c, 30, "status", NULL);
+    cr_assert(e2e_result_int(r, "workers", "crashed") + e2e_result_int(r, "workers", "killed") >= 2,
+              "the bad workers were not counted");
+    cr_assert_eq(e2e_result_int(r, "workers", "alive"), 2, "the pool was not refilled");
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+Test(plugins, segfault_in_target_parser, .timeout = 120)
+{
+    check_bad_plugin("tp_crash_segv", "test-segv", TTHP_CODE_FROM_TTH(-18), NULL);
+}
+
+Test(plugins, abort_in_target_parser, .timeout = 120)
+{
+    check_bad_plugin("tp_crash_abort", "test-abort", TTHP_CODE_FROM_TTH(-18), NULL);
+}
+
+Test(plugins, infinite_loop_in_target_parser, .timeout = 120)
+{
+    static const char *const args[] = {"--request-timeout", "2", NULL};
+    check_bad_plugin("tp_crash_loop", "test-loop", TTHP_CODE_FROM_TTH(-14), args);
+}
+
+Test(plugins, runaway_allocation_in_target_parser, .timeout = 120)
+{
+    static const char *const args[] = {"--worker-memory-limit", "400M", "--request-timeout", "30", NULL};
+    const char *const plugins[] = {"tp_basic", "tp_crash_hog", NULL};
+    e2e_daemon d;
+    e2e_start(&d, plugins, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *r = parse(c, 1, "test-hog");
+    int code = e2e_error_code(r);
+    /* watched RSS (sanitizer builds) → ELIMIT; RLIMIT_AS → malloc fails: the plugin returns
+     * EPLUGIN or dies on it (ECRASH). Either way only this request fails. */
+    cr_assert(code == TTHP_CODE_FROM_TTH(-16) || code == TTHP_CODE_FROM_TTH(-9) || code == TTHP_CODE_FROM_TTH(-18),
+              "runaway allocation: unexpected answer %d", code);
+    if (code != TTHP_CODE_FROM_TTH(-9)) {
+        const char *loc = json_string_value(json_object_get(first_diag(r), "location"));
+        cr_assert(loc && strstr(loc, "test-hog") && strstr(loc, "target_parser"), "location '%s'", loc);
+    }
+    json_decref(r);
+    assert_serving(c, 2);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+/* While one worker loops, the others serve; a disconnect cancels (kills) the looping job. */
+Test(plugins, other_requests_carry_on_and_disconnect_cancels, .timeout = 120)
+{
+    static const char *const args[] = {"--request-timeout", "60", NULL};
+    const char *const plugins[] = {"tp_basic", "tp_crash_loop", NULL};
+    e2e_daemon d;
+    e2e_start(&d, plugins, args);
+    e2e_client *looper = e2e_client_new(&d);
+    e2e_client_init(looper);
+    e2e_send(looper, tthp_request_new(1, "target/parse", json_pack("{s:s}", "target", "test-loop")));
+
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    for (int i = 0; i < 5; i++)
+        assert_serving(c, 10 + i);
+    json_t *r = e2e_call(c, 20, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "workers", "busy"), 1, "one worker is stuck in the loop");
+    cr_assert_eq(e2e_result_int(r, "workers", "killed"), 0);
+    json_decref(r);
+
+    e2e_client_free(looper); /* goes away mid-request */
+    int killed = 0;
+    for (int i = 0; i < 100 && !killed; i++) {
+        usleep(100000);
+        r = e2e_call(c, 30 + i, "status", NULL);
+        killed = e2e_result_int(r, "workers", "killed") == 1 && e2e_result_int(r, "workers", "busy") == 0;
+        json_decref(r);
+    }
+    cr_assert(killed, "the abandoned job's worker was not stopped");
+    assert_serving(c, 200);
+
+    /* $/cancelRequest does the same for a client that stays */
+    e2e_send(c, tthp_request_new(300, "target/parse", json_pack("{s:s}", "target", "test-loop")));
+    usleep(300000);
+    e2e_send(c, tthp_notification_new("$/cancelRequest", json_pack("{s:i}", "id", 300)));
+    r = e2e_recv_response(c, 10000);
+    cr_assert_eq(e2e_error_code(r), TTHP_REQUEST_CANCELLED);
+    json_decref(r);
+    assert_serving(c, 301);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+static int lists_kind(e2e_client *c, json_int_t id, const char *kind)
+{
+    json_t *r = e2e_call(c, id, "targets/list", NULL);
+    cr_assert_eq(e2e_error_code(r), 0);
+    int found = 0;
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(json_object_get(r, "result"), "kinds"), i, k)
+        found |= strcmp(json_string_value(json_object_get(k, "kind")), kind) == 0;
+    json_decref(r);
+    return found;
+}
+
+Test(plugins, hot_add, .timeout = 120)
+{
+    const char *const plugins[] = {"tp_basic", NULL};
+    e2e_daemon d;
+    e2e_start(&d, plugins, NULL);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    cr_assert(lists_kind(c, 1, "test-basic"));
+    cr_assert(!lists_kind(c, 2, "test-hot"), "test-hot is not installed yet");
+    json_t *r = e2e_call(c, 3, "status", NULL);
+    json_int_t gen = e2e_result_int(r, "workers", "generation");
+    json_decref(r);
+
+    /* install the way package managers do: write beside, then rename into place */
+    char tmp[512], final[512];
+    snprintf(tmp, sizeof tmp, "%s/.tp_hot.so.tmp", d.plugins);
+    snprintf(final, sizeof final, "%s/tp_hot.so", d.plugins);
+    e2e_put_plugin(d.plugins, "tp_hot", ".tp_hot.so.tmp");
+    cr_assert_eq(rename(tmp, final), 0);
+
+    int found = 0;
+    for (int i = 0; i < 100 && !found; i++) {
+        found = lists_kind(c, 10 + i, "test-hot");
+        if (!found)
+            usleep(100000);
+    }
+    cr_assert(found, "the new plugin never showed in targets/list");
+    r = parse(c, 200, "test-hot");
+    cr_assert_eq(e2e_error_code(r), 0, "the new kind does not parse: %s",
+                 json_string_value(json_object_get(json_object_get(r, "error"), "message")));
+    json_decref(r);
+    r = e2e_call(c, 201, "status", NULL);
+    cr_assert(e2e_result_int(r, "workers", "generation") > gen, "the plugin set generation did not grow");
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
