@@ -1,0 +1,215 @@
+/* The TIR interpreter on hand-built TIR: C integer semantics (wrapping, truncating division,
+ * floor division/modulo), float32 rounding, bounds checks, LOCAL allocation, CALL_FUNC with
+ * workspace buffers, and refusals (call_extern, unbound variables). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "lt_util.h"
+
+static tth_tir_module *m;
+static tth_diag d;
+
+static void setup(void)
+{
+    m = tth_tir_module_new();
+    cr_assert_not_null(m);
+    tth_diag_clear(&d);
+}
+
+static void teardown(void)
+{
+    tth_tir_module_free(m);
+}
+
+/* f(out: dtype[n]) { for i in 0..n: out[i] = value(i) } */
+static tth_prim_func *one_loop(const char *name, tth_dtype dt, int64_t n, tth_texpr *(*value)(tth_texpr *i))
+{
+    tth_tbuffer *out = tth_tir_buffer(m, "out", dt, 1, &n, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tstmt *body = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+                                  tth_tir_store(m, out, tth_tir_ref(m, i), value(tth_tir_ref(m, i))));
+    tth_prim_func *f = tth_tir_func_add(m, name, &out, 1, body, "c", NULL, &d);
+    cr_assert_not_null(f, "%s", d.message);
+    return f;
+}
+
+static tth_texpr *i8_wrap(tth_texpr *i)
+{
+    /* (int8)(i) * 100: 0, 100, -56 (200 wraps), 44 (300 wraps) */
+    return tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_cast(m, TTH_I8, i), tth_tir_int(m, TTH_I8, 100));
+}
+
+Test(tir_eval, int8_arithmetic_wraps, .init = setup, .fini = teardown)
+{
+    one_loop("f", TTH_I8, 4, i8_wrap);
+    int8_t out[4];
+    void *bufs[1] = {out};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    cr_assert_eq(out[0], 0);
+    cr_assert_eq(out[1], 100);
+    cr_assert_eq(out[2], -56);
+    cr_assert_eq(out[3], 44);
+}
+
+static tth_texpr *divs(tth_texpr *i)
+{
+    /* a = i - 3 in [-3, 3]; pack (a / 2, a % 2, floordiv(a, 2), floormod(a, 2)) as 1000s */
+    tth_texpr *a = tth_tir_bin(m, TTH_TBIN_SUB, i, tth_tir_i64(m, 3));
+    tth_texpr *two = tth_tir_i64(m, 2);
+    tth_texpr *q = tth_tir_bin(m, TTH_TBIN_DIV, a, two), *r = tth_tir_bin(m, TTH_TBIN_MOD, a, two);
+    tth_texpr *fq = tth_tir_bin(m, TTH_TBIN_FLOORDIV, a, two), *fr = tth_tir_bin(m, TTH_TBIN_FLOORMOD, a, two);
+    tth_texpr *s = tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_bin(m, TTH_TBIN_MUL, q, tth_tir_i64(m, 1000)),
+                               tth_tir_bin(m, TTH_TBIN_MUL, r, tth_tir_i64(m, 100)));
+    s = tth_tir_bin(m, TTH_TBIN_ADD, s, tth_tir_bin(m, TTH_TBIN_MUL, fq, tth_tir_i64(m, 10)));
+    return tth_tir_bin(m, TTH_TBIN_ADD, s, fr);
+}
+
+Test(tir_eval, division_truncates_and_floors, .init = setup, .fini = teardown)
+{
+    one_loop("f", TTH_I64, 7, divs);
+    int64_t out[7];
+    void *bufs[1] = {out};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    /* a = -3: C: -1, -1; floor: -2, 1 */
+    cr_assert_eq(out[0], -1000 - 100 - 20 + 1);
+    /* a = -1: C: 0, -1; floor: -1, 1 */
+    cr_assert_eq(out[2], 0 - 100 - 10 + 1);
+    /* a = 3: 1, 1, 1, 1 */
+    cr_assert_eq(out[6], 1000 + 100 + 10 + 1);
+}
+
+static tth_texpr *f32_third(tth_texpr *i)
+{
+    return tth_tir_bin(m, TTH_TBIN_DIV, tth_tir_cast(m, TTH_F32, i), tth_tir_float(m, TTH_F32, 3.0));
+}
+
+Test(tir_eval, float32_rounds_like_c, .init = setup, .fini = teardown)
+{
+    one_loop("f", TTH_F32, 5, f32_third);
+    float out[5];
+    void *bufs[1] = {out};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(out[i], (float)i / 3.0f);
+}
+
+static tth_texpr *nearby(tth_texpr *i)
+{
+    /* i - 2.5 rounded half to even: -2.5 → -2, -1.5 → -2, -0.5 → -0, 0.5 → 0, 1.5 → 2 */
+    tth_texpr *x = tth_tir_bin(m, TTH_TBIN_SUB, tth_tir_cast(m, TTH_F32, i), tth_tir_float(m, TTH_F32, 2.5));
+    return tth_tir_intrin(m, TTH_TINTRIN_ROUND_EVEN, x, NULL);
+}
+
+Test(tir_eval, round_half_to_even, .init = setup, .fini = teardown)
+{
+    one_loop("f", TTH_F32, 5, nearby);
+    float out[5];
+    void *bufs[1] = {out};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    const float want[5] = {-2, -2, 0, 0, 2};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(out[i], want[i], "element %d: %g", i, out[i]);
+}
+
+static tth_texpr *past_end;
+static tth_texpr *load_past(tth_texpr *i)
+{
+    (void)i;
+    return past_end;
+}
+
+Test(tir_eval, out_of_bounds_load_is_an_error, .init = setup, .fini = teardown)
+{
+    int64_t n = 4;
+    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    /* out[i] = in[i + 1]: reads in[4] on the last iteration */
+    tth_tstmt *body = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+                                  tth_tir_store(m, out, tth_tir_ref(m, i),
+                                                tth_tir_load(m, in, tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_ref(m, i),
+                                                                                 tth_tir_i64(m, 1)))));
+    tth_tbuffer *ps[2] = {in, out};
+    cr_assert_not_null(tth_tir_func_add(m, "f", ps, 2, body, "c", NULL, &d));
+    float a[4] = {1, 2, 3, 4}, b[4];
+    void *bufs[2] = {a, b};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 2, &d), TTH_EINTERNAL);
+    cr_assert(strstr(d.message, "out of bounds") && strstr(d.message, "'in'") && strstr(d.message, "4"), "%s",
+              d.message);
+    (void)load_past;
+    (void)past_end;
+}
+
+Test(tir_eval, call_extern_is_unsupported_with_its_name, .init = setup, .fini = teardown)
+{
+    int64_t n = 1;
+    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_texpr *arg = tth_tir_float(m, TTH_F32, 1.0);
+    tth_tstmt *body = tth_tir_store(m, out, tth_tir_i64(m, 0), tth_tir_call_extern(m, TTH_F32, "arm_fancy_op", &arg, 1));
+    cr_assert_not_null(tth_tir_func_add(m, "f", &out, 1, body, "c", NULL, &d));
+    float o;
+    void *bufs[1] = {&o};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "arm_fancy_op"), "%s", d.message);
+}
+
+Test(tir_eval, integer_division_by_zero_is_an_error, .init = setup, .fini = teardown)
+{
+    int64_t n = 1;
+    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_I32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_I32, 1, &n, TTH_SCOPE_PARAM);
+    tth_texpr *z = tth_tir_load(m, in, tth_tir_i64(m, 0));
+    tth_tstmt *body = tth_tir_store(m, out, tth_tir_i64(m, 0), tth_tir_bin(m, TTH_TBIN_DIV, tth_tir_int(m, TTH_I32, 7), z));
+    tth_tbuffer *ps[2] = {in, out};
+    cr_assert_not_null(tth_tir_func_add(m, "f", ps, 2, body, "c", NULL, &d));
+    int32_t a = 0, b = 0;
+    void *bufs[2] = {&a, &b};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 2, &d), TTH_EINVAL);
+    cr_assert(strstr(d.message, "division by zero"), "%s", d.message);
+}
+
+/* entry(in, out) { workspace w; callee(in, w); callee(w, out) } with callee(a, b): b[i] = a[i]*2 + 1,
+ * callee allocating a LOCAL scratch it writes then reads */
+Test(tir_eval, call_func_with_workspace_and_local, .init = setup, .fini = teardown)
+{
+    int64_t n = 3;
+    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tbuffer *tmp = tth_tir_buffer(m, "tmp", TTH_F32, 1, &n, TTH_SCOPE_LOCAL);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64), *j = tth_tir_var(m, "j", TTH_I64);
+    tth_tstmt *s1 = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+                                tth_tir_store(m, tmp, tth_tir_ref(m, i),
+                                              tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_load(m, a, tth_tir_ref(m, i)),
+                                                          tth_tir_float(m, TTH_F32, 2.0))));
+    tth_tstmt *s2 = tth_tir_for(m, j, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+                                tth_tir_store(m, b, tth_tir_ref(m, j),
+                                              tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_load(m, tmp, tth_tir_ref(m, j)),
+                                                          tth_tir_float(m, TTH_F32, 1.0))));
+    tth_tstmt *ss[2] = {s1, s2};
+    tth_tbuffer *ps[2] = {a, b};
+    cr_assert_not_null(tth_tir_func_add(m, "callee", ps, 2, tth_tir_allocate(m, tmp, tth_tir_seq(m, ss, 2)), "c", NULL, &d));
+    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_INPUT);
+    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *w = tth_tir_buffer(m, "w", TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *c1[2] = {in, w}, *c2[2] = {w, out};
+    tth_tstmt *cs[2] = {tth_tir_call_func(m, "callee", c1, 2), tth_tir_call_func(m, "callee", c2, 2)};
+    tth_tbuffer *eps[2] = {in, out};
+    cr_assert_not_null(tth_tir_func_add(m, "entry", eps, 2, tth_tir_seq(m, cs, 2), "c", NULL, &d));
+    float x[3] = {0, 1, -2}, y[3];
+    void *bufs[2] = {x, y};
+    cr_assert_eq(tth_tir_eval(m, "entry", bufs, 2, &d), 0, "%s", d.message);
+    /* (x*2+1)*2+1 */
+    cr_assert_eq(y[0], 3.0f);
+    cr_assert_eq(y[1], 7.0f);
+    cr_assert_eq(y[2], -5.0f);
+}
+
+Test(tir_eval, unknown_function_and_wrong_arity, .init = setup, .fini = teardown)
+{
+    one_loop("f", TTH_I8, 4, i8_wrap);
+    int8_t out[4];
+    void *bufs[2] = {out, out};
+    cr_assert_eq(tth_tir_eval(m, "nope", bufs, 1, &d), TTH_ENOENT);
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 2, &d), TTH_EINVAL);
+}
