@@ -552,7 +552,11 @@ tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *cons
     tth_texpr *save_value = c->slot_value;
     c->slot_node = s->anchor;
     c->slot_value = slot;
-    tth_texpr *ev = lw_value_at(c, s->epi, idx);
+    /* the epilogue node's own expression (its buffer is where the result goes, not a source) */
+    const lw_op_impl *impl = lw_op_lookup(s->epi->u.call.op);
+    tth_texpr *ev = impl && impl->value ? impl->value(c, s->epi, idx) : NULL;
+    if (!ev && c->diag && c->diag->code == TTH_OK)
+        lw_fail(c, TTH_EINTERNAL, s->epi, "lowering: the epilogue node is not pointwise");
     c->slot_node = save_node;
     c->slot_value = save_value;
     if (!ev)

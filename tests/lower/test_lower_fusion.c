@@ -1,0 +1,404 @@
+/* Fusion and whole-function lowering: the epilogue of an anchor (conv + bias add + relu as one
+ * PrimFunc with no intermediate buffer), quantized anchors with a requantize epilogue (ONNX
+ * QLinearConv / QLinearMatMul data), DAGs with several anchors (LOCAL intermediates) checked
+ * against the same ops lowered one by one, tuple results, refusals, loop annotations, and the
+ * time to lower a ResNet-18-sized set of convolutions.
+ * Tolerance: float32 |got - want| <= 1e-6 + 1e-5 * |want|; integers exact. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lt_util.h"
+#include "lower_internal.h"
+
+#define RTOL 1e-5
+#define ATOL 1e-6
+
+static tth_ttype tt(tth_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    tth_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.rank = rank;
+    int64_t s[4] = {a, b, c, d};
+    for (int i = 0; i < rank; i++)
+        t.shape[i] = s[i];
+    return t;
+}
+
+static void need(const char *test)
+{
+    if (!lt_onnx_available(test))
+        cr_skip_test("ONNX test data %s is not installed (libonnx-testdata)", test);
+}
+
+static int count_allocs(const lt_fn *t)
+{
+    return lt_count_stmts(t->pf->body, TTH_TSTMT_ALLOCATE);
+}
+
+/* conv (ONNX test_basic_conv_with_padding) + bias -20 + relu in one PrimFunc */
+Test(fusion, conv_bias_relu_is_one_primfunc_without_intermediates)
+{
+    need("test_basic_conv_with_padding");
+    tth_tensor *x = lt_onnx_input("test_basic_conv_with_padding", 0);
+    tth_tensor *w = lt_onnx_input("test_basic_conv_with_padding", 1);
+    tth_tensor *y = lt_onnx_output("test_basic_conv_with_padding", 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &x->type);
+    tth_rexpr *cw = tth_relay_const(t.rm, w, "w");
+    tth_ttype bt = tt(TTH_F32, 3, 1, 1, 1, 0);
+    double bv = -20.0;
+    tth_rexpr *cb = tth_relay_const(t.rm, lt_tensor(TTH_F32, 3, bt.shape, &bv), "b");
+    tth_rexpr *a2[2] = {px, cw};
+    tth_rexpr *conv = lt_call(&t, TTH_OP_CONV2D, a2, 2, "{\"padding\": [1, 1, 1, 1]}");
+    tth_rexpr *a3[2] = {conv, cb};
+    tth_rexpr *add = lt_call(&t, TTH_OP_ADD, a3, 2, NULL);
+    tth_rexpr *relu = lt_call(&t, TTH_OP_RELU, &add, 1, NULL);
+    cr_assert_eq(lt_lower(&t, relu), 0, "%s", t.diag.message);
+    cr_assert_eq(t.tm->nfuncs, 1);
+    cr_assert_eq(count_allocs(&t), 0, "the conv accumulates in the output: no LOCAL buffer");
+    cr_assert_str_eq(json_string_value(json_object_get(t.pf->attrs, "op")), "nn.conv2d");
+    tth_tensor *got;
+    if (getenv("LT_DUMP")) {
+        char *txt = tth_tir_print_func(t.pf);
+        fprintf(stderr, "%s\n", txt);
+        free(txt);
+    }
+    cr_assert_eq(lt_run(&t, &x, &got, 1), 0, "%s", t.diag.message);
+    /* reference: ONNX's conv output, plus the bias, through relu */
+    int64_t n = tth_ttype_numel(&y->type);
+    int clipped = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double want = fmax(0.0, tth_tensor_get_f64(y, i) - 20.0);
+        clipped += want == 0.0;
+        cr_assert_float_eq(tth_tensor_get_f64(got, i), want, ATOL + RTOL * fabs(want), "element %lld", (long long)i);
+    }
+    cr_assert(clipped > 0 && clipped < n, "the test must exercise both sides of relu");
+    tth_tensor_unref(got);
+    tth_tensor_unref(x);
+    tth_tensor_unref(y);
+    lt_free(&t);
+}
+
+/* QLinearConv = qnn.conv2d then requantize (x_scale*w_scale → y_scale), fused */
+Test(fusion, qlinearconv_as_qnn_conv2d_with_requantize_epilogue)
+{
+    const char *T = "test_qlinearconv";
+    need(T);
+    tth_tensor *in[8];
+    for (int i = 0; i < 8; i++)
+        in[i] = lt_onnx_input(T, i);
+    tth_tensor *y = lt_onnx_output(T, 0);
+    /* inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point */
+    float xs = *(float *)in[1]->data, ws = *(float *)in[4]->data;
+    double iscale = (double)(xs * ws);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &in[0]->type);
+    tth_rexpr *args[4] = {px, tth_relay_const(t.rm, tth_tensor_ref(in[3]), "w"),
+                          tth_relay_const(t.rm, tth_tensor_ref(in[2]), "xzp"),
+                          tth_relay_const(t.rm, tth_tensor_ref(in[5]), "wzp")};
+    tth_rexpr *acc = lt_call(&t, TTH_OP_QNN_CONV2D, args, 4, NULL);
+    int64_t one = 1;
+    double zero = 0;
+    tth_rexpr *rq[5] = {acc, tth_relay_const(t.rm, lt_tensor(TTH_F32, 1, &one, &iscale), "iscale"),
+                        tth_relay_const(t.rm, lt_tensor(TTH_I32, 1, &one, &zero), "izp"),
+                        tth_relay_const(t.rm, tth_tensor_ref(in[6]), "yscale"),
+                        tth_relay_const(t.rm, tth_tensor_ref(in[7]), "yzp")};
+    tth_rexpr *out = lt_call(&t, TTH_OP_REQUANTIZE, rq, 5, "{\"out_dtype\": \"uint8\"}");
+    cr_assert_eq(lt_lower(&t, out), 0, "%s", t.diag.message);
+    cr_assert_eq(t.tm->nfuncs, 1);
+    /* int32 accumulation cannot live in the uint8 output: one LOCAL plane */
+    cr_assert_eq(count_allocs(&t), 1);
+    tth_tensor *got;
+    if (getenv("LT_DUMP")) {
+        char *txt = tth_tir_print_func(t.pf);
+        fprintf(stderr, "%s\n", txt);
+        free(txt);
+    }
+    cr_assert_eq(lt_run(&t, &in[0], &got, 1), 0, "%s", t.diag.message);
+    char msg[256];
+    cr_assert_eq(lt_compare(got, y, 0, 0, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor_unref(got);
+    tth_tensor_unref(y);
+    for (int i = 0; i < 8; i++)
+        tth_tensor_unref(in[i]);
+    lt_free(&t);
+}
+
+/* QLinearMatMul = qnn.matmul then requantize */
+Test(fusion, qlinearmatmul_as_qnn_matmul_with_requantize_epilogue)
+{
+    const char *T = "test_qlinearmatmul_2D";
+    need(T);
+    tth_tensor *in[8];
+    for (int i = 0; i < 8; i++)
+        in[i] = lt_onnx_input(T, i);
+    tth_tensor *y = lt_onnx_output(T, 0);
+    /* a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point */
+    float as = *(float *)in[1]->data, bs = *(float *)in[4]->data;
+    double iscale = (double)(as * bs);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *pa = lt_param(&t, "a", &in[0]->type);
+    tth_rexpr *pb = lt_param(&t, "b", &in[3]->type);
+    tth_rexpr *args[4] = {pa, pb, tth_relay_const(t.rm, tth_tensor_ref(in[2]), "azp"),
+                          tth_relay_const(t.rm, tth_tensor_ref(in[5]), "bzp")};
+    tth_rexpr *acc = lt_call(&t, TTH_OP_QNN_MATMUL, args, 4, NULL);
+    int64_t one = 1;
+    double zero = 0;
+    tth_rexpr *rq[5] = {acc, tth_relay_const(t.rm, lt_tensor(TTH_F32, 1, &one, &iscale), "iscale"),
+                        tth_relay_const(t.rm, lt_tensor(TTH_I32, 1, &one, &zero), "izp"),
+                        tth_relay_const(t.rm, tth_tensor_ref(in[6]), "yscale"),
+                        tth_relay_const(t.rm, tth_tensor_ref(in[7]), "yzp")};
+    tth_rexpr *out = lt_call(&t, TTH_OP_REQUANTIZE, rq, 5, "{\"out_dtype\": \"uint8\"}");
+    cr_assert_eq(lt_lower(&t, out), 0, "%s", t.diag.message);
+    tth_tensor *ins[2] = {in[0], in[3]}, *got;
+    cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
+    char msg[256];
+    cr_assert_eq(lt_compare(got, y, 0, 0, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor_unref(got);
+    tth_tensor_unref(y);
+    for (int i = 0; i < 8; i++)
+        tth_tensor_unref(in[i]);
+    lt_free(&t);
+}
+
+/* ---- DAGs: the whole function against the same ops lowered one at a time ---- */
+
+static uint32_t lcg = 12345;
+static double rnd(void)
+{
+    lcg = lcg * 1103515245u + 12345u;
+    return ((lcg >> 8) & 0xffff) / 32768.0 - 1.0;
+}
+
+static tth_tensor *rand_tensor(const tth_ttype *t)
+{
+    int64_t n = tth_ttype_numel(t);
+    double *v = malloc(sizeof(double) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = rnd();
+    tth_tensor *r = lt_tensor(t->dtype, t->rank, t->shape, v);
+    free(v);
+    return r;
+}
+
+/* run one op alone on tensors: a helper giving the step-by-step reference */
+static tth_tensor *run_single(tth_op op, tth_tensor *const *args, size_t nargs, const char *attrs)
+{
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *ps[8];
+    for (size_t i = 0; i < nargs; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "a%zu", i);
+        ps[i] = lt_param(&t, name, &args[i]->type);
+    }
+    tth_rexpr *b = lt_call(&t, op, ps, nargs, attrs);
+    cr_assert_eq(lt_lower(&t, b), 0, "%s", t.diag.message);
+    tth_tensor *out;
+    cr_assert_eq(lt_run(&t, args, &out, 1), 0, "%s", t.diag.message);
+    lt_free(&t);
+    return out;
+}
+
+Test(fusion, dag_with_two_anchors_uses_local_buffers)
+{
+    /* softmax(reshape(max_pool(relu(conv(x, w) + b)))) */
+    tth_ttype xt = tt(TTH_F32, 4, 1, 3, 8, 8), wt = tt(TTH_F32, 4, 4, 3, 3, 3), bt = tt(TTH_F32, 4, 1, 4, 1, 1);
+    tth_tensor *x = rand_tensor(&xt), *w = rand_tensor(&wt), *b = rand_tensor(&bt);
+    const char *conv_attrs = "{\"padding\": [1, 1, 1, 1]}";
+    const char *pool_attrs = "{\"pool_size\": [2, 2], \"strides\": [2, 2]}";
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &xt);
+    tth_rexpr *pw = lt_param(&t, "w", &wt);
+    tth_rexpr *pb = lt_param(&t, "b", &bt);
+    tth_rexpr *a[2] = {px, pw};
+    tth_rexpr *conv = lt_call(&t, TTH_OP_CONV2D, a, 2, conv_attrs);
+    tth_rexpr *a2[2] = {conv, pb};
+    tth_rexpr *add = lt_call(&t, TTH_OP_ADD, a2, 2, NULL);
+    tth_rexpr *relu = lt_call(&t, TTH_OP_RELU, &add, 1, NULL);
+    tth_rexpr *pool = lt_call(&t, TTH_OP_MAX_POOL2D, &relu, 1, pool_attrs);
+    tth_rexpr *rs = lt_call(&t, TTH_OP_RESHAPE, &pool, 1, "{\"newshape\": [1, 64]}");
+    tth_rexpr *sm = lt_call(&t, TTH_OP_SOFTMAX, &rs, 1, "{\"axis\": 1}");
+    cr_assert_eq(lt_lower(&t, sm), 0, "%s", t.diag.message);
+    /* conv+add+relu fused into one LOCAL buffer, pool and reshape each one more */
+    cr_assert_geq(count_allocs(&t), 3);
+    tth_tensor *ins[3] = {x, w, b}, *got;
+    cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
+    /* step by step */
+    tth_tensor *s1a[2] = {x, w};
+    tth_tensor *s1 = run_single(TTH_OP_CONV2D, s1a, 2, conv_attrs);
+    tth_tensor *s2a[2] = {s1, b};
+    tth_tensor *s2 = run_single(TTH_OP_ADD, s2a, 2, NULL);
+    tth_tensor *s3 = run_single(TTH_OP_RELU, &s2, 1, NULL);
+    tth_tensor *s4 = run_single(TTH_OP_MAX_POOL2D, &s3, 1, pool_attrs);
+    tth_tensor *s5 = run_single(TTH_OP_RESHAPE, &s4, 1, "{\"newshape\": [1, 64]}");
+    tth_tensor *s6 = run_single(TTH_OP_SOFTMAX, &s5, 1, "{\"axis\": 1}");
+    char msg[256];
+    cr_assert_eq(lt_compare(got, s6, RTOL, ATOL, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor *all[] = {got, s1, s2, s3, s4, s5, s6, x, w, b};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tth_tensor_unref(all[i]);
+    lt_free(&t);
+}
+
+Test(fusion, anchor_broadcast_by_a_later_op_is_not_fused)
+{
+    /* matmul [2,3]x[3,4] -> [2,4], then add with [5,2,4]: the add's result is bigger than the
+     * anchor, so the matmul goes to a LOCAL buffer and the add runs as its own loop nest */
+    tth_ttype at = tt(TTH_F32, 2, 2, 3, 0, 0), bt = tt(TTH_F32, 2, 3, 4, 0, 0), ct = tt(TTH_F32, 3, 5, 2, 4, 0);
+    tth_tensor *A = rand_tensor(&at), *B = rand_tensor(&bt), *C = rand_tensor(&ct);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *pa = lt_param(&t, "a", &at), *pb = lt_param(&t, "b", &bt), *pc = lt_param(&t, "c", &ct);
+    tth_rexpr *a[2] = {pa, pb};
+    tth_rexpr *mm = lt_call(&t, TTH_OP_MATMUL, a, 2, NULL);
+    tth_rexpr *a2[2] = {mm, pc};
+    tth_rexpr *add = lt_call(&t, TTH_OP_ADD, a2, 2, NULL);
+    cr_assert_eq(lt_lower(&t, add), 0, "%s", t.diag.message);
+    cr_assert_eq(count_allocs(&t), 1);
+    tth_tensor *ins[3] = {A, B, C}, *got;
+    cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
+    tth_tensor *m = run_single(TTH_OP_MATMUL, ins, 2, NULL);
+    tth_tensor *s2[2] = {m, C};
+    tth_tensor *want = run_single(TTH_OP_ADD, s2, 2, NULL);
+    char msg[256];
+    cr_assert_eq(lt_compare(got, want, RTOL, ATOL, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor *all[] = {got, m, want, A, B, C};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tth_tensor_unref(all[i]);
+    lt_free(&t);
+}
+
+Test(fusion, tuple_results_split_and_param_copy)
+{
+    /* f(x) = (split(x)[0] * 2, split(x)[1], x) */
+    tth_ttype xt = tt(TTH_F32, 2, 2, 6, 0, 0);
+    tth_tensor *x = rand_tensor(&xt);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &xt);
+    tth_rexpr *sp = lt_call(&t, TTH_OP_SPLIT, &px, 1, "{\"axis\": 1, \"sizes\": [2, 4]}");
+    tth_diag d;
+    tth_rexpr *g0 = tth_relay_tuple_get(t.rm, sp, 0, &d), *g1 = tth_relay_tuple_get(t.rm, sp, 1, &d);
+    cr_assert(g0 && g1);
+    double two = 2.0;
+    tth_rexpr *k = tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, NULL, &two), "two");
+    tth_rexpr *a[2] = {g0, k};
+    tth_rexpr *mul = lt_call(&t, TTH_OP_MULTIPLY, a, 2, NULL);
+    tth_rexpr *fields[3] = {mul, g1, px};
+    tth_rexpr *tup = tth_relay_tuple(t.rm, fields, 3, &d);
+    cr_assert_not_null(tup, "%s", d.message);
+    cr_assert_eq(lt_lower(&t, tup), 0, "%s", t.diag.message);
+    cr_assert_eq(t.pf->nparams, 4, "x, then one output per tuple field");
+    tth_tensor *got[3];
+    cr_assert_eq(lt_run(&t, &x, got, 3), 0, "%s", t.diag.message);
+    const float *xv = x->data, *o0 = got[0]->data, *o1 = got[1]->data, *o2 = got[2]->data;
+    for (int r = 0; r < 2; r++) {
+        for (int c = 0; c < 2; c++)
+            cr_assert_eq(o0[r * 2 + c], xv[r * 6 + c] * 2.0f);
+        for (int c = 0; c < 4; c++)
+            cr_assert_eq(o1[r * 4 + c], xv[r * 6 + 2 + c]);
+    }
+    cr_assert_eq(memcmp(o2, xv, x->nbytes), 0);
+    for (int i = 0; i < 3; i++)
+        tth_tensor_unref(got[i]);
+    tth_tensor_unref(x);
+    lt_free(&t);
+}
+
+Test(fusion, float16_is_refused_naming_the_op)
+{
+    tth_ttype xt = tt(TTH_F16, 1, 4, 0, 0, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &xt);
+    tth_rexpr *r = lt_call(&t, TTH_OP_RELU, &px, 1, NULL);
+    char why[256];
+    cr_assert_eq(tth_lower_op_supported(r, why, sizeof why), 0);
+    cr_assert(strstr(why, "nn.relu") && strstr(why, "float16"), "%s", why);
+    cr_assert_eq(lt_lower(&t, r), TTH_EUNSUPPORTED);
+    cr_assert(strstr(t.diag.message, "float16"), "%s", t.diag.message);
+    cr_assert_eq(t.tm->nfuncs, 0, "nothing is added on failure");
+    lt_free(&t);
+}
+
+Test(fusion, every_op_has_a_lowering)
+{
+    /* the one table covers TTH_RELAY_OPS, and nothing past its end */
+    for (int op = 1; op < TTH_OP_COUNT_; op++)
+        cr_assert_not_null(lw_op_lookup((tth_op)op), "%s has no lowering", tth_op_name((tth_op)op));
+    cr_assert_null(lw_op_lookup(TTH_OP_COUNT_));
+    cr_assert_null(lw_op_lookup(TTH_OP_INVALID));
+}
+
+Test(fusion, loops_are_annotated)
+{
+    tth_ttype xt = tt(TTH_F32, 4, 1, 16, 32, 32), wt = tt(TTH_F32, 4, 16, 16, 3, 3);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &xt), *pw = lt_param(&t, "w", &wt);
+    tth_rexpr *a[2] = {px, pw};
+    tth_rexpr *conv = lt_call(&t, TTH_OP_CONV2D, a, 2, "{\"padding\": [1, 1, 1, 1]}");
+    tth_rexpr *relu = lt_call(&t, TTH_OP_RELU, &conv, 1, NULL);
+    cr_assert_eq(lt_lower(&t, relu), 0, "%s", t.diag.message);
+    cr_assert_eq(lt_count_loops(t.pf->body, TTH_LOOP_PARALLEL), 1);
+    cr_assert_geq(lt_count_loops(t.pf->body, TTH_LOOP_VECTORIZED), 1);
+    lt_free(&t);
+}
+
+/* ResNet-18's convolutions (with bias add + relu epilogues) lowered in milliseconds */
+Test(fusion, resnet18_sized_lowering_is_fast)
+{
+    struct { int64_t c, o, h, k, s; } L[] = {
+        {3, 64, 224, 7, 2},   {64, 64, 56, 3, 1},  {64, 64, 56, 3, 1},  {64, 64, 56, 3, 1},  {64, 64, 56, 3, 1},
+        {64, 128, 56, 3, 2},  {128, 128, 28, 3, 1}, {64, 128, 56, 1, 2}, {128, 128, 28, 3, 1}, {128, 128, 28, 3, 1},
+        {128, 256, 28, 3, 2}, {256, 256, 14, 3, 1}, {128, 256, 28, 1, 2}, {256, 256, 14, 3, 1}, {256, 256, 14, 3, 1},
+        {256, 512, 14, 3, 2}, {512, 512, 7, 3, 1},  {256, 512, 14, 1, 2}, {512, 512, 7, 3, 1},  {512, 512, 7, 3, 1},
+    };
+    size_t nl = sizeof L / sizeof L[0];
+    tth_relay_module *rm = tth_relay_module_new("r18");
+    tth_tir_module *tm = tth_tir_module_new();
+    tth_relay_function *fns[32];
+    tth_diag d;
+    for (size_t i = 0; i < nl; i++) {
+        tth_ttype xt = tt(TTH_F32, 4, 1, L[i].c, L[i].h, L[i].h), wt = tt(TTH_F32, 4, L[i].o, L[i].c, L[i].k, L[i].k);
+        tth_ttype bt = tt(TTH_F32, 3, L[i].o, 1, 1, 0);
+        tth_rexpr *x = tth_relay_var(rm, "x", &xt);
+        tth_rexpr *w = tth_relay_const(rm, tth_tensor_new(&wt, NULL), "w");
+        tth_rexpr *b = tth_relay_const(rm, tth_tensor_new(&bt, NULL), "b");
+        int64_t p = L[i].k / 2;
+        json_t *at = json_pack("{s:[I,I],s:[I,I,I,I]}", "strides", (json_int_t)L[i].s, (json_int_t)L[i].s, "padding",
+                               (json_int_t)p, (json_int_t)p, (json_int_t)p, (json_int_t)p);
+        tth_rexpr *a[2] = {x, w};
+        tth_rexpr *conv = tth_relay_call(rm, TTH_OP_CONV2D, a, 2, at, &d);
+        cr_assert_not_null(conv, "%s", d.message);
+        tth_rexpr *a2[2] = {conv, b};
+        tth_rexpr *add = tth_relay_call(rm, TTH_OP_ADD, a2, 2, NULL, &d);
+        tth_rexpr *relu = tth_relay_call(rm, TTH_OP_RELU, &add, 1, NULL, &d);
+        char name[32];
+        snprintf(name, sizeof name, "fused_conv%zu", i);
+        fns[i] = tth_relay_function_add(rm, name, &x, 1, relu, json_pack("{s:i}", "Primitive", 1), &d);
+        cr_assert_not_null(fns[i], "%s", d.message);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t i = 0; i < nl; i++)
+        cr_assert_not_null(tth_lower_primitive(tm, fns[i], fns[i]->name, "c", &d), "%s", d.message);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    cr_log_info("lowered %zu fused convolutions in %.2f ms", nl, ms);
+    /* generous for sanitizer builds; an unsanitized build takes well under 10 ms */
+    cr_assert_lt(ms, 500.0, "lowering took %.1f ms", ms);
+    cr_assert_eq(tth_tir_verify(tm, &d), 0, "%s", d.message);
+    tth_relay_module_free(rm);
+    tth_tir_module_free(tm);
+}
