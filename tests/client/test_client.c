@@ -25,6 +25,7 @@
 #include <archive_entry.h>
 #include <jansson.h>
 
+#include <tthproto/jsonrpc.h>
 #include <tthrt.h>
 
 /* ---- the fixture ---- */
@@ -562,4 +563,185 @@ Test(client, stop_stops_the_daemon)
     ctl(&po, "--no-start", "status");
     assert_status(&po, 3);
     proc_out_free(&po);
+}
+
+/* ---- against a scripted server: the client's protocol checks ---- */
+
+typedef enum fake_mode {
+    FAKE_VERSION,   /* initialize fails with ProtocolVersionMismatch */
+    FAKE_OLD_MAJOR, /* initialize succeeds but says protocol 2.0 */
+    FAKE_BAD_FRAME, /* a request is answered with a malformed header */
+    FAKE_CLOSE,     /* the connection is closed instead of an answer */
+    FAKE_BAD_SUM,   /* compile: the artifact's xxh64 in the response is wrong */
+    FAKE_SHORT,     /* compile: fewer artifact bytes than the response says */
+} fake_mode;
+
+static void fake_send(int fd, json_t *msg_new)
+{
+    tthp_write_message_fd(fd, msg_new);
+    json_decref(msg_new);
+}
+
+/* One connection, answered as the mode says. Runs in a child process. */
+static void fake_serve(int fd, fake_mode mode)
+{
+    tthp_fd_reader r;
+    tthp_fd_reader_init(&r, fd, 0);
+    tthp_frame fr;
+    size_t upload_left = 0;
+    json_t *compile_id = NULL;
+    while (tthp_fd_read_frame(&r, &fr, 10000) == 1) {
+        if (fr.type == TTHP_FRAME_BINARY) {
+            upload_left -= fr.len < upload_left ? fr.len : upload_left;
+            if (upload_left == 0 && compile_id) {
+                static const char art[] = "not really a tar";
+                size_t len = sizeof art - 1;
+                size_t sent = mode == FAKE_SHORT ? len - 4 : len;
+                tthp_write_chunk_fd(fd, compile_id, "artifact", 0, art, sent, mode == FAKE_SHORT ? sent : len);
+                fake_send(fd, tthp_result_new(compile_id,
+                                              json_pack("{s:s, s:s, s:{s:I, s:s, s:i}, s:{}, s:{}, s:[]}", "cache",
+                                                        "miss", "key", "00000000000000000000000000000000",
+                                                        "artifact", "size", (json_int_t)len, "xxh64",
+                                                        "0123456789abcdef", "chunks", 1, "target", "metadata",
+                                                        "diagnostics")));
+                json_decref(compile_id);
+                compile_id = NULL;
+            }
+            continue;
+        }
+        tthp_message m;
+        if (tthp_message_parse(fr.data, fr.len, &m) != 0 || m.kind != TTHP_MSG_REQUEST) {
+            tthp_message_clear(&m);
+            continue;
+        }
+        if (strcmp(m.method, "initialize") == 0) {
+            if (mode == FAKE_VERSION)
+                fake_send(fd, tthp_error_new(m.id, -32100, "protocol version 1.0 is not supported; this server speaks 2.0",
+                                             NULL));
+            else
+                fake_send(fd, tthp_result_new(m.id, json_pack("{s:s, s:{s:s, s:s}, s:[], s:{}}", "protocolVersion",
+                                                              mode == FAKE_OLD_MAJOR ? "2.0" : "1.0", "serverInfo",
+                                                              "name", "fake", "version", "0", "methods", "limits")));
+        } else if (mode == FAKE_BAD_FRAME) {
+            static const char bad[] = "Content-Length: twelve\r\n\r\n";
+            write(fd, bad, sizeof bad - 1);
+        } else if (mode == FAKE_CLOSE) {
+            tthp_message_clear(&m);
+            break;
+        } else if (strcmp(m.method, "compile") == 0) {
+            compile_id = json_incref(m.id);
+            upload_left = (size_t)json_integer_value(json_object_get(json_object_get(m.params, "model"), "size"));
+        }
+        tthp_message_clear(&m);
+    }
+    json_decref(compile_id);
+    tthp_fd_reader_free(&r);
+}
+
+/* Start a scripted server on F.sock (a child process that F.daemon tracks, killed in teardown). */
+static void start_fake(fake_mode mode)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", F.sock);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    cr_assert_eq(listen(lfd, 4), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        for (;;) {
+            int fd = accept(lfd, NULL, NULL);
+            if (fd < 0)
+                _exit(0);
+            fake_serve(fd, mode);
+            close(fd);
+        }
+    }
+    close(lfd);
+    F.daemon = pid;
+}
+
+static void stop_fake(void)
+{
+    kill(F.daemon, SIGKILL);
+    waitpid(F.daemon, NULL, 0);
+    F.daemon = 0;
+    unlink(F.sock);
+}
+
+Test(client, protocol_version_mismatch_exits_4)
+{
+    start_fake(FAKE_VERSION);
+    proc_out po = {0};
+    ctl(&po, "status");
+    assert_status(&po, 4);
+    assert_has(po.err, "protocol version");
+    assert_has(po.err, "hint: this tthctl speaks protocol 1.0");
+    proc_out_free(&po);
+    stop_fake();
+
+    start_fake(FAKE_OLD_MAJOR);
+    ctl(&po, "status");
+    assert_status(&po, 4);
+    assert_has(po.err, "protocol version mismatch: tthd speaks '2.0'");
+    proc_out_free(&po);
+    stop_fake();
+}
+
+Test(client, bad_frames_and_closed_connections_exit_4)
+{
+    start_fake(FAKE_BAD_FRAME);
+    proc_out po = {0};
+    ctl(&po, "targets");
+    assert_status(&po, 4);
+    assert_has(po.err, "bad frame from tthd");
+    proc_out_free(&po);
+    stop_fake();
+
+    start_fake(FAKE_CLOSE);
+    ctl(&po, "tags");
+    assert_status(&po, 4);
+    assert_has(po.err, "closed the connection");
+    proc_out_free(&po);
+    stop_fake();
+}
+
+/* A compile whose artifact does not verify leaves OUT untouched and no temporary file. */
+static void compile_must_not_write(fake_mode mode, const char *want)
+{
+    char model[400], out[400];
+    snprintf(model, sizeof model, "%s/m.onnx", F.dir);
+    snprintf(out, sizeof out, "%s/m.tar", F.dir);
+    FILE *f = fopen(model, "wb");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 70000; i++)
+        fputc(i & 0xff, f);
+    fclose(f);
+    f = fopen(out, "wb");
+    fputs("previous", f);
+    fclose(f);
+    start_fake(mode);
+    proc_out po = {0};
+    ctl(&po, "compile", model, "--target", "llvm", "-o", out);
+    assert_status(&po, 4);
+    assert_has(po.err, want);
+    char *kept = slurp(out);
+    cr_assert_str_eq(kept, "previous", "the output was overwritten");
+    free(kept);
+    proc_out_free(&po);
+    stop_fake();
+    /* nothing but the model, the output and the captured streams is left */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -x -e m.onnx -e m.tar -e .stdout -e .stderr -e run -e tthd.sock", F.dir);
+    cr_assert_neq(system(cmd), 0, "a temporary file was left in %s", F.dir);
+}
+
+Test(client, artifact_checksum_mismatch_exits_4)
+{
+    compile_must_not_write(FAKE_BAD_SUM, "artifact checksum mismatch");
+}
+
+Test(client, artifact_size_mismatch_exits_4)
+{
+    compile_must_not_write(FAKE_SHORT, "artifact size mismatch");
 }
