@@ -66,7 +66,8 @@ static int64_t group_new(fuser *f, int64_t i, int closed)
     return (int64_t)f->ngroups++;
 }
 
-/* May node i join group gi: every user of every member is a member or i. */
+/* May node i join group gi: no member has a user that is already placed outside the group
+ * (users not yet visited may still join; the caller, index n, is always outside). */
 static int can_join(fuser *f, int64_t gi, int64_t i)
 {
     group *g = &f->groups[gi];
@@ -76,11 +77,43 @@ static int can_join(fuser *f, int64_t gi, int64_t i)
         int64_t mbr = g->members[k];
         for (size_t u = 0; u < f->nusers[mbr]; u++) {
             int64_t us = f->users[mbr][u];
-            if (us != i && f->grp[us] != gi)
+            if (us == f->n || (us != i && us < i && f->grp[us] != gi))
                 return 0;
         }
     }
     return 1;
+}
+
+/* After the greedy pass a member other than the tip may still be used outside its group
+ * (a later user went elsewhere): cut the group after the first such member, so that member is
+ * the tip, and give every member after it a group of its own. Repeat until every group has
+ * one result. Members are in topological order, so the tip is the group's last node and
+ * function calls cannot form a cycle. */
+static int cut_groups(fuser *f)
+{
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        for (size_t gi = 0; gi < f->ngroups; gi++) {
+            size_t n = f->groups[gi].n;
+            for (size_t k = 0; k + 1 < n; k++) {
+                int64_t mbr = f->groups[gi].members[k];
+                int escapes = 0;
+                for (size_t u = 0; u < f->nusers[mbr] && !escapes; u++)
+                    escapes = f->grp[f->users[mbr][u]] != (int64_t)gi;
+                if (!escapes)
+                    continue;
+                f->groups[gi].n = k + 1;
+                f->groups[gi].tip = mbr;
+                for (size_t r = k + 1; r < n; r++)
+                    if (group_new(f, f->groups[gi].members[r], 0) < 0) /* may move f->groups */
+                        return TTH_ENOMEM;
+                changed = 1;
+                break;
+            }
+        }
+    }
+    return 0;
 }
 
 static int partition(fuser *f)
@@ -113,7 +146,7 @@ static int partition(fuser *f)
             return TTH_ENOMEM;
         }
     }
-    return 0;
+    return cut_groups(f);
 }
 
 static void fn_name(fuser *f, group *g, size_t gi, char *buf, size_t len)

@@ -103,7 +103,8 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, tth_ttype
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' is not a tensor", name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     ty->dtype = tth__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
-    if (ty->dtype == TTH_DTYPE_INVALID)
+    /* bfloat16 constants widen to float32, but an input must keep its type: unsupported */
+    if (ty->dtype == TTH_DTYPE_INVALID || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has unsupported element type %d", name,
                               (int)tt->elem_type);
     if (!tt->shape)
@@ -311,10 +312,15 @@ int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tt
         rc = tth_diag_set(diag, TTH_EMODEL, "model", "the model has no graph");
         goto done;
     }
-    if (c.opset < 0)
-        c.opset = 1; /* IR version 1-2 models may omit opset_import; they predate opset 6 anyway */
-    if (c.opset < 6 || c.opset > 17) {
-        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported ONNX opset %lld (6 to 17 are supported)",
+    if (c.opset < 0) {
+        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model",
+                          "the model imports no version of the default ONNX operator set");
+        goto done;
+    }
+    /* Opsets 6 to 17 are the target; 1 to 5 (old exporters) are accepted too: the importers
+     * handle their attribute forms (legacy broadcast, Reshape/Pad/Slice attributes...). */
+    if (c.opset < 1 || c.opset > 17) {
+        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported ONNX opset %lld (1 to 17 are supported)",
                           (long long)c.opset);
         goto done;
     }

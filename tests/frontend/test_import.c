@@ -1,0 +1,590 @@
+/* ONNX import: diagnostics (unsupported operator, dynamic shape, malformed input), the Relay a
+ * model becomes (shapes, attributes, folded shape arithmetic), and specific testdata models. */
+#include <criterion/criterion.h>
+
+#include "fe_test.h"
+#include "onnx_build.h"
+
+static tth_relay_module *import_ob(ob *b, tth_diag *d, int *rc)
+{
+    size_t len;
+    uint8_t *bytes = ob_pack(b, &len);
+    tth_relay_module *m = NULL;
+    tth_diag_clear(d);
+    *rc = tth_onnx_import(bytes, len, "t", &m, d);
+    free(bytes);
+    return m;
+}
+
+static tth_relay_module *import_file(const char *rel, tth_diag *d)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/model.onnx", FE_TESTDATA, rel);
+    size_t len;
+    uint8_t *bytes = fe_read_file(path, &len);
+    cr_assert(bytes, "cannot read %s", path);
+    tth_relay_module *m = NULL;
+    tth_diag_clear(d);
+    int rc = tth_onnx_import(bytes, len, "t", &m, d);
+    free(bytes);
+    cr_assert_eq(rc, 0, "%s: %s at %s", rel, d->message, d->location);
+    return m;
+}
+
+static const tth_ttype *out_type(tth_relay_module *m)
+{
+    return &tth_relay_module_main(m)->body->type.tensor;
+}
+
+static void assert_shape(const tth_ttype *t, int rank, const int64_t *dims)
+{
+    char buf[128];
+    tth_ttype_format(t, buf, sizeof buf);
+    cr_assert_eq(t->rank, rank, "got %s", buf);
+    for (int i = 0; i < rank; i++)
+        cr_assert_eq(t->shape[i], dims[i], "got %s", buf);
+}
+
+/* The n-th op call (topological order) of main with op `op`, or NULL. */
+static tth_rexpr *find_op(tth_relay_module *m, tth_op op, int nth)
+{
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    for (int64_t i = 0; i < n; i++)
+        if (nodes[i]->kind == TTH_REXPR_CALL && !nodes[i]->u.call.fn && nodes[i]->u.call.op == op && nth-- == 0)
+            return nodes[i];
+    return NULL;
+}
+
+static int count_calls(tth_relay_module *m)
+{
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    int c = 0;
+    for (int64_t i = 0; i < n; i++)
+        c += nodes[i]->kind == TTH_REXPR_CALL;
+    return c;
+}
+
+static void json_ints_eq(const json_t *attrs, const char *key, const int64_t *want, size_t n)
+{
+    json_t *a = json_object_get(attrs, key);
+    cr_assert(json_is_array(a), "attribute %s missing", key);
+    cr_assert_eq(json_array_size(a), n, "attribute %s has %zu values", key, json_array_size(a));
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(json_integer_value(json_array_get(a, i)), want[i], "attribute %s[%zu] = %lld, want %lld", key, i,
+                     (long long)json_integer_value(json_array_get(a, i)), (long long)want[i]);
+}
+
+/* ---- diagnostics ---- */
+
+Test(import, unsupported_operator_names_node_and_op)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[2] = {1, 4};
+    ob_input(&b, "x", dims, 2);
+    ob_node(&b, "Relu", "r", "x", "y");
+    ob_node(&b, "NonMaxSuppression", "nms_1", "y,y", "z");
+    ob_output(&b, "z");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_null(m);
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert_str_eq(d.message, "unsupported operator 'NonMaxSuppression'");
+    cr_assert_str_eq(d.location, "node 'nms_1' (NonMaxSuppression)");
+    ob_free(&b);
+}
+
+Test(import, unnamed_node_is_named_by_its_first_output)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[1] = {4};
+    ob_input(&b, "x", dims, 1);
+    ob_node(&b, "Hardmax2", "", "x", "out7");
+    ob_output(&b, "out7");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_str_eq(d.location, "node 'out7' (Hardmax2)");
+    ob_free(&b);
+}
+
+Test(import, dynamic_dimension_names_input_and_dim)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[2] = {0, 3};
+    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "images", 1, dims, 2, "batch", 0));
+    ob_node(&b, "Relu", "r", "images", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "'images'") && strstr(d.message, "'batch'") && strstr(d.message, "dimension 0"),
+              "message: %s", d.message);
+    cr_assert_str_eq(d.location, "input 'images'");
+    cr_assert(d.hint[0], "a dynamic shape comes with a hint");
+    ob_free(&b);
+}
+
+Test(import, dynamic_shape_value_is_a_diagnostic)
+{
+    /* Reshape whose shape is a graph input: not static */
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[2] = {2, 6}, sd[1] = {2};
+    ob_input(&b, "x", dims, 2);
+    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "shape", 7, sd, 1, NULL, -1));
+    ob_node(&b, "Reshape", "rs", "x,shape", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert_str_eq(d.location, "node 'rs' (Reshape)");
+    cr_assert(strstr(d.message, "'shape'"), "message: %s", d.message);
+    ob_free(&b);
+}
+
+Test(import, malformed_bytes)
+{
+    tth_relay_module *m = (tth_relay_module *)1;
+    tth_diag d;
+    tth_diag_clear(&d);
+    const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99};
+    cr_assert_eq(tth_onnx_import(junk, sizeof junk, "t", &m, &d), TTH_EPARSE);
+    cr_assert_null(m);
+    cr_assert_eq(tth_onnx_import(NULL, 0, "t", &m, &d), TTH_EINVAL);
+}
+
+Test(import, every_truncation_of_a_model_is_handled)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/node/test_conv_with_strides_and_asymmetric_padding/model.onnx", FE_TESTDATA);
+    size_t len;
+    uint8_t *bytes = fe_read_file(path, &len);
+    cr_assert(bytes);
+    int ok = 0;
+    for (size_t n = 0; n <= len; n++) {
+        tth_relay_module *m = NULL;
+        tth_diag d;
+        tth_diag_clear(&d);
+        uint8_t *copy = malloc(n ? n : 1); /* exact-size buffer so ASan sees any overread */
+        memcpy(copy, bytes, n);
+        int rc = tth_onnx_import(copy, n, "t", &m, &d);
+        free(copy);
+        if (rc == 0) {
+            ok++;
+            tth_relay_module_free(m);
+        } else {
+            cr_assert(d.message[0], "an error at length %zu without a message", n);
+        }
+    }
+    cr_assert_geq(ok, 1, "the whole model imports");
+    free(bytes);
+}
+
+Test(import, missing_graph)
+{
+    ob b;
+    ob_init(&b, 13);
+    b.model.graph = NULL;
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EMODEL);
+    cr_assert(strstr(d.message, "no graph"), "%s", d.message);
+    ob_free(&b);
+}
+
+Test(import, opset_out_of_range)
+{
+    ob b;
+    ob_init(&b, 18);
+    int64_t dims[1] = {4};
+    ob_input(&b, "x", dims, 1);
+    ob_node(&b, "Relu", "r", "x", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "opset 18"), "%s", d.message);
+    ob_free(&b);
+}
+
+Test(import, bad_tensor_size_names_the_initializer)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[2] = {2, 3}, wd[2] = {2, 3};
+    float five[5] = {1, 2, 3, 4, 5};
+    ob_input(&b, "x", dims, 2);
+    OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "w", 1, wd, 2, five, sizeof five));
+    ob_node(&b, "Add", "a", "x,w", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EMODEL);
+    cr_assert_str_eq(d.location, "initializer 'w'");
+    ob_free(&b);
+}
+
+Test(import, out_of_range_attributes)
+{
+    struct {
+        const char *op, *attr;
+        int64_t v;
+    } cases[] = {{"Concat", "axis", 5}, {"Softmax", "axis", -9}, {"Flatten", "axis", 7}, {"Gather", "axis", 3}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ob b;
+        ob_init(&b, 13);
+        int64_t dims[2] = {2, 3};
+        ob_input(&b, "x", dims, 2);
+        ob_init_i64(&b, "idx", (int64_t[]){1}, 1, (int64_t[]){0});
+        Onnx__NodeProto *n = ob_node(&b, cases[k].op, "n", !strcmp(cases[k].op, "Gather") ? "x,idx" : "x", "y");
+        ob_attr_i(&b, n, cases[k].attr, cases[k].v);
+        ob_output(&b, "y");
+        tth_diag d;
+        int rc;
+        cr_assert_null(import_ob(&b, &d, &rc), "%s accepted %s=%lld", cases[k].op, cases[k].attr, (long long)cases[k].v);
+        cr_assert_eq(rc, TTH_EMODEL, "%s: %s", cases[k].op, d.message);
+        cr_assert(strstr(d.location, cases[k].op), "%s", d.location);
+        ob_free(&b);
+    }
+}
+
+Test(import, zero_stride_is_rejected)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 1, 4, 4}, wd[4] = {1, 1, 3, 3};
+    float w[9] = {0};
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "w", wd, 4, w);
+    Onnx__NodeProto *n = ob_node(&b, "Conv", "c", "x,w", "y");
+    ob_attr_ints(&b, n, "strides", (int64_t[]){0, 1}, 2);
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_str_eq(d.location, "node 'c' (Conv)");
+    ob_free(&b);
+}
+
+/* ---- what a model becomes ---- */
+
+Test(import, initializers_are_constants_and_inputs_params)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[2] = {2, 3};
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    ob_input(&b, "x", dims, 2);
+    ob_input(&b, "w", dims, 2); /* also an initializer: a constant, not a param */
+    ob_init_f32(&b, "w", dims, 2, w);
+    ob_node(&b, "Add", "a", "x,w", "y");
+    ob_node(&b, "Relu", "r", "y", "z");
+    ob_output(&b, "y");
+    ob_output(&b, "z");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_function *f = tth_relay_module_main(m);
+    cr_assert_eq(f->nparams, 1);
+    cr_assert_str_eq(f->params[0]->u.var.name, "x");
+    cr_assert_eq(f->body->kind, TTH_REXPR_TUPLE, "two outputs make a tuple");
+    cr_assert_eq(f->body->u.tuple.nfields, 2);
+    json_t *outs = json_object_get(f->attrs, "output_names");
+    cr_assert_str_eq(json_string_value(json_array_get(outs, 1)), "z");
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(f->attrs, "input_names"), 0)), "x");
+    tth_rexpr *add = find_op(m, TTH_OP_ADD, 0);
+    cr_assert(add);
+    cr_assert_eq(add->u.call.args[1]->kind, TTH_REXPR_CONST);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, float16_initializer_stays_f16)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[1] = {2};
+    uint16_t h[2] = {0x3c00, 0xc000}; /* 1.0, -2.0 */
+    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "x", 10, dims, 1, NULL, -1));
+    OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "k", 10, dims, 1, h, sizeof h));
+    ob_node(&b, "Mul", "m", "x,k", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_rexpr *mul = find_op(m, TTH_OP_MULTIPLY, 0);
+    const tth_tensor *k = mul->u.call.args[1]->u.constant.value;
+    cr_assert_eq(k->type.dtype, TTH_F16);
+    cr_assert_float_eq(tth_tensor_get_f64(k, 1), -2.0, 1e-9);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, shape_arithmetic_is_folded)
+{
+    /* y = Reshape(x, Concat(Slice(Shape(x), 0, 1), [-1])): static [1, 48] */
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 3, 4, 4}, one[1] = {1};
+    ob_input(&b, "x", xd, 4);
+    ob_init_i64(&b, "s0", one, 1, (int64_t[]){0});
+    ob_init_i64(&b, "s1", one, 1, (int64_t[]){1});
+    ob_init_i64(&b, "m1", one, 1, (int64_t[]){-1});
+    ob_node(&b, "Shape", "sh", "x", "shape");
+    ob_node(&b, "Slice", "sl", "shape,s0,s1", "n");
+    Onnx__NodeProto *c = ob_node(&b, "Concat", "cat", "n,m1", "newshape");
+    ob_attr_i(&b, c, "axis", 0);
+    ob_node(&b, "Reshape", "rs", "x,newshape", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    assert_shape(out_type(m), 2, (int64_t[]){1, 48});
+    cr_assert_eq(count_calls(m), 1, "only the reshape is left");
+    tth_rexpr *rs = find_op(m, TTH_OP_RESHAPE, 0);
+    cr_assert(rs);
+    json_ints_eq(rs->u.call.attrs, "newshape", (int64_t[]){1, 48}, 2);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, reshape_zero_and_minus_one)
+{
+    int64_t xd[3] = {2, 3, 4};
+    struct {
+        int64_t shape[3];
+        int allowzero, ok;
+        int64_t want[3];
+    } cases[] = {
+        {{0, -1, 2}, 0, 1, {2, 6, 2}},
+        {{-1, 0, 4}, 0, 1, {2, 3, 4}},
+        {{0, 4, 3}, 1, 0, {0}}, /* allowzero: a real 0 dim; 24 elements do not fit */
+    };
+    for (size_t k = 0; k < 3; k++) {
+        ob b;
+        ob_init(&b, 14);
+        ob_input(&b, "x", xd, 3);
+        ob_init_i64(&b, "s", (int64_t[]){3}, 1, cases[k].shape);
+        Onnx__NodeProto *n = ob_node(&b, "Reshape", "rs", "x,s", "y");
+        ob_attr_i(&b, n, "allowzero", cases[k].allowzero);
+        ob_output(&b, "y");
+        tth_diag d;
+        int rc;
+        tth_relay_module *m = import_ob(&b, &d, &rc);
+        if (cases[k].ok) {
+            cr_assert_eq(rc, 0, "case %zu: %s", k, d.message);
+            assert_shape(out_type(m), 3, cases[k].want);
+            tth_relay_module_free(m);
+        } else {
+            cr_assert_neq(rc, 0, "case %zu imported", k);
+        }
+        ob_free(&b);
+    }
+}
+
+static tth_relay_module *conv_model(const char *auto_pad, int64_t hw, int64_t stride, tth_diag *d)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 1, hw, hw}, wd[4] = {1, 1, 3, 3};
+    float w[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "w", wd, 4, w);
+    Onnx__NodeProto *n = ob_node(&b, "Conv", "c", "x,w", "y");
+    ob_attr_s(&b, n, "auto_pad", auto_pad);
+    ob_attr_ints(&b, n, "strides", (int64_t[]){stride, stride}, 2);
+    ob_output(&b, "y");
+    int rc;
+    tth_relay_module *m = import_ob(&b, d, &rc);
+    ob_free(&b);
+    cr_assert_eq(rc, 0, "%s", d->message);
+    return m;
+}
+
+Test(import, auto_pad_is_explicit_padding)
+{
+    tth_diag d;
+    tth_relay_module *m = conv_model("SAME_UPPER", 6, 2, &d);
+    /* out 3: total padding (3-1)*2+3-6 = 1, the extra one at the end for SAME_UPPER */
+    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){0, 0, 1, 1}, 4);
+    assert_shape(out_type(m), 4, (int64_t[]){1, 1, 3, 3});
+    tth_relay_module_free(m);
+    m = conv_model("SAME_LOWER", 6, 2, &d);
+    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){1, 1, 0, 0}, 4);
+    tth_relay_module_free(m);
+    m = conv_model("VALID", 6, 1, &d);
+    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){0, 0, 0, 0}, 4);
+    assert_shape(out_type(m), 4, (int64_t[]){1, 1, 4, 4});
+    tth_relay_module_free(m);
+    m = conv_model("SAME_UPPER", 5, 1, &d);
+    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){1, 1, 1, 1}, 4);
+    tth_relay_module_free(m);
+}
+
+Test(import, conv1d_goes_through_conv2d)
+{
+    tth_diag d;
+    tth_relay_module *m = import_file("pytorch-converted/test_Conv1d_stride", &d);
+    tth_rexpr *conv = find_op(m, TTH_OP_CONV2D, 0);
+    cr_assert(conv, "a 1-D Conv becomes nn.conv2d");
+    cr_assert_eq(conv->u.call.args[0]->type.tensor.rank, 4);
+    cr_assert_eq(conv->u.call.args[0]->type.tensor.shape[2], 1, "the added spatial dim has size 1");
+    cr_assert_eq(out_type(m)->rank, 3, "the result is reshaped back to rank 3");
+    tth_relay_module_free(m);
+}
+
+static tth_relay_module *softmax_model(int64_t opset, tth_diag *d)
+{
+    ob b;
+    ob_init(&b, opset);
+    int64_t xd[3] = {2, 3, 4};
+    ob_input(&b, "x", xd, 3);
+    Onnx__NodeProto *n = ob_node(&b, "Softmax", "sm", "x", "y");
+    ob_attr_i(&b, n, "axis", 1);
+    ob_output(&b, "y");
+    int rc;
+    tth_relay_module *m = import_ob(&b, d, &rc);
+    ob_free(&b);
+    cr_assert_eq(rc, 0, "%s", d->message);
+    return m;
+}
+
+Test(import, softmax_axis_semantics_by_opset)
+{
+    tth_diag d;
+    /* opset 11: the input is flattened to [2, 12] at axis 1 */
+    tth_relay_module *m = softmax_model(11, &d);
+    tth_rexpr *sm = find_op(m, TTH_OP_SOFTMAX, 0);
+    assert_shape(&sm->u.call.args[0]->type.tensor, 2, (int64_t[]){2, 12});
+    assert_shape(out_type(m), 3, (int64_t[]){2, 3, 4});
+    tth_relay_module_free(m);
+    /* opset 13: one axis, no reshape */
+    m = softmax_model(13, &d);
+    sm = find_op(m, TTH_OP_SOFTMAX, 0);
+    cr_assert_eq(count_calls(m), 1);
+    cr_assert_eq(json_integer_value(json_object_get(sm->u.call.attrs, "axis")), 1);
+    tth_relay_module_free(m);
+}
+
+Test(import, clip_attribute_and_input_forms)
+{
+    for (int form = 0; form < 2; form++) {
+        ob b;
+        ob_init(&b, form ? 13 : 6);
+        int64_t xd[1] = {4};
+        ob_input(&b, "x", xd, 1);
+        Onnx__NodeProto *n;
+        if (form) {
+            float lo = -1.5f, hi = 2.0f;
+            OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "lo", 1, NULL, 0, &lo, 4));
+            OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "hi", 1, NULL, 0, &hi, 4));
+            n = ob_node(&b, "Clip", "c", "x,lo,hi", "y");
+        } else {
+            n = ob_node(&b, "Clip", "c", "x", "y");
+            ob_attr_f(&b, n, "min", -1.5f);
+            ob_attr_f(&b, n, "max", 2.0f);
+        }
+        ob_output(&b, "y");
+        tth_diag d;
+        int rc;
+        tth_relay_module *m = import_ob(&b, &d, &rc);
+        cr_assert_eq(rc, 0, "%s", d.message);
+        tth_rexpr *c = find_op(m, TTH_OP_CLIP, 0);
+        cr_assert_float_eq(json_number_value(json_object_get(c->u.call.attrs, "a_min")), -1.5, 1e-9);
+        cr_assert_float_eq(json_number_value(json_object_get(c->u.call.attrs, "a_max")), 2.0, 1e-9);
+        tth_relay_module_free(m);
+        ob_free(&b);
+    }
+}
+
+Test(import, slice_negative_steps_are_normalized)
+{
+    /* x[5]; starts -1, ends -100 (before the start), steps -2: indices 4, 2, 0 */
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[1] = {5}, one[1] = {1};
+    ob_input(&b, "x", xd, 1);
+    ob_init_i64(&b, "st", one, 1, (int64_t[]){-1});
+    ob_init_i64(&b, "en", one, 1, (int64_t[]){-100});
+    ob_init_i64(&b, "ax", one, 1, (int64_t[]){0});
+    ob_init_i64(&b, "sp", one, 1, (int64_t[]){-2});
+    ob_node(&b, "Slice", "sl", "x,st,en,ax,sp", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_rexpr *s = find_op(m, TTH_OP_STRIDED_SLICE, 0);
+    json_ints_eq(s->u.call.attrs, "begin", (int64_t[]){4}, 1);
+    json_ints_eq(s->u.call.attrs, "end", (int64_t[]){-1}, 1);
+    json_ints_eq(s->u.call.attrs, "strides", (int64_t[]){-2}, 1);
+    assert_shape(out_type(m), 1, (int64_t[]){3});
+    /* and the evaluator agrees */
+    tth_ttype xt = {.dtype = TTH_F32, .rank = 1, .shape = {5}};
+    float xv[5] = {10, 11, 12, 13, 14};
+    tth_tensor *x = tth_tensor_new(&xt, xv);
+    cr_assert_eq(tth_relay_bind_params(m, &x, 1, &d), 0, "%s", d.message);
+    tth_tensor_unref(x);
+    cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
+    tth_rexpr *body = tth_relay_module_main(m)->body;
+    cr_assert_eq(body->kind, TTH_REXPR_CONST);
+    cr_assert_float_eq(tth_tensor_get_f64(body->u.constant.value, 0), 14, 0);
+    cr_assert_float_eq(tth_tensor_get_f64(body->u.constant.value, 1), 12, 0);
+    cr_assert_float_eq(tth_tensor_get_f64(body->u.constant.value, 2), 10, 0);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, printed_relay_names_ops_and_types)
+{
+    tth_diag d;
+    tth_relay_module *m = import_file("pytorch-converted/test_Conv2d", &d);
+    char *text = tth_relay_print(m);
+    cr_assert(text);
+    cr_assert(strstr(text, "nn.conv2d"), "%s", text);
+    cr_assert(strstr(text, "fn @main("), "%s", text);
+    char ty[128];
+    tth_ttype_format(out_type(m), ty, sizeof ty);
+    cr_assert(strstr(text, ty), "the printed text names the result type %s", ty);
+    free(text);
+    tth_relay_module_free(m);
+}
+
+Test(import, testdata_shapes)
+{
+    struct {
+        const char *model;
+        int rank;
+        int64_t dims[4];
+    } cases[] = {
+        {"node/test_conv_with_autopad_same", 4, {1, 1, 3, 3}},
+        {"node/test_convtranspose_output_shape", 4, {1, 2, 10, 8}},
+        {"node/test_maxpool_2d_ceil", 4, {1, 1, 2, 2}},
+        {"node/test_averagepool_2d_same_lower", 4, {1, 3, 32, 32}},
+        {"node/test_gemm_all_attributes", 2, {3, 5}},
+        {"node/test_flatten_axis2", 2, {6, 20}},
+        {"node/test_globalaveragepool", 4, {1, 3, 1, 1}},
+        {"pytorch-converted/test_MaxPool1d_stride", 3, {2, 10, 1}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tth_diag d;
+        tth_relay_module *m = import_file(cases[k].model, &d);
+        assert_shape(out_type(m), cases[k].rank, cases[k].dims);
+        tth_relay_module_free(m);
+    }
+}

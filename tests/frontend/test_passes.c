@@ -1,0 +1,398 @@
+/* Relay passes: batch-norm folding preserves numerics (folded vs unfolded evaluation), dead
+ * code elimination, fusion's contract (every main call is to a Primitive function with at
+ * most one anchor first), and the whole pipeline on the testdata models. */
+#include <criterion/criterion.h>
+
+#include "fe_test.h"
+#include "onnx_build.h"
+
+static uint32_t lcg = 12345;
+static float frand(void)
+{
+    lcg = lcg * 1103515245u + 12345u;
+    return (float)((lcg >> 8) & 0xffff) / 65536.0f * 2.0f - 1.0f;
+}
+
+static tth_relay_module *import_ob(ob *b)
+{
+    size_t len;
+    uint8_t *bytes = ob_pack(b, &len);
+    tth_relay_module *m = NULL;
+    tth_diag d;
+    tth_diag_clear(&d);
+    int rc = tth_onnx_import(bytes, len, "t", &m, &d);
+    free(bytes);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    return m;
+}
+
+static int count_op(tth_relay_module *m, tth_op op)
+{
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    int c = 0;
+    for (int64_t i = 0; i < n; i++)
+        c += nodes[i]->kind == TTH_REXPR_CALL && !nodes[i]->u.call.fn && nodes[i]->u.call.op == op;
+    return c;
+}
+
+/* Bind x, fold, return the value of output k (new reference). */
+static tth_tensor *evaluate(tth_relay_module *m, tth_tensor *x, size_t k)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_bind_params(m, &x, 1, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
+    tth_rexpr *body = tth_relay_module_main(m)->body;
+    if (body->kind == TTH_REXPR_TUPLE)
+        body = body->u.tuple.fields[k];
+    cr_assert_eq(body->kind, TTH_REXPR_CONST, "the folder evaluates the whole model");
+    return tth_tensor_ref(body->u.constant.value);
+}
+
+/* x[1,3,6,6] → Conv(W[4,3,3,3], B[4], pads 1) → BatchNormalization → y; when share_conv the
+ * conv's output is also a graph output (so it has another user). */
+static void bn_model(ob *b, int share_conv, int with_bias)
+{
+    ob_init(b, 13);
+    int64_t xd[4] = {1, 3, 6, 6}, wd[4] = {4, 3, 3, 3}, cd[1] = {4};
+    float w[108], bias[4], sc[4], sh[4], mu[4], var[4];
+    for (int i = 0; i < 108; i++)
+        w[i] = frand();
+    for (int i = 0; i < 4; i++) {
+        bias[i] = frand();
+        sc[i] = 1.0f + frand();
+        sh[i] = frand();
+        mu[i] = frand();
+        var[i] = 0.5f + frand() * 0.4f;
+    }
+    ob_input(b, "x", xd, 4);
+    ob_init_f32(b, "W", wd, 4, w);
+    ob_init_f32(b, "B", cd, 1, bias);
+    ob_init_f32(b, "scale", cd, 1, sc);
+    ob_init_f32(b, "shift", cd, 1, sh);
+    ob_init_f32(b, "mean", cd, 1, mu);
+    ob_init_f32(b, "var", cd, 1, var);
+    Onnx__NodeProto *c = ob_node(b, "Conv", "conv", with_bias ? "x,W,B" : "x,W", "c");
+    ob_attr_ints(b, c, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    Onnx__NodeProto *n = ob_node(b, "BatchNormalization", "bn", "c,scale,shift,mean,var", "y");
+    ob_attr_f(b, n, "epsilon", 1e-3f);
+    ob_output(b, "y");
+    if (share_conv)
+        ob_output(b, "c");
+}
+
+static tth_tensor *rand_input(const tth_ttype *t)
+{
+    tth_tensor *x = tth_tensor_new(t, NULL);
+    for (int64_t i = 0; i < tth_ttype_numel(t); i++)
+        ((float *)x->data)[i] = frand();
+    return x;
+}
+
+static void check_bn_fold(int share_conv, int with_bias)
+{
+    ob b;
+    bn_model(&b, share_conv, with_bias);
+    tth_relay_module *ref = import_ob(&b), *opt = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(count_op(opt, TTH_OP_BATCH_NORM), 1);
+    cr_assert_eq(tth_relay_fold_batch_norm(opt, &d), 0, "%s", d.message);
+    cr_assert_eq(count_op(opt, TTH_OP_BATCH_NORM), 0, "batch norm is gone");
+    cr_assert_eq(tth_relay_verify(opt, &d), 0, "%s", d.message);
+    if (share_conv) {
+        cr_assert_eq(count_op(opt, TTH_OP_MULTIPLY), 1, "conv has another user: multiply + add");
+        cr_assert_eq(count_op(opt, TTH_OP_ADD), 1);
+    } else {
+        cr_assert_eq(count_op(opt, TTH_OP_MULTIPLY) + count_op(opt, TTH_OP_ADD), 0, "folded into the conv");
+        tth_rexpr *body = tth_relay_module_main(opt)->body;
+        cr_assert_eq(body->u.call.op, TTH_OP_CONV2D);
+        cr_assert_eq(body->u.call.nargs, 3, "the folded conv has a bias");
+    }
+    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 6, 6}};
+    tth_tensor *x = rand_input(&xt);
+    tth_tensor *want = evaluate(ref, x, 0), *got = evaluate(opt, x, 0);
+    char why[256];
+    cr_assert(fe_tensors_close(got, want, 1e-5, 1e-4, 0, why, sizeof why), "folded differs: %s", why);
+    tth_tensor_unref(want);
+    tth_tensor_unref(got);
+    tth_tensor_unref(x);
+    tth_relay_module_free(ref);
+    tth_relay_module_free(opt);
+}
+
+Test(passes, batch_norm_folds_into_conv)
+{
+    check_bn_fold(0, 1);
+}
+
+Test(passes, batch_norm_folds_into_conv_without_bias)
+{
+    check_bn_fold(0, 0);
+}
+
+Test(passes, batch_norm_becomes_multiply_add_when_conv_is_shared)
+{
+    check_bn_fold(1, 1);
+}
+
+Test(passes, batch_norm_with_computed_statistics_becomes_ops)
+{
+    /* the scale is an input of the graph: not constant, so the rewrite is built from ops */
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[2] = {2, 3}, cd[1] = {3};
+    float sh[3] = {0.5f, -1, 2}, mu[3] = {0.1f, 0.2f, 0.3f}, var[3] = {1, 2, 3};
+    ob_input(&b, "x", xd, 2);
+    ob_input(&b, "scale", cd, 1);
+    ob_init_f32(&b, "shift", cd, 1, sh);
+    ob_init_f32(&b, "mean", cd, 1, mu);
+    ob_init_f32(&b, "var", cd, 1, var);
+    ob_node(&b, "BatchNormalization", "bn", "x,scale,shift,mean,var", "y");
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_fold_batch_norm(m, &d), 0, "%s", d.message);
+    cr_assert_eq(count_op(m, TTH_OP_BATCH_NORM), 0);
+    cr_assert_eq(count_op(m, TTH_OP_SQRT), 1);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    tth_relay_module_free(m);
+}
+
+Test(passes, dead_code_elimination)
+{
+    tth_relay_module *m = tth_relay_module_new("dce");
+    tth_diag d;
+    tth_diag_clear(&d);
+    tth_ttype t = {.dtype = TTH_F32, .rank = 2, .shape = {2, 3}};
+    tth_rexpr *x = tth_relay_var(m, "x", &t);
+    tth_rexpr *r = tth_relay_call(m, TTH_OP_RELU, &x, 1, NULL, &d);
+    tth_rexpr *e = tth_relay_call(m, TTH_OP_EXP, &x, 1, NULL, &d);
+    tth_rexpr *fields[2] = {r, e};
+    tth_rexpr *tup = tth_relay_tuple(m, fields, 2, &d);
+    tth_rexpr *g = tth_relay_tuple_get(m, tup, 0, &d);
+    /* a reshape to the same shape and a cast to the same dtype are no-ops */
+    tth_rexpr *rs = tth_relay_call(m, TTH_OP_RESHAPE, &g, 1, json_pack("{s:[i,i]}", "newshape", 2, 3), &d);
+    tth_rexpr *cs = tth_relay_call(m, TTH_OP_CAST, &rs, 1, json_pack("{s:s}", "dtype", "float32"), &d);
+    tth_rexpr *out = tth_relay_call(m, TTH_OP_SIGMOID, &cs, 1, NULL, &d);
+    cr_assert(out, "%s", d.message);
+    tth_relay_function *mainfn = tth_relay_function_add(m, "main", &x, 1, out, NULL, &d);
+    /* a function nothing calls */
+    tth_rexpr *y = tth_relay_var(m, "y", &t);
+    tth_rexpr *ny = tth_relay_call(m, TTH_OP_NEGATIVE, &y, 1, NULL, &d);
+    cr_assert(tth_relay_function_add(m, "unused", &y, 1, ny, NULL, &d));
+    tth_rexpr **nodes;
+    int64_t before = tth_relay_topo(m, mainfn, &nodes);
+    cr_assert_eq(tth_relay_eliminate_dead_code(m, &d), 0, "%s", d.message);
+    int64_t after = tth_relay_topo(m, mainfn, &nodes);
+    cr_assert_eq(after, 3, "x, relu, sigmoid remain (was %lld nodes)", (long long)before);
+    cr_assert_eq(mainfn->body->u.call.op, TTH_OP_SIGMOID);
+    cr_assert_eq(mainfn->body->u.call.args[0]->u.call.op, TTH_OP_RELU, "the exp and the tuple are gone");
+    cr_assert_null(tth_relay_module_find(m, "unused"), "unreachable functions are dropped");
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    tth_relay_module_free(m);
+}
+
+/* x → conv → add(bias) → relu → maxpool → conv → sigmoid, multiply (swish) */
+static tth_relay_module *swish_model(void)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 2, 8, 8}, wd[4] = {2, 2, 3, 3}, bd[3] = {2, 1, 1};
+    float w[36], bias[2] = {0.5f, -0.5f};
+    for (int i = 0; i < 36; i++)
+        w[i] = frand();
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "W", wd, 4, w);
+    ob_init_f32(&b, "B", bd, 3, bias);
+    ob_node(&b, "Conv", "c1", "x,W", "a");
+    ob_node(&b, "Add", "add", "a,B", "a2");
+    ob_node(&b, "Relu", "relu", "a2", "a3");
+    Onnx__NodeProto *p = ob_node(&b, "MaxPool", "pool", "a3", "p");
+    ob_attr_ints(&b, p, "kernel_shape", (int64_t[]){2, 2}, 2);
+    ob_attr_ints(&b, p, "strides", (int64_t[]){2, 2}, 2);
+    ob_node(&b, "Conv", "c2", "p,W", "q");
+    ob_node(&b, "Sigmoid", "sig", "q", "s");
+    ob_node(&b, "Mul", "swish", "q,s", "y");
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    return m;
+}
+
+Test(passes, fusion_groups_anchor_and_elementwise)
+{
+    tth_relay_module *m = swish_model();
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_optimize(m, &d), 0, "%s at %s", d.message, d.location);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    char why[256] = "";
+    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    tth_relay_function *mainfn = tth_relay_module_main(m);
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, mainfn, &nodes);
+    int calls = 0;
+    const char *names[8];
+    for (int64_t i = 0; i < n; i++)
+        if (nodes[i]->kind == TTH_REXPR_CALL)
+            names[calls++ & 7] = nodes[i]->u.call.fn->name;
+    char *text = tth_relay_print(m);
+    cr_assert_eq(calls, 3, "conv+add+relu, max_pool, conv+sigmoid+multiply, got:\n%s", text);
+    free(text);
+    cr_assert(strstr(names[0], "nn_conv2d") && strstr(names[0], "add") && strstr(names[0], "nn_relu"), "%s",
+              names[0]);
+    cr_assert(strstr(names[1], "nn_max_pool2d"), "%s", names[1]);
+    cr_assert(strstr(names[2], "sigmoid") && strstr(names[2], "multiply"), "%s", names[2]);
+    tth_relay_module_free(m);
+}
+
+Test(passes, fusion_keeps_a_shared_anchor_result_out)
+{
+    /* conv's result is used by relu and is a graph output: relu cannot join the conv */
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 1, 4, 4}, wd[4] = {1, 1, 1, 1};
+    float w[1] = {2};
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "W", wd, 4, w);
+    ob_node(&b, "Conv", "c", "x,W", "a");
+    ob_node(&b, "Relu", "r", "a", "y");
+    ob_output(&b, "a");
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_fuse(m, &d), 0, "%s", d.message);
+    char why[256] = "";
+    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    tth_rexpr *body = tth_relay_module_main(m)->body;
+    cr_assert_eq(body->kind, TTH_REXPR_TUPLE);
+    cr_assert_eq(body->u.tuple.fields[1]->u.call.args[0], body->u.tuple.fields[0], "relu's function takes the conv's");
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    tth_relay_module_free(m);
+}
+
+Test(passes, split_gets_its_own_function)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[2] = {4, 2};
+    ob_input(&b, "x", xd, 2);
+    ob_node(&b, "Split", "sp", "x", "a,b");
+    ob_node(&b, "Relu", "r", "a", "y");
+    ob_output(&b, "y");
+    ob_output(&b, "b");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_optimize(m, &d), 0, "%s", d.message);
+    char why[256] = "";
+    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    tth_rexpr *body = tth_relay_module_main(m)->body;
+    tth_rexpr *get = body->u.tuple.fields[1];
+    cr_assert_eq(get->kind, TTH_REXPR_TUPLE_GET, "main takes the split's second part");
+    cr_assert_eq(get->u.get.tuple->kind, TTH_REXPR_CALL);
+    cr_assert(json_integer_value(json_object_get(get->u.get.tuple->u.call.fn->attrs, "Primitive")) == 1);
+    cr_assert_eq(get->u.get.tuple->u.call.fn->body->u.call.op, TTH_OP_SPLIT);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    tth_relay_module_free(m);
+}
+
+/* The pipeline on every pytorch model (and the node models that import): the module verifies,
+ * the contract holds, and before fusion the optimized module still computes the expected
+ * outputs (batch-norm folding on real models). */
+static void pipeline_dir(const char *sub, int *models, int *checked)
+{
+    char root[512];
+    snprintf(root, sizeof root, "%s/%s", FE_TESTDATA, sub);
+    size_t n;
+    char **names = fe_list_dir(root, &n);
+    for (size_t i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s/model.onnx", root, names[i]);
+        size_t len;
+        uint8_t *bytes = fe_read_file(path, &len);
+        if (!bytes)
+            continue;
+        tth_relay_module *m = NULL;
+        tth_diag d;
+        tth_diag_clear(&d);
+        int rc = tth_onnx_import(bytes, len, names[i], &m, &d);
+        free(bytes);
+        if (rc)
+            continue;
+        (*models)++;
+        rc = tth_relay_optimize(m, &d);
+        cr_expect_eq(rc, 0, "%s: %s at %s", names[i], d.message, d.location);
+        if (!rc) {
+            char why[256] = "";
+            cr_expect_eq(tth_relay_verify(m, &d), 0, "%s: %s", names[i], d.message);
+            cr_expect_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s: %s", names[i], why);
+            (*checked)++;
+        }
+        tth_relay_module_free(m);
+    }
+    fe_free_list(names, n);
+}
+
+Test(passes, pipeline_on_testdata, .timeout = 600)
+{
+    int models = 0, checked = 0;
+    pipeline_dir("pytorch-converted", &models, &checked);
+    pipeline_dir("pytorch-operator", &models, &checked);
+    pipeline_dir("node", &models, &checked);
+    printf("pipeline: %d models optimized, %d checked\n", models, checked);
+    cr_assert_gt(models, 400);
+    cr_assert_eq(checked, models);
+}
+
+/* Batch-norm models of the test data: fold batch norm, then evaluate against the outputs. */
+Test(passes, batch_norm_folding_on_testdata)
+{
+    const char *dirs[] = {"pytorch-converted/test_BatchNorm2d_eval", "pytorch-converted/test_BatchNorm1d_3d_input_eval",
+                          "pytorch-converted/test_BatchNorm2d_momentum_eval", "node/test_batchnorm_example",
+                          "node/test_batchnorm_epsilon"};
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s/model.onnx", FE_TESTDATA, dirs[k]);
+        size_t len;
+        uint8_t *bytes = fe_read_file(path, &len);
+        cr_assert(bytes, "%s", path);
+        tth_relay_module *m = NULL;
+        tth_diag d;
+        tth_diag_clear(&d);
+        cr_assert_eq(tth_onnx_import(bytes, len, "t", &m, &d), 0, "%s: %s", dirs[k], d.message);
+        free(bytes);
+        tth_relay_function *mainfn = tth_relay_module_main(m);
+        size_t np = mainfn->nparams;
+        tth_tensor *in[8] = {0};
+        for (size_t i = 0; i < np && i < 8; i++) {
+            snprintf(path, sizeof path, "%s/%s/test_data_set_0/input_%zu.pb", FE_TESTDATA, dirs[k], i);
+            in[i] = fe_read_tensor(path, NULL, 0);
+            cr_assert(in[i]);
+        }
+        cr_assert_eq(tth_relay_fold_constants(m, &d), 0);
+        cr_assert_eq(tth_relay_fold_batch_norm(m, &d), 0, "%s", d.message);
+        cr_assert_eq(count_op(m, TTH_OP_BATCH_NORM), 0);
+        cr_assert_eq(tth_relay_bind_params(m, in, np, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_fold_constants(m, &d), 0);
+        snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_0.pb", FE_TESTDATA, dirs[k]);
+        tth_tensor *want = fe_read_tensor(path, NULL, 0);
+        tth_rexpr *body = mainfn->body;
+        cr_assert_eq(body->kind, TTH_REXPR_CONST);
+        char why[256];
+        cr_assert(fe_tensors_close(body->u.constant.value, want, 1e-5, 1e-3, 0, why, sizeof why), "%s: %s", dirs[k],
+                  why);
+        tth_tensor_unref(want);
+        for (size_t i = 0; i < np && i < 8; i++)
+            tth_tensor_unref(in[i]);
+        tth_relay_module_free(m);
+    }
+}
