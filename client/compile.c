@@ -31,6 +31,7 @@ typedef struct compile_job {
     uint64_t total;            /* the stream's total, from the first $/chunk (0: none yet) */
     size_t expect;             /* size of the announced binary frame, 0 when none is due */
     size_t chunks;
+    int past_target;           /* progress went past target parsing: errors are the model's */
     tthctl_progress progress;
 } compile_job;
 
@@ -64,6 +65,13 @@ static int on_notification(void *ctx, const char *method, json_t *params, tthctl
     if (!json_is_integer(id) || json_integer_value(id) != job->id)
         return 0;
     if (strcmp(method, "$/progress") == 0) {
+        const char *stage = jstr(params, "stage");
+        static const char *const before[] = {"upload", "target", "failed", "cancelled"};
+        int seen_before = !*stage;
+        for (size_t i = 0; i < sizeof before / sizeof before[0]; i++)
+            seen_before |= strcmp(stage, before[i]) == 0;
+        if (!seen_before)
+            job->past_target = 1;
         tthctl_progress_update(&job->progress, params);
         return 0;
     }
@@ -384,9 +392,13 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         rc = tthctl_conn_wait(c, job.id, &h, -1, &res, err);
     tthctl_progress_done(&job.progress);
     if (rc < 0) {
-        char loc[PATH_MAX + 600];
-        snprintf(loc, sizeof loc, "model '%s', target '%.500s'", model_path, a->target);
-        tthctl_error_context(err, "%s", loc);
+        /* name what the error is about: the target for the target system's codes, else the model */
+        int code = err->rpc ? (int)json_integer_value(json_object_get(err->rpc, "code")) : 0;
+        int tcode = TTHP_CODE_TO_TTH(code);
+        if (!job.past_target && (tcode == -5 || tcode == -6 || tcode == -7)) /* EPARSE, EUNKNOWN, ETYPE */
+            tthctl_error_context(err, "target '%.500s'", a->target);
+        else
+            tthctl_error_context(err, "model '%s'", model_path);
         goto out;
     }
     rc = finish_artifact(&job, res, err);

@@ -61,7 +61,10 @@ static void print_one(FILE *f, const char *severity, const char *message, const 
 {
     fprintf(f, "tthctl: %s: %s\n", severity, message && *message ? message : "(no message)");
     int has_context = context && *context;
-    if (location && *location && has_context && !strchr(location, '\''))
+    size_t ll = location ? strlen(location) : 0;
+    if (ll && has_context && strncmp(context, location, ll) == 0 && context[ll] == ' ')
+        fprintf(f, "  at: %s\n", context); /* "model" and the context "model 'x.onnx'" */
+    else if (location && *location && has_context && !strchr(location, '\''))
         fprintf(f, "  at: '%s' in %s\n", location, context); /* a bare token: say where it is */
     else if (location && *location)
         fprintf(f, "  at: %s\n", location);

@@ -18,10 +18,18 @@
  * (5) or the artifact/inputs are wrong (1). */
 static int from_diag(tthctl_error *err, const tth_diag *d, const char *context)
 {
-    int exit = (d->code == TTH_EIO || d->code == TTH_ENOENT || d->code == TTH_EPERM) ? TTHCTL_EXIT_IO
-                                                                                        : TTHCTL_EXIT_FAILED;
-    tthctl_fail(err, exit, d->location[0] ? d->location : context, "%s",
-                d->message[0] ? d->message : tth_strerror(d->code));
+    int io = d->code == TTH_EIO || d->code == TTH_ENOENT || d->code == TTH_EPERM;
+    int exit = io ? TTHCTL_EXIT_IO : TTHCTL_EXIT_FAILED;
+    char loc[TTH_DIAG_LOCATION_MAX + PATH_MAX + 32];
+    if (!d->location[0])
+        snprintf(loc, sizeof loc, "%s", context);
+    else if (strchr(d->location, '\''))
+        snprintf(loc, sizeof loc, "%s", d->location); /* already says what it is */
+    else if (io)
+        snprintf(loc, sizeof loc, "file '%s'", d->location);
+    else
+        snprintf(loc, sizeof loc, "'%s' in %s", d->location, context);
+    tthctl_fail(err, exit, loc, "%s", d->message[0] ? d->message : tth_strerror(d->code));
     if (d->hint[0])
         tthctl_hint(err, "%s", d->hint);
     return -exit;
@@ -158,9 +166,7 @@ int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err)
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(eq - a->inputs[i]), a->inputs[i]);
         if (tthrt_model_bind_file(m, name, eq + 1, &d) < 0) {
-            char ictx[PATH_MAX + 300];
-            snprintf(ictx, sizeof ictx, "input '%s' from file '%s'", name, eq + 1);
-            rc = from_diag(err, &d, ictx);
+            rc = from_diag(err, &d, ctx);
             goto done;
         }
     }

@@ -565,6 +565,250 @@ Test(client, stop_stops_the_daemon)
     proc_out_free(&po);
 }
 
+/* ---- compile, cache, run ---- */
+
+static const char *example(const char *file)
+{
+    static char buf[4][1024];
+    static int n;
+    char *b = buf[n++ % 4];
+    snprintf(b, 1024, "%s/examples/%s", source_root(), file);
+    return b;
+}
+
+/* The names of a tar's members, one per line. */
+static char *tar_list(const char *path)
+{
+    struct archive *a = archive_read_new();
+    archive_read_support_format_tar(a);
+    cr_assert_eq(archive_read_open_filename(a, path, 65536), ARCHIVE_OK, "%s is not a tar: %s", path,
+                 archive_error_string(a));
+    size_t cap = 4096, len = 0;
+    char *names = calloc(1, cap);
+    struct archive_entry *e;
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        const char *nm = archive_entry_pathname(e);
+        size_t n = strlen(nm);
+        if (len + n + 2 > cap) {
+            cap = (len + n + 2) * 2;
+            names = realloc(names, cap);
+        }
+        memcpy(names + len, nm, n);
+        len += n;
+        names[len++] = '\n';
+        names[len] = '\0';
+        archive_read_data_skip(a);
+    }
+    archive_read_free(a);
+    return names;
+}
+
+static json_int_t cache_counter(const char *which)
+{
+    proc_out po = {0};
+    ctl(&po, "status", "--json");
+    assert_status(&po, 0);
+    json_t *st = out_json(&po);
+    json_int_t v = json_integer_value(json_object_get(json_object_get(st, "cache"), which));
+    json_decref(st);
+    proc_out_free(&po);
+    return v;
+}
+
+Test(client, compile_digits_then_cache_hit_then_clear)
+{
+    start_daemon(NULL);
+    char out[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out);
+    assert_status(&po, 0);
+    assert_has(po.out, "wrote ");
+    assert_has(po.out, "cache miss");
+    assert_has(po.out, "input  image: float32 [1, 1, 8, 8]");
+    assert_has(po.out, "output probabilities: float32 [1, 10]");
+    assert_has(po.err, "tthctl: [100%]"); /* plain progress lines: stderr is not a terminal */
+    proc_out_free(&po);
+    char *names = tar_list(out);
+    assert_has(names, "metadata.json\n");
+    free(names);
+    cr_assert_eq(cache_counter("misses"), 1);
+    cr_assert_eq(cache_counter("hits"), 0);
+
+    /* the same request again: served from the cache, same bytes */
+    char out2[400];
+    snprintf(out2, sizeof out2, "%s/again.tar", F.dir);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out2, "--json", "--quiet");
+    assert_status(&po, 0);
+    cr_assert_str_eq(po.err, "", "--quiet still printed:\n%s", po.err);
+    json_t *r = out_json(&po);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "output")), out2);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "metadata"), "format")), "tth-artifact");
+    json_decref(r);
+    proc_out_free(&po);
+    cr_assert_eq(cache_counter("hits"), 1);
+    char *a = slurp(out), *b = slurp(out2);
+    struct stat sa, sb;
+    stat(out, &sa);
+    stat(out2, &sb);
+    cr_assert_eq(sa.st_size, sb.st_size);
+    cr_assert_eq(memcmp(a, b, (size_t)sa.st_size), 0, "a cache hit gave other bytes");
+    free(a);
+    free(b);
+
+    ctl(&po, "cache", "clear");
+    assert_status(&po, 0);
+    assert_has(po.out, "removed 1 cache entries");
+    proc_out_free(&po);
+    cr_assert_eq(cache_counter("entries"), 0);
+}
+
+Test(client, compile_default_output_name)
+{
+    start_daemon(NULL);
+    /* a model file name that is not a C identifier: my-digits.onnx → my_digits.tar */
+    char model[400], cmd[1200];
+    snprintf(model, sizeof model, "%s/my-digits.onnx", F.dir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", example("digits.onnx"), model);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(chdir(F.dir), 0);
+    proc_out po = {0};
+    ctl(&po, "compile", model, "--target", "llvm", "-q");
+    assert_status(&po, 0);
+    assert_has(po.out, "wrote my_digits.tar");
+    cr_assert_eq(access("my_digits.tar", R_OK), 0);
+    proc_out_free(&po);
+}
+
+Test(client, compile_errors)
+{
+    start_daemon(NULL);
+    char out[400];
+    snprintf(out, sizeof out, "%s/x.tar", F.dir);
+    proc_out po = {0};
+    /* a target typo: the diagnostic names the target and suggests the kind */
+    ctl(&po, "compile", example("digits.onnx"), "--target", "lvm -mcpu=x", "-o", out);
+    assert_status(&po, 1);
+    assert_has(po.err, "at: 'lvm' in target 'lvm -mcpu=x'");
+    assert_has(po.err, "hint: did you mean 'llvm'?");
+    cr_assert_neq(access(out, F_OK), 0, "a failed compile wrote %s", out);
+    proc_out_free(&po);
+
+    /* not a model: the diagnostic names the model */
+    ctl(&po, "compile", example("README.md"), "--target", "llvm", "-o", out);
+    assert_status(&po, 1);
+    assert_has(po.err, "model '");
+    assert_has(po.err, "README.md'");
+    proc_out_free(&po);
+
+    /* files: a missing model, an output in a missing directory */
+    ctl(&po, "compile", "/nonexistent/model.onnx", "--target", "llvm", "-o", out);
+    assert_status(&po, 5);
+    assert_has(po.err, "model '/nonexistent/model.onnx'");
+    proc_out_free(&po);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", "/nonexistent/dir/x.tar");
+    assert_status(&po, 5);
+    assert_has(po.err, "file '/nonexistent/dir/x.tar'");
+    proc_out_free(&po);
+}
+
+/* Compare two float32 .npy files within tol. */
+static void assert_npy_close(const char *got_path, const char *want_path, double tol)
+{
+    tthrt_array got = {0}, want = {0};
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tthrt_npy_read(got_path, &got, &d), 0, "%s: %s", got_path, d.message);
+    cr_assert_eq(tthrt_npy_read(want_path, &want, &d), 0, "%s: %s", want_path, d.message);
+    cr_assert_eq(got.dtype, TTH_F32);
+    cr_assert_eq(want.dtype, TTH_F32);
+    cr_assert_eq(got.rank, want.rank);
+    for (int i = 0; i < got.rank; i++)
+        cr_assert_eq(got.shape[i], want.shape[i], "dimension %d: %lld, expected %lld", i, (long long)got.shape[i],
+                     (long long)want.shape[i]);
+    cr_assert_eq(got.nbytes, want.nbytes);
+    const float *g = got.data, *w = want.data;
+    for (size_t i = 0; i < got.nbytes / sizeof(float); i++)
+        cr_assert(fabs((double)g[i] - (double)w[i]) <= tol, "element %zu: %g, numpy says %g", i, (double)g[i],
+                  (double)w[i]);
+    tthrt_array_clear(&got);
+    tthrt_array_clear(&want);
+}
+
+Test(client, run_digits_matches_numpy)
+{
+    start_daemon(NULL);
+    char art[400], outdir[400], input[1200], npy[500];
+    snprintf(art, sizeof art, "%s/digits.tar", F.dir);
+    snprintf(outdir, sizeof outdir, "%s/out", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "--shared", "-o", art, "-q");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    char *names = tar_list(art);
+    assert_has(names, "lib/digits.so\n");
+    free(names);
+
+    /* run needs no daemon: stop it first */
+    ctl(&po, "stop");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    waitpid(F.daemon, NULL, 0);
+    F.daemon = 0;
+
+    snprintf(input, sizeof input, "image=%s", example("digit_input.npy"));
+    ctl(&po, "run", art, "--input", input, "--output-dir", outdir);
+    assert_status(&po, 0);
+    assert_has(po.out, "probabilities: float32 [1, 10]");
+    assert_has(po.out, "argmax: 1 ");
+    proc_out_free(&po);
+    cr_assert(!connectable(F.sock), "run started a daemon");
+    snprintf(npy, sizeof npy, "%s/probabilities.npy", outdir);
+    assert_npy_close(npy, example("digit_expected.npy"), 1e-5);
+
+    /* --repeat and --json */
+    ctl(&po, "run", art, "--input", input, "--output-dir", outdir, "--repeat", "5", "--json");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "timing"), "runs")), 5);
+    json_t *o = json_array_get(json_object_get(r, "outputs"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(o, "name")), "probabilities");
+    cr_assert_eq(json_integer_value(json_object_get(o, "argmax")), 1);
+    json_decref(r);
+    proc_out_free(&po);
+    ctl(&po, "run", art, "--input", input, "--output-dir", outdir, "--repeat", "7");
+    assert_status(&po, 0);
+    assert_has(po.out, "latency over 7 runs: min ");
+    assert_has(po.out, "median ");
+    proc_out_free(&po);
+
+    /* the runtime's diagnostics: wrong name, wrong shape, missing input, missing files */
+    char wrong[1200];
+    snprintf(wrong, sizeof wrong, "imag=%s", example("digit_input.npy"));
+    ctl(&po, "run", art, "--input", wrong);
+    assert_status(&po, 1);
+    assert_has(po.err, "no input 'imag'");
+    assert_has(po.err, "hint: its inputs are 'image'");
+    proc_out_free(&po);
+    snprintf(wrong, sizeof wrong, "image=%s", example("digit_expected.npy"));
+    ctl(&po, "run", art, "--input", wrong);
+    assert_status(&po, 1);
+    assert_has(po.err, "float32[1, 1, 8, 8]");
+    proc_out_free(&po);
+    ctl(&po, "run", art);
+    assert_status(&po, 1);
+    assert_has(po.err, "input 'image'");
+    proc_out_free(&po);
+    ctl(&po, "run", art, "--input", "image=/nonexistent.npy");
+    assert_status(&po, 5);
+    assert_has(po.err, "/nonexistent.npy");
+    proc_out_free(&po);
+    ctl(&po, "run", "/nonexistent.tar", "--input", input);
+    assert_status(&po, 5);
+    proc_out_free(&po);
+}
+
 /* ---- against a scripted server: the client's protocol checks ---- */
 
 typedef enum fake_mode {
