@@ -2,9 +2,21 @@
  *
  * A target's canonical form is a JSON object (jansson):
  *   {"kind": "llvm", "tag": "raspberry-pi/5", "keys": ["arm_cpu", "cpu"],
- *    "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a76", ..., "host": {target}}
+ *    "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a76", ..., "features": {"has_dotprod": true},
+ *    "host": {target}}
  * or a composite: {"kind": "composite", "targets": [{...}, ...], "host": {target}}.
+ *   - attributes sit at the top level (an input may also nest them in "attrs", as the seeds do);
+ *     defaults of the kind's schema are filled in; empty lists are dropped;
+ *   - "tag" is the canonical tag name, also when an alias was written;
+ *   - "keys": what the kind's parser derives first, then the user's keys (or the kind's default
+ *     keys when the user gave none, TVM's rule), then "device"; duplicates removed, first kept;
+ *   - "features": derived by the kind's target_parser; never read from the input;
+ *   - "host": the given host, else the default host (plain `llvm`: this machine's triple) for a
+ *     kind with TTH_KIND_NEEDS_HOST. Members of a composite have no host of their own; the
+ *     composite's host is the given one, else its last member when that kind can be a host,
+ *     else the default host when a member needs one.
  * Every function here is pure with respect to the registry: it never loads plugins itself.
+ * Errors never print: they fill the tth_diag (message names the offending text, hint suggests).
  */
 #ifndef TTH_TARGET_H
 #define TTH_TARGET_H
@@ -37,7 +49,10 @@ TTH_API json_t *tth_target_from_json(const tth_registry *reg, const tth_host *ho
                                      tth_diag *diag);
 
 /* The canonical string form (malloc'd; caller frees with free()). Includes tag and host.
- * tth_target_parse(tth_target_to_string(t)) equals t. */
+ * tth_target_parse(tth_target_to_string(t)) equals t. Every attribute is written -key=value,
+ * sorted by key, after the kind; "features" is left out (the parser derives it again); values
+ * with spaces, quotes, backslashes (or commas, in lists) are single-quoted with \' and \\.
+ * A composite is written "composite -host='...' -targets='member','member'". */
 TTH_API char *tth_target_to_string(const json_t *canonical);
 
 /* The canonical JSON text: keys sorted, compact, deterministic (malloc'd; free()). */
