@@ -75,6 +75,7 @@ Test(arena, aligned_zeroed_and_counted)
     char *f = tth_arena_printf(a, "%s-%d", "conv", 42);
     cr_assert_str_eq(f, "conv-42");
     cr_assert_null(tth_arena_strdup(a, NULL));
+    cr_assert_null(tth_arena_alloc(a, SIZE_MAX - 8)); /* no wrap-around */
     tth_arena_free(a);
     tth_arena_free(NULL);
 }
@@ -108,6 +109,8 @@ Test(tensor, aligned_copied_refcounted)
     cr_assert_null(tth_tensor_new(&bad, NULL));
     tth_ttype bad2 = {TTH_DTYPE_INVALID, 1, {1}};
     cr_assert_null(tth_tensor_new(&bad2, NULL));
+    tth_ttype huge = {TTH_F64, 3, {1LL << 30, 1LL << 30, 1LL << 30}}; /* byte size overflows */
+    cr_assert_null(tth_tensor_new(&huge, NULL));
 }
 
 Test(tensor, hash_covers_dtype_shape_and_bytes)

@@ -423,3 +423,71 @@ Test(relay_ops, tuple_argument_is_refused)
     cr_assert_eq(tth_relay_infer(TTH_OP_ADD, a, 2, NULL, &out, NULL, &d), TTH_ETYPE);
     cr_assert_str_eq(d.message, "add: argument 1 is a tuple, expected a tensor (arguments: float32[2], (float32[2], float32[2]))");
 }
+
+/* Builders write every optional attribute's default into the node, so consumers never guess. */
+static const struct {
+    tth_op op;
+    const char *args;
+    const char *attrs;
+    const char *filled;
+} defaults[] = {
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[4,3,3,3]", NULL,
+     "{\"dilation\": [1, 1], \"groups\": 1, \"padding\": [0, 0, 0, 0], \"strides\": [1, 1]}"},
+    {TTH_OP_CONV2D_TRANSPOSE, F "[1,4,5,5]; " F "[4,2,3,3]", "{\"strides\": [2, 2]}",
+     "{\"dilation\": [1, 1], \"groups\": 1, \"output_padding\": [0, 0], \"padding\": [0, 0, 0, 0], \"strides\": [2, 2]}"},
+    {TTH_OP_MAX_POOL2D, F "[1,1,4,4]", "{\"pool_size\": [2, 2]}",
+     "{\"ceil_mode\": false, \"dilation\": [1, 1], \"padding\": [0, 0, 0, 0], \"pool_size\": [2, 2], \"strides\": [1, 1]}"},
+    {TTH_OP_AVG_POOL2D, F "[1,1,4,4]", "{\"pool_size\": [2, 2]}",
+     "{\"ceil_mode\": false, \"count_include_pad\": false, \"dilation\": [1, 1], \"padding\": [0, 0, 0, 0], "
+     "\"pool_size\": [2, 2], \"strides\": [1, 1]}"},
+    {TTH_OP_LEAKY_RELU, F "[2]", NULL, "{\"alpha\": 0.01}"},
+    {TTH_OP_ELU, F "[2]", NULL, "{\"alpha\": 1.0}"},
+    {TTH_OP_HARD_SIGMOID, F "[2]", NULL, "{\"alpha\": 0.20000000000000001, \"beta\": 0.5}"},
+    {TTH_OP_THRESHOLDED_RELU, F "[2]", NULL, "{\"alpha\": 1.0}"},
+    {TTH_OP_MOD, "int32[2]; int32[2]", NULL, "{\"fmod\": false}"},
+    {TTH_OP_BATCH_NORM, F "[1,2]; " F "[2]; " F "[2]; " F "[2]; " F "[2]", NULL, "{\"epsilon\": 1.0000000000000001e-5}"},
+    {TTH_OP_PAD, F "[2]", "{\"pad_before\": [1], \"pad_after\": [0]}",
+     "{\"mode\": \"constant\", \"pad_after\": [0], \"pad_before\": [1], \"pad_value\": 0.0}"},
+    {TTH_OP_TRANSPOSE, F "[2,3,4]", NULL, "{\"axes\": [2, 1, 0]}"},
+    {TTH_OP_STRIDED_SLICE, F "[4,4]", "{\"begin\": [0, 1], \"end\": [4, 3]}",
+     "{\"begin\": [0, 1], \"end\": [4, 3], \"strides\": [1, 1]}"},
+    {TTH_OP_TAKE, F "[4]; int64[2]", NULL, "{\"axis\": 0}"},
+    {TTH_OP_SUM, F "[2,3]", "{\"keepdims\": true}", "{\"axis\": [], \"keepdims\": true}"},
+    {TTH_OP_ARGMAX, F "[2,3]", "{\"keepdims\": false}", "{\"axis\": 0, \"keepdims\": false, \"select_last_index\": false}"},
+    {TTH_OP_RESIZE2D, F "[1,1,2,2]", "{\"size\": [4, 4]}",
+     "{\"coordinate_transformation_mode\": \"half_pixel\", \"method\": \"nearest\", \"nearest_mode\": "
+     "\"round_prefer_floor\", \"size\": [4, 4]}"},
+    {TTH_OP_QUANTIZE, F "[2]; " F "[]; uint8[]", NULL, "{\"axis\": 1, \"out_dtype\": \"uint8\"}"},
+    {TTH_OP_DEQUANTIZE, "int8[2]; " F "[]; int8[]", NULL, "{\"axis\": 1}"},
+    {TTH_OP_REQUANTIZE, "int32[2]; " F "[]; int32[]; " F "[]; int8[]", "{\"out_dtype\": \"int8\"}",
+     "{\"axis\": 1, \"out_dtype\": \"int8\"}"},
+    {TTH_OP_ADD, F "[2]; " F "[2]", NULL, "{}"},
+};
+
+Test(relay_ops, builders_fill_defaults)
+{
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+        tth_relay_module *m = tth_relay_module_new("d");
+        tth_rtype types[8];
+        size_t n = parse_args(defaults[i].args, types);
+        tth_rexpr *args[8];
+        for (size_t k = 0; k < n; k++)
+            args[k] = tth_relay_var(m, NULL, &types[k].tensor);
+        tth_diag d;
+        json_t *attrs = defaults[i].attrs ? json_loads(defaults[i].attrs, 0, NULL) : NULL;
+        tth_rexpr *e = tth_relay_call(m, defaults[i].op, args, n, attrs, &d);
+        cr_expect_not_null(e, "case %zu (%s): %s", i, tth_op_name(defaults[i].op), d.message);
+        if (e) {
+            char *got = json_dumps(e->u.call.attrs, JSON_SORT_KEYS);
+            cr_expect_str_eq(got, defaults[i].filled, "case %zu (%s)", i, tth_op_name(defaults[i].op));
+            free(got);
+            /* The filled attrs pass the relation again unchanged. */
+            const tth_rtype *pt[8];
+            for (size_t k = 0; k < n; k++)
+                pt[k] = &args[k]->type;
+            tth_rtype out;
+            cr_expect_eq(tth_relay_infer(defaults[i].op, pt, n, e->u.call.attrs, &out, m->arena, &d), 0, "%s", d.message);
+        }
+        tth_relay_module_free(m);
+    }
+}

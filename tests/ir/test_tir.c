@@ -306,6 +306,8 @@ Test(tir, verify_failures)
          "variable j is bound again inside its own scope"},
         {"floatidx", tth_tir_store(M, a, tth_tir_float(M, TTH_F32, 0), tth_tir_float(M, TTH_F32, 1)),
          "index into a is float32, not an integer"},
+        {"badname", tth_tir_store(M, tth_tir_buffer(M, "bad name", TTH_F32, 1, shape, TTH_SCOPE_WORKSPACE), tth_tir_i64(M, 0), tth_tir_float(M, TTH_F32, 1)),
+         "buffer name 'bad name' is not a C identifier"},
         {"badextern", tth_tir_evaluate(M, tth_tir_call_extern(M, TTH_I32, "not-c", NULL, 0)),
          "call_extern name 'not-c' is not a C identifier"},
     };

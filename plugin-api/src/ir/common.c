@@ -163,9 +163,9 @@ void *tth_arena_alloc(tth_arena *a, size_t size)
 {
     if (!a)
         return NULL;
-    size_t need = (size + 15u) & ~(size_t)15u;
-    if (need < size)
+    if (size > SIZE_MAX / 2)
         return NULL;
+    size_t need = (size + 15u) & ~(size_t)15u;
     if (need == 0)
         need = 16;
     arena_chunk *c = a->head;
@@ -241,16 +241,20 @@ tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
 {
     if (!type || !tth_dtype_size(type->dtype) || type->rank < 0 || type->rank > TTH_MAX_RANK)
         return NULL;
+    /* The byte size, refusing shapes whose size overflows. */
+    size_t bytes = tth_dtype_size(type->dtype);
     for (int32_t i = 0; i < type->rank; i++)
-        if (type->shape[i] < 0)
+        if (type->shape[i] < 0 || __builtin_mul_overflow(bytes, (size_t)type->shape[i], &bytes))
             return NULL;
+    if (bytes > SIZE_MAX - 64)
+        return NULL;
     tth_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->type = *type;
     for (int32_t i = type->rank; i < TTH_MAX_RANK; i++)
         t->type.shape[i] = 0;
-    t->nbytes = tth_ttype_nbytes(type);
+    t->nbytes = bytes;
     size_t alloc = (t->nbytes + 63u) & ~(size_t)63u;
     if (alloc == 0)
         alloc = 64;

@@ -101,6 +101,8 @@ static int buffer_ok(vctx *c, const tth_tbuffer *b)
 {
     if (!b)
         return vfail(c, TTH_EINVAL, "a NULL buffer");
+    if (!tth__is_c_ident(b->name))
+        return vfail(c, TTH_EINVAL, "buffer name '%s' is not a C identifier", b->name ? b->name : "(null)");
     switch (b->scope) {
     case TTH_SCOPE_CONST:
         if (!b->data)
