@@ -1164,7 +1164,7 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
         lw_node *p = a->fused_into;
         if (!p)
             continue;
-        int ok = !a->stage_use && !a->buf && a->e->type.nfields < 0 && !p->anchor && p->buf != NULL;
+        int ok = !a->stage_use && !a->buf && a->e->type.nfields < 0 && !p->anchor;
         if (ok) {
             int bad = 0;
             lw_dep_shape(c, p->e, a->e, 1, &bad);

@@ -138,8 +138,14 @@ static tth_tstmt *plane_finish(lw_ctx *c, tth_texpr *const *idx, void *arg)
 /* valid range of an output (conv) or input (transpose) coordinate for kernel tap k:
  * lo = max(0, ceil((pad - k*d) / s)), hi = min(limit, floor((span - 1 + pad - k*d) / s) + 1) */
 static void tap_range(lw_ctx *c, tth_texpr *k, int64_t d, int64_t s, int64_t pad, int64_t span,
-                      int64_t limit, tth_texpr **lo, tth_texpr **ext)
+                      int64_t limit, int64_t K, tth_texpr **lo, tth_texpr **ext)
 {
+    if (pad == 0 && (limit - 1) * s + (K - 1) * d <= span - 1) {
+        /* no tap ever leaves the range: the whole range, constant bounds */
+        *lo = lw_i(c, 0);
+        *ext = lw_i(c, limit);
+        return;
+    }
     tth_texpr *kd = lw_mul(c, k, lw_i(c, d));
     tth_texpr *l = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_ceildiv(c, lw_sub(c, lw_i(c, pad), kd), s));
     tth_texpr *h = lw_bin(c, TTH_TBIN_MIN, lw_i(c, limit),
@@ -233,8 +239,8 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
     if (!p.transpose) {
         /* rows oh in [lo1, lo1+ex1), cols ow in [lo2, lo2+ex2) */
         tth_texpr *lo1, *ex1, *lo2, *ex2;
-        tap_range(c, kh.e, p.dh, p.sh, p.pt, p.H, p.OH, &lo1, &ex1);
-        tap_range(c, kw.e, p.dw, p.sw, p.pl, p.W, p.OW, &lo2, &ex2);
+        tap_range(c, kh.e, p.dh, p.sh, p.pt, p.H, p.OH, p.KH, &lo1, &ex1);
+        tap_range(c, kw.e, p.dw, p.sw, p.pl, p.W, p.OW, p.KW, &lo2, &ex2);
         /* xr = ((n*C + cx)*H + r*sh + kh*dh - pt)*W + kw*dw - pl;  ar = acc row base */
         tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, r, lw_i(c, p.sh)), lw_mul(c, kh.e, lw_i(c, p.dh))), lw_i(c, p.pt));
         tth_texpr *xrow = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, n, lw_i(c, p.C)), cx), lw_i(c, p.H)), ih),
@@ -259,8 +265,8 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
     } else {
         /* input rows r in [lo1, lo1+ex1) with oh = r*sh + kh*dh - pt inside [0, OH) */
         tth_texpr *lo1, *ex1, *lo2, *ex2;
-        tap_range(c, kh.e, p.dh, p.sh, p.pt, p.OH, p.H, &lo1, &ex1);
-        tap_range(c, kw.e, p.dw, p.sw, p.pl, p.OW, p.W, &lo2, &ex2);
+        tap_range(c, kh.e, p.dh, p.sh, p.pt, p.OH, p.H, p.KH, &lo1, &ex1);
+        tap_range(c, kw.e, p.dw, p.sw, p.pl, p.OW, p.W, p.KW, &lo2, &ex2);
         tth_texpr *oh = lw_sub(c, lw_add(c, lw_mul(c, r, lw_i(c, p.sh)), lw_mul(c, kh.e, lw_i(c, p.dh))), lw_i(c, p.pt));
         tth_texpr *xrow = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, n, lw_i(c, p.C)), cx), lw_i(c, p.H)), r),
                                  lw_i(c, p.W));

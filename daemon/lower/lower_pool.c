@@ -84,8 +84,14 @@ int lw_pool_check(const tth_rexpr *call, char *why, size_t len)
 }
 
 static void tap_range(lw_ctx *c, tth_texpr *o, int64_t s, int64_t d, int64_t pad, int64_t span, int64_t K,
-                      tth_texpr **lo, tth_texpr **ext)
+                      int64_t nout, tth_texpr **lo, tth_texpr **ext)
 {
+    if (pad == 0 && (nout - 1) * s + (K - 1) * d <= span - 1) {
+        /* every window lies inside the input: the whole kernel, constant bounds */
+        *lo = lw_i(c, 0);
+        *ext = lw_i(c, K);
+        return;
+    }
     tth_texpr *os = lw_mul(c, o, lw_i(c, s));
     tth_texpr *l = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_ceildiv(c, lw_sub(c, lw_i(c, pad), os), d));
     tth_texpr *h = lw_bin(c, TTH_TBIN_MIN, lw_i(c, K),
@@ -125,8 +131,8 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (!vkh || !vkw || !vlh || !veh || !vlw || !vew || !vai || !vxr)
         return NULL;
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
-    tap_range(c, oh.e, p.sh, p.dh, p.pt, p.H, p.KH, &lo_h, &ex_h);
-    tap_range(c, ow.e, p.sw, p.dw, p.pl, p.W, p.KW, &lo_w, &ex_w);
+    tap_range(c, oh.e, p.sh, p.dh, p.pt, p.H, p.KH, p.OH, &lo_h, &ex_h);
+    tap_range(c, ow.e, p.sw, p.dw, p.pl, p.W, p.KW, p.OW, &lo_w, &ex_w);
     tth_texpr *ai = lw_ref(c, vai);
     tth_texpr *aidx = direct ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc.e, lw_i(c, p.OH)), oh.e), lw_i(c, p.OW)), ow.e)
                              : lw_i(c, 0);
