@@ -367,8 +367,10 @@ static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, t
 
 /* ---------------------------------------------------------------- 7. output */
 
-static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *model, const tth_tir_module *mod,
-                tth_runtime_module *out, tth_diag *diag)
+/* The object and its link metadata: {"link": "object", "triple": ..., "cpu": ...,
+ * "entry_symbols": [the AOT entry, or every PrimFunc when the module has no entry]}. */
+static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const llcg_options *o, const char *model,
+                const tth_tir_module *mod, const tth_prim_func *entry, tth_runtime_module *out, tth_diag *diag)
 {
     char *err = NULL;
     LLVMMemoryBufferRef obj = NULL;
@@ -387,11 +389,12 @@ static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const char *model, con
         return rc;
 
     json_t *syms = json_array();
-    json_t *meta = json_pack("{s:s, s:o}", "link", "object", "entry_symbols", syms);
+    json_t *meta = json_pack("{s:s, s:s, s:s, s:o}", "link", "object", "triple", o->triple, "cpu", o->cpu,
+                             "entry_symbols", syms);
     if (!meta)
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     for (size_t i = 0; i < mod->nfuncs; i++)
-        if (json_array_append_new(syms, json_string(mod->funcs[i]->name))) {
+        if ((!entry || mod->funcs[i] == entry) && json_array_append_new(syms, json_string(mod->funcs[i]->name))) {
             json_decref(meta);
             return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         }
@@ -523,7 +526,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     if (!rc && c.diag->code != TTH_OK)
         rc = c.diag->code;
     if (!rc)
-        rc = emit(c.mod, tm, model, mod, out, c.diag);
+        rc = emit(c.mod, tm, &opt, model, mod, entry, out, c.diag);
     if (!rc && c.diag->code != TTH_OK)
         rc = c.diag->code;
 

@@ -838,6 +838,12 @@ Test(llvm, aot_entry_workspace_constants_locals)
     tth_runtime_module *rm;
     cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
     cr_assert_str_eq(tth_runtime_module_file(rm, 0)->name, "demo_llvm.o");
+    const json_t *meta = tth_runtime_module_meta(rm);
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "link")), "object");
+    const json_t *es = json_object_get(meta, "entry_symbols");
+    cr_assert_eq(json_array_size(es), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(es, 0)), "tth_demo_run");
+    cr_assert_not_null(json_string_value(json_object_get(meta, "triple")));
     linked l;
     link_module(rm, NULL, &l);
     tth_runtime_module_free(rm);
