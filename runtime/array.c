@@ -13,6 +13,7 @@
 #include "tthrt.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,3 +603,94 @@ int tthrt_array_load(const char *path, tthrt_array *out, tth_diag *diag)
 /* Exposed to model.c: the dtype's name and size without needing libtth's IR part. */
 const char *tthrt__dtype_name(tth_dtype t) { return dt_name(t); }
 size_t tthrt__dtype_size(tth_dtype t) { return dt_size(t); }
+
+/* ---- comparison -------------------------------------------------------------------------------- */
+
+static double half_to_double(uint16_t h)
+{
+    int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    double v;
+    if (exp == 0x1f)
+        v = man ? NAN : INFINITY;
+    else if (exp == 0)
+        v = ldexp((double)man, -24);
+    else
+        v = ldexp((double)(man | 0x400), exp - 25);
+    return sign ? -v : v;
+}
+
+static double elem_f64(const tthrt_array *a, size_t i)
+{
+    const unsigned char *p = (const unsigned char *)a->data + i * dt_size(a->dtype);
+    switch (a->dtype) {
+    case TTH_F32: { float v; memcpy(&v, p, 4); return v; }
+    case TTH_F64: { double v; memcpy(&v, p, 8); return v; }
+    case TTH_F16: { uint16_t v; memcpy(&v, p, 2); return half_to_double(v); }
+    default: return 0;
+    }
+}
+
+void tthrt_default_tolerance(tth_dtype dtype, double *atol, double *rtol)
+{
+    switch (dtype) {
+    case TTH_F32: *atol = 1e-4; *rtol = 1e-4; break;
+    case TTH_F16: *atol = 1e-2; *rtol = 1e-2; break;
+    case TTH_F64: *atol = 1e-7; *rtol = 1e-7; break;
+    default: *atol = 0; *rtol = 0; break;
+    }
+}
+
+int tthrt_array_compare(const tthrt_array *got, const tthrt_array *want, double atol, double rtol,
+                        char *why, size_t why_len)
+{
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        why_len = sizeof dummy;
+    }
+    why[0] = 0;
+    if (got->dtype != want->dtype) {
+        snprintf(why, why_len, "dtype %s, want %s", dt_name(got->dtype), dt_name(want->dtype));
+        return -1;
+    }
+    if (got->nbytes != want->nbytes) {
+        snprintf(why, why_len, "%zu elements, want %zu", got->nbytes / dt_size(got->dtype),
+                 want->nbytes / dt_size(want->dtype));
+        return -1;
+    }
+    size_t es = dt_size(got->dtype), n = got->nbytes / es;
+    int is_float = got->dtype == TTH_F32 || got->dtype == TTH_F64 || got->dtype == TTH_F16;
+    size_t bad = 0, first = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ok;
+        if (is_float) {
+            double a = elem_f64(got, i), b = elem_f64(want, i);
+            if (isnan(b))
+                ok = isnan(a);
+            else if (isinf(b))
+                ok = a == b;
+            else {
+                double err = fabs(a - b);
+                ok = err <= atol + rtol * fabs(b);
+                if (!ok && err > worst)
+                    worst = err;
+            }
+        } else {
+            const unsigned char *pa = (const unsigned char *)got->data + i * es;
+            const unsigned char *pb = (const unsigned char *)want->data + i * es;
+            ok = memcmp(pa, pb, es) == 0;
+        }
+        if (!ok && bad++ == 0)
+            first = i;
+    }
+    if (bad == 0)
+        return 1;
+    if (is_float)
+        snprintf(why, why_len, "%zu of %zu elements differ; element %zu: got %.9g, want %.9g "
+                 "(largest error %.3g)", bad, n, first, elem_f64(got, first), elem_f64(want, first),
+                 worst);
+    else
+        snprintf(why, why_len, "%zu of %zu elements differ; first at element %zu", bad, n, first);
+    return 0;
+}

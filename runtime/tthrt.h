@@ -54,6 +54,17 @@ int tthrt_pb_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_di
 /* By extension: ".npy" → npy; ".pb" → TensorProto; otherwise by content (npy magic). */
 int tthrt_array_load(const char *path, tthrt_array *out, tth_diag *diag);
 
+/* Compare `got` with `want`: same dtype and element count required; floats within
+ * |got - want| <= atol + rtol * |want| (NaN matches NaN, infinities must be equal; float16 is
+ * compared as float), integers and bool exactly. Returns 1 when they match, 0 when not (then
+ * `why` says where: "element 12: got 0.5, want 0.25"), negative on a shape/dtype mismatch
+ * (why says what differs). */
+int tthrt_array_compare(const tthrt_array *got, const tthrt_array *want, double atol, double rtol,
+                        char *why, size_t why_len);
+/* The tolerances tth's tests use for a dtype: float32 1e-4/1e-4, float16 1e-2/1e-2,
+ * float64 1e-7/1e-7, integers and bool 0 (exact). */
+void tthrt_default_tolerance(tth_dtype dtype, double *atol, double *rtol);
+
 /* ---- models --------------------------------------------------------------------------------- */
 
 typedef struct tthrt_model tthrt_model;

@@ -1,0 +1,449 @@
+/* aot.c: the AOT executor entry, `tth_<model>_run`, a PrimFunc calling each operator in order.
+ *
+ * Requires: the Relay module is fused (every op call of "main" is inside a function called from
+ * main) and every such function was lowered (the `lowered` table maps it to its PrimFunc, whose
+ * params are the function's params then one per result tensor). Produces: the entry PrimFunc
+ * (params: one INPUT buffer per main param, then one OUTPUT buffer per main result field), its
+ * body a sequence of TTH_TSTMT_CALL_FUNC in main's topological order over INPUT, OUTPUT,
+ * CONST and WORKSPACE buffers; a result that is not computed by a call (an input or a constant
+ * returned as is, or one value returned twice) is copied into its output at the end.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile_internal.h"
+
+static const char *const c_reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
+    "unused_", NULL,
+};
+
+/* A C identifier from an ONNX name, unique (ignoring case, so the upper-case size macros are
+ * unique too) among `taken`. Written into the module's arena. */
+static const char *c_name_for(tth_tir_module *m, const char *onnx, const char *const *taken,
+                              size_t ntaken)
+{
+    char base[96];
+    size_t n = 0;
+    for (const char *p = onnx; *p && n < sizeof base - 1; p++)
+        base[n++] = isalnum((unsigned char)*p) ? *p : '_';
+    base[n] = 0;
+    if (n == 0 || isdigit((unsigned char)base[0])) {
+        memmove(base + 2, base, n + 1 < sizeof base - 2 ? n + 1 : sizeof base - 3);
+        base[0] = 't';
+        base[1] = '_';
+        base[sizeof base - 1] = 0;
+    }
+    for (const char *const *k = c_reserved; *k; k++)
+        if (strcmp(*k, base) == 0) {
+            size_t l = strlen(base);
+            if (l + 2 < sizeof base)
+                memcpy(base + l, "_", 2);
+        }
+    char cand[128];
+    snprintf(cand, sizeof cand, "%s", base);
+    for (int k = 2;; k++) {
+        int clash = 0;
+        for (size_t i = 0; i < ntaken && !clash; i++)
+            clash = strcasecmp(taken[i], cand) == 0;
+        if (!clash)
+            break;
+        snprintf(cand, sizeof cand, "%s_%d", base, k);
+    }
+    return tth_arena_strdup(m->arena, cand);
+}
+
+/* What a node of main produces: its buffers (a tensor has one; a tuple-returning call many). */
+typedef struct node_bufs {
+    tth_tbuffer **bufs;
+    size_t n;
+} node_bufs;
+
+typedef struct aot_ctx {
+    const tth_relay_module *rmod;
+    tth_tir_module *tmod;
+    node_bufs *by_id;          /* indexed by rexpr id */
+    uint32_t max_id;
+    tth_diag *diag;
+} aot_ctx;
+
+/* The (call, field) that produces a tensor value, or NULL when no call does. */
+static const tth_rexpr *producing_call(const tth_rexpr *e, int32_t *field)
+{
+    switch (e->kind) {
+    case TTH_REXPR_CALL:
+        if (e->type.nfields >= 0)
+            return NULL;
+        *field = 0;
+        return e;
+    case TTH_REXPR_TUPLE_GET: {
+        const tth_rexpr *t = e->u.get.tuple;
+        if (t->kind == TTH_REXPR_CALL) {
+            *field = e->u.get.index;
+            return t;
+        }
+        if (t->kind == TTH_REXPR_TUPLE && e->u.get.index >= 0 &&
+            (size_t)e->u.get.index < t->u.tuple.nfields)
+            return producing_call(t->u.tuple.fields[e->u.get.index], field);
+        return NULL;
+    }
+    default: return NULL;
+    }
+}
+
+/* The buffers of a value; a tensor value yields exactly one. */
+static const node_bufs *bufs_of(aot_ctx *c, const tth_rexpr *e)
+{
+    if (e->id > c->max_id || !c->by_id[e->id].bufs)
+        return NULL;
+    return &c->by_id[e->id];
+}
+
+static int set_bufs(aot_ctx *c, const tth_rexpr *e, tth_tbuffer **bufs, size_t n)
+{
+    node_bufs *nb = &c->by_id[e->id];
+    nb->bufs = tth_arena_alloc(c->tmod->arena, (n ? n : 1) * sizeof *nb->bufs);
+    if (!nb->bufs)
+        return tth_diag_set(c->diag, TTH_ENOMEM, "aot", "out of memory");
+    memcpy(nb->bufs, bufs, n * sizeof *bufs);
+    nb->n = n;
+    return 0;
+}
+
+static const char *find_prim(const tth_lowered *l, size_t n, const tth_relay_function *fn)
+{
+    for (size_t i = 0; i < n; i++)
+        if (l[i].fn == fn)
+            return l[i].prim_name;
+    return NULL;
+}
+
+static tth_tstmt *copy_stmt(tth_tir_module *m, tth_tbuffer *dst, tth_tbuffer *src)
+{
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    if (!i)
+        return NULL;
+    tth_texpr *idx = tth_tir_ref(m, i);
+    tth_tstmt *st = tth_tir_store(m, dst, idx, tth_tir_load(m, src, tth_tir_ref(m, i)));
+    if (!st)
+        return NULL;
+    return tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, tth_tbuffer_numel(dst)),
+                       TTH_LOOP_SERIAL, st);
+}
+
+void tth_aot_result_clear(tth_aot_result *r)
+{
+    if (!r)
+        return;
+    free(r->inputs);
+    free(r->outputs);
+    memset(r, 0, sizeof *r);
+}
+
+int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_lowered *lowered,
+                  size_t nlowered, const char *model, const char *target_kind, tth_aot_result *out,
+                  tth_diag *diag)
+{
+    memset(out, 0, sizeof *out);
+    tth_relay_function *main_fn = tth_relay_module_main(rmod);
+    if (!main_fn)
+        return tth_diag_set(diag, TTH_EINVAL, "aot", "the model has no \"main\" function");
+    tth_rexpr **topo = NULL;
+    int64_t ntopo = tth_relay_topo((tth_relay_module *)rmod, main_fn, &topo);
+    if (ntopo < 0)
+        return tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory ordering main");
+
+    aot_ctx c = {.rmod = rmod, .tmod = tmod, .diag = diag};
+    for (int64_t i = 0; i < ntopo; i++)
+        if (topo[i]->id > c.max_id)
+            c.max_id = topo[i]->id;
+    for (size_t i = 0; i < main_fn->nparams; i++)
+        if (main_fn->params[i]->id > c.max_id)
+            c.max_id = main_fn->params[i]->id;
+    c.by_id = calloc((size_t)c.max_id + 1, sizeof *c.by_id);
+    const json_t *in_names = json_object_get(main_fn->attrs, "input_names");
+    const json_t *out_names = json_object_get(main_fn->attrs, "output_names");
+
+    /* the result fields of main */
+    const tth_rexpr *res = main_fn->body;
+    size_t nres = res->type.nfields < 0 ? 1 : (size_t)res->type.nfields;
+    const tth_rexpr **res_fields = calloc(nres ? nres : 1, sizeof *res_fields);
+    const char **taken = calloc(main_fn->nparams + nres + 1, sizeof *taken);
+    tth_tstmt *body = NULL;
+    int rc = 0;
+    out->inputs = calloc(main_fn->nparams ? main_fn->nparams : 1, sizeof *out->inputs);
+    out->outputs = calloc(nres ? nres : 1, sizeof *out->outputs);
+    if (!c.by_id || !res_fields || !taken || !out->inputs || !out->outputs) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
+        goto done;
+    }
+    if (res->type.nfields < 0) {
+        res_fields[0] = res;
+    } else if (res->kind == TTH_REXPR_TUPLE) {
+        for (size_t i = 0; i < nres; i++)
+            res_fields[i] = res->u.tuple.fields[i];
+    } else {
+        /* a call returning a tuple, returned as is: field i is that call's result i */
+        for (size_t i = 0; i < nres; i++)
+            res_fields[i] = NULL;
+    }
+
+    /* inputs */
+    size_t ntaken = 0;
+    for (size_t i = 0; i < main_fn->nparams; i++) {
+        const tth_rexpr *p = main_fn->params[i];
+        const char *onnx = json_string_value(json_array_get(in_names, i));
+        if (!onnx)
+            onnx = p->u.var.name;
+        const char *cn = c_name_for(tmod, onnx, taken, ntaken);
+        if (p->type.nfields >= 0) {
+            rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "aot", "input '%s' is a tuple", onnx);
+            goto done;
+        }
+        tth_tbuffer *b = cn ? tth_tir_buffer(tmod, cn, p->type.tensor.dtype, p->type.tensor.rank,
+                                             p->type.tensor.shape, TTH_SCOPE_INPUT) : NULL;
+        if (!b) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
+            goto done;
+        }
+        taken[ntaken++] = cn;
+        out->inputs[i] = (tth_io_info){.onnx_name = tth_arena_strdup(tmod->arena, onnx),
+                                       .c_name = cn, .buf = b};
+        if ((rc = set_bufs(&c, p, &b, 1)))
+            goto done;
+    }
+    out->ninputs = main_fn->nparams;
+
+    /* output names; which (call, field) computes each output directly */
+    const tth_rexpr **claim_call = calloc(nres ? nres : 1, sizeof *claim_call);
+    int32_t *claim_field = calloc(nres ? nres : 1, sizeof *claim_field);
+    if (!claim_call || !claim_field) {
+        free(claim_call);
+        free(claim_field);
+        rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
+        goto done;
+    }
+    for (size_t j = 0; j < nres; j++) {
+        const char *onnx = json_string_value(json_array_get(out_names, j));
+        char fallback[32];
+        if (!onnx) {
+            snprintf(fallback, sizeof fallback, "output_%zu", j);
+            onnx = fallback;
+        }
+        const char *cn = c_name_for(tmod, onnx, taken, ntaken);
+        taken[ntaken++] = cn;
+        out->outputs[j] = (tth_io_info){.onnx_name = tth_arena_strdup(tmod->arena, onnx),
+                                        .c_name = cn};
+        int32_t field = 0;
+        const tth_rexpr *call = NULL;
+        if (res_fields[j]) {
+            call = producing_call(res_fields[j], &field);
+        } else {
+            call = res;
+            field = (int32_t)j;
+        }
+        for (size_t k = 0; call && k < j; k++)
+            if (claim_call[k] == call && claim_field[k] == field)
+                call = NULL; /* returned twice: the second is a copy */
+        claim_call[j] = call;
+        claim_field[j] = field;
+    }
+    out->noutputs = nres;
+
+    /* the calls, in order */
+    for (int64_t t = 0; t < ntopo && !rc; t++) {
+        const tth_rexpr *e = topo[t];
+        switch (e->kind) {
+        case TTH_REXPR_VAR: break; /* inputs, done above */
+        case TTH_REXPR_CONST: {
+            const char *nm = e->u.constant.name;
+            char buf[64];
+            if (!nm) {
+                snprintf(buf, sizeof buf, "c%u", (unsigned)e->id);
+                nm = buf;
+            }
+            char cn[96];
+            size_t n = 0;
+            for (const char *p = nm; *p && n < sizeof cn - 3; p++)
+                cn[n++] = isalnum((unsigned char)*p) ? *p : '_';
+            cn[n] = 0;
+            if (!n || isdigit((unsigned char)cn[0])) {
+                memmove(cn + 2, cn, n + 1);
+                cn[0] = 'c';
+                cn[1] = '_';
+            }
+            tth_tbuffer *b = tth_tir_const_buffer(tmod, cn, e->u.constant.value);
+            if (!b) {
+                rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
+                break;
+            }
+            rc = set_bufs(&c, e, &b, 1);
+            break;
+        }
+        case TTH_REXPR_TUPLE: {
+            tth_tbuffer *fb[64];
+            if (e->u.tuple.nfields > 64) {
+                rc = tth_diag_set(diag, TTH_ELIMIT, "aot", "a tuple of more than 64 fields");
+                break;
+            }
+            for (size_t i = 0; i < e->u.tuple.nfields && !rc; i++) {
+                const node_bufs *nb = bufs_of(&c, e->u.tuple.fields[i]);
+                if (!nb || nb->n != 1)
+                    rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "aot", "nested tuples in main");
+                else
+                    fb[i] = nb->bufs[0];
+            }
+            if (!rc)
+                rc = set_bufs(&c, e, fb, e->u.tuple.nfields);
+            break;
+        }
+        case TTH_REXPR_TUPLE_GET: {
+            const node_bufs *nb = bufs_of(&c, e->u.get.tuple);
+            if (!nb || e->u.get.index < 0 || (size_t)e->u.get.index >= nb->n) {
+                rc = tth_diag_set(diag, TTH_EINTERNAL, "aot", "tuple_get %d out of range",
+                                  (int)e->u.get.index);
+                break;
+            }
+            rc = set_bufs(&c, e, &nb->bufs[e->u.get.index], 1);
+            break;
+        }
+        case TTH_REXPR_CALL: {
+            char loc[TTH_DIAG_LOCATION_MAX];
+            snprintf(loc, sizeof loc, "aot, node %u%s%s%s", (unsigned)e->id,
+                     e->span ? " '" : "", e->span ? e->span : "", e->span ? "'" : "");
+            if (!e->u.call.fn) {
+                rc = tth_diag_set(diag, TTH_EINTERNAL, loc, "main calls operator '%s' directly; "
+                                  "every operator must be inside a fused function",
+                                  tth_op_name(e->u.call.op));
+                break;
+            }
+            const char *pname = find_prim(lowered, nlowered, e->u.call.fn);
+            tth_prim_func *pf = pname ? tth_tir_module_find(tmod, pname) : NULL;
+            if (!pf) {
+                rc = tth_diag_set(diag, TTH_EINTERNAL, loc, "function '%s' was not lowered",
+                                  e->u.call.fn->name);
+                break;
+            }
+            size_t nouts = e->type.nfields < 0 ? 1 : (size_t)e->type.nfields;
+            size_t nargs = e->u.call.nargs + nouts;
+            if (nargs != pf->nparams) {
+                rc = tth_diag_set(diag, TTH_EINTERNAL, loc, "PrimFunc '%s' takes %zu buffers; the "
+                                  "call has %zu inputs and %zu results", pf->name, pf->nparams,
+                                  e->u.call.nargs, nouts);
+                break;
+            }
+            tth_tbuffer **args = tth_arena_alloc(tmod->arena, nargs * sizeof *args);
+            if (!args) {
+                rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+                break;
+            }
+            for (size_t a = 0; a < e->u.call.nargs && !rc; a++) {
+                const node_bufs *nb = bufs_of(&c, e->u.call.args[a]);
+                if (!nb || nb->n != 1)
+                    rc = tth_diag_set(diag, TTH_EUNSUPPORTED, loc, "argument %zu of '%s' is a "
+                                      "tuple", a, e->u.call.fn->name);
+                else
+                    args[a] = nb->bufs[0];
+            }
+            for (size_t k = 0; k < nouts && !rc; k++) {
+                const tth_ttype *tt = e->type.nfields < 0 ? &e->type.tensor : &e->type.fields[k];
+                tth_tbuffer *b = NULL;
+                for (size_t j = 0; j < nres; j++)
+                    if (claim_call[j] == e && claim_field[j] == (int32_t)k) {
+                        b = tth_tir_buffer(tmod, out->outputs[j].c_name, tt->dtype, tt->rank,
+                                           tt->shape, TTH_SCOPE_OUTPUT);
+                        out->outputs[j].buf = b;
+                        if (!b)
+                            rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+                        break;
+                    }
+                if (!b && !rc) {
+                    char nm[64];
+                    snprintf(nm, sizeof nm, "sid_%u_%zu", (unsigned)e->id, k);
+                    b = tth_tir_buffer(tmod, nm, tt->dtype, tt->rank, tt->shape,
+                                       TTH_SCOPE_WORKSPACE);
+                    if (!b)
+                        rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+                }
+                args[e->u.call.nargs + k] = b;
+            }
+            if (rc)
+                break;
+            if ((rc = set_bufs(&c, e, args + e->u.call.nargs, nouts)))
+                break;
+            tth_tstmt *call = tth_tir_call_func(tmod, pf->name, args, nargs);
+            if (!call || tth_tir_seq_append(tmod, &body, call) != 0)
+                rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+            break;
+        }
+        }
+    }
+
+    /* outputs not computed in place: copy */
+    for (size_t j = 0; j < nres && !rc; j++) {
+        if (out->outputs[j].buf)
+            continue;
+        const node_bufs *nb = res_fields[j] ? bufs_of(&c, res_fields[j]) : NULL;
+        tth_tbuffer *src = NULL;
+        if (nb && nb->n == 1)
+            src = nb->bufs[0];
+        else if (!res_fields[j] && (nb = bufs_of(&c, res)) && j < nb->n)
+            src = nb->bufs[j];
+        if (!src) {
+            rc = tth_diag_set(diag, TTH_EINTERNAL, "aot", "output '%s' has no value",
+                              out->outputs[j].onnx_name);
+            break;
+        }
+        tth_tbuffer *b = tth_tir_buffer(tmod, out->outputs[j].c_name, src->dtype, src->rank,
+                                        src->shape, TTH_SCOPE_OUTPUT);
+        out->outputs[j].buf = b;
+        tth_tstmt *cp = b ? copy_stmt(tmod, b, src) : NULL;
+        if (!cp || tth_tir_seq_append(tmod, &body, cp) != 0)
+            rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
+    }
+    free(claim_call);
+    free(claim_field);
+    if (rc)
+        goto done;
+    if (!body)
+        body = tth_tir_seq(tmod, NULL, 0);
+
+    {
+        size_t np = out->ninputs + out->noutputs;
+        tth_tbuffer **params = calloc(np ? np : 1, sizeof *params);
+        if (!params || !body) {
+            free(params);
+            rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < out->ninputs; i++)
+            params[i] = out->inputs[i].buf;
+        for (size_t j = 0; j < out->noutputs; j++)
+            params[out->ninputs + j] = out->outputs[j].buf;
+        char name[256];
+        snprintf(name, sizeof name, "tth_%s_run", model);
+        json_t *attrs = json_pack("{s:s, s:s, s:s, s:s}", "op", "aot.run", "origin", "aot",
+                                  "model", model, "executor", "aot");
+        out->entry = tth_tir_func_add(tmod, name, params, np, body, target_kind, attrs, diag);
+        free(params);
+        if (!out->entry) {
+            tth_diag_prefix(diag, "aot");
+            rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
+            goto done;
+        }
+        tmod->entry = out->entry->name;
+    }
+
+done:
+    free(c.by_id);
+    free(res_fields);
+    free(taken);
+    if (rc)
+        tth_aot_result_clear(out);
+    return rc;
+}

@@ -1,0 +1,175 @@
+/* build.c: build the host shared object from the runtime modules' C sources and objects.
+ *
+ * Requires: runtime modules whose TTH_FILE_C_SOURCE files are self-contained C99 and whose
+ * TTH_FILE_OBJECT files are host objects. Runs `TTH_CC -std=c99 -O2 -fPIC -shared -o lib.so
+ * <sources> <objects> -lm` in a directory of its own, with relative file names so nothing of the
+ * directory's name ends up in the output (the same sources give the same bytes).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compile_internal.h"
+#include "tth_config.h"
+
+static int write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int ok = len == 0 || fwrite(data, 1, len, f) == len;
+    if (fclose(f) != 0)
+        ok = 0;
+    return ok ? 0 : -1;
+}
+
+static int read_file(const char *path, uint8_t **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return -1;
+    }
+    *len = (size_t)st.st_size;
+    *out = malloc(*len ? *len : 1);
+    int ok = *out && fread(*out, 1, *len, f) == *len;
+    fclose(f);
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_tree(const char *dir, char *const *files, size_t n)
+{
+    char path[2048];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/lib.so", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/cc.log", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir,
+                     uint8_t **so, size_t *so_len, tth_diag *diag)
+{
+    *so = NULL;
+    *so_len = 0;
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tth-build-XXXXXX",
+             scratch_dir && *scratch_dir ? scratch_dir : (tmp && *tmp ? tmp : "/tmp"));
+    if (!mkdtemp(dir))
+        return tth_diag_set(diag, TTH_EIO, "build", "cannot create a build directory in '%s': %s",
+                            scratch_dir && *scratch_dir ? scratch_dir : "/tmp", strerror(errno));
+    size_t nfiles = 0;
+    for (size_t m = 0; m < nmods; m++)
+        nfiles += tth_runtime_module_count(mods[m]);
+    char **files = calloc(nfiles + 1, sizeof *files);
+    char **argv = calloc(nfiles + 16, sizeof *argv);
+    size_t nf = 0, na = 0;
+    int rc = 0;
+    if (!files || !argv) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
+        goto done;
+    }
+    argv[na++] = (char *)TTH_CC;
+    argv[na++] = "-std=c99";
+    argv[na++] = "-O2";
+    argv[na++] = "-fPIC";
+    argv[na++] = "-shared";
+    argv[na++] = "-o";
+    argv[na++] = "lib.so";
+    for (size_t m = 0; m < nmods; m++) {
+        for (size_t i = 0; i < tth_runtime_module_count(mods[m]); i++) {
+            const tth_module_file *f = tth_runtime_module_file(mods[m], i);
+            if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_OBJECT)
+                continue;
+            if (strchr(f->name, '/') || f->name[0] == '.') {
+                rc = tth_diag_set(diag, TTH_EINVAL, "build", "module file name '%s' is not a "
+                                  "plain file name", f->name);
+                goto done;
+            }
+            if (write_file(dir, f->name, f->data, f->len) != 0) {
+                rc = tth_diag_set(diag, TTH_EIO, "build", "cannot write '%s/%s': %s", dir, f->name,
+                                  strerror(errno));
+                goto done;
+            }
+            files[nf++] = strdup(f->name);
+            argv[na++] = files[nf - 1];
+        }
+    }
+    if (nf == 0) {
+        rc = tth_diag_set(diag, TTH_EINVAL, "build", "no C sources or objects to build a shared "
+                          "library from");
+        goto done;
+    }
+    argv[na++] = "-lm";
+    argv[na] = NULL;
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
+        goto done;
+    }
+    if (pid == 0) {
+        /* child: compile in dir, diagnostics to dir/cc.log */
+        if (chdir(dir) != 0)
+            _exit(126);
+        int fd = open("cc.log", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char log[1024] = "", path[2048];
+        snprintf(path, sizeof path, "%s/cc.log", dir);
+        FILE *lf = fopen(path, "r");
+        if (lf) {
+            size_t n = fread(log, 1, sizeof log - 1, lf);
+            log[n] = 0;
+            fclose(lf);
+        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            rc = tth_diag_set(diag, TTH_EIO, "build", "the C compiler '%s' was not found", TTH_CC);
+        else
+            rc = tth_diag_set(diag, TTH_EPLUGIN, "build", "the C compiler failed on the generated "
+                              "code: %s", log);
+        tth_diag_hint(diag, "set build_shared to false to get the sources without a host library");
+        goto done;
+    }
+    char path[2048];
+    snprintf(path, sizeof path, "%s/lib.so", dir);
+    if (read_file(path, so, so_len) != 0)
+        rc = tth_diag_set(diag, TTH_EIO, "build", "cannot read the built library '%s'", path);
+done:
+    remove_tree(dir, files, nf);
+    for (size_t i = 0; i < nf; i++)
+        free(files[i]);
+    free(files);
+    free(argv);
+    return rc;
+}

@@ -1,0 +1,113 @@
+/* compile_internal.h: the stages of the compile pipeline (pipeline.c) and the data they pass.
+ * Each stage is one file: aot.c, memplan.c, package.c, build.c. */
+#ifndef TTH_COMPILE_INTERNAL_H
+#define TTH_COMPILE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "tth/artifact.h"
+#include "tth/diag.h"
+#include "tth/relay.h"
+#include "tth/tir.h"
+
+/* ---- aot.c ------------------------------------------------------------------------------------ */
+
+/* One model input or output. */
+typedef struct tth_io_info {
+    const char *onnx_name;   /* the name in the model */
+    const char *c_name;      /* the interface struct field (a C identifier, unique) */
+    tth_tbuffer *buf;        /* the entry's INPUT/OUTPUT buffer */
+} tth_io_info;
+
+typedef struct tth_aot_result {
+    tth_prim_func *entry;    /* tth_<model>_run, added to the module and set as its entry */
+    tth_io_info *inputs;     /* malloc'd */
+    size_t ninputs;
+    tth_io_info *outputs;    /* malloc'd */
+    size_t noutputs;
+} tth_aot_result;
+
+/* One PrimFunc per Relay function: which lowered PrimFunc implements which Relay function. */
+typedef struct tth_lowered {
+    const tth_relay_function *fn;
+    const char *prim_name;
+} tth_lowered;
+
+/* Build the AOT entry of `main`: requires every call in main to call a function listed in
+ * `lowered` (fusion and lowering ran). Inputs are main's params in order, outputs main's result
+ * fields in order; intermediates become WORKSPACE buffers. */
+int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_lowered *lowered,
+                  size_t nlowered, const char *model, const char *target_kind, tth_aot_result *out,
+                  tth_diag *diag);
+void tth_aot_result_clear(tth_aot_result *r);
+
+/* ---- memplan.c -------------------------------------------------------------------------------- */
+
+typedef enum tth_memplan_algo {
+    TTH_MEMPLAN_GREEDY_BY_SIZE = 1, /* largest first, each at the lowest free offset (first fit) */
+} tth_memplan_algo;
+
+/* One planned buffer: live from statement `start` to `end` (inclusive) of the entry. */
+typedef struct tth_mem_item {
+    tth_tbuffer *buf;
+    int64_t start, end;
+    size_t size;             /* bytes, rounded up to the alignment */
+    const char *func;        /* LOCAL: the PrimFunc it belongs to; WORKSPACE: NULL */
+} tth_mem_item;
+
+typedef struct tth_mem_plan {
+    tth_memplan_algo algo;
+    uint32_t alignment;
+    size_t workspace_bytes;  /* the workspace the caller provides */
+    size_t total_bytes;      /* sum of every planned buffer (no reuse) */
+    size_t lower_bound_bytes;/* most bytes live at one time: no plan can do better */
+    tth_mem_item *items;     /* malloc'd, in plan order */
+    size_t nitems;
+} tth_mem_plan;
+
+/* Give every WORKSPACE and LOCAL buffer of the module an offset (tth_tbuffer.offset). Requires
+ * the module's entry (tth_aot_build). Liveness comes from the entry's statement order; a LOCAL
+ * buffer is live during every call of its function (and of functions calling it). */
+int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
+                    tth_mem_plan *plan, tth_diag *diag);
+void tth_mem_plan_clear(tth_mem_plan *plan);
+/* {"algorithm", "alignment", "workspace_bytes", "total_bytes", "lower_bound_bytes", "buffers": n} */
+json_t *tth_mem_plan_summary(const tth_mem_plan *plan);
+/* The summary plus every item: {"buffer", "scope", "function", "offset", "size", "live": [a, b]} */
+json_t *tth_mem_plan_to_json(const tth_mem_plan *plan);
+/* LOCAL bytes per PrimFunc: [{"function", "op", "local_bytes"}] in module order. */
+json_t *tth_mem_plan_per_operator(const tth_tir_module *mod, const tth_mem_plan *plan);
+
+/* ---- build.c ---------------------------------------------------------------------------------- */
+
+/* Compile and link the C sources and objects of the runtime modules into one host shared
+ * object with the system C compiler (TTH_CC), in `scratch_dir` (or a private temporary
+ * directory removed afterwards). *so is malloc'd. */
+int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir,
+                     uint8_t **so, size_t *so_len, tth_diag *diag);
+
+/* ---- package.c -------------------------------------------------------------------------------- */
+
+typedef struct tth_package_input {
+    const char *model;
+    const json_t *target;           /* canonical */
+    const tth_aot_result *aot;
+    const tth_tir_module *tir;
+    const tth_mem_plan *plan;
+    tth_runtime_module *const *mods;
+    size_t nmods;
+    const uint8_t *so;              /* NULL when not built */
+    size_t so_len;
+    const char *relay_text;         /* the optimized Relay */
+} tth_package_input;
+
+/* Write the artifact tar (deterministic: fixed order, times, owners) and its metadata. */
+int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_len, json_t **metadata,
+                      tth_diag *diag);
+
+/* The C header of the AOT interface (malloc'd text). */
+char *tth_package_header(const tth_package_input *in);
+
+#endif

@@ -1,0 +1,394 @@
+/* pipeline.c: tth_compile, the compile flow as one list of stages (see tth_compile below).
+ *
+ * Each stage is a function `stage_<name>(compile_state *)` that reads what earlier stages left in
+ * the state and adds its own product; a failing stage returns a negative code with the diag
+ * filled, and the driver prefixes the message with the stage's name. After a stage runs, its IR
+ * is dumped into result->dumps when options.dump_ir names it (or "all").
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "compile_internal.h"
+#include "frontend.h"
+#include "lower.h"
+#include "tth/artifact.h"
+#include "tth/relay.h"
+#include "tth/target.h"
+#include "tth/tir.h"
+
+typedef struct compile_state {
+    const tth_compile_request *req;
+    tth_diag *diag;
+    tth_host host;               /* req->host, or a default one */
+    const char *kind;            /* the target's kind */
+    const tth_plugin *plugin;    /* the plugin whose tir_to_runtime builds it */
+    const char *dump_ir;         /* options.dump_ir or NULL */
+    int build_shared;
+    uint32_t ws_align;
+    json_t *dumps;
+    /* products, in stage order */
+    tth_relay_module *rmod;      /* import, optimize */
+    char *relay_text;            /* optimize */
+    tth_tir_module *tmod;        /* lower */
+    tth_lowered *lowered;        /* lower */
+    size_t nlowered;
+    tth_aot_result aot;          /* aot */
+    tth_mem_plan plan;           /* memplan */
+    tth_runtime_module *rt;      /* codegen */
+    uint8_t *so;                 /* build */
+    size_t so_len;
+    uint8_t *tar;                /* package */
+    size_t tar_len;
+    json_t *metadata;
+} compile_state;
+
+typedef int (*stage_fn)(compile_state *s);
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+static int is_c_identifier(const char *s)
+{
+    if (!s || !*s || !(isalpha((unsigned char)*s) || *s == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return 0;
+    return 1;
+}
+
+static void dump(compile_state *s, const char *stage, char *text /* freed */)
+{
+    if (text && s->dumps)
+        json_object_set_new(s->dumps, stage, json_string(text));
+    free(text);
+}
+
+static int wants_dump(const compile_state *s, const char *stage)
+{
+    return s->dump_ir && (strcmp(s->dump_ir, "all") == 0 || strcmp(s->dump_ir, stage) == 0);
+}
+
+/* Same architecture and OS as this machine: the host can run what is built. */
+static int triple_is_host(const char *triple)
+{
+    const char *h = tth_host_triple();
+    if (!triple || !*triple)
+        return 1;
+    if (!h)
+        return 0;
+    size_t a = strcspn(triple, "-"), b = strcspn(h, "-");
+    if (a != b || strncmp(triple, h, a) != 0)
+        return 0;
+    return strstr(triple, "linux") != NULL && strstr(h, "linux") != NULL;
+}
+
+/* ---- stages ------------------------------------------------------------------------------------- */
+
+/* target: resolve the kind to its plugin; requires a canonical target. */
+static int stage_target(compile_state *s)
+{
+    const json_t *t = s->req->target;
+    s->kind = json_string_value(json_object_get(t, "kind"));
+    if (!s->kind)
+        return tth_diag_set(s->diag, TTH_EINVAL, "target", "the target has no \"kind\"");
+    if (strcmp(s->kind, "composite") == 0)
+        return tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target",
+                            "composite targets are not supported yet");
+    s->plugin = tth_registry_find_kind(s->req->registry, s->kind);
+    if (!s->plugin)
+        return tth_diag_set(s->diag, TTH_ENOENT, "target", "no plugin provides target kind '%s'",
+                            s->kind);
+    if (!s->plugin->tir_to_runtime) {
+        if (strcmp(s->kind, "llvm") == 0) {
+            tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target", "target kind 'llvm' has no "
+                         "tir_to_runtime in this build; use --target c");
+            return TTH_EUNSUPPORTED;
+        }
+        tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target", "target kind '%s' (plugin '%s') has no "
+                     "tir_to_runtime hook and cannot be compiled on its own", s->kind,
+                     s->plugin->desc->plugin_name);
+        tth_diag_hint(s->diag, "use it in a composite target with a host kind, e.g. '%s,c'", s->kind);
+        return TTH_EUNSUPPORTED;
+    }
+    json_t *wa = json_object_get(t, "workspace-byte-alignment");
+    s->ws_align = json_is_integer(wa) ? (uint32_t)json_integer_value(wa) : 16;
+    if (s->ws_align == 0 || (s->ws_align & (s->ws_align - 1)) != 0)
+        return tth_diag_set(s->diag, TTH_EINVAL, "target", "workspace-byte-alignment %u is not a "
+                            "power of two", s->ws_align);
+    const json_t *bs = json_object_get(s->req->options, "build_shared");
+    int host_kind = strcmp(s->kind, "c") == 0 || strcmp(s->kind, "llvm") == 0;
+    s->build_shared = json_is_boolean(bs) ? json_is_true(bs)
+                      : host_kind && triple_is_host(json_string_value(json_object_get(t, "mtriple")));
+    return 0;
+}
+
+/* import: ONNX bytes → Relay ("main" takes the graph inputs). */
+static int stage_import(compile_state *s)
+{
+    int rc = tth_onnx_import(s->req->model, s->req->model_len, s->req->model_name, &s->rmod, s->diag);
+    if (rc == 0 && wants_dump(s, "import"))
+        dump(s, "import", tth_relay_print(s->rmod));
+    return rc;
+}
+
+/* optimize: fold constants and batch norm, DCE, fuse; requires a typed module. */
+static int stage_optimize(compile_state *s)
+{
+    int rc = tth_relay_optimize(s->rmod, s->diag);
+    if (rc)
+        return rc;
+    s->relay_text = tth_relay_print(s->rmod);
+    if (!s->relay_text)
+        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory printing Relay");
+    if (wants_dump(s, "optimize"))
+        dump(s, "optimize", strdup(s->relay_text));
+    return 0;
+}
+
+/* The op a primitive function is named after: its anchor (first non-elementwise op), else its
+ * first op. */
+static const char *function_op(tth_relay_module *m, const tth_relay_function *fn)
+{
+    tth_rexpr **nodes = NULL;
+    int64_t n = tth_relay_topo(m, fn, &nodes);
+    const char *first = NULL;
+    for (int64_t i = 0; i < n; i++) {
+        const tth_rexpr *e = nodes[i];
+        if (e->kind != TTH_REXPR_CALL || e->u.call.op == TTH_OP_INVALID)
+            continue;
+        if (!first)
+            first = tth_op_name(e->u.call.op);
+        if (!tth_op_is_elementwise(e->u.call.op))
+            return tth_op_name(e->u.call.op);
+    }
+    return first ? first : "copy";
+}
+
+/* lower: every primitive function main calls → a PrimFunc `<model>_fused_<op>_<n>`, in call
+ * order; requires fusion (optimize). */
+static int stage_lower(compile_state *s)
+{
+    s->tmod = tth_tir_module_new();
+    tth_relay_function *main_fn = tth_relay_module_main(s->rmod);
+    if (!s->tmod || !main_fn)
+        return tth_diag_set(s->diag, s->tmod ? TTH_EINVAL : TTH_ENOMEM, NULL,
+                            s->tmod ? "the model has no main function" : "out of memory");
+    tth_rexpr **nodes = NULL;
+    int64_t n = tth_relay_topo(s->rmod, main_fn, &nodes);
+    if (n < 0)
+        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+    s->lowered = calloc((size_t)n + 1, sizeof *s->lowered);
+    if (!s->lowered)
+        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        const tth_rexpr *e = nodes[i];
+        if (e->kind != TTH_REXPR_CALL || !e->u.call.fn)
+            continue;
+        const tth_relay_function *fn = e->u.call.fn;
+        int seen = 0;
+        for (size_t k = 0; k < s->nlowered && !seen; k++)
+            seen = s->lowered[k].fn == fn;
+        if (seen)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%s_fused_%s_%zu", s->req->model_name, function_op(s->rmod, fn),
+                 s->nlowered);
+        for (char *p = name; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '_')
+                *p = '_';
+        tth_prim_func *pf = tth_lower_primitive(s->tmod, fn, name, s->kind, s->diag);
+        if (!pf) {
+            if (s->diag && !s->diag->location[0] && e->span)
+                snprintf(s->diag->location, sizeof s->diag->location, "node '%s'", e->span);
+            return s->diag && s->diag->code ? s->diag->code : TTH_EINTERNAL;
+        }
+        s->lowered[s->nlowered].fn = fn;
+        s->lowered[s->nlowered].prim_name = pf->name;
+        s->nlowered++;
+    }
+    if (wants_dump(s, "lower"))
+        dump(s, "lower", tth_tir_print(s->tmod));
+    return 0;
+}
+
+/* aot: the entry tth_<model>_run calling every PrimFunc in main's order; requires lower. */
+static int stage_aot(compile_state *s)
+{
+    int rc = tth_aot_build(s->rmod, s->tmod, s->lowered, s->nlowered, s->req->model_name, s->kind,
+                           &s->aot, s->diag);
+    if (rc)
+        return rc;
+    rc = tth_tir_verify(s->tmod, s->diag);
+    if (rc)
+        return rc;
+    if (wants_dump(s, "aot"))
+        dump(s, "aot", tth_tir_print_func(s->aot.entry));
+    return 0;
+}
+
+/* memplan: offsets for every WORKSPACE and LOCAL buffer; requires aot. */
+static int stage_memplan(compile_state *s)
+{
+    int rc = tth_memplan_run(s->tmod, s->ws_align, TTH_MEMPLAN_GREEDY_BY_SIZE, &s->plan, s->diag);
+    if (rc == 0 && wants_dump(s, "memplan")) {
+        json_t *j = tth_mem_plan_to_json(&s->plan);
+        dump(s, "memplan", j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL);
+        json_decref(j);
+    }
+    return rc;
+}
+
+/* codegen: the TIR of the target's kind → its plugin's tir_to_runtime; requires memplan. */
+static int stage_codegen(compile_state *s)
+{
+    tth_tir_module *sub = tth_tir_module_subset(s->tmod, s->kind);
+    s->rt = tth_runtime_module_new(s->kind);
+    if (!sub || !s->rt) {
+        tth_tir_module_free(sub);
+        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+    }
+    if (!sub->entry && s->tmod->entry && tth_tir_module_find(sub, s->tmod->entry))
+        sub->entry = s->tmod->entry;
+    int rc = s->plugin->tir_to_runtime(&s->host, s->req->target, sub, s->rt, s->diag);
+    tth_tir_module_free(sub);
+    if (rc) {
+        if (s->diag && s->diag->code == TTH_OK)
+            tth_diag_set(s->diag, rc, NULL, "failed without a diagnostic");
+        tth_diag_prefix(s->diag, "plugin '%s' hook tir_to_runtime", s->plugin->desc->plugin_name);
+        return rc;
+    }
+    if (wants_dump(s, "codegen")) {
+        size_t total = 1;
+        for (size_t i = 0; i < tth_runtime_module_count(s->rt); i++)
+            total += tth_runtime_module_file(s->rt, i)->len + 256;
+        char *text = malloc(total), *p = text;
+        for (size_t i = 0; text && i < tth_runtime_module_count(s->rt); i++) {
+            const tth_module_file *f = tth_runtime_module_file(s->rt, i);
+            if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_C_HEADER)
+                continue;
+            p += sprintf(p, "// ---- %s\n", f->name);
+            memcpy(p, f->data, f->len);
+            p += f->len;
+        }
+        if (text)
+            *p = 0;
+        dump(s, "codegen", text);
+    }
+    return 0;
+}
+
+/* build: the host .so from the generated sources with the system C compiler, when asked. */
+static int stage_build(compile_state *s)
+{
+    if (!s->build_shared)
+        return 0;
+    return tth_build_shared(&s->rt, 1, s->host.scratch_dir, &s->so, &s->so_len, s->diag);
+}
+
+/* package: the artifact tar and its metadata; requires everything above. */
+static int stage_package(compile_state *s)
+{
+    tth_package_input in = {
+        .model = s->req->model_name,
+        .target = s->req->target,
+        .aot = &s->aot,
+        .tir = s->tmod,
+        .plan = &s->plan,
+        .mods = &s->rt,
+        .nmods = 1,
+        .so = s->so,
+        .so_len = s->so_len,
+        .relay_text = s->relay_text,
+    };
+    return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
+}
+
+/* ---- the driver --------------------------------------------------------------------------------- */
+
+static int run_stage(compile_state *s, const char *name, int percent, stage_fn fn)
+{
+    if (s->host.cancelled && s->host.cancelled(s->host.ctx))
+        return tth_diag_set(s->diag, TTH_ECANCELLED, name, "the compile was cancelled");
+    if (s->req->progress)
+        s->req->progress(s->req->progress_ctx, name, percent);
+    int rc = fn(s);
+    if (rc) {
+        if (s->diag && s->diag->code == TTH_OK)
+            tth_diag_set(s->diag, rc, NULL, "failed");
+        tth_diag_prefix(s->diag, "%s", name);
+    }
+    return rc;
+}
+
+static void state_free(compile_state *s)
+{
+    free(s->tar);
+    free(s->so);
+    json_decref(s->metadata);
+    json_decref(s->dumps);
+    tth_runtime_module_free(s->rt);
+    tth_mem_plan_clear(&s->plan);
+    tth_aot_result_clear(&s->aot);
+    free(s->lowered);
+    tth_tir_module_free(s->tmod);
+    free(s->relay_text);
+    tth_relay_module_free(s->rmod);
+}
+
+int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_diag *diag)
+{
+    memset(res, 0, sizeof *res);
+    if (!req || !req->model || !req->target || !req->registry)
+        return tth_diag_set(diag, TTH_EINVAL, "compile", "the request needs a model, a target and "
+                            "a plugin registry");
+    if (!is_c_identifier(req->model_name))
+        return tth_diag_set(diag, TTH_EINVAL, "compile", "model name '%s' is not a C identifier",
+                            req->model_name ? req->model_name : "");
+    compile_state s = {.req = req, .diag = diag};
+    if (req->host)
+        s.host = *req->host;
+    else
+        s.host = (tth_host){.size = sizeof(tth_host), .abi_major = TTH_ABI_MAJOR,
+                            .abi_minor = TTH_ABI_MINOR};
+    s.dump_ir = json_string_value(json_object_get(req->options, "dump_ir"));
+    if (s.dump_ir && !(s.dumps = json_object()))
+        return tth_diag_set(diag, TTH_ENOMEM, "compile", "out of memory");
+
+    int rc = 0;
+    if (!rc) rc = run_stage(&s, "target", 2, stage_target);
+    if (!rc) rc = run_stage(&s, "import", 5, stage_import);
+    if (!rc) rc = run_stage(&s, "optimize", 15, stage_optimize);
+    if (!rc) rc = run_stage(&s, "lower", 30, stage_lower);
+    if (!rc) rc = run_stage(&s, "aot", 50, stage_aot);
+    if (!rc) rc = run_stage(&s, "memplan", 55, stage_memplan);
+    if (!rc) rc = run_stage(&s, "codegen", 60, stage_codegen);
+    if (!rc) rc = run_stage(&s, "build", 70, stage_build);
+    if (!rc) rc = run_stage(&s, "package", 95, stage_package);
+
+    if (rc == 0) {
+        res->artifact = s.tar;
+        res->artifact_len = s.tar_len;
+        res->metadata = s.metadata;
+        res->dumps = s.dumps;
+        s.tar = NULL;
+        s.metadata = NULL;
+        s.dumps = NULL;
+        if (req->progress)
+            req->progress(req->progress_ctx, "done", 100);
+    }
+    state_free(&s);
+    return rc;
+}
+
+void tth_compile_result_free(tth_compile_result *res)
+{
+    if (!res)
+        return;
+    free(res->artifact);
+    json_decref(res->metadata);
+    json_decref(res->dumps);
+    memset(res, 0, sizeof *res);
+}

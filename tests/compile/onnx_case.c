@@ -1,0 +1,153 @@
+/* onnx_case.c: see onnx_case.h. */
+#include "onnx_case.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "compile.h"
+#include "tthrt.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static tth_case_status set(tth_case_result *res, tth_case_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tth_case_status set(tth_case_result *res, tth_case_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->detail, sizeof res->detail, fmt, ap);
+    va_end(ap);
+    res->status = st;
+    return st;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    unsigned char *b = malloc((size_t)st.st_size + 1);
+    if (b && fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    *len = (size_t)st.st_size;
+    return b;
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* A C identifier for the model from the directory's last component. */
+static void model_name(const char *dir, char *buf, size_t len)
+{
+    const char *base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    snprintf(buf, len, "m_%s", base);
+    for (char *p = buf; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+}
+
+static int run_data_set(tthrt_model *m, const char *ds, tth_case_result *res)
+{
+    char path[4200], why[512];
+    tth_diag d;
+    tth_diag_clear(&d);
+    size_t nin = tthrt_model_input_count(m);
+    for (size_t i = 0; i < nin; i++) {
+        snprintf(path, sizeof path, "%s/input_%zu.pb", ds, i);
+        if (!file_exists(path))
+            return set(res, TTH_CASE_FAIL, "%s: the model has %zu inputs; no input_%zu.pb", ds,
+                       nin, i);
+        if (tthrt_model_bind_file(m, tthrt_model_input(m, i)->name, path, &d) != 0)
+            return set(res, TTH_CASE_FAIL, "binding %s: %s", path, d.message);
+    }
+    double t0 = now_ms();
+    if (tthrt_model_run(m, 1, NULL, &d) != 0)
+        return set(res, TTH_CASE_FAIL, "run: %s", d.message);
+    res->run_ms += now_ms() - t0;
+    for (size_t j = 0; j < tthrt_model_output_count(m); j++) {
+        snprintf(path, sizeof path, "%s/output_%zu.pb", ds, j);
+        tthrt_array want, got;
+        if (tthrt_pb_read(path, &want, &d) != 0)
+            return set(res, TTH_CASE_FAIL, "expected output: %s", d.message);
+        tthrt_model_output_array(m, j, &got, &d);
+        double atol, rtol;
+        tthrt_default_tolerance(want.dtype, &atol, &rtol);
+        int c = tthrt_array_compare(&got, &want, atol, rtol, why, sizeof why);
+        tthrt_array_clear(&want);
+        if (c != 1)
+            return set(res, TTH_CASE_FAIL, "output %zu '%s' (%s): %s", j,
+                       tthrt_model_output(m, j)->name, ds, why);
+    }
+    return 0;
+}
+
+tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const json_t *target,
+                             tth_case_result *res)
+{
+    memset(res, 0, sizeof *res);
+    char path[2048], name[256];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    size_t len = 0;
+    unsigned char *model = slurp(path, &len);
+    if (!model)
+        return set(res, TTH_CASE_FAIL, "cannot read %s", path);
+    model_name(dir, name, sizeof name);
+    json_t *opts = json_pack("{s:b}", "build_shared", 1);
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = name,
+                               .target = target, .options = opts, .registry = reg, .host = &host};
+    tth_compile_result cr;
+    tth_diag d;
+    tth_diag_clear(&d);
+    double t0 = now_ms();
+    int rc = tth_compile(&req, &cr, &d);
+    res->compile_ms = now_ms() - t0;
+    free(model);
+    json_decref(opts);
+    if (rc != 0)
+        return set(res, rc == TTH_EUNSUPPORTED ? TTH_CASE_UNSUPPORTED : TTH_CASE_FAIL,
+                   "compile: %s [%s]%s%s", d.message, d.location, d.hint[0] ? " hint: " : "", d.hint);
+    tthrt_model *m = NULL;
+    rc = tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d);
+    tth_compile_result_free(&cr);
+    if (rc != 0)
+        return set(res, TTH_CASE_FAIL, "open: %s", d.message);
+    /* every test_data_set_N, in order */
+    int sets = 0;
+    for (int k = 0; k < 64; k++) {
+        snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
+        if (!file_exists(path))
+            break;
+        sets++;
+        if (run_data_set(m, path, res) != 0) {
+            tthrt_model_close(m);
+            return res->status;
+        }
+    }
+    tthrt_model_close(m);
+    if (sets == 0)
+        return set(res, TTH_CASE_FAIL, "no test_data_set_0 in %s", dir);
+    return set(res, TTH_CASE_PASS, "%d data set%s", sets, sets == 1 ? "" : "s");
+}

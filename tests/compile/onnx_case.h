@@ -1,0 +1,28 @@
+/* onnx_case.h: compile one ONNX test case (a libonnx-testdata directory: model.onnx and
+ * test_data_set_N/{input,output}_M.pb) in-process with tth_compile, run every data set through
+ * the runtime and compare with the expected outputs (tthrt_default_tolerance). Shared by the
+ * compile tests and the conformance runner. */
+#ifndef TTH_TEST_ONNX_CASE_H
+#define TTH_TEST_ONNX_CASE_H
+
+#include <jansson.h>
+
+#include "tth/registry.h"
+
+typedef enum tth_case_status {
+    TTH_CASE_PASS = 0,
+    TTH_CASE_FAIL = 1,        /* wrong result, a compile or run error that is not "unsupported" */
+    TTH_CASE_UNSUPPORTED = 2, /* TTH_EUNSUPPORTED from the compile (import, lower ...) */
+} tth_case_status;
+
+typedef struct tth_case_result {
+    tth_case_status status;
+    char detail[1024];        /* what failed, or why it is unsupported */
+    double compile_ms, run_ms;
+} tth_case_result;
+
+/* Run the case in `dir` for `target` (canonical JSON). Returns the status (also in res). */
+tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const json_t *target,
+                             tth_case_result *res);
+
+#endif

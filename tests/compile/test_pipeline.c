@@ -1,0 +1,310 @@
+/* The whole compile flow (daemon/compile) in-process: ONNX node models from libonnx-testdata
+ * compiled for target `c`, run through the runtime and compared with the expected outputs
+ * (float32: |got - want| <= 1e-4 + 1e-4 * |want|; integers and bool exactly); determinism;
+ * the artifact built with only a C compiler; IR dumps; errors that name their stage. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "helpers.h"
+#include "onnx_case.h"
+#include "tth/target.h"
+#include "tthrt.h"
+
+#define NODE "/usr/share/libonnx-testdata/data/node/"
+
+static json_t *target_c(tth_registry *r)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "c", &d);
+    cr_assert_not_null(t, "target 'c': %s", d.message);
+    return t;
+}
+
+static void expect_pass(const char *test)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    char dir[512];
+    snprintf(dir, sizeof dir, NODE "%s", test);
+    tth_case_result res;
+    tth_case_status st = tth_case_run(dir, r, t, &res);
+    cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, node_add) { expect_pass("test_add"); }
+Test(pipeline, node_add_bcast) { expect_pass("test_add_bcast"); }
+Test(pipeline, node_relu) { expect_pass("test_relu"); }
+Test(pipeline, node_sigmoid) { expect_pass("test_sigmoid"); }
+Test(pipeline, node_conv_with_strides_padding) { expect_pass("test_conv_with_strides_padding"); }
+Test(pipeline, node_matmul_2d) { expect_pass("test_matmul_2d"); }
+Test(pipeline, node_gemm_default_vector_bias) { expect_pass("test_gemm_default_vector_bias"); }
+Test(pipeline, node_maxpool_2d_default) { expect_pass("test_maxpool_2d_default"); }
+Test(pipeline, node_softmax_example) { expect_pass("test_softmax_example"); }
+Test(pipeline, node_argmax_int64_exact) { expect_pass("test_argmax_default_axis_example"); }
+Test(pipeline, node_split_tuple_outputs) { expect_pass("test_split_equal_parts_1d"); }
+Test(pipeline, node_concat) { expect_pass("test_concat_2d_axis_1"); }
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    unsigned char *b = test_read_file(path, len);
+    cr_assert_not_null(b, "cannot read %s", path);
+    return b;
+}
+
+static int compile_file(tth_registry *r, const json_t *t, const char *path, const char *name,
+                        json_t *opts, tth_compile_result *res, tth_diag *d)
+{
+    size_t len;
+    unsigned char *model = slurp(path, &len);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = name,
+                               .target = t, .options = opts, .registry = r};
+    tth_diag_clear(d);
+    int rc = tth_compile(&req, res, d);
+    free(model);
+    return rc;
+}
+
+Test(pipeline, deterministic_bytes)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result a, b;
+    tth_diag d;
+    const char *m = NODE "test_conv_with_strides_padding/model.onnx";
+    cr_assert_eq(compile_file(r, t, m, "conv", NULL, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(r, t, m, "conv", NULL, &b, &d), 0, "%s", d.message);
+    cr_assert_eq(a.artifact_len, b.artifact_len);
+    cr_assert_eq(memcmp(a.artifact, b.artifact, a.artifact_len), 0, "two compiles differ");
+    /* and the metadata says what a runtime needs */
+    const json_t *md = a.metadata;
+    cr_assert_str_eq(json_string_value(json_object_get(md, "model")), "conv");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(md, "executor"), "entry")),
+                     "tth_conv_run");
+    cr_assert_eq(json_array_size(json_object_get(md, "inputs")), 2); /* x and W */
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(md, "inputs"), 0),
+                                                       "dtype")), "float32");
+    const json_t *mem = json_object_get(md, "memory");
+    cr_assert(json_is_integer(json_object_get(mem, "workspace_bytes")));
+    const json_t *plan = json_object_get(mem, "plan");
+    cr_assert_geq(json_integer_value(json_object_get(plan, "workspace_bytes")),
+                  json_integer_value(json_object_get(plan, "lower_bound_bytes")));
+    cr_assert_leq(json_integer_value(json_object_get(plan, "workspace_bytes")),
+                  json_integer_value(json_object_get(plan, "total_bytes")));
+    tth_compile_result_free(&a);
+    tth_compile_result_free(&b);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* Extract the artifact, then build and run it with a C compiler only: a main that includes the
+ * header, uses the size macros, reads the inputs as raw bytes and writes the outputs. */
+Test(pipeline, c_build_without_tth)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_gemm_default_vector_bias/model.onnx", "gemm", opts,
+                              &res, &d), 0, "%s", d.message);
+    cr_assert(json_is_null(json_object_get(json_object_get(res.metadata, "files"), "shared_library")),
+              "build_shared=false must not build a .so");
+    char dir[512], path[1024], cmd[4096];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/gemm.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf gemm.tar && test -f include/tth_gemm.h && "
+             "test -f README.txt && test -f CMakeLists.txt && test -f parameters/gemm.params && "
+             "test -f src/gemm.relay && test -f metadata.json", dir);
+    cr_assert_eq(test_run(cmd), 0, "artifact layout");
+
+    /* inputs: raw bytes from the test data, in metadata order */
+    const json_t *ins = json_object_get(res.metadata, "inputs");
+    const json_t *outs = json_object_get(res.metadata, "outputs");
+    cr_assert_eq(json_array_size(outs), 1);
+    FILE *f;
+    snprintf(path, sizeof path, "%s/main.c", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include \"tth_gemm.h\"\n"
+               "static unsigned char ws[TTH_GEMM_WORKSPACE_SIZE + 1]"
+               " __attribute__((aligned(TTH_GEMM_WORKSPACE_ALIGNMENT)));\n"
+               "static void *load(const char *p, size_t n) {\n"
+               "    void *b = malloc(n); FILE *f = fopen(p, \"rb\");\n"
+               "    if (!f || fread(b, 1, n, f) != n) exit(2);\n"
+               "    fclose(f); return b;\n}\n"
+               "int main(void) {\n    struct tth_gemm_inputs in;\n    struct tth_gemm_outputs out;\n");
+    for (size_t i = 0; i < json_array_size(ins); i++) {
+        const char *cn = json_string_value(json_object_get(json_array_get(ins, i), "c_name"));
+        char up[128];
+        size_t k = 0;
+        for (; cn[k] && k < sizeof up - 1; k++)
+            up[k] = (char)(cn[k] >= 'a' && cn[k] <= 'z' ? cn[k] - 32 : cn[k]);
+        up[k] = 0;
+        fprintf(f, "    in.%s = load(\"in%zu.bin\", TTH_GEMM_%s_SIZE);\n", cn, i, up);
+        /* the raw input bytes */
+        char pb[1024], bin[1024];
+        snprintf(pb, sizeof pb, NODE "test_gemm_default_vector_bias/test_data_set_0/input_%zu.pb", i);
+        tthrt_array a;
+        cr_assert_eq(tthrt_pb_read(pb, &a, &d), 0, "%s", d.message);
+        snprintf(bin, sizeof bin, "%s/in%zu.bin", dir, i);
+        cr_assert_eq(test_write_file(bin, a.data, a.nbytes), 0);
+        tthrt_array_clear(&a);
+    }
+    const char *ocn = json_string_value(json_object_get(json_array_get(outs, 0), "c_name"));
+    char oup[128];
+    size_t k = 0;
+    for (; ocn[k] && k < sizeof oup - 1; k++)
+        oup[k] = (char)(ocn[k] >= 'a' && ocn[k] <= 'z' ? ocn[k] - 32 : ocn[k]);
+    oup[k] = 0;
+    fprintf(f, "    out.%s = malloc(TTH_GEMM_%s_SIZE);\n"
+               "    if (tth_gemm_run(&in, &out, ws) != 0) return 1;\n"
+               "    FILE *o = fopen(\"out0.bin\", \"wb\");\n"
+               "    fwrite(out.%s, 1, TTH_GEMM_%s_SIZE, o);\n    fclose(o);\n    return 0;\n}\n",
+            ocn, oup, ocn, oup);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -Wall -Werror -Iinclude main.c "
+             "codegen/host/src/*.c -lm -o main && ./main", dir);
+    cr_assert_eq(test_run(cmd), 0, "the C build or its run failed (in %s)", dir);
+
+    /* compare with the expected output */
+    tthrt_array want, got;
+    cr_assert_eq(tthrt_pb_read(NODE "test_gemm_default_vector_bias/test_data_set_0/output_0.pb",
+                               &want, &d), 0);
+    cr_assert_eq(tthrt_array_init(&got, want.dtype, want.rank, want.shape, &d), 0);
+    snprintf(path, sizeof path, "%s/out0.bin", dir);
+    size_t n;
+    unsigned char *raw = slurp(path, &n);
+    cr_assert_eq(n, got.nbytes);
+    memcpy(got.data, raw, n);
+    free(raw);
+    char why[256];
+    cr_assert_eq(tthrt_array_compare(&got, &want, 1e-4, 1e-4, why, sizeof why), 1, "%s", why);
+    tthrt_array_clear(&want);
+    tthrt_array_clear(&got);
+
+    /* the CMake snippet builds the static library too, when cmake is here */
+    if (test_have("cmake")) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && cmake -S . -B cm > cmake.log 2>&1 && "
+                 "cmake --build cm >> cmake.log 2>&1 && test -f cm/libtth_gemm.a", dir);
+        cr_assert_eq(test_run(cmd), 0, "the CMakeLists.txt build failed (see %s/cmake.log)", dir);
+    }
+    test_rmtree(dir);
+    json_decref(opts);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, dumps_every_stage)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "all", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
+                 "%s", d.message);
+    static const char *stages[] = {"import", "optimize", "lower", "aot", "memplan", "codegen"};
+    for (size_t i = 0; i < 6; i++) {
+        const char *s = json_string_value(json_object_get(res.dumps, stages[i]));
+        cr_assert_not_null(s, "no dump for stage %s", stages[i]);
+        cr_assert_gt(strlen(s), 10, "dump for %s is empty", stages[i]);
+    }
+    cr_assert(strstr(json_string_value(json_object_get(res.dumps, "codegen")), "tth_relu_run"));
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    /* one stage only */
+    opts = json_pack("{s:s, s:b}", "dump_ir", "aot", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
+    cr_assert_eq(json_object_size(res.dumps), 1);
+    cr_assert_not_null(json_object_get(res.dumps, "aot"));
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, errors_name_their_stage)
+{
+    tth_registry *r = test_registry();
+    tth_compile_result res;
+    tth_diag d;
+    /* a composite target */
+    json_t *comp = json_pack("{s:s, s:[{s:s}, {s:s}]}", "kind", "composite", "targets", "kind",
+                             "cmsis-nn", "kind", "c");
+    cr_assert_eq(compile_file(r, comp, NODE "test_relu/model.onnx", "relu", NULL, &res, &d),
+                 TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "composite targets are not supported yet"), "%s", d.message);
+    json_decref(comp);
+    /* a model name that is not a C identifier */
+    json_t *t = target_c(r);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "9 lives", NULL, &res, &d),
+                 TTH_EINVAL);
+    cr_assert(strstr(d.message, "C identifier"), "%s", d.message);
+    /* not a model */
+    size_t len = 5;
+    tth_compile_request req = {.model = (const uint8_t *)"hello", .model_len = len,
+                               .model_name = "x", .target = t, .registry = r};
+    tth_diag_clear(&d);
+    cr_assert_lt(tth_compile(&req, &res, &d), 0);
+    cr_assert(strncmp(d.message, "import", 6) == 0, "the message names the stage: %s", d.message);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, runtime_binding_errors_are_clear)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    cr_assert_eq(compile_file(r, t, NODE "test_add/model.onnx", "add", NULL, &res, &d), 0, "%s",
+                 d.message);
+    tthrt_model *m;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_model_input_count(m), 2);
+    tthrt_array a;
+    int64_t shape[2] = {3, 4};
+    cr_assert_eq(tthrt_array_init(&a, TTH_F32, 2, shape, &d), 0);
+    cr_assert_eq(tthrt_model_bind(m, "nope", &a, &d), TTH_EUNKNOWN);
+    cr_assert(strstr(d.message, "'nope'") && strstr(d.hint, "'x'"), "%s / %s", d.message, d.hint);
+    cr_assert_eq(tthrt_model_bind(m, "x", &a, &d), TTH_ETYPE);
+    cr_assert(strstr(d.message, "float32[3, 4, 5]") && strstr(d.message, "float32[3, 4]"), "%s",
+              d.message);
+    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), TTH_EINVAL, "running with unbound inputs");
+    cr_assert(strstr(d.message, "not bound"), "%s", d.message);
+    tthrt_array_clear(&a);
+    /* bind both, run with repeat, write outputs */
+    cr_assert_eq(tthrt_model_bind_file(m, "x", NODE "test_add/test_data_set_0/input_0.pb", &d), 0,
+                 "%s", d.message);
+    cr_assert_eq(tthrt_model_bind_file(m, "y", NODE "test_add/test_data_set_0/input_1.pb", &d), 0);
+    tthrt_timing tm;
+    cr_assert_eq(tthrt_model_run(m, 5, &tm, &d), 0, "%s", d.message);
+    cr_assert_eq(tm.runs, 5);
+    cr_assert_leq(tm.min_ms, tm.median_ms);
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    json_t *paths;
+    cr_assert_eq(tthrt_model_write_outputs(m, dir, &paths, &d), 0, "%s", d.message);
+    cr_assert_eq(json_array_size(paths), 1);
+    snprintf(path, sizeof path, "%s/sum.npy", dir);
+    tthrt_array out, want;
+    cr_assert_eq(tthrt_npy_read(path, &out, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_pb_read(NODE "test_add/test_data_set_0/output_0.pb", &want, &d), 0);
+    cr_assert_eq(tthrt_array_compare(&out, &want, 1e-4, 1e-4, NULL, 0), 1);
+    tthrt_array_clear(&out);
+    tthrt_array_clear(&want);
+    json_decref(paths);
+    test_rmtree(dir);
+    tthrt_model_close(m);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
