@@ -1149,3 +1149,46 @@ Test(llvm, composite_target_uses_the_llvm_member)
     tth_runtime_module_free(rm);
     tth_tir_module_free(m);
 }
+
+/* Constants are stored in the target's byte order: on a big-endian triple the int32 0x11223344
+ * appears as 11 22 33 44 in the object, on a little-endian one as 44 33 22 11. The table is
+ * read through a run-time index, so it stays in the object as data. */
+static int object_has(const tth_runtime_module *rm, const uint8_t *pat, size_t n)
+{
+    const tth_module_file *f = tth_runtime_module_file(rm, 0);
+    for (size_t i = 0; i + n <= f->len; i++)
+        if (memcmp(f->data + i, pat, n) == 0)
+            return 1;
+    return 0;
+}
+
+Test(llvm, constants_in_target_byte_order)
+{
+    enum { n = 64 };
+    int32_t vals[n];
+    for (int k = 0; k < n; k++)
+        vals[k] = 0x11223344 + k * 0x100;
+    const char *targets[] = {"{\"kind\": \"llvm\", \"mtriple\": \"aarch64_be-linux-gnu\"}",
+                             "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}"};
+    for (int be = 1; be >= 0; be--) {
+        tth_tir_module *m = tth_tir_module_new();
+        tth_ttype tt = {.dtype = TTH_I32, .rank = 1, .shape = {n}};
+        tth_tensor *t = tth_tensor_new(&tt, vals);
+        tth_tbuffer *cst = tth_tir_const_buffer(m, "table", t);
+        tth_tensor_unref(t);
+        tth_tbuffer *ix = buf1(m, "ix", TTH_I32, 4, TTH_SCOPE_PARAM);
+        tth_tbuffer *o = buf1(m, "o", TTH_I32, 4, TTH_SCOPE_PARAM);
+        tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+        tth_tbuffer *ps[] = {ix, o};
+        func(m, "lookup", ps, 2, FOR(i, 4, TTH_LOOP_SERIAL, STORE(o, REF(i), LOAD(cst, LOAD(ix, REF(i))))));
+        tth_diag d;
+        tth_runtime_module *rm;
+        cr_assert_eq(run_hook(m, targets[1 - be], &rm, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_runtime_module_file(rm, 0)->data[5], be ? 2 : 1, "ELF data encoding");
+        static const uint8_t big[4] = {0x11, 0x22, 0x33, 0x44}, little[4] = {0x44, 0x33, 0x22, 0x11};
+        cr_assert(object_has(rm, be ? big : little, 4), "the constant is not in the object in target order");
+        cr_assert(!object_has(rm, be ? little : big, 4), "the constant is in the object in the wrong order");
+        tth_runtime_module_free(rm);
+        tth_tir_module_free(m);
+    }
+}
