@@ -766,9 +766,8 @@ static int rel_pool2d(relctx *c)
         return rc;
     if (ps[0] < 1 || ps[1] < 1)
         return attr_fail(c, "pool_size must be >= 1, got [%lld, %lld]", (long long)ps[0], (long long)ps[1]);
+    /* Integer inputs are allowed (average pools of int32 accumulators, as CMSIS-NN patterns use). */
     if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
-        return rc;
-    if (c->op == TTH_OP_AVG_POOL2D && (rc = need_float(c, 0)))
         return rc;
     const tth_ttype *x = ARG(c, 0);
     int64_t oh = pool_out(x->shape[2], ps[0], padding[0], padding[2], strides[0], dilation[0], ceil_mode);
@@ -785,8 +784,6 @@ static int rel_global_pool2d(relctx *c)
 {
     int rc;
     if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
-        return rc;
-    if (c->op == TTH_OP_GLOBAL_AVG_POOL2D && (rc = need_float(c, 0)))
         return rc;
     const tth_ttype *x = ARG(c, 0);
     tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1], 1, 1}};
