@@ -1192,3 +1192,51 @@ Test(llvm, constants_in_target_byte_order)
         tth_tir_module_free(m);
     }
 }
+
+/* ---------------------------------------------------------------- loop metadata reaches LLVM */
+
+static uint64_t elf_u64(const uint8_t *p) { return (uint64_t)elf_u32(p) | (uint64_t)elf_u32(p + 4) << 32; }
+
+/* How many AArch64 FADD (vector, single or double) instructions the .text of an ELF64 object
+ * holds: 0 Q 0 01110 0 sz 1 Rm 110101 Rn Rd. */
+static int aarch64_vector_fadds(const tth_module_file *f)
+{
+    const uint8_t *e = f->data;
+    uint64_t shoff = elf_u64(e + 40);
+    uint16_t shentsize = elf_u16(e + 58), shnum = elf_u16(e + 60), shstrndx = elf_u16(e + 62);
+    cr_assert(shoff + (uint64_t)shnum * shentsize <= f->len);
+    const char *names = (const char *)e + elf_u64(e + shoff + (uint64_t)shstrndx * shentsize + 24);
+    int count = 0, found = 0;
+    for (uint16_t i = 0; i < shnum; i++) {
+        const uint8_t *sh = e + shoff + (uint64_t)i * shentsize;
+        if (strcmp(names + elf_u32(sh), ".text") != 0)
+            continue;
+        found = 1;
+        const uint8_t *text = e + elf_u64(sh + 24);
+        uint64_t size = elf_u64(sh + 32);
+        for (uint64_t k = 0; k + 4 <= size; k += 4)
+            if ((elf_u32(text + k) & 0xBFA0FC00u) == 0x0E20D400u)
+                count++;
+    }
+    cr_assert(found, "no .text section");
+    return count;
+}
+
+/* At opt-level 1 LLVM vectorizes only loops that ask for it: the VECTORIZED loop gets vector
+ * adds, the same loop SERIAL gets none. */
+Test(llvm, vectorized_loops_are_vectorized)
+{
+    const char *target = "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\", \"opt-level\": 1}";
+    int counts[2];
+    for (int v = 0; v < 2; v++) {
+        tth_tir_module *m = axpy_module(1024, v ? TTH_LOOP_VECTORIZED : TTH_LOOP_SERIAL);
+        tth_diag d;
+        tth_runtime_module *rm;
+        cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
+        counts[v] = aarch64_vector_fadds(tth_runtime_module_file(rm, 0));
+        tth_runtime_module_free(rm);
+        tth_tir_module_free(m);
+    }
+    cr_assert_eq(counts[0], 0, "the serial loop was vectorized at opt-level 1 (%d vector adds)", counts[0]);
+    cr_assert(counts[1] > 0, "the VECTORIZED loop has no vector adds");
+}
