@@ -221,7 +221,9 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
 static void on_compile_progress(tthd_job *job, const char *stage, int percent)
 {
     tthd_request *req = job->data;
-    tthd_progress(req, "report", stage ? stage : "", percent < 0 ? 0 : percent > 100 ? 100 : percent);
+    /* the worker's 0..100 covers the compile step, which is 5..99 of the request */
+    int p = percent < 0 ? 0 : percent > 100 ? 100 : percent;
+    tthd_progress(req, "report", stage ? stage : "", 5 + p * 94 / 100);
 }
 
 static void on_compile_done(tthd_job *job)

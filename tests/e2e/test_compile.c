@@ -1,0 +1,330 @@
+/* End to end: compile requests through a real tthd with the real plugins: the artifact stream,
+ * progress, cache hits and misses, a corrupt cache entry, and plugins that crash or hang in the
+ * compile hooks. Skipped (with a message) when the build has no compile flow. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "harness.h"
+
+/* Copy every real plugin (the .so files of build/plugins) into the daemon's plugins directory. */
+static void put_real_plugins(const e2e_daemon *d)
+{
+    char dir[1024];
+    e2e_build_path("plugins", dir, sizeof dir);
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp, "no %s", dir);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
+            continue;
+        char from[1024], to[1024], cmd[2200];
+        snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
+        snprintf(to, sizeof to, "%s/%s", d->plugins, de->d_name);
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", from, to, to);
+        cr_assert_eq(system(cmd), 0);
+        n++;
+    }
+    closedir(dp);
+    cr_assert(n > 0, "no plugins built in %s", dir);
+}
+
+static uint8_t *read_model(size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Send a compile with the model upload; return the response (notifications in c->notes,
+ * artifact bytes in c->binary, both reset first). */
+static json_t *compile(e2e_client *c, json_int_t id, const uint8_t *model, size_t len, const char *target,
+                       json_t *options_new)
+{
+    json_array_clear(c->notes);
+    c->binary_len = 0;
+    c->binary_frames = 0;
+    json_t *params = json_pack("{s:{s:s, s:I}, s:s}", "model", "name", "digits", "size", (json_int_t)len, "target", target);
+    if (options_new)
+        json_object_set_new(params, "options", options_new);
+    e2e_send(c, tthp_request_new(id, "compile", params));
+    e2e_upload(c, id, model, len, 4096);
+    json_t *r = e2e_recv_response(c, 240000);
+    cr_assert_not_null(r, "no answer to compile for '%s'", target);
+    return r;
+}
+
+static const char *err_message(const json_t *r)
+{
+    return json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+}
+
+static int no_compile_flow(const json_t *r)
+{
+    const char *m = err_message(r);
+    return m && strstr(m, "no compile flow");
+}
+
+static const char *result_str(const json_t *r, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(json_object_get(r, "result"), a);
+    return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+/* The response carries the artifact that was streamed before it. */
+static void check_artifact(e2e_client *c, const json_t *r)
+{
+    cr_assert_eq(e2e_error_code(r), 0, "compile failed: %s", err_message(r));
+    json_int_t size = e2e_result_int(r, "artifact", "size");
+    cr_assert(size > 0);
+    cr_assert_eq((json_int_t)c->binary_len, size, "streamed %zu bytes, result says %lld", c->binary_len,
+                 (long long)size);
+    cr_assert_eq((json_int_t)c->binary_frames, e2e_result_int(r, "artifact", "chunks"));
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)XXH64(c->binary, c->binary_len, 0));
+    cr_assert_str_eq(result_str(r, "artifact", "xxh64"), sum);
+    cr_assert(json_is_object(json_object_get(json_object_get(r, "result"), "metadata")));
+    cr_assert_eq(strlen(result_str(r, "key", NULL)), 32);
+    /* every chunk was announced; progress began and ended */
+    size_t chunks = 0, begins = 0, ends = 0, i;
+    json_t *n;
+    json_array_foreach(c->notes, i, n) {
+        const char *m = json_string_value(json_object_get(n, "method"));
+        const json_t *p = json_object_get(n, "params");
+        if (strcmp(m, "$/chunk") == 0) {
+            cr_assert_str_eq(json_string_value(json_object_get(p, "stream")), "artifact");
+            chunks++;
+        } else if (strcmp(m, "$/progress") == 0) {
+            const char *kind = json_string_value(json_object_get(p, "kind"));
+            begins += strcmp(kind, "begin") == 0;
+            ends += strcmp(kind, "end") == 0;
+            json_int_t pc = json_integer_value(json_object_get(p, "percentage"));
+            cr_assert(pc >= 0 && pc <= 100);
+        }
+    }
+    cr_assert_eq(chunks, c->binary_frames, "each binary frame is announced by a $/chunk");
+    cr_assert_eq(begins, 1);
+    cr_assert_eq(ends, 1);
+    const json_t *last = json_array_get(c->notes, json_array_size(c->notes) - 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(last, "params"), "kind")), "end",
+                     "'end' is the last notification before the response");
+}
+
+Test(compile, artifact_stream_and_cache, .timeout = 600)
+{
+    e2e_daemon d;
+    e2e_start(&d, NULL, NULL);
+    put_real_plugins(&d);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    size_t len;
+    uint8_t *model = read_model(&len);
+    /* wait for the hot-plug reload to bring the real plugins */
+    json_t *r = NULL;
+    for (int i = 0; i < 100; i++) {
+        json_decref(r);
+        r = e2e_call(c, 1, "target/parse", json_pack("{s:s}", "target", "llvm"));
+        if (!e2e_error_code(r))
+            break;
+        usleep(100000);
+    }
+    cr_assert_eq(e2e_error_code(r), 0, "llvm never became available");
+    json_decref(r);
+
+    r = compile(c, 2, model, len, "llvm", NULL);
+    if (no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        cr_skip_test("this build has no compile flow");
+    }
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss");
+    char key[33];
+    snprintf(key, sizeof key, "%s", result_str(r, "key", NULL));
+    size_t first_len = c->binary_len;
+    uint8_t *first = malloc(first_len);
+    memcpy(first, c->binary, first_len);
+    json_decref(r);
+
+    r = compile(c, 3, model, len, "llvm", NULL);
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "hit");
+    cr_assert_str_eq(result_str(r, "key", NULL), key);
+    cr_assert_eq(c->binary_len, first_len);
+    cr_assert_eq(memcmp(c->binary, first, first_len), 0, "a hit streams the same bytes");
+    json_decref(r);
+
+    r = compile(c, 4, model, len, "llvm", json_pack("{s:b}", "explain", 1));
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "other options are another key");
+    cr_assert_str_neq(result_str(r, "key", NULL), key);
+    json_decref(r);
+
+    r = e2e_call(c, 5, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "cache", "hits"), 1);
+    cr_assert_eq(e2e_result_int(r, "cache", "misses"), 2);
+    cr_assert_eq(e2e_result_int(r, "cache", "entries"), 2);
+    cr_assert(e2e_result_int(r, "cache", "bytes") > (json_int_t)first_len);
+    json_decref(r);
+
+    r = e2e_call(c, 6, "cache/clear", NULL);
+    cr_assert_eq(e2e_result_int(r, "removedEntries", NULL), 2);
+    json_decref(r);
+    r = compile(c, 7, model, len, "llvm", NULL);
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "cleared");
+    cr_assert_eq(memcmp(c->binary, first, first_len), 0, "the same request gives the same bytes");
+    json_decref(r);
+
+    free(first);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+/* An entry damaged on disk is detected when read, dropped, and compiled again. */
+Test(compile, corrupt_cache_entry, .timeout = 600)
+{
+    static const char *const args[] = {"--workers", "1", NULL};
+    e2e_daemon d;
+    e2e_prepare(&d);
+    put_real_plugins(&d);
+    e2e_launch(&d, NULL, args);
+    size_t len;
+    uint8_t *model = read_model(&len);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *r = compile(c, 1, model, len, "llvm", NULL);
+    if (no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        cr_skip_test("this build has no compile flow");
+    }
+    check_artifact(c, r);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.tthc", d.cache, result_str(r, "key", NULL));
+    json_decref(r);
+    e2e_client_free(c);
+    /* stop (the entry is written through to disk), damage it, start again on the same cache */
+    {
+        e2e_client *s = e2e_client_new(&d);
+        e2e_client_init(s);
+        json_decref(e2e_call(s, 1, "shutdown", NULL));
+        e2e_client_free(s);
+        int status;
+        cr_assert(e2e_wait_exit(d.pid, 20000, &status));
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "the entry %s is on disk", path);
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, st.st_size - 10, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, st.st_size - 10, SEEK_SET);
+    fputc(ch ^ 0x5a, f);
+    fclose(f);
+
+    e2e_launch(&d, NULL, args);
+    c = e2e_client_new(&d);
+    e2e_client_init(c);
+    r = compile(c, 2, model, len, "llvm", NULL);
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "a corrupt entry must not be served");
+    json_decref(r);
+    r = e2e_call(c, 3, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "cache", "corrupt"), 1);
+    json_decref(r);
+    r = compile(c, 4, model, len, "llvm", NULL);
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "hit", "the recompiled entry is good");
+    json_decref(r);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+/* Plugins that crash, abort or hang in a compile hook fail that compile, naming plugin and
+ * hook; the next compile succeeds. Hooks the compile flow cannot reach yet (composite targets)
+ * are reported, not asserted. */
+Test(compile, crashing_compile_hooks, .timeout = 600)
+{
+    static const char *const args[] = {"--request-timeout", "20", NULL};
+    static const struct {
+        const char *plugin, *kind, *target, *hook;
+        int code;
+    } cases[] = {
+        {"tp_crash_t2r", "test-abort-t2r", "test-abort-t2r", "tir_to_runtime", TTHP_CODE_FROM_TTH(-18)},
+        {"tp_crash_r2t", "test-segv-r2t", "test-segv-r2t,llvm", "relay_to_tir", TTHP_CODE_FROM_TTH(-18)},
+        {"tp_crash_r2r", "test-loop-r2r", "test-loop-r2r,llvm", "relay_to_runtime", TTHP_CODE_FROM_TTH(-14)},
+        {"tp_crash_cu", "test-segv-cu", "test-segv-cu,llvm", "constant_updater", TTHP_CODE_FROM_TTH(-18)},
+    };
+    e2e_daemon d;
+    e2e_prepare(&d);
+    put_real_plugins(&d);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        e2e_put_plugin(d.plugins, cases[i].plugin, NULL);
+    e2e_launch(&d, NULL, args);
+    size_t len;
+    uint8_t *model = read_model(&len);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *r = compile(c, 1, model, len, "llvm", NULL);
+    if (no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        cr_skip_test("this build has no compile flow");
+    }
+    check_artifact(c, r);
+    json_decref(r);
+    int asserted = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        r = compile(c, 10 + (json_int_t)i, model, len, cases[i].target, NULL);
+        const char *msg = err_message(r);
+        if (msg && strstr(msg, "not supported yet")) {
+            fprintf(stderr, "note: %s: the compile flow cannot reach %s yet (%s)\n", cases[i].target, cases[i].hook, msg);
+            json_decref(r);
+            continue;
+        }
+        cr_assert_eq(e2e_error_code(r), cases[i].code, "%s: expected %d, got %d (%s)", cases[i].target, cases[i].code,
+                     e2e_error_code(r), msg ? msg : "a result");
+        const json_t *diag = json_array_get(
+            json_object_get(json_object_get(json_object_get(r, "error"), "data"), "diagnostics"), 0);
+        const char *loc = json_string_value(json_object_get(diag, "location"));
+        cr_assert(loc && strstr(loc, cases[i].hook) && strstr(loc, cases[i].kind),
+                  "%s: location '%s' must name the plugin and %s", cases[i].target, loc ? loc : "", cases[i].hook);
+        json_decref(r);
+        asserted++;
+        /* and the daemon compiles the next model as if nothing happened */
+        r = compile(c, 100 + (json_int_t)i, model, len, "llvm", NULL);
+        check_artifact(c, r);
+        json_decref(r);
+    }
+    cr_assert(asserted >= 1, "no compile hook could be exercised");
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
