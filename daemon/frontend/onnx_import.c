@@ -17,6 +17,17 @@ int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...)
     return code;
 }
 
+int tth__onnx_shape_ok(const int64_t *shape, int rank)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0 || (shape[i] && n > TTH_IMPORT_MAX_TENSOR / shape[i]))
+            return 0;
+        n *= shape[i];
+    }
+    return n <= TTH_IMPORT_MAX_TENSOR;
+}
+
 /* ---- name → value table (open addressing) ---- */
 
 typedef struct valtab {
@@ -129,6 +140,9 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, tth_ttype
                                   (long long)d->dim_value);
         ty->shape[i] = d->dim_value;
     }
+    if (!tth__onnx_shape_ok(ty->shape, ty->rank))
+        return tth__onnx_fail(c, TTH_ELIMIT, "graph input '%s' has more than %lld elements", name,
+                              (long long)TTH_IMPORT_MAX_TENSOR);
     return 0;
 }
 
@@ -201,6 +215,11 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         rc = tth__onnx_tensor_from_proto(tp, c->where, &t, c->diag);
         if (rc)
             goto done;
+        if (!tth__onnx_shape_ok(t->type.shape, t->type.rank)) {
+            tth_tensor_unref(t);
+            rc = tth__onnx_fail(c, TTH_ELIMIT, "initializer too large");
+            goto done;
+        }
         tth_rexpr *k = tth_relay_const(m, t, tth_arena_strdup(m->arena, name));
         if (!k || valtab_put(&vals, name, k)) {
             rc = tth__onnx_fail(c, TTH_ENOMEM, "out of memory");

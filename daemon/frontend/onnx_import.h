@@ -9,6 +9,11 @@
 /* Shape-arithmetic results up to this many elements are folded while importing, so that the
  * inputs ONNX ops take as values (Reshape's shape, Slice's starts...) are constants. */
 #define TTH_IMPORT_FOLD_ELEMS 65536
+/* Largest tensor (elements) any value of an imported graph may have: keeps every shape product
+ * of the IR (broadcasts of two such values included) far from int64 overflow. */
+#define TTH_IMPORT_MAX_TENSOR ((int64_t)1 << 31)
+/* Largest kernel, stride, dilation or convolution/pool padding accepted. */
+#define TTH_IMPORT_MAX_WINDOW 4096
 /* Largest tensor an importer creates from an attribute (ConstantOfShape...). */
 #define TTH_IMPORT_MAX_ELEMS ((int64_t)1 << 26)
 
@@ -30,6 +35,9 @@ typedef struct tth_onnx_op {
 } tth_onnx_op;
 
 const tth_onnx_op *tth__onnx_op_find(const char *name);
+
+/* 1 when the product of the dims is at most TTH_IMPORT_MAX_TENSOR (no overflow on the way). */
+int tth__onnx_shape_ok(const int64_t *shape, int rank);
 
 /* Diagnostic at the current node. */
 int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

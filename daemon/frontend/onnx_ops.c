@@ -29,6 +29,14 @@ static tth_rexpr *call(tth_onnx_ctx *c, tth_op op, tth_rexpr *const *args, size_
             tth__onnx_fail(c, TTH_ETYPE, "type error in '%s'", tth_op_name(op));
         return NULL;
     }
+    int big = e->type.nfields < 0 ? !tth__onnx_shape_ok(e->type.tensor.shape, e->type.tensor.rank) : 0;
+    for (int32_t i = 0; i < e->type.nfields; i++)
+        big |= !tth__onnx_shape_ok(e->type.fields[i].shape, e->type.fields[i].rank);
+    if (big) {
+        tth__onnx_fail(c, TTH_ELIMIT, "the result of '%s' has more than %lld elements", tth_op_name(op),
+                       (long long)TTH_IMPORT_MAX_TENSOR);
+        return NULL;
+    }
     return tth__fold_call(c->m, e, TTH_IMPORT_FOLD_ELEMS, c->diag);
 }
 
@@ -534,8 +542,9 @@ static int spatial_attrs(tth_onnx_ctx *c, int nsp, const int64_t *in_hw, const i
         }
     }
     for (int i = 0; i < 2; i++) {
-        if (sp->k[i] < 1 || sp->k[i] > 1 << 20 || sp->s[i] < 1 || sp->s[i] > 1 << 20 || sp->d[i] < 1 ||
-            sp->d[i] > 1 << 20 || sp->pb[i] < 0 || sp->pe[i] < 0 || sp->pb[i] > 1 << 20 || sp->pe[i] > 1 << 20 ||
+        const int64_t W = TTH_IMPORT_MAX_WINDOW;
+        if (sp->k[i] < 1 || sp->k[i] > W || sp->s[i] < 1 || sp->s[i] > W || sp->d[i] < 1 || sp->d[i] > W ||
+            sp->pb[i] < 0 || sp->pe[i] < 0 || sp->pb[i] > W || sp->pe[i] > W ||
             sp->outpad[i] < 0 || sp->outpad[i] >= (sp->s[i] > sp->d[i] ? sp->s[i] : sp->d[i]) + 1)
             return tth__onnx_fail(c, TTH_EMODEL, "kernel, strides, dilations or pads out of range");
     }
@@ -656,6 +665,8 @@ static int op_conv_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_re
         for (int i = 0; i < nsp; i++) {
             int j = off + i;
             int64_t want = os[n == nsp ? i : i + 2];
+            if (want < 1 || want > TTH_IMPORT_MAX_TENSOR)
+                return tth__onnx_fail(c, TTH_EMODEL, "output_shape %lld out of range", (long long)want);
             int64_t total = sp.s[j] * (tt(in[0])->shape[2 + i] - 1) + sp.outpad[j] + (sp.k[j] - 1) * sp.d[j] + 1 - want;
             int64_t b = upper ? total / 2 : total - total / 2;
             /* floor division for negative totals, as the ONNX reference does */
@@ -878,9 +889,9 @@ static int op_reshape(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **o
         } else if (s[i] < 0) {
             return tth__onnx_fail(c, TTH_EMODEL, "Reshape shape has a negative dim %lld", (long long)s[i]);
         } else {
-            known *= s[i];
-            if (known > ((int64_t)1 << 48))
+            if (s[i] > TTH_IMPORT_MAX_TENSOR || (s[i] && known > TTH_IMPORT_MAX_TENSOR / s[i]))
                 return tth__onnx_fail(c, TTH_EMODEL, "Reshape shape too large");
+            known *= s[i];
         }
     }
     if (infer >= 0) {
@@ -1040,8 +1051,8 @@ static int op_split(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out
     }
     int64_t sum = 0;
     for (int i = 0; i < n; i++) {
-        if (sz[i] < 0)
-            return tth__onnx_fail(c, TTH_EMODEL, "Split size %lld is negative", (long long)sz[i]);
+        if (sz[i] < 0 || sz[i] > d)
+            return tth__onnx_fail(c, TTH_EMODEL, "Split size %lld is out of range", (long long)sz[i]);
         sum += sz[i];
     }
     if ((size_t)n != nout || sum != d)
@@ -1181,6 +1192,11 @@ static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
         crop |= b[i] || e[i] != d;
         pad |= pb[i] || pe[i];
     }
+    int64_t padded[TTH_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        padded[i] = e[i] - b[i] + pb[i] + pe[i];
+    if (!tth__onnx_shape_ok(padded, r))
+        return tth__onnx_fail(c, TTH_ELIMIT, "Pad result too large");
     if (crop)
         CHECK(x = call1(c, TTH_OP_STRIDED_SLICE, x,
                         json_pack("{s:o,s:o,s:o}", "begin", tth__json_ints(b, r), "end", tth__json_ints(e, r), "strides",
@@ -1215,7 +1231,7 @@ static int op_expand(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
     }
     tth_ttype ot = {.dtype = tt(in[0])->dtype, .rank = orank};
     memcpy(ot.shape, o, sizeof(int64_t) * (size_t)orank);
-    if (tth_ttype_numel(&ot) > ((int64_t)1 << 40))
+    if (!tth__onnx_shape_ok(o, orank))
         return tth__onnx_fail(c, TTH_ELIMIT, "Expand result too large");
     if (tth_ttype_equal(&ot, tt(in[0]))) {
         out[0] = in[0];
@@ -1340,11 +1356,17 @@ static int op_range(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out
     tth_ttype ty = {.dtype = tt(in[0])->dtype, .rank = 1, .shape = {n}};
     tth_tensor *t = tth_tensor_new(&ty, NULL);
     int isf = tth_dtype_is_float(ty.dtype);
+    int64_t ist = tth__ld_i64(in[0]->u.constant.value, 0), ide = tth__ld_i64(in[2]->u.constant.value, 0);
     for (int64_t i = 0; t && i < n; i++) {
-        if (isf)
+        int64_t step, v;
+        if (isf) {
             tth__st_f64(t, i, st + (double)i * de);
-        else
-            tth__st_i64(t, i, (int64_t)st + i * (int64_t)de);
+        } else if (__builtin_mul_overflow(i, ide, &step) || __builtin_add_overflow(ist, step, &v)) {
+            tth_tensor_unref(t);
+            return tth__onnx_fail(c, TTH_EMODEL, "Range overflows its integer type");
+        } else {
+            tth__st_i64(t, i, v);
+        }
     }
     CHECK(out[0] = k_tensor(c, t));
     return 0;
@@ -1506,6 +1528,9 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
     }
     if (oh <= 0 || ow <= 0)
         return tth__onnx_fail(c, TTH_EMODEL, "resize to an empty output");
+    int64_t os4[4] = {tt(x)->shape[0], tt(x)->shape[1], oh, ow};
+    if (oh > TTH_IMPORT_MAX_TENSOR || ow > TTH_IMPORT_MAX_TENSOR || !tth__onnx_shape_ok(os4, 4))
+        return tth__onnx_fail(c, TTH_ELIMIT, "resize result too large");
     const char *mode = as(c, "mode", "nearest");
     const char *method;
     if (!strcmp(mode, "nearest"))
@@ -1666,8 +1691,10 @@ static int op_tile(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
         s1[2 * i + 1] = tt(in[0])->shape[i];
         s2[2 * i] = rep[i];
         s2[2 * i + 1] = tt(in[0])->shape[i];
-        s3[i] = rep[i] * tt(in[0])->shape[i];
+        s3[i] = rep[i] > TTH_IMPORT_MAX_TENSOR ? -1 : rep[i] * tt(in[0])->shape[i];
     }
+    if (!tth__onnx_shape_ok(s2, 2 * r) || !tth__onnx_shape_ok(s3, r))
+        return tth__onnx_fail(c, TTH_ELIMIT, "Tile result too large");
     tth_rexpr *x = reshape(c, in[0], s1, 2 * r);
     CHECK(x);
     CHECK(x = call1(c, TTH_OP_BROADCAST_TO, x, json_pack("{s:o}", "shape", tth__json_ints(s2, 2 * r))));
@@ -1721,6 +1748,319 @@ static int op_space_to_depth(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_re
     return d2s(c, in, nin, out, 0);
 }
 
+/* ---------------------------------------------------------------- more compositions */
+
+static tth_rexpr *kx(tth_onnx_ctx *c, tth_rexpr *like, double v) { return k_scalar(c, tt(like)->dtype, v); }
+
+/* CastLike: cast to the dtype of the second input. */
+static int op_cast_like(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    CHECK(out[0] = call1(c, TTH_OP_CAST, in[0], json_pack("{s:s}", "dtype", tth_dtype_name(tt(in[1])->dtype))));
+    return 0;
+}
+
+/* Celu: alpha * elu(x / alpha) (alpha 1 in the elu), which is x for x >= 0. */
+static int op_celu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    double alpha = af(c, "alpha", 1.0);
+    if (alpha == 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "Celu alpha is 0");
+    tth_rexpr *a = kx(c, in[0], alpha), *y;
+    CHECK(a);
+    CHECK(y = call2(c, TTH_OP_DIVIDE, in[0], a, NULL));
+    CHECK(y = call1(c, TTH_OP_ELU, y, json_pack("{s:f}", "alpha", 1.0)));
+    CHECK(out[0] = call2(c, TTH_OP_MULTIPLY, y, a, NULL));
+    return 0;
+}
+
+/* Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0. */
+static int op_shrink(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    double l = af(c, "lambd", 0.5), b = af(c, "bias", 0.0);
+    tth_rexpr *x = in[0], *nl = kx(c, x, -l), *pl = kx(c, x, l), *kb = kx(c, x, b), *z = kx(c, x, 0);
+    CHECK(nl && pl && kb && z);
+    tth_rexpr *lo, *hi, *xp, *xm, *inner;
+    CHECK(lo = call2(c, TTH_OP_LESS, x, nl, NULL));
+    CHECK(hi = call2(c, TTH_OP_GREATER, x, pl, NULL));
+    CHECK(xp = call2(c, TTH_OP_ADD, x, kb, NULL));
+    CHECK(xm = call2(c, TTH_OP_SUBTRACT, x, kb, NULL));
+    tth_rexpr *a1[3] = {hi, xm, z};
+    CHECK(inner = call(c, TTH_OP_WHERE, a1, 3, NULL));
+    tth_rexpr *a2[3] = {lo, xp, inner};
+    CHECK(out[0] = call(c, TTH_OP_WHERE, a2, 3, NULL));
+    return 0;
+}
+
+/* IsNaN: not (x == x). */
+static int op_isnan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tth_rexpr *e;
+    CHECK(e = call2(c, TTH_OP_EQUAL, in[0], in[0], NULL));
+    CHECK(out[0] = call1(c, TTH_OP_LOGICAL_NOT, e, NULL));
+    return 0;
+}
+
+/* IsInf: x == +inf (detect_positive) or x == -inf (detect_negative). */
+static int op_isinf(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int pos = (int)ai(c, "detect_positive", 1), neg = (int)ai(c, "detect_negative", 1);
+    tth_rexpr *r = NULL, *e;
+    if (pos) {
+        tth_rexpr *k = kx(c, in[0], INFINITY);
+        CHECK(k);
+        CHECK(r = call2(c, TTH_OP_EQUAL, in[0], k, NULL));
+    }
+    if (neg) {
+        tth_rexpr *k = kx(c, in[0], -INFINITY);
+        CHECK(k);
+        CHECK(e = call2(c, TTH_OP_EQUAL, in[0], k, NULL));
+        if (r)
+            CHECK(e = call2(c, TTH_OP_LOGICAL_OR, r, e, NULL));
+        r = e;
+    }
+    if (!r) {
+        tth_ttype ty = *tt(in[0]);
+        ty.dtype = TTH_BOOL;
+        CHECK(r = k_tensor(c, tth_tensor_new(&ty, NULL)));
+    }
+    out[0] = r;
+    return 0;
+}
+
+static int op_tan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tth_rexpr *s, *co;
+    CHECK(s = call1(c, TTH_OP_SIN, in[0], NULL));
+    CHECK(co = call1(c, TTH_OP_COS, in[0], NULL));
+    CHECK(out[0] = call2(c, TTH_OP_DIVIDE, s, co, NULL));
+    return 0;
+}
+
+/* Sinh / Cosh: (exp(x) -/+ exp(-x)) / 2. */
+static int hyp(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tth_op combine)
+{
+    NEED(1);
+    tth_rexpr *e1, *e2, *nx, *sum, *two = kx(c, in[0], 2.0);
+    CHECK(two);
+    CHECK(e1 = call1(c, TTH_OP_EXP, in[0], NULL));
+    CHECK(nx = call1(c, TTH_OP_NEGATIVE, in[0], NULL));
+    CHECK(e2 = call1(c, TTH_OP_EXP, nx, NULL));
+    CHECK(sum = call2(c, combine, e1, e2, NULL));
+    CHECK(out[0] = call2(c, TTH_OP_DIVIDE, sum, two, NULL));
+    return 0;
+}
+static int op_sinh(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return hyp(c, in, nin, out, TTH_OP_SUBTRACT);
+}
+static int op_cosh(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return hyp(c, in, nin, out, TTH_OP_ADD);
+}
+
+/* Normalize x over axes: returns d = x - mean and inv = 1 / sqrt(var + eps) (keepdims). */
+static int normalize(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na, double eps, int sqrt_then_add,
+                     tth_rexpr **mean_out, tth_rexpr **d_out, tth_rexpr **inv_out)
+{
+    tth_rexpr *mean, *d, *sq, *var, *ke = kx(c, x, eps), *one = kx(c, x, 1.0), *den;
+    CHECK(ke && one);
+    CHECK(mean = call1(c, TTH_OP_MEAN, x, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    CHECK(d = call2(c, TTH_OP_SUBTRACT, x, mean, NULL));
+    CHECK(sq = call2(c, TTH_OP_MULTIPLY, d, d, NULL));
+    CHECK(var = call1(c, TTH_OP_MEAN, sq, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    if (sqrt_then_add) {
+        CHECK(den = call1(c, TTH_OP_SQRT, var, NULL));
+        CHECK(den = call2(c, TTH_OP_ADD, den, ke, NULL));
+    } else {
+        CHECK(den = call2(c, TTH_OP_ADD, var, ke, NULL));
+        CHECK(den = call1(c, TTH_OP_SQRT, den, NULL));
+    }
+    CHECK(*inv_out = call2(c, TTH_OP_DIVIDE, one, den, NULL));
+    *mean_out = mean;
+    *d_out = d;
+    return 0;
+}
+
+/* LayerNormalization (17): normalize over axis..rank-1; Y, Mean, InvStdDev. */
+static int op_layer_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int r = rank(in[0]);
+    int64_t axis, axes[TTH_MAX_RANK];
+    if (norm_axis(c, ai(c, "axis", -1), r, &axis))
+        return c->diag->code;
+    int na = 0;
+    for (int64_t i = axis; i < r; i++)
+        axes[na++] = i;
+    tth_rexpr *mean, *d, *inv, *y;
+    int rc = normalize(c, in[0], axes, na, af(c, "epsilon", 1e-5), 0, &mean, &d, &inv);
+    if (rc)
+        return rc;
+    CHECK(y = call2(c, TTH_OP_MULTIPLY, d, inv, NULL));
+    CHECK(y = call2(c, TTH_OP_MULTIPLY, y, in[1], NULL));
+    if (nin > 2 && in[2])
+        CHECK(y = call2(c, TTH_OP_ADD, y, in[2], NULL));
+    out[0] = y;
+    if (nout > 1)
+        out[1] = mean;
+    if (nout > 2)
+        out[2] = inv;
+    return 0;
+}
+
+/* Per-channel [C] vector as [C, 1, ...] for a rank-r activation. */
+static tth_rexpr *per_channel(tth_onnx_ctx *c, tth_rexpr *v, int r)
+{
+    int64_t s[TTH_MAX_RANK];
+    s[0] = tth_ttype_numel(tt(v));
+    for (int i = 1; i < r - 1; i++)
+        s[i] = 1;
+    return reshape(c, v, s, r - 1 > 0 ? r - 1 : 1);
+}
+
+/* InstanceNormalization: normalize each (n, c) over the spatial dims; scale and B per channel. */
+static int op_instance_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    int r = rank(in[0]);
+    if (r < 3)
+        return tth__onnx_fail(c, TTH_EMODEL, "InstanceNormalization needs rank >= 3");
+    int64_t axes[TTH_MAX_RANK];
+    int na = 0;
+    for (int i = 2; i < r; i++)
+        axes[na++] = i;
+    tth_rexpr *mean, *d, *inv, *y, *sc = per_channel(c, in[1], r), *b = per_channel(c, in[2], r);
+    CHECK(sc && b);
+    int rc = normalize(c, in[0], axes, na, af(c, "epsilon", 1e-5), 0, &mean, &d, &inv);
+    if (rc)
+        return rc;
+    CHECK(y = call2(c, TTH_OP_MULTIPLY, d, inv, NULL));
+    CHECK(y = call2(c, TTH_OP_MULTIPLY, y, sc, NULL));
+    CHECK(out[0] = call2(c, TTH_OP_ADD, y, b, NULL));
+    return 0;
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes (default 0, 2, 3). */
+static int op_mvn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t axes[MAXV] = {0, 2, 3};
+    int na = aints(c, "axes", axes, MAXV);
+    if (na == -2)
+        return c->diag->code;
+    if (na < 0)
+        na = 3;
+    for (int i = 0; i < na; i++)
+        if (norm_axis(c, axes[i], r, &axes[i]))
+            return c->diag->code;
+    tth_rexpr *mean, *d, *inv;
+    int rc = normalize(c, in[0], axes, na, 1e-9, 1, &mean, &d, &inv);
+    if (rc)
+        return rc;
+    CHECK(out[0] = call2(c, TTH_OP_MULTIPLY, d, inv, NULL));
+    return 0;
+}
+
+/* Hardmax: 1 at the first maximum along the axis (flattened to 2-D before opset 13). */
+static int op_hardmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", c->opset < 13 ? 1 : -1), r, &axis))
+        return c->diag->code;
+    tth_rexpr *x = in[0];
+    if (c->opset < 13) {
+        int64_t s[2] = {1, 1};
+        for (int i = 0; i < r; i++)
+            s[i < axis ? 0 : 1] *= tt(x)->shape[i];
+        CHECK(x = reshape(c, x, s, 2));
+        axis = 1;
+    }
+    int xr = rank(x);
+    int64_t d = tt(x)->shape[axis];
+    if (d > TTH_IMPORT_MAX_ELEMS)
+        return tth__onnx_fail(c, TTH_ELIMIT, "Hardmax axis too long");
+    tth_ttype it = {.dtype = TTH_I64, .rank = xr};
+    for (int i = 0; i < xr; i++)
+        it.shape[i] = i == axis ? d : 1;
+    tth_tensor *iota = tth_tensor_new(&it, NULL);
+    for (int64_t i = 0; iota && i < d; i++)
+        ((int64_t *)iota->data)[i] = i;
+    tth_rexpr *k, *am, *eq;
+    CHECK(k = k_tensor(c, iota));
+    CHECK(am = call1(c, TTH_OP_ARGMAX, x,
+                     json_pack("{s:I,s:b,s:b}", "axis", (json_int_t)axis, "keepdims", 1, "select_last_index", 0)));
+    CHECK(eq = call2(c, TTH_OP_EQUAL, am, k, NULL));
+    CHECK(eq = cast_to(c, eq, tt(x)->dtype));
+    CHECK(out[0] = reshape(c, eq, tt(in[0])->shape, r));
+    return 0;
+}
+
+/* Trilu: keep the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims. */
+static int op_trilu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int r = rank(in[0]);
+    if (r < 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "Trilu needs rank >= 2");
+    double k = 0;
+    if (nin > 1 && in[1] && vscalar(c, in[1], "k", &k))
+        return c->diag->code;
+    int upper = (int)ai(c, "upper", 1);
+    int64_t M = tt(in[0])->shape[r - 2], N = tt(in[0])->shape[r - 1];
+    if (M * N > TTH_IMPORT_MAX_ELEMS)
+        return tth__onnx_fail(c, TTH_ELIMIT, "Trilu matrix too large");
+    tth_ttype mt = {.dtype = TTH_BOOL, .rank = 2, .shape = {M, N}};
+    tth_tensor *mask = tth_tensor_new(&mt, NULL);
+    for (int64_t i = 0; mask && i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+            ((uint8_t *)mask->data)[i * N + j] = upper ? (double)(j - i) >= k : (double)(j - i) <= k;
+    tth_rexpr *mk, *z = kx(c, in[0], 0);
+    CHECK(z);
+    CHECK(mk = k_tensor(c, mask));
+    tth_rexpr *args[3] = {mk, in[0], z};
+    CHECK(out[0] = call(c, TTH_OP_WHERE, args, 3, NULL));
+    return 0;
+}
+
+/* LRN: x / (bias + alpha / size * sum of squares over a window of channels) ^ beta; the window
+ * sum is an average pool (count_include_pad) over the channel axis, times size. */
+static int op_lrn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    if (rank(in[0]) != 4)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: LRN of rank %d (4-D only)", rank(in[0]));
+    int64_t size = ai(c, "size", 0), N = tt(in[0])->shape[0], C = tt(in[0])->shape[1],
+            HW = tt(in[0])->shape[2] * tt(in[0])->shape[3];
+    if (size < 1 || size > 1 << 16)
+        return tth__onnx_fail(c, TTH_EMODEL, "LRN size %lld out of range", (long long)size);
+    double alpha = af(c, "alpha", 1e-4), beta = af(c, "beta", 0.75), bias = af(c, "bias", 1.0);
+    int64_t s4[4] = {N, 1, C, HW}, lo = (size - 1) / 2, hi = size - 1 - lo;
+    tth_rexpr *sq, *p, *t;
+    CHECK(sq = call2(c, TTH_OP_MULTIPLY, in[0], in[0], NULL));
+    CHECK(sq = reshape(c, sq, s4, 4));
+    int64_t ps[2] = {size, 1}, one2[2] = {1, 1}, pad[4] = {lo, 0, hi, 0};
+    CHECK(p = call1(c, TTH_OP_AVG_POOL2D, sq,
+                    json_pack("{s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(ps, 2), "strides", tth__json_ints(one2, 2),
+                              "padding", tth__json_ints(pad, 4), "count_include_pad", 1)));
+    CHECK(p = reshape(c, p, tt(in[0])->shape, 4));
+    tth_rexpr *ka = kx(c, in[0], alpha), *kb = kx(c, in[0], bias), *kbeta = kx(c, in[0], beta);
+    CHECK(ka && kb && kbeta);
+    CHECK(t = call2(c, TTH_OP_MULTIPLY, p, ka, NULL)); /* avg * size * alpha / size */
+    CHECK(t = call2(c, TTH_OP_ADD, t, kb, NULL));
+    CHECK(t = call2(c, TTH_OP_POWER, t, kbeta, NULL));
+    CHECK(out[0] = call2(c, TTH_OP_DIVIDE, in[0], t, NULL));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const tth_onnx_op onnx_ops[] = {
@@ -1732,7 +2072,9 @@ static const tth_onnx_op onnx_ops[] = {
     {"AveragePool", op_avg_pool},
     {"BatchNormalization", op_batch_norm},
     {"Cast", op_cast},
+    {"CastLike", op_cast_like},
     {"Ceil", op_ceil},
+    {"Celu", op_celu},
     {"Clip", op_clip},
     {"Concat", op_concat},
     {"Constant", op_constant},
@@ -1740,6 +2082,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Conv", op_conv},
     {"ConvTranspose", op_conv_transpose},
     {"Cos", op_cos},
+    {"Cosh", op_cosh},
     {"DepthToSpace", op_depth_to_space},
     {"DequantizeLinear", op_dequantize},
     {"Div", op_div},
@@ -1759,7 +2102,13 @@ static const tth_onnx_op onnx_ops[] = {
     {"GreaterOrEqual", op_greater_equal},
     {"HardSigmoid", op_hard_sigmoid},
     {"HardSwish", op_hard_swish},
+    {"Hardmax", op_hardmax},
     {"Identity", op_identity},
+    {"InstanceNormalization", op_instance_norm},
+    {"IsInf", op_isinf},
+    {"IsNaN", op_isnan},
+    {"LRN", op_lrn},
+    {"LayerNormalization", op_layer_norm},
     {"LeakyRelu", op_leaky_relu},
     {"Less", op_less},
     {"LessOrEqual", op_less_equal},
@@ -1769,6 +2118,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Max", op_max},
     {"MaxPool", op_max_pool},
     {"Mean", op_mean},
+    {"MeanVarianceNormalization", op_mvn},
     {"Min", op_min},
     {"Mod", op_mod},
     {"Mul", op_mul},
@@ -1799,9 +2149,11 @@ static const tth_onnx_op onnx_ops[] = {
     {"Round", op_round},
     {"Selu", op_selu},
     {"Shape", op_shape},
+    {"Shrink", op_shrink},
     {"Sigmoid", op_sigmoid},
     {"Sign", op_sign},
     {"Sin", op_sin},
+    {"Sinh", op_sinh},
     {"Size", op_size},
     {"Slice", op_slice},
     {"Softmax", op_softmax},
@@ -1813,10 +2165,12 @@ static const tth_onnx_op onnx_ops[] = {
     {"Squeeze", op_squeeze},
     {"Sub", op_sub},
     {"Sum", op_sum},
+    {"Tan", op_tan},
     {"Tanh", op_tanh},
     {"ThresholdedRelu", op_thresholded_relu},
     {"Tile", op_tile},
     {"Transpose", op_transpose},
+    {"Trilu", op_trilu},
     {"Unsqueeze", op_unsqueeze},
     {"Upsample", op_upsample},
     {"Where", op_where},

@@ -88,7 +88,7 @@ static inline int fe_tensors_close(const tth_tensor *got, const tth_tensor *want
                                    char *why, size_t why_len)
 {
     if (got->type.dtype != want->type.dtype || !tth_ttype_equal(&got->type, &want->type)) {
-        char a[128], b[128];
+        char a[100], b[100];
         tth_ttype_format(&got->type, a, sizeof a);
         tth_ttype_format(&want->type, b, sizeof b);
         snprintf(why, why_len, "type %s, expected %s", a, b);

@@ -26,7 +26,7 @@ static int is_dir(const char *p)
  * -1 mismatch or error (printed). */
 static int check_outputs(const char *dir, const char *model, tth_relay_module *m)
 {
-    char path[1024], name[256];
+    char path[2200], name[256];
     tth_relay_function *mainfn = tth_relay_module_main(m);
     json_t *in_names = json_object_get(mainfn->attrs, "input_names");
     size_t np = mainfn->nparams;
@@ -170,7 +170,7 @@ Test(testdata, node, .timeout = 600)
     cr_expect_eq(c.failures, 0, "%d node models failed (see the log)", c.failures);
     /* a floor against regressions: the count this importer reached (see the log for the rest,
      * which are out-of-scope operators or node tests whose shape inputs are graph inputs) */
-    cr_expect_geq(c.imported, 464, "only %d node models imported", c.imported);
+    cr_expect_geq(c.imported, 519, "only %d node models imported", c.imported);
 }
 
 Test(testdata, pytorch_converted, .timeout = 600)
