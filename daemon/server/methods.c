@@ -189,13 +189,19 @@ static void m_target_parse(tthd_server *srv, tthd_request *req)
 
 static char *options_text(const tthd_request *req)
 {
-    const json_t *o = json_object_get(req->params, "options");
-    return o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : strdup("{}");
+    /* the options that shape the artifact: no_cache only says how to look it up */
+    json_t *o = json_deep_copy(json_object_get(req->params, "options"));
+    if (!o)
+        return strdup("{}");
+    json_object_del(o, "no_cache");
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_decref(o);
+    return text;
 }
 
 /* Stream an artifact, then answer. */
 static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len,
-                          const json_t *metadata, const json_t *diagnostics)
+                          const json_t *metadata, const json_t *diagnostics, const json_t *dumps)
 {
     tthd_conn *conn = req->conn;
     size_t off = 0, chunks = 0;
@@ -211,11 +217,13 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
     } while (off < len);
     char sum[17];
     snprintf(sum, sizeof sum, "%016" PRIx64, (uint64_t)XXH64(art, len, 0));
-    tthd_respond(req, json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", cache_state, "key",
-                                req->key, "artifact", "size", (json_int_t)len, "xxh64", sum, "chunks",
-                                (json_int_t)chunks, "target", req->target ? req->target : json_null(), "metadata",
-                                metadata ? metadata : json_null(), "diagnostics",
-                                diagnostics ? json_incref((json_t *)diagnostics) : json_array()));
+    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", cache_state, "key", req->key,
+                            "artifact", "size", (json_int_t)len, "xxh64", sum, "chunks", (json_int_t)chunks, "target",
+                            req->target ? req->target : json_null(), "metadata", metadata ? metadata : json_null(),
+                            "diagnostics", diagnostics ? json_incref((json_t *)diagnostics) : json_array());
+    if (res && json_is_object(dumps))
+        json_object_set(res, "dumps", (json_t *)dumps);
+    tthd_respond(req, res);
 }
 
 static void on_compile_progress(tthd_job *job, const char *stage, int percent)
@@ -245,7 +253,8 @@ static void on_compile_done(tthd_job *job)
     }
     const json_t *meta = json_object_get(job->result, "metadata");
     tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, meta);
-    send_artifact(req, "miss", job->artifact, job->artifact_len, meta, json_object_get(job->result, "diagnostics"));
+    send_artifact(req, "miss", job->artifact, job->artifact_len, meta, json_object_get(job->result, "diagnostics"),
+                  json_object_get(job->result, "dumps"));
 }
 
 /* The target parsed: look the artifact up, or compile it. */
@@ -270,17 +279,20 @@ static void on_compile_target(tthd_job *job)
     }
     tthd_cache_key(req->model, req->model_size, text, oj, kinds, req->key);
     free(oj);
+    /* IR dumps are a by-product the cache does not keep; no_cache asks for a fresh compile */
+    const json_t *options = json_object_get(req->params, "options");
+    int use_cache = !json_is_true(json_object_get(options, "no_cache")) && !json_object_get(options, "dump_ir");
     tthd_cache_hit hit;
-    if (tthd_cache_lookup(&srv->cache, req->key, &hit)) {
+    if (use_cache && tthd_cache_lookup(&srv->cache, req->key, &hit)) {
         tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
         tthd_progress(req, "report", "cache", 100);
-        send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata, json_object_get(job->result, "diagnostics"));
+        send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata, json_object_get(job->result, "diagnostics"),
+                      NULL);
         return;
     }
     tthd_progress(req, "report", "compile", 5);
-    json_t *options = json_object_get(req->params, "options");
     json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
-                               "options", options ? json_incref(options) : json_object(), "model_size",
+                               "options", options ? json_incref((json_t *)options) : json_object(), "model_size",
                                (json_int_t)req->model_size);
     tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
     if (!cj) {

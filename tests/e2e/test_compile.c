@@ -179,15 +179,28 @@ Test(compile, artifact_stream_and_cache, .timeout = 600)
     cr_assert_str_neq(result_str(r, "key", NULL), key);
     json_decref(r);
 
+    /* no_cache: compiled again (no lookup), same key; dump_ir: never from the cache, dumps returned */
+    r = compile(c, 40, model, len, "llvm", json_pack("{s:b}", "no_cache", 1));
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss");
+    cr_assert_str_eq(result_str(r, "key", NULL), key, "no_cache does not change the key");
+    json_decref(r);
+    r = compile(c, 41, model, len, "llvm", json_pack("{s:s}", "dump_ir", "all"));
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss");
+    const json_t *dumps = json_object_get(json_object_get(r, "result"), "dumps");
+    cr_assert(json_is_object(dumps) && json_object_size(dumps) > 0, "dump_ir returns the IR dumps");
+    json_decref(r);
+
     r = e2e_call(c, 5, "status", NULL);
     cr_assert_eq(e2e_result_int(r, "cache", "hits"), 1);
     cr_assert_eq(e2e_result_int(r, "cache", "misses"), 2);
-    cr_assert_eq(e2e_result_int(r, "cache", "entries"), 2);
+    cr_assert_eq(e2e_result_int(r, "cache", "entries"), 3, "plain, explain and dump_ir entries");
     cr_assert(e2e_result_int(r, "cache", "bytes") > (json_int_t)first_len);
     json_decref(r);
 
     r = e2e_call(c, 6, "cache/clear", NULL);
-    cr_assert_eq(e2e_result_int(r, "removedEntries", NULL), 2);
+    cr_assert_eq(e2e_result_int(r, "removedEntries", NULL), 3);
     json_decref(r);
     r = compile(c, 7, model, len, "llvm", NULL);
     check_artifact(c, r);
