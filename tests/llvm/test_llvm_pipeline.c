@@ -1,0 +1,94 @@
+/* test_llvm_pipeline.c: whole compiles with target `llvm` (daemon/compile in-process): the
+ * llvm-cpu plugin builds every operator and the AOT entry, the pipeline links its object into the
+ * host shared object, the runtime runs it. ONNX node models from libonnx-testdata are compared
+ * with their expected outputs (tests/compile/onnx_case.c: the same harness and tolerances as the
+ * `c` target's tests), and a sweep checks that every sampled case the `c` target passes, `llvm`
+ * passes too. */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compile/helpers.h"
+#include "../compile/onnx_case.h"
+#include "tth/target.h"
+
+#define NODE "/usr/share/libonnx-testdata/data/node/"
+
+static json_t *parse_target(tth_registry *r, const char *text)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, text, &d);
+    cr_assert_not_null(t, "target '%s': %s", text, d.message);
+    return t;
+}
+
+static void expect_pass(const char *test)
+{
+    tth_registry *r = test_registry();
+    json_t *t = parse_target(r, "llvm");
+    char dir[512];
+    snprintf(dir, sizeof dir, NODE "%s", test);
+    tth_case_result res;
+    tth_case_status st = tth_case_run(dir, r, t, &res);
+    cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(llvm_pipeline, node_add) { expect_pass("test_add"); }
+Test(llvm_pipeline, node_add_bcast) { expect_pass("test_add_bcast"); }
+Test(llvm_pipeline, node_relu) { expect_pass("test_relu"); }
+Test(llvm_pipeline, node_sigmoid) { expect_pass("test_sigmoid"); }
+Test(llvm_pipeline, node_tanh) { expect_pass("test_tanh"); }
+Test(llvm_pipeline, node_erf) { expect_pass("test_erf"); }
+Test(llvm_pipeline, node_conv_with_strides_padding) { expect_pass("test_conv_with_strides_padding"); }
+Test(llvm_pipeline, node_matmul_2d) { expect_pass("test_matmul_2d"); }
+Test(llvm_pipeline, node_gemm_default_vector_bias) { expect_pass("test_gemm_default_vector_bias"); }
+Test(llvm_pipeline, node_maxpool_2d_default) { expect_pass("test_maxpool_2d_default"); }
+Test(llvm_pipeline, node_softmax_example) { expect_pass("test_softmax_example"); }
+Test(llvm_pipeline, node_argmax_int64_exact) { expect_pass("test_argmax_default_axis_example"); }
+Test(llvm_pipeline, node_split_tuple_outputs) { expect_pass("test_split_equal_parts_1d"); }
+Test(llvm_pipeline, node_concat) { expect_pass("test_concat_2d_axis_1"); }
+
+/* Every 16th node case (sorted by name; TTH_LLVM_PARITY_STRIDE=1 for all of them): whatever `c`
+ * passes, `llvm` passes. Cases `c` does not pass (unsupported operators ...) are not counted. */
+Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
+{
+    struct dirent **names = NULL;
+    int n = scandir(NODE, &names, NULL, alphasort);
+    cr_assert(n > 100, "libonnx-testdata's node cases are not in " NODE);
+    tth_registry *r = test_registry();
+    json_t *tc = parse_target(r, "c"), *tl = parse_target(r, "llvm");
+    const char *env = getenv("TTH_LLVM_PARITY_STRIDE");
+    int stride = env && atoi(env) > 0 ? atoi(env) : 16;
+    int compared = 0, sampled = 0;
+    char failures[8192] = "";
+    for (int i = 0, k = 0; i < n; i++) {
+        if (names[i]->d_name[0] == '.' || k++ % stride != 0)
+            continue;
+        char dir[1024];
+        snprintf(dir, sizeof dir, NODE "%s", names[i]->d_name);
+        tth_case_result rc, rl;
+        sampled++;
+        if (tth_case_run(dir, r, tc, &rc) != TTH_CASE_PASS)
+            continue;
+        compared++;
+        if (tth_case_run(dir, r, tl, &rl) != TTH_CASE_PASS) {
+            size_t used = strlen(failures);
+            snprintf(failures + used, sizeof failures - used, "%s: %s\n", names[i]->d_name, rl.detail);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    json_decref(tc);
+    json_decref(tl);
+    tth_registry_free(r);
+    cr_log_info("%d of %d sampled cases pass with c; compared with llvm", compared, sampled);
+    cr_assert(compared * 3 >= sampled, "only %d of %d sampled cases pass with c", compared, sampled);
+    cr_assert_str_empty(failures, "cases c passes but llvm does not:\n%s", failures);
+}
