@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Reference outputs, computed with numpy, for lowering cases that no ONNX node test covers
+(grouped/dilated convolutions, broadcasting matmul, per-axis quantization, resize modes, ...).
+
+usage: numpy_ref.py OUTDIR CASE
+Writes OUTDIR/CASE/meta.json and raw little-endian tensors in<k>.bin / out0.bin. meta.json:
+  {"inputs": [{"dtype", "shape", "const"}], "chain": [{"op", "attrs", "args": ["i0", "prev", ...]}],
+   "outputs": [{"dtype", "shape"}]}
+The chain is applied in order; "prev" is the previous op's result, "i<k>" input k. Exit status 77
+when numpy is missing (the test is then skipped)."""
+import json
+import os
+import sys
+
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(77)
+
+RNG = np.random.default_rng(20261122)
+
+
+def rnd(shape, dtype="float32", lo=None, hi=None):
+    if dtype.startswith("float"):
+        return RNG.standard_normal(shape).astype(dtype)
+    return RNG.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+
+
+# ---- references, written from the operator definitions (ONNX semantics) ----
+
+def conv2d(x, w, b, strides, pads, dil, groups, xzp=0, wzp=None, acc="float64"):
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    t, l, bo, r = pads
+    xp = np.zeros((n, c, h + t + bo, wd + l + r), dtype=acc)
+    xp[:, :, t:t + h, l:l + wd] = x.astype(acc) - xzp
+    wf = w.astype(acc)
+    if wzp is not None:
+        wf = wf - np.asarray(wzp, dtype=acc).reshape(-1, 1, 1, 1)
+    oh = (h + t + bo - (kh - 1) * dil[0] - 1) // strides[0] + 1
+    ow = (wd + l + r - (kw - 1) * dil[1] - 1) // strides[1] + 1
+    y = np.zeros((n, o, oh, ow), dtype=acc)
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           i * dil[0]: i * dil[0] + strides[0] * (oh - 1) + 1: strides[0],
+                           j * dil[1]: j * dil[1] + strides[1] * (ow - 1) + 1: strides[1]]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, wf[g * og:(g + 1) * og, :, i, j])
+    if b is not None:
+        y += b.astype(acc).reshape(1, -1, 1, 1)
+    return y
+
+
+def conv2d_transpose(x, w, strides, pads, dil, groups, outpad):
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    t, l, bo, r = pads
+    full_h = strides[0] * (h - 1) + (kh - 1) * dil[0] + 1 + outpad[0]
+    full_w = strides[1] * (wd - 1) + (kw - 1) * dil[1] + 1 + outpad[1]
+    y = np.zeros((n, og * groups, full_h, full_w), dtype="float64")
+    cg = c // groups
+    for ci in range(c):
+        g = ci // cg
+        for i in range(h):
+            for j in range(wd):
+                for a in range(kh):
+                    for bb in range(kw):
+                        y[:, g * og:(g + 1) * og, i * strides[0] + a * dil[0], j * strides[1] + bb * dil[1]] += \
+                            x[:, ci, i, j][:, None].astype("float64") * w[ci, :, a, bb][None, :]
+    return y[:, :, t:full_h - bo, l:full_w - r]
+
+
+def max_pool(x, k, strides, pads, dil, ceil_mode):
+    n, c, h, wd = x.shape
+    t, l, bo, r = pads
+    def osz(i, kk, p0, p1, s, d):
+        span = i + p0 + p1 - (kk - 1) * d - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= i + p0:
+            o -= 1
+        return o
+    oh, ow = osz(h, k[0], t, bo, strides[0], dil[0]), osz(wd, k[1], l, r, strides[1], dil[1])
+    y = np.full((n, c, oh, ow), -np.inf, dtype=x.dtype)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    hi, wi = i * strides[0] + a * dil[0] - t, j * strides[1] + b * dil[1] - l
+                    if 0 <= hi < h and 0 <= wi < wd:
+                        y[:, :, i, j] = np.maximum(y[:, :, i, j], x[:, :, hi, wi])
+    return y
+
+
+def resize_coords(mode, out_len, in_len):
+    scale = out_len / in_len
+    xs = np.arange(out_len, dtype="float64")
+    if mode == "half_pixel":
+        return (xs + 0.5) / scale - 0.5
+    if mode == "asymmetric":
+        return xs / scale
+    if mode == "align_corners":
+        return np.zeros(out_len) if out_len == 1 else xs * (in_len - 1) / (out_len - 1)
+    if mode == "pytorch_half_pixel":
+        return np.full(out_len, -0.5) if out_len == 1 else (xs + 0.5) / scale - 0.5
+    raise ValueError(mode)
+
+
+def resize(x, size, method, ctm, nearest_mode="round_prefer_floor"):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, size[0], size[1]), dtype="float64")
+    cy, cx = resize_coords(ctm, size[0], h), resize_coords(ctm, size[1], w)
+    def near(v):
+        f = np.floor(v)
+        if v == f:
+            return int(f)
+        r = v - f
+        if nearest_mode == "round_prefer_floor":
+            return int(f) if r <= 0.5 else int(f) + 1
+        if nearest_mode == "round_prefer_ceil":
+            return int(f) if r < 0.5 else int(f) + 1
+        return int(f) if nearest_mode == "floor" else int(f) + 1
+    clamp = lambda i, m: min(max(i, 0), m - 1)
+    for i in range(size[0]):
+        for j in range(size[1]):
+            if method == "nearest":
+                out[:, :, i, j] = x[:, :, clamp(near(cy[i]), h), clamp(near(cx[j]), w)]
+            else:
+                y0, x0 = int(np.floor(cy[i])), int(np.floor(cx[j]))
+                fy, fx = cy[i] - y0, cx[j] - x0
+                v = lambda a, b: x[:, :, clamp(a, h), clamp(b, w)].astype("float64")
+                out[:, :, i, j] = (v(y0, x0) * (1 - fx) + v(y0, x0 + 1) * fx) * (1 - fy) + \
+                                  (v(y0 + 1, x0) * (1 - fx) + v(y0 + 1, x0 + 1) * fx) * fy
+    return out
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# ---- cases: (inputs [(array, const)], chain [(op, attrs, args)], outputs [array]) ----
+
+def case(name):
+    f32 = "float32"
+    if name == "conv_groups_dilation":
+        x, w, b = rnd((2, 6, 9, 8)), rnd((9, 2, 3, 3)), rnd((9,))
+        a = {"strides": [2, 1], "padding": [1, 2, 0, 1], "dilation": [2, 1], "groups": 3}
+        y = conv2d(x, w, b, [2, 1], [1, 2, 0, 1], [2, 1], 3)
+        return [(x, False), (w, True), (b, False)], [("nn.conv2d", a, ["i0", "i1", "i2"])], [y.astype(f32)]
+    if name == "conv_depthwise_relu6":
+        x, w = rnd((1, 4, 7, 7)), rnd((4, 1, 3, 3))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 4}
+        y = np.clip(conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 4), 0, 6)
+        return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"]), ("clip", {"a_min": 0.0, "a_max": 6.0}, ["prev"])], [y.astype(f32)]
+    if name == "conv_transpose_groups":
+        x, w = rnd((1, 4, 4, 5)), rnd((4, 3, 3, 2))
+        a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}
+        y = conv2d_transpose(x, w, [2, 3], [1, 0, 2, 1], [1, 2], 2, [1, 1])
+        return [(x, False), (w, False)], [("nn.conv2d_transpose", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "matmul_batch_broadcast":
+        a, b = rnd((2, 1, 3, 4)), rnd((5, 4, 2))
+        return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]
+    if name == "matmul_vector_left":
+        a, b = rnd((4,)), rnd((3, 4, 2))
+        return [(a, False), (b, True)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]
+    if name == "matmul_vector_right_tanh":
+        a, b = rnd((2, 3, 4)), rnd((4,))
+        return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"]), ("tanh", {}, ["prev"])], [np.tanh(np.matmul(a, b))]
+    if name == "max_pool_ceil_dilation_pads":
+        x = rnd((1, 2, 9, 10))
+        a = {"pool_size": [3, 2], "strides": [2, 3], "dilation": [2, 1], "padding": [1, 0, 2, 1], "ceil_mode": True}
+        return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [3, 2], [2, 3], [1, 0, 2, 1], [2, 1], True)]
+    if name == "qnn_conv_per_channel":
+        x = rnd((1, 4, 6, 6), "uint8", 0, 255)
+        w = rnd((6, 2, 3, 3), "int8", -128, 127)
+        xzp, wzp = np.array(128, "uint8"), rnd((6,), "int8", -5, 5)
+        a = {"padding": [1, 1, 1, 1], "groups": 2}
+        y = conv2d(x, w, None, [1, 1], [1, 1, 1, 1], [1, 1], 2, xzp=128, wzp=wzp, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [y]
+    if name == "requantize_per_axis_saturating":
+        x = rnd((1, 3, 4, 4), "int32", -40000, 40000)
+        isc = np.array([0.002, 0.0005, 0.01], f32)
+        izp, osc, ozp = np.array(3, "int32"), np.array(0.1, f32), np.array(-7, "int8")
+        v = np.rint((x - izp).astype(f32) * (isc / osc).astype(f32).reshape(1, 3, 1, 1)) + np.float32(-7)
+        y = np.clip(v, -128, 127).astype("int8")
+        return [(x, False), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["i0", "i1", "i2", "i3", "i4"])], [y]
+    if name == "quantize_int8_per_axis":
+        x = (rnd((2, 3, 4)) * 40).astype(f32)
+        sc, zp = np.array([0.1, 0.25, 0.5], f32), np.array([-3, 0, 5], "int8")
+        y = np.clip(np.rint(x / sc.reshape(1, 3, 1)) + zp.reshape(1, 3, 1).astype(f32), -128, 127).astype("int8")
+        return [(x, False), (sc, True), (zp, True)], [("qnn.quantize", {"axis": 1, "out_dtype": "int8"}, ["i0", "i1", "i2"])], [y]
+    if name == "dequantize_int8_per_axis":
+        x = rnd((2, 3, 4), "int8", -128, 127)
+        sc, zp = np.array([0.1, 0.25, 0.5], f32), np.array([-3, 0, 5], "int8")
+        y = (x.astype(f32) - zp.reshape(1, 3, 1).astype(f32)) * sc.reshape(1, 3, 1)
+        return [(x, False), (sc, False), (zp, False)], [("qnn.dequantize", {"axis": 1}, ["i0", "i1", "i2"])], [y]
+    if name.startswith("resize_"):
+        spec = {
+            "resize_linear_asymmetric_down": ((1, 2, 7, 9), [4, 5], "linear", "asymmetric", "round_prefer_floor"),
+            "resize_linear_align_corners_up": ((1, 1, 3, 4), [7, 9], "linear", "align_corners", "round_prefer_floor"),
+            "resize_linear_half_pixel_mixed": ((1, 2, 5, 4), [3, 9], "linear", "half_pixel", "round_prefer_floor"),
+            "resize_nearest_half_pixel_down": ((1, 1, 9, 7), [4, 3], "nearest", "half_pixel", "round_prefer_floor"),
+            "resize_nearest_pytorch_to_one": ((1, 1, 4, 4), [1, 3], "nearest", "pytorch_half_pixel", "round_prefer_ceil"),
+            "resize_nearest_ceil_asymmetric": ((1, 1, 3, 5), [7, 4], "nearest", "asymmetric", "ceil"),
+        }[name]
+        x = rnd(spec[0])
+        a = {"size": spec[1], "method": spec[2], "coordinate_transformation_mode": spec[3], "nearest_mode": spec[4]}
+        return [(x, False)], [("image.resize2d", a, ["i0"])], [resize(x, spec[1], spec[2], spec[3], spec[4]).astype(f32)]
+    if name == "strided_slice_negative":
+        x = rnd((6, 7, 8))
+        a = {"begin": [5, 1, 7], "end": [-1, 7, 0], "strides": [-2, 3, -3]}
+        return [(x, False)], [("strided_slice", a, ["i0"])], [np.ascontiguousarray(x[5::-2, 1:7:3, 7:0:-3])]
+    if name == "take_negative_int32":
+        x = rnd((3, 5, 4))
+        idx = np.array([[-1, 0, 4], [2, -5, 3]], "int32")
+        return [(x, False), (idx, False)], [("take", {"axis": 1}, ["i0", "i1"])], [np.take(x, idx, axis=1)]
+    if name == "pad_reflect_3d":
+        x = rnd((2, 5, 6))
+        a = {"pad_before": [0, 2, 3], "pad_after": [1, 3, 2], "mode": "reflect"}
+        return [(x, False)], [("nn.pad", a, ["i0"])], [np.pad(x, [(0, 1), (2, 3), (3, 2)], mode="reflect")]
+    if name == "pad_edge_int32":
+        x = rnd((3, 4), "int32", -100, 100)
+        a = {"pad_before": [2, 1], "pad_after": [1, 3], "mode": "edge"}
+        return [(x, False)], [("nn.pad", a, ["i0"])], [np.pad(x, [(2, 1), (1, 3)], mode="edge")]
+    if name == "pad_constant_value":
+        x = rnd((1, 2, 3, 3))
+        a = {"pad_before": [0, 1, 2, 0], "pad_after": [1, 0, 1, 2], "pad_value": 2.5}
+        return [(x, False)], [("nn.pad", a, ["i0"])], [np.pad(x, [(0, 1), (1, 0), (2, 1), (0, 2)], constant_values=2.5)]
+    if name == "sum_two_axes_int32":
+        x = rnd((3, 4, 5, 2), "int32", -1000, 1000)
+        return [(x, False)], [("sum", {"axis": [0, 2], "keepdims": False}, ["i0"])], [x.sum(axis=(0, 2)).astype("int32")]
+    if name == "max_two_axes_keepdims":
+        x = rnd((3, 4, 5, 2))
+        return [(x, False)], [("max", {"axis": [1, 3], "keepdims": True}, ["i0"])], [x.max(axis=(1, 3), keepdims=True)]
+    if name == "mean_last_axis_then_sqrt":
+        x = np.abs(rnd((4, 6)))
+        return [(x, False)], [("mean", {"axis": [-1], "keepdims": False}, ["i0"]), ("sqrt", {}, ["prev"])], \
+               [np.sqrt(x.mean(axis=-1)).astype(f32)]
+    if name == "argmax_ties_first":
+        x = rnd((4, 3, 2), "int32", 0, 2).astype(f32)
+        return [(x, False)], [("argmax", {"axis": 0, "keepdims": False}, ["i0"])], [np.argmax(x, axis=0).astype("int64")]
+    if name == "argmin_ties_last":
+        x = rnd((3, 5), "int32", 0, 2).astype(f32)
+        last = x.shape[1] - 1 - np.argmin(x[:, ::-1], axis=1)
+        return [(x, False)], [("argmin", {"axis": 1, "keepdims": True, "select_last_index": True}, ["i0"])], \
+               [last.reshape(3, 1).astype("int64")]
+    if name == "softmax_axis1_epilogue":
+        x, s, b = rnd((2, 3, 4, 5)), rnd((3, 1, 1)), rnd((5,))
+        y = softmax(x.astype("float64"), 1) * s + b
+        return [(x, False), (s, True), (b, False)], \
+               [("nn.softmax", {"axis": 1}, ["i0"]), ("multiply", {}, ["prev", "i1"]), ("add", {}, ["prev", "i2"])], \
+               [y.astype(f32)]
+    if name == "log_softmax_axis0":
+        x = rnd((4, 3)) * 10
+        y = x - x.max(axis=0) - np.log(np.exp(x - x.max(axis=0)).sum(axis=0))
+        return [(x, False)], [("nn.log_softmax", {"axis": 0}, ["i0"])], [y.astype(f32)]
+    if name == "global_pools":
+        x = rnd((2, 3, 5, 7))
+        return [(x, False)], [("nn.global_avg_pool2d", {}, ["i0"])], [x.mean(axis=(2, 3), keepdims=True).astype(f32)]
+    if name == "broadcast_chain_three_inputs":
+        x, y, z = rnd((2, 3, 4, 5)), rnd((3, 1, 5)), rnd((4, 1))
+        out = np.maximum(x + y * z, 0) - z
+        return [(x, False), (y, False), (z, True)], \
+               [("multiply", {}, ["i1", "i2"]), ("add", {}, ["i0", "prev"]), ("nn.relu", {}, ["prev"]),
+                ("subtract", {}, ["prev", "i2"])], [out.astype(f32)]
+    if name == "cast_truncates":
+        x = (rnd((12,)) * 5).astype(f32)
+        return [(x, False)], [("cast", {"dtype": "int32"}, ["i0"])], [x.astype("int32")]
+    if name == "mod_float_divisor_sign":
+        x, y = (rnd((10,)) * 7).astype(f32), (rnd((10,)) * 3).astype(f32)
+        return [(x, False), (y, False)], [("mod", {}, ["i0", "i1"])], [np.mod(x, y).astype(f32)]
+    if name == "where_broadcast":
+        c, x, y = rnd((3, 1), "int32", 0, 1).astype("bool"), rnd((1, 4)), rnd((3, 4))
+        return [(c, False), (x, False), (y, False)], [("where", {}, ["i0", "i1", "i2"])], [np.where(c, x, y)]
+    raise KeyError(name)
+
+
+def main():
+    outdir, name = sys.argv[1], sys.argv[2]
+    inputs, chain, outputs = case(name)
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    meta = {"inputs": [], "chain": [], "outputs": []}
+    for k, (a, const) in enumerate(inputs):
+        a = np.ascontiguousarray(a)
+        a.astype(a.dtype.newbyteorder("<")).tofile(os.path.join(d, "in%d.bin" % k))
+        meta["inputs"].append({"dtype": str(a.dtype), "shape": list(a.shape), "const": const})
+    for op, attrs, args in chain:
+        meta["chain"].append({"op": op, "attrs": attrs, "args": args})
+    for k, a in enumerate(outputs):
+        a = np.ascontiguousarray(a)
+        a.tofile(os.path.join(d, "out%d.bin" % k))
+        meta["outputs"].append({"dtype": str(a.dtype), "shape": list(a.shape)})
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f)
+
+
+if __name__ == "__main__":
+    main()

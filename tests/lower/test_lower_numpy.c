@@ -1,0 +1,193 @@
+/* Lowering cases no ONNX node test covers (grouped, depthwise and dilated convolutions, grouped
+ * conv_transpose with output_padding, broadcasting and 1-D matmul, per-axis quantization with
+ * saturation, more resize modes, negative strides, ties in argmax/argmin, epilogues after
+ * softmax and matmul, broadcasting chains), checked against numpy: numpy_ref.py computes each
+ * reference from the operator's definition and writes it with its inputs and the Relay chain.
+ * The test is skipped when /usr/bin/python3 (or python3) cannot import numpy.
+ * Tolerance: float32 |got - want| <= 1e-5 + 1e-5 * |want| (references are computed in float64,
+ * the lowering accumulates in float32); integers exact. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "lt_util.h"
+
+#define RTOL 1e-5
+#define ATOL 1e-5
+
+static char tmpdir[256];
+
+static void cleanup(void)
+{
+    if (tmpdir[0]) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+}
+
+/* run numpy_ref.py; returns its exit status (77: numpy missing) */
+static int generate(const char *name)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tth-lower-np-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+    const char *pys[2] = {"/usr/bin/python3", "python3"};
+    int st = 77;
+    for (int i = 0; i < 2; i++) {
+        if (i == 0 && access(pys[0], X_OK) != 0)
+            continue;
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s '%s/numpy_ref.py' '%s' '%s'", pys[i], LT_SOURCE_DIR, tmpdir, name);
+        int rc = system(cmd);
+        st = WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+        if (st != 77 && st != 127)
+            break;
+    }
+    return st;
+}
+
+static tth_tensor *read_bin(const char *path, tth_dtype dt, const json_t *shape)
+{
+    tth_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dt;
+    t.rank = (int32_t)json_array_size(shape);
+    for (int i = 0; i < t.rank; i++)
+        t.shape[i] = json_integer_value(json_array_get(shape, (size_t)i));
+    tth_tensor *x = tth_tensor_new(&t, NULL);
+    cr_assert_not_null(x);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    size_t n = fread(x->data, 1, x->nbytes, f);
+    fclose(f);
+    cr_assert_eq(n, x->nbytes, "%s: %zu bytes, expected %zu", path, n, x->nbytes);
+    return x;
+}
+
+static tth_dtype np_dtype(const char *s)
+{
+    if (!strcmp(s, "bool"))
+        return TTH_BOOL;
+    tth_dtype d = tth_dtype_from_name(s);
+    cr_assert_neq(d, TTH_DTYPE_INVALID, "dtype %s", s);
+    return d;
+}
+
+static void run_np(const char *name)
+{
+    int st = generate(name);
+    if (st == 77 || st == 127) {
+        cleanup();
+        cr_skip_test("numpy is not available (apt-get install python3-numpy)");
+    }
+    cr_assert_eq(st, 0, "numpy_ref.py %s failed with status %d", name, st);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/meta.json", tmpdir, name);
+    json_error_t err;
+    json_t *meta = json_load_file(path, 0, &err);
+    cr_assert_not_null(meta, "%s: %s", path, err.text);
+    lt_fn t;
+    lt_init(&t);
+    const json_t *ins = json_object_get(meta, "inputs");
+    tth_rexpr *nodes[16];
+    tth_tensor *params[16];
+    size_t np = 0;
+    for (size_t k = 0; k < json_array_size(ins); k++) {
+        const json_t *in = json_array_get(ins, k);
+        snprintf(path, sizeof path, "%s/%s/in%zu.bin", tmpdir, name, k);
+        tth_tensor *x = read_bin(path, np_dtype(json_string_value(json_object_get(in, "dtype"))),
+                                 json_object_get(in, "shape"));
+        char pname[16];
+        snprintf(pname, sizeof pname, "in%u", (unsigned)k);
+        if (json_is_true(json_object_get(in, "const"))) {
+            nodes[k] = tth_relay_const(t.rm, x, pname);
+        } else {
+            nodes[k] = lt_param(&t, pname, &x->type);
+            params[np++] = x;
+        }
+    }
+    tth_rexpr *prev = NULL;
+    const json_t *chain = json_object_get(meta, "chain");
+    for (size_t i = 0; i < json_array_size(chain); i++) {
+        const json_t *step = json_array_get(chain, i);
+        const char *opname = json_string_value(json_object_get(step, "op"));
+        tth_op op = tth_op_from_name(opname);
+        cr_assert_neq(op, TTH_OP_INVALID, "unknown op %s", opname);
+        const json_t *args = json_object_get(step, "args");
+        tth_rexpr *a[8];
+        for (size_t j = 0; j < json_array_size(args); j++) {
+            const char *ref = json_string_value(json_array_get(args, j));
+            a[j] = !strcmp(ref, "prev") ? prev : nodes[atoi(ref + 1)];
+            cr_assert_not_null(a[j]);
+        }
+        char *attrs = json_dumps(json_object_get(step, "attrs"), JSON_COMPACT);
+        prev = lt_call(&t, op, a, json_array_size(args), attrs);
+        free(attrs);
+    }
+    int rc = lt_lower(&t, prev);
+    cr_assert_eq(rc, 0, "%s: lowering failed: %s (%s)", name, t.diag.message, t.diag.location);
+    tth_tensor *got;
+    rc = lt_run(&t, params, &got, 1);
+    cr_assert_eq(rc, 0, "%s: tir_eval failed: %s", name, t.diag.message);
+    const json_t *out = json_array_get(json_object_get(meta, "outputs"), 0);
+    snprintf(path, sizeof path, "%s/%s/out0.bin", tmpdir, name);
+    tth_tensor *want = read_bin(path, np_dtype(json_string_value(json_object_get(out, "dtype"))),
+                                json_object_get(out, "shape"));
+    char msg[512];
+    int c = lt_compare(got, want, RTOL, ATOL, msg, sizeof msg);
+    if (c) {
+        char *txt = tth_tir_print_func(t.pf);
+        cr_log_error("%s", txt ? txt : "");
+        free(txt);
+    }
+    cr_expect_eq(c, 0, "%s: %s", name, msg);
+    tth_tensor_unref(got);
+    tth_tensor_unref(want);
+    for (size_t i = 0; i < np; i++)
+        tth_tensor_unref(params[i]);
+    json_decref(meta);
+    lt_free(&t);
+    cleanup();
+}
+
+#define NP(name) \
+    Test(numpy, name) { run_np(#name); }
+
+NP(conv_groups_dilation)
+NP(conv_depthwise_relu6)
+NP(conv_transpose_groups)
+NP(matmul_batch_broadcast)
+NP(matmul_vector_left)
+NP(matmul_vector_right_tanh)
+NP(max_pool_ceil_dilation_pads)
+NP(qnn_conv_per_channel)
+NP(requantize_per_axis_saturating)
+NP(quantize_int8_per_axis)
+NP(dequantize_int8_per_axis)
+NP(resize_linear_asymmetric_down)
+NP(resize_linear_align_corners_up)
+NP(resize_linear_half_pixel_mixed)
+NP(resize_nearest_half_pixel_down)
+NP(resize_nearest_pytorch_to_one)
+NP(resize_nearest_ceil_asymmetric)
+NP(strided_slice_negative)
+NP(take_negative_int32)
+NP(pad_reflect_3d)
+NP(pad_edge_int32)
+NP(pad_constant_value)
+NP(sum_two_axes_int32)
+NP(max_two_axes_keepdims)
+NP(mean_last_axis_then_sqrt)
+NP(argmax_ties_first)
+NP(argmin_ties_last)
+NP(softmax_axis1_epilogue)
+NP(log_softmax_axis0)
+NP(global_pools)
+NP(broadcast_chain_three_inputs)
+NP(cast_truncates)
+NP(mod_float_divisor_sign)
+NP(where_broadcast)
