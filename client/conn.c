@@ -29,10 +29,6 @@
 
 volatile int tthctl_interrupted;
 
-/* errors.h's enum member TTHP_PROTOCOL_VERSION (-32100) is hidden by limits.h's macro of the
- * same name (the version string "1.0"), so the code is named here. */
-enum { RPC_VERSION_MISMATCH = -32100 };
-
 /* ---- exit codes for JSON-RPC errors (data, not an if-chain) ---- */
 
 static const struct {
@@ -45,7 +41,7 @@ static const struct {
     {TTHP_INVALID_PARAMS, TTHCTL_EXIT_PROTOCOL},
     {TTHP_INTERNAL_ERROR, TTHCTL_EXIT_FAILED},
     {TTHP_REQUEST_CANCELLED, TTHCTL_EXIT_FAILED},
-    {RPC_VERSION_MISMATCH, TTHCTL_EXIT_PROTOCOL},
+    {TTHP_VERSION_MISMATCH, TTHCTL_EXIT_PROTOCOL},
     {TTHP_NOT_INITIALIZED, TTHCTL_EXIT_PROTOCOL},
     {TTHP_FRAME_TOO_LARGE, TTHCTL_EXIT_PROTOCOL},
     {TTHP_REQUEST_TOO_LARGE, TTHCTL_EXIT_FAILED},
@@ -431,7 +427,7 @@ static int initialize(tthctl_conn *c, tthctl_error *err)
     json_t *res = NULL;
     int rc = tthctl_conn_call(c, "initialize", params, &res, err);
     if (rc < 0) {
-        if (err->rpc && json_integer_value(json_object_get(err->rpc, "code")) == RPC_VERSION_MISMATCH)
+        if (err->rpc && json_integer_value(json_object_get(err->rpc, "code")) == TTHP_VERSION_MISMATCH)
             tthctl_hint(err, "this tthctl speaks protocol %s; use the tthctl and tthd of one build",
                         TTHP_PROTOCOL_VERSION);
         return rc;

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <pty.h>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -711,6 +712,45 @@ Test(client, compile_errors)
     assert_status(&po, 5);
     assert_has(po.err, "file '/nonexistent/dir/x.tar'");
     proc_out_free(&po);
+}
+
+Test(client, progress_bar_on_a_terminal)
+{
+    start_daemon(NULL);
+    char out[400], stdout_path[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    snprintf(stdout_path, sizeof stdout_path, "%s/.stdout", F.dir);
+    int master;
+    pid_t pid = forkpty(&master, NULL, NULL, NULL);
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        /* standard error is the terminal; standard output a file */
+        int fd = open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        execl(tthctl_path(), tthctl_path(), "--socket", F.sock, "compile", example("digits.onnx"), "--target", "llvm",
+              "-o", out, (char *)NULL);
+        _exit(127);
+    }
+    char term[65536];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(master, term + len, sizeof term - 1 - len);
+        if (n <= 0)
+            break; /* EIO once the child is gone */
+        len += (size_t)n;
+    }
+    term[len] = '\0';
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d; terminal:\n%s", status, term);
+    assert_has(term, "\r\033[K[");   /* the bar redraws its line */
+    assert_has(term, "] 100% ");
+    assert_has(term, "##############################"); /* full */
+    cr_assert_null(strstr(term, "tthctl: [100%]"), "plain progress lines on a terminal:\n%s", term);
+    char *o = slurp(stdout_path);
+    assert_has(o, "wrote ");
+    free(o);
 }
 
 /* Compare two float32 .npy files within tol. */
