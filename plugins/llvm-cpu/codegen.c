@@ -10,7 +10,8 @@
  *   5. LLVMVerifyModule
  *   6. LLVMRunPasses:   "default<O0..3>" with the target machine's cost model
  *   7. emit:            an ELF (or the triple's) object, added as TTH_FILE_OBJECT
- *                       "<model>_llvm.o" with meta {"link": "object"}
+ *                       "<model>_llvm.o" with meta {"link": "object", "triple", "cpu",
+ *                       "entry_symbols"}; the pipeline links it like any host object
  * Identical input gives identical bytes: nothing time-, path- or address-dependent reaches the
  * module, and LLVM's output is deterministic for one module and machine.
  */
@@ -28,7 +29,6 @@
 
 #include "tth/artifact.h"
 #include "tth/plugin.h"
-#include "tth/target.h"
 
 TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
                                          const tth_tir_module *mod, tth_runtime_module *out,
