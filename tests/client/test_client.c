@@ -858,7 +858,15 @@ typedef enum fake_mode {
     FAKE_CLOSE,     /* the connection is closed instead of an answer */
     FAKE_BAD_SUM,   /* compile: the artifact's xxh64 in the response is wrong */
     FAKE_SHORT,     /* compile: fewer artifact bytes than the response says */
+    FAKE_HANG,      /* compile: no answer until $/cancelRequest; F.dir/uploaded marks the upload done */
 } fake_mode;
+
+static void touch(const char *name)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", F.dir, name);
+    close(open(path, O_WRONLY | O_CREAT, 0600));
+}
 
 static void fake_send(int fd, json_t *msg_new)
 {
@@ -877,6 +885,10 @@ static void fake_serve(int fd, fake_mode mode)
     while (tthp_fd_read_frame(&r, &fr, 10000) == 1) {
         if (fr.type == TTHP_FRAME_BINARY) {
             upload_left -= fr.len < upload_left ? fr.len : upload_left;
+            if (upload_left == 0 && compile_id && mode == FAKE_HANG) {
+                touch("uploaded");
+                continue;
+            }
             if (upload_left == 0 && compile_id) {
                 static const char art[] = "not really a tar";
                 size_t len = sizeof art - 1;
@@ -894,7 +906,15 @@ static void fake_serve(int fd, fake_mode mode)
             continue;
         }
         tthp_message m;
-        if (tthp_message_parse(fr.data, fr.len, &m) != 0 || m.kind != TTHP_MSG_REQUEST) {
+        if (tthp_message_parse(fr.data, fr.len, &m) == 0 && m.kind == TTHP_MSG_NOTIFICATION &&
+            strcmp(m.method, "$/cancelRequest") == 0 && compile_id &&
+            json_equal(json_object_get(m.params, "id"), compile_id)) {
+            touch("cancel-received");
+            fake_send(fd, tthp_error_new(compile_id, -32800, "request cancelled", NULL));
+            json_decref(compile_id);
+            compile_id = NULL;
+        }
+        if (m.kind != TTHP_MSG_REQUEST) {
             tthp_message_clear(&m);
             continue;
         }
@@ -1028,4 +1048,44 @@ Test(client, artifact_checksum_mismatch_exits_4)
 Test(client, artifact_size_mismatch_exits_4)
 {
     compile_must_not_write(FAKE_SHORT, "artifact size mismatch");
+}
+
+Test(client, interrupt_cancels_the_compile)
+{
+    char model[400], out[400], mark[400], cancel[400];
+    snprintf(model, sizeof model, "%s/m.onnx", F.dir);
+    snprintf(out, sizeof out, "%s/m.tar", F.dir);
+    snprintf(mark, sizeof mark, "%s/uploaded", F.dir);
+    snprintf(cancel, sizeof cancel, "%s/cancel-received", F.dir);
+    FILE *f = fopen(model, "wb");
+    cr_assert_not_null(f);
+    fputs("some model bytes", f);
+    fclose(f);
+    start_fake(FAKE_HANG);
+    char err_path[400];
+    snprintf(err_path, sizeof err_path, "%s/.stderr", F.dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(tthctl_path(), tthctl_path(), "--socket", F.sock, "compile", model, "--target", "llvm", "-o", out,
+              (char *)NULL);
+        _exit(127);
+    }
+    for (int waited = 0; access(mark, F_OK) != 0; waited += 10) {
+        cr_assert_lt(waited, 20000, "the model was not uploaded");
+        usleep(10000);
+    }
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    char *err = slurp(err_path);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d; stderr:\n%s", status, err);
+    assert_has(err, "interrupted; cancelling the request");
+    assert_has(err, "request cancelled");
+    free(err);
+    cr_assert_eq(access(cancel, F_OK), 0, "the server saw no $/cancelRequest for the compile");
+    cr_assert_neq(access(out, F_OK), 0, "a cancelled compile wrote its output");
+    stop_fake();
 }
