@@ -31,7 +31,7 @@
     X(DUMP_IR,    "dump-ir",    0,   "STAGE",     "print the IR after STAGE (or 'all')")            \
     X(EXPLAIN,    "explain",    0,   NULL,        "ask the daemon to explain its decisions")        \
     X(NO_CACHE,   "no-cache",   0,   NULL,        "compile even when the cache has the artifact")   \
-    X(SHARED,     "shared",     0,   NULL,        "also build a shared library for this machine, for 'tthctl run'") \
+    X(SHARED,     "shared",     0,   NULL,        "build a shared library for 'tthctl run' (default: when the target is this machine)") \
     X(INPUT,      "input",      'i', "NAME=FILE", "bind input NAME to a .npy or .pb tensor file (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
     X(REPEAT,     "repeat",     0,   "N",         "run N times and report min and median latency")
@@ -103,7 +103,8 @@ static const cmd_spec commands[] = {
      "Binds each --input NAME=FILE (.npy or ONNX TensorProto .pb), runs the model, prints each\n"
      "output's name, shape, dtype and first values (and the argmax of a one-row output), and\n"
      "writes <output name>.npy into the output directory. The artifact must hold a shared\n"
-     "library for this machine (compile with --shared for a host target).",
+     "library for this machine: tthd builds one when the target is this machine (or with\n"
+     "'tthctl compile --shared').",
      tthctl_cmd_run},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
