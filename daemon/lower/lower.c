@@ -9,7 +9,8 @@
  *   4. epilogue fusion: an anchor whose only users form the inline tree of one materialised
  *      pointwise node P, along paths that keep the anchor's shape, stores through P's expression
  *      straight into P's buffer (and runs at P's place in the order);
- *   5. emit the stages in topo order, wrap the LOCAL buffers in ALLOCATEs, add the PrimFunc. */
+ *   5. emit the stages in topo order, fold LETs of constants (lower_simplify.c), wrap the LOCAL
+ *      buffers in ALLOCATEs, add the PrimFunc. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1271,6 +1272,8 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     }
     if (!seq)
         seq = tth_tir_seq(mod, NULL, 0);
+    else
+        seq = lw_simplify(c, seq);
     for (int k = nlocals - 1; k >= 0 && seq; k--)
         seq = tth_tir_allocate(mod, locals[k], seq);
     if (!seq) {

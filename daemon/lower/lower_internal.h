@@ -212,6 +212,10 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
 /* Work above this many elements gets a parallel outer loop. */
 #define LW_PARALLEL_MIN 4096
 
+/* Substitute LETs bound to integer immediates and one-iteration loops, drop empty loops and
+ * constant IFs (lower_simplify.c). NULL on OOM (diag set). */
+tth_tstmt *lw_simplify(lw_ctx *c, tth_tstmt *body);
+
 /* The generic stage of a pointwise op used as an anchor: loop over its shape and store. */
 tth_tstmt *lw_pointwise_stage(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 

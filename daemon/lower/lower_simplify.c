@@ -1,0 +1,276 @@
+/* lower_simplify.c: the last step of lowering a function. Operator lowerings bind index values
+ * with LETs before they know whether the value is a constant (n = 0 when the batch is 1, the
+ * whole-kernel tap range when no window leaves the input, ...). This pass substitutes every LET
+ * bound to an integer immediate and every loop of one iteration, rebuilding the expressions
+ * through the folding builders, drops LETs nobody reads, loops of no iteration and IFs with a
+ * constant condition.
+ * Subtrees that do not change are shared, not copied.
+ *   requires: a PrimFunc body built by this lowering (no CALL_FUNC) */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+typedef struct sp_ctx {
+    lw_ctx *c;
+    const tth_tvar **vars;    /* substitution stack: var -> immediate */
+    tth_texpr **vals;
+    size_t n, cap;
+    int oom;
+} sp_ctx;
+
+static int sp_push(sp_ctx *s, const tth_tvar *v, tth_texpr *val)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 32;
+        const tth_tvar **nv = realloc(s->vars, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        s->vars = nv;
+        tth_texpr **nx = realloc(s->vals, nc * sizeof *nx);
+        if (!nx)
+            return -1;
+        s->vals = nx;
+        s->cap = nc;
+    }
+    s->vars[s->n] = v;
+    s->vals[s->n] = val;
+    s->n++;
+    return 0;
+}
+
+static tth_texpr *sp_lookup(const sp_ctx *s, const tth_tvar *v)
+{
+    for (size_t i = s->n; i-- > 0;)
+        if (s->vars[i] == v)
+            return s->vals[i];
+    return NULL;
+}
+
+static tth_texpr *sp_expr(sp_ctx *s, tth_texpr *e)
+{
+    tth_tir_module *m = s->c->m;
+    if (!e || s->n == 0)
+        return e;
+    switch (e->kind) {
+    case TTH_TEXPR_VAR: {
+        tth_texpr *v = sp_lookup(s, e->u.var);
+        return v ? v : e;
+    }
+    case TTH_TEXPR_LOAD: {
+        tth_texpr *i = sp_expr(s, e->u.load.index);
+        return i == e->u.load.index ? e : tth_tir_load(m, e->u.load.buf, i);
+    }
+    case TTH_TEXPR_ADDRESS_OF: {
+        tth_texpr *i = sp_expr(s, e->u.load.index);
+        return i == e->u.load.index ? e : tth_tir_address_of(m, e->u.load.buf, i);
+    }
+    case TTH_TEXPR_BINARY: {
+        tth_texpr *a = sp_expr(s, e->u.bin.a), *b = sp_expr(s, e->u.bin.b);
+        return (a == e->u.bin.a && b == e->u.bin.b) ? e : tth_tir_bin(m, e->u.bin.op, a, b);
+    }
+    case TTH_TEXPR_UNARY: {
+        tth_texpr *a = sp_expr(s, e->u.un.a);
+        return a == e->u.un.a ? e : tth_tir_un(m, e->u.un.op, a);
+    }
+    case TTH_TEXPR_SELECT: {
+        tth_texpr *c = sp_expr(s, e->u.select.cond), *a = sp_expr(s, e->u.select.a), *b = sp_expr(s, e->u.select.b);
+        return (c == e->u.select.cond && a == e->u.select.a && b == e->u.select.b) ? e : tth_tir_select(m, c, a, b);
+    }
+    case TTH_TEXPR_CAST: {
+        tth_texpr *v = sp_expr(s, e->u.cast.value);
+        return v == e->u.cast.value ? e : lw_cast(s->c, e->dtype, v);
+    }
+    case TTH_TEXPR_INTRIN: {
+        tth_texpr *a = sp_expr(s, e->u.intrin.args[0]), *b = sp_expr(s, e->u.intrin.args[1]);
+        return (a == e->u.intrin.args[0] && b == e->u.intrin.args[1]) ? e : tth_tir_intrin(m, e->u.intrin.op, a, b);
+    }
+    case TTH_TEXPR_CALL_EXTERN: {
+        tth_texpr **args = tth_arena_alloc(m->arena, sizeof *args * (e->u.call.nargs + 1));
+        int changed = 0;
+        if (!args) {
+            s->oom = 1;
+            return e;
+        }
+        for (size_t i = 0; i < e->u.call.nargs; i++) {
+            args[i] = sp_expr(s, e->u.call.args[i]);
+            changed |= args[i] != e->u.call.args[i];
+        }
+        return changed ? tth_tir_call_extern(m, e->dtype, e->u.call.name, args, e->u.call.nargs) : e;
+    }
+    default:
+        return e;
+    }
+}
+
+static int sp_is_int(const tth_texpr *e)
+{
+    return e && e->kind == TTH_TEXPR_INT;
+}
+
+static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st);
+
+static int ex_uses(const tth_texpr *e, const tth_tvar *v)
+{
+    if (!e)
+        return 0;
+    switch (e->kind) {
+    case TTH_TEXPR_VAR: return e->u.var == v;
+    case TTH_TEXPR_LOAD: case TTH_TEXPR_ADDRESS_OF: return ex_uses(e->u.load.index, v);
+    case TTH_TEXPR_BINARY: return ex_uses(e->u.bin.a, v) || ex_uses(e->u.bin.b, v);
+    case TTH_TEXPR_UNARY: return ex_uses(e->u.un.a, v);
+    case TTH_TEXPR_SELECT:
+        return ex_uses(e->u.select.cond, v) || ex_uses(e->u.select.a, v) || ex_uses(e->u.select.b, v);
+    case TTH_TEXPR_CAST: return ex_uses(e->u.cast.value, v);
+    case TTH_TEXPR_INTRIN: return ex_uses(e->u.intrin.args[0], v) || ex_uses(e->u.intrin.args[1], v);
+    case TTH_TEXPR_CALL_EXTERN:
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            if (ex_uses(e->u.call.args[i], v))
+                return 1;
+        return 0;
+    default: return 0;
+    }
+}
+
+/* is v read anywhere in st? */
+static int st_uses(const tth_tstmt *st, const tth_tvar *v)
+{
+    if (!st)
+        return 0;
+    switch (st->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < st->u.seq.n; i++)
+            if (st_uses(st->u.seq.stmts[i], v))
+                return 1;
+        return 0;
+    case TTH_TSTMT_FOR:
+        return ex_uses(st->u.loop.min, v) || ex_uses(st->u.loop.extent, v) || st_uses(st->u.loop.body, v);
+    case TTH_TSTMT_STORE: return ex_uses(st->u.store.index, v) || ex_uses(st->u.store.value, v);
+    case TTH_TSTMT_ALLOCATE: return st_uses(st->u.alloc.body, v);
+    case TTH_TSTMT_IF:
+        return ex_uses(st->u.cond.cond, v) || st_uses(st->u.cond.then_s, v) || st_uses(st->u.cond.else_s, v);
+    case TTH_TSTMT_LET: return ex_uses(st->u.let.value, v) || st_uses(st->u.let.body, v);
+    case TTH_TSTMT_EVALUATE: return ex_uses(st->u.eval.value, v);
+    default: return 0;
+    }
+}
+
+/* a statement that does nothing */
+static tth_tstmt *sp_empty(sp_ctx *s)
+{
+    return tth_tir_seq(s->c->m, NULL, 0);
+}
+
+static int sp_is_empty(const tth_tstmt *st)
+{
+    return st && st->kind == TTH_TSTMT_SEQ && st->u.seq.n == 0;
+}
+
+static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
+{
+    tth_tir_module *m = s->c->m;
+    if (!st || s->oom)
+        return st;
+    switch (st->kind) {
+    case TTH_TSTMT_SEQ: {
+        tth_tstmt **items = tth_arena_alloc(m->arena, sizeof *items * (st->u.seq.n + 1));
+        if (!items) {
+            s->oom = 1;
+            return st;
+        }
+        size_t n = 0;
+        int changed = 0;
+        for (size_t i = 0; i < st->u.seq.n; i++) {
+            tth_tstmt *x = sp_stmt(s, st->u.seq.stmts[i]);
+            changed |= x != st->u.seq.stmts[i];
+            if (sp_is_empty(x)) {
+                changed = 1;
+                continue;
+            }
+            items[n++] = x;
+        }
+        if (!changed)
+            return st;
+        return n == 1 ? items[0] : tth_tir_seq(m, items, n);
+    }
+    case TTH_TSTMT_FOR: {
+        tth_texpr *mn = sp_expr(s, st->u.loop.min), *ex = sp_expr(s, st->u.loop.extent);
+        if (sp_is_int(ex) && ex->u.i <= 0)
+            return sp_empty(s);
+        if (sp_is_int(ex) && ex->u.i == 1 && sp_is_int(mn)) {
+            if (sp_push(s, st->u.loop.var, mn)) {
+                s->oom = 1;
+                return st;
+            }
+            tth_tstmt *b = sp_stmt(s, st->u.loop.body);
+            s->n--;
+            return b;
+        }
+        tth_tstmt *b = sp_stmt(s, st->u.loop.body);
+        if (mn == st->u.loop.min && ex == st->u.loop.extent && b == st->u.loop.body)
+            return st;
+        return tth_tir_for(m, st->u.loop.var, mn, ex, st->u.loop.loop, b);
+    }
+    case TTH_TSTMT_STORE: {
+        tth_texpr *i = sp_expr(s, st->u.store.index), *v = sp_expr(s, st->u.store.value);
+        if (i == st->u.store.index && v == st->u.store.value)
+            return st;
+        return tth_tir_store(m, st->u.store.buf, i, v);
+    }
+    case TTH_TSTMT_ALLOCATE: {
+        tth_tstmt *b = sp_stmt(s, st->u.alloc.body);
+        return b == st->u.alloc.body ? st : tth_tir_allocate(m, st->u.alloc.buf, b);
+    }
+    case TTH_TSTMT_IF: {
+        tth_texpr *c = sp_expr(s, st->u.cond.cond);
+        if (sp_is_int(c)) {
+            tth_tstmt *taken = c->u.i ? st->u.cond.then_s : st->u.cond.else_s;
+            return taken ? sp_stmt(s, taken) : sp_empty(s);
+        }
+        tth_tstmt *t = sp_stmt(s, st->u.cond.then_s), *e = sp_stmt(s, st->u.cond.else_s);
+        if (c == st->u.cond.cond && t == st->u.cond.then_s && e == st->u.cond.else_s)
+            return st;
+        return tth_tir_if(m, c, t, e);
+    }
+    case TTH_TSTMT_LET: {
+        tth_texpr *v = sp_expr(s, st->u.let.value);
+        if (sp_is_int(v) && v->dtype == st->u.let.var->dtype) {
+            if (sp_push(s, st->u.let.var, v)) {
+                s->oom = 1;
+                return st;
+            }
+            tth_tstmt *b = sp_stmt(s, st->u.let.body);
+            s->n--;
+            return b;
+        }
+        tth_tstmt *b = sp_stmt(s, st->u.let.body);
+        /* a binding nobody reads goes (values are pure: loads and arithmetic) */
+        if (!st_uses(b, st->u.let.var))
+            return b;
+        if (v == st->u.let.value && b == st->u.let.body)
+            return st;
+        return tth_tir_let(m, st->u.let.var, v, b);
+    }
+    case TTH_TSTMT_EVALUATE: {
+        tth_texpr *v = sp_expr(s, st->u.eval.value);
+        return v == st->u.eval.value ? st : tth_tir_evaluate(m, v);
+    }
+    default:
+        return st;
+    }
+}
+
+tth_tstmt *lw_simplify(lw_ctx *c, tth_tstmt *body)
+{
+    sp_ctx s;
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    tth_tstmt *r = sp_stmt(&s, body);
+    free(s.vars);
+    free(s.vals);
+    if (s.oom || !r) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory simplifying the lowered function");
+        return NULL;
+    }
+    return r;
+}
