@@ -230,6 +230,7 @@ static int connect_or_start(const char *sock, int no_start, int *fd_out, int *st
     int e = -fd;
     if (no_start || (e != ENOENT && e != ECONNREFUSED)) {
         tthctl_fail(err, TTHCTL_EXIT_UNREACHABLE, loc, "cannot connect to tthd: %s", strerror(e));
+        err->sys_errno = e;
         if (no_start && (e == ENOENT || e == ECONNREFUSED))
             tthctl_hint(err, "start it with 'tthd --socket %s', or run tthctl without --no-start", sock);
         return -TTHCTL_EXIT_UNREACHABLE;

@@ -324,7 +324,7 @@ int tthctl_cmd_stop(const tthctl_args *a, tthctl_error *err)
     tthctl_conn *c = NULL;
     int rc = tthctl_conn_open(a, 1, &c, err);
     if (rc < 0) {
-        if (err->exit == TTHCTL_EXIT_UNREACHABLE && !err->rpc) {
+        if (err->sys_errno == ENOENT || err->sys_errno == ECONNREFUSED) {
             /* nothing to stop is not a failure: stop is idempotent */
             const char *sock = a->socket;
             char path[128];

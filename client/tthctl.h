@@ -42,6 +42,7 @@ typedef struct tthctl_error {
     char location[512];    /* "target 'lvm -mcpu=x'", "file 'out.tar'"; may be empty */
     char hint[512];        /* what to do; may be empty */
     json_t *rpc;           /* the daemon's error object when the error is a response (owned) */
+    int sys_errno;         /* connect()'s errno when the daemon could not be reached, else 0 */
 } tthctl_error;
 
 /* Record an error; returns -exit so that callers can `return tthctl_fail(...)`. */
