@@ -148,6 +148,20 @@ Test(tir, seq_append_grows_and_wraps)
     tth_tstmt *q = tth_tir_seq(M, fixed, 2);
     cr_assert_eq(tth_tir_seq_append(M, &q, one), 0);
     cr_assert_eq(q->u.seq.n, 3);
+    /* An empty SEQ, grown past several powers of two, with statements removed in place. */
+    tth_tstmt *e = tth_tir_seq(M, NULL, 0);
+    tth_tstmt *st[40];
+    for (int k = 0; k < 40; k++) {
+        st[k] = tth_tir_store(M, o, I(k), I(k));
+        cr_assert_eq(tth_tir_seq_append(M, &e, st[k]), 0);
+        if (k == 20)
+            e->u.seq.n -= 5; /* a pass dropping the last five */
+    }
+    cr_assert_eq(e->u.seq.n, 35);
+    for (int k = 0; k < 16; k++)
+        cr_assert_eq(e->u.seq.stmts[k], st[k]);
+    cr_assert_eq(e->u.seq.stmts[16], st[21]);
+    cr_assert_eq(e->u.seq.stmts[34], st[39]);
 }
 
 /* out[i] = exp(x[i]) + c0[i % 4], with an allocated scratch, a let and an if. */

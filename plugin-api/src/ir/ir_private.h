@@ -80,14 +80,6 @@ static inline tth__tir_module *tth__tmod(const tth_tir_module *m)
     return (tth__tir_module *)m;
 }
 
-/* TIR statements carry a private header: a SEQ's capacity, for seq_append. */
-typedef struct tth__tstmt {
-    size_t cap;
-    tth_tstmt pub;
-} tth__tstmt;
-
-#define TTH__TSTMT(s) ((tth__tstmt *)((char *)(s) - offsetof(tth__tstmt, pub)))
-
 /* A growable, malloc'd text buffer; on OOM it sets `failed` and stops growing. */
 typedef struct tth__sbuf {
     char *s;

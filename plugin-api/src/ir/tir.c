@@ -512,11 +512,20 @@ static tth_tstmt *stmt_new(tth_tir_module *m, tth_tstmt_kind kind)
 {
     if (!m)
         return NULL;
-    tth__tstmt *s = tth_arena_alloc(m->arena, sizeof *s);
-    if (!s)
-        return NULL;
-    s->pub.kind = kind;
-    return &s->pub;
+    tth_tstmt *s = tth_arena_alloc(m->arena, sizeof *s);
+    if (s)
+        s->kind = kind;
+    return s;
+}
+
+/* A SEQ's array holds seq_cap(n) entries: the next power of two, so seq_append knows when it
+ * is full without storing a capacity (removing statements in place keeps that safe). */
+static size_t seq_cap(size_t n)
+{
+    size_t c = 1;
+    while (c < n)
+        c *= 2;
+    return c;
 }
 
 tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n)
@@ -529,14 +538,12 @@ tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n)
     tth_tstmt *s = stmt_new(m, TTH_TSTMT_SEQ);
     if (!s)
         return NULL;
-    size_t cap = n ? n : 4;
-    s->u.seq.stmts = tth_arena_alloc(m->arena, cap * sizeof *s->u.seq.stmts);
+    s->u.seq.stmts = tth_arena_alloc(m->arena, seq_cap(n) * sizeof *s->u.seq.stmts);
     if (!s->u.seq.stmts)
         return NULL;
     if (n)
         memcpy(s->u.seq.stmts, stmts, n * sizeof *stmts);
     s->u.seq.n = n;
-    TTH__TSTMT(s)->cap = cap;
     return s;
 }
 
@@ -553,16 +560,14 @@ int tth_tir_seq_append(tth_tir_module *m, tth_tstmt **seq, tth_tstmt *s)
         return 0;
     }
     tth_tstmt *q = *seq;
-    tth__tstmt *pq = TTH__TSTMT(q);
-    if (q->u.seq.n == pq->cap) {
-        size_t cap = pq->cap ? pq->cap * 2 : 4;
-        tth_tstmt **ns = tth_arena_alloc(m->arena, cap * sizeof *ns);
+    size_t n = q->u.seq.n;
+    if (!q->u.seq.stmts || (n && n == seq_cap(n))) { /* full: n is a power of two */
+        tth_tstmt **ns = tth_arena_alloc(m->arena, seq_cap(n + 1) * sizeof *ns);
         if (!ns)
             return TTH_ENOMEM;
-        if (q->u.seq.n)
-            memcpy(ns, q->u.seq.stmts, q->u.seq.n * sizeof *ns);
+        if (n)
+            memcpy(ns, q->u.seq.stmts, n * sizeof *ns);
         q->u.seq.stmts = ns;
-        pq->cap = cap;
     }
     q->u.seq.stmts[q->u.seq.n++] = s;
     return 0;
