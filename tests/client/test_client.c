@@ -446,6 +446,12 @@ Test(client, targets_tags_plugins)
     assert_has(po.out, "-mtriple=<string>");
     proc_out_free(&po);
 
+    ctl(&po, "tags");
+    assert_status(&po, 0);
+    assert_has(po.out, "arm/cortex-m55");
+    assert_has(po.out, "kind c");
+    proc_out_free(&po);
+
     ctl(&po, "tags", "--json");
     assert_status(&po, 0);
     j = out_json(&po);
@@ -523,6 +529,24 @@ Test(client, target_parse_good)
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "target"), "kind")), "llvm");
     cr_assert(json_is_string(json_object_get(j, "json")));
     json_decref(j);
+    proc_out_free(&po);
+
+    /* a JSON object and a tag are targets too */
+    ctl(&po, "target", "parse", "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}");
+    assert_status(&po, 0);
+    assert_has(po.out, "string: llvm");
+    assert_has(po.out, "-mtriple=aarch64-linux-gnu");
+    proc_out_free(&po);
+    ctl(&po, "target", "parse", "arm/cortex-m55");
+    assert_status(&po, 0);
+    assert_has(po.out, "-tag=arm/cortex-m55");
+    assert_has(po.out, "kind:   c (plugin c-host");
+    proc_out_free(&po);
+
+    /* text that starts like JSON but is not: a usage error before any request */
+    ctl(&po, "target", "parse", "{\"kind\": \"llvm\",");
+    assert_status(&po, 2);
+    assert_has(po.err, "the target looks like JSON but is not a JSON object");
     proc_out_free(&po);
 }
 
