@@ -460,6 +460,12 @@ Test(relay, from_json_rejects_malformed_input)
     cr_assert_null(tth_relay_from_json(j, NULL, 0, &d));
     cr_assert_eq(d.code, TTH_EPARSE);
     json_decref(j);
+    j = json_loads("{\"name\": \"m\", \"functions\": [{\"name\": \"main\", \"params\": [],"
+                   " \"nodes\": [{\"id\": 4000000000, \"kind\": \"var\"}], \"result\": 0}]}",
+                   0, NULL);
+    cr_assert_null(tth_relay_from_json(j, NULL, 0, &d));
+    cr_assert_str_eq(d.message, "Relay JSON: node id 4000000000 exceeds the 1 nodes listed");
+    json_decref(j);
     j = json_loads("{\"name\": \"m\", \"constants\": [], \"functions\": [{\"name\": \"main\", \"params\": [0],"
                    " \"nodes\": [{\"id\": 0, \"kind\": \"var\", \"name\": \"x\", \"type\": {\"dtype\": \"float32\", \"shape\": [2]}},"
                    " {\"id\": 1, \"kind\": \"call\", \"op\": \"nn.bogus\", \"args\": [0], \"attrs\": {}, \"type\": {\"dtype\": \"float32\", \"shape\": [2]}}],"

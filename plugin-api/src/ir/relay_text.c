@@ -678,7 +678,7 @@ static int scan_max_id(const json_t *arr, const char *key, json_int_t *max)
 {
     for (size_t i = 0; i < json_array_size(arr); i++) {
         const json_t *id = json_object_get(json_array_get(arr, i), key);
-        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > 100000000)
+        if (!json_is_integer(id) || json_integer_value(id) < 0)
             return TTH_EINVAL;
         if (json_integer_value(id) > *max)
             *max = json_integer_value(id);
@@ -695,12 +695,20 @@ tth_relay_module *tth_relay_from_json(const json_t *j, tth_tensor *const *consta
         return NULL;
     }
     json_int_t max = -1;
+    size_t total = 0;
     for (size_t i = 0; i < json_array_size(funcs); i++) {
         const json_t *nodes = json_object_get(json_array_get(funcs, i), "nodes");
         if (!json_is_array(nodes) || scan_max_id(nodes, "id", &max) != 0) {
             tth_diag_set(diag, TTH_EPARSE, NULL, "Relay JSON: function %zu has malformed \"nodes\"", i);
             return NULL;
         }
+        total += json_array_size(nodes);
+    }
+    /* Ids are canonical (0, 1, ... in order of first appearance), so none exceeds the count. */
+    if (max >= (json_int_t)total) {
+        tth_diag_set(diag, TTH_EPARSE, NULL, "Relay JSON: node id %lld exceeds the %zu nodes listed", (long long)max,
+                     total);
+        return NULL;
     }
     from_ctx c = {.funcs = funcs, .consts = consts, .tensors = constants, .ntensors = nconstants, .diag = diag};
     c.m = tth_relay_module_new(json_string_value(json_object_get(j, "name")));
