@@ -217,7 +217,9 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &k, "k", HW))
         return NULL;
     tth_texpr *ai = direct ? nc.e : lw_i(c, 0);
-    tth_tstmt *init = tth_tir_store(c->m, acc, ai, lw_imm(c, t, is_max ? lw_dtype_lowest(t) : 0));
+    /* max starts from the plane's first element (exact for -inf and NaN) */
+    tth_texpr *first = tth_tir_load(c->m, x, lw_mul(c, nc.e, lw_i(c, HW)));
+    tth_tstmt *init = tth_tir_store(c->m, acc, ai, is_max ? first : lw_imm(c, t, 0));
     tth_texpr *xv = tth_tir_load(c->m, x, lw_add(c, lw_mul(c, nc.e, lw_i(c, HW)), k.e));
     tth_texpr *cur = tth_tir_load(c->m, acc, ai);
     tth_tstmt *red = lw_ax_loop(c, &k, TTH_LOOP_SERIAL,

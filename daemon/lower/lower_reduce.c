@@ -3,7 +3,8 @@
  *
  * The input is walked once in storage order (contiguous innermost loop); every element updates
  * the accumulator of its output position, which lives in the destination when the dtypes agree:
- *   acc[o] = identity;  for every input index i: acc[out(i)] = acc[out(i)] (+ * max min) x[i]
+ *   acc[o] = identity (max/min: the first element reduced into o)
+ *   for every input index i: acc[out(i)] = acc[out(i)] (+ * max min) x[i]
  *   out[o] = epilogue(acc[o]  (/ count for mean))
  * The outer loop is parallel only when its dimension is kept (iterations then write disjoint
  * accumulators); the inner loop is vectorized only when the last dimension is kept. */
@@ -113,7 +114,22 @@ static tth_tstmt *red_init(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     red_arg *a = arg;
     const tth_ttype *ot = lw_ty(a->call);
-    return tth_tir_store(c->m, a->acc, lw_flat(c, ot->shape, ot->rank, idx), a->init);
+    tth_texpr *init = a->init;
+    if (!init) {
+        /* max/min start from the first element reduced into this output (exact for -inf, NaN) */
+        tth_texpr *in[TTH_MAX_RANK];
+        int r = 0;
+        for (int d = 0; d < a->p->rank; d++) {
+            if (a->p->reduced[d]) {
+                in[d] = lw_i(c, 0);
+                r += a->p->keepdims;
+            } else {
+                in[d] = idx[r++];
+            }
+        }
+        init = lw_cast(c, a->acc->dtype, lw_load_at(c, a->x, in));
+    }
+    return tth_tir_store(c->m, a->acc, lw_flat(c, ot->shape, ot->rank, idx), init);
 }
 
 static tth_tstmt *red_update(lw_ctx *c, tth_texpr *const *idx, void *arg)
@@ -179,8 +195,7 @@ tth_tstmt *lw_reduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     }
     switch (call->u.call.op) {
     case TTH_OP_PROD: a.init = lw_imm(c, t, 1); break;
-    case TTH_OP_MAX: a.init = lw_imm(c, t, lw_dtype_lowest(t)); break;
-    case TTH_OP_MIN: a.init = lw_imm(c, t, lw_dtype_highest(t)); break;
+    case TTH_OP_MAX: case TTH_OP_MIN: a.init = NULL; break;
     default: a.init = lw_imm(c, t, 0); break;
     }
     tth_tstmt *init = lw_nest(c, ot->shape, ot->rank, LW_PARALLEL | LW_VECTOR, red_init, &a);

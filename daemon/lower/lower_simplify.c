@@ -234,7 +234,8 @@ static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
     }
     case TTH_TSTMT_LET: {
         tth_texpr *v = sp_expr(s, st->u.let.value);
-        if (sp_is_int(v) && v->dtype == st->u.let.var->dtype) {
+        /* an immediate, or another variable (loop variables are never rebound inside their loop) */
+        if ((sp_is_int(v) || (v && v->kind == TTH_TEXPR_VAR)) && v->dtype == st->u.let.var->dtype) {
             if (sp_push(s, st->u.let.var, v)) {
                 s->oom = 1;
                 return st;
