@@ -501,3 +501,52 @@ Test(relay, prune_drops_unreachable_functions)
     cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
     tth_relay_module_free(m);
 }
+
+/* Every key of every node removed, or replaced by a value of the wrong type: from_json either
+ * rebuilds a module that verifies or returns a diagnostic; it never crashes or leaks. */
+Test(relay, from_json_survives_damaged_input)
+{
+    small s = build_small();
+    json_t *good = tth_relay_to_json(s.m);
+    tth_tensor *tensors[2] = {s.w, s.b};
+    json_t *fn0 = json_array_get(json_object_get(good, "functions"), 0);
+    size_t nnodes = json_array_size(json_object_get(fn0, "nodes"));
+    json_t *bad_values[3] = {json_string("x"), json_integer(-1), json_array()};
+    int failures = 0, runs = 0;
+    for (size_t i = 0; i < nnodes; i++) {
+        const char *keys[] = {"id", "kind", "op", "args", "attrs", "type", "index", "name", "span"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            for (int v = -1; v < 3; v++) {
+                json_t *j = json_deep_copy(good);
+                json_t *node = json_array_get(json_object_get(json_array_get(json_object_get(j, "functions"), 0), "nodes"), i);
+                if (!json_object_get(node, keys[k])) {
+                    json_decref(j);
+                    continue;
+                }
+                if (v < 0)
+                    json_object_del(node, keys[k]);
+                else
+                    json_object_set(node, keys[k], bad_values[v]);
+                tth_diag d;
+                tth_diag_clear(&d);
+                tth_relay_module *m = tth_relay_from_json(j, tensors, 2, &d);
+                runs++;
+                if (m) {
+                    cr_assert_eq(tth_relay_verify(m, &d), 0, "rebuilt module does not verify: %s", d.message);
+                    tth_relay_module_free(m);
+                } else {
+                    cr_assert_neq(d.code, 0, "node %zu key %s: NULL without a diagnostic", i, keys[k]);
+                    cr_assert_neq(d.message[0], '\0');
+                    failures++;
+                }
+                json_decref(j);
+            }
+        }
+    }
+    cr_assert_gt(runs, 100);
+    cr_assert_gt(failures, runs / 2);
+    for (int v = 0; v < 3; v++)
+        json_decref(bad_values[v]);
+    json_decref(good);
+    free_small(&s);
+}
