@@ -198,20 +198,41 @@ int tthctl_cmd_plugins(const tthctl_args *a, tthctl_error *err)
 
 /* ---- target parse ---- */
 
-/* A target argument: JSON text when it starts with '{', else the string form (or a tag). */
+/* A target argument: JSON text when it starts with '{'; "@FILE" or a name ending in ".json" is a
+ * JSON file read here (the daemon's working directory is not ours); else the string form or a
+ * tag, sent as it is. */
 static json_t *target_param(const char *text, tthctl_error *err)
 {
     const char *p = text;
     while (*p == ' ' || *p == '\t' || *p == '\n')
         p++;
-    if (*p != '{')
+    size_t n = strlen(p);
+    int is_file = *p == '@' || (n > 5 && strcmp(p + n - 5, ".json") == 0 && !strchr(p, ' '));
+    if (*p != '{' && !is_file)
         return json_string(text);
     json_error_t je;
-    json_t *obj = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    if (!obj || !json_is_object(obj)) {
-        char loc[600];
+    json_t *obj;
+    char loc[600];
+    if (is_file) {
+        const char *path = *p == '@' ? p + 1 : p;
+        obj = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+        if (obj)
+            snprintf(loc, sizeof loc, "file '%.500s'", path);
+        else
+            snprintf(loc, sizeof loc, "file '%.500s', line %d", path, je.line);
+        if (!obj && access(path, R_OK) != 0) {
+            snprintf(loc, sizeof loc, "file '%.500s'", path);
+            tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot read the target file: %s", strerror(errno));
+            return NULL;
+        }
+    } else {
+        obj = json_loads(text, JSON_REJECT_DUPLICATES, &je);
         snprintf(loc, sizeof loc, "target '%.500s', column %d", text, je.column);
-        tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "the target looks like JSON but is not a JSON object%s%s",
+    }
+    if (!obj || !json_is_object(obj)) {
+        tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "%s%s%s",
+                    is_file ? "the target file does not hold a JSON object"
+                            : "the target looks like JSON but is not a JSON object",
                     obj ? "" : ": ", obj ? "" : je.text);
         json_decref(obj);
         return NULL;

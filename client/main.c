@@ -85,7 +85,8 @@ static const cmd_spec commands[] = {
      tthctl_cmd_compile},
     {"target", "parse", "T", 1, 1, {OPT_JSON}, 1,
      "parse a target; print its canonical string, JSON and keys",
-     "T is the string form ('llvm -mcpu=cortex-a72'), a tag ('arm/cortex-m55'), or a JSON object.",
+     "T is the string form ('llvm -mcpu=cortex-a72'), a tag ('arm/cortex-m55'), a JSON object,\n"
+     "or a JSON file (@FILE or FILE.json, read by tthctl).",
      tthctl_cmd_target_parse},
     {NULL, "targets", "", 0, 0, {OPT_JSON}, 1,
      "list the target kinds with their attributes and hooks", NULL, tthctl_cmd_targets},

@@ -543,6 +543,23 @@ Test(client, target_parse_good)
     assert_has(po.out, "kind:   c (plugin c-host");
     proc_out_free(&po);
 
+    /* a JSON file, read by tthctl (not by the daemon, whose working directory differs) */
+    char tfile[400], arg[410];
+    snprintf(tfile, sizeof tfile, "%s/t.json", F.dir);
+    FILE *f = fopen(tfile, "w");
+    cr_assert_not_null(f);
+    fputs("{\"kind\": \"c\", \"mcpu\": \"cortex-m4\"}", f);
+    fclose(f);
+    snprintf(arg, sizeof arg, "@%s", tfile);
+    ctl(&po, "target", "parse", arg);
+    assert_status(&po, 0);
+    assert_has(po.out, "string: c ");
+    assert_has(po.out, "-mcpu=cortex-m4");
+    proc_out_free(&po);
+    ctl(&po, "target", "parse", "@/nonexistent/t.json");
+    assert_status(&po, 5);
+    proc_out_free(&po);
+
     /* text that starts like JSON but is not: a usage error before any request */
     ctl(&po, "target", "parse", "{\"kind\": \"llvm\",");
     assert_status(&po, 2);
