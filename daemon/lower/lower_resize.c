@@ -5,12 +5,11 @@
  * row/column, for linear two clamped indices and two weights. The loop nest then only gathers:
  *   nearest: out[n,c,y,x] = in[n,c,ny[y],nx[x]]
  *   linear:  out = (in[y0,x0]*wx0 + in[y0,x1]*wx1)*wy0 + (in[y1,x0]*wx0 + in[y1,x1]*wx1)*wy1
- * Coordinate transformation (x_out → x_in), with scale = out/in (or the optional attribute
- * "scales": [h, w] when the model gave scales):
+ * Coordinate transformation (x_out → x_in), with scale = out/in (the Relay op carries sizes, so a
+ * model's scale that is not out/in exactly, e.g. 0.6 for 4 → 2, is not reproduced):
  *   half_pixel: (x+0.5)/scale - 0.5        asymmetric: x/scale
  *   pytorch_half_pixel: as half_pixel, or -0.5 when the output length is 1
  *   align_corners: x*(in-1)/(out-1), or 0 when the output length is 1
- *   tf_half_pixel_for_nn: (x+0.5)/scale
  * Nearest rounding: round_prefer_floor (ties down), round_prefer_ceil (ties up), floor, ceil;
  * linear: floor and floor+1 weighted by the fraction. Indices outside the input are clamped to
  * the edge (ONNX pads with the edge value). */
@@ -21,7 +20,7 @@
 
 #include "lower_internal.h"
 
-typedef enum { CT_HALF_PIXEL, CT_ASYMMETRIC, CT_ALIGN_CORNERS, CT_PYTORCH_HALF_PIXEL, CT_TF_HALF_PIXEL_NN } ct_mode;
+typedef enum { CT_HALF_PIXEL, CT_ASYMMETRIC, CT_ALIGN_CORNERS, CT_PYTORCH_HALF_PIXEL } ct_mode;
 typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } nm_mode;
 
 typedef struct rz_p {
@@ -45,9 +44,9 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
         return 0;
     }
     const char *m = lw_attr_str(call, "method", "nearest");
-    if (!strcmp(m, "nearest") || !strcmp(m, "nearest_neighbor"))
+    if (!strcmp(m, "nearest"))
         p->linear = 0;
-    else if (!strcmp(m, "linear") || !strcmp(m, "bilinear"))
+    else if (!strcmp(m, "linear"))
         p->linear = 1;
     else {
         snprintf(why, len, "%s: method '%s' is not supported (nearest, linear)", op, m);
@@ -66,8 +65,6 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
         p->ct = CT_ALIGN_CORNERS;
     else if (!strcmp(ct, "pytorch_half_pixel"))
         p->ct = CT_PYTORCH_HALF_PIXEL;
-    else if (!strcmp(ct, "tf_half_pixel_for_nn"))
-        p->ct = CT_TF_HALF_PIXEL_NN;
     else {
         snprintf(why, len, "%s: coordinate_transformation_mode '%s' is not supported", op, ct);
         return 0;
@@ -87,12 +84,6 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
     }
     p->scale[0] = (double)ot->shape[2] / (double)xt->shape[2];
     p->scale[1] = (double)ot->shape[3] / (double)xt->shape[3];
-    const json_t *sc = call->u.call.attrs ? json_object_get(call->u.call.attrs, "scales") : NULL;
-    if (json_is_array(sc) && json_array_size(sc) == 2 && json_is_number(json_array_get(sc, 0)) &&
-        json_is_number(json_array_get(sc, 1))) {
-        p->scale[0] = json_number_value(json_array_get(sc, 0));
-        p->scale[1] = json_number_value(json_array_get(sc, 1));
-    }
     if (!(p->scale[0] > 0) || !(p->scale[1] > 0) || xt->shape[2] < 1 || xt->shape[3] < 1) {
         snprintf(why, len, "%s: scales must be positive", op);
         return 0;
@@ -114,7 +105,6 @@ static double rz_coord(const rz_p *p, int ax, double x, int64_t in, int64_t out)
     case CT_ASYMMETRIC: return x / scale;
     case CT_ALIGN_CORNERS: return out_len == 1 || out == 1 ? 0.0 : x * (double)(in - 1) / (out_len - 1);
     case CT_PYTORCH_HALF_PIXEL: return out_len == 1 || out == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case CT_TF_HALF_PIXEL_NN: return (x + 0.5) / scale;
     default: return (x + 0.5) / scale - 0.5;
     }
 }

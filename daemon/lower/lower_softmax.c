@@ -70,7 +70,9 @@ tth_tstmt *lw_softmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     tth_texpr *xv = tth_tir_load(c->m, x, xi);
     tth_texpr *mv = tth_tir_load(c->m, mb, ai.e), *sv = tth_tir_load(c->m, sb, ai.e);
 
-    tth_tstmt *p0 = lw_ax_loop(c, &ai, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, mb, ai.e, lw_imm(c, t, lw_dtype_lowest(t))));
+    /* the running maximum starts from the first element along the axis */
+    tth_texpr *first = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vob), ai.e));
+    tth_tstmt *p0 = lw_ax_loop(c, &ai, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, mb, ai.e, first));
     tth_tstmt *p1 = lw_ax_loop(c, &ai, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, mb, ai.e, lw_bin(c, TTH_TBIN_MAX, mv, xv)));
     p1 = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, lw_let(c, vxb, xb, p1));
     tth_tstmt *p2 = lw_ax_loop(c, &ai, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, sb, ai.e, lw_imm(c, t, 0)));
