@@ -706,6 +706,42 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     cr_assert_eq(cache_counter("entries"), 0);
 }
 
+Test(client, compile_no_cache_and_dump_ir)
+{
+    start_daemon(NULL);
+    char out[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q");
+    assert_status(&po, 0);
+    assert_has(po.out, "cache miss");
+    proc_out_free(&po);
+
+    /* --no-cache: compiled again although the cache has it */
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--no-cache");
+    assert_status(&po, 0);
+    assert_has(po.out, "cache miss");
+    cr_assert_null(strstr(po.err, "warning"), "%s", po.err);
+    proc_out_free(&po);
+    cr_assert_eq(cache_counter("hits"), 0);
+
+    /* --dump-ir: the IR after the stage asked for, printed after the summary */
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--dump-ir", "optimize");
+    assert_status(&po, 0);
+    assert_has(po.out, ";; ---- IR after stage 'optimize' ----\n");
+    assert_has(po.out, "fn @main(%image: float32[1, 1, 8, 8])");
+    cr_assert_null(strstr(po.out, "IR after stage 'import'"), "a stage not asked for was dumped:\n%s", po.out);
+    proc_out_free(&po);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--dump-ir", "all", "--json");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    json_t *dumps = json_object_get(r, "dumps");
+    cr_assert(json_is_string(json_object_get(dumps, "import")), "no import dump in:\n%s", po.out);
+    cr_assert(json_object_size(dumps) >= 2);
+    json_decref(r);
+    proc_out_free(&po);
+}
+
 Test(client, compile_default_output_name)
 {
     start_daemon(NULL);
