@@ -225,15 +225,19 @@ static int resolve_native(json_t *t, tth_diag *d)
             const char *u = json_string_value(json_array_get(user, i));
             overridden = u && strlen(u) == n && strncmp(u + 1, s + 1, n - 1) == 0;
         }
-        if (!overridden)
-            json_array_append_new(mattr, json_stringn(s, n));
+        if (!overridden && json_array_append_new(mattr, json_stringn(s, n)) != 0) {
+            json_decref(mattr);
+            mattr = NULL;
+        }
         s += n + (comma != NULL);
     }
     free(diff);
     if (!mattr)
         return oom(d);
-    if (json_is_array(user))
-        json_array_extend(mattr, user);
+    if (json_is_array(user) && json_array_extend(mattr, user) != 0) {
+        json_decref(mattr);
+        return oom(d);
+    }
     if (json_array_size(mattr) == 0) {
         json_decref(mattr);
         json_object_del(t, "mattr");
@@ -259,7 +263,8 @@ static int set_features(json_t *t, const char *triple, const char *cpu, const ch
         return unknown_triple(triple, d);
     json_t *f = json_object_get(t, "features");
     for (size_t i = 0; i < n; i++)
-        json_object_set_new(f, map[i].name, json_boolean(on[i]));
+        if (json_object_set_new(f, map[i].name, json_boolean(on[i])) != 0)
+            return oom(d);
     return 0;
 }
 
@@ -374,8 +379,9 @@ static int mprofile(json_t *t, tth_diag *d)
     int has_dsp = on[0] && !nodsp;
     int has_mve = on[1] && has_dsp && !nomve;
     json_t *f = json_object_get(t, "features");
-    json_object_set_new(f, "has_dsp", json_boolean(has_dsp));
-    json_object_set_new(f, "has_mve", json_boolean(has_mve));
+    if (json_object_set_new(f, "has_dsp", json_boolean(has_dsp)) != 0 ||
+        json_object_set_new(f, "has_mve", json_boolean(has_mve)) != 0)
+        return oom(d);
     static const char *const keys[] = {"arm_cpu", "cpu"};
     return tth_target_keys_prepend(t, keys, 2) == 0 ? 0 : oom(d);
 }
@@ -434,7 +440,10 @@ static int cpu(json_t *t, tth_diag *d)
     case ARCH_AARCH64:
     case ARCH_ARM:
         key = "arm_cpu";
-        json_object_set_new(f, "is_aarch64", json_boolean(triple_arch(triple) == ARCH_AARCH64));
+        if (json_object_set_new(f, "is_aarch64", json_boolean(triple_arch(triple) == ARCH_AARCH64)) != 0) {
+            free(fs);
+            return oom(d);
+        }
         rc = set_features(t, triple, mcpu ? mcpu : "", fs ? fs : "", arm_features,
                           sizeof arm_features / sizeof arm_features[0], d);
         break;

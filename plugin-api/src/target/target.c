@@ -189,7 +189,10 @@ json_t *tth__check_value(const char *kind, const char *name, tth_attr_type type,
                     json_decref(a);
                     goto empty;
                 }
-                json_array_append_new(a, json_stringn(s, n));
+                if (json_array_append_new(a, json_stringn(s, n)) != 0) {
+                    json_decref(a);
+                    goto oom;
+                }
                 if (!comma)
                     break;
                 s = comma + 1;
@@ -211,7 +214,10 @@ json_t *tth__check_value(const char *kind, const char *name, tth_attr_type type,
                 json_decref(a);
                 goto empty;
             }
-            json_array_append(a, e);
+            if (json_array_append(a, e) != 0) {
+                json_decref(a);
+                goto oom;
+            }
         }
         return a;
     }
@@ -271,10 +277,15 @@ int tth_target_keys_prepend(json_t *target, const char *const *keys, size_t n)
     json_t *k = json_array();
     if (!k)
         return TTH_ENOMEM;
+    int bad = 0;
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(k, json_string(keys[i]));
+        bad |= json_array_append_new(k, json_string(keys[i]));
     if (json_is_array(old))
-        json_array_extend(k, old);
+        bad |= json_array_extend(k, old);
+    if (bad) {
+        json_decref(k);
+        return TTH_ENOMEM;
+    }
     if (json_object_set_new(target, "keys", k) != 0)
         return TTH_ENOMEM;
     tth__keys_dedupe(target);
@@ -414,7 +425,8 @@ static json_t *flatten(const json_t *in, tth_diag *d)
     json_t *v;
     json_object_foreach((json_t *)in, key, v) {
         if (strcmp(key, "attrs") != 0) {
-            json_object_set(fields, key, v);
+            if (json_object_set(fields, key, v) != 0)
+                goto oom;
             continue;
         }
         if (!json_is_object(v)) {
@@ -434,10 +446,15 @@ static json_t *flatten(const json_t *in, tth_diag *d)
                 json_decref(fields);
                 return NULL;
             }
-            json_object_set(fields, k2, v2);
+            if (json_object_set(fields, k2, v2) != 0)
+                goto oom;
         }
     }
     return fields;
+oom:
+    tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
+    json_decref(fields);
+    return NULL;
 }
 
 static json_t *default_host(ctx *c, const char *for_kind, tth_diag *d)
@@ -450,7 +467,11 @@ static json_t *default_host(ctx *c, const char *for_kind, tth_diag *d)
         return NULL;
     }
     json_t *in = json_pack("{s:s}", "kind", "llvm");
-    json_t *h = in ? canon_any(c, in, ROLE_HOST, d) : NULL;
+    if (!in) {
+        tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    json_t *h = canon_any(c, in, ROLE_HOST, d);
     json_decref(in);
     if (!h)
         tth_diag_prefix(d, "default host");
@@ -499,6 +520,8 @@ static int revalidate(const tth_plugin *p, const json_t *before, const json_t *o
         json_t *nv = (type == TTH_ATTR_STRING_ARRAY && !json_is_array(v))
                          ? NULL
                          : tth__check_value(desc->kind, key, (tth_attr_type)type, v, &tmp);
+        if (!nv && tmp.code == TTH_ENOMEM)
+            return tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
         if (!nv)
             return tth_diag_set(d, TTH_EPLUGIN, who, "target_parser of plugin '%s' set attribute '%s' to a wrong value: %s",
                                 who, key, tmp.message[0] ? tmp.message : "not a list");
@@ -624,7 +647,8 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
                          desc->kind, tth__type_phrase(a->type));
             goto fail;
         }
-        json_object_set_new(t, a->name, nv);
+        if (json_object_set_new(t, a->name, nv) != 0)
+            goto oom;
     }
     drop_empty_lists(t);
 
@@ -634,15 +658,21 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
         json_t *keys = json_array();
         if (!keys)
             goto oom;
+        int bad = 0;
         if (json_array_size(user))
-            json_array_extend(keys, user);
+            bad |= json_array_extend(keys, user);
         else
             for (size_t i = 0; desc->default_keys && desc->default_keys[i]; i++)
-                json_array_append_new(keys, json_string(desc->default_keys[i]));
+                bad |= json_array_append_new(keys, json_string(desc->default_keys[i]));
         json_t *device = json_object_get(t, "device");
         if (device)
-            json_array_append(keys, device);
-        json_object_set_new(t, "keys", keys);
+            bad |= json_array_append(keys, device);
+        if (bad) {
+            json_decref(keys);
+            goto oom;
+        }
+        if (json_object_set_new(t, "keys", keys) != 0)
+            goto oom;
         tth__keys_dedupe(t);
     }
 
@@ -664,12 +694,14 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
             tth_diag_prefix(d, "host");
             goto fail;
         }
-        json_object_set_new(t, "host", h);
+        if (json_object_set_new(t, "host", h) != 0)
+            goto oom;
     } else if (role == ROLE_TOP && (desc->flags & TTH_KIND_NEEDS_HOST)) {
         json_t *h = default_host(c, desc->kind, d);
         if (!h)
             goto fail;
-        json_object_set_new(t, "host", h);
+        if (json_object_set_new(t, "host", h) != 0)
+            goto oom;
     }
 
     /* the kind's parser */
@@ -694,8 +726,8 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
         }
         json_decref(t);
         t = out;
-        if (!json_object_get(t, "keys"))
-            json_object_set_new(t, "keys", json_array());
+        if (!json_object_get(t, "keys") && json_object_set_new(t, "keys", json_array()) != 0)
+            goto oom;
         tth__keys_dedupe(t);
         drop_empty_lists(t);
     }
@@ -759,7 +791,8 @@ static json_t *canon_composite(ctx *c, const json_t *in, int role, tth_diag *d)
         const tth_plugin *p = tth_registry_find_kind(c->reg, mk);
         if (p && (p->desc->flags & TTH_KIND_NEEDS_HOST))
             needs_host = 1;
-        json_array_append_new(members, m);
+        if (json_array_append_new(members, m) != 0)
+            goto oom;
     }
     out = json_pack("{s:s, s:O}", "kind", "composite", "targets", members);
     if (!out)
@@ -773,13 +806,15 @@ static json_t *canon_composite(ctx *c, const json_t *in, int role, tth_diag *d)
     } else if (needs_host) {
         json_t *last = json_array_get(members, json_array_size(members) - 1);
         const tth_plugin *p = tth_registry_find_kind(c->reg, json_string_value(json_object_get(last, "kind")));
-        if (p && (p->desc->flags & TTH_KIND_CAN_BE_HOST))
-            h = json_deep_copy(last);
-        else if (!(h = default_host(c, "composite", d)))
+        if (p && (p->desc->flags & TTH_KIND_CAN_BE_HOST)) {
+            if (!(h = json_deep_copy(last)))
+                goto oom;
+        } else if (!(h = default_host(c, "composite", d))) {
             goto fail;
+        }
     }
-    if (h)
-        json_object_set_new(out, "host", h);
+    if (h && json_object_set_new(out, "host", h) != 0)
+        goto oom;
     json_decref(members);
     return out;
 oom:
@@ -841,14 +876,18 @@ json_t *tth_target_parse(const tth_registry *reg, const tth_host *host, const ch
         tth_diag_set(diag, TTH_EINVAL, NULL, "no target text");
         return NULL;
     }
-    json_t *s = json_string(text);
-    if (!s) {
-        tth_diag_clear(diag);
-        tth_diag_set(diag, TTH_EINVAL, NULL, "target text is not valid UTF-8");
+    tth_diag_clear(diag);
+    if (!reg) {
+        tth_diag_set(diag, TTH_EINVAL, NULL, "no registry");
         return NULL;
     }
-    json_t *t = tth_target_from_json(reg, host, s, diag);
-    json_decref(s);
+    tth_host fallback = {.size = sizeof(tth_host), .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
+    ctx c = {.reg = reg, .host = host ? host : &fallback, .depth = 0};
+    json_t *in = text_to_input(&c, text, diag);
+    if (!in)
+        return NULL;
+    json_t *t = canon_any(&c, in, ROLE_TOP, diag);
+    json_decref(in);
     return t;
 }
 

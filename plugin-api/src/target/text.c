@@ -212,8 +212,13 @@ static json_t *option_value(const char *kind, const option *o, tth_attr_type typ
                 tth_diag_hint(d, "give a value (-%s=a,b) or leave the attribute out", o->name);
                 return NULL;
             }
-            json_array_append_new(a, json_string(item));
+            int bad = json_array_append_new(a, json_string(item));
             free(item);
+            if (bad) {
+                json_decref(a);
+                tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
+                return NULL;
+            }
             if (!comma)
                 break;
             s = comma + 1;
@@ -250,6 +255,8 @@ static json_t *option_value(const char *kind, const option *o, tth_attr_type typ
         out = json_string(v); /* STRING, and TARGET (parsed later, as the host) */
     }
     free(v);
+    if (!out && (!d || d->code == TTH_OK))
+        tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
     return out;
 }
 
@@ -450,7 +457,10 @@ static json_t *build_input(const member *mem, size_t nmem, const option *opts, s
         json_t *targets = json_array();
         obj = json_pack("{s:s, s:o}", "kind", "composite", "targets", targets);
         for (size_t m = 0; obj && m < nmem; m++)
-            json_array_append_new(targets, member_object(&mem[m]));
+            if (json_array_append_new(targets, member_object(&mem[m])) != 0) {
+                tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
+                goto fail;
+            }
         for (size_t i = 0; obj && i < nopts; i++) {
             const option *o = &opts[i];
             if (strcmp(o->name, "host") == 0) {
