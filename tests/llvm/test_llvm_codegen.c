@@ -589,7 +589,7 @@ static double intrin_ref(tth_tir_intrin_op op, double x, double y, int is_f32)
     return 0;
 }
 
-static void check_intrinsics(tth_dtype dt)
+static void check_intrinsics(tth_dtype dt, const char *target)
 {
     enum { n = 6 };
     static const tth_tir_intrin_op ops[] = {
@@ -621,7 +621,7 @@ static void check_intrinsics(tth_dtype dt)
     tth_tbuffer *ps[] = {x, y, z, o};
     func(m, "intrins", ps, 4, FOR(i, n, TTH_LOOP_SERIAL, seq));
     linked l;
-    compile(m, HOST_TARGET, NULL, &l);
+    compile(m, target, NULL, &l);
     fn4 fn = (fn4)sym(&l, "intrins");
     if (f32) {
         float xv[n], yv[n], zv[n], ov[n * 15];
@@ -658,9 +658,12 @@ static void check_intrinsics(tth_dtype dt)
     tth_tir_module_free(m);
 }
 
-Test(llvm, intrinsics_float32) { check_intrinsics(TTH_F32); }
+Test(llvm, intrinsics_float32) { check_intrinsics(TTH_F32, HOST_TARGET); }
 
-Test(llvm, intrinsics_float64) { check_intrinsics(TTH_F64); }
+Test(llvm, intrinsics_float64) { check_intrinsics(TTH_F64, HOST_TARGET); }
+
+/* opt-level 0 keeps every intrinsic call and frem as written: the back end's own lowering. */
+Test(llvm, intrinsics_float32_o0) { check_intrinsics(TTH_F32, "{\"kind\": \"llvm\", \"opt-level\": 0}"); }
 
 /* Round half to even, and float floordiv / floormod with the divisor's sign. */
 Test(llvm, float_rounding_and_floor_ops)
@@ -831,12 +834,12 @@ static tth_tir_module *aot_module(void)
     return m;
 }
 
-Test(llvm, aot_entry_workspace_constants_locals)
+static void check_aot(const char *target)
 {
     tth_tir_module *m = aot_module();
     tth_diag d;
     tth_runtime_module *rm;
-    cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
+    cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
     cr_assert_str_eq(tth_runtime_module_file(rm, 0)->name, "demo_llvm.o");
     const json_t *meta = tth_runtime_module_meta(rm);
     cr_assert_str_eq(json_string_value(json_object_get(meta, "link")), "object");
@@ -876,6 +879,12 @@ Test(llvm, aot_entry_workspace_constants_locals)
     unlink_module(&l);
     tth_tir_module_free(m);
 }
+
+Test(llvm, aot_entry_workspace_constants_locals) { check_aot(HOST_TARGET); }
+
+Test(llvm, aot_entry_o0) { check_aot("{\"kind\": \"llvm\", \"opt-level\": 0}"); }
+
+Test(llvm, aot_entry_fast_math_native) { check_aot("{\"kind\": \"llvm\", \"mcpu\": \"native\", \"fast-math\": true}"); }
 
 /* A PrimFunc of another module (here C) is called with the operator convention; a non-zero
  * status stops the entry and is returned. */
