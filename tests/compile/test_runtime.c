@@ -1,6 +1,7 @@
 /* The runtime's array formats (runtime/array.c): .npy round trips for every dtype, .npy v2,
  * ONNX TensorProto files from libonnx-testdata, and clear errors for bad files. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,4 +150,39 @@ Test(runtime, tensorproto_typed_fields)
     const unsigned char bad[] = {0x0a, 0x01, 0x03, 0x10, 0x07, 0x3a, 0x01, 0x05};
     cr_assert_eq(tthrt_pb_read_memory(bad, sizeof bad, &a, &d), TTH_EPARSE);
     cr_assert(strstr(d.message, "1 values") != NULL, "%s", d.message);
+}
+
+Test(runtime, compare_tolerance_and_exactness)
+{
+    tthrt_array a, b;
+    tth_diag d;
+    int64_t shape[1] = {4};
+    char why[256];
+    cr_assert_eq(tthrt_array_init(&a, TTH_F32, 1, shape, &d), 0);
+    cr_assert_eq(tthrt_array_init(&b, TTH_F32, 1, shape, &d), 0);
+    float va[4] = {1.0f, 100.0f, NAN, INFINITY}, vb[4] = {1.00005f, 100.009f, NAN, INFINITY};
+    memcpy(a.data, va, sizeof va);
+    memcpy(b.data, vb, sizeof vb);
+    /* |1 - 1.00005| = 5e-5 <= 1e-4 + 1e-4; |100 - 100.009| = 9e-3 <= 1e-4 + 1e-2 */
+    cr_assert_eq(tthrt_array_compare(&a, &b, 1e-4, 1e-4, why, sizeof why), 1, "%s", why);
+    ((float *)b.data)[1] = 100.02f;
+    cr_assert_eq(tthrt_array_compare(&a, &b, 1e-4, 1e-4, why, sizeof why), 0);
+    cr_assert(strstr(why, "element 1") != NULL, "%s", why);
+    ((float *)b.data)[1] = 100.0f;
+    ((float *)b.data)[3] = -INFINITY;
+    cr_assert_eq(tthrt_array_compare(&a, &b, 1e-4, 1e-4, why, sizeof why), 0, "inf vs -inf");
+    tthrt_array_clear(&b);
+    /* integers: exact */
+    tthrt_array i1, i2;
+    cr_assert_eq(tthrt_array_init(&i1, TTH_I64, 1, shape, &d), 0);
+    cr_assert_eq(tthrt_array_init(&i2, TTH_I64, 1, shape, &d), 0);
+    cr_assert_eq(tthrt_array_compare(&i1, &i2, 0, 0, why, sizeof why), 1);
+    ((int64_t *)i2.data)[2] = 1;
+    cr_assert_eq(tthrt_array_compare(&i1, &i2, 0.5, 0.5, why, sizeof why), 0, "integers compare exactly");
+    /* dtype mismatch */
+    cr_assert_lt(tthrt_array_compare(&a, &i1, 0, 0, why, sizeof why), 0);
+    cr_assert(strstr(why, "float32") && strstr(why, "int64"), "%s", why);
+    tthrt_array_clear(&a);
+    tthrt_array_clear(&i1);
+    tthrt_array_clear(&i2);
 }
