@@ -550,3 +550,21 @@ Test(relay, from_json_survives_damaged_input)
     json_decref(good);
     free_small(&s);
 }
+
+Test(relay, printer_quotes_var_names_that_look_like_numbers)
+{
+    tth_relay_module *m = tth_relay_module_new("m");
+    tth_ttype a = tt1(TTH_F32, 2);
+    tth_diag d;
+    tth_rexpr *x = tth_relay_var(m, "0", &a), *y = tth_relay_var(m, "input.1", &a);
+    tth_rexpr *xy[2] = {x, y};
+    tth_rexpr *s = tth_relay_call(m, TTH_OP_ADD, xy, 2, NULL, &d);
+    tth_relay_function *f = tth_relay_function_add(m, "main", xy, 2, s, NULL, &d);
+    char *text = tth_relay_print_function(f);
+    cr_assert_str_eq(text, "fn @main(%\"0\": float32[2], %input.1: float32[2]) -> float32[2] {\n"
+                           "  %0 = add(%\"0\", %input.1) : float32[2]\n"
+                           "  %0\n"
+                           "}\n");
+    free(text);
+    tth_relay_module_free(m);
+}

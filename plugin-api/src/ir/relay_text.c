@@ -222,10 +222,20 @@ static void sb_json(tth__sbuf *b, const json_t *j)
     free(s);
 }
 
+/* %name; a name that could be read as a node number (ONNX allows "0") is quoted: %"0". */
+static void sb_var(tth__sbuf *b, const char *name)
+{
+    size_t n = strspn(name, "0123456789");
+    if (name[0] == '\0' || name[n] == '\0' || strpbrk(name, " \",(){}"))
+        tth__sb_printf(b, "%%\"%s\"", name);
+    else
+        tth__sb_printf(b, "%%%s", name);
+}
+
 static void sb_ref(tth__sbuf *b, const fn_nodes *fnn, const tth_rexpr *e)
 {
     if (e->kind == TTH_REXPR_VAR)
-        tth__sb_printf(b, "%%%s", e->u.var.name);
+        sb_var(b, e->u.var.name);
     else if (e->kind == TTH_REXPR_CONST)
         tth__sb_printf(b, "@c%" PRId64, fnn->local[e->id]);
     else
@@ -241,7 +251,9 @@ static void print_function(tth__sbuf *b, const tth_relay_function *fn)
     }
     tth__sb_printf(b, "fn @%s(", fn->name);
     for (size_t i = 0; i < fn->nparams; i++) {
-        tth__sb_printf(b, "%s%%%s: ", i ? ", " : "", fn->params[i]->u.var.name);
+        tth__sb_puts(b, i ? ", " : "");
+        sb_var(b, fn->params[i]->u.var.name);
+        tth__sb_puts(b, ": ");
         tth__sb_rtype(b, &fn->params[i]->type);
     }
     tth__sb_puts(b, ") -> ");
@@ -256,7 +268,8 @@ static void print_function(tth__sbuf *b, const tth_relay_function *fn)
         tth__sb_puts(b, "  ");
         switch (e->kind) {
         case TTH_REXPR_VAR: /* unreachable in a verified module: a free var */
-            tth__sb_printf(b, "%%%s: ", e->u.var.name);
+            sb_var(b, e->u.var.name);
+            tth__sb_puts(b, ": ");
             tth__sb_rtype(b, &e->type);
             tth__sb_puts(b, " <free variable>");
             break;
