@@ -5,6 +5,7 @@
 
 #include "fe_test.h"
 #include "onnx_build.h"
+#include "tth_config.h"
 
 static uint32_t lcg = 12345;
 static float frand(void)
@@ -395,4 +396,66 @@ Test(passes, batch_norm_folding_on_testdata)
             tth_tensor_unref(in[i]);
         tth_relay_module_free(m);
     }
+}
+
+/* A .npy file's float32 payload (format 1.0/2.0, little-endian '<f4'): new tensor or NULL. */
+static tth_tensor *read_npy_f32(const char *path, const tth_ttype *type)
+{
+    size_t len;
+    uint8_t *b = fe_read_file(path, &len);
+    if (!b || len < 12 || memcmp(b, "\x93NUMPY", 6)) {
+        free(b);
+        return NULL;
+    }
+    size_t hl = b[6] == 1 ? (size_t)(b[8] | b[9] << 8) : (size_t)(b[8] | b[9] << 8 | b[10] << 16 | (size_t)b[11] << 24);
+    size_t off = (b[6] == 1 ? 10 : 12) + hl;
+    tth_tensor *t = NULL;
+    if (strstr((char *)b + 10, "<f4") && off + tth_ttype_nbytes(type) == len)
+        t = tth_tensor_new(type, b + off);
+    free(b);
+    return t;
+}
+
+/* The example model the README's demo compiles: the passes keep its numerics (numpy's forward
+ * pass is the reference) and fusion gives conv+relu groups. */
+Test(passes, example_digits_model)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", TTH_SOURCE_ROOT);
+    size_t len;
+    uint8_t *bytes = fe_read_file(path, &len);
+    cr_assert(bytes, "%s", path);
+    tth_relay_module *m = NULL, *f = NULL;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_onnx_import(bytes, len, "digits", &m, &d), 0, "%s at %s", d.message, d.location);
+    cr_assert_eq(tth_onnx_import(bytes, len, "digits", &f, &d), 0);
+    free(bytes);
+    /* everything but fusion, then evaluate */
+    cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_fold_batch_norm(m, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_eliminate_dead_code(m, &d), 0, "%s", d.message);
+    tth_ttype it = {.dtype = TTH_F32, .rank = 4, .shape = {1, 1, 8, 8}}, ot = {.dtype = TTH_F32, .rank = 2, .shape = {1, 10}};
+    snprintf(path, sizeof path, "%s/examples/digit_input.npy", TTH_SOURCE_ROOT);
+    tth_tensor *x = read_npy_f32(path, &it);
+    snprintf(path, sizeof path, "%s/examples/digit_expected.npy", TTH_SOURCE_ROOT);
+    tth_tensor *want = read_npy_f32(path, &ot);
+    cr_assert(x && want, "cannot read the example's .npy files");
+    tth_tensor *got = evaluate(m, x, 0);
+    char why[256];
+    cr_assert(fe_tensors_close(got, want, 1e-5, 1e-3, 0, why, sizeof why), "%s", why);
+    /* the whole pipeline */
+    cr_assert_eq(tth_relay_optimize(f, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_verify(f, &d), 0, "%s", d.message);
+    char c[256] = "";
+    cr_assert_eq(fe_check_fusion_contract(f, c, sizeof c), 0, "%s", c);
+    char *text = tth_relay_print(f);
+    cr_assert(strstr(text, "fused_nn_conv2d") && strstr(text, "nn_relu"), "%s", text);
+    free(text);
+    tth_tensor_unref(x);
+    tth_tensor_unref(want);
+    tth_tensor_unref(got);
+    tth_relay_module_free(m);
+    tth_relay_module_free(f);
 }
