@@ -1091,12 +1091,12 @@ static int rel_reduce(relctx *c)
     tth_ttype t = {.dtype = x->dtype, .rank = 0};
     for (int32_t i = 0; i < x->rank; i++) {
         int r = n == 0 || red[i];
+        if (r && x->shape[i] == 0 && (c->op == TTH_OP_MAX || c->op == TTH_OP_MIN))
+            return rel_fail(c, "cannot reduce the empty dimension %d", i);
         if (!r)
             t.shape[t.rank++] = x->shape[i];
         else if (keepdims)
             t.shape[t.rank++] = 1;
-        else if (x->shape[i] == 0 && (c->op == TTH_OP_MAX || c->op == TTH_OP_MIN))
-            return rel_fail(c, "cannot reduce the empty dimension %d", i);
     }
     set_out(c, &t);
     return 0;
