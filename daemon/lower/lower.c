@@ -23,82 +23,82 @@
 /* ---------------------------------------------------------------- op table (as data) ---- */
 
 static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
-    [TTH_OP_ADD] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_SUBTRACT] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_MULTIPLY] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_DIVIDE] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_POWER] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_MAXIMUM] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_MINIMUM] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_MOD] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_PRELU] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_LESS] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_LESS_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_GREATER] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_GREATER_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_LOGICAL_AND] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_LOGICAL_OR] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_LOGICAL_XOR] = {lw_ew_binary, NULL, lw_ew_check, 0},
-    [TTH_OP_WHERE] = {lw_ew_where, NULL, lw_ew_check, 0},
-    [TTH_OP_NEGATIVE] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_ABS] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SQRT] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_RECIPROCAL] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_EXP] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_LOG] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SIN] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_COS] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_TANH] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SIGMOID] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_ERF] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_FLOOR] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_CEIL] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_ROUND] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SIGN] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_LOGICAL_NOT] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_LEAKY_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_ELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_THRESHOLDED_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SOFTPLUS] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_SOFTSIGN] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_HARD_SIGMOID] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_HARD_SWISH] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_CLIP] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_CAST] = {lw_ew_unary, NULL, lw_ew_check, 0},
-    [TTH_OP_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0},
-    [TTH_OP_CONV2D_TRANSPOSE] = {NULL, lw_conv2d_transpose, lw_conv_check, 0},
-    [TTH_OP_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0},
-    [TTH_OP_MAX_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0},
-    [TTH_OP_AVG_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0},
-    [TTH_OP_GLOBAL_AVG_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0},
-    [TTH_OP_GLOBAL_MAX_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0},
-    [TTH_OP_BATCH_NORM] = {lw_ew_batch_norm, NULL, lw_ew_check, 1},
-    [TTH_OP_SOFTMAX] = {NULL, lw_softmax, lw_softmax_check, 0},
-    [TTH_OP_LOG_SOFTMAX] = {NULL, lw_softmax, lw_softmax_check, 0},
-    [TTH_OP_PAD] = {NULL, lw_pad, lw_shape_check, 0},
-    [TTH_OP_RESHAPE] = {NULL, lw_reshape, lw_shape_check, 0},
-    [TTH_OP_TRANSPOSE] = {NULL, lw_transpose, lw_shape_check, 0},
-    [TTH_OP_BROADCAST_TO] = {NULL, lw_broadcast_to, lw_shape_check, 0},
-    [TTH_OP_CONCATENATE] = {NULL, lw_concatenate, lw_shape_check, 0},
-    [TTH_OP_SPLIT] = {NULL, lw_split, lw_shape_check, 0},
-    [TTH_OP_STRIDED_SLICE] = {NULL, lw_strided_slice, lw_shape_check, 0},
-    [TTH_OP_TAKE] = {NULL, lw_take, lw_shape_check, 0},
-    [TTH_OP_SUM] = {NULL, lw_reduce, lw_reduce_check, 0},
-    [TTH_OP_MEAN] = {NULL, lw_reduce, lw_reduce_check, 0},
-    [TTH_OP_MAX] = {NULL, lw_reduce, lw_reduce_check, 0},
-    [TTH_OP_MIN] = {NULL, lw_reduce, lw_reduce_check, 0},
-    [TTH_OP_PROD] = {NULL, lw_reduce, lw_reduce_check, 0},
-    [TTH_OP_ARGMAX] = {NULL, lw_argreduce, lw_reduce_check, 0},
-    [TTH_OP_ARGMIN] = {NULL, lw_argreduce, lw_reduce_check, 0},
-    [TTH_OP_RESIZE2D] = {NULL, lw_resize2d, lw_resize_check, 0},
-    [TTH_OP_QUANTIZE] = {lw_quantize, NULL, lw_quant_check, 1},
-    [TTH_OP_DEQUANTIZE] = {lw_dequantize, NULL, lw_quant_check, 1},
-    [TTH_OP_QNN_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0},
-    [TTH_OP_QNN_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0},
-    [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1},
+    [TTH_OP_ADD] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SUBTRACT] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_MULTIPLY] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_DIVIDE] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_POWER] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_MAXIMUM] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_MINIMUM] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_MOD] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_PRELU] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LESS] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LESS_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_GREATER] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_GREATER_EQUAL] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LOGICAL_AND] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LOGICAL_OR] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LOGICAL_XOR] = {lw_ew_binary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_WHERE] = {lw_ew_where, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_NEGATIVE] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_ABS] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SQRT] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_RECIPROCAL] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_EXP] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LOG] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SIN] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_COS] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_TANH] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SIGMOID] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_ERF] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_FLOOR] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_CEIL] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_ROUND] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SIGN] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LOGICAL_NOT] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_LEAKY_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_ELU] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SELU] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_THRESHOLDED_RELU] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SOFTPLUS] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_SOFTSIGN] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_HARD_SIGMOID] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_HARD_SWISH] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_CLIP] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_CAST] = {lw_ew_unary, NULL, lw_ew_check, 0, 1},
+    [TTH_OP_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0, 0},
+    [TTH_OP_CONV2D_TRANSPOSE] = {NULL, lw_conv2d_transpose, lw_conv_check, 0, 0},
+    [TTH_OP_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0, 0},
+    [TTH_OP_MAX_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0, 0},
+    [TTH_OP_AVG_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0, 0},
+    [TTH_OP_GLOBAL_AVG_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0, 0},
+    [TTH_OP_GLOBAL_MAX_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0, 0},
+    [TTH_OP_BATCH_NORM] = {lw_ew_batch_norm, NULL, lw_ew_check, 1, 1},
+    [TTH_OP_SOFTMAX] = {NULL, lw_softmax, lw_softmax_check, 0, 0},
+    [TTH_OP_LOG_SOFTMAX] = {NULL, lw_softmax, lw_softmax_check, 0, 0},
+    [TTH_OP_PAD] = {NULL, lw_pad, lw_shape_check, 0, 1},
+    [TTH_OP_RESHAPE] = {NULL, lw_reshape, lw_shape_check, 0, 1},
+    [TTH_OP_TRANSPOSE] = {NULL, lw_transpose, lw_shape_check, 0, 1},
+    [TTH_OP_BROADCAST_TO] = {NULL, lw_broadcast_to, lw_shape_check, 0, 1},
+    [TTH_OP_CONCATENATE] = {NULL, lw_concatenate, lw_shape_check, 0, 1},
+    [TTH_OP_SPLIT] = {NULL, lw_split, lw_shape_check, 0, 1},
+    [TTH_OP_STRIDED_SLICE] = {NULL, lw_strided_slice, lw_shape_check, 0, 1},
+    [TTH_OP_TAKE] = {NULL, lw_take, lw_shape_check, 0, 1},
+    [TTH_OP_SUM] = {NULL, lw_reduce, lw_reduce_check, 0, 0},
+    [TTH_OP_MEAN] = {NULL, lw_reduce, lw_reduce_check, 0, 0},
+    [TTH_OP_MAX] = {NULL, lw_reduce, lw_reduce_check, 0, 0},
+    [TTH_OP_MIN] = {NULL, lw_reduce, lw_reduce_check, 0, 0},
+    [TTH_OP_PROD] = {NULL, lw_reduce, lw_reduce_check, 0, 0},
+    [TTH_OP_ARGMAX] = {NULL, lw_argreduce, lw_reduce_check, 0, 0},
+    [TTH_OP_ARGMIN] = {NULL, lw_argreduce, lw_reduce_check, 0, 0},
+    [TTH_OP_RESIZE2D] = {NULL, lw_resize2d, lw_resize_check, 0, 0},
+    [TTH_OP_QUANTIZE] = {lw_quantize, NULL, lw_quant_check, 1, 0},
+    [TTH_OP_DEQUANTIZE] = {lw_dequantize, NULL, lw_quant_check, 1, 0},
+    [TTH_OP_QNN_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0, 0},
+    [TTH_OP_QNN_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0, 0},
+    [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1, 0},
 };
 
 const lw_op_impl *lw_op_lookup(tth_op op)
@@ -464,7 +464,20 @@ tth_tbuffer *lw_local(lw_ctx *c, const char *prefix, tth_dtype t, int rank, cons
 
 /* ----------------------------------------------------------------------------- values ---- */
 
+/* float16 values are computed with in float32 */
+static tth_texpr *lw_widen(lw_ctx *c, tth_texpr *v)
+{
+    return v && v->dtype == TTH_F16 ? lw_cast(c, TTH_F32, v) : v;
+}
+
+static tth_texpr *lw_value_raw(lw_ctx *c, const tth_rexpr *e, tth_texpr *const *idx);
+
 tth_texpr *lw_value_at(lw_ctx *c, const tth_rexpr *e, tth_texpr *const *idx)
+{
+    return lw_widen(c, lw_value_raw(c, e, idx));
+}
+
+static tth_texpr *lw_value_raw(lw_ctx *c, const tth_rexpr *e, tth_texpr *const *idx)
 {
     if (e == c->slot_node)
         return c->slot_value;
@@ -815,21 +828,22 @@ int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len)
         snprintf(why, len, "%s: no default lowering", tth_op_name(op));
         return 0;
     }
-    /* float16 arithmetic is not lowered: C has no portable half type */
-    if (call->type.nfields < 0 && call->type.tensor.dtype == TTH_F16) {
-        snprintf(why, len, "%s: float16 is not supported", tth_op_name(op));
-        return 0;
-    }
+    /* float16: pointwise ops compute in float32 (values are widened when read and rounded once
+     * when stored), data movement copies; arithmetic stages (accumulators) are not lowered */
+    int half = call->type.nfields < 0 && call->type.tensor.dtype == TTH_F16;
+    for (int f = 0; f < call->type.nfields; f++)
+        half |= call->type.fields[f].dtype == TTH_F16;
     for (size_t i = 0; i < call->u.call.nargs; i++) {
         const tth_ttype *t = lw_ty(call->u.call.args[i]);
         if (!t) {
             snprintf(why, len, "%s: argument %zu is a tuple", tth_op_name(op), i);
             return 0;
         }
-        if (t->dtype == TTH_F16) {
-            snprintf(why, len, "%s: float16 is not supported", tth_op_name(op));
-            return 0;
-        }
+        half |= t->dtype == TTH_F16;
+    }
+    if (half && !impl->half) {
+        snprintf(why, len, "%s: float16 is not supported", tth_op_name(op));
+        return 0;
     }
     if (impl->check && !impl->check(call, why, len))
         return 0;

@@ -38,6 +38,8 @@ tth_texpr *lw_ew_binary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
     case TTH_OP_MAXIMUM: return lw_bin(c, TTH_TBIN_MAX, a, b);
     case TTH_OP_MINIMUM: return lw_bin(c, TTH_TBIN_MIN, a, b);
     case TTH_OP_POWER:
+        if (ot == TTH_F16)
+            ot = TTH_F32;
         if (tth_dtype_is_float(ot))
             return tth_tir_intrin(c->m, TTH_TINTRIN_POW, lw_cast(c, ot, a), lw_cast(c, ot, b));
         return lw_cast(c, ot, tth_tir_intrin(c->m, TTH_TINTRIN_POW, lw_cast(c, TTH_F64, a), lw_cast(c, TTH_F64, b)));
@@ -227,16 +229,6 @@ int lw_ew_check(const tth_rexpr *call, char *why, size_t len)
         snprintf(why, len, "%s: %s input is not supported (floating point only)", tth_op_name(op),
                  tth_dtype_name(xt->dtype));
         return 0;
-    }
-    if (op == TTH_OP_MOD && call->u.call.nargs == 2) {
-        /* fine for every dtype */
-    }
-    if (op == TTH_OP_CAST) {
-        const tth_ttype *ot = lw_ty(call);
-        if (!ot || ot->dtype == TTH_F16) {
-            snprintf(why, len, "cast: to float16 is not supported");
-            return 0;
-        }
     }
     if (op == TTH_OP_BATCH_NORM && call->type.nfields >= 0) {
         snprintf(why, len, "nn.batch_norm: the tuple-valued (training) form is not supported");

@@ -315,19 +315,50 @@ Test(fusion, tuple_results_split_and_param_copy)
     lt_free(&t);
 }
 
-Test(fusion, float16_is_refused_naming_the_op)
+Test(fusion, float16_arithmetic_stage_is_refused_naming_the_op)
 {
-    tth_ttype xt = tt(TTH_F16, 1, 4, 0, 0, 0);
+    tth_ttype xt = tt(TTH_F16, 2, 2, 3, 0, 0), wt = tt(TTH_F16, 2, 3, 2, 0, 0);
     lt_fn t;
     lt_init(&t);
-    tth_rexpr *px = lt_param(&t, "x", &xt);
-    tth_rexpr *r = lt_call(&t, TTH_OP_RELU, &px, 1, NULL);
+    tth_rexpr *a[2] = {lt_param(&t, "a", &xt), lt_param(&t, "b", &wt)};
+    tth_rexpr *r = lt_call(&t, TTH_OP_MATMUL, a, 2, NULL);
     char why[256];
     cr_assert_eq(tth_lower_op_supported(r, why, sizeof why), 0);
-    cr_assert(strstr(why, "nn.relu") && strstr(why, "float16"), "%s", why);
+    cr_assert(strstr(why, "matmul") && strstr(why, "float16"), "%s", why);
     cr_assert_eq(lt_lower(&t, r), TTH_EUNSUPPORTED);
     cr_assert(strstr(t.diag.message, "float16"), "%s", t.diag.message);
+    cr_assert(strstr(t.diag.location, "matmul"), "%s", t.diag.location);
     cr_assert_eq(t.tm->nfuncs, 0, "nothing is added on failure");
+    lt_free(&t);
+}
+
+Test(fusion, float16_pointwise_computes_in_float32_and_rounds_once)
+{
+    /* x * 3 + 1 in float16: 0.1 * 3 + 1 = 1.3 rounds (once) to the half 1.2998046875 */
+    tth_ttype xt = tt(TTH_F16, 1, 2, 0, 0, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *x = lt_param(&t, "x", &xt);
+    double three = 3, one = 1;
+    tth_ttype st = tt(TTH_F32, 0, 0, 0, 0, 0);
+    tth_rexpr *k3 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &three), "three")},
+                            1, "{\"dtype\": \"float16\"}");
+    tth_rexpr *k1 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &one), "one")},
+                            1, "{\"dtype\": \"float16\"}");
+    tth_rexpr *m = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){x, k3}, 2, NULL);
+    tth_rexpr *y = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){m, k1}, 2, NULL);
+    cr_assert_eq(lt_lower(&t, y), 0, "%s", t.diag.message);
+    tth_tensor *in = tth_tensor_new(&xt, NULL), *out;
+    uint16_t *h = in->data;
+    h[0] = 0x2E66; /* 0.0999755859375 */
+    h[1] = 0xC000; /* -2 */
+    cr_assert_eq(lt_run(&t, &in, &out, 1), 0, "%s", t.diag.message);
+    const uint16_t *o = out->data;
+    /* 0.0999755859375 * 3 + 1 = 1.2999267578125 -> half 0x3D33 (1.2998046875); -2 * 3 + 1 = -5 -> 0xC500 */
+    cr_assert_eq(o[0], 0x3D33, "got 0x%04x", o[0]);
+    cr_assert_eq(o[1], 0xC500, "got 0x%04x", o[1]);
+    tth_tensor_unref(in);
+    tth_tensor_unref(out);
     lt_free(&t);
 }
 
