@@ -27,6 +27,8 @@ Test(json, seeds_attrs_object_and_string_lists)
     same("{\"kind\":\"c\",\"attrs\":{\"mcpu\":\"cortex-m4\",\"mattr\":\"+nodsp\"}}", "c -mcpu=cortex-m4 -mattr=+nodsp");
     same("{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mattr\":\"+neon,+v8.2a\"}",
          "llvm -mtriple=aarch64-linux-gnu -mattr=+neon,+v8.2a");
+    same("{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mattr\":\"+neon, +v8.2a\"}",
+         "llvm -mtriple=aarch64-linux-gnu -mattr=+neon,+v8.2a");
 }
 
 Test(json, features_are_derived_not_read)

@@ -51,6 +51,10 @@ Test(string, single_quotes_group_text)
     a = ok("c -model 'two words'");
     cr_assert_str_eq(str(a, "model"), "two words");
     json_decref(a);
+    a = ok("c -model '-starts-with-a-dash' -mcpu cortex-m4");
+    cr_assert_str_eq(str(a, "model"), "-starts-with-a-dash", "a quoted value may start with '-'");
+    cr_assert_str_eq(str(a, "mcpu"), "cortex-m4");
+    json_decref(a);
     a = ok("c -model='it\\'s' -libs=pre'fix 'post");
     cr_assert_str_eq(str(a, "model"), "it's");
     cr_assert_str_eq(json_string_value(json_array_get(json_object_get(a, "libs"), 0)), "prefix post");

@@ -180,11 +180,17 @@ json_t *tth__check_value(const char *kind, const char *name, tth_attr_type type,
         json_t *a = json_array();
         if (!a)
             goto oom;
-        if (json_is_string(v)) { /* the seeds write "mattr": "+neon,+v8.2a" */
+        if (json_is_string(v)) { /* the seeds write "mattr": "+neon,+v8.2a" (spaces around items dropped) */
             const char *s = json_string_value(v);
             for (;;) {
                 const char *comma = strchr(s, ',');
                 size_t n = comma ? (size_t)(comma - s) : strlen(s);
+                while (n && (*s == ' ' || *s == '\t')) {
+                    s++;
+                    n--;
+                }
+                while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+                    n--;
                 if (n == 0) {
                     json_decref(a);
                     goto empty;
