@@ -372,6 +372,9 @@ static void worker_gone(tthd_worker *w)
                  w->term_signal, w->kill_reason ? "killed" : "unexpectedly",
                  w->kill_reason == KILL_TIMEOUT ? " (deadline)" : w->kill_reason == KILL_MEMORY ? " (memory)" : "",
                  where);
+    else if (w->exit_status || w->term_signal)
+        tthd_log(TTHD_LOG_WARN, "worker %d exited with status %" PRId64 " (signal %d) after it was retired", w->pid,
+                 w->exit_status, w->term_signal);
     tthd_job *job = w->job;
     if (job) {
         tth_diag d;

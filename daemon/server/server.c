@@ -107,13 +107,28 @@ static void on_conn_written(void *data, int status)
 /* Writes beyond this much queued data mean the client does not read: drop it. */
 #define TTHD_MAX_WRITE_QUEUE (512u * 1024 * 1024)
 
+static void on_reap(uv_timer_t *t)
+{
+    tthd_server *srv = t->data;
+    for (tthd_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->doomed)
+            conn_close(c);
+    }
+}
+
+/* Closing here could free the request being answered: a connection that does not read is
+ * only marked, and closed by the reaper on the next loop iteration. */
 static int conn_writable(tthd_conn *conn)
 {
-    if (conn->closing)
+    if (conn->closing || conn->doomed)
         return 0;
     if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) > TTHD_MAX_WRITE_QUEUE) {
         tthd_log(TTHD_LOG_WARN, "client pid %d does not read its answers; disconnecting it", (int)conn->pid);
-        conn_close(conn);
+        conn->doomed = 1;
+        uv_read_stop((uv_stream_t *)&conn->pipe);
+        if (!uv_is_closing((uv_handle_t *)&conn->srv->reap_timer))
+            uv_timer_start(&conn->srv->reap_timer, on_reap, 0, 0);
         return 0;
     }
     return 1;
@@ -578,6 +593,7 @@ static void server_finish(tthd_server *srv)
     close_if_open((uv_handle_t *)&srv->stop_timer);
     close_if_open((uv_handle_t *)&srv->idle_timer);
     close_if_open((uv_handle_t *)&srv->rescan_timer);
+    close_if_open((uv_handle_t *)&srv->reap_timer);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
     if (srv->watching)
@@ -642,9 +658,10 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     uv_timer_init(loop, &srv->idle_timer);
     uv_timer_init(loop, &srv->stop_timer);
     uv_timer_init(loop, &srv->rescan_timer);
+    uv_timer_init(loop, &srv->reap_timer);
     uv_signal_init(loop, &srv->sigterm);
     uv_signal_init(loop, &srv->sigint);
-    srv->idle_timer.data = srv->stop_timer.data = srv->rescan_timer.data = srv;
+    srv->idle_timer.data = srv->stop_timer.data = srv->rescan_timer.data = srv->reap_timer.data = srv;
     srv->sigterm.data = srv->sigint.data = srv;
     tthd_cache_init(&srv->cache, loop, srv->opt.cache_dir, srv->opt.cache_max_bytes);
     if (listen_socket(srv) != 0) {
@@ -657,6 +674,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
         close_if_open((uv_handle_t *)&srv->idle_timer);
         close_if_open((uv_handle_t *)&srv->stop_timer);
         close_if_open((uv_handle_t *)&srv->rescan_timer);
+        close_if_open((uv_handle_t *)&srv->reap_timer);
         close_if_open((uv_handle_t *)&srv->sigterm);
         close_if_open((uv_handle_t *)&srv->sigint);
         srv->stopping = 2;

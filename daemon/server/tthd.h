@@ -193,6 +193,7 @@ struct tthd_conn {
     int initialized;
     int closing;                /* uv_close called */
     int close_when_flushed;     /* close once pending writes are done */
+    int doomed;                 /* does not read its answers: closed by the reaper */
     unsigned writes;            /* uv_write requests in flight */
     uid_t uid;
     pid_t pid;
@@ -215,6 +216,7 @@ struct tthd_server {
     uv_timer_t idle_timer;
     uv_timer_t stop_timer;      /* shutdown grace */
     uv_timer_t rescan_timer;    /* debounce of the plugins directory watch */
+    uv_timer_t reap_timer;      /* closes doomed connections outside request processing */
     uv_fs_event_t watch;
     int watching;
     tthd_conn *conns;
