@@ -1249,3 +1249,184 @@ Test(llvm, vectorized_loops_are_vectorized)
     cr_assert_eq(counts[0], 0, "the serial loop was vectorized at opt-level 1 (%d vector adds)", counts[0]);
     cr_assert(counts[1] > 0, "the VECTORIZED loop has no vector adds");
 }
+
+/* ---------------------------------------------------------------- cross code that runs */
+
+/* The AArch64 object, linked statically with the cross compiler and run under qemu-user, gives
+ * the same numbers as the host. Skipped when aarch64-linux-gnu-gcc or qemu-aarch64 is missing
+ * (Debian: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user). */
+static int have_prog(const char *p)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", p);
+    return system(cmd) == 0;
+}
+
+typedef struct cross_run {
+    char dir[512], obj[600], src[600], exe[600], out[600];
+    FILE *fp;   /* the program's standard output */
+} cross_run;
+
+/* Link the module's object with main_c by a cross compiler (static) and run it under qemu. */
+static void cross_build_run(const tth_runtime_module *rm, const char *main_c, const char *cc, const char *qemu,
+                            cross_run *r)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(r->dir, sizeof r->dir, "%s/tth-llvm-cross-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(r->dir));
+    const tth_module_file *f = tth_runtime_module_file(rm, 0);
+    snprintf(r->obj, sizeof r->obj, "%s/%s", r->dir, f->name);
+    snprintf(r->src, sizeof r->src, "%s/main.c", r->dir);
+    snprintf(r->exe, sizeof r->exe, "%s/prog", r->dir);
+    snprintf(r->out, sizeof r->out, "%s/out.txt", r->dir);
+    write_file(r->obj, f->data, f->len);
+    write_file(r->src, main_c, strlen(main_c));
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s -static -O1 -o '%s' '%s' '%s' -lm && %s '%s' > '%s'", cc, r->exe, r->src,
+             r->obj, qemu, r->exe, r->out);
+    cr_assert_eq(system(cmd), 0, "cross build or run failed: %s", cmd);
+    r->fp = fopen(r->out, "r");
+    cr_assert_not_null(r->fp);
+}
+
+static void cross_aarch64(const tth_runtime_module *rm, const char *main_c, cross_run *r)
+{
+    cross_build_run(rm, main_c, "aarch64-linux-gnu-gcc", "qemu-aarch64", r);
+}
+
+static double cross_next(cross_run *r)
+{
+    char line[128];
+    cr_assert_not_null(fgets(line, sizeof line, r->fp), "the program printed too little");
+    return strtod(line, NULL);
+}
+
+static void cross_done(cross_run *r)
+{
+    fclose(r->fp);
+    unlink(r->obj);
+    unlink(r->src);
+    unlink(r->exe);
+    unlink(r->out);
+    rmdir(r->dir);
+}
+
+#define NEED_AARCH64_TOOLS()                                                      \
+    do {                                                                          \
+        if (!have_prog("aarch64-linux-gnu-gcc") || !have_prog("qemu-aarch64"))    \
+            cr_skip_test("aarch64-linux-gnu-gcc or qemu-aarch64 not installed");  \
+    } while (0)
+
+Test(llvm, cross_aarch64_runs_under_qemu)
+{
+    NEED_AARCH64_TOOLS();
+    tth_tir_module *m = aot_module();
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\", \"mcpu\": \"cortex-a72\"}",
+                          &rm, &d), 0, "%s", d.message);
+    static const char main_c[] =
+        "#include <stdint.h>\n#include <stdio.h>\n"
+        "int32_t tth_demo_run(const void *in, void *out, void *ws);\n"
+        "int main(void) {\n"
+        "    static float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];\n"
+        "    static int32_t y2[4];\n"
+        "    static _Alignas(16) unsigned char ws[128];\n"
+        "    void *in[1] = {x}, *out[2] = {y, y2};\n"
+        "    int32_t rc = tth_demo_run(in, out, ws);\n"
+        "    for (int k = 0; k < 8; k++) printf(\"%a\\n\", (double)y[k]);\n"
+        "    for (int k = 0; k < 4; k++) printf(\"%d\\n\", (int)y2[k]);\n"
+        "    return rc;\n}\n";
+    cross_run r;
+    cross_aarch64(rm, main_c, &r);
+    float c[8] = {1, -2, 3, -4, 0.5f, -0.5f, 2, 10};
+    for (int k = 0; k < 8; k++) {
+        float w = (float)(k + 1) * c[k];
+        float want = (w > 0 ? w : 0) * 0.5f;
+        double got = cross_next(&r);
+        cr_assert_eq((float)got, k % 2 == 0 ? want : -want, "aarch64 y[%d] = %g", k, got);
+    }
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(cross_next(&r), k * k + 1, "aarch64 y2[%d]", k);
+    cross_done(&r);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+/* A float-returning C call (float, double and int8 arguments) and libm calls: across a
+ * target's C ABI, checked by running the code. */
+static tth_tir_module *fcalls_module(void)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *x = buf1(m, "x", TTH_F32, 4, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_F32, 20, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_texpr *xi = LOAD(x, REF(i));
+    tth_texpr *mix_args[] = {xi, tth_tir_float(m, TTH_F64, 0.25), tth_tir_int(m, TTH_I8, -3)};
+    tth_tstmt *st[] = {
+        STORE(o, REF(i), tth_tir_call_extern(m, TTH_F32, "tst_mix", mix_args, 3)),
+        STORE(o, BIN(ADD, REF(i), I64(4)), tth_tir_intrin(m, TTH_TINTRIN_EXP, xi, NULL)),
+        STORE(o, BIN(ADD, REF(i), I64(8)), tth_tir_intrin(m, TTH_TINTRIN_TANH, xi, NULL)),
+        STORE(o, BIN(ADD, REF(i), I64(12)), tth_tir_intrin(m, TTH_TINTRIN_POW, tth_tir_intrin(m, TTH_TINTRIN_FABS, xi, NULL), F32(1.5))),
+        STORE(o, BIN(ADD, REF(i), I64(16)), BIN(FLOORMOD, xi, F32(0.75))),
+    };
+    tth_tbuffer *ps[] = {x, o};
+    func(m, "fcalls", ps, 2, FOR(i, 4, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 5)));
+    return m;
+}
+
+static const char fcalls_main[] =
+    "#include <stdint.h>\n#include <stdio.h>\n"
+    "float tst_mix(float a, double b, int8_t k) { return (float)(a * b) + (float)k; }\n"
+    "int32_t fcalls(void *x, void *o, void *ws);\n"
+    "int main(void) {\n"
+    "    static float x[4] = {0.5f, -1.25f, 2.0f, 3.5f}, o[20];\n"
+    "    int32_t rc = fcalls(x, o, 0);\n"
+    "    for (int k = 0; k < 20; k++) printf(\"%a\\n\", (double)o[k]);\n"
+    "    return rc;\n}\n";
+
+static void check_fcalls(const char *target, const char *cc, const char *qemu)
+{
+    tth_tir_module *m = fcalls_module();
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
+    cross_run r;
+    cross_build_run(rm, fcalls_main, cc, qemu, &r);
+    float xs[4] = {0.5f, -1.25f, 2.0f, 3.5f};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq((float)cross_next(&r), (float)(xs[k] * 0.25) - 3.0f, "tst_mix(x[%d]) for %s", k, target);
+    for (int k = 0; k < 4; k++)
+        assert_close(cross_next(&r), expf(xs[k]), 2e-6, "exp", k);
+    for (int k = 0; k < 4; k++)
+        assert_close(cross_next(&r), tanhf(xs[k]), 2e-6, "tanh", k);
+    for (int k = 0; k < 4; k++)
+        assert_close(cross_next(&r), powf(fabsf(xs[k]), 1.5f), 2e-6, "pow", k);
+    float want_mod[4] = {0.5f, 0.25f, 0.5f, 0.5f};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq((float)cross_next(&r), want_mod[k], "floormod(x[%d], 0.75)", k);
+    cross_done(&r);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, cross_aarch64_float_calls_under_qemu)
+{
+    NEED_AARCH64_TOOLS();
+    check_fcalls("{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}", "aarch64-linux-gnu-gcc", "qemu-aarch64");
+}
+
+/* 32-bit Arm with the hard float ABI (floats in VFP registers), from the eabihf triple and from
+ * -mfloat-abi=hard: the static link against the hard-float C library also checks the object's
+ * Tag_ABI_VFP_args. Skipped without arm-linux-gnueabihf-gcc (gcc-arm-linux-gnueabihf,
+ * libc6-dev-armhf-cross) or qemu-arm. */
+Test(llvm, cross_arm_hard_float_calls_under_qemu)
+{
+    if (!have_prog("arm-linux-gnueabihf-gcc") || !have_prog("qemu-arm"))
+        cr_skip_test("arm-linux-gnueabihf-gcc or qemu-arm not installed");
+    check_fcalls("{\"kind\": \"llvm\", \"mtriple\": \"armv7a-linux-gnueabihf\", \"mcpu\": \"cortex-a9\"}",
+                 "arm-linux-gnueabihf-gcc", "qemu-arm");
+    check_fcalls("{\"kind\": \"llvm\", \"mtriple\": \"armv7a-linux-gnueabi\", \"mcpu\": \"cortex-a9\", "
+                 "\"mfloat-abi\": \"hard\", \"opt-level\": 1}",
+                 "arm-linux-gnueabihf-gcc", "qemu-arm");
+}
