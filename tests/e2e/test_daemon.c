@@ -128,6 +128,34 @@ Test(daemon, sigterm_stops_cleanly, .timeout = 120)
     e2e_cleanup(&d);
 }
 
+/* SIGTERM with a request in flight: it gets ShuttingDown within the grace period, the daemon
+ * exits cleanly, killing the worker that was stuck. */
+Test(daemon, sigterm_with_work_in_flight, .timeout = 120)
+{
+    static const char *const args[] = {"--shutdown-grace", "1", "--request-timeout", "60", NULL};
+    const char *const plugins[] = {"tp_basic", "tp_crash_loop", NULL};
+    e2e_daemon d;
+    e2e_start(&d, plugins, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    e2e_send(c, tthp_request_new(1, "target/parse", json_pack("{s:s}", "target", "test-loop")));
+    usleep(500000);
+    cr_assert_eq(kill(d.pid, SIGTERM), 0);
+    json_t *r = e2e_recv_response(c, 10000);
+    cr_assert_not_null(r, "the in-flight request got no answer");
+    cr_assert_eq(e2e_error_code(r), TTHP_SHUTTING_DOWN);
+    json_decref(r);
+    int status;
+    cr_assert(e2e_wait_exit(d.pid, 15000, &status), "tthd did not stop within the grace period");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        e2e_dump_log(&d);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat st;
+    cr_assert_neq(lstat(d.sock, &st), 0, "the socket is removed");
+    e2e_client_free(c);
+    e2e_cleanup(&d);
+}
+
 Test(daemon, idle_exit, .timeout = 120)
 {
     static const char *const args[] = {"--idle-exit", "1", NULL};

@@ -158,13 +158,32 @@ static int lists_kind(e2e_client *c, json_int_t id, const char *kind)
     return found;
 }
 
+static const char *plugin_name_of_kind(e2e_client *c, json_int_t id, const char *kind, char *buf, size_t len)
+{
+    json_t *r = e2e_call(c, id, "plugins/list", NULL);
+    cr_assert_eq(e2e_error_code(r), 0);
+    buf[0] = '\0';
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(json_object_get(r, "result"), "plugins"), i, p)
+        if (strcmp(json_string_value(json_object_get(p, "kind")), kind) == 0)
+            snprintf(buf, len, "%s", json_string_value(json_object_get(p, "name")));
+    json_decref(r);
+    return buf;
+}
+
 Test(plugins, hot_add, .timeout = 120)
 {
-    const char *const plugins[] = {"tp_basic", NULL};
+    static const char *const args[] = {"--request-timeout", "60", NULL};
+    const char *const plugins[] = {"tp_basic", "tp_crash_loop", NULL};
     e2e_daemon d;
-    e2e_start(&d, plugins, NULL);
+    e2e_start(&d, plugins, args);
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
+    /* a request in flight while the plugin set changes keeps its worker */
+    e2e_client *busy = e2e_client_new(&d);
+    e2e_client_init(busy);
+    e2e_send(busy, tthp_request_new(1, "target/parse", json_pack("{s:s}", "target", "test-loop")));
     cr_assert(lists_kind(c, 1, "test-basic"));
     cr_assert(!lists_kind(c, 2, "test-hot"), "test-hot is not installed yet");
     json_t *r = e2e_call(c, 3, "status", NULL);
@@ -191,7 +210,33 @@ Test(plugins, hot_add, .timeout = 120)
     json_decref(r);
     r = e2e_call(c, 201, "status", NULL);
     cr_assert(e2e_result_int(r, "workers", "generation") > gen, "the plugin set generation did not grow");
+    cr_assert_eq(e2e_result_int(r, "workers", "busy"), 1, "the in-flight request still runs on its old worker");
+    cr_assert_eq(e2e_result_int(r, "workers", "killed"), 0, "a reload kills no busy worker");
+    cr_assert_eq(e2e_result_int(r, "workers", "crashed"), 0);
     json_decref(r);
+
+    /* replace a plugin in place (same kind, another plugin file): picked up too */
+    char name[64];
+    cr_assert_str_eq(plugin_name_of_kind(c, 300, "test-basic", name, sizeof name), "tp-basic");
+    snprintf(tmp, sizeof tmp, "%s/.tp_basic.so.new", d.plugins);
+    snprintf(final, sizeof final, "%s/tp_basic.so", d.plugins);
+    e2e_put_plugin(d.plugins, "tp_dup", ".tp_basic.so.new"); /* tp_dup: kind test-basic, named tp-dup */
+    cr_assert_eq(rename(tmp, final), 0);
+    int replaced = 0;
+    for (int i = 0; i < 100 && !replaced; i++) {
+        replaced = strcmp(plugin_name_of_kind(c, 400 + i, "test-basic", name, sizeof name), "tp-dup") == 0;
+        if (!replaced)
+            usleep(100000);
+    }
+    cr_assert(replaced, "the replaced plugin was not picked up");
+    assert_serving(c, 600);
+
+    /* the old request is still there; cancelling it ends it */
+    e2e_send(busy, tthp_notification_new("$/cancelRequest", json_pack("{s:i}", "id", 1)));
+    r = e2e_recv_response(busy, 10000);
+    cr_assert_eq(e2e_error_code(r), TTHP_REQUEST_CANCELLED);
+    json_decref(r);
+    e2e_client_free(busy);
     e2e_client_free(c);
     e2e_stop(&d);
 }
