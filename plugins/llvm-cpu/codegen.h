@@ -13,6 +13,8 @@
  *                       `in`/`out` are arrays of void*, one per INPUT / OUTPUT parameter of the
  *                       entry in parameter order.
  * Both return 0 on success; a non-zero status from a called PrimFunc is returned at once.
+ * Operator parameters are noalias (the c kind says restrict). On Arm with the hard float ABI
+ * every function and call uses arm_aapcs_vfpcc (see codegen.c). PARALLEL loops run serially.
  */
 #ifndef TTH_LLVM_CPU_CODEGEN_H
 #define TTH_LLVM_CPU_CODEGEN_H
