@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -167,13 +168,9 @@ static int make_socket_dir(const char *sock, char *dir, size_t len, tthctl_error
 
 /* Start tthd detached on `sock`; *pid gets the child. The daemon's output goes to
  * <socket dir>/tthd.log. */
-static int start_daemon(const char *sock, pid_t *pid, char *log, size_t log_len, char *exe,
+static int start_daemon(const char *sock, const char *dir, pid_t *pid, char *log, size_t log_len, char *exe,
                         size_t exe_len, tthctl_error *err)
 {
-    char dir[PATH_MAX];
-    int rc = make_socket_dir(sock, dir, sizeof dir, err);
-    if (rc < 0)
-        return rc;
     find_tthd(exe, exe_len);
     snprintf(log, log_len, "%s/tthd.log", dir);
     int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -216,6 +213,9 @@ static int start_daemon(const char *sock, pid_t *pid, char *log, size_t log_len,
     return 0;
 }
 
+static int wait_ready(const char *sock, pid_t pid, const char *log, const char *exe, const char *loc,
+                      int *fd_out, tthctl_error *err);
+
 /* Connect, starting the daemon if nothing answers. */
 static int connect_or_start(const char *sock, int no_start, int *fd_out, int *started,
                             tthctl_error *err)
@@ -235,21 +235,54 @@ static int connect_or_start(const char *sock, int no_start, int *fd_out, int *st
             tthctl_hint(err, "start it with 'tthd --socket %s', or run tthctl without --no-start", sock);
         return -TTHCTL_EXIT_UNREACHABLE;
     }
-    pid_t pid;
-    char log[PATH_MAX + 16], exe[PATH_MAX + 16];
-    int rc = start_daemon(sock, &pid, log, sizeof log, exe, sizeof exe, err);
+    /* One tthctl at a time starts a daemon on this socket: the others wait on the lock, then
+     * find the daemon it started. (Two daemons racing for one socket path could leave one of
+     * them listening on an unlinked socket.) */
+    char dir[PATH_MAX], lock[PATH_MAX + 32];
+    int rc = make_socket_dir(sock, dir, sizeof dir, err);
     if (rc < 0)
         return rc;
+    snprintf(lock, sizeof lock, "%s/.tthd-start.lock", dir);
+    int lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd >= 0) {
+        while (flock(lockfd, LOCK_EX) < 0 && errno == EINTR && !tthctl_interrupted)
+            ;
+        fd = socket_connect(sock);
+        if (fd >= 0) {
+            close(lockfd);
+            *fd_out = fd;
+            return 0;
+        }
+    }
+    pid_t pid;
+    char log[PATH_MAX + 16], exe[PATH_MAX + 16];
+    rc = start_daemon(sock, dir, &pid, log, sizeof log, exe, sizeof exe, err);
+    if (rc < 0) {
+        if (lockfd >= 0)
+            close(lockfd);
+        return rc;
+    }
+    rc = wait_ready(sock, pid, log, exe, loc, fd_out, err);
+    if (lockfd >= 0)
+        close(lockfd); /* releases the lock */
+    if (rc == 0)
+        *started = 1;
+    return rc;
+}
+
+/* Retry connecting to a daemon just started, with backoff, for up to TTHCTL_START_TIMEOUT_MS. */
+static int wait_ready(const char *sock, pid_t pid, const char *log, const char *exe, const char *loc,
+                      int *fd_out, tthctl_error *err)
+{
     long deadline = now_ms() + TTHCTL_START_TIMEOUT_MS;
     int delay = 10;
     for (;;) {
-        fd = socket_connect(sock);
+        int fd = socket_connect(sock);
         if (fd >= 0) {
             *fd_out = fd;
-            *started = 1;
             return 0;
         }
-        e = -fd;
+        int e = -fd;
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid) {
             char what[64];

@@ -399,6 +399,70 @@ Test(client, auto_start_then_stop)
     proc_out_free(&po);
 }
 
+/* How many live tthd processes serve this socket (their command line names it)? */
+static int daemons_on(const char *sock)
+{
+    int n = 0;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q "
+                              "'^[^ ]*/tthd --socket %s ' && grep -qv '^State:.*Z' $p/status && echo x; done | wc -l",
+             sock);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    if (fscanf(f, "%d", &n) != 1)
+        n = -1;
+    pclose(f);
+    return n;
+}
+
+Test(client, concurrent_auto_start_starts_one_daemon)
+{
+    enum { N = 6 };
+    pid_t kids[N];
+    for (int i = 0; i < N; i++) {
+        kids[i] = fork();
+        cr_assert_geq(kids[i], 0);
+        if (kids[i] == 0) {
+            char path[400];
+            snprintf(path, sizeof path, "%s/.out%d", F.dir, i);
+            int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            dup2(fd, 1);
+            snprintf(path, sizeof path, "%s/.err%d", F.dir, i);
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            dup2(fd, 2);
+            execl(tthctl_path(), tthctl_path(), "--socket", F.sock, "status", "--json", (char *)NULL);
+            _exit(127);
+        }
+    }
+    json_int_t pid = 0;
+    for (int i = 0; i < N; i++) {
+        int status;
+        waitpid(kids[i], &status, 0);
+        char path[400];
+        snprintf(path, sizeof path, "%s/.out%d", F.dir, i);
+        proc_out po = {.out = slurp(path)};
+        snprintf(path, sizeof path, "%s/.err%d", F.dir, i);
+        po.err = slurp(path);
+        po.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+        assert_status(&po, 0);
+        json_t *st = out_json(&po);
+        json_int_t p = json_integer_value(json_object_get(st, "pid"));
+        json_decref(st);
+        if (!pid) {
+            pid = p;
+            adopt_daemon(F.sock, (pid_t)p);
+        }
+        cr_assert_eq(p, pid, "two daemons answered: %lld and %lld", (long long)pid, (long long)p);
+        proc_out_free(&po);
+    }
+    cr_assert_eq(daemons_on(F.sock), 1, "more than one tthd was left running on %s", F.sock);
+    proc_out po = {0};
+    ctl(&po, "stop");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    cr_assert_eq(daemons_on(F.sock), 0);
+}
+
 /* ---- with a daemon ---- */
 
 Test(client, status_human_and_json)
