@@ -222,13 +222,15 @@ Test(cpu, mprofile_errors)
 {
     fails("cmsis-nn -mcpu=cortex-a72", TTH_EINVAL, "'cortex-a72' is not a Cortex-M CPU", "-mcpu=cortex-a72",
           "kind 'cmsis-nn' runs on Arm Cortex-M: -mcpu=cortex-m55, cortex-m7, cortex-m4, ...");
-    fails("cmsis-nn -mcpu=cortex-m56", TTH_EUNKNOWN, "unknown CPU 'cortex-m56' for triple 'thumb-none-eabi'",
+    fails("cmsis-nn -mcpu=cortex-m56", TTH_EUNKNOWN, "unknown Cortex-M CPU 'cortex-m56'",
           "-mcpu=cortex-m56", "did you mean one of 'cortex-m52', 'cortex-m55', 'cortex-m0'?");
     fails("cmsis-nn -mcpu=cortex-m55+foo", TTH_EINVAL, "unknown CPU option '+foo' in mcpu 'cortex-m55+foo'",
           "-mcpu=cortex-m55+foo", "only +nodsp and +nomve may follow the CPU name; put LLVM features in -mattr");
     fails("c -mtriple=aarch64-linux-gnu -mcpu=cortex-m4", TTH_EINVAL,
           "a Cortex-M target needs an Arm triple, not 'aarch64-linux-gnu'", "-mtriple=aarch64-linux-gnu",
           "use a thumb triple such as thumbv8.1m.main-none-eabi, or leave -mtriple out");
-    fails("cmsis-nn -mcpu=cortex-m4 -mattr=+mvee", TTH_EUNKNOWN, "unknown feature 'mvee' for triple 'thumb-none-eabi'",
-          "-mattr=+mvee", NULL);
+    fails("cmsis-nn -mcpu=cortex-m4 -mattr=+mvee", TTH_EUNKNOWN, "unknown Arm feature 'mvee'",
+          "-mattr=+mvee", "did you mean 'mve'?");
+    fails("c -mtriple=thumbv7em-none-eabi -mcpu=cortex-m44", TTH_EUNKNOWN,
+          "unknown CPU 'cortex-m44' for triple 'thumbv7em-none-eabi'", NULL, NULL);
 }

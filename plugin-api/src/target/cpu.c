@@ -103,6 +103,10 @@ static int mprofile_cpu(const char *mcpu)
     return starts_with(mcpu, "cortex-m");
 }
 
+/* The triple the M-profile parser asks LLVM about when the target names none: plain Thumb, whose
+ * architecture LLVM then takes from the CPU. */
+#define MPROFILE_DEFAULT_TRIPLE "thumb-none-eabi"
+
 /* Triples tried to tell the user which architecture an unknown CPU belongs to. */
 static const char *const probe_triples[] = {"aarch64-linux-gnu", "thumbv8.1m.main-none-eabi",
                                             "armv7a-linux-gnueabihf", "x86_64-linux-gnu",
@@ -128,7 +132,10 @@ static int unknown_cpu(const char *triple, const char *cpu, int triple_given, co
 {
     char where[160];
     snprintf(where, sizeof where, "-mcpu=%s", cpu);
-    tth_diag_set(d, TTH_EUNKNOWN, where, "unknown CPU '%s' for triple '%s'", cpu, triple);
+    if (strcmp(triple, MPROFILE_DEFAULT_TRIPLE) == 0)
+        tth_diag_set(d, TTH_EUNKNOWN, where, "unknown Cortex-M CPU '%s'", cpu);
+    else
+        tth_diag_set(d, TTH_EUNKNOWN, where, "unknown CPU '%s' for triple '%s'", cpu, triple);
     if (!triple_given) {
         for (size_t i = 0; probe_triples[i]; i++)
             if (strcmp(probe_triples[i], triple) != 0 && tth__llvm_cpu_known(probe_triples[i], cpu)) {
@@ -166,7 +173,10 @@ static int check_feature(const char *triple, const char *entry, tth_diag *d)
     }
     if (tth__llvm_feature_known(triple, entry + 1))
         return 0;
-    tth_diag_set(d, TTH_EUNKNOWN, where, "unknown feature '%s' for triple '%s'", entry + 1, triple);
+    if (strcmp(triple, MPROFILE_DEFAULT_TRIPLE) == 0)
+        tth_diag_set(d, TTH_EUNKNOWN, where, "unknown Arm feature '%s'", entry + 1);
+    else
+        tth_diag_set(d, TTH_EUNKNOWN, where, "unknown feature '%s' for triple '%s'", entry + 1, triple);
     size_t n = 0;
     char **names = tth__llvm_names(triple, 1, &n);
     tth__hint_nearest(d, entry + 1, (const char *const *)names, n, "LLVM knows no feature near that name for this triple");
@@ -353,7 +363,7 @@ static int mprofile(json_t *t, tth_diag *d)
             return TTH_EINVAL;
         }
     }
-    const char *triple = mtriple ? mtriple : "thumb-none-eabi";
+    const char *triple = mtriple ? mtriple : MPROFILE_DEFAULT_TRIPLE;
     if (mtriple && triple_arch(mtriple) != ARCH_ARM) {
         char where[160];
         snprintf(where, sizeof where, "-mtriple=%s", mtriple);
