@@ -1752,6 +1752,122 @@ static int op_space_to_depth(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_re
 
 static tth_rexpr *kx(tth_onnx_ctx *c, tth_rexpr *like, double v) { return k_scalar(c, tt(like)->dtype, v); }
 
+/* ConvInteger: qnn.conv2d of x and w with their zero points (default 0) → int32. */
+static int op_conv_integer(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int r = rank(in[0]);
+    tth_rexpr *x = to4d(c, in[0], "ConvInteger");
+    CHECK(x);
+    tth_rexpr *w = to4d(c, in[1], "ConvInteger");
+    CHECK(w);
+    tth_rexpr *xz = nin > 2 && in[2] ? in[2] : k_scalar(c, tt(in[0])->dtype, 0);
+    tth_rexpr *wz = nin > 3 && in[3] ? in[3] : k_scalar(c, tt(in[1])->dtype, 0);
+    CHECK(xz && wz);
+    spatial sp;
+    int rc = spatial_attrs(c, r - 2, tt(in[0])->shape + 2, tt(in[1])->shape + 2, 0, &sp);
+    if (rc)
+        return rc;
+    int64_t st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]};
+    json_t *at = json_pack("{s:o,s:o,s:o,s:I}", "strides", tth__json_ints(st, 2), "padding", pads_json(&sp),
+                           "dilation", tth__json_ints(dl, 2), "groups", (json_int_t)ai(c, "group", 1));
+    tth_rexpr *args[4] = {x, w, xz, wz};
+    tth_rexpr *y = call(c, TTH_OP_QNN_CONV2D, args, 4, at);
+    CHECK(y);
+    CHECK(out[0] = from4d(c, y, r));
+    return 0;
+}
+
+/* MatMulInteger: qnn.matmul with zero points (default 0) → int32. */
+static int op_matmul_integer(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_rexpr *az = nin > 2 && in[2] ? in[2] : k_scalar(c, tt(in[0])->dtype, 0);
+    tth_rexpr *bz = nin > 3 && in[3] ? in[3] : k_scalar(c, tt(in[1])->dtype, 0);
+    CHECK(az && bz);
+    tth_rexpr *args[4] = {in[0], in[1], az, bz};
+    CHECK(out[0] = call(c, TTH_OP_QNN_MATMUL, args, 4, NULL));
+    return 0;
+}
+
+/* OneHot(indices, depth, values[off, on]; axis): values[1] where the (wrapped) index equals the
+ * position along the new axis, else values[0]. depth must be a constant. */
+static int op_one_hot(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    double depth_d;
+    if (vscalar(c, in[1], "depth", &depth_d))
+        return c->diag->code;
+    int64_t depth = (int64_t)depth_d;
+    int r = rank(in[0]), orank = r + 1;
+    if (depth < 1 || depth > TTH_IMPORT_MAX_ELEMS || orank > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EMODEL, "OneHot depth %lld or rank out of range", (long long)depth);
+    if (tth_ttype_numel(tt(in[2])) != 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "OneHot values must hold 2 elements");
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", -1), orank, &axis))
+        return c->diag->code;
+    tth_rexpr *idx = cast_to(c, in[0], TTH_I64), *kd = k_scalar(c, TTH_I64, (double)depth), *z = k_scalar(c, TTH_I64, 0);
+    CHECK(idx && kd && z);
+    tth_rexpr *neg, *wrapped, *sum;
+    CHECK(neg = call2(c, TTH_OP_LESS, idx, z, NULL));
+    CHECK(sum = call2(c, TTH_OP_ADD, idx, kd, NULL));
+    tth_rexpr *wa[3] = {neg, sum, idx};
+    CHECK(wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL));
+    int64_t s[TTH_MAX_RANK];
+    for (int i = 0, j = 0; i < orank; i++)
+        s[i] = i == axis ? 1 : tt(in[0])->shape[j++];
+    CHECK(wrapped = reshape(c, wrapped, s, orank));
+    tth_ttype it = {.dtype = TTH_I64, .rank = orank};
+    for (int i = 0; i < orank; i++)
+        it.shape[i] = i == axis ? depth : 1;
+    tth_tensor *iota = tth_tensor_new(&it, NULL);
+    for (int64_t i = 0; iota && i < depth; i++)
+        ((int64_t *)iota->data)[i] = i;
+    tth_rexpr *k, *eq, *vals, *off, *on, *i0 = k_scalar(c, TTH_I64, 0), *i1 = k_scalar(c, TTH_I64, 1);
+    CHECK(i0 && i1);
+    CHECK(k = k_tensor(c, iota));
+    CHECK(eq = call2(c, TTH_OP_EQUAL, wrapped, k, NULL));
+    int64_t two[1] = {2};
+    CHECK(vals = reshape(c, in[2], two, 1));
+    CHECK(off = call2(c, TTH_OP_TAKE, vals, i0, json_pack("{s:i}", "axis", 0)));
+    CHECK(on = call2(c, TTH_OP_TAKE, vals, i1, json_pack("{s:i}", "axis", 0)));
+    tth_rexpr *args[3] = {eq, on, off};
+    CHECK(out[0] = call(c, TTH_OP_WHERE, args, 3, NULL));
+    return 0;
+}
+
+/* DynamicQuantizeLinear: scale = (max(x, 0) - min(x, 0)) / 255, zero point =
+ * saturate(round(-min / scale)) as uint8, y = QuantizeLinear(x, scale, zero point). */
+static int op_dynamic_quantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tth_rexpr *x = in[0], *mn, *mx, *z = kx(c, x, 0), *k255 = kx(c, x, 255), *sc, *zp, *y;
+    CHECK(z && k255);
+    CHECK(mn = call1(c, TTH_OP_MIN, x, json_pack("{s:[],s:b}", "axis", "keepdims", 0)));
+    CHECK(mx = call1(c, TTH_OP_MAX, x, json_pack("{s:[],s:b}", "axis", "keepdims", 0)));
+    CHECK(mn = call2(c, TTH_OP_MINIMUM, mn, z, NULL));
+    CHECK(mx = call2(c, TTH_OP_MAXIMUM, mx, z, NULL));
+    CHECK(sc = call2(c, TTH_OP_SUBTRACT, mx, mn, NULL));
+    CHECK(sc = call2(c, TTH_OP_DIVIDE, sc, k255, NULL));
+    CHECK(zp = call1(c, TTH_OP_NEGATIVE, mn, NULL));
+    CHECK(zp = call2(c, TTH_OP_DIVIDE, zp, sc, NULL));
+    CHECK(zp = call1(c, TTH_OP_ROUND, zp, NULL));
+    CHECK(zp = call1(c, TTH_OP_CLIP, zp, json_pack("{s:f,s:f}", "a_min", 0.0, "a_max", 255.0)));
+    CHECK(zp = cast_to(c, zp, TTH_U8));
+    tth_rexpr *args[3] = {x, sc, zp};
+    CHECK(y = call(c, TTH_OP_QUANTIZE, args, 3, json_pack("{s:I,s:s}", "axis", (json_int_t)0, "out_dtype", "uint8")));
+    out[0] = y;
+    if (nout > 1)
+        out[1] = sc;
+    if (nout > 2)
+        out[2] = zp;
+    return 0;
+}
+
+
+
+
 /* CastLike: cast to the dtype of the second input. */
 static int op_cast_like(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
@@ -2080,6 +2196,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Constant", op_constant},
     {"ConstantOfShape", op_constant_of_shape},
     {"Conv", op_conv},
+    {"ConvInteger", op_conv_integer},
     {"ConvTranspose", op_conv_transpose},
     {"Cos", op_cos},
     {"Cosh", op_cosh},
@@ -2087,6 +2204,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"DequantizeLinear", op_dequantize},
     {"Div", op_div},
     {"Dropout", op_dropout},
+    {"DynamicQuantizeLinear", op_dynamic_quantize},
     {"Elu", op_elu},
     {"Equal", op_equal},
     {"Erf", op_erf},
@@ -2115,6 +2233,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Log", op_log},
     {"LogSoftmax", op_log_softmax},
     {"MatMul", op_matmul},
+    {"MatMulInteger", op_matmul_integer},
     {"Max", op_max},
     {"MaxPool", op_max_pool},
     {"Mean", op_mean},
@@ -2124,6 +2243,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Mul", op_mul},
     {"Neg", op_neg},
     {"Not", op_not},
+    {"OneHot", op_one_hot},
     {"Or", op_or},
     {"PRelu", op_prelu},
     {"Pad", op_pad},

@@ -350,7 +350,7 @@ Test(passes, pipeline_on_testdata, .timeout = 600)
     pipeline_dir("pytorch-operator", &models, &checked);
     pipeline_dir("node", &models, &checked);
     printf("pipeline: %d models optimized, %d checked\n", models, checked);
-    cr_assert_gt(models, 400);
+    cr_assert_gt(models, 500);
     cr_assert_eq(checked, models);
 }
 
