@@ -977,6 +977,22 @@ Test(client, run_digits_matches_numpy)
     assert_status(&po, 1);
     assert_has(po.err, "float32[1, 1, 8, 8]");
     proc_out_free(&po);
+    /* the right shape in the wrong dtype */
+    char f64[400];
+    snprintf(f64, sizeof f64, "%s/image_f64.npy", F.dir);
+    tthrt_array arr;
+    tth_diag d;
+    tth_diag_clear(&d);
+    const int64_t shape[4] = {1, 1, 8, 8};
+    cr_assert_eq(tthrt_array_init(&arr, TTH_F64, 4, shape, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_npy_write(f64, &arr, &d), 0, "%s", d.message);
+    tthrt_array_clear(&arr);
+    snprintf(wrong, sizeof wrong, "image=%s", f64);
+    ctl(&po, "run", art, "--input", wrong);
+    assert_status(&po, 1);
+    assert_has(po.err, "float64");
+    assert_has(po.err, "float32");
+    proc_out_free(&po);
     ctl(&po, "run", art);
     assert_status(&po, 1);
     assert_has(po.err, "input 'image'");
