@@ -2,6 +2,7 @@
 #include "trap.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 static const tth_plugin *slots[TTHW_TRAP_SLOTS];
 static tthw_trap_cb trap_cb;
@@ -12,8 +13,12 @@ static void trap_enter(int i, const char *hook)
         trap_cb(slots[i], hook);
 }
 
-static void trap_leave(int i)
+/* After the hook: an error that does not say where it happened is located at the hook. */
+static void trap_leave(int i, const char *hook, int rc, tth_diag *d)
 {
+    if (rc != 0 && d && d->location[0] == '\0')
+        snprintf(d->location, sizeof d->location, "plugin '%s' (kind '%s'), hook %s", slots[i]->desc->plugin_name,
+                 slots[i]->desc->kind, hook);
     if (trap_cb)
         trap_cb(slots[i], NULL);
 }
@@ -23,7 +28,7 @@ static void trap_leave(int i)
     {                                                                                              \
         trap_enter(i, "target_parser");                                                            \
         int rc = slots[i]->target_parser(h, t, o, d);                                              \
-        trap_leave(i);                                                                             \
+        trap_leave(i, "target_parser", rc, d);                                                     \
         return rc;                                                                                 \
     }                                                                                              \
     static int rt_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
@@ -31,7 +36,7 @@ static void trap_leave(int i)
     {                                                                                              \
         trap_enter(i, "relay_to_tir");                                                             \
         int rc = slots[i]->relay_to_tir(h, t, f, g, m, d);                                         \
-        trap_leave(i);                                                                             \
+        trap_leave(i, "relay_to_tir", rc, d);                                                      \
         return rc;                                                                                 \
     }                                                                                              \
     static int tr_##i(const tth_host *h, const json_t *t, const tth_tir_module *m,                 \
@@ -39,7 +44,7 @@ static void trap_leave(int i)
     {                                                                                              \
         trap_enter(i, "tir_to_runtime");                                                           \
         int rc = slots[i]->tir_to_runtime(h, t, m, o, d);                                          \
-        trap_leave(i);                                                                             \
+        trap_leave(i, "tir_to_runtime", rc, d);                                                    \
         return rc;                                                                                 \
     }                                                                                              \
     static int rr_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
@@ -47,7 +52,7 @@ static void trap_leave(int i)
     {                                                                                              \
         trap_enter(i, "relay_to_runtime");                                                         \
         int rc = slots[i]->relay_to_runtime(h, t, f, g, o, d);                                     \
-        trap_leave(i);                                                                             \
+        trap_leave(i, "relay_to_runtime", rc, d);                                                  \
         return rc;                                                                                 \
     }                                                                                              \
     static int cu_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
@@ -55,7 +60,7 @@ static void trap_leave(int i)
     {                                                                                              \
         trap_enter(i, "constant_updater");                                                         \
         int rc = slots[i]->constant_updater(h, t, f, g, o, d);                                     \
-        trap_leave(i);                                                                             \
+        trap_leave(i, "constant_updater", rc, d);                                                  \
         return rc;                                                                                 \
     }
 
