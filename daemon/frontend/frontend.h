@@ -9,7 +9,13 @@
 #include "tth/diag.h"
 #include "tth/relay.h"
 
-/* Import an ONNX ModelProto (opsets 6 to 17). The module's "main" function takes the graph's
+/* Import an ONNX ModelProto (opsets 6 to 17; 1 to 5 are accepted too, with their attribute
+ * forms). Initializers become constants: float16 stays F16, bfloat16 becomes float32 (a
+ * bfloat16 graph input is unsupported). Values ONNX passes as inputs but tth needs static
+ * (Reshape's shape, Slice's starts, Resize's scales, Clip's bounds...) must be constants after
+ * shape arithmetic (Shape, Gather, Concat, Range... of constants) is folded; otherwise that is
+ * an EUNSUPPORTED diagnostic naming the input. Any value larger than 2^31 elements, and kernel,
+ * stride, dilation or padding above 4096, is ELIMIT/EMODEL. The module's "main" function takes the graph's
  * non-initializer inputs as params (in graph order) and returns its outputs (a tuple when more
  * than one, in graph order). Output names: the "main" function's attrs hold
  * {"input_names": [...], "output_names": [...]} with the ONNX names. An unsupported operator,
