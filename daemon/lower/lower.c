@@ -972,7 +972,6 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     }
     tth_prim_func *result = NULL;
     tth_tbuffer **params = NULL;
-    lw_node **order = NULL;
     if (lw_check_all(c, topo, nt))
         goto out;
     c->nnodes = (size_t)nt;
@@ -1026,6 +1025,13 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     const tth_rexpr *outs[256];
     int out_field[256];
     int nouts = 0;
+    size_t nres = body->kind == TTH_REXPR_TUPLE ? body->u.tuple.nfields
+                  : body->type.nfields >= 0     ? (size_t)body->type.nfields
+                                                : 1;
+    if (nres > 256) {
+        lw_fail(c, TTH_ELIMIT, body, "%zu results; at most 256 are lowered in one function", nres);
+        goto out;
+    }
     if (body->kind == TTH_REXPR_TUPLE) {
         for (size_t k = 0; k < body->u.tuple.nfields && nouts < 256; k++) {
             const tth_rexpr *f = body->u.tuple.fields[k];
@@ -1051,8 +1057,7 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
 
     size_t np = fn->nparams + (size_t)nouts;
     params = calloc(np + 1, sizeof *params);
-    order = calloc((size_t)nt + 1, sizeof *order);
-    if (!params || !order) {
+    if (!params) {
         lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         goto out;
     }
@@ -1304,7 +1309,6 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     result = tth_tir_func_add(mod, name, params, np, seq, target_kind ? target_kind : "c", attrs, diag);
 out:
     free(params);
-    free(order);
     lw_ctx_free(c);
     return result;
 }
