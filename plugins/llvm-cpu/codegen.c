@@ -70,11 +70,23 @@ static int add_feature(llcg_options *o, const char *f, size_t len, tth_diag *dia
     return 0;
 }
 
-static int add_feature_list(llcg_options *o, const char *s, tth_diag *diag)
+/* A comma-separated list of features. "+nodsp" / "+nomve" (tth's M-profile options, not LLVM
+ * features) set *nodsp / *nomve instead when those are given. */
+static int add_feature_list(llcg_options *o, const char *s, int *nodsp, int *nomve, tth_diag *diag)
 {
     while (*s) {
         const char *e = strchr(s, ',');
         size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (nodsp && len == 6 && strncmp(s, "+nodsp", 6) == 0) {
+            *nodsp = 1;
+            s += len + (e ? 1 : 0);
+            continue;
+        }
+        if (nomve && len == 6 && strncmp(s, "+nomve", 6) == 0) {
+            *nomve = 1;
+            s += len + (e ? 1 : 0);
+            continue;
+        }
         int rc = add_feature(o, s, len, diag);
         if (rc)
             return rc;
@@ -151,19 +163,47 @@ static int target_options(const json_t *target_in, llcg_options *o, tth_diag *di
     const json_t *target = llvm_target(target_in);
 
     const char *triple = target ? json_str(target, "mtriple") : NULL;
+    const char *cpu = target ? json_str(target, "mcpu") : NULL;
     if (triple && *triple) {
         snprintf(o->triple, sizeof o->triple, "%s", triple);
+    } else if (cpu && strncmp(cpu, "cortex-m", 8) == 0) {
+        /* The host's triple would be wrong and LLVM would print that the CPU is unknown. */
+        tth_diag_set(diag, TTH_EINVAL, "target 'mtriple'", "the llvm target has mcpu '%s' but no mtriple", cpu);
+        tth_diag_hint(diag, "add -mtriple: thumbv8.1m.main-none-eabi (Cortex-M55, M85), thumbv8m.main-none-eabi "
+                            "(M33), thumbv7em-none-eabi (M4, M7), thumbv6m-none-eabi (M0), or use a tag such as "
+                            "arm/cortex-m55");
+        return TTH_EINVAL;
     } else {
         char *def = LLVMGetDefaultTargetTriple();
         snprintf(o->triple, sizeof o->triple, "%s", def);
         LLVMDisposeMessage(def);
     }
-    const char *cpu = target ? json_str(target, "mcpu") : NULL;
+    int nodsp = 0, nomve = 0;   /* the M-profile options of tth targets, not LLVM features */
+    char cpu_name[sizeof o->cpu];
+    if (cpu && strchr(cpu, '+')) {
+        /* "cortex-m55+nomve+nodsp": the CPU, then options */
+        const char *plus = strchr(cpu, '+');
+        snprintf(cpu_name, sizeof cpu_name, "%.*s", (int)(plus - cpu), cpu);
+        for (const char *p = plus; *p;) {
+            const char *next = strchr(p + 1, '+');
+            size_t len = next ? (size_t)(next - p) : strlen(p);
+            if (len == 6 && strncmp(p, "+nodsp", 6) == 0)
+                nodsp = 1;
+            else if (len == 6 && strncmp(p, "+nomve", 6) == 0)
+                nomve = 1;
+            else
+                return tth_diag_set(diag, TTH_EINVAL, "target 'mcpu'",
+                                    "unknown option '%.*s' after the CPU in mcpu '%s' (+nodsp, +nomve)", (int)len, p,
+                                    cpu);
+            p += len;
+        }
+        cpu = cpu_name;
+    }
     if (cpu && strcmp(cpu, "native") == 0) {
         /* the target parser resolves it; a raw target still must not reach LLVM as "native" */
         char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
         snprintf(o->cpu, sizeof o->cpu, "%s", host_cpu);
-        int rc = add_feature_list(o, host_features ? host_features : "", diag);
+        int rc = add_feature_list(o, host_features ? host_features : "", NULL, NULL, diag);
         LLVMDisposeMessage(host_cpu);
         LLVMDisposeMessage(host_features);
         if (rc)
@@ -177,7 +217,7 @@ static int target_options(const json_t *target_in, llcg_options *o, tth_diag *di
 
     const json_t *mattr = target ? json_object_get(target, "mattr") : NULL;
     if (json_is_string(mattr)) {
-        int rc = add_feature_list(o, json_string_value(mattr), diag);
+        int rc = add_feature_list(o, json_string_value(mattr), &nodsp, &nomve, diag);
         if (rc)
             return rc;
     } else if (json_is_array(mattr)) {
@@ -186,12 +226,19 @@ static int target_options(const json_t *target_in, llcg_options *o, tth_diag *di
         json_array_foreach(mattr, i, v) {
             if (!json_is_string(v))
                 return tth_diag_set(diag, TTH_ETYPE, "target 'mattr'", "mattr entry %zu is not a string", i);
-            int rc = add_feature_list(o, json_string_value(v), diag);
+            int rc = add_feature_list(o, json_string_value(v), &nodsp, &nomve, diag);
             if (rc)
                 return rc;
         }
     } else if (mattr && !json_is_null(mattr)) {
         return tth_diag_set(diag, TTH_ETYPE, "target 'mattr'", "mattr must be a string array");
+    }
+    /* +nodsp turns MVE off too; last, so they win over features given before */
+    if (nodsp || nomve) {
+        const char *off = nodsp ? "-dsp,-mve,-mve.fp" : "-mve,-mve.fp";
+        int rc = add_feature_list(o, off, NULL, NULL, diag);
+        if (rc)
+            return rc;
     }
 
     const json_t *ol = target ? json_object_get(target, "opt-level") : NULL;

@@ -1430,3 +1430,73 @@ Test(llvm, cross_arm_hard_float_calls_under_qemu)
                  "\"mfloat-abi\": \"hard\", \"opt-level\": 1}",
                  "arm-linux-gnueabihf-gcc", "qemu-arm");
 }
+
+/* ---------------------------------------------------------------- M-profile options, quietly */
+
+#include <sys/stat.h>
+
+/* run_hook with file descriptor 2 sent to a file: *err_bytes is what the hook (and LLVM under
+ * it) wrote to stderr, which must be nothing. */
+static int run_hook_quiet(tth_tir_module *m, const char *target, tth_runtime_module **out, tth_diag *d,
+                          size_t *err_bytes)
+{
+    char path[] = "/tmp/tth-llvm-stderr-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    int rc = run_hook(m, target, out, d);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    struct stat st;
+    cr_assert_eq(fstat(fd, &st), 0);
+    *err_bytes = (size_t)st.st_size;
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
+/* "+nomve" / "+nodsp" after the CPU or in mattr are tth's M-profile options: they turn LLVM's
+ * MVE (and DSP) off, so a VECTORIZED float loop is not vectorized on a Cortex-M55 without MVE. */
+Test(llvm, cortex_m55_mve_options)
+{
+    static const struct {
+        const char *target;
+        int vectorized;
+    } cases[] = {
+        {"{\"kind\": \"llvm\", \"mtriple\": \"thumbv8.1m.main-none-eabi\", \"mcpu\": \"cortex-m55\"}", 1},
+        {"{\"kind\": \"llvm\", \"mtriple\": \"thumbv8.1m.main-none-eabi\", \"mcpu\": \"cortex-m55+nomve\"}", 0},
+        {"{\"kind\": \"llvm\", \"mtriple\": \"thumbv8.1m.main-none-eabi\", \"mcpu\": \"cortex-m55+nodsp\"}", 0},
+        {"{\"kind\": \"llvm\", \"mtriple\": \"thumbv8.1m.main-none-eabi\", \"mcpu\": \"cortex-m55\", "
+         "\"mattr\": [\"+nomve\"]}", 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tth_tir_module *m = axpy_module(64, TTH_LOOP_VECTORIZED);
+        tth_diag d;
+        tth_runtime_module *rm;
+        size_t err_bytes;
+        logged[0] = '\0';
+        cr_assert_eq(run_hook_quiet(m, cases[k].target, &rm, &d, &err_bytes), 0, "%s", d.message);
+        cr_assert_eq(err_bytes, 0, "%s: the hook wrote %zu bytes to stderr", cases[k].target, err_bytes);
+        int warned = strstr(logged, "not vectorized") != NULL;
+        cr_assert_eq(warned, !cases[k].vectorized, "%s: log '%s'", cases[k].target, logged);
+        tth_runtime_module_free(rm);
+        tth_tir_module_free(m);
+    }
+}
+
+Test(llvm, cortex_m_cpu_without_triple_is_refused)
+{
+    tth_tir_module *m = axpy_module(4, TTH_LOOP_SERIAL);
+    tth_diag d;
+    tth_runtime_module *rm;
+    size_t err_bytes;
+    cr_assert_eq(run_hook_quiet(m, "{\"kind\": \"llvm\", \"mcpu\": \"cortex-m55\"}", &rm, &d, &err_bytes), TTH_EINVAL);
+    cr_assert_eq(err_bytes, 0);
+    cr_assert(strstr(d.hint, "mtriple"), "hint: %s", d.hint);
+    cr_assert_eq(tth_runtime_module_count(rm), 0);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
