@@ -412,8 +412,8 @@ static void store_done(uv_work_t *req, int status)
     store_work *sw = req->data;
     tthd_cache *c = sw->cache;
     c->writes_in_flight--;
-    if (status == 0 && sw->err == 0 && sw->gen != c->clear_gen)
-        unlink(sw->path); /* cleared while it was being written */
+    if (status == 0 && sw->err == 0 && (sw->gen != c->clear_gen || !find(c, sw->key)))
+        unlink(sw->path); /* cleared or evicted while it was being written */
     else if (status != 0 || sw->err != 0)
         tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s", sw->key,
                  status ? uv_strerror(status) : strerror(-sw->err));

@@ -341,3 +341,62 @@ Test(compile, crashing_compile_hooks, .timeout = 600)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* The cache stays within --cache-max-bytes: the least recently used entry goes. */
+Test(compile, cache_eviction, .timeout = 600)
+{
+    static const char *const args[] = {"--cache-max-bytes", "120K", NULL};
+    e2e_daemon d;
+    e2e_prepare(&d);
+    put_real_plugins(&d);
+    e2e_launch(&d, NULL, args);
+    size_t len;
+    uint8_t *model = read_model(&len);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *r = compile(c, 1, model, len, "llvm", NULL);
+    if (no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        cr_skip_test("this build has no compile flow");
+    }
+    check_artifact(c, r);
+    json_int_t one = e2e_result_int(r, "artifact", "size");
+    json_decref(r);
+    cr_assert(one < 120 * 1024 && 2 * one > 120 * 1024, "the test needs an artifact of 60..120 KiB, got %lld",
+              (long long)one);
+    r = compile(c, 2, model, len, "llvm", json_pack("{s:b}", "explain", 1));
+    check_artifact(c, r);
+    json_decref(r);
+    r = e2e_call(c, 3, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "cache", "entries"), 1, "the older entry must have been evicted");
+    cr_assert(e2e_result_int(r, "cache", "bytes") <= 120 * 1024);
+    json_decref(r);
+    r = compile(c, 4, model, len, "llvm", json_pack("{s:b}", "explain", 1));
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "hit", "the newest entry stays");
+    json_decref(r);
+    r = compile(c, 5, model, len, "llvm", NULL);
+    check_artifact(c, r);
+    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "the evicted entry is gone");
+    json_decref(r);
+    /* evicted files are gone from disk too (stores are written when the daemon exits at the latest) */
+    r = e2e_call(c, 6, "shutdown", NULL);
+    json_decref(r);
+    int status;
+    cr_assert(e2e_wait_exit(d.pid, 20000, &status));
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    DIR *dp = opendir(d.cache);
+    cr_assert_not_null(dp);
+    int files = 0;
+    struct dirent *de;
+    while ((de = readdir(dp)))
+        files += strstr(de->d_name, ".tthc") != NULL && de->d_name[0] != '.';
+    closedir(dp);
+    cr_assert_eq(files, 1, "%d entries on disk", files);
+    free(model);
+    e2e_client_free(c);
+    e2e_cleanup(&d);
+}
