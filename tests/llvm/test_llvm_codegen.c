@@ -921,13 +921,18 @@ Test(llvm, entry_returns_a_failing_status)
 
 static uint16_t elf_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
-/* The object's ELF header: class (1 = 32-bit, 2 = 64-bit) and e_machine. */
+static int run_hook_quiet(tth_tir_module *m, const char *target, tth_runtime_module **out, tth_diag *d,
+                          size_t *err_bytes);
+
+/* The object's ELF header: class (1 = 32-bit, 2 = 64-bit) and e_machine; nothing on stderr. */
 static void check_elf(const char *target, int want_class, uint16_t want_machine)
 {
     tth_tir_module *m = aot_module();
     tth_diag d;
     tth_runtime_module *rm;
-    cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s: %s", target, d.message);
+    size_t err_bytes;
+    cr_assert_eq(run_hook_quiet(m, target, &rm, &d, &err_bytes), 0, "%s: %s", target, d.message);
+    cr_assert_eq(err_bytes, 0, "%s: %zu bytes on stderr", target, err_bytes);
     const tth_module_file *f = tth_runtime_module_file(rm, 0);
     cr_assert_not_null(f);
     cr_assert_eq(f->kind, TTH_FILE_OBJECT);
