@@ -35,7 +35,7 @@ static void usage(FILE *out)
             "  --max-requests N           requests in flight per connection (default %d)\n"
             "  --shutdown-grace SECONDS   time in-flight work gets on shutdown (default 5)\n"
             "  --worker PATH              the tth-worker executable (default: next to tthd)\n"
-            "  --verbose                  log more (twice: debug)\n"
+            "  --verbose                  debug logging (workers, clients, cache)\n"
             "  --version, --help\n",
             TTH_PLUGINS_INSTALL_DIR, TTHP_DEFAULT_MAX_FRAME_BYTES, TTHP_DEFAULT_MAX_REQUEST_BYTES,
             TTHP_DEFAULT_MAX_CONCURRENT);
@@ -105,6 +105,7 @@ static int defaults(tthd_options *o)
         else
             snprintf(buf, sizeof buf, "/tmp/tth-%u/tthd.sock", (unsigned)getuid());
         o->socket_path = strdup(buf);
+        o->socket_default = 1;
     }
     if (!o->plugins_dir) {
         size_t n = strlen(TTH_BUILD_ROOT);

@@ -453,7 +453,9 @@ static int socket_alive(const char *path)
     return rc == 0 ? 1 : 0;
 }
 
-static int socket_dir_prepare(const char *path)
+/* Create the socket's directory (0700) if missing. The default directory must be ours and
+ * private: one made by another user could be used to impersonate the daemon. */
+static int socket_dir_prepare(const char *path, int is_default)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
@@ -473,10 +475,17 @@ static int socket_dir_prepare(const char *path)
         tthd_log(TTHD_LOG_ERROR, "%s is not a directory", dir);
         return -1;
     }
-    /* our own directory named "tth" (the default location) is kept private */
-    const char *base = strrchr(dir, '/');
-    if (base && strcmp(base + 1, "tth") == 0 && st.st_uid == geteuid() && (st.st_mode & 0077))
-        chmod(dir, 0700);
+    if (is_default) {
+        if (st.st_uid != geteuid()) {
+            tthd_log(TTHD_LOG_ERROR, "the socket directory %s belongs to uid %u, not to you (uid %u); not using it",
+                     dir, (unsigned)st.st_uid, (unsigned)geteuid());
+            return -1;
+        }
+        if ((st.st_mode & 0077) && chmod(dir, 0700) != 0) {
+            tthd_log(TTHD_LOG_ERROR, "cannot make %s private: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -508,7 +517,7 @@ static int listen_socket(tthd_server *srv)
         tthd_log(TTHD_LOG_ERROR, "socket path %s is too long", path);
         return -1;
     }
-    if (socket_dir_prepare(path) != 0)
+    if (socket_dir_prepare(path, srv->opt.socket_default) != 0)
         return -1;
     int alive = socket_alive(path);
     if (alive > 0) {

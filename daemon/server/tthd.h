@@ -24,6 +24,7 @@ void tthd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 typedef struct tthd_options {
     char *socket_path;          /* where to listen */
+    int socket_default;         /* socket_path is the default: its directory must be private */
     char *plugins_dir;          /* the trusted plugins directory */
     char *cache_dir;            /* on-disk cache */
     char *worker_path;          /* the tth-worker executable */
