@@ -115,19 +115,20 @@ static tthd_cache_entry *find(tthd_cache *c, const char *key)
     return NULL;
 }
 
-/* Keep the bounds: stored bytes (drop entries) and in-memory bytes (drop artifacts). */
+/* Keep the bounds: stored bytes (drop entries) and in-memory bytes (drop artifacts). The most
+ * recently used entry is never touched: a hit being answered points into it. */
 static void evict(tthd_cache *c)
 {
     tthd_cache_entry *tail = c->head;
     while (tail && tail->next)
         tail = tail->next;
-    while (tail && c->bytes > c->max_bytes) {
+    while (tail && tail != c->head && c->bytes > c->max_bytes) {
         tthd_cache_entry *prev = tail->prev;
         tthd_log(TTHD_LOG_DEBUG, "cache: evicting %s", tail->key);
         drop_entry(c, tail);
         tail = prev;
     }
-    for (tthd_cache_entry *e = tail; e && c->mem_bytes > c->mem_max_bytes; e = e->prev) {
+    for (tthd_cache_entry *e = tail; e && e != c->head && c->mem_bytes > c->mem_max_bytes; e = e->prev) {
         if (!e->artifact || !c->dir)
             continue;
         c->mem_bytes -= e->artifact_len;
