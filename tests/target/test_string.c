@@ -136,7 +136,7 @@ Test(string, unknown_kind_suggests_nearest)
           "did you mean 'cmsis-nn'?");
     fails("ethos-u", TTH_EUNKNOWN, "unknown target kind or tag 'ethos-u'", "ethos-u", "did you mean 'ethos-n'?");
     fails("quantum", TTH_EUNKNOWN, "unknown target kind or tag 'quantum'", "quantum",
-          "'tthctl targets' lists the kinds and tags");
+          "'tthctl targets' lists the kinds, 'tthctl tags' the tags");
 }
 
 Test(string, unknown_attribute_suggests_nearest)

@@ -98,7 +98,9 @@ Test(tags, errors)
           "did you mean one of 'arm/cortex-m3', 'arm/cortex-m4', 'arm/cortex-m55'?");
     fails("{\"tag\": \"aws/c9g\"}", TTH_EUNKNOWN, "unknown tag 'aws/c9g'", "aws/c9g",
           "did you mean one of 'aws/c6g', 'aws/c7g', 'aws/c8g'?");
-    fails("nvidia/h100", TTH_EUNKNOWN, "unknown tag 'nvidia/h100'", "nvidia/h100", "'tthctl targets' lists the kinds and tags");
+    fails("nvidia/h100", TTH_EUNKNOWN, "unknown tag 'nvidia/h100'", "nvidia/h100", "'tthctl tags' lists the tags");
+    fails("{\"tag\": \"nvidia/h100\"}", TTH_EUNKNOWN, "unknown tag 'nvidia/h100'", "nvidia/h100",
+          "'tthctl tags' lists the tags");
     fails("{\"kind\": \"llvm\", \"tag\": \"arm/cortex-m55\"}", TTH_EINVAL,
           "tag 'arm/cortex-m55' is a target of kind 'c', not 'llvm'", "arm/cortex-m55",
           "drop the kind or use a tag of kind 'llvm'");

@@ -114,7 +114,8 @@ int tth__unknown_kind_or_tag(const tth_registry *reg, const char *name, const ch
         tth_diag_set(d, TTH_EUNKNOWN, where, "unknown target kind or tag '%s'", name);
     size_t n;
     const char **names = tth__collect_names(reg, tag_like ? 2 : 3, &n);
-    tth__hint_nearest(d, name, names, n, "'tthctl targets' lists the kinds and tags");
+    tth__hint_nearest(d, name, names, n,
+                      tag_like ? "'tthctl tags' lists the tags" : "'tthctl targets' lists the kinds, 'tthctl tags' the tags");
     free(names);
     return TTH_EUNKNOWN;
 }
@@ -560,7 +561,7 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
             tth_diag_set(d, TTH_EUNKNOWN, tag_s, "unknown tag '%s'", tag_s);
             size_t n;
             const char **names = tth__collect_names(c->reg, 2, &n);
-            tth__hint_nearest(d, tag_s, names, n, "'tthctl targets' lists the tags");
+            tth__hint_nearest(d, tag_s, names, n, "'tthctl tags' lists the tags");
             free(names);
             goto fail;
         }
