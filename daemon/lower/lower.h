@@ -39,7 +39,9 @@ int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len);
 /* Interpret PrimFunc `func` of `mod`. buffers[i] is the memory of the function's i-th param
  * (nbuffers must equal its param count), laid out row-major in the param's dtype (bool: one byte
  * 0/1, float16: IEEE half). LOCAL buffers are allocated per ALLOCATE, WORKSPACE buffers of an AOT
- * entry once per call, CONST buffers read their tensor. CALL_FUNC calls other PrimFuncs of mod.
+ * entry once per call, CONST buffers read their tensor. Once memory is planned (offset >= 0),
+ * WORKSPACE and LOCAL buffers live at their offsets in one workspace block instead, so an unsound
+ * plan shows. CALL_FUNC calls other PrimFuncs of mod.
  * Every load and store is bounds-checked (TTH_EINTERNAL naming buffer and index); integer
  * division by zero is TTH_EINVAL; call_extern is TTH_EUNSUPPORTED naming the function.
  * Arithmetic follows C on the dtype (float32 rounds after every operation, integers wrap). */

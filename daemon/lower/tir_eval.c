@@ -31,6 +31,8 @@ typedef struct ev_frame {
     unsigned char *owned;      /* workspace memory allocated by this frame */
     size_t nmem;
     int depth;
+    uint8_t *ws;               /* the planned workspace (buffers with offset >= 0), or NULL */
+    size_t ws_size;
 } ev_frame;
 
 #define EV_MAX_DEPTH 64
@@ -273,6 +275,13 @@ static void *ev_mem(ev_frame *f, const tth_tbuffer *b, int *err)
     }
     if (b->id < f->nmem && f->mem[b->id])
         return f->mem[b->id];
+    if (b->scope == TTH_SCOPE_WORKSPACE && b->offset >= 0 && f->ws) {
+        if ((size_t)b->offset + tth_tbuffer_nbytes(b) > f->ws_size) {
+            *err = ev_fail(f, TTH_EINVAL, "workspace buffer '%s' lies outside the planned workspace", b->name);
+            return NULL;
+        }
+        return f->ws + b->offset;
+    }
     if (b->scope == TTH_SCOPE_WORKSPACE) {
         if ((*err = ev_mem_slot(f, b->id)))
             return NULL;
@@ -559,7 +568,7 @@ static int ev_expr(ev_frame *f, const tth_texpr *e, ev_val *out)
 /* ------------------------------------------------------------------ statements ---- */
 
 static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *const *buffers, size_t n, int depth,
-                   tth_diag *diag);
+                   uint8_t *ws, size_t ws_size, tth_diag *diag);
 
 static int ev_stmt(ev_frame *f, const tth_tstmt *s)
 {
@@ -608,16 +617,21 @@ static int ev_stmt(ev_frame *f, const tth_tstmt *s)
         if ((rc = ev_mem_slot(f, b->id)))
             return rc;
         size_t nb = tth_tbuffer_nbytes(b);
-        void *p = malloc(nb ? nb : 1);
+        int planned = b->offset >= 0 && f->ws;
+        if (planned && (size_t)b->offset + nb > f->ws_size)
+            return ev_fail(f, TTH_EINVAL, "local buffer '%s' lies outside the planned workspace", b->name);
+        void *p = planned ? (void *)(f->ws + b->offset) : malloc(nb ? nb : 1);
         if (!p)
             return ev_fail(f, TTH_ENOMEM, "out of memory allocating '%s'", b->name);
-        /* not zeroed on purpose: generated code must not read before writing */
+        /* not zeroed on purpose: generated code must not read before writing (and in a planned
+         * workspace, bytes another live buffer still needs would be visibly destroyed) */
         memset(p, 0xA5, nb);
         void *save = f->mem[b->id];
         f->mem[b->id] = p;
         rc = ev_stmt(f, s->u.alloc.body);
         f->mem[b->id] = save;
-        free(p);
+        if (!planned)
+            free(p);
         return rc;
     }
     case TTH_TSTMT_IF: {
@@ -670,7 +684,7 @@ static int ev_stmt(ev_frame *f, const tth_tstmt *s)
                               s->u.call.func, a->name, p->name);
         }
         if (!err)
-            err = ev_func(f->mod, callee, args, s->u.call.nargs, f->depth + 1, f->diag);
+            err = ev_func(f->mod, callee, args, s->u.call.nargs, f->depth + 1, f->ws, f->ws_size, f->diag);
         free(args);
         return err;
     }
@@ -679,7 +693,7 @@ static int ev_stmt(ev_frame *f, const tth_tstmt *s)
 }
 
 static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *const *buffers, size_t n, int depth,
-                   tth_diag *diag)
+                   uint8_t *ws, size_t ws_size, tth_diag *diag)
 {
     ev_frame f;
     memset(&f, 0, sizeof f);
@@ -687,6 +701,8 @@ static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *con
     f.fn = fn;
     f.diag = diag;
     f.depth = depth;
+    f.ws = ws;
+    f.ws_size = ws_size;
     if (depth > EV_MAX_DEPTH)
         return ev_fail(&f, TTH_ELIMIT, "calls nested deeper than %d", EV_MAX_DEPTH);
     if (n != fn->nparams)
@@ -713,6 +729,75 @@ static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *con
     return rc;
 }
 
+/* ------------------------------------------------------------------ planned workspace ---- */
+
+static void ws_note(const tth_tbuffer *b, size_t *end)
+{
+    if ((b->scope == TTH_SCOPE_WORKSPACE || b->scope == TTH_SCOPE_LOCAL) && b->offset >= 0) {
+        size_t e = (size_t)b->offset + tth_tbuffer_nbytes(b);
+        if (e > *end)
+            *end = e;
+    }
+}
+
+static void ws_expr(const tth_texpr *e, size_t *end)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case TTH_TEXPR_LOAD: case TTH_TEXPR_ADDRESS_OF: ws_note(e->u.load.buf, end); ws_expr(e->u.load.index, end); break;
+    case TTH_TEXPR_BINARY: ws_expr(e->u.bin.a, end); ws_expr(e->u.bin.b, end); break;
+    case TTH_TEXPR_UNARY: ws_expr(e->u.un.a, end); break;
+    case TTH_TEXPR_SELECT: ws_expr(e->u.select.cond, end); ws_expr(e->u.select.a, end); ws_expr(e->u.select.b, end); break;
+    case TTH_TEXPR_CAST: ws_expr(e->u.cast.value, end); break;
+    case TTH_TEXPR_INTRIN: ws_expr(e->u.intrin.args[0], end); ws_expr(e->u.intrin.args[1], end); break;
+    case TTH_TEXPR_CALL_EXTERN:
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            ws_expr(e->u.call.args[i], end);
+        break;
+    default: break;
+    }
+}
+
+/* the end of the last planned byte used by st and the functions it calls */
+static void ws_stmt(const tth_tir_module *mod, const tth_tstmt *st, size_t *end, int depth)
+{
+    if (!st || depth > EV_MAX_DEPTH)
+        return;
+    switch (st->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < st->u.seq.n; i++)
+            ws_stmt(mod, st->u.seq.stmts[i], end, depth);
+        break;
+    case TTH_TSTMT_FOR:
+        ws_expr(st->u.loop.min, end);
+        ws_expr(st->u.loop.extent, end);
+        ws_stmt(mod, st->u.loop.body, end, depth);
+        break;
+    case TTH_TSTMT_STORE:
+        ws_note(st->u.store.buf, end);
+        ws_expr(st->u.store.index, end);
+        ws_expr(st->u.store.value, end);
+        break;
+    case TTH_TSTMT_ALLOCATE: ws_note(st->u.alloc.buf, end); ws_stmt(mod, st->u.alloc.body, end, depth); break;
+    case TTH_TSTMT_IF:
+        ws_expr(st->u.cond.cond, end);
+        ws_stmt(mod, st->u.cond.then_s, end, depth);
+        ws_stmt(mod, st->u.cond.else_s, end, depth);
+        break;
+    case TTH_TSTMT_LET: ws_expr(st->u.let.value, end); ws_stmt(mod, st->u.let.body, end, depth); break;
+    case TTH_TSTMT_EVALUATE: ws_expr(st->u.eval.value, end); break;
+    case TTH_TSTMT_CALL_FUNC: {
+        for (size_t i = 0; i < st->u.call.nargs; i++)
+            ws_note(st->u.call.args[i], end);
+        const tth_prim_func *callee = tth_tir_module_find(mod, st->u.call.func);
+        if (callee)
+            ws_stmt(mod, callee->body, end, depth + 1);
+        break;
+    }
+    }
+}
+
 int tth_tir_eval(const tth_tir_module *mod, const char *func, void *const *buffers, size_t nbuffers, tth_diag *diag)
 {
     if (!mod || !func || (nbuffers && !buffers))
@@ -720,5 +805,17 @@ int tth_tir_eval(const tth_tir_module *mod, const char *func, void *const *buffe
     const tth_prim_func *fn = tth_tir_module_find(mod, func);
     if (!fn)
         return tth_diag_set(diag, TTH_ENOENT, func, "no PrimFunc named '%s' in the module", func);
-    return ev_func(mod, fn, buffers, nbuffers, 0, diag);
+    /* once memory is planned, WORKSPACE and LOCAL buffers live at their offsets in one block, so
+     * an unsound plan shows as wrong results or poisoned reads */
+    size_t end = 0;
+    ws_stmt(mod, fn->body, &end, 0);
+    uint8_t *ws = NULL;
+    if (end) {
+        ws = calloc(end, 1);
+        if (!ws)
+            return tth_diag_set(diag, TTH_ENOMEM, func, "out of memory allocating a %zu-byte workspace", end);
+    }
+    int rc = ev_func(mod, fn, buffers, nbuffers, 0, ws, end, diag);
+    free(ws);
+    return rc;
 }

@@ -213,3 +213,70 @@ Test(tir_eval, unknown_function_and_wrong_arity, .init = setup, .fini = teardown
     cr_assert_eq(tth_tir_eval(m, "nope", bufs, 1, &d), TTH_ENOENT);
     cr_assert_eq(tth_tir_eval(m, "f", bufs, 2, &d), TTH_EINVAL);
 }
+
+/* Planned memory: entry(in, out) { callee(in, w1); callee(w1, w2); callee(w2, out) } where callee
+ * has a LOCAL scratch. With a sound plan (w1 and w2 apart, the scratch apart from both) the
+ * result is right; with w2 planned on top of w1 while both are live, the interpreter's single
+ * workspace makes the damage visible. */
+static void planned_module(int64_t off_w1, int64_t off_w2, int64_t off_tmp)
+{
+    int64_t n = 4;
+    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+    tth_tbuffer *tmp = tth_tir_buffer(m, "tmp", TTH_F32, 1, &n, TTH_SCOPE_LOCAL);
+    tmp->offset = off_tmp;
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64), *j = tth_tir_var(m, "j", TTH_I64);
+    /* tmp = a + 1; b = tmp * 2 + a (reads a after tmp is written) */
+    tth_tstmt *s1 = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+                                tth_tir_store(m, tmp, tth_tir_ref(m, i),
+                                              tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_load(m, a, tth_tir_ref(m, i)),
+                                                          tth_tir_float(m, TTH_F32, 1.0))));
+    tth_texpr *t2 = tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_load(m, tmp, tth_tir_ref(m, j)), tth_tir_float(m, TTH_F32, 2.0));
+    tth_tstmt *s2 = tth_tir_for(m, j, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+                                tth_tir_store(m, b, tth_tir_ref(m, j),
+                                              tth_tir_bin(m, TTH_TBIN_ADD, t2, tth_tir_load(m, a, tth_tir_ref(m, j)))));
+    tth_tstmt *ss[2] = {s1, s2};
+    tth_tbuffer *ps[2] = {a, b};
+    cr_assert_not_null(tth_tir_func_add(m, "callee", ps, 2, tth_tir_allocate(m, tmp, tth_tir_seq(m, ss, 2)), "c", NULL, &d));
+    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_INPUT);
+    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *w1 = tth_tir_buffer(m, "w1", TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *w2 = tth_tir_buffer(m, "w2", TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
+    w1->offset = off_w1;
+    w2->offset = off_w2;
+    tth_tbuffer *c1[2] = {in, w1}, *c2[2] = {w1, w2}, *c3[2] = {w2, out};
+    tth_tstmt *cs[3] = {tth_tir_call_func(m, "callee", c1, 2), tth_tir_call_func(m, "callee", c2, 2),
+                        tth_tir_call_func(m, "callee", c3, 2)};
+    tth_tbuffer *eps[2] = {in, out};
+    cr_assert_not_null(tth_tir_func_add(m, "entry", eps, 2, tth_tir_seq(m, cs, 3), "c", NULL, &d));
+}
+
+static float planned_ref(float x)
+{
+    for (int k = 0; k < 3; k++)
+        x = (x + 1.0f) * 2.0f + x;
+    return x;
+}
+
+Test(tir_eval, sound_memory_plan_gives_the_unplanned_result, .init = setup, .fini = teardown)
+{
+    planned_module(0, 16, 32);
+    float x[4] = {0, 1, 2, -3}, y[4];
+    void *bufs[2] = {x, y};
+    cr_assert_eq(tth_tir_eval(m, "entry", bufs, 2, &d), 0, "%s", d.message);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(y[i], planned_ref(x[i]), "element %d: %g", i, y[i]);
+}
+
+Test(tir_eval, unsound_memory_plan_is_visible, .init = setup, .fini = teardown)
+{
+    /* the callee's scratch on top of w1, which the second call reads after writing the scratch */
+    planned_module(0, 16, 0);
+    float x[4] = {0, 1, 2, -3}, y[4];
+    void *bufs[2] = {x, y};
+    cr_assert_eq(tth_tir_eval(m, "entry", bufs, 2, &d), 0, "%s", d.message);
+    int differs = 0;
+    for (int i = 0; i < 4; i++)
+        differs |= y[i] != planned_ref(x[i]);
+    cr_assert(differs, "an overlapping plan must change the result");
+}
