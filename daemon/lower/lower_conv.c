@@ -87,8 +87,8 @@ static int conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
     }
     if (p->quant) {
         tth_dtype a = xt->dtype, b = wt->dtype;
-        if ((a != TTH_I8 && a != TTH_U8) || (b != TTH_I8 && b != TTH_U8)) {
-            snprintf(why, len, "%s: inputs must be int8 or uint8", op);
+        if ((a != TTH_I8 && a != TTH_U8 && a != TTH_I16) || (b != TTH_I8 && b != TTH_U8 && b != TTH_I16)) {
+            snprintf(why, len, "%s: inputs must be int8, uint8 or int16", op);
             return 0;
         }
     } else if (!tth_dtype_is_float(ot->dtype)) {

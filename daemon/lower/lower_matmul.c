@@ -42,8 +42,9 @@ static int mm_params(const tth_rexpr *call, mm_p *p, char *why, size_t len)
     p->quant = call->u.call.op == TTH_OP_QNN_MATMUL;
     p->acc = p->quant ? TTH_I32 : o->dtype;
     if (p->quant) {
-        if ((a->dtype != TTH_I8 && a->dtype != TTH_U8) || (b->dtype != TTH_I8 && b->dtype != TTH_U8)) {
-            snprintf(why, len, "%s: operands must be int8 or uint8", op);
+        if ((a->dtype != TTH_I8 && a->dtype != TTH_U8 && a->dtype != TTH_I16) ||
+            (b->dtype != TTH_I8 && b->dtype != TTH_U8 && b->dtype != TTH_I16)) {
+            snprintf(why, len, "%s: operands must be int8, uint8 or int16", op);
             return 0;
         }
     } else if (o->dtype == TTH_BOOL) {

@@ -5,6 +5,7 @@
  *   requantize: saturate(round_half_even(float(x - in_zp) * (in_scale / out_scale)) + out_zp)
  * Requantize computes in float32 like the reference QLinearConv/QLinearMatMul kernels.
  * qnn.conv2d and qnn.matmul (int32 accumulation) live with their float versions. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,11 +23,24 @@ static tth_texpr *q_axis_idx(lw_ctx *c, const tth_rexpr *call, const tth_rexpr *
     return idx[ax];
 }
 
+/* clamp a float value to the integer range of `to`, then convert. 32-bit targets clamp in
+ * float64, where their bounds are exact; otherwise the upper bound is the largest float not above
+ * the integer maximum (clamping to a rounded-up bound would overflow the conversion). */
 static tth_texpr *saturate(lw_ctx *c, tth_dtype to, tth_texpr *v)
 {
     tth_dtype ft = v->dtype;
+    if (ft == TTH_F32 && (to == TTH_I32 || to == TTH_U32)) {
+        /* exact bounds: a float32 value converts exactly to float64 */
+        v = lw_cast(c, TTH_F64, v);
+        ft = TTH_F64;
+    }
+    double hi = lw_dtype_highest(to);
+    if (ft == TTH_F32 && (double)(float)hi > hi)
+        hi = (double)nextafterf((float)hi, 0.0f);
+    else if (ft == TTH_F64 && hi >= 9223372036854775807.0)
+        hi = nextafter(hi, 0.0);
     v = lw_bin(c, TTH_TBIN_MAX, v, lw_imm(c, ft, lw_dtype_lowest(to)));
-    v = lw_bin(c, TTH_TBIN_MIN, v, lw_imm(c, ft, lw_dtype_highest(to)));
+    v = lw_bin(c, TTH_TBIN_MIN, v, lw_imm(c, ft, hi));
     return lw_cast(c, to, v);
 }
 
@@ -117,7 +131,8 @@ int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
             snprintf(why, len, "%s: input must be int32", name);
             return 0;
         }
-        if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I32) {
+        if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I16 && ot->dtype != TTH_U16 &&
+            ot->dtype != TTH_I32) {
             snprintf(why, len, "%s: out_dtype %s is not supported", name, tth_dtype_name(ot->dtype));
             return 0;
         }

@@ -192,6 +192,23 @@ def case(name):
         sc, zp = np.array([0.1, 0.25, 0.5], f32), np.array([-3, 0, 5], "int8")
         y = np.clip(np.rint(x / sc.reshape(1, 3, 1)) + zp.reshape(1, 3, 1).astype(f32), -128, 127).astype("int8")
         return [(x, False), (sc, True), (zp, True)], [("qnn.quantize", {"axis": 1, "out_dtype": "int8"}, ["i0", "i1", "i2"])], [y]
+    if name == "quantize_int32_saturating":
+        x = np.array([3e9, -3e9, 2147483520.0, 1.5, -2.5, 2.5e9], f32)
+        sc, zp = np.array(1.0, f32), np.array(0, "int32")
+        y = np.clip(np.rint(x / sc) + zp, -2**31, 2**31 - 1).astype("int32")
+        return [(x, False), (sc, True), (zp, True)], [("qnn.quantize", {"out_dtype": "int32"}, ["i0", "i1", "i2"])], [y]
+    if name == "requantize_int16":
+        x = rnd((2, 8), "int32", -10**7, 10**7)
+        isc, izp, osc, ozp = np.array(0.01, f32), np.array(-5, "int32"), np.array(0.5, f32), np.array(12, "int16")
+        v = np.rint((x - izp).astype(f32) * np.float32(isc / osc)) + np.float32(12)
+        y = np.clip(v, -32768, 32767).astype("int16")
+        return [(x, False), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.requantize", {"out_dtype": "int16"}, ["i0", "i1", "i2", "i3", "i4"])], [y]
+    if name == "qnn_matmul_int16":
+        a, b = rnd((3, 5), "int16", -3000, 3000), rnd((5, 4), "int16", -3000, 3000)
+        azp, bzp = np.array(7, "int16"), rnd((4,), "int16", -9, 9)
+        y = ((a.astype("int64") - 7) @ (b.astype("int64") - bzp.astype("int64"))).astype("int32")
+        return [(a, False), (b, False), (azp, True), (bzp, True)], [("qnn.matmul", {}, ["i0", "i1", "i2", "i3"])], [y]
     if name == "dequantize_int8_per_axis":
         x = rnd((2, 3, 4), "int8", -128, 127)
         sc, zp = np.array([0.1, 0.25, 0.5], f32), np.array([-3, 0, 5], "int8")
