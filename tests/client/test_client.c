@@ -165,7 +165,8 @@ static int connectable(const char *sock)
 }
 
 /* Start tthd directly on F.sock with F.cache (and a plugins directory when given). */
-static void start_daemon(const char *plugins_dir)
+/* Start tthd directly on F.sock with F.cache and the extra arguments (NULL-terminated list). */
+static void start_daemon_args(const char *const *extra)
 {
     char log[400];
     snprintf(log, sizeof log, "%s/tthd.log", F.dir);
@@ -177,12 +178,16 @@ static void start_daemon(const char *plugins_dir)
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        if (plugins_dir)
-            execl(tthd_path(), tthd_path(), "--socket", F.sock, "--cache-dir", F.cache, "--idle-exit", "300",
-                  "--workers", "2", "--plugins-dir", plugins_dir, (char *)NULL);
-        else
-            execl(tthd_path(), tthd_path(), "--socket", F.sock, "--cache-dir", F.cache, "--idle-exit", "300",
-                  "--workers", "2", (char *)NULL);
+        char *argv[32];
+        int n = 0;
+        const char *fixed[] = {tthd_path(), "--socket", F.sock, "--cache-dir", F.cache, "--idle-exit", "300",
+                               "--workers", "2"};
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            argv[n++] = (char *)fixed[i];
+        for (size_t i = 0; extra && extra[i] && n < 31; i++)
+            argv[n++] = (char *)extra[i];
+        argv[n] = NULL;
+        execv(tthd_path(), argv);
         _exit(127);
     }
     F.daemon = pid;
@@ -198,6 +203,13 @@ static void start_daemon(const char *plugins_dir)
         usleep(20000);
     }
     cr_assert_fail("tthd did not listen on %s within 20 s", F.sock);
+}
+
+/* Start tthd with the build's plugins, or with plugins_dir. */
+static void start_daemon(const char *plugins_dir)
+{
+    const char *extra[] = {"--plugins-dir", plugins_dir, NULL};
+    start_daemon_args(plugins_dir ? extra : NULL);
 }
 
 static int process_gone(pid_t pid)
@@ -803,6 +815,45 @@ Test(client, compile_no_cache_and_dump_ir)
     cr_assert(json_is_string(json_object_get(dumps, "import")), "no import dump in:\n%s", po.out);
     cr_assert(json_object_size(dumps) >= 2);
     json_decref(r);
+    proc_out_free(&po);
+}
+
+Test(client, compile_within_the_daemon_limits)
+{
+    /* frames of at most 2 KiB: the model goes up in several chunks */
+    const char *small_frames[] = {"--max-frame-bytes", "2048", NULL};
+    start_daemon_args(small_frames);
+    char out[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json", "-q");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1);
+    json_decref(r);
+    proc_out_free(&po);
+    char *names = tar_list(out);
+    assert_has(names, "metadata.json\n");
+    free(names);
+    ctl(&po, "stop");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    waitpid(F.daemon, NULL, 0);
+    F.daemon = 0;
+
+    /* a model larger than a request may be: refused before it is sent */
+    const char *small_requests[] = {"--max-request-bytes", "4096", NULL};
+    start_daemon_args(small_requests);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out);
+    assert_status(&po, 1);
+    assert_has(po.err, "is larger than the daemon accepts (4096)");
+    assert_has(po.err, "hint: start tthd with a larger --max-request-bytes");
+    proc_out_free(&po);
+    ctl(&po, "status", "--json");
+    json_t *st = out_json(&po);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "requests"), "failed")), 0,
+                 "the refused model reached the daemon");
+    json_decref(st);
     proc_out_free(&po);
 }
 
