@@ -236,8 +236,8 @@ static int connect_or_start(const char *sock, int no_start, int *fd_out, int *st
         return -TTHCTL_EXIT_UNREACHABLE;
     }
     /* One tthctl at a time starts a daemon on this socket: the others wait on the lock, then
-     * find the daemon it started. (Two daemons racing for one socket path could leave one of
-     * them listening on an unlinked socket.) */
+     * find the daemon it started. (Without it, a tthd that lost the race for the socket exits,
+     * and its tthctl would report a failed start while the winner comes up.) */
     char dir[PATH_MAX], lock[PATH_MAX + 32];
     int rc = make_socket_dir(sock, dir, sizeof dir, err);
     if (rc < 0)
@@ -247,6 +247,10 @@ static int connect_or_start(const char *sock, int no_start, int *fd_out, int *st
     if (lockfd >= 0) {
         while (flock(lockfd, LOCK_EX) < 0 && errno == EINTR && !tthctl_interrupted)
             ;
+        if (tthctl_interrupted) {
+            close(lockfd);
+            return tthctl_fail(err, TTHCTL_EXIT_UNREACHABLE, loc, "interrupted while waiting for tthd to start");
+        }
         fd = socket_connect(sock);
         if (fd >= 0) {
             close(lockfd);
