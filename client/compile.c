@@ -16,6 +16,7 @@
 
 #include <xxhash.h>
 
+#include <tth/diag.h>
 #include <tthproto/jsonrpc.h>
 
 #include "tthctl.h"
@@ -395,7 +396,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         /* name what the error is about: the target for the target system's codes, else the model */
         int code = err->rpc ? (int)json_integer_value(json_object_get(err->rpc, "code")) : 0;
         int tcode = TTHP_CODE_TO_TTH(code);
-        if (!job.past_target && (tcode == -5 || tcode == -6 || tcode == -7)) /* EPARSE, EUNKNOWN, ETYPE */
+        if (!job.past_target && (tcode == TTH_EPARSE || tcode == TTH_EUNKNOWN || tcode == TTH_ETYPE))
             tthctl_error_context(err, "target '%.500s'", a->target);
         else
             tthctl_error_context(err, "model '%s'", model_path);
