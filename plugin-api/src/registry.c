@@ -339,6 +339,7 @@ static int load_file(tth_registry *r, const char *path, tth_diag *diag)
     p.tir_to_runtime = (tth_tir_to_runtime_fn)dlsym(h, TTH_HOOK_TIR_TO_RUNTIME_SYMBOL);
     p.relay_to_runtime = (tth_relay_to_runtime_fn)dlsym(h, TTH_HOOK_RELAY_TO_RUNTIME_SYMBOL);
     p.constant_updater = (tth_constant_updater_fn)dlsym(h, TTH_HOOK_CONSTANT_UPDATER_SYMBOL);
+    p.partition_supports = (tth_partition_supports_fn)dlsym(h, TTH_HOOK_PARTITION_SUPPORTS_SYMBOL);
     p.path = strdup(path);
     p.identity = make_identity(d, hash);
     if (!p.path || !p.identity) {
@@ -466,6 +467,7 @@ static json_t *hooks_json(const tth_plugin *p)
     if (p->tir_to_runtime) json_array_append_new(a, json_string("tir_to_runtime"));
     if (p->relay_to_runtime) json_array_append_new(a, json_string("relay_to_runtime"));
     if (p->constant_updater) json_array_append_new(a, json_string("constant_updater"));
+    if (p->partition_supports) json_array_append_new(a, json_string("partition_supports"));
     return a;
 }
 

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 0
+#define TTH_ABI_MINOR 1 /* 1.1 added the partition_supports hook */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -46,6 +46,7 @@ extern "C" {
 #define TTH_HOOK_TIR_TO_RUNTIME_SYMBOL "tth_tir_to_runtime"
 #define TTH_HOOK_RELAY_TO_RUNTIME_SYMBOL "tth_relay_to_runtime"
 #define TTH_HOOK_CONSTANT_UPDATER_SYMBOL "tth_constant_updater"
+#define TTH_HOOK_PARTITION_SUPPORTS_SYMBOL "tth_partition_supports" /* ABI 1.1 */
 
 /* Attribute types of a kind's schema. Frozen numbers. */
 typedef enum tth_attr_type {
@@ -117,6 +118,7 @@ typedef struct tth_host {
 
 /* IR and output containers; their functions are in tth/relay.h, tth/tir.h, tth/artifact.h. */
 typedef struct tth_relay_function tth_relay_function;
+typedef struct tth_rexpr tth_rexpr;
 typedef struct tth_tir_module tth_tir_module;
 typedef struct tth_runtime_module tth_runtime_module;
 typedef struct tth_const_map tth_const_map;
@@ -148,6 +150,17 @@ typedef int (*tth_relay_to_runtime_fn)(const tth_host *host, const json_t *targe
 typedef int (*tth_constant_updater_fn)(const tth_host *host, const json_t *target,
                                        const tth_relay_function *fn, const char *global_symbol,
                                        tth_const_map *out, tth_diag *diag);
+
+/* partition_supports (ABI 1.1): may this kind take `call`, an operator call of `fn` (the
+ * model's main function after constant folding, before fusion)? Return 1 for yes; 0 for no,
+ * writing the reason into `why` ("nn.conv2d with dilation [2, 2]: CMSIS-NN needs dilation 1");
+ * a negative TTH_E* code on error. The partitioner groups connected supported calls into
+ * regions and gives each region to the first kind of a composite target that supports all of
+ * it; a kind without this hook is only ever the fallback (last) kind. The call's arguments and
+ * the function are borrowed for the call. */
+typedef int (*tth_partition_supports_fn)(const tth_host *host, const json_t *target,
+                                         const tth_relay_function *fn, const tth_rexpr *call,
+                                         char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

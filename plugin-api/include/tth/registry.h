@@ -29,6 +29,7 @@ typedef struct tth_plugin {
     tth_tir_to_runtime_fn tir_to_runtime;
     tth_relay_to_runtime_fn relay_to_runtime;
     tth_constant_updater_fn constant_updater;
+    tth_partition_supports_fn partition_supports; /* ABI 1.1 */
 } tth_plugin;
 
 /* A file that was refused, and why. */
