@@ -305,6 +305,67 @@ done:
     return rc;
 }
 
+/* protobuf-c recurses once per nested message (Graph → Node → Attribute → Graph ...), so a
+ * crafted model could overflow the stack: the wire bytes are walked first, with the generated
+ * descriptors saying which fields are messages, and nesting deeper than this is refused. Real
+ * models stay far below it. */
+#define ONNX_MAX_NESTING 64
+
+static int pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+/* -1 when some message nests deeper than ONNX_MAX_NESTING; 0 otherwise (including malformed
+ * input, which protobuf-c then reports). */
+static int pb_check_nesting(const uint8_t *p, const uint8_t *end, const ProtobufCMessageDescriptor *desc, int depth)
+{
+    if (depth > ONNX_MAX_NESTING)
+        return -1;
+    while (p < end) {
+        uint64_t key, v;
+        if (pb_varint(&p, end, &key))
+            return 0;
+        switch (key & 7) {
+        case 0:
+            if (pb_varint(&p, end, &v))
+                return 0;
+            break;
+        case 1:
+            if (end - p < 8)
+                return 0;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4)
+                return 0;
+            p += 4;
+            break;
+        case 2: {
+            if (pb_varint(&p, end, &v) || v > (uint64_t)(end - p))
+                return 0;
+            const ProtobufCFieldDescriptor *f =
+                key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3)) : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->descriptor &&
+                pb_check_nesting(p, p + v, f->descriptor, depth + 1))
+                return -1;
+            p += v;
+            break;
+        }
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
 int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tth_relay_module **out,
                     tth_diag *diag)
 {
@@ -317,6 +378,8 @@ int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tt
         *out = NULL;
     if (!bytes || !out)
         return tth_diag_set(diag, TTH_EINVAL, NULL, "no model bytes");
+    if (pb_check_nesting(bytes, bytes + len, &onnx__model_proto__descriptor, 0))
+        return tth_diag_set(diag, TTH_ELIMIT, "model", "the model nests messages more than %d deep", ONNX_MAX_NESTING);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
     if (!mp)
         return tth_diag_set(diag, TTH_EPARSE, "model", "not a valid ONNX model (protobuf parsing failed)");

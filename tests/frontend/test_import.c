@@ -588,3 +588,49 @@ Test(import, testdata_shapes)
         tth_relay_module_free(m);
     }
 }
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+Test(import, deeply_nested_messages_are_refused)
+{
+    /* Model{graph{node{attribute{g{node{attribute{g ...}}}}}}} 100000 levels deep: protobuf-c
+     * would recurse once per level and overflow the stack */
+    const int depth = 100000;
+    size_t cap = (size_t)depth * 3 * 12 + 64, used = 0;
+    uint8_t *hdr = malloc(cap), tmp[12];
+    uint64_t inner = 0;
+    /* headers from the inside out, written backwards into the end of the buffer */
+    size_t pos = cap;
+    const int fields[3] = {6, 5, 1}; /* AttributeProto.g, NodeProto.attribute, GraphProto.node */
+    for (int i = 0; i < depth; i++)
+        for (int k = 0; k < 3; k++) {
+            size_t n = put_varint(tmp, ((uint64_t)fields[k] << 3) | 2);
+            n += put_varint(tmp + n, inner);
+            pos -= n;
+            memcpy(hdr + pos, tmp, n);
+            inner += n;
+        }
+    size_t n = put_varint(tmp, (7u << 3) | 2); /* ModelProto.graph */
+    n += put_varint(tmp + n, inner);
+    pos -= n;
+    memcpy(hdr + pos, tmp, n);
+    pos -= 2;
+    hdr[pos] = 1 << 3; /* ModelProto.ir_version = 8 */
+    hdr[pos + 1] = 8;
+    used = cap - pos;
+    tth_relay_module *m = NULL;
+    tth_diag d;
+    tth_diag_clear(&d);
+    int rc = tth_onnx_import(hdr + pos, used, "deep", &m, &d);
+    cr_assert_eq(rc, TTH_ELIMIT, "%s", d.message);
+    cr_assert_null(m);
+    free(hdr);
+}
