@@ -840,7 +840,9 @@ typedef struct cg_fctx {
     size_t nsigs;
 } cg_fctx;
 
-static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth);
+/* tail: s is the last statement of its C block, so a LET or ALLOCATE may declare its name in
+ * that block instead of opening a new one (the block's end ends its scope). */
+static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, int tail);
 
 /* restrict only where buffers never overlap: inside an operator; in the entry, workspace buffers
  * whose lifetimes do not overlap share addresses. */
@@ -895,6 +897,77 @@ static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     text_puts(t, "return rc;\n");
 }
 
+/* Is variable v used anywhere in e / s? (A LET whose variable is never used is not emitted:
+ * an unused local would warn under -Wall.) */
+static int expr_uses_var(const tth_texpr *e, const tth_tvar *v)
+{
+    if (!e)
+        return 0;
+    switch (e->kind) {
+    case TTH_TEXPR_VAR: return e->u.var == v;
+    case TTH_TEXPR_LOAD:
+    case TTH_TEXPR_ADDRESS_OF: return expr_uses_var(e->u.load.index, v);
+    case TTH_TEXPR_BINARY: return expr_uses_var(e->u.bin.a, v) || expr_uses_var(e->u.bin.b, v);
+    case TTH_TEXPR_UNARY: return expr_uses_var(e->u.un.a, v);
+    case TTH_TEXPR_SELECT:
+        return expr_uses_var(e->u.select.cond, v) || expr_uses_var(e->u.select.a, v) ||
+               expr_uses_var(e->u.select.b, v);
+    case TTH_TEXPR_CAST: return expr_uses_var(e->u.cast.value, v);
+    case TTH_TEXPR_INTRIN:
+        return expr_uses_var(e->u.intrin.args[0], v) || expr_uses_var(e->u.intrin.args[1], v);
+    case TTH_TEXPR_CALL_EXTERN:
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            if (expr_uses_var(e->u.call.args[i], v))
+                return 1;
+        return 0;
+    default: return 0;
+    }
+}
+
+static int stmt_uses_var(const tth_tstmt *s, const tth_tvar *v)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            if (stmt_uses_var(s->u.seq.stmts[i], v))
+                return 1;
+        return 0;
+    case TTH_TSTMT_FOR:
+        return expr_uses_var(s->u.loop.min, v) || expr_uses_var(s->u.loop.extent, v) ||
+               stmt_uses_var(s->u.loop.body, v);
+    case TTH_TSTMT_STORE:
+        return expr_uses_var(s->u.store.index, v) || expr_uses_var(s->u.store.value, v);
+    case TTH_TSTMT_ALLOCATE: return stmt_uses_var(s->u.alloc.body, v);
+    case TTH_TSTMT_IF:
+        return expr_uses_var(s->u.cond.cond, v) || stmt_uses_var(s->u.cond.then_s, v) ||
+               stmt_uses_var(s->u.cond.else_s, v);
+    case TTH_TSTMT_LET: return expr_uses_var(s->u.let.value, v) || stmt_uses_var(s->u.let.body, v);
+    case TTH_TSTMT_EVALUATE: return expr_uses_var(s->u.eval.value, v);
+    default: return 0;
+    }
+}
+
+static int expr_has_call(const tth_texpr *e)
+{
+    if (!e)
+        return 0;
+    switch (e->kind) {
+    case TTH_TEXPR_CALL_EXTERN: return 1;
+    case TTH_TEXPR_LOAD:
+    case TTH_TEXPR_ADDRESS_OF: return expr_has_call(e->u.load.index);
+    case TTH_TEXPR_BINARY: return expr_has_call(e->u.bin.a) || expr_has_call(e->u.bin.b);
+    case TTH_TEXPR_UNARY: return expr_has_call(e->u.un.a);
+    case TTH_TEXPR_SELECT:
+        return expr_has_call(e->u.select.cond) || expr_has_call(e->u.select.a) ||
+               expr_has_call(e->u.select.b);
+    case TTH_TEXPR_CAST: return expr_has_call(e->u.cast.value);
+    case TTH_TEXPR_INTRIN: return expr_has_call(e->u.intrin.args[0]) || expr_has_call(e->u.intrin.args[1]);
+    default: return 0;
+    }
+}
+
 /* Does emit_expr write this expression wrapped in one pair of parentheses? */
 static int emit_is_parenthesized(const tth_texpr *e)
 {
@@ -916,7 +989,7 @@ static int emit_is_parenthesized(const tth_texpr *e)
     }
 }
 
-static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
+static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, int tail)
 {
     cg_text *t = &g->out;
     if (g->err || !s)
@@ -924,7 +997,7 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     switch (s->kind) {
     case TTH_TSTMT_SEQ:
         for (size_t i = 0; i < s->u.seq.n; i++)
-            emit_stmt(g, fx, s->u.seq.stmts[i], depth);
+            emit_stmt(g, fx, s->u.seq.stmts[i], depth, tail && i + 1 == s->u.seq.n);
         break;
     case TTH_TSTMT_FOR: {
         const tth_tvar *v = s->u.loop.var;
@@ -955,7 +1028,7 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
             text_printf(t, "; %s < %s_end", n, n);
         }
         text_printf(t, "; ++%s) {\n", n);
-        emit_stmt(g, fx, s->u.loop.body, depth + 1);
+        emit_stmt(g, fx, s->u.loop.body, depth + 1, 1);
         text_indent(t, depth);
         text_puts(t, "}\n");
         cg_names_pop_to(g, mark);
@@ -985,17 +1058,22 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     case TTH_TSTMT_ALLOCATE: {
         const tth_tbuffer *b = s->u.alloc.buf;
         size_t mark = g->nnames;
-        text_indent(t, depth);
-        text_puts(t, "{\n");
+        int inner = tail ? depth : depth + 1;
+        if (!tail) {
+            text_indent(t, depth);
+            text_puts(t, "{\n");
+        }
         const char *n = cg_bind(g, b, b->name, b->id);
-        emit_workspace_ptr(g, b, n, depth + 1, 0);
-        emit_stmt(g, fx, s->u.alloc.body, depth + 1);
-        text_indent(t, depth);
-        text_puts(t, "}\n");
-        cg_names_pop_to(g, mark);
+        emit_workspace_ptr(g, b, n, inner, 0);
+        emit_stmt(g, fx, s->u.alloc.body, inner, 1);
+        if (!tail) {
+            text_indent(t, depth);
+            text_puts(t, "}\n");
+            cg_names_pop_to(g, mark);
+        }
         break;
     }
-    case TTH_TSTMT_IF:
+    case TTH_TSTMT_IF: {
         text_indent(t, depth);
         /* binary expressions bring their own parentheses; doubling them warns under clang */
         if (emit_is_parenthesized(s->u.cond.cond)) {
@@ -1007,35 +1085,54 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
             emit_expr(g, s->u.cond.cond);
             text_puts(t, ") {\n");
         }
-        emit_stmt(g, fx, s->u.cond.then_s, depth + 1);
+        size_t mark = g->nnames;
+        emit_stmt(g, fx, s->u.cond.then_s, depth + 1, 1);
+        cg_names_pop_to(g, mark);
         text_indent(t, depth);
         if (s->u.cond.else_s) {
             text_puts(t, "} else {\n");
-            emit_stmt(g, fx, s->u.cond.else_s, depth + 1);
+            emit_stmt(g, fx, s->u.cond.else_s, depth + 1, 1);
+            cg_names_pop_to(g, mark);
             text_indent(t, depth);
         }
         text_puts(t, "}\n");
         break;
+    }
     case TTH_TSTMT_LET: {
         const tth_tvar *v = s->u.let.var;
         size_t mark = g->nnames;
+        if (!stmt_uses_var(s->u.let.body, v)) {
+            if (expr_has_call(s->u.let.value)) {
+                text_indent(t, depth);
+                text_puts(t, "(void)");
+                emit_expr(g, s->u.let.value);
+                text_puts(t, ";\n");
+            }
+            emit_stmt(g, fx, s->u.let.body, depth, tail);
+            break;
+        }
         const char *vt = ctype_value(v->dtype);
         if (!vt) {
             cg_fail(g, TTH_ETYPE, "let variable '%s' has no C type", v->name);
             return;
         }
-        text_indent(t, depth);
-        text_puts(t, "{\n");
-        /* bind after emitting the value: the value cannot see the variable */
-        text_indent(t, depth + 1);
+        int inner = tail ? depth : depth + 1;
+        if (!tail) {
+            text_indent(t, depth);
+            text_puts(t, "{\n");
+        }
+        /* the value cannot use the variable (the verifier checks), so binding first is safe */
+        text_indent(t, inner);
         const char *n = cg_bind(g, v, v->name, v->id);
         text_printf(t, "const %s %s = ", vt, n);
         emit_expr(g, s->u.let.value);
         text_puts(t, ";\n");
-        emit_stmt(g, fx, s->u.let.body, depth + 1);
-        text_indent(t, depth);
-        text_puts(t, "}\n");
-        cg_names_pop_to(g, mark);
+        emit_stmt(g, fx, s->u.let.body, inner, 1);
+        if (!tail) {
+            text_indent(t, depth);
+            text_puts(t, "}\n");
+            cg_names_pop_to(g, mark);
+        }
         break;
     }
     case TTH_TSTMT_EVALUATE:
@@ -1089,10 +1186,12 @@ static int has_calls(const tth_tstmt *s)
 }
 
 /* Collect WORKSPACE buffers referenced by the entry's body (in first-use order). */
-static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer ***v, size_t *n, int *oom);
-static void collect_ws_add(const tth_tbuffer *b, const tth_tbuffer ***v, size_t *n, int *oom)
+static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer *only, const tth_tbuffer ***v,
+                            size_t *n, int *oom);
+static void collect_ws_add(const tth_tbuffer *b, const tth_tbuffer *only, const tth_tbuffer ***v,
+                           size_t *n, int *oom)
 {
-    if (b->scope != TTH_SCOPE_WORKSPACE)
+    if (only ? b != only : b->scope != TTH_SCOPE_WORKSPACE)
         return;
     for (size_t i = 0; i < *n; i++)
         if ((*v)[i] == b)
@@ -1106,74 +1205,83 @@ static void collect_ws_add(const tth_tbuffer *b, const tth_tbuffer ***v, size_t 
     nv[(*n)++] = b;
 }
 
-static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer ***v, size_t *n, int *oom)
+static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer *only, const tth_tbuffer ***v,
+                            size_t *n, int *oom)
 {
     if (!e)
         return;
     switch (e->kind) {
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
-        collect_ws_add(e->u.load.buf, v, n, oom);
-        collect_ws_expr(e->u.load.index, v, n, oom);
+        collect_ws_add(e->u.load.buf, only, v, n, oom);
+        collect_ws_expr(e->u.load.index, only, v, n, oom);
         break;
     case TTH_TEXPR_BINARY:
-        collect_ws_expr(e->u.bin.a, v, n, oom);
-        collect_ws_expr(e->u.bin.b, v, n, oom);
+        collect_ws_expr(e->u.bin.a, only, v, n, oom);
+        collect_ws_expr(e->u.bin.b, only, v, n, oom);
         break;
-    case TTH_TEXPR_UNARY: collect_ws_expr(e->u.un.a, v, n, oom); break;
+    case TTH_TEXPR_UNARY: collect_ws_expr(e->u.un.a, only, v, n, oom); break;
     case TTH_TEXPR_SELECT:
-        collect_ws_expr(e->u.select.cond, v, n, oom);
-        collect_ws_expr(e->u.select.a, v, n, oom);
-        collect_ws_expr(e->u.select.b, v, n, oom);
+        collect_ws_expr(e->u.select.cond, only, v, n, oom);
+        collect_ws_expr(e->u.select.a, only, v, n, oom);
+        collect_ws_expr(e->u.select.b, only, v, n, oom);
         break;
-    case TTH_TEXPR_CAST: collect_ws_expr(e->u.cast.value, v, n, oom); break;
+    case TTH_TEXPR_CAST: collect_ws_expr(e->u.cast.value, only, v, n, oom); break;
     case TTH_TEXPR_INTRIN:
-        collect_ws_expr(e->u.intrin.args[0], v, n, oom);
-        collect_ws_expr(e->u.intrin.args[1], v, n, oom);
+        collect_ws_expr(e->u.intrin.args[0], only, v, n, oom);
+        collect_ws_expr(e->u.intrin.args[1], only, v, n, oom);
         break;
     case TTH_TEXPR_CALL_EXTERN:
         for (size_t i = 0; i < e->u.call.nargs; i++)
-            collect_ws_expr(e->u.call.args[i], v, n, oom);
+            collect_ws_expr(e->u.call.args[i], only, v, n, oom);
         break;
     default: break;
     }
 }
 
-static void collect_ws(const tth_tstmt *s, const tth_tbuffer ***v, size_t *n, int *oom)
+static void collect_ws(const tth_tstmt *s, const tth_tbuffer *only, const tth_tbuffer ***v,
+                       size_t *n, int *oom)
 {
     if (!s)
         return;
     switch (s->kind) {
     case TTH_TSTMT_SEQ:
         for (size_t i = 0; i < s->u.seq.n; i++)
-            collect_ws(s->u.seq.stmts[i], v, n, oom);
+            collect_ws(s->u.seq.stmts[i], only, v, n, oom);
         break;
     case TTH_TSTMT_FOR:
-        collect_ws_expr(s->u.loop.min, v, n, oom);
-        collect_ws_expr(s->u.loop.extent, v, n, oom);
-        collect_ws(s->u.loop.body, v, n, oom);
+        collect_ws_expr(s->u.loop.min, only, v, n, oom);
+        collect_ws_expr(s->u.loop.extent, only, v, n, oom);
+        collect_ws(s->u.loop.body, only, v, n, oom);
         break;
     case TTH_TSTMT_STORE:
-        collect_ws_add(s->u.store.buf, v, n, oom);
-        collect_ws_expr(s->u.store.index, v, n, oom);
-        collect_ws_expr(s->u.store.value, v, n, oom);
+        collect_ws_add(s->u.store.buf, only, v, n, oom);
+        collect_ws_expr(s->u.store.index, only, v, n, oom);
+        collect_ws_expr(s->u.store.value, only, v, n, oom);
         break;
-    case TTH_TSTMT_ALLOCATE: collect_ws(s->u.alloc.body, v, n, oom); break;
+    case TTH_TSTMT_ALLOCATE: collect_ws(s->u.alloc.body, only, v, n, oom); break;
     case TTH_TSTMT_IF:
-        collect_ws_expr(s->u.cond.cond, v, n, oom);
-        collect_ws(s->u.cond.then_s, v, n, oom);
-        collect_ws(s->u.cond.else_s, v, n, oom);
+        collect_ws_expr(s->u.cond.cond, only, v, n, oom);
+        collect_ws(s->u.cond.then_s, only, v, n, oom);
+        collect_ws(s->u.cond.else_s, only, v, n, oom);
         break;
     case TTH_TSTMT_LET:
-        collect_ws_expr(s->u.let.value, v, n, oom);
-        collect_ws(s->u.let.body, v, n, oom);
+        collect_ws_expr(s->u.let.value, only, v, n, oom);
+        collect_ws(s->u.let.body, only, v, n, oom);
         break;
-    case TTH_TSTMT_EVALUATE: collect_ws_expr(s->u.eval.value, v, n, oom); break;
+    case TTH_TSTMT_EVALUATE: collect_ws_expr(s->u.eval.value, only, v, n, oom); break;
     case TTH_TSTMT_CALL_FUNC:
         for (size_t i = 0; i < s->u.call.nargs; i++)
-            collect_ws_add(s->u.call.args[i], v, n, oom);
+            collect_ws_add(s->u.call.args[i], only, v, n, oom);
         break;
     }
+}
+
+/* The uses of buffer b in s (one entry when used). */
+static void collect_buffers(const tth_tstmt *s, const tth_tbuffer *b, const tth_tbuffer ***v,
+                            size_t *n, int *oom)
+{
+    collect_ws(s, b, v, n, oom);
 }
 
 static void emit_signature(cg *g, const cg_sig *sig, int bind)
@@ -1211,7 +1319,7 @@ static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
         text_puts(t, "    (void)ws;\n");
     if (has_calls(f->body))
         text_puts(t, "    int32_t rc;\n");
-    emit_stmt(g, fx, f->body, 1);
+    emit_stmt(g, fx, f->body, 1, 1);
     text_puts(t, "    return 0;\n}\n\n");
     cg_names_pop_to(g, mark);
     g->func = NULL;
@@ -1243,6 +1351,13 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
             break;
         }
         int in = p->scope == TTH_SCOPE_INPUT;
+        const tth_tbuffer **used = NULL;
+        size_t nused = 0;
+        int oom = 0;
+        collect_buffers(f->body, p, &used, &nused, &oom);
+        free(used);
+        if (nused == 0)
+            continue; /* an input nothing reads (an unused local would warn) */
         const char *n = cg_bind(g, p, p->name, p->id);
         text_printf(t, "    %s%s *%s = (%s%s *)%s->%s;\n", in ? "const " : "", ct, n,
                     in ? "const " : "", ct, in ? "inputs" : "outputs", p->name);
@@ -1250,7 +1365,7 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
     const tth_tbuffer **wsb = NULL;
     size_t nws = 0;
     int oom = 0;
-    collect_ws(f->body, &wsb, &nws, &oom);
+    collect_ws(f->body, NULL, &wsb, &nws, &oom);
     if (oom)
         cg_fail(g, TTH_ENOMEM, "out of memory");
     for (size_t i = 0; i < nws && !g->err; i++) {
@@ -1260,7 +1375,7 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
     free(wsb);
     if (!uses_workspace(f->body) && nws == 0)
         text_puts(t, "    (void)ws;\n");
-    emit_stmt(g, fx, f->body, 1);
+    emit_stmt(g, fx, f->body, 1, 1);
     text_puts(t, "    return 0;\n}\n");
     cg_names_pop_to(g, mark);
     g->func = NULL;

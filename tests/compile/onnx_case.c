@@ -103,8 +103,50 @@ static int run_data_set(tthrt_model *m, const char *ds, tth_case_result *res)
     return 0;
 }
 
+/* Compile the C of the "codegen" dump with warnings as errors (gcc, then clang if present). */
+static int check_c_warnings(const char *c_text, tth_case_result *res)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024], path[1100], cmd[4096];
+    snprintf(dir, sizeof dir, "%s/tth-case-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return set(res, TTH_CASE_FAIL, "cannot create a temporary directory");
+    snprintf(path, sizeof path, "%s/gen.c", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(c_text, f) < 0 || fclose(f) != 0)
+        return set(res, TTH_CASE_FAIL, "cannot write %s", path);
+    static const char *const compilers[] = {"gcc", "clang"};
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1 || exit 0; cd '%s' && %s -std=c99 "
+                 "-O2 -Wall -Wextra -Werror -Wno-unused-parameter -c gen.c -o gen.o > cc.log 2>&1",
+                 compilers[i], dir, compilers[i]);
+        if (system(cmd) != 0) {
+            char log[600] = "";
+            snprintf(path, sizeof path, "%s/cc.log", dir);
+            FILE *lf = fopen(path, "r");
+            if (lf) {
+                size_t n = fread(log, 1, sizeof log - 1, lf);
+                log[n] = 0;
+                fclose(lf);
+            }
+            rc = set(res, TTH_CASE_FAIL, "%s warns on the generated C: %s", compilers[i], log);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        rc = rc ? rc : set(res, TTH_CASE_FAIL, "cannot remove %s", dir);
+    return rc;
+}
+
 tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const json_t *target,
                              tth_case_result *res)
+{
+    return tth_case_run_flags(dir, reg, target, 0, res);
+}
+
+tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, const json_t *target,
+                                   int flags, tth_case_result *res)
 {
     memset(res, 0, sizeof *res);
     char path[2048], name[256];
@@ -115,6 +157,8 @@ tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const jso
         return set(res, TTH_CASE_FAIL, "cannot read %s", path);
     model_name(dir, name, sizeof name);
     json_t *opts = json_pack("{s:b}", "build_shared", 1);
+    if (flags & TTH_CASE_CHECK_C_WARNINGS)
+        json_object_set_new(opts, "dump_ir", json_string("codegen"));
     tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
     tth_compile_request req = {.model = model, .model_len = len, .model_name = name,
                                .target = target, .options = opts, .registry = reg, .host = &host};
@@ -129,6 +173,13 @@ tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const jso
     if (rc != 0)
         return set(res, rc == TTH_EUNSUPPORTED ? TTH_CASE_UNSUPPORTED : TTH_CASE_FAIL,
                    "compile: %s [%s]%s%s", d.message, d.location, d.hint[0] ? " hint: " : "", d.hint);
+    if (flags & TTH_CASE_CHECK_C_WARNINGS) {
+        const char *c_text = json_string_value(json_object_get(cr.dumps, "codegen"));
+        if (c_text && check_c_warnings(c_text, res) != 0) {
+            tth_compile_result_free(&cr);
+            return res->status;
+        }
+    }
     tthrt_model *m = NULL;
     rc = tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d);
     tth_compile_result_free(&cr);

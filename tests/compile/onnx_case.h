@@ -21,8 +21,17 @@ typedef struct tth_case_result {
     double compile_ms, run_ms;
 } tth_case_result;
 
+enum {
+    /* also compile the generated C with `cc -std=c99 -O2 -Wall -Wextra -Werror
+     * -Wno-unused-parameter` (and clang when installed): a warning fails the case */
+    TTH_CASE_CHECK_C_WARNINGS = 1,
+};
+
 /* Run the case in `dir` for `target` (canonical JSON). Returns the status (also in res). */
 tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const json_t *target,
                              tth_case_result *res);
+/* The same with flags (TTH_CASE_*). */
+tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, const json_t *target,
+                                   int flags, tth_case_result *res);
 
 #endif

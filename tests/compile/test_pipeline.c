@@ -31,7 +31,7 @@ static void expect_pass(const char *test)
     char dir[512];
     snprintf(dir, sizeof dir, NODE "%s", test);
     tth_case_result res;
-    tth_case_status st = tth_case_run(dir, r, t, &res);
+    tth_case_status st = tth_case_run_flags(dir, r, t, TTH_CASE_CHECK_C_WARNINGS, &res);
     cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
     json_decref(t);
     tth_registry_free(r);

@@ -8,9 +8,10 @@
  * --jobs at a time. A TTH_EUNSUPPORTED diagnostic from the compile counts as "unsupported", not as
  * a failure. Failures listed in --known FILE (one case name per line, '#' comments) are reported
  * as known and do not fail the run; a listed case that passes is reported as fixed.
+ * --check-c-warnings also compiles the generated C with -Wall -Wextra -Werror (gcc and clang).
  *
  *   tth-conformance [--jobs N] [--shard I/N] [--timeout S] [--time-budget S] [--known FILE]
- *                   [--target T] [--verbose] DIR...
+ *                   [--target T] [--check-c-warnings] [--verbose] DIR...
  * A DIR holding model.onnx is one case; otherwise each subdirectory holding one is. Exit status:
  * 0 when no case failed except known ones, 1 otherwise, 2 on bad usage.
  */
@@ -151,10 +152,12 @@ typedef struct slot {
     size_t got;
 } slot;
 
+static int case_flags;
+
 static void child(const conf_case *c, const tth_registry *reg, const json_t *target, int fd)
 {
     tth_case_result res;
-    tth_case_run(c->dir, reg, target, &res);
+    tth_case_run_flags(c->dir, reg, target, case_flags, &res);
     const char *p = (const char *)&res;
     size_t left = sizeof res;
     while (left > 0) {
@@ -193,7 +196,7 @@ static void finish(conf_run *r, slot *s, int status, int timed_out)
 static void usage(void)
 {
     fprintf(stderr, "usage: tth-conformance [--jobs N] [--shard I/N] [--timeout S] "
-                    "[--time-budget S] [--known FILE] [--target T] [--verbose] DIR...\n");
+                    "[--time-budget S] [--known FILE] [--target T] [--check-c-warnings] [--verbose] DIR...\n");
     exit(2);
 }
 
@@ -220,6 +223,8 @@ int main(int argc, char **argv)
             known = argv[++i];
         else if (strcmp(a, "--target") == 0 && i + 1 < argc)
             target_text = argv[++i];
+        else if (strcmp(a, "--check-c-warnings") == 0)
+            case_flags |= TTH_CASE_CHECK_C_WARNINGS;
         else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0)
             verbose = 1;
         else if (a[0] == '-')
