@@ -1,4 +1,4 @@
-/* Printer goldens: the TIR of a few lowered functions, compared with tests/lower/golden/*.tir so
+/* Printer goldens: the TIR of a few lowered functions, compared with the files in tests/lower/golden/ so
  * that any change in the lowering (or in the TIR printer) shows up in review. Regenerate with
  * LT_UPDATE_GOLDEN=1 after checking the new text by eye. */
 #include <criterion/criterion.h>
