@@ -106,7 +106,7 @@ Test(registry, one_bad_plugin_does_not_stop_others)
 
     e = error_for(r, "c.so");
     cr_assert_eq(e->diag.code, TTH_EABI);
-    cr_assert_not_null(strstr(e->diag.message, "plugin ABI 99.0 is not supported"));
+    cr_assert_not_null(strstr(e->diag.message, "plugin ABI 99.1 is not supported by this tth (ABI 1.1)"));
     cr_assert_not_null(strstr(e->diag.hint, "pkg-config tth-plugin"));
 
     e = error_for(r, "d.so");
