@@ -16,6 +16,37 @@ static int64_t type_elems(const tth_rtype *t)
     return n;
 }
 
+/* Rough number of inner-loop steps evaluating e takes (saturating): folding stays cheap. */
+#define FOLD_MAX_COST ((double)(1 << 30))
+static double fold_cost(const tth_rexpr *e, tth_tensor *const *args)
+{
+    double out = 0, in = 0;
+    if (e->type.nfields < 0)
+        out = (double)tth_ttype_numel(&e->type.tensor);
+    for (int32_t i = 0; i < e->type.nfields; i++)
+        out += (double)tth_ttype_numel(&e->type.fields[i]);
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        in += (double)tth_ttype_numel(&args[i]->type);
+    const tth_ttype *w = e->u.call.nargs > 1 ? &args[1]->type : NULL;
+    int64_t k[2] = {1, 1};
+    switch (e->u.call.op) {
+    case TTH_OP_CONV2D:
+    case TTH_OP_QNN_CONV2D: /* each output: C/groups * kh * kw products */
+        return out * (double)(w->shape[1] * w->shape[2] * w->shape[3]) + in;
+    case TTH_OP_CONV2D_TRANSPOSE: /* each input: C_out/groups * kh * kw products */
+        return (double)tth_ttype_numel(&args[0]->type) * (double)(w->shape[1] * w->shape[2] * w->shape[3]) + out;
+    case TTH_OP_MATMUL:
+    case TTH_OP_QNN_MATMUL:
+        return out * (double)(args[0]->type.rank ? args[0]->type.shape[args[0]->type.rank - 1] : 1) + in;
+    case TTH_OP_MAX_POOL2D:
+    case TTH_OP_AVG_POOL2D:
+        tth__attr_ints(e->u.call.attrs, "pool_size", k, 2);
+        return out * (double)k[0] * (double)k[1] + in;
+    default:
+        return out * 4 + in;
+    }
+}
+
 tth_rexpr *tth__fold_call(tth_relay_module *m, tth_rexpr *e, int64_t max_elems, tth_diag *diag)
 {
     if (e->kind == TTH_REXPR_TUPLE_GET) {
@@ -36,7 +67,7 @@ tth_rexpr *tth__fold_call(tth_relay_module *m, tth_rexpr *e, int64_t max_elems, 
         args[i] = a->u.constant.value;
         in_elems += tth_ttype_numel(&args[i]->type);
     }
-    if (in_elems > max_elems || type_elems(&e->type) > max_elems)
+    if (in_elems > max_elems || type_elems(&e->type) > max_elems || fold_cost(e, args) > FOLD_MAX_COST)
         return e;
     tth_tensor *outs[TTH_EVAL_MAX_OUTS];
     size_t nouts = 0;
