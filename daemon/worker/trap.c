@@ -62,6 +62,14 @@ static void trap_leave(int i, const char *hook, int rc, tth_diag *d)
         int rc = slots[i]->constant_updater(h, t, f, g, o, d);                                     \
         trap_leave(i, "constant_updater", rc, d);                                                  \
         return rc;                                                                                 \
+    }                                                                                              \
+    static int ps_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
+                      const tth_rexpr *c, char *w, size_t wl)                                      \
+    {                                                                                              \
+        trap_enter(i, "partition_supports");                                                       \
+        int rc = slots[i]->partition_supports(h, t, f, c, w, wl);                                  \
+        trap_leave(i, "partition_supports", rc < 0 ? rc : 0, NULL);                                \
+        return rc;                                                                                 \
     }
 
 #define TTHW_SLOTS8(X, b) X(b##0) X(b##1) X(b##2) X(b##3) X(b##4) X(b##5) X(b##6) X(b##7)
@@ -78,9 +86,10 @@ typedef struct slot_fns {
     tth_tir_to_runtime_fn tir_to_runtime;
     tth_relay_to_runtime_fn relay_to_runtime;
     tth_constant_updater_fn constant_updater;
+    tth_partition_supports_fn partition_supports;
 } slot_fns;
 
-#define TTHW_SLOT_ROW(i) {tp_##i, rt_##i, tr_##i, rr_##i, cu_##i},
+#define TTHW_SLOT_ROW(i) {tp_##i, rt_##i, tr_##i, rr_##i, cu_##i, ps_##i},
 static const slot_fns slot_table[TTHW_TRAP_SLOTS] = {TTHW_ALL_SLOTS(TTHW_SLOT_ROW)};
 
 tth_registry *tthw_trap_registry(const tth_registry *real, tthw_trap_cb cb, tth_diag *diag)
@@ -102,6 +111,7 @@ tth_registry *tthw_trap_registry(const tth_registry *real, tthw_trap_cb cb, tth_
             w.tir_to_runtime = p->tir_to_runtime ? f->tir_to_runtime : NULL;
             w.relay_to_runtime = p->relay_to_runtime ? f->relay_to_runtime : NULL;
             w.constant_updater = p->constant_updater ? f->constant_updater : NULL;
+            w.partition_supports = p->partition_supports ? f->partition_supports : NULL;
         }
         tth_diag d;
         tth_diag_clear(&d);
