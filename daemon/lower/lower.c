@@ -5,7 +5,8 @@
  *   1. topo-sort the body; count each node's uses;
  *   2. params → PARAM buffers, constants → CONST buffers, results → PARAM buffers (after params);
  *   3. choose what gets a buffer: every stage op (non-pointwise), every result, every pointwise
- *      node used by a stage op or used twice; the other pointwise nodes are inlined;
+ *      node used by a stage op, or used several times when recomputing it per use is not cheap;
+ *      the other pointwise nodes are inlined;
  *   4. epilogue fusion: an anchor whose only users form the inline tree of one materialised
  *      pointwise node P, along paths that keep the anchor's shape, stores through P's expression
  *      straight into P's buffer (and runs at P's place in the order);
@@ -1106,7 +1107,20 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
                 goto out;
             }
         } else if (e->kind == TTH_REXPR_CALL) {
-            if (!lw_is_pointwise(e) || n->stage_use || n->consumers >= 2)
+            if (!lw_is_pointwise(e) || n->stage_use) {
+                n->materialize = 1;
+                continue;
+            }
+            /* inline cost: this op and the inline ops under it, paid once per use. A node used
+             * several times stays inline while that is cheap (x * sigmoid(x) after a conv keeps
+             * the whole chain in the conv's epilogue), else it gets a buffer. */
+            n->cost = 1;
+            for (size_t k = 0; k < e->u.call.nargs; k++) {
+                lw_node *a = lw_node_of(c, e->u.call.args[k]);
+                if (a && a->e->kind == TTH_REXPR_CALL && !a->materialize)
+                    n->cost += a->cost;
+            }
+            if (n->consumers >= 2 && (n->cost > LW_INLINE_MAX_COST || n->consumers > LW_INLINE_MAX_USES))
                 n->materialize = 1;
         }
     }

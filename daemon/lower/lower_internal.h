@@ -27,6 +27,7 @@ typedef struct lw_node {
     int consumers;            /* uses inside the function (an arg used twice counts twice) */
     int stage_use;            /* used by something that needs a buffer (stage op, output, tuple) */
     int materialize;          /* gets a buffer (or buffers, for a tuple-producing call) */
+    int cost;                 /* inline pointwise node: ops recomputed per use */
     tth_tbuffer *buf;         /* tensor: the buffer holding it once computed */
     tth_tbuffer **fields;     /* tuple-producing call: one buffer per field */
     struct lw_node *fused_into; /* anchor: the pointwise node it writes through its epilogue */
@@ -209,6 +210,11 @@ tth_texpr *lw_ceildiv(lw_ctx *c, tth_texpr *a, int64_t b);
 tth_texpr *lw_floordiv(lw_ctx *c, tth_texpr *a, int64_t b);
 /* Append s to *seq (NULL s is skipped); returns 0 or a negative code */
 int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
+
+/* A pointwise node used several times is recomputed per use (inline) while its inline subtree
+ * has at most this many ops and it has at most this many uses; else it gets a buffer. */
+#define LW_INLINE_MAX_COST 3
+#define LW_INLINE_MAX_USES 4
 
 /* Work above this many elements gets a parallel outer loop. */
 #define LW_PARALLEL_MIN 4096

@@ -433,3 +433,63 @@ Test(fusion, resnet18_sized_lowering_is_fast)
     tth_relay_module_free(rm);
     tth_tir_module_free(tm);
 }
+
+/* The same function lowered twice (in two modules) gives the same TIR text: artifacts and caches
+ * rely on the compile being deterministic. */
+static char *lower_text_once(void)
+{
+    tth_ttype xt = tt(TTH_F32, 4, 1, 4, 9, 9), wt = tt(TTH_F32, 4, 6, 2, 3, 3), bt = tt(TTH_F32, 3, 6, 1, 1, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *x = lt_param(&t, "x", &xt);
+    tth_rexpr *w = tth_relay_const(t.rm, tth_tensor_new(&wt, NULL), "w");
+    tth_rexpr *b = tth_relay_const(t.rm, tth_tensor_new(&bt, NULL), "b");
+    tth_rexpr *conv = lt_call(&t, TTH_OP_CONV2D, (tth_rexpr *[]){x, w}, 2,
+                              "{\"groups\": 2, \"strides\": [2, 2], \"padding\": [1, 1, 1, 1]}");
+    tth_rexpr *add = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){conv, b}, 2, NULL);
+    tth_rexpr *sig = lt_call(&t, TTH_OP_SIGMOID, &add, 1, NULL);
+    tth_rexpr *mul = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){add, sig}, 2, NULL);
+    tth_rexpr *pool = lt_call(&t, TTH_OP_AVG_POOL2D, &mul, 1, "{\"pool_size\": [2, 2], \"padding\": [0, 0, 1, 1]}");
+    cr_assert_eq(lt_lower(&t, pool), 0, "%s", t.diag.message);
+    char *txt = tth_tir_print(t.tm);
+    cr_assert_not_null(txt);
+    lt_free(&t);
+    return txt;
+}
+
+Test(fusion, lowering_is_deterministic)
+{
+    char *a = lower_text_once(), *b = lower_text_once();
+    cr_assert_str_eq(a, b);
+    free(a);
+    free(b);
+}
+
+/* conv + bias + swish (y * sigmoid(y), y used twice) stays one epilogue: no intermediate buffer */
+Test(fusion, conv_bias_swish_epilogue_recomputes_the_shared_add)
+{
+    tth_ttype xt = tt(TTH_F32, 4, 1, 3, 6, 6), wt = tt(TTH_F32, 4, 5, 3, 3, 3), bt = tt(TTH_F32, 3, 5, 1, 1, 0);
+    tth_tensor *x = rand_tensor(&xt), *w = rand_tensor(&wt), *b = rand_tensor(&bt);
+    const char *ca = "{\"padding\": [1, 1, 1, 1]}";
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *px = lt_param(&t, "x", &xt), *pw = lt_param(&t, "w", &wt), *pb = lt_param(&t, "b", &bt);
+    tth_rexpr *conv = lt_call(&t, TTH_OP_CONV2D, (tth_rexpr *[]){px, pw}, 2, ca);
+    tth_rexpr *add = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){conv, pb}, 2, NULL);
+    tth_rexpr *sig = lt_call(&t, TTH_OP_SIGMOID, &add, 1, NULL);
+    tth_rexpr *mul = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){add, sig}, 2, NULL);
+    cr_assert_eq(lt_lower(&t, mul), 0, "%s", t.diag.message);
+    cr_assert_eq(count_allocs(&t), 0);
+    tth_tensor *ins[3] = {x, w, b}, *got;
+    cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
+    tth_tensor *s1 = run_single(TTH_OP_CONV2D, ins, 2, ca);
+    tth_tensor *s2 = run_single(TTH_OP_ADD, (tth_tensor *[]){s1, b}, 2, NULL);
+    tth_tensor *s3 = run_single(TTH_OP_SIGMOID, &s2, 1, NULL);
+    tth_tensor *s4 = run_single(TTH_OP_MULTIPLY, (tth_tensor *[]){s2, s3}, 2, NULL);
+    char msg[256];
+    cr_assert_eq(lt_compare(got, s4, RTOL, ATOL, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor *all[] = {got, s1, s2, s3, s4, x, w, b};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tth_tensor_unref(all[i]);
+    lt_free(&t);
+}
