@@ -16,6 +16,7 @@ typedef struct group {
     size_t n, cap;
     int64_t tip;        /* the node whose value leaves the group */
     int closed;         /* nothing may join */
+    int escaped;        /* a member already has a user placed in another group */
 } group;
 
 typedef struct fuser {
@@ -26,13 +27,14 @@ typedef struct fuser {
     int64_t **users;    /* per node: user indices */
     size_t *nusers;
     int64_t *grp;       /* per node: group index or -1 */
+    int64_t *pos;       /* per node: its position in its group's members */
     group *groups;
     size_t ngroups, capgroups;
 } fuser;
 
 static int is_op_call(const tth_rexpr *e) { return e->kind == TTH_REXPR_CALL && !e->u.call.fn; }
 
-static int group_add(group *g, int64_t i)
+static int group_add(fuser *f, group *g, int64_t i)
 {
     if (g->n == g->cap) {
         size_t nc = g->cap ? g->cap * 2 : 4;
@@ -42,6 +44,7 @@ static int group_add(group *g, int64_t i)
         g->members = p;
         g->cap = nc;
     }
+    f->pos[i] = (int64_t)g->n;
     g->members[g->n++] = i;
     g->tip = i;
     return 0;
@@ -60,58 +63,64 @@ static int64_t group_new(fuser *f, int64_t i, int closed)
     group *g = &f->groups[f->ngroups];
     memset(g, 0, sizeof *g);
     g->closed = closed;
-    if (group_add(g, i))
+    if (group_add(f, g, i))
         return -1;
     f->grp[i] = (int64_t)f->ngroups;
     return (int64_t)f->ngroups++;
 }
 
-/* May node i join group gi: no member has a user that is already placed outside the group
- * (users not yet visited may still join; the caller, index n, is always outside). */
+/* May node i join group gi: no member has a user already placed in another group (users not
+ * yet visited may still join; the cut below repairs groups whose later users went elsewhere). */
 static int can_join(fuser *f, int64_t gi, int64_t i)
 {
-    group *g = &f->groups[gi];
-    if (g->closed)
-        return 0;
-    for (size_t k = 0; k < g->n; k++) {
-        int64_t mbr = g->members[k];
-        for (size_t u = 0; u < f->nusers[mbr]; u++) {
-            int64_t us = f->users[mbr][u];
-            if (us == f->n || (us != i && us < i && f->grp[us] != gi))
-                return 0;
-        }
-    }
-    return 1;
+    (void)i;
+    return !f->groups[gi].closed && !f->groups[gi].escaped;
 }
 
-/* After the greedy pass a member other than the tip may still be used outside its group
- * (a later user went elsewhere): cut the group after the first such member, so that member is
- * the tip, and give every member after it a group of its own. Repeat until every group has
- * one result. Members are in topological order, so the tip is the group's last node and
- * function calls cannot form a cycle. */
+/* Node i was placed in group gi: the groups of its other operands now have an outside user. */
+static void mark_escapes(fuser *f, int64_t i, int64_t gi)
+{
+    tth_rexpr *const *args;
+    size_t na = tth__node_args(f->nodes[i], &args);
+    for (size_t a = 0; a < na; a++) {
+        int64_t ai = f->index_of[args[a]->id];
+        if (ai >= 0 && f->grp[ai] >= 0 && f->grp[ai] != gi)
+            f->groups[f->grp[ai]].escaped = 1;
+    }
+}
+
+/* After the greedy pass a member other than the tip may still be used outside its group (a
+ * later user went elsewhere, or the function's caller uses it): keep the longest prefix of
+ * members whose users all lie inside the prefix (its last member becomes the tip) and give every
+ * member after it a group of its own. Members are in topological order, so the tip is the
+ * group's last node and function calls cannot form a cycle. */
 static int cut_groups(fuser *f)
 {
-    int changed = 1;
-    while (changed) {
-        changed = 0;
-        for (size_t gi = 0; gi < f->ngroups; gi++) {
-            size_t n = f->groups[gi].n;
-            for (size_t k = 0; k + 1 < n; k++) {
-                int64_t mbr = f->groups[gi].members[k];
-                int escapes = 0;
-                for (size_t u = 0; u < f->nusers[mbr] && !escapes; u++)
-                    escapes = f->grp[f->users[mbr][u]] != (int64_t)gi;
-                if (!escapes)
-                    continue;
-                f->groups[gi].n = k + 1;
-                f->groups[gi].tip = mbr;
-                for (size_t r = k + 1; r < n; r++)
-                    if (group_new(f, f->groups[gi].members[r], 0) < 0) /* may move f->groups */
-                        return TTH_ENOMEM;
-                changed = 1;
-                break;
+    size_t ng = f->ngroups; /* groups made here are singletons: nothing to cut */
+    for (size_t gi = 0; gi < ng; gi++) {
+        size_t n = f->groups[gi].n, k = n - 1;
+        int moved = 1;
+        while (moved) { /* shrink k until every member before it has all its users in [0, k] */
+            moved = 0;
+            for (size_t j = 0; j < k; j++) {
+                int64_t mbr = f->groups[gi].members[j];
+                for (size_t u = 0; u < f->nusers[mbr]; u++) {
+                    int64_t us = f->users[mbr][u];
+                    if (f->grp[us] != (int64_t)gi || (size_t)f->pos[us] > k) {
+                        k = j;
+                        moved = 1;
+                        break;
+                    }
+                }
             }
         }
+        if (k == n - 1)
+            continue;
+        f->groups[gi].n = k + 1;
+        f->groups[gi].tip = f->groups[gi].members[k];
+        for (size_t r = k + 1; r < n; r++)
+            if (group_new(f, f->groups[gi].members[r], 0) < 0) /* may move f->groups */
+                return TTH_ENOMEM;
     }
     return 0;
 }
@@ -128,6 +137,7 @@ static int partition(fuser *f)
         if (tuples || !tth_op_is_elementwise(e->u.call.op)) {
             if (group_new(f, i, tuples) < 0)
                 return TTH_ENOMEM;
+            mark_escapes(f, i, f->grp[i]);
             continue;
         }
         int64_t joined = -1;
@@ -139,12 +149,13 @@ static int partition(fuser *f)
                 joined = f->grp[ai];
         }
         if (joined >= 0) {
-            if (group_add(&f->groups[joined], i))
+            if (group_add(f, &f->groups[joined], i))
                 return TTH_ENOMEM;
             f->grp[i] = joined;
         } else if (group_new(f, i, 0) < 0) {
             return TTH_ENOMEM;
         }
+        mark_escapes(f, i, f->grp[i]);
     }
     return cut_groups(f);
 }
@@ -188,10 +199,7 @@ static tth_relay_function *build_function(fuser *f, size_t gi, tth_rexpr ***ext,
             tth_rexpr *x = e->u.call.args[a];
             int64_t xi = f->index_of[x->id];
             if (xi >= 0 && f->grp[xi] == (int64_t)gi) {
-                size_t pos = 0;
-                while (g->members[pos] != xi)
-                    pos++;
-                args[a] = local[pos];
+                args[a] = local[f->pos[xi]];
                 continue;
             }
             if (x->kind == TTH_REXPR_CONST) {
@@ -320,7 +328,8 @@ int tth_relay_fuse(tth_relay_module *m, tth_diag *diag)
     f.users = calloc((size_t)f.n + 1, sizeof(int64_t *));
     f.nusers = calloc((size_t)f.n + 1, sizeof(size_t));
     f.grp = malloc(((size_t)f.n + 1) * sizeof(int64_t));
-    if (!f.index_of || !f.users || !f.nusers || !f.grp) {
+    f.pos = calloc((size_t)f.n + 1, sizeof(int64_t));
+    if (!f.index_of || !f.users || !f.nusers || !f.grp || !f.pos) {
         rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
         goto done;
     }
@@ -379,6 +388,7 @@ done:
     free(f.nusers);
     free(f.index_of);
     free(f.grp);
+    free(f.pos);
     for (size_t g = 0; g < f.ngroups; g++)
         free(f.groups[g].members);
     free(f.groups);

@@ -459,3 +459,37 @@ Test(passes, example_digits_model)
     tth_relay_module_free(m);
     tth_relay_module_free(f);
 }
+
+Test(passes, long_chains_fuse_in_linear_time, .timeout = 60)
+{
+    /* conv, then 20000 alternating relu / add-constant nodes: one function, quickly */
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 1, 4, 4}, wd[4] = {1, 1, 1, 1}, one[1] = {1};
+    float w[1] = {2}, k[1] = {0.5f};
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "W", wd, 4, w);
+    ob_init_f32(&b, "k", one, 1, k);
+    ob_node(&b, "Conv", "c", "x,W", "v0");
+    char in[32], out[32];
+    const int n = 20000;
+    for (int i = 0; i < n; i++) {
+        snprintf(in, sizeof in, "v%d", i);
+        snprintf(out, sizeof out, "v%d", i + 1);
+        char ins[80];
+        snprintf(ins, sizeof ins, "%s,k", in);
+        ob_node(&b, i % 2 ? "Add" : "Relu", out, i % 2 ? ins : in, out);
+    }
+    ob_output(&b, out);
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_optimize(m, &d), 0, "%s", d.message);
+    tth_rexpr *body = tth_relay_module_main(m)->body;
+    cr_assert_eq(body->kind, TTH_REXPR_CALL);
+    cr_assert_eq(body->u.call.args[0]->kind, TTH_REXPR_VAR, "one function takes x");
+    char why[256] = "";
+    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    tth_relay_module_free(m);
+}
