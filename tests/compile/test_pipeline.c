@@ -308,3 +308,60 @@ Test(pipeline, runtime_binding_errors_are_clear)
     json_decref(t);
     tth_registry_free(r);
 }
+
+static uint32_t rd32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* parameters/<model>.params: the documented format, every constant, sizes that add up */
+Test(pipeline, parameters_file)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
+                              "conv2d", opts, &res, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[1200];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar", dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/parameters/conv2d.params", dir);
+    size_t len;
+    unsigned char *p = slurp(path, &len);
+    cr_assert_geq(len, 16);
+    cr_assert_eq(memcmp(p, "TTHPARAM", 8), 0);
+    cr_assert_eq(rd32(p + 8), 1);
+    uint32_t count = rd32(p + 12);
+    cr_assert_geq(count, 1, "test_Conv2d has a weight initializer");
+    size_t off = 16, sum = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t nl = rd32(p + off);
+        off += 4 + nl;
+        uint32_t dtype = rd32(p + off), rank = rd32(p + off + 4);
+        off += 8;
+        cr_assert(dtype >= 1 && dtype <= 12);
+        cr_assert_leq(rank, 8);
+        uint64_t numel = 1;
+        for (uint32_t k = 0; k < rank; k++, off += 8)
+            numel *= rd64(p + off);
+        uint64_t nb = rd64(p + off);
+        off += 8;
+        off = (off + 63) / 64 * 64;
+        cr_assert_eq(nb, numel * tth_dtype_size((tth_dtype)dtype));
+        off += nb;
+        sum += nb;
+        cr_assert_leq(off, len);
+    }
+    cr_assert_eq(off, len, "trailing bytes in the parameters file");
+    cr_assert_eq((json_int_t)sum, json_integer_value(json_object_get(json_object_get(res.metadata, "memory"),
+                                                                     "constants_bytes")));
+    free(p);
+    test_rmtree(dir);
+    json_decref(opts);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
