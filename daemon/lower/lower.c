@@ -952,160 +952,125 @@ static int lw_check_all(lw_ctx *c, tth_rexpr **topo, int64_t n)
     return 0;
 }
 
-tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
-                                   const char *target_kind, tth_diag *diag)
-{
-    lw_ctx cx, *c = &cx;
-    memset(c, 0, sizeof cx);
-    c->m = mod;
-    c->diag = diag;
-    c->fn = fn;
-    c->fname = name ? name : "?";
-    if (!mod || !fn || !name || !fn->body || !fn->module) {
-        tth_diag_set(diag, TTH_EINVAL, NULL, "tth_lower_primitive: missing module, function or name");
-        return NULL;
-    }
-    tth_rexpr **topo = NULL;
-    int64_t nt = tth_relay_topo(fn->module, fn, &topo);
-    if (nt < 0) {
-        tth_diag_set(diag, TTH_ENOMEM, name, "out of memory sorting the function");
-        return NULL;
-    }
-    tth_prim_func *result = NULL;
-    tth_tbuffer **params = NULL;
-    if (lw_check_all(c, topo, nt))
-        goto out;
-    c->nnodes = (size_t)nt;
-    c->nodes = calloc((size_t)nt + 1, sizeof *c->nodes);
-    c->hcap = 16;
-    while (c->hcap < 2 * (size_t)nt + 2)
-        c->hcap <<= 1;
-    c->hkeys = calloc(c->hcap, sizeof *c->hkeys);
-    c->hvals = calloc(c->hcap, sizeof *c->hvals);
-    if (!c->nodes || !c->hkeys || !c->hvals) {
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    for (int64_t i = 0; i < nt; i++) {
-        c->nodes[i].e = topo[i];
-        lw_node_put(c, topo[i], (size_t)i);
-    }
+/* The function's results and where they go. */
+typedef struct lw_results {
+    const tth_rexpr *e[LW_MAX_RESULTS];  /* the expression of each result */
+    int field[LW_MAX_RESULTS];           /* >= 0: field of a tuple-producing e */
+    int copy[LW_MAX_RESULTS];            /* a param, constant or repeated result: copied at the end */
+    tth_tbuffer **bufs;                  /* the output params */
+    int n;
+} lw_results;
 
-    /* 1. uses */
-    for (int64_t i = 0; i < nt; i++) {
-        const tth_rexpr *e = topo[i];
+/* 1. uses: how often each node is used, and whether a user needs it in a buffer */
+static void lw_count_uses(lw_ctx *c)
+{
+    for (size_t i = 0; i < c->nnodes; i++) {
+        const tth_rexpr *e = c->nodes[i].e;
+        tth_rexpr *const *args = NULL;
+        size_t nargs = 0;
+        int pw = 0;
         if (e->kind == TTH_REXPR_CALL) {
-            int pw = lw_is_pointwise(e);
-            for (size_t k = 0; k < e->u.call.nargs; k++) {
-                lw_node *a = lw_node_of(c, e->u.call.args[k]);
-                if (!a)
-                    continue;
-                a->consumers++;
-                if (!pw)
-                    a->stage_use = 1;
-            }
+            args = e->u.call.args;
+            nargs = e->u.call.nargs;
+            pw = lw_is_pointwise(e);
         } else if (e->kind == TTH_REXPR_TUPLE) {
-            for (size_t k = 0; k < e->u.tuple.nfields; k++) {
-                lw_node *a = lw_node_of(c, e->u.tuple.fields[k]);
-                if (a) {
-                    a->consumers++;
-                    a->stage_use = 1;
-                }
-            }
+            args = e->u.tuple.fields;
+            nargs = e->u.tuple.nfields;
         } else if (e->kind == TTH_REXPR_TUPLE_GET) {
-            lw_node *a = lw_node_of(c, e->u.get.tuple);
-            if (a) {
-                a->consumers++;
+            args = (tth_rexpr *const *)&e->u.get.tuple;
+            nargs = 1;
+        }
+        for (size_t k = 0; k < nargs; k++) {
+            lw_node *a = lw_node_of(c, args[k]);
+            if (!a)
+                continue;
+            a->consumers++;
+            if (!pw)
                 a->stage_use = 1;
-            }
         }
     }
+    lw_node *bn = lw_node_of(c, c->fn->body);
+    if (bn)
+        bn->stage_use = 1;
+}
 
-    /* 2. results */
+/* 2. results and params: PARAM buffers for the function's params, then one per result */
+static int lw_bind_params(lw_ctx *c, lw_results *r, tth_tbuffer ***params_out, size_t *np_out)
+{
+    const tth_relay_function *fn = c->fn;
     const tth_rexpr *body = fn->body;
-    const tth_rexpr *outs[256];
-    int out_field[256];
-    int nouts = 0;
     size_t nres = body->kind == TTH_REXPR_TUPLE ? body->u.tuple.nfields
                   : body->type.nfields >= 0     ? (size_t)body->type.nfields
                                                 : 1;
-    if (nres > 256) {
-        lw_fail(c, TTH_ELIMIT, body, "%zu results; at most 256 are lowered in one function", nres);
-        goto out;
+    if (nres > LW_MAX_RESULTS)
+        return lw_fail(c, TTH_ELIMIT, body, "%zu results; at most %d are lowered in one function", nres,
+                       LW_MAX_RESULTS);
+    r->n = 0;
+    for (size_t k = 0; k < nres; k++) {
+        const tth_rexpr *f = body->kind == TTH_REXPR_TUPLE ? body->u.tuple.fields[k] : body;
+        if (body->kind == TTH_REXPR_TUPLE && !lw_ty(f))
+            return lw_fail(c, TTH_EUNSUPPORTED, f, "a nested tuple in the function's result");
+        r->e[r->n] = f;
+        r->field[r->n] = body->kind != TTH_REXPR_TUPLE && body->type.nfields >= 0 ? (int)k : -1;
+        r->copy[r->n++] = 0;
     }
-    if (body->kind == TTH_REXPR_TUPLE) {
-        for (size_t k = 0; k < body->u.tuple.nfields && nouts < 256; k++) {
-            const tth_rexpr *f = body->u.tuple.fields[k];
-            if (!lw_ty(f)) {
-                lw_fail(c, TTH_EUNSUPPORTED, f, "a nested tuple in the function's result");
-                goto out;
-            }
-            outs[nouts] = f;
-            out_field[nouts++] = -1;
-        }
-    } else if (body->type.nfields >= 0) {
-        for (int k = 0; k < body->type.nfields && nouts < 256; k++) {
-            outs[nouts] = body;
-            out_field[nouts++] = k;
-        }
-    } else {
-        outs[nouts] = body;
-        out_field[nouts++] = -1;
-    }
-    lw_node *bn = lw_node_of(c, body);
-    if (bn)
-        bn->stage_use = 1;
-
-    size_t np = fn->nparams + (size_t)nouts;
-    params = calloc(np + 1, sizeof *params);
-    if (!params) {
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
+    size_t np = fn->nparams + (size_t)r->n;
+    tth_tbuffer **params = calloc(np + 1, sizeof *params);
+    *params_out = params;
+    *np_out = np;
+    if (!params)
+        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
     for (size_t k = 0; k < fn->nparams; k++) {
         const tth_rexpr *p = fn->params[k];
         const tth_ttype *t = lw_ty(p);
-        if (!t) {
-            lw_fail(c, TTH_EUNSUPPORTED, p, "a tuple-typed parameter");
-            goto out;
-        }
+        if (!t)
+            return lw_fail(c, TTH_EUNSUPPORTED, p, "a tuple-typed parameter");
         char fb[32];
         snprintf(fb, sizeof fb, "p%zu", k);
-        const char *pn = lw_sanitize(mod->arena, p->u.var.name, fb);
+        const char *pn = lw_sanitize(c->m->arena, p->u.var.name, fb);
         /* keep param names distinct and away from out<k> */
-        pn = tth_arena_printf(mod->arena, "p%zu_%s", k, pn[0] == '_' ? pn + 1 : pn);
-        params[k] = tth_tir_buffer(mod, pn ? pn : fb, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
-        if (!params[k]) {
-            lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-            goto out;
-        }
+        pn = tth_arena_printf(c->m->arena, "p%zu_%s", k, pn[0] == '_' ? pn + 1 : pn);
+        params[k] = tth_tir_buffer(c->m, pn ? pn : fb, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
+        if (!params[k])
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         lw_node *n = lw_node_of(c, p);
         if (n)
             n->buf = params[k];
     }
-    tth_tbuffer **outbufs = params + fn->nparams;
-    for (int k = 0; k < nouts; k++) {
-        const tth_ttype *t = out_field[k] >= 0 ? &outs[k]->type.fields[out_field[k]] : lw_ty(outs[k]);
+    r->bufs = params + fn->nparams;
+    for (int k = 0; k < r->n; k++) {
+        const tth_ttype *t = r->field[k] >= 0 ? &r->e[k]->type.fields[r->field[k]] : lw_ty(r->e[k]);
         char on[32];
         snprintf(on, sizeof on, "out%d", k);
-        outbufs[k] = tth_tir_buffer(mod, on, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
-        if (!outbufs[k]) {
-            lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-            goto out;
-        }
+        r->bufs[k] = tth_tir_buffer(c->m, on, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
+        if (!r->bufs[k])
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
     }
+    return 0;
+}
 
-    /* 3. constants and materialisation */
-    for (int64_t i = 0; i < nt; i++) {
+static tth_tbuffer **lw_fields(lw_ctx *c, lw_node *n, const tth_rexpr *e)
+{
+    if (!n->fields) {
+        n->fields = tth_arena_alloc(c->m->arena, sizeof(tth_tbuffer *) * ((size_t)e->type.nfields + 1));
+        if (!n->fields)
+            lw_fail(c, TTH_ENOMEM, e, "out of memory");
+    }
+    return n->fields;
+}
+
+/* 3. constants become CONST buffers; decide what is materialised; results take the output
+ * buffers (a result that is a param, a constant or repeated is copied at the end) */
+static int lw_plan_buffers(lw_ctx *c, lw_results *r)
+{
+    for (size_t i = 0; i < c->nnodes; i++) {
         lw_node *n = &c->nodes[i];
         const tth_rexpr *e = n->e;
         if (e->kind == TTH_REXPR_CONST) {
-            char *cn = tth_arena_printf(mod->arena, "%s_c%u", name, c->nconsts++);
-            n->buf = cn ? tth_tir_const_buffer(mod, cn, e->u.constant.value) : NULL;
-            if (!n->buf) {
-                lw_fail(c, TTH_ENOMEM, e, "out of memory");
-                goto out;
-            }
+            char *cn = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
+            n->buf = cn ? tth_tir_const_buffer(c->m, cn, e->u.constant.value) : NULL;
+            if (!n->buf)
+                return lw_fail(c, TTH_ENOMEM, e, "out of memory");
         } else if (e->kind == TTH_REXPR_CALL) {
             if (!lw_is_pointwise(e) || n->stage_use) {
                 n->materialize = 1;
@@ -1124,76 +1089,49 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
                 n->materialize = 1;
         }
     }
-    /* results take the output buffers; a result that is a param, a constant or a duplicate is
-     * copied at the end */
-    int copy_from[256];
-    for (int k = 0; k < nouts; k++) {
-        copy_from[k] = 0;
-        const tth_rexpr *o = outs[k];
+    for (int k = 0; k < r->n; k++) {
+        const tth_rexpr *o = r->e[k];
         lw_node *n = lw_node_of(c, o);
-        if (out_field[k] >= 0) {
-            if (!n->fields) {
-                n->fields = tth_arena_alloc(mod->arena, sizeof(tth_tbuffer *) * (size_t)o->type.nfields);
-                if (!n->fields) {
-                    lw_fail(c, TTH_ENOMEM, o, "out of memory");
-                    goto out;
-                }
-            }
-            n->fields[out_field[k]] = outbufs[k];
-            continue;
-        }
-        if (o->kind == TTH_REXPR_TUPLE_GET && o->u.get.tuple->kind == TTH_REXPR_CALL) {
+        if (r->field[k] >= 0) {
+            if (!lw_fields(c, n, o))
+                return TTH_ENOMEM;
+            n->fields[r->field[k]] = r->bufs[k];
+        } else if (o->kind == TTH_REXPR_TUPLE_GET && o->u.get.tuple->kind == TTH_REXPR_CALL) {
             lw_node *tn = lw_node_of(c, o->u.get.tuple);
-            if (!tn->fields) {
-                tn->fields = tth_arena_alloc(mod->arena, sizeof(tth_tbuffer *) * (size_t)o->u.get.tuple->type.nfields);
-                if (!tn->fields) {
-                    lw_fail(c, TTH_ENOMEM, o, "out of memory");
-                    goto out;
-                }
-            }
-            if (!tn->fields[o->u.get.index]) {
-                tn->fields[o->u.get.index] = outbufs[k];
-                continue;
-            }
-            copy_from[k] = 1;
-            continue;
-        }
-        if (o->kind == TTH_REXPR_CALL && !n->buf) {
-            n->buf = outbufs[k];
+            if (!lw_fields(c, tn, o->u.get.tuple))
+                return TTH_ENOMEM;
+            if (!tn->fields[o->u.get.index])
+                tn->fields[o->u.get.index] = r->bufs[k];
+            else
+                r->copy[k] = 1;
+        } else if (o->kind == TTH_REXPR_CALL && !n->buf) {
+            n->buf = r->bufs[k];
             n->materialize = 1;
-            continue;
+        } else {
+            r->copy[k] = 1;
         }
-        copy_from[k] = 1;
     }
-    /* intermediates: LOCAL buffers (allocated around the whole body) */
-    tth_tbuffer *locals[1024];
-    int nlocals = 0;
-    for (int64_t i = 0; i < nt; i++) {
+    for (size_t i = 0; i < c->nnodes; i++) {
         lw_node *n = &c->nodes[i];
-        const tth_rexpr *e = n->e;
-        if (e->kind != TTH_REXPR_CALL || !n->materialize)
-            continue;
-        if (e->type.nfields >= 0 && !n->fields) {
-            n->fields = tth_arena_alloc(mod->arena, sizeof(tth_tbuffer *) * (size_t)e->type.nfields + 1);
-            if (!n->fields) {
-                lw_fail(c, TTH_ENOMEM, e, "out of memory");
-                goto out;
-            }
-        }
+        if (n->e->kind == TTH_REXPR_CALL && n->materialize && n->e->type.nfields >= 0 && !lw_fields(c, n, n->e))
+            return TTH_ENOMEM;
     }
+    return 0;
+}
 
-    /* 4. epilogue fusion */
-    int *counts = calloc((size_t)nt + 1, sizeof *counts);
-    if (!counts) {
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    for (int64_t i = 0; i < nt; i++) {
+/* 4. epilogue fusion (see the top of this file) */
+static int lw_fuse_epilogues(lw_ctx *c)
+{
+    int *counts = calloc(c->nnodes + 1, sizeof *counts);
+    if (!counts)
+        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < c->nnodes; i++) {
         lw_node *p = &c->nodes[i];
         if (p->materialize && lw_is_pointwise(p->e))
             lw_tree_leaves(c, p->e, 1, p, counts);
     }
-    for (int64_t i = 0; i < nt; i++) {
+    free(counts);
+    for (size_t i = 0; i < c->nnodes; i++) {
         lw_node *a = &c->nodes[i];
         lw_node *p = a->fused_into;
         if (!p)
@@ -1209,50 +1147,45 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
         else
             a->fused_into = NULL;
     }
-    free(counts);
-    /* local buffers for the rest */
-    for (int64_t i = 0; i < nt; i++) {
+    return 0;
+}
+
+/* LOCAL buffers for the materialised nodes that have none yet */
+static int lw_alloc_locals(lw_ctx *c, tth_tbuffer **locals, int *nlocals)
+{
+    for (size_t i = 0; i < c->nnodes; i++) {
         lw_node *n = &c->nodes[i];
         const tth_rexpr *e = n->e;
         if (e->kind != TTH_REXPR_CALL || !n->materialize || n->fused_into)
             continue;
-        if (e->type.nfields >= 0) {
-            for (int f = 0; f < e->type.nfields; f++) {
-                if (n->fields[f])
-                    continue;
-                const tth_ttype *t = &e->type.fields[f];
-                if (nlocals >= 1024) {
-                    lw_fail(c, TTH_ELIMIT, e, "more than 1024 intermediate buffers in one function");
-                    goto out;
-                }
-                n->fields[f] = locals[nlocals++] = lw_local(c, "t", t->dtype, t->rank, t->shape);
-                if (!n->fields[f])
-                    goto out;
-            }
-        } else if (!n->buf) {
-            const tth_ttype *t = lw_ty(e);
-            if (nlocals >= 1024) {
-                lw_fail(c, TTH_ELIMIT, e, "more than 1024 intermediate buffers in one function");
-                goto out;
-            }
-            n->buf = locals[nlocals++] = lw_local(c, "t", t->dtype, t->rank, t->shape);
-            if (!n->buf)
-                goto out;
+        int nf = e->type.nfields >= 0 ? e->type.nfields : 1;
+        for (int f = 0; f < nf; f++) {
+            tth_tbuffer **slot = e->type.nfields >= 0 ? &n->fields[f] : &n->buf;
+            if (*slot)
+                continue;
+            const tth_ttype *t = e->type.nfields >= 0 ? &e->type.fields[f] : lw_ty(e);
+            if (*nlocals >= LW_MAX_LOCALS)
+                return lw_fail(c, TTH_ELIMIT, e, "more than %d intermediate buffers in one function", LW_MAX_LOCALS);
+            *slot = locals[(*nlocals)++] = lw_local(c, "t", t->dtype, t->rank, t->shape);
+            if (!*slot)
+                return TTH_ENOMEM;
         }
     }
+    return 0;
+}
 
-    /* 5. stages in order */
+/* 5. the stages in topo order, then the copies of copied results */
+static tth_tstmt *lw_emit(lw_ctx *c, const lw_results *r, json_t *ops, const char **anchor_op)
+{
     tth_tstmt *seq = NULL;
-    json_t *ops = json_array();
-    const char *anchor_op = NULL;
-    for (int64_t i = 0; i < nt; i++) {
+    for (size_t i = 0; i < c->nnodes; i++) {
         lw_node *n = &c->nodes[i];
         const tth_rexpr *e = n->e;
         if (e->kind != TTH_REXPR_CALL)
             continue;
         json_array_append_new(ops, json_string(tth_op_name(e->u.call.op)));
-        if (!lw_is_pointwise(e) && !anchor_op)
-            anchor_op = tth_op_name(e->u.call.op);
+        if (!lw_is_pointwise(e) && !*anchor_op)
+            *anchor_op = tth_op_name(e->u.call.op);
         if (!n->materialize || n->fused_into)
             continue;
         tth_tstmt *st = NULL;
@@ -1277,41 +1210,84 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
         } else {
             st = lw_ew_stage(c, e, n->buf);
         }
-        if (!st) {
-            if (!diag || diag->code == TTH_OK)
-                lw_fail(c, TTH_EINTERNAL, e, "lowering failed");
-            json_decref(ops);
-            goto out;
-        }
-        if (lw_append(c, &seq, st)) {
-            lw_fail(c, TTH_ENOMEM, e, "out of memory");
-            json_decref(ops);
-            goto out;
+        if (!st || lw_append(c, &seq, st)) {
+            if (!c->diag || c->diag->code == TTH_OK)
+                lw_fail(c, st ? TTH_ENOMEM : TTH_EINTERNAL, e, "lowering failed");
+            return NULL;
         }
     }
-    for (int k = 0; k < nouts; k++) {
-        if (!copy_from[k])
+    for (int k = 0; k < r->n; k++) {
+        if (!r->copy[k])
             continue;
-        tth_tbuffer *src = lw_buf(c, outs[k]);
-        if (!src) {
-            json_decref(ops);
-            goto out;
-        }
-        if (lw_append(c, &seq, lw_copy(c, src, outbufs[k]))) {
-            lw_fail(c, TTH_ENOMEM, outs[k], "out of memory");
-            json_decref(ops);
-            goto out;
+        tth_tbuffer *src = lw_buf(c, r->e[k]);
+        tth_tstmt *cp = src ? lw_copy(c, src, r->bufs[k]) : NULL;
+        if (!cp || lw_append(c, &seq, cp)) {
+            if (!c->diag || c->diag->code == TTH_OK)
+                lw_fail(c, TTH_ENOMEM, r->e[k], "out of memory");
+            return NULL;
         }
     }
-    if (!seq)
-        seq = tth_tir_seq(mod, NULL, 0);
-    else
-        seq = lw_simplify(c, seq);
-    for (int k = nlocals - 1; k >= 0 && seq; k--)
-        seq = tth_tir_allocate(mod, locals[k], seq);
-    if (!seq) {
+    return seq ? lw_simplify(c, seq) : tth_tir_seq(c->m, NULL, 0);
+}
+
+tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
+                                   const char *target_kind, tth_diag *diag)
+{
+    lw_ctx cx, *c = &cx;
+    memset(c, 0, sizeof cx);
+    c->m = mod;
+    c->diag = diag;
+    c->fn = fn;
+    c->fname = name ? name : "?";
+    if (!mod || !fn || !name || !fn->body || !fn->module) {
+        tth_diag_set(diag, TTH_EINVAL, NULL, "tth_lower_primitive: missing module, function or name");
+        return NULL;
+    }
+    tth_rexpr **topo = NULL;
+    int64_t nt = tth_relay_topo(fn->module, fn, &topo);
+    if (nt < 0) {
+        tth_diag_set(diag, TTH_ENOMEM, name, "out of memory sorting the function");
+        return NULL;
+    }
+    tth_prim_func *result = NULL;
+    tth_tbuffer **params = NULL;
+    size_t np = 0;
+    lw_results *res = calloc(1, sizeof *res);
+    tth_tbuffer **locals = calloc(LW_MAX_LOCALS, sizeof *locals);
+    int nlocals = 0;
+    json_t *ops = json_array();
+    const char *anchor_op = NULL;
+    if (!res || !locals || !ops) {
         lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-        json_decref(ops);
+        goto out;
+    }
+    if (lw_check_all(c, topo, nt))
+        goto out;
+    c->nnodes = (size_t)nt;
+    c->nodes = calloc((size_t)nt + 1, sizeof *c->nodes);
+    c->hcap = 16;
+    while (c->hcap < 2 * (size_t)nt + 2)
+        c->hcap <<= 1;
+    c->hkeys = calloc(c->hcap, sizeof *c->hkeys);
+    c->hvals = calloc(c->hcap, sizeof *c->hvals);
+    if (!c->nodes || !c->hkeys || !c->hvals) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < nt; i++) {
+        c->nodes[i].e = topo[i];
+        lw_node_put(c, topo[i], (size_t)i);
+    }
+    lw_count_uses(c);
+    if (lw_bind_params(c, res, &params, &np) || lw_plan_buffers(c, res) || lw_fuse_epilogues(c) ||
+        lw_alloc_locals(c, locals, &nlocals))
+        goto out;
+    tth_tstmt *body = lw_emit(c, res, ops, &anchor_op);
+    for (int k = nlocals - 1; k >= 0 && body; k--)
+        body = tth_tir_allocate(mod, locals[k], body);
+    if (!body) {
+        if (!diag || diag->code == TTH_OK)
+            lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         goto out;
     }
     json_t *attrs = json_object();
@@ -1319,10 +1295,14 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
         anchor_op = json_string_value(json_array_get(ops, 0));
     json_object_set_new(attrs, "op", json_string(anchor_op ? anchor_op : "copy"));
     json_object_set_new(attrs, "ops", ops);
+    ops = NULL;
     json_object_set_new(attrs, "origin", json_string("default"));
-    result = tth_tir_func_add(mod, name, params, np, seq, target_kind ? target_kind : "c", attrs, diag);
+    result = tth_tir_func_add(mod, name, params, np, body, target_kind ? target_kind : "c", attrs, diag);
 out:
+    json_decref(ops);
     free(params);
+    free(res);
+    free(locals);
     lw_ctx_free(c);
     return result;
 }

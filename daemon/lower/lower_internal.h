@@ -44,6 +44,8 @@ typedef struct lw_sink {
 } lw_sink;
 
 #define LW_MAX_HOIST 32
+#define LW_MAX_RESULTS 256            /* results of one function */
+#define LW_MAX_LOCALS 1024            /* intermediate buffers of one function */
 
 struct lw_ctx {
     tth_tir_module *m;
