@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "compile_internal.h"
 
@@ -20,7 +21,9 @@ static const char *const c_reserved[] = {
     "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
     "union", "unsigned", "void", "volatile", "while", "_Bool", "_Complex", "_Imaginary",
-    "unused_", NULL,
+    "unused_",
+    /* TTH_<MODEL>_WORKSPACE_SIZE is the workspace's macro: no input or output may take it */
+    "workspace", NULL,
 };
 
 /* A C identifier from an ONNX name, unique (ignoring case, so the upper-case size macros are
@@ -40,7 +43,7 @@ static const char *c_name_for(tth_tir_module *m, const char *onnx, const char *c
         base[sizeof base - 1] = 0;
     }
     for (const char *const *k = c_reserved; *k; k++)
-        if (strcmp(*k, base) == 0) {
+        if (strcasecmp(*k, base) == 0) {
             size_t l = strlen(base);
             if (l + 2 < sizeof base)
                 memcpy(base + l, "_", 2);
