@@ -365,3 +365,26 @@ Test(pipeline, parameters_file)
     json_decref(t);
     tth_registry_free(r);
 }
+
+/* an artifact built without the host library cannot run, and opening it says so */
+Test(pipeline, runtime_refuses_artifact_without_library)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s",
+                 d.message);
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
+    cr_assert_null(m);
+    cr_assert(strstr(d.message, "no host shared library"), "%s", d.message);
+    cr_assert(strstr(d.hint, "build_shared"), "%s", d.hint);
+    /* a corrupt tar */
+    cr_assert_lt(tthrt_model_open_memory("not a tar at all", 16, &m, &d), 0);
+    json_decref(opts);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
