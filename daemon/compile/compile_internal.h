@@ -43,42 +43,73 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
                   tth_diag *diag);
 void tth_aot_result_clear(tth_aot_result *r);
 
-/* ---- memplan.c -------------------------------------------------------------------------------- */
+/* ---- memplan.c (memplan_graph.c, memplan_greedy.c, memplan_search.c) ----------------------- */
+
+/* The placement algorithms; frozen numbers (they index tth_mem_plan.algo_bytes).
+ * X(ENUM, value, name) */
+#define TTH_MEMPLAN_ALGOS(X)                                                                    \
+    X(GREEDY_BY_SIZE, 1, "greedy-by-size")           /* largest first, first fit */             \
+    X(GREEDY_BY_CONFLICTS, 2, "greedy-by-conflicts") /* most conflicting bytes first, first fit */ \
+    X(GREEDY_BY_START, 3, "greedy-by-start")         /* earliest start first (linear scan) */    \
+    X(SEARCH, 4, "search")                           /* seeded local search over the order */
 
 typedef enum tth_memplan_algo {
-    TTH_MEMPLAN_GREEDY_BY_SIZE = 1, /* largest first, each at the lowest free offset (first fit) */
+    TTH_MEMPLAN_BEST = 0,    /* run every algorithm, keep the smallest workspace */
+#define TTH__MP_ENUM(e, v, n) TTH_MEMPLAN_##e = v,
+    TTH_MEMPLAN_ALGOS(TTH__MP_ENUM)
+#undef TTH__MP_ENUM
 } tth_memplan_algo;
+#define TTH_MEMPLAN_NALGOS 5 /* one past the largest value */
+
+const char *tth_memplan_algo_name(tth_memplan_algo a); /* "greedy-by-size"; "best"; "unknown" */
 
 /* One planned buffer: live from statement `start` to `end` (inclusive) of the entry. */
 typedef struct tth_mem_item {
     tth_tbuffer *buf;
     int64_t start, end;
     size_t size;             /* bytes, rounded up to the alignment */
+    uint32_t align;          /* its offset is a multiple of this */
     const char *func;        /* LOCAL: the PrimFunc it belongs to; WORKSPACE: NULL */
 } tth_mem_item;
 
 typedef struct tth_mem_plan {
-    tth_memplan_algo algo;
-    uint32_t alignment;
+    tth_memplan_algo algo;   /* the algorithm whose placement was kept */
+    uint32_t alignment;      /* of the workspace's base: the largest buffer alignment */
     size_t workspace_bytes;  /* the workspace the caller provides */
     size_t total_bytes;      /* sum of every planned buffer (no reuse) */
     size_t lower_bound_bytes;/* most bytes live at one time: no plan can do better */
-    tth_mem_item *items;     /* malloc'd, in plan order */
+    size_t algo_bytes[TTH_MEMPLAN_NALGOS]; /* workspace each algorithm reached; 0: not run */
+    uint32_t search_iterations; /* placements the search tried */
+    size_t conflicts;        /* edges of the conflict graph */
+    int64_t steps;           /* statements of the entry (time runs 0 .. steps - 1, then
+                                functions the entry never calls) */
+    tth_mem_item *items;     /* malloc'd, in the entry's order of first use */
     size_t nitems;
 } tth_mem_plan;
 
-/* Give every WORKSPACE and LOCAL buffer of the module an offset (tth_tbuffer.offset). Requires
- * the module's entry (tth_aot_build). Liveness comes from the entry's statement order; a LOCAL
- * buffer is live during every call of its function (and of functions calling it). */
+/* Give every WORKSPACE and LOCAL buffer of the module an offset (tth_tbuffer.offset) and write
+ * its effective alignment into tth_tbuffer.align. Requires the module's entry (tth_aot_build).
+ * Liveness comes from the entry's statement order; a LOCAL buffer is live during every call of
+ * its function (and of functions calling it). `alignment` (a power of two; the target's
+ * workspace-byte-alignment) replaces the default 16 of buffers that kept it; a buffer asking for
+ * more keeps its own; never below its element size. `algo`: one algorithm, or TTH_MEMPLAN_BEST. */
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
                     tth_mem_plan *plan, tth_diag *diag);
 void tth_mem_plan_clear(tth_mem_plan *plan);
-/* {"algorithm", "alignment", "workspace_bytes", "total_bytes", "lower_bound_bytes", "buffers": n} */
+/* {"algorithm", "alignment", "workspace_bytes", "total_bytes", "lower_bound_bytes", "buffers": n,
+ *  "conflicts", "algorithms": {name: workspace_bytes}, "search_iterations"} */
 json_t *tth_mem_plan_summary(const tth_mem_plan *plan);
 /* The summary plus every item: {"buffer", "scope", "function", "offset", "size", "live": [a, b]} */
 json_t *tth_mem_plan_to_json(const tth_mem_plan *plan);
 /* LOCAL bytes per PrimFunc: [{"function", "op", "local_bytes"}] in module order. */
 json_t *tth_mem_plan_per_operator(const tth_tir_module *mod, const tth_mem_plan *plan);
+
+/* ---- explain_svg.c ------------------------------------------------------------------------------ */
+
+/* The plan as an SVG picture for people (malloc'd text; NULL on OOM): each buffer a rectangle,
+ * time (statement of the entry) across, offset up, the lower bound as a dashed line, labels with
+ * buffer names and sizes. Deterministic. */
+char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model);
 
 /* ---- build.c ---------------------------------------------------------------------------------- */
 

@@ -1,65 +1,133 @@
-/* memplan.c: memory planning — every WORKSPACE and LOCAL buffer gets an offset in one workspace.
+/* memplan.c: memory planning, a TIR → TIR pass over the whole program: every WORKSPACE buffer of
+ * the AOT entry and every constant-size LOCAL buffer (TTH_TSTMT_ALLOCATE) of every PrimFunc —
+ * whoever made it, the default lowering or a plugin's relay_to_tir — gets an offset in one
+ * workspace (tth_tbuffer.offset) and its effective alignment (tth_tbuffer.align).
  *
  * Requires: the module's AOT entry (aot.c), whose body is a sequence of statements (calls and
  * copies). Liveness: statement k of the entry uses the buffers it names; a WORKSPACE buffer lives
  * from its first to its last use; the LOCAL buffers of a PrimFunc (and of every PrimFunc it calls)
  * live during each statement calling it. Two buffers may share bytes only when their lifetimes
- * are disjoint. Every offset and size is a multiple of the alignment (the larger of the target's
- * workspace-byte-alignment and the buffer's own).
+ * are disjoint (the conflict graph, memplan_graph.c). Every offset is a multiple of the buffer's
+ * alignment and every size is rounded up to it.
  *
- * Algorithm (TTH_MEMPLAN_GREEDY_BY_SIZE): buffers by decreasing size (ties: earlier start, then
- * id), each placed at the lowest offset where it overlaps no already placed buffer that is live
- * at the same time (first fit over the gaps between those).
+ * The lower bound is the most bytes live at one statement: no placement can use less. Each
+ * algorithm is an order of placement (memplan_greedy.c, memplan_search.c); TTH_MEMPLAN_BEST runs
+ * the three greedy orders, then the search from the best of them, and keeps the smallest
+ * workspace (ties: the first algorithm listed in TTH_MEMPLAN_ALGOS).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile_internal.h"
+#include "memplan_internal.h"
 
+/* The buffers found so far, with a hash index from buffer to item. */
 typedef struct plan_builder {
     tth_mem_item *items;
     size_t n, cap;
+    uint32_t *slot;          /* open addressing: item index + 1, 0 empty; nslot a power of two */
+    size_t nslot;
+    uint32_t target_align;
+    int only_new;            /* functions the entry never calls: add new buffers only */
+    const tth_prim_func **byname; /* the module's functions sorted by name (callee lookup) */
+    size_t nfuncs;
 } plan_builder;
 
-static int item_index(const plan_builder *pb, const tth_tbuffer *b)
+static int cmp_func_name(const void *a, const void *b)
 {
+    return strcmp((*(const tth_prim_func *const *)a)->name, (*(const tth_prim_func *const *)b)->name);
+}
+
+static const tth_prim_func *find_func(const plan_builder *pb, const char *name)
+{
+    size_t lo = 0, hi = pb->nfuncs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(pb->byname[mid]->name, name);
+        if (c == 0)
+            return pb->byname[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static size_t slot_of(const plan_builder *pb, const tth_tbuffer *b)
+{
+    uint64_t h = (uint64_t)(uintptr_t)b * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 32) & (pb->nslot - 1);
+    while (pb->slot[i] && pb->items[pb->slot[i] - 1].buf != b)
+        i = (i + 1) & (pb->nslot - 1);
+    return i;
+}
+
+static int grow(plan_builder *pb)
+{
+    size_t cap = pb->cap ? pb->cap * 2 : 64;
+    tth_mem_item *ni = realloc(pb->items, cap * sizeof *ni);
+    if (!ni)
+        return TTH_ENOMEM;
+    pb->items = ni;
+    pb->cap = cap;
+    uint32_t *ns = calloc(cap * 2, sizeof *ns);
+    if (!ns)
+        return TTH_ENOMEM;
+    free(pb->slot);
+    pb->slot = ns;
+    pb->nslot = cap * 2;
     for (size_t i = 0; i < pb->n; i++)
-        if (pb->items[i].buf == b)
-            return (int)i;
-    return -1;
+        pb->slot[slot_of(pb, pb->items[i].buf)] = (uint32_t)i + 1;
+    return 0;
 }
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-static int touch(plan_builder *pb, tth_tbuffer *b, int64_t k, const char *func, uint32_t align)
+/* A buffer's alignment: the target's replaces the default 16, a buffer asking for another keeps
+ * the larger; never below the element size; a power of two. */
+static uint32_t effective_align(const tth_tbuffer *b, uint32_t target)
+{
+    uint32_t a = b->align == 16 || b->align == 0 ? target : (b->align > target ? b->align : target);
+    uint32_t e = (uint32_t)tth_dtype_size(b->dtype);
+    if (a < e)
+        a = e;
+    uint32_t p = 1;
+    while (p < a)
+        p <<= 1;
+    return p;
+}
+
+static int touch(plan_builder *pb, tth_tbuffer *b, int64_t k, const char *func)
 {
     if (b->scope != TTH_SCOPE_WORKSPACE && b->scope != TTH_SCOPE_LOCAL)
         return 0;
-    int i = item_index(pb, b);
-    if (i >= 0) {
-        if (k < pb->items[i].start)
-            pb->items[i].start = k;
-        if (k > pb->items[i].end)
-            pb->items[i].end = k;
-        return 0;
+    if (pb->nslot) {
+        size_t s = slot_of(pb, b);
+        if (pb->slot[s]) {
+            tth_mem_item *it = &pb->items[pb->slot[s] - 1];
+            if (pb->only_new)
+                return 0;
+            if (k < it->start)
+                it->start = k;
+            if (k > it->end)
+                it->end = k;
+            return 0;
+        }
     }
-    if (pb->n == pb->cap) {
-        size_t cap = pb->cap ? pb->cap * 2 : 64;
-        tth_mem_item *ni = realloc(pb->items, cap * sizeof *ni);
-        if (!ni)
-            return TTH_ENOMEM;
-        pb->items = ni;
-        pb->cap = cap;
-    }
-    uint32_t a = b->align > align ? b->align : align;
+    if (pb->n == pb->cap && grow(pb))
+        return TTH_ENOMEM;
+    uint32_t a = effective_align(b, pb->target_align);
     size_t sz = round_up(tth_tbuffer_nbytes(b), a);
-    pb->items[pb->n++] = (tth_mem_item){.buf = b, .start = k, .end = k, .size = sz, .func = func};
+    pb->items[pb->n] = (tth_mem_item){.buf = b, .start = k, .end = k, .size = sz, .align = a,
+                                      .func = b->scope == TTH_SCOPE_LOCAL ? func : NULL};
+    pb->slot[slot_of(pb, b)] = (uint32_t)pb->n + 1;
+    pb->n++;
     return 0;
 }
 
 /* Buffers named by an expression. */
-static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const char *func, uint32_t al)
+static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const char *func)
 {
     if (!e)
         return 0;
@@ -67,23 +135,23 @@ static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const cha
     switch (e->kind) {
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
-        rc = touch(pb, e->u.load.buf, k, func, al);
-        return rc ? rc : touch_expr(pb, e->u.load.index, k, func, al);
+        rc = touch(pb, e->u.load.buf, k, func);
+        return rc ? rc : touch_expr(pb, e->u.load.index, k, func);
     case TTH_TEXPR_BINARY:
-        rc = touch_expr(pb, e->u.bin.a, k, func, al);
-        return rc ? rc : touch_expr(pb, e->u.bin.b, k, func, al);
-    case TTH_TEXPR_UNARY: return touch_expr(pb, e->u.un.a, k, func, al);
+        rc = touch_expr(pb, e->u.bin.a, k, func);
+        return rc ? rc : touch_expr(pb, e->u.bin.b, k, func);
+    case TTH_TEXPR_UNARY: return touch_expr(pb, e->u.un.a, k, func);
     case TTH_TEXPR_SELECT:
-        rc = touch_expr(pb, e->u.select.cond, k, func, al);
-        rc = rc ? rc : touch_expr(pb, e->u.select.a, k, func, al);
-        return rc ? rc : touch_expr(pb, e->u.select.b, k, func, al);
-    case TTH_TEXPR_CAST: return touch_expr(pb, e->u.cast.value, k, func, al);
+        rc = touch_expr(pb, e->u.select.cond, k, func);
+        rc = rc ? rc : touch_expr(pb, e->u.select.a, k, func);
+        return rc ? rc : touch_expr(pb, e->u.select.b, k, func);
+    case TTH_TEXPR_CAST: return touch_expr(pb, e->u.cast.value, k, func);
     case TTH_TEXPR_INTRIN:
-        rc = touch_expr(pb, e->u.intrin.args[0], k, func, al);
-        return rc ? rc : touch_expr(pb, e->u.intrin.args[1], k, func, al);
+        rc = touch_expr(pb, e->u.intrin.args[0], k, func);
+        return rc ? rc : touch_expr(pb, e->u.intrin.args[1], k, func);
     case TTH_TEXPR_CALL_EXTERN:
         for (size_t i = 0; i < e->u.call.nargs && !rc; i++)
-            rc = touch_expr(pb, e->u.call.args[i], k, func, al);
+            rc = touch_expr(pb, e->u.call.args[i], k, func);
         return rc;
     default: return 0;
     }
@@ -92,7 +160,7 @@ static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const cha
 /* Every buffer a statement names, at time k; calls pull in the callee's LOCAL buffers
  * (depth-limited against call cycles, which the verifier refuses anyway). */
 static int touch_stmt(plan_builder *pb, const tth_tir_module *m, const tth_tstmt *s, int64_t k,
-                      const char *func, uint32_t al, int depth)
+                      const char *func, int depth)
 {
     if (!s)
         return 0;
@@ -100,90 +168,159 @@ static int touch_stmt(plan_builder *pb, const tth_tir_module *m, const tth_tstmt
     switch (s->kind) {
     case TTH_TSTMT_SEQ:
         for (size_t i = 0; i < s->u.seq.n && !rc; i++)
-            rc = touch_stmt(pb, m, s->u.seq.stmts[i], k, func, al, depth);
+            rc = touch_stmt(pb, m, s->u.seq.stmts[i], k, func, depth);
         return rc;
     case TTH_TSTMT_FOR:
-        rc = touch_expr(pb, s->u.loop.min, k, func, al);
-        rc = rc ? rc : touch_expr(pb, s->u.loop.extent, k, func, al);
-        return rc ? rc : touch_stmt(pb, m, s->u.loop.body, k, func, al, depth);
+        rc = touch_expr(pb, s->u.loop.min, k, func);
+        rc = rc ? rc : touch_expr(pb, s->u.loop.extent, k, func);
+        return rc ? rc : touch_stmt(pb, m, s->u.loop.body, k, func, depth);
     case TTH_TSTMT_STORE:
-        rc = touch(pb, s->u.store.buf, k, func, al);
-        rc = rc ? rc : touch_expr(pb, s->u.store.index, k, func, al);
-        return rc ? rc : touch_expr(pb, s->u.store.value, k, func, al);
+        rc = touch(pb, s->u.store.buf, k, func);
+        rc = rc ? rc : touch_expr(pb, s->u.store.index, k, func);
+        return rc ? rc : touch_expr(pb, s->u.store.value, k, func);
     case TTH_TSTMT_ALLOCATE:
-        rc = touch(pb, s->u.alloc.buf, k, func, al);
-        return rc ? rc : touch_stmt(pb, m, s->u.alloc.body, k, func, al, depth);
+        rc = touch(pb, s->u.alloc.buf, k, func);
+        return rc ? rc : touch_stmt(pb, m, s->u.alloc.body, k, func, depth);
     case TTH_TSTMT_IF:
-        rc = touch_expr(pb, s->u.cond.cond, k, func, al);
-        rc = rc ? rc : touch_stmt(pb, m, s->u.cond.then_s, k, func, al, depth);
-        return rc ? rc : touch_stmt(pb, m, s->u.cond.else_s, k, func, al, depth);
+        rc = touch_expr(pb, s->u.cond.cond, k, func);
+        rc = rc ? rc : touch_stmt(pb, m, s->u.cond.then_s, k, func, depth);
+        return rc ? rc : touch_stmt(pb, m, s->u.cond.else_s, k, func, depth);
     case TTH_TSTMT_LET:
-        rc = touch_expr(pb, s->u.let.value, k, func, al);
-        return rc ? rc : touch_stmt(pb, m, s->u.let.body, k, func, al, depth);
-    case TTH_TSTMT_EVALUATE: return touch_expr(pb, s->u.eval.value, k, func, al);
+        rc = touch_expr(pb, s->u.let.value, k, func);
+        return rc ? rc : touch_stmt(pb, m, s->u.let.body, k, func, depth);
+    case TTH_TSTMT_EVALUATE: return touch_expr(pb, s->u.eval.value, k, func);
     case TTH_TSTMT_CALL_FUNC: {
         for (size_t i = 0; i < s->u.call.nargs && !rc; i++)
-            rc = touch(pb, s->u.call.args[i], k, func, al);
-        const tth_prim_func *callee = tth_tir_module_find(m, s->u.call.func);
+            rc = touch(pb, s->u.call.args[i], k, func);
+        const tth_prim_func *callee = find_func(pb, s->u.call.func);
         if (!rc && callee && depth < 16)
-            rc = touch_stmt(pb, m, callee->body, k, callee->name, al, depth + 1);
+            rc = touch_stmt(pb, m, callee->body, k, callee->name, depth + 1);
         return rc;
     }
     }
     return 0;
 }
 
-static int overlaps_in_time(const tth_mem_item *a, const tth_mem_item *b)
+/* The lower bound: the most bytes live at one time step (a sweep over start/end events). */
+static size_t lower_bound(const tth_mem_item *items, size_t n, int64_t last)
 {
-    return a->start <= b->end && b->start <= a->end;
-}
-
-static int by_size_desc(const void *pa, const void *pb)
-{
-    const tth_mem_item *a = pa, *b = pb;
-    if (a->size != b->size)
-        return a->size > b->size ? -1 : 1;
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    return a->buf->id < b->buf->id ? -1 : a->buf->id > b->buf->id;
-}
-
-static int by_offset(const void *pa, const void *pb)
-{
-    const tth_mem_item *a = *(const tth_mem_item *const *)pa, *b = *(const tth_mem_item *const *)pb;
-    return a->buf->offset < b->buf->offset ? -1 : a->buf->offset > b->buf->offset;
-}
-
-static int plan_greedy_by_size(tth_mem_plan *plan)
-{
-    if (plan->nitems > 1)
-        qsort(plan->items, plan->nitems, sizeof *plan->items, by_size_desc);
-    const tth_mem_item **live = malloc((plan->nitems ? plan->nitems : 1) * sizeof *live);
-    if (!live)
-        return TTH_ENOMEM;
-    size_t top = 0;
-    for (size_t i = 0; i < plan->nitems; i++) {
-        tth_mem_item *it = &plan->items[i];
-        size_t nl = 0;
-        for (size_t j = 0; j < i; j++)
-            if (overlaps_in_time(&plan->items[j], it))
-                live[nl++] = &plan->items[j];
-        qsort(live, nl, sizeof *live, by_offset);
-        size_t off = 0;
-        for (size_t j = 0; j < nl; j++) {
-            size_t lo = (size_t)live[j]->buf->offset, hi = lo + live[j]->size;
-            if (off + it->size <= lo)
-                break; /* fits in the gap before this one */
-            if (hi > off)
-                off = hi;
-        }
-        it->buf->offset = (int64_t)off;
-        if (off + it->size > top)
-            top = off + it->size;
+    int64_t *delta = calloc((size_t)last + 2, sizeof *delta);
+    if (!delta)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        delta[items[i].start] += (int64_t)items[i].size;
+        delta[items[i].end + 1] -= (int64_t)items[i].size;
     }
-    free(live);
-    plan->workspace_bytes = top;
-    return 0;
+    int64_t live = 0, most = 0;
+    for (int64_t t = 0; t <= last; t++) {
+        live += delta[t];
+        if (live > most)
+            most = live;
+    }
+    free(delta);
+    return (size_t)most;
+}
+
+/* Liveness: every WORKSPACE and LOCAL buffer with its lifetime, in order of first use. */
+static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder *pb,
+                   int64_t *steps)
+{
+    pb->byname = malloc((mod->nfuncs ? mod->nfuncs : 1) * sizeof *pb->byname);
+    if (!pb->byname)
+        return TTH_ENOMEM;
+    memcpy(pb->byname, mod->funcs, mod->nfuncs * sizeof *pb->byname);
+    pb->nfuncs = mod->nfuncs;
+    qsort(pb->byname, pb->nfuncs, sizeof *pb->byname, cmp_func_name);
+    int rc = 0;
+    const tth_tstmt *body = entry->body;
+    if (body && body->kind == TTH_TSTMT_SEQ) {
+        for (size_t k = 0; k < body->u.seq.n && !rc; k++)
+            rc = touch_stmt(pb, mod, body->u.seq.stmts[k], (int64_t)k, NULL, 0);
+        *steps = (int64_t)body->u.seq.n;
+    } else {
+        rc = touch_stmt(pb, mod, body, 0, NULL, 0);
+        *steps = 1;
+    }
+    /* LOCAL buffers of functions the entry never calls still need a place: each such function
+     * gets a time step of its own after the entry's */
+    pb->only_new = 1;
+    for (size_t i = 0; i < mod->nfuncs && !rc; i++)
+        if (mod->funcs[i] != entry)
+            rc = touch_stmt(pb, mod, mod->funcs[i]->body, *steps + (int64_t)i, mod->funcs[i]->name, 0);
+    return rc;
+}
+
+/* Run one algorithm into off; returns the workspace size or SIZE_MAX on OOM. */
+static size_t run_algo(tth__mp_placer *pl, tth_memplan_algo algo, uint32_t *order, int64_t *off,
+                       size_t lb, uint32_t *iters)
+{
+    if (algo == TTH_MEMPLAN_SEARCH)
+        return tth__mp_search(pl, order, off, lb, iters);
+    tth__mp_order_greedy(pl->items, pl->g, algo, order);
+    return tth__mp_place(pl, order, off, SIZE_MAX);
+}
+
+static int plan_place(tth_mem_plan *plan, tth_memplan_algo algo)
+{
+    size_t n = plan->nitems;
+    tth__mp_graph g;
+    tth__mp_placer pl = {0};
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order), *best_order = malloc((n ? n : 1) * sizeof *order);
+    int64_t *off = malloc((n ? n : 1) * sizeof *off), *best_off = malloc((n ? n : 1) * sizeof *off);
+    int rc = (!order || !best_order || !off || !best_off) ? TTH_ENOMEM : 0;
+    if (!rc)
+        rc = tth__mp_graph_build(plan->items, n, &g);
+    if (rc) {
+        free(order), free(best_order), free(off), free(best_off);
+        return rc;
+    }
+    rc = tth__mp_placer_init(&pl, plan->items, &g);
+    plan->conflicts = g.nedges;
+    size_t best = SIZE_MAX;
+    tth_memplan_algo winner = algo == TTH_MEMPLAN_BEST ? TTH_MEMPLAN_GREEDY_BY_SIZE : algo;
+    static const tth_memplan_algo greedy[] = {TTH_MEMPLAN_GREEDY_BY_SIZE, TTH_MEMPLAN_GREEDY_BY_CONFLICTS,
+                                              TTH_MEMPLAN_GREEDY_BY_START};
+    if (!rc && algo == TTH_MEMPLAN_BEST) {
+        for (size_t k = 0; k < sizeof greedy / sizeof greedy[0]; k++) {
+            size_t got = run_algo(&pl, greedy[k], order, off, plan->lower_bound_bytes, NULL);
+            plan->algo_bytes[greedy[k]] = got;
+            if (got < best) {
+                best = got;
+                winner = greedy[k];
+                memcpy(best_order, order, n * sizeof *order);
+                memcpy(best_off, off, n * sizeof *off);
+            }
+        }
+        /* the search starts from the best greedy order */
+        memcpy(order, best_order, n * sizeof *order);
+        size_t got = tth__mp_search(&pl, order, off, plan->lower_bound_bytes, &plan->search_iterations);
+        if (got == SIZE_MAX)
+            rc = TTH_ENOMEM;
+        plan->algo_bytes[TTH_MEMPLAN_SEARCH] = got;
+        if (!rc && got < best) {
+            best = got;
+            winner = TTH_MEMPLAN_SEARCH;
+            memcpy(best_off, off, n * sizeof *off);
+        }
+    } else if (!rc) {
+        if (algo == TTH_MEMPLAN_SEARCH) /* alone, it starts from greedy-by-size */
+            tth__mp_order_greedy(plan->items, &g, TTH_MEMPLAN_GREEDY_BY_SIZE, order);
+        best = run_algo(&pl, algo, order, best_off, plan->lower_bound_bytes, &plan->search_iterations);
+        if (best == SIZE_MAX)
+            rc = TTH_ENOMEM;
+        else
+            plan->algo_bytes[algo] = best;
+    }
+    if (!rc) {
+        for (size_t i = 0; i < n; i++)
+            plan->items[i].buf->offset = best_off[i];
+        plan->workspace_bytes = n ? best : 0;
+        plan->algo = winner;
+    }
+    tth__mp_placer_free(&pl);
+    tth__mp_graph_free(&g);
+    free(order), free(best_order), free(off), free(best_off);
+    return rc;
 }
 
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
@@ -193,67 +330,44 @@ int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo al
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
         return tth_diag_set(diag, TTH_EINVAL, "memplan", "workspace alignment %u is not a power "
                             "of two", alignment);
+    if ((int)algo < 0 || (int)algo >= TTH_MEMPLAN_NALGOS)
+        return tth_diag_set(diag, TTH_EUNSUPPORTED, "memplan", "unknown planning algorithm %d",
+                            (int)algo);
     const tth_prim_func *entry = mod->entry ? tth_tir_module_find(mod, mod->entry) : NULL;
     if (!entry)
         return tth_diag_set(diag, TTH_EINVAL, "memplan", "the module has no AOT entry; the aot "
                             "stage must run first");
-    plan_builder pb = {0};
-    int rc = 0;
-    const tth_tstmt *body = entry->body;
-    if (body && body->kind == TTH_TSTMT_SEQ) {
-        for (size_t k = 0; k < body->u.seq.n && !rc; k++)
-            rc = touch_stmt(&pb, mod, body->u.seq.stmts[k], (int64_t)k, NULL, alignment, 0);
-    } else {
-        rc = touch_stmt(&pb, mod, body, 0, NULL, alignment, 0);
-    }
-    /* LOCAL buffers of functions the entry never calls still need a place (they are planned
-     * as if alone, after everything else) */
-    int64_t after = body && body->kind == TTH_TSTMT_SEQ ? (int64_t)body->u.seq.n : 1;
-    for (size_t i = 0; i < mod->nfuncs && !rc; i++) {
-        const tth_prim_func *f = mod->funcs[i];
-        if (f == entry)
-            continue;
-        plan_builder probe = {0};
-        rc = touch_stmt(&probe, mod, f->body, after, f->name, alignment, 0);
-        for (size_t j = 0; j < probe.n && !rc; j++)
-            if (item_index(&pb, probe.items[j].buf) < 0)
-                rc = touch(&pb, probe.items[j].buf, after + (int64_t)i, f->name, alignment);
-        free(probe.items);
-    }
-    if (rc) {
-        free(pb.items);
-        return tth_diag_set(diag, TTH_ENOMEM, "memplan", "out of memory");
-    }
-    plan->algo = algo;
-    plan->alignment = alignment;
+    plan_builder pb = {.target_align = alignment};
+    int64_t steps = 0;
+    int rc = collect(mod, entry, &pb, &steps);
+    free(pb.slot);
+    free(pb.byname);
     plan->items = pb.items;
     plan->nitems = pb.n;
-    for (size_t i = 0; i < plan->nitems; i++)
-        plan->total_bytes += plan->items[i].size;
-    /* lower bound: the most bytes live at one statement */
+    plan->steps = steps;
+    plan->alignment = alignment;
     int64_t last = 0;
-    for (size_t i = 0; i < plan->nitems; i++)
-        if (plan->items[i].end > last)
-            last = plan->items[i].end;
-    for (int64_t k = 0; k <= last; k++) {
-        size_t sum = 0;
-        for (size_t i = 0; i < plan->nitems; i++)
-            if (plan->items[i].start <= k && k <= plan->items[i].end)
-                sum += plan->items[i].size;
-        if (sum > plan->lower_bound_bytes)
-            plan->lower_bound_bytes = sum;
+    for (size_t i = 0; i < plan->nitems; i++) {
+        const tth_mem_item *it = &plan->items[i];
+        plan->total_bytes += it->size;
+        if (it->end > last)
+            last = it->end;
+        if (it->align > plan->alignment)
+            plan->alignment = it->align;
     }
-    switch (algo) {
-    case TTH_MEMPLAN_GREEDY_BY_SIZE: rc = plan_greedy_by_size(plan); break;
-    default:
-        tth_mem_plan_clear(plan);
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, "memplan", "unknown planning algorithm %d",
-                            (int)algo);
+    if (!rc) {
+        plan->lower_bound_bytes = lower_bound(plan->items, plan->nitems, last);
+        if (plan->nitems && !plan->lower_bound_bytes)
+            rc = TTH_ENOMEM;
     }
+    if (!rc)
+        rc = plan_place(plan, algo);
     if (rc) {
         tth_mem_plan_clear(plan);
         return tth_diag_set(diag, TTH_ENOMEM, "memplan", "out of memory");
     }
+    for (size_t i = 0; i < plan->nitems; i++)
+        plan->items[i].buf->align = plan->items[i].align;
     return 0;
 }
 
@@ -265,19 +379,34 @@ void tth_mem_plan_clear(tth_mem_plan *plan)
     memset(plan, 0, sizeof *plan);
 }
 
-static const char *algo_name(tth_memplan_algo a)
+const char *tth_memplan_algo_name(tth_memplan_algo a)
 {
-    return a == TTH_MEMPLAN_GREEDY_BY_SIZE ? "greedy-by-size" : "unknown";
+    switch (a) {
+    case TTH_MEMPLAN_BEST: return "best";
+#define TTH__MP_NAME(e, v, n) case TTH_MEMPLAN_##e: return n;
+    TTH_MEMPLAN_ALGOS(TTH__MP_NAME)
+#undef TTH__MP_NAME
+    }
+    return "unknown";
 }
 
 json_t *tth_mem_plan_summary(const tth_mem_plan *plan)
 {
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "algorithm", algo_name(plan->algo),
+    json_t *algos = json_object();
+    for (int a = 1; a < TTH_MEMPLAN_NALGOS; a++)
+        if (plan->algo_bytes[a])
+            json_object_set_new(algos, tth_memplan_algo_name((tth_memplan_algo)a),
+                                json_integer((json_int_t)plan->algo_bytes[a]));
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I}",
+                     "algorithm", tth_memplan_algo_name(plan->algo),
                      "alignment", (json_int_t)plan->alignment,
                      "workspace_bytes", (json_int_t)plan->workspace_bytes,
                      "total_bytes", (json_int_t)plan->total_bytes,
                      "lower_bound_bytes", (json_int_t)plan->lower_bound_bytes,
-                     "buffers", (json_int_t)plan->nitems);
+                     "buffers", (json_int_t)plan->nitems,
+                     "conflicts", (json_int_t)plan->conflicts,
+                     "algorithms", algos,
+                     "search_iterations", (json_int_t)plan->search_iterations);
 }
 
 json_t *tth_mem_plan_to_json(const tth_mem_plan *plan)

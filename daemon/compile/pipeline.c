@@ -232,7 +232,7 @@ static int stage_aot(compile_state *s)
 /* memplan: offsets for every WORKSPACE and LOCAL buffer; requires aot. */
 static int stage_memplan(compile_state *s)
 {
-    int rc = tth_memplan_run(s->tmod, s->ws_align, TTH_MEMPLAN_GREEDY_BY_SIZE, &s->plan, s->diag);
+    int rc = tth_memplan_run(s->tmod, s->ws_align, TTH_MEMPLAN_BEST, &s->plan, s->diag);
     if (rc == 0 && wants_dump(s, "memplan")) {
         json_t *j = tth_mem_plan_to_json(&s->plan);
         dump(s, "memplan", j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL);
