@@ -155,7 +155,7 @@ int64_t tth__attr_int(const json_t *attrs, const char *key, int64_t dflt)
     if (json_is_integer(v))
         return json_integer_value(v);
     if (json_is_real(v))
-        return (int64_t)json_real_value(v);
+        return f64_to_i64(json_real_value(v));
     if (json_is_boolean(v))
         return json_is_true(v);
     return dflt;

@@ -1798,6 +1798,8 @@ static int op_one_hot(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **o
     double depth_d;
     if (vscalar(c, in[1], "depth", &depth_d))
         return c->diag->code;
+    if (!(depth_d >= 1 && depth_d <= (double)TTH_IMPORT_MAX_ELEMS))
+        return tth__onnx_fail(c, TTH_EMODEL, "OneHot depth %g out of range", depth_d);
     int64_t depth = (int64_t)depth_d;
     int r = rank(in[0]), orank = r + 1;
     if (depth < 1 || depth > TTH_IMPORT_MAX_ELEMS || orank > TTH_MAX_RANK)
