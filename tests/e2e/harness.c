@@ -334,3 +334,16 @@ json_int_t e2e_result_int(const json_t *resp, const char *a, const char *b)
     cr_assert(json_is_integer(v), "result.%s%s%s is not an integer", a, b ? "." : "", b ? b : "");
     return json_integer_value(v);
 }
+
+void e2e_assert_no_plugin_mapped(const e2e_daemon *d)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)d->pid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    int mapped = 0;
+    while (fgets(line, sizeof line, f))
+        mapped |= strstr(line, d->plugins) != NULL || strstr(line, "/plugins/tth-") != NULL;
+    fclose(f);
+    cr_assert(!mapped, "tthd itself has a plugin mapped (plugin code must run only in workers)");
+}

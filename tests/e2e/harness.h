@@ -71,6 +71,10 @@ json_t *e2e_call(e2e_client *c, json_int_t id, const char *method, json_t *param
 /* Upload bytes for request id as $/chunk + binary pairs of at most chunk bytes. */
 void e2e_upload(e2e_client *c, json_int_t id, const void *data, size_t len, size_t chunk);
 
+/* Assert that tthd's own process has no file of its plugins directory mapped: plugin code runs
+ * only in workers. */
+void e2e_assert_no_plugin_mapped(const e2e_daemon *d);
+
 /* The response's error code, or 0 for a result. */
 int e2e_error_code(const json_t *resp);
 /* resp.result.<a>.<b> as an integer (b may be NULL). */

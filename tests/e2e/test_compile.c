@@ -26,7 +26,7 @@ static void put_real_plugins(const e2e_daemon *d)
         size_t len = strlen(de->d_name);
         if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
             continue;
-        char from[1024], to[1024], cmd[2200];
+        char from[1300], to[1300], cmd[4000];
         snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
         snprintf(to, sizeof to, "%s/%s", d->plugins, de->d_name);
         snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", from, to, to);
@@ -208,6 +208,7 @@ Test(compile, artifact_stream_and_cache, .timeout = 600)
     cr_assert_eq(memcmp(c->binary, first, first_len), 0, "the same request gives the same bytes");
     json_decref(r);
 
+    e2e_assert_no_plugin_mapped(&d);
     free(first);
     free(model);
     e2e_client_free(c);

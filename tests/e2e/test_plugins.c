@@ -229,6 +229,8 @@ Test(plugins, hot_add, .timeout = 120)
     cr_assert(replaced, "the replaced plugin was not picked up");
     assert_serving(c, 600);
 
+    e2e_assert_no_plugin_mapped(&d);
+
     /* the old request is still there; cancelling it ends it */
     e2e_send(busy, tthp_notification_new("$/cancelRequest", json_pack("{s:i}", "id", 1)));
     r = e2e_recv_response(busy, 10000);
