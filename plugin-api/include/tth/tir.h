@@ -155,7 +155,9 @@ typedef struct tth_prim_func {
     size_t nparams;
     tth_tstmt *body;
     const char *target_kind; /* the kind whose tir_to_runtime builds it: "c", "cmsis-nn" ... */
-    json_t *attrs;           /* object: {"op": "nn.conv2d", "origin": "default"|"relay_to_tir", ...} */
+    json_t *attrs;           /* object: {"op": "nn.conv2d", "origin": "default"|"relay_to_tir", ...};
+                              * {"extern": true}: a declaration only (empty body), defined by
+                              * another runtime module; code generators emit just its prototype */
 } tth_prim_func;
 
 struct tth_tir_module {
