@@ -132,6 +132,9 @@ typedef struct tth_package_input {
     const uint8_t *so;              /* NULL when not built */
     size_t so_len;
     const char *relay_text;         /* the optimized Relay */
+    const json_t *partition;        /* metadata "partition": which op went to which kind, why */
+    const char *partition_dot;      /* explain/partition.dot when options.explain, else NULL */
+    const tth_const_map *ext_consts;/* external modules' constants, stored with the parameters */
 } tth_package_input;
 
 /* Write the artifact tar (deterministic: fixed order, times, owners) and its metadata. */

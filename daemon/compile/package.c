@@ -323,12 +323,13 @@ static void collect_consts(const tth_tstmt *s, const_list *l)
     }
 }
 
-static int make_params(const const_list *cl, pk_buf *b, size_t *const_bytes)
+static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b, size_t *const_bytes)
 {
     *const_bytes = 0;
+    size_t next = ext ? tth_const_map_count(ext) : 0;
     pk_add(b, "TTHPARAM", 8);
     put_u32(b, 1);
-    put_u32(b, (uint32_t)cl->n);
+    put_u32(b, (uint32_t)(cl->n + next));
     for (size_t i = 0; i < cl->n; i++) {
         const tth_tbuffer *c = cl->v[i];
         size_t nb = tth_tbuffer_nbytes(c);
@@ -345,6 +346,22 @@ static int make_params(const const_list *cl, pk_buf *b, size_t *const_bytes)
         pk_add(b, zeros, (64 - b->len % 64) % 64);
         pk_add(b, c->data->data, nb);
         *const_bytes += nb;
+    }
+    /* constants of external modules (constant_updater), named "<kind>.<name>" */
+    for (size_t i = 0; i < next; i++) {
+        const char *name = tth_const_map_name(ext, i);
+        const tth_tensor *t = tth_const_map_tensor(ext, i);
+        put_u32(b, (uint32_t)strlen(name));
+        pk_add(b, name, strlen(name));
+        put_u32(b, (uint32_t)t->type.dtype);
+        put_u32(b, (uint32_t)t->type.rank);
+        for (int32_t d = 0; d < t->type.rank; d++)
+            put_u64(b, (uint64_t)t->type.shape[d]);
+        put_u64(b, t->nbytes);
+        static const char zeros[64];
+        pk_add(b, zeros, (64 - b->len % 64) % 64);
+        pk_add(b, t->data, t->nbytes);
+        *const_bytes += t->nbytes;
     }
     return b->oom ? TTH_ENOMEM : 0;
 }
@@ -445,7 +462,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->tir->nfuncs; i++)
         collect_consts(in->tir->funcs[i]->body, &cl);
     size_t const_bytes = 0;
-    if (make_params(&cl, &params, &const_bytes) != 0) {
+    if (make_params(&cl, in->ext_consts, &params, &const_bytes) != 0) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
         goto done;
     }
@@ -511,6 +528,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory building metadata");
         goto done;
     }
+    if (in->partition)
+        json_object_set_new(meta, "partition", json_deep_copy(in->partition));
     meta_text = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
     if (!meta_text) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
@@ -557,6 +576,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         bad |= tar_add(a, so_path, in->so, in->so_len, 0755);
     if (!bad)
         bad |= tar_add(a, params_path, params.p, params.len, 0644);
+    if (!bad && in->partition_dot)
+        bad |= tar_add(a, "explain/partition.dot", in->partition_dot, strlen(in->partition_dot), 0644);
     if (!bad)
         bad |= tar_add(a, relay_path, in->relay_text ? in->relay_text : "",
                        in->relay_text ? strlen(in->relay_text) : 0, 0644);

@@ -14,6 +14,7 @@
 #include "compile_internal.h"
 #include "frontend.h"
 #include "lower.h"
+#include "partition.h"
 #include "tth/artifact.h"
 #include "tth/relay.h"
 #include "tth/target.h"
@@ -23,8 +24,10 @@ typedef struct compile_state {
     const tth_compile_request *req;
     tth_diag *diag;
     tth_host host;               /* req->host, or a default one */
-    const char *kind;            /* the target's kind */
+    const char *kind;            /* the host kind: the target's, or a composite's last */
     const tth_plugin *plugin;    /* the plugin whose tir_to_runtime builds it */
+    const json_t *htarget;       /* the host kind's target: the target, or a composite's last */
+    tth_partition part;          /* target's members; partition's regions and explanation */
     const char *dump_ir;         /* options.dump_ir or NULL */
     int build_shared;
     uint32_t ws_align;
@@ -37,7 +40,9 @@ typedef struct compile_state {
     size_t nlowered;
     tth_aot_result aot;          /* aot */
     tth_mem_plan plan;           /* memplan */
-    tth_runtime_module *rt;      /* codegen */
+    tth_const_map *ext_consts;   /* relay_to_runtime: constants of external modules */
+    tth_runtime_module **rts;    /* relay_to_runtime, codegen: the host kind's module first */
+    size_t nrts;
     uint8_t *so;                 /* build */
     size_t so_len;
     uint8_t *tar;                /* package */
@@ -90,17 +95,12 @@ static int triple_is_host(const char *triple)
 /* target: resolve the kind to its plugin; requires a canonical target. */
 static int stage_target(compile_state *s)
 {
-    const json_t *t = s->req->target;
-    s->kind = json_string_value(json_object_get(t, "kind"));
-    if (!s->kind)
-        return tth_diag_set(s->diag, TTH_EINVAL, "target", "the target has no \"kind\"");
-    if (strcmp(s->kind, "composite") == 0)
-        return tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target",
-                            "composite targets are not supported yet");
-    s->plugin = tth_registry_find_kind(s->req->registry, s->kind);
-    if (!s->plugin)
-        return tth_diag_set(s->diag, TTH_ENOENT, "target", "no plugin provides target kind '%s'",
-                            s->kind);
+    int rc = tth_partition_kinds(s->req->target, s->req->registry, &s->part, s->diag);
+    if (rc)
+        return rc;
+    const json_t *t = s->htarget = s->part.kinds[s->part.nkinds - 1].target;
+    s->kind = s->part.kinds[s->part.nkinds - 1].kind;
+    s->plugin = s->part.kinds[s->part.nkinds - 1].plugin;
     if (!s->plugin->tir_to_runtime) {
         if (strcmp(s->kind, "llvm") == 0) {
             tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target", "target kind 'llvm' has no "
@@ -134,10 +134,38 @@ static int stage_import(compile_state *s)
     return rc;
 }
 
-/* optimize: fold constants and batch norm, DCE, fuse; requires a typed module. */
+/* simplify: fold constants and batch norm, DCE; requires a typed module. */
+static int stage_simplify(compile_state *s)
+{
+    static int (*const passes[])(tth_relay_module *, tth_diag *) = {
+        tth_relay_fold_constants, tth_relay_fold_batch_norm, tth_relay_fold_constants,
+        tth_relay_eliminate_dead_code,
+    };
+    static const char *const names[] = {"fold_constants", "fold_batch_norm", "fold_constants",
+                                         "eliminate_dead_code"};
+    for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+        int rc = passes[i](s->rmod, s->diag);
+        if (rc) {
+            tth_diag_prefix(s->diag, "%s", names[i]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* partition: op calls → regions of the composite target's kinds; requires simplify, not fused. */
+static int stage_partition(compile_state *s)
+{
+    int rc = tth_partition_run(s->rmod, &s->host, &s->part, s->diag);
+    if (rc == 0 && wants_dump(s, "partition"))
+        dump(s, "partition", tth_relay_print(s->rmod));
+    return rc;
+}
+
+/* optimize: fuse main's remaining op calls into primitive functions; requires partition. */
 static int stage_optimize(compile_state *s)
 {
-    int rc = tth_relay_optimize(s->rmod, s->diag);
+    int rc = tth_relay_fuse(s->rmod, s->diag);
     if (rc)
         return rc;
     s->relay_text = tth_relay_print(s->rmod);
@@ -167,11 +195,34 @@ static const char *function_op(tth_relay_module *m, const tth_relay_function *fn
     return first ? first : "copy";
 }
 
+/* relay_to_runtime: external modules (+ constant_updater) for regions of kinds exporting it;
+ * requires partition. */
+static int stage_relay_to_runtime(compile_state *s)
+{
+    tth_relay_function *main_fn = tth_relay_module_main(s->rmod);
+    tth_rexpr **nodes = NULL;
+    int64_t n = main_fn ? tth_relay_topo(s->rmod, main_fn, &nodes) : -1;
+    s->tmod = tth_tir_module_new();
+    s->ext_consts = tth_const_map_new();
+    s->lowered = n >= 0 ? calloc((size_t)n + 1, sizeof *s->lowered) : NULL;
+    if (!s->tmod || !s->ext_consts || !s->lowered)
+        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+    int rc = tth_hooks_relay_to_runtime(&s->part, &s->host, &s->rts, &s->nrts, s->ext_consts, s->diag);
+    if (rc == 0)
+        rc = tth_hooks_declare_external(&s->part, s->tmod, s->kind, s->lowered, &s->nlowered, s->diag);
+    return rc;
+}
+
+/* relay_to_tir: PrimFuncs for regions of kinds exporting it join the module; requires partition. */
+static int stage_relay_to_tir(compile_state *s)
+{
+    return tth_hooks_relay_to_tir(&s->part, &s->host, s->tmod, s->lowered, &s->nlowered, s->diag);
+}
+
 /* lower: every primitive function main calls → a PrimFunc `<model>_fused_<op>_<n>`, in call
  * order; requires fusion (optimize). */
 static int stage_lower(compile_state *s)
 {
-    s->tmod = tth_tir_module_new();
     tth_relay_function *main_fn = tth_relay_module_main(s->rmod);
     if (!s->tmod || !main_fn)
         return tth_diag_set(s->diag, s->tmod ? TTH_EINVAL : TTH_ENOMEM, NULL,
@@ -179,9 +230,6 @@ static int stage_lower(compile_state *s)
     tth_rexpr **nodes = NULL;
     int64_t n = tth_relay_topo(s->rmod, main_fn, &nodes);
     if (n < 0)
-        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
-    s->lowered = calloc((size_t)n + 1, sizeof *s->lowered);
-    if (!s->lowered)
         return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
@@ -193,6 +241,15 @@ static int stage_lower(compile_state *s)
             seen = s->lowered[k].fn == fn;
         if (seen)
             continue;
+        const tth_part_region *region = tth_partition_region(&s->part, fn);
+        if (region) { /* a region of a kind with neither relay hook: the default lowering */
+            int rc = tth_hooks_lower_region(s->rmod, region, s->tmod, s->diag);
+            if (rc)
+                return rc;
+            s->lowered[s->nlowered].fn = fn;
+            s->lowered[s->nlowered++].prim_name = region->global_symbol;
+            continue;
+        }
         char name[256];
         snprintf(name, sizeof name, "%s_fused_%s_%zu", s->req->model_name, function_op(s->rmod, fn),
                  s->nlowered);
@@ -241,32 +298,22 @@ static int stage_memplan(compile_state *s)
     return rc;
 }
 
-/* codegen: the TIR of the target's kind → its plugin's tir_to_runtime; requires memplan. */
+/* codegen: each kind's TIR → its tir_to_runtime (the host builds kinds without one); requires
+ * memplan. */
 static int stage_codegen(compile_state *s)
 {
-    tth_tir_module *sub = tth_tir_module_subset(s->tmod, s->kind);
-    s->rt = tth_runtime_module_new(s->kind);
-    if (!sub || !s->rt) {
-        tth_tir_module_free(sub);
-        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
-    }
-    if (!sub->entry && s->tmod->entry && tth_tir_module_find(sub, s->tmod->entry))
-        sub->entry = s->tmod->entry;
-    int rc = s->plugin->tir_to_runtime(&s->host, s->req->target, sub, s->rt, s->diag);
-    tth_tir_module_free(sub);
-    if (rc) {
-        if (s->diag && s->diag->code == TTH_OK)
-            tth_diag_set(s->diag, rc, NULL, "failed without a diagnostic");
-        tth_diag_prefix(s->diag, "plugin '%s' hook tir_to_runtime", s->plugin->desc->plugin_name);
+    int rc = tth_hooks_tir_to_runtime(&s->part, &s->host, s->tmod, &s->rts, &s->nrts, s->diag);
+    if (rc)
         return rc;
-    }
     if (wants_dump(s, "codegen")) {
         size_t total = 1;
-        for (size_t i = 0; i < tth_runtime_module_count(s->rt); i++)
-            total += tth_runtime_module_file(s->rt, i)->len + 256;
+        for (size_t m = 0; m < s->nrts; m++)
+            for (size_t i = 0; i < tth_runtime_module_count(s->rts[m]); i++)
+                total += tth_runtime_module_file(s->rts[m], i)->len + 256;
         char *text = malloc(total), *p = text;
-        for (size_t i = 0; text && i < tth_runtime_module_count(s->rt); i++) {
-            const tth_module_file *f = tth_runtime_module_file(s->rt, i);
+        for (size_t m = 0; m < s->nrts; m++)
+        for (size_t i = 0; text && i < tth_runtime_module_count(s->rts[m]); i++) {
+            const tth_module_file *f = tth_runtime_module_file(s->rts[m], i);
             if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_C_HEADER)
                 continue;
             p += sprintf(p, "// ---- %s\n", f->name);
@@ -285,7 +332,7 @@ static int stage_build(compile_state *s)
 {
     if (!s->build_shared)
         return 0;
-    return tth_build_shared(&s->rt, 1, s->host.scratch_dir, &s->so, &s->so_len, s->diag);
+    return tth_build_shared(s->rts, s->nrts, s->host.scratch_dir, &s->so, &s->so_len, s->diag);
 }
 
 /* package: the artifact tar and its metadata; requires everything above. */
@@ -297,11 +344,14 @@ static int stage_package(compile_state *s)
         .aot = &s->aot,
         .tir = s->tmod,
         .plan = &s->plan,
-        .mods = &s->rt,
-        .nmods = 1,
+        .mods = s->rts,
+        .nmods = s->nrts,
         .so = s->so,
         .so_len = s->so_len,
         .relay_text = s->relay_text,
+        .partition = s->part.explain,
+        .partition_dot = json_is_true(json_object_get(s->req->options, "explain")) ? s->part.dot : NULL,
+        .ext_consts = s->ext_consts,
     };
     return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
 }
@@ -329,7 +379,11 @@ static void state_free(compile_state *s)
     free(s->so);
     json_decref(s->metadata);
     json_decref(s->dumps);
-    tth_runtime_module_free(s->rt);
+    for (size_t i = 0; i < s->nrts; i++)
+        tth_runtime_module_free(s->rts[i]);
+    free(s->rts);
+    tth_const_map_free(s->ext_consts);
+    tth_partition_clear(&s->part);
     tth_mem_plan_clear(&s->plan);
     tth_aot_result_clear(&s->aot);
     free(s->lowered);
@@ -360,7 +414,11 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     int rc = 0;
     if (!rc) rc = run_stage(&s, "target", 2, stage_target);
     if (!rc) rc = run_stage(&s, "import", 5, stage_import);
+    if (!rc) rc = run_stage(&s, "simplify", 10, stage_simplify);
+    if (!rc) rc = run_stage(&s, "partition", 13, stage_partition);
     if (!rc) rc = run_stage(&s, "optimize", 15, stage_optimize);
+    if (!rc) rc = run_stage(&s, "relay_to_runtime", 20, stage_relay_to_runtime);
+    if (!rc) rc = run_stage(&s, "relay_to_tir", 25, stage_relay_to_tir);
     if (!rc) rc = run_stage(&s, "lower", 30, stage_lower);
     if (!rc) rc = run_stage(&s, "aot", 50, stage_aot);
     if (!rc) rc = run_stage(&s, "memplan", 55, stage_memplan);

@@ -1682,6 +1682,8 @@ static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, t
             goto done;
         }
         mark_written(&g, f->body, f, sigs[i].written);
+        if (f->attrs && json_is_true(json_object_get(f->attrs, "extern")))
+            memset(sigs[i].written, 1, f->nparams); /* defined by another module: no const */
         for (size_t p = 0; p < f->nparams; p++)
             scan_buffer(&g, f->params[p]);
         scan_stmt(&g, f->body);
@@ -1716,8 +1718,8 @@ static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, t
 
     cg_fctx fx = {.sigs = sigs, .nsigs = mod->nfuncs};
     for (size_t i = 0; i < mod->nfuncs && !g.err; i++)
-        if (sigs[i].f != entry)
-            emit_func(&g, &fx, &sigs[i]);
+        if (sigs[i].f != entry && !(sigs[i].f->attrs && json_is_true(json_object_get(sigs[i].f->attrs, "extern"))))
+            emit_func(&g, &fx, &sigs[i]); /* an extern PrimFunc (tth/tir.h) gets only its prototype */
     if (entry && !g.err)
         emit_entry(&g, &fx, entry);
 

@@ -499,6 +499,9 @@ static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func 
         if (host && host->size >= offsetof(tth_host, cancelled) + sizeof host->cancelled &&
             host->cancelled && host->cancelled(host->ctx))
             return tth_diag_set(c->diag, TTH_ECANCELLED, NULL, "cancelled");
+        const json_t *ext = mod->funcs[i]->attrs ? json_object_get(mod->funcs[i]->attrs, "extern") : NULL;
+        if (json_is_true(ext))
+            continue; /* an extern PrimFunc (tth/tir.h): declared above, defined elsewhere */
         int rc = tth__llcg_func(c, mod->funcs[i], mod->funcs[i] == entry);
         if (rc)
             return rc;
