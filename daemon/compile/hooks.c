@@ -372,6 +372,9 @@ host_done:
     }
     if ((rc = mods_push(mods, nmods, rt, diag)))
         return rc;
+    /* the host's module goes first (relay_to_runtime's modules are already there) */
+    memmove(*mods + 1, *mods, (*nmods - 1) * sizeof **mods);
+    (*mods)[0] = rt;
     /* then every other kind with PrimFuncs, in the listed order */
     for (size_t k = 0; k + 1 < p->nkinds; k++) {
         const tth_part_kind *K = &p->kinds[k];

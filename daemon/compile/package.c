@@ -7,6 +7,8 @@
  *   CMakeLists.txt                builds a static library tth_<model> from the sources
  *   include/tth_<model>.h         the AOT interface
  *   codegen/host/src/<file>.c     generated C (codegen/host/lib/ for objects, .../include/ headers)
+ *   codegen/<kind>/src/...        the same for the other kinds of a composite target
+ *   explain/partition.dot         which kind took which operator, when options.explain
  *   lib/<model>.so                when built
  *   parameters/<model>.params     the constants (format in README.txt)
  *   src/<model>.relay             the optimized Relay
@@ -164,7 +166,7 @@ static char *make_readme(const tth_package_input *in, const char *const *srcs, s
     pk_printf(&b, "Build with a C compiler (nothing from tth is needed):\n"
               "  cc -std=c99 -O2 -Iinclude -c");
     for (size_t i = 0; i < nsrcs; i++)
-        pk_printf(&b, " codegen/host/src/%s", srcs[i]);
+        pk_printf(&b, " codegen/%s", srcs[i]);
     pk_printf(&b, "\n  cc your_main.c *.o -lm\n\n"
               "Or with CMake: add_subdirectory(<this directory>) and link tth_%s.\n\n", m);
     pk_printf(&b, "Call it:\n"
@@ -203,7 +205,7 @@ static char *make_cmake(const tth_package_input *in, const char *const *srcs, si
               "project(tth_%s C)\n"
               "add_library(tth_%s STATIC", m, m, TTH_VERSION, m, m);
     for (size_t i = 0; i < nsrcs; i++)
-        pk_printf(&b, "\n    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/host/src/%s", srcs[i]);
+        pk_printf(&b, "\n    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/%s", srcs[i]);
     pk_printf(&b, ")\n"
               "target_include_directories(tth_%s PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
               "set_target_properties(tth_%s PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON\n"
@@ -426,7 +428,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     const char *m = in->model;
     int rc = 0;
     char *header = NULL, *readme = NULL, *cmake = NULL, *meta_text = NULL, *target_str = NULL;
-    const char **srcs = NULL;
+    char **srcs = NULL;
+    const char **fdir = NULL;
     const tth_module_file **files = NULL;
     size_t nsrcs = 0, nfiles = 0;
     const_list cl = {0};
@@ -440,7 +443,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         total += tth_runtime_module_count(in->mods[i]);
     files = calloc(total + 1, sizeof *files);
     srcs = calloc(total + 1, sizeof *srcs);
-    if (!files || !srcs) {
+    fdir = calloc(total + 1, sizeof *fdir);
+    if (!files || !srcs || !fdir) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
         goto done;
     }
@@ -453,9 +457,20 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
                                       "both produce a file named '%s'", f->name);
                     goto done;
                 }
+            /* the host kind's module (the first) under codegen/host/, the others' under
+             * codegen/<kind>/ */
+            fdir[nfiles] = i == 0 ? "host" : tth_runtime_module_kind(in->mods[i]);
             files[nfiles++] = f;
-            if (f->kind == TTH_FILE_C_SOURCE)
-                srcs[nsrcs++] = f->name;
+            if (f->kind == TTH_FILE_C_SOURCE) {
+                size_t n = strlen(fdir[nfiles - 1]) + strlen(f->name) + 8;
+                char *sp = malloc(n);
+                if (!sp) {
+                    rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
+                    goto done;
+                }
+                snprintf(sp, n, "%s/src/%s", fdir[nfiles - 1], f->name);
+                srcs[nsrcs++] = sp;
+            }
         }
     qsort(srcs, nsrcs, sizeof *srcs, cmp_str);
 
@@ -468,8 +483,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     }
 
     header = tth_package_header(in);
-    readme = make_readme(in, srcs, nsrcs);
-    cmake = make_cmake(in, srcs, nsrcs);
+    readme = make_readme(in, (const char *const *)srcs, nsrcs);
+    cmake = make_cmake(in, (const char *const *)srcs, nsrcs);
     target_str = tth_target_to_string(in->target);
     if (!header || !readme || !cmake) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
@@ -485,7 +500,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     char path[512];
     json_t *jsrcs = json_array(), *jmods = json_array();
     for (size_t i = 0; i < nsrcs; i++) {
-        snprintf(path, sizeof path, "codegen/host/src/%s", srcs[i]);
+        snprintf(path, sizeof path, "codegen/%s", srcs[i]);
         json_array_append_new(jsrcs, json_string(path));
     }
     for (size_t i = 0; i < in->nmods; i++) {
@@ -550,25 +565,31 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     bad |= tar_add(a, "CMakeLists.txt", cmake, strlen(cmake), 0644);
     bad |= tar_add(a, header_path, header, strlen(header), 0644);
     static const struct { tth_file_kind kind; const char *dir; } dirs[] = {
-        {TTH_FILE_C_SOURCE, "codegen/host/src"}, {TTH_FILE_C_HEADER, "codegen/host/include"},
-        {TTH_FILE_OBJECT, "codegen/host/lib"}, {TTH_FILE_SHARED, "codegen/host/lib"},
-        {TTH_FILE_BLOB, "codegen/host/blob"},
+        {TTH_FILE_C_SOURCE, "src"}, {TTH_FILE_C_HEADER, "include"},
+        {TTH_FILE_OBJECT, "lib"}, {TTH_FILE_SHARED, "lib"},
+        {TTH_FILE_BLOB, "blob"},
     };
     for (size_t d = 0; d < sizeof dirs / sizeof dirs[0] && !bad; d++) {
         const tth_module_file *byname[total + 1];
+        const char *bydir[total + 1];
         size_t n = 0;
         for (size_t i = 0; i < nfiles; i++)
-            if (files[i]->kind == dirs[d].kind)
+            if (files[i]->kind == dirs[d].kind) {
+                bydir[n] = fdir[i];
                 byname[n++] = files[i];
+            }
         /* sort by name: simple insertion sort (few files) */
         for (size_t i = 1; i < n; i++)
             for (size_t j = i; j > 0 && strcmp(byname[j - 1]->name, byname[j]->name) > 0; j--) {
                 const tth_module_file *t = byname[j];
+                const char *td = bydir[j];
                 byname[j] = byname[j - 1];
+                bydir[j] = bydir[j - 1];
                 byname[j - 1] = t;
+                bydir[j - 1] = td;
             }
         for (size_t i = 0; i < n && !bad; i++) {
-            snprintf(path, sizeof path, "%s/%s", dirs[d].dir, byname[i]->name);
+            snprintf(path, sizeof path, "codegen/%s/%s/%s", bydir[i], dirs[d].dir, byname[i]->name);
             bad |= tar_add(a, path, byname[i]->data, byname[i]->len, 0644);
         }
     }
@@ -603,7 +624,10 @@ done:
     free(cmake);
     free(meta_text);
     free(target_str);
+    for (size_t i = 0; srcs && i < nsrcs; i++)
+        free(srcs[i]);
     free(srcs);
+    free(fdir);
     free(files);
     json_decref(meta);
     return rc;

@@ -295,7 +295,8 @@ Test(partition, constant_updater_constants_join_the_parameters)
     json_t *opts = json_pack("{s:b}", "build_shared", 1);
     cr_assert_eq(compile(r, model, len, "test-r2r,c", opts, &res, &d), 0, "%s", d.message);
     cr_expect(tar_has(&res, "test-r2r.m_test_r2r_main_0_c"), "no prefixed constant in parameters/");
-    cr_expect(tar_has(&res, "m_test_r2r_main_0.c"), "the external module's source is packaged");
+    cr_expect(tar_has(&res, "codegen/test-r2r/src/m_test_r2r_main_0.c"),
+              "the external module's source is packaged under codegen/<kind>/");
     tthrt_model *m = NULL;
     cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
     tthrt_array a = {0};
