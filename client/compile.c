@@ -269,7 +269,24 @@ static void print_tensor(const char *what, const json_t *t)
     printf("  %-6s %s: %s [%s]\n", what, jstr(t, "name"), jstr(t, "dtype"), shape);
 }
 
-static void print_result(const compile_job *job, const json_t *res)
+/* --explain: which operator went to which kind of a composite target, and why others refused. */
+static void print_partition(const json_t *p)
+{
+    size_t i;
+    json_t *o;
+    if (!p)
+        return;
+    printf("partition (fallback %s):\n", jstr(p, "fallback"));
+    json_array_foreach(json_object_get(p, "ops"), i, o) {
+        const char *fn = json_string_value(json_object_get(o, "function"));
+        printf("  %-24s %-20s -> %s%s%s%s\n", jstr(o, "node"), jstr(o, "op"), jstr(o, "kind"),
+               fn ? " (" : "", fn ? fn : "", fn ? ")" : "");
+    }
+    json_array_foreach(json_object_get(p, "refusals"), i, o)
+        printf("  refused %s: %s\n", jstr(o, "node"), jstr(o, "reason"));
+}
+
+static void print_result(const compile_job *job, const json_t *res, int explain)
 {
     char b[32];
     const json_t *meta = json_object_get(res, "metadata");
@@ -281,6 +298,8 @@ static void print_result(const compile_job *job, const json_t *res)
         print_tensor("input", t);
     json_array_foreach(json_object_get(meta, "outputs"), i, t)
         print_tensor("output", t);
+    if (explain)
+        print_partition(json_object_get(meta, "partition"));
     const json_t *dumps = json_object_get(res, "dumps");
     const char *stage;
     json_t *text;
@@ -409,7 +428,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(res, "output", json_string(job.out_path));
         tthctl_json_print(res);
     } else {
-        print_result(&job, res);
+        print_result(&job, res, a->explain);
     }
     char ctx[PATH_MAX + 16];
     snprintf(ctx, sizeof ctx, "model '%s'", model_path);
