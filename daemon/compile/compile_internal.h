@@ -95,11 +95,17 @@ typedef struct tth_mem_plan {
  * more keeps its own; never below its element size. `algo`: one algorithm, or TTH_MEMPLAN_BEST. */
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
                     tth_mem_plan *plan, tth_diag *diag);
+/* Place plan->items (lifetimes, sizes and alignments set; buf->offset is written) with `algo`:
+ * fills total_bytes, lower_bound_bytes, algo_bytes, alignment (at least its value on entry),
+ * workspace_bytes and algo. Returns 0 or TTH_ENOMEM. tth_memplan_run ends with it; tests and
+ * bench/ call it to compare algorithms on the same buffers. */
+int tth_memplan_place(tth_mem_plan *plan, tth_memplan_algo algo);
 void tth_mem_plan_clear(tth_mem_plan *plan);
 /* {"algorithm", "alignment", "workspace_bytes", "total_bytes", "lower_bound_bytes", "buffers": n,
  *  "conflicts", "algorithms": {name: workspace_bytes}, "search_iterations"} */
 json_t *tth_mem_plan_summary(const tth_mem_plan *plan);
-/* The summary plus every item: {"buffer", "scope", "function", "offset", "size", "live": [a, b]} */
+/* The summary plus every item: {"buffer", "scope", "function", "offset", "size", "align",
+ * "live": [a, b]} */
 json_t *tth_mem_plan_to_json(const tth_mem_plan *plan);
 /* LOCAL bytes per PrimFunc: [{"function", "op", "local_bytes"}] in module order. */
 json_t *tth_mem_plan_per_operator(const tth_tir_module *mod, const tth_mem_plan *plan);

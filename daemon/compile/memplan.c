@@ -202,11 +202,11 @@ static int touch_stmt(plan_builder *pb, const tth_tir_module *m, const tth_tstmt
 }
 
 /* The lower bound: the most bytes live at one time step (a sweep over start/end events). */
-static size_t lower_bound(const tth_mem_item *items, size_t n, int64_t last)
+static int lower_bound(const tth_mem_item *items, size_t n, int64_t last, size_t *out)
 {
     int64_t *delta = calloc((size_t)last + 2, sizeof *delta);
     if (!delta)
-        return 0;
+        return TTH_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         delta[items[i].start] += (int64_t)items[i].size;
         delta[items[i].end + 1] -= (int64_t)items[i].size;
@@ -218,7 +218,8 @@ static size_t lower_bound(const tth_mem_item *items, size_t n, int64_t last)
             most = live;
     }
     free(delta);
-    return (size_t)most;
+    *out = (size_t)most;
+    return 0;
 }
 
 /* Liveness: every WORKSPACE and LOCAL buffer with its lifetime, in order of first use. */
@@ -250,16 +251,31 @@ static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder
     return rc;
 }
 
-/* Run one algorithm into off; returns the workspace size or SIZE_MAX on OOM. */
-static size_t run_algo(tth__mp_placer *pl, tth_memplan_algo algo, uint32_t *order, int64_t *off,
-                       size_t lb, uint32_t *iters)
+/* The three greedy orders; the best (ties: the first) into best_order/best_off, each one's size
+ * into algo_bytes. Returns the best size. */
+static size_t best_greedy(tth__mp_placer *pl, size_t n, uint32_t *order, int64_t *off,
+                          uint32_t *best_order, int64_t *best_off, size_t *algo_bytes,
+                          tth_memplan_algo *winner)
 {
-    if (algo == TTH_MEMPLAN_SEARCH)
-        return tth__mp_search(pl, order, off, lb, iters);
-    tth__mp_order_greedy(pl->items, pl->g, algo, order);
-    return tth__mp_place(pl, order, off, SIZE_MAX);
+    static const tth_memplan_algo greedy[] = {TTH_MEMPLAN_GREEDY_BY_SIZE, TTH_MEMPLAN_GREEDY_BY_CONFLICTS,
+                                              TTH_MEMPLAN_GREEDY_BY_START};
+    size_t best = SIZE_MAX;
+    for (size_t k = 0; k < sizeof greedy / sizeof greedy[0]; k++) {
+        tth__mp_order_greedy(pl->items, pl->g, greedy[k], order);
+        size_t got = tth__mp_place(pl, order, off, SIZE_MAX);
+        algo_bytes[greedy[k]] = got;
+        if (got < best) {
+            best = got;
+            *winner = greedy[k];
+            memcpy(best_order, order, n * sizeof *order);
+            memcpy(best_off, off, n * sizeof *off);
+        }
+    }
+    return best;
 }
 
+/* Place the items with `algo` (or every one for TTH_MEMPLAN_BEST) and write the kept offsets.
+ * The search starts from the best greedy order, so it is never worse than any greedy one. */
 static int plan_place(tth_mem_plan *plan, tth_memplan_algo algo)
 {
     size_t n = plan->nitems;
@@ -276,46 +292,39 @@ static int plan_place(tth_mem_plan *plan, tth_memplan_algo algo)
     }
     rc = tth__mp_placer_init(&pl, plan->items, &g);
     plan->conflicts = g.nedges;
-    size_t best = SIZE_MAX;
+    size_t best = SIZE_MAX, got;
+    size_t bytes[TTH_MEMPLAN_NALGOS] = {0};
     tth_memplan_algo winner = algo == TTH_MEMPLAN_BEST ? TTH_MEMPLAN_GREEDY_BY_SIZE : algo;
-    static const tth_memplan_algo greedy[] = {TTH_MEMPLAN_GREEDY_BY_SIZE, TTH_MEMPLAN_GREEDY_BY_CONFLICTS,
-                                              TTH_MEMPLAN_GREEDY_BY_START};
-    if (!rc && algo == TTH_MEMPLAN_BEST) {
-        for (size_t k = 0; k < sizeof greedy / sizeof greedy[0]; k++) {
-            size_t got = run_algo(&pl, greedy[k], order, off, plan->lower_bound_bytes, NULL);
-            plan->algo_bytes[greedy[k]] = got;
-            if (got < best) {
-                best = got;
-                winner = greedy[k];
-                memcpy(best_order, order, n * sizeof *order);
-                memcpy(best_off, off, n * sizeof *off);
-            }
-        }
-        /* the search starts from the best greedy order */
+    if (rc) {
+        /* out of memory */
+    } else if (algo == TTH_MEMPLAN_BEST || algo == TTH_MEMPLAN_SEARCH) {
+        best = best_greedy(&pl, n, order, off, best_order, best_off, bytes, &winner);
         memcpy(order, best_order, n * sizeof *order);
-        size_t got = tth__mp_search(&pl, order, off, plan->lower_bound_bytes, &plan->search_iterations);
+        got = tth__mp_search(&pl, order, off, plan->lower_bound_bytes, &plan->search_iterations);
         if (got == SIZE_MAX)
             rc = TTH_ENOMEM;
-        plan->algo_bytes[TTH_MEMPLAN_SEARCH] = got;
-        if (!rc && got < best) {
+        bytes[TTH_MEMPLAN_SEARCH] = got;
+        if (algo == TTH_MEMPLAN_SEARCH) {
+            winner = TTH_MEMPLAN_SEARCH;
+            best = got;
+            memcpy(best_off, off, n * sizeof *off);
+        } else if (!rc && got < best) {
             best = got;
             winner = TTH_MEMPLAN_SEARCH;
             memcpy(best_off, off, n * sizeof *off);
         }
-    } else if (!rc) {
-        if (algo == TTH_MEMPLAN_SEARCH) /* alone, it starts from greedy-by-size */
-            tth__mp_order_greedy(plan->items, &g, TTH_MEMPLAN_GREEDY_BY_SIZE, order);
-        best = run_algo(&pl, algo, order, best_off, plan->lower_bound_bytes, &plan->search_iterations);
-        if (best == SIZE_MAX)
-            rc = TTH_ENOMEM;
-        else
-            plan->algo_bytes[algo] = best;
+        if (algo == TTH_MEMPLAN_SEARCH) /* alone, report only its own result */
+            memset(bytes, 0, TTH_MEMPLAN_SEARCH * sizeof *bytes);
+    } else {
+        tth__mp_order_greedy(plan->items, &g, algo, order);
+        best = bytes[algo] = tth__mp_place(&pl, order, best_off, SIZE_MAX);
     }
     if (!rc) {
         for (size_t i = 0; i < n; i++)
             plan->items[i].buf->offset = best_off[i];
         plan->workspace_bytes = n ? best : 0;
         plan->algo = winner;
+        memcpy(plan->algo_bytes, bytes, sizeof bytes);
     }
     tth__mp_placer_free(&pl);
     tth__mp_graph_free(&g);
@@ -346,7 +355,23 @@ int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo al
     plan->nitems = pb.n;
     plan->steps = steps;
     plan->alignment = alignment;
+    if (!rc)
+        rc = tth_memplan_place(plan, algo);
+    if (rc) {
+        tth_mem_plan_clear(plan);
+        return tth_diag_set(diag, TTH_ENOMEM, "memplan", "out of memory");
+    }
+    for (size_t i = 0; i < plan->nitems; i++)
+        plan->items[i].buf->align = plan->items[i].align;
+    return 0;
+}
+
+int tth_memplan_place(tth_mem_plan *plan, tth_memplan_algo algo)
+{
     int64_t last = 0;
+    plan->total_bytes = 0;
+    memset(plan->algo_bytes, 0, sizeof plan->algo_bytes);
+    plan->search_iterations = 0;
     for (size_t i = 0; i < plan->nitems; i++) {
         const tth_mem_item *it = &plan->items[i];
         plan->total_bytes += it->size;
@@ -355,20 +380,8 @@ int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo al
         if (it->align > plan->alignment)
             plan->alignment = it->align;
     }
-    if (!rc) {
-        plan->lower_bound_bytes = lower_bound(plan->items, plan->nitems, last);
-        if (plan->nitems && !plan->lower_bound_bytes)
-            rc = TTH_ENOMEM;
-    }
-    if (!rc)
-        rc = plan_place(plan, algo);
-    if (rc) {
-        tth_mem_plan_clear(plan);
-        return tth_diag_set(diag, TTH_ENOMEM, "memplan", "out of memory");
-    }
-    for (size_t i = 0; i < plan->nitems; i++)
-        plan->items[i].buf->align = plan->items[i].align;
-    return 0;
+    int rc = lower_bound(plan->items, plan->nitems, last, &plan->lower_bound_bytes);
+    return rc ? rc : plan_place(plan, algo);
 }
 
 void tth_mem_plan_clear(tth_mem_plan *plan)
@@ -421,6 +434,8 @@ json_t *tth_mem_plan_to_json(const tth_mem_plan *plan)
             "function", it->func ? json_string(it->func) : json_null(),
             "offset", (json_int_t)it->buf->offset, "size", (json_int_t)it->size,
             "live", (json_int_t)it->start, (json_int_t)it->end));
+        json_object_set_new(json_array_get(items, json_array_size(items) - 1), "align",
+                            json_integer((json_int_t)it->align));
     }
     json_object_set_new(j, "items", items);
     return j;

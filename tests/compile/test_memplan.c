@@ -1,10 +1,19 @@
-/* Memory planning (daemon/compile/memplan.c): no two buffers live at the same time overlap,
- * offsets and sizes respect the alignment, space is reused, and the plan's numbers agree. */
+/* Memory planning (daemon/compile/memplan*.c): no two buffers live at the same time overlap,
+ * offsets and sizes respect each buffer's alignment, space is reused, the plan's numbers agree;
+ * every algorithm alone is valid, the kept one is never worse than any, the result is
+ * deterministic; and the same checks on the plan of every model of the conformance set that
+ * compiles (see conformance_set below). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "compile.h"
 #include "compile_internal.h"
+#include "helpers.h"
+#include "tth/target.h"
 
 /* A PrimFunc `name(in, out)` with one LOCAL scratch of `local` floats (0: none). */
 static void add_op(tth_tir_module *m, const char *name, int64_t n, int64_t local)
@@ -64,22 +73,28 @@ static tth_tir_module *chain(void)
     return m;
 }
 
+/* The invariants of a plan: every item placed at a multiple of its alignment (which divides
+ * the workspace's), inside the workspace, size rounded up to the alignment, and no two items
+ * live at the same time overlapping (a sweep by start keeps it O(n log n + overlaps)). */
 static void check_plan(const tth_mem_plan *p, uint32_t align)
 {
-    cr_assert_gt(p->nitems, 0);
     for (size_t i = 0; i < p->nitems; i++) {
         const tth_mem_item *a = &p->items[i];
         cr_assert_geq(a->buf->offset, 0, "%s has no offset", a->buf->name);
-        cr_assert_eq(a->buf->offset % align, 0, "%s at %lld is not %u-aligned", a->buf->name,
-                     (long long)a->buf->offset, align);
-        cr_assert_eq(a->size % align, 0);
+        cr_assert_geq(a->align, align, "%s: alignment %u below the target's %u", a->buf->name,
+                      a->align, align);
+        cr_assert_eq(p->alignment % a->align, 0, "%s: alignment %u does not divide the "
+                     "workspace's %u", a->buf->name, a->align, p->alignment);
+        cr_assert_eq(a->buf->offset % a->align, 0, "%s at %lld is not %u-aligned", a->buf->name,
+                     (long long)a->buf->offset, a->align);
+        cr_assert_eq(a->size % a->align, 0);
         cr_assert_geq(a->size, tth_tbuffer_nbytes(a->buf));
         cr_assert_leq((size_t)a->buf->offset + a->size, p->workspace_bytes);
         for (size_t j = i + 1; j < p->nitems; j++) {
             const tth_mem_item *b = &p->items[j];
             int live_together = a->start <= b->end && b->start <= a->end;
             int overlap = a->buf->offset < b->buf->offset + (int64_t)b->size &&
-                          b->buf->offset < a->buf->offset + (int64_t)a->size;
+                          b->buf->offset < a->buf->offset + (int64_t)a->size && a->size && b->size;
             cr_assert(!(live_together && overlap), "%s [%lld,%lld] and %s [%lld,%lld] overlap",
                       a->buf->name, (long long)a->start, (long long)a->end, b->buf->name,
                       (long long)b->start, (long long)b->end);
@@ -138,6 +153,7 @@ Test(memplan, alignment_from_the_target)
     json_t *j = tth_mem_plan_summary(&p);
     cr_assert_eq(json_integer_value(json_object_get(j, "alignment")), 256);
     cr_assert_str_eq(json_string_value(json_object_get(j, "algorithm")), "greedy-by-size");
+    cr_assert_eq(json_object_size(json_object_get(j, "algorithms")), 1);
     json_decref(j);
     tth_mem_plan_clear(&p);
     /* not a power of two */
@@ -154,4 +170,362 @@ Test(memplan, needs_an_entry)
     cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_GREEDY_BY_SIZE, &p, &d), TTH_EINVAL);
     cr_assert(strstr(d.message, "aot"), "%s", d.message);
     tth_tir_module_free(m);
+}
+
+static const tth_memplan_algo all_algos[] = {TTH_MEMPLAN_GREEDY_BY_SIZE, TTH_MEMPLAN_GREEDY_BY_CONFLICTS,
+                                             TTH_MEMPLAN_GREEDY_BY_START, TTH_MEMPLAN_SEARCH};
+#define NALGOS (sizeof all_algos / sizeof all_algos[0])
+
+Test(memplan, every_algorithm_alone_and_the_best)
+{
+    size_t alone[NALGOS];
+    for (size_t k = 0; k < NALGOS; k++) {
+        tth_tir_module *m = chain();
+        tth_mem_plan p;
+        tth_diag d;
+        cr_assert_eq(tth_memplan_run(m, 16, all_algos[k], &p, &d), 0, "%s", d.message);
+        check_plan(&p, 16);
+        cr_assert_eq(p.algo, all_algos[k]);
+        cr_assert_eq(p.algo_bytes[all_algos[k]], p.workspace_bytes);
+        alone[k] = p.workspace_bytes;
+        tth_mem_plan_clear(&p);
+        tth_tir_module_free(m);
+    }
+    tth_tir_module *m = chain();
+    tth_mem_plan p;
+    tth_diag d;
+    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 16);
+    for (size_t k = 0; k < NALGOS; k++) {
+        cr_assert_leq(p.workspace_bytes, alone[k], "best %zu > %s alone %zu", p.workspace_bytes,
+                      tth_memplan_algo_name(all_algos[k]), alone[k]);
+        cr_assert_leq(p.workspace_bytes, p.algo_bytes[all_algos[k]]);
+    }
+    /* this chain has a plan at the lower bound: keep sits beside two live tensors + scratch */
+    cr_assert_eq(p.workspace_bytes, p.lower_bound_bytes);
+    json_t *j = tth_mem_plan_summary(&p);
+    cr_assert_eq(json_object_size(json_object_get(j, "algorithms")), NALGOS);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "algorithm")),
+                     tth_memplan_algo_name(p.algo));
+    json_decref(j);
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+}
+
+Test(memplan, deterministic)
+{
+    tth_tir_module *m1 = chain(), *m2 = chain();
+    tth_mem_plan p1, p2;
+    tth_diag d;
+    cr_assert_eq(tth_memplan_run(m1, 16, TTH_MEMPLAN_BEST, &p1, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_memplan_run(m2, 16, TTH_MEMPLAN_BEST, &p2, &d), 0, "%s", d.message);
+    json_t *j1 = tth_mem_plan_to_json(&p1), *j2 = tth_mem_plan_to_json(&p2);
+    cr_assert(json_equal(j1, j2), "two runs gave different plans");
+    char *s1 = tth_explain_memory_svg(&p1, "chain"), *s2 = tth_explain_memory_svg(&p2, "chain");
+    cr_assert_str_eq(s1, s2);
+    /* the picture: one rectangle per buffer, the lower bound line, names and sizes */
+    size_t rects = 0;
+    for (const char *q = s1; (q = strstr(q, "<rect x=")) != NULL; q++)
+        rects++;
+    cr_assert_eq(rects, p1.nitems + 1, "%zu rectangles for %zu buffers + background", rects, p1.nitems);
+    cr_assert(strstr(s1, "lower bound"), "no lower bound line");
+    cr_assert(strstr(s1, "stroke-dasharray"), "no lower bound line");
+    cr_assert(strstr(s1, "<title>scratch (scratch of op_scratch): 1200 bytes"), "%s", s1);
+    cr_assert(strncmp(s1, "<?xml", 5) == 0 && strstr(s1, "</svg>\n"));
+    free(s1);
+    free(s2);
+    json_decref(j1);
+    json_decref(j2);
+    tth_mem_plan_clear(&p1);
+    tth_mem_plan_clear(&p2);
+    tth_tir_module_free(m1);
+    tth_tir_module_free(m2);
+}
+
+Test(memplan, alignment_per_buffer)
+{
+    /* target 8: buffers that kept the default 16 take 8; one asking for 64 keeps it (and the
+     * workspace's alignment becomes 64); a float64 buffer under target 2 still gets 8 */
+    tth_tir_module *m = chain();
+    tth_prim_func *e = tth_tir_module_find(m, "tth_chain_run");
+    tth_tbuffer *b = NULL;
+    const tth_tstmt *body = e->body;
+    for (size_t k = 0; k < body->u.seq.n; k++)
+        for (size_t i = 0; i < body->u.seq.stmts[k]->u.call.nargs; i++)
+            if (strcmp(body->u.seq.stmts[k]->u.call.args[i]->name, "b") == 0)
+                b = body->u.seq.stmts[k]->u.call.args[i];
+    cr_assert_not_null(b);
+    b->align = 64;
+    tth_mem_plan p;
+    tth_diag d;
+    cr_assert_eq(tth_memplan_run(m, 8, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 8);
+    cr_assert_eq(p.alignment, 64);
+    for (size_t i = 0; i < p.nitems; i++) {
+        uint32_t want = p.items[i].buf == b ? 64 : 8;
+        cr_assert_eq(p.items[i].align, want, "%s: %u", p.items[i].buf->name, p.items[i].align);
+        cr_assert_eq(p.items[i].buf->align, want, "the pass writes the alignment back");
+    }
+    /* keep is 40 bytes: rounded to 40 under 8, to 48 under 16 */
+    for (size_t i = 0; i < p.nitems; i++)
+        if (strcmp(p.items[i].buf->name, "keep") == 0)
+            cr_assert_eq(p.items[i].size, 40);
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+
+    m = chain();
+    cr_assert_eq(tth_memplan_run(m, 1, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 1);
+    for (size_t i = 0; i < p.nitems; i++)
+        cr_assert_eq(p.items[i].align, 4, "float32 is never below 4 bytes");
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+}
+
+/* A function calling another: the callee's LOCAL buffers live during the caller's call. */
+Test(memplan, nested_calls_and_uncalled_functions)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    add_op(m, "inner", 100, 64);
+    add_op(m, "unused_op", 100, 32);
+    int64_t s[1] = {100};
+    tth_tbuffer *pi = tth_tir_buffer(m, "pi", TTH_F32, 1, s, TTH_SCOPE_PARAM);
+    tth_tbuffer *po = tth_tir_buffer(m, "po", TTH_F32, 1, s, TTH_SCOPE_PARAM);
+    tth_tbuffer *pa[2] = {pi, po};
+    tth_diag d;
+    cr_assert_not_null(tth_tir_func_add(m, "outer", pa, 2, tth_tir_call_func(m, "inner", pa, 2), "c",
+                                        NULL, &d), "%s", d.message);
+    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, s, TTH_SCOPE_INPUT);
+    tth_tbuffer *t = tth_tir_buffer(m, "t", TTH_F32, 1, s, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, s, TTH_SCOPE_OUTPUT);
+    tth_tstmt *body = NULL;
+    tth_tbuffer *c0[2] = {x, t}, *c1[2] = {t, y};
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "outer", c0, 2));
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "inner", c1, 2));
+    tth_tbuffer *ep[2] = {x, y};
+    cr_assert_not_null(tth_tir_func_add(m, "tth_n_run", ep, 2, body, "c", NULL, &d), "%s", d.message);
+    m->entry = "tth_n_run";
+    tth_mem_plan p;
+    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 16);
+    int seen = 0;
+    for (size_t i = 0; i < p.nitems; i++) {
+        const tth_mem_item *it = &p.items[i];
+        if (it->func && strcmp(it->func, "inner") == 0) {
+            cr_assert_eq(it->start, 0, "inner's scratch is live in outer's call");
+            cr_assert_eq(it->end, 1);
+            seen |= 1;
+        } else if (it->func && strcmp(it->func, "unused_op") == 0) {
+            cr_assert_gt(it->start, 1, "an uncalled function's scratch lives after the entry");
+            seen |= 2;
+        }
+    }
+    cr_assert_eq(seen, 3);
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+}
+
+/* Items for tth_memplan_place without a module: fake buffers of `n` bytes. */
+typedef struct fake_plan {
+    tth_mem_plan plan;
+    tth_tbuffer *bufs;
+    char (*names)[32];
+} fake_plan;
+
+static void fake_init(fake_plan *f, size_t n)
+{
+    memset(f, 0, sizeof *f);
+    f->plan.items = calloc(n ? n : 1, sizeof *f->plan.items);
+    f->bufs = calloc(n ? n : 1, sizeof *f->bufs);
+    f->names = calloc(n ? n : 1, sizeof *f->names);
+    f->plan.nitems = n;
+    f->plan.alignment = 1;
+}
+
+static void fake_item(fake_plan *f, size_t i, int64_t start, int64_t end, size_t bytes, uint32_t align)
+{
+    snprintf(f->names[i], sizeof f->names[i], "b%zu", i);
+    tth_tbuffer *b = &f->bufs[i];
+    b->id = (uint32_t)i;
+    b->name = f->names[i];
+    b->dtype = TTH_U8;
+    b->rank = 1;
+    b->shape[0] = (int64_t)bytes;
+    b->scope = TTH_SCOPE_WORKSPACE;
+    b->align = align;
+    b->offset = -1;
+    f->plan.items[i] = (tth_mem_item){.buf = b, .start = start, .end = end,
+                                      .size = (bytes + align - 1) / align * align, .align = align};
+}
+
+static void fake_free(fake_plan *f)
+{
+    free(f->plan.items);
+    free(f->bufs);
+    free(f->names);
+}
+
+/* Every algorithm alone on the same items, then the best: each valid, the best no worse. */
+static void check_all_algorithms(fake_plan *f, const char *what)
+{
+    size_t alone[NALGOS];
+    for (size_t k = 0; k < NALGOS; k++) {
+        cr_assert_eq(tth_memplan_place(&f->plan, all_algos[k]), 0);
+        check_plan(&f->plan, 1);
+        alone[k] = f->plan.workspace_bytes;
+    }
+    cr_assert_eq(tth_memplan_place(&f->plan, TTH_MEMPLAN_BEST), 0);
+    check_plan(&f->plan, 1);
+    for (size_t k = 0; k < NALGOS; k++)
+        cr_assert_leq(f->plan.workspace_bytes, alone[k], "%s: best %zu > %s %zu", what,
+                      f->plan.workspace_bytes, tth_memplan_algo_name(all_algos[k]), alone[k]);
+}
+
+Test(memplan, random_lifetimes)
+{
+    uint64_t seed = 12345;
+    for (int round = 0; round < 20; round++) {
+        size_t n = 5 + (size_t)round * 15;
+        fake_plan f;
+        fake_init(&f, n);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            int64_t start = (int64_t)((seed >> 33) % 50);
+            int64_t len = (int64_t)((seed >> 20) % 8);
+            size_t bytes = 1 + (size_t)((seed >> 40) % 5000);
+            uint32_t align = 1u << ((seed >> 12) % 7);
+            fake_item(&f, i, start, start + len, bytes, align);
+        }
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        check_all_algorithms(&f, what);
+        fake_free(&f);
+    }
+}
+
+/* ---- the conformance set ----------------------------------------------------------------------
+ * Every model of the conformance runner's directories (libonnx-testdata: node, simple,
+ * pytorch-converted, pytorch-operator) that compiles for target c is compiled in-process (no C
+ * compiler: build_shared=false) and its plan, from the memplan dump, is checked; then the same
+ * buffers are placed by every algorithm alone and checked again. All of them take about a
+ * second under ASan (most models are one operator with no intermediate tensor). */
+
+#define TESTDATA "/usr/share/libonnx-testdata/data"
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The plan of the dump as fake items; returns 0 when it has none. */
+static size_t plan_from_dump(const json_t *j, fake_plan *f)
+{
+    const json_t *items = json_object_get(j, "items");
+    size_t n = json_array_size(items);
+    fake_init(f, n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *it = json_array_get(items, i);
+        const json_t *live = json_object_get(it, "live");
+        size_t size = (size_t)json_integer_value(json_object_get(it, "size"));
+        uint32_t align = (uint32_t)json_integer_value(json_object_get(it, "align"));
+        cr_assert_gt(align, 0);
+        fake_item(f, i, json_integer_value(json_array_get(live, 0)),
+                  json_integer_value(json_array_get(live, 1)), size, align);
+        f->bufs[i].offset = json_integer_value(json_object_get(it, "offset"));
+    }
+    f->plan.workspace_bytes = (size_t)json_integer_value(json_object_get(j, "workspace_bytes"));
+    f->plan.lower_bound_bytes = (size_t)json_integer_value(json_object_get(j, "lower_bound_bytes"));
+    f->plan.total_bytes = (size_t)json_integer_value(json_object_get(j, "total_bytes"));
+    f->plan.alignment = (uint32_t)json_integer_value(json_object_get(j, "alignment"));
+    return n;
+}
+
+Test(memplan, conformance_set, .timeout = 600)
+{
+    static const char *const sets[] = {"node", "simple", "pytorch-converted", "pytorch-operator"};
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        char path[512];
+        snprintf(path, sizeof path, TESTDATA "/%s", sets[k]);
+        DIR *dir = opendir(path);
+        if (!dir)
+            continue;
+        for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+            if (e->d_name[0] == '.')
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 256;
+                names = realloc(names, cap * sizeof *names);
+                cr_assert_not_null(names);
+            }
+            char *nm = NULL;
+            cr_assert_geq(asprintf(&nm, "%s/%s", sets[k], e->d_name), 0);
+            names[n++] = nm;
+        }
+        closedir(dir);
+    }
+    if (n == 0)
+        cr_skip_test("%s is not installed", TESTDATA);
+    qsort(names, n, sizeof *names, cmp_name);
+
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *target = tth_target_parse(r, NULL, "c", &d);
+    cr_assert_not_null(target, "%s", d.message);
+    json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "memplan", "build_shared", 0);
+    size_t tried = 0, planned = 0, with_buffers = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, TESTDATA "/%s/model.onnx", names[i]);
+        size_t len = 0;
+        uint8_t *model = test_read_file(path, &len);
+        if (!model)
+            continue;
+        tried++;
+        tth_compile_request req = {.model = model, .model_len = len, .model_name = "m",
+                                   .target = target, .options = opts, .registry = r};
+        tth_compile_result res;
+        tth_diag_clear(&d);
+        int rc = tth_compile(&req, &res, &d);
+        free(model);
+        if (rc != 0)
+            continue; /* what does not compile has no plan; the conformance runner reports it */
+        planned++;
+        const char *text = json_string_value(json_object_get(res.dumps, "memplan"));
+        cr_assert_not_null(text, "%s: no memplan dump", names[i]);
+        json_t *j = json_loads(text, 0, NULL);
+        cr_assert_not_null(j, "%s: the memplan dump is not JSON", names[i]);
+        /* the metadata reports the plan */
+        const json_t *meta_plan = json_object_get(json_object_get(res.metadata, "memory"), "plan");
+        cr_assert_eq(json_integer_value(json_object_get(meta_plan, "workspace_bytes")),
+                     json_integer_value(json_object_get(j, "workspace_bytes")), "%s", names[i]);
+        cr_assert_not_null(json_object_get(meta_plan, "lower_bound_bytes"));
+        cr_assert_not_null(json_object_get(meta_plan, "total_bytes"));
+        cr_assert_not_null(json_string_value(json_object_get(meta_plan, "algorithm")));
+        fake_plan f;
+        if (plan_from_dump(j, &f) > 0) {
+            with_buffers++;
+            check_plan(&f.plan, 16); /* the chosen plan as the compile left it */
+            size_t chosen = f.plan.workspace_bytes, lb = f.plan.lower_bound_bytes;
+            check_all_algorithms(&f, names[i]);
+            cr_assert_eq(f.plan.lower_bound_bytes, lb, "%s", names[i]);
+            cr_assert_eq(f.plan.workspace_bytes, chosen, "%s: the same buffers planned again "
+                         "gave %zu, the compile %zu", names[i], f.plan.workspace_bytes, chosen);
+        }
+        fake_free(&f);
+        json_decref(j);
+        tth_compile_result_free(&res);
+    }
+    cr_log_info("memplan conformance_set: %zu cases tried, %zu compiled, %zu with planned buffers",
+                tried, planned, with_buffers);
+    cr_assert_gt(planned, 100, "only %zu of %zu cases compiled", planned, tried);
+    cr_assert_gt(with_buffers, 10);
+    json_decref(opts);
+    json_decref(target);
+    tth_registry_free(r);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
 }
