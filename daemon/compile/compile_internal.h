@@ -141,6 +141,7 @@ typedef struct tth_package_input {
     const json_t *partition;        /* metadata "partition": which op went to which kind, why */
     const char *partition_dot;      /* explain/partition.dot when options.explain, else NULL */
     const tth_const_map *ext_consts;/* external modules' constants, stored with the parameters */
+    int explain_memory;             /* options.explain: also explain/memory.svg (explain_svg.c) */
 } tth_package_input;
 
 /* Write the artifact tar (deterministic: fixed order, times, owners) and its metadata. */

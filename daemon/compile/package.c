@@ -9,6 +9,7 @@
  *   codegen/host/src/<file>.c     generated C (codegen/host/lib/ for objects, .../include/ headers)
  *   codegen/<kind>/src/...        the same for the other kinds of a composite target
  *   explain/partition.dot         which kind took which operator, when options.explain
+ *   explain/memory.svg            the memory plan as a picture, when options.explain
  *   lib/<model>.so                when built
  *   parameters/<model>.params     the constants (format in README.txt)
  *   src/<model>.relay             the optimized Relay
@@ -599,6 +600,11 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         bad |= tar_add(a, params_path, params.p, params.len, 0644);
     if (!bad && in->partition_dot)
         bad |= tar_add(a, "explain/partition.dot", in->partition_dot, strlen(in->partition_dot), 0644);
+    if (!bad && in->explain_memory) {
+        char *svg = tth_explain_memory_svg(in->plan, m);
+        bad |= !svg || tar_add(a, "explain/memory.svg", svg, strlen(svg), 0644);
+        free(svg);
+    }
     if (!bad)
         bad |= tar_add(a, relay_path, in->relay_text ? in->relay_text : "",
                        in->relay_text ? strlen(in->relay_text) : 0, 0644);

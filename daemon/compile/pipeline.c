@@ -352,6 +352,7 @@ static int stage_package(compile_state *s)
         .partition = s->part.explain,
         .partition_dot = json_is_true(json_object_get(s->req->options, "explain")) ? s->part.dot : NULL,
         .ext_consts = s->ext_consts,
+        .explain_memory = json_is_true(json_object_get(s->req->options, "explain")),
     };
     return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
 }

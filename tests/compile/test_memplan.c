@@ -440,6 +440,35 @@ static size_t plan_from_dump(const json_t *j, fake_plan *f)
     return n;
 }
 
+/* options.explain puts explain/memory.svg in the artifact (an uncompressed tar: the name and
+ * the picture's text are in its bytes); without it there is none. */
+static void check_explain(tth_registry *r, const json_t *target, const char *path, const char *name)
+{
+    for (int explain = 0; explain < 2; explain++) {
+        size_t len = 0;
+        uint8_t *model = test_read_file(path, &len);
+        cr_assert_not_null(model);
+        json_t *opts = json_pack("{s:b, s:b}", "explain", explain, "build_shared", 0);
+        tth_compile_request req = {.model = model, .model_len = len, .model_name = "m",
+                                   .target = target, .options = opts, .registry = r};
+        tth_compile_result res;
+        tth_diag d;
+        tth_diag_clear(&d);
+        cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s: %s", name, d.message);
+        const void *at = memmem(res.artifact, res.artifact_len, "explain/memory.svg", 18);
+        if (explain) {
+            cr_assert_not_null(at, "%s: no explain/memory.svg with options.explain", name);
+            cr_assert_not_null(memmem(res.artifact, res.artifact_len, "memory plan of 'm'", 18));
+            cr_assert_not_null(memmem(res.artifact, res.artifact_len, "stroke-dasharray", 16));
+        } else {
+            cr_assert_null(at, "%s: explain/memory.svg without options.explain", name);
+        }
+        tth_compile_result_free(&res);
+        json_decref(opts);
+        free(model);
+    }
+}
+
 Test(memplan, conformance_set, .timeout = 600)
 {
     static const char *const sets[] = {"node", "simple", "pytorch-converted", "pytorch-operator"};
@@ -506,7 +535,8 @@ Test(memplan, conformance_set, .timeout = 600)
         cr_assert_not_null(json_string_value(json_object_get(meta_plan, "algorithm")));
         fake_plan f;
         if (plan_from_dump(j, &f) > 0) {
-            with_buffers++;
+            if (with_buffers++ == 0)
+                check_explain(r, target, path, names[i]);
             check_plan(&f.plan, 16); /* the chosen plan as the compile left it */
             size_t chosen = f.plan.workspace_bytes, lb = f.plan.lower_bound_bytes;
             check_all_algorithms(&f, names[i]);
