@@ -152,6 +152,12 @@ static int const_seen(emitter *e, const tth_tbuffer *b)
     return 0;
 }
 
+/* Before element i of an initializer, `per` to a line. */
+static const char *sep(int64_t i, int64_t per)
+{
+    return i == 0 ? "\n    " : i % per == 0 ? ",\n    " : ", ";
+}
+
 static void emit_const(emitter *e, const tth_tbuffer *b)
 {
     const char *ct = ctype(b->dtype);
@@ -164,9 +170,9 @@ static void emit_const(emitter *e, const tth_tbuffer *b)
     for (int64_t i = 0; i < n; i++) {
         int64_t v = tth_tensor_get_i64(b->data, i);
         if (b->dtype == TTH_I32 && v == INT32_MIN)
-            tputs(&e->out, "%s(-2147483647 - 1)", i % 16 ? ", " : "\n    ");
+            tputs(&e->out, "%s(-2147483647 - 1)", sep(i, 16));
         else
-            tputs(&e->out, "%s%" PRId64, i % 16 ? ", " : "\n    ", v);
+            tputs(&e->out, "%s%" PRId64, sep(i, 16), v);
     }
     tputs(&e->out, "\n};\n\n");
 }
@@ -209,7 +215,8 @@ static void q_array(text *t, const json_t *d, const char *key)
     const json_t *a = json_object_get(d, key);
     tputs(t, "    static const int32_t %s[%zu] = {", key, json_array_size(a));
     for (size_t i = 0; i < json_array_size(a); i++)
-        tputs(t, "%s%" JSON_INTEGER_FORMAT, i % 8 ? ", " : "\n        ", json_integer_value(json_array_get(a, i)));
+        tputs(t, "%s%s%" JSON_INTEGER_FORMAT, i && i % 8 == 0 ? "," : "", i % 8 ? ", " : "\n        ",
+              json_integer_value(json_array_get(a, i)));
     tputs(t, "\n    };\n");
 }
 

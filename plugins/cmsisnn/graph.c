@@ -35,6 +35,12 @@ void npu_users_release(void)
     cache = NULL;
 }
 
+/* The cache outlives hook calls; it goes when the plugin is unloaded. */
+__attribute__((destructor)) static void users_unload(void)
+{
+    npu_users_release();
+}
+
 /* The expressions a node reads. */
 static size_t node_args(const tth_rexpr *e, tth_rexpr *const **args)
 {

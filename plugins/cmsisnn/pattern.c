@@ -149,6 +149,7 @@ static int match_conv(const npu_users *u, const tth_rexpr *c, cn_match *m, char 
     if (!npu_const_all_zero(c->u.call.args[3]))
         return refuse(why, len, "qnn.conv2d with a non-zero weight zero point: CMSIS-NN needs symmetric weights "
                       "(zero point 0)");
+    m->w = w;
     const tth_ttype *xt = npu_type(x), *ot = npu_type(c);
     if (xt->shape[0] != 1)
         return refuse(why, len, "qnn.conv2d with batch %lld: tth's NCHW->NHWC staging for CMSIS-NN takes batch 1",
@@ -206,6 +207,7 @@ static int match_fc(const npu_users *u, const tth_rexpr *mm, cn_match *m, char *
     if (!npu_const_all_zero(mm->u.call.args[3]))
         return refuse(why, len, "qnn.matmul with a non-zero weight zero point: CMSIS-NN needs symmetric weights");
     m->kind = CN_FC;
+    m->w = w;
     m->n = at->shape[0];
     m->c = at->shape[1];
     m->oc = w->type.shape[1];

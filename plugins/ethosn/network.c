@@ -78,7 +78,7 @@ typedef struct wbuf {
 
 static void put(wbuf *b, const void *d, size_t n)
 {
-    if (b->oom)
+    if (b->oom || n == 0)
         return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
