@@ -81,18 +81,21 @@ int tth_hooks_relay_to_runtime(tth_partition *p, const tth_host *host, tth_runti
     for (size_t i = 0; i < p->nregions; i++) {
         const tth_part_region *r = &p->regions[i];
         const tth_plugin *pl = r->kind->plugin;
-        if (!pl->relay_to_runtime)
-            continue;
-        tth_runtime_module *rt = tth_runtime_module_new(r->kind->kind);
-        if (!rt)
-            return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-        int rc = pl->relay_to_runtime(host, r->kind->target, r->fn, r->global_symbol, rt, diag);
-        if (rc) {
-            tth_runtime_module_free(rt);
-            return hook_failed(r, "relay_to_runtime", rc, diag);
+        int rc = 0;
+        if (pl->relay_to_runtime) {
+            tth_runtime_module *rt = tth_runtime_module_new(r->kind->kind);
+            if (!rt)
+                return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+            rc = pl->relay_to_runtime(host, r->kind->target, r->fn, r->global_symbol, rt, diag);
+            if (rc) {
+                tth_runtime_module_free(rt);
+                return hook_failed(r, "relay_to_runtime", rc, diag);
+            }
+            if ((rc = mods_push(mods, nmods, rt, diag)))
+                return rc;
         }
-        if ((rc = mods_push(mods, nmods, rt, diag)))
-            return rc;
+        /* constant_updater runs on every region of a kind exporting it (as TVM's runs on every
+         * function with a Compiler attribute) */
         if (!pl->constant_updater)
             continue;
         tth_const_map *cm = tth_const_map_new();

@@ -54,9 +54,9 @@ const tth_part_region *tth_partition_region(const tth_partition *p, const tth_re
 
 /* ---- hooks.c: the target hooks on regions, in the RFC's order ------------------------------------ */
 
-/* Requires partitioning. relay_to_runtime (+ constant_updater) for every region of a kind that
- * exports it: one runtime module per region in *mods (grown), its constants in `consts` named
- * "<kind>.<name>". */
+/* Requires partitioning. relay_to_runtime for every region of a kind that exports it: one
+ * runtime module per region in *mods (grown); then constant_updater for every region of a kind
+ * that exports it: its constants in `consts` named "<kind>.<name>". */
 int tth_hooks_relay_to_runtime(tth_partition *p, const tth_host *host, tth_runtime_module ***mods,
                                size_t *nmods, tth_const_map *consts, tth_diag *diag);
 

@@ -293,6 +293,7 @@ Test(compile, crashing_compile_hooks, .timeout = 600)
         {"tp_crash_r2t", "test-segv-r2t", "test-segv-r2t,llvm", "relay_to_tir", TTHP_CODE_FROM_TTH(-18)},
         {"tp_crash_r2r", "test-loop-r2r", "test-loop-r2r,llvm", "relay_to_runtime", TTHP_CODE_FROM_TTH(-14)},
         {"tp_crash_cu", "test-segv-cu", "test-segv-cu,llvm", "constant_updater", TTHP_CODE_FROM_TTH(-18)},
+        {"tp_crash_ps", "test-segv-ps", "test-segv-ps,llvm", "partition_supports", TTHP_CODE_FROM_TTH(-18)},
     };
     e2e_daemon d;
     e2e_prepare(&d);

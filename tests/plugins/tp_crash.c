@@ -3,9 +3,11 @@
  *   TP_KIND   the kind name ("test-segv", ...)
  *   TP_MODE   1 segfault, 2 abort, 3 infinite loop, 4 runaway allocation
  *   TP_HOOK   1 target_parser, 2 relay_to_tir, 3 tir_to_runtime, 4 relay_to_runtime,
- *             5 constant_updater: the hook that misbehaves (the only hook exported besides a
- *             well-behaved target_parser)
+ *             5 constant_updater, 6 partition_supports: the hook that misbehaves (the only
+ *             hook exported besides a well-behaved target_parser, and for 2, 4 and 5 a
+ *             partition_supports taking every operator, so a composite target reaches it)
  * Used by tests/e2e to check that the daemon survives and names the plugin and hook. */
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +82,22 @@ TTH_PLUGIN_EXPORT int tth_target_parser(const tth_host *host, const json_t *targ
     (void)diag;
     *out = json_deep_copy(target);
     return 0;
+}
+#endif
+
+#if TP_HOOK == 6
+TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t *target,
+                                             const tth_relay_function *fn, const tth_rexpr *call,
+                                             char *why, size_t why_len)
+{
+    return misbehave(host);
+}
+#elif TP_HOOK == 2 || TP_HOOK == 4 || TP_HOOK == 5
+TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t *target,
+                                             const tth_relay_function *fn, const tth_rexpr *call,
+                                             char *why, size_t why_len)
+{
+    return 1;
 }
 #endif
 
