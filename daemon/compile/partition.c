@@ -47,6 +47,16 @@ int tth_partition_kinds(const json_t *target, const tth_registry *reg, tth_parti
             tth_diag_hint(diag, "list '%s' last, or drop it", k->kind);
             return TTH_EUNSUPPORTED;
         }
+        /* Its TIR (relay_to_tir's or the default lowering's) is built by the host's
+         * tir_to_runtime unless it has its own: the host only runs code on the CPU. */
+        if (i + 1 < n && !k->plugin->relay_to_runtime && !k->plugin->tir_to_runtime &&
+            k->plugin->desc->device_type != TTH_DEVICE_CPU) {
+            tth_diag_set(diag, TTH_EUNSUPPORTED, "target", "target kind '%s' (plugin '%s') has "
+                         "neither relay_to_runtime nor tir_to_runtime, and its device (type %d) is "
+                         "not the host's CPU: nothing can build the regions it takes", k->kind,
+                         k->plugin->desc->plugin_name, (int)k->plugin->desc->device_type);
+            return TTH_EUNSUPPORTED;
+        }
     }
     const tth_part_kind *last = &p->kinds[n - 1];
     if (composite && !(last->plugin->desc->flags & TTH_KIND_CAN_BE_HOST)) {
@@ -157,6 +167,16 @@ static int group_kind(parter *P, int k)
         P->region_of[i] = joined;
     }
     return 0;
+}
+
+/* A node's name as a Graphviz string body: quotes, backslashes and controls become '_'. */
+static const char *dot_safe(const char *s, char *buf, size_t len)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < len; i++)
+        buf[i] = (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20) ? '_' : s[i];
+    buf[i] = 0;
+    return buf;
 }
 
 static const char *node_label(const tth_rexpr *e, char *buf, size_t len)
@@ -306,26 +326,37 @@ done:
     return rc;
 }
 
-/* Graphviz: one box per op call coloured by kind, edges between calls. */
-static char *make_dot(parter *P)
+/* Graphviz: one box per op call coloured by kind, a legend of the kinds, edges between calls,
+ * and each region boxed and labelled with its global_symbol. */
+static char *make_dot(parter *P, const int64_t *region_index)
 {
     static const char *colors[] = {"#8dd3c7", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
                                    "#bebada", "#fccde5", "#ffffb3"};
-    size_t cap = 1024 + (size_t)P->n * 256 + P->p->nkinds * 128, w = 0;
-    char *s = malloc(cap), lb[32];
-    if (!s)
+    char *s = NULL, lb[32], safe[64], ksafe[64];
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f)
         return NULL;
-    w += (size_t)snprintf(s + w, cap - w, "digraph partition {\n  node [shape=box, style=filled];\n");
+    fprintf(f, "digraph partition {\n  node [shape=box, style=filled];\n");
     for (size_t k = 0; k < P->p->nkinds; k++)
-        w += (size_t)snprintf(s + w, cap - w, "  \"kind:%s\" [label=\"%s\", shape=note, fillcolor=\"%s\"];\n",
-                              P->p->kinds[k].kind, P->p->kinds[k].kind, colors[k % 8]);
+        fprintf(f, "  kind%zu [label=\"%s%s\", shape=note, fillcolor=\"%s\"];\n", k,
+                dot_safe(P->p->kinds[k].kind, ksafe, sizeof ksafe),
+                k + 1 == P->p->nkinds ? " (fallback)" : "", colors[k % 8]);
+    for (size_t r = 0; r < P->p->nregions; r++) {
+        fprintf(f, "  subgraph cluster_%zu {\n    label=\"%s\";\n", r,
+                dot_safe(P->p->regions[r].global_symbol, safe, sizeof safe));
+        for (int64_t i = 0; i < P->n; i++)
+            if (P->region_of[i] >= 0 && region_index[P->region_of[i]] == (int64_t)r)
+                fprintf(f, "    n%u;\n", P->nodes[i]->id);
+        fprintf(f, "  }\n");
+    }
     for (int64_t i = 0; i < P->n; i++) {
         if (P->kind_of[i] < 0)
             continue;
         const tth_rexpr *e = P->nodes[i];
-        w += (size_t)snprintf(s + w, cap - w, "  n%u [label=\"%.60s\\n%s\", fillcolor=\"%s\"];\n",
-                              e->id, node_label(e, lb, sizeof lb), tth_op_name(e->u.call.op),
-                              colors[P->kind_of[i] % 8]);
+        fprintf(f, "  n%u [label=\"%s\\n%s\", fillcolor=\"%s\"];\n", e->id,
+                dot_safe(node_label(e, lb, sizeof lb), safe, sizeof safe), tth_op_name(e->u.call.op),
+                colors[P->kind_of[i] % 8]);
     }
     for (int64_t i = 0; i < P->n; i++) {
         if (P->kind_of[i] < 0)
@@ -336,12 +367,15 @@ static char *make_dot(parter *P)
             /* through tuple_get to the call that made the tuple */
             while (ai >= 0 && P->kind_of[ai] < 0 && P->nodes[ai]->kind == TTH_REXPR_TUPLE_GET)
                 ai = P->index_of[P->nodes[ai]->u.get.tuple->id];
-            if (ai >= 0 && P->kind_of[ai] >= 0 && w + 64 < cap)
-                w += (size_t)snprintf(s + w, cap - w, "  n%u -> n%u;\n", P->nodes[ai]->id, e->id);
+            if (ai >= 0 && P->kind_of[ai] >= 0)
+                fprintf(f, "  n%u -> n%u;\n", P->nodes[ai]->id, e->id);
         }
     }
-    if (w + 4 < cap)
-        snprintf(s + w, cap - w, "}\n");
+    fprintf(f, "}\n");
+    if (fclose(f) != 0) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -537,18 +571,18 @@ int tth_partition_run(tth_relay_module *m, const tth_host *host, tth_partition *
                               r >= 0 ? json_string(p->regions[region_index[r]].global_symbol)
                                      : json_null()));
     }
-    free(region_index);
     for (size_t r = 0; r < p->nregions && !rc; r++)
         json_array_append_new(jregions, json_pack("{s:s, s:s}", "function",
                               p->regions[r].global_symbol, "kind", p->regions[r].kind->kind));
     if (!rc) {
-        p->dot = make_dot(&P);
+        p->dot = make_dot(&P, region_index);
         p->explain = json_pack("{s:O, s:s, s:O, s:O, s:O}", "kinds", kinds, "fallback",
                                p->kinds[fallback].kind, "ops", ops, "refusals", refusals,
                                "regions", jregions);
         if (!p->dot || !p->explain)
             rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory partitioning");
     }
+    free(region_index);
     if (!rc) {
         tth_relay_module_prune(m);
         rc = tth_relay_verify(m, diag);

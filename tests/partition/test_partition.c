@@ -20,7 +20,7 @@
 
 static const char *const test_plugins[] = {
     "tp_part_ps", "tp_part_r2t", "tp_part_t2r", "tp_part_r2r", "tp_part_all", "tp_part_none",
-    "tp_part_fail_r2t", "tp_part_fail_t2r", "tp_part_fail_r2r", "tp_part_fail_cu", "tp_part_r2r_mul",
+    "tp_part_fail_r2t", "tp_part_fail_t2r", "tp_part_fail_r2r", "tp_part_fail_cu", "tp_part_r2r_mul", "tp_part_npu",
 };
 
 static tth_registry *registry(void)
@@ -217,6 +217,9 @@ static void two_op_kind(const char *kind)
     cr_expect(strstr(relay, sym) != NULL, "no global_symbol %s:\n%s", sym, relay);
     cr_expect(tar_has(&res, "explain/partition.dot"));
     cr_expect(tar_has(&res, "digraph partition"));
+    char cluster[200];
+    snprintf(cluster, sizeof cluster, "label=\"%s\"", sym1);
+    cr_expect(tar_has(&res, cluster), "the dot file boxes region %s", sym1);
     run_two_op(&res);
     tth_compile_result_free(&res);
     json_decref(opts);
@@ -341,6 +344,12 @@ Test(partition, kind_without_partition_supports_only_last)
 {
     expect_failure("test-none,c", TTH_EUNSUPPORTED,
                    (const char *const[]){"test-none", "partition_supports", "fallback", NULL});
+}
+
+Test(partition, kind_nothing_can_build)
+{
+    expect_failure("test-npu,c", TTH_EUNSUPPORTED,
+                   (const char *const[]){"test-npu", "not the host's CPU", NULL});
 }
 
 Test(partition, last_kind_must_host)

@@ -5,6 +5,7 @@
  *   TP_R2R  relay_to_runtime + constant_updater: C source implementing the region; constant
  *           operands are allowed and are both reported by constant_updater and baked in;
  *   TP_ONLY_MUL  partition_supports takes multiply only;
+ *   TP_DEVICE    the descriptor's device type (default TTH_DEVICE_CPU);
  *   TP_NOPS no partition_supports (it can only be a composite's last kind).
  * TP_FAIL names a hook that returns an error instead. Every hook call is appended to the file
  * named by $TTH_TEST_HOOK_LOG: "<kind> <hook> <region or ->". */
@@ -22,6 +23,9 @@
 #ifndef TP_KIND
 #define TP_KIND "test-part"
 #endif
+#ifndef TP_DEVICE
+#define TP_DEVICE TTH_DEVICE_CPU
+#endif
 #ifndef TP_FAIL
 #define TP_FAIL ""
 #endif
@@ -36,7 +40,7 @@ TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {
     .plugin_version = "0.0.1",
     .kind = TP_KIND,
     .doc = "composite-target test plugin",
-    .device_type = TTH_DEVICE_CPU,
+    .device_type = TP_DEVICE,
     .flags = TTH_KIND_NEEDS_HOST,
     .attrs = NULL,
     .default_keys = keys,
