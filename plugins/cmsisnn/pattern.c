@@ -274,10 +274,10 @@ static int match_binary(const npu_users *u, const tth_rexpr *e, cn_match *m, cha
 {
     const char *op = tth_op_name(e->u.call.op);
     const tth_rexpr *a = e->u.call.args[0], *b = e->u.call.args[1];
-    if (!npu_type(a) || !npu_type(b) || !tth_ttype_equal(npu_type(a), npu_type(b)))
-        return refuse(why, len, "%s with broadcasting: CMSIS-NN's elementwise kernels need equal shapes", op);
     if (!dq_input(u, a, e, 0, m, why, len) || !dq_input(u, b, e, 1, m, why, len))
         return 0;
+    if (!npu_type(a) || !npu_type(b) || !tth_ttype_equal(npu_type(a), npu_type(b)))
+        return refuse(why, len, "%s with broadcasting: CMSIS-NN's elementwise kernels need equal shapes", op);
     m->kind = e->u.call.op == TTH_OP_ADD ? CN_ADD : CN_MUL;
     add_node(m, a);
     if (b != a)
@@ -393,7 +393,10 @@ static size_t anchors_of(const npu_users *u, const tth_rexpr *call, const tth_re
             a0 = a0->u.call.args[0];
         out[n++] = a0;
         break;
-    case TTH_OP_QUANTIZE: out[n++] = a0; break;
+    case TTH_OP_QUANTIZE:
+        if (a0 && a0->kind == TTH_REXPR_CALL)
+            out[n++] = a0;
+        break;
     case TTH_OP_DEQUANTIZE:
         for (size_t i = 0; i < npu_nusers(u, call) && n < max; i++)
             if (npu_user(u, call, i) && npu_user(u, call, i)->kind == TTH_REXPR_CALL)

@@ -501,7 +501,15 @@ int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *w
     if (!(r->where & DIRECT))
         return refuse(why, len, "%s on %s: the Ethos-N78 runs it between dequantize and quantize only", name,
                       tth_dtype_name(dt(call)));
-    for (size_t i = 0; i < call->u.call.nargs; i++) {
+    /* the data operands; qnn operators' other operands are their weights and quantization */
+    size_t ndata = op == TTH_OP_QNN_CONV2D || op == TTH_OP_QNN_MATMUL ? 1
+                   : op == TTH_OP_REQUANTIZE                         ? 1
+                                                                     : call->u.call.nargs;
+    for (size_t i = ndata; i < call->u.call.nargs; i++)
+        if (call->u.call.args[i]->kind != TTH_REXPR_CONST && !(i == 1 && op != TTH_OP_REQUANTIZE))
+            return refuse(why, len, "%s with non-constant quantization parameters: the Ethos-N78 needs them at "
+                          "compile time", name);
+    for (size_t i = 0; i < ndata; i++) {
         const tth_rexpr *a = call->u.call.args[i];
         if (a->kind == TTH_REXPR_CONST)
             continue;

@@ -1,0 +1,186 @@
+/* End to end, in-process (tth_compile): a small int8 QDQ model (qdq_model.py, built with
+ * python3-onnx) and the ONNX node test test_qlinearconv (uint8), compiled for
+ * `cmsis-nn,c -mcpu=cortex-m55` and `ethos-n,cmsis-nn,c -mcpu=cortex-m55`; the metadata's
+ * partition says which kind took each operator, and the artifact holds each kind's output. The
+ * generated C is compiled for Cortex-M55 against the test-only CMSIS-NN declarations. Nothing is
+ * run: there is neither a CMSIS-NN library nor an Ethos-N driver here. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../compile/helpers.h"
+#include "compile.h"
+#include "tth/target.h"
+
+TestSuite(npu_e2e, .timeout = 300);
+
+static uint8_t *qdq_model(size_t *len)
+{
+    char dir[256], cmd[1024], path[300];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/qdq.onnx", dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/cmsisnn/qdq_model.py %s", getenv("TTH_SOURCE_ROOT"), path);
+    cr_assert_eq(test_run(cmd), 0, "%s", cmd);
+    uint8_t *b = test_read_file(path, len);
+    cr_assert(b);
+    test_rmtree(dir);
+    return b;
+}
+
+static uint8_t *node_model(const char *test, size_t *len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/usr/share/libonnx-testdata/data/node/%s/model.onnx", test);
+    uint8_t *b = test_read_file(path, len);
+    cr_assert(b, "%s", path);
+    return b;
+}
+
+static int compile(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, tth_compile_result *res,
+                   tth_diag *d)
+{
+    tth_diag_clear(d);
+    json_t *t = tth_target_parse(r, NULL, tgt, d);
+    cr_assert(t, "%s: %s", tgt, d->message);
+    /* no host .so: the host kind has no mtriple, but the code is for a Cortex-M and needs CMSIS-NN */
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
+                               .options = opts, .registry = r};
+    int rc = tth_compile(&req, res, d);
+    json_decref(t);
+    json_decref(opts);
+    return rc;
+}
+
+/* The kind that took op `op` (the first such op of the partition). */
+static const char *kind_of(const json_t *meta, const char *op)
+{
+    const json_t *ops = json_object_get(json_object_get(meta, "partition"), "ops");
+    size_t i;
+    const json_t *o;
+    json_array_foreach(ops, i, o)
+        if (strcmp(json_string_value(json_object_get(o, "op")), op) == 0)
+            return json_string_value(json_object_get(o, "kind"));
+    return NULL;
+}
+
+/* The bytes of the tar member whose name ends with `suffix` (ustar: name at 0, size at 124). */
+static char *tar_member(const tth_compile_result *res, const char *suffix, size_t *len)
+{
+    size_t n = strlen(suffix);
+    for (size_t at = 0; at + 512 <= res->artifact_len;) {
+        const char *h = (const char *)res->artifact + at;
+        if (!h[0])
+            break;
+        size_t size = strtoul(h + 124, NULL, 8);
+        char name[101];
+        memcpy(name, h, 100);
+        name[100] = 0;
+        size_t nl = strlen(name);
+        if (nl >= n && strcmp(name + nl - n, suffix) == 0) {
+            char *b = malloc(size + 1);
+            memcpy(b, h + 512, size);
+            b[size] = 0;
+            *len = size;
+            return b;
+        }
+        at += 512 + (size + 511) / 512 * 512;
+    }
+    return NULL;
+}
+
+static void compile_c_for_m55(const char *src, size_t len)
+{
+    char dir[256], path[300], cmd[1024];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/cmsisnn_lib0.c", dir);
+    cr_assert_eq(test_write_file(path, src, len), 0);
+    snprintf(cmd, sizeof cmd, "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=cortex-m55 -O2 -Wall -Wextra -Werror "
+             "-I%s/tests/cmsisnn -c %s -o %s/x.o", getenv("TTH_SOURCE_ROOT"), path, dir);
+    cr_assert_eq(test_run(cmd), 0, "%s", cmd);
+    test_rmtree(dir);
+}
+
+Test(npu_e2e, qdq_model_on_cmsis_nn)
+{
+    tth_registry *r = test_registry();
+    size_t len;
+    uint8_t *model = qdq_model(&len);
+    tth_compile_result res;
+    tth_diag d;
+    int rc = compile(r, model, len, "cmsis-nn,c -mcpu=cortex-m55", &res, &d);
+    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "cmsis-nn");
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.requantize"), "cmsis-nn");
+    cr_assert_str_eq(kind_of(res.metadata, "nn.softmax"), "cmsis-nn");
+    size_t n;
+    char *c = tar_member(&res, "cmsisnn_lib0.c", &n);
+    cr_assert(c, "no cmsisnn_lib0.c in the artifact");
+    cr_assert(strstr(c, "arm_convolve_wrapper_s8("));
+    cr_assert(strstr(c, "arm_softmax_s8("));
+    compile_c_for_m55(c, n);
+    free(c);
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(r);
+}
+
+Test(npu_e2e, qdq_model_on_ethos_n_then_cmsis_nn)
+{
+    tth_registry *r = test_registry();
+    size_t len;
+    uint8_t *model = qdq_model(&len);
+    tth_compile_result res;
+    tth_diag d;
+    int rc = compile(r, model, len, "ethos-n,cmsis-nn,c -mcpu=cortex-m55", &res, &d);
+    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    /* the NPU takes the convolution; it has no softmax, which CMSIS-NN takes */
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "ethos-n");
+    cr_assert_str_eq(kind_of(res.metadata, "nn.softmax"), "cmsis-nn");
+    size_t n;
+    char *blob = tar_member(&res, ".ethosn", &n);
+    cr_assert(blob, "no Ethos-N network in the artifact");
+    cr_assert_eq(memcmp(blob, "TTHEN78", 8), 0);
+    free(blob);
+    char *c = tar_member(&res, "cmsisnn_lib0.c", &n);
+    cr_assert(c);
+    compile_c_for_m55(c, n);
+    free(c);
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(r);
+}
+
+/* Refused by `kind` with a reason containing `text`. */
+static int refused(const json_t *meta, const char *kind, const char *text)
+{
+    const json_t *refs = json_object_get(json_object_get(meta, "partition"), "refusals");
+    size_t i;
+    const json_t *o;
+    json_array_foreach(refs, i, o)
+        if (!strcmp(json_string_value(json_object_get(o, "kind")), kind) &&
+            strstr(json_string_value(json_object_get(o, "reason")), text))
+            return 1;
+    return 0;
+}
+
+Test(npu_e2e, onnx_qlinearconv_refused_with_reasons)
+{
+    /* the node test's weights are graph inputs and its data uint8: both kinds refuse, saying why */
+    tth_registry *r = test_registry();
+    size_t len;
+    uint8_t *model = node_model("test_qlinearconv", &len);
+    tth_compile_result res;
+    tth_diag d;
+    cr_assert_eq(compile(r, model, len, "ethos-n,cmsis-nn,c -mcpu=cortex-m55", &res, &d), 0, "%s", d.message);
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "c");
+    cr_assert(refused(res.metadata, "cmsis-nn", "qnn.conv2d on uint8[1, 1, 7, 7]: CMSIS-NN convolves int8"));
+    cr_assert(refused(res.metadata, "ethos-n", "qnn.conv2d with non-constant quantization parameters: the Ethos-N78 "
+                                               "needs them at compile time"));
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(r);
+}
