@@ -157,11 +157,11 @@ static int tar_has(const tth_compile_result *res, const char *s)
 
 /* ---- every combination on the ONNX node tests ------------------------------------------------ */
 
-static void node_case(const char *kind, const char *test)
+static void node_case_host(const char *kind, const char *host, const char *test)
 {
     tth_registry *r = registry();
     char t[128], dir[512];
-    snprintf(t, sizeof t, "%s,c", kind);
+    snprintf(t, sizeof t, "%s,%s", kind, host);
     snprintf(dir, sizeof dir, "%s/%s", NODE_DATA, test);
     json_t *tj = target(r, t);
     tth_case_result res;
@@ -171,6 +171,8 @@ static void node_case(const char *kind, const char *test)
     tth_registry_free(r);
 }
 
+static void node_case(const char *kind, const char *test) { node_case_host(kind, "c", test); }
+
 Test(partition, node_add_every_kind)
 {
     static const char *const kinds[] = {"test-ps", "test-r2t", "test-t2r", "test-r2r", "test-all"};
@@ -178,6 +180,14 @@ Test(partition, node_add_every_kind)
         node_case(kinds[k], "test_add");
         node_case(kinds[k], "test_mul");
     }
+}
+
+/* The llvm host: its object code calls the other kinds' region functions as externs. */
+Test(partition, node_add_llvm_host)
+{
+    static const char *const kinds[] = {"test-ps", "test-r2t", "test-t2r", "test-r2r"};
+    for (size_t k = 0; k < 4; k++)
+        node_case_host(kinds[k], "llvm", "test_add");
 }
 
 /* ---- the two-op model: regions, explanation, attrs, results ---------------------------------- */
