@@ -11,6 +11,7 @@ struct npu_users {
     const tth_relay_function *fn; /* the cache key: function, body and module */
     const tth_rexpr *body;
     const tth_relay_module *module;
+    size_t arena_used;            /* the module's arena after the build: anything new rebuilds */
     uint32_t max_id;              /* ids index the arrays below */
     uint32_t *start;              /* users of node id: list[start[id] .. start[id + 1]) */
     const tth_rexpr **list;
@@ -111,10 +112,13 @@ static npu_users *users_build(const tth_relay_function *fn)
 
 const npu_users *npu_users_get(const tth_relay_function *fn)
 {
-    if (cache && cache->fn == fn && cache->body == fn->body && cache->module == fn->module)
+    if (cache && cache->fn == fn && cache->body == fn->body && cache->module == fn->module &&
+        cache->arena_used == tth_arena_used(fn->module->arena))
         return cache;
     npu_users_release();
     cache = users_build(fn);
+    if (cache)
+        cache->arena_used = tth_arena_used(fn->module->arena);
     return cache;
 }
 

@@ -13,9 +13,10 @@
 /* The users of every node of one function. */
 typedef struct npu_users npu_users;
 
-/* The index for fn, built or taken from the one-entry cache (a new function, or the same pointer
- * with a different body or module, rebuilds it). NULL on out of memory. The cache lives until
- * npu_users_release() or the next function; it is per process (a worker runs one request). */
+/* The index for fn, built or taken from the one-entry cache: a new function, the same pointer with
+ * a different body or module, or any allocation in the module's arena since the build (a node
+ * added, a function outlined) rebuilds it, so a stale index is never used. NULL on out of memory.
+ * The cache lives until npu_users_release(), the next function, or the plugin's unloading. */
 const npu_users *npu_users_get(const tth_relay_function *fn);
 void npu_users_release(void);
 

@@ -92,16 +92,27 @@ static char *tar_member(const tth_compile_result *res, const char *suffix, size_
     return NULL;
 }
 
-static void compile_c_for_m55(const char *src, size_t len)
+/* Compile every C source of the artifact (the host's and the cmsis-nn kind's) for Cortex-M55. */
+static void compile_c_for_m55(const tth_compile_result *res)
 {
-    char dir[256], path[300], cmd[1024];
+    static const char *const files[] = {"m_lib0.c", "cmsisnn_lib0.c"};
+    char dir[256], cmd[2048];
     test_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/cmsisnn_lib0.c", dir);
-    cr_assert_eq(test_write_file(path, src, len), 0);
-    snprintf(cmd, sizeof cmd, "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=cortex-m55 -O2 -Wall -Wextra -Werror "
-             "-I%s/tests/cmsisnn -c %s -o %s/x.o", getenv("TTH_SOURCE_ROOT"), path, dir);
-    cr_assert_eq(test_run(cmd), 0, "%s", cmd);
-    test_rmtree(dir);
+    for (size_t i = 0; i < 2; i++) {
+        size_t n;
+        char *src = tar_member(res, files[i], &n), path[400];
+        cr_assert(src, "no %s in the artifact", files[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        cr_assert_eq(test_write_file(path, src, n), 0);
+        free(src);
+        snprintf(cmd, sizeof cmd, "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=cortex-m55 -O2 -Wall -Wextra -Werror "
+                 "-I%s/tests/cmsisnn -c %s -o %s.o", getenv("TTH_SOURCE_ROOT"), path, path);
+        cr_assert_eq(test_run(cmd), 0, "%s", cmd);
+    }
+    if (getenv("TTH_KEEP_NPU_E2E"))
+        fprintf(stderr, "kept %s\n", dir);
+    else
+        test_rmtree(dir);
 }
 
 Test(npu_e2e, qdq_model_on_cmsis_nn)
@@ -121,8 +132,8 @@ Test(npu_e2e, qdq_model_on_cmsis_nn)
     cr_assert(c, "no cmsisnn_lib0.c in the artifact");
     cr_assert(strstr(c, "arm_convolve_wrapper_s8("));
     cr_assert(strstr(c, "arm_softmax_s8("));
-    compile_c_for_m55(c, n);
     free(c);
+    compile_c_for_m55(&res);
     tth_compile_result_free(&res);
     free(model);
     tth_registry_free(r);
@@ -145,10 +156,7 @@ Test(npu_e2e, qdq_model_on_ethos_n_then_cmsis_nn)
     cr_assert(blob, "no Ethos-N network in the artifact");
     cr_assert_eq(memcmp(blob, "TTHEN78", 8), 0);
     free(blob);
-    char *c = tar_member(&res, "cmsisnn_lib0.c", &n);
-    cr_assert(c);
-    compile_c_for_m55(c, n);
-    free(c);
+    compile_c_for_m55(&res);
     tth_compile_result_free(&res);
     free(model);
     tth_registry_free(r);
