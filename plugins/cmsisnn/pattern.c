@@ -359,6 +359,17 @@ static int contains(const cn_match *m, const tth_rexpr *e)
     return 0;
 }
 
+/* The conv/matmul under a requantize's input: the input itself, or the operand of its bias add
+ * that is one (either order). */
+static const tth_rexpr *accumulator(const tth_rexpr *x)
+{
+    if (npu_is_op(x, TTH_OP_ADD))
+        for (size_t i = 0; i < 2; i++)
+            if (npu_is_op(x->u.call.args[i], TTH_OP_QNN_CONV2D) || npu_is_op(x->u.call.args[i], TTH_OP_QNN_MATMUL))
+                return x->u.call.args[i];
+    return x;
+}
+
 /* The anchors `call` could belong to. */
 static size_t anchors_of(const npu_users *u, const tth_rexpr *call, const tth_rexpr **out, size_t max)
 {
@@ -382,17 +393,9 @@ static size_t anchors_of(const npu_users *u, const tth_rexpr *call, const tth_re
     case TTH_OP_CLIP:
         if (!npu_is_op(a0, TTH_OP_REQUANTIZE))
             break;
-        a0 = a0->u.call.args[0];
-        /* fall through: the requantize's producer */
-        if (npu_is_op(a0, TTH_OP_ADD))
-            a0 = a0->u.call.args[0];
-        out[n++] = a0;
+        out[n++] = accumulator(a0->u.call.args[0]);
         break;
-    case TTH_OP_REQUANTIZE:
-        if (npu_is_op(a0, TTH_OP_ADD))
-            a0 = a0->u.call.args[0];
-        out[n++] = a0;
-        break;
+    case TTH_OP_REQUANTIZE: out[n++] = accumulator(a0); break;
     case TTH_OP_QUANTIZE:
         if (a0 && a0->kind == TTH_REXPR_CALL)
             out[n++] = a0;

@@ -409,6 +409,57 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
     tth_relay_module_free(m);
 }
 
+Test(cmsisnn, pool_and_fc_context_sizes)
+{
+    /* avg pool: DSP without MVE C_IN * 4, else 0; max pool never; fc: MVE C_OUT * 4, else 0 */
+    static const struct { const char *target; int64_t avg, fc; } cases[] = {
+        {"cmsis-nn -mcpu=cortex-m55", -1, 8 * 4},
+        {"cmsis-nn -mcpu=cortex-m33", 8 * 4, -1},
+        {"cmsis-nn -mcpu=cortex-m0plus", -1, -1},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        tth_rexpr *e, *a, *b;
+        tth_relay_module *m = tth_relay_module_new("t");
+        tth_tir_module *tm = tth_tir_module_new();
+        tth_prim_func *f = lower(cases[i].target, build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &e), "avg", tm);
+        cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].avg, "%s", cases[i].target);
+        tth_relay_module_free(m);
+        m = tth_relay_module_new("t");
+        f = lower(cases[i].target, build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &e), "max", tm);
+        cr_assert_eq(local_bytes(f->body, "k0_ctx"), -1);
+        tth_relay_module_free(m);
+        m = tth_relay_module_new("t");
+        f = lower(cases[i].target, build_fc(m, 0, 0, &a, &b), "fc", tm);
+        cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].fc, "%s", cases[i].target);
+        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        cr_assert_eq(json_integer_value(json_object_get(d, "input_offset")), -4);
+        cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 0)), 16);
+        cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 3)), 8);
+        tth_relay_module_free(m);
+        tth_tir_module_free(tm);
+    }
+}
+
+Test(cmsisnn, bias_add_either_order)
+{
+    json_t *t = npu_target(M55);
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t xs[4] = {1, 4, 4, 4}, ws[4] = {4, 4, 1, 1}, bs[3] = {4, 1, 1};
+    tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
+    tth_rexpr *c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
+                      k_scalar(m, TTH_I8, 0));
+    tth_rexpr *add = op(m, TTH_OP_ADD, NULL, 2, k_tensor(m, TTH_I32, 3, bs, 5, 1, 4), c);
+    tth_rexpr *rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, add,
+                       k_scalar(m, TTH_F32, 0.001), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.1),
+                       k_scalar(m, TTH_I8, 0));
+    tth_relay_function *f = finish(m, &x, 1, rq);
+    accepts(t, f, c);
+    accepts(t, f, add);
+    accepts(t, f, rq);
+    tth_relay_module_free(m);
+    json_decref(t);
+}
+
 /* Run python3 with a script and argv; its stdout as JSON. */
 static json_t *python(const char *script, const char *args)
 {
