@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""Conformance through the daemon: every libonnx-testdata model compiled by a running tthd.
+
+For each test case folder (model.onnx + test_data_set_0/{input,output}_*.pb) this drives the
+product the way a user does:
+
+    tthctl compile model.onnx --target c --shared -o case.tar     (tthd, its workers, its cache)
+    tthctl run case.tar --input NAME=input_i.pb ... --output-dir D  (the runtime)
+
+and compares each written <output>.npy with the shipped output_i.pb. Tolerance (the same as
+tth-conformance): float32 |a-b| <= 1e-4 + 1e-4*|b|, float16 1e-2 + 1e-2*|b|, float64
+1e-7 + 1e-7*|b|; integers and bools exactly; NaN matches NaN.
+
+A model input that tth needs as a constant (a shape or size fed as a graph input; the compile
+answers "input 'x' is not a constant") is turned into an initializer holding the test's own
+value, and the model is sent again, as tth-conformance does in process.
+
+Counts: passed, failed (wrong numbers, a crash, or any error that is not EUNSUPPORTED),
+unsupported (a clean EUNSUPPORTED diagnostic). Exit status 1 when anything failed.
+
+    tests/conformance/through_daemon.py --tthctl build/client/tthctl [--jobs 2]
+        [--stride N] [--limit N] DIR...
+
+Every DIR is a folder of test case folders (e.g. /usr/share/libonnx-testdata/data/node).
+"""
+import argparse
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+TOL = {np.float32: (1e-4, 1e-4), np.float16: (1e-2, 1e-2), np.float64: (1e-7, 1e-7)}
+
+
+def load_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def close_enough(got, want):
+    if got.shape != want.shape:
+        return f"shape {list(got.shape)}, expected {list(want.shape)}"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype}, expected {want.dtype}"
+    if want.dtype.type in TOL:
+        atol, rtol = TOL[want.dtype.type]
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        both_nan = np.isnan(g) & np.isnan(w)
+        ok = both_nan | (g == w) | (np.abs(g - w) <= atol + rtol * np.abs(w))
+        if not ok.all():
+            i = int(np.argmax(~ok.reshape(-1)))
+            return f"element {i}: {g.reshape(-1)[i]!r}, expected {w.reshape(-1)[i]!r}"
+        return None
+    if not np.array_equal(got, want):
+        i = int(np.argmax((got != want).reshape(-1)))
+        return f"element {i}: {got.reshape(-1)[i]!r}, expected {want.reshape(-1)[i]!r}"
+    return None
+
+
+def run(cmd, cwd):
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def one_case(case, args):
+    """Returns (status, detail): status is 'passed', 'failed' or 'unsupported'."""
+    data = os.path.join(case, "test_data_set_0")
+    model = onnx.load(os.path.join(case, "model.onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in inits]
+    outputs = [o.name for o in model.graph.output]
+    in_files = sorted(glob.glob(os.path.join(data, "input_*.pb")), key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
+    out_files = sorted(glob.glob(os.path.join(data, "output_*.pb")), key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
+    if len(in_files) != len(inputs) or len(out_files) != len(outputs):
+        return "unsupported", "test data does not match the graph's inputs/outputs"
+    values = dict(zip(inputs, in_files))
+    work = tempfile.mkdtemp(prefix="tth-conf-", dir=args.tmp)
+    try:
+        model_path = os.path.join(case, "model.onnx")
+        bound = []
+        for _attempt in range(8):
+            tar = os.path.join(work, "case.tar")
+            c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", model_path,
+                     "--target", "c", "--shared", "--name", "model", "--json", "-o", tar], work)
+            if c.returncode == 0:
+                break
+            try:
+                err = json.loads(c.stdout)["error"]
+            except (ValueError, KeyError):
+                return "failed", f"compile exit {c.returncode}: {c.stderr.strip()[-300:]}"
+            code = err.get("data", {}).get("tthCode", "")
+            m = re.search(r"input '([^']+)' is not a constant", err.get("message", ""))
+            if m and m.group(1) in values and m.group(1) not in bound:
+                name = m.group(1)
+                bound.append(name)
+                model.graph.initializer.append(numpy_helper.from_array(load_pb(values[name]), name))
+                model_path = os.path.join(work, "bound.onnx")
+                onnx.save(model, model_path)
+                continue
+            if code == "EUNSUPPORTED":
+                return "unsupported", err.get("message", "")
+            return "failed", f"compile: {err.get('message', '')}"
+        else:
+            return "failed", "compile: too many non-constant inputs"
+        cmd = [args.tthctl, "-q", "run", tar, "--output-dir", work, "--json"]
+        for name in inputs:
+            if name not in bound:
+                cmd += ["--input", f"{name}={values[name]}"]
+        r = run(cmd, work)
+        if r.returncode != 0:
+            return "failed", f"run exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}"
+        for name, path in zip(outputs, out_files):
+            npy = os.path.join(work, f"{name}.npy")
+            if not os.path.exists(npy):
+                # the runtime writes files named after C-safe output names when the ONNX name isn't one
+                written = json.loads(r.stdout)["outputs"]
+                npy = next((o["file"] for o in written if o["name"] == name), npy)
+            why = close_enough(np.load(npy), load_pb(path))
+            if why:
+                return "failed", f"output '{name}': {why}"
+        return "passed", ""
+    except subprocess.TimeoutExpired as e:
+        return "failed", f"timed out: {' '.join(e.cmd[:3])}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tthctl", required=True)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--stride", type=int, default=1, help="take every Nth case (bounded runs)")
+    ap.add_argument("--limit", type=int, default=0, help="at most N cases")
+    ap.add_argument("dirs", nargs="+")
+    args = ap.parse_args()
+    args.tthctl = os.path.abspath(args.tthctl)
+    cases = sorted(c for d in args.dirs for c in glob.glob(os.path.join(d, "*"))
+                   if os.path.exists(os.path.join(c, "model.onnx")) and os.path.isdir(os.path.join(c, "test_data_set_0")))
+    cases = cases[::args.stride]
+    if args.limit:
+        cases = cases[:args.limit]
+    args.tmp = tempfile.mkdtemp(prefix="tth-conf-daemon-")
+    args.socket = os.path.join(args.tmp, "tthd.sock")
+    env_cache = os.path.join(args.tmp, "cache")
+    tthd = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.tthctl))), "daemon", "tthd")
+    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", env_cache],
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(args.tmp, "tthd.log"), "w"))
+    counts = {"passed": 0, "failed": 0, "unsupported": 0}
+    failures = []
+    try:
+        st = run([args.tthctl, "--socket", args.socket, "--no-start", "status"], args.tmp)
+        for _ in range(100):
+            if st.returncode == 0:
+                break
+            import time
+            time.sleep(0.1)
+            st = run([args.tthctl, "--socket", args.socket, "--no-start", "status"], args.tmp)
+        if st.returncode != 0:
+            print("through_daemon: tthd did not start:", st.stderr, file=sys.stderr)
+            return 2
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for case, (status, detail) in zip(cases, pool.map(lambda c: one_case(c, args), cases)):
+                counts[status] += 1
+                if status == "failed":
+                    failures.append(f"{os.path.basename(os.path.dirname(case))}/{os.path.basename(case)}: {detail}")
+        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"], args.tmp)
+        daemon.wait(timeout=30)
+        if stop.returncode != 0 or daemon.returncode != 0:
+            failures.append(f"tthd: stop exit {stop.returncode}, daemon exit {daemon.returncode} "
+                            f"(a sanitizer report makes it non-zero; see its log)")
+            counts["failed"] += 1
+            sys.stderr.write(open(os.path.join(args.tmp, "tthd.log")).read()[-4000:])
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        shutil.rmtree(args.tmp, ignore_errors=True)
+    for f in failures:
+        print("FAILED", f)
+    print(f"through the daemon: {len(cases)} cases")
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['unsupported']} unsupported")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
