@@ -185,7 +185,7 @@ Test(ethosn, concat_channels)
 static void pool_case(tth_op o, int k, int s, int pad, int64_t width, const char *reason)
 {
     tth_relay_module *m = tth_relay_module_new("t");
-    int64_t xs[4] = {1, 16, 8, width};
+    int64_t xs[4] = {1, 16, k > 8 ? k : 8, width};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *p = op(m, o, json_pack("{s:[i,i],s:[i,i],s:[i,i,i,i],s:[i,i]}", "pool_size", k, k, "strides", s, s,
                                       "padding", pad, pad, pad, pad, "dilation", 1, 1),
@@ -481,5 +481,95 @@ Test(ethosn, unsupported_variants_refused)
     cr_assert_eq(tth_runtime_module_count(rt), 0);
     tth_runtime_module_free(rt);
     json_decref(t);
+    tth_relay_module_free(m);
+}
+
+Test(ethosn, fully_connected)
+{
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t as[2] = {1, 16}, bs[2] = {16, 8};
+    tth_rexpr *a = x_var(m, "a", TTH_U8, 2, as);
+    tth_rexpr *mm = op(m, TTH_OP_QNN_MATMUL, NULL, 4, a, k_tensor(m, TTH_U8, 2, bs, 100, 7, 50), k_scalar(m, TTH_U8, 128),
+                       k_scalar(m, TTH_U8, 120));
+    tth_rexpr *rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "uint8"), 5, mm,
+                       k_scalar(m, TTH_F32, 0.0004), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.05),
+                       k_scalar(m, TTH_U8, 128));
+    tth_relay_function *f = finish(m, &a, 1, rq);
+    accepts(f, mm);
+    accepts(f, rq);
+    tth_relay_module_free(m);
+    /* batch 2 */
+    m = tth_relay_module_new("t");
+    int64_t a2[2] = {2, 16};
+    a = x_var(m, "a", TTH_U8, 2, a2);
+    mm = op(m, TTH_OP_QNN_MATMUL, NULL, 4, a, k_tensor(m, TTH_U8, 2, bs, 100, 7, 50), k_scalar(m, TTH_U8, 128),
+            k_scalar(m, TTH_U8, 120));
+    rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "uint8"), 5, mm,
+            k_scalar(m, TTH_F32, 0.0004), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.05), k_scalar(m, TTH_U8, 128));
+    f = finish(m, &a, 1, rq);
+    refuses(f, mm, "qnn.matmul input uint8[2, 16] has batch 2: the Ethos-N78 takes batch 1");
+    tth_relay_module_free(m);
+}
+
+Test(ethosn, means_and_stride_one_pools)
+{
+    pool_case(TTH_OP_MAX_POOL2D, 9, 1, 0, 12, NULL);
+    pool_case(TTH_OP_MAX_POOL2D, 5, 1, 2, 8, NULL); /* SAME */
+    pool_case(TTH_OP_MAX_POOL2D, 10, 1, 0, 12, "nn.max_pool2d 10x10 stride 1 with VALID padding: the Ethos-N78 pools at "
+                                               "stride 1 up to 9x9");
+    pool_case(TTH_OP_AVG_POOL2D, 8, 1, 0, 8, NULL); /* a mean over the whole 8x8 plane */
+    /* global average over 7x7 */
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t xs[4] = {1, 16, 7, 7};
+    tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
+    tth_rexpr *g = op(m, TTH_OP_GLOBAL_AVG_POOL2D, NULL, 1, dq(m, x, 0.1, 0));
+    tth_relay_function *f = finish(m, &x, 1, q(m, g, 0.1, 0, TTH_I8));
+    accepts(f, g);
+    tth_relay_module_free(m);
+    m = tth_relay_module_new("t");
+    int64_t x6[4] = {1, 16, 6, 6};
+    x = x_var(m, "x", TTH_I8, 4, x6);
+    g = op(m, TTH_OP_GLOBAL_AVG_POOL2D, NULL, 1, dq(m, x, 0.1, 0));
+    f = finish(m, &x, 1, q(m, g, 0.1, 0, TTH_I8));
+    refuses(f, g, "nn.global_avg_pool2d over a 6x6 plane: the Ethos-N78 averages whole planes of 7x7 or 8x8 only");
+    tth_relay_module_free(m);
+}
+
+Test(ethosn, split_channels)
+{
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t xs[4] = {1, 48, 4, 4};
+    tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
+    tth_rexpr *s = op(m, TTH_OP_SPLIT, json_pack("{s:i,s:[i,i]}", "axis", 1, "sizes", 16, 32), 1, x);
+    tth_diag_clear(&bd);
+    tth_rexpr *g = tth_relay_tuple_get(m, s, 0, &bd);
+    cr_assert(g);
+    tth_relay_function *f = finish(m, &x, 1, g);
+    accepts(f, s);
+    tth_relay_module_free(m);
+    m = tth_relay_module_new("t");
+    x = x_var(m, "x", TTH_I8, 4, xs);
+    s = op(m, TTH_OP_SPLIT, json_pack("{s:i,s:[i,i]}", "axis", 1, "sizes", 8, 40), 1, x);
+    g = tth_relay_tuple_get(m, s, 0, &bd);
+    f = finish(m, &x, 1, g);
+    refuses(f, s, "split part 0 has 8 channels: the Ethos-N78 needs multiples of 16");
+    tth_relay_module_free(m);
+}
+
+Test(ethosn, qdq_needs_quantized_ends)
+{
+    /* a float op whose input is not dequantized, and a dequantize whose value leaves the function */
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t xs[4] = {1, 16, 4, 4};
+    tth_rexpr *x = x_var(m, "x", TTH_F32, 4, xs);
+    tth_rexpr *s = op(m, TTH_OP_SIGMOID, NULL, 1, x);
+    tth_relay_function *f = finish(m, &x, 1, q(m, s, 1.0 / 256, -128, TTH_I8));
+    refuses(f, s, "sigmoid input 0 is float not dequantized from int8/uint8: the Ethos-N78 computes quantized data");
+    tth_relay_module_free(m);
+    m = tth_relay_module_new("t");
+    x = x_var(m, "x", TTH_I8, 4, xs);
+    tth_rexpr *d = dq(m, x, 0.1, 0);
+    f = finish(m, &x, 1, d);
+    refuses(f, d, "qnn.dequantize whose float result leaves the function: the Ethos-N78 returns quantized data");
     tth_relay_module_free(m);
 }
