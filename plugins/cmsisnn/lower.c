@@ -4,7 +4,8 @@
  * predicate sees one call at a time, so it matches the whole pattern around it).
  *
  * relay_to_tir: one PrimFunc per region, named global_symbol. Its parameters are the region's
- * inputs then its output (int8). Each pattern becomes one call_extern of a wrapper
+ * inputs then one per result tensor (each field of a tuple result). Each pattern becomes one
+ * call_extern of a wrapper
  * `<global_symbol>_k<i>` that cmsis-nn's tir_to_runtime (emit.c) writes in C: it fills the CMSIS-NN
  * argument structs (which the C back-end cannot express: it knows scalars and pointers) and calls
  * the CMSIS-NN function. The wrapper's arguments are addresses of buffers the TIR declares, so the
@@ -83,7 +84,7 @@ typedef struct lower_ctx {
     tth_tbuffer **buf_of;  /* by Relay node id: the buffer holding its value */
     tth_tbuffer *locals[256];
     size_t nlocals;
-    int oom;
+    int limit;             /* more LOCAL buffers than `locals` holds */
 } lower_ctx;
 
 static json_t *ints(const int64_t *v, size_t n)
@@ -96,8 +97,10 @@ static json_t *ints(const int64_t *v, size_t n)
 
 static tth_tbuffer *local(lower_ctx *c, const char *name, tth_dtype dt, int64_t numel)
 {
-    if (c->nlocals >= sizeof c->locals / sizeof c->locals[0])
+    if (c->nlocals >= sizeof c->locals / sizeof c->locals[0]) {
+        c->limit = 1;
         return NULL;
+    }
     tth_tbuffer *b = tth_tir_buffer(c->mod, name, dt, 1, &numel, TTH_SCOPE_LOCAL);
     if (b)
         c->locals[c->nlocals++] = b;
@@ -338,9 +341,13 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
     snprintf(where, sizeof where, "cmsis-nn relay_to_tir '%s'", global_symbol ? global_symbol : "?");
     if (!fn || !global_symbol || !mod)
         return tth_diag_set(diag, TTH_EINVAL, where, "no function, symbol or module given");
-    if (!npu_type(fn->body))
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "the region returns a tuple; CMSIS-NN regions return one "
-                            "int8 tensor");
+    /* the results: the body, or the fields of a tuple body (one output parameter each) */
+    const tth_rexpr *body = fn->body;
+    int tuple = body->kind == TTH_REXPR_TUPLE;
+    size_t nres = tuple ? body->u.tuple.nfields : 1;
+    tth_rexpr *const *res = tuple ? body->u.tuple.fields : &fn->body;
+    if (!tuple && !npu_type(body))
+        return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "the region's result is a tuple not built in the region");
     const npu_users *u = npu_users_get(fn);
     tth_rexpr **nodes = NULL;
     int64_t n = u ? tth_relay_topo(fn->module, fn, &nodes) : TTH_ENOMEM;
@@ -353,7 +360,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
     uint8_t *covered = calloc((size_t)max_id + 1, 1);
     c.buf_of = calloc((size_t)max_id + 1, sizeof *c.buf_of);
     cn_match *pats = calloc((size_t)n + 1, sizeof *pats);
-    tth_tbuffer **params = calloc(fn->nparams + 1, sizeof *params);
+    tth_tbuffer **params = calloc(fn->nparams + nres + 1, sizeof *params);
     json_t *calls = json_array();
     tth_tstmt *seq = NULL;
     size_t npats = 0;
@@ -377,16 +384,29 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         }
         c.buf_of[fn->params[i]->id] = params[i];
     }
-    const tth_ttype *ot = npu_type(fn->body);
-    params[fn->nparams] = tth_tir_buffer(mod, "out", ot->dtype, ot->rank, ot->shape, TTH_SCOPE_PARAM);
-    if (!params[fn->nparams]) {
-        rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
-        goto done;
+    for (size_t j = 0; j < nres; j++) {
+        const tth_ttype *ot = npu_type(res[j]);
+        char on[32];
+        snprintf(on, sizeof on, "out%zu", j);
+        if (!ot) {
+            rc = tth_diag_set(diag, TTH_EUNSUPPORTED, where, "result %zu is a tuple", j);
+            goto done;
+        }
+        for (size_t k = 0; k < j; k++)
+            if (res[k] == res[j]) {
+                rc = tth_diag_set(diag, TTH_EUNSUPPORTED, where, "results %zu and %zu are the same tensor", k, j);
+                goto done;
+            }
+        params[fn->nparams + j] = tth_tir_buffer(mod, on, ot->dtype, ot->rank, ot->shape, TTH_SCOPE_PARAM);
+        if (!params[fn->nparams + j]) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
+            goto done;
+        }
     }
     /* match every call, in order: a pattern's inputs come from earlier patterns or parameters */
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
-        if (e->kind == TTH_REXPR_VAR || e->kind == TTH_REXPR_CONST || covered[e->id])
+        if (e->kind == TTH_REXPR_VAR || e->kind == TTH_REXPR_CONST || covered[e->id] || (tuple && e == body))
             continue;
         char why[256];
         if (e->kind != TTH_REXPR_CALL) {
@@ -422,26 +442,35 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         }
         if (rc)
             break;
-        tth_tbuffer *out = params[fn->nparams];
-        if (m->out != fn->body) {
+        tth_tbuffer *out = NULL;
+        for (size_t j = 0; j < nres && !out; j++)
+            if (m->out == res[j])
+                out = params[fn->nparams + j];
+        if (!out) {
             char ln[64];
             snprintf(ln, sizeof ln, "k%zu_out", k);
             out = local(&c, ln, TTH_I8, tth_ttype_numel(npu_type(m->out)));
         }
         if (!out) {
-            rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
+            rc = c.limit ? tth_diag_set(diag, TTH_ELIMIT, where, "more than %zu LOCAL buffers in one region",
+                                        sizeof c.locals / sizeof c.locals[0])
+                         : tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
             break;
         }
         c.buf_of[m->out->id] = out;
         if (lower_pattern(&c, m, k, features_of(target), out, &seq, calls) != 0)
-            rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
+            rc = c.limit ? tth_diag_set(diag, TTH_ELIMIT, where, "more than %zu LOCAL buffers in one region",
+                                        sizeof c.locals / sizeof c.locals[0])
+                         : tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
     }
     if (rc)
         goto done;
-    if (!c.buf_of[fn->body->id] || c.buf_of[fn->body->id] != params[fn->nparams]) {
-        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, where, "the region's result is not produced by a CMSIS-NN pattern");
-        goto done;
-    }
+    for (size_t j = 0; j < nres; j++)
+        if (c.buf_of[res[j]->id] != params[fn->nparams + j]) {
+            rc = tth_diag_set(diag, TTH_EUNSUPPORTED, where, "the region's result %zu is not produced by a CMSIS-NN "
+                              "pattern", j);
+            goto done;
+        }
     for (size_t i = c.nlocals; i-- > 0 && seq;)
         seq = tth_tir_allocate(mod, c.locals[i], seq);
     json_t *attrs = json_pack("{s:s,s:s,s:o}", "op", "cmsis-nn", "origin", "relay_to_tir", "cmsis_nn", calls);
@@ -451,7 +480,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
         goto done;
     }
-    if (!tth_tir_func_add(mod, global_symbol, params, fn->nparams + 1, seq, "cmsis-nn", attrs, diag))
+    if (!tth_tir_func_add(mod, global_symbol, params, fn->nparams + nres, seq, "cmsis-nn", attrs, diag))
         rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
 done:
     json_decref(calls);

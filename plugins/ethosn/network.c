@@ -275,9 +275,8 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
     int rc = config_of(target, &c, diag);
     if (rc)
         return rc;
-    if (fn->body->type.nfields >= 0)
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, "ethos-n relay_to_runtime", "region '%s' returns a tuple; tth's "
-                            "Ethos-N regions return one tensor", global_symbol);
+    /* the entry takes the inputs, then one buffer per result tensor (each field of a tuple) */
+    size_t nbuf = fn->nparams + (fn->body->type.nfields >= 0 ? (size_t)fn->body->type.nfields : 1);
     region r;
     rc = region_load(fn, &r);
     if (rc) {
@@ -308,15 +307,15 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
     for (int pass = 0; pass < 2; pass++) {
         snprintf(line, sizeof line, "int32_t %s(", global_symbol);
         put(&src, line, strlen(line));
-        for (size_t i = 0; i <= fn->nparams; i++) {
-            snprintf(line, sizeof line, "void *%s%zu, ", i == fn->nparams ? "out" : "in", i);
+        for (size_t i = 0; i < nbuf; i++) {
+            snprintf(line, sizeof line, "void *%s%zu, ", i >= fn->nparams ? "out" : "in", i);
             put(&src, line, strlen(line));
         }
         snprintf(line, sizeof line, "uint8_t *ws)%s", pass ? "\n{\n" : ";\n\n");
         put(&src, line, strlen(line));
     }
-    for (size_t i = 0; i <= fn->nparams; i++) {
-        snprintf(line, sizeof line, "    (void)%s%zu;\n", i == fn->nparams ? "out" : "in", i);
+    for (size_t i = 0; i < nbuf; i++) {
+        snprintf(line, sizeof line, "    (void)%s%zu;\n", i >= fn->nparams ? "out" : "in", i);
         put(&src, line, strlen(line));
     }
     snprintf(line, sizeof line, "    (void)ws;\n    return %s_NO_DRIVER;\n}\n", global_symbol);

@@ -409,6 +409,36 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
     tth_relay_module_free(m);
 }
 
+Test(cmsisnn, tuple_results)
+{
+    /* conv1 -> conv2 where conv1's output also leaves the region: two outputs, conv1's not LOCAL */
+    tth_relay_module *m = tth_relay_module_new("t");
+    conv_opt o = conv_default();
+    conv_nodes n = build_conv(m, &o);
+    int64_t ws[4] = {4, 4, 1, 1};
+    tth_rexpr *c2 = op(m, TTH_OP_QNN_CONV2D, NULL, 4, n.rq, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 5),
+                       k_scalar(m, TTH_I8, 0));
+    tth_rexpr *r2 = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, c2,
+                       k_scalar(m, TTH_F32, 0.01), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.2),
+                       k_scalar(m, TTH_I8, 0));
+    tth_rexpr *fields[2] = {r2, n.rq};
+    tth_diag_clear(&bd);
+    tth_rexpr *tup = tth_relay_tuple(m, fields, 2, &bd);
+    cr_assert(tup, "%s", bd.message);
+    tth_diag_clear(&bd);
+    tth_relay_function *f = tth_relay_function_add(m, "region", &n.x, 1, tup, NULL, &bd);
+    cr_assert(f, "%s", bd.message);
+    tth_tir_module *tm = tth_tir_module_new();
+    tth_prim_func *pf = lower(M55, f, "two", tm);
+    cr_assert_eq(pf->nparams, 3);
+    cr_assert_str_eq(pf->params[1]->name, "out0");
+    cr_assert_str_eq(pf->params[2]->name, "out1");
+    cr_assert_eq(local_bytes(pf->body, "k0_out"), -1, "conv1's output is the result out1, not a LOCAL");
+    cr_assert_eq(json_array_size(json_object_get(pf->attrs, "cmsis_nn")), 2);
+    tth_tir_module_free(tm);
+    tth_relay_module_free(m);
+}
+
 Test(cmsisnn, pool_and_fc_context_sizes)
 {
     /* avg pool: DSP without MVE C_IN * 4, else 0; max pool never; fc: MVE C_OUT * 4, else 0 */
@@ -683,7 +713,7 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
         cr_assert(strstr(text, "arm_elementwise_mul_s8(input, input2, -1, 4, output, 3, "));
         cr_assert(strstr(text, "arm_max_pool_s8("));
         cr_assert(strstr(text, "arm_avgpool_s8("));
-        cr_assert(strstr(text, "int32_t r_conv(int8_t *restrict p0, int8_t *restrict out, uint8_t *restrict ws)"));
+        cr_assert(strstr(text, "int32_t r_conv(int8_t *restrict p0, int8_t *restrict out0, uint8_t *restrict ws)"));
         free(text);
         char path[256];
         snprintf(path, sizeof path, "/tmp/tth-cmsisnn-%d-%s.c", (int)getpid(), cpus[c][0]);

@@ -418,6 +418,28 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     tth_relay_module_free(m);
 }
 
+Test(ethosn, tuple_results)
+{
+    /* the conv's requantized value and the clip after it both leave the region */
+    tth_relay_module *m = tth_relay_module_new("t");
+    conv_opt o = conv_default();
+    o.clip = 1;
+    conv_nodes n = build_conv(m, &o);
+    tth_rexpr *fields[2] = {n.clip, n.rq};
+    tth_diag_clear(&bd);
+    tth_rexpr *tup = tth_relay_tuple(m, fields, 2, &bd);
+    cr_assert(tup, "%s", bd.message);
+    tth_relay_function *f = tth_relay_function_add(m, "region", &n.x, 1, tup, NULL, &bd);
+    cr_assert(f, "%s", bd.message);
+    tth_runtime_module *rt = to_runtime(N78, f, "tup", 0);
+    const tth_module_file *c = tth_runtime_module_file(rt, 1);
+    char *text = strndup((const char *)c->data, c->len);
+    cr_assert(strstr(text, "int32_t tup(void *in0, void *out1, void *out2, uint8_t *ws)\n{"), "%s", text);
+    free(text);
+    tth_runtime_module_free(rt);
+    tth_relay_module_free(m);
+}
+
 Test(ethosn, blob_follows_configuration)
 {
     tth_relay_module *m = tth_relay_module_new("t");
