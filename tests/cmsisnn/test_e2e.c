@@ -14,6 +14,7 @@
 #include "../compile/helpers.h"
 #include "compile.h"
 #include "tth/target.h"
+#include "tthrt.h"
 
 TestSuite(npu_e2e, .timeout = 300);
 
@@ -39,14 +40,23 @@ static uint8_t *node_model(const char *test, size_t *len)
     return b;
 }
 
+static int compile_opts(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, int build_shared,
+                        tth_compile_result *res, tth_diag *d);
+
 static int compile(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, tth_compile_result *res,
                    tth_diag *d)
+{
+    return compile_opts(r, model, len, tgt, 0, res, d);
+}
+
+static int compile_opts(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, int build_shared,
+                        tth_compile_result *res, tth_diag *d)
 {
     tth_diag_clear(d);
     json_t *t = tth_target_parse(r, NULL, tgt, d);
     cr_assert(t, "%s: %s", tgt, d->message);
     /* no host .so: the host kind has no mtriple, but the code is for a Cortex-M and needs CMSIS-NN */
-    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    json_t *opts = json_pack("{s:b}", "build_shared", build_shared);
     tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
                                .options = opts, .registry = r};
     int rc = tth_compile(&req, res, d);
@@ -188,6 +198,34 @@ Test(npu_e2e, onnx_qlinearconv_refused_with_reasons)
     cr_assert(refused(res.metadata, "cmsis-nn", "qnn.conv2d on uint8[1, 1, 7, 7]: CMSIS-NN convolves int8"));
     cr_assert(refused(res.metadata, "ethos-n", "qnn.conv2d with non-constant quantization parameters: the Ethos-N78 "
                                                "needs them at compile time"));
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(r);
+}
+
+Test(npu_e2e, ethos_n_region_reports_missing_driver_at_run_time)
+{
+    /* ethos-n,c on this machine: the host .so builds (the Ethos-N entry is plain C), and running
+     * it stops at the NPU region with the entry's status -10, never a computed result */
+    tth_registry *r = test_registry();
+    size_t len;
+    uint8_t *model = qdq_model(&len);
+    tth_compile_result res;
+    tth_diag d;
+    cr_assert_eq(compile_opts(r, model, len, "ethos-n,c", 1, &res, &d), 0, "%s (%s)", d.message, d.location);
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "ethos-n");
+    tthrt_model *m = NULL;
+    tth_diag_clear(&d);
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
+    tthrt_array a = {0};
+    const int64_t shape[4] = {1, 8, 6, 6};
+    cr_assert_eq(tthrt_array_init(&a, TTH_F32, 4, shape, &d), 0);
+    cr_assert_eq(tthrt_model_bind(m, "x", &a, &d), 0, "%s", d.message);
+    tthrt_array_clear(&a);
+    tth_diag_clear(&d);
+    cr_assert_neq(tthrt_model_run(m, 1, NULL, &d), 0, "the model ran without an Ethos-N driver");
+    cr_assert(strstr(d.message, "returned status -10"), "%s", d.message);
+    tthrt_model_close(m);
     tth_compile_result_free(&res);
     free(model);
     tth_registry_free(r);
