@@ -722,6 +722,15 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
         fwrite(file->data, 1, file->len, fp);
         fclose(fp);
         compile_for(path, cpus[c][0]);
+        /* and as portable C99 with the host's gcc and clang, warnings as errors */
+        static const char *const host_cc[] = {"gcc", "clang"};
+        for (size_t k = 0; k < 2; k++) {
+            char cmd[1024];
+            snprintf(cmd, sizeof cmd, "%s -std=c99 -Wall -Wextra -Werror -fsyntax-only -I%s/tests/cmsisnn %s",
+                     host_cc[k], getenv("TTH_SOURCE_ROOT"), path);
+            int st = system(cmd);
+            cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed", cmd);
+        }
         char obj[300];
         snprintf(obj, sizeof obj, "%s.%s.o", path, cpus[c][0]);
         unlink(obj);
