@@ -288,6 +288,17 @@ Test(partition, hooks_run_in_rfc_order)
     const char *rt = strstr(text, "test-r2t relay_to_tir m_test_r2t_main_0");
     cr_expect(rr && cu && rt && rr < cu && cu < rt, "hook order:\n%s", text);
     free(text);
+    tth_compile_result_free(&res);
+    /* tir_to_runtime comes last, after memory planning */
+    unlink(log);
+    cr_assert_eq(compile(r, model, len, "test-r2r-mul,test-t2r,c", opts, &res, &d), 0, "%s", d.message);
+    run_two_op(&res);
+    text = (char *)test_read_file(log, &n);
+    cr_assert_not_null(text);
+    rr = strstr(text, "test-r2r-mul relay_to_runtime m_test_r2r_mul_main_0");
+    const char *tr = strstr(text, "test-t2r tir_to_runtime");
+    cr_expect(rr && tr && rr < tr, "hook order:\n%s", text);
+    free(text);
     unsetenv("TTH_TEST_HOOK_LOG");
     tth_compile_result_free(&res);
     json_decref(opts);
