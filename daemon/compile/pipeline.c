@@ -26,7 +26,6 @@ typedef struct compile_state {
     tth_host host;               /* req->host, or a default one */
     const char *kind;            /* the host kind: the target's, or a composite's last */
     const tth_plugin *plugin;    /* the plugin whose tir_to_runtime builds it */
-    const json_t *htarget;       /* the host kind's target: the target, or a composite's last */
     tth_partition part;          /* target's members; partition's regions and explanation */
     const char *dump_ir;         /* options.dump_ir or NULL */
     int build_shared;
@@ -92,13 +91,14 @@ static int triple_is_host(const char *triple)
 
 /* ---- stages ------------------------------------------------------------------------------------- */
 
-/* target: resolve the kind to its plugin; requires a canonical target. */
+/* target: resolve every kind to its plugin (a composite's last kind is the host, the fallback of
+ * partitioning); requires a canonical target. */
 static int stage_target(compile_state *s)
 {
     int rc = tth_partition_kinds(s->req->target, s->req->registry, &s->part, s->diag);
     if (rc)
         return rc;
-    const json_t *t = s->htarget = s->part.kinds[s->part.nkinds - 1].target;
+    const json_t *t = s->part.kinds[s->part.nkinds - 1].target;
     s->kind = s->part.kinds[s->part.nkinds - 1].kind;
     s->plugin = s->part.kinds[s->part.nkinds - 1].plugin;
     if (!s->plugin->tir_to_runtime) {
