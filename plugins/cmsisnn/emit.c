@@ -120,8 +120,12 @@ static void walk_stmt(emitter *e, const tth_tstmt *s, walk *w)
         walk_stmt(e, s->u.alloc.body, w);
         break;
     case TTH_TSTMT_EVALUATE:
-        if (s->u.eval.value->kind != TTH_TEXPR_CALL_EXTERN || w->ncalls >= 256) {
+        if (s->u.eval.value->kind != TTH_TEXPR_CALL_EXTERN) {
             fail(e, TTH_EUNSUPPORTED, "an evaluated expression other than a call_extern");
+            return;
+        }
+        if (w->ncalls >= 256) {
+            fail(e, TTH_ELIMIT, "more than 256 CMSIS-NN calls in one PrimFunc");
             return;
         }
         w->calls[w->ncalls++] = s->u.eval.value;

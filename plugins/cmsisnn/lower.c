@@ -422,7 +422,10 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         }
         for (size_t j = 0; j < m->nnodes; j++)
             covered[m->nodes[j]->id] = 1;
-        npats++;
+        if (++npats > 256) { /* what tir_to_runtime prints in one PrimFunc */
+            rc = tth_diag_set(diag, TTH_ELIMIT, where, "more than 256 CMSIS-NN calls in one region");
+            goto done;
+        }
     }
     for (size_t k = 0; k < npats && rc == 0; k++) {
         cn_match *m = &pats[k];
