@@ -20,8 +20,8 @@ OUT_DIR also gets manifest.tsv: one line per model, "name<TAB>ONNX nodes<TAB>par
 
 Generated models for the compile-time benchmark, gen_<N>.onnx with exactly N operators
 (N = 10, 100, 1000, 10000): a DAG over [1, 32] float32 tensors repeating MatMul (32x32 weights)
-→ Relu → Add of the value three operators back (a skip connection), so each MatMul is its own
-primitive function after fusion and intermediates live across several calls.
+→ Relu → Add of the value three operators back (the MatMul's input: a residual connection), so
+each MatMul with its Relu and Add is one primitive function after fusion.
 """
 import os
 import sys
