@@ -67,6 +67,25 @@ static uint8_t *two_op_model(size_t *len)
     return bytes;
 }
 
+/* s = a + b; d = s * c; outputs d and relu(s): the region {add, multiply} has two results. */
+static uint8_t *two_result_model(size_t *len)
+{
+    ob b;
+    ob_init(&b, 13);
+    const int64_t dims[2] = {2, 3};
+    ob_input(&b, "a", dims, 2);
+    ob_input(&b, "b", dims, 2);
+    ob_input(&b, "c", dims, 2);
+    ob_node(&b, "Add", "add0", "a,b", "s");
+    ob_node(&b, "Mul", "mul0", "s,c", "d");
+    ob_node(&b, "Relu", "relu0", "s", "r");
+    ob_output(&b, "d");
+    ob_output(&b, "r");
+    uint8_t *bytes = ob_pack(&b, len);
+    ob_free(&b);
+    return bytes;
+}
+
 /* y = x * k (k a constant): for the constant_updater. */
 static uint8_t *const_model(size_t *len)
 {
@@ -260,6 +279,54 @@ Test(partition, plain_target_still_explains)
     free(model);
     tth_registry_free(r);
 }
+
+/* A region with two results: its function returns a tuple, main takes its fields apart. */
+static void two_result_kind(const char *kind)
+{
+    tth_registry *r = registry();
+    size_t len;
+    uint8_t *model = two_result_model(&len);
+    char t[128];
+    snprintf(t, sizeof t, "%s,c", kind);
+    json_t *opts = json_pack("{s:b}", "build_shared", 1);
+    tth_compile_result res;
+    tth_diag d;
+    cr_assert_eq(compile(r, model, len, t, opts, &res, &d), 0, "%s: %s (%s)", t, d.message, d.location);
+    cr_expect_str_eq(op_kind(res.metadata, "add0"), kind);
+    cr_expect_str_eq(op_kind(res.metadata, "mul0"), kind);
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
+    float in[3][6];
+    const char *names[3] = {"a", "b", "c"};
+    const int64_t shape[2] = {2, 3};
+    for (int k = 0; k < 3; k++) {
+        tthrt_array a = {0};
+        cr_assert_eq(tthrt_array_init(&a, TTH_F32, 2, shape, &d), 0);
+        for (int i = 0; i < 6; i++)
+            ((float *)a.data)[i] = in[k][i] = (float)((i * 5 + k * 7) % 13) - 6.0f;
+        cr_assert_eq(tthrt_model_bind(m, names[k], &a, &d), 0, "%s", d.message);
+        tthrt_array_clear(&a);
+    }
+    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
+    tthrt_array od, orl;
+    cr_assert_eq(tthrt_model_output_array(m, 0, &od, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_model_output_array(m, 1, &orl, &d), 0, "%s", d.message);
+    for (int i = 0; i < 6; i++) {
+        float sum = in[0][i] + in[1][i];
+        cr_expect_float_eq(((float *)od.data)[i], sum * in[2][i], 1e-6, "d[%d]", i);
+        cr_expect_float_eq(((float *)orl.data)[i], sum > 0 ? sum : 0, 1e-6, "r[%d]", i);
+    }
+    tthrt_model_close(m);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    free(model);
+    tth_registry_free(r);
+}
+
+Test(partition, two_results_default_lowering) { two_result_kind("test-ps"); }
+Test(partition, two_results_tir_to_runtime) { two_result_kind("test-t2r"); }
+Test(partition, two_results_relay_to_tir) { two_result_kind("test-r2t"); }
+Test(partition, two_results_relay_to_runtime) { two_result_kind("test-r2r"); }
 
 /* ---- hook order ------------------------------------------------------------------------------ */
 

@@ -82,6 +82,22 @@ __attribute__((unused)) static int same_type(const tth_ttype *a, const tth_ttype
     return 1;
 }
 
+/* Which result of fn e is (the body, or a field of a tuple body), or -1. */
+__attribute__((unused)) static int result_index(const tth_relay_function *fn, const tth_rexpr *e)
+{
+    if (fn->body->kind != TTH_REXPR_TUPLE)
+        return fn->body == e ? 0 : -1;
+    for (size_t k = 0; k < fn->body->u.tuple.nfields; k++)
+        if (fn->body->u.tuple.fields[k] == e)
+            return (int)k;
+    return -1;
+}
+
+__attribute__((unused)) static size_t result_count(const tth_relay_function *fn)
+{
+    return fn->body->type.nfields >= 0 ? (size_t)fn->body->type.nfields : 1;
+}
+
 #ifndef TP_NOPS
 TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t *target,
                                              const tth_relay_function *fn, const tth_rexpr *call,
@@ -136,8 +152,8 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
     tth_relay_module *rm = fn->module;
     tth_rexpr **nodes = NULL;
     int64_t n = tth_relay_topo(rm, fn, &nodes);
-    if (n < 0 || fn->body->type.nfields >= 0)
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, NULL, "regions with several results");
+    if (n < 0 || fn->nparams + result_count(fn) > 64)
+        return tth_diag_set(diag, TTH_ELIMIT, NULL, "more than 64 parameters and results");
     tth_tbuffer **buf = calloc((size_t)n + 1, sizeof *buf);
     tth_tbuffer *params[64];
     tth_tbuffer *locals[256];
@@ -159,11 +175,13 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
             }
             buf[i] = params[p] = tth_tir_buffer(mod, nm, t->dtype, t->rank, t->shape, TTH_SCOPE_PARAM);
         } else if (e->kind == TTH_REXPR_CALL) {
-            char nm[16];
-            snprintf(nm, sizeof nm, "t%zu", nl);
+            char nm[32];
+            snprintf(nm, sizeof nm, "t%" PRId64, i);
             buf[i] = tth_tir_buffer(mod, nm, t->dtype, t->rank, t->shape,
-                                    e == fn->body ? TTH_SCOPE_PARAM : TTH_SCOPE_LOCAL);
-            if (e != fn->body && nl < 256)
+                                    result_index(fn, e) >= 0 ? TTH_SCOPE_PARAM : TTH_SCOPE_LOCAL);
+            if (result_index(fn, e) >= 0)
+                params[fn->nparams + (size_t)result_index(fn, e)] = buf[i];
+            else if (nl < 256)
                 locals[nl++] = buf[i];
             tth_tbuffer *a = NULL, *b = NULL;
             for (int64_t j = 0; j < i; j++) {
@@ -181,13 +199,10 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
                                           tth_tir_store(mod, buf[i], tth_tir_ref(mod, v), val));
             rc = tth_tir_seq_append(mod, &seq, loop);
         }
-        if (!buf[i] && e->kind != TTH_REXPR_CONST)
+        if (!buf[i] && (e->kind == TTH_REXPR_VAR || e->kind == TTH_REXPR_CALL))
             rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     }
-    np = fn->nparams;
-    for (int64_t i = 0; i < n && !rc; i++)
-        if (nodes[i] == fn->body)
-            params[np++] = buf[i];
+    np = fn->nparams + result_count(fn);
     free(buf);
     for (size_t k = nl; k > 0 && !rc; k--)
         seq = tth_tir_allocate(mod, locals[k - 1], seq);
@@ -308,8 +323,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
     log_call("relay_to_runtime", global_symbol);
     if (failing("relay_to_runtime", diag))
         return TTH_EINTERNAL;
-    if (fn->body->type.nfields >= 0)
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, NULL, "regions with several results");
+
     tth_rexpr **nodes = NULL;
     int64_t n = tth_relay_topo(fn->module, fn, &nodes);
     size_t cap = 4096 + (size_t)n * 512, w = 0;
@@ -322,7 +336,9 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
                           "#include <stdint.h>\n\nint32_t %s(", global_symbol);
     for (size_t p = 0; p < fn->nparams; p++)
         w += (size_t)snprintf(src + w, cap - w, "float *p%zu, ", p);
-    w += (size_t)snprintf(src + w, cap - w, "float *out, uint8_t *ws)\n{\n    (void)ws;\n");
+    for (size_t o = 0; o < result_count(fn); o++)
+        w += (size_t)snprintf(src + w, cap - w, "float *out%zu, ", o);
+    w += (size_t)snprintf(src + w, cap - w, "uint8_t *ws)\n{\n    (void)ws;\n");
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
         int64_t ne = numel(&e->type.tensor);
@@ -338,8 +354,9 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
                 p++;
             w += (size_t)snprintf(src + w, cap - w, "    const float *n%u = p%zu;\n", e->id, p);
         } else if (e->kind == TTH_REXPR_CALL) {
-            if (e == fn->body)
-                w += (size_t)snprintf(src + w, cap - w, "    float *n%u = out;\n", e->id);
+            if (result_index(fn, e) >= 0)
+                w += (size_t)snprintf(src + w, cap - w, "    float *n%u = out%d;\n", e->id,
+                                      result_index(fn, e));
             else
                 w += (size_t)snprintf(src + w, cap - w, "    float n%u[%" PRId64 "];\n", e->id, ne);
             w += (size_t)snprintf(src + w, cap - w, "    for (long i = 0; i < %" PRId64 "; i++)\n"
