@@ -53,14 +53,26 @@ static tth_prim_func *declare_extern(tth_tir_module *tmod, const char *name, tth
                                      size_t nparams, const char *kind, const char *defined_by,
                                      tth_diag *diag)
 {
+    /* fresh parameters p0, p1, ... of the same types: the declaration owns its own names */
+    tth_tbuffer **own = calloc(nparams + 1, sizeof *own);
     tth_tstmt *body = tth_tir_seq(tmod, NULL, 0);
-    if (!body) {
+    for (size_t i = 0; own && i < nparams; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "p%zu", i);
+        if (!(own[i] = tth_tir_buffer(tmod, nm, params[i]->dtype, params[i]->rank, params[i]->shape,
+                                      TTH_SCOPE_PARAM)))
+            body = NULL;
+    }
+    if (!own || !body) {
+        free(own);
         tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         return NULL;
     }
-    return tth_tir_func_add(tmod, name, params, nparams, body, kind,
-                            json_pack("{s:b, s:s, s:s}", "extern", 1, "defined_by", defined_by,
-                                      "origin", "extern"), diag);
+    tth_prim_func *f = tth_tir_func_add(tmod, name, own, nparams, body, kind,
+                                        json_pack("{s:b, s:s, s:s}", "extern", 1, "defined_by",
+                                                  defined_by, "origin", "extern"), diag);
+    free(own);
+    return f;
 }
 
 static int mods_push(tth_runtime_module ***mods, size_t *nmods, tth_runtime_module *rt, tth_diag *diag)
