@@ -6,8 +6,10 @@
  * same buffers (from the memplan dump) placed by each algorithm alone, with its time.
  * The goal is a workspace within 5% of the lower bound on every model.
  *
- * Usage: tth-bench-memplan MODEL_DIR [name...]   (default: every model of the manifest whose
- * name does not start with gen_). Not part of the test run.
+ * Usage: tth-bench-memplan MODEL_DIR [--svg OUT_DIR] [name...]   (default: every model of the
+ * manifest whose name does not start with gen_). --svg also writes each artifact's
+ * explain/memory.svg (the compile runs with options.explain) to OUT_DIR/<model>.memory.svg.
+ * Not part of the test run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,11 +72,36 @@ static void per_algorithm(const json_t *dump)
     free(bufs);
 }
 
+/* The bytes of `name` in an uncompressed ustar archive (header: name at 0, octal size at 124). */
+static const char *tar_entry(const uint8_t *tar, size_t len, const char *name, size_t *size)
+{
+    for (size_t at = 0; at + 512 <= len;) {
+        const char *h = (const char *)tar + at;
+        if (!h[0])
+            break;
+        size_t sz = (size_t)strtoull(h + 124, NULL, 8);
+        if (strncmp(h, name, 100) == 0 && at + 512 + sz <= len) {
+            *size = sz;
+            return h + 512;
+        }
+        at += 512 + (sz + 511) / 512 * 512;
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL_DIR [name...]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL_DIR [--svg OUT_DIR] [name...]\n", argv[0]);
         return 2;
+    }
+    const char *svg_dir = NULL;
+    int named = 0;
+    for (int a = 2; a < argc; a++) {
+        if (strcmp(argv[a], "--svg") == 0 && a + 1 < argc)
+            svg_dir = argv[++a];
+        else
+            named++;
     }
     size_t nm = 0;
     bench_model *models = bench_models(argv[1], &nm);
@@ -91,12 +118,17 @@ int main(int argc, char **argv)
     json_t *dumps = json_array();
     for (size_t i = 0; i < nm; i++) {
         const bench_model *m = &models[i];
-        int wanted = argc == 2 ? strncmp(m->name, "gen_", 4) != 0 : 0;
-        for (int a = 2; a < argc; a++)
+        int wanted = !named && strncmp(m->name, "gen_", 4) != 0;
+        for (int a = 2; a < argc; a++) {
+            if (strcmp(argv[a], "--svg") == 0) {
+                a++;
+                continue;
+            }
             wanted |= strcmp(argv[a], m->name) == 0;
+        }
         if (!wanted)
             continue;
-        json_t *opts = json_pack("{s:s}", "dump_ir", "memplan");
+        json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "memplan", "explain", svg_dir != NULL);
         tth_compile_result res;
         bench_timing t;
         tth_diag d;
@@ -123,6 +155,18 @@ int main(int argc, char **argv)
                (long long)json_integer_value(json_object_get(p, "buffers")), mib(tot), mib(lb),
                mib(ws), ratio, json_string_value(json_object_get(p, "algorithm")), plan_s * 1e3,
                t.total, ratio > 1.05 ? "  (above the 5% goal)" : "");
+        size_t svg_len = 0;
+        const char *svg = svg_dir ? tar_entry(res.artifact, res.artifact_len, "explain/memory.svg",
+                                              &svg_len) : NULL;
+        if (svg) {
+            char path[1200];
+            snprintf(path, sizeof path, "%s/%s.memory.svg", svg_dir, m->name);
+            FILE *f = fopen(path, "wb");
+            if (!f || fwrite(svg, 1, svg_len, f) != svg_len)
+                fprintf(stderr, "cannot write %s\n", path);
+            if (f)
+                fclose(f);
+        }
         json_t *dump = json_loads(json_string_value(json_object_get(res.dumps, "memplan")), 0, NULL);
         if (dump)
             json_array_append_new(dumps, json_pack("{s:s, s:o, s:I, s:I}", "model", m->name,
