@@ -491,10 +491,11 @@ int tth_partition_run(tth_relay_module *m, const tth_host *host, tth_partition *
     for (size_t r = 0; r < P.nregions; r++)
         region_index[r] = -1;
     /* Sweep in topological order until every node is placed: a region is outlined once all its
-     * outside operands are (convexity guarantees that happens before any of its users). */
+     * outside operands are (convexity guarantees that happens before any of its users). Without
+     * regions main stays as it is. */
     memset(P.stamp, 0, nn * sizeof *P.stamp);
     int progress = 1;
-    size_t left = (size_t)P.n;
+    size_t left = P.nregions ? (size_t)P.n : 0;
     while (!rc && left && progress) {
         progress = 0;
         for (int64_t i = 0; i < P.n && !rc; i++) {
@@ -554,7 +555,7 @@ int tth_partition_run(tth_relay_module *m, const tth_host *host, tth_partition *
     if (!rc && left)
         rc = tth_diag_set(diag, TTH_EINTERNAL, NULL, "partitioning left a cycle between regions");
     free(nth);
-    if (!rc)
+    if (!rc && P.nregions)
         P.mainfn->body = map[bi];
 
     /* the explanation */
@@ -583,7 +584,7 @@ int tth_partition_run(tth_relay_module *m, const tth_host *host, tth_partition *
             rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory partitioning");
     }
     free(region_index);
-    if (!rc) {
+    if (!rc && P.nregions) {
         tth_relay_module_prune(m);
         rc = tth_relay_verify(m, diag);
     }
