@@ -159,8 +159,7 @@ static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const cha
 
 /* Every buffer a statement names, at time k; calls pull in the callee's LOCAL buffers
  * (depth-limited against call cycles, which the verifier refuses anyway). */
-static int touch_stmt(plan_builder *pb, const tth_tir_module *m, const tth_tstmt *s, int64_t k,
-                      const char *func, int depth)
+static int touch_stmt(plan_builder *pb, const tth_tstmt *s, int64_t k, const char *func, int depth)
 {
     if (!s)
         return 0;
@@ -168,33 +167,33 @@ static int touch_stmt(plan_builder *pb, const tth_tir_module *m, const tth_tstmt
     switch (s->kind) {
     case TTH_TSTMT_SEQ:
         for (size_t i = 0; i < s->u.seq.n && !rc; i++)
-            rc = touch_stmt(pb, m, s->u.seq.stmts[i], k, func, depth);
+            rc = touch_stmt(pb, s->u.seq.stmts[i], k, func, depth);
         return rc;
     case TTH_TSTMT_FOR:
         rc = touch_expr(pb, s->u.loop.min, k, func);
         rc = rc ? rc : touch_expr(pb, s->u.loop.extent, k, func);
-        return rc ? rc : touch_stmt(pb, m, s->u.loop.body, k, func, depth);
+        return rc ? rc : touch_stmt(pb, s->u.loop.body, k, func, depth);
     case TTH_TSTMT_STORE:
         rc = touch(pb, s->u.store.buf, k, func);
         rc = rc ? rc : touch_expr(pb, s->u.store.index, k, func);
         return rc ? rc : touch_expr(pb, s->u.store.value, k, func);
     case TTH_TSTMT_ALLOCATE:
         rc = touch(pb, s->u.alloc.buf, k, func);
-        return rc ? rc : touch_stmt(pb, m, s->u.alloc.body, k, func, depth);
+        return rc ? rc : touch_stmt(pb, s->u.alloc.body, k, func, depth);
     case TTH_TSTMT_IF:
         rc = touch_expr(pb, s->u.cond.cond, k, func);
-        rc = rc ? rc : touch_stmt(pb, m, s->u.cond.then_s, k, func, depth);
-        return rc ? rc : touch_stmt(pb, m, s->u.cond.else_s, k, func, depth);
+        rc = rc ? rc : touch_stmt(pb, s->u.cond.then_s, k, func, depth);
+        return rc ? rc : touch_stmt(pb, s->u.cond.else_s, k, func, depth);
     case TTH_TSTMT_LET:
         rc = touch_expr(pb, s->u.let.value, k, func);
-        return rc ? rc : touch_stmt(pb, m, s->u.let.body, k, func, depth);
+        return rc ? rc : touch_stmt(pb, s->u.let.body, k, func, depth);
     case TTH_TSTMT_EVALUATE: return touch_expr(pb, s->u.eval.value, k, func);
     case TTH_TSTMT_CALL_FUNC: {
         for (size_t i = 0; i < s->u.call.nargs && !rc; i++)
             rc = touch(pb, s->u.call.args[i], k, func);
         const tth_prim_func *callee = find_func(pb, s->u.call.func);
         if (!rc && callee && depth < 16)
-            rc = touch_stmt(pb, m, callee->body, k, callee->name, depth + 1);
+            rc = touch_stmt(pb, callee->body, k, callee->name, depth + 1);
         return rc;
     }
     }
@@ -236,10 +235,10 @@ static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder
     const tth_tstmt *body = entry->body;
     if (body && body->kind == TTH_TSTMT_SEQ) {
         for (size_t k = 0; k < body->u.seq.n && !rc; k++)
-            rc = touch_stmt(pb, mod, body->u.seq.stmts[k], (int64_t)k, NULL, 0);
+            rc = touch_stmt(pb, body->u.seq.stmts[k], (int64_t)k, NULL, 0);
         *steps = (int64_t)body->u.seq.n;
     } else {
-        rc = touch_stmt(pb, mod, body, 0, NULL, 0);
+        rc = touch_stmt(pb, body, 0, NULL, 0);
         *steps = 1;
     }
     /* LOCAL buffers of functions the entry never calls still need a place: each such function
@@ -247,7 +246,7 @@ static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder
     pb->only_new = 1;
     for (size_t i = 0; i < mod->nfuncs && !rc; i++)
         if (mod->funcs[i] != entry)
-            rc = touch_stmt(pb, mod, mod->funcs[i]->body, *steps + (int64_t)i, mod->funcs[i]->name, 0);
+            rc = touch_stmt(pb, mod->funcs[i]->body, *steps + (int64_t)i, mod->funcs[i]->name, 0);
     return rc;
 }
 
