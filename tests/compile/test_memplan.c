@@ -566,3 +566,51 @@ Test(memplan, conformance_set, .timeout = 600)
         free(names[i]);
     free(names);
 }
+
+/* A plugin's relay_to_tir PrimFunc (as cmsis-nn makes them): a context buffer allocated and only
+ * passed by address to an extern call is planned like any other LOCAL buffer. */
+Test(memplan, plugin_scratch_passed_by_address)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    int64_t s[1] = {64}, cs[1] = {300};
+    tth_tbuffer *pi = tth_tir_buffer(m, "pi", TTH_I8, 1, s, TTH_SCOPE_PARAM);
+    tth_tbuffer *po = tth_tir_buffer(m, "po", TTH_I8, 1, s, TTH_SCOPE_PARAM);
+    tth_tbuffer *ctx = tth_tir_buffer(m, "ctx_buf", TTH_I8, 1, cs, TTH_SCOPE_LOCAL);
+    tth_texpr *args[3] = {tth_tir_address_of(m, ctx, tth_tir_i64(m, 0)),
+                          tth_tir_address_of(m, pi, tth_tir_i64(m, 0)),
+                          tth_tir_address_of(m, po, tth_tir_i64(m, 0))};
+    tth_tstmt *call = tth_tir_evaluate(m, tth_tir_call_extern(m, TTH_I32, "arm_kernel_s8", args, 3));
+    tth_tbuffer *pa[2] = {pi, po};
+    tth_diag d;
+    cr_assert_not_null(tth_tir_func_add(m, "cmsis_op", pa, 2, tth_tir_allocate(m, ctx, call),
+                                        "cmsis-nn", json_pack("{s:s}", "origin", "relay_to_tir"), &d),
+                       "%s", d.message);
+    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_I8, 1, s, TTH_SCOPE_INPUT);
+    tth_tbuffer *t = tth_tir_buffer(m, "t", TTH_I8, 1, s, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_I8, 1, s, TTH_SCOPE_OUTPUT);
+    tth_tstmt *body = NULL;
+    tth_tbuffer *c0[2] = {x, t}, *c1[2] = {t, y};
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "cmsis_op", c0, 2));
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "cmsis_op", c1, 2));
+    tth_tbuffer *ep[2] = {x, y};
+    cr_assert_not_null(tth_tir_func_add(m, "tth_p_run", ep, 2, body, "c", NULL, &d), "%s", d.message);
+    m->entry = "tth_p_run";
+    tth_mem_plan p;
+    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 16);
+    cr_assert_eq(p.nitems, 2);
+    int found = 0;
+    for (size_t i = 0; i < p.nitems; i++)
+        if (p.items[i].buf == ctx) {
+            found = 1;
+            cr_assert_str_eq(p.items[i].func, "cmsis_op");
+            cr_assert_eq(p.items[i].size, 304);
+            cr_assert_eq(p.items[i].start, 0);
+            cr_assert_eq(p.items[i].end, 1, "live during both calls of its function");
+        }
+    cr_assert(found, "the context buffer was not planned");
+    /* t (64) and ctx (304) are live together: nothing to share */
+    cr_assert_eq(p.workspace_bytes, 64 + 304);
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+}
