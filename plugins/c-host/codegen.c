@@ -546,6 +546,56 @@ static void shortest_decimal(char *buf, size_t len, double v, int f32)
         strncat(buf, ".0", len - strlen(buf) - 1);
 }
 
+/* An exact C99 hex-float literal for a finite float32 ("-0x1.8p-3f"), written without printf or
+ * a round-trip search: arrays of millions of weights are emitted at copying speed (the decimal
+ * search costs microseconds a value). Returns the length written (at most 20 bytes). */
+static size_t hexfloat32(char *buf, float v)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    char *p = buf;
+    if (u >> 31)
+        *p++ = '-';
+    uint32_t e = (u >> 23) & 0xffu, f = (u & 0x7fffffu) << 1; /* 24 fraction bits: 6 digits */
+    *p++ = '0';
+    *p++ = 'x';
+    int exp = 0;
+    if (e == 0 && f == 0) {
+        *p++ = '0';
+    } else {
+        *p++ = e == 0 ? '0' : '1';
+        exp = e == 0 ? -126 : (int)e - 127;
+        if (f) {
+            *p++ = '.';
+            int last = 0;
+            char d[6];
+            for (int i = 0; i < 6; i++) {
+                d[i] = hex[(f >> (20 - 4 * i)) & 0xfu];
+                if (d[i] != '0')
+                    last = i;
+            }
+            for (int i = 0; i <= last; i++)
+                *p++ = d[i];
+        }
+    }
+    *p++ = 'p';
+    *p++ = exp < 0 ? '-' : '+';
+    unsigned a = (unsigned)(exp < 0 ? -exp : exp);
+    if (a >= 100)
+        *p++ = (char)('0' + a / 100);
+    if (a >= 10)
+        *p++ = (char)('0' + a / 10 % 10);
+    *p++ = (char)('0' + a % 10);
+    *p++ = 'f';
+    *p = '\0';
+    return (size_t)(p - buf);
+}
+
+/* Constant arrays longer than this are written as hex floats (exact, fast); shorter ones as
+ * the shortest decimal, which people can read. */
+#define CG_DECIMAL_CONST_MAX 256
+
 /* An exact float literal: the shortest round-tripping decimal, or INFINITY/NAN. */
 static void emit_float_literal(cg_text *t, tth_dtype dt, double v)
 {
@@ -1417,7 +1467,9 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
             float v;
             char buf[64];
             memcpy(&v, ep, 4);
-            if (isfinite(v)) {
+            if (isfinite(v) && n > CG_DECIMAL_CONST_MAX) {
+                text_putn(t, buf, hexfloat32(buf, v));
+            } else if (isfinite(v)) {
                 shortest_decimal(buf, sizeof buf, (double)v, 1);
                 text_printf(t, "%sf", buf);
             } else {
