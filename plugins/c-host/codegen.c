@@ -163,6 +163,7 @@ enum {
 typedef struct cg_name {
     const void *key;   /* a tth_tbuffer* or tth_tvar* */
     char *name;
+    uint32_t next_name, next_key; /* hash chains: 1 + index of the next entry, 0 at the end */
 } cg_name;
 
 typedef struct cg {
@@ -182,6 +183,15 @@ typedef struct cg {
     cg_name *names;
     size_t nnames, capnames;
     size_t nglobal_names;         /* names[0..nglobal_names) are globals */
+    /* hash indexes, so naming stays O(1) in modules of thousands of functions and constants:
+     * chains by name and by key over `names` (newest first, so popping unlinks heads), the
+     * module's function names (open addressing), and the constants already collected */
+    uint32_t *hname, *hkey;
+    size_t hcap;
+    uint32_t *hfunc;
+    size_t hfunccap;
+    const tth_tbuffer **hconst;
+    size_t hconstcap;
     const tth_prim_func *func;    /* the function being emitted */
     int in_entry;
     const unsigned char *written; /* per param of func: stored to */
@@ -214,7 +224,84 @@ static const char *const c_keywords[] = {
     "floor", "floorf", "fmod", "fmodf", "memcpy", "INFINITY", "NAN", NULL,
 };
 
-static int name_taken(const cg *g, const char *s)
+static uint32_t hash_str(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static uint32_t hash_ptr(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(x >> 32);
+}
+
+/* Link names[i] at the heads of its chains. */
+static void names_link(cg *g, size_t i)
+{
+    uint32_t hn = hash_str(g->names[i].name) & (uint32_t)(g->hcap - 1);
+    uint32_t hk = hash_ptr(g->names[i].key) & (uint32_t)(g->hcap - 1);
+    g->names[i].next_name = g->hname[hn];
+    g->hname[hn] = (uint32_t)i + 1;
+    g->names[i].next_key = g->hkey[hk];
+    g->hkey[hk] = (uint32_t)i + 1;
+}
+
+/* Size the chains for nnames entries and relink them all in order. */
+static int names_rehash(cg *g, size_t want)
+{
+    size_t cap = g->hcap ? g->hcap : 256;
+    while (cap < want * 2)
+        cap *= 2;
+    if (cap == g->hcap)
+        return 0;
+    uint32_t *hn = calloc(cap, sizeof *hn), *hk = calloc(cap, sizeof *hk);
+    if (!hn || !hk) {
+        free(hn);
+        free(hk);
+        return TTH_ENOMEM;
+    }
+    free(g->hname);
+    free(g->hkey);
+    g->hname = hn;
+    g->hkey = hk;
+    g->hcap = cap;
+    for (size_t i = 0; i < g->nnames; i++)
+        names_link(g, i);
+    return 0;
+}
+
+/* Is s the name of one of the module's functions? (set built on first use) */
+static int func_name_taken(cg *g, const char *s)
+{
+    if (!g->hfunc && g->mod->nfuncs) {
+        size_t cap = 16;
+        while (cap < g->mod->nfuncs * 2)
+            cap *= 2;
+        g->hfunc = calloc(cap, sizeof *g->hfunc);
+        if (!g->hfunc) {
+            cg_fail(g, TTH_ENOMEM, "out of memory indexing function names");
+            return 1;
+        }
+        g->hfunccap = cap;
+        for (size_t i = 0; i < g->mod->nfuncs; i++) {
+            size_t h = hash_str(g->mod->funcs[i]->name) & (cap - 1);
+            while (g->hfunc[h])
+                h = (h + 1) & (cap - 1);
+            g->hfunc[h] = (uint32_t)i + 1;
+        }
+    }
+    if (!g->hfunc)
+        return 0;
+    for (size_t h = hash_str(s) & (g->hfunccap - 1); g->hfunc[h]; h = (h + 1) & (g->hfunccap - 1))
+        if (strcmp(g->mod->funcs[g->hfunc[h] - 1]->name, s) == 0)
+            return 1;
+    return 0;
+}
+
+static int name_taken(cg *g, const char *s)
 {
     for (const char *const *k = c_keywords; *k; k++)
         if (strcmp(*k, s) == 0)
@@ -231,21 +318,21 @@ static int name_taken(const cg *g, const char *s)
         if (strncmp(s, intrins[i], n) == 0 && (s[n] == '\0' || (s[n] == 'f' && s[n + 1] == '\0')))
             return 1;
     }
-    for (size_t i = 0; i < g->nnames; i++)
-        if (strcmp(g->names[i].name, s) == 0)
-            return 1;
-    for (size_t i = 0; i < g->mod->nfuncs; i++)
-        if (strcmp(g->mod->funcs[i]->name, s) == 0)
-            return 1;
-    return 0;
+    if (g->hcap)
+        for (uint32_t i = g->hname[hash_str(s) & (g->hcap - 1)]; i; i = g->names[i - 1].next_name)
+            if (strcmp(g->names[i - 1].name, s) == 0)
+                return 1;
+    return func_name_taken(g, s);
 }
 
 /* Give `key` a C name derived from `base`, unique among the names in scope; `id` disambiguates. */
+static const char *cg_lookup(cg *g, const void *key);
+
 static const char *cg_bind(cg *g, const void *key, const char *base, uint32_t id)
 {
-    for (size_t i = 0; i < g->nnames; i++)
-        if (g->names[i].key == key)
-            return g->names[i].name;
+    const char *known = cg_lookup(g, key);
+    if (known)
+        return known;
     if (g->nnames == g->capnames) {
         size_t cap = g->capnames ? g->capnames * 2 : 64;
         cg_name *nn = realloc(g->names, cap * sizeof *nn);
@@ -283,22 +370,39 @@ static const char *cg_bind(cg *g, const void *key, const char *base, uint32_t id
     g->names[g->nnames].key = key;
     g->names[g->nnames].name = s;
     g->nnames++;
+    if (g->nnames * 2 > g->hcap) {
+        if (names_rehash(g, g->nnames) != 0) {
+            cg_fail(g, TTH_ENOMEM, "out of memory naming '%s'", base);
+            return s;
+        }
+    } else {
+        names_link(g, g->nnames - 1);
+    }
     return s;
 }
 
 static const char *cg_lookup(cg *g, const void *key)
 {
-    for (size_t i = g->nnames; i-- > 0;)
-        if (g->names[i].key == key)
-            return g->names[i].name;
+    if (!g->hcap)
+        return NULL;
+    for (uint32_t i = g->hkey[hash_ptr(key) & (g->hcap - 1)]; i; i = g->names[i - 1].next_key)
+        if (g->names[i - 1].key == key)
+            return g->names[i - 1].name;
     return NULL;
 }
 
-/* Forget the names of the function just emitted (globals stay). */
+/* Forget the names of the function just emitted (globals stay). Entries leave newest first,
+ * so each is the head of its chains. */
 static void cg_names_pop_to(cg *g, size_t n)
 {
-    while (g->nnames > n)
-        free(g->names[--g->nnames].name);
+    while (g->nnames > n) {
+        size_t i = --g->nnames;
+        if (g->hcap) {
+            g->hname[hash_str(g->names[i].name) & (g->hcap - 1)] = g->names[i].next_name;
+            g->hkey[hash_ptr(g->names[i].key) & (g->hcap - 1)] = g->names[i].next_key;
+        }
+        free(g->names[i].name);
+    }
 }
 
 /* ---- scanning: constants, helpers, written params -------------------------------------------- */
@@ -307,8 +411,26 @@ static void scan_buffer(cg *g, const tth_tbuffer *b)
 {
     if (b->scope != TTH_SCOPE_CONST)
         return;
-    for (size_t i = 0; i < g->nconsts; i++)
-        if (g->consts[i] == b)
+    if (g->nconsts * 2 >= g->hconstcap) {
+        size_t cap = g->hconstcap ? g->hconstcap * 2 : 64;
+        const tth_tbuffer **h = calloc(cap, sizeof *h);
+        if (!h) {
+            cg_fail(g, TTH_ENOMEM, "out of memory collecting constants");
+            return;
+        }
+        for (size_t i = 0; i < g->nconsts; i++) {
+            size_t k = hash_ptr(g->consts[i]) & (cap - 1);
+            while (h[k])
+                k = (k + 1) & (cap - 1);
+            h[k] = g->consts[i];
+        }
+        free(g->hconst);
+        g->hconst = h;
+        g->hconstcap = cap;
+    }
+    size_t slot = hash_ptr(b) & (g->hconstcap - 1);
+    for (; g->hconst[slot]; slot = (slot + 1) & (g->hconstcap - 1))
+        if (g->hconst[slot] == b)
             return;
     const tth_tbuffer **nc = realloc(g->consts, (g->nconsts + 1) * sizeof *nc);
     if (!nc) {
@@ -317,6 +439,7 @@ static void scan_buffer(cg *g, const tth_tbuffer *b)
     }
     g->consts = nc;
     g->consts[g->nconsts++] = b;
+    g->hconst[slot] = b;
 }
 
 static void scan_expr(cg *g, const tth_texpr *e)
@@ -1800,6 +1923,10 @@ done:
     cg_names_pop_to(&g, 0);
     free(g.names);
     free(g.consts);
+    free(g.hname);
+    free(g.hkey);
+    free(g.hfunc);
+    free(g.hconst);
     free(g.out.buf);
     return rc;
 }
