@@ -89,6 +89,29 @@ static int triple_is_host(const char *triple)
     return strstr(triple, "linux") != NULL && strstr(h, "linux") != NULL;
 }
 
+/* A target without an mtriple can still name a CPU of another architecture (keys arm_cpu or
+ * x86_64 from its parser, or an M-profile mcpu, which never runs this OS): code for it cannot
+ * be loaded here, so no host library is built by default. */
+static int cpu_is_host(const json_t *t)
+{
+    const char *h = tth_host_triple();
+    if (!h)
+        return 0;
+    int host_arm = strncmp(h, "aarch64", 7) == 0 || strncmp(h, "arm", 3) == 0;
+    int host_x86 = strncmp(h, "x86_64", 6) == 0;
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(t, "keys"), i, k) {
+        const char *key = json_string_value(k);
+        if (key && strcmp(key, "arm_cpu") == 0 && !host_arm)
+            return 0;
+        if (key && strcmp(key, "x86_64") == 0 && !host_x86)
+            return 0;
+    }
+    const char *mcpu = json_string_value(json_object_get(t, "mcpu"));
+    return !(mcpu && strncmp(mcpu, "cortex-m", 8) == 0);
+}
+
 /* ---- stages ------------------------------------------------------------------------------------- */
 
 /* target: resolve every kind to its plugin (a composite's last kind is the host, the fallback of
@@ -121,7 +144,8 @@ static int stage_target(compile_state *s)
     const json_t *bs = json_object_get(s->req->options, "build_shared");
     int host_kind = strcmp(s->kind, "c") == 0 || strcmp(s->kind, "llvm") == 0;
     s->build_shared = json_is_boolean(bs) ? json_is_true(bs)
-                      : host_kind && triple_is_host(json_string_value(json_object_get(t, "mtriple")));
+                      : host_kind && triple_is_host(json_string_value(json_object_get(t, "mtriple")))
+                            && cpu_is_host(t);
     return 0;
 }
 

@@ -387,3 +387,23 @@ Test(pipeline, runtime_refuses_artifact_without_library)
     json_decref(t);
     tth_registry_free(r);
 }
+
+/* A Cortex-M target without an mtriple is not this machine: no host library is built by
+ * default (it would not load here, and a cross build of its C needs the board's toolchain). */
+Test(pipeline, cortex_m_target_builds_no_host_library)
+{
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "c -mcpu=cortex-m55", &d);
+    cr_assert_not_null(t, "%s", d.message);
+    tth_compile_result res;
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0, "%s",
+                 d.message);
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "no host shared library"), "%s", d.message);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
