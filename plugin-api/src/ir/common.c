@@ -389,6 +389,16 @@ void tth__ptrvec_free(tth__ptrvec *v)
     v->n = v->cap = 0;
 }
 
+void tth__release_owned(tth__ptrvec *jsons, tth__ptrvec *tensors)
+{
+    for (size_t i = 0; i < jsons->n; i++)
+        json_decref(jsons->items[i]);
+    for (size_t i = 0; i < tensors->n; i++)
+        tth_tensor_unref(tensors->items[i]);
+    tth__ptrvec_free(jsons);
+    tth__ptrvec_free(tensors);
+}
+
 static void sb_reserve(tth__sbuf *b, size_t more)
 {
     if (b->failed)

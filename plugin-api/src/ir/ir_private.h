@@ -20,6 +20,9 @@ typedef struct tth__ptrvec {
 
 int tth__ptrvec_push(tth__ptrvec *v, void *p); /* 0 or TTH_ENOMEM */
 void tth__ptrvec_free(tth__ptrvec *v);
+/* Release a module's owned references (json_decref each of jsons, tth_tensor_unref each of
+ * tensors) and free both vectors: what every IR module does when freed. */
+void tth__release_owned(tth__ptrvec *jsons, tth__ptrvec *tensors);
 
 /* The module's private bookkeeping: the public struct comes first, so the module pointer is
  * also a pointer to this. */

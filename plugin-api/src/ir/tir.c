@@ -27,12 +27,7 @@ void tth_tir_module_free(tth_tir_module *m)
     if (!m)
         return;
     tth__tir_module *pm = tth__tmod(m);
-    for (size_t i = 0; i < pm->jsons.n; i++)
-        json_decref(pm->jsons.items[i]);
-    for (size_t i = 0; i < pm->tensors.n; i++)
-        tth_tensor_unref(pm->tensors.items[i]);
-    tth__ptrvec_free(&pm->jsons);
-    tth__ptrvec_free(&pm->tensors);
+    tth__release_owned(&pm->jsons, &pm->tensors);
     free(m->funcs);
     tth_arena_free(m->arena);
     free(pm);
