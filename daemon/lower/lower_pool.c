@@ -45,25 +45,10 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
     }
     p->KH = v[0];
     p->KW = v[1];
-    p->sh = p->sw = p->dh = p->dw = 1;
-    if (lw_attr_ints(call, "strides", v, 2) == 2) {
-        p->sh = v[0];
-        p->sw = v[1];
-    }
-    if (lw_attr_ints(call, "dilation", v, 2) == 2) {
-        p->dh = v[0];
-        p->dw = v[1];
-    }
-    int np = lw_attr_ints(call, "padding", v, 4);
-    if (np == 4) {
-        p->pt = v[0];
-        p->pl = v[1];
-        p->pb = v[2];
-        p->pr = v[3];
-    } else if (np == 2) {
-        p->pt = p->pb = v[0];
-        p->pl = p->pr = v[1];
-    }
+    int64_t win[8];
+    lw_window_attrs(call, win);
+    p->sh = win[0], p->sw = win[1], p->dh = win[2], p->dw = win[3];
+    p->pt = win[4], p->pl = win[5], p->pb = win[6], p->pr = win[7];
     p->count_include_pad = (int)lw_attr_int(call, "count_include_pad", 0);
     if (p->KH < 1 || p->KW < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->pt < 0 || p->pl < 0 ||
         p->pb < 0 || p->pr < 0) {
