@@ -488,7 +488,7 @@ typedef struct from_ctx {
     size_t ntensors;
     tth_rexpr **map;            /* JSON id -> node */
     size_t nmap;
-    uint8_t *fstate;            /* per function: 0 todo, 1 building, 2 done */
+    uint8_t *fstate;            /* per function: 0 not yet visited, 1 being built, 2 built */
     tth_relay_function **built; /* per function */
     tth_diag *diag;
 } from_ctx;
