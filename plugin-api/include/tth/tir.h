@@ -178,7 +178,8 @@ TTH_API tth_tir_module *tth_tir_module_subset(tth_tir_module *m, const char *tar
 /* Buffers and variables. */
 TTH_API tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t rank,
                                     const int64_t *shape, tth_buffer_scope scope);
-TTH_API tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tensor *data /* ref taken */);
+/* The module takes its own reference to data; the caller keeps (and releases) theirs. */
+TTH_API tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tensor *data);
 TTH_API tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype);
 
 /* Expressions. Builders fold constants where both sides are immediates and simplify x+0, x*1,
