@@ -132,29 +132,13 @@ static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const cha
     if (!e)
         return 0;
     int rc = 0;
-    switch (e->kind) {
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF:
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
         rc = touch(pb, e->u.load.buf, k, func);
-        return rc ? rc : touch_expr(pb, e->u.load.index, k, func);
-    case TTH_TEXPR_BINARY:
-        rc = touch_expr(pb, e->u.bin.a, k, func);
-        return rc ? rc : touch_expr(pb, e->u.bin.b, k, func);
-    case TTH_TEXPR_UNARY: return touch_expr(pb, e->u.un.a, k, func);
-    case TTH_TEXPR_SELECT:
-        rc = touch_expr(pb, e->u.select.cond, k, func);
-        rc = rc ? rc : touch_expr(pb, e->u.select.a, k, func);
-        return rc ? rc : touch_expr(pb, e->u.select.b, k, func);
-    case TTH_TEXPR_CAST: return touch_expr(pb, e->u.cast.value, k, func);
-    case TTH_TEXPR_INTRIN:
-        rc = touch_expr(pb, e->u.intrin.args[0], k, func);
-        return rc ? rc : touch_expr(pb, e->u.intrin.args[1], k, func);
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs && !rc; i++)
-            rc = touch_expr(pb, e->u.call.args[i], k, func);
-        return rc;
-    default: return 0;
-    }
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = touch_expr(pb, kids[i], k, func);
+    return rc;
 }
 
 /* Every buffer a statement names, at time k; calls pull in the callee's LOCAL buffers

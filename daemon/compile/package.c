@@ -261,33 +261,12 @@ static void collect_consts_expr(const tth_texpr *e, const_list *l)
 {
     if (!e)
         return;
-    switch (e->kind) {
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF:
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
         add_const(e->u.load.buf, l);
-        collect_consts_expr(e->u.load.index, l);
-        break;
-    case TTH_TEXPR_BINARY:
-        collect_consts_expr(e->u.bin.a, l);
-        collect_consts_expr(e->u.bin.b, l);
-        break;
-    case TTH_TEXPR_UNARY: collect_consts_expr(e->u.un.a, l); break;
-    case TTH_TEXPR_SELECT:
-        collect_consts_expr(e->u.select.cond, l);
-        collect_consts_expr(e->u.select.a, l);
-        collect_consts_expr(e->u.select.b, l);
-        break;
-    case TTH_TEXPR_CAST: collect_consts_expr(e->u.cast.value, l); break;
-    case TTH_TEXPR_INTRIN:
-        collect_consts_expr(e->u.intrin.args[0], l);
-        collect_consts_expr(e->u.intrin.args[1], l);
-        break;
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            collect_consts_expr(e->u.call.args[i], l);
-        break;
-    default: break;
-    }
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        collect_consts_expr(kids[i], l);
 }
 
 static void collect_consts(const tth_tstmt *s, const_list *l)

@@ -320,37 +320,25 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s)
 
 static int lw_expr_uses(const tth_texpr *e, const tth_tvar *const *vars, int nvars, int *other)
 {
-    /* 1 when e uses one of vars; *other set when it uses a variable not among them */
+    /* 1 when e uses one of vars; *other set when it uses a variable not among them (a load or
+     * an extern call counts as "other": its value is not loop-invariant index arithmetic) */
     if (!e)
         return 0;
-    switch (e->kind) {
-    case TTH_TEXPR_VAR:
+    if (e->kind == TTH_TEXPR_VAR) {
         for (int i = 0; i < nvars; i++)
             if (vars[i] == e->u.var)
                 return 1;
         *other = 1;
         return 0;
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF:
-        return lw_expr_uses(e->u.load.index, vars, nvars, other) | (*other = 1, 0);
-    case TTH_TEXPR_BINARY:
-        return lw_expr_uses(e->u.bin.a, vars, nvars, other) | lw_expr_uses(e->u.bin.b, vars, nvars, other);
-    case TTH_TEXPR_UNARY:
-        return lw_expr_uses(e->u.un.a, vars, nvars, other);
-    case TTH_TEXPR_SELECT:
-        return lw_expr_uses(e->u.select.cond, vars, nvars, other) |
-               lw_expr_uses(e->u.select.a, vars, nvars, other) | lw_expr_uses(e->u.select.b, vars, nvars, other);
-    case TTH_TEXPR_CAST:
-        return lw_expr_uses(e->u.cast.value, vars, nvars, other);
-    case TTH_TEXPR_INTRIN:
-        return lw_expr_uses(e->u.intrin.args[0], vars, nvars, other) |
-               lw_expr_uses(e->u.intrin.args[1], vars, nvars, other);
-    case TTH_TEXPR_CALL_EXTERN:
-        *other = 1;
-        return 0;
-    default:
-        return 0;
     }
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF || e->kind == TTH_TEXPR_CALL_EXTERN)
+        *other = 1;
+    int uses = 0;
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        uses |= lw_expr_uses(kids[i], vars, nvars, other);
+    return uses;
 }
 
 static int lw_expr_equal(const tth_texpr *a, const tth_texpr *b)

@@ -49,58 +49,26 @@ static tth_texpr *sp_lookup(const sp_ctx *s, const tth_tvar *v)
 
 static tth_texpr *sp_expr(sp_ctx *s, tth_texpr *e)
 {
-    tth_tir_module *m = s->c->m;
     if (!e || s->n == 0)
         return e;
-    switch (e->kind) {
-    case TTH_TEXPR_VAR: {
+    if (e->kind == TTH_TEXPR_VAR) {
         tth_texpr *v = sp_lookup(s, e->u.var);
         return v ? v : e;
     }
-    case TTH_TEXPR_LOAD: {
-        tth_texpr *i = sp_expr(s, e->u.load.index);
-        return i == e->u.load.index ? e : tth_tir_load(m, e->u.load.buf, i);
-    }
-    case TTH_TEXPR_ADDRESS_OF: {
-        tth_texpr *i = sp_expr(s, e->u.load.index);
-        return i == e->u.load.index ? e : tth_tir_address_of(m, e->u.load.buf, i);
-    }
-    case TTH_TEXPR_BINARY: {
-        tth_texpr *a = sp_expr(s, e->u.bin.a), *b = sp_expr(s, e->u.bin.b);
-        return (a == e->u.bin.a && b == e->u.bin.b) ? e : tth_tir_bin(m, e->u.bin.op, a, b);
-    }
-    case TTH_TEXPR_UNARY: {
-        tth_texpr *a = sp_expr(s, e->u.un.a);
-        return a == e->u.un.a ? e : tth_tir_un(m, e->u.un.op, a);
-    }
-    case TTH_TEXPR_SELECT: {
-        tth_texpr *c = sp_expr(s, e->u.select.cond), *a = sp_expr(s, e->u.select.a), *b = sp_expr(s, e->u.select.b);
-        return (c == e->u.select.cond && a == e->u.select.a && b == e->u.select.b) ? e : tth_tir_select(m, c, a, b);
-    }
-    case TTH_TEXPR_CAST: {
-        tth_texpr *v = sp_expr(s, e->u.cast.value);
-        return v == e->u.cast.value ? e : lw_cast(s->c, e->dtype, v);
-    }
-    case TTH_TEXPR_INTRIN: {
-        tth_texpr *a = sp_expr(s, e->u.intrin.args[0]), *b = sp_expr(s, e->u.intrin.args[1]);
-        return (a == e->u.intrin.args[0] && b == e->u.intrin.args[1]) ? e : tth_tir_intrin(m, e->u.intrin.op, a, b);
-    }
-    case TTH_TEXPR_CALL_EXTERN: {
-        tth_texpr **args = tth_arena_alloc(m->arena, sizeof *args * (e->u.call.nargs + 1));
-        int changed = 0;
-        if (!args) {
-            s->oom = 1;
-            return e;
-        }
-        for (size_t i = 0; i < e->u.call.nargs; i++) {
-            args[i] = sp_expr(s, e->u.call.args[i]);
-            changed |= args[i] != e->u.call.args[i];
-        }
-        return changed ? tth_tir_call_extern(m, e->dtype, e->u.call.name, args, e->u.call.nargs) : e;
-    }
-    default:
+    tth_texpr *scratch[3], *const *kids, *small[3], **nk = small;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    if (n > 3 && !(nk = tth_arena_alloc(s->c->m->arena, n * sizeof *nk))) {
+        s->oom = 1;
         return e;
     }
+    for (size_t i = 0; i < n; i++)
+        nk[i] = sp_expr(s, kids[i]);
+    tth_texpr *r = tth_tir_expr_rebuild(s->c->m, e, nk);
+    if (!r) {
+        s->oom = 1;
+        return e;
+    }
+    return r;
 }
 
 static int sp_is_int(const tth_texpr *e)
@@ -114,22 +82,14 @@ static int ex_uses(const tth_texpr *e, const tth_tvar *v)
 {
     if (!e)
         return 0;
-    switch (e->kind) {
-    case TTH_TEXPR_VAR: return e->u.var == v;
-    case TTH_TEXPR_LOAD: case TTH_TEXPR_ADDRESS_OF: return ex_uses(e->u.load.index, v);
-    case TTH_TEXPR_BINARY: return ex_uses(e->u.bin.a, v) || ex_uses(e->u.bin.b, v);
-    case TTH_TEXPR_UNARY: return ex_uses(e->u.un.a, v);
-    case TTH_TEXPR_SELECT:
-        return ex_uses(e->u.select.cond, v) || ex_uses(e->u.select.a, v) || ex_uses(e->u.select.b, v);
-    case TTH_TEXPR_CAST: return ex_uses(e->u.cast.value, v);
-    case TTH_TEXPR_INTRIN: return ex_uses(e->u.intrin.args[0], v) || ex_uses(e->u.intrin.args[1], v);
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            if (ex_uses(e->u.call.args[i], v))
-                return 1;
-        return 0;
-    default: return 0;
-    }
+    if (e->kind == TTH_TEXPR_VAR)
+        return e->u.var == v;
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        if (ex_uses(kids[i], v))
+            return 1;
+    return 0;
 }
 
 /* is v read anywhere in st? */
@@ -215,7 +175,10 @@ static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
         tth_texpr *i = sp_expr(s, st->u.store.index), *v = sp_expr(s, st->u.store.value);
         if (i == st->u.store.index && v == st->u.store.value)
             return st;
-        return tth_tir_store(m, st->u.store.buf, i, v);
+        tth_tstmt *ns = tth_tir_store(m, st->u.store.buf, i, v);
+        if (ns)
+            ns->u.store.align = st->u.store.align;
+        return ns;
     }
     case TTH_TSTMT_ALLOCATE: {
         tth_tstmt *b = sp_stmt(s, st->u.alloc.body);

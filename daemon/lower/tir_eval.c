@@ -5,7 +5,12 @@
  * arithmetic wraps like C's unsigned/two's-complement), floats in double, rounded to float after
  * every float32 operation (C on x86-64/aarch64 evaluates float in float). Both arms of a SELECT
  * are evaluated (the C back-end may do the same), and every load and store is bounds-checked, so
- * a lowering that reads outside a buffer fails here. */
+ * a lowering that reads outside a buffer fails here.
+ *
+ * Vectors are evaluated lane by lane: the frame's `lane` is the lane being computed, a RAMP
+ * gives base + stride * lane, a BROADCAST its one value, a vector variable the lane's value
+ * (held in `vvals`), a REDUCE loops over the lanes of its argument; a vector STORE or LET runs
+ * once per lane. FMA rounds once (fma/fmaf). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -33,6 +38,9 @@ typedef struct ev_frame {
     int depth;
     uint8_t *ws;               /* the planned workspace (buffers with offset >= 0), or NULL */
     size_t ws_size;
+    int32_t lane;              /* the lane a vector expression is evaluated at */
+    ev_val **vvals;            /* by var id: the lanes of a vector variable */
+    size_t nvvals;
 } ev_frame;
 
 #define EV_MAX_DEPTH 64
@@ -317,6 +325,8 @@ static int ev_index(ev_frame *f, const tth_tbuffer *b, const tth_texpr *ie, int6
     return 0;
 }
 
+static int ev_binop_values(ev_frame *f, tth_tir_binop op, tth_dtype t, ev_val a, ev_val b, ev_val *out);
+
 static int ev_binary(ev_frame *f, const tth_texpr *e, ev_val *out)
 {
     ev_val a, b;
@@ -329,7 +339,12 @@ static int ev_binary(ev_frame *f, const tth_texpr *e, ev_val *out)
     tth_dtype bt = e->u.bin.b->dtype;
     if (bt != t) /* the verifier rejects this; convert rather than misread */
         b = ev_convert(bt, t, b);
-    tth_tir_binop op = e->u.bin.op;
+    return ev_binop_values(f, e->u.bin.op, t, a, b, out);
+}
+
+/* a op b on values of dtype t */
+static int ev_binop_values(ev_frame *f, tth_tir_binop op, tth_dtype t, ev_val a, ev_val b, ev_val *out)
+{
     if (ev_isfloat(t)) {
         double x = a.f, y = b.f, r = 0;
         int cmp = -1;
@@ -426,8 +441,47 @@ static int ev_binary(ev_frame *f, const tth_texpr *e, ev_val *out)
     return 0;
 }
 
+static int ev_reduce(ev_frame *f, const tth_texpr *e, ev_val *out)
+{
+    const tth_texpr *a = e->u.intrin.args[0];
+    tth_tir_binop op = e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD   ? TTH_TBIN_ADD
+                       : e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ? TTH_TBIN_MAX
+                                                                  : TTH_TBIN_MIN;
+    int32_t save = f->lane;
+    int rc = 0;
+    for (int32_t l = 0; l < a->lanes && !rc; l++) {
+        ev_val v;
+        f->lane = l;
+        rc = ev_expr(f, a, &v);
+        if (!rc && l == 0)
+            *out = v;
+        else if (!rc)
+            rc = ev_binop_values(f, op, e->dtype, *out, v, out);
+    }
+    f->lane = save;
+    return rc;
+}
+
 static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
 {
+    if (e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD || e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ||
+        e->u.intrin.op == TTH_TINTRIN_REDUCE_MIN)
+        return ev_reduce(f, e, out);
+    if (e->u.intrin.op == TTH_TINTRIN_FMA) {
+        ev_val x[3];
+        for (int i = 0; i < 3; i++) {
+            int rc = ev_expr(f, e->u.intrin.args[i], &x[i]);
+            if (rc)
+                return rc;
+            if (e->u.intrin.args[i]->dtype != e->dtype)
+                x[i] = ev_convert(e->u.intrin.args[i]->dtype, e->dtype, x[i]);
+        }
+        if (!ev_isfloat(e->dtype))
+            return ev_fail(f, TTH_EINVAL, "fma on %s", tth_dtype_name(e->dtype));
+        out->f = e->dtype == TTH_F64 ? fma(x[0].f, x[1].f, x[2].f)
+                                     : ev_fround(e->dtype, fmaf((float)x[0].f, (float)x[1].f, (float)x[2].f));
+        return 0;
+    }
     ev_val a = {0}, b = {0};
     int rc = ev_expr(f, e->u.intrin.args[0], &a);
     if (!rc && e->u.intrin.args[1])
@@ -507,9 +561,23 @@ static int ev_expr(ev_frame *f, const tth_texpr *e, ev_val *out)
         const tth_tvar *v = e->u.var;
         if (v->id >= f->nvars || !f->bound[v->id])
             return ev_fail(f, TTH_EINVAL, "variable '%s' is used outside its scope", v->name);
+        if (v->lanes > 1) {
+            if (f->lane < 0 || f->lane >= v->lanes || v->id >= f->nvvals || !f->vvals[v->id])
+                return ev_fail(f, TTH_EINVAL, "vector variable '%s' read at lane %d", v->name, (int)f->lane);
+            *out = f->vvals[v->id][f->lane];
+            return 0;
+        }
         *out = f->vars[v->id];
         return 0;
     }
+    case TTH_TEXPR_RAMP: {
+        if ((rc = ev_expr(f, e->u.ramp.base, out)))
+            return rc;
+        out->i += e->u.ramp.stride * f->lane;
+        return 0;
+    }
+    case TTH_TEXPR_BROADCAST:
+        return ev_expr(f, e->u.bcast.value, out);
     case TTH_TEXPR_LOAD: {
         int err = 0;
         void *p = ev_mem(f, e->u.load.buf, &err);
@@ -570,6 +638,48 @@ static int ev_expr(ev_frame *f, const tth_texpr *e, ev_val *out)
 static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *const *buffers, size_t n, int depth,
                    uint8_t *ws, size_t ws_size, tth_diag *diag);
 
+static int ev_stmt(ev_frame *f, const tth_tstmt *s);
+
+/* let v = <vector value> in body: the lanes are computed first, then the body runs with them */
+static int ev_let_vector(ev_frame *f, const tth_tstmt *s)
+{
+    const tth_tvar *var = s->u.let.var;
+    int rc = ev_var_slot(f, var->id);
+    if (rc)
+        return rc;
+    if (var->id >= f->nvvals) {
+        size_t n = (size_t)var->id + 16;
+        ev_val **nv = realloc(f->vvals, n * sizeof *nv);
+        if (!nv)
+            return ev_fail(f, TTH_ENOMEM, "out of memory");
+        memset(nv + f->nvvals, 0, (n - f->nvvals) * sizeof *nv);
+        f->vvals = nv;
+        f->nvvals = n;
+    }
+    ev_val *lanes = calloc((size_t)var->lanes, sizeof *lanes);
+    if (!lanes)
+        return ev_fail(f, TTH_ENOMEM, "out of memory");
+    int32_t save_lane = f->lane;
+    for (int32_t l = 0; l < var->lanes && !rc; l++) {
+        f->lane = l;
+        rc = ev_expr(f, s->u.let.value, &lanes[l]);
+        if (!rc && s->u.let.value->dtype != var->dtype)
+            lanes[l] = ev_convert(s->u.let.value->dtype, var->dtype, lanes[l]);
+    }
+    f->lane = save_lane;
+    if (!rc) {
+        ev_val *save = f->vvals[var->id];
+        unsigned char was = f->bound[var->id];
+        f->vvals[var->id] = lanes;
+        f->bound[var->id] = 1;
+        rc = ev_stmt(f, s->u.let.body);
+        f->vvals[var->id] = save;
+        f->bound[var->id] = was;
+    }
+    free(lanes);
+    return rc;
+}
+
 static int ev_stmt(ev_frame *f, const tth_tstmt *s)
 {
     int rc;
@@ -603,14 +713,20 @@ static int ev_stmt(ev_frame *f, const tth_tstmt *s)
         void *p = ev_mem(f, s->u.store.buf, &err);
         if (!p)
             return err;
-        int64_t i;
-        ev_val v;
-        if ((rc = ev_index(f, s->u.store.buf, s->u.store.index, &i, "store")) || (rc = ev_expr(f, s->u.store.value, &v)))
-            return rc;
-        if (s->u.store.value->dtype != s->u.store.buf->dtype)
-            v = ev_convert(s->u.store.value->dtype, s->u.store.buf->dtype, v);
-        ev_write(s->u.store.buf->dtype, p, i, v);
-        return 0;
+        int32_t save = f->lane;
+        for (int32_t l = 0; l < s->u.store.index->lanes; l++) {
+            int64_t i = 0;
+            ev_val v;
+            f->lane = l;
+            if ((rc = ev_index(f, s->u.store.buf, s->u.store.index, &i, "store")) ||
+                (rc = ev_expr(f, s->u.store.value, &v)))
+                break;
+            if (s->u.store.value->dtype != s->u.store.buf->dtype)
+                v = ev_convert(s->u.store.value->dtype, s->u.store.buf->dtype, v);
+            ev_write(s->u.store.buf->dtype, p, i, v);
+        }
+        f->lane = save;
+        return rc;
     }
     case TTH_TSTMT_ALLOCATE: {
         const tth_tbuffer *b = s->u.alloc.buf;
@@ -644,10 +760,12 @@ static int ev_stmt(ev_frame *f, const tth_tstmt *s)
         return s->u.cond.else_s ? ev_stmt(f, s->u.cond.else_s) : 0;
     }
     case TTH_TSTMT_LET: {
+        const tth_tvar *var = s->u.let.var;
+        if (var->lanes > 1)
+            return ev_let_vector(f, s);
         ev_val v;
         if ((rc = ev_expr(f, s->u.let.value, &v)))
             return rc;
-        const tth_tvar *var = s->u.let.var;
         if ((rc = ev_var_slot(f, var->id)))
             return rc;
         if (s->u.let.value->dtype != var->dtype)
@@ -726,6 +844,7 @@ static int ev_func(const tth_tir_module *mod, const tth_prim_func *fn, void *con
     free(f.owned);
     free(f.vars);
     free(f.bound);
+    free(f.vvals);
     return rc;
 }
 
@@ -744,19 +863,12 @@ static void ws_expr(const tth_texpr *e, size_t *end)
 {
     if (!e)
         return;
-    switch (e->kind) {
-    case TTH_TEXPR_LOAD: case TTH_TEXPR_ADDRESS_OF: ws_note(e->u.load.buf, end); ws_expr(e->u.load.index, end); break;
-    case TTH_TEXPR_BINARY: ws_expr(e->u.bin.a, end); ws_expr(e->u.bin.b, end); break;
-    case TTH_TEXPR_UNARY: ws_expr(e->u.un.a, end); break;
-    case TTH_TEXPR_SELECT: ws_expr(e->u.select.cond, end); ws_expr(e->u.select.a, end); ws_expr(e->u.select.b, end); break;
-    case TTH_TEXPR_CAST: ws_expr(e->u.cast.value, end); break;
-    case TTH_TEXPR_INTRIN: ws_expr(e->u.intrin.args[0], end); ws_expr(e->u.intrin.args[1], end); break;
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            ws_expr(e->u.call.args[i], end);
-        break;
-    default: break;
-    }
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
+        ws_note(e->u.load.buf, end);
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        ws_expr(kids[i], end);
 }
 
 /* the end of the last planned byte used by st and the functions it calls */

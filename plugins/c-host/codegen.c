@@ -194,6 +194,14 @@ typedef struct cg {
     size_t hconstcap;
     const tth_prim_func *func;    /* the function being emitted */
     int in_entry;
+    /* vectors are written lane by lane: the C name of the lane being emitted (NULL in scalar
+     * context), a counter for lane and reduction names, and the reductions already computed
+     * into locals before the statement that reads them */
+    const char *lane;
+    unsigned nlanes_named;
+    const tth_texpr *reduce_key[32];
+    char reduce_name[32][16];
+    int nreduce;
     const unsigned char *written; /* per param of func: stored to */
 } cg;
 
@@ -486,15 +494,24 @@ static void scan_expr(cg *g, const tth_texpr *e)
         scan_expr(g, e->u.select.b);
         break;
     case TTH_TEXPR_CAST: scan_expr(g, e->u.cast.value); break;
-    case TTH_TEXPR_INTRIN:
-        g->need_math = 1;
-        scan_expr(g, e->u.intrin.args[0]);
-        scan_expr(g, e->u.intrin.args[1]);
+    case TTH_TEXPR_INTRIN: {
+        unsigned slot = (unsigned)e->dtype < DTYPE_SLOTS ? (unsigned)e->dtype : 0;
+        if (e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX)
+            g->help[HELP_MAX][e->dtype == TTH_F16 ? TTH_F32 : slot] = 1;
+        else if (e->u.intrin.op == TTH_TINTRIN_REDUCE_MIN)
+            g->help[HELP_MIN][e->dtype == TTH_F16 ? TTH_F32 : slot] = 1;
+        else if (e->u.intrin.op != TTH_TINTRIN_REDUCE_ADD)
+            g->need_math = 1;
+        for (int i = 0; i < 3; i++)
+            scan_expr(g, e->u.intrin.args[i]);
         break;
+    }
     case TTH_TEXPR_CALL_EXTERN:
         for (size_t i = 0; i < e->u.call.nargs; i++)
             scan_expr(g, e->u.call.args[i]);
         break;
+    case TTH_TEXPR_RAMP: scan_expr(g, e->u.ramp.base); break;
+    case TTH_TEXPR_BROADCAST: scan_expr(g, e->u.bcast.value); break;
     default: break;
     }
 }
@@ -546,36 +563,16 @@ static void mark_written_expr(const tth_texpr *e, const tth_prim_func *f, unsign
 {
     if (!e)
         return;
-    switch (e->kind) {
-    case TTH_TEXPR_ADDRESS_OF:
+    if (e->kind == TTH_TEXPR_ADDRESS_OF) {
         /* an extern call may write through the address: the buffer is not const */
         for (size_t i = 0; i < f->nparams; i++)
             if (f->params[i] == e->u.load.buf)
                 w[i] = 1;
-        mark_written_expr(e->u.load.index, f, w);
-        break;
-    case TTH_TEXPR_LOAD: mark_written_expr(e->u.load.index, f, w); break;
-    case TTH_TEXPR_BINARY:
-        mark_written_expr(e->u.bin.a, f, w);
-        mark_written_expr(e->u.bin.b, f, w);
-        break;
-    case TTH_TEXPR_UNARY: mark_written_expr(e->u.un.a, f, w); break;
-    case TTH_TEXPR_SELECT:
-        mark_written_expr(e->u.select.cond, f, w);
-        mark_written_expr(e->u.select.a, f, w);
-        mark_written_expr(e->u.select.b, f, w);
-        break;
-    case TTH_TEXPR_CAST: mark_written_expr(e->u.cast.value, f, w); break;
-    case TTH_TEXPR_INTRIN:
-        mark_written_expr(e->u.intrin.args[0], f, w);
-        mark_written_expr(e->u.intrin.args[1], f, w);
-        break;
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            mark_written_expr(e->u.call.args[i], f, w);
-        break;
-    default: break;
     }
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        mark_written_expr(kids[i], f, w);
 }
 
 static void mark_written(const cg *g, const tth_tstmt *s, const tth_prim_func *f, unsigned char *w);
@@ -906,8 +903,25 @@ static void emit_expr(cg *g, const tth_texpr *e)
             return;
         }
         text_puts(t, n);
+        if (e->u.var->lanes > 1) {
+            if (!g->lane) {
+                cg_fail(g, TTH_EINVAL, "vector variable '%s' read as a scalar", e->u.var->name);
+                return;
+            }
+            text_printf(t, "[%s]", g->lane);
+        }
         break;
     }
+    case TTH_TEXPR_RAMP:
+        if (!g->lane) {
+            cg_fail(g, TTH_EINVAL, "a ramp read as a scalar");
+            return;
+        }
+        text_puts(t, "(");
+        emit_expr(g, e->u.ramp.base);
+        text_printf(t, " + %" PRId64 " * (int64_t)%s)", e->u.ramp.stride, g->lane);
+        break;
+    case TTH_TEXPR_BROADCAST: emit_expr(g, e->u.bcast.value); break;
     case TTH_TEXPR_LOAD:
         if (e->u.load.buf->dtype == TTH_F16) {
             text_puts(t, "tth_f16_to_f32(");
@@ -971,6 +985,16 @@ static void emit_expr(cg *g, const tth_texpr *e)
     case TTH_TEXPR_INTRIN: {
         int nargs = 0;
         const char *name = intrin_name(e->u.intrin.op, &nargs);
+        if (e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD || e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ||
+            e->u.intrin.op == TTH_TINTRIN_REDUCE_MIN) {
+            for (int i = 0; i < g->nreduce; i++)
+                if (g->reduce_key[i] == e) {
+                    text_puts(t, g->reduce_name[i]);
+                    return;
+                }
+            cg_fail(g, TTH_EINTERNAL, "a reduction was not computed before its statement");
+            return;
+        }
         if (!name || !dtype_is_float(e->dtype)) {
             cg_fail(g, TTH_EUNSUPPORTED, "intrinsic %d on %s has no C form", (int)e->u.intrin.op,
                     ctype_storage(e->dtype) ? ctype_storage(e->dtype) : "?");
@@ -1076,25 +1100,14 @@ static int expr_uses_var(const tth_texpr *e, const tth_tvar *v)
 {
     if (!e)
         return 0;
-    switch (e->kind) {
-    case TTH_TEXPR_VAR: return e->u.var == v;
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF: return expr_uses_var(e->u.load.index, v);
-    case TTH_TEXPR_BINARY: return expr_uses_var(e->u.bin.a, v) || expr_uses_var(e->u.bin.b, v);
-    case TTH_TEXPR_UNARY: return expr_uses_var(e->u.un.a, v);
-    case TTH_TEXPR_SELECT:
-        return expr_uses_var(e->u.select.cond, v) || expr_uses_var(e->u.select.a, v) ||
-               expr_uses_var(e->u.select.b, v);
-    case TTH_TEXPR_CAST: return expr_uses_var(e->u.cast.value, v);
-    case TTH_TEXPR_INTRIN:
-        return expr_uses_var(e->u.intrin.args[0], v) || expr_uses_var(e->u.intrin.args[1], v);
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            if (expr_uses_var(e->u.call.args[i], v))
-                return 1;
-        return 0;
-    default: return 0;
-    }
+    if (e->kind == TTH_TEXPR_VAR)
+        return e->u.var == v;
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        if (expr_uses_var(kids[i], v))
+            return 1;
+    return 0;
 }
 
 static int stmt_uses_var(const tth_tstmt *s, const tth_tvar *v)
@@ -1126,19 +1139,14 @@ static int expr_has_call(const tth_texpr *e)
 {
     if (!e)
         return 0;
-    switch (e->kind) {
-    case TTH_TEXPR_CALL_EXTERN: return 1;
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF: return expr_has_call(e->u.load.index);
-    case TTH_TEXPR_BINARY: return expr_has_call(e->u.bin.a) || expr_has_call(e->u.bin.b);
-    case TTH_TEXPR_UNARY: return expr_has_call(e->u.un.a);
-    case TTH_TEXPR_SELECT:
-        return expr_has_call(e->u.select.cond) || expr_has_call(e->u.select.a) ||
-               expr_has_call(e->u.select.b);
-    case TTH_TEXPR_CAST: return expr_has_call(e->u.cast.value);
-    case TTH_TEXPR_INTRIN: return expr_has_call(e->u.intrin.args[0]) || expr_has_call(e->u.intrin.args[1]);
-    default: return 0;
-    }
+    if (e->kind == TTH_TEXPR_CALL_EXTERN)
+        return 1;
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        if (expr_has_call(kids[i]))
+            return 1;
+    return 0;
 }
 
 /* Does emit_expr write this expression wrapped in one pair of parentheses? */
@@ -1162,7 +1170,100 @@ static int emit_is_parenthesized(const tth_texpr *e)
     }
 }
 
+/* `for (int32_t lN = 0; lN < lanes; ++lN) {` with g->lane set to lN; returns the previous lane. */
+static const char *open_lanes(cg *g, int32_t lanes, int depth, char *name, size_t len)
+{
+    snprintf(name, len, "l%u_", g->nlanes_named++);
+    text_indent(&g->out, depth);
+    text_printf(&g->out, "for (int32_t %s = 0; %s < %d; ++%s) {\n", name, name, (int)lanes, name);
+    const char *save = g->lane;
+    g->lane = name;
+    return save;
+}
+
+static void close_lanes(cg *g, const char *save, int depth)
+{
+    text_indent(&g->out, depth);
+    text_puts(&g->out, "}\n");
+    g->lane = save;
+}
+
+/* Every REDUCE inside e (innermost first) computed into a local before the statement:
+ *   T rN = <lane 0>; for (lanes 1..) rN = rN op <lane>;
+ * emit_expr then reads rN. Returns the count added (popped by the caller). */
+static int emit_reductions(cg *g, const tth_texpr *e, int depth)
+{
+    if (!e || g->err)
+        return 0;
+    int added = 0;
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        added += emit_reductions(g, kids[i], depth);
+    if (e->kind != TTH_TEXPR_INTRIN || (e->u.intrin.op != TTH_TINTRIN_REDUCE_ADD &&
+                                        e->u.intrin.op != TTH_TINTRIN_REDUCE_MAX &&
+                                        e->u.intrin.op != TTH_TINTRIN_REDUCE_MIN))
+        return added;
+    if (g->nreduce >= (int)(sizeof g->reduce_key / sizeof g->reduce_key[0])) {
+        cg_fail(g, TTH_ELIMIT, "more than %d reductions in one statement", g->nreduce);
+        return added;
+    }
+    cg_text *t = &g->out;
+    const tth_texpr *a = e->u.intrin.args[0];
+    const char *vt = ctype_value(e->dtype);
+    char *rn = g->reduce_name[g->nreduce];
+    snprintf(rn, sizeof g->reduce_name[0], "r%u_", g->nlanes_named++);
+    const char *save = g->lane;
+    text_indent(t, depth);
+    text_printf(t, "%s %s = ", vt, rn);
+    g->lane = "0";
+    emit_expr(g, a);
+    text_puts(t, ";\n");
+    char ln[16];
+    snprintf(ln, sizeof ln, "l%u_", g->nlanes_named++);
+    text_indent(t, depth);
+    text_printf(t, "for (int32_t %s = 1; %s < %d; ++%s) {\n", ln, ln, (int)a->lanes, ln);
+    g->lane = ln;
+    text_indent(t, depth + 1);
+    if (e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD) {
+        text_printf(t, "%s = (%s)(%s + ", rn, vt, rn);
+        emit_expr(g, a);
+        text_puts(t, ");\n");
+    } else {
+        tth_dtype dt = e->dtype == TTH_F16 ? TTH_F32 : e->dtype;
+        text_printf(t, "%s = tth_%s_%s(%s, ", rn, e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ? "max" : "min",
+                    dtype_tag(dt), rn);
+        emit_expr(g, a);
+        text_puts(t, ");\n");
+    }
+    text_indent(t, depth);
+    text_puts(t, "}\n");
+    g->lane = save;
+    g->reduce_key[g->nreduce++] = e;
+    return added + 1;
+}
+
+static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, int tail);
+
 static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, int tail)
+{
+    if (g->err || !s)
+        return;
+    const tth_texpr *scalar = s->kind == TTH_TSTMT_STORE      ? s->u.store.value
+                              : s->kind == TTH_TSTMT_LET      ? s->u.let.value
+                              : s->kind == TTH_TSTMT_EVALUATE ? s->u.eval.value
+                              : s->kind == TTH_TSTMT_IF       ? s->u.cond.cond
+                                                              : NULL;
+    /* reductions read by the statement's own expression are computed first (they are scalars,
+     * so they do not depend on a lane loop the statement may open); their names are unique */
+    int base = g->nreduce;
+    if (scalar)
+        emit_reductions(g, scalar, depth);
+    emit_stmt_scalar(g, fx, s, depth, tail);
+    g->nreduce = base;
+}
+
+static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, int tail)
 {
     cg_text *t = &g->out;
     if (g->err || !s)
@@ -1209,6 +1310,13 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, i
     }
     case TTH_TSTMT_STORE: {
         const tth_tbuffer *b = s->u.store.buf;
+        const char *save_lane = g->lane;
+        char ln[16];
+        int vec = s->u.store.index->lanes > 1;
+        if (vec) {
+            save_lane = open_lanes(g, s->u.store.index->lanes, depth, ln, sizeof ln);
+            depth++;
+        }
         text_indent(t, depth);
         emit_buffer_ref(g, b);
         text_puts(t, "[");
@@ -1226,6 +1334,8 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, i
             emit_expr(g, s->u.store.value); /* assignment converts to the stored type */
         }
         text_puts(t, ";\n");
+        if (vec)
+            close_lanes(g, save_lane, depth - 1);
         break;
     }
     case TTH_TSTMT_ALLOCATE: {
@@ -1237,7 +1347,13 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, i
             text_puts(t, "{\n");
         }
         const char *n = cg_bind(g, b, b->name, b->id);
-        emit_workspace_ptr(g, b, n, inner, 0);
+        if (b->scope == TTH_SCOPE_REGISTER) {
+            /* a small array on the stack (a micro-kernel's accumulators) */
+            text_indent(t, inner);
+            text_printf(t, "%s %s[%" PRId64 "];\n", ctype_storage(b->dtype), n, tth_tbuffer_numel(b));
+        } else {
+            emit_workspace_ptr(g, b, n, inner, 0);
+        }
         emit_stmt(g, fx, s->u.alloc.body, inner, 1);
         if (!tail) {
             text_indent(t, depth);
@@ -1296,10 +1412,23 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, i
         }
         /* the value cannot use the variable (the verifier checks), so binding first is safe */
         text_indent(t, inner);
-        const char *n = cg_bind(g, v, v->name, v->id);
-        text_printf(t, "const %s %s = ", vt, n);
-        emit_expr(g, s->u.let.value);
-        text_puts(t, ";\n");
+        if (v->lanes > 1) {
+            /* a vector: an array filled lane by lane (the name is bound after the value) */
+            char ln[16];
+            const char *n = cg_bind(g, v, v->name, v->id);
+            text_printf(t, "%s %s[%d];\n", vt, n, (int)v->lanes);
+            const char *save_lane = open_lanes(g, v->lanes, inner, ln, sizeof ln);
+            text_indent(t, inner + 1);
+            text_printf(t, "%s[%s] = ", n, ln);
+            emit_expr(g, s->u.let.value);
+            text_puts(t, ";\n");
+            close_lanes(g, save_lane, inner);
+        } else {
+            const char *n = cg_bind(g, v, v->name, v->id);
+            text_printf(t, "const %s %s = ", vt, n);
+            emit_expr(g, s->u.let.value);
+            text_puts(t, ";\n");
+        }
         emit_stmt(g, fx, s->u.let.body, inner, 1);
         if (!tail) {
             text_indent(t, depth);
@@ -1383,33 +1512,12 @@ static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer *only, const t
 {
     if (!e)
         return;
-    switch (e->kind) {
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF:
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
         collect_ws_add(e->u.load.buf, only, v, n, oom);
-        collect_ws_expr(e->u.load.index, only, v, n, oom);
-        break;
-    case TTH_TEXPR_BINARY:
-        collect_ws_expr(e->u.bin.a, only, v, n, oom);
-        collect_ws_expr(e->u.bin.b, only, v, n, oom);
-        break;
-    case TTH_TEXPR_UNARY: collect_ws_expr(e->u.un.a, only, v, n, oom); break;
-    case TTH_TEXPR_SELECT:
-        collect_ws_expr(e->u.select.cond, only, v, n, oom);
-        collect_ws_expr(e->u.select.a, only, v, n, oom);
-        collect_ws_expr(e->u.select.b, only, v, n, oom);
-        break;
-    case TTH_TEXPR_CAST: collect_ws_expr(e->u.cast.value, only, v, n, oom); break;
-    case TTH_TEXPR_INTRIN:
-        collect_ws_expr(e->u.intrin.args[0], only, v, n, oom);
-        collect_ws_expr(e->u.intrin.args[1], only, v, n, oom);
-        break;
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            collect_ws_expr(e->u.call.args[i], only, v, n, oom);
-        break;
-    default: break;
-    }
+    tth_texpr *scratch[3], *const *kids;
+    size_t nk = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < nk; i++)
+        collect_ws_expr(kids[i], only, v, n, oom);
 }
 
 static void collect_ws(const tth_tstmt *s, const tth_tbuffer *only, const tth_tbuffer ***v,

@@ -15,6 +15,10 @@
  * Both return 0 on success; a non-zero status from a called PrimFunc is returned at once.
  * Operator parameters are noalias (the c kind says restrict). On Arm with the hard float ABI
  * every function and call uses arm_aapcs_vfpcc (see codegen.c). PARALLEL loops run serially.
+ *
+ * Vector TIR (tth/tir.h) maps to LLVM vector types: a RAMP of stride 1 under a LOAD or STORE is
+ * one vector load or store of the element type; any other vector index is gathered or scattered
+ * lane by lane. Math without an LLVM vector intrinsic is called lane by lane.
  */
 #ifndef TTH_LLVM_CPU_CODEGEN_H
 #define TTH_LLVM_CPU_CODEGEN_H
@@ -76,6 +80,10 @@ void tth__llcg_scope_free(tth__llcg_scope *s);
  * for an invalid dtype. */
 LLVMTypeRef tth__llcg_type(tth__llcg *c, tth_dtype t);
 LLVMTypeRef tth__llcg_mem_type(tth__llcg *c, tth_dtype t);
+/* The register type of `lanes` elements of t: the scalar type for 1, else <lanes x type>. */
+LLVMTypeRef tth__llcg_vtype(tth__llcg *c, tth_dtype t, int32_t lanes);
+/* The lanes of an LLVM value's type (1 for a scalar). */
+int32_t tth__llcg_lanes_of(LLVMValueRef v);
 
 /* "function 'name'" for diagnostics (into the diag's location). */
 int tth__llcg_fail(tth__llcg *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -89,6 +97,11 @@ LLVMValueRef tth__llcg_convert(tth__llcg *c, LLVMValueRef v, tth_dtype from, tth
 LLVMValueRef tth__llcg_truth(tth__llcg *c, const tth_texpr *e);
 /* e widened or narrowed to i64 for indexing, sign-aware. */
 LLVMValueRef tth__llcg_index(tth__llcg *c, const tth_texpr *e);
+/* v (a scalar) repeated in `lanes` lanes; v itself for 1. */
+LLVMValueRef tth__llcg_splat(tth__llcg *c, LLVMValueRef v, int32_t lanes);
+/* The i64 index vector of a vector index expression, or, when the index is a RAMP of stride 1
+ * (a contiguous access), NULL with *contiguous_base set to its scalar base. */
+LLVMValueRef tth__llcg_vindex(tth__llcg *c, const tth_texpr *index, LLVMValueRef *contiguous_base);
 /* &buf[index] (index already lowered to i64). */
 LLVMValueRef tth__llcg_elem_ptr(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef index);
 /* The base pointer of a buffer in the current function (parameter, workspace slice, stack

@@ -11,7 +11,9 @@
  *   - float min/max are C's `a < b ? a : b` / `a > b ? a : b`;
  *   - float comparisons are ordered except `!=`, which is true for NaN as in C;
  *   - float→int truncates (fptosi/fptoui); int→int widening follows the source's signedness;
- *     anything → bool is `!= 0`.
+ *     anything → bool is `!= 0`;
+ *   - vectors: every rule above lane by lane (LLVM's instructions take vector operands);
+ *     REDUCE_ADD may add in any order (a tree), as tth/tir.h allows.
  */
 #include "codegen.h"
 
@@ -96,11 +98,32 @@ static LLVMValueRef const_int(tth__llcg *c, tth_dtype t, int64_t v)
     return LLVMConstInt(tth__llcg_type(c, t), (unsigned long long)v, is_signed_int(t));
 }
 
+static LLVMTypeRef i32_type(tth__llcg *c) { return LLVMInt32TypeInContext(c->ctx); }
+
+LLVMValueRef tth__llcg_splat(tth__llcg *c, LLVMValueRef v, int32_t lanes)
+{
+    if (lanes <= 1)
+        return v;
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), (unsigned)lanes);
+    LLVMValueRef one = LLVMBuildInsertElement(c->b, LLVMGetPoison(vt), v, LLVMConstInt(i32_type(c), 0, 0), "");
+    return LLVMBuildShuffleVector(c->b, one, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32_type(c), (unsigned)lanes)),
+                                  "");
+}
+
+/* The integer constant v in a scalar or vector integer type. */
+static LLVMValueRef const_like(tth__llcg *c, LLVMTypeRef ty, long long v)
+{
+    if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind)
+        return LLVMConstInt(ty, (unsigned long long)v, 1);
+    return tth__llcg_splat(c, LLVMConstInt(LLVMGetElementType(ty), (unsigned long long)v, 1),
+                           (int32_t)LLVMGetVectorSize(ty));
+}
+
 /* ---------------------------------------------------------------- conversions */
 
 LLVMValueRef tth__llcg_convert(tth__llcg *c, LLVMValueRef v, tth_dtype from, tth_dtype to)
 {
-    LLVMTypeRef tt = tth__llcg_type(c, to);
+    LLVMTypeRef tt = tth__llcg_vtype(c, to, tth__llcg_lanes_of(v));
     if (from == to)
         return v;
     if (to == TTH_BOOL) {
@@ -172,8 +195,7 @@ static LLVMValueRef floor_adjust(tth__llcg *c, LLVMValueRef a, LLVMValueRef b, i
     LLVMValueRef adjust = LLVMBuildAnd(c->b, rnz, differ, "");
     if (want_mod)
         return LLVMBuildSelect(c->b, adjust, LLVMBuildAdd(c->b, r, b, ""), r, "");
-    return LLVMBuildSelect(c->b, adjust,
-                           LLVMBuildSub(c->b, q, LLVMConstInt(LLVMTypeOf(a), 1, 0), ""), q, "");
+    return LLVMBuildSelect(c->b, adjust, LLVMBuildSub(c->b, q, const_like(c, LLVMTypeOf(a), 1), ""), q, "");
 }
 
 static LLVMValueRef libm_call(tth__llcg *c, const char *base, LLVMTypeRef ft, tth_dtype t,
@@ -395,6 +417,21 @@ static const struct intrin_rule *intrin_rule(tth_tir_intrin_op op)
 static LLVMValueRef libm_call(tth__llcg *c, const char *base, LLVMTypeRef ft, tth_dtype t,
                               LLVMValueRef *args, unsigned n)
 {
+    if (LLVMGetTypeKind(ft) == LLVMVectorTypeKind) {
+        /* no vector C library: call it lane by lane */
+        unsigned lanes = LLVMGetVectorSize(ft);
+        LLVMValueRef r = LLVMGetPoison(ft);
+        for (unsigned l = 0; l < lanes; l++) {
+            LLVMValueRef k = LLVMConstInt(i32_type(c), l, 0), la[2];
+            for (unsigned i = 0; i < n; i++)
+                la[i] = LLVMBuildExtractElement(c->b, args[i], k, "");
+            LLVMValueRef v = libm_call(c, base, LLVMGetElementType(ft), t, la, n);
+            if (!v)
+                return NULL;
+            r = LLVMBuildInsertElement(c->b, r, v, k, "");
+        }
+        return r;
+    }
     char name[32];
     snprintf(name, sizeof name, "%s%s", base, t == TTH_F32 ? "f" : "");
     LLVMTypeRef params[2] = {ft, ft};
@@ -406,13 +443,75 @@ static LLVMValueRef libm_call(tth__llcg *c, const char *base, LLVMTypeRef ft, tt
     return LLVMBuildCall2(c->b, fnty, fn, args, n, "");
 }
 
+/* REDUCE_ADD / REDUCE_MAX / REDUCE_MIN of a vector: LLVM's vector.reduce intrinsics (the float
+ * add with reassociation allowed, so it is a tree). */
+static LLVMValueRef lower_reduce(tth__llcg *c, const tth_texpr *e)
+{
+    const tth_texpr *a = e->u.intrin.args[0];
+    tth_dtype t = e->dtype;
+    tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
+    LLVMValueRef v = a ? tth__llcg_expr(c, a) : NULL;
+    if (!v)
+        return NULL;
+    v = tth__llcg_convert(c, v, a->dtype, ct);
+    if (t == TTH_BOOL)
+        return fail_null(c, TTH_ETYPE, "a reduction", t);
+    int fl = tth_dtype_is_float(ct), sg = is_signed_int(ct);
+    const char *name;
+    switch (e->u.intrin.op) {
+    case TTH_TINTRIN_REDUCE_ADD: name = fl ? "llvm.vector.reduce.fadd" : "llvm.vector.reduce.add"; break;
+    case TTH_TINTRIN_REDUCE_MAX:
+        name = fl ? "llvm.vector.reduce.fmax" : sg ? "llvm.vector.reduce.smax" : "llvm.vector.reduce.umax";
+        break;
+    default:
+        name = fl ? "llvm.vector.reduce.fmin" : sg ? "llvm.vector.reduce.smin" : "llvm.vector.reduce.umin";
+        break;
+    }
+    LLVMTypeRef fnty;
+    LLVMValueRef fn = intrinsic(c, name, LLVMTypeOf(v), &fnty);
+    if (!fn)
+        return NULL;
+    LLVMValueRef r;
+    if (fl && e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD) {
+        LLVMValueRef args[2] = {LLVMConstReal(tth__llcg_type(c, ct), -0.0), v};
+        r = LLVMBuildCall2(c->b, fnty, fn, args, 2, "");
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+    } else {
+        r = LLVMBuildCall2(c->b, fnty, fn, &v, 1, "");
+    }
+    return tth__llcg_convert(c, r, ct, t);
+}
+
 static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
 {
-    const struct intrin_rule *r = intrin_rule(e->u.intrin.op);
+    tth_tir_intrin_op op = e->u.intrin.op;
+    if (op == TTH_TINTRIN_REDUCE_ADD || op == TTH_TINTRIN_REDUCE_MAX || op == TTH_TINTRIN_REDUCE_MIN)
+        return lower_reduce(c, e);
     tth_dtype t = e->dtype;
+    if (op == TTH_TINTRIN_FMA) {
+        if (!tth_dtype_is_float(t))
+            return fail_null(c, TTH_EUNSUPPORTED, "fma", t);
+        tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
+        LLVMValueRef args[3];
+        for (int i = 0; i < 3; i++) {
+            const tth_texpr *a = e->u.intrin.args[i];
+            LLVMValueRef v = a ? tth__llcg_expr(c, a) : NULL;
+            if (!v) {
+                if (!a)
+                    tth__llcg_fail(c, TTH_EINVAL, "fma needs 3 arguments");
+                return NULL;
+            }
+            args[i] = tth__llcg_convert(c, v, a->dtype, ct);
+        }
+        /* llvm.fma is one instruction where the target has FMA and the C library's fma
+         * otherwise; on Arm hard float the library call must use the VFP convention */
+        LLVMValueRef v = c->libm_calls ? libm_call(c, "fma", LLVMTypeOf(args[0]), ct, args, 3)
+                                       : call_intrinsic(c, "llvm.fma", args, 3);
+        return v ? tth__llcg_convert(c, v, ct, t) : NULL;
+    }
+    const struct intrin_rule *r = intrin_rule(op);
     if (!r) {
-        tth__llcg_fail(c, TTH_EUNSUPPORTED, "intrinsic %d is not known to the llvm code generator",
-                       (int)e->u.intrin.op);
+        tth__llcg_fail(c, TTH_EUNSUPPORTED, "intrinsic %d is not known to the llvm code generator", (int)op);
         return NULL;
     }
     if (!tth_dtype_is_float(t))
@@ -420,7 +519,7 @@ static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
 
     /* float16 is computed in float32 and rounded back, as C does for _Float16 math. */
     tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
-    LLVMTypeRef ft = tth__llcg_type(c, ct);
+    LLVMTypeRef ft = tth__llcg_vtype(c, ct, e->lanes);
     LLVMValueRef args[2];
     for (int i = 0; i < r->nargs; i++) {
         const tth_texpr *a = e->u.intrin.args[i];
@@ -434,9 +533,9 @@ static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
         args[i] = tth__llcg_convert(c, v, a->dtype, ct);
     }
     LLVMValueRef v;
-    if (e->u.intrin.op == TTH_TINTRIN_FMOD)
+    if (op == TTH_TINTRIN_FMOD)
         v = float_rem(c, args[0], args[1], ct);
-    else if (r->llvm && (!c->libm_calls || e->u.intrin.op == TTH_TINTRIN_FABS))
+    else if (r->llvm && (!c->libm_calls || op == TTH_TINTRIN_FABS))
         v = call_intrinsic(c, r->llvm, args, (unsigned)r->nargs);
     else
         v = libm_call(c, r->libm, ft, ct, args, (unsigned)r->nargs);
@@ -496,6 +595,18 @@ done:
     return call;
 }
 
+/* ---------------------------------------------------------------- vector indices */
+
+LLVMValueRef tth__llcg_vindex(tth__llcg *c, const tth_texpr *index, LLVMValueRef *contiguous_base)
+{
+    *contiguous_base = NULL;
+    if (index->kind == TTH_TEXPR_RAMP && index->u.ramp.stride == 1) {
+        *contiguous_base = tth__llcg_index(c, index->u.ramp.base);
+        return NULL;
+    }
+    return tth__llcg_index(c, index);
+}
+
 /* ---------------------------------------------------------------- expressions */
 
 LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
@@ -527,16 +638,64 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
     }
     case TTH_TEXPR_LOAD: {
         const tth_tbuffer *buf = e->u.load.buf;
-        LLVMValueRef idx = tth__llcg_index(c, e->u.load.index);
-        LLVMValueRef p = idx ? tth__llcg_elem_ptr(c, buf, idx) : NULL;
-        if (!p)
-            return NULL;
         LLVMTypeRef mt = tth__llcg_mem_type(c, buf->dtype);
-        LLVMValueRef v = LLVMBuildLoad2(c->b, mt, p, "");
-        LLVMSetAlignment(v, (unsigned)tth_dtype_size(buf->dtype));
+        unsigned align = e->u.load.align ? e->u.load.align : (unsigned)tth_dtype_size(buf->dtype);
+        LLVMValueRef v;
+        if (e->lanes > 1) {
+            LLVMValueRef base = NULL;
+            LLVMValueRef vidx = tth__llcg_vindex(c, e->u.load.index, &base);
+            if (!vidx && !base)
+                return NULL;
+            LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
+            if (base) {
+                LLVMValueRef p = tth__llcg_elem_ptr(c, buf, base);
+                if (!p)
+                    return NULL;
+                v = LLVMBuildLoad2(c->b, vt, p, "");
+                LLVMSetAlignment(v, align);
+            } else {
+                v = LLVMGetPoison(vt);
+                for (int32_t l = 0; l < e->lanes; l++) {
+                    LLVMValueRef k = LLVMConstInt(i32_type(c), (unsigned long long)l, 0);
+                    LLVMValueRef p = tth__llcg_elem_ptr(c, buf, LLVMBuildExtractElement(c->b, vidx, k, ""));
+                    if (!p)
+                        return NULL;
+                    LLVMValueRef x = LLVMBuildLoad2(c->b, mt, p, "");
+                    LLVMSetAlignment(x, (unsigned)tth_dtype_size(buf->dtype));
+                    v = LLVMBuildInsertElement(c->b, v, x, k, "");
+                }
+            }
+        } else {
+            LLVMValueRef idx = tth__llcg_index(c, e->u.load.index);
+            LLVMValueRef p = idx ? tth__llcg_elem_ptr(c, buf, idx) : NULL;
+            if (!p)
+                return NULL;
+            v = LLVMBuildLoad2(c->b, mt, p, "");
+            LLVMSetAlignment(v, align);
+        }
         if (buf->dtype == TTH_BOOL)
-            v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(mt), "");
+            v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
         return tth__llcg_convert(c, v, buf->dtype, e->dtype);
+    }
+    case TTH_TEXPR_RAMP: {
+        LLVMValueRef base = tth__llcg_index(c, e->u.ramp.base);
+        if (!base)
+            return NULL;
+        LLVMTypeRef i64 = LLVMInt64TypeInContext(c->ctx);
+        LLVMValueRef *steps = malloc((size_t)e->lanes * sizeof *steps);
+        if (!steps) {
+            tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+            return NULL;
+        }
+        for (int32_t l = 0; l < e->lanes; l++)
+            steps[l] = LLVMConstInt(i64, (unsigned long long)(e->u.ramp.stride * l), 1);
+        LLVMValueRef off = LLVMConstVector(steps, (unsigned)e->lanes);
+        free(steps);
+        return LLVMBuildAdd(c->b, tth__llcg_splat(c, base, e->lanes), off, "");
+    }
+    case TTH_TEXPR_BROADCAST: {
+        LLVMValueRef v = tth__llcg_expr(c, e->u.bcast.value);
+        return v ? tth__llcg_splat(c, tth__llcg_convert(c, v, e->u.bcast.value->dtype, e->dtype), e->lanes) : NULL;
     }
     case TTH_TEXPR_ADDRESS_OF: {
         LLVMValueRef idx = tth__llcg_index(c, e->u.load.index);

@@ -79,6 +79,18 @@ LLVMTypeRef tth__llcg_mem_type(tth__llcg *c, tth_dtype t)
     return t == TTH_BOOL ? LLVMInt8TypeInContext(c->ctx) : tth__llcg_type(c, t);
 }
 
+LLVMTypeRef tth__llcg_vtype(tth__llcg *c, tth_dtype t, int32_t lanes)
+{
+    LLVMTypeRef s = tth__llcg_type(c, t);
+    return s && lanes > 1 ? LLVMVectorType(s, (unsigned)lanes) : s;
+}
+
+int32_t tth__llcg_lanes_of(LLVMValueRef v)
+{
+    LLVMTypeRef t = LLVMTypeOf(v);
+    return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? (int32_t)LLVMGetVectorSize(t) : 1;
+}
+
 int tth__llcg_fail(tth__llcg *c, int code, const char *fmt, ...)
 {
     char loc[TTH_DIAG_LOCATION_MAX];
@@ -231,6 +243,9 @@ LLVMValueRef tth__llcg_buffer_base(tth__llcg *c, const tth_tbuffer *buf)
     switch (buf->scope) {
     case TTH_SCOPE_CONST:
         return const_global(c, buf);
+    case TTH_SCOPE_REGISTER:
+        tth__llcg_fail(c, TTH_EINVAL, "register buffer '%s' is used outside its allocation", buf->name);
+        return NULL;
     case TTH_SCOPE_WORKSPACE:
     case TTH_SCOPE_LOCAL:
         if (buf->offset >= 0)
@@ -338,16 +353,41 @@ static int lower_store(tth__llcg *c, const tth_tstmt *s)
         return tth__llcg_fail(c, TTH_EINVAL, "store without a buffer");
     if (buf->scope == TTH_SCOPE_CONST)
         return tth__llcg_fail(c, TTH_EINVAL, "store to constant buffer '%s'", buf->name);
-    LLVMValueRef idx = tth__llcg_index(c, s->u.store.index);
-    LLVMValueRef v = idx ? tth__llcg_expr(c, s->u.store.value) : NULL;
-    LLVMValueRef p = v ? tth__llcg_elem_ptr(c, buf, idx) : NULL;
-    if (!p)
+    int32_t lanes = s->u.store.index->lanes;
+    unsigned esize = (unsigned)tth_dtype_size(buf->dtype);
+    unsigned align = s->u.store.align ? s->u.store.align : esize;
+    LLVMValueRef base = NULL, vidx = NULL, idx = NULL;
+    if (lanes > 1) {
+        vidx = tth__llcg_vindex(c, s->u.store.index, &base);
+        if (!vidx && !base)
+            return c->diag ? c->diag->code : TTH_EINVAL;
+    } else if (!(idx = tth__llcg_index(c, s->u.store.index))) {
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    }
+    LLVMValueRef v = tth__llcg_expr(c, s->u.store.value);
+    if (!v)
         return c->diag ? c->diag->code : TTH_EINVAL;
     v = tth__llcg_convert(c, v, s->u.store.value->dtype, buf->dtype);
     if (buf->dtype == TTH_BOOL)
-        v = LLVMBuildZExt(c->b, v, LLVMInt8TypeInContext(c->ctx), "");
+        v = LLVMBuildZExt(c->b, v, lanes > 1 ? LLVMVectorType(LLVMInt8TypeInContext(c->ctx), (unsigned)lanes)
+                                             : LLVMInt8TypeInContext(c->ctx), "");
+    if (lanes > 1 && !base) {
+        /* scattered: lane by lane */
+        for (int32_t l = 0; l < lanes; l++) {
+            LLVMValueRef k = i32_const(c, l);
+            LLVMValueRef p = tth__llcg_elem_ptr(c, buf, LLVMBuildExtractElement(c->b, vidx, k, ""));
+            if (!p)
+                return c->diag ? c->diag->code : TTH_EINVAL;
+            LLVMValueRef st = LLVMBuildStore(c->b, LLVMBuildExtractElement(c->b, v, k, ""), p);
+            LLVMSetAlignment(st, esize);
+        }
+        return 0;
+    }
+    LLVMValueRef p = tth__llcg_elem_ptr(c, buf, lanes > 1 ? base : idx);
+    if (!p)
+        return c->diag ? c->diag->code : TTH_EINVAL;
     LLVMValueRef st = LLVMBuildStore(c->b, v, p);
-    LLVMSetAlignment(st, (unsigned)tth_dtype_size(buf->dtype));
+    LLVMSetAlignment(st, align);
     return 0;
 }
 
@@ -358,7 +398,7 @@ static int lower_allocate(tth__llcg *c, const tth_tstmt *s)
     if (!buf)
         return tth__llcg_fail(c, TTH_EINVAL, "allocation without a buffer");
     if (!tth__llcg_scope_lookup(&c->bufs, buf->id)) {
-        if (buf->offset >= 0) {
+        if (buf->offset >= 0 && buf->scope != TTH_SCOPE_REGISTER) {
             if (!workspace_slice(c, buf))
                 return c->diag ? c->diag->code : TTH_EINVAL;
         } else {

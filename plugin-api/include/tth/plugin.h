@@ -36,7 +36,8 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 1 /* 1.1 added the partition_supports hook */
+#define TTH_ABI_MINOR 2 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
+                           * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment) */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 

@@ -6,6 +6,15 @@
  * The AOT executor entry is itself a PrimFunc whose body is a sequence of TTH_TSTMT_CALL_FUNC
  * statements over workspace and I/O buffers; the memory planner gives every WORKSPACE and LOCAL
  * buffer of the module an offset in one workspace.
+ *
+ * Vectors (ABI 1.2). Every expression has `lanes`: 1 for a scalar, N > 1 for a vector of N
+ * elements of `dtype`. A vector comes from RAMP (an index vector base + stride * lane), BROADCAST
+ * (one value in every lane) or a LOAD whose index is a vector (a RAMP of stride 1 is one
+ * contiguous load; any other index vector gathers); elementwise operators keep the lanes of their
+ * operands, and the REDUCE_* intrinsics fold a vector to a scalar. A STORE of a vector writes
+ * every lane (contiguous or scattered, as its index says). LET may bind a vector variable. Loads
+ * and stores carry an alignment in bytes (0: the element's). The llvm kind emits real vector
+ * instructions; the c kind evaluates lane by lane. docs/tir.md describes the whole IR.
  */
 #ifndef TTH_TIR_H
 #define TTH_TIR_H
@@ -29,6 +38,10 @@ typedef enum tth_buffer_scope {
     TTH_SCOPE_CONST = 4,     /* a constant; `data` holds it */
     TTH_SCOPE_INPUT = 5,     /* a model input (AOT entry) */
     TTH_SCOPE_OUTPUT = 6,    /* a model output (AOT entry) */
+    TTH_SCOPE_REGISTER = 7,  /* like LOCAL, but small and meant to live in registers (a micro-
+                              * kernel's accumulators): never planned into the workspace; the
+                              * code generators put it on the stack, where LLVM promotes it to
+                              * registers when every index is a constant (ABI 1.2) */
 } tth_buffer_scope;
 
 typedef struct tth_tbuffer {
@@ -50,6 +63,7 @@ typedef struct tth_tvar {
     uint32_t id;
     const char *name;
     tth_dtype dtype;         /* TTH_I64 for loop variables */
+    int32_t lanes;           /* 1, or N for a vector bound by LET (ABI 1.2) */
 } tth_tvar;
 
 typedef enum tth_texpr_kind {
@@ -64,6 +78,8 @@ typedef enum tth_texpr_kind {
     TTH_TEXPR_INTRIN = 9,    /* math intrinsic */
     TTH_TEXPR_CALL_EXTERN = 10, /* a C function by name; returns dtype */
     TTH_TEXPR_ADDRESS_OF = 11,  /* &buf[index], for call_extern arguments; dtype is the buffer's */
+    TTH_TEXPR_RAMP = 12,     /* int64 vector: base + stride * lane, lane in [0, lanes) (ABI 1.2) */
+    TTH_TEXPR_BROADCAST = 13, /* `value` (a scalar) in each of `lanes` lanes (ABI 1.2) */
 } tth_texpr_kind;
 
 /* Binary operators; C semantics on the operand dtype unless noted. Comparisons give bool. */
@@ -85,12 +101,17 @@ typedef enum tth_tir_binop {
 
 typedef enum tth_tir_unop { TTH_TUN_NEG = 0, TTH_TUN_NOT = 1 } tth_tir_unop;
 
-/* Math intrinsics on float32/float64 (the dtype says which C function: expf/exp ...). */
+/* Math intrinsics on float32/float64 (the dtype says which C function: expf/exp ...), then
+ * (ABI 1.2) FMA a * b + c rounded once (any float dtype), and the horizontal reductions of a
+ * vector to a scalar of its dtype (integers too): REDUCE_ADD (the order of the additions is the
+ * code generator's), REDUCE_MAX, REDUCE_MIN. Appended only: the numbers are frozen. */
 #define TTH_TIR_INTRINS(X)                                                              \
     X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) X(TANH, "tanh", 1)            \
     X(ERF, "erf", 1) X(POW, "pow", 2) X(FABS, "fabs", 1) X(FLOOR, "floor", 1)          \
     X(CEIL, "ceil", 1) X(ROUND_EVEN, "nearbyint", 1) X(SIN, "sin", 1) X(COS, "cos", 1) \
-    X(FMOD, "fmod", 2) X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)
+    X(FMOD, "fmod", 2) X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)                       \
+    X(FMA, "fma", 3) X(REDUCE_ADD, "reduce_add", 1) X(REDUCE_MAX, "reduce_max", 1)     \
+    X(REDUCE_MIN, "reduce_min", 1)
 
 typedef enum tth_tir_intrin_op {
 #define TTH__INTRIN_ENUM(e, s, n) TTH_TINTRIN_##e,
@@ -101,19 +122,23 @@ typedef enum tth_tir_intrin_op {
 typedef struct tth_texpr tth_texpr;
 struct tth_texpr {
     tth_texpr_kind kind;
-    tth_dtype dtype;
+    tth_dtype dtype;         /* the element dtype */
     union {
         int64_t i;                                             /* INT */
         double f;                                              /* FLOAT */
         tth_tvar *var;                                         /* VAR */
-        struct { tth_tbuffer *buf; tth_texpr *index; } load;   /* LOAD, ADDRESS_OF */
+        struct { tth_tbuffer *buf; tth_texpr *index; uint32_t align; } load; /* LOAD, ADDRESS_OF;
+                                                                 align: bytes, 0 = element's */
         struct { tth_tir_binop op; tth_texpr *a, *b; } bin;    /* BINARY */
         struct { tth_tir_unop op; tth_texpr *a; } un;          /* UNARY */
         struct { tth_texpr *cond, *a, *b; } select;            /* SELECT */
         struct { tth_texpr *value; } cast;                     /* CAST */
-        struct { tth_tir_intrin_op op; tth_texpr *args[2]; } intrin; /* INTRIN */
+        struct { tth_tir_intrin_op op; tth_texpr *args[3]; } intrin; /* INTRIN (unused args NULL) */
         struct { const char *name; tth_texpr **args; size_t nargs; } call; /* CALL_EXTERN */
+        struct { tth_texpr *base; int64_t stride; } ramp;     /* RAMP: base is a scalar int64 */
+        struct { tth_texpr *value; } bcast;                    /* BROADCAST */
     } u;
+    int32_t lanes;           /* 1: a scalar; N > 1: a vector of N (ABI 1.2, set by every builder) */
 };
 
 typedef enum tth_tstmt_kind {
@@ -140,7 +165,7 @@ struct tth_tstmt {
     union {
         struct { tth_tstmt **stmts; size_t n; } seq;
         struct { tth_tvar *var; tth_texpr *min, *extent; tth_loop_kind loop; tth_tstmt *body; } loop;
-        struct { tth_tbuffer *buf; tth_texpr *index, *value; } store;
+        struct { tth_tbuffer *buf; tth_texpr *index, *value; uint32_t align; } store; /* align as LOAD's */
         struct { tth_tbuffer *buf; tth_tstmt *body; } alloc;
         struct { tth_texpr *cond; tth_tstmt *then_s, *else_s; /* else_s may be NULL */ } cond;
         struct { tth_tvar *var; tth_texpr *value; tth_tstmt *body; } let;
@@ -181,6 +206,8 @@ TTH_API tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dty
 /* The module takes its own reference to data; the caller keeps (and releases) theirs. */
 TTH_API tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tensor *data);
 TTH_API tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype);
+/* A variable holding a vector of `lanes` elements (bound by LET to a vector value). */
+TTH_API tth_tvar *tth_tir_var_vec(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t lanes);
 
 /* Expressions. Builders fold constants where both sides are immediates and simplify x+0, x*1,
  * x*0 (integers). A dtype mismatch between binary operands is a programming error caught by
@@ -198,6 +225,30 @@ TTH_API tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_t
 TTH_API tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *name,
                                        tth_texpr *const *args, size_t nargs);
 TTH_API tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index);
+
+/* Vectors (ABI 1.2). Binary operators, select and intrinsics broadcast a scalar operand to the
+ * lanes of a vector one; operands of two different vector widths are an error (NULL). */
+TTH_API tth_texpr *tth_tir_ramp(tth_tir_module *m, tth_texpr *base, int64_t stride, int32_t lanes);
+TTH_API tth_texpr *tth_tir_broadcast(tth_tir_module *m, tth_texpr *value, int32_t lanes);
+/* buf[base .. base + lanes - 1] as one vector; align: bytes the address is known to be aligned
+ * to (0: the element's). vstore writes a vector value the same way. */
+TTH_API tth_texpr *tth_tir_vload(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *base, int32_t lanes,
+                                 uint32_t align);
+TTH_API tth_tstmt *tth_tir_vstore(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *base, tth_texpr *value,
+                                  uint32_t align);
+/* a * b + c with one rounding */
+TTH_API tth_texpr *tth_tir_fma(tth_tir_module *m, tth_texpr *a, tth_texpr *b, tth_texpr *c);
+/* A three-operand intrinsic (FMA); tth_tir_intrin covers the one- and two-operand ones. */
+TTH_API tth_texpr *tth_tir_intrin3(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b,
+                                   tth_texpr *c);
+
+/* Walking. The direct sub-expressions of e in a fixed order: *out is set to an array of the
+ * returned count (scratch, filled here, or the call's own argument array). The one place that
+ * knows each kind's operands, so a walk over TIR does not repeat it (ABI 1.2). */
+TTH_API size_t tth_tir_expr_children(const tth_texpr *e, tth_texpr *scratch[3], tth_texpr *const **out);
+/* e with its children replaced by kids (in tth_tir_expr_children's order and count), built
+ * through the builders above (so immediates fold); e itself when every kid is the same. */
+TTH_API tth_texpr *tth_tir_expr_rebuild(tth_tir_module *m, const tth_texpr *e, tth_texpr *const *kids);
 
 /* Statements. */
 TTH_API tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n);
@@ -219,7 +270,8 @@ TTH_API tth_prim_func *tth_tir_func_add(tth_tir_module *m, const char *name, tth
 
 /* Check: every var used is bound (loop/let) in scope, loads/stores name a param, an allocated,
  * const or workspace buffer, binary operand dtypes agree, constant indices are in bounds,
- * CALL_FUNC names an existing function with matching arity, names are C identifiers. */
+ * CALL_FUNC names an existing function with matching arity, names are C identifiers; operand
+ * lanes agree, a store's value has its index's lanes, loop bounds and conditions are scalars. */
 TTH_API int tth_tir_verify(const tth_tir_module *m, tth_diag *diag);
 
 /* Readable text (malloc'd; free()). */

@@ -103,7 +103,7 @@ tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dtype dtype
                             const int64_t *shape, tth_buffer_scope scope)
 {
     if (!m || !name || !tth_dtype_size(dtype) || rank < 0 || rank > TTH_MAX_RANK || (rank && !shape) ||
-        scope < TTH_SCOPE_PARAM || scope > TTH_SCOPE_OUTPUT)
+        scope < TTH_SCOPE_PARAM || scope > TTH_SCOPE_REGISTER)
         return NULL;
     for (int32_t i = 0; i < rank; i++)
         if (shape[i] < 0)
@@ -133,16 +133,22 @@ tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tenso
     return b;
 }
 
-tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype)
+tth_tvar *tth_tir_var_vec(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t lanes)
 {
-    if (!m || !name || !tth_dtype_size(dtype))
+    if (!m || !name || !tth_dtype_size(dtype) || lanes < 1)
         return NULL;
     tth_tvar *v = tth_arena_alloc(m->arena, sizeof *v);
     if (!v || !(v->name = tth_arena_strdup(m->arena, name)))
         return NULL;
     v->id = tth__tmod(m)->next_var_id++;
     v->dtype = dtype;
+    v->lanes = lanes;
     return v;
+}
+
+tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype)
+{
+    return tth_tir_var_vec(m, name, dtype, 1);
 }
 
 /* ---- expressions ---- */
@@ -155,8 +161,26 @@ static tth_texpr *expr_new(tth_tir_module *m, tth_texpr_kind kind, tth_dtype dty
     if (e) {
         e->kind = kind;
         e->dtype = dtype;
+        e->lanes = 1;
     }
     return e;
+}
+
+/* The lanes of an operation over a and b: equal, or one of them scalar; -1 otherwise. */
+static int32_t lanes_of(const tth_texpr *a, const tth_texpr *b)
+{
+    int32_t la = a ? a->lanes : 1, lb = b ? b->lanes : 1;
+    if (la == lb || lb == 1)
+        return la;
+    return la == 1 ? lb : -1;
+}
+
+/* e widened to `lanes` lanes (a scalar is broadcast). */
+static tth_texpr *widen(tth_tir_module *m, tth_texpr *e, int32_t lanes)
+{
+    if (!e || e->lanes == lanes)
+        return e;
+    return e->lanes == 1 ? tth_tir_broadcast(m, e, lanes) : NULL;
 }
 
 /* An integer wrapped to the width and signedness of dtype (stored in an int64). */
@@ -214,8 +238,10 @@ tth_texpr *tth_tir_ref(tth_tir_module *m, tth_tvar *v)
     if (!v)
         return NULL;
     tth_texpr *e = expr_new(m, TTH_TEXPR_VAR, v->dtype);
-    if (e)
+    if (e) {
         e->u.var = v;
+        e->lanes = v->lanes;
+    }
     return e;
 }
 
@@ -227,6 +253,7 @@ tth_texpr *tth_tir_load(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
     if (e) {
         e->u.load.buf = buf;
         e->u.load.index = index;
+        e->lanes = index->lanes;
     }
     return e;
 }
@@ -234,6 +261,8 @@ tth_texpr *tth_tir_load(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
 tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
 {
     if (!buf || !index)
+        return NULL;
+    if (index->lanes != 1)
         return NULL;
     tth_texpr *e = expr_new(m, TTH_TEXPR_ADDRESS_OF, buf->dtype);
     if (e) {
@@ -346,6 +375,15 @@ tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_te
 {
     if (!a || !b)
         return NULL;
+    int32_t lanes = lanes_of(a, b);
+    if (lanes < 0)
+        return NULL;
+    if (lanes > 1) {
+        a = widen(m, a, lanes);
+        b = widen(m, b, lanes);
+        if (!a || !b)
+            return NULL;
+    }
     tth_dtype dt = is_cmp(op) ? TTH_BOOL : a->dtype;
     if (a->dtype == b->dtype) {
         if (a->kind == TTH_TEXPR_INT && b->kind == TTH_TEXPR_INT) {
@@ -399,6 +437,7 @@ tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_te
         e->u.bin.op = op;
         e->u.bin.a = a;
         e->u.bin.b = b;
+        e->lanes = lanes;
     }
     return e;
 }
@@ -419,6 +458,7 @@ tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a)
     if (e) {
         e->u.un.op = op;
         e->u.un.a = a;
+        e->lanes = a->lanes;
     }
     return e;
 }
@@ -427,13 +467,23 @@ tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_
 {
     if (!cond || !a || !b)
         return NULL;
-    if (cond->kind == TTH_TEXPR_INT && a->dtype == b->dtype)
+    int32_t lanes = lanes_of(a, b);
+    if (lanes < 0 || (cond->lanes != 1 && cond->lanes != lanes && lanes != 1))
+        return NULL;
+    if (cond->lanes > lanes)
+        lanes = cond->lanes;
+    if (cond->kind == TTH_TEXPR_INT && a->dtype == b->dtype && a->lanes == b->lanes)
         return cond->u.i ? a : b;
+    a = widen(m, a, lanes);
+    b = widen(m, b, lanes);
+    if (!a || !b)
+        return NULL;
     tth_texpr *e = expr_new(m, TTH_TEXPR_SELECT, a->dtype);
     if (e) {
         e->u.select.cond = cond;
         e->u.select.a = a;
         e->u.select.b = b;
+        e->lanes = lanes;
     }
     return e;
 }
@@ -463,22 +513,101 @@ tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
             return tth_tir_int(m, dtype, (int64_t)t);
     }
     tth_texpr *e = expr_new(m, TTH_TEXPR_CAST, dtype);
-    if (e)
+    if (e) {
         e->u.cast.value = v;
+        e->lanes = v->lanes;
+    }
     return e;
 }
 
-tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b)
+tth_texpr *tth_tir_intrin3(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b,
+                           tth_texpr *c)
 {
     if (!a)
         return NULL;
+    int reduce = op == TTH_TINTRIN_REDUCE_ADD || op == TTH_TINTRIN_REDUCE_MAX || op == TTH_TINTRIN_REDUCE_MIN;
+    int32_t lanes = lanes_of(a, b);
+    if (lanes >= 0 && c)
+        lanes = lanes_of(lanes == a->lanes ? a : b, c);
+    if (lanes < 0 || (reduce && (b || c)))
+        return NULL;
+    if (!reduce && lanes > 1) {
+        a = widen(m, a, lanes);
+        b = widen(m, b, lanes);
+        c = widen(m, c, lanes);
+        if (!a)
+            return NULL;
+    }
     tth_texpr *e = expr_new(m, TTH_TEXPR_INTRIN, a->dtype);
     if (e) {
         e->u.intrin.op = op;
         e->u.intrin.args[0] = a;
         e->u.intrin.args[1] = b;
+        e->u.intrin.args[2] = c;
+        e->lanes = reduce ? 1 : lanes;
     }
     return e;
+}
+
+tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b)
+{
+    return tth_tir_intrin3(m, op, a, b, NULL);
+}
+
+tth_texpr *tth_tir_fma(tth_tir_module *m, tth_texpr *a, tth_texpr *b, tth_texpr *c)
+{
+    if (!a || !b || !c)
+        return NULL;
+    return tth_tir_intrin3(m, TTH_TINTRIN_FMA, a, b, c);
+}
+
+tth_texpr *tth_tir_ramp(tth_tir_module *m, tth_texpr *base, int64_t stride, int32_t lanes)
+{
+    if (!base || base->lanes != 1 || lanes < 1 || tth_dtype_is_float(base->dtype))
+        return NULL;
+    if (lanes == 1)
+        return base;
+    if (base->dtype != TTH_I64)
+        base = tth_tir_cast(m, TTH_I64, base);
+    tth_texpr *e = base ? expr_new(m, TTH_TEXPR_RAMP, TTH_I64) : NULL;
+    if (e) {
+        e->u.ramp.base = base;
+        e->u.ramp.stride = stride;
+        e->lanes = lanes;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_broadcast(tth_tir_module *m, tth_texpr *value, int32_t lanes)
+{
+    if (!value || value->lanes != 1 || lanes < 1)
+        return NULL;
+    if (lanes == 1)
+        return value;
+    tth_texpr *e = expr_new(m, TTH_TEXPR_BROADCAST, value->dtype);
+    if (e) {
+        e->u.bcast.value = value;
+        e->lanes = lanes;
+    }
+    return e;
+}
+
+tth_texpr *tth_tir_vload(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *base, int32_t lanes, uint32_t align)
+{
+    tth_texpr *e = tth_tir_load(m, buf, tth_tir_ramp(m, base, 1, lanes));
+    if (e)
+        e->u.load.align = align;
+    return e;
+}
+
+tth_tstmt *tth_tir_vstore(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *base, tth_texpr *value, uint32_t align)
+{
+    if (!value)
+        return NULL;
+    tth_tstmt *s = tth_tir_store(m, buf, tth_tir_ramp(m, base, 1, value->lanes), value);
+    if (s)
+        s->u.store.align = align;
+    return s;
 }
 
 tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *name, tth_texpr *const *args,
@@ -499,6 +628,83 @@ tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *nam
         memcpy(e->u.call.args, args, nargs * sizeof *args);
     e->u.call.nargs = nargs;
     return e;
+}
+
+size_t tth_tir_expr_children(const tth_texpr *e, tth_texpr *scratch[3], tth_texpr *const **out)
+{
+    size_t n = 0;
+    *out = scratch;
+    if (!e)
+        return 0;
+    switch (e->kind) {
+    case TTH_TEXPR_INT:
+    case TTH_TEXPR_FLOAT:
+    case TTH_TEXPR_VAR:
+        return 0;
+    case TTH_TEXPR_LOAD:
+    case TTH_TEXPR_ADDRESS_OF: scratch[n++] = e->u.load.index; break;
+    case TTH_TEXPR_BINARY:
+        scratch[n++] = e->u.bin.a;
+        scratch[n++] = e->u.bin.b;
+        break;
+    case TTH_TEXPR_UNARY: scratch[n++] = e->u.un.a; break;
+    case TTH_TEXPR_SELECT:
+        scratch[n++] = e->u.select.cond;
+        scratch[n++] = e->u.select.a;
+        scratch[n++] = e->u.select.b;
+        break;
+    case TTH_TEXPR_CAST: scratch[n++] = e->u.cast.value; break;
+    case TTH_TEXPR_INTRIN:
+        for (int i = 0; i < 3; i++)
+            if (e->u.intrin.args[i])
+                scratch[n++] = e->u.intrin.args[i];
+        break;
+    case TTH_TEXPR_CALL_EXTERN:
+        *out = e->u.call.args;
+        return e->u.call.nargs;
+    case TTH_TEXPR_RAMP: scratch[n++] = e->u.ramp.base; break;
+    case TTH_TEXPR_BROADCAST: scratch[n++] = e->u.bcast.value; break;
+    }
+    return n;
+}
+
+tth_texpr *tth_tir_expr_rebuild(tth_tir_module *m, const tth_texpr *e, tth_texpr *const *kids)
+{
+    if (!e)
+        return NULL;
+    tth_texpr *scratch[3], *const *old;
+    size_t n = tth_tir_expr_children(e, scratch, &old);
+    int same = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!kids[i])
+            return NULL;
+        same &= kids[i] == old[i];
+    }
+    if (same)
+        return (tth_texpr *)e;
+    tth_texpr *r = NULL;
+    switch (e->kind) {
+    case TTH_TEXPR_INT:
+    case TTH_TEXPR_FLOAT:
+    case TTH_TEXPR_VAR:
+        return (tth_texpr *)e;
+    case TTH_TEXPR_LOAD:
+        r = tth_tir_load(m, e->u.load.buf, kids[0]);
+        if (r)
+            r->u.load.align = e->u.load.align;
+        return r;
+    case TTH_TEXPR_ADDRESS_OF: return tth_tir_address_of(m, e->u.load.buf, kids[0]);
+    case TTH_TEXPR_BINARY: return tth_tir_bin(m, e->u.bin.op, kids[0], kids[1]);
+    case TTH_TEXPR_UNARY: return tth_tir_un(m, e->u.un.op, kids[0]);
+    case TTH_TEXPR_SELECT: return tth_tir_select(m, kids[0], kids[1], kids[2]);
+    case TTH_TEXPR_CAST: return tth_tir_cast(m, e->dtype, kids[0]);
+    case TTH_TEXPR_INTRIN:
+        return tth_tir_intrin3(m, e->u.intrin.op, kids[0], n > 1 ? kids[1] : NULL, n > 2 ? kids[2] : NULL);
+    case TTH_TEXPR_CALL_EXTERN: return tth_tir_call_extern(m, e->dtype, e->u.call.name, kids, n);
+    case TTH_TEXPR_RAMP: return tth_tir_ramp(m, kids[0], e->u.ramp.stride, e->lanes);
+    case TTH_TEXPR_BROADCAST: return tth_tir_broadcast(m, kids[0], e->lanes);
+    }
+    return NULL;
 }
 
 /* ---- statements ---- */
@@ -588,6 +794,11 @@ tth_tstmt *tth_tir_store(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index, 
 {
     if (!buf || !index || !value)
         return NULL;
+    if (value->lanes != index->lanes) {
+        value = widen(m, value, index->lanes);
+        if (!value)
+            return NULL;
+    }
     tth_tstmt *s = stmt_new(m, TTH_TSTMT_STORE);
     if (s) {
         s->u.store.buf = buf;

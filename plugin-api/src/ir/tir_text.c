@@ -33,6 +33,7 @@ static const char *scope_name(tth_buffer_scope s)
     case TTH_SCOPE_CONST: return "const";
     case TTH_SCOPE_INPUT: return "input";
     case TTH_SCOPE_OUTPUT: return "output";
+    case TTH_SCOPE_REGISTER: return "register";
     }
     return "?";
 }
@@ -149,9 +150,10 @@ static int verify_expr(vctx *c, const tth_texpr *e)
             return vfail(c, TTH_EINVAL, "a NULL variable");
         if (!var_bound(c, e->u.var))
             return vfail(c, TTH_EINVAL, "variable %s is used outside the loop or let that binds it", e->u.var->name);
-        if (e->dtype != e->u.var->dtype)
-            return vfail(c, TTH_ETYPE, "variable %s is %s but used as %s", e->u.var->name,
-                         tth_dtype_name(e->u.var->dtype), tth_dtype_name(e->dtype));
+        if (e->dtype != e->u.var->dtype || e->lanes != e->u.var->lanes)
+            return vfail(c, TTH_ETYPE, "variable %s is %s x%d but used as %s x%d", e->u.var->name,
+                         tth_dtype_name(e->u.var->dtype), (int)e->u.var->lanes, tth_dtype_name(e->dtype),
+                         (int)e->lanes);
         return 0;
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
@@ -161,6 +163,10 @@ static int verify_expr(vctx *c, const tth_texpr *e)
         if (e->dtype != e->u.load.buf->dtype)
             return vfail(c, TTH_ETYPE, "load from %s (%s) typed %s", e->u.load.buf->name,
                          tth_dtype_name(e->u.load.buf->dtype), tth_dtype_name(e->dtype));
+        if (e->lanes != e->u.load.index->lanes || (e->kind == TTH_TEXPR_ADDRESS_OF && e->lanes != 1))
+            return vfail(c, TTH_ETYPE, "%s %s: lanes %d with an index of %d lanes",
+                         e->kind == TTH_TEXPR_LOAD ? "load from" : "address of", e->u.load.buf->name,
+                         (int)e->lanes, (int)e->u.load.index->lanes);
         return 0;
     case TTH_TEXPR_BINARY: {
         if ((unsigned)e->u.bin.op >= NBINOPS)
@@ -171,6 +177,9 @@ static int verify_expr(vctx *c, const tth_texpr *e)
         if (a != b)
             return vfail(c, TTH_ETYPE, "operands of '%s' differ in dtype: %s and %s", binop_names[e->u.bin.op],
                          tth_dtype_name(a), tth_dtype_name(b));
+        if (e->u.bin.a->lanes != e->lanes || e->u.bin.b->lanes != e->lanes)
+            return vfail(c, TTH_ETYPE, "operands of '%s' have %d and %d lanes, the result %d", binop_names[e->u.bin.op],
+                         (int)e->u.bin.a->lanes, (int)e->u.bin.b->lanes, (int)e->lanes);
         tth_tir_binop op = e->u.bin.op;
         if ((op == TTH_TBIN_MOD || op == TTH_TBIN_SHL || op == TTH_TBIN_SHR || op == TTH_TBIN_BITAND ||
              op == TTH_TBIN_BITOR) &&
@@ -179,7 +188,9 @@ static int verify_expr(vctx *c, const tth_texpr *e)
         return 0;
     }
     case TTH_TEXPR_UNARY:
-        return verify_expr(c, e->u.un.a);
+        if ((rc = verify_expr(c, e->u.un.a)))
+            return rc;
+        return e->u.un.a->lanes == e->lanes ? 0 : vfail(c, TTH_ETYPE, "unary operator changes the lanes");
     case TTH_TEXPR_SELECT:
         if ((rc = verify_expr(c, e->u.select.cond)) || (rc = verify_expr(c, e->u.select.a)) ||
             (rc = verify_expr(c, e->u.select.b)))
@@ -189,39 +200,68 @@ static int verify_expr(vctx *c, const tth_texpr *e)
                          tth_dtype_name(e->u.select.a->dtype), tth_dtype_name(e->u.select.b->dtype));
         if (!is_int_dtype(e->u.select.cond->dtype))
             return vfail(c, TTH_ETYPE, "select condition is %s", tth_dtype_name(e->u.select.cond->dtype));
+        if (e->u.select.a->lanes != e->lanes || e->u.select.b->lanes != e->lanes ||
+            (e->u.select.cond->lanes != 1 && e->u.select.cond->lanes != e->lanes))
+            return vfail(c, TTH_ETYPE, "select: condition, branches and result differ in lanes");
         return 0;
     case TTH_TEXPR_CAST:
         if (!tth_dtype_size(e->dtype))
             return vfail(c, TTH_ETYPE, "cast to an invalid dtype");
-        return verify_expr(c, e->u.cast.value);
+        if ((rc = verify_expr(c, e->u.cast.value)))
+            return rc;
+        return e->u.cast.value->lanes == e->lanes ? 0 : vfail(c, TTH_ETYPE, "a cast changes the lanes");
     case TTH_TEXPR_INTRIN: {
         if ((unsigned)e->u.intrin.op >= NINTRINS)
             return vfail(c, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
-        int n = intrin_info[e->u.intrin.op].nargs;
-        for (int i = 0; i < 2; i++) {
-            if (i < n) {
-                if ((rc = verify_expr(c, e->u.intrin.args[i])))
-                    return rc;
-                if (e->u.intrin.args[i]->dtype != TTH_F32 && e->u.intrin.args[i]->dtype != TTH_F64)
-                    return vfail(c, TTH_ETYPE, "%s needs float32 or float64 arguments, got %s",
-                                 intrin_info[e->u.intrin.op].name, tth_dtype_name(e->u.intrin.args[i]->dtype));
-                if (e->u.intrin.args[i]->dtype != e->dtype)
-                    return vfail(c, TTH_ETYPE, "%s argument dtype differs from its result",
-                                 intrin_info[e->u.intrin.op].name);
-            } else if (e->u.intrin.args[i]) {
-                return vfail(c, TTH_EINVAL, "%s takes %d argument", intrin_info[e->u.intrin.op].name, n);
+        tth_tir_intrin_op op = e->u.intrin.op;
+        int n = intrin_info[op].nargs;
+        int reduce = op == TTH_TINTRIN_REDUCE_ADD || op == TTH_TINTRIN_REDUCE_MAX || op == TTH_TINTRIN_REDUCE_MIN;
+        for (int i = 0; i < 3; i++) {
+            const tth_texpr *a = e->u.intrin.args[i];
+            if (i >= n) {
+                if (a)
+                    return vfail(c, TTH_EINVAL, "%s takes %d argument", intrin_info[op].name, n);
+                continue;
             }
+            if ((rc = verify_expr(c, a)))
+                return rc;
+            if (!reduce && op != TTH_TINTRIN_FMA && a->dtype != TTH_F32 && a->dtype != TTH_F64)
+                return vfail(c, TTH_ETYPE, "%s needs float32 or float64 arguments, got %s", intrin_info[op].name,
+                             tth_dtype_name(a->dtype));
+            if (op == TTH_TINTRIN_FMA && !tth_dtype_is_float(a->dtype))
+                return vfail(c, TTH_ETYPE, "fma needs float arguments, got %s", tth_dtype_name(a->dtype));
+            if (a->dtype != e->dtype)
+                return vfail(c, TTH_ETYPE, "%s argument dtype differs from its result", intrin_info[op].name);
+            if (reduce ? e->lanes != 1 || a->lanes < 2 : a->lanes != e->lanes)
+                return vfail(c, TTH_ETYPE, reduce ? "%s folds a vector into a scalar"
+                                                  : "%s argument lanes differ from its result",
+                             intrin_info[op].name);
         }
         return 0;
     }
+    case TTH_TEXPR_RAMP:
+        if ((rc = verify_expr(c, e->u.ramp.base)))
+            return rc;
+        if (e->dtype != TTH_I64 || e->u.ramp.base->dtype != TTH_I64 || e->u.ramp.base->lanes != 1 || e->lanes < 2)
+            return vfail(c, TTH_ETYPE, "a ramp is an int64 vector of 2 or more lanes from a scalar int64 base");
+        return 0;
+    case TTH_TEXPR_BROADCAST:
+        if ((rc = verify_expr(c, e->u.bcast.value)))
+            return rc;
+        if (e->u.bcast.value->lanes != 1 || e->lanes < 2 || e->dtype != e->u.bcast.value->dtype)
+            return vfail(c, TTH_ETYPE, "a broadcast repeats one scalar of its dtype in 2 or more lanes");
+        return 0;
     case TTH_TEXPR_CALL_EXTERN:
         if (!tth__is_c_ident(e->u.call.name))
             return vfail(c, TTH_EINVAL, "call_extern name '%s' is not a C identifier",
                          e->u.call.name ? e->u.call.name : "(null)");
-        for (size_t i = 0; i < e->u.call.nargs; i++)
+        for (size_t i = 0; i < e->u.call.nargs; i++) {
             if ((rc = verify_expr(c, e->u.call.args[i])))
                 return rc;
-        return 0;
+            if (e->u.call.args[i]->lanes != 1)
+                return vfail(c, TTH_ETYPE, "call_extern %s: argument %zu is a vector", e->u.call.name, i);
+        }
+        return e->lanes == 1 ? 0 : vfail(c, TTH_ETYPE, "call_extern %s returns a vector", e->u.call.name);
     }
     return vfail(c, TTH_EINVAL, "unknown expression kind %d", (int)e->kind);
 }
@@ -230,11 +270,13 @@ static int check_index(vctx *c, const tth_tbuffer *b, const tth_texpr *index)
 {
     if (!is_int_dtype(index->dtype) || index->dtype == TTH_BOOL)
         return vfail(c, TTH_ETYPE, "index into %s is %s, not an integer", b->name, tth_dtype_name(index->dtype));
-    if (index->kind == TTH_TEXPR_INT) {
+    const tth_texpr *k = index->kind == TTH_TEXPR_RAMP ? index->u.ramp.base : index;
+    if (k->kind == TTH_TEXPR_INT) {
         int64_t n = tth_tbuffer_numel(b);
-        if (index->u.i < 0 || index->u.i >= n)
+        int64_t last = k->u.i + (index->kind == TTH_TEXPR_RAMP ? index->u.ramp.stride * (index->lanes - 1) : 0);
+        if (k->u.i < 0 || k->u.i >= n || last < 0 || last >= n)
             return vfail(c, TTH_EINVAL, "constant index %lld is out of bounds for %s (%lld elements)",
-                         (long long)index->u.i, b->name, (long long)n);
+                         (long long)(k->u.i < 0 || k->u.i >= n ? k->u.i : last), b->name, (long long)n);
     }
     return 0;
 }
@@ -258,8 +300,9 @@ static int verify_stmt(vctx *c, const tth_tstmt *s)
             return vfail(c, TTH_ETYPE, "loop variable %s is %s, not an integer", v->name, tth_dtype_name(v->dtype));
         if ((rc = verify_expr(c, s->u.loop.min)) || (rc = verify_expr(c, s->u.loop.extent)))
             return rc;
-        if (s->u.loop.min->dtype != v->dtype || s->u.loop.extent->dtype != v->dtype)
-            return vfail(c, TTH_ETYPE, "loop %s: bounds must be %s like the variable", v->name,
+        if (s->u.loop.min->dtype != v->dtype || s->u.loop.extent->dtype != v->dtype || v->lanes != 1 ||
+            s->u.loop.min->lanes != 1 || s->u.loop.extent->lanes != 1)
+            return vfail(c, TTH_ETYPE, "loop %s: bounds must be scalar %s like the variable", v->name,
                          tth_dtype_name(v->dtype));
         if (var_bound(c, v))
             return vfail(c, TTH_EINVAL, "variable %s is bound again inside its own scope", v->name);
@@ -280,11 +323,15 @@ static int verify_stmt(vctx *c, const tth_tstmt *s)
         if (s->u.store.value->dtype != s->u.store.buf->dtype)
             return vfail(c, TTH_ETYPE, "store of a %s value into %s (%s)", tth_dtype_name(s->u.store.value->dtype),
                          s->u.store.buf->name, tth_dtype_name(s->u.store.buf->dtype));
+        if (s->u.store.value->lanes != s->u.store.index->lanes)
+            return vfail(c, TTH_ETYPE, "store into %s: a value of %d lanes at an index of %d", s->u.store.buf->name,
+                         (int)s->u.store.value->lanes, (int)s->u.store.index->lanes);
         return 0;
     case TTH_TSTMT_ALLOCATE: {
         const tth_tbuffer *b = s->u.alloc.buf;
-        if (!b || b->scope != TTH_SCOPE_LOCAL)
-            return vfail(c, TTH_EINVAL, "allocate of %s, which is not a local buffer", b ? b->name : "(null)");
+        if (!b || (b->scope != TTH_SCOPE_LOCAL && b->scope != TTH_SCOPE_REGISTER))
+            return vfail(c, TTH_EINVAL, "allocate of %s, which is not a local or register buffer",
+                         b ? b->name : "(null)");
         if (!tth__is_c_ident(b->name))
             return vfail(c, TTH_EINVAL, "buffer name '%s' is not a C identifier", b->name);
         if (push_ptr((const void ***)&c->bufs, &c->nbufs, &c->capbufs, b))
@@ -296,8 +343,9 @@ static int verify_stmt(vctx *c, const tth_tstmt *s)
     case TTH_TSTMT_IF:
         if ((rc = verify_expr(c, s->u.cond.cond)))
             return rc;
-        if (!is_int_dtype(s->u.cond.cond->dtype))
-            return vfail(c, TTH_ETYPE, "if condition is %s", tth_dtype_name(s->u.cond.cond->dtype));
+        if (!is_int_dtype(s->u.cond.cond->dtype) || s->u.cond.cond->lanes != 1)
+            return vfail(c, TTH_ETYPE, "if condition is %s x%d, not a scalar", tth_dtype_name(s->u.cond.cond->dtype),
+                         (int)s->u.cond.cond->lanes);
         if ((rc = verify_stmt(c, s->u.cond.then_s)))
             return rc;
         return s->u.cond.else_s ? verify_stmt(c, s->u.cond.else_s) : 0;
@@ -307,9 +355,10 @@ static int verify_stmt(vctx *c, const tth_tstmt *s)
             return vfail(c, TTH_EINVAL, "let variable '%s' is not a C identifier", v && v->name ? v->name : "(null)");
         if ((rc = verify_expr(c, s->u.let.value)))
             return rc;
-        if (s->u.let.value->dtype != v->dtype)
-            return vfail(c, TTH_ETYPE, "let %s: a %s value bound to a %s variable", v->name,
-                         tth_dtype_name(s->u.let.value->dtype), tth_dtype_name(v->dtype));
+        if (s->u.let.value->dtype != v->dtype || s->u.let.value->lanes != v->lanes)
+            return vfail(c, TTH_ETYPE, "let %s: a %s x%d value bound to a %s x%d variable", v->name,
+                         tth_dtype_name(s->u.let.value->dtype), (int)s->u.let.value->lanes, tth_dtype_name(v->dtype),
+                         (int)v->lanes);
         if (var_bound(c, v))
             return vfail(c, TTH_EINVAL, "variable %s is bound again inside its own scope", v->name);
         if (push_ptr((const void ***)&c->vars, &c->nvars, &c->capvars, v))
@@ -460,7 +509,10 @@ static void print_expr(tth__sbuf *b, const tth_texpr *e)
         tth__sb_puts(b, ")");
         return;
     case TTH_TEXPR_CAST:
-        tth__sb_printf(b, "(%s)(", tth_dtype_name(e->dtype));
+        if (e->lanes > 1)
+            tth__sb_printf(b, "(%sx%d)(", tth_dtype_name(e->dtype), (int)e->lanes);
+        else
+            tth__sb_printf(b, "(%s)(", tth_dtype_name(e->dtype));
         print_expr(b, e->u.cast.value);
         tth__sb_puts(b, ")");
         return;
@@ -468,13 +520,23 @@ static void print_expr(tth__sbuf *b, const tth_texpr *e)
         unsigned op = (unsigned)e->u.intrin.op;
         tth__sb_printf(b, "%s(", op < NINTRINS ? intrin_info[op].name : "?");
         print_expr(b, e->u.intrin.args[0]);
-        if (op < NINTRINS && intrin_info[op].nargs == 2) {
+        for (int i = 1; i < 3 && op < NINTRINS && i < intrin_info[op].nargs; i++) {
             tth__sb_puts(b, ", ");
-            print_expr(b, e->u.intrin.args[1]);
+            print_expr(b, e->u.intrin.args[i]);
         }
         tth__sb_puts(b, ")");
         return;
     }
+    case TTH_TEXPR_RAMP:
+        tth__sb_puts(b, "ramp(");
+        print_expr(b, e->u.ramp.base);
+        tth__sb_printf(b, ", %" PRId64 ", %d)", e->u.ramp.stride, (int)e->lanes);
+        return;
+    case TTH_TEXPR_BROADCAST:
+        tth__sb_puts(b, "broadcast(");
+        print_expr(b, e->u.bcast.value);
+        tth__sb_printf(b, ", %d)", (int)e->lanes);
+        return;
     case TTH_TEXPR_CALL_EXTERN:
         tth__sb_printf(b, "%s(", e->u.call.name);
         for (size_t i = 0; i < e->u.call.nargs; i++) {
@@ -533,7 +595,10 @@ static void print_stmt(tth__sbuf *b, const tth_tstmt *s, int level)
         tth__sb_indent(b, level);
         tth__sb_printf(b, "%s[", s->u.store.buf->name);
         print_expr(b, s->u.store.index);
-        tth__sb_puts(b, "] = ");
+        tth__sb_puts(b, "]");
+        if (s->u.store.align)
+            tth__sb_printf(b, " /* align %u */", s->u.store.align);
+        tth__sb_puts(b, " = ");
         print_expr(b, s->u.store.value);
         tth__sb_puts(b, ";\n");
         return;
@@ -565,7 +630,11 @@ static void print_stmt(tth__sbuf *b, const tth_tstmt *s, int level)
         return;
     case TTH_TSTMT_LET:
         tth__sb_indent(b, level);
-        tth__sb_printf(b, "let %s %s = ", tth_dtype_name(s->u.let.var->dtype), s->u.let.var->name);
+        if (s->u.let.var->lanes > 1)
+            tth__sb_printf(b, "let %sx%d %s = ", tth_dtype_name(s->u.let.var->dtype), (int)s->u.let.var->lanes,
+                           s->u.let.var->name);
+        else
+            tth__sb_printf(b, "let %s %s = ", tth_dtype_name(s->u.let.var->dtype), s->u.let.var->name);
         print_expr(b, s->u.let.value);
         tth__sb_puts(b, ";\n");
         print_stmt(b, s->u.let.body, level);
@@ -608,33 +677,12 @@ static void collect_expr(bufset *s, const tth_texpr *e)
 {
     if (!e)
         return;
-    switch (e->kind) {
-    case TTH_TEXPR_LOAD:
-    case TTH_TEXPR_ADDRESS_OF:
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
         bufset_add(s, e->u.load.buf);
-        collect_expr(s, e->u.load.index);
-        return;
-    case TTH_TEXPR_BINARY:
-        collect_expr(s, e->u.bin.a);
-        collect_expr(s, e->u.bin.b);
-        return;
-    case TTH_TEXPR_UNARY: collect_expr(s, e->u.un.a); return;
-    case TTH_TEXPR_SELECT:
-        collect_expr(s, e->u.select.cond);
-        collect_expr(s, e->u.select.a);
-        collect_expr(s, e->u.select.b);
-        return;
-    case TTH_TEXPR_CAST: collect_expr(s, e->u.cast.value); return;
-    case TTH_TEXPR_INTRIN:
-        collect_expr(s, e->u.intrin.args[0]);
-        collect_expr(s, e->u.intrin.args[1]);
-        return;
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            collect_expr(s, e->u.call.args[i]);
-        return;
-    default: return;
-    }
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        collect_expr(s, kids[i]);
 }
 
 static void collect_stmt(bufset *s, const tth_tstmt *st)
@@ -770,7 +818,18 @@ static json_t *expr_json(jctx *c, const tth_texpr *e)
     if (!e)
         return json_null();
     json_t *j = json_pack("{s:s}", "dtype", tth_dtype_name(e->dtype));
+    if (e->lanes != 1)
+        json_object_set_new(j, "lanes", json_integer(e->lanes));
     switch (e->kind) {
+    case TTH_TEXPR_RAMP:
+        json_object_set_new(j, "k", json_string("ramp"));
+        json_object_set_new(j, "base", expr_json(c, e->u.ramp.base));
+        json_object_set_new(j, "stride", json_integer(e->u.ramp.stride));
+        break;
+    case TTH_TEXPR_BROADCAST:
+        json_object_set_new(j, "k", json_string("broadcast"));
+        json_object_set_new(j, "value", expr_json(c, e->u.bcast.value));
+        break;
     case TTH_TEXPR_INT:
         json_object_set_new(j, "k", json_string("int"));
         json_object_set_new(j, "v", json_integer(e->u.i));
@@ -793,6 +852,8 @@ static json_t *expr_json(jctx *c, const tth_texpr *e)
         json_object_set_new(j, "k", json_string(e->kind == TTH_TEXPR_LOAD ? "load" : "address_of"));
         json_object_set_new(j, "buf", json_integer(e->u.load.buf->id));
         json_object_set_new(j, "index", expr_json(c, e->u.load.index));
+        if (e->u.load.align)
+            json_object_set_new(j, "align", json_integer(e->u.load.align));
         break;
     case TTH_TEXPR_BINARY:
         json_object_set_new(j, "k", json_string("bin"));
@@ -820,7 +881,7 @@ static json_t *expr_json(jctx *c, const tth_texpr *e)
         json_object_set_new(j, "k", json_string("intrin"));
         json_object_set_new(j, "op", json_string(op < NINTRINS ? intrin_info[op].name : "?"));
         json_t *args = json_array();
-        for (int i = 0; i < 2 && e->u.intrin.args[i]; i++)
+        for (int i = 0; i < 3 && e->u.intrin.args[i]; i++)
             json_array_append_new(args, expr_json(c, e->u.intrin.args[i]));
         json_object_set_new(j, "args", args);
         break;
@@ -867,6 +928,8 @@ static json_t *stmt_json(jctx *c, const tth_tstmt *s)
         json_object_set_new(j, "buf", json_integer(s->u.store.buf->id));
         json_object_set_new(j, "index", expr_json(c, s->u.store.index));
         json_object_set_new(j, "value", expr_json(c, s->u.store.value));
+        if (s->u.store.align)
+            json_object_set_new(j, "align", json_integer(s->u.store.align));
         break;
     case TTH_TSTMT_ALLOCATE:
         jbuf(c, s->u.alloc.buf);
@@ -945,8 +1008,9 @@ json_t *tth_tir_to_json(const tth_tir_module *m)
     }
     json_t *vars = json_array();
     for (size_t i = 0; i < c.nvars; i++)
-        json_array_append_new(vars, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)c.vars[i]->id, "name",
-                                              c.vars[i]->name, "dtype", tth_dtype_name(c.vars[i]->dtype)));
+        json_array_append_new(vars, json_pack("{s:I, s:s, s:s, s:i}", "id", (json_int_t)c.vars[i]->id, "name",
+                                              c.vars[i]->name, "dtype", tth_dtype_name(c.vars[i]->dtype), "lanes",
+                                              (int)c.vars[i]->lanes));
     free(c.bufs.items);
     free(c.vars);
     return json_pack("{s:o, s:o, s:o, s:o}", "entry", m->entry ? json_string(m->entry) : json_null(), "functions",
