@@ -169,6 +169,7 @@ static void func(tth_tir_module *m, const char *name, tth_tbuffer *const *params
 typedef int32_t (*fn2)(void *, void *, void *);
 typedef int32_t (*fn3)(void *, void *, void *, void *);
 typedef int32_t (*fn4)(void *, void *, void *, void *, void *);
+typedef int32_t (*fn_vk)(void *, void *, void *, void *, void *, void *);
 typedef int32_t (*entry_fn)(const void *inputs, void *outputs, void *workspace);
 
 /* ---------------------------------------------------------------- elementwise and loops */
@@ -228,6 +229,93 @@ Test(llvm, elementwise_parallel_runs_serially)
 Test(llvm, elementwise_unrolled)
 {
     check_axpy(16, TTH_LOOP_UNROLLED, "{\"kind\": \"llvm\", \"opt-level\": 2}");
+}
+
+/* ---------------------------------------------------------------- vector TIR (ABI 1.2) */
+
+/* A micro-kernel in vector TIR, n = 8 * nb + tail:
+ *   acc (REGISTER, 2 vectors of 8) = 0
+ *   for k < K: acc[r] = fma(a[ramp(r*8 + k*16)], broadcast(s[k]), acc[r])
+ *   o[ramp(r*8)] = acc[r] + g[ramp(r*2*8 .. stride 2)]   (a gathered operand)
+ *   sum[0] = reduce_add(o[0..8]) ; mx[0] = reduce_max(o[8..16])
+ * checked against the same arithmetic in C. */
+Test(llvm, vector_tir_fma_gather_reduce_register)
+{
+    enum { L = 8, R = 2, K = 5 };
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, K * R * L, TTH_SCOPE_PARAM);
+    tth_tbuffer *s = buf1(m, "s", TTH_F32, K, TTH_SCOPE_PARAM);
+    tth_tbuffer *g = buf1(m, "g", TTH_F32, 2 * R * L, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_F32, R * L, TTH_SCOPE_PARAM);
+    tth_tbuffer *red = buf1(m, "red", TTH_F32, 2, TTH_SCOPE_PARAM);
+    tth_tbuffer *acc = buf1(m, "acc", TTH_F32, R * L, TTH_SCOPE_REGISTER);
+    tth_tvar *k = tth_tir_var(m, "k", TTH_I64);
+    tth_tvar *sv = tth_tir_var_vec(m, "sv", TTH_F32, L);
+    tth_tstmt *body = NULL;
+    for (int r = 0; r < R; r++)
+        cr_assert_eq(tth_tir_seq_append(m, &body, tth_tir_vstore(m, acc, I64(r * L),
+                                                                 tth_tir_broadcast(m, F32(0), L), 32)), 0);
+    tth_tstmt *kb = NULL;
+    for (int r = 0; r < R; r++) {
+        tth_texpr *av = tth_tir_vload(m, a, BIN(ADD, BIN(MUL, REF(k), I64(R * L)), I64(r * L)), L, 4);
+        tth_texpr *upd = tth_tir_fma(m, av, REF(sv), tth_tir_vload(m, acc, I64(r * L), L, 32));
+        cr_assert_eq(tth_tir_seq_append(m, &kb, tth_tir_vstore(m, acc, I64(r * L), upd, 32)), 0);
+    }
+    tth_tstmt *kl = tth_tir_let(m, sv, tth_tir_broadcast(m, LOAD(s, REF(k)), L), kb);
+    cr_assert_eq(tth_tir_seq_append(m, &body, FOR(k, K, TTH_LOOP_SERIAL, kl)), 0);
+    for (int r = 0; r < R; r++) {
+        tth_texpr *gv = LOAD(g, tth_tir_ramp(m, I64(r * 2 * L), 2, L));
+        cr_assert_not_null(gv);
+        tth_texpr *v = BIN(ADD, tth_tir_vload(m, acc, I64(r * L), L, 32), gv);
+        cr_assert_eq(tth_tir_seq_append(m, &body, tth_tir_vstore(m, o, I64(r * L), v, 0)), 0);
+    }
+    cr_assert_eq(tth_tir_seq_append(m, &body, STORE(red, I64(0), tth_tir_intrin(m, TTH_TINTRIN_REDUCE_ADD,
+                                                                                 tth_tir_vload(m, o, I64(0), L, 0), NULL))), 0);
+    cr_assert_eq(tth_tir_seq_append(m, &body, STORE(red, I64(1), tth_tir_intrin(m, TTH_TINTRIN_REDUCE_MAX,
+                                                                                 tth_tir_vload(m, o, I64(L), L, 0), NULL))), 0);
+    body = tth_tir_allocate(m, acc, body);
+    tth_tbuffer *ps[] = {a, s, g, o, red};
+    func(m, "vk", ps, 5, body);
+    tth_diag d;
+    cr_assert_eq(tth_tir_verify(m, &d), 0, "%s", d.message);
+    char *text = tth_tir_print(m);
+    cr_assert(text && strstr(text, "ramp(") && strstr(text, "broadcast(") && strstr(text, "fma("), "%s", text);
+    free(text);
+
+    float av[K * R * L], sv_[K], gv_[2 * R * L], want[R * L], out[R * L + 1], rv[2];
+    for (int i = 0; i < K * R * L; i++)
+        av[i] = (float)((i * 37) % 23) * 0.125f - 1.0f;
+    for (int i = 0; i < K; i++)
+        sv_[i] = 0.5f + (float)i * 0.25f;
+    for (int i = 0; i < 2 * R * L; i++)
+        gv_[i] = (float)i * 0.01f;
+    for (int j = 0; j < R * L; j++) {
+        float x = 0;
+        for (int kk = 0; kk < K; kk++)
+            x = fmaf(av[kk * R * L + j], sv_[kk], x);
+        want[j] = x + gv_[(j / L) * 2 * L + (j % L) * 2];
+    }
+    float wsum = 0, wmax = -INFINITY;
+    for (int j = 0; j < L; j++)
+        wsum += want[j];
+    for (int j = L; j < 2 * L; j++)
+        wmax = want[j] > wmax ? want[j] : wmax;
+    const char *targets[] = {HOST_TARGET, "{\"kind\": \"llvm\", \"opt-level\": 0}",
+                             "{\"kind\": \"llvm\", \"mcpu\": \"generic\"}"};
+    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+        linked l;
+        compile(m, targets[t], NULL, &l);
+        fn_vk f = (fn_vk)sym(&l, "vk");
+        out[R * L] = 777.0f;
+        cr_assert_eq(f(av, sv_, gv_, out, rv, NULL), 0);
+        for (int j = 0; j < R * L; j++)
+            assert_close(out[j], want[j], 1e-6, "o", j);
+        cr_assert_eq(out[R * L], 777.0f, "a vector store wrote past the buffer");
+        assert_close(rv[0], wsum, 1e-5, "reduce_add", 0);
+        assert_close(rv[1], wmax, 0, "reduce_max", 0);
+        unlink_module(&l);
+    }
+    tth_tir_module_free(m);
 }
 
 /* C[i, j] = sum_k A[i, k] * B[k, j]: i parallel, j vectorized, k serial reduction into C. */
