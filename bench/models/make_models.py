@@ -13,6 +13,9 @@ CNNs at 224x224, batch 1, float32, from their published definitions:
                      bottlenecks, ReLU6, width multiplier 1.0)
   squeezenet1_1.onnx Iandola et al. 2016, "SqueezeNet", v1.1 as published with the reference
                      model (3x3/64 first convolution, pooling after fire 3 and 5)
+  shufflenet_v2.onnx Ma et al. 2018, "ShuffleNet V2", table 5, 1.0x (stages of 4, 8, 4 units with
+                     116, 232, 464 channels; channel split (Split), depthwise 3x3 convolutions, and
+                     the channel shuffle as Reshape → Transpose → Reshape)
 Every convolution is followed by batch normalization where the paper has one (the compiler folds
 it). Dropout is left out (inference).
 
@@ -71,6 +74,18 @@ class Net:
         mean = self.const("mean", self.rng.normal(0, 0.1, c))
         var = self.const("var", self.rng.uniform(0.5, 1.5, c))
         return self.node("BatchNormalization", [x, scale, shift, mean, var], "bn", epsilon=1e-5)
+
+    def int64(self, base, values):
+        """A constant int64 tensor (shapes, split sizes)."""
+        name = self.fresh(base)
+        self.inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        return name
+
+    def node_n(self, op, inputs, base, count, **attrs):
+        """A node with `count` outputs; returns their names."""
+        outs = [self.fresh(base) for _ in range(count)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=outs[0], **attrs))
+        return outs
 
     def relu(self, x):
         return self.node("Relu", [x], "relu")
@@ -188,6 +203,47 @@ def squeezenet1_1():
     return n.model("input", [1, 3, 224, 224], out, [1, 1000])
 
 
+def shufflenet_v2():
+    n = Net("shufflenet_v2", 20)
+
+    def shuffle(x, c, size):
+        # [1, c, h, w] → [1, 2, c/2, h, w] → swap the two group axes → [1, c, h, w]
+        y = n.node("Reshape", [x, n.int64("shape5", [1, 2, c // 2, size, size])], "reshape")
+        y = n.node("Transpose", [y], "transpose", perm=[0, 2, 1, 3, 4])
+        return n.node("Reshape", [y, n.int64("shape4", [1, c, size, size])], "reshape")
+
+    def unit(x, cin, cout, stride, size):
+        half = cout // 2
+        if stride == 1:
+            # channel split: one half passes through, the other goes through the branch
+            left, right = n.node_n("Split", [x, n.int64("split", [half, half])], "split", 2,
+                                   axis=1)
+            rin = half
+        else:
+            # downsampling unit: both branches see the whole input, each yields half
+            left = n.conv_bn(x, cin, cin, 3, 2, 1, group=cin, act=None)
+            left = n.conv_bn(left, cin, half, 1)
+            right, rin = x, cin
+        y = n.conv_bn(right, rin, half, 1)
+        y = n.conv_bn(y, half, half, 3, stride, 1, group=half, act=None)
+        y = n.conv_bn(y, half, half, 1)
+        out = n.node("Concat", [left, y], "concat", axis=1)
+        return shuffle(out, cout, size // stride)
+
+    x = n.conv_bn("input", 3, 24, 3, 2, 1)
+    x = n.node("MaxPool", [x], "pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    c, size = 24, 56
+    # (output channels, units) of stages 2, 3, 4 at width 1.0x; the first unit halves the size
+    for cout, units in [(116, 4), (232, 8), (464, 4)]:
+        for u in range(units):
+            stride = 2 if u == 0 else 1
+            x = unit(x, c, cout, stride, size)
+            size //= stride
+            c = cout
+    x = n.conv_bn(x, c, 1024, 1)
+    return n.model("input", [1, 3, 224, 224], n.classifier(x, 1024), [1, 1000])
+
+
 def generated(count):
     """Exactly `count` operators: MatMul, Relu, Add(skip from three back), repeated."""
     n = Net("gen_%d" % count, count)
@@ -213,7 +269,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     models = {"resnet18": resnet18, "resnet50": resnet50, "mobilenet_v2": mobilenet_v2,
-              "squeezenet1_1": squeezenet1_1}
+              "squeezenet1_1": squeezenet1_1, "shufflenet_v2": shufflenet_v2}
     for count in (10, 100, 1000, 10000):
         models["gen_%d" % count] = lambda count=count: generated(count)
     manifest = []
@@ -221,7 +277,10 @@ def main():
         m = build()
         path = os.path.join(out, name + ".onnx")
         onnx.save(m, path)
-        nodes, params = len(m.graph.node), sum(int(np.prod(t.dims)) for t in m.graph.initializer)
+        # parameters: the float initializers (not shapes and split sizes)
+        nodes = len(m.graph.node)
+        params = sum(int(np.prod(t.dims)) for t in m.graph.initializer
+                     if t.data_type == TensorProto.FLOAT)
         manifest.append("%s\t%d\t%d\n" % (name, nodes, params))
         print("%-14s %6d nodes %10d parameters  %s" % (name, nodes, params, path))
     # name, ONNX nodes, parameters: what the benchmarks read to find the models
