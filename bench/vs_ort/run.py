@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""tth's generated code against ONNX Runtime on the same models, inputs and thread counts.
+
+    /usr/bin/python3 bench/vs_ort/run.py [--build build-rel] [--models resnet18,mobilenet_v2]
+        [--runs 20] [--warmup 3] [--threads 1,2] [--json FILE]
+
+For each model of bench/models/make_models.py (BUILD/bench/models/manifest.tsv; default: every
+model but the generated gen_*), one fixed-seed random input, then for each thread count T:
+  - tth: compile with a private tthd for "llvm -num-cores=T" and for
+    "llvm -mcpu=<host CPU> -num-cores=T" (the CPU as LLVM names it, from `tthctl target parse
+    "llvm -mcpu=native"`), time with tth-bench-time (warm-up, median of --runs runs);
+  - ONNX Runtime: bench/ort/ort_time.js with intraOpNumThreads T (bench/ort/setup installs it);
+and prints per model a table: latencies (median, ms), tth/ORT ratios, and the largest
+|tth - ORT| of the outputs (and relative to the largest |ORT| output), so a fast but wrong result
+shows. Never pass/fail: a model tth cannot compile is reported and skipped.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "common"))
+import tth_bench  # noqa: E402
+
+
+def read_manifest(models_dir):
+    path = os.path.join(models_dir, "manifest.tsv")
+    if not os.path.exists(path):
+        sys.exit("%s is missing: make the models first with\n"
+                 "  /usr/bin/python3 bench/models/make_models.py %s" % (path, models_dir))
+    with open(path) as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+
+def model_inputs(path):
+    """[(name, shape)] of the graph inputs that are not initializers."""
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    out = []
+    for v in m.graph.input:
+        if v.name in inits:
+            continue
+        if v.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            raise tth_bench.BenchError("input %s is not float32" % v.name)
+        out.append((v.name, [d.dim_value or 1 for d in v.type.tensor_type.shape.dim]))
+    return out
+
+
+def ort_time(ort_dir, model, threads, inputs, runs, warmup, output_dir):
+    args = ["node", os.path.join(ROOT, "bench", "ort", "ort_time.js"), model, "--ort-dir", ort_dir,
+            "--threads", str(threads), "--runs", str(runs), "--warmup", str(warmup),
+            "--output-dir", output_dir]
+    for name, path in inputs.items():
+        args += ["--input", "%s=%s" % (name, path)]
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise tth_bench.BenchError("ort_time.js %s: exit %d\n%s" % (model, r.returncode, r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def output_diff(tth_dir, ort_dir):
+    """Largest |tth - ORT| over every output (same file names), and that over the largest |ORT|."""
+    worst, scale = 0.0, 0.0
+    files = sorted(f for f in os.listdir(ort_dir) if f.endswith(".npy"))
+    if not files:
+        raise tth_bench.BenchError("ONNX Runtime wrote no outputs")
+    for name in files:
+        want = np.load(os.path.join(ort_dir, name)).astype(np.float64)
+        got_path = os.path.join(tth_dir, name)
+        if not os.path.exists(got_path):
+            raise tth_bench.BenchError("tth wrote no output %s" % name)
+        got = np.load(got_path).astype(np.float64)
+        if got.shape != want.shape:
+            raise tth_bench.BenchError("output %s: tth shape %s, ORT %s" % (name, got.shape, want.shape))
+        worst = max(worst, float(np.max(np.abs(got - want))))
+        scale = max(scale, float(np.max(np.abs(want))))
+    return worst, worst / scale if scale else worst
+
+
+def fmt_ms(ms):
+    return "%.1f" % ms if ms >= 10 else "%.2f" % ms
+
+
+def fmt_diff(diff):
+    absolute, relative = diff
+    flag = "  WRONG?" if relative > 1e-3 or not np.isfinite(absolute) else ""
+    return "%.2g (%.1g)%s" % (absolute, relative, flag)
+
+
+def run_model(tth, ort_dir, name, path, targets, threads, args, work):
+    """Compile, time and compare one model; a dict of figures per thread count."""
+    work = os.path.join(work, name)  # outputs of one model only: names differ between models
+    os.makedirs(work)
+    rng = np.random.default_rng(args.seed)
+    inputs = {}
+    for i, (iname, shape) in enumerate(model_inputs(path)):
+        inputs[iname] = os.path.join(work, "input%d.npy" % i)
+        np.save(inputs[iname], rng.uniform(-1, 1, shape).astype(np.float32))
+    result = {}
+    for t in threads:
+        row = {"ort": None, "tth": {}}
+        ort_out = os.path.join(work, "ort%d" % t)
+        row["ort"] = ort_time(ort_dir, path, t, inputs, args.runs, args.warmup, ort_out)
+        for label, target in targets:
+            full = "%s -num-cores=%d" % (target, t)
+            artifact = os.path.join(work, "%s.tar" % name)
+            tth_out = os.path.join(work, "tth_%s_%d" % (label, t))
+            try:
+                compiled = tth.compile(path, full, artifact, name=name)
+                timing = tth.time(artifact, inputs, args.runs, args.warmup, tth_out)
+                timing["compile_s"] = round(compiled["seconds"], 2)
+                timing["diff"] = output_diff(tth_out, ort_out)
+            except tth_bench.BenchError as e:
+                print("  %s, %s: %s" % (name, full, str(e).splitlines()[-1]), file=sys.stderr)
+                timing = {"error": str(e)}
+            finally:
+                if os.path.exists(artifact):
+                    os.remove(artifact)  # artifacts of big models are hundreds of MiB
+            timing["target"] = full
+            row["tth"][label] = timing
+            print("  %s threads=%d %-6s %s" % (name, t, label, json.dumps(
+                {k: timing.get(k) for k in ("median_ms", "min_ms", "compile_s", "diff", "error")
+                 if k in timing})), file=sys.stderr)
+        print("  %s threads=%d ORT    median %s ms, min %s ms" % (
+            name, t, row["ort"]["median_ms"], row["ort"]["min_ms"]), file=sys.stderr)
+        result[t] = row
+    return result
+
+
+def print_model(name, nodes, params, result, targets, runs):
+    labels = [label for label, _ in targets]
+    header = ["threads"] + ["tth %s (ms)" % l for l in labels] + ["ORT (ms)"] + \
+             ["%s / ORT" % l for l in labels] + ["max |tth-ORT| %s (rel)" % l for l in labels]
+    rows = []
+    for t, row in result.items():
+        ort = row["ort"]["median_ms"]
+        cells = [str(t)]
+        ratios, diffs = [], []
+        for label in labels:
+            r = row["tth"][label]
+            if "error" in r:
+                cells.append("failed")
+                ratios.append("-")
+                diffs.append("-")
+            else:
+                cells.append(fmt_ms(r["median_ms"]))
+                ratios.append("%.1fx" % (r["median_ms"] / ort))
+                diffs.append(fmt_diff(r["diff"]))
+        rows.append(cells + [fmt_ms(ort)] + ratios + diffs)
+    print("\n%s (%s ONNX nodes, %.2f M parameters): median of %d runs" % (
+        name, nodes, int(params) / 1e6, runs))
+    print(tth_bench.table(header, rows))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build-rel"),
+                   help="tth build directory (default build-rel)")
+    p.add_argument("--models-dir", help="make_models.py's output (default BUILD/bench/models)")
+    p.add_argument("--models", help="comma-separated model names (default: every CNN)")
+    p.add_argument("--runs", type=int, default=20, help="timed runs (at least 20; default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up runs (default 3)")
+    p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    p.add_argument("--seed", type=int, default=1, help="input seed (default 1)")
+    p.add_argument("--ort-dir", help="where bench/ort/setup installs onnxruntime-node "
+                   "(default build-bench/ort)")
+    p.add_argument("--json", help="also write every figure to this file")
+    args = p.parse_args()
+    if args.runs < 20:
+        p.error("--runs must be at least 20")
+    threads = [int(t) for t in args.threads.split(",")]
+    models_dir = args.models_dir or os.path.join(args.build, "bench", "models")
+    manifest = read_manifest(models_dir)
+    known = {row[0]: row for row in manifest}
+    if args.models:
+        names = args.models.split(",")
+        for n in names:
+            if n not in known:
+                p.error("no model '%s' in %s (have: %s)" % (n, models_dir, ", ".join(known)))
+    else:
+        names = [row[0] for row in manifest if not row[0].startswith("gen_")]
+
+    setup = subprocess.run([os.path.join(ROOT, "bench", "ort", "setup")] +
+                           ([args.ort_dir] if args.ort_dir else []),
+                           stdout=subprocess.PIPE, text=True)
+    if setup.returncode != 0:
+        sys.exit("bench/ort/setup failed: ONNX Runtime is not available")
+    ort_dir = setup.stdout.strip().splitlines()[-1]
+
+    report = {"machine": tth_bench.machine_note(), "models": {}}
+    with tth_bench.Tth(args.build) as tth, tempfile.TemporaryDirectory(prefix="tth-vs-ort-") as work:
+        cpu, mattr = tth.host_cpu()
+        host = "llvm -mcpu=%s" % cpu + (" -mattr=%s" % ",".join(mattr) if mattr else "")
+        targets = [("llvm", "llvm"), (cpu, host)]
+        report["targets"] = dict(targets)
+        print("tth vs ONNX Runtime (%s), %s" % (ort_dir, report["machine"]))
+        for label, target in targets:
+            print("  tth %-8s = --target \"%s -num-cores=T\"" % (label, target))
+        print("  ORT: CPU provider, intraOpNumThreads T, interOpNumThreads 1, optimization 'all'")
+        print("  max |tth-ORT|: largest absolute difference of the outputs on the same input "
+              "(in brackets: over the largest |ORT output|)")
+        sys.stdout.flush()
+        for name in names:
+            path = os.path.join(models_dir, name + ".onnx")
+            result = run_model(tth, ort_dir, name, path, targets, threads, args, work)
+            report["models"][name] = result
+            print_model(name, known[name][1], known[name][2], result, targets, args.runs)
+            sys.stdout.flush()
+        report["machine_after"] = tth_bench.machine_note()
+        print("\nafter: %s" % report["machine_after"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except tth_bench.BenchError as e:
+        sys.exit("run.py: %s" % e)
