@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/vs_ort/run.py [--build build-rel] [--models resnet18,mobilenet_v2]
         [--runs 20] [--warmup 3] [--threads 1,2] [--json FILE]
+    /usr/bin/python3 bench/vs_ort/run.py --from-json FILE     # the tables of an earlier run again
 
 For each model of bench/models/make_models.py (BUILD/bench/models/manifest.tsv; default: every
 model but the generated gen_*), one fixed-seed random input, then for each thread count T:
@@ -10,7 +11,7 @@ model but the generated gen_*), one fixed-seed random input, then for each threa
     "llvm -mcpu=<host CPU> -num-cores=T" (the CPU as LLVM names it, from `tthctl target parse
     "llvm -mcpu=native"`), time with tth-bench-time (warm-up, median of --runs runs);
   - ONNX Runtime: bench/ort/ort_time.js with intraOpNumThreads T (bench/ort/setup installs it);
-and prints per model a table: latencies (median, ms), tth/ORT ratios, and the largest
+and prints per model a table: latencies (median and min, ms), tth/ORT ratios, and the largest
 |tth - ORT| of the outputs (and relative to the largest |ORT| output), so a fast but wrong result
 shows. Never pass/fail: a model tth cannot compile is reported and skipped.
 """
@@ -88,6 +89,11 @@ def fmt_ms(ms):
     return "%.1f" % ms if ms >= 10 else "%.2f" % ms
 
 
+def fmt_timing(t):
+    """"median (min)" in ms"""
+    return "%s (%s)" % (fmt_ms(t["median_ms"]), fmt_ms(t["min_ms"]))
+
+
 def fmt_diff(diff):
     absolute, relative = diff
     flag = "  WRONG?" if relative > 1e-3 or not np.isfinite(absolute) else ""
@@ -136,7 +142,7 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
 
 def print_model(name, nodes, params, result, targets, runs):
     labels = [label for label, _ in targets]
-    header = ["threads"] + ["tth %s (ms)" % l for l in labels] + ["ORT (ms)"] + \
+    header = ["threads"] + ["tth %s" % l for l in labels] + ["ORT"] + \
              ["%s / ORT" % l for l in labels] + ["max |tth-ORT| %s (rel)" % l for l in labels]
     rows = []
     for t, row in result.items():
@@ -150,12 +156,12 @@ def print_model(name, nodes, params, result, targets, runs):
                 ratios.append("-")
                 diffs.append("-")
             else:
-                cells.append(fmt_ms(r["median_ms"]))
+                cells.append(fmt_timing(r))
                 ratios.append("%.1fx" % (r["median_ms"] / ort))
                 diffs.append(fmt_diff(r["diff"]))
-        rows.append(cells + [fmt_ms(ort)] + ratios + diffs)
-    print("\n%s (%s ONNX nodes, %.2f M parameters): median of %d runs" % (
-        name, nodes, int(params) / 1e6, runs))
+        rows.append(cells + [fmt_timing(row["ort"])] + ratios + diffs)
+    print("\n%s (%s ONNX nodes, %.2f M parameters): ms, median (min) of %d runs; ratios of "
+          "the medians" % (name, nodes, int(params) / 1e6, runs))
     print(tth_bench.table(header, rows))
 
 
@@ -172,7 +178,21 @@ def main():
     p.add_argument("--ort-dir", help="where bench/ort/setup installs onnxruntime-node "
                    "(default build-bench/ort)")
     p.add_argument("--json", help="also write every figure to this file")
+    p.add_argument("--from-json", metavar="FILE", help="only print the tables of an earlier "
+                   "run's --json file")
     args = p.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            report = json.load(f)
+        print("%s\ntargets: %s" % (report["machine"], report["targets"]))
+        manifest = report.get("manifest") or {row[0]: row[1:3] for row in read_manifest(
+            args.models_dir or os.path.join(args.build, "bench", "models"))}
+        for name, result in report["models"].items():
+            nodes, params = manifest[name]
+            print_model(name, nodes, params, result, list(report["targets"].items()),
+                        report.get("runs", args.runs))
+        print("\nafter: %s" % report.get("machine_after", "?"))
+        return
     if args.runs < 20:
         p.error("--runs must be at least 20")
     threads = [int(t) for t in args.threads.split(",")]
@@ -194,7 +214,8 @@ def main():
         sys.exit("bench/ort/setup failed: ONNX Runtime is not available")
     ort_dir = setup.stdout.strip().splitlines()[-1]
 
-    report = {"machine": tth_bench.machine_note(), "models": {}}
+    report = {"machine": tth_bench.machine_note(), "runs": args.runs, "warmup": args.warmup,
+              "manifest": {n: known[n][1:3] for n in names}, "models": {}}
     with tth_bench.Tth(args.build) as tth, tempfile.TemporaryDirectory(prefix="tth-vs-ort-") as work:
         cpu, mattr = tth.host_cpu()
         host = "llvm -mcpu=%s" % cpu + (" -mattr=%s" % ",".join(mattr) if mattr else "")

@@ -107,8 +107,8 @@ Test(registry, one_bad_plugin_does_not_stop_others)
     e = error_for(r, "c.so");
     cr_assert_eq(e->diag.code, TTH_EABI);
     char want[128];
-    snprintf(want, sizeof want, "plugin ABI 99.1 is not supported by this tth (ABI %d.%d)", TTH_ABI_MAJOR,
-             TTH_ABI_MINOR);
+    snprintf(want, sizeof want, "plugin ABI 99.%d is not supported by this tth (ABI %d.%d)", TTH_ABI_MINOR,
+             TTH_ABI_MAJOR, TTH_ABI_MINOR);
     cr_assert_not_null(strstr(e->diag.message, want), "%s", e->diag.message);
     cr_assert_not_null(strstr(e->diag.hint, "pkg-config tth-plugin"));
 
