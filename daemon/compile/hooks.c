@@ -261,7 +261,7 @@ int tth_hooks_lower_region(tth_relay_module *m, const tth_part_region *r, tth_ti
             rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
             break;
         }
-        tth_prim_func *pf = tth_lower_primitive(tmod, opfn, name, r->kind->kind, diag);
+        tth_prim_func *pf = tth_lower_primitive(tmod, opfn, name, r->kind->target, diag);
         if (!pf) {
             rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
             if (diag && !diag->location[0] && e->span)

@@ -280,7 +280,7 @@ static int stage_lower(compile_state *s)
         for (char *p = name; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '_')
                 *p = '_';
-        tth_prim_func *pf = tth_lower_primitive(s->tmod, fn, name, s->kind, s->diag);
+        tth_prim_func *pf = tth_lower_primitive(s->tmod, fn, name, s->part.kinds[s->part.nkinds - 1].target, s->diag);
         if (!pf) {
             if (s->diag && !s->diag->location[0] && e->span)
                 snprintf(s->diag->location, sizeof s->diag->location, "node '%s'", e->span);

@@ -571,7 +571,9 @@ tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *cons
     tth_tvar *v = NULL;
     tth_texpr *slot = value;
     if (!lw_is_trivial(value)) {
-        v = lw_var(c, "v", value->dtype);
+        char name[32];
+        snprintf(name, sizeof name, "v%u", c->nvars++);
+        v = tth_tir_var_vec(c->m, name, value->dtype, value->lanes);
         if (!v)
             return NULL;
         slot = lw_ref(c, v);
@@ -1244,10 +1246,12 @@ static tth_tstmt *lw_emit(lw_ctx *c, const lw_results *r, json_t *ops, const cha
 }
 
 tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
-                                   const char *target_kind, tth_diag *diag)
+                                   const json_t *target, tth_diag *diag)
 {
     lw_ctx cx, *c = &cx;
     memset(c, 0, sizeof cx);
+    const char *target_kind = target ? json_string_value(json_object_get(target, "kind")) : NULL;
+    c->vec = tth_target_vector_shape(target);
     c->m = mod;
     c->diag = diag;
     c->fn = fn;

@@ -13,6 +13,7 @@
 
 #include "tth/diag.h"
 #include "tth/relay.h"
+#include "tth/target.h"
 #include "tth/tir.h"
 
 /* Lower one function to a PrimFunc named `name` added to `mod` (target_kind is recorded on it).
@@ -27,10 +28,14 @@
  * buffer per result tensor (tuple fields in order). Constants become TTH_SCOPE_CONST buffers.
  * attrs: {"op": <anchor op name, or the first op>, "ops": [every op name], "origin": "default"}.
  *
+ * target: the canonical target the code is for (a composite's member); its kind is recorded on the
+ * PrimFunc and its vector shape (tth_target_vector_shape) chooses the kernels' vector width and
+ * register tiles (docs/lowering.md). NULL: kind "c", scalar kernels.
+ *
  * Returns NULL and fills diag: TTH_EUNSUPPORTED naming the op and attribute for what is not
  * lowered (see tth_lower_op_supported), TTH_EINVAL for a malformed function. */
 tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
-                                   const char *target_kind, tth_diag *diag);
+                                   const json_t *target, tth_diag *diag);
 
 /* 1 when the default lowering handles this op call (op, dtypes, attributes); else 0 and `why`
  * (may be NULL) says what is not supported: "nn.conv2d: float16 is not supported". */

@@ -16,14 +16,9 @@
 
 #include "lower_internal.h"
 
-typedef struct conv_p {
-    int64_t N, C, H, W, O, OH, OW, KH, KW;
-    int64_t sh, sw, dh, dw, pt, pl, pb, pr, groups;
-    int quant, transpose;
-    tth_dtype acc;
-} conv_p;
+typedef lw_conv_p conv_p;
 
-static int conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
+int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
 {
     const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *wt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     const char *op = tth_op_name(call->u.call.op);
@@ -85,7 +80,7 @@ static int conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
 int lw_conv_check(const tth_rexpr *call, char *why, size_t len)
 {
     conv_p p;
-    return conv_params(call, &p, why, len);
+    return lw_conv_params(call, &p, why, len);
 }
 
 /* init/finish passes over one output plane */
@@ -142,10 +137,14 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
 {
     conv_p p;
     char why[256];
-    if (!conv_params(call, &p, why, sizeof why)) {
+    if (!lw_conv_params(call, &p, why, sizeof why)) {
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
         return NULL;
     }
+    int applied = 0;
+    tth_tstmt *tiled = lw_conv2d_tiled(c, call, &p, s, &applied);
+    if (applied)
+        return tiled;
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0)), *w = lw_buf(c, lw_arg(call, 1));
     if (!x || !w)
         return NULL;

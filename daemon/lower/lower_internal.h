@@ -49,6 +49,7 @@ typedef struct lw_sink {
 
 struct lw_ctx {
     tth_tir_module *m;
+    tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
     tth_diag *diag;
     const tth_relay_function *fn;
     const char *fname;        /* the PrimFunc's name: prefix of constant buffer names */
@@ -97,6 +98,17 @@ tth_texpr *lw_ew_where(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
 tth_texpr *lw_ew_batch_norm(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
 int lw_ew_check(const tth_rexpr *call, char *why, size_t len);
 /* conv */
+typedef struct lw_conv_p {
+    int64_t N, C, H, W, O, OH, OW, KH, KW;
+    int64_t sh, sw, dh, dw, pt, pl, pb, pr, groups;
+    int quant, transpose;
+    tth_dtype acc;
+} lw_conv_p;
+/* the shapes and attributes of a conv call; 0 with `why` when they are not supported */
+int lw_conv_params(const tth_rexpr *call, lw_conv_p *p, char *why, size_t len);
+/* The register-tiled float32 kernels (lower_conv_tiled.c). *applied = 0 when they do not apply
+ * to this call (the generic kernel does it); else the result (NULL on error, diag set). */
+tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s, int *applied);
 tth_tstmt *lw_conv2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv2d_transpose(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_check(const tth_rexpr *call, char *why, size_t len);

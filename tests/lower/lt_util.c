@@ -346,7 +346,7 @@ int lt_lower(lt_fn *t, tth_rexpr *body)
     t->fn = tth_relay_function_add(t->rm, "f", t->params, t->nparams, body, json_pack("{s:i}", "Primitive", 1),
                                    &t->diag);
     cr_assert_not_null(t->fn, "function_add: %s", t->diag.message);
-    t->pf = tth_lower_primitive(t->tm, t->fn, "f", "c", &t->diag);
+    t->pf = tth_lower_primitive(t->tm, t->fn, "f", t->target, &t->diag);
     if (!t->pf)
         return t->diag.code ? t->diag.code : TTH_EINTERNAL;
     int rc = tth_tir_verify(t->tm, &t->diag);
@@ -433,6 +433,29 @@ int lt_count_stmts(const tth_tstmt *s, tth_tstmt_kind kind)
     case TTH_TSTMT_ALLOCATE: n += lt_count_stmts(s->u.alloc.body, kind); break;
     case TTH_TSTMT_IF: n += lt_count_stmts(s->u.cond.then_s, kind) + lt_count_stmts(s->u.cond.else_s, kind); break;
     case TTH_TSTMT_LET: n += lt_count_stmts(s->u.let.body, kind); break;
+    default: break;
+    }
+    return n;
+}
+
+int lt_count_allocs_shaped(const tth_tstmt *s, const tth_ttype *type)
+{
+    if (!s)
+        return 0;
+    int n = 0;
+    if (s->kind == TTH_TSTMT_ALLOCATE) {
+        const tth_tbuffer *b = s->u.alloc.buf;
+        n = b->rank == type->rank && !memcmp(b->shape, type->shape, (size_t)b->rank * sizeof b->shape[0]);
+    }
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            n += lt_count_allocs_shaped(s->u.seq.stmts[i], type);
+        break;
+    case TTH_TSTMT_FOR: n += lt_count_allocs_shaped(s->u.loop.body, type); break;
+    case TTH_TSTMT_ALLOCATE: n += lt_count_allocs_shaped(s->u.alloc.body, type); break;
+    case TTH_TSTMT_IF: n += lt_count_allocs_shaped(s->u.cond.then_s, type) + lt_count_allocs_shaped(s->u.cond.else_s, type); break;
+    case TTH_TSTMT_LET: n += lt_count_allocs_shaped(s->u.let.body, type); break;
     default: break;
     }
     return n;

@@ -34,6 +34,7 @@ typedef struct lt_fn {
     tth_tir_module *tm;
     tth_prim_func *pf;
     tth_diag diag;
+    const json_t *target;     /* what lt_lower lowers for (NULL: kind c, scalar kernels) */
 } lt_fn;
 
 void lt_init(lt_fn *t);
@@ -53,5 +54,8 @@ tth_tensor *lt_tensor(tth_dtype dt, int rank, const int64_t *shape, const double
 /* count statements of a kind in the PrimFunc's body */
 int lt_count_stmts(const tth_tstmt *s, tth_tstmt_kind kind);
 int lt_count_loops(const tth_tstmt *s, tth_loop_kind kind);
+/* count ALLOCATEs of a buffer with type's shape (an intermediate tensor; kernels' own scratch,
+ * register tiles and padded copies, is flat) */
+int lt_count_allocs_shaped(const tth_tstmt *s, const tth_ttype *type);
 
 #endif

@@ -154,6 +154,40 @@ def case(name):
         a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 4}
         y = np.clip(conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 4), 0, 6)
         return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"]), ("clip", {"a_min": 0.0, "a_max": 6.0}, ["prev"])], [y.astype(f32)]
+    # the tiled kernels (daemon/lower/lower_conv_tiled.c) at their edges; the test runs each
+    # at 1, 4, 8 and 16 lanes
+    if name == "conv_tiles_channel_tail":
+        # 20 output channels: 16 + a 4-lane tail at 16 lanes; a row of 13 pixels: two tiles
+        # and a remainder; padding; bias as a parameter
+        x, w, b = rnd((1, 5, 11, 13)), rnd((20, 5, 3, 3)), rnd((20,))
+        a = {"padding": [1, 1, 1, 1]}
+        y = conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1)
+        return [(x, False), (w, True), (b, False)], [("nn.conv2d", a, ["i0", "i1", "i2"])], [y.astype(f32)]
+    if name == "conv_tiles_runtime_weights_groups":
+        # weights as a parameter (packed by a loop), 2 groups of 24 channels, stride 2, batch 2
+        x, w = rnd((2, 6, 10, 9)), rnd((48, 3, 3, 3))
+        a = {"strides": [2, 2], "padding": [0, 1, 1, 0], "groups": 2}
+        y = conv2d(x, w, None, [2, 2], [0, 1, 1, 0], [1, 1], 2)
+        return [(x, False), (w, False)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "conv_tiles_pointwise_residual":
+        # 1x1 stride 1 (the image as one row of 7*9 pixels), then + residual and relu in the
+        # epilogue (channel vectors read and write with a stride)
+        x, w, b, r = rnd((1, 8, 7, 9)), rnd((32, 8, 1, 1)), rnd((32,)), rnd((1, 32, 7, 9))
+        y = np.maximum(conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1) + r, 0)
+        return [(x, False), (w, True), (b, True), (r, False)], [
+            ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_depthwise_rows":
+        # depthwise stride 1 on rows of 37 pixels (vectors, a partial group of vectors, a
+        # scalar tail), dilation 2, then sigmoid
+        x, w, b = rnd((1, 3, 6, 37)), rnd((3, 1, 3, 3)), rnd((3,))
+        a = {"padding": [2, 2, 2, 2], "dilation": [2, 2], "groups": 3}
+        y = 1 / (1 + np.exp(-conv2d(x, w, b, [1, 1], [2, 2, 2, 2], [2, 2], 3)))
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("sigmoid", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_depthwise_stride2":
+        x, w = rnd((1, 5, 9, 40)), rnd((5, 1, 3, 3))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 5}
+        y = conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 5)
+        return [(x, False), (w, False)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
     if name == "conv_transpose_groups":
         x, w = rnd((1, 4, 4, 5)), rnd((4, 3, 3, 2))
         a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}

@@ -69,7 +69,7 @@ static const char *mr_lower(model_run *r, const tth_relay_function *fn)
     if (r->nlowered >= 256)
         return NULL;
     snprintf(r->names[r->nlowered], sizeof r->names[0], "fused_%zu", r->nlowered);
-    if (!tth_lower_primitive(r->tm, fn, r->names[r->nlowered], "c", &r->diag))
+    if (!tth_lower_primitive(r->tm, fn, r->names[r->nlowered], NULL, &r->diag))
         return NULL;
     r->lowered[r->nlowered] = fn;
     return r->names[r->nlowered++];

@@ -77,21 +77,14 @@ static tth_dtype np_dtype(const char *s)
     return d;
 }
 
-static void run_np(const char *name)
+/* build the chain of meta, lower it for target (label names it), run it in the interpreter and
+ * compare with numpy's output */
+static void check_with(const json_t *meta, const char *name, const json_t *target, const char *label)
 {
-    int st = generate(name);
-    if (st == 77 || st == 127) {
-        cleanup();
-        cr_skip_test("numpy is not available (apt-get install python3-numpy)");
-    }
-    cr_assert_eq(st, 0, "numpy_ref.py %s failed with status %d", name, st);
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s/meta.json", tmpdir, name);
-    json_error_t err;
-    json_t *meta = json_load_file(path, 0, &err);
-    cr_assert_not_null(meta, "%s: %s", path, err.text);
     lt_fn t;
     lt_init(&t);
+    t.target = target;
     const json_t *ins = json_object_get(meta, "inputs");
     tth_rexpr *nodes[16];
     tth_tensor *params[16];
@@ -129,10 +122,10 @@ static void run_np(const char *name)
         free(attrs);
     }
     int rc = lt_lower(&t, prev);
-    cr_assert_eq(rc, 0, "%s: lowering failed: %s (%s)", name, t.diag.message, t.diag.location);
+    cr_assert_eq(rc, 0, "%s [%s]: lowering failed: %s (%s)", name, label, t.diag.message, t.diag.location);
     tth_tensor *got;
     rc = lt_run(&t, params, &got, 1);
-    cr_assert_eq(rc, 0, "%s: tir_eval failed: %s", name, t.diag.message);
+    cr_assert_eq(rc, 0, "%s [%s]: tir_eval failed: %s", name, label, t.diag.message);
     const json_t *out = json_array_get(json_object_get(meta, "outputs"), 0);
     snprintf(path, sizeof path, "%s/%s/out0.bin", tmpdir, name);
     tth_tensor *want = read_bin(path, np_dtype(json_string_value(json_object_get(out, "dtype"))),
@@ -144,13 +137,47 @@ static void run_np(const char *name)
         cr_log_error("%s", txt ? txt : "");
         free(txt);
     }
-    cr_expect_eq(c, 0, "%s: %s", name, msg);
+    cr_expect_eq(c, 0, "%s [%s]: %s", name, label, msg);
     tth_tensor_unref(got);
     tth_tensor_unref(want);
     for (size_t i = 0; i < np; i++)
         tth_tensor_unref(params[i]);
-    json_decref(meta);
     lt_free(&t);
+}
+
+static void run_np(const char *name)
+{
+    int st = generate(name);
+    if (st == 77 || st == 127) {
+        cleanup();
+        cr_skip_test("numpy is not available (apt-get install python3-numpy)");
+    }
+    cr_assert_eq(st, 0, "numpy_ref.py %s failed with status %d", name, st);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/meta.json", tmpdir, name);
+    json_error_t err;
+    json_t *meta = json_load_file(path, 0, &err);
+    cr_assert_not_null(meta, "%s: %s", path, err.text);
+    check_with(meta, name, NULL, "c");
+    /* convolutions also at each vector shape of the tiled kernels (docs/targets.md) */
+    int conv = 0;
+    const json_t *steps = json_object_get(meta, "chain");
+    for (size_t i = 0; i < json_array_size(steps); i++)
+        conv |= !strcmp(json_string_value(json_object_get(json_array_get(steps, i), "op")), "nn.conv2d");
+    static const char *const targets[][2] = {
+        {"sse2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{}}"},
+        {"avx2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx2\":true}}"},
+        {"avx512", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true}}"},
+        {"aarch64", "{\"kind\":\"llvm\",\"keys\":[\"arm_cpu\",\"cpu\"],\"features\":{\"has_asimd\":true,"
+                    "\"is_aarch64\":true}}"},
+    };
+    for (size_t i = 0; conv && i < sizeof targets / sizeof targets[0]; i++) {
+        json_t *tg = json_loads(targets[i][1], 0, NULL);
+        cr_assert_not_null(tg);
+        check_with(meta, name, tg, targets[i][0]);
+        json_decref(tg);
+    }
+    json_decref(meta);
     cleanup();
 }
 
@@ -158,6 +185,11 @@ static void run_np(const char *name)
     Test(numpy, name) { run_np(#name); }
 
 NP(conv_groups_dilation)
+NP(conv_tiles_channel_tail)
+NP(conv_tiles_runtime_weights_groups)
+NP(conv_tiles_pointwise_residual)
+NP(conv_tiles_depthwise_rows)
+NP(conv_tiles_depthwise_stride2)
 NP(conv_depthwise_relu6)
 NP(conv_transpose_groups)
 NP(matmul_batch_broadcast)

@@ -97,6 +97,17 @@ TTH_API int tth_target_keys_prepend(json_t *target, const char *const *keys, siz
  * ask the member: tth_target_has_feature(json_array_get(targets, i), ...). */
 TTH_API int tth_target_has_feature(const json_t *canonical, const char *feature);
 
+/* The vector registers code for a canonical (non-composite) target should use, from its keys and
+ * features (docs/targets.md, "Vector shape"): float32 lanes of the widest vector register (16 for
+ * AVX-512, 8 for AVX2, 4 for SSE2 and for NEON; 1, scalar code, for kinds that are not the llvm
+ * kind, for M-profile and for CPUs of which nothing is known) and how many such registers there
+ * are. NULL gives the scalar shape. */
+typedef struct tth_vector_shape {
+    int32_t f32_lanes;
+    int32_t registers;
+} tth_vector_shape;
+TTH_API tth_vector_shape tth_target_vector_shape(const json_t *canonical);
+
 /* Levenshtein distance, and the up-to-`max` nearest of `candidates` to `word` (distance at most
  * a third of the word's length, at least 2), written as "'a', 'b'" into buf. Returns how many. */
 TTH_API size_t tth_edit_distance(const char *a, const char *b);

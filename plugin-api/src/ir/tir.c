@@ -371,6 +371,52 @@ static int fold_float(tth_tir_binop op, double a, double b, double *out, int *is
     }
 }
 
+/* The scalar a vector index expression repeats, when it is a scalar or a broadcast; else NULL. */
+static tth_texpr *scalar_part(tth_texpr *e)
+{
+    if (e->lanes == 1)
+        return e;
+    return e->kind == TTH_TEXPR_BROADCAST ? e->u.bcast.value : NULL;
+}
+
+/* Ramps stay ramps under the index arithmetic that keeps them affine (docs/tir.md, "Vectors"):
+ * ramp +- scalar, scalar + ramp, ramp + ramp, ramp * constant, constant * ramp; so an index
+ * built from a ramp by the usual flat-index arithmetic is still a ramp, which the code
+ * generators turn into one contiguous (or strided) access. NULL when no rule applies. */
+static tth_texpr *fold_ramp(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_texpr *b, int32_t lanes)
+{
+    tth_texpr *sa = scalar_part(a), *sb = scalar_part(b);
+    if (sa && sb) /* scalar or broadcast on both sides: one scalar op, broadcast */
+        return tth_tir_broadcast(m, tth_tir_bin(m, op, sa, sb), lanes);
+    if (a->dtype != TTH_I64 || b->dtype != TTH_I64)
+        return NULL;
+    int ra = a->kind == TTH_TEXPR_RAMP, rb = b->kind == TTH_TEXPR_RAMP;
+    switch (op) {
+    case TTH_TBIN_ADD:
+        if (ra && rb)
+            return tth_tir_ramp(m, tth_tir_bin(m, op, a->u.ramp.base, b->u.ramp.base),
+                                a->u.ramp.stride + b->u.ramp.stride, lanes);
+        if (ra && sb)
+            return tth_tir_ramp(m, tth_tir_bin(m, op, a->u.ramp.base, sb), a->u.ramp.stride, lanes);
+        if (sa && rb)
+            return tth_tir_ramp(m, tth_tir_bin(m, op, sa, b->u.ramp.base), b->u.ramp.stride, lanes);
+        break;
+    case TTH_TBIN_SUB:
+        if (ra && sb)
+            return tth_tir_ramp(m, tth_tir_bin(m, op, a->u.ramp.base, sb), a->u.ramp.stride, lanes);
+        break;
+    case TTH_TBIN_MUL:
+        if (ra && sb && sb->kind == TTH_TEXPR_INT)
+            return tth_tir_ramp(m, tth_tir_bin(m, op, a->u.ramp.base, sb), a->u.ramp.stride * sb->u.i, lanes);
+        if (sa && rb && sa->kind == TTH_TEXPR_INT)
+            return tth_tir_ramp(m, tth_tir_bin(m, op, sa, b->u.ramp.base), b->u.ramp.stride * sa->u.i, lanes);
+        break;
+    default:
+        break;
+    }
+    return NULL;
+}
+
 tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_texpr *b)
 {
     if (!a || !b)
@@ -378,6 +424,11 @@ tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_te
     int32_t lanes = lanes_of(a, b);
     if (lanes < 0)
         return NULL;
+    if (lanes > 1) {
+        tth_texpr *f = fold_ramp(m, op, a, b, lanes);
+        if (f)
+            return f;
+    }
     if (lanes > 1) {
         a = widen(m, a, lanes);
         b = widen(m, b, lanes);

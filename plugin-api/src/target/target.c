@@ -915,6 +915,34 @@ uint64_t tth_target_hash(const json_t *canonical)
     return h;
 }
 
+static int has_key(const json_t *canonical, const char *key)
+{
+    size_t i;
+    json_t *k;
+    json_array_foreach(json_object_get(canonical, "keys"), i, k)
+        if (json_is_string(k) && strcmp(json_string_value(k), key) == 0)
+            return 1;
+    return 0;
+}
+
+tth_vector_shape tth_target_vector_shape(const json_t *canonical)
+{
+    tth_vector_shape scalar = {1, 16};
+    const char *kind = json_string_value(json_object_get(canonical, "kind"));
+    if (!kind || strcmp(kind, "llvm") != 0)
+        return scalar;
+    if (has_key(canonical, "x86_64")) {
+        if (tth_target_has_feature(canonical, "has_avx512"))
+            return (tth_vector_shape){16, 32};
+        if (tth_target_has_feature(canonical, "has_avx2"))
+            return (tth_vector_shape){8, 16};
+        return (tth_vector_shape){4, 16}; /* SSE2 is part of x86-64 */
+    }
+    if (has_key(canonical, "arm_cpu") && tth_target_has_feature(canonical, "has_asimd"))
+        return (tth_vector_shape){4, tth_target_has_feature(canonical, "is_aarch64") ? 32 : 16};
+    return scalar;
+}
+
 int tth_target_has_feature(const json_t *canonical, const char *feature)
 {
     json_t *v = json_object_get(json_object_get(canonical, "features"), feature);

@@ -1,0 +1,491 @@
+/* lower_conv_tiled.c: the register-tiled float32 convolution kernels (docs/lowering.md,
+ * "Convolution kernels"). Both read the target's vector shape (c->vec) and write vector TIR; with
+ * one lane they are the same kernels in scalar code.
+ *
+ * Channel-blocked kernel (every conv but depthwise). The weights are repacked so that vl
+ * consecutive output channels of one group sit side by side:
+ *     wp[((B*Cg + ic)*KH + kh)*KW + kw][l] = w[g*Og + bg*vl + l, ic, kh, kw]   (B = g*NB + bg)
+ * (zeros past the group's Og channels), at compile time for a constant weight, else by a loop
+ * before the convolution. A tile is RC blocks of vl output channels times RW output pixels of
+ * one row; its RC*RW vector accumulators live in a REGISTER buffer:
+ *     for ic, kh, kw:  w_j = wp[B0 + j, ic, kh, kw][0:vl]                    (RC vector loads)
+ *                      for r: xb = x[ic, oh*sh + kh*dh, (ow0 + r)*sw + kw*dw]  (one scalar each)
+ *                             for j: acc[j][r] = fma(broadcast(xb), w_j, acc[j][r])
+ * then every accumulator goes through the epilogue (bias, then the fused pointwise chain) and is
+ * stored as vl channels of one pixel. A 1x1 stride-1 convolution without padding reads the image
+ * as one row of OH*OW pixels.
+ *
+ * Depthwise kernel (groups = C = O). Vectors run along the output row: RV vectors of vl pixels
+ *     acc[v] = fma(x[ch, oh*sh + kh*dh, ramp(ow0 + v*vl)*sw + kw*dw], broadcast(w[ch, kh, kw]), acc[v])
+ * (a contiguous load for stride 1, a strided one otherwise), then the row's last pixels one by one.
+ *
+ * Padding is materialised once per image into a LOCAL copy of the input (zeros around it), so
+ * no tap needs a bounds test. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+
+typedef struct tk {
+    lw_ctx *c;
+    const tth_rexpr *call;
+    const lw_conv_p *p;
+    const lw_sink *s;
+    tth_tbuffer *x;          /* the input as read: x itself, or the padded copy of one image */
+    int64_t Hp, Wp;          /* plane of the input as read */
+    tth_texpr *xbase;        /* offset of image n in the input as read */
+    tth_texpr *n;            /* image index */
+    tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
+    int64_t Cg, Og;
+    int vl;                  /* lanes */
+    int64_t NB;              /* blocks of vl output channels per group */
+    int RC;                  /* channel blocks per tile */
+    int flat;                /* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
+    const tth_rexpr *bias;   /* NULL without */
+} tk;
+
+static tth_tbuffer *reg_buf(lw_ctx *c, int64_t n)
+{
+    char name[32];
+    snprintf(name, sizeof name, "acc%u", c->nbufs++);
+    tth_tbuffer *b = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
+    if (!b)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return b;
+}
+
+static tth_texpr *f32(lw_ctx *c, double v)
+{
+    return tth_tir_float(c->m, TTH_F32, v);
+}
+
+/* offset of pixel (row, col) of input channel ch in the input as read */
+static tth_texpr *x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
+{
+    lw_ctx *c = k->c;
+    return lw_add(c, k->xbase,
+                  lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wp)), col));
+}
+
+/* The padded copy of image n: zeros, then the image at (pt, pl). */
+static tth_tstmt *pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    lw_ax z, ci, ih, iw;
+    if (lw_ax_make(c, &z, "pz", p->C * k->Hp * k->Wp) || lw_ax_make(c, &ci, "pc", p->C) ||
+        lw_ax_make(c, &ih, "ph", p->H) || lw_ax_make(c, &iw, "pw", p->W))
+        return NULL;
+    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, z.e, f32(c, 0)));
+    tth_texpr *from = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ci.e),
+                                                           lw_i(c, p->H)), ih.e), lw_i(c, p->W)), iw.e);
+    tth_texpr *to = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), lw_add(c, ih.e, lw_i(c, p->pt))),
+                                     lw_i(c, k->Wp)), lw_add(c, iw.e, lw_i(c, p->pl)));
+    tth_tstmt *copy = tth_tir_store(c->m, xp, to, tth_tir_load(c->m, src, from));
+    copy = lw_ax_loop(c, &iw, TTH_LOOP_VECTORIZED, copy);
+    copy = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, copy);
+    copy = lw_ax_loop(c, &ci, TTH_LOOP_SERIAL, copy);
+    tth_tstmt *seq = NULL;
+    if (!zero || !copy || lw_append(c, &seq, zero) || lw_append(c, &seq, copy))
+        return NULL;
+    return seq;
+}
+
+/* ------------------------------------------------------------- channel-blocked kernel ---- */
+
+/* The packed weights of a constant weight tensor, as a CONST buffer. */
+static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t KK = p->KH * p->KW, vl = k->vl;
+    tth_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = TTH_F32;
+    t.rank = 1;
+    t.shape[0] = p->groups * k->NB * k->Cg * KK * vl;
+    tth_tensor *pk = tth_tensor_new(&t, NULL);
+    if (!pk) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    float *dst = pk->data;
+    const float *src = wt->data;
+    memset(dst, 0, pk->nbytes);
+    for (int64_t g = 0; g < p->groups; g++)
+        for (int64_t bg = 0; bg < k->NB; bg++)
+            for (int64_t l = 0; l < vl && bg * vl + l < k->Og; l++) {
+                int64_t oc = g * k->Og + bg * vl + l;
+                for (int64_t ic = 0; ic < k->Cg; ic++)
+                    for (int64_t kk = 0; kk < KK; kk++)
+                        dst[(((g * k->NB + bg) * k->Cg + ic) * KK + kk) * vl + l] = src[(oc * k->Cg + ic) * KK + kk];
+            }
+    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
+    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
+    tth_tensor_unref(pk);
+    if (!b)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return b;
+}
+
+/* The same packing as a loop, for a weight computed at run time: into LOCAL buffer wp. */
+static tth_tstmt *pack_loop(tk *k, tth_tbuffer *w, tth_tbuffer *wp)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t KK = p->KH * p->KW;
+    lw_ax B, ic, kk, l;
+    if (lw_ax_make(c, &B, "pb", p->groups * k->NB) || lw_ax_make(c, &ic, "pi", k->Cg) ||
+        lw_ax_make(c, &kk, "pk", KK) || lw_ax_make(c, &l, "pl", k->vl))
+        return NULL;
+    /* oc in the group = (B % NB)*vl + l; past Og the lane is zero (the load is clamped) */
+    tth_texpr *g = lw_bin(c, TTH_TBIN_DIV, B.e, lw_i(c, k->NB));
+    tth_texpr *ocg = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_MOD, B.e, lw_i(c, k->NB)), lw_i(c, k->vl)), l.e);
+    tth_texpr *oc = lw_add(c, lw_mul(c, g, lw_i(c, k->Og)), lw_bin(c, TTH_TBIN_MIN, ocg, lw_i(c, k->Og - 1)));
+    tth_texpr *v = tth_tir_load(c->m, w, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, oc, lw_i(c, k->Cg)), ic.e), lw_i(c, KK)), kk.e));
+    v = tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, ocg, lw_i(c, k->Og)), v, f32(c, 0));
+    tth_texpr *to = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B.e, lw_i(c, k->Cg)), ic.e), lw_i(c, KK)),
+                                                kk.e), lw_i(c, k->vl)), l.e);
+    tth_tstmt *st = tth_tir_store(c->m, wp, to, v);
+    st = lw_ax_loop(c, &l, TTH_LOOP_SERIAL, st);
+    st = lw_ax_loop(c, &kk, TTH_LOOP_SERIAL, st);
+    st = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, st);
+    return lw_ax_loop(c, &B, TTH_LOOP_SERIAL, st);
+}
+
+/* bias (if any) + acc, through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
+static tth_tstmt *epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
+{
+    lw_ctx *c = k->c;
+    if (k->bias) {
+        tth_texpr *b = lw_axis_value(c, k->bias, oc);
+        if (!b)
+            return NULL;
+        val = lw_add(c, val, lw_cast(c, TTH_F32, b));
+    }
+    tth_texpr *idx[4] = {k->n, oc, oh, ow};
+    return lw_sink_store(c, k->s, 0, idx, val);
+}
+
+/* One tile: RC channel blocks (B0 = bo*RC, group g, first block of the group bg0) times RW
+ * pixels from (oh, ow0) of the row. */
+static tth_tstmt *block_tile(tk *k, tth_texpr *bo, tth_texpr *g, tth_texpr *bg0, tth_texpr *oh, tth_texpr *ow0, int RW)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int vl = k->vl, RC = k->RC;
+    int64_t KK = p->KH * p->KW;
+    tth_tbuffer *acc = reg_buf(c, (int64_t)RC * RW * vl);
+    if (!acc)
+        return NULL;
+    tth_tstmt *seq = NULL;
+    for (int a = 0; a < RC * RW; a++)
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)a * vl), tth_tir_broadcast(c->m, f32(c, 0), vl), 0)))
+            return NULL;
+
+    /* the reduction: ic, kh, kw */
+    lw_ax ic, kh, kw;
+    if (lw_ax_make(c, &ic, "ic", k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_tvar *vxc = lw_var(c, "xc", TTH_I64), *vwc = lw_var(c, "wc", TTH_I64);
+    if (!vxc || !vwc)
+        return NULL;
+    /* xc: input pixel (oh*sh + kh*dh, ow0*sw + kw*dw) of channel g*Cg + ic */
+    tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
+    tth_texpr *col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
+    if (k->flat) {
+        row = lw_i(c, 0);
+        col = ow0;
+    }
+    tth_texpr *xc = x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), ic.e), row, col);
+    /* wc: packed weights of block B0 at (ic, kh, kw) */
+    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_mul(c, bo, lw_i(c, RC)), lw_i(c, k->Cg)), ic.e),
+                                                lw_i(c, KK)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
+                           lw_i(c, vl));
+    tth_tvar *wv[4], *xv[16];
+    tth_tstmt *upd = NULL;
+    for (int j = 0; j < RC; j++) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "w%u", c->nvars++);
+        if (!(wv[j] = tth_tir_var_vec(c->m, nm, TTH_F32, vl)))
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    }
+    for (int r = 0; r < RW; r++)
+        if (!(xv[r] = lw_var(c, "xb", TTH_F32)))
+            return NULL;
+    for (int r = 0; r < RW; r++)
+        for (int j = 0; j < RC; j++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)j * RW + r) * vl);
+            tth_texpr *f = tth_tir_fma(c->m, lw_ref(c, xv[r]), lw_ref(c, wv[j]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
+                return NULL;
+        }
+    tth_tstmt *inner = upd;
+    int64_t xstep = k->flat ? 1 : p->sw;
+    for (int r = RW - 1; r >= 0; r--)
+        inner = lw_let(c, xv[r], tth_tir_load(c->m, k->x, lw_add(c, lw_ref(c, vxc), lw_i(c, r * xstep))), inner);
+    for (int j = RC - 1; j >= 0; j--)
+        inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * k->Cg * KK * vl)), vl, 0),
+                       inner);
+    inner = lw_let(c, vxc, xc, lw_let(c, vwc, wc, inner));
+    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+
+    /* the epilogue: per accumulator, vl channels of one pixel */
+    int64_t tail = k->Og % vl;
+    for (int j = 0; j < RC; j++) {
+        tth_texpr *bg = lw_add(c, bg0, lw_i(c, j));
+        tth_texpr *ocb = lw_add(c, lw_mul(c, g, lw_i(c, k->Og)), lw_mul(c, bg, lw_i(c, vl)));
+        for (int r = 0; r < RW; r++) {
+            tth_texpr *ow = lw_add(c, ow0, lw_i(c, r)), *eoh = oh;
+            if (k->flat) {
+                eoh = lw_bin(c, TTH_TBIN_DIV, ow, lw_i(c, p->OW));
+                ow = lw_bin(c, TTH_TBIN_MOD, ow, lw_i(c, p->OW));
+            }
+            int64_t ai = ((int64_t)j * RW + r) * vl;
+            tth_tstmt *full = epi_store(k, tth_tir_ramp(c->m, ocb, 1, vl), eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0));
+            if (!full)
+                return NULL;
+            if (tail) {
+                /* the group's last block has only `tail` channels: lane by lane */
+                tth_tvar *vl_ = lw_var(c, "ln", TTH_I64);
+                if (!vl_)
+                    return NULL;
+                tth_texpr *ln = lw_ref(c, vl_);
+                tth_tstmt *one = epi_store(k, lw_add(c, ocb, ln), eoh, ow, tth_tir_load(c->m, acc, lw_add(c, lw_i(c, ai), ln)));
+                tth_tstmt *part = lw_for(c, vl_, lw_i(c, 0), lw_i(c, tail), TTH_LOOP_SERIAL, one);
+                full = part ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, bg, lw_i(c, k->NB - 1)), full, part) : NULL;
+            }
+            if (!full || lw_append(c, &seq, full))
+                return NULL;
+        }
+    }
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* register tile: RC channel blocks (dividing NB) and at most rwmax pixels, from the registers */
+static void choose_tile(tk *k, int64_t rowlen, int *rw)
+{
+    int regs = k->c->vec.registers > 0 ? k->c->vec.registers : 16;
+    int RC = regs >= 32 ? 4 : 2;
+    while (RC > 1 && k->NB % RC)
+        RC /= 2;
+    k->RC = RC;
+    int rwmax = (regs - RC - 1) / RC;
+    if (rwmax > 12)
+        rwmax = 12;
+    if (rwmax < 1)
+        rwmax = 1;
+    /* balance the row: ceil(rowlen / tiles) pixels per tile */
+    int64_t tiles = (rowlen + rwmax - 1) / rwmax;
+    *rw = (int)((rowlen + tiles - 1) / tiles);
+}
+
+static tth_tstmt *blocked_kernel(tk *k)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t rows = k->flat ? 1 : p->OH, rowlen = k->flat ? p->OH * p->OW : p->OW;
+    int RW;
+    choose_tile(k, rowlen, &RW);
+    int64_t NBT = p->groups * k->NB, nbo = NBT / k->RC;
+    lw_ax bo, oh, t;
+    if (lw_ax_make(c, &bo, "bo", nbo) || lw_ax_make(c, &oh, "oh", rows) || lw_ax_make(c, &t, "t", rowlen / RW))
+        return NULL;
+    tth_tvar *vg = lw_var(c, "g", TTH_I64), *vbg = lw_var(c, "bg", TTH_I64);
+    if (!vg || !vbg)
+        return NULL;
+    tth_texpr *B0 = lw_mul(c, bo.e, lw_i(c, k->RC));
+    tth_texpr *g = lw_ref(c, vg), *bg0 = lw_ref(c, vbg);
+    tth_tstmt *rowseq = NULL;
+    if (rowlen / RW > 0) {
+        tth_tstmt *tl = block_tile(k, bo.e, g, bg0, oh.e, lw_mul(c, t.e, lw_i(c, RW)), RW);
+        if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    if (rowlen % RW) {
+        tth_tstmt *tl = block_tile(k, bo.e, g, bg0, oh.e, lw_i(c, rowlen / RW * RW), (int)(rowlen % RW));
+        if (!tl || lw_append(c, &rowseq, tl))
+            return NULL;
+    }
+    tth_tstmt *body = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, rowseq);
+    body = lw_let(c, vg, p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB)),
+                  lw_let(c, vbg, k->NB == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB)), body));
+    int64_t work = p->O * p->OH * p->OW * k->Cg * p->KH * p->KW;
+    body = lw_ax_loop(c, &bo, work >= LW_PARALLEL_MIN && nbo > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    return body;
+}
+
+/* ------------------------------------------------------------------ depthwise kernel ---- */
+
+/* RV vectors of `lanes` pixels from (oh, ow0) of channel ch */
+static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, int RV, int lanes)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    tth_tbuffer *acc = reg_buf(c, (int64_t)RV * lanes);
+    if (!acc)
+        return NULL;
+    tth_tstmt *seq = NULL;
+    for (int v = 0; v < RV; v++)
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)v * lanes), tth_tir_broadcast(c->m, f32(c, 0), lanes), 0)))
+            return NULL;
+    lw_ax kh, kw;
+    if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_tvar *vw = lw_var(c, "wv", TTH_F32), *vx = lw_var(c, "xo", TTH_I64);
+    if (!vw || !vx)
+        return NULL;
+    tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
+    tth_texpr *col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
+    tth_texpr *xo = x_at(k, ch, row, col);
+    tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
+    tth_tstmt *upd = NULL;
+    for (int v = 0; v < RV; v++) {
+        tth_texpr *xi = tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vx), lw_i(c, (int64_t)v * lanes * p->sw)), p->sw, lanes);
+        tth_texpr *ai = lw_i(c, (int64_t)v * lanes);
+        tth_texpr *f = tth_tir_fma(c->m, tth_tir_load(c->m, k->x, xi), lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, lanes, 0));
+        if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
+            return NULL;
+    }
+    tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, tth_tir_load(c->m, k->w, wi), upd));
+    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    for (int v = 0; v < RV; v++) {
+        tth_texpr *ow = tth_tir_ramp(c->m, lw_add(c, ow0, lw_i(c, (int64_t)v * lanes)), 1, lanes);
+        tth_tstmt *st = epi_store(k, ch, oh, ow, tth_tir_vload(c->m, acc, lw_i(c, (int64_t)v * lanes), lanes, 0));
+        if (!st || lw_append(c, &seq, st))
+            return NULL;
+    }
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+static tth_tstmt *depthwise_kernel(tk *k)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    /* lanes: the target's, or half or a quarter of it (at least 4) when that leaves fewer
+     * pixels of the row to do one by one */
+    int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
+    for (int cand = vl / 2; cand >= 4; cand /= 2)
+        if (p->OW % cand < p->OW % vl)
+            vl = cand;
+    const int RV = 4;
+    int64_t nv = p->OW / vl, rest = p->OW % vl;
+    lw_ax ch, oh, t, q;
+    if (lw_ax_make(c, &ch, "ch", p->C) || lw_ax_make(c, &oh, "oh", p->OH) || lw_ax_make(c, &t, "t", nv / RV) ||
+        lw_ax_make(c, &q, "q", rest))
+        return NULL;
+    tth_tstmt *rowseq = NULL;
+    if (nv / RV > 0) {
+        tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_mul(c, t.e, lw_i(c, (int64_t)RV * vl)), RV, vl);
+        if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    if (nv % RV) {
+        tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_i(c, nv / RV * RV * vl), (int)(nv % RV), vl);
+        if (!tl || lw_append(c, &rowseq, tl))
+            return NULL;
+    }
+    if (rest) {
+        tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_add(c, lw_i(c, nv * vl), q.e), 1, 1);
+        if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &q, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    tth_tstmt *body = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, rowseq);
+    int64_t work = p->C * p->OH * p->OW * p->KH * p->KW;
+    return lw_ax_loop(c, &ch, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+}
+
+/* ------------------------------------------------------------------------- entry ---- */
+
+tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s, int *applied)
+{
+    *applied = 0;
+    const tth_rexpr *xa = lw_arg(call, 0), *wa = lw_arg(call, 1);
+    if (call->u.call.op != TTH_OP_CONV2D || p->quant || p->transpose || lw_ty(xa)->dtype != TTH_F32 ||
+        lw_ty(wa)->dtype != TTH_F32 || lw_ty(call)->dtype != TTH_F32)
+        return NULL;
+    *applied = 1;
+    tk k;
+    memset(&k, 0, sizeof k);
+    k.c = c;
+    k.call = call;
+    k.p = p;
+    k.s = s;
+    k.Cg = p->C / p->groups;
+    k.Og = p->O / p->groups;
+    k.bias = call->u.call.nargs == 3 ? lw_arg(call, 2) : NULL;
+    int depthwise = k.Cg == 1 && k.Og == 1;
+    int padded = p->pt || p->pl || p->pb || p->pr;
+    k.flat = !padded && p->KH == 1 && p->KW == 1 && p->sh == 1 && p->sw == 1 && !depthwise;
+    k.Hp = p->H + p->pt + p->pb;
+    k.Wp = p->W + p->pl + p->pr;
+    tth_tbuffer *x = lw_buf(c, xa), *w = lw_buf(c, wa);
+    if (!x || !w)
+        return NULL;
+
+    tth_tbuffer *xp = NULL, *wp = NULL;
+    tth_tstmt *pack = NULL;
+    if (!depthwise) {
+        /* lanes: the target's, halved (down to 4) while that divides Og exactly, and no more
+         * than the group's channels need */
+        int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
+        while (vl > 4 && k.Og % vl)
+            vl /= 2;
+        while (vl > 1 && vl / 2 >= k.Og)
+            vl /= 2;
+        k.vl = vl;
+        k.NB = (k.Og + vl - 1) / vl;
+        if (wa->kind == TTH_REXPR_CONST) {
+            wp = pack_const(&k, wa->u.constant.value);
+            if (!wp)
+                return NULL;
+        } else {
+            int64_t n = p->groups * k.NB * k.Cg * p->KH * p->KW * vl;
+            wp = lw_local(c, "wp", TTH_F32, 1, &n);
+            if (!wp || !(pack = pack_loop(&k, w, wp)))
+                return NULL;
+        }
+        k.w = wp;
+    } else {
+        k.vl = 1;
+        k.w = w;
+    }
+    if (padded) {
+        int64_t n = p->C * k.Hp * k.Wp;
+        xp = lw_local(c, "xp", TTH_F32, 1, &n);
+        if (!xp)
+            return NULL;
+    }
+    k.x = padded ? xp : x;
+
+    lw_ax an;
+    if (lw_ax_make(c, &an, "n", p->N))
+        return NULL;
+    k.n = an.e;
+    k.xbase = padded ? lw_i(c, 0) : lw_mul(c, an.e, lw_i(c, p->C * p->H * p->W));
+    tth_tstmt *img = NULL;
+    if (padded) {
+        tth_tstmt *pc = pad_copy(&k, x, xp);
+        if (!pc || lw_append(c, &img, pc))
+            return NULL;
+    }
+    tth_tstmt *kern = depthwise ? depthwise_kernel(&k) : blocked_kernel(&k);
+    if (!kern || lw_append(c, &img, kern))
+        return NULL;
+    tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
+    tth_tstmt *all = NULL;
+    if (lw_append(c, &all, pack) || lw_append(c, &all, body))
+        return NULL;
+    if (all && xp)
+        all = tth_tir_allocate(c->m, xp, all);
+    if (all && pack)
+        all = tth_tir_allocate(c->m, wp, all);
+    return all;
+}
