@@ -54,6 +54,15 @@ static tth_tbuffer *reg_buf(lw_ctx *c, int64_t n)
     return b;
 }
 
+/* a * b + c: one FMA where the target has the instruction, else a multiply and an add (an FMA
+ * without the instruction is a library call per lane) */
+static tth_texpr *madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc)
+{
+    if (c->vec.fma)
+        return tth_tir_fma(c->m, a, b, acc);
+    return lw_add(c, lw_mul(c, a, b), acc);
+}
+
 static tth_texpr *f32(lw_ctx *c, double v)
 {
     return tth_tir_float(c->m, TTH_F32, v);
@@ -167,13 +176,14 @@ static tth_tstmt *epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, 
     return lw_sink_store(c, k->s, 0, idx, val);
 }
 
-/* One tile: RC channel blocks (B0 = bo*RC, group g, first block of the group bg0) times RW
- * pixels from (oh, ow0) of the row. */
-static tth_tstmt *block_tile(tk *k, tth_texpr *bo, tth_texpr *g, tth_texpr *bg0, tth_texpr *oh, tth_texpr *ow0, int RW)
+/* One tile: RC channel blocks from block B0 (group g, block bg0 of the group) times RW pixels
+ * from (oh, ow0) of the row. */
+static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, tth_texpr *oh, tth_texpr *ow0,
+                             int RW, int RC)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int vl = k->vl, RC = k->RC;
+    int vl = k->vl;
     int64_t KK = p->KH * p->KW;
     tth_tbuffer *acc = reg_buf(c, (int64_t)RC * RW * vl);
     if (!acc)
@@ -199,7 +209,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *bo, tth_texpr *g, tth_texpr *bg0,
     }
     tth_texpr *xc = x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), ic.e), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
-    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_mul(c, bo, lw_i(c, RC)), lw_i(c, k->Cg)), ic.e),
+    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), ic.e),
                                                 lw_i(c, KK)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, vl));
     tth_tvar *wv[4], *xv[16];
@@ -216,7 +226,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *bo, tth_texpr *g, tth_texpr *bg0,
     for (int r = 0; r < RW; r++)
         for (int j = 0; j < RC; j++) {
             tth_texpr *ai = lw_i(c, ((int64_t)j * RW + r) * vl);
-            tth_texpr *f = tth_tir_fma(c->m, lw_ref(c, xv[r]), lw_ref(c, wv[j]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            tth_texpr *f = madd(c, lw_ref(c, xv[r]), lw_ref(c, wv[j]), tth_tir_vload(c->m, acc, ai, vl, 0));
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
@@ -271,7 +281,11 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
 {
     int regs = k->c->vec.registers > 0 ? k->c->vec.registers : 16;
     int RC = regs >= 32 ? 4 : 2;
-    while (RC > 1 && k->NB % RC)
+    if (RC > k->NB)
+        RC = (int)k->NB;
+    /* with groups, a tile must not straddle two groups: RC divides NB; with one group the
+     * last NB % RC blocks are a narrower tile */
+    while (k->p->groups > 1 && RC > 1 && k->NB % RC)
         RC /= 2;
     k->RC = RC;
     int rwmax = (regs - RC - 1) / RC;
@@ -284,38 +298,60 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
     *rw = (int)((rowlen + tiles - 1) / tiles);
 }
 
-static tth_tstmt *blocked_kernel(tk *k)
+/* every row of the image for RC channel blocks from block B0 */
+static tth_tstmt *block_rows(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t rows = k->flat ? 1 : p->OH, rowlen = k->flat ? p->OH * p->OW : p->OW;
-    int RW;
-    choose_tile(k, rowlen, &RW);
-    int64_t NBT = p->groups * k->NB, nbo = NBT / k->RC;
-    lw_ax bo, oh, t;
-    if (lw_ax_make(c, &bo, "bo", nbo) || lw_ax_make(c, &oh, "oh", rows) || lw_ax_make(c, &t, "t", rowlen / RW))
+    lw_ax oh, t;
+    if (lw_ax_make(c, &oh, "oh", rows) || lw_ax_make(c, &t, "t", rowlen / RW))
         return NULL;
-    tth_tvar *vg = lw_var(c, "g", TTH_I64), *vbg = lw_var(c, "bg", TTH_I64);
-    if (!vg || !vbg)
-        return NULL;
-    tth_texpr *B0 = lw_mul(c, bo.e, lw_i(c, k->RC));
-    tth_texpr *g = lw_ref(c, vg), *bg0 = lw_ref(c, vbg);
     tth_tstmt *rowseq = NULL;
     if (rowlen / RW > 0) {
-        tth_tstmt *tl = block_tile(k, bo.e, g, bg0, oh.e, lw_mul(c, t.e, lw_i(c, RW)), RW);
+        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh.e, lw_mul(c, t.e, lw_i(c, RW)), RW, RC);
         if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
             return NULL;
     }
     if (rowlen % RW) {
-        tth_tstmt *tl = block_tile(k, bo.e, g, bg0, oh.e, lw_i(c, rowlen / RW * RW), (int)(rowlen % RW));
+        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh.e, lw_i(c, rowlen / RW * RW), (int)(rowlen % RW), RC);
         if (!tl || lw_append(c, &rowseq, tl))
             return NULL;
     }
-    tth_tstmt *body = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, rowseq);
+    return lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, rowseq);
+}
+
+static tth_tstmt *blocked_kernel(tk *k)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t rowlen = k->flat ? p->OH * p->OW : p->OW;
+    int RW;
+    choose_tile(k, rowlen, &RW);
+    int RC = k->RC;
+    int64_t NBT = p->groups * k->NB, nbo = NBT / RC;
+    lw_ax bo;
+    if (lw_ax_make(c, &bo, "bo", nbo))
+        return NULL;
+    tth_tvar *vg = lw_var(c, "g", TTH_I64), *vbg = lw_var(c, "bg", TTH_I64);
+    if (!vg || !vbg)
+        return NULL;
+    tth_texpr *B0 = lw_mul(c, bo.e, lw_i(c, RC));
+    tth_texpr *g = lw_ref(c, vg), *bg0 = lw_ref(c, vbg);
+    tth_tstmt *body = block_rows(k, B0, g, bg0, RC, RW);
     body = lw_let(c, vg, p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB)),
                   lw_let(c, vbg, k->NB == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB)), body));
     int64_t work = p->O * p->OH * p->OW * k->Cg * p->KH * p->KW;
     body = lw_ax_loop(c, &bo, work >= LW_PARALLEL_MIN && nbo > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    if (body && NBT % RC) {
+        /* one group (choose_tile): the last NBT % RC blocks */
+        tth_texpr *Bt = lw_i(c, nbo * RC);
+        tth_tstmt *rest = block_rows(k, Bt, lw_i(c, 0), Bt, (int)(NBT % RC), RW);
+        tth_tstmt *seq = NULL;
+        if (!rest || lw_append(c, &seq, body) || lw_append(c, &seq, rest))
+            return NULL;
+        body = seq;
+    }
     return body;
 }
 
@@ -347,7 +383,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, i
     for (int v = 0; v < RV; v++) {
         tth_texpr *xi = tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vx), lw_i(c, (int64_t)v * lanes * p->sw)), p->sw, lanes);
         tth_texpr *ai = lw_i(c, (int64_t)v * lanes);
-        tth_texpr *f = tth_tir_fma(c->m, tth_tir_load(c->m, k->x, xi), lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, lanes, 0));
+        tth_texpr *f = madd(c, tth_tir_load(c->m, k->x, xi), lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, lanes, 0));
         if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
             return NULL;
     }
@@ -433,11 +469,9 @@ tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p,
     tth_tbuffer *xp = NULL, *wp = NULL;
     tth_tstmt *pack = NULL;
     if (!depthwise) {
-        /* lanes: the target's, halved (down to 4) while that divides Og exactly, and no more
-         * than the group's channels need */
+        /* lanes: the target's (a narrower vector costs as much per instruction, so a partial
+         * last block beats more blocks), but no more than the group's channels need */
         int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
-        while (vl > 4 && k.Og % vl)
-            vl /= 2;
         while (vl > 1 && vl / 2 >= k.Og)
             vl /= 2;
         k.vl = vl;

@@ -101,10 +101,12 @@ TTH_API int tth_target_has_feature(const json_t *canonical, const char *feature)
  * features (docs/targets.md, "Vector shape"): float32 lanes of the widest vector register (16 for
  * AVX-512, 8 for AVX2, 4 for SSE2 and for NEON; 1, scalar code, for kinds that are not the llvm
  * kind, for M-profile and for CPUs of which nothing is known) and how many such registers there
- * are. NULL gives the scalar shape. */
+ * are, and whether the CPU has a fused multiply-add instruction (AVX2 machines and every AArch64;
+ * not the x86-64 baseline). NULL gives the scalar shape. */
 typedef struct tth_vector_shape {
     int32_t f32_lanes;
     int32_t registers;
+    int32_t fma;              /* 1: fused multiply-add is one instruction (else a library call) */
 } tth_vector_shape;
 TTH_API tth_vector_shape tth_target_vector_shape(const json_t *canonical);
 

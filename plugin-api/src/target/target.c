@@ -927,19 +927,21 @@ static int has_key(const json_t *canonical, const char *key)
 
 tth_vector_shape tth_target_vector_shape(const json_t *canonical)
 {
-    tth_vector_shape scalar = {1, 16};
+    tth_vector_shape scalar = {1, 16, 0};
     const char *kind = json_string_value(json_object_get(canonical, "kind"));
     if (!kind || strcmp(kind, "llvm") != 0)
         return scalar;
     if (has_key(canonical, "x86_64")) {
         if (tth_target_has_feature(canonical, "has_avx512"))
-            return (tth_vector_shape){16, 32};
+            return (tth_vector_shape){16, 32, 1};
         if (tth_target_has_feature(canonical, "has_avx2"))
-            return (tth_vector_shape){8, 16};
-        return (tth_vector_shape){4, 16}; /* SSE2 is part of x86-64 */
+            return (tth_vector_shape){8, 16, 1};
+        return (tth_vector_shape){4, 16, 0}; /* SSE2 is part of x86-64; FMA is not */
     }
-    if (has_key(canonical, "arm_cpu") && tth_target_has_feature(canonical, "has_asimd"))
-        return (tth_vector_shape){4, tth_target_has_feature(canonical, "is_aarch64") ? 32 : 16};
+    if (has_key(canonical, "arm_cpu") && tth_target_has_feature(canonical, "has_asimd")) {
+        int a64 = tth_target_has_feature(canonical, "is_aarch64");
+        return (tth_vector_shape){4, a64 ? 32 : 16, a64};
+    }
     return scalar;
 }
 
