@@ -1,7 +1,7 @@
 /* build.c: build the host shared object from the runtime modules' C sources and objects.
  *
  * Requires: runtime modules whose TTH_FILE_C_SOURCE files are self-contained C99 and whose
- * TTH_FILE_OBJECT files are host objects. Runs `TTH_CC -std=c99 -O2 -fPIC -shared -o lib.so
+ * TTH_FILE_OBJECT files are host objects. Runs `TTH_CC -std=c99 -O2 -fPIC -shared -pthread -o lib.so
  * <sources> <objects> -lm` in a directory of its own, with relative file names so nothing of the
  * directory's name ends up in the output (the same sources give the same bytes).
  */
@@ -94,6 +94,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     argv[na++] = "-O2";
     argv[na++] = "-fPIC";
     argv[na++] = "-shared";
+    argv[na++] = "-pthread"; /* the llvm kind's thread pool (docs/threads.md) */
     argv[na++] = "-o";
     argv[na++] = "lib.so";
     for (size_t m = 0; m < nmods; m++) {

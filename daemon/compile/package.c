@@ -215,6 +215,15 @@ static char *make_cmake(const tth_package_input *in, const char *const *srcs, si
               "if(TTH_%s_LIBM)\n"
               "  target_link_libraries(tth_%s PUBLIC ${TTH_%s_LIBM})\n"
               "endif()\n", m, m, m, m, m, m);
+    /* the llvm kind's thread pool (docs/threads.md) needs POSIX threads */
+    for (size_t i = 0; i < nsrcs; i++) {
+        size_t n = strlen(srcs[i]);
+        if (n >= 11 && strcmp(srcs[i] + n - 11, "_parallel.c") == 0) {
+            pk_printf(&b, "find_package(Threads REQUIRED)\n"
+                      "target_link_libraries(tth_%s PUBLIC Threads::Threads)\n", m);
+            break;
+        }
+    }
     if (b.oom) {
         free(b.p);
         return NULL;

@@ -298,61 +298,96 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
     *rw = (int)((rowlen + tiles - 1) / tiles);
 }
 
-/* every row of the image for RC channel blocks from block B0 */
-static tth_tstmt *block_rows(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW)
+/* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0 */
+static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
+                            tth_texpr *p0, int64_t len)
+{
+    lw_ctx *c = k->c;
+    lw_ax t;
+    if (lw_ax_make(c, &t, "t", len / RW))
+        return NULL;
+    tth_tstmt *seq = NULL;
+    if (len / RW > 0) {
+        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh, lw_add(c, p0, lw_mul(c, t.e, lw_i(c, RW))), RW, RC);
+        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    if (len % RW) {
+        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh, lw_add(c, p0, lw_i(c, len / RW * RW)), (int)(len % RW), RC);
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
+    }
+    return seq;
+}
+
+/* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
+ * runs over (group, row) pairs, so even a layer with one group of blocks has OH tasks; a flat
+ * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter. */
+static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int RW, int par)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int64_t rows = k->flat ? 1 : p->OH, rowlen = k->flat ? p->OH * p->OW : p->OW;
-    lw_ax oh, t;
-    if (lw_ax_make(c, &oh, "oh", rows) || lw_ax_make(c, &t, "t", rowlen / RW))
-        return NULL;
-    tth_tstmt *rowseq = NULL;
-    if (rowlen / RW > 0) {
-        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh.e, lw_mul(c, t.e, lw_i(c, RW)), RW, RC);
-        if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+    int64_t P = p->OH * p->OW, RL = p->OW, rows = p->OH, last = 0;
+    if (k->flat) {
+        int64_t tiles = (P + RW - 1) / RW;
+        RL = (int64_t)RW * ((tiles + 7) / 8);
+        rows = P / RL;
+        last = P % RL;
+    }
+    tth_tstmt *seq = NULL;
+    for (int part = 0; part < 2; part++) {
+        int64_t nrow = part == 0 ? rows : (last ? 1 : 0);
+        if (nblk * nrow == 0)
+            continue;
+        lw_ax q;
+        if (lw_ax_make(c, &q, "q", nblk * nrow))
+            return NULL;
+        tth_tvar *vB = lw_var(c, "B", TTH_I64), *vr = lw_var(c, "r", TTH_I64);
+        if (!vB || !vr)
+            return NULL;
+        tth_texpr *B0 = lw_ref(c, vB), *r = lw_ref(c, vr);
+        tth_texpr *g = p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB));
+        tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
+        tth_tstmt *row;
+        if (!k->flat)
+            row = block_row(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
+        else if (part == 0)
+            row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
+        else
+            row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
+        /* B0 = Bstart + (q / nrow) * RC, r = q % nrow */
+        tth_texpr *bq = nrow == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nrow));
+        row = lw_let(c, vB, lw_add(c, lw_i(c, Bstart), lw_mul(c, bq, lw_i(c, RC))),
+                     lw_let(c, vr, nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nrow)), row));
+        row = lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
+        if (!row || lw_append(c, &seq, row))
             return NULL;
     }
-    if (rowlen % RW) {
-        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh.e, lw_i(c, rowlen / RW * RW), (int)(rowlen % RW), RC);
-        if (!tl || lw_append(c, &rowseq, tl))
-            return NULL;
-    }
-    return lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, rowseq);
+    return seq;
 }
 
 static tth_tstmt *blocked_kernel(tk *k)
 {
-    lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t rowlen = k->flat ? p->OH * p->OW : p->OW;
     int RW;
     choose_tile(k, rowlen, &RW);
     int RC = k->RC;
-    int64_t NBT = p->groups * k->NB, nbo = NBT / RC;
-    lw_ax bo;
-    if (lw_ax_make(c, &bo, "bo", nbo))
-        return NULL;
-    tth_tvar *vg = lw_var(c, "g", TTH_I64), *vbg = lw_var(c, "bg", TTH_I64);
-    if (!vg || !vbg)
-        return NULL;
-    tth_texpr *B0 = lw_mul(c, bo.e, lw_i(c, RC));
-    tth_texpr *g = lw_ref(c, vg), *bg0 = lw_ref(c, vbg);
-    tth_tstmt *body = block_rows(k, B0, g, bg0, RC, RW);
-    body = lw_let(c, vg, p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB)),
-                  lw_let(c, vbg, k->NB == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB)), body));
-    int64_t work = p->O * p->OH * p->OW * k->Cg * p->KH * p->KW;
-    body = lw_ax_loop(c, &bo, work >= LW_PARALLEL_MIN && nbo > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
-    if (body && NBT % RC) {
-        /* one group (choose_tile): the last NBT % RC blocks */
-        tth_texpr *Bt = lw_i(c, nbo * RC);
-        tth_tstmt *rest = block_rows(k, Bt, lw_i(c, 0), Bt, (int)(NBT % RC), RW);
-        tth_tstmt *seq = NULL;
-        if (!rest || lw_append(c, &seq, body) || lw_append(c, &seq, rest))
+    int64_t NBT = p->groups * k->NB;
+    int par = p->O * p->OH * p->OW * k->Cg * p->KH * p->KW >= LW_PARALLEL_MIN;
+    tth_tstmt *seq = NULL;
+    if (NBT / RC > 0) {
+        tth_tstmt *main = block_range(k, NBT / RC, 0, RC, RW, par);
+        if (!main || lw_append(k->c, &seq, main))
             return NULL;
-        body = seq;
     }
-    return body;
+    if (NBT % RC) {
+        /* one group (choose_tile): the last NBT % RC blocks */
+        tth_tstmt *rest = block_range(k, 1, NBT / RC * RC, (int)(NBT % RC), RW, par);
+        if (!rest || lw_append(k->c, &seq, rest))
+            return NULL;
+    }
+    return seq;
 }
 
 /* ------------------------------------------------------------------ depthwise kernel ---- */

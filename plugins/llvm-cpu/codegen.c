@@ -16,6 +16,7 @@
  * module, and LLVM's output is deterministic for one module and machine.
  */
 #include "codegen.h"
+#include "tth_parallel_src.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -44,6 +45,8 @@ typedef struct llcg_options {
     int opt_level;         /* 0..3 */
     int fast_math;         /* every float instruction gets all fast-math flags */
     int arm_hard_float;    /* Arm with the hard float ABI (see arm_hard_float below) */
+    int threads;           /* PARALLEL loops run on the thread pool (docs/threads.md) */
+    int num_cores;         /* the target's num-cores, 0 when not given */
 } llcg_options;
 
 static const char *json_str(const json_t *o, const char *key)
@@ -214,6 +217,10 @@ static int target_options(const json_t *target_in, llcg_options *o, tth_diag *di
     const char *abi = target ? json_str(target, "mabi") : NULL;
     if (abi)
         snprintf(o->abi, sizeof o->abi, "%s", abi);
+    /* threads: an OS with POSIX threads (a Linux triple) and not num-cores=1 (docs/threads.md) */
+    const json_t *cores = target ? json_object_get(target, "num-cores") : NULL;
+    o->num_cores = json_is_integer(cores) ? (int)json_integer_value(cores) : 0;
+    o->threads = strstr(o->triple, "linux") != NULL && o->num_cores != 1;
 
     const json_t *mattr = target ? json_object_get(target, "mattr") : NULL;
     if (json_is_string(mattr)) {
@@ -450,6 +457,26 @@ static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const llcg_options *o,
     return rc;
 }
 
+/* The thread pool's C source (runtime/parallel/tth_parallel.c, docs/threads.md) as
+ * <model>_parallel.c, its launch function named for the model and capped at num-cores. */
+static int add_thread_pool(const llcg_options *o, const char *model, const char *launch, tth_runtime_module *out,
+                           tth_diag *diag)
+{
+    char head[512], name[256];
+    int n = snprintf(head, sizeof head, "#define TTH_PARALLEL_LAUNCH %s\n#define TTH_PARALLEL_MAX %d\n", launch,
+                     o->num_cores > 0 ? o->num_cores : 0);
+    size_t len = (size_t)n + sizeof tth_parallel_src - 1;
+    char *text = malloc(len);
+    if (!text)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    memcpy(text, head, (size_t)n);
+    memcpy(text + n, tth_parallel_src, sizeof tth_parallel_src - 1);
+    snprintf(name, sizeof name, "%s_parallel.c", model);
+    int rc = tth_runtime_module_add_file(out, name, TTH_FILE_C_SOURCE, text, len, diag);
+    free(text);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- LLVM's diagnostics */
 
 /* LLVM reports through the context's handler (its default prints to stderr, which a hook must
@@ -564,6 +591,9 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     c.md_loop = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
 
     c.libm_calls = opt.arm_hard_float;
+    char launch[200];
+    snprintf(launch, sizeof launch, "tth_%s_parallel_launch", model);
+    c.par_launch = opt.threads ? launch : NULL;
     rc = lower_module(&c, host, entry);
     if (!rc && opt.arm_hard_float)
         arm_hard_float(c.mod);
@@ -577,6 +607,8 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         rc = c.diag->code;
     if (!rc)
         rc = emit(c.mod, tm, &opt, model, mod, entry, out, c.diag);
+    if (!rc && c.nparallel > 0)
+        rc = add_thread_pool(&opt, model, launch, out, c.diag);
     if (!rc && c.diag->code != TTH_OK)
         rc = c.diag->code;
 

@@ -14,7 +14,14 @@
  *                       entry in parameter order.
  * Both return 0 on success; a non-zero status from a called PrimFunc is returned at once.
  * Operator parameters are noalias (the c kind says restrict). On Arm with the hard float ABI
- * every function and call uses arm_aapcs_vfpcc (see codegen.c). PARALLEL loops run serially.
+ * every function and call uses arm_aapcs_vfpcc (see codegen.c).
+ *
+ * PARALLEL loops (docs/threads.md): on an OS target with more than one core the loop becomes a
+ * task function `<func>_par<k>(int32 task, int32 ntasks, ptr env)` that runs its share of the
+ * iterations, with every variable and buffer pointer in scope passed through `env`; the loop
+ * itself becomes a call of the pool's launch function. Inside a task, PARALLEL loops are serial,
+ * and so is a loop whose body holds a LOCAL buffer planned in the workspace (the tasks would
+ * share it).
  *
  * Vector TIR (tth/tir.h) maps to LLVM vector types: a RAMP of stride 1 under a LOAD or STORE is
  * one vector load or store of the element type; any other vector index is gathered or scattered
@@ -59,6 +66,11 @@ typedef struct tth__llcg {
     int libm_calls;              /* math as explicit C library calls, never LLVM intrinsics
                                     or frem that could become libcalls (Arm hard float: see
                                     codegen.c) */
+    const char *par_launch;      /* the thread pool's launch function (docs/threads.md), or NULL:
+                                    PARALLEL loops run serially */
+    int nparallel;               /* parallel loops outlined so far (names the task functions) */
+    int in_parallel;             /* lowering a parallel loop's task: inner PARALLEL loops are
+                                    serial */
 
     /* function level */
     const tth_prim_func *fn;     /* the PrimFunc being lowered */

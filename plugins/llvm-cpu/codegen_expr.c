@@ -422,7 +422,7 @@ static LLVMValueRef libm_call(tth__llcg *c, const char *base, LLVMTypeRef ft, tt
         unsigned lanes = LLVMGetVectorSize(ft);
         LLVMValueRef r = LLVMGetPoison(ft);
         for (unsigned l = 0; l < lanes; l++) {
-            LLVMValueRef k = LLVMConstInt(i32_type(c), l, 0), la[2];
+            LLVMValueRef k = LLVMConstInt(i32_type(c), l, 0), la[3];
             for (unsigned i = 0; i < n; i++)
                 la[i] = LLVMBuildExtractElement(c->b, args[i], k, "");
             LLVMValueRef v = libm_call(c, base, LLVMGetElementType(ft), t, la, n);

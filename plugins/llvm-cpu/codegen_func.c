@@ -295,24 +295,12 @@ static LLVMValueRef loop_metadata(tth__llcg *c, tth_loop_kind kind, int const_ex
     return LLVMMetadataAsValue(c->ctx, id);
 }
 
-/* for (var = min; var < min + extent; var++) body */
-static int lower_for(tth__llcg *c, const tth_tstmt *s)
+/* for (var = min; var < end; var++) body, min and end in var's register type */
+static int emit_loop(tth__llcg *c, const tth_tvar *var, LLVMValueRef min, LLVMValueRef end, tth_loop_kind kind,
+                     int const_extent, const tth_tstmt *body_stmt)
 {
-    const tth_tvar *var = s->u.loop.var;
-    if (!var)
-        return tth__llcg_fail(c, TTH_EINVAL, "loop without a variable");
     tth_dtype vt = var->dtype;
-    if (tth_dtype_is_float(vt) || vt == TTH_BOOL || !tth__llcg_type(c, vt))
-        return tth__llcg_fail(c, TTH_ETYPE, "loop variable '%s' has dtype %s", var->name, tth_dtype_name(vt));
-    LLVMValueRef min = tth__llcg_expr(c, s->u.loop.min);
-    LLVMValueRef ext = min ? tth__llcg_expr(c, s->u.loop.extent) : NULL;
-    if (!ext)
-        return c->diag ? c->diag->code : TTH_EINVAL;
-    min = tth__llcg_convert(c, min, s->u.loop.min->dtype, vt);
-    ext = tth__llcg_convert(c, ext, s->u.loop.extent->dtype, vt);
     int sgn = tth_dtype_is_signed(vt);
-    LLVMValueRef end = sgn ? LLVMBuildNSWAdd(c->b, min, ext, "") : LLVMBuildAdd(c->b, min, ext, "");
-
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
     LLVMBasicBlockRef header = new_block(c, "for.header");
     LLVMBasicBlockRef body = new_block(c, "for.body");
@@ -327,7 +315,7 @@ static int lower_for(tth__llcg *c, const tth_tstmt *s)
     LLVMPositionBuilderAtEnd(c->b, body);
     if (tth__llcg_scope_push(&c->vars, var->id, iv))
         return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
-    int rc = lower_stmt(c, s->u.loop.body);
+    int rc = lower_stmt(c, body_stmt);
     tth__llcg_scope_pop(&c->vars);
     if (rc)
         return rc;
@@ -335,7 +323,7 @@ static int lower_for(tth__llcg *c, const tth_tstmt *s)
     LLVMValueRef next = sgn ? LLVMBuildNSWAdd(c->b, iv, one, "") : LLVMBuildNUWAdd(c->b, iv, one, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMValueRef back = LLVMBuildBr(c->b, header);
-    LLVMValueRef md = loop_metadata(c, s->u.loop.loop, LLVMIsConstant(ext));
+    LLVMValueRef md = loop_metadata(c, kind, const_extent);
     if (md)
         LLVMSetMetadata(back, c->md_loop, md);
 
@@ -344,6 +332,175 @@ static int lower_for(tth__llcg *c, const tth_tstmt *s)
     LLVMAddIncoming(iv, in_vals, in_bbs, 2);
     LLVMPositionBuilderAtEnd(c->b, exit);
     return 0;
+}
+
+/* 1 when s allocates a LOCAL buffer planned in the workspace: tasks of a parallel loop would
+ * share it */
+static int allocates_shared(const tth_tstmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case TTH_TSTMT_SEQ:
+        for (size_t i = 0; i < s->u.seq.n; i++)
+            if (allocates_shared(s->u.seq.stmts[i]))
+                return 1;
+        return 0;
+    case TTH_TSTMT_FOR: return allocates_shared(s->u.loop.body);
+    case TTH_TSTMT_ALLOCATE:
+        return (s->u.alloc.buf && s->u.alloc.buf->offset >= 0 && s->u.alloc.buf->scope != TTH_SCOPE_REGISTER) ||
+               allocates_shared(s->u.alloc.body);
+    case TTH_TSTMT_IF: return allocates_shared(s->u.cond.then_s) || allocates_shared(s->u.cond.else_s);
+    case TTH_TSTMT_LET: return allocates_shared(s->u.let.body);
+    default: return 0;
+    }
+}
+
+/* A PARALLEL loop on the thread pool (docs/threads.md): every binding in scope (variables,
+ * buffer pointers, the workspace) and the loop's bounds go into an `env` struct on the stack;
+ * the task function `<func>_par<k>` loads them and runs iterations
+ * [min + task*chunk, min(min + (task+1)*chunk, min + extent)), chunk = ceil(extent / ntasks);
+ * the loop becomes `status = launch(task, &env, extent); if (status) return status;`. */
+static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(c->ctx), i32 = LLVMInt32TypeInContext(c->ctx), pt = ptr_type(c);
+    LLVMValueRef min = tth__llcg_index(c, s->u.loop.min);
+    LLVMValueRef ext = min ? tth__llcg_index(c, s->u.loop.extent) : NULL;
+    if (!ext)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    size_t nv = c->vars.n, nb = c->bufs.n, nf = nv + nb + 3;
+    LLVMTypeRef *ft = calloc(nf, sizeof *ft);
+    if (!ft)
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nv; i++)
+        ft[i] = LLVMTypeOf(c->vars.items[i].value);
+    for (size_t i = 0; i < nb; i++)
+        ft[nv + i] = LLVMTypeOf(c->bufs.items[i].value);
+    ft[nv + nb] = pt;
+    ft[nv + nb + 1] = i64;
+    ft[nv + nb + 2] = i64;
+    LLVMTypeRef st = LLVMStructTypeInContext(c->ctx, ft, (unsigned)nf, 0);
+    LLVMValueRef env = LLVMBuildAlloca(c->eb, st, "env");
+    for (size_t i = 0; i < nf; i++) {
+        LLVMValueRef v = i < nv ? c->vars.items[i].value
+                         : i < nv + nb ? c->bufs.items[i - nv].value
+                         : i == nv + nb ? (c->workspace ? c->workspace : LLVMConstNull(pt))
+                         : i == nv + nb + 1 ? min : ext;
+        LLVMBuildStore(c->b, v, LLVMBuildStructGEP2(c->b, st, env, (unsigned)i, ""));
+    }
+
+    /* the task function */
+    char name[512];
+    snprintf(name, sizeof name, "%s_par%d", c->fn && c->fn->name ? c->fn->name : "f", c->nparallel++);
+    LLVMTypeRef targs[3] = {i32, i32, pt};
+    LLVMTypeRef tty = LLVMFunctionType(i32, targs, 3, 0);
+    LLVMValueRef tf = LLVMAddFunction(c->mod, name, tty);
+    LLVMSetLinkage(tf, LLVMInternalLinkage);
+
+    LLVMValueRef save_llfn = c->llfn, save_ws = c->workspace;
+    LLVMBasicBlockRef save_entry = c->entry_bb, save_bb = LLVMGetInsertBlock(c->b);
+    LLVMBuilderRef save_eb = c->eb;
+    tth__llcg_scope save_vars = c->vars, save_bufs = c->bufs;
+    memset(&c->vars, 0, sizeof c->vars);
+    memset(&c->bufs, 0, sizeof c->bufs);
+    c->llfn = tf;
+    c->entry_bb = new_block(c, "entry");
+    LLVMBasicBlockRef body = new_block(c, "body");
+    c->eb = LLVMCreateBuilderInContext(c->ctx);
+    int rc = c->eb ? 0 : tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    if (!rc) {
+        LLVMPositionBuilderAtEnd(c->eb, c->entry_bb);
+        LLVMPositionBuilderAtEnd(c->b, body);
+        LLVMValueRef envp = LLVMGetParam(tf, 2);
+        LLVMValueRef f[3];
+        for (size_t i = 0; i < nf && !rc; i++) {
+            LLVMValueRef v = LLVMBuildLoad2(c->eb, ft[i], LLVMBuildStructGEP2(c->eb, st, envp, (unsigned)i, ""), "");
+            if (i < nv)
+                rc = tth__llcg_scope_push(&c->vars, save_vars.items[i].id, v);
+            else if (i < nv + nb)
+                rc = tth__llcg_scope_push(&c->bufs, save_bufs.items[i - nv].id, v);
+            else
+                f[i - nv - nb] = v;
+        }
+        if (rc)
+            rc = tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        if (!rc) {
+            c->workspace = save_ws ? f[0] : NULL;
+            LLVMValueRef task = LLVMBuildSExt(c->b, LLVMGetParam(tf, 0), i64, "");
+            LLVMValueRef ntasks = LLVMBuildSExt(c->b, LLVMGetParam(tf, 1), i64, "");
+            LLVMValueRef chunk = LLVMBuildSDiv(c->b, LLVMBuildAdd(c->b, f[2], LLVMBuildSub(c->b, ntasks,
+                                               LLVMConstInt(i64, 1, 0), ""), ""), ntasks, "chunk");
+            LLVMValueRef end = LLVMBuildAdd(c->b, f[1], f[2], "");
+            LLVMValueRef lo = LLVMBuildAdd(c->b, f[1], LLVMBuildMul(c->b, task, chunk, ""), "lo");
+            LLVMValueRef hi = LLVMBuildAdd(c->b, lo, chunk, "");
+            hi = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, hi, end, ""), hi, end, "hi");
+            const tth_tvar *var = s->u.loop.var;
+            lo = tth__llcg_convert(c, lo, TTH_I64, var->dtype);
+            hi = tth__llcg_convert(c, hi, TTH_I64, var->dtype);
+            c->in_parallel = 1;
+            rc = emit_loop(c, var, lo, hi, TTH_LOOP_SERIAL, 0, s->u.loop.body);
+            c->in_parallel = 0;
+        }
+        if (!rc) {
+            LLVMBuildRet(c->b, i32_const(c, 0));
+            LLVMBuildBr(c->eb, body);
+        }
+    }
+    if (c->eb)
+        LLVMDisposeBuilder(c->eb);
+    tth__llcg_scope_free(&c->vars);
+    tth__llcg_scope_free(&c->bufs);
+    c->vars = save_vars;
+    c->bufs = save_bufs;
+    c->llfn = save_llfn;
+    c->workspace = save_ws;
+    c->entry_bb = save_entry;
+    c->eb = save_eb;
+    LLVMPositionBuilderAtEnd(c->b, save_bb);
+    free(ft);
+    if (rc)
+        return rc;
+
+    /* status = launch(task, &env, min(extent, INT32_MAX)); if (status) return status; */
+    LLVMTypeRef largs[3] = {pt, pt, i32};
+    LLVMTypeRef lty = LLVMFunctionType(i32, largs, 3, 0);
+    LLVMValueRef launch = LLVMGetNamedFunction(c->mod, c->par_launch);
+    if (!launch)
+        launch = LLVMAddFunction(c->mod, c->par_launch, lty);
+    LLVMValueRef cap = LLVMConstInt(i64, INT32_MAX, 0);
+    LLVMValueRef n = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, ext, cap, ""), ext, cap, "");
+    LLVMValueRef args[3] = {tf, env, LLVMBuildTrunc(c->b, n, i32, "")};
+    LLVMValueRef status = LLVMBuildCall2(c->b, lty, launch, args, 3, "");
+    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntNE, status, i32_const(c, 0), "");
+    LLVMBasicBlockRef fail_bb = new_block(c, "par.fail");
+    LLVMBasicBlockRef ok_bb = new_block(c, "par.ok");
+    LLVMBuildCondBr(c->b, bad, fail_bb, ok_bb);
+    LLVMPositionBuilderAtEnd(c->b, fail_bb);
+    LLVMBuildRet(c->b, status);
+    LLVMPositionBuilderAtEnd(c->b, ok_bb);
+    return 0;
+}
+
+/* for (var = min; var < min + extent; var++) body */
+static int lower_for(tth__llcg *c, const tth_tstmt *s)
+{
+    const tth_tvar *var = s->u.loop.var;
+    if (!var)
+        return tth__llcg_fail(c, TTH_EINVAL, "loop without a variable");
+    tth_dtype vt = var->dtype;
+    if (tth_dtype_is_float(vt) || vt == TTH_BOOL || !tth__llcg_type(c, vt))
+        return tth__llcg_fail(c, TTH_ETYPE, "loop variable '%s' has dtype %s", var->name, tth_dtype_name(vt));
+    if (s->u.loop.loop == TTH_LOOP_PARALLEL && c->par_launch && !c->in_parallel && !allocates_shared(s->u.loop.body))
+        return lower_parallel_for(c, s);
+    LLVMValueRef min = tth__llcg_expr(c, s->u.loop.min);
+    LLVMValueRef ext = min ? tth__llcg_expr(c, s->u.loop.extent) : NULL;
+    if (!ext)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    min = tth__llcg_convert(c, min, s->u.loop.min->dtype, vt);
+    ext = tth__llcg_convert(c, ext, s->u.loop.extent->dtype, vt);
+    int sgn = tth_dtype_is_signed(vt);
+    LLVMValueRef end = sgn ? LLVMBuildNSWAdd(c->b, min, ext, "") : LLVMBuildAdd(c->b, min, ext, "");
+    return emit_loop(c, var, min, end, s->u.loop.loop, LLVMIsConstant(ext), s->u.loop.body);
 }
 
 static int lower_store(tth__llcg *c, const tth_tstmt *s)
