@@ -314,6 +314,16 @@ Test(llvm, elementwise_unrolled)
 
 /* ---------------------------------------------------------------- vector TIR (ABI 1.2) */
 
+/* a program built with a cross compiler and run under qemu-user (helpers further down) */
+typedef struct cross_run {
+    char dir[512], obj[600], src[600], exe[600], out[600], pool[600];
+    FILE *fp;   /* the program's standard output */
+} cross_run;
+static int have_prog(const char *p);
+static void cross_aarch64(const tth_runtime_module *rm, const char *main_c, cross_run *r);
+static double cross_next(cross_run *r);
+static void cross_done(cross_run *r);
+
 /* A micro-kernel in vector TIR, n = 8 * nb + tail:
  *   acc (REGISTER, 2 vectors of 8) = 0
  *   for k < K: acc[r] = fma(a[ramp(r*8 + k*16)], broadcast(s[k]), acc[r])
@@ -395,6 +405,34 @@ Test(llvm, vector_tir_fma_gather_reduce_register)
         assert_close(rv[0], wsum, 1e-5, "reduce_add", 0);
         assert_close(rv[1], wmax, 0, "reduce_max", 0);
         unlink_module(&l);
+    }
+    /* the same kernel as NEON code, run under qemu-aarch64 */
+    if (have_prog("aarch64-linux-gnu-gcc") && have_prog("qemu-aarch64")) {
+        tth_runtime_module *rm;
+        cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\", \"mcpu\": \"cortex-a72\"}",
+                              &rm, &d), 0, "%s", d.message);
+        char main_c[2048];
+        snprintf(main_c, sizeof main_c,
+                 "#include <stdint.h>\n#include <stdio.h>\n"
+                 "int32_t vk(void *, void *, void *, void *, void *, void *);\n"
+                 "int main(void) {\n"
+                 "    static float a[%d], s[%d], g[%d], o[%d], r[2];\n"
+                 "    for (int i = 0; i < %d; i++) a[i] = (float)((i * 37) %% 23) * 0.125f - 1.0f;\n"
+                 "    for (int i = 0; i < %d; i++) s[i] = 0.5f + (float)i * 0.25f;\n"
+                 "    for (int i = 0; i < %d; i++) g[i] = (float)i * 0.01f;\n"
+                 "    int32_t rc = vk(a, s, g, o, r, 0);\n"
+                 "    for (int j = 0; j < %d; j++) printf(\"%%a\\n\", (double)o[j]);\n"
+                 "    printf(\"%%a\\n%%a\\n\", (double)r[0], (double)r[1]);\n"
+                 "    return rc;\n}\n",
+                 K * R * L, K, 2 * R * L, R * L, K * R * L, K, 2 * R * L, R * L);
+        cross_run cr;
+        cross_aarch64(rm, main_c, &cr);
+        for (int j = 0; j < R * L; j++)
+            assert_close(cross_next(&cr), want[j], 1e-6, "aarch64 o", j);
+        assert_close(cross_next(&cr), wsum, 1e-5, "aarch64 reduce_add", 0);
+        assert_close(cross_next(&cr), wmax, 0, "aarch64 reduce_max", 0);
+        cross_done(&cr);
+        tth_runtime_module_free(rm);
     }
     tth_tir_module_free(m);
 }
@@ -1438,10 +1476,6 @@ static int have_prog(const char *p)
     return system(cmd) == 0;
 }
 
-typedef struct cross_run {
-    char dir[512], obj[600], src[600], exe[600], out[600];
-    FILE *fp;   /* the program's standard output */
-} cross_run;
 
 /* Link the module's object with main_c by a cross compiler (static) and run it under qemu. */
 static void cross_build_run(const tth_runtime_module *rm, const char *main_c, const char *cc, const char *qemu,
@@ -1457,9 +1491,15 @@ static void cross_build_run(const tth_runtime_module *rm, const char *main_c, co
     snprintf(r->out, sizeof r->out, "%s/out.txt", r->dir);
     write_file(r->obj, f->data, f->len);
     write_file(r->src, main_c, strlen(main_c));
+    r->pool[0] = 0;
+    if (tth_runtime_module_count(rm) > 1) { /* the thread pool's source (docs/threads.md) */
+        const tth_module_file *p = tth_runtime_module_file(rm, 1);
+        snprintf(r->pool, sizeof r->pool, "%s/%s", r->dir, p->name);
+        write_file(r->pool, p->data, p->len);
+    }
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s -static -O1 -o '%s' '%s' '%s' -lm && %s '%s' > '%s'", cc, r->exe, r->src,
-             r->obj, qemu, r->exe, r->out);
+    snprintf(cmd, sizeof cmd, "%s -static -O1 -pthread -o '%s' '%s' '%s' %s%s%s -lm && %s '%s' > '%s'", cc, r->exe,
+             r->src, r->obj, r->pool[0] ? "'" : "", r->pool, r->pool[0] ? "'" : "", qemu, r->exe, r->out);
     cr_assert_eq(system(cmd), 0, "cross build or run failed: %s", cmd);
     r->fp = fopen(r->out, "r");
     cr_assert_not_null(r->fp);
@@ -1484,6 +1524,8 @@ static void cross_done(cross_run *r)
     unlink(r->src);
     unlink(r->exe);
     unlink(r->out);
+    if (r->pool[0])
+        unlink(r->pool);
     rmdir(r->dir);
 }
 
