@@ -508,6 +508,29 @@ static void llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
 
 /* ---------------------------------------------------------------- the hook */
 
+/* A note when an x86-64 target names no CPU and this machine is an x86-64 with
+ * wider vectors than the baseline: plain `llvm` means any x86-64 (SSE2, 4 lanes, no FMA;
+ * docs/targets.md, "Vector shape"), several times slower here than code for the CPU. */
+static void note_generic_cpu(const tth_host *host, const json_t *target_in, const llcg_options *o)
+{
+    const json_t *t = llvm_target(target_in);
+    if (!host || host->size < offsetof(tth_host, log) + sizeof host->log || !host->log || !t ||
+        json_str(t, "mcpu") || strncmp(o->triple, "x86_64", 6) != 0)
+        return;
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    const char *width = features && strstr(features, "+avx512f") ? "AVX-512, 16 lanes"
+                        : features && strstr(features, "+avx2") ? "AVX2, 8 lanes" : NULL;
+    if (width) {
+        char msg[TTH_DIAG_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "target 'llvm' names no CPU, so the code is for any x86-64 (SSE2, 4 lanes, "
+                 "no FMA); this machine's CPU (%s, %s) runs code made for it several times faster: add "
+                 "-mcpu=native, or -mcpu=<the CPU you deploy on>", cpu ? cpu : "?", width);
+        host->log(host->ctx, TTH_SEV_INFO, msg);
+    }
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+}
+
 static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry)
 {
     const tth_tir_module *mod = c->tir;
@@ -562,6 +585,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     if (rc)
         return rc;
     pthread_once(&llvm_init_once, llvm_init);
+    note_generic_cpu(host, target, &opt);
     LLVMTargetMachineRef tm = target_machine(&opt, diag);
     if (!tm)
         return diag ? diag->code : TTH_EUNSUPPORTED;
