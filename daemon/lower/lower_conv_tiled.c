@@ -76,28 +76,45 @@ static tth_texpr *x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
                   lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wp)), col));
 }
 
-/* The padded copy of image n: zeros, then the image at (pt, pl). */
+/* The padded copy of image n: per channel, the rows above and below the image are zeros, and
+ * every image row is pl zeros, the row, pr zeros. Each element is written once; the channels
+ * are a parallel loop when the copy is large. */
 static tth_tstmt *pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    lw_ax z, ci, ih, iw;
-    if (lw_ax_make(c, &z, "pz", p->C * k->Hp * k->Wp) || lw_ax_make(c, &ci, "pc", p->C) ||
-        lw_ax_make(c, &ih, "ph", p->H) || lw_ax_make(c, &iw, "pw", p->W))
+    lw_ax ci, ih, iw, z;
+    if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &iw, "pw", p->W) ||
+        lw_ax_make(c, &z, "pz", k->Wp))
         return NULL;
-    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, z.e, f32(c, 0)));
+    tth_tvar *vrow = lw_var(c, "pr", TTH_I64);
+    if (!vrow)
+        return NULL;
+    tth_texpr *row = lw_ref(c, vrow); /* offset of padded row ih of channel ci */
+    /* inside: row ih - pt of the image */
     tth_texpr *from = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ci.e),
-                                                           lw_i(c, p->H)), ih.e), lw_i(c, p->W)), iw.e);
-    tth_texpr *to = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), lw_add(c, ih.e, lw_i(c, p->pt))),
-                                     lw_i(c, k->Wp)), lw_add(c, iw.e, lw_i(c, p->pl)));
-    tth_tstmt *copy = tth_tir_store(c->m, xp, to, tth_tir_load(c->m, src, from));
-    copy = lw_ax_loop(c, &iw, TTH_LOOP_VECTORIZED, copy);
-    copy = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, copy);
-    copy = lw_ax_loop(c, &ci, TTH_LOOP_SERIAL, copy);
-    tth_tstmt *seq = NULL;
-    if (!zero || !copy || lw_append(c, &seq, zero) || lw_append(c, &seq, copy))
+                                                           lw_i(c, p->H)), lw_sub(c, ih.e, lw_i(c, p->pt))),
+                                      lw_i(c, p->W)), iw.e);
+    tth_tstmt *in = NULL;
+    for (int64_t q = 0; q < p->pl; q++)
+        if (lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, row, lw_i(c, q)), f32(c, 0))))
+            return NULL;
+    tth_tstmt *copy = lw_ax_loop(c, &iw, TTH_LOOP_VECTORIZED,
+                                 tth_tir_store(c->m, xp, lw_add(c, row, lw_add(c, iw.e, lw_i(c, p->pl))),
+                                               tth_tir_load(c->m, src, from)));
+    if (!copy || lw_append(c, &in, copy))
         return NULL;
-    return seq;
+    for (int64_t q = 0; q < p->pr; q++)
+        if (lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, row, lw_i(c, p->pl + p->W + q)), f32(c, 0))))
+            return NULL;
+    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, row, z.e), f32(c, 0)));
+    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih.e, lw_i(c, p->pt)),
+                               lw_bin(c, TTH_TBIN_LT, ih.e, lw_i(c, p->pt + p->H)));
+    tth_tstmt *body = zero ? tth_tir_if(c->m, inside, in, zero) : NULL;
+    body = lw_let(c, vrow, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wp)), body);
+    body = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, body);
+    int64_t work = p->C * k->Hp * k->Wp;
+    return lw_ax_loop(c, &ci, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
 }
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
