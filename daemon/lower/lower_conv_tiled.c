@@ -407,6 +407,180 @@ static tth_tstmt *blocked_kernel(tk *k)
     return seq;
 }
 
+/* ------------------------------------------------------------------ pointwise kernel ---- */
+
+/* 1 when every tensor the epilogue reads besides the anchor, and every node on the way, is
+ * either constant along H and W or has the output's full H and W (right-aligned): then the
+ * pixel index can be passed as (0, p) for (oh, ow), which gives every such tensor its right
+ * flat offset. */
+static int epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_t OW, int depth)
+{
+    if (e == anchor)
+        return 1;
+    if (depth > 64)
+        return 0;
+    const tth_ttype *t = lw_ty(e);
+    if (!t)
+        return 0;
+    int64_t h = t->rank >= 2 ? t->shape[t->rank - 2] : 1, w = t->rank >= 1 ? t->shape[t->rank - 1] : 1;
+    if (!((h == 1 && w == 1) || (h == OH && w == OW)))
+        return 0;
+    /* an op that is not pointwise (a convolution, a pool) is read from its buffer: its own shape
+     * is all that matters */
+    const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
+    if (impl && impl->value)
+        for (size_t i = 0; i < e->u.call.nargs; i++)
+            if (!epi_hw_ok(e->u.call.args[i], anchor, OH, OW, depth + 1))
+                return 0;
+    return 1;
+}
+
+/* One tile: RO output channels from oc0 times RP vectors of vl pixels from p0:
+ *   for ic: x_k = x[ic, p0 + k*vl .. +vl] (contiguous); for r: acc[r][k] = fma(broadcast(w[oc0+r, ic]), x_k, acc[r][k])
+ * then acc[r][k] + bias through the epilogue, stored as vl contiguous pixels of channel oc0+r. */
+static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, int RO, int RP)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int vl = k->vl;
+    int64_t P = p->OH * p->OW;
+    tth_tbuffer *acc = reg_buf(c, (int64_t)RO * RP * vl);
+    if (!acc)
+        return NULL;
+    tth_tstmt *seq = NULL;
+    for (int a = 0; a < RO * RP; a++)
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)a * vl), tth_tir_broadcast(c->m, f32(c, 0), vl), 0)))
+            return NULL;
+    lw_ax ic;
+    if (lw_ax_make(c, &ic, "ic", p->C))
+        return NULL;
+    tth_tvar *xv[8], *vw = lw_var(c, "wb", TTH_I64);
+    if (!vw)
+        return NULL;
+    for (int q = 0; q < RP; q++) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "x%u", c->nvars++);
+        if (!(xv[q] = tth_tir_var_vec(c->m, nm, TTH_F32, vl)))
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    }
+    /* packed weights: wp[(block*C + ic)*RObase + r], block = ob */
+    tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, RObase));
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < RO; r++) {
+        tth_texpr *wv = tth_tir_load(c->m, k->w, lw_add(c, lw_ref(c, vw), lw_i(c, r)));
+        for (int q = 0; q < RP; q++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * RP + q) * vl);
+            tth_texpr *f = madd(c, wv, lw_ref(c, xv[q]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
+                return NULL;
+        }
+    }
+    tth_tstmt *inner = upd;
+    tth_texpr *xrow = lw_add(c, k->xbase, lw_add(c, lw_mul(c, ic.e, lw_i(c, P)), p0));
+    for (int q = RP - 1; q >= 0; q--)
+        inner = lw_let(c, xv[q], tth_tir_vload(c->m, k->x, lw_add(c, xrow, lw_i(c, (int64_t)q * vl)), vl, 0), inner);
+    inner = lw_let(c, vw, wb, inner);
+    inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    for (int r = 0; r < RO; r++) {
+        tth_texpr *oc = lw_add(c, lw_mul(c, ob, lw_i(c, RObase)), lw_i(c, r));
+        for (int q = 0; q < RP; q++) {
+            tth_texpr *px = tth_tir_ramp(c->m, lw_add(c, p0, lw_i(c, (int64_t)q * vl)), 1, vl);
+            tth_tstmt *st = epi_store(k, oc, lw_i(c, 0), px, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RP + q) * vl), vl, 0));
+            if (!st || lw_append(c, &seq, st))
+                return NULL;
+        }
+    }
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* The weights [O, C, 1, 1] as wp[(block*C + ic)*RO + r] = w[block*RO + r, ic] (zeros past O). */
+static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t nblk = (p->O + RO - 1) / RO;
+    tth_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = TTH_F32;
+    t.rank = 1;
+    t.shape[0] = nblk * p->C * RO;
+    tth_tensor *pk = tth_tensor_new(&t, NULL);
+    if (!pk) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    float *dst = pk->data;
+    const float *src = wt->data;
+    memset(dst, 0, pk->nbytes);
+    for (int64_t o = 0; o < p->O; o++)
+        for (int64_t ic = 0; ic < p->C; ic++)
+            dst[((o / RO) * p->C + ic) * RO + o % RO] = src[o * p->C + ic];
+    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
+    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
+    tth_tensor_unref(pk);
+    if (!b)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return b;
+}
+
+/* A 1x1 stride-1 convolution of one group without padding, on an image of at least 4 vectors
+ * whose pixel count is a multiple of the lanes, with a constant weight and an epilogue that
+ * reads nothing broadcast along only one of H and W: out = W[O, C] x X[C, P] with the pixels
+ * in vectors (contiguous loads and stores in NCHW). *applied = 0 when it does not apply. */
+static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa, int *applied)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int vl = c->vec.f32_lanes;
+    int64_t P = p->OH * p->OW;
+    *applied = 0;
+    if (vl < 4 || !k->flat || p->groups != 1 || wa->kind != TTH_REXPR_CONST || P % vl || P < 4 * vl ||
+        (k->s->epi && !epi_hw_ok(k->s->epi, k->s->anchor, p->OH, p->OW, 0)))
+        return NULL;
+    *applied = 1;
+    k->vl = vl;
+    int regs = c->vec.registers;
+    int RO = regs >= 32 ? 6 : 4, RP = regs >= 32 ? 4 : 2;
+    if (RO > p->O)
+        RO = (int)p->O;
+    if (P / vl < RP)
+        RP = (int)(P / vl);
+    k->w = pw_pack(k, wa->u.constant.value, RO);
+    if (!k->w)
+        return NULL;
+    int64_t nblk = p->O / RO, ntile = P / ((int64_t)RP * vl), restv = (P / vl) % RP;
+    int par = p->O * P * p->C >= LW_PARALLEL_MIN;
+    tth_tstmt *seq = NULL;
+    /* full channel blocks x (full pixel tiles, then one tile of the remaining vectors) */
+    for (int part = 0; part < 2; part++) {
+        int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
+        int ro = part == 0 ? RO : (int)(p->O % RO);
+        if (nb == 0)
+            continue;
+        lw_ax q, b2;
+        if (lw_ax_make(c, &q, "q", nb * ntile) || lw_ax_make(c, &b2, "b", nb))
+            return NULL;
+        tth_texpr *ob = part == 0 ? (ntile > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ntile)) : q.e) : lw_i(c, nblk);
+        tth_texpr *t = ntile > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ntile)) : lw_i(c, 0);
+        if (ntile > 0) {
+            tth_tstmt *tl = pw_tile(k, ob, RO, lw_mul(c, t, lw_i(c, (int64_t)RP * vl)), ro, RP);
+            tl = lw_ax_loop(c, &q, par && nb * ntile > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
+            if (!tl || lw_append(c, &seq, tl))
+                return NULL;
+        }
+        if (restv) {
+            tth_texpr *ob2 = part == 0 ? b2.e : lw_i(c, nblk);
+            tth_tstmt *tl = pw_tile(k, ob2, RO, lw_i(c, ntile * RP * vl), ro, (int)restv);
+            tl = lw_ax_loop(c, &b2, par && nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
+            if (!tl || lw_append(c, &seq, tl))
+                return NULL;
+        }
+    }
+    return seq;
+}
+
 /* ------------------------------------------------------------------ depthwise kernel ---- */
 
 /* RV vectors of `lanes` pixels from (oh, ow0) of channel ch */
@@ -520,6 +694,19 @@ tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p,
 
     tth_tbuffer *xp = NULL, *wp = NULL;
     tth_tstmt *pack = NULL;
+    if (k.flat) {
+        /* the pixel-vectorized kernel when it applies (no padding, so no copy either) */
+        lw_ax an;
+        if (lw_ax_make(c, &an, "n", p->N))
+            return NULL;
+        k.n = an.e;
+        k.x = x;
+        k.xbase = lw_mul(c, an.e, lw_i(c, p->C * p->H * p->W));
+        int pw = 0;
+        tth_tstmt *kern = pointwise_kernel(&k, wa, &pw);
+        if (pw)
+            return kern ? lw_ax_loop(c, &an, TTH_LOOP_SERIAL, kern) : NULL;
+    }
     if (!depthwise) {
         /* lanes: the target's (a narrower vector costs as much per instruction, so a partial
          * last block beats more blocks), but no more than the group's channels need */

@@ -176,6 +176,21 @@ def case(name):
         y = np.maximum(conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1) + r, 0)
         return [(x, False), (w, True), (b, True), (r, False)], [
             ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_pixel_vectors":
+        # 1x1 on 8x10 = 80 pixels (5 vectors of 16: a tile of 4 and one of 1), batch 2, 20
+        # channels (blocks of 6 and a tail of 2), epilogue: + residual, * a [1, 1, 8, 10] map, relu
+        x, w, b = rnd((2, 12, 8, 10)), rnd((20, 12, 1, 1)), rnd((20,))
+        r, m = rnd((2, 20, 8, 10)), rnd((1, 1, 8, 10))
+        y = np.maximum((conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1) + r) * m, 0)
+        return [(x, False), (w, True), (b, True), (r, False), (m, False)], [
+            ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("multiply", {}, ["prev", "i4"]),
+            ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_pixel_vectors_row_broadcast":
+        # the same shapes with an epilogue operand broadcast along H only ([10]): the pixel
+        # kernel must not take it (its (0, p) index would read it wrongly)
+        x, w, v = rnd((1, 12, 8, 10)), rnd((16, 12, 1, 1)), rnd((10,))
+        y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1) + v
+        return [(x, False), (w, True), (v, False)], [("nn.conv2d", {}, ["i0", "i1"]), ("add", {}, ["prev", "i2"])], [y.astype(f32)]
     if name == "conv_tiles_depthwise_rows":
         # depthwise stride 1 on rows of 37 pixels (vectors, a partial group of vectors, a
         # scalar tail), dilation 2, then sigmoid
