@@ -24,8 +24,9 @@
  * share it).
  *
  * Vector TIR (tth/tir.h) maps to LLVM vector types: a RAMP of stride 1 under a LOAD or STORE is
- * one vector load or store of the element type; any other vector index is gathered or scattered
- * lane by lane. Math without an LLVM vector intrinsic is called lane by lane.
+ * one vector load or store of the element type; a load through a RAMP of stride 2 to 4 is one
+ * load of the span and a shuffle (the depthwise kernel's stride-2 rows); any other vector index
+ * is gathered or scattered lane by lane. Math without an LLVM vector intrinsic is called lane by lane.
  */
 #ifndef TTH_LLVM_CPU_CODEGEN_H
 #define TTH_LLVM_CPU_CODEGEN_H

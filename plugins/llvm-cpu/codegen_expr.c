@@ -647,6 +647,27 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             if (!vidx && !base)
                 return NULL;
             LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
+            const tth_texpr *ix = e->u.load.index;
+            int64_t st = ix->kind == TTH_TEXPR_RAMP ? ix->u.ramp.stride : 0;
+            if (!base && st >= 2 && st <= 4 && buf->dtype != TTH_BOOL) {
+                /* a small constant stride: one contiguous load of the span (s*(lanes-1)+1
+                 * elements, never past the last one used) and a shuffle that keeps every s-th */
+                LLVMValueRef b0 = tth__llcg_index(c, ix->u.ramp.base);
+                LLVMValueRef p = b0 ? tth__llcg_elem_ptr(c, buf, b0) : NULL;
+                if (!p)
+                    return NULL;
+                unsigned span = (unsigned)(st * (e->lanes - 1) + 1);
+                LLVMValueRef wide = LLVMBuildLoad2(c->b, LLVMVectorType(mt, span), p, "");
+                LLVMSetAlignment(wide, (unsigned)tth_dtype_size(buf->dtype));
+                LLVMValueRef mask[64];
+                for (int32_t l = 0; l < e->lanes && l < 64; l++)
+                    mask[l] = LLVMConstInt(i32_type(c), (unsigned long long)(l * st), 0);
+                if (e->lanes <= 64) {
+                    v = LLVMBuildShuffleVector(c->b, wide, LLVMGetPoison(LLVMTypeOf(wide)),
+                                               LLVMConstVector(mask, (unsigned)e->lanes), "");
+                    goto loaded;
+                }
+            }
             if (base) {
                 LLVMValueRef p = tth__llcg_elem_ptr(c, buf, base);
                 if (!p)
@@ -673,6 +694,7 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             v = LLVMBuildLoad2(c->b, mt, p, "");
             LLVMSetAlignment(v, align);
         }
+    loaded:
         if (buf->dtype == TTH_BOOL)
             v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
         return tth__llcg_convert(c, v, buf->dtype, e->dtype);
