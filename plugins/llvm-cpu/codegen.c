@@ -508,23 +508,24 @@ static void llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
 
 /* ---------------------------------------------------------------- the hook */
 
-/* A note when an x86-64 target names no CPU and this machine is an x86-64 with
- * wider vectors than the baseline: plain `llvm` means any x86-64 (SSE2, 4 lanes, no FMA;
- * docs/targets.md, "Vector shape"), several times slower here than code for the CPU. */
+/* A note when an x86-64 target asks for the baseline CPU (`-mcpu=generic`, or an `-mtriple`
+ * without `-mcpu`) and this machine is an x86-64 with wider vectors: such code is for any x86-64
+ * (SSE2, 4 lanes, no FMA; docs/targets.md, "Vector shape"), several times slower here than code
+ * for the CPU. */
 static void note_generic_cpu(const tth_host *host, const json_t *target_in, const llcg_options *o)
 {
     const json_t *t = llvm_target(target_in);
     if (!host || host->size < offsetof(tth_host, log) + sizeof host->log || !host->log || !t ||
-        json_str(t, "mcpu") || strncmp(o->triple, "x86_64", 6) != 0)
+        (json_str(t, "mcpu") && strcmp(json_str(t, "mcpu"), "generic") != 0) || strncmp(o->triple, "x86_64", 6) != 0)
         return;
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     const char *width = features && strstr(features, "+avx512f") ? "AVX-512, 16 lanes"
                         : features && strstr(features, "+avx2") ? "AVX2, 8 lanes" : NULL;
     if (width) {
         char msg[TTH_DIAG_MESSAGE_MAX];
-        snprintf(msg, sizeof msg, "target 'llvm' names no CPU, so the code is for any x86-64 (SSE2, 4 lanes, "
-                 "no FMA); this machine's CPU (%s, %s) runs code made for it several times faster: add "
-                 "-mcpu=native, or -mcpu=<the CPU you deploy on>", cpu ? cpu : "?", width);
+        snprintf(msg, sizeof msg, "the target's CPU is the generic x86-64, so the code runs on any x86-64 (SSE2, 4 lanes, "
+                 "no FMA); this machine's CPU (%s, %s) runs code made for it several times faster: drop "
+                 "-mcpu and -mtriple (plain 'llvm' is this machine), or give -mcpu=<the CPU you deploy on>", cpu ? cpu : "?", width);
         host->log(host->ctx, TTH_SEV_INFO, msg);
     }
     LLVMDisposeMessage(cpu);

@@ -106,8 +106,10 @@ TTH_PLUGIN_EXPORT int tth_target_parser(const tth_host *host, const json_t *targ
     }
     if (json_object_get(target, "mtriple") || json_object_get(target, "mcpu"))
         return tth_cpu_target_parse(target, out, diag);
+    /* plain `llvm` is this machine: its triple, CPU and features, as -mcpu=native gives them
+     * (docs/targets.md); -mcpu=generic asks for portable code */
     json_t *t = json_deep_copy(target);
-    if (!t || json_object_set_new(t, "mtriple", json_string(tth_host_triple())) != 0) {
+    if (!t || json_object_set_new(t, "mcpu", json_string("native")) != 0) {
         json_decref(t);
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     }

@@ -92,3 +92,37 @@ Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
     cr_assert(compared * 3 >= sampled, "only %d of %d sampled cases pass with c", compared, sampled);
     cr_assert_str_empty(failures, "cases c passes but llvm does not:\n%s", failures);
 }
+
+/* The pathology issue 9 found (naming the CPU gave slower code) must never come back as wrong
+ * code either: plain `llvm` (this machine: its CPU's widest vectors, FMA, the thread pool),
+ * `-mcpu=generic` (4-lane SSE2 or NEON, multiply and add) and, on an x86-64 host, an AVX2 CPU
+ * (8 lanes, 16 registers) all pass the same convolution cases: every vector shape of the tiled
+ * kernels, compiled and run (tolerances of tests/compile/onnx_case.c). Timings are the
+ * benchmark's business (bench/vs_ort prints both). */
+Test(llvm_pipeline, host_cpu_generic_and_avx2_agree_on_convolutions, .timeout = 600)
+{
+    static const char *const cases[] = {
+        "pytorch-converted/test_Conv2d", "pytorch-converted/test_Conv2d_depthwise_padded",
+        "pytorch-converted/test_Conv2d_depthwise_strided", "pytorch-converted/test_Conv2d_depthwise_with_multiplier",
+        "pytorch-converted/test_Conv2d_dilated", "pytorch-converted/test_Conv2d_groups",
+        "pytorch-converted/test_Conv2d_no_bias", "pytorch-converted/test_Conv2d_padding",
+        "pytorch-converted/test_Conv2d_strided", "node/test_conv_with_strides_and_asymmetric_padding",
+        "node/test_basic_conv_with_padding",
+    };
+    tth_registry *r = test_registry();
+    const char *targets[3] = {"llvm", "llvm -mcpu=generic", NULL};
+    if (strncmp(tth_host_triple(), "x86_64", 6) == 0)
+        targets[2] = "llvm -mcpu=haswell";
+    for (int k = 0; k < 3 && targets[k]; k++) {
+        json_t *t = parse_target(r, targets[k]);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char dir[512];
+            snprintf(dir, sizeof dir, "/usr/share/libonnx-testdata/data/%s", cases[i]);
+            tth_case_result res;
+            tth_case_status st = tth_case_run(dir, r, t, &res);
+            cr_expect_eq(st, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], res.detail);
+        }
+        json_decref(t);
+    }
+    tth_registry_free(r);
+}

@@ -66,11 +66,19 @@ Test(cpu, other_architectures_get_no_derived_key)
     json_decref(t);
 }
 
-Test(cpu, plain_llvm_gets_the_host_triple_not_the_host_cpu)
+Test(cpu, plain_llvm_is_this_machine_and_generic_is_portable)
 {
-    json_t *t = ok("llvm");
+    /* plain llvm = -mcpu=native: the host's triple, CPU and features in the canonical target */
+    json_t *t = ok("llvm"), *n = ok("llvm -mcpu=native");
     cr_assert_str_eq(str(t, "mtriple"), tth_host_triple());
-    cr_assert_null(json_object_get(t, "mcpu"));
+    cr_assert_str_eq(str(t, "mcpu"), tth_host_cpu_name());
+    cr_assert(json_equal(t, n), "plain llvm and -mcpu=native differ");
+    json_decref(t);
+    json_decref(n);
+    /* -mcpu=generic stays generic */
+    t = ok("llvm -mcpu=generic");
+    cr_assert_str_eq(str(t, "mcpu"), "generic");
+    cr_assert_null(json_object_get(t, "mattr"));
     json_decref(t);
     /* with an mcpu the triple stays as given (absent): LLVM compiles for the host triple */
     char text[128];
