@@ -77,6 +77,136 @@ static tth_texpr *batch_base(lw_ctx *c, const tth_ttype *t, int mdims, const mm_
     return base;
 }
 
+/* ---- the register-tiled float32 kernel (docs/lowering.md, "Matmul kernel") ----
+ * A [.., M, K] (batch dims flattened into R = rows) times B [K, N] (shared by every batch):
+ * a tile is RM rows times RN vectors of vl columns, accumulated in a REGISTER buffer:
+ *   for k: b_j = B[k, n0 + j*vl .. +vl] (contiguous); for r: acc[r][j] = fma(broadcast(A[m0+r, k]), b_j, acc[r][j])
+ * then each accumulator goes through the epilogue and is stored as vl contiguous columns. */
+
+typedef struct mmt {
+    lw_ctx *c;
+    const lw_sink *s;
+    tth_tbuffer *A, *B;
+    int64_t R, K, N;
+    const tth_ttype *ot;
+} mmt;
+
+static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, int vl)
+{
+    lw_ctx *c = t->c;
+    int64_t n = (int64_t)RM * RN * vl;
+    char name[32];
+    snprintf(name, sizeof name, "acc%u", c->nbufs++);
+    tth_tbuffer *acc = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
+    if (!acc)
+        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    tth_tstmt *seq = NULL;
+    for (int a = 0; a < RM * RN; a++)
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)a * vl),
+                                              tth_tir_broadcast(c->m, tth_tir_float(c->m, TTH_F32, 0), vl), 0)))
+            return NULL;
+    lw_ax ak;
+    if (lw_ax_make(c, &ak, "k", t->K))
+        return NULL;
+    tth_tvar *bv[8];
+    for (int j = 0; j < RN; j++) {
+        snprintf(name, sizeof name, "b%u", c->nvars++);
+        if (!(bv[j] = tth_tir_var_vec(c->m, name, TTH_F32, vl)))
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    }
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < RM; r++) {
+        tth_texpr *av = tth_tir_load(c->m, t->A, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), ak.e));
+        for (int j = 0; j < RN; j++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * RN + j) * vl);
+            tth_texpr *old = tth_tir_vload(c->m, acc, ai, vl, 0);
+            tth_texpr *f = c->vec.fma ? tth_tir_fma(c->m, av, lw_ref(c, bv[j]), old)
+                                      : lw_add(c, lw_mul(c, av, lw_ref(c, bv[j])), old);
+            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
+                return NULL;
+        }
+    }
+    tth_tstmt *inner = upd;
+    for (int j = RN - 1; j >= 0; j--)
+        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, ak.e, lw_i(c, t->N)), n0),
+                                                                  lw_i(c, (int64_t)j * vl)), vl, 0), inner);
+    inner = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    const tth_ttype *ot = t->ot;
+    for (int r = 0; r < RM; r++) {
+        /* the output index of row m0 + r: its batch dims and M, then the columns */
+        tth_texpr *idx[TTH_MAX_RANK], *row = lw_add(c, m0, lw_i(c, r));
+        for (int d = ot->rank - 2; d >= 0; d--) {
+            idx[d] = ot->shape[d] == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, row, lw_i(c, ot->shape[d]));
+            row = lw_bin(c, TTH_TBIN_DIV, row, lw_i(c, ot->shape[d]));
+        }
+        for (int j = 0; j < RN; j++) {
+            idx[ot->rank - 1] = tth_tir_ramp(c->m, lw_add(c, n0, lw_i(c, (int64_t)j * vl)), 1, vl);
+            tth_tstmt *st = lw_sink_store(c, t->s, 0, idx, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl), vl, 0));
+            if (!st || lw_append(c, &seq, st))
+                return NULL;
+        }
+    }
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* every row block of columns [n0, n0 + ncol*RN*vl) in ncol tiles of RN vectors (ncol loop) */
+static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, int RM, int par)
+{
+    lw_ctx *c = t->c;
+    tth_tstmt *seq = NULL;
+    int64_t nrb = t->R / RM;
+    for (int part = 0; part < 2; part++) {
+        int64_t nb = part == 0 ? nrb : (t->R % RM ? 1 : 0);
+        int rm = part == 0 ? RM : (int)(t->R % RM);
+        if (nb * ncol == 0)
+            continue;
+        lw_ax q;
+        if (lw_ax_make(c, &q, "q", nb * ncol))
+            return NULL;
+        tth_texpr *rb = part == 0 ? (ncol > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ncol)) : q.e) : lw_i(c, nrb);
+        tth_texpr *cb = ncol > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ncol)) : lw_i(c, 0);
+        tth_tstmt *tl = mm_tile(t, lw_mul(c, rb, lw_i(c, RM)),
+                                lw_add(c, lw_i(c, col0), lw_mul(c, cb, lw_i(c, (int64_t)RN * vl))), rm, RN, vl);
+        tl = lw_ax_loop(c, &q, par && nb * ncol > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
+    }
+    return seq;
+}
+
+static tth_tstmt *mm_tiled(lw_ctx *c, const tth_rexpr *call, const mm_p *p, const lw_sink *s, int *applied)
+{
+    const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
+    int vl = c->vec.f32_lanes;
+    *applied = 0;
+    if (p->quant || vl < 4 || at->dtype != TTH_F32 || bt->dtype != TTH_F32 || ot->dtype != TTH_F32 ||
+        at->rank < 2 || bt->rank != 2 || p->N < vl || ot->rank != at->rank)
+        return NULL;
+    *applied = 1;
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), 0, p->K, p->N, ot};
+    if (!t.A || !t.B)
+        return NULL;
+    t.R = lw_numel(at->shape, at->rank) / p->K;
+    int regs = c->vec.registers;
+    int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
+    if (RM > t.R)
+        RM = (int)t.R;
+    if (p->N / vl < RN)
+        RN = (int)(p->N / vl);
+    int par = t.R * p->N * p->K >= LW_PARALLEL_MIN;
+    int64_t nvec = p->N / vl, ntile = nvec / RN, restv = nvec % RN, tail = p->N % vl;
+    tth_tstmt *seq = NULL, *part;
+    if (ntile && (!(part = mm_cols(&t, 0, ntile, RN, vl, RM, par)) || lw_append(c, &seq, part)))
+        return NULL;
+    if (restv && (!(part = mm_cols(&t, ntile * RN * vl, 1, (int)restv, vl, RM, par)) || lw_append(c, &seq, part)))
+        return NULL;
+    if (tail && (!(part = mm_cols(&t, nvec * vl, tail, 1, 1, RM, par)) || lw_append(c, &seq, part)))
+        return NULL;
+    return seq;
+}
+
 tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     mm_p p;
@@ -85,6 +215,10 @@ tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
         return NULL;
     }
+    int applied = 0;
+    tth_tstmt *tiled = mm_tiled(c, call, &p, s, &applied);
+    if (applied)
+        return tiled;
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     tth_tbuffer *A = lw_buf(c, lw_arg(call, 0)), *B = lw_buf(c, lw_arg(call, 1));
     if (!A || !B)

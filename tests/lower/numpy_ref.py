@@ -208,6 +208,14 @@ def case(name):
         a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}
         y = conv2d_transpose(x, w, [2, 3], [1, 0, 2, 1], [1, 2], 2, [1, 1])
         return [(x, False), (w, False)], [("nn.conv2d_transpose", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "matmul_tiles_bias_relu":
+        # the tiled matmul kernel at its edges: 10 rows (a block of 6 or 4 and a partial one),
+        # 45 columns (whole tiles, leftover vectors and single columns at every width), a batch
+        # dimension, + bias and relu in the epilogue
+        a, b, c = rnd((2, 5, 37)), rnd((37, 45)), rnd((45,))
+        y = np.maximum(a.astype("float64") @ b.astype("float64") + c, 0)
+        return [(a, False), (b, True), (c, True)], [("matmul", {}, ["i0", "i1"]), ("add", {}, ["prev", "i2"]),
+                                                    ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "matmul_batch_broadcast":
         a, b = rnd((2, 1, 3, 4)), rnd((5, 4, 2))
         return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]

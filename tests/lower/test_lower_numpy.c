@@ -159,11 +159,12 @@ static void run_np(const char *name)
     json_t *meta = json_load_file(path, 0, &err);
     cr_assert_not_null(meta, "%s: %s", path, err.text);
     check_with(meta, name, NULL, "c");
-    /* convolutions also at each vector shape of the tiled kernels (docs/targets.md) */
+    /* convolutions and matmuls also at each vector shape of the tiled kernels (docs/targets.md) */
     int conv = 0;
     const json_t *steps = json_object_get(meta, "chain");
     for (size_t i = 0; i < json_array_size(steps); i++)
-        conv |= !strcmp(json_string_value(json_object_get(json_array_get(steps, i), "op")), "nn.conv2d");
+        conv |= !strcmp(json_string_value(json_object_get(json_array_get(steps, i), "op")), "nn.conv2d") ||
+                !strcmp(json_string_value(json_object_get(json_array_get(steps, i), "op")), "matmul");
     static const char *const targets[][2] = {
         {"sse2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{}}"},
         {"avx2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx2\":true}}"},
@@ -189,6 +190,7 @@ NP(conv_tiles_channel_tail)
 NP(conv_tiles_runtime_weights_groups)
 NP(conv_tiles_pointwise_residual)
 NP(conv_tiles_pixel_vectors)
+NP(matmul_tiles_bias_relu)
 NP(conv_tiles_pixel_vectors_row_broadcast)
 NP(conv_tiles_depthwise_rows)
 NP(conv_tiles_depthwise_stride2)
