@@ -372,10 +372,10 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
             row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
         else
             row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
-        /* B0 = Bstart + (q / nrow) * RC, r = q % nrow */
-        tth_texpr *bq = nrow == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nrow));
+        /* rows outermost (docs/threads.md, "Locality"): r = q / nblk, B0 = Bstart + (q % nblk) * RC */
+        tth_texpr *bq = nblk == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nblk));
         row = lw_let(c, vB, lw_add(c, lw_i(c, Bstart), lw_mul(c, bq, lw_i(c, RC))),
-                     lw_let(c, vr, nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nrow)), row));
+                     lw_let(c, vr, nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nblk)), row));
         row = lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
         if (!row || lw_append(c, &seq, row))
             return NULL;
@@ -562,8 +562,9 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa, int *applied)
         lw_ax q, b2;
         if (lw_ax_make(c, &q, "q", nb * ntile) || lw_ax_make(c, &b2, "b", nb))
             return NULL;
-        tth_texpr *ob = part == 0 ? (ntile > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ntile)) : q.e) : lw_i(c, nblk);
-        tth_texpr *t = ntile > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ntile)) : lw_i(c, 0);
+        /* pixel tiles outermost (docs/threads.md, "Locality"): t = q / nb, ob = q % nb */
+        tth_texpr *ob = part == 0 ? (nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nb)) : lw_i(c, 0)) : lw_i(c, nblk);
+        tth_texpr *t = ntile > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nb)) : lw_i(c, 0);
         if (ntile > 0) {
             tth_tstmt *tl = pw_tile(k, ob, RO, lw_mul(c, t, lw_i(c, (int64_t)RP * vl)), ro, RP);
             tl = lw_ax_loop(c, &q, par && nb * ntile > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
@@ -639,10 +640,14 @@ static tth_tstmt *depthwise_kernel(tk *k)
             vl = cand;
     const int RV = 4;
     int64_t nv = p->OW / vl, rest = p->OW % vl;
-    lw_ax ch, oh, t, q;
-    if (lw_ax_make(c, &ch, "ch", p->C) || lw_ax_make(c, &oh, "oh", p->OH) || lw_ax_make(c, &t, "t", nv / RV) ||
-        lw_ax_make(c, &q, "q", rest))
+    /* one loop over (row, channel) pairs, rows outermost (docs/threads.md, "Locality") */
+    lw_ax rc, t, q;
+    if (lw_ax_make(c, &rc, "rc", p->OH * p->C) || lw_ax_make(c, &t, "t", nv / RV) || lw_ax_make(c, &q, "q", rest))
         return NULL;
+    tth_tvar *vch = lw_var(c, "ch", TTH_I64), *voh = lw_var(c, "oh", TTH_I64);
+    if (!vch || !voh)
+        return NULL;
+    lw_ax ch = {vch, p->C == 1 ? lw_i(c, 0) : lw_ref(c, vch), p->C}, oh = {voh, p->OH == 1 ? lw_i(c, 0) : lw_ref(c, voh), p->OH};
     tth_tstmt *rowseq = NULL;
     if (nv / RV > 0) {
         tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_mul(c, t.e, lw_i(c, (int64_t)RV * vl)), RV, vl);
@@ -659,9 +664,10 @@ static tth_tstmt *depthwise_kernel(tk *k)
         if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &q, TTH_LOOP_SERIAL, tl)))
             return NULL;
     }
-    tth_tstmt *body = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, rowseq);
+    tth_tstmt *body = lw_let(c, voh, lw_bin(c, TTH_TBIN_DIV, rc.e, lw_i(c, p->C)),
+                             lw_let(c, vch, lw_bin(c, TTH_TBIN_MOD, rc.e, lw_i(c, p->C)), rowseq));
     int64_t work = p->C * p->OH * p->OW * p->KH * p->KW;
-    return lw_ax_loop(c, &ch, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    return lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN && p->OH * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
 }
 
 /* ------------------------------------------------------------------------- entry ---- */

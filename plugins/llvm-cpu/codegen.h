@@ -26,7 +26,7 @@
  * Vector TIR (tth/tir.h) maps to LLVM vector types: a RAMP of stride 1 under a LOAD or STORE is
  * one vector load or store of the element type; a load through a RAMP of stride 2 to 4 is one
  * load of the span and a shuffle (the depthwise kernel's stride-2 rows); any other vector index
- * is gathered or scattered lane by lane. Math without an LLVM vector intrinsic is called lane by lane.
+ * is an llvm.masked.gather / llvm.masked.scatter. Math without an LLVM vector intrinsic is called lane by lane.
  */
 #ifndef TTH_LLVM_CPU_CODEGEN_H
 #define TTH_LLVM_CPU_CODEGEN_H
@@ -115,6 +115,10 @@ LLVMValueRef tth__llcg_splat(tth__llcg *c, LLVMValueRef v, int32_t lanes);
 /* The i64 index vector of a vector index expression, or, when the index is a RAMP of stride 1
  * (a contiguous access), NULL with *contiguous_base set to its scalar base. */
 LLVMValueRef tth__llcg_vindex(tth__llcg *c, const tth_texpr *index, LLVMValueRef *contiguous_base);
+/* buf's lanes at an i64 index vector (a gather), and v stored at one (a scatter: 0 or a code),
+ * as llvm.masked.gather / llvm.masked.scatter with every lane on. */
+LLVMValueRef tth__llcg_gather(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, int32_t lanes);
+int tth__llcg_scatter(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, LLVMValueRef v);
 /* &buf[index] (index already lowered to i64). */
 LLVMValueRef tth__llcg_elem_ptr(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef index);
 /* The base pointer of a buffer in the current function (parameter, workspace slice, stack

@@ -179,6 +179,46 @@ LLVMValueRef tth__llcg_elem_ptr(tth__llcg *c, const tth_tbuffer *buf, LLVMValueR
     return LLVMBuildInBoundsGEP2(c->b, tth__llcg_mem_type(c, buf->dtype), base, &index, 1, "");
 }
 
+/* The lanes of buf at the i64 index vector vidx, or v stored there: llvm.masked.gather /
+ * llvm.masked.scatter with every lane on. One instruction where the CPU has one (AVX-512, AVX2's
+ * gathers); elsewhere LLVM expands it late, so the IR the optimizer sees stays one call instead
+ * of a load and an insert per lane. */
+static LLVMValueRef masked_mem(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, int32_t lanes, LLVMValueRef v)
+{
+    LLVMValueRef base = tth__llcg_buffer_base(c, buf);
+    if (!base)
+        return NULL;
+    LLVMTypeRef et = tth__llcg_mem_type(c, buf->dtype), vt = LLVMVectorType(et, (unsigned)lanes);
+    LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(c->b, et, base, &vidx, 1, "");
+    LLVMTypeRef tys[2] = {vt, LLVMTypeOf(ptrs)};
+    const char *name = v ? "llvm.masked.scatter" : "llvm.masked.gather";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (id == 0) {
+        tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name);
+        return NULL;
+    }
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+    LLVMTypeRef fnty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
+    LLVMValueRef align = LLVMConstInt(i32_type(c), (unsigned long long)tth_dtype_size(buf->dtype), 0);
+    LLVMValueRef mask = LLVMConstAllOnes(LLVMVectorType(LLVMInt1TypeInContext(c->ctx), (unsigned)lanes));
+    if (v) {
+        LLVMValueRef args[4] = {v, ptrs, align, mask};
+        return LLVMBuildCall2(c->b, fnty, fn, args, 4, "");
+    }
+    LLVMValueRef args[4] = {ptrs, align, mask, LLVMGetPoison(vt)};
+    return LLVMBuildCall2(c->b, fnty, fn, args, 4, "");
+}
+
+LLVMValueRef tth__llcg_gather(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, int32_t lanes)
+{
+    return masked_mem(c, buf, vidx, lanes, NULL);
+}
+
+int tth__llcg_scatter(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, LLVMValueRef v)
+{
+    return masked_mem(c, buf, vidx, tth__llcg_lanes_of(v), v) ? 0 : (c->diag ? c->diag->code : TTH_EINVAL);
+}
+
 /* ---------------------------------------------------------------- binary operators */
 
 /* Signed floor division and modulo from C's truncating ones: when the remainder is non-zero
@@ -674,17 +714,8 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
                     return NULL;
                 v = LLVMBuildLoad2(c->b, vt, p, "");
                 LLVMSetAlignment(v, align);
-            } else {
-                v = LLVMGetPoison(vt);
-                for (int32_t l = 0; l < e->lanes; l++) {
-                    LLVMValueRef k = LLVMConstInt(i32_type(c), (unsigned long long)l, 0);
-                    LLVMValueRef p = tth__llcg_elem_ptr(c, buf, LLVMBuildExtractElement(c->b, vidx, k, ""));
-                    if (!p)
-                        return NULL;
-                    LLVMValueRef x = LLVMBuildLoad2(c->b, mt, p, "");
-                    LLVMSetAlignment(x, (unsigned)tth_dtype_size(buf->dtype));
-                    v = LLVMBuildInsertElement(c->b, v, x, k, "");
-                }
+            } else if (!(v = tth__llcg_gather(c, buf, vidx, e->lanes))) {
+                return NULL;
             }
         } else {
             LLVMValueRef idx = tth__llcg_index(c, e->u.load.index);

@@ -528,18 +528,8 @@ static int lower_store(tth__llcg *c, const tth_tstmt *s)
     if (buf->dtype == TTH_BOOL)
         v = LLVMBuildZExt(c->b, v, lanes > 1 ? LLVMVectorType(LLVMInt8TypeInContext(c->ctx), (unsigned)lanes)
                                              : LLVMInt8TypeInContext(c->ctx), "");
-    if (lanes > 1 && !base) {
-        /* scattered: lane by lane */
-        for (int32_t l = 0; l < lanes; l++) {
-            LLVMValueRef k = i32_const(c, l);
-            LLVMValueRef p = tth__llcg_elem_ptr(c, buf, LLVMBuildExtractElement(c->b, vidx, k, ""));
-            if (!p)
-                return c->diag ? c->diag->code : TTH_EINVAL;
-            LLVMValueRef st = LLVMBuildStore(c->b, LLVMBuildExtractElement(c->b, v, k, ""), p);
-            LLVMSetAlignment(st, esize);
-        }
-        return 0;
-    }
+    if (lanes > 1 && !base)
+        return tth__llcg_scatter(c, buf, vidx, v); /* lanes stored in order, as LLVM defines it */
     LLVMValueRef p = tth__llcg_elem_ptr(c, buf, lanes > 1 ? base : idx);
     if (!p)
         return c->diag ? c->diag->code : TTH_EINVAL;

@@ -251,8 +251,10 @@ Test(llvm, elementwise_parallel_one_core_is_serial)
 static const char *const pool_c =
     "#include <stdint.h>\n"
     "static int next_slot;\n"
+    "int tst_calls;\n"
     "static __thread int slot;\n"
     "int32_t tst_thread_slot(int64_t i) {\n"
+    "    __atomic_add_fetch(&tst_calls, 1, __ATOMIC_SEQ_CST);\n"
     "    if (!slot) slot = __atomic_add_fetch(&next_slot, 1, __ATOMIC_SEQ_CST);\n"
     "    volatile double x = (double)i; for (int k = 0; k < 20000; k++) x = x * 1.0000001 + 1e-9;\n"
     "    return slot;\n"
@@ -302,6 +304,7 @@ Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
     }
     if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
         cr_assert_eq(distinct, 2, "TTH_NUM_THREADS=2: iterations ran on %d threads", distinct);
+    cr_assert_eq(*(int *)sym(&l, "tst_calls"), 2 * 64, "every iteration runs exactly once");
     unlink_module(&l);
     tth_tir_module_free(m);
     unsetenv("TTH_NUM_THREADS");
