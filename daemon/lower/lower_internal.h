@@ -234,8 +234,10 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
 #define LW_INLINE_MAX_COST 3
 #define LW_INLINE_MAX_USES 4
 
-/* Work above this many elements gets a parallel outer loop. */
-#define LW_PARALLEL_MIN 4096
+/* Work of at least this many elements or multiply-adds gets a parallel outer loop: below it (a
+ * few microseconds) a launch and the cores' cache traffic cost more than the split saves
+ * (bench/README.md: 4096 made ShuffleNet-v2 slower on two threads than on one). */
+#define LW_PARALLEL_MIN (1 << 18)
 
 /* Substitute LETs bound to integer immediates and one-iteration loops, drop empty loops and
  * constant IFs (lower_simplify.c). NULL on OOM (diag set). */
