@@ -476,6 +476,28 @@ tth_tbuffer *lw_local(lw_ctx *c, const char *prefix, tth_dtype t, int rank, cons
     return b;
 }
 
+tth_texpr *lw_madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc)
+{
+    return c->vec.fma ? tth_tir_fma(c->m, a, b, acc) : lw_add(c, lw_mul(c, a, b), acc);
+}
+
+tth_tbuffer *lw_reg_tile(lw_ctx *c, int64_t nvec, int vl, tth_tstmt **init)
+{
+    char name[32];
+    int64_t n = nvec * vl;
+    snprintf(name, sizeof name, "acc%u", c->nbufs++);
+    tth_tbuffer *b = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
+    if (!b) {
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    tth_texpr *zero = tth_tir_broadcast(c->m, tth_tir_float(c->m, TTH_F32, 0), vl);
+    for (int64_t a = 0; a < nvec; a++)
+        if (lw_append(c, init, tth_tir_vstore(c->m, b, lw_i(c, a * vl), zero, 0)))
+            return NULL;
+    return b;
+}
+
 /* ----------------------------------------------------------------------------- values ---- */
 
 /* float16 values are computed with in float32 */

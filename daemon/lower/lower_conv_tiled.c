@@ -44,25 +44,6 @@ typedef struct tk {
     const tth_rexpr *bias;   /* NULL without */
 } tk;
 
-static tth_tbuffer *reg_buf(lw_ctx *c, int64_t n)
-{
-    char name[32];
-    snprintf(name, sizeof name, "acc%u", c->nbufs++);
-    tth_tbuffer *b = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
-    if (!b)
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    return b;
-}
-
-/* a * b + c: one FMA where the target has the instruction, else a multiply and an add (an FMA
- * without the instruction is a library call per lane) */
-static tth_texpr *madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc)
-{
-    if (c->vec.fma)
-        return tth_tir_fma(c->m, a, b, acc);
-    return lw_add(c, lw_mul(c, a, b), acc);
-}
-
 static tth_texpr *f32(lw_ctx *c, double v)
 {
     return tth_tir_float(c->m, TTH_F32, v);
@@ -119,25 +100,44 @@ static tth_tstmt *pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
 
+/* A zeroed float32 tensor of n elements for packed weights; NULL on OOM (diag set). */
+static tth_tensor *packed_new(lw_ctx *c, int64_t n)
+{
+    tth_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = TTH_F32;
+    t.rank = 1;
+    t.shape[0] = n;
+    tth_tensor *pk = tth_tensor_new(&t, NULL);
+    if (!pk)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    else
+        memset(pk->data, 0, pk->nbytes);
+    return pk;
+}
+
+/* The packed weights as a CONST buffer of the function (takes pk's reference). */
+static tth_tbuffer *packed_const(lw_ctx *c, tth_tensor *pk)
+{
+    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
+    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
+    tth_tensor_unref(pk);
+    if (!b)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return b;
+}
+
 /* The packed weights of a constant weight tensor, as a CONST buffer. */
 static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t KK = p->KH * p->KW, vl = k->vl;
-    tth_ttype t;
-    memset(&t, 0, sizeof t);
-    t.dtype = TTH_F32;
-    t.rank = 1;
-    t.shape[0] = p->groups * k->NB * k->Cg * KK * vl;
-    tth_tensor *pk = tth_tensor_new(&t, NULL);
-    if (!pk) {
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    tth_tensor *pk = packed_new(c, p->groups * k->NB * k->Cg * KK * vl);
+    if (!pk)
         return NULL;
-    }
     float *dst = pk->data;
     const float *src = wt->data;
-    memset(dst, 0, pk->nbytes);
     for (int64_t g = 0; g < p->groups; g++)
         for (int64_t bg = 0; bg < k->NB; bg++)
             for (int64_t l = 0; l < vl && bg * vl + l < k->Og; l++) {
@@ -146,12 +146,7 @@ static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
                     for (int64_t kk = 0; kk < KK; kk++)
                         dst[(((g * k->NB + bg) * k->Cg + ic) * KK + kk) * vl + l] = src[(oc * k->Cg + ic) * KK + kk];
             }
-    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
-    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
-    tth_tensor_unref(pk);
-    if (!b)
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    return b;
+    return packed_const(c, pk);
 }
 
 /* The same packing as a loop, for a weight computed at run time: into LOCAL buffer wp. */
@@ -202,13 +197,10 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     const lw_conv_p *p = k->p;
     int vl = k->vl;
     int64_t KK = p->KH * p->KW;
-    tth_tbuffer *acc = reg_buf(c, (int64_t)RC * RW * vl);
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RC * RW, vl, &seq);
     if (!acc)
         return NULL;
-    tth_tstmt *seq = NULL;
-    for (int a = 0; a < RC * RW; a++)
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)a * vl), tth_tir_broadcast(c->m, f32(c, 0), vl), 0)))
-            return NULL;
 
     /* the reduction: ic, kh, kw */
     lw_ax ic, kh, kw;
@@ -243,7 +235,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     for (int r = 0; r < RW; r++)
         for (int j = 0; j < RC; j++) {
             tth_texpr *ai = lw_i(c, ((int64_t)j * RW + r) * vl);
-            tth_texpr *f = madd(c, lw_ref(c, xv[r]), lw_ref(c, wv[j]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            tth_texpr *f = lw_madd(c, lw_ref(c, xv[r]), lw_ref(c, wv[j]), tth_tir_vload(c->m, acc, ai, vl, 0));
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
@@ -444,13 +436,10 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
     const lw_conv_p *p = k->p;
     int vl = k->vl;
     int64_t P = p->OH * p->OW;
-    tth_tbuffer *acc = reg_buf(c, (int64_t)RO * RP * vl);
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RO * RP, vl, &seq);
     if (!acc)
         return NULL;
-    tth_tstmt *seq = NULL;
-    for (int a = 0; a < RO * RP; a++)
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)a * vl), tth_tir_broadcast(c->m, f32(c, 0), vl), 0)))
-            return NULL;
     lw_ax ic;
     if (lw_ax_make(c, &ic, "ic", p->C))
         return NULL;
@@ -470,7 +459,7 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
         tth_texpr *wv = tth_tir_load(c->m, k->w, lw_add(c, lw_ref(c, vw), lw_i(c, r)));
         for (int q = 0; q < RP; q++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * RP + q) * vl);
-            tth_texpr *f = madd(c, wv, lw_ref(c, xv[q]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            tth_texpr *f = lw_madd(c, wv, lw_ref(c, xv[q]), tth_tir_vload(c->m, acc, ai, vl, 0));
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
@@ -501,28 +490,15 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t nblk = (p->O + RO - 1) / RO;
-    tth_ttype t;
-    memset(&t, 0, sizeof t);
-    t.dtype = TTH_F32;
-    t.rank = 1;
-    t.shape[0] = nblk * p->C * RO;
-    tth_tensor *pk = tth_tensor_new(&t, NULL);
-    if (!pk) {
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    tth_tensor *pk = packed_new(c, nblk * p->C * RO);
+    if (!pk)
         return NULL;
-    }
     float *dst = pk->data;
     const float *src = wt->data;
-    memset(dst, 0, pk->nbytes);
     for (int64_t o = 0; o < p->O; o++)
         for (int64_t ic = 0; ic < p->C; ic++)
             dst[((o / RO) * p->C + ic) * RO + o % RO] = src[o * p->C + ic];
-    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
-    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
-    tth_tensor_unref(pk);
-    if (!b)
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    return b;
+    return packed_const(c, pk);
 }
 
 /* A 1x1 stride-1 convolution of one group without padding, on an image of at least 4 vectors
@@ -589,13 +565,10 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, i
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    tth_tbuffer *acc = reg_buf(c, (int64_t)RV * lanes);
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, RV, lanes, &seq);
     if (!acc)
         return NULL;
-    tth_tstmt *seq = NULL;
-    for (int v = 0; v < RV; v++)
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)v * lanes), tth_tir_broadcast(c->m, f32(c, 0), lanes), 0)))
-            return NULL;
     lw_ax kh, kw;
     if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
@@ -610,7 +583,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, i
     for (int v = 0; v < RV; v++) {
         tth_texpr *xi = tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vx), lw_i(c, (int64_t)v * lanes * p->sw)), p->sw, lanes);
         tth_texpr *ai = lw_i(c, (int64_t)v * lanes);
-        tth_texpr *f = madd(c, tth_tir_load(c->m, k->x, xi), lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, lanes, 0));
+        tth_texpr *f = lw_madd(c, tth_tir_load(c->m, k->x, xi), lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, lanes, 0));
         if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
             return NULL;
     }

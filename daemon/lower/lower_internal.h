@@ -196,6 +196,12 @@ tth_texpr *lw_axis_value(lw_ctx *c, const tth_rexpr *a, tth_texpr *axis_idx);
 /* the buffer holding a tensor node (param, constant, computed intermediate) */
 tth_tbuffer *lw_buf(lw_ctx *c, const tth_rexpr *e);
 tth_tbuffer *lw_local(lw_ctx *c, const char *prefix, tth_dtype t, int rank, const int64_t *shape);
+/* A register tile of nvec float32 vectors of vl lanes (a REGISTER buffer: the code generators keep
+ * it in registers), with the statements that zero it appended to *init. NULL on OOM. */
+tth_tbuffer *lw_reg_tile(lw_ctx *c, int64_t nvec, int vl, tth_tstmt **init);
+/* a * b + acc: one FMA where the target has the instruction, else a multiply and an add (an FMA
+ * without the instruction is a library call per lane) */
+tth_texpr *lw_madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc);
 
 /* sinks */
 tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value);

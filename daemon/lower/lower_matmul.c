@@ -94,17 +94,11 @@ typedef struct mmt {
 static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, int vl)
 {
     lw_ctx *c = t->c;
-    int64_t n = (int64_t)RM * RN * vl;
     char name[32];
-    snprintf(name, sizeof name, "acc%u", c->nbufs++);
-    tth_tbuffer *acc = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
-    if (!acc)
-        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
     tth_tstmt *seq = NULL;
-    for (int a = 0; a < RM * RN; a++)
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, (int64_t)a * vl),
-                                              tth_tir_broadcast(c->m, tth_tir_float(c->m, TTH_F32, 0), vl), 0)))
-            return NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RM * RN, vl, &seq);
+    if (!acc)
+        return NULL;
     lw_ax ak;
     if (lw_ax_make(c, &ak, "k", t->K))
         return NULL;
@@ -120,8 +114,7 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, 
         for (int j = 0; j < RN; j++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * RN + j) * vl);
             tth_texpr *old = tth_tir_vload(c->m, acc, ai, vl, 0);
-            tth_texpr *f = c->vec.fma ? tth_tir_fma(c->m, av, lw_ref(c, bv[j]), old)
-                                      : lw_add(c, lw_mul(c, av, lw_ref(c, bv[j])), old);
+            tth_texpr *f = lw_madd(c, av, lw_ref(c, bv[j]), old);
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }

@@ -295,6 +295,21 @@ static LLVMValueRef loop_metadata(tth__llcg *c, tth_loop_kind kind, int const_ex
     return LLVMMetadataAsValue(c->ctx, id);
 }
 
+/* if (status != 0) return status; then go on in a new block ("<what>.fail" / "<what>.ok") */
+static void return_if_failed(tth__llcg *c, LLVMValueRef status, const char *what)
+{
+    char fail_name[32], ok_name[32];
+    snprintf(fail_name, sizeof fail_name, "%s.fail", what);
+    snprintf(ok_name, sizeof ok_name, "%s.ok", what);
+    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntNE, status, i32_const(c, 0), "");
+    LLVMBasicBlockRef fail_bb = new_block(c, fail_name);
+    LLVMBasicBlockRef ok_bb = new_block(c, ok_name);
+    LLVMBuildCondBr(c->b, bad, fail_bb, ok_bb);
+    LLVMPositionBuilderAtEnd(c->b, fail_bb);
+    LLVMBuildRet(c->b, status);
+    LLVMPositionBuilderAtEnd(c->b, ok_bb);
+}
+
 /* for (var = min; var < end; var++) body, min and end in var's register type */
 static int emit_loop(tth__llcg *c, const tth_tvar *var, LLVMValueRef min, LLVMValueRef end, tth_loop_kind kind,
                      int const_extent, const tth_tstmt *body_stmt)
@@ -470,14 +485,7 @@ static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
     LLVMValueRef cap = LLVMConstInt(i64, INT32_MAX, 0);
     LLVMValueRef n = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, ext, cap, ""), ext, cap, "");
     LLVMValueRef args[3] = {tf, env, LLVMBuildTrunc(c->b, n, i32, "")};
-    LLVMValueRef status = LLVMBuildCall2(c->b, lty, launch, args, 3, "");
-    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntNE, status, i32_const(c, 0), "");
-    LLVMBasicBlockRef fail_bb = new_block(c, "par.fail");
-    LLVMBasicBlockRef ok_bb = new_block(c, "par.ok");
-    LLVMBuildCondBr(c->b, bad, fail_bb, ok_bb);
-    LLVMPositionBuilderAtEnd(c->b, fail_bb);
-    LLVMBuildRet(c->b, status);
-    LLVMPositionBuilderAtEnd(c->b, ok_bb);
+    return_if_failed(c, LLVMBuildCall2(c->b, lty, launch, args, 3, ""), "par");
     return 0;
 }
 
@@ -633,13 +641,7 @@ static int lower_call_func(tth__llcg *c, const tth_tstmt *s)
     args[n] = c->workspace ? c->workspace : LLVMConstNull(ptr_type(c));
     LLVMValueRef status = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, (unsigned)(n + 1), "");
     free(args);
-    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntNE, status, i32_const(c, 0), "");
-    LLVMBasicBlockRef fail_bb = new_block(c, "call.fail");
-    LLVMBasicBlockRef ok_bb = new_block(c, "call.ok");
-    LLVMBuildCondBr(c->b, bad, fail_bb, ok_bb);
-    LLVMPositionBuilderAtEnd(c->b, fail_bb);
-    LLVMBuildRet(c->b, status);
-    LLVMPositionBuilderAtEnd(c->b, ok_bb);
+    return_if_failed(c, status, "call");
     return 0;
 }
 
