@@ -1243,7 +1243,10 @@ static tth_tstmt *lw_emit(lw_ctx *c, const lw_results *r, json_t *ops, const cha
                 s.dest = one;
                 s.nfields = 1;
             }
-            st = ri->stage ? ri->stage(c, run, &s) : lw_pointwise_stage(c, run, &s);
+            const lw_strategy *sg = lw_strategy_for(c, run, &s);
+            if (sg)
+                json_array_append_new(c->strategies, json_string(sg->name));
+            st = sg ? sg->lower(c, run, &s) : ri->stage ? ri->stage(c, run, &s) : lw_pointwise_stage(c, run, &s);
         } else {
             st = lw_ew_stage(c, e, n->buf);
         }
@@ -1295,8 +1298,9 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     tth_tbuffer **locals = calloc(LW_MAX_LOCALS, sizeof *locals);
     int nlocals = 0;
     json_t *ops = json_array();
+    c->strategies = json_array();
     const char *anchor_op = NULL;
-    if (!res || !locals || !ops) {
+    if (!res || !locals || !ops || !c->strategies) {
         lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         goto out;
     }
@@ -1336,9 +1340,12 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     json_object_set_new(attrs, "ops", ops);
     ops = NULL;
     json_object_set_new(attrs, "origin", json_string("default"));
+    if (json_array_size(c->strategies) > 0)
+        json_object_set(attrs, "strategies", c->strategies);
     result = tth_tir_func_add(mod, name, params, np, body, target_kind ? target_kind : "c", attrs, diag);
 out:
     json_decref(ops);
+    json_decref(c->strategies);
     free(params);
     free(res);
     free(locals);

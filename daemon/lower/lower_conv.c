@@ -141,10 +141,7 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
         return NULL;
     }
-    int applied = 0;
-    tth_tstmt *tiled = lw_conv2d_tiled(c, call, &p, s, &applied);
-    if (applied)
-        return tiled;
+
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0)), *w = lw_buf(c, lw_arg(call, 1));
     if (!x || !w)
         return NULL;

@@ -504,18 +504,13 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
 /* A 1x1 stride-1 convolution of one group without padding, on an image of at least 4 vectors
  * whose pixel count is a multiple of the lanes, with a constant weight and an epilogue that
  * reads nothing broadcast along only one of H and W: out = W[O, C] x X[C, P] with the pixels
- * in vectors (contiguous loads and stores in NCHW). *applied = 0 when it does not apply. */
-static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa, int *applied)
+ * in vectors (contiguous loads and stores in NCHW). lw_conv_pixel_applies says when. */
+static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int vl = c->vec.f32_lanes;
     int64_t P = p->OH * p->OW;
-    *applied = 0;
-    if (vl < 4 || !k->flat || p->groups != 1 || wa->kind != TTH_REXPR_CONST || P % vl || P < 4 * vl ||
-        (k->s->epi && !epi_hw_ok(k->s->epi, k->s->anchor, p->OH, p->OW, 0)))
-        return NULL;
-    *applied = 1;
     k->vl = vl;
     int regs = c->vec.registers;
     int RO = regs >= 32 ? 6 : 4, RP = regs >= 32 ? 4 : 2;
@@ -643,49 +638,103 @@ static tth_tstmt *depthwise_kernel(tk *k)
     return lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN && p->OH * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
 }
 
-/* ------------------------------------------------------------------------- entry ---- */
+/* ------------------------------------------- entry: the strategies (lower_strategies.c) ---- */
 
-tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s, int *applied)
+/* a float32 nn.conv2d, its shapes and attributes in *p */
+static int conv_f32(const tth_rexpr *call, lw_conv_p *p)
 {
-    *applied = 0;
-    const tth_rexpr *xa = lw_arg(call, 0), *wa = lw_arg(call, 1);
-    if (call->u.call.op != TTH_OP_CONV2D || p->quant || p->transpose || lw_ty(xa)->dtype != TTH_F32 ||
-        lw_ty(wa)->dtype != TTH_F32 || lw_ty(call)->dtype != TTH_F32)
-        return NULL;
-    *applied = 1;
+    char why[256];
+    if (call->u.call.op != TTH_OP_CONV2D || !lw_conv_params(call, p, why, sizeof why) || p->quant || p->transpose)
+        return 0;
+    return lw_ty(lw_arg(call, 0))->dtype == TTH_F32 && lw_ty(lw_arg(call, 1))->dtype == TTH_F32 &&
+           lw_ty(call)->dtype == TTH_F32;
+}
+
+static int is_depthwise(const lw_conv_p *p)
+{
+    return p->C == p->groups && p->O == p->groups;
+}
+
+/* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
+static int is_flat(const lw_conv_p *p)
+{
+    return !p->pt && !p->pl && !p->pb && !p->pr && p->KH == 1 && p->KW == 1 && p->sh == 1 && p->sw == 1 &&
+           !is_depthwise(p);
+}
+
+static void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s)
+{
+    memset(k, 0, sizeof *k);
+    k->c = c;
+    k->call = call;
+    k->p = p;
+    k->s = s;
+    k->Cg = p->C / p->groups;
+    k->Og = p->O / p->groups;
+    k->bias = call->u.call.nargs == 3 ? lw_arg(call, 2) : NULL;
+    k->flat = is_flat(p);
+    k->Hp = p->H + p->pt + p->pb;
+    k->Wp = p->W + p->pl + p->pr;
+}
+
+int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    if (!conv_f32(call, &p) || !is_flat(&p) || p.groups != 1 || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
+        return 0;
+    int vl = c->vec.f32_lanes;
+    int64_t P = p.OH * p.OW;
+    return vl >= 4 && P % vl == 0 && P >= 4 * vl && (!s->epi || epi_hw_ok(s->epi, s->anchor, p.OH, p.OW, 0));
+}
+
+int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)c;
+    (void)s;
+    lw_conv_p p;
+    return conv_f32(call, &p) && is_depthwise(&p);
+}
+
+int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)c;
+    (void)s;
+    lw_conv_p p;
+    return conv_f32(call, &p);
+}
+
+tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
     tk k;
-    memset(&k, 0, sizeof k);
-    k.c = c;
-    k.call = call;
-    k.p = p;
-    k.s = s;
-    k.Cg = p->C / p->groups;
-    k.Og = p->O / p->groups;
-    k.bias = call->u.call.nargs == 3 ? lw_arg(call, 2) : NULL;
-    int depthwise = k.Cg == 1 && k.Og == 1;
+    if (!conv_f32(call, &p))
+        return lw_fail(c, TTH_EINTERNAL, call, "conv2d/pixel-vectorized does not apply"), NULL;
+    tk_init(&k, c, call, &p, s);
+    lw_ax an;
+    if (!(k.x = lw_buf(c, lw_arg(call, 0))) || lw_ax_make(c, &an, "n", p.N))
+        return NULL;
+    k.n = an.e;
+    k.xbase = lw_mul(c, an.e, lw_i(c, p.C * p.H * p.W));
+    tth_tstmt *kern = pointwise_kernel(&k, lw_arg(call, 1));
+    return kern ? lw_ax_loop(c, &an, TTH_LOOP_SERIAL, kern) : NULL;
+}
+
+/* the channel-blocked and depthwise kernels, with the padded copy and the weight packing */
+static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, int depthwise)
+{
+    lw_conv_p pp;
+    tk k;
+    if (!conv_f32(call, &pp))
+        return lw_fail(c, TTH_EINTERNAL, call, "a tiled conv2d kernel does not apply"), NULL;
+    const lw_conv_p *p = &pp;
+    tk_init(&k, c, call, p, s);
+    const tth_rexpr *wa = lw_arg(call, 1);
     int padded = p->pt || p->pl || p->pb || p->pr;
-    k.flat = !padded && p->KH == 1 && p->KW == 1 && p->sh == 1 && p->sw == 1 && !depthwise;
-    k.Hp = p->H + p->pt + p->pb;
-    k.Wp = p->W + p->pl + p->pr;
-    tth_tbuffer *x = lw_buf(c, xa), *w = lw_buf(c, wa);
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0)), *w = lw_buf(c, wa);
     if (!x || !w)
         return NULL;
-
     tth_tbuffer *xp = NULL, *wp = NULL;
     tth_tstmt *pack = NULL;
-    if (k.flat) {
-        /* the pixel-vectorized kernel when it applies (no padding, so no copy either) */
-        lw_ax an;
-        if (lw_ax_make(c, &an, "n", p->N))
-            return NULL;
-        k.n = an.e;
-        k.x = x;
-        k.xbase = lw_mul(c, an.e, lw_i(c, p->C * p->H * p->W));
-        int pw = 0;
-        tth_tstmt *kern = pointwise_kernel(&k, wa, &pw);
-        if (pw)
-            return kern ? lw_ax_loop(c, &an, TTH_LOOP_SERIAL, kern) : NULL;
-    }
     if (!depthwise) {
         /* lanes: the target's (a narrower vector costs as much per instruction, so a partial
          * last block beats more blocks), but no more than the group's channels need */
@@ -740,4 +789,14 @@ tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p,
     if (all && pack)
         all = tth_tir_allocate(c->m, wp, all);
     return all;
+}
+
+tth_tstmt *lw_conv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    return conv_tiled(c, call, s, 1);
+}
+
+tth_tstmt *lw_conv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    return conv_tiled(c, call, s, 0);
 }

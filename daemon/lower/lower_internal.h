@@ -50,6 +50,7 @@ typedef struct lw_sink {
 struct lw_ctx {
     tth_tir_module *m;
     tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
+    json_t *strategies;       /* names of the strategies used (attrs "strategies") */
     tth_diag *diag;
     const tth_relay_function *fn;
     const char *fname;        /* the PrimFunc's name: prefix of constant buffer names */
@@ -90,6 +91,30 @@ typedef struct lw_op_impl {
 
 const lw_op_impl *lw_op_lookup(tth_op op);
 
+/* A strategy: a target-aware way to lower one op (docs/lowering.md, "Strategies"). The table in
+ * lower_strategies.c is tried in order for a stage op; the first whose `applies` says yes lowers
+ * it, and the op's generic `stage` (lw_op_lookup) is the last resort. `applies` reads the call,
+ * the sink (its epilogue) and the target's vector shape (c->vec). */
+typedef struct lw_strategy {
+    tth_op op;
+    const char *name;         /* "<op>/<kernel>", recorded in the PrimFunc's attrs */
+    int (*applies)(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+    lw_stage_fn lower;
+} lw_strategy;
+const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+/* the table's rows, for tests */
+const lw_strategy *lw_strategy_table(size_t *n);
+
+/* the strategies' kernels (lower_conv_tiled.c, lower_matmul.c) */
+int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+
 /* ---- family entry points (lower_<family>.c) ---- */
 /* elementwise */
 tth_texpr *lw_ew_binary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
@@ -106,9 +131,6 @@ typedef struct lw_conv_p {
 } lw_conv_p;
 /* the shapes and attributes of a conv call; 0 with `why` when they are not supported */
 int lw_conv_params(const tth_rexpr *call, lw_conv_p *p, char *why, size_t len);
-/* The register-tiled float32 kernels (lower_conv_tiled.c). *applied = 0 when they do not apply
- * to this call (the generic kernel does it); else the result (NULL on error, diag set). */
-tth_tstmt *lw_conv2d_tiled(lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s, int *applied);
 tth_tstmt *lw_conv2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv2d_transpose(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_check(const tth_rexpr *call, char *why, size_t len);

@@ -169,15 +169,28 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
     return seq;
 }
 
-static tth_tstmt *mm_tiled(lw_ctx *c, const tth_rexpr *call, const mm_p *p, const lw_sink *s, int *applied)
+int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
+    (void)s;
+    mm_p p;
+    char why[256];
+    if (call->u.call.op != TTH_OP_MATMUL || !mm_params(call, &p, why, sizeof why))
+        return 0;
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes;
-    *applied = 0;
-    if (p->quant || vl < 4 || at->dtype != TTH_F32 || bt->dtype != TTH_F32 || ot->dtype != TTH_F32 ||
-        at->rank < 2 || bt->rank != 2 || p->N < vl || ot->rank != at->rank)
-        return NULL;
-    *applied = 1;
+    return !p.quant && vl >= 4 && at->dtype == TTH_F32 && bt->dtype == TTH_F32 && ot->dtype == TTH_F32 &&
+           at->rank >= 2 && bt->rank == 2 && p.N >= vl && ot->rank == at->rank;
+}
+
+tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    mm_p pp;
+    char why[256];
+    if (!mm_params(call, &pp, why, sizeof why))
+        return lw_fail(c, TTH_EINTERNAL, call, "matmul/register-tiled does not apply"), NULL;
+    const mm_p *p = &pp;
+    const tth_ttype *at = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
+    int vl = c->vec.f32_lanes;
     mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), 0, p->K, p->N, ot};
     if (!t.A || !t.B)
         return NULL;
@@ -208,10 +221,7 @@ tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
         return NULL;
     }
-    int applied = 0;
-    tth_tstmt *tiled = mm_tiled(c, call, &p, s, &applied);
-    if (applied)
-        return tiled;
+
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     tth_tbuffer *A = lw_buf(c, lw_arg(call, 0)), *B = lw_buf(c, lw_arg(call, 1));
     if (!A || !B)

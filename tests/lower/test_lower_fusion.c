@@ -496,3 +496,50 @@ Test(fusion, conv_bias_swish_epilogue_recomputes_the_shared_add)
         tth_tensor_unref(all[i]);
     lt_free(&t);
 }
+
+/* The strategy table (lower_strategies.c) picks each kernel where it should, at the AVX-512
+ * vector shape, and records it in the PrimFunc's attrs; the c kind (scalar shape) still takes the
+ * tiled convolution kernels but not the pixel-vectorized or matmul ones (they need vectors). */
+static const char *strategy_of(const char *target, tth_op op, const tth_ttype *xt, const tth_ttype *wt,
+                               const char *attrs)
+{
+    static char name[64];
+    json_t *tg = target ? json_loads(target, 0, NULL) : NULL;
+    lt_fn t;
+    lt_init(&t);
+    t.target = tg;
+    tth_rexpr *px = lt_param(&t, "x", xt);
+    tth_tensor *w = rand_tensor(wt);
+    tth_rexpr *a[2] = {px, tth_relay_const(t.rm, w, "w")};
+    tth_rexpr *call = lt_call(&t, op, a, 2, attrs);
+    cr_assert_eq(lt_lower(&t, call), 0, "%s", t.diag.message);
+    const json_t *s = json_array_get(json_object_get(t.pf->attrs, "strategies"), 0);
+    snprintf(name, sizeof name, "%s", s ? json_string_value(s) : "generic");
+    lt_free(&t);
+    json_decref(tg);
+    return name;
+}
+
+Test(fusion, strategy_table_picks_each_kernel)
+{
+    const char *avx512 = "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true}}";
+    tth_ttype x = tt(TTH_F32, 4, 1, 8, 16, 16), w1 = tt(TTH_F32, 4, 32, 8, 1, 1), w3 = tt(TTH_F32, 4, 32, 8, 3, 3);
+    tth_ttype wd = tt(TTH_F32, 4, 8, 1, 3, 3), a = tt(TTH_F32, 2, 20, 64, 0, 0), b = tt(TTH_F32, 2, 64, 48, 0, 0);
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &w1, NULL), "conv2d/pixel-vectorized");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &w3, "{\"padding\": [1, 1, 1, 1]}"), "conv2d/channel-blocked");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &wd, "{\"padding\": [1, 1, 1, 1], \"groups\": 8}"),
+                     "conv2d/depthwise-rows");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_MATMUL, &a, &b, NULL), "matmul/register-tiled");
+    cr_assert_str_eq(strategy_of(NULL, TTH_OP_CONV2D, &x, &w1, NULL), "conv2d/channel-blocked");
+    cr_assert_str_eq(strategy_of(NULL, TTH_OP_MATMUL, &a, &b, NULL), "generic");
+    /* every row of the table is named "<op>/<kernel>" and has both functions */
+    size_t n;
+    const lw_strategy *tab = lw_strategy_table(&n);
+    cr_assert_geq(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert(tab[i].applies && tab[i].lower, "%s", tab[i].name);
+        const char *op = tth_op_name(tab[i].op), *dot = strchr(op, '.');
+        const char *base = dot ? dot + 1 : op; /* "nn.conv2d" -> "conv2d" */
+        cr_assert(!strncmp(tab[i].name, base, strlen(base)) && tab[i].name[strlen(base)] == '/', "%s", tab[i].name);
+    }
+}

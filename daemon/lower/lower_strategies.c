@@ -1,0 +1,28 @@
+/* lower_strategies.c: the table of strategies (docs/lowering.md, "Strategies"): target-aware
+ * kernels tried in order before an op's generic lowering. A new kernel for one CPU family is a
+ * function pair (applies, lower) in its op's file and one row here, above the rows it should win
+ * over. */
+#include "lower_internal.h"
+
+static const lw_strategy table[] = {
+    {TTH_OP_CONV2D, "conv2d/pixel-vectorized", lw_conv_pixel_applies, lw_conv_pixel},
+    {TTH_OP_CONV2D, "conv2d/depthwise-rows", lw_conv_depthwise_applies, lw_conv_depthwise},
+    {TTH_OP_CONV2D, "conv2d/channel-blocked", lw_conv_blocked_applies, lw_conv_blocked},
+    {TTH_OP_MATMUL, "matmul/register-tiled", lw_matmul_tiled_applies, lw_matmul_tiled},
+};
+
+const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    if (call->kind != TTH_REXPR_CALL)
+        return NULL;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].op == call->u.call.op && table[i].applies(c, call, s))
+            return &table[i];
+    return NULL;
+}
+
+const lw_strategy *lw_strategy_table(size_t *n)
+{
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
