@@ -40,7 +40,9 @@ typedef struct tk {
     int vl;                  /* lanes */
     int64_t NB;              /* blocks of vl output channels per group */
     int RC;                  /* channel blocks per tile */
-    int flat;                /* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
+    int flat;                /* the image as one row of OH*OW pixels: 1 for a 1x1 stride-1 unpadded
+                                convolution (pixel p is input offset p), 2 for a narrow image
+                                (each tile computes its pixels' input offsets) */
     const tth_rexpr *bias;   /* NULL without */
 } tk;
 
@@ -212,9 +214,13 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     /* xc: input pixel (oh*sh + kh*dh, ow0*sw + kw*dw) of channel g*Cg + ic */
     tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
     tth_texpr *col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
-    if (k->flat) {
+    if (k->flat == 1) {
         row = lw_i(c, 0);
         col = ow0;
+    } else if (k->flat == 2) {
+        /* the tile's pixels may span rows: their offsets are the vo[r] below */
+        row = lw_mul(c, kh.e, lw_i(c, p->dh));
+        col = lw_mul(c, kw.e, lw_i(c, p->dw));
     }
     tth_texpr *xc = x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), ic.e), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
@@ -240,9 +246,15 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 return NULL;
         }
     tth_tstmt *inner = upd;
-    int64_t xstep = k->flat ? 1 : p->sw;
-    for (int r = RW - 1; r >= 0; r--)
-        inner = lw_let(c, xv[r], tth_tir_load(c->m, k->x, lw_add(c, lw_ref(c, vxc), lw_i(c, r * xstep))), inner);
+    int64_t xstep = k->flat == 1 ? 1 : p->sw;
+    tth_tvar *vo[16] = {0};
+    for (int r = 0; r < RW && k->flat == 2; r++)
+        if (!(vo[r] = lw_var(c, "xo", TTH_I64)))
+            return NULL;
+    for (int r = RW - 1; r >= 0; r--) {
+        tth_texpr *xi = k->flat == 2 ? lw_add(c, lw_ref(c, vxc), lw_ref(c, vo[r])) : lw_add(c, lw_ref(c, vxc), lw_i(c, r * xstep));
+        inner = lw_let(c, xv[r], tth_tir_load(c->m, k->x, xi), inner);
+    }
     for (int j = RC - 1; j >= 0; j--)
         inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * k->Cg * KK * vl)), vl, 0),
                        inner);
@@ -250,6 +262,13 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
     inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
     inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
+    /* flat == 2: pixel p = ow0 + r sits at input offset (p / OW)*sh*Wp + (p % OW)*sw */
+    for (int r = RW - 1; r >= 0 && k->flat == 2; r--) {
+        tth_texpr *px = lw_add(c, ow0, lw_i(c, r));
+        tth_texpr *off = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, px, lw_i(c, p->OW)), lw_i(c, p->sh * k->Wp)),
+                                lw_mul(c, lw_bin(c, TTH_TBIN_MOD, px, lw_i(c, p->OW)), lw_i(c, p->sw)));
+        inner = lw_let(c, vo[r], off, inner);
+    }
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
 
@@ -735,6 +754,8 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         return NULL;
     tth_tbuffer *xp = NULL, *wp = NULL;
     tth_tstmt *pack = NULL;
+    if (!depthwise && !k.flat && p->OW <= 16)
+        k.flat = 2; /* a narrow image (7x7, 14x14): tiles run across rows instead of 4 + 3 pixels */
     if (!depthwise) {
         /* lanes: the target's (a narrower vector costs as much per instruction, so a partial
          * last block beats more blocks), but no more than the group's channels need */
