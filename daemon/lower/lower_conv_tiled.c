@@ -15,9 +15,11 @@
  * stored as vl channels of one pixel. A 1x1 stride-1 convolution without padding reads the image
  * as one row of OH*OW pixels.
  *
- * Depthwise kernel (groups = C = O). Vectors run along the output row: RV vectors of vl pixels
- *     acc[v] = fma(x[ch, oh*sh + kh*dh, ramp(ow0 + v*vl)*sw + kw*dw], broadcast(w[ch, kh, kw]), acc[v])
- * (a contiguous load for stride 1, a strided one otherwise), then the row's last pixels one by one.
+ * Depthwise kernel (groups = C = O). Vectors run along the output row: OW / vl vectors of vl
+ * pixels and one of OW % vl, four accumulators a tile (four vectors of a row, or the vectors of
+ * two or four rows when a row is one vector and a tail)
+ *     acc[a] = fma(x[ch, oh*sh + kh*dh, ramp(ow0 + a*vl)*sw + kw*dw], broadcast(w[ch, kh, kw]), acc[a])
+ * with a contiguous load per tap: a strided convolution reads the phase-split copy (below).
  *
  * Padding is materialised once per image into a LOCAL copy of the input (zeros around it), so
  * no tap needs a bounds test. */
@@ -32,7 +34,11 @@ typedef struct tk {
     const lw_conv_p *p;
     const lw_sink *s;
     tth_tbuffer *x;          /* the input as read: x itself, or the padded copy of one image */
-    int64_t Hp, Wp;          /* plane of the input as read */
+    int64_t Hp, Wp;          /* plane of the input as read (padded) */
+    int64_t sp, Wq, Wrow;    /* a row of the input as read: sp phases of Wq columns, Wrow = sp*Wq
+                                elements; column col is at (col % sp)*Wq + col / sp. sp is the
+                                stride for a strided depthwise convolution (its taps then read
+                                contiguous vectors), else 1 and Wq = Wrow = Wp */
     tth_texpr *xbase;        /* offset of image n in the input as read */
     tth_texpr *n;            /* image index */
     tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
@@ -56,7 +62,7 @@ static tth_texpr *x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
     lw_ctx *c = k->c;
     return lw_add(c, k->xbase,
-                  lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wp)), col));
+                  lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col));
 }
 
 /* The padded copy of image n: per channel, the rows above and below the image are zeros, and
@@ -68,35 +74,74 @@ static tth_tstmt *pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     const lw_conv_p *p = k->p;
     lw_ax ci, ih, iw, z;
     if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &iw, "pw", p->W) ||
-        lw_ax_make(c, &z, "pz", k->Wp))
+        lw_ax_make(c, &z, "pz", k->Wrow))
         return NULL;
     tth_tvar *vrow = lw_var(c, "pr", TTH_I64);
     if (!vrow)
         return NULL;
     tth_texpr *row = lw_ref(c, vrow); /* offset of padded row ih of channel ci */
     /* inside: row ih - pt of the image */
-    tth_texpr *from = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ci.e),
-                                                           lw_i(c, p->H)), lw_sub(c, ih.e, lw_i(c, p->pt))),
-                                      lw_i(c, p->W)), iw.e);
+    tth_texpr *from0 = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ci.e), lw_i(c, p->H)),
+                                        lw_sub(c, ih.e, lw_i(c, p->pt))),
+                              lw_i(c, p->W));
+    tth_texpr *from = lw_add(c, from0, iw.e);
     tth_tstmt *in = NULL;
-    for (int64_t q = 0; q < p->pl; q++)
+    if (k->sp > 1) {
+        /* phase-split row: phase ph holds the columns ph, ph + sp, ...; column col of the padded
+         * row is image column col - pl, zero outside [0, W) */
+        for (int64_t ph = 0; ph < k->sp; ph++) {
+            int64_t lo = 0, hi = k->Wq; /* j in [lo, hi): inside the image */
+            while (lo < hi && lo * k->sp + ph < p->pl)
+                lo++;
+            while (hi > lo && (hi - 1) * k->sp + ph - p->pl >= p->W)
+                hi--;
+            tth_texpr *dst0 = lw_add(c, row, lw_i(c, ph * k->Wq));
+            for (int64_t j = 0; j < k->Wq; j++)
+                if ((j < lo || j >= hi) && lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, dst0, lw_i(c, j)), f32(c, 0))))
+                    return NULL;
+            /* j in [lo, hi): vectors of vl reading a ramp of stride sp (one load of its span
+             * and a shuffle, not a gather), then one vector of the rest */
+            int64_t vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1, nj = hi - lo;
+            for (int part = 0; part < 2; part++) {
+                int64_t cnt = part == 0 ? nj / vl : (nj % vl ? 1 : 0);
+                int lanes = (int)(part == 0 ? vl : nj % vl);
+                if (cnt == 0)
+                    continue;
+                lw_ax jj;
+                if (lw_ax_make(c, &jj, "pj", cnt))
+                    return NULL;
+                tth_texpr *j0 = lw_add(c, lw_mul(c, jj.e, lw_i(c, vl)), lw_i(c, lo + (part ? nj / vl * vl : 0)));
+                tth_texpr *src_at = lw_add(c, from0, lw_add(c, lw_mul(c, j0, lw_i(c, k->sp)), lw_i(c, ph - p->pl)));
+                tth_texpr *dst_at = lw_add(c, dst0, j0);
+                tth_tstmt *st =
+                    lanes > 1 ? tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp, lanes)), 0)
+                              : tth_tir_store(c->m, xp, dst_at, tth_tir_load(c->m, src, src_at));
+                st = lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st);
+                if (!st || lw_append(c, &in, st))
+                    return NULL;
+            }
+        }
+    }
+    for (int64_t q = 0; q < p->pl && k->sp == 1; q++)
         if (lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, row, lw_i(c, q)), f32(c, 0))))
             return NULL;
-    tth_tstmt *copy = lw_ax_loop(c, &iw, TTH_LOOP_VECTORIZED,
-                                 tth_tir_store(c->m, xp, lw_add(c, row, lw_add(c, iw.e, lw_i(c, p->pl))),
-                                               tth_tir_load(c->m, src, from)));
-    if (!copy || lw_append(c, &in, copy))
-        return NULL;
-    for (int64_t q = 0; q < p->pr; q++)
+    if (k->sp == 1) {
+        tth_tstmt *copy = lw_ax_loop(c, &iw, TTH_LOOP_VECTORIZED,
+                                     tth_tir_store(c->m, xp, lw_add(c, row, lw_add(c, iw.e, lw_i(c, p->pl))),
+                                                   tth_tir_load(c->m, src, from)));
+        if (!copy || lw_append(c, &in, copy))
+            return NULL;
+    }
+    for (int64_t q = 0; q < p->pr && k->sp == 1; q++)
         if (lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, row, lw_i(c, p->pl + p->W + q)), f32(c, 0))))
             return NULL;
     tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, row, z.e), f32(c, 0)));
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih.e, lw_i(c, p->pt)),
                                lw_bin(c, TTH_TBIN_LT, ih.e, lw_i(c, p->pt + p->H)));
     tth_tstmt *body = zero ? tth_tir_if(c->m, inside, in, zero) : NULL;
-    body = lw_let(c, vrow, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wp)), body);
+    body = lw_let(c, vrow, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wrow)), body);
     body = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, body);
-    int64_t work = p->C * k->Hp * k->Wp;
+    int64_t work = p->C * k->Hp * k->Wrow;
     return lw_ax_loop(c, &ci, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
 }
 
@@ -265,7 +310,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     /* flat == 2: pixel p = ow0 + r sits at input offset (p / OW)*sh*Wp + (p % OW)*sw */
     for (int r = RW - 1; r >= 0 && k->flat == 2; r--) {
         tth_texpr *px = lw_add(c, ow0, lw_i(c, r));
-        tth_texpr *off = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, px, lw_i(c, p->OW)), lw_i(c, p->sh * k->Wp)),
+        tth_texpr *off = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, px, lw_i(c, p->OW)), lw_i(c, p->sh * k->Wrow)),
                                 lw_mul(c, lw_bin(c, TTH_TBIN_MOD, px, lw_i(c, p->OW)), lw_i(c, p->sw)));
         inner = lw_let(c, vo[r], off, inner);
     }
@@ -574,13 +619,22 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
 
 /* ------------------------------------------------------------------ depthwise kernel ---- */
 
-/* RV vectors of `lanes` pixels from (oh, ow0) of channel ch */
-static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, int RV, int lanes)
+/* One accumulator of a depthwise tile: `lanes` pixels of output row oh0 + drow from column
+ * ow0 + dcol. */
+typedef struct dseg {
+    int64_t drow, dcol;
+    int lanes;
+} dseg;
+
+/* The tile's n accumulators of channel ch (at most 8, each at most vmax lanes): per tap, one
+ * contiguous vector load per accumulator (strided convolutions read the phase-split copy) and a
+ * multiply-add by the tap's weight; then each through the epilogue. */
+static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, const dseg *sg, int n, int vmax)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, RV, lanes, &seq);
+    tth_tbuffer *acc = lw_reg_tile(c, n, vmax, &seq);
     if (!acc)
         return NULL;
     lw_ax kh, kw;
@@ -589,16 +643,30 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, i
     tth_tvar *vw = lw_var(c, "wv", TTH_F32), *vx = lw_var(c, "xo", TTH_I64);
     if (!vw || !vx)
         return NULL;
-    tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
-    tth_texpr *col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
+    /* xo: input row oh0*sh + kh*dh of channel ch, at the phase and column of tap kw for ow0 */
+    tth_texpr *row = lw_add(c, lw_mul(c, oh0, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
+    tth_texpr *col;
+    if (k->sp > 1) {
+        tth_texpr *kd = lw_mul(c, kw.e, lw_i(c, p->dw));
+        col = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_MOD, kd, lw_i(c, k->sp)), lw_i(c, k->Wq)),
+                     lw_add(c, ow0, lw_bin(c, TTH_TBIN_DIV, kd, lw_i(c, k->sp))));
+    } else {
+        col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
+    }
     tth_texpr *xo = x_at(k, ch, row, col);
     tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
+    /* a step of one output column is sw input columns, or one in a phase-split row */
+    int64_t cstep = k->sp > 1 ? 1 : p->sw;
     tth_tstmt *upd = NULL;
-    for (int v = 0; v < RV; v++) {
-        tth_texpr *xi = tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vx), lw_i(c, (int64_t)v * lanes * p->sw)), p->sw, lanes);
-        tth_texpr *ai = lw_i(c, (int64_t)v * lanes);
-        tth_texpr *f = lw_madd(c, tth_tir_load(c->m, k->x, xi), lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, lanes, 0));
-        if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
+    for (int a = 0; a < n; a++) {
+        tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].drow * p->sh * k->Wrow + sg[a].dcol * cstep));
+        tth_texpr *xv = sg[a].lanes > 1 ? tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, cstep, sg[a].lanes))
+                                        : tth_tir_load(c->m, k->x, x0);
+        tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
+        tth_texpr *av = sg[a].lanes > 1 ? tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0) : tth_tir_load(c->m, acc, ai);
+        tth_texpr *f = lw_madd(c, xv, lw_ref(c, vw), av);
+        tth_tstmt *st = sg[a].lanes > 1 ? tth_tir_vstore(c->m, acc, ai, f, 0) : tth_tir_store(c->m, acc, ai, f);
+        if (lw_append(c, &upd, st))
             return NULL;
     }
     tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, tth_tir_load(c->m, k->w, wi), upd));
@@ -606,55 +674,98 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, i
     inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
-    for (int v = 0; v < RV; v++) {
-        tth_texpr *ow = tth_tir_ramp(c->m, lw_add(c, ow0, lw_i(c, (int64_t)v * lanes)), 1, lanes);
-        tth_tstmt *st = epi_store(k, ch, oh, ow, tth_tir_vload(c->m, acc, lw_i(c, (int64_t)v * lanes), lanes, 0));
+    for (int a = 0; a < n; a++) {
+        tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
+        tth_texpr *oh = lw_add(c, oh0, lw_i(c, sg[a].drow)), *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
+        tth_tstmt *st = sg[a].lanes > 1
+                            ? epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
+                            : epi_store(k, ch, oh, ow, tth_tir_load(c->m, acc, ai));
         if (!st || lw_append(c, &seq, st))
             return NULL;
     }
     return tth_tir_allocate(c->m, acc, seq);
 }
 
+/* Rows of R output rows from oh0 (R rows of a whole-row vector each when a row is at most one
+ * vector and a tail, else one row in tiles of RV vectors): a row is OW / vl vectors of vl pixels
+ * and one vector of OW % vl pixels (any width: no pixel is done alone). */
+static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int vl)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    enum { RV = 4 };
+    int64_t nv = p->OW / vl;
+    int tail = (int)(p->OW % vl);
+    dseg sg[8];
+    int n = 0;
+    tth_tstmt *seq = NULL;
+    if (R > 1) {
+        /* every row: its (at most one) full vector and its tail */
+        for (int64_t r = 0; r < R; r++) {
+            for (int64_t v = 0; v < nv; v++)
+                sg[n++] = (dseg){r, v * vl, vl};
+            if (tail)
+                sg[n++] = (dseg){r, nv * vl, tail};
+        }
+        return dw_tile(k, ch, oh0, lw_i(c, 0), sg, n, vl);
+    }
+    lw_ax t;
+    if (lw_ax_make(c, &t, "t", nv / RV))
+        return NULL;
+    if (nv / RV > 0) {
+        for (int v = 0; v < RV; v++)
+            sg[v] = (dseg){0, (int64_t)v * vl, vl};
+        tth_tstmt *tl = dw_tile(k, ch, oh0, lw_mul(c, t.e, lw_i(c, (int64_t)RV * vl)), sg, RV, vl);
+        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    for (int64_t v = 0; v < nv % RV; v++)
+        sg[n++] = (dseg){0, v * vl, vl};
+    if (tail)
+        sg[n++] = (dseg){0, nv % RV * vl, tail};
+    if (n) {
+        tth_tstmt *tl = dw_tile(k, ch, oh0, lw_i(c, nv / RV * RV * vl), sg, n, vl);
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
+    }
+    return seq;
+}
+
 static tth_tstmt *depthwise_kernel(tk *k)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    /* lanes: the target's, or half or a quarter of it (at least 4) when that leaves fewer
-     * pixels of the row to do one by one */
     int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
-    for (int cand = vl / 2; cand >= 4; cand /= 2)
-        if (p->OW % cand < p->OW % vl)
-            vl = cand;
-    const int RV = 4;
-    int64_t nv = p->OW / vl, rest = p->OW % vl;
-    /* one loop over (row, channel) pairs, rows outermost (docs/threads.md, "Locality") */
-    lw_ax rc, t, q;
-    if (lw_ax_make(c, &rc, "rc", p->OH * p->C) || lw_ax_make(c, &t, "t", nv / RV) || lw_ax_make(c, &q, "q", rest))
-        return NULL;
-    tth_tvar *vch = lw_var(c, "ch", TTH_I64), *voh = lw_var(c, "oh", TTH_I64);
-    if (!vch || !voh)
-        return NULL;
-    lw_ax ch = {vch, p->C == 1 ? lw_i(c, 0) : lw_ref(c, vch), p->C}, oh = {voh, p->OH == 1 ? lw_i(c, 0) : lw_ref(c, voh), p->OH};
-    tth_tstmt *rowseq = NULL;
-    if (nv / RV > 0) {
-        tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_mul(c, t.e, lw_i(c, (int64_t)RV * vl)), RV, vl);
-        if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
-            return NULL;
-    }
-    if (nv % RV) {
-        tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_i(c, nv / RV * RV * vl), (int)(nv % RV), vl);
-        if (!tl || lw_append(c, &rowseq, tl))
-            return NULL;
-    }
-    if (rest) {
-        tth_tstmt *tl = dw_tile(k, ch.e, oh.e, lw_add(c, lw_i(c, nv * vl), q.e), 1, 1);
-        if (!tl || lw_append(c, &rowseq, lw_ax_loop(c, &q, TTH_LOOP_SERIAL, tl)))
-            return NULL;
-    }
-    tth_tstmt *body = lw_let(c, voh, lw_bin(c, TTH_TBIN_DIV, rc.e, lw_i(c, p->C)),
-                             lw_let(c, vch, lw_bin(c, TTH_TBIN_MOD, rc.e, lw_i(c, p->C)), rowseq));
+    /* a row of at most one vector and a tail: tiles of R rows, so a tile still has four
+     * independent accumulators */
+    int segs = (int)(p->OW / vl + (p->OW % vl ? 1 : 0));
+    int64_t R = segs >= 4 ? 1 : 4 / segs;
+    if (R > p->OH)
+        R = p->OH;
     int64_t work = p->C * p->OH * p->OW * p->KH * p->KW;
-    return lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN && p->OH * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    tth_tstmt *seq = NULL;
+    /* a loop over (row group, channel) pairs, rows outermost (docs/threads.md, "Locality"),
+     * then the last OH % R rows of every channel */
+    for (int part = 0; part < 2; part++) {
+        int64_t ng = part == 0 ? p->OH / R : 1, rows = part == 0 ? R : p->OH % R;
+        if (rows == 0 || ng == 0)
+            continue;
+        lw_ax rc;
+        if (lw_ax_make(c, &rc, "rc", ng * p->C))
+            return NULL;
+        tth_tvar *vch = lw_var(c, "ch", TTH_I64), *voh = lw_var(c, "oh", TTH_I64);
+        if (!vch || !voh)
+            return NULL;
+        tth_texpr *ch = p->C == 1 ? lw_i(c, 0) : lw_ref(c, vch);
+        tth_texpr *oh0 = part == 1 ? lw_i(c, p->OH / R * R) : ng == 1 ? lw_i(c, 0) : lw_ref(c, voh);
+        tth_tstmt *body = dw_rows(k, ch, oh0, rows, vl);
+        body = lw_let(c, voh, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, rc.e, lw_i(c, p->C)), lw_i(c, R)),
+                      lw_let(c, vch, lw_bin(c, TTH_TBIN_MOD, rc.e, lw_i(c, p->C)), body));
+        body = lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN && ng * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+        if (!body || lw_append(c, &seq, body))
+            return NULL;
+    }
+    return seq;
 }
 
 /* ------------------------------------------- entry: the strategies (lower_strategies.c) ---- */
@@ -694,6 +805,8 @@ static void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p,
     k->flat = is_flat(p);
     k->Hp = p->H + p->pt + p->pb;
     k->Wp = p->W + p->pl + p->pr;
+    k->sp = 1;
+    k->Wq = k->Wrow = k->Wp;
 }
 
 int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -749,6 +862,14 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     tk_init(&k, c, call, p, s);
     const tth_rexpr *wa = lw_arg(call, 1);
     int padded = p->pt || p->pl || p->pb || p->pr;
+    if (depthwise && p->sw > 1) {
+        /* strided depthwise: the copy splits each row into sw phases, so every tap reads
+         * contiguous vectors */
+        padded = 1;
+        k.sp = p->sw;
+        k.Wq = (k.Wp + p->sw - 1) / p->sw;
+        k.Wrow = k.sp * k.Wq;
+    }
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0)), *w = lw_buf(c, wa);
     if (!x || !w)
         return NULL;
@@ -780,7 +901,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         k.w = w;
     }
     if (padded) {
-        int64_t n = p->C * k.Hp * k.Wp;
+        int64_t n = p->C * k.Hp * k.Wrow;
         xp = lw_local(c, "xp", TTH_F32, 1, &n);
         if (!xp)
             return NULL;

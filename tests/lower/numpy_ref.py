@@ -203,6 +203,27 @@ def case(name):
         a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 5}
         y = conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 5)
         return [(x, False), (w, False)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "conv_tiles_depthwise_narrow":
+        # depthwise stride 1 on 7x7 (tiles of four rows, one whole-row vector each at every
+        # width, a last tile of three rows), batch 2, residual add
+        x, w, b, r = rnd((2, 3, 7, 7)), rnd((3, 1, 3, 3)), rnd((3,)), rnd((2, 3, 7, 7))
+        a = {"padding": [1, 1, 1, 1], "groups": 3}
+        y = conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 3) + r
+        return [(x, False), (w, True), (b, True), (r, False)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"])], [y.astype(f32)]
+    if name == "conv_tiles_depthwise_strided_phases":
+        # strided depthwise read through the phase-split copy: stride 2 unpadded on an odd
+        # width, stride 3 with dilation 2 and uneven padding, rows of 1 + tail vectors
+        x, w = rnd((1, 4, 11, 29)), rnd((4, 1, 3, 3))
+        a = {"strides": [2, 3], "padding": [0, 2, 1, 1], "dilation": [1, 2], "groups": 4}
+        y = conv2d(x, w, None, [2, 3], [0, 2, 1, 1], [1, 2], 4)
+        return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"]), ("nn.relu", {}, ["prev"])], [np.maximum(y, 0).astype(f32)]
+    if name == "conv_tiles_depthwise_stride2_wide":
+        # stride 2 without padding, 5x5 kernel, output rows of 38 (two vectors and a tail at
+        # 16 lanes), one channel
+        x, w = rnd((1, 1, 9, 80)), rnd((1, 1, 5, 5))
+        a = {"strides": [2, 2], "groups": 1}
+        y = conv2d(x, w, None, [2, 2], [0, 0, 0, 0], [1, 1], 1)
+        return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
     if name == "conv_transpose_groups":
         x, w = rnd((1, 4, 4, 5)), rnd((4, 3, 3, 2))
         a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}
