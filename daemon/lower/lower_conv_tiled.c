@@ -768,6 +768,163 @@ static tth_tstmt *depthwise_kernel(tk *k)
     return seq;
 }
 
+/* ------------------------------------------------------------ row-vectorized kernel ---- */
+
+/* The weights [O, C, KH, KW] as wp[((blk*C + ic)*KK + kk)*RO + r] = w[blk*RO + r, ic, kk] (zeros
+ * past O): the RO weights one tap multiplies are side by side. */
+static tth_tbuffer *rows_pack(tk *k, const tth_tensor *wt, int RO)
+{
+    const lw_conv_p *p = k->p;
+    int64_t KK = p->KH * p->KW, nblk = (p->O + RO - 1) / RO;
+    tth_tensor *pk = packed_new(k->c, nblk * p->C * KK * RO);
+    if (!pk)
+        return NULL;
+    float *dst = pk->data;
+    const float *src = wt->data;
+    for (int64_t o = 0; o < p->O; o++)
+        for (int64_t ick = 0; ick < p->C * KK; ick++)
+            dst[((o / RO) * p->C * KK + ick) * RO + o % RO] = src[o * p->C * KK + ick];
+    return packed_const(k->c, pk);
+}
+
+/* One tile: ro output channels from block ob (of RO) times the n vectors sg (lanes pixels from
+ * column ow0 + dcol) of output row oh. Per input channel and tap: n contiguous vector loads of
+ * the input row (the phase-split copy for a strided convolution), ro scalar weights, ro*n
+ * multiply-adds; then each accumulator through the epilogue, stored as contiguous pixels of one
+ * channel. */
+static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh, tth_texpr *ow0, const dseg *sg, int n,
+                            int vmax)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t KK = p->KH * p->KW;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)ro * n, vmax, &seq);
+    if (!acc)
+        return NULL;
+    lw_ax ic, kh, kw;
+    if (lw_ax_make(c, &ic, "ic", p->C) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_tvar *vx = lw_var(c, "xo", TTH_I64), *vw = lw_var(c, "wb", TTH_I64), *xv[8];
+    if (!vx || !vw)
+        return NULL;
+    for (int a = 0; a < n; a++) {
+        char nm[24];
+        snprintf(nm, sizeof nm, "x%u", c->nvars++);
+        if (!(xv[a] = tth_tir_var_vec(c->m, nm, TTH_F32, sg[a].lanes)))
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    }
+    tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
+    tth_texpr *col;
+    if (k->sp > 1) {
+        tth_texpr *kd = lw_mul(c, kw.e, lw_i(c, p->dw));
+        col = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_MOD, kd, lw_i(c, k->sp)), lw_i(c, k->Wq)),
+                     lw_add(c, ow0, lw_bin(c, TTH_TBIN_DIV, kd, lw_i(c, k->sp))));
+    } else {
+        col = lw_add(c, ow0, lw_mul(c, kw.e, lw_i(c, p->dw)));
+    }
+    tth_texpr *xo = x_at(k, ic.e, row, col);
+    tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, KK)),
+                                     lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
+                           lw_i(c, RO));
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < ro; r++) {
+        tth_texpr *wr = tth_tir_load(c->m, k->w, lw_add(c, lw_ref(c, vw), lw_i(c, r)));
+        for (int a = 0; a < n; a++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
+            int ln = sg[a].lanes;
+            tth_texpr *av = ln > 1 ? tth_tir_vload(c->m, acc, ai, ln, 0) : tth_tir_load(c->m, acc, ai);
+            tth_texpr *f = lw_madd(c, wr, lw_ref(c, xv[a]), av);
+            if (lw_append(c, &upd, ln > 1 ? tth_tir_vstore(c->m, acc, ai, f, 0) : tth_tir_store(c->m, acc, ai, f)))
+                return NULL;
+        }
+    }
+    tth_tstmt *inner = upd;
+    for (int a = n - 1; a >= 0; a--) {
+        tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].dcol));
+        tth_texpr *xl = sg[a].lanes > 1 ? tth_tir_vload(c->m, k->x, x0, sg[a].lanes, 0) : tth_tir_load(c->m, k->x, x0);
+        inner = lw_let(c, xv[a], xl, inner);
+    }
+    inner = lw_let(c, vx, xo, lw_let(c, vw, wb, inner));
+    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    for (int r = 0; r < ro; r++) {
+        tth_texpr *oc = lw_add(c, lw_mul(c, ob, lw_i(c, RO)), lw_i(c, r));
+        for (int a = 0; a < n; a++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
+            tth_texpr *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
+            tth_tstmt *st = sg[a].lanes > 1 ? epi_store(k, oc, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes),
+                                                        tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
+                                            : epi_store(k, oc, oh, ow, tth_tir_load(c->m, acc, ai));
+            if (!st || lw_append(c, &seq, st))
+                return NULL;
+        }
+    }
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* One output row oh for ro channels of block ob: tiles of RP vectors, then one tile of the
+ * remaining whole vectors and the row's last OW % vl pixels as one vector. */
+static tth_tstmt *rows_row(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh, int RP, int vl)
+{
+    lw_ctx *c = k->c;
+    int64_t OW = k->p->OW, nv = OW / vl;
+    int tail = (int)(OW % vl), n = 0;
+    dseg sg[8];
+    tth_tstmt *seq = NULL;
+    if (nv / RP > 0) {
+        lw_ax t;
+        if (lw_ax_make(c, &t, "t", nv / RP))
+            return NULL;
+        for (int a = 0; a < RP; a++)
+            sg[a] = (dseg){0, (int64_t)a * vl, vl};
+        tth_tstmt *tl = rows_tile(k, ob, RO, ro, oh, lw_mul(c, t.e, lw_i(c, (int64_t)RP * vl)), sg, RP, vl);
+        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    for (int64_t v = 0; v < nv % RP; v++)
+        sg[n++] = (dseg){0, v * vl, vl};
+    if (tail)
+        sg[n++] = (dseg){0, nv % RP * vl, tail};
+    if (n) {
+        tth_tstmt *tl = rows_tile(k, ob, RO, ro, oh, lw_i(c, nv / RP * RP * vl), sg, n, vl);
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
+    }
+    return seq;
+}
+
+/* Output rows times blocks of RO channels, a parallel loop over (row, block) pairs with rows
+ * outermost (docs/threads.md, "Locality"); the last O % RO channels are a narrower block. */
+static tth_tstmt *rows_kernel(tk *k, int RO, int RP)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int vl = c->vec.f32_lanes;
+    int64_t nblk = p->O / RO;
+    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= LW_PARALLEL_MIN;
+    tth_tstmt *seq = NULL;
+    for (int part = 0; part < 2; part++) {
+        int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
+        int ro = part == 0 ? RO : (int)(p->O % RO);
+        if (nb == 0)
+            continue;
+        lw_ax q;
+        if (lw_ax_make(c, &q, "q", p->OH * nb))
+            return NULL;
+        tth_texpr *ob = part == 1 ? lw_i(c, nblk) : nb == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nb));
+        tth_texpr *oh = p->OH == 1 ? lw_i(c, 0) : nb == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nb));
+        tth_tstmt *body = rows_row(k, ob, RO, ro, oh, RP, vl);
+        body = lw_ax_loop(c, &q, par && p->OH * nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+        if (!body || lw_append(c, &seq, body))
+            return NULL;
+    }
+    return seq;
+}
+
 /* ------------------------------------------- entry: the strategies (lower_strategies.c) ---- */
 
 /* a float32 nn.conv2d, its shapes and attributes in *p */
@@ -835,6 +992,19 @@ int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sin
     return conv_f32(call, &p);
 }
 
+/* the row-vectorized kernel's reduction limit: input channels x taps */
+#define ROWS_MAX_TAPS 192
+
+int lw_conv_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)s;
+    lw_conv_p p;
+    if (!conv_f32(call, &p) || p.groups != 1 || is_depthwise(&p) || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
+        return 0;
+    int vl = c->vec.f32_lanes;
+    return vl >= 4 && p.OW >= 2 * vl && p.C * p.KH * p.KW <= ROWS_MAX_TAPS;
+}
+
 tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     lw_conv_p p;
@@ -852,7 +1022,9 @@ tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 }
 
 /* the channel-blocked and depthwise kernels, with the padded copy and the weight packing */
-static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, int depthwise)
+enum { TILED_BLOCKED, TILED_DEPTHWISE, TILED_ROWS };
+
+static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, int mode)
 {
     lw_conv_p pp;
     tk k;
@@ -862,9 +1034,10 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     tk_init(&k, c, call, p, s);
     const tth_rexpr *wa = lw_arg(call, 1);
     int padded = p->pt || p->pl || p->pb || p->pr;
-    if (depthwise && p->sw > 1) {
-        /* strided depthwise: the copy splits each row into sw phases, so every tap reads
-         * contiguous vectors */
+    int depthwise = mode == TILED_DEPTHWISE;
+    if (mode != TILED_BLOCKED && p->sw > 1) {
+        /* strided depthwise or row-vectorized: the copy splits each row into sw phases, so
+         * every tap reads contiguous vectors */
         padded = 1;
         k.sp = p->sw;
         k.Wq = (k.Wp + p->sw - 1) / p->sw;
@@ -875,9 +1048,14 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         return NULL;
     tth_tbuffer *xp = NULL, *wp = NULL;
     tth_tstmt *pack = NULL;
-    if (!depthwise && !k.flat && p->OW <= 16)
+    int RO = c->vec.registers >= 32 ? 6 : 4, RP = c->vec.registers >= 32 ? 4 : 2;
+    if (mode == TILED_ROWS) {
+        k.flat = 0;
+        if (!(k.w = rows_pack(&k, wa->u.constant.value, RO)))
+            return NULL;
+    } else if (!depthwise && !k.flat && p->OW <= 16)
         k.flat = 2; /* a narrow image (7x7, 14x14): tiles run across rows instead of 4 + 3 pixels */
-    if (!depthwise) {
+    if (mode == TILED_BLOCKED) {
         /* lanes: the target's (a narrower vector costs as much per instruction, so a partial
          * last block beats more blocks), but no more than the group's channels need */
         int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
@@ -896,7 +1074,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
                 return NULL;
         }
         k.w = wp;
-    } else {
+    } else if (depthwise) {
         k.vl = 1;
         k.w = w;
     }
@@ -919,7 +1097,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         if (!pc || lw_append(c, &img, pc))
             return NULL;
     }
-    tth_tstmt *kern = depthwise ? depthwise_kernel(&k) : blocked_kernel(&k);
+    tth_tstmt *kern = depthwise ? depthwise_kernel(&k) : mode == TILED_ROWS ? rows_kernel(&k, RO, RP) : blocked_kernel(&k);
     if (!kern || lw_append(c, &img, kern))
         return NULL;
     tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
@@ -935,10 +1113,15 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
 
 tth_tstmt *lw_conv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    return conv_tiled(c, call, s, 1);
+    return conv_tiled(c, call, s, TILED_DEPTHWISE);
 }
 
 tth_tstmt *lw_conv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    return conv_tiled(c, call, s, 0);
+    return conv_tiled(c, call, s, TILED_BLOCKED);
+}
+
+tth_tstmt *lw_conv_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    return conv_tiled(c, call, s, TILED_ROWS);
 }

@@ -110,6 +110,8 @@ int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink 
 tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_conv_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);

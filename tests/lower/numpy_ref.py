@@ -224,6 +224,27 @@ def case(name):
         a = {"strides": [2, 2], "groups": 1}
         y = conv2d(x, w, None, [2, 2], [0, 0, 0, 0], [1, 1], 1)
         return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "conv_tiles_rows_stem":
+        # the row-vectorized kernel on a stem: 3 channels, stride 2, padding, rows of 38 (whole
+        # vectors and a tail at every width), 10 output channels (a block and a narrower one)
+        x, w, b = rnd((1, 3, 23, 75)), rnd((10, 3, 3, 3)), rnd((10,))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1]}
+        y = np.maximum(conv2d(x, w, b, [2, 2], [1, 1, 1, 1], [1, 1], 1), 0)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_rows_dilated_batch":
+        # row-vectorized, batch 2, stride 1, uneven padding, dilation along W, a 5x3 kernel,
+        # 7 output channels, an operand broadcast per channel
+        x, w, v = rnd((2, 2, 9, 40)), rnd((7, 2, 5, 3)), rnd((1, 7, 1, 1))
+        a = {"padding": [2, 1, 0, 3], "dilation": [1, 2]}
+        y = conv2d(x, w, None, [1, 1], [2, 1, 0, 3], [1, 2], 1) * v
+        return [(x, False), (w, True), (v, False)], [("nn.conv2d", a, ["i0", "i1"]), ("multiply", {}, ["prev", "i2"])], [y.astype(f32)]
+    if name == "conv_tiles_rows_unpadded_stride3":
+        # row-vectorized without padding: stride 1 (reads the input itself) then stride 3
+        # (the phase-split copy without padding), chained
+        x, w1, w2 = rnd((1, 3, 6, 110)), rnd((5, 3, 2, 2)), rnd((4, 5, 1, 3))
+        y1 = conv2d(x, w1, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
+        y = conv2d(y1, w2, None, [1, 3], [0, 0, 0, 0], [1, 1], 1)
+        return [(x, False), (w1, True), (w2, True)], [("nn.conv2d", {}, ["i0", "i1"]), ("nn.conv2d", {"strides": [1, 3]}, ["prev", "i2"])], [y.astype(f32)]
     if name == "conv_transpose_groups":
         x, w = rnd((1, 4, 4, 5)), rnd((4, 3, 3, 2))
         a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}
