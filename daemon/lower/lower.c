@@ -271,6 +271,16 @@ tth_tvar *lw_var(lw_ctx *c, const char *prefix, tth_dtype t)
     return tth_tir_var(c->m, name, t);
 }
 
+tth_tvar *lw_var_vec(lw_ctx *c, const char *prefix, tth_dtype t, int lanes)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%u", prefix, c->nvars++);
+    tth_tvar *v = lanes > 1 ? tth_tir_var_vec(c->m, name, t, lanes) : tth_tir_var(c->m, name, t);
+    if (!v)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return v;
+}
+
 tth_texpr *lw_ref(lw_ctx *c, tth_tvar *v)
 {
     return tth_tir_ref(c->m, v);

@@ -26,31 +26,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lower_internal.h"
+#include "lower_conv_tiled.h"
 
-typedef struct tk {
-    lw_ctx *c;
-    const tth_rexpr *call;
-    const lw_conv_p *p;
-    const lw_sink *s;
-    tth_tbuffer *x;          /* the input as read: x itself, or the padded copy of one image */
-    int64_t Hp, Wp;          /* plane of the input as read (padded) */
-    int64_t sp, Wq, Wrow;    /* a row of the input as read: sp phases of Wq columns, Wrow = sp*Wq
-                                elements; column col is at (col % sp)*Wq + col / sp. sp is the
-                                stride for a strided depthwise convolution (its taps then read
-                                contiguous vectors), else 1 and Wq = Wrow = Wp */
-    tth_texpr *xbase;        /* offset of image n in the input as read */
-    tth_texpr *n;            /* image index */
-    tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
-    int64_t Cg, Og;
-    int vl;                  /* lanes */
-    int64_t NB;              /* blocks of vl output channels per group */
-    int RC;                  /* channel blocks per tile */
-    int flat;                /* the image as one row of OH*OW pixels: 1 for a 1x1 stride-1 unpadded
-                                convolution (pixel p is input offset p), 2 for a narrow image
-                                (each tile computes its pixels' input offsets) */
-    const tth_rexpr *bias;   /* NULL without */
-} tk;
 
 static tth_texpr *f32(lw_ctx *c, double v)
 {
@@ -58,7 +35,7 @@ static tth_texpr *f32(lw_ctx *c, double v)
 }
 
 /* offset of pixel (row, col) of input channel ch in the input as read */
-static tth_texpr *x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
+tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
     lw_ctx *c = k->c;
     return lw_add(c, k->xbase,
@@ -68,7 +45,7 @@ static tth_texpr *x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 /* The padded copy of image n: per channel, the rows above and below the image are zeros, and
  * every image row is pl zeros, the row, pr zeros. Each element is written once; the channels
  * are a parallel loop when the copy is large. */
-static tth_tstmt *pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
@@ -148,7 +125,7 @@ static tth_tstmt *pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
 
 /* A zeroed float32 tensor of n elements for packed weights; NULL on OOM (diag set). */
-static tth_tensor *packed_new(lw_ctx *c, int64_t n)
+tth_tensor *tk_packed_new(lw_ctx *c, int64_t n)
 {
     tth_ttype t;
     memset(&t, 0, sizeof t);
@@ -164,7 +141,7 @@ static tth_tensor *packed_new(lw_ctx *c, int64_t n)
 }
 
 /* The packed weights as a CONST buffer of the function (takes pk's reference). */
-static tth_tbuffer *packed_const(lw_ctx *c, tth_tensor *pk)
+tth_tbuffer *tk_packed_const(lw_ctx *c, tth_tensor *pk)
 {
     char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
     tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
@@ -180,7 +157,7 @@ static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t KK = p->KH * p->KW, vl = k->vl;
-    tth_tensor *pk = packed_new(c, p->groups * k->NB * k->Cg * KK * vl);
+    tth_tensor *pk = tk_packed_new(c, p->groups * k->NB * k->Cg * KK * vl);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -193,7 +170,7 @@ static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
                     for (int64_t kk = 0; kk < KK; kk++)
                         dst[(((g * k->NB + bg) * k->Cg + ic) * KK + kk) * vl + l] = src[(oc * k->Cg + ic) * KK + kk];
             }
-    return packed_const(c, pk);
+    return tk_packed_const(c, pk);
 }
 
 /* The same packing as a loop, for a weight computed at run time: into LOCAL buffer wp. */
@@ -222,7 +199,7 @@ static tth_tstmt *pack_loop(tk *k, tth_tbuffer *w, tth_tbuffer *wp)
 }
 
 /* bias (if any) + acc, through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
-static tth_tstmt *epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
+tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
 {
     lw_ctx *c = k->c;
     if (k->bias) {
@@ -267,19 +244,16 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         row = lw_mul(c, kh.e, lw_i(c, p->dh));
         col = lw_mul(c, kw.e, lw_i(c, p->dw));
     }
-    tth_texpr *xc = x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), ic.e), row, col);
+    tth_texpr *xc = tk_x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), ic.e), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
     tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), ic.e),
                                                 lw_i(c, KK)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, vl));
     tth_tvar *wv[4], *xv[16];
     tth_tstmt *upd = NULL;
-    for (int j = 0; j < RC; j++) {
-        char nm[24];
-        snprintf(nm, sizeof nm, "w%u", c->nvars++);
-        if (!(wv[j] = tth_tir_var_vec(c->m, nm, TTH_F32, vl)))
-            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
-    }
+    for (int j = 0; j < RC; j++) 
+        if (!(wv[j] = lw_var_vec(c, "w", TTH_F32, vl)))
+            return NULL;
     for (int r = 0; r < RW; r++)
         if (!(xv[r] = lw_var(c, "xb", TTH_F32)))
             return NULL;
@@ -329,7 +303,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 ow = lw_bin(c, TTH_TBIN_MOD, ow, lw_i(c, p->OW));
             }
             int64_t ai = ((int64_t)j * RW + r) * vl;
-            tth_tstmt *full = epi_store(k, tth_tir_ramp(c->m, ocb, 1, vl), eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0));
+            tth_tstmt *full = tk_epi_store(k, tth_tir_ramp(c->m, ocb, 1, vl), eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0));
             if (!full)
                 return NULL;
             if (tail) {
@@ -338,7 +312,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 if (!vl_)
                     return NULL;
                 tth_texpr *ln = lw_ref(c, vl_);
-                tth_tstmt *one = epi_store(k, lw_add(c, ocb, ln), eoh, ow, tth_tir_load(c->m, acc, lw_add(c, lw_i(c, ai), ln)));
+                tth_tstmt *one = tk_epi_store(k, lw_add(c, ocb, ln), eoh, ow, tth_tir_load(c->m, acc, lw_add(c, lw_i(c, ai), ln)));
                 tth_tstmt *part = lw_for(c, vl_, lw_i(c, 0), lw_i(c, tail), TTH_LOOP_SERIAL, one);
                 full = part ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, bg, lw_i(c, k->NB - 1)), full, part) : NULL;
             }
@@ -510,12 +484,9 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
     tth_tvar *xv[8], *vw = lw_var(c, "wb", TTH_I64);
     if (!vw)
         return NULL;
-    for (int q = 0; q < RP; q++) {
-        char nm[24];
-        snprintf(nm, sizeof nm, "x%u", c->nvars++);
-        if (!(xv[q] = tth_tir_var_vec(c->m, nm, TTH_F32, vl)))
-            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
-    }
+    for (int q = 0; q < RP; q++) 
+        if (!(xv[q] = lw_var_vec(c, "x", TTH_F32, vl)))
+            return NULL;
     /* packed weights: wp[(block*C + ic)*RObase + r], block = ob */
     tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, RObase));
     tth_tstmt *upd = NULL;
@@ -540,7 +511,7 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
         tth_texpr *oc = lw_add(c, lw_mul(c, ob, lw_i(c, RObase)), lw_i(c, r));
         for (int q = 0; q < RP; q++) {
             tth_texpr *px = tth_tir_ramp(c->m, lw_add(c, p0, lw_i(c, (int64_t)q * vl)), 1, vl);
-            tth_tstmt *st = epi_store(k, oc, lw_i(c, 0), px, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RP + q) * vl), vl, 0));
+            tth_tstmt *st = tk_epi_store(k, oc, lw_i(c, 0), px, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RP + q) * vl), vl, 0));
             if (!st || lw_append(c, &seq, st))
                 return NULL;
         }
@@ -554,7 +525,7 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t nblk = (p->O + RO - 1) / RO;
-    tth_tensor *pk = packed_new(c, nblk * p->C * RO);
+    tth_tensor *pk = tk_packed_new(c, nblk * p->C * RO);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -562,7 +533,7 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
     for (int64_t o = 0; o < p->O; o++)
         for (int64_t ic = 0; ic < p->C; ic++)
             dst[((o / RO) * p->C + ic) * RO + o % RO] = src[o * p->C + ic];
-    return packed_const(c, pk);
+    return tk_packed_const(c, pk);
 }
 
 /* A 1x1 stride-1 convolution of one group without padding, on an image of at least 4 vectors
@@ -653,7 +624,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     } else {
         col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
     }
-    tth_texpr *xo = x_at(k, ch, row, col);
+    tth_texpr *xo = tk_x_at(k, ch, row, col);
     tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
     /* a step of one output column is sw input columns, or one in a phase-split row */
     int64_t cstep = k->sp > 1 ? 1 : p->sw;
@@ -678,8 +649,8 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
         tth_texpr *oh = lw_add(c, oh0, lw_i(c, sg[a].drow)), *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
         tth_tstmt *st = sg[a].lanes > 1
-                            ? epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
-                            : epi_store(k, ch, oh, ow, tth_tir_load(c->m, acc, ai));
+                            ? tk_epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
+                            : tk_epi_store(k, ch, oh, ow, tth_tir_load(c->m, acc, ai));
         if (!st || lw_append(c, &seq, st))
             return NULL;
     }
@@ -776,7 +747,7 @@ static tth_tbuffer *rows_pack(tk *k, const tth_tensor *wt, int RO)
 {
     const lw_conv_p *p = k->p;
     int64_t KK = p->KH * p->KW, nblk = (p->O + RO - 1) / RO;
-    tth_tensor *pk = packed_new(k->c, nblk * p->C * KK * RO);
+    tth_tensor *pk = tk_packed_new(k->c, nblk * p->C * KK * RO);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -784,7 +755,7 @@ static tth_tbuffer *rows_pack(tk *k, const tth_tensor *wt, int RO)
     for (int64_t o = 0; o < p->O; o++)
         for (int64_t ick = 0; ick < p->C * KK; ick++)
             dst[((o / RO) * p->C * KK + ick) * RO + o % RO] = src[o * p->C * KK + ick];
-    return packed_const(k->c, pk);
+    return tk_packed_const(k->c, pk);
 }
 
 /* One tile: ro output channels from block ob (of RO) times the n vectors sg (lanes pixels from
@@ -808,12 +779,9 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
     tth_tvar *vx = lw_var(c, "xo", TTH_I64), *vw = lw_var(c, "wb", TTH_I64), *xv[8];
     if (!vx || !vw)
         return NULL;
-    for (int a = 0; a < n; a++) {
-        char nm[24];
-        snprintf(nm, sizeof nm, "x%u", c->nvars++);
-        if (!(xv[a] = tth_tir_var_vec(c->m, nm, TTH_F32, sg[a].lanes)))
-            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
-    }
+    for (int a = 0; a < n; a++) 
+        if (!(xv[a] = lw_var_vec(c, "x", TTH_F32, sg[a].lanes)))
+            return NULL;
     tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
     tth_texpr *col;
     if (k->sp > 1) {
@@ -823,7 +791,7 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
     } else {
         col = lw_add(c, ow0, lw_mul(c, kw.e, lw_i(c, p->dw)));
     }
-    tth_texpr *xo = x_at(k, ic.e, row, col);
+    tth_texpr *xo = tk_x_at(k, ic.e, row, col);
     tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, KK)),
                                      lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, RO));
@@ -856,9 +824,9 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
         for (int a = 0; a < n; a++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
             tth_texpr *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-            tth_tstmt *st = sg[a].lanes > 1 ? epi_store(k, oc, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes),
+            tth_tstmt *st = sg[a].lanes > 1 ? tk_epi_store(k, oc, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes),
                                                         tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
-                                            : epi_store(k, oc, oh, ow, tth_tir_load(c->m, acc, ai));
+                                            : tk_epi_store(k, oc, oh, ow, tth_tir_load(c->m, acc, ai));
             if (!st || lw_append(c, &seq, st))
                 return NULL;
         }
@@ -928,7 +896,7 @@ static tth_tstmt *rows_kernel(tk *k, int RO, int RP)
 /* ------------------------------------------- entry: the strategies (lower_strategies.c) ---- */
 
 /* a float32 nn.conv2d, its shapes and attributes in *p */
-static int conv_f32(const tth_rexpr *call, lw_conv_p *p)
+int tk_conv_f32(const tth_rexpr *call, lw_conv_p *p)
 {
     char why[256];
     if (call->u.call.op != TTH_OP_CONV2D || !lw_conv_params(call, p, why, sizeof why) || p->quant || p->transpose)
@@ -949,7 +917,7 @@ static int is_flat(const lw_conv_p *p)
            !is_depthwise(p);
 }
 
-static void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s)
+void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s)
 {
     memset(k, 0, sizeof *k);
     k->c = c;
@@ -969,7 +937,7 @@ static void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p,
 int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     lw_conv_p p;
-    if (!conv_f32(call, &p) || !is_flat(&p) || p.groups != 1 || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
+    if (!tk_conv_f32(call, &p) || !is_flat(&p) || p.groups != 1 || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
         return 0;
     int vl = c->vec.f32_lanes;
     int64_t P = p.OH * p.OW;
@@ -981,7 +949,7 @@ int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_s
     (void)c;
     (void)s;
     lw_conv_p p;
-    return conv_f32(call, &p) && is_depthwise(&p);
+    return tk_conv_f32(call, &p) && is_depthwise(&p);
 }
 
 int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -989,7 +957,7 @@ int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sin
     (void)c;
     (void)s;
     lw_conv_p p;
-    return conv_f32(call, &p);
+    return tk_conv_f32(call, &p);
 }
 
 /* the row-vectorized kernel's reduction limit: input channels x taps */
@@ -999,7 +967,7 @@ int lw_conv_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 {
     (void)s;
     lw_conv_p p;
-    if (!conv_f32(call, &p) || p.groups != 1 || is_depthwise(&p) || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
+    if (!tk_conv_f32(call, &p) || p.groups != 1 || is_depthwise(&p) || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
         return 0;
     int vl = c->vec.f32_lanes;
     return vl >= 4 && p.OW >= 2 * vl && p.C * p.KH * p.KW <= ROWS_MAX_TAPS;
@@ -1009,7 +977,7 @@ tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     lw_conv_p p;
     tk k;
-    if (!conv_f32(call, &p))
+    if (!tk_conv_f32(call, &p))
         return lw_fail(c, TTH_EINTERNAL, call, "conv2d/pixel-vectorized does not apply"), NULL;
     tk_init(&k, c, call, &p, s);
     lw_ax an;
@@ -1028,7 +996,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
 {
     lw_conv_p pp;
     tk k;
-    if (!conv_f32(call, &pp))
+    if (!tk_conv_f32(call, &pp))
         return lw_fail(c, TTH_EINTERNAL, call, "a tiled conv2d kernel does not apply"), NULL;
     const lw_conv_p *p = &pp;
     tk_init(&k, c, call, p, s);
@@ -1093,7 +1061,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     k.xbase = padded ? lw_i(c, 0) : lw_mul(c, an.e, lw_i(c, p->C * p->H * p->W));
     tth_tstmt *img = NULL;
     if (padded) {
-        tth_tstmt *pc = pad_copy(&k, x, xp);
+        tth_tstmt *pc = tk_pad_copy(&k, x, xp);
         if (!pc || lw_append(c, &img, pc))
             return NULL;
     }

@@ -110,6 +110,8 @@ int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink 
 tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_conv_winograd_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
@@ -197,6 +199,8 @@ tth_texpr *lw_mul(lw_ctx *c, tth_texpr *a, tth_texpr *b);
 tth_texpr *lw_bin(lw_ctx *c, tth_tir_binop op, tth_texpr *a, tth_texpr *b);
 tth_texpr *lw_cast(lw_ctx *c, tth_dtype t, tth_texpr *v); /* no-op when already t */
 tth_tvar *lw_var(lw_ctx *c, const char *prefix, tth_dtype t);
+/* a fresh variable of `lanes` lanes (a scalar for 1), named prefix<n>; NULL on OOM (diag set) */
+tth_tvar *lw_var_vec(lw_ctx *c, const char *prefix, tth_dtype t, int lanes);
 tth_texpr *lw_ref(lw_ctx *c, tth_tvar *v);
 /* lowest / highest finite value of a dtype */
 double lw_dtype_lowest(tth_dtype t);

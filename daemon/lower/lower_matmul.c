@@ -94,7 +94,6 @@ typedef struct mmt {
 static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, int vl)
 {
     lw_ctx *c = t->c;
-    char name[32];
     tth_tstmt *seq = NULL;
     tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RM * RN, vl, &seq);
     if (!acc)
@@ -103,11 +102,9 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, 
     if (lw_ax_make(c, &ak, "k", t->K))
         return NULL;
     tth_tvar *bv[8];
-    for (int j = 0; j < RN; j++) {
-        snprintf(name, sizeof name, "b%u", c->nvars++);
-        if (!(bv[j] = tth_tir_var_vec(c->m, name, TTH_F32, vl)))
-            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
-    }
+    for (int j = 0; j < RN; j++) 
+        if (!(bv[j] = lw_var_vec(c, "b", TTH_F32, vl)))
+            return NULL;
     tth_tstmt *upd = NULL;
     for (int r = 0; r < RM; r++) {
         tth_texpr *av = tth_tir_load(c->m, t->A, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), ak.e));

@@ -7,6 +7,7 @@
 static const lw_strategy table[] = {
     {TTH_OP_CONV2D, "conv2d/pixel-vectorized", lw_conv_pixel_applies, lw_conv_pixel},
     {TTH_OP_CONV2D, "conv2d/depthwise-rows", lw_conv_depthwise_applies, lw_conv_depthwise},
+    {TTH_OP_CONV2D, "conv2d/winograd", lw_conv_winograd_applies, lw_conv_winograd},
     {TTH_OP_CONV2D, "conv2d/row-vectorized", lw_conv_rows_applies, lw_conv_rows},
     {TTH_OP_CONV2D, "conv2d/channel-blocked", lw_conv_blocked_applies, lw_conv_blocked},
     {TTH_OP_MATMUL, "matmul/register-tiled", lw_matmul_tiled_applies, lw_matmul_tiled},

@@ -245,6 +245,26 @@ def case(name):
         y1 = conv2d(x, w1, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
         y = conv2d(y1, w2, None, [1, 3], [0, 0, 0, 0], [1, 1], 1)
         return [(x, False), (w1, True), (w2, True)], [("nn.conv2d", {}, ["i0", "i1"]), ("nn.conv2d", {"strides": [1, 3]}, ["prev", "i2"])], [y.astype(f32)]
+    if name == "conv_winograd_bias_relu":
+        # Winograd F(4x4, 3x3): 16 input channels, 32 output channels, 4x4 tiles of a 14x14
+        # image (the last tile row and column partial), bias, relu
+        x, w, b = rnd((1, 16, 14, 14)), rnd((32, 16, 3, 3)), rnd((32,))
+        a = {"padding": [1, 1, 1, 1]}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1), 0)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_winograd_uneven_batch_residual":
+        # Winograd with batch 2, uneven padding, 17 input channels, 48 output channels, a 19x13
+        # output (partial last tile row and column), a residual add
+        x, w, r = rnd((2, 17, 18, 14)), rnd((48, 17, 3, 3)), rnd((2, 48, 19, 13))
+        a = {"padding": [1, 0, 2, 1]}
+        y = conv2d(x, w, None, [1, 1], [1, 0, 2, 1], [1, 1], 1) + r
+        return [(x, False), (w, True), (r, False)], [("nn.conv2d", a, ["i0", "i1"]), ("add", {}, ["prev", "i2"])], [y.astype(f32)]
+    if name == "conv_winograd_unpadded_wide":
+        # Winograd without padding on a 16x70 output (tile rows of 17 or 18 tiles: a whole vector
+        # of tiles and a rest at 16 lanes)
+        x, w = rnd((1, 16, 18, 72)), rnd((16, 16, 3, 3))
+        y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
+        return [(x, False), (w, True)], [("nn.conv2d", {}, ["i0", "i1"])], [y.astype(f32)]
     if name == "conv_transpose_groups":
         x, w = rnd((1, 4, 4, 5)), rnd((4, 3, 3, 2))
         a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}
@@ -410,6 +430,10 @@ def main():
         a = np.ascontiguousarray(a)
         a.tofile(os.path.join(d, "out%d.bin" % k))
         meta["outputs"].append({"dtype": str(a.dtype), "shape": list(a.shape)})
+    if name.startswith("conv_winograd"):
+        # F(4x4, 3x3) rounds more than the direct sum in float32 (its transforms multiply by up
+        # to 8 and divide by 24): allowed error 3e-5 of the largest output (docs/lowering.md)
+        meta["atol"] = 3e-5 * float(max(np.abs(a).max() for a in outputs))
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f)
 

@@ -534,6 +534,11 @@ Test(fusion, strategy_table_picks_each_kernel)
                      "conv2d/row-vectorized");
     cr_assert_str_eq(strategy_of(NULL, TTH_OP_CONV2D, &xs, &ws, "{\"padding\": [1, 1, 1, 1], \"strides\": [2, 2]}"),
                      "conv2d/channel-blocked");
+    tth_ttype xw = tt(TTH_F32, 4, 1, 16, 16, 16), ww = tt(TTH_F32, 4, 32, 16, 3, 3);
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &xw, &ww, "{\"padding\": [1, 1, 1, 1]}"), "conv2d/winograd");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &xw, &ww, "{\"padding\": [1, 1, 1, 1], \"strides\": [2, 2]}"),
+                     "conv2d/channel-blocked");
+    cr_assert_str_eq(strategy_of(NULL, TTH_OP_CONV2D, &xw, &ww, "{\"padding\": [1, 1, 1, 1]}"), "conv2d/channel-blocked");
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_MATMUL, &a, &b, NULL), "matmul/register-tiled");
     cr_assert_str_eq(strategy_of(NULL, TTH_OP_CONV2D, &x, &w1, NULL), "conv2d/channel-blocked");
     cr_assert_str_eq(strategy_of(NULL, TTH_OP_MATMUL, &a, &b, NULL), "generic");

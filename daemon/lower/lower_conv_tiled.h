@@ -1,0 +1,51 @@
+/* lower_conv_tiled.h: what the float32 convolution kernels share (lower_conv_tiled.c: the
+ * register-tiled kernels; lower_conv_winograd.c: Winograd). docs/lowering.md, "Convolution
+ * kernels". */
+#ifndef TTH_LOWER_CONV_TILED_H
+#define TTH_LOWER_CONV_TILED_H
+
+#include "lower_internal.h"
+
+/* One convolution being lowered: the call, its shapes, the input as read and the weights. */
+typedef struct tk {
+    lw_ctx *c;
+    const tth_rexpr *call;
+    const lw_conv_p *p;
+    const lw_sink *s;
+    tth_tbuffer *x;          /* the input as read: x itself, or the padded copy of one image */
+    int64_t Hp, Wp;          /* plane of the input as read (padded) */
+    int64_t sp, Wq, Wrow;    /* a row of the input as read: sp phases of Wq columns, Wrow = sp*Wq
+                                elements; column col is at (col % sp)*Wq + col / sp. sp is the
+                                stride for a strided depthwise or row-vectorized convolution, 4
+                                for Winograd (their taps then read contiguous vectors), else 1 and Wq = Wrow = Wp */
+    tth_texpr *xbase;        /* offset of image n in the input as read */
+    tth_texpr *n;            /* image index */
+    tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
+    int64_t Cg, Og;
+    int vl;                  /* lanes */
+    int64_t NB;              /* blocks of vl output channels per group */
+    int RC;                  /* channel blocks per tile */
+    int flat;                /* the image as one row of OH*OW pixels: 1 for a 1x1 stride-1 unpadded
+                                convolution (pixel p is input offset p), 2 for a narrow image
+                                (each tile computes its pixels' input offsets) */
+    const tth_rexpr *bias;   /* NULL without */
+} tk;
+
+/* a float32 nn.conv2d (not quantized, not transposed), its shapes and attributes in *p */
+int tk_conv_f32(const tth_rexpr *call, lw_conv_p *p);
+/* k for call: padded plane, one phase per row, bias */
+void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s);
+/* offset of pixel (row, col) of input channel ch in the input as read (col in phase-split units
+ * when k->sp > 1: the caller computes (phase*Wq + j)) */
+tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col);
+/* the padded (and, with k->sp > 1, phase-split) copy of image k->n of src into xp; channels in
+ * parallel when large */
+tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
+/* a zeroed float32 tensor of n elements; NULL on OOM (diag set) */
+tth_tensor *tk_packed_new(lw_ctx *c, int64_t n);
+/* pk as a CONST buffer of the function (takes pk's reference) */
+tth_tbuffer *tk_packed_const(lw_ctx *c, tth_tensor *pk);
+/* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
+tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
+
+#endif
