@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../compile/helpers.h"
 #include "../compile/onnx_case.h"
@@ -125,4 +127,43 @@ Test(llvm_pipeline, host_cpu_generic_and_avx2_agree_on_convolutions, .timeout = 
         json_decref(t);
     }
     tth_registry_free(r);
+}
+
+/* Every target-aware convolution kernel (Winograd, row-vectorized, depthwise with the phase-split
+ * copy and row tiles, channel-blocked) in a whole compile, run, against numpy: make_conv_cases.py
+ * writes ONNX cases whose expected outputs numpy computed; each runs for the same three targets
+ * as above. Skipped when python3 cannot import numpy and onnx. */
+Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
+{
+    char dir[] = "/tmp/tth-conv-cases-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s '%s/make_conv_cases.py' '%s'",
+             access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3", LLVM_TEST_SOURCE_DIR, dir);
+    int rc = system(cmd), st = WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+    if (st == 77 || st == 127) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        cr_assert_eq(system(cmd), 0);
+        cr_skip_test("python3 with numpy and onnx is not available (apt-get install python3-numpy python3-onnx)");
+    }
+    cr_assert_eq(st, 0, "make_conv_cases.py failed with status %d", st);
+    static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain"};
+    tth_registry *r = test_registry();
+    const char *targets[3] = {"llvm", "llvm -mcpu=generic", NULL};
+    if (strncmp(tth_host_triple(), "x86_64", 6) == 0)
+        targets[2] = "llvm -mcpu=haswell";
+    for (int k = 0; k < 3 && targets[k]; k++) {
+        json_t *t = parse_target(r, targets[k]);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dir, cases[i]);
+            tth_case_result res;
+            tth_case_status cs = tth_case_run(path, r, t, &res);
+            cr_expect_eq(cs, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], res.detail);
+        }
+        json_decref(t);
+    }
+    tth_registry_free(r);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""ONNX test cases (the libonnx-testdata layout: model.onnx, test_data_set_0/{input,output}_0.pb)
+that send each target-aware convolution kernel of docs/lowering.md through a whole compile:
+Winograd (3x3 stride 1, 16+ channels, 16+ tiles), row-vectorized (a stem), depthwise (stride 2 and
+narrow rows), channel-blocked. Expected outputs come from numpy (tests/lower/numpy_ref.py's
+conv2d, written from the ONNX operator definition), not from tth.
+
+usage: make_conv_cases.py OUTDIR      -> OUTDIR/<case>/...; exit status 77 without numpy or onnx
+"""
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lower"))
+from numpy_ref import conv2d  # noqa: E402
+
+RNG = np.random.default_rng(20261124)
+
+
+def rnd(shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+class Graph:
+    def __init__(self, x):
+        self.x = x
+        self.nodes, self.inits = [], []
+        self.n = 0
+
+    def const(self, a):
+        name = "c%d" % len(self.inits)
+        self.inits.append(numpy_helper.from_array(a, name))
+        return name
+
+    def node(self, op, inputs, **attrs):
+        self.n += 1
+        out = "t%d" % self.n
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+
+def conv(g, name, val, w, b, strides=(1, 1), pads=(0, 0, 0, 0), groups=1):
+    """ONNX Conv (pads t, l, b, r as numpy_ref's order; ONNX writes t, l, b, r as begin h, begin
+    w, end h, end w) and its numpy value"""
+    ins = [name, g.const(w)] + ([g.const(b)] if b is not None else [])
+    out = g.node("Conv", ins, strides=list(strides), pads=[pads[0], pads[1], pads[2], pads[3]], group=groups)
+    y = conv2d(val, w, b, list(strides), list(pads), [1, 1], groups).astype(np.float32)
+    return out, y
+
+
+def relu(g, name, val):
+    return g.node("Relu", [name]), np.maximum(val, 0)
+
+
+def add(g, an, a, bn, b):
+    return g.node("Add", [an, bn]), (a + b).astype(np.float32)
+
+
+def case_winograd(g, x):
+    # 16 -> 32 -> 16 channels on 18x18 (5x5 tiles, the last row and column partial), bias, relu,
+    # a residual add of the input
+    h, hv = conv(g, "x", x, rnd((32, 16, 3, 3), 0.1), rnd((32,), 0.1), pads=(1, 1, 1, 1))
+    h, hv = relu(g, h, hv)
+    y, yv = conv(g, h, hv, rnd((16, 32, 3, 3), 0.1), None, pads=(1, 1, 1, 1))
+    return add(g, y, yv, "x", x)
+
+
+def case_stem(g, x):
+    # 3 -> 20 channels, 3x3 stride 2, rows of 38: the row-vectorized kernel; then 7x7 stride 2
+    h, hv = conv(g, "x", x, rnd((20, 3, 3, 3), 0.3), rnd((20,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1))
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((8, 20, 7, 7), 0.05), None, strides=(2, 2), pads=(3, 3, 3, 3))
+
+
+def case_depthwise(g, x):
+    # depthwise stride 2 (phase-split copy), then stride 1 on a narrow image (row tiles), then a
+    # pointwise channel-blocked convolution
+    c = x.shape[1]
+    h, hv = conv(g, "x", x, rnd((c, 1, 3, 3), 0.3), rnd((c,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1), groups=c)
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((c, 1, 3, 3), 0.3), None, pads=(1, 1, 1, 1), groups=c)
+    return conv(g, h, hv, rnd((24, c, 1, 1), 0.2), rnd((24,), 0.1))
+
+
+CASES = {
+    "winograd_residual": ((1, 16, 18, 18), case_winograd),
+    "stem_rows": ((1, 3, 41, 75), case_stem),
+    "depthwise_chain": ((2, 24, 27, 13), case_depthwise),
+}
+
+
+def write(outdir, name, shape, build):
+    x = rnd(shape)
+    g = Graph(x)
+    yname, y = build(g, x)
+    graph = helper.make_graph(
+        g.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(yname, TensorProto.FLOAT, list(y.shape))], g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    d = os.path.join(outdir, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(np.ascontiguousarray(y), yname).SerializeToString())
+
+
+def main():
+    outdir = sys.argv[1]
+    for name, (shape, build) in CASES.items():
+        write(outdir, name, shape, build)
+
+
+if __name__ == "__main__":
+    main()
