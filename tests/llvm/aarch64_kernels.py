@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""The target-aware convolution kernels as AArch64 NEON code, run under qemu-aarch64 and checked
+against numpy: the product's own path (tthd, tthctl compile for an AArch64 target, the
+artifact's object, header and thread-pool source), a program built with the cross compiler from
+the artifact as its README says, run under qemu-user.
+
+    tests/llvm/aarch64_kernels.py --tthctl build/client/tthctl
+
+Cases: tests/llvm/make_conv_cases.py (Winograd, row-vectorized stem, depthwise chain), expected
+outputs from numpy; tolerance float32 |a-b| <= 1e-4 + 1e-4*|b| (as the conformance runners).
+Exit status 77 (skipped) when aarch64-linux-gnu-gcc, qemu-aarch64, numpy or onnx is missing.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
+
+MAIN_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "tth_model.h"
+
+static _Alignas(64) unsigned char ws[TTH_MODEL_WORKSPACE_SIZE + 1];
+
+static void *read_all(const char *path, size_t n)
+{
+    void *p = malloc(n);
+    FILE *f = fopen(path, "rb");
+    if (!p || !f || fread(p, 1, n, f) != n) { fprintf(stderr, "cannot read %s\n", path); exit(2); }
+    fclose(f);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    struct tth_model_inputs in = { read_all(argv[1], IN_BYTES) };
+    void *y = malloc(OUT_BYTES);
+    struct tth_model_outputs out = { y };
+    int32_t rc = tth_model_run(&in, &out, ws);
+    FILE *f = fopen(argv[2], "wb");
+    if (rc != 0 || !f || fwrite(y, 1, OUT_BYTES, f) != OUT_BYTES) { fprintf(stderr, "run failed: %d\n", (int)rc); return 1; }
+    fclose(f);
+    return 0;
+}
+"""
+
+
+def tools_missing():
+    for tool in ("aarch64-linux-gnu-gcc", "qemu-aarch64"):
+        if not shutil.which(tool):
+            return tool
+    try:
+        import numpy  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError:
+        return "python3-numpy/python3-onnx"
+    return None
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def one_case(case, args, work):
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    def load_pb(path):
+        t = onnx.TensorProto()
+        with open(path, "rb") as f:
+            t.ParseFromString(f.read())
+        return numpy_helper.to_array(t)
+
+    d = os.path.join(work, os.path.basename(case))
+    os.makedirs(d)
+    tar = os.path.join(d, "model.tar")
+    c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", os.path.join(case, "model.onnx"),
+             "--target", TARGET, "--name", "model", "-o", tar])
+    if c.returncode != 0:
+        return "compile: " + c.stderr.strip()
+    with tarfile.open(tar) as t:
+        t.extractall(d)
+    meta = json.load(open(os.path.join(d, "metadata.json")))
+    mod = meta["modules"][0]
+    objs = [os.path.join(d, "codegen", "host", "lib", f) for f in mod["files"] if f.endswith(".o")]
+    srcs = [os.path.join(d, s) for s in meta["files"]["sources"]]
+    x = load_pb(os.path.join(case, "test_data_set_0", "input_0.pb"))
+    want = load_pb(os.path.join(case, "test_data_set_0", "output_0.pb"))
+    with open(os.path.join(d, "main.c"), "w") as f:
+        f.write("#define IN_BYTES %d\n#define OUT_BYTES %d\n" % (x.nbytes, want.nbytes) + MAIN_C)
+    exe = os.path.join(d, "prog")
+    b = run(["aarch64-linux-gnu-gcc", "-std=c11", "-O2", "-static", "-pthread", "-I", os.path.join(d, "include"),
+             "-o", exe, os.path.join(d, "main.c")] + srcs + objs + ["-lm"])
+    if b.returncode != 0:
+        return "cross build: " + b.stderr.strip()[-2000:]
+    x.astype("<f4").tofile(os.path.join(d, "x.bin"))
+    r = run(["qemu-aarch64", exe, os.path.join(d, "x.bin"), os.path.join(d, "y.bin")], timeout=300)
+    if r.returncode != 0:
+        return "run under qemu: exit %d %s" % (r.returncode, r.stderr.strip())
+    got = np.fromfile(os.path.join(d, "y.bin"), dtype="<f4").reshape(want.shape)
+    bad = np.abs(got.astype(np.float64) - want) > 1e-4 + 1e-4 * np.abs(want)
+    if bad.any():
+        i = np.argmax(bad)
+        return "%d of %d elements differ; element %d: got %r, expected %r" % (
+            bad.sum(), bad.size, i, float(got.flat[i]), float(want.flat[i]))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tthctl", required=True)
+    args = ap.parse_args()
+    missing = tools_missing()
+    if missing:
+        print("aarch64_kernels: skipped, %s is not installed" % missing)
+        return 77
+    args.tthctl = os.path.abspath(args.tthctl)
+    work = tempfile.mkdtemp(prefix="tth-aarch64-")
+    args.socket = os.path.join(work, "tthd.sock")
+    tthd = os.path.join(os.path.dirname(os.path.dirname(args.tthctl)), "daemon", "tthd")
+    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", os.path.join(work, "cache")],
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "tthd.log"), "w"))
+    failures = []
+    try:
+        for _ in range(100):
+            if run([args.tthctl, "--socket", args.socket, "--no-start", "status"]).returncode == 0:
+                break
+            time.sleep(0.1)
+        cases_dir = os.path.join(work, "cases")
+        g = run(["/usr/bin/python3", os.path.join(HERE, "make_conv_cases.py"), cases_dir])
+        if g.returncode != 0:
+            failures.append("make_conv_cases.py: exit %d %s" % (g.returncode, g.stderr))
+        else:
+            for name in sorted(os.listdir(cases_dir)):
+                why = one_case(os.path.join(cases_dir, name), args, work)
+                print("%-20s %s" % (name, "ok" if why is None else "FAILED: " + why))
+                if why is not None:
+                    failures.append(name)
+        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"])
+        daemon.wait(timeout=30)
+        if stop.returncode != 0 or daemon.returncode != 0:
+            failures.append("tthd: stop exit %d, daemon exit %d" % (stop.returncode, daemon.returncode))
+            sys.stderr.write(open(os.path.join(work, "tthd.log")).read()[-4000:])
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    print("aarch64 under qemu: %d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
