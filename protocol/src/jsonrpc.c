@@ -108,9 +108,53 @@ json_t *tthp_result_new(const json_t *id, json_t *result_new)
     return m;
 }
 
+/* length of the valid UTF-8 sequence at s (1 to 4), 0 when it is not one (a stray continuation
+ * byte, an overlong form, a surrogate, past U+10FFFF, or cut short) */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    if (n == 0 || (n == 3 && c > 0xEF))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+        (c == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return n;
+}
+
+/* s with every byte that is not part of valid UTF-8 replaced by '?': an error message may quote
+ * what a client sent (or be cut inside a character), and JSON text must be UTF-8. Caller frees;
+ * NULL on OOM. */
+static char *utf8_clean(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t i = 0;
+    while (i < len) {
+        size_t n = utf8_len((const unsigned char *)s + i);
+        if (n == 0) {
+            out[i++] = '?';
+            continue;
+        }
+        memcpy(out + i, s + i, n);
+        i += n;
+    }
+    out[len] = 0;
+    return out;
+}
+
 json_t *tthp_error_new(const json_t *id, int code, const char *message, json_t *data_new)
 {
-    json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message ? message : "");
+    char *clean = utf8_clean(message ? message : "");
+    json_t *err = clean ? json_pack("{s:i, s:s}", "code", code, "message", clean) : NULL;
+    free(clean);
     if (err && data_new)
         json_object_set_new(err, "data", data_new);
     else
@@ -123,9 +167,15 @@ json_t *tthp_error_new(const json_t *id, int code, const char *message, json_t *
 json_t *tthp_diagnostic_new(const char *code, int severity, const char *message, const char *location,
                             const char *hint)
 {
-    return json_pack("{s:s, s:i, s:s, s:s, s:s}", "code", code ? code : "EINTERNAL", "severity", severity,
-                     "message", message ? message : "", "location", location ? location : "", "hint",
-                     hint ? hint : "");
+    char *m = utf8_clean(message ? message : ""), *l = utf8_clean(location ? location : ""),
+         *h = utf8_clean(hint ? hint : "");
+    json_t *d = m && l && h ? json_pack("{s:s, s:i, s:s, s:s, s:s}", "code", code ? code : "EINTERNAL", "severity",
+                                        severity, "message", m, "location", l, "hint", h)
+                            : NULL;
+    free(m);
+    free(l);
+    free(h);
+    return d;
 }
 
 char *tthp_message_dump(const json_t *msg, size_t *len)

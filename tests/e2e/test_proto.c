@@ -132,6 +132,31 @@ Test(proto, messages)
     }
 }
 
+/* An error answer quotes what it can of a client's bytes; the answer is JSON text all the same
+ * (invalid UTF-8 becomes '?'): the fuzzer found a parse error whose message, quoting the input,
+ * could not be encoded, so no answer was built. */
+Test(proto, error_answers_are_valid_utf8)
+{
+    static const char bad[] = "{\"socrn6\xce\xaa\xfc\x7f\x00\x00YQ\":1";
+    tthp_message m;
+    int code = tthp_message_parse(bad, sizeof bad - 1, &m);
+    cr_assert_neq(code, 0);
+    json_t *err = tthp_error_new(m.id, code, m.error_message, NULL);
+    cr_assert_not_null(err, "no answer for '%s'", m.error_message);
+    tthp_message_clear(&m);
+    /* a message cut inside a character, an overlong form, a surrogate, a lone continuation */
+    static const char *const msgs[] = {"caf\xc3", "x\xc0\xafy", "\xed\xa0\x80", "\x80" "abc", "\xf4\x90\x80\x80", "ok \xc3\xa9"};
+    static const char *const want[] = {"caf?", "x??y", "???", "?abc", "????", "ok \xc3\xa9"};
+    for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
+        json_t *e = tthp_error_new(NULL, -32700, msgs[i], NULL);
+        cr_assert_not_null(e, "message %zu", i);
+        const char *got = json_string_value(json_object_get(json_object_get(e, "error"), "message"));
+        cr_assert_str_eq(got, want[i], "message %zu", i);
+        json_decref(e);
+    }
+    json_decref(err);
+}
+
 Test(proto, params_spec_and_table)
 {
     const tthp_method *m = tthp_method_find("compile");
