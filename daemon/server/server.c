@@ -73,7 +73,7 @@ void tthd_respond(tthd_request *req, json_t *result_new)
 {
     if (req->progress_begun)
         tthd_progress(req, "end", "done", 100);
-    tthd_send(req->conn, tthp_result_new(req->id, result_new));
+    tthd_send(req->conn, tthp_answer_or_internal(tthp_result_new(req->id, result_new), req->id));
     request_done(req, 1);
 }
 
@@ -81,7 +81,7 @@ void tthd_respond_error(tthd_request *req, int code, const char *message, json_t
 {
     if (req->progress_begun)
         tthd_progress(req, "end", "failed", 100);
-    tthd_send(req->conn, tthp_error_new(req->id, code, message, data_new));
+    tthd_send(req->conn, tthp_answer_or_internal(tthp_error_new(req->id, code, message, data_new), req->id));
     request_done(req, 0);
 }
 
@@ -152,7 +152,7 @@ void tthd_send_binary(tthd_conn *conn, const uint8_t *data, size_t len)
 /* An error that belongs to no request (id null or the offending id). */
 static void send_error(tthd_conn *conn, const json_t *id, int code, const char *message)
 {
-    tthd_send(conn, tthp_error_new(id, code, message, NULL));
+    tthd_send(conn, tthp_answer_or_internal(tthp_error_new(id, code, message, NULL), id));
 }
 
 /* ---- connections ----------------------------------------------------------------------- */

@@ -96,9 +96,10 @@ static void send_error(const json_t *id, const tth_diag *d)
 {
     json_t *diags = json_array();
     json_array_append_new(diags, diag_json(d));
-    send_msg(tthp_error_new(id, TTHP_CODE_FROM_TTH(d->code), d->message,
-                            json_pack("{s:s, s:o}", "tthCode", tth_error_name(d->code), "diagnostics",
-                                      diags)));
+    send_msg(tthp_answer_or_internal(tthp_error_new(id, TTHP_CODE_FROM_TTH(d->code), d->message,
+                                                    json_pack("{s:s, s:o}", "tthCode", tth_error_name(d->code),
+                                                              "diagnostics", diags)),
+                                     id));
 }
 
 /* Every kind a canonical target uses: itself, composite members, the host. */
@@ -152,7 +153,7 @@ static void handle_target_parse(const json_t *id, const json_t *params, const tt
     free(str);
     free(text);
     json_decref(canon);
-    send_msg(tthp_result_new(id, res));
+    send_msg(tthp_answer_or_internal(tthp_result_new(id, res), id));
 }
 
 /* Read the model upload that follows a compile request: `size` bytes in $/chunk + binary pairs.
@@ -242,10 +243,11 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
         json_t *kinds = json_array();
         collect_kinds(req.target, kinds);
         if (wrc == 0)
-            send_msg(tthp_result_new(id, json_pack("{s:o, s:O, s:O, s:O}", "kinds", kinds, "metadata",
-                                                   res.metadata ? res.metadata : json_null(), "dumps",
-                                                   res.dumps ? res.dumps : json_null(), "diagnostics",
-                                                   W.logs)));
+            send_msg(tthp_answer_or_internal(
+                tthp_result_new(id, json_pack("{s:o, s:O, s:O, s:O}", "kinds", kinds, "metadata",
+                                              res.metadata ? res.metadata : json_null(), "dumps",
+                                              res.dumps ? res.dumps : json_null(), "diagnostics", W.logs)),
+                id));
         else
             json_decref(kinds);
         tth_compile_result_free(&res);
@@ -292,9 +294,9 @@ static int serve(void)
         } else if (strcmp(m.method, "compile") == 0) {
             stop = handle_compile(m.id, m.params, &host) != 0;
         } else if (strcmp(m.method, "describe") == 0) {
-            send_msg(tthp_result_new(m.id, tth_registry_describe(W.real)));
+            send_msg(tthp_answer_or_internal(tthp_result_new(m.id, tth_registry_describe(W.real)), m.id));
         } else {
-            send_msg(tthp_error_new(m.id, TTHP_METHOD_NOT_FOUND, "unknown worker method", NULL));
+            send_msg(tthp_answer_or_internal(tthp_error_new(m.id, TTHP_METHOD_NOT_FOUND, "unknown worker method", NULL), m.id));
         }
         json_decref(W.logs);
         W.logs = NULL;

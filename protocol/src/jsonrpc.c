@@ -164,6 +164,14 @@ json_t *tthp_error_new(const json_t *id, int code, const char *message, json_t *
     return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err);
 }
 
+json_t *tthp_answer_or_internal(json_t *answer_new, const json_t *id)
+{
+    if (answer_new)
+        return answer_new;
+    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", "code",
+                     TTHP_INTERNAL_ERROR, "message", "internal error: the answer could not be built");
+}
+
 json_t *tthp_diagnostic_new(const char *code, int severity, const char *message, const char *location,
                             const char *hint)
 {

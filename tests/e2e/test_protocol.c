@@ -291,6 +291,56 @@ Test(protocol, malformed_frames, .timeout = 120)
     e2e_stop(&d);
 }
 
+/* A request quoting long non-ASCII text (or invalid UTF-8) gets its error answer within a second:
+ * messages cut inside a character or quoting bytes that are not UTF-8 once left the daemon with
+ * an answer it could not encode, and the client waited for its timeout. */
+static void answered_fast(e2e_client *c, json_int_t id, const char *method, json_t *params_new, int code)
+{
+    e2e_send(c, tthp_request_new(id, method, params_new));
+    json_t *r = e2e_recv_response(c, 1000);
+    cr_assert_not_null(r, "no answer within a second to %s", method);
+    cr_assert_eq(e2e_error_code(r), code, "%s: expected %d, got %d", method, code, e2e_error_code(r));
+    const char *msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+    cr_assert(msg && *msg, "%s: an error answer says what was wrong", method);
+    json_decref(r);
+}
+
+Test(protocol, non_ascii_text_is_always_answered, .timeout = 120)
+{
+    e2e_daemon d;
+    e2e_start(&d, basic, NULL);
+    char e300[601 + 32];
+    for (int i = 0; i < 300; i++)
+        memcpy(e300 + 2 * i, "\xc3\xa9", 2);
+    e300[600] = 0;
+    char cpu[700];
+    snprintf(cpu, sizeof cpu, "test-basic -mcpu=%s", e300);
+
+    e2e_client *c = e2e_client_new(&d);
+    /* before initialize, then initialize with such a version */
+    answered_fast(c, 1, "initialize", json_pack("{s:s}", "protocolVersion", e300), TTHP_INVALID_PARAMS);
+    e2e_client_init(c);
+    answered_fast(c, 2, e300, json_object(), TTHP_METHOD_NOT_FOUND);
+    e2e_send(c, tthp_request_new(3, "target/parse", json_pack("{s:s}", "target", e300)));
+    json_t *r = e2e_recv_response(c, 1000);
+    cr_assert_not_null(r, "no answer within a second to target/parse of 300 non-ASCII characters");
+    cr_assert_neq(e2e_error_code(r), 0);
+    json_decref(r);
+    e2e_send(c, tthp_request_new(4, "target/parse", json_pack("{s:s}", "target", cpu)));
+    r = e2e_recv_response(c, 1000);
+    cr_assert_not_null(r, "no answer within a second to a target with a non-ASCII CPU");
+    json_decref(r);
+    json_decref(status(c, 5));
+    e2e_client_free(c);
+
+    /* raw bytes that are not UTF-8 inside a request, and in a frame header */
+    expect_raw(&d, RAW("Content-Length: 42\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"st\xfa\xfb\xfc\xc3\"}"),
+               TTHP_PARSE_ERROR, 1);
+    expect_raw(&d, RAW("Content-Length: 2\r\nX-\xc3\xa9\xff: \xfe\r\n\r\n{}"), TTHP_INVALID_REQUEST, 1);
+    expect_raw(&d, RAW("Content-Length: 2\r\nContent-Type: text/\xc3\xa9\xc3\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    e2e_stop(&d);
+}
+
 /* A compile request whose upload never comes stays in flight. */
 static void pending_compile(e2e_client *c, json_int_t id)
 {

@@ -42,6 +42,10 @@ void tthp_message_clear(tthp_message *m);
 json_t *tthp_request_new(json_int_t id, const char *method, json_t *params_new);
 json_t *tthp_notification_new(const char *method, json_t *params_new);
 json_t *tthp_result_new(const json_t *id, json_t *result_new);
+/* answer_new itself, or when it is NULL (building it failed: out of memory, or text that is not
+ * UTF-8 from a source that escaped cleaning) a plain ASCII InternalError for id, so a request
+ * always gets an answer. */
+json_t *tthp_answer_or_internal(json_t *answer_new, const json_t *id);
 json_t *tthp_error_new(const json_t *id, int code, const char *message, json_t *data_new);
 
 /* A diagnostic object (PROTOCOL.md section 7). code is the libtth symbolic name. */
