@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <tthproto/errors.h>
+#include <tthproto/jsonrpc.h>
 
 #include "tthctl.h"
 
@@ -24,6 +25,8 @@ int tthctl_fail(tthctl_error *e, int exit, const char *location, const char *fmt
     va_end(ap);
     snprintf(e->location, sizeof e->location, "%s", location ? location : "");
     e->hint[0] = '\0';
+    tthp_utf8_trim_end(e->message);
+    tthp_utf8_trim_end(e->location);
     return -exit;
 }
 
@@ -33,6 +36,7 @@ void tthctl_hint(tthctl_error *e, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->hint, sizeof e->hint, fmt, ap);
     va_end(ap);
+    tthp_utf8_trim_end(e->hint);
 }
 
 void tthctl_error_context(tthctl_error *e, const char *fmt, ...)
@@ -43,6 +47,7 @@ void tthctl_error_context(tthctl_error *e, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->location, sizeof e->location, fmt, ap);
     va_end(ap);
+    tthp_utf8_trim_end(e->location);
 }
 
 static const char *severity_word(json_int_t sev)

@@ -150,6 +150,20 @@ static char *utf8_clean(const char *s)
     return out;
 }
 
+void tthp_utf8_trim_end(char *s)
+{
+    size_t len = strlen(s), i = len;
+    /* back to the first byte of the last sequence (at most 3 continuation bytes) */
+    while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i == 0)
+        return;
+    unsigned c = (unsigned char)s[i - 1];
+    size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (want > len - (i - 1))
+        s[i - 1] = '\0';
+}
+
 json_t *tthp_error_new(const json_t *id, int code, const char *message, json_t *data_new)
 {
     char *clean = utf8_clean(message ? message : "");

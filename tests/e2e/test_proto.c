@@ -155,6 +155,13 @@ Test(proto, error_answers_are_valid_utf8)
         json_decref(e);
     }
     json_decref(err);
+    /* a fixed buffer cut inside a character loses the partial character only */
+    char cut[][16] = {"caf\xc3", "ab\xe2\x82", "x\xf0\x9f\x98", "ok \xc3\xa9", "\xe2\x82\xac", "plain"};
+    static const char *const kept[] = {"caf", "ab", "x", "ok \xc3\xa9", "\xe2\x82\xac", "plain"};
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        tthp_utf8_trim_end(cut[i]);
+        cr_assert_str_eq(cut[i], kept[i], "string %zu", i);
+    }
 }
 
 Test(proto, params_spec_and_table)

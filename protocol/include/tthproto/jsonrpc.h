@@ -42,6 +42,9 @@ void tthp_message_clear(tthp_message *m);
 json_t *tthp_request_new(json_int_t id, const char *method, json_t *params_new);
 json_t *tthp_notification_new(const char *method, json_t *params_new);
 json_t *tthp_result_new(const json_t *id, json_t *result_new);
+/* Cut s before an incomplete UTF-8 sequence at its end (what snprintf into a fixed buffer
+ * leaves when it stops inside a character). */
+void tthp_utf8_trim_end(char *s);
 /* answer_new itself, or when it is NULL (building it failed: out of memory, or text that is not
  * UTF-8 from a source that escaped cleaning) a plain ASCII InternalError for id, so a request
  * always gets an answer. */
