@@ -408,3 +408,45 @@ Test(compile, cache_eviction, .timeout = 600)
     e2e_client_free(c);
     e2e_cleanup(&d);
 }
+
+/* A model whose operator name is not UTF-8 (the op_type "Softmax" overwritten in place with
+ * bytes that are not) gets its "unsupported operator" answer, readable, within seconds: the
+ * message quoting it once could not be encoded and the request was never answered. */
+Test(compile, op_type_not_utf8_is_answered, .timeout = 600)
+{
+    e2e_daemon d;
+    e2e_start(&d, NULL, NULL);
+    put_real_plugins(&d);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    size_t len;
+    uint8_t *model = read_model(&len);
+    uint8_t *at = memmem(model, len, "Softmax", 7);
+    cr_assert_not_null(at, "digits.onnx has a Softmax node");
+    memcpy(at, "\xff\xfe\xc3(\x80" "ax", 7);
+    json_t *r = NULL;
+    for (int i = 0; i < 100; i++) {
+        json_decref(r);
+        r = e2e_call(c, 1, "target/parse", json_pack("{s:s}", "target", "c"));
+        if (!e2e_error_code(r))
+            break;
+        usleep(100000);
+    }
+    json_decref(r);
+    r = compile(c, 2, model, len, "c", NULL);
+    if (no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        cr_skip_test("this build has no compile flow");
+    }
+    cr_assert_neq(e2e_error_code(r), 0, "the model must be refused");
+    const char *msg = err_message(r);
+    cr_assert(msg && strstr(msg, "unsupported operator"), "message: %s", msg ? msg : "(none)");
+    cr_assert(strstr(msg, "ax"), "the message quotes what it can of the name: %s", msg);
+    json_decref(r);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
