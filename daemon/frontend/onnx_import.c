@@ -251,7 +251,13 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
             goto done;
         }
         params[np++] = v;
-        json_array_append_new(in_names, json_string(vi->name));
+        json_t *nm = json_string(vi->name);
+        if (!nm) {
+            snprintf(c->where, sizeof c->where, "graph input %zu", i);
+            rc = tth__onnx_fail(c, TTH_EMODEL, "the name of graph input %zu is not valid UTF-8", i);
+            goto done;
+        }
+        json_array_append_new(in_names, nm);
     }
     for (size_t i = 0; i < g->n_node; i++) {
         if (!g->node[i]) {
@@ -277,7 +283,29 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
                                 name);
             goto done;
         }
-        json_array_append_new(out_names, json_string(name));
+        /* two outputs of one name, or an input passed through as an output, would leave one of
+         * them without a buffer of its own (one would silently win) */
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(name, g->output[j] && g->output[j]->name ? g->output[j]->name : "") == 0) {
+                snprintf(c->where, sizeof c->where, "output '%s'", name);
+                rc = tth__onnx_fail(c, TTH_EMODEL, "graph output '%s' is listed twice (outputs %zu and %zu)", name, j, i);
+                goto done;
+            }
+        for (size_t j = 0; j < g->n_input; j++)
+            if (g->input[j] && g->input[j]->name && strcmp(name, g->input[j]->name) == 0) {
+                snprintf(c->where, sizeof c->where, "output '%s'", name);
+                rc = tth__onnx_fail(c, TTH_EMODEL, "graph output '%s' is also a graph input", name);
+                tth_diag_hint(c->diag, "a model that passes an input through names the copy: an Identity node with an "
+                                       "output of its own");
+                goto done;
+            }
+        json_t *nm = json_string(name);
+        if (!nm) {
+            snprintf(c->where, sizeof c->where, "graph output %zu", i);
+            rc = tth__onnx_fail(c, TTH_EMODEL, "the name of graph output %zu is not valid UTF-8", i);
+            goto done;
+        }
+        json_array_append_new(out_names, nm);
     }
     tth_rexpr *body = outs[0];
     if (g->n_output > 1) {

@@ -97,6 +97,59 @@ Test(import, unsupported_operator_names_node_and_op)
     ob_free(&b);
 }
 
+/* Outputs that would share a buffer are refused with their name: one listed twice, one that is
+ * a graph input (an Identity node's own output is fine), and names that are not UTF-8. */
+Test(import, outputs_of_one_name_or_an_input_are_refused)
+{
+    static const char *const cases[][3] = {
+        /* outputs, expected message, location */
+        {"y,y", "graph output 'y' is listed twice (outputs 0 and 1)", "output 'y'"},
+        {"x", "graph output 'x' is also a graph input", "output 'x'"},
+        {"y,x", "graph output 'x' is also a graph input", "output 'x'"},
+    };
+    int64_t dims[2] = {1, 4};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ob b;
+        ob_init(&b, 13);
+        ob_input(&b, "x", dims, 2);
+        ob_node(&b, "Relu", "r", "x", "y");
+        char outs[16];
+        snprintf(outs, sizeof outs, "%s", cases[i][0]);
+        for (char *tok = strtok(outs, ","); tok; tok = strtok(NULL, ","))
+            ob_output(&b, tok);
+        tth_diag d;
+        int rc;
+        tth_relay_module *m = import_ob(&b, &d, &rc);
+        cr_assert_null(m, "outputs %s", cases[i][0]);
+        cr_assert_eq(rc, TTH_EMODEL);
+        cr_assert_str_eq(d.message, cases[i][1]);
+        cr_assert_str_eq(d.location, cases[i][2]);
+        ob_free(&b);
+    }
+    /* Identity(x) -> y, output y: a model of its own right */
+    ob b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", dims, 2);
+    ob_node(&b, "Identity", "i", "x", "y");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_not_null(m, "%s", d.message);
+    tth_relay_module_free(m);
+    ob_free(&b);
+    /* an output named with bytes that are not UTF-8 */
+    ob_init(&b, 13);
+    ob_input(&b, "x", dims, 2);
+    ob_node(&b, "Relu", "r", "x", "y\xff");
+    ob_output(&b, "y\xff");
+    m = import_ob(&b, &d, &rc);
+    cr_assert_null(m);
+    cr_assert_eq(rc, TTH_EMODEL);
+    cr_assert_str_eq(d.message, "the name of graph output 0 is not valid UTF-8");
+    ob_free(&b);
+}
+
 Test(import, unnamed_node_is_named_by_its_first_output)
 {
     ob b;
