@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,9 +302,65 @@ int tth_registry_add_static(tth_registry *r, const tth_plugin_descriptor *desc, 
     return rc;
 }
 
+/* Check that path is a whole shared object of this machine's ELF class before dlopen maps it:
+ * dlopen of a truncated file (a copy interrupted half-way) maps segments past the end of the
+ * file and the process dies with SIGBUS on the first access, taking every worker with it. The
+ * ELF header, the program headers and every loadable segment must lie inside the file. */
+static int elf_check(const char *path, tth_diag *diag)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tth_diag_set(diag, TTH_EPLUGIN, path, "cannot open: %s", strerror(errno));
+    struct stat st;
+    ElfW(Ehdr) eh;
+    int rc = 0;
+    if (fstat(fd, &st) != 0 || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        rc = tth_diag_set(diag, TTH_EPLUGIN, path, "not a shared object: the file has no ELF header");
+        tth_diag_hint(diag, "only compiled plugins (.so) belong in the plugins directory");
+        goto out;
+    }
+    if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) || eh.e_type != ET_DYN) {
+        rc = tth_diag_set(diag, TTH_EPLUGIN, path, "not a shared object for this machine (ELF class %d, type %d)",
+                          eh.e_ident[EI_CLASS], eh.e_type);
+        tth_diag_hint(diag, "build the plugin as a shared library for this machine (-shared -fPIC)");
+        goto out;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    uint64_t ph_end = (uint64_t)eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize;
+    if (eh.e_phentsize != sizeof(ElfW(Phdr)) || ph_end > size) {
+        rc = tth_diag_set(diag, TTH_EPLUGIN, path,
+                          "truncated or corrupted shared object: its program headers end at byte %" PRIu64
+                          ", the file has %" PRIu64, ph_end, size);
+        tth_diag_hint(diag, "the file may be a copy interrupted half-way; copy or build it again");
+        goto out;
+    }
+    for (unsigned i = 0; i < eh.e_phnum; i++) {
+        ElfW(Phdr) ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) != (ssize_t)sizeof ph) {
+            rc = tth_diag_set(diag, TTH_EPLUGIN, path, "cannot read program header %u", i);
+            goto out;
+        }
+        uint64_t end = (uint64_t)ph.p_offset + ph.p_filesz;
+        if ((ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) && end > size) {
+            rc = tth_diag_set(diag, TTH_EPLUGIN, path,
+                              "truncated or corrupted shared object: segment %u ends at byte %" PRIu64
+                              ", the file has %" PRIu64, i, end, size);
+            tth_diag_hint(diag, "the file may be a copy interrupted half-way; copy or build it again");
+            goto out;
+        }
+    }
+out:
+    close(fd);
+    return rc ? TTH_EPLUGIN : 0;
+}
+
 static int load_file(tth_registry *r, const char *path, tth_diag *diag)
 {
     int rc = tth_path_check_trusted(path, diag);
+    if (rc != 0)
+        return rc;
+    rc = elf_check(path, diag);
     if (rc != 0)
         return rc;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

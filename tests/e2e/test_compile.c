@@ -450,3 +450,41 @@ Test(compile, op_type_not_utf8_is_answered, .timeout = 600)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* A truncated plugin (a copy interrupted half-way) and a file that is not ELF beside the real
+ * plugins: both are refused with their reason in `plugins`, and the others keep compiling (the
+ * truncated one used to kill every worker with SIGBUS while loading). */
+Test(compile, bad_plugin_files_are_refused, .timeout = 600)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    put_real_plugins(&d);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "head -c 4000 '%s/tth-c-host.so' > '%s/tth-cut.so' && echo hello > '%s/tth-text.so' && "
+             "chmod 755 '%s/tth-cut.so' '%s/tth-text.so'", d.plugins, d.plugins, d.plugins, d.plugins, d.plugins);
+    cr_assert_eq(system(cmd), 0);
+    e2e_launch(&d, NULL, NULL);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    size_t len;
+    uint8_t *model = read_model(&len);
+    const char *targets[] = {"c", "llvm"};
+    for (int i = 0; i < 2; i++) {
+        json_t *r = compile(c, 10 + i, model, len, targets[i], NULL);
+        if (no_compile_flow(r)) {
+            json_decref(r);
+            break;
+        }
+        cr_assert_eq(e2e_error_code(r), 0, "compile for %s beside bad plugin files: %s", targets[i], err_message(r));
+        json_decref(r);
+    }
+    json_t *r = e2e_call(c, 20, "plugins/list", NULL);
+    char *text = json_dumps(r, 0);
+    cr_assert(text && strstr(text, "truncated or corrupted shared object"), "the cut plugin's reason: %s", text);
+    cr_assert(strstr(text, "not a shared object"), "the text file's reason: %s", text);
+    free(text);
+    json_decref(r);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
