@@ -660,6 +660,51 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     return tth_tir_allocate(c->m, acc, seq);
 }
 
+/* A tile of n accumulators sg along one output row, from column ow0 (the kernel's own tile). */
+typedef tth_tstmt *(*row_tile_fn)(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n);
+
+/* One output row in vectors: OW / vl vectors of vl pixels and one of OW % vl, as a loop of tiles
+ * of RV vectors and one tile of what is left (the whole vectors and the tail). */
+static tth_tstmt *row_in_vectors(tk *k, int RV, int vl, row_tile_fn tile, void *ctx)
+{
+    lw_ctx *c = k->c;
+    int64_t nv = k->p->OW / vl;
+    int tail = (int)(k->p->OW % vl), n = 0;
+    dseg sg[8];
+    tth_tstmt *seq = NULL;
+    if (nv / RV > 0) {
+        lw_ax t;
+        if (lw_ax_make(c, &t, "t", nv / RV))
+            return NULL;
+        for (int v = 0; v < RV; v++)
+            sg[v] = (dseg){0, (int64_t)v * vl, vl};
+        tth_tstmt *tl = tile(k, ctx, lw_mul(c, t.e, lw_i(c, (int64_t)RV * vl)), sg, RV);
+        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    for (int64_t v = 0; v < nv % RV; v++)
+        sg[n++] = (dseg){0, v * vl, vl};
+    if (tail)
+        sg[n++] = (dseg){0, nv % RV * vl, tail};
+    if (n) {
+        tth_tstmt *tl = tile(k, ctx, lw_i(c, nv / RV * RV * vl), sg, n);
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
+    }
+    return seq;
+}
+
+typedef struct dw_at {
+    tth_texpr *ch, *oh0;
+    int vl;
+} dw_at;
+
+static tth_tstmt *dw_row_tile(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n)
+{
+    dw_at *a = ctx;
+    return dw_tile(k, a->ch, a->oh0, ow0, sg, n, a->vl);
+}
+
 /* Rows of R output rows from oh0 (R rows of a whole-row vector each when a row is at most one
  * vector and a tail, else one row in tiles of RV vectors): a row is OW / vl vectors of vl pixels
  * and one vector of OW % vl pixels (any width: no pixel is done alone). */
@@ -672,7 +717,6 @@ static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int v
     int tail = (int)(p->OW % vl);
     dseg sg[8];
     int n = 0;
-    tth_tstmt *seq = NULL;
     if (R > 1) {
         /* every row: its (at most one) full vector and its tail */
         for (int64_t r = 0; r < R; r++) {
@@ -683,26 +727,8 @@ static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int v
         }
         return dw_tile(k, ch, oh0, lw_i(c, 0), sg, n, vl);
     }
-    lw_ax t;
-    if (lw_ax_make(c, &t, "t", nv / RV))
-        return NULL;
-    if (nv / RV > 0) {
-        for (int v = 0; v < RV; v++)
-            sg[v] = (dseg){0, (int64_t)v * vl, vl};
-        tth_tstmt *tl = dw_tile(k, ch, oh0, lw_mul(c, t.e, lw_i(c, (int64_t)RV * vl)), sg, RV, vl);
-        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
-            return NULL;
-    }
-    for (int64_t v = 0; v < nv % RV; v++)
-        sg[n++] = (dseg){0, v * vl, vl};
-    if (tail)
-        sg[n++] = (dseg){0, nv % RV * vl, tail};
-    if (n) {
-        tth_tstmt *tl = dw_tile(k, ch, oh0, lw_i(c, nv / RV * RV * vl), sg, n, vl);
-        if (!tl || lw_append(c, &seq, tl))
-            return NULL;
-    }
-    return seq;
+    dw_at at = {ch, oh0, vl};
+    return row_in_vectors(k, RV, vl, dw_row_tile, &at);
 }
 
 static tth_tstmt *depthwise_kernel(tk *k)
@@ -837,35 +863,22 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
     return tth_tir_allocate(c->m, acc, seq);
 }
 
-/* One output row oh for ro channels of block ob: tiles of RP vectors, then one tile of the
- * remaining whole vectors and the row's last OW % vl pixels as one vector. */
+typedef struct rows_at {
+    tth_texpr *ob, *oh;
+    int RO, ro, vl;
+} rows_at;
+
+static tth_tstmt *rows_row_tile(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n)
+{
+    rows_at *a = ctx;
+    return rows_tile(k, a->ob, a->RO, a->ro, a->oh, ow0, sg, n, a->vl);
+}
+
+/* One output row oh for ro channels of block ob, in tiles of RP vectors (row_in_vectors). */
 static tth_tstmt *rows_row(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh, int RP, int vl)
 {
-    lw_ctx *c = k->c;
-    int64_t OW = k->p->OW, nv = OW / vl;
-    int tail = (int)(OW % vl), n = 0;
-    dseg sg[8];
-    tth_tstmt *seq = NULL;
-    if (nv / RP > 0) {
-        lw_ax t;
-        if (lw_ax_make(c, &t, "t", nv / RP))
-            return NULL;
-        for (int a = 0; a < RP; a++)
-            sg[a] = (dseg){0, (int64_t)a * vl, vl};
-        tth_tstmt *tl = rows_tile(k, ob, RO, ro, oh, lw_mul(c, t.e, lw_i(c, (int64_t)RP * vl)), sg, RP, vl);
-        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
-            return NULL;
-    }
-    for (int64_t v = 0; v < nv % RP; v++)
-        sg[n++] = (dseg){0, v * vl, vl};
-    if (tail)
-        sg[n++] = (dseg){0, nv % RP * vl, tail};
-    if (n) {
-        tth_tstmt *tl = rows_tile(k, ob, RO, ro, oh, lw_i(c, nv / RP * RP * vl), sg, n, vl);
-        if (!tl || lw_append(c, &seq, tl))
-            return NULL;
-    }
-    return seq;
+    rows_at at = {ob, oh, RO, ro, vl};
+    return row_in_vectors(k, RP, vl, rows_row_tile, &at);
 }
 
 /* Output rows times blocks of RO channels, a parallel loop over (row, block) pairs with rows
