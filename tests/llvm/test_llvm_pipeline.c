@@ -95,6 +95,27 @@ Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
     cr_assert_str_empty(failures, "cases c passes but llvm does not:\n%s", failures);
 }
 
+/* Every case dir (base/name) passes for plain llvm, -mcpu=generic and, on x86-64, an AVX2 CPU. */
+static void expect_pass_everywhere(const char *base, const char *const *cases, size_t n)
+{
+    tth_registry *r = test_registry();
+    const char *targets[3] = {"llvm", "llvm -mcpu=generic", NULL};
+    if (strncmp(tth_host_triple(), "x86_64", 6) == 0)
+        targets[2] = "llvm -mcpu=haswell";
+    for (int k = 0; k < 3 && targets[k]; k++) {
+        json_t *t = parse_target(r, targets[k]);
+        for (size_t i = 0; i < n; i++) {
+            char dir[768];
+            snprintf(dir, sizeof dir, "%s/%s", base, cases[i]);
+            tth_case_result res;
+            tth_case_status st = tth_case_run(dir, r, t, &res);
+            cr_expect_eq(st, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], res.detail);
+        }
+        json_decref(t);
+    }
+    tth_registry_free(r);
+}
+
 /* The pathology issue 9 found (naming the CPU gave slower code) must never come back as wrong
  * code either: plain `llvm` (this machine: its CPU's widest vectors, FMA, the thread pool),
  * `-mcpu=generic` (4-lane SSE2 or NEON, multiply and add) and, on an x86-64 host, an AVX2 CPU
@@ -111,22 +132,7 @@ Test(llvm_pipeline, host_cpu_generic_and_avx2_agree_on_convolutions, .timeout = 
         "pytorch-converted/test_Conv2d_strided", "node/test_conv_with_strides_and_asymmetric_padding",
         "node/test_basic_conv_with_padding",
     };
-    tth_registry *r = test_registry();
-    const char *targets[3] = {"llvm", "llvm -mcpu=generic", NULL};
-    if (strncmp(tth_host_triple(), "x86_64", 6) == 0)
-        targets[2] = "llvm -mcpu=haswell";
-    for (int k = 0; k < 3 && targets[k]; k++) {
-        json_t *t = parse_target(r, targets[k]);
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            char dir[512];
-            snprintf(dir, sizeof dir, "/usr/share/libonnx-testdata/data/%s", cases[i]);
-            tth_case_result res;
-            tth_case_status st = tth_case_run(dir, r, t, &res);
-            cr_expect_eq(st, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], res.detail);
-        }
-        json_decref(t);
-    }
-    tth_registry_free(r);
+    expect_pass_everywhere("/usr/share/libonnx-testdata/data", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Every target-aware convolution kernel (Winograd, row-vectorized, depthwise with the phase-split
@@ -148,22 +154,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     }
     cr_assert_eq(st, 0, "make_conv_cases.py failed with status %d", st);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain"};
-    tth_registry *r = test_registry();
-    const char *targets[3] = {"llvm", "llvm -mcpu=generic", NULL};
-    if (strncmp(tth_host_triple(), "x86_64", 6) == 0)
-        targets[2] = "llvm -mcpu=haswell";
-    for (int k = 0; k < 3 && targets[k]; k++) {
-        json_t *t = parse_target(r, targets[k]);
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            char path[512];
-            snprintf(path, sizeof path, "%s/%s", dir, cases[i]);
-            tth_case_result res;
-            tth_case_status cs = tth_case_run(path, r, t, &res);
-            cr_expect_eq(cs, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], res.detail);
-        }
-        json_decref(t);
-    }
-    tth_registry_free(r);
+    expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
 }
