@@ -173,7 +173,8 @@ static int start_daemon(const char *sock, const char *dir, pid_t *pid, char *log
 {
     find_tthd(exe, exe_len);
     snprintf(log, log_len, "%s/tthd.log", dir);
-    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    /* O_NOFOLLOW: a symlink planted as the log would make us write through it */
+    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (nullfd < 0) {
         if (logfd >= 0)
@@ -516,6 +517,22 @@ int tthctl_conn_open(const tthctl_args *args, int no_start, tthctl_conn **out, t
     if (rc < 0) {
         free(c);
         return rc;
+    }
+    /* nothing goes to a daemon of another user (a socket someone else created where ours
+     * should be): the peer's uid must be ours */
+    struct ucred cr;
+    socklen_t crlen = sizeof cr;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0 && cr.uid != getuid()) {
+        char loc[PATH_MAX + 16];
+        snprintf(loc, sizeof loc, "socket '%s'", c->socket_path);
+        tthctl_fail(err, TTHCTL_EXIT_UNREACHABLE, loc,
+                    "the daemon on this socket runs as uid %u, not as you (uid %u); nothing was sent",
+                    (unsigned)cr.uid, (unsigned)getuid());
+        tthctl_hint(err, "use a socket of your own: --socket in a directory only you can write, or "
+                         "$XDG_RUNTIME_DIR/tth/tthd.sock");
+        close(c->fd);
+        free(c);
+        return -TTHCTL_EXIT_UNREACHABLE;
     }
     tthp_fd_reader_init(&c->reader, c->fd, TTHCTL_READ_MAX_FRAME);
     rc = initialize(c, err);

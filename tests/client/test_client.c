@@ -1297,3 +1297,49 @@ Test(client, interrupt_cancels_the_compile)
     cr_assert_neq(access(out, F_OK), 0, "a cancelled compile wrote its output");
     stop_fake();
 }
+
+/* A socket answered by a process of another user (a fake daemon, here a listener run as
+ * nobody through setpriv): tthctl refuses to talk before sending a byte. Needs root (to run the
+ * listener as another uid) and setpriv; skipped otherwise. */
+Test(client, refuses_a_daemon_of_another_user)
+{
+    if (geteuid() != 0 || system("command -v setpriv >/dev/null 2>&1") != 0)
+        cr_skip_test("needs root and setpriv to run a listener as another user");
+    char dir[400], sock[460], got[480], cmd[2048];
+    snprintf(dir, sizeof dir, "%s/other", F.dir);
+    cr_assert_eq(mkdir(dir, 0777), 0);
+    cr_assert_eq(chmod(dir, 0777), 0);
+    cr_assert_eq(chmod(F.dir, 0755), 0);
+    snprintf(sock, sizeof sock, "%s/s.sock", dir);
+    snprintf(got, sizeof got, "%s/s.sock.got", dir);
+    /* listen, accept one client, keep what it sends in s.sock.got */
+    snprintf(cmd, sizeof cmd,
+             "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '"
+             "import socket, os, sys, time\n"
+             "p = sys.argv[1]\n"
+             "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(p); os.chmod(p, 0o777); s.listen(1)\n"
+             "c, _ = s.accept(); c.settimeout(3)\n"
+             "d = b\"\"\n"
+             "try:\n"
+             "    d = c.recv(65536)\n"
+             "except Exception:\n"
+             "    pass\n"
+             "open(p + \".got\", \"wb\").write(d)\n"
+             "' '%s' &",
+             sock);
+    cr_assert_eq(system(cmd), 0);
+    for (int i = 0; i < 100 && access(sock, F_OK) != 0; i++)
+        usleep(50000);
+    cr_assert_eq(access(sock, F_OK), 0, "the listener did not start");
+    proc_out po = {0};
+    ctl_on(&po, sock, "--no-start", "status", (const char *)NULL);
+    assert_status(&po, 3);
+    assert_has(po.err, "runs as uid 65534, not as you");
+    assert_has(po.err, "nothing was sent");
+    proc_out_free(&po);
+    for (int i = 0; i < 100 && access(got, F_OK) != 0; i++)
+        usleep(50000);
+    struct stat st;
+    cr_assert_eq(stat(got, &st), 0, "the listener never finished");
+    cr_assert_eq(st.st_size, 0, "tthctl sent %lld bytes to another user's daemon", (long long)st.st_size);
+}
