@@ -429,6 +429,16 @@ static void on_connection(uv_stream_t *listener, int status)
         conn_close_after_flush(conn);
         return;
     }
+    if (srv->n_conns > srv->opt.max_connections) {
+        tthd_log(TTHD_LOG_WARN, "refused a connection: %u are open (--max-connections)", srv->opt.max_connections);
+        char msg[160];
+        snprintf(msg, sizeof msg, "tthd is busy: %u connections are open, its limit (--max-connections); try again later",
+                 srv->opt.max_connections);
+        send_error(conn, NULL, TTHP_TOO_MANY_REQUESTS, msg);
+        srv->failed++;
+        conn_close_after_flush(conn);
+        return;
+    }
     tthd_log(TTHD_LOG_DEBUG, "client pid %d connected", (int)cred.pid);
     uv_read_start((uv_stream_t *)&conn->pipe, on_conn_alloc, on_conn_read);
 }

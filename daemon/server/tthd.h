@@ -37,6 +37,7 @@ typedef struct tthd_options {
     size_t max_frame;           /* frame body limit */
     size_t max_request;         /* request limit (JSON + upload) */
     unsigned max_concurrent;    /* requests in flight per connection */
+    unsigned max_connections;   /* open client connections */
     int verbose;
 } tthd_options;
 

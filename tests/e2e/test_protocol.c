@@ -341,6 +341,45 @@ Test(protocol, non_ascii_text_is_always_answered, .timeout = 120)
     e2e_stop(&d);
 }
 
+/* One connection over --max-connections is told the daemon is busy (not left waiting), and a
+ * place freed by a client that leaves is taken again. */
+Test(protocol, connection_limit_says_busy, .timeout = 120)
+{
+    static const char *const args[] = {"--max-connections", "2", NULL};
+    e2e_daemon d;
+    e2e_start(&d, basic, args);
+    e2e_client *a = e2e_client_new(&d), *b = e2e_client_new(&d);
+    e2e_client_init(a);
+    e2e_client_init(b);
+    e2e_client *c = e2e_client_new(&d);
+    json_t *r = e2e_recv_response(c, 5000);
+    cr_assert_not_null(r, "the connection over the limit gets an answer");
+    cr_assert_eq(e2e_error_code(r), TTHP_TOO_MANY_REQUESTS);
+    const char *msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+    cr_assert(msg && strstr(msg, "busy") && strstr(msg, "--max-connections"), "message: %s", msg ? msg : "");
+    json_decref(r);
+    cr_assert_null(e2e_recv(c, 5000), "and is closed");
+    e2e_client_free(c);
+    e2e_client_free(b);
+    /* b's place is free again (the daemon notices the close first) */
+    int ok = 0;
+    for (int i = 0; i < 50 && !ok; i++) {
+        e2e_client *n = e2e_client_new(&d);
+        json_t *first = e2e_recv(n, 100);
+        if (!first) {
+            e2e_client_init(n);
+            json_decref(status(n, 9));
+            ok = 1;
+        }
+        json_decref(first);
+        e2e_client_free(n);
+    }
+    cr_assert(ok, "a freed place was not given to a new client");
+    json_decref(status(a, 10));
+    e2e_client_free(a);
+    e2e_stop(&d);
+}
+
 /* A compile request whose upload never comes stays in flight. */
 static void pending_compile(e2e_client *c, json_int_t id)
 {

@@ -83,6 +83,7 @@ static void server_start(void)
     o->max_frame = 4096;
     o->max_request = 8192;
     o->max_concurrent = 4;
+    o->max_connections = 8;
     if (tthd_server_start(srv, &loop) != 0)
         abort();
 }
