@@ -43,6 +43,10 @@ struct tthd_worker {
     tthd_worker *next;
 };
 
+/* a worker's handle finished closing; the last one frees the worker. Every handle of a worker
+ * closes with it, so the worker is never freed while libuv still holds one of them. */
+static void on_worker_closed(uv_handle_t *h);
+
 static void pool_dispatch(tthd_pool *pool);
 static void pool_fill(tthd_pool *pool);
 static void worker_gone(tthd_worker *w);
@@ -235,7 +239,7 @@ static void on_worker_message(tthd_worker *w, tthp_message *m)
     if (w->generation != pool->generation || pool->closing) {
         w->retiring = 1;
         if (!uv_is_closing((uv_handle_t *)&w->to))
-            uv_close((uv_handle_t *)&w->to, NULL);
+            uv_close((uv_handle_t *)&w->to, on_worker_closed);
     }
     pool_dispatch(pool);
 }
@@ -418,9 +422,7 @@ static void worker_gone(tthd_worker *w)
     }
     uv_close((uv_handle_t *)&w->proc, on_worker_closed);
     if (!uv_is_closing((uv_handle_t *)&w->to))
-        uv_close((uv_handle_t *)&w->to, on_worker_closed);
-    else
-        w->open_handles--; /* closed earlier without a callback */
+        uv_close((uv_handle_t *)&w->to, on_worker_closed); /* else closed earlier, its callback counts it */
     uv_close((uv_handle_t *)&w->from, on_worker_closed);
     if (!pool->closing) {
         pool_fill(pool);
@@ -659,7 +661,7 @@ void tthd_pool_reload(tthd_pool *pool)
     for (tthd_worker *w = pool->workers; w; w = w->next)
         if (w->generation != pool->generation && !w->job && !w->retiring) {
             w->retiring = 1;
-            uv_close((uv_handle_t *)&w->to, NULL); /* EOF: the worker exits */
+            uv_close((uv_handle_t *)&w->to, on_worker_closed); /* EOF: the worker exits */
         }
     pool->startup_failures = 0;
     uv_timer_stop(&pool->respawn);
@@ -719,7 +721,7 @@ void tthd_pool_close(tthd_pool *pool)
             worker_kill(w, KILL_SHUTDOWN);
         } else if (!w->retiring) {
             w->retiring = 1;
-            uv_close((uv_handle_t *)&w->to, NULL);
+            uv_close((uv_handle_t *)&w->to, on_worker_closed);
         }
     }
     /* the tick keeps reaping workers until they are all gone; it is closed last */
