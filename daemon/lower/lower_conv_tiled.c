@@ -593,6 +593,25 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
 
 /* ------------------------------------------------------------------ depthwise kernel ---- */
 
+/* Offset in the input as read of tap (kh, kw) for output pixel (oh, ow0) of input channel ch:
+ * row oh*sh + kh*dh; column ow0*sw + kw*dw, or in a phase-split row (k->sp > 1, sp = sw) phase
+ * (kw*dw) % sw at ow0 + (kw*dw) / sw, so consecutive output pixels are consecutive elements. */
+static tth_texpr *tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_texpr *kh, tth_texpr *kw)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh, lw_i(c, p->dh)));
+    tth_texpr *col;
+    if (k->sp > 1) {
+        tth_texpr *kd = lw_mul(c, kw, lw_i(c, p->dw));
+        col = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_MOD, kd, lw_i(c, k->sp)), lw_i(c, k->Wq)),
+                     lw_add(c, ow0, lw_bin(c, TTH_TBIN_DIV, kd, lw_i(c, k->sp))));
+    } else {
+        col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw, lw_i(c, p->dw)));
+    }
+    return tk_x_at(k, ch, row, col);
+}
+
 /* One accumulator of a depthwise tile: `lanes` pixels of output row oh0 + drow from column
  * ow0 + dcol. */
 typedef struct dseg {
@@ -617,17 +636,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     tth_tvar *vw = lw_var(c, "wv", TTH_F32), *vx = lw_var(c, "xo", TTH_I64);
     if (!vw || !vx)
         return NULL;
-    /* xo: input row oh0*sh + kh*dh of channel ch, at the phase and column of tap kw for ow0 */
-    tth_texpr *row = lw_add(c, lw_mul(c, oh0, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
-    tth_texpr *col;
-    if (k->sp > 1) {
-        tth_texpr *kd = lw_mul(c, kw.e, lw_i(c, p->dw));
-        col = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_MOD, kd, lw_i(c, k->sp)), lw_i(c, k->Wq)),
-                     lw_add(c, ow0, lw_bin(c, TTH_TBIN_DIV, kd, lw_i(c, k->sp))));
-    } else {
-        col = lw_add(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_mul(c, kw.e, lw_i(c, p->dw)));
-    }
-    tth_texpr *xo = tk_x_at(k, ch, row, col);
+    tth_texpr *xo = tap_at(k, ch, oh0, ow0, kh.e, kw.e);
     tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
     /* a step of one output column is sw input columns, or one in a phase-split row */
     int64_t cstep = k->sp > 1 ? 1 : p->sw;
@@ -811,16 +820,7 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
     for (int a = 0; a < n; a++) 
         if (!(xv[a] = lw_var_vec(c, "x", TTH_F32, sg[a].lanes)))
             return NULL;
-    tth_texpr *row = lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, kh.e, lw_i(c, p->dh)));
-    tth_texpr *col;
-    if (k->sp > 1) {
-        tth_texpr *kd = lw_mul(c, kw.e, lw_i(c, p->dw));
-        col = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_MOD, kd, lw_i(c, k->sp)), lw_i(c, k->Wq)),
-                     lw_add(c, ow0, lw_bin(c, TTH_TBIN_DIV, kd, lw_i(c, k->sp))));
-    } else {
-        col = lw_add(c, ow0, lw_mul(c, kw.e, lw_i(c, p->dw)));
-    }
-    tth_texpr *xo = tk_x_at(k, ic.e, row, col);
+    tth_texpr *xo = tap_at(k, ic.e, oh, ow0, kh.e, kw.e);
     tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, KK)),
                                      lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, RO));
