@@ -90,9 +90,7 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
                 tth_texpr *j0 = lw_add(c, lw_mul(c, jj.e, lw_i(c, vl)), lw_i(c, lo + (part ? nj / vl * vl : 0)));
                 tth_texpr *src_at = lw_add(c, from0, lw_add(c, lw_mul(c, j0, lw_i(c, k->sp)), lw_i(c, ph - p->pl)));
                 tth_texpr *dst_at = lw_add(c, dst0, j0);
-                tth_tstmt *st =
-                    lanes > 1 ? tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp, lanes)), 0)
-                              : tth_tir_store(c->m, xp, dst_at, tth_tir_load(c->m, src, src_at));
+                tth_tstmt *st = tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp, lanes)), 0);
                 st = lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st);
                 if (!st || lw_append(c, &in, st))
                     return NULL;
@@ -643,13 +641,10 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     tth_tstmt *upd = NULL;
     for (int a = 0; a < n; a++) {
         tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].drow * p->sh * k->Wrow + sg[a].dcol * cstep));
-        tth_texpr *xv = sg[a].lanes > 1 ? tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, cstep, sg[a].lanes))
-                                        : tth_tir_load(c->m, k->x, x0);
+        tth_texpr *xv = tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, cstep, sg[a].lanes));
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
-        tth_texpr *av = sg[a].lanes > 1 ? tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0) : tth_tir_load(c->m, acc, ai);
-        tth_texpr *f = lw_madd(c, xv, lw_ref(c, vw), av);
-        tth_tstmt *st = sg[a].lanes > 1 ? tth_tir_vstore(c->m, acc, ai, f, 0) : tth_tir_store(c->m, acc, ai, f);
-        if (lw_append(c, &upd, st))
+        tth_texpr *f = lw_madd(c, xv, lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0));
+        if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
             return NULL;
     }
     tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, tth_tir_load(c->m, k->w, wi), upd));
@@ -660,9 +655,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     for (int a = 0; a < n; a++) {
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
         tth_texpr *oh = lw_add(c, oh0, lw_i(c, sg[a].drow)), *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-        tth_tstmt *st = sg[a].lanes > 1
-                            ? tk_epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
-                            : tk_epi_store(k, ch, oh, ow, tth_tir_load(c->m, acc, ai));
+        tth_tstmt *st = tk_epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0));
         if (!st || lw_append(c, &seq, st))
             return NULL;
     }
@@ -830,17 +823,15 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
         for (int a = 0; a < n; a++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
             int ln = sg[a].lanes;
-            tth_texpr *av = ln > 1 ? tth_tir_vload(c->m, acc, ai, ln, 0) : tth_tir_load(c->m, acc, ai);
-            tth_texpr *f = lw_madd(c, wr, lw_ref(c, xv[a]), av);
-            if (lw_append(c, &upd, ln > 1 ? tth_tir_vstore(c->m, acc, ai, f, 0) : tth_tir_store(c->m, acc, ai, f)))
+            tth_texpr *f = lw_madd(c, wr, lw_ref(c, xv[a]), tth_tir_vload(c->m, acc, ai, ln, 0));
+            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
     }
     tth_tstmt *inner = upd;
     for (int a = n - 1; a >= 0; a--) {
         tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].dcol));
-        tth_texpr *xl = sg[a].lanes > 1 ? tth_tir_vload(c->m, k->x, x0, sg[a].lanes, 0) : tth_tir_load(c->m, k->x, x0);
-        inner = lw_let(c, xv[a], xl, inner);
+        inner = lw_let(c, xv[a], tth_tir_vload(c->m, k->x, x0, sg[a].lanes, 0), inner);
     }
     inner = lw_let(c, vx, xo, lw_let(c, vw, wb, inner));
     inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
@@ -853,9 +844,8 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
         for (int a = 0; a < n; a++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
             tth_texpr *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-            tth_tstmt *st = sg[a].lanes > 1 ? tk_epi_store(k, oc, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes),
-                                                        tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0))
-                                            : tk_epi_store(k, oc, oh, ow, tth_tir_load(c->m, acc, ai));
+            tth_tstmt *st = tk_epi_store(k, oc, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes),
+                                         tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0));
             if (!st || lw_append(c, &seq, st))
                 return NULL;
         }

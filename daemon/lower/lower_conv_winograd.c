@@ -111,7 +111,7 @@ static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int
         for (int nu = 0; nu < WA; nu++) {
             tth_texpr *v = lin(c, BT[nu], t[xi], WA);
             tth_texpr *at = lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(xi * WA + nu) * k->p->C), ch), lw_i(c, g->T)), tcol);
-            if (lw_append(c, &st, lanes > 1 ? tth_tir_vstore(c->m, g->V, at, v, 0) : tth_tir_store(c->m, g->V, at, v)))
+            if (lw_append(c, &st, tth_tir_vstore(c->m, g->V, at, v, 0)))
                 return NULL;
         }
     /* t[xi][j] = sum_i BT[xi][i] * d[i][j] */
@@ -127,7 +127,7 @@ static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int
         for (int j = WA - 1; j >= 0; j--) {
             tth_texpr *row = lw_add(c, lw_mul(c, th, lw_i(c, WM)), lw_i(c, i));
             tth_texpr *at = tk_x_at(k, ch, row, lw_i(c, (j % WM) * k->Wq + tw0 + j / WM));
-            tth_texpr *x = lanes > 1 ? tth_tir_vload(c->m, k->x, at, lanes, 0) : tth_tir_load(c->m, k->x, at);
+            tth_texpr *x = tth_tir_vload(c->m, k->x, at, lanes, 0);
             st = lw_let(c, dv[i][j], x, st);
         }
     return st;
