@@ -37,6 +37,21 @@ static void put_real_plugins(const e2e_daemon *d)
     cr_assert(n > 0, "no plugins built in %s", dir);
 }
 
+/* Wait (up to 10 s) until the daemon's hot-plug reload has brought the plugin of kind. */
+static void wait_for_kind(e2e_client *c, const char *kind)
+{
+    json_t *r = NULL;
+    for (int i = 0; i < 100; i++) {
+        json_decref(r);
+        r = e2e_call(c, 1, "target/parse", json_pack("{s:s}", "target", kind));
+        if (!e2e_error_code(r))
+            break;
+        usleep(100000);
+    }
+    cr_assert_eq(e2e_error_code(r), 0, "%s never became available", kind);
+    json_decref(r);
+}
+
 static uint8_t *read_model(size_t *len)
 {
     char path[1024];
@@ -136,17 +151,8 @@ Test(compile, artifact_stream_and_cache, .timeout = 600)
     e2e_client_init(c);
     size_t len;
     uint8_t *model = read_model(&len);
-    /* wait for the hot-plug reload to bring the real plugins */
-    json_t *r = NULL;
-    for (int i = 0; i < 100; i++) {
-        json_decref(r);
-        r = e2e_call(c, 1, "target/parse", json_pack("{s:s}", "target", "llvm"));
-        if (!e2e_error_code(r))
-            break;
-        usleep(100000);
-    }
-    cr_assert_eq(e2e_error_code(r), 0, "llvm never became available");
-    json_decref(r);
+    wait_for_kind(c, "llvm");
+    json_t *r;
 
     r = compile(c, 2, model, len, "llvm", NULL);
     if (no_compile_flow(r)) {
@@ -424,16 +430,8 @@ Test(compile, op_type_not_utf8_is_answered, .timeout = 600)
     uint8_t *at = memmem(model, len, "Softmax", 7);
     cr_assert_not_null(at, "digits.onnx has a Softmax node");
     memcpy(at, "\xff\xfe\xc3(\x80" "ax", 7);
-    json_t *r = NULL;
-    for (int i = 0; i < 100; i++) {
-        json_decref(r);
-        r = e2e_call(c, 1, "target/parse", json_pack("{s:s}", "target", "c"));
-        if (!e2e_error_code(r))
-            break;
-        usleep(100000);
-    }
-    json_decref(r);
-    r = compile(c, 2, model, len, "c", NULL);
+    wait_for_kind(c, "c");
+    json_t *r = compile(c, 2, model, len, "c", NULL);
     if (no_compile_flow(r)) {
         json_decref(r);
         free(model);
