@@ -49,9 +49,8 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    lw_ax ci, ih, iw, z;
-    if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &iw, "pw", p->W) ||
-        lw_ax_make(c, &z, "pz", k->Wrow))
+    lw_ax ci, ih, z;
+    if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &z, "pz", k->Wrow))
         return NULL;
     tth_tvar *vrow = lw_var(c, "pr", TTH_I64);
     if (!vrow)
@@ -61,55 +60,39 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     tth_texpr *from0 = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ci.e), lw_i(c, p->H)),
                                         lw_sub(c, ih.e, lw_i(c, p->pt))),
                               lw_i(c, p->W));
-    tth_texpr *from = lw_add(c, from0, iw.e);
     tth_tstmt *in = NULL;
-    if (k->sp > 1) {
-        /* phase-split row: phase ph holds the columns ph, ph + sp, ...; column col of the padded
-         * row is image column col - pl, zero outside [0, W) */
-        for (int64_t ph = 0; ph < k->sp; ph++) {
-            int64_t lo = 0, hi = k->Wq; /* j in [lo, hi): inside the image */
-            while (lo < hi && lo * k->sp + ph < p->pl)
-                lo++;
-            while (hi > lo && (hi - 1) * k->sp + ph - p->pl >= p->W)
-                hi--;
-            tth_texpr *dst0 = lw_add(c, row, lw_i(c, ph * k->Wq));
-            for (int64_t j = 0; j < k->Wq; j++)
-                if ((j < lo || j >= hi) && lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, dst0, lw_i(c, j)), f32(c, 0))))
-                    return NULL;
-            /* j in [lo, hi): vectors of vl reading a ramp of stride sp (one load of its span
-             * and a shuffle, not a gather), then one vector of the rest */
-            int64_t vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1, nj = hi - lo;
-            for (int part = 0; part < 2; part++) {
-                int64_t cnt = part == 0 ? nj / vl : (nj % vl ? 1 : 0);
-                int lanes = (int)(part == 0 ? vl : nj % vl);
-                if (cnt == 0)
-                    continue;
-                lw_ax jj;
-                if (lw_ax_make(c, &jj, "pj", cnt))
-                    return NULL;
-                tth_texpr *j0 = lw_add(c, lw_mul(c, jj.e, lw_i(c, vl)), lw_i(c, lo + (part ? nj / vl * vl : 0)));
-                tth_texpr *src_at = lw_add(c, from0, lw_add(c, lw_mul(c, j0, lw_i(c, k->sp)), lw_i(c, ph - p->pl)));
-                tth_texpr *dst_at = lw_add(c, dst0, j0);
-                tth_tstmt *st = tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp, lanes)), 0);
-                st = lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st);
-                if (!st || lw_append(c, &in, st))
-                    return NULL;
-            }
+    /* the row as sp phases (one when sp is 1): phase ph holds the columns ph, ph + sp, ...;
+     * column col of the padded row is image column col - pl, zero outside [0, W) */
+    for (int64_t ph = 0; ph < k->sp; ph++) {
+        int64_t lo = 0, hi = k->Wq; /* j in [lo, hi): inside the image */
+        while (lo < hi && lo * k->sp + ph < p->pl)
+            lo++;
+        while (hi > lo && (hi - 1) * k->sp + ph - p->pl >= p->W)
+            hi--;
+        tth_texpr *dst0 = lw_add(c, row, lw_i(c, ph * k->Wq));
+        for (int64_t j = 0; j < k->Wq; j++)
+            if ((j < lo || j >= hi) && lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, dst0, lw_i(c, j)), f32(c, 0))))
+                return NULL;
+        /* j in [lo, hi): vectors of vl reading a ramp of stride sp (one load of its span
+         * and a shuffle, not a gather), then one vector of the rest */
+        int64_t vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1, nj = hi - lo;
+        for (int part = 0; part < 2; part++) {
+            int64_t cnt = part == 0 ? nj / vl : (nj % vl ? 1 : 0);
+            int lanes = (int)(part == 0 ? vl : nj % vl);
+            if (cnt == 0)
+                continue;
+            lw_ax jj;
+            if (lw_ax_make(c, &jj, "pj", cnt))
+                return NULL;
+            tth_texpr *j0 = lw_add(c, lw_mul(c, jj.e, lw_i(c, vl)), lw_i(c, lo + (part ? nj / vl * vl : 0)));
+            tth_texpr *src_at = lw_add(c, from0, lw_add(c, lw_mul(c, j0, lw_i(c, k->sp)), lw_i(c, ph - p->pl)));
+            tth_texpr *dst_at = lw_add(c, dst0, j0);
+            tth_tstmt *st = tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp, lanes)), 0);
+            st = lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st);
+            if (!st || lw_append(c, &in, st))
+                return NULL;
         }
     }
-    for (int64_t q = 0; q < p->pl && k->sp == 1; q++)
-        if (lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, row, lw_i(c, q)), f32(c, 0))))
-            return NULL;
-    if (k->sp == 1) {
-        tth_tstmt *copy = lw_ax_loop(c, &iw, TTH_LOOP_VECTORIZED,
-                                     tth_tir_store(c->m, xp, lw_add(c, row, lw_add(c, iw.e, lw_i(c, p->pl))),
-                                                   tth_tir_load(c->m, src, from)));
-        if (!copy || lw_append(c, &in, copy))
-            return NULL;
-    }
-    for (int64_t q = 0; q < p->pr && k->sp == 1; q++)
-        if (lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, row, lw_i(c, p->pl + p->W + q)), f32(c, 0))))
-            return NULL;
     tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, row, z.e), f32(c, 0)));
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih.e, lw_i(c, p->pt)),
                                lw_bin(c, TTH_TBIN_LT, ih.e, lw_i(c, p->pt + p->H)));

@@ -17,6 +17,7 @@
  */
 #include "codegen.h"
 #include "tth_parallel_src.h"
+#include "tth/target.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -616,6 +617,9 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     c.md_loop = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
 
     c.libm_calls = opt.arm_hard_float;
+    /* AVX-512 as the parsed target says (features of mcpu + mattr) or as the machine's features
+     * given to LLVM say (a target without mcpu is this machine) */
+    c.masked_tails = tth_target_has_feature(llvm_target(target), "has_avx512") || strstr(opt.features, "+avx512f");
     char launch[200];
     snprintf(launch, sizeof launch, "tth_%s_parallel_launch", model);
     c.par_launch = opt.threads ? launch : NULL;

@@ -72,6 +72,10 @@ typedef struct tth__llcg {
     int nparallel;               /* parallel loops outlined so far (names the task functions) */
     int in_parallel;             /* lowering a parallel loop's task: inner PARALLEL loops are
                                     serial */
+    int masked_tails;            /* the CPU has masked vector loads and stores that cost one
+                                    instruction (AVX-512): a contiguous vector of a lane count
+                                    that is not a power of two becomes one masked access of
+                                    the next power of two (tth__llcg_contig_load) */
 
     /* function level */
     const tth_prim_func *fn;     /* the PrimFunc being lowered */
@@ -119,6 +123,15 @@ LLVMValueRef tth__llcg_vindex(tth__llcg *c, const tth_texpr *index, LLVMValueRef
  * as llvm.masked.gather / llvm.masked.scatter with every lane on. */
 LLVMValueRef tth__llcg_gather(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, int32_t lanes);
 int tth__llcg_scatter(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, LLVMValueRef v);
+/* `lanes` contiguous elements of buf from p (align in bytes), loaded or v stored there (0 or a
+ * code). A lane count that is not a power of two is legal LLVM, but x86 splits such an access
+ * into power-of-two pieces (14 lanes: 8 + 4 + 2 and two inserts); with c->masked_tails it is one
+ * llvm.masked.load / llvm.masked.store of the next power of two with the tail lanes off, which
+ * never touches the memory past the last lane (docs/lowering.md, "Vector tails"). Never for a
+ * buffer on the stack (a register tile): LLVM keeps those in registers only when every access
+ * is a plain load or store. */
+LLVMValueRef tth__llcg_contig_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef p, int32_t lanes, unsigned align);
+int tth__llcg_contig_store(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef p, LLVMValueRef v, unsigned align);
 /* &buf[index] (index already lowered to i64). */
 LLVMValueRef tth__llcg_elem_ptr(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef index);
 /* The base pointer of a buffer in the current function (parameter, workspace slice, stack

@@ -219,6 +219,94 @@ int tth__llcg_scatter(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, L
     return masked_mem(c, buf, vidx, tth__llcg_lanes_of(v), v) ? 0 : (c->diag ? c->diag->code : TTH_EINVAL);
 }
 
+/* The power of two a masked access widens `lanes` elements of elem to, or 0 to access them as
+ * they are: a power of two already, masked tails off, elements other than 32 and 64 bits
+ * (AVX-512F masks those; bytes and halves need AVX-512BW), or more than one 512-bit register
+ * (a 49-lane row sum is faster as the pieces LLVM splits it into than as a masked 64-lane load
+ * whose lanes are then shuffled back into those pieces). */
+static unsigned masked_width(tth__llcg *c, const tth_tbuffer *buf, LLVMTypeRef elem, int32_t lanes)
+{
+    if (!c->masked_tails || lanes < 2 || lanes > 64 || (lanes & (lanes - 1)) == 0 ||
+        LLVMIsAAllocaInst(tth__llcg_buffer_base(c, buf)))
+        return 0;
+    unsigned long long bits = LLVMSizeOfTypeInBits(c->td, elem);
+    if (bits != 32 && bits != 64)
+        return 0;
+    unsigned w = 1;
+    while (w < (unsigned)lanes)
+        w <<= 1;
+    return w * bits <= 512 ? w : 0;
+}
+
+/* <w x i1> with the first `lanes` on */
+static LLVMValueRef tail_mask(tth__llcg *c, unsigned w, int32_t lanes)
+{
+    LLVMValueRef bits[64];
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(c->ctx);
+    for (unsigned l = 0; l < w; l++)
+        bits[l] = LLVMConstInt(i1, l < (unsigned)lanes, 0);
+    return LLVMConstVector(bits, w);
+}
+
+/* lanes [0, n) of v (n may be more than v has: the lanes past its end are poison) */
+static LLVMValueRef first_lanes(tth__llcg *c, LLVMValueRef v, unsigned n)
+{
+    LLVMValueRef idx[64];
+    unsigned have = (unsigned)tth__llcg_lanes_of(v);
+    for (unsigned l = 0; l < n; l++)
+        idx[l] = l < have ? LLVMConstInt(i32_type(c), l, 0) : LLVMGetPoison(i32_type(c));
+    return LLVMBuildShuffleVector(c->b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(idx, n), "");
+}
+
+static LLVMValueRef masked_intrinsic(tth__llcg *c, const char *name, LLVMTypeRef vt, LLVMValueRef p,
+                                     LLVMTypeRef *fnty)
+{
+    LLVMTypeRef tys[2] = {vt, LLVMTypeOf(p)};
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (id == 0) {
+        tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name);
+        return NULL;
+    }
+    *fnty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
+    return LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+}
+
+LLVMValueRef tth__llcg_contig_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef p, int32_t lanes, unsigned align)
+{
+    LLVMTypeRef elem = tth__llcg_mem_type(c, buf->dtype);
+    unsigned w = masked_width(c, buf, elem, lanes);
+    if (!w) {
+        LLVMValueRef v = LLVMBuildLoad2(c->b, lanes > 1 ? LLVMVectorType(elem, (unsigned)lanes) : elem, p, "");
+        LLVMSetAlignment(v, align);
+        return v;
+    }
+    LLVMTypeRef wt = LLVMVectorType(elem, w), fnty;
+    LLVMValueRef fn = masked_intrinsic(c, "llvm.masked.load", wt, p, &fnty);
+    if (!fn)
+        return NULL;
+    LLVMValueRef args[4] = {p, LLVMConstInt(i32_type(c), align, 0), tail_mask(c, w, lanes), LLVMGetPoison(wt)};
+    return first_lanes(c, LLVMBuildCall2(c->b, fnty, fn, args, 4, ""), (unsigned)lanes);
+}
+
+int tth__llcg_contig_store(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef p, LLVMValueRef v, unsigned align)
+{
+    int32_t lanes = tth__llcg_lanes_of(v);
+    LLVMTypeRef elem = lanes > 1 ? LLVMGetElementType(LLVMTypeOf(v)) : LLVMTypeOf(v);
+    unsigned w = masked_width(c, buf, elem, lanes);
+    if (!w) {
+        LLVMValueRef st = LLVMBuildStore(c->b, v, p);
+        LLVMSetAlignment(st, align);
+        return 0;
+    }
+    LLVMTypeRef fnty;
+    LLVMValueRef fn = masked_intrinsic(c, "llvm.masked.store", LLVMVectorType(elem, w), p, &fnty);
+    if (!fn)
+        return c->diag ? c->diag->code : TTH_EINVAL;
+    LLVMValueRef args[4] = {first_lanes(c, v, w), p, LLVMConstInt(i32_type(c), align, 0), tail_mask(c, w, lanes)};
+    LLVMBuildCall2(c->b, fnty, fn, args, 4, "");
+    return 0;
+}
+
 /* ---------------------------------------------------------------- binary operators */
 
 /* Signed floor division and modulo from C's truncating ones: when the remainder is non-zero
@@ -686,7 +774,6 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             LLVMValueRef vidx = tth__llcg_vindex(c, e->u.load.index, &base);
             if (!vidx && !base)
                 return NULL;
-            LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)e->lanes);
             const tth_texpr *ix = e->u.load.index;
             int64_t st = ix->kind == TTH_TEXPR_RAMP ? ix->u.ramp.stride : 0;
             if (!base && st >= 2 && st <= 4 && buf->dtype != TTH_BOOL) {
@@ -697,8 +784,9 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
                 if (!p)
                     return NULL;
                 unsigned span = (unsigned)(st * (e->lanes - 1) + 1);
-                LLVMValueRef wide = LLVMBuildLoad2(c->b, LLVMVectorType(mt, span), p, "");
-                LLVMSetAlignment(wide, (unsigned)tth_dtype_size(buf->dtype));
+                LLVMValueRef wide = tth__llcg_contig_load(c, buf, p, (int32_t)span, (unsigned)tth_dtype_size(buf->dtype));
+                if (!wide)
+                    return NULL;
                 LLVMValueRef mask[64];
                 for (int32_t l = 0; l < e->lanes && l < 64; l++)
                     mask[l] = LLVMConstInt(i32_type(c), (unsigned long long)(l * st), 0);
@@ -710,10 +798,8 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             }
             if (base) {
                 LLVMValueRef p = tth__llcg_elem_ptr(c, buf, base);
-                if (!p)
+                if (!p || !(v = tth__llcg_contig_load(c, buf, p, e->lanes, align)))
                     return NULL;
-                v = LLVMBuildLoad2(c->b, vt, p, "");
-                LLVMSetAlignment(v, align);
             } else if (!(v = tth__llcg_gather(c, buf, vidx, e->lanes))) {
                 return NULL;
             }

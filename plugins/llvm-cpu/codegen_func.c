@@ -541,6 +541,8 @@ static int lower_store(tth__llcg *c, const tth_tstmt *s)
     LLVMValueRef p = tth__llcg_elem_ptr(c, buf, lanes > 1 ? base : idx);
     if (!p)
         return c->diag ? c->diag->code : TTH_EINVAL;
+    if (lanes > 1)
+        return tth__llcg_contig_store(c, buf, p, v, align);
     LLVMValueRef st = LLVMBuildStore(c->b, v, p);
     LLVMSetAlignment(st, align);
     return 0;
