@@ -1362,3 +1362,30 @@ out:
     lw_ctx_free(c);
     return result;
 }
+
+/* A zeroed float32 tensor of n elements for packed weights; NULL on OOM (diag set). */
+tth_tensor *lw_packed_new(lw_ctx *c, int64_t n)
+{
+    tth_ttype t;
+    memset(&t, 0, sizeof t);
+    t.dtype = TTH_F32;
+    t.rank = 1;
+    t.shape[0] = n;
+    tth_tensor *pk = tth_tensor_new(&t, NULL);
+    if (!pk)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    else
+        memset(pk->data, 0, pk->nbytes);
+    return pk;
+}
+
+/* The packed weights as a CONST buffer of the function (takes pk's reference). */
+tth_tbuffer *lw_packed_const(lw_ctx *c, tth_tensor *pk)
+{
+    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
+    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
+    tth_tensor_unref(pk);
+    if (!b)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return b;
+}

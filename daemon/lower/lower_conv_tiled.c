@@ -108,40 +108,13 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
 
-/* A zeroed float32 tensor of n elements for packed weights; NULL on OOM (diag set). */
-tth_tensor *tk_packed_new(lw_ctx *c, int64_t n)
-{
-    tth_ttype t;
-    memset(&t, 0, sizeof t);
-    t.dtype = TTH_F32;
-    t.rank = 1;
-    t.shape[0] = n;
-    tth_tensor *pk = tth_tensor_new(&t, NULL);
-    if (!pk)
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    else
-        memset(pk->data, 0, pk->nbytes);
-    return pk;
-}
-
-/* The packed weights as a CONST buffer of the function (takes pk's reference). */
-tth_tbuffer *tk_packed_const(lw_ctx *c, tth_tensor *pk)
-{
-    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
-    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, pk) : NULL;
-    tth_tensor_unref(pk);
-    if (!b)
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    return b;
-}
-
 /* The packed weights of a constant weight tensor, as a CONST buffer. */
 static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t KK = p->KH * p->KW, vl = k->vl;
-    tth_tensor *pk = tk_packed_new(c, p->groups * k->NB * k->Cg * KK * vl);
+    tth_tensor *pk = lw_packed_new(c, p->groups * k->NB * k->Cg * KK * vl);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -154,7 +127,7 @@ static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
                     for (int64_t kk = 0; kk < KK; kk++)
                         dst[(((g * k->NB + bg) * k->Cg + ic) * KK + kk) * vl + l] = src[(oc * k->Cg + ic) * KK + kk];
             }
-    return tk_packed_const(c, pk);
+    return lw_packed_const(c, pk);
 }
 
 /* The same packing as a loop, for a weight computed at run time: into LOCAL buffer wp. */
@@ -509,7 +482,7 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t nblk = (p->O + RO - 1) / RO;
-    tth_tensor *pk = tk_packed_new(c, nblk * p->C * RO);
+    tth_tensor *pk = lw_packed_new(c, nblk * p->C * RO);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -517,7 +490,7 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
     for (int64_t o = 0; o < p->O; o++)
         for (int64_t ic = 0; ic < p->C; ic++)
             dst[((o / RO) * p->C + ic) * RO + o % RO] = src[o * p->C + ic];
-    return tk_packed_const(c, pk);
+    return lw_packed_const(c, pk);
 }
 
 /* A 1x1 stride-1 convolution of one group without padding, on an image of at least 4 vectors
@@ -761,7 +734,7 @@ static tth_tbuffer *rows_pack(tk *k, const tth_tensor *wt, int RO)
 {
     const lw_conv_p *p = k->p;
     int64_t KK = p->KH * p->KW, nblk = (p->O + RO - 1) / RO;
-    tth_tensor *pk = tk_packed_new(k->c, nblk * p->C * KK * RO);
+    tth_tensor *pk = lw_packed_new(k->c, nblk * p->C * KK * RO);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -769,7 +742,7 @@ static tth_tbuffer *rows_pack(tk *k, const tth_tensor *wt, int RO)
     for (int64_t o = 0; o < p->O; o++)
         for (int64_t ick = 0; ick < p->C * KK; ick++)
             dst[((o / RO) * p->C * KK + ick) * RO + o % RO] = src[o * p->C * KK + ick];
-    return tk_packed_const(k->c, pk);
+    return lw_packed_const(k->c, pk);
 }
 
 /* One tile: ro output channels from block ob (of RO) times the n vectors sg (lanes pixels from

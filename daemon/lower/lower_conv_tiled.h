@@ -41,10 +41,6 @@ tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col);
 /* the padded (and, with k->sp > 1, phase-split) copy of image k->n of src into xp; channels in
  * parallel when large */
 tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
-/* a zeroed float32 tensor of n elements; NULL on OOM (diag set) */
-tth_tensor *tk_packed_new(lw_ctx *c, int64_t n);
-/* pk as a CONST buffer of the function (takes pk's reference) */
-tth_tbuffer *tk_packed_const(lw_ctx *c, tth_tensor *pk);
 /* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 

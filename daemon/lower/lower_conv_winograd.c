@@ -69,7 +69,7 @@ static tth_texpr *lin(lw_ctx *c, const double *coef, tth_texpr *const *x, int n)
 static tth_tbuffer *wino_pack(wg *g, const tth_tensor *wt)
 {
     const lw_conv_p *p = g->k.p;
-    tth_tensor *pk = tk_packed_new(g->k.c, WE * p->C * p->O);
+    tth_tensor *pk = lw_packed_new(g->k.c, WE * p->C * p->O);
     if (!pk)
         return NULL;
     float *dst = pk->data;
@@ -87,7 +87,7 @@ static tth_tbuffer *wino_pack(wg *g, const tth_tensor *wt)
                     dst[((int64_t)(xi * WA + nu) * p->C + ic) * p->O + o] = (float)u;
                 }
         }
-    return tk_packed_const(g->k.c, pk);
+    return lw_packed_const(g->k.c, pk);
 }
 
 /* One chunk of `lanes` tiles of tile row th from tile tw0, channel ch: V for all 36 e. */

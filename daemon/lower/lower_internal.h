@@ -199,6 +199,11 @@ tth_texpr *lw_mul(lw_ctx *c, tth_texpr *a, tth_texpr *b);
 tth_texpr *lw_bin(lw_ctx *c, tth_tir_binop op, tth_texpr *a, tth_texpr *b);
 tth_texpr *lw_cast(lw_ctx *c, tth_dtype t, tth_texpr *v); /* no-op when already t */
 tth_tvar *lw_var(lw_ctx *c, const char *prefix, tth_dtype t);
+/* Weights repacked at compile time for a kernel: a zeroed float32 tensor of n elements (NULL on
+ * OOM, diag set), then made a CONST buffer of the function (takes pk's reference). */
+tth_tensor *lw_packed_new(lw_ctx *c, int64_t n);
+tth_tbuffer *lw_packed_const(lw_ctx *c, tth_tensor *pk);
+
 /* a fresh variable of `lanes` lanes (a scalar for 1), named prefix<n>; NULL on OOM (diag set) */
 tth_tvar *lw_var_vec(lw_ctx *c, const char *prefix, tth_dtype t, int lanes);
 tth_texpr *lw_ref(lw_ctx *c, tth_tvar *v);

@@ -81,17 +81,37 @@ static tth_texpr *batch_base(lw_ctx *c, const tth_ttype *t, int mdims, const mm_
  * A [.., M, K] (batch dims flattened into R = rows) times B [K, N] (shared by every batch):
  * a tile is RM rows times RN vectors of vl columns, accumulated in a REGISTER buffer:
  *   for k: b_j = B[k, n0 + j*vl .. +vl] (contiguous); for r: acc[r][j] = fma(broadcast(A[m0+r, k]), b_j, acc[r][j])
- * then each accumulator goes through the epilogue and is stored as vl contiguous columns. */
+ * then each accumulator goes through the epilogue and is stored as vl contiguous columns.
+ * A constant B is packed at compile time into panels of PW = RN*vl columns, panel after panel,
+ * each K rows of PW (the last one zero-filled): a tile then reads one contiguous stream instead
+ * of K rows N apart. */
 
 typedef struct mmt {
     lw_ctx *c;
     const lw_sink *s;
     tth_tbuffer *A, *B;
     int64_t R, K, N;
+    int64_t PW;             /* panel width of a packed B, else 0 (B as it is: row k at k*N) */
     const tth_ttype *ot;
 } mmt;
 
-static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, int vl)
+/* B [K, N] as wp[(n / PW)*K*PW + k*PW + n % PW] (zeros past N) */
+static tth_tbuffer *mm_pack(lw_ctx *c, const tth_tensor *b, int64_t K, int64_t N, int64_t PW)
+{
+    int64_t npanel = (N + PW - 1) / PW;
+    tth_tensor *pk = lw_packed_new(c, npanel * K * PW);
+    if (!pk)
+        return NULL;
+    float *dst = pk->data;
+    const float *src = b->data;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t n = 0; n < N; n++)
+            dst[(n / PW) * K * PW + k * PW + n % PW] = src[k * N + n];
+    return lw_packed_const(c, pk);
+}
+
+/* bbase: offset of B[0, n0] (packed: in its panel); row k of B is k*N (packed: k*PW) further */
+static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase, int RM, int RN, int vl)
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
@@ -118,7 +138,7 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, int RM, int RN, 
     }
     tth_tstmt *inner = upd;
     for (int j = RN - 1; j >= 0; j--)
-        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, ak.e, lw_i(c, t->N)), n0),
+        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, ak.e, lw_i(c, t->PW ? t->PW : t->N)), bbase),
                                                                   lw_i(c, (int64_t)j * vl)), vl, 0), inner);
     inner = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
@@ -157,8 +177,14 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
             return NULL;
         tth_texpr *rb = part == 0 ? (ncol > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ncol)) : q.e) : lw_i(c, nrb);
         tth_texpr *cb = ncol > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ncol)) : lw_i(c, 0);
-        tth_tstmt *tl = mm_tile(t, lw_mul(c, rb, lw_i(c, RM)),
-                                lw_add(c, lw_i(c, col0), lw_mul(c, cb, lw_i(c, (int64_t)RN * vl))), rm, RN, vl);
+        tth_texpr *n0 = lw_add(c, lw_i(c, col0), lw_mul(c, cb, lw_i(c, (int64_t)RN * vl)));
+        /* packed: the tiles of whole panels step by a panel; the narrower ones all lie in the
+         * last panel, from col0 on */
+        int64_t PW = t->PW;
+        tth_texpr *bb = !PW ? n0
+                            : lw_add(c, lw_i(c, col0 / PW * t->K * PW + col0 % PW),
+                                     lw_mul(c, cb, lw_i(c, RN * vl == PW ? t->K * PW : (int64_t)RN * vl)));
+        tth_tstmt *tl = mm_tile(t, lw_mul(c, rb, lw_i(c, RM)), n0, bb, rm, RN, vl);
         tl = lw_ax_loop(c, &q, par && nb * ncol > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
         if (!tl || lw_append(c, &seq, tl))
             return NULL;
@@ -188,9 +214,8 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     const mm_p *p = &pp;
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes;
-    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), 0, p->K, p->N, ot};
-    if (!t.A || !t.B)
-        return NULL;
+    const tth_rexpr *barg = lw_arg(call, 1);
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot};
     t.R = lw_numel(at->shape, at->rank) / p->K;
     int regs = c->vec.registers;
     int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
@@ -198,6 +223,14 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         RM = (int)t.R;
     if (p->N / vl < RN)
         RN = (int)(p->N / vl);
+    if (barg->kind == TTH_REXPR_CONST) {
+        t.PW = (int64_t)RN * vl;
+        t.B = mm_pack(c, barg->u.constant.value, p->K, p->N, t.PW);
+    } else {
+        t.B = lw_buf(c, barg);
+    }
+    if (!t.A || !t.B)
+        return NULL;
     int par = t.R * p->N * p->K >= LW_PARALLEL_MIN;
     int64_t nvec = p->N / vl, ntile = nvec / RN, restv = nvec % RN, tail = p->N % vl;
     tth_tstmt *seq = NULL, *part;

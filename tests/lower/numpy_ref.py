@@ -278,6 +278,16 @@ def case(name):
         y = np.maximum(a.astype("float64") @ b.astype("float64") + c, 0)
         return [(a, False), (b, True), (c, True)], [("matmul", {}, ["i0", "i1"]), ("add", {}, ["prev", "i2"]),
                                                     ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "matmul_packed_panels":
+        # a constant B packed into panels: 150 columns are two whole panels of 4 vectors at 16
+        # lanes, a narrower tile of the leftover vector and 6 single columns, all read from the
+        # packed copy; one row (a fully connected layer's GEMV)
+        a, b = rnd((1, 200)), rnd((200, 150))
+        return [(a, False), (b, True)], [("matmul", {}, ["i0", "i1"])], [(a.astype("float64") @ b).astype(f32)]
+    if name == "matmul_tiles_b_input":
+        # the same shapes with B an input (read in place, not packed), 7 rows
+        a, b = rnd((7, 200)), rnd((200, 150))
+        return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"])], [(a.astype("float64") @ b).astype(f32)]
     if name == "matmul_batch_broadcast":
         a, b = rnd((2, 1, 3, 4)), rnd((5, 4, 2))
         return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]
