@@ -197,6 +197,7 @@ json_t *tth__json_ints(const int64_t *v, int n)
 typedef struct ev {
     tth_tensor *const *a;
     size_t n;
+    tth_op op;
     const json_t *attrs;
     const tth_rtype *ot;
     tth_tensor **outs;
@@ -933,37 +934,20 @@ static int eval_matmul_core(ev *e, const tth_tensor *a, const tth_tensor *b, con
 /* ---- convolution and pooling ---- */
 
 typedef struct win {
-    int64_t sh, sw, pt, pl, pb, pr, dh, dw, kh, kw;
+    int64_t sh, sw, pt, pl, pb, pr, dh, dw, kh, kw, groups;
+    int count_include_pad;
 } win;
 
-static void win_attrs(const json_t *at, win *w)
+/* the call's window through libtth's one reader of it (tth_window_attrs_of) */
+static int win_attrs(ev *e, win *w)
 {
-    int64_t v[4];
-    w->sh = w->sw = w->dh = w->dw = 1;
-    w->pt = w->pl = w->pb = w->pr = 0;
-    if (tth__attr_ints(at, "strides", v, 2) == 2) {
-        w->sh = v[0];
-        w->sw = v[1];
-    }
-    if (tth__attr_ints(at, "dilation", v, 2) == 2) {
-        w->dh = v[0];
-        w->dw = v[1];
-    }
-    int np = tth__attr_ints(at, "padding", v, 4);
-    if (np == 4) {
-        w->pt = v[0];
-        w->pl = v[1];
-        w->pb = v[2];
-        w->pr = v[3];
-    } else if (np == 2) {
-        w->pt = w->pb = v[0];
-        w->pl = w->pr = v[1];
-    }
-    w->kh = w->kw = 1;
-    if (tth__attr_ints(at, "pool_size", v, 2) == 2) {
-        w->kh = v[0];
-        w->kw = v[1];
-    }
+    tth_window_attrs a;
+    int rc = tth_window_attrs_of(e->op, e->attrs, &a, e->diag);
+    if (rc)
+        return rc;
+    *w = (win){a.strides[0], a.strides[1], a.padding[0], a.padding[1], a.padding[2], a.padding[3],
+               a.dilation[0], a.dilation[1], a.pool_size[0], a.pool_size[1], a.groups, a.count_include_pad};
+    return 0;
 }
 
 static int eval_conv(ev *e, int quant)
@@ -974,8 +958,10 @@ static int eval_conv(ev *e, int quant)
     if (!o)
         return TTH_ENOMEM;
     win p;
-    win_attrs(e->attrs, &p);
-    int64_t g = tth__attr_int(e->attrs, "groups", 1);
+    int rc = win_attrs(e, &p);
+    if (rc)
+        return rc;
+    int64_t g = p.groups;
     int64_t N = x->type.shape[0], C = x->type.shape[1], H = x->type.shape[2], W = x->type.shape[3];
     int64_t O = w->type.shape[0], Cg = w->type.shape[1], KH = w->type.shape[2], KW = w->type.shape[3];
     int64_t OH = o->type.shape[2], OW = o->type.shape[3];
@@ -1030,8 +1016,10 @@ static int eval_conv_transpose(ev *e)
     if (!o)
         return TTH_ENOMEM;
     win p;
-    win_attrs(e->attrs, &p);
-    int64_t g = tth__attr_int(e->attrs, "groups", 1);
+    int rc = win_attrs(e, &p);
+    if (rc)
+        return rc;
+    int64_t g = p.groups;
     int64_t N = x->type.shape[0], C = x->type.shape[1], H = x->type.shape[2], W = x->type.shape[3];
     int64_t Og = w->type.shape[1], KH = w->type.shape[2], KW = w->type.shape[3];
     int64_t O = o->type.shape[1], OH = o->type.shape[2], OW = o->type.shape[3];
@@ -1083,8 +1071,10 @@ static int eval_pool(ev *e, int is_max)
     if (!o)
         return TTH_ENOMEM;
     win p;
-    win_attrs(e->attrs, &p);
-    int incl = (int)tth__attr_int(e->attrs, "count_include_pad", 0);
+    int rc = win_attrs(e, &p);
+    if (rc)
+        return rc;
+    int incl = p.count_include_pad;
     int64_t NC = x->type.shape[0] * x->type.shape[1], H = x->type.shape[2], W = x->type.shape[3];
     int64_t OH = o->type.shape[2], OW = o->type.shape[3];
     for (int64_t nc = 0; nc < NC; nc++)
@@ -1242,7 +1232,7 @@ static int eval_quant(ev *e, tth_op op)
 int tth__eval_op(tth_op op, tth_tensor *const *args, size_t nargs, const json_t *attrs, const tth_rtype *out_type,
                  tth_tensor **outs, size_t *nouts, tth_diag *diag)
 {
-    ev e = {.a = args, .n = nargs, .attrs = attrs, .ot = out_type, .outs = outs, .nouts = nouts, .diag = diag};
+    ev e = {.a = args, .n = nargs, .op = op, .attrs = attrs, .ot = out_type, .outs = outs, .nouts = nouts, .diag = diag};
     *nouts = 0;
     if (op != TTH_OP_SPLIT && out_type->nfields >= 0)
         return TTH_EUNSUPPORTED;

@@ -189,31 +189,6 @@ const char *lw_attr_str(const tth_rexpr *call, const char *key, const char *def)
     return json_is_string(v) ? json_string_value(v) : def;
 }
 
-void lw_window_attrs(const tth_rexpr *call, int64_t w[8])
-{
-    int64_t v[4];
-    w[0] = w[1] = w[2] = w[3] = 1;
-    w[4] = w[5] = w[6] = w[7] = 0;
-    if (lw_attr_ints(call, "strides", v, 2) == 2) {
-        w[0] = v[0];
-        w[1] = v[1];
-    }
-    if (lw_attr_ints(call, "dilation", v, 2) == 2) {
-        w[2] = v[0];
-        w[3] = v[1];
-    }
-    int np = lw_attr_ints(call, "padding", v, 4);
-    if (np == 4) {
-        w[4] = v[0];
-        w[5] = v[1];
-        w[6] = v[2];
-        w[7] = v[3];
-    } else if (np == 2) {
-        w[4] = w[6] = v[0];
-        w[5] = w[7] = v[1];
-    }
-}
-
 int lw_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max)
 {
     const json_t *v = lw_attr(call, key);

@@ -27,19 +27,15 @@ int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
         snprintf(why, len, "%s: only 2-D convolution on NCHW tensors is supported", op);
         return 0;
     }
-    int64_t win[8];
-    lw_window_attrs(call, win);
-    p->sh = win[0], p->sw = win[1], p->dh = win[2], p->dw = win[3];
-    p->pt = win[4], p->pl = win[5], p->pb = win[6], p->pr = win[7];
-    p->groups = lw_attr_int(call, "groups", 1);
-    if (p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->groups < 1) {
-        snprintf(why, len, "%s: strides, dilation and groups must be positive", op);
+    tth_window_attrs wa;
+    tth_diag d;
+    if (tth_window_attrs_of(call->u.call.op, call->u.call.attrs, &wa, &d) != 0) {
+        snprintf(why, len, "%s", d.message);
         return 0;
     }
-    if (p->pt < 0 || p->pl < 0 || p->pb < 0 || p->pr < 0) {
-        snprintf(why, len, "%s: negative padding is not supported", op);
-        return 0;
-    }
+    p->sh = wa.strides[0], p->sw = wa.strides[1], p->dh = wa.dilation[0], p->dw = wa.dilation[1];
+    p->pt = wa.padding[0], p->pl = wa.padding[1], p->pb = wa.padding[2], p->pr = wa.padding[3];
+    p->groups = wa.groups;
     p->N = xt->shape[0];
     p->C = xt->shape[1];
     p->H = xt->shape[2];

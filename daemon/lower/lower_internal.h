@@ -185,10 +185,6 @@ int lw_attr_has(const tth_rexpr *call, const char *key);
 const char *lw_attr_str(const tth_rexpr *call, const char *key, const char *def);
 /* an integer array: count stored (up to max), or -1 when absent or not an array of integers */
 int lw_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max);
-/* A windowed op's (conv, pool) "strides" and "dilation" ([h, w], default 1) and "padding"
- * ([top, left, bottom, right] or [h, w], default 0), read into w[8] as
- * {sh, sw, dh, dw, pt, pl, pb, pr}. */
-void lw_window_attrs(const tth_rexpr *call, int64_t w[8]);
 
 /* expressions */
 tth_texpr *lw_i(lw_ctx *c, int64_t v);                 /* int64 immediate */

@@ -38,23 +38,17 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
     p->OW = ot->shape[3];
     if (call->u.call.op == TTH_OP_GLOBAL_AVG_POOL2D || call->u.call.op == TTH_OP_GLOBAL_MAX_POOL2D)
         return 1;
-    int64_t v[4];
-    if (lw_attr_ints(call, "pool_size", v, 2) != 2) {
-        snprintf(why, len, "%s: attribute 'pool_size' must be [h, w]", op);
+    tth_window_attrs a;
+    tth_diag d;
+    if (tth_window_attrs_of(call->u.call.op, call->u.call.attrs, &a, &d) != 0) {
+        snprintf(why, len, "%s", d.message);
         return 0;
     }
-    p->KH = v[0];
-    p->KW = v[1];
-    int64_t win[8];
-    lw_window_attrs(call, win);
-    p->sh = win[0], p->sw = win[1], p->dh = win[2], p->dw = win[3];
-    p->pt = win[4], p->pl = win[5], p->pb = win[6], p->pr = win[7];
-    p->count_include_pad = (int)lw_attr_int(call, "count_include_pad", 0);
-    if (p->KH < 1 || p->KW < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 || p->dw < 1 || p->pt < 0 || p->pl < 0 ||
-        p->pb < 0 || p->pr < 0) {
-        snprintf(why, len, "%s: pool_size, strides and dilation must be positive, padding non-negative", op);
-        return 0;
-    }
+    p->KH = a.pool_size[0];
+    p->KW = a.pool_size[1];
+    p->sh = a.strides[0], p->sw = a.strides[1], p->dh = a.dilation[0], p->dw = a.dilation[1];
+    p->pt = a.padding[0], p->pl = a.padding[1], p->pb = a.padding[2], p->pr = a.padding[3];
+    p->count_include_pad = a.count_include_pad;
     if (call->u.call.op == TTH_OP_AVG_POOL2D && !tth_dtype_is_float(xt->dtype)) {
         snprintf(why, len, "%s: %s is not supported (floating point only)", op, tth_dtype_name(xt->dtype));
         return 0;

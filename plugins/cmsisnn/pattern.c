@@ -132,6 +132,14 @@ static int match_tail(const npu_users *u, const tth_rexpr *acc, int64_t oc, int 
     return 1;
 }
 
+/* the window of a conv or pool call (libtth's one reader of it) into the match */
+static void window_to_match(const tth_window_attrs *wa, cn_match *m)
+{
+    memcpy(m->stride, wa->strides, sizeof m->stride);
+    memcpy(m->pad, wa->padding, sizeof m->pad);
+    memcpy(m->dilation, wa->dilation, sizeof m->dilation);
+}
+
 static int match_conv(const npu_users *u, const tth_rexpr *c, cn_match *m, char *why, size_t len)
 {
     char b1[96];
@@ -163,13 +171,15 @@ static int match_conv(const npu_users *u, const tth_rexpr *c, cn_match *m, char 
     m->kw = w->type.shape[3];
     m->oh = ot->shape[2];
     m->ow = ot->shape[3];
-    if (npu_attr_ints(c, "strides", m->stride, 2) != 2 || npu_attr_ints(c, "padding", m->pad, 4) != 4 ||
-        npu_attr_ints(c, "dilation", m->dilation, 2) != 2)
-        return refuse(why, len, "qnn.conv2d without strides, padding and dilation attributes");
+    tth_window_attrs wa;
+    tth_diag d;
+    if (tth_window_attrs_of(c->u.call.op, c->u.call.attrs, &wa, &d) != 0)
+        return refuse(why, len, "%s", d.message);
+    window_to_match(&wa, m);
     if (m->dilation[0] != 1 || m->dilation[1] != 1)
         return refuse(why, len, "qnn.conv2d with dilation [%lld, %lld]: tth sizes CMSIS-NN's buffers for dilation 1",
                       (long long)m->dilation[0], (long long)m->dilation[1]);
-    int64_t groups = npu_attr_int(c, "groups", 1);
+    int64_t groups = wa.groups;
     if (groups == 1) {
         m->kind = CN_CONV;
     } else if (groups == m->c && m->oc == m->c && w->type.shape[1] == 1) {
@@ -295,15 +305,17 @@ static int match_pool(const npu_users *u, const tth_rexpr *p, cn_match *m, char 
     const tth_ttype *it = npu_type(p->u.call.args[0]), *ot = npu_type(p);
     if (it->shape[0] != 1)
         return refuse(why, len, "%s with batch %lld: CMSIS-NN pools batch 1", op, (long long)it->shape[0]);
-    int64_t ps[2];
-    if (npu_attr_ints(p, "pool_size", ps, 2) != 2 || npu_attr_ints(p, "strides", m->stride, 2) != 2 ||
-        npu_attr_ints(p, "padding", m->pad, 4) != 4)
-        return refuse(why, len, "%s without pool_size, strides and padding", op);
-    if (npu_attr_ints(p, "dilation", m->dilation, 2) == 2 && (m->dilation[0] != 1 || m->dilation[1] != 1))
+    tth_window_attrs wa;
+    tth_diag d;
+    if (tth_window_attrs_of(p->u.call.op, p->u.call.attrs, &wa, &d) != 0)
+        return refuse(why, len, "%s", d.message);
+    window_to_match(&wa, m);
+    const int64_t *ps = wa.pool_size;
+    if (m->dilation[0] != 1 || m->dilation[1] != 1)
         return refuse(why, len, "%s with dilation: CMSIS-NN pools without dilation", op);
-    if (npu_attr_int(p, "ceil_mode", 0))
+    if (wa.ceil_mode)
         return refuse(why, len, "%s with ceil_mode: CMSIS-NN's output size rounds down", op);
-    if (p->u.call.op == TTH_OP_AVG_POOL2D && npu_attr_int(p, "count_include_pad", 0) &&
+    if (p->u.call.op == TTH_OP_AVG_POOL2D && wa.count_include_pad &&
         (m->pad[0] || m->pad[1] || m->pad[2] || m->pad[3]))
         return refuse(why, len, "nn.avg_pool2d counting padding: arm_avgpool_s8 averages the valid elements only");
     if (!dq_input(u, p->u.call.args[0], p, 0, m, why, len))

@@ -128,11 +128,12 @@ static int check_conv(ectx *c, const tth_rexpr *e)
         return REFUSE("qnn.conv2d on %s: the Ethos-N78 convolves int8 or uint8", tth_dtype_name(dt(x)));
     if (!w)
         return REFUSE("qnn.conv2d with non-constant weights: the Ethos-N78 needs them at compile time");
-    int64_t st[2] = {1, 1}, pad[4] = {0}, dil[2] = {1, 1};
-    npu_attr_ints(e, "strides", st, 2);
-    npu_attr_ints(e, "padding", pad, 4);
-    npu_attr_ints(e, "dilation", dil, 2);
-    int64_t kh = w->type.shape[2], kw = w->type.shape[3], groups = npu_attr_int(e, "groups", 1);
+    tth_window_attrs wa;
+    tth_diag d;
+    if (tth_window_attrs_of(e->u.call.op, e->u.call.attrs, &wa, &d) != 0)
+        return REFUSE("%s", d.message);
+    const int64_t *st = wa.strides, *pad = wa.padding, *dil = wa.dilation;
+    int64_t kh = w->type.shape[2], kw = w->type.shape[3], groups = wa.groups;
     if (!in_list(kh, kernel_sizes, 6) || !in_list(kw, kernel_sizes, 6))
         return REFUSE("qnn.conv2d with a %lldx%lld kernel: the Ethos-N78 takes kernel sizes 1, 2, 3, 5, 7, 9",
                       (long long)kh, (long long)kw);
@@ -218,10 +219,14 @@ static int check_clip(ectx *c, const tth_rexpr *e)
 static int pool_geometry(ectx *c, const tth_rexpr *e, int64_t *ps, int64_t *st, int64_t *pad, int *same)
 {
     const char *op = tth_op_name(e->u.call.op);
-    if (npu_attr_ints(e, "pool_size", ps, 2) != 2 || npu_attr_ints(e, "strides", st, 2) != 2 ||
-        npu_attr_ints(e, "padding", pad, 4) != 4)
-        return REFUSE("%s without pool_size, strides and padding", op);
-    if (npu_attr_int(e, "ceil_mode", 0))
+    tth_window_attrs wa;
+    tth_diag d;
+    if (tth_window_attrs_of(e->u.call.op, e->u.call.attrs, &wa, &d) != 0)
+        return REFUSE("%s", d.message);
+    memcpy(ps, wa.pool_size, 2 * sizeof *ps);
+    memcpy(st, wa.strides, 2 * sizeof *st);
+    memcpy(pad, wa.padding, 4 * sizeof *pad);
+    if (wa.ceil_mode)
         return REFUSE("%s with ceil_mode: the Ethos-N78 rounds output sizes down", op);
     const tth_ttype *t = npu_type(e->u.call.args[0]);
     int sh, sw;

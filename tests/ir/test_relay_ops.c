@@ -495,3 +495,75 @@ Test(relay_ops, builders_fill_defaults)
         tth_relay_module_free(m);
     }
 }
+
+/* tth_window_attrs_of: the one reader of conv and pool windows (lowering, folding and the NPU
+ * plugins all use it) fills the relation's defaults and refuses what the relation refuses. */
+static int window_of(tth_op op, const char *attrs_json, tth_window_attrs *a, tth_diag *d)
+{
+    json_t *at = json_loads(attrs_json, 0, NULL);
+    cr_assert_not_null(at, "bad JSON in the test: %s", attrs_json);
+    int rc = tth_window_attrs_of(op, at, a, d);
+    json_decref(at);
+    return rc;
+}
+
+Test(relay_ops, window_attrs_defaults_and_values)
+{
+    tth_window_attrs a;
+    tth_diag d;
+    cr_assert_eq(window_of(TTH_OP_CONV2D, "{}", &a, &d), 0, "%s", d.message);
+    cr_assert(a.strides[0] == 1 && a.strides[1] == 1 && a.dilation[0] == 1 && a.dilation[1] == 1 && a.groups == 1);
+    cr_assert(a.padding[0] == 0 && a.padding[1] == 0 && a.padding[2] == 0 && a.padding[3] == 0);
+    cr_assert_eq(window_of(TTH_OP_CONV2D_TRANSPOSE,
+                           "{\"strides\": [2, 3], \"padding\": [1, 2, 3, 4], \"dilation\": [1, 2], \"groups\": 2, "
+                           "\"output_padding\": [1, 0]}", &a, &d), 0, "%s", d.message);
+    cr_assert(a.strides[0] == 2 && a.strides[1] == 3 && a.dilation[1] == 2 && a.groups == 2);
+    cr_assert(a.padding[0] == 1 && a.padding[1] == 2 && a.padding[2] == 3 && a.padding[3] == 4);
+    cr_assert(a.output_padding[0] == 1 && a.output_padding[1] == 0);
+    cr_assert_eq(window_of(TTH_OP_AVG_POOL2D, "{\"pool_size\": [3, 2], \"ceil_mode\": true, \"count_include_pad\": true}",
+                           &a, &d), 0, "%s", d.message);
+    cr_assert(a.pool_size[0] == 3 && a.pool_size[1] == 2 && a.ceil_mode && a.count_include_pad && a.groups == 1);
+    cr_assert(a.strides[0] == 1 && a.padding[3] == 0);
+}
+
+Test(relay_ops, window_attrs_refuse_what_the_relation_refuses)
+{
+    static const struct {
+        tth_op op;
+        const char *attrs, *says;
+    } bad[] = {
+        {TTH_OP_CONV2D, "{\"padding\": [1, 1]}", "padding"},           /* [h, w] is not a window */
+        {TTH_OP_CONV2D, "{\"strides\": [0, 1]}", "strides"},
+        {TTH_OP_QNN_CONV2D, "{\"dilation\": [1, -1]}", "dilation"},
+        {TTH_OP_CONV2D, "{\"groups\": 0}", "groups"},
+        {TTH_OP_CONV2D, "{\"padding\": [0, 0, -1, 0]}", "padding"},
+        {TTH_OP_CONV2D_TRANSPOSE, "{\"strides\": [2, 2], \"output_padding\": [2, 0]}", "output_padding"},
+        {TTH_OP_MAX_POOL2D, "{}", "pool_size"},
+        {TTH_OP_MAX_POOL2D, "{\"pool_size\": [0, 2]}", "pool_size"},
+        {TTH_OP_ADD, "{}", "no window"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tth_window_attrs a;
+        tth_diag d;
+        cr_assert_eq(window_of(bad[i].op, bad[i].attrs, &a, &d), TTH_EINVAL, "%s %s was accepted", tth_op_name(bad[i].op),
+                     bad[i].attrs);
+        cr_assert(strstr(d.message, bad[i].says), "%s %s: '%s' does not name %s", tth_op_name(bad[i].op), bad[i].attrs,
+                  d.message, bad[i].says);
+        /* the type relation refuses the same attributes */
+        if (bad[i].op != TTH_OP_ADD) {
+            json_t *at = json_loads(bad[i].attrs, 0, NULL);
+            tth_rtype x = {.nfields = -1, .tensor = {.dtype = TTH_F32, .rank = 4, .shape = {1, 4, 8, 8}}};
+            tth_rtype w = {.nfields = -1, .tensor = {.dtype = TTH_F32, .rank = 4, .shape = {4, 4, 3, 3}}};
+            if (bad[i].op == TTH_OP_QNN_CONV2D)
+                x.tensor.dtype = w.tensor.dtype = TTH_I8;
+            const tth_rtype *args[4] = {&x, &w, &x, &x};
+            tth_rtype out;
+            tth_arena *arena = tth_arena_new();
+            size_t nargs = bad[i].op == TTH_OP_MAX_POOL2D ? 1 : bad[i].op == TTH_OP_QNN_CONV2D ? 4 : 2;
+            cr_assert_neq(tth_relay_infer(bad[i].op, args, nargs, at, &out, arena, &d), 0, "the relation accepted %s %s",
+                          tth_op_name(bad[i].op), bad[i].attrs);
+            tth_arena_free(arena);
+            json_decref(at);
+        }
+    }
+}

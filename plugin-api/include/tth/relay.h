@@ -223,6 +223,27 @@ TTH_API void tth_relay_module_prune(tth_relay_module *m);
 TTH_API int tth_relay_infer(tth_op op, const tth_rtype *const *arg_types, size_t nargs,
                             const json_t *attrs, tth_rtype *out, tth_arena *arena, tth_diag *diag);
 
+/* Typed attributes of the windowed operators (nn.conv2d, nn.conv2d_transpose, qnn.conv2d,
+ * nn.max_pool2d, nn.avg_pool2d): the one reader of their window every consumer uses (type
+ * relations, lowering, constant folding, plugins), so all of them fill the same defaults and
+ * refuse the same values (docs/operators.md, "Attributes"). */
+typedef struct tth_window_attrs {
+    int64_t strides[2];        /* default [1, 1]; each >= 1 */
+    int64_t padding[4];        /* top, left, bottom, right; default zeros; each >= 0; exactly 4 */
+    int64_t dilation[2];       /* default [1, 1]; each >= 1 */
+    int64_t groups;            /* convolutions: default 1, >= 1; pooling: 1 */
+    int64_t output_padding[2]; /* nn.conv2d_transpose: default zeros, each >= 0 and smaller than
+                                  the stride or the dilation; else zeros */
+    int64_t pool_size[2];      /* pooling: required, each >= 1; else zeros */
+    int ceil_mode;             /* pooling: default false */
+    int count_include_pad;     /* nn.avg_pool2d: default false */
+} tth_window_attrs;
+
+/* The window attributes of a call of op with attrs (a call's u.call.op and u.call.attrs), read
+ * and checked as op's type relation reads them. 0, or TTH_EINVAL with diag set (an op without a
+ * window, or attributes the relation refuses). diag may be NULL. */
+TTH_API int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth_diag *diag);
+
 /* Nodes of a function's body reachable from its result, each once, producers before users
  * (params first). *out is arena memory of the module. Returns count, or negative on OOM. */
 TTH_API int64_t tth_relay_topo(tth_relay_module *m, const tth_relay_function *fn, tth_rexpr ***out);

@@ -547,10 +547,6 @@ static int rel_cast(relctx *c)
 
 /* ---- convolution and pooling ---- */
 
-typedef struct conv_attrs {
-    int64_t strides[2], padding[4], dilation[2], groups, output_padding[2];
-} conv_attrs;
-
 static const int64_t ones2[2] = {1, 1};
 static const int64_t zeros4[4] = {0, 0, 0, 0};
 
@@ -578,8 +574,9 @@ static int read_window_attrs(relctx *c, int64_t *strides, int64_t *padding, int6
     return 0;
 }
 
-static int read_conv_attrs(relctx *c, conv_attrs *a, int transpose)
+static int read_conv_attrs(relctx *c, tth_window_attrs *a, int transpose)
 {
+    memset(a, 0, sizeof *a);
     int rc = read_window_attrs(c, a->strides, a->padding, a->dilation);
     if (rc)
         return rc;
@@ -614,7 +611,7 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t pad0, int64_t pad1, int64
 }
 
 /* Shape of a (q)conv2d given x and w (checked here), with conv attrs already read. */
-static int conv2d_shape(relctx *c, const conv_attrs *a, tth_ttype *out)
+static int conv2d_shape(relctx *c, const tth_window_attrs *a, tth_ttype *out)
 {
     const tth_ttype *x = ARG(c, 0), *w = ARG(c, 1);
     int rc;
@@ -649,7 +646,7 @@ static int check_bias(relctx *c, size_t i, int64_t channels)
 /* nn.conv2d(x NCHW, w OIHW, [bias O]). */
 static int rel_conv2d(relctx *c)
 {
-    conv_attrs a;
+    tth_window_attrs a;
     tth_ttype t;
     int rc;
     if ((rc = read_conv_attrs(c, &a, 0)) || (rc = need_numeric(c, 0)) || (rc = need_same_dtype(c, 0, 1)) ||
@@ -664,7 +661,7 @@ static int rel_conv2d(relctx *c)
 /* nn.conv2d_transpose(x NCHW, w [C_in, C_out/groups, kh, kw], [bias C_out]). */
 static int rel_conv2d_transpose(relctx *c)
 {
-    conv_attrs a;
+    tth_window_attrs a;
     int rc;
     if ((rc = read_conv_attrs(c, &a, 1)) || (rc = need_numeric(c, 0)) || (rc = need_same_dtype(c, 0, 1)) ||
         (rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_rank(c, 1, 4, "[C_in, C_out/groups, kh, kw]")))
@@ -753,19 +750,32 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t pad0, int64_t pad1, int64
     return o;
 }
 
+static int read_pool_attrs(relctx *c, tth_window_attrs *a)
+{
+    size_t n;
+    int rc;
+    memset(a, 0, sizeof *a);
+    a->groups = 1;
+    if ((rc = attr_ints(c, "pool_size", NULL, 0, 2, a->pool_size, 2, &n)) ||
+        (rc = read_window_attrs(c, a->strides, a->padding, a->dilation)) ||
+        (rc = attr_bool(c, "ceil_mode", 0, 0, &a->ceil_mode)))
+        return rc;
+    if (c->op == TTH_OP_AVG_POOL2D && (rc = attr_bool(c, "count_include_pad", 0, 0, &a->count_include_pad)))
+        return rc;
+    if (a->pool_size[0] < 1 || a->pool_size[1] < 1)
+        return attr_fail(c, "pool_size must be >= 1, got [%lld, %lld]", (long long)a->pool_size[0],
+                         (long long)a->pool_size[1]);
+    return 0;
+}
+
 static int rel_pool2d(relctx *c)
 {
-    int64_t ps[2], strides[2], padding[4], dilation[2];
-    size_t n;
-    int ceil_mode, count_include_pad, rc;
-    if ((rc = attr_ints(c, "pool_size", NULL, 0, 2, ps, 2, &n)) ||
-        (rc = read_window_attrs(c, strides, padding, dilation)) ||
-        (rc = attr_bool(c, "ceil_mode", 0, 0, &ceil_mode)))
+    tth_window_attrs a;
+    int rc;
+    if ((rc = read_pool_attrs(c, &a)))
         return rc;
-    if (c->op == TTH_OP_AVG_POOL2D && (rc = attr_bool(c, "count_include_pad", 0, 0, &count_include_pad)))
-        return rc;
-    if (ps[0] < 1 || ps[1] < 1)
-        return attr_fail(c, "pool_size must be >= 1, got [%lld, %lld]", (long long)ps[0], (long long)ps[1]);
+    const int64_t *ps = a.pool_size, *strides = a.strides, *padding = a.padding, *dilation = a.dilation;
+    int ceil_mode = a.ceil_mode;
     /* Integer inputs are allowed (average pools of int32 accumulators, as CMSIS-NN patterns use). */
     if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
         return rc;
@@ -1244,7 +1254,7 @@ static int need_q8(relctx *c, size_t i)
 /* qnn.conv2d(x, w, x_zp scalar, w_zp scalar or per output channel) -> int32. */
 static int rel_qnn_conv2d(relctx *c)
 {
-    conv_attrs a;
+    tth_window_attrs a;
     tth_ttype t;
     int rc;
     if ((rc = read_conv_attrs(c, &a, 0)) || (rc = need_q8(c, 0)) || (rc = need_q8(c, 1)) ||
@@ -1444,6 +1454,29 @@ int tth__relay_infer_fill(tth_op op, const tth_rtype *const *arg_types, size_t n
         return TTH_EINVAL;
     }
     return 0;
+}
+
+int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth_diag *diag)
+{
+    tth_diag local;
+    relctx c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.attrs = attrs;
+    c.diag = diag ? diag : &local;
+    c.location = "attributes";
+    switch (op) {
+    case TTH_OP_CONV2D:
+    case TTH_OP_QNN_CONV2D:
+    case TTH_OP_CONV2D_TRANSPOSE:
+        return read_conv_attrs(&c, a, op == TTH_OP_CONV2D_TRANSPOSE);
+    case TTH_OP_MAX_POOL2D:
+    case TTH_OP_AVG_POOL2D:
+        return read_pool_attrs(&c, a);
+    default:
+        memset(a, 0, sizeof *a);
+        return tth_diag_set(c.diag, TTH_EINVAL, c.location, "%s has no window attributes", tth_op_name(op));
+    }
 }
 
 int tth_relay_infer(tth_op op, const tth_rtype *const *arg_types, size_t nargs, const json_t *attrs,
