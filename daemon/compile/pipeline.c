@@ -158,23 +158,11 @@ static int stage_import(compile_state *s)
     return rc;
 }
 
-/* simplify: fold constants and batch norm, DCE; requires a typed module. */
+/* simplify: fold constants and batch norm, DCE (tth_relay_simplify: the pass list the tests run
+ * too); requires a typed module. */
 static int stage_simplify(compile_state *s)
 {
-    static int (*const passes[])(tth_relay_module *, tth_diag *) = {
-        tth_relay_fold_constants, tth_relay_fold_batch_norm, tth_relay_fold_constants,
-        tth_relay_eliminate_dead_code,
-    };
-    static const char *const names[] = {"fold_constants", "fold_batch_norm", "fold_constants",
-                                         "eliminate_dead_code"};
-    for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
-        int rc = passes[i](s->rmod, s->diag);
-        if (rc) {
-            tth_diag_prefix(s->diag, "%s", names[i]);
-            return rc;
-        }
-    }
-    return 0;
+    return tth_relay_simplify(s->rmod, s->diag);
 }
 
 /* partition: op calls → regions of the composite target's kinds; requires simplify, not fused. */

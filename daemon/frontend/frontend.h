@@ -46,7 +46,10 @@ int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
  * function. Ops that cannot be fused (tuple-producing split, etc.) get a function of their own. */
 int tth_relay_fuse(tth_relay_module *m, tth_diag *diag);
 
-/* The standard pipeline: fold constants, fold batch norm, fold constants, DCE, fuse. */
+/* The passes before partitioning, in the order the compile pipeline's simplify stage runs them
+ * (it calls this): fold constants, fold batch norm, fold constants, DCE. */
+int tth_relay_simplify(tth_relay_module *m, tth_diag *diag);
+/* tth_relay_simplify then fuse: a compile without partitioning (tests, fuzzers). */
 int tth_relay_optimize(tth_relay_module *m, tth_diag *diag);
 
 #endif

@@ -1,7 +1,8 @@
-/* optimize.c: the Relay pipeline before partitioning, one pass per line. */
+/* optimize.c: the Relay passes, one per line: the one list the compile pipeline's simplify stage
+ * and every test and fuzzer run (docs/operators.md, "Passes"). */
 #include "frontend_internal.h"
 
-int tth_relay_optimize(tth_relay_module *m, tth_diag *diag)
+int tth_relay_simplify(tth_relay_module *m, tth_diag *diag)
 {
     static const struct {
         const char *name;
@@ -11,7 +12,6 @@ int tth_relay_optimize(tth_relay_module *m, tth_diag *diag)
         {"fold_batch_norm", tth_relay_fold_batch_norm},   /* requires: constant statistics folded */
         {"fold_constants", tth_relay_fold_constants},     /* folds what batch-norm folding built */
         {"eliminate_dead_code", tth_relay_eliminate_dead_code},
-        {"fuse", tth_relay_fuse},                         /* requires: main calls only ops */
     };
     if (!m)
         return tth_diag_set(diag, TTH_EINVAL, NULL, "no module");
@@ -24,4 +24,15 @@ int tth_relay_optimize(tth_relay_module *m, tth_diag *diag)
         }
     }
     return 0;
+}
+
+int tth_relay_optimize(tth_relay_module *m, tth_diag *diag)
+{
+    int rc = tth_relay_simplify(m, diag);
+    if (rc)
+        return rc;
+    rc = tth_relay_fuse(m, diag); /* requires: main calls only ops */
+    if (rc && diag)
+        tth_diag_prefix(diag, "fuse");
+    return rc;
 }
