@@ -42,39 +42,26 @@ tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
                   lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col));
 }
 
-/* The padded copy of image n: per channel, the rows above and below the image are zeros, and
- * every image row is pl zeros, the row, pr zeros. Each element is written once; the channels
- * are a parallel loop when the copy is large. */
-tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+/* One padded (and, with k->sp > 1, phase-split) row into xp at dst0 from the image row of src at
+ * from0: phase ph holds the columns ph, ph + sp, ... (one phase when sp is 1); column col of the
+ * padded row is image column col - pl, zero outside [0, W). The inside of each phase is vectors
+ * of vl reading a ramp of stride sp (one load of its span and a shuffle, not a gather) and one
+ * vector of the rest. */
+static tth_tstmt *pad_row(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *dst_row, tth_texpr *from0)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    lw_ax ci, ih, z;
-    if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &z, "pz", k->Wrow))
-        return NULL;
-    tth_tvar *vrow = lw_var(c, "pr", TTH_I64);
-    if (!vrow)
-        return NULL;
-    tth_texpr *row = lw_ref(c, vrow); /* offset of padded row ih of channel ci */
-    /* inside: row ih - pt of the image */
-    tth_texpr *from0 = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ci.e), lw_i(c, p->H)),
-                                        lw_sub(c, ih.e, lw_i(c, p->pt))),
-                              lw_i(c, p->W));
     tth_tstmt *in = NULL;
-    /* the row as sp phases (one when sp is 1): phase ph holds the columns ph, ph + sp, ...;
-     * column col of the padded row is image column col - pl, zero outside [0, W) */
     for (int64_t ph = 0; ph < k->sp; ph++) {
         int64_t lo = 0, hi = k->Wq; /* j in [lo, hi): inside the image */
         while (lo < hi && lo * k->sp + ph < p->pl)
             lo++;
         while (hi > lo && (hi - 1) * k->sp + ph - p->pl >= p->W)
             hi--;
-        tth_texpr *dst0 = lw_add(c, row, lw_i(c, ph * k->Wq));
+        tth_texpr *dst0 = lw_add(c, dst_row, lw_i(c, ph * k->Wq));
         for (int64_t j = 0; j < k->Wq; j++)
             if ((j < lo || j >= hi) && lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, dst0, lw_i(c, j)), f32(c, 0))))
                 return NULL;
-        /* j in [lo, hi): vectors of vl reading a ramp of stride sp (one load of its span
-         * and a shuffle, not a gather), then one vector of the rest */
         int64_t vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1, nj = hi - lo;
         for (int part = 0; part < 2; part++) {
             int64_t cnt = part == 0 ? nj / vl : (nj % vl ? 1 : 0);
@@ -93,10 +80,43 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
                 return NULL;
         }
     }
-    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, row, z.e), f32(c, 0)));
-    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih.e, lw_i(c, p->pt)),
-                               lw_bin(c, TTH_TBIN_LT, ih.e, lw_i(c, p->pt + p->H)));
-    tth_tstmt *body = zero ? tth_tir_if(c->m, inside, in, zero) : NULL;
+    return in;
+}
+
+/* Padded row ih (in [0, Hp)) of channel ch of image k->n into xp at dst_row: the image row
+ * ih - pt, or zeros above and below the image. */
+static tth_tstmt *pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *dst_row, tth_texpr *ch,
+                                   tth_texpr *ih)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    lw_ax z;
+    if (lw_ax_make(c, &z, "pz", k->Wrow))
+        return NULL;
+    tth_texpr *from0 = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ch), lw_i(c, p->H)),
+                                        lw_sub(c, ih, lw_i(c, p->pt))),
+                              lw_i(c, p->W));
+    tth_tstmt *in = pad_row(k, src, xp, dst_row, from0);
+    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, dst_row, z.e), f32(c, 0)));
+    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, p->pt)),
+                               lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->pt + p->H)));
+    return in && zero ? tth_tir_if(c->m, inside, in, zero) : NULL;
+}
+
+/* The padded copy of image n: per channel, the rows above and below the image are zeros, and
+ * every image row is pl zeros, the row, pr zeros. Each element is written once; the channels
+ * are a parallel loop when the copy is large. */
+tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    lw_ax ci, ih;
+    if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp))
+        return NULL;
+    tth_tvar *vrow = lw_var(c, "pr", TTH_I64);
+    if (!vrow)
+        return NULL;
+    tth_tstmt *body = pad_row_or_zeros(k, src, xp, lw_ref(c, vrow), ci.e, ih.e);
     body = lw_let(c, vrow, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wrow)), body);
     body = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, body);
     /* the copy runs in parallel when the convolution it feeds does: each copied element is read
