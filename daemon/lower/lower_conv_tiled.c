@@ -38,6 +38,8 @@ static tth_texpr *f32(lw_ctx *c, double v)
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
     lw_ctx *c = k->c;
+    if (k->wrow0)
+        return lw_add(c, lw_mul(c, lw_sub(c, row, k->wrow0), lw_i(c, k->Wrow)), col);
     return lw_add(c, k->xbase,
                   lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col));
 }
@@ -709,7 +711,54 @@ static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int v
     return row_in_vectors(k, RV, vl, dw_row_tile, &at);
 }
 
-static tth_tstmt *depthwise_kernel(tk *k)
+/* Rows [oh0, oh0 + n) of channel ch in groups of at most R rows (dw_rows) */
+static tth_tstmt *dw_row_range(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t n, int64_t R, int vl)
+{
+    lw_ctx *c = k->c;
+    tth_tstmt *seq = NULL;
+    for (int64_t r = 0; r < n; r += R) {
+        tth_tstmt *st = dw_rows(k, ch, lw_add(c, oh0, lw_i(c, r)), n - r < R ? n - r : R, vl);
+        if (!st || lw_append(c, &seq, st))
+            return NULL;
+    }
+    return seq;
+}
+
+/* The window form (docs/lowering.md, "Depthwise kernel"): an iteration (G output rows of one
+ * channel) first copies the padded rows those rows read, NR = (G-1)*sh + (KH-1)*dh + 1 of them,
+ * into a window on the task's stack, then convolves from it; no padded copy of the whole image. */
+static tth_tstmt *dw_window_rows(tk *k, tth_tbuffer *src, tth_texpr *ch, tth_texpr *oh0, int64_t G, int64_t R, int vl)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t NR = (G - 1) * p->sh + (p->KH - 1) * p->dh + 1, n = NR * k->Wrow;
+    char name[32];
+    snprintf(name, sizeof name, "xw%u", c->nbufs++);
+    tth_tbuffer *xw = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
+    if (!xw)
+        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    tth_texpr *r0 = lw_mul(c, oh0, lw_i(c, p->sh));
+    tth_tstmt *seq = NULL;
+    lw_ax j;
+    if (lw_ax_make(c, &j, "wr", NR))
+        return NULL;
+    tth_tstmt *fill = pad_row_or_zeros(k, src, xw, lw_mul(c, j.e, lw_i(c, k->Wrow)), ch, lw_add(c, r0, j.e));
+    if (!fill || lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, fill)))
+        return NULL;
+    tth_tbuffer *x = k->x;
+    k->x = xw;
+    k->wrow0 = r0;
+    tth_tstmt *rows = dw_row_range(k, ch, oh0, G, R, vl);
+    k->x = x;
+    k->wrow0 = NULL;
+    if (!rows || lw_append(c, &seq, rows))
+        return NULL;
+    return tth_tir_allocate(c->m, xw, seq);
+}
+
+/* src: the unpadded input when the kernel reads windows (window_rows > 0: output rows per
+ * window), else NULL */
+static tth_tstmt *depthwise_kernel(tk *k, tth_tbuffer *src, int64_t window_rows)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
@@ -720,12 +769,16 @@ static tth_tstmt *depthwise_kernel(tk *k)
     int64_t R = segs >= 4 ? 1 : 4 / segs;
     if (R > p->OH)
         R = p->OH;
+    /* rows per iteration: R, or a window's worth (a multiple of R) */
+    int64_t G = window_rows > 0 ? (window_rows + R - 1) / R * R : R;
+    if (G > p->OH)
+        G = p->OH;
     int64_t work = p->C * p->OH * p->OW * p->KH * p->KW;
     tth_tstmt *seq = NULL;
     /* a loop over (row group, channel) pairs, rows outermost (docs/threads.md, "Locality"),
-     * then the last OH % R rows of every channel */
+     * then the last OH % G rows of every channel */
     for (int part = 0; part < 2; part++) {
-        int64_t ng = part == 0 ? p->OH / R : 1, rows = part == 0 ? R : p->OH % R;
+        int64_t ng = part == 0 ? p->OH / G : 1, rows = part == 0 ? G : p->OH % G;
         if (rows == 0 || ng == 0)
             continue;
         lw_ax rc;
@@ -735,9 +788,9 @@ static tth_tstmt *depthwise_kernel(tk *k)
         if (!vch || !voh)
             return NULL;
         tth_texpr *ch = p->C == 1 ? lw_i(c, 0) : lw_ref(c, vch);
-        tth_texpr *oh0 = part == 1 ? lw_i(c, p->OH / R * R) : ng == 1 ? lw_i(c, 0) : lw_ref(c, voh);
-        tth_tstmt *body = dw_rows(k, ch, oh0, rows, vl);
-        body = lw_let(c, voh, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, rc.e, lw_i(c, p->C)), lw_i(c, R)),
+        tth_texpr *oh0 = part == 1 ? lw_i(c, p->OH / G * G) : ng == 1 ? lw_i(c, 0) : lw_ref(c, voh);
+        tth_tstmt *body = src ? dw_window_rows(k, src, ch, oh0, rows, R, vl) : dw_rows(k, ch, oh0, rows, vl);
+        body = lw_let(c, voh, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, rc.e, lw_i(c, p->C)), lw_i(c, G)),
                       lw_let(c, vch, lw_bin(c, TTH_TBIN_MOD, rc.e, lw_i(c, p->C)), body));
         body = lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN && ng * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
         if (!body || lw_append(c, &seq, body))
@@ -971,6 +1024,16 @@ tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     return kern ? lw_ax_loop(c, &an, TTH_LOOP_SERIAL, kern) : NULL;
 }
 
+/* Output rows per window of a padded depthwise convolution, or 0 for the padded copy of the whole
+ * image (docs/lowering.md, "Depthwise kernel"): windows of 8 rows when strided, of 16 when rows
+ * are at least two vectors wide; narrower planes are cheaper to copy whole, as they stay in cache. */
+static int64_t dw_window_rows_for(const lw_conv_p *p, int vl)
+{
+    if (p->sw > 1)
+        return 8;
+    return p->OW >= 2 * vl ? 16 : 0;
+}
+
 /* the channel-blocked and depthwise kernels, with the padded copy and the weight packing */
 enum { TILED_BLOCKED, TILED_DEPTHWISE, TILED_ROWS };
 
@@ -1028,6 +1091,11 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         k.vl = 1;
         k.w = w;
     }
+    /* a padded depthwise convolution on a vector target reads windows of rows copied on the
+     * task's stack instead of a padded copy of the whole image (docs/lowering.md) */
+    int64_t window_rows = depthwise && padded && c->vec.f32_lanes > 1 ? dw_window_rows_for(p, c->vec.f32_lanes) : 0;
+    if (window_rows > 0)
+        padded = 0;
     if (padded) {
         int64_t n = p->C * k.Hp * k.Wrow;
         xp = lw_local(c, "xp", TTH_F32, 1, &n);
@@ -1047,7 +1115,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         if (!pc || lw_append(c, &img, pc))
             return NULL;
     }
-    tth_tstmt *kern = depthwise ? depthwise_kernel(&k) : mode == TILED_ROWS ? rows_kernel(&k, RO, RP) : blocked_kernel(&k);
+    tth_tstmt *kern = depthwise ? depthwise_kernel(&k, window_rows > 0 ? x : NULL, window_rows) : mode == TILED_ROWS ? rows_kernel(&k, RO, RP) : blocked_kernel(&k);
     if (!kern || lw_append(c, &img, kern))
         return NULL;
     tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);

@@ -19,6 +19,8 @@ typedef struct tk {
                                 stride for a strided depthwise or row-vectorized convolution, 4
                                 for Winograd (their taps then read contiguous vectors), else 1 and Wq = Wrow = Wp */
     tth_texpr *xbase;        /* offset of image n in the input as read */
+    tth_texpr *wrow0;        /* NULL, or x is a window of the padded input (one channel, some
+                                rows) whose row 0 is padded row wrow0 (depthwise, "window") */
     tth_texpr *n;            /* image index */
     tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
     int64_t Cg, Og;
@@ -36,7 +38,8 @@ int tk_conv_f32(const tth_rexpr *call, lw_conv_p *p);
 /* k for call: padded plane, one phase per row, bias */
 void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s);
 /* offset of pixel (row, col) of input channel ch in the input as read (col in phase-split units
- * when k->sp > 1: the caller computes (phase*Wq + j)) */
+ * when k->sp > 1: the caller computes (phase*Wq + j)); in a window (k->wrow0) the channel is the
+ * window's and row is counted from wrow0 */
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col);
 /* the padded (and, with k->sp > 1, phase-split) copy of image k->n of src into xp; channels in
  * parallel when large */

@@ -88,8 +88,18 @@ def case_depthwise(g, x):
     return conv(g, h, hv, rnd((24, c, 1, 1), 0.2), rnd((24,), 0.1))
 
 
+def case_depthwise_windows(g, x):
+    # depthwise on rows of 45 (stride 1: windows of 16 output rows, 37 rows = two windows and 5
+    # left over) with asymmetric padding, then stride 2 with a 5x5 kernel (windows of 8 rows)
+    c = x.shape[1]
+    h, hv = conv(g, "x", x, rnd((c, 1, 3, 3), 0.3), rnd((c,), 0.1), pads=(1, 0, 1, 2), groups=c)
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((c, 1, 5, 5), 0.2), None, strides=(2, 2), pads=(2, 2, 1, 2), groups=c)
+
+
 CASES = {
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
+    "depthwise_windows": ((2, 5, 37, 45), case_depthwise_windows),
     "stem_rows": ((1, 3, 41, 75), case_stem),
     "depthwise_chain": ((2, 24, 27, 13), case_depthwise),
 }

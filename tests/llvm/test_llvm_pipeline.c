@@ -153,7 +153,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
         cr_skip_test("python3 with numpy and onnx is not available (apt-get install python3-numpy python3-onnx)");
     }
     cr_assert_eq(st, 0, "make_conv_cases.py failed with status %d", st);
-    static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain"};
+    static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
