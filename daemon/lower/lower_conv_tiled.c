@@ -1026,12 +1026,16 @@ tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 
 /* Output rows per window of a padded depthwise convolution, or 0 for the padded copy of the whole
  * image (docs/lowering.md, "Depthwise kernel"): windows of 8 rows when strided, of 16 when rows
- * are at least two vectors wide; narrower planes are cheaper to copy whole, as they stay in cache. */
+ * are at least two vectors wide (narrower planes are cheaper to copy whole, as they stay in
+ * cache), no more than 32 KB of the task's stack. */
 static int64_t dw_window_rows_for(const lw_conv_p *p, int vl)
 {
-    if (p->sw > 1)
-        return 8;
-    return p->OW >= 2 * vl ? 16 : 0;
+    int64_t G = p->sw > 1 ? 8 : p->OW >= 2 * vl ? 16 : 0;
+    /* at most 32 KB of stack: fewer rows for very wide images, none when one row is too much */
+    int64_t Wp = p->W + p->pl + p->pr, Wrow = (Wp + p->sw - 1) / p->sw * p->sw;
+    while (G > 0 && ((G - 1) * p->sh + (p->KH - 1) * p->dh + 1) * Wrow * 4 > 32768)
+        G /= 2;
+    return G;
 }
 
 /* the channel-blocked and depthwise kernels, with the padded copy and the weight packing */
