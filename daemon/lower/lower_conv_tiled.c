@@ -536,33 +536,37 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
     if (!k->w)
         return NULL;
     int64_t nblk = p->O / RO, ntile = P / ((int64_t)RP * vl), restv = (P / vl) % RP;
+    int ro_last = (int)(p->O % RO);  /* channels of a last, partial block (0: none) */
+    int64_t nb = nblk + (ro_last ? 1 : 0);
     int par = p->O * P * p->C >= LW_PARALLEL_MIN;
     tth_tstmt *seq = NULL;
-    /* full channel blocks x (full pixel tiles, then one tile of the remaining vectors) */
+    /* (pixel tile, channel block) pairs, pixel tiles outermost (docs/threads.md, "Locality"),
+     * the partial block with the others, so a tile's input is read from L1 by every block of
+     * it; then one tile of the remaining vectors per block */
     for (int part = 0; part < 2; part++) {
-        int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
-        int ro = part == 0 ? RO : (int)(p->O % RO);
-        if (nb == 0)
+        int64_t npx = part == 0 ? ntile : (restv ? 1 : 0);
+        int rp = part == 0 ? RP : (int)restv;
+        if (npx == 0)
             continue;
-        lw_ax q, b2;
-        if (lw_ax_make(c, &q, "q", nb * ntile) || lw_ax_make(c, &b2, "b", nb))
+        lw_ax q;
+        if (lw_ax_make(c, &q, "q", npx * nb))
             return NULL;
-        /* pixel tiles outermost (docs/threads.md, "Locality"): t = q / nb, ob = q % nb */
-        tth_texpr *ob = part == 0 ? (nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nb)) : lw_i(c, 0)) : lw_i(c, nblk);
-        tth_texpr *t = ntile > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nb)) : lw_i(c, 0);
-        if (ntile > 0) {
-            tth_tstmt *tl = pw_tile(k, ob, RO, lw_mul(c, t, lw_i(c, (int64_t)RP * vl)), ro, RP);
-            tl = lw_ax_loop(c, &q, par && nb * ntile > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
-            if (!tl || lw_append(c, &seq, tl))
-                return NULL;
+        tth_texpr *ob = nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nb)) : lw_i(c, 0);
+        tth_texpr *p0 = part == 1 ? lw_i(c, ntile * RP * vl)
+                                  : lw_mul(c, npx > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nb)) : lw_i(c, 0),
+                                           lw_i(c, (int64_t)RP * vl));
+        tth_tstmt *tl;
+        if (!ro_last) {
+            tl = pw_tile(k, ob, RO, p0, RO, rp);
+        } else if (nblk == 0) {
+            tl = pw_tile(k, lw_i(c, 0), RO, p0, ro_last, rp);
+        } else {
+            tth_tstmt *full = pw_tile(k, ob, RO, p0, RO, rp), *last = pw_tile(k, lw_i(c, nblk), RO, p0, ro_last, rp);
+            tl = full && last ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, ob, lw_i(c, nblk)), full, last) : NULL;
         }
-        if (restv) {
-            tth_texpr *ob2 = part == 0 ? b2.e : lw_i(c, nblk);
-            tth_tstmt *tl = pw_tile(k, ob2, RO, lw_i(c, ntile * RP * vl), ro, (int)restv);
-            tl = lw_ax_loop(c, &b2, par && nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
-            if (!tl || lw_append(c, &seq, tl))
-                return NULL;
-        }
+        tl = lw_ax_loop(c, &q, par && npx * nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
     }
     return seq;
 }
