@@ -1338,20 +1338,23 @@ out:
     return result;
 }
 
-/* A zeroed float32 tensor of n elements for packed weights; NULL on OOM (diag set). */
-tth_tensor *lw_packed_new(lw_ctx *c, int64_t n)
+/* A 1-D tensor of n elements of dtype t, a copy of data or zeroed; NULL on OOM (diag set). */
+tth_tensor *lw_table_new(lw_ctx *c, tth_dtype t, int64_t n, const void *data)
 {
-    tth_ttype t;
-    memset(&t, 0, sizeof t);
-    t.dtype = TTH_F32;
-    t.rank = 1;
-    t.shape[0] = n;
-    tth_tensor *pk = tth_tensor_new(&t, NULL);
+    tth_ttype tt;
+    memset(&tt, 0, sizeof tt);
+    tt.dtype = t;
+    tt.rank = 1;
+    tt.shape[0] = n;
+    tth_tensor *pk = tth_tensor_new(&tt, data); /* zeroed without data */
     if (!pk)
         lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    else
-        memset(pk->data, 0, pk->nbytes);
     return pk;
+}
+
+tth_tensor *lw_packed_new(lw_ctx *c, int64_t n)
+{
+    return lw_table_new(c, TTH_F32, n, NULL);
 }
 
 /* The packed weights as a CONST buffer of the function (takes pk's reference). */

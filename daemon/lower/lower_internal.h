@@ -198,6 +198,8 @@ tth_tvar *lw_var(lw_ctx *c, const char *prefix, tth_dtype t);
 /* Weights repacked at compile time for a kernel: a zeroed float32 tensor of n elements (NULL on
  * OOM, diag set), then made a CONST buffer of the function (takes pk's reference). */
 tth_tensor *lw_packed_new(lw_ctx *c, int64_t n);
+/* the same for a table of n elements of dtype t, a copy of data (zeros for NULL) */
+tth_tensor *lw_table_new(lw_ctx *c, tth_dtype t, int64_t n, const void *data);
 tth_tbuffer *lw_packed_const(lw_ctx *c, tth_tensor *pk);
 
 /* a fresh variable of `lanes` lanes (a scalar for 1), named prefix<n>; NULL on OOM (diag set) */

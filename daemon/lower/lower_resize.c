@@ -131,22 +131,8 @@ static int64_t rz_nearest(const rz_p *p, double x)
 /* a constant table as a CONST buffer */
 static tth_tbuffer *rz_table(lw_ctx *c, tth_dtype t, int64_t n, const void *data)
 {
-    tth_ttype tt;
-    memset(&tt, 0, sizeof tt);
-    tt.dtype = t;
-    tt.rank = 1;
-    tt.shape[0] = n;
-    tth_tensor *ten = tth_tensor_new(&tt, data);
-    if (!ten) {
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-        return NULL;
-    }
-    char *name = tth_arena_printf(c->m->arena, "%s_c%u", c->fname, c->nconsts++);
-    tth_tbuffer *b = name ? tth_tir_const_buffer(c->m, name, ten) : NULL;
-    tth_tensor_unref(ten);
-    if (!b)
-        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
-    return b;
+    tth_tensor *ten = lw_table_new(c, t, n, data);
+    return ten ? lw_packed_const(c, ten) : NULL;
 }
 
 typedef struct rz_arg {
