@@ -170,9 +170,7 @@ int64_t lw_attr_int(const tth_rexpr *call, const char *key, int64_t def)
         return (int64_t)json_integer_value(v);
     if (json_is_boolean(v))
         return json_is_true(v);
-    if (json_is_real(v))
-        return (int64_t)json_real_value(v);
-    return def;
+    return def; /* a real is not an integer: the relations never let one through */
 }
 
 double lw_attr_float(const tth_rexpr *call, const char *key, double def)
@@ -195,12 +193,13 @@ int lw_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max)
     if (!json_is_array(v))
         return -1;
     size_t n = json_array_size(v);
+    if (n > (size_t)max)
+        return -1; /* more than the caller holds: as unusable as no array */
     for (size_t i = 0; i < n; i++) {
         const json_t *x = json_array_get(v, i);
         if (!json_is_integer(x))
             return -1;
-        if ((int)i < max)
-            out[i] = (int64_t)json_integer_value(x);
+        out[i] = (int64_t)json_integer_value(x);
     }
     return (int)n;
 }

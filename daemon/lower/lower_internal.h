@@ -183,7 +183,8 @@ int64_t lw_attr_int(const tth_rexpr *call, const char *key, int64_t def);
 double lw_attr_float(const tth_rexpr *call, const char *key, double def);
 int lw_attr_has(const tth_rexpr *call, const char *key);
 const char *lw_attr_str(const tth_rexpr *call, const char *key, const char *def);
-/* an integer array: count stored (up to max), or -1 when absent or not an array of integers */
+/* an integer array: its count (all stored), or -1 when absent, not an array of integers or longer
+ * than max */
 int lw_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max);
 
 /* expressions */
