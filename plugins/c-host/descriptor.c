@@ -25,7 +25,7 @@ static const char *const default_keys[] = {"cpu", NULL};
                                    .config_json = "{\"kind\":\"c\",\"mtriple\":\"" triple "\",\"mcpu\":\"" cpu "\"}", \
                                    .doc = text}
 
-/* Arm Cortex-M cores: the triple is the core's architecture (FACTS.md). */
+/* Arm Cortex-M cores: the triple is the core's architecture (docs/targets.md, "Tags"). */
 static const char *const m0plus_aliases[] = {"arm/cortex-m0+", NULL};
 TAG(t_m0plus, "arm/cortex-m0plus", m0plus_aliases, "thumbv6m-none-eabi", "cortex-m0plus", "Arm Cortex-M0+ (Armv6-M): no DSP, no MVE");
 TAG(t_m3, "arm/cortex-m3", NULL, "thumbv7m-none-eabi", "cortex-m3", "Arm Cortex-M3 (Armv7-M): no DSP");

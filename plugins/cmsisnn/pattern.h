@@ -1,4 +1,4 @@
-/* pattern.h: the operator patterns the cmsis-nn kind takes (FACTS.md, "What TVM offloads"), as
+/* pattern.h: the operator patterns the cmsis-nn kind takes (docs/cmsisnn.md, "What is offloaded"), as
  * tth's importer writes them, and what a matched pattern means for the CMSIS-NN call.
  *
  *   conv       qnn.conv2d(x int8, w const int8, x_zp, w_zp = 0) [-> add(., bias const int32)]

@@ -1,5 +1,5 @@
 /* scratch.h: the size of the cmsis_nn_context buffer each CMSIS-NN call needs, by CPU features
- * (FACTS.md, CMSIS-NN v19's *_get_buffer_size), so the buffer is a LOCAL TIR buffer the memory
+ * (docs/cmsisnn.md, "Scratch buffer sizes"), so the buffer is a LOCAL TIR buffer the memory
  * planner places. A size of 0 means ctx = {NULL, 0}. */
 #ifndef TTH_CMSISNN_SCRATCH_H
 #define TTH_CMSISNN_SCRATCH_H

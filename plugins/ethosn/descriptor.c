@@ -1,6 +1,6 @@
 /* The ethosn plugin: kind "ethos-n" (Arm Ethos-N78 NPU), its schema, tags and target_parser.
  *
- * Configurations (FACTS.md; the Ethos-N driver stack's EthosNVariant list): the N78 comes in
+ * Configurations (docs/ethosn.md, "Configurations"): the N78 comes in
  * 1, 2, 4 and 8 TOPS; PLE ratio 2 or 4, except 8 TOPS which has ratio 2 only. Default SRAM per
  * TOPS: 1 -> 448 KiB, 2 -> 768 KiB, 4 -> 1 MiB, 8 -> 2 MiB. The driver stack is tested with SRAM
  * sizes of 384, 448, 512, 768, 1024, 1792, 2048 and 4096 KiB; sram_size must be one of them.

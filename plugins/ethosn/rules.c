@@ -1,5 +1,5 @@
 /* rules.c: the ethos-n kind's partition_supports: the Ethos-N78 support rules of the driver
- * stack's support library (FACTS.md, "Arm Ethos-N78"), one row per operator, each refusal with its
+ * stack's support library (docs/ethosn.md), one row per operator, each refusal with its
  * reason.
  *
  * tth's quantized graphs come in two shapes, and both are read:

@@ -1,5 +1,5 @@
 /* arm_nnfunctions.h for tests only: the CMSIS-NN types and prototypes tth's generated C calls,
- * written from their documented names, fields and argument order (FACTS.md; CMSIS-NN v19), so the
+ * written from their documented names, fields and argument order (docs/cmsisnn.md; CMSIS-NN v19), so the
  * generated C can be compiled for Cortex-M here without the library. Not CMSIS-NN's header. */
 #ifndef TTH_TEST_ARM_NNFUNCTIONS_H
 #define TTH_TEST_ARM_NNFUNCTIONS_H

@@ -3,7 +3,7 @@
  * The registry holds the real plugins of this build, loaded once from the build's plugins
  * directory (TTH_PLUGINS_BUILD_DIR; the environment variable TTH_FUZZ_PLUGINS_DIR overrides it),
  * so every kind's schema and target_parser hook is exercised. Besides "no crash, no leak, no
- * undefined behaviour", each input that parses must round-trip (DESIGN.md: both forms
+ * undefined behaviour", each input that parses must round-trip (docs/targets.md: both forms
  * round-trip): parse(to_string(t)) succeeds and has the same canonical JSON text as t.
  *
  * Inputs that would make the parser read files ("@path", "*.json") are skipped: the fuzzer

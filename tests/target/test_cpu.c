@@ -176,7 +176,7 @@ Test(cpu, c_kind_rules)
     json_decref(t);
 }
 
-/* FACTS.md's M-profile table. */
+/* The M-profile rules of docs/targets.md (has_dsp, has_mve). */
 Test(cpu, mprofile_dsp_and_mve)
 {
     static const struct {

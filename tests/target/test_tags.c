@@ -1,5 +1,5 @@
 /* Tags: at least 20 real ones, aliases map to the canonical name, tag plus overrides keeps the
- * tag, and the facts behind each tag (FACTS.md) come out of the parsers. */
+ * tag, and the facts behind each tag (docs/targets.md, "Tags") come out of the parsers. */
 #include "common.h"
 
 TestSuite(tags, .init = load_plugins, .fini = unload_plugins);
@@ -107,7 +107,7 @@ Test(tags, errors)
     fails("llvm -tag=arm/corstone-300", TTH_EINVAL, "tag 'arm/cortex-m55' is a target of kind 'c', not 'llvm'", NULL, NULL);
 }
 
-/* FACTS.md's boards and instances. */
+/* The boards and instances of docs/targets.md's tag table. */
 Test(tags, facts_of_application_processors)
 {
     json_t *t = ok("raspberry-pi/4b-aarch64");

@@ -3,7 +3,7 @@
  * Every answer about CPUs and features comes from the LLVM libtth links (llvm_info.cpp): whether
  * a triple, CPU or feature exists, and which features a CPU plus -mattr turns on, implied ones
  * included (so "+v8.4a" brings dotprod and "+v8.6a" brings i8mm exactly as LLVM compiles them).
- * tth keeps no CPU table of its own; tests check LLVM's answers against FACTS.md.
+ * tth keeps no CPU table of its own; tests check LLVM's answers against the rules in docs/targets.md.
  *
  * The CPU parser (kinds llvm and c):
  *   - mcpu=native: the host CPU (LLVMGetHostCPUName), the host triple when none is given, and the
