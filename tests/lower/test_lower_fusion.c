@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lt_util.h"
 #include "lower_internal.h"
@@ -389,8 +388,10 @@ Test(fusion, loops_are_annotated)
     lt_free(&t);
 }
 
-/* ResNet-18's convolutions (with bias add + relu epilogues) lowered in milliseconds */
-Test(fusion, resnet18_sized_lowering_is_fast)
+/* ResNet-18's convolutions (with bias add + relu epilogues) all lower to verified TIR. How long
+ * lowering takes is a benchmark figure (bench/compile_time, the "lower" stage), not asserted here:
+ * a timed test fails on a slow or busy machine, not on slow code. */
+Test(fusion, resnet18_sized_convolutions_lower_and_verify)
 {
     struct { int64_t c, o, h, k, s; } L[] = {
         {3, 64, 224, 7, 2},   {64, 64, 56, 3, 1},  {64, 64, 56, 3, 1},  {64, 64, 56, 3, 1},  {64, 64, 56, 3, 1},
@@ -423,16 +424,11 @@ Test(fusion, resnet18_sized_lowering_is_fast)
         fns[i] = tth_relay_function_add(rm, name, &x, 1, relu, json_pack("{s:i}", "Primitive", 1), &d);
         cr_assert_not_null(fns[i], "%s", d.message);
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t i = 0; i < nl; i++)
         cr_assert_not_null(tth_lower_primitive(tm, fns[i], fns[i]->name, NULL, &d), "%s", d.message);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    cr_log_info("lowered %zu fused convolutions in %.2f ms", nl, ms);
-    /* generous for sanitizer builds; an unsanitized build takes well under 10 ms */
-    cr_assert_lt(ms, 500.0, "lowering took %.1f ms", ms);
     cr_assert_eq(tth_tir_verify(tm, &d), 0, "%s", d.message);
+    for (size_t i = 0; i < nl; i++)
+        cr_assert_not_null(tth_tir_module_find(tm, fns[i]->name), "%s was not lowered", fns[i]->name);
     tth_relay_module_free(rm);
     tth_tir_module_free(tm);
 }
