@@ -8,60 +8,6 @@
 
 #include "frontend_internal.h"
 
-/* ---- float16 ---- */
-
-float tth__f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
-    if (exp == 0) {
-        if (man == 0) {
-            u = sign;
-        } else { /* subnormal: normalize */
-            int e = -1;
-            do {
-                e++;
-                man <<= 1;
-            } while (!(man & 0x400));
-            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 0x1f) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else {
-        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t tth__f32_to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    int32_t exp = (int32_t)((u >> 23) & 0xff);
-    uint32_t man = u & 0x7fffff;
-    if (exp == 0xff)
-        return sign | 0x7c00 | (man ? 0x200 : 0);
-    int32_t e = exp - 127 + 15;
-    if (e >= 0x1f)
-        return sign | 0x7c00;
-    if (e <= 0) { /* subnormal or zero */
-        if (e < -10)
-            return sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - e);
-        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1)))
-            half++;
-        return sign | (uint16_t)half;
-    }
-    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-        half++; /* may carry into the exponent, which is right (rounds up to inf at the top) */
-    return sign | (uint16_t)half;
-}
-
 /* ---- element access ---- */
 
 double tth__ld_f64(const tth_tensor *t, int64_t i)
@@ -69,7 +15,7 @@ double tth__ld_f64(const tth_tensor *t, int64_t i)
     const void *d = t->data;
     switch (t->type.dtype) {
     case TTH_F32: return ((const float *)d)[i];
-    case TTH_F16: return tth__f16_to_f32(((const uint16_t *)d)[i]);
+    case TTH_F16: return tth_f16_to_f32(((const uint16_t *)d)[i]);
     case TTH_F64: return ((const double *)d)[i];
     case TTH_I8: return ((const int8_t *)d)[i];
     case TTH_I16: return ((const int16_t *)d)[i];
@@ -117,7 +63,7 @@ void tth__st_i64(tth_tensor *t, int64_t i, int64_t v)
     void *d = t->data;
     switch (t->type.dtype) {
     case TTH_F32: ((float *)d)[i] = (float)v; break;
-    case TTH_F16: ((uint16_t *)d)[i] = tth__f32_to_f16((float)v); break;
+    case TTH_F16: ((uint16_t *)d)[i] = tth_f32_to_f16((float)v); break;
     case TTH_F64: ((double *)d)[i] = (double)v; break;
     case TTH_I8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
     case TTH_I16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
@@ -136,7 +82,7 @@ void tth__st_f64(tth_tensor *t, int64_t i, double v)
 {
     switch (t->type.dtype) {
     case TTH_F32: ((float *)t->data)[i] = (float)v; break;
-    case TTH_F16: ((uint16_t *)t->data)[i] = tth__f32_to_f16((float)v); break;
+    case TTH_F16: ((uint16_t *)t->data)[i] = tth_f32_to_f16((float)v); break;
     case TTH_F64: ((double *)t->data)[i] = v; break;
     case TTH_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
     case TTH_U64:

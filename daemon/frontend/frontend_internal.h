@@ -13,8 +13,6 @@
 #define TTH_FOLD_MAX_ELEMS ((int64_t)1 << 24)
 
 /* ---- element access (eval.c) ---- */
-float tth__f16_to_f32(uint16_t h);
-uint16_t tth__f32_to_f16(float f);
 /* Element i of t as double / int64 (any dtype). */
 double tth__ld_f64(const tth_tensor *t, int64_t i);
 int64_t tth__ld_i64(const tth_tensor *t, int64_t i);

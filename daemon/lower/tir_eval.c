@@ -56,62 +56,6 @@ static int ev_fail(ev_frame *f, int code, const char *fmt, ...)
     return code;
 }
 
-/* ------------------------------------------------------------------ half precision ---- */
-
-static float ev_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    uint32_t bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else {
-            int e = -1;
-            do {
-                e++;
-                man <<= 1;
-            } while (!(man & 0x400));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float out;
-    memcpy(&out, &bits, sizeof out);
-    return out;
-}
-
-static uint16_t ev_float_to_half(float v)
-{
-    uint32_t x;
-    memcpy(&x, &v, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t man = x & 0x7fffff;
-    if (((x >> 23) & 0xff) == 0xff)
-        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
-    if (exp >= 31)
-        return (uint16_t)(sign | 0x7c00);
-    if (exp <= 0) {
-        if (exp < -10)
-            return (uint16_t)sign;
-        man |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = man >> shift;
-        uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
-    uint32_t rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-        h++;
-    return (uint16_t)h;
-}
-
 /* ------------------------------------------------------------------ dtype handling ---- */
 
 static int64_t ev_norm(tth_dtype t, int64_t v)
@@ -133,7 +77,7 @@ static double ev_fround(tth_dtype t, double v)
     if (t == TTH_F32)
         return (double)(float)v;
     if (t == TTH_F16)
-        return (double)ev_half_to_float(ev_float_to_half((float)v));
+        return (double)tth_f16_to_f32(tth_f32_to_f16((float)v));
     return v;
 }
 
@@ -195,7 +139,7 @@ static ev_val ev_read(tth_dtype t, const void *p, int64_t i)
     switch (t) {
     case TTH_F32: v.f = ((const float *)p)[i]; break;
     case TTH_F64: v.f = ((const double *)p)[i]; break;
-    case TTH_F16: v.f = ev_half_to_float(((const uint16_t *)p)[i]); break;
+    case TTH_F16: v.f = tth_f16_to_f32(((const uint16_t *)p)[i]); break;
     case TTH_I8: v.i = ((const int8_t *)p)[i]; break;
     case TTH_U8: v.i = ((const uint8_t *)p)[i]; break;
     case TTH_BOOL: v.i = ((const uint8_t *)p)[i] != 0; break;
@@ -215,7 +159,7 @@ static void ev_write(tth_dtype t, void *p, int64_t i, ev_val v)
     switch (t) {
     case TTH_F32: ((float *)p)[i] = (float)v.f; break;
     case TTH_F64: ((double *)p)[i] = v.f; break;
-    case TTH_F16: ((uint16_t *)p)[i] = ev_float_to_half((float)v.f); break;
+    case TTH_F16: ((uint16_t *)p)[i] = tth_f32_to_f16((float)v.f); break;
     case TTH_I8: ((int8_t *)p)[i] = (int8_t)v.i; break;
     case TTH_U8: ((uint8_t *)p)[i] = (uint8_t)v.i; break;
     case TTH_BOOL: ((uint8_t *)p)[i] = v.i != 0; break;

@@ -178,6 +178,44 @@ Test(tensor, element_access_for_every_dtype)
     tth_tensor_unref(t);
 }
 
+/* binary16 facts (IEEE 754): 0x3c00 is 1, 0x7bff the largest finite (65504), 0x0001 the
+ * smallest subnormal (2^-24), 0x0400 the smallest normal (2^-14), 0x7c00 infinity. */
+Test(float16, widening_is_exact_and_narrowing_rounds_to_nearest_even)
+{
+    cr_assert_eq(tth_f16_to_f32(0x3c00), 1.0f);
+    cr_assert_eq(tth_f16_to_f32(0xc000), -2.0f);
+    cr_assert_eq(tth_f16_to_f32(0x7bff), 65504.0f);
+    cr_assert_eq(tth_f16_to_f32(0x0001), 0x1p-24f);
+    cr_assert_eq(tth_f16_to_f32(0x03ff), 0x3ffp-24f);
+    cr_assert_eq(tth_f16_to_f32(0x0400), 0x1p-14f);
+    cr_assert_eq(tth_f16_to_f32(0x7c00), __builtin_inff());
+    cr_assert(tth_f16_to_f32(0x7e00) != tth_f16_to_f32(0x7e00), "0x7e00 is a NaN");
+    uint32_t bits;
+    float neg_zero = tth_f16_to_f32(0x8000);
+    memcpy(&bits, &neg_zero, 4);
+    cr_assert_eq(bits, 0x80000000u, "negative zero keeps its sign");
+
+    /* every finite half survives the round trip, subnormals included */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+            continue; /* NaN: stays a NaN, payload not promised */
+        cr_assert_eq(tth_f32_to_f16(tth_f16_to_f32((uint16_t)h)), h, "half 0x%04x", h);
+    }
+    cr_assert_eq(tth_f32_to_f16(__builtin_nanf("")) & 0x7e00, 0x7e00);
+
+    /* ties go to the even neighbour; beyond 65520 is infinity */
+    cr_assert_eq(tth_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);  /* halfway 1 .. 1+2^-10: even is 1 */
+    cr_assert_eq(tth_f32_to_f16(1.0f + 0x3p-11f), 0x3c02);  /* halfway 1+2^-10 .. 1+2^-9: even is up */
+    cr_assert_eq(tth_f32_to_f16(1.0f + 0x1p-12f), 0x3c00);
+    cr_assert_eq(tth_f32_to_f16(65519.0f), 0x7bff);
+    cr_assert_eq(tth_f32_to_f16(65520.0f), 0x7c00);
+    cr_assert_eq(tth_f32_to_f16(-1e10f), 0xfc00);
+    cr_assert_eq(tth_f32_to_f16(0x1p-25f), 0x0000);          /* halfway 0 .. 2^-24: even is 0 */
+    cr_assert_eq(tth_f32_to_f16(0x3p-25f), 0x0002);          /* halfway 2^-24 .. 2^-23: even is 2^-23 */
+    cr_assert_eq(tth_f32_to_f16(-0x1p-30f), 0x8000);
+    cr_assert_eq(tth_f32_to_f16(0xfffp-26f), 0x0400);        /* 1023.75 * 2^-24 rounds up into the normal range */
+}
+
 Test(artifact, runtime_module_files_and_meta)
 {
     tth_runtime_module *m = tth_runtime_module_new("c");

@@ -87,6 +87,13 @@ TTH_API uint64_t tth_tensor_hash(const tth_tensor *t);
 TTH_API double tth_tensor_get_f64(const tth_tensor *t, int64_t i);
 TTH_API int64_t tth_tensor_get_i64(const tth_tensor *t, int64_t i);
 
+/* IEEE 754 binary16 <-> binary32, the one conversion tth uses everywhere (import, constant
+ * folding, the TIR interpreter, element access). Widening is exact: subnormals, infinities and
+ * NaN payloads are kept. Narrowing rounds to nearest, ties to even; too large becomes infinity,
+ * too small a signed zero or a subnormal. */
+TTH_API float tth_f16_to_f32(uint16_t h);
+TTH_API uint16_t tth_f32_to_f16(float f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -300,21 +300,57 @@ uint64_t tth_tensor_hash(const tth_tensor *t)
     return XXH64(t->data, t->nbytes, seed);
 }
 
-/* IEEE half to float. */
-static float half_to_float(uint16_t h)
+/* float16 (ir_common.h). */
+float tth_f16_to_f32(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h >> 15) << 31;
-    uint32_t exp = (h >> 10) & 0x1f;
-    uint32_t man = h & 0x3ff;
-    float f;
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
     if (exp == 0) {
-        f = ldexpf((float)man, -24);
-    } else if (exp == 31) {
-        f = man ? NAN : INFINITY;
+        if (man == 0) {
+            u = sign;
+        } else { /* subnormal: normalize */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13);
     } else {
-        f = ldexpf((float)(man | 0x400), (int)exp - 25);
+        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
-    return sign ? -f : f;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t tth_f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    int32_t exp = (int32_t)((u >> 23) & 0xff);
+    uint32_t man = u & 0x7fffff;
+    if (exp == 0xff)
+        return sign | 0x7c00 | (man ? 0x200 : 0);
+    int32_t e = exp - 127 + 15;
+    if (e >= 0x1f)
+        return sign | 0x7c00;
+    if (e <= 0) { /* subnormal or zero */
+        if (e < -10)
+            return sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return sign | (uint16_t)half;
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+        half++; /* may carry into the exponent, which is right (rounds up to inf at the top) */
+    return sign | (uint16_t)half;
 }
 
 double tth_tensor_get_f64(const tth_tensor *t, int64_t i)
@@ -322,7 +358,7 @@ double tth_tensor_get_f64(const tth_tensor *t, int64_t i)
     const void *p = t->data;
     switch (t->type.dtype) {
     case TTH_F32: return ((const float *)p)[i];
-    case TTH_F16: return half_to_float(((const uint16_t *)p)[i]);
+    case TTH_F16: return tth_f16_to_f32(((const uint16_t *)p)[i]);
     case TTH_F64: return ((const double *)p)[i];
     case TTH_I8: return ((const int8_t *)p)[i];
     case TTH_I16: return ((const int16_t *)p)[i];
