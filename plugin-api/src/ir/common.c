@@ -463,6 +463,15 @@ void tth__sb_puts(tth__sbuf *b, const char *s)
     b->n += n;
 }
 
+void tth__sb_putc(tth__sbuf *b, char c)
+{
+    sb_reserve(b, 1);
+    if (b->failed)
+        return;
+    b->s[b->n++] = c;
+    b->s[b->n] = '\0';
+}
+
 void tth__sb_printf(tth__sbuf *b, const char *fmt, ...)
 {
     char small[256];

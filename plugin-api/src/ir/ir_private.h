@@ -91,6 +91,7 @@ typedef struct tth__sbuf {
 } tth__sbuf;
 
 void tth__sb_puts(tth__sbuf *b, const char *s);
+void tth__sb_putc(tth__sbuf *b, char c);
 void tth__sb_printf(tth__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tth__sb_indent(tth__sbuf *b, int level);
 /* The text (malloc'd, caller frees), or NULL after an OOM. */

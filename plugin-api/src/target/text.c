@@ -13,6 +13,7 @@
  * parse(to_string(t)) == t.
  */
 #include "target_private.h"
+#include "../ir/ir_private.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,48 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a growable string ---- */
+/* ---- a growable string: libtth's own (tth__sbuf, ir_private.h) ---- */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
+typedef tth__sbuf sbuf;
 
-static void sb_putn(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-static void sb_putc(sbuf *b, char c) { sb_putn(b, &c, 1); }
-
-static char *sb_take(sbuf *b)
-{
-    if (b->oom) {
-        free(b->p);
-        return NULL;
-    }
-    if (!b->p)
-        return strdup("");
-    return b->p;
-}
+static void sb_puts(sbuf *b, const char *s) { tth__sb_puts(b, s); }
+static void sb_putc(sbuf *b, char c) { tth__sb_putc(b, c); }
 
 /* ---- lexing ---- */
 
@@ -603,10 +568,10 @@ static void put_nested(sbuf *b, const json_t *t)
 {
     sbuf inner = {0};
     put_target(&inner, t);
-    if (inner.oom)
-        b->oom = 1;
-    put_quoted(b, inner.p ? inner.p : "");
-    free(inner.p);
+    if (inner.failed)
+        b->failed = 1;
+    put_quoted(b, inner.s ? inner.s : "");
+    free(inner.s);
 }
 
 /* " -name=value" for one field; nothing for an empty list. */
@@ -648,7 +613,7 @@ static void put_target(sbuf *b, const json_t *t)
     size_t n = json_object_size(t), k = 0;
     const char **names = malloc((n ? n : 1) * sizeof *names);
     if (!names) {
-        b->oom = 1;
+        b->failed = 1;
         return;
     }
     const char *key;
@@ -669,5 +634,5 @@ char *tth_target_to_string(const json_t *canonical)
         return NULL;
     sbuf b = {0};
     put_target(&b, canonical);
-    return sb_take(&b);
+    return tth__sb_finish(&b);
 }
