@@ -1,6 +1,7 @@
-/* hooks.c: the target hooks on the partitioned module, in the RFC's order. Requires
- * partitioning (partition.c): relay_to_runtime (+ constant_updater), then relay_to_tir, then the
- * default lowering of the other regions; after memory planning, tir_to_runtime per kind.
+/* hooks.c: the target hooks on the partitioned module, in the order of docs/plugin-guide.md
+ * ("Composite targets"). Requires partitioning (partition.c): relay_to_runtime
+ * (+ constant_updater), then relay_to_tir, then the default lowering of the other regions; after
+ * memory planning, tir_to_runtime per kind.
  *
  * A PrimFunc whose attrs hold {"extern": true} is a declaration: its body is empty and another
  * runtime module defines it (a relay_to_runtime region, or a region built by its own kind's
@@ -345,7 +346,7 @@ int tth_hooks_tir_to_runtime(tth_partition *p, const tth_host *host, tth_tir_mod
                              tth_runtime_module ***mods, size_t *nmods, tth_diag *diag)
 {
     const tth_part_kind *H = &p->kinds[p->nkinds - 1];
-    /* PrimFuncs of kinds without tir_to_runtime are built by the host (the RFC's flat
+    /* PrimFuncs of kinds without tir_to_runtime are built by the host (the flat
      * call_extern case): they take the host's kind, keeping theirs in attrs "Compiler". */
     for (size_t i = 0; i < tmod->nfuncs; i++) {
         tth_prim_func *f = tmod->funcs[i];

@@ -52,7 +52,7 @@ void tth_partition_clear(tth_partition *p);
 /* The region `fn` is, or NULL. */
 const tth_part_region *tth_partition_region(const tth_partition *p, const tth_relay_function *fn);
 
-/* ---- hooks.c: the target hooks on regions, in the RFC's order ------------------------------------ */
+/* ---- hooks.c: the target hooks on regions, in docs/plugin-guide.md's order ---- */
 
 /* Requires partitioning. relay_to_runtime for every region of a kind that exports it: one
  * runtime module per region in *mods (grown); then constant_updater for every region of a kind

@@ -1,4 +1,4 @@
-/* Composite targets: partitioning and the target hooks in the RFC's order, in-process.
+/* Composite targets: partitioning and the target hooks in docs/plugin-guide.md's order, in-process.
  * The test kinds (tests/plugins/tp_part.c) take float32 add and multiply without broadcasting;
  * each exports a different set of hooks. Every compile runs through the runtime and is compared
  * with the ONNX expected outputs (node test data) or values computed here. */

@@ -1,4 +1,4 @@
-/* The JSON form: text, the seeds' "attrs" object, files; schema errors with their messages. */
+/* The JSON form: text, the nested "attrs" object, files; schema errors with their messages. */
 #include "common.h"
 #include <unistd.h>
 

@@ -1,11 +1,11 @@
-/* tth/target.h: the target system (the seeds' "Target specification" and "Target parser").
+/* tth/target.h: the target system (docs/targets.md).
  *
  * A target's canonical form is a JSON object (jansson):
  *   {"kind": "llvm", "tag": "raspberry-pi/5", "keys": ["arm_cpu", "cpu"],
  *    "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a76", ..., "features": {"has_dotprod": true},
  *    "host": {target}}
  * or a composite: {"kind": "composite", "targets": [{...}, ...], "host": {target}}.
- *   - attributes sit at the top level (an input may also nest them in "attrs", as the seeds do);
+ *   - attributes sit at the top level (an input may also nest them in "attrs": docs/targets.md);
  *     defaults of the kind's schema are filled in; empty lists are dropped;
  *   - "tag" is the canonical tag name, also when an alias was written;
  *   - "keys": what the kind's parser derives first, then the user's keys (or the kind's default

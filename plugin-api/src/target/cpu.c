@@ -1,4 +1,4 @@
-/* cpu.c: the shared CPU parsers (the seeds' cpu / aprofile / mprofile parsers) and the host.
+/* cpu.c: the shared CPU parsers (cpu, A-profile and M-profile; docs/targets.md) and the host.
  *
  * Every answer about CPUs and features comes from the LLVM libtth links (llvm_info.cpp): whether
  * a triple, CPU or feature exists, and which features a CPU plus -mattr turns on, implied ones

@@ -1,7 +1,7 @@
 /* target.c: any written form of a target -> its canonical JSON.
  *
  * The pipeline for one target (canon_single), in order:
- *   1. fields: the object's fields, with an "attrs" sub-object (the seeds' form) flattened in;
+ *   1. fields: the object's fields, with an "attrs" sub-object (docs/targets.md, "Forms") flattened in;
  *   2. kind and tag: the tag (canonical name or alias) gives the kind and the base attributes;
  *   3. the user's fields override the tag's, each checked against the kind's schema;
  *   4. defaults of the schema fill what is missing; empty lists are dropped;
@@ -181,7 +181,7 @@ json_t *tth__check_value(const char *kind, const char *name, tth_attr_type type,
         json_t *a = json_array();
         if (!a)
             goto oom;
-        if (json_is_string(v)) { /* the seeds write "mattr": "+neon,+v8.2a" (spaces around items dropped) */
+        if (json_is_string(v)) { /* a JSON target may write "mattr": "+neon,+v8.2a" (spaces around items dropped) */
             const char *s = json_string_value(v);
             for (;;) {
                 const char *comma = strchr(s, ',');

@@ -7,7 +7,7 @@
 
 #include "tth/target.h"
 
-/* Attributes every kind has (the seeds' special attributes), with their types. "kind" is the
+/* Attributes every kind has (docs/targets.md, "The canonical form"), with their types. "kind" is the
  * first word / the "kind" field and is not in this table; "features" is reserved for parsers. */
 typedef struct tth__common_attr {
     const char *name;
