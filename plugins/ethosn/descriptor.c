@@ -1,10 +1,8 @@
 /* The ethosn plugin: kind "ethos-n" (Arm Ethos-N78 NPU), its schema, tags and target_parser.
  *
- * Configurations (docs/ethosn.md, "Configurations"): the N78 comes in
- * 1, 2, 4 and 8 TOPS; PLE ratio 2 or 4, except 8 TOPS which has ratio 2 only. Default SRAM per
- * TOPS: 1 -> 448 KiB, 2 -> 768 KiB, 4 -> 1 MiB, 8 -> 2 MiB. The driver stack is tested with SRAM
- * sizes of 384, 448, 512, 768, 1024, 1792, 2048 and 4096 KiB; sram_size must be one of them.
- * N37, N57 and N77 exist in the driver's enum but are refused (tth supports the N78 only).
+ * The N78's configurations (TOPS, PLE ratio, default and allowed SRAM sizes; the other variants
+ * refused) are listed in docs/ethosn.md, "Configurations"; the tags and sram_sizes below are
+ * that table as code.
  */
 #include <stdio.h>
 #include <string.h>
