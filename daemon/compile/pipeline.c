@@ -70,6 +70,37 @@ static void dump(compile_state *s, const char *stage, char *text /* freed */)
     free(text);
 }
 
+/* the stages that leave IR to dump (options.dump_ir), in flow order, then "all" */
+static const char *const dump_stages[] = {"import", "partition", "optimize", "lower", "aot",
+                                          "memplan", "codegen", "all"};
+#define NDUMP_STAGES (sizeof dump_stages / sizeof dump_stages[0])
+
+/* options.dump_ir, when given, is one of dump_stages: a misspelled stage would otherwise compile
+ * without dumping anything and without saying why */
+static int check_dump_ir(const json_t *v, const char **out, tth_diag *diag)
+{
+    *out = NULL;
+    if (!v)
+        return 0;
+    const char *name = json_string_value(v);
+    if (name)
+        for (size_t i = 0; i < NDUMP_STAGES; i++)
+            if (strcmp(name, dump_stages[i]) == 0) {
+                *out = dump_stages[i];
+                return 0;
+            }
+    char list[160] = "", near[128];
+    for (size_t i = 0; i < NDUMP_STAGES; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", dump_stages[i]);
+    int rc = tth_diag_set(diag, TTH_EINVAL, "options.dump_ir", "%s%s%s is not a stage with IR to dump",
+                          name ? "'" : "", name ? name : "the value", name ? "'" : "");
+    if (name && tth_nearest_names(name, dump_stages, NDUMP_STAGES, 1, near, sizeof near) > 0)
+        tth_diag_hint(diag, "did you mean %s? (the stages: %s)", near, list);
+    else
+        tth_diag_hint(diag, "give one of: %s", list);
+    return rc;
+}
+
 static int wants_dump(const compile_state *s, const char *stage)
 {
     return s->dump_ir && (strcmp(s->dump_ir, "all") == 0 || strcmp(s->dump_ir, stage) == 0);
@@ -420,7 +451,8 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     else
         s.host = (tth_host){.size = sizeof(tth_host), .abi_major = TTH_ABI_MAJOR,
                             .abi_minor = TTH_ABI_MINOR};
-    s.dump_ir = json_string_value(json_object_get(req->options, "dump_ir"));
+    if (check_dump_ir(json_object_get(req->options, "dump_ir"), &s.dump_ir, diag) < 0)
+        return -1;
     if (s.dump_ir && !(s.dumps = json_object()))
         return tth_diag_set(diag, TTH_ENOMEM, "compile", "out of memory");
 

@@ -231,6 +231,36 @@ Test(pipeline, dumps_every_stage)
     tth_registry_free(r);
 }
 
+Test(pipeline, an_unknown_dump_stage_is_refused_with_the_nearest_name)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "lowr", "build_shared", 0);
+    cr_assert_lt(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
+                 "a misspelled stage compiled silently");
+    cr_assert_eq(d.code, TTH_EINVAL);
+    cr_assert(strstr(d.message, "'lowr'"), "the message quotes the value: %s", d.message);
+    cr_assert(strstr(d.hint, "did you mean 'lower'"), "the hint names the nearest stage: %s", d.hint);
+    cr_assert(strstr(d.hint, "memplan"), "the hint lists the stages: %s", d.hint);
+    cr_assert_null(res.dumps);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    /* not a string, and nothing near: every stage is listed */
+    opts = json_pack("{s:i, s:b}", "dump_ir", 3, "build_shared", 0);
+    cr_assert_lt(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
+    cr_assert(strstr(d.hint, "give one of: import,"), "%s", d.hint);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    opts = json_pack("{s:s, s:b}", "dump_ir", "partition", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s", d.message);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
 Test(pipeline, errors_name_their_stage)
 {
     tth_registry *r = test_registry();
