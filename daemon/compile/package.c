@@ -4,7 +4,7 @@
  * target kind, optionally the host .so (build.c). Writes, in this order:
  *   metadata.json                 what a build system or runtime needs (below)
  *   README.txt                    how to build and call it with only a C compiler
- *   CMakeLists.txt                builds a static library tth_<model> from the sources
+ *   CMakeLists.txt                builds a static library tth_<model> (docs/artifact.md)
  *   include/tth_<model>.h         the AOT interface
  *   codegen/host/src/<file>.c     generated C (codegen/host/lib/ for objects, .../include/ headers)
  *   codegen/<kind>/src/...        the same for the other kinds of a composite target
@@ -146,30 +146,109 @@ char *tth_package_header(const tth_package_input *in)
 
 /* ---- README.txt and CMakeLists.txt ------------------------------------------------------------ */
 
-static char *make_readme(const tth_package_input *in, const char *const *srcs, size_t nsrcs)
+/* What the artifact holds under codegen/, by use: C sources to compile, objects to link (for the
+ * target's triple), directories of generated headers, blobs; paths relative to the artifact's
+ * root, each list sorted. README.txt, CMakeLists.txt and metadata.files are all written from
+ * this one list, so they name exactly the files that are there. */
+typedef struct cg_files {
+    char **src, **obj, **inc, **blob;
+    size_t nsrc, nobj, ninc, nblob;
+    int threads;                 /* a source is the llvm kind's thread pool (docs/threads.md) */
+} cg_files;
+
+static void cg_files_free(cg_files *f)
+{
+    char **lists[4] = {f->src, f->obj, f->inc, f->blob};
+    size_t ns[4] = {f->nsrc, f->nobj, f->ninc, f->nblob};
+    for (int l = 0; l < 4; l++) {
+        for (size_t i = 0; lists[l] && i < ns[l]; i++)
+            free(lists[l][i]);
+        free(lists[l]);
+    }
+    memset(f, 0, sizeof *f);
+}
+
+/* file f of the kind whose files go under codegen/<dir>/ into its list (its include directory
+ * once); -1 when out of memory */
+static int cg_add(cg_files *cg, const char *dir, const tth_module_file *f)
+{
+    const char *sub = f->kind == TTH_FILE_C_SOURCE ? "src" : f->kind == TTH_FILE_C_HEADER ? "include"
+                      : f->kind == TTH_FILE_BLOB ? "blob" : "lib";
+    size_t n = strlen(dir) + strlen(sub) + strlen(f->name) + 16;
+    char *path = malloc(n);
+    if (!path)
+        return -1;
+    if (f->kind == TTH_FILE_C_HEADER) {
+        snprintf(path, n, "codegen/%s/include", dir);
+        for (size_t i = 0; i < cg->ninc; i++)
+            if (strcmp(cg->inc[i], path) == 0) {
+                free(path);
+                return 0;
+            }
+        cg->inc[cg->ninc++] = path;
+        return 0;
+    }
+    snprintf(path, n, "codegen/%s/%s/%s", dir, sub, f->name);
+    if (f->kind == TTH_FILE_C_SOURCE) {
+        size_t len = strlen(f->name);
+        if (len >= 11 && strcmp(f->name + len - 11, "_parallel.c") == 0)
+            cg->threads = 1;
+        cg->src[cg->nsrc++] = path;
+    } else if (f->kind == TTH_FILE_BLOB) {
+        cg->blob[cg->nblob++] = path;
+    } else {
+        cg->obj[cg->nobj++] = path;
+    }
+    return 0;
+}
+
+static void pk_list(pk_buf *b, const char *before, char *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pk_printf(b, "%s%s", before, v[i]);
+}
+
+static char *make_readme(const tth_package_input *in, const cg_files *f)
 {
     pk_buf b = {0};
     const char *m = in->model;
     char M[160];
     upper(M, m, sizeof M);
+    const char *triple = json_string_value(json_object_get(in->target, "mtriple"));
     pk_printf(&b, "Model '%s', compiled by tth %s for target: %s\n\n", m, TTH_VERSION,
               json_string_value(json_object_get(in->target, "kind")) ?
               json_string_value(json_object_get(in->target, "kind")) : "?");
+    char path[300];
     pk_printf(&b, "Files\n"
               "  metadata.json               inputs, outputs (ONNX and C names, dtypes, shapes),\n"
-              "                              memory sizes, target\n"
-              "  include/tth_%s.h            the C interface\n"
-              "  codegen/host/src/*.c        the generated C99 code (constants included)\n", m);
-    if (in->so)
-        pk_printf(&b, "  lib/%s.so                   built for this host (tthctl run uses it)\n", m);
-    pk_printf(&b, "  parameters/%s.params        the constants again, for tools (format below)\n"
-              "  src/%s.relay                the optimized Relay, for reading\n\n", m, m);
-    pk_printf(&b, "Build with a C compiler (nothing from tth is needed):\n"
-              "  cc -std=c99 -O2 -Iinclude -c");
-    for (size_t i = 0; i < nsrcs; i++)
-        pk_printf(&b, " codegen/%s", srcs[i]);
-    pk_printf(&b, "\n  cc your_main.c *.o -lm\n\n"
-              "Or with CMake: add_subdirectory(<this directory>) and link tth_%s.\n\n", m);
+              "                              memory sizes, target, and these files by use\n");
+    snprintf(path, sizeof path, "include/tth_%s.h", m);
+    pk_printf(&b, "  %-27s the C interface\n", path);
+    for (size_t i = 0; i < f->nsrc; i++)
+        pk_printf(&b, "  %-27s generated C99 code (constants included)\n", f->src[i]);
+    for (size_t i = 0; i < f->nobj; i++)
+        pk_printf(&b, "  %-27s compiled code for %s (constants included)\n", f->obj[i],
+                  triple ? triple : "the target");
+    for (size_t i = 0; i < f->ninc; i++)
+        pk_printf(&b, "  %-27s generated headers the sources include\n", f->inc[i]);
+    for (size_t i = 0; i < f->nblob; i++)
+        pk_printf(&b, "  %-27s data a kind's code loads (not compiled)\n", f->blob[i]);
+    if (in->so) {
+        snprintf(path, sizeof path, "lib/%s.so", m);
+        pk_printf(&b, "  %-27s built for this host (tthctl run uses it)\n", path);
+    }
+    snprintf(path, sizeof path, "parameters/%s.params", m);
+    pk_printf(&b, "  %-27s the constants again, for tools (format below)\n", path);
+    snprintf(path, sizeof path, "src/%s.relay", m);
+    pk_printf(&b, "  %-27s the optimized Relay, for reading\n\n", path);
+    pk_printf(&b, "Build with a C compiler (nothing from tth is needed)%s:\n"
+              "  cc -std=c99 -O2 -Iinclude", f->nobj ? ", one that targets the objects' triple" : "");
+    pk_list(&b, " -I", f->inc, f->ninc);
+    pk_printf(&b, " your_main.c");
+    pk_list(&b, " ", f->src, f->nsrc);
+    pk_list(&b, " ", f->obj, f->nobj);
+    pk_printf(&b, " -lm%s\n\n", f->threads ? " -pthread" : "");
+    pk_printf(&b, "Or with CMake: add_subdirectory(<this directory>) and link tth_%s.\n\n", m);
     pk_printf(&b, "Call it:\n"
               "  #include \"tth_%s.h\"\n"
               "  static uint8_t ws[TTH_%s_WORKSPACE_SIZE + 1]\n"
@@ -196,34 +275,34 @@ static char *make_readme(const tth_package_input *in, const char *const *srcs, s
     return b.p;
 }
 
-static char *make_cmake(const tth_package_input *in, const char *const *srcs, size_t nsrcs)
+static char *make_cmake(const tth_package_input *in, const cg_files *f)
 {
     pk_buf b = {0};
     const char *m = in->model;
     pk_printf(&b, "# Builds model '%s' as a static library: add_subdirectory() this directory and\n"
-              "# link tth_%s. Generated by tth %s; needs only a C99 compiler.\n"
+              "# link tth_%s. Generated by tth %s; needs only a C99 compiler%s.\n"
               "cmake_minimum_required(VERSION 3.13)\n"
               "project(tth_%s C)\n"
-              "add_library(tth_%s STATIC", m, m, TTH_VERSION, m, m);
-    for (size_t i = 0; i < nsrcs; i++)
-        pk_printf(&b, "\n    ${CMAKE_CURRENT_SOURCE_DIR}/codegen/%s", srcs[i]);
+              "add_library(tth_%s STATIC", m, m, TTH_VERSION,
+              f->nobj ? " for the objects' triple" : "", m, m);
+    /* objects (.o) among the sources are linked into the library as they are */
+    pk_list(&b, "\n    ${CMAKE_CURRENT_SOURCE_DIR}/", f->src, f->nsrc);
+    pk_list(&b, "\n    ${CMAKE_CURRENT_SOURCE_DIR}/", f->obj, f->nobj);
     pk_printf(&b, ")\n"
-              "target_include_directories(tth_%s PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n"
-              "set_target_properties(tth_%s PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON\n"
-              "    POSITION_INDEPENDENT_CODE ON)\n"
-              "find_library(TTH_%s_LIBM m)\n"
-              "if(TTH_%s_LIBM)\n"
-              "  target_link_libraries(tth_%s PUBLIC ${TTH_%s_LIBM})\n"
-              "endif()\n", m, m, m, m, m, m);
-    /* the llvm kind's thread pool (docs/threads.md) needs POSIX threads */
-    for (size_t i = 0; i < nsrcs; i++) {
-        size_t n = strlen(srcs[i]);
-        if (n >= 11 && strcmp(srcs[i] + n - 11, "_parallel.c") == 0) {
-            pk_printf(&b, "find_package(Threads REQUIRED)\n"
-                      "target_link_libraries(tth_%s PUBLIC Threads::Threads)\n", m);
-            break;
-        }
-    }
+              "target_include_directories(tth_%s PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)\n", m);
+    for (size_t i = 0; i < f->ninc; i++)
+        pk_printf(&b, "target_include_directories(tth_%s PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/%s)\n", m,
+                  f->inc[i]);
+    /* libm by name: every C toolchain but MSVC's has one (glibc, newlib, musl), and a search with
+     * find_library misses the ones a cross toolchain keeps in its own sysroot */
+    pk_printf(&b, "set_target_properties(tth_%s PROPERTIES C_STANDARD 99 C_STANDARD_REQUIRED ON\n"
+              "    POSITION_INDEPENDENT_CODE ON LINKER_LANGUAGE C)\n"
+              "if(NOT MSVC)\n"
+              "  target_link_libraries(tth_%s PUBLIC m)\n"
+              "endif()\n", m, m);
+    if (f->threads)
+        pk_printf(&b, "find_package(Threads REQUIRED)\n"
+                  "target_link_libraries(tth_%s PUBLIC Threads::Threads)\n", m);
     if (b.oom) {
         free(b.p);
         return NULL;
@@ -417,10 +496,10 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     const char *m = in->model;
     int rc = 0;
     char *header = NULL, *readme = NULL, *cmake = NULL, *meta_text = NULL, *target_str = NULL;
-    char **srcs = NULL;
+    cg_files cg = {0};
     const char **fdir = NULL;
     const tth_module_file **files = NULL;
-    size_t nsrcs = 0, nfiles = 0;
+    size_t nfiles = 0;
     const_list cl = {0};
     pk_buf params = {0}, out = {0};
     json_t *meta = NULL;
@@ -431,9 +510,12 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->nmods; i++)
         total += tth_runtime_module_count(in->mods[i]);
     files = calloc(total + 1, sizeof *files);
-    srcs = calloc(total + 1, sizeof *srcs);
+    cg.src = calloc(total + 1, sizeof *cg.src);
+    cg.obj = calloc(total + 1, sizeof *cg.obj);
+    cg.inc = calloc(total + 1, sizeof *cg.inc);
+    cg.blob = calloc(total + 1, sizeof *cg.blob);
     fdir = calloc(total + 1, sizeof *fdir);
-    if (!files || !srcs || !fdir) {
+    if (!files || !cg.src || !cg.obj || !cg.inc || !cg.blob || !fdir) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
         goto done;
     }
@@ -450,18 +532,15 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
              * codegen/<kind>/ */
             fdir[nfiles] = i == 0 ? "host" : tth_runtime_module_kind(in->mods[i]);
             files[nfiles++] = f;
-            if (f->kind == TTH_FILE_C_SOURCE) {
-                size_t n = strlen(fdir[nfiles - 1]) + strlen(f->name) + 8;
-                char *sp = malloc(n);
-                if (!sp) {
-                    rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
-                    goto done;
-                }
-                snprintf(sp, n, "%s/src/%s", fdir[nfiles - 1], f->name);
-                srcs[nsrcs++] = sp;
+            if (cg_add(&cg, fdir[nfiles - 1], f) != 0) {
+                rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
+                goto done;
             }
         }
-    qsort(srcs, nsrcs, sizeof *srcs, cmp_str);
+    qsort(cg.src, cg.nsrc, sizeof *cg.src, cmp_str);
+    qsort(cg.obj, cg.nobj, sizeof *cg.obj, cmp_str);
+    qsort(cg.inc, cg.ninc, sizeof *cg.inc, cmp_str);
+    qsort(cg.blob, cg.nblob, sizeof *cg.blob, cmp_str);
 
     for (size_t i = 0; i < in->tir->nfuncs; i++)
         collect_consts(in->tir->funcs[i]->body, &cl);
@@ -472,8 +551,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     }
 
     header = tth_package_header(in);
-    readme = make_readme(in, (const char *const *)srcs, nsrcs);
-    cmake = make_cmake(in, (const char *const *)srcs, nsrcs);
+    readme = make_readme(in, &cg);
+    cmake = make_cmake(in, &cg);
     target_str = tth_target_to_string(in->target);
     if (!header || !readme || !cmake) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
@@ -487,11 +566,13 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->aot->noutputs; i++)
         io_bytes += tth_tbuffer_nbytes(in->aot->outputs[i].buf);
     char path[512];
-    json_t *jsrcs = json_array(), *jmods = json_array();
-    for (size_t i = 0; i < nsrcs; i++) {
-        snprintf(path, sizeof path, "codegen/%s", srcs[i]);
-        json_array_append_new(jsrcs, json_string(path));
-    }
+    json_t *jsrcs = json_array(), *jobjs = json_array(), *jblobs = json_array(), *jmods = json_array();
+    for (size_t i = 0; i < cg.nsrc; i++)
+        json_array_append_new(jsrcs, json_string(cg.src[i]));
+    for (size_t i = 0; i < cg.nobj; i++)
+        json_array_append_new(jobjs, json_string(cg.obj[i]));
+    for (size_t i = 0; i < cg.nblob; i++)
+        json_array_append_new(jblobs, json_string(cg.blob[i]));
     for (size_t i = 0; i < in->nmods; i++) {
         json_t *names = json_array();
         for (size_t k = 0; k < tth_runtime_module_count(in->mods[i]); k++)
@@ -514,7 +595,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         "operators", tth_mem_plan_per_operator(in->tir, in->plan),
         "plan", tth_mem_plan_summary(in->plan));
     meta = json_pack("{s:s, s:i, s:s, s:s, s:O, s:s, s:{s:s, s:s, s:s}, s:o, s:o, s:o, "
-                     "s:{s:s, s:o, s:o, s:s, s:s}, s:o}",
+                     "s:{s:s, s:o, s:o, s:o, s:o, s:s, s:s}, s:o}",
         "format", "tth-artifact", "format_version", 1,
         "tth_version", TTH_VERSION,
         "model", m,
@@ -524,7 +605,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         "inputs", io_json(in->aot->inputs, in->aot->ninputs),
         "outputs", io_json(in->aot->outputs, in->aot->noutputs),
         "memory", memory,
-        "files", "header", header_path, "sources", jsrcs,
+        "files", "header", header_path, "sources", jsrcs, "objects", jobjs, "blobs", jblobs,
                  "shared_library", in->so ? json_string(so_path) : json_null(),
                  "parameters", params_path, "relay", relay_path,
         "modules", jmods);
@@ -618,9 +699,7 @@ done:
     free(cmake);
     free(meta_text);
     free(target_str);
-    for (size_t i = 0; srcs && i < nsrcs; i++)
-        free(srcs[i]);
-    free(srcs);
+    cg_files_free(&cg);
     free(fdir);
     free(files);
     json_decref(meta);

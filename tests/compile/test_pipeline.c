@@ -10,6 +10,7 @@
 #include "compile.h"
 #include "helpers.h"
 #include "onnx_case.h"
+#include "standalone_build.h"
 #include "tth/target.h"
 #include "tthrt.h"
 
@@ -102,8 +103,8 @@ Test(pipeline, deterministic_bytes)
     tth_registry_free(r);
 }
 
-/* Extract the artifact, then build and run it with a C compiler only: a main that includes the
- * header, uses the size macros, reads the inputs as raw bytes and writes the outputs. */
+/* The artifact built and run with a C compiler only, as its README says and through its
+ * CMakeLists.txt (standalone_build.c); its layout; no .so when build_shared is false. */
 Test(pipeline, c_build_without_tth)
 {
     tth_registry *r = test_registry();
@@ -121,81 +122,11 @@ Test(pipeline, c_build_without_tth)
     cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
     snprintf(cmd, sizeof cmd, "cd '%s' && tar xf gemm.tar && test -f include/tth_gemm.h && "
              "test -f README.txt && test -f CMakeLists.txt && test -f parameters/gemm.params && "
-             "test -f src/gemm.relay && test -f metadata.json", dir);
+             "test -f src/gemm.relay && test -f metadata.json && test ! -e lib", dir);
     cr_assert_eq(test_run(cmd), 0, "artifact layout");
-
-    /* inputs: raw bytes from the test data, in metadata order */
-    const json_t *ins = json_object_get(res.metadata, "inputs");
-    const json_t *outs = json_object_get(res.metadata, "outputs");
-    cr_assert_eq(json_array_size(outs), 1);
-    FILE *f;
-    snprintf(path, sizeof path, "%s/main.c", dir);
-    f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "#include <stdio.h>\n#include <stdlib.h>\n#include \"tth_gemm.h\"\n"
-               "static unsigned char ws[TTH_GEMM_WORKSPACE_SIZE + 1]"
-               " __attribute__((aligned(TTH_GEMM_WORKSPACE_ALIGNMENT)));\n"
-               "static void *load(const char *p, size_t n) {\n"
-               "    void *b = malloc(n); FILE *f = fopen(p, \"rb\");\n"
-               "    if (!f || fread(b, 1, n, f) != n) exit(2);\n"
-               "    fclose(f); return b;\n}\n"
-               "int main(void) {\n    struct tth_gemm_inputs in;\n    struct tth_gemm_outputs out;\n");
-    for (size_t i = 0; i < json_array_size(ins); i++) {
-        const char *cn = json_string_value(json_object_get(json_array_get(ins, i), "c_name"));
-        char up[128];
-        size_t k = 0;
-        for (; cn[k] && k < sizeof up - 1; k++)
-            up[k] = (char)(cn[k] >= 'a' && cn[k] <= 'z' ? cn[k] - 32 : cn[k]);
-        up[k] = 0;
-        fprintf(f, "    in.%s = load(\"in%zu.bin\", TTH_GEMM_%s_SIZE);\n", cn, i, up);
-        /* the raw input bytes */
-        char pb[1024], bin[1024];
-        snprintf(pb, sizeof pb, NODE "test_gemm_default_vector_bias/test_data_set_0/input_%zu.pb", i);
-        tthrt_array a;
-        cr_assert_eq(tthrt_pb_read(pb, &a, &d), 0, "%s", d.message);
-        snprintf(bin, sizeof bin, "%s/in%zu.bin", dir, i);
-        cr_assert_eq(test_write_file(bin, a.data, a.nbytes), 0);
-        tthrt_array_clear(&a);
-    }
-    const char *ocn = json_string_value(json_object_get(json_array_get(outs, 0), "c_name"));
-    char oup[128];
-    size_t k = 0;
-    for (; ocn[k] && k < sizeof oup - 1; k++)
-        oup[k] = (char)(ocn[k] >= 'a' && ocn[k] <= 'z' ? ocn[k] - 32 : ocn[k]);
-    oup[k] = 0;
-    fprintf(f, "    out.%s = malloc(TTH_GEMM_%s_SIZE);\n"
-               "    if (tth_gemm_run(&in, &out, ws) != 0) return 1;\n"
-               "    FILE *o = fopen(\"out0.bin\", \"wb\");\n"
-               "    fwrite(out.%s, 1, TTH_GEMM_%s_SIZE, o);\n    fclose(o);\n    return 0;\n}\n",
-            ocn, oup, ocn, oup);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -Wall -Werror -Iinclude main.c "
-             "codegen/host/src/*.c -lm -o main && ./main", dir);
-    cr_assert_eq(test_run(cmd), 0, "the C build or its run failed (in %s)", dir);
-
-    /* compare with the expected output */
-    tthrt_array want, got;
-    cr_assert_eq(tthrt_pb_read(NODE "test_gemm_default_vector_bias/test_data_set_0/output_0.pb",
-                               &want, &d), 0);
-    cr_assert_eq(tthrt_array_init(&got, want.dtype, want.rank, want.shape, &d), 0);
-    snprintf(path, sizeof path, "%s/out0.bin", dir);
-    size_t n;
-    unsigned char *raw = slurp(path, &n);
-    cr_assert_eq(n, got.nbytes);
-    memcpy(got.data, raw, n);
-    free(raw);
-    char why[256];
-    cr_assert_eq(tthrt_array_compare(&got, &want, 1e-4, 1e-4, why, sizeof why), 1, "%s", why);
-    tthrt_array_clear(&want);
-    tthrt_array_clear(&got);
-
-    /* the CMake snippet builds the static library too, when cmake is here */
-    if (test_have("cmake")) {
-        snprintf(cmd, sizeof cmd, "cd '%s' && cmake -S . -B cm > cmake.log 2>&1 && "
-                 "cmake --build cm >> cmake.log 2>&1 && test -f cm/libtth_gemm.a", dir);
-        cr_assert_eq(test_run(cmd), 0, "the CMakeLists.txt build failed (see %s/cmake.log)", dir);
-    }
     test_rmtree(dir);
+    standalone_build_check(res.artifact, res.artifact_len, res.metadata, NODE "test_gemm_default_vector_bias",
+                           "gemm");
     json_decref(opts);
     tth_compile_result_free(&res);
     json_decref(t);
@@ -433,6 +364,54 @@ Test(pipeline, cortex_m_target_builds_no_host_library)
     tthrt_model *m = NULL;
     cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
     cr_assert(strstr(d.message, "no host shared library"), "%s", d.message);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* A `c` artifact for a Cortex-M links through its own CMakeLists.txt with arm-none-eabi and a
+ * bare-metal toolchain file: libm comes from the toolchain's own libraries (sigmoid calls expf),
+ * not from a search of the host's. Skipped without arm-none-eabi-gcc or cmake. */
+Test(pipeline, cortex_m_artifact_links_through_its_cmake, .timeout = 300)
+{
+    if (!test_have("arm-none-eabi-gcc") || !test_have("cmake"))
+        cr_skip_test("arm-none-eabi-gcc or cmake is not installed (scripts/setup installs both)");
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "c -mtriple=thumbv7em-none-eabi -mcpu=cortex-m4", &d);
+    cr_assert_not_null(t, "%s", d.message);
+    tth_compile_result res;
+    cr_assert_eq(compile_file(r, t, NODE "test_sigmoid/model.onnx", "sig", NULL, &res, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[4096];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "mkdir '%s/art'", dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/art/sig.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s/art' && tar xf sig.tar && grep -q expf codegen/host/src/*.c", dir);
+    cr_assert_eq(test_run(cmd), 0, "the generated code no longer calls expf: pick a model that needs libm");
+    static const char *const files[][2] = {
+        {"cortex-m4.cmake", "set(CMAKE_SYSTEM_NAME Generic)\nset(CMAKE_SYSTEM_PROCESSOR arm)\n"
+                            "set(CMAKE_C_COMPILER arm-none-eabi-gcc)\nset(CMAKE_C_FLAGS_INIT \"-mthumb -mcpu=cortex-m4\")\n"
+                            "set(CMAKE_EXE_LINKER_FLAGS_INIT \"--specs=nosys.specs\")\n"},
+        {"CMakeLists.txt", "cmake_minimum_required(VERSION 3.13)\nproject(fw C)\nadd_subdirectory(art)\n"
+                           "add_executable(fw main.c)\ntarget_link_libraries(fw tth_sig)\n"},
+        {"main.c", "#include \"tth_sig.h\"\n"
+                   "static float x[TTH_SIG_X_SIZE / 4], y[TTH_SIG_Y_SIZE / 4];\n"
+                   "static unsigned char ws[TTH_SIG_WORKSPACE_SIZE + 1]"
+                   " __attribute__((aligned(TTH_SIG_WORKSPACE_ALIGNMENT)));\n"
+                   "int main(void) {\n    struct tth_sig_inputs in = {x};\n    struct tth_sig_outputs out = {y};\n"
+                   "    return (int)tth_sig_run(&in, &out, ws);\n}\n"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
+        cr_assert_eq(test_write_file(path, files[i][1], strlen(files[i][1])), 0);
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && cmake -S . -B cm -DCMAKE_TOOLCHAIN_FILE=cortex-m4.cmake > cmake.log 2>&1 && "
+             "cmake --build cm >> cmake.log 2>&1 && arm-none-eabi-nm cm/fw | grep -q ' T tth_sig_run'", dir);
+    cr_assert_eq(test_run(cmd), 0, "the Cortex-M CMake build failed (see %s/cmake.log)", dir);
+    test_rmtree(dir);
     tth_compile_result_free(&res);
     json_decref(t);
     tth_registry_free(r);

@@ -15,6 +15,8 @@
 
 #include "../compile/helpers.h"
 #include "../compile/onnx_case.h"
+#include "../compile/standalone_build.h"
+#include "compile.h"
 #include "tth/target.h"
 
 #define NODE "/usr/share/libonnx-testdata/data/node/"
@@ -139,9 +141,10 @@ Test(llvm_pipeline, host_cpu_generic_and_avx2_agree_on_convolutions, .timeout = 
  * copy and row tiles, channel-blocked) in a whole compile, run, against numpy: make_conv_cases.py
  * writes ONNX cases whose expected outputs numpy computed; each runs for the same three targets
  * as above. Skipped when python3 cannot import numpy and onnx. */
-Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
+/* make_conv_cases.py's cases into a fresh directory dir (a /tmp/tth-conv-cases-XXXXXX buffer);
+ * skips the test when python3 cannot import numpy and onnx */
+static void make_conv_cases(char *dir)
 {
-    char dir[] = "/tmp/tth-conv-cases-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s '%s/make_conv_cases.py' '%s'",
@@ -153,8 +156,52 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
         cr_skip_test("python3 with numpy and onnx is not available (apt-get install python3-numpy python3-onnx)");
     }
     cr_assert_eq(st, 0, "make_conv_cases.py failed with status %d", st);
+}
+
+Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
+{
+    char dir[] = "/tmp/tth-conv-cases-XXXXXX", cmd[1024];
+    make_conv_cases(dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
+}
+
+/* An llvm artifact builds and runs without tth, as its README says and through its
+ * CMakeLists.txt (tests/compile/standalone_build.c): a node case whose code is one object, and a
+ * numpy case with parallel loops, whose thread pool is a C source that needs -pthread. */
+static void expect_standalone_build(tth_registry *r, const char *target, const char *case_dir, const char *name)
+{
+    json_t *t = parse_target(r, target);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.onnx", case_dir);
+    size_t len;
+    uint8_t *model = test_read_file(path, &len);
+    cr_assert_not_null(model, "cannot read %s", path);
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = name, .target = t,
+                               .options = opts, .registry = r};
+    tth_compile_result res;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s: %s", case_dir, d.message);
+    standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, name);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    free(model);
+    json_decref(t);
+}
+
+Test(llvm_pipeline, artifact_builds_without_tth, .timeout = 600)
+{
+    tth_registry *r = test_registry();
+    expect_standalone_build(r, "llvm", NODE "test_gemm_default_vector_bias", "gemm");
+    char dir[] = "/tmp/tth-conv-cases-XXXXXX", path[1024], cmd[1024];
+    make_conv_cases(dir);
+    snprintf(path, sizeof path, "%s/winograd_residual", dir);
+    expect_standalone_build(r, "llvm -num-cores=2", path, "wino");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
+    tth_registry_free(r);
 }
