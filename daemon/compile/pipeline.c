@@ -197,9 +197,66 @@ static int stage_simplify(compile_state *s)
 }
 
 /* partition: op calls → regions of the composite target's kinds; requires simplify, not fused. */
+/* A member of a composite target that took no operator is most often a mistake (a float model
+ * for an int8 library, a kind that wants other layouts): say so as a warning, with the reasons
+ * it gave most often, instead of compiling everything for the fallback kind in silence. */
+static void warn_idle_kinds(compile_state *s)
+{
+    const json_t *ex = s->part.explain;
+    if (!ex || s->part.nkinds < 2 || !s->host.log)
+        return;
+    const json_t *ops = json_object_get(ex, "ops"), *refusals = json_object_get(ex, "refusals");
+    for (size_t k = 0; k + 1 < s->part.nkinds; k++) {
+        const char *kind = s->part.kinds[k].kind;
+        size_t taken = 0, i;
+        json_t *o;
+        json_array_foreach(ops, i, o)
+            taken += strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0;
+        if (taken)
+            continue;
+        /* the three most frequent reasons, with how many operators gave each */
+        const char *why[3] = {0};
+        size_t count[3] = {0}, nref = 0;
+        json_array_foreach(refusals, i, o) {
+            if (strcmp(json_string_value(json_object_get(o, "kind")), kind) != 0)
+                continue;
+            nref++;
+            const char *r = json_string_value(json_object_get(o, "reason"));
+            size_t same = 0, j;
+            json_t *q;
+            json_array_foreach(refusals, j, q)
+                same += strcmp(json_string_value(json_object_get(q, "reason")), r) == 0;
+            int seen = 0;
+            for (int t = 0; t < 3 && !seen; t++)
+                seen = why[t] && strcmp(why[t], r) == 0;
+            for (int t = 0; t < 3 && !seen; t++)
+                if (!why[t] || same > count[t]) {
+                    for (int u = 2; u > t; u--) {
+                        why[u] = why[u - 1];
+                        count[u] = count[u - 1];
+                    }
+                    why[t] = r;
+                    count[t] = same;
+                    break;
+                }
+        }
+        char msg[1536];
+        int n = snprintf(msg, sizeof msg, "target kind '%s' took none of the model's operators: everything runs "
+                         "on '%s'", kind, s->part.kinds[s->part.nkinds - 1].kind);
+        for (int t = 0; t < 3 && why[t] && n > 0 && (size_t)n < sizeof msg; t++)
+            n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s (%zu operator%s)", t ? "; " : "; it said: ",
+                          why[t], count[t], count[t] == 1 ? "" : "s");
+        if (!nref && n > 0 && (size_t)n < sizeof msg)
+            snprintf(msg + n, sizeof msg - (size_t)n, " (it was asked about no operator)");
+        s->host.log(s->host.ctx, TTH_SEV_WARNING, msg);
+    }
+}
+
 static int stage_partition(compile_state *s)
 {
     int rc = tth_partition_run(s->rmod, &s->host, &s->part, s->diag);
+    if (rc == 0)
+        warn_idle_kinds(s);
     if (rc == 0 && wants_dump(s, "partition"))
         dump(s, "partition", tth_relay_print(s->rmod));
     return rc;

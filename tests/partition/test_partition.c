@@ -457,3 +457,55 @@ Test(partition, failing_hooks_name_plugin_hook_and_region)
     expect_failure("test-fail-cu,c", TTH_EINTERNAL,
                    (const char *const[]){"tp-test-fail-cu", "constant_updater", "m_test_fail_cu_main_0", NULL});
 }
+
+/* ---- a kind that took nothing ------------------------------------------------------------------ */
+
+static char warned[4096];
+
+static void keep_warnings(void *ctx, int level, const char *msg)
+{
+    (void)ctx;
+    if (level == TTH_SEV_WARNING)
+        snprintf(warned + strlen(warned), sizeof warned - strlen(warned), "%s\n", msg);
+}
+
+static int compile_logged(const tth_registry *r, const char *model_path, const char *tgt, tth_compile_result *res)
+{
+    size_t len;
+    uint8_t *model = test_read_file(model_path, &len);
+    cr_assert_not_null(model, "cannot read %s", model_path);
+    json_t *t = target(r, tgt);
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR,
+                     .log = keep_warnings};
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
+                               .options = opts, .registry = r, .host = &host};
+    tth_diag d;
+    tth_diag_clear(&d);
+    warned[0] = 0;
+    int rc = tth_compile(&req, res, &d);
+    cr_assert_eq(rc, 0, "%s: %s", tgt, d.message);
+    json_decref(opts);
+    json_decref(t);
+    free(model);
+    return rc;
+}
+
+/* A composite whose first kind takes no operator compiles (everything on the last kind) and
+ * says so as a warning that gives the kind's most frequent refusal; a kind that took something
+ * is not warned about. */
+Test(partition, a_kind_that_took_nothing_is_a_warning)
+{
+    tth_registry *r = registry();
+    tth_compile_result res;
+    compile_logged(r, NODE_DATA "/test_relu/model.onnx", "test-ps,c", &res);
+    cr_assert(strstr(warned, "target kind 'test-ps' took none of the model's operators: everything runs on 'c'"),
+              "no warning: '%s'", warned);
+    cr_assert(strstr(warned, "test-ps: nn.relu is not add or multiply (1 operator)"),
+              "the warning gives the kind's reason: '%s'", warned);
+    tth_compile_result_free(&res);
+    compile_logged(r, NODE_DATA "/test_add/model.onnx", "test-ps,c", &res);
+    cr_assert_eq(warned[0], 0, "a kind that took the add was warned about: '%s'", warned);
+    tth_compile_result_free(&res);
+    tth_registry_free(r);
+}
