@@ -298,6 +298,10 @@ static void print_result(const compile_job *job, const json_t *res, int explain)
         print_tensor("input", t);
     json_array_foreach(json_object_get(meta, "outputs"), i, t)
         print_tensor("output", t);
+    /* a library the artifact's code calls and tth does not ship (docs/artifact.md) */
+    json_array_foreach(json_object_get(meta, "requires"), i, t)
+        printf("  needs  %s (%s): set %s to its source tree when building (README.txt)\n", jstr(t, "library"),
+               jstr(t, "header"), jstr(t, "root_variable"));
     if (explain)
         print_partition(json_object_get(meta, "partition"));
     const json_t *dumps = json_object_get(res, "dumps");

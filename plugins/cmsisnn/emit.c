@@ -464,8 +464,12 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         json_t *syms = json_array();
         for (size_t i = 0; syms && i < mod->nfuncs; i++)
             json_array_append_new(syms, json_string(mod->funcs[i]->name));
-        json_t *meta = json_pack("{s:s,s:[s],s:[s],s:o}", "language", "c99", "sources", "cmsisnn_lib0.c", "libs",
-                                 "cmsis-nn", "entry_symbols", syms);
+        /* the library the code calls, for the artifact's README, CMakeLists.txt and metadata
+         * (docs/plugin-guide.md, "Libraries a module needs") */
+        json_t *meta = json_pack("{s:s,s:[s],s:[s],s:o,s:[{s:s,s:s,s:s,s:[s],s:s}]}", "language", "c99", "sources",
+                                 "cmsisnn_lib0.c", "libs", "cmsis-nn", "entry_symbols", syms, "requires", "library",
+                                 "CMSIS-NN", "header", "arm_nnfunctions.h", "root_variable", "CMSIS_NN_ROOT",
+                                 "include_dirs", "Include", "cmake_target", "cmsis-nn");
         rc = meta ? tth_runtime_module_set_meta(out, meta, diag) : tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         json_decref(meta);
     }

@@ -233,3 +233,62 @@ Test(npu_e2e, ethos_n_region_reports_missing_driver_at_run_time)
     free(model);
     tth_registry_free(r);
 }
+
+/* A cmsis-nn artifact says it needs CMSIS-NN (metadata, README) and its CMakeLists.txt finds the
+ * header under CMSIS_NN_ROOT: without it, configuring fails with a message naming the header and
+ * the variable; with a tree holding Include/arm_nnfunctions.h (here the test header), the
+ * library builds for Cortex-M55 with arm-none-eabi. Skipped without cmake or arm-none-eabi-gcc. */
+Test(npu_e2e, cmsis_nn_artifact_needs_cmsis_nn_root)
+{
+    tth_registry *r = test_registry();
+    size_t len;
+    uint8_t *model = qdq_model(&len);
+    tth_compile_result res;
+    tth_diag d;
+    int rc = compile_opts(r, model, len, "cmsis-nn,c -mtriple=thumbv8.1m.main-none-eabi -mcpu=cortex-m55", -1, &res,
+                          &d);
+    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    const json_t *req = json_array_get(json_object_get(res.metadata, "requires"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(req, "library")), "CMSIS-NN");
+    cr_assert_str_eq(json_string_value(json_object_get(req, "root_variable")), "CMSIS_NN_ROOT");
+    size_t n;
+    char *readme = tar_member(&res, "README.txt", &n);
+    cr_assert(readme && strstr(readme, "Needs CMSIS-NN") && strstr(readme, "-I$CMSIS_NN_ROOT/Include"),
+              "README.txt does not say how to point the build at CMSIS-NN:\n%s", readme ? readme : "");
+    free(readme);
+    if (!test_have("cmake") || !test_have("arm-none-eabi-gcc")) {
+        tth_compile_result_free(&res);
+        free(model);
+        tth_registry_free(r);
+        cr_skip_test("cmake or arm-none-eabi-gcc is not installed (scripts/setup installs both)");
+    }
+    char dir[256], path[512], cmd[2048];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/art' '%s/cmsis/Include' && cp '%s/tests/cmsisnn/arm_nnfunctions.h' "
+             "'%s/cmsis/Include/'", dir, dir, getenv("TTH_SOURCE_ROOT"), dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/art/m.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    static const char toolchain[] = "set(CMAKE_SYSTEM_NAME Generic)\nset(CMAKE_SYSTEM_PROCESSOR arm)\n"
+                                    "set(CMAKE_C_COMPILER arm-none-eabi-gcc)\n"
+                                    "set(CMAKE_C_FLAGS_INIT \"-mthumb -mcpu=cortex-m55\")\n"
+                                    "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)\n";
+    snprintf(path, sizeof path, "%s/m55.cmake", dir);
+    cr_assert_eq(test_write_file(path, toolchain, strlen(toolchain)), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s/art' && tar xf m.tar && cmake -S . -B ../b1 -DCMAKE_TOOLCHAIN_FILE=../m55.cmake "
+             "> ../b1.log 2>&1", dir);
+    cr_assert_neq(test_run(cmd), 0, "configuring without CMSIS_NN_ROOT succeeded");
+    /* cmake wraps the message over lines */
+    snprintf(cmd, sizeof cmd, "tr -s ' \\n' ' ' < '%s/b1.log' > '%s/b1.txt' && "
+             "grep -q 'arm_nnfunctions.h was not found under CMSIS_NN_ROOT' '%s/b1.txt' && "
+             "grep -q 'Set CMSIS_NN_ROOT to CMSIS-NN' '%s/b1.txt'", dir, dir, dir, dir);
+    cr_assert_eq(test_run(cmd), 0, "the configure error does not name the header and the variable (%s/b1.log)", dir);
+    snprintf(cmd, sizeof cmd, "cd '%s/art' && cmake -S . -B ../b2 -DCMAKE_TOOLCHAIN_FILE=../m55.cmake "
+             "-DCMSIS_NN_ROOT='%s/cmsis' > ../b2.log 2>&1 && cmake --build ../b2 >> ../b2.log 2>&1 && "
+             "test -f ../b2/libtth_m.a", dir, dir);
+    cr_assert_eq(test_run(cmd), 0, "the CMake build with CMSIS_NN_ROOT failed (%s/b2.log)", dir);
+    test_rmtree(dir);
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(r);
+}
