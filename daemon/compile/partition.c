@@ -23,6 +23,13 @@ int tth_partition_kinds(const json_t *target, const tth_registry *reg, tth_parti
     const json_t *members = json_object_get(target, "targets");
     int composite = strcmp(kind, "composite") == 0;
     size_t n = composite ? json_array_size(members) : 1;
+    /* a kind that needs a host, given alone, is the composite of it and its host (the canonical
+     * target always has one: docs/targets.md) */
+    const json_t *host = json_object_get(target, "host");
+    const tth_plugin *alone = composite ? NULL : tth_registry_find_kind(reg, kind);
+    int with_host = alone && (alone->desc->flags & TTH_KIND_NEEDS_HOST) && json_is_object(host);
+    if (with_host)
+        n = 2;
     if (composite && n == 0)
         return tth_diag_set(diag, TTH_EINVAL, "target", "the composite target lists no targets");
     p->kinds = calloc(n, sizeof *p->kinds);
@@ -31,7 +38,7 @@ int tth_partition_kinds(const json_t *target, const tth_registry *reg, tth_parti
     p->nkinds = n;
     for (size_t i = 0; i < n; i++) {
         tth_part_kind *k = &p->kinds[i];
-        k->target = composite ? json_array_get(members, i) : target;
+        k->target = composite ? json_array_get(members, i) : with_host && i == 1 ? host : target;
         k->kind = json_string_value(json_object_get(k->target, "kind"));
         if (!k->kind)
             return tth_diag_set(diag, TTH_EINVAL, "target", "member %zu of the composite target "
@@ -40,6 +47,12 @@ int tth_partition_kinds(const json_t *target, const tth_registry *reg, tth_parti
         if (!k->plugin)
             return tth_diag_set(diag, TTH_ENOENT, "target", "no plugin provides target kind '%s'",
                                 k->kind);
+        if (i + 1 < n && !k->plugin->partition_supports && with_host) {
+            tth_diag_set(diag, TTH_EUNSUPPORTED, "target", "target kind '%s' (plugin '%s') has no "
+                         "partition_supports hook, so it cannot share the model with its host", k->kind,
+                         k->plugin->desc->plugin_name);
+            return TTH_EUNSUPPORTED;
+        }
         if (i + 1 < n && !k->plugin->partition_supports) {
             tth_diag_set(diag, TTH_EUNSUPPORTED, "target", "target kind '%s' (plugin '%s') has no "
                          "partition_supports hook, so it can only be the last (fallback) kind of "
@@ -59,7 +72,7 @@ int tth_partition_kinds(const json_t *target, const tth_registry *reg, tth_parti
         }
     }
     const tth_part_kind *last = &p->kinds[n - 1];
-    if (composite && !(last->plugin->desc->flags & TTH_KIND_CAN_BE_HOST)) {
+    if ((composite || with_host) && !(last->plugin->desc->flags & TTH_KIND_CAN_BE_HOST)) {
         tth_diag_set(diag, TTH_EUNSUPPORTED, "target", "the last kind of a composite target takes "
                      "what no other kind supports and hosts the rest; '%s' (plugin '%s') cannot "
                      "be a host", last->kind, last->plugin->desc->plugin_name);

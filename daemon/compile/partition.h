@@ -37,9 +37,10 @@ typedef struct tth_partition {
     char *dot;                   /* Graphviz of main's ops coloured by kind (malloc'd) */
 } tth_partition;
 
-/* The members of `target` (a composite, or one plain target standing for itself), each resolved
- * to its plugin. Every member but the last needs partition_supports; the last must be able to
- * host code (TTH_KIND_CAN_BE_HOST) and have tir_to_runtime. */
+/* The members of `target` (a composite; a kind that needs a host, alone: it and its host; or one
+ * plain target standing for itself), each resolved to its plugin. Every member but the last
+ * needs partition_supports; the last must be able to host code (TTH_KIND_CAN_BE_HOST) and have
+ * tir_to_runtime. */
 int tth_partition_kinds(const json_t *target, const tth_registry *reg, tth_partition *p, tth_diag *diag);
 
 /* Requires: main calls only ops (folded, DCE'd, before fusion). Asks every member but the last

@@ -173,7 +173,7 @@ static int stage_target(compile_state *s)
         return tth_diag_set(s->diag, TTH_EINVAL, "target", "workspace-byte-alignment %u is not a "
                             "power of two", s->ws_align);
     const json_t *bs = json_object_get(s->req->options, "build_shared");
-    int host_kind = strcmp(s->kind, "c") == 0 || strcmp(s->kind, "llvm") == 0;
+    int host_kind = (s->plugin->desc->flags & TTH_KIND_CAN_BE_HOST) != 0;
     s->build_shared = json_is_boolean(bs) ? json_is_true(bs)
                       : host_kind && triple_is_host(json_string_value(json_object_get(t, "mtriple")))
                             && cpu_is_host(t);
@@ -196,7 +196,6 @@ static int stage_simplify(compile_state *s)
     return tth_relay_simplify(s->rmod, s->diag);
 }
 
-/* partition: op calls → regions of the composite target's kinds; requires simplify, not fused. */
 /* A member of a composite target that took no operator is most often a mistake (a float model
  * for an int8 library, a kind that wants other layouts): say so as a warning, with the reasons
  * it gave most often, instead of compiling everything for the fallback kind in silence. */
@@ -252,6 +251,7 @@ static void warn_idle_kinds(compile_state *s)
     }
 }
 
+/* partition: op calls → regions of the composite target's kinds; requires simplify, not fused. */
 static int stage_partition(compile_state *s)
 {
     int rc = tth_partition_run(s->rmod, &s->host, &s->part, s->diag);

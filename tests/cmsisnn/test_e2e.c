@@ -152,6 +152,31 @@ Test(npu_e2e, qdq_model_on_cmsis_nn)
     tth_registry_free(r);
 }
 
+/* A kind that needs a host, given alone, is compiled as the composite of it and its host
+ * (docs/targets.md): cmsis-nn on a Cortex-M55 with c for it, ethos-n with llvm. */
+Test(npu_e2e, a_kind_alone_shares_the_model_with_its_host)
+{
+    tth_registry *r = test_registry();
+    size_t len;
+    uint8_t *model = qdq_model(&len);
+    tth_compile_result res;
+    tth_diag d;
+    int rc = compile_opts(r, model, len, "cmsis-nn -mcpu=cortex-m55", -1, &res, &d);
+    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "cmsis-nn");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res.metadata, "partition"), "fallback")), "c");
+    compile_c_for_m55(&res);
+    tth_compile_result_free(&res);
+    rc = compile_opts(r, model, len, "ethos-n", -1, &res, &d);
+    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "ethos-n");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res.metadata, "partition"), "fallback")),
+                     "llvm");
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(r);
+}
+
 Test(npu_e2e, qdq_model_on_ethos_n_then_cmsis_nn)
 {
     tth_registry *r = test_registry();

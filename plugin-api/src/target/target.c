@@ -464,8 +464,29 @@ oom:
     return NULL;
 }
 
-static json_t *default_host(ctx *c, const char *for_kind, tth_diag *d)
+/* The host a kind that needs one gets when none is given (docs/targets.md): for a Cortex-M CPU
+ * (`for_target`'s mcpu, a microcontroller with no operating system to load an llvm host's
+ * shared object) the `c` kind for the same CPU and mattr; otherwise plain `llvm`, this machine. */
+static json_t *default_host(ctx *c, const char *for_kind, const json_t *for_target, tth_diag *d)
 {
+    const char *mcpu = json_string_value(json_object_get(for_target, "mcpu"));
+    if (mcpu && strncmp(mcpu, "cortex-m", 8) == 0 && tth_registry_find_kind(c->reg, "c")) {
+        json_t *in = json_pack("{s:s, s:s}", "kind", "c", "mcpu", mcpu);
+        const json_t *mattr = json_object_get(for_target, "mattr");
+        if (in && json_is_array(mattr) && json_array_size(mattr))
+            json_object_set_new(in, "mattr", json_deep_copy(mattr));
+        if (!in) {
+            tth_diag_set(d, TTH_ENOMEM, NULL, "out of memory");
+            return NULL;
+        }
+        json_t *h = canon_any(c, in, ROLE_HOST, d);
+        json_decref(in);
+        if (h)
+            return h;
+        /* a CPU the c kind refuses (a misspelled name): the kind's own parser reports it next,
+         * without a "default host" in front */
+        tth_diag_clear(d);
+    }
     if (!tth_registry_find_kind(c->reg, "llvm")) {
         tth_diag_set(d, TTH_EUNKNOWN, for_kind,
                      "kind '%s' needs a host and none was given; the default host is an 'llvm' target, "
@@ -704,7 +725,7 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
         if (json_object_set_new(t, "host", h) != 0)
             goto oom;
     } else if (role == ROLE_TOP && (desc->flags & TTH_KIND_NEEDS_HOST)) {
-        json_t *h = default_host(c, desc->kind, d);
+        json_t *h = default_host(c, desc->kind, t, d);
         if (!h)
             goto fail;
         if (json_object_set_new(t, "host", h) != 0)
@@ -816,7 +837,7 @@ static json_t *canon_composite(ctx *c, const json_t *in, int role, tth_diag *d)
         if (p && (p->desc->flags & TTH_KIND_CAN_BE_HOST)) {
             if (!(h = json_deep_copy(last)))
                 goto oom;
-        } else if (!(h = default_host(c, "composite", d))) {
+        } else if (!(h = default_host(c, "composite", NULL, d))) {
             goto fail;
         }
     }
