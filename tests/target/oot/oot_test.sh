@@ -20,10 +20,11 @@ if [ -z "$pc" ]; then
     echo "FAIL: no tth-plugin.pc was installed"
     exit 1
 fi
-# The .pc file names the real prefix; the sysroot points pkg-config into the staging directory.
+# The .pc file's paths are relative to its own directory (${pcfiledir}), so pkg-config finds the
+# staged tree with no sysroot setting, as it would a moved prefix.
 PKG_CONFIG_PATH=$(dirname "$pc")
-PKG_CONFIG_SYSROOT_DIR="$tmp/dest"
-export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+export PKG_CONFIG_PATH
+unset PKG_CONFIG_SYSROOT_DIR
 cflags=$(pkg-config --cflags tth-plugin)
 libs=$(pkg-config --libs tth-plugin)
 echo "pkg-config tth-plugin: $cflags $libs"
@@ -34,6 +35,10 @@ esac
 plugindir=$(pkg-config --variable=plugindir tth-plugin)
 abi=$(pkg-config --variable=abi_major tth-plugin)
 echo "plugindir=$plugindir abi_major=$abi"
+case "$plugindir" in
+"$tmp/dest"*/tth/plugins) ;;
+*) echo "FAIL: plugindir does not point into the installed tree"; exit 1 ;;
+esac
 [ "$abi" = 1 ] || { echo "FAIL: abi_major is '$abi'"; exit 1; }
 
 mkdir -m 0755 "$tmp/plugins"
