@@ -48,7 +48,22 @@ static void print_status(const json_t *r)
     printf("tthd %s (protocol %s), pid %lld, up %.1f s\n", jstr(r, "version"), jstr(r, "protocolVersion"),
            (long long)jint(r, "pid"), json_number_value(json_object_get(r, "uptimeSeconds")));
     printf("socket:       %s\n", jstr(r, "socket"));
-    printf("plugins:      %s\n", jstr(r, "pluginsDir"));
+    /* the plugins path, one directory a line, in search order */
+    const json_t *path = json_object_get(r, "pluginsPath");
+    if (json_array_size(path)) {
+        for (size_t i = 0; i < json_array_size(path); i++)
+            printf("%s%s\n", i ? "              " : "plugins:      ", json_string_value(json_array_get(path, i)));
+    } else {
+        printf("plugins:      %s\n", jstr(r, "pluginsDir"));
+    }
+    /* (only an all-absolute value compares: tthd makes relative entries absolute) */
+    const char *want = getenv("TTH_PLUGINS_PATH");
+    int absolute = want && want[0] == '/';
+    for (const char *c = want; absolute && (c = strchr(c, ':')) != NULL; c++)
+        absolute = c[1] == '/';
+    if (absolute && json_array_size(path) && strcmp(want, jstr(r, "pluginsDir")) != 0)
+        fprintf(stderr, "tthctl: note: $TTH_PLUGINS_PATH is not the running daemon's plugins path; tthd reads it "
+                        "when it starts ('tthctl stop', then any command starts it again)\n");
     printf("cache:        %s\n", jstr(r, "cacheDir"));
     printf("              %lld entries, %s of %s; %lld hits, %lld misses\n", (long long)jint(cache, "entries"),
            tthctl_size_str((double)jint(cache, "bytes"), b1, sizeof b1),

@@ -1,6 +1,6 @@
 /* main.c: tthd's command line, defaults, and the loop.
  *
- *   tthd [--socket PATH] [--plugins-dir DIR] [--workers N] [--idle-exit SECONDS] [--verbose]
+ *   tthd [--socket PATH] [--plugins-dir DIR[:DIR...]] [--workers N] [--idle-exit SECONDS] [--verbose]
  *        [--cache-dir DIR] [--cache-max-bytes N] [--request-timeout SECONDS]
  *        [--worker-memory-limit BYTES] [--max-frame-bytes N] [--max-request-bytes N]
  *        [--max-requests N] [--max-connections N] [--shutdown-grace SECONDS] [--worker PATH] */
@@ -23,7 +23,9 @@ static void usage(FILE *out)
             "The tth compiler daemon: serves tthctl and build tools on a Unix socket (see protocol/PROTOCOL.md).\n"
             "\n"
             "  --socket PATH              socket (default $XDG_RUNTIME_DIR/tth/tthd.sock, else /tmp/tth-$UID/tthd.sock)\n"
-            "  --plugins-dir DIR          plugins directory (default: the build tree's when run from it, else %s)\n"
+            "  --plugins-dir DIR[:DIR...] the plugins path, searched in order (default $TTH_PLUGINS_PATH, else\n"
+            "                             $XDG_DATA_HOME/tth/plugins when it exists, then the build tree's when run\n"
+            "                             from it, else %s)\n"
             "  --workers N                worker processes (default: number of CPUs)\n"
             "  --idle-exit SECONDS        exit after this long without clients (default 0: never)\n"
             "  --cache-dir DIR            artifact cache (default $XDG_CACHE_HOME/tth, else ~/.cache/tth)\n"
@@ -82,13 +84,84 @@ static char *self_exe(void)
     return strdup(buf);
 }
 
-static char *path_join(const char *a, const char *b)
+static char *path_join_sep(const char *a, char sep, const char *b)
 {
     size_t n = strlen(a) + strlen(b) + 2;
     char *p = malloc(n);
     if (p)
-        snprintf(p, n, "%s/%s", a, b);
+        snprintf(p, n, "%s%c%s", a, sep, b);
     return p;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    return path_join_sep(a, '/', b);
+}
+
+json_t *tthd_plugins_path_json(const char *path)
+{
+    json_t *a = json_array();
+    char *copy = strdup(path ? path : ""), *save = NULL;
+    if (!a || !copy) {
+        free(copy);
+        return a;
+    }
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+        json_array_append_new(a, json_string(d));
+    free(copy);
+    return a;
+}
+
+/* $TTH_PLUGINS_PATH with every relative directory made absolute (tthd and its workers run from
+ * elsewhere) and empty entries dropped; NULL when unset or empty */
+static char *plugins_path_from_env(void)
+{
+    const char *env = getenv("TTH_PLUGINS_PATH");
+    if (!env || !*env)
+        return NULL;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        strcpy(cwd, "/");
+    size_t cap = strlen(env) * 2 + strlen(cwd) * 8 + 16, len = 0;
+    char *out = malloc(cap), *copy = strdup(env), *save = NULL;
+    if (!out || !copy) {
+        free(out);
+        free(copy);
+        return NULL;
+    }
+    out[0] = '\0';
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        const char *pre = d[0] == '/' ? "" : cwd, *sep = d[0] == '/' ? "" : "/";
+        size_t need = strlen(pre) + strlen(sep) + strlen(d) + 2;
+        if (len + need >= cap) {
+            char *bigger = realloc(out, cap = (len + need) * 2);
+            if (!bigger)
+                break;
+            out = bigger;
+        }
+        len += (size_t)snprintf(out + len, cap - len, "%s%s%s%s", len ? ":" : "", pre, sep, d);
+    }
+    free(copy);
+    if (!out[0]) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* the user's own plugins directory, $XDG_DATA_HOME/tth/plugins (else ~/.local/share/...), when
+ * it exists */
+static char *user_plugins_dir(void)
+{
+    const char *xd = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    char buf[PATH_MAX];
+    if (xd && xd[0] == '/')
+        snprintf(buf, sizeof buf, "%s/tth/plugins", xd);
+    else if (home && home[0] == '/')
+        snprintf(buf, sizeof buf, "%s/.local/share/tth/plugins", home);
+    else
+        return NULL;
+    return access(buf, F_OK) == 0 ? strdup(buf) : NULL;
 }
 
 /* Fill what the command line left out. */
@@ -108,10 +181,15 @@ static int defaults(tthd_options *o)
         o->socket_path = strdup(buf);
         o->socket_default = 1;
     }
+    if (!o->plugins_dir)
+        o->plugins_dir = plugins_path_from_env();
     if (!o->plugins_dir) {
         size_t n = strlen(TTH_BUILD_ROOT);
         int in_build = exe && strncmp(exe, TTH_BUILD_ROOT, n) == 0 && exe[n] == '/';
-        o->plugins_dir = strdup(in_build ? TTH_PLUGINS_BUILD_DIR : TTH_PLUGINS_INSTALL_DIR);
+        const char *sys = in_build ? TTH_PLUGINS_BUILD_DIR : TTH_PLUGINS_INSTALL_DIR;
+        char *user = user_plugins_dir();
+        o->plugins_dir = user ? path_join_sep(user, ':', sys) : strdup(sys);
+        free(user);
     }
     if (!o->cache_dir) {
         const char *xc = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");

@@ -29,12 +29,14 @@ static void answer_list(tthd_server *srv, tthd_request *req, const json_t *descr
         json_t *errors = json_deep_copy(json_object_get(describe, "errors"));
         if (!errors)
             errors = json_array();
-        if (srv->pool.load_error)
-            json_array_append_new(errors, json_pack("{s:s, s:O, s:O, s:O}", "path", srv->opt.plugins_dir, "code",
-                                                    json_object_get(srv->pool.load_error, "code"), "message",
-                                                    json_object_get(srv->pool.load_error, "message"), "hint",
-                                                    json_object_get(srv->pool.load_error, "hint")));
-        tthd_respond(req, json_pack("{s:s, s:i, s:O, s:o}", "directory", srv->opt.plugins_dir, "generation",
+        size_t i;
+        json_t *e;
+        json_array_foreach(srv->pool.load_errors, i, e)
+            json_array_append_new(errors, json_pack("{s:O, s:O, s:O, s:O}", "path", json_object_get(e, "path"), "code",
+                                                    json_object_get(e, "code"), "message",
+                                                    json_object_get(e, "message"), "hint", json_object_get(e, "hint")));
+        tthd_respond(req, json_pack("{s:s, s:o, s:i, s:O, s:o}", "directory", srv->opt.plugins_dir, "directories",
+                                    tthd_plugins_path_json(srv->opt.plugins_dir), "generation",
                                     (int)srv->pool.describe_gen, "plugins", json_object_get(describe, "plugins"),
                                     "errors", errors));
         break;
@@ -137,6 +139,8 @@ static void m_status(tthd_server *srv, tthd_request *req)
         (json_int_t)tthd_pool_busy(p), "queued", (json_int_t)p->queued, "spawned", (json_int_t)p->spawned,
         "crashed", (json_int_t)p->crashed, "killed", (json_int_t)p->killed, "timeouts", (json_int_t)p->timeouts,
         "memoryKills", (json_int_t)p->memkills, "generation", (json_int_t)p->generation);
+    if (res)
+        json_object_set_new(res, "pluginsPath", tthd_plugins_path_json(srv->opt.plugins_dir));
     tthd_respond(req, res);
 }
 

@@ -209,8 +209,8 @@ static void on_worker_message(tthd_worker *w, tthp_message *m)
             } else if (w->generation == pool->generation) {
                 json_decref(pool->describe);
                 pool->describe = json_incref(describe);
-                json_decref(pool->load_error);
-                pool->load_error = json_incref(json_object_get(m->params, "loadError"));
+                json_decref(pool->load_errors);
+                pool->load_errors = json_incref(json_object_get(m->params, "loadErrors"));
                 pool->describe_gen = w->generation;
             }
             pool_dispatch(pool);
@@ -695,8 +695,8 @@ static void pool_maybe_closed(tthd_pool *pool)
 {
     if (pool->closing && pool->handles_open == 0) {
         json_decref(pool->describe);
-        json_decref(pool->load_error);
-        pool->describe = pool->load_error = NULL;
+        json_decref(pool->load_errors);
+        pool->describe = pool->load_errors = NULL;
         if (pool->on_closed)
             pool->on_closed(pool);
     }

@@ -615,8 +615,8 @@ static void server_finish(tthd_server *srv)
     close_if_open((uv_handle_t *)&srv->reap_timer);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
-    if (srv->watching)
-        close_if_open((uv_handle_t *)&srv->watch);
+    for (int i = 0; i < srv->watching; i++)
+        close_if_open((uv_handle_t *)&srv->watch[i]);
 }
 
 static size_t active_requests(const tthd_server *srv)
@@ -703,14 +703,21 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     uv_signal_start(&srv->sigint, on_signal, SIGINT);
     tthd_pool_init(&srv->pool, loop, &srv->opt);
     srv->pool.data = srv;
-    if (uv_fs_event_init(loop, &srv->watch) == 0) {
-        srv->watch.data = srv;
-        srv->watching = 1;
-        int rc = uv_fs_event_start(&srv->watch, on_plugins_changed, srv->opt.plugins_dir, 0);
+    /* every directory of the plugins path is watched: a plugin dropped into any of them loads */
+    json_t *dirs = tthd_plugins_path_json(srv->opt.plugins_dir);
+    size_t i;
+    json_t *dir;
+    json_array_foreach(dirs, i, dir) {
+        if (srv->watching == TTHD_MAX_PLUGIN_DIRS || uv_fs_event_init(loop, &srv->watch[srv->watching]) != 0)
+            break;
+        uv_fs_event_t *w = &srv->watch[srv->watching++];
+        w->data = srv;
+        int rc = uv_fs_event_start(w, on_plugins_changed, json_string_value(dir), 0);
         if (rc != 0)
-            tthd_log(TTHD_LOG_WARN, "cannot watch %s (%s): new plugins need a restart", srv->opt.plugins_dir,
-                     uv_strerror(rc));
+            tthd_log(TTHD_LOG_WARN, "cannot watch %s (%s): new plugins there need a restart",
+                     json_string_value(dir), uv_strerror(rc));
     }
+    json_decref(dirs);
     if (srv->opt.idle_exit > 0)
         uv_timer_start(&srv->idle_timer, on_idle, (uint64_t)(srv->opt.idle_exit * 1000), 0);
     return 0;

@@ -22,10 +22,16 @@ void tthd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 /* ---- options (main.c) ------------------------------------------------------------------ */
 
+#define TTHD_MAX_PLUGIN_DIRS 16
+/* The directories of a plugins path, as a JSON array of strings (new reference). */
+json_t *tthd_plugins_path_json(const char *path);
+
 typedef struct tthd_options {
     char *socket_path;          /* where to listen */
     int socket_default;         /* socket_path is the default: its directory must be private */
-    char *plugins_dir;          /* the trusted plugins directory */
+    char *plugins_dir;          /* the plugins path: trusted directories separated by ':', searched
+                                   in order (--plugins-dir, else $TTH_PLUGINS_PATH, else the
+                                   user's directory when it exists and the installed one) */
     char *cache_dir;            /* on-disk cache */
     char *worker_path;          /* the tth-worker executable */
     unsigned workers;           /* pool size */
@@ -128,7 +134,8 @@ struct tthd_pool {
     unsigned generation;        /* bumped when the plugins directory changes */
     json_t *describe;           /* tth_registry_describe of the newest ready worker */
     unsigned describe_gen;
-    json_t *load_error;         /* plugins directory refused as a whole, or NULL */
+    json_t *load_errors;        /* [{path, code, message, hint}]: directories of the plugins path
+                                   refused as a whole, or NULL */
     uv_timer_t tick;            /* deadlines, memory watch, kill grace: every 100 ms */
     uv_timer_t respawn;         /* backoff after workers fail to start */
     unsigned startup_failures;
@@ -219,8 +226,8 @@ struct tthd_server {
     uv_timer_t stop_timer;      /* shutdown grace */
     uv_timer_t rescan_timer;    /* debounce of the plugins directory watch */
     uv_timer_t reap_timer;      /* closes doomed connections outside request processing */
-    uv_fs_event_t watch;
-    int watching;
+    uv_fs_event_t watch[TTHD_MAX_PLUGIN_DIRS]; /* one per directory of the plugins path */
+    int watching;               /* how many of watch[] are initialized */
     tthd_conn *conns;
     unsigned n_conns;
     tthd_pool pool;

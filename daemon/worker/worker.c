@@ -318,7 +318,7 @@ static int serve(void)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tth-worker --plugins-dir DIR [--memory-limit BYTES] [--verbose]\n"
+    fprintf(out, "usage: tth-worker --plugins-dir DIR[:DIR...] [--memory-limit BYTES] [--verbose]\n"
                  "Runs plugin code for tthd; started by tthd, talks framed JSON-RPC on stdin/stdout.\n");
 }
 
@@ -383,21 +383,31 @@ int main(int argc, char **argv)
     tth_diag d;
     tth_diag_clear(&d);
     W.real = tth_registry_new();
-    json_t *load_error = NULL;
-    if (!W.real)
+    json_t *load_errors = json_array();
+    char *dirs = strdup(plugins_dir);
+    if (!W.real || !load_errors || !dirs)
         return 1;
-    if (tth_registry_load_dir(W.real, plugins_dir, &d) < 0)
-        load_error = diag_json(&d);
-    tth_diag_clear(&d);
+    /* the plugins path: directories separated by ':', searched in order, so a kind in an earlier
+     * one shadows the same kind in a later one (the later file is refused as a duplicate) */
+    char *save = NULL;
+    for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+        if (tth_registry_load_dir(W.real, dir, &d) < 0) {
+            json_t *e = diag_json(&d);
+            if (e)
+                json_object_set_new(e, "path", json_string(dir));
+            json_array_append_new(load_errors, e);
+        }
+        tth_diag_clear(&d);
+    }
+    free(dirs);
     W.shadow = tthw_trap_registry(W.real, on_hook, &d);
     if (!W.shadow) {
         fprintf(stderr, "tth-worker: %s\n", d.message);
         tth_registry_free(W.real);
         return 1;
     }
-    json_t *ready = json_pack("{s:i, s:o}", "pid", (int)getpid(), "describe", tth_registry_describe(W.real));
-    if (load_error)
-        json_object_set_new(ready, "loadError", load_error);
+    json_t *ready = json_pack("{s:i, s:o, s:o}", "pid", (int)getpid(), "describe", tth_registry_describe(W.real),
+                              "loadErrors", load_errors);
     send_msg(tthp_notification_new("worker/ready", ready));
     if (W.verbose)
         fprintf(stderr, "tth-worker[%d]: ready with %zu plugins from %s\n", (int)getpid(),

@@ -587,6 +587,72 @@ Test(client, plugins_shows_load_errors)
     proc_out_free(&po);
 }
 
+/* The plugins path: $TTH_PLUGINS_PATH reaches the daemon tthctl starts; its directories are
+ * searched in order (a kind in the first shadows the same kind in the second, which is listed as
+ * refused), shown by status; a value other than the running daemon's gets a note. */
+Test(client, plugins_path_from_the_environment)
+{
+    char a[400], b[400], from[1024], to[600], path[900];
+    snprintf(a, sizeof a, "%s/first", F.dir);
+    snprintf(b, sizeof b, "%s/second", F.dir);
+    cr_assert_eq(mkdir(a, 0700), 0);
+    cr_assert_eq(mkdir(b, 0700), 0);
+    static const char *const files[][2] = {{"first", "tp_basic"}, {"second", "tp_hot"}, {"second", "tp_dup"}};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(from, sizeof from, "%s/tests/plugins/%s.so", build_root(), files[i][1]);
+        snprintf(to, sizeof to, "%s/%s/%s.so", F.dir, files[i][0], files[i][1]);
+        copy_file(from, to);
+    }
+    snprintf(path, sizeof path, "%s:%s", a, b);
+    setenv("TTH_PLUGINS_PATH", path, 1);
+    proc_out po = {0};
+    ctl(&po, "status", "--json");
+    assert_status(&po, 0);
+    json_t *st = out_json(&po);
+    adopt_daemon(F.sock, (pid_t)json_integer_value(json_object_get(st, "pid")));
+    const json_t *pp = json_object_get(st, "pluginsPath");
+    cr_assert_eq(json_array_size(pp), 2, "the daemon's plugins path: %s", po.out);
+    cr_assert_str_eq(json_string_value(json_array_get(pp, 0)), a);
+    cr_assert_str_eq(json_string_value(json_array_get(pp, 1)), b);
+    json_decref(st);
+    proc_out_free(&po);
+
+    ctl(&po, "status");
+    assert_status(&po, 0);
+    assert_has(po.out, a);
+    assert_has(po.out, b);
+    cr_assert_null(strstr(po.err, "note"), "a note although the paths agree: %s", po.err);
+    proc_out_free(&po);
+
+    ctl(&po, "plugins", "--json");
+    assert_status(&po, 0);
+    json_t *pl = out_json(&po);
+    int basic_from_first = 0, hot = 0, dup_refused = 0;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(pl, "plugins"), i, o) {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        const char *file = json_string_value(json_object_get(o, "path"));
+        basic_from_first |= !strcmp(kind, "test-basic") && strstr(file, "/first/") != NULL;
+        hot |= !strcmp(kind, "test-hot");
+    }
+    json_array_foreach(json_object_get(pl, "errors"), i, o)
+        dup_refused |= strstr(json_string_value(json_object_get(o, "path")), "/second/tp_dup.so") != NULL &&
+                       strstr(json_string_value(json_object_get(o, "message")), "already provided") != NULL;
+    cr_assert(basic_from_first, "test-basic does not come from the first directory: %s", po.out);
+    cr_assert(hot, "the second directory's plugin was not loaded: %s", po.out);
+    cr_assert(dup_refused, "the shadowed plugin is not listed as refused: %s", po.out);
+    json_decref(pl);
+    proc_out_free(&po);
+
+    setenv("TTH_PLUGINS_PATH", a, 1);
+    ctl(&po, "--no-start", "status");
+    assert_status(&po, 0);
+    assert_has(po.err, "is not the running daemon's plugins path");
+    proc_out_free(&po);
+    unsetenv("TTH_PLUGINS_PATH");
+}
+
 Test(client, target_parse_good)
 {
     start_daemon(NULL);
