@@ -131,7 +131,11 @@ static void find_tthd(char *buf, size_t len)
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = '\0';
-            /* <build>/client/tthctl → <build>/daemon/tthd */
+            /* <prefix>/bin/tthctl → <prefix>/bin/tthd: the same install, wherever it was moved
+             * or staged; then <build>/client/tthctl → <build>/daemon/tthd */
+            snprintf(buf, len, "%s/tthd", self);
+            if (is_executable(buf))
+                return;
             snprintf(buf, len, "%s/../daemon/tthd", self);
             if (is_executable(buf))
                 return;
@@ -259,7 +263,7 @@ static int connect_or_start(const char *sock, int no_start, int *fd_out, int *st
             return 0;
         }
     }
-    pid_t pid;
+    pid_t pid = 0;
     char log[PATH_MAX + 16], exe[PATH_MAX + 16];
     rc = start_daemon(sock, dir, &pid, log, sizeof log, exe, sizeof exe, err);
     if (rc < 0) {

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""The CMake package from an installed tth: examples/cmake (find_package(tth), tth_add_model)
+configured against a staged install (meson install --destdir), built, run, and its output
+compared with numpy's forward pass (examples/digit_expected.npy); then the build's dependency
+rules: a second build does not compile the model again, a newer model file or another target
+does.
+
+    tests/cmake/cmake_package.py --build BUILD_DIR --source SOURCE_DIR
+
+Exit status 77 (skipped) when cmake or numpy is missing.
+"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd, env, **kw):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
+
+
+def fail(why, r=None):
+    print("FAIL: " + why)
+    if r is not None:
+        print((r.stdout + r.stderr)[-4000:])
+    return 1
+
+
+def check_output(app, image, env, expected):
+    import numpy as np
+    r = run([app, image], env)
+    if r.returncode != 0:
+        return "digits_app exited %d: %s" % (r.returncode, r.stderr)
+    lines = r.stdout.split()
+    got = np.array([float(v) for v in lines[:10]], dtype=np.float64)
+    want = expected.reshape(-1).astype(np.float64)
+    if np.any(np.abs(got - want) > 1e-4 + 1e-4 * np.abs(want)):
+        return "probabilities differ from numpy's: got %s, want %s" % (got, want)
+    if lines[-1] != str(int(np.argmax(want))):
+        return "digit %s, numpy says %d" % (lines[-1], int(np.argmax(want)))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    args = ap.parse_args()
+    if not shutil.which("cmake"):
+        print("cmake_package: skipped, cmake is not installed")
+        return 77
+    try:
+        import numpy as np
+    except ImportError:
+        print("cmake_package: skipped, python3-numpy is not installed")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="tth-cmake-")
+    env = dict(os.environ)
+    tthctl = None
+    try:
+        r = run(["meson", "install", "-C", args.build, "--no-rebuild", "--destdir", os.path.join(tmp, "dest")], env)
+        if r.returncode != 0:
+            return fail("meson install", r)
+        configs = glob.glob(os.path.join(tmp, "dest", "**", "tthConfig.cmake"), recursive=True)
+        if len(configs) != 1:
+            return fail("expected one installed tthConfig.cmake, found %s" % configs)
+        prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", "..", ".."))
+        if not os.path.exists(os.path.join(prefix, "bin", "tthctl")):
+            prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", ".."))
+        tthctl = os.path.join(prefix, "bin", "tthctl")
+        libtth = glob.glob(os.path.join(tmp, "dest", "**", "libtth.so*"), recursive=True)
+        plugins = glob.glob(os.path.join(tmp, "dest", "**", "tth", "plugins"), recursive=True)
+        if not libtth or len(plugins) != 1:
+            return fail("the staged install lacks libtth or its plugins directory")
+        # the staged binaries are not where they were configured to live: point them at their
+        # library, their plugins and a private runtime directory
+        env["LD_LIBRARY_PATH"] = os.path.dirname(libtth[0]) + ":" + env.get("LD_LIBRARY_PATH", "")
+        env["TTH_PLUGINS_PATH"] = plugins[0]
+        env["XDG_RUNTIME_DIR"] = os.path.join(tmp, "run")
+        env["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
+        os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
+
+        src = os.path.join(tmp, "src")
+        shutil.copytree(os.path.join(args.source, "examples", "cmake"), os.path.join(src, "cmake"))
+        shutil.copy(os.path.join(args.source, "examples", "digits.onnx"), src)
+        image = os.path.join(tmp, "image.raw")
+        np.load(os.path.join(args.source, "examples", "digit_input.npy")).astype("<f4").tofile(image)
+        expected = np.load(os.path.join(args.source, "examples", "digit_expected.npy"))
+        b = os.path.join(tmp, "b")
+        app = os.path.join(b, "digits_app")
+
+        r = run(["cmake", "-S", os.path.join(src, "cmake"), "-B", b, "-DCMAKE_PREFIX_PATH=" + prefix], env)
+        if r.returncode != 0:
+            return fail("configuring examples/cmake against the staged prefix", r)
+        r = run(["cmake", "--build", b], env)
+        if r.returncode != 0 or "tth: compiling digits for c" not in r.stdout:
+            return fail("the first build (it must compile the model)", r)
+        why = check_output(app, image, env, expected)
+        if why:
+            return fail("target c: " + why)
+        print("target c: built and matches numpy")
+
+        r = run(["cmake", "--build", b], env)
+        if r.returncode != 0 or "tth: compiling" in r.stdout:
+            return fail("a second build compiled the model again", r)
+        print("second build: nothing to do")
+
+        model = os.path.join(src, "digits.onnx")
+        later = time.time() + 2
+        os.utime(model, (later, later))
+        r = run(["cmake", "--build", b], env)
+        if r.returncode != 0 or "tth: compiling digits for c" not in r.stdout:
+            return fail("a newer model file did not compile again", r)
+        print("newer model: compiled again")
+
+        r = run(["cmake", "-S", os.path.join(src, "cmake"), "-B", b, "-DDIGITS_TARGET=llvm"], env)
+        if r.returncode == 0:
+            r = run(["cmake", "--build", b], env)
+        if r.returncode != 0 or "tth: compiling digits for llvm" not in r.stdout:
+            return fail("another target did not compile again", r)
+        why = check_output(app, image, env, expected)
+        if why:
+            return fail("target llvm: " + why)
+        print("target llvm: built and matches numpy")
+        return 0
+    finally:
+        if tthctl and os.path.exists(tthctl):
+            run([tthctl, "--no-start", "stop"], env)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
