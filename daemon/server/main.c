@@ -3,7 +3,8 @@
  *   tthd [--socket PATH] [--plugins-dir DIR[:DIR...]] [--workers N] [--idle-exit SECONDS] [--verbose]
  *        [--cache-dir DIR] [--cache-max-bytes N] [--request-timeout SECONDS]
  *        [--worker-memory-limit BYTES] [--max-frame-bytes N] [--max-request-bytes N]
- *        [--max-requests N] [--max-connections N] [--shutdown-grace SECONDS] [--worker PATH] */
+ *        [--max-requests N] [--max-connections N] [--connection-idle-timeout SECONDS]
+ *        [--shutdown-grace SECONDS] [--worker PATH] */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -36,6 +37,9 @@ static void usage(FILE *out)
             "  --max-request-bytes N      largest request accepted, upload included (default %u)\n"
             "  --max-requests N           requests in flight per connection (default %d)\n"
             "  --max-connections N        open client connections; one more is told the daemon is busy (default 256)\n"
+            "  --connection-idle-timeout SECONDS\n"
+            "                             close a connection with no request in flight after this long\n"
+            "                             without a byte from it (default 600; 0: never)\n"
             "  --shutdown-grace SECONDS   time in-flight work gets on shutdown (default 5)\n"
             "  --worker PATH              the tth-worker executable (default: next to tthd)\n"
             "  --verbose                  debug logging (workers, clients, cache)\n"
@@ -238,8 +242,9 @@ int main(int argc, char **argv)
     o->max_request = TTHP_DEFAULT_MAX_REQUEST_BYTES;
     o->max_concurrent = TTHP_DEFAULT_MAX_CONCURRENT;
     o->max_connections = 256;
+    o->conn_idle = 600;
     enum { O_SOCKET = 256, O_PLUGINS, O_WORKERS, O_IDLE, O_CACHE_DIR, O_CACHE_MAX, O_TIMEOUT, O_MEM,
-           O_FRAME, O_REQUEST, O_MAXREQ, O_MAXCONN, O_GRACE, O_WORKER, O_VERSION };
+           O_FRAME, O_REQUEST, O_MAXREQ, O_MAXCONN, O_CONNIDLE, O_GRACE, O_WORKER, O_VERSION };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"plugins-dir", required_argument, NULL, O_PLUGINS},
@@ -253,6 +258,7 @@ int main(int argc, char **argv)
         {"max-request-bytes", required_argument, NULL, O_REQUEST},
         {"max-requests", required_argument, NULL, O_MAXREQ},
         {"max-connections", required_argument, NULL, O_MAXCONN},
+        {"connection-idle-timeout", required_argument, NULL, O_CONNIDLE},
         {"shutdown-grace", required_argument, NULL, O_GRACE},
         {"worker", required_argument, NULL, O_WORKER},
         {"verbose", no_argument, NULL, 'v'},
@@ -278,6 +284,7 @@ int main(int argc, char **argv)
         case O_REQUEST: bad |= parse_u64(optarg, &u) || u < 1024; o->max_request = (size_t)u; break;
         case O_MAXREQ: bad |= parse_u64(optarg, &u) || u < 1 || u > 100000; o->max_concurrent = (unsigned)u; break;
         case O_MAXCONN: bad |= parse_u64(optarg, &u) || u < 1 || u > 100000; o->max_connections = (unsigned)u; break;
+        case O_CONNIDLE: bad |= parse_seconds(optarg, &o->conn_idle); break;
         case 'v': verbose++; break;
         case O_VERSION: printf("tthd %s (protocol %s)\n", TTH_VERSION, TTHP_PROTOCOL_VERSION); options_free(o); return 0;
         case 'h': usage(stdout); options_free(o); return 0;

@@ -5,6 +5,7 @@
  * announced by the preceding $/chunk. Every breach of a limit is answered with a JSON-RPC
  * error; only a header that cannot be resynchronised closes the connection. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -197,6 +198,22 @@ static void conn_close_after_flush(tthd_conn *conn)
         conn_close(conn);
 }
 
+/* A connection with no request in flight that sent nothing for opt.conn_idle seconds holds a
+ * slot of --max-connections for nothing (a client that hung, or forgot it): closed, logged. */
+static void on_conn_idle_sweep(uv_timer_t *t)
+{
+    tthd_server *srv = t->data;
+    uint64_t now = uv_now(srv->loop), limit = (uint64_t)(srv->opt.conn_idle * 1000);
+    for (tthd_conn *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closing && !c->close_when_flushed && c->n_reqs == 0 && now - c->last_ms >= limit) {
+            tthd_log(TTHD_LOG_INFO, "closing the connection of client pid %d: idle for %.0f s "
+                     "(--connection-idle-timeout)", (int)c->pid, (double)(now - c->last_ms) / 1000.0);
+            conn_close_after_flush(c);
+        }
+    }
+}
+
 static tthd_request *find_request(tthd_conn *conn, const json_t *id)
 {
     for (tthd_request *r = conn->reqs; r; r = r->next)
@@ -362,6 +379,8 @@ static void on_conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         conn_close(conn);
         return;
     }
+    if (nread > 0)
+        conn->last_ms = uv_now(conn->srv->loop);
     size_t off = 0;
     while (off < (size_t)nread && !conn->closing && !conn->close_when_flushed) {
         tthp_frame f;
@@ -440,6 +459,7 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     tthd_log(TTHD_LOG_DEBUG, "client pid %d connected", (int)cred.pid);
+    conn->last_ms = uv_now(srv->loop);
     uv_read_start((uv_stream_t *)&conn->pipe, on_conn_alloc, on_conn_read);
 }
 
@@ -464,7 +484,8 @@ static int socket_alive(const char *path)
 }
 
 /* Create the socket's directory (0700) if missing. The default directory must be ours and
- * private: one made by another user could be used to impersonate the daemon. */
+ * private: one made by another user could be used to impersonate the daemon. A given one must at
+ * least be out of other users' reach (docs/security.md). */
 static int socket_dir_prepare(const char *path, int is_default)
 {
     char dir[4096];
@@ -485,16 +506,39 @@ static int socket_dir_prepare(const char *path, int is_default)
         tthd_log(TTHD_LOG_ERROR, "%s is not a directory", dir);
         return -1;
     }
-    if (is_default) {
-        if (st.st_uid != geteuid()) {
-            tthd_log(TTHD_LOG_ERROR, "the socket directory %s belongs to uid %u, not to you (uid %u); not using it",
-                     dir, (unsigned)st.st_uid, (unsigned)geteuid());
-            return -1;
-        }
-        if ((st.st_mode & 0077) && chmod(dir, 0700) != 0) {
-            tthd_log(TTHD_LOG_ERROR, "cannot make %s private: %s", dir, strerror(errno));
-            return -1;
-        }
+    if (!is_default) {
+        /* a directory given on the command line (tthctl's auto-start gives one too) is not made
+         * private, but it must be one no other user can change: owned by us or root, and not
+         * writable by group or others unless sticky (as /tmp is); the same for the directory a
+         * symlink leads to, and for a symlink itself */
+        char real[PATH_MAX];
+        struct stat lst;
+        const char *bad = NULL;
+        unsigned owner = 0;
+        if (lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode) && lst.st_uid != geteuid() && lst.st_uid != 0)
+            bad = "is a symlink owned by", owner = (unsigned)lst.st_uid;
+        else if (st.st_uid != geteuid() && st.st_uid != 0)
+            bad = "belongs to", owner = (unsigned)st.st_uid;
+        else if ((st.st_mode & 0022) && !(st.st_mode & S_ISVTX))
+            bad = "is writable by group or others";
+        if (bad && owner)
+            tthd_log(TTHD_LOG_ERROR, "the socket directory %s %s uid %u, not you (uid %u) or root: another user "
+                     "could answer in tthd's place; give a socket in a directory of your own", dir, bad, owner,
+                     (unsigned)geteuid());
+        else if (bad)
+            tthd_log(TTHD_LOG_ERROR, "the socket directory %s (%s) %s without the sticky bit: another user could "
+                     "replace the socket; give a socket in a directory of your own (chmod go-w)", dir,
+                     realpath(dir, real) ? real : dir, bad);
+        return bad ? -1 : 0;
+    }
+    if (st.st_uid != geteuid()) {
+        tthd_log(TTHD_LOG_ERROR, "the socket directory %s belongs to uid %u, not to you (uid %u); not using it",
+                 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if ((st.st_mode & 0077) && chmod(dir, 0700) != 0) {
+        tthd_log(TTHD_LOG_ERROR, "cannot make %s private: %s", dir, strerror(errno));
+        return -1;
     }
     return 0;
 }
@@ -613,6 +657,7 @@ static void server_finish(tthd_server *srv)
     close_if_open((uv_handle_t *)&srv->idle_timer);
     close_if_open((uv_handle_t *)&srv->rescan_timer);
     close_if_open((uv_handle_t *)&srv->reap_timer);
+    close_if_open((uv_handle_t *)&srv->conn_idle_timer);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
     for (int i = 0; i < srv->watching; i++)
@@ -678,6 +723,8 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     uv_timer_init(loop, &srv->stop_timer);
     uv_timer_init(loop, &srv->rescan_timer);
     uv_timer_init(loop, &srv->reap_timer);
+    uv_timer_init(loop, &srv->conn_idle_timer);
+    srv->conn_idle_timer.data = srv;
     uv_signal_init(loop, &srv->sigterm);
     uv_signal_init(loop, &srv->sigint);
     srv->idle_timer.data = srv->stop_timer.data = srv->rescan_timer.data = srv->reap_timer.data = srv;
@@ -694,6 +741,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
         close_if_open((uv_handle_t *)&srv->stop_timer);
         close_if_open((uv_handle_t *)&srv->rescan_timer);
         close_if_open((uv_handle_t *)&srv->reap_timer);
+        close_if_open((uv_handle_t *)&srv->conn_idle_timer);
         close_if_open((uv_handle_t *)&srv->sigterm);
         close_if_open((uv_handle_t *)&srv->sigint);
         srv->stopping = 2;
@@ -720,6 +768,13 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     json_decref(dirs);
     if (srv->opt.idle_exit > 0)
         uv_timer_start(&srv->idle_timer, on_idle, (uint64_t)(srv->opt.idle_exit * 1000), 0);
+    if (srv->opt.conn_idle > 0) {
+        /* swept a few times per timeout, at most once a second */
+        uint64_t every = (uint64_t)(srv->opt.conn_idle * 250);
+        every = every < 50 ? 50 : every > 1000 ? 1000 : every;
+        uv_timer_start(&srv->conn_idle_timer, on_conn_idle_sweep, every, every);
+        uv_unref((uv_handle_t *)&srv->conn_idle_timer);
+    }
     return 0;
 }
 

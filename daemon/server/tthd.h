@@ -44,6 +44,7 @@ typedef struct tthd_options {
     size_t max_request;         /* request limit (JSON + upload) */
     unsigned max_concurrent;    /* requests in flight per connection */
     unsigned max_connections;   /* open client connections */
+    double conn_idle;           /* seconds a connection without requests may stay silent; 0: ever */
     int verbose;
 } tthd_options;
 
@@ -212,6 +213,7 @@ struct tthd_conn {
     int expect_binary;
     size_t expect_size;
     tthd_request *expect_req;   /* NULL: discard it */
+    uint64_t last_ms;           /* when the client last sent a byte (or connected) */
     tthd_conn *next;
 };
 
@@ -225,6 +227,7 @@ struct tthd_server {
     uv_timer_t idle_timer;
     uv_timer_t stop_timer;      /* shutdown grace */
     uv_timer_t rescan_timer;    /* debounce of the plugins directory watch */
+    uv_timer_t conn_idle_timer; /* closes idle connections (opt.conn_idle) */
     uv_timer_t reap_timer;      /* closes doomed connections outside request processing */
     uv_fs_event_t watch[TTHD_MAX_PLUGIN_DIRS]; /* one per directory of the plugins path */
     int watching;               /* how many of watch[] are initialized */

@@ -333,3 +333,58 @@ Test(daemon, cache_accounting, .timeout = 300)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* A socket given on the command line must sit in a directory no other user can change: one
+ * writable by others (without the sticky bit) or, as root, one owned by another user, and tthd
+ * refuses to start, saying why; a sticky world-writable one, as /tmp, is accepted. */
+Test(daemon, socket_directory_others_can_change_is_refused, .timeout = 120)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/run", d.root);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    cr_assert_eq(chmod(dir, 0777), 0);
+    pid_t pid = e2e_spawn(&d, NULL);
+    int status;
+    cr_assert(e2e_wait_exit(pid, 15000, &status), "tthd must refuse a socket in a directory others can write");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    cr_assert(log_contains(&d, "is writable by group or others without the sticky bit"), "the refusal says why");
+    cr_assert_neq(access(d.sock, F_OK), 0, "no socket was made");
+    if (geteuid() == 0) {
+        struct passwd *nobody = getpwnam("nobody");
+        cr_assert_eq(chmod(dir, 0755), 0);
+        cr_assert_eq(chown(dir, nobody ? nobody->pw_uid : 65534, nobody ? nobody->pw_gid : 65534), 0);
+        pid = e2e_spawn(&d, NULL);
+        cr_assert(e2e_wait_exit(pid, 15000, &status), "tthd must refuse a directory of another user");
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+        cr_assert(log_contains(&d, "belongs to uid"), "the refusal names the owner");
+        cr_assert_eq(chown(dir, 0, 0), 0);
+    }
+    cr_assert_eq(chmod(dir, 01777), 0);
+    e2e_launch(&d, basic, NULL);
+    e2e_stop(&d);
+}
+
+/* A connection that holds no request and sends nothing for --connection-idle-timeout is closed;
+ * one that keeps talking is not. */
+Test(daemon, idle_connections_are_closed, .timeout = 120)
+{
+    static const char *const args[] = {"--connection-idle-timeout", "1", NULL};
+    e2e_daemon d;
+    e2e_start(&d, basic, args);
+    e2e_client *quiet = e2e_client_new(&d), *busy = e2e_client_new(&d);
+    e2e_client_init(quiet);
+    e2e_client_init(busy);
+    for (int i = 0; i < 6; i++) {
+        usleep(400000);
+        json_t *r = e2e_call(busy, 10 + i, "status", NULL);
+        cr_assert_not_null(r, "a client that keeps talking was disconnected");
+        json_decref(r);
+    }
+    cr_assert_null(e2e_recv(quiet, 3000), "the idle connection is still open after 2.4 s");
+    cr_assert(log_contains(&d, "idle for"), "the close is logged");
+    e2e_client_free(quiet);
+    e2e_client_free(busy);
+    e2e_stop(&d);
+}
