@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <link.h>
@@ -114,6 +115,16 @@ int tth_path_check_trusted(const char *path, tth_diag *diag)
             rc = tth_path_check_trusted(dir, diag);
         }
         free(dir);
+        /* a symlink's target is only as safe as the real directory it sits in: a file reached
+         * through a trusted directory but living in one others can write could be swapped */
+        char real[PATH_MAX];
+        if (rc == 0 && realpath(path, real) && strcmp(real, path) != 0) {
+            char *rslash = strrchr(real, '/');
+            if (rslash && rslash != real) {
+                *rslash = '\0';
+                rc = tth_path_check_trusted(real, diag);
+            }
+        }
         return rc;
     }
     return 0;

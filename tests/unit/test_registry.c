@@ -139,6 +139,38 @@ Test(registry, refuses_world_writable_file)
     tth_registry_free(r);
 }
 
+/* A plugin reached through a symlink is judged by the real directory it lives in: one others can
+ * write is refused although the link sits in a trusted directory. */
+Test(registry, refuses_symlink_into_a_writable_directory)
+{
+    char other[512], target[600], link[600], from[1100];
+    snprintf(other, sizeof other, "%s-open", tmpdir);
+    cr_assert_eq(mkdir(other, 0755), 0);
+    snprintf(from, sizeof from, "%s/tp_basic.so", test_plugins_dir());
+    snprintf(target, sizeof target, "%s/real.so", other);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 0644 '%s'", from, target, target);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(chmod(other, 0777), 0);
+    snprintf(link, sizeof link, "%s/a.so", tmpdir);
+    cr_assert_eq(symlink(target, link), 0);
+    tth_registry *r = tth_registry_new();
+    tth_diag d;
+    cr_assert_eq(tth_registry_load_dir(r, tmpdir, &d), 0);
+    const tth_plugin_error *e = error_for(r, "a.so");
+    cr_assert_not_null(e, "a plugin living in a world-writable directory was loaded through a symlink");
+    cr_assert_eq(e->diag.code, TTH_EPERM);
+    cr_assert_not_null(strstr(e->diag.message, "writable by other users"), "%s", e->diag.message);
+    tth_registry_free(r);
+    /* the same file in a directory only its owner writes loads */
+    cr_assert_eq(chmod(other, 0755), 0);
+    r = tth_registry_new();
+    cr_assert_eq(tth_registry_load_dir(r, tmpdir, &d), 1, "%s", d.message);
+    tth_registry_free(r);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", other);
+    cr_assert_eq(system(cmd), 0);
+}
+
 Test(registry, refuses_group_writable_directory)
 {
     put_plugin("tp_basic", "a.so");
