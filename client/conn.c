@@ -324,6 +324,14 @@ static int send_msg(tthctl_conn *c, json_t *msg_new, tthctl_error *err)
         return tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
     int rc = tthp_write_message_fd(c->fd, msg_new);
     json_decref(msg_new);
+    if (rc == -EPIPE || rc == -ECONNRESET) {
+        /* the daemon closed the connection: report what it said before (a refused peer, a busy
+         * daemon) or that it closed, not the pipe */
+        rc = tthctl_conn_wait(c, -1, NULL, 2000, NULL, err);
+        return rc < 0 ? rc
+                      : tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL, "tthd closed the connection (socket '%s')",
+                                    c->socket_path);
+    }
     if (rc < 0) {
         char loc[160];
         snprintf(loc, sizeof loc, "socket '%s'", c->socket_path);

@@ -653,6 +653,29 @@ Test(client, plugins_path_from_the_environment)
     unsetenv("TTH_PLUGINS_PATH");
 }
 
+/* A daemon at its --max-connections answers the one over the limit with a "busy" error and
+ * closes: tthctl reports that, never the broken pipe its first write may meet. */
+Test(client, busy_daemon_is_reported_as_busy)
+{
+    static const char *const extra[] = {"--max-connections", "1", NULL};
+    start_daemon_args(extra);
+    usleep(300000); /* the daemon has seen start_daemon's probe connection close */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", F.sock);
+    int hold = socket(AF_UNIX, SOCK_STREAM, 0);
+    cr_assert_eq(connect(hold, (struct sockaddr *)&sa, sizeof sa), 0);
+    usleep(300000); /* the daemon has accepted it: the one slot is taken */
+    for (int i = 0; i < 5; i++) {
+        proc_out po = {0};
+        ctl(&po, "--no-start", "status");
+        cr_assert_neq(po.status, 0, "status succeeded past --max-connections");
+        assert_has(po.err, "tthd is busy");
+        cr_assert_null(strstr(po.err, "pipe"), "reported as a pipe error:\n%s", po.err);
+        proc_out_free(&po);
+    }
+    close(hold);
+}
+
 Test(client, target_parse_good)
 {
     start_daemon(NULL);

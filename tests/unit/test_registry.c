@@ -148,7 +148,7 @@ Test(registry, refuses_symlink_into_a_writable_directory)
     cr_assert_eq(mkdir(other, 0755), 0);
     snprintf(from, sizeof from, "%s/tp_basic.so", test_plugins_dir());
     snprintf(target, sizeof target, "%s/real.so", other);
-    char cmd[2048];
+    char cmd[2600];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 0644 '%s'", from, target, target);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(chmod(other, 0777), 0);
