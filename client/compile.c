@@ -286,7 +286,26 @@ static void print_partition(const json_t *p)
         printf("  refused %s: %s\n", jstr(o, "node"), jstr(o, "reason"));
 }
 
-static void print_result(const compile_job *job, const json_t *res, int explain)
+/* --timings (and --explain): where the compile's time went, in seconds */
+static void print_timings(const json_t *t)
+{
+    if (!json_is_object(t))
+        return;
+    printf("timings (s): %.3f in all; cache lookup %.4f\n", json_number_value(json_object_get(t, "total")),
+           json_number_value(json_object_get(t, "cacheLookup")));
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(t, "stages"), i, o)
+        printf("  stage %-18s %8.3f\n", jstr(o, "stage"), json_number_value(json_object_get(o, "seconds")));
+    json_array_foreach(json_object_get(t, "hooks"), i, o)
+        printf("  hook  %-18s %8.3f  (%s, %lld call%s)\n", jstr(o, "hook"), json_number_value(json_object_get(o, "seconds")),
+               jstr(o, "plugin"), (long long)json_integer_value(json_object_get(o, "calls")),
+               json_integer_value(json_object_get(o, "calls")) == 1 ? "" : "s");
+    if (!json_array_size(json_object_get(t, "stages")))
+        printf("  (served from the cache: no stage ran)\n");
+}
+
+static void print_result(const compile_job *job, const json_t *res, int explain, int timings)
 {
     char b[32];
     const json_t *meta = json_object_get(res, "metadata");
@@ -304,6 +323,8 @@ static void print_result(const compile_job *job, const json_t *res, int explain)
                jstr(t, "header"), jstr(t, "root_variable"));
     if (explain)
         print_partition(json_object_get(meta, "partition"));
+    if (explain || timings)
+        print_timings(json_object_get(res, "timings"));
     const json_t *dumps = json_object_get(res, "dumps");
     const char *stage;
     json_t *text;
@@ -432,7 +453,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(res, "output", json_string(job.out_path));
         tthctl_json_print(res);
     } else {
-        print_result(&job, res, a->explain);
+        print_result(&job, res, a->explain, a->timings);
     }
     char ctx[PATH_MAX + 16];
     snprintf(ctx, sizeof ctx, "model '%s'", model_path);

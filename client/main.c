@@ -31,6 +31,7 @@
     X(DUMP_IR,    "dump-ir",    0,   "STAGE",     "print the IR after STAGE (or 'all')")            \
     X(EXPLAIN,    "explain",    0,   NULL,        "ask the daemon to explain its decisions")        \
     X(NO_CACHE,   "no-cache",   0,   NULL,        "compile even when the cache has the artifact")   \
+    X(TIMINGS,    "timings",    0,   NULL,        "print where the compile's time went (stages, plugin hooks, cache)") \
     X(SHARED,     "shared",     0,   NULL,        "build a shared library for 'tthctl run' (default: when the target is this machine)") \
     X(INPUT,      "input",      'i', "NAME=FILE", "bind input NAME to a .npy or .pb tensor file (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
@@ -62,7 +63,7 @@ static const opt_id global_opts[] = {OPT_HELP, OPT_VERSION, OPT_SOCKET, OPT_NO_S
 
 /* ---- commands ---- */
 
-#define MAX_CMD_OPTS 8
+#define MAX_CMD_OPTS 10
 typedef struct cmd_spec {
     const char *group;   /* "target" for "target parse"; NULL for a one-word command */
     const char *name;
@@ -77,7 +78,7 @@ typedef struct cmd_spec {
 
 static const cmd_spec commands[] = {
     {NULL, "compile", "MODEL", 1, 1,
-     {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_SHARED}, 8,
+     {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_TIMINGS, OPT_SHARED}, 9,
      "compile an ONNX model for a target into an artifact (.tar)",
      "Sends MODEL to tthd, receives the artifact, checks its size and XXH64 and writes it\n"
      "atomically to OUT (default NAME.tar, NAME being the model's name).\n"
@@ -245,6 +246,7 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_DUMP_IR: a->dump_ir = val; break;
     case OPT_EXPLAIN: a->explain = 1; break;
     case OPT_NO_CACHE: a->no_cache = 1; break;
+    case OPT_TIMINGS: a->timings = 1; break;
     case OPT_SHARED: a->shared = 1; break;
     case OPT_OUTPUT_DIR: a->output_dir = val; break;
     case OPT_REPEAT: a->repeat = val; break;

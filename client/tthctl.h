@@ -63,6 +63,7 @@ typedef struct tthctl_args {
     const char *dump_ir;       /* --dump-ir */
     int explain;               /* --explain */
     int no_cache;              /* --no-cache */
+    int timings;               /* --timings */
     int shared;                /* --shared: options.build_shared */
     const char *output_dir;    /* --output-dir */
     const char *repeat;        /* --repeat (checked by the command) */

@@ -30,6 +30,7 @@ typedef struct tth_compile_result {
     size_t artifact_len;
     json_t *metadata;            /* metadata.json as stored in the tar (new reference) */
     json_t *dumps;               /* {"stage": "IR text"} when options.dump_ir asked; else NULL */
+    json_t *timings;             /* [{"stage", "seconds"}] in flow order (wall clock) */
 } tth_compile_result;
 
 /* Run the whole flow. On failure returns a negative TTH_E* code and fills diag (naming the

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compile.h"
 #include "compile_internal.h"
@@ -31,6 +32,7 @@ typedef struct compile_state {
     int build_shared;
     uint32_t ws_align;
     json_t *dumps;
+    json_t *timings;             /* [{"stage", "seconds"}] of the stages run so far */
     /* products, in stage order */
     tth_relay_module *rmod;      /* import, optimize */
     char *relay_text;            /* optimize */
@@ -465,7 +467,13 @@ static int run_stage(compile_state *s, const char *name, int percent, stage_fn f
         return tth_diag_set(s->diag, TTH_ECANCELLED, name, "the compile was cancelled");
     if (s->req->progress)
         s->req->progress(s->req->progress_ctx, name, percent);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = fn(s);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (s->timings)
+        json_array_append_new(s->timings, json_pack("{s:s, s:f}", "stage", name, "seconds",
+                                                    (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9));
     if (rc) {
         if (s->diag && s->diag->code == TTH_OK)
             tth_diag_set(s->diag, rc, NULL, "failed");
@@ -480,6 +488,7 @@ static void state_free(compile_state *s)
     free(s->so);
     json_decref(s->metadata);
     json_decref(s->dumps);
+    json_decref(s->timings);
     for (size_t i = 0; i < s->nrts; i++)
         tth_runtime_module_free(s->rts[i]);
     free(s->rts);
@@ -508,8 +517,10 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     else
         s.host = (tth_host){.size = sizeof(tth_host), .abi_major = TTH_ABI_MAJOR,
                             .abi_minor = TTH_ABI_MINOR};
-    if (check_dump_ir(json_object_get(req->options, "dump_ir"), &s.dump_ir, diag) < 0)
-        return -1;
+    int drc = check_dump_ir(json_object_get(req->options, "dump_ir"), &s.dump_ir, diag);
+    if (drc < 0)
+        return drc;
+    s.timings = json_array();
     if (s.dump_ir && !(s.dumps = json_object()))
         return tth_diag_set(diag, TTH_ENOMEM, "compile", "out of memory");
 
@@ -533,9 +544,11 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
         res->artifact_len = s.tar_len;
         res->metadata = s.metadata;
         res->dumps = s.dumps;
+        res->timings = s.timings;
         s.tar = NULL;
         s.metadata = NULL;
         s.dumps = NULL;
+        s.timings = NULL;
         if (req->progress)
             req->progress(req->progress_ctx, "done", 100);
     }
@@ -550,5 +563,6 @@ void tth_compile_result_free(tth_compile_result *res)
     free(res->artifact);
     json_decref(res->metadata);
     json_decref(res->dumps);
+    json_decref(res->timings);
     memset(res, 0, sizeof *res);
 }

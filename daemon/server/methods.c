@@ -205,7 +205,8 @@ static char *options_text(const tthd_request *req)
 
 /* Stream an artifact, then answer. */
 static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len,
-                          const json_t *metadata, const json_t *diagnostics, const json_t *dumps)
+                          const json_t *metadata, const json_t *diagnostics, const json_t *dumps,
+                          const json_t *worker_timings)
 {
     tthd_conn *conn = req->conn;
     size_t off = 0, chunks = 0;
@@ -227,6 +228,16 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
                             "diagnostics", diagnostics ? json_incref((json_t *)diagnostics) : json_array());
     if (res && json_is_object(dumps))
         json_object_set(res, "dumps", (json_t *)dumps);
+    /* where the time went: the worker's stages and hooks (a miss), the cache lookup, the whole
+     * request up to this answer (docs/tthctl.md, --timings) */
+    json_t *t = json_is_object(worker_timings) ? json_deep_copy(worker_timings) : json_object();
+    if (res && t) {
+        json_object_set_new(t, "cacheLookup", json_real(req->lookup_s));
+        json_object_set_new(t, "total", json_real((double)(uv_hrtime() - req->start_ns) / 1e9));
+        json_object_set_new(res, "timings", t);
+    } else {
+        json_decref(t);
+    }
     tthd_respond(req, res);
 }
 
@@ -258,7 +269,7 @@ static void on_compile_done(tthd_job *job)
     const json_t *meta = json_object_get(job->result, "metadata");
     tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, meta);
     send_artifact(req, "miss", job->artifact, job->artifact_len, meta, json_object_get(job->result, "diagnostics"),
-                  json_object_get(job->result, "dumps"));
+                  json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));
 }
 
 /* The target parsed: look the artifact up, or compile it. */
@@ -287,11 +298,14 @@ static void on_compile_target(tthd_job *job)
     const json_t *options = json_object_get(req->params, "options");
     int use_cache = !json_is_true(json_object_get(options, "no_cache")) && !json_object_get(options, "dump_ir");
     tthd_cache_hit hit;
-    if (use_cache && tthd_cache_lookup(&srv->cache, req->key, &hit)) {
+    uint64_t l0 = uv_hrtime();
+    int found = use_cache && tthd_cache_lookup(&srv->cache, req->key, &hit);
+    req->lookup_s = (double)(uv_hrtime() - l0) / 1e9;
+    if (found) {
         tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
         tthd_progress(req, "report", "cache", 100);
         send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata, json_object_get(job->result, "diagnostics"),
-                      NULL);
+                      NULL, NULL);
         return;
     }
     tthd_progress(req, "report", "compile", 5);
@@ -314,6 +328,7 @@ static void on_compile_target(tthd_job *job)
 
 static void m_compile(tthd_server *srv, tthd_request *req)
 {
+    req->start_ns = uv_hrtime();
     const json_t *model = json_object_get(req->params, "model");
     const char *name = json_string_value(json_object_get(model, "name"));
     const json_t *size = json_object_get(model, "size");

@@ -193,6 +193,8 @@ struct tthd_request {
     char *target_text;          /* compile: its canonical JSON text */
     char key[33];               /* compile: cache key */
     int progress_begun;
+    uint64_t start_ns;          /* compile: when the request arrived (uv_hrtime) */
+    double lookup_s;            /* compile: seconds the cache lookup took */
     tthd_request *next;
 };
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -43,6 +44,9 @@ typedef struct tthw_state {
     tth_registry *real;         /* the loaded plugins */
     tth_registry *shadow;       /* the same with trampolines around every hook */
     json_t *logs;               /* diagnostics the current request's hooks logged */
+    json_t *hook_times;         /* {"plugin hook": {"plugin", "hook", "calls", "seconds"}} of it */
+    struct timespec hook_start; /* when the running hook was entered */
+    const char *hook_plugin, *hook_name;
     int verbose;
 } tthw_state;
 
@@ -63,8 +67,37 @@ static void send_msg(json_t *msg_new)
 }
 
 /* Trampoline callback: tell the daemon which hook runs now. */
+/* the time between a hook's enter and leave, summed per plugin and hook for the request's
+ * timings (docs/tthctl.md, --timings) */
+static void time_hook(const tth_plugin *p, const char *hook)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (hook) {
+        W.hook_start = now;
+        W.hook_plugin = p->desc->plugin_name;
+        W.hook_name = hook;
+        return;
+    }
+    if (!W.hook_times || !W.hook_name)
+        return;
+    double sec = (double)(now.tv_sec - W.hook_start.tv_sec) + (now.tv_nsec - W.hook_start.tv_nsec) / 1e9;
+    char key[256];
+    snprintf(key, sizeof key, "%s %s", W.hook_plugin, W.hook_name);
+    json_t *e = json_object_get(W.hook_times, key);
+    if (!e) {
+        e = json_pack("{s:s, s:s, s:i, s:f}", "plugin", W.hook_plugin, "hook", W.hook_name, "calls", 0, "seconds", 0.0);
+        if (!e || json_object_set_new(W.hook_times, key, e) != 0)
+            return;
+    }
+    json_object_set_new(e, "calls", json_integer(json_integer_value(json_object_get(e, "calls")) + 1));
+    json_object_set_new(e, "seconds", json_real(json_real_value(json_object_get(e, "seconds")) + sec));
+    W.hook_name = NULL;
+}
+
 static void on_hook(const tth_plugin *p, const char *hook)
 {
+    time_hook(p, hook);
     if (hook)
         send_msg(tthp_notification_new("hook/enter",
                                        json_pack("{s:s, s:s, s:s}", "plugin", p->desc->plugin_name,
@@ -242,14 +275,24 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
         } while (wrc == 0 && off < res.artifact_len);
         json_t *kinds = json_array();
         collect_kinds(req.target, kinds);
-        if (wrc == 0)
+        json_t *hooks = json_array();
+        const char *k;
+        json_t *v;
+        json_object_foreach(W.hook_times, k, v)
+            json_array_append(hooks, v);
+        json_t *stages = res.timings ? json_incref(res.timings) : json_array();
+        if (wrc == 0) {
             send_msg(tthp_answer_or_internal(
-                tthp_result_new(id, json_pack("{s:o, s:O, s:O, s:O}", "kinds", kinds, "metadata",
+                tthp_result_new(id, json_pack("{s:o, s:O, s:O, s:O, s:{s:o, s:o}}", "kinds", kinds, "metadata",
                                               res.metadata ? res.metadata : json_null(), "dumps",
-                                              res.dumps ? res.dumps : json_null(), "diagnostics", W.logs)),
+                                              res.dumps ? res.dumps : json_null(), "diagnostics", W.logs,
+                                              "timings", "stages", stages, "hooks", hooks)),
                 id));
-        else
+        } else {
             json_decref(kinds);
+            json_decref(stages);
+            json_decref(hooks);
+        }
         tth_compile_result_free(&res);
     }
 #endif
@@ -288,6 +331,8 @@ static int serve(void)
         }
         cancel_flag = 0;
         W.logs = json_array();
+        W.hook_times = json_object();
+        W.hook_name = NULL;
         int stop = 0;
         if (strcmp(m.method, "target/parse") == 0) {
             handle_target_parse(m.id, m.params, &host);
@@ -300,6 +345,8 @@ static int serve(void)
         }
         json_decref(W.logs);
         W.logs = NULL;
+        json_decref(W.hook_times);
+        W.hook_times = NULL;
         tthp_message_clear(&m);
         if (stop) {
             fprintf(stderr, "tth-worker[%d]: malformed upload from the daemon, exiting\n", (int)getpid());

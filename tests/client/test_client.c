@@ -871,6 +871,44 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     cr_assert_eq(cache_counter("entries"), 0);
 }
 
+/* --timings: the stages the worker ran with their seconds, the plugin hooks, the cache lookup;
+ * the JSON result carries the same; a cache hit says no stage ran. */
+Test(client, compile_timings)
+{
+    start_daemon(NULL);
+    char out[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--timings");
+    assert_status(&po, 0);
+    assert_has(po.out, "timings (s): ");
+    assert_has(po.out, "stage import");
+    assert_has(po.out, "stage codegen");
+    assert_has(po.out, "hook  tir_to_runtime");
+    assert_has(po.out, "(llvm-cpu, 1 call)");
+    proc_out_free(&po);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--json", "--no-cache");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    const json_t *t = json_object_get(r, "timings");
+    double sum = 0;
+    size_t i;
+    json_t *st;
+    json_array_foreach(json_object_get(t, "stages"), i, st) {
+        cr_assert_geq(json_number_value(json_object_get(st, "seconds")), 0);
+        sum += json_number_value(json_object_get(st, "seconds"));
+    }
+    cr_assert_geq(json_array_size(json_object_get(t, "stages")), 10, "%s", po.out);
+    cr_assert_leq(sum, json_number_value(json_object_get(t, "total")), "the stages took longer than the request");
+    cr_assert(json_is_number(json_object_get(t, "cacheLookup")));
+    json_decref(r);
+    proc_out_free(&po);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--timings");
+    assert_status(&po, 0);
+    assert_has(po.out, "served from the cache: no stage ran");
+    proc_out_free(&po);
+}
+
 Test(client, compile_no_cache_and_dump_ir)
 {
     start_daemon(NULL);
