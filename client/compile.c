@@ -409,7 +409,8 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         snprintf(loc, sizeof loc, "model '%s'", model_path);
         rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model (%zu bytes) is larger than the daemon accepts (%zu)",
                          model_len, c->max_request_bytes);
-        tthctl_hint(err, "start tthd with a larger --max-request-bytes");
+        tthctl_hint(err, "set TTH_MAX_REQUEST_BYTES (e.g. 2G) and run 'tthctl stop', so that the next command "
+                         "starts tthd with it; or start tthd with a larger --max-request-bytes");
         goto out;
     }
 

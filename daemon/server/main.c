@@ -34,7 +34,8 @@ static void usage(FILE *out)
             "  --request-timeout SECONDS  a worker job's deadline (default 600)\n"
             "  --worker-memory-limit N    bytes a worker may use (default 4 GiB; 0: no limit)\n"
             "  --max-frame-bytes N        largest frame accepted (default %u)\n"
-            "  --max-request-bytes N      largest request accepted, upload included (default %u)\n"
+            "  --max-request-bytes N      largest request accepted, upload included (default $TTH_MAX_REQUEST_BYTES,\n"
+            "                             else %u)\n"
             "  --max-requests N           requests in flight per connection (default %d)\n"
             "  --max-connections N        open client connections; one more is told the daemon is busy (default 256)\n"
             "  --connection-idle-timeout SECONDS\n"
@@ -240,6 +241,18 @@ int main(int argc, char **argv)
     o->worker_mem_limit = 4ull << 30;
     o->max_frame = TTHP_DEFAULT_MAX_FRAME_BYTES;
     o->max_request = TTHP_DEFAULT_MAX_REQUEST_BYTES;
+    /* the request limit can also come from the environment, so that a daemon tthctl starts
+     * accepts models of a size the user chose (--max-request-bytes still wins) */
+    const char *env_max = getenv("TTH_MAX_REQUEST_BYTES");
+    uint64_t env_u;
+    if (env_max && *env_max) {
+        if (parse_u64(env_max, &env_u) != 0 || env_u < 1024) {
+            fprintf(stderr, "tthd: TTH_MAX_REQUEST_BYTES='%s' is not a size of at least 1024 bytes (e.g. 1G)\n",
+                    env_max);
+            return 2;
+        }
+        o->max_request = (size_t)env_u;
+    }
     o->max_concurrent = TTHP_DEFAULT_MAX_CONCURRENT;
     o->max_connections = 256;
     o->conn_idle = 600;

@@ -909,6 +909,39 @@ Test(client, compile_timings)
     proc_out_free(&po);
 }
 
+/* TTH_MAX_REQUEST_BYTES sets the request limit of the daemon tthctl starts: a model above it is
+ * refused before the upload, with a hint naming the variable; a bad value stops tthd. */
+Test(client, request_limit_from_the_environment)
+{
+    setenv("TTH_MAX_REQUEST_BYTES", "2K", 1);
+    char out[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q");
+    cr_assert_eq(po.status, 1, "exit %d:\n%s", po.status, po.err);
+    assert_has(po.err, "is larger than the daemon accepts (2048)");
+    assert_has(po.err, "TTH_MAX_REQUEST_BYTES");
+    proc_out_free(&po);
+    ctl(&po, "--no-start", "status", "--json");
+    assert_status(&po, 0);
+    json_t *st = out_json(&po);
+    adopt_daemon(F.sock, (pid_t)json_integer_value(json_object_get(st, "pid")));
+    json_decref(st);
+    proc_out_free(&po);
+    ctl(&po, "stop");
+    proc_out_free(&po);
+    setenv("TTH_MAX_REQUEST_BYTES", "lots", 1);
+    ctl(&po, "status");
+    cr_assert_neq(po.status, 0, "a daemon started with a bad TTH_MAX_REQUEST_BYTES");
+    proc_out_free(&po);
+    char log[400];
+    snprintf(log, sizeof log, "%s/tthd.log", F.dir); /* beside the socket */
+    char *l = slurp(log);
+    assert_has(l, "TTH_MAX_REQUEST_BYTES='lots' is not a size");
+    free(l);
+    unsetenv("TTH_MAX_REQUEST_BYTES");
+}
+
 Test(client, compile_no_cache_and_dump_ir)
 {
     start_daemon(NULL);
