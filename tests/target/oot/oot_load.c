@@ -39,6 +39,7 @@ int main(int argc, char **argv)
         CHECK(strcmp(p->desc->plugin_name, "oot-npu") == 0, "name %s", p->desc->plugin_name);
         CHECK(p->target_parser != NULL, "no target_parser");
         CHECK(p->relay_to_tir == NULL, "unexpected hook");
+        CHECK(p->partition_supports != NULL && p->relay_to_runtime != NULL, "no partition_supports or relay_to_runtime");
     }
     json_t *t = tth_target_parse(r, NULL, "oot/npu16", &d);
     CHECK(t != NULL, "parse: %s", d.message);
