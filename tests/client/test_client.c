@@ -1007,7 +1007,8 @@ Test(client, compile_within_the_daemon_limits)
     ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out);
     assert_status(&po, 1);
     assert_has(po.err, "is larger than the daemon accepts (4096)");
-    assert_has(po.err, "hint: start tthd with a larger --max-request-bytes");
+    assert_has(po.err, "hint: set TTH_MAX_REQUEST_BYTES");
+    assert_has(po.err, "or start tthd with a larger --max-request-bytes");
     proc_out_free(&po);
     ctl(&po, "status", "--json");
     json_t *st = out_json(&po);

@@ -209,6 +209,7 @@ e2e_client *e2e_client_new(const e2e_daemon *d)
 {
     e2e_client *c = calloc(1, sizeof *c);
     cr_assert_not_null(c);
+    c->daemon = d;
     c->fd = e2e_connect_fd(d->sock);
     tthp_fd_reader_init(&c->reader, c->fd, 64u * 1024 * 1024);
     c->notes = json_array();

@@ -19,6 +19,7 @@ typedef struct e2e_daemon {
 } e2e_daemon;
 
 typedef struct e2e_client {
+    const e2e_daemon *daemon; /* the daemon it talks to (its log is printed when an answer never comes) */
     int fd;
     tthp_fd_reader reader;
     json_t *notes;       /* notifications received while waiting for responses */

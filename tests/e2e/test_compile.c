@@ -82,7 +82,9 @@ static json_t *compile(e2e_client *c, json_int_t id, const uint8_t *model, size_
     e2e_send(c, tthp_request_new(id, "compile", params));
     e2e_upload(c, id, model, len, 4096);
     json_t *r = e2e_recv_response(c, 240000);
-    cr_assert_not_null(r, "no answer to compile for '%s'", target);
+    if (!r && c->daemon)
+        e2e_dump_log(c->daemon);
+    cr_assert_not_null(r, "no answer to compile for '%s' (tthd's log above)", target);
     return r;
 }
 
