@@ -103,20 +103,6 @@ static char *path_join(const char *a, const char *b)
     return path_join_sep(a, '/', b);
 }
 
-json_t *tthd_plugins_path_json(const char *path)
-{
-    json_t *a = json_array();
-    char *copy = strdup(path ? path : ""), *save = NULL;
-    if (!a || !copy) {
-        free(copy);
-        return a;
-    }
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
-        json_array_append_new(a, json_string(d));
-    free(copy);
-    return a;
-}
-
 /* $TTH_PLUGINS_PATH with every relative directory made absolute (tthd and its workers run from
  * elsewhere) and empty entries dropped; NULL when unset or empty */
 static char *plugins_path_from_env(void)

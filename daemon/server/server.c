@@ -483,6 +483,20 @@ static int socket_alive(const char *path)
     return rc == 0 ? 1 : 0;
 }
 
+json_t *tthd_plugins_path_json(const char *path)
+{
+    json_t *a = json_array();
+    char *copy = strdup(path ? path : ""), *save = NULL;
+    if (!a || !copy) {
+        free(copy);
+        return a;
+    }
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+        json_array_append_new(a, json_string(d));
+    free(copy);
+    return a;
+}
+
 /* Create the socket's directory (0700) if missing. The default directory must be ours and
  * private: one made by another user could be used to impersonate the daemon. A given one must at
  * least be out of other users' reach (docs/security.md). */

@@ -23,7 +23,7 @@ void tthd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* ---- options (main.c) ------------------------------------------------------------------ */
 
 #define TTHD_MAX_PLUGIN_DIRS 16
-/* The directories of a plugins path, as a JSON array of strings (new reference). */
+/* The directories of a plugins path, as a JSON array of strings (new reference; server.c). */
 json_t *tthd_plugins_path_json(const char *path);
 
 typedef struct tthd_options {
