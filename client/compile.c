@@ -219,6 +219,59 @@ static int open_tmp(compile_job *job, tthctl_error *err)
 }
 
 /* Check the received artifact against the response; fsync; rename over OUT. */
+/* A cache hit delivered as a file of tthd's cache (the "delivery": "file" answer): copy the
+ * artifact's bytes from it into the temporary output, hashing them as the stream would be, so
+ * finish_artifact checks size and XXH64 the same way. 0 on success; negative (nothing reported)
+ * when the file cannot be used, for instance evicted meanwhile: the caller asks again, streamed. */
+static int copy_artifact_file(compile_job *job, const json_t *art)
+{
+    const json_t *file = json_object_get(art, "file");
+    const char *path = json_string_value(json_object_get(file, "path"));
+    json_int_t off = json_integer_value(json_object_get(file, "offset")), size = json_integer_value(json_object_get(art, "size"));
+    if (!path || path[0] != '/' || off < 0 || size < 1)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    /* only a regular file of our own: the daemon runs as us (checked when connecting) */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (uint64_t)st.st_size < (uint64_t)off + (uint64_t)size) {
+        close(fd);
+        return -1;
+    }
+    static uint8_t buf[1 << 20];
+    uint64_t done = 0;
+    int rc = 0;
+    while (done < (uint64_t)size && rc == 0) {
+        size_t want = (uint64_t)size - done < sizeof buf ? (size_t)((uint64_t)size - done) : sizeof buf;
+        ssize_t n = pread(fd, buf, want, (off_t)((uint64_t)off + done));
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            rc = -1;
+            break;
+        }
+        XXH64_update(job->hash, buf, (size_t)n);
+        rc = write_all(job->tmp_fd, buf, (size_t)n) == 0 ? 0 : -1;
+        done += (uint64_t)n;
+    }
+    close(fd);
+    job->received = job->total = done;
+    return rc;
+}
+
+/* Back to an empty output and hash, for asking again. */
+static int reset_output(compile_job *job)
+{
+    job->received = job->total = 0;
+    job->expect = 0;
+    job->chunks = 0;
+    if (ftruncate(job->tmp_fd, 0) != 0 || lseek(job->tmp_fd, 0, SEEK_SET) != 0)
+        return -1;
+    return XXH64_reset(job->hash, 0) == XXH_OK ? 0 : -1;
+}
+
 static int finish_artifact(compile_job *job, const json_t *res, tthctl_error *err)
 {
     const json_t *art = json_object_get(res, "artifact");
@@ -423,19 +476,37 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(options, "no_cache", json_true());
     if (a->shared)
         json_object_set_new(options, "build_shared", json_true());
-    json_t *params = json_pack("{s:{s:s, s:I}, s:o}", "model", "name", name, "size", (json_int_t)model_len,
-                               "target", target);
+    json_t *params = json_pack("{s:{s:s, s:I}, s:o, s:s}", "model", "name", name, "size", (json_int_t)model_len,
+                               "target", target, "delivery", a->stream ? "stream" : "file");
     target = NULL;
     if (params && json_object_size(options))
         json_object_set_new(params, "options", options);
     else
         json_decref(options);
-    rc = tthctl_conn_send_request(c, "compile", params, &job.id, err);
-    if (rc < 0)
-        goto out;
-    rc = upload(c, &job, &h, model, model_len, &res, err);
-    if (rc == 0)
-        rc = tthctl_conn_wait(c, job.id, &h, -1, &res, err);
+    /* a cache hit may come as a file of the daemon's cache (docs/tthctl.md, "Cache hits"); when
+     * that file cannot be used (evicted meanwhile), ask once more for the streamed form */
+    for (int attempt = 0;; attempt++) {
+        json_t *p = json_deep_copy(params);
+        if (p && attempt)
+            json_object_set_new(p, "delivery", json_string("stream"));
+        rc = tthctl_conn_send_request(c, "compile", p, &job.id, err);
+        if (rc < 0)
+            break;
+        rc = upload(c, &job, &h, model, model_len, &res, err);
+        if (rc == 0)
+            rc = tthctl_conn_wait(c, job.id, &h, -1, &res, err);
+        if (rc < 0 || !json_object_get(json_object_get(res, "artifact"), "file"))
+            break;
+        if (copy_artifact_file(&job, json_object_get(res, "artifact")) == 0)
+            break;
+        json_decref(res);
+        res = NULL;
+        if (attempt || reset_output(&job) != 0) {
+            rc = tthctl_fail(err, TTHCTL_EXIT_IO, NULL, "cannot copy the artifact from tthd's cache");
+            break;
+        }
+    }
+    json_decref(params);
     tthctl_progress_done(&job.progress);
     if (rc < 0) {
         /* name what the error is about: the target for the target system's codes, else the model */

@@ -32,6 +32,7 @@
     X(EXPLAIN,    "explain",    0,   NULL,        "ask the daemon to explain its decisions")        \
     X(NO_CACHE,   "no-cache",   0,   NULL,        "compile even when the cache has the artifact")   \
     X(TIMINGS,    "timings",    0,   NULL,        "print where the compile's time went (stages, plugin hooks, cache)") \
+    X(STREAM,     "stream",     0,   NULL,        "receive a cache hit through the socket, not from tthd's cache file") \
     X(SHARED,     "shared",     0,   NULL,        "build a shared library for 'tthctl run' (default: when the target is this machine)") \
     X(INPUT,      "input",      'i', "NAME=FILE", "bind input NAME to a .npy or .pb tensor file (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
@@ -78,7 +79,8 @@ typedef struct cmd_spec {
 
 static const cmd_spec commands[] = {
     {NULL, "compile", "MODEL", 1, 1,
-     {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_TIMINGS, OPT_SHARED}, 9,
+     {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_TIMINGS, OPT_STREAM,
+      OPT_SHARED}, 10,
      "compile an ONNX model for a target into an artifact (.tar)",
      "Sends MODEL to tthd, receives the artifact, checks its size and XXH64 and writes it\n"
      "atomically to OUT (default NAME.tar, NAME being the model's name).\n"
@@ -247,6 +249,7 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_EXPLAIN: a->explain = 1; break;
     case OPT_NO_CACHE: a->no_cache = 1; break;
     case OPT_TIMINGS: a->timings = 1; break;
+    case OPT_STREAM: a->stream = 1; break;
     case OPT_SHARED: a->shared = 1; break;
     case OPT_OUTPUT_DIR: a->output_dir = val; break;
     case OPT_REPEAT: a->repeat = val; break;

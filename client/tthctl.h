@@ -64,6 +64,7 @@ typedef struct tthctl_args {
     int explain;               /* --explain */
     int no_cache;              /* --no-cache */
     int timings;               /* --timings */
+    int stream;                /* --stream: no file delivery of cache hits */
     int shared;                /* --shared: options.build_shared */
     const char *output_dir;    /* --output-dir */
     const char *repeat;        /* --repeat (checked by the command) */

@@ -27,6 +27,8 @@ struct tthd_cache_entry {
     uint64_t size;              /* file size */
     uint8_t *artifact;          /* in memory, or NULL */
     size_t artifact_len;
+    int on_disk;                /* its file is written (scanned, loaded or stored) */
+    uint64_t art_offset;        /* where the artifact starts in the file (known once loaded or stored) */
     json_t *metadata;           /* in memory with the artifact */
     tthd_cache_entry *prev, *next;
 };
@@ -205,6 +207,7 @@ static void scan(tthd_cache *c)
             break;
         memcpy(e->key, items[i].key, 33);
         e->size = items[i].size;
+        e->on_disk = 1;
         push_front(c, e);
         c->bytes += e->size;
         c->entries++;
@@ -322,6 +325,7 @@ static int load(tthd_cache *c, tthd_cache_entry *e)
             if (meta) {
                 e->metadata = meta;
                 e->artifact_len = art_len;
+                e->art_offset = CACHE_HDR + meta_len;
                 e->artifact = malloc(art_len ? art_len : 1);
                 if (e->artifact) {
                     memcpy(e->artifact, blob + meta_len, art_len);
@@ -361,6 +365,17 @@ int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit)
     hit->artifact = e->artifact;
     hit->artifact_len = e->artifact_len;
     hit->metadata = e->metadata;
+    hit->path = NULL;
+    hit->offset = e->art_offset;
+    if (e->on_disk && e->art_offset && c->dir && c->dir[0] == '/') {
+        hit->path = entry_path(c, e->key);
+        struct stat st;
+        if (hit->path && (stat(hit->path, &st) != 0 || (uint64_t)st.st_size != e->size)) {
+            e->on_disk = 0; /* removed or replaced behind our back: stream it */
+            free(hit->path);
+            hit->path = NULL;
+        }
+    }
     evict(c);
     return 1;
 }
@@ -413,7 +428,10 @@ static void store_done(uv_work_t *req, int status)
     store_work *sw = req->data;
     tthd_cache *c = sw->cache;
     c->writes_in_flight--;
-    if (status == 0 && sw->err == 0 && (sw->gen != c->clear_gen || !find(c, sw->key)))
+    tthd_cache_entry *stored = status == 0 && sw->err == 0 && sw->gen == c->clear_gen ? find(c, sw->key) : NULL;
+    if (stored)
+        stored->on_disk = 1;
+    else if (status == 0 && sw->err == 0)
         unlink(sw->path); /* cleared or evicted while it was being written */
     else if (status != 0 || sw->err != 0)
         tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s", sw->key,
@@ -451,6 +469,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     e->artifact_len = len;
     e->metadata = json_deep_copy(metadata ? metadata : json_null());
     e->size = size;
+    e->art_offset = CACHE_HDR + meta_len;
     push_front(c, e);
     c->bytes += size;
     c->entries++;

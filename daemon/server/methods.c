@@ -241,6 +241,28 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
     tthd_respond(req, res);
 }
 
+/* A cache hit for a client on this machine that asked for "delivery": "file" (protocol/PROTOCOL.md):
+ * no stream, the answer names the cache file and where the artifact lies in it; the client (of
+ * this daemon's uid: every connection is checked) copies and verifies it. */
+static void send_artifact_file(tthd_request *req, const tthd_cache_hit *hit, const json_t *diagnostics)
+{
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016" PRIx64, (uint64_t)XXH64(hit->artifact, hit->artifact_len, 0));
+    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I, s:{s:s, s:I}}, s:O, s:O, s:o}", "cache", "hit", "key",
+                            req->key, "artifact", "size", (json_int_t)hit->artifact_len, "xxh64", sum, "chunks",
+                            (json_int_t)0, "file", "path", hit->path, "offset", (json_int_t)hit->offset, "target",
+                            req->target ? req->target : json_null(), "metadata",
+                            hit->metadata ? hit->metadata : json_null(), "diagnostics",
+                            diagnostics ? json_incref((json_t *)diagnostics) : json_array());
+    json_t *t = json_pack("{s:f, s:f}", "cacheLookup", req->lookup_s, "total",
+                          (double)(uv_hrtime() - req->start_ns) / 1e9);
+    if (res && t)
+        json_object_set_new(res, "timings", t);
+    else
+        json_decref(t);
+    tthd_respond(req, res);
+}
+
 static void on_compile_progress(tthd_job *job, const char *stage, int percent)
 {
     tthd_request *req = job->data;
@@ -304,8 +326,13 @@ static void on_compile_target(tthd_job *job)
     if (found) {
         tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
         tthd_progress(req, "report", "cache", 100);
-        send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata, json_object_get(job->result, "diagnostics"),
-                      NULL, NULL);
+        const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
+        if (hit.path && delivery && strcmp(delivery, "file") == 0)
+            send_artifact_file(req, &hit, json_object_get(job->result, "diagnostics"));
+        else
+            send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata,
+                          json_object_get(job->result, "diagnostics"), NULL, NULL);
+        free(hit.path);
         return;
     }
     tthd_progress(req, "report", "compile", 5);

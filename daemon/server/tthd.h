@@ -80,6 +80,8 @@ typedef struct tthd_cache_hit {
     const uint8_t *artifact;
     size_t artifact_len;
     const json_t *metadata;
+    char *path;                 /* the entry's file when it is written, else NULL (malloc'd: free it) */
+    uint64_t offset;            /* where the artifact starts in that file */
 } tthd_cache_hit;
 
 int tthd_cache_init(tthd_cache *c, uv_loop_t *loop, const char *dir, uint64_t max_bytes);

@@ -871,6 +871,60 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     cr_assert_eq(cache_counter("entries"), 0);
 }
 
+/* A cache hit comes as a file of tthd's cache, copied and checked by tthctl (same bytes as the
+ * compile); --stream asks for the streamed form; a cache file gone from disk falls back to the
+ * stream. */
+Test(client, cache_hits_are_copied_from_the_cache_file)
+{
+    start_daemon(NULL);
+    char out[400], hit[400];
+    snprintf(out, sizeof out, "%s/first.tar", F.dir);
+    snprintf(hit, sizeof hit, "%s/hit.tar", F.dir);
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--json");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    char entry[600];
+    snprintf(entry, sizeof entry, "%s/%s.tthc", F.cache, json_string_value(json_object_get(r, "key")));
+    json_decref(r);
+    proc_out_free(&po);
+    for (int i = 0; i < 200 && access(entry, F_OK) != 0; i++)
+        usleep(20000); /* the store is written in the background */
+    cr_assert_eq(access(entry, F_OK), 0, "no cache file %s", entry);
+
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
+    assert_status(&po, 0);
+    r = out_json(&po);
+    const json_t *art = json_object_get(r, "artifact");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(art, "file"), "path")), entry);
+    cr_assert_eq(json_integer_value(json_object_get(art, "chunks")), 0, "a file delivery streams nothing");
+    json_decref(r);
+    proc_out_free(&po);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", out, hit);
+    cr_assert_eq(system(cmd), 0, "the copied artifact differs from the compiled one");
+
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json", "--stream");
+    assert_status(&po, 0);
+    r = out_json(&po);
+    cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1);
+    cr_assert_null(json_object_get(json_object_get(r, "artifact"), "file"));
+    json_decref(r);
+    proc_out_free(&po);
+
+    cr_assert_eq(unlink(entry), 0);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
+    assert_status(&po, 0);
+    r = out_json(&po);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit");
+    cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1,
+                  "the fallback to the stream did not happen");
+    json_decref(r);
+    proc_out_free(&po);
+    cr_assert_eq(system(cmd), 0, "the streamed fallback differs from the compiled artifact");
+}
+
 /* --timings: the stages the worker ran with their seconds, the plugin hooks, the cache lookup;
  * the JSON result carries the same; a cache hit says no stage ran. */
 Test(client, compile_timings)

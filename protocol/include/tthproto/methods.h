@@ -35,7 +35,7 @@ typedef enum tthp_method_kind {
       "loaded plugins and refused files")                                                     \
     X(CACHE_CLEAR,   "cache/clear",     TTHP_REQUEST,     "",                                 \
       "empty the artifact cache")                                                             \
-    X(COMPILE,       "compile",         TTHP_REQUEST,     "model:o target:so ?options:o",     \
+    X(COMPILE,       "compile",         TTHP_REQUEST,     "model:o target:so ?options:o ?delivery:s",     \
       "compile an uploaded model for a target; streams the artifact")                         \
     X(CANCEL,        "$/cancelRequest", TTHP_NOTIFY_C2S,  "id:si",                            \
       "cancel a request in flight")                                                           \
