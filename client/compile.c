@@ -243,6 +243,40 @@ static int copy_artifact_file(compile_job *job, const json_t *art)
     static uint8_t buf[1 << 20];
     uint64_t done = 0;
     int rc = 0;
+    /* in the kernel first (no copy through this process; a reflink where the filesystem can),
+     * then the bytes read back from the output for the hash */
+    loff_t in_off = (loff_t)off;
+    while (done < (uint64_t)size) {
+        ssize_t n = copy_file_range(fd, &in_off, job->tmp_fd, NULL, (size_t)((uint64_t)size - done), 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        done += (uint64_t)n;
+    }
+    if (done == (uint64_t)size) {
+        for (uint64_t at = 0; at < done && rc == 0;) {
+            ssize_t n = pread(job->tmp_fd, buf, done - at < sizeof buf ? (size_t)(done - at) : sizeof buf, (off_t)at);
+            if (n <= 0) {
+                if (n < 0 && errno == EINTR)
+                    continue;
+                rc = -1;
+                break;
+            }
+            XXH64_update(job->hash, buf, (size_t)n);
+            at += (uint64_t)n;
+        }
+        close(fd);
+        job->received = job->total = done;
+        return rc;
+    }
+    /* copy_file_range is not there (or stopped early): through this process, hashing on the way */
+    if (done && (ftruncate(job->tmp_fd, 0) != 0 || lseek(job->tmp_fd, 0, SEEK_SET) != 0)) {
+        close(fd);
+        return -1;
+    }
+    done = 0;
     while (done < (uint64_t)size && rc == 0) {
         size_t want = (uint64_t)size - done < sizeof buf ? (size_t)((uint64_t)size - done) : sizeof buf;
         ssize_t n = pread(fd, buf, want, (off_t)((uint64_t)off + done));
