@@ -477,9 +477,27 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     tthctl_progress_init(&job.progress, a->quiet);
     tthctl_handlers h = {.ctx = &job, .notification = on_notification, .binary = on_binary};
 
-    rc = read_file(model_path, &model, &model_len, err);
+    struct stat mst;
+    if (stat(model_path, &mst) != 0 || !S_ISREG(mst.st_mode)) {
+        rc = read_file(model_path, &model, &model_len, err); /* says what is wrong with it */
+        if (rc < 0)
+            goto out;
+    }
+    rc = tthctl_conn_open(a, 0, &c, err);
     if (rc < 0)
         goto out;
+    /* a daemon that can read the model file itself gets its path instead of an upload; tthctl
+     * then only needs its size. --stream uploads, as to a remote daemon. */
+    char model_abs[PATH_MAX];
+    int by_path = !model && c->model_path_ok && !a->stream && realpath(model_path, model_abs) != NULL &&
+                  stat(model_abs, &mst) == 0 && S_ISREG(mst.st_mode) && mst.st_size > 0;
+    if (by_path) {
+        model_len = (size_t)mst.st_size;
+    } else if (!model) {
+        rc = read_file(model_path, &model, &model_len, err);
+        if (rc < 0)
+            goto out;
+    }
     rc = open_tmp(&job, err);
     if (rc < 0)
         goto out;
@@ -488,9 +506,6 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
         goto out;
     }
-    rc = tthctl_conn_open(a, 0, &c, err);
-    if (rc < 0)
-        goto out;
     if (model_len > c->max_request_bytes) {
         char loc[PATH_MAX + 16];
         snprintf(loc, sizeof loc, "model '%s'", model_path);
@@ -512,6 +527,8 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(options, "build_shared", json_true());
     json_t *params = json_pack("{s:{s:s, s:I}, s:o, s:s}", "model", "name", name, "size", (json_int_t)model_len,
                                "target", target, "delivery", a->stream ? "stream" : "file");
+    if (params && by_path)
+        json_object_set_new(json_object_get(params, "model"), "path", json_string(model_abs));
     target = NULL;
     if (params && json_object_size(options))
         json_object_set_new(params, "options", options);
@@ -526,7 +543,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         rc = tthctl_conn_send_request(c, "compile", p, &job.id, err);
         if (rc < 0)
             break;
-        rc = upload(c, &job, &h, model, model_len, &res, err);
+        rc = by_path ? 0 : upload(c, &job, &h, model, model_len, &res, err);
         if (rc == 0)
             rc = tthctl_conn_wait(c, job.id, &h, -1, &res, err);
         if (rc < 0 || !json_object_get(json_object_get(res, "artifact"), "file"))

@@ -498,6 +498,7 @@ static int initialize(tthctl_conn *c, tthctl_error *err)
     const json_t *limits = json_object_get(res, "limits");
     c->max_frame_bytes = limit_of(limits, "maxFrameBytes", TTHP_DEFAULT_MAX_FRAME_BYTES);
     c->max_request_bytes = limit_of(limits, "maxRequestBytes", TTHP_DEFAULT_MAX_REQUEST_BYTES);
+    c->model_path_ok = json_is_true(json_object_get(json_object_get(res, "capabilities"), "modelPath"));
     c->server = res;
     return 0;
 }

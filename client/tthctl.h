@@ -84,6 +84,7 @@ typedef struct tthctl_conn {
     json_t *server;            /* initialize's result (owned) */
     size_t max_frame_bytes;    /* the daemon's limits */
     size_t max_request_bytes;
+    int model_path_ok;         /* the daemon reads a model file named by path (capabilities.modelPath) */
     int started;               /* this tthctl started the daemon */
 } tthctl_conn;
 

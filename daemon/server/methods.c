@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -108,11 +111,12 @@ static void m_initialize(tthd_server *srv, tthd_request *req)
     tthd_log(TTHD_LOG_DEBUG, "client %s %s (protocol %s) initialised",
              json_string_value(json_object_get(client, "name")) ?: "?",
              json_string_value(json_object_get(client, "version")) ?: "?", ver);
-    tthd_respond(req, json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I}}", "protocolVersion",
+    tthd_respond(req, json_pack("{s:s, s:{s:s, s:s}, s:o, s:{s:I, s:I, s:I, s:I}, s:{s:b, s:b}}", "protocolVersion",
                                 TTHP_PROTOCOL_VERSION, "serverInfo", "name", "tthd", "version", TTH_VERSION,
                                 "methods", methods, "limits", "maxFrameBytes", (json_int_t)srv->opt.max_frame,
                                 "maxRequestBytes", (json_int_t)srv->opt.max_request, "maxConcurrentRequests",
-                                (json_int_t)srv->opt.max_concurrent, "chunkBytes", (json_int_t)TTHP_CHUNK_BYTES));
+                                (json_int_t)srv->opt.max_concurrent, "chunkBytes", (json_int_t)TTHP_CHUNK_BYTES,
+                                "capabilities", "modelPath", 1, "artifactFile", 1));
 }
 
 static void m_status(tthd_server *srv, tthd_request *req)
@@ -353,13 +357,53 @@ static void on_compile_target(tthd_job *job)
     tthd_pool_submit(&srv->pool, cj);
 }
 
+/* model.path: the whole file, of exactly model.size bytes, into req->model */
+static int read_model_file(tthd_request *req, const char *path, char *msg, size_t len)
+{
+    if (path[0] != '/') {
+        snprintf(msg, len, "model.path must be absolute");
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(msg, len, "cannot read the model file %.300s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size != req->model_size) {
+        snprintf(msg, len, "the model file %.300s has %lld bytes, not model.size %zu (changed meanwhile?)", path,
+                 (long long)st.st_size, req->model_size);
+        close(fd);
+        return -1;
+    }
+    req->model = malloc(req->model_size);
+    size_t got = 0;
+    while (req->model && got < req->model_size) {
+        ssize_t n = read(fd, req->model + got, req->model_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (got != req->model_size) {
+        snprintf(msg, len, "cannot read the model file %.300s", path);
+        return -1;
+    }
+    req->model_cap = req->model_got = got;
+    return 0;
+}
+
 static void m_compile(tthd_server *srv, tthd_request *req)
 {
     req->start_ns = uv_hrtime();
     const json_t *model = json_object_get(req->params, "model");
     const char *name = json_string_value(json_object_get(model, "name"));
     const json_t *size = json_object_get(model, "size");
-    char msg[200];
+    char msg[512];
     if (!tthp_model_name_valid(name)) {
         snprintf(msg, sizeof msg, "model.name must be a C identifier of at most %d characters", TTHP_MAX_MODEL_NAME);
         tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
@@ -377,6 +421,21 @@ static void m_compile(tthd_server *srv, tthd_request *req)
     }
     snprintf(req->model_name, sizeof req->model_name, "%s", name);
     req->model_size = (size_t)json_integer_value(size);
+    const char *path = json_string_value(json_object_get(model, "path"));
+    if (path) {
+        /* a client on this machine names the model file instead of uploading it (the daemon
+         * serves its own user only, who may read it anyway) */
+        if (read_model_file(req, path, msg, sizeof msg) != 0) {
+            tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
+            return;
+        }
+        req->state = TTHD_REQ_UPLOAD;
+        tthd_progress(req, "begin", "upload", 0);
+        tthd_progress(req, "report", "target", 5);
+        if (!submit_parse(srv, req, on_compile_target))
+            tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
     req->state = TTHD_REQ_UPLOAD;
     tthd_progress(req, "begin", "upload", 0);
 }

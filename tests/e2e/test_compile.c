@@ -488,3 +488,50 @@ Test(compile, bad_plugin_files_are_refused, .timeout = 600)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* A client on this machine may name the model file instead of uploading it (the daemon says so
+ * in initialize's capabilities): the compile then needs no upload; a size that does not match
+ * the file, or a relative path, is refused with the reason. */
+Test(compile, model_by_path, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    put_real_plugins(&d);
+    e2e_launch(&d, NULL, NULL);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
+    json_t *r = e2e_recv_response(c, 10000);
+    cr_assert(json_is_true(json_object_get(json_object_get(json_object_get(r, "result"), "capabilities"), "modelPath")),
+              "initialize does not advertise modelPath");
+    json_decref(r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    size_t len;
+    uint8_t *model = read_model(&len);
+    free(model);
+    c->binary_len = 0;
+    e2e_send(c, tthp_request_new(2, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
+                                                         (json_int_t)len, "path", path, "target", "c")));
+    r = e2e_recv_response(c, 240000);
+    if (!r)
+        e2e_dump_log(&d);
+    cr_assert_not_null(r, "no answer to a compile by path");
+    if (!no_compile_flow(r)) {
+        check_artifact(c, r);
+        json_decref(r);
+        e2e_send(c, tthp_request_new(3, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
+                                                             (json_int_t)len + 1, "path", path, "target", "c")));
+        r = e2e_recv_response(c, 60000);
+        cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
+        cr_assert(strstr(err_message(r), "not model.size"), "%s", err_message(r));
+        json_decref(r);
+        e2e_send(c, tthp_request_new(4, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
+                                                             (json_int_t)len, "path", "examples/digits.onnx", "target", "c")));
+        r = e2e_recv_response(c, 60000);
+        cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
+        cr_assert(strstr(err_message(r), "must be absolute"), "%s", err_message(r));
+    }
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
