@@ -28,6 +28,7 @@ struct tthd_cache_entry {
     uint8_t *artifact;          /* in memory, or NULL */
     size_t artifact_len;
     int on_disk;                /* its file is written (scanned, loaded or stored) */
+    uint64_t art_sum;           /* XXH64 of the artifact alone, once in memory (for every hit's answer) */
     uint64_t art_offset;        /* where the artifact starts in the file (known once loaded or stored) */
     json_t *metadata;           /* in memory with the artifact */
     tthd_cache_entry *prev, *next;
@@ -329,6 +330,7 @@ static int load(tthd_cache *c, tthd_cache_entry *e)
                 e->artifact = malloc(art_len ? art_len : 1);
                 if (e->artifact) {
                     memcpy(e->artifact, blob + meta_len, art_len);
+                    e->art_sum = XXH64(e->artifact, art_len, 0);
                     c->mem_bytes += art_len;
                     rc = 0;
                 } else {
@@ -365,6 +367,7 @@ int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit)
     hit->artifact = e->artifact;
     hit->artifact_len = e->artifact_len;
     hit->metadata = e->metadata;
+    hit->xxh64 = e->art_sum;
     hit->path = NULL;
     hit->offset = e->art_offset;
     if (e->on_disk && e->art_offset && c->dir && c->dir[0] == '/') {
@@ -465,6 +468,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     }
     snprintf(e->key, sizeof e->key, "%s", key);
     memcpy(copy, artifact, len);
+    e->art_sum = XXH64(copy, len, 0);
     e->artifact = copy;
     e->artifact_len = len;
     e->metadata = json_deep_copy(metadata ? metadata : json_null());

@@ -251,7 +251,7 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
 static void send_artifact_file(tthd_request *req, const tthd_cache_hit *hit, const json_t *diagnostics)
 {
     char sum[17];
-    snprintf(sum, sizeof sum, "%016" PRIx64, (uint64_t)XXH64(hit->artifact, hit->artifact_len, 0));
+    snprintf(sum, sizeof sum, "%016" PRIx64, hit->xxh64);
     json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I, s:{s:s, s:I}}, s:O, s:O, s:o}", "cache", "hit", "key",
                             req->key, "artifact", "size", (json_int_t)hit->artifact_len, "xxh64", sum, "chunks",
                             (json_int_t)0, "file", "path", hit->path, "offset", (json_int_t)hit->offset, "target",

@@ -80,6 +80,7 @@ typedef struct tthd_cache_hit {
     const uint8_t *artifact;
     size_t artifact_len;
     const json_t *metadata;
+    uint64_t xxh64;             /* of the artifact, computed once when it came into memory */
     char *path;                 /* the entry's file when it is written, else NULL (malloc'd: free it) */
     uint64_t offset;            /* where the artifact starts in that file */
 } tthd_cache_hit;
