@@ -219,6 +219,25 @@ static int open_tmp(compile_job *job, tthctl_error *err)
 }
 
 /* Check the received artifact against the response; fsync; rename over OUT. */
+/* size bytes of fd from off into the hash, and into out_fd when it is not -1; 0 or -1 */
+static int hash_copy(int fd, uint64_t off, uint64_t size, XXH64_state_t *hash, int out_fd)
+{
+    static uint8_t buf[1 << 20];
+    for (uint64_t at = 0; at < size;) {
+        ssize_t n = pread(fd, buf, size - at < sizeof buf ? (size_t)(size - at) : sizeof buf, (off_t)(off + at));
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        XXH64_update(hash, buf, (size_t)n);
+        if (out_fd >= 0 && write_all(out_fd, buf, (size_t)n) != 0)
+            return -1;
+        at += (uint64_t)n;
+    }
+    return 0;
+}
+
 /* A cache hit delivered as a file of tthd's cache (the "delivery": "file" answer): copy the
  * artifact's bytes from it into the temporary output, hashing them as the stream would be, so
  * finish_artifact checks size and XXH64 the same way. 0 on success; negative (nothing reported)
@@ -240,9 +259,8 @@ static int copy_artifact_file(compile_job *job, const json_t *art)
         close(fd);
         return -1;
     }
-    static uint8_t buf[1 << 20];
     uint64_t done = 0;
-    int rc = 0;
+    int rc;
     /* in the kernel first (no copy through this process; a reflink where the filesystem can),
      * then the bytes read back from the output for the hash */
     loff_t in_off = (loff_t)off;
@@ -256,39 +274,13 @@ static int copy_artifact_file(compile_job *job, const json_t *art)
         done += (uint64_t)n;
     }
     if (done == (uint64_t)size) {
-        for (uint64_t at = 0; at < done && rc == 0;) {
-            ssize_t n = pread(job->tmp_fd, buf, done - at < sizeof buf ? (size_t)(done - at) : sizeof buf, (off_t)at);
-            if (n <= 0) {
-                if (n < 0 && errno == EINTR)
-                    continue;
-                rc = -1;
-                break;
-            }
-            XXH64_update(job->hash, buf, (size_t)n);
-            at += (uint64_t)n;
-        }
-        close(fd);
-        job->received = job->total = done;
-        return rc;
-    }
-    /* copy_file_range is not there (or stopped early): through this process, hashing on the way */
-    if (done && (ftruncate(job->tmp_fd, 0) != 0 || lseek(job->tmp_fd, 0, SEEK_SET) != 0)) {
-        close(fd);
-        return -1;
-    }
-    done = 0;
-    while (done < (uint64_t)size && rc == 0) {
-        size_t want = (uint64_t)size - done < sizeof buf ? (size_t)((uint64_t)size - done) : sizeof buf;
-        ssize_t n = pread(fd, buf, want, (off_t)((uint64_t)off + done));
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            rc = -1;
-            break;
-        }
-        XXH64_update(job->hash, buf, (size_t)n);
-        rc = write_all(job->tmp_fd, buf, (size_t)n) == 0 ? 0 : -1;
-        done += (uint64_t)n;
+        rc = hash_copy(job->tmp_fd, 0, done, job->hash, -1);
+    } else if (done && (ftruncate(job->tmp_fd, 0) != 0 || lseek(job->tmp_fd, 0, SEEK_SET) != 0)) {
+        rc = -1;
+    } else {
+        /* copy_file_range is not there (or stopped early): through this process, hashing on the way */
+        done = (uint64_t)size;
+        rc = hash_copy(fd, (uint64_t)off, done, job->hash, job->tmp_fd);
     }
     close(fd);
     job->received = job->total = done;
