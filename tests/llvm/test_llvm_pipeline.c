@@ -137,35 +137,33 @@ Test(llvm_pipeline, host_cpu_generic_and_avx2_agree_on_convolutions, .timeout = 
     expect_pass_everywhere("/usr/share/libonnx-testdata/data", cases, sizeof cases / sizeof cases[0]);
 }
 
-/* Every target-aware convolution kernel (Winograd, row-vectorized, depthwise with the phase-split
- * copy and row tiles, channel-blocked) in a whole compile, run, against numpy: make_conv_cases.py
- * writes ONNX cases whose expected outputs numpy computed; each runs for the same three targets
- * as above. Skipped when python3 cannot import numpy and onnx. */
-/* make_conv_cases.py's cases into a fresh directory dir (a /tmp/tth-conv-cases-XXXXXX buffer);
- * skips the test when python3 cannot import numpy and onnx */
-static void make_conv_cases(char *dir)
+/* make_conv_cases.py's ONNX cases (expected outputs computed by numpy) into a fresh directory
+ * (test_mkdtemp); skips the test when python3 cannot import numpy and onnx */
+static void make_conv_cases(char *dir, size_t len)
 {
-    cr_assert_not_null(mkdtemp(dir));
+    test_mkdtemp(dir, len);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s '%s/make_conv_cases.py' '%s'",
              access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3", LLVM_TEST_SOURCE_DIR, dir);
     int rc = system(cmd), st = WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
     if (st == 77 || st == 127) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        cr_assert_eq(system(cmd), 0);
+        test_rmtree(dir);
         cr_skip_test("python3 with numpy and onnx is not available (apt-get install python3-numpy python3-onnx)");
     }
     cr_assert_eq(st, 0, "make_conv_cases.py failed with status %d", st);
 }
 
+/* Every target-aware convolution kernel (Winograd, row-vectorized, depthwise with the phase-split
+ * copy and row tiles, channel-blocked) in a whole compile, run, against numpy: make_conv_cases.py
+ * writes ONNX cases whose expected outputs numpy computed; each runs for the same three targets
+ * as above. Skipped when python3 cannot import numpy and onnx. */
 Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
 {
-    char dir[] = "/tmp/tth-conv-cases-XXXXXX", cmd[1024];
-    make_conv_cases(dir);
+    char dir[512];
+    make_conv_cases(dir, sizeof dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
+    test_rmtree(dir);
 }
 
 /* An llvm artifact builds and runs without tth, as its README says and through its
@@ -197,11 +195,10 @@ Test(llvm_pipeline, artifact_builds_without_tth, .timeout = 600)
 {
     tth_registry *r = test_registry();
     expect_standalone_build(r, "llvm", NODE "test_gemm_default_vector_bias", "gemm");
-    char dir[] = "/tmp/tth-conv-cases-XXXXXX", path[1024], cmd[1024];
-    make_conv_cases(dir);
+    char dir[512], path[1024];
+    make_conv_cases(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/winograd_residual", dir);
     expect_standalone_build(r, "llvm -num-cores=2", path, "wino");
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0, "could not remove %s", dir);
+    test_rmtree(dir);
     tth_registry_free(r);
 }
