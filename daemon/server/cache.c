@@ -445,7 +445,8 @@ static void store_done(uv_work_t *req, int status)
     free(sw);
 }
 
-void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, const json_t *metadata)
+void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
+                      const json_t *metadata)
 {
     if (find(c, key))
         return;
@@ -468,7 +469,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     }
     snprintf(e->key, sizeof e->key, "%s", key);
     memcpy(copy, artifact, len);
-    e->art_sum = XXH64(copy, len, 0);
+    e->art_sum = sum;
     e->artifact = copy;
     e->artifact_len = len;
     e->metadata = json_deep_copy(metadata ? metadata : json_null());

@@ -207,8 +207,38 @@ static char *options_text(const tthd_request *req)
     return text;
 }
 
-/* Stream an artifact, then answer. */
-static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len,
+/* The answer to a compile that produced or found an artifact of len bytes and XXH64 sum, after
+ * its stream (chunks of them) or for the cache file `file` (then offset is where the artifact
+ * lies in it; protocol/PROTOCOL.md, "delivery"), with the timings: the worker's stages and hooks
+ * (a miss), the cache lookup, the whole request up to this answer (docs/tthctl.md, --timings). */
+static void answer_artifact(tthd_request *req, const char *cache_state, size_t len, uint64_t sum, size_t chunks,
+                            const char *file, uint64_t offset, const json_t *metadata, const json_t *diagnostics,
+                            const json_t *dumps, const json_t *worker_timings)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, sum);
+    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", cache_state, "key", req->key,
+                            "artifact", "size", (json_int_t)len, "xxh64", hex, "chunks", (json_int_t)chunks, "target",
+                            req->target ? req->target : json_null(), "metadata", metadata ? metadata : json_null(),
+                            "diagnostics", diagnostics ? json_incref((json_t *)diagnostics) : json_array());
+    if (res && file)
+        json_object_set_new(json_object_get(res, "artifact"), "file",
+                            json_pack("{s:s, s:I}", "path", file, "offset", (json_int_t)offset));
+    if (res && json_is_object(dumps))
+        json_object_set(res, "dumps", (json_t *)dumps);
+    json_t *t = json_is_object(worker_timings) ? json_deep_copy(worker_timings) : json_object();
+    if (res && t) {
+        json_object_set_new(t, "cacheLookup", json_real(req->lookup_s));
+        json_object_set_new(t, "total", json_real((double)(uv_hrtime() - req->start_ns) / 1e9));
+        json_object_set_new(res, "timings", t);
+    } else {
+        json_decref(t);
+    }
+    tthd_respond(req, res);
+}
+
+/* Stream an artifact (XXH64 sum, computed once by the caller), then answer. */
+static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len, uint64_t sum,
                           const json_t *metadata, const json_t *diagnostics, const json_t *dumps,
                           const json_t *worker_timings)
 {
@@ -224,47 +254,7 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
         off += n;
         chunks++;
     } while (off < len);
-    char sum[17];
-    snprintf(sum, sizeof sum, "%016" PRIx64, (uint64_t)XXH64(art, len, 0));
-    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", cache_state, "key", req->key,
-                            "artifact", "size", (json_int_t)len, "xxh64", sum, "chunks", (json_int_t)chunks, "target",
-                            req->target ? req->target : json_null(), "metadata", metadata ? metadata : json_null(),
-                            "diagnostics", diagnostics ? json_incref((json_t *)diagnostics) : json_array());
-    if (res && json_is_object(dumps))
-        json_object_set(res, "dumps", (json_t *)dumps);
-    /* where the time went: the worker's stages and hooks (a miss), the cache lookup, the whole
-     * request up to this answer (docs/tthctl.md, --timings) */
-    json_t *t = json_is_object(worker_timings) ? json_deep_copy(worker_timings) : json_object();
-    if (res && t) {
-        json_object_set_new(t, "cacheLookup", json_real(req->lookup_s));
-        json_object_set_new(t, "total", json_real((double)(uv_hrtime() - req->start_ns) / 1e9));
-        json_object_set_new(res, "timings", t);
-    } else {
-        json_decref(t);
-    }
-    tthd_respond(req, res);
-}
-
-/* A cache hit for a client on this machine that asked for "delivery": "file" (protocol/PROTOCOL.md):
- * no stream, the answer names the cache file and where the artifact lies in it; the client (of
- * this daemon's uid: every connection is checked) copies and verifies it. */
-static void send_artifact_file(tthd_request *req, const tthd_cache_hit *hit, const json_t *diagnostics)
-{
-    char sum[17];
-    snprintf(sum, sizeof sum, "%016" PRIx64, hit->xxh64);
-    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I, s:{s:s, s:I}}, s:O, s:O, s:o}", "cache", "hit", "key",
-                            req->key, "artifact", "size", (json_int_t)hit->artifact_len, "xxh64", sum, "chunks",
-                            (json_int_t)0, "file", "path", hit->path, "offset", (json_int_t)hit->offset, "target",
-                            req->target ? req->target : json_null(), "metadata",
-                            hit->metadata ? hit->metadata : json_null(), "diagnostics",
-                            diagnostics ? json_incref((json_t *)diagnostics) : json_array());
-    json_t *t = json_pack("{s:f, s:f}", "cacheLookup", req->lookup_s, "total",
-                          (double)(uv_hrtime() - req->start_ns) / 1e9);
-    if (res && t)
-        json_object_set_new(res, "timings", t);
-    else
-        json_decref(t);
-    tthd_respond(req, res);
+    answer_artifact(req, cache_state, len, sum, chunks, NULL, 0, metadata, diagnostics, dumps, worker_timings);
 }
 
 static void on_compile_progress(tthd_job *job, const char *stage, int percent)
@@ -293,8 +283,9 @@ static void on_compile_done(tthd_job *job)
         free(oj);
     }
     const json_t *meta = json_object_get(job->result, "metadata");
-    tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, meta);
-    send_artifact(req, "miss", job->artifact, job->artifact_len, meta, json_object_get(job->result, "diagnostics"),
+    uint64_t sum = XXH64(job->artifact, job->artifact_len, 0);
+    tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, sum, meta);
+    send_artifact(req, "miss", job->artifact, job->artifact_len, sum, meta, json_object_get(job->result, "diagnostics"),
                   json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));
 }
 
@@ -331,10 +322,13 @@ static void on_compile_target(tthd_job *job)
         tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
         tthd_progress(req, "report", "cache", 100);
         const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
+        /* a client on this machine that asked copies the cache file itself (the daemon serves its
+         * own uid only): nothing is streamed */
         if (hit.path && delivery && strcmp(delivery, "file") == 0)
-            send_artifact_file(req, &hit, json_object_get(job->result, "diagnostics"));
+            answer_artifact(req, "hit", hit.artifact_len, hit.xxh64, 0, hit.path, hit.offset, hit.metadata,
+                            json_object_get(job->result, "diagnostics"), NULL, NULL);
         else
-            send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.metadata,
+            send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.xxh64, hit.metadata,
                           json_object_get(job->result, "diagnostics"), NULL, NULL);
         free(hit.path);
         return;
@@ -355,6 +349,14 @@ static void on_compile_target(tthd_job *job)
     cj->data = req;
     req->job = cj;
     tthd_pool_submit(&srv->pool, cj);
+}
+
+/* The whole model is in req->model (uploaded, or read from model.path): parse the target next. */
+static void model_complete(tthd_server *srv, tthd_request *req)
+{
+    tthd_progress(req, "report", "target", 5);
+    if (!submit_parse(srv, req, on_compile_target))
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
 }
 
 /* model.path: the whole file, of exactly model.size bytes, into req->model */
@@ -431,9 +433,7 @@ static void m_compile(tthd_server *srv, tthd_request *req)
         }
         req->state = TTHD_REQ_UPLOAD;
         tthd_progress(req, "begin", "upload", 0);
-        tthd_progress(req, "report", "target", 5);
-        if (!submit_parse(srv, req, on_compile_target))
-            tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+        model_complete(srv, req);
         return;
     }
     req->state = TTHD_REQ_UPLOAD;
@@ -480,9 +480,7 @@ void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data
         tthd_progress(req, "report", "upload", (int)(req->model_got * 5 / req->model_size));
         return;
     }
-    tthd_progress(req, "report", "target", 5);
-    if (!submit_parse(srv, req, on_compile_target))
-        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+    model_complete(srv, req);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------ */

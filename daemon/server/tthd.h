@@ -92,8 +92,9 @@ void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_j
                     const char *options_json, const json_t *kinds, char key[33]);
 /* 1 and *hit filled on a verified hit; 0 on a miss (a corrupt entry is dropped: a miss). */
 int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit);
-/* Store (copies). Written to disk atomically in the thread pool. */
-void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len,
+/* Store (copies); sum is the artifact's XXH64, which hits answer with. Written to disk
+ * atomically in the thread pool. */
+void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                       const json_t *metadata);
 /* Remove everything; counts what was removed. */
 void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes);
