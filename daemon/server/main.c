@@ -113,7 +113,11 @@ static char *plugins_path_from_env(void)
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         strcpy(cwd, "/");
-    size_t cap = strlen(env) * 2 + strlen(cwd) * 8 + 16, len = 0;
+    size_t n = 1;
+    for (const char *p = env; *p; p++)
+        n += *p == ':';
+    /* each entry at most cwd + '/' + itself + ':' */
+    size_t cap = strlen(env) + n * (strlen(cwd) + 2) + 1, len = 0;
     char *out = malloc(cap), *copy = strdup(env), *save = NULL;
     if (!out || !copy) {
         free(out);
@@ -121,17 +125,9 @@ static char *plugins_path_from_env(void)
         return NULL;
     }
     out[0] = '\0';
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        const char *pre = d[0] == '/' ? "" : cwd, *sep = d[0] == '/' ? "" : "/";
-        size_t need = strlen(pre) + strlen(sep) + strlen(d) + 2;
-        if (len + need >= cap) {
-            char *bigger = realloc(out, cap = (len + need) * 2);
-            if (!bigger)
-                break;
-            out = bigger;
-        }
-        len += (size_t)snprintf(out + len, cap - len, "%s%s%s%s", len ? ":" : "", pre, sep, d);
-    }
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save))
+        len += (size_t)snprintf(out + len, cap - len, "%s%s%s%s", len ? ":" : "", d[0] == '/' ? "" : cwd,
+                                d[0] == '/' ? "" : "/", d);
     free(copy);
     if (!out[0]) {
         free(out);
