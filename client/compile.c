@@ -481,8 +481,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     /* a daemon that can read the model file itself gets its path instead of an upload; tthctl
      * then only needs its size. --stream uploads, as to a remote daemon. */
     char model_abs[PATH_MAX];
-    int by_path = !model && c->model_path_ok && !a->stream && realpath(model_path, model_abs) != NULL &&
-                  stat(model_abs, &mst) == 0 && S_ISREG(mst.st_mode) && mst.st_size > 0;
+    int by_path = !model && c->model_path_ok && !a->stream && mst.st_size > 0 && realpath(model_path, model_abs);
     if (by_path) {
         model_len = (size_t)mst.st_size;
     } else if (!model) {

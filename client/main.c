@@ -32,7 +32,7 @@
     X(EXPLAIN,    "explain",    0,   NULL,        "ask the daemon to explain its decisions")        \
     X(NO_CACHE,   "no-cache",   0,   NULL,        "compile even when the cache has the artifact")   \
     X(TIMINGS,    "timings",    0,   NULL,        "print where the compile's time went (stages, plugin hooks, cache)") \
-    X(STREAM,     "stream",     0,   NULL,        "receive a cache hit through the socket, not from tthd's cache file") \
+    X(STREAM,     "stream",     0,   NULL,        "upload the model and receive a cache hit through the socket, as a remote client") \
     X(SHARED,     "shared",     0,   NULL,        "build a shared library for 'tthctl run' (default: when the target is this machine)") \
     X(INPUT,      "input",      'i', "NAME=FILE", "bind input NAME to a .npy or .pb tensor file (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
