@@ -215,29 +215,31 @@ static void warn_idle_kinds(compile_state *s)
             taken += strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0;
         if (taken)
             continue;
-        /* the three most frequent reasons, with how many operators gave each */
-        const char *why[3] = {0};
-        size_t count[3] = {0}, nref = 0;
+        /* how many operators gave each reason (a JSON object as the counter), then the three
+         * most frequent */
+        json_t *counts = json_object();
+        size_t nref = 0;
         json_array_foreach(refusals, i, o) {
-            if (strcmp(json_string_value(json_object_get(o, "kind")), kind) != 0)
+            const char *r = json_string_value(json_object_get(o, "reason"));
+            if (!counts || !r || strcmp(json_string_value(json_object_get(o, "kind")), kind) != 0)
                 continue;
             nref++;
-            const char *r = json_string_value(json_object_get(o, "reason"));
-            size_t same = 0, j;
-            json_t *q;
-            json_array_foreach(refusals, j, q)
-                same += strcmp(json_string_value(json_object_get(q, "reason")), r) == 0;
-            int seen = 0;
-            for (int t = 0; t < 3 && !seen; t++)
-                seen = why[t] && strcmp(why[t], r) == 0;
-            for (int t = 0; t < 3 && !seen; t++)
-                if (!why[t] || same > count[t]) {
+            json_object_set_new(counts, r, json_integer(json_integer_value(json_object_get(counts, r)) + 1));
+        }
+        const char *why[3] = {0};
+        size_t count[3] = {0};
+        const char *r;
+        json_t *c;
+        json_object_foreach(counts, r, c) {
+            size_t n = (size_t)json_integer_value(c);
+            for (int t = 0; t < 3; t++)
+                if (!why[t] || n > count[t]) {
                     for (int u = 2; u > t; u--) {
                         why[u] = why[u - 1];
                         count[u] = count[u - 1];
                     }
                     why[t] = r;
-                    count[t] = same;
+                    count[t] = n;
                     break;
                 }
         }
@@ -250,6 +252,7 @@ static void warn_idle_kinds(compile_state *s)
         if (!nref && n > 0 && (size_t)n < sizeof msg)
             snprintf(msg + n, sizeof msg - (size_t)n, " (it was asked about no operator)");
         s->host.log(s->host.ctx, TTH_SEV_WARNING, msg);
+        json_decref(counts);
     }
 }
 
