@@ -49,9 +49,10 @@ static int region_params(tth_tir_module *tmod, const tth_relay_function *fn, tth
     return 0;
 }
 
-/* An extern declaration of `name` in `tmod` (see the top of this file). */
+/* An extern declaration of `name` in `tmod` (see the top of this file). Its first `ninputs`
+ * parameters are the region's inputs, which the definition only reads (attrs "inputs"). */
 static tth_prim_func *declare_extern(tth_tir_module *tmod, const char *name, tth_tbuffer *const *params,
-                                     size_t nparams, const char *kind, const char *defined_by,
+                                     size_t nparams, size_t ninputs, const char *kind, const char *defined_by,
                                      tth_diag *diag)
 {
     /* fresh parameters p0, p1, ... of the same types: the declaration owns its own names */
@@ -70,8 +71,9 @@ static tth_prim_func *declare_extern(tth_tir_module *tmod, const char *name, tth
         return NULL;
     }
     tth_prim_func *f = tth_tir_func_add(tmod, name, own, nparams, body, kind,
-                                        json_pack("{s:b, s:s, s:s}", "extern", 1, "defined_by",
-                                                  defined_by, "origin", "extern"), diag);
+                                        json_pack("{s:b, s:s, s:s, s:I}", "extern", 1, "defined_by",
+                                                  defined_by, "origin", "extern", "inputs",
+                                                  (json_int_t)ninputs), diag);
     free(own);
     return f;
 }
@@ -319,7 +321,7 @@ int tth_hooks_declare_external(tth_partition *p, tth_tir_module *tmod, const cha
         int rc = region_params(tmod, r->fn, &params, &np, diag);
         if (rc)
             return rc;
-        tth_prim_func *f = declare_extern(tmod, r->global_symbol, params, np, host_kind, r->kind->kind,
+        tth_prim_func *f = declare_extern(tmod, r->global_symbol, params, np, r->fn->nparams, host_kind, r->kind->kind,
                                           diag);
         free(params);
         if (!f)
@@ -372,7 +374,7 @@ int tth_hooks_tir_to_runtime(tth_partition *p, const tth_host *host, tth_tir_mod
         tth_prim_func *f = tth_tir_module_find(tmod, r->global_symbol);
         if (!f || !f->target_kind || strcmp(f->target_kind, H->kind) == 0)
             continue;
-        if (!declare_extern(hv, f->name, f->params, f->nparams, H->kind, f->target_kind, diag))
+        if (!declare_extern(hv, f->name, f->params, f->nparams, r->fn->nparams, H->kind, f->target_kind, diag))
             rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
     }
     if (!rc && (rc = H->plugin->tir_to_runtime(host, H->target, hv, rt, diag))) {

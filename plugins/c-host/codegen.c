@@ -1965,8 +1965,12 @@ static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, t
             goto done;
         }
         mark_written(&g, f->body, f, sigs[i].written);
-        if (f->attrs && json_is_true(json_object_get(f->attrs, "extern")))
-            memset(sigs[i].written, 1, f->nparams); /* defined by another module: no const */
+        if (f->attrs && json_is_true(json_object_get(f->attrs, "extern"))) {
+            /* defined by another module: only the region's inputs are known to be read-only */
+            json_int_t nin = json_integer_value(json_object_get(f->attrs, "inputs"));
+            for (size_t p = 0; p < f->nparams; p++)
+                sigs[i].written[p] = (json_int_t)p >= nin;
+        }
         for (size_t p = 0; p < f->nparams; p++)
             scan_buffer(&g, f->params[p]);
         scan_stmt(&g, f->body);

@@ -193,7 +193,7 @@ static const char *role_type(const char *role)
 {
     if (!strcmp(role, "input") || !strcmp(role, "input2") || !strcmp(role, "filter"))
         return "const int8_t *";
-    if (!strcmp(role, "bias"))
+    if (!strcmp(role, "bias") || !strcmp(role, "kernel_sum"))
         return "const int32_t *";
     return "int8_t *";
 }
@@ -240,10 +240,11 @@ static void emit_wrapper(emitter *e, const json_t *d)
     int sin = has_role(d, "input_nhwc"), sout = has_role(d, "output_nhwc");
     const char *x = sin ? "input_nhwc" : "input", *y = sout ? "output_nhwc" : "output";
     json_int_t amin = ji(d, "activation", 0), amax = ji(d, "activation", 1);
-    int ctx = has_role(d, "ctx");
+    /* the context: scratch (a planned LOCAL), or constants the call reads (an MVE build's fully
+     * connected kernel sums; docs/cmsisnn.md, "What a context must hold"), or nothing */
+    const char *ctx = has_role(d, "ctx") ? "ctx_buf" : has_role(d, "kernel_sum") ? "(void *)kernel_sum" : "NULL";
     if (strcmp(fn, "arm_softmax_s8") && strncmp(fn, "arm_elementwise", 15))
-        tputs(t, "    const cmsis_nn_context ctx = {%s, %" JSON_INTEGER_FORMAT "};\n", ctx ? "ctx_buf" : "NULL",
-              ji(d, "ctx_size", 0));
+        tputs(t, "    const cmsis_nn_context ctx = {%s, %" JSON_INTEGER_FORMAT "};\n", ctx, ji(d, "ctx_size", 0));
     if (sin)
         tputs(t, "    tth_cmsisnn_to_nhwc(input, input_nhwc, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", %" JSON_INTEGER_FORMAT ");\n", ji(d, "input_dims", 3), ji(d, "input_dims", 1), ji(d, "input_dims", 2));
@@ -344,7 +345,9 @@ static void emit_signature(emitter *e, const tth_prim_func *f)
                  tth_dtype_name(f->params[i]->dtype));
             return;
         }
-        tputs(&e->out, "%s *restrict %s, ", ct, f->params[i]->name);
+        /* the region's inputs are read only (the host declares them const: docs/plugin-guide.md) */
+        int in = (json_int_t)i < json_integer_value(json_object_get(f->attrs, "inputs"));
+        tputs(&e->out, "%s%s *restrict %s, ", in ? "const " : "", ct, f->params[i]->name);
     }
     tputs(&e->out, "uint8_t *restrict ws)");
 }

@@ -154,6 +154,27 @@ static tth_tensor *reorder_weights(const cn_match *m)
     return r;
 }
 
+/* The context of a fully connected call on an MVE build: CMSIS-NN reads one int32 per output from
+ * ctx->buf, bias[o] + input_offset * sum_k w[o][k] (the filter offset is 0), and ignores `bias`
+ * (docs/cmsisnn.md, "What a context must hold"). They are constants: computed here once. */
+static tth_tensor *fc_kernel_sums(const cn_match *m, const tth_tensor *w_nk)
+{
+    tth_ttype t = {.dtype = TTH_I32, .rank = 1, .shape = {m->oc}};
+    tth_tensor *r = tth_tensor_new(&t, NULL);
+    if (!r)
+        return NULL;
+    int32_t *sum = r->data;
+    const int8_t *w = w_nk->data;
+    const int32_t *bias = m->bias ? m->bias->data : NULL;
+    for (int64_t o = 0; o < m->oc; o++) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < m->c; k++)
+            s += w[o * m->c + k];
+        sum[o] = (int32_t)((bias ? bias[o] : 0) + (int64_t)-m->in_zp[0] * s);
+    }
+    return r;
+}
+
 /* The wrapper's description in attrs and its call_extern arguments. */
 static int lower_pattern(lower_ctx *c, const cn_match *m, size_t k, cn_features feat, tth_tbuffer *out,
                          tth_tstmt **seq, json_t *calls)
@@ -211,7 +232,19 @@ static int lower_pattern(lower_ctx *c, const cn_match *m, size_t k, cn_features 
             goto oom;
         snprintf(bn, sizeof bn, "%s_k%zu_filter", c->gsym, k);
         tth_tbuffer *b = tth_tir_const_buffer(mod, bn, wt);
-        tth_tensor_unref(wt);
+        if (b && m->kind == CN_FC && feat.mve) {
+            tth_tensor *ks = fc_kernel_sums(m, wt);
+            snprintf(bn, sizeof bn, "%s_k%zu_kernel_sum", c->gsym, k);
+            tth_tbuffer *kb = ks ? tth_tir_const_buffer(mod, bn, ks) : NULL;
+            tth_tensor_unref(ks);
+            tth_tensor_unref(wt);
+            if (!kb)
+                goto oom;
+            ROLE("kernel_sum", kb);
+            ctx = m->oc * 4;
+        } else {
+            tth_tensor_unref(wt);
+        }
         if (!b)
             goto oom;
         ROLE("filter", b);
@@ -427,6 +460,25 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
             goto done;
         }
     }
+    /* A pattern is found from its first node, but it runs when its last one may: a residual add
+     * is found from the dequantize of its earlier input, before the layers that make the later
+     * one. Order the calls by where their results are in topological order (a pattern's inputs
+     * are computed before any of its nodes, so before its result). */
+    int64_t *pos = calloc((size_t)max_id + 1, sizeof *pos);
+    if (!pos) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++)
+        pos[nodes[i]->id] = i;
+    for (size_t k = 1; k < npats; k++) {
+        cn_match m = pats[k];
+        size_t j = k;
+        for (; j > 0 && pos[pats[j - 1].out->id] > pos[m.out->id]; j--)
+            pats[j] = pats[j - 1];
+        pats[j] = m;
+    }
+    free(pos);
     for (size_t k = 0; k < npats && rc == 0; k++) {
         cn_match *m = &pats[k];
         int nin = (m->kind == CN_ADD || m->kind == CN_MUL) ? 2 : 1;
@@ -476,7 +528,8 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         }
     for (size_t i = c.nlocals; i-- > 0 && seq;)
         seq = tth_tir_allocate(mod, c.locals[i], seq);
-    json_t *attrs = json_pack("{s:s,s:s,s:o}", "op", "cmsis-nn", "origin", "relay_to_tir", "cmsis_nn", calls);
+    json_t *attrs = json_pack("{s:s,s:s,s:o,s:I}", "op", "cmsis-nn", "origin", "relay_to_tir", "cmsis_nn", calls,
+                              "inputs", (json_int_t)fn->nparams);
     calls = NULL;
     if (!seq || !attrs) {
         json_decref(attrs);

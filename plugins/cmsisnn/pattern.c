@@ -117,8 +117,6 @@ static int match_tail(const npu_users *u, const tth_rexpr *acc, int64_t oc, int 
     m->req_scale = s;
     add_node(m, rq);
     m->out = rq;
-    m->act_min = -128;
-    m->act_max = 127;
     const tth_rexpr *cl = npu_sole_user_op(u, rq, TTH_OP_CLIP);
     if (cl) {
         double lo = npu_attr_real(cl, "a_min", -128), hi = npu_attr_real(cl, "a_max", 127);
@@ -337,14 +335,15 @@ static int match_pool(const npu_users *u, const tth_rexpr *p, cn_match *m, char 
     m->oc = m->c;
     m->oh = ot->shape[2];
     m->ow = ot->shape[3];
-    m->act_min = -128;
-    m->act_max = 127;
     return 1;
 }
 
 int cn_match_at(const npu_users *u, const tth_rexpr *anchor, cn_match *m, char *why, size_t len)
 {
     memset(m, 0, sizeof *m);
+    /* the int8 range unless a fused clip narrows it (conv, fc): every kernel clamps to it */
+    m->act_min = -128;
+    m->act_max = 127;
     if (!anchor || anchor->kind != TTH_REXPR_CALL)
         return refuse(why, len, "not an operator call");
     switch (anchor->u.call.op) {

@@ -308,7 +308,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
         snprintf(line, sizeof line, "int32_t %s(", global_symbol);
         put(&src, line, strlen(line));
         for (size_t i = 0; i < nbuf; i++) {
-            snprintf(line, sizeof line, "void *%s%zu, ", i >= fn->nparams ? "out" : "in", i);
+            snprintf(line, sizeof line, i >= fn->nparams ? "void *out%zu, " : "const void *in%zu, ", i);
             put(&src, line, strlen(line));
         }
         snprintf(line, sizeof line, "uint8_t *ws)%s", pass ? "\n{\n" : ";\n\n");

@@ -1,9 +1,9 @@
 /* The cmsis-nn kind: every partition rule (accepted, and refused with its exact reason), the TIR
  * relay_to_tir writes (call_extern per pattern, LOCAL context buffers sized for MVE / DSP /
- * neither), the quantization arguments against an independent computation in Python, and the
- * generated C compiled for Cortex-M55, M4 and M0 with arm-none-eabi-gcc against a test-only
- * declaration of CMSIS-NN's API (tests/cmsisnn/arm_nnfunctions.h). The CMSIS-NN library itself is
- * not packaged here, so nothing is linked or run: numerical results of the kernels are not tested. */
+ * neither, an MVE fully connected layer's kernel sums), the quantization arguments against an
+ * independent computation in Python, and the generated C compiled for Cortex-M55, M4 and M0 with
+ * arm-none-eabi-gcc against the CMSIS-NN declarations of plugins/cmsisnn/reference. The numbers
+ * the generated code computes are tested by running it: tests/cmsisnn/executed.py. */
 #include <math.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -375,17 +375,21 @@ Test(cmsisnn, conv_tir_and_context_sizes)
 
 Test(cmsisnn, depthwise_and_fastpath_context_sizes)
 {
-    /* depthwise 8 channels 3x3: MVE 4 * 124 * 9, DSP 8 * 9 * 2, neither 0 */
-    static const struct { const char *target; int64_t ctx; } dw[] = {
-        {"cmsis-nn -mcpu=cortex-m55", 4 * 124 * 9},
-        {"cmsis-nn -mcpu=cortex-m7", 8 * 9 * 2},
-        {"cmsis-nn -mcpu=cortex-m3", -1},
+    /* depthwise 8 channels: MVE 4 * 124 * KH * KW; DSP none for 3x3 padded by at most 1 (its own
+     * kernel), else 8 * KH * KW * 2; neither none */
+    static const struct { const char *target; int k; int64_t ctx; } dw[] = {
+        {"cmsis-nn -mcpu=cortex-m55", 3, 4 * 124 * 9},
+        {"cmsis-nn -mcpu=cortex-m7", 3, -1},
+        {"cmsis-nn -mcpu=cortex-m7", 5, 8 * 25 * 2},
+        {"cmsis-nn -mcpu=cortex-m3", 5, -1},
     };
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof dw / sizeof dw[0]; i++) {
         tth_relay_module *m = tth_relay_module_new("t");
         conv_opt o = conv_default();
         o.groups = 8;
         o.oc = 8;
+        o.kh = o.kw = dw[i].k;
+        o.pad = dw[i].k / 2;
         conv_nodes n = build_conv(m, &o);
         tth_tir_module *tm = tth_tir_module_new();
         tth_prim_func *f = lower(dw[i].target, n.fn, "dw", tm);
@@ -407,6 +411,67 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
     cr_assert_eq(local_bytes(f->body, "k0_ctx"), -1);
     tth_tir_module_free(tm);
     tth_relay_module_free(m);
+}
+
+/* On MVE builds arm_fully_connected_s8 reads per-output kernel sums from ctx->buf and ignores the
+ * bias: the context must be bias[o] + input_offset * sum_k w[k][o], a constant computed at compile
+ * time (docs/cmsisnn.md, "What a context must hold"). Without MVE there is no context. */
+Test(cmsisnn, fc_kernel_sums_on_mve)
+{
+    static const char *const targets[] = {"cmsis-nn -mcpu=cortex-m55", "cmsis-nn -mcpu=cortex-m4"};
+    for (size_t i = 0; i < 2; i++) {
+        tth_relay_module *m = tth_relay_module_new("t");
+        tth_rexpr *mm, *rq;
+        tth_relay_function *fn = build_fc(m, 0, 0, &mm, &rq);
+        const tth_tensor *w = mm->u.call.args[1]->u.constant.value;               /* [16, 8] */
+        const tth_rexpr *acc = rq->u.call.args[0];
+        const tth_tensor *bias = acc->u.call.args[1]->u.constant.value;          /* [8] */
+        tth_tir_module *tm = tth_tir_module_new();
+        tth_prim_func *f = lower(targets[i], fn, "fc", tm);
+        const tth_texpr *c = first_call(f->body);
+        const tth_tbuffer *ks = NULL;
+        for (size_t a = 0; a < c->u.call.nargs; a++) {
+            const tth_tbuffer *b = c->u.call.args[a]->u.load.buf;
+            if (strstr(b->name, "kernel_sum"))
+                ks = b;
+        }
+        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        if (i == 1) {
+            cr_assert_null(ks, "a DSP build has no kernel sums");
+            cr_assert_eq(json_integer_value(json_object_get(d, "ctx_size")), 0);
+        } else {
+            cr_assert(ks, "no kernel sums for the MVE build");
+            cr_assert_eq(ks->scope, TTH_SCOPE_CONST);
+            cr_assert_eq(ks->dtype, TTH_I32);
+            cr_assert_eq(tth_tbuffer_numel(ks), 8);
+            cr_assert_eq(json_integer_value(json_object_get(d, "ctx_size")), 8 * 4);
+            for (int64_t o = 0; o < 8; o++) {
+                int64_t want = tth_tensor_get_i64(bias, o);
+                for (int64_t k = 0; k < 16; k++)
+                    want += -4 * tth_tensor_get_i64(w, k * 8 + o); /* input zero point 4 */
+                cr_assert_eq(tth_tensor_get_i64(ks->data, o), want, "kernel sum %lld", (long long)o);
+            }
+        }
+        tth_tir_module_free(tm);
+        tth_relay_module_free(m);
+    }
+}
+
+/* add and mul clamp to the int8 range (a zero range once made every output the zero point) */
+Test(cmsisnn, elementwise_activation_is_the_int8_range)
+{
+    for (int mul = 0; mul < 2; mul++) {
+        tth_relay_module *m = tth_relay_module_new("t");
+        tth_rexpr *e;
+        tth_relay_function *fn = build_binary(m, mul ? TTH_OP_MULTIPLY : TTH_OP_ADD, 0, &e);
+        tth_tir_module *tm = tth_tir_module_new();
+        tth_prim_func *f = lower(M55, fn, "bin", tm);
+        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 0)), -128);
+        cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 1)), 127);
+        tth_tir_module_free(tm);
+        tth_relay_module_free(m);
+    }
 }
 
 Test(cmsisnn, tuple_results)
@@ -441,9 +506,10 @@ Test(cmsisnn, tuple_results)
 
 Test(cmsisnn, pool_and_fc_context_sizes)
 {
-    /* avg pool: DSP without MVE C_IN * 4, else 0; max pool never; fc: MVE C_OUT * 4, else 0 */
+    /* avg pool: DSP without MVE C_IN * 4, else 0; max pool never; fc: never scratch (on MVE the
+     * context holds the kernel sums, a constant: fc_kernel_sums_on_mve) */
     static const struct { const char *target; int64_t avg, fc; } cases[] = {
-        {"cmsis-nn -mcpu=cortex-m55", -1, 8 * 4},
+        {"cmsis-nn -mcpu=cortex-m55", -1, -1},
         {"cmsis-nn -mcpu=cortex-m33", 8 * 4, -1},
         {"cmsis-nn -mcpu=cortex-m0plus", -1, -1},
     };
@@ -635,7 +701,7 @@ static void compile_for(const char *src_path, const char *mcpu)
     cr_assert(root);
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=%s -O2 -Wall -Wextra -Werror -I%s/tests/cmsisnn -c %s -o %s.%s.o "
+             "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=%s -O2 -Wall -Wextra -Werror -I%s/plugins/cmsisnn/reference -c %s -o %s.%s.o "
              "2>&1",
              mcpu, root, src_path, src_path, mcpu);
     FILE *p = popen(cmd, "r");
@@ -713,7 +779,7 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
         cr_assert(strstr(text, "arm_elementwise_mul_s8(input, input2, -1, 4, output, 3, "));
         cr_assert(strstr(text, "arm_max_pool_s8("));
         cr_assert(strstr(text, "arm_avgpool_s8("));
-        cr_assert(strstr(text, "int32_t r_conv(int8_t *restrict p0, int8_t *restrict out0, uint8_t *restrict ws)"));
+        cr_assert(strstr(text, "int32_t r_conv(const int8_t *restrict p0, int8_t *restrict out0, uint8_t *restrict ws)"));
         free(text);
         char path[256];
         snprintf(path, sizeof path, "/tmp/tth-cmsisnn-%d-%s.c", (int)getpid(), cpus[c][0]);
@@ -726,7 +792,7 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
         static const char *const host_cc[] = {"gcc", "clang"};
         for (size_t k = 0; k < 2; k++) {
             char cmd[1024];
-            snprintf(cmd, sizeof cmd, "%s -std=c99 -Wall -Wextra -Werror -fsyntax-only -I%s/tests/cmsisnn %s",
+            snprintf(cmd, sizeof cmd, "%s -std=c99 -Wall -Wextra -Werror -fsyntax-only -I%s/plugins/cmsisnn/reference %s",
                      host_cc[k], getenv("TTH_SOURCE_ROOT"), path);
             int st = system(cmd);
             cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed", cmd);

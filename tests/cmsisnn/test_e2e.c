@@ -117,7 +117,7 @@ static void compile_c_for_m55(const tth_compile_result *res)
         cr_assert_eq(test_write_file(path, src, n), 0);
         free(src);
         snprintf(cmd, sizeof cmd, "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=cortex-m55 -O2 -Wall -Wextra -Werror "
-                 "-I%s/tests/cmsisnn -c %s -o %s.o", getenv("TTH_SOURCE_ROOT"), path, path);
+                 "-I%s/plugins/cmsisnn/reference -c %s -o %s.o", getenv("TTH_SOURCE_ROOT"), path, path);
         cr_assert_eq(test_run(cmd), 0, "%s", cmd);
     }
     if (getenv("TTH_KEEP_NPU_E2E"))
@@ -289,7 +289,7 @@ Test(npu_e2e, cmsis_nn_artifact_needs_cmsis_nn_root)
     }
     char dir[256], path[512], cmd[2048];
     test_mkdtemp(dir, sizeof dir);
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/art' '%s/cmsis/Include' && cp '%s/tests/cmsisnn/arm_nnfunctions.h' "
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/art' '%s/cmsis/Include' && cp '%s/plugins/cmsisnn/reference/arm_nnfunctions.h' "
              "'%s/cmsis/Include/'", dir, dir, getenv("TTH_SOURCE_ROOT"), dir);
     cr_assert_eq(test_run(cmd), 0);
     snprintf(path, sizeof path, "%s/art/m.tar", dir);

@@ -391,14 +391,14 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     cr_assert_str_eq(c->name, "t_ethos_n_main_0_ethosn.c");
     cr_assert_eq(c->kind, TTH_FILE_C_SOURCE);
     char *text = strndup((const char *)c->data, c->len);
-    cr_assert(strstr(text, "int32_t t_ethos_n_main_0(void *in0, void *out1, uint8_t *ws)\n{"), "%s", text);
+    cr_assert(strstr(text, "int32_t t_ethos_n_main_0(const void *in0, void *out1, uint8_t *ws)\n{"), "%s", text);
     cr_assert(strstr(text, "return t_ethos_n_main_0_NO_DRIVER;"));
     cr_assert(strstr(text, "#define t_ethos_n_main_0_NO_DRIVER (-10)"));
     char path[128];
     snprintf(path, sizeof path, "/tmp/tth-ethosn-%d.c", (int)getpid());
     FILE *fp = fopen(path, "w");
     fputs(text, fp);
-    fputs("int main(void) { char b[1]; return t_ethos_n_main_0(b, b, 0) == -10 ? 0 : 1; }\n", fp);
+    fputs("int main(void) { char b[1] = {0}; return t_ethos_n_main_0(b, b, 0) == -10 ? 0 : 1; }\n", fp);
     fclose(fp);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cc -std=c99 -Wall -Wextra -Werror -o %s.bin %s && %s.bin", path, path, path);
@@ -434,7 +434,7 @@ Test(ethosn, tuple_results)
     tth_runtime_module *rt = to_runtime(N78, f, "tup", 0);
     const tth_module_file *c = tth_runtime_module_file(rt, 1);
     char *text = strndup((const char *)c->data, c->len);
-    cr_assert(strstr(text, "int32_t tup(void *in0, void *out1, void *out2, uint8_t *ws)\n{"), "%s", text);
+    cr_assert(strstr(text, "int32_t tup(const void *in0, void *out1, void *out2, uint8_t *ws)\n{"), "%s", text);
     free(text);
     tth_runtime_module_free(rt);
     tth_relay_module_free(m);

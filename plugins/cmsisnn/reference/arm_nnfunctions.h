@@ -1,6 +1,8 @@
-/* arm_nnfunctions.h for tests only: the CMSIS-NN types and prototypes tth's generated C calls,
- * written from their documented names, fields and argument order (docs/cmsisnn.md; CMSIS-NN v19), so the
- * generated C can be compiled for Cortex-M here without the library. Not CMSIS-NN's header. */
+/* arm_nnfunctions.h of tth's reference CMSIS-NN (docs/cmsisnn.md, "The reference
+ * implementation"): the types and prototypes of the CMSIS-NN functions tth's generated C calls,
+ * with CMSIS-NN's names, fields and argument order, so an artifact compiles unchanged against
+ * this header and arm_nn_reference.c, or against CMSIS-NN's own header and library on a device.
+ * Not CMSIS-NN's header: it declares only what tth calls. */
 #ifndef TTH_TEST_ARM_NNFUNCTIONS_H
 #define TTH_TEST_ARM_NNFUNCTIONS_H
 

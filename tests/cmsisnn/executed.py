@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""cmsis-nn artifacts executed on this machine: int8 models (int8_models.py) compiled through tthd
+for `cmsis-nn,c` on Cortex-M55 (MVE), M4 (DSP) and M0 (neither) and for plain `c`, each built as
+its README says with the host's cc (-Wall -Wextra -Werror) and linked with tth's reference
+implementation of CMSIS-NN (plugins/cmsisnn/reference), compiled to model the contracts of the
+matching CMSIS-NN build (-DTTH_NNREF_MVE / -DTTH_NNREF_DSP). Checks:
+  - the partition: every convolution, matmul, pool, add, mul and softmax on cmsis-nn;
+  - every output within one quantization step of the numpy reference of int8_models.py, for
+    the cmsis-nn artifacts and for `c`;
+  - the three CPU builds give identical bytes (same integer arithmetic, different contracts).
+
+    tests/cmsisnn/executed.py --tthctl build/client/tthctl [--keep DIR]
+
+Exit status 77 (skipped) without cc, numpy or onnx.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REFERENCE = os.path.join(ROOT, "plugins", "cmsisnn", "reference")
+
+TARGETS = [
+    # (label, target, reference build defines)
+    ("c", "c", None),
+    ("m55", "cmsis-nn,c -mcpu=cortex-m55", ["-DTTH_NNREF_MVE"]),
+    ("m4", "cmsis-nn,c -mcpu=cortex-m4", ["-DTTH_NNREF_DSP"]),
+    ("m0", "cmsis-nn,c -mcpu=cortex-m0", []),
+]
+# ops the cmsis-nn kind must take in these models (qnn.quantize of a float input and the int8
+# reshape before the classifier stay on c)
+OFFLOADED = {"qnn.conv2d", "qnn.matmul", "nn.max_pool2d", "nn.avg_pool2d", "nn.softmax", "multiply"}
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def main_c(meta, model):
+    """a main that reads every input from argv files and writes every output to argv files"""
+    ins, outs = meta["inputs"], meta["outputs"]
+    lines = ["#include <stdio.h>", "#include <stdlib.h>", '#include "tth_%s.h"' % model,
+             "static _Alignas(16) unsigned char ws[TTH_%s_WORKSPACE_SIZE + 1];" % model.upper(),
+             "static void *load(const char *p, size_t n) {",
+             "    void *b = malloc(n); FILE *f = fopen(p, \"rb\");",
+             "    if (!b || !f || fread(b, 1, n, f) != n) { fprintf(stderr, \"cannot read %s\\n\", p); exit(2); }",
+             "    fclose(f); return b; }",
+             "int main(int argc, char **argv) {",
+             "    if (argc != %d) return 2;" % (1 + len(ins) + len(outs)),
+             "    struct tth_%s_inputs in; struct tth_%s_outputs out;" % (model, model)]
+    for i, t in enumerate(ins):
+        lines.append("    in.%s = load(argv[%d], %d);" % (t["c_name"], 1 + i, t["bytes"]))
+    for t in outs:
+        lines.append("    out.%s = malloc(%d);" % (t["c_name"], t["bytes"]))
+    lines.append("    int32_t rc = tth_%s_run(&in, &out, ws);" % model)
+    lines.append("    if (rc != 0) { fprintf(stderr, \"tth_%s_run: %%d\\n\", (int)rc); return 1; }" % model)
+    for i, t in enumerate(outs):
+        lines.append("    { FILE *f = fopen(argv[%d], \"wb\"); if (!f || fwrite(out.%s, 1, %d, f) != %d) return 3; "
+                     "fclose(f); }" % (1 + len(ins) + i, t["c_name"], t["bytes"], t["bytes"]))
+    lines.append("    return 0; }")
+    return "\n".join(lines) + "\n"
+
+
+def build_and_run(args, case, label, target, defines, work):
+    import numpy as np
+    d = os.path.join(work, os.path.basename(case) + "-" + label)
+    os.makedirs(d)
+    tar = os.path.join(d, "a.tar")
+    c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", os.path.join(case, "model.onnx"),
+             "--target", target, "--name", "model", "-o", tar])
+    if c.returncode != 0:
+        return None, None, "compile: " + c.stderr.strip()
+    with tarfile.open(tar) as t:
+        t.extractall(d)
+    meta = json.load(open(os.path.join(d, "metadata.json")))
+    with open(os.path.join(d, "main.c"), "w") as f:
+        f.write(main_c(meta, "model"))
+    srcs = [os.path.join(d, s) for s in meta["files"]["sources"]]
+    cmd = ["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(d, "include"),
+           "-o", os.path.join(d, "prog"), os.path.join(d, "main.c")] + srcs
+    if defines is not None:
+        cmd += ["-I", REFERENCE] + defines + [os.path.join(REFERENCE, "arm_nn_reference.c")]
+    b = run(cmd + ["-lm"])
+    if b.returncode != 0:
+        return None, None, "build: " + (b.stdout + b.stderr).strip()[-3000:]
+    x = np.load(os.path.join(case, "input_0.npy"))
+    x.tofile(os.path.join(d, "x.bin"))
+    r = run([os.path.join(d, "prog"), os.path.join(d, "x.bin"), os.path.join(d, "y.bin")], timeout=120)
+    if r.returncode != 0:
+        return None, None, "run: exit %d %s" % (r.returncode, r.stderr.strip())
+    want = np.load(os.path.join(case, "expected_0.npy"))
+    y = np.fromfile(os.path.join(d, "y.bin"), dtype=want.dtype).reshape(want.shape)
+    return y, meta, None
+
+
+def check_case(args, case, work):
+    import numpy as np
+    want = np.load(os.path.join(case, "expected_0.npy"))
+    # the output is a dequantized softmax: one step is 1/256
+    step = 1.0 / 256
+    failures, outputs = [], {}
+    for label, target, defines in TARGETS:
+        y, meta, why = build_and_run(args, case, label, target, defines, work)
+        if why:
+            failures.append("%s: %s" % (label, why))
+            continue
+        outputs[label] = y
+        diff = np.abs(y.astype(np.float64) - want)
+        if diff.max() > step * 1.0001:
+            i = int(np.argmax(diff))
+            failures.append("%s: output differs from numpy by %.4g (%.2f steps) at %d: %r vs %r" % (
+                label, diff.max(), diff.max() / step, i, float(y.flat[i]), float(want.flat[i])))
+        if defines is not None:
+            kinds = {}
+            for o in meta["partition"]["ops"]:
+                kinds.setdefault(o["op"], set()).add(o["kind"])
+            stray = sorted(op for op in OFFLOADED if op in kinds and kinds[op] != {"cmsis-nn"})
+            if stray:
+                failures.append("%s: not offloaded to cmsis-nn: %s" % (label, ", ".join(stray)))
+            if not any("cmsis-nn" in k for k in kinds.values()):
+                failures.append("%s: nothing offloaded to cmsis-nn" % label)
+    npu = [outputs[k] for k in ("m55", "m4", "m0") if k in outputs]
+    for other in npu[1:]:
+        if other.tobytes() != npu[0].tobytes():
+            failures.append("the M55, M4 and M0 builds disagree")
+            break
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tthctl", required=True)
+    ap.add_argument("--keep", help="work in this directory and keep it")
+    args = ap.parse_args()
+    try:
+        import numpy  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError:
+        print("cmsisnn executed: skipped, python3-numpy or python3-onnx is not installed")
+        return 77
+    if not shutil.which("cc"):
+        print("cmsisnn executed: skipped, no cc")
+        return 77
+    args.tthctl = os.path.abspath(args.tthctl)
+    work = args.keep or tempfile.mkdtemp(prefix="tth-cmsisnn-run-")
+    os.makedirs(work, exist_ok=True)
+    args.socket = os.path.join(work, "tthd.sock")
+    tthd = os.path.join(os.path.dirname(os.path.dirname(args.tthctl)), "daemon", "tthd")
+    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", os.path.join(work, "cache")],
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "tthd.log"), "w"))
+    failures = []
+    try:
+        for _ in range(100):
+            if run([args.tthctl, "--socket", args.socket, "--no-start", "status"]).returncode == 0:
+                break
+            time.sleep(0.1)
+        cases = os.path.join(work, "models")
+        g = run(["/usr/bin/python3", os.path.join(HERE, "int8_models.py"), cases])
+        if g.returncode != 0:
+            failures.append("int8_models.py: exit %d %s" % (g.returncode, g.stderr))
+        else:
+            for name in sorted(os.listdir(cases)):
+                f = check_case(args, os.path.join(cases, name), work)
+                print("%-16s %s" % (name, "ok" if not f else "FAILED"))
+                for why in f:
+                    print("    " + why)
+                failures += f
+        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"])
+        daemon.wait(timeout=30)
+        if stop.returncode != 0 or daemon.returncode != 0:
+            failures.append("tthd: stop exit %d, daemon exit %d" % (stop.returncode, daemon.returncode))
+            sys.stderr.write(open(os.path.join(work, "tthd.log")).read()[-4000:])
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print("cmsis-nn executed on the host: %d failures" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
