@@ -12,7 +12,8 @@
  * memory planner sees them all:
  *   - the pattern's input(s) and output (region parameters, or LOCAL int8 buffers between patterns);
  *   - for conv/depthwise/pools on NCHW data with C > 1 and H*W > 1: LOCAL NHWC staging buffers for
- *     the input and the output (tth's IR is NCHW, CMSIS-NN's NHWC; the wrapper transposes);
+ *     the input and the output (tth's IR is NCHW, CMSIS-NN's NHWC; the wrapper transposes), only
+ *     at the region's edges: values passed between calls stay NHWC where choose_layouts allows;
  *   - the cmsis_nn_context buffer, a LOCAL int8 buffer of exactly cn_scratch_bytes();
  *   - weights (reordered at compile time to CMSIS-NN's OHWI / 1HWC / [N, K]) and the int32 bias as
  *     CONST buffers.
@@ -82,6 +83,7 @@ typedef struct lower_ctx {
     const char *gsym;
     tth_diag *diag;
     tth_tbuffer **buf_of;  /* by Relay node id: the buffer holding its value */
+    const uint8_t *nhwc;   /* by Relay node id: the value is kept NHWC (choose_layouts) */
     tth_tbuffer *locals[256];
     size_t nlocals;
     int limit;             /* more LOCAL buffers than `locals` holds */
@@ -175,6 +177,56 @@ static tth_tensor *fc_kernel_sums(const cn_match *m, const tth_tensor *w_nk)
     return r;
 }
 
+static int is_spatial(cn_kind k)
+{
+    return k == CN_CONV || k == CN_DWCONV || k == CN_MAXPOOL || k == CN_AVGPOOL;
+}
+
+/* Whether NCHW and NHWC differ for this value: 4-D with several channels and pixels. */
+static int layouts_differ(const tth_rexpr *e)
+{
+    const tth_ttype *t = npu_type(e);
+    return t && t->rank == 4 && t->shape[1] > 1 && t->shape[2] * t->shape[3] > 1;
+}
+
+/* Which values between patterns stay in CMSIS-NN's NHWC instead of going back to tth's NCHW
+ * (docs/cmsisnn.md, "Layouts"): a value made and used only inside the region, every user a
+ * spatial kernel (which reads NHWC) or an elementwise add/mul whose other operand and result are
+ * NHWC too (elementwise is the same in any layout both sides share). Softmax (last axis) and
+ * fully connected read the logical layout; region inputs and results are NCHW. Starting from
+ * every candidate, drop what breaks a rule until nothing changes. */
+static void choose_layouts(const cn_match *pats, size_t npats, tth_rexpr *const *res, size_t nres, uint8_t *nhwc)
+{
+    for (size_t k = 0; k < npats; k++) {
+        const tth_rexpr *o = pats[k].out;
+        int result = 0;
+        for (size_t j = 0; j < nres; j++)
+            result |= res[j] == o;
+        nhwc[o->id] = !result && layouts_differ(o) &&
+                      (is_spatial(pats[k].kind) || pats[k].kind == CN_ADD || pats[k].kind == CN_MUL);
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t k = 0; k < npats; k++) {
+            const cn_match *m = &pats[k];
+            if (is_spatial(m->kind))
+                continue;
+            if (m->kind == CN_ADD || m->kind == CN_MUL) {
+                uint32_t ids[3] = {m->in[0]->id, m->in[1]->id, m->out->id};
+                int all = nhwc[ids[0]] && nhwc[ids[1]] && nhwc[ids[2]];
+                int any = nhwc[ids[0]] || nhwc[ids[1]] || nhwc[ids[2]];
+                if (any && !all) {
+                    nhwc[ids[0]] = nhwc[ids[1]] = nhwc[ids[2]] = 0;
+                    changed = 1;
+                }
+            } else if (nhwc[m->in[0]->id]) {
+                nhwc[m->in[0]->id] = 0;
+                changed = 1;
+            }
+        }
+    }
+}
+
 /* The wrapper's description in attrs and its call_extern arguments. */
 static int lower_pattern(lower_ctx *c, const cn_match *m, size_t k, cn_features feat, tth_tbuffer *out,
                          tth_tstmt **seq, json_t *calls)
@@ -201,8 +253,8 @@ static int lower_pattern(lower_ctx *c, const cn_match *m, size_t k, cn_features 
         ROLE("input2", c->buf_of[m->in[1]->id]);
     ROLE("output", out);
     int spatial = m->kind == CN_CONV || m->kind == CN_DWCONV || m->kind == CN_MAXPOOL || m->kind == CN_AVGPOOL;
-    int stage_in = spatial && m->c > 1 && m->h * m->w_ > 1;
-    int stage_out = spatial && m->oc > 1 && m->oh * m->ow > 1;
+    int stage_in = spatial && m->c > 1 && m->h * m->w_ > 1 && !c->nhwc[m->in[0]->id];
+    int stage_out = spatial && m->oc > 1 && m->oh * m->ow > 1 && !c->nhwc[m->out->id];
     char bn[200];
     if (stage_in) {
         snprintf(bn, sizeof bn, "k%zu_in_nhwc", k);
@@ -479,6 +531,13 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         pats[j] = m;
     }
     free(pos);
+    uint8_t *nhwc = calloc((size_t)max_id + 1, 1);
+    if (!nhwc) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, where, "out of memory");
+        goto done;
+    }
+    choose_layouts(pats, npats, res, nres, nhwc);
+    c.nhwc = nhwc;
     for (size_t k = 0; k < npats && rc == 0; k++) {
         cn_match *m = &pats[k];
         int nin = (m->kind == CN_ADD || m->kind == CN_MUL) ? 2 : 1;
@@ -541,6 +600,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
 done:
     json_decref(calls);
     free(covered);
+    free((void *)c.nhwc);
     free(c.buf_of);
     free(pats);
     free(params);

@@ -474,6 +474,33 @@ Test(cmsisnn, elementwise_activation_is_the_int8_range)
     }
 }
 
+/* conv -> conv inside one region: the value between them stays NHWC (no staging between the
+ * calls); the region's input and result are NCHW, converted once each */
+Test(cmsisnn, nhwc_between_offloaded_calls)
+{
+    tth_relay_module *m = tth_relay_module_new("t");
+    conv_opt o = conv_default();
+    conv_nodes n = build_conv(m, &o);
+    int64_t ws[4] = {4, 4, 1, 1};
+    tth_rexpr *c2 = op(m, TTH_OP_QNN_CONV2D, NULL, 4, n.rq, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 5),
+                       k_scalar(m, TTH_I8, 0));
+    tth_rexpr *r2 = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, c2,
+                       k_scalar(m, TTH_F32, 0.01), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.2),
+                       k_scalar(m, TTH_I8, 0));
+    tth_diag_clear(&bd);
+    tth_relay_function *f = tth_relay_function_add(m, "region", &n.x, 1, r2, NULL, &bd);
+    cr_assert(f, "%s", bd.message);
+    tth_tir_module *tm = tth_tir_module_new();
+    tth_prim_func *pf = lower(M55, f, "chain", tm);
+    cr_assert_eq(local_bytes(pf->body, "k0_in_nhwc"), 8 * 6 * 6, "the region's NCHW input is converted");
+    cr_assert_eq(local_bytes(pf->body, "k0_out_nhwc"), -1, "conv1 writes NHWC directly");
+    cr_assert_eq(local_bytes(pf->body, "k0_out"), 4 * 6 * 6);
+    cr_assert_eq(local_bytes(pf->body, "k1_in_nhwc"), -1, "conv2 reads conv1's NHWC output directly");
+    cr_assert_eq(local_bytes(pf->body, "k1_out_nhwc"), 4 * 6 * 6, "the region's result is converted to NCHW");
+    tth_tir_module_free(tm);
+    tth_relay_module_free(m);
+}
+
 Test(cmsisnn, tuple_results)
 {
     /* conv1 -> conv2 where conv1's output also leaves the region: two outputs, conv1's not LOCAL */
