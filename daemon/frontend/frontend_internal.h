@@ -70,6 +70,15 @@ size_t tth__node_args(const tth_rexpr *e, tth_rexpr *const **args);
 /* Users count of every node reachable from fn's body, indexed by node id (malloc'd; free()). */
 uint32_t *tth__count_users(tth_relay_module *m, const tth_relay_function *fn, uint32_t *max_id);
 
+/* ---- QDQ to quantized operators (qdq.c) ----
+ * dequantize -> nn.conv2d / dense [-> bias] [-> relu | clip] -> quantize with constant int8/uint8
+ * weights becomes the integer graph the QLinearConv / QLinearMatMul importers build (qnn.conv2d or
+ * qnn.matmul, add of an int32 bias, qnn.requantize, an integer clip); dequantize -> reshape ->
+ * quantize with one quantization becomes an integer reshape. Requires: a well-typed module,
+ * before constant folding. Candidates that stay float are listed with their reasons in the
+ * function's attrs "qdq_refused" ([{"node", "op", "reason"}]). */
+int tth_relay_qdq_to_integer(tth_relay_module *m, tth_diag *diag);
+
 /* ---- ONNX tensors (onnx_tensor.c) ---- */
 struct Onnx__TensorProto;
 /* TensorProto → tth_tensor: raw_data or typed fields, every numeric dtype (float16 kept as F16,

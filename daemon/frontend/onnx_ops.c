@@ -14,7 +14,8 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static tth_rexpr *call(tth_onnx_ctx *c, tth_op op, tth_rexpr *const *args, size_t n, json_t *attrs)
+/* The op call, type-checked and size-limited, not folded. */
+static tth_rexpr *call_unfolded(tth_onnx_ctx *c, tth_op op, tth_rexpr *const *args, size_t n, json_t *attrs)
 {
     for (size_t i = 0; i < n; i++)
         if (!args[i]) {
@@ -37,7 +38,14 @@ static tth_rexpr *call(tth_onnx_ctx *c, tth_op op, tth_rexpr *const *args, size_
                        (long long)TTH_IMPORT_MAX_TENSOR);
         return NULL;
     }
-    return tth__fold_call(c->m, e, TTH_IMPORT_FOLD_ELEMS, c->diag);
+    return e;
+}
+
+/* The op call, folded when its arguments are constants (small enough). */
+static tth_rexpr *call(tth_onnx_ctx *c, tth_op op, tth_rexpr *const *args, size_t n, json_t *attrs)
+{
+    tth_rexpr *e = call_unfolded(c, op, args, n, attrs);
+    return e ? tth__fold_call(c->m, e, TTH_IMPORT_FOLD_ELEMS, c->diag) : NULL;
 }
 
 static tth_rexpr *call1(tth_onnx_ctx *c, tth_op op, tth_rexpr *a, json_t *attrs) { return call(c, op, &a, 1, attrs); }
@@ -1607,7 +1615,14 @@ static int op_dequantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr 
     if (rank(in[1]) > 0 && norm_axis(c, ai(c, "axis", 1), rank(in[0]), &axis))
         return c->diag->code;
     tth_rexpr *args[3] = {in[0], in[1], zp};
-    CHECK(out[0] = call(c, TTH_OP_DEQUANTIZE, args, 3, json_pack("{s:I}", "axis", (json_int_t)axis)));
+    json_t *at = json_pack("{s:I}", "axis", (json_int_t)axis);
+    /* A dequantized constant tensor (QDQ weights, biases) stays a call: the QDQ pass
+     * (qdq.c) computes the layer in integers from it; constant folding after that pass folds what
+     * it leaves. Scalars still fold here (they can be operands that must be constant). */
+    if (in[0]->kind == TTH_REXPR_CONST && rank(in[0]) >= 1)
+        CHECK(out[0] = call_unfolded(c, TTH_OP_DEQUANTIZE, args, 3, at));
+    else
+        CHECK(out[0] = call(c, TTH_OP_DEQUANTIZE, args, 3, at));
     return 0;
 }
 

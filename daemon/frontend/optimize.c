@@ -8,6 +8,8 @@ int tth_relay_simplify(tth_relay_module *m, tth_diag *diag)
         const char *name;
         int (*run)(tth_relay_module *, tth_diag *);
     } passes[] = {
+        {"qdq_to_integer", tth_relay_qdq_to_integer},     /* requires: before folding (it needs the
+                                                             dequantize of constant weights) */
         {"fold_constants", tth_relay_fold_constants},     /* requires: well-typed module */
         {"fold_batch_norm", tth_relay_fold_batch_norm},   /* requires: constant statistics folded */
         {"fold_constants", tth_relay_fold_constants},     /* folds what batch-norm folding built */
