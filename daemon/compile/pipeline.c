@@ -191,11 +191,36 @@ static int stage_import(compile_state *s)
     return rc;
 }
 
-/* simplify: fold constants and batch norm, DCE (tth_relay_simplify: the pass list the tests run
- * too); requires a typed module. */
+/* The QDQ pass (daemon/frontend/qdq.c) leaves the quantized-looking convolutions and dense
+ * layers it kept float, each with its reason, in main's attrs "qdq_refused": with options.explain
+ * each becomes a note (tthctl prints them); the list leaves the module either way. */
+static void note_qdq_refusals(compile_state *s)
+{
+    tth_relay_function *fn = tth_relay_module_main(s->rmod);
+    json_t *list = fn && json_is_object(fn->attrs) ? json_object_get(fn->attrs, "qdq_refused") : NULL;
+    if (!list)
+        return;
+    if (json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(list, i, r) {
+            char msg[TTH_DIAG_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "qdq: %s '%s' stays float: %s", json_string_value(json_object_get(r, "op")),
+                     json_string_value(json_object_get(r, "node")), json_string_value(json_object_get(r, "reason")));
+            s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+        }
+    }
+    json_object_del(fn->attrs, "qdq_refused");
+}
+
+/* simplify: QDQ to quantized operators, fold constants and batch norm, DCE (tth_relay_simplify:
+ * the pass list the tests run too); requires a typed module. */
 static int stage_simplify(compile_state *s)
 {
-    return tth_relay_simplify(s->rmod, s->diag);
+    int rc = tth_relay_simplify(s->rmod, s->diag);
+    if (rc == 0)
+        note_qdq_refusals(s);
+    return rc;
 }
 
 /* A member of a composite target that took no operator is most often a mistake (a float model
