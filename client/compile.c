@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tthrt.h>
 #include <xxhash.h>
 
 #include <tth/diag.h>
@@ -443,6 +444,57 @@ static int upload(tthctl_conn *c, compile_job *job, const tthctl_handlers *h, co
     return rc;
 }
 
+/* The largest tensor --bind sends (elements): binds are shapes, axes and small configuration
+ * tensors, sent as JSON numbers. */
+#define BIND_MAX_ELEMENTS (1 << 20)
+
+/* options.bind from the --bind NAME=FILE arguments (docs/tthctl.md, "--bind"):
+ * {NAME: {"dtype", "shape", "data"}}. NULL with err filled on a bad argument or file. */
+static json_t *bind_options(const tthctl_args *a, tthctl_error *err)
+{
+    json_t *bind = json_object();
+    for (size_t i = 0; bind && i < a->n_binds; i++) {
+        const char *arg = a->binds[i], *eq = strchr(arg, '=');
+        if (!eq || eq == arg || !eq[1]) {
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--bind '%s' is not NAME=FILE", arg);
+            tthctl_hint(err, "for example --bind shape=shape.npy (a .npy or ONNX TensorProto .pb file)");
+            goto fail;
+        }
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+        if (json_object_get(bind, name)) {
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--bind names input '%s' twice", name);
+            goto fail;
+        }
+        tthrt_array t = {0};
+        tth_diag d;
+        tth_diag_clear(&d);
+        if (tthrt_array_load(eq + 1, &t, &d) != 0) {
+            char loc[PATH_MAX + 16];
+            snprintf(loc, sizeof loc, "--bind %s", name);
+            tthctl_fail(err, TTHCTL_EXIT_IO, loc, "%s", d.message);
+            goto fail;
+        }
+        char why[128];
+        json_t *val = tthrt_array_to_bind_json(&t, BIND_MAX_ELEMENTS, why, sizeof why);
+        tthrt_array_clear(&t);
+        if (!val) {
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--bind %s: the tensor in '%s' %s", name, eq + 1, why);
+            goto fail;
+        }
+        if (!val || json_object_set_new(bind, name, val) != 0) {
+            tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+            goto fail;
+        }
+    }
+    if (!bind)
+        tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+    return bind;
+fail:
+    json_decref(bind);
+    return NULL;
+}
+
 int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
 {
     const char *model_path = a->pos[0];
@@ -455,10 +507,15 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     int rc = model_name(a, model_path, name, sizeof name, err);
     if (rc < 0)
         return rc;
+    json_t *bind = a->n_binds ? bind_options(a, err) : NULL;
+    if (a->n_binds && !bind)
+        return -err->exit;
     json_t *target = NULL;
     rc = tthctl_target_param(a->target, &target, err);
-    if (rc < 0)
+    if (rc < 0) {
+        json_decref(bind);
         return rc;
+    }
     snprintf(out_buf, sizeof out_buf, "%s.tar", name);
 
     compile_job job = {.out_path = a->output ? a->output : out_buf, .tmp_fd = -1};
@@ -516,6 +573,9 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(options, "no_cache", json_true());
     if (a->shared)
         json_object_set_new(options, "build_shared", json_true());
+    if (bind)
+        json_object_set_new(options, "bind", bind);
+    bind = NULL;
     json_t *params = json_pack("{s:{s:s, s:I}, s:o, s:s}", "model", "name", name, "size", (json_int_t)model_len,
                                "target", target, "delivery", a->stream ? "stream" : "file");
     if (params && by_path)
@@ -584,6 +644,7 @@ out:
     if (job.hash)
         XXH64_freeState(job.hash);
     json_decref(target);
+    json_decref(bind);
     json_decref(res);
     tthctl_conn_close(c);
     free(model);

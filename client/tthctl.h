@@ -70,6 +70,8 @@ typedef struct tthctl_args {
     const char *repeat;        /* --repeat (checked by the command) */
     const char **inputs;       /* --input NAME=FILE, n_inputs of them */
     size_t n_inputs;
+    const char **binds;        /* --bind NAME=FILE, n_binds of them */
+    size_t n_binds;
     const char **pos;          /* positional arguments after the command */
     size_t n_pos;
 } tthctl_args;

@@ -694,3 +694,42 @@ int tthrt_array_compare(const tthrt_array *got, const tthrt_array *want, double 
         snprintf(why, why_len, "%zu of %zu elements differ; first at element %zu", bad, n, first);
     return 0;
 }
+
+json_t *tthrt_array_to_bind_json(const tthrt_array *a, int64_t max_elements, char *why, size_t why_len)
+{
+    int64_t n = 1;
+    json_t *shape = json_array(), *data = json_array();
+    for (int32_t k = 0; k < a->rank; k++) {
+        n *= a->shape[k];
+        json_array_append_new(shape, json_integer(a->shape[k]));
+    }
+    const char *bad = n > max_elements ? "has more elements than can be bound" : NULL;
+    for (int64_t k = 0; !bad && k < n; k++) {
+        double v = 0;
+        json_int_t iv = 0;
+        int is_int = 1;
+        switch (a->dtype) {
+        case TTH_F32: v = ((const float *)a->data)[k]; is_int = 0; break;
+        case TTH_F64: v = ((const double *)a->data)[k]; is_int = 0; break;
+        case TTH_I8: iv = ((const int8_t *)a->data)[k]; break;
+        case TTH_I16: iv = ((const int16_t *)a->data)[k]; break;
+        case TTH_I32: iv = ((const int32_t *)a->data)[k]; break;
+        case TTH_I64: iv = ((const int64_t *)a->data)[k]; break;
+        case TTH_U8: case TTH_BOOL: iv = ((const uint8_t *)a->data)[k]; break;
+        case TTH_U16: iv = ((const uint16_t *)a->data)[k]; break;
+        case TTH_U32: iv = ((const uint32_t *)a->data)[k]; break;
+        case TTH_U64: iv = (json_int_t)((const uint64_t *)a->data)[k]; break;
+        default: bad = "is float16, which cannot be bound"; break;
+        }
+        if (!is_int && (v != v || v - v != 0))
+            bad = "is not finite (JSON has no NaN or infinity)";
+        json_array_append_new(data, is_int ? json_integer(iv) : json_real(v));
+    }
+    json_t *val = json_pack("{s:s, s:o, s:o}", "dtype", tth_dtype_name(a->dtype), "shape", shape, "data", data);
+    if (bad || !val) {
+        snprintf(why, why_len, "%s", bad ? bad : "out of memory");
+        json_decref(val);
+        return NULL;
+    }
+    return val;
+}

@@ -54,6 +54,11 @@ int tthrt_pb_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_di
 /* By extension: ".npy" → npy; ".pb" → TensorProto; otherwise by content (npy magic). */
 int tthrt_array_load(const char *path, tthrt_array *out, tth_diag *diag);
 
+/* The array as a compile-time input value (options.bind, docs/tthctl.md "--bind"):
+ * {"dtype", "shape", "data": [numbers, row-major]}. NULL with `why` filled when it cannot be
+ * sent: more than max_elements elements, float16, or a float that is not finite. */
+json_t *tthrt_array_to_bind_json(const tthrt_array *a, int64_t max_elements, char *why, size_t why_len);
+
 /* Compare `got` with `want`: same dtype and element count required; floats within
  * |got - want| <= atol + rtol * |want| (NaN matches NaN, infinities must be equal; float16 is
  * compared as float), integers and bool exactly. Returns 1 when they match, 0 when not (then

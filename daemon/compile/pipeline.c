@@ -182,10 +182,22 @@ static int stage_target(compile_state *s)
     return 0;
 }
 
-/* import: ONNX bytes → Relay ("main" takes the graph inputs). */
+/* import: ONNX bytes → Relay ("main" takes the graph inputs but those options.bind fixes; with
+ * options.explain a note names each bound input). */
 static int stage_import(compile_state *s)
 {
-    int rc = tth_onnx_import(s->req->model, s->req->model_len, s->req->model_name, &s->rmod, s->diag);
+    const json_t *bind = json_object_get(s->req->options, "bind");
+    int rc = tth_onnx_import_bound(s->req->model, s->req->model_len, s->req->model_name, bind, &s->rmod, s->diag);
+    if (rc == 0 && bind && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
+        const char *name;
+        const json_t *v;
+        json_object_foreach((json_t *)bind, name, v) {
+            char msg[TTH_DIAG_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "bind: input '%s' is a constant (%s, %zu elements) given at compile time", name,
+                     json_string_value(json_object_get(v, "dtype")), json_array_size(json_object_get(v, "data")));
+            s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+        }
+    }
     if (rc == 0 && wants_dump(s, "import"))
         dump(s, "import", tth_relay_print(s->rmod));
     return rc;

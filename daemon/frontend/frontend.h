@@ -24,6 +24,14 @@
 int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name,
                     tth_relay_module **out, tth_diag *diag);
 
+/* The same with graph inputs given at compile time (options.bind, docs/tthctl.md "--bind"): `bind`
+ * maps input names to {"dtype", "shape", "data"}; each named input becomes a constant named as
+ * the input (so a shape, axes or repeats input works where a constant is required) and leaves
+ * main's params. A name that is no graph input (or is an initializer), or a value whose dtype,
+ * rank or fixed dimensions differ from the input's, is TTH_EINVAL naming it. NULL: no binds. */
+int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
+                          tth_relay_module **out, tth_diag *diag);
+
 /* Decode one serialized ONNX TensorProto (e.g. a test's input_0.pb) into a new tensor (raw_data
  * or typed fields; float16 stays F16, bfloat16 becomes F32). When name is not NULL, the
  * TensorProto's name is copied there (truncated, always NUL-terminated; "" when it has none). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "onnx_import.h"
+#include "tth/target.h"
 
 int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...)
 {
@@ -189,7 +190,124 @@ static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
     return 0;
 }
 
-static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name)
+/* A value given at compile time for a graph input (options.bind; docs/tthctl.md "--bind"):
+ * {"dtype": "int64", "shape": [...], "data": [numbers, row-major]}. */
+static int bind_tensor(tth_onnx_ctx *c, const char *name, const json_t *v, tth_tensor **out)
+{
+    snprintf(c->where, sizeof c->where, "bind '%s'", name);
+    const json_t *shape = json_object_get(v, "shape"), *data = json_object_get(v, "data");
+    tth_ttype ty = {.dtype = tth_dtype_from_name(json_string_value(json_object_get(v, "dtype")))};
+    if (ty.dtype == TTH_DTYPE_INVALID || ty.dtype == TTH_F16)
+        return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' has no dtype tth can bind (float32, float64, "
+                              "int8..int64, uint8..uint64, bool)", name);
+    if (!json_is_array(shape) || json_array_size(shape) > TTH_MAX_RANK || !json_is_array(data))
+        return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' needs a shape (at most %d dimensions) and data",
+                              name, TTH_MAX_RANK);
+    ty.rank = (int32_t)json_array_size(shape);
+    for (int32_t i = 0; i < ty.rank; i++) {
+        const json_t *d = json_array_get(shape, (size_t)i);
+        if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > ((json_int_t)1 << 32))
+            return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' has a bad dimension %d", name, (int)i);
+        ty.shape[i] = json_integer_value(d);
+    }
+    if (!tth__onnx_shape_ok(ty.shape, ty.rank))
+        return tth__onnx_fail(c, TTH_ELIMIT, "the value bound to '%s' is too large", name);
+    int64_t n = tth_ttype_numel(&ty);
+    if ((int64_t)json_array_size(data) != n)
+        return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' has %zu numbers for %lld elements", name,
+                              json_array_size(data), (long long)n);
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    if (!t)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        const json_t *x = json_array_get(data, (size_t)i);
+        if (!json_is_number(x)) {
+            tth_tensor_unref(t);
+            return tth__onnx_fail(c, TTH_EINVAL, "element %lld of the value bound to '%s' is not a number",
+                                  (long long)i, name);
+        }
+        double d = json_number_value(x);
+        json_int_t k = json_is_integer(x) ? json_integer_value(x) : (json_int_t)d;
+        switch (ty.dtype) {
+        case TTH_F32: ((float *)t->data)[i] = (float)d; break;
+        case TTH_F64: ((double *)t->data)[i] = d; break;
+        case TTH_I8: ((int8_t *)t->data)[i] = (int8_t)k; break;
+        case TTH_I16: ((int16_t *)t->data)[i] = (int16_t)k; break;
+        case TTH_I32: ((int32_t *)t->data)[i] = (int32_t)k; break;
+        case TTH_I64: ((int64_t *)t->data)[i] = (int64_t)k; break;
+        case TTH_U8: ((uint8_t *)t->data)[i] = (uint8_t)k; break;
+        case TTH_U16: ((uint16_t *)t->data)[i] = (uint16_t)k; break;
+        case TTH_U32: ((uint32_t *)t->data)[i] = (uint32_t)k; break;
+        case TTH_U64: ((uint64_t *)t->data)[i] = (uint64_t)k; break;
+        case TTH_BOOL: ((uint8_t *)t->data)[i] = k != 0; break;
+        default: break;
+        }
+    }
+    *out = t;
+    return 0;
+}
+
+/* The bound value must have the input's element type and rank, and its size in every
+ * dimension the model fixes. */
+static int bind_matches(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const tth_tensor *t)
+{
+    const Onnx__TypeProto *tp = vi->type;
+    const Onnx__TypeProto__Tensor *tt = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type
+                                                                                                    : NULL;
+    char have[96];
+    tth_ttype_format(&t->type, have, sizeof have);
+    if (!tt || tth__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0) != t->type.dtype)
+        return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' is %s; the input's element type is %s",
+                              vi->name, have, tt ? tth_dtype_name(tth__onnx_dtype(tt->elem_type)) : "not a tensor's");
+    if (tt->shape) {
+        if ((int32_t)tt->shape->n_dim != t->type.rank)
+            return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' is %s; the input has %zu dimensions",
+                                  vi->name, have, tt->shape->n_dim);
+        for (size_t i = 0; i < tt->shape->n_dim; i++) {
+            const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+            if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                d->dim_value != t->type.shape[i])
+                return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' is %s; the input's dimension %zu is %lld",
+                                      vi->name, have, i, (long long)d->dim_value);
+        }
+    }
+    return 0;
+}
+
+/* Every bound name must be a graph input that is not an initializer. */
+static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const json_t *bind)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)bind, key, v) {
+        size_t i = 0;
+        while (i < g->n_input && !(g->input[i] && g->input[i]->name && strcmp(g->input[i]->name, key) == 0))
+            i++;
+        int initializer = 0;
+        for (size_t k = 0; k < g->n_initializer; k++)
+            initializer |= g->initializer[k] && g->initializer[k]->name && strcmp(g->initializer[k]->name, key) == 0;
+        if (i < g->n_input && !initializer)
+            continue;
+        snprintf(c->where, sizeof c->where, "bind '%s'", key);
+        int rc = tth__onnx_fail(c, TTH_EINVAL, initializer ? "'%s' is a constant of the model, not an input"
+                                                           : "the model has no input '%s'", key);
+        const char **names = calloc(g->n_input + 1, sizeof *names);
+        size_t n = 0;
+        for (size_t k = 0; names && k < g->n_input; k++)
+            if (g->input[k] && g->input[k]->name)
+                names[n++] = g->input[k]->name;
+        char near[256], hint[300];
+        if (names && tth_nearest_names(key, names, n, 3, near, sizeof near) > 0) {
+            snprintf(hint, sizeof hint, "did you mean %s?", near);
+            tth_diag_hint(c->diag, "%s", hint);
+        }
+        free(names);
+        return rc;
+    }
+    return 0;
+}
+
+static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name, const json_t *bind)
 {
     valtab vals = {0};
     int rc = 0;
@@ -231,7 +349,9 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "sparse initializers are not supported");
         goto done;
     }
-    /* inputs that are not initializers → params */
+    if (bind && (rc = bind_names_known(c, g, bind)) != 0)
+        goto done;
+    /* inputs that are not initializers → params (or constants, when bound) */
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
         if (!vi || !vi->name || !vi->name[0]) {
@@ -241,6 +361,21 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         }
         if (valtab_get(&vals, vi->name))
             continue;
+        const json_t *bv = json_object_get(bind, vi->name);
+        if (bv) { /* bound at compile time: a constant named as the input */
+            tth_tensor *t = NULL;
+            rc = bind_tensor(c, vi->name, bv, &t);
+            if (!rc && (rc = bind_matches(c, vi, t)) != 0)
+                tth_tensor_unref(t);
+            if (rc)
+                goto done;
+            tth_rexpr *k = tth_relay_const(m, t, tth_arena_strdup(m->arena, vi->name));
+            if (!k || valtab_put(&vals, vi->name, k)) {
+                rc = tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+                goto done;
+            }
+            continue;
+        }
         tth_ttype ty;
         rc = input_type(c, vi, &ty);
         if (rc)
@@ -397,6 +532,12 @@ static int pb_check_nesting(const uint8_t *p, const uint8_t *end, const Protobuf
 int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tth_relay_module **out,
                     tth_diag *diag)
 {
+    return tth_onnx_import_bound(bytes, len, model_name, NULL, out, diag);
+}
+
+int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
+                          tth_relay_module **out, tth_diag *diag)
+{
     tth_diag local;
     if (!diag) {
         tth_diag_clear(&local);
@@ -439,7 +580,11 @@ int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tt
         rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         goto done;
     }
-    rc = import_graph(&c, mp->graph, model_name);
+    if (bind && !json_is_object(bind)) {
+        rc = tth_diag_set(diag, TTH_EINVAL, "options.bind", "must be an object of input name -> value");
+        goto done;
+    }
+    rc = import_graph(&c, mp->graph, model_name, bind);
     if (rc) {
         tth_relay_module_free(c.m);
         c.m = NULL;

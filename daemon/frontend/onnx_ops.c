@@ -129,7 +129,8 @@ static int vints(tth_onnx_ctx *c, tth_rexpr *e, const char *what, int64_t *out, 
 {
     if (!e || e->kind != TTH_REXPR_CONST) {
         tth__onnx_fail(c, TTH_EUNSUPPORTED, "input '%s' is not a constant (a dynamic shape or value)", what);
-        tth_diag_hint(c->diag, "tth needs static shapes: compute this input from constants only");
+        tth_diag_hint(c->diag, "tth needs static shapes: compute this input from constants only, or, when it is "
+                               "a graph input, fix it at compile time: tthctl compile --bind NAME=FILE");
         return -2;
     }
     const tth_tensor *t = e->u.constant.value;

@@ -1121,6 +1121,95 @@ Test(client, compile_errors)
     proc_out_free(&po);
 }
 
+/* --bind: Reshape's target shape fed as a graph input compiles once that input is fixed at
+ * compile time; the artifact takes only the data; the result matches the ONNX test data; another
+ * value is another artifact (cache key); wrong names and types are refused with what to do. */
+Test(client, compile_with_a_bound_input)
+{
+    start_daemon(NULL);
+    const char *t = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims";
+    char model[300], shape[300], data[300], want[300], art[400], outdir[400], bind[400], arg[400];
+    snprintf(model, sizeof model, "%s/model.onnx", t);
+    snprintf(data, sizeof data, "%s/test_data_set_0/input_0.pb", t);
+    snprintf(shape, sizeof shape, "%s/test_data_set_0/input_1.pb", t);
+    snprintf(want, sizeof want, "%s/test_data_set_0/output_0.pb", t);
+    snprintf(art, sizeof art, "%s/r.tar", F.dir);
+    snprintf(outdir, sizeof outdir, "%s/out", F.dir);
+    snprintf(bind, sizeof bind, "shape=%s", shape);
+    proc_out po = {0};
+    /* unbound: refused, and the hint says how to bind */
+    ctl(&po, "compile", model, "--target", "c", "-o", art);
+    assert_status(&po, 1);
+    assert_has(po.err, "input 'shape' is not a constant");
+    assert_has(po.err, "--bind NAME=FILE");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "--shared", "-o", art, "--bind", bind, "--explain", "--json");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    json_t *ins = json_object_get(json_object_get(r, "metadata"), "inputs");
+    cr_assert_eq(json_array_size(ins), 1, "the bound input is still an input of the artifact");
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(ins, 0), "name")), "data");
+    char *diags = json_dumps(json_object_get(r, "diagnostics"), 0);
+    assert_has(diags, "bind: input 'shape' is a constant (int64, 3 elements)");
+    free(diags);
+    json_decref(r);
+    proc_out_free(&po);
+    snprintf(arg, sizeof arg, "data=%s", data);
+    ctl(&po, "run", art, "--input", arg, "--output-dir", outdir);
+    assert_status(&po, 0);
+    assert_has(po.out, "reshaped: float32 [4, 2, 3]");
+    proc_out_free(&po);
+    char got[500];
+    snprintf(got, sizeof got, "%s/reshaped.npy", outdir);
+    tthrt_array a = {0}, b = {0};
+    tth_diag d;
+    cr_assert_eq(tthrt_npy_read(got, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_pb_read(want, &b, &d), 0, "%s", d.message);
+    char why[256];
+    cr_assert_eq(tthrt_array_compare(&a, &b, 0, 0, why, sizeof why), 1, "%s", why);
+    tthrt_array_clear(&a);
+    tthrt_array_clear(&b);
+    /* another value of the bound input: another artifact, not the cached one */
+    char other[400], other_bind[450];
+    snprintf(other, sizeof other, "%s/shape2.npy", F.dir);
+    static const int64_t v[3] = {2, 12, 1};
+    int64_t sh[1] = {3};
+    tthrt_array o = {0};
+    cr_assert_eq(tthrt_array_init(&o, TTH_I64, 1, sh, &d), 0);
+    memcpy(o.data, v, sizeof v);
+    cr_assert_eq(tthrt_npy_write(other, &o, &d), 0, "%s", d.message);
+    tthrt_array_clear(&o);
+    snprintf(other_bind, sizeof other_bind, "shape=%s", other);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", other_bind, "--json");
+    assert_status(&po, 0);
+    r = out_json(&po);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss");
+    json_t *outs = json_object_get(json_object_get(r, "metadata"), "outputs");
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(json_array_get(outs, 0), "shape"), 1)), 12);
+    json_decref(r);
+    proc_out_free(&po);
+    /* a typo in the name, a value of another type, a malformed argument, a missing file */
+    snprintf(arg, sizeof arg, "shap=%s", shape);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", arg);
+    assert_status(&po, 1);
+    assert_has(po.err, "the model has no input 'shap'");
+    assert_has(po.err, "did you mean 'shape'?");
+    proc_out_free(&po);
+    snprintf(arg, sizeof arg, "data=%s", shape);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", arg);
+    assert_status(&po, 1);
+    assert_has(po.err, "the value bound to 'data' is int64[3]; the input's element type is float32");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", "shape");
+    assert_status(&po, 2);
+    assert_has(po.err, "--bind 'shape' is not NAME=FILE");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", "shape=/nonexistent.npy");
+    assert_status(&po, 5);
+    assert_has(po.err, "--bind shape");
+    proc_out_free(&po);
+}
+
 Test(client, progress_bar_on_a_terminal)
 {
     start_daemon(NULL);

@@ -68,17 +68,35 @@ static void model_name(const char *dir, char *buf, size_t len)
             *p = '_';
 }
 
-static int run_data_set(tthrt_model *m, const char *ds, tth_case_result *res)
+/* The name of the TensorProto in `path` ("" when it has none or cannot be read). */
+static void pb_name(const char *path, char *buf, size_t len)
+{
+    tthrt_array a = {0};
+    tth_diag d;
+    buf[0] = 0;
+    if (tthrt_pb_read(path, &a, &d) == 0 && a.name)
+        snprintf(buf, len, "%s", a.name);
+    tthrt_array_clear(&a);
+}
+
+/* Binds the data set's inputs to the model's, in order, skipping those fixed at compile time
+ * (`bound`, by the TensorProto's name), then runs and compares. */
+static int run_data_set(tthrt_model *m, const char *ds, const json_t *bound, tth_case_result *res)
 {
     char path[4200], why[512];
     tth_diag d;
     tth_diag_clear(&d);
     size_t nin = tthrt_model_input_count(m);
-    for (size_t i = 0; i < nin; i++) {
-        snprintf(path, sizeof path, "%s/input_%zu.pb", ds, i);
-        if (!file_exists(path))
-            return set(res, TTH_CASE_FAIL, "%s: the model has %zu inputs; no input_%zu.pb", ds,
-                       nin, i);
+    for (size_t i = 0, k = 0; i < nin; i++, k++) {
+        char nm[256];
+        for (;; k++) {
+            snprintf(path, sizeof path, "%s/input_%zu.pb", ds, k);
+            if (!file_exists(path))
+                return set(res, TTH_CASE_FAIL, "%s: the model has %zu inputs; no input_%zu.pb", ds, nin, k);
+            pb_name(path, nm, sizeof nm);
+            if (!bound || !json_object_get(bound, nm))
+                break;
+        }
         if (tthrt_model_bind_file(m, tthrt_model_input(m, i)->name, path, &d) != 0)
             return set(res, TTH_CASE_FAIL, "binding %s: %s", path, d.message);
     }
@@ -145,6 +163,41 @@ tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const jso
     return tth_case_run_flags(dir, reg, target, 0, res);
 }
 
+/* After a compile refused a graph input that must be a constant ("input 'X' is not a constant"):
+ * fix it at compile time with test_data_set_0's value (options.bind). The input the message names
+ * when a data set file carries that name, else every integer input not bound yet (shapes, axes,
+ * repeats). Returns how many were added. */
+static int add_binds(const char *dir, const char *message, json_t *bind)
+{
+    char role[256] = "";
+    const char *p = strstr(message, "input '");
+    if (p && strstr(p, "' is not a constant"))
+        sscanf(p + 7, "%255[^']", role);
+    if (!p || !strstr(p, "' is not a constant"))
+        return 0;
+    int added = 0;
+    for (int pass = 0; pass < 2 && !added; pass++)
+        for (int k = 0; k < 64; k++) {
+            char path[2100];
+            snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
+            if (!file_exists(path))
+                break;
+            tthrt_array a = {0};
+            tth_diag d;
+            if (tthrt_pb_read(path, &a, &d) != 0 || !a.name || json_object_get(bind, a.name)) {
+                tthrt_array_clear(&a);
+                continue;
+            }
+            int take = pass == 0 ? strcmp(a.name, role) == 0 : a.dtype == TTH_I64 || a.dtype == TTH_I32;
+            char why[128];
+            json_t *v = take ? tthrt_array_to_bind_json(&a, 1 << 20, why, sizeof why) : NULL;
+            if (v && json_object_set_new(bind, a.name, v) == 0)
+                added++;
+            tthrt_array_clear(&a);
+        }
+    return added;
+}
+
 tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, const json_t *target,
                                    int flags, tth_case_result *res)
 {
@@ -167,24 +220,42 @@ tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, con
     tth_diag_clear(&d);
     double t0 = now_ms();
     int rc = tth_compile(&req, &cr, &d);
+    json_t *bind = json_object();
+    while (rc == TTH_EUNSUPPORTED && (flags & TTH_CASE_BIND_INPUTS) && add_binds(dir, d.message, bind) > 0) {
+        json_object_set(opts, "bind", bind);
+        tth_diag_clear(&d);
+        rc = tth_compile(&req, &cr, &d);
+    }
     res->compile_ms = now_ms() - t0;
     free(model);
     json_decref(opts);
-    if (rc != 0)
+    if (json_object_size(bind)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(bind, k, v)
+            snprintf(res->bound + strlen(res->bound), sizeof res->bound - strlen(res->bound), "%s%s",
+                     res->bound[0] ? "," : "", k);
+    }
+    if (rc != 0) {
+        json_decref(bind);
         return set(res, rc == TTH_EUNSUPPORTED ? TTH_CASE_UNSUPPORTED : TTH_CASE_FAIL,
                    "compile: %s [%s]%s%s", d.message, d.location, d.hint[0] ? " hint: " : "", d.hint);
+    }
     if (flags & TTH_CASE_CHECK_C_WARNINGS) {
         const char *c_text = json_string_value(json_object_get(cr.dumps, "codegen"));
         if (c_text && check_c_warnings(c_text, res) != 0) {
             tth_compile_result_free(&cr);
+            json_decref(bind);
             return res->status;
         }
     }
     tthrt_model *m = NULL;
     rc = tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d);
     tth_compile_result_free(&cr);
-    if (rc != 0)
+    if (rc != 0) {
+        json_decref(bind);
         return set(res, TTH_CASE_FAIL, "open: %s", d.message);
+    }
     /* every test_data_set_N, in order */
     int sets = 0;
     for (int k = 0; k < 64; k++) {
@@ -192,12 +263,16 @@ tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, con
         if (!file_exists(path))
             break;
         sets++;
-        if (run_data_set(m, path, res) != 0) {
+        if (run_data_set(m, path, bind, res) != 0) {
             tthrt_model_close(m);
+            json_decref(bind);
             return res->status;
         }
+        if (json_object_size(bind))
+            break; /* compiled with data set 0's values of the bound inputs */
     }
     tthrt_model_close(m);
+    json_decref(bind);
     if (sets == 0)
         return set(res, TTH_CASE_FAIL, "no test_data_set_0 in %s", dir);
     return set(res, TTH_CASE_PASS, "%d data set%s", sets, sets == 1 ? "" : "s");

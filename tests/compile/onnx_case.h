@@ -19,12 +19,17 @@ typedef struct tth_case_result {
     tth_case_status status;
     char detail[1024];        /* what failed, or why it is unsupported */
     double compile_ms, run_ms;
+    char bound[512];          /* inputs fixed at compile time (TTH_CASE_BIND_INPUTS), comma-separated */
 } tth_case_result;
 
 enum {
     /* also compile the generated C with `cc -std=c99 -O2 -Wall -Wextra -Werror
      * -Wno-unused-parameter` (and clang when installed): a warning fails the case */
     TTH_CASE_CHECK_C_WARNINGS = 1,
+    /* when the compile refuses a graph input that must be a constant, compile again with it
+     * bound to test_data_set_0's value (options.bind; res->bound names them) and run that data
+     * set only (the others may hold other values of the bound inputs) */
+    TTH_CASE_BIND_INPUTS = 2,
 };
 
 /* Run the case in `dir` for `target` (canonical JSON). Returns the status (also in res). */
