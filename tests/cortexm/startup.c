@@ -28,10 +28,12 @@
 #define SCB_CPACR REG(0xE000ED88u)
 #define SCB_SFSR REG(0xE000EDE4u) /* Armv8-M Security Extension */
 #define SCB_SFAR REG(0xE000EDE8u)
-#define MPU_CTRL REG(0xE000ED94u) /* Armv7-M PMSAv7 MPU */
+#define MPU_CTRL REG(0xE000ED94u) /* the MPU: PMSAv7 on Armv7-M, PMSAv8 on Armv8-M */
 #define MPU_RNR REG(0xE000ED98u)
 #define MPU_RBAR REG(0xE000ED9Cu)
-#define MPU_RASR REG(0xE000EDA0u)
+#define MPU_RASR REG(0xE000EDA0u) /* PMSAv7 */
+#define MPU_RLAR REG(0xE000EDA0u) /* PMSAv8 */
+#define MPU_MAIR0 REG(0xE000EDC0u) /* PMSAv8 */
 #define SYST_CSR REG(0xE000E010u)
 #define SYST_RVR REG(0xE000E014u)
 #define SYST_CVR REG(0xE000E018u)
@@ -48,7 +50,13 @@
 #define MPU_RASR_ENABLE (1u << 0)
 #define MPU_RASR_SIZE(log2) (((log2)-1u) << 1)
 #define MPU_RASR_AP_NONE (0u << 24)
+#define MPU_RASR_AP_RO (6u << 24) /* read-only, privileged and unprivileged */
+#define MPU_RASR_C (1u << 17)    /* with TEX 0, B 0: normal memory, write-through */
 #define MPU_RASR_XN (1u << 28)
+#define MPU_RBAR_AP_RO (3u << 1) /* PMSAv8: read-only, privileged and unprivileged */
+#define MPU_RBAR_XN (1u << 0)
+#define MPU_RLAR_EN (1u << 0)    /* with AttrIndx 0 */
+#define MAIR_NORMAL_NONCACHEABLE 0x44u
 #define STACK_GUARD_LOG2 13u /* 8 KiB, as in sections.ld */
 #define SYST_ENABLE (1u << 0)
 #define SYST_TICKINT (1u << 1)
@@ -67,6 +75,7 @@
 extern uint32_t __data_start[], __data_end[], __data_load[];
 extern uint32_t __bss_start[], __bss_end[], __big_start[], __big_end[];
 extern uint32_t __stack_limit[], __stack_top[], __stack_guard[], __ram_start[], __ram_end[];
+extern uint32_t __rodata_mem_start[], __rodata_mem_end[];
 extern void (*__init_array_start[])(void);
 extern void (*__init_array_end[])(void);
 
@@ -137,18 +146,32 @@ static void *current_sp(void)
 
 static void start(void)
 {
+    /* The MPU makes the memory of the constants (and the embedded inputs) read-only: a write
+     * there is a MemManage fault, on the M4 as on the M55, whose QSPI flash is ROM in QEMU and
+     * would ignore it silently. Everything else keeps the default memory map (PRIVDEFENA); the
+     * MPU is off in HardFault and NMI handlers. */
+    uint32_t ro_start = (uint32_t)(uintptr_t)__rodata_mem_start;
+    uint32_t ro_size = (uint32_t)((uintptr_t)__rodata_mem_end - (uintptr_t)__rodata_mem_start);
 #if TTH_CM_V8M
     /* the main stack's limit: growing past it is a UsageFault (STKOF) instead of silent damage */
     __asm__ volatile("msr msplim, %0" ::"r"(__stack_limit));
+    MPU_MAIR0 = MAIR_NORMAL_NONCACHEABLE; /* attribute 0 */
+    MPU_RNR = 0;
+    MPU_RBAR = ro_start | MPU_RBAR_AP_RO | MPU_RBAR_XN;
+    MPU_RLAR = ((ro_start + ro_size - 1u) & ~0x1Fu) | MPU_RLAR_EN;
 #else
-    /* MPU region 0: the 8 KiB below the stack, no access (a MemManage fault); everything else
-     * keeps the default memory map (PRIVDEFENA); the MPU is off in HardFault and NMI handlers */
+    /* region 0: the 8 KiB below the stack, no access; region 1: the constants' memory (a power
+     * of two, aligned to its size), read-only */
     MPU_RNR = 0;
     MPU_RBAR = (uint32_t)(uintptr_t)__stack_guard;
     MPU_RASR = MPU_RASR_XN | MPU_RASR_AP_NONE | MPU_RASR_SIZE(STACK_GUARD_LOG2) | MPU_RASR_ENABLE;
+    MPU_RNR = 1;
+    MPU_RBAR = ro_start;
+    MPU_RASR = MPU_RASR_AP_RO | MPU_RASR_C | MPU_RASR_SIZE((uint32_t)__builtin_ctz(ro_size)) |
+               MPU_RASR_ENABLE;
+#endif
     MPU_CTRL = MPU_CTRL_PRIVDEFENA | MPU_CTRL_ENABLE;
     __asm__ volatile("dsb\n\tisb" ::: "memory");
-#endif
     for (uint32_t *s = __data_load, *d = __data_start; d < __data_end;)
         *d++ = *s++;
     for (uint32_t *d = __bss_start; d < __bss_end;)
@@ -296,10 +319,8 @@ static const struct {
 
 void tth_cm_fault(const uint32_t *frame, uint32_t exc_return)
 {
-#if !TTH_CM_V8M
     MPU_CTRL = 0; /* the frame may lie in the stack guard */
     __asm__ volatile("dsb\n\tisb" ::: "memory");
-#endif
     uint32_t ipsr;
     __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
     ipsr &= 0x1FFu;
@@ -331,6 +352,9 @@ void tth_cm_fault(const uint32_t *frame, uint32_t exc_return)
         tth_cm_put_hex32("  MMFAR 0x", a);
         if (a >= (uint32_t)(uintptr_t)__stack_guard && a < (uint32_t)(uintptr_t)__stack_limit)
             tth_cm_puts("  the address is in the guard below the stack: stack overflow\n");
+        if (a >= (uint32_t)(uintptr_t)__rodata_mem_start && a < (uint32_t)(uintptr_t)__rodata_mem_end)
+            tth_cm_puts("  the address is in the read-only memory of the constants and the "
+                        "embedded inputs: a write to a constant or an input\n");
     }
     if (cfsr & (1u << 15))
         tth_cm_put_hex32("  BFAR  0x", SCB_BFAR);
