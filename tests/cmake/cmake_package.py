@@ -45,6 +45,76 @@ def check_output(app, image, env, expected):
     return None
 
 
+BIND_CMAKE = """cmake_minimum_required(VERSION 3.13)
+project(bind_app C)
+find_package(tth REQUIRED)
+tth_add_model(rs MODEL model.onnx TARGET "c" BIND shape=shape.pb)
+add_executable(rs_app main.c)
+target_link_libraries(rs_app tth::rs)
+"""
+
+BIND_MAIN = r"""#include <stdio.h>
+#include "tth_rs.h"
+static _Alignas(16) unsigned char ws[TTH_RS_WORKSPACE_SIZE + 1];
+int main(int argc, char **argv)
+{
+    static float x[TTH_RS_DATA_SIZE / 4], y[TTH_RS_RESHAPED_SIZE / 4];
+    FILE *f = fopen(argv[1], "rb");
+    if (argc != 3 || !f || fread(x, 1, sizeof x, f) != sizeof x) return 2;
+    fclose(f);
+    struct tth_rs_inputs in = {x};
+    struct tth_rs_outputs out = {y};
+    if (tth_rs_run(&in, &out, ws) != 0) return 1;
+    f = fopen(argv[2], "wb");
+    if (!f || fwrite(y, 1, sizeof y, f) != sizeof y) return 3;
+    fclose(f);
+    return 0;
+}
+"""
+
+
+def bind_project(tmp, prefix, env, np):
+    """tth_add_model(... BIND shape=shape.pb): the artifact takes only the data input; its output
+    equals the ONNX test data's; touching the bind file compiles again"""
+    from onnx import TensorProto, numpy_helper
+    case = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims"
+    src = os.path.join(tmp, "bind")
+    os.makedirs(src)
+    shutil.copy(os.path.join(case, "model.onnx"), src)
+    shutil.copy(os.path.join(case, "test_data_set_0", "input_1.pb"), os.path.join(src, "shape.pb"))
+    with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+        f.write(BIND_CMAKE)
+    with open(os.path.join(src, "main.c"), "w") as f:
+        f.write(BIND_MAIN)
+
+    def pb(name):
+        t = TensorProto()
+        with open(os.path.join(case, "test_data_set_0", name), "rb") as f:
+            t.ParseFromString(f.read())
+        return numpy_helper.to_array(t)
+    pb("input_0.pb").astype("<f4").tofile(os.path.join(src, "x.raw"))
+    b = os.path.join(tmp, "bind-b")
+    r = run(["cmake", "-S", src, "-B", b, "-DCMAKE_PREFIX_PATH=" + prefix], env)
+    if r.returncode == 0:
+        r = run(["cmake", "--build", b], env)
+    if r.returncode != 0 or "tth: compiling rs for c" not in r.stdout:
+        return "the build failed: " + (r.stdout + r.stderr)[-2000:]
+    y = os.path.join(src, "y.raw")
+    r = run([os.path.join(b, "rs_app"), os.path.join(src, "x.raw"), y], env)
+    if r.returncode != 0:
+        return "rs_app exited %d" % r.returncode
+    want = pb("output_0.pb")
+    got = np.fromfile(y, dtype="<f4").reshape(want.shape)
+    if not np.array_equal(got, want):
+        return "the output differs from the ONNX test data"
+    later = time.time() + 2
+    os.utime(os.path.join(src, "shape.pb"), (later, later))
+    r = run(["cmake", "--build", b], env)
+    if r.returncode != 0 or "tth: compiling rs for c" not in r.stdout:
+        return "a newer bind file did not compile again"
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -55,8 +125,9 @@ def main():
         return 77
     try:
         import numpy as np
+        import onnx  # noqa: F401
     except ImportError:
-        print("cmake_package: skipped, python3-numpy is not installed")
+        print("cmake_package: skipped, python3-numpy or python3-onnx is not installed")
         return 77
     tmp = tempfile.mkdtemp(prefix="tth-cmake-")
     env = dict(os.environ)
@@ -126,6 +197,12 @@ def main():
         if why:
             return fail("target llvm: " + why)
         print("target llvm: built and matches numpy")
+
+        # BIND: Reshape's shape fed as an input, fixed at build time from a .pb file
+        why = bind_project(tmp, prefix, env, np)
+        if why:
+            return fail("BIND: " + why)
+        print("BIND: built, matches the ONNX test data, a newer bind file compiles again")
         return 0
     finally:
         if tthctl and os.path.exists(tthctl):
