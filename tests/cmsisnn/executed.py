@@ -7,7 +7,11 @@ matching CMSIS-NN build (-DTTH_NNREF_MVE / -DTTH_NNREF_DSP). Checks:
   - the partition: every convolution, matmul, pool, add, mul and softmax on cmsis-nn;
   - every output within one quantization step of the numpy reference of int8_models.py, for
     the cmsis-nn artifacts and for `c`;
-  - the three CPU builds give identical bytes (same integer arithmetic, different contracts).
+  - the three CPU builds give identical bytes (same integer arithmetic, different contracts);
+  - the M55 and M4 artifacts, built with arm-none-eabi-gcc (-Wall -Wextra -Werror) with the
+    reference compiled for that CPU (MVE code paths' contracts on the M55), run as firmware on
+    QEMU's mps3-an547 and mps2-an386 boards (scripts/run-cortexm) and give the host's bytes
+    (skipped, with a line saying so, without qemu-system-arm or arm-none-eabi-gcc).
 
     tests/cmsisnn/executed.py --tthctl build/client/tthctl [--keep DIR]
 
@@ -34,6 +38,7 @@ TARGETS = [
     ("m4", "cmsis-nn,c -mcpu=cortex-m4", ["-DTTH_NNREF_DSP"]),
     ("m0", "cmsis-nn,c -mcpu=cortex-m0", []),
 ]
+BOARDS = {"m55": "mps3-an547", "m4": "mps2-an386"}  # emulated boards for those artifacts
 # ops the cmsis-nn kind must take in these models (qnn.quantize of a float input and the int8
 # reshape before the classifier stay on c)
 OFFLOADED = {"qnn.conv2d", "qnn.matmul", "nn.max_pool2d", "nn.avg_pool2d", "nn.softmax", "multiply"}
@@ -101,7 +106,7 @@ def build_and_run(args, case, label, target, defines, work):
 
 
 def check_case(args, case, work):
-    import numpy as np
+    import numpy as np  # noqa: F811
     want = np.load(os.path.join(case, "expected_0.npy"))
     # the output is a dequantized softmax: one step is 1/256
     step = 1.0 / 256
@@ -131,6 +136,24 @@ def check_case(args, case, work):
         if other.tobytes() != npu[0].tobytes():
             failures.append("the M55, M4 and M0 builds disagree")
             break
+    if args.boards:
+        for label, board in BOARDS.items():
+            if label not in outputs:
+                continue
+            d = os.path.join(work, os.path.basename(case) + "-" + label)
+            out = os.path.join(d, "board")
+            r = run([os.path.join(ROOT, "scripts", "run-cortexm"), os.path.join(d, "a.tar"), "--board", board,
+                     "x=" + os.path.join(case, "input_0.npy"), "--out", out, "-I", REFERENCE,
+                     "--extra-src", os.path.join(REFERENCE, "arm_nn_reference.c")], timeout=300)
+            if r.returncode != 0:
+                failures.append("%s on %s: %s" % (label, board, r.stderr.strip()[-1500:]))
+                continue
+            got = np.load(os.path.join(out, "y.npy"))
+            if got.tobytes() != outputs[label].tobytes():
+                failures.append("%s on %s: the board's output differs from the host's" % (label, board))
+            icount = [ln for ln in r.stdout.splitlines() if "instructions" in ln]
+            print("    %s on %s: same bytes as the host%s" % (
+                label, board, "; " + icount[0].split(": ", 2)[-1].split(" (")[0] if icount else ""))
     return failures
 
 
@@ -148,6 +171,11 @@ def main():
     if not shutil.which("cc"):
         print("cmsisnn executed: skipped, no cc")
         return 77
+    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if not shutil.which(t)]
+    args.boards = not missing
+    if missing:
+        print("cmsisnn executed: the emulated boards are skipped, %s not installed (scripts/setup installs it)"
+              % " and ".join(missing))
     args.tthctl = os.path.abspath(args.tthctl)
     work = args.keep or tempfile.mkdtemp(prefix="tth-cmsisnn-run-")
     os.makedirs(work, exist_ok=True)
