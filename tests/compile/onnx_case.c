@@ -153,7 +153,7 @@ static int check_c_warnings(const char *c_text, tth_case_result *res)
     }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
-        rc = rc ? rc : set(res, TTH_CASE_FAIL, "cannot remove %s", dir);
+        rc = rc ? rc : (int)set(res, TTH_CASE_FAIL, "cannot remove %s", dir);
     return rc;
 }
 
