@@ -495,6 +495,42 @@ fail:
     return NULL;
 }
 
+/* options.input_shapes from --input-shape NAME=D0,D1,...: {NAME: [D0, D1, ...]}. NULL with err
+ * filled on a malformed argument. */
+static json_t *shape_options(const tthctl_args *a, tthctl_error *err)
+{
+    json_t *shapes = json_object();
+    for (size_t i = 0; shapes && i < a->n_shapes; i++) {
+        const char *arg = a->shapes[i], *eq = strchr(arg, '=');
+        json_t *dims = json_array();
+        const char *p = eq ? eq + 1 : NULL;
+        int ok = eq && eq != arg && *p;
+        while (ok && *p) {
+            char *end;
+            long long d = strtoll(p, &end, 10);
+            ok = end != p && d >= 0 && d <= (1LL << 32) && (*end == ',' || *end == '\0') && json_array_size(dims) < 8;
+            json_array_append_new(dims, json_integer(d));
+            p = *end == ',' ? end + 1 : end;
+            ok = ok && !(*end == ',' && !*p);
+        }
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - arg) : 0, arg);
+        if (!ok || json_object_get(shapes, name)) {
+            json_decref(dims);
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, ok ? "--input-shape names input '%s' twice"
+                                                         : "--input-shape '%s' is not NAME=D0,D1,...",
+                        ok ? name : arg);
+            tthctl_hint(err, "for example --input-shape input=1,3,224,224 (every dimension of the input)");
+            json_decref(shapes);
+            return NULL;
+        }
+        json_object_set_new(shapes, name, dims);
+    }
+    if (!shapes)
+        tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+    return shapes;
+}
+
 int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
 {
     const char *model_path = a->pos[0];
@@ -510,10 +546,16 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     json_t *bind = a->n_binds ? bind_options(a, err) : NULL;
     if (a->n_binds && !bind)
         return -err->exit;
+    json_t *shapes = a->n_shapes ? shape_options(a, err) : NULL;
+    if (a->n_shapes && !shapes) {
+        json_decref(bind);
+        return -err->exit;
+    }
     json_t *target = NULL;
     rc = tthctl_target_param(a->target, &target, err);
     if (rc < 0) {
         json_decref(bind);
+        json_decref(shapes);
         return rc;
     }
     snprintf(out_buf, sizeof out_buf, "%s.tar", name);
@@ -576,6 +618,9 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     if (bind)
         json_object_set_new(options, "bind", bind);
     bind = NULL;
+    if (shapes)
+        json_object_set_new(options, "input_shapes", shapes);
+    shapes = NULL;
     json_t *params = json_pack("{s:{s:s, s:I}, s:o, s:s}", "model", "name", name, "size", (json_int_t)model_len,
                                "target", target, "delivery", a->stream ? "stream" : "file");
     if (params && by_path)
@@ -645,6 +690,7 @@ out:
         XXH64_freeState(job.hash);
     json_decref(target);
     json_decref(bind);
+    json_decref(shapes);
     json_decref(res);
     tthctl_conn_close(c);
     free(model);

@@ -36,6 +36,7 @@
     X(SHARED,     "shared",     0,   NULL,        "build a shared library for 'tthctl run' (default: when the target is this machine)") \
     X(INPUT,      "input",      'i', "NAME=FILE", "bind input NAME to a .npy or .pb tensor file (repeatable)") \
     X(BIND,       "bind",       0,   "NAME=FILE", "compile with input NAME fixed to the tensor in FILE (.npy or .pb; repeatable)") \
+    X(INPUT_SHAPE, "input-shape", 0, "NAME=D,..", "the shape of input NAME where the model leaves dimensions open (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
     X(REPEAT,     "repeat",     0,   "N",         "run N times and report min and median latency")
 
@@ -65,7 +66,7 @@ static const opt_id global_opts[] = {OPT_HELP, OPT_VERSION, OPT_SOCKET, OPT_NO_S
 
 /* ---- commands ---- */
 
-#define MAX_CMD_OPTS 11
+#define MAX_CMD_OPTS 12
 typedef struct cmd_spec {
     const char *group;   /* "target" for "target parse"; NULL for a one-word command */
     const char *name;
@@ -81,12 +82,13 @@ typedef struct cmd_spec {
 static const cmd_spec commands[] = {
     {NULL, "compile", "MODEL", 1, 1,
      {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_TIMINGS, OPT_STREAM,
-      OPT_SHARED, OPT_BIND}, 11,
+      OPT_SHARED, OPT_BIND, OPT_INPUT_SHAPE}, 12,
      "compile an ONNX model for a target into an artifact (.tar)",
      "Sends MODEL to tthd, receives the artifact, checks its size and XXH64 and writes it\n"
      "atomically to OUT (default NAME.tar, NAME being the model's name).\n"
      "--bind NAME=FILE makes input NAME a constant of that value (a shape, axes or a configuration\n"
      "tensor the model takes as an input); the artifact no longer has that input.\n"
+     "--input-shape NAME=1,3,224,224 fixes dimensions the model leaves open (a dynamic batch).\n"
      "Example: tthctl compile examples/digits.onnx --target llvm -o digits.tar",
      tthctl_cmd_compile},
     {"target", "parse", "T", 1, 1, {OPT_JSON}, 1,
@@ -258,6 +260,7 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_REPEAT: a->repeat = val; break;
     case OPT_INPUT: a->inputs[a->n_inputs++] = val; break;
     case OPT_BIND: a->binds[a->n_binds++] = val; break;
+    case OPT_INPUT_SHAPE: a->shapes[a->n_shapes++] = val; break;
     case OPT_HELP:
     case OPT_VERSION:
     case OPT_COUNT: break;
@@ -439,11 +442,13 @@ int main(int argc, char **argv)
     a.pos = calloc((size_t)argc + 1, sizeof *a.pos);
     a.inputs = calloc((size_t)argc + 1, sizeof *a.inputs);
     a.binds = calloc((size_t)argc + 1, sizeof *a.binds);
-    if (!a.pos || !a.inputs || !a.binds) {
+    a.shapes = calloc((size_t)argc + 1, sizeof *a.shapes);
+    if (!a.pos || !a.inputs || !a.binds || !a.shapes) {
         fprintf(stderr, "tthctl: error: out of memory\n");
         free(a.pos);
         free(a.inputs);
         free(a.binds);
+        free(a.shapes);
         return TTHCTL_EXIT_FAILED;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -483,6 +488,7 @@ int main(int argc, char **argv)
     free(a.pos);
     free(a.inputs);
     free(a.binds);
+    free(a.shapes);
     fflush(stdout);
     return rc < 0 ? -rc : 0;
 }

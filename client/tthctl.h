@@ -72,6 +72,8 @@ typedef struct tthctl_args {
     size_t n_inputs;
     const char **binds;        /* --bind NAME=FILE, n_binds of them */
     size_t n_binds;
+    const char **shapes;       /* --input-shape NAME=D0,D1,..., n_shapes of them */
+    size_t n_shapes;
     const char **pos;          /* positional arguments after the command */
     size_t n_pos;
 } tthctl_args;

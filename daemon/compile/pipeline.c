@@ -182,12 +182,13 @@ static int stage_target(compile_state *s)
     return 0;
 }
 
-/* import: ONNX bytes → Relay ("main" takes the graph inputs but those options.bind fixes; with
- * options.explain a note names each bound input). */
+/* import: ONNX bytes → Relay ("main" takes the graph inputs but those options.bind fixes, with
+ * the shapes options.input_shapes gives; with options.explain a note names each bound input). */
 static int stage_import(compile_state *s)
 {
     const json_t *bind = json_object_get(s->req->options, "bind");
-    int rc = tth_onnx_import_bound(s->req->model, s->req->model_len, s->req->model_name, bind, &s->rmod, s->diag);
+    int rc = tth_onnx_import_with(s->req->model, s->req->model_len, s->req->model_name, bind,
+                                  json_object_get(s->req->options, "input_shapes"), &s->rmod, s->diag);
     if (rc == 0 && bind && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
         const char *name;
         const json_t *v;

@@ -32,6 +32,12 @@ int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name,
 int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
                           tth_relay_module **out, tth_diag *diag);
 
+/* The same, also giving shapes to graph inputs whose dimensions the model leaves open
+ * (options.input_shapes, docs/tthctl.md "--input-shape"): input name -> [dimensions]. A
+ * dimension the model fixes must agree; a name that is no graph input is TTH_EINVAL naming it. */
+int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
+                         const json_t *input_shapes, tth_relay_module **out, tth_diag *diag);
+
 /* Decode one serialized ONNX TensorProto (e.g. a test's input_0.pb) into a new tensor (raw_data
  * or typed fields; float16 stays F16, bfloat16 becomes F32). When name is not NULL, the
  * TensorProto's name is copied there (truncated, always NUL-terminated; "" when it has none). */

@@ -106,7 +106,9 @@ static void valtab_free(valtab *t)
 
 /* ---- graph inputs ---- */
 
-static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, tth_ttype *ty)
+/* `shape` (options.input_shapes[name], or NULL): the shape to give a graph input whose
+ * dimensions the model leaves open; fixed dimensions must agree with it. */
+static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const json_t *shape, tth_ttype *ty)
 {
     const char *name = vi->name ? vi->name : "";
     snprintf(c->where, sizeof c->where, "input '%s'", name);
@@ -119,21 +121,38 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, tth_ttype
     if (ty->dtype == TTH_DTYPE_INVALID || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has unsupported element type %d", name,
                               (int)tt->elem_type);
-    if (!tt->shape)
+    if (!tt->shape && !shape)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has no shape (dynamic rank)", name);
-    if (tt->shape->n_dim > TTH_MAX_RANK)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has rank %zu (at most %d)", name,
-                              tt->shape->n_dim, TTH_MAX_RANK);
-    ty->rank = (int32_t)tt->shape->n_dim;
-    for (size_t i = 0; i < tt->shape->n_dim; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-        if (!d || d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            int code = tth__onnx_fail(
-                c, TTH_EUNSUPPORTED, "graph input '%s' has a dynamic dimension %zu ('%s')", name, i,
-                d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param
-                    ? d->dim_param
-                    : "unknown");
-            tth_diag_hint(c->diag, "export the model with static input shapes");
+    size_t rank = tt->shape ? tt->shape->n_dim : json_array_size(shape);
+    if (rank > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has rank %zu (at most %d)", name, rank,
+                              TTH_MAX_RANK);
+    if (shape && json_array_size(shape) != rank)
+        return tth__onnx_fail(c, TTH_EINVAL, "the shape given for '%s' has %zu dimensions; the input has %zu", name,
+                              json_array_size(shape), rank);
+    ty->rank = (int32_t)rank;
+    for (size_t i = 0; i < rank; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = tt->shape ? tt->shape->dim[i] : NULL;
+        const json_t *given = json_array_get(shape, i);
+        int fixed = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        if (given) {
+            if (!json_is_integer(given) || json_integer_value(given) < 0 ||
+                json_integer_value(given) > ((json_int_t)1 << 32))
+                return tth__onnx_fail(c, TTH_EINVAL, "the shape given for '%s' has a bad dimension %zu", name, i);
+            if (fixed && d->dim_value != json_integer_value(given))
+                return tth__onnx_fail(c, TTH_EINVAL, "the shape given for '%s' has %lld in dimension %zu; the model "
+                                      "fixes it to %lld", name, (long long)json_integer_value(given), i,
+                                      (long long)d->dim_value);
+            ty->shape[i] = json_integer_value(given);
+            continue;
+        }
+        if (!fixed) {
+            const char *sym = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                              d->dim_param ? d->dim_param : "unknown";
+            int code = tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has a dynamic dimension %zu ('%s')",
+                                      name, i, sym);
+            tth_diag_hint(c->diag, "give every dimension at compile time: tthctl compile --input-shape %s=D0,D1,... "
+                          "(or export the model with static input shapes)", name);
             return code;
         }
         if (d->dim_value < 0 || d->dim_value > ((int64_t)1 << 32))
@@ -274,8 +293,9 @@ static int bind_matches(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const t
     return 0;
 }
 
-/* Every bound name must be a graph input that is not an initializer. */
-static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const json_t *bind)
+/* Every bound name (or name given a shape: `what`) must be a graph input that is not an
+ * initializer. */
+static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const json_t *bind, const char *what)
 {
     const char *key;
     const json_t *v;
@@ -288,7 +308,7 @@ static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const js
             initializer |= g->initializer[k] && g->initializer[k]->name && strcmp(g->initializer[k]->name, key) == 0;
         if (i < g->n_input && !initializer)
             continue;
-        snprintf(c->where, sizeof c->where, "bind '%s'", key);
+        snprintf(c->where, sizeof c->where, "%s '%s'", what, key);
         int rc = tth__onnx_fail(c, TTH_EINVAL, initializer ? "'%s' is a constant of the model, not an input"
                                                            : "the model has no input '%s'", key);
         const char **names = calloc(g->n_input + 1, sizeof *names);
@@ -307,7 +327,8 @@ static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const js
     return 0;
 }
 
-static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name, const json_t *bind)
+static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name, const json_t *bind,
+                        const json_t *input_shapes)
 {
     valtab vals = {0};
     int rc = 0;
@@ -349,7 +370,9 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "sparse initializers are not supported");
         goto done;
     }
-    if (bind && (rc = bind_names_known(c, g, bind)) != 0)
+    if (bind && (rc = bind_names_known(c, g, bind, "bind")) != 0)
+        goto done;
+    if (input_shapes && (rc = bind_names_known(c, g, input_shapes, "input shape")) != 0)
         goto done;
     /* inputs that are not initializers → params (or constants, when bound) */
     for (size_t i = 0; i < g->n_input; i++) {
@@ -377,7 +400,7 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
             continue;
         }
         tth_ttype ty;
-        rc = input_type(c, vi, &ty);
+        rc = input_type(c, vi, json_object_get(input_shapes, vi->name), &ty);
         if (rc)
             goto done;
         tth_rexpr *v = tth_relay_var(m, tth_arena_strdup(m->arena, vi->name), &ty);
@@ -538,6 +561,12 @@ int tth_onnx_import(const uint8_t *bytes, size_t len, const char *model_name, tt
 int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
                           tth_relay_module **out, tth_diag *diag)
 {
+    return tth_onnx_import_with(bytes, len, model_name, bind, NULL, out, diag);
+}
+
+int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
+                         const json_t *input_shapes, tth_relay_module **out, tth_diag *diag)
+{
     tth_diag local;
     if (!diag) {
         tth_diag_clear(&local);
@@ -584,7 +613,11 @@ int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_na
         rc = tth_diag_set(diag, TTH_EINVAL, "options.bind", "must be an object of input name -> value");
         goto done;
     }
-    rc = import_graph(&c, mp->graph, model_name, bind);
+    if (input_shapes && !json_is_object(input_shapes)) {
+        rc = tth_diag_set(diag, TTH_EINVAL, "options.input_shapes", "must be an object of input name -> dimensions");
+        goto done;
+    }
+    rc = import_graph(&c, mp->graph, model_name, bind, input_shapes);
     if (rc) {
         tth_relay_module_free(c.m);
         c.m = NULL;

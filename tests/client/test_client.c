@@ -1210,6 +1210,48 @@ Test(client, compile_with_a_bound_input)
     proc_out_free(&po);
 }
 
+/* --input-shape: a model with a dynamic batch compiles once the batch is given; the dimension
+ * is named when it is not; a shape that contradicts the model or names no input is refused. */
+Test(client, compile_with_an_input_shape)
+{
+    start_daemon(NULL);
+    char model[400], art[400], cmd[1200];
+    snprintf(model, sizeof model, "%s/dyn.onnx", F.dir);
+    snprintf(art, sizeof art, "%s/dyn.tar", F.dir);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c \"import onnx; from onnx import helper as h, TensorProto as T; "
+             "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'dyn', "
+             "[h.make_tensor_value_info('x', T.FLOAT, ['batch', 3, 4])], "
+             "[h.make_tensor_value_info('y', T.FLOAT, ['batch', 3, 4])]); "
+             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '%s')\"", model);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    proc_out po = {0};
+    ctl(&po, "compile", model, "--target", "c", "-o", art);
+    assert_status(&po, 1);
+    assert_has(po.err, "graph input 'x' has a dynamic dimension 0 ('batch')");
+    assert_has(po.err, "--input-shape x=D0,D1,...");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,3,4", "--json");
+    assert_status(&po, 0);
+    json_t *r = out_json(&po);
+    json_t *in = json_array_get(json_object_get(json_object_get(r, "metadata"), "inputs"), 0);
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(in, "shape"), 0)), 2);
+    json_decref(r);
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,5,4");
+    assert_status(&po, 1);
+    assert_has(po.err, "the shape given for 'x' has 5 in dimension 1; the model fixes it to 3");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "z=2,3,4");
+    assert_status(&po, 1);
+    assert_has(po.err, "the model has no input 'z'");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,,4");
+    assert_status(&po, 2);
+    assert_has(po.err, "--input-shape 'x=2,,4' is not NAME=D0,D1,...");
+    proc_out_free(&po);
+}
+
 Test(client, progress_bar_on_a_terminal)
 {
     start_daemon(NULL);
