@@ -89,8 +89,9 @@ typedef struct tth_mem_plan {
 
 /* Give every WORKSPACE and LOCAL buffer of the module an offset (tth_tbuffer.offset) and write
  * its effective alignment into tth_tbuffer.align. Requires the module's entry (tth_aot_build).
- * Liveness comes from the entry's statement order; a LOCAL buffer is live during every call of
- * its function (and of functions calling it). `alignment` (a power of two; the target's
+ * Liveness comes from the entry's statement order, refined inside a called function whose body
+ * is a sequence: one step per statement, a LOCAL buffer live from the first to the last statement
+ * naming it (memplan.c); deeper LOCALs live during every call of their function. `alignment` (a power of two; the target's
  * workspace-byte-alignment) replaces the default 16 of buffers that kept it; a buffer asking for
  * more keeps its own; never below its element size. `algo`: one algorithm, or TTH_MEMPLAN_BEST. */
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,

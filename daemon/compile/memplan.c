@@ -5,9 +5,12 @@
  *
  * Requires: the module's AOT entry (aot.c), whose body is a sequence of statements (calls and
  * copies). Liveness: statement k of the entry uses the buffers it names; a WORKSPACE buffer lives
- * from its first to its last use; the LOCAL buffers of a PrimFunc (and of every PrimFunc it calls)
- * live during each statement calling it. Two buffers may share bytes only when their lifetimes
- * are disjoint (the conflict graph, memplan_graph.c). Every offset is a multiple of the buffer's
+ * from its first to its last use. A call of a function whose body is a sequence spans one time
+ * step per statement of that sequence: its arguments live through all of them and each LOCAL
+ * buffer of the function from the first to the last of its statements naming it (a region
+ * function keeping values between its kernels reuses their bytes); the LOCAL buffers of deeper
+ * calls live during the statement calling them. Two buffers may share bytes only when their
+ * lifetimes are disjoint (the conflict graph, memplan_graph.c). Every offset is a multiple of the buffer's
  * alignment and every size is rounded up to it.
  *
  * The lower bound is the most bytes live at one statement: no placement can use less. Each
@@ -205,6 +208,54 @@ static int lower_bound(const tth_mem_item *items, size_t n, int64_t last, size_t
     return 0;
 }
 
+/* A function's body without the ALLOCATE statements wrapped around all of it. */
+static const tth_tstmt *peel_allocs(const tth_tstmt *s)
+{
+    while (s && s->kind == TTH_TSTMT_ALLOCATE)
+        s = s->u.alloc.body;
+    return s;
+}
+
+static int known(const plan_builder *pb, const tth_tbuffer *b)
+{
+    return pb->nslot && pb->slot[slot_of(pb, b)] != 0;
+}
+
+/* The time steps an entry statement spans: one per top-level statement of the function it calls
+ * (its body, under the ALLOCATEs around it, is a sequence), else one. */
+static int64_t stmt_width(const plan_builder *pb, const tth_tstmt *s)
+{
+    if (s->kind != TTH_TSTMT_CALL_FUNC)
+        return 1;
+    const tth_prim_func *callee = find_func(pb, s->u.call.func);
+    const tth_tstmt *b = callee ? peel_allocs(callee->body) : NULL;
+    return b && b->kind == TTH_TSTMT_SEQ && b->u.seq.n > 1 ? (int64_t)b->u.seq.n : 1;
+}
+
+/* An entry statement at steps base .. base + width - 1. A call's arguments live through all of
+ * them; the callee's top-level statements run one after the other, statement j at base + j, so
+ * each LOCAL buffer of the callee lives from the first to the last statement naming it (those a
+ * region function keeps between its calls share bytes once dead). A LOCAL no statement names
+ * still gets a place, at base. */
+static int touch_entry_stmt(plan_builder *pb, const tth_tstmt *s, int64_t base, int64_t width)
+{
+    if (s->kind != TTH_TSTMT_CALL_FUNC || width == 1)
+        return touch_stmt(pb, s, base, NULL, 0);
+    int rc = 0;
+    for (size_t i = 0; i < s->u.call.nargs && !rc; i++) {
+        rc = touch(pb, s->u.call.args[i], base, NULL);
+        rc = rc ? rc : touch(pb, s->u.call.args[i], base + width - 1, NULL);
+    }
+    const tth_prim_func *callee = find_func(pb, s->u.call.func);
+    const tth_tstmt *body = peel_allocs(callee->body);
+    for (size_t j = 0; j < body->u.seq.n && !rc; j++)
+        rc = touch_stmt(pb, body->u.seq.stmts[j], base + (int64_t)j, callee->name, 1);
+    for (const tth_tstmt *a = callee->body; a && a->kind == TTH_TSTMT_ALLOCATE && !rc; a = a->u.alloc.body)
+        if (!known(pb, a->u.alloc.buf))
+            rc = touch(pb, a->u.alloc.buf, base, callee->name);
+    return rc;
+}
+
 /* Liveness: every WORKSPACE and LOCAL buffer with its lifetime, in order of first use. */
 static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder *pb,
                    int64_t *steps)
@@ -218,9 +269,13 @@ static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder
     int rc = 0;
     const tth_tstmt *body = entry->body;
     if (body && body->kind == TTH_TSTMT_SEQ) {
-        for (size_t k = 0; k < body->u.seq.n && !rc; k++)
-            rc = touch_stmt(pb, body->u.seq.stmts[k], (int64_t)k, NULL, 0);
-        *steps = (int64_t)body->u.seq.n;
+        int64_t t = 0;
+        for (size_t k = 0; k < body->u.seq.n && !rc; k++) {
+            int64_t w = stmt_width(pb, body->u.seq.stmts[k]);
+            rc = touch_entry_stmt(pb, body->u.seq.stmts[k], t, w);
+            t += w;
+        }
+        *steps = t;
     } else {
         rc = touch_stmt(pb, body, 0, NULL, 0);
         *steps = 1;

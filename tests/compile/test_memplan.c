@@ -104,6 +104,65 @@ static void check_plan(const tth_mem_plan *p, uint32_t align)
     cr_assert_leq(p->workspace_bytes, p->total_bytes);
 }
 
+/* One function running three kernels in a row (as a cmsis-nn region does): t1 = k0(in),
+ * t2 = k1(t1), out = k2(t2). Its LOCAL buffers live from the first to the last of its statements
+ * naming them, so t1 and t3 (the third kernel's scratch) share bytes; the function's parameters
+ * live through all three. */
+Test(memplan, locals_of_one_function_share_bytes_once_dead)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    int64_t n[1] = {1000};
+    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, n, TTH_SCOPE_PARAM);
+    tth_tbuffer *t[3];
+    for (int k = 0; k < 3; k++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", k + 1);
+        t[k] = tth_tir_buffer(m, nm, TTH_F32, 1, n, TTH_SCOPE_LOCAL);
+    }
+    /* copy src -> dst, as one statement */
+    tth_tstmt *st[3];
+    tth_tbuffer *src[3] = {in, t[0], t[1]}, *dst[3] = {t[0], t[1], out};
+    for (int k = 0; k < 3; k++) {
+        tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+        tth_texpr *v = tth_tir_load(m, src[k], tth_tir_ref(m, i));
+        if (k == 2) /* the third kernel also uses t3 as scratch */
+            v = tth_tir_bin(m, TTH_TBIN_ADD, v, tth_tir_load(m, t[2], tth_tir_ref(m, i)));
+        st[k] = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, 1000), TTH_LOOP_SERIAL,
+                            tth_tir_store(m, dst[k], tth_tir_ref(m, i), v));
+    }
+    tth_tstmt *body = tth_tir_seq(m, st, 3);
+    for (int k = 2; k >= 0; k--)
+        body = tth_tir_allocate(m, t[k], body);
+    tth_tbuffer *fp[2] = {in, out};
+    tth_diag d;
+    cr_assert_not_null(tth_tir_func_add(m, "region", fp, 2, body, "c", NULL, &d), "%s", d.message);
+    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, n, TTH_SCOPE_INPUT);
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, n, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *args[2] = {x, y};
+    tth_tstmt *eb = NULL;
+    tth_tir_seq_append(m, &eb, tth_tir_call_func(m, "region", args, 2));
+    tth_tbuffer *ep[2] = {x, y};
+    cr_assert_not_null(tth_tir_func_add(m, "tth_r_run", ep, 2, eb, "c", NULL, &d), "%s", d.message);
+    m->entry = "tth_r_run";
+    tth_mem_plan p;
+    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 16);
+    cr_assert_eq(p.steps, 3);
+    for (size_t i = 0; i < p.nitems; i++) {
+        const char *nm = p.items[i].buf->name;
+        int64_t want_start = nm[1] == '1' ? 0 : nm[1] == '2' ? 1 : 2;
+        int64_t want_end = nm[1] == '1' ? 1 : 2;
+        cr_assert_eq(p.items[i].start, want_start, "%s starts at %lld", nm, (long long)p.items[i].start);
+        cr_assert_eq(p.items[i].end, want_end, "%s ends at %lld", nm, (long long)p.items[i].end);
+    }
+    /* t1 dies before t3 is born: two buffers' worth, not three */
+    cr_assert_eq(p.lower_bound_bytes, 2 * 4000);
+    cr_assert_eq(p.workspace_bytes, 2 * 4000);
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+}
+
 Test(memplan, no_live_overlap_and_reuse)
 {
     tth_tir_module *m = chain();
@@ -118,11 +177,12 @@ Test(memplan, no_live_overlap_and_reuse)
     cr_assert_eq(p.lower_bound_bytes, 2 * 4000 + 48 + 1200);
     cr_assert_lt(p.workspace_bytes, p.total_bytes, "no space was reused");
     cr_assert_leq(p.workspace_bytes, 2 * 4000 + 48 + 1200 + 4000);
-    /* keep lives from call 0 to call 6: never shared */
+    /* keep lives from call 0 to call 6, which is time step 7: call 2's function runs two
+     * statements (fill, copy), one step each; never shared */
     for (size_t i = 0; i < p.nitems; i++)
         if (strcmp(p.items[i].buf->name, "keep") == 0) {
             cr_assert_eq(p.items[i].start, 0);
-            cr_assert_eq(p.items[i].end, 6);
+            cr_assert_eq(p.items[i].end, 7);
         } else if (strcmp(p.items[i].buf->name, "scratch") == 0) {
             cr_assert_eq(p.items[i].buf->scope, TTH_SCOPE_LOCAL);
             cr_assert_eq(p.items[i].start, 2);
