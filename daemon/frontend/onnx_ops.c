@@ -1156,6 +1156,159 @@ static int op_gather(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
     return 0;
 }
 
+/* GatherElements as a gather from the flattened data: out[i] = data[i with i_axis replaced by
+ * index[i]]. The flat offset of every output element but the axis' part is a constant of the
+ * static shapes (a grid computed here); the index, wrapped when negative, adds index * stride.
+ * docs/operators.md "Composed in the importer". */
+static tth_rexpr *gather_elements(tth_onnx_ctx *c, tth_rexpr *data, tth_rexpr *index, int64_t axis)
+{
+    int r = rank(data);
+    const tth_ttype *dt = tt(data), *it = tt(index);
+    if (rank(index) != r || r < 1) {
+        tth__onnx_fail(c, TTH_EMODEL, "GatherElements' indices have rank %d; the data %d", rank(index), r);
+        return NULL;
+    }
+    int64_t st[TTH_MAX_RANK];
+    for (int k = r - 1, acc = 1; k >= 0; k--) {
+        st[k] = acc;
+        acc *= dt->shape[k];
+        if (k != axis && it->shape[k] > dt->shape[k]) {
+            tth__onnx_fail(c, TTH_EMODEL, "GatherElements' indices are %lld long in axis %d; the data %lld",
+                           (long long)it->shape[k], k, (long long)dt->shape[k]);
+            return NULL;
+        }
+    }
+    tth_ttype gt = {.dtype = TTH_I64, .rank = r};
+    memcpy(gt.shape, it->shape, sizeof gt.shape);
+    tth_tensor *grid = tth_tensor_new(&gt, NULL);
+    int64_t n = tth_ttype_numel(&gt);
+    for (int64_t i = 0; grid && i < n; i++) {
+        int64_t rest = i, off = 0;
+        for (int k = r - 1; k >= 0; k--) {
+            int64_t ik = rest % it->shape[k];
+            rest /= it->shape[k];
+            if (k != axis)
+                off += ik * st[k];
+        }
+        ((int64_t *)grid->data)[i] = off;
+    }
+    tth_rexpr *base = k_tensor(c, grid), *idx = cast_to(c, index, TTH_I64), *z = k_scalar(c, TTH_I64, 0);
+    tth_rexpr *dim = k_scalar(c, TTH_I64, (double)dt->shape[axis]), *stride = k_scalar(c, TTH_I64, (double)st[axis]);
+    if (!base || !idx || !z || !dim || !stride)
+        return NULL;
+    tth_rexpr *neg = call2(c, TTH_OP_LESS, idx, z, NULL), *plus = call2(c, TTH_OP_ADD, idx, dim, NULL);
+    if (!neg || !plus)
+        return NULL;
+    tth_rexpr *wa[3] = {neg, plus, idx};
+    tth_rexpr *wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL);
+    tth_rexpr *scaled = wrapped ? call2(c, TTH_OP_MULTIPLY, wrapped, stride, NULL) : NULL;
+    tth_rexpr *flat = scaled ? call2(c, TTH_OP_ADD, base, scaled, NULL) : NULL;
+    int64_t all = tth_ttype_numel(dt);
+    tth_rexpr *d1 = flat ? reshape(c, data, &all, 1) : NULL;
+    return d1 ? call2(c, TTH_OP_TAKE, d1, flat, json_pack("{s:i}", "axis", 0)) : NULL;
+}
+
+static int op_gather_elements(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", 0), rank(in[0]), &axis))
+        return c->diag->code;
+    CHECK(out[0] = gather_elements(c, in[0], in[1], axis));
+    return 0;
+}
+
+/* The negative log-likelihood of `logp` ([N, C, d...]) at `target` ([N, d...]) with optional
+ * class weights and ignore_index, reduced as ONNX says: none; sum; mean, which divides by the
+ * sum of the weights that applied (the count of the targets not ignored without weights).
+ * Composed of gather_elements, take, where and reductions (docs/operators.md). */
+static int nll_loss(tth_onnx_ctx *c, tth_rexpr *logp, tth_rexpr *target, tth_rexpr *weight, tth_rexpr **out)
+{
+    const char *red = as(c, "reduction", "mean");
+    if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+        return tth__onnx_fail(c, TTH_EMODEL, "reduction '%s' is not none, sum or mean", red);
+    int r = rank(logp);
+    if (r < 2 || rank(target) != r - 1)
+        return tth__onnx_fail(c, TTH_EMODEL, "the scores are [N, C, ...] (rank %d) and the target [N, ...] (rank %d)",
+                              r, rank(target));
+    tth_dtype fdt = tt(logp)->dtype;
+    tth_rexpr *t = cast_to(c, target, TTH_I64), *eq = NULL;
+    CHECK(t);
+    const Onnx__AttributeProto *ig = attr(c, "ignore_index");
+    if (ig && ig->has_i) {
+        tth_rexpr *k = k_scalar(c, TTH_I64, (double)ig->i), *z = k_scalar(c, TTH_I64, 0);
+        CHECK(k && z);
+        CHECK(eq = call2(c, TTH_OP_EQUAL, t, k, NULL));
+        tth_rexpr *wa[3] = {eq, z, t};
+        CHECK(t = call(c, TTH_OP_WHERE, wa, 3, NULL)); /* an ignored target reads class 0, weighted 0 */
+    }
+    int64_t us[TTH_MAX_RANK];
+    for (int i = 0, j = 0; i < r; i++)
+        us[i] = i == 1 ? 1 : tt(t)->shape[j++];
+    tth_rexpr *t1, *g, *loss;
+    CHECK(t1 = reshape(c, t, us, r));
+    CHECK(g = gather_elements(c, logp, t1, 1));
+    CHECK(g = reshape(c, g, tt(t)->shape, r - 1));
+    CHECK(loss = call1(c, TTH_OP_NEGATIVE, g, NULL));
+    tth_rexpr *w = NULL;
+    if (weight)
+        CHECK(w = call2(c, TTH_OP_TAKE, weight, t, json_pack("{s:i}", "axis", 0)));
+    if (eq) {
+        tth_rexpr *zero = k_scalar(c, fdt, 0), *one = k_scalar(c, fdt, 1);
+        CHECK(zero && one);
+        tth_rexpr *wa[3] = {eq, zero, w ? w : one};
+        CHECK(w = call(c, TTH_OP_WHERE, wa, 3, NULL));
+    }
+    if (w)
+        CHECK(loss = call2(c, TTH_OP_MULTIPLY, loss, w, NULL));
+    if (!strcmp(red, "none")) {
+        out[0] = loss;
+        return 0;
+    }
+    int64_t ax[TTH_MAX_RANK];
+    for (int i = 0; i < r - 1; i++)
+        ax[i] = i;
+    json_t *all = tth__json_ints(ax, r - 1);
+    tth_rexpr *sum;
+    CHECK(sum = call1(c, TTH_OP_SUM, loss, json_pack("{s:O,s:b}", "axis", all, "keepdims", 0)));
+    if (!strcmp(red, "sum")) {
+        json_decref(all);
+        out[0] = sum;
+        return 0;
+    }
+    if (!w) {
+        json_decref(all);
+        CHECK(out[0] = call1(c, TTH_OP_MEAN, loss, json_pack("{s:o,s:b}", "axis", tth__json_ints(ax, r - 1),
+                                                                 "keepdims", 0)));
+        return 0;
+    }
+    tth_rexpr *wsum;
+    CHECK(wsum = call1(c, TTH_OP_SUM, w, json_pack("{s:o,s:b}", "axis", all, "keepdims", 0)));
+    CHECK(out[0] = call2(c, TTH_OP_DIVIDE, sum, wsum, NULL));
+    return 0;
+}
+
+/* NegativeLogLikelihoodLoss(input, target[, weight]). */
+static int op_nll_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    return nll_loss(c, in[0], in[1], nin > 2 ? in[2] : NULL, out);
+}
+
+/* SoftmaxCrossEntropyLoss(scores, labels[, weights]): the negative log-likelihood of
+ * log_softmax over the class axis 1; the optional second output is that log_softmax. */
+static int op_softmax_ce_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    if (rank(in[0]) < 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "the scores are [N, C, ...]: rank %d", rank(in[0]));
+    tth_rexpr *logp;
+    CHECK(logp = call1(c, TTH_OP_LOG_SOFTMAX, in[0], json_pack("{s:i}", "axis", 1)));
+    if (nout > 1)
+        out[1] = logp;
+    return nll_loss(c, logp, in[1], nin > 2 ? in[2] : NULL, out);
+}
+
 /* Pad: pads as [x1_begin, x2_begin, ..., x1_end, ...] (attribute < 11, input >= 11); negative
  * pads crop first; modes constant, reflect, edge. */
 static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
@@ -2231,6 +2384,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Flatten", op_flatten},
     {"Floor", op_floor},
     {"Gather", op_gather},
+    {"GatherElements", op_gather_elements},
     {"Gemm", op_gemm},
     {"GlobalAveragePool", op_global_avg_pool},
     {"GlobalMaxPool", op_global_max_pool},
@@ -2260,6 +2414,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Mod", op_mod},
     {"Mul", op_mul},
     {"Neg", op_neg},
+    {"NegativeLogLikelihoodLoss", op_nll_loss},
     {"Not", op_not},
     {"OneHot", op_one_hot},
     {"Or", op_or},
@@ -2295,6 +2450,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Size", op_size},
     {"Slice", op_slice},
     {"Softmax", op_softmax},
+    {"SoftmaxCrossEntropyLoss", op_softmax_ce_loss},
     {"Softplus", op_softplus},
     {"Softsign", op_softsign},
     {"SpaceToDepth", op_space_to_depth},
