@@ -1309,6 +1309,191 @@ static int op_softmax_ce_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     return nll_loss(c, logp, in[1], nin > 2 ? in[2] : NULL, out);
 }
 
+/* GatherND(data, indices[..., q], batch_dims b): a take from data seen as [B * P, R] (B the
+ * batch dims, P the q indexed dims, R the rest) at b_index * P + sum_j wrap(index_j) * stride_j,
+ * the batch part a constant grid. */
+static int op_gather_nd(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    const tth_ttype *dt = tt(in[0]), *it = tt(in[1]);
+    int r = dt->rank, ir = it->rank;
+    int64_t b = ai(c, "batch_dims", 0);
+    int64_t q = ir ? it->shape[ir - 1] : 0;
+    if (ir < 1 || b < 0 || b >= ir || q < 1 || b + q > r)
+        return tth__onnx_fail(c, TTH_EMODEL, "GatherND with data rank %d, indices rank %d (last dimension %lld) and "
+                              "batch_dims %lld", r, ir, (long long)q, (long long)b);
+    int64_t B = 1, P = 1, R = 1, stride[TTH_MAX_RANK], dims[TTH_MAX_RANK];
+    for (int64_t k = 0; k < b; k++) {
+        if (it->shape[k] != dt->shape[k])
+            return tth__onnx_fail(c, TTH_EMODEL, "GatherND batch dimension %lld differs", (long long)k);
+        B *= dt->shape[k];
+    }
+    for (int64_t j = q - 1; j >= 0; j--) {
+        stride[j] = P;
+        dims[j] = dt->shape[b + j];
+        P *= dt->shape[b + j];
+    }
+    for (int k = (int)(b + q); k < r; k++)
+        R *= dt->shape[k];
+    tth_rexpr *idx = cast_to(c, in[1], TTH_I64), *z = k_scalar(c, TTH_I64, 0), *kd = k_i64(c, dims, q),
+              *ks = k_i64(c, stride, q);
+    CHECK(idx && z && kd && ks);
+    tth_rexpr *neg, *plus, *wrapped, *scaled, *flat;
+    CHECK(neg = call2(c, TTH_OP_LESS, idx, z, NULL));
+    CHECK(plus = call2(c, TTH_OP_ADD, idx, kd, NULL));
+    tth_rexpr *wa[3] = {neg, plus, idx};
+    CHECK(wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL));
+    CHECK(scaled = call2(c, TTH_OP_MULTIPLY, wrapped, ks, NULL));
+    int64_t last = ir - 1;
+    CHECK(flat = call1(c, TTH_OP_SUM, scaled, json_pack("{s:o,s:b}", "axis", tth__json_ints(&last, 1), "keepdims", 0)));
+    if (b > 0) {
+        tth_ttype gt = {.dtype = TTH_I64, .rank = ir - 1};
+        memcpy(gt.shape, it->shape, sizeof(int64_t) * (size_t)(ir - 1));
+        tth_tensor *grid = tth_tensor_new(&gt, NULL);
+        int64_t n = tth_ttype_numel(&gt), per = n / B;
+        for (int64_t i = 0; grid && i < n; i++)
+            ((int64_t *)grid->data)[i] = i / per * P;
+        tth_rexpr *base;
+        CHECK(base = k_tensor(c, grid));
+        CHECK(flat = call2(c, TTH_OP_ADD, flat, base, NULL));
+    }
+    int64_t s2[2] = {B * P, R};
+    tth_rexpr *d2, *g;
+    CHECK(d2 = reshape(c, in[0], s2, 2));
+    CHECK(g = call2(c, TTH_OP_TAKE, d2, flat, json_pack("{s:i}", "axis", 0)));
+    int64_t os[TTH_MAX_RANK];
+    int orank = 0;
+    for (int k = 0; k < ir - 1; k++)
+        os[orank++] = it->shape[k];
+    for (int k = (int)(b + q); k < r; k++)
+        os[orank++] = dt->shape[k];
+    if (orank > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "GatherND's result has more than %d dimensions", TTH_MAX_RANK);
+    CHECK(out[0] = reshape(c, g, os, orank));
+    return 0;
+}
+
+/* CumSum(x, axis): sum of x over j <= i (j < i exclusive; j >= i, j > i reversed) along the
+ * axis, as a product with a constant 0/1 mask [L, L] and a sum over the second L. O(L) work per
+ * element: meant for the short axes models take running sums over. */
+static int op_cumsum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    double av;
+    if (vscalar(c, in[1], "axis", &av))
+        return c->diag->code;
+    int r = rank(in[0]);
+    int64_t axis;
+    if (norm_axis(c, (int64_t)av, r, &axis))
+        return c->diag->code;
+    const tth_ttype *xt = tt(in[0]);
+    int64_t L = xt->shape[axis];
+    int excl = (int)ai(c, "exclusive", 0), rev = (int)ai(c, "reverse", 0);
+    if (r + 1 > TTH_MAX_RANK || L > 4096)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "CumSum over an axis of %lld (at most 4096) or rank %d",
+                              (long long)L, r);
+    int64_t xs[TTH_MAX_RANK];
+    tth_ttype mt = {.dtype = xt->dtype, .rank = r + 1 - (int32_t)axis};
+    for (int k = 0; k <= r; k++)
+        xs[k] = k < axis ? xt->shape[k] : k == axis ? 1 : xt->shape[k - 1];
+    for (int k = 0; k < mt.rank; k++)
+        mt.shape[k] = k == 0 ? L : k == 1 ? L : 1;
+    tth_tensor *mask = tth_tensor_new(&mt, NULL);
+    for (int64_t i = 0; mask && i < L; i++)
+        for (int64_t j = 0; j < L; j++) {
+            int on = rev ? (excl ? j > i : j >= i) : (excl ? j < i : j <= i);
+            tth__st_f64(mask, i * L + j, on);
+        }
+    tth_rexpr *x1, *km, *prod;
+    CHECK(x1 = reshape(c, in[0], xs, r + 1));
+    CHECK(km = k_tensor(c, mask));
+    CHECK(prod = call2(c, TTH_OP_MULTIPLY, x1, km, NULL));
+    int64_t sa = axis + 1;
+    CHECK(out[0] = call1(c, TTH_OP_SUM, prod, json_pack("{s:o,s:b}", "axis", tth__json_ints(&sa, 1), "keepdims", 0)));
+    return 0;
+}
+
+/* EyeLike(x): a constant of x's shape (2-D) with ones on diagonal k, in `dtype` (default x's). */
+static int op_eyelike(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    if (rank(in[0]) != 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "EyeLike takes a 2-D input, not rank %d", rank(in[0]));
+    const Onnx__AttributeProto *da = attr(c, "dtype");
+    tth_ttype ty = *tt(in[0]);
+    if (da && da->has_i && (ty.dtype = tth__onnx_dtype(da->i)) == TTH_DTYPE_INVALID)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: EyeLike dtype %lld", (long long)da->i);
+    int64_t k = ai(c, "k", 0);
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    for (int64_t i = 0; t && i < ty.shape[0]; i++)
+        if (i + k >= 0 && i + k < ty.shape[1])
+            tth__st_f64(t, i * ty.shape[1] + i + k, 1);
+    CHECK(out[0] = k_tensor(c, t));
+    return 0;
+}
+
+/* Hann, Hamming and Blackman windows of a constant size: computed here. periodic (default 1)
+ * divides by N, symmetric by N - 1. */
+static int window(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, const double *a, int na)
+{
+    NEED(1);
+    double nv;
+    if (vscalar(c, in[0], "size", &nv))
+        return c->diag->code;
+    if (nv < 0 || nv > TTH_IMPORT_MAX_ELEMS)
+        return tth__onnx_fail(c, TTH_EMODEL, "window size %g", nv);
+    tth_ttype ty = {.dtype = tth__onnx_dtype(ai(c, "output_datatype", 1)), .rank = 1, .shape = {(int64_t)nv}};
+    if (ty.dtype == TTH_DTYPE_INVALID)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: output_datatype %lld",
+                              (long long)ai(c, "output_datatype", 1));
+    int64_t n = ty.shape[0];
+    double den = ai(c, "periodic", 1) ? (double)n : (double)(n - 1);
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    for (int64_t i = 0; t && i < n; i++) {
+        double v = 0;
+        for (int k = 0; k < na; k++)
+            v += a[k] * cos(2.0 * M_PI * k * (double)i / (den > 0 ? den : 1));
+        tth__st_f64(t, i, v);
+    }
+    CHECK(out[0] = k_tensor(c, t));
+    return 0;
+}
+static int op_hann_window(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    static const double a[2] = {0.5, -0.5};
+    return window(c, in, nin, out, a, 2);
+}
+static int op_hamming_window(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    static const double a[2] = {25.0 / 46, -21.0 / 46};
+    return window(c, in, nin, out, a, 2);
+}
+static int op_blackman_window(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    static const double a[3] = {0.42, -0.5, 0.08};
+    return window(c, in, nin, out, a, 3);
+}
+
+/* BitShift(x, y) on unsigned integers: x * 2^y or x / 2^y, 2^y exact in float64 for y < 64
+ * (the product wraps as unsigned arithmetic does). */
+static int op_bitshift(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    tth_dtype d = tt(in[0])->dtype;
+    if (d != TTH_U8 && d != TTH_U16 && d != TTH_U32 && d != TTH_U64)
+        return tth__onnx_fail(c, TTH_EMODEL, "BitShift takes unsigned integers, not %s", tth_dtype_name(d));
+    const char *dir = as(c, "direction", "");
+    int left = !strcmp(dir, "LEFT");
+    if (!left && strcmp(dir, "RIGHT"))
+        return tth__onnx_fail(c, TTH_EMODEL, "BitShift direction '%s' is not LEFT or RIGHT", dir);
+    tth_rexpr *two = k_scalar(c, TTH_F64, 2), *yf = cast_to(c, in[1], TTH_F64), *p, *pi;
+    CHECK(two && yf);
+    CHECK(p = call2(c, TTH_OP_POWER, two, yf, NULL));
+    CHECK(pi = cast_to(c, p, d));
+    CHECK(out[0] = call2(c, left ? TTH_OP_MULTIPLY : TTH_OP_DIVIDE, in[0], pi, NULL));
+    return 0;
+}
+
 /* Pad: pads as [x1_begin, x2_begin, ..., x1_end, ...] (attribute < 11, input >= 11); negative
  * pads crop first; modes constant, reflect, edge. */
 static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
@@ -2358,6 +2543,8 @@ static const tth_onnx_op onnx_ops[] = {
     {"ArgMin", op_argmin},
     {"AveragePool", op_avg_pool},
     {"BatchNormalization", op_batch_norm},
+    {"BitShift", op_bitshift},
+    {"BlackmanWindow", op_blackman_window},
     {"Cast", op_cast},
     {"CastLike", op_cast_like},
     {"Ceil", op_ceil},
@@ -2371,6 +2558,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"ConvTranspose", op_conv_transpose},
     {"Cos", op_cos},
     {"Cosh", op_cosh},
+    {"CumSum", op_cumsum},
     {"DepthToSpace", op_depth_to_space},
     {"DequantizeLinear", op_dequantize},
     {"Div", op_div},
@@ -2381,15 +2569,19 @@ static const tth_onnx_op onnx_ops[] = {
     {"Erf", op_erf},
     {"Exp", op_exp},
     {"Expand", op_expand},
+    {"EyeLike", op_eyelike},
     {"Flatten", op_flatten},
     {"Floor", op_floor},
     {"Gather", op_gather},
     {"GatherElements", op_gather_elements},
+    {"GatherND", op_gather_nd},
     {"Gemm", op_gemm},
     {"GlobalAveragePool", op_global_avg_pool},
     {"GlobalMaxPool", op_global_max_pool},
     {"Greater", op_greater},
     {"GreaterOrEqual", op_greater_equal},
+    {"HammingWindow", op_hamming_window},
+    {"HannWindow", op_hann_window},
     {"HardSigmoid", op_hard_sigmoid},
     {"HardSwish", op_hard_swish},
     {"Hardmax", op_hardmax},
