@@ -6,6 +6,9 @@
  * .so inside the tar. The entry's C signature is
  *   int32_t tth_<model>_run(const struct inputs *, struct outputs *, void *workspace)
  * where both structs are `void *` fields in metadata order, so an array of pointers is passed.
+ * A module whose meta has "bind_constants" (docs/artifact.md, "Constants bound at run time") gets
+ * its constants from the artifact's parameters file once the library is loaded; a module's
+ * "status_text_symbol" names the statuses its code returns in the run's error message.
  */
 #include "tthrt.h"
 
@@ -25,6 +28,8 @@ const char *tthrt__dtype_name(tth_dtype t);
 size_t tthrt__dtype_size(tth_dtype t);
 
 typedef int32_t (*entry_fn)(const void *inputs, void *outputs, void *workspace);
+typedef int32_t (*bind_fn)(const void *const *data, const size_t *bytes, size_t n);
+typedef const char *(*status_text_fn)(int32_t status);
 
 struct tthrt_model {
     json_t *meta;
@@ -38,6 +43,10 @@ struct tthrt_model {
     unsigned char *bound;    /* per input: bound yet */
     void *workspace;
     size_t workspace_size;
+    unsigned char *params;   /* the parameters file, when a module binds constants (64-aligned) */
+    size_t params_len;
+    status_text_fn *texts;   /* modules' status_text_symbol functions */
+    size_t ntexts;
 };
 
 static tth_dtype dtype_parse(const char *s)
@@ -99,8 +108,19 @@ static int parse_infos(const json_t *arr, const char *what, tthrt_tensor_info **
 }
 
 /* Read the tar: metadata.json and the shared library's bytes. */
+/* Does a module of the artifact bind constants at run time? */
+static int needs_params(const json_t *meta)
+{
+    size_t i;
+    const json_t *mod;
+    json_array_foreach(json_object_get(meta, "modules"), i, mod)
+        if (json_object_get(json_object_get(mod, "meta"), "bind_constants"))
+            return 1;
+    return 0;
+}
+
 static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **so, size_t *so_len,
-                    tth_diag *diag)
+                    unsigned char **params, size_t *params_len, tth_diag *diag)
 {
     struct archive *a = archive_read_new();
     if (!a)
@@ -127,14 +147,18 @@ static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **
         int want_meta = path && strcmp(path, "metadata.json") == 0;
         size_t pl = path ? strlen(path) : 0;
         int want_so = path && strncmp(path, "lib/", 4) == 0 && pl > 3 && strcmp(path + pl - 3, ".so") == 0;
-        if (!want_meta && !want_so)
+        /* the parameters when a module binds constants (metadata.json comes first in the tar;
+         * an artifact without it in front keeps them to decide later) */
+        int want_params = path && strncmp(path, "parameters/", 11) == 0 && pl > 7 &&
+                          strcmp(path + pl - 7, ".params") == 0 && (!meta_buf || needs_params(*meta));
+        if (!want_meta && !want_so && !want_params)
             continue;
         int64_t sz = archive_entry_size(ent);
         if (sz < 0 || (uint64_t)sz > (uint64_t)len) {
             rc = tth_diag_set(diag, TTH_EPARSE, path, "artifact entry '%s' has a bad size", path);
             goto done;
         }
-        unsigned char *buf = malloc((size_t)sz + 1);
+        unsigned char *buf = want_params ? aligned_zalloc(64, (size_t)sz + 1) : malloc((size_t)sz + 1);
         if (!buf) {
             rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
             goto done;
@@ -150,6 +174,18 @@ static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **
             free(meta_buf);
             meta_buf = buf;
             meta_len = (size_t)sz;
+            json_error_t je;
+            json_decref(*meta);
+            *meta = json_loadb((const char *)meta_buf, meta_len, 0, &je);
+            if (!*meta) {
+                rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "invalid JSON at line %d: %s", je.line,
+                                  je.text);
+                goto done;
+            }
+        } else if (want_params) {
+            free(*params);
+            *params = buf;
+            *params_len = (size_t)sz;
         } else {
             free(*so);
             free(so_path);
@@ -166,12 +202,10 @@ static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **
         rc = tth_diag_set(diag, TTH_EPARSE, NULL, "the artifact has no metadata.json");
         goto done;
     }
-    json_error_t je;
-    *meta = json_loadb((const char *)meta_buf, meta_len, 0, &je);
-    if (!*meta) {
-        rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "invalid JSON at line %d: %s", je.line,
-                          je.text);
-        goto done;
+    if (!needs_params(*meta)) {
+        free(*params);
+        *params = NULL;
+        *params_len = 0;
     }
     const char *want = json_string_value(json_object_get(json_object_get(*meta, "files"),
                                                          "shared_library"));
@@ -236,6 +270,176 @@ static int load_library(const unsigned char *so, size_t len, void **dl, tth_diag
     return rc;
 }
 
+/* One entry of the parameters file (format in the artifact's README.txt). */
+typedef struct param_entry {
+    const char *name;
+    size_t name_len;
+    uint32_t dtype;
+    const unsigned char *data;
+    uint64_t bytes;
+} param_entry;
+
+static uint32_t rd32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* The parameters file's entries (*out malloc'd), every length checked against its size. */
+static int parse_params(const unsigned char *p, size_t len, param_entry **out, size_t *n, tth_diag *diag)
+{
+    *out = NULL;
+    *n = 0;
+    if (len < 16 || memcmp(p, "TTHPARAM", 8) != 0 || rd32(p + 8) != 1)
+        return tth_diag_set(diag, TTH_EPARSE, "parameters", "the artifact's parameters file is not a "
+                            "version 1 TTHPARAM file");
+    uint32_t count = rd32(p + 12);
+    size_t at = 16;
+    if (count > len / 16)
+        return tth_diag_set(diag, TTH_EPARSE, "parameters", "the parameters file claims %u entries in %zu "
+                            "bytes", count, len);
+    param_entry *e = calloc(count ? count : 1, sizeof *e);
+    if (!e)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    for (uint32_t i = 0; i < count; i++) {
+        if (len - at < 4 || len - at - 4 < rd32(p + at))
+            goto bad;
+        e[i].name_len = rd32(p + at);
+        e[i].name = (const char *)p + at + 4;
+        at += 4 + e[i].name_len;
+        if (len - at < 8)
+            goto bad;
+        e[i].dtype = rd32(p + at);
+        uint32_t rank = rd32(p + at + 4);
+        at += 8;
+        if (rank > TTH_MAX_RANK || len - at < 8 * (size_t)rank + 8)
+            goto bad;
+        at += 8 * (size_t)rank;
+        e[i].bytes = rd64(p + at);
+        at += 8;
+        size_t pad = (64 - at % 64) % 64;
+        if (len - at < pad || len - at - pad < e[i].bytes)
+            goto bad;
+        at += pad;
+        e[i].data = p + at;
+        at += (size_t)e[i].bytes;
+    }
+    *out = e;
+    *n = count;
+    return 0;
+bad:
+    free(e);
+    return tth_diag_set(diag, TTH_EPARSE, "parameters", "the artifact's parameters file is truncated or "
+                        "malformed");
+}
+
+/* Hand each module that binds constants its constants from the parameters file (docs/artifact.md,
+ * "Constants bound at run time"); note each module's status text function. */
+static int bind_modules(tthrt_model *m, tth_diag *diag)
+{
+    const json_t *mods = json_object_get(m->meta, "modules");
+    param_entry *pe = NULL;
+    size_t npe = 0;
+    int rc = 0;
+    m->texts = calloc(json_array_size(mods) + 1, sizeof *m->texts);
+    if (!m->texts)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    size_t i;
+    const json_t *mod;
+    json_array_foreach(mods, i, mod) {
+        const json_t *meta = json_object_get(mod, "meta");
+        const char *ts = json_string_value(json_object_get(meta, "status_text_symbol"));
+        status_text_fn tf = NULL;
+        if (ts)
+            *(void **)&tf = dlsym(m->dl, ts);
+        int seen = 0;
+        for (size_t k = 0; k < m->ntexts; k++)
+            seen |= m->texts[k] == tf;
+        if (tf && !seen)
+            m->texts[m->ntexts++] = tf;
+    }
+    json_array_foreach(mods, i, mod) {
+        const json_t *bc = json_object_get(json_object_get(mod, "meta"), "bind_constants");
+        if (!bc)
+            continue;
+        const char *kind = json_string_value(json_object_get(mod, "kind"));
+        const char *sym = json_string_value(json_object_get(bc, "symbol"));
+        json_int_t count = json_integer_value(json_object_get(bc, "count"));
+        const json_t *list = json_object_get(bc, "constants");
+        if (!sym || count < 0 || count > (1 << 20) || !json_is_array(list)) {
+            rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "module %zu's bind_constants is malformed "
+                              "(needs symbol, count, constants)", i);
+            break;
+        }
+        if (!pe && !m->params) {
+            rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "module %zu (%s) needs constants but the "
+                              "artifact has no parameters file", i, kind ? kind : "?");
+            break;
+        }
+        if (!pe && (rc = parse_params(m->params, m->params_len, &pe, &npe, diag)))
+            break;
+        const void **data = calloc((size_t)count + 1, sizeof *data);
+        size_t *bytes = calloc((size_t)count + 1, sizeof *bytes);
+        if (!data || !bytes) {
+            free(data);
+            free(bytes);
+            rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        size_t k;
+        const json_t *c;
+        json_array_foreach(list, k, c) {
+            json_int_t idx = json_integer_value(json_object_get(c, "index"));
+            const char *name = json_string_value(json_object_get(c, "parameter"));
+            json_int_t want = json_integer_value(json_object_get(c, "bytes"));
+            const param_entry *hit = NULL;
+            for (size_t q = 0; name && q < npe && !hit; q++)
+                if (pe[q].name_len == strlen(name) && memcmp(pe[q].name, name, pe[q].name_len) == 0)
+                    hit = &pe[q];
+            if (idx < 0 || idx >= count || !name) {
+                rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "module %zu: constant %zu of bind_constants "
+                                  "is malformed", i, k);
+            } else if (!hit || (json_int_t)hit->bytes != want) {
+                rc = tth_diag_set(diag, TTH_EPARSE, "parameters", "module %zu (%s) needs parameter '%s' of %lld "
+                                  "bytes; the parameters file %s", i, kind ? kind : "?", name, (long long)want,
+                                  hit ? "has another size" : "lacks it");
+            } else {
+                data[idx] = hit->data;
+                bytes[idx] = (size_t)hit->bytes;
+            }
+            if (rc)
+                break;
+        }
+        bind_fn fn = NULL;
+        if (!rc) {
+            *(void **)&fn = dlsym(m->dl, sym);
+            if (!fn)
+                rc = tth_diag_set(diag, TTH_ENOENT, sym, "the model's library has no symbol '%s' to bind "
+                                  "module %zu's constants", sym, i);
+        }
+        if (!rc) {
+            int32_t st = fn(data, bytes, (size_t)count);
+            const char *text = NULL;
+            for (size_t q = 0; q < m->ntexts && !text; q++)
+                text = m->texts[q](st);
+            if (st)
+                rc = tth_diag_set(diag, TTH_EPLUGIN, sym, "binding the constants of module %zu (%s) failed with "
+                                  "status %d%s%s", i, kind ? kind : "?", (int)st, text ? ": " : "",
+                                  text ? text : "");
+        }
+        free(data);
+        free(bytes);
+        if (rc)
+            break;
+    }
+    free(pe);
+    return rc;
+}
+
 int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_diag *diag)
 {
     *out = NULL;
@@ -244,7 +448,7 @@ int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     unsigned char *so = NULL;
     size_t so_len = 0;
-    int rc = read_tar(tar, len, &m->meta, &so, &so_len, diag);
+    int rc = read_tar(tar, len, &m->meta, &so, &so_len, &m->params, &m->params_len, diag);
     if (rc)
         goto fail;
     const char *name = json_string_value(json_object_get(m->meta, "model"));
@@ -297,6 +501,8 @@ int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_
                           entry);
         goto fail;
     }
+    if ((rc = bind_modules(m, diag)))
+        goto fail;
     free(so);
     *out = m;
     return 0;
@@ -354,6 +560,8 @@ void tthrt_model_close(tthrt_model *m)
     free(m->out);
     free(m->workspace);
     free(m->name);
+    free(m->params);
+    free(m->texts);
     json_decref(m->meta);
     free(m);
 }
@@ -489,8 +697,11 @@ int tthrt_model_run(tthrt_model *m, int repeat, tthrt_timing *timing, tth_diag *
         sum += t[r];
         if (status != 0) {
             free(t);
-            return tth_diag_set(diag, TTH_EPLUGIN, m->name, "model '%s' returned status %d",
-                                m->name, (int)status);
+            const char *text = NULL;
+            for (size_t k = 0; k < m->ntexts && !text; k++)
+                text = m->texts[k](status);
+            return tth_diag_set(diag, TTH_EPLUGIN, m->name, "model '%s' returned status %d%s%s",
+                                m->name, (int)status, text ? ": " : "", text ? text : "");
         }
     }
     if (timing) {

@@ -1,7 +1,9 @@
 /* build.c: build the host shared object from the runtime modules' C sources and objects.
  *
- * Requires: runtime modules whose TTH_FILE_C_SOURCE files are self-contained C99 and whose
- * TTH_FILE_OBJECT files are host objects. Runs `TTH_CC -std=c99 -O2 -fPIC -shared -pthread -o lib.so
+ * Requires: runtime modules whose TTH_FILE_C_SOURCE files are C99 that includes at most the C
+ * library and the modules' TTH_FILE_C_HEADER files (by name; they are written next to the
+ * sources), and whose TTH_FILE_OBJECT files are host objects. A file that several modules carry
+ * byte for byte is built once. Runs `TTH_CC -std=c99 -O2 -fPIC -shared -pthread -o lib.so
  * <sources> <objects> -lm` in a directory of its own, with relative file names so nothing of the
  * directory's name ends up in the output (the same sources give the same bytes).
  */
@@ -97,26 +99,39 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     argv[na++] = "-pthread"; /* the llvm kind's thread pool (docs/threads.md) */
     argv[na++] = "-o";
     argv[na++] = "lib.so";
+    size_t nfixed = na;
     for (size_t m = 0; m < nmods; m++) {
         for (size_t i = 0; i < tth_runtime_module_count(mods[m]); i++) {
             const tth_module_file *f = tth_runtime_module_file(mods[m], i);
-            if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_OBJECT)
+            if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_OBJECT && f->kind != TTH_FILE_C_HEADER)
                 continue;
             if (strchr(f->name, '/') || f->name[0] == '.') {
                 rc = tth_diag_set(diag, TTH_EINVAL, "build", "module file name '%s' is not a "
                                   "plain file name", f->name);
                 goto done;
             }
+            /* a file several modules carry alike (package.c keeps it once) is built once */
+            int again = 0;
+            for (size_t p = 0; p < m && !again; p++)
+                for (size_t q = 0; q < tth_runtime_module_count(mods[p]) && !again; q++) {
+                    const tth_module_file *g = tth_runtime_module_file(mods[p], q);
+                    again = strcmp(g->name, f->name) == 0 && g->kind == f->kind && g->len == f->len &&
+                            memcmp(g->data, f->data, f->len) == 0;
+                }
+            if (again)
+                continue;
             if (write_file(dir, f->name, f->data, f->len) != 0) {
                 rc = tth_diag_set(diag, TTH_EIO, "build", "cannot write '%s/%s': %s", dir, f->name,
                                   strerror(errno));
                 goto done;
             }
             files[nf++] = strdup(f->name);
-            argv[na++] = files[nf - 1];
+            /* headers sit next to the sources, which include them by name */
+            if (f->kind != TTH_FILE_C_HEADER)
+                argv[na++] = files[nf - 1];
         }
     }
-    if (nf == 0) {
+    if (na == nfixed) {
         rc = tth_diag_set(diag, TTH_EINVAL, "build", "no C sources or objects to build a shared "
                           "library from");
         goto done;

@@ -98,7 +98,11 @@ char *tth_package_header(const tth_package_input *in)
               " * The function keeps no state of its own: calls with distinct workspaces may run\n"
               " * at the same time. It returns 0 on success. */\n",
               m, m, TTH_VERSION, m, M, M);
-    pk_printf(&b, "#ifndef TTH_%s_H_\n#define TTH_%s_H_\n\n#include <stdint.h>\n\n", M, M);
+    int binds = 0;
+    for (size_t i = 0; i < in->nmods; i++)
+        binds |= json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants") != NULL;
+    pk_printf(&b, "#ifndef TTH_%s_H_\n#define TTH_%s_H_\n\n%s#include <stdint.h>\n\n", M, M,
+              binds ? "#include <stddef.h>\n" : "");
     pk_printf(&b, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     for (size_t i = 0; i < a->ninputs; i++) {
         char N[160];
@@ -136,6 +140,35 @@ char *tth_package_header(const tth_package_input *in)
     }
     pk_printf(&b, "int32_t tth_%s_run(const struct tth_%s_inputs *inputs,\n"
               "        struct tth_%s_outputs *outputs, void *workspace);\n\n", m, m, m);
+    /* modules that take their constants at run time (docs/artifact.md, "Constants bound at run
+     * time"): their bind functions, and one that binds them all from the parameters file */
+    size_t nbind = 0;
+    for (size_t i = 0; i < in->nmods; i++) {
+        const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants");
+        const char *sym = json_string_value(json_object_get(bc, "symbol"));
+        const char *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
+        if (!sym || !psym)
+            continue;
+        if (!nbind++)
+            pk_printf(&b, "/* Constants some generated code takes at run time: bind them once before the\n"
+                      " * first run, e.g. with tth_%s_bind_parameters below; until then tth_%s_run\n"
+                      " * returns the module's \"unbound\" status (README.txt). */\n", m, m);
+        pk_printf(&b, "int32_t %s(const void *const *data, const size_t *bytes, size_t n);\n"
+                  "int32_t %s(const void *params, size_t len);\n", sym, psym);
+    }
+    if (nbind) {
+        pk_printf(&b, "\n/* Bind every module's constants from the bytes of parameters/%s.params, which\n"
+                  " * must stay valid (and unchanged) while the model runs; 0 on success. */\n"
+                  "static inline int32_t tth_%s_bind_parameters(const void *params, size_t len)\n{\n"
+                  "    int32_t rc = 0;\n", m, m);
+        for (size_t i = 0; i < in->nmods; i++) {
+            const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants");
+            const char *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
+            if (psym && json_string_value(json_object_get(bc, "symbol")))
+                pk_printf(&b, "    if (rc == 0)\n        rc = %s(params, len);\n", psym);
+        }
+        pk_printf(&b, "    return rc;\n}\n\n");
+    }
     pk_printf(&b, "#ifdef __cplusplus\n}\n#endif\n#endif\n");
     if (b.oom) {
         free(b.p);
@@ -304,6 +337,30 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
               "  struct tth_%s_outputs out = { ... one pointer per output ... };\n"
               "  int32_t rc = tth_%s_run(&in, &out, ws);   /* 0 on success */\n\n",
               m, M, M, m, m, m);
+    int nbind = 0;
+    for (size_t k = 0; k < in->nmods; k++) {
+        const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[k]), "bind_constants");
+        const char *sym = json_string_value(json_object_get(bc, "symbol"));
+        const char *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
+        if (!sym || !psym)
+            continue;
+        if (!nbind++)
+            pk_printf(&b, "Constants bound at run time: some modules take their constants from\n"
+                      "parameters/%s.params instead of embedding them. Before the first tth_%s_run,\n"
+                      "load the file's bytes into memory that stays valid while the model runs and call\n"
+                      "  int32_t rc = tth_%s_bind_parameters(bytes, length);   /* 0 on success */\n"
+                      "(include/tth_%s.h). It calls, for each such module:\n", m, m, m, m);
+        json_int_t st = json_integer_value(json_object_get(bc, "unbound_status"));
+        pk_printf(&b, "  %s (%s", psym, tth_runtime_module_kind(in->mods[k]));
+        if (st)
+            pk_printf(&b, "; unbound, it returns %" JSON_INTEGER_FORMAT, st);
+        pk_printf(&b, ")\n");
+    }
+    if (nbind)
+        pk_printf(&b, "Each also has a <region>_bind_constants(data, bytes, n) taking the constants'\n"
+                  "pointers and sizes (metadata.json: modules[].meta.bind_constants).\n");
+    if (nbind)
+        pk_printf(&b, "\n");
     pk_printf(&b, "parameters/%s.params format (all integers little-endian):\n"
               "  8 bytes  magic \"TTHPARAM\"\n"
               "  u32      version (1)\n"
@@ -601,15 +658,27 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->nmods; i++)
         for (size_t k = 0; k < tth_runtime_module_count(in->mods[i]); k++) {
             const tth_module_file *f = tth_runtime_module_file(in->mods[i], k);
-            for (size_t j = 0; j < nfiles; j++)
-                if (strcmp(files[j]->name, f->name) == 0) {
-                    rc = tth_diag_set(diag, TTH_EDUPLICATE, "package", "two runtime modules "
-                                      "both produce a file named '%s'", f->name);
-                    goto done;
-                }
             /* the host kind's module (the first) under codegen/host/, the others' under
              * codegen/<kind>/ */
-            fdir[nfiles] = i == 0 ? "host" : tth_runtime_module_kind(in->mods[i]);
+            const char *dir = i == 0 ? "host" : tth_runtime_module_kind(in->mods[i]);
+            int again = 0;
+            for (size_t j = 0; j < nfiles && !again; j++) {
+                if (strcmp(files[j]->name, f->name) != 0)
+                    continue;
+                /* modules of one kind may each carry the same support file (the ethos-n kind's
+                 * functional model, one module per region): the artifact holds it once */
+                if (strcmp(fdir[j], dir) == 0 && files[j]->kind == f->kind && files[j]->len == f->len &&
+                    memcmp(files[j]->data, f->data, f->len) == 0) {
+                    again = 1;
+                    continue;
+                }
+                rc = tth_diag_set(diag, TTH_EDUPLICATE, "package", "two runtime modules "
+                                  "both produce a file named '%s'", f->name);
+                goto done;
+            }
+            if (again)
+                continue;
+            fdir[nfiles] = dir;
             files[nfiles++] = f;
             if (cg_add(&cg, fdir[nfiles - 1], f) != 0) {
                 rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");

@@ -353,6 +353,15 @@ static int stage_relay_to_runtime(compile_state *s)
     int rc = tth_hooks_relay_to_runtime(&s->part, &s->host, &s->rts, &s->nrts, s->ext_consts, s->diag);
     if (rc == 0)
         rc = tth_hooks_declare_external(&s->part, s->tmod, s->kind, s->lowered, &s->nlowered, s->diag);
+    /* a module's meta "explain" (docs/plugin-guide.md): its notes for --explain */
+    if (rc == 0 && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log)
+        for (size_t m = 0; m < s->nrts; m++) {
+            size_t i;
+            const json_t *note;
+            json_array_foreach(json_object_get(tth_runtime_module_meta(s->rts[m]), "explain"), i, note)
+                if (json_is_string(note))
+                    s->host.log(s->host.ctx, TTH_SEV_INFO, json_string_value(note));
+        }
     return rc;
 }
 
