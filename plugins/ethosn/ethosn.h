@@ -11,9 +11,26 @@ int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *w
 
 /* The blob format (FORMAT.md). */
 #define ETHOSN_BLOB_MAGIC "TTHEN78\0"
-#define ETHOSN_BLOB_VERSION 1u
+#define ETHOSN_BLOB_VERSION 2u
 
-/* What a generated entry returns at run time: no Ethos-N driver in this build (TTH_EUNSUPPORTED). */
-#define ETHOSN_RUNTIME_NO_DRIVER (-10)
+/* Attribute tags (FORMAT.md, "Attributes"). */
+enum {
+    ETHOSN_ATTR_INT = 1,
+    ETHOSN_ATTR_REAL = 2,
+    ETHOSN_ATTR_STR = 3,
+    ETHOSN_ATTR_BOOL = 4,
+    ETHOSN_ATTR_INTS = 5,
+    ETHOSN_ATTR_REALS = 6,
+    ETHOSN_ATTR_NULL = 7,
+};
+
+/* The functional model's sources, as every ethos-n module carries them (model/ethosn_model.c and
+ * .h, turned into these arrays at build time by model/embed.py). */
+#define ETHOSN_MODEL_C_NAME "ethosn_model.c"
+#define ETHOSN_MODEL_H_NAME "ethosn_model.h"
+extern const unsigned char ethosn_model_c_text[];
+extern const size_t ethosn_model_c_size;
+extern const unsigned char ethosn_model_h_text[];
+extern const size_t ethosn_model_h_size;
 
 #endif

@@ -1,10 +1,13 @@
 /* The ethos-n kind: every Ethos-N78 partition rule (accepted, and refused with its exact reason),
- * the compiled-network blob (deterministic, parsed back field by field), the C entry that reports
- * the missing driver, constant_updater's names, and unsupported variants. There is no Ethos-N
- * driver or NPU here: nothing runs on an NPU. */
-#include <sys/wait.h>
+ * the compiled-network blob (deterministic, parsed back field by field), the C entry built with
+ * the functional model it carries and run against a closed-form reference (unbound, then bound),
+ * the cycle estimate of each configuration, constant_updater's names, and unsupported variants.
+ * There is no Ethos-N driver or NPU here: the functional model (tests/ethosn/test_model.c) stands
+ * in for it. */
+#include <math.h>
 
 #include "../cmsisnn/npu_test.h"
+#include "../compile/helpers.h"
 
 TestSuite(ethosn, .init = npu_load, .fini = npu_unload);
 
@@ -289,6 +292,67 @@ static tth_runtime_module *to_runtime(const char *target, const tth_relay_functi
     return rt;
 }
 
+/* attributes (FORMAT.md, "Attributes") back into JSON */
+static json_t *attrs(rd *r)
+{
+    json_t *o = json_object();
+    uint32_t n = u32(r);
+    for (uint32_t i = 0; i < n; i++) {
+        char *key = str(r);
+        uint8_t tag = u8(r);
+        json_t *v = NULL;
+        switch (tag) {
+        case 1: v = json_integer((json_int_t)u64(r)); break;
+        case 2: { uint64_t b = u64(r); double d; memcpy(&d, &b, 8); v = json_real(d); break; }
+        case 3: { char *s = str(r); v = json_string(s); free(s); break; }
+        case 4: v = json_boolean(u8(r)); break;
+        case 5: case 6: {
+            uint32_t k = u32(r);
+            v = json_array();
+            for (uint32_t e = 0; e < k; e++) {
+                uint64_t b = u64(r);
+                double d;
+                memcpy(&d, &b, 8);
+                json_array_append_new(v, tag == 5 ? json_integer((json_int_t)b) : json_real(d));
+            }
+            break;
+        }
+        case 7: v = json_null(); break;
+        default: cr_assert_fail("attribute '%s' has tag %u", key, tag);
+        }
+        json_object_set_new(o, key, v);
+        free(key);
+    }
+    return o;
+}
+
+/* The conv pattern's output computed here, in closed form: int32 accumulation of (x - x_zp) *
+ * (w - w_zp) over the 3x3 window with padding 1, + bias, requantized with round half to even and
+ * saturation, clipped to [-20, 100] (build_conv's constants: npu_test.h). */
+static void conv_reference(const int8_t *x, int8_t *y)
+{
+    const float isc = (float)(0.05 * 0.01), osc = (float)0.1;
+    for (int oc = 0; oc < 4; oc++)
+        for (int oy = 0; oy < 6; oy++)
+            for (int ox = 0; ox < 6; ox++) {
+                int32_t acc = 0;
+                for (int ic = 0; ic < 8; ic++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int iy = oy + ky - 1, ix = ox + kx - 1;
+                            if (iy < 0 || iy >= 6 || ix < 0 || ix >= 6)
+                                continue;
+                            int wi = ((oc * 8 + ic) * 3 + ky) * 3 + kx;
+                            acc += (x[(ic * 6 + iy) * 6 + ix] + 3) * (-7 + (wi * 3) % 15);
+                        }
+                acc += -100 + (oc * 37) % 200;
+                double v = nearbyint((double)acc * ((double)isc / (double)osc)) + 5;
+                v = v < -128 ? -128 : v > 127 ? 127 : v;
+                v = v < -20 ? -20 : v > 100 ? 100 : v;
+                y[(oc * 6 + oy) * 6 + ox] = (int8_t)v;
+            }
+}
+
 Test(ethosn, blob_deterministic_and_parsed_back)
 {
     tth_relay_module *m = tth_relay_module_new("t");
@@ -297,7 +361,7 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     conv_nodes n = build_conv(m, &o);
     tth_runtime_module *a = to_runtime("ethos-n -tops=4 -ple_ratio=4", n.fn, "t_ethos_n_main_0", 0);
     tth_runtime_module *b = to_runtime("ethos-n -tops=4 -ple_ratio=4", n.fn, "t_ethos_n_main_0", 0);
-    cr_assert_eq(tth_runtime_module_count(a), 2);
+    cr_assert_eq(tth_runtime_module_count(a), 4);
     const tth_module_file *fa = tth_runtime_module_file(a, 0), *fb = tth_runtime_module_file(b, 0);
     cr_assert_str_eq(fa->name, "t_ethos_n_main_0.ethosn");
     cr_assert_eq(fa->kind, TTH_FILE_BLOB);
@@ -307,12 +371,12 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     rd r = {fa->data, fa->len, 0};
     cr_assert_eq(memcmp(r.p, "TTHEN78\0", 8), 0);
     r.at = 8;
-    cr_assert_eq(u32(&r), 1);
+    cr_assert_eq(u32(&r), 2);
     char *s = str(&r);
     cr_assert_str_eq(s, "tth ethos-n plugin 0.1.0");
     free(s);
     s = str(&r);
-    cr_assert_str_eq(s, "compiled for Ethos-N78 4TOPS (PLE ratio 4, 1024 KiB SRAM); runs only with the Ethos-N driver");
+    cr_assert_str_eq(s, "compiled for Ethos-N78 4TOPS (PLE ratio 4, 1024 KiB SRAM)");
     free(s);
     s = str(&r);
     cr_assert_str_eq(s, "n78");
@@ -335,6 +399,7 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     uint32_t nconsts = u32(&r);
     cr_assert_eq(nconsts, 8); /* w, x_zp, w_zp, bias, in_scale, in_zp, out_scale, out_zp */
     int external = 0;
+    double out_zp = 0;
     for (uint32_t i = 0; i < nconsts; i++) {
         char *name = str(&r), *origin = str(&r);
         char want[64];
@@ -344,7 +409,8 @@ Test(ethosn, blob_deterministic_and_parsed_back)
         u64(&r);
         if (u8(&r) == 1) {
             cr_assert_eq(tth_ttype_numel(&t), 1);
-            u64(&r);
+            uint64_t v = u64(&r);
+            memcpy(&out_zp, &v, 8); /* the last inline constant is the output zero point */
         } else {
             cr_assert_gt(tth_ttype_numel(&t), 1);
             external++;
@@ -353,8 +419,9 @@ Test(ethosn, blob_deterministic_and_parsed_back)
         free(origin);
     }
     cr_assert_eq(external, 2, "weights and bias are stored with the parameters");
+    cr_assert_eq(out_zp, 5.0);
     uint32_t nnodes = u32(&r);
-    int seen_conv = 0, seen_rq = 0;
+    int seen_conv = 0, seen_rq = 0, seen_clip = 0;
     for (uint32_t i = 0; i < nnodes; i++) {
         uint8_t kind = u8(&r);
         if (kind == 1 || kind == 2) {
@@ -365,56 +432,232 @@ Test(ethosn, blob_deterministic_and_parsed_back)
             uint32_t na = u32(&r);
             for (uint32_t k = 0; k < na; k++)
                 cr_assert_lt(u32(&r), i, "arguments come before their users");
-            char *attrs = str(&r);
-            json_error_t je;
-            json_t *j = json_loads(attrs, 0, &je);
-            cr_assert(j, "attrs: %s", je.text);
+            json_t *j = attrs(&r);
             if (!strcmp(opn, "qnn.conv2d")) {
                 seen_conv = 1;
                 cr_assert_eq(json_integer_value(json_object_get(j, "groups")), 1);
+                cr_assert_eq(json_integer_value(json_array_get(json_object_get(j, "padding"), 3)), 1);
             }
-            seen_rq |= !strcmp(opn, "qnn.requantize");
+            if (!strcmp(opn, "qnn.requantize")) {
+                seen_rq = 1;
+                cr_assert_str_eq(json_string_value(json_object_get(j, "out_dtype")), "int8");
+            }
+            if (!strcmp(opn, "clip")) {
+                seen_clip = 1;
+                cr_assert_eq(json_real_value(json_object_get(j, "a_min")), -20.0);
+            }
             json_decref(j);
             free(opn);
-            free(attrs);
         }
         uint32_t nt = u32(&r);
         for (uint32_t k = 0; k < nt; k++)
             type(&r, &t);
     }
-    cr_assert(seen_conv && seen_rq);
+    cr_assert(seen_conv && seen_rq && seen_clip);
     cr_assert_eq(u32(&r), nnodes - 1);
     cr_assert_eq(r.at, r.len, "trailing bytes");
 
-    /* the C entry: reports the missing driver, computes nothing */
-    const tth_module_file *c = tth_runtime_module_file(a, 1);
+    /* the module carries the functional model */
+    const tth_module_file *c = tth_runtime_module_file(a, 1), *mc = tth_runtime_module_file(a, 2),
+                          *mh = tth_runtime_module_file(a, 3);
     cr_assert_str_eq(c->name, "t_ethos_n_main_0_ethosn.c");
     cr_assert_eq(c->kind, TTH_FILE_C_SOURCE);
-    char *text = strndup((const char *)c->data, c->len);
-    cr_assert(strstr(text, "int32_t t_ethos_n_main_0(const void *in0, void *out1, uint8_t *ws)\n{"), "%s", text);
-    cr_assert(strstr(text, "return t_ethos_n_main_0_NO_DRIVER;"));
-    cr_assert(strstr(text, "#define t_ethos_n_main_0_NO_DRIVER (-10)"));
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/tth-ethosn-%d.c", (int)getpid());
-    FILE *fp = fopen(path, "w");
-    fputs(text, fp);
-    fputs("int main(void) { char b[1] = {0}; return t_ethos_n_main_0(b, b, 0) == -10 ? 0 : 1; }\n", fp);
+    cr_assert_str_eq(mc->name, "ethosn_model.c");
+    cr_assert_eq(mc->kind, TTH_FILE_C_SOURCE);
+    cr_assert_str_eq(mh->name, "ethosn_model.h");
+    cr_assert_eq(mh->kind, TTH_FILE_C_HEADER);
+    char path[512];
+    snprintf(path, sizeof path, "%s/plugins/ethosn/model/ethosn_model.c", getenv("TTH_SOURCE_ROOT"));
+    FILE *fp = fopen(path, "rb");
+    cr_assert(fp, "%s", path);
+    char *src = malloc(mc->len + 1);
+    cr_assert_eq(fread(src, 1, mc->len + 1, fp), mc->len, "the embedded model is not %s", path);
+    cr_assert_eq(memcmp(src, mc->data, mc->len), 0, "the embedded model differs from %s", path);
     fclose(fp);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "cc -std=c99 -Wall -Wextra -Werror -o %s.bin %s && %s.bin", path, path, path);
-    int st = system(cmd);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the entry did not return -10");
-    char bin[160];
-    snprintf(bin, sizeof bin, "%s.bin", path);
-    unlink(bin);
-    unlink(path);
+    free(src);
+    char *text = strndup((const char *)c->data, c->len);
+    cr_assert(strstr(text, "int32_t t_ethos_n_main_0(const int8_t *in0, int8_t *out1, uint8_t *ws)\n{"), "%s", text);
+    cr_assert(strstr(text, "int32_t t_ethos_n_main_0_bind_constants(const void *const *data, const size_t *bytes, "
+                           "size_t n)\n{"));
+    cr_assert(strstr(text, "int32_t t_ethos_n_main_0_bind_parameters(const void *params, size_t len)\n{"));
+    cr_assert(strstr(text, "return ethosn_model_run(t_ethos_n_main_0_network"));
+
+    /* built with the model and run: unbound first, then bound to constant_updater's tensors, the
+     * output in closed form */
+    json_t *tg = npu_target("ethos-n -tops=4 -ple_ratio=4");
+    tth_const_map *cm = tth_const_map_new();
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(npu_plugin("ethos-n")->constant_updater(NULL, tg, n.fn, "t_ethos_n_main_0", cm, &d), 0, "%s",
+                 d.message);
+    json_decref(tg);
+    char dir[256];
+    test_mkdtemp(dir, sizeof dir);
+    const tth_module_file *files[3] = {c, mc, mh};
+    for (int f = 0; f < 3; f++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]->name);
+        cr_assert_eq(test_write_file(path, files[f]->data, files[f]->len), 0);
+    }
+    int8_t x[288], y[144];
+    for (int i = 0; i < 288; i++)
+        x[i] = (int8_t)((i * 37) % 256 - 128);
+    conv_reference(x, y);
+    size_t cap = 65536, len = 0;
+    char *main_c = malloc(cap);
+    len += (size_t)snprintf(main_c + len, cap - len, "#include <stdio.h>\n#include <stdint.h>\n#include <stddef.h>\n"
+                            "int32_t t_ethos_n_main_0(const int8_t *, int8_t *, uint8_t *);\n"
+                            "int32_t t_ethos_n_main_0_bind_constants(const void *const *, const size_t *, size_t);\n"
+                            "static const int8_t x[288] = {");
+    for (int i = 0; i < 288; i++)
+        len += (size_t)snprintf(main_c + len, cap - len, "%d,", x[i]);
+    len += (size_t)snprintf(main_c + len, cap - len, "};\nstatic const int8_t want[144] = {");
+    for (int i = 0; i < 144; i++)
+        len += (size_t)snprintf(main_c + len, cap - len, "%d,", y[i]);
+    len += (size_t)snprintf(main_c + len, cap - len, "};\n");
+    for (size_t k = 0; k < tth_const_map_count(cm); k++) {
+        const tth_tensor *ct = tth_const_map_tensor(cm, k);
+        len += (size_t)snprintf(main_c + len, cap - len, "static const unsigned char k%zu[%zu] = {", k, ct->nbytes);
+        for (size_t e = 0; e < ct->nbytes; e++)
+            len += (size_t)snprintf(main_c + len, cap - len, "%u,", ((const unsigned char *)ct->data)[e]);
+        len += (size_t)snprintf(main_c + len, cap - len, "};\n");
+    }
+    len += (size_t)snprintf(main_c + len, cap - len, "int main(void)\n{\n    int8_t y[144];\n    uint8_t ws[1];\n"
+                            "    const void *data[8] = {0};\n    size_t bytes[8] = {0};\n"
+                            "    int32_t rc = t_ethos_n_main_0(x, y, ws);\n"
+                            "    if (rc != -106) { printf(\"unbound: %%d\\n\", (int)rc); return 1; }\n"
+                            "    rc = t_ethos_n_main_0_bind_constants(data, bytes, 8);\n"
+                            "    if (rc != -107) { printf(\"bound to nothing: %%d\\n\", (int)rc); return 1; }\n");
+    for (size_t k = 0; k < tth_const_map_count(cm); k++) {
+        const char *name = tth_const_map_name(cm, k);
+        int idx = atoi(strrchr(name, 't') + 1); /* ..._const<i> */
+        len += (size_t)snprintf(main_c + len, cap - len, "    data[%d] = k%zu;\n    bytes[%d] = sizeof k%zu;\n", idx, k,
+                                idx, k);
+    }
+    len += (size_t)snprintf(main_c + len, cap - len,
+                            "    rc = t_ethos_n_main_0_bind_constants(data, bytes, 8);\n"
+                            "    if (rc != 0) { printf(\"bind: %%d\\n\", (int)rc); return 1; }\n"
+                            "    rc = t_ethos_n_main_0(x, y, ws);\n"
+                            "    if (rc != 0) { printf(\"run: %%d\\n\", (int)rc); return 1; }\n"
+                            "    for (int i = 0; i < 144; i++)\n"
+                            "        if (y[i] != want[i]) { printf(\"y[%%d] = %%d, want %%d\\n\", i, y[i], want[i]); "
+                            "return 1; }\n    return 0;\n}\n");
+    cr_assert_lt(len, cap);
+    snprintf(path, sizeof path, "%s/main.c", dir);
+    cr_assert_eq(test_write_file(path, main_c, len), 0);
+    free(main_c);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && cc -std=c99 -O2 -Wall -Wextra -Werror -o prog main.c t_ethos_n_main_0_ethosn.c "
+             "ethosn_model.c -lm > cc.log 2>&1 && ./prog > run.log 2>&1", dir);
+    int st = test_run(cmd);
+    if (st != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s/cc.log %s/run.log 1>&2", dir, dir);
+        test_run(cmd);
+    }
+    cr_assert_eq(st, 0, "the generated entry, built with the functional model, did not give the reference output");
+    test_rmtree(dir);
+    tth_const_map_free(cm);
     free(text);
+
+    /* meta: the configuration, the cycle estimate (docs/ethosn.md: 4 TOPS with PLE ratio 4 is 8
+     * engines x 2 output groups, 2048 MACs/cycle; 4 output channels fit one pass of 16 groups of
+     * 6*6*8*3*3 = 2592 MACs at 2048/16 MACs a cycle: ceil(2592 * 16 / 2048) = 21 cycles), the
+     * constants to bind, the notes for --explain */
     const json_t *meta = tth_runtime_module_meta(a);
     const json_t *e = json_object_get(meta, "ethos-n");
     cr_assert_eq(json_integer_value(json_object_get(e, "tops")), 4);
-    cr_assert_eq(json_integer_value(json_object_get(e, "runtime_error")), -10);
+    cr_assert_eq(json_integer_value(json_object_get(e, "format_version")), 2);
+    cr_assert_null(json_object_get(e, "runtime_error"));
+    const json_t *perf = json_object_get(e, "performance");
+    cr_assert_eq(json_integer_value(json_object_get(perf, "engines")), 8);
+    cr_assert_eq(json_integer_value(json_object_get(perf, "output_groups_per_engine")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(perf, "macs_per_cycle")), 2048);
+    cr_assert_eq(json_integer_value(json_object_get(perf, "total_macs")), 10368);
+    cr_assert_eq(json_integer_value(json_object_get(perf, "total_cycles")), 21);
+    const json_t *layer = json_array_get(json_object_get(perf, "layers"), 0);
+    cr_assert_eq(json_array_size(json_object_get(perf, "layers")), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(layer, "op")), "qnn.conv2d");
+    cr_assert_eq(json_integer_value(json_object_get(layer, "passes")), 1);
+    cr_assert(json_is_true(json_object_get(layer, "fits_sram")));
+    const json_t *bc = json_object_get(meta, "bind_constants");
+    cr_assert_str_eq(json_string_value(json_object_get(bc, "symbol")), "t_ethos_n_main_0_bind_constants");
+    cr_assert_str_eq(json_string_value(json_object_get(bc, "parameters_symbol")), "t_ethos_n_main_0_bind_parameters");
+    cr_assert_eq(json_integer_value(json_object_get(bc, "count")), 8);
+    cr_assert_eq(json_integer_value(json_object_get(bc, "unbound_status")), -106);
+    cr_assert_eq(json_array_size(json_object_get(bc, "constants")), 2);
+    const json_t *c0 = json_array_get(json_object_get(bc, "constants"), 0);
+    cr_assert_eq(json_integer_value(json_object_get(c0, "index")), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(c0, "parameter")), "ethos-n.t_ethos_n_main_0_const0");
+    cr_assert_eq(json_integer_value(json_object_get(c0, "bytes")), 288);
+    cr_assert_str_eq(json_string_value(json_object_get(meta, "status_text_symbol")), "ethosn_model_status_text");
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(meta, "sources"), 1)), "ethosn_model.c");
+    const json_t *notes = json_object_get(meta, "explain");
+    cr_assert_eq(json_array_size(notes), 2);
+    cr_assert(strstr(json_string_value(json_array_get(notes, 0)), "region 't_ethos_n_main_0': 1 MAC layer, 10368 MACs, "
+                                                                  "about 21 NPU cycles"),
+              "%s", json_string_value(json_array_get(notes, 0)));
     tth_runtime_module_free(a);
     tth_runtime_module_free(b);
+    tth_relay_module_free(m);
+}
+
+/* A configuration's geometry in the estimate: one 3x3 convolution of 64 output channels. */
+static json_int_t cycles_for(const char *target, json_int_t *engines, json_int_t *ogs)
+{
+    tth_relay_module *m = tth_relay_module_new("t");
+    conv_opt o = conv_default();
+    o.oc = 64;
+    conv_nodes n = build_conv(m, &o);
+    tth_runtime_module *rt = to_runtime(target, n.fn, "s", 0);
+    const json_t *perf = json_object_get(json_object_get(tth_runtime_module_meta(rt), "ethos-n"), "performance");
+    *engines = json_integer_value(json_object_get(perf, "engines"));
+    *ogs = json_integer_value(json_object_get(perf, "output_groups_per_engine"));
+    json_int_t c = json_integer_value(json_object_get(perf, "total_cycles"));
+    tth_runtime_module_free(rt);
+    tth_relay_module_free(m);
+    return c;
+}
+
+Test(ethosn, cycle_estimate_follows_configuration)
+{
+    /* 2592 MACs per output channel (6x6 outputs of 8x3x3): passes = ceil(64 / OGs), each OG at
+     * 512*TOPS/OGs MACs a cycle: cycles = ceil(passes * 2592 * OGs / (512 * TOPS)) */
+    static const struct {
+        const char *target;
+        json_int_t engines, ogs, cycles;
+    } want[] = {
+        {"ethos-n -tops=1", 2, 4, 324},   /* 8 OGs, 8 passes: 8 * 2592 * 8 / 512 */
+        {"ethos-n -tops=2", 4, 4, 162},   /* 16 OGs, 4 passes: 4 * 2592 * 16 / 1024 */
+        {"ethos-n -tops=4", 4, 4, 81},    /* PLE ratio 2: 16 OGs, 4 passes, 2048 MACs/cycle */
+        {"ethos-n -tops=4 -ple_ratio=4", 8, 2, 81},
+        {"ethos-n -tops=8", 8, 4, 41},    /* 32 OGs, 2 passes: ceil(2 * 2592 * 32 / 4096) = 41 */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        json_int_t engines, ogs, c = cycles_for(want[i].target, &engines, &ogs);
+        cr_assert_eq(engines, want[i].engines, "%s", want[i].target);
+        cr_assert_eq(ogs, want[i].ogs, "%s", want[i].target);
+        cr_assert_eq(c, want[i].cycles, "%s: %lld cycles", want[i].target, (long long)c);
+    }
+}
+
+Test(ethosn, region_the_model_cannot_run_is_refused)
+{
+    /* relay_to_runtime validates what it wrote with the functional model: a softmax (which the
+     * partitioner never gives the kind) stops the compile with the model's reason */
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t ss[2] = {1, 10};
+    tth_rexpr *x = x_var(m, "x", TTH_I8, 2, ss);
+    tth_rexpr *sm = op(m, TTH_OP_SOFTMAX, json_pack("{s:i}", "axis", -1), 1, dq(m, x, 0.1, 0));
+    tth_relay_function *f = finish(m, &x, 1, q(m, sm, 1.0 / 256, -128, TTH_I8));
+    json_t *t = npu_target(N78);
+    tth_runtime_module *rt = tth_runtime_module_new("ethos-n");
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(npu_plugin("ethos-n")->relay_to_runtime(NULL, t, f, "s", rt, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "region 's' cannot run on the Ethos-N78 functional model: node 4: operator "
+                                "'nn.softmax' is not supported by tth's Ethos-N78 functional model"), "%s", d.message);
+    cr_assert_eq(tth_runtime_module_count(rt), 0);
+    tth_runtime_module_free(rt);
+    json_decref(t);
     tth_relay_module_free(m);
 }
 
@@ -434,7 +677,7 @@ Test(ethosn, tuple_results)
     tth_runtime_module *rt = to_runtime(N78, f, "tup", 0);
     const tth_module_file *c = tth_runtime_module_file(rt, 1);
     char *text = strndup((const char *)c->data, c->len);
-    cr_assert(strstr(text, "int32_t tup(const void *in0, void *out1, void *out2, uint8_t *ws)\n{"), "%s", text);
+    cr_assert(strstr(text, "int32_t tup(const int8_t *in0, int8_t *out1, int8_t *out2, uint8_t *ws)\n{"), "%s", text);
     free(text);
     tth_runtime_module_free(rt);
     tth_relay_module_free(m);
