@@ -1494,6 +1494,366 @@ static int op_bitshift(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
     return 0;
 }
 
+/* ---------------------------------------------------------------- recurrent layers
+ *
+ * RNN, GRU and LSTM with a static sequence length, unrolled over time into matmuls and
+ * elementwise operators (docs/operators.md, "Recurrent layers"): the input projection of all
+ * steps is one matmul; each step multiplies the previous hidden state by R and applies the
+ * gates. Directions forward, reverse and bidirectional; initial states; biases; LSTM peepholes;
+ * clip; GRU linear_before_reset; layout 0 and 1; sequence_lens, when constant, masks the steps
+ * past each batch entry's length (forward direction). */
+
+static tth_rexpr *slice_axis(tth_onnx_ctx *c, tth_rexpr *x, int axis, int64_t lo, int64_t hi)
+{
+    int r = rank(x);
+    int64_t b[TTH_MAX_RANK], e[TTH_MAX_RANK], st[TTH_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        b[i] = 0;
+        e[i] = tt(x)->shape[i];
+        st[i] = 1;
+    }
+    b[axis] = lo;
+    e[axis] = hi;
+    return call1(c, TTH_OP_STRIDED_SLICE, x, json_pack("{s:o,s:o,s:o}", "begin", tth__json_ints(b, r), "end",
+                                                       tth__json_ints(e, r), "strides", tth__json_ints(st, r)));
+}
+
+static tth_rexpr *transpose2(tth_onnx_ctx *c, tth_rexpr *x)
+{
+    int64_t perm[2] = {1, 0};
+    return x ? call1(c, TTH_OP_TRANSPOSE, x, json_pack("{s:o}", "axes", tth__json_ints(perm, 2))) : NULL;
+}
+
+typedef struct rnn_act {
+    char name[24];
+    double alpha, beta;
+    int has_alpha, has_beta;
+} rnn_act;
+
+static tth_rexpr *rnn_activate(tth_onnx_ctx *c, const rnn_act *a, tth_rexpr *x, double clip)
+{
+    if (!x)
+        return NULL;
+    if (clip > 0 && !(x = call1(c, TTH_OP_CLIP, x, json_pack("{s:f,s:f}", "a_min", -clip, "a_max", clip))))
+        return NULL;
+    if (!strcmp(a->name, "Sigmoid"))
+        return call1(c, TTH_OP_SIGMOID, x, NULL);
+    if (!strcmp(a->name, "Tanh"))
+        return call1(c, TTH_OP_TANH, x, NULL);
+    if (!strcmp(a->name, "Relu"))
+        return call1(c, TTH_OP_RELU, x, NULL);
+    if (!strcmp(a->name, "LeakyRelu"))
+        return call1(c, TTH_OP_LEAKY_RELU, x, json_pack("{s:f}", "alpha", a->has_alpha ? a->alpha : 0.01));
+    if (!strcmp(a->name, "HardSigmoid"))
+        return call1(c, TTH_OP_HARD_SIGMOID, x, json_pack("{s:f,s:f}", "alpha", a->has_alpha ? a->alpha : 0.2,
+                                                            "beta", a->has_beta ? a->beta : 0.5));
+    if (!strcmp(a->name, "Affine")) {
+        tth_rexpr *k = k_scalar(c, tt(x)->dtype, a->has_alpha ? a->alpha : 1.0);
+        tth_rexpr *m = k ? call2(c, TTH_OP_MULTIPLY, x, k, NULL) : NULL;
+        tth_rexpr *b = m ? k_scalar(c, tt(x)->dtype, a->has_beta ? a->beta : 0.0) : NULL;
+        return b ? call2(c, TTH_OP_ADD, m, b, NULL) : NULL;
+    }
+    tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: recurrent activation '%s' (Sigmoid, Tanh, "
+                   "Relu, LeakyRelu, HardSigmoid and Affine are)", a->name);
+    return NULL;
+}
+
+enum { RNN_SIMPLE, RNN_GRU, RNN_LSTM };
+
+/* The activations of each direction: the attribute's, else the operator's defaults. */
+static int rnn_activations(tth_onnx_ctx *c, int kind, int ndir, rnn_act *acts)
+{
+    static const char *const dflt[3][3] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+    int per = kind + 1;
+    const Onnx__AttributeProto *a = attr(c, "activations"), *al = attr(c, "activation_alpha"),
+                               *be = attr(c, "activation_beta");
+    if (a && a->n_strings && a->n_strings != (size_t)(per * ndir))
+        return tth__onnx_fail(c, TTH_EMODEL, "%zu activations for %d per direction and %d directions", a->n_strings,
+                              per, ndir);
+    for (int i = 0; i < per * ndir; i++) {
+        rnn_act *r = &acts[i];
+        memset(r, 0, sizeof *r);
+        if (a && a->n_strings)
+            snprintf(r->name, sizeof r->name, "%.*s", (int)a->strings[i].len, (const char *)a->strings[i].data);
+        else
+            snprintf(r->name, sizeof r->name, "%s", dflt[kind][i % per]);
+        if (al && (size_t)i < al->n_floats) {
+            r->alpha = al->floats[i];
+            r->has_alpha = 1;
+        }
+        if (be && (size_t)i < be->n_floats) {
+            r->beta = be->floats[i];
+            r->has_beta = 1;
+        }
+    }
+    return 0;
+}
+
+#define RNN_MAX_STEPS 4096
+
+static int recurrent(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout, int kind)
+{
+    NEED(3);
+    static const int ngates[3] = {1, 3, 4};
+    const char *opname = c->node->op_type;
+    int G = ngates[kind];
+    const char *dir = as(c, "direction", "forward");
+    int ndir = !strcmp(dir, "bidirectional") ? 2 : 1, rev = !strcmp(dir, "reverse");
+    if (ndir == 1 && !rev && strcmp(dir, "forward"))
+        return tth__onnx_fail(c, TTH_EMODEL, "%s direction '%s'", opname, dir);
+    int layout = (int)ai(c, "layout", 0);
+    tth_rexpr *x = in[0];
+    if (rank(x) != 3 || rank(in[1]) != 3 || rank(in[2]) != 3)
+        return tth__onnx_fail(c, TTH_EMODEL, "%s takes 3-D X, W and R", opname);
+    if (layout) {
+        int64_t perm[3] = {1, 0, 2};
+        CHECK(x = call1(c, TTH_OP_TRANSPOSE, x, json_pack("{s:o}", "axes", tth__json_ints(perm, 3))));
+    }
+    tth_dtype fdt = tt(x)->dtype;
+    int64_t T = tt(x)->shape[0], B = tt(x)->shape[1], I = tt(x)->shape[2];
+    int64_t H = ai(c, "hidden_size", tt(in[2])->shape[2]);
+    const tth_ttype *wt = tt(in[1]), *rt = tt(in[2]);
+    if (wt->shape[0] != ndir || wt->shape[1] != G * H || wt->shape[2] != I || rt->shape[0] != ndir ||
+        rt->shape[1] != G * H || rt->shape[2] != H)
+        return tth__onnx_fail(c, TTH_EMODEL, "%s's W or R do not match %d direction(s), hidden size %lld and input "
+                              "size %lld", opname, ndir, (long long)H, (long long)I);
+    if (T < 1 || T > RNN_MAX_STEPS)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s over %lld steps (1 to %d are unrolled)", opname, (long long)T,
+                              RNN_MAX_STEPS);
+    if (kind == RNN_LSTM && ai(c, "input_forget", 0))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: LSTM input_forget=1");
+    tth_rexpr *bias = nin > 3 ? in[3] : NULL, *hinit = nin > 5 ? in[5] : NULL;
+    tth_rexpr *cinit = kind == RNN_LSTM && nin > 6 ? in[6] : NULL, *peep = kind == RNN_LSTM && nin > 7 ? in[7] : NULL;
+    if (layout) { /* initial states [B, dirs, H] in layout 1 */
+        int64_t perm[3] = {1, 0, 2};
+        if (hinit)
+            CHECK(hinit = call1(c, TTH_OP_TRANSPOSE, hinit, json_pack("{s:o}", "axes", tth__json_ints(perm, 3))));
+        if (cinit)
+            CHECK(cinit = call1(c, TTH_OP_TRANSPOSE, cinit, json_pack("{s:o}", "axes", tth__json_ints(perm, 3))));
+    }
+    const Onnx__AttributeProto *ca = attr(c, "clip");
+    double clip = ca && ca->has_f ? ca->f : 0;
+    int lbr = kind == RNN_GRU ? (int)ai(c, "linear_before_reset", 0) : 0;
+    rnn_act acts[6];
+    if (rnn_activations(c, kind, ndir, acts))
+        return c->diag->code;
+    /* sequence lengths: a constant; only lengths shorter than T need masks */
+    int64_t lens[256];
+    int masked = 0;
+    if (nin > 4 && in[4]) {
+        if (B > 256)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s sequence_lens for a batch of %lld (at most 256)", opname,
+                                  (long long)B);
+        int n = vints(c, in[4], "sequence_lens", lens, 256);
+        if (n < 0)
+            return c->diag->code;
+        if (n != B)
+            return tth__onnx_fail(c, TTH_EMODEL, "%s sequence_lens holds %d values for a batch of %lld", opname, n,
+                                  (long long)B);
+        for (int i = 0; i < n; i++) {
+            if (lens[i] < 0 || lens[i] > T)
+                return tth__onnx_fail(c, TTH_EMODEL, "%s sequence length %lld outside [0, %lld]", opname,
+                                      (long long)lens[i], (long long)T);
+            masked |= lens[i] < T;
+        }
+        if (masked && (rev || ndir == 2))
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s with sequences shorter than %lld in the reverse direction",
+                                  opname, (long long)T);
+    }
+    int64_t tb_i[2] = {T * B, I}, bh[2] = {B, H}, gh[1] = {G * H}, h1[1] = {H};
+    tth_rexpr *x2;
+    CHECK(x2 = reshape(c, x, tb_i, 2));
+    tth_ttype zt = {.dtype = fdt, .rank = 2, .shape = {B, H}};
+    tth_rexpr *ys_dir[2], *yh_dir[2], *yc_dir[2];
+    tth_rexpr **ys = calloc((size_t)T, sizeof *ys);
+    if (!ys)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    int rc = 0;
+#define RCHECK(e)                                                                        \
+    do {                                                                                 \
+        if (!(e)) {                                                                      \
+            rc = c->diag && c->diag->code ? c->diag->code : TTH_EINTERNAL;               \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+    for (int d = 0; d < ndir; d++) {
+        int backwards = rev || d == 1;
+        const rnn_act *act = &acts[d * (kind + 1)];
+        int64_t wshape[2] = {G * H, I}, rshape[2] = {G * H, H};
+        tth_rexpr *wd, *rd, *wdt, *rdt, *xw, *xw3, *rb = NULL, *hprev, *cprev = NULL, *pi = NULL, *po = NULL, *pf = NULL;
+        tth_rexpr *rht = NULL, *rzr = NULL;
+        RCHECK(wd = reshape(c, slice_axis(c, in[1], 0, d, d + 1), wshape, 2));
+        RCHECK(rd = reshape(c, slice_axis(c, in[2], 0, d, d + 1), rshape, 2));
+        RCHECK(wdt = transpose2(c, wd));
+        RCHECK(rdt = transpose2(c, rd));
+        RCHECK(xw = call2(c, TTH_OP_MATMUL, x2, wdt, NULL));
+        if (bias) {
+            tth_rexpr *brow;
+            int64_t b2[1] = {2 * G * H};
+            RCHECK(brow = reshape(c, slice_axis(c, bias, 0, d, d + 1), b2, 1));
+            RCHECK(xw = call2(c, TTH_OP_ADD, xw, slice_axis(c, brow, 0, 0, G * H), NULL));
+            RCHECK(rb = slice_axis(c, brow, 0, G * H, 2 * G * H));
+            RCHECK(rb = reshape(c, rb, gh, 1));
+        }
+        int64_t tbg[3] = {T, B, G * H};
+        RCHECK(xw3 = reshape(c, xw, tbg, 3));
+        if (kind == RNN_GRU && !lbr) { /* the hidden gate multiplies (r * H) by Rh: R's z and r rows apart */
+            RCHECK(rzr = slice_axis(c, rdt, 1, 0, 2 * H));
+            RCHECK(rht = slice_axis(c, rdt, 1, 2 * H, 3 * H));
+        }
+        if (hinit)
+            RCHECK(hprev = reshape(c, slice_axis(c, hinit, 0, d, d + 1), bh, 2));
+        else
+            RCHECK(hprev = k_tensor(c, tth_tensor_new(&zt, NULL)));
+        if (kind == RNN_LSTM) {
+            if (cinit)
+                RCHECK(cprev = reshape(c, slice_axis(c, cinit, 0, d, d + 1), bh, 2));
+            else
+                RCHECK(cprev = k_tensor(c, tth_tensor_new(&zt, NULL)));
+            if (peep) {
+                int64_t p3[1] = {3 * H};
+                tth_rexpr *prow;
+                RCHECK(prow = reshape(c, slice_axis(c, peep, 0, d, d + 1), p3, 1));
+                RCHECK(pi = slice_axis(c, prow, 0, 0, H));
+                RCHECK(po = slice_axis(c, prow, 0, H, 2 * H));
+                RCHECK(pf = slice_axis(c, prow, 0, 2 * H, 3 * H));
+                (void)h1;
+            }
+        }
+        for (int64_t step = 0; step < T; step++) {
+            int64_t t = backwards ? T - 1 - step : step;
+            int64_t bgh[2] = {B, G * H};
+            tth_rexpr *xt, *hn = NULL, *cn = NULL;
+            RCHECK(xt = reshape(c, slice_axis(c, xw3, 0, t, t + 1), bgh, 2));
+#define GATE(e, k) slice_axis(c, (e), 1, (k) * H, ((k) + 1) * H)
+            if (kind == RNN_SIMPLE || kind == RNN_LSTM) {
+                tth_rexpr *hr, *sum;
+                RCHECK(hr = call2(c, TTH_OP_MATMUL, hprev, rdt, NULL));
+                RCHECK(sum = call2(c, TTH_OP_ADD, xt, hr, NULL));
+                if (rb)
+                    RCHECK(sum = call2(c, TTH_OP_ADD, sum, rb, NULL));
+                if (kind == RNN_SIMPLE) {
+                    RCHECK(hn = rnn_activate(c, &act[0], sum, clip));
+                } else { /* gates i, o, f, c */
+                    tth_rexpr *gi, *go, *gf, *gc, *ig, *fg, *cg, *og;
+                    RCHECK(gi = GATE(sum, 0));
+                    RCHECK(go = GATE(sum, 1));
+                    RCHECK(gf = GATE(sum, 2));
+                    RCHECK(gc = GATE(sum, 3));
+                    if (pi) {
+                        RCHECK(gi = call2(c, TTH_OP_ADD, gi, call2(c, TTH_OP_MULTIPLY, pi, cprev, NULL), NULL));
+                        RCHECK(gf = call2(c, TTH_OP_ADD, gf, call2(c, TTH_OP_MULTIPLY, pf, cprev, NULL), NULL));
+                    }
+                    RCHECK(ig = rnn_activate(c, &act[0], gi, clip));
+                    RCHECK(fg = rnn_activate(c, &act[0], gf, clip));
+                    RCHECK(cg = rnn_activate(c, &act[1], gc, clip));
+                    RCHECK(cn = call2(c, TTH_OP_ADD, call2(c, TTH_OP_MULTIPLY, fg, cprev, NULL),
+                                      call2(c, TTH_OP_MULTIPLY, ig, cg, NULL), NULL));
+                    if (po)
+                        RCHECK(go = call2(c, TTH_OP_ADD, go, call2(c, TTH_OP_MULTIPLY, po, cn, NULL), NULL));
+                    RCHECK(og = rnn_activate(c, &act[0], go, clip));
+                    RCHECK(hn = call2(c, TTH_OP_MULTIPLY, og, rnn_activate(c, &act[2], cn, 0), NULL));
+                }
+            } else { /* GRU: gates z, r, h */
+                tth_rexpr *hz, *hr, *hh, *z, *r, *h, *one;
+                if (lbr) {
+                    tth_rexpr *all;
+                    RCHECK(all = call2(c, TTH_OP_MATMUL, hprev, rdt, NULL));
+                    if (rb)
+                        RCHECK(all = call2(c, TTH_OP_ADD, all, rb, NULL));
+                    RCHECK(hz = GATE(all, 0));
+                    RCHECK(hr = GATE(all, 1));
+                    RCHECK(hh = GATE(all, 2));
+                } else {
+                    tth_rexpr *zr;
+                    RCHECK(zr = call2(c, TTH_OP_MATMUL, hprev, rzr, NULL));
+                    if (rb)
+                        RCHECK(zr = call2(c, TTH_OP_ADD, zr, slice_axis(c, rb, 0, 0, 2 * H), NULL));
+                    RCHECK(hz = GATE(zr, 0));
+                    RCHECK(hr = GATE(zr, 1));
+                    hh = NULL;
+                }
+                RCHECK(z = rnn_activate(c, &act[0], call2(c, TTH_OP_ADD, GATE(xt, 0), hz, NULL), clip));
+                RCHECK(r = rnn_activate(c, &act[0], call2(c, TTH_OP_ADD, GATE(xt, 1), hr, NULL), clip));
+                if (lbr) {
+                    RCHECK(hh = call2(c, TTH_OP_MULTIPLY, r, hh, NULL));
+                } else {
+                    RCHECK(hh = call2(c, TTH_OP_MATMUL, call2(c, TTH_OP_MULTIPLY, r, hprev, NULL), rht, NULL));
+                    if (rb)
+                        RCHECK(hh = call2(c, TTH_OP_ADD, hh, slice_axis(c, rb, 0, 2 * H, 3 * H), NULL));
+                }
+                RCHECK(h = rnn_activate(c, &act[1], call2(c, TTH_OP_ADD, GATE(xt, 2), hh, NULL), clip));
+                RCHECK(one = k_scalar(c, fdt, 1));
+                RCHECK(hn = call2(c, TTH_OP_ADD, call2(c, TTH_OP_MULTIPLY, call2(c, TTH_OP_SUBTRACT, one, z, NULL), h,
+                                                       NULL),
+                                  call2(c, TTH_OP_MULTIPLY, z, hprev, NULL), NULL));
+            }
+#undef GATE
+            tth_rexpr *y = hn;
+            if (masked) { /* past its length a batch entry keeps its state and outputs zeros */
+                tth_ttype mt = {.dtype = TTH_BOOL, .rank = 2, .shape = {B, 1}};
+                tth_tensor *mk = tth_tensor_new(&mt, NULL);
+                for (int64_t b = 0; mk && b < B; b++)
+                    ((uint8_t *)mk->data)[b] = t < lens[b];
+                tth_rexpr *m, *zero;
+                RCHECK(m = k_tensor(c, mk));
+                RCHECK(zero = k_scalar(c, fdt, 0));
+                tth_rexpr *a1[3] = {m, hn, hprev}, *a2[3] = {m, hn, zero};
+                RCHECK(y = call(c, TTH_OP_WHERE, a2, 3, NULL));
+                RCHECK(hn = call(c, TTH_OP_WHERE, a1, 3, NULL));
+                if (cn) {
+                    tth_rexpr *a3[3] = {m, cn, cprev};
+                    RCHECK(cn = call(c, TTH_OP_WHERE, a3, 3, NULL));
+                }
+            }
+            int64_t s4[4] = {1, 1, B, H};
+            RCHECK(ys[t] = reshape(c, y, s4, 4));
+            hprev = hn;
+            if (cn)
+                cprev = cn;
+        }
+        RCHECK(ys_dir[d] = T == 1 ? ys[0] : call(c, TTH_OP_CONCATENATE, ys, (size_t)T, json_pack("{s:i}", "axis", 0)));
+        int64_t s3[3] = {1, B, H};
+        RCHECK(yh_dir[d] = reshape(c, hprev, s3, 3));
+        if (kind == RNN_LSTM)
+            RCHECK(yc_dir[d] = reshape(c, cprev, s3, 3));
+    }
+    tth_rexpr *y, *yh, *yc = NULL;
+    RCHECK(y = ndir == 1 ? ys_dir[0] : call(c, TTH_OP_CONCATENATE, ys_dir, 2, json_pack("{s:i}", "axis", 1)));
+    RCHECK(yh = ndir == 1 ? yh_dir[0] : call(c, TTH_OP_CONCATENATE, yh_dir, 2, json_pack("{s:i}", "axis", 0)));
+    if (kind == RNN_LSTM)
+        RCHECK(yc = ndir == 1 ? yc_dir[0] : call(c, TTH_OP_CONCATENATE, yc_dir, 2, json_pack("{s:i}", "axis", 0)));
+    if (layout) { /* Y [B, T, dirs, H], Y_h and Y_c [B, dirs, H] */
+        int64_t p4[4] = {2, 0, 1, 3}, p3[3] = {1, 0, 2};
+        RCHECK(y = call1(c, TTH_OP_TRANSPOSE, y, json_pack("{s:o}", "axes", tth__json_ints(p4, 4))));
+        RCHECK(yh = call1(c, TTH_OP_TRANSPOSE, yh, json_pack("{s:o}", "axes", tth__json_ints(p3, 3))));
+        if (yc)
+            RCHECK(yc = call1(c, TTH_OP_TRANSPOSE, yc, json_pack("{s:o}", "axes", tth__json_ints(p3, 3))));
+    }
+    out[0] = y;
+    if (nout > 1)
+        out[1] = yh;
+    if (nout > 2)
+        out[2] = yc;
+#undef RCHECK
+done:
+    free(ys);
+    return rc;
+}
+
+static int op_rnn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return recurrent(c, in, nin, out, nout, RNN_SIMPLE);
+}
+static int op_gru(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return recurrent(c, in, nin, out, nout, RNN_GRU);
+}
+static int op_lstm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return recurrent(c, in, nin, out, nout, RNN_LSTM);
+}
+
 /* Pad: pads as [x1_begin, x2_begin, ..., x1_end, ...] (attribute < 11, input >= 11); negative
  * pads crop first; modes constant, reflect, edge. */
 static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
@@ -2572,6 +2932,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"EyeLike", op_eyelike},
     {"Flatten", op_flatten},
     {"Floor", op_floor},
+    {"GRU", op_gru},
     {"Gather", op_gather},
     {"GatherElements", op_gather_elements},
     {"GatherND", op_gather_nd},
@@ -2590,6 +2951,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"IsInf", op_isinf},
     {"IsNaN", op_isnan},
     {"LRN", op_lrn},
+    {"LSTM", op_lstm},
     {"LayerNormalization", op_layer_norm},
     {"LeakyRelu", op_leaky_relu},
     {"Less", op_less},
@@ -2616,6 +2978,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"QLinearConv", op_qlinear_conv},
     {"QLinearMatMul", op_qlinear_matmul},
     {"QuantizeLinear", op_quantize},
+    {"RNN", op_rnn},
     {"Range", op_range},
     {"Reciprocal", op_reciprocal},
     {"ReduceL1", op_reduce_l1},

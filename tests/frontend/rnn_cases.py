@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Recurrent layers beyond what the ONNX node tests cover, checked through the product's
+conformance runner: ONNX models of RNN, GRU and LSTM (bidirectional and reverse directions,
+initial states, biases, peepholes, clip, GRU's linear_before_reset, layout 1, sequence lengths
+shorter than the sequence, non-default activations) written as ONNX test cases whose expected
+outputs come from a numpy implementation of the ONNX operator definitions, independent of tth.
+
+    rnn_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
+
+Runs tth-conformance over the cases for targets c and llvm; exit status 1 when a case fails or
+is unsupported. 77 (skipped) without numpy or onnx.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def act(name, x, alpha=None, beta=None):
+    import numpy as np
+    if name == "Sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if name == "Tanh":
+        return np.tanh(x)
+    if name == "Relu":
+        return np.maximum(x, 0)
+    if name == "HardSigmoid":
+        return np.clip((0.2 if alpha is None else alpha) * x + (0.5 if beta is None else beta), 0, 1)
+    if name == "LeakyRelu":
+        return np.where(x >= 0, x, (0.01 if alpha is None else alpha) * x)
+    raise ValueError(name)
+
+
+def reference(kind, X, W, R, B, lens, h0, c0, P, attrs):
+    """Y, Y_h[, Y_c] by the ONNX definitions, in float64 (layout 0 shapes in and out)"""
+    import numpy as np
+    T, Bn, _ = X.shape
+    ndir = W.shape[0]
+    G = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    H = R.shape[2]
+    direction = attrs.get("direction", "forward")
+    clip = attrs.get("clip")
+    per = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
+    names = attrs.get("activations") or {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                                         "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind] * ndir
+    lbr = attrs.get("linear_before_reset", 0)
+    Y = np.zeros((T, ndir, Bn, H))
+    Yh = np.zeros((ndir, Bn, H))
+    Yc = np.zeros((ndir, Bn, H))
+    lens = lens if lens is not None else np.full(Bn, T)
+
+    def f(k, x):
+        x = np.clip(x, -clip, clip) if clip else x
+        return act(names[k], x)
+
+    for d in range(ndir):
+        back = direction == "reverse" or d == 1
+        k0 = d * per
+        Wd, Rd = W[d], R[d]
+        Wb = B[d][:G * H] if B is not None else np.zeros(G * H)
+        Rb = B[d][G * H:] if B is not None else np.zeros(G * H)
+        h = h0[d].copy() if h0 is not None else np.zeros((Bn, H))
+        cc = c0[d].copy() if c0 is not None else np.zeros((Bn, H))
+        steps = range(T - 1, -1, -1) if back else range(T)
+        for t in steps:
+            x = X[t]
+            live = (t < lens)[:, None]
+            if kind == "RNN":
+                hn = f(k0, x @ Wd.T + h @ Rd.T + Wb + Rb)
+                cn = cc
+            elif kind == "GRU":
+                Wz, Wr, Wh = np.split(Wd, 3)
+                Rz, Rr, Rh = np.split(Rd, 3)
+                Wbz, Wbr, Wbh = np.split(Wb, 3)
+                Rbz, Rbr, Rbh = np.split(Rb, 3)
+                z = f(k0, x @ Wz.T + h @ Rz.T + Wbz + Rbz)
+                r = f(k0, x @ Wr.T + h @ Rr.T + Wbr + Rbr)
+                if lbr:
+                    hh = f(k0 + 1, x @ Wh.T + r * (h @ Rh.T + Rbh) + Wbh)
+                else:
+                    hh = f(k0 + 1, x @ Wh.T + (r * h) @ Rh.T + Rbh + Wbh)
+                hn = (1 - z) * hh + z * h
+                cn = cc
+            else:
+                Wi, Wo, Wf, Wc = np.split(Wd, 4)
+                Ri, Ro, Rf, Rc = np.split(Rd, 4)
+                bi, bo, bf, bc = np.split(Wb + Rb, 4)
+                pi, po, pf = np.split(P[d], 3) if P is not None else (0, 0, 0)
+                i = f(k0, x @ Wi.T + h @ Ri.T + pi * cc + bi)
+                fg = f(k0, x @ Wf.T + h @ Rf.T + pf * cc + bf)
+                g = f(k0 + 1, x @ Wc.T + h @ Rc.T + bc)
+                cn = fg * cc + i * g
+                o = f(k0, x @ Wo.T + h @ Ro.T + po * cn + bo)
+                hn = o * act(names[k0 + 2], cn)
+            Y[t, d] = np.where(live, hn, 0)
+            h = np.where(live, hn, h)
+            cc = np.where(live, cn, cc)
+        Yh[d], Yc[d] = h, cc
+    return Y, Yh, Yc
+
+
+CASES = [
+    # name, kind, T, B, I, H, attrs, with bias, h0, c0, peepholes, lens
+    ("lstm_bidirectional", "LSTM", 4, 2, 3, 5, {"direction": "bidirectional"}, True, True, True, True, None),
+    ("lstm_reverse_clip", "LSTM", 5, 3, 2, 4, {"direction": "reverse", "clip": 0.5}, True, False, False, False, None),
+    ("lstm_short_sequences", "LSTM", 6, 3, 3, 2, {}, True, True, True, False, [6, 2, 4]),
+    ("lstm_layout1", "LSTM", 3, 2, 4, 3, {"layout": 1}, True, True, True, False, None),
+    ("gru_linear_before_reset", "GRU", 4, 2, 3, 4, {"linear_before_reset": 1}, True, True, False, False, None),
+    ("gru_bidirectional", "GRU", 3, 2, 3, 3, {"direction": "bidirectional"}, True, False, False, False, None),
+    ("gru_activations", "GRU", 3, 2, 2, 3, {"activations": ["HardSigmoid", "LeakyRelu"]}, True, False, False,
+     False, None),
+    ("rnn_reverse_relu", "RNN", 4, 2, 3, 4, {"direction": "reverse", "activations": ["Relu"]}, True, True, False,
+     False, None),
+    ("rnn_bidirectional", "RNN", 3, 1, 2, 3, {"direction": "bidirectional"}, False, False, False, False, None),
+]
+
+
+def write_case(root, case, rng):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    name, kind, T, Bn, I, H, attrs, with_b, with_h0, with_c0, with_p, lens = case
+    G = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    ndir = 2 if attrs.get("direction") == "bidirectional" else 1
+    f32 = np.float32
+    X = rng.normal(0, 1, (T, Bn, I)).astype(f32)
+    W = rng.normal(0, 0.5, (ndir, G * H, I)).astype(f32)
+    R = rng.normal(0, 0.5, (ndir, G * H, H)).astype(f32)
+    B = rng.normal(0, 0.3, (ndir, 2 * G * H)).astype(f32) if with_b else None
+    h0 = rng.normal(0, 0.5, (ndir, Bn, H)).astype(f32) if with_h0 else None
+    c0 = rng.normal(0, 0.5, (ndir, Bn, H)).astype(f32) if with_c0 and kind == "LSTM" else None
+    P = rng.normal(0, 0.3, (ndir, 3 * H)).astype(f32) if with_p and kind == "LSTM" else None
+    L = np.array(lens, np.int32) if lens is not None else None
+    Y, Yh, Yc = reference(kind, X.astype(np.float64), W.astype(np.float64), R.astype(np.float64),
+                          None if B is None else B.astype(np.float64), L,
+                          None if h0 is None else h0.astype(np.float64),
+                          None if c0 is None else c0.astype(np.float64),
+                          None if P is None else P.astype(np.float64), attrs)
+    layout = attrs.get("layout", 0)
+    Xin = X.transpose(1, 0, 2) if layout else X
+    h0in = h0.transpose(1, 0, 2) if (layout and h0 is not None) else h0
+    c0in = c0.transpose(1, 0, 2) if (layout and c0 is not None) else c0
+    if layout:
+        Y, Yh, Yc = Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(R, "R")]
+    ins = ["X", "W", "R"]
+    optional = [("B", B), ("sequence_lens", L), ("initial_h", h0in)]
+    if kind == "LSTM":
+        optional += [("initial_c", c0in), ("P", P)]
+    for nm, v in optional:
+        if v is None:
+            ins.append("")
+        else:
+            inits.append(numpy_helper.from_array(v, nm))
+            ins.append(nm)
+    while ins and ins[-1] == "":
+        ins.pop()
+    node_attrs = {"hidden_size": H}
+    node_attrs.update({k: v for k, v in attrs.items()})
+    outs = ["Y", "Y_h"] + (["Y_c"] if kind == "LSTM" else [])
+    node = helper.make_node(kind, ins, outs, name="rnn", **node_attrs)
+    vi = lambda n, a: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))  # noqa: E731
+    results = [Y, Yh] + ([Yc] if kind == "LSTM" else [])
+    g = helper.make_graph([node], name, [vi("X", Xin)], [vi(n, r) for n, r in zip(outs, results)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(m)
+    d = os.path.join(root, "test_" + name)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    ds = os.path.join(d, "test_data_set_0")
+    with open(os.path.join(ds, "input_0.pb"), "wb") as fh:
+        fh.write(numpy_helper.from_array(Xin, "X").SerializeToString())
+    for i, (n, r) in enumerate(zip(outs, results)):
+        with open(os.path.join(ds, "output_%d.pb" % i), "wb") as fh:
+            fh.write(numpy_helper.from_array(r.astype(f32), n).SerializeToString())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--conformance", required=True)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    try:
+        import numpy as np
+        import onnx  # noqa: F401
+    except ImportError:
+        print("rnn_cases: skipped, python3-numpy or python3-onnx is not installed")
+        return 77
+    root = args.keep or tempfile.mkdtemp(prefix="tth-rnn-")
+    try:
+        rng = np.random.default_rng(21)
+        for case in CASES:
+            write_case(root, case, rng)
+        bad = 0
+        for target in ("c", "llvm"):
+            r = subprocess.run([args.conformance, "--jobs", "2", "--verbose", "--target", target, root],
+                               capture_output=True, text=True)
+            print(r.stdout)
+            if r.returncode != 0 or "unsupported: 0" not in r.stdout:
+                bad += 1
+        return 1 if bad else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
