@@ -1309,6 +1309,142 @@ static int op_softmax_ce_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     return nll_loss(c, logp, in[1], nin > 2 ? in[2] : NULL, out);
 }
 
+/* Scatters as selections: for K updates into N positions (of R elements each), a [K, N] match
+ * of every update's position against every position, then per position the update that hits it
+ * (reduction none), their sum (add) or product (mul), else the data. O(K * N * R): bounded. */
+#define SCATTER_MAX_WORK ((int64_t)1 << 24)
+
+static int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_rexpr *upd2, const char *red,
+                        tth_rexpr **out)
+{
+    /* data2 [N, R], pos int64 [K], upd2 [K, R] */
+    int64_t N = tt(data2)->shape[0], R = tt(data2)->shape[1], K = tt(pos)->shape[0];
+    if (K * N * R > SCATTER_MAX_WORK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s of %lld updates into %lld positions: more than 2^24 "
+                              "comparisons", c->node->op_type, (long long)K, (long long)N);
+    int none = !strcmp(red, "none"), add = !strcmp(red, "add"), mul = !strcmp(red, "mul");
+    if (!none && !add && !mul)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s reduction '%s'", c->node->op_type,
+                              red);
+    tth_ttype it = {.dtype = TTH_I64, .rank = 2, .shape = {1, N}};
+    tth_tensor *iota = tth_tensor_new(&it, NULL);
+    for (int64_t i = 0; iota && i < N; i++)
+        ((int64_t *)iota->data)[i] = i;
+    int64_t k1[2] = {K, 1}, kn1[3] = {K, N, 1}, k1r[3] = {K, 1, R};
+    tth_rexpr *ki, *p2, *m, *m3, *u3, *fill, *sel, *acc;
+    CHECK(ki = k_tensor(c, iota));
+    CHECK(p2 = reshape(c, pos, k1, 2));
+    CHECK(m = call2(c, TTH_OP_EQUAL, p2, ki, NULL));
+    CHECK(m3 = reshape(c, m, kn1, 3));
+    CHECK(u3 = reshape(c, upd2, k1r, 3));
+    CHECK(fill = k_scalar(c, tt(data2)->dtype, mul ? 1 : 0));
+    tth_rexpr *wa[3] = {m3, u3, fill};
+    CHECK(sel = call(c, TTH_OP_WHERE, wa, 3, NULL)); /* [K, N, R] */
+    int64_t ax0 = 0;
+    CHECK(acc = call1(c, mul ? TTH_OP_PROD : TTH_OP_SUM, sel,
+                      json_pack("{s:o,s:b}", "axis", tth__json_ints(&ax0, 1), "keepdims", 0)));
+    if (add) {
+        CHECK(*out = call2(c, TTH_OP_ADD, data2, acc, NULL));
+        return 0;
+    }
+    if (mul) {
+        CHECK(*out = call2(c, TTH_OP_MULTIPLY, data2, acc, NULL));
+        return 0;
+    }
+    tth_rexpr *hits, *z, *hit, *hit2;
+    int64_t n1[2] = {N, 1};
+    CHECK(hits = call1(c, TTH_OP_SUM, cast_to(c, m, TTH_I32),
+                       json_pack("{s:o,s:b}", "axis", tth__json_ints(&ax0, 1), "keepdims", 0)));
+    CHECK(z = k_scalar(c, TTH_I32, 0));
+    CHECK(hit = call2(c, TTH_OP_GREATER, hits, z, NULL));
+    CHECK(hit2 = reshape(c, hit, n1, 2));
+    tth_rexpr *wb[3] = {hit2, acc, data2};
+    CHECK(*out = call(c, TTH_OP_WHERE, wb, 3, NULL));
+    return 0;
+}
+
+/* ScatterElements (and the older Scatter): positions as GatherElements computes them. */
+static int op_scatter_elements(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    int r = rank(in[0]);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", 0), r, &axis))
+        return c->diag->code;
+    if (rank(in[1]) != r || rank(in[2]) != r)
+        return tth__onnx_fail(c, TTH_EMODEL, "%s: data, indices and updates must have one rank", c->node->op_type);
+    for (int k = 0; k < r; k++)
+        if (tt(in[1])->shape[k] != tt(in[2])->shape[k] || (k != axis && tt(in[1])->shape[k] > tt(in[0])->shape[k]))
+            return tth__onnx_fail(c, TTH_EMODEL, "%s: the indices' and updates' shapes differ or exceed the data's",
+                                  c->node->op_type);
+    /* positions: gather_elements' flat offsets, computed on an iota of the data's size */
+    const tth_ttype *dt = tt(in[0]);
+    int64_t N = tth_ttype_numel(dt), K = tth_ttype_numel(tt(in[1]));
+    tth_ttype at = {.dtype = TTH_I64, .rank = dt->rank};
+    memcpy(at.shape, dt->shape, sizeof at.shape);
+    tth_tensor *iota = tth_tensor_new(&at, NULL);
+    for (int64_t i = 0; iota && i < N; i++)
+        ((int64_t *)iota->data)[i] = i;
+    tth_rexpr *ki, *pos, *d2, *u2;
+    CHECK(ki = k_tensor(c, iota));
+    CHECK(pos = gather_elements(c, ki, in[1], axis));
+    CHECK(pos = reshape(c, pos, &K, 1));
+    int64_t n1[2] = {N, 1}, k1[2] = {K, 1};
+    CHECK(d2 = reshape(c, in[0], n1, 2));
+    CHECK(u2 = reshape(c, in[2], k1, 2));
+    tth_rexpr *o;
+    int rc = scatter_flat(c, d2, pos, u2, as(c, "reduction", "none"), &o);
+    if (rc)
+        return rc;
+    CHECK(out[0] = reshape(c, o, dt->shape, dt->rank));
+    return 0;
+}
+
+/* ScatterND(data, indices[..., q], updates): updates replace (add to, multiply) the blocks of the
+ * data the index tuples name. */
+static int op_scatter_nd(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    const tth_ttype *dt = tt(in[0]), *it = tt(in[1]);
+    int r = dt->rank, ir = it->rank;
+    int64_t q = ir ? it->shape[ir - 1] : 0;
+    if (ir < 1 || q < 1 || q > r)
+        return tth__onnx_fail(c, TTH_EMODEL, "ScatterND with data rank %d and indices rank %d (last dimension %lld)", r,
+                              ir, (long long)q);
+    int64_t P = 1, R = 1, K = 1, stride[TTH_MAX_RANK], dims[TTH_MAX_RANK];
+    for (int64_t j = q - 1; j >= 0; j--) {
+        stride[j] = P;
+        dims[j] = dt->shape[j];
+        P *= dt->shape[j];
+    }
+    for (int k = (int)q; k < r; k++)
+        R *= dt->shape[k];
+    for (int k = 0; k < ir - 1; k++)
+        K *= it->shape[k];
+    if (tth_ttype_numel(tt(in[2])) != K * R)
+        return tth__onnx_fail(c, TTH_EMODEL, "ScatterND's updates hold %lld elements, not %lld",
+                              (long long)tth_ttype_numel(tt(in[2])), (long long)(K * R));
+    tth_rexpr *idx = cast_to(c, in[1], TTH_I64), *z = k_scalar(c, TTH_I64, 0), *kd = k_i64(c, dims, q),
+              *ks = k_i64(c, stride, q);
+    CHECK(idx && z && kd && ks);
+    tth_rexpr *neg, *plus, *wrapped, *scaled, *pos, *d2, *u2, *o;
+    CHECK(neg = call2(c, TTH_OP_LESS, idx, z, NULL));
+    CHECK(plus = call2(c, TTH_OP_ADD, idx, kd, NULL));
+    tth_rexpr *wa[3] = {neg, plus, idx};
+    CHECK(wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL));
+    CHECK(scaled = call2(c, TTH_OP_MULTIPLY, wrapped, ks, NULL));
+    int64_t last = ir - 1, pr[2] = {P, R}, kr[2] = {K, R};
+    CHECK(pos = call1(c, TTH_OP_SUM, scaled, json_pack("{s:o,s:b}", "axis", tth__json_ints(&last, 1), "keepdims", 0)));
+    CHECK(pos = reshape(c, pos, &K, 1));
+    CHECK(d2 = reshape(c, in[0], pr, 2));
+    CHECK(u2 = reshape(c, in[2], kr, 2));
+    int rc = scatter_flat(c, d2, pos, u2, as(c, "reduction", "none"), &o);
+    if (rc)
+        return rc;
+    CHECK(out[0] = reshape(c, o, dt->shape, r));
+    return 0;
+}
+
 /* GatherND(data, indices[..., q], batch_dims b): a take from data seen as [B * P, R] (B the
  * batch dims, P the q indexed dims, R the rest) at b_index * P + sum_j wrap(index_j) * stride_j,
  * the batch part a constant grid. */
@@ -2995,6 +3131,9 @@ static const tth_onnx_op onnx_ops[] = {
     {"Reshape", op_reshape},
     {"Resize", op_resize},
     {"Round", op_round},
+    {"Scatter", op_scatter_elements},
+    {"ScatterElements", op_scatter_elements},
+    {"ScatterND", op_scatter_nd},
     {"Selu", op_selu},
     {"Shape", op_shape},
     {"Shrink", op_shrink},
