@@ -1309,6 +1309,87 @@ static int op_softmax_ce_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     return nll_loss(c, logp, in[1], nin > 2 ? in[2] : NULL, out);
 }
 
+/* TopK(x, k): each element's rank along the axis is the count of elements before it in the
+ * order (larger first, or smaller with largest=0; equal ones by index), and output position p
+ * takes the element of rank p (values and int64 indices). O(L^2) per row: axes up to 4096. */
+static int op_topk(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    int64_t k;
+    if (c->opset < 10) {
+        k = ai(c, "k", -1);
+    } else {
+        int64_t kv[1];
+        if (nin < 2 || !in[1])
+            return tth__onnx_fail(c, TTH_EMODEL, "TopK needs k");
+        if (vints(c, in[1], "k", kv, 1) != 1)
+            return c->diag->code ? c->diag->code : tth__onnx_fail(c, TTH_EMODEL, "TopK's k holds one value");
+        k = kv[0];
+    }
+    int r = rank(in[0]);
+    int64_t axis;
+    if (norm_axis(c, ai(c, "axis", -1), r, &axis))
+        return c->diag->code;
+    const tth_ttype *xt = tt(in[0]);
+    int64_t L = xt->shape[axis];
+    if (k < 0 || k > L)
+        return tth__onnx_fail(c, TTH_EMODEL, "TopK k = %lld for an axis of %lld", (long long)k, (long long)L);
+    if (L > 4096 || r + 1 > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "TopK over an axis of %lld (at most 4096) or rank %d", (long long)L,
+                              r);
+    int largest = (int)ai(c, "largest", 1);
+    int64_t si[TTH_MAX_RANK], sj[TTH_MAX_RANK];
+    for (int q = 0; q <= r; q++) {
+        si[q] = q < axis ? xt->shape[q] : q == axis ? L : q == axis + 1 ? 1 : xt->shape[q - 1];
+        sj[q] = q < axis ? xt->shape[q] : q == axis ? 1 : xt->shape[q - 1];
+    }
+    /* before[i][j]: element j comes before element i */
+    tth_ttype bt = {.dtype = TTH_BOOL, .rank = r + 1 - (int32_t)axis};
+    for (int q = 0; q < bt.rank; q++)
+        bt.shape[q] = q < 2 ? L : 1;
+    tth_tensor *lower = tth_tensor_new(&bt, NULL);
+    for (int64_t i = 0; lower && i < L; i++)
+        for (int64_t j = 0; j < L; j++)
+            ((uint8_t *)lower->data)[i * L + j] = j < i;
+    tth_rexpr *xi, *xj, *beats, *ties, *kl, *before, *rankv;
+    CHECK(xi = reshape(c, in[0], si, r + 1));
+    CHECK(xj = reshape(c, in[0], sj, r + 1));
+    CHECK(beats = call2(c, largest ? TTH_OP_GREATER : TTH_OP_LESS, xj, xi, NULL));
+    CHECK(ties = call2(c, TTH_OP_EQUAL, xj, xi, NULL));
+    CHECK(kl = k_tensor(c, lower));
+    CHECK(ties = call2(c, TTH_OP_LOGICAL_AND, ties, kl, NULL));
+    CHECK(before = call2(c, TTH_OP_LOGICAL_OR, beats, ties, NULL));
+    int64_t aj = axis + 1;
+    CHECK(rankv = call1(c, TTH_OP_SUM, cast_to(c, before, TTH_I64),
+                        json_pack("{s:o,s:b}", "axis", tth__json_ints(&aj, 1), "keepdims", 1))); /* si */
+    /* position p takes the element whose rank is p */
+    tth_ttype pt = {.dtype = TTH_I64, .rank = r + 1 - (int32_t)axis}, it = pt;
+    for (int q = 0; q < pt.rank; q++) {
+        pt.shape[q] = q == 1 ? k : 1;
+        it.shape[q] = q == 0 ? L : 1;
+    }
+    tth_tensor *pos = tth_tensor_new(&pt, NULL), *idx = tth_tensor_new(&it, NULL);
+    for (int64_t p = 0; pos && p < k; p++)
+        ((int64_t *)pos->data)[p] = p;
+    for (int64_t i = 0; idx && i < L; i++)
+        ((int64_t *)idx->data)[i] = i;
+    tth_rexpr *kp, *ki, *sel, *zv, *zi, *vals, *inds;
+    CHECK(kp = k_tensor(c, pos));
+    CHECK(ki = k_tensor(c, idx));
+    CHECK(sel = call2(c, TTH_OP_EQUAL, rankv, kp, NULL)); /* [.., L, k, ..] */
+    CHECK(zv = k_scalar(c, xt->dtype, 0));
+    CHECK(zi = k_scalar(c, TTH_I64, 0));
+    tth_rexpr *wv[3] = {sel, xi, zv}, *wi[3] = {sel, ki, zi};
+    CHECK(vals = call(c, TTH_OP_WHERE, wv, 3, NULL));
+    CHECK(inds = call(c, TTH_OP_WHERE, wi, 3, NULL));
+    int64_t ai_ = axis;
+    CHECK(out[0] = call1(c, TTH_OP_SUM, vals, json_pack("{s:o,s:b}", "axis", tth__json_ints(&ai_, 1), "keepdims", 0)));
+    if (nout > 1)
+        CHECK(out[1] = call1(c, TTH_OP_SUM, inds, json_pack("{s:o,s:b}", "axis", tth__json_ints(&ai_, 1),
+                                                            "keepdims", 0)));
+    return 0;
+}
+
 /* Scatters as selections: for K updates into N positions (of R elements each), a [K, N] match
  * of every update's position against every position, then per position the update that hits it
  * (reduction none), their sum (add) or product (mul), else the data. O(K * N * R): bounded. */
@@ -3157,6 +3238,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Tanh", op_tanh},
     {"ThresholdedRelu", op_thresholded_relu},
     {"Tile", op_tile},
+    {"TopK", op_topk},
     {"Transpose", op_transpose},
     {"Trilu", op_trilu},
     {"Unsqueeze", op_unsqueeze},
