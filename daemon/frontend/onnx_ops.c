@@ -1309,6 +1309,180 @@ static int op_softmax_ce_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     return nll_loss(c, logp, in[1], nin > 2 ? in[2] : NULL, out);
 }
 
+/* Einsum with one or two operands: each operand's repeated labels become a diagonal (a product
+ * with an identity mask summed over the repeat), both operands are laid out over one label
+ * order (the output's labels, then the summed ones) with size-1 axes for labels they lack,
+ * multiplied with broadcasting, and summed over the labels the output lacks. The product holds
+ * every label's extent at once: bounded at 2^24 elements. "..." takes the unnamed dimensions. */
+#define EINSUM_MAX_ELEMS ((int64_t)1 << 24)
+
+static int op_einsum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    const char *eq = as(c, "equation", "");
+    char eqn[256], terms[3][64], outl[64];
+    size_t k = 0;
+    for (const char *p = eq; *p && k < sizeof eqn - 1; p++)
+        if (*p != ' ')
+            eqn[k++] = *p;
+    eqn[k] = 0;
+    char *arrow = strstr(eqn, "->");
+    if (arrow)
+        *arrow = 0;
+    int nt = 0;
+    for (char *t = eqn, *comma; t && nt < 3; t = comma ? comma + 1 : NULL, nt++) {
+        comma = strchr(t, ',');
+        if (comma)
+            *comma = 0;
+        snprintf(terms[nt], sizeof terms[nt], "%s", t);
+    }
+    if (nt < 1 || nt > 2 || (size_t)nt != nin)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Einsum '%s' with %d operands (one or two are supported)", eq, nt);
+    /* "..." becomes the digits 0-9, one per unnamed dimension (not labels ONNX allows) */
+    int nell = 0;
+    char lab[2][TTH_MAX_RANK + 1];
+    for (int i = 0; i < nt; i++) {
+        char *dots = strstr(terms[i], "...");
+        int named = (int)strlen(terms[i]) - (dots ? 3 : 0);
+        int e = dots ? rank(in[i]) - named : 0;
+        if (e < 0 || named + e != rank(in[i]) || rank(in[i]) > TTH_MAX_RANK)
+            return tth__onnx_fail(c, TTH_EMODEL, "Einsum term '%s' does not fit an operand of rank %d", terms[i],
+                                  rank(in[i]));
+        if (e > nell)
+            nell = e;
+        int n = 0;
+        for (const char *p = terms[i]; *p;) {
+            if (!strncmp(p, "...", 3)) {
+                for (int j = 0; j < e; j++)
+                    lab[i][n++] = (char)('0' + (nell - e) + j);
+                p += 3;
+            } else {
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+                    return tth__onnx_fail(c, TTH_EMODEL, "Einsum label '%c' in '%s'", *p, eq);
+                lab[i][n++] = *p++;
+            }
+        }
+        lab[i][n] = 0;
+    }
+    int no = 0;
+    if (arrow) {
+        for (const char *p = arrow + 2; *p && no < TTH_MAX_RANK;) {
+            if (!strncmp(p, "...", 3)) {
+                for (int j = 0; j < nell; j++)
+                    outl[no++] = (char)('0' + j);
+                p += 3;
+            } else {
+                outl[no++] = *p++;
+            }
+        }
+    } else { /* the ellipsis, then the labels seen once, alphabetically */
+        for (int j = 0; j < nell; j++)
+            outl[no++] = (char)('0' + j);
+        for (int ch = 'A'; ch <= 'z'; ch++) {
+            int seen = 0;
+            for (int i = 0; i < nt; i++)
+                for (const char *p = lab[i]; *p; p++)
+                    seen += *p == ch;
+            if (seen == 1 && no < TTH_MAX_RANK)
+                outl[no++] = (char)ch;
+        }
+    }
+    outl[no] = 0;
+    /* every label's extent */
+    int64_t ext[128] = {0};
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; lab[i][j]; j++) {
+            int64_t d = tt(in[i])->shape[j];
+            unsigned char ch = (unsigned char)lab[i][j];
+            if (ext[ch] && ext[ch] != d && d != 1 && ext[ch] != 1)
+                return tth__onnx_fail(c, TTH_EMODEL, "Einsum label '%c' has extents %lld and %lld", ch,
+                                      (long long)ext[ch], (long long)d);
+            if (d > ext[ch])
+                ext[ch] = d;
+        }
+    /* the label order: the output's, then those summed */
+    char uni[2 * TTH_MAX_RANK + 1];
+    int nu = 0;
+    for (int j = 0; j < no; j++) {
+        if (!ext[(unsigned char)outl[j]])
+            return tth__onnx_fail(c, TTH_EMODEL, "Einsum output label '%c' is in no operand", outl[j]);
+        uni[nu++] = outl[j];
+    }
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; lab[i][j]; j++)
+            if (!memchr(uni, lab[i][j], (size_t)nu))
+                uni[nu++] = lab[i][j];
+    if (nu > TTH_MAX_RANK)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Einsum '%s' has %d labels (at most %d)", eq, nu, TTH_MAX_RANK);
+    int64_t work = 1;
+    for (int j = 0; j < nu; j++)
+        work *= ext[(unsigned char)uni[j]];
+    if (work > EINSUM_MAX_ELEMS)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Einsum '%s' multiplies %lld elements at once (at most 2^24)", eq,
+                              (long long)work);
+    tth_rexpr *acc = NULL;
+    for (int i = 0; i < nt; i++) {
+        tth_rexpr *x = in[i];
+        char l[TTH_MAX_RANK + 1];
+        snprintf(l, sizeof l, "%s", lab[i]);
+        /* a repeated label: keep the diagonal */
+        for (int a = 0; l[a]; a++)
+            for (int b = a + 1; l[b];) {
+                if (l[b] != l[a]) {
+                    b++;
+                    continue;
+                }
+                int r = rank(x);
+                int64_t d = tt(x)->shape[a];
+                tth_ttype mt = {.dtype = tt(x)->dtype, .rank = r};
+                for (int q = 0; q < r; q++)
+                    mt.shape[q] = q == a || q == b ? d : 1;
+                tth_tensor *eye = tth_tensor_new(&mt, NULL);
+                int64_t sb = 1;
+                for (int q = r - 1; q > b; q--)
+                    sb *= mt.shape[q];
+                int64_t sa = sb * d;
+                for (int q = b - 1; q > a; q--)
+                    sa *= mt.shape[q];
+                for (int64_t v = 0; eye && v < d; v++)
+                    tth__st_f64(eye, v * sa + v * sb, 1);
+                tth_rexpr *ke;
+                int64_t bb = b;
+                CHECK(ke = k_tensor(c, eye));
+                CHECK(x = call2(c, TTH_OP_MULTIPLY, x, ke, NULL));
+                CHECK(x = call1(c, TTH_OP_SUM, x, json_pack("{s:o,s:b}", "axis", tth__json_ints(&bb, 1), "keepdims",
+                                                            0)));
+                memmove(l + b, l + b + 1, strlen(l + b));
+            }
+        /* lay it out over the label order */
+        int64_t perm[TTH_MAX_RANK], shape[TTH_MAX_RANK];
+        int np = 0;
+        for (int u = 0; u < nu; u++) {
+            const char *at = strchr(l, uni[u]);
+            shape[u] = at ? tt(x)->shape[at - l] : 1;
+            if (at)
+                perm[np++] = at - l;
+        }
+        int ident = 1;
+        for (int q = 0; q < np; q++)
+            ident &= perm[q] == q;
+        if (!ident)
+            CHECK(x = call1(c, TTH_OP_TRANSPOSE, x, json_pack("{s:o}", "axes", tth__json_ints(perm, np))));
+        CHECK(x = reshape(c, x, shape, nu));
+        acc = acc ? call2(c, TTH_OP_MULTIPLY, acc, x, NULL) : x;
+        CHECK(acc);
+    }
+    if (nu > no) {
+        int64_t ax[TTH_MAX_RANK];
+        for (int u = no; u < nu; u++)
+            ax[u - no] = u;
+        CHECK(acc = call1(c, TTH_OP_SUM, acc, json_pack("{s:o,s:b}", "axis", tth__json_ints(ax, nu - no), "keepdims",
+                                                        0)));
+    }
+    out[0] = acc;
+    return 0;
+}
+
 /* TopK(x, k): each element's rank along the axis is the count of elements before it in the
  * order (larger first, or smaller with largest=0; equal ones by index), and output position p
  * takes the element of rank p (values and int64 indices). O(L^2) per row: axes up to 4096. */
@@ -3141,6 +3315,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Div", op_div},
     {"Dropout", op_dropout},
     {"DynamicQuantizeLinear", op_dynamic_quantize},
+    {"Einsum", op_einsum},
     {"Elu", op_elu},
     {"Equal", op_equal},
     {"Erf", op_erf},

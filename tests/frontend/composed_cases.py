@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""Recurrent layers beyond what the ONNX node tests cover, checked through the product's
-conformance runner: ONNX models of RNN, GRU and LSTM (bidirectional and reverse directions,
-initial states, biases, peepholes, clip, GRU's linear_before_reset, layout 1, sequence lengths
-shorter than the sequence, non-default activations) written as ONNX test cases whose expected
-outputs come from a numpy implementation of the ONNX operator definitions, independent of tth.
+"""Operators the importer composes (docs/operators.md), in configurations beyond what the ONNX
+node tests cover, checked through the product's conformance runner: ONNX models of RNN, GRU and
+LSTM (bidirectional and reverse directions, initial states, biases, peepholes, clip, GRU's
+linear_before_reset, layout 1, sequence lengths shorter than the sequence, non-default
+activations) and of Einsum (attention-style contractions, outer products, diagonals, broadcast
+ellipses, implicit outputs) written as ONNX test cases whose expected outputs come from numpy
+(an implementation of the ONNX definitions, and numpy.einsum), independent of tth.
 
-    rnn_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
+    composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
 
 Runs tth-conformance over the cases for targets c and llvm; exit status 1 when a case fails or
 is unsupported. 77 (skipped) without numpy or onnx.
@@ -177,6 +179,43 @@ def write_case(root, case, rng):
             fh.write(numpy_helper.from_array(r.astype(f32), n).SerializeToString())
 
 
+EINSUM = [
+    # name, equation, operand shapes
+    ("einsum_attention", "bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("einsum_attention_values", "bhqk,bhkd->bhqd", [(2, 2, 4, 6), (2, 2, 6, 3)]),
+    ("einsum_outer", "i,j->ij", [(4,), (3,)]),
+    ("einsum_diagonal_sum", "ii", [(5, 5)]),
+    ("einsum_broadcast_batch", "...ij,...jk->...ik", [(2, 1, 3, 4), (3, 4, 2)]),
+    ("einsum_implicit", "ij,jk", [(3, 4), (4, 2)]),
+    ("einsum_permute_reduce", "abc->ca", [(2, 3, 4)]),
+]
+
+
+def write_einsum(root, case, rng):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    name, eq, shapes = case
+    xs = [rng.normal(0, 1, s).astype(np.float32) for s in shapes]
+    want = np.einsum(eq, *[x.astype(np.float64) for x in xs]).astype(np.float32)
+    names = ["x%d" % i for i in range(len(xs))]
+    node = helper.make_node("Einsum", names, ["y"], name="einsum", equation=eq)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(x.shape))
+                                         for n, x in zip(names, xs)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(want.shape))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)])
+    onnx.checker.check_model(m)
+    d = os.path.join(root, "test_" + name)
+    ds = os.path.join(d, "test_data_set_0")
+    os.makedirs(ds)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for i, (n, x) in enumerate(zip(names, xs)):
+        with open(os.path.join(ds, "input_%d.pb" % i), "wb") as fh:
+            fh.write(numpy_helper.from_array(x, n).SerializeToString())
+    with open(os.path.join(ds, "output_0.pb"), "wb") as fh:
+        fh.write(numpy_helper.from_array(want, "y").SerializeToString())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -186,13 +225,15 @@ def main():
         import numpy as np
         import onnx  # noqa: F401
     except ImportError:
-        print("rnn_cases: skipped, python3-numpy or python3-onnx is not installed")
+        print("composed_cases: skipped, python3-numpy or python3-onnx is not installed")
         return 77
-    root = args.keep or tempfile.mkdtemp(prefix="tth-rnn-")
+    root = args.keep or tempfile.mkdtemp(prefix="tth-composed-")
     try:
         rng = np.random.default_rng(21)
         for case in CASES:
             write_case(root, case, rng)
+        for case in EINSUM:
+            write_einsum(root, case, rng)
         bad = 0
         for target in ("c", "llvm"):
             r = subprocess.run([args.conformance, "--jobs", "2", "--verbose", "--target", target, root],
