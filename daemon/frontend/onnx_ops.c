@@ -469,8 +469,12 @@ static int op_dropout(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **o
         double tm;
         if (vscalar(c, in[2], "training_mode", &tm))
             return c->diag->code;
-        if (tm != 0)
-            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Dropout in training mode");
+        double ratio = 0.5;
+        if (tm != 0 && nin > 1 && in[1] && vscalar(c, in[1], "ratio", &ratio))
+            return c->diag->code;
+        if (tm != 0 && ratio != 0) /* a ratio of 0 keeps everything in training too */
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Dropout in training mode "
+                                  "(ratio %g draws random numbers)", ratio);
     }
     out[0] = in[0];
     if (nout > 1) {
@@ -1307,6 +1311,146 @@ static int op_softmax_ce_loss(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     if (nout > 1)
         out[1] = logp;
     return nll_loss(c, logp, in[1], nin > 2 ? in[2] : NULL, out);
+}
+
+/* Compress(x, condition[, axis]) with a constant condition: a take of the positions where it is
+ * true (of the flattened input without an axis). */
+static int op_compress(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    if (in[1]->kind != TTH_REXPR_CONST)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "input 'condition' is not a constant (the result's shape would "
+                              "depend on it)");
+    const tth_tensor *cond = in[1]->u.constant.value;
+    tth_rexpr *x = in[0];
+    int64_t axis = 0;
+    if (attr(c, "axis")) {
+        if (norm_axis(c, ai(c, "axis", 0), rank(x), &axis))
+            return c->diag->code;
+    } else {
+        int64_t n = tth_ttype_numel(tt(x));
+        CHECK(x = reshape(c, x, &n, 1));
+    }
+    int64_t len = tt(x)->shape[axis], nc = tth_ttype_numel(&cond->type), k = 0;
+    int64_t *pos = malloc((size_t)(len + 1) * sizeof *pos);
+    if (!pos)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nc && i < len; i++)
+        if (tth_tensor_get_f64(cond, i) != 0)
+            pos[k++] = i;
+    tth_rexpr *kp = k_i64(c, pos, k);
+    free(pos);
+    CHECK(kp);
+    CHECK(out[0] = call2(c, TTH_OP_TAKE, x, kp, json_pack("{s:I}", "axis", (json_int_t)axis)));
+    return 0;
+}
+
+/* ReverseSequence(x, sequence_lens) with constant lengths: a take from the flattened input at a
+ * constant index grid (the first len steps of each batch entry reversed, the rest kept). */
+static int op_reverse_sequence(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int64_t ba = ai(c, "batch_axis", 1), ta = ai(c, "time_axis", 0);
+    const tth_ttype *xt = tt(in[0]);
+    int r = xt->rank;
+    if (r < 2 || ba < 0 || ta < 0 || ba >= r || ta >= r || ba == ta || (ba > 1 || ta > 1))
+        return tth__onnx_fail(c, TTH_EMODEL, "ReverseSequence batch_axis %lld and time_axis %lld (0 and 1)",
+                              (long long)ba, (long long)ta);
+    int64_t B = xt->shape[ba], T = xt->shape[ta], lens[4096];
+    if (B > 4096)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "ReverseSequence over a batch of %lld (at most 4096)", (long long)B);
+    int n = vints(c, in[1], "sequence_lens", lens, 4096);
+    if (n < 0)
+        return c->diag->code;
+    if (n != B)
+        return tth__onnx_fail(c, TTH_EMODEL, "ReverseSequence has %d lengths for a batch of %lld", n, (long long)B);
+    int64_t inner = 1, N = tth_ttype_numel(xt);
+    for (int k = 2; k < r; k++)
+        inner *= xt->shape[k];
+    tth_ttype gt = *xt;
+    gt.dtype = TTH_I64;
+    tth_tensor *grid = tth_tensor_new(&gt, NULL);
+    for (int64_t i = 0; grid && i < N; i++) {
+        int64_t rest = i % inner, outer = i / inner;
+        int64_t a0 = outer / xt->shape[1], a1 = outer % xt->shape[1];
+        int64_t b = ba == 0 ? a0 : a1, t = ba == 0 ? a1 : a0;
+        int64_t len = lens[b] < 0 ? 0 : lens[b] > T ? T : lens[b];
+        int64_t src = t < len ? len - 1 - t : t;
+        int64_t s0 = ba == 0 ? b : src, s1 = ba == 0 ? src : b;
+        ((int64_t *)grid->data)[i] = (s0 * xt->shape[1] + s1) * inner + rest;
+    }
+    tth_rexpr *kg, *flat;
+    CHECK(kg = k_tensor(c, grid));
+    CHECK(flat = reshape(c, in[0], &N, 1));
+    CHECK(out[0] = call2(c, TTH_OP_TAKE, flat, kg, json_pack("{s:i}", "axis", 0)));
+    return 0;
+}
+
+/* MaxUnpool(x, indices[, output_shape]): zeros of the output's shape with x's values at the
+ * (whole-tensor, flattened) indices MaxPool gave: a scatter. */
+static int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_rexpr *upd2, const char *red,
+                        tth_rexpr **out);
+static int op_max_unpool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    const tth_ttype *xt = tt(in[0]);
+    int r = xt->rank, nsp = r - 2;
+    int64_t ks[MAXV], st[MAXV], pads[2 * MAXV], os[TTH_MAX_RANK];
+    if (r < 3 || aints(c, "kernel_shape", ks, MAXV) != nsp)
+        return tth__onnx_fail(c, TTH_EMODEL, "MaxUnpool needs a kernel_shape of %d values", nsp);
+    for (int i = 0; i < nsp; i++) {
+        st[i] = 1;
+        pads[i] = pads[i + nsp] = 0;
+    }
+    if (aints(c, "strides", st, MAXV) < -1 || aints(c, "pads", pads, 2 * MAXV) < -1)
+        return c->diag->code;
+    /* the indices address the unpooled shape MaxPool saw (the default); a larger output_shape
+     * keeps each value at its coordinates, zeros after */
+    int64_t ds[TTH_MAX_RANK];
+    ds[0] = xt->shape[0];
+    ds[1] = xt->shape[1];
+    for (int i = 0; i < nsp; i++)
+        ds[2 + i] = (xt->shape[2 + i] - 1) * st[i] + ks[i] - pads[i] - pads[i + nsp];
+    memcpy(os, ds, sizeof(int64_t) * (size_t)r);
+    if (nin > 2 && in[2]) {
+        if (vints(c, in[2], "output_shape", os, TTH_MAX_RANK) != r)
+            return c->diag->code ? c->diag->code : tth__onnx_fail(c, TTH_EMODEL, "MaxUnpool output_shape rank");
+        for (int i = 0; i < r; i++)
+            if (os[i] < ds[i] || (i < 2 && os[i] != ds[i]))
+                return tth__onnx_fail(c, TTH_EMODEL, "MaxUnpool output_shape dimension %d (%lld) below %lld", i,
+                                      (long long)os[i], (long long)ds[i]);
+    }
+    tth_ttype ot = {.dtype = xt->dtype, .rank = r};
+    memcpy(ot.shape, os, sizeof(int64_t) * (size_t)r);
+    int64_t N = tth_ttype_numel(&ot), K = tth_ttype_numel(xt), k1[2] = {K, 1};
+    tth_rexpr *zeros, *pos, *u2, *o;
+    CHECK(zeros = k_tensor(c, tth_tensor_new(&(tth_ttype){.dtype = xt->dtype, .rank = 2, .shape = {N, 1}}, NULL)));
+    CHECK(pos = reshape(c, cast_to(c, in[1], TTH_I64), &K, 1));
+    if (memcmp(os, ds, sizeof(int64_t) * (size_t)r)) { /* default flat index -> output flat index */
+        tth_ttype mt = {.dtype = TTH_I64, .rank = 1};
+        mt.shape[0] = 1;
+        for (int i = 0; i < r; i++)
+            mt.shape[0] *= ds[i];
+        tth_tensor *map = tth_tensor_new(&mt, NULL);
+        for (int64_t f = 0; map && f < mt.shape[0]; f++) {
+            int64_t rest = f, o2 = 0, scale = 1;
+            for (int i = r - 1; i >= 0; i--) {
+                o2 += (rest % ds[i]) * scale;
+                rest /= ds[i];
+                scale *= os[i];
+            }
+            ((int64_t *)map->data)[f] = o2;
+        }
+        tth_rexpr *km;
+        CHECK(km = k_tensor(c, map));
+        CHECK(pos = call2(c, TTH_OP_TAKE, km, pos, json_pack("{s:i}", "axis", 0)));
+    }
+    CHECK(u2 = reshape(c, in[0], k1, 2));
+    int rc = scatter_flat(c, zeros, pos, u2, "none", &o);
+    if (rc)
+        return rc;
+    CHECK(out[0] = reshape(c, o, os, r));
+    return 0;
 }
 
 /* Einsum with one or two operands: each operand's repeated labels become a diagonal (a product
@@ -3301,6 +3445,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Ceil", op_ceil},
     {"Celu", op_celu},
     {"Clip", op_clip},
+    {"Compress", op_compress},
     {"Concat", op_concat},
     {"Constant", op_constant},
     {"ConstantOfShape", op_constant_of_shape},
@@ -3354,6 +3499,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"MatMulInteger", op_matmul_integer},
     {"Max", op_max},
     {"MaxPool", op_max_pool},
+    {"MaxUnpool", op_max_unpool},
     {"Mean", op_mean},
     {"MeanVarianceNormalization", op_mvn},
     {"Min", op_min},
@@ -3386,6 +3532,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Relu", op_relu},
     {"Reshape", op_reshape},
     {"Resize", op_resize},
+    {"ReverseSequence", op_reverse_sequence},
     {"Round", op_round},
     {"Scatter", op_scatter_elements},
     {"ScatterElements", op_scatter_elements},

@@ -165,8 +165,8 @@ tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const jso
 
 /* After a compile refused a graph input that must be a constant ("input 'X' is not a constant"):
  * fix it at compile time with test_data_set_0's value (options.bind). The input the message names
- * when a data set file carries that name, else every integer input not bound yet (shapes, axes,
- * repeats). Returns how many were added. */
+ * when a data set file carries that name, else every integer or boolean input not bound yet
+ * (shapes, axes, repeats, conditions), else every scalar input. Returns how many were added. */
 static int add_binds(const char *dir, const char *message, json_t *bind)
 {
     char role[256] = "";
@@ -176,7 +176,7 @@ static int add_binds(const char *dir, const char *message, json_t *bind)
     if (!p || !strstr(p, "' is not a constant"))
         return 0;
     int added = 0;
-    for (int pass = 0; pass < 2 && !added; pass++)
+    for (int pass = 0; pass < 3 && !added; pass++)
         for (int k = 0; k < 64; k++) {
             char path[2100];
             snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
@@ -188,7 +188,11 @@ static int add_binds(const char *dir, const char *message, json_t *bind)
                 tthrt_array_clear(&a);
                 continue;
             }
-            int take = pass == 0 ? strcmp(a.name, role) == 0 : a.dtype == TTH_I64 || a.dtype == TTH_I32;
+            /* the input named; else integer and boolean inputs (shapes, axes, conditions); else
+             * scalars of any type (a padding value, a ratio) */
+            int take = pass == 0 ? strcmp(a.name, role) == 0
+                       : pass == 1 ? a.dtype == TTH_I64 || a.dtype == TTH_I32 || a.dtype == TTH_BOOL
+                                   : a.rank == 0;
             char why[128];
             json_t *v = take ? tthrt_array_to_bind_json(&a, 1 << 20, why, sizeof why) : NULL;
             if (v && json_object_set_new(bind, a.name, v) == 0)

@@ -14,7 +14,8 @@ tth-conformance): float32 |a-b| <= 1e-4 + 1e-4*|b|, float16 1e-2 + 1e-2*|b|, flo
 A model input that tth needs as a constant (a shape or size fed as a graph input; the compile
 answers "input 'x' is not a constant") is fixed at compile time with the test's own value
 (`tthctl compile --bind NAME=input_i.pb`: the input named, when it is a graph input, else the
-integer inputs), as tth-conformance does in process; such cases are counted apart.
+integer and boolean inputs, else the scalar ones), as tth-conformance does in process; such
+cases are counted apart.
 
 Counts: passed (and of them, passed with inputs bound at compile time), failed (wrong numbers,
 a crash, or any error that is not EUNSUPPORTED), unsupported (a clean EUNSUPPORTED diagnostic).
@@ -92,7 +93,10 @@ def one_case(case, args):
         model_path = os.path.join(case, "model.onnx")
         bound = []
         int_inputs = [i.name for i in model.graph.input if i.name not in inits and
-                      i.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)]
+                      i.type.tensor_type.elem_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32,
+                                                       onnx.TensorProto.BOOL)]
+        scalar_inputs = [i.name for i in model.graph.input if i.name not in inits and
+                         i.type.tensor_type.HasField("shape") and len(i.type.tensor_type.shape.dim) == 0]
         for _attempt in range(8):
             tar = os.path.join(work, "case.tar")
             binds = []
@@ -112,7 +116,7 @@ def one_case(case, args):
             m = re.search(r"input '([^']+)' is not a constant", err.get("message", ""))
             if m:
                 more = [m.group(1)] if m.group(1) in values and m.group(1) not in bound else \
-                    [n for n in int_inputs if n not in bound]
+                    [n for n in int_inputs if n not in bound] or [n for n in scalar_inputs if n not in bound]
                 if more:
                     bound += more
                     continue
