@@ -189,6 +189,9 @@ def check_target(args, case, name, offloaded, step, label, target, defines, boar
         failures.append("%s: not (only) on ethos-n: %s" % (label, ", ".join("%s %s" % (op, sorted(kinds.get(op, [])))
                                                                           for op in stray)))
     regions = [m for m in meta["modules"] if m["kind"] == "ethos-n"]
+    readme = open(os.path.join(d, "README.txt")).read()
+    if "tth_model_bind_parameters(bytes, length)" not in readme:
+        failures.append("%s: README.txt does not say to bind the parameters" % label)
     for m in regions:
         sym = m["meta"]["entry_symbols"][0]
         if "'%s'" % sym not in c.stderr or "NPU cycles" not in c.stderr:
