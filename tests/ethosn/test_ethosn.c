@@ -639,6 +639,47 @@ Test(ethosn, cycle_estimate_follows_configuration)
     }
 }
 
+Test(ethosn, region_without_outside_constants_runs_unbound)
+{
+    /* a transpose of int8 data: no constant to bind, so the entry runs at once */
+    tth_relay_module *m = tth_relay_module_new("t");
+    int64_t xs[4] = {1, 16, 2, 3};
+    tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
+    tth_rexpr *t = op(m, TTH_OP_TRANSPOSE, json_pack("{s:[i,i,i,i]}", "axes", 0, 2, 3, 1), 1, x);
+    tth_relay_function *f = finish(m, &x, 1, t);
+    accepts(f, t);
+    tth_runtime_module *rt = to_runtime(N78, f, "z", 0);
+    const json_t *bc = json_object_get(tth_runtime_module_meta(rt), "bind_constants");
+    cr_assert_eq(json_integer_value(json_object_get(bc, "count")), 0);
+    cr_assert_eq(json_array_size(json_object_get(bc, "constants")), 0);
+    char dir[256], path[512], cmd[1024];
+    test_mkdtemp(dir, sizeof dir);
+    for (size_t i = 1; i < tth_runtime_module_count(rt); i++) {
+        const tth_module_file *file = tth_runtime_module_file(rt, i);
+        snprintf(path, sizeof path, "%s/%s", dir, file->name);
+        cr_assert_eq(test_write_file(path, file->data, file->len), 0);
+    }
+    static const char main_c[] =
+        "#include <stdint.h>\n#include <stddef.h>\n"
+        "int32_t z(const int8_t *, int8_t *, uint8_t *);\n"
+        "int32_t z_bind_parameters(const void *, size_t);\n"
+        "int main(void)\n{\n    int8_t x[96], y[96];\n    for (int i = 0; i < 96; i++)\n        x[i] = (int8_t)(i - 50);\n"
+        "    if (z(x, y, 0) != 0)\n        return 1;\n"
+        "    for (int c = 0; c < 16; c++)\n        for (int p = 0; p < 6; p++)\n"
+        "            if (y[p * 16 + c] != x[c * 6 + p])\n                return 2;\n"
+        "    /* a parameters file without any entry is enough for it */\n"
+        "    static const unsigned char params[16] = {'T', 'T', 'H', 'P', 'A', 'R', 'A', 'M', 1};\n"
+        "    return z_bind_parameters(params, sizeof params) == 0 ? 0 : 3;\n}\n";
+    snprintf(path, sizeof path, "%s/main.c", dir);
+    cr_assert_eq(test_write_file(path, main_c, strlen(main_c)), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && cc -std=c99 -O2 -Wall -Wextra -Werror -o prog main.c z_ethosn.c ethosn_model.c "
+             "-lm && ./prog", dir);
+    cr_assert_eq(test_run(cmd), 0, "%s", cmd);
+    test_rmtree(dir);
+    tth_runtime_module_free(rt);
+    tth_relay_module_free(m);
+}
+
 Test(ethosn, region_the_model_cannot_run_is_refused)
 {
     /* relay_to_runtime validates what it wrote with the functional model: a softmax (which the
