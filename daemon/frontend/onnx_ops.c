@@ -1478,7 +1478,10 @@ static int op_einsum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
         comma = strchr(t, ',');
         if (comma)
             *comma = 0;
-        snprintf(terms[nt], sizeof terms[nt], "%s", t);
+        size_t tl = strlen(t);
+        if (tl >= sizeof terms[nt])
+            return tth__onnx_fail(c, TTH_EMODEL, "Einsum term '%s' is too long", t);
+        memcpy(terms[nt], t, tl + 1);
     }
     if (nt < 1 || nt > 2 || (size_t)nt != nin)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Einsum '%s' with %d operands (one or two are supported)", eq, nt);
@@ -1568,7 +1571,7 @@ static int op_einsum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
     for (int i = 0; i < nt; i++) {
         tth_rexpr *x = in[i];
         char l[TTH_MAX_RANK + 1];
-        snprintf(l, sizeof l, "%s", lab[i]);
+        memcpy(l, lab[i], sizeof l);
         /* a repeated label: keep the diagonal */
         for (int a = 0; l[a]; a++)
             for (int b = a + 1; l[b];) {
