@@ -25,7 +25,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from private_tthd import PrivateTthd  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -179,16 +181,10 @@ def main():
     args.tthctl = os.path.abspath(args.tthctl)
     work = args.keep or tempfile.mkdtemp(prefix="tth-cmsisnn-run-")
     os.makedirs(work, exist_ok=True)
-    args.socket = os.path.join(work, "tthd.sock")
-    tthd = os.path.join(os.path.dirname(os.path.dirname(args.tthctl)), "daemon", "tthd")
-    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", os.path.join(work, "cache")],
-                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "tthd.log"), "w"))
+    daemon = PrivateTthd(args.tthctl, work)
+    args.socket = daemon.socket
     failures = []
     try:
-        for _ in range(100):
-            if run([args.tthctl, "--socket", args.socket, "--no-start", "status"]).returncode == 0:
-                break
-            time.sleep(0.1)
         cases = os.path.join(work, "models")
         g = run(["/usr/bin/python3", os.path.join(HERE, "int8_models.py"), cases])
         if g.returncode != 0:
@@ -200,15 +196,11 @@ def main():
                 for why in f:
                     print("    " + why)
                 failures += f
-        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"])
-        daemon.wait(timeout=30)
-        if stop.returncode != 0 or daemon.returncode != 0:
-            failures.append("tthd: stop exit %d, daemon exit %d" % (stop.returncode, daemon.returncode))
-            sys.stderr.write(open(os.path.join(work, "tthd.log")).read()[-4000:])
+        why = daemon.stop()
+        if why:
+            failures.append(why)
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        daemon.close()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print("cmsis-nn executed on the host: %d failures" % len(failures))

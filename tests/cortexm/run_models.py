@@ -29,6 +29,9 @@ import tarfile
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from private_tthd import PrivateTthd  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 RUN_CORTEXM = os.path.join(SOURCE_ROOT, "scripts", "run-cortexm")
@@ -384,17 +387,11 @@ def main():
     import numpy as np
     args.tthctl = os.path.abspath(args.tthctl)
     work = tempfile.mkdtemp(prefix="tth-cortexm-")
-    args.socket = os.path.join(work, "tthd.sock")
-    tthd = os.path.join(os.path.dirname(os.path.dirname(args.tthctl)), "daemon", "tthd")
-    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", os.path.join(work, "cache")],
-                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "tthd.log"), "w"))
+    daemon = PrivateTthd(args.tthctl, work)
+    args.socket = daemon.socket
     failures = []
     start = time.monotonic()
     try:
-        for _ in range(100):
-            if run([args.tthctl, "--socket", args.socket, "--no-start", "status"]).returncode == 0:
-                break
-            time.sleep(0.1)
         models = [("digits", os.path.join(SOURCE_ROOT, "examples", "digits.onnx"),
                    {"image": np.load(os.path.join(SOURCE_ROOT, "examples", "digit_input.npy"))},
                    {"probabilities": np.load(os.path.join(SOURCE_ROOT, "examples", "digit_expected.npy"))})]
@@ -417,15 +414,11 @@ def main():
                 for w in why:
                     print("    " + w)
                 failures += why
-        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"])
-        daemon.wait(timeout=30)
-        if stop.returncode != 0 or daemon.returncode != 0:
-            failures.append("tthd: stop exit %d, daemon exit %d" % (stop.returncode, daemon.returncode))
-            sys.stderr.write(open(os.path.join(work, "tthd.log")).read()[-4000:])
+        why = daemon.stop()
+        if why:
+            failures.append(why)
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        daemon.close()
         shutil.rmtree(work, ignore_errors=True)
     print("cortexm: %d failed (%.1f s)" % (len(failures), time.monotonic() - start))
     return 1 if failures else 0

@@ -18,7 +18,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from private_tthd import PrivateTthd  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
@@ -150,16 +152,10 @@ def main():
         return 77
     args.tthctl = os.path.abspath(args.tthctl)
     work = tempfile.mkdtemp(prefix="tth-aarch64-")
-    args.socket = os.path.join(work, "tthd.sock")
-    tthd = os.path.join(os.path.dirname(os.path.dirname(args.tthctl)), "daemon", "tthd")
-    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", os.path.join(work, "cache")],
-                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "tthd.log"), "w"))
+    daemon = PrivateTthd(args.tthctl, work)
+    args.socket = daemon.socket
     failures = []
     try:
-        for _ in range(100):
-            if run([args.tthctl, "--socket", args.socket, "--no-start", "status"]).returncode == 0:
-                break
-            time.sleep(0.1)
         cases_dir = os.path.join(work, "cases")
         g = run(["/usr/bin/python3", os.path.join(HERE, "make_conv_cases.py"), cases_dir])
         if g.returncode != 0:
@@ -170,15 +166,11 @@ def main():
                 print("%-20s %s" % (name, "ok" if why is None else "FAILED: " + why))
                 if why is not None:
                     failures.append(name)
-        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"])
-        daemon.wait(timeout=30)
-        if stop.returncode != 0 or daemon.returncode != 0:
-            failures.append("tthd: stop exit %d, daemon exit %d" % (stop.returncode, daemon.returncode))
-            sys.stderr.write(open(os.path.join(work, "tthd.log")).read()[-4000:])
+        why = daemon.stop()
+        if why:
+            failures.append(why)
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        daemon.close()
         shutil.rmtree(work, ignore_errors=True)
     print("aarch64 under qemu: %d failed" % len(failures))
     return 1 if failures else 0

@@ -1,0 +1,50 @@
+"""A private tthd for the Python tests that drive the product through tthctl (tests/*/*.py): its
+own socket and empty cache in the test's work directory, the tthd built beside the tthctl under
+test, never another user's daemon.
+
+    daemon = PrivateTthd(tthctl, work)      # started and answering
+    try:
+        ... subprocess.run([tthctl, "--socket", daemon.socket, "--no-start", "compile", ...])
+        why = daemon.stop()                 # None, or why it did not stop cleanly
+    finally:
+        daemon.close()                      # killed if still running
+"""
+import os
+import subprocess
+import sys
+import time
+
+
+class PrivateTthd:
+    def __init__(self, tthctl, work):
+        self.tthctl = os.path.abspath(tthctl)
+        self.socket = os.path.join(work, "tthd.sock")
+        self.log = os.path.join(work, "tthd.log")
+        tthd = os.path.join(os.path.dirname(os.path.dirname(self.tthctl)), "daemon", "tthd")
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen([tthd, "--socket", self.socket, "--cache-dir", os.path.join(work, "cache")],
+                                         stdout=subprocess.DEVNULL, stderr=log)
+        for _ in range(100):
+            if self.ctl("status").returncode == 0:
+                break
+            time.sleep(0.1)
+
+    def ctl(self, *args):
+        """tthctl against this daemon (never starting another)"""
+        return subprocess.run([self.tthctl, "--socket", self.socket, "--no-start"] + list(args),
+                              capture_output=True, text=True)
+
+    def stop(self):
+        """Stops the daemon; None when it stopped cleanly, else why (its log's end goes to stderr)."""
+        stop = self.ctl("stop")
+        self.proc.wait(timeout=30)
+        if stop.returncode == 0 and self.proc.returncode == 0:
+            return None
+        with open(self.log, errors="replace") as f:
+            sys.stderr.write(f.read()[-4000:])
+        return "tthd: stop exit %d, daemon exit %d" % (stop.returncode, self.proc.returncode)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
