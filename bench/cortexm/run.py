@@ -9,12 +9,17 @@ the bytes of code and constants, and the instructions executed on QEMU's Cortex-
 For each model of bench/models/make_int8_models.py (BUILD/bench/int8) and each target:
   c -mcpu=cortex-m55                   everything in tth's generated C
   cmsis-nn,c -mcpu=cortex-m55          CMSIS-NN calls for what it takes
-  ethos-n,c / ethos-n,cmsis-nn,c       what the NPU would take (compiled, not run: QEMU has no NPU)
+  ethos-n,c / ethos-n,cmsis-nn,c       what the NPU takes (its regions run on tth's functional model)
 prints: operators offloaded to each non-host kind / all operators; the planned workspace against
 its lower bound; the artifact's code (.text) and constants (.rodata, .data) compiled with
 arm-none-eabi-gcc -O2 for the M55 (the generated C only, not the library it calls); and, for the
 first two targets, the instructions the model's entry executed on QEMU's mps3-an547 board
-(scripts/run-cortexm: -icount, counted by SysTick around the call, about one tick = 31 instructions).
+(scripts/run-cortexm: -icount, counted by SysTick around the call, about one tick = 31 instructions);
+and the largest difference of the output from ONNX Runtime's (bench/ort, when installed), in
+quantization steps of the output (1/256): the board's for the first two targets, for ethos-n,c
+the same model compiled for this machine and run by `tthctl run`, its NPU regions on tth's
+functional model of the NPU (docs/ethosn.md; the model keeps every layer's value, more than the
+board's heap holds).
 
 The cmsis-nn target runs against tth's reference CMSIS-NN (plugins/cmsisnn/reference: plain C,
 so its instruction count says nothing about CMSIS-NN's speed) unless --cmsis-nn-root names a
@@ -39,11 +44,14 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "common"))
 import tth_bench  # noqa: E402
 
 TARGETS = [
+    # label, target, whether the instruction count means anything (the ethos-n rows run the NPU's
+    # functional model on the M55's CPU: their outputs are checked, their count is not printed)
     ("c", "c -mcpu=cortex-m55", True),
     ("cmsis-nn,c", "cmsis-nn,c -mcpu=cortex-m55", True),
     ("ethos-n,c", "ethos-n,c -mcpu=cortex-m55", False),
     ("ethos-n,cmsis-nn,c", "ethos-n,cmsis-nn,c -mcpu=cortex-m55", False),
 ]
+ORT_TIME = os.path.join(ROOT, "bench", "ort", "ort_time.js")
 REFERENCE = os.path.join(ROOT, "plugins", "cmsisnn", "reference")
 
 
@@ -62,9 +70,11 @@ def code_bytes(art_dir, meta, work):
     text = const = 0
     for i, src in enumerate(meta["files"]["sources"]):
         obj = os.path.join(work, "o%d.o" % i)
+        incs = ["-I" + os.path.join(art_dir, "include"), "-I" + REFERENCE]
+        incs += ["-I" + d for d in glob.glob(os.path.join(art_dir, "codegen", "*", "include"))]
         r = subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-O2", "-mcpu=cortex-m55", "-mthumb",
-                            "-mfloat-abi=hard", "-c", "-I", os.path.join(art_dir, "include"), "-I", REFERENCE,
-                            os.path.join(art_dir, src), "-o", obj], capture_output=True, text=True)
+                            "-mfloat-abi=hard", "-c"] + incs + [os.path.join(art_dir, src), "-o", obj],
+                           capture_output=True, text=True)
         if r.returncode != 0:
             return None, None
         out = subprocess.run(["arm-none-eabi-size", "-A", obj], capture_output=True, text=True).stdout
@@ -78,6 +88,33 @@ def code_bytes(art_dir, meta, work):
     return text, const
 
 
+def ort_output(onnx_path, x, work):
+    """ONNX Runtime's output for the input (bench/ort/setup), or None without node or ORT"""
+    if not shutil.which("node"):
+        return None
+    out = os.path.join(work, "ort")
+    r = subprocess.run(["node", ORT_TIME, onnx_path, "--input", "input=" + x, "--runs", "20", "--warmup", "0",
+                        "--output-dir", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    import numpy as np
+    return np.load(os.path.join(out, "output.npy"))
+
+
+def run_host(tth, onnx_path, target, x, work):
+    """the model compiled for this machine (the NPU's regions on tth's functional model) and run by
+    tthctl run: its output, or None"""
+    import numpy as np
+    art = os.path.join(work, "host.tar")
+    if tth.ctl("compile", onnx_path, "--target", target, "--name", "model", "-o", art, "--shared",
+               check=False).returncode != 0:
+        return None
+    out = os.path.join(work, "host-out")
+    if tth.ctl("run", art, "--input", "input=" + x, "--output-dir", out, check=False).returncode != 0:
+        return None
+    return np.load(os.path.join(out, "output.npy"))
+
+
 def run_board(art, x, lib, work):
     srcs, incs, _ = lib
     cmd = [os.path.join(ROOT, "scripts", "run-cortexm"), art, "--board", "mps3-an547", "input=" + x,
@@ -89,8 +126,9 @@ def run_board(art, x, lib, work):
     r = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"about (\d+) instructions", r.stdout)
     if r.returncode != 0 or not m:
-        return "failed: " + r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"
-    return int(m.group(1))
+        return ("failed: " + r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed"), None
+    import numpy as np
+    return int(m.group(1)), np.load(os.path.join(work, "board", "output.npy"))
 
 
 def main():
@@ -112,13 +150,16 @@ def main():
         names = [n for n in names if n in args.models.split(",")]
     lib = library_sources(args.cmsis_nn_root)
     print("cmsis-nn target linked with: " + lib[2])
-    print("%-18s %-20s %14s %18s %9s %9s %14s" % ("model", "target", "offloaded/ops", "workspace/bound",
-                                                   "code B", "const B", "M55 instr."))
+    print("%-18s %-20s %14s %18s %9s %9s %14s %8s" % ("model", "target", "offloaded/ops", "workspace/bound",
+                                                       "code B", "const B", "M55 instr.", "vs ORT"))
     with tth_bench.Tth(args.build) as tth:
         for name in names:
             onnx_path = os.path.join(models_dir, name + ".onnx")
             x = os.path.join(models_dir, name + ".input.npy")
-            for label, target, run in TARGETS:
+            ort_dir = tempfile.mkdtemp(prefix="tth-cortexm-ort-")
+            ort = ort_output(onnx_path, x, ort_dir)
+            shutil.rmtree(ort_dir, ignore_errors=True)
+            for label, target, count in TARGETS:
                 work = tempfile.mkdtemp(prefix="tth-cortexm-")
                 try:
                     art = os.path.join(work, "a.tar")
@@ -142,9 +183,16 @@ def main():
                     ws = "%d/%d" % (meta["memory"].get("workspace_bytes", plan.get("workspace_bytes", 0)),
                                     plan["lower_bound_bytes"])
                     text, const = code_bytes(art_dir, meta, work)
-                    instr = run_board(art, x, lib, work) if run else "-"
-                    print("%-18s %-20s %14s %18s %9s %9s %14s" % (name, label, "%s/%d" % (off_s, len(ops)), ws,
-                                                                    text, const, instr))
+                    if count:
+                        instr, y = run_board(art, x, lib, work)
+                    else:  # the functional model keeps every layer's value: too big for the board's heap
+                        instr, y = "-", (run_host(tth, onnx_path, "ethos-n,c", x, work) if label == "ethos-n,c"
+                                         else None)
+                    # the output is a dequantized softmax: one quantization step is 1/256
+                    vs = "%.0f st." % (abs(y.astype("f8") - ort).max() * 256) if y is not None and ort is not None \
+                        else "-"
+                    print("%-18s %-20s %14s %18s %9s %9s %14s %8s" % (name, label, "%s/%d" % (off_s, len(ops)), ws,
+                                                                        text, const, instr, vs))
                     sys.stdout.flush()
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
