@@ -623,6 +623,190 @@ static tth_rexpr *from4d(tth_onnx_ctx *c, tth_rexpr *y, int orig_rank)
     return reshape(c, y, s, 3);
 }
 
+/* ---- 3-D convolution and pooling, as 2-D operators over depth slices (docs/operators.md) ---- */
+
+static tth_rexpr *slice_axis(tth_onnx_ctx *c, tth_rexpr *x, int axis, int64_t lo, int64_t hi);
+
+typedef struct depth3 {
+    int64_t k, s, d, pb, pe; /* the depth axis: kernel, stride, dilation, pads */
+    int64_t in, out;
+} depth3;
+
+/* The depth axis' attributes of a rank-5 op, and the node's attributes with the depth entry
+ * dropped from kernel_shape, strides, dilations and pads, for the 2-D op over each slice. */
+static int depth_attrs(tth_onnx_ctx *c, const int64_t *in_dhw, int64_t kd_default, depth3 *dp, int64_t *hw_k,
+                       int64_t *hw_s, int64_t *hw_d, int64_t *hw_pads)
+{
+    int64_t v[8];
+    int n;
+    dp->k = kd_default;
+    dp->s = dp->d = 1;
+    dp->pb = dp->pe = 0;
+    hw_s[0] = hw_s[1] = hw_d[0] = hw_d[1] = 1;
+    hw_pads[0] = hw_pads[1] = hw_pads[2] = hw_pads[3] = 0;
+    if ((n = aints(c, "kernel_shape", v, 8)) == 3) {
+        dp->k = v[0];
+        hw_k[0] = v[1];
+        hw_k[1] = v[2];
+    } else if (n >= 0) {
+        return tth__onnx_fail(c, TTH_EMODEL, "kernel_shape has %d values for 3 spatial dims", n);
+    }
+    if ((n = aints(c, "strides", v, 8)) == 3) {
+        dp->s = v[0];
+        hw_s[0] = v[1];
+        hw_s[1] = v[2];
+    }
+    if ((n = aints(c, "dilations", v, 8)) == 3) {
+        dp->d = v[0];
+        hw_d[0] = v[1];
+        hw_d[1] = v[2];
+    }
+    if ((n = aints(c, "pads", v, 8)) == 6) {
+        dp->pb = v[0];
+        dp->pe = v[3];
+        hw_pads[0] = v[1];
+        hw_pads[1] = v[2];
+        hw_pads[2] = v[4];
+        hw_pads[3] = v[5];
+    }
+    const char *ap = as(c, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: auto_pad '%s' in 3-D", ap);
+    if (!strcmp(ap, "VALID"))
+        dp->pb = dp->pe = hw_pads[0] = hw_pads[1] = hw_pads[2] = hw_pads[3] = 0;
+    if (ai(c, "ceil_mode", 0))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: ceil_mode in 3-D pooling");
+    dp->in = in_dhw[0];
+    dp->out = (dp->in + dp->pb + dp->pe - dp->d * (dp->k - 1) - 1) / dp->s + 1;
+    if (dp->k < 1 || dp->s < 1 || dp->d < 1 || dp->pb < 0 || dp->pe < 0 || dp->out < 1 || dp->out * dp->k > 4096)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D window over depth %lld (kernel %lld, stride %lld): more than "
+                              "4096 slice operations or out of range", (long long)dp->in, (long long)dp->k,
+                              (long long)dp->s);
+    return 0;
+}
+
+/* x [N, C, D, H, W] at depth z as [N, C, H, W] */
+static tth_rexpr *depth_slice(tth_onnx_ctx *c, tth_rexpr *x, int64_t z)
+{
+    const int64_t *sh = tt(x)->shape;
+    int64_t s4[4] = {sh[0], sh[1], sh[3], sh[4]};
+    return reshape(c, slice_axis(c, x, 2, z, z + 1), s4, 4);
+}
+
+/* the [N, C, H, W] results of each output depth stacked into [N, C, OD, H, W] */
+static tth_rexpr *depth_stack(tth_onnx_ctx *c, tth_rexpr **ys, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *sh = tt(ys[i])->shape;
+        int64_t s5[5] = {sh[0], sh[1], 1, sh[2], sh[3]};
+        if (!(ys[i] = reshape(c, ys[i], s5, 5)))
+            return NULL;
+    }
+    return n == 1 ? ys[0] : call(c, TTH_OP_CONCATENATE, ys, (size_t)n, json_pack("{s:i}", "axis", 2));
+}
+
+/* Conv over [N, C, D, H, W]: each output depth is the sum over the kernel's depth taps that land
+ * inside the input of a 2-D convolution of that input slice with that weight slice. */
+static int conv3d(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out)
+{
+    const int64_t *xs = tt(in[0])->shape, *ws = tt(in[1])->shape;
+    depth3 dp;
+    int64_t hk[2] = {ws[3], ws[4]}, hs[2], hd[2], hp[4];
+    if (depth_attrs(c, xs + 2, ws[2], &dp, hk, hs, hd, hp))
+        return c->diag->code;
+    json_t *at = json_pack("{s:o,s:o,s:o,s:I}", "strides", tth__json_ints(hs, 2), "padding", tth__json_ints(hp, 4),
+                           "dilation", tth__json_ints(hd, 2), "groups", (json_int_t)ai(c, "group", 1));
+    tth_rexpr **ys = calloc((size_t)dp.out, sizeof *ys);
+    if (!at || !ys) {
+        json_decref(at);
+        free(ys);
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    int64_t w4[4] = {ws[0], ws[1], ws[3], ws[4]};
+    for (int64_t od = 0; od < dp.out && !rc; od++) {
+        tth_rexpr *acc = NULL;
+        for (int64_t z = 0; z < dp.k && !rc; z++) {
+            int64_t id = od * dp.s + z * dp.d - dp.pb;
+            if (id < 0 || id >= dp.in)
+                continue;
+            tth_rexpr *args[2] = {depth_slice(c, in[0], id), reshape(c, slice_axis(c, in[1], 2, z, z + 1), w4, 4)};
+            tth_rexpr *y = args[0] && args[1] ? call(c, TTH_OP_CONV2D, args, 2, json_deep_copy(at)) : NULL;
+            acc = !y ? NULL : acc ? call2(c, TTH_OP_ADD, acc, y, NULL) : y;
+            if (!acc)
+                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        }
+        if (!rc && !acc) /* every tap in the padding: the bias alone */
+            rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D convolution whose output depth %lld reads only padding",
+                                (long long)od);
+        if (!rc && nin > 2 && in[2]) {
+            int64_t b4[4] = {1, ws[0], 1, 1};
+            tth_rexpr *b = reshape(c, in[2], b4, 4);
+            if (!b || !(acc = call2(c, TTH_OP_ADD, acc, b, NULL)))
+                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        }
+        ys[od] = acc;
+    }
+    json_decref(at);
+    if (!rc && !(out[0] = depth_stack(c, ys, dp.out)))
+        rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+    free(ys);
+    return rc;
+}
+
+/* Max/average pooling over [N, C, D, H, W]: per output depth, the max (or the sum divided by the
+ * taps counted) over the depth window of the 2-D pooling of each input slice. */
+static int pool3d(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, int is_max)
+{
+    const int64_t *xs = tt(in[0])->shape;
+    depth3 dp;
+    int64_t hk[2] = {1, 1}, hs[2], hd[2], hp[4];
+    if (depth_attrs(c, xs + 2, 1, &dp, hk, hs, hd, hp))
+        return c->diag->code;
+    int incl = (int)ai(c, "count_include_pad", 0);
+    json_t *at = json_pack("{s:o,s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(hk, 2), "strides",
+                           tth__json_ints(hs, 2), "padding", tth__json_ints(hp, 4), "dilation", tth__json_ints(hd, 2),
+                           "ceil_mode", 0);
+    if (!is_max)
+        json_object_set_new(at, "count_include_pad", json_boolean(incl));
+    tth_rexpr **ys = calloc((size_t)dp.out, sizeof *ys);
+    if (!at || !ys) {
+        json_decref(at);
+        free(ys);
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    for (int64_t od = 0; od < dp.out && !rc; od++) {
+        tth_rexpr *acc = NULL;
+        int64_t taps = 0;
+        for (int64_t z = 0; z < dp.k && !rc; z++) {
+            int64_t id = od * dp.s + z * dp.d - dp.pb;
+            if (id < 0 || id >= dp.in)
+                continue;
+            tth_rexpr *sl = depth_slice(c, in[0], id);
+            tth_rexpr *y = sl ? call1(c, is_max ? TTH_OP_MAX_POOL2D : TTH_OP_AVG_POOL2D, sl, json_deep_copy(at)) : NULL;
+            acc = !y ? NULL : !acc ? y : call2(c, is_max ? TTH_OP_MAXIMUM : TTH_OP_ADD, acc, y, NULL);
+            taps++;
+            if (!acc)
+                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        }
+        if (!rc && !acc)
+            rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D pooling whose output depth %lld reads only padding",
+                                (long long)od);
+        if (!rc && !is_max) {
+            tth_rexpr *k = k_scalar(c, tt(acc)->dtype, (double)(incl ? dp.k : taps));
+            if (!k || !(acc = call2(c, TTH_OP_DIVIDE, acc, k, NULL)))
+                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        }
+        ys[od] = acc;
+    }
+    json_decref(at);
+    if (!rc && !(out[0] = depth_stack(c, ys, dp.out)))
+        rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+    free(ys);
+    return rc;
+}
+
 /* Conv: 1-D (via 2-D) and 2-D; group, dilations, strides, pads, auto_pad; optional bias. */
 static int op_conv(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
@@ -630,6 +814,8 @@ static int op_conv(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     int r = rank(in[0]);
     if (rank(in[1]) != r)
         return tth__onnx_fail(c, TTH_EMODEL, "Conv weight rank %d differs from input rank %d", rank(in[1]), r);
+    if (r == 5)
+        return conv3d(c, in, nin, out);
     tth_rexpr *x = to4d(c, in[0], "Conv");
     CHECK(x);
     tth_rexpr *w = to4d(c, in[1], "Conv");
@@ -716,6 +902,8 @@ static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, si
     int r = rank(in[0]);
     if (!attr(c, "kernel_shape"))
         return tth__onnx_fail(c, TTH_EMODEL, "pooling without kernel_shape");
+    if (r == 5)
+        return pool3d(c, in, out, is_max);
     tth_rexpr *x = to4d(c, in[0], is_max ? "MaxPool" : "AveragePool");
     CHECK(x);
     spatial sp;
