@@ -1348,6 +1348,18 @@ static int op_gather(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
     return 0;
 }
 
+/* idx + dims where idx < 0 (dims broadcast against idx): ONNX's negative indices. */
+static tth_rexpr *wrap_negative(tth_onnx_ctx *c, tth_rexpr *idx, tth_rexpr *dims)
+{
+    tth_rexpr *z = k_scalar(c, TTH_I64, 0);
+    tth_rexpr *neg = z && dims ? call2(c, TTH_OP_LESS, idx, z, NULL) : NULL;
+    tth_rexpr *plus = neg ? call2(c, TTH_OP_ADD, idx, dims, NULL) : NULL;
+    if (!plus)
+        return NULL;
+    tth_rexpr *wa[3] = {neg, plus, idx};
+    return call(c, TTH_OP_WHERE, wa, 3, NULL);
+}
+
 /* GatherElements as a gather from the flattened data: out[i] = data[i with i_axis replaced by
  * index[i]]. The flat offset of every output element but the axis' part is a constant of the
  * static shapes (a grid computed here); the index, wrapped when negative, adds index * stride.
@@ -1384,15 +1396,11 @@ static tth_rexpr *gather_elements(tth_onnx_ctx *c, tth_rexpr *data, tth_rexpr *i
         }
         ((int64_t *)grid->data)[i] = off;
     }
-    tth_rexpr *base = k_tensor(c, grid), *idx = cast_to(c, index, TTH_I64), *z = k_scalar(c, TTH_I64, 0);
+    tth_rexpr *base = k_tensor(c, grid), *idx = cast_to(c, index, TTH_I64);
     tth_rexpr *dim = k_scalar(c, TTH_I64, (double)dt->shape[axis]), *stride = k_scalar(c, TTH_I64, (double)st[axis]);
-    if (!base || !idx || !z || !dim || !stride)
+    if (!base || !idx || !dim || !stride)
         return NULL;
-    tth_rexpr *neg = call2(c, TTH_OP_LESS, idx, z, NULL), *plus = call2(c, TTH_OP_ADD, idx, dim, NULL);
-    if (!neg || !plus)
-        return NULL;
-    tth_rexpr *wa[3] = {neg, plus, idx};
-    tth_rexpr *wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL);
+    tth_rexpr *wrapped = wrap_negative(c, idx, dim);
     tth_rexpr *scaled = wrapped ? call2(c, TTH_OP_MULTIPLY, wrapped, stride, NULL) : NULL;
     tth_rexpr *flat = scaled ? call2(c, TTH_OP_ADD, base, scaled, NULL) : NULL;
     int64_t all = tth_ttype_numel(dt);
@@ -2014,14 +2022,10 @@ static int op_scatter_nd(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr 
     if (tth_ttype_numel(tt(in[2])) != K * R)
         return tth__onnx_fail(c, TTH_EMODEL, "ScatterND's updates hold %lld elements, not %lld",
                               (long long)tth_ttype_numel(tt(in[2])), (long long)(K * R));
-    tth_rexpr *idx = cast_to(c, in[1], TTH_I64), *z = k_scalar(c, TTH_I64, 0), *kd = k_i64(c, dims, q),
-              *ks = k_i64(c, stride, q);
-    CHECK(idx && z && kd && ks);
-    tth_rexpr *neg, *plus, *wrapped, *scaled, *pos, *d2, *u2, *o;
-    CHECK(neg = call2(c, TTH_OP_LESS, idx, z, NULL));
-    CHECK(plus = call2(c, TTH_OP_ADD, idx, kd, NULL));
-    tth_rexpr *wa[3] = {neg, plus, idx};
-    CHECK(wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL));
+    tth_rexpr *idx = cast_to(c, in[1], TTH_I64), *kd = k_i64(c, dims, q), *ks = k_i64(c, stride, q);
+    CHECK(idx && kd && ks);
+    tth_rexpr *wrapped, *scaled, *pos, *d2, *u2, *o;
+    CHECK(wrapped = wrap_negative(c, idx, kd));
     CHECK(scaled = call2(c, TTH_OP_MULTIPLY, wrapped, ks, NULL));
     int64_t last = ir - 1, pr[2] = {P, R}, kr[2] = {K, R};
     CHECK(pos = call1(c, TTH_OP_SUM, scaled, json_pack("{s:o,s:b}", "axis", tth__json_ints(&last, 1), "keepdims", 0)));
@@ -2061,14 +2065,10 @@ static int op_gather_nd(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr *
     }
     for (int k = (int)(b + q); k < r; k++)
         R *= dt->shape[k];
-    tth_rexpr *idx = cast_to(c, in[1], TTH_I64), *z = k_scalar(c, TTH_I64, 0), *kd = k_i64(c, dims, q),
-              *ks = k_i64(c, stride, q);
-    CHECK(idx && z && kd && ks);
-    tth_rexpr *neg, *plus, *wrapped, *scaled, *flat;
-    CHECK(neg = call2(c, TTH_OP_LESS, idx, z, NULL));
-    CHECK(plus = call2(c, TTH_OP_ADD, idx, kd, NULL));
-    tth_rexpr *wa[3] = {neg, plus, idx};
-    CHECK(wrapped = call(c, TTH_OP_WHERE, wa, 3, NULL));
+    tth_rexpr *idx = cast_to(c, in[1], TTH_I64), *kd = k_i64(c, dims, q), *ks = k_i64(c, stride, q);
+    CHECK(idx && kd && ks);
+    tth_rexpr *wrapped, *scaled, *flat;
+    CHECK(wrapped = wrap_negative(c, idx, kd));
     CHECK(scaled = call2(c, TTH_OP_MULTIPLY, wrapped, ks, NULL));
     int64_t last = ir - 1;
     CHECK(flat = call1(c, TTH_OP_SUM, scaled, json_pack("{s:o,s:b}", "axis", tth__json_ints(&last, 1), "keepdims", 0)));

@@ -28,6 +28,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 from private_tthd import PrivateTthd  # noqa: E402
+from artifact_main import main_c  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -48,31 +49,6 @@ OFFLOADED = {"qnn.conv2d", "qnn.matmul", "nn.max_pool2d", "nn.avg_pool2d", "nn.s
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def main_c(meta, model):
-    """a main that reads every input from argv files and writes every output to argv files"""
-    ins, outs = meta["inputs"], meta["outputs"]
-    lines = ["#include <stdio.h>", "#include <stdlib.h>", '#include "tth_%s.h"' % model,
-             "static _Alignas(16) unsigned char ws[TTH_%s_WORKSPACE_SIZE + 1];" % model.upper(),
-             "static void *load(const char *p, size_t n) {",
-             "    void *b = malloc(n); FILE *f = fopen(p, \"rb\");",
-             "    if (!b || !f || fread(b, 1, n, f) != n) { fprintf(stderr, \"cannot read %s\\n\", p); exit(2); }",
-             "    fclose(f); return b; }",
-             "int main(int argc, char **argv) {",
-             "    if (argc != %d) return 2;" % (1 + len(ins) + len(outs)),
-             "    struct tth_%s_inputs in; struct tth_%s_outputs out;" % (model, model)]
-    for i, t in enumerate(ins):
-        lines.append("    in.%s = load(argv[%d], %d);" % (t["c_name"], 1 + i, t["bytes"]))
-    for t in outs:
-        lines.append("    out.%s = malloc(%d);" % (t["c_name"], t["bytes"]))
-    lines.append("    int32_t rc = tth_%s_run(&in, &out, ws);" % model)
-    lines.append("    if (rc != 0) { fprintf(stderr, \"tth_%s_run: %%d\\n\", (int)rc); return 1; }" % model)
-    for i, t in enumerate(outs):
-        lines.append("    { FILE *f = fopen(argv[%d], \"wb\"); if (!f || fwrite(out.%s, 1, %d, f) != %d) return 3; "
-                     "fclose(f); }" % (1 + len(ins) + i, t["c_name"], t["bytes"], t["bytes"]))
-    lines.append("    return 0; }")
-    return "\n".join(lines) + "\n"
 
 
 def build_and_run(args, case, label, target, defines, work):

@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 from private_tthd import PrivateTthd  # noqa: E402
+from artifact_main import main_c  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -56,43 +57,6 @@ UNBOUND = -106  # ETHOSN_MODEL_E_UNBOUND
 
 def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def main_c(meta, model):
-    """argv: the parameters file, every input, every output. Runs once unbound (printing the
-    status), binds, runs again, writes the outputs."""
-    ins, outs = meta["inputs"], meta["outputs"]
-    lines = ["#include <stdio.h>", "#include <stdlib.h>", '#include "tth_%s.h"' % model,
-             "static _Alignas(16) unsigned char ws[TTH_%s_WORKSPACE_SIZE + 1];" % model.upper(),
-             "static void *load(const char *p, size_t *n) {",
-             "    FILE *f = fopen(p, \"rb\");",
-             "    if (!f || fseek(f, 0, SEEK_END) != 0) { fprintf(stderr, \"cannot read %s\\n\", p); exit(2); }",
-             "    *n = (size_t)ftell(f); rewind(f);",
-             "    void *b = malloc(*n + 1);",
-             "    if (!b || fread(b, 1, *n, f) != *n) { fprintf(stderr, \"cannot read %s\\n\", p); exit(2); }",
-             "    fclose(f); return b; }",
-             "int main(int argc, char **argv) {",
-             "    size_t n;",
-             "    if (argc != %d) return 2;" % (2 + len(ins) + len(outs)),
-             "    void *params = load(argv[1], &n);",
-             "    size_t params_len = n;",
-             "    struct tth_%s_inputs in; struct tth_%s_outputs out;" % (model, model)]
-    for i, t in enumerate(ins):
-        lines.append("    in.%s = load(argv[%d], &n);" % (t["c_name"], 2 + i))
-        lines.append("    if (n != %d) return 2;" % t["bytes"])
-    for t in outs:
-        lines.append("    out.%s = malloc(%d);" % (t["c_name"], t["bytes"]))
-    lines.append("    int32_t rc = tth_%s_run(&in, &out, ws);" % model)
-    lines.append("    printf(\"unbound %d\\n\", (int)rc);")
-    lines.append("    rc = tth_%s_bind_parameters(params, params_len);" % model)
-    lines.append("    if (rc != 0) { fprintf(stderr, \"bind: %d\\n\", (int)rc); return 1; }")
-    lines.append("    rc = tth_%s_run(&in, &out, ws);" % model)
-    lines.append("    if (rc != 0) { fprintf(stderr, \"tth_%s_run: %%d\\n\", (int)rc); return 1; }" % model)
-    for i, t in enumerate(outs):
-        lines.append("    { FILE *f = fopen(argv[%d], \"wb\"); if (!f || fwrite(out.%s, 1, %d, f) != %d) return 3; "
-                     "fclose(f); }" % (2 + len(ins) + i, t["c_name"], t["bytes"], t["bytes"]))
-    lines.append("    return 0; }")
-    return "\n".join(lines) + "\n"
 
 
 def reference(path, x, cmsis_nn_average):
@@ -219,7 +183,7 @@ def check_target(args, case, name, offloaded, step, label, target, defines, boar
         else:
             outputs["tthctl run"] = np.load(os.path.join(d, "run", "y.npy"))
     with open(os.path.join(d, "main.c"), "w") as f:
-        f.write(main_c(meta, "model"))
+        f.write(main_c(meta, "model", bind_parameters=True))
     srcs = [os.path.join(d, s) for s in meta["files"]["sources"]]
     incs = ["-I" + os.path.join(d, "include")]
     incs += ["-I" + os.path.join(d, "codegen", k, "include") for k in sorted(os.listdir(os.path.join(d, "codegen")))
