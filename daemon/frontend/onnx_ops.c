@@ -676,9 +676,18 @@ static int depth_attrs(tth_onnx_ctx *c, const int64_t *in_dhw, int64_t kd_defaul
         dp->pb = dp->pe = hw_pads[0] = hw_pads[1] = hw_pads[2] = hw_pads[3] = 0;
     if (ai(c, "ceil_mode", 0))
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: ceil_mode in 3-D pooling");
+    const int64_t W = TTH_IMPORT_MAX_WINDOW;
+    int64_t all[] = {dp->k, dp->s, dp->d, hw_k[0], hw_k[1], hw_s[0], hw_s[1], hw_d[0], hw_d[1]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i] < 1 || all[i] > W)
+            return tth__onnx_fail(c, TTH_EMODEL, "kernel, strides or dilations out of range (1 to %lld)", (long long)W);
+    int64_t pads[] = {dp->pb, dp->pe, hw_pads[0], hw_pads[1], hw_pads[2], hw_pads[3]};
+    for (size_t i = 0; i < sizeof pads / sizeof pads[0]; i++)
+        if (pads[i] < 0 || pads[i] > W)
+            return tth__onnx_fail(c, TTH_EMODEL, "pads out of range (0 to %lld)", (long long)W);
     dp->in = in_dhw[0];
     dp->out = (dp->in + dp->pb + dp->pe - dp->d * (dp->k - 1) - 1) / dp->s + 1;
-    if (dp->k < 1 || dp->s < 1 || dp->d < 1 || dp->pb < 0 || dp->pe < 0 || dp->out < 1 || dp->out * dp->k > 4096)
+    if (dp->out < 1 || dp->out * dp->k > 4096)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D window over depth %lld (kernel %lld, stride %lld): more than "
                               "4096 slice operations or out of range", (long long)dp->in, (long long)dp->k,
                               (long long)dp->s);
