@@ -85,9 +85,10 @@ void tth__st_f64(tth_tensor *t, int64_t i, double v)
     case TTH_F16: ((uint16_t *)t->data)[i] = tth_f32_to_f16((float)v); break;
     case TTH_F64: ((double *)t->data)[i] = v; break;
     case TTH_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
-    case TTH_U64:
-        ((uint64_t *)t->data)[i] = v >= 9.2233720368547758e18 ? (uint64_t)(v - 9.2233720368547758e18) + (UINT64_C(1) << 63)
-                                                              : (uint64_t)f64_to_i64(v);
+    case TTH_U64: /* saturating like f64_to_i64: 2^64 and above is UINT64_MAX */
+        ((uint64_t *)t->data)[i] = v >= 18446744073709551616.0 ? UINT64_MAX
+                                   : v >= 9.2233720368547758e18 ? (uint64_t)(v - 9.2233720368547758e18) + (UINT64_C(1) << 63)
+                                                                : (uint64_t)f64_to_i64(v);
         break;
     default: tth__st_i64(t, i, f64_to_i64(v)); break;
     }
