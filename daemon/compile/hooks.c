@@ -155,6 +155,13 @@ int tth_hooks_relay_to_tir(tth_partition *p, const tth_host *host, tth_tir_modul
             if (f->attrs && !json_object_get(f->attrs, "origin"))
                 json_object_set_new(f->attrs, "origin", json_string("relay_to_tir"));
         }
+        /* the region function's first parameters are its inputs, which it only reads: said in
+         * its attrs as on extern declarations, for every kind's tir_to_runtime */
+        tth_prim_func *rf = tth_tir_module_find(tmod, r->global_symbol);
+        if (!rf->attrs)
+            rf->attrs = json_object();
+        if (!rf->attrs || json_object_set_new(rf->attrs, "inputs", json_integer((json_int_t)r->fn->nparams)))
+            return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         lowered[*nlowered].fn = r->fn;
         lowered[*nlowered].prim_name = tth_tir_module_find(tmod, r->global_symbol)->name;
         (*nlowered)++;

@@ -345,7 +345,7 @@ static void emit_signature(emitter *e, const tth_prim_func *f)
                  tth_dtype_name(f->params[i]->dtype));
             return;
         }
-        /* the region's inputs are read only (the host declares them const: docs/plugin-guide.md) */
+        /* the region's inputs (attrs "inputs", set by the host) are read only: docs/plugin-guide.md */
         int in = (json_int_t)i < json_integer_value(json_object_get(f->attrs, "inputs"));
         tputs(&e->out, "%s%s *restrict %s, ", in ? "const " : "", ct, f->params[i]->name);
     }

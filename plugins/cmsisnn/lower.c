@@ -587,8 +587,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         }
     for (size_t i = c.nlocals; i-- > 0 && seq;)
         seq = tth_tir_allocate(mod, c.locals[i], seq);
-    json_t *attrs = json_pack("{s:s,s:s,s:o,s:I}", "op", "cmsis-nn", "origin", "relay_to_tir", "cmsis_nn", calls,
-                              "inputs", (json_int_t)fn->nparams);
+    json_t *attrs = json_pack("{s:s,s:s,s:o}", "op", "cmsis-nn", "origin", "relay_to_tir", "cmsis_nn", calls);
     calls = NULL;
     if (!seq || !attrs) {
         json_decref(attrs);
