@@ -335,6 +335,8 @@ static tth_prim_func *lower(const char *target, const tth_relay_function *fn, co
     cr_assert_eq(tth_tir_verify(tm, &d), 0, "%s", d.message);
     tth_prim_func *f = tth_tir_module_find(tm, sym);
     cr_assert(f);
+    /* as the compile flow does after relay_to_tir (daemon/compile/hooks.c) */
+    json_object_set_new(f->attrs, "inputs", json_integer((json_int_t)fn->nparams));
     return f;
 }
 
@@ -474,6 +476,16 @@ Test(cmsisnn, elementwise_activation_is_the_int8_range)
     }
 }
 
+/* A 1x1 conv 4 -> 4 with its requantize after `x` (build_conv's result): a two-conv chain. */
+static tth_rexpr *second_conv(tth_relay_module *m, tth_rexpr *x)
+{
+    int64_t ws[4] = {4, 4, 1, 1};
+    tth_rexpr *c2 = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 5),
+                       k_scalar(m, TTH_I8, 0));
+    return op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, c2,
+              k_scalar(m, TTH_F32, 0.01), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.2), k_scalar(m, TTH_I8, 0));
+}
+
 /* conv -> conv inside one region: the value between them stays NHWC (no staging between the
  * calls); the region's input and result are NCHW, converted once each */
 Test(cmsisnn, nhwc_between_offloaded_calls)
@@ -481,12 +493,7 @@ Test(cmsisnn, nhwc_between_offloaded_calls)
     tth_relay_module *m = tth_relay_module_new("t");
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
-    int64_t ws[4] = {4, 4, 1, 1};
-    tth_rexpr *c2 = op(m, TTH_OP_QNN_CONV2D, NULL, 4, n.rq, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 5),
-                       k_scalar(m, TTH_I8, 0));
-    tth_rexpr *r2 = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, c2,
-                       k_scalar(m, TTH_F32, 0.01), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.2),
-                       k_scalar(m, TTH_I8, 0));
+    tth_rexpr *r2 = second_conv(m, n.rq);
     tth_diag_clear(&bd);
     tth_relay_function *f = tth_relay_function_add(m, "region", &n.x, 1, r2, NULL, &bd);
     cr_assert(f, "%s", bd.message);
@@ -507,12 +514,7 @@ Test(cmsisnn, tuple_results)
     tth_relay_module *m = tth_relay_module_new("t");
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
-    int64_t ws[4] = {4, 4, 1, 1};
-    tth_rexpr *c2 = op(m, TTH_OP_QNN_CONV2D, NULL, 4, n.rq, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 5),
-                       k_scalar(m, TTH_I8, 0));
-    tth_rexpr *r2 = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, c2,
-                       k_scalar(m, TTH_F32, 0.01), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.2),
-                       k_scalar(m, TTH_I8, 0));
+    tth_rexpr *r2 = second_conv(m, n.rq);
     tth_rexpr *fields[2] = {r2, n.rq};
     tth_diag_clear(&bd);
     tth_rexpr *tup = tth_relay_tuple(m, fields, 2, &bd);
