@@ -221,33 +221,35 @@ static int known(const plan_builder *pb, const tth_tbuffer *b)
     return pb->nslot && pb->slot[slot_of(pb, b)] != 0;
 }
 
-/* The time steps an entry statement spans: one per top-level statement of the function it calls
- * (its body, under the ALLOCATEs around it, is a sequence), else one. */
-static int64_t stmt_width(const plan_builder *pb, const tth_tstmt *s)
+/* The function an entry statement calls when its body (under the ALLOCATEs around it) is a
+ * sequence of several statements: the statement then spans one time step per statement. */
+static const tth_prim_func *sequence_callee(const plan_builder *pb, const tth_tstmt *s)
 {
     if (s->kind != TTH_TSTMT_CALL_FUNC)
-        return 1;
+        return NULL;
     const tth_prim_func *callee = find_func(pb, s->u.call.func);
     const tth_tstmt *b = callee ? peel_allocs(callee->body) : NULL;
-    return b && b->kind == TTH_TSTMT_SEQ && b->u.seq.n > 1 ? (int64_t)b->u.seq.n : 1;
+    return b && b->kind == TTH_TSTMT_SEQ && b->u.seq.n > 1 ? callee : NULL;
 }
 
-/* An entry statement at steps base .. base + width - 1. A call's arguments live through all of
- * them; the callee's top-level statements run one after the other, statement j at base + j, so
- * each LOCAL buffer of the callee lives from the first to the last statement naming it (those a
- * region function keeps between its calls share bytes once dead). A LOCAL no statement names
- * still gets a place, at base. */
-static int touch_entry_stmt(plan_builder *pb, const tth_tstmt *s, int64_t base, int64_t width)
+/* An entry statement at steps base .. base + width - 1 (width: its callee's statements, or 1). A
+ * call's arguments live through all of them; the callee's top-level statements run one after the
+ * other, statement j at base + j, so each LOCAL buffer of the callee lives from the first to the
+ * last statement naming it (those a region function keeps between its calls share bytes once
+ * dead). A LOCAL no statement names still gets a place, at base. Returns the width in *width. */
+static int touch_entry_stmt(plan_builder *pb, const tth_tstmt *s, int64_t base, int64_t *width)
 {
-    if (s->kind != TTH_TSTMT_CALL_FUNC || width == 1)
+    const tth_prim_func *callee = sequence_callee(pb, s);
+    *width = 1;
+    if (!callee)
         return touch_stmt(pb, s, base, NULL, 0);
+    const tth_tstmt *body = peel_allocs(callee->body);
+    *width = (int64_t)body->u.seq.n;
     int rc = 0;
     for (size_t i = 0; i < s->u.call.nargs && !rc; i++) {
         rc = touch(pb, s->u.call.args[i], base, NULL);
-        rc = rc ? rc : touch(pb, s->u.call.args[i], base + width - 1, NULL);
+        rc = rc ? rc : touch(pb, s->u.call.args[i], base + *width - 1, NULL);
     }
-    const tth_prim_func *callee = find_func(pb, s->u.call.func);
-    const tth_tstmt *body = peel_allocs(callee->body);
     for (size_t j = 0; j < body->u.seq.n && !rc; j++)
         rc = touch_stmt(pb, body->u.seq.stmts[j], base + (int64_t)j, callee->name, 1);
     for (const tth_tstmt *a = callee->body; a && a->kind == TTH_TSTMT_ALLOCATE && !rc; a = a->u.alloc.body)
@@ -271,8 +273,8 @@ static int collect(tth_tir_module *mod, const tth_prim_func *entry, plan_builder
     if (body && body->kind == TTH_TSTMT_SEQ) {
         int64_t t = 0;
         for (size_t k = 0; k < body->u.seq.n && !rc; k++) {
-            int64_t w = stmt_width(pb, body->u.seq.stmts[k]);
-            rc = touch_entry_stmt(pb, body->u.seq.stmts[k], t, w);
+            int64_t w;
+            rc = touch_entry_stmt(pb, body->u.seq.stmts[k], t, &w);
             t += w;
         }
         *steps = t;
