@@ -444,10 +444,6 @@ static int upload(tthctl_conn *c, compile_job *job, const tthctl_handlers *h, co
     return rc;
 }
 
-/* The largest tensor --bind sends (elements): binds are shapes, axes and small configuration
- * tensors, sent as JSON numbers. */
-#define BIND_MAX_ELEMENTS (1 << 20)
-
 /* options.bind from the --bind NAME=FILE arguments (docs/tthctl.md, "--bind"):
  * {NAME: {"dtype", "shape", "data"}}. NULL with err filled on a bad argument or file. */
 static json_t *bind_options(const tthctl_args *a, tthctl_error *err)
@@ -476,7 +472,7 @@ static json_t *bind_options(const tthctl_args *a, tthctl_error *err)
             goto fail;
         }
         char why[128];
-        json_t *val = tthrt_array_to_bind_json(&t, BIND_MAX_ELEMENTS, why, sizeof why);
+        json_t *val = tthrt_array_to_bind_json(&t, TTHRT_BIND_MAX_ELEMENTS, why, sizeof why);
         tthrt_array_clear(&t);
         if (!val) {
             tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--bind %s: the tensor in '%s' %s", name, eq + 1, why);

@@ -58,6 +58,9 @@ int tthrt_array_load(const char *path, tthrt_array *out, tth_diag *diag);
  * {"dtype", "shape", "data": [numbers, row-major]}. NULL with `why` filled when it cannot be
  * sent: more than max_elements elements, float16, or a float that is not finite. */
 json_t *tthrt_array_to_bind_json(const tthrt_array *a, int64_t max_elements, char *why, size_t why_len);
+/* The largest tensor tthctl binds (elements): binds are shapes, axes and small configuration
+ * tensors, sent as JSON numbers. */
+#define TTHRT_BIND_MAX_ELEMENTS ((int64_t)1 << 20)
 
 /* Compare `got` with `want`: same dtype and element count required; floats within
  * |got - want| <= atol + rtol * |want| (NaN matches NaN, infinities must be equal; float16 is

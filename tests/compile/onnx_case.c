@@ -194,7 +194,7 @@ static int add_binds(const char *dir, const char *message, json_t *bind)
                        : pass == 1 ? a.dtype == TTH_I64 || a.dtype == TTH_I32 || a.dtype == TTH_BOOL
                                    : a.rank == 0;
             char why[128];
-            json_t *v = take ? tthrt_array_to_bind_json(&a, 1 << 20, why, sizeof why) : NULL;
+            json_t *v = take ? tthrt_array_to_bind_json(&a, TTHRT_BIND_MAX_ELEMENTS, why, sizeof why) : NULL;
             if (v && json_object_set_new(bind, a.name, v) == 0)
                 added++;
             tthrt_array_clear(&a);
