@@ -2395,7 +2395,7 @@ static int recurrent(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
             return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s with sequences shorter than %lld in the reverse direction",
                                   opname, (long long)T);
     }
-    int64_t tb_i[2] = {T * B, I}, bh[2] = {B, H}, gh[1] = {G * H}, h1[1] = {H};
+    int64_t tb_i[2] = {T * B, I}, bh[2] = {B, H}, gh[1] = {G * H};
     tth_rexpr *x2;
     CHECK(x2 = reshape(c, x, tb_i, 2));
     tth_ttype zt = {.dtype = fdt, .rank = 2, .shape = {B, H}};
@@ -2452,7 +2452,6 @@ static int recurrent(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
                 RCHECK(pi = slice_axis(c, prow, 0, 0, H));
                 RCHECK(po = slice_axis(c, prow, 0, H, 2 * H));
                 RCHECK(pf = slice_axis(c, prow, 0, 2 * H, 3 * H));
-                (void)h1;
             }
         }
         for (int64_t step = 0; step < T; step++) {
