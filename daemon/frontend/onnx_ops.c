@@ -1718,12 +1718,17 @@ static int op_einsum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
     }
     int no = 0;
     if (arrow) {
-        for (const char *p = arrow + 2; *p && no < TTH_MAX_RANK;) {
+        for (const char *p = arrow + 2; *p;) {
+            if (no + nell > TTH_MAX_RANK)
+                return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Einsum '%s' has more than %d output labels", eq,
+                                      TTH_MAX_RANK);
             if (!strncmp(p, "...", 3)) {
                 for (int j = 0; j < nell; j++)
                     outl[no++] = (char)('0' + j);
                 p += 3;
             } else {
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+                    return tth__onnx_fail(c, TTH_EMODEL, "Einsum output label '%c' in '%s'", *p, eq);
                 outl[no++] = *p++;
             }
         }
@@ -1741,7 +1746,7 @@ static int op_einsum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
     }
     outl[no] = 0;
     /* every label's extent */
-    int64_t ext[128] = {0};
+    int64_t ext[256] = {0};
     for (int i = 0; i < nt; i++)
         for (int j = 0; lab[i][j]; j++) {
             int64_t d = tt(in[i])->shape[j];
