@@ -444,10 +444,11 @@ static int epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, in
     return 1;
 }
 
-/* One tile: RO output channels from oc0 times RP vectors of vl pixels from p0:
+/* One tile: RO output channels from oc0 times RP vectors of vl pixels from p0 (the last vector
+ * `last` pixels, at most vl: the image's tail):
  *   for ic: x_k = x[ic, p0 + k*vl .. +vl] (contiguous); for r: acc[r][k] = fma(broadcast(w[oc0+r, ic]), x_k, acc[r][k])
  * then acc[r][k] + bias through the epilogue, stored as vl contiguous pixels of channel oc0+r. */
-static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, int RO, int RP)
+static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, int RO, int RP, int last)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
@@ -463,9 +464,12 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
     tth_tvar *xv[8], *vw = lw_var(c, "wb", TTH_I64);
     if (!vw)
         return NULL;
-    for (int q = 0; q < RP; q++) 
-        if (!(xv[q] = lw_var_vec(c, "x", TTH_F32, vl)))
+    int lanes[8];
+    for (int q = 0; q < RP; q++) {
+        lanes[q] = q == RP - 1 ? last : vl;
+        if (!(xv[q] = lw_var_vec(c, "x", TTH_F32, lanes[q])))
             return NULL;
+    }
     /* packed weights: wp[(block*C + ic)*RObase + r], block = ob */
     tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, RObase));
     tth_tstmt *upd = NULL;
@@ -473,7 +477,7 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
         tth_texpr *wv = tth_tir_load(c->m, k->w, lw_add(c, lw_ref(c, vw), lw_i(c, r)));
         for (int q = 0; q < RP; q++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * RP + q) * vl);
-            tth_texpr *f = lw_madd(c, wv, lw_ref(c, xv[q]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            tth_texpr *f = lw_madd(c, wv, lw_ref(c, xv[q]), tth_tir_vload(c->m, acc, ai, lanes[q], 0));
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
@@ -481,7 +485,7 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
     tth_tstmt *inner = upd;
     tth_texpr *xrow = lw_add(c, k->xbase, lw_add(c, lw_mul(c, ic.e, lw_i(c, P)), p0));
     for (int q = RP - 1; q >= 0; q--)
-        inner = lw_let(c, xv[q], tth_tir_vload(c->m, k->x, lw_add(c, xrow, lw_i(c, (int64_t)q * vl)), vl, 0), inner);
+        inner = lw_let(c, xv[q], tth_tir_vload(c->m, k->x, lw_add(c, xrow, lw_i(c, (int64_t)q * vl)), lanes[q], 0), inner);
     inner = lw_let(c, vw, wb, inner);
     inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
@@ -489,8 +493,8 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
     for (int r = 0; r < RO; r++) {
         tth_texpr *oc = lw_add(c, lw_mul(c, ob, lw_i(c, RObase)), lw_i(c, r));
         for (int q = 0; q < RP; q++) {
-            tth_texpr *px = tth_tir_ramp(c->m, lw_add(c, p0, lw_i(c, (int64_t)q * vl)), 1, vl);
-            tth_tstmt *st = tk_epi_store(k, oc, lw_i(c, 0), px, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RP + q) * vl), vl, 0));
+            tth_texpr *px = tth_tir_ramp(c->m, lw_add(c, p0, lw_i(c, (int64_t)q * vl)), 1, lanes[q]);
+            tth_tstmt *st = tk_epi_store(k, oc, lw_i(c, 0), px, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RP + q) * vl), lanes[q], 0));
             if (!st || lw_append(c, &seq, st))
                 return NULL;
         }
@@ -516,9 +520,10 @@ static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
 }
 
 /* A 1x1 stride-1 convolution of one group without padding, on an image of at least 4 vectors
- * whose pixel count is a multiple of the lanes, with a constant weight and an epilogue that
- * reads nothing broadcast along only one of H and W: out = W[O, C] x X[C, P] with the pixels
- * in vectors (contiguous loads and stores in NCHW). lw_conv_pixel_applies says when. */
+ * (a pixel count that is not a multiple of the lanes ends in one narrower vector), with a
+ * constant weight and an epilogue that reads nothing broadcast along only one of H and W:
+ * out = W[O, C] x X[C, P] with the pixels in vectors (contiguous loads and stores in NCHW).
+ * lw_conv_pixel_applies says when. */
 static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
 {
     lw_ctx *c = k->c;
@@ -536,16 +541,18 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
     if (!k->w)
         return NULL;
     int64_t nblk = p->O / RO, ntile = P / ((int64_t)RP * vl), restv = (P / vl) % RP;
+    int tail = (int)(P % vl); /* pixels past the last whole vector: one narrower vector */
     int ro_last = (int)(p->O % RO);  /* channels of a last, partial block (0: none) */
     int64_t nb = nblk + (ro_last ? 1 : 0);
     int par = p->O * P * p->C >= LW_PARALLEL_MIN;
     tth_tstmt *seq = NULL;
     /* (pixel tile, channel block) pairs, pixel tiles outermost (docs/threads.md, "Locality"),
      * the partial block with the others, so a tile's input is read from L1 by every block of
-     * it; then one tile of the remaining vectors per block */
+     * it; then one tile of the remaining vectors (and the tail) per block */
     for (int part = 0; part < 2; part++) {
-        int64_t npx = part == 0 ? ntile : (restv ? 1 : 0);
-        int rp = part == 0 ? RP : (int)restv;
+        int64_t npx = part == 0 ? ntile : (restv || tail ? 1 : 0);
+        int rp = part == 0 ? RP : (int)restv + (tail ? 1 : 0);
+        int last = part == 1 && tail ? tail : vl;
         if (npx == 0)
             continue;
         lw_ax q;
@@ -557,12 +564,12 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
                                            lw_i(c, (int64_t)RP * vl));
         tth_tstmt *tl;
         if (!ro_last) {
-            tl = pw_tile(k, ob, RO, p0, RO, rp);
+            tl = pw_tile(k, ob, RO, p0, RO, rp, last);
         } else if (nblk == 0) {
-            tl = pw_tile(k, lw_i(c, 0), RO, p0, ro_last, rp);
+            tl = pw_tile(k, lw_i(c, 0), RO, p0, ro_last, rp, last);
         } else {
-            tth_tstmt *full = pw_tile(k, ob, RO, p0, RO, rp), *last = pw_tile(k, lw_i(c, nblk), RO, p0, ro_last, rp);
-            tl = full && last ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, ob, lw_i(c, nblk)), full, last) : NULL;
+            tth_tstmt *full = pw_tile(k, ob, RO, p0, RO, rp, last), *part_blk = pw_tile(k, lw_i(c, nblk), RO, p0, ro_last, rp, last);
+            tl = full && part_blk ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, ob, lw_i(c, nblk)), full, part_blk) : NULL;
         }
         tl = lw_ax_loop(c, &q, par && npx * nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
         if (!tl || lw_append(c, &seq, tl))
@@ -980,7 +987,7 @@ int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink 
         return 0;
     int vl = c->vec.f32_lanes;
     int64_t P = p.OH * p.OW;
-    return vl >= 4 && P % vl == 0 && P >= 4 * vl && (!s->epi || epi_hw_ok(s->epi, s->anchor, p.OH, p.OW, 0));
+    return vl >= 4 && P >= 4 * vl && (!s->epi || epi_hw_ok(s->epi, s->anchor, p.OH, p.OW, 0));
 }
 
 int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)

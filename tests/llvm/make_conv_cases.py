@@ -2,7 +2,7 @@
 """ONNX test cases (the libonnx-testdata layout: model.onnx, test_data_set_0/{input,output}_0.pb)
 that send each target-aware convolution kernel of docs/lowering.md through a whole compile:
 Winograd (3x3 stride 1, 16+ channels, 16+ tiles), row-vectorized (a stem), depthwise (stride 2 and
-narrow rows), channel-blocked. Expected outputs come from numpy (tests/lower/numpy_ref.py's
+narrow rows), pixel-vectorized 1x1 with a tail of pixels, channel-blocked. Expected outputs come from numpy (tests/lower/numpy_ref.py's
 conv2d, written from the ONNX operator definition), not from tth.
 
 usage: make_conv_cases.py OUTDIR      -> OUTDIR/<case>/...; exit status 77 without numpy or onnx
@@ -97,8 +97,19 @@ def case_depthwise_windows(g, x):
     return conv(g, h, hv, rnd((c, 1, 5, 5), 0.2), None, strides=(2, 2), pads=(2, 2, 1, 2), groups=c)
 
 
+def case_pointwise_tail(g, x):
+    # 1x1 convolutions on 9x11 = 99 pixels, not a multiple of any vector width (AVX-512: a tile
+    # of 4 vectors, then 2 vectors and a tail of 3 pixels): 24 -> 40 with bias and relu, then
+    # 40 -> 24 plus the input (a residual read with the tail's lanes)
+    h, hv = conv(g, "x", x, rnd((40, 24, 1, 1), 0.2), rnd((40,), 0.1))
+    h, hv = relu(g, h, hv)
+    y, yv = conv(g, h, hv, rnd((24, 40, 1, 1), 0.2), None)
+    return add(g, y, yv, "x", x)
+
+
 CASES = {
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
+    "pointwise_tail": ((2, 24, 9, 11), case_pointwise_tail),
     "depthwise_windows": ((2, 5, 37, 45), case_depthwise_windows),
     "stem_rows": ((1, 3, 41, 75), case_stem),
     "depthwise_chain": ((2, 24, 27, 13), case_depthwise),

@@ -185,6 +185,14 @@ def case(name):
         return [(x, False), (w, True), (b, True), (r, False), (m, False)], [
             ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("multiply", {}, ["prev", "i4"]),
             ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_pixel_tail":
+        # 1x1 on 9x11 = 99 pixels: whole vectors then one narrower vector at every vector width
+        # (AVX-512: a tile of 4, then 2 vectors and 3 pixels), 20 channels (blocks of 6 and a
+        # tail of 2), batch 2, epilogue: + residual, relu
+        x, w, b, r = rnd((2, 12, 9, 11)), rnd((20, 12, 1, 1)), rnd((20,)), rnd((2, 20, 9, 11))
+        y = np.maximum(conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1) + r, 0)
+        return [(x, False), (w, True), (b, True), (r, False)], [
+            ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "conv_tiles_pixel_vectors_row_broadcast":
         # the same shapes with an epilogue operand broadcast along H only ([10]): the pixel
         # kernel must not take it (its (0, p) index would read it wrongly)

@@ -523,6 +523,11 @@ Test(fusion, strategy_table_picks_each_kernel)
     tth_ttype wd = tt(TTH_F32, 4, 8, 1, 3, 3), a = tt(TTH_F32, 2, 20, 64, 0, 0), b = tt(TTH_F32, 2, 64, 48, 0, 0);
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &w1, NULL), "conv2d/pixel-vectorized");
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &w3, "{\"padding\": [1, 1, 1, 1]}"), "conv2d/channel-blocked");
+    /* 1x1 on 14x14 = 196 pixels (12 vectors and a tail of 4) is pixel-vectorized; on 7x7 = 49 (fewer
+     * than 4 vectors) it stays channel-blocked (docs/lowering.md, "Pointwise kernel") */
+    tth_ttype x14 = tt(TTH_F32, 4, 1, 8, 14, 14), x7 = tt(TTH_F32, 4, 1, 8, 7, 7);
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x14, &w1, NULL), "conv2d/pixel-vectorized");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x7, &w1, NULL), "conv2d/channel-blocked");
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &wd, "{\"padding\": [1, 1, 1, 1], \"groups\": 8}"),
                      "conv2d/depthwise-rows");
     tth_ttype xs = tt(TTH_F32, 4, 1, 3, 70, 70), ws = tt(TTH_F32, 4, 16, 3, 3, 3);
