@@ -11,7 +11,8 @@
  *   explain/partition.dot         which kind took which operator, when options.explain
  *   explain/memory.svg            the memory plan as a picture, when options.explain
  *   lib/<model>.so                when built
- *   parameters/<model>.params     the constants (format in README.txt)
+ *   parameters/<model>.params     the constants (format in README.txt); for modules that bind
+ *                                 them at run time the only copy (docs/artifact.md)
  *   src/<model>.relay             the optimized Relay
  * Deterministic: entries in that fixed order, mtime 0, uid/gid 0, no user names, mode 0644;
  * metadata holds no time and JSON keys are sorted.
@@ -157,6 +158,9 @@ char *tth_package_header(const tth_package_input *in)
                   "int32_t %s(const void *params, size_t len);\n", sym, psym);
     }
     if (nbind) {
+        pk_printf(&b, "\n/* The file tth_%s_bind_parameters reads (a CMake build of the artifact links it\n"
+                  " * in and defines TTH_%s_PARAMETERS_EMBEDDED when that binds everything). */\n"
+                  "#define TTH_%s_PARAMETERS_FILE \"parameters/%s.params\"\n", m, M, M, m);
         pk_printf(&b, "\n/* Bind every module's constants from the bytes of parameters/%s.params, which\n"
                   " * must stay valid (and unchanged) while the model runs; 0 on success. */\n"
                   "static inline int32_t tth_%s_bind_parameters(const void *params, size_t len)\n{\n"
@@ -269,6 +273,20 @@ static void pk_list(pk_buf *b, const char *before, char *const *v, size_t n)
         pk_printf(b, "%s%s", before, v[i]);
 }
 
+/* How the model's modules take constants at run time (docs/artifact.md, "Constants bound at run
+ * time"): 0 none does, 1 only llvm modules do (their bind source binds a parameters file linked
+ * into the library by itself), 2 another kind does too (the application binds). */
+static int binding_of(const tth_package_input *in)
+{
+    int how = 0;
+    for (size_t i = 0; i < in->nmods; i++)
+        if (json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants")) {
+            const char *kind = tth_runtime_module_kind(in->mods[i]);
+            how = kind && strcmp(kind, "llvm") == 0 && how != 2 ? 1 : 2;
+        }
+    return how;
+}
+
 static char *make_readme(const tth_package_input *in, const cg_files *f)
 {
     pk_buf b = {0};
@@ -349,7 +367,8 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
                       "parameters/%s.params instead of embedding them. Before the first tth_%s_run,\n"
                       "load the file's bytes into memory that stays valid while the model runs and call\n"
                       "  int32_t rc = tth_%s_bind_parameters(bytes, length);   /* 0 on success */\n"
-                      "(include/tth_%s.h). It calls, for each such module:\n", m, m, m, m);
+                      "(include/tth_%s.h; a 64-byte aligned address suits every constant). It calls,\n"
+                      "for each such module:\n", m, m, m, m);
         json_int_t st = json_integer_value(json_object_get(bc, "unbound_status"));
         pk_printf(&b, "  %s (%s", psym, tth_runtime_module_kind(in->mods[k]));
         if (st)
@@ -359,6 +378,11 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
     if (nbind)
         pk_printf(&b, "Each also has a <region>_bind_constants(data, bytes, n) taking the constants'\n"
                   "pointers and sizes (metadata.json: modules[].meta.bind_constants).\n");
+    if (binding_of(in) == 1)
+        pk_printf(&b, "CMakeLists.txt links parameters/%s.params into the library (the assembler's .incbin)\n"
+                  "and tth_%s_run binds it on its first call: a CMake build needs no call and no file\n"
+                  "at run time (it defines TTH_%s_PARAMETERS_EMBEDDED for code that links the library).\n",
+                  m, m, M);
     if (nbind)
         pk_printf(&b, "\n");
     pk_printf(&b, "parameters/%s.params format (all integers little-endian):\n"
@@ -408,6 +432,27 @@ static char *make_cmake(const tth_package_input *in, const cg_files *f)
     if (f->threads)
         pk_printf(&b, "find_package(Threads REQUIRED)\n"
                   "target_link_libraries(tth_%s PUBLIC Threads::Threads)\n", m);
+    if (binding_of(in) == 1) {
+        /* the parameters file linked into the library as it is (the assembler's .incbin: the
+         * bytes never pass through C text), bound by tth_<model>_run on its first call */
+        char M[160];
+        upper(M, m, sizeof M);
+        pk_printf(&b, "# The constants the code reads at run time: parameters/%s.params linked into the\n"
+                  "# library as it is; tth_%s_run binds them on its first call (README.txt).\n"
+                  "if(NOT MSVC)\n"
+                  "  enable_language(ASM)\n"
+                  "  set(TTH_%s_PARAMETERS_S \"${CMAKE_CURRENT_BINARY_DIR}/tth_%s_parameters.S\")\n"
+                  "  file(WRITE \"${TTH_%s_PARAMETERS_S}\" \"  .section .rodata\\n  .balign 64\\n\"\n"
+                  "    \"  .globl tth_%s_parameters\\n  .globl tth_%s_parameters_end\\n\"\n"
+                  "    \"tth_%s_parameters:\\n  .incbin \\\"${CMAKE_CURRENT_SOURCE_DIR}/parameters/%s.params\\\"\\n\"\n"
+                  "    \"tth_%s_parameters_end:\\n  .section .note.GNU-stack,\\\"\\\",%%progbits\\n\")\n"
+                  "  set_property(SOURCE \"${TTH_%s_PARAMETERS_S}\" APPEND PROPERTY OBJECT_DEPENDS\n"
+                  "    \"${CMAKE_CURRENT_SOURCE_DIR}/parameters/%s.params\")\n"
+                  "  target_sources(tth_%s PRIVATE \"${TTH_%s_PARAMETERS_S}\")\n"
+                  "  target_compile_definitions(tth_%s PRIVATE TTH_BIND_EMBEDDED=1 PUBLIC TTH_%s_PARAMETERS_EMBEDDED=1)\n"
+                  "endif()\n",
+                  m, m, M, m, M, m, m, m, m, m, M, m, m, M, m, M);
+    }
     /* each library a module needs: its CMake target when the project has one, else its headers
      * under the root variable, else a configure-time error that says what to set */
     size_t i;

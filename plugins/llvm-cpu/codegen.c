@@ -17,6 +17,7 @@
  */
 #include "codegen.h"
 #include "tth_parallel_src.h"
+#include "tth_bind_src.h"
 #include "tth/target.h"
 
 #include <pthread.h>
@@ -424,8 +425,11 @@ static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, t
 
 /* The object and its link metadata: {"link": "object", "triple": ..., "cpu": ...,
  * "entry_symbols": [the AOT entry, or every PrimFunc when the module has no entry]}. */
+static json_t *bind_meta(const tth__llcg *c);
+
 static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const llcg_options *o, const char *model,
-                const tth_tir_module *mod, const tth_prim_func *entry, tth_runtime_module *out, tth_diag *diag)
+                const tth_tir_module *mod, const tth_prim_func *entry, const tth__llcg *c, tth_runtime_module *out,
+                tth_diag *diag)
 {
     char *err = NULL;
     LLVMMemoryBufferRef obj = NULL;
@@ -453,6 +457,15 @@ static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const llcg_options *o,
             json_decref(meta);
             return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         }
+    if (c->nbound > 0) {
+        char text[300];
+        snprintf(text, sizeof text, "%s_status_text", c->bind_prefix);
+        if (json_object_set_new(meta, "bind_constants", bind_meta(c)) ||
+            json_object_set_new(meta, "status_text_symbol", json_string(text))) {
+            json_decref(meta);
+            return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+        }
+    }
     rc = tth_runtime_module_set_meta(out, meta, diag);
     json_decref(meta);
     return rc;
@@ -473,6 +486,82 @@ static int add_thread_pool(const llcg_options *o, const char *model, const char 
     memcpy(text, head, (size_t)n);
     memcpy(text + n, tth_parallel_src, sizeof tth_parallel_src - 1);
     snprintf(name, sizeof name, "%s_parallel.c", model);
+    int rc = tth_runtime_module_add_file(out, name, TTH_FILE_C_SOURCE, text, len, diag);
+    free(text);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- bound constants */
+
+/* The module meta's bind_constants (docs/plugin-guide.md): slot k is parameter bound[k]. */
+static json_t *bind_meta(const tth__llcg *c)
+{
+    json_t *list = json_array();
+    for (size_t k = 0; list && k < c->nbound; k++) {
+        const tth_tbuffer *b = c->bound[k];
+        json_t *shape = json_array();
+        for (int32_t d = 0; shape && d < b->rank; d++)
+            json_array_append_new(shape, json_integer(b->shape[d]));
+        json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:o*, s:I}", "index", (json_int_t)k, "parameter",
+                                              b->name, "dtype", tth_dtype_name(b->dtype), "shape", shape, "bytes",
+                                              (json_int_t)tth_tbuffer_nbytes(b)));
+    }
+    char sym[300], psym[300];
+    snprintf(sym, sizeof sym, "%s_bind_constants", c->bind_prefix);
+    snprintf(psym, sizeof psym, "%s_bind_parameters", c->bind_prefix);
+    return json_pack("{s:s, s:s, s:I, s:o*, s:I}", "symbol", sym, "parameters_symbol", psym, "count",
+                     (json_int_t)c->nbound, "constants", list, "unbound_status", (json_int_t)TTH__LLCG_E_UNBOUND);
+}
+
+/* A C string literal of s: bytes other than letters, digits, '_' and '.' as octal escapes. */
+static void put_c_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')
+            fputc(*p, f);
+        else
+            fprintf(f, "\\%03o", *p);
+    }
+    fputc('"', f);
+}
+
+/* <model>_bind.c: runtime/bind/tth_bind.c with its names and its table of constants in front. */
+static int add_bind_source(const tth__llcg *c, const char *model, tth_runtime_module *out, tth_diag *diag)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    const char *p = c->bind_prefix;
+    fprintf(f, "#define TTH_BIND_SLOTS %s_const_slots\n#define TTH_BIND_FLAG %s_bound\n"
+            "#define TTH_BIND_CONSTANTS %s_bind_constants\n#define TTH_BIND_PARAMETERS %s_bind_parameters\n"
+            "#define TTH_BIND_STATUS_TEXT %s_status_text\n#define TTH_BIND_ENSURE %s_ensure_bound\n"
+            "#define TTH_BIND_BLOB tth_%s_parameters\n#define TTH_BIND_BLOB_END tth_%s_parameters_end\n"
+            "#define TTH_BIND_COUNT %zu\n#define TTH_BIND_UNBOUND (%d)\n#include <stddef.h>\n"
+            "static const char *const tth_bind_names[%zu] = {\n",
+            p, p, p, p, p, p, model, model, c->nbound, TTH__LLCG_E_UNBOUND, c->nbound);
+    for (size_t k = 0; k < c->nbound; k++) {
+        fputs("    ", f);
+        put_c_string(f, c->bound[k]->name);
+        fputs(",\n", f);
+    }
+    fprintf(f, "};\nstatic const size_t tth_bind_bytes[%zu] = {", c->nbound);
+    for (size_t k = 0; k < c->nbound; k++)
+        fprintf(f, "%s%zu", k == 0 ? "\n    " : k % 8 ? ", " : ",\n    ", tth_tbuffer_nbytes(c->bound[k]));
+    fprintf(f, "\n};\nstatic const size_t tth_bind_align[%zu] = {", c->nbound);
+    for (size_t k = 0; k < c->nbound; k++)
+        fprintf(f, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", tth__llcg_buffer_align(c->bound[k]));
+    fputs("\n};\n", f);
+    fwrite(tth_bind_src, 1, sizeof tth_bind_src - 1, f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        free(text);
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%s_bind.c", model);
     int rc = tth_runtime_module_add_file(out, name, TTH_FILE_C_SOURCE, text, len, diag);
     free(text);
     return rc;
@@ -620,10 +709,24 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     /* AVX-512 as the parsed target says (features of mcpu + mattr) or as the machine's features
      * given to LLVM say (a target without mcpu is this machine) */
     c.masked_tails = tth_target_has_feature(llvm_target(target), "has_avx512") || strstr(opt.features, "+avx512f");
-    char launch[200];
+    char launch[200], bind_prefix[200];
     snprintf(launch, sizeof launch, "tth_%s_parallel_launch", model);
     c.par_launch = opt.threads ? launch : NULL;
+    /* constants bound at run time for a hosted OS (a Linux triple) of the host's byte order,
+     * where the runtime or the application reads the parameters file; bare-metal code keeps
+     * them in its read-only data (docs/artifact.md, "Constants bound at run time") */
+    snprintf(bind_prefix, sizeof bind_prefix, "tth_%s_llvm", model);
+    c.bind_prefix = strstr(opt.triple, "linux") && !c.big_endian && entry ? bind_prefix : NULL;
     rc = lower_module(&c, host, entry);
+    if (!rc && c.bind_flag && c.nbound == 0) {
+        /* nothing bound after all: bound from the start, and ensure_bound a function of ours */
+        LLVMSetInitializer(c.bind_flag, LLVMConstInt(LLVMInt32TypeInContext(c.ctx), 1, 0));
+        LLVMSetLinkage(c.bind_ensure, LLVMInternalLinkage);
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c.ctx);
+        LLVMPositionBuilderAtEnd(eb, LLVMAppendBasicBlockInContext(c.ctx, c.bind_ensure, "entry"));
+        LLVMBuildRet(eb, LLVMConstInt(LLVMInt32TypeInContext(c.ctx), 0, 0));
+        LLVMDisposeBuilder(eb);
+    }
     if (!rc && opt.arm_hard_float)
         arm_hard_float(c.mod);
     if (!rc && opt.fast_math)
@@ -635,12 +738,15 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     if (!rc && c.diag->code != TTH_OK)
         rc = c.diag->code;
     if (!rc)
-        rc = emit(c.mod, tm, &opt, model, mod, entry, out, c.diag);
+        rc = emit(c.mod, tm, &opt, model, mod, entry, &c, out, c.diag);
     if (!rc && c.nparallel > 0)
         rc = add_thread_pool(&opt, model, launch, out, c.diag);
+    if (!rc && c.nbound > 0)
+        rc = add_bind_source(&c, model, out, c.diag);
     if (!rc && c.diag->code != TTH_OK)
         rc = c.diag->code;
 
+    free(c.bound);
     tth__llcg_scope_free(&c.consts);
     tth__llcg_scope_free(&c.bufs);
     tth__llcg_scope_free(&c.vars);

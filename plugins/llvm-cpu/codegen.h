@@ -76,6 +76,16 @@ typedef struct tth__llcg {
                                     instruction (AVX-512): a contiguous vector of a lane count
                                     that is not a power of two becomes one masked access of
                                     the next power of two (tth__llcg_contig_load) */
+    const char *bind_prefix;     /* constants of at least TTH__LLCG_BIND_MIN bytes are not
+                                    copied into the code but bound at run time from the
+                                    parameters file (docs/artifact.md, "Constants bound at run
+                                    time"): <prefix>_const_slots, <prefix>_bound, ...; NULL:
+                                    every constant is a private global */
+    const tth_tbuffer **bound;   /* the bound constants, in slot order */
+    size_t nbound, cap_bound;
+    LLVMValueRef bind_slots;     /* external <prefix>_const_slots (defined in <model>_bind.c) */
+    LLVMValueRef bind_flag;      /* <prefix>_bound: 0 until bound; 1 when nothing is bound */
+    LLVMValueRef bind_ensure;    /* <prefix>_ensure_bound, called by the entry while unbound */
 
     /* function level */
     const tth_prim_func *fn;     /* the PrimFunc being lowered */
@@ -86,6 +96,15 @@ typedef struct tth__llcg {
     tth__llcg_scope bufs;        /* buffer id → base pointer */
     tth__llcg_scope vars;        /* variable id → value (stack: LET and loops push and pop) */
 } tth__llcg;
+
+/* Constants smaller than this stay in the code (a bias vector, a lookup table): the parameters
+ * file lists them too, and their copies are a small part of a model's bytes. */
+#define TTH__LLCG_BIND_MIN 1024
+/* What the entry returns while its constants are not bound (runtime/bind/tth_bind.c). */
+#define TTH__LLCG_E_UNBOUND (-200)
+
+/* The alignment (bytes) the code assumes of a buffer's base. */
+unsigned tth__llcg_buffer_align(const tth_tbuffer *buf);
 
 /* Scoped id → value bindings. push returns 0 or TTH_ENOMEM. lookup searches newest first. */
 int tth__llcg_scope_push(tth__llcg_scope *s, uint32_t id, LLVMValueRef v);

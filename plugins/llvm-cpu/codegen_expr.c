@@ -271,6 +271,17 @@ static LLVMValueRef masked_intrinsic(tth__llcg *c, const char *name, LLVMTypeRef
     return LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
 }
 
+/* A load from a constant buffer reads memory nothing writes while the model runs: say so
+ * (!invariant.load), so that LLVM keeps weights in registers across stores to other buffers
+ * even where it cannot tell their addresses apart (bound constants' addresses are loaded from
+ * a table: docs/artifact.md, "Constants bound at run time"). */
+static void mark_const_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef v)
+{
+    if (buf->scope == TTH_SCOPE_CONST && v && LLVMIsALoadInst(v))
+        LLVMSetMetadata(v, LLVMGetMDKindIDInContext(c->ctx, "invariant.load", 14),
+                        LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
+}
+
 LLVMValueRef tth__llcg_contig_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef p, int32_t lanes, unsigned align)
 {
     LLVMTypeRef elem = tth__llcg_mem_type(c, buf->dtype);
@@ -278,6 +289,7 @@ LLVMValueRef tth__llcg_contig_load(tth__llcg *c, const tth_tbuffer *buf, LLVMVal
     if (!w) {
         LLVMValueRef v = LLVMBuildLoad2(c->b, lanes > 1 ? LLVMVectorType(elem, (unsigned)lanes) : elem, p, "");
         LLVMSetAlignment(v, align);
+        mark_const_load(c, buf, v);
         return v;
     }
     LLVMTypeRef wt = LLVMVectorType(elem, w), fnty;
@@ -810,6 +822,7 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
                 return NULL;
             v = LLVMBuildLoad2(c->b, mt, p, "");
             LLVMSetAlignment(v, align);
+            mark_const_load(c, buf, v);
         }
     loaded:
         if (buf->dtype == TTH_BOOL)

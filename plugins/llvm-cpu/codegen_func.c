@@ -128,7 +128,7 @@ static int64_t buffer_nbytes(const tth_tbuffer *buf)
     return n;
 }
 
-static unsigned buffer_align(const tth_tbuffer *buf)
+unsigned tth__llcg_buffer_align(const tth_tbuffer *buf)
 {
     unsigned a = buf->align ? buf->align : 16;
     unsigned e = (unsigned)tth_dtype_size(buf->dtype);
@@ -170,7 +170,47 @@ LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int
 
 /* ---------------------------------------------------------------- buffers */
 
-/* A private constant global holding a CONST buffer's bytes, in the target's byte order. */
+/* The address of a bound constant (docs/artifact.md, "Constants bound at run time"): slot k of
+ * <prefix>_const_slots, loaded once in the function's entry block (an invariant load: the slots
+ * change only while no model runs). */
+static LLVMValueRef bound_const(tth__llcg *c, const tth_tbuffer *buf)
+{
+    size_t k = 0;
+    while (k < c->nbound && c->bound[k] != buf)
+        k++;
+    if (k == c->nbound) {
+        if (c->nbound == c->cap_bound) {
+            size_t cap = c->cap_bound ? 2 * c->cap_bound : 16;
+            const tth_tbuffer **nb = realloc(c->bound, cap * sizeof *nb);
+            if (!nb) {
+                tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+                return NULL;
+            }
+            c->bound = nb;
+            c->cap_bound = cap;
+        }
+        c->bound[c->nbound++] = buf;
+    }
+    if (!c->bind_slots) {
+        char name[300];
+        snprintf(name, sizeof name, "%s_const_slots", c->bind_prefix);
+        c->bind_slots = LLVMAddGlobal(c->mod, ptr_type(c), name);
+        LLVMSetLinkage(c->bind_slots, LLVMExternalLinkage);
+    }
+    LLVMValueRef idx = i64_const(c, (int64_t)k);
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(c->eb, ptr_type(c), c->bind_slots, &idx, 1, "");
+    LLVMValueRef p = LLVMBuildLoad2(c->eb, ptr_type(c), at, buf->name ? buf->name : "");
+    LLVMSetMetadata(p, LLVMGetMDKindIDInContext(c->ctx, "invariant.load", 14),
+                    LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
+    if (tth__llcg_scope_push(&c->bufs, buf->id, p)) {
+        tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return p;
+}
+
+/* A private constant global holding a CONST buffer's bytes, in the target's byte order; or a
+ * bound constant's address (bound_const). */
 static LLVMValueRef const_global(tth__llcg *c, const tth_tbuffer *buf)
 {
     LLVMValueRef g = tth__llcg_scope_lookup(&c->consts, buf->id);
@@ -182,6 +222,8 @@ static LLVMValueRef const_global(tth__llcg *c, const tth_tbuffer *buf)
                        buf->name, (long long)nbytes);
         return NULL;
     }
+    if (c->bind_prefix && nbytes >= TTH__LLCG_BIND_MIN && buf->name && *buf->name)
+        return bound_const(c, buf);
     const char *bytes = buf->data->data;
     char *swapped = NULL;
     size_t esize = tth_dtype_size(buf->dtype);
@@ -205,7 +247,7 @@ static LLVMValueRef const_global(tth__llcg *c, const tth_tbuffer *buf)
     LLVMSetGlobalConstant(g, 1);
     LLVMSetLinkage(g, LLVMPrivateLinkage);
     LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-    LLVMSetAlignment(g, buffer_align(buf));
+    LLVMSetAlignment(g, tth__llcg_buffer_align(buf));
     if (tth__llcg_scope_push(&c->consts, buf->id, g)) {
         tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
         return NULL;
@@ -570,7 +612,7 @@ static int lower_allocate(tth__llcg *c, const tth_tstmt *s)
             }
             LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), (uint64_t)(nbytes ? nbytes : 1));
             LLVMValueRef a = LLVMBuildAlloca(c->eb, at, buf->name ? buf->name : "");
-            LLVMSetAlignment(a, buffer_align(buf));
+            LLVMSetAlignment(a, tth__llcg_buffer_align(buf));
             if (tth__llcg_scope_push(&c->bufs, buf->id, a))
                 return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
         }
@@ -727,6 +769,40 @@ static int bind_params(tth__llcg *c, const tth_prim_func *f, int is_entry)
     return 0;
 }
 
+/* The entry's first statement when constants are bound:
+ *     if (!<prefix>_bound) { status = <prefix>_ensure_bound(); if (status) return status; }
+ * (runtime/bind/tth_bind.c: it binds constants linked into the library, else returns
+ * TTH__LLCG_E_UNBOUND). The flag is defined here; codegen.c sets its initial value and defines
+ * ensure_bound itself when nothing turned out to be bound. */
+static int check_bound(tth__llcg *c)
+{
+    if (!c->bind_flag) {
+        char name[300];
+        snprintf(name, sizeof name, "%s_bound", c->bind_prefix);
+        c->bind_flag = LLVMAddGlobal(c->mod, LLVMInt32TypeInContext(c->ctx), name);
+        LLVMSetLinkage(c->bind_flag, LLVMExternalLinkage);
+        LLVMSetInitializer(c->bind_flag, i32_const(c, 0));
+    }
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), fty = LLVMFunctionType(i32, NULL, 0, 0);
+    if (!c->bind_ensure) {
+        char name[300];
+        snprintf(name, sizeof name, "%s_ensure_bound", c->bind_prefix);
+        c->bind_ensure = LLVMAddFunction(c->mod, name, fty);
+        LLVMSetLinkage(c->bind_ensure, LLVMExternalLinkage);
+    }
+    LLVMValueRef v = LLVMBuildLoad2(c->b, i32, c->bind_flag, "bound");
+    LLVMBasicBlockRef unbound = new_block(c, "unbound"), failed = new_block(c, "unbound_failed"),
+                      go = new_block(c, "bound");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, v, i32_const(c, 0), ""), unbound, go);
+    LLVMPositionBuilderAtEnd(c->b, unbound);
+    LLVMValueRef st = LLVMBuildCall2(c->b, fty, c->bind_ensure, NULL, 0, "bind");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntNE, st, i32_const(c, 0), ""), failed, go);
+    LLVMPositionBuilderAtEnd(c->b, failed);
+    LLVMBuildRet(c->b, st);
+    LLVMPositionBuilderAtEnd(c->b, go);
+    return 0;
+}
+
 int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
 {
     c->fn = f;
@@ -745,6 +821,8 @@ int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
     LLVMPositionBuilderAtEnd(c->b, body);
 
     int rc = bind_params(c, f, is_entry);
+    if (!rc && is_entry && c->bind_prefix)
+        rc = check_bound(c);
     if (!rc)
         rc = lower_stmt(c, f->body);
     if (!rc) {

@@ -75,6 +75,16 @@ static void write_main(const char *dir, const char *model, const json_t *ins, co
                "    fclose(f);\n}\n"
                "int main(void) {\n    struct tth_%s_inputs in;\n    struct tth_%s_outputs out;\n",
             model, M, M, model, model);
+    /* constants bound at run time (docs/artifact.md): the README's way, unless the CMake build
+     * linked the parameters file in, where the first run binds it */
+    fprintf(f, "#if defined(TTH_%s_PARAMETERS_FILE) && !defined(TTH_%s_PARAMETERS_EMBEDDED)\n"
+               "    {\n        FILE *pf = fopen(TTH_%s_PARAMETERS_FILE, \"rb\");\n"
+               "        if (!pf || fseek(pf, 0, SEEK_END) != 0) return 4;\n"
+               "        size_t n = (size_t)ftell(pf);\n        rewind(pf);\n"
+               "        unsigned char *raw = malloc(n + 64), *p = raw + (64 - (size_t)raw %% 64) %% 64;\n"
+               "        if (!raw || fread(p, 1, n, pf) != n) return 4;\n        fclose(pf);\n"
+               "        if (tth_%s_bind_parameters(p, n) != 0) return 5;\n    }\n#endif\n",
+            M, M, M, model);
     for (size_t i = 0; i < json_array_size(ins); i++) {
         const char *cn = json_string_value(json_object_get(json_array_get(ins, i), "c_name"));
         upper(up, cn, sizeof up);

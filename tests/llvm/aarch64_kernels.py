@@ -43,7 +43,20 @@ static void *read_all(const char *path, size_t n)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
+    if (argc < 4)
+        return 2;
+#if defined(TTH_MODEL_PARAMETERS_FILE) && !defined(TTH_MODEL_PARAMETERS_EMBEDDED)
+    /* the constants bound from the parameters file (argv[3]), as README.txt says; a CMake build
+     * links the file in and the first run binds it */
+    FILE *pf = fopen(argv[3], "rb");
+    if (!pf || fseek(pf, 0, SEEK_END) != 0) { fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
+    size_t pn = (size_t)ftell(pf);
+    rewind(pf);
+    unsigned char *raw = malloc(pn + 64), *params = raw + (64 - (size_t)raw % 64) % 64;
+    if (!raw || fread(params, 1, pn, pf) != pn) { fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
+    fclose(pf);
+    if (tth_model_bind_parameters(params, pn) != 0) { fprintf(stderr, "binding failed\n"); return 1; }
+#endif
     struct tth_model_inputs in = { read_all(argv[1], IN_BYTES) };
     void *y = malloc(OUT_BYTES);
     struct tth_model_outputs out = { y };
@@ -104,7 +117,8 @@ def one_case(case, args, work):
         y = os.path.join(d, "y.bin")
         if os.path.exists(y):
             os.remove(y)
-        r = run(["qemu-aarch64", exe, os.path.join(d, "x.bin"), y], timeout=300)
+        r = run(["qemu-aarch64", exe, os.path.join(d, "x.bin"), y, os.path.join(d, "parameters", "model.params")],
+                timeout=300)
         if r.returncode != 0:
             return "%s, run under qemu: exit %d %s" % (how, r.returncode, r.stderr.strip())
         got = np.fromfile(y, dtype="<f4").reshape(want.shape)

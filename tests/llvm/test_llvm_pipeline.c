@@ -162,7 +162,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     char dir[512];
     make_conv_cases(dir, sizeof dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows",
-                                        "pointwise_tail"};
+                                        "pointwise_tail", "pointwise_chain"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     test_rmtree(dir);
 }
@@ -201,5 +201,78 @@ Test(llvm_pipeline, artifact_builds_without_tth, .timeout = 600)
     snprintf(path, sizeof path, "%s/winograd_residual", dir);
     expect_standalone_build(r, "llvm -num-cores=2", path, "wino");
     test_rmtree(dir);
+    tth_registry_free(r);
+}
+
+/* An llvm artifact for this machine keeps its weights in parameters/<model>.params only
+ * (docs/artifact.md, "Constants bound at run time"): its object is smaller than the constants it
+ * binds, a run before binding returns -200 and the status text says what to call, a truncated
+ * or misaligned parameters file is refused with its status, and bound from its own file the
+ * model runs (its numbers are checked by conv_kernels_match_numpy and the standalone builds). */
+Test(llvm_pipeline, weights_are_bound_from_the_parameters_file, .timeout = 600)
+{
+    char cases[512], path[1024], cmd[4096];
+    make_conv_cases(cases, sizeof cases);
+    tth_registry *r = test_registry();
+    json_t *t = parse_target(r, "llvm");
+    size_t len;
+    snprintf(path, sizeof path, "%s/winograd_residual/model.onnx", cases);
+    uint8_t *model = test_read_file(path, &len);
+    cr_assert_not_null(model);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "cv", .target = t,
+                               .registry = r};
+    tth_compile_result res;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s", d.message);
+    const json_t *bc = NULL, *mod, *c;
+    size_t i;
+    json_array_foreach(json_object_get(res.metadata, "modules"), i, mod)
+        if (!bc)
+            bc = json_object_get(json_object_get(mod, "meta"), "bind_constants");
+    cr_assert_not_null(bc, "the llvm module binds no constants");
+    cr_assert_eq(json_integer_value(json_object_get(bc, "unbound_status")), -200);
+    long long bound = 0;
+    json_array_foreach(json_object_get(bc, "constants"), i, c)
+        bound += json_integer_value(json_object_get(c, "bytes"));
+
+    char dir[512];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && head -c 200 parameters/cv.params > short.params && "
+             "test $(stat -c %%s codegen/host/lib/cv_llvm.o) -lt %lld", dir, bound);
+    cr_assert_eq(test_run(cmd), 0, "the object file is not smaller than the %lld bytes of constants it binds", bound);
+    snprintf(path, sizeof path, "%s/main.c", dir);
+    static const char main_c[] =
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"tth_cv.h\"\n"
+        "const char *tth_cv_llvm_status_text(int32_t status);\n"
+        "static _Alignas(64) unsigned char ws[TTH_CV_WORKSPACE_SIZE + 1];\n"
+        "static _Alignas(64) unsigned char params[1 << 22];\n"
+        "static float x[1 << 16], y[1 << 16];\n"
+        "static size_t load(const char *p) { FILE *f = fopen(p, \"rb\"); size_t n = f ? fread(params, 1, sizeof params, f) : 0;\n"
+        "    if (f)\n        fclose(f);\n    return n;\n}\n"
+        "int main(void) {\n"
+        "    struct tth_cv_inputs in = {x}; struct tth_cv_outputs out = {y};\n"
+        "    int32_t rc = tth_cv_run(&in, &out, ws);\n"
+        "    const char *why = tth_cv_llvm_status_text(rc);\n"
+        "    if (rc != -200 || !why || !strstr(why, \"tth_<model>_bind_parameters\")) return 10;\n"
+        "    if (tth_cv_bind_parameters(params, load(\"short.params\")) != -204) return 11;\n"
+        "    if (tth_cv_run(&in, &out, ws) != -200) return 12;\n"
+        "    size_t n = load(\"parameters/cv.params\");\n"
+        "    memmove(params + 4, params, n);\n"
+        "    if (tth_cv_bind_parameters(params + 4, n) != -203) return 13;\n"
+        "    memmove(params, params + 4, n);\n"
+        "    if (tth_cv_bind_parameters(params, n) != 0) return 14;\n"
+        "    return tth_cv_run(&in, &out, ws) == 0 ? 0 : 15;\n}\n";
+    cr_assert_eq(test_write_file(path, main_c, strlen(main_c)), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 -Wall -Werror -Iinclude main.c codegen/host/src/*.c "
+             "codegen/host/lib/*.o -lm -pthread -o main > cc.log 2>&1 && ./main", dir);
+    cr_assert_eq(test_run(cmd), 0, "build or checks failed in %s (cc.log; the exit status names the check)", dir);
+    test_rmtree(dir);
+    test_rmtree(cases);
+    tth_compile_result_free(&res);
+    free(model);
+    json_decref(t);
     tth_registry_free(r);
 }

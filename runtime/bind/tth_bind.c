@@ -1,0 +1,140 @@
+/* tth_bind.c: the constants of a module compiled by the llvm kind for a hosted OS, bound at run
+ * time from the artifact's parameters file instead of being copied into the code
+ * (docs/artifact.md, "Constants bound at run time"). The llvm-cpu plugin adds this file to the
+ * artifact with these definitions in front of it:
+ *   TTH_BIND_SLOTS       the slot table the generated code loads each constant's address from
+ *   TTH_BIND_FLAG        non-zero once bound (defined by the generated code); the entry returns
+ *                        TTH_BIND_UNBOUND until then
+ *   TTH_BIND_STATUS_TEXT const char *(int32_t status): what the statuses below mean
+ *   TTH_BIND_ENSURE      int32_t (void): what the entry calls while not bound; built with
+ *                        TTH_BIND_EMBEDDED (the artifact's CMakeLists.txt links the parameters
+ *                        file into the library as TTH_BIND_BLOB .. TTH_BIND_BLOB_END), it binds
+ *                        them, else it returns TTH_BIND_UNBOUND
+ *   TTH_BIND_CONSTANTS   int32_t (const void *const *data, const size_t *bytes, size_t n)
+ *   TTH_BIND_PARAMETERS  int32_t (const void *params, size_t len)
+ *   TTH_BIND_COUNT       how many constants (at least 1)
+ *   TTH_BIND_UNBOUND     the entry's status while unbound
+ *   tth_bind_names[], tth_bind_bytes[], tth_bind_align[]  each constant's parameter name, byte
+ *                        length and the alignment the code loads it with (at most 64: the
+ *                        parameters file places every tensor's data at a multiple of 64 bytes
+ *                        from its start, so a file read to a 64-byte aligned address fits all) */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TTH_BIND_E_COUNT (-201)   /* n is not TTH_BIND_COUNT */
+#define TTH_BIND_E_SIZE (-202)    /* a constant's byte length differs */
+#define TTH_BIND_E_ALIGN (-203)   /* a constant is not aligned as the code loads it */
+#define TTH_BIND_E_FORMAT (-204)  /* not a parameters file of version 1, or truncated */
+#define TTH_BIND_E_MISSING (-205) /* a constant is not in the parameters file */
+
+const void *TTH_BIND_SLOTS[TTH_BIND_COUNT];
+extern int32_t TTH_BIND_FLAG;
+
+int32_t TTH_BIND_CONSTANTS(const void *const *data, const size_t *bytes, size_t n);
+int32_t TTH_BIND_PARAMETERS(const void *params, size_t len);
+const char *TTH_BIND_STATUS_TEXT(int32_t status);
+int32_t TTH_BIND_ENSURE(void);
+
+const char *TTH_BIND_STATUS_TEXT(int32_t status)
+{
+    switch (status) {
+    case TTH_BIND_UNBOUND:
+        return "the model's constants are not bound: call tth_<model>_bind_parameters with the bytes of "
+               "parameters/<model>.params first (README.txt)";
+    case TTH_BIND_E_COUNT: return "binding: the number of constants differs from the model's";
+    case TTH_BIND_E_SIZE: return "binding: a constant's byte length differs from the model's";
+    case TTH_BIND_E_ALIGN: return "binding: a constant is not aligned as the code reads it (load the parameters file to a 64-byte aligned address)";
+    case TTH_BIND_E_FORMAT: return "binding: not a tth parameters file (version 1), or truncated";
+    case TTH_BIND_E_MISSING: return "binding: a constant of the model is not in the parameters file (a file of another model?)";
+    default: return NULL;
+    }
+}
+
+/* data[i], bytes[i]: constant i (tth_bind_names[i]); the memory must stay valid and unchanged
+ * while the model runs. Nothing is bound unless every constant checks. */
+int32_t TTH_BIND_CONSTANTS(const void *const *data, const size_t *bytes, size_t n)
+{
+    if (n != TTH_BIND_COUNT || !data || !bytes)
+        return TTH_BIND_E_COUNT;
+    for (size_t i = 0; i < n; i++) {
+        if (bytes[i] != tth_bind_bytes[i])
+            return TTH_BIND_E_SIZE;
+        if (!data[i] || (uintptr_t)data[i] % tth_bind_align[i] != 0)
+            return TTH_BIND_E_ALIGN;
+    }
+    for (size_t i = 0; i < n; i++)
+        TTH_BIND_SLOTS[i] = data[i];
+    TTH_BIND_FLAG = 1;
+    return 0;
+}
+
+static uint32_t tth_bind_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t tth_bind_u64(const unsigned char *p)
+{
+    return (uint64_t)tth_bind_u32(p) | (uint64_t)tth_bind_u32(p + 4) << 32;
+}
+
+/* params: the bytes of the artifact's parameters/<model>.params (format in its README.txt), at
+ * an address aligned to 64 bytes; the constants are used in place. */
+int32_t TTH_BIND_PARAMETERS(const void *params, size_t len)
+{
+    const unsigned char *p = params;
+    const void *data[TTH_BIND_COUNT];
+    size_t bytes[TTH_BIND_COUNT];
+    for (size_t i = 0; i < TTH_BIND_COUNT; i++) {
+        data[i] = NULL;
+        bytes[i] = 0;
+    }
+    if (!p || len < 16 || memcmp(p, "TTHPARAM", 8) != 0 || tth_bind_u32(p + 8) != 1)
+        return TTH_BIND_E_FORMAT;
+    uint32_t count = tth_bind_u32(p + 12);
+    size_t at = 16;
+    for (uint32_t e = 0; e < count; e++) {
+        if (len - at < 4)
+            return TTH_BIND_E_FORMAT;
+        uint32_t nlen = tth_bind_u32(p + at);
+        at += 4;
+        if (len - at < (size_t)nlen + 8)
+            return TTH_BIND_E_FORMAT;
+        const unsigned char *name = p + at;
+        at += nlen + 4; /* the name, the dtype */
+        uint32_t rank = tth_bind_u32(p + at);
+        at += 4;
+        if (rank > 64 || len - at < (size_t)rank * 8 + 8)
+            return TTH_BIND_E_FORMAT;
+        at += (size_t)rank * 8;
+        uint64_t nb = tth_bind_u64(p + at);
+        at += 8;
+        at += (64 - at % 64) % 64;
+        if (at > len || nb > len - at)
+            return TTH_BIND_E_FORMAT;
+        for (size_t i = 0; i < TTH_BIND_COUNT; i++)
+            if (!data[i] && strlen(tth_bind_names[i]) == nlen && memcmp(tth_bind_names[i], name, nlen) == 0) {
+                data[i] = p + at;
+                bytes[i] = (size_t)nb;
+            }
+        at += (size_t)nb;
+    }
+    for (size_t i = 0; i < TTH_BIND_COUNT; i++)
+        if (!data[i])
+            return TTH_BIND_E_MISSING;
+    return TTH_BIND_CONSTANTS(data, bytes, TTH_BIND_COUNT);
+}
+
+#ifdef TTH_BIND_EMBEDDED
+extern const unsigned char TTH_BIND_BLOB[], TTH_BIND_BLOB_END[];
+#endif
+
+int32_t TTH_BIND_ENSURE(void)
+{
+#ifdef TTH_BIND_EMBEDDED
+    if (!TTH_BIND_FLAG)
+        return TTH_BIND_PARAMETERS(TTH_BIND_BLOB, (size_t)(TTH_BIND_BLOB_END - TTH_BIND_BLOB));
+#endif
+    return TTH_BIND_FLAG ? 0 : TTH_BIND_UNBOUND;
+}
