@@ -167,49 +167,13 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     test_rmtree(dir);
 }
 
-/* An llvm artifact builds and runs without tth, as its README says and through its
- * CMakeLists.txt (tests/compile/standalone_build.c): a node case whose code is one object, and a
- * numpy case with parallel loops, whose thread pool is a C source that needs -pthread. */
-static void expect_standalone_build(tth_registry *r, const char *target, const char *case_dir, const char *name)
-{
-    json_t *t = parse_target(r, target);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/model.onnx", case_dir);
-    size_t len;
-    uint8_t *model = test_read_file(path, &len);
-    cr_assert_not_null(model, "cannot read %s", path);
-    json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = name, .target = t,
-                               .options = opts, .registry = r};
-    tth_compile_result res;
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s: %s", case_dir, d.message);
-    standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, name);
-    tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    json_decref(t);
-}
-
-Test(llvm_pipeline, artifact_builds_without_tth, .timeout = 600)
-{
-    tth_registry *r = test_registry();
-    expect_standalone_build(r, "llvm", NODE "test_gemm_default_vector_bias", "gemm");
-    char dir[512], path[1024];
-    make_conv_cases(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/winograd_residual", dir);
-    expect_standalone_build(r, "llvm -num-cores=2", path, "wino");
-    test_rmtree(dir);
-    tth_registry_free(r);
-}
-
 /* An llvm artifact for this machine keeps its weights in parameters/<model>.params only
  * (docs/artifact.md, "Constants bound at run time"): its object is smaller than the constants it
  * binds, a run before binding returns -200 and the status text says what to call, a truncated
  * or misaligned parameters file is refused with its status, and bound from its own file the
- * model runs (its numbers are checked by conv_kernels_match_numpy and the standalone builds). */
-Test(llvm_pipeline, weights_are_bound_from_the_parameters_file, .timeout = 600)
+ * model runs (its numbers are checked by conv_kernels_match_numpy and the standalone builds).
+ * Part of artifact_builds_without_tth. */
+static void check_bound_weights(void)
 {
     char cases[512], path[1024], cmd[4096];
     make_conv_cases(cases, sizeof cases);
@@ -275,4 +239,43 @@ Test(llvm_pipeline, weights_are_bound_from_the_parameters_file, .timeout = 600)
     free(model);
     json_decref(t);
     tth_registry_free(r);
+}
+
+/* An llvm artifact builds and runs without tth, as its README says and through its
+ * CMakeLists.txt (tests/compile/standalone_build.c): a node case whose code is one object, and a
+ * numpy case with parallel loops, whose thread pool is a C source that needs -pthread; and the
+ * binding of its weights (check_bound_weights). */
+static void expect_standalone_build(tth_registry *r, const char *target, const char *case_dir, const char *name)
+{
+    json_t *t = parse_target(r, target);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.onnx", case_dir);
+    size_t len;
+    uint8_t *model = test_read_file(path, &len);
+    cr_assert_not_null(model, "cannot read %s", path);
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = name, .target = t,
+                               .options = opts, .registry = r};
+    tth_compile_result res;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s: %s", case_dir, d.message);
+    standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, name);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    free(model);
+    json_decref(t);
+}
+
+Test(llvm_pipeline, artifact_builds_without_tth, .timeout = 600)
+{
+    tth_registry *r = test_registry();
+    expect_standalone_build(r, "llvm", NODE "test_gemm_default_vector_bias", "gemm");
+    char dir[512], path[1024];
+    make_conv_cases(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/winograd_residual", dir);
+    expect_standalone_build(r, "llvm -num-cores=2", path, "wino");
+    test_rmtree(dir);
+    tth_registry_free(r);
+    check_bound_weights();
 }
