@@ -134,6 +134,7 @@ async function main() {
                              `(run bench/ort/setup): ${e.message}\n`);
         process.exit(1);
     }
+    const tReady = process.hrtime.bigint();
     const session = await ort.InferenceSession.create(opt.model, {
         executionProviders: ['cpu'],
         intraOpNumThreads: opt.threads,
@@ -141,6 +142,7 @@ async function main() {
         executionMode: 'sequential',
         graphOptimizationLevel: 'all',
     });
+    const readyMs = Number(process.hrtime.bigint() - tReady) / 1e6;  // session created: ready
 
     const feeds = {};
     const inputs = [];
@@ -166,7 +168,9 @@ async function main() {
     for (const name of Object.keys(opt.inputs))
         if (!(name in feeds)) throw new Error(`the model has no input '${name}'`);
 
-    let result;
+    const tFirst = process.hrtime.bigint();
+    let result = await session.run(feeds);
+    const firstRunMs = Number(process.hrtime.bigint() - tFirst) / 1e6;
     for (let i = 0; i < opt.warmup; i++) result = await session.run(feeds);
     const times = [];
     for (let i = 0; i < opt.runs; i++) {
@@ -192,6 +196,7 @@ async function main() {
         model: opt.model, threads: opt.threads, warmup: opt.warmup, runs: opt.runs,
         median_ms: round(median(times)), min_ms: round(times[0]),
         mean_ms: round(times.reduce((a, b) => a + b, 0) / times.length),
+        ready_ms: round(readyMs), first_run_ms: round(firstRunMs),
         inputs, outputs, ort: ort.env.versions ? ort.env.versions.common : undefined,
     }));
     await session.release();

@@ -163,6 +163,23 @@ def print_model(name, nodes, params, result, targets, runs):
     print("\n%s (%s ONNX nodes, %.2f M parameters): ms, median (min) of %d runs; ratios of "
           "the medians" % (name, nodes, int(params) / 1e6, runs))
     print(tth_bench.table(header, rows))
+    # time to ready: tth opens its artifact (tar, library, constants), ORT creates its session
+    # from the ONNX file (graph optimizations included); then each one's first run
+    rrows = []
+    for t, row in result.items():
+        o = row["ort"]
+        if "ready_ms" not in o:
+            continue
+        cells = [str(t)]
+        for label in labels:
+            r = row["tth"][label]
+            cells.append("%s + %s" % (fmt_ms(r["ready_ms"]), fmt_ms(r["first_run_ms"]))
+                         if "ready_ms" in r else "-")
+        cells.append("%s + %s" % (fmt_ms(o["ready_ms"]), fmt_ms(o["first_run_ms"])))
+        rrows.append(cells)
+    if rrows:
+        print("time to ready + first run, ms (tth: open the artifact; ORT: create the session)")
+        print(tth_bench.table(["threads"] + ["tth %s" % l for l in labels] + ["ORT"], rrows))
 
 
 def main():
