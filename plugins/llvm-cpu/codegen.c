@@ -47,6 +47,8 @@ typedef struct llcg_options {
     int opt_level;         /* 0..3 */
     int fast_math;         /* every float instruction gets all fast-math flags */
     int arm_hard_float;    /* Arm with the hard float ABI (see arm_hard_float below) */
+    int hosted;            /* an OS with files and POSIX threads (a Linux triple): the thread
+                              pool and constants bound at run time are for it alone */
     int threads;           /* PARALLEL loops run on the thread pool (docs/threads.md) */
     int num_cores;         /* the target's num-cores, 0 when not given */
 } llcg_options;
@@ -219,10 +221,11 @@ static int target_options(const json_t *target_in, llcg_options *o, tth_diag *di
     const char *abi = target ? json_str(target, "mabi") : NULL;
     if (abi)
         snprintf(o->abi, sizeof o->abi, "%s", abi);
-    /* threads: an OS with POSIX threads (a Linux triple) and not num-cores=1 (docs/threads.md) */
+    /* threads: a hosted OS and not num-cores=1 (docs/threads.md) */
     const json_t *cores = target ? json_object_get(target, "num-cores") : NULL;
     o->num_cores = json_is_integer(cores) ? (int)json_integer_value(cores) : 0;
-    o->threads = strstr(o->triple, "linux") != NULL && o->num_cores != 1;
+    o->hosted = strstr(o->triple, "linux") != NULL;
+    o->threads = o->hosted && o->num_cores != 1;
 
     const json_t *mattr = target ? json_object_get(target, "mattr") : NULL;
     if (json_is_string(mattr)) {
@@ -704,6 +707,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     LLVMSetModuleDataLayout(c.mod, c.td);
     c.big_endian = LLVMByteOrder(c.td) == LLVMBigEndian;
     c.md_loop = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
+    c.md_invariant = LLVMGetMDKindIDInContext(c.ctx, "invariant.load", 14);
 
     c.libm_calls = opt.arm_hard_float;
     /* AVX-512 as the parsed target says (features of mcpu + mattr) or as the machine's features
@@ -712,11 +716,11 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     char launch[200], bind_prefix[200];
     snprintf(launch, sizeof launch, "tth_%s_parallel_launch", model);
     c.par_launch = opt.threads ? launch : NULL;
-    /* constants bound at run time for a hosted OS (a Linux triple) of the host's byte order,
-     * where the runtime or the application reads the parameters file; bare-metal code keeps
-     * them in its read-only data (docs/artifact.md, "Constants bound at run time") */
+    /* constants bound at run time for a hosted OS of the host's byte order, where the runtime
+     * or the application reads the parameters file; bare-metal code keeps them in its
+     * read-only data (docs/artifact.md, "Constants bound at run time") */
     snprintf(bind_prefix, sizeof bind_prefix, "tth_%s_llvm", model);
-    c.bind_prefix = strstr(opt.triple, "linux") && !c.big_endian && entry ? bind_prefix : NULL;
+    c.bind_prefix = opt.hosted && !c.big_endian && entry ? bind_prefix : NULL;
     rc = lower_module(&c, host, entry);
     if (!rc && c.bind_flag && c.nbound == 0) {
         /* nothing bound after all: bound from the start, and ensure_bound a function of ours */

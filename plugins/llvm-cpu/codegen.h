@@ -64,6 +64,7 @@ typedef struct tth__llcg {
     tth_diag *diag;
     tth__llcg_scope consts;      /* CONST buffer id → private global */
     unsigned md_loop;            /* kind id of !llvm.loop */
+    unsigned md_invariant;       /* kind id of !invariant.load (tth__llcg_invariant_load) */
     int libm_calls;              /* math as explicit C library calls, never LLVM intrinsics
                                     or frem that could become libcalls (Arm hard float: see
                                     codegen.c) */
@@ -102,6 +103,10 @@ typedef struct tth__llcg {
 #define TTH__LLCG_BIND_MIN 1024
 /* What the entry returns while its constants are not bound (runtime/bind/tth_bind.c). */
 #define TTH__LLCG_E_UNBOUND (-200)
+
+/* Mark a load as reading memory that nothing writes while the model runs (!invariant.load):
+ * constants, and the slots holding bound constants' addresses. */
+void tth__llcg_invariant_load(tth__llcg *c, LLVMValueRef load);
 
 /* The alignment (bytes) the code assumes of a buffer's base. */
 unsigned tth__llcg_buffer_align(const tth_tbuffer *buf);

@@ -271,15 +271,18 @@ static LLVMValueRef masked_intrinsic(tth__llcg *c, const char *name, LLVMTypeRef
     return LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
 }
 
-/* A load from a constant buffer reads memory nothing writes while the model runs: say so
- * (!invariant.load), so that LLVM keeps weights in registers across stores to other buffers
- * even where it cannot tell their addresses apart (bound constants' addresses are loaded from
- * a table: docs/artifact.md, "Constants bound at run time"). */
+void tth__llcg_invariant_load(tth__llcg *c, LLVMValueRef load)
+{
+    LLVMSetMetadata(load, c->md_invariant, LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
+}
+
+/* A load from a constant buffer is invariant, so that LLVM keeps weights in registers across
+ * stores to other buffers even where it cannot tell their addresses apart (bound constants'
+ * addresses are loaded from a table: docs/artifact.md, "Constants bound at run time"). */
 static void mark_const_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef v)
 {
     if (buf->scope == TTH_SCOPE_CONST && v && LLVMIsALoadInst(v))
-        LLVMSetMetadata(v, LLVMGetMDKindIDInContext(c->ctx, "invariant.load", 14),
-                        LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
+        tth__llcg_invariant_load(c, v);
 }
 
 LLVMValueRef tth__llcg_contig_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef p, int32_t lanes, unsigned align)

@@ -200,8 +200,7 @@ static LLVMValueRef bound_const(tth__llcg *c, const tth_tbuffer *buf)
     LLVMValueRef idx = i64_const(c, (int64_t)k);
     LLVMValueRef at = LLVMBuildInBoundsGEP2(c->eb, ptr_type(c), c->bind_slots, &idx, 1, "");
     LLVMValueRef p = LLVMBuildLoad2(c->eb, ptr_type(c), at, buf->name ? buf->name : "");
-    LLVMSetMetadata(p, LLVMGetMDKindIDInContext(c->ctx, "invariant.load", 14),
-                    LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
+    tth__llcg_invariant_load(c, p);
     if (tth__llcg_scope_push(&c->bufs, buf->id, p)) {
         tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
         return NULL;
