@@ -145,7 +145,8 @@ int tth_hooks_relay_to_tir(tth_partition *p, const tth_host *host, tth_tir_modul
         int rc = pl->relay_to_tir(host, r->kind->target, r->fn, r->global_symbol, tmod, diag);
         if (rc)
             return hook_failed(r, "relay_to_tir", rc, diag);
-        if (!tth_tir_module_find(tmod, r->global_symbol)) {
+        tth_prim_func *rf = tth_tir_module_find(tmod, r->global_symbol);
+        if (!rf) {
             tth_diag_set(diag, TTH_EINVAL, NULL, "added no PrimFunc named '%s'", r->global_symbol);
             return hook_failed(r, "relay_to_tir", TTH_EINVAL, diag);
         }
@@ -157,13 +158,12 @@ int tth_hooks_relay_to_tir(tth_partition *p, const tth_host *host, tth_tir_modul
         }
         /* the region function's first parameters are its inputs, which it only reads: said in
          * its attrs as on extern declarations, for every kind's tir_to_runtime */
-        tth_prim_func *rf = tth_tir_module_find(tmod, r->global_symbol);
         if (!rf->attrs)
             rf->attrs = json_object();
         if (!rf->attrs || json_object_set_new(rf->attrs, "inputs", json_integer((json_int_t)r->fn->nparams)))
             return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         lowered[*nlowered].fn = r->fn;
-        lowered[*nlowered].prim_name = tth_tir_module_find(tmod, r->global_symbol)->name;
+        lowered[*nlowered].prim_name = rf->name;
         (*nlowered)++;
     }
     return 0;
