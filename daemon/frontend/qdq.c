@@ -195,16 +195,19 @@ static int per_axis_vector(const tth_ttype *b, const tth_ttype *out, int axis, i
     return 1;
 }
 
-/* The bias a layer's sole user adds to it: the add's other operand when it is a vector of n
- * values along `axis` and the sum keeps the layer's type; else NULL. */
-static const tth_rexpr *bias_after(const qdq_ctx *c, const tth_rexpr *layer, int axis, int64_t n)
+/* The add that is a layer's sole user (*add, else NULL), and the bias it adds: the add's other
+ * operand when it is a vector of n values along `axis` and the sum keeps the layer's type; else
+ * NULL. */
+static const tth_rexpr *bias_after(const qdq_ctx *c, const tth_rexpr *layer, int axis, int64_t n,
+                                   const tth_rexpr **add)
 {
-    const tth_rexpr *add = sole_user(c, layer);
-    if (!is_op(add, TTH_OP_ADD))
+    const tth_rexpr *a = sole_user(c, layer);
+    *add = is_op(a, TTH_OP_ADD) ? a : NULL;
+    if (!*add)
         return NULL;
-    const tth_rexpr *b = add->u.call.args[0] == layer ? add->u.call.args[1] : add->u.call.args[0];
+    const tth_rexpr *b = a->u.call.args[0] == layer ? a->u.call.args[1] : a->u.call.args[0];
     const tth_ttype *bt = ty(b), *ot = ty(layer);
-    return b != layer && bt && per_axis_vector(bt, ot, axis, n) && tth_ttype_equal(ty(add), ot) ? b : NULL;
+    return b != layer && bt && per_axis_vector(bt, ot, axis, n) && tth_ttype_equal(ty(a), ot) ? b : NULL;
 }
 
 /* ---------------------------------------------------------------- matching (original graph) */
@@ -356,12 +359,12 @@ static int match_conv(qdq_ctx *c, const tth_rexpr *conv, qplan *p)
     if (bias && !check_bias(c, conv, bias, &xq, &wq, O))
         return 0;
     /* a bias added after the convolution (Conv then Add) */
-    const tth_rexpr *b = bias ? NULL : bias_after(c, conv, 1, O);
+    const tth_rexpr *add, *b = bias ? NULL : bias_after(c, conv, 1, O, &add);
     if (b && (const_of(b) || is_op(b, TTH_OP_DEQUANTIZE))) {
         if (!check_bias(c, conv, b, &xq, &wq, O))
             return 0;
         bias = b;
-        from = sole_user(c, conv);
+        from = add;
     }
     if (!match_tail(c, conv, from, p))
         return 0;
@@ -394,15 +397,15 @@ static int match_dense(qdq_ctx *c, const tth_rexpr *mm, qplan *p)
     if (!check_data_input(c, mm, a, &xq) || !check_weights(c, mm, w, transposed ? 0 : 1, N, &wq))
         return 0;
     const tth_rexpr *from = mm, *bias = NULL;
-    if (is_op(sole_user(c, mm), TTH_OP_ADD)) {
-        const tth_rexpr *b = bias_after(c, mm, ot->rank - 1, N);
+    const tth_rexpr *add, *b = bias_after(c, mm, ot->rank - 1, N, &add);
+    if (add) {
         if (!b)
             return refuse(c, mm, "matmul followed by an add that is not a bias of %lld values along the last axis",
                           (long long)N);
         if (!check_bias(c, mm, b, &xq, &wq, N))
             return 0;
         bias = b;
-        from = sole_user(c, mm);
+        from = add;
     }
     if (!match_tail(c, mm, from, p))
         return 0;
