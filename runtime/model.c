@@ -62,24 +62,22 @@ static tth_dtype dtype_parse(const char *s)
     return TTH_DTYPE_INVALID;
 }
 
-/* size bytes (at least one) at a multiple of align (at least 64), not cleared */
-static void *aligned_buf(size_t align, size_t size)
+/* size bytes (at least one) at a multiple of align (at least 64); cleared when `clear`, up to
+ * the end of the last aligned block */
+static void *aligned_buf(size_t align, size_t size, int clear)
 {
     if (align < 64)
         align = 64;
-    size_t n = (size + align - 1) / align * align;
-    return aligned_alloc(align, n ? n : align);
+    size_t n = size ? (size + align - 1) / align * align : align;
+    void *p = aligned_alloc(align, n);
+    if (p && clear)
+        memset(p, 0, n);
+    return p;
 }
 
-/* the same, cleared up to the end of its last aligned block */
 static void *aligned_zalloc(size_t align, size_t size)
 {
-    void *p = aligned_buf(align, size);
-    if (align < 64)
-        align = 64;
-    if (p)
-        memset(p, 0, size ? (size + align - 1) / align * align : align);
-    return p;
+    return aligned_buf(align, size, 1);
 }
 
 static int parse_infos(const json_t *arr, const char *what, tthrt_tensor_info **out, size_t *n,
@@ -170,7 +168,7 @@ static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **
         }
         /* the parameters are read over in full: no need to clear them first (it was a fifth of
          * opening ResNet-18) */
-        unsigned char *buf = want_params ? aligned_buf(64, (size_t)sz + 1) : malloc((size_t)sz + 1);
+        unsigned char *buf = want_params ? aligned_buf(64, (size_t)sz + 1, 0) : malloc((size_t)sz + 1);
         if (!buf) {
             rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
             goto done;
