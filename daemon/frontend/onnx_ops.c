@@ -714,6 +714,87 @@ static tth_rexpr *depth_stack(tth_onnx_ctx *c, tth_rexpr **ys, int64_t n)
     return n == 1 ? ys[0] : call(c, TTH_OP_CONCATENATE, ys, (size_t)n, json_pack("{s:i}", "axis", 2));
 }
 
+/* A 3-D op as 2-D ones: for each output depth, the 2-D results of the kernel's depth taps that
+ * land inside the input (tap), folded with `combine`, then `finish` (may be NULL). */
+typedef struct depth_op {
+    const char *what; /* for the error when an output depth reads only padding */
+    tth_op combine;
+    tth_rexpr *(*tap)(tth_onnx_ctx *c, const struct depth_op *op, int64_t id, int64_t z);
+    tth_rexpr *(*finish)(tth_onnx_ctx *c, const struct depth_op *op, tth_rexpr *acc, int64_t taps);
+    tth_rexpr **in;
+    size_t nin;
+    json_t *at;       /* the 2-D op's attributes */
+    tth_op op2d;
+    int64_t w4[4];    /* conv: a weight slice's 2-D shape */
+    int64_t k;        /* pooling: the depth kernel, for count_include_pad */
+    int incl;
+} depth_op;
+
+static int depth_fold(tth_onnx_ctx *c, const depth3 *dp, const depth_op *op, tth_rexpr **out)
+{
+    tth_rexpr **ys = calloc((size_t)dp->out, sizeof *ys);
+    if (!ys)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int64_t od = 0; od < dp->out && !rc; od++) {
+        tth_rexpr *acc = NULL;
+        int64_t taps = 0;
+        for (int64_t z = 0; z < dp->k && !rc; z++) {
+            int64_t id = od * dp->s + z * dp->d - dp->pb;
+            if (id < 0 || id >= dp->in)
+                continue;
+            tth_rexpr *y = op->tap(c, op, id, z);
+            acc = !y ? NULL : acc ? call2(c, op->combine, acc, y, NULL) : y;
+            taps++;
+            if (!acc)
+                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        }
+        if (!rc && !acc)
+            rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s whose output depth %lld reads only padding", op->what,
+                                (long long)od);
+        if (!rc && op->finish && !(acc = op->finish(c, op, acc, taps)))
+            rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        ys[od] = acc;
+    }
+    if (!rc && !(out[0] = depth_stack(c, ys, dp->out)))
+        rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+    free(ys);
+    return rc;
+}
+
+/* conv: input slice id convolved with weight slice z */
+static tth_rexpr *conv3d_tap(tth_onnx_ctx *c, const depth_op *op, int64_t id, int64_t z)
+{
+    tth_rexpr *args[2] = {depth_slice(c, op->in[0], id), reshape(c, slice_axis(c, op->in[1], 2, z, z + 1), op->w4, 4)};
+    return args[0] && args[1] ? call(c, TTH_OP_CONV2D, args, 2, json_deep_copy(op->at)) : NULL;
+}
+
+/* conv: plus the bias, when there is one */
+static tth_rexpr *conv3d_bias(tth_onnx_ctx *c, const depth_op *op, tth_rexpr *acc, int64_t taps)
+{
+    (void)taps;
+    if (op->nin < 3 || !op->in[2])
+        return acc;
+    int64_t b4[4] = {1, op->w4[0], 1, 1};
+    tth_rexpr *b = reshape(c, op->in[2], b4, 4);
+    return b ? call2(c, TTH_OP_ADD, acc, b, NULL) : NULL;
+}
+
+/* pooling: the 2-D pooling of input slice id */
+static tth_rexpr *pool3d_tap(tth_onnx_ctx *c, const depth_op *op, int64_t id, int64_t z)
+{
+    (void)z;
+    tth_rexpr *sl = depth_slice(c, op->in[0], id);
+    return sl ? call1(c, op->op2d, sl, json_deep_copy(op->at)) : NULL;
+}
+
+/* average pooling: the sum over depth divided by the taps counted (or the whole kernel) */
+static tth_rexpr *pool3d_mean(tth_onnx_ctx *c, const depth_op *op, tth_rexpr *acc, int64_t taps)
+{
+    tth_rexpr *k = k_scalar(c, tt(acc)->dtype, (double)(op->incl ? op->k : taps));
+    return k ? call2(c, TTH_OP_DIVIDE, acc, k, NULL) : NULL;
+}
+
 /* Conv over [N, C, D, H, W]: each output depth is the sum over the kernel's depth taps that land
  * inside the input of a 2-D convolution of that input slice with that weight slice. */
 static int conv3d(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out)
@@ -723,43 +804,14 @@ static int conv3d(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out)
     int64_t hk[2] = {ws[3], ws[4]}, hs[2], hd[2], hp[4];
     if (depth_attrs(c, xs + 2, ws[2], &dp, hk, hs, hd, hp))
         return c->diag->code;
-    json_t *at = json_pack("{s:o,s:o,s:o,s:I}", "strides", tth__json_ints(hs, 2), "padding", tth__json_ints(hp, 4),
-                           "dilation", tth__json_ints(hd, 2), "groups", (json_int_t)ai(c, "group", 1));
-    tth_rexpr **ys = calloc((size_t)dp.out, sizeof *ys);
-    if (!at || !ys) {
-        json_decref(at);
-        free(ys);
+    depth_op op = {.what = "3-D convolution", .combine = TTH_OP_ADD, .tap = conv3d_tap, .finish = conv3d_bias,
+                   .in = in, .nin = nin, .w4 = {ws[0], ws[1], ws[3], ws[4]}};
+    op.at = json_pack("{s:o,s:o,s:o,s:I}", "strides", tth__json_ints(hs, 2), "padding", tth__json_ints(hp, 4),
+                      "dilation", tth__json_ints(hd, 2), "groups", (json_int_t)ai(c, "group", 1));
+    if (!op.at)
         return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
-    }
-    int rc = 0;
-    int64_t w4[4] = {ws[0], ws[1], ws[3], ws[4]};
-    for (int64_t od = 0; od < dp.out && !rc; od++) {
-        tth_rexpr *acc = NULL;
-        for (int64_t z = 0; z < dp.k && !rc; z++) {
-            int64_t id = od * dp.s + z * dp.d - dp.pb;
-            if (id < 0 || id >= dp.in)
-                continue;
-            tth_rexpr *args[2] = {depth_slice(c, in[0], id), reshape(c, slice_axis(c, in[1], 2, z, z + 1), w4, 4)};
-            tth_rexpr *y = args[0] && args[1] ? call(c, TTH_OP_CONV2D, args, 2, json_deep_copy(at)) : NULL;
-            acc = !y ? NULL : acc ? call2(c, TTH_OP_ADD, acc, y, NULL) : y;
-            if (!acc)
-                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
-        }
-        if (!rc && !acc) /* every tap in the padding: the bias alone */
-            rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D convolution whose output depth %lld reads only padding",
-                                (long long)od);
-        if (!rc && nin > 2 && in[2]) {
-            int64_t b4[4] = {1, ws[0], 1, 1};
-            tth_rexpr *b = reshape(c, in[2], b4, 4);
-            if (!b || !(acc = call2(c, TTH_OP_ADD, acc, b, NULL)))
-                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
-        }
-        ys[od] = acc;
-    }
-    json_decref(at);
-    if (!rc && !(out[0] = depth_stack(c, ys, dp.out)))
-        rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
-    free(ys);
+    int rc = depth_fold(c, &dp, &op, out);
+    json_decref(op.at);
     return rc;
 }
 
@@ -772,47 +824,18 @@ static int pool3d(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, int is_max)
     int64_t hk[2] = {1, 1}, hs[2], hd[2], hp[4];
     if (depth_attrs(c, xs + 2, 1, &dp, hk, hs, hd, hp))
         return c->diag->code;
-    int incl = (int)ai(c, "count_include_pad", 0);
-    json_t *at = json_pack("{s:o,s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(hk, 2), "strides",
-                           tth__json_ints(hs, 2), "padding", tth__json_ints(hp, 4), "dilation", tth__json_ints(hd, 2),
-                           "ceil_mode", 0);
-    if (!is_max)
-        json_object_set_new(at, "count_include_pad", json_boolean(incl));
-    tth_rexpr **ys = calloc((size_t)dp.out, sizeof *ys);
-    if (!at || !ys) {
-        json_decref(at);
-        free(ys);
+    depth_op op = {.what = "3-D pooling", .combine = is_max ? TTH_OP_MAXIMUM : TTH_OP_ADD, .tap = pool3d_tap,
+                   .finish = is_max ? NULL : pool3d_mean, .in = in,
+                   .op2d = is_max ? TTH_OP_MAX_POOL2D : TTH_OP_AVG_POOL2D, .k = dp.k,
+                   .incl = (int)ai(c, "count_include_pad", 0)};
+    op.at = json_pack("{s:o,s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(hk, 2), "strides", tth__json_ints(hs, 2),
+                      "padding", tth__json_ints(hp, 4), "dilation", tth__json_ints(hd, 2), "ceil_mode", 0);
+    if (op.at && !is_max)
+        json_object_set_new(op.at, "count_include_pad", json_boolean(op.incl));
+    if (!op.at)
         return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
-    }
-    int rc = 0;
-    for (int64_t od = 0; od < dp.out && !rc; od++) {
-        tth_rexpr *acc = NULL;
-        int64_t taps = 0;
-        for (int64_t z = 0; z < dp.k && !rc; z++) {
-            int64_t id = od * dp.s + z * dp.d - dp.pb;
-            if (id < 0 || id >= dp.in)
-                continue;
-            tth_rexpr *sl = depth_slice(c, in[0], id);
-            tth_rexpr *y = sl ? call1(c, is_max ? TTH_OP_MAX_POOL2D : TTH_OP_AVG_POOL2D, sl, json_deep_copy(at)) : NULL;
-            acc = !y ? NULL : !acc ? y : call2(c, is_max ? TTH_OP_MAXIMUM : TTH_OP_ADD, acc, y, NULL);
-            taps++;
-            if (!acc)
-                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
-        }
-        if (!rc && !acc)
-            rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D pooling whose output depth %lld reads only padding",
-                                (long long)od);
-        if (!rc && !is_max) {
-            tth_rexpr *k = k_scalar(c, tt(acc)->dtype, (double)(incl ? dp.k : taps));
-            if (!k || !(acc = call2(c, TTH_OP_DIVIDE, acc, k, NULL)))
-                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
-        }
-        ys[od] = acc;
-    }
-    json_decref(at);
-    if (!rc && !(out[0] = depth_stack(c, ys, dp.out)))
-        rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
-    free(ys);
+    int rc = depth_fold(c, &dp, &op, out);
+    json_decref(op.at);
     return rc;
 }
 
