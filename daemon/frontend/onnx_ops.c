@@ -193,6 +193,7 @@ static int rank(const tth_rexpr *e) { return e->type.tensor.rank; }
 
 static int norm_axis(tth_onnx_ctx *c, int64_t axis, int r, int64_t *out)
 {
+    *out = 0; /* defined on failure too (callers return at once; the compiler cannot tell) */
     if (axis < -r || axis >= (r ? r : 1)) {
         return tth__onnx_fail(c, TTH_EMODEL, "axis %lld is out of range for rank %d", (long long)axis, r);
     }
