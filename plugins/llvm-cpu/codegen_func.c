@@ -790,6 +790,8 @@ static int check_bound(tth__llcg *c)
         LLVMSetLinkage(c->bind_ensure, LLVMExternalLinkage);
     }
     LLVMValueRef v = LLVMBuildLoad2(c->b, i32, c->bind_flag, "bound");
+    LLVMSetOrdering(v, LLVMAtomicOrderingAcquire); /* pairs with the binding's release store */
+    LLVMSetAlignment(v, 4);
     LLVMBasicBlockRef unbound = new_block(c, "unbound"), failed = new_block(c, "unbound_failed"),
                       go = new_block(c, "bound");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, v, i32_const(c, 0), ""), unbound, go);

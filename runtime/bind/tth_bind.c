@@ -65,7 +65,8 @@ int32_t TTH_BIND_CONSTANTS(const void *const *data, const size_t *bytes, size_t 
     }
     for (size_t i = 0; i < n; i++)
         TTH_BIND_SLOTS[i] = data[i];
-    TTH_BIND_FLAG = 1;
+    /* the entry reads the flag with acquire: a run that sees it set sees the slots */
+    __atomic_store_n(&TTH_BIND_FLAG, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -130,11 +131,20 @@ int32_t TTH_BIND_PARAMETERS(const void *params, size_t len)
 extern const unsigned char TTH_BIND_BLOB[], TTH_BIND_BLOB_END[];
 #endif
 
+/* Called by the entry while the flag is clear. With the parameters linked in, the first caller
+ * binds them while any other waits for it (runs may start from several threads at once). */
 int32_t TTH_BIND_ENSURE(void)
 {
 #ifdef TTH_BIND_EMBEDDED
-    if (!TTH_BIND_FLAG)
-        return TTH_BIND_PARAMETERS(TTH_BIND_BLOB, (size_t)(TTH_BIND_BLOB_END - TTH_BIND_BLOB));
+    static int32_t state; /* 0 unbound, 1 binding, 2 bound */
+    int32_t expected = 0;
+    if (__atomic_compare_exchange_n(&state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        int32_t rc = TTH_BIND_PARAMETERS(TTH_BIND_BLOB, (size_t)(TTH_BIND_BLOB_END - TTH_BIND_BLOB));
+        __atomic_store_n(&state, rc ? 0 : 2, __ATOMIC_RELEASE);
+        return rc;
+    }
+    while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 1)
+        ;
 #endif
-    return TTH_BIND_FLAG ? 0 : TTH_BIND_UNBOUND;
+    return __atomic_load_n(&TTH_BIND_FLAG, __ATOMIC_ACQUIRE) ? 0 : TTH_BIND_UNBOUND;
 }
