@@ -1261,6 +1261,10 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     memset(c, 0, sizeof cx);
     const char *target_kind = target ? json_string_value(json_object_get(target, "kind")) : NULL;
     c->vec = tth_target_vector_shape(target);
+    const json_t *cores = target ? json_object_get(target, "num-cores") : NULL;
+    c->cores = json_is_integer(cores) && json_integer_value(cores) > 0 && json_integer_value(cores) < 1024
+                   ? (int)json_integer_value(cores)
+                   : 0;
     c->m = mod;
     c->diag = diag;
     c->fn = fn;

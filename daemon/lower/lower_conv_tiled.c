@@ -38,6 +38,11 @@ static tth_texpr *f32(lw_ctx *c, double v)
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
     lw_ctx *c = k->c;
+    if (k->wrow0 && k->wH) /* a window of every channel, at xbase */
+        return lw_add(c, k->xbase,
+                      lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->wH)), lw_sub(c, row, k->wrow0)),
+                                       lw_i(c, k->Wrow)),
+                             col));
     if (k->wrow0)
         return lw_add(c, lw_mul(c, lw_sub(c, row, k->wrow0), lw_i(c, k->Wrow)), col);
     return lw_add(c, k->xbase,
@@ -87,7 +92,7 @@ static tth_tstmt *pad_row(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *d
 
 /* Padded row ih (in [0, Hp)) of channel ch of image k->n into xp at dst_row: the image row
  * ih - pt, or zeros above and below the image. */
-static tth_tstmt *pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *dst_row, tth_texpr *ch,
+tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *dst_row, tth_texpr *ch,
                                    tth_texpr *ih)
 {
     lw_ctx *c = k->c;
@@ -118,7 +123,7 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     tth_tvar *vrow = lw_var(c, "pr", TTH_I64);
     if (!vrow)
         return NULL;
-    tth_tstmt *body = pad_row_or_zeros(k, src, xp, lw_ref(c, vrow), ci.e, ih.e);
+    tth_tstmt *body = tk_pad_row_or_zeros(k, src, xp, lw_ref(c, vrow), ci.e, ih.e);
     body = lw_let(c, vrow, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wrow)), body);
     body = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, body);
     /* the copy runs in parallel when the convolution it feeds does: each copied element is read
@@ -753,7 +758,7 @@ static tth_tstmt *dw_window_rows(tk *k, tth_tbuffer *src, tth_texpr *ch, tth_tex
     lw_ax j;
     if (lw_ax_make(c, &j, "wr", NR))
         return NULL;
-    tth_tstmt *fill = pad_row_or_zeros(k, src, xw, lw_mul(c, j.e, lw_i(c, k->Wrow)), ch, lw_add(c, r0, j.e));
+    tth_tstmt *fill = tk_pad_row_or_zeros(k, src, xw, lw_mul(c, j.e, lw_i(c, k->Wrow)), ch, lw_add(c, r0, j.e));
     if (!fill || lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, fill)))
         return NULL;
     tth_tbuffer *x = k->x;

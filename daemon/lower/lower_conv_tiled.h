@@ -19,8 +19,11 @@ typedef struct tk {
                                 stride for a strided depthwise or row-vectorized convolution, 4
                                 for Winograd (their taps then read contiguous vectors), else 1 and Wq = Wrow = Wp */
     tth_texpr *xbase;        /* offset of image n in the input as read */
-    tth_texpr *wrow0;        /* NULL, or x is a window of the padded input (one channel, some
-                                rows) whose row 0 is padded row wrow0 (depthwise, "window") */
+    tth_texpr *wrow0;        /* NULL, or x is a window of the padded input (some rows) whose
+                                row 0 is padded row wrow0: of one channel (depthwise, "window")
+                                when wH is 0, else of every channel, wH rows each, from offset
+                                xbase (Winograd, "bands") */
+    int64_t wH;
     tth_texpr *n;            /* image index */
     tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
     int64_t Cg, Og;
@@ -41,6 +44,10 @@ void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const 
  * when k->sp > 1: the caller computes (phase*Wq + j)); in a window (k->wrow0) the channel is the
  * window's and row is counted from wrow0 */
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col);
+/* padded row ih (in [0, Hp)) of channel ch of image k->n of src into xp at dst_row: the image
+ * row ih - pt, or zeros above and below the image */
+tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *dst_row, tth_texpr *ch,
+                               tth_texpr *ih);
 /* the padded (and, with k->sp > 1, phase-split) copy of image k->n of src into xp; channels in
  * parallel when large */
 tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp);

@@ -41,11 +41,21 @@ static const double AT[4][6] = {
 
 enum { WM = 4, WA = 6, WE = 36 }; /* output tile, input tile, transformed elements */
 
+/* bands only when the transformed weights are at most this many bytes (band_rows) */
+#define WINO_BAND_U_MAX (1 << 20)
+
 typedef struct wg {
     tk k;
     int vl;                 /* lanes of the output-channel vectors */
     int64_t nTh, nTw, T;    /* tiles down, across, in all */
     tth_tbuffer *V, *M, *U; /* transformed input, products, transformed weights */
+    /* the passes run over one region of tile rows: the whole image, or one band. V and M hold a
+     * region as V[e][c][t] and M[e][t][o] (t counted from the region's first tile), from vbase
+     * and mbase */
+    int64_t Ts;             /* tiles of a region: T, or the band's R*nTw */
+    int64_t rows;           /* tile rows of a region */
+    tth_texpr *th0;         /* the region's first tile row */
+    tth_texpr *vbase, *mbase;
 } wg;
 
 /* sum_i coef[i] * x[i] over the nonzero coefficients (x[i] vectors or scalars); NULL if all zero */
@@ -106,11 +116,13 @@ static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int
         }
     /* the stores: V[e][ch][th*nTw + tw0 ..] = sum_j t[xi][j] * BT[nu][j] */
     tth_tstmt *st = NULL;
-    tth_texpr *tcol = lw_add(c, lw_mul(c, th, lw_i(c, g->nTw)), lw_i(c, tw0));
+    tth_texpr *tcol = lw_add(c, lw_mul(c, lw_sub(c, th, g->th0), lw_i(c, g->nTw)), lw_i(c, tw0));
     for (int xi = 0; xi < WA; xi++)
         for (int nu = 0; nu < WA; nu++) {
             tth_texpr *v = lin(c, BT[nu], t[xi], WA);
-            tth_texpr *at = lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(xi * WA + nu) * k->p->C), ch), lw_i(c, g->T)), tcol);
+            tth_texpr *at = lw_add(c, g->vbase,
+                                   lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(xi * WA + nu) * k->p->C), ch), lw_i(c, g->Ts)),
+                                          tcol));
             if (lw_append(c, &st, tth_tir_vstore(c->m, g->V, at, v, 0)))
                 return NULL;
         }
@@ -133,7 +145,8 @@ static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int
     return st;
 }
 
-/* pass 1: the input transform of every (channel, tile row), chunks of vl tiles along the row */
+/* pass 1: the input transform of every (channel, tile row) of the region, chunks of vl tiles
+ * along the row */
 static tth_tstmt *in_transform(wg *g, int par)
 {
     tk *k = &g->k;
@@ -141,7 +154,7 @@ static tth_tstmt *in_transform(wg *g, int par)
     const lw_conv_p *p = k->p;
     int vl = g->vl;
     lw_ax q;
-    if (lw_ax_make(c, &q, "q", p->C * g->nTh))
+    if (lw_ax_make(c, &q, "q", p->C * g->rows))
         return NULL;
     tth_tvar *vch = lw_var(c, "ch", TTH_I64), *vth = lw_var(c, "th", TTH_I64);
     if (!vch || !vth)
@@ -155,8 +168,8 @@ static tth_tstmt *in_transform(wg *g, int par)
         if (!ck || lw_append(c, &row, ck))
             return NULL;
     }
-    row = lw_let(c, vth, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, g->nTh)),
-                 lw_let(c, vch, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, g->nTh)), row));
+    row = lw_let(c, vth, lw_add(c, g->th0, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, g->rows))),
+                 lw_let(c, vch, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, g->rows)), row));
     return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
 }
 
@@ -194,21 +207,22 @@ static tth_tstmt *mm_tile(wg *g, tth_texpr *e, tth_texpr *t0, int rm, tth_texpr 
         inner = lw_let(c, uv[q], tth_tir_vload(c->m, g->U, lw_add(c, lw_ref(c, vu), lw_i(c, (int64_t)q * vl)), vl, 0), inner);
     tth_texpr *ec = lw_add(c, lw_mul(c, e, lw_i(c, C)), ic.e);
     inner = lw_let(c, vu, lw_add(c, lw_mul(c, ec, lw_i(c, O)), o0),
-                   lw_let(c, vv, lw_add(c, lw_mul(c, ec, lw_i(c, g->T)), t0), inner));
+                   lw_let(c, vv, lw_add(c, g->vbase, lw_add(c, lw_mul(c, ec, lw_i(c, g->Ts)), t0)), inner));
     inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
     for (int r = 0; r < rm; r++)
         for (int q = 0; q < RN; q++) {
-            tth_texpr *at = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, e, lw_i(c, g->T)), lw_add(c, t0, lw_i(c, r))), lw_i(c, O)),
-                                   lw_add(c, o0, lw_i(c, (int64_t)q * vl)));
+            tth_texpr *at = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, e, lw_i(c, g->Ts)), lw_add(c, t0, lw_i(c, r))), lw_i(c, O)),
+                                   lw_add(c, g->mbase, lw_add(c, o0, lw_i(c, (int64_t)q * vl))));
             if (lw_append(c, &seq, tth_tir_vstore(c->m, g->M, at, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + q) * vl), vl, 0), 0)))
                 return NULL;
         }
     return tth_tir_allocate(c->m, acc, seq);
 }
 
-/* pass 2: for every e, blocks of RM tiles (then the last T % RM) times output-channel tiles */
+/* pass 2: for every e, blocks of RM tiles of the region (then the last Ts % RM) times
+ * output-channel tiles */
 static tth_tstmt *products(wg *g, int par)
 {
     lw_ctx *c = g->k.c;
@@ -217,11 +231,11 @@ static tth_tstmt *products(wg *g, int par)
     int64_t nvo = g->k.p->O / g->vl;
     while (nvo % RN)
         RN--;
-    int64_t nob = nvo / RN, nTB = g->T / RM;
+    int64_t nob = nvo / RN, nTB = g->Ts / RM;
     tth_tstmt *seq = NULL;
     for (int part = 0; part < 2; part++) {
-        int64_t nt = part == 0 ? nTB : (g->T % RM ? 1 : 0);
-        int rm = part == 0 ? RM : (int)(g->T % RM);
+        int64_t nt = part == 0 ? nTB : (g->Ts % RM ? 1 : 0);
+        int rm = part == 0 ? RM : (int)(g->Ts % RM);
         if (nt == 0)
             continue;
         lw_ax q, ob;
@@ -248,7 +262,7 @@ static tth_tstmt *out_transform(wg *g, int par)
     int vl = g->vl;
     int64_t nvo = p->O / vl;
     lw_ax q;
-    if (lw_ax_make(c, &q, "q", g->T * nvo))
+    if (lw_ax_make(c, &q, "q", g->Ts * nvo))
         return NULL;
     tth_tvar *vt = lw_var(c, "t", TTH_I64), *vo = lw_var(c, "ob", TTH_I64), *vth = lw_var(c, "th", TTH_I64),
              *vtw = lw_var(c, "tw", TTH_I64);
@@ -300,12 +314,13 @@ static tth_tstmt *out_transform(wg *g, int par)
         }
     for (int i = WA - 1; i >= 0; i--)
         for (int j = WA - 1; j >= 0; j--) {
-            tth_texpr *at = lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(i * WA + j) * g->T), t), lw_i(c, p->O)),
-                                   lw_mul(c, lw_ref(c, vo), lw_i(c, vl)));
+            tth_texpr *at = lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(i * WA + j) * g->Ts), t), lw_i(c, p->O)),
+                                   lw_add(c, g->mbase, lw_mul(c, lw_ref(c, vo), lw_i(c, vl))));
             st = lw_let(c, mv[i][j], tth_tir_vload(c->m, g->M, at, vl, 0), st);
         }
     /* tiles outermost (docs/threads.md, "Locality"): t = q / nvo, ob = q % nvo */
-    st = lw_let(c, vth, lw_bin(c, TTH_TBIN_DIV, t, lw_i(c, g->nTw)), lw_let(c, vtw, lw_bin(c, TTH_TBIN_MOD, t, lw_i(c, g->nTw)), st));
+    st = lw_let(c, vth, lw_add(c, g->th0, lw_bin(c, TTH_TBIN_DIV, t, lw_i(c, g->nTw))),
+                lw_let(c, vtw, lw_bin(c, TTH_TBIN_MOD, t, lw_i(c, g->nTw)), st));
     st = lw_let(c, vt, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nvo)), lw_let(c, vo, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nvo)), st));
     return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
 }
@@ -323,6 +338,77 @@ int lw_conv_winograd_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
     int vl = c->vec.f32_lanes;
     int64_t tiles = ((p.OH + WM - 1) / WM) * ((p.OW + WM - 1) / WM);
     return vl >= 4 && p.C >= 16 && p.O % vl == 0 && tiles >= 16;
+}
+
+/* Tile rows per band, or 0 to run each pass over the whole image with every pass split over the
+ * cores at run time (docs/lowering.md, "Winograd kernel"). A band is one core's share of the tile
+ * rows (the target's num-cores bands), so V, M and the band's copy of the input stay in the
+ * cache of the core that wrote them; each band reads all the transformed weights, so bands only
+ * when those are at most the transformed activations. */
+static int64_t band_rows(const wg *g)
+{
+    const lw_conv_p *p = g->k.p;
+    int cores = g->k.c->cores;
+    int64_t u = (int64_t)WE * p->C * p->O, vm = (int64_t)WE * g->T * (p->C + p->O);
+    if (cores < 2 || g->nTh < 2 || u > vm)
+        return 0;
+    int64_t nb = cores < g->nTh ? cores : g->nTh;
+    return (g->nTh + nb - 1) / nb;
+}
+
+/* One band: tile rows [th0, th0 + rows) of the R-row bands. Its window of the padded input (from
+ * xbase) is filled first, then the three passes run over its tiles. */
+static tth_tstmt *band(wg *g, tth_tbuffer *x, tth_tbuffer *xw, tth_texpr *b, int64_t R, int64_t rows)
+{
+    tk *k = &g->k;
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t wH = R * WM + 2;
+    lw_ax wc, wr;
+    if (lw_ax_make(c, &wc, "wc", p->C) || lw_ax_make(c, &wr, "wr", rows * WM + 2))
+        return NULL;
+    g->Ts = rows * g->nTw;
+    g->rows = rows;
+    g->th0 = lw_mul(c, b, lw_i(c, R));
+    g->vbase = lw_mul(c, b, lw_i(c, WE * p->C * R * g->nTw));
+    g->mbase = lw_mul(c, b, lw_i(c, WE * R * g->nTw * p->O));
+    tth_texpr *row0 = lw_mul(c, g->th0, lw_i(c, WM)); /* the window's first padded row */
+    k->xbase = lw_mul(c, b, lw_i(c, p->C * wH * k->Wrow));
+    tth_tstmt *fill = tk_pad_row_or_zeros(
+        k, x, xw, lw_add(c, k->xbase, lw_mul(c, lw_add(c, lw_mul(c, wc.e, lw_i(c, wH)), wr.e), lw_i(c, k->Wrow))), wc.e,
+        lw_add(c, row0, wr.e));
+    fill = lw_ax_loop(c, &wr, TTH_LOOP_SERIAL, fill);
+    fill = lw_ax_loop(c, &wc, TTH_LOOP_SERIAL, fill);
+    k->x = xw;
+    k->wrow0 = row0;
+    k->wH = wH;
+    tth_tstmt *body = NULL, *pass[4] = {fill, in_transform(g, 0), products(g, 0), out_transform(g, 0)};
+    for (int i = 0; i < 4; i++)
+        if (!pass[i] || lw_append(c, &body, pass[i]))
+            return NULL;
+    return body;
+}
+
+/* The bands: a parallel loop over them, the last one shorter when R does not divide the tile
+ * rows. V, M and the windows are indexed by band, so bands share nothing but the weights. */
+static tth_tstmt *bands(wg *g, tth_tbuffer *x, int64_t R, int par, tth_tbuffer **xw_out)
+{
+    tk *k = &g->k;
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t nfull = g->nTh / R, last = g->nTh % R, nb = nfull + (last ? 1 : 0);
+    int64_t nw = nb * p->C * (R * WM + 2) * k->Wrow;
+    tth_tbuffer *xw = lw_local(c, "xw", TTH_F32, 1, &nw);
+    lw_ax b;
+    if (!xw || lw_ax_make(c, &b, "band", nb))
+        return NULL;
+    *xw_out = xw;
+    tth_tstmt *body = band(g, x, xw, b.e, R, R);
+    if (body && last) {
+        tth_tstmt *tail = band(g, x, xw, b.e, R, last);
+        body = tail ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, b.e, lw_i(c, nfull)), body, tail) : NULL;
+    }
+    return body ? lw_ax_loop(c, &b, par && nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body) : NULL;
 }
 
 tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -350,23 +436,35 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     if (!x || !(g.U = wino_pack(&g, lw_arg(call, 1)->u.constant.value)))
         return NULL;
-    int64_t nx = p->C * k->Hp * k->Wrow, nv = WE * p->C * g.T, nm = WE * g.T * p->O;
-    tth_tbuffer *xp = lw_local(c, "xp", TTH_F32, 1, &nx);
-    if (!xp || !(g.V = lw_local(c, "wv", TTH_F32, 1, &nv)) || !(g.M = lw_local(c, "wm", TTH_F32, 1, &nm)))
+    /* V and M: the tiles of every band (the last band's region as large as the others) */
+    int64_t R = band_rows(&g), tiles = R > 0 ? (g.nTh + R - 1) / R * R * g.nTw : g.T;
+    int64_t nv = WE * p->C * tiles, nm = WE * tiles * p->O;
+    if (!(g.V = lw_local(c, "wv", TTH_F32, 1, &nv)) || !(g.M = lw_local(c, "wm", TTH_F32, 1, &nm)))
         return NULL;
-    k->x = xp;
-    k->xbase = lw_i(c, 0);
     lw_ax an;
     if (lw_ax_make(c, &an, "n", p->N))
         return NULL;
     k->n = an.e;
     int par = WE * g.T * p->C * p->O >= LW_PARALLEL_MIN;
-    tth_tstmt *img = NULL, *pass[4] = {tk_pad_copy(k, x, xp), in_transform(&g, par), products(&g, par),
-                                       out_transform(&g, par)};
-    for (int i = 0; i < 4; i++)
-        if (!pass[i] || lw_append(c, &img, pass[i]))
+    tth_tbuffer *xp = NULL;
+    tth_tstmt *img = NULL;
+    if (R > 0) {
+        img = bands(&g, x, R, par, &xp);
+    } else {
+        int64_t nx = p->C * k->Hp * k->Wrow;
+        if (!(xp = lw_local(c, "xp", TTH_F32, 1, &nx)))
             return NULL;
-    tth_tstmt *all = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
+        k->x = xp;
+        k->xbase = lw_i(c, 0);
+        g.Ts = g.T;
+        g.rows = g.nTh;
+        g.th0 = g.vbase = g.mbase = lw_i(c, 0);
+        tth_tstmt *pass[4] = {tk_pad_copy(k, x, xp), in_transform(&g, par), products(&g, par), out_transform(&g, par)};
+        for (int i = 0; i < 4; i++)
+            if (!pass[i] || lw_append(c, &img, pass[i]))
+                return NULL;
+    }
+    tth_tstmt *all = img ? lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img) : NULL;
     all = all ? tth_tir_allocate(c->m, g.M, all) : NULL;
     all = all ? tth_tir_allocate(c->m, g.V, all) : NULL;
     return all ? tth_tir_allocate(c->m, xp, all) : NULL;

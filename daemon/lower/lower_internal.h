@@ -50,6 +50,7 @@ typedef struct lw_sink {
 struct lw_ctx {
     tth_tir_module *m;
     tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
+    int cores;                /* the target's num-cores, 0 when it does not say (docs/threads.md) */
     json_t *strategies;       /* names of the strategies used (attrs "strategies") */
     tth_diag *diag;
     const tth_relay_function *fn;
@@ -143,6 +144,9 @@ tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_matmul_check(const tth_rexpr *call, char *why, size_t len);
 /* pool */
 tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+/* strategies max_pool2d/row-vectorized and avg_pool2d/row-vectorized (lower_pool.c) */
+int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_pool_check(const tth_rexpr *call, char *why, size_t len);
 /* reduce */

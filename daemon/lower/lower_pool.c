@@ -79,30 +79,12 @@ static void tap_range(lw_ctx *c, tth_texpr *o, int64_t s, int64_t d, int64_t pad
     *ext = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_sub(c, h, l));
 }
 
-tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+/* One output element (nc, oh, ow) of the generic kernel: its taps inside the image accumulated in
+ * acc[ai] (the output itself when direct, else a LOCAL scalar), then finished through the sink. */
+static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, tth_tbuffer *acc, int direct,
+                            const lw_sink *s, tth_texpr *nc, tth_texpr *oh, tth_texpr *ow)
 {
-    pool_p p;
-    char why[256];
-    if (!pool_params(call, &p, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
-        return NULL;
-    }
-    int is_max = call->u.call.op == TTH_OP_MAX_POOL2D;
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    if (!x)
-        return NULL;
     tth_dtype t = x->dtype;
-    int direct = lw_sink_direct(s, 0, t);
-    tth_tbuffer *acc = s->dest[0];
-    if (!direct) {
-        int64_t one = 1;
-        acc = lw_local(c, "acc", t, 1, &one);
-        if (!acc)
-            return NULL;
-    }
-    lw_ax nc, oh, ow;
-    if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
-        return NULL;
     tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vkw = lw_var(c, "kw", TTH_I64);
     tth_tvar *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
     tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64);
@@ -110,17 +92,17 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (!vkh || !vkw || !vlh || !veh || !vlw || !vew || !vai || !vxr)
         return NULL;
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
-    tap_range(c, oh.e, p.sh, p.dh, p.pt, p.H, p.KH, p.OH, &lo_h, &ex_h);
-    tap_range(c, ow.e, p.sw, p.dw, p.pl, p.W, p.KW, p.OW, &lo_w, &ex_w);
+    tap_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
+    tap_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
     tth_texpr *ai = lw_ref(c, vai);
-    tth_texpr *aidx = direct ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc.e, lw_i(c, p.OH)), oh.e), lw_i(c, p.OW)), ow.e)
+    tth_texpr *aidx = direct ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->OH)), oh), lw_i(c, p->OW)), ow)
                              : lw_i(c, 0);
     tth_tstmt *init = tth_tir_store(c->m, acc, ai, lw_imm(c, t, is_max ? lw_dtype_lowest(t) : 0));
     /* xr = (nc*H + oh*sh + kh*dh - pt) * W + ow*sw - pl */
-    tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh.e, lw_i(c, p.sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p.dh))), lw_i(c, p.pt));
-    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc.e, lw_i(c, p.H)), ih), lw_i(c, p.W)),
-                           lw_sub(c, lw_mul(c, ow.e, lw_i(c, p.sw)), lw_i(c, p.pl)));
-    tth_texpr *xv = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vxr), lw_mul(c, lw_ref(c, vkw), lw_i(c, p.dw))));
+    tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
+    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)),
+                           lw_sub(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_i(c, p->pl)));
+    tth_texpr *xv = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vxr), lw_mul(c, lw_ref(c, vkw), lw_i(c, p->dw))));
     tth_texpr *cur = tth_tir_load(c->m, acc, ai);
     tth_tstmt *upd = tth_tir_store(c->m, acc, ai, is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv));
     tth_tstmt *taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, upd);
@@ -131,15 +113,15 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     tth_tvar *vn = lw_var(c, "n", TTH_I64), *vc = lw_var(c, "c", TTH_I64);
     if (!vn || !vc)
         return NULL;
-    tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), oh.e, ow.e};
+    tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), oh, ow};
     if (!is_max) {
         tth_texpr *cnt;
-        if (p.count_include_pad) {
+        if (p->count_include_pad) {
             /* taps inside the padded image: hs + kh*dh <= H + pb - 1 */
-            tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p.KH),
-                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p.H + p.pb - 1 + p.pt), lw_mul(c, oh.e, lw_i(c, p.sh))), p.dh), lw_i(c, 1)));
-            tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p.KW),
-                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p.W + p.pr - 1 + p.pl), lw_mul(c, ow.e, lw_i(c, p.sw))), p.dw), lw_i(c, 1)));
+            tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KH),
+                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->H + p->pb - 1 + p->pt), lw_mul(c, oh, lw_i(c, p->sh))), p->dh), lw_i(c, 1)));
+            tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KW),
+                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->W + p->pr - 1 + p->pl), lw_mul(c, ow, lw_i(c, p->sw))), p->dw), lw_i(c, 1)));
             cnt = lw_mul(c, ch, cw);
         } else {
             cnt = lw_mul(c, lw_ref(c, veh), lw_ref(c, vew));
@@ -154,15 +136,179 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return NULL;
     tth_tstmt *el = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, lw_let(c, vlw, lo_w, lw_let(c, vew, ex_w,
                     lw_let(c, vai, aidx, seq)))));
+    return lw_let(c, vn, p->C == 1 ? nc : lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)),
+                  lw_let(c, vc, p->C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), el));
+}
+
+/* the accumulator of the generic kernel: the output itself when the sink allows, else a LOCAL
+ * scalar (allocated around the kernel by the caller) */
+static tth_tbuffer *pool_acc(lw_ctx *c, const lw_sink *s, tth_dtype t, int *direct)
+{
+    *direct = lw_sink_direct(s, 0, t);
+    if (*direct)
+        return s->dest[0];
+    int64_t one = 1;
+    return lw_local(c, "acc", t, 1, &one);
+}
+
+tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    pool_p p;
+    char why[256];
+    if (!pool_params(call, &p, why, sizeof why)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+        return NULL;
+    }
+    int is_max = call->u.call.op == TTH_OP_MAX_POOL2D, direct = 0;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    tth_tbuffer *acc = x ? pool_acc(c, s, x->dtype, &direct) : NULL;
+    lw_ax nc, oh, ow;
+    if (!acc || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
+        return NULL;
+    tth_tstmt *el = pool_elem(c, &p, is_max, x, acc, direct, s, nc.e, oh.e, ow.e);
     el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
     el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
-    el = lw_let(c, vn, p.C == 1 ? nc.e : lw_bin(c, TTH_TBIN_DIV, nc.e, lw_i(c, p.C)),
-                lw_let(c, vc, p.C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc.e, lw_i(c, p.C)), el));
     int64_t work = p.N * p.C * p.OH * p.OW * p.KH * p.KW;
     el = lw_ax_loop(c, &nc, direct && work >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
     if (el && !direct)
         el = tth_tir_allocate(c->m, acc, el);
     return el;
+}
+
+/* ------------------------------------------------------------ row-vectorized kernel ---- */
+
+/* The output columns whose every tap is inside the image row: [*lo, *hi) */
+static void inner_cols(const pool_p *p, int64_t *lo, int64_t *hi)
+{
+    int64_t l = 0, h = p->OW;
+    while (l < h && l * p->sw - p->pl < 0)
+        l++;
+    while (h > l && (h - 1) * p->sw - p->pl + (p->KW - 1) * p->dw > p->W - 1)
+        h--;
+    *lo = l;
+    *hi = h;
+}
+
+/* float32 max or average pooling on a vector target, without a fused epilogue, with at least one
+ * vector of columns whose taps are all inside the image row */
+int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    pool_p p;
+    char why[8];
+    if (s->epi || !pool_params(call, &p, why, sizeof why) || lw_ty(lw_arg(call, 0))->dtype != TTH_F32)
+        return 0;
+    int64_t lo, hi;
+    inner_cols(&p, &lo, &hi);
+    return c->vec.f32_lanes >= 4 && hi - lo >= c->vec.f32_lanes;
+}
+
+/* `lanes` outputs of row oh of plane nc from column ow0 (all taps inside the row): one vector
+ * accumulator; per tap row in the image, KW loads of a ramp of stride sw */
+static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, const lw_sink *s, tth_texpr *nc,
+                           tth_texpr *oh, tth_texpr *lo_h, tth_texpr *ex_h, int64_t ow0, int lanes)
+{
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, 1, lanes, &seq);
+    tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
+    if (!acc || !vkh || !vxr)
+        return NULL;
+    /* the tile starts at zero: a max starts from the lowest float instead */
+    if (is_max) {
+        seq = NULL;
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0), tth_tir_broadcast(c->m, lw_imm(c, TTH_F32, lw_dtype_lowest(TTH_F32)), lanes), 0)))
+            return NULL;
+    }
+    tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
+    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)), lw_i(c, ow0 * p->sw - p->pl));
+    tth_tstmt *taps = NULL;
+    for (int64_t kw = 0; kw < p->KW; kw++) {
+        tth_texpr *xv = tth_tir_load(c->m, x, tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vxr), lw_i(c, kw * p->dw)), p->sw, lanes));
+        tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), lanes, 0);
+        if (lw_append(c, &taps, tth_tir_vstore(c->m, acc, lw_i(c, 0), is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0)))
+            return NULL;
+    }
+    taps = lw_let(c, vxr, xr, taps);
+    taps = lw_for(c, vkh, lo_h, ex_h, TTH_LOOP_SERIAL, taps);
+    if (!taps || lw_append(c, &seq, taps))
+        return NULL;
+    tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), lanes, 0);
+    if (!is_max) {
+        /* every column here has its KW taps inside the row; rows: the taps inside the image, or
+         * with count_include_pad those inside the padded image */
+        tth_texpr *rows = ex_h;
+        if (p->count_include_pad)
+            rows = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KH),
+                          lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->H + p->pb - 1 + p->pt), lw_mul(c, oh, lw_i(c, p->sh))), p->dh), lw_i(c, 1)));
+        tth_texpr *den = lw_cast(c, TTH_F32, lw_bin(c, TTH_TBIN_MAX, lw_mul(c, rows, lw_i(c, p->KW)), lw_i(c, 1)));
+        v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, den, lanes));
+    }
+    tth_texpr *oidx[4] = {p->C == 1 ? nc : lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)),
+                          p->C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh,
+                          tth_tir_ramp(c->m, lw_i(c, ow0), 1, lanes)};
+    if (lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
+        return NULL;
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* Rows of output in vectors (docs/lowering.md, "Pooling"): a parallel loop over (band, plane)
+ * pairs, bands outermost (docs/threads.md, "Locality"): the target's num-cores bands of output
+ * rows (one band without it), each plane's rows of a band in order, so a core reads its share of
+ * every plane as one stream. In a row, the columns whose taps are all inside the image are vectors
+ * of the target's lanes (the last narrower), the few at the edges the generic element code. */
+tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    pool_p p;
+    char why[256];
+    if (!pool_params(call, &p, why, sizeof why))
+        return lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why), NULL;
+    int is_max = call->u.call.op == TTH_OP_MAX_POOL2D, direct = 0;
+    int vl = c->vec.f32_lanes;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    tth_tbuffer *acc = x ? pool_acc(c, s, TTH_F32, &direct) : NULL;
+    int64_t lo, hi, NC = p.N * p.C;
+    int64_t nb = c->cores > 1 ? (c->cores < p.OH ? c->cores : p.OH) : 1, R = (p.OH + nb - 1) / nb;
+    nb = (p.OH + R - 1) / R;
+    inner_cols(&p, &lo, &hi);
+    lw_ax q, el, er;
+    tth_tvar *vnc = lw_var(c, "nc", TTH_I64), *vb = lw_var(c, "b", TTH_I64), *voh = lw_var(c, "oh", TTH_I64),
+             *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
+    if (!acc || !vnc || !vb || !voh || !vlh || !veh || lw_ax_make(c, &q, "q", nb * NC) || lw_ax_make(c, &el, "ow", lo) ||
+        lw_ax_make(c, &er, "ow", p.OW - hi))
+        return NULL;
+    tth_texpr *nc = lw_ref(c, vnc), *oh = lw_ref(c, voh);
+    tth_tstmt *row = NULL;
+    if (lo > 0) {
+        tth_tstmt *e = lw_ax_loop(c, &el, TTH_LOOP_SERIAL, pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, el.e));
+        if (!e || lw_append(c, &row, e))
+            return NULL;
+    }
+    for (int64_t ow0 = lo; ow0 < hi; ow0 += vl) {
+        int lanes = (int)(hi - ow0 < vl ? hi - ow0 : vl);
+        /* a last column alone is one element */
+        tth_tstmt *v = lanes > 1 ? pool_vec(c, &p, is_max, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh), ow0, lanes)
+                                 : pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, lw_i(c, ow0));
+        if (!v || lw_append(c, &row, v))
+            return NULL;
+    }
+    if (hi < p.OW) {
+        tth_tstmt *e = lw_ax_loop(c, &er, TTH_LOOP_SERIAL,
+                                  pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, lw_add(c, er.e, lw_i(c, hi))));
+        if (!e || lw_append(c, &row, e))
+            return NULL;
+    }
+    tth_texpr *lo_h, *ex_h;
+    tap_range(c, oh, p.sh, p.dh, p.pt, p.H, p.KH, p.OH, &lo_h, &ex_h);
+    row = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, row));
+    /* the band's rows: [b*R, min(b*R + R, OH)) */
+    tth_texpr *r0 = lw_mul(c, lw_ref(c, vb), lw_i(c, R));
+    tth_texpr *nrows = p.OH % R ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, R), lw_sub(c, lw_i(c, p.OH), r0)) : lw_i(c, R);
+    row = lw_for(c, voh, r0, nrows, TTH_LOOP_SERIAL, row);
+    row = lw_let(c, vb, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, NC)), lw_let(c, vnc, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, NC)), row));
+    int64_t work = NC * p.OH * p.OW * p.KH * p.KW;
+    row = lw_ax_loop(c, &q, direct && work >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
+    if (row && !direct)
+        row = tth_tir_allocate(c->m, acc, row);
+    return row;
 }
 
 tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)

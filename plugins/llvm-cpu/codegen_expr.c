@@ -799,6 +799,24 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
                 if (!p)
                     return NULL;
                 unsigned span = (unsigned)(st * (e->lanes - 1) + 1);
+                if (st == 2 && e->lanes >= 2 && e->lanes <= 64) {
+                    /* stride 2: the span's first and last `lanes` elements as two vector loads
+                     * and one two-source shuffle (a span of 2*lanes-1 elements loaded as one
+                     * odd-length vector becomes many small loads) */
+                    unsigned es = (unsigned)tth_dtype_size(buf->dtype);
+                    int64_t off = (int64_t)span - e->lanes;
+                    LLVMValueRef b1 = LLVMBuildAdd(c->b, b0, LLVMConstInt(LLVMTypeOf(b0), (unsigned long long)off, 1), "");
+                    LLVMValueRef p1 = tth__llcg_elem_ptr(c, buf, b1);
+                    LLVMValueRef lo = tth__llcg_contig_load(c, buf, p, e->lanes, es);
+                    LLVMValueRef hi = p1 ? tth__llcg_contig_load(c, buf, p1, e->lanes, es) : NULL;
+                    if (!lo || !hi)
+                        return NULL;
+                    LLVMValueRef mask[64];
+                    for (int32_t l = 0; l < e->lanes; l++)
+                        mask[l] = LLVMConstInt(i32_type(c), (unsigned long long)(2 * l < e->lanes ? 2 * l : e->lanes + (2 * l - off)), 0);
+                    v = LLVMBuildShuffleVector(c->b, lo, hi, LLVMConstVector(mask, (unsigned)e->lanes), "");
+                    goto loaded;
+                }
                 LLVMValueRef wide = tth__llcg_contig_load(c, buf, p, (int32_t)span, (unsigned)tth_dtype_size(buf->dtype));
                 if (!wide)
                     return NULL;

@@ -1,6 +1,7 @@
 /* The llvm-cpu plugin: kind "llvm" (CPU code through LLVM), its schema, tags and target_parser. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tth/plugin.h>
 #include <tth/target.h>
@@ -106,10 +107,13 @@ TTH_PLUGIN_EXPORT int tth_target_parser(const tth_host *host, const json_t *targ
     }
     if (json_object_get(target, "mtriple") || json_object_get(target, "mcpu"))
         return tth_cpu_target_parse(target, out, diag);
-    /* plain `llvm` is this machine: its triple, CPU and features, as -mcpu=native gives them
-     * (docs/targets.md); -mcpu=generic asks for portable code */
+    /* plain `llvm` is this machine: its triple, CPU and features, as -mcpu=native gives them,
+     * and its cores when num-cores is not given (docs/targets.md); -mcpu=generic asks for
+     * portable code */
     json_t *t = json_deep_copy(target);
-    if (!t || json_object_set_new(t, "mcpu", json_string("native")) != 0) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!t || json_object_set_new(t, "mcpu", json_string("native")) != 0 ||
+        (!cores && ncpu >= 1 && json_object_set_new(t, "num-cores", json_integer(ncpu)) != 0)) {
         json_decref(t);
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     }

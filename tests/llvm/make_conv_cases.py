@@ -18,7 +18,7 @@ except ImportError:
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lower"))
-from numpy_ref import conv2d  # noqa: E402
+from numpy_ref import avg_pool, conv2d, max_pool  # noqa: E402
 
 RNG = np.random.default_rng(20261124)
 
@@ -117,7 +117,20 @@ def case_pointwise_chain(g, x):
     return name, val
 
 
+def case_pools(g, x):
+    # max 3x3 stride 2 with padding (the row-vectorized kernel's stride-2 loads, edge columns by
+    # the generic code), average 3x3 stride 1 with padding (taps inside the image), then max 2x2
+    # stride 2 without padding
+    h = g.node("MaxPool", ["x"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    hv = max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False)
+    h2 = g.node("AveragePool", [h], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    hv = avg_pool(hv, [3, 3], [1, 1], [1, 1, 1, 1], False, False)
+    h3 = g.node("MaxPool", [h2], kernel_shape=[2, 2], strides=[2, 2])
+    return h3, max_pool(hv, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False)
+
+
 CASES = {
+    "pools": ((2, 8, 37, 75), case_pools),
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
     "pointwise_tail": ((2, 24, 9, 11), case_pointwise_tail),
     "pointwise_chain": ((1, 24, 9, 11), case_pointwise_chain),

@@ -153,8 +153,9 @@ static void make_conv_cases(char *dir, size_t len)
     cr_assert_eq(st, 0, "make_conv_cases.py failed with status %d", st);
 }
 
-/* Every target-aware convolution kernel (Winograd, row-vectorized, depthwise with the phase-split
- * copy and row tiles, pixel-vectorized 1x1 with a pixel tail, channel-blocked) in a whole compile, run, against numpy: make_conv_cases.py
+/* Every target-aware convolution kernel (Winograd, in bands on this machine's cores, row-vectorized,
+ * depthwise with the phase-split copy and row tiles, pixel-vectorized 1x1 with a pixel tail,
+ * channel-blocked) and the row-vectorized pooling in a whole compile, run, against numpy: make_conv_cases.py
  * writes ONNX cases whose expected outputs numpy computed; each runs for the same three targets
  * as above. Skipped when python3 cannot import numpy and onnx. */
 Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
@@ -162,7 +163,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     char dir[512];
     make_conv_cases(dir, sizeof dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows",
-                                        "pointwise_tail", "pointwise_chain"};
+                                        "pointwise_tail", "pointwise_chain", "pools"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     test_rmtree(dir);
 }

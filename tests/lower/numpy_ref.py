@@ -93,6 +93,34 @@ def max_pool(x, k, strides, pads, dil, ceil_mode):
     return y
 
 
+def avg_pool(x, k, strides, pads, ceil_mode, count_include_pad):
+    """ONNX AveragePool: the mean of the taps inside the image, or with count_include_pad of the
+    taps inside the padded image (a ceil_mode window's part past the end padding not counted)"""
+    n, c, h, wd = x.shape
+    t, l, bo, r = pads
+    def osz(i, kk, p0, p1, s):
+        span = i + p0 + p1 - kk
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= i + p0:
+            o -= 1
+        return o
+    oh, ow = osz(h, k[0], t, bo, strides[0]), osz(wd, k[1], l, r, strides[1])
+    y = np.zeros((n, c, oh, ow), dtype="float64")
+    for i in range(oh):
+        for j in range(ow):
+            acc, cnt, cntp = 0.0, 0, 0
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    hi, wi = i * strides[0] + a - t, j * strides[1] + b - l
+                    if -t <= hi < h + bo and -l <= wi < wd + r:
+                        cntp += 1
+                    if 0 <= hi < h and 0 <= wi < wd:
+                        acc = acc + x[:, :, hi, wi].astype("float64")
+                        cnt += 1
+            y[:, :, i, j] = acc / max(cntp if count_include_pad else cnt, 1)
+    return y.astype(x.dtype)
+
+
 def resize_coords(mode, out_len, in_len):
     scale = out_len / in_len
     xs = np.arange(out_len, dtype="float64")
@@ -273,6 +301,17 @@ def case(name):
         x, w = rnd((1, 16, 18, 72)), rnd((16, 16, 3, 3))
         y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
         return [(x, False), (w, True)], [("nn.conv2d", {}, ["i0", "i1"])], [y.astype(f32)]
+    if name == "conv_winograd_bands_batch_residual":
+        # Winograd in bands of tile rows when the target has several cores (the transformed
+        # weights are fewer than the transformed activations): batch 2, uneven padding, a 30x29
+        # output (8 tile rows: 3 cores give bands of 3, 3 and 2 rows; partial last tile row and
+        # column), bias, a residual add and relu
+        x, w, b, r = rnd((2, 16, 29, 30)), rnd((32, 16, 3, 3)), rnd((32,)), rnd((2, 32, 30, 29))
+        a = {"padding": [1, 0, 2, 1]}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 0, 2, 1], [1, 1], 1) + r, 0)
+        return ([(x, False), (w, True), (b, True), (r, False)],
+                [("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])],
+                [y.astype(f32)])
     if name == "conv_transpose_groups":
         x, w = rnd((1, 4, 4, 5)), rnd((4, 3, 3, 2))
         a = {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilation": [1, 2], "groups": 2, "output_padding": [1, 1]}
@@ -314,6 +353,32 @@ def case(name):
         x = rnd((1, 2, 9, 10))
         a = {"pool_size": [3, 2], "strides": [2, 3], "dilation": [2, 1], "padding": [1, 0, 2, 1], "ceil_mode": True}
         return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [3, 2], [2, 3], [1, 0, 2, 1], [2, 1], True)]
+    if name == "max_pool_rows_pads_batch":
+        # 3x3 stride 2 with padding on a 20x37 image, batch 2: a 10x19 output whose inner
+        # columns (all taps inside the row) are one 16-lane vector and one column alone
+        x = rnd((2, 3, 20, 37))
+        a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]}
+        return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False)]
+    if name == "max_pool_rows_dilated":
+        x = rnd((1, 2, 15, 40))
+        a = {"pool_size": [2, 3], "strides": [1, 1], "dilation": [2, 2]}
+        return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [2, 3], [1, 1], [0, 0, 0, 0], [2, 2], False)]
+    if name == "avg_pool_rows_count_pad_ceil":
+        x = rnd((1, 4, 17, 45))
+        a = {"pool_size": [3, 2], "strides": [1, 2], "padding": [1, 0, 2, 1], "ceil_mode": True,
+             "count_include_pad": True}
+        return [(x, False)], [("nn.avg_pool2d", a, ["i0"])], [avg_pool(x, [3, 2], [1, 2], [1, 0, 2, 1], True, True)]
+    if name == "avg_pool_rows_inside":
+        # the average of the taps inside the image: 2 of 3 tap rows at the top and bottom rows
+        x = rnd((1, 3, 13, 30))
+        a = {"pool_size": [3, 3], "strides": [1, 1], "padding": [1, 1, 1, 1]}
+        return [(x, False)], [("nn.avg_pool2d", a, ["i0"])], [avg_pool(x, [3, 3], [1, 1], [1, 1, 1, 1], False, False)]
+    if name == "avg_pool_relu":
+        # with a relu fused after it, pooling takes the generic kernel
+        x = rnd((1, 3, 13, 30))
+        a = {"pool_size": [3, 3], "strides": [1, 1], "padding": [1, 1, 1, 1]}
+        y = np.maximum(avg_pool(x, [3, 3], [1, 1], [1, 1, 1, 1], False, False), 0)
+        return [(x, False)], [("nn.avg_pool2d", a, ["i0"]), ("nn.relu", {}, ["prev"])], [y]
     if name == "qnn_conv_per_channel":
         x = rnd((1, 4, 6, 6), "uint8", 0, 255)
         w = rnd((6, 2, 3, 3), "int8", -128, 127)

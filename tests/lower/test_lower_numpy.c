@@ -161,16 +161,22 @@ static void run_np(const char *name)
     json_t *meta = json_load_file(path, 0, &err);
     cr_assert_not_null(meta, "%s: %s", path, err.text);
     check_with(meta, name, NULL, "c");
-    /* convolutions and matmuls also at each vector shape of the tiled kernels (docs/targets.md) */
+    /* convolutions, matmuls and pooling also at each vector shape of the tiled kernels
+     * (docs/targets.md), and with several cores */
     int conv = 0;
     const json_t *steps = json_object_get(meta, "chain");
-    for (size_t i = 0; i < json_array_size(steps); i++)
-        conv |= !strcmp(json_string_value(json_object_get(json_array_get(steps, i), "op")), "nn.conv2d") ||
-                !strcmp(json_string_value(json_object_get(json_array_get(steps, i), "op")), "matmul");
+    for (size_t i = 0; i < json_array_size(steps); i++) {
+        const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
+        conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
+                !strcmp(op, "nn.avg_pool2d");
+    }
     static const char *const targets[][2] = {
         {"sse2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{}}"},
         {"avx2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx2\":true}}"},
         {"avx512", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true}}"},
+        /* three cores: Winograd in bands (docs/lowering.md) */
+        {"avx512x3", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true},"
+                     "\"num-cores\":3}"},
         {"aarch64", "{\"kind\":\"llvm\",\"keys\":[\"arm_cpu\",\"cpu\"],\"features\":{\"has_asimd\":true,"
                     "\"is_aarch64\":true}}"},
     };
@@ -207,7 +213,13 @@ NP(conv_tiles_rows_unpadded_stride3)
 NP(conv_winograd_bias_relu)
 NP(conv_winograd_uneven_batch_residual)
 NP(conv_winograd_unpadded_wide)
+NP(conv_winograd_bands_batch_residual)
 NP(conv_transpose_groups)
+NP(max_pool_rows_pads_batch)
+NP(max_pool_rows_dilated)
+NP(avg_pool_rows_count_pad_ceil)
+NP(avg_pool_rows_inside)
+NP(avg_pool_relu)
 NP(matmul_batch_broadcast)
 NP(matmul_vector_left)
 NP(matmul_packed_panels)

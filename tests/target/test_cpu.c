@@ -1,5 +1,6 @@
 /* The CPU parser (llvm, c) and the M-profile parser (cmsis-nn, Cortex-M): keys, features from
  * LLVM's view, native, and every error. */
+#include <unistd.h>
 #include "common.h"
 
 TestSuite(cpu, .init = load_plugins, .fini = unload_plugins);
@@ -68,13 +69,20 @@ Test(cpu, other_architectures_get_no_derived_key)
 
 Test(cpu, plain_llvm_is_this_machine_and_generic_is_portable)
 {
-    /* plain llvm = -mcpu=native: the host's triple, CPU and features in the canonical target */
+    /* plain llvm = -mcpu=native (the host's triple, CPU and features in the canonical target) and
+     * this machine's cores as num-cores, unless given */
     json_t *t = ok("llvm"), *n = ok("llvm -mcpu=native");
     cr_assert_str_eq(str(t, "mtriple"), tth_host_triple());
     cr_assert_str_eq(str(t, "mcpu"), tth_host_cpu_name());
+    cr_assert_eq(json_integer_value(json_object_get(t, "num-cores")), sysconf(_SC_NPROCESSORS_ONLN));
+    cr_assert_null(json_object_get(n, "num-cores"));
+    json_object_del(t, "num-cores");
     cr_assert(json_equal(t, n), "plain llvm and -mcpu=native differ");
     json_decref(t);
     json_decref(n);
+    t = ok("llvm -num-cores=3");
+    cr_assert_eq(json_integer_value(json_object_get(t, "num-cores")), 3);
+    json_decref(t);
     /* -mcpu=generic stays generic */
     t = ok("llvm -mcpu=generic");
     cr_assert_str_eq(str(t, "mcpu"), "generic");
