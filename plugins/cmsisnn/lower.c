@@ -31,7 +31,6 @@
 #include <tth/target.h>
 #include <tth/tir.h>
 
-#include "graph.h"
 #include "pattern.h"
 #include "quant.h"
 #include "scratch.h"
@@ -58,6 +57,16 @@ static cn_features features_of(const json_t *target)
     return f;
 }
 
+/* The users index of the function the last question was about (tth_relay_users_of keeps it while
+ * the function is unchanged): partitioning asks once per call of the same function. Freed after
+ * relay_to_tir and when the plugin is unloaded. */
+static tth_relay_users *users;
+
+__attribute__((destructor)) static void users_unload(void)
+{
+    tth_relay_users_free(users);
+}
+
 TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t *target, const tth_relay_function *fn,
                                              const tth_rexpr *call, char *why, size_t why_len)
 {
@@ -69,7 +78,7 @@ TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t 
         snprintf(why, why_len, "a call of function '%s': CMSIS-NN takes operators", call->u.call.fn->name);
         return 0;
     }
-    const npu_users *u = npu_users_get(fn);
+    const tth_relay_users *u = tth_relay_users_of(&users, fn);
     if (!u)
         return TTH_ENOMEM;
     cn_match m;
@@ -185,7 +194,7 @@ static int is_spatial(cn_kind k)
 /* Whether NCHW and NHWC differ for this value: 4-D with several channels and pixels. */
 static int layouts_differ(const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e);
+    const tth_ttype *t = tth_rexpr_ttype(e);
     return t && t->rank == 4 && t->shape[1] > 1 && t->shape[2] * t->shape[3] > 1;
 }
 
@@ -431,9 +440,9 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
     int tuple = body->kind == TTH_REXPR_TUPLE;
     size_t nres = tuple ? body->u.tuple.nfields : 1;
     tth_rexpr *const *res = tuple ? body->u.tuple.fields : &fn->body;
-    if (!tuple && !npu_type(body))
+    if (!tuple && !tth_rexpr_ttype(body))
         return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "the region's result is a tuple not built in the region");
-    const npu_users *u = npu_users_get(fn);
+    const tth_relay_users *u = tth_relay_users_of(&users, fn);
     tth_rexpr **nodes = NULL;
     int64_t n = u ? tth_relay_topo(fn->module, fn, &nodes) : TTH_ENOMEM;
     if (n < 0)
@@ -455,7 +464,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         goto done;
     }
     for (size_t i = 0; i < fn->nparams; i++) {
-        const tth_ttype *t = npu_type(fn->params[i]);
+        const tth_ttype *t = tth_rexpr_ttype(fn->params[i]);
         char pn[32];
         snprintf(pn, sizeof pn, "p%zu", i);
         if (!t) {
@@ -470,7 +479,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         c.buf_of[fn->params[i]->id] = params[i];
     }
     for (size_t j = 0; j < nres; j++) {
-        const tth_ttype *ot = npu_type(res[j]);
+        const tth_ttype *ot = tth_rexpr_ttype(res[j]);
         char on[32];
         snprintf(on, sizeof on, "out%zu", j);
         if (!ot) {
@@ -563,7 +572,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_tir(const tth_host *host, const json_t *targe
         if (!out) {
             char ln[64];
             snprintf(ln, sizeof ln, "k%zu_out", k);
-            out = local(&c, ln, TTH_I8, tth_ttype_numel(npu_type(m->out)));
+            out = local(&c, ln, TTH_I8, tth_ttype_numel(tth_rexpr_ttype(m->out)));
         }
         if (!out) {
             rc = c.limit ? tth_diag_set(diag, TTH_ELIMIT, where, "more than %zu LOCAL buffers in one region",
@@ -603,6 +612,7 @@ done:
     free(c.buf_of);
     free(pats);
     free(params);
-    npu_users_release();
+    tth_relay_users_free(users);
+    users = NULL;
     return rc;
 }

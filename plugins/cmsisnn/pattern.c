@@ -35,7 +35,7 @@ const char *cn_kind_name(cn_kind k)
 
 static tth_dtype dt(const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e);
+    const tth_ttype *t = tth_rexpr_ttype(e);
     return t ? t->dtype : TTH_DTYPE_INVALID;
 }
 
@@ -51,7 +51,7 @@ static int add_node(cn_match *m, const tth_rexpr *e)
 static int zp_i8(const tth_rexpr *e, int32_t *zp)
 {
     double v;
-    if (!npu_const_scalar(e, &v) || v < -128 || v > 127 || v != floor(v))
+    if (!tth_rexpr_const_scalar(e, &v) || v < -128 || v > 127 || v != floor(v))
         return 0;
     *zp = (int32_t)v;
     return 1;
@@ -63,7 +63,7 @@ static int out_quant(const tth_rexpr *q, int scale_arg, int zp_arg, cn_match *m,
     const char *op = tth_op_name(q->u.call.op);
     if (dt(q) != TTH_I8)
         return refuse(why, len, "%s to %s: CMSIS-NN's kernels produce int8", op, tth_dtype_name(dt(q)));
-    if (!npu_const_scalar(q->u.call.args[scale_arg], &m->out_scale) || !(m->out_scale > 0))
+    if (!tth_rexpr_const_scalar(q->u.call.args[scale_arg], &m->out_scale) || !(m->out_scale > 0))
         return refuse(why, len, "%s with a non-constant or per-channel output scale: CMSIS-NN needs one positive "
                       "constant", op);
     if (!zp_i8(q->u.call.args[zp_arg], &m->out_zp))
@@ -72,36 +72,36 @@ static int out_quant(const tth_rexpr *q, int scale_arg, int zp_arg, cn_match *m,
 }
 
 /* The tail after an int32 accumulator: [add(acc, bias)] -> requantize -> [clip]. oc: channels. */
-static int match_tail(const npu_users *u, const tth_rexpr *acc, int64_t oc, int per_channel_ok, cn_match *m,
+static int match_tail(const tth_relay_users *u, const tth_rexpr *acc, int64_t oc, int per_channel_ok, cn_match *m,
                       char *why, size_t len)
 {
     const char *anchor = tth_op_name(acc->u.call.op);
-    if (npu_nusers(u, acc) != 1)
+    if (tth_relay_nusers(u, acc) != 1)
         return refuse(why, len, "%s whose int32 result is used %zu times: CMSIS-NN fuses it with one requantize",
-                      anchor, npu_nusers(u, acc));
-    const tth_rexpr *next = npu_user(u, acc, 0);
-    if (npu_is_op(next, TTH_OP_ADD)) {
+                      anchor, tth_relay_nusers(u, acc));
+    const tth_rexpr *next = tth_relay_user(u, acc, 0);
+    if (tth_rexpr_is_op(next, TTH_OP_ADD)) {
         const tth_rexpr *b = next->u.call.args[1] == acc ? next->u.call.args[0] : next->u.call.args[1];
-        const tth_tensor *bt = npu_const(b);
+        const tth_tensor *bt = tth_rexpr_const(b);
         if (!bt || bt->type.dtype != TTH_I32 || tth_ttype_numel(&bt->type) != oc)
             return refuse(why, len, "%s followed by add of something other than a constant int32 bias of %lld values",
                           anchor, (long long)oc);
-        if (next->u.call.args[0] == next->u.call.args[1] || !npu_type(next) ||
-            !tth_ttype_equal(npu_type(next), npu_type(acc)))
+        if (next->u.call.args[0] == next->u.call.args[1] || !tth_rexpr_ttype(next) ||
+            !tth_ttype_equal(tth_rexpr_ttype(next), tth_rexpr_ttype(acc)))
             return refuse(why, len, "%s followed by an add that broadcasts beyond a per-channel bias", anchor);
         m->bias = bt;
         add_node(m, next);
-        if (npu_nusers(u, next) != 1)
+        if (tth_relay_nusers(u, next) != 1)
             return refuse(why, len, "%s's bias add is used %zu times: CMSIS-NN fuses it with one requantize", anchor,
-                          npu_nusers(u, next));
+                          tth_relay_nusers(u, next));
         acc = next;
-        next = npu_user(u, next, 0);
+        next = tth_relay_user(u, next, 0);
     }
-    if (!npu_is_op(next, TTH_OP_REQUANTIZE))
+    if (!tth_rexpr_is_op(next, TTH_OP_REQUANTIZE))
         return refuse(why, len, "%s not followed by qnn.requantize: CMSIS-NN computes conv/fc only with its "
                       "requantization", anchor);
     const tth_rexpr *rq = next;
-    const tth_tensor *s = npu_const(rq->u.call.args[1]);
+    const tth_tensor *s = tth_rexpr_const(rq->u.call.args[1]);
     int64_t ns = s ? tth_ttype_numel(&s->type) : 0;
     if (!s || !(ns == 1 || (per_channel_ok && ns == oc)))
         return refuse(why, len, "qnn.requantize with %s input scale: %s", s ? "a" : "a non-constant",
@@ -110,16 +110,16 @@ static int match_tail(const npu_users *u, const tth_rexpr *acc, int64_t oc, int 
     for (int64_t i = 0; i < ns; i++)
         if (!(tth_tensor_get_f64(s, i) > 0))
             return refuse(why, len, "qnn.requantize with a non-positive input scale");
-    if (!npu_const_all_zero(rq->u.call.args[2]))
+    if (!tth_rexpr_const_all_zero(rq->u.call.args[2]))
         return refuse(why, len, "qnn.requantize with a non-zero input zero point: CMSIS-NN's accumulator has none");
     if (!out_quant(rq, 3, 4, m, why, len))
         return 0;
     m->req_scale = s;
     add_node(m, rq);
     m->out = rq;
-    const tth_rexpr *cl = npu_sole_user_op(u, rq, TTH_OP_CLIP);
+    const tth_rexpr *cl = tth_relay_sole_user_op(u, rq, TTH_OP_CLIP);
     if (cl) {
-        double lo = npu_attr_real(cl, "a_min", -128), hi = npu_attr_real(cl, "a_max", 127);
+        double lo = tth_call_attr_real(cl, "a_min", -128), hi = tth_call_attr_real(cl, "a_max", 127);
         m->act_min = (int32_t)fmax(-128, ceil(lo));
         m->act_max = (int32_t)fmin(127, floor(hi));
         if (m->act_min > m->act_max)
@@ -138,25 +138,25 @@ static void window_to_match(const tth_window_attrs *wa, cn_match *m)
     memcpy(m->dilation, wa->dilation, sizeof m->dilation);
 }
 
-static int match_conv(const npu_users *u, const tth_rexpr *c, cn_match *m, char *why, size_t len)
+static int match_conv(const tth_relay_users *u, const tth_rexpr *c, cn_match *m, char *why, size_t len)
 {
     char b1[96];
     const tth_rexpr *x = c->u.call.args[0];
-    const tth_tensor *w = npu_const(c->u.call.args[1]);
+    const tth_tensor *w = tth_rexpr_const(c->u.call.args[1]);
     if (dt(x) == TTH_I16)
         return refuse(why, len, "qnn.conv2d on int16: tth lowers CMSIS-NN's int8 convolutions only");
     if (dt(x) != TTH_I8)
-        return refuse(why, len, "qnn.conv2d on %s: CMSIS-NN convolves int8", npu_tstr(x, b1, sizeof b1));
+        return refuse(why, len, "qnn.conv2d on %s: CMSIS-NN convolves int8", tth_rexpr_type_str(x, b1, sizeof b1));
     if (!w || w->type.dtype != TTH_I8)
         return refuse(why, len, "qnn.conv2d with %s weights: CMSIS-NN needs constant int8 weights",
                       w ? tth_dtype_name(w->type.dtype) : "non-constant");
     if (!zp_i8(c->u.call.args[2], &m->in_zp[0]))
         return refuse(why, len, "qnn.conv2d with a non-constant or per-channel input zero point");
-    if (!npu_const_all_zero(c->u.call.args[3]))
+    if (!tth_rexpr_const_all_zero(c->u.call.args[3]))
         return refuse(why, len, "qnn.conv2d with a non-zero weight zero point: CMSIS-NN needs symmetric weights "
                       "(zero point 0)");
     m->w = w;
-    const tth_ttype *xt = npu_type(x), *ot = npu_type(c);
+    const tth_ttype *xt = tth_rexpr_ttype(x), *ot = tth_rexpr_ttype(c);
     if (xt->shape[0] != 1)
         return refuse(why, len, "qnn.conv2d with batch %lld: tth's NCHW->NHWC staging for CMSIS-NN takes batch 1",
                       (long long)xt->shape[0]);
@@ -198,21 +198,21 @@ static int match_conv(const npu_users *u, const tth_rexpr *c, cn_match *m, char 
     return 1;
 }
 
-static int match_fc(const npu_users *u, const tth_rexpr *mm, cn_match *m, char *why, size_t len)
+static int match_fc(const tth_relay_users *u, const tth_rexpr *mm, cn_match *m, char *why, size_t len)
 {
     char b1[96];
     const tth_rexpr *a = mm->u.call.args[0];
-    const tth_tensor *w = npu_const(mm->u.call.args[1]);
-    const tth_ttype *at = npu_type(a);
+    const tth_tensor *w = tth_rexpr_const(mm->u.call.args[1]);
+    const tth_ttype *at = tth_rexpr_ttype(a);
     if (dt(a) != TTH_I8 || at->rank != 2)
         return refuse(why, len, "qnn.matmul on %s: arm_fully_connected_s8 takes int8 [batch, K]",
-                      npu_tstr(a, b1, sizeof b1));
+                      tth_rexpr_type_str(a, b1, sizeof b1));
     if (!w || w->type.dtype != TTH_I8 || w->type.rank != 2)
         return refuse(why, len, "qnn.matmul with %s second operand: CMSIS-NN's fully connected needs constant int8 "
                       "[K, N] weights", w ? "a non-int8 or non-2-D" : "a non-constant");
     if (!zp_i8(mm->u.call.args[2], &m->in_zp[0]))
         return refuse(why, len, "qnn.matmul with a non-constant input zero point");
-    if (!npu_const_all_zero(mm->u.call.args[3]))
+    if (!tth_rexpr_const_all_zero(mm->u.call.args[3]))
         return refuse(why, len, "qnn.matmul with a non-zero weight zero point: CMSIS-NN needs symmetric weights");
     m->kind = CN_FC;
     m->w = w;
@@ -225,25 +225,25 @@ static int match_fc(const npu_users *u, const tth_rexpr *mm, cn_match *m, char *
 }
 
 /* dequantize(int8, scalar scale, scalar zp) used only by `user`. */
-static int dq_input(const npu_users *u, const tth_rexpr *d, const tth_rexpr *user, int i, cn_match *m, char *why,
+static int dq_input(const tth_relay_users *u, const tth_rexpr *d, const tth_rexpr *user, int i, cn_match *m, char *why,
                     size_t len)
 {
     const char *op = tth_op_name(user->u.call.op);
-    if (!npu_is_op(d, TTH_OP_DEQUANTIZE) || dt(d->u.call.args[0]) != TTH_I8)
+    if (!tth_rexpr_is_op(d, TTH_OP_DEQUANTIZE) || dt(d->u.call.args[0]) != TTH_I8)
         return refuse(why, len, "%s on float data not dequantized from int8: CMSIS-NN computes int8", op);
-    if (!npu_const_scalar(d->u.call.args[1], &m->in_scale[i]) || !(m->in_scale[i] > 0) ||
+    if (!tth_rexpr_const_scalar(d->u.call.args[1], &m->in_scale[i]) || !(m->in_scale[i] > 0) ||
         !zp_i8(d->u.call.args[2], &m->in_zp[i]))
         return refuse(why, len, "%s input dequantized with a non-constant or per-channel scale/zero point", op);
-    size_t n = npu_nusers(u, d);
-    if (n != 1 && !(n == 2 && npu_user(u, d, 0) == user && npu_user(u, d, 1) == user))
+    size_t n = tth_relay_nusers(u, d);
+    if (n != 1 && !(n == 2 && tth_relay_user(u, d, 0) == user && tth_relay_user(u, d, 1) == user))
         return refuse(why, len, "qnn.dequantize feeding %s has other users: it would be computed twice", op);
     m->in[i] = d->u.call.args[0];
     return 1;
 }
 
-static int quant_output(const npu_users *u, const tth_rexpr *e, cn_match *m, char *why, size_t len)
+static int quant_output(const tth_relay_users *u, const tth_rexpr *e, cn_match *m, char *why, size_t len)
 {
-    const tth_rexpr *q = npu_sole_user_op(u, e, TTH_OP_QUANTIZE);
+    const tth_rexpr *q = tth_relay_sole_user_op(u, e, TTH_OP_QUANTIZE);
     if (!q)
         return refuse(why, len, "%s not followed by one qnn.quantize to int8: CMSIS-NN produces int8",
                       tth_op_name(e->u.call.op));
@@ -254,10 +254,10 @@ static int quant_output(const npu_users *u, const tth_rexpr *e, cn_match *m, cha
     return 1;
 }
 
-static int match_softmax(const npu_users *u, const tth_rexpr *s, cn_match *m, char *why, size_t len)
+static int match_softmax(const tth_relay_users *u, const tth_rexpr *s, cn_match *m, char *why, size_t len)
 {
-    const tth_ttype *t = npu_type(s);
-    int64_t axis = npu_attr_int(s, "axis", -1);
+    const tth_ttype *t = tth_rexpr_ttype(s);
+    int64_t axis = tth_call_attr_int(s, "axis", -1);
     if (axis < 0)
         axis += t->rank;
     if (axis != t->rank - 1)
@@ -278,13 +278,13 @@ static int match_softmax(const npu_users *u, const tth_rexpr *s, cn_match *m, ch
     return 1;
 }
 
-static int match_binary(const npu_users *u, const tth_rexpr *e, cn_match *m, char *why, size_t len)
+static int match_binary(const tth_relay_users *u, const tth_rexpr *e, cn_match *m, char *why, size_t len)
 {
     const char *op = tth_op_name(e->u.call.op);
     const tth_rexpr *a = e->u.call.args[0], *b = e->u.call.args[1];
     if (!dq_input(u, a, e, 0, m, why, len) || !dq_input(u, b, e, 1, m, why, len))
         return 0;
-    if (!npu_type(a) || !npu_type(b) || !tth_ttype_equal(npu_type(a), npu_type(b)))
+    if (!tth_rexpr_ttype(a) || !tth_rexpr_ttype(b) || !tth_ttype_equal(tth_rexpr_ttype(a), tth_rexpr_ttype(b)))
         return refuse(why, len, "%s with broadcasting: CMSIS-NN's elementwise kernels need equal shapes", op);
     m->kind = e->u.call.op == TTH_OP_ADD ? CN_ADD : CN_MUL;
     add_node(m, a);
@@ -293,14 +293,14 @@ static int match_binary(const npu_users *u, const tth_rexpr *e, cn_match *m, cha
     add_node(m, e);
     if (!quant_output(u, e, m, why, len))
         return 0;
-    m->n = tth_ttype_numel(npu_type(e));
+    m->n = tth_ttype_numel(tth_rexpr_ttype(e));
     return 1;
 }
 
-static int match_pool(const npu_users *u, const tth_rexpr *p, cn_match *m, char *why, size_t len)
+static int match_pool(const tth_relay_users *u, const tth_rexpr *p, cn_match *m, char *why, size_t len)
 {
     const char *op = tth_op_name(p->u.call.op);
-    const tth_ttype *it = npu_type(p->u.call.args[0]), *ot = npu_type(p);
+    const tth_ttype *it = tth_rexpr_ttype(p->u.call.args[0]), *ot = tth_rexpr_ttype(p);
     if (it->shape[0] != 1)
         return refuse(why, len, "%s with batch %lld: CMSIS-NN pools batch 1", op, (long long)it->shape[0]);
     tth_window_attrs wa;
@@ -338,7 +338,7 @@ static int match_pool(const npu_users *u, const tth_rexpr *p, cn_match *m, char 
     return 1;
 }
 
-int cn_match_at(const npu_users *u, const tth_rexpr *anchor, cn_match *m, char *why, size_t len)
+int cn_match_at(const tth_relay_users *u, const tth_rexpr *anchor, cn_match *m, char *why, size_t len)
 {
     memset(m, 0, sizeof *m);
     /* the int8 range unless a fused clip narrows it (conv, fc): every kernel clamps to it */
@@ -374,15 +374,15 @@ static int contains(const cn_match *m, const tth_rexpr *e)
  * that is one (either order). */
 static const tth_rexpr *accumulator(const tth_rexpr *x)
 {
-    if (npu_is_op(x, TTH_OP_ADD))
+    if (tth_rexpr_is_op(x, TTH_OP_ADD))
         for (size_t i = 0; i < 2; i++)
-            if (npu_is_op(x->u.call.args[i], TTH_OP_QNN_CONV2D) || npu_is_op(x->u.call.args[i], TTH_OP_QNN_MATMUL))
+            if (tth_rexpr_is_op(x->u.call.args[i], TTH_OP_QNN_CONV2D) || tth_rexpr_is_op(x->u.call.args[i], TTH_OP_QNN_MATMUL))
                 return x->u.call.args[i];
     return x;
 }
 
 /* The anchors `call` could belong to. */
-static size_t anchors_of(const npu_users *u, const tth_rexpr *call, const tth_rexpr **out, size_t max)
+static size_t anchors_of(const tth_relay_users *u, const tth_rexpr *call, const tth_rexpr **out, size_t max)
 {
     size_t n = 0;
     const tth_rexpr *a0 = call->u.call.nargs ? call->u.call.args[0] : NULL;
@@ -394,15 +394,15 @@ static size_t anchors_of(const npu_users *u, const tth_rexpr *call, const tth_re
     case TTH_OP_ADD:
         if (dt(call) == TTH_I32) {
             for (size_t i = 0; i < 2; i++)
-                if (npu_is_op(call->u.call.args[i], TTH_OP_QNN_CONV2D) ||
-                    npu_is_op(call->u.call.args[i], TTH_OP_QNN_MATMUL))
+                if (tth_rexpr_is_op(call->u.call.args[i], TTH_OP_QNN_CONV2D) ||
+                    tth_rexpr_is_op(call->u.call.args[i], TTH_OP_QNN_MATMUL))
                     out[n++] = call->u.call.args[i];
         } else {
             out[n++] = call;
         }
         break;
     case TTH_OP_CLIP:
-        if (!npu_is_op(a0, TTH_OP_REQUANTIZE))
+        if (!tth_rexpr_is_op(a0, TTH_OP_REQUANTIZE))
             break;
         out[n++] = accumulator(a0->u.call.args[0]);
         break;
@@ -412,16 +412,16 @@ static size_t anchors_of(const npu_users *u, const tth_rexpr *call, const tth_re
             out[n++] = a0;
         break;
     case TTH_OP_DEQUANTIZE:
-        for (size_t i = 0; i < npu_nusers(u, call) && n < max; i++)
-            if (npu_user(u, call, i) && npu_user(u, call, i)->kind == TTH_REXPR_CALL)
-                out[n++] = npu_user(u, call, i);
+        for (size_t i = 0; i < tth_relay_nusers(u, call) && n < max; i++)
+            if (tth_relay_user(u, call, i) && tth_relay_user(u, call, i)->kind == TTH_REXPR_CALL)
+                out[n++] = tth_relay_user(u, call, i);
         break;
     default: break;
     }
     return n;
 }
 
-int cn_match_containing(const npu_users *u, const tth_rexpr *call, cn_match *m, char *why, size_t len)
+int cn_match_containing(const tth_relay_users *u, const tth_rexpr *call, cn_match *m, char *why, size_t len)
 {
     const tth_rexpr *anchors[8];
     size_t n = anchors_of(u, call, anchors, 8);

@@ -22,7 +22,6 @@
 
 #include <tth/relay.h>
 
-#include "graph.h"
 
 typedef enum cn_kind {
     CN_CONV = 1,
@@ -56,11 +55,11 @@ typedef struct cn_match {
 
 /* The pattern anchored at `anchor` (qnn.conv2d, qnn.matmul, nn.softmax, float add/multiply,
  * nn.max_pool2d, nn.avg_pool2d). 1 and *m filled on a match; 0 with the reason in why. */
-int cn_match_at(const npu_users *u, const tth_rexpr *anchor, cn_match *m, char *why, size_t len);
+int cn_match_at(const tth_relay_users *u, const tth_rexpr *anchor, cn_match *m, char *why, size_t len);
 
 /* The pattern `call` belongs to: tries each anchor call could belong to. 1 on a match; 0 with
  * the most specific reason. */
-int cn_match_containing(const npu_users *u, const tth_rexpr *call, cn_match *m, char *why, size_t len);
+int cn_match_containing(const tth_relay_users *u, const tth_rexpr *call, cn_match *m, char *why, size_t len);
 
 const char *cn_kind_name(cn_kind k);
 

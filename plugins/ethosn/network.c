@@ -25,7 +25,6 @@
 #include <tth/plugin.h>
 #include <tth/relay.h>
 
-#include "../cmsisnn/graph.h"
 #include "ethosn.h"
 #include "model/ethosn_model.h"
 

@@ -19,7 +19,6 @@
 #include <jansson.h>
 #include <tth/relay.h>
 
-#include "../cmsisnn/graph.h"
 #include "ethosn.h"
 
 static int refuse(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -40,7 +39,7 @@ static int is_q(tth_dtype d)
 
 static tth_dtype dt(const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e);
+    const tth_ttype *t = tth_rexpr_ttype(e);
     return t ? t->dtype : TTH_DTYPE_INVALID;
 }
 
@@ -48,20 +47,20 @@ static tth_dtype dt(const tth_rexpr *e)
 static int shape_ok(const tth_rexpr *e, const char *op, const char *what, char *why, size_t len)
 {
     char b[96];
-    const tth_ttype *t = npu_type(e);
+    const tth_ttype *t = tth_rexpr_ttype(e);
     if (!t)
         return 1; /* tuples: their fields are checked where they are made */
     if (t->rank > 4)
         return refuse(why, len, "%s %s %s has %d dimensions: the Ethos-N78 takes at most 4", op, what,
-                      npu_tstr(e, b, sizeof b), t->rank);
+                      tth_rexpr_type_str(e, b, sizeof b), t->rank);
     if (t->rank >= 2 && t->shape[0] != 1)
         return refuse(why, len, "%s %s %s has batch %lld: the Ethos-N78 takes batch 1", op, what,
-                      npu_tstr(e, b, sizeof b), (long long)t->shape[0]);
+                      tth_rexpr_type_str(e, b, sizeof b), (long long)t->shape[0]);
     return 1;
 }
 
 typedef struct ectx {
-    const npu_users *u;
+    const tth_relay_users *u;
     const tth_rexpr *q; /* QDQ mode: the quantize after the float op; NULL for quantized operators */
     char *why;
     size_t len;
@@ -93,12 +92,12 @@ static int same_or_valid(int64_t in, int64_t k, int64_t s, int64_t before, int64
 }
 
 /* The requantize after a qnn.conv2d / qnn.matmul (through its bias add), or NULL. */
-static const tth_rexpr *requant_after(const npu_users *u, const tth_rexpr *acc)
+static const tth_rexpr *requant_after(const tth_relay_users *u, const tth_rexpr *acc)
 {
-    const tth_rexpr *n = npu_sole_user_op(u, acc, TTH_OP_ADD);
+    const tth_rexpr *n = tth_relay_sole_user_op(u, acc, TTH_OP_ADD);
     if (n)
         acc = n;
-    return npu_sole_user_op(u, acc, TTH_OP_REQUANTIZE);
+    return tth_relay_sole_user_op(u, acc, TTH_OP_REQUANTIZE);
 }
 
 /* input * weight / output scale in (0, 65536) for every channel. */
@@ -107,9 +106,9 @@ static int scale_ratio_ok(ectx *c, const tth_rexpr *acc, const char *op)
     const tth_rexpr *rq = requant_after(c->u, acc);
     if (!rq)
         return REFUSE("%s without one qnn.requantize after it: the Ethos-N78 produces quantized outputs", op);
-    const tth_tensor *s = npu_const(rq->u.call.args[1]);
+    const tth_tensor *s = tth_rexpr_const(rq->u.call.args[1]);
     double out_s;
-    if (!s || !npu_const_scalar(rq->u.call.args[3], &out_s) || !(out_s > 0))
+    if (!s || !tth_rexpr_const_scalar(rq->u.call.args[3], &out_s) || !(out_s > 0))
         return REFUSE("%s requantized with non-constant scales", op);
     for (int64_t i = 0; i < tth_ttype_numel(&s->type); i++) {
         double r = tth_tensor_get_f64(s, i) / out_s;
@@ -122,8 +121,8 @@ static int scale_ratio_ok(ectx *c, const tth_rexpr *acc, const char *op)
 static int check_conv(ectx *c, const tth_rexpr *e)
 {
     const tth_rexpr *x = e->u.call.args[0];
-    const tth_tensor *w = npu_const(e->u.call.args[1]);
-    const tth_ttype *xt = npu_type(x);
+    const tth_tensor *w = tth_rexpr_const(e->u.call.args[1]);
+    const tth_ttype *xt = tth_rexpr_ttype(x);
     if (!is_q(dt(x)))
         return REFUSE("qnn.conv2d on %s: the Ethos-N78 convolves int8 or uint8", tth_dtype_name(dt(x)));
     if (!w)
@@ -166,10 +165,10 @@ static int check_conv(ectx *c, const tth_rexpr *e)
 static int check_matmul(ectx *c, const tth_rexpr *e)
 {
     const tth_rexpr *a = e->u.call.args[0];
-    const tth_tensor *w = npu_const(e->u.call.args[1]);
-    if (!is_q(dt(a)) || npu_type(a)->rank != 2)
+    const tth_tensor *w = tth_rexpr_const(e->u.call.args[1]);
+    if (!is_q(dt(a)) || tth_rexpr_ttype(a)->rank != 2)
         return REFUSE("qnn.matmul on %s of rank %d: the Ethos-N78's fully connected takes int8/uint8 [1, K]",
-                      tth_dtype_name(dt(a)), npu_type(a)->rank);
+                      tth_dtype_name(dt(a)), tth_rexpr_ttype(a)->rank);
     if (!w || w->type.rank != 2)
         return REFUSE("qnn.matmul with non-constant or non-2-D weights: a fully connected layer needs constant [K, N]");
     return scale_ratio_ok(c, e, "qnn.matmul (fully connected)");
@@ -179,11 +178,11 @@ static int check_add(ectx *c, const tth_rexpr *e)
 {
     if (dt(e) == TTH_I32) { /* a bias add: part of its convolution / fully connected */
         const tth_rexpr *a = e->u.call.args[0];
-        const tth_tensor *b = npu_const(e->u.call.args[1]);
-        if (!(npu_is_op(a, TTH_OP_QNN_CONV2D) || npu_is_op(a, TTH_OP_QNN_MATMUL)) || !b || b->type.dtype != TTH_I32)
+        const tth_tensor *b = tth_rexpr_const(e->u.call.args[1]);
+        if (!(tth_rexpr_is_op(a, TTH_OP_QNN_CONV2D) || tth_rexpr_is_op(a, TTH_OP_QNN_MATMUL)) || !b || b->type.dtype != TTH_I32)
             return REFUSE("int32 add other than a constant bias after qnn.conv2d/qnn.matmul");
         ectx sub = *c;
-        return npu_is_op(a, TTH_OP_QNN_CONV2D) ? check_conv(&sub, a) : check_matmul(&sub, a);
+        return tth_rexpr_is_op(a, TTH_OP_QNN_CONV2D) ? check_conv(&sub, a) : check_matmul(&sub, a);
     }
     return 1; /* QDQ add of two quantized tensors */
 }
@@ -194,13 +193,13 @@ static int check_requantize(ectx *c, const tth_rexpr *e)
     if (!is_q(dt(e)))
         return REFUSE("qnn.requantize to %s: the Ethos-N78 produces int8 or uint8", tth_dtype_name(dt(e)));
     double v;
-    if (!npu_const_scalar(e->u.call.args[3], &v) || !npu_const_scalar(e->u.call.args[4], &v))
+    if (!tth_rexpr_const_scalar(e->u.call.args[3], &v) || !tth_rexpr_const_scalar(e->u.call.args[4], &v))
         return REFUSE("qnn.requantize with a non-constant or per-channel output quantization");
     if (dt(x) == TTH_I32) {
-        const tth_rexpr *acc = npu_is_op(x, TTH_OP_ADD) ? x->u.call.args[0] : x;
-        if (npu_is_op(acc, TTH_OP_QNN_CONV2D))
+        const tth_rexpr *acc = tth_rexpr_is_op(x, TTH_OP_ADD) ? x->u.call.args[0] : x;
+        if (tth_rexpr_is_op(acc, TTH_OP_QNN_CONV2D))
             return check_conv(c, acc);
-        if (npu_is_op(acc, TTH_OP_QNN_MATMUL))
+        if (tth_rexpr_is_op(acc, TTH_OP_QNN_MATMUL))
             return check_matmul(c, acc);
         return REFUSE("qnn.requantize of an int32 value not computed by qnn.conv2d/qnn.matmul");
     }
@@ -228,7 +227,7 @@ static int pool_geometry(ectx *c, const tth_rexpr *e, int64_t *ps, int64_t *st, 
     memcpy(pad, wa.padding, 4 * sizeof *pad);
     if (wa.ceil_mode)
         return REFUSE("%s with ceil_mode: the Ethos-N78 rounds output sizes down", op);
-    const tth_ttype *t = npu_type(e->u.call.args[0]);
+    const tth_ttype *t = tth_rexpr_ttype(e->u.call.args[0]);
     int sh, sw;
     if (!same_or_valid(t->shape[2], ps[0], st[0], pad[0], pad[2], &sh) ||
         !same_or_valid(t->shape[3], ps[1], st[1], pad[1], pad[3], &sw))
@@ -244,7 +243,7 @@ static int check_max_pool(ectx *c, const tth_rexpr *e)
     int same;
     if (!pool_geometry(c, e, ps, st, pad, &same))
         return 0;
-    int64_t width = npu_type(e->u.call.args[0])->shape[3];
+    int64_t width = tth_rexpr_ttype(e->u.call.args[0])->shape[3];
     if (st[0] == 2 && st[1] == 2 && ps[0] == ps[1] && ps[0] >= 1 && ps[0] <= 3) {
         if (ps[0] == 3 && width > 417)
             return REFUSE("nn.max_pool2d 3x3 stride 2 on width %lld: the Ethos-N78 takes width <= 417",
@@ -278,7 +277,7 @@ static int check_avg_pool(ectx *c, const tth_rexpr *e)
     int same;
     if (!pool_geometry(c, e, ps, st, pad, &same))
         return 0;
-    const tth_ttype *t = npu_type(e->u.call.args[0]);
+    const tth_ttype *t = tth_rexpr_ttype(e->u.call.args[0]);
     if (ps[0] == 3 && ps[1] == 3 && st[0] == 1 && st[1] == 1 && same)
         return 1;
     if (ps[0] == t->shape[2] && ps[1] == t->shape[3] && !same)
@@ -289,17 +288,17 @@ static int check_avg_pool(ectx *c, const tth_rexpr *e)
 
 static int check_global_avg(ectx *c, const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e->u.call.args[0]);
+    const tth_ttype *t = tth_rexpr_ttype(e->u.call.args[0]);
     return mean_plane_ok(c, "nn.global_avg_pool2d", t->shape[2], t->shape[3]);
 }
 
 static int check_mean(ectx *c, const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e->u.call.args[0]);
+    const tth_ttype *t = tth_rexpr_ttype(e->u.call.args[0]);
     int64_t ax[8];
-    int n = npu_attr_ints(e, "axis", ax, 8);
+    int n = tth_call_attr_ints(e, "axis", ax, 8);
     if (t->rank != 4 || n != 2 || !((ax[0] == 2 && ax[1] == 3) || (ax[0] == -2 && ax[1] == -1)) ||
-        !npu_attr_int(e, "keepdims", 0))
+        !tth_call_attr_int(e, "keepdims", 0))
         return REFUSE("mean other than over the spatial axes [2, 3] of a 4-D tensor with keepdims: the Ethos-N78 "
                       "averages whole planes");
     return mean_plane_ok(c, "mean", t->shape[2], t->shape[3]);
@@ -307,15 +306,15 @@ static int check_mean(ectx *c, const tth_rexpr *e)
 
 static int check_concat(ectx *c, const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e);
-    int64_t axis = npu_attr_int(e, "axis", 0);
+    const tth_ttype *t = tth_rexpr_ttype(e);
+    int64_t axis = tth_call_attr_int(e, "axis", 0);
     if (axis < 0)
         axis += t->rank;
     if (t->rank != 4 || axis != 1)
         return REFUSE("concatenate along axis %lld of a %d-D tensor: the Ethos-N78 concatenates along channels "
                       "(axis 1 of NCHW)", (long long)axis, t->rank);
     for (size_t i = 0; i < e->u.call.nargs; i++) {
-        int64_t ch = npu_type(e->u.call.args[i])->shape[1];
+        int64_t ch = tth_rexpr_ttype(e->u.call.args[i])->shape[1];
         if (ch % 16)
             return REFUSE("concatenate input %zu has %lld channels: the Ethos-N78 needs multiples of 16", i,
                           (long long)ch);
@@ -325,14 +324,14 @@ static int check_concat(ectx *c, const tth_rexpr *e)
 
 static int check_split(ectx *c, const tth_rexpr *e)
 {
-    const tth_ttype *t = npu_type(e->u.call.args[0]);
-    int64_t axis = npu_attr_int(e, "axis", 0), sz[64];
+    const tth_ttype *t = tth_rexpr_ttype(e->u.call.args[0]);
+    int64_t axis = tth_call_attr_int(e, "axis", 0), sz[64];
     if (axis < 0)
         axis += t->rank;
     if (t->rank != 4 || axis != 1)
         return REFUSE("split along axis %lld of a %d-D tensor: the Ethos-N78 splits along channels (axis 1 of NCHW)",
                       (long long)axis, t->rank);
-    int n = npu_attr_ints(e, "sizes", sz, 64);
+    int n = tth_call_attr_ints(e, "sizes", sz, 64);
     for (int i = 0; i < n; i++)
         if (sz[i] % 16)
             return REFUSE("split part %d has %lld channels: the Ethos-N78 needs multiples of 16", i, (long long)sz[i]);
@@ -344,7 +343,7 @@ static int check_activation_out(ectx *c, const tth_rexpr *e, double want_scale, 
 {
     const char *op = tth_op_name(e->u.call.op);
     double s, zp;
-    if (!c->q || !npu_const_scalar(c->q->u.call.args[1], &s) || !npu_const_scalar(c->q->u.call.args[2], &zp))
+    if (!c->q || !tth_rexpr_const_scalar(c->q->u.call.args[1], &s) || !tth_rexpr_const_scalar(c->q->u.call.args[2], &zp))
         return REFUSE("%s outside dequantize -> %s -> quantize with constant quantization", op, op);
     int u8 = dt(c->q) == TTH_U8;
     double want_zp = at_min ? (u8 ? 0 : -128) : (u8 ? 128 : 0);
@@ -369,11 +368,11 @@ static int check_pad(ectx *c, const tth_rexpr *e)
     json_t *mode = json_object_get(e->u.call.attrs, "mode");
     if (mode && strcmp(json_string_value(mode), "constant"))
         return REFUSE("nn.pad in %s mode: the Ethos-N78 pads with zeros", json_string_value(mode));
-    if (npu_attr_real(e, "pad_value", 0) != 0)
-        return REFUSE("nn.pad with value %g: the Ethos-N78 pads with zeros", npu_attr_real(e, "pad_value", 0));
+    if (tth_call_attr_real(e, "pad_value", 0) != 0)
+        return REFUSE("nn.pad with value %g: the Ethos-N78 pads with zeros", tth_call_attr_real(e, "pad_value", 0));
     int64_t b[8], a[8];
-    int n = npu_attr_ints(e, "pad_before", b, 8);
-    npu_attr_ints(e, "pad_after", a, 8);
+    int n = tth_call_attr_ints(e, "pad_before", b, 8);
+    tth_call_attr_ints(e, "pad_after", a, 8);
     for (int i = 0; i < n; i++)
         if (b[i] > 7 || a[i] > 7)
             return REFUSE("nn.pad of %lld before and %lld after on axis %d: the Ethos-N78 pads at most 7 a side",
@@ -434,7 +433,7 @@ static int qdq_node_ok(ectx *c, const tth_rexpr *e)
     double v;
     if (!is_q(q))
         return REFUSE("%s of %s: the Ethos-N78 takes int8 or uint8", op, tth_dtype_name(q));
-    if (!npu_const_scalar(e->u.call.args[1], &v) || !npu_const_scalar(e->u.call.args[2], &v))
+    if (!tth_rexpr_const_scalar(e->u.call.args[1], &v) || !tth_rexpr_const_scalar(e->u.call.args[2], &v))
         return REFUSE("%s with non-constant or per-channel quantization: the Ethos-N78 takes per-tensor", op);
     return 1;
 }
@@ -450,13 +449,13 @@ static int qdq_op_ok(ectx *c, const tth_rexpr *e)
         const tth_rexpr *a = e->u.call.args[i];
         if (a->kind == TTH_REXPR_CONST)
             continue;
-        if (!npu_is_op(a, TTH_OP_DEQUANTIZE))
+        if (!tth_rexpr_is_op(a, TTH_OP_DEQUANTIZE))
             return REFUSE("%s input %zu is float not dequantized from int8/uint8: the Ethos-N78 computes quantized "
                           "data", op, i);
         if (!qdq_node_ok(c, a) || !shape_ok(a, op, "input", c->why, c->len))
             return 0;
     }
-    const tth_rexpr *q = npu_sole_user_op(c->u, e, TTH_OP_QUANTIZE);
+    const tth_rexpr *q = tth_relay_sole_user_op(c->u, e, TTH_OP_QUANTIZE);
     if (!q)
         return REFUSE("%s not followed by one qnn.quantize: the Ethos-N78 produces quantized data", op);
     if (!qdq_node_ok(c, q) || !shape_ok(e, op, "output", c->why, c->len))
@@ -466,9 +465,18 @@ static int qdq_op_ok(ectx *c, const tth_rexpr *e)
     return r->check(&sub, e);
 }
 
+/* The users index of the function the last question was about (tth_relay_users_of keeps it while
+ * the function is unchanged); freed when the plugin is unloaded. */
+static tth_relay_users *users;
+
+__attribute__((destructor)) static void users_unload(void)
+{
+    tth_relay_users_free(users);
+}
+
 int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *why, size_t len)
 {
-    const npu_users *u = npu_users_get(fn);
+    const tth_relay_users *u = tth_relay_users_of(&users, fn);
     if (!u)
         return TTH_ENOMEM;
     ectx c = {.u = u, .why = why, .len = len};
@@ -479,9 +487,9 @@ int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *w
     if (op == TTH_OP_DEQUANTIZE) {
         if (!qdq_node_ok(&c, call))
             return 0;
-        size_t n = npu_nusers(u, call);
+        size_t n = tth_relay_nusers(u, call);
         for (size_t i = 0; i < n; i++) {
-            const tth_rexpr *user = npu_user(u, call, i);
+            const tth_rexpr *user = tth_relay_user(u, call, i);
             if (!user || user->kind != TTH_REXPR_CALL)
                 return refuse(why, len, "qnn.dequantize whose float result leaves the function: the Ethos-N78 "
                               "returns quantized data");
@@ -494,7 +502,7 @@ int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *w
         const tth_rexpr *a = call->u.call.args[0];
         if (!qdq_node_ok(&c, call))
             return 0;
-        if (a->kind != TTH_REXPR_CALL || npu_is_op(a, TTH_OP_DEQUANTIZE))
+        if (a->kind != TTH_REXPR_CALL || tth_rexpr_is_op(a, TTH_OP_DEQUANTIZE))
             return refuse(why, len, "qnn.quantize of float data not computed on the NPU");
         return qdq_op_ok(&c, a);
     }

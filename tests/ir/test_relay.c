@@ -569,3 +569,50 @@ Test(relay, printer_quotes_var_names_that_look_like_numbers)
     free(text);
     tth_relay_module_free(m);
 }
+
+/* The users index and readers plugins match patterns with (tth/relay.h, "Users and readers"):
+ * counts (a split used by two tuple_gets, the result counting once), the sole user of an op, and
+ * the cache kept while the function is unchanged and rebuilt once a node is added. */
+Test(relay, users_index_and_readers)
+{
+    small s = build_small();
+    tth_relay_users *cache = NULL;
+    const tth_relay_users *u = tth_relay_users_of(&cache, s.main_fn);
+    cr_assert_not_null(u);
+    const tth_rexpr *cat = s.main_fn->body, *g1 = cat->u.call.args[0], *sp = g1->u.get.tuple;
+    const tth_rexpr *relu = sp->u.call.args[0], *add = relu->u.call.args[0], *conv = add->u.call.args[0];
+    cr_assert_eq(tth_relay_nusers(u, sp), 2);
+    cr_assert_eq(tth_relay_nusers(u, cat), 1, "the result leaves the function");
+    cr_assert_null(tth_relay_user(u, cat, 0));
+    cr_assert_eq(tth_relay_user(u, conv, 0), add);
+    cr_assert_eq(tth_relay_sole_user_op(u, add, TTH_OP_RELU), relu);
+    cr_assert_null(tth_relay_sole_user_op(u, add, TTH_OP_ADD));
+    cr_assert_null(tth_relay_sole_user_op(u, sp, TTH_OP_CONCATENATE), "two users");
+    cr_assert(tth_rexpr_is_op(conv, TTH_OP_CONV2D));
+    cr_assert_not(tth_rexpr_is_op(g1, TTH_OP_CONV2D));
+    int64_t pad[4];
+    cr_assert_eq(tth_call_attr_ints(conv, "padding", pad, 4), 4);
+    cr_assert_eq(pad[3], 1);
+    cr_assert_eq(tth_call_attr_ints(conv, "no_such", pad, 4), -1);
+    cr_assert_eq(tth_call_attr_int(cat, "axis", 7), 1);
+    cr_assert_eq(tth_call_attr_int(cat, "no_such", 7), 7);
+    cr_assert_not_null(tth_rexpr_const(conv->u.call.args[1]));
+    cr_assert_null(tth_rexpr_const(conv));
+    double v;
+    cr_assert_not(tth_rexpr_const_scalar(conv->u.call.args[1], &v), "a ramp has different elements");
+    char buf[64];
+    cr_assert_str_eq(tth_rexpr_type_str(sp, buf, sizeof buf), "tuple");
+    cr_assert_null(tth_rexpr_ttype(sp));
+    cr_assert_eq(tth_rexpr_ttype(conv)->rank, 4);
+    /* unchanged: the same index; a node added to the module: rebuilt */
+    cr_assert_eq(tth_relay_users_of(&cache, s.main_fn), u);
+    tth_diag d;
+    tth_diag_clear(&d);
+    tth_rexpr *extra = tth_relay_call(s.m, TTH_OP_RELU, (tth_rexpr **)&relu, 1, NULL, &d);
+    cr_assert_not_null(extra, "%s", d.message);
+    const tth_relay_users *u2 = tth_relay_users_of(&cache, s.main_fn);
+    cr_assert_not_null(u2);
+    cr_assert_eq(tth_relay_nusers(u2, relu), 1, "the new relu is not in main's body");
+    tth_relay_users_free(cache);
+    free_small(&s);
+}

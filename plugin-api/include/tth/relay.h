@@ -248,6 +248,41 @@ TTH_API int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs
  * (params first). *out is arena memory of the module. Returns count, or negative on OOM. */
 TTH_API int64_t tth_relay_topo(tth_relay_module *m, const tth_relay_function *fn, tth_rexpr ***out);
 
+/* ---- Users and readers: what a plugin's pattern matcher asks around one call ---- */
+
+/* Who uses each node of one function (calls, tuples, tuple_gets), built in one pass. */
+typedef struct tth_relay_users tth_relay_users;
+/* The index of fn in *cache: *cache itself when it was built for fn and nothing was added to the
+ * module's arena since (no node added, no function outlined), else *cache is freed and rebuilt.
+ * The caller owns *cache (tth_relay_users_free). NULL on out of memory. */
+TTH_API const tth_relay_users *tth_relay_users_of(tth_relay_users **cache, const tth_relay_function *fn);
+TTH_API void tth_relay_users_free(tth_relay_users *u);
+/* How many users e has; the function's result counts as one more (it leaves the function). */
+TTH_API size_t tth_relay_nusers(const tth_relay_users *u, const tth_rexpr *e);
+/* The i-th user (producers first), or NULL for the function result / out of range. */
+TTH_API const tth_rexpr *tth_relay_user(const tth_relay_users *u, const tth_rexpr *e, size_t i);
+/* The only user when e has exactly one and it is a call of op; else NULL. */
+TTH_API const tth_rexpr *tth_relay_sole_user_op(const tth_relay_users *u, const tth_rexpr *e, tth_op op);
+
+/* e is a call of op. */
+TTH_API int tth_rexpr_is_op(const tth_rexpr *e, tth_op op);
+/* e's constant, or NULL when e is not a constant. */
+TTH_API const tth_tensor *tth_rexpr_const(const tth_rexpr *e);
+/* A constant with one element (or every element equal): its value in *v; 1 if so. */
+TTH_API int tth_rexpr_const_scalar(const tth_rexpr *e, double *v);
+/* Every element of a constant is zero. */
+TTH_API int tth_rexpr_const_all_zero(const tth_rexpr *e);
+/* An integer array attribute of a call (e.g. "strides"): the count read (at most max), -1 when absent. */
+TTH_API int tth_call_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max);
+/* An integer (or boolean) attribute, dflt when absent. */
+TTH_API int64_t tth_call_attr_int(const tth_rexpr *call, const char *key, int64_t dflt);
+/* A number attribute, dflt when absent. */
+TTH_API double tth_call_attr_real(const tth_rexpr *call, const char *key, double dflt);
+/* The tensor type of an expression (NULL for tuples). */
+TTH_API const tth_ttype *tth_rexpr_ttype(const tth_rexpr *e);
+/* "int8[1, 3, 8, 8]", or "tuple", in buf. */
+TTH_API const char *tth_rexpr_type_str(const tth_rexpr *e, char *buf, size_t len);
+
 /* Check the module: types agree with a fresh inference, vars are params of their function,
  * no cycles, callee functions exist, attribute objects match the op table. */
 TTH_API int tth_relay_verify(const tth_relay_module *m, tth_diag *diag);

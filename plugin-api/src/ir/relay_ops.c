@@ -305,9 +305,10 @@ static int attr_ints(relctx *c, const char *key, const int64_t *def, size_t ndef
     return 0;
 }
 
-/* Normalize an axis in [-rank, rank-1]. */
+/* Normalize an axis in [-rank, rank-1]; *out is 0 on failure (callers return at once). */
 static int norm_axis(relctx *c, const char *key, int64_t axis, int32_t rank, int64_t *out)
 {
+    *out = 0;
     if (axis < -(int64_t)rank || axis >= rank)
         return rel_fail(c, "attribute '%s' = %lld is out of range for rank %d", key, (long long)axis, rank);
     *out = axis < 0 ? axis + rank : axis;

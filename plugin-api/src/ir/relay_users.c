@@ -1,5 +1,7 @@
-/* graph.c: the users index and constant/attribute readers of graph.h. */
-#include "graph.h"
+/* relay_users.c: the users index of a function's nodes and the small readers of constants,
+ * attributes and types that plugins' pattern matchers use (tth/relay.h, "Users and readers";
+ * docs/plugin-guide.md). */
+#include "tth/relay.h"
 
 #include <stdlib.h>
 #include <stdio.h>
@@ -7,7 +9,7 @@
 
 #include <jansson.h>
 
-struct npu_users {
+struct tth_relay_users {
     const tth_relay_function *fn; /* the cache key: function, body and module */
     const tth_rexpr *body;
     const tth_relay_module *module;
@@ -18,9 +20,7 @@ struct npu_users {
     uint8_t *is_result;           /* node id is the function's result */
 };
 
-static npu_users *cache;
-
-static void users_free(npu_users *u)
+void tth_relay_users_free(tth_relay_users *u)
 {
     if (!u)
         return;
@@ -28,18 +28,6 @@ static void users_free(npu_users *u)
     free(u->list);
     free(u->is_result);
     free(u);
-}
-
-void npu_users_release(void)
-{
-    users_free(cache);
-    cache = NULL;
-}
-
-/* The cache outlives hook calls; it goes when the plugin is unloaded. */
-__attribute__((destructor)) static void users_unload(void)
-{
-    npu_users_release();
 }
 
 /* The expressions a node reads. */
@@ -53,13 +41,13 @@ static size_t node_args(const tth_rexpr *e, tth_rexpr *const **args)
     }
 }
 
-static npu_users *users_build(const tth_relay_function *fn)
+static tth_relay_users *users_build(const tth_relay_function *fn)
 {
     tth_rexpr **nodes = NULL;
     int64_t n = tth_relay_topo(fn->module, fn, &nodes);
     if (n < 0)
         return NULL;
-    npu_users *u = calloc(1, sizeof *u);
+    tth_relay_users *u = calloc(1, sizeof *u);
     if (!u)
         return NULL;
     u->fn = fn;
@@ -79,7 +67,7 @@ static npu_users *users_build(const tth_relay_function *fn)
     }
     u->list = calloc(total ? total : 1, sizeof *u->list);
     if (!u->start || !u->is_result || !u->list) {
-        users_free(u);
+        tth_relay_users_free(u);
         return NULL;
     }
     for (int64_t i = 0; i < n; i++) { /* count per used node, in start[id + 1] */
@@ -92,7 +80,7 @@ static npu_users *users_build(const tth_relay_function *fn)
         u->start[id + 1] += u->start[id];
     uint32_t *fill = calloc((size_t)max_id + 1, sizeof *fill);
     if (!fill) {
-        users_free(u);
+        tth_relay_users_free(u);
         return NULL;
     }
     for (int64_t i = 0; i < n; i++) { /* topological order: users listed producers-first */
@@ -110,26 +98,27 @@ static npu_users *users_build(const tth_relay_function *fn)
     return u;
 }
 
-const npu_users *npu_users_get(const tth_relay_function *fn)
+const tth_relay_users *tth_relay_users_of(tth_relay_users **cache, const tth_relay_function *fn)
 {
-    if (cache && cache->fn == fn && cache->body == fn->body && cache->module == fn->module &&
-        cache->arena_used == tth_arena_used(fn->module->arena))
-        return cache;
-    npu_users_release();
-    cache = users_build(fn);
-    if (cache)
-        cache->arena_used = tth_arena_used(fn->module->arena);
-    return cache;
+    tth_relay_users *c = *cache;
+    if (c && c->fn == fn && c->body == fn->body && c->module == fn->module &&
+        c->arena_used == tth_arena_used(fn->module->arena))
+        return c;
+    tth_relay_users_free(c);
+    c = *cache = users_build(fn);
+    if (c)
+        c->arena_used = tth_arena_used(fn->module->arena);
+    return c;
 }
 
-size_t npu_nusers(const npu_users *u, const tth_rexpr *e)
+size_t tth_relay_nusers(const tth_relay_users *u, const tth_rexpr *e)
 {
     if (!u || e->id > u->max_id)
         return 0;
     return u->start[e->id + 1] - u->start[e->id] + u->is_result[e->id];
 }
 
-const tth_rexpr *npu_user(const npu_users *u, const tth_rexpr *e, size_t i)
+const tth_rexpr *tth_relay_user(const tth_relay_users *u, const tth_rexpr *e, size_t i)
 {
     if (!u || e->id > u->max_id)
         return NULL;
@@ -137,27 +126,27 @@ const tth_rexpr *npu_user(const npu_users *u, const tth_rexpr *e, size_t i)
     return i < n ? u->list[u->start[e->id] + i] : NULL;
 }
 
-const tth_rexpr *npu_sole_user_op(const npu_users *u, const tth_rexpr *e, tth_op op)
+const tth_rexpr *tth_relay_sole_user_op(const tth_relay_users *u, const tth_rexpr *e, tth_op op)
 {
-    if (npu_nusers(u, e) != 1)
+    if (tth_relay_nusers(u, e) != 1)
         return NULL;
-    const tth_rexpr *x = npu_user(u, e, 0);
-    return x && npu_is_op(x, op) ? x : NULL;
+    const tth_rexpr *x = tth_relay_user(u, e, 0);
+    return x && tth_rexpr_is_op(x, op) ? x : NULL;
 }
 
-int npu_is_op(const tth_rexpr *e, tth_op op)
+int tth_rexpr_is_op(const tth_rexpr *e, tth_op op)
 {
     return e && e->kind == TTH_REXPR_CALL && e->u.call.op == op;
 }
 
-const tth_tensor *npu_const(const tth_rexpr *e)
+const tth_tensor *tth_rexpr_const(const tth_rexpr *e)
 {
     return e && e->kind == TTH_REXPR_CONST ? e->u.constant.value : NULL;
 }
 
-int npu_const_scalar(const tth_rexpr *e, double *v)
+int tth_rexpr_const_scalar(const tth_rexpr *e, double *v)
 {
-    const tth_tensor *t = npu_const(e);
+    const tth_tensor *t = tth_rexpr_const(e);
     if (!t)
         return 0;
     int64_t n = tth_ttype_numel(&t->type);
@@ -171,13 +160,13 @@ int npu_const_scalar(const tth_rexpr *e, double *v)
     return 1;
 }
 
-int npu_const_all_zero(const tth_rexpr *e)
+int tth_rexpr_const_all_zero(const tth_rexpr *e)
 {
     double v;
-    return npu_const_scalar(e, &v) && v == 0.0;
+    return tth_rexpr_const_scalar(e, &v) && v == 0.0;
 }
 
-int npu_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max)
+int tth_call_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max)
 {
     json_t *a = json_object_get(call->u.call.attrs, key);
     if (!json_is_array(a))
@@ -188,7 +177,7 @@ int npu_attr_ints(const tth_rexpr *call, const char *key, int64_t *out, int max)
     return n;
 }
 
-int64_t npu_attr_int(const tth_rexpr *call, const char *key, int64_t dflt)
+int64_t tth_call_attr_int(const tth_rexpr *call, const char *key, int64_t dflt)
 {
     json_t *a = json_object_get(call->u.call.attrs, key);
     if (json_is_integer(a))
@@ -198,20 +187,20 @@ int64_t npu_attr_int(const tth_rexpr *call, const char *key, int64_t dflt)
     return dflt;
 }
 
-double npu_attr_real(const tth_rexpr *call, const char *key, double dflt)
+double tth_call_attr_real(const tth_rexpr *call, const char *key, double dflt)
 {
     json_t *a = json_object_get(call->u.call.attrs, key);
     return json_is_number(a) ? json_number_value(a) : dflt;
 }
 
-const tth_ttype *npu_type(const tth_rexpr *e)
+const tth_ttype *tth_rexpr_ttype(const tth_rexpr *e)
 {
     return e && e->type.nfields < 0 ? &e->type.tensor : NULL;
 }
 
-const char *npu_tstr(const tth_rexpr *e, char *buf, size_t len)
+const char *tth_rexpr_type_str(const tth_rexpr *e, char *buf, size_t len)
 {
-    const tth_ttype *t = npu_type(e);
+    const tth_ttype *t = tth_rexpr_ttype(e);
     if (t)
         tth_ttype_format(t, buf, len);
     else
