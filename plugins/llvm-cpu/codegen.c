@@ -1,8 +1,8 @@
 /* codegen.c: the llvm kind's tir_to_runtime hook: TIR PrimFuncs → one object file.
  *
  * The pipeline, in order (each step requires the ones above it):
- *   1. target_options:  mtriple / mcpu / mattr / mabi / mfloat-abi / opt-level / fast-math
- *                       from the target JSON (num-cores is not used: PARALLEL loops run serially)
+ *   1. target_options:  mtriple / mcpu / mattr / mabi / mfloat-abi / opt-level / fast-math /
+ *                       num-cores from the target JSON (num-cores caps the thread pool)
  *   2. target_machine:  LLVM's target for the triple, a machine for cpu + features
  *   3. declare:         every PrimFunc of the module, so calls may precede definitions
  *   4. tth__llcg_func:  each PrimFunc's body (codegen_func.c, codegen_expr.c); then the Arm
@@ -12,6 +12,10 @@
  *   7. emit:            an ELF (or the triple's) object, added as TTH_FILE_OBJECT
  *                       "<model>_llvm.o" with meta {"link": "object", "triple", "cpu",
  *                       "entry_symbols"}; the pipeline links it like any host object
+ * A module of many PrimFuncs is cut into shards (up to LLVM_SHARDS, each with its own LLVM
+ * context and target machine): steps 3-4 run for each shard in turn, each defining its share of
+ * the PrimFuncs and declaring the rest; steps 5-7 run for the shards in parallel, and each shard
+ * gives one object ("<model>_llvm_<k>.o" after the first), all linked together.
  * Identical input gives identical bytes: nothing time-, path- or address-dependent reaches the
  * module, and LLVM's output is deterministic for one module and machine.
  */
@@ -24,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -430,23 +435,35 @@ static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, t
  * "entry_symbols": [the AOT entry, or every PrimFunc when the module has no entry]}. */
 static json_t *bind_meta(const tth__llcg *c);
 
-static int emit(LLVMModuleRef m, LLVMTargetMachineRef tm, const llcg_options *o, const char *model,
-                const tth_tir_module *mod, const tth_prim_func *entry, const tth__llcg *c, tth_runtime_module *out,
-                tth_diag *diag)
+/* The object of one shard's module, into *obj. */
+static int emit_object(LLVMModuleRef m, LLVMTargetMachineRef tm, LLVMMemoryBufferRef *obj, tth_diag *diag)
 {
     char *err = NULL;
-    LLVMMemoryBufferRef obj = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, &obj)) {
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, obj)) {
         tth_diag_set(diag, TTH_EINTERNAL, "llvm object emission", "%s", err ? err : "emission failed");
         LLVMDisposeMessage(err);
         return TTH_EINTERNAL;
     }
     LLVMDisposeMessage(err);
-    char name[256];
-    snprintf(name, sizeof name, "%s_llvm.o", model);
-    int rc = tth_runtime_module_add_file(out, name, TTH_FILE_OBJECT, LLVMGetBufferStart(obj),
-                                         LLVMGetBufferSize(obj), diag);
-    LLVMDisposeMemoryBuffer(obj);
+    return 0;
+}
+
+/* The objects ("<model>_llvm.o", then "<model>_llvm_<s>.o" for the other shards) and the link
+ * metadata. c holds the bound constants of every shard. */
+static int emit(LLVMMemoryBufferRef *objs, int nobjs, const llcg_options *o, const char *model,
+                const tth_tir_module *mod, const tth_prim_func *entry, const tth__llcg *c, tth_runtime_module *out,
+                tth_diag *diag)
+{
+    int rc = 0;
+    for (int s = 0; s < nobjs && !rc; s++) {
+        char name[256];
+        if (s == 0)
+            snprintf(name, sizeof name, "%s_llvm.o", model);
+        else
+            snprintf(name, sizeof name, "%s_llvm_%d.o", model, s);
+        rc = tth_runtime_module_add_file(out, name, TTH_FILE_OBJECT, LLVMGetBufferStart(objs[s]),
+                                         LLVMGetBufferSize(objs[s]), diag);
+    }
     if (rc)
         return rc;
 
@@ -592,9 +609,13 @@ static void llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ctx)
             tth_diag_set(sink->diag, TTH_EINTERNAL, "llvm", "%s", text ? text : "LLVM reported an error");
     } else if (sink->host && sink->host->size >= offsetof(tth_host, log) + sizeof sink->host->log &&
                sink->host->log) {
+        /* shards are optimized on threads of their own: one message to the host at a time */
+        static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
         char msg[TTH_DIAG_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "llvm: %s", text ? text : "");
+        pthread_mutex_lock(&log_lock);
         sink->host->log(sink->host->ctx, TTH_SEV_WARNING, msg);
+        pthread_mutex_unlock(&log_lock);
     }
     LLVMDisposeMessage(text);
 }
@@ -625,7 +646,19 @@ static void note_generic_cpu(const tth_host *host, const json_t *target_in, cons
     LLVMDisposeMessage(features);
 }
 
-static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry)
+/* The shard whose module defines PrimFunc i (docs/threads.md, "Compiling in parallel"): the
+ * entry in shard 0, the others in turn, so each shard gets every nshards-th operator. */
+static int shard_of(const tth_tir_module *mod, const tth_prim_func *entry, size_t i, int nshards)
+{
+    if (nshards <= 1 || mod->funcs[i] == entry)
+        return 0;
+    size_t k = 0;
+    for (size_t j = 0; j < i; j++)
+        k += mod->funcs[j] != entry;
+    return (int)(k % (size_t)nshards);
+}
+
+static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, int shard, int nshards)
 {
     const tth_tir_module *mod = c->tir;
     /* 3. declare every PrimFunc first: calls may precede definitions */
@@ -646,6 +679,8 @@ static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func 
         const json_t *ext = mod->funcs[i]->attrs ? json_object_get(mod->funcs[i]->attrs, "extern") : NULL;
         if (json_is_true(ext))
             continue; /* an extern PrimFunc (tth/tir.h): declared above, defined elsewhere */
+        if (shard_of(mod, entry, i, nshards) != shard)
+            continue; /* defined by another shard's module; declared above */
         int rc = tth__llcg_func(c, mod->funcs[i], mod->funcs[i] == entry);
         if (rc)
             return rc;
@@ -666,6 +701,132 @@ static int verify(tth__llcg *c)
     return 0;
 }
 
+/* ---------------------------------------------------------------- shards */
+
+/* One shard: its own LLVM context, module and target machine, so shards are optimized and
+ * emitted on threads of their own (LLVM contexts share nothing). */
+typedef struct llcg_shard {
+    tth__llcg c;
+    LLVMTargetMachineRef tm;
+    llcg_diag_sink sink;
+    tth_diag diag;
+    LLVMMemoryBufferRef obj;
+    const llcg_options *opt;
+    int rc;
+} llcg_shard;
+
+/* How many shards: one per LLVM_SHARD_FUNCS operators, at most LLVM_SHARDS. A fixed count, not
+ * the cores of the machine compiling, so the artifact's bytes do not depend on it. */
+#define LLVM_SHARDS 4
+#define LLVM_SHARD_FUNCS 8
+
+static int shard_count(const tth_tir_module *mod)
+{
+    size_t n = mod->nfuncs / LLVM_SHARD_FUNCS;
+    return n < 1 ? 1 : n > LLVM_SHARDS ? LLVM_SHARDS : (int)n;
+}
+
+/* A shard's context, module and builder for the target machine tm. */
+static int shard_init(llcg_shard *sh, const tth_host *host, const tth_tir_module *mod, const llcg_options *opt,
+                      const char *modname, tth_diag *diag)
+{
+    tth__llcg *c = &sh->c;
+    sh->opt = opt;
+    tth_diag_clear(&sh->diag);
+    sh->tm = target_machine(opt, diag);
+    if (!sh->tm)
+        return diag->code ? diag->code : TTH_EUNSUPPORTED;
+    c->diag = &sh->diag;
+    c->tir = mod;
+    c->ctx = LLVMContextCreate();
+    sh->sink.host = host;
+    sh->sink.diag = &sh->diag;
+    LLVMContextSetDiagnosticHandler(c->ctx, llvm_diagnostic, &sh->sink);
+    c->mod = LLVMModuleCreateWithNameInContext(modname, c->ctx);
+    c->b = LLVMCreateBuilderInContext(c->ctx);
+    LLVMSetSourceFileName(c->mod, modname, strlen(modname));
+    LLVMSetTarget(c->mod, opt->triple);
+    c->td = LLVMCreateTargetDataLayout(sh->tm);
+    LLVMSetModuleDataLayout(c->mod, c->td);
+    c->big_endian = LLVMByteOrder(c->td) == LLVMBigEndian;
+    c->md_loop = LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9);
+    c->md_invariant = LLVMGetMDKindIDInContext(c->ctx, "invariant.load", 14);
+    return 0;
+}
+
+static void shard_free(llcg_shard *sh)
+{
+    tth__llcg *c = &sh->c;
+    free(c->bound);
+    tth__llcg_scope_free(&c->consts);
+    tth__llcg_scope_free(&c->bufs);
+    tth__llcg_scope_free(&c->vars);
+    if (c->b)
+        LLVMDisposeBuilder(c->b);
+    if (c->mod)
+        LLVMDisposeModule(c->mod);
+    if (c->td)
+        LLVMDisposeTargetData(c->td);
+    if (c->ctx)
+        LLVMContextDispose(c->ctx);
+    if (sh->obj)
+        LLVMDisposeMemoryBuffer(sh->obj);
+    if (sh->tm)
+        LLVMDisposeTargetMachine(sh->tm);
+}
+
+/* 5.-7. for one shard: verify, the pass pipeline, the object (on a thread of its own) */
+static void *shard_build(void *arg)
+{
+    llcg_shard *sh = arg;
+    tth__llcg *c = &sh->c;
+    int rc = verify(c);
+    if (!rc)
+        rc = run_passes(c->mod, sh->tm, sh->opt->opt_level, c->diag);
+    if (!rc && c->diag->code != TTH_OK)
+        rc = c->diag->code;
+    if (!rc)
+        rc = emit_object(c->mod, sh->tm, &sh->obj, c->diag);
+    sh->rc = rc ? rc : c->diag->code;
+    return NULL;
+}
+
+/* Shards first, first + step, ... of n, in turn on one thread. */
+typedef struct shard_run {
+    llcg_shard *sh;
+    int first, step, n;
+} shard_run;
+
+static void *run_shards(void *arg)
+{
+    shard_run *r = arg;
+    for (int k = r->first; k < r->n; k += r->step)
+        shard_build(&r->sh[k]);
+    return NULL;
+}
+
+/* Build every shard, on as many threads as the machine has CPUs (at most one per shard): this
+ * thread and the ones it starts; a thread that cannot be started leaves its shards to this one. */
+static void build_shards(llcg_shard *sh, int n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = cpus < 1 ? 1 : cpus < n ? (int)cpus : n;
+    pthread_t th[LLVM_SHARDS];
+    shard_run runs[LLVM_SHARDS];
+    int started[LLVM_SHARDS] = {0};
+    for (int t = 0; t < nt; t++)
+        runs[t] = (shard_run){sh, t, nt, n};
+    for (int t = 1; t < nt; t++)
+        started[t] = pthread_create(&th[t], NULL, run_shards, &runs[t]) == 0;
+    run_shards(&runs[0]);
+    for (int t = 1; t < nt; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            run_shards(&runs[t]);
+    }
+}
+
 TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
                                          const tth_tir_module *mod, tth_runtime_module *out,
                                          tth_diag *diag)
@@ -680,84 +841,88 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         return rc;
     pthread_once(&llvm_init_once, llvm_init);
     note_generic_cpu(host, target, &opt);
-    LLVMTargetMachineRef tm = target_machine(&opt, diag);
-    if (!tm)
-        return diag ? diag->code : TTH_EUNSUPPORTED;
 
     const tth_prim_func *entry = find_entry(mod);
     char model[128];
     model_name(entry, model, sizeof model);
-    char modname[160];
-    snprintf(modname, sizeof modname, "%s_llvm", model);
-
     tth_diag local;
     tth_diag_clear(&local);
-    tth__llcg c;
-    memset(&c, 0, sizeof c);
-    c.diag = diag ? diag : &local;
-    c.tir = mod;
-    c.ctx = LLVMContextCreate();
-    llcg_diag_sink sink = {host, c.diag};
-    LLVMContextSetDiagnosticHandler(c.ctx, llvm_diagnostic, &sink);
-    c.mod = LLVMModuleCreateWithNameInContext(modname, c.ctx);
-    c.b = LLVMCreateBuilderInContext(c.ctx);
-    LLVMSetSourceFileName(c.mod, modname, strlen(modname));
-    LLVMSetTarget(c.mod, opt.triple);
-    c.td = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(c.mod, c.td);
-    c.big_endian = LLVMByteOrder(c.td) == LLVMBigEndian;
-    c.md_loop = LLVMGetMDKindIDInContext(c.ctx, "llvm.loop", 9);
-    c.md_invariant = LLVMGetMDKindIDInContext(c.ctx, "invariant.load", 14);
+    if (!diag)
+        diag = &local;
 
-    c.libm_calls = opt.arm_hard_float;
-    /* AVX-512 as the parsed target says (features of mcpu + mattr) or as the machine's features
-     * given to LLVM say (a target without mcpu is this machine) */
-    c.masked_tails = tth_target_has_feature(llvm_target(target), "has_avx512") || strstr(opt.features, "+avx512f");
     char launch[200], bind_prefix[200];
     snprintf(launch, sizeof launch, "tth_%s_parallel_launch", model);
-    c.par_launch = opt.threads ? launch : NULL;
-    /* constants bound at run time for a hosted OS of the host's byte order, where the runtime
-     * or the application reads the parameters file; bare-metal code keeps them in its
-     * read-only data (docs/artifact.md, "Constants bound at run time") */
     snprintf(bind_prefix, sizeof bind_prefix, "tth_%s_llvm", model);
-    c.bind_prefix = opt.hosted && !c.big_endian && entry ? bind_prefix : NULL;
-    rc = lower_module(&c, host, entry);
-    if (!rc && c.bind_flag && c.nbound == 0) {
+    int nshards = shard_count(mod);
+    llcg_shard sh[LLVM_SHARDS];
+    memset(sh, 0, sizeof sh);
+    /* 3.-4. each shard's module in turn: the bound constants' slots are numbered across shards
+     * (each shard continues the list the one before it made) */
+    int nparallel = 0;
+    for (int k = 0; k < nshards && !rc; k++) {
+        char modname[160];
+        if (k == 0)
+            snprintf(modname, sizeof modname, "%s_llvm", model);
+        else
+            snprintf(modname, sizeof modname, "%s_llvm_%d", model, k);
+        rc = shard_init(&sh[k], host, mod, &opt, modname, diag);
+        if (rc)
+            break;
+        tth__llcg *c = &sh[k].c;
+        c->libm_calls = opt.arm_hard_float;
+        /* AVX-512 as the parsed target says (features of mcpu + mattr) or as the machine's
+         * features given to LLVM say (a target without mcpu is this machine) */
+        c->masked_tails = tth_target_has_feature(llvm_target(target), "has_avx512") || strstr(opt.features, "+avx512f");
+        c->par_launch = opt.threads ? launch : NULL;
+        /* constants bound at run time for a hosted OS of the host's byte order, where the
+         * runtime or the application reads the parameters file; bare-metal code keeps them in
+         * its read-only data (docs/artifact.md, "Constants bound at run time") */
+        c->bind_prefix = opt.hosted && !c->big_endian && entry ? bind_prefix : NULL;
+        if (k > 0) {
+            c->bound = sh[k - 1].c.bound, c->nbound = sh[k - 1].c.nbound, c->cap_bound = sh[k - 1].c.cap_bound;
+            sh[k - 1].c.bound = NULL;
+        }
+        rc = lower_module(c, host, entry, k, nshards);
+        nparallel += c->nparallel;
+        if (!rc && sh[k].diag.code != TTH_OK)
+            rc = sh[k].diag.code;
+        if (rc && sh[k].diag.code != TTH_OK)
+            *diag = sh[k].diag;
+    }
+    tth__llcg *last = &sh[nshards - 1].c, *c0 = &sh[0].c;
+    if (!rc && c0->bind_flag && last->nbound == 0) {
         /* nothing bound after all: bound from the start, and ensure_bound a function of ours */
-        LLVMSetInitializer(c.bind_flag, LLVMConstInt(LLVMInt32TypeInContext(c.ctx), 1, 0));
-        LLVMSetLinkage(c.bind_ensure, LLVMInternalLinkage);
-        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c.ctx);
-        LLVMPositionBuilderAtEnd(eb, LLVMAppendBasicBlockInContext(c.ctx, c.bind_ensure, "entry"));
-        LLVMBuildRet(eb, LLVMConstInt(LLVMInt32TypeInContext(c.ctx), 0, 0));
+        LLVMSetInitializer(c0->bind_flag, LLVMConstInt(LLVMInt32TypeInContext(c0->ctx), 1, 0));
+        LLVMSetLinkage(c0->bind_ensure, LLVMInternalLinkage);
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c0->ctx);
+        LLVMPositionBuilderAtEnd(eb, LLVMAppendBasicBlockInContext(c0->ctx, c0->bind_ensure, "entry"));
+        LLVMBuildRet(eb, LLVMConstInt(LLVMInt32TypeInContext(c0->ctx), 0, 0));
         LLVMDisposeBuilder(eb);
     }
-    if (!rc && opt.arm_hard_float)
-        arm_hard_float(c.mod);
-    if (!rc && opt.fast_math)
-        set_fast_math(c.mod);
+    for (int k = 0; k < nshards && !rc; k++) {
+        if (opt.arm_hard_float)
+            arm_hard_float(sh[k].c.mod);
+        if (opt.fast_math)
+            set_fast_math(sh[k].c.mod);
+    }
+    /* 5.-7. verify, optimize and emit the shards in parallel */
+    if (!rc) {
+        build_shards(sh, nshards);
+        for (int k = 0; k < nshards && !rc; k++)
+            if ((rc = sh[k].rc) != 0)
+                *diag = sh[k].diag;
+    }
+    LLVMMemoryBufferRef objs[LLVM_SHARDS];
+    for (int k = 0; k < nshards; k++)
+        objs[k] = sh[k].obj;
     if (!rc)
-        rc = verify(&c);
-    if (!rc)
-        rc = run_passes(c.mod, tm, opt.opt_level, c.diag);
-    if (!rc && c.diag->code != TTH_OK)
-        rc = c.diag->code;
-    if (!rc)
-        rc = emit(c.mod, tm, &opt, model, mod, entry, &c, out, c.diag);
-    if (!rc && c.nparallel > 0)
-        rc = add_thread_pool(&opt, model, launch, out, c.diag);
-    if (!rc && c.nbound > 0)
-        rc = add_bind_source(&c, model, out, c.diag);
-    if (!rc && c.diag->code != TTH_OK)
-        rc = c.diag->code;
+        rc = emit(objs, nshards, &opt, model, mod, entry, last, out, diag);
+    if (!rc && nparallel > 0)
+        rc = add_thread_pool(&opt, model, launch, out, diag);
+    if (!rc && last->nbound > 0)
+        rc = add_bind_source(last, model, out, diag);
 
-    free(c.bound);
-    tth__llcg_scope_free(&c.consts);
-    tth__llcg_scope_free(&c.bufs);
-    tth__llcg_scope_free(&c.vars);
-    LLVMDisposeBuilder(c.b);
-    LLVMDisposeModule(c.mod);
-    LLVMDisposeTargetData(c.td);
-    LLVMContextDispose(c.ctx);
-    LLVMDisposeTargetMachine(tm);
+    for (int k = 0; k < nshards; k++)
+        shard_free(&sh[k]);
     return rc;
 }
