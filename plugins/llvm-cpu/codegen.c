@@ -448,6 +448,15 @@ static int emit_object(LLVMModuleRef m, LLVMTargetMachineRef tm, LLVMMemoryBuffe
     return 0;
 }
 
+/* Shard k's name: "<model>_llvm" for the first, "<model>_llvm_<k>" for the others, then suffix. */
+static void shard_name(char *buf, size_t len, const char *model, int k, const char *suffix)
+{
+    if (k == 0)
+        snprintf(buf, len, "%s_llvm%s", model, suffix);
+    else
+        snprintf(buf, len, "%s_llvm_%d%s", model, k, suffix);
+}
+
 /* The objects ("<model>_llvm.o", then "<model>_llvm_<s>.o" for the other shards) and the link
  * metadata. c holds the bound constants of every shard. */
 static int emit(LLVMMemoryBufferRef *objs, int nobjs, const llcg_options *o, const char *model,
@@ -457,10 +466,7 @@ static int emit(LLVMMemoryBufferRef *objs, int nobjs, const llcg_options *o, con
     int rc = 0;
     for (int s = 0; s < nobjs && !rc; s++) {
         char name[256];
-        if (s == 0)
-            snprintf(name, sizeof name, "%s_llvm.o", model);
-        else
-            snprintf(name, sizeof name, "%s_llvm_%d.o", model, s);
+        shard_name(name, sizeof name, model, s, ".o");
         rc = tth_runtime_module_add_file(out, name, TTH_FILE_OBJECT, LLVMGetBufferStart(objs[s]),
                                          LLVMGetBufferSize(objs[s]), diag);
     }
@@ -861,10 +867,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     int nparallel = 0;
     for (int k = 0; k < nshards && !rc; k++) {
         char modname[160];
-        if (k == 0)
-            snprintf(modname, sizeof modname, "%s_llvm", model);
-        else
-            snprintf(modname, sizeof modname, "%s_llvm_%d", model, k);
+        shard_name(modname, sizeof modname, model, k, "");
         rc = shard_init(&sh[k], host, mod, &opt, modname, diag);
         if (rc)
             break;
