@@ -41,9 +41,6 @@ static const double AT[4][6] = {
 
 enum { WM = 4, WA = 6, WE = 36 }; /* output tile, input tile, transformed elements */
 
-/* bands only when the transformed weights are at most this many bytes (band_rows) */
-#define WINO_BAND_U_MAX (1 << 20)
-
 typedef struct wg {
     tk k;
     int vl;                 /* lanes of the output-channel vectors */
