@@ -177,6 +177,9 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 
 /* ------------------------------------------------------------ row-vectorized kernel ---- */
 
+/* taps along a row unrolled up to this many, a loop beyond */
+#define POOL_UNROLL_TAPS 16
+
 /* The output columns whose every tap is inside the image row: [*lo, *hi) */
 static void inner_cols(const pool_p *p, int64_t *lo, int64_t *hi)
 {
@@ -205,7 +208,7 @@ int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 /* `lanes` outputs of row oh of plane nc from column ow0 (all taps inside the row): one vector
  * accumulator; per tap row in the image, KW loads of a ramp of stride sw */
 static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, const lw_sink *s, tth_texpr *nc,
-                           tth_texpr *oh, tth_texpr *lo_h, tth_texpr *ex_h, int64_t ow0, int lanes)
+                           tth_texpr *oh, tth_texpr *lo_h, tth_texpr *ex_h, tth_texpr *ow0, int lanes)
 {
     tth_tstmt *seq = NULL;
     tth_tbuffer *acc = lw_reg_tile(c, 1, lanes, &seq);
@@ -219,14 +222,23 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
             return NULL;
     }
     tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
-    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)), lw_i(c, ow0 * p->sw - p->pl));
+    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)),
+                           lw_sub(c, lw_mul(c, ow0, lw_i(c, p->sw)), lw_i(c, p->pl)));
+    /* the taps of a row: unrolled when few, else a loop (a 1-D pooling may have hundreds) */
+    lw_ax kw;
+    int unroll = p->KW <= POOL_UNROLL_TAPS;
+    if (!unroll && lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
     tth_tstmt *taps = NULL;
-    for (int64_t kw = 0; kw < p->KW; kw++) {
-        tth_texpr *xv = tth_tir_load(c->m, x, tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vxr), lw_i(c, kw * p->dw)), p->sw, lanes));
+    for (int64_t k = 0; k < (unroll ? p->KW : 1); k++) {
+        tth_texpr *off = unroll ? lw_i(c, k * p->dw) : lw_mul(c, kw.e, lw_i(c, p->dw));
+        tth_texpr *xv = tth_tir_load(c->m, x, tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vxr), off), p->sw, lanes));
         tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), lanes, 0);
         if (lw_append(c, &taps, tth_tir_vstore(c->m, acc, lw_i(c, 0), is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0)))
             return NULL;
     }
+    if (!unroll)
+        taps = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, taps);
     taps = lw_let(c, vxr, xr, taps);
     taps = lw_for(c, vkh, lo_h, ex_h, TTH_LOOP_SERIAL, taps);
     if (!taps || lw_append(c, &seq, taps))
@@ -244,7 +256,7 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
     }
     tth_texpr *oidx[4] = {p->C == 1 ? nc : lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)),
                           p->C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh,
-                          tth_tir_ramp(c->m, lw_i(c, ow0), 1, lanes)};
+                          tth_tir_ramp(c->m, ow0, 1, lanes)};
     if (lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
         return NULL;
     return tth_tir_allocate(c->m, acc, seq);
@@ -282,11 +294,21 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         if (!e || lw_append(c, &row, e))
             return NULL;
     }
-    for (int64_t ow0 = lo; ow0 < hi; ow0 += vl) {
-        int lanes = (int)(hi - ow0 < vl ? hi - ow0 : vl);
-        /* a last column alone is one element */
-        tth_tstmt *v = lanes > 1 ? pool_vec(c, &p, is_max, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh), ow0, lanes)
-                                 : pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, lw_i(c, ow0));
+    /* the inner columns: a loop over whole vectors, then the rest (a last column alone is one
+     * element) */
+    int64_t nvec = (hi - lo) / vl, rest = (hi - lo) % vl;
+    lw_ax jv;
+    if (lw_ax_make(c, &jv, "ov", nvec))
+        return NULL;
+    tth_tstmt *v = pool_vec(c, &p, is_max, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh),
+                            lw_add(c, lw_i(c, lo), lw_mul(c, jv.e, lw_i(c, vl))), vl);
+    v = lw_ax_loop(c, &jv, TTH_LOOP_SERIAL, v);
+    if (!v || lw_append(c, &row, v))
+        return NULL;
+    if (rest) {
+        int64_t ow0 = lo + nvec * vl;
+        v = rest > 1 ? pool_vec(c, &p, is_max, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh), lw_i(c, ow0), (int)rest)
+                     : pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, lw_i(c, ow0));
         if (!v || lw_append(c, &row, v))
             return NULL;
     }

@@ -359,6 +359,12 @@ def case(name):
         x = rnd((2, 3, 20, 37))
         a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]}
         return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False)]
+    if name == "max_pool_rows_many_taps":
+        # 20 taps along a row (a loop in the vector kernel, not unrolled), dilated and strided,
+        # with padding
+        x = rnd((1, 2, 3, 150))
+        a = {"pool_size": [2, 20], "strides": [1, 3], "dilation": [1, 2], "padding": [0, 5, 1, 5]}
+        return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [2, 20], [1, 3], [0, 5, 1, 5], [1, 2], False)]
     if name == "max_pool_rows_dilated":
         x = rnd((1, 2, 15, 40))
         a = {"pool_size": [2, 3], "strides": [1, 1], "dilation": [2, 2]}
