@@ -686,6 +686,17 @@ tth_tstmt *lw_nest(lw_ctx *c, const int64_t *shape, int rank, int flags, lw_body
     return s;
 }
 
+int64_t lw_bands(const lw_ctx *c, int64_t rows, int64_t *per)
+{
+    if (rows < 1) {
+        *per = 1;
+        return 0;
+    }
+    int64_t nb = c->cores > 1 ? (c->cores < rows ? c->cores : rows) : 1;
+    *per = (rows + nb - 1) / nb;
+    return (rows + *per - 1) / *per;
+}
+
 int lw_ax_make(lw_ctx *c, lw_ax *a, const char *prefix, int64_t n)
 {
     a->n = n;
@@ -1261,10 +1272,7 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     memset(c, 0, sizeof cx);
     const char *target_kind = target ? json_string_value(json_object_get(target, "kind")) : NULL;
     c->vec = tth_target_vector_shape(target);
-    const json_t *cores = target ? json_object_get(target, "num-cores") : NULL;
-    c->cores = json_is_integer(cores) && json_integer_value(cores) > 0 && json_integer_value(cores) < 1024
-                   ? (int)json_integer_value(cores)
-                   : 0;
+    c->cores = tth_target_num_cores(target);
     c->m = mod;
     c->diag = diag;
     c->fn = fn;

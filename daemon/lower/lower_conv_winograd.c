@@ -345,12 +345,11 @@ int lw_conv_winograd_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
 static int64_t band_rows(const wg *g)
 {
     const lw_conv_p *p = g->k.p;
-    int cores = g->k.c->cores;
-    int64_t u = (int64_t)WE * p->C * p->O, vm = (int64_t)WE * g->T * (p->C + p->O);
-    if (cores < 2 || g->nTh < 2 || u > vm)
+    int64_t u = (int64_t)WE * p->C * p->O, vm = (int64_t)WE * g->T * (p->C + p->O), R;
+    if (g->k.c->cores < 2 || g->nTh < 2 || u > vm)
         return 0;
-    int64_t nb = cores < g->nTh ? cores : g->nTh;
-    return (g->nTh + nb - 1) / nb;
+    lw_bands(g->k.c, g->nTh, &R);
+    return R;
 }
 
 /* One band: tile rows [th0, th0 + rows) of the R-row bands. Its window of the padded input (from

@@ -277,9 +277,7 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int vl = c->vec.f32_lanes;
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     tth_tbuffer *acc = x ? pool_acc(c, s, TTH_F32, &direct) : NULL;
-    int64_t lo, hi, NC = p.N * p.C;
-    int64_t nb = c->cores > 1 ? (c->cores < p.OH ? c->cores : p.OH) : 1, R = (p.OH + nb - 1) / nb;
-    nb = (p.OH + R - 1) / R;
+    int64_t lo, hi, NC = p.N * p.C, R, nb = lw_bands(c, p.OH, &R);
     inner_cols(&p, &lo, &hi);
     lw_ax q, el, er;
     tth_tvar *vnc = lw_var(c, "nc", TTH_I64), *vb = lw_var(c, "b", TTH_I64), *voh = lw_var(c, "oh", TTH_I64),

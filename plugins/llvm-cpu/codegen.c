@@ -227,8 +227,7 @@ static int target_options(const json_t *target_in, llcg_options *o, tth_diag *di
     if (abi)
         snprintf(o->abi, sizeof o->abi, "%s", abi);
     /* threads: a hosted OS and not num-cores=1 (docs/threads.md) */
-    const json_t *cores = target ? json_object_get(target, "num-cores") : NULL;
-    o->num_cores = json_is_integer(cores) ? (int)json_integer_value(cores) : 0;
+    o->num_cores = tth_target_num_cores(target);
     o->hosted = strstr(o->triple, "linux") != NULL;
     o->threads = o->hosted && o->num_cores != 1;
 
@@ -652,18 +651,6 @@ static void note_generic_cpu(const tth_host *host, const json_t *target_in, cons
     LLVMDisposeMessage(features);
 }
 
-/* The shard whose module defines PrimFunc i (docs/threads.md, "Compiling in parallel"): the
- * entry in shard 0, the others in turn, so each shard gets every nshards-th operator. */
-static int shard_of(const tth_tir_module *mod, const tth_prim_func *entry, size_t i, int nshards)
-{
-    if (nshards <= 1 || mod->funcs[i] == entry)
-        return 0;
-    size_t k = 0;
-    for (size_t j = 0; j < i; j++)
-        k += mod->funcs[j] != entry;
-    return (int)(k % (size_t)nshards);
-}
-
 static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, int shard, int nshards)
 {
     const tth_tir_module *mod = c->tir;
@@ -677,15 +664,21 @@ static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func 
         if (!tth__llcg_declare(c, f->name, f->nparams, f == entry))
             return c->diag->code;
     }
-    /* 4. lower each body */
+    /* 4. lower each body. The shard that defines a PrimFunc (docs/threads.md, "Compiling in
+     * parallel"): the entry in shard 0, the others in turn (k counts them), so each shard gets
+     * every nshards-th operator. */
+    size_t k = 0;
     for (size_t i = 0; i < mod->nfuncs; i++) {
         if (host && host->size >= offsetof(tth_host, cancelled) + sizeof host->cancelled &&
             host->cancelled && host->cancelled(host->ctx))
             return tth_diag_set(c->diag, TTH_ECANCELLED, NULL, "cancelled");
+        int is_entry = mod->funcs[i] == entry;
+        int home = nshards <= 1 || is_entry ? 0 : (int)(k % (size_t)nshards);
+        k += !is_entry;
         const json_t *ext = mod->funcs[i]->attrs ? json_object_get(mod->funcs[i]->attrs, "extern") : NULL;
         if (json_is_true(ext))
             continue; /* an extern PrimFunc (tth/tir.h): declared above, defined elsewhere */
-        if (shard_of(mod, entry, i, nshards) != shard)
+        if (home != shard)
             continue; /* defined by another shard's module; declared above */
         int rc = tth__llcg_func(c, mod->funcs[i], mod->funcs[i] == entry);
         if (rc)

@@ -110,6 +110,11 @@ typedef struct tth_vector_shape {
 } tth_vector_shape;
 TTH_API tth_vector_shape tth_target_vector_shape(const json_t *canonical);
 
+/* The cores a canonical target lets generated code use: its "num-cores" when that is an integer
+ * from 1 to 1023, else 0 (the target does not say; docs/threads.md). Plain host `llvm` writes
+ * the machine's online CPUs there when parsed (docs/targets.md). */
+TTH_API int tth_target_num_cores(const json_t *canonical);
+
 /* Levenshtein distance, and the up-to-`max` nearest of `candidates` to `word` (distance at most
  * a third of the word's length, at least 2), written as "'a', 'b'" into buf. Returns how many. */
 TTH_API size_t tth_edit_distance(const char *a, const char *b);

@@ -966,6 +966,13 @@ tth_vector_shape tth_target_vector_shape(const json_t *canonical)
     return scalar;
 }
 
+int tth_target_num_cores(const json_t *canonical)
+{
+    const json_t *n = canonical ? json_object_get(canonical, "num-cores") : NULL;
+    json_int_t v = json_is_integer(n) ? json_integer_value(n) : 0;
+    return v >= 1 && v < 1024 ? (int)v : 0;
+}
+
 int tth_target_has_feature(const json_t *canonical, const char *feature)
 {
     json_t *v = json_object_get(json_object_get(canonical, "features"), feature);
