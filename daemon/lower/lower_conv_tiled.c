@@ -329,23 +329,25 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
     *rw = (int)((rowlen + tiles - 1) / tiles);
 }
 
-/* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0 */
+/* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0, in
+ * ceil(len / RW) tiles of balanced widths (49 pixels with RW 6: four of 6 and five of 5, not
+ * eight of 6 and one of 1) */
 static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
                             tth_texpr *p0, int64_t len)
 {
     lw_ctx *c = k->c;
-    lw_ax t;
-    if (lw_ax_make(c, &t, "t", len / RW))
-        return NULL;
+    int64_t tiles = (len + RW - 1) / RW, base = tiles ? len / tiles : 0, wide = tiles ? len % tiles : 0;
     tth_tstmt *seq = NULL;
-    if (len / RW > 0) {
-        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh, lw_add(c, p0, lw_mul(c, t.e, lw_i(c, RW))), RW, RC);
-        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+    for (int part = 0; part < 2; part++) {
+        int64_t n = part == 0 ? wide : tiles - wide, w = part == 0 ? base + 1 : base;
+        if (n == 0 || w == 0)
+            continue;
+        lw_ax t;
+        if (lw_ax_make(c, &t, "t", n))
             return NULL;
-    }
-    if (len % RW) {
-        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh, lw_add(c, p0, lw_i(c, len / RW * RW)), (int)(len % RW), RC);
-        if (!tl || lw_append(c, &seq, tl))
+        tth_texpr *from = lw_add(c, p0, lw_i(c, part == 0 ? 0 : wide * (base + 1)));
+        tth_tstmt *tl = block_tile(k, B0, g, bg0, oh, lw_add(c, from, lw_mul(c, t.e, lw_i(c, w))), (int)w, RC);
+        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
             return NULL;
     }
     return seq;
@@ -353,13 +355,19 @@ static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, 
 
 /* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
  * runs over (group, row) pairs, so even a layer with one group of blocks has OH tasks; a flat
- * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter. */
+ * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter. Rows are
+ * outermost (docs/threads.md, "Locality") unless the weights are the larger side (k->wouter):
+ * then groups are, and a flat image is one row when there are enough groups to share among the
+ * cores. */
 static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int RW, int par)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t P = p->OH * p->OW, RL = p->OW, rows = p->OH, last = 0;
-    if (k->flat) {
+    if (k->flat && k->wouter && nblk >= 4) {
+        RL = P;
+        rows = 1;
+    } else if (k->flat) {
         int64_t tiles = (P + RW - 1) / RW;
         RL = (int64_t)RW * ((tiles + 7) / 8);
         rows = P / RL;
@@ -386,10 +394,16 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
             row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
         else
             row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
-        /* rows outermost (docs/threads.md, "Locality"): r = q / nblk, B0 = Bstart + (q % nblk) * RC */
-        tth_texpr *bq = nblk == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nblk));
-        row = lw_let(c, vB, lw_add(c, lw_i(c, Bstart), lw_mul(c, bq, lw_i(c, RC))),
-                     lw_let(c, vr, nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nblk)), row));
+        /* rows outermost: r = q / nblk, group q % nblk; groups outermost: group q / nrow, r = q % nrow */
+        tth_texpr *bq, *rq;
+        if (k->wouter) {
+            bq = nrow == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nrow));
+            rq = nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nrow));
+        } else {
+            bq = nblk == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nblk));
+            rq = nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nblk));
+        }
+        row = lw_let(c, vB, lw_add(c, lw_i(c, Bstart), lw_mul(c, bq, lw_i(c, RC))), lw_let(c, vr, rq, row));
         row = lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
         if (!row || lw_append(c, &seq, row))
             return NULL;
@@ -507,6 +521,20 @@ static tth_tstmt *pw_tile(tk *k, tth_texpr *ob, int64_t RObase, tth_texpr *p0, i
     return tth_tir_allocate(c->m, acc, seq);
 }
 
+/* The tile of block ob (of nblk whole blocks of RO channels and, when ro_last, one last block of
+ * ro_last channels) at pixel p0: rp vectors, the last `last` pixels. */
+static tth_tstmt *pw_block_tile(tk *k, tth_texpr *ob, int64_t nblk, int ro_last, int RO, tth_texpr *p0, int rp,
+                                int last)
+{
+    lw_ctx *c = k->c;
+    if (!ro_last)
+        return pw_tile(k, ob, RO, p0, RO, rp, last);
+    if (nblk == 0)
+        return pw_tile(k, lw_i(c, 0), RO, p0, ro_last, rp, last);
+    tth_tstmt *full = pw_tile(k, ob, RO, p0, RO, rp, last), *part_blk = pw_tile(k, lw_i(c, nblk), RO, p0, ro_last, rp, last);
+    return full && part_blk ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, ob, lw_i(c, nblk)), full, part_blk) : NULL;
+}
+
 /* The weights [O, C, 1, 1] as wp[(block*C + ic)*RO + r] = w[block*RO + r, ic] (zeros past O). */
 static tth_tbuffer *pw_pack(tk *k, const tth_tensor *wt, int RO)
 {
@@ -551,6 +579,27 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
     int64_t nb = nblk + (ro_last ? 1 : 0);
     int par = p->O * P * p->C >= LW_PARALLEL_MIN;
     tth_tstmt *seq = NULL;
+    if (tk_weights_outer(p, p->O * p->C) && nb >= 4) {
+        /* the weights are the larger side (docs/lowering.md, "Loop order"): a parallel loop over
+         * channel blocks, each running every pixel tile, so each block's weights are read once */
+        lw_ax q, t;
+        if (lw_ax_make(c, &q, "q", nb) || lw_ax_make(c, &t, "t", ntile))
+            return NULL;
+        tth_tstmt *blk = NULL;
+        for (int part = 0; part < 2; part++) {
+            int64_t npx = part == 0 ? ntile : (restv || tail ? 1 : 0);
+            if (npx == 0)
+                continue;
+            tth_texpr *p0 = part == 1 ? lw_i(c, ntile * RP * vl) : lw_mul(c, t.e, lw_i(c, (int64_t)RP * vl));
+            tth_tstmt *tl = pw_block_tile(k, q.e, nblk, ro_last, RO, p0, part == 0 ? RP : (int)restv + (tail ? 1 : 0),
+                                          part == 1 && tail ? tail : vl);
+            if (part == 0)
+                tl = lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl);
+            if (!tl || lw_append(c, &blk, tl))
+                return NULL;
+        }
+        return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, blk);
+    }
     /* (pixel tile, channel block) pairs, pixel tiles outermost (docs/threads.md, "Locality"),
      * the partial block with the others, so a tile's input is read from L1 by every block of
      * it; then one tile of the remaining vectors (and the tail) per block */
@@ -567,15 +616,7 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
         tth_texpr *p0 = part == 1 ? lw_i(c, ntile * RP * vl)
                                   : lw_mul(c, npx > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nb)) : lw_i(c, 0),
                                            lw_i(c, (int64_t)RP * vl));
-        tth_tstmt *tl;
-        if (!ro_last) {
-            tl = pw_tile(k, ob, RO, p0, RO, rp, last);
-        } else if (nblk == 0) {
-            tl = pw_tile(k, lw_i(c, 0), RO, p0, ro_last, rp, last);
-        } else {
-            tth_tstmt *full = pw_tile(k, ob, RO, p0, RO, rp, last), *part_blk = pw_tile(k, lw_i(c, nblk), RO, p0, ro_last, rp, last);
-            tl = full && part_blk ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, ob, lw_i(c, nblk)), full, part_blk) : NULL;
-        }
+        tth_tstmt *tl = pw_block_tile(k, ob, nblk, ro_last, RO, p0, rp, last);
         tl = lw_ax_loop(c, &q, par && npx * nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
         if (!tl || lw_append(c, &seq, tl))
             return NULL;
@@ -944,6 +985,11 @@ static tth_tstmt *rows_kernel(tk *k, int RO, int RP)
     return seq;
 }
 
+int tk_weights_outer(const lw_conv_p *p, int64_t wfloats)
+{
+    return wfloats > p->C * p->H * p->W;
+}
+
 /* ------------------------------------------- entry: the strategies (lower_strategies.c) ---- */
 
 /* a float32 nn.conv2d, its shapes and attributes in *p */
@@ -1107,6 +1153,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
                 return NULL;
         }
         k.w = wp;
+        k.wouter = tk_weights_outer(p, p->groups * k.NB * k.Cg * p->KH * p->KW * vl);
     } else if (depthwise) {
         k.vl = 1;
         k.w = w;

@@ -34,6 +34,9 @@ typedef struct tk {
                                 convolution (pixel p is input offset p), 2 for a narrow image
                                 (each tile computes its pixels' input offsets) */
     const tth_rexpr *bias;   /* NULL without */
+    int wouter;              /* the weights are larger than the image: channel blocks outermost,
+                                each block's weights read once for every pixel (docs/lowering.md,
+                                "Loop order") */
 } tk;
 
 /* a float32 nn.conv2d (not quantized, not transposed), its shapes and attributes in *p */
@@ -51,6 +54,9 @@ tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tex
 /* the padded (and, with k->sp > 1, phase-split) copy of image k->n of src into xp; channels in
  * parallel when large */
 tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
+/* 1 when a convolution's weights (packed, `wfloats` floats) are more than its input image: its
+ * kernels then run channel blocks outermost (docs/lowering.md, "Loop order") */
+int tk_weights_outer(const lw_conv_p *p, int64_t wfloats);
 /* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 

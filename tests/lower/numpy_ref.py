@@ -221,6 +221,22 @@ def case(name):
         y = np.maximum(conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1) + r, 0)
         return [(x, False), (w, True), (b, True), (r, False)], [
             ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_weights_outer_flat":
+        # weights larger than the image (docs/lowering.md, "Loop order"): 1x1 on 7x5 = 35
+        # pixels, 300 channels (at 16 lanes 19 blocks, the last of 12 channels: channel-blocked
+        # with the image as one row of balanced tiles; at 4 lanes the pixel kernel by blocks),
+        # batch 2, + residual, relu
+        x, w, b, r = rnd((2, 8, 7, 5)), rnd((300, 8, 1, 1)), rnd((300,)), rnd((2, 300, 7, 5))
+        y = np.maximum(conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1) + r, 0)
+        return [(x, False), (w, True), (b, True), (r, False)], [
+            ("nn.conv2d", {}, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_weights_outer_rows":
+        # weights larger than the image on rows of 20 pixels (not narrow): (block group, row)
+        # pairs, groups outermost; 3x3 padded, 72 channels, batch 2
+        x, w, b = rnd((2, 4, 4, 20)), rnd((72, 4, 3, 3)), rnd((72,))
+        a = {"padding": [1, 1, 1, 1]}
+        y = conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], [y.astype(f32)]
     if name == "conv_tiles_pixel_vectors_row_broadcast":
         # the same shapes with an epilogue operand broadcast along H only ([10]): the pixel
         # kernel must not take it (its (0, p) index would read it wrongly)
