@@ -651,7 +651,150 @@ static void note_generic_cpu(const tth_host *host, const json_t *target_in, cons
     LLVMDisposeMessage(features);
 }
 
-static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, int shard, int nshards)
+/* ---------------------------------------------------------------- shared code */
+
+/* Functions with the same code (tth_tir_func_same_code: the same body on other weights, biases
+ * and workspace slices, as the repeated blocks of a CNN are): the first function of such a class
+ * is compiled once as `<first>__shared`, taking its data buffers as pointers, and every function
+ * of the class (the first too) is a wrapper that passes its own (docs/threads.md, "Compiling in
+ * parallel"). Every constant is data (const_min 0), so layers that differ only in their biases
+ * share their code too. */
+#define SHARE_MAX_DATA 256
+
+typedef struct llcg_share {
+    size_t rep;                   /* the class's first function (itself when it is the first) */
+    size_t members;               /* on the first: how many functions the class has */
+    const tth_tbuffer **data;     /* this function's data buffers, in the shared body's order */
+    size_t ndata;
+    int home;                     /* the shard whose module defines it */
+} llcg_share;
+
+typedef struct llcg_plan {
+    llcg_share *f;                /* one per PrimFunc of the module */
+    size_t n;
+    size_t bodies;                /* function bodies compiled: PrimFuncs less the wrappers' */
+} llcg_plan;
+
+static void plan_free(llcg_plan *p)
+{
+    for (size_t i = 0; p->f && i < p->n; i++)
+        free(p->f[i].data);
+    free(p->f);
+    memset(p, 0, sizeof *p);
+}
+
+static int is_extern(const tth_prim_func *f)
+{
+    return f->attrs && json_is_true(json_object_get(f->attrs, "extern"));
+}
+
+typedef struct hashed {
+    uint64_t h;
+    size_t i;
+} hashed;
+
+static int hashed_cmp(const void *a, const void *b)
+{
+    const hashed *x = a, *y = b;
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* one side of the pairs tth_tir_func_same_code gave, copied */
+static int keep_side(llcg_share *s, const tth_tbuffer **pairs, size_t np, int side)
+{
+    s->data = np ? malloc(np * sizeof *s->data) : NULL;
+    if (np && !s->data)
+        return TTH_ENOMEM;
+    for (size_t k = 0; k < np; k++)
+        s->data[k] = pairs[2 * k + side];
+    s->ndata = np;
+    return 0;
+}
+
+/* The classes of functions with the same code and each function's shard: the entry in shard 0,
+ * the classes in turn (a class's functions in its first one's shard, so the wrappers call the
+ * shared body inside one module). */
+static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, int nshards, llcg_plan *p,
+                        tth_diag *diag)
+{
+    memset(p, 0, sizeof *p);
+    p->n = mod->nfuncs;
+    p->f = calloc(p->n ? p->n : 1, sizeof *p->f);
+    hashed *hs = calloc(p->n ? p->n : 1, sizeof *hs);
+    const tth_tbuffer **pairs = malloc(2 * SHARE_MAX_DATA * sizeof *pairs);
+    size_t *reps = malloc((p->n ? p->n : 1) * sizeof *reps);
+    int rc = p->f && hs && pairs && reps ? 0 : TTH_ENOMEM;
+    size_t nh = 0;
+    for (size_t i = 0; !rc && i < p->n; i++) {
+        const tth_prim_func *f = mod->funcs[i];
+        p->f[i].rep = i;
+        p->f[i].members = 1;
+        if (f != entry && f->body && !is_extern(f)) {
+            hs[nh].h = tth_tir_func_code_hash(f, 0);
+            hs[nh++].i = i;
+        }
+    }
+    if (!rc)
+        qsort(hs, nh, sizeof *hs, hashed_cmp);
+    for (size_t a = 0; !rc && a < nh;) {
+        size_t b = a;
+        while (b < nh && hs[b].h == hs[a].h)
+            b++;
+        size_t nr = 0;
+        for (size_t j = a; !rc && j < b; j++) {
+            size_t i = hs[j].i, np = 0;
+            const tth_prim_func *f = mod->funcs[i];
+            int same = 0;
+            for (size_t r = 0; r < nr && !same; r++) {
+                same = tth_tir_func_same_code(mod->funcs[reps[r]], f, 0, pairs, SHARE_MAX_DATA, &np);
+                if (same == 1) {
+                    p->f[i].rep = reps[r];
+                    p->f[reps[r]].members++;
+                    rc = keep_side(&p->f[i], pairs, np, 1);
+                } else if (same == TTH_ENOMEM) {
+                    rc = TTH_ENOMEM;
+                } else {
+                    same = 0; /* different, or more data buffers than a shared body takes */
+                }
+            }
+            if (!rc && !same) {
+                reps[nr++] = i;
+                int own = tth_tir_func_same_code(f, f, 0, pairs, SHARE_MAX_DATA, &np);
+                if (own == TTH_ENOMEM)
+                    rc = TTH_ENOMEM;
+                else if (own == 1)
+                    rc = keep_side(&p->f[i], pairs, np, 0);
+                else
+                    p->f[i].members = 0; /* never shared: lowered as it is */
+            }
+        }
+        a = b;
+    }
+    size_t k = 0;
+    for (size_t i = 0; !rc && i < p->n; i++) {
+        llcg_share *s = &p->f[i];
+        if (mod->funcs[i] == entry || nshards <= 1)
+            s->home = 0;
+        else if (s->rep != i)
+            s->home = p->f[s->rep].home;
+        else
+            s->home = (int)(k++ % (size_t)nshards);
+        p->bodies += s->rep == i;
+    }
+    free(hs);
+    free(pairs);
+    free(reps);
+    if (rc) {
+        plan_free(p);
+        return tth_diag_set(diag, rc, NULL, "out of memory planning shared code");
+    }
+    return 0;
+}
+
+static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, const llcg_plan *plan,
+                        int shard)
 {
     const tth_tir_module *mod = c->tir;
     /* 3. declare every PrimFunc first: calls may precede definitions */
@@ -664,23 +807,35 @@ static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func 
         if (!tth__llcg_declare(c, f->name, f->nparams, f == entry))
             return c->diag->code;
     }
-    /* 4. lower each body. The shard that defines a PrimFunc (docs/threads.md, "Compiling in
-     * parallel"): the entry in shard 0, the others in turn (k counts them), so each shard gets
-     * every nshards-th operator. */
-    size_t k = 0;
+    /* 4. lower each body this shard defines (plan_sharing) */
     for (size_t i = 0; i < mod->nfuncs; i++) {
         if (host && host->size >= offsetof(tth_host, cancelled) + sizeof host->cancelled &&
             host->cancelled && host->cancelled(host->ctx))
             return tth_diag_set(c->diag, TTH_ECANCELLED, NULL, "cancelled");
-        int is_entry = mod->funcs[i] == entry;
-        int home = nshards <= 1 || is_entry ? 0 : (int)(k % (size_t)nshards);
-        k += !is_entry;
-        const json_t *ext = mod->funcs[i]->attrs ? json_object_get(mod->funcs[i]->attrs, "extern") : NULL;
-        if (json_is_true(ext))
+        const tth_prim_func *f = mod->funcs[i];
+        const llcg_share *s = &plan->f[i];
+        if (is_extern(f))
             continue; /* an extern PrimFunc (tth/tir.h): declared above, defined elsewhere */
-        if (home != shard)
+        if (s->home != shard)
             continue; /* defined by another shard's module; declared above */
-        int rc = tth__llcg_func(c, mod->funcs[i], mod->funcs[i] == entry);
+        const llcg_share *first = &plan->f[s->rep];
+        int rc;
+        if (first->members < 2) {
+            rc = tth__llcg_func(c, f, f == entry);
+        } else {
+            char name[600];
+            snprintf(name, sizeof name, "%s__shared", mod->funcs[s->rep]->name);
+            LLVMValueRef shared = LLVMGetNamedFunction(c->mod, name);
+            rc = 0;
+            if (s->rep == i) {
+                shared = tth__llcg_declare_shared(c, name, f->nparams, s->ndata);
+                rc = shared ? tth__llcg_func_shared(c, f, shared, s->data, s->ndata) : c->diag->code;
+            }
+            if (!rc && !shared)
+                rc = tth_diag_set(c->diag, TTH_EINTERNAL, f->name, "the shared code '%s' is not in this module", name);
+            if (!rc)
+                rc = tth__llcg_func_wrapper(c, f, shared, s->data, s->ndata);
+        }
         if (rc)
             return rc;
     }
@@ -855,6 +1010,10 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     int nshards = shard_count(mod);
     llcg_shard sh[LLVM_SHARDS];
     memset(sh, 0, sizeof sh);
+    llcg_plan plan;
+    rc = plan_sharing(mod, entry, nshards, &plan, diag);
+    if (rc)
+        return rc;
     /* 3.-4. each shard's module in turn: the bound constants' slots are numbered across shards
      * (each shard continues the list the one before it made) */
     int nparallel = 0;
@@ -878,7 +1037,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
             c->bound = sh[k - 1].c.bound, c->nbound = sh[k - 1].c.nbound, c->cap_bound = sh[k - 1].c.cap_bound;
             sh[k - 1].c.bound = NULL;
         }
-        rc = lower_module(c, host, entry, k, nshards);
+        rc = lower_module(c, host, entry, &plan, k);
         nparallel += c->nparallel;
         if (!rc && sh[k].diag.code != TTH_OK)
             rc = sh[k].diag.code;
@@ -920,5 +1079,6 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
 
     for (int k = 0; k < nshards; k++)
         shard_free(&sh[k]);
+    plan_free(&plan);
     return rc;
 }

@@ -168,5 +168,15 @@ LLVMValueRef tth__llcg_buffer_base(tth__llcg *c, const tth_tbuffer *buf);
 LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int is_entry);
 /* Lower f's body into its (already declared) LLVM function. */
 int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry);
+/* Functions with the same code (docs/threads.md, "Compiling in parallel"; tth/tir.h,
+ * tth_tir_func_same_code): f's body as the internal function `shared` whose parameters are f's
+ * buffers, the workspace, then a pointer to each of f's data buffers data[0..ndata); and a
+ * PrimFunc g whose data buffers are gdata[0..ndata) as a wrapper that calls shared with them. */
+int tth__llcg_func_shared(tth__llcg *c, const tth_prim_func *f, LLVMValueRef shared, const tth_tbuffer *const *data,
+                          size_t ndata);
+int tth__llcg_func_wrapper(tth__llcg *c, const tth_prim_func *g, LLVMValueRef shared, const tth_tbuffer *const *gdata,
+                           size_t ndata);
+/* The shared function's declaration: i32 (ptr x (nparams + 1 + ndata)), internal, never inlined. */
+LLVMValueRef tth__llcg_declare_shared(tth__llcg *c, const char *name, size_t nparams, size_t ndata);
 
 #endif

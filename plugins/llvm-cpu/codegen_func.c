@@ -838,3 +838,115 @@ int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
         c->fn = NULL;
     return rc;
 }
+
+/* ---------------------------------------------------------------- shared code */
+
+LLVMValueRef tth__llcg_declare_shared(tth__llcg *c, const char *name, size_t nparams, size_t ndata)
+{
+    size_t n = nparams + 1 + ndata;
+    LLVMTypeRef *params = calloc(n, sizeof *params);
+    if (!params) {
+        tth__llcg_fail(c, TTH_ENOMEM, "out of memory declaring '%s'", name);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        params[i] = ptr_type(c);
+    LLVMTypeRef fnty = LLVMFunctionType(LLVMInt32TypeInContext(c->ctx), params, (unsigned)n, 0);
+    free(params);
+    if (LLVMGetNamedFunction(c->mod, name)) {
+        tth__llcg_fail(c, TTH_EINTERNAL, "the shared function '%s' is already defined", name);
+        return NULL;
+    }
+    LLVMValueRef fn = LLVMAddFunction(c->mod, name, fnty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    static const char *const attrs[] = {"nounwind", "noinline"};
+    for (size_t i = 0; i < 2; i++)
+        LLVMAddAttributeAtIndex(fn, (unsigned)LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(c->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
+    return fn;
+}
+
+/* the function-level state for lowering into llfn (as tth__llcg_func sets it up) */
+static int func_begin(tth__llcg *c, const tth_prim_func *f, LLVMValueRef llfn, LLVMBasicBlockRef *body)
+{
+    c->fn = f;
+    c->llfn = llfn;
+    c->workspace = NULL;
+    if (LLVMCountBasicBlocks(c->llfn) != 0)
+        return tth__llcg_fail(c, TTH_EINVAL, "function '%s' is defined twice", LLVMGetValueName(llfn));
+    c->entry_bb = new_block(c, "entry");
+    *body = new_block(c, "body");
+    c->eb = LLVMCreateBuilderInContext(c->ctx);
+    if (!c->eb)
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    LLVMPositionBuilderAtEnd(c->eb, c->entry_bb);
+    LLVMPositionBuilderAtEnd(c->b, *body);
+    return 0;
+}
+
+static int func_end(tth__llcg *c, int rc, LLVMValueRef ret, LLVMBasicBlockRef body)
+{
+    if (!rc) {
+        LLVMBuildRet(c->b, ret ? ret : i32_const(c, 0));
+        LLVMBuildBr(c->eb, body);
+    }
+    LLVMDisposeBuilder(c->eb);
+    c->eb = NULL;
+    c->bufs.n = 0;
+    c->vars.n = 0;
+    if (!rc)
+        c->fn = NULL;
+    return rc;
+}
+
+int tth__llcg_func_shared(tth__llcg *c, const tth_prim_func *f, LLVMValueRef shared, const tth_tbuffer *const *data,
+                          size_t ndata)
+{
+    LLVMBasicBlockRef body;
+    int rc = func_begin(c, f, shared, &body);
+    if (!rc)
+        rc = bind_params(c, f, 0);
+    /* the data buffers arrive as parameters: no slot loads, no workspace slices of their own */
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    for (size_t i = 0; !rc && i < ndata; i++) {
+        unsigned k = (unsigned)(f->nparams + 1 + i);
+        LLVMValueRef p = LLVMGetParam(shared, k);
+        const char *nm = data[i]->name ? data[i]->name : "";
+        LLVMSetValueName2(p, nm, strlen(nm));
+        LLVMAddAttributeAtIndex(shared, k + 1, LLVMCreateEnumAttribute(c->ctx, noalias, 0));
+        if (tth__llcg_scope_push(&c->bufs, data[i]->id, p))
+            rc = tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    if (!rc)
+        rc = lower_stmt(c, f->body);
+    return func_end(c, rc, NULL, body);
+}
+
+int tth__llcg_func_wrapper(tth__llcg *c, const tth_prim_func *g, LLVMValueRef shared, const tth_tbuffer *const *gdata,
+                           size_t ndata)
+{
+    LLVMValueRef llfn = LLVMGetNamedFunction(c->mod, g->name);
+    if (!llfn)
+        return tth__llcg_fail(c, TTH_EINTERNAL, "function was not declared");
+    LLVMBasicBlockRef body;
+    int rc = func_begin(c, g, llfn, &body);
+    if (!rc)
+        rc = bind_params(c, g, 0);
+    size_t n = g->nparams + 1 + ndata;
+    LLVMValueRef *args = rc ? NULL : calloc(n, sizeof *args);
+    if (!rc && !args)
+        rc = tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i <= g->nparams; i++)
+        args[i] = LLVMGetParam(llfn, (unsigned)i);
+    /* a constant's address (a slot load or a private global) or a LOCAL buffer's workspace slice */
+    for (size_t i = 0; !rc && i < ndata; i++)
+        if (!(args[g->nparams + 1 + i] = tth__llcg_buffer_base(c, gdata[i])))
+            rc = c->diag ? c->diag->code : TTH_EINVAL;
+    LLVMValueRef ret = NULL;
+    if (!rc) {
+        ret = LLVMBuildCall2(c->b, LLVMGlobalGetValueType(shared), shared, args, (unsigned)n, "");
+        LLVMSetTailCall(ret, 1);
+    }
+    free(args);
+    return func_end(c, rc, ret, body);
+}

@@ -469,3 +469,55 @@ Test(tir, subset_view_shares_nodes)
     cr_assert_eq(tth_tir_verify(M, &d), 0, "%s", d.message);
     tth_tensor_unref(c);
 }
+
+/* Functions with the same code (tth_tir_func_same_code): equal up to names, with the constants
+ * and workspace-planned LOCAL buffers as data that may differ, listed as pairs in first-use order;
+ * anything else that differs (a loop kind, the target kind, a small constant's bytes when
+ * const_min leaves it out of the data, a LOCAL planned in one and on the stack in the other) is
+ * different code, and the hash agrees with the comparison on these cases. */
+Test(tir, same_code_up_to_data)
+{
+    tth_ttype t = {TTH_F32, 1, {4}};
+    float v2[4] = {5, 6, 7, 8};
+    tth_tensor *c1 = const_tensor(), *c2 = tth_tensor_new(&t, v2);
+    tth_prim_func *f1 = build_func(M, "f1", "c", c1), *f2 = build_func(M, "f2", "c", c2);
+    tth_prim_func *f3 = build_func(M, "f3", "llvm", c1), *f4 = build_func(M, "f4", "c", c1);
+    tth_tensor_unref(c1);
+    tth_tensor_unref(c2);
+    const tth_tbuffer *pairs[8];
+    size_t np = 99;
+    cr_assert_eq(tth_tir_func_same_code(f1, f2, 0, pairs, 4, &np), 1);
+    cr_assert_eq(np, 1);
+    cr_assert_str_eq(pairs[0]->name, "c0");
+    cr_assert_neq(pairs[0], pairs[1]);
+    cr_assert_eq(((const float *)pairs[1]->data->data)[0], 5.0f, "the second of a pair is f2's constant");
+    cr_assert_eq(tth_tir_func_code_hash(f1, 0), tth_tir_func_code_hash(f2, 0));
+    /* a 16-byte constant below const_min must hold the same bytes */
+    cr_assert_eq(tth_tir_func_same_code(f1, f2, 1024, pairs, 4, &np), 0);
+    cr_assert_eq(tth_tir_func_same_code(f1, f4, 1024, pairs, 4, &np), 1);
+    cr_assert_eq(np, 0);
+    cr_assert_neq(tth_tir_func_code_hash(f1, 1024), tth_tir_func_code_hash(f2, 1024));
+    /* another target kind */
+    cr_assert_eq(tth_tir_func_same_code(f1, f3, 0, pairs, 4, &np), 0);
+    cr_assert_neq(tth_tir_func_code_hash(f1, 0), tth_tir_func_code_hash(f3, 0));
+    /* the scratch planned in the workspace at different offsets: data, first in use order */
+    tth_tbuffer *tmp1 = f1->body->u.alloc.buf, *tmp2 = f2->body->u.alloc.buf;
+    tmp1->offset = 0;
+    tmp2->offset = 64;
+    cr_assert_eq(tth_tir_func_same_code(f1, f2, 0, pairs, 4, &np), 1);
+    cr_assert_eq(np, 2);
+    cr_assert_eq(pairs[0], tmp1);
+    cr_assert_eq(pairs[1], tmp2);
+    cr_assert_eq(pairs[3]->scope, TTH_SCOPE_CONST);
+    cr_assert_eq(tth_tir_func_same_code(f1, f2, 0, pairs, 1, &np), TTH_ELIMIT);
+    cr_assert_eq(tth_tir_func_same_code(f1, f1, 0, pairs, 4, &np), 1, "a function has its own code");
+    cr_assert_eq(np, 2);
+    cr_assert_eq(pairs[0], pairs[1]);
+    /* planned in one, on the stack in the other */
+    cr_assert_eq(tth_tir_func_same_code(f1, f4, 0, pairs, 4, &np), 0);
+    /* a loop of another kind */
+    tmp2->offset = 0;
+    f2->body->u.alloc.body->u.seq.stmts[0]->u.loop.loop = TTH_LOOP_SERIAL;
+    cr_assert_eq(tth_tir_func_same_code(f1, f2, 0, pairs, 4, &np), 0);
+    cr_assert_neq(tth_tir_func_code_hash(f1, 0), tth_tir_func_code_hash(f2, 0));
+}

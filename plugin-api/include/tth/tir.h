@@ -274,6 +274,20 @@ TTH_API tth_prim_func *tth_tir_func_add(tth_tir_module *m, const char *name, tth
  * lanes agree, a store's value has its index's lanes, loop bounds and conditions are scalars. */
 TTH_API int tth_tir_verify(const tth_tir_module *m, tth_diag *diag);
 
+/* Functions with the same code (docs/tir.md, "Functions with the same code"): a and b compute
+ * the same thing on different data when their parameters (by position) and bodies are the same
+ * up to the names of variables and buffers, where a data buffer matches any buffer of its scope,
+ * dtype, shape and alignment: a CONST buffer of at least const_min bytes (smaller ones must hold
+ * the same bytes) or a LOCAL buffer with a planned workspace offset (whatever the offset). Returns
+ * 1 (same), 0 (not), or a negative TTH_E* code (TTH_ELIMIT: more than max_pairs data buffers).
+ * The data buffers a uses and their partners in b go to pairs[2i], pairs[2i+1] in the order a
+ * first uses them (*npairs of them): what a caller passes to one shared body. Comparing a with
+ * itself lists its own data buffers. tth_tir_func_code_hash is equal for functions with the same
+ * code (0 when out of memory), to find candidates without comparing every pair. */
+TTH_API int tth_tir_func_same_code(const tth_prim_func *a, const tth_prim_func *b, size_t const_min,
+                                   const tth_tbuffer **pairs, size_t max_pairs, size_t *npairs);
+TTH_API uint64_t tth_tir_func_code_hash(const tth_prim_func *f, size_t const_min);
+
 /* Readable text (malloc'd; free()). */
 TTH_API char *tth_tir_print(const tth_tir_module *m);
 TTH_API char *tth_tir_print_func(const tth_prim_func *f);
