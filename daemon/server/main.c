@@ -213,8 +213,26 @@ static void options_free(tthd_options *o)
     free(o->worker_path);
 }
 
+/* Transparent huge pages for the daemon's and its workers' heaps (docs/tthctl.md, "Memory
+ * pages"): glibc's malloc asks for them when GLIBC_TUNABLES has glibc.malloc.hugetlb=1, which is
+ * read when a program starts. So tthd adds it to its environment and runs itself again, once; the
+ * workers it spawns inherit it. A user's own setting of the tunable is left alone. */
+static void use_huge_pages(char **argv)
+{
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (t && strstr(t, "glibc.malloc.hugetlb"))
+        return;
+    char v[2048];
+    int n = snprintf(v, sizeof v, "%s%sglibc.malloc.hugetlb=1", t ? t : "", t && *t ? ":" : "");
+    if (n < 0 || (size_t)n >= sizeof v || setenv("GLIBC_TUNABLES", v, 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* no exec: this process runs on with small pages; its workers still get the tunable */
+}
+
 int main(int argc, char **argv)
 {
+    use_huge_pages(argv);
     static tthd_server srv;
     tthd_options *o = &srv.opt;
     o->request_timeout = 600;
