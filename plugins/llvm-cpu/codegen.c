@@ -713,11 +713,8 @@ static int keep_side(llcg_share *s, const tth_tbuffer **pairs, size_t np, int si
     return 0;
 }
 
-/* The classes of functions with the same code and each function's shard: the entry in shard 0,
- * the classes in turn (a class's functions in its first one's shard, so the wrappers call the
- * shared body inside one module). */
-static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, int nshards, llcg_plan *p,
-                        tth_diag *diag)
+/* The classes of functions with the same code (plan_homes then gives each function its shard). */
+static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, llcg_plan *p, tth_diag *diag)
 {
     memset(p, 0, sizeof *p);
     p->n = mod->nfuncs;
@@ -772,17 +769,8 @@ static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, i
         }
         a = b;
     }
-    size_t k = 0;
-    for (size_t i = 0; !rc && i < p->n; i++) {
-        llcg_share *s = &p->f[i];
-        if (mod->funcs[i] == entry || nshards <= 1)
-            s->home = 0;
-        else if (s->rep != i)
-            s->home = p->f[s->rep].home;
-        else
-            s->home = (int)(k++ % (size_t)nshards);
-        p->bodies += s->rep == i;
-    }
+    for (size_t i = 0; !rc && i < p->n; i++)
+        p->bodies += p->f[i].rep == i;
     free(hs);
     free(pairs);
     free(reps);
@@ -791,6 +779,22 @@ static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, i
         return tth_diag_set(diag, rc, NULL, "out of memory planning shared code");
     }
     return 0;
+}
+
+/* Each function's shard: the entry in shard 0, the classes in turn (a class's functions in its
+ * first one's shard, so the wrappers call the shared body inside one module). */
+static void plan_homes(llcg_plan *p, const tth_tir_module *mod, const tth_prim_func *entry, int nshards)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        llcg_share *s = &p->f[i];
+        if (mod->funcs[i] == entry || nshards <= 1)
+            s->home = 0;
+        else if (s->rep != i)
+            s->home = p->f[s->rep].home;
+        else
+            s->home = (int)(k++ % (size_t)nshards);
+    }
 }
 
 static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, const llcg_plan *plan,
@@ -869,14 +873,16 @@ typedef struct llcg_shard {
     int rc;
 } llcg_shard;
 
-/* How many shards: one per LLVM_SHARD_FUNCS operators, at most LLVM_SHARDS. A fixed count, not
- * the cores of the machine compiling, so the artifact's bytes do not depend on it. */
-#define LLVM_SHARDS 4
-#define LLVM_SHARD_FUNCS 8
+/* How many shards: one per LLVM_SHARD_BODIES function bodies (plan_sharing: a class of functions
+ * with the same code is one body), at most LLVM_SHARDS. A fixed count, not the cores of the
+ * machine compiling, so the artifact's bytes do not depend on it; more shards than cores, taken
+ * by the threads in turn as they finish (build_shards), even out shards of unequal work. */
+#define LLVM_SHARDS 8
+#define LLVM_SHARD_BODIES 4
 
-static int shard_count(const tth_tir_module *mod)
+static int shard_count(size_t bodies)
 {
-    size_t n = mod->nfuncs / LLVM_SHARD_FUNCS;
+    size_t n = bodies / LLVM_SHARD_BODIES;
     return n < 1 ? 1 : n > LLVM_SHARDS ? LLVM_SHARDS : (int)n;
 }
 
@@ -945,40 +951,35 @@ static void *shard_build(void *arg)
     return NULL;
 }
 
-/* Shards first, first + step, ... of n, in turn on one thread. */
-typedef struct shard_run {
+/* The shards left to build: each thread takes the next one until none is left. */
+typedef struct shard_queue {
     llcg_shard *sh;
-    int first, step, n;
-} shard_run;
+    int n, next;
+} shard_queue;
 
 static void *run_shards(void *arg)
 {
-    shard_run *r = arg;
-    for (int k = r->first; k < r->n; k += r->step)
-        shard_build(&r->sh[k]);
+    shard_queue *q = arg;
+    for (int k; (k = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;)
+        shard_build(&q->sh[k]);
     return NULL;
 }
 
 /* Build every shard, on as many threads as the machine has CPUs (at most one per shard): this
- * thread and the ones it starts; a thread that cannot be started leaves its shards to this one. */
+ * thread and the ones it starts, each taking the next shard when it is done with one. */
 static void build_shards(llcg_shard *sh, int n)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nt = cpus < 1 ? 1 : cpus < n ? (int)cpus : n;
     pthread_t th[LLVM_SHARDS];
-    shard_run runs[LLVM_SHARDS];
     int started[LLVM_SHARDS] = {0};
-    for (int t = 0; t < nt; t++)
-        runs[t] = (shard_run){sh, t, nt, n};
+    shard_queue q = {sh, n, 0};
     for (int t = 1; t < nt; t++)
-        started[t] = pthread_create(&th[t], NULL, run_shards, &runs[t]) == 0;
-    run_shards(&runs[0]);
-    for (int t = 1; t < nt; t++) {
+        started[t] = pthread_create(&th[t], NULL, run_shards, &q) == 0;
+    run_shards(&q);
+    for (int t = 1; t < nt; t++)
         if (started[t])
             pthread_join(th[t], NULL);
-        else
-            run_shards(&runs[t]);
-    }
 }
 
 TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
@@ -1007,13 +1008,14 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     char launch[200], bind_prefix[200];
     snprintf(launch, sizeof launch, "tth_%s_parallel_launch", model);
     snprintf(bind_prefix, sizeof bind_prefix, "tth_%s_llvm", model);
-    int nshards = shard_count(mod);
     llcg_shard sh[LLVM_SHARDS];
     memset(sh, 0, sizeof sh);
     llcg_plan plan;
-    rc = plan_sharing(mod, entry, nshards, &plan, diag);
+    rc = plan_sharing(mod, entry, &plan, diag);
     if (rc)
         return rc;
+    int nshards = shard_count(plan.bodies);
+    plan_homes(&plan, mod, entry, nshards);
     /* 3.-4. each shard's module in turn: the bound constants' slots are numbered across shards
      * (each shard continues the list the one before it made) */
     int nparallel = 0;
