@@ -23,6 +23,8 @@ typedef struct tth_compile_request {
     /* progress: stage name and percent of the whole compile (0..100); may be NULL */
     void (*progress)(void *ctx, const char *stage, int percent);
     void *progress_ctx;
+    const char *model_dir;       /* the model file's directory, where its ONNX external data is read
+                                    (docs/tthctl.md, "ONNX external data"); NULL: the bytes came alone */
 } tth_compile_request;
 
 typedef struct tth_compile_result {
@@ -31,6 +33,7 @@ typedef struct tth_compile_result {
     json_t *metadata;            /* metadata.json as stored in the tar (new reference) */
     json_t *dumps;               /* {"stage": "IR text"} when options.dump_ir asked; else NULL */
     json_t *timings;             /* [{"stage", "seconds"}] in flow order (wall clock) */
+    json_t *external;            /* [{"location", "bytes", "xxh64"}]: the external data files read */
 } tth_compile_result;
 
 /* Run the whole flow. On failure returns a negative TTH_E* code and fills diag (naming the

@@ -143,6 +143,7 @@ typedef struct tth_package_input {
     const char *partition_dot;      /* explain/partition.dot when options.explain, else NULL */
     const tth_const_map *ext_consts;/* external modules' constants, stored with the parameters */
     int explain_memory;             /* options.explain: also explain/memory.svg (explain_svg.c) */
+    const json_t *external;         /* the ONNX external data files read: metadata "external_data" */
 } tth_package_input;
 
 /* Write the artifact tar (deterministic: fixed order, times, owners) and its metadata. */

@@ -806,6 +806,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory building metadata");
         goto done;
     }
+    if (json_array_size(in->external) > 0)
+        json_object_set(meta, "external_data", (json_t *)in->external);
     if (in->partition)
         json_object_set_new(meta, "partition", json_deep_copy(in->partition));
     json_object_set_new(meta, "requires", cg.requires ? json_incref(cg.requires) : json_array());

@@ -33,6 +33,7 @@ typedef struct compile_state {
     uint32_t ws_align;
     json_t *dumps;
     json_t *timings;             /* [{"stage", "seconds"}] of the stages run so far */
+    json_t *external;            /* the external data files the import read */
     /* products, in stage order */
     tth_relay_module *rmod;      /* import, optimize */
     char *relay_text;            /* optimize */
@@ -187,8 +188,9 @@ static int stage_target(compile_state *s)
 static int stage_import(compile_state *s)
 {
     const json_t *bind = json_object_get(s->req->options, "bind");
-    int rc = tth_onnx_import_with(s->req->model, s->req->model_len, s->req->model_name, bind,
-                                  json_object_get(s->req->options, "input_shapes"), &s->rmod, s->diag);
+    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external};
+    int rc = tth_onnx_import_ext(s->req->model, s->req->model_len, s->req->model_name, bind,
+                                 json_object_get(s->req->options, "input_shapes"), &ext, &s->rmod, s->diag);
     if (rc == 0 && bind && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
         const char *name;
         const json_t *v;
@@ -505,6 +507,7 @@ static int stage_package(compile_state *s)
         .partition_dot = json_is_true(json_object_get(s->req->options, "explain")) ? s->part.dot : NULL,
         .ext_consts = s->ext_consts,
         .explain_memory = json_is_true(json_object_get(s->req->options, "explain")),
+        .external = s->external,
     };
     return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
 }
@@ -539,6 +542,7 @@ static void state_free(compile_state *s)
     json_decref(s->metadata);
     json_decref(s->dumps);
     json_decref(s->timings);
+    json_decref(s->external);
     for (size_t i = 0; i < s->nrts; i++)
         tth_runtime_module_free(s->rts[i]);
     free(s->rts);
@@ -571,6 +575,7 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     if (drc < 0)
         return drc;
     s.timings = json_array();
+    s.external = json_array();
     if (s.dump_ir && !(s.dumps = json_object()))
         return tth_diag_set(diag, TTH_ENOMEM, "compile", "out of memory");
 
@@ -595,6 +600,8 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
         res->metadata = s.metadata;
         res->dumps = s.dumps;
         res->timings = s.timings;
+        res->external = s.external;
+        s.external = NULL;
         s.tar = NULL;
         s.metadata = NULL;
         s.dumps = NULL;
@@ -614,5 +621,6 @@ void tth_compile_result_free(tth_compile_result *res)
     json_decref(res->metadata);
     json_decref(res->dumps);
     json_decref(res->timings);
+    json_decref(res->external);
     memset(res, 0, sizeof *res);
 }

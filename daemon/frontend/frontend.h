@@ -38,6 +38,24 @@ int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_na
 int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
                          const json_t *input_shapes, tth_relay_module **out, tth_diag *diag);
 
+/* ONNX external data (docs/tthctl.md, "ONNX external data"): tensors whose bytes live in files beside
+ * the model. `dir` is the model file's directory, where each tensor's `location` (a relative
+ * path inside it) is read; NULL when the model came as bytes alone, and then such a tensor is
+ * an error that says how to compile it. Each file is read whole once (its offset/length slices
+ * serve the tensors), and `used`, when not NULL, gets one {"location", "bytes", "xxh64"} per
+ * file: what the compile read, for the daemon's cache to check on a later hit. */
+typedef struct tth_onnx_external {
+    const char *dir;
+    json_t *used;
+    /* the files read so far, private to the importer */
+    struct tth_onnx_ext_file *files;
+    size_t nfiles;
+} tth_onnx_external;
+
+/* tth_onnx_import_with, reading external data through ext (may be NULL: none allowed). */
+int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
+                        const json_t *input_shapes, tth_onnx_external *ext, tth_relay_module **out, tth_diag *diag);
+
 /* Decode one serialized ONNX TensorProto (e.g. a test's input_0.pb) into a new tensor (raw_data
  * or typed fields; float16 stays F16, bfloat16 becomes F32). When name is not NULL, the
  * TensorProto's name is copied there (truncated, always NUL-terminated; "" when it has none). */

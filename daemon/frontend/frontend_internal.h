@@ -81,10 +81,14 @@ int tth_relay_qdq_to_integer(tth_relay_module *m, tth_diag *diag);
 
 /* ---- ONNX tensors (onnx_tensor.c) ---- */
 struct Onnx__TensorProto;
-/* TensorProto → tth_tensor: raw_data or typed fields, every numeric dtype (float16 kept as F16,
- * bfloat16 converted to float32). Fills diag (location `where`) on bad sizes/types. */
-int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *where, tth_tensor **out,
-                                tth_diag *diag);
+struct tth_onnx_external;
+/* TensorProto → tth_tensor: raw_data, typed fields or external data (read through ext, which may
+ * be NULL), every numeric dtype (float16 kept as F16, bfloat16 converted to float32). Fills diag
+ * (location `where`) on bad sizes/types. */
+int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *where, struct tth_onnx_external *ext,
+                                tth_tensor **out, tth_diag *diag);
+/* Free the files an import read through ext (not ext->used, the caller's). */
+void tth__onnx_external_release(struct tth_onnx_external *ext);
 /* ONNX TensorProto.DataType → tth_dtype (TTH_DTYPE_INVALID if not representable). */
 tth_dtype tth__onnx_dtype(int32_t onnx_type);
 

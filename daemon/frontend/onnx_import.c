@@ -351,7 +351,7 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
             goto done;
         }
         tth_tensor *t = NULL;
-        rc = tth__onnx_tensor_from_proto(tp, c->where, &t, c->diag);
+        rc = tth__onnx_tensor_from_proto(tp, c->where, c->ext, &t, c->diag);
         if (rc)
             goto done;
         if (!tth__onnx_shape_ok(t->type.shape, t->type.rank)) {
@@ -567,6 +567,12 @@ int tth_onnx_import_bound(const uint8_t *bytes, size_t len, const char *model_na
 int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
                          const json_t *input_shapes, tth_relay_module **out, tth_diag *diag)
 {
+    return tth_onnx_import_ext(bytes, len, model_name, bind, input_shapes, NULL, out, diag);
+}
+
+int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name, const json_t *bind,
+                        const json_t *input_shapes, tth_onnx_external *ext, tth_relay_module **out, tth_diag *diag)
+{
     tth_diag local;
     if (!diag) {
         tth_diag_clear(&local);
@@ -582,7 +588,7 @@ int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_nam
     if (!mp)
         return tth_diag_set(diag, TTH_EPARSE, "model", "not a valid ONNX model (protobuf parsing failed)");
     int rc = 0;
-    tth_onnx_ctx c = {.diag = diag, .opset = -1};
+    tth_onnx_ctx c = {.diag = diag, .opset = -1, .ext = ext};
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) && o->has_version)
@@ -626,5 +632,6 @@ int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_nam
     *out = c.m;
 done:
     onnx__model_proto__free_unpacked(mp, NULL);
+    tth__onnx_external_release(ext);
     return rc;
 }

@@ -23,6 +23,7 @@ typedef struct tth_onnx_ctx {
     int64_t opset;                 /* of the default ("" / "ai.onnx") domain */
     const Onnx__NodeProto *node;   /* the node being imported */
     char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
+    struct tth_onnx_external *ext; /* external data (may be NULL) */
 } tth_onnx_ctx;
 
 /* One operator: inputs (NULL for an absent optional input), outputs to fill (leave NULL for an

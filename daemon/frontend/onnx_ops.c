@@ -2742,7 +2742,7 @@ static int op_constant(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
     const Onnx__AttributeProto *a;
     tth_tensor *t = NULL;
     if ((a = attr(c, "value"))) {
-        int rc = tth__onnx_tensor_from_proto(a->t, c->where, &t, c->diag);
+        int rc = tth__onnx_tensor_from_proto(a->t, c->where, c->ext, &t, c->diag);
         if (rc)
             return rc;
     } else if ((a = attr(c, "value_float")) || (a = attr(c, "value_int"))) {
@@ -2789,7 +2789,7 @@ static int op_constant_of_shape(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth
     tth_tensor *v = NULL;
     const Onnx__AttributeProto *a = attr(c, "value");
     if (a) {
-        int rc = tth__onnx_tensor_from_proto(a->t, c->where, &v, c->diag);
+        int rc = tth__onnx_tensor_from_proto(a->t, c->where, c->ext, &v, c->diag);
         if (rc)
             return rc;
         if (tth_ttype_numel(&v->type) != 1) {

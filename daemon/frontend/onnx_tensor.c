@@ -1,8 +1,14 @@
 /* onnx_tensor.c: ONNX TensorProto → tth_tensor (initializers, Constant values, test data). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
 
+#include "frontend.h"
 #include "frontend_internal.h"
 #include "onnx.pb-c.h"
 
@@ -36,7 +42,168 @@ static float bf16_to_f32(uint16_t b)
     return f;
 }
 
-int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, tth_tensor **out, tth_diag *diag)
+/* ---- external data (docs/tthctl.md, "ONNX external data") ---- */
+
+struct tth_onnx_ext_file {
+    char *location;
+    uint8_t *data;
+    size_t size;
+};
+
+void tth__onnx_external_release(tth_onnx_external *ext)
+{
+    if (!ext)
+        return;
+    for (size_t i = 0; i < ext->nfiles; i++) {
+        free(ext->files[i].location);
+        free(ext->files[i].data);
+    }
+    free(ext->files);
+    ext->files = NULL;
+    ext->nfiles = 0;
+}
+
+/* A location the ONNX rules allow: a relative path inside the model's directory, '/'-separated,
+ * no "..", no empty or "." parts that could hide one. */
+static int location_ok(const char *loc)
+{
+    if (!loc || !*loc || loc[0] == '/' || strlen(loc) > 1024 || strchr(loc, '\\'))
+        return 0;
+    for (const char *p = loc; *p;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 0;
+        p += n + (e ? 1 : 0);
+        if (e && !*p)
+            return 0;
+    }
+    return 1;
+}
+
+/* an unsigned decimal of the whole string */
+static int parse_u64(const char *s, uint64_t *v)
+{
+    if (!s || !*s)
+        return -1;
+    uint64_t x = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || x > (UINT64_MAX - 9) / 10)
+            return -1;
+        x = x * 10 + (uint64_t)(*s - '0');
+    }
+    *v = x;
+    return 0;
+}
+
+/* the whole file at location, read once per import */
+static const struct tth_onnx_ext_file *ext_file(tth_onnx_external *ext, const char *loc, const char *where,
+                                                tth_diag *diag)
+{
+    for (size_t i = 0; i < ext->nfiles; i++)
+        if (strcmp(ext->files[i].location, loc) == 0)
+            return &ext->files[i];
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", ext->dir, loc) >= sizeof path) {
+        tth_diag_set(diag, TTH_ELIMIT, where, "external data path too long");
+        return NULL;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        tth_diag_set(diag, TTH_EIO, where, "cannot read the external data file '%s' beside the model: %s", loc,
+                     fd < 0 ? strerror(e) : "not a regular file");
+        tth_diag_hint(diag, "keep the data files where the model names them (relative to the .onnx file)");
+        return NULL;
+    }
+    struct tth_onnx_ext_file *nf = realloc(ext->files, (ext->nfiles + 1) * sizeof *nf);
+    uint8_t *data = malloc(st.st_size ? (size_t)st.st_size : 1);
+    char *name = strdup(loc);
+    if (nf)
+        ext->files = nf;
+    size_t got = 0;
+    while (nf && data && name && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!nf || !data || !name || got != (size_t)st.st_size) {
+        free(data);
+        free(name);
+        tth_diag_set(diag, !nf || !data || !name ? TTH_ENOMEM : TTH_EIO, where,
+                     "cannot read the external data file '%s' (%lld bytes)", loc, (long long)st.st_size);
+        return NULL;
+    }
+    struct tth_onnx_ext_file *f = &ext->files[ext->nfiles++];
+    f->location = name;
+    f->data = data;
+    f->size = got;
+    if (ext->used) {
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64(data, got, 0));
+        json_array_append_new(ext->used, json_pack("{s:s, s:I, s:s}", "location", loc, "bytes", (json_int_t)got,
+                                                   "xxh64", hex));
+    }
+    return f;
+}
+
+/* The bytes of an external tensor (nbytes of them) as a view into its file. */
+static int ext_bytes(const Onnx__TensorProto *tp, tth_onnx_external *ext, const char *where, size_t nbytes,
+                     const uint8_t **out, tth_diag *diag)
+{
+    const char *loc = NULL;
+    uint64_t off = 0, len = nbytes;
+    int has_len = 0;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *kv = tp->external_data[i];
+        if (!kv || !kv->key)
+            continue;
+        if (!strcmp(kv->key, "location"))
+            loc = kv->value;
+        else if (!strcmp(kv->key, "offset") && parse_u64(kv->value, &off) != 0)
+            return tth_diag_set(diag, TTH_EMODEL, where, "external data offset '%s' is not a byte count",
+                                kv->value ? kv->value : "");
+        else if (!strcmp(kv->key, "length")) {
+            has_len = 1;
+            if (parse_u64(kv->value, &len) != 0)
+                return tth_diag_set(diag, TTH_EMODEL, where, "external data length '%s' is not a byte count",
+                                    kv->value ? kv->value : "");
+        }
+    }
+    if (!loc)
+        return tth_diag_set(diag, TTH_EMODEL, where, "tensor with external data names no location");
+    if (!location_ok(loc))
+        return tth_diag_set(diag, TTH_EMODEL, where,
+                            "external data location '%s' is not a relative path inside the model's directory", loc);
+    if (!ext || !ext->dir) {
+        tth_diag_set(diag, TTH_EUNSUPPORTED, where,
+                     "the tensor's data is in the file '%s' beside the model, and the model came without its directory",
+                     loc);
+        tth_diag_hint(diag, "compile the model by its path on the daemon's machine (tthctl compile "
+                            "model.onnx, without --stream) so the daemon reads the data files beside it");
+        return TTH_EUNSUPPORTED;
+    }
+    if (has_len && len != nbytes)
+        return tth_diag_set(diag, TTH_EMODEL, where, "external data length %llu, the tensor's shape needs %zu bytes",
+                            (unsigned long long)len, nbytes);
+    const struct tth_onnx_ext_file *f = ext_file(ext, loc, where, diag);
+    if (!f)
+        return diag->code;
+    if (off > f->size || f->size - off < nbytes)
+        return tth_diag_set(diag, TTH_EMODEL, where,
+                            "external data file '%s' has %zu bytes, the tensor needs %zu from offset %llu", loc,
+                            f->size, nbytes, (unsigned long long)off);
+    *out = f->data + off;
+    return 0;
+}
+
+int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, tth_onnx_external *ext,
+                                tth_tensor **out, tth_diag *diag)
 {
     *out = NULL;
     if (!tp)
@@ -45,8 +212,6 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
     tth_dtype dt = tth__onnx_dtype(ot);
     if (dt == TTH_DTYPE_INVALID)
         return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "unsupported tensor data type %d", (int)ot);
-    if (tp->n_external_data > 0 || (tp->has_data_location && tp->data_location != 0))
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "tensor data stored in an external file");
     if (tp->n_dims > TTH_MAX_RANK)
         return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "tensor of rank %zu (at most %d)", tp->n_dims,
                             TTH_MAX_RANK);
@@ -62,6 +227,21 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
     }
     int bf16 = ot == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
     size_t esz = bf16 ? 2 : tth_dtype_size(dt);
+    if (tp->n_external_data > 0 || (tp->has_data_location && tp->data_location != 0)) {
+        /* the same tensor with its file's bytes as raw_data */
+        Onnx__TensorProto view = *tp;
+        const uint8_t *bytes = NULL;
+        int rc = ext_bytes(tp, ext, where, (size_t)numel * esz, &bytes, diag);
+        if (rc)
+            return rc;
+        view.n_external_data = 0;
+        view.has_data_location = 0;
+        view.data_location = 0;
+        view.has_raw_data = 1;
+        view.raw_data.len = (size_t)numel * esz;
+        view.raw_data.data = (uint8_t *)bytes;
+        return tth__onnx_tensor_from_proto(&view, where, NULL, out, diag);
+    }
     size_t have = 0;
     if (tp->has_raw_data)
         have = tp->raw_data.len / (esz ? esz : 1);
@@ -130,7 +310,7 @@ int tth_onnx_tensor_decode(const uint8_t *bytes, size_t len, tth_tensor **out, c
         return tth_diag_set(diag, TTH_EPARSE, "tensor", "not a valid ONNX TensorProto (protobuf parsing failed)");
     if (name && name_len)
         snprintf(name, name_len, "%s", tp->name ? tp->name : "");
-    int rc = tth__onnx_tensor_from_proto(tp, "tensor", out, diag);
+    int rc = tth__onnx_tensor_from_proto(tp, "tensor", NULL, out, diag);
     onnx__tensor_proto__free_unpacked(tp, NULL);
     return rc;
 }

@@ -518,6 +518,13 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     evict(c);
 }
 
+void tthd_cache_drop(tthd_cache *c, const char *key)
+{
+    tthd_cache_entry *e = find(c, key);
+    if (e)
+        drop_entry(c, e);
+}
+
 void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes)
 {
     *entries = c->entries;

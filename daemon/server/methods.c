@@ -289,6 +289,50 @@ static void on_compile_done(tthd_job *job)
                   json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));
 }
 
+/* 1 when every ONNX external data file an artifact was built from (its metadata's
+ * "external_data": location, bytes, xxh64) still holds those bytes beside the model in dir
+ * (docs/tthctl.md, "ONNX external data"); an artifact without external data always matches. The files
+ * are read and hashed here, on the daemon's loop: about a second per 10 GB. */
+static int external_data_same(const json_t *metadata, const char *dir)
+{
+    const json_t *files = json_object_get(metadata, "external_data"), *f;
+    size_t i;
+    if (json_array_size(files) == 0)
+        return 1;
+    if (!dir)
+        return 0;
+    json_array_foreach(files, i, f) {
+        const char *loc = json_string_value(json_object_get(f, "location"));
+        const char *want = json_string_value(json_object_get(f, "xxh64"));
+        json_int_t bytes = json_integer_value(json_object_get(f, "bytes"));
+        char path[4096];
+        if (!loc || !want || (size_t)snprintf(path, sizeof path, "%s/%s", dir, loc) >= sizeof path)
+            return 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size != bytes) {
+            if (fd >= 0)
+                close(fd);
+            return 0;
+        }
+        XXH64_state_t *h = XXH64_createState();
+        static uint8_t buf[1 << 16];
+        ssize_t n = 0;
+        if (h)
+            XXH64_reset(h, 0);
+        while (h && (n = read(fd, buf, sizeof buf)) > 0)
+            XXH64_update(h, buf, (size_t)n);
+        close(fd);
+        char hex[17];
+        if (h)
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(h));
+        XXH64_freeState(h);
+        if (!h || n < 0 || strcmp(hex, want) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* The target parsed: look the artifact up, or compile it. */
 static void on_compile_target(tthd_job *job)
 {
@@ -317,6 +361,12 @@ static void on_compile_target(tthd_job *job)
     tthd_cache_hit hit;
     uint64_t l0 = uv_hrtime();
     int found = use_cache && tthd_cache_lookup(&srv->cache, req->key, &hit);
+    if (found && !external_data_same(hit.metadata, req->model_dir)) {
+        tthd_log(TTHD_LOG_DEBUG, "compile %s: the external data of cache entry %s changed", req->model_name, req->key);
+        free(hit.path);
+        tthd_cache_drop(&srv->cache, req->key);
+        found = 0;
+    }
     req->lookup_s = (double)(uv_hrtime() - l0) / 1e9;
     if (found) {
         tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
@@ -337,6 +387,8 @@ static void on_compile_target(tthd_job *job)
     json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
                                "options", options ? json_incref((json_t *)options) : json_object(), "model_size",
                                (json_int_t)req->model_size);
+    if (params && req->model_dir)
+        json_object_set_new(params, "model_dir", json_string(req->model_dir));
     tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
     if (!cj) {
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
@@ -396,6 +448,9 @@ static int read_model_file(tthd_request *req, const char *path, char *msg, size_
         return -1;
     }
     req->model_cap = req->model_got = got;
+    /* its directory, where ONNX external data is read (docs/tthctl.md, "ONNX external data") */
+    const char *slash = strrchr(path, '/');
+    req->model_dir = strndup(path, slash > path ? (size_t)(slash - path) : 1);
     return 0;
 }
 

@@ -45,6 +45,7 @@ static void request_free(tthd_request *req)
     json_decref(req->target);
     free(req->target_text);
     free(req->model);
+    free(req->model_dir);
     free(req);
 }
 

@@ -96,6 +96,8 @@ int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit);
  * atomically in the thread pool. */
 void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                       const json_t *metadata);
+/* Remove one entry (a hit whose ONNX external data changed: methods.c), if present. */
+void tthd_cache_drop(tthd_cache *c, const char *key);
 /* Remove everything; counts what was removed. */
 void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes);
 
@@ -193,6 +195,7 @@ struct tthd_request {
     uint8_t *model;             /* compile upload */
     size_t model_size, model_got, model_cap;
     char model_name[TTHP_MAX_MODEL_NAME + 1];
+    char *model_dir;            /* compile by model.path: the file's directory (ONNX external data) */
     json_t *target;             /* compile: canonical target from the parse step */
     char *target_text;          /* compile: its canonical JSON text */
     char key[33];               /* compile: cache key */

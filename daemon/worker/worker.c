@@ -258,6 +258,7 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
         .host = host,
         .progress = on_progress,
         .progress_ctx = (void *)id,
+        .model_dir = json_string_value(json_object_get(params, "model_dir")),
     };
     tth_compile_result res = {0};
     int rc = tth_compile(&req, &res, &d);

@@ -1527,6 +1527,63 @@ static void stop_fake(void)
     unlink(F.sock);
 }
 
+/* ONNX external data (docs/tthctl.md, "ONNX external data"): a model by path whose weights are in a
+ * file beside it compiles and runs to numpy's answer; the cache serves it again while the data
+ * file holds the same bytes and compiles anew once it changes; uploaded alone (--stream) it is
+ * refused with what to do, and a location outside the model's directory is refused. Skipped
+ * without python3's numpy and onnx. */
+Test(client, compile_with_external_data)
+{
+    char cmd[1200], model[400], art[400], outdir[400], x[500], npy[500];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 1", source_root(), F.dir);
+    int rc = system(cmd), st = WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+    if (st == 77 || st == 127)
+        cr_skip_test("python3 with numpy and onnx is not available");
+    cr_assert_eq(st, 0, "%s", cmd);
+    start_daemon(NULL);
+    snprintf(model, sizeof model, "%s/m.onnx", F.dir);
+    snprintf(art, sizeof art, "%s/m.tar", F.dir);
+    snprintf(outdir, sizeof outdir, "%s/out", F.dir);
+    snprintf(x, sizeof x, "x=%s/x.npy", F.dir);
+    snprintf(npy, sizeof npy, "%s/y.npy", outdir);
+    char want[500];
+    snprintf(want, sizeof want, "%s/y.npy", F.dir);
+    const char *cache[3] = {"miss", "hit", "miss"};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) {
+            /* other weights in m.data, m.onnx unchanged */
+            snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 2", source_root(),
+                     F.dir);
+            cr_assert_eq(system(cmd), 0, "%s", cmd);
+        }
+        proc_out po = {0};
+        ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q");
+        assert_status(&po, 0);
+        json_t *r = out_json(&po);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), cache[round], "round %d", round);
+        json_t *f = json_array_get(json_object_get(json_object_get(r, "metadata"), "external_data"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(f, "location")), "m.data");
+        cr_assert_eq(json_integer_value(json_object_get(f, "bytes")), 16 * 8 * 4 + 16 * 4, "round %d", round);
+        json_decref(r);
+        proc_out_free(&po);
+        ctl(&po, "run", art, "--input", x, "--output-dir", outdir, "-q");
+        assert_status(&po, 0);
+        proc_out_free(&po);
+        assert_npy_close(npy, want, 1e-5);
+    }
+    proc_out po = {0};
+    ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream", "--no-cache");
+    assert_status(&po, 1);
+    assert_has(po.err, "the tensor's data is in the file 'm.data' beside the model, and the model came without its directory");
+    assert_has(po.err, "compile the model by its path");
+    proc_out_free(&po);
+    snprintf(model, sizeof model, "%s/bad.onnx", F.dir);
+    ctl(&po, "compile", model, "--target", "llvm", "-o", art);
+    assert_status(&po, 1);
+    assert_has(po.err, "external data location '../m.data' is not a relative path inside the model's directory");
+    proc_out_free(&po);
+}
+
 Test(client, protocol_version_mismatch_exits_4)
 {
     start_fake(FAKE_VERSION);
