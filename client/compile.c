@@ -219,7 +219,7 @@ static int open_tmp(compile_job *job, tthctl_error *err)
     return 0;
 }
 
-/* Check the received artifact against the response; fsync; rename over OUT. */
+/* Check the received artifact against the response; rename over OUT. */
 /* size bytes of fd from off into the hash, and into out_fd when it is not -1; 0 or -1 */
 static int hash_copy(int fd, uint64_t off, uint64_t size, XXH64_state_t *hash, int out_fd)
 {
@@ -321,7 +321,8 @@ static int finish_artifact(compile_job *job, const json_t *res, tthctl_error *er
                            got);
     mode_t mask = umask(0);
     umask(mask);
-    if (fchmod(job->tmp_fd, 0666 & ~mask) < 0 || fsync(job->tmp_fd) < 0)
+    /* no fsync: an output is a build product, like a compiler's (docs/tthctl.md, "compile") */
+    if (fchmod(job->tmp_fd, 0666 & ~mask) < 0)
         return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot write the artifact: %s", strerror(errno));
     int rc = close(job->tmp_fd);
     job->tmp_fd = -1;

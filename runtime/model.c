@@ -11,9 +11,8 @@
  * "status_text_symbol" names the statuses its code returns in the run's error message.
  */
 #include "tthrt.h"
+#include "tthrt_tar.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,8 +43,11 @@ struct tthrt_model {
     unsigned char *bound;    /* per input: bound yet */
     void *workspace;
     size_t workspace_size;
-    unsigned char *params;   /* the parameters file, when a module binds constants (64-aligned) */
+    const unsigned char *params; /* the parameters file, when a module binds constants (64-aligned) */
     size_t params_len;
+    unsigned char *params_own;   /* params when copied (else a view into map) */
+    void *map;                   /* the artifact file's mapping, kept while params point into it */
+    size_t map_len;
     status_text_fn *texts;   /* modules' status_text_symbol functions */
     size_t ntexts;
 };
@@ -127,115 +129,55 @@ static int needs_params(const json_t *meta)
     return 0;
 }
 
-static int read_tar(const void *tar, size_t len, json_t **meta, unsigned char **so, size_t *so_len,
-                    unsigned char **params, size_t *params_len, tth_diag *diag)
+/* The artifact's entries the runtime needs, as views into the tar (tar.c): metadata.json
+ * (parsed into *meta), the shared library and, when a module binds constants, the parameters
+ * file. */
+static int read_tar(const void *tar, size_t len, json_t **meta, const unsigned char **so, size_t *so_len,
+                    const unsigned char **params, size_t *params_len, tth_diag *diag)
 {
-    struct archive *a = archive_read_new();
-    if (!a)
-        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-    archive_read_support_format_tar(a);
-    archive_read_support_format_gnutar(a);
-    archive_read_support_filter_all(a);
-    int rc = 0;
-    unsigned char *meta_buf = NULL;
-    size_t meta_len = 0;
-    /* the shared library's path is only known from metadata; keep the lib/ .so entry
-     * keyed by path — there is one in practice */
-    char *so_path = NULL;
-    if (archive_read_open_memory(a, tar, len) != ARCHIVE_OK) {
-        rc = tth_diag_set(diag, TTH_EPARSE, NULL, "not an artifact tar: %s", archive_error_string(a));
-        goto done;
-    }
-    struct archive_entry *ent;
-    int r;
-    while ((r = archive_read_next_header(a, &ent)) == ARCHIVE_OK) {
-        const char *path = archive_entry_pathname(ent);
-        if (path && strncmp(path, "./", 2) == 0)
-            path += 2;
-        int want_meta = path && strcmp(path, "metadata.json") == 0;
-        size_t pl = path ? strlen(path) : 0;
-        int want_so = path && strncmp(path, "lib/", 4) == 0 && pl > 3 && strcmp(path + pl - 3, ".so") == 0;
-        /* the parameters when a module binds constants (metadata.json comes first in the tar;
-         * an artifact without it in front keeps them to decide later) */
-        int want_params = path && strncmp(path, "parameters/", 11) == 0 && pl > 7 &&
-                          strcmp(path + pl - 7, ".params") == 0 && (!meta_buf || needs_params(*meta));
-        if (!want_meta && !want_so && !want_params)
-            continue;
-        int64_t sz = archive_entry_size(ent);
-        if (sz < 0 || (uint64_t)sz > (uint64_t)len) {
-            rc = tth_diag_set(diag, TTH_EPARSE, path, "artifact entry '%s' has a bad size", path);
-            goto done;
-        }
-        /* the parameters are read over in full: no need to clear them first (it was a fifth of
-         * opening ResNet-18) */
-        unsigned char *buf = want_params ? aligned_buf(64, (size_t)sz + 1, 0) : malloc((size_t)sz + 1);
-        if (!buf) {
-            rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-            goto done;
-        }
-        la_ssize_t got = archive_read_data(a, buf, (size_t)sz);
-        if (got != (la_ssize_t)sz) {
-            free(buf);
-            rc = tth_diag_set(diag, TTH_EPARSE, path, "cannot read artifact entry '%s'", path);
-            goto done;
-        }
-        buf[sz] = 0;
-        if (want_meta) {
-            free(meta_buf);
-            meta_buf = buf;
-            meta_len = (size_t)sz;
+    const char *so_path = NULL, *why = NULL;
+    tthrt__tar_file f, so_file;
+    size_t off = 0;
+    int r, have_meta = 0;
+    while ((r = tthrt__tar_next(tar, len, &off, &f, &why)) == 1) {
+        const char *path = strncmp(f.path, "./", 2) == 0 ? f.path + 2 : f.path;
+        size_t pl = strlen(path);
+        if (strcmp(path, "metadata.json") == 0) {
             json_error_t je;
             json_decref(*meta);
-            *meta = json_loadb((const char *)meta_buf, meta_len, 0, &je);
-            if (!*meta) {
-                rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "invalid JSON at line %d: %s", je.line,
-                                  je.text);
-                goto done;
-            }
-        } else if (want_params) {
-            free(*params);
-            *params = buf;
-            *params_len = (size_t)sz;
-        } else {
-            free(*so);
-            free(so_path);
-            *so = buf;
-            *so_len = (size_t)sz;
-            so_path = strdup(path);
+            *meta = json_loadb((const char *)f.data, f.size, 0, &je);
+            if (!*meta)
+                return tth_diag_set(diag, TTH_EPARSE, "metadata.json", "invalid JSON at line %d: %s", je.line, je.text);
+            have_meta = 1;
+        } else if (strncmp(path, "lib/", 4) == 0 && pl > 3 && strcmp(path + pl - 3, ".so") == 0) {
+            so_file = f;
+            so_path = so_file.path + (path - f.path);
+            *so = f.data;
+            *so_len = f.size;
+        } else if (strncmp(path, "parameters/", 11) == 0 && pl > 7 && strcmp(path + pl - 7, ".params") == 0) {
+            *params = f.data;
+            *params_len = f.size;
         }
     }
-    if (r != ARCHIVE_EOF) {
-        rc = tth_diag_set(diag, TTH_EPARSE, NULL, "corrupt artifact tar: %s", archive_error_string(a));
-        goto done;
-    }
-    if (!meta_buf) {
-        rc = tth_diag_set(diag, TTH_EPARSE, NULL, "the artifact has no metadata.json");
-        goto done;
-    }
+    if (r < 0)
+        return tth_diag_set(diag, TTH_EPARSE, NULL, "not an artifact tar: %s", why);
+    if (!have_meta)
+        return tth_diag_set(diag, TTH_EPARSE, NULL, "the artifact has no metadata.json");
     if (!needs_params(*meta)) {
-        free(*params);
         *params = NULL;
         *params_len = 0;
     }
-    const char *want = json_string_value(json_object_get(json_object_get(*meta, "files"),
-                                                         "shared_library"));
+    const char *want = json_string_value(json_object_get(json_object_get(*meta, "files"), "shared_library"));
     if (!want || !*so) {
-        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "metadata.json", "the artifact has no host "
-                          "shared library, so it cannot run here");
-        tth_diag_hint(diag, "compile for a target this machine runs (e.g. --target c) with the "
-                      "build_shared option on");
-        goto done;
+        tth_diag_set(diag, TTH_EUNSUPPORTED, "metadata.json", "the artifact has no host shared library, so it "
+                     "cannot run here");
+        tth_diag_hint(diag, "compile for a target this machine runs (e.g. --target c) with the build_shared option on");
+        return TTH_EUNSUPPORTED;
     }
-    if (strcmp(want, so_path) != 0) {
-        rc = tth_diag_set(diag, TTH_EPARSE, "metadata.json", "files.shared_library is '%s' but the "
-                          "tar holds '%s'", want, so_path);
-        goto done;
-    }
-done:
-    free(meta_buf);
-    free(so_path);
-    archive_read_free(a);
-    return rc;
+    if (strcmp(want, so_path) != 0)
+        return tth_diag_set(diag, TTH_EPARSE, "metadata.json", "files.shared_library is '%s' but the tar holds '%s'",
+                            want, so_path);
+    return 0;
 }
 
 /* Write the .so to a private temporary directory, dlopen it, and remove the file at once (the
@@ -450,17 +392,37 @@ static int bind_modules(tthrt_model *m, tth_diag *diag)
     return rc;
 }
 
-int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_diag *diag)
+/* map: the artifact file's mapping when tar is it (tthrt_model_open), kept by the model while its
+ * parameters are read in place; NULL when tar is the caller's memory, which the parameters are
+ * copied out of. */
+static int open_artifact(const void *tar, size_t len, void *map, tthrt_model **out, tth_diag *diag)
 {
     *out = NULL;
     tthrt_model *m = calloc(1, sizeof *m);
-    if (!m)
+    if (!m) {
+        if (map)
+            munmap(map, len);
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-    unsigned char *so = NULL;
+    }
+    m->map = map;
+    m->map_len = len;
+    const unsigned char *so = NULL;
     size_t so_len = 0;
     int rc = read_tar(tar, len, &m->meta, &so, &so_len, &m->params, &m->params_len, diag);
     if (rc)
         goto fail;
+    /* the parameters in place when they lie in the mapping at the alignment they need (a tar
+     * puts every file at a multiple of 512 bytes); else a copy */
+    if (m->params && (!map || ((uintptr_t)m->params & 63) != 0)) {
+        m->params_own = aligned_buf(64, m->params_len + 1, 0);
+        if (!m->params_own) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+            goto fail;
+        }
+        memcpy(m->params_own, m->params, m->params_len);
+        m->params = m->params_own;
+    }
+
     const char *name = json_string_value(json_object_get(m->meta, "model"));
     const char *entry = json_string_value(json_object_get(json_object_get(m->meta, "executor"),
                                                           "entry"));
@@ -513,13 +475,20 @@ int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_
     }
     if ((rc = bind_modules(m, diag)))
         goto fail;
-    free(so);
+    if (m->map && (!m->params || m->params == m->params_own)) {
+        munmap(m->map, m->map_len); /* loaded, and the parameters do not point into it */
+        m->map = NULL;
+    }
     *out = m;
     return 0;
 fail:
-    free(so);
     tthrt_model_close(m);
     return rc;
+}
+
+int tthrt_model_open_memory(const void *tar, size_t len, tthrt_model **out, tth_diag *diag)
+{
+    return open_artifact(tar, len, NULL, out, diag);
 }
 
 int tthrt_model_open(const char *path, tthrt_model **out, tth_diag *diag)
@@ -535,12 +504,12 @@ int tthrt_model_open(const char *path, tthrt_model **out, tth_diag *diag)
         return tth_diag_set(diag, TTH_EIO, path, "cannot stat '%s'", path);
     }
     size_t len = (size_t)st.st_size;
-    /* a regular file is mapped, not copied: the entries are copied out of it once */
-    void *map = len > 0 && S_ISREG(st.st_mode) ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fileno(f), 0) : MAP_FAILED;
+    /* a regular file is mapped, not copied: the model keeps the mapping and reads its parameters
+     * in place (open_artifact) */
+    void *map = len > 0 && S_ISREG(st.st_mode) ? mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fileno(f), 0) : MAP_FAILED;
     if (map != MAP_FAILED) {
         fclose(f);
-        int rc = tthrt_model_open_memory(map, len, out, diag);
-        munmap(map, len);
+        int rc = open_artifact(map, len, map, out, diag);
         if (rc)
             tth_diag_prefix(diag, "opening '%s'", path);
         return rc;
@@ -580,7 +549,9 @@ void tthrt_model_close(tthrt_model *m)
     free(m->out);
     free(m->workspace);
     free(m->name);
-    free(m->params);
+    free(m->params_own);
+    if (m->map)
+        munmap(m->map, m->map_len);
     free(m->texts);
     json_decref(m->meta);
     free(m);

@@ -1,5 +1,8 @@
 /* The runtime's array formats (runtime/array.c): .npy round trips for every dtype, .npy v2,
- * ONNX TensorProto files from libonnx-testdata, and clear errors for bad files. */
+ * ONNX TensorProto files from libonnx-testdata, and clear errors for bad files; its tar reader
+ * (runtime/tar.c) on archives libarchive writes. */
+#include <archive.h>
+#include <archive_entry.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -185,4 +188,75 @@ Test(runtime, compare_tolerance_and_exactness)
     tthrt_array_clear(&a);
     tthrt_array_clear(&i1);
     tthrt_array_clear(&i2);
+}
+
+/* a tar in memory written by libarchive in `format` (ARCHIVE_FORMAT_TAR_USTAR, _PAX_RESTRICTED,
+ * _GNUTAR): n files path[i] with text body[i] */
+static size_t write_tar(int format, const char *const *path, const char *const *body, size_t n, unsigned char *buf,
+                        size_t cap)
+{
+    struct archive *a = archive_write_new();
+    cr_assert_not_null(a);
+    cr_assert_eq(archive_write_set_format(a, format), ARCHIVE_OK);
+    size_t used = 0;
+    cr_assert_eq(archive_write_open_memory(a, buf, cap, &used), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, path[i]);
+        archive_entry_set_size(e, (la_int64_t)strlen(body[i]));
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK, "%s", archive_error_string(a));
+        cr_assert_eq(archive_write_data(a, body[i], strlen(body[i])), (la_ssize_t)strlen(body[i]));
+        archive_entry_free(e);
+    }
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    return used;
+}
+
+/* The runtime reads artifacts with its own tar reader (docs/artifact.md, "Reading an
+ * artifact"): tars that libarchive writes in ustar, pax and GNU forms, with a path longer than
+ * ustar's name field, are read (the shared library named in metadata.json is found under its long
+ * path: opening then fails only at loading its bytes, which are not a library); text that is no
+ * tar, a tar cut short and one without metadata.json are refused with what is wrong. */
+Test(runtime, artifact_tars_are_read_and_checked)
+{
+    static unsigned char buf[1 << 16];
+    char so[300], meta[600];
+    const int formats[3] = {ARCHIVE_FORMAT_TAR_USTAR, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED, ARCHIVE_FORMAT_TAR_GNUTAR};
+    const char *paths[3] = {"README.txt", "metadata.json", so}, *bodies[3] = {"hello", meta, "not a library"};
+    tthrt_model *m = NULL;
+    tth_diag d;
+    for (int f = 0; f < 3; f++) {
+        /* over 100 characters: ustar's prefix and name fields (a directory of 120, a name of 60),
+         * else one name of 150 that only a pax path record or a GNU long name holds */
+        if (f == 0)
+            snprintf(so, sizeof so, "lib/%0120d/%060d.so", 7, 8);
+        else
+            snprintf(so, sizeof so, "lib/%0150d.so", 9);
+        snprintf(meta, sizeof meta,
+                 "{\"model\": \"m\", \"executor\": {\"entry\": \"tth_m_run\"}, \"memory\": {\"workspace_bytes\": 64, "
+                 "\"workspace_alignment\": 64}, \"inputs\": [], \"outputs\": [], \"files\": {\"shared_library\": \"%s\"}}",
+                 so);
+        size_t len = write_tar(formats[f], paths, bodies, 3, buf, sizeof buf);
+        cr_assert_neq(tthrt_model_open_memory(buf, len, &m, &d), 0);
+        cr_assert(strstr(d.message, "cannot load the model's shared library") != NULL, "format %d: %s", f, d.message);
+        if (f == 0) {
+            /* cut inside the library's bytes, and in the middle of a header */
+            cr_assert_eq(tthrt_model_open_memory(buf, 512 * 5 + 100, &m, &d), TTH_EPARSE);
+            cr_assert(strstr(d.message, "truncated") != NULL, "%s", d.message);
+            cr_assert_eq(tthrt_model_open_memory(buf, 700, &m, &d), TTH_EPARSE);
+            cr_assert(strstr(d.message, "truncated") != NULL, "%s", d.message);
+            buf[0] ^= 1; /* README.txt's name: the checksum no longer matches */
+            cr_assert_eq(tthrt_model_open_memory(buf, len, &m, &d), TTH_EPARSE);
+            cr_assert(strstr(d.message, "checksum") != NULL, "%s", d.message);
+        }
+    }
+    cr_assert_eq(tthrt_model_open_memory("this is no tar", 14, &m, &d), TTH_EPARSE);
+    cr_assert(strstr(d.message, "not an artifact tar") != NULL, "%s", d.message);
+    size_t len = write_tar(ARCHIVE_FORMAT_TAR_USTAR, paths, bodies, 1, buf, sizeof buf);
+    cr_assert_eq(tthrt_model_open_memory(buf, len, &m, &d), TTH_EPARSE);
+    cr_assert(strstr(d.message, "no metadata.json") != NULL, "%s", d.message);
+    cr_assert_null(m);
 }
