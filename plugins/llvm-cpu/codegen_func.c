@@ -137,10 +137,10 @@ unsigned tth__llcg_buffer_align(const tth_tbuffer *buf)
 
 /* ---------------------------------------------------------------- declarations */
 
-LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int is_entry)
+/* i32 (ptr, ..., ptr) with n pointers, or NULL (c->diag says why) */
+static LLVMTypeRef ptrs_fn_type(tth__llcg *c, size_t n, const char *name)
 {
-    size_t n = is_entry ? 3 : nargs + 1;
-    LLVMTypeRef *params = calloc(n, sizeof *params);
+    LLVMTypeRef *params = calloc(n ? n : 1, sizeof *params);
     if (!params) {
         tth__llcg_fail(c, TTH_ENOMEM, "out of memory declaring '%s'", name);
         return NULL;
@@ -149,6 +149,14 @@ LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int
         params[i] = ptr_type(c);
     LLVMTypeRef fnty = LLVMFunctionType(LLVMInt32TypeInContext(c->ctx), params, (unsigned)n, 0);
     free(params);
+    return fnty;
+}
+
+LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int is_entry)
+{
+    LLVMTypeRef fnty = ptrs_fn_type(c, is_entry ? 3 : nargs + 1, name);
+    if (!fnty)
+        return NULL;
 
     LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
     if (fn) {
@@ -843,16 +851,9 @@ int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
 
 LLVMValueRef tth__llcg_declare_shared(tth__llcg *c, const char *name, size_t nparams, size_t ndata)
 {
-    size_t n = nparams + 1 + ndata;
-    LLVMTypeRef *params = calloc(n, sizeof *params);
-    if (!params) {
-        tth__llcg_fail(c, TTH_ENOMEM, "out of memory declaring '%s'", name);
+    LLVMTypeRef fnty = ptrs_fn_type(c, nparams + 1 + ndata, name);
+    if (!fnty)
         return NULL;
-    }
-    for (size_t i = 0; i < n; i++)
-        params[i] = ptr_type(c);
-    LLVMTypeRef fnty = LLVMFunctionType(LLVMInt32TypeInContext(c->ctx), params, (unsigned)n, 0);
-    free(params);
     if (LLVMGetNamedFunction(c->mod, name)) {
         tth__llcg_fail(c, TTH_EINTERNAL, "the shared function '%s' is already defined", name);
         return NULL;
