@@ -257,6 +257,12 @@ static double unary_f(tth_op op, double x, const json_t *at)
     case TTH_OP_SIN: return sin(x);
     case TTH_OP_COS: return cos(x);
     case TTH_OP_TANH: return tanh(x);
+    case TTH_OP_ASIN: return asin(x);
+    case TTH_OP_ACOS: return acos(x);
+    case TTH_OP_ATAN: return atan(x);
+    case TTH_OP_ASINH: return asinh(x);
+    case TTH_OP_ACOSH: return acosh(x);
+    case TTH_OP_ATANH: return atanh(x);
     case TTH_OP_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case TTH_OP_ERF: return erf(x);
     case TTH_OP_FLOOR: return floor(x);
@@ -1199,7 +1205,8 @@ int tth__eval_op(tth_op op, tth_tensor *const *args, size_t nargs, const json_t 
     case TTH_OP_FLOOR: case TTH_OP_CEIL: case TTH_OP_ROUND: case TTH_OP_SIGN: case TTH_OP_LOGICAL_NOT:
     case TTH_OP_RELU: case TTH_OP_LEAKY_RELU: case TTH_OP_ELU: case TTH_OP_SELU: case TTH_OP_THRESHOLDED_RELU:
     case TTH_OP_SOFTPLUS: case TTH_OP_SOFTSIGN: case TTH_OP_HARD_SIGMOID: case TTH_OP_HARD_SWISH:
-    case TTH_OP_CLIP: case TTH_OP_CAST:
+    case TTH_OP_CLIP: case TTH_OP_CAST: case TTH_OP_ASIN: case TTH_OP_ACOS: case TTH_OP_ATAN:
+    case TTH_OP_ASINH: case TTH_OP_ACOSH: case TTH_OP_ATANH:
         rc = eval_unary(&e, op);
         break;
     case TTH_OP_CONV2D: rc = eval_conv(&e, 0); break;

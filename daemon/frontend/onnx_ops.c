@@ -398,6 +398,12 @@ UNARY(op_reciprocal, TTH_OP_RECIPROCAL)
 UNARY(op_exp, TTH_OP_EXP)
 UNARY(op_log, TTH_OP_LOG)
 UNARY(op_sin, TTH_OP_SIN)
+UNARY(op_asin, TTH_OP_ASIN)
+UNARY(op_acos, TTH_OP_ACOS)
+UNARY(op_atan, TTH_OP_ATAN)
+UNARY(op_asinh, TTH_OP_ASINH)
+UNARY(op_acosh, TTH_OP_ACOSH)
+UNARY(op_atanh, TTH_OP_ATANH)
 UNARY(op_cos, TTH_OP_COS)
 UNARY(op_tanh, TTH_OP_TANH)
 UNARY(op_sigmoid, TTH_OP_SIGMOID)
@@ -3660,10 +3666,16 @@ static int op_lrn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
 
 static const tth_onnx_op onnx_ops[] = {
     {"Abs", op_abs},
+    {"Acos", op_acos},
+    {"Acosh", op_acosh},
     {"Add", op_add},
     {"And", op_and},
     {"ArgMax", op_argmax},
     {"ArgMin", op_argmin},
+    {"Asin", op_asin},
+    {"Asinh", op_asinh},
+    {"Atan", op_atan},
+    {"Atanh", op_atanh},
     {"AveragePool", op_avg_pool},
     {"BatchNormalization", op_batch_norm},
     {"BitShift", op_bitshift},

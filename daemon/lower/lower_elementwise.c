@@ -109,6 +109,12 @@ tth_texpr *lw_ew_unary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
     case TTH_OP_SIN: return intrin1(c, TTH_TINTRIN_SIN, x);
     case TTH_OP_COS: return intrin1(c, TTH_TINTRIN_COS, x);
     case TTH_OP_TANH: return intrin1(c, TTH_TINTRIN_TANH, x);
+    case TTH_OP_ASIN: return intrin1(c, TTH_TINTRIN_ASIN, x);
+    case TTH_OP_ACOS: return intrin1(c, TTH_TINTRIN_ACOS, x);
+    case TTH_OP_ATAN: return intrin1(c, TTH_TINTRIN_ATAN, x);
+    case TTH_OP_ASINH: return intrin1(c, TTH_TINTRIN_ASINH, x);
+    case TTH_OP_ACOSH: return intrin1(c, TTH_TINTRIN_ACOSH, x);
+    case TTH_OP_ATANH: return intrin1(c, TTH_TINTRIN_ATANH, x);
     case TTH_OP_ERF: return intrin1(c, TTH_TINTRIN_ERF, x);
     case TTH_OP_SIGMOID:
         return lw_bin(c, TTH_TBIN_DIV, one,
@@ -213,6 +219,7 @@ static int is_float_only(tth_op op)
     case TTH_OP_TANH: case TTH_OP_SIGMOID: case TTH_OP_ERF: case TTH_OP_ELU: case TTH_OP_SELU:
     case TTH_OP_SOFTPLUS: case TTH_OP_SOFTSIGN: case TTH_OP_HARD_SIGMOID: case TTH_OP_HARD_SWISH:
     case TTH_OP_BATCH_NORM: case TTH_OP_LEAKY_RELU: case TTH_OP_THRESHOLDED_RELU: case TTH_OP_RECIPROCAL:
+    case TTH_OP_ASIN: case TTH_OP_ACOS: case TTH_OP_ATAN: case TTH_OP_ASINH: case TTH_OP_ACOSH: case TTH_OP_ATANH:
         return 1;
     default:
         return 0;

@@ -457,6 +457,12 @@ static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
         case TTH_TINTRIN_FMOD: r = fmodf(x, y); break;
         case TTH_TINTRIN_LOG1P: r = log1pf(x); break;
         case TTH_TINTRIN_EXPM1: r = expm1f(x); break;
+        case TTH_TINTRIN_ASIN: r = asinf(x); break;
+        case TTH_TINTRIN_ACOS: r = acosf(x); break;
+        case TTH_TINTRIN_ATAN: r = atanf(x); break;
+        case TTH_TINTRIN_ASINH: r = asinhf(x); break;
+        case TTH_TINTRIN_ACOSH: r = acoshf(x); break;
+        case TTH_TINTRIN_ATANH: r = atanhf(x); break;
         default: return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
         }
         out->f = ev_fround(t, r);
@@ -479,6 +485,12 @@ static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
     case TTH_TINTRIN_FMOD: r = fmod(x, y); break;
     case TTH_TINTRIN_LOG1P: r = log1p(x); break;
     case TTH_TINTRIN_EXPM1: r = expm1(x); break;
+    case TTH_TINTRIN_ASIN: r = asin(x); break;
+    case TTH_TINTRIN_ACOS: r = acos(x); break;
+    case TTH_TINTRIN_ATAN: r = atan(x); break;
+    case TTH_TINTRIN_ASINH: r = asinh(x); break;
+    case TTH_TINTRIN_ACOSH: r = acosh(x); break;
+    case TTH_TINTRIN_ATANH: r = atanh(x); break;
     default: return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
     }
     out->f = r;

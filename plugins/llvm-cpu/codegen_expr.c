@@ -545,6 +545,12 @@ static const struct intrin_rule {
     {TTH_TINTRIN_FMOD, NULL, "fmod", 2},
     {TTH_TINTRIN_LOG1P, NULL, "log1p", 1},
     {TTH_TINTRIN_EXPM1, NULL, "expm1", 1},
+    {TTH_TINTRIN_ASIN, NULL, "asin", 1},
+    {TTH_TINTRIN_ACOS, NULL, "acos", 1},
+    {TTH_TINTRIN_ATAN, NULL, "atan", 1},
+    {TTH_TINTRIN_ASINH, NULL, "asinh", 1},
+    {TTH_TINTRIN_ACOSH, NULL, "acosh", 1},
+    {TTH_TINTRIN_ATANH, NULL, "atanh", 1},
 };
 
 static const struct intrin_rule *intrin_rule(tth_tir_intrin_op op)

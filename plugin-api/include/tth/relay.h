@@ -121,7 +121,14 @@ extern "C" {
     X(QNN_MATMUL, "qnn.matmul", 4, 4, "a, b, a_zero_point, b_zero_point -> int32")                   \
     X(REQUANTIZE, "qnn.requantize", 5, 5,                                                             \
       "x int32, in_scale (scalar or per-axis), in_zero_point, out_scale, out_zero_point; "            \
-      "{axis, out_dtype}")
+      "{axis, out_dtype}")                                                                            \
+    /* elementwise, unary: the inverse trigonometric and hyperbolic functions */                      \
+    X(ASIN, "asin", 1, 1, "")                                                                         \
+    X(ACOS, "acos", 1, 1, "")                                                                         \
+    X(ATAN, "atan", 1, 1, "")                                                                         \
+    X(ASINH, "asinh", 1, 1, "")                                                                       \
+    X(ACOSH, "acosh", 1, 1, "")                                                                       \
+    X(ATANH, "atanh", 1, 1, "")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,

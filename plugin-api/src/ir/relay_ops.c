@@ -75,6 +75,7 @@ int tth_op_is_elementwise(tth_op op)
     case TTH_OP_SOFTPLUS: case TTH_OP_SOFTSIGN: case TTH_OP_HARD_SIGMOID:
     case TTH_OP_HARD_SWISH: case TTH_OP_CLIP: case TTH_OP_CAST:
     case TTH_OP_QUANTIZE: case TTH_OP_DEQUANTIZE: case TTH_OP_REQUANTIZE:
+    case TTH_OP_ASIN: case TTH_OP_ACOS: case TTH_OP_ATAN: case TTH_OP_ASINH: case TTH_OP_ACOSH: case TTH_OP_ATANH:
         return 1;
     default:
         return 0;
@@ -1391,6 +1392,12 @@ static int rel_requantize(relctx *c)
 #define rel_QNN_CONV2D rel_qnn_conv2d
 #define rel_QNN_MATMUL rel_qnn_matmul
 #define rel_REQUANTIZE rel_requantize
+#define rel_ASIN rel_unary_float
+#define rel_ACOS rel_unary_float
+#define rel_ATAN rel_unary_float
+#define rel_ASINH rel_unary_float
+#define rel_ACOSH rel_unary_float
+#define rel_ATANH rel_unary_float
 
 typedef int (*rel_fn)(relctx *c);
 
