@@ -812,62 +812,8 @@ static int check_bound(tth__llcg *c)
     return 0;
 }
 
-int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
-{
-    c->fn = f;
-    c->llfn = LLVMGetNamedFunction(c->mod, f->name);
-    c->workspace = NULL;
-    if (!c->llfn)
-        return tth__llcg_fail(c, TTH_EINTERNAL, "function was not declared");
-    if (LLVMCountBasicBlocks(c->llfn) != 0)
-        return tth__llcg_fail(c, TTH_EINVAL, "function '%s' is defined twice", f->name);
-    c->entry_bb = new_block(c, "entry");
-    LLVMBasicBlockRef body = new_block(c, "body");
-    c->eb = LLVMCreateBuilderInContext(c->ctx);
-    if (!c->eb)
-        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
-    LLVMPositionBuilderAtEnd(c->eb, c->entry_bb);
-    LLVMPositionBuilderAtEnd(c->b, body);
-
-    int rc = bind_params(c, f, is_entry);
-    if (!rc && is_entry && c->bind_prefix)
-        rc = check_bound(c);
-    if (!rc)
-        rc = lower_stmt(c, f->body);
-    if (!rc) {
-        LLVMBuildRet(c->b, i32_const(c, 0));
-        LLVMBuildBr(c->eb, body);
-    }
-    LLVMDisposeBuilder(c->eb);
-    c->eb = NULL;
-    c->bufs.n = 0;
-    c->vars.n = 0;
-    if (!rc)
-        c->fn = NULL;
-    return rc;
-}
-
-/* ---------------------------------------------------------------- shared code */
-
-LLVMValueRef tth__llcg_declare_shared(tth__llcg *c, const char *name, size_t nparams, size_t ndata)
-{
-    LLVMTypeRef fnty = ptrs_fn_type(c, nparams + 1 + ndata, name);
-    if (!fnty)
-        return NULL;
-    if (LLVMGetNamedFunction(c->mod, name)) {
-        tth__llcg_fail(c, TTH_EINTERNAL, "the shared function '%s' is already defined", name);
-        return NULL;
-    }
-    LLVMValueRef fn = LLVMAddFunction(c->mod, name, fnty);
-    LLVMSetLinkage(fn, LLVMInternalLinkage);
-    static const char *const attrs[] = {"nounwind", "noinline"};
-    for (size_t i = 0; i < 2; i++)
-        LLVMAddAttributeAtIndex(fn, (unsigned)LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(c->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
-    return fn;
-}
-
-/* the function-level state for lowering into llfn (as tth__llcg_func sets it up) */
+/* the function-level state for lowering a PrimFunc into llfn, and its end: the return, the
+ * entry block joined to the body, the scopes cleared */
 static int func_begin(tth__llcg *c, const tth_prim_func *f, LLVMValueRef llfn, LLVMBasicBlockRef *body)
 {
     c->fn = f;
@@ -900,10 +846,46 @@ static int func_end(tth__llcg *c, int rc, LLVMValueRef ret, LLVMBasicBlockRef bo
     return rc;
 }
 
+int tth__llcg_func(tth__llcg *c, const tth_prim_func *f, int is_entry)
+{
+    LLVMValueRef llfn = LLVMGetNamedFunction(c->mod, f->name);
+    if (!llfn)
+        return tth__llcg_fail(c, TTH_EINTERNAL, "function was not declared");
+    LLVMBasicBlockRef body = NULL;
+    int rc = func_begin(c, f, llfn, &body);
+    if (!rc)
+        rc = bind_params(c, f, is_entry);
+    if (!rc && is_entry && c->bind_prefix)
+        rc = check_bound(c);
+    if (!rc)
+        rc = lower_stmt(c, f->body);
+    return func_end(c, rc, NULL, body);
+}
+
+/* ---------------------------------------------------------------- shared code */
+
+LLVMValueRef tth__llcg_declare_shared(tth__llcg *c, const char *name, size_t nparams, size_t ndata)
+{
+    LLVMTypeRef fnty = ptrs_fn_type(c, nparams + 1 + ndata, name);
+    if (!fnty)
+        return NULL;
+    if (LLVMGetNamedFunction(c->mod, name)) {
+        tth__llcg_fail(c, TTH_EINTERNAL, "the shared function '%s' is already defined", name);
+        return NULL;
+    }
+    LLVMValueRef fn = LLVMAddFunction(c->mod, name, fnty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    static const char *const attrs[] = {"nounwind", "noinline"};
+    for (size_t i = 0; i < 2; i++)
+        LLVMAddAttributeAtIndex(fn, (unsigned)LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(c->ctx, LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i])), 0));
+    return fn;
+}
+
 int tth__llcg_func_shared(tth__llcg *c, const tth_prim_func *f, LLVMValueRef shared, const tth_tbuffer *const *data,
                           size_t ndata)
 {
-    LLVMBasicBlockRef body;
+    LLVMBasicBlockRef body = NULL;
     int rc = func_begin(c, f, shared, &body);
     if (!rc)
         rc = bind_params(c, f, 0);
@@ -929,7 +911,7 @@ int tth__llcg_func_wrapper(tth__llcg *c, const tth_prim_func *g, LLVMValueRef sh
     LLVMValueRef llfn = LLVMGetNamedFunction(c->mod, g->name);
     if (!llfn)
         return tth__llcg_fail(c, TTH_EINTERNAL, "function was not declared");
-    LLVMBasicBlockRef body;
+    LLVMBasicBlockRef body = NULL;
     int rc = func_begin(c, g, llfn, &body);
     if (!rc)
         rc = bind_params(c, g, 0);
