@@ -1076,18 +1076,6 @@ static int eval_global_pool(ev *e, int is_max)
 
 /* ---- resize ---- */
 
-static double resize_coord(const char *mode, int64_t xo, int64_t in, int64_t out)
-{
-    double scale = (double)out / (double)in;
-    if (!strcmp(mode, "align_corners"))
-        return out == 1 ? 0.0 : (double)xo * (double)(in - 1) / (double)(out - 1);
-    if (!strcmp(mode, "asymmetric"))
-        return (double)xo / scale;
-    if (!strcmp(mode, "pytorch_half_pixel"))
-        return out == 1 ? -0.5 : ((double)xo + 0.5) / scale - 0.5;
-    return ((double)xo + 0.5) / scale - 0.5; /* half_pixel */
-}
-
 static int64_t nearest_index(const char *nmode, double c, int64_t in)
 {
     int64_t i;
@@ -1114,11 +1102,14 @@ static int eval_resize(ev *e)
     int linear = !strcmp(method, "linear");
     int64_t NC = x->type.shape[0] * x->type.shape[1], H = x->type.shape[2], W = x->type.shape[3];
     int64_t OH = o->type.shape[2], OW = o->type.shape[3];
+    const json_t *scale = e->attrs ? json_object_get(e->attrs, "scale") : NULL;
+    double sh = scale ? json_number_value(json_array_get(scale, 0)) : (double)OH / (double)H;
+    double sw = scale ? json_number_value(json_array_get(scale, 1)) : (double)OW / (double)W;
     for (int64_t nc = 0; nc < NC; nc++)
         for (int64_t oy = 0; oy < OH; oy++) {
-            double cy = resize_coord(ctm, oy, H, OH);
+            double cy = tth_resize_source(ctm, (double)oy, H, OH, sh);
             for (int64_t ox = 0; ox < OW; ox++) {
-                double cx = resize_coord(ctm, ox, W, OW), v;
+                double cx = tth_resize_source(ctm, (double)ox, W, OW, sw), v;
                 if (!linear) {
                     v = tth__ld_f64(x, (nc * H + nearest_index(nmode, cy, H)) * W + nearest_index(nmode, cx, W));
                 } else {

@@ -2944,8 +2944,9 @@ static int op_argmin(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
 /* ---------------------------------------------------------------- resize */
 
 /* Resize (10: X, scales; 11+: X, roi, scales, sizes) and Upsample (7: scales attribute; 9:
- * scales input). 4-D NCHW only, N and C unscaled; nearest and linear. A scale whose output
- * size is not a whole number is unsupported (resize2d carries sizes only). */
+ * scales input). 4-D NCHW only, N and C unscaled; nearest and linear. Given scales, the output
+ * sizes are floor(input * scale) and the coordinates use the scales themselves (resize2d's
+ * "scale" attribute), as ONNX says. */
 static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, int upsample)
 {
     NEED(1);
@@ -2995,10 +2996,6 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
             return tth__onnx_fail(c, TTH_EMODEL, "bad resize scales");
         oh = (int64_t)floor(fh);
         ow = (int64_t)floor(fw);
-        if ((double)oh != fh || (double)ow != fw)
-            return tth__onnx_fail(c, TTH_EUNSUPPORTED,
-                                  "unsupported attribute value: scales %g, %g do not give whole output sizes", scales[2],
-                                  scales[3]);
     } else {
         return tth__onnx_fail(c, TTH_EMODEL, "%s needs scales or sizes", c->node->op_type);
     }
@@ -3033,9 +3030,12 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
             return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: exclude_outside=1");
     }
     int64_t sz[2] = {oh, ow};
-    CHECK(out[0] = call1(c, TTH_OP_RESIZE2D, x,
-                         json_pack("{s:o,s:s,s:s,s:s}", "size", tth__json_ints(sz, 2), "method", method,
-                                   "coordinate_transformation_mode", ctm, "nearest_mode", nm)));
+    json_t *attrs = json_pack("{s:o,s:s,s:s,s:s}", "size", tth__json_ints(sz, 2), "method", method,
+                              "coordinate_transformation_mode", ctm, "nearest_mode", nm);
+    if (attrs && nsz < 0 && ((double)oh != (double)tt(x)->shape[2] * scales[2] ||
+                             (double)ow != (double)tt(x)->shape[3] * scales[3]))
+        json_object_set_new(attrs, "scale", json_pack("[f,f]", scales[2], scales[3]));
+    CHECK(out[0] = call1(c, TTH_OP_RESIZE2D, x, attrs));
     return 0;
 }
 static int op_resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)

@@ -5,8 +5,8 @@
  * row/column, for linear two clamped indices and two weights. The loop nest then only gathers:
  *   nearest: out[n,c,y,x] = in[n,c,ny[y],nx[x]]
  *   linear:  out = (in[y0,x0]*wx0 + in[y0,x1]*wx1)*wy0 + (in[y1,x0]*wx0 + in[y1,x1]*wx1)*wy1
- * Coordinate transformation (x_out → x_in), with scale = out/in (the Relay op carries sizes, so a
- * model's scale that is not out/in exactly, e.g. 0.6 for 4 → 2, is not reproduced):
+ * Coordinate transformation (x_out → x_in): tth_resize_source (libtth, shared with the constant
+ * folder), with the op's "scale" attribute (a model's scale, e.g. 0.6 for 5 → 3) or out/in:
  *   half_pixel: (x+0.5)/scale - 0.5        asymmetric: x/scale
  *   pytorch_half_pixel: as half_pixel, or -0.5 when the output length is 1
  *   align_corners: x*(in-1)/(out-1), or 0 when the output length is 1
@@ -26,6 +26,7 @@ typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } 
 typedef struct rz_p {
     int linear;
     int ct;
+    const char *ct_name;
     int nm;
     double scale[2];
 } rz_p;
@@ -57,6 +58,7 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
         return 0;
     }
     const char *ct = lw_attr_str(call, "coordinate_transformation_mode", "half_pixel");
+    p->ct_name = ct;
     if (!strcmp(ct, "half_pixel"))
         p->ct = CT_HALF_PIXEL;
     else if (!strcmp(ct, "asymmetric"))
@@ -82,8 +84,9 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
         snprintf(why, len, "%s: nearest_mode '%s' is not supported", op, nm);
         return 0;
     }
-    p->scale[0] = (double)ot->shape[2] / (double)xt->shape[2];
-    p->scale[1] = (double)ot->shape[3] / (double)xt->shape[3];
+    const json_t *scale = call->u.call.attrs ? json_object_get(call->u.call.attrs, "scale") : NULL;
+    p->scale[0] = scale ? json_number_value(json_array_get(scale, 0)) : (double)ot->shape[2] / (double)xt->shape[2];
+    p->scale[1] = scale ? json_number_value(json_array_get(scale, 1)) : (double)ot->shape[3] / (double)xt->shape[3];
     if (!(p->scale[0] > 0) || !(p->scale[1] > 0) || xt->shape[2] < 1 || xt->shape[3] < 1) {
         snprintf(why, len, "%s: scales must be positive", op);
         return 0;
@@ -99,14 +102,7 @@ int lw_resize_check(const tth_rexpr *call, char *why, size_t len)
 
 static double rz_coord(const rz_p *p, int ax, double x, int64_t in, int64_t out)
 {
-    double scale = p->scale[ax];
-    double out_len = scale * (double)in;
-    switch (p->ct) {
-    case CT_ASYMMETRIC: return x / scale;
-    case CT_ALIGN_CORNERS: return out_len == 1 || out == 1 ? 0.0 : x * (double)(in - 1) / (out_len - 1);
-    case CT_PYTORCH_HALF_PIXEL: return out_len == 1 || out == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    default: return (x + 0.5) / scale - 0.5;
-    }
+    return tth_resize_source(p->ct_name, x, in, out, p->scale[ax]);
 }
 
 static int64_t rz_clamp(int64_t i, int64_t n)

@@ -141,7 +141,13 @@ typedef enum tth_op {
 TTH_API const char *tth_op_name(tth_op op);        /* "nn.conv2d" */
 TTH_API tth_op tth_op_from_name(const char *name); /* TTH_OP_INVALID if unknown */
 TTH_API const char *tth_op_doc(tth_op op);
-TTH_API int tth_op_is_elementwise(tth_op op);      /* unary/binary/where/clip/cast...: fusable */
+TTH_API int tth_op_is_elementwise(tth_op op);
+/* image.resize2d's source coordinate (ONNX Resize, docs/operators.md "Resize") of output index x
+ * along an axis of `in` input and `out` output elements, under coordinate transformation `mode`
+ * ("half_pixel" when NULL or unknown, "asymmetric", "align_corners", "pytorch_half_pixel") and
+ * the axis's scale (the op's "scale" attribute, else out / in). The constant folder and the
+ * lowering both use it. */
+TTH_API double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, double scale);      /* unary/binary/where/clip/cast...: fusable */
 
 /* The type of an expression: a tensor, or a tuple of tensors (no nesting). */
 typedef struct tth_rtype {

@@ -1139,6 +1139,20 @@ static int rel_argreduce(relctx *c)
     return 0;
 }
 
+double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, double scale)
+{
+    /* the resized length as ONNX counts it: in * scale, not rounded (5 * 0.6 is 3, 4 * 0.6 is 2.4) */
+    double len = scale * (double)in;
+    mode = mode ? mode : "half_pixel";
+    if (!strcmp(mode, "align_corners"))
+        return len == 1 || out == 1 ? 0.0 : x * (double)(in - 1) / (len - 1);
+    if (!strcmp(mode, "asymmetric"))
+        return x / scale;
+    if (!strcmp(mode, "pytorch_half_pixel") && (len == 1 || out == 1))
+        return -0.5;
+    return (x + 0.5) / scale - 0.5;
+}
+
 static int rel_resize2d(relctx *c)
 {
     static const char *const methods[] = {"nearest", "linear", NULL};
@@ -1155,6 +1169,10 @@ static int rel_resize2d(relctx *c)
         return rc;
     if (size[0] < 1 || size[1] < 1)
         return attr_fail(c, "size must be >= 1, got [%lld, %lld]", (long long)size[0], (long long)size[1]);
+    const json_t *scale = attr_get(c, "scale");
+    if (scale && (json_array_size(scale) != 2 || !(json_number_value(json_array_get(scale, 0)) > 0) ||
+                  !(json_number_value(json_array_get(scale, 1)) > 0)))
+        return attr_fail(c, "scale must be two positive numbers [h, w]");
     if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
         return rc;
     const tth_ttype *x = ARG(c, 0);
