@@ -747,25 +747,22 @@ static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, l
             for (size_t r = 0; r < nr && !same; r++) {
                 same = tth_tir_func_same_code(mod->funcs[reps[r]], f, 0, pairs, SHARE_MAX_DATA, &np);
                 if (same == 1) {
+                    llcg_share *first = &p->f[reps[r]];
                     p->f[i].rep = reps[r];
-                    p->f[reps[r]].members++;
-                    rc = keep_side(&p->f[i], pairs, np, 1);
+                    /* the first function's data buffers are the pairs' other side, in the same
+                     * order: taken at its first match (a function alone needs none) */
+                    if (first->members++ == 1)
+                        rc = keep_side(first, pairs, np, 0);
+                    if (!rc)
+                        rc = keep_side(&p->f[i], pairs, np, 1);
                 } else if (same == TTH_ENOMEM) {
                     rc = TTH_ENOMEM;
                 } else {
                     same = 0; /* different, or more data buffers than a shared body takes */
                 }
             }
-            if (!rc && !same) {
+            if (!rc && !same)
                 reps[nr++] = i;
-                int own = tth_tir_func_same_code(f, f, 0, pairs, SHARE_MAX_DATA, &np);
-                if (own == TTH_ENOMEM)
-                    rc = TTH_ENOMEM;
-                else if (own == 1)
-                    rc = keep_side(&p->f[i], pairs, np, 0);
-                else
-                    p->f[i].members = 0; /* never shared: lowered as it is */
-            }
         }
         a = b;
     }
