@@ -364,7 +364,7 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t P = p->OH * p->OW, RL = p->OW, rows = p->OH, last = 0;
-    if (k->flat && k->wouter && nblk >= 4) {
+    if (k->flat && k->wouter && nblk >= TK_OUTER_MIN_BLOCKS) {
         RL = P;
         rows = 1;
     } else if (k->flat) {
@@ -579,7 +579,7 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
     int64_t nb = nblk + (ro_last ? 1 : 0);
     int par = p->O * P * p->C >= LW_PARALLEL_MIN;
     tth_tstmt *seq = NULL;
-    if (tk_weights_outer(p, p->O * p->C) && nb >= 4) {
+    if (tk_weights_outer(p, p->O * p->C) && nb >= TK_OUTER_MIN_BLOCKS) {
         /* the weights are the larger side (docs/lowering.md, "Loop order"): a parallel loop over
          * channel blocks, each running every pixel tile, so each block's weights are read once */
         lw_ax q, t;

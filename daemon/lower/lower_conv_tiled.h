@@ -57,6 +57,9 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
 /* 1 when a convolution's weights (packed, `wfloats` floats) are more than its input image: its
  * kernels then run channel blocks outermost (docs/lowering.md, "Loop order") */
 int tk_weights_outer(const lw_conv_p *p, int64_t wfloats);
+/* With the weights outermost, the parallel loop runs over channel blocks (or groups of them)
+ * alone only from this many, enough to share among the cores */
+#define TK_OUTER_MIN_BLOCKS 4
 /* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 
