@@ -372,8 +372,11 @@ static void print_timings(const json_t *t)
 {
     if (!json_is_object(t))
         return;
-    printf("timings (s): %.3f in all; cache lookup %.4f\n", json_number_value(json_object_get(t, "total")),
+    printf("timings (s): %.3f in all; cache lookup %.4f", json_number_value(json_object_get(t, "total")),
            json_number_value(json_object_get(t, "cacheLookup")));
+    if (json_object_get(t, "remoteCacheLookup"))
+        printf("; remote cache lookup %.4f", json_number_value(json_object_get(t, "remoteCacheLookup")));
+    printf("\n");
     size_t i;
     json_t *o;
     json_array_foreach(json_object_get(t, "stages"), i, o)
@@ -390,8 +393,8 @@ static void print_result(const compile_job *job, const json_t *res, int explain,
 {
     char b[32];
     const json_t *meta = json_object_get(res, "metadata");
-    printf("wrote %s (%s, cache %s, key %s)\n", job->out_path, tthctl_size_str((double)job->received, b, sizeof b),
-           jstr(res, "cache"), jstr(res, "key"));
+    printf("wrote %s (%s, cache %s%s, key %s)\n", job->out_path, tthctl_size_str((double)job->received, b, sizeof b),
+           jstr(res, "cache"), strcmp(jstr(res, "cacheSource"), "remote") == 0 ? " (remote)" : "", jstr(res, "key"));
     size_t i;
     json_t *t;
     json_array_foreach(json_object_get(meta, "inputs"), i, t)

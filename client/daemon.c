@@ -69,6 +69,19 @@ static void print_status(const json_t *r)
            tthctl_size_str((double)jint(cache, "bytes"), b1, sizeof b1),
            tthctl_size_str((double)jint(cache, "maxBytes"), b2, sizeof b2), (long long)jint(cache, "hits"),
            (long long)jint(cache, "misses"));
+    const json_t *rc = json_object_get(r, "remoteCache");
+    if (json_is_object(rc)) {
+        printf("remote cache: %s (%s)\n", jstr(rc, "address"), jstr(rc, "state"));
+        printf("              %lld hits, %lld misses, %lld stored; %lld errors, %lld corrupt, %lld skipped while down, "
+               "%lld too large\n",
+               (long long)jint(rc, "hits"), (long long)jint(rc, "misses"), (long long)jint(rc, "stores"),
+               (long long)jint(rc, "errors"), (long long)jint(rc, "corrupt"), (long long)jint(rc, "skipped"),
+               (long long)jint(rc, "tooBig"));
+        if (*jstr(rc, "lastError"))
+            printf("              last error: %s\n", jstr(rc, "lastError"));
+    } else {
+        printf("remote cache: none (tthd --cache-redis, or $TTH_CACHE_REDIS when it starts)\n");
+    }
     printf("requests:     %lld served, %lld failed, %lld active\n", (long long)jint(req, "served"),
            (long long)jint(req, "failed"), (long long)jint(req, "active"));
     printf("workers:      %lld configured, %lld alive, %lld busy; %lld spawned, %lld crashed, %lld killed; "

@@ -301,6 +301,47 @@ void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_j
     snprintf(key, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64, (uint64_t)h.low64);
 }
 
+uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t len, size_t *blob_len,
+                         size_t *art_offset)
+{
+    char *meta = json_dumps(metadata ? metadata : json_null(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!meta)
+        return NULL;
+    size_t meta_len = strlen(meta), size = CACHE_HDR + meta_len + len;
+    uint8_t *blob = malloc(size);
+    if (blob) {
+        memcpy(blob, CACHE_MAGIC, 8);
+        put_u64(blob + 8, meta_len);
+        put_u64(blob + 16, len);
+        memcpy(blob + CACHE_HDR, meta, meta_len);
+        if (len)
+            memcpy(blob + CACHE_HDR + meta_len, artifact, len);
+        put_u64(blob + 24, XXH64(blob + CACHE_HDR, meta_len + len, 0));
+        *blob_len = size;
+        if (art_offset)
+            *art_offset = CACHE_HDR + meta_len;
+    }
+    free(meta);
+    return blob;
+}
+
+int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, size_t *art_offset, size_t *art_len)
+{
+    if (len < CACHE_HDR || memcmp(blob, CACHE_MAGIC, 8) != 0)
+        return -1;
+    uint64_t meta_len = get_u64(blob + 8), alen = get_u64(blob + 16), sum = get_u64(blob + 24);
+    if (meta_len >= (1u << 30) || alen >= (1ull << 40) || (uint64_t)len != CACHE_HDR + meta_len + alen ||
+        XXH64(blob + CACHE_HDR, meta_len + alen, 0) != sum)
+        return -1;
+    json_t *meta = json_loadb((const char *)blob + CACHE_HDR, meta_len, 0, NULL);
+    if (!meta)
+        return -1;
+    *metadata = meta;
+    *art_offset = CACHE_HDR + meta_len;
+    *art_len = alen;
+    return 0;
+}
+
 /* Read and verify an entry's file into memory. 0, or -1 if missing or corrupt. */
 static int load(tthd_cache *c, tthd_cache_entry *e)
 {
@@ -311,33 +352,25 @@ static int load(tthd_cache *c, tthd_cache_entry *e)
     free(path);
     if (!f)
         return -1;
-    uint8_t hdr[CACHE_HDR];
+    struct stat st;
     uint8_t *blob = NULL;
+    size_t off, alen;
+    json_t *meta = NULL;
     int rc = -1;
-    if (fread(hdr, 1, CACHE_HDR, f) == CACHE_HDR && memcmp(hdr, CACHE_MAGIC, 8) == 0) {
-        uint64_t meta_len = get_u64(hdr + 8), art_len = get_u64(hdr + 16), sum = get_u64(hdr + 24);
-        struct stat st;
-        if (fstat(fileno(f), &st) == 0 && meta_len < (1u << 30) && art_len < (1ull << 40) &&
-            (uint64_t)st.st_size == CACHE_HDR + meta_len + art_len &&
-            (blob = malloc(meta_len + art_len + 1)) &&
-            fread(blob, 1, meta_len + art_len, f) == meta_len + art_len &&
-            XXH64(blob, meta_len + art_len, 0) == sum) {
-            json_t *meta = json_loadb((const char *)blob, meta_len, 0, NULL);
-            if (meta) {
-                e->metadata = meta;
-                e->artifact_len = art_len;
-                e->art_offset = CACHE_HDR + meta_len;
-                e->artifact = malloc(art_len ? art_len : 1);
-                if (e->artifact) {
-                    memcpy(e->artifact, blob + meta_len, art_len);
-                    e->art_sum = XXH64(e->artifact, art_len, 0);
-                    c->mem_bytes += art_len;
-                    rc = 0;
-                } else {
-                    json_decref(meta);
-                    e->metadata = NULL;
-                }
-            }
+    if (fstat(fileno(f), &st) == 0 && st.st_size >= CACHE_HDR && (uint64_t)st.st_size < (1ull << 40) &&
+        (blob = malloc((size_t)st.st_size)) && fread(blob, 1, (size_t)st.st_size, f) == (size_t)st.st_size &&
+        tthd_cache_blob_check(blob, (size_t)st.st_size, &meta, &off, &alen) == 0) {
+        e->artifact = malloc(alen ? alen : 1);
+        if (e->artifact) {
+            memcpy(e->artifact, blob + off, alen);
+            e->metadata = meta;
+            e->artifact_len = alen;
+            e->art_offset = off;
+            e->art_sum = XXH64(e->artifact, alen, 0);
+            c->mem_bytes += alen;
+            rc = 0;
+        } else {
+            json_decref(meta);
         }
     }
     free(blob);
@@ -450,13 +483,12 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
 {
     if (find(c, key))
         return;
-    char *meta = json_dumps(metadata ? metadata : json_null(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    if (!meta)
+    size_t size, art_offset;
+    uint8_t *blob = tthd_cache_blob(metadata, artifact, len, &size, &art_offset);
+    if (!blob)
         return;
-    size_t meta_len = strlen(meta);
-    uint64_t size = CACHE_HDR + meta_len + len;
     if (size > c->max_bytes) {
-        free(meta);
+        free(blob);
         return;
     }
     tthd_cache_entry *e = calloc(1, sizeof *e);
@@ -464,7 +496,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     if (!e || !copy) {
         free(e);
         free(copy);
-        free(meta);
+        free(blob);
         return;
     }
     snprintf(e->key, sizeof e->key, "%s", key);
@@ -474,47 +506,37 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     e->artifact_len = len;
     e->metadata = json_deep_copy(metadata ? metadata : json_null());
     e->size = size;
-    e->art_offset = CACHE_HDR + meta_len;
+    e->art_offset = art_offset;
     push_front(c, e);
     c->bytes += size;
     c->entries++;
     c->mem_bytes += len;
     c->stores++;
-    if (c->dir) {
-        store_work *sw = calloc(1, sizeof *sw);
-        if (sw) {
-            sw->cache = c;
-            snprintf(sw->key, sizeof sw->key, "%s", key);
-            sw->path = entry_path(c, key);
-            size_t tl = strlen(c->dir) + 80;
-            sw->tmp = malloc(tl);
-            sw->blob_len = size;
-            sw->blob = malloc(size);
-            sw->gen = c->clear_gen;
-            sw->req.data = sw;
-        }
-        if (sw && sw->path && sw->tmp && sw->blob) {
-            static unsigned seq;
-            snprintf(sw->tmp, strlen(c->dir) + 80, "%s/.tmp-%s-%d-%u", c->dir, key, (int)getpid(), seq++);
-            memcpy(sw->blob, CACHE_MAGIC, 8);
-            put_u64(sw->blob + 8, meta_len);
-            put_u64(sw->blob + 16, len);
-            memcpy(sw->blob + CACHE_HDR, meta, meta_len);
-            memcpy(sw->blob + CACHE_HDR + meta_len, artifact, len);
-            put_u64(sw->blob + 24, XXH64(sw->blob + CACHE_HDR, meta_len + len, 0));
-            if (uv_queue_work(c->loop, &sw->req, store_run, store_done) == 0)
-                c->writes_in_flight++;
-            else
-                sw->err = -1;
-        }
-        if (sw && (!sw->path || !sw->tmp || !sw->blob || sw->err)) {
+    store_work *sw = c->dir ? calloc(1, sizeof *sw) : NULL;
+    if (sw) {
+        static unsigned seq;
+        size_t tl = strlen(c->dir) + 80;
+        sw->cache = c;
+        snprintf(sw->key, sizeof sw->key, "%s", key);
+        sw->path = entry_path(c, key);
+        sw->tmp = malloc(tl);
+        sw->blob = blob;
+        sw->blob_len = size;
+        sw->gen = c->clear_gen;
+        sw->req.data = sw;
+        blob = NULL;
+        if (sw->tmp)
+            snprintf(sw->tmp, tl, "%s/.tmp-%s-%d-%u", c->dir, key, (int)getpid(), seq++);
+        if (sw->path && sw->tmp && uv_queue_work(c->loop, &sw->req, store_run, store_done) == 0) {
+            c->writes_in_flight++;
+        } else {
             free(sw->path);
             free(sw->tmp);
             free(sw->blob);
             free(sw);
         }
     }
-    free(meta);
+    free(blob);
     evict(c);
 }
 

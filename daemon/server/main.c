@@ -1,7 +1,7 @@
 /* main.c: tthd's command line, defaults, and the loop.
  *
  *   tthd [--socket PATH] [--plugins-dir DIR[:DIR...]] [--workers N] [--idle-exit SECONDS] [--verbose]
- *        [--cache-dir DIR] [--cache-max-bytes N] [--request-timeout SECONDS]
+ *        [--cache-dir DIR] [--cache-max-bytes N] [--cache-redis URL] [--request-timeout SECONDS]
  *        [--worker-memory-limit BYTES] [--max-frame-bytes N] [--max-request-bytes N]
  *        [--max-requests N] [--max-connections N] [--connection-idle-timeout SECONDS]
  *        [--shutdown-grace SECONDS] [--worker PATH] */
@@ -31,6 +31,9 @@ static void usage(FILE *out)
             "  --idle-exit SECONDS        exit after this long without clients (default 0: never)\n"
             "  --cache-dir DIR            artifact cache (default $XDG_CACHE_HOME/tth, else ~/.cache/tth)\n"
             "  --cache-max-bytes N        cache size bound (default 1 GiB)\n"
+            "  --cache-redis URL          a remote cache shared by daemons (default $TTH_CACHE_REDIS; '' for none):\n"
+            "                             redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH, with\n"
+            "                             ?ttl=SECONDS&max_bytes=N&timeout=SECONDS&retry=SECONDS (docs/cache.md)\n"
             "  --request-timeout SECONDS  a worker job's deadline (default 600)\n"
             "  --worker-memory-limit N    bytes a worker may use (default 4 GiB; 0: no limit)\n"
             "  --max-frame-bytes N        largest frame accepted (default %u)\n"
@@ -47,36 +50,6 @@ static void usage(FILE *out)
             "  --version, --help\n",
             TTH_PLUGINS_INSTALL_DIR, TTHP_DEFAULT_MAX_FRAME_BYTES, TTHP_DEFAULT_MAX_REQUEST_BYTES,
             TTHP_DEFAULT_MAX_CONCURRENT);
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-')
-        return -1;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1024 * 1024, end++;
-    else if (*end == 'G' || *end == 'g')
-        mul = 1024ull * 1024 * 1024, end++;
-    if (*end)
-        return -1;
-    *out = (uint64_t)v * mul;
-    return 0;
-}
-
-static int parse_seconds(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || v < 0)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 static char *self_exe(void)
@@ -211,6 +184,7 @@ static void options_free(tthd_options *o)
     free(o->plugins_dir);
     free(o->cache_dir);
     free(o->worker_path);
+    tthd_remote_config_free(&o->remote);
 }
 
 /* Transparent huge pages for the daemon's and its workers' heaps (docs/tthctl.md, "Memory
@@ -246,7 +220,7 @@ int main(int argc, char **argv)
     const char *env_max = getenv("TTH_MAX_REQUEST_BYTES");
     uint64_t env_u;
     if (env_max && *env_max) {
-        if (parse_u64(env_max, &env_u) != 0 || env_u < 1024) {
+        if (tthd_parse_size(env_max, &env_u) != 0 || env_u < 1024) {
             fprintf(stderr, "tthd: TTH_MAX_REQUEST_BYTES='%s' is not a size of at least 1024 bytes (e.g. 1G)\n",
                     env_max);
             return 2;
@@ -257,7 +231,7 @@ int main(int argc, char **argv)
     o->max_connections = 256;
     o->conn_idle = 600;
     enum { O_SOCKET = 256, O_PLUGINS, O_WORKERS, O_IDLE, O_CACHE_DIR, O_CACHE_MAX, O_TIMEOUT, O_MEM,
-           O_FRAME, O_REQUEST, O_MAXREQ, O_MAXCONN, O_CONNIDLE, O_GRACE, O_WORKER, O_VERSION };
+           O_FRAME, O_REQUEST, O_MAXREQ, O_MAXCONN, O_CONNIDLE, O_GRACE, O_WORKER, O_REDIS, O_VERSION };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, O_SOCKET},
         {"plugins-dir", required_argument, NULL, O_PLUGINS},
@@ -274,12 +248,15 @@ int main(int argc, char **argv)
         {"connection-idle-timeout", required_argument, NULL, O_CONNIDLE},
         {"shutdown-grace", required_argument, NULL, O_GRACE},
         {"worker", required_argument, NULL, O_WORKER},
+        {"cache-redis", required_argument, NULL, O_REDIS},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c, bad = 0, verbose = 0;
+    const char *redis = getenv("TTH_CACHE_REDIS");
+    int redis_flag = 0;
     uint64_t u;
     while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (c) {
@@ -287,17 +264,18 @@ int main(int argc, char **argv)
         case O_PLUGINS: free(o->plugins_dir); o->plugins_dir = strdup(optarg); break;
         case O_CACHE_DIR: free(o->cache_dir); o->cache_dir = strdup(optarg); break;
         case O_WORKER: free(o->worker_path); o->worker_path = strdup(optarg); break;
-        case O_WORKERS: bad |= parse_u64(optarg, &u) || u < 1 || u > 256; o->workers = (unsigned)u; break;
-        case O_IDLE: bad |= parse_seconds(optarg, &o->idle_exit); break;
-        case O_TIMEOUT: bad |= parse_seconds(optarg, &o->request_timeout) || o->request_timeout == 0; break;
-        case O_GRACE: bad |= parse_seconds(optarg, &o->shutdown_grace); break;
-        case O_CACHE_MAX: bad |= parse_u64(optarg, &o->cache_max_bytes); break;
-        case O_MEM: bad |= parse_u64(optarg, &o->worker_mem_limit); break;
-        case O_FRAME: bad |= parse_u64(optarg, &u) || u < 1024; o->max_frame = (size_t)u; break;
-        case O_REQUEST: bad |= parse_u64(optarg, &u) || u < 1024; o->max_request = (size_t)u; break;
-        case O_MAXREQ: bad |= parse_u64(optarg, &u) || u < 1 || u > 100000; o->max_concurrent = (unsigned)u; break;
-        case O_MAXCONN: bad |= parse_u64(optarg, &u) || u < 1 || u > 100000; o->max_connections = (unsigned)u; break;
-        case O_CONNIDLE: bad |= parse_seconds(optarg, &o->conn_idle); break;
+        case O_REDIS: redis = optarg; redis_flag = 1; break;
+        case O_WORKERS: bad |= tthd_parse_size(optarg, &u) || u < 1 || u > 256; o->workers = (unsigned)u; break;
+        case O_IDLE: bad |= tthd_parse_seconds(optarg, &o->idle_exit); break;
+        case O_TIMEOUT: bad |= tthd_parse_seconds(optarg, &o->request_timeout) || o->request_timeout == 0; break;
+        case O_GRACE: bad |= tthd_parse_seconds(optarg, &o->shutdown_grace); break;
+        case O_CACHE_MAX: bad |= tthd_parse_size(optarg, &o->cache_max_bytes); break;
+        case O_MEM: bad |= tthd_parse_size(optarg, &o->worker_mem_limit); break;
+        case O_FRAME: bad |= tthd_parse_size(optarg, &u) || u < 1024; o->max_frame = (size_t)u; break;
+        case O_REQUEST: bad |= tthd_parse_size(optarg, &u) || u < 1024; o->max_request = (size_t)u; break;
+        case O_MAXREQ: bad |= tthd_parse_size(optarg, &u) || u < 1 || u > 100000; o->max_concurrent = (unsigned)u; break;
+        case O_MAXCONN: bad |= tthd_parse_size(optarg, &u) || u < 1 || u > 100000; o->max_connections = (unsigned)u; break;
+        case O_CONNIDLE: bad |= tthd_parse_seconds(optarg, &o->conn_idle); break;
         case 'v': verbose++; break;
         case O_VERSION: printf("tthd %s (protocol %s)\n", TTH_VERSION, TTHP_PROTOCOL_VERSION); options_free(o); return 0;
         case 'h': usage(stdout); options_free(o); return 0;
@@ -316,6 +294,15 @@ int main(int argc, char **argv)
         usage(stderr);
         options_free(o);
         return 2;
+    }
+    if (redis && *redis) {
+        char msg[512];
+        if (tthd_remote_parse(redis, &o->remote, msg, sizeof msg) != 0) {
+            fprintf(stderr, "tthd: the remote cache address %s: %s\n",
+                    redis_flag ? "(--cache-redis)" : "($TTH_CACHE_REDIS)", msg);
+            options_free(o);
+            return 2;
+        }
     }
     o->verbose = verbose;
     tthd_log_level = verbose ? TTHD_LOG_DEBUG : TTHD_LOG_INFO;

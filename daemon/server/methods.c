@@ -143,8 +143,10 @@ static void m_status(tthd_server *srv, tthd_request *req)
         (json_int_t)tthd_pool_busy(p), "queued", (json_int_t)p->queued, "spawned", (json_int_t)p->spawned,
         "crashed", (json_int_t)p->crashed, "killed", (json_int_t)p->killed, "timeouts", (json_int_t)p->timeouts,
         "memoryKills", (json_int_t)p->memkills, "generation", (json_int_t)p->generation);
-    if (res)
+    if (res) {
         json_object_set_new(res, "pluginsPath", tthd_plugins_path_json(srv->opt.plugins_dir));
+        json_object_set_new(res, "remoteCache", tthd_remote_status(&srv->remote));
+    }
     tthd_respond(req, res);
 }
 
@@ -217,18 +219,25 @@ static void answer_artifact(tthd_request *req, const char *cache_state, size_t l
 {
     char hex[17];
     snprintf(hex, sizeof hex, "%016" PRIx64, sum);
-    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", cache_state, "key", req->key,
+    /* "remote-hit" is a hit from the remote cache: cache "hit", cacheSource "remote" */
+    int remote = strcmp(cache_state, "remote-hit") == 0;
+    json_t *res = json_pack("{s:s, s:s, s:{s:I, s:s, s:I}, s:O, s:O, s:o}", "cache", remote ? "hit" : cache_state,
+                            "key", req->key,
                             "artifact", "size", (json_int_t)len, "xxh64", hex, "chunks", (json_int_t)chunks, "target",
                             req->target ? req->target : json_null(), "metadata", metadata ? metadata : json_null(),
                             "diagnostics", diagnostics ? json_incref((json_t *)diagnostics) : json_array());
     if (res && file)
         json_object_set_new(json_object_get(res, "artifact"), "file",
                             json_pack("{s:s, s:I}", "path", file, "offset", (json_int_t)offset));
+    if (res && strcmp(cache_state, "miss") != 0)
+        json_object_set_new(res, "cacheSource", json_string(remote ? "remote" : "local"));
     if (res && json_is_object(dumps))
         json_object_set(res, "dumps", (json_t *)dumps);
     json_t *t = json_is_object(worker_timings) ? json_deep_copy(worker_timings) : json_object();
     if (res && t) {
         json_object_set_new(t, "cacheLookup", json_real(req->lookup_s));
+        if (req->remote_s >= 0)
+            json_object_set_new(t, "remoteCacheLookup", json_real(req->remote_s));
         json_object_set_new(t, "total", json_real((double)(uv_hrtime() - req->start_ns) / 1e9));
         json_object_set_new(res, "timings", t);
     } else {
@@ -285,6 +294,7 @@ static void on_compile_done(tthd_job *job)
     const json_t *meta = json_object_get(job->result, "metadata");
     uint64_t sum = XXH64(job->artifact, job->artifact_len, 0);
     tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, sum, meta);
+    tthd_remote_store(&srv->remote, req->key, job->artifact, job->artifact_len, meta);
     send_artifact(req, "miss", job->artifact, job->artifact_len, sum, meta, json_object_get(job->result, "diagnostics"),
                   json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));
 }
@@ -331,6 +341,48 @@ static int external_data_same(const json_t *metadata, const char *dir)
             return 0;
     }
     return 1;
+}
+
+/* Not in any cache: a worker compiles it. */
+static void submit_compile(tthd_server *srv, tthd_request *req)
+{
+    const json_t *options = json_object_get(req->params, "options");
+    tthd_progress(req, "report", "compile", 5);
+    json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
+                               "options", options ? json_incref((json_t *)options) : json_object(), "model_size",
+                               (json_int_t)req->model_size);
+    if (params && req->model_dir)
+        json_object_set_new(params, "model_dir", json_string(req->model_dir));
+    tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
+    if (!cj) {
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
+        return;
+    }
+    cj->upload = req->model;
+    cj->upload_len = req->model_size;
+    cj->cb = on_compile_done;
+    cj->progress = on_compile_progress;
+    cj->data = req;
+    req->job = cj;
+    tthd_pool_submit(&srv->pool, cj);
+}
+
+/* The remote cache's answer to a local miss: serve its artifact (kept locally from now on), or
+ * compile. */
+static void on_remote_answer(void *data, const uint8_t *artifact, size_t len, uint64_t sum, const json_t *metadata)
+{
+    tthd_request *req = data;
+    tthd_server *srv = req->conn->srv;
+    req->remote = NULL;
+    req->remote_s = (double)(uv_hrtime() - req->remote_t0) / 1e9;
+    if (artifact && external_data_same(metadata, req->model_dir)) {
+        tthd_log(TTHD_LOG_DEBUG, "compile %s: remote cache hit %s", req->model_name, req->key);
+        tthd_cache_store(&srv->cache, req->key, artifact, len, sum, metadata);
+        tthd_progress(req, "report", "cache", 100);
+        send_artifact(req, "remote-hit", artifact, len, sum, metadata, req->parse_diagnostics, NULL, NULL);
+        return;
+    }
+    submit_compile(srv, req);
 }
 
 /* The target parsed: look the artifact up, or compile it. */
@@ -383,24 +435,15 @@ static void on_compile_target(tthd_job *job)
         free(hit.path);
         return;
     }
-    tthd_progress(req, "report", "compile", 5);
-    json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
-                               "options", options ? json_incref((json_t *)options) : json_object(), "model_size",
-                               (json_int_t)req->model_size);
-    if (params && req->model_dir)
-        json_object_set_new(params, "model_dir", json_string(req->model_dir));
-    tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
-    if (!cj) {
-        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
-        return;
+    /* a local miss asks the remote cache, when there is one and it is not known to be down */
+    if (use_cache) {
+        req->parse_diagnostics = json_incref(json_object_get(job->result, "diagnostics"));
+        req->remote_t0 = uv_hrtime();
+        req->remote = tthd_remote_lookup(&srv->remote, req->key, on_remote_answer, req);
+        if (req->remote)
+            return;
     }
-    cj->upload = req->model;
-    cj->upload_len = req->model_size;
-    cj->cb = on_compile_done;
-    cj->progress = on_compile_progress;
-    cj->data = req;
-    req->job = cj;
-    tthd_pool_submit(&srv->pool, cj);
+    submit_compile(srv, req);
 }
 
 /* The whole model is in req->model (uploaded, or read from model.path): parse the target next. */

@@ -30,6 +30,10 @@ static void request_free(tthd_request *req)
         tthd_pool_cancel(&conn->srv->pool, req->job);
         req->job = NULL;
     }
+    if (req->remote) {
+        tthd_remote_cancel(req->remote);
+        req->remote = NULL;
+    }
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {
@@ -43,6 +47,7 @@ static void request_free(tthd_request *req)
     json_decref(req->id);
     json_decref(req->params);
     json_decref(req->target);
+    json_decref(req->parse_diagnostics);
     free(req->target_text);
     free(req->model);
     free(req->model_dir);
@@ -323,6 +328,7 @@ static void on_json_frame(tthd_conn *conn, const tthp_frame *f)
         return;
     }
     req->conn = conn;
+    req->remote_s = -1;
     req->id = json_incref(m.id);
     req->method = method;
     req->params = m.params ? json_incref(m.params) : json_object();
@@ -745,6 +751,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     srv->idle_timer.data = srv->stop_timer.data = srv->rescan_timer.data = srv->reap_timer.data = srv;
     srv->sigterm.data = srv->sigint.data = srv;
     tthd_cache_init(&srv->cache, loop, srv->opt.cache_dir, srv->opt.cache_max_bytes);
+    tthd_remote_init(&srv->remote, loop, &srv->opt.remote);
     if (listen_socket(srv) != 0) {
         srv->exit_code = 1;
         srv->stopping = 1;
@@ -796,4 +803,5 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
 void tthd_server_free(tthd_server *srv)
 {
     tthd_cache_free(&srv->cache);
+    tthd_remote_free(&srv->remote);
 }

@@ -26,6 +26,26 @@ void tthd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* The directories of a plugins path, as a JSON array of strings (new reference; server.c). */
 json_t *tthd_plugins_path_json(const char *path);
 
+/* The remote cache's address and limits (options.c; docs/cache.md, "The remote cache on Redis"). */
+typedef struct tthd_remote_config {
+    char *shown;                /* the address as logs and status show it: never the password */
+    char *host;                 /* TCP: host and port; or */
+    int port;
+    char *unix_path;            /* a unix socket */
+    int db;                     /* SELECT'ed database */
+    char *user, *password;      /* AUTH, when given */
+    uint64_t ttl;               /* seconds an entry lives after it is stored or last served */
+    uint64_t max_bytes;         /* larger entries are not stored there */
+    double timeout;             /* seconds a connect or a read/write may stall */
+    double retry;               /* seconds without trying after a failure */
+} tthd_remote_config;
+/* Parse TTH_CACHE_REDIS / --cache-redis: 0, or -1 with msg saying what is wrong and the forms. */
+int tthd_remote_parse(const char *url, tthd_remote_config *cfg, char *msg, size_t len);
+void tthd_remote_config_free(tthd_remote_config *cfg);
+/* "12", "64K", "2G" into bytes; "0.5" into seconds. 0 or -1. */
+int tthd_parse_size(const char *s, uint64_t *out);
+int tthd_parse_seconds(const char *s, double *out);
+
 typedef struct tthd_options {
     char *socket_path;          /* where to listen */
     int socket_default;         /* socket_path is the default: its directory must be private */
@@ -45,6 +65,7 @@ typedef struct tthd_options {
     unsigned max_concurrent;    /* requests in flight per connection */
     unsigned max_connections;   /* open client connections */
     double conn_idle;           /* seconds a connection without requests may stay silent; 0: ever */
+    tthd_remote_config remote;  /* the remote cache; host and unix_path NULL: none */
     int verbose;
 } tthd_options;
 
@@ -96,10 +117,53 @@ int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit);
  * atomically in the thread pool. */
 void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                       const json_t *metadata);
+/* An entry as one block of bytes (the on-disk file, and the value of a remote entry):
+ * "TTHCACHE" | u64 meta_len | u64 artifact_len | u64 XXH64(meta + artifact) | meta | artifact.
+ * Returns it (malloc'd) with its length and where the artifact starts in it, or NULL. */
+uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t len, size_t *blob_len,
+                         size_t *art_offset);
+/* Verify such a block (lengths, checksum, metadata JSON): 0 with the metadata (new reference) and
+ * where the artifact lies, or -1. */
+int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, size_t *art_offset, size_t *art_len);
 /* Remove one entry (a hit whose ONNX external data changed: methods.c), if present. */
 void tthd_cache_drop(tthd_cache *c, const char *key);
 /* Remove everything; counts what was removed. */
 void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes);
+
+/* ---- remote.c: the shared second-level cache on Redis (docs/cache.md) ------------------ */
+
+typedef struct tthd_remote {
+    uv_loop_t *loop;
+    const tthd_remote_config *cfg; /* NULL: no remote cache */
+    int down;                   /* the last operation could not reach Redis */
+    uint64_t retry_at_ms;       /* while down, nothing is tried before this (uv_now) */
+    uint64_t warned_at_ms;      /* last warning about an error answer (one per retry period) */
+    char last_error[256];
+    uint64_t hits, misses, stores, errors, corrupt, skipped, too_big;
+    uv_mutex_t lock;            /* guards the idle connections, used by thread-pool threads */
+    struct redisContext *idle[4];
+    int n_idle;
+} tthd_remote;
+
+typedef struct tthd_remote_get tthd_remote_get;
+/* A lookup's answer, on the loop: the artifact (borrowed for the call) with its XXH64 and
+ * metadata, or artifact NULL for a miss (absent, corrupt, Redis unreachable). */
+typedef void (*tthd_remote_cb)(void *data, const uint8_t *artifact, size_t len, uint64_t sum,
+                               const json_t *metadata);
+
+void tthd_remote_init(tthd_remote *r, uv_loop_t *loop, const tthd_remote_config *cfg);
+/* After the loop ended (no operation in flight). */
+void tthd_remote_free(tthd_remote *r);
+/* Look key up in the thread pool; cb comes later. NULL: not tried (no remote cache, or it is
+ * down until its retry time): a miss, now. */
+tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, tthd_remote_cb cb, void *data);
+/* The request went away: cb will not be called. */
+void tthd_remote_cancel(tthd_remote_get *g);
+/* Store an artifact (copied) in the thread pool, unless too large or Redis is down. */
+void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact, size_t len,
+                       const json_t *metadata);
+/* Counters and state for `status` (new reference), or JSON null without a remote cache. */
+json_t *tthd_remote_status(const tthd_remote *r);
 
 /* ---- pool.c: worker processes ---------------------------------------------------------- */
 
@@ -202,6 +266,10 @@ struct tthd_request {
     int progress_begun;
     uint64_t start_ns;          /* compile: when the request arrived (uv_hrtime) */
     double lookup_s;            /* compile: seconds the cache lookup took */
+    double remote_s;            /* compile: seconds the remote cache lookup took, or -1 */
+    uint64_t remote_t0;         /* compile: when the remote lookup began (uv_hrtime) */
+    tthd_remote_get *remote;    /* compile: the remote lookup in flight, or NULL */
+    json_t *parse_diagnostics;  /* compile: the target parse's diagnostics, for a remote hit */
     tthd_request *next;
 };
 
@@ -244,6 +312,7 @@ struct tthd_server {
     unsigned n_conns;
     tthd_pool pool;
     tthd_cache cache;
+    tthd_remote remote;
     uint64_t served, failed;
     uint64_t start_ms;
     int stopping;

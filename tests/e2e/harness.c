@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
+#include <dirent.h>
 
 const char *e2e_build_path(const char *rel, char *buf, size_t len)
 {
@@ -70,6 +73,7 @@ pid_t e2e_spawn(e2e_daemon *d, const char *const *args)
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test's daemon does not outlive it */
         int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             dup2(fd, 2);
@@ -348,3 +352,122 @@ void e2e_assert_no_plugin_mapped(const e2e_daemon *d)
     fclose(f);
     cr_assert(!mapped, "tthd itself has a plugin mapped (plugin code must run only in workers)");
 }
+
+/* ---- compiles with the real plugins ---- */
+
+/* Copy every real plugin (the .so files of build/plugins) into the daemon's plugins directory. */
+void e2e_put_real_plugins(const e2e_daemon *d)
+{
+    char dir[1024];
+    e2e_build_path("plugins", dir, sizeof dir);
+    DIR *dp = opendir(dir);
+    cr_assert_not_null(dp, "no %s", dir);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
+            continue;
+        char from[1300], to[1300], cmd[4000];
+        snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
+        snprintf(to, sizeof to, "%s/%s", d->plugins, de->d_name);
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", from, to, to);
+        cr_assert_eq(system(cmd), 0);
+        n++;
+    }
+    closedir(dp);
+    cr_assert(n > 0, "no plugins built in %s", dir);
+}
+
+uint8_t *e2e_read_digits(size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Send a compile with the model upload; return the response (notifications in c->notes,
+ * artifact bytes in c->binary, both reset first). */
+json_t *e2e_compile(e2e_client *c, json_int_t id, const uint8_t *model, size_t len, const char *target,
+                       json_t *options_new)
+{
+    json_array_clear(c->notes);
+    c->binary_len = 0;
+    c->binary_frames = 0;
+    json_t *params = json_pack("{s:{s:s, s:I}, s:s}", "model", "name", "digits", "size", (json_int_t)len, "target", target);
+    if (options_new)
+        json_object_set_new(params, "options", options_new);
+    e2e_send(c, tthp_request_new(id, "compile", params));
+    e2e_upload(c, id, model, len, 4096);
+    json_t *r = e2e_recv_response(c, 240000);
+    if (!r && c->daemon)
+        e2e_dump_log(c->daemon);
+    cr_assert_not_null(r, "no answer to compile for '%s' (tthd's log above)", target);
+    return r;
+}
+
+const char *e2e_err_message(const json_t *r)
+{
+    return json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+}
+
+int e2e_no_compile_flow(const json_t *r)
+{
+    const char *m = e2e_err_message(r);
+    return m && strstr(m, "no compile flow");
+}
+
+const char *e2e_result_str(const json_t *r, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(json_object_get(r, "result"), a);
+    return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+/* The response carries the artifact that was streamed before it. */
+void e2e_check_artifact(e2e_client *c, const json_t *r)
+{
+    cr_assert_eq(e2e_error_code(r), 0, "compile failed: %s", e2e_err_message(r));
+    json_int_t size = e2e_result_int(r, "artifact", "size");
+    cr_assert(size > 0);
+    cr_assert_eq((json_int_t)c->binary_len, size, "streamed %zu bytes, result says %lld", c->binary_len,
+                 (long long)size);
+    cr_assert_eq((json_int_t)c->binary_frames, e2e_result_int(r, "artifact", "chunks"));
+    char sum[17];
+    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)XXH64(c->binary, c->binary_len, 0));
+    cr_assert_str_eq(e2e_result_str(r, "artifact", "xxh64"), sum);
+    cr_assert(json_is_object(json_object_get(json_object_get(r, "result"), "metadata")));
+    cr_assert_eq(strlen(e2e_result_str(r, "key", NULL)), 32);
+    /* every chunk was announced; progress began and ended */
+    size_t chunks = 0, begins = 0, ends = 0, i;
+    json_t *n;
+    json_array_foreach(c->notes, i, n) {
+        const char *m = json_string_value(json_object_get(n, "method"));
+        const json_t *p = json_object_get(n, "params");
+        if (strcmp(m, "$/chunk") == 0) {
+            cr_assert_str_eq(json_string_value(json_object_get(p, "stream")), "artifact");
+            chunks++;
+        } else if (strcmp(m, "$/progress") == 0) {
+            const char *kind = json_string_value(json_object_get(p, "kind"));
+            begins += strcmp(kind, "begin") == 0;
+            ends += strcmp(kind, "end") == 0;
+            json_int_t pc = json_integer_value(json_object_get(p, "percentage"));
+            cr_assert(pc >= 0 && pc <= 100);
+        }
+    }
+    cr_assert_eq(chunks, c->binary_frames, "each binary frame is announced by a $/chunk");
+    cr_assert_eq(begins, 1);
+    cr_assert_eq(ends, 1);
+    const json_t *last = json_array_get(c->notes, json_array_size(c->notes) - 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(last, "params"), "kind")), "end",
+                     "'end' is the last notification before the response");
+}
+

@@ -81,4 +81,21 @@ int e2e_error_code(const json_t *resp);
 /* resp.result.<a>.<b> as an integer (b may be NULL). */
 json_int_t e2e_result_int(const json_t *resp, const char *a, const char *b);
 
+/* Copy every real plugin (the .so files of build/plugins) into the daemon's plugins directory. */
+void e2e_put_real_plugins(const e2e_daemon *d);
+/* examples/digits.onnx, malloc'd. */
+uint8_t *e2e_read_digits(size_t *len);
+/* A compile of the model (named "digits") with its upload; the response (notifications in
+ * c->notes, artifact bytes in c->binary, both reset first). */
+json_t *e2e_compile(e2e_client *c, json_int_t id, const uint8_t *model, size_t len, const char *target,
+                    json_t *options_new);
+/* The error's message, or NULL. */
+const char *e2e_err_message(const json_t *r);
+/* 1 when the answer says this build has no compile flow. */
+int e2e_no_compile_flow(const json_t *r);
+/* resp.result.<a>[.<b>] as a string, or NULL. */
+const char *e2e_result_str(const json_t *r, const char *a, const char *b);
+/* Assert the response carries the artifact streamed before it (size, chunks, XXH64, progress). */
+void e2e_check_artifact(e2e_client *c, const json_t *r);
+
 #endif

@@ -13,30 +13,6 @@
 
 #include "harness.h"
 
-/* Copy every real plugin (the .so files of build/plugins) into the daemon's plugins directory. */
-static void put_real_plugins(const e2e_daemon *d)
-{
-    char dir[1024];
-    e2e_build_path("plugins", dir, sizeof dir);
-    DIR *dp = opendir(dir);
-    cr_assert_not_null(dp, "no %s", dir);
-    struct dirent *de;
-    int n = 0;
-    while ((de = readdir(dp))) {
-        size_t len = strlen(de->d_name);
-        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
-            continue;
-        char from[1300], to[1300], cmd[4000];
-        snprintf(from, sizeof from, "%s/%s", dir, de->d_name);
-        snprintf(to, sizeof to, "%s/%s", d->plugins, de->d_name);
-        snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", from, to, to);
-        cr_assert_eq(system(cmd), 0);
-        n++;
-    }
-    closedir(dp);
-    cr_assert(n > 0, "no plugins built in %s", dir);
-}
-
 /* Wait (up to 10 s) until the daemon's hot-plug reload has brought the plugin of kind. */
 static void wait_for_kind(e2e_client *c, const char *kind)
 {
@@ -52,150 +28,58 @@ static void wait_for_kind(e2e_client *c, const char *kind)
     json_decref(r);
 }
 
-static uint8_t *read_model(size_t *len)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)n);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-/* Send a compile with the model upload; return the response (notifications in c->notes,
- * artifact bytes in c->binary, both reset first). */
-static json_t *compile(e2e_client *c, json_int_t id, const uint8_t *model, size_t len, const char *target,
-                       json_t *options_new)
-{
-    json_array_clear(c->notes);
-    c->binary_len = 0;
-    c->binary_frames = 0;
-    json_t *params = json_pack("{s:{s:s, s:I}, s:s}", "model", "name", "digits", "size", (json_int_t)len, "target", target);
-    if (options_new)
-        json_object_set_new(params, "options", options_new);
-    e2e_send(c, tthp_request_new(id, "compile", params));
-    e2e_upload(c, id, model, len, 4096);
-    json_t *r = e2e_recv_response(c, 240000);
-    if (!r && c->daemon)
-        e2e_dump_log(c->daemon);
-    cr_assert_not_null(r, "no answer to compile for '%s' (tthd's log above)", target);
-    return r;
-}
-
-static const char *err_message(const json_t *r)
-{
-    return json_string_value(json_object_get(json_object_get(r, "error"), "message"));
-}
-
-static int no_compile_flow(const json_t *r)
-{
-    const char *m = err_message(r);
-    return m && strstr(m, "no compile flow");
-}
-
-static const char *result_str(const json_t *r, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(json_object_get(r, "result"), a);
-    return json_string_value(b ? json_object_get(v, b) : v);
-}
-
-/* The response carries the artifact that was streamed before it. */
-static void check_artifact(e2e_client *c, const json_t *r)
-{
-    cr_assert_eq(e2e_error_code(r), 0, "compile failed: %s", err_message(r));
-    json_int_t size = e2e_result_int(r, "artifact", "size");
-    cr_assert(size > 0);
-    cr_assert_eq((json_int_t)c->binary_len, size, "streamed %zu bytes, result says %lld", c->binary_len,
-                 (long long)size);
-    cr_assert_eq((json_int_t)c->binary_frames, e2e_result_int(r, "artifact", "chunks"));
-    char sum[17];
-    snprintf(sum, sizeof sum, "%016llx", (unsigned long long)XXH64(c->binary, c->binary_len, 0));
-    cr_assert_str_eq(result_str(r, "artifact", "xxh64"), sum);
-    cr_assert(json_is_object(json_object_get(json_object_get(r, "result"), "metadata")));
-    cr_assert_eq(strlen(result_str(r, "key", NULL)), 32);
-    /* every chunk was announced; progress began and ended */
-    size_t chunks = 0, begins = 0, ends = 0, i;
-    json_t *n;
-    json_array_foreach(c->notes, i, n) {
-        const char *m = json_string_value(json_object_get(n, "method"));
-        const json_t *p = json_object_get(n, "params");
-        if (strcmp(m, "$/chunk") == 0) {
-            cr_assert_str_eq(json_string_value(json_object_get(p, "stream")), "artifact");
-            chunks++;
-        } else if (strcmp(m, "$/progress") == 0) {
-            const char *kind = json_string_value(json_object_get(p, "kind"));
-            begins += strcmp(kind, "begin") == 0;
-            ends += strcmp(kind, "end") == 0;
-            json_int_t pc = json_integer_value(json_object_get(p, "percentage"));
-            cr_assert(pc >= 0 && pc <= 100);
-        }
-    }
-    cr_assert_eq(chunks, c->binary_frames, "each binary frame is announced by a $/chunk");
-    cr_assert_eq(begins, 1);
-    cr_assert_eq(ends, 1);
-    const json_t *last = json_array_get(c->notes, json_array_size(c->notes) - 1);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(last, "params"), "kind")), "end",
-                     "'end' is the last notification before the response");
-}
-
 Test(compile, artifact_stream_and_cache, .timeout = 600)
 {
     e2e_daemon d;
     e2e_start(&d, NULL, NULL);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     wait_for_kind(c, "llvm");
     json_t *r;
 
-    r = compile(c, 2, model, len, "llvm", NULL);
-    if (no_compile_flow(r)) {
+    r = e2e_compile(c, 2, model, len, "llvm", NULL);
+    if (e2e_no_compile_flow(r)) {
         json_decref(r);
         free(model);
         e2e_client_free(c);
         e2e_stop(&d);
         cr_skip_test("this build has no compile flow");
     }
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss");
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
     char key[33];
-    snprintf(key, sizeof key, "%s", result_str(r, "key", NULL));
+    snprintf(key, sizeof key, "%s", e2e_result_str(r, "key", NULL));
     size_t first_len = c->binary_len;
     uint8_t *first = malloc(first_len);
     memcpy(first, c->binary, first_len);
     json_decref(r);
 
-    r = compile(c, 3, model, len, "llvm", NULL);
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "hit");
-    cr_assert_str_eq(result_str(r, "key", NULL), key);
+    r = e2e_compile(c, 3, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit");
+    cr_assert_str_eq(e2e_result_str(r, "key", NULL), key);
     cr_assert_eq(c->binary_len, first_len);
     cr_assert_eq(memcmp(c->binary, first, first_len), 0, "a hit streams the same bytes");
     json_decref(r);
 
-    r = compile(c, 4, model, len, "llvm", json_pack("{s:b}", "explain", 1));
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "other options are another key");
-    cr_assert_str_neq(result_str(r, "key", NULL), key);
+    r = e2e_compile(c, 4, model, len, "llvm", json_pack("{s:b}", "explain", 1));
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss", "other options are another key");
+    cr_assert_str_neq(e2e_result_str(r, "key", NULL), key);
     json_decref(r);
 
     /* no_cache: compiled again (no lookup), same key; dump_ir: never from the cache, dumps returned */
-    r = compile(c, 40, model, len, "llvm", json_pack("{s:b}", "no_cache", 1));
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss");
-    cr_assert_str_eq(result_str(r, "key", NULL), key, "no_cache does not change the key");
+    r = e2e_compile(c, 40, model, len, "llvm", json_pack("{s:b}", "no_cache", 1));
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
+    cr_assert_str_eq(e2e_result_str(r, "key", NULL), key, "no_cache does not change the key");
     json_decref(r);
-    r = compile(c, 41, model, len, "llvm", json_pack("{s:s}", "dump_ir", "all"));
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss");
+    r = e2e_compile(c, 41, model, len, "llvm", json_pack("{s:s}", "dump_ir", "all"));
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
     const json_t *dumps = json_object_get(json_object_get(r, "result"), "dumps");
     cr_assert(json_is_object(dumps) && json_object_size(dumps) > 0, "dump_ir returns the IR dumps");
     json_decref(r);
@@ -210,9 +94,9 @@ Test(compile, artifact_stream_and_cache, .timeout = 600)
     r = e2e_call(c, 6, "cache/clear", NULL);
     cr_assert_eq(e2e_result_int(r, "removedEntries", NULL), 3);
     json_decref(r);
-    r = compile(c, 7, model, len, "llvm", NULL);
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "cleared");
+    r = e2e_compile(c, 7, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss", "cleared");
     cr_assert_eq(memcmp(c->binary, first, first_len), 0, "the same request gives the same bytes");
     json_decref(r);
 
@@ -229,23 +113,23 @@ Test(compile, corrupt_cache_entry, .timeout = 600)
     static const char *const args[] = {"--workers", "1", NULL};
     e2e_daemon d;
     e2e_prepare(&d);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     e2e_launch(&d, NULL, args);
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
-    json_t *r = compile(c, 1, model, len, "llvm", NULL);
-    if (no_compile_flow(r)) {
+    json_t *r = e2e_compile(c, 1, model, len, "llvm", NULL);
+    if (e2e_no_compile_flow(r)) {
         json_decref(r);
         free(model);
         e2e_client_free(c);
         e2e_stop(&d);
         cr_skip_test("this build has no compile flow");
     }
-    check_artifact(c, r);
+    e2e_check_artifact(c, r);
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s.tthc", d.cache, result_str(r, "key", NULL));
+    snprintf(path, sizeof path, "%s/%s.tthc", d.cache, e2e_result_str(r, "key", NULL));
     json_decref(r);
     e2e_client_free(c);
     /* stop (the entry is written through to disk), damage it, start again on the same cache */
@@ -271,16 +155,16 @@ Test(compile, corrupt_cache_entry, .timeout = 600)
     e2e_launch(&d, NULL, args);
     c = e2e_client_new(&d);
     e2e_client_init(c);
-    r = compile(c, 2, model, len, "llvm", NULL);
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "a corrupt entry must not be served");
+    r = e2e_compile(c, 2, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss", "a corrupt entry must not be served");
     json_decref(r);
     r = e2e_call(c, 3, "status", NULL);
     cr_assert_eq(e2e_result_int(r, "cache", "corrupt"), 1);
     json_decref(r);
-    r = compile(c, 4, model, len, "llvm", NULL);
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "hit", "the recompiled entry is good");
+    r = e2e_compile(c, 4, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit", "the recompiled entry is good");
     json_decref(r);
     free(model);
     e2e_client_free(c);
@@ -305,28 +189,28 @@ Test(compile, crashing_compile_hooks, .timeout = 600)
     };
     e2e_daemon d;
     e2e_prepare(&d);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         e2e_put_plugin(d.plugins, cases[i].plugin, NULL);
     e2e_launch(&d, NULL, args);
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
-    json_t *r = compile(c, 1, model, len, "llvm", NULL);
-    if (no_compile_flow(r)) {
+    json_t *r = e2e_compile(c, 1, model, len, "llvm", NULL);
+    if (e2e_no_compile_flow(r)) {
         json_decref(r);
         free(model);
         e2e_client_free(c);
         e2e_stop(&d);
         cr_skip_test("this build has no compile flow");
     }
-    check_artifact(c, r);
+    e2e_check_artifact(c, r);
     json_decref(r);
     int asserted = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        r = compile(c, 10 + (json_int_t)i, model, len, cases[i].target, NULL);
-        const char *msg = err_message(r);
+        r = e2e_compile(c, 10 + (json_int_t)i, model, len, cases[i].target, NULL);
+        const char *msg = e2e_err_message(r);
         if (msg && strstr(msg, "not supported yet")) {
             fprintf(stderr, "note: %s: the compile flow cannot reach %s yet (%s)\n", cases[i].target, cases[i].hook, msg);
             json_decref(r);
@@ -348,8 +232,8 @@ Test(compile, crashing_compile_hooks, .timeout = 600)
         json_decref(r);
         asserted++;
         /* and the daemon compiles the next model as if nothing happened */
-        r = compile(c, 100 + (json_int_t)i, model, len, "llvm", NULL);
-        check_artifact(c, r);
+        r = e2e_compile(c, 100 + (json_int_t)i, model, len, "llvm", NULL);
+        e2e_check_artifact(c, r);
         json_decref(r);
     }
     cr_assert(asserted >= 1, "no compile hook could be exercised");
@@ -364,39 +248,39 @@ Test(compile, cache_eviction, .timeout = 600)
     static const char *const args[] = {"--cache-max-bytes", "120K", NULL};
     e2e_daemon d;
     e2e_prepare(&d);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     e2e_launch(&d, NULL, args);
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
-    json_t *r = compile(c, 1, model, len, "llvm", NULL);
-    if (no_compile_flow(r)) {
+    json_t *r = e2e_compile(c, 1, model, len, "llvm", NULL);
+    if (e2e_no_compile_flow(r)) {
         json_decref(r);
         free(model);
         e2e_client_free(c);
         e2e_stop(&d);
         cr_skip_test("this build has no compile flow");
     }
-    check_artifact(c, r);
+    e2e_check_artifact(c, r);
     json_int_t one = e2e_result_int(r, "artifact", "size");
     json_decref(r);
     cr_assert(one < 120 * 1024 && 2 * one > 120 * 1024, "the test needs an artifact of 60..120 KiB, got %lld",
               (long long)one);
-    r = compile(c, 2, model, len, "llvm", json_pack("{s:b}", "explain", 1));
-    check_artifact(c, r);
+    r = e2e_compile(c, 2, model, len, "llvm", json_pack("{s:b}", "explain", 1));
+    e2e_check_artifact(c, r);
     json_decref(r);
     r = e2e_call(c, 3, "status", NULL);
     cr_assert_eq(e2e_result_int(r, "cache", "entries"), 1, "the older entry must have been evicted");
     cr_assert(e2e_result_int(r, "cache", "bytes") <= 120 * 1024);
     json_decref(r);
-    r = compile(c, 4, model, len, "llvm", json_pack("{s:b}", "explain", 1));
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "hit", "the newest entry stays");
+    r = e2e_compile(c, 4, model, len, "llvm", json_pack("{s:b}", "explain", 1));
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit", "the newest entry stays");
     json_decref(r);
-    r = compile(c, 5, model, len, "llvm", NULL);
-    check_artifact(c, r);
-    cr_assert_str_eq(result_str(r, "cache", NULL), "miss", "the evicted entry is gone");
+    r = e2e_compile(c, 5, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss", "the evicted entry is gone");
     json_decref(r);
     /* evicted files are gone from disk too (stores are written when the daemon exits at the latest) */
     r = e2e_call(c, 6, "shutdown", NULL);
@@ -424,17 +308,17 @@ Test(compile, op_type_not_utf8_is_answered, .timeout = 600)
 {
     e2e_daemon d;
     e2e_start(&d, NULL, NULL);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     uint8_t *at = memmem(model, len, "Softmax", 7);
     cr_assert_not_null(at, "digits.onnx has a Softmax node");
     memcpy(at, "\xff\xfe\xc3(\x80" "ax", 7);
     wait_for_kind(c, "c");
-    json_t *r = compile(c, 2, model, len, "c", NULL);
-    if (no_compile_flow(r)) {
+    json_t *r = e2e_compile(c, 2, model, len, "c", NULL);
+    if (e2e_no_compile_flow(r)) {
         json_decref(r);
         free(model);
         e2e_client_free(c);
@@ -442,7 +326,7 @@ Test(compile, op_type_not_utf8_is_answered, .timeout = 600)
         cr_skip_test("this build has no compile flow");
     }
     cr_assert_neq(e2e_error_code(r), 0, "the model must be refused");
-    const char *msg = err_message(r);
+    const char *msg = e2e_err_message(r);
     cr_assert(msg && strstr(msg, "unsupported operator"), "message: %s", msg ? msg : "(none)");
     cr_assert(strstr(msg, "ax"), "the message quotes what it can of the name: %s", msg);
     json_decref(r);
@@ -458,7 +342,7 @@ Test(compile, bad_plugin_files_are_refused, .timeout = 600)
 {
     e2e_daemon d;
     e2e_prepare(&d);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "head -c 4000 '%s/tth-c-host.so' > '%s/tth-cut.so' && echo hello > '%s/tth-text.so' && "
              "chmod 755 '%s/tth-cut.so' '%s/tth-text.so'", d.plugins, d.plugins, d.plugins, d.plugins, d.plugins);
@@ -467,15 +351,15 @@ Test(compile, bad_plugin_files_are_refused, .timeout = 600)
     e2e_client *c = e2e_client_new(&d);
     e2e_client_init(c);
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     const char *targets[] = {"c", "llvm"};
     for (int i = 0; i < 2; i++) {
-        json_t *r = compile(c, 10 + i, model, len, targets[i], NULL);
-        if (no_compile_flow(r)) {
+        json_t *r = e2e_compile(c, 10 + i, model, len, targets[i], NULL);
+        if (e2e_no_compile_flow(r)) {
             json_decref(r);
             break;
         }
-        cr_assert_eq(e2e_error_code(r), 0, "compile for %s beside bad plugin files: %s", targets[i], err_message(r));
+        cr_assert_eq(e2e_error_code(r), 0, "compile for %s beside bad plugin files: %s", targets[i], e2e_err_message(r));
         json_decref(r);
     }
     json_t *r = e2e_call(c, 20, "plugins/list", NULL);
@@ -496,7 +380,7 @@ Test(compile, model_by_path, .timeout = 300)
 {
     e2e_daemon d;
     e2e_prepare(&d);
-    put_real_plugins(&d);
+    e2e_put_real_plugins(&d);
     e2e_launch(&d, NULL, NULL);
     e2e_client *c = e2e_client_new(&d);
     e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
@@ -507,7 +391,7 @@ Test(compile, model_by_path, .timeout = 300)
     char path[512];
     snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
     size_t len;
-    uint8_t *model = read_model(&len);
+    uint8_t *model = e2e_read_digits(&len);
     free(model);
     c->binary_len = 0;
     e2e_send(c, tthp_request_new(2, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
@@ -516,20 +400,20 @@ Test(compile, model_by_path, .timeout = 300)
     if (!r)
         e2e_dump_log(&d);
     cr_assert_not_null(r, "no answer to a compile by path");
-    if (!no_compile_flow(r)) {
-        check_artifact(c, r);
+    if (!e2e_no_compile_flow(r)) {
+        e2e_check_artifact(c, r);
         json_decref(r);
         e2e_send(c, tthp_request_new(3, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
                                                              (json_int_t)len + 1, "path", path, "target", "c")));
         r = e2e_recv_response(c, 60000);
         cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
-        cr_assert(strstr(err_message(r), "not model.size"), "%s", err_message(r));
+        cr_assert(strstr(e2e_err_message(r), "not model.size"), "%s", e2e_err_message(r));
         json_decref(r);
         e2e_send(c, tthp_request_new(4, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
                                                              (json_int_t)len, "path", "examples/digits.onnx", "target", "c")));
         r = e2e_recv_response(c, 60000);
         cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
-        cr_assert(strstr(err_message(r), "must be absolute"), "%s", err_message(r));
+        cr_assert(strstr(e2e_err_message(r), "must be absolute"), "%s", e2e_err_message(r));
     }
     json_decref(r);
     e2e_client_free(c);

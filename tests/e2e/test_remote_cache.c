@@ -1,0 +1,342 @@
+/* End to end: the remote cache on a real redis-server (docs/cache.md, "The remote cache on
+ * Redis"), started by each test on a private unix socket. Two daemons with their own local caches
+ * share a compile; a corrupt or truncated remote entry is a miss and is replaced; Redis killed,
+ * restarted and stalled never fails a compile and is warned about once; a bad address stops
+ * tthd at startup with the reason. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "harness.h"
+
+typedef struct redis {
+    char dir[128];
+    char sock[192];
+    char url[256];
+    pid_t pid;
+} redis;
+
+static void redis_launch(redis *r)
+{
+    fflush(NULL);
+    r->pid = fork();
+    cr_assert(r->pid >= 0);
+    if (r->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, passed or failed */
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        char log[256];
+        snprintf(log, sizeof log, "%s/redis.log", r->dir);
+        execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock, "--unixsocketperm", "700",
+               "--save", "", "--appendonly", "no", "--dir", r->dir, "--logfile", log, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) {
+        redisContext *c = redisConnectUnix(r->sock);
+        int ok = c && !c->err;
+        redisFree(c);
+        if (ok)
+            return;
+        int status;
+        if (waitpid(r->pid, &status, WNOHANG) == r->pid)
+            cr_assert_fail("redis-server did not start (status %d; installed by scripts/setup?)", status);
+        usleep(25000);
+    }
+    cr_assert_fail("redis-server did not listen on %s", r->sock);
+}
+
+/* A redis-server in a new temporary directory; the daemons' address has a short retry time. */
+static void redis_start(redis *r, const char *params)
+{
+    snprintf(r->dir, sizeof r->dir, "/tmp/tth-redis-XXXXXX");
+    cr_assert_not_null(mkdtemp(r->dir));
+    snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
+    snprintf(r->url, sizeof r->url, "unix://%s?%s", r->sock, params);
+    redis_launch(r);
+}
+
+static void redis_kill(redis *r, int sig)
+{
+    if (r->pid <= 0)
+        return;
+    kill(r->pid, sig);
+    if (sig == SIGKILL || sig == SIGTERM) {
+        waitpid(r->pid, NULL, 0);
+        r->pid = 0;
+        unlink(r->sock);
+    }
+}
+
+static void redis_stop(redis *r)
+{
+    redis_kill(r, SIGKILL);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static redisReply *redis_cmd(redis *r, const char *fmt, ...)
+{
+    redisContext *c = redisConnectUnix(r->sock);
+    cr_assert(c && !c->err, "cannot connect to redis: %s", c ? c->errstr : "");
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    cr_assert_not_null(rep);
+    return rep;
+}
+
+/* A daemon with the real plugins and this remote cache. */
+static void daemon_start(e2e_daemon *d, const redis *r)
+{
+    const char *args[] = {"--workers", "1", "--cache-redis", r->url, NULL};
+    e2e_prepare(d);
+    e2e_put_real_plugins(d);
+    e2e_launch(d, NULL, args);
+}
+
+static json_t *remote_status(e2e_client *c)
+{
+    json_t *r = e2e_call(c, 90, "status", NULL);
+    json_t *rc = json_incref(json_object_get(json_object_get(r, "result"), "remoteCache"));
+    json_decref(r);
+    cr_assert(json_is_object(rc), "status has no remoteCache object");
+    return rc;
+}
+
+static json_int_t remote_count(e2e_client *c, const char *what)
+{
+    json_t *rc = remote_status(c);
+    json_int_t v = json_integer_value(json_object_get(rc, what));
+    json_decref(rc);
+    return v;
+}
+
+/* Stores are written after the answer: wait until the daemon has stored n entries. */
+static void wait_stores(e2e_client *c, json_int_t n)
+{
+    for (int i = 0; i < 200 && remote_count(c, "stores") < n; i++)
+        usleep(25000);
+    cr_assert_eq(remote_count(c, "stores"), n, "the remote store did not complete");
+}
+
+static int log_count(const e2e_daemon *d, const char *needle)
+{
+    FILE *f = fopen(d->log, "r");
+    cr_assert_not_null(f);
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* Compile and return the artifact's XXH64 text, asserting success and the cache state */
+static char *compile_expect(e2e_client *c, json_int_t id, const uint8_t *model, size_t len, const char *target,
+                            const char *cache, const char *source)
+{
+    json_t *r = e2e_compile(c, id, model, len, target, NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), cache, "compile %lld for '%s'", (long long)id, target);
+    const char *src = e2e_result_str(r, "cacheSource", NULL);
+    if (source)
+        cr_assert(src && strcmp(src, source) == 0, "compile %lld: cacheSource %s, expected %s", (long long)id,
+                  src ? src : "(none)", source);
+    else
+        cr_assert_null(src, "a miss has no cacheSource");
+    char *sum = strdup(e2e_result_str(r, "artifact", "xxh64"));
+    json_decref(r);
+    return sum;
+}
+
+Test(remote_cache, two_daemons_share_a_compile, .timeout = 300)
+{
+    redis rd;
+    redis_start(&rd, "retry=1");
+    e2e_daemon a, b;
+    daemon_start(&a, &rd);
+    daemon_start(&b, &rd);
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    e2e_client *ca = e2e_client_new(&a), *cb = e2e_client_new(&b);
+    e2e_client_init(ca);
+    e2e_client_init(cb);
+    char *first = compile_expect(ca, 1, model, len, "llvm", "miss", NULL);
+    wait_stores(ca, 1);
+    /* b has never compiled it: its local cache misses, the remote one answers with a's bytes */
+    char *second = compile_expect(cb, 2, model, len, "llvm", "hit", "remote");
+    cr_assert_str_eq(second, first, "the remote hit is a's artifact");
+    char *third = compile_expect(cb, 3, model, len, "llvm", "hit", "local");
+    cr_assert_str_eq(third, first);
+    cr_assert_eq(remote_count(cb, "hits"), 1);
+    cr_assert_eq(remote_count(cb, "stores"), 0, "a remote hit is not stored back");
+    cr_assert_eq(remote_count(ca, "misses"), 1);
+    json_t *st = remote_status(cb);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "state")), "up");
+    cr_assert(strstr(json_string_value(json_object_get(st, "address")), rd.sock));
+    json_decref(st);
+    /* the entry lives with a TTL, renewed by the hit */
+    redisReply *rep = redis_cmd(&rd, "KEYS tth:artifact:*");
+    cr_assert_eq(rep->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(rep->elements, 1);
+    redisReply *ttl = redis_cmd(&rd, "TTL %s", rep->element[0]->str);
+    cr_assert(ttl->integer > 600000 && ttl->integer <= 604800, "ttl %lld", (long long)ttl->integer);
+    freeReplyObject(ttl);
+    freeReplyObject(rep);
+    free(first);
+    free(second);
+    free(third);
+    free(model);
+    e2e_client_free(ca);
+    e2e_client_free(cb);
+    e2e_stop(&a);
+    e2e_stop(&b);
+    redis_stop(&rd);
+}
+
+/* Replace the only remote entry's value by a damaged copy of itself */
+static void damage_entry(redis *rd, int truncate)
+{
+    redisReply *keys = redis_cmd(rd, "KEYS tth:artifact:*");
+    cr_assert_eq(keys->elements, 1);
+    redisReply *v = redis_cmd(rd, "GET %s", keys->element[0]->str);
+    cr_assert_eq(v->type, REDIS_REPLY_STRING);
+    size_t n = truncate ? v->len / 2 : v->len;
+    if (!truncate)
+        v->str[v->len - 7] ^= 0x21;
+    freeReplyObject(redis_cmd(rd, "SET %s %b", keys->element[0]->str, v->str, n));
+    freeReplyObject(v);
+    freeReplyObject(keys);
+}
+
+Test(remote_cache, corrupt_or_truncated_entries_are_misses_and_replaced, .timeout = 300)
+{
+    redis rd;
+    redis_start(&rd, "retry=1");
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    static const char *const targets[] = {"llvm", "c"};
+    for (int t = 0; t < 2; t++) {
+        freeReplyObject(redis_cmd(&rd, "FLUSHALL"));
+        e2e_daemon a, b, c;
+        daemon_start(&a, &rd);
+        e2e_client *ca = e2e_client_new(&a);
+        e2e_client_init(ca);
+        char *good = compile_expect(ca, 1, model, len, targets[t], "miss", NULL);
+        wait_stores(ca, 1);
+        damage_entry(&rd, t == 1);
+        /* b gets no damaged bytes: a miss, a compile, and the entry stored again */
+        daemon_start(&b, &rd);
+        e2e_client *cb = e2e_client_new(&b);
+        e2e_client_init(cb);
+        char *again = compile_expect(cb, 2, model, len, targets[t], "miss", NULL);
+        cr_assert_str_eq(again, good);
+        cr_assert_eq(remote_count(cb, "corrupt"), 1);
+        wait_stores(cb, 1);
+        cr_assert_eq(log_count(&b, "failed its check"), 1);
+        /* a third daemon is served the replaced entry */
+        daemon_start(&c, &rd);
+        e2e_client *cc = e2e_client_new(&c);
+        e2e_client_init(cc);
+        char *third = compile_expect(cc, 3, model, len, targets[t], "hit", "remote");
+        cr_assert_str_eq(third, good);
+        free(good);
+        free(again);
+        free(third);
+        e2e_client_free(ca);
+        e2e_client_free(cb);
+        e2e_client_free(cc);
+        e2e_stop(&a);
+        e2e_stop(&b);
+        e2e_stop(&c);
+    }
+    free(model);
+    redis_stop(&rd);
+}
+
+Test(remote_cache, redis_killed_restarted_and_stalled, .timeout = 300)
+{
+    redis rd;
+    redis_start(&rd, "retry=1&timeout=0.5");
+    e2e_daemon a;
+    daemon_start(&a, &rd);
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    e2e_client *c = e2e_client_new(&a);
+    e2e_client_init(c);
+    free(compile_expect(c, 1, model, len, "llvm", "miss", NULL));
+    wait_stores(c, 1);
+    /* killed: compiles go on with the local cache, one warning */
+    redis_kill(&rd, SIGKILL);
+    free(compile_expect(c, 2, model, len, "c", "miss", NULL));
+    free(compile_expect(c, 3, model, len, "llvm -opt-level=1", "miss", NULL));
+    free(compile_expect(c, 4, model, len, "llvm", "hit", "local"));
+    json_t *st = remote_status(c);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "state")), "down");
+    cr_assert(json_integer_value(json_object_get(st, "errors")) >= 1);
+    cr_assert(strstr(json_string_value(json_object_get(st, "lastError")), "connect"), "lastError: %s",
+              json_string_value(json_object_get(st, "lastError")));
+    json_decref(st);
+    cr_assert_eq(log_count(&a, "unreachable"), 1, "one warning while Redis is down");
+    /* back: used again once the retry time has passed */
+    redis_launch(&rd);
+    sleep(2);
+    free(compile_expect(c, 5, model, len, "llvm -opt-level=2", "miss", NULL));
+    wait_stores(c, 2);
+    cr_assert_eq(log_count(&a, "reachable again"), 1);
+    /* stalled (stopped, so its socket accepts nothing): the timeout ends the wait, the compile
+     * goes on */
+    redis_kill(&rd, SIGSTOP);
+    free(compile_expect(c, 6, model, len, "llvm -opt-level=0", "miss", NULL));
+    st = remote_status(c);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "state")), "down");
+    json_decref(st);
+    redis_kill(&rd, SIGCONT);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&a);
+    redis_stop(&rd);
+}
+
+/* tthd --cache-redis ADDRESS with a mistake: exit 2, naming it */
+static void refused(const char *url, const char *says)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    const char *args[] = {"--cache-redis", url, NULL};
+    pid_t pid = e2e_spawn(&d, args);
+    int status;
+    cr_assert(e2e_wait_exit(pid, 10000, &status), "tthd did not exit for '%s'", url);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status %d for '%s'", status, url);
+    cr_assert_eq(log_count(&d, says), 1, "tthd's message for '%s' does not say '%s'", url, says);
+    e2e_cleanup(&d);
+}
+
+Test(remote_cache, bad_addresses_stop_tthd_with_the_reason)
+{
+    refused("redis://localhost:6379/0?tll=60", "did you mean 'ttl'");
+    refused("redis://localhost:99999", "port '99999'");
+    refused("rediss://localhost", "TLS");
+    refused("redis://localhost/x", "database 'x'");
+    refused("localhost:6379", "not a Redis address");
+    refused("unix://relative.sock", "absolute path");
+    refused("redis://h?max_bytes=1G", "max_bytes '1G'");
+    refused("redis://h?timeout", "has no value");
+    refused("redis://u:%zz@h", "escaped");
+}
