@@ -115,6 +115,24 @@ static int socket_connect(const char *path)
 
 /* ---- starting tthd ---- */
 
+/* The last line of the daemon's log (what a tthd that refused to start said), into buf: 1, or 0
+ * when there is none. */
+static int last_line(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0])
+            snprintf(buf, len, "%s", line);
+    }
+    fclose(f);
+    return buf[0] != '\0';
+}
+
 static int is_executable(const char *path)
 {
     struct stat st;
@@ -299,7 +317,9 @@ static int wait_ready(const char *sock, pid_t pid, const char *log, const char *
                 snprintf(what, sizeof what, "exited with status %d", WEXITSTATUS(status));
             else
                 snprintf(what, sizeof what, "was killed by signal %d", WTERMSIG(status));
-            tthctl_fail(err, TTHCTL_EXIT_UNREACHABLE, loc, "tthd ('%s') %s before it was ready", exe, what);
+            char why[512];
+            tthctl_fail(err, TTHCTL_EXIT_UNREACHABLE, loc, "tthd ('%s') %s before it was ready%s%s", exe, what,
+                        last_line(log, why, sizeof why) ? ": " : "", why);
             tthctl_hint(err, "see %s", log);
             return -TTHCTL_EXIT_UNREACHABLE;
         }

@@ -486,6 +486,7 @@ Test(client, status_human_and_json)
     assert_has(po.out, "tthd 0.1.0 (protocol 1.0)");
     assert_has(po.out, F.cache);
     assert_has(po.out, "workers:");
+    assert_has(po.out, "remote cache: none");
     proc_out_free(&po);
 
     ctl(&po, "status", "--json");
@@ -494,6 +495,7 @@ Test(client, status_human_and_json)
     cr_assert_eq(json_integer_value(json_object_get(st, "pid")), F.daemon);
     cr_assert_str_eq(json_string_value(json_object_get(st, "cacheDir")), F.cache);
     cr_assert(json_is_object(json_object_get(st, "workers")));
+    cr_assert(json_is_null(json_object_get(st, "remoteCache")));
     json_decref(st);
     proc_out_free(&po);
 }
@@ -987,6 +989,7 @@ Test(client, request_limit_from_the_environment)
     setenv("TTH_MAX_REQUEST_BYTES", "lots", 1);
     ctl(&po, "status");
     cr_assert_neq(po.status, 0, "a daemon started with a bad TTH_MAX_REQUEST_BYTES");
+    assert_has(po.err, "TTH_MAX_REQUEST_BYTES='lots' is not a size"); /* tthd's reason, in tthctl's error */
     proc_out_free(&po);
     char log[400];
     snprintf(log, sizeof log, "%s/tthd.log", F.dir); /* beside the socket */
@@ -994,6 +997,13 @@ Test(client, request_limit_from_the_environment)
     assert_has(l, "TTH_MAX_REQUEST_BYTES='lots' is not a size");
     free(l);
     unsetenv("TTH_MAX_REQUEST_BYTES");
+    /* the same for the remote cache's address, with the nearest parameter name */
+    setenv("TTH_CACHE_REDIS", "redis://localhost?tll=60", 1);
+    ctl(&po, "status");
+    cr_assert_eq(po.status, 3, "exit %d:\n%s", po.status, po.err);
+    assert_has(po.err, "unknown parameter 'tll'; did you mean 'ttl'");
+    proc_out_free(&po);
+    setenv("TTH_CACHE_REDIS", "", 1);
 }
 
 Test(client, compile_no_cache_and_dump_ir)
