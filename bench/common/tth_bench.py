@@ -24,9 +24,10 @@ class BenchError(Exception):
 
 
 class Tth:
-    """A private tthd from the build directory `build`, and the tools next to it."""
+    """A private tthd from the build directory `build`, and the tools next to it; `extra` are more
+    tthd arguments."""
 
-    def __init__(self, build, workers=1):
+    def __init__(self, build, workers=1, extra=()):
         self.build = os.path.abspath(build)
         self.tthctl = os.path.join(self.build, "client", "tthctl")
         self.tthd = os.path.join(self.build, "daemon", "tthd")
@@ -40,7 +41,7 @@ class Tth:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [self.tthd, "--socket", self.socket, "--cache-dir", os.path.join(self.dir, "cache"),
-                 "--workers", str(workers), "--idle-exit", "3600"],
+                 "--workers", str(workers), "--idle-exit", "3600"] + list(extra),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + 15
         while self.ctl("status", check=False).returncode != 0:

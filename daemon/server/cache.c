@@ -26,6 +26,7 @@ struct tthd_cache_entry {
     char key[33];
     uint64_t size;              /* file size */
     uint8_t *artifact;          /* in memory, or NULL */
+    uint8_t *mem;               /* the allocation artifact points into (a whole entry's bytes, or a copy) */
     size_t artifact_len;
     int on_disk;                /* its file is written (scanned, loaded or stored) */
     uint64_t art_sum;           /* XXH64 of the artifact alone, once in memory (for every hit's answer) */
@@ -68,6 +69,11 @@ static char *entry_path(const tthd_cache *c, const char *key)
     return p;
 }
 
+char *tthd_cache_entry_path(const tthd_cache *c, const char *key)
+{
+    return c->dir ? entry_path(c, key) : NULL;
+}
+
 static void unlink_entry(tthd_cache *c, tthd_cache_entry *e)
 {
     if (e->prev)
@@ -93,7 +99,7 @@ static void push_front(tthd_cache *c, tthd_cache_entry *e)
 
 static void free_entry(tthd_cache_entry *e)
 {
-    free(e->artifact);
+    free(e->mem);
     json_decref(e->metadata);
     free(e);
 }
@@ -135,8 +141,8 @@ static void evict(tthd_cache *c)
         if (!e->artifact || !c->dir)
             continue;
         c->mem_bytes -= e->artifact_len;
-        free(e->artifact);
-        e->artifact = NULL;
+        free(e->mem);
+        e->mem = e->artifact = NULL;
         json_decref(e->metadata);
         e->metadata = NULL;
     }
@@ -360,18 +366,15 @@ static int load(tthd_cache *c, tthd_cache_entry *e)
     if (fstat(fileno(f), &st) == 0 && st.st_size >= CACHE_HDR && (uint64_t)st.st_size < (1ull << 40) &&
         (blob = malloc((size_t)st.st_size)) && fread(blob, 1, (size_t)st.st_size, f) == (size_t)st.st_size &&
         tthd_cache_blob_check(blob, (size_t)st.st_size, &meta, &off, &alen) == 0) {
-        e->artifact = malloc(alen ? alen : 1);
-        if (e->artifact) {
-            memcpy(e->artifact, blob + off, alen);
-            e->metadata = meta;
-            e->artifact_len = alen;
-            e->art_offset = off;
-            e->art_sum = XXH64(e->artifact, alen, 0);
-            c->mem_bytes += alen;
-            rc = 0;
-        } else {
-            json_decref(meta);
-        }
+        e->mem = blob; /* the artifact stays where it was read */
+        e->artifact = blob + off;
+        blob = NULL;
+        e->metadata = meta;
+        e->artifact_len = alen;
+        e->art_offset = off;
+        e->art_sum = XXH64(e->artifact, alen, 0);
+        c->mem_bytes += alen;
+        rc = 0;
     }
     free(blob);
     fclose(f);
@@ -502,7 +505,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     snprintf(e->key, sizeof e->key, "%s", key);
     memcpy(copy, artifact, len);
     e->art_sum = sum;
-    e->artifact = copy;
+    e->mem = e->artifact = copy;
     e->artifact_len = len;
     e->metadata = json_deep_copy(metadata ? metadata : json_null());
     e->size = size;
@@ -537,6 +540,54 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
         }
     }
     free(blob);
+    evict(c);
+}
+
+void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob_len, size_t art_offset,
+                      size_t art_len, uint64_t sum, const json_t *metadata, int on_disk, tthd_cache_hit *hit)
+{
+    tthd_cache_entry *e = find(c, key);
+    if (!e && !(on_disk && c->dir)) {
+        tthd_cache_store(c, key, blob + art_offset, art_len, sum, metadata);
+        free(blob);
+        e = find(c, key);
+    } else if (e) {
+        free(blob); /* the same bytes (the key says so), already here */
+    } else if ((e = calloc(1, sizeof *e)) != NULL) {
+        snprintf(e->key, sizeof e->key, "%s", key);
+        e->mem = blob;
+        e->artifact = blob + art_offset;
+        e->artifact_len = art_len;
+        e->art_sum = sum;
+        e->art_offset = art_offset;
+        e->metadata = json_deep_copy(metadata);
+        e->size = blob_len;
+        e->on_disk = 1;
+        push_front(c, e);
+        c->bytes += blob_len;
+        c->entries++;
+        c->mem_bytes += art_len;
+        c->stores++;
+    } else {
+        free(blob);
+    }
+    memset(hit, 0, sizeof *hit);
+    if (!e || !e->artifact)
+        return;
+    if (c->head != e) { /* most recent: eviction leaves it alone while the hit is answered */
+        unlink_entry(c, e);
+        push_front(c, e);
+        c->bytes += e->size;
+        c->entries++;
+        c->mem_bytes += e->artifact_len;
+    }
+    hit->artifact = e->artifact;
+    hit->artifact_len = e->artifact_len;
+    hit->metadata = e->metadata;
+    hit->xxh64 = e->art_sum;
+    hit->offset = e->art_offset;
+    if (e->on_disk && c->dir && c->dir[0] == '/')
+        hit->path = entry_path(c, e->key);
     evict(c);
 }
 

@@ -367,22 +367,47 @@ static void submit_compile(tthd_server *srv, tthd_request *req)
     tthd_pool_submit(&srv->pool, cj);
 }
 
-/* The remote cache's answer to a local miss: serve its artifact (kept locally from now on), or
+/* A hit, local or remote: the client on this machine that asked copies the cache file itself
+ * (the daemon serves its own uid only), else it is streamed. */
+static void answer_hit(tthd_request *req, const char *state, const tthd_cache_hit *hit, const json_t *diagnostics)
+{
+    tthd_log(TTHD_LOG_DEBUG, "compile %s: %s %s", req->model_name, state, req->key);
+    tthd_progress(req, "report", "cache", 100);
+    const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
+    if (hit->path && delivery && strcmp(delivery, "file") == 0)
+        answer_artifact(req, state, hit->artifact_len, hit->xxh64, 0, hit->path, hit->offset, hit->metadata,
+                        diagnostics, NULL, NULL);
+    else
+        send_artifact(req, state, hit->artifact, hit->artifact_len, hit->xxh64, hit->metadata, diagnostics, NULL,
+                      NULL);
+}
+
+/* The remote cache's answer to a local miss: serve what it found (now in the local cache too), or
  * compile. */
-static void on_remote_answer(void *data, const uint8_t *artifact, size_t len, uint64_t sum, const json_t *metadata)
+static void on_remote_answer(void *data, tthd_remote_found *found)
 {
     tthd_request *req = data;
     tthd_server *srv = req->conn->srv;
     req->remote = NULL;
     req->remote_s = (double)(uv_hrtime() - req->remote_t0) / 1e9;
-    if (artifact && external_data_same(metadata, req->model_dir)) {
-        tthd_log(TTHD_LOG_DEBUG, "compile %s: remote cache hit %s", req->model_name, req->key);
-        tthd_cache_store(&srv->cache, req->key, artifact, len, sum, metadata);
-        tthd_progress(req, "report", "cache", 100);
-        send_artifact(req, "remote-hit", artifact, len, sum, metadata, req->parse_diagnostics, NULL, NULL);
+    if (!found || !external_data_same(found->metadata, req->model_dir)) {
+        submit_compile(srv, req);
         return;
     }
-    submit_compile(srv, req);
+    if (found->blob_len > srv->cache.max_bytes) { /* too large to keep here: just serve it */
+        send_artifact(req, "remote-hit", found->blob + found->art_offset, found->art_len, found->sum,
+                      found->metadata, req->parse_diagnostics, NULL, NULL);
+        return;
+    }
+    tthd_cache_hit hit;
+    tthd_cache_adopt(&srv->cache, req->key, found->blob, found->blob_len, found->art_offset, found->art_len,
+                     found->sum, found->metadata, found->on_disk, &hit);
+    found->blob = NULL;
+    if (hit.artifact || tthd_cache_lookup(&srv->cache, req->key, &hit))
+        answer_hit(req, "remote-hit", &hit, req->parse_diagnostics);
+    else
+        submit_compile(srv, req);
+    free(hit.path);
 }
 
 /* The target parsed: look the artifact up, or compile it. */
@@ -421,17 +446,7 @@ static void on_compile_target(tthd_job *job)
     }
     req->lookup_s = (double)(uv_hrtime() - l0) / 1e9;
     if (found) {
-        tthd_log(TTHD_LOG_DEBUG, "compile %s: cache hit %s", req->model_name, req->key);
-        tthd_progress(req, "report", "cache", 100);
-        const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
-        /* a client on this machine that asked copies the cache file itself (the daemon serves its
-         * own uid only): nothing is streamed */
-        if (hit.path && delivery && strcmp(delivery, "file") == 0)
-            answer_artifact(req, "hit", hit.artifact_len, hit.xxh64, 0, hit.path, hit.offset, hit.metadata,
-                            json_object_get(job->result, "diagnostics"), NULL, NULL);
-        else
-            send_artifact(req, "hit", hit.artifact, hit.artifact_len, hit.xxh64, hit.metadata,
-                          json_object_get(job->result, "diagnostics"), NULL, NULL);
+        answer_hit(req, "hit", &hit, json_object_get(job->result, "diagnostics"));
         free(hit.path);
         return;
     }
@@ -439,7 +454,9 @@ static void on_compile_target(tthd_job *job)
     if (use_cache) {
         req->parse_diagnostics = json_incref(json_object_get(job->result, "diagnostics"));
         req->remote_t0 = uv_hrtime();
-        req->remote = tthd_remote_lookup(&srv->remote, req->key, on_remote_answer, req);
+        char *path = tthd_cache_entry_path(&srv->cache, req->key);
+        req->remote = tthd_remote_lookup(&srv->remote, req->key, path, on_remote_answer, req);
+        free(path);
         if (req->remote)
             return;
     }

@@ -8,11 +8,16 @@
  * answering errors never fails a compile: the operation counts as a miss, one warning is logged,
  * and nothing is tried again before the retry time. A value that fails its check is a miss and
  * is deleted; the compile that follows stores a good one. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 #include <xxhash.h>
@@ -30,11 +35,12 @@ typedef struct remote_op {
     /* a lookup */
     tthd_remote_cb cb;          /* NULL once cancelled */
     void *data;
-    redisReply *reply;          /* the GET's value, kept until the answer */
+    char *local_path;           /* where a value found goes in the local cache, or NULL */
+    int on_disk;                /* it went there */
     json_t *metadata;
     size_t art_offset, art_len;
     uint64_t sum;
-    /* a store */
+    /* the value: a store's, or the lookup's found */
     uint8_t *blob;
     size_t blob_len;
     enum outcome outcome;
@@ -119,16 +125,193 @@ static redisContext *connect_new(const tthd_remote_config *cfg, char *err, size_
 /* Run one command (argv form) on an idle connection, or a new one; a connection that turns out
  * broken (Redis restarted since it was last used) is replaced once. NULL: unreachable, err says
  * why. An error answer is returned as such (the connection stays usable). */
+/* ---- the value's bytes, straight between the socket and our buffer ---------------------- *
+ * hiredis 0.14 reads a reply 16 KiB at a time into a buffer that grows by 1 MiB steps once past
+ * 1 MiB, copying it each time: a 70 MB value took 0.6 s to GET. So GET and SET of a value write the
+ * command (RESP: "*N\r\n" then "$len\r\nbytes\r\n" per argument) and read the answer on the
+ * connection's socket themselves, the value read in one buffer of its announced size. The
+ * socket's timeouts (redisSetTimeout) still apply; hiredis's own buffers are empty between
+ * commands, so the connection stays usable for hiredis afterwards. */
+
+static int raw_fail(char *err, size_t len, const char *what, int e)
+{
+    snprintf(err, len, "%s: %s", what, e == EAGAIN || e == EWOULDBLOCK ? "timed out" : e ? strerror(e) : "connection closed");
+    return -1;
+}
+
+static int raw_write(int fd, const char *const *argv, const size_t *lens, int argc, char *err, size_t len)
+{
+    char heads[8][48];
+    struct iovec iov[2 + 3 * 8];
+    int n = 0, h = 0;
+    int k = snprintf(heads[h], sizeof heads[h], "*%d\r\n", argc);
+    iov[n++] = (struct iovec){heads[h++], (size_t)k};
+    for (int i = 0; i < argc && i < 7; i++) {
+        k = snprintf(heads[h], sizeof heads[h], "$%zu\r\n", lens[i]);
+        iov[n++] = (struct iovec){heads[h++], (size_t)k};
+        iov[n++] = (struct iovec){(void *)argv[i], lens[i]};
+        iov[n++] = (struct iovec){"\r\n", 2};
+    }
+    struct iovec *v = iov;
+    while (n > 0) {
+        ssize_t w = writev(fd, v, n > IOV_MAX ? IOV_MAX : n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return raw_fail(err, len, argv[0], w < 0 ? errno : 0);
+        while (n > 0 && (size_t)w >= v->iov_len) {
+            w -= (ssize_t)v->iov_len;
+            v++;
+            n--;
+        }
+        if (n > 0) {
+            v->iov_base = (char *)v->iov_base + w;
+            v->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+static int raw_read(int fd, char *buf, size_t n, const char *what, char *err, size_t len)
+{
+    while (n) {
+        ssize_t r = read(fd, buf, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return raw_fail(err, len, what, r < 0 ? errno : 0);
+        buf += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* One reply line (without its CRLF), a byte at a time so nothing after it is consumed */
+static int raw_line(int fd, char *line, size_t cap, const char *what, char *err, size_t len)
+{
+    size_t n = 0;
+    for (;;) {
+        if (raw_read(fd, line + n, 1, what, err, len) != 0)
+            return -1;
+        if (line[n] == '\n' && n > 0 && line[n - 1] == '\r') {
+            line[n - 1] = '\0';
+            return 0;
+        }
+        if (++n == cap) {
+            snprintf(err, len, "%s: an answer line too long", what);
+            return -1;
+        }
+    }
+}
+
+/* Take a connection for a raw command (as command() does); NULL with err */
+static redisContext *take(tthd_remote *r, int *reused, char *err, size_t len)
+{
+    redisContext *c = NULL;
+    uv_mutex_lock(&r->lock);
+    if (r->n_idle)
+        c = r->idle[--r->n_idle];
+    uv_mutex_unlock(&r->lock);
+    *reused = c != NULL;
+    return c ? c : connect_new(r->cfg, err, len);
+}
+
+static void give(tthd_remote *r, redisContext *c)
+{
+    uv_mutex_lock(&r->lock);
+    if (r->n_idle < (int)(sizeof r->idle / sizeof *r->idle)) {
+        r->idle[r->n_idle++] = c;
+        c = NULL;
+    }
+    uv_mutex_unlock(&r->lock);
+    if (c)
+        redisFree(c);
+}
+
+/* GET key into a malloc'd buffer: 1 (*val, *n), 0 (no such key), -1 unreachable, -2 an error
+ * answer (in err). */
+static int raw_get(tthd_remote *r, const char *key, uint8_t **val, size_t *n, char *err, size_t len)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int reused;
+        redisContext *c = take(r, &reused, err, len);
+        if (!c)
+            return -1;
+        const char *argv[] = {"GET", key};
+        size_t lens[] = {3, strlen(key)};
+        char line[512];
+        int rc = raw_write(c->fd, argv, lens, 2, err, len) == 0 ? raw_line(c->fd, line, sizeof line, "GET", err, len)
+                                                                 : -1;
+        if (rc != 0) {
+            redisFree(c);
+            if (reused)
+                continue;
+            return -1;
+        }
+        if (line[0] == '-') {
+            snprintf(err, len, "GET: %.160s", line + 1);
+            give(r, c);
+            return -2;
+        }
+        char *end;
+        long long size = line[0] == '$' ? strtoll(line + 1, &end, 10) : -2;
+        if (size == -1) {
+            give(r, c);
+            return 0;
+        }
+        uint8_t *buf = size >= 0 && *end == '\0' && (uint64_t)size <= (1ull << 40) ? malloc((size_t)size + 2) : NULL;
+        if (!buf || raw_read(c->fd, (char *)buf, (size_t)size + 2, "GET", err, len) != 0) {
+            if (!buf)
+                snprintf(err, len, "GET: unexpected answer '%.40s'", line);
+            free(buf);
+            redisFree(c); /* the rest of the answer is unread: the connection is spoiled */
+            return buf ? -1 : -2;
+        }
+        give(r, c);
+        *val = buf;
+        *n = (size_t)size;
+        return 1;
+    }
+    return -1;
+}
+
+/* SET key value EX ttl: 0, -1 unreachable, -2 an error answer */
+static int raw_set(tthd_remote *r, const char *key, const uint8_t *val, size_t n, char *err, size_t len)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%" PRIu64, r->cfg->ttl);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int reused;
+        redisContext *c = take(r, &reused, err, len);
+        if (!c)
+            return -1;
+        const char *argv[] = {"SET", key, (const char *)val, "EX", ttl};
+        size_t lens[] = {3, strlen(key), n, 2, strlen(ttl)};
+        char line[512];
+        if (raw_write(c->fd, argv, lens, 5, err, len) != 0 || raw_line(c->fd, line, sizeof line, "SET", err, len) != 0) {
+            redisFree(c);
+            if (reused)
+                continue;
+            return -1;
+        }
+        give(r, c);
+        if (line[0] == '+')
+            return 0;
+        snprintf(err, len, "SET: %.160s", line[0] == '-' ? line + 1 : line);
+        return -2;
+    }
+    return -1;
+}
+
+/* Run one small command (argv form) through hiredis on an idle connection, or a new one; a
+ * connection that turns out broken (Redis restarted since it was last used) is replaced once.
+ * NULL: unreachable, err says why. An error answer is returned as such. */
 static redisReply *command(tthd_remote *r, int argc, const char **argv, const size_t *lens, char *err, size_t len)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisContext *c = NULL;
-        uv_mutex_lock(&r->lock);
-        if (r->n_idle)
-            c = r->idle[--r->n_idle];
-        uv_mutex_unlock(&r->lock);
-        int reused = c != NULL;
-        if (!c && !(c = connect_new(r->cfg, err, len)))
+        int reused;
+        redisContext *c = take(r, &reused, err, len);
+        if (!c)
             return NULL;
         redisReply *rep = redisCommandArgv(c, argc, argv, lens);
         if (!rep) {
@@ -138,14 +321,7 @@ static redisReply *command(tthd_remote *r, int argc, const char **argv, const si
                 continue;
             return NULL;
         }
-        uv_mutex_lock(&r->lock);
-        if (r->n_idle < (int)(sizeof r->idle / sizeof *r->idle)) {
-            r->idle[r->n_idle++] = c;
-            c = NULL;
-        }
-        uv_mutex_unlock(&r->lock);
-        if (c)
-            redisFree(c);
+        give(r, c);
         return rep;
     }
     return NULL;
@@ -160,54 +336,69 @@ static void set_ttl(remote_op *op)
     freeReplyObject(command(op->r, 3, argv, lens, err, sizeof err));
 }
 
+/* The value as the local cache's file: a temporary file renamed into place. Not fsync'd, unlike a
+ * compiled entry: Redis still has it, and every read of a cache file is verified. */
+static int write_local(const char *path, const uint8_t *p, size_t n)
+{
+    static unsigned seq;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d-%u", path, (int)getpid(), __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    int rc = 0;
+    while (n && rc == 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = -1;
+        else {
+            p += w;
+            n -= (size_t)w;
+        }
+    }
+    if (close(fd) != 0 || rc != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 static void lookup_run(uv_work_t *req)
 {
     remote_op *op = req->data;
-    const char *argv[] = {"GET", op->key};
-    size_t lens[] = {3, strlen(op->key)};
-    redisReply *rep = command(op->r, 2, argv, lens, op->err, sizeof op->err);
-    if (!rep) {
+    uint8_t *val = NULL;
+    size_t n = 0;
+    int rc = raw_get(op->r, op->key, &val, &n, op->err, sizeof op->err);
+    if (rc == -1) {
         op->outcome = R_UNREACHABLE;
-        return;
-    }
-    if (rep->type == REDIS_REPLY_NIL) {
-        op->outcome = R_MISS;
-    } else if (rep->type != REDIS_REPLY_STRING) {
-        snprintf(op->err, sizeof op->err, "GET: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "not a string");
+    } else if (rc == -2) {
         op->outcome = R_ERROR;
-    } else if (tthd_cache_blob_check((const uint8_t *)rep->str, rep->len, &op->metadata, &op->art_offset,
-                                     &op->art_len) != 0) {
+    } else if (rc == 0) {
+        op->outcome = R_MISS;
+    } else if (tthd_cache_blob_check(val, n, &op->metadata, &op->art_offset, &op->art_len) != 0) {
         op->outcome = R_CORRUPT;
         const char *del[] = {"DEL", op->key};
         size_t dlens[] = {3, strlen(op->key)};
         freeReplyObject(command(op->r, 2, del, dlens, op->err, sizeof op->err));
     } else {
         op->outcome = R_HIT;
-        op->sum = XXH64(rep->str + op->art_offset, op->art_len, 0);
-        op->reply = rep;
-        rep = NULL;
+        op->sum = XXH64(val + op->art_offset, op->art_len, 0);
+        op->blob = val;
+        op->blob_len = n;
+        val = NULL;
         set_ttl(op); /* served: it lives on */
+        op->on_disk = op->local_path && write_local(op->local_path, op->blob, op->blob_len) == 0;
     }
-    freeReplyObject(rep);
+    free(val);
 }
 
 static void store_run(uv_work_t *req)
 {
     remote_op *op = req->data;
-    char ttl[24];
-    snprintf(ttl, sizeof ttl, "%" PRIu64, op->r->cfg->ttl);
-    const char *argv[] = {"SET", op->key, (const char *)op->blob, "EX", ttl};
-    size_t lens[] = {3, strlen(op->key), op->blob_len, 2, strlen(ttl)};
-    redisReply *rep = command(op->r, 5, argv, lens, op->err, sizeof op->err);
-    if (!rep)
-        op->outcome = R_UNREACHABLE;
-    else if (rep->type == REDIS_REPLY_STATUS)
-        op->outcome = R_STORED;
-    else {
-        snprintf(op->err, sizeof op->err, "SET: %s", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected answer");
-        op->outcome = R_ERROR;
-    }
-    freeReplyObject(rep);
+    int rc = raw_set(op->r, op->key, op->blob, op->blob_len, op->err, sizeof op->err);
+    op->outcome = rc == 0 ? R_STORED : rc == -1 ? R_UNREACHABLE : R_ERROR;
 }
 
 /* ---- on the loop ----------------------------------------------------------------------- */
@@ -254,9 +445,9 @@ static void settle(tthd_remote *r, const remote_op *op)
 
 static void op_free(remote_op *op)
 {
-    freeReplyObject(op->reply);
     json_decref(op->metadata);
     free(op->blob);
+    free(op->local_path);
     free(op);
 }
 
@@ -283,10 +474,13 @@ static void lookup_done(uv_work_t *req, int status)
         break;
     default: r->misses++; break;
     }
-    if (op->cb) {
-        int hit = op->outcome == R_HIT;
-        op->cb(op->data, hit ? (const uint8_t *)op->reply->str + op->art_offset : NULL, hit ? op->art_len : 0,
-               op->sum, hit ? op->metadata : NULL);
+    if (op->cb && op->outcome == R_HIT) {
+        tthd_remote_found f = {op->blob, op->blob_len, op->art_offset, op->art_len, op->sum, op->metadata,
+                               op->on_disk};
+        op->cb(op->data, &f);
+        op->blob = f.blob;
+    } else if (op->cb) {
+        op->cb(op->data, NULL);
     }
     op_free(op);
 }
@@ -305,7 +499,8 @@ static void store_done(uv_work_t *req, int status)
     op_free(op);
 }
 
-tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, tthd_remote_cb cb, void *data)
+tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, tthd_remote_cb cb,
+                                    void *data)
 {
     if (!usable(r))
         return NULL;
@@ -317,8 +512,10 @@ tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, tthd_remote
     snprintf(op->key, sizeof op->key, KEY_PREFIX "%s", key);
     op->cb = cb;
     op->data = data;
+    op->local_path = local_path ? strdup(local_path) : NULL;
     op->req.data = op;
     if (uv_queue_work(r->loop, &op->req, lookup_run, lookup_done) != 0) {
+        free(op->local_path);
         free(g);
         return NULL;
     }

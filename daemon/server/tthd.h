@@ -125,6 +125,13 @@ uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t
 /* Verify such a block (lengths, checksum, metadata JSON): 0 with the metadata (new reference) and
  * where the artifact lies, or -1. */
 int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, size_t *art_offset, size_t *art_len);
+/* Take in an entry found elsewhere (the remote cache): blob, of tthd_cache_blob's form, verified
+ * and taken over; on_disk when its file was already written under the key's name. *hit is
+ * filled as by a lookup (artifact NULL if it could not be kept), without counting a hit. */
+void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob_len, size_t art_offset,
+                      size_t art_len, uint64_t sum, const json_t *metadata, int on_disk, tthd_cache_hit *hit);
+/* The file an entry of key is written to (malloc'd), or NULL without a cache directory. */
+char *tthd_cache_entry_path(const tthd_cache *c, const char *key);
 /* Remove one entry (a hit whose ONNX external data changed: methods.c), if present. */
 void tthd_cache_drop(tthd_cache *c, const char *key);
 /* Remove everything; counts what was removed. */
@@ -146,17 +153,26 @@ typedef struct tthd_remote {
 } tthd_remote;
 
 typedef struct tthd_remote_get tthd_remote_get;
-/* A lookup's answer, on the loop: the artifact (borrowed for the call) with its XXH64 and
- * metadata, or artifact NULL for a miss (absent, corrupt, Redis unreachable). */
-typedef void (*tthd_remote_cb)(void *data, const uint8_t *artifact, size_t len, uint64_t sum,
-                               const json_t *metadata);
+/* What a lookup found: an entry of tthd_cache_blob's form, verified (blob is the callee's to take:
+ * set it NULL), written to the local cache file asked for when on_disk. */
+typedef struct tthd_remote_found {
+    uint8_t *blob;
+    size_t blob_len, art_offset, art_len;
+    uint64_t sum;               /* XXH64 of the artifact */
+    const json_t *metadata;
+    int on_disk;
+} tthd_remote_found;
+/* A lookup's answer, on the loop: found, or NULL for a miss (absent, corrupt, Redis unreachable). */
+typedef void (*tthd_remote_cb)(void *data, tthd_remote_found *found);
 
 void tthd_remote_init(tthd_remote *r, uv_loop_t *loop, const tthd_remote_config *cfg);
 /* After the loop ended (no operation in flight). */
 void tthd_remote_free(tthd_remote *r);
-/* Look key up in the thread pool; cb comes later. NULL: not tried (no remote cache, or it is
+/* Look key up in the thread pool; cb comes later. A value found is also written to local_path
+ * (a temporary file renamed into place; may be NULL). NULL: not tried (no remote cache, or it is
  * down until its retry time): a miss, now. */
-tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, tthd_remote_cb cb, void *data);
+tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, tthd_remote_cb cb,
+                                    void *data);
 /* The request went away: cb will not be called. */
 void tthd_remote_cancel(tthd_remote_get *g);
 /* Store an artifact (copied) in the thread pool, unless too large or Redis is down. */

@@ -182,6 +182,15 @@ Test(remote_cache, two_daemons_share_a_compile, .timeout = 300)
     /* b has never compiled it: its local cache misses, the remote one answers with a's bytes */
     char *second = compile_expect(cb, 2, model, len, "llvm", "hit", "remote");
     cr_assert_str_eq(second, first, "the remote hit is a's artifact");
+    {
+        /* kept in b's local cache, its file written before the answer */
+        json_t *st = e2e_call(cb, 80, "status", NULL);
+        cr_assert_eq(e2e_result_int(st, "cache", "entries"), 1);
+        json_decref(st);
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "test -s \"$(ls %s/*.tthc)\"", b.cache);
+        cr_assert_eq(system(cmd), 0, "no entry file in %s", b.cache);
+    }
     char *third = compile_expect(cb, 3, model, len, "llvm", "hit", "local");
     cr_assert_str_eq(third, first);
     cr_assert_eq(remote_count(cb, "hits"), 1);
