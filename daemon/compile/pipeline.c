@@ -25,6 +25,9 @@ typedef struct compile_state {
     const tth_compile_request *req;
     tth_diag *diag;
     tth_host host;               /* req->host, or a default one */
+    tth_host lent;               /* what hooks get: host's callbacks through ours, and progress */
+    const char *stage;           /* the stage running, and its share of the request's progress */
+    int stage_lo, stage_hi, stage_pct;
     const char *kind;            /* the host kind: the target's, or a composite's last */
     const tth_plugin *plugin;    /* the plugin whose tir_to_runtime builds it */
     tth_partition part;          /* target's members; partition's regions and explanation */
@@ -53,6 +56,7 @@ typedef struct compile_state {
 } compile_state;
 
 typedef int (*stage_fn)(compile_state *s);
+static void stage_progress(compile_state *s, int64_t done, int64_t total);
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
@@ -299,7 +303,7 @@ static void warn_idle_kinds(compile_state *s)
 /* partition: op calls → regions of the composite target's kinds; requires simplify, not fused. */
 static int stage_partition(compile_state *s)
 {
-    int rc = tth_partition_run(s->rmod, &s->host, &s->part, s->diag);
+    int rc = tth_partition_run(s->rmod, &s->lent, &s->part, s->diag);
     if (rc == 0)
         warn_idle_kinds(s);
     if (rc == 0 && wants_dump(s, "partition"))
@@ -352,7 +356,7 @@ static int stage_relay_to_runtime(compile_state *s)
     s->lowered = n >= 0 ? calloc((size_t)n + 1, sizeof *s->lowered) : NULL;
     if (!s->tmod || !s->ext_consts || !s->lowered)
         return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
-    int rc = tth_hooks_relay_to_runtime(&s->part, &s->host, &s->rts, &s->nrts, s->ext_consts, s->diag);
+    int rc = tth_hooks_relay_to_runtime(&s->part, &s->lent, &s->rts, &s->nrts, s->ext_consts, s->diag);
     if (rc == 0)
         rc = tth_hooks_declare_external(&s->part, s->tmod, s->kind, s->lowered, &s->nlowered, s->diag);
     /* a module's meta "explain" (docs/plugin-guide.md): its notes for --explain */
@@ -370,7 +374,7 @@ static int stage_relay_to_runtime(compile_state *s)
 /* relay_to_tir: PrimFuncs for regions of kinds exporting it join the module; requires partition. */
 static int stage_relay_to_tir(compile_state *s)
 {
-    return tth_hooks_relay_to_tir(&s->part, &s->host, s->tmod, s->lowered, &s->nlowered, s->diag);
+    return tth_hooks_relay_to_tir(&s->part, &s->lent, s->tmod, s->lowered, &s->nlowered, s->diag);
 }
 
 /* lower: every primitive function main calls → a PrimFunc `<model>_fused_<op>_<n>`, in call
@@ -387,6 +391,7 @@ static int stage_lower(compile_state *s)
         return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
+        stage_progress(s, i, n);
         if (e->kind != TTH_REXPR_CALL || !e->u.call.fn)
             continue;
         const tth_relay_function *fn = e->u.call.fn;
@@ -456,7 +461,7 @@ static int stage_memplan(compile_state *s)
  * memplan. */
 static int stage_codegen(compile_state *s)
 {
-    int rc = tth_hooks_tir_to_runtime(&s->part, &s->host, s->tmod, &s->rts, &s->nrts, s->diag);
+    int rc = tth_hooks_tir_to_runtime(&s->part, &s->lent, s->tmod, &s->rts, &s->nrts, s->diag);
     if (rc)
         return rc;
     if (wants_dump(s, "codegen")) {
@@ -514,12 +519,55 @@ static int stage_package(compile_state *s)
 
 /* ---- the driver --------------------------------------------------------------------------------- */
 
-static int run_stage(compile_state *s, const char *name, int percent, stage_fn fn)
+/* Progress within the running stage: done of total steps, as a percentage of the request
+ * between the stage's start and the next stage's, passed on when it changes. */
+static void stage_progress(compile_state *s, int64_t done, int64_t total)
 {
+    if (!s->req->progress || total <= 0 || done < 0)
+        return;
+    int pct = s->stage_lo + (int)((int64_t)(s->stage_hi - s->stage_lo) * (done < total ? done : total) / total);
+    if (pct != s->stage_pct) {
+        s->stage_pct = pct;
+        s->req->progress(s->req->progress_ctx, s->stage, pct);
+    }
+}
+
+/* The host lent to hooks: the worker's callbacks, and the progress of the stage (plugin.h) */
+static void lent_log(void *ctx, int level, const char *msg)
+{
+    compile_state *s = ctx;
+    if (s->host.log)
+        s->host.log(s->host.ctx, level, msg);
+}
+
+static int lent_cancelled(void *ctx)
+{
+    compile_state *s = ctx;
+    return s->host.cancelled ? s->host.cancelled(s->host.ctx) : 0;
+}
+
+static void lent_progress(void *ctx, int done, int total)
+{
+    stage_progress(ctx, done, total);
+}
+
+typedef struct stage_def {
+    const char *name;
+    int percent;                 /* of the request, when it starts */
+    stage_fn fn;
+} stage_def;
+
+static int run_stage(compile_state *s, const stage_def *st, int next_percent)
+{
+    const char *name = st->name;
     if (s->host.cancelled && s->host.cancelled(s->host.ctx))
         return tth_diag_set(s->diag, TTH_ECANCELLED, name, "the compile was cancelled");
+    s->stage = name;
+    s->stage_lo = s->stage_pct = st->percent;
+    s->stage_hi = next_percent;
     if (s->req->progress)
-        s->req->progress(s->req->progress_ctx, name, percent);
+        s->req->progress(s->req->progress_ctx, name, st->percent);
+    stage_fn fn = st->fn;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = fn(s);
@@ -579,20 +627,35 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     if (s.dump_ir && !(s.dumps = json_object()))
         return tth_diag_set(diag, TTH_ENOMEM, "compile", "out of memory");
 
+    s.lent = s.host;
+    s.lent.size = sizeof s.lent;
+    s.lent.abi_minor = TTH_ABI_MINOR;
+    s.lent.ctx = &s;
+    s.lent.log = lent_log;
+    s.lent.cancelled = lent_cancelled;
+    s.lent.progress = lent_progress;
+
+    /* the flow, with each stage's start as a share of the request (the stages that take long on
+     * big models, lowering and code generation, get most of it and report within) */
+    static const stage_def stages[] = {
+        {"target", 2, stage_target},
+        {"import", 5, stage_import},
+        {"simplify", 10, stage_simplify},
+        {"partition", 13, stage_partition},
+        {"optimize", 15, stage_optimize},
+        {"relay_to_runtime", 20, stage_relay_to_runtime},
+        {"relay_to_tir", 22, stage_relay_to_tir},
+        {"lower", 24, stage_lower},
+        {"aot", 40, stage_aot},
+        {"memplan", 42, stage_memplan},
+        {"codegen", 45, stage_codegen},
+        {"build", 85, stage_build},
+        {"package", 95, stage_package},
+    };
     int rc = 0;
-    if (!rc) rc = run_stage(&s, "target", 2, stage_target);
-    if (!rc) rc = run_stage(&s, "import", 5, stage_import);
-    if (!rc) rc = run_stage(&s, "simplify", 10, stage_simplify);
-    if (!rc) rc = run_stage(&s, "partition", 13, stage_partition);
-    if (!rc) rc = run_stage(&s, "optimize", 15, stage_optimize);
-    if (!rc) rc = run_stage(&s, "relay_to_runtime", 20, stage_relay_to_runtime);
-    if (!rc) rc = run_stage(&s, "relay_to_tir", 25, stage_relay_to_tir);
-    if (!rc) rc = run_stage(&s, "lower", 30, stage_lower);
-    if (!rc) rc = run_stage(&s, "aot", 50, stage_aot);
-    if (!rc) rc = run_stage(&s, "memplan", 55, stage_memplan);
-    if (!rc) rc = run_stage(&s, "codegen", 60, stage_codegen);
-    if (!rc) rc = run_stage(&s, "build", 70, stage_build);
-    if (!rc) rc = run_stage(&s, "package", 95, stage_package);
+    size_t nstages = sizeof stages / sizeof *stages;
+    for (size_t i = 0; i < nstages && !rc; i++)
+        rc = run_stage(&s, &stages[i], i + 1 < nstages ? stages[i + 1].percent : 99);
 
     if (rc == 0) {
         res->artifact = s.tar;

@@ -948,35 +948,66 @@ static void *shard_build(void *arg)
     return NULL;
 }
 
-/* The shards left to build: each thread takes the next one until none is left. */
+/* The shards left to build: each thread takes the next one until none is left, and counts it
+ * done for the thread that waits (build_shards). */
 typedef struct shard_queue {
     llcg_shard *sh;
-    int n, next;
+    int n, next, done;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
 } shard_queue;
 
 static void *run_shards(void *arg)
 {
     shard_queue *q = arg;
-    for (int k; (k = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;)
+    for (int k; (k = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;) {
         shard_build(&q->sh[k]);
+        pthread_mutex_lock(&q->lock);
+        q->done++;
+        pthread_cond_signal(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+    }
     return NULL;
 }
 
-/* Build every shard, on as many threads as the machine has CPUs (at most one per shard): this
- * thread and the ones it starts, each taking the next shard when it is done with one. */
-static void build_shards(llcg_shard *sh, int n)
+/* The hook's progress (plugin.h, ABI 1.3): lowering a shard's IR is one step, building it three */
+static void report(const tth_host *host, int done, int total)
+{
+    if (host && host->size >= offsetof(tth_host, progress) + sizeof host->progress && host->progress)
+        host->progress(host->ctx, done, total);
+}
+
+/* Build every shard on as many threads as the machine has CPUs (at most one per shard), each
+ * taking the next shard when it is done with one, while this thread reports each one done. */
+static void build_shards(llcg_shard *sh, int n, const tth_host *host)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nt = cpus < 1 ? 1 : cpus < n ? (int)cpus : n;
     pthread_t th[LLVM_SHARDS];
-    int started[LLVM_SHARDS] = {0};
-    shard_queue q = {sh, n, 0};
-    for (int t = 1; t < nt; t++)
-        started[t] = pthread_create(&th[t], NULL, run_shards, &q) == 0;
-    run_shards(&q);
-    for (int t = 1; t < nt; t++)
-        if (started[t])
-            pthread_join(th[t], NULL);
+    int started = 0;
+    shard_queue q = {.sh = sh, .n = n};
+    pthread_mutex_init(&q.lock, NULL);
+    pthread_cond_init(&q.cond, NULL);
+    for (int t = 0; t < nt; t++)
+        started += pthread_create(&th[started], NULL, run_shards, &q) == 0;
+    if (started == 0) {
+        run_shards(&q); /* no thread to be had: this one builds them all */
+    } else {
+        pthread_mutex_lock(&q.lock);
+        for (int seen = 0; seen < n;) {
+            while (q.done == seen)
+                pthread_cond_wait(&q.cond, &q.lock);
+            seen = q.done;
+            pthread_mutex_unlock(&q.lock);
+            report(host, n + 3 * seen, 4 * n);
+            pthread_mutex_lock(&q.lock);
+        }
+        pthread_mutex_unlock(&q.lock);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&q.lock);
+    pthread_cond_destroy(&q.cond);
 }
 
 TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
@@ -1038,6 +1069,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         }
         rc = lower_module(c, host, entry, &plan, k);
         nparallel += c->nparallel;
+        report(host, k + 1, 4 * nshards);
         if (!rc && sh[k].diag.code != TTH_OK)
             rc = sh[k].diag.code;
         if (rc && sh[k].diag.code != TTH_OK)
@@ -1061,7 +1093,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     }
     /* 5.-7. verify, optimize and emit the shards in parallel */
     if (!rc) {
-        build_shards(sh, nshards);
+        build_shards(sh, nshards, host);
         for (int k = 0; k < nshards && !rc; k++)
             if ((rc = sh[k].rc) != 0)
                 *diag = sh[k].diag;

@@ -50,6 +50,25 @@ Test(compile, artifact_stream_and_cache, .timeout = 600)
     }
     e2e_check_artifact(c, r);
     cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
+    {
+        /* progress never goes back, and moves within the code generation (the llvm plugin's
+         * shards, reported through tth_host.progress) */
+        json_int_t last = -1;
+        int codegen = 0;
+        size_t i;
+        json_t *n;
+        json_array_foreach(c->notes, i, n) {
+            const json_t *p = json_object_get(n, "params");
+            if (strcmp(json_string_value(json_object_get(n, "method")), "$/progress") != 0 ||
+                strcmp(json_string_value(json_object_get(p, "kind")), "report") != 0)
+                continue;
+            json_int_t pc = json_integer_value(json_object_get(p, "percentage"));
+            cr_assert(pc >= last, "progress went back from %lld to %lld", (long long)last, (long long)pc);
+            codegen += strcmp(json_string_value(json_object_get(p, "stage")), "codegen") == 0 && pc > last;
+            last = pc;
+        }
+        cr_assert(codegen >= 3, "the codegen stage reported %d rising percentages", codegen);
+    }
     char key[33];
     snprintf(key, sizeof key, "%s", e2e_result_str(r, "key", NULL));
     size_t first_len = c->binary_len;

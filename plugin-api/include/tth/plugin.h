@@ -36,8 +36,9 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 2 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
-                           * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment) */
+#define TTH_ABI_MINOR 3 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
+                           * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment);
+                           * 1.3 tth_host.progress */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -115,6 +116,11 @@ typedef struct tth_host {
     void (*log)(void *ctx, int level, const char *msg); /* level: tth_severity */
     int (*cancelled)(void *ctx);                        /* non-zero: stop and return TTH_ECANCELLED */
     const char *scratch_dir;                            /* a private directory for this request */
+    /* ABI 1.3: how far a long hook is, `done` of `total` steps of its own choosing (for instance
+     * functions compiled), shown to the user as progress within the stage. Call it from the
+     * thread that called the hook, as often as you like (the host passes on whole-percent
+     * changes only). Check `size` and NULL before calling: older hosts do not have it. */
+    void (*progress)(void *ctx, int done, int total);
 } tth_host;
 
 /* IR and output containers; their functions are in tth/relay.h, tth/tir.h, tth/artifact.h. */
