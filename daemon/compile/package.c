@@ -303,11 +303,12 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
               "                              memory sizes, target, and these files by use\n");
     snprintf(path, sizeof path, "include/tth_%s.h", m);
     pk_printf(&b, "  %-27s the C interface\n", path);
+    /* with constants bound at run time, the code holds only the constants it does not bind */
+    const char *consts = binding_of(in) ? "constants bound at run time: below" : "constants included";
     for (size_t i = 0; i < f->nsrc; i++)
-        pk_printf(&b, "  %-27s generated C99 code (constants included)\n", f->src[i]);
+        pk_printf(&b, "  %-27s generated C99 code (%s)\n", f->src[i], consts);
     for (size_t i = 0; i < f->nobj; i++)
-        pk_printf(&b, "  %-27s compiled code for %s (constants included)\n", f->obj[i],
-                  triple ? triple : "the target");
+        pk_printf(&b, "  %-27s compiled code for %s (%s)\n", f->obj[i], triple ? triple : "the target", consts);
     for (size_t i = 0; i < f->ninc; i++)
         pk_printf(&b, "  %-27s generated headers the sources include\n", f->inc[i]);
     for (size_t i = 0; i < f->nblob; i++)
@@ -317,7 +318,8 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
         pk_printf(&b, "  %-27s built for this host (tthctl run uses it)\n", path);
     }
     snprintf(path, sizeof path, "parameters/%s.params", m);
-    pk_printf(&b, "  %-27s the constants again, for tools (format below)\n", path);
+    pk_printf(&b, "  %-27s %s (format below)\n", path,
+              binding_of(in) ? "the constants the code binds at run time, and for tools" : "the constants again, for tools");
     snprintf(path, sizeof path, "src/%s.relay", m);
     pk_printf(&b, "  %-27s the optimized Relay, for reading\n\n", path);
     size_t i;

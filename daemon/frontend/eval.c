@@ -1076,42 +1076,28 @@ static int eval_global_pool(ev *e, int is_max)
 
 /* ---- resize ---- */
 
-static int64_t nearest_index(const char *nmode, double c, int64_t in)
-{
-    int64_t i;
-    if (!strcmp(nmode, "floor"))
-        i = (int64_t)floor(c);
-    else if (!strcmp(nmode, "ceil"))
-        i = (int64_t)ceil(c);
-    else if (!strcmp(nmode, "round_prefer_ceil"))
-        i = (int64_t)floor(c + 0.5);
-    else /* round_prefer_floor */
-        i = c - floor(c) == 0.5 ? (int64_t)floor(c) : (int64_t)floor(c + 0.5);
-    return i < 0 ? 0 : i >= in ? in - 1 : i;
-}
-
 static int eval_resize(ev *e)
 {
     const tth_tensor *x = e->a[0];
     tth_tensor *o = new_out(e, &e->ot->tensor);
     if (!o)
         return TTH_ENOMEM;
-    const char *method = tth__attr_str(e->attrs, "method", "nearest");
-    const char *ctm = tth__attr_str(e->attrs, "coordinate_transformation_mode", "half_pixel");
-    const char *nmode = tth__attr_str(e->attrs, "nearest_mode", "round_prefer_floor");
-    int linear = !strcmp(method, "linear");
     int64_t NC = x->type.shape[0] * x->type.shape[1], H = x->type.shape[2], W = x->type.shape[3];
     int64_t OH = o->type.shape[2], OW = o->type.shape[3];
-    const json_t *scale = e->attrs ? json_object_get(e->attrs, "scale") : NULL;
-    double sh = scale ? json_number_value(json_array_get(scale, 0)) : (double)OH / (double)H;
-    double sw = scale ? json_number_value(json_array_get(scale, 1)) : (double)OW / (double)W;
+    tth_resize2d_attrs ra;
+    if (tth_resize2d_attrs_of(e->attrs, &x->type.shape[2], &ra, NULL) != 0)
+        return TTH_EINVAL;
+    const char *ctm = ra.coordinate_transformation_mode;
+    int linear = ra.linear;
+    double sh = ra.scale[0], sw = ra.scale[1];
     for (int64_t nc = 0; nc < NC; nc++)
         for (int64_t oy = 0; oy < OH; oy++) {
             double cy = tth_resize_source(ctm, (double)oy, H, OH, sh);
             for (int64_t ox = 0; ox < OW; ox++) {
                 double cx = tth_resize_source(ctm, (double)ox, W, OW, sw), v;
                 if (!linear) {
-                    v = tth__ld_f64(x, (nc * H + nearest_index(nmode, cy, H)) * W + nearest_index(nmode, cx, W));
+                    v = tth__ld_f64(x, (nc * H + tth_resize_nearest(ra.nearest_mode, cy, H)) * W +
+                                         tth_resize_nearest(ra.nearest_mode, cx, W));
                 } else {
                     double fy = floor(cy), fx = floor(cx), ry = cy - fy, rx = cx - fx;
                     int64_t y0 = (int64_t)fy, x0 = (int64_t)fx, y1 = y0 + 1, x1 = x0 + 1;

@@ -20,15 +20,8 @@
 
 #include "lower_internal.h"
 
-typedef enum { CT_HALF_PIXEL, CT_ASYMMETRIC, CT_ALIGN_CORNERS, CT_PYTORCH_HALF_PIXEL } ct_mode;
-typedef enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } nm_mode;
-
 typedef struct rz_p {
-    int linear;
-    int ct;
-    const char *ct_name;
-    int nm;
-    double scale[2];
+    tth_resize2d_attrs a;       /* method, modes, scales: libtth's one reader */
 } rz_p;
 
 static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
@@ -44,51 +37,14 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
         snprintf(why, len, "%s: %s is not supported", op, tth_dtype_name(xt->dtype));
         return 0;
     }
-    const char *m = lw_attr_str(call, "method", "nearest");
-    if (!strcmp(m, "nearest"))
-        p->linear = 0;
-    else if (!strcmp(m, "linear"))
-        p->linear = 1;
-    else {
-        snprintf(why, len, "%s: method '%s' is not supported (nearest, linear)", op, m);
+    tth_diag d;
+    tth_diag_clear(&d);
+    if (tth_resize2d_attrs_of(call->u.call.attrs, &xt->shape[2], &p->a, &d) != 0) {
+        snprintf(why, len, "%s: %s", op, d.message);
         return 0;
     }
-    if (p->linear && !tth_dtype_is_float(xt->dtype)) {
+    if (p->a.linear && !tth_dtype_is_float(xt->dtype)) {
         snprintf(why, len, "%s: linear resize of %s is not supported", op, tth_dtype_name(xt->dtype));
-        return 0;
-    }
-    const char *ct = lw_attr_str(call, "coordinate_transformation_mode", "half_pixel");
-    p->ct_name = ct;
-    if (!strcmp(ct, "half_pixel"))
-        p->ct = CT_HALF_PIXEL;
-    else if (!strcmp(ct, "asymmetric"))
-        p->ct = CT_ASYMMETRIC;
-    else if (!strcmp(ct, "align_corners"))
-        p->ct = CT_ALIGN_CORNERS;
-    else if (!strcmp(ct, "pytorch_half_pixel"))
-        p->ct = CT_PYTORCH_HALF_PIXEL;
-    else {
-        snprintf(why, len, "%s: coordinate_transformation_mode '%s' is not supported", op, ct);
-        return 0;
-    }
-    const char *nm = lw_attr_str(call, "nearest_mode", "round_prefer_floor");
-    if (!strcmp(nm, "round_prefer_floor"))
-        p->nm = NM_ROUND_PREFER_FLOOR;
-    else if (!strcmp(nm, "round_prefer_ceil"))
-        p->nm = NM_ROUND_PREFER_CEIL;
-    else if (!strcmp(nm, "floor"))
-        p->nm = NM_FLOOR;
-    else if (!strcmp(nm, "ceil"))
-        p->nm = NM_CEIL;
-    else {
-        snprintf(why, len, "%s: nearest_mode '%s' is not supported", op, nm);
-        return 0;
-    }
-    const json_t *scale = call->u.call.attrs ? json_object_get(call->u.call.attrs, "scale") : NULL;
-    p->scale[0] = scale ? json_number_value(json_array_get(scale, 0)) : (double)ot->shape[2] / (double)xt->shape[2];
-    p->scale[1] = scale ? json_number_value(json_array_get(scale, 1)) : (double)ot->shape[3] / (double)xt->shape[3];
-    if (!(p->scale[0] > 0) || !(p->scale[1] > 0) || xt->shape[2] < 1 || xt->shape[3] < 1) {
-        snprintf(why, len, "%s: scales must be positive", op);
         return 0;
     }
     return 1;
@@ -102,26 +58,12 @@ int lw_resize_check(const tth_rexpr *call, char *why, size_t len)
 
 static double rz_coord(const rz_p *p, int ax, double x, int64_t in, int64_t out)
 {
-    return tth_resize_source(p->ct_name, x, in, out, p->scale[ax]);
+    return tth_resize_source(p->a.coordinate_transformation_mode, x, in, out, p->a.scale[ax]);
 }
 
 static int64_t rz_clamp(int64_t i, int64_t n)
 {
     return i < 0 ? 0 : i >= n ? n - 1 : i;
-}
-
-static int64_t rz_nearest(const rz_p *p, double x)
-{
-    double f = floor(x);
-    if (x == f)
-        return (int64_t)f;
-    double r = x - f;
-    switch (p->nm) {
-    case NM_ROUND_PREFER_CEIL: return (int64_t)(r < 0.5 ? f : f + 1);
-    case NM_FLOOR: return (int64_t)f;
-    case NM_CEIL: return (int64_t)f + 1;
-    default: return (int64_t)(r <= 0.5 ? f : f + 1);
-    }
 }
 
 /* a constant table as a CONST buffer */
@@ -168,7 +110,7 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     rz_arg a;
     memset(&a, 0, sizeof a);
     a.s = s;
-    a.linear = p.linear;
+    a.linear = p.a.linear;
     a.x = lw_buf(c, lw_arg(call, 0));
     if (!a.x)
         return NULL;
@@ -180,8 +122,8 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         int ok = i0 && i1 && w0 && w1 && f0 && f1;
         for (int64_t o = 0; ok && o < out; o++) {
             double x = rz_coord(&p, ax, (double)o, in, out);
-            if (!p.linear) {
-                i0[o] = rz_clamp(rz_nearest(&p, x), in);
+            if (!p.a.linear) {
+                i0[o] = tth_resize_nearest(p.a.nearest_mode, x, in);
             } else {
                 double f = floor(x);
                 double r = x - f;
@@ -195,7 +137,7 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         }
         if (ok) {
             a.i0[ax] = rz_table(c, TTH_I64, out, i0);
-            if (p.linear) {
+            if (p.a.linear) {
                 a.i1[ax] = rz_table(c, TTH_I64, out, i1);
                 int dbl = xt->dtype == TTH_F64;
                 a.w0[ax] = rz_table(c, xt->dtype, out, dbl ? (void *)w0 : (void *)f0);
@@ -210,7 +152,7 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         free(w1);
         free(f0);
         free(f1);
-        if (!ok || !a.i0[ax] || (p.linear && (!a.i1[ax] || !a.w0[ax] || !a.w1[ax])))
+        if (!ok || !a.i0[ax] || (p.a.linear && (!a.i1[ax] || !a.w0[ax] || !a.w1[ax])))
             return NULL;
     }
     return lw_nest(c, ot->shape, ot->rank, LW_PARALLEL | LW_VECTOR, rz_body, &a);

@@ -257,6 +257,31 @@ typedef struct tth_window_attrs {
  * window, or attributes the relation refuses). diag may be NULL. */
 TTH_API int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth_diag *diag);
 
+/* Typed attributes of image.resize2d (ONNX Resize, docs/operators.md "Resize"): the one reader the
+ * type relation, the lowering and the constant folder share. */
+typedef enum tth_resize_nearest_mode {
+    TTH_RESIZE_ROUND_PREFER_FLOOR = 0, /* default */
+    TTH_RESIZE_ROUND_PREFER_CEIL = 1,
+    TTH_RESIZE_FLOOR = 2,
+    TTH_RESIZE_CEIL = 3,
+} tth_resize_nearest_mode;
+typedef struct tth_resize2d_attrs {
+    int64_t size[2];                    /* output H, W; each >= 1 */
+    int linear;                         /* method: 0 nearest (default), 1 linear */
+    const char *coordinate_transformation_mode; /* "half_pixel" (default), "asymmetric",
+                                           "align_corners", "pytorch_half_pixel": static text */
+    tth_resize_nearest_mode nearest_mode;
+    double scale[2];                    /* per axis: the "scale" attribute, else size / input */
+} tth_resize2d_attrs;
+
+/* The attributes of an image.resize2d call (attrs: its u.call.attrs) on an input of spatial size
+ * in_hw, checked as its type relation checks them. 0, or TTH_EINVAL with diag set (may be NULL). */
+TTH_API int tth_resize2d_attrs_of(const json_t *attrs, const int64_t in_hw[2], tth_resize2d_attrs *a,
+                                  tth_diag *diag);
+/* The input index nearest resize reads for source coordinate x (tth_resize_source) under mode,
+ * clamped to [0, in). */
+TTH_API int64_t tth_resize_nearest(tth_resize_nearest_mode mode, double x, int64_t in);
+
 /* Nodes of a function's body reachable from its result, each once, producers before users
  * (params first). *out is arena memory of the module. Returns count, or negative on OOM. */
 TTH_API int64_t tth_relay_topo(tth_relay_module *m, const tth_relay_function *fn, tth_rexpr ***out);

@@ -16,6 +16,7 @@
 #include "ir_private.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- the op table ---- */
@@ -1153,30 +1154,86 @@ double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, do
     return (x + 0.5) / scale - 0.5;
 }
 
-static int rel_resize2d(relctx *c)
+/* image.resize2d's attributes, read and checked once for the relation and tth_resize2d_attrs_of;
+ * scale[] is the "scale" attribute or zeros (the caller knows the input's size). */
+static int read_resize_attrs(relctx *c, tth_resize2d_attrs *a)
 {
     static const char *const methods[] = {"nearest", "linear", NULL};
     static const char *const ctms[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", NULL};
     static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
-    int64_t size[2];
     size_t n;
-    const char *method, *ctm, *nm;
+    const char *method, *nm;
     int rc;
-    if ((rc = attr_ints(c, "size", NULL, 0, 2, size, 2, &n)) ||
+    memset(a, 0, sizeof *a);
+    if ((rc = attr_ints(c, "size", NULL, 0, 2, a->size, 2, &n)) ||
         (rc = attr_choice(c, "method", "nearest", methods, &method)) ||
-        (rc = attr_choice(c, "coordinate_transformation_mode", "half_pixel", ctms, &ctm)) ||
+        (rc = attr_choice(c, "coordinate_transformation_mode", "half_pixel", ctms,
+                          &a->coordinate_transformation_mode)) ||
         (rc = attr_choice(c, "nearest_mode", "round_prefer_floor", nms, &nm)))
         return rc;
-    if (size[0] < 1 || size[1] < 1)
-        return attr_fail(c, "size must be >= 1, got [%lld, %lld]", (long long)size[0], (long long)size[1]);
+    if (a->size[0] < 1 || a->size[1] < 1)
+        return attr_fail(c, "size must be >= 1, got [%lld, %lld]", (long long)a->size[0], (long long)a->size[1]);
+    a->linear = strcmp(method, "linear") == 0;
+    for (int i = 0; nms[i]; i++)
+        if (strcmp(nm, nms[i]) == 0)
+            a->nearest_mode = (tth_resize_nearest_mode)i;
     const json_t *scale = attr_get(c, "scale");
     if (scale && (json_array_size(scale) != 2 || !(json_number_value(json_array_get(scale, 0)) > 0) ||
                   !(json_number_value(json_array_get(scale, 1)) > 0)))
         return attr_fail(c, "scale must be two positive numbers [h, w]");
+    for (size_t i = 0; scale && i < 2; i++)
+        a->scale[i] = json_number_value(json_array_get(scale, i));
+    return 0;
+}
+
+int tth_resize2d_attrs_of(const json_t *attrs, const int64_t in_hw[2], tth_resize2d_attrs *a, tth_diag *diag)
+{
+    tth_diag local;
+    relctx c;
+    memset(&c, 0, sizeof c);
+    c.op = TTH_OP_RESIZE2D;
+    c.attrs = attrs;
+    c.diag = diag ? diag : &local;
+    c.location = "attributes";
+    int rc = read_resize_attrs(&c, a);
+    if (rc)
+        return rc;
+    for (int i = 0; i < 2; i++) {
+        if (in_hw[i] < 1)
+            return tth_diag_set(c.diag, TTH_EINVAL, c.location, "the input's spatial size must be >= 1");
+        if (!(a->scale[i] > 0))
+            a->scale[i] = (double)a->size[i] / (double)in_hw[i];
+    }
+    return 0;
+}
+
+int64_t tth_resize_nearest(tth_resize_nearest_mode mode, double x, int64_t in)
+{
+    double f = floor(x), r = x - f;
+    int64_t i;
+    if (r == 0)
+        i = (int64_t)f;
+    else if (mode == TTH_RESIZE_FLOOR)
+        i = (int64_t)f;
+    else if (mode == TTH_RESIZE_CEIL)
+        i = (int64_t)f + 1;
+    else if (mode == TTH_RESIZE_ROUND_PREFER_CEIL)
+        i = (int64_t)(r < 0.5 ? f : f + 1);
+    else /* round_prefer_floor: ties down */
+        i = (int64_t)(r <= 0.5 ? f : f + 1);
+    return i < 0 ? 0 : i >= in ? in - 1 : i;
+}
+
+static int rel_resize2d(relctx *c)
+{
+    tth_resize2d_attrs a;
+    int rc;
+    if ((rc = read_resize_attrs(c, &a)))
+        return rc;
     if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
         return rc;
     const tth_ttype *x = ARG(c, 0);
-    tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1], size[0], size[1]}};
+    tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1], a.size[0], a.size[1]}};
     set_out(c, &t);
     return 0;
 }
