@@ -591,6 +591,53 @@ void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob
     evict(c);
 }
 
+/* 1 when every ONNX external data file an artifact was built from (its metadata's
+ * "external_data": location, bytes, xxh64) still holds those bytes beside the model in dir
+ * (docs/tthctl.md, "ONNX external data"); an artifact without external data always matches.
+ * Reads and hashes the files (about a second per 10 GB): call it in the thread pool. */
+int tthd_external_data_same(const json_t *metadata, const char *dir)
+{
+    const json_t *files = json_object_get(metadata, "external_data"), *f;
+    size_t i;
+    if (json_array_size(files) == 0)
+        return 1;
+    if (!dir)
+        return 0;
+    json_array_foreach(files, i, f) {
+        const char *loc = json_string_value(json_object_get(f, "location"));
+        const char *want = json_string_value(json_object_get(f, "xxh64"));
+        json_int_t bytes = json_integer_value(json_object_get(f, "bytes"));
+        char path[4096];
+        if (!loc || !want || (size_t)snprintf(path, sizeof path, "%s/%s", dir, loc) >= sizeof path)
+            return 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size != bytes) {
+            if (fd >= 0)
+                close(fd);
+            return 0;
+        }
+        XXH64_state_t *h = XXH64_createState();
+        uint8_t *buf = malloc(1 << 20);
+        ssize_t n = 0;
+        if (h)
+            XXH64_reset(h, 0);
+        while (h && buf && (n = read(fd, buf, 1 << 20)) > 0)
+            XXH64_update(h, buf, (size_t)n);
+        close(fd);
+        if (!buf)
+            n = -1;
+        free(buf);
+        char hex[17];
+        if (h)
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(h));
+        XXH64_freeState(h);
+        if (!h || n < 0 || strcmp(hex, want) != 0)
+            return 0;
+    }
+    return 1;
+}
+
 void tthd_cache_drop(tthd_cache *c, const char *key)
 {
     tthd_cache_entry *e = find(c, key);

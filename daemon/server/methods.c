@@ -299,49 +299,6 @@ static void on_compile_done(tthd_job *job)
                   json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));
 }
 
-/* 1 when every ONNX external data file an artifact was built from (its metadata's
- * "external_data": location, bytes, xxh64) still holds those bytes beside the model in dir
- * (docs/tthctl.md, "ONNX external data"); an artifact without external data always matches. The files
- * are read and hashed here, on the daemon's loop: about a second per 10 GB. */
-static int external_data_same(const json_t *metadata, const char *dir)
-{
-    const json_t *files = json_object_get(metadata, "external_data"), *f;
-    size_t i;
-    if (json_array_size(files) == 0)
-        return 1;
-    if (!dir)
-        return 0;
-    json_array_foreach(files, i, f) {
-        const char *loc = json_string_value(json_object_get(f, "location"));
-        const char *want = json_string_value(json_object_get(f, "xxh64"));
-        json_int_t bytes = json_integer_value(json_object_get(f, "bytes"));
-        char path[4096];
-        if (!loc || !want || (size_t)snprintf(path, sizeof path, "%s/%s", dir, loc) >= sizeof path)
-            return 0;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0 || st.st_size != bytes) {
-            if (fd >= 0)
-                close(fd);
-            return 0;
-        }
-        XXH64_state_t *h = XXH64_createState();
-        static uint8_t buf[1 << 16];
-        ssize_t n = 0;
-        if (h)
-            XXH64_reset(h, 0);
-        while (h && (n = read(fd, buf, sizeof buf)) > 0)
-            XXH64_update(h, buf, (size_t)n);
-        close(fd);
-        char hex[17];
-        if (h)
-            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64_digest(h));
-        XXH64_freeState(h);
-        if (!h || n < 0 || strcmp(hex, want) != 0)
-            return 0;
-    }
-    return 1;
-}
 
 /* Not in any cache: a worker compiles it. */
 static void submit_compile(tthd_server *srv, tthd_request *req)
@@ -390,7 +347,7 @@ static void on_remote_answer(void *data, tthd_remote_found *found)
     tthd_server *srv = req->conn->srv;
     req->remote = NULL;
     req->remote_s = (double)(uv_hrtime() - req->remote_t0) / 1e9;
-    if (!found || !external_data_same(found->metadata, req->model_dir)) {
+    if (!found) { /* absent, corrupt, Redis unreachable, or its external data differs from ours */
         submit_compile(srv, req);
         return;
     }
@@ -408,6 +365,89 @@ static void on_remote_answer(void *data, tthd_remote_found *found)
     else
         submit_compile(srv, req);
     free(hit.path);
+}
+
+/* A local miss: ask the remote cache, when there is one and it is not known to be down, else
+ * compile. */
+static void after_local_miss(tthd_server *srv, tthd_request *req, int use_cache)
+{
+    if (use_cache) {
+        req->remote_t0 = uv_hrtime();
+        char *path = tthd_cache_entry_path(&srv->cache, req->key);
+        req->remote = tthd_remote_lookup(&srv->remote, req->key, path, req->model_dir, on_remote_answer, req);
+        free(path);
+        if (req->remote)
+            return;
+    }
+    submit_compile(srv, req);
+}
+
+/* A local hit built from ONNX external data: the files beside the model are hashed again in the
+ * thread pool, and the hit is served only when they are the ones it was built from. */
+struct tthd_ext_check {
+    uv_work_t work;
+    tthd_request *req;          /* NULL once the request went away */
+    json_t *metadata;
+    char *dir;
+    int same;
+};
+
+static void ext_check_run(uv_work_t *w)
+{
+    tthd_ext_check *x = w->data;
+    x->same = tthd_external_data_same(x->metadata, x->dir);
+}
+
+static void ext_check_done(uv_work_t *w, int status)
+{
+    tthd_ext_check *x = w->data;
+    tthd_request *req = x->req;
+    json_decref(x->metadata);
+    free(x->dir);
+    int same = status == 0 && x->same;
+    free(x);
+    if (!req)
+        return;
+    req->ext_check = NULL;
+    tthd_server *srv = req->conn->srv;
+    tthd_cache_hit hit;
+    if (same && tthd_cache_lookup(&srv->cache, req->key, &hit)) {
+        srv->cache.hits--; /* the first lookup counted it */
+        answer_hit(req, "hit", &hit, req->parse_diagnostics);
+        free(hit.path);
+        return;
+    }
+    if (!same) {
+        tthd_log(TTHD_LOG_DEBUG, "compile %s: the external data of cache entry %s changed", req->model_name, req->key);
+        tthd_cache_drop(&srv->cache, req->key);
+        srv->cache.hits--;
+        srv->cache.misses++;
+    }
+    after_local_miss(srv, req, 1);
+}
+
+static int start_ext_check(tthd_server *srv, tthd_request *req, const json_t *metadata)
+{
+    tthd_ext_check *x = calloc(1, sizeof *x);
+    if (!x)
+        return 0;
+    x->req = req;
+    x->metadata = json_deep_copy(metadata);
+    x->dir = req->model_dir ? strdup(req->model_dir) : NULL;
+    x->work.data = x;
+    if (!x->metadata || uv_queue_work(srv->loop, &x->work, ext_check_run, ext_check_done) != 0) {
+        json_decref(x->metadata);
+        free(x->dir);
+        free(x);
+        return 0;
+    }
+    req->ext_check = x;
+    return 1;
+}
+
+void tthd_ext_check_cancel(tthd_ext_check *x)
+{
+    x->req = NULL;
 }
 
 /* The target parsed: look the artifact up, or compile it. */
@@ -438,29 +478,21 @@ static void on_compile_target(tthd_job *job)
     tthd_cache_hit hit;
     uint64_t l0 = uv_hrtime();
     int found = use_cache && tthd_cache_lookup(&srv->cache, req->key, &hit);
-    if (found && !external_data_same(hit.metadata, req->model_dir)) {
-        tthd_log(TTHD_LOG_DEBUG, "compile %s: the external data of cache entry %s changed", req->model_name, req->key);
+    req->lookup_s = (double)(uv_hrtime() - l0) / 1e9;
+    req->parse_diagnostics = json_incref(json_object_get(job->result, "diagnostics"));
+    if (found && json_array_size(json_object_get(hit.metadata, "external_data"))) {
+        /* its external data files are hashed again before it is served, in the thread pool */
         free(hit.path);
-        tthd_cache_drop(&srv->cache, req->key);
+        if (start_ext_check(srv, req, hit.metadata))
+            return;
         found = 0;
     }
-    req->lookup_s = (double)(uv_hrtime() - l0) / 1e9;
     if (found) {
-        answer_hit(req, "hit", &hit, json_object_get(job->result, "diagnostics"));
+        answer_hit(req, "hit", &hit, req->parse_diagnostics);
         free(hit.path);
         return;
     }
-    /* a local miss asks the remote cache, when there is one and it is not known to be down */
-    if (use_cache) {
-        req->parse_diagnostics = json_incref(json_object_get(job->result, "diagnostics"));
-        req->remote_t0 = uv_hrtime();
-        char *path = tthd_cache_entry_path(&srv->cache, req->key);
-        req->remote = tthd_remote_lookup(&srv->remote, req->key, path, on_remote_answer, req);
-        free(path);
-        if (req->remote)
-            return;
-    }
-    submit_compile(srv, req);
+    after_local_miss(srv, req, use_cache);
 }
 
 /* The whole model is in req->model (uploaded, or read from model.path): parse the target next. */

@@ -36,6 +36,7 @@ typedef struct remote_op {
     tthd_remote_cb cb;          /* NULL once cancelled */
     void *data;
     char *local_path;           /* where a value found goes in the local cache, or NULL */
+    char *model_dir;            /* where the model's external data files are, or NULL */
     int on_disk;                /* it went there */
     json_t *metadata;
     size_t art_offset, art_len;
@@ -384,6 +385,11 @@ static void lookup_run(uv_work_t *req)
         freeReplyObject(command(op->r, 2, del, dlens, op->err, sizeof op->err));
     } else {
         op->outcome = R_HIT;
+        if (!tthd_external_data_same(op->metadata, op->model_dir)) {
+            op->outcome = R_MISS; /* built from other external data than ours: good, but not for us */
+            free(val);
+            return;
+        }
         op->sum = XXH64(val + op->art_offset, op->art_len, 0);
         op->blob = val;
         op->blob_len = n;
@@ -448,6 +454,7 @@ static void op_free(remote_op *op)
     json_decref(op->metadata);
     free(op->blob);
     free(op->local_path);
+    free(op->model_dir);
     free(op);
 }
 
@@ -499,8 +506,8 @@ static void store_done(uv_work_t *req, int status)
     op_free(op);
 }
 
-tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, tthd_remote_cb cb,
-                                    void *data)
+tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, const char *model_dir,
+                                    tthd_remote_cb cb, void *data)
 {
     if (!usable(r))
         return NULL;
@@ -513,9 +520,11 @@ tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char 
     op->cb = cb;
     op->data = data;
     op->local_path = local_path ? strdup(local_path) : NULL;
+    op->model_dir = model_dir ? strdup(model_dir) : NULL;
     op->req.data = op;
     if (uv_queue_work(r->loop, &op->req, lookup_run, lookup_done) != 0) {
         free(op->local_path);
+        free(op->model_dir);
         free(g);
         return NULL;
     }

@@ -34,6 +34,10 @@ static void request_free(tthd_request *req)
         tthd_remote_cancel(req->remote);
         req->remote = NULL;
     }
+    if (req->ext_check) {
+        tthd_ext_check_cancel(req->ext_check);
+        req->ext_check = NULL;
+    }
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {

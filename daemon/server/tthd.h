@@ -132,6 +132,10 @@ void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob
                       size_t art_len, uint64_t sum, const json_t *metadata, int on_disk, tthd_cache_hit *hit);
 /* The file an entry of key is written to (malloc'd), or NULL without a cache directory. */
 char *tthd_cache_entry_path(const tthd_cache *c, const char *key);
+/* 1 when every ONNX external data file an artifact's metadata lists ("external_data": location,
+ * bytes, xxh64) still holds those bytes beside the model in dir; 1 without external data. Reads
+ * and hashes the files: for the thread pool. */
+int tthd_external_data_same(const json_t *metadata, const char *dir);
 /* Remove one entry (a hit whose ONNX external data changed: methods.c), if present. */
 void tthd_cache_drop(tthd_cache *c, const char *key);
 /* Remove everything; counts what was removed. */
@@ -168,11 +172,12 @@ typedef void (*tthd_remote_cb)(void *data, tthd_remote_found *found);
 void tthd_remote_init(tthd_remote *r, uv_loop_t *loop, const tthd_remote_config *cfg);
 /* After the loop ended (no operation in flight). */
 void tthd_remote_free(tthd_remote *r);
-/* Look key up in the thread pool; cb comes later. A value found is also written to local_path
- * (a temporary file renamed into place; may be NULL). NULL: not tried (no remote cache, or it is
- * down until its retry time): a miss, now. */
-tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, tthd_remote_cb cb,
-                                    void *data);
+/* Look key up in the thread pool; cb comes later. A value found whose ONNX external data files
+ * are those beside the model in model_dir (tthd_external_data_same) is also written to local_path
+ * (a temporary file renamed into place; may be NULL); one whose files differ is a miss. NULL: not
+ * tried (no remote cache, or it is down until its retry time): a miss, now. */
+tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, const char *model_dir,
+                                    tthd_remote_cb cb, void *data);
 /* The request went away: cb will not be called. */
 void tthd_remote_cancel(tthd_remote_get *g);
 /* Store an artifact (copied) in the thread pool, unless too large or Redis is down. */
@@ -180,6 +185,12 @@ void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact,
                        const json_t *metadata);
 /* Counters and state for `status` (new reference), or JSON null without a remote cache. */
 json_t *tthd_remote_status(const tthd_remote *r);
+
+/* ---- methods.c ---- */
+
+typedef struct tthd_ext_check tthd_ext_check;
+/* The request went away while its hit's external data was being hashed. */
+void tthd_ext_check_cancel(tthd_ext_check *x);
 
 /* ---- pool.c: worker processes ---------------------------------------------------------- */
 
@@ -285,6 +296,7 @@ struct tthd_request {
     double remote_s;            /* compile: seconds the remote cache lookup took, or -1 */
     uint64_t remote_t0;         /* compile: when the remote lookup began (uv_hrtime) */
     tthd_remote_get *remote;    /* compile: the remote lookup in flight, or NULL */
+    struct tthd_ext_check *ext_check; /* compile: a hit's external data being hashed, or NULL */
     json_t *parse_diagnostics;  /* compile: the target parse's diagnostics, for a remote hit */
     tthd_request *next;
 };

@@ -29,6 +29,8 @@
 #include <tthproto/jsonrpc.h>
 #include <tthrt.h>
 
+#include "redis_server.h"
+
 /* ---- the fixture ---- */
 
 static struct {
@@ -1581,7 +1583,54 @@ Test(client, compile_with_external_data)
         proc_out_free(&po);
         assert_npy_close(npy, want, 1e-5);
     }
+    /* through a remote cache (docs/cache.md): served only for the external data it was built from */
+    redis rd;
+    redis_start(&rd, "retry=1");
     proc_out po = {0};
+    ctl(&po, "stop");
+    proc_out_free(&po);
+    const char *with_redis[] = {"--cache-redis", rd.url, NULL};
+    start_daemon_args(with_redis);
+    const char *remote[3] = {"miss", "remote", "miss"};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) { /* the first weights again: the remote entry is for the second */
+            snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 1", source_root(),
+                     F.dir);
+            cr_assert_eq(system(cmd), 0, "%s", cmd);
+        }
+        if (round > 0) { /* only the remote cache has it; wait until the compile before stored it */
+            for (int i = 0; i < 200; i++) {
+                ctl(&po, "status", "--json");
+                json_t *sj = out_json(&po);
+                json_int_t stores = json_integer_value(json_object_get(json_object_get(sj, "remoteCache"), "stores"));
+                json_decref(sj);
+                proc_out_free(&po);
+                if (stores >= 1)
+                    break;
+                usleep(25000);
+            }
+            ctl(&po, "cache", "clear");
+            proc_out_free(&po);
+        }
+        if (round == 0) /* compiled again, so the remote cache gets it */
+            ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q", "--no-cache");
+        else
+            ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q");
+        assert_status(&po, 0);
+        json_t *r = out_json(&po);
+        const char *src = json_string_value(json_object_get(r, "cacheSource"));
+        if (strcmp(remote[round], "remote") == 0)
+            cr_assert(src && strcmp(src, "remote") == 0, "round %d: %s", round, po.out);
+        else
+            cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss", "round %d", round);
+        json_decref(r);
+        proc_out_free(&po);
+        ctl(&po, "run", art, "--input", x, "--output-dir", outdir, "-q");
+        assert_status(&po, 0);
+        proc_out_free(&po);
+        assert_npy_close(npy, want, 1e-5);
+    }
+    redis_stop(&rd);
     ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream", "--no-cache");
     assert_status(&po, 1);
     assert_has(po.err, "the tensor's data is in the file 'm.data' beside the model, and the model came without its directory");
