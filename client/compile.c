@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -239,10 +242,47 @@ static int hash_copy(int fd, uint64_t off, uint64_t size, XXH64_state_t *hash, i
     return 0;
 }
 
+/* copy_file_range of a region into an output, on a thread of its own */
+typedef struct kcopy {
+    int in, out;
+    loff_t off;
+    uint64_t size, done;
+} kcopy;
+
+static void *kernel_copy(void *arg)
+{
+    kcopy *k = arg;
+    while (k->done < k->size) {
+        ssize_t n = copy_file_range(k->in, &k->off, k->out, NULL, (size_t)(k->size - k->done), 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        k->done += (uint64_t)n;
+    }
+    return NULL;
+}
+
+/* XXH64 of a region of fd, read through a read-only mapping: 0, or -1 (nothing hashed) */
+static int hash_mapped(int fd, uint64_t off, uint64_t size, XXH64_state_t *hash)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t base = off - off % (uint64_t)(page > 0 ? page : 4096);
+    size_t len = (size_t)(off - base + size);
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, (off_t)base);
+    if (m == MAP_FAILED)
+        return -1;
+    XXH64_update(hash, (const uint8_t *)m + (off - base), (size_t)size);
+    munmap(m, len);
+    return 0;
+}
+
 /* A cache hit delivered as a file of tthd's cache (the "delivery": "file" answer): copy the
  * artifact's bytes from it into the temporary output, hashing them as the stream would be, so
  * finish_artifact checks size and XXH64 the same way. 0 on success; negative (nothing reported)
- * when the file cannot be used, for instance evicted meanwhile: the caller asks again, streamed. */
+ * when the file cannot be used, for instance evicted meanwhile or damaged (its bytes do not hash
+ * to the answer's XXH64): the caller asks again, streamed. */
 static int copy_artifact_file(compile_job *job, const json_t *art)
 {
     const json_t *file = json_object_get(art, "file");
@@ -260,31 +300,39 @@ static int copy_artifact_file(compile_job *job, const json_t *art)
         close(fd);
         return -1;
     }
-    uint64_t done = 0;
-    int rc;
-    /* in the kernel first (no copy through this process; a reflink where the filesystem can),
-     * then the bytes read back from the output for the hash */
-    loff_t in_off = (loff_t)off;
-    while (done < (uint64_t)size) {
-        ssize_t n = copy_file_range(fd, &in_off, job->tmp_fd, NULL, (size_t)((uint64_t)size - done), 0);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            break;
+    /* in the kernel (no copy through this process; a reflink where the filesystem can) on a
+     * thread of its own, while this one hashes the same bytes of the cache file, mapped: the
+     * cache file never changes once it is in place (it is written aside and renamed), so they are
+     * the bytes the copy gets */
+    kcopy kc = {.in = fd, .out = job->tmp_fd, .off = (loff_t)off, .size = (uint64_t)size};
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, kernel_copy, &kc) == 0;
+    if (!threaded)
+        kernel_copy(&kc);
+    int rc = hash_mapped(fd, (uint64_t)off, (uint64_t)size, job->hash);
+    if (threaded)
+        pthread_join(th, NULL);
+    uint64_t done = kc.done;
+    if (rc != 0 || done != (uint64_t)size) {
+        /* no mapping, or copy_file_range is not there (or stopped early): through this
+         * process, hashing on the way */
+        if (ftruncate(job->tmp_fd, 0) != 0 || lseek(job->tmp_fd, 0, SEEK_SET) != 0 || XXH64_reset(job->hash, 0) != XXH_OK)
+            rc = -1;
+        else {
+            done = (uint64_t)size;
+            rc = hash_copy(fd, (uint64_t)off, done, job->hash, job->tmp_fd);
         }
-        done += (uint64_t)n;
-    }
-    if (done == (uint64_t)size) {
-        rc = hash_copy(job->tmp_fd, 0, done, job->hash, -1);
-    } else if (done && (ftruncate(job->tmp_fd, 0) != 0 || lseek(job->tmp_fd, 0, SEEK_SET) != 0)) {
-        rc = -1;
-    } else {
-        /* copy_file_range is not there (or stopped early): through this process, hashing on the way */
-        done = (uint64_t)size;
-        rc = hash_copy(fd, (uint64_t)off, done, job->hash, job->tmp_fd);
     }
     close(fd);
     job->received = job->total = done;
+    if (rc == 0) {
+        /* the cache file damaged since the daemon checked it: ask for the stream instead */
+        char got[17];
+        snprintf(got, sizeof got, "%016llx", (unsigned long long)XXH64_digest(job->hash));
+        const char *want = jstr(art, "xxh64");
+        if (strlen(want) != 16 || strcasecmp(want, got) != 0)
+            rc = -1;
+    }
     return rc;
 }
 

@@ -917,6 +917,26 @@ Test(client, cache_hits_are_copied_from_the_cache_file)
     json_decref(r);
     proc_out_free(&po);
 
+    /* the cache file damaged behind the daemon's back (its copy in memory is still good): tthctl
+     * sees the bytes do not hash to the answer's XXH64 and takes the stream */
+    {
+        FILE *f = fopen(entry, "r+b");
+        cr_assert_not_null(f);
+        fseek(f, -100, SEEK_END);
+        int ch = fgetc(f);
+        fseek(f, -100, SEEK_END);
+        fputc(ch ^ 0x40, f);
+        fclose(f);
+        ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
+        assert_status(&po, 0);
+        r = out_json(&po);
+        cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1,
+                      "a damaged cache file was not replaced by the stream");
+        json_decref(r);
+        proc_out_free(&po);
+        cr_assert_eq(system(cmd), 0, "the artifact after a damaged cache file differs from the compiled one");
+    }
+
     cr_assert_eq(unlink(entry), 0);
     ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
     assert_status(&po, 0);
