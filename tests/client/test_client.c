@@ -1564,6 +1564,16 @@ static void stop_fake(void)
  * file holds the same bytes and compiles anew once it changes; uploaded alone (--stream) it is
  * refused with what to do, and a location outside the model's directory is refused. Skipped
  * without python3's numpy and onnx. */
+/* `tthctl run` of art on input x (NAME=FILE) writes npy (in outdir) close to want */
+static void run_matches(const char *art, const char *x, const char *outdir, const char *npy, const char *want)
+{
+    proc_out po = {0};
+    ctl(&po, "run", art, "--input", x, "--output-dir", outdir, "-q");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    assert_npy_close(npy, want, 1e-5);
+}
+
 Test(client, compile_with_external_data)
 {
     char cmd[1200], model[400], art[400], outdir[400], x[500], npy[500];
@@ -1598,10 +1608,7 @@ Test(client, compile_with_external_data)
         cr_assert_eq(json_integer_value(json_object_get(f, "bytes")), 16 * 8 * 4 + 16 * 4, "round %d", round);
         json_decref(r);
         proc_out_free(&po);
-        ctl(&po, "run", art, "--input", x, "--output-dir", outdir, "-q");
-        assert_status(&po, 0);
-        proc_out_free(&po);
-        assert_npy_close(npy, want, 1e-5);
+        run_matches(art, x, outdir, npy, want);
     }
     /* through a remote cache (docs/cache.md): served only for the external data it was built from */
     redis rd;
@@ -1645,10 +1652,7 @@ Test(client, compile_with_external_data)
             cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss", "round %d", round);
         json_decref(r);
         proc_out_free(&po);
-        ctl(&po, "run", art, "--input", x, "--output-dir", outdir, "-q");
-        assert_status(&po, 0);
-        proc_out_free(&po);
-        assert_npy_close(npy, want, 1e-5);
+        run_matches(art, x, outdir, npy, want);
     }
     redis_stop(&rd);
     ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream", "--no-cache");

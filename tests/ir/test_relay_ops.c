@@ -574,3 +574,43 @@ Test(relay_ops, window_attrs_refuse_what_the_relation_refuses)
         }
     }
 }
+
+/* tth_resize2d_attrs_of and tth_resize_nearest: the one reader of image.resize2d's attributes and
+ * the one nearest-index rule (the type relation, the lowering and the constant folder). */
+Test(relay_ops, resize2d_attrs_and_nearest_rule)
+{
+    static const int64_t in_hw[2] = {4, 5};
+    tth_resize2d_attrs a;
+    tth_diag d;
+    json_t *at = json_loads("{\"size\": [8, 3]}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    cr_assert(a.size[0] == 8 && a.size[1] == 3 && !a.linear && a.nearest_mode == TTH_RESIZE_ROUND_PREFER_FLOOR);
+    cr_assert_str_eq(a.coordinate_transformation_mode, "half_pixel");
+    cr_assert_float_eq(a.scale[0], 2.0, 1e-12);  /* size / input without a scale attribute */
+    cr_assert_float_eq(a.scale[1], 0.6, 1e-12);
+    json_decref(at);
+    at = json_loads("{\"size\": [2, 3], \"method\": \"linear\", \"coordinate_transformation_mode\": "
+                    "\"align_corners\", \"nearest_mode\": \"ceil\", \"scale\": [0.6, 0.7]}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    cr_assert(a.linear && a.nearest_mode == TTH_RESIZE_CEIL);
+    cr_assert_str_eq(a.coordinate_transformation_mode, "align_corners");
+    cr_assert_float_eq(a.scale[0], 0.6, 1e-12);  /* the model's scale, not 2 / 4 */
+    cr_assert_float_eq(a.scale[1], 0.7, 1e-12);
+    json_decref(at);
+    static const char *const bad[] = {"{\"size\": [0, 3]}", "{\"size\": [2, 3], \"method\": \"cubic\"}",
+                                      "{\"size\": [2, 3], \"scale\": [0, 1]}", "{}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        at = json_loads(bad[i], 0, NULL);
+        cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), TTH_EINVAL, "%s was accepted", bad[i]);
+        json_decref(at);
+    }
+    /* ties: round_prefer_floor goes down, round_prefer_ceil up; whole coordinates stay; clamped */
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_ROUND_PREFER_FLOOR, 1.5, 4), 1);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_ROUND_PREFER_CEIL, 1.5, 4), 2);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_ROUND_PREFER_FLOOR, 1.6, 4), 2);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_FLOOR, 1.9, 4), 1);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_CEIL, 1.1, 4), 2);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_CEIL, 2.0, 4), 2);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_ROUND_PREFER_CEIL, -0.75, 4), 0);
+    cr_assert_eq(tth_resize_nearest(TTH_RESIZE_CEIL, 3.2, 4), 3);
+}

@@ -1186,15 +1186,21 @@ static int read_resize_attrs(relctx *c, tth_resize2d_attrs *a)
     return 0;
 }
 
+/* A context for reading one call's attributes outside a relation (the *_attrs_of accessors) */
+static void attrs_ctx(relctx *c, tth_op op, const json_t *attrs, tth_diag *diag, tth_diag *local)
+{
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    c->attrs = attrs;
+    c->diag = diag ? diag : local;
+    c->location = "attributes";
+}
+
 int tth_resize2d_attrs_of(const json_t *attrs, const int64_t in_hw[2], tth_resize2d_attrs *a, tth_diag *diag)
 {
     tth_diag local;
     relctx c;
-    memset(&c, 0, sizeof c);
-    c.op = TTH_OP_RESIZE2D;
-    c.attrs = attrs;
-    c.diag = diag ? diag : &local;
-    c.location = "attributes";
+    attrs_ctx(&c, TTH_OP_RESIZE2D, attrs, diag, &local);
     int rc = read_resize_attrs(&c, a);
     if (rc)
         return rc;
@@ -1543,11 +1549,7 @@ int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth
 {
     tth_diag local;
     relctx c;
-    memset(&c, 0, sizeof c);
-    c.op = op;
-    c.attrs = attrs;
-    c.diag = diag ? diag : &local;
-    c.location = "attributes";
+    attrs_ctx(&c, op, attrs, diag, &local);
     switch (op) {
     case TTH_OP_CONV2D:
     case TTH_OP_QNN_CONV2D:
