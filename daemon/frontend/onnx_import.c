@@ -327,12 +327,73 @@ static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const js
     return 0;
 }
 
+/* A graph's initializers as constants, under their names. */
+static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphProto *g)
+{
+    tth_relay_module *m = c->m;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->initializer[i];
+        const char *name = tp && tp->name ? tp->name : "";
+        snprintf(c->where, sizeof c->where, "initializer '%s'", name);
+        if (!name[0])
+            return tth__onnx_fail(c, TTH_EMODEL, "initializer without a name");
+        tth_tensor *t = NULL;
+        int rc = tth__onnx_tensor_from_proto(tp, c->where, c->ext, &t, c->diag);
+        if (rc)
+            return rc;
+        if (!tth__onnx_shape_ok(t->type.shape, t->type.rank)) {
+            tth_tensor_unref(t);
+            return tth__onnx_fail(c, TTH_ELIMIT, "initializer too large");
+        }
+        tth_rexpr *k = tth_relay_const(m, t, tth_arena_strdup(m->arena, name));
+        if (!k || valtab_put(vals, name, k))
+            return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* The body of a subgraph (an If's branch, docs/operators.md "If"): its initializers and nodes
+ * imported among the outer graph's values, which it may use by name; its outputs in outs. The
+ * node being imported (the If) stays the current one for the caller's diagnostics. */
+int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr **outs, size_t max_outs)
+{
+    const Onnx__NodeProto *node = c->node;
+    char where[sizeof c->where];
+    snprintf(where, sizeof where, "%s", c->where);
+    valtab *vals = c->vals;
+    int rc = vals ? 0 : tth__onnx_fail(c, TTH_EINTERNAL, "no values to import a subgraph among");
+    if (!rc && (g->n_sparse_initializer || g->n_output != max_outs))
+        rc = tth__onnx_fail(c, g->n_sparse_initializer ? TTH_EUNSUPPORTED : TTH_EMODEL,
+                            g->n_sparse_initializer ? "sparse initializers are not supported"
+                                                    : "subgraph '%s' has %zu outputs, the node %zu",
+                            g->name ? g->name : "", g->n_output, max_outs);
+    if (!rc)
+        rc = import_initializers(c, vals, g);
+    for (size_t i = 0; !rc && i < g->n_node; i++)
+        rc = g->node[i] ? import_node(c, vals, g->node[i]) : tth__onnx_fail(c, TTH_EMODEL, "empty node %zu", i);
+    c->node = node;
+    for (size_t i = 0; !rc && i < g->n_output; i++) {
+        const char *name = g->output[i] && g->output[i]->name ? g->output[i]->name : "";
+        outs[i] = valtab_get(vals, name);
+        if (!outs[i] || outs[i]->type.nfields >= 0) {
+            snprintf(c->where, sizeof c->where, "%s", where);
+            rc = tth__onnx_fail(c, outs[i] ? TTH_EUNSUPPORTED : TTH_EMODEL,
+                                outs[i] ? "subgraph output '%s' is not a tensor" : "subgraph output '%s' is never computed",
+                                name);
+        }
+    }
+    if (!rc)
+        snprintf(c->where, sizeof c->where, "%s", where);
+    return rc;
+}
+
 static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name, const json_t *bind,
                         const json_t *input_shapes)
 {
     valtab vals = {0};
     int rc = 0;
     tth_relay_module *m = c->m;
+    c->vals = &vals;
     tth_rexpr **params = calloc(g->n_input + 1, sizeof(*params));
     tth_rexpr **outs = calloc(g->n_output + 1, sizeof(*outs));
     json_t *in_names = json_array(), *out_names = json_array();
@@ -342,29 +403,8 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         goto done;
     }
     /* initializers → constants */
-    for (size_t i = 0; i < g->n_initializer; i++) {
-        const Onnx__TensorProto *tp = g->initializer[i];
-        const char *name = tp && tp->name ? tp->name : "";
-        snprintf(c->where, sizeof c->where, "initializer '%s'", name);
-        if (!name[0]) {
-            rc = tth__onnx_fail(c, TTH_EMODEL, "initializer without a name");
-            goto done;
-        }
-        tth_tensor *t = NULL;
-        rc = tth__onnx_tensor_from_proto(tp, c->where, c->ext, &t, c->diag);
-        if (rc)
-            goto done;
-        if (!tth__onnx_shape_ok(t->type.shape, t->type.rank)) {
-            tth_tensor_unref(t);
-            rc = tth__onnx_fail(c, TTH_ELIMIT, "initializer too large");
-            goto done;
-        }
-        tth_rexpr *k = tth_relay_const(m, t, tth_arena_strdup(m->arena, name));
-        if (!k || valtab_put(&vals, name, k)) {
-            rc = tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
-            goto done;
-        }
-    }
+    if ((rc = import_initializers(c, &vals, g)) != 0)
+        goto done;
     if (g->n_sparse_initializer) {
         snprintf(c->where, sizeof c->where, "graph '%s'", g->name ? g->name : "");
         rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "sparse initializers are not supported");
@@ -488,6 +528,7 @@ done:
     free(params);
     free(outs);
     valtab_free(&vals);
+    c->vals = NULL;
     return rc;
 }
 

@@ -24,6 +24,7 @@ typedef struct tth_onnx_ctx {
     const Onnx__NodeProto *node;   /* the node being imported */
     char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
     struct tth_onnx_external *ext; /* external data (may be NULL) */
+    struct valtab *vals;           /* the values by name, while a graph is imported */
 } tth_onnx_ctx;
 
 /* One operator: inputs (NULL for an absent optional input), outputs to fill (leave NULL for an
@@ -39,6 +40,10 @@ const tth_onnx_op *tth__onnx_op_find(const char *name);
 
 /* 1 when the product of the dims is at most TTH_IMPORT_MAX_TENSOR (no overflow on the way). */
 int tth__onnx_shape_ok(const int64_t *shape, int rank);
+
+/* A subgraph's initializers and nodes imported among the current graph's values (an If's
+ * branch); its max_outs outputs into outs. 0 or a negative code with ctx->diag set. */
+int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr **outs, size_t max_outs);
 
 /* Diagnostic at the current node. */
 int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

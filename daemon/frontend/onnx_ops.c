@@ -376,6 +376,56 @@ static int op_where(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out
     return 0;
 }
 
+/* If (docs/operators.md, "If"): a condition known at compile time (a constant, or a graph input
+ * bound with --bind) imports only the branch it takes. Otherwise both branches are imported and
+ * each output is where(cond, then, else): both are computed, and the condition picks, which ONNX's
+ * side-effect-free branches allow; their outputs must then have the same dtype and shape. */
+static int op_if(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    const Onnx__AttributeProto *tb = attr(c, "then_branch"), *eb = attr(c, "else_branch");
+    if (!tb || !tb->g || !eb || !eb->g)
+        return tth__onnx_fail(c, TTH_EMODEL, "If needs the graph attributes then_branch and else_branch");
+    if (in[0]->type.nfields >= 0 || in[0]->type.tensor.dtype != TTH_BOOL || tth_ttype_numel(&in[0]->type.tensor) != 1)
+        return tth__onnx_fail(c, TTH_EMODEL, "If's condition must be one bool value");
+    if (nout == 0 || nout > 64)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "If with %zu outputs (1 to 64 are supported)", nout);
+    if (in[0]->kind == TTH_REXPR_CONST) {
+        int take = tth__ld_f64(in[0]->u.constant.value, 0) != 0;
+        return tth__onnx_import_body(c, take ? tb->g : eb->g, out, nout);
+    }
+    tth_rexpr *then_out[64], *else_out[64];
+    int rc = tth__onnx_import_body(c, tb->g, then_out, nout);
+    if (!rc)
+        rc = tth__onnx_import_body(c, eb->g, else_out, nout);
+    if (rc)
+        return rc;
+    static const int64_t scalar[1] = {0};
+    tth_rexpr *cond = rank(in[0]) == 0 ? in[0] : reshape(c, in[0], scalar, 0);
+    if (!cond)
+        return c->diag->code;
+    for (size_t i = 0; i < nout; i++) {
+        const tth_ttype *t = &then_out[i]->type.tensor, *e = &else_out[i]->type.tensor;
+        int same = t->dtype == e->dtype && t->rank == e->rank;
+        for (int d = 0; same && d < t->rank; d++)
+            same = t->shape[d] == e->shape[d];
+        if (!same) {
+            char ts[160], es[160];
+            tth_ttype_format(t, ts, sizeof ts);
+            tth_ttype_format(e, es, sizeof es);
+            tth__onnx_fail(c, TTH_EUNSUPPORTED,
+                           "If's output %zu is %s in then_branch and %s in else_branch, and the condition is not "
+                           "known at compile time", i, ts, es);
+            tth_diag_hint(c->diag, "tth compiles both branches and picks at run time, which needs equal shapes; "
+                                   "if the condition is a graph input, fix it: tthctl compile --bind NAME=FILE");
+            return TTH_EUNSUPPORTED;
+        }
+        tth_rexpr *args[3] = {cond, then_out[i], else_out[i]};
+        CHECK(out[i] = call(c, TTH_OP_WHERE, args, 3, NULL));
+    }
+    return 0;
+}
+
 static int unary(tth_onnx_ctx *c, tth_op op, tth_rexpr **in, size_t nin, tth_rexpr **out, json_t *attrs)
 {
     if (nin < 1 || !in[0]) {
@@ -3724,6 +3774,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"HardSwish", op_hard_swish},
     {"Hardmax", op_hardmax},
     {"Identity", op_identity},
+    {"If", op_if},
     {"InstanceNormalization", op_instance_norm},
     {"IsInf", op_isinf},
     {"IsNaN", op_isnan},

@@ -3,9 +3,12 @@
 node tests cover, checked through the product's conformance runner: ONNX models of RNN, GRU and
 LSTM (bidirectional and reverse directions, initial states, biases, peepholes, clip, GRU's
 linear_before_reset, layout 1, sequence lengths shorter than the sequence, non-default
-activations) and of Einsum (attention-style contractions, outer products, diagonals, broadcast
-ellipses, implicit outputs) written as ONNX test cases whose expected outputs come from numpy
-(an implementation of the ONNX definitions, and numpy.einsum), independent of tth.
+activations), of Einsum (attention-style contractions, outer products, diagonals, broadcast
+ellipses, implicit outputs) and of If (a condition computed from the input, so both branches are
+compiled, with data sets that take each; branches using the outer graph's values and their own
+initializers; a constant condition whose other branch tth could not compile), written as ONNX
+test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
+and numpy.einsum), independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
 
@@ -216,6 +219,67 @@ def write_einsum(root, case, rng):
         fh.write(numpy_helper.from_array(want, "y").SerializeToString())
 
 
+def write_if(root, name, constant_cond, rng):
+    """If with two outputs. y = then: relu(x @ W * wt) where W is the outer graph's initializer and
+    wt the branch's own; else: sigmoid(x @ W2) with W2 the branch's own. z = then: max over the
+    last axis; else: min. The condition is sum(x) > 0, or a constant True whose else branch holds
+    an operator tth does not have."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    f32 = np.float32
+    W = rng.normal(0, 1, (4, 5)).astype(f32)
+    wt = rng.normal(0, 1, (5,)).astype(f32)
+    W2 = rng.normal(0, 1, (4, 5)).astype(f32)
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 5]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])]
+    then_g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["t_mm"]), helper.make_node("Mul", ["t_mm", "wt"], ["t_mul"]),
+         helper.make_node("Relu", ["t_mul"], ["t_y"]),
+         helper.make_node("ReduceMax", ["x"], ["t_z"], axes=[-1], keepdims=0)],
+        "then", [], [helper.make_tensor_value_info("t_y", TensorProto.FLOAT, [2, 3, 5]),
+                     helper.make_tensor_value_info("t_z", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(wt, "wt")])
+    else_nodes = [helper.make_node("MatMul", ["x", "W2"], ["e_mm"]), helper.make_node("Sigmoid", ["e_mm"], ["e_y"]),
+                  helper.make_node("ReduceMin", ["x"], ["e_z"], axes=[-1], keepdims=0)]
+    if constant_cond:  # never taken: an operator tth does not compile
+        else_nodes.append(helper.make_node("Unique", ["x"], ["e_u"]))
+    else_g = helper.make_graph(else_nodes, "else", [], [helper.make_tensor_value_info("e_y", TensorProto.FLOAT, [2, 3, 5]),
+                                                        helper.make_tensor_value_info("e_z", TensorProto.FLOAT, [2, 3])],
+                               initializer=[numpy_helper.from_array(W2, "W2")])
+    nodes = []
+    inits = [numpy_helper.from_array(W, "W")]
+    if constant_cond:
+        inits.append(numpy_helper.from_array(np.array(True), "cond"))
+    else:
+        nodes += [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+                  helper.make_node("Greater", ["s", "zero"], ["cond"])]
+        inits.append(numpy_helper.from_array(np.array(0, f32), "zero"))
+    nodes.append(helper.make_node("If", ["cond"], ["y", "z"], then_branch=then_g, else_branch=else_g))
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])], outs,
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)])
+    onnx.checker.check_model(m)
+    d = os.path.join(root, "test_" + name)
+    os.makedirs(d)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    shifts = [0.5] if constant_cond else [0.7, -0.7]  # sum(x) > 0, then < 0: each branch taken
+    for k, shift in enumerate(shifts):
+        x = (rng.normal(0, 0.3, (2, 3, 4)) + shift).astype(f32)
+        x64 = x.astype(np.float64)
+        if constant_cond or x64.sum() > 0:
+            y, z = np.maximum(x64 @ W.astype(np.float64) * wt, 0), x64.max(axis=-1)
+        else:
+            y, z = 1 / (1 + np.exp(-(x64 @ W2.astype(np.float64)))), x64.min(axis=-1)
+        ds = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(ds)
+        with open(os.path.join(ds, "input_0.pb"), "wb") as fh:
+            fh.write(numpy_helper.from_array(x, "x").SerializeToString())
+        for i, (n, v) in enumerate((("y", y), ("z", z))):
+            with open(os.path.join(ds, "output_%d.pb" % i), "wb") as fh:
+                fh.write(numpy_helper.from_array(v.astype(f32), n).SerializeToString())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -234,6 +298,8 @@ def main():
             write_case(root, case, rng)
         for case in EINSUM:
             write_einsum(root, case, rng)
+        write_if(root, "if_both_branches", False, rng)
+        write_if(root, "if_constant_condition", True, rng)
         bad = 0
         for target in ("c", "llvm"):
             r = subprocess.run([args.conformance, "--jobs", "2", "--verbose", "--target", target, root],
