@@ -352,21 +352,30 @@ static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphP
     return 0;
 }
 
-/* The body of a subgraph (an If's branch, docs/operators.md "If"): its initializers and nodes
- * imported among the outer graph's values, which it may use by name; its outputs in outs. The
- * node being imported (the If) stays the current one for the caller's diagnostics. */
-int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr **outs, size_t max_outs)
+/* The body of a subgraph (an If's branch, one iteration of a Loop or Scan; docs/operators.md
+ * "Control flow"): its inputs bound to `inputs`, its initializers and nodes imported among the
+ * outer graph's values, which it may use by name (a later iteration's values shadow the earlier
+ * ones); its outputs in outs. The node being imported stays the current one for the caller's
+ * diagnostics. */
+int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr *const *inputs, size_t ninputs,
+                          tth_rexpr **outs, size_t max_outs)
 {
     const Onnx__NodeProto *node = c->node;
     char where[sizeof c->where];
     snprintf(where, sizeof where, "%s", c->where);
     valtab *vals = c->vals;
     int rc = vals ? 0 : tth__onnx_fail(c, TTH_EINTERNAL, "no values to import a subgraph among");
-    if (!rc && (g->n_sparse_initializer || g->n_output != max_outs))
-        rc = tth__onnx_fail(c, g->n_sparse_initializer ? TTH_EUNSUPPORTED : TTH_EMODEL,
-                            g->n_sparse_initializer ? "sparse initializers are not supported"
-                                                    : "subgraph '%s' has %zu outputs, the node %zu",
-                            g->name ? g->name : "", g->n_output, max_outs);
+    if (!rc && g->n_sparse_initializer)
+        rc = tth__onnx_fail(c, TTH_EUNSUPPORTED, "sparse initializers are not supported");
+    if (!rc && (g->n_output != max_outs || g->n_input != ninputs))
+        rc = tth__onnx_fail(c, TTH_EMODEL, "subgraph '%s' has %zu inputs and %zu outputs, the node gives %zu and takes %zu",
+                            g->name ? g->name : "", g->n_input, g->n_output, ninputs, max_outs);
+    for (size_t i = 0; !rc && i < ninputs; i++) {
+        const char *name = g->input[i] && g->input[i]->name ? g->input[i]->name : "";
+        if (!name[0] || !inputs[i] || valtab_put(vals, name, inputs[i]))
+            rc = tth__onnx_fail(c, inputs[i] && name[0] ? TTH_ENOMEM : TTH_EMODEL, "subgraph input %zu: %s", i,
+                                name[0] ? (inputs[i] ? "out of memory" : "no value for it") : "no name");
+    }
     if (!rc)
         rc = import_initializers(c, vals, g);
     for (size_t i = 0; !rc && i < g->n_node; i++)

@@ -42,8 +42,10 @@ const tth_onnx_op *tth__onnx_op_find(const char *name);
 int tth__onnx_shape_ok(const int64_t *shape, int rank);
 
 /* A subgraph's initializers and nodes imported among the current graph's values (an If's
- * branch); its max_outs outputs into outs. 0 or a negative code with ctx->diag set. */
-int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr **outs, size_t max_outs);
+ * branch, a Loop's or Scan's body once), its ninputs inputs bound to inputs; its max_outs outputs
+ * into outs. 0 or a negative code with ctx->diag set. */
+int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr *const *inputs, size_t ninputs,
+                          tth_rexpr **outs, size_t max_outs);
 
 /* Diagnostic at the current node. */
 int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -376,7 +376,191 @@ static int op_where(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out
     return 0;
 }
 
-/* If (docs/operators.md, "If"): a condition known at compile time (a constant, or a graph input
+/* Loop and Scan (docs/operators.md, "Control flow") are unrolled at import: the body is imported
+ * once per iteration, its loop-carried values feeding the next, so the trip count must be known
+ * at compile time (a constant, or a graph input bound with --bind) and is bounded. */
+#define TTH_UNROLL_MAX 1024
+
+/* The per-iteration values of a scan output stacked along a new axis `axis` (0 for Loop). */
+static tth_rexpr *stack(tth_onnx_ctx *c, tth_rexpr **v, int64_t n, int64_t axis)
+{
+    tth_rexpr **parts = tth_arena_alloc(c->m->arena, sizeof *parts * (size_t)n);
+    if (!parts) {
+        tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        const tth_ttype *t = tt(v[k]);
+        int64_t shape[TTH_MAX_RANK];
+        if (t->rank + 1 > TTH_MAX_RANK) {
+            tth__onnx_fail(c, TTH_EUNSUPPORTED, "a scan output of rank %d is too large to stack", t->rank);
+            return NULL;
+        }
+        for (int d = 0, j = 0; d <= t->rank; d++)
+            shape[d] = d == axis ? 1 : t->shape[j++];
+        if (!(parts[k] = reshape(c, v[k], shape, t->rank + 1)))
+            return NULL;
+    }
+    return n == 1 ? parts[0] : call(c, TTH_OP_CONCATENATE, parts, (size_t)n, json_pack("{s:I}", "axis", (json_int_t)axis));
+}
+
+static int op_loop(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    const Onnx__AttributeProto *ba = attr(c, "body");
+    if (!ba || !ba->g)
+        return tth__onnx_fail(c, TTH_EMODEL, "Loop needs the graph attribute body");
+    const Onnx__GraphProto *body = ba->g;
+    size_t ncarried = nin >= 2 ? nin - 2 : 0;
+    if (nin < 2 || ncarried > 32 || nout < ncarried || nout - ncarried > 32)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Loop with %zu inputs and %zu outputs (up to 32 loop-carried values "
+                                                   "and 32 scan outputs are supported)", nin, nout);
+    size_t nscan = nout - ncarried;
+    for (size_t i = 2; i < nin; i++)
+        if (!in[i] || in[i]->type.nfields >= 0)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Loop's loop-carried value %zu is not a tensor", i - 2);
+    const char *m_name = c->node->n_input > 0 ? c->node->input[0] : "", *cond_name = c->node->n_input > 1 ? c->node->input[1] : "";
+    int64_t trips;
+    if (!in[0])
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Loop without a trip count: tth unrolls loops and needs it");
+    if (vints(c, in[0], m_name, &trips, 1) != 1)
+        return c->diag->code;
+    if (trips < 0 || trips > TTH_UNROLL_MAX)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Loop of %lld iterations (tth unrolls loops: 0 to %d)", (long long)trips,
+                              TTH_UNROLL_MAX);
+    int go = 1;
+    if (in[1]) {
+        double v;
+        if (in[1]->kind != TTH_REXPR_CONST) {
+            tth__onnx_fail(c, TTH_EUNSUPPORTED, "input '%s' is not a constant (a loop condition known only at run time)",
+                           cond_name);
+            tth_diag_hint(c->diag, "tth unrolls loops at compile time: when the condition is a graph input, fix it: "
+                                   "tthctl compile --bind NAME=FILE");
+            return TTH_EUNSUPPORTED;
+        }
+        if (vscalar(c, in[1], cond_name, &v))
+            return c->diag->code;
+        go = v != 0;
+    }
+    tth_rexpr *carried[32];
+    tth_rexpr **scanned = tth_arena_alloc(c->m->arena, sizeof *scanned * (size_t)(nscan * (size_t)(trips ? trips : 1) + 1));
+    if (!scanned)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ncarried; i++)
+        carried[i] = in[2 + i];
+    int64_t done = 0;
+    for (int64_t k = 0; k < trips && go; k++) {
+        tth_rexpr *bin[34], *bout[65];
+        CHECK(bin[0] = k_scalar(c, TTH_I64, (double)k));
+        CHECK(bin[1] = k_scalar(c, TTH_BOOL, 1));
+        for (size_t i = 0; i < ncarried; i++)
+            bin[2 + i] = carried[i];
+        int rc = tth__onnx_import_body(c, body, bin, 2 + ncarried, bout, 1 + ncarried + nscan);
+        if (rc)
+            return rc;
+        if (bout[0]->kind != TTH_REXPR_CONST) {
+            tth__onnx_fail(c, TTH_EUNSUPPORTED, "the loop's condition is computed from the data in iteration %lld: tth "
+                                                "unrolls loops and needs it known at compile time", (long long)k);
+            return TTH_EUNSUPPORTED;
+        }
+        double v;
+        if (vscalar(c, bout[0], "the body's condition", &v))
+            return c->diag->code;
+        for (size_t i = 0; i < ncarried; i++)
+            carried[i] = bout[1 + i];
+        for (size_t i = 0; i < nscan; i++)
+            scanned[i * (size_t)trips + (size_t)k] = bout[1 + ncarried + i];
+        done++;
+        go = v != 0;
+    }
+    for (size_t i = 0; i < ncarried; i++)
+        out[i] = carried[i];
+    for (size_t i = 0; i < nscan; i++) {
+        if (done == 0)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Loop that runs no iteration has empty scan outputs, which tth "
+                                                       "does not support");
+        CHECK(out[ncarried + i] = stack(c, &scanned[i * (size_t)trips], done, 0));
+    }
+    return 0;
+}
+
+/* Scan (opset 9 and later): each iteration takes slice k of every scan input along its axis. */
+static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    if (c->opset < 9)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of opset %lld (with a batch axis) is not supported; opset 9 "
+                                                   "and later are", (long long)c->opset);
+    const Onnx__AttributeProto *ba = attr(c, "body");
+    if (!ba || !ba->g)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan needs the graph attribute body");
+    int64_t nscan_in = ai(c, "num_scan_inputs", -1);
+    if (nscan_in < 1 || (size_t)nscan_in > nin || nin > 32 || nout > 32)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan's num_scan_inputs %lld does not fit its %zu inputs (at most 32)",
+                              (long long)nscan_in, nin);
+    NEED(nin);
+    size_t nstate = nin - (size_t)nscan_in, nscan_out = nout >= nstate ? nout - nstate : 0;
+    if (nout < nstate)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan has %zu outputs for %zu states", nout, nstate);
+    int64_t in_axes[32] = {0}, out_axes[32] = {0}, in_dirs[32] = {0}, out_dirs[32] = {0};
+    int n;
+    if (attr(c, "scan_input_axes") && (n = aints(c, "scan_input_axes", in_axes, 32)) != (int)nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_axes has %d values for %lld scan inputs", n, (long long)nscan_in);
+    if (attr(c, "scan_input_directions") && (n = aints(c, "scan_input_directions", in_dirs, 32)) != (int)nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_directions has %d values for %lld scan inputs", n,
+                              (long long)nscan_in);
+    if (attr(c, "scan_output_axes") && (n = aints(c, "scan_output_axes", out_axes, 32)) != (int)nscan_out)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_axes has %d values for %zu scan outputs", n, nscan_out);
+    if (attr(c, "scan_output_directions") && (n = aints(c, "scan_output_directions", out_dirs, 32)) != (int)nscan_out)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_directions has %d values for %zu scan outputs", n, nscan_out);
+    int64_t trips = -1;
+    for (size_t j = 0; j < (size_t)nscan_in; j++) {
+        tth_rexpr *x = in[nstate + j];
+        int64_t ax;
+        if (norm_axis(c, in_axes[j], rank(x), &ax))
+            return c->diag->code;
+        in_axes[j] = ax;
+        if (trips >= 0 && tt(x)->shape[ax] != trips)
+            return tth__onnx_fail(c, TTH_EMODEL, "scan inputs of %lld and %lld steps", (long long)trips,
+                                  (long long)tt(x)->shape[ax]);
+        trips = tt(x)->shape[ax];
+    }
+    if (trips < 1 || trips > TTH_UNROLL_MAX)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of %lld steps (tth unrolls scans: 1 to %d)", (long long)trips,
+                              TTH_UNROLL_MAX);
+    tth_rexpr *state[32], **scanned = tth_arena_alloc(c->m->arena, sizeof(tth_rexpr *) * (nscan_out * (size_t)trips + 1));
+    if (!scanned)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nstate; i++)
+        state[i] = in[i];
+    for (int64_t k = 0; k < trips; k++) {
+        tth_rexpr *bin[32], *bout[32];
+        for (size_t i = 0; i < nstate; i++)
+            bin[i] = state[i];
+        for (size_t j = 0; j < (size_t)nscan_in; j++) {
+            tth_rexpr *idx;
+            CHECK(idx = k_scalar(c, TTH_I64, (double)(in_dirs[j] ? trips - 1 - k : k)));
+            CHECK(bin[nstate + j] = call2(c, TTH_OP_TAKE, in[nstate + j], idx,
+                                          json_pack("{s:I}", "axis", (json_int_t)in_axes[j])));
+        }
+        int rc = tth__onnx_import_body(c, ba->g, bin, nin, bout, nout);
+        if (rc)
+            return rc;
+        for (size_t i = 0; i < nstate; i++)
+            state[i] = bout[i];
+        for (size_t i = 0; i < nscan_out; i++)
+            scanned[i * (size_t)trips + (size_t)(out_dirs[i] ? trips - 1 - k : k)] = bout[nstate + i];
+    }
+    for (size_t i = 0; i < nstate; i++)
+        out[i] = state[i];
+    for (size_t i = 0; i < nscan_out; i++) {
+        int64_t ax;
+        if (norm_axis(c, out_axes[i], rank(scanned[i * (size_t)trips]) + 1, &ax))
+            return c->diag->code;
+        CHECK(out[nstate + i] = stack(c, &scanned[i * (size_t)trips], trips, ax));
+    }
+    return 0;
+}
+
+/* If (docs/operators.md, "Control flow"): a condition known at compile time (a constant, or a graph input
  * bound with --bind) imports only the branch it takes. Otherwise both branches are imported and
  * each output is where(cond, then, else): both are computed, and the condition picks, which ONNX's
  * side-effect-free branches allow; their outputs must then have the same dtype and shape. */
@@ -392,12 +576,12 @@ static int op_if(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, s
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "If with %zu outputs (1 to 64 are supported)", nout);
     if (in[0]->kind == TTH_REXPR_CONST) {
         int take = tth__ld_f64(in[0]->u.constant.value, 0) != 0;
-        return tth__onnx_import_body(c, take ? tb->g : eb->g, out, nout);
+        return tth__onnx_import_body(c, take ? tb->g : eb->g, NULL, 0, out, nout);
     }
     tth_rexpr *then_out[64], *else_out[64];
-    int rc = tth__onnx_import_body(c, tb->g, then_out, nout);
+    int rc = tth__onnx_import_body(c, tb->g, NULL, 0, then_out, nout);
     if (!rc)
-        rc = tth__onnx_import_body(c, eb->g, else_out, nout);
+        rc = tth__onnx_import_body(c, eb->g, NULL, 0, else_out, nout);
     if (rc)
         return rc;
     static const int64_t scalar[1] = {0};
@@ -3786,6 +3970,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"LessOrEqual", op_less_equal},
     {"Log", op_log},
     {"LogSoftmax", op_log_softmax},
+    {"Loop", op_loop},
     {"MatMul", op_matmul},
     {"MatMulInteger", op_matmul_integer},
     {"Max", op_max},
@@ -3825,6 +4010,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Resize", op_resize},
     {"ReverseSequence", op_reverse_sequence},
     {"Round", op_round},
+    {"Scan", op_scan},
     {"Scatter", op_scatter_elements},
     {"ScatterElements", op_scatter_elements},
     {"ScatterND", op_scatter_nd},

@@ -6,7 +6,9 @@ linear_before_reset, layout 1, sequence lengths shorter than the sequence, non-d
 activations), of Einsum (attention-style contractions, outer products, diagonals, broadcast
 ellipses, implicit outputs) and of If (a condition computed from the input, so both branches are
 compiled, with data sets that take each; branches using the outer graph's values and their own
-initializers; a constant condition whose other branch tth could not compile), written as ONNX
+initializers; a constant condition whose other branch tth could not compile), of Loop (a trip
+count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
+(two states, a reversed scan input along axis 1, a scan output along axis 1), written as ONNX
 test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
 and numpy.einsum), independent of tth.
 
@@ -280,6 +282,85 @@ def write_if(root, name, constant_cond, rng):
                 fh.write(numpy_helper.from_array(v.astype(f32), n).SerializeToString())
 
 
+def save_case(root, name, m, sets):
+    """A test case directory: the model and, per data set, (inputs, outputs) as (name, array) lists."""
+    import onnx
+    from onnx import numpy_helper
+    onnx.checker.check_model(m)
+    d = os.path.join(root, "test_" + name)
+    os.makedirs(d)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    for k, (ins, outs) in enumerate(sets):
+        ds = os.path.join(d, "test_data_set_%d" % k)
+        os.makedirs(ds)
+        for kind, arrs in (("input", ins), ("output", outs)):
+            for i, (n, v) in enumerate(arrs):
+                with open(os.path.join(ds, "%s_%d.pb" % (kind, i)), "wb") as fh:
+                    fh.write(numpy_helper.from_array(v, n).SerializeToString())
+
+
+def write_loop_scan(root, rng):
+    """Loop: h <- tanh(h @ Wl + X[i]) four times (M an initializer, cond true), every h stacked.
+    Scan: over X2's axis 1 backwards, s <- 0.5 s + x_k and t <- max(t, x_k), y_k = 2 s along axis 1."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    f32 = np.float32
+    Wl = rng.normal(0, 0.5, (3, 3)).astype(f32)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Gather", ["X", "i"], ["x_i"], axis=0),
+         helper.make_node("MatMul", ["h_in", "Wl"], ["hw"]), helper.make_node("Add", ["hw", "x_i"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]), helper.make_node("Identity", ["h_out"], ["h_scan"])],
+        "loop_body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                      helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                      helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("h_scan", TensorProto.FLOAT, [3])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["M", "cond", "h0"], ["h_last", "h_all"], body=body)], "loop",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 3]), helper.make_tensor_value_info("h0", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("h_all", TensorProto.FLOAT, [4, 3])],
+        initializer=[numpy_helper.from_array(np.array(4, np.int64), "M"), numpy_helper.from_array(np.array(True), "cond"),
+                     numpy_helper.from_array(Wl, "Wl")])
+    X = rng.normal(0, 1, (4, 3)).astype(f32)
+    h0 = rng.normal(0, 1, (3,)).astype(f32)
+    h, hs = h0.astype(np.float64), []
+    for i in range(4):
+        h = np.tanh(h @ Wl.astype(np.float64) + X[i])
+        hs.append(h)
+    save_case(root, "loop_unrolled", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+              [([("X", X), ("h0", h0)], [("h_last", h.astype(f32)), ("h_all", np.array(hs, f32))])])
+
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "half"], ["s_half"]), helper.make_node("Add", ["s_half", "x_k"], ["s_out"]),
+         helper.make_node("Max", ["t_in", "x_k"], ["t_out"]), helper.make_node("Add", ["s_out", "s_out"], ["y_k"])],
+        "scan_body", [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2, 3]),
+                      helper.make_tensor_value_info("t_in", TensorProto.FLOAT, [2, 3]),
+                      helper.make_tensor_value_info("x_k", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("s_out", "t_out", "y_k")],
+        initializer=[numpy_helper.from_array(np.array(0.5, f32), "half")])
+    g = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "t0", "X2"], ["s", "t", "y"], body=body, num_scan_inputs=1,
+                          scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])], "scan",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [2, 3]), helper.make_tensor_value_info("t0", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("X2", TensorProto.FLOAT, [2, 5, 3])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, 3]), helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 3])])
+    s0, t0 = rng.normal(0, 1, (2, 3)).astype(f32), rng.normal(0, 1, (2, 3)).astype(f32)
+    X2 = rng.normal(0, 1, (2, 5, 3)).astype(f32)
+    sv, tv, ys = s0.astype(np.float64), t0.astype(np.float64), []
+    for k in range(5):
+        xk = X2[:, 4 - k, :].astype(np.float64)
+        sv = sv * 0.5 + xk
+        tv = np.maximum(tv, xk)
+        ys.append(2 * sv)
+    save_case(root, "scan_reverse_axis1", helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
+              [([("s0", s0), ("t0", t0), ("X2", X2)],
+                [("s", sv.astype(f32)), ("t", tv.astype(f32)), ("y", np.stack(ys, axis=1).astype(f32))])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -300,6 +381,7 @@ def main():
             write_einsum(root, case, rng)
         write_if(root, "if_both_branches", False, rng)
         write_if(root, "if_constant_condition", True, rng)
+        write_loop_scan(root, rng)
         bad = 0
         for target in ("c", "llvm"):
             r = subprocess.run([args.conformance, "--jobs", "2", "--verbose", "--target", target, root],
