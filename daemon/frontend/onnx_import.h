@@ -25,6 +25,7 @@ typedef struct tth_onnx_ctx {
     char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
     struct tth_onnx_external *ext; /* external data (may be NULL) */
     struct valtab *vals;           /* the values by name, while a graph is imported */
+    int64_t unrolled;              /* loop and scan bodies imported so far (bounded in all) */
 } tth_onnx_ctx;
 
 /* One operator: inputs (NULL for an absent optional input), outputs to fill (leave NULL for an

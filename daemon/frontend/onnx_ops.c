@@ -380,6 +380,15 @@ static int op_where(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out
  * once per iteration, its loop-carried values feeding the next, so the trip count must be known
  * at compile time (a constant, or a graph input bound with --bind) and is bounded. */
 #define TTH_UNROLL_MAX 1024
+#define TTH_UNROLL_TOTAL 8192 /* bodies in the whole model: nested loops multiply */
+
+static int unroll_one(tth_onnx_ctx *c)
+{
+    if (++c->unrolled <= TTH_UNROLL_TOTAL)
+        return 0;
+    return tth__onnx_fail(c, TTH_ELIMIT, "the model's loops unroll into more than %d bodies (nested loops multiply)",
+                          TTH_UNROLL_TOTAL);
+}
 
 /* The per-iteration values of a scan output stacked along a new axis `axis` (0 for Loop). */
 static tth_rexpr *stack(tth_onnx_ctx *c, tth_rexpr **v, int64_t n, int64_t axis)
@@ -454,7 +463,9 @@ static int op_loop(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
         CHECK(bin[1] = k_scalar(c, TTH_BOOL, 1));
         for (size_t i = 0; i < ncarried; i++)
             bin[2 + i] = carried[i];
-        int rc = tth__onnx_import_body(c, body, bin, 2 + ncarried, bout, 1 + ncarried + nscan);
+        int rc = unroll_one(c);
+        if (!rc)
+            rc = tth__onnx_import_body(c, body, bin, 2 + ncarried, bout, 1 + ncarried + nscan);
         if (rc)
             return rc;
         if (bout[0]->kind != TTH_REXPR_CONST) {
@@ -541,7 +552,9 @@ static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
             CHECK(bin[nstate + j] = call2(c, TTH_OP_TAKE, in[nstate + j], idx,
                                           json_pack("{s:I}", "axis", (json_int_t)in_axes[j])));
         }
-        int rc = tth__onnx_import_body(c, ba->g, bin, nin, bout, nout);
+        int rc = unroll_one(c);
+        if (!rc)
+            rc = tth__onnx_import_body(c, ba->g, bin, nin, bout, nout);
         if (rc)
             return rc;
         for (size_t i = 0; i < nstate; i++)
