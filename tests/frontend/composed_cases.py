@@ -14,8 +14,10 @@ and numpy.einsum), independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
 
-Runs tth-conformance over the cases for targets c and llvm; exit status 1 when a case fails or
-is unsupported. 77 (skipped) without numpy or onnx.
+Runs tth-conformance over the cases, and over the PyTorch-exported models of
+tests/frontend/torch_models/ (written by torch_models.py, expected outputs PyTorch's), for
+targets c and llvm; exit status 1 when a case fails or is unsupported. 77 (skipped) without
+numpy or onnx.
 """
 import argparse
 import os
@@ -382,6 +384,9 @@ def main():
         write_if(root, "if_both_branches", False, rng)
         write_if(root, "if_constant_condition", True, rng)
         write_loop_scan(root, rng)
+        torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
+        for case in sorted(os.listdir(torch_dir)):
+            shutil.copytree(os.path.join(torch_dir, case), os.path.join(root, case))
         bad = 0
         for target in ("c", "llvm"):
             r = subprocess.run([args.conformance, "--jobs", "2", "--verbose", "--target", target, root],
