@@ -386,7 +386,8 @@ def main():
         write_loop_scan(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
-            shutil.copytree(os.path.join(torch_dir, case), os.path.join(root, case))
+            if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
+                shutil.copytree(os.path.join(torch_dir, case), os.path.join(root, case))
         bad = 0
         for target in ("c", "llvm"):
             r = subprocess.run([args.conformance, "--jobs", "2", "--verbose", "--target", target, root],
