@@ -260,13 +260,17 @@ static int raw_get(tthd_remote *r, const char *key, uint8_t **val, size_t *n, ch
             give(r, c);
             return 0;
         }
-        uint8_t *buf = size >= 0 && *end == '\0' && (uint64_t)size <= (1ull << 40) ? malloc((size_t)size + 2) : NULL;
-        if (!buf || raw_read(c->fd, (char *)buf, (size_t)size + 2, "GET", err, len) != 0) {
-            if (!buf)
-                snprintf(err, len, "GET: unexpected answer '%.40s'", line);
-            free(buf);
+        /* a value is at most 512 MiB (Redis's own limit); anything else is not one of ours */
+        uint8_t *buf = size >= 0 && *end == '\0' && size <= (512ll << 20) ? malloc((size_t)size + 2) : NULL;
+        if (!buf) {
+            snprintf(err, len, "GET: unexpected answer '%.40s'", line);
             redisFree(c); /* the rest of the answer is unread: the connection is spoiled */
-            return buf ? -1 : -2;
+            return -2;
+        }
+        if (raw_read(c->fd, (char *)buf, (size_t)size + 2, "GET", err, len) != 0) {
+            free(buf);
+            redisFree(c);
+            return -1;
         }
         give(r, c);
         *val = buf;
