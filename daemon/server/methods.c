@@ -403,8 +403,8 @@ static void ext_check_done(uv_work_t *w, int status)
     tthd_ext_check *x = w->data;
     tthd_request *req = x->req;
     json_decref(x->metadata);
+    int same = status == 0 && x->same, have_dir = x->dir != NULL;
     free(x->dir);
-    int same = status == 0 && x->same;
     free(x);
     if (!req)
         return;
@@ -418,8 +418,12 @@ static void ext_check_done(uv_work_t *w, int status)
         return;
     }
     if (!same) {
-        tthd_log(TTHD_LOG_DEBUG, "compile %s: the external data of cache entry %s changed", req->model_name, req->key);
-        tthd_cache_drop(&srv->cache, req->key);
+        /* a model uploaded without its directory cannot say: the entry stays for those who can */
+        if (have_dir) {
+            tthd_log(TTHD_LOG_DEBUG, "compile %s: the external data of cache entry %s changed", req->model_name,
+                     req->key);
+            tthd_cache_drop(&srv->cache, req->key);
+        }
         srv->cache.hits--;
         srv->cache.misses++;
     }

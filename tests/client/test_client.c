@@ -1655,6 +1655,19 @@ Test(client, compile_with_external_data)
         run_matches(art, x, outdir, npy, want);
     }
     redis_stop(&rd);
+    /* uploaded alone, the model cannot show its data: refused, and the entry stays for a client
+     * that names the model by its path */
+    ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--stream");
+    assert_status(&po, 1);
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q");
+    assert_status(&po, 0);
+    {
+        json_t *r = out_json(&po);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit", "the entry was dropped: %s", po.out);
+        json_decref(r);
+    }
+    proc_out_free(&po);
     ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream", "--no-cache");
     assert_status(&po, 1);
     assert_has(po.err, "the tensor's data is in the file 'm.data' beside the model, and the model came without its directory");
