@@ -49,7 +49,8 @@ void redis_launch(redis *r)
 /* A redis-server in a new temporary directory; the daemons' address has a short retry time. */
 void redis_start(redis *r, const char *params)
 {
-    snprintf(r->dir, sizeof r->dir, "/tmp/tth-redis-XXXXXX");
+    /* mkdtemp(3) replaces the six X of this template with a unique name */
+    snprintf(r->dir, sizeof r->dir, "%s", "/tmp/tth-redis-XXXXXX");
     cr_assert_not_null(mkdtemp(r->dir));
     snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
     snprintf(r->url, sizeof r->url, "unix://%s?%s", r->sock, params);
