@@ -77,13 +77,16 @@ typedef struct progress_log {
     double last;
 } progress_log;
 
-/* Called as each stage starts ("done" after the last): closes the previous stage. */
+/* Called as each stage starts ("done" after the last), and again within long stages (the same
+ * name, a higher percent): a new name closes the previous stage. */
 static void on_progress(void *ctx, const char *stage, int percent)
 {
     (void)percent;
     progress_log *p = ctx;
-    double now = bench_now();
     bench_timing *t = p->t;
+    if (t->nstages > 0 && strcmp(t->stage[t->nstages - 1], stage) == 0)
+        return;
+    double now = bench_now();
     if (t->nstages > 0)
         t->seconds[t->nstages - 1] = now - p->last;
     if (strcmp(stage, "done") != 0 && t->nstages < BENCH_MAX_STAGES)
@@ -109,7 +112,8 @@ int bench_compile(const tth_registry *r, const json_t *target, const bench_model
         return tth_diag_set(d, TTH_EIO, "bench", "cannot read %s", m->path);
     }
     fclose(f);
-    json_object_set_new(options, "build_shared", json_false());
+    if (!json_object_get(options, "build_shared"))
+        json_object_set_new(options, "build_shared", json_false());
     progress_log log = {.t = t};
     tth_compile_request req = {.model = bytes, .model_len = (size_t)len, .model_name = m->name,
                                .target = target, .options = options, .registry = r,

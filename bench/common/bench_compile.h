@@ -35,7 +35,7 @@ tth_registry *bench_registry(void);
 json_t *bench_target(const tth_registry *r, const char *text);
 /* The models listed in DIR/manifest.tsv (malloc'd array); NULL with a message. */
 bench_model *bench_models(const char *dir, size_t *n);
-/* Compile the model in-process with `options` (build_shared=false is added), timing each stage.
+/* Compile the model in-process with `options` (build_shared=false unless they say), timing each stage.
  * Returns tth_compile's code; *res is filled on success (free with tth_compile_result_free). */
 int bench_compile(const tth_registry *r, const json_t *target, const bench_model *m,
                   json_t *options, tth_compile_result *res, bench_timing *t, tth_diag *d);
