@@ -17,8 +17,6 @@
  * Deterministic: entries in that fixed order, mtime 0, uid/gid 0, no user names, mode 0644;
  * metadata holds no time and JSON keys are sorted.
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,12 +33,27 @@ typedef struct pk_buf {
     char *p;
     size_t len, cap;
     int oom;
+    int count_only;   /* only count the bytes (p stays NULL) */
+    int fixed;        /* p is cap bytes of someone else's memory: never grown, no NUL added */
 } pk_buf;
 
 static void pk_add(pk_buf *b, const void *s, size_t n)
 {
     if (b->oom)
         return;
+    if (b->count_only) {
+        b->len += n;
+        return;
+    }
+    if (b->fixed) {
+        if (n > b->cap - b->len) {
+            b->oom = 1;
+            return;
+        }
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+        return;
+    }
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (b->len + n + 1 > cap)
@@ -636,30 +649,69 @@ static json_t *io_json(const tth_io_info *v, size_t n)
 
 /* ---- the tar ------------------------------------------------------------------------------------- */
 
-static la_ssize_t tar_write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
+/* The artifact is a POSIX ustar archive (docs/artifact.md, "The tar"), written in one buffer of
+ * its final size: every entry's size is known before the first byte is written, and the
+ * parameters are written straight into their place instead of being built and copied. */
+typedef struct tar_entry {
+    char path[512];
+    const void *data;      /* NULL for the parameters, written by make_params */
+    size_t len;
+    int mode;
+} tar_entry;
+
+#define TAR_BLOCK 512
+
+static size_t tar_round(size_t n)
 {
-    pk_buf *b = ctx;
-    pk_add(b, buf, len);
-    return b->oom ? -1 : (la_ssize_t)len;
+    return (n + TAR_BLOCK - 1) / TAR_BLOCK * TAR_BLOCK;
 }
 
-static int tar_add(struct archive *a, const char *path, const void *data, size_t len, int mode)
+/* An octal number in a field of w bytes: w-1 digits and a NUL; 0 when it does not fit. */
+static int tar_octal(char *field, size_t w, uint64_t v)
 {
-    struct archive_entry *e = archive_entry_new();
-    if (!e)
+    field[w - 1] = 0;
+    for (size_t i = w - 1; i-- > 0;) {
+        field[i] = (char)('0' + (v & 7));
+        v >>= 3;
+    }
+    return v == 0;
+}
+
+/* The 512-byte ustar header of a regular file: mode, size, mtime 0, uid/gid 0, no user names.
+ * A path longer than the name field is split at a '/' into prefix and name. -1 when the path
+ * cannot be split or the size has more than 11 octal digits. */
+static int tar_header(unsigned char *h, const char *path, size_t len, int mode)
+{
+    memset(h, 0, TAR_BLOCK);
+    size_t n = strlen(path);
+    const char *name = path;
+    if (n > 100) {
+        const char *cut = NULL;
+        for (const char *q = path; *q; q++)
+            if (*q == '/' && (size_t)(q - path) <= 155 && n - (size_t)(q - path) - 1 <= 100)
+                cut = q;
+        if (!cut || cut == path)
+            return -1;
+        memcpy(h + 345, path, (size_t)(cut - path));
+        name = cut + 1;
+    }
+    memcpy(h, name, strlen(name));
+    if (!tar_octal((char *)h + 100, 8, (uint64_t)mode) || !tar_octal((char *)h + 108, 8, 0) ||
+        !tar_octal((char *)h + 116, 8, 0) || !tar_octal((char *)h + 124, 12, len) ||
+        !tar_octal((char *)h + 136, 12, 0))
         return -1;
-    archive_entry_set_pathname(e, path);
-    archive_entry_set_size(e, (la_int64_t)len);
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, (mode_t)mode);
-    archive_entry_set_mtime(e, 0, 0);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
-    int rc = archive_write_header(a, e);
-    if (rc == ARCHIVE_OK && len > 0 && archive_write_data(a, data, len) != (la_ssize_t)len)
-        rc = ARCHIVE_FATAL;
-    archive_entry_free(e);
-    return rc == ARCHIVE_OK ? 0 : -1;
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    tar_octal((char *)h + 329, 8, 0);
+    tar_octal((char *)h + 337, 8, 0);
+    unsigned sum = 0;
+    memset(h + 148, ' ', 8);
+    for (size_t i = 0; i < TAR_BLOCK; i++)
+        sum += h[i];
+    tar_octal((char *)h + 148, 7, sum);
+    h[155] = ' ';
+    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -681,9 +733,11 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     const tth_module_file **files = NULL;
     size_t nfiles = 0;
     const_list cl = {0};
-    pk_buf params = {0}, out = {0};
+    pk_buf params = {.count_only = 1};
     json_t *meta = NULL;
-    struct archive *a = NULL;
+    tar_entry *ent = NULL;
+    size_t nent = 0;
+    uint8_t *out = NULL;
 
     /* files of every runtime module, sorted by name within each kind for a stable order */
     size_t total = 0;
@@ -740,10 +794,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->tir->nfuncs; i++)
         collect_consts(in->tir->funcs[i]->body, &cl);
     size_t const_bytes = 0;
-    if (make_params(&cl, in->ext_consts, &params, &const_bytes) != 0) {
-        rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
-        goto done;
-    }
+    make_params(&cl, in->ext_consts, &params, &const_bytes); /* counts the bytes */
 
     header = tth_package_header(in);
     readme = make_readme(in, &cg);
@@ -819,25 +870,29 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         goto done;
     }
 
-    /* the tar */
-    a = archive_write_new();
-    if (!a || archive_write_set_format_ustar(a) != ARCHIVE_OK ||
-        archive_write_open(a, &out, NULL, tar_write_cb, NULL) != ARCHIVE_OK) {
-        rc = tth_diag_set(diag, TTH_EIO, "package", "cannot start the tar: %s",
-                          a ? archive_error_string(a) : "out of memory");
+    /* the tar's entries, in their fixed order, then one buffer of the tar's size */
+    ent = calloc(nfiles + 16, sizeof *ent);
+    if (!ent) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
         goto done;
     }
-    int bad = 0;
-    bad |= tar_add(a, "metadata.json", meta_text, strlen(meta_text), 0644);
-    bad |= tar_add(a, "README.txt", readme, strlen(readme), 0644);
-    bad |= tar_add(a, "CMakeLists.txt", cmake, strlen(cmake), 0644);
-    bad |= tar_add(a, header_path, header, strlen(header), 0644);
+#define ENTRY(PATH, DATA, LEN, MODE)                                                               \
+    do {                                                                                           \
+        snprintf(ent[nent].path, sizeof ent[nent].path, "%s", PATH);                               \
+        ent[nent].data = (DATA);                                                                   \
+        ent[nent].len = (LEN);                                                                     \
+        ent[nent++].mode = (MODE);                                                                 \
+    } while (0)
+    ENTRY("metadata.json", meta_text, strlen(meta_text), 0644);
+    ENTRY("README.txt", readme, strlen(readme), 0644);
+    ENTRY("CMakeLists.txt", cmake, strlen(cmake), 0644);
+    ENTRY(header_path, header, strlen(header), 0644);
     static const struct { tth_file_kind kind; const char *dir; } dirs[] = {
         {TTH_FILE_C_SOURCE, "src"}, {TTH_FILE_C_HEADER, "include"},
         {TTH_FILE_OBJECT, "lib"}, {TTH_FILE_SHARED, "lib"},
         {TTH_FILE_BLOB, "blob"},
     };
-    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0] && !bad; d++) {
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
         const tth_module_file *byname[total + 1];
         const char *bydir[total + 1];
         size_t n = 0;
@@ -856,41 +911,69 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
                 byname[j - 1] = t;
                 bydir[j - 1] = td;
             }
-        for (size_t i = 0; i < n && !bad; i++) {
+        for (size_t i = 0; i < n; i++) {
             snprintf(path, sizeof path, "codegen/%s/%s/%s", bydir[i], dirs[d].dir, byname[i]->name);
-            bad |= tar_add(a, path, byname[i]->data, byname[i]->len, 0644);
+            ENTRY(path, byname[i]->data, byname[i]->len, 0644);
         }
     }
-    if (in->so && !bad)
-        bad |= tar_add(a, so_path, in->so, in->so_len, 0755);
-    if (!bad)
-        bad |= tar_add(a, params_path, params.p, params.len, 0644);
-    if (!bad && in->partition_dot)
-        bad |= tar_add(a, "explain/partition.dot", in->partition_dot, strlen(in->partition_dot), 0644);
-    if (!bad && in->explain_memory) {
-        char *svg = tth_explain_memory_svg(in->plan, m);
-        bad |= !svg || tar_add(a, "explain/memory.svg", svg, strlen(svg), 0644);
-        free(svg);
+    if (in->so)
+        ENTRY(so_path, in->so, in->so_len, 0755);
+    size_t params_entry = nent;
+    ENTRY(params_path, NULL, params.len, 0644);
+    if (in->partition_dot)
+        ENTRY("explain/partition.dot", in->partition_dot, strlen(in->partition_dot), 0644);
+    char *svg = NULL;
+    if (in->explain_memory) {
+        svg = tth_explain_memory_svg(in->plan, m);
+        if (!svg) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
+            goto done;
+        }
+        ENTRY("explain/memory.svg", svg, strlen(svg), 0644);
     }
-    if (!bad)
-        bad |= tar_add(a, relay_path, in->relay_text ? in->relay_text : "",
-                       in->relay_text ? strlen(in->relay_text) : 0, 0644);
-    if (bad || archive_write_close(a) != ARCHIVE_OK || out.oom) {
-        rc = tth_diag_set(diag, out.oom ? TTH_ENOMEM : TTH_EIO, "package", "cannot write the tar: %s",
-                          archive_error_string(a) ? archive_error_string(a) : "out of memory");
+    ENTRY(relay_path, in->relay_text ? in->relay_text : "", in->relay_text ? strlen(in->relay_text) : 0, 0644);
+#undef ENTRY
+    size_t size = 2 * TAR_BLOCK;
+    for (size_t i = 0; i < nent; i++)
+        size += TAR_BLOCK + tar_round(ent[i].len);
+    out = malloc(size);
+    if (!out) {
+        free(svg);
+        rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory for a tar of %zu bytes", size);
         goto done;
     }
-    *tar = (uint8_t *)out.p;
-    *tar_len = out.len;
-    out.p = NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < nent && !rc; i++) {
+        if (tar_header(out + at, ent[i].path, ent[i].len, ent[i].mode) != 0) {
+            rc = tth_diag_set(diag, TTH_ELIMIT, "package", "cannot put '%s' (%zu bytes) in a ustar archive: "
+                              "its path is too long or the file too large", ent[i].path, ent[i].len);
+            break;
+        }
+        at += TAR_BLOCK;
+        if (i == params_entry) {
+            pk_buf b = {.p = (char *)out + at, .cap = ent[i].len, .fixed = 1};
+            size_t again = 0;
+            if (make_params(&cl, in->ext_consts, &b, &again) != 0 || b.len != ent[i].len)
+                rc = tth_diag_set(diag, TTH_EINTERNAL, "package", "the parameters changed size while written");
+        } else if (ent[i].len) {
+            memcpy(out + at, ent[i].data, ent[i].len);
+        }
+        memset(out + at + ent[i].len, 0, tar_round(ent[i].len) - ent[i].len);
+        at += tar_round(ent[i].len);
+    }
+    free(svg);
+    if (rc)
+        goto done;
+    memset(out + at, 0, 2 * TAR_BLOCK);
+    *tar = out;
+    *tar_len = size;
+    out = NULL;
     *metadata = meta;
     meta = NULL;
 
 done:
-    if (a)
-        archive_write_free(a);
-    free(out.p);
-    free(params.p);
+    free(out);
+    free(ent);
     free(cl.v);
     free(header);
     free(readme);

@@ -326,6 +326,53 @@ Test(pipeline, parameters_file)
     tth_registry_free(r);
 }
 
+/* tthd writes the tar itself (package.c): GNU tar extracts it, a path longer than ustar's name
+ * field (a long model name) lands under its full name through the prefix field, the executable
+ * bit of the library survives, and the files hold what the compile produced. */
+Test(pipeline, tar_read_by_gnu_tar_with_long_paths)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    char name[96];
+    memset(name, 'm', 90);
+    name[90] = 0;
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", name, NULL, &res, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[1200];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    cr_assert_eq(res.artifact_len % 512, 0, "a tar is whole 512-byte blocks");
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar", dir);
+    cr_assert_eq(test_run(cmd), 0, "GNU tar refused the artifact");
+    const json_t *sources = json_object_get(json_object_get(res.metadata, "files"), "sources");
+    cr_assert_gt(json_array_size(sources), 0);
+    for (size_t i = 0; i < json_array_size(sources); i++) {
+        const char *src = json_string_value(json_array_get(sources, i));
+        snprintf(path, sizeof path, "%s/%s", dir, src);
+        cr_assert_gt(strlen(src), 100, "'%s' is short enough for the name field alone", src);
+        size_t len;
+        unsigned char *p = slurp(path, &len);
+        cr_assert_not_null(p, "%s is not in the extracted tree", src);
+        cr_assert_gt(len, 0);
+        free(p);
+    }
+    snprintf(cmd, sizeof cmd, "test -x '%s/lib/%s.so' && test ! -x '%s/metadata.json'", dir, name, dir);
+    cr_assert_eq(test_run(cmd), 0, "modes: the library is executable, the rest not");
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    size_t len;
+    unsigned char *p = slurp(path, &len);
+    json_t *md = json_loadb((const char *)p, len, 0, NULL);
+    cr_assert(json_equal(md, res.metadata), "metadata.json differs from the compile's metadata");
+    json_decref(md);
+    free(p);
+    test_rmtree(dir);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
 /* an artifact built without the host library cannot run, and opening it says so */
 Test(pipeline, runtime_refuses_artifact_without_library)
 {
