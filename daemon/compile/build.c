@@ -3,9 +3,11 @@
  * Requires: runtime modules whose TTH_FILE_C_SOURCE files are C99 that includes at most the C
  * library and the modules' TTH_FILE_C_HEADER files (by name; they are written next to the
  * sources), and whose TTH_FILE_OBJECT files are host objects. A file that several modules carry
- * byte for byte is built once. Runs `TTH_CC -std=c99 -O2 -fPIC -shared -pthread -o lib.so
- * <sources> <objects> -lm` in a directory of its own, with relative file names so nothing of the
- * directory's name ends up in the output (the same sources give the same bytes).
+ * byte for byte is built once. In a directory of its own, with relative file names so nothing of
+ * the directory's name ends up in the output (the same sources give the same bytes): each C source
+ * is compiled by `TTH_CC -std=c99 -O2 -fPIC -pthread -c`, as many at a time as the machine has
+ * CPUs, then `TTH_CC -shared -pthread -o lib.so <objects> -lm` links them with the modules'
+ * objects (a single source and no object: one call that does both).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,12 +63,97 @@ static void remove_tree(const char *dir, char *const *files, size_t n)
     for (size_t i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);
+        snprintf(path, sizeof path, "%s/%s.o", dir, files[i]);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/%s.log", dir, files[i]);
+        unlink(path);
     }
     snprintf(path, sizeof path, "%s/lib.so", dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/cc.log", dir);
     unlink(path);
     rmdir(dir);
+}
+
+/* Start argv in dir, its output and errors into dir/log. The child's pid, or -1. */
+static pid_t cc_start(const char *dir, char *const *argv, const char *log)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(dir) != 0)
+            _exit(126);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Wait for a cc_start'ed child; 0 when it succeeded, else a diagnostic with dir/log's start. */
+static int cc_wait(pid_t pid, const char *dir, const char *log, tth_diag *diag)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    char text[1024] = "", path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, log);
+    FILE *lf = fopen(path, "r");
+    if (lf) {
+        size_t n = fread(text, 1, sizeof text - 1, lf);
+        text[n] = 0;
+        fclose(lf);
+    }
+    int rc;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        rc = tth_diag_set(diag, TTH_EIO, "build", "the C compiler '%s' was not found", TTH_CC);
+    else
+        rc = tth_diag_set(diag, TTH_EPLUGIN, "build", "the C compiler failed on the generated code: %s", text);
+    tth_diag_hint(diag, "set build_shared to false to get the sources without a host library");
+    return rc;
+}
+
+/* Compile each of the n sources to <source>.o in dir, at most as many at a time as the machine has
+ * CPUs. The first failure's diagnostic; the others are still waited for. */
+static int cc_compile_all(const char *dir, char *const *sources, size_t n, tth_diag *diag)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t width = cpus < 1 ? 1 : (size_t)cpus;
+    pid_t pids[64];
+    if (width > sizeof pids / sizeof pids[0])
+        width = sizeof pids / sizeof pids[0];
+    int rc = 0;
+    for (size_t start = 0; start < n; start += width) {
+        size_t end = start + width < n ? start + width : n;
+        for (size_t i = start; i < end; i++) {
+            char obj[1100], log[1100];
+            snprintf(obj, sizeof obj, "%s.o", sources[i]);
+            snprintf(log, sizeof log, "%s.log", sources[i]);
+            char *argv[] = {(char *)TTH_CC, "-std=c99", "-O2", "-fPIC", "-pthread", "-c", sources[i], "-o", obj, NULL};
+            pids[i - start] = cc_start(dir, argv, log);
+            if (pids[i - start] < 0 && !rc)
+                rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
+        }
+        for (size_t i = start; i < end; i++) {
+            char log[1100];
+            snprintf(log, sizeof log, "%s.log", sources[i]);
+            if (pids[i - start] < 0)
+                continue;
+            tth_diag mine;
+            tth_diag_clear(&mine);
+            if (cc_wait(pids[i - start], dir, log, &mine) != 0 && !rc) {
+                *diag = mine;
+                rc = mine.code;
+            }
+        }
+    }
+    return rc;
 }
 
 int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir,
@@ -139,44 +227,63 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     argv[na++] = "-lm";
     argv[na] = NULL;
 
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
+    /* two sources or more: each compiled on a CPU of its own, then one link */
+    char **srcs = calloc(na + 1, sizeof *srcs), **objs = calloc(na + 8, sizeof *objs);
+    char *owned = calloc(na + 8, 1); /* objs[i] was malloc'd here */
+    size_t nsrc = 0;
+    if (!srcs || !objs || !owned) {
+        free(srcs);
+        free(objs);
+        free(owned);
+        rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
         goto done;
     }
-    if (pid == 0) {
-        /* child: compile in dir, diagnostics to dir/cc.log */
-        if (chdir(dir) != 0)
-            _exit(126);
-        int fd = open("cc.log", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
+    for (size_t i = nfixed; i + 1 < na; i++) {
+        size_t len = strlen(argv[i]);
+        if (len > 2 && strcmp(argv[i] + len - 2, ".c") == 0)
+            srcs[nsrc++] = argv[i];
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char log[1024] = "", path[2048];
-        snprintf(path, sizeof path, "%s/cc.log", dir);
-        FILE *lf = fopen(path, "r");
-        if (lf) {
-            size_t n = fread(log, 1, sizeof log - 1, lf);
-            log[n] = 0;
-            fclose(lf);
+    if (nsrc >= 2) {
+        rc = cc_compile_all(dir, srcs, nsrc, diag);
+        size_t nl = 0;
+        char *link[] = {(char *)TTH_CC, "-shared", "-pthread", "-o", "lib.so"};
+        for (size_t i = 0; i < sizeof link / sizeof link[0]; i++)
+            objs[nl++] = link[i];
+        for (size_t i = nfixed; !rc && i < na; i++) {
+            size_t len = strlen(argv[i]);
+            if (len > 2 && strcmp(argv[i] + len - 2, ".c") == 0) {
+                objs[nl] = malloc(len + 3);
+                if (!objs[nl]) {
+                    rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
+                    break;
+                }
+                owned[nl] = 1;
+                snprintf(objs[nl++], len + 3, "%s.o", argv[i]);
+            } else {
+                objs[nl++] = argv[i];
+            }
         }
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            rc = tth_diag_set(diag, TTH_EIO, "build", "the C compiler '%s' was not found", TTH_CC);
+        objs[nl] = NULL;
+        pid_t pid = rc ? -1 : cc_start(dir, objs, "cc.log");
+        if (!rc && pid < 0)
+            rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
+        if (!rc)
+            rc = cc_wait(pid, dir, "cc.log", diag);
+        for (size_t i = 0; i < nl; i++)
+            if (owned[i])
+                free(objs[i]);
+    } else {
+        pid_t pid = cc_start(dir, argv, "cc.log");
+        if (pid < 0)
+            rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
         else
-            rc = tth_diag_set(diag, TTH_EPLUGIN, "build", "the C compiler failed on the generated "
-                              "code: %s", log);
-        tth_diag_hint(diag, "set build_shared to false to get the sources without a host library");
-        goto done;
+            rc = cc_wait(pid, dir, "cc.log", diag);
     }
+    free(srcs);
+    free(objs);
+    free(owned);
+    if (rc)
+        goto done;
     char path[2048];
     snprintf(path, sizeof path, "%s/lib.so", dir);
     if (read_file(path, so, so_len) != 0)

@@ -3,11 +3,13 @@
  * (float32: |got - want| <= 1e-4 + 1e-4 * |want|; integers and bool exactly); determinism;
  * the artifact built with only a C compiler; IR dumps; errors that name their stage. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compile.h"
+#include "compile_internal.h"
 #include "helpers.h"
 #include "onnx_case.h"
 #include "standalone_build.h"
@@ -462,4 +464,51 @@ Test(pipeline, cortex_m_artifact_links_through_its_cmake, .timeout = 300)
     tth_compile_result_free(&res);
     json_decref(t);
     tth_registry_free(r);
+}
+
+/* The host library from several C sources (build.c compiles them at once, then links): every
+ * source's function is in it and computes; a source that does not compile fails the build with
+ * the compiler's words about that file. */
+static tth_runtime_module *two_sources(const char *second)
+{
+    tth_runtime_module *m = tth_runtime_module_new("c");
+    tth_diag d;
+    tth_diag_clear(&d);
+    static const char first[] = "int tth_twice(int x) { return 2 * x; }\n";
+    cr_assert_eq(tth_runtime_module_add_file(m, "first.c", TTH_FILE_C_SOURCE, first, sizeof first - 1, &d), 0);
+    cr_assert_eq(tth_runtime_module_add_file(m, "second.c", TTH_FILE_C_SOURCE, second, strlen(second), &d), 0);
+    return m;
+}
+
+Test(pipeline, host_library_from_several_sources)
+{
+    tth_runtime_module *m = two_sources("#include <math.h>\nint tth_plus3(int x) { return x + (int)sqrt(9.0); }\n");
+    uint8_t *so = NULL;
+    size_t len = 0;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_build_shared(&m, 1, NULL, &so, &len, &d), 0, "%s", d.message);
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/lib.so", dir);
+    cr_assert_eq(test_write_file(path, so, len), 0);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    int (*twice)(int) = (int (*)(int))dlsym(dl, "tth_twice");
+    int (*plus3)(int) = (int (*)(int))dlsym(dl, "tth_plus3");
+    cr_assert(twice && plus3, "a source's function is missing from the library");
+    cr_assert_eq(twice(21), 42);
+    cr_assert_eq(plus3(4), 7);
+    dlclose(dl);
+    test_rmtree(dir);
+    free(so);
+    tth_runtime_module_free(m);
+
+    m = two_sources("int tth_broken(int x) { return x +; }\n");
+    tth_diag_clear(&d);
+    cr_assert_neq(tth_build_shared(&m, 1, NULL, &so, &len, &d), 0, "a source with a syntax error built");
+    cr_assert_null(so);
+    cr_assert(strstr(d.message, "failed on the generated code") && strstr(d.message, "second.c"),
+              "the diagnostic does not show the compiler's words on second.c: %s", d.message);
+    tth_runtime_module_free(m);
 }
