@@ -261,10 +261,12 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
     if (!tp->has_raw_data && have != (size_t)numel)
         return tth_diag_set(diag, TTH_EMODEL, where, "tensor holds %zu values, its shape needs %lld", have,
                             (long long)numel);
-    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    /* little-endian raw_data (tth runs on little-endian hosts) is the tensor's bytes: one copy */
+    int whole = tp->has_raw_data && !bf16;
+    tth_tensor *t = tth_tensor_new(&ty, whole ? tp->raw_data.data : NULL);
     if (!t)
         return tth_diag_set(diag, TTH_ENOMEM, where, "out of memory for a tensor of %lld elements", (long long)numel);
-    for (int64_t i = 0; i < numel; i++) {
+    for (int64_t i = 0; i < numel && !whole; i++) {
         if (tp->has_raw_data) {
             const uint8_t *p = tp->raw_data.data + (size_t)i * esz;
             if (bf16) {
