@@ -2,9 +2,11 @@
  *
  * Entries live on disk as <dir>/<key>.tthc:
  *   "TTHCACHE" | u64 meta_len | u64 artifact_len | u64 XXH64(meta + artifact) | meta | artifact
- * (little-endian). They are written in the thread pool to a temporary file, fsync'd, renamed
- * into place and the directory fsync'd, so a reader sees a whole entry or none. Every read is
- * verified (length and checksum); a corrupt entry is deleted and counts as a miss. The most
+ * (little-endian). They are written in the thread pool to a temporary file and renamed into
+ * place, so a reader sees a whole entry or none. They are not fsync'd (that cost a miss 0.1 s and
+ * more for a large artifact, docs/cache.md): every read is verified (length and checksum; a client
+ * given the file checks the artifact's XXH64), so a file a crash left torn is a corrupt entry,
+ * deleted, a miss. The most
  * recently used artifacts are also kept in memory. Eviction is least recently used, by bytes. */
 #include <dirent.h>
 #include <errno.h>
@@ -32,18 +34,23 @@ struct tthd_cache_entry {
     uint64_t art_sum;           /* XXH64 of the artifact alone, once in memory (for every hit's answer) */
     uint64_t art_offset;        /* where the artifact starts in the file (known once loaded or stored) */
     json_t *metadata;           /* in memory with the artifact */
+    struct store_work *writer;  /* writing mem (this entry's file) to disk, or NULL: see free_mem */
     tthd_cache_entry *prev, *next;
 };
 
 typedef struct store_work {
     uv_work_t req;
+    int owns_blob;              /* the entry that owned blob let go of it while it was written */
     tthd_cache *cache;
     char key[33];
     char *path, *tmp;
     uint8_t *blob;              /* the whole file */
     size_t blob_len;
+    size_t art_offset;          /* where the artifact starts in it */
     unsigned gen;
     int err;
+    tthd_cache_stored_cb cb;    /* told when the file is in place (or not), unless NULL */
+    void *cb_data;
 } store_work;
 
 static void put_u64(uint8_t *p, uint64_t v)
@@ -97,9 +104,22 @@ static void push_front(tthd_cache *c, tthd_cache_entry *e)
     c->head = e;
 }
 
+/* An entry's memory: a stored entry's is the blob its file is written from, which the writing
+ * thread owns from then on when the entry lets it go first. */
+static void free_mem(tthd_cache_entry *e)
+{
+    if (e->writer) {
+        e->writer->owns_blob = 1;
+        e->writer = NULL;
+    } else {
+        free(e->mem);
+    }
+    e->mem = e->artifact = NULL;
+}
+
 static void free_entry(tthd_cache_entry *e)
 {
-    free(e->mem);
+    free_mem(e);
     json_decref(e->metadata);
     free(e);
 }
@@ -141,8 +161,7 @@ static void evict(tthd_cache *c)
         if (!e->artifact || !c->dir)
             continue;
         c->mem_bytes -= e->artifact_len;
-        free(e->mem);
-        e->mem = e->artifact = NULL;
+        free_mem(e);
         json_decref(e->metadata);
         e->metadata = NULL;
     }
@@ -434,7 +453,7 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Thread pool: temp file, fsync, rename, fsync the directory. */
+/* Thread pool: temp file, rename (no fsync: every read is checked, above). */
 static void store_run(uv_work_t *req)
 {
     store_work *sw = req->data;
@@ -444,8 +463,6 @@ static void store_run(uv_work_t *req)
         return;
     }
     int rc = write_all(fd, sw->blob, sw->blob_len);
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
     if (rc == 0 && rename(sw->tmp, sw->path) != 0)
@@ -453,12 +470,6 @@ static void store_run(uv_work_t *req)
     if (rc != 0) {
         unlink(sw->tmp);
         sw->err = rc;
-        return;
-    }
-    int dfd = open(sw->cache->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
     }
 }
 
@@ -475,37 +486,43 @@ static void store_done(uv_work_t *req, int status)
     else if (status != 0 || sw->err != 0)
         tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s", sw->key,
                  status ? uv_strerror(status) : strerror(-sw->err));
+    if (sw->cb)
+        sw->cb(sw->cb_data, stored ? sw->path : NULL, sw->art_offset);
+    tthd_cache_entry *mine = find(c, sw->key);
+    if (mine && mine->writer == sw)
+        mine->writer = NULL; /* the entry keeps its memory */
     free(sw->path);
     free(sw->tmp);
-    free(sw->blob);
+    if (sw->owns_blob)
+        free(sw->blob);
     free(sw);
 }
 
 void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                       const json_t *metadata)
 {
+    tthd_cache_store_then(c, key, artifact, len, sum, metadata, NULL, NULL);
+}
+
+int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
+                          const json_t *metadata, tthd_cache_stored_cb cb, void *cb_data)
+{
     if (find(c, key))
-        return;
+        return 0;
     size_t size, art_offset;
     uint8_t *blob = tthd_cache_blob(metadata, artifact, len, &size, &art_offset);
     if (!blob)
-        return;
-    if (size > c->max_bytes) {
+        return 0;
+    tthd_cache_entry *e = size <= c->max_bytes ? calloc(1, sizeof *e) : NULL;
+    if (!e) {
         free(blob);
-        return;
+        return 0;
     }
-    tthd_cache_entry *e = calloc(1, sizeof *e);
-    uint8_t *copy = malloc(len ? len : 1);
-    if (!e || !copy) {
-        free(e);
-        free(copy);
-        free(blob);
-        return;
-    }
+    /* the entry's memory is the blob: the artifact where the file has it */
     snprintf(e->key, sizeof e->key, "%s", key);
-    memcpy(copy, artifact, len);
     e->art_sum = sum;
-    e->mem = e->artifact = copy;
+    e->mem = blob;
+    e->artifact = blob + art_offset;
     e->artifact_len = len;
     e->metadata = json_deep_copy(metadata ? metadata : json_null());
     e->size = size;
@@ -515,6 +532,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     c->entries++;
     c->mem_bytes += len;
     c->stores++;
+    int will_call = 0;
     store_work *sw = c->dir ? calloc(1, sizeof *sw) : NULL;
     if (sw) {
         static unsigned seq;
@@ -525,22 +543,25 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
         sw->tmp = malloc(tl);
         sw->blob = blob;
         sw->blob_len = size;
+        sw->art_offset = art_offset;
+        sw->cb = cb;
+        sw->cb_data = cb_data;
         sw->gen = c->clear_gen;
         sw->req.data = sw;
-        blob = NULL;
         if (sw->tmp)
             snprintf(sw->tmp, tl, "%s/.tmp-%s-%d-%u", c->dir, key, (int)getpid(), seq++);
         if (sw->path && sw->tmp && uv_queue_work(c->loop, &sw->req, store_run, store_done) == 0) {
             c->writes_in_flight++;
+            e->writer = sw;
+            will_call = cb != NULL;
         } else {
             free(sw->path);
             free(sw->tmp);
-            free(sw->blob);
             free(sw);
         }
     }
-    free(blob);
     evict(c);
+    return will_call;
 }
 
 void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob_len, size_t art_offset,

@@ -38,6 +38,10 @@ static void request_free(tthd_request *req)
         tthd_ext_check_cancel(req->ext_check);
         req->ext_check = NULL;
     }
+    if (req->miss_wait) {
+        tthd_miss_wait_cancel(req->miss_wait);
+        req->miss_wait = NULL;
+    }
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {

@@ -875,9 +875,9 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     cr_assert_eq(cache_counter("entries"), 0);
 }
 
-/* A cache hit comes as a file of tthd's cache, copied and checked by tthctl (same bytes as the
- * compile); --stream asks for the streamed form; a cache file gone from disk falls back to the
- * stream. */
+/* A cache hit, and a miss once its entry is written, come as a file of tthd's cache, copied and
+ * checked by tthctl (same bytes as the compile); --stream asks for the streamed form; a cache
+ * file gone from disk falls back to the stream. */
 Test(client, cache_hits_are_copied_from_the_cache_file)
 {
     start_daemon(NULL);
@@ -885,16 +885,33 @@ Test(client, cache_hits_are_copied_from_the_cache_file)
     snprintf(out, sizeof out, "%s/first.tar", F.dir);
     snprintf(hit, sizeof hit, "%s/hit.tar", F.dir);
     proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--json");
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json", "--stream");
     assert_status(&po, 0);
     json_t *r = out_json(&po);
-    char entry[600];
-    snprintf(entry, sizeof entry, "%s/%s.tthc", F.cache, json_string_value(json_object_get(r, "key")));
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss");
+    cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1,
+                  "a miss asked for with --stream was not streamed");
     json_decref(r);
     proc_out_free(&po);
-    for (int i = 0; i < 200 && access(entry, F_OK) != 0; i++)
-        usleep(20000); /* the store is written in the background */
-    cr_assert_eq(access(entry, F_OK), 0, "no cache file %s", entry);
+    ctl(&po, "cache", "clear");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--json");
+    assert_status(&po, 0);
+    r = out_json(&po);
+    char entry[600];
+    snprintf(entry, sizeof entry, "%s/%s.tthc", F.cache, json_string_value(json_object_get(r, "key")));
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(r, "artifact"), "file"),
+                                                       "path")), entry, "a miss was not answered with its cache file");
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 0);
+    json_decref(r);
+    proc_out_free(&po);
+    cr_assert_eq(access(entry, F_OK), 0, "no cache file %s once the miss was answered", entry);
+    char cmd0[1400];
+    snprintf(cmd0, sizeof cmd0, "cmp -s '%s' '%s'", out, hit);
+    cr_assert_eq(system(cmd0), 0, "the miss copied from its cache file differs from the streamed compile");
 
     ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
     assert_status(&po, 0);
@@ -1072,7 +1089,7 @@ Test(client, compile_within_the_daemon_limits)
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
     proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json", "-q");
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json", "-q", "--stream");
     assert_status(&po, 0);
     json_t *r = out_json(&po);
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1);
