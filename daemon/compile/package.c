@@ -292,11 +292,13 @@ static void pk_list(pk_buf *b, const char *before, char *const *v, size_t n)
 static int binding_of(const tth_package_input *in)
 {
     int how = 0;
-    for (size_t i = 0; i < in->nmods; i++)
-        if (json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants")) {
-            const char *kind = tth_runtime_module_kind(in->mods[i]);
-            how = kind && strcmp(kind, "llvm") == 0 && how != 2 ? 1 : 2;
-        }
+    for (size_t i = 0; i < in->nmods; i++) {
+        const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants");
+        /* a module with libtth's binding source (the llvm and c kinds) binds the parameters
+         * file linked into the library by itself (its blob_symbol) */
+        if (bc)
+            how = json_object_get(bc, "blob_symbol") && how != 2 ? 1 : 2;
+    }
     return how;
 }
 

@@ -205,7 +205,18 @@ typedef struct cg {
     char reduce_name[32][16];
     int nreduce;
     const unsigned char *written; /* per param of func: stored to */
+    /* constants bound at run time (docs/artifact.md): of at least CG_BIND_MIN bytes, slot k of
+     * <bind_prefix>_const_slots is bound[k]; no binding when bind_prefix is NULL */
+    const char *bind_prefix;
+    const tth_tbuffer **bound;
+    unsigned *bound_align;
+    size_t nbound;
 } cg;
+
+/* Constants this large are bound at run time when the code binds; the status the entry returns
+ * while they are not (the llvm kind's numbers, so the runtime and README say the same). */
+#define CG_BIND_MIN 1024
+#define CG_E_UNBOUND (-200)
 
 static int cg_fail(cg *g, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int cg_fail(cg *g, int code, const char *fmt, ...)
@@ -1619,6 +1630,11 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
     text_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
                 "struct tth_%s_outputs *outputs, void *workspace)\n{\n", f->name, m, m);
     text_puts(t, "    uint8_t *ws = (uint8_t *)workspace;\n");
+    if (g->nbound)
+        text_printf(t, "    if (!__atomic_load_n(&%s_bound, __ATOMIC_ACQUIRE)) {\n"
+                    "        int32_t bind_status = %s_ensure_bound();\n"
+                    "        if (bind_status != 0)\n            return bind_status;\n    }\n",
+                    g->bind_prefix, g->bind_prefix);
     if (has_calls(f->body))
         text_puts(t, "    int32_t rc;\n");
     for (size_t i = 0; i < f->nparams; i++) {
@@ -1940,7 +1956,39 @@ static int entry_model_name(const tth_prim_func *entry, char *buf, size_t len)
     return -1;
 }
 
-static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, tth_diag *diag)
+/* Which constants are bound at run time: every one of at least CG_BIND_MIN bytes with a name,
+ * loaded with the alignment its array would have had. */
+static int plan_binding(cg *g)
+{
+    g->bound = calloc(g->nconsts ? g->nconsts : 1, sizeof *g->bound);
+    g->bound_align = calloc(g->nconsts ? g->nconsts : 1, sizeof *g->bound_align);
+    if (!g->bound || !g->bound_align)
+        return tth_diag_set(g->diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
+    for (size_t i = 0; i < g->nconsts; i++) {
+        const tth_tbuffer *b = g->consts[i];
+        if (tth_tbuffer_nbytes(b) < CG_BIND_MIN || !b->name || !*b->name || !b->data)
+            continue;
+        unsigned a = b->align >= 16 ? b->align : 16;
+        g->bound_align[g->nbound] = a > 64 ? 64 : a;
+        g->bound[g->nbound++] = b;
+    }
+    return 0;
+}
+
+/* Whether the code binds its large constants at run time (docs/artifact.md, "Constants bound at
+ * run time"): for the plain `c` target, the C compiled for this machine (no mtriple or mcpu, not
+ * a member of a composite target), which is little-endian like the parameters file. Code for a
+ * named CPU (Cortex-M and other boards without files) keeps them in its read-only data. */
+static int binds_constants(const json_t *target)
+{
+    const char *kind = json_string_value(json_object_get(target, "kind"));
+    const uint16_t one = 1;
+    return kind && strcmp(kind, "c") == 0 && !json_object_get(target, "mtriple") &&
+           !json_object_get(target, "mcpu") && *(const uint8_t *)&one == 1;
+}
+
+static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_runtime_module *out,
+                           tth_diag *diag)
 {
     cg g;
     memset(&g, 0, sizeof g);
@@ -1953,6 +2001,9 @@ static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, t
                             "the entry '%s' is not named tth_<model>_run and has no \"model\" attr",
                             entry->name);
     g.model = model;
+    char bind_prefix[160];
+    snprintf(bind_prefix, sizeof bind_prefix, "tth_%s_c", model);
+    g.bind_prefix = binds_constants(target) ? bind_prefix : NULL;
 
     cg_sig *sigs = calloc(mod->nfuncs ? mod->nfuncs : 1, sizeof *sigs);
     if (!sigs)
@@ -1986,11 +2037,29 @@ static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, t
     if (entry)
         emit_interface(&g, entry);
 
-    /* constants: global names first, so function-local names avoid them */
+    /* constants: global names first, so function-local names avoid them; the large ones bound
+     * at run time are their slot's pointer */
+    if (g.bind_prefix && entry)
+        rc = plan_binding(&g);
+    if (rc)
+        goto done;
+    if (g.nbound)
+        text_printf(&g.out, "/* constants bound at run time (%s_bind.c) */\nextern const void *%s_const_slots[];\n"
+                    "int32_t %s_bound = 0;\nint32_t %s_ensure_bound(void);\n\n",
+                    model, g.bind_prefix, g.bind_prefix, g.bind_prefix);
     for (size_t i = 0; i < g.nconsts; i++) {
         const char *n = cg_bind(&g, g.consts[i], g.consts[i]->name, g.consts[i]->id);
-        emit_const(&g, g.consts[i], n);
+        size_t k = 0;
+        while (k < g.nbound && g.bound[k] != g.consts[i])
+            k++;
+        if (k < g.nbound)
+            text_printf(&g.out, "#define %s ((const %s *)%s_const_slots[%zu])\n", n,
+                        ctype_storage(g.consts[i]->dtype), g.bind_prefix, k);
+        else
+            emit_const(&g, g.consts[i], n);
     }
+    if (g.nbound)
+        text_puts(&g.out, "\n");
     g.nglobal_names = g.nnames;
 
     /* prototypes, so functions may appear in module order */
@@ -2021,10 +2090,20 @@ static int tth__c_generate(const tth_tir_module *mod, tth_runtime_module *out, t
     char fname[200];
     snprintf(fname, sizeof fname, "%s_lib0.c", model);
     rc = tth_runtime_module_add_file(out, fname, TTH_FILE_C_SOURCE, g.out.buf, g.out.len, diag);
+    if (rc == 0 && g.nbound)
+        rc = tth_runtime_module_add_binding(out, model, g.bind_prefix, g.bound, g.bound_align, g.nbound,
+                                            CG_E_UNBOUND, diag);
     if (rc == 0) {
         json_t *meta = json_pack("{s:s, s:[s]}", "language", "c99", "sources", fname);
         if (entry && meta)
             json_object_set_new(meta, "entry_symbols", json_pack("[s]", entry->name));
+        if (g.nbound && meta) {
+            char text[300];
+            snprintf(text, sizeof text, "%s_status_text", g.bind_prefix);
+            json_object_set_new(meta, "bind_constants",
+                                tth_binding_meta(g.bind_prefix, model, g.bound, g.nbound, CG_E_UNBOUND));
+            json_object_set_new(meta, "status_text_symbol", json_string(text));
+        }
         if (meta)
             rc = tth_runtime_module_set_meta(out, meta, diag);
         json_decref(meta);
@@ -2041,6 +2120,8 @@ done:
     free(g.hkey);
     free(g.hfunc);
     free(g.hconst);
+    free(g.bound);
+    free(g.bound_align);
     free(g.out.buf);
     return rc;
 }
@@ -2050,8 +2131,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
                                          tth_diag *diag)
 {
     (void)host;
-    (void)target;
     if (!mod || !out)
         return tth_diag_set(diag, TTH_EINVAL, "c-host tir_to_runtime", "no module given");
-    return tth__c_generate(mod, out, diag);
+    return tth__c_generate(mod, target, out, diag);
 }

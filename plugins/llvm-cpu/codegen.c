@@ -21,7 +21,6 @@
  */
 #include "codegen.h"
 #include "tth_parallel_src.h"
-#include "tth_bind_src.h"
 #include "tth/target.h"
 
 #include <pthread.h>
@@ -432,7 +431,7 @@ static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, t
 
 /* The object and its link metadata: {"link": "object", "triple": ..., "cpu": ...,
  * "entry_symbols": [the AOT entry, or every PrimFunc when the module has no entry]}. */
-static json_t *bind_meta(const tth__llcg *c);
+static json_t *bind_meta(const tth__llcg *c, const char *model);
 
 /* The object of one shard's module, into *obj. */
 static int emit_object(LLVMModuleRef m, LLVMTargetMachineRef tm, LLVMMemoryBufferRef *obj, tth_diag *diag)
@@ -485,7 +484,7 @@ static int emit(LLVMMemoryBufferRef *objs, int nobjs, const llcg_options *o, con
     if (c->nbound > 0) {
         char text[300];
         snprintf(text, sizeof text, "%s_status_text", c->bind_prefix);
-        if (json_object_set_new(meta, "bind_constants", bind_meta(c)) ||
+        if (json_object_set_new(meta, "bind_constants", bind_meta(c, model)) ||
             json_object_set_new(meta, "status_text_symbol", json_string(text))) {
             json_decref(meta);
             return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
@@ -519,76 +518,22 @@ static int add_thread_pool(const llcg_options *o, const char *model, const char 
 /* ---------------------------------------------------------------- bound constants */
 
 /* The module meta's bind_constants (docs/plugin-guide.md): slot k is parameter bound[k]. */
-static json_t *bind_meta(const tth__llcg *c)
+static json_t *bind_meta(const tth__llcg *c, const char *model)
 {
-    json_t *list = json_array();
-    for (size_t k = 0; list && k < c->nbound; k++) {
-        const tth_tbuffer *b = c->bound[k];
-        json_t *shape = json_array();
-        for (int32_t d = 0; shape && d < b->rank; d++)
-            json_array_append_new(shape, json_integer(b->shape[d]));
-        json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:o*, s:I}", "index", (json_int_t)k, "parameter",
-                                              b->name, "dtype", tth_dtype_name(b->dtype), "shape", shape, "bytes",
-                                              (json_int_t)tth_tbuffer_nbytes(b)));
-    }
-    char sym[300], psym[300];
-    snprintf(sym, sizeof sym, "%s_bind_constants", c->bind_prefix);
-    snprintf(psym, sizeof psym, "%s_bind_parameters", c->bind_prefix);
-    return json_pack("{s:s, s:s, s:I, s:o*, s:I}", "symbol", sym, "parameters_symbol", psym, "count",
-                     (json_int_t)c->nbound, "constants", list, "unbound_status", (json_int_t)TTH__LLCG_E_UNBOUND);
+    return tth_binding_meta(c->bind_prefix, model, c->bound, c->nbound, TTH__LLCG_E_UNBOUND);
 }
 
-/* A C string literal of s: bytes other than letters, digits, '_' and '.' as octal escapes. */
-static void put_c_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')
-            fputc(*p, f);
-        else
-            fprintf(f, "\\%03o", *p);
-    }
-    fputc('"', f);
-}
-
-/* <model>_bind.c: runtime/bind/tth_bind.c with its names and its table of constants in front. */
+/* <model>_bind.c (libtth's binding source), each constant loaded with its buffer's alignment. */
 static int add_bind_source(const tth__llcg *c, const char *model, tth_runtime_module *out, tth_diag *diag)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
+    unsigned *align = malloc(c->nbound * sizeof *align);
+    if (!align)
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-    const char *p = c->bind_prefix;
-    fprintf(f, "#define TTH_BIND_SLOTS %s_const_slots\n#define TTH_BIND_FLAG %s_bound\n"
-            "#define TTH_BIND_CONSTANTS %s_bind_constants\n#define TTH_BIND_PARAMETERS %s_bind_parameters\n"
-            "#define TTH_BIND_STATUS_TEXT %s_status_text\n#define TTH_BIND_ENSURE %s_ensure_bound\n"
-            "#define TTH_BIND_BLOB tth_%s_parameters\n#define TTH_BIND_BLOB_END tth_%s_parameters_end\n"
-            "#define TTH_BIND_COUNT %zu\n#define TTH_BIND_UNBOUND (%d)\n#include <stddef.h>\n"
-            "static const char *const tth_bind_names[%zu] = {\n",
-            p, p, p, p, p, p, model, model, c->nbound, TTH__LLCG_E_UNBOUND, c->nbound);
-    for (size_t k = 0; k < c->nbound; k++) {
-        fputs("    ", f);
-        put_c_string(f, c->bound[k]->name);
-        fputs(",\n", f);
-    }
-    fprintf(f, "};\nstatic const size_t tth_bind_bytes[%zu] = {", c->nbound);
     for (size_t k = 0; k < c->nbound; k++)
-        fprintf(f, "%s%zu", k == 0 ? "\n    " : k % 8 ? ", " : ",\n    ", tth_tbuffer_nbytes(c->bound[k]));
-    fprintf(f, "\n};\nstatic const size_t tth_bind_align[%zu] = {", c->nbound);
-    for (size_t k = 0; k < c->nbound; k++)
-        fprintf(f, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", tth__llcg_buffer_align(c->bound[k]));
-    fputs("\n};\n", f);
-    fwrite(tth_bind_src, 1, sizeof tth_bind_src - 1, f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        free(text);
-        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-    }
-    char name[256];
-    snprintf(name, sizeof name, "%s_bind.c", model);
-    int rc = tth_runtime_module_add_file(out, name, TTH_FILE_C_SOURCE, text, len, diag);
-    free(text);
+        align[k] = tth__llcg_buffer_align(c->bound[k]);
+    int rc = tth_runtime_module_add_binding(out, model, c->bind_prefix, c->bound, align, c->nbound,
+                                            TTH__LLCG_E_UNBOUND, diag);
+    free(align);
     return rc;
 }
 

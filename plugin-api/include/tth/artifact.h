@@ -45,6 +45,23 @@ TTH_API const tth_module_file *tth_runtime_module_file(const tth_runtime_module 
 TTH_API int tth_runtime_module_set_meta(tth_runtime_module *m, const json_t *meta, tth_diag *diag);
 TTH_API const json_t *tth_runtime_module_meta(const tth_runtime_module *m);
 
+/* Constants bound at run time (docs/artifact.md, "Constants bound at run time"): a code generator
+ * whose entry loads each large constant's address from slot k of <prefix>_const_slots, defines
+ * int32_t <prefix>_bound and, while it is 0, calls <prefix>_ensure_bound() (returning its status
+ * when non-zero), adds with this the source that defines the rest, <model>_bind.c: the slots, the
+ * binding from pointers (<prefix>_bind_constants) or from the parameters file
+ * (<prefix>_bind_parameters), the status texts. bound[k] is slot k's constant (named as in the
+ * parameters file), align[k] the alignment the code loads it with (at most 64). */
+struct tth_tbuffer;
+TTH_API int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
+                                           const struct tth_tbuffer *const *bound, const unsigned *align, size_t n,
+                                           int32_t unbound_status, tth_diag *diag);
+/* The module meta's "bind_constants" value for the same binding (new reference); its
+ * "blob_symbol" (tth_<model>_parameters) says the source binds the parameters file linked into
+ * the library by itself when built with TTH_BIND_EMBEDDED (the artifact's CMakeLists.txt). */
+TTH_API json_t *tth_binding_meta(const char *prefix, const char *model, const struct tth_tbuffer *const *bound,
+                                 size_t n, int32_t unbound_status);
+
 TTH_API tth_const_map *tth_const_map_new(void);
 TTH_API void tth_const_map_free(tth_const_map *m);
 /* Takes a reference to t. A name may appear once. */

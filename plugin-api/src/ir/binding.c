@@ -1,0 +1,85 @@
+/* binding.c: constants bound at run time (docs/artifact.md, "Constants bound at run time"), the
+ * part a code generator shares: the C source that binds them (runtime/bind/tth_bind.c with the
+ * module's names and its table of constants in front) and the module meta that tells the
+ * runtime, the header and the CMake file about it. The llvm and c kinds use both. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tth/artifact.h"
+#include "tth/tir.h"
+#include "tth_bind_src.h"
+#include "../sbuf.h"
+
+/* A C string literal of s: bytes other than letters, digits, '_' and '.' as octal escapes. */
+static void put_c_string(tth__sbuf *b, const char *s)
+{
+    tth__sb_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')
+            tth__sb_putc(b, (char)*p);
+        else
+            tth__sb_printf(b, "\\%03o", *p);
+    }
+    tth__sb_putc(b, '"');
+}
+
+int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
+                                   const tth_tbuffer *const *bound, const unsigned *align, size_t n,
+                                   int32_t unbound_status, tth_diag *diag)
+{
+    if (!out || !model || !prefix || !bound || !align || n == 0)
+        return tth_diag_set(diag, TTH_EINVAL, "binding", "no module, names or constants to bind");
+    tth__sbuf b = {0};
+    const char *p = prefix;
+    tth__sb_printf(&b, "#define TTH_BIND_SLOTS %s_const_slots\n#define TTH_BIND_FLAG %s_bound\n"
+                   "#define TTH_BIND_CONSTANTS %s_bind_constants\n#define TTH_BIND_PARAMETERS %s_bind_parameters\n"
+                   "#define TTH_BIND_STATUS_TEXT %s_status_text\n#define TTH_BIND_ENSURE %s_ensure_bound\n",
+                   p, p, p, p, p, p);
+    tth__sb_printf(&b, "#define TTH_BIND_BLOB tth_%s_parameters\n#define TTH_BIND_BLOB_END tth_%s_parameters_end\n"
+                   "#define TTH_BIND_COUNT %zu\n#define TTH_BIND_UNBOUND (%d)\n#include <stddef.h>\n"
+                   "static const char *const tth_bind_names[%zu] = {\n",
+                   model, model, n, (int)unbound_status, n);
+    for (size_t k = 0; k < n; k++) {
+        tth__sb_puts(&b, "    ");
+        put_c_string(&b, bound[k]->name);
+        tth__sb_puts(&b, ",\n");
+    }
+    tth__sb_printf(&b, "};\nstatic const size_t tth_bind_bytes[%zu] = {", n);
+    for (size_t k = 0; k < n; k++)
+        tth__sb_printf(&b, "%s%zu", k == 0 ? "\n    " : k % 8 ? ", " : ",\n    ", tth_tbuffer_nbytes(bound[k]));
+    tth__sb_printf(&b, "\n};\nstatic const size_t tth_bind_align[%zu] = {", n);
+    for (size_t k = 0; k < n; k++)
+        tth__sb_printf(&b, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", align[k]);
+    tth__sb_puts(&b, "\n};\n");
+    tth__sb_puts(&b, tth_bind_src);
+    char *text = tth__sb_finish(&b);
+    if (!text)
+        return tth_diag_set(diag, TTH_ENOMEM, "binding", "out of memory");
+    char name[256];
+    snprintf(name, sizeof name, "%s_bind.c", model);
+    int rc = tth_runtime_module_add_file(out, name, TTH_FILE_C_SOURCE, text, strlen(text), diag);
+    free(text);
+    return rc;
+}
+
+json_t *tth_binding_meta(const char *prefix, const char *model, const tth_tbuffer *const *bound, size_t n,
+                         int32_t unbound_status)
+{
+    json_t *list = json_array();
+    for (size_t k = 0; list && k < n; k++) {
+        const tth_tbuffer *b = bound[k];
+        json_t *shape = json_array();
+        for (int32_t d = 0; shape && d < b->rank; d++)
+            json_array_append_new(shape, json_integer(b->shape[d]));
+        json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:o*, s:I}", "index", (json_int_t)k, "parameter",
+                                              b->name, "dtype", tth_dtype_name(b->dtype), "shape", shape, "bytes",
+                                              (json_int_t)tth_tbuffer_nbytes(b)));
+    }
+    char sym[300], psym[300], blob[300];
+    snprintf(sym, sizeof sym, "%s_bind_constants", prefix);
+    snprintf(psym, sizeof psym, "%s_bind_parameters", prefix);
+    snprintf(blob, sizeof blob, "tth_%s_parameters", model);
+    return json_pack("{s:s, s:s, s:s, s:I, s:o*, s:I}", "symbol", sym, "parameters_symbol", psym, "blob_symbol", blob,
+                     "count", (json_int_t)n, "constants", list, "unbound_status", (json_int_t)unbound_status);
+}
