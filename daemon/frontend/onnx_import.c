@@ -98,6 +98,11 @@ static tth_rexpr *valtab_get(const valtab *t, const char *k)
     return NULL;
 }
 
+tth_rexpr *tth__onnx_value(tth_onnx_ctx *c, const char *name)
+{
+    return c->vals && name ? valtab_get(c->vals, name) : NULL;
+}
+
 static void valtab_free(valtab *t)
 {
     free(t->keys);
@@ -168,6 +173,31 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const jso
 
 /* ---- nodes ---- */
 
+/* The importer of node n's operator, from the table of its domain (the default one or
+ * ai.onnx.preview.training), which the model must import. */
+static int find_op(tth_onnx_ctx *c, const Onnx__NodeProto *n, const tth_onnx_op **entry)
+{
+    const char *op = n->op_type ? n->op_type : "";
+    if (n->domain && !strcmp(n->domain, TTH_ONNX_TRAINING_DOMAIN)) {
+        if (!c->training)
+            return tth__onnx_fail(c, TTH_EMODEL, "operator '%s' of domain '%s', which the model does not import", op,
+                                  n->domain);
+        *entry = tth__onnx_training_op_find(op);
+    } else if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) {
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s' (domain '%s')", op, n->domain);
+    } else {
+        if (!c->opset)
+            return tth__onnx_fail(c, TTH_EMODEL, "operator '%s' of the default ONNX operator set, which the model "
+                                  "does not import", op);
+        *entry = tth__onnx_op_find(op);
+    }
+    if (!*entry)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s'%s%s%s", op, n->domain && n->domain[0] ?
+                              " (domain '" : "", n->domain && n->domain[0] ? n->domain : "",
+                              n->domain && n->domain[0] ? "')" : "");
+    return 0;
+}
+
 static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
 {
     const char *op = n->op_type ? n->op_type : "";
@@ -175,11 +205,10 @@ static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
     snprintf(c->where, sizeof c->where, "node '%s' (%s)", nm, op);
     c->node = n;
     tth_relay_set_span(c->m, tth_arena_strdup(c->m->arena, nm));
-    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s' (domain '%s')", op, n->domain);
-    const tth_onnx_op *entry = tth__onnx_op_find(op);
-    if (!entry)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s'", op);
+    const tth_onnx_op *entry = NULL;
+    int rc = find_op(c, n, &entry);
+    if (rc)
+        return rc;
     if (n->n_input > 64 || n->n_output > 64)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "node with more than 64 inputs or outputs");
     tth_rexpr *in[64] = {0}, *out[64] = {0};
@@ -190,7 +219,7 @@ static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
         if (!in[i])
             return tth__onnx_fail(c, TTH_EMODEL, "input '%s' is not defined before this node", n->input[i]);
     }
-    int rc = entry->fn(c, in, n->n_input, out, n->n_output);
+    rc = entry->fn(c, in, n->n_input, out, n->n_output);
     if (rc) {
         /* keep the node as the location, whatever the builder wrote there */
         if (c->diag) {
@@ -638,28 +667,39 @@ int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name
     if (!mp)
         return tth_diag_set(diag, TTH_EPARSE, "model", "not a valid ONNX model (protobuf parsing failed)");
     int rc = 0;
-    tth_onnx_ctx c = {.diag = diag, .opset = -1, .ext = ext};
+    tth_onnx_ctx c = {.diag = diag, .opset = -1, .training = -1, .ext = ext};
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) && o->has_version)
             c.opset = o->version;
+        if (o && o->domain && !strcmp(o->domain, TTH_ONNX_TRAINING_DOMAIN) && o->has_version)
+            c.training = o->version;
     }
     if (!mp->graph) {
         rc = tth_diag_set(diag, TTH_EMODEL, "model", "the model has no graph");
         goto done;
     }
-    if (c.opset < 0) {
+    if (c.opset < 0 && c.training < 0) {
         rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model",
-                          "the model imports no version of the default ONNX operator set");
+                          "the model imports no version of the default ONNX operator set (nor of %s)",
+                          TTH_ONNX_TRAINING_DOMAIN);
+        goto done;
+    }
+    if (c.training >= 0 && c.training != 1) {
+        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported version %lld of the operator set %s (1 is "
+                          "supported)", (long long)c.training, TTH_ONNX_TRAINING_DOMAIN);
         goto done;
     }
     /* Opsets 6 to 17 are the target; 1 to 5 (old exporters) are accepted too: the importers
      * handle their attribute forms (legacy broadcast, Reshape/Pad/Slice attributes...). */
-    if (c.opset < 1 || c.opset > 17) {
+    if (c.opset >= 0 && (c.opset < 1 || c.opset > 17)) {
         rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported ONNX opset %lld (1 to 17 are supported)",
                           (long long)c.opset);
         goto done;
     }
+    /* a model may import the training domain alone: then it has no default-domain nodes */
+    c.training = c.training < 0 ? 0 : c.training;
+    c.opset = c.opset < 0 ? 0 : c.opset;
     c.m = tth_relay_module_new(model_name && model_name[0] ? model_name : "model");
     if (!c.m) {
         rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");

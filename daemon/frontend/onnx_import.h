@@ -20,7 +20,8 @@
 typedef struct tth_onnx_ctx {
     tth_relay_module *m;
     tth_diag *diag;
-    int64_t opset;                 /* of the default ("" / "ai.onnx") domain */
+    int64_t opset;                 /* of the default ("" / "ai.onnx") domain; 0 when not imported */
+    int64_t training;              /* of ai.onnx.preview.training; 0 when not imported */
     const Onnx__NodeProto *node;   /* the node being imported */
     char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
     struct tth_onnx_external *ext; /* external data (may be NULL) */
@@ -38,6 +39,10 @@ typedef struct tth_onnx_op {
 } tth_onnx_op;
 
 const tth_onnx_op *tth__onnx_op_find(const char *name);
+/* The same for the domain ai.onnx.preview.training. */
+const tth_onnx_op *tth__onnx_training_op_find(const char *name);
+
+#define TTH_ONNX_TRAINING_DOMAIN "ai.onnx.preview.training"
 
 /* 1 when the product of the dims is at most TTH_IMPORT_MAX_TENSOR (no overflow on the way). */
 int tth__onnx_shape_ok(const int64_t *shape, int rank);
@@ -47,6 +52,9 @@ int tth__onnx_shape_ok(const int64_t *shape, int rank);
  * into outs. 0 or a negative code with ctx->diag set. */
 int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr *const *inputs, size_t ninputs,
                           tth_rexpr **outs, size_t max_outs);
+
+/* The value the name stands for at this point of the import, or NULL. */
+tth_rexpr *tth__onnx_value(tth_onnx_ctx *c, const char *name);
 
 /* Diagnostic at the current node. */
 int tth__onnx_fail(tth_onnx_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

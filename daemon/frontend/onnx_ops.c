@@ -3909,6 +3909,703 @@ static int op_lrn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
     return 0;
 }
 
+/* ---------------------------------------------------------------- training (ai.onnx.preview.training) */
+
+/* A float attribute the operator requires (Momentum's): 0, or a diagnostic naming it when it is
+ * absent or not a float. */
+static int af_required(tth_onnx_ctx *c, const char *name, double *out)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    if (!a || !a->has_f)
+        return tth__onnx_fail(c, TTH_EMODEL, "'%s' requires the float attribute '%s'", c->node->op_type, name);
+    *out = a->f;
+    return 0;
+}
+
+/* x * k for a constant k of x's dtype. */
+static tth_rexpr *scale_by(tth_onnx_ctx *c, tth_rexpr *x, double k)
+{
+    tth_rexpr *kk = x ? kx(c, x, k) : NULL;
+    return kk ? call2(c, TTH_OP_MULTIPLY, x, kk, NULL) : NULL;
+}
+
+/* The optimizers' inputs R, T, then `groups` lists of n tensors each (X..., G..., V..., H...):
+ * checks the counts, that R and T hold one value each (T an integer) and that the tensors of one
+ * index are float of one shape. Sets *n, and R and T as rank-0 values of X's dtype (R cast). */
+static int optimizer_inputs(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, size_t nout, int groups, size_t *n,
+                            tth_rexpr **r, tth_rexpr **t)
+{
+    NEED(2);
+    if (nin < 2 + (size_t)groups || (nin - 2) % (size_t)groups)
+        return tth__onnx_fail(c, TTH_EMODEL, "'%s' takes R, T and %d lists of as many tensors; it has %zu inputs",
+                              c->node->op_type, groups, nin);
+    *n = (nin - 2) / (size_t)groups;
+    if (nout != *n * (size_t)(groups - 1))
+        return tth__onnx_fail(c, TTH_EMODEL, "'%s' of %zu tensors has %zu outputs; the node lists %zu",
+                              c->node->op_type, *n, *n * (size_t)(groups - 1), nout);
+    for (size_t i = 2; i < nin; i++) {
+        tth_rexpr *x = in[2 + (i - 2) % *n];
+        if (!in[i] || !tth_dtype_is_float(tt(in[i])->dtype) || tt(in[i])->dtype != tt(x)->dtype ||
+            rank(in[i]) != rank(x) || memcmp(tt(in[i])->shape, tt(x)->shape, sizeof(int64_t) * (size_t)rank(x)))
+            return tth__onnx_fail(c, TTH_EMODEL, "input %zu of '%s' is absent, not float, or not of the dtype and "
+                                  "shape of the tensor it updates (input %zu)", i, c->node->op_type, 2 + (i - 2) % *n);
+    }
+    if (tth_ttype_numel(tt(in[0])) != 1 || !tth_dtype_is_float(tt(in[0])->dtype))
+        return tth__onnx_fail(c, TTH_EMODEL, "the learning rate R of '%s' must be one float", c->node->op_type);
+    if (tth_ttype_numel(tt(in[1])) != 1 || tth_dtype_is_float(tt(in[1])->dtype))
+        return tth__onnx_fail(c, TTH_EMODEL, "the step count T of '%s' must be one integer", c->node->op_type);
+    tth_dtype dt = tt(in[2])->dtype;
+    int64_t scalar[1] = {1};
+    CHECK(*r = cast_to(c, reshape(c, in[0], scalar, 0), dt));
+    CHECK(*t = cast_to(c, reshape(c, in[1], scalar, 0), dt));
+    return 0;
+}
+
+/* norm_coefficient * x + g: the gradient with the L2 regularization's term. */
+static tth_rexpr *regularized(tth_onnx_ctx *c, tth_rexpr *x, tth_rexpr *g, double norm)
+{
+    tth_rexpr *nx = scale_by(c, x, norm);
+    return nx ? call2(c, TTH_OP_ADD, nx, g, NULL) : NULL;
+}
+
+/* The scalar where(T > 0, a, b). */
+static tth_rexpr *if_t_positive(tth_onnx_ctx *c, tth_rexpr *t, tth_rexpr *a, tth_rexpr *b)
+{
+    tth_rexpr *zero = kx(c, t, 0), *pos = zero ? call2(c, TTH_OP_GREATER, t, zero, NULL) : NULL;
+    tth_rexpr *wa[3] = {pos, a, b};
+    return pos && a && b ? call(c, TTH_OP_WHERE, wa, 3, NULL) : NULL;
+}
+
+/* Adagrad(R, T, X..., G..., H...) -> X_new..., H_new...: with r = R / (1 + T * decay_factor) and
+ * g = norm_coefficient * X + G, H_new = H + g * g and X_new = X - r * g / (sqrt(H_new) + epsilon).
+ * Defaults: decay_factor 0, epsilon 1e-6, norm_coefficient 0. */
+static int op_adagrad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    size_t n;
+    tth_rexpr *r, *t, *d;
+    int rc = optimizer_inputs(c, in, nin, nout, 3, &n, &r, &t);
+    if (rc)
+        return rc;
+    double decay = af(c, "decay_factor", 0), eps = af(c, "epsilon", 1e-6), norm = af(c, "norm_coefficient", 0);
+    CHECK(d = scale_by(c, t, decay));
+    CHECK(d = call2(c, TTH_OP_ADD, d, kx(c, t, 1), NULL));
+    CHECK(r = call2(c, TTH_OP_DIVIDE, r, d, NULL));
+    for (size_t i = 0; i < n; i++) {
+        tth_rexpr *x = in[2 + i], *g, *h, *s, *u;
+        CHECK(g = regularized(c, x, in[2 + n + i], norm));
+        CHECK(h = call2(c, TTH_OP_MULTIPLY, g, g, NULL));
+        CHECK(h = call2(c, TTH_OP_ADD, in[2 + 2 * n + i], h, NULL));
+        CHECK(s = call1(c, TTH_OP_SQRT, h, NULL));
+        CHECK(s = call2(c, TTH_OP_ADD, s, kx(c, s, eps), NULL));
+        CHECK(u = call2(c, TTH_OP_MULTIPLY, r, g, NULL));
+        CHECK(u = call2(c, TTH_OP_DIVIDE, u, s, NULL));
+        CHECK(out[i] = call2(c, TTH_OP_SUBTRACT, x, u, NULL));
+        out[n + i] = h;
+    }
+    return 0;
+}
+
+/* Momentum(R, T, X..., G..., V...) -> X_new..., V_new...: with g = norm_coefficient * X + G,
+ * V_new = alpha * V + beta' * g where beta' is beta when T > 0 and 1 on the first step; mode
+ * "standard": X_new = X - R * V_new; "nesterov": X_new = X - R * (g + alpha * V_new). All four
+ * attributes are required. */
+static int op_momentum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    size_t n;
+    tth_rexpr *r, *t, *b;
+    double alpha = 0, beta = 0, norm = 0;
+    int rc = optimizer_inputs(c, in, nin, nout, 3, &n, &r, &t);
+    if (!rc)
+        rc = af_required(c, "alpha", &alpha);
+    if (!rc)
+        rc = af_required(c, "beta", &beta);
+    if (!rc)
+        rc = af_required(c, "norm_coefficient", &norm);
+    if (rc)
+        return rc;
+    const char *mode = as(c, "mode", "");
+    int nesterov = !strcmp(mode, "nesterov");
+    if (!nesterov && strcmp(mode, "standard"))
+        return tth__onnx_fail(c, TTH_EMODEL, "Momentum's mode '%s' is not 'standard' or 'nesterov'", mode);
+    CHECK(b = if_t_positive(c, t, kx(c, t, beta), kx(c, t, 1)));
+    for (size_t i = 0; i < n; i++) {
+        tth_rexpr *x = in[2 + i], *g, *v, *u;
+        CHECK(g = regularized(c, x, in[2 + n + i], norm));
+        CHECK(u = call2(c, TTH_OP_MULTIPLY, b, g, NULL));
+        CHECK(v = scale_by(c, in[2 + 2 * n + i], alpha));
+        CHECK(v = call2(c, TTH_OP_ADD, v, u, NULL));
+        u = v;
+        if (nesterov) {
+            CHECK(u = scale_by(c, v, alpha));
+            CHECK(u = call2(c, TTH_OP_ADD, g, u, NULL));
+        }
+        CHECK(u = call2(c, TTH_OP_MULTIPLY, r, u, NULL));
+        CHECK(out[i] = call2(c, TTH_OP_SUBTRACT, x, u, NULL));
+        out[n + i] = v;
+    }
+    return 0;
+}
+
+/* Adam's step size: R * sqrt(1 - beta^T) / (1 - alpha^T) when T > 0, else R. */
+static tth_rexpr *adam_rate(tth_onnx_ctx *c, tth_rexpr *r, tth_rexpr *t, double alpha, double beta)
+{
+    tth_rexpr *one = kx(c, t, 1), *pa, *pb, *q;
+    if (!one || !(pa = call2(c, TTH_OP_POWER, kx(c, t, alpha), t, NULL)) ||
+        !(pb = call2(c, TTH_OP_POWER, kx(c, t, beta), t, NULL)) || !(pa = call2(c, TTH_OP_SUBTRACT, one, pa, NULL)) ||
+        !(pb = call2(c, TTH_OP_SUBTRACT, one, pb, NULL)) || !(pb = call1(c, TTH_OP_SQRT, pb, NULL)) ||
+        !(q = call2(c, TTH_OP_MULTIPLY, r, pb, NULL)) || !(q = call2(c, TTH_OP_DIVIDE, q, pa, NULL)))
+        return NULL;
+    return if_t_positive(c, t, q, r);
+}
+
+/* Adam(R, T, X..., G..., V..., H...) -> X_new..., V_new..., H_new...: with g = norm_coefficient *
+ * X + G, V_new = alpha * V + (1 - alpha) * g, H_new = beta * H + (1 - beta) * g * g, X_new =
+ * (1 - norm_coefficient_post) * (X - adam_rate * V_new / (sqrt(H_new) + epsilon)). Defaults:
+ * alpha 0.9, beta 0.999, epsilon 1e-6, both norm coefficients 0. */
+static int op_adam(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    size_t n;
+    tth_rexpr *r, *t;
+    int rc = optimizer_inputs(c, in, nin, nout, 4, &n, &r, &t);
+    if (rc)
+        return rc;
+    double alpha = af(c, "alpha", 0.9), beta = af(c, "beta", 0.999), eps = af(c, "epsilon", 1e-6);
+    double norm = af(c, "norm_coefficient", 0), post = af(c, "norm_coefficient_post", 0);
+    CHECK(r = adam_rate(c, r, t, alpha, beta));
+    for (size_t i = 0; i < n; i++) {
+        tth_rexpr *x = in[2 + i], *g, *v, *h, *u, *s;
+        CHECK(g = regularized(c, x, in[2 + n + i], norm));
+        CHECK(v = call2(c, TTH_OP_ADD, scale_by(c, in[2 + 2 * n + i], alpha), scale_by(c, g, 1 - alpha), NULL));
+        CHECK(h = call2(c, TTH_OP_MULTIPLY, g, g, NULL));
+        CHECK(h = call2(c, TTH_OP_ADD, scale_by(c, in[2 + 3 * n + i], beta), scale_by(c, h, 1 - beta), NULL));
+        CHECK(s = call1(c, TTH_OP_SQRT, h, NULL));
+        CHECK(s = call2(c, TTH_OP_ADD, s, kx(c, s, eps), NULL));
+        CHECK(u = call2(c, TTH_OP_DIVIDE, v, s, NULL));
+        CHECK(u = call2(c, TTH_OP_MULTIPLY, r, u, NULL));
+        CHECK(u = call2(c, TTH_OP_SUBTRACT, x, u, NULL));
+        CHECK(out[i] = scale_by(c, u, 1 - post));
+        out[n + i] = v;
+        out[2 * n + i] = h;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- Gradient */
+
+/* A string-list attribute as NUL-terminated copies in the module arena: the count, -1 when
+ * absent or of another type, -2 with a diagnostic when longer than max. */
+static int astrings(tth_onnx_ctx *c, const char *name, const char **out, int max)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    if (!a || !a->n_strings)
+        return -1;
+    if (a->n_strings > (size_t)max) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "attribute '%s' has %zu values (at most %d)", name, a->n_strings, max);
+        return -2;
+    }
+    for (size_t i = 0; i < a->n_strings; i++) {
+        char *s = tth_arena_alloc(c->m->arena, a->strings[i].len + 1);
+        if (!s) {
+            tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+            return -2;
+        }
+        if (a->strings[i].len)
+            memcpy(s, a->strings[i].data, a->strings[i].len);
+        s[a->strings[i].len] = 0;
+        out[i] = s;
+    }
+    return (int)a->n_strings;
+}
+
+/* The values between the xs and y, in post-order (y last), each with its adjoint and whether it
+ * depends on an x; found by pointer through an open-addressing index. */
+typedef struct grad_node {
+    tth_rexpr *e, *adj;
+    int active, is_x;
+} grad_node;
+
+typedef struct grad_graph {
+    grad_node *nodes;
+    size_t n, cap;
+    size_t *slots; /* index + 1, 0 when free */
+    size_t nslots;
+} grad_graph;
+
+#define GRAD_MAX_NODES ((size_t)1 << 20)
+
+static size_t grad_slot(const grad_graph *g, const tth_rexpr *e)
+{
+    size_t j = ((uintptr_t)e >> 4) * 0x9E3779B97F4A7C15ull & (g->nslots - 1);
+    while (g->slots[j] && g->nodes[g->slots[j] - 1].e != e)
+        j = (j + 1) & (g->nslots - 1);
+    return j;
+}
+
+/* The index of e in g, or -1. */
+static int64_t grad_find(const grad_graph *g, const tth_rexpr *e)
+{
+    if (!g->nslots)
+        return -1;
+    size_t j = grad_slot(g, e);
+    return g->slots[j] ? (int64_t)g->slots[j] - 1 : -1;
+}
+
+/* Appends e (not yet in g); 0 or TTH_ENOMEM / TTH_ELIMIT. */
+static int grad_add(grad_graph *g, tth_rexpr *e, int active, int is_x)
+{
+    if (g->n >= GRAD_MAX_NODES)
+        return TTH_ELIMIT;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 64;
+        grad_node *nn = realloc(g->nodes, cap * sizeof *nn);
+        if (!nn)
+            return TTH_ENOMEM;
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    if (2 * (g->n + 1) > g->nslots) {
+        size_t ns = g->nslots ? 2 * g->nslots : 128;
+        free(g->slots);
+        if (!(g->slots = calloc(ns, sizeof *g->slots)))
+            return TTH_ENOMEM;
+        g->nslots = ns;
+        for (size_t i = 0; i < g->n; i++)
+            g->slots[grad_slot(g, g->nodes[i].e)] = i + 1;
+    }
+    g->nodes[g->n] = (grad_node){.e = e, .active = active, .is_x = is_x};
+    g->slots[grad_slot(g, e)] = ++g->n;
+    return 0;
+}
+
+static void grad_free(grad_graph *g)
+{
+    free(g->nodes);
+    free(g->slots);
+}
+
+/* The operands of e a gradient flows back to: a call's arguments, a tuple's fields, the tuple
+ * a field is taken from. */
+static size_t grad_children(tth_rexpr *e, tth_rexpr ***kids)
+{
+    switch (e->kind) {
+    case TTH_REXPR_CALL: *kids = e->u.call.args; return e->u.call.nargs;
+    case TTH_REXPR_TUPLE: *kids = e->u.tuple.fields; return e->u.tuple.nfields;
+    case TTH_REXPR_TUPLE_GET: *kids = &e->u.get.tuple; return 1;
+    default: *kids = NULL; return 0;
+    }
+}
+
+/* Walks from y down to the xs (not below them), depth first without recursion, adding each
+ * value after its operands; a value is active when it is an x or an operand of it is. */
+static int grad_collect(tth_onnx_ctx *c, grad_graph *g, tth_rexpr *y, tth_rexpr **xs, size_t nx)
+{
+    typedef struct { tth_rexpr *e; size_t next; } frame;
+    size_t sn = 0, scap = 64;
+    frame *st = malloc(scap * sizeof *st);
+    int rc = st ? 0 : TTH_ENOMEM;
+    if (st)
+        st[sn++] = (frame){y, 0};
+    while (!rc && sn) {
+        frame *f = &st[sn - 1];
+        int is_x = 0;
+        for (size_t i = 0; i < nx; i++)
+            is_x |= xs[i] == f->e;
+        tth_rexpr **kids;
+        size_t nk = is_x ? 0 : grad_children(f->e, &kids);
+        while (f->next < nk && grad_find(g, kids[f->next]) >= 0)
+            f->next++;
+        if (f->next < nk) {
+            tth_rexpr *k = kids[f->next];
+            if (sn == scap) {
+                frame *ns = realloc(st, 2 * scap * sizeof *ns);
+                if (!ns) {
+                    rc = TTH_ENOMEM;
+                    break;
+                }
+                st = ns;
+                scap *= 2;
+            }
+            st[sn++] = (frame){k, 0};
+            continue;
+        }
+        int active = is_x;
+        for (size_t i = 0; i < nk; i++)
+            active |= g->nodes[grad_find(g, kids[i])].active;
+        rc = grad_add(g, f->e, active, is_x);
+        sn--;
+    }
+    free(st);
+    if (rc)
+        return tth__onnx_fail(c, rc, rc == TTH_ENOMEM ? "out of memory" : "the graph to differentiate has more than "
+                              "%zu values", GRAD_MAX_NODES);
+    return 0;
+}
+
+/* grad (of the shape of a broadcast result) summed over the axes along which `to` was broadcast,
+ * reshaped to `to`'s shape. */
+static tth_rexpr *unbroadcast(tth_onnx_ctx *c, tth_rexpr *grad, const tth_rexpr *to)
+{
+    int r = rank(grad), k = rank(to), na = 0;
+    int64_t axes[TTH_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        if (i < r - k || (tt(to)->shape[i - (r - k)] == 1 && tt(grad)->shape[i] != 1))
+            axes[na++] = i;
+    if (na)
+        grad = call1(c, TTH_OP_SUM, grad, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1));
+    return reshape(c, grad, tt(to)->shape, k);
+}
+
+/* The contribution to operand `arg` of the call z = e (adjoint a): the derivative of add,
+ * subtract, multiply, divide and negative times a, summed back to the operand's shape (over the
+ * axes it was broadcast along); a reshaped back for reshape; NULL with a diagnostic for another
+ * operator. */
+static tth_rexpr *grad_operand(tth_onnx_ctx *c, tth_rexpr *e, size_t arg, tth_rexpr *a)
+{
+    tth_rexpr **x = e->u.call.args, *d = NULL;
+    switch (e->kind == TTH_REXPR_CALL && !e->u.call.fn ? e->u.call.op : TTH_OP_INVALID) {
+    case TTH_OP_ADD: d = a; break;
+    case TTH_OP_SUBTRACT: d = arg ? call1(c, TTH_OP_NEGATIVE, a, NULL) : a; break;
+    case TTH_OP_NEGATIVE: d = call1(c, TTH_OP_NEGATIVE, a, NULL); break;
+    case TTH_OP_MULTIPLY: d = call2(c, TTH_OP_MULTIPLY, a, x[1 - arg], NULL); break;
+    case TTH_OP_RESHAPE: return reshape(c, a, tt(x[0])->shape, rank(x[0]));
+    case TTH_OP_DIVIDE:
+        if (!arg) {
+            d = call2(c, TTH_OP_DIVIDE, a, x[1], NULL);
+        } else { /* d(x0 / x1)/d(x1) = -x0 / x1^2 */
+            tth_rexpr *q = call2(c, TTH_OP_DIVIDE, x[0], call2(c, TTH_OP_MULTIPLY, x[1], x[1], NULL), NULL);
+            d = call1(c, TTH_OP_NEGATIVE, call2(c, TTH_OP_MULTIPLY, a, q, NULL), NULL);
+        }
+        break;
+    default: {
+        const char *what = e->kind == TTH_REXPR_CALL && !e->u.call.fn ? tth_op_name(e->u.call.op)
+                           : e->kind == TTH_REXPR_CALL ? "a function call" : "a tuple";
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "Gradient through operator '%s'%s%s%s is not supported", what,
+                       e->span ? " (node '" : "", e->span ? e->span : "", e->span ? "')" : "");
+        tth_diag_hint(c->diag, "tth differentiates Add, Sub, Mul, Div, Neg and Reshape (docs/operators.md "
+                               "\"Training operators\")");
+        return NULL;
+    }
+    }
+    return d ? unbroadcast(c, d, x[arg]) : NULL;
+}
+
+/* Reverse-mode differentiation over g (y last): y's adjoint is `seed`, each active call passes
+ * its adjoint's contributions on to its active operands, summed where a value has several
+ * users. The xs' adjoints are then in g. */
+static int grad_backward(tth_onnx_ctx *c, grad_graph *g, tth_rexpr *seed)
+{
+    g->nodes[g->n - 1].adj = seed;
+    for (size_t i = g->n; i-- > 0;) {
+        grad_node *v = &g->nodes[i];
+        if (!v->adj || !v->active || v->is_x)
+            continue;
+        tth_rexpr **kids;
+        size_t nk = grad_children(v->e, &kids);
+        for (size_t k = 0; k < nk; k++) {
+            grad_node *o = &g->nodes[grad_find(g, kids[k])];
+            if (!o->active)
+                continue;
+            tth_rexpr *d = grad_operand(c, v->e, k, v->adj);
+            CHECK(d);
+            CHECK(o->adj = o->adj ? call2(c, TTH_OP_ADD, o->adj, d, NULL) : d);
+        }
+    }
+    return 0;
+}
+
+/* The constant v broadcast to the shape of `like`. */
+static tth_rexpr *filled_like(tth_onnx_ctx *c, tth_rexpr *like, double v)
+{
+    tth_rexpr *k = kx(c, like, v);
+    return k ? call1(c, TTH_OP_BROADCAST_TO, k, json_pack("{s:o}", "shape", tth__json_ints(tt(like)->shape,
+                                                                                           rank(like)))) : NULL;
+}
+
+/* The values a Gradient node names: xs (the node's first inputs must be their values), y, and
+ * the count of zs (the inputs after the xs). */
+static int gradient_names(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, size_t nout, const char **xs, int *nx,
+                          tth_rexpr **y)
+{
+    const char *zs[MAXV], *yname = as(c, "y", NULL);
+    *nx = astrings(c, "xs", xs, MAXV);
+    int nz = astrings(c, "zs", zs, MAXV);
+    if (*nx == -2 || nz == -2)
+        return c->diag->code;
+    if (*nx < 1 || !yname)
+        return tth__onnx_fail(c, TTH_EMODEL, "Gradient needs the attributes 'xs' (names) and 'y' (a name)");
+    nz = nz < 0 ? 0 : nz;
+    if (nin != (size_t)(*nx + nz) || nout != (size_t)*nx)
+        return tth__onnx_fail(c, TTH_EMODEL, "Gradient takes one input per name of xs and zs (%d) and gives one output "
+                              "per name of xs (%d); the node has %zu inputs and %zu outputs", *nx + nz, *nx, nin, nout);
+    for (int i = 0; i < *nx; i++)
+        if (!in[i] || in[i] != tth__onnx_value(c, xs[i]))
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "input %d of Gradient is not the value of '%s' (xs[%d]): "
+                                  "tth differentiates the graph as computed", i, xs[i], i);
+    *y = tth__onnx_value(c, yname);
+    if (!*y || (*y)->type.nfields >= 0 || !tth_dtype_is_float(tt(*y)->dtype))
+        return tth__onnx_fail(c, TTH_EMODEL, "Gradient's y '%s' is not a float tensor computed before the node", yname);
+    return 0;
+}
+
+/* Gradient (ai.onnx.preview.training): outputs dy/dx for each x of the attribute xs, y being
+ * the tensor the attribute y names; reverse-mode differentiation over the values between them,
+ * seeded with ones of y's shape (so each output is the gradient of the sum of y). An x y does
+ * not depend on gets zeros. docs/operators.md "Training operators". */
+static int op_gradient(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    const char *xs[MAXV];
+    int nx = 0;
+    tth_rexpr *y = NULL, *seed;
+    int rc = tensor_input(c, in, nin);
+    if (!rc)
+        rc = gradient_names(c, in, nin, nout, xs, &nx, &y);
+    if (rc)
+        return rc;
+    for (int i = 0; i < nx; i++) {
+        if (!tth_dtype_is_float(tt(in[i])->dtype))
+            return tth__onnx_fail(c, TTH_EMODEL, "Gradient with respect to '%s', which is not float", xs[i]);
+        if (in[i]->kind == TTH_REXPR_CONST) /* what was computed from it is folded away */
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Gradient with respect to '%s', a constant: the importer "
+                                  "folds what is computed from constants, so tth cannot differentiate it", xs[i]);
+    }
+    grad_graph g = {0};
+    rc = grad_collect(c, &g, y, in, (size_t)nx);
+    if (!rc && !(seed = filled_like(c, y, 1)))
+        rc = c->diag->code;
+    if (!rc)
+        rc = grad_backward(c, &g, seed);
+    for (int i = 0; !rc && i < nx; i++) {
+        int64_t k = grad_find(&g, in[i]);
+        out[i] = k >= 0 && g.nodes[k].adj ? g.nodes[k].adj : filled_like(c, in[i], 0);
+        if (!out[i] || tt(out[i])->dtype != tt(in[i])->dtype)
+            rc = out[i] ? tth__onnx_fail(c, TTH_EMODEL, "the gradient of '%s' is not of its dtype", xs[i])
+                        : c->diag->code;
+    }
+    grad_free(&g);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- TfIdfVectorizer */
+
+#define TFIDF_MAX_POOL ((size_t)1 << 20)   /* pool and index lengths */
+#define TFIDF_MAX_GRAM 64                  /* n-gram length */
+#define TFIDF_MAX_WORK ((int64_t)1 << 24)  /* element comparisons */
+
+/* An int-list attribute read in place: the count (-1 when absent or not a list of ints; -2 with
+ * a diagnostic when longer than TFIDF_MAX_POOL). */
+static int64_t aints_ref(tth_onnx_ctx *c, const char *name, const int64_t **v)
+{
+    const Onnx__AttributeProto *a = attr(c, name);
+    if (!a || (!a->n_ints && !(a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)))
+        return -1;
+    if (a->n_ints > TFIDF_MAX_POOL) {
+        tth__onnx_fail(c, TTH_ELIMIT, "attribute '%s' has %zu values (at most %zu)", name, a->n_ints, TFIDF_MAX_POOL);
+        return -2;
+    }
+    *v = a->ints;
+    return (int64_t)a->n_ints;
+}
+
+/* The pool of a TfIdfVectorizer: n-grams of length n (1..ngroups) are pool[start[n-1] ..
+ * start[n]) (the last up to the pool's end), each mapped to output column index[k] (k counting
+ * the pool's n-grams in order); out_size is the largest column + 1. */
+typedef struct tfidf_pool {
+    const int64_t *pool, *start, *index;
+    int64_t npool, ngroups, nindex, out_size;
+    int64_t min_n, max_n, max_skip;
+} tfidf_pool;
+
+/* The end of group n's n-grams in the pool. */
+static int64_t tfidf_group_end(const tfidf_pool *p, int64_t n)
+{
+    return n < p->ngroups ? p->start[n] : p->npool;
+}
+
+/* Reads and checks the gram lengths, the pool, ngram_counts and ngram_indexes. */
+static int tfidf_read_pool(tth_onnx_ctx *c, tfidf_pool *p)
+{
+    if (attr(c, "pool_strings"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "TfIdfVectorizer over strings (pool_strings) is not supported");
+    p->min_n = ai(c, "min_gram_length", 0);
+    p->max_n = ai(c, "max_gram_length", 0);
+    p->max_skip = ai(c, "max_skip_count", -1);
+    if (p->min_n < 1 || p->max_n < p->min_n || p->max_n > TFIDF_MAX_GRAM || p->max_skip < 0 ||
+        p->max_skip > TTH_IMPORT_MAX_WINDOW)
+        return tth__onnx_fail(c, TTH_EMODEL, "TfIdfVectorizer needs 1 <= min_gram_length <= max_gram_length <= %d and "
+                              "0 <= max_skip_count <= %d (has %lld, %lld, %lld)", TFIDF_MAX_GRAM, TTH_IMPORT_MAX_WINDOW,
+                              (long long)p->min_n, (long long)p->max_n, (long long)p->max_skip);
+    p->npool = aints_ref(c, "pool_int64s", &p->pool);
+    p->ngroups = aints_ref(c, "ngram_counts", &p->start);
+    p->nindex = aints_ref(c, "ngram_indexes", &p->index);
+    if (p->npool == -2 || p->ngroups == -2 || p->nindex == -2)
+        return c->diag->code;
+    if (p->npool < 0 || p->ngroups < 1 || p->nindex < 0 || p->ngroups > TFIDF_MAX_GRAM || p->start[0] != 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "TfIdfVectorizer needs pool_int64s, ngram_counts (1 to %d starts, the "
+                              "first 0) and ngram_indexes", TFIDF_MAX_GRAM);
+    int64_t grams = 0;
+    for (int64_t n = 1; n <= p->ngroups; n++) {
+        int64_t lo = p->start[n - 1], hi = tfidf_group_end(p, n);
+        if (hi < lo || hi > p->npool || (hi - lo) % n)
+            return tth__onnx_fail(c, TTH_EMODEL, "ngram_counts[%lld] = %lld: the %lld-grams do not span whole n-grams "
+                                  "of the pool (%lld values)", (long long)n - 1, (long long)lo, (long long)n,
+                                  (long long)p->npool);
+        grams += (hi - lo) / n;
+    }
+    if (grams != p->nindex || !grams)
+        return tth__onnx_fail(c, TTH_EMODEL, "the pool holds %lld n-grams; ngram_indexes has %lld values", (long long)grams,
+                              (long long)p->nindex);
+    p->out_size = 0;
+    for (int64_t k = 0; k < p->nindex; k++) {
+        if (p->index[k] < 0 || p->index[k] >= (int64_t)TFIDF_MAX_POOL)
+            return tth__onnx_fail(c, TTH_EMODEL, "ngram_indexes[%lld] = %lld is out of range", (long long)k,
+                                  (long long)p->index[k]);
+        p->out_size = p->index[k] + 1 > p->out_size ? p->index[k] + 1 : p->out_size;
+    }
+    return 0;
+}
+
+/* Element k of each of the g n-grams starting at pool[lo] as a constant [1, 1, g]. */
+static tth_rexpr *tfidf_column(tth_onnx_ctx *c, const tfidf_pool *p, int64_t lo, int64_t n, int64_t g, int64_t k)
+{
+    tth_ttype ty = {.dtype = TTH_I64, .rank = 3, .shape = {1, 1, g}};
+    tth_tensor *t = tth_tensor_new(&ty, NULL);
+    for (int64_t j = 0; t && j < g; j++)
+        ((int64_t *)t->data)[j] = p->pool[lo + j * n + k];
+    return k_tensor(c, t);
+}
+
+/* How often each of the g n-grams of length n at pool[lo] occurs in each row of x ([B, C],
+ * int64) with its elements d apart: [B, g] float32, summed over d = 1 .. max_skip + 1 (only d = 1
+ * for unigrams). Adds the comparisons made to *work. */
+static tth_rexpr *tfidf_count(tth_onnx_ctx *c, const tfidf_pool *p, tth_rexpr *x, int64_t lo, int64_t n, int64_t g,
+                              int64_t *work)
+{
+    int64_t B = tt(x)->shape[0], C = tt(x)->shape[1], dmax = n == 1 ? 1 : p->max_skip + 1;
+    tth_rexpr *acc = NULL;
+    for (int64_t d = 1; d <= dmax && (n - 1) * d < C; d++) {
+        int64_t S = C - (n - 1) * d, shp[3] = {B, S, 1};
+        tth_rexpr *hit = NULL;
+        *work += B * S * g * n;
+        if (*work > TFIDF_MAX_WORK) {
+            tth__onnx_fail(c, TTH_ELIMIT, "TfIdfVectorizer would compare more than %lld elements",
+                           (long long)TFIDF_MAX_WORK);
+            return NULL;
+        }
+        for (int64_t k = 0; k < n; k++) {
+            tth_rexpr *col = reshape(c, slice_axis(c, x, 1, k * d, k * d + S), shp, 3);
+            tth_rexpr *eq = col ? call2(c, TTH_OP_EQUAL, col, tfidf_column(c, p, lo, n, g, k), NULL) : NULL;
+            if (!eq || !(hit = hit ? call2(c, TTH_OP_LOGICAL_AND, hit, eq, NULL) : eq))
+                return NULL;
+        }
+        tth_rexpr *cnt = call1(c, TTH_OP_SUM, cast_to(c, hit, TTH_F32), json_pack("{s:[i],s:b}", "axis", 1, "keepdims", 0));
+        if (!cnt || !(acc = acc ? call2(c, TTH_OP_ADD, acc, cnt, NULL) : cnt))
+            return NULL;
+    }
+    if (!acc) { /* the row is too short for any such n-gram */
+        tth_ttype ty = {.dtype = TTH_F32, .rank = 2, .shape = {B, g}};
+        acc = k_tensor(c, tth_tensor_new(&ty, NULL));
+    }
+    return acc;
+}
+
+/* The constant 0/1 matrix [rows, out_size] mapping the counted n-grams (lengths min_n ..
+ * max_n, in pool order) to their output columns. */
+static tth_rexpr *tfidf_columns(tth_onnx_ctx *c, const tfidf_pool *p, int64_t rows)
+{
+    if (rows * p->out_size > TTH_IMPORT_MAX_ELEMS) {
+        tth__onnx_fail(c, TTH_ELIMIT, "TfIdfVectorizer maps %lld n-grams to %lld columns (at most %lld pairs)",
+                       (long long)rows, (long long)p->out_size, (long long)TTH_IMPORT_MAX_ELEMS);
+        return NULL;
+    }
+    tth_ttype ty = {.dtype = TTH_F32, .rank = 2, .shape = {rows, p->out_size}};
+    tth_tensor *m = tth_tensor_new(&ty, NULL);
+    for (int64_t n = 1, r = 0, k = 0; m && n <= p->ngroups; n++) {
+        int64_t g = (tfidf_group_end(p, n) - p->start[n - 1]) / n;
+        for (int64_t j = 0; j < g; j++, k++)
+            if (n >= p->min_n && n <= p->max_n)
+                ((float *)m->data)[r++ * p->out_size + p->index[k]] = 1;
+    }
+    return k_tensor(c, m);
+}
+
+/* The counts of the pool's n-grams of lengths min_n .. max_n in x ([B, C]) per output column:
+ * [B, out_size] float32 (the n-grams' counts, concatenated, times tfidf_columns). */
+static tth_rexpr *tfidf_frequencies(tth_onnx_ctx *c, const tfidf_pool *p, tth_rexpr *x)
+{
+    tth_rexpr *parts[TFIDF_MAX_GRAM];
+    int np = 0;
+    int64_t work = 0, rows = 0;
+    for (int64_t n = p->min_n; n <= p->max_n && n <= p->ngroups; n++) {
+        int64_t lo = p->start[n - 1], g = (tfidf_group_end(p, n) - lo) / n;
+        if (g && !(parts[np++] = tfidf_count(c, p, x, lo, n, g, &work)))
+            return NULL;
+        rows += g;
+    }
+    if (!np) {
+        tth_ttype zty = {.dtype = TTH_F32, .rank = 2, .shape = {tt(x)->shape[0], p->out_size}};
+        return k_tensor(c, tth_tensor_new(&zty, NULL));
+    }
+    tth_rexpr *f = np > 1 ? call(c, TTH_OP_CONCATENATE, parts, (size_t)np, json_pack("{s:i}", "axis", 1)) : parts[0];
+    tth_rexpr *m = f ? tfidf_columns(c, p, rows) : NULL;
+    return m ? call2(c, TTH_OP_MATMUL, f, m, NULL) : NULL;
+}
+
+/* The weights attribute as a constant [out_size] (the weight of each output column), NULL
+ * without weights; *rc set on a malformed list. */
+static tth_rexpr *tfidf_weights(tth_onnx_ctx *c, const tfidf_pool *p, int *rc)
+{
+    const Onnx__AttributeProto *a = attr(c, "weights");
+    *rc = 0;
+    if (!a || !a->n_floats)
+        return NULL;
+    if ((int64_t)a->n_floats != p->nindex || p->out_size > p->nindex) {
+        *rc = tth__onnx_fail(c, TTH_EMODEL, "TfIdfVectorizer has %zu weights for %lld n-grams and %lld output columns",
+                             a->n_floats, (long long)p->nindex, (long long)p->out_size);
+        return NULL;
+    }
+    tth_ttype ty = {.dtype = TTH_F32, .rank = 1, .shape = {p->out_size}};
+    tth_rexpr *w = k_tensor(c, tth_tensor_new(&ty, a->floats));
+    *rc = w ? 0 : c->diag->code;
+    return w;
+}
+
+/* TfIdfVectorizer over integers: x [C] or [B, C] (int32, int64) -> [out_size] or [B, out_size]
+ * float32, the count of each pool n-gram in each row (lengths min_gram_length ..
+ * max_gram_length, elements up to max_skip_count apart; a unigram counted once), put in the
+ * column ngram_indexes gives it; mode TF: the counts; IDF: the weight (or 1) of each column
+ * counted at least once; TFIDF: the counts times the weights. docs/operators.md. */
+static int op_tfidf_vectorizer(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tfidf_pool p;
+    int rc = tfidf_read_pool(c, &p);
+    if (rc)
+        return rc;
+    tth_rexpr *x = in[0], *f, *w;
+    int r = rank(x);
+    if ((tt(x)->dtype != TTH_I32 && tt(x)->dtype != TTH_I64) || r < 1 || r > 2)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "TfIdfVectorizer takes int32 or int64 [C] or [B, C]");
+    const char *mode = as(c, "mode", "");
+    int tf = !strcmp(mode, "TF"), idf = !strcmp(mode, "IDF");
+    if (!tf && !idf && strcmp(mode, "TFIDF"))
+        return tth__onnx_fail(c, TTH_EMODEL, "TfIdfVectorizer's mode '%s' is not TF, IDF or TFIDF", mode);
+    int64_t s2[2] = {r == 2 ? tt(x)->shape[0] : 1, tt(x)->shape[r - 1]};
+    CHECK(f = tfidf_frequencies(c, &p, reshape(c, cast_to(c, x, TTH_I64), s2, 2)));
+    w = tf ? NULL : tfidf_weights(c, &p, &rc);
+    if (rc)
+        return rc;
+    if (idf) {
+        tth_rexpr *z = kx(c, f, 0), *pos = call2(c, TTH_OP_GREATER, f, z, NULL);
+        tth_rexpr *wa[3] = {pos, w ? w : kx(c, f, 1), z};
+        CHECK(pos && (f = call(c, TTH_OP_WHERE, wa, 3, NULL)));
+    } else if (w) {
+        CHECK(f = call2(c, TTH_OP_MULTIPLY, f, w, NULL));
+    }
+    int64_t s1[1] = {p.out_size};
+    CHECK(out[0] = r == 1 ? reshape(c, f, s1, 1) : f);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const tth_onnx_op onnx_ops[] = {
@@ -4048,6 +4745,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Sum", op_sum},
     {"Tan", op_tan},
     {"Tanh", op_tanh},
+    {"TfIdfVectorizer", op_tfidf_vectorizer},
     {"ThresholdedRelu", op_thresholded_relu},
     {"Tile", op_tile},
     {"TopK", op_topk},
@@ -4059,18 +4757,37 @@ static const tth_onnx_op onnx_ops[] = {
     {"Xor", op_xor},
 };
 
-const tth_onnx_op *tth__onnx_op_find(const char *name)
+/* The operators of the domain ai.onnx.preview.training (docs/operators.md "Training operators"). */
+static const tth_onnx_op training_ops[] = {
+    {"Adagrad", op_adagrad},
+    {"Adam", op_adam},
+    {"Gradient", op_gradient},
+    {"Momentum", op_momentum},
+};
+
+/* The entry named `name` in a table sorted by name, or NULL. */
+static const tth_onnx_op *op_search(const tth_onnx_op *ops, size_t n, const char *name)
 {
-    size_t lo = 0, hi = sizeof onnx_ops / sizeof onnx_ops[0];
-    while (lo < hi) { /* the table is sorted by name */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = strcmp(name, onnx_ops[mid].name);
+        int c = strcmp(name, ops[mid].name);
         if (!c)
-            return &onnx_ops[mid];
+            return &ops[mid];
         if (c < 0)
             hi = mid;
         else
             lo = mid + 1;
     }
     return NULL;
+}
+
+const tth_onnx_op *tth__onnx_op_find(const char *name)
+{
+    return op_search(onnx_ops, sizeof onnx_ops / sizeof onnx_ops[0], name);
+}
+
+const tth_onnx_op *tth__onnx_training_op_find(const char *name)
+{
+    return op_search(training_ops, sizeof training_ops / sizeof training_ops[0], name);
 }

@@ -363,6 +363,125 @@ def write_loop_scan(root, rng):
                 [("s", sv.astype(f32)), ("t", tv.astype(f32)), ("y", np.stack(ys, axis=1).astype(f32))])])
 
 
+def tfidf_reference(X, pool, counts, indexes, min_n, max_n, max_skip, mode, weights):
+    """TfIdfVectorizer by its definition, brute force: each pool n-gram of a counted length is
+    looked for at every start and every gap d (1 for unigrams, 1 .. max_skip + 1 otherwise)"""
+    import numpy as np
+    rows = X.reshape(-1, X.shape[-1])
+    out = np.zeros((rows.shape[0], max(indexes) + 1))
+    k = 0
+    for n in range(1, len(counts) + 1):
+        end = counts[n] if n < len(counts) else len(pool)
+        for j in range(counts[n - 1], end, n):
+            gram, col = pool[j:j + n], indexes[k]
+            k += 1
+            if not min_n <= n <= max_n:
+                continue
+            for b, row in enumerate(rows):
+                for d in ([1] if n == 1 else range(1, max_skip + 2)):
+                    for s in range(len(row) - (n - 1) * d):
+                        out[b, col] += all(row[s + i * d] == gram[i] for i in range(n))
+    w = np.array(weights if weights else [1.0] * out.shape[1])[:out.shape[1]]
+    if mode == "IDF":
+        out = (out > 0) * w
+    elif mode == "TFIDF":
+        out = out * w
+    return out.reshape(X.shape[:-1] + (out.shape[1],)).astype(np.float32)
+
+
+def write_training(root, rng):
+    """ai.onnx.preview.training and TfIdfVectorizer beyond ONNX's node tests: Gradient through Sub,
+    Div, Neg and Mul with broadcast operands and an x y does not depend on; Adam with its default
+    attributes and Momentum (nesterov) on the first step (T = 0), two tensors each; Adagrad with a
+    learning-rate decay; TfIdfVectorizer in IDF and TFIDF modes with weights, int32 rows, gaps and
+    a permuted ngram_indexes."""
+    import numpy as np
+    from onnx import TensorProto, helper
+    f32, F = np.float32, TensorProto.FLOAT
+    tr = "ai.onnx.preview.training"
+    vi = helper.make_tensor_value_info
+
+    a, b, c = (rng.normal(0, 1, s).astype(f32) for s in ((2, 3), (3,), (1, 3)))
+    c = c + np.sign(c) * 0.5
+    z = rng.normal(0, 1, (4,)).astype(f32)
+    a6, b6, c6 = (v.astype(np.float64) for v in (a, b, c))
+    g = helper.make_graph(
+        [helper.make_node("Sub", ["a", "b"], ["s"]), helper.make_node("Div", ["s", "c"], ["q"]),
+         helper.make_node("Neg", ["q"], ["n"]), helper.make_node("Mul", ["n", "a"], ["y"]),
+         helper.make_node("Gradient", ["a", "b", "c", "z"], ["ga", "gb", "gc", "gz"], domain=tr, xs=["a", "b", "c", "z"],
+                          y="y")],
+        "gradient", [vi("a", F, [2, 3]), vi("b", F, [3]), vi("c", F, [1, 3]), vi("z", F, [4])],
+        [vi(n, F, s) for n, s in zip(("y", "ga", "gb", "gc", "gz"), ([2, 3], [2, 3], [3], [1, 3], [4]))])
+    want = [-(a6 - b6) / c6 * a6, -(2 * a6 - b6) / c6, (a6 / c6).sum(0), ((a6 - b6) * a6 / c6 ** 2).sum(0, keepdims=True),
+            np.zeros(4)]
+    save_case(root, "gradient_broadcast", helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                                                               helper.make_opsetid(tr, 1)]),
+              [([("a", a), ("b", b), ("c", c), ("z", z)],
+                [(n, v.astype(f32)) for n, v in zip(("y", "ga", "gb", "gc", "gz"), want)])])
+
+    def optimizer(name, op, groups, attrs, T, ref):
+        shapes = ((2, 3), (4,))
+        ts = [[rng.normal(0, 1, s).astype(f32) if k < groups - 1 or op == "Momentum" else rng.uniform(0.1, 1, s).astype(f32) for s in shapes]
+              for k in range(groups)]  # X, G, V, H: H (the squared sums) positive
+        R, Tv = np.array(0.1, f32), np.array(T, np.int64)
+        ins = ["R", "T"] + ["%s%d" % (k, i) for k in "XGVH"[:groups] for i in range(2)]
+        outs = ["%s%d_new" % (k, i) for k in "XVH"[:groups - 1] for i in range(2)]
+        if groups == 3 and op == "Adagrad":
+            ins = ins[:6] + ["H0", "H1"]
+            outs = outs[:2] + ["H0_new", "H1_new"]
+        arrs = [R, Tv] + [t for grp in ts for t in grp]
+        res = [ref(0.1, T, *[grp[i].astype(np.float64) for grp in ts]) for i in range(2)]
+        want = [res[i][k].astype(f32) for k in range(groups - 1) for i in range(2)]
+        gr = helper.make_graph([helper.make_node(op, ins, outs, domain=tr, **attrs)], name,
+                               [vi(n, F if v.dtype == f32 else TensorProto.INT64, list(v.shape)) for n, v in zip(ins, arrs)],
+                               [vi(n, F, list(v.shape)) for n, v in zip(outs, want)])
+        save_case(root, name, helper.make_model(gr, opset_imports=[helper.make_opsetid(tr, 1)]),
+                  [(list(zip(ins, arrs)), list(zip(outs, want)))])
+
+    def adam(r, t, x, g, v, h, al=0.9, be=0.999, eps=1e-6):
+        v2 = al * v + (1 - al) * g
+        h2 = be * h + (1 - be) * g * g
+        rr = r * np.sqrt(1 - be ** t) / (1 - al ** t) if t > 0 else r
+        return x - rr * v2 / (np.sqrt(h2) + eps), v2, h2
+
+    def nesterov(r, t, x, g, v, al=0.7, be=0.4, norm=0.01):
+        gr = norm * x + g
+        v2 = al * v + (be if t > 0 else 1) * gr
+        return x - r * (gr + al * v2), v2
+
+    def adagrad(r, t, x, g, h, decay=0.5, eps=1e-3, norm=0.02):
+        rr = r / (1 + t * decay)
+        gr = norm * x + g
+        h2 = h + gr * gr
+        return x - rr * gr / (np.sqrt(h2) + eps), h2
+
+    optimizer("adam_defaults_first_step", "Adam", 4, {}, 0, adam)
+    optimizer("adam_defaults_step3", "Adam", 4, {}, 3, adam)
+    optimizer("nesterov_first_step", "Momentum", 3,
+              dict(alpha=0.7, beta=0.4, norm_coefficient=0.01, mode="nesterov"), 0, nesterov)
+    optimizer("adagrad_decay", "Adagrad", 3, dict(decay_factor=0.5, epsilon=1e-3, norm_coefficient=0.02), 4, adagrad)
+
+    pool, counts = [4, 1, 7, 1, 4, 4, 7, 7, 1, 4, 1, 1, 7], [0, 3, 7]
+    indexes = [6, 5, 4, 3, 2, 1, 0]
+    weights = [0.5, 1.5, 2.0, 0.25, 3.0, 1.0, 0.75]
+    X = rng.integers(0, 9, (2, 9)).astype(np.int32)
+    X[0, :4] = [4, 1, 7, 1]
+    X[1, 2:7] = [1, 4, 1, 1, 7]
+    for name, mode, x, mn, mx, skip, w in (("tfidf_idf_weights_int32", "IDF", X, 2, 3, 1, weights),
+                                           ("tfidf_tfidf_1d", "TFIDF", X[1].astype(np.int64), 1, 3, 2, weights),
+                                           ("tfidf_idf_unweighted", "IDF", X, 1, 2, 0, None)):
+        attrs = dict(mode=mode, min_gram_length=mn, max_gram_length=mx, max_skip_count=skip, pool_int64s=pool,
+                     ngram_counts=counts, ngram_indexes=indexes)
+        if w:
+            attrs["weights"] = w
+        want = tfidf_reference(x, pool, counts, indexes, mn, mx, skip, mode, w)
+        gr = helper.make_graph([helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs)], name,
+                               [vi("x", TensorProto.INT32 if x.dtype == np.int32 else TensorProto.INT64, list(x.shape))],
+                               [vi("y", F, list(want.shape))])
+        save_case(root, name, helper.make_model(gr, opset_imports=[helper.make_opsetid("", 9)]),
+                  [([("x", x)], [("y", want)])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -384,6 +503,7 @@ def main():
         write_if(root, "if_both_branches", False, rng)
         write_if(root, "if_constant_condition", True, rng)
         write_loop_scan(root, rng)
+        write_training(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

@@ -687,3 +687,253 @@ Test(import, deeply_nested_messages_are_refused)
     cr_assert_null(m);
     free(hdr);
 }
+
+/* ---- ai.onnx.preview.training and TfIdfVectorizer (docs/operators.md "Training operators") ---- */
+
+/* A model whose only operator set is ai.onnx.preview.training (as ONNX's optimizer tests). */
+static void ob_training_only(ob *b)
+{
+    b->opset.domain = (char *)"ai.onnx.preview.training";
+    b->opset.version = 1;
+}
+
+/* Momentum(R, T, X, G, V) over one [3] tensor, R and T scalars. */
+static Onnx__NodeProto *momentum_model(ob *b)
+{
+    ob_init(b, 1);
+    ob_training_only(b);
+    int64_t d3[1] = {3};
+    ob_input(b, "R", NULL, 0);
+    OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "T", 7, NULL, 0, NULL, -1));
+    ob_input(b, "X", d3, 1);
+    ob_input(b, "G", d3, 1);
+    ob_input(b, "V", d3, 1);
+    Onnx__NodeProto *n = ob_node(b, "Momentum", "mom", "R,T,X,G,V", "X_new,V_new");
+    n->domain = (char *)"ai.onnx.preview.training";
+    ob_output(b, "X_new");
+    ob_output(b, "V_new");
+    return n;
+}
+
+Test(import, training_domain_alone_is_accepted)
+{
+    ob b;
+    Onnx__NodeProto *n = momentum_model(&b);
+    ob_attr_f(&b, n, "alpha", 0.9f);
+    ob_attr_f(&b, n, "beta", 0.1f);
+    ob_attr_f(&b, n, "norm_coefficient", 0.f);
+    ob_attr_s(&b, n, "mode", "nesterov");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    cr_assert_not_null(find_op(m, TTH_OP_WHERE, 0), "beta is chosen by T > 0");
+    tth_relay_module_free(m);
+    /* an operator of the default set in such a model is refused by name */
+    ob_node(&b, "Relu", "r", "X_new", "Z");
+    ob_output(&b, "Z");
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "'Relu' of the default ONNX operator set"), "%s", d.message);
+    cr_assert_str_eq(d.location, "node 'r' (Relu)");
+    ob_free(&b);
+}
+
+Test(import, momentum_requires_its_attributes)
+{
+    ob b;
+    Onnx__NodeProto *n = momentum_model(&b);
+    ob_attr_f(&b, n, "alpha", 0.9f);
+    ob_attr_i(&b, n, "beta", 1); /* of the wrong type */
+    ob_attr_f(&b, n, "norm_coefficient", 0.f);
+    ob_attr_s(&b, n, "mode", "standard");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EMODEL);
+    cr_assert(strstr(d.message, "float attribute 'beta'"), "%s", d.message);
+    cr_assert_str_eq(d.location, "node 'mom' (Momentum)");
+    n->attribute[1]->has_f = 1;
+    n->attribute[1]->has_i = 0;
+    n->attribute[3]->s.len = 4; /* "stan" */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "mode 'stan'"), "%s", d.message);
+    n->n_output = 1; /* V_new missing */
+    n->attribute[3]->s.len = 8;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "has 2 outputs; the node lists 1"), "%s", d.message);
+    ob_free(&b);
+}
+
+/* y = unary(a) * b, Gradient of y with respect to a and b. */
+static Onnx__NodeProto *gradient_model(ob *b, const char *unary)
+{
+    ob_init(b, 13);
+    OB_PUSH(b, b->model.opset_import, b->model.n_opset_import, ob_alloc(b, sizeof(Onnx__OperatorSetIdProto)));
+    Onnx__OperatorSetIdProto *o = b->model.opset_import[1];
+    onnx__operator_set_id_proto__init(o);
+    o->domain = (char *)"ai.onnx.preview.training";
+    o->has_version = 1;
+    o->version = 1;
+    int64_t d2[2] = {2, 3}, d1[1] = {3};
+    ob_input(b, "a", d2, 2);
+    ob_input(b, "b", d1, 1);
+    ob_node(b, unary, "u", "a", "e");
+    ob_node(b, "Mul", "mul", "e,b", "y");
+    Onnx__NodeProto *n = ob_node(b, "Gradient", "grad", "a,b", "ga,gb");
+    n->domain = (char *)"ai.onnx.preview.training";
+    Onnx__AttributeProto *xs = ob_attr(b, n, "xs", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+    xs->n_strings = 2;
+    xs->strings = ob_alloc(b, 2 * sizeof *xs->strings);
+    xs->strings[0] = (ProtobufCBinaryData){1, (uint8_t *)ob_str(b, "a")};
+    xs->strings[1] = (ProtobufCBinaryData){1, (uint8_t *)ob_str(b, "b")};
+    ob_attr_s(b, n, "y", "y");
+    ob_output(b, "ga");
+    ob_output(b, "gb");
+    return n;
+}
+
+Test(import, gradient_sums_over_broadcast_axes)
+{
+    ob b;
+    gradient_model(&b, "Neg");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    const tth_rexpr *body = tth_relay_module_main(m)->body;
+    int64_t d2[2] = {2, 3}, d1[1] = {3};
+    assert_shape(&body->u.tuple.fields[0]->type.tensor, 2, d2);
+    assert_shape(&body->u.tuple.fields[1]->type.tensor, 1, d1);
+    tth_rexpr *sum = find_op(m, TTH_OP_SUM, 0);
+    cr_assert_not_null(sum, "b's gradient is summed over the axis it was broadcast along");
+    int64_t ax[1] = {0};
+    json_ints_eq(sum->u.call.attrs, "axis", ax, 1);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, gradient_through_an_unsupported_operator_is_refused)
+{
+    ob b;
+    gradient_model(&b, "Exp");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert_str_eq(d.message, "Gradient through operator 'exp' (node 'u') is not supported");
+    cr_assert_str_eq(d.location, "node 'grad' (Gradient)");
+    ob_free(&b);
+}
+
+Test(import, gradient_names_must_match_its_inputs)
+{
+    ob b;
+    Onnx__NodeProto *n = gradient_model(&b, "Neg");
+    n->input[1] = (char *)"e"; /* not the value of xs[1] */
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "input 1 of Gradient is not the value of 'b'"), "%s", d.message);
+    n->input[1] = (char *)"b";
+    n->attribute[1]->s.data = (uint8_t *)"q"; /* y names no value */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "y 'q'"), "%s", d.message);
+    n->attribute[1]->s.data = (uint8_t *)"y";
+    n->attribute[0]->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    n->attribute[0]->n_strings = 0; /* xs of the wrong type */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "needs the attributes 'xs'"), "%s", d.message);
+    cr_assert_str_eq(d.location, "node 'grad' (Gradient)");
+    ob_free(&b);
+}
+
+/* TfIdfVectorizer over x [2, 5] int64 with unigrams {1, 2} and the bigram (1, 2). */
+static Onnx__NodeProto *tfidf_model(ob *b)
+{
+    ob_init(b, 9);
+    int64_t d2[2] = {2, 5};
+    OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "x", 7, d2, 2, NULL, -1));
+    Onnx__NodeProto *n = ob_node(b, "TfIdfVectorizer", "tfidf", "x", "y");
+    int64_t pool[4] = {1, 2, 1, 2}, counts[2] = {0, 2}, idx[3] = {0, 1, 2};
+    ob_attr_i(b, n, "min_gram_length", 1);
+    ob_attr_i(b, n, "max_gram_length", 2);
+    ob_attr_i(b, n, "max_skip_count", 1);
+    ob_attr_s(b, n, "mode", "TF");
+    ob_attr_ints(b, n, "pool_int64s", pool, 4);
+    ob_attr_ints(b, n, "ngram_counts", counts, 2);
+    ob_attr_ints(b, n, "ngram_indexes", idx, 3);
+    ob_output(b, "y");
+    return n;
+}
+
+Test(import, tfidf_output_shape_is_the_largest_index_plus_one)
+{
+    ob b;
+    Onnx__NodeProto *n = tfidf_model(&b);
+    n->attribute[6]->ints[2] = 6;
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    int64_t want[2] = {2, 7};
+    assert_shape(out_type(m), 2, want);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, tfidf_malformed_attributes_are_refused)
+{
+    ob b;
+    Onnx__NodeProto *n = tfidf_model(&b);
+    tth_diag d;
+    int rc;
+    n->attribute[5]->ints[1] = 3; /* the bigrams would start inside one */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "ngram_counts[1] = 3"), "%s", d.message);
+    cr_assert_str_eq(d.location, "node 'tfidf' (TfIdfVectorizer)");
+    n->attribute[5]->ints[1] = 2;
+    n->attribute[6]->n_ints = 2; /* three n-grams, two indexes */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "holds 3 n-grams; ngram_indexes has 2"), "%s", d.message);
+    n->attribute[6]->n_ints = 3;
+    n->attribute[6]->ints[0] = -1;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "ngram_indexes[0] = -1"), "%s", d.message);
+    n->attribute[6]->ints[0] = 0;
+    n->attribute[0]->i = -2; /* a negative length */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "min_gram_length"), "%s", d.message);
+    n->attribute[0]->i = 1;
+    n->attribute[5]->ints[0] = 1; /* the unigrams do not start the pool */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "ngram_counts"), "%s", d.message);
+    n->attribute[5]->ints[0] = 0;
+    ob_attr_s(&b, n, "weights", "x"); /* weights of the wrong type: ignored in TF mode... */
+    n->attribute[3]->s.data = (uint8_t *)"IDF"; /* ... and none in IDF mode */
+    n->attribute[3]->s.len = 3;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_module_free(m);
+    float w[2] = {1, 2};
+    Onnx__AttributeProto *wa = n->attribute[7];
+    wa->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    wa->n_floats = 2;
+    wa->floats = w; /* two weights for three n-grams */
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert(strstr(d.message, "2 weights for 3 n-grams"), "%s", d.message);
+    ob_free(&b);
+}
+
+Test(import, tfidf_over_strings_is_refused_by_name)
+{
+    ob b;
+    Onnx__NodeProto *n = tfidf_model(&b);
+    ob_attr_s(&b, n, "pool_strings", "a");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert_str_eq(d.message, "TfIdfVectorizer over strings (pool_strings) is not supported");
+    cr_assert_str_eq(d.location, "node 'tfidf' (TfIdfVectorizer)");
+    ob_free(&b);
+}
