@@ -1076,6 +1076,8 @@ static int eval_global_pool(ev *e, int is_max)
 
 /* ---- resize ---- */
 
+/* image.resize2d with libtth's taps (tth_resize_taps_at, the lowering's rule): each output element
+ * sums its rows' taps of its columns' taps, in double, or is the extrapolation value */
 static int eval_resize(ev *e)
 {
     const tth_tensor *x = e->a[0];
@@ -1087,32 +1089,35 @@ static int eval_resize(ev *e)
     tth_resize2d_attrs ra;
     if (tth_resize2d_attrs_of(e->attrs, &x->type.shape[2], &ra, NULL) != 0)
         return TTH_EINVAL;
-    const char *ctm = ra.coordinate_transformation_mode;
-    int linear = ra.linear;
-    double sh = ra.scale[0], sw = ra.scale[1];
+    tth_resize_taps *ty = malloc((size_t)OH * sizeof *ty), *tx = malloc((size_t)OW * sizeof *tx);
+    if (!ty || !tx) {
+        free(ty);
+        free(tx);
+        return TTH_ENOMEM;
+    }
+    for (int64_t oy = 0; oy < OH; oy++)
+        tth_resize_taps_at(&ra, 0, oy, H, &ty[oy]);
+    for (int64_t ox = 0; ox < OW; ox++)
+        tth_resize_taps_at(&ra, 1, ox, W, &tx[ox]);
     for (int64_t nc = 0; nc < NC; nc++)
-        for (int64_t oy = 0; oy < OH; oy++) {
-            double cy = tth_resize_source(ctm, (double)oy, H, OH, sh);
+        for (int64_t oy = 0; oy < OH; oy++)
             for (int64_t ox = 0; ox < OW; ox++) {
-                double cx = tth_resize_source(ctm, (double)ox, W, OW, sw), v;
-                if (!linear) {
-                    v = tth__ld_f64(x, (nc * H + tth_resize_nearest(ra.nearest_mode, cy, H)) * W +
-                                         tth_resize_nearest(ra.nearest_mode, cx, W));
-                } else {
-                    double fy = floor(cy), fx = floor(cx), ry = cy - fy, rx = cx - fx;
-                    int64_t y0 = (int64_t)fy, x0 = (int64_t)fx, y1 = y0 + 1, x1 = x0 + 1;
-                    y0 = y0 < 0 ? 0 : y0 >= H ? H - 1 : y0;
-                    y1 = y1 < 0 ? 0 : y1 >= H ? H - 1 : y1;
-                    x0 = x0 < 0 ? 0 : x0 >= W ? W - 1 : x0;
-                    x1 = x1 < 0 ? 0 : x1 >= W ? W - 1 : x1;
-                    const int64_t b = nc * H * W;
-                    double v00 = tth__ld_f64(x, b + y0 * W + x0), v01 = tth__ld_f64(x, b + y0 * W + x1);
-                    double v10 = tth__ld_f64(x, b + y1 * W + x0), v11 = tth__ld_f64(x, b + y1 * W + x1);
-                    v = (v00 * (1 - rx) + v01 * rx) * (1 - ry) + (v10 * (1 - rx) + v11 * rx) * ry;
+                const tth_resize_taps *a = &ty[oy], *b = &tx[ox];
+                double v = 0; /* each sum starts from its first term: nearest keeps -0 */
+                for (int ky = 0; ky < a->n; ky++) {
+                    double row = 0;
+                    for (int kx = 0; kx < b->n; kx++) {
+                        double t = b->w[kx] * tth__ld_f64(x, (nc * H + a->idx[ky]) * W + b->idx[kx]);
+                        row = kx ? row + t : t;
+                    }
+                    v = ky ? v + a->w[ky] * row : a->w[ky] * row;
                 }
+                if (!a->inside || !b->inside)
+                    v = ra.extrapolation_value;
                 tth__st_f64(o, (nc * OH + oy) * OW + ox, v);
             }
-        }
+    free(ty);
+    free(tx);
     return 0;
 }
 

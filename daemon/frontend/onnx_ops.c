@@ -3190,8 +3190,76 @@ static int op_argmin(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **ou
 
 /* ---------------------------------------------------------------- resize */
 
+/* Resize's roi input (opset 11+) as resize2d's "roi" [h0, w0, h1, w1]: a constant of 8 values,
+ * the starts then the ends of N, C, H, W, with N and C whole (0 to 1). 0 or negative with diag. */
+static int resize_roi(tth_onnx_ctx *c, tth_rexpr *r, json_t *attrs)
+{
+    if (!r || tth_ttype_numel(tt(r)) == 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "coordinate_transformation_mode tf_crop_and_resize needs input 'roi'");
+    if (r->kind != TTH_REXPR_CONST) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "input 'roi' is not a constant (a dynamic value)");
+        tth_diag_hint(c->diag, "when it is a graph input, fix it at compile time: tthctl compile --bind NAME=FILE");
+        return c->diag->code;
+    }
+    if (tth_ttype_numel(tt(r)) != 8)
+        return tth__onnx_fail(c, TTH_EMODEL, "input 'roi' must hold 8 values (the starts and ends of 4 axes)");
+    double v[8];
+    for (int i = 0; i < 8; i++)
+        v[i] = tth__ld_f64(r->u.constant.value, i);
+    if (v[0] != 0 || v[1] != 0 || v[4] != 1 || v[5] != 1)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: roi must keep N and C whole");
+    json_object_set_new(attrs, "roi", json_pack("[f,f,f,f]", v[2], v[3], v[6], v[7]));
+    json_object_set_new(attrs, "extrapolation_value", json_real(af(c, "extrapolation_value", 0.0)));
+    return 0;
+}
+
+/* Resize's mode (nearest, linear or bilinear, cubic with cubic_coeff_a and exclude_outside) and,
+ * from opset 11, coordinate_transformation_mode (tf_crop_and_resize with its roi and
+ * extrapolation_value: only given sizes) and nearest_mode, into resize2d's attrs. Upsample and
+ * Resize-10 are asymmetric with floor. exclude_outside is kept for cubic only: nearest and
+ * linear read the same values with it (docs/operators.md "Resize"). 0 or negative with diag. */
+static int resize_modes(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, int upsample, int by_sizes, json_t *attrs)
+{
+    static const char *const ctms[] = {"half_pixel",         "asymmetric",           "align_corners",
+                                       "pytorch_half_pixel", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    const char *mode = as(c, "mode", "nearest"), *ctm = "asymmetric", *nm = "floor";
+    if (!strcmp(mode, "bilinear"))
+        mode = "linear";
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: resize mode '%s'", mode);
+    if (!upsample && c->opset >= 11) {
+        ctm = as(c, "coordinate_transformation_mode", "half_pixel");
+        nm = as(c, "nearest_mode", "round_prefer_floor");
+        size_t i = 0;
+        while (i < sizeof ctms / sizeof ctms[0] && strcmp(ctm, ctms[i]))
+            i++;
+        if (i == sizeof ctms / sizeof ctms[0])
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: coordinate_transformation_mode '%s'",
+                                  ctm);
+        if (strcmp(nm, "round_prefer_floor") && strcmp(nm, "round_prefer_ceil") && strcmp(nm, "floor") &&
+            strcmp(nm, "ceil"))
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: nearest_mode '%s'", nm);
+    }
+    if (ai(c, "antialias", 0) || attr(c, "axes") || strcmp(as(c, "keep_aspect_ratio_policy", "stretch"), "stretch"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED,
+                              "unsupported attribute value: Resize's antialias, axes or keep_aspect_ratio_policy");
+    json_object_set_new(attrs, "method", json_string(mode));
+    json_object_set_new(attrs, "coordinate_transformation_mode", json_string(ctm));
+    json_object_set_new(attrs, "nearest_mode", json_string(nm));
+    if (!strcmp(mode, "cubic")) {
+        json_object_set_new(attrs, "cubic_coeff_a", json_real(af(c, "cubic_coeff_a", -0.75)));
+        json_object_set_new(attrs, "exclude_outside", json_boolean(ai(c, "exclude_outside", 0) != 0));
+    }
+    if (strcmp(ctm, "tf_crop_and_resize"))
+        return 0;
+    if (!by_sizes)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED,
+                              "unsupported attribute value: tf_crop_and_resize with scales (only with sizes)");
+    return resize_roi(c, nin > 1 ? in[1] : NULL, attrs);
+}
+
 /* Resize (10: X, scales; 11+: X, roi, scales, sizes) and Upsample (7: scales attribute; 9:
- * scales input). 4-D NCHW only, N and C unscaled; nearest and linear. Given scales, the output
+ * scales input). 4-D NCHW only, N and C unscaled; nearest, linear and cubic. Given scales, the output
  * sizes are floor(input * scale) and the coordinates use the scales themselves (resize2d's
  * "scale" attribute), as ONNX says. */
 static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, int upsample)
@@ -3251,36 +3319,17 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
     int64_t os4[4] = {tt(x)->shape[0], tt(x)->shape[1], oh, ow};
     if (oh > TTH_IMPORT_MAX_TENSOR || ow > TTH_IMPORT_MAX_TENSOR || !tth__onnx_shape_ok(os4, 4))
         return tth__onnx_fail(c, TTH_ELIMIT, "resize result too large");
-    const char *mode = as(c, "mode", "nearest");
-    const char *method;
-    if (!strcmp(mode, "nearest"))
-        method = "nearest";
-    else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear"))
-        method = "linear";
-    else
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: resize mode '%s'", mode);
-    const char *ctm, *nm;
-    if (upsample || c->opset < 11) {
-        ctm = "asymmetric";
-        nm = "floor";
-    } else {
-        ctm = as(c, "coordinate_transformation_mode", "half_pixel");
-        nm = as(c, "nearest_mode", "round_prefer_floor");
-        if (strcmp(ctm, "half_pixel") && strcmp(ctm, "asymmetric") && strcmp(ctm, "align_corners") &&
-            strcmp(ctm, "pytorch_half_pixel"))
-            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: coordinate_transformation_mode '%s'",
-                                  ctm);
-        if (strcmp(nm, "round_prefer_floor") && strcmp(nm, "round_prefer_ceil") && strcmp(nm, "floor") &&
-            strcmp(nm, "ceil"))
-            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: nearest_mode '%s'", nm);
-        if (ai(c, "exclude_outside", 0))
-            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: exclude_outside=1");
-    }
     int64_t sz[2] = {oh, ow};
-    json_t *attrs = json_pack("{s:o,s:s,s:s,s:s}", "size", tth__json_ints(sz, 2), "method", method,
-                              "coordinate_transformation_mode", ctm, "nearest_mode", nm);
-    if (attrs && nsz < 0 && ((double)oh != (double)tt(x)->shape[2] * scales[2] ||
-                             (double)ow != (double)tt(x)->shape[3] * scales[3]))
+    json_t *attrs = json_pack("{s:o}", "size", tth__json_ints(sz, 2));
+    if (!attrs)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    int rc = resize_modes(c, in, nin, upsample, nsz >= 0, attrs);
+    if (rc) {
+        json_decref(attrs);
+        return rc;
+    }
+    if (nsz < 0 && ((double)oh != (double)tt(x)->shape[2] * scales[2] ||
+                    (double)ow != (double)tt(x)->shape[3] * scales[3]))
         json_object_set_new(attrs, "scale", json_pack("[f,f]", scales[2], scales[3]));
     CHECK(out[0] = call1(c, TTH_OP_RESIZE2D, x, attrs));
     return 0;

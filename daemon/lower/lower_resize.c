@@ -1,18 +1,14 @@
-/* lower_resize.c: image.resize2d (NCHW), ONNX Resize semantics for nearest and linear.
+/* lower_resize.c: image.resize2d (NCHW), ONNX Resize semantics for nearest, linear and cubic.
  *
- * Shapes are static, so the source coordinate of every output row and column is computed here,
- * in double precision, and stored as constant tables (CONST buffers): for nearest one index per
- * row/column, for linear two clamped indices and two weights. The loop nest then only gathers:
- *   nearest: out[n,c,y,x] = in[n,c,ny[y],nx[x]]
- *   linear:  out = (in[y0,x0]*wx0 + in[y0,x1]*wx1)*wy0 + (in[y1,x0]*wx0 + in[y1,x1]*wx1)*wy1
- * Coordinate transformation (x_out → x_in): tth_resize_source (libtth, shared with the constant
- * folder), with the op's "scale" attribute (a model's scale, e.g. 0.6 for 5 → 3) or out/in:
- *   half_pixel: (x+0.5)/scale - 0.5        asymmetric: x/scale
- *   pytorch_half_pixel: as half_pixel, or -0.5 when the output length is 1
- *   align_corners: x*(in-1)/(out-1), or 0 when the output length is 1
- * Nearest rounding: round_prefer_floor (ties down), round_prefer_ceil (ties up), floor, ceil;
- * linear: floor and floor+1 weighted by the fraction. Indices outside the input are clamped to
- * the edge (ONNX pads with the edge value). */
+ * Shapes are static, so what every output row and column reads is computed here, in double
+ * precision, by libtth's tth_resize_taps_at (the rule the constant folder uses too; coordinate
+ * transformations and weights: docs/operators.md "Resize"), and stored as constant tables (CONST
+ * buffers): per axis and tap, a clamped input index and, but for nearest, a weight. The loop nest
+ * then only gathers and weighs, separably, n taps per axis (1 nearest, 2 linear, 4 cubic):
+ *   out[n,c,y,x] = sum_ky wy[ky][y] * (sum_kx wx[kx][x] * in[n,c,iy[ky][y],ix[kx][x]])
+ * (nearest: in[n,c,iy[0][y],ix[0][x]]). With tf_crop_and_resize, a per-axis table says whether
+ * the source is inside the input; where it is not along either axis the output is the
+ * extrapolation value. */
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -43,8 +39,9 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
         snprintf(why, len, "%s: %s", op, d.message);
         return 0;
     }
-    if (p->a.linear && !tth_dtype_is_float(xt->dtype)) {
-        snprintf(why, len, "%s: linear resize of %s is not supported", op, tth_dtype_name(xt->dtype));
+    if (p->a.method != TTH_RESIZE_NEAREST && !tth_dtype_is_float(xt->dtype)) {
+        snprintf(why, len, "%s: %s resize of %s is not supported", op,
+                 p->a.method == TTH_RESIZE_LINEAR ? "linear" : "cubic", tth_dtype_name(xt->dtype));
         return 0;
     }
     return 1;
@@ -54,16 +51,6 @@ int lw_resize_check(const tth_rexpr *call, char *why, size_t len)
 {
     rz_p p;
     return rz_params(call, &p, why, len);
-}
-
-static double rz_coord(const rz_p *p, int ax, double x, int64_t in, int64_t out)
-{
-    return tth_resize_source(p->a.coordinate_transformation_mode, x, in, out, p->a.scale[ax]);
-}
-
-static int64_t rz_clamp(int64_t i, int64_t n)
-{
-    return i < 0 ? 0 : i >= n ? n - 1 : i;
 }
 
 /* a constant table as a CONST buffer */
@@ -76,26 +63,81 @@ static tth_tbuffer *rz_table(lw_ctx *c, tth_dtype t, int64_t n, const void *data
 typedef struct rz_arg {
     const lw_sink *s;
     tth_tbuffer *x;
-    int linear;
-    tth_tbuffer *i0[2], *i1[2], *w0[2], *w1[2];
+    tth_dtype dt;
+    int ntaps;                                      /* per axis */
+    tth_tbuffer *idx[2][TTH_RESIZE_MAX_TAPS];       /* [axis][tap]: input index per output index */
+    tth_tbuffer *w[2][TTH_RESIZE_MAX_TAPS];         /* weights (not for nearest) */
+    tth_tbuffer *inside[2];                         /* tf_crop_and_resize: 1 where the source is inside */
+    double extrapolation_value;
 } rz_arg;
+
+/* sum_kx wx[kx][x] * in[n,c,y,ix[kx][x]] for one input row y */
+static tth_texpr *rz_row(lw_ctx *c, const rz_arg *a, tth_texpr *const *idx, tth_texpr *y)
+{
+    tth_texpr *acc = NULL;
+    for (int k = 0; k < a->ntaps; k++) {
+        tth_texpr *at[4] = {idx[0], idx[1], y, tth_tir_load(c->m, a->idx[1][k], idx[3])};
+        tth_texpr *v = lw_load_at(c, a->x, at);
+        if (a->ntaps > 1)
+            v = lw_mul(c, v, tth_tir_load(c->m, a->w[1][k], idx[3]));
+        acc = acc ? lw_add(c, acc, v) : v;
+    }
+    return acc;
+}
 
 static tth_tstmt *rz_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     rz_arg *a = arg;
-    tth_texpr *y0 = tth_tir_load(c->m, a->i0[0], idx[2]), *x0 = tth_tir_load(c->m, a->i0[1], idx[3]);
-    if (!a->linear) {
-        tth_texpr *in[4] = {idx[0], idx[1], y0, x0};
-        return lw_sink_store(c, a->s, 0, idx, lw_load_at(c, a->x, in));
+    tth_texpr *acc = NULL;
+    for (int k = 0; k < a->ntaps; k++) {
+        tth_texpr *v = rz_row(c, a, idx, tth_tir_load(c->m, a->idx[0][k], idx[2]));
+        if (a->ntaps > 1)
+            v = lw_mul(c, v, tth_tir_load(c->m, a->w[0][k], idx[2]));
+        acc = acc ? lw_add(c, acc, v) : v;
     }
-    tth_texpr *y1 = tth_tir_load(c->m, a->i1[0], idx[2]), *x1 = tth_tir_load(c->m, a->i1[1], idx[3]);
-    tth_texpr *wy0 = tth_tir_load(c->m, a->w0[0], idx[2]), *wy1 = tth_tir_load(c->m, a->w1[0], idx[2]);
-    tth_texpr *wx0 = tth_tir_load(c->m, a->w0[1], idx[3]), *wx1 = tth_tir_load(c->m, a->w1[1], idx[3]);
-    tth_texpr *i00[4] = {idx[0], idx[1], y0, x0}, *i01[4] = {idx[0], idx[1], y0, x1};
-    tth_texpr *i10[4] = {idx[0], idx[1], y1, x0}, *i11[4] = {idx[0], idx[1], y1, x1};
-    tth_texpr *top = lw_add(c, lw_mul(c, lw_load_at(c, a->x, i00), wx0), lw_mul(c, lw_load_at(c, a->x, i01), wx1));
-    tth_texpr *bot = lw_add(c, lw_mul(c, lw_load_at(c, a->x, i10), wx0), lw_mul(c, lw_load_at(c, a->x, i11), wx1));
-    return lw_sink_store(c, a->s, 0, idx, lw_add(c, lw_mul(c, top, wy0), lw_mul(c, bot, wy1)));
+    if (a->inside[0]) {
+        tth_texpr *in = lw_bin(c, TTH_TBIN_AND,
+                               lw_bin(c, TTH_TBIN_NE, tth_tir_load(c->m, a->inside[0], idx[2]), lw_i(c, 0)),
+                               lw_bin(c, TTH_TBIN_NE, tth_tir_load(c->m, a->inside[1], idx[3]), lw_i(c, 0)));
+        acc = tth_tir_select(c->m, in, acc, lw_imm(c, a->dt, a->extrapolation_value));
+    }
+    return lw_sink_store(c, a->s, 0, idx, acc);
+}
+
+/* the tables of one axis: tth_resize_taps_at for each output index, as index, weight (in the
+ * input's float dtype) and, with tf_crop_and_resize, inside tables. 0, or -1 (c failed). */
+static int rz_axis_tables(lw_ctx *c, const tth_rexpr *call, const rz_p *p, int ax, rz_arg *a)
+{
+    int64_t in = lw_ty(lw_arg(call, 0))->shape[2 + ax], out = p->a.size[ax];
+    int crop = !strcmp(p->a.coordinate_transformation_mode, "tf_crop_and_resize");
+    int64_t *ix = calloc((size_t)(out * a->ntaps + out), sizeof *ix);
+    double *w = calloc((size_t)(out * a->ntaps), sizeof *w);
+    float *wf = calloc((size_t)(out * a->ntaps), sizeof *wf);
+    int ok = ix && w && wf;
+    for (int64_t o = 0; ok && o < out; o++) {
+        tth_resize_taps t;
+        tth_resize_taps_at(&p->a, ax, o, in, &t);
+        for (int k = 0; k < a->ntaps; k++) {
+            ix[k * out + o] = t.idx[k];
+            w[k * out + o] = t.w[k];
+            wf[k * out + o] = (float)t.w[k];
+        }
+        ix[a->ntaps * out + o] = t.inside;
+    }
+    for (int k = 0; ok && k < a->ntaps; k++) {
+        ok = (a->idx[ax][k] = rz_table(c, TTH_I64, out, ix + k * out)) != NULL;
+        if (ok && a->ntaps > 1)
+            ok = (a->w[ax][k] = rz_table(c, a->dt, out, a->dt == TTH_F64 ? (void *)(w + k * out)
+                                                                           : (void *)(wf + k * out))) != NULL;
+    }
+    if (ok && crop)
+        ok = (a->inside[ax] = rz_table(c, TTH_I64, out, ix + a->ntaps * out)) != NULL;
+    if (!ix || !w || !wf)
+        lw_fail(c, TTH_ENOMEM, call, "out of memory");
+    free(ix);
+    free(w);
+    free(wf);
+    return ok ? 0 : -1;
 }
 
 tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -110,50 +152,14 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     rz_arg a;
     memset(&a, 0, sizeof a);
     a.s = s;
-    a.linear = p.a.linear;
+    a.dt = xt->dtype;
+    a.ntaps = p.a.method == TTH_RESIZE_CUBIC ? 4 : p.a.method == TTH_RESIZE_LINEAR ? 2 : 1;
+    a.extrapolation_value = p.a.extrapolation_value;
     a.x = lw_buf(c, lw_arg(call, 0));
     if (!a.x)
         return NULL;
-    for (int ax = 0; ax < 2; ax++) {
-        int64_t in = xt->shape[2 + ax], out = ot->shape[2 + ax];
-        int64_t *i0 = calloc((size_t)out + 1, sizeof *i0), *i1 = calloc((size_t)out + 1, sizeof *i1);
-        double *w0 = calloc((size_t)out + 1, sizeof *w0), *w1 = calloc((size_t)out + 1, sizeof *w1);
-        float *f0 = calloc((size_t)out + 1, sizeof *f0), *f1 = calloc((size_t)out + 1, sizeof *f1);
-        int ok = i0 && i1 && w0 && w1 && f0 && f1;
-        for (int64_t o = 0; ok && o < out; o++) {
-            double x = rz_coord(&p, ax, (double)o, in, out);
-            if (!p.a.linear) {
-                i0[o] = tth_resize_nearest(p.a.nearest_mode, x, in);
-            } else {
-                double f = floor(x);
-                double r = x - f;
-                i0[o] = rz_clamp((int64_t)f, in);
-                i1[o] = rz_clamp((int64_t)f + 1, in);
-                w0[o] = 1.0 - r;
-                w1[o] = r;
-                f0[o] = (float)w0[o];
-                f1[o] = (float)w1[o];
-            }
-        }
-        if (ok) {
-            a.i0[ax] = rz_table(c, TTH_I64, out, i0);
-            if (p.a.linear) {
-                a.i1[ax] = rz_table(c, TTH_I64, out, i1);
-                int dbl = xt->dtype == TTH_F64;
-                a.w0[ax] = rz_table(c, xt->dtype, out, dbl ? (void *)w0 : (void *)f0);
-                a.w1[ax] = rz_table(c, xt->dtype, out, dbl ? (void *)w1 : (void *)f1);
-            }
-        } else {
-            lw_fail(c, TTH_ENOMEM, call, "out of memory");
-        }
-        free(i0);
-        free(i1);
-        free(w0);
-        free(w1);
-        free(f0);
-        free(f1);
-        if (!ok || !a.i0[ax] || (p.a.linear && (!a.i1[ax] || !a.w0[ax] || !a.w1[ax])))
+    for (int ax = 0; ax < 2; ax++)
+        if (rz_axis_tables(c, call, &p, ax, &a) != 0)
             return NULL;
-    }
     return lw_nest(c, ot->shape, ot->rank, LW_PARALLEL | LW_VECTOR, rz_body, &a);
 }

@@ -387,6 +387,22 @@ static int check_any(ectx *c, const tth_rexpr *e)
     return 1;
 }
 
+/* resize: nearest or linear under the four coordinate transformations the Ethos-N model computes
+ * (docs/ethosn.md); cubic, tf_half_pixel_for_nn and tf_crop_and_resize stay on the host */
+static int check_resize(ectx *c, const tth_rexpr *e)
+{
+    static const char *const cts[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"};
+    const json_t *m = json_object_get(e->u.call.attrs, "method");
+    const json_t *ct = json_object_get(e->u.call.attrs, "coordinate_transformation_mode");
+    const char *method = m ? json_string_value(m) : "nearest", *ctm = ct ? json_string_value(ct) : "half_pixel";
+    if (!method || (strcmp(method, "nearest") && strcmp(method, "linear")))
+        return REFUSE("image.resize2d %s: the Ethos-N78 resizes nearest or linear", method ? method : "?");
+    for (size_t i = 0; ctm && i < sizeof cts / sizeof cts[0]; i++)
+        if (!strcmp(ctm, cts[i]))
+            return 1;
+    return REFUSE("image.resize2d with coordinate transformation %s", ctm ? ctm : "?");
+}
+
 /* How an operator may appear: QDQ (float between dequantize and quantize), DIRECT (on int8/uint8). */
 enum { QDQ = 1, DIRECT = 2 };
 
@@ -414,7 +430,7 @@ static const struct rule {
     {TTH_OP_PAD, DIRECT | QDQ, check_pad},
     {TTH_OP_RESHAPE, DIRECT | QDQ, check_any},
     {TTH_OP_TRANSPOSE, DIRECT | QDQ, check_any},
-    {TTH_OP_RESIZE2D, DIRECT | QDQ, check_any},
+    {TTH_OP_RESIZE2D, DIRECT | QDQ, check_resize},
 };
 
 static const struct rule *rule_of(tth_op op)

@@ -254,8 +254,18 @@ static const op_case cases[] = {
     {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [8,8]}", F "[1, 3, 8, 8]"},
     {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [2,6], \"method\": \"linear\", \"coordinate_transformation_mode\": \"align_corners\"}",
      F "[1, 3, 2, 6]"},
-    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [8,8], \"method\": \"cubic\"}",
-     "!image.resize2d: attribute 'method' must be one of: nearest, linear"},
+    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [8,8], \"method\": \"bicubic\"}",
+     "!image.resize2d: attribute 'method' must be one of: nearest, linear, cubic"},
+    {TTH_OP_RESIZE2D, F "[2,3,4,5]", "{\"size\": [3,7], \"method\": \"cubic\", \"cubic_coeff_a\": -0.5, \"exclude_outside\": true}",
+     F "[2, 3, 3, 7]"},
+    {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [8,8], \"cubic_coeff_a\": -0.5}",
+     "!image.resize2d: unknown attribute 'cubic_coeff_a'"},
+    {TTH_OP_RESIZE2D, F "[1,1,4,4]", "{\"size\": [3,3], \"method\": \"linear\", \"coordinate_transformation_mode\": "
+     "\"tf_crop_and_resize\", \"roi\": [0.4, 0.6, 1.2, 1.7], \"extrapolation_value\": 10}", F "[1, 1, 3, 3]"},
+    {TTH_OP_RESIZE2D, F "[1,1,4,4]", "{\"size\": [3,3], \"coordinate_transformation_mode\": \"tf_crop_and_resize\"}",
+     "!image.resize2d: missing required attribute 'roi'"},
+    {TTH_OP_RESIZE2D, F "[1,1,4,4]", "{\"size\": [3,3], \"coordinate_transformation_mode\": \"tf_crop_and_resize\", "
+     "\"roi\": [0, 1]}", "!image.resize2d: roi must be four numbers [h0, w0, h1, w1]"},
     {TTH_OP_RESIZE2D, F "[1,3,4,4]", "{\"size\": [0,8]}", "!image.resize2d: size must be >= 1, got [0, 8]"},
     /* quantized */
     {TTH_OP_QUANTIZE, F "[1,4,2,2]; " F "[]; int8[]", NULL, "int8[1, 4, 2, 2]"},
@@ -584,7 +594,8 @@ Test(relay_ops, resize2d_attrs_and_nearest_rule)
     tth_diag d;
     json_t *at = json_loads("{\"size\": [8, 3]}", 0, NULL);
     cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
-    cr_assert(a.size[0] == 8 && a.size[1] == 3 && !a.linear && a.nearest_mode == TTH_RESIZE_ROUND_PREFER_FLOOR);
+    cr_assert(a.size[0] == 8 && a.size[1] == 3 && a.method == TTH_RESIZE_NEAREST &&
+              a.nearest_mode == TTH_RESIZE_ROUND_PREFER_FLOOR);
     cr_assert_str_eq(a.coordinate_transformation_mode, "half_pixel");
     cr_assert_float_eq(a.scale[0], 2.0, 1e-12);  /* size / input without a scale attribute */
     cr_assert_float_eq(a.scale[1], 0.6, 1e-12);
@@ -592,12 +603,12 @@ Test(relay_ops, resize2d_attrs_and_nearest_rule)
     at = json_loads("{\"size\": [2, 3], \"method\": \"linear\", \"coordinate_transformation_mode\": "
                     "\"align_corners\", \"nearest_mode\": \"ceil\", \"scale\": [0.6, 0.7]}", 0, NULL);
     cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
-    cr_assert(a.linear && a.nearest_mode == TTH_RESIZE_CEIL);
+    cr_assert(a.method == TTH_RESIZE_LINEAR && a.nearest_mode == TTH_RESIZE_CEIL);
     cr_assert_str_eq(a.coordinate_transformation_mode, "align_corners");
     cr_assert_float_eq(a.scale[0], 0.6, 1e-12);  /* the model's scale, not 2 / 4 */
     cr_assert_float_eq(a.scale[1], 0.7, 1e-12);
     json_decref(at);
-    static const char *const bad[] = {"{\"size\": [0, 3]}", "{\"size\": [2, 3], \"method\": \"cubic\"}",
+    static const char *const bad[] = {"{\"size\": [0, 3]}", "{\"size\": [2, 3], \"method\": \"bicubic\"}",
                                       "{\"size\": [2, 3], \"scale\": [0, 1]}", "{}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         at = json_loads(bad[i], 0, NULL);
@@ -613,4 +624,71 @@ Test(relay_ops, resize2d_attrs_and_nearest_rule)
     cr_assert_eq(tth_resize_nearest(TTH_RESIZE_CEIL, 2.0, 4), 2);
     cr_assert_eq(tth_resize_nearest(TTH_RESIZE_ROUND_PREFER_CEIL, -0.75, 4), 0);
     cr_assert_eq(tth_resize_nearest(TTH_RESIZE_CEIL, 3.2, 4), 3);
+}
+
+/* the taps of one output index (tth_resize_taps_at), the rule the constant folder and the
+ * lowering share: cubic weights, exclude_outside, tf_crop_and_resize, tf_half_pixel_for_nn */
+Test(relay_ops, resize_taps_rule)
+{
+    static const int64_t in_hw[2] = {4, 4};
+    tth_resize2d_attrs a;
+    tth_resize_taps t;
+    tth_diag d;
+    /* cubic, A = -0.75, source 1.25 (asymmetric, scale 0.8): inputs 0..3 at distances 1.25,
+     * 0.25, 0.75, 1.75 */
+    json_t *at = json_loads("{\"size\": [3, 3], \"method\": \"cubic\", \"coordinate_transformation_mode\": "
+                            "\"asymmetric\", \"scale\": [0.8, 0.8]}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    cr_assert(a.method == TTH_RESIZE_CUBIC && a.cubic_coeff_a == -0.75 && !a.exclude_outside);
+    tth_resize_taps_at(&a, 1, 1, 4, &t);
+    static const double w125[4] = {-0.10546875, 0.87890625, 0.26171875, -0.03515625};
+    cr_assert(t.n == 4 && t.inside);
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(t.idx[k], k);
+        cr_assert_float_eq(t.w[k], w125[k], 1e-12, "tap %d: %g", k, t.w[k]);
+    }
+    json_decref(at);
+    /* half_pixel 4 -> 8, output 1: source 0.25, taps -1..2; the edge tap clamps to 0, or with
+     * exclude_outside weighs 0 and the others are scaled to sum 1 */
+    at = json_loads("{\"size\": [8, 8], \"method\": \"cubic\"}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    tth_resize_taps_at(&a, 0, 1, 4, &t);
+    cr_assert(t.idx[0] == 0 && t.idx[1] == 0 && t.idx[3] == 2);
+    cr_assert_float_eq(t.w[0], w125[0], 1e-12);
+    json_decref(at);
+    at = json_loads("{\"size\": [8, 8], \"method\": \"cubic\", \"exclude_outside\": 1, \"cubic_coeff_a\": -0.5}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    cr_assert(a.exclude_outside && a.cubic_coeff_a == -0.5);
+    tth_resize_taps_at(&a, 0, 1, 4, &t);
+    /* A = -0.5 at distances 0.25, 0.75, 1.75 */
+    double w1 = 1.5 * 0.015625 - 2.5 * 0.0625 + 1, w2 = 1.5 * 0.421875 - 2.5 * 0.5625 + 1;
+    double w3 = -0.5 * (5.359375 - 15.3125 + 14 - 4), sum = w1 + w2 + w3;
+    cr_assert_float_eq(t.w[0], 0.0, 1e-15);
+    cr_assert_float_eq(t.w[1], w1 / sum, 1e-12);
+    cr_assert_float_eq(t.w[2], w2 / sum, 1e-12);
+    cr_assert_float_eq(t.w[3], w3 / sum, 1e-12);
+    json_decref(at);
+    /* tf_crop_and_resize, roi h 0.4..1.2, w 0.6..1.7 of 3 (in - 1): rows at 1.2, 2.4, 3.6 (outside),
+     * columns at 1.8, 3.45 (outside), 5.1 (outside) */
+    at = json_loads("{\"size\": [3, 3], \"method\": \"linear\", \"coordinate_transformation_mode\": "
+                    "\"tf_crop_and_resize\", \"roi\": [0.4, 0.6, 1.2, 1.7], \"extrapolation_value\": 10}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    cr_assert_float_eq(a.extrapolation_value, 10.0, 1e-12);
+    tth_resize_taps_at(&a, 0, 1, 4, &t);
+    cr_assert(t.n == 2 && t.inside && t.idx[0] == 2 && t.idx[1] == 3);
+    cr_assert_float_eq(t.w[1], 0.4, 1e-9);
+    tth_resize_taps_at(&a, 0, 2, 4, &t);
+    cr_assert(!t.inside && t.w[0] == 0 && t.w[1] == 0);
+    tth_resize_taps_at(&a, 1, 0, 4, &t);
+    cr_assert(t.inside && t.idx[0] == 1);
+    cr_assert_float_eq(t.w[1], 0.8, 1e-9);
+    tth_resize_taps_at(&a, 1, 1, 4, &t);
+    cr_assert(!t.inside);
+    json_decref(at);
+    /* tf_half_pixel_for_nn 4 -> 3: source (0 + 0.5) / 0.75 = 0.67 reads 1 (half_pixel: 0.17, 0) */
+    at = json_loads("{\"size\": [3, 3], \"coordinate_transformation_mode\": \"tf_half_pixel_for_nn\"}", 0, NULL);
+    cr_assert_eq(tth_resize2d_attrs_of(at, in_hw, &a, &d), 0, "%s", d.message);
+    tth_resize_taps_at(&a, 0, 0, 4, &t);
+    cr_assert(t.n == 1 && t.idx[0] == 1 && t.w[0] == 1);
+    json_decref(at);
 }

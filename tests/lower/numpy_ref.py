@@ -163,6 +163,60 @@ def resize(x, size, method, ctm, nearest_mode="round_prefer_floor"):
     return out
 
 
+def cubic_kernel(d, a):
+    """Keys' cubic convolution kernel with coefficient a at distance d"""
+    d = abs(d)
+    if d <= 1:
+        return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+    if d < 2:
+        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a
+    return 0.0
+
+
+def resize_weights(coords, in_len, method, nearest_mode, a, exclude_outside):
+    """(out, in) matrix of one axis: row o holds the weights output o gives each input element
+    (taps past the edge count for the edge element, or with exclude_outside for none)"""
+    m = np.zeros((len(coords), in_len))
+    for o, v in enumerate(coords):
+        f = int(np.floor(v))
+        if method == "nearest":
+            r = v - f
+            up = {"round_prefer_floor": r > 0.5, "round_prefer_ceil": r >= 0.5, "floor": False,
+                  "ceil": r > 0}[nearest_mode]
+            m[o, min(max(f + int(up), 0), in_len - 1)] = 1
+            continue
+        taps = [f, f + 1] if method == "linear" else [f - 1, f, f + 1, f + 2]
+        for i in taps:
+            w = 1 - abs(v - i) if method == "linear" else cubic_kernel(v - i, a)
+            if exclude_outside and not 0 <= i < in_len:
+                continue
+            m[o, min(max(i, 0), in_len - 1)] += w
+        m[o] /= m[o].sum() if exclude_outside else 1
+    return m
+
+
+def resize_general(x, size, method, ctm, nearest_mode="round_prefer_floor", a=-0.75, exclude_outside=False,
+                   roi=(0, 0, 1, 1), extrapolation_value=0.0):
+    """ONNX Resize of NCHW x to size as two matrix products; tf_crop_and_resize samples roi
+    (h0, w0, h1, w1) and gives extrapolation_value where the source is outside the input"""
+    n, c, h, w = x.shape
+    mats, inside = [], []
+    for ax, (in_len, out_len) in enumerate(((h, size[0]), (w, size[1]))):
+        if ctm == "tf_crop_and_resize":
+            lo, hi = roi[ax] * (in_len - 1), roi[2 + ax] * (in_len - 1)
+            xs = np.arange(out_len, dtype="float64")
+            coords = np.full(out_len, (lo + hi) / 2) if out_len == 1 else lo + xs * (hi - lo) / (out_len - 1)
+        elif ctm == "tf_half_pixel_for_nn":
+            coords = (np.arange(out_len, dtype="float64") + 0.5) * in_len / out_len
+        else:
+            coords = resize_coords(ctm, out_len, in_len)
+        ok = (coords >= 0) & (coords <= in_len - 1) if ctm == "tf_crop_and_resize" else np.ones(out_len, bool)
+        mats.append(resize_weights(np.where(ok, coords, 0), in_len, method, nearest_mode, a, exclude_outside))
+        inside.append(ok)
+    out = np.einsum("yh,nchw,xw->ncyx", mats[0], x.astype("float64"), mats[1])
+    return np.where(inside[0][:, None] & inside[1][None, :], out, extrapolation_value)
+
+
 def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -455,6 +509,28 @@ def case(name):
         x = rnd(spec[0])
         a = {"size": spec[1], "method": spec[2], "coordinate_transformation_mode": spec[3], "nearest_mode": spec[4]}
         return [(x, False)], [("image.resize2d", a, ["i0"])], [resize(x, spec[1], spec[2], spec[3], spec[4]).astype(f32)]
+    if name.startswith("resize2_"):
+        # (input shape, size, method, transformation, nearest_mode, extra attributes)
+        spec = {
+            "resize2_cubic_half_pixel_batch": ((2, 3, 5, 7), [9, 4], "cubic", "half_pixel", "round_prefer_floor", {}),
+            "resize2_cubic_exclude_align_corners": ((3, 2, 7, 5), [4, 11], "cubic", "align_corners", "round_prefer_floor",
+                                                    {"cubic_coeff_a": -0.5, "exclude_outside": True}),
+            "resize2_cubic_asymmetric_down": ((2, 1, 9, 6), [4, 5], "cubic", "asymmetric", "round_prefer_floor",
+                                              {"exclude_outside": True}),
+            "resize2_crop_nearest_extrapolate": ((2, 2, 5, 6), [4, 5], "nearest", "tf_crop_and_resize", "round_prefer_ceil",
+                                                 {"roi": [0.1, -0.2, 0.9, 1.3], "extrapolation_value": -3.5}),
+            "resize2_crop_cubic_one_row": ((1, 3, 6, 5), [1, 4], "cubic", "tf_crop_and_resize", "round_prefer_floor",
+                                           {"roi": [0.2, 0.1, 0.7, 0.8], "extrapolation_value": 2.0}),
+            "resize2_tf_half_pixel_for_nn_up": ((2, 2, 3, 4), [7, 9], "nearest", "tf_half_pixel_for_nn",
+                                                "round_prefer_ceil", {}),
+        }[name]
+        x = rnd(spec[0])
+        a = {"size": spec[1], "method": spec[2], "coordinate_transformation_mode": spec[3], "nearest_mode": spec[4]}
+        a.update(spec[5])
+        e = spec[5]
+        y = resize_general(x, spec[1], spec[2], spec[3], spec[4], e.get("cubic_coeff_a", -0.75),
+                           e.get("exclude_outside", False), e.get("roi", (0, 0, 1, 1)), e.get("extrapolation_value", 0.0))
+        return [(x, False)], [("image.resize2d", a, ["i0"])], [y.astype(f32)]
     if name == "strided_slice_negative":
         x = rnd((6, 7, 8))
         a = {"begin": [5, 1, 7], "end": [-1, 7, 0], "strides": [-2, 3, -3]}
@@ -548,6 +624,9 @@ def main():
         # 500 products summed in float32 (every lowering, the generic one too): an error of a
         # few float32 steps of the largest output, where a cancelling sum ends near zero
         meta["atol"] = 1e-6 * float(max(np.abs(a).max() for a in outputs))
+    if name.startswith("resize2_"):
+        # the constant folder computes these too (test_lower_numpy.c compares it as well)
+        meta["fold"] = True
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f)
 

@@ -3,7 +3,8 @@
  * saturation, more resize modes, negative strides, ties in argmax/argmin, epilogues after
  * softmax and matmul, broadcasting chains), checked against numpy: numpy_ref.py computes each
  * reference from the operator's definition and writes it with its inputs and the Relay chain.
- * The test is skipped when /usr/bin/python3 (or python3) cannot import numpy.
+ * Cases marked "fold" (the resize ones) also go through the constant folder, which must give the
+ * same output. The test is skipped when /usr/bin/python3 (or python3) cannot import numpy.
  * Tolerance: float32 |got - want| <= 1e-5 + 1e-5 * |want| (references are computed in float64,
  * the lowering accumulates in float32); integers exact. */
 #include <criterion/criterion.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include "frontend.h"
 #include "lt_util.h"
 
 #define RTOL 1e-5
@@ -147,6 +149,50 @@ static void check_with(const json_t *meta, const char *name, const json_t *targe
     lt_free(&t);
 }
 
+/* the same chain with its inputs as constants through the constant folder (cases whose meta says
+ * "fold"): the folded result must be a constant equal to numpy's output */
+static void check_folded(const json_t *meta, const char *name)
+{
+    char path[1024];
+    lt_fn t;
+    lt_init(&t);
+    const json_t *ins = json_object_get(meta, "inputs");
+    tth_rexpr *nodes[16], *prev = NULL;
+    for (size_t k = 0; k < json_array_size(ins) && k < 16; k++) {
+        const json_t *in = json_array_get(ins, k);
+        snprintf(path, sizeof path, "%s/%s/in%zu.bin", tmpdir, name, k);
+        tth_tensor *x = read_bin(path, np_dtype(json_string_value(json_object_get(in, "dtype"))),
+                                 json_object_get(in, "shape"));
+        nodes[k] = tth_relay_const(t.rm, x, NULL);
+    }
+    const json_t *chain = json_object_get(meta, "chain");
+    for (size_t i = 0; i < json_array_size(chain); i++) {
+        const json_t *step = json_array_get(chain, i), *args = json_object_get(step, "args");
+        tth_rexpr *a[8];
+        for (size_t j = 0; j < json_array_size(args) && j < 8; j++) {
+            const char *ref = json_string_value(json_array_get(args, j));
+            a[j] = !strcmp(ref, "prev") ? prev : nodes[atoi(ref + 1)];
+        }
+        char *attrs = json_dumps(json_object_get(step, "attrs"), JSON_COMPACT);
+        prev = lt_call(&t, tth_op_from_name(json_string_value(json_object_get(step, "op"))), a,
+                       json_array_size(args), attrs);
+        free(attrs);
+    }
+    tth_relay_function *fn = tth_relay_function_add(t.rm, "g", NULL, 0, prev, NULL, &t.diag);
+    cr_assert_not_null(fn, "%s: %s", name, t.diag.message);
+    cr_assert_eq(tth_relay_fold_constants(t.rm, &t.diag), 0, "%s: folding failed: %s", name, t.diag.message);
+    cr_assert_eq(fn->body->kind, TTH_REXPR_CONST, "%s: the folder left the chain", name);
+    const json_t *out = json_array_get(json_object_get(meta, "outputs"), 0);
+    snprintf(path, sizeof path, "%s/%s/out0.bin", tmpdir, name);
+    tth_tensor *want = read_bin(path, np_dtype(json_string_value(json_object_get(out, "dtype"))),
+                                json_object_get(out, "shape"));
+    char msg[512];
+    cr_expect_eq(lt_compare(fn->body->u.constant.value, want, RTOL, ATOL, msg, sizeof msg), 0, "%s [folded]: %s",
+                 name, msg);
+    tth_tensor_unref(want);
+    lt_free(&t);
+}
+
 static void run_np(const char *name)
 {
     int st = generate(name);
@@ -161,6 +207,8 @@ static void run_np(const char *name)
     json_t *meta = json_load_file(path, 0, &err);
     cr_assert_not_null(meta, "%s: %s", path, err.text);
     check_with(meta, name, NULL, "c");
+    if (json_is_true(json_object_get(meta, "fold")))
+        check_folded(meta, name);
     /* convolutions, matmuls and pooling also at each vector shape of the tiled kernels
      * (docs/targets.md), and with several cores */
     int conv = 0;
@@ -243,6 +291,12 @@ NP(resize_linear_half_pixel_mixed)
 NP(resize_nearest_half_pixel_down)
 NP(resize_nearest_pytorch_to_one)
 NP(resize_nearest_ceil_asymmetric)
+NP(resize2_cubic_half_pixel_batch)
+NP(resize2_cubic_exclude_align_corners)
+NP(resize2_cubic_asymmetric_down)
+NP(resize2_crop_nearest_extrapolate)
+NP(resize2_crop_cubic_one_row)
+NP(resize2_tf_half_pixel_for_nn_up)
 NP(strided_slice_negative)
 NP(take_negative_int32)
 NP(pad_reflect_3d)

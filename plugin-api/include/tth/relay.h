@@ -111,9 +111,10 @@ extern "C" {
     X(ARGMAX, "argmax", 1, 1, "{axis: int, keepdims: bool, select_last_index: bool} -> int64")       \
     X(ARGMIN, "argmin", 1, 1, "{axis: int, keepdims: bool, select_last_index: bool} -> int64")       \
     X(RESIZE2D, "image.resize2d", 1, 1,                                                               \
-      "NCHW; {size: [h,w], method: nearest|linear, coordinate_transformation_mode: half_pixel|"       \
-      "asymmetric|align_corners|pytorch_half_pixel, nearest_mode: round_prefer_floor|"                \
-      "round_prefer_ceil|floor|ceil}")                                                                \
+      "NCHW; {size: [h,w], method: nearest|linear|cubic, coordinate_transformation_mode: half_pixel|"  \
+      "asymmetric|align_corners|pytorch_half_pixel|tf_half_pixel_for_nn|tf_crop_and_resize, "         \
+      "nearest_mode: round_prefer_floor|round_prefer_ceil|floor|ceil, scale: [h,w]; cubic: "          \
+      "cubic_coeff_a, exclude_outside; tf_crop_and_resize: roi: [h0,w0,h1,w1], extrapolation_value}") \
     /* quantized (ONNX semantics: saturating, round half to even) */                                  \
     X(QUANTIZE, "qnn.quantize", 3, 3, "x, scale, zero_point (scalar or per-axis); {axis, out_dtype}") \
     X(DEQUANTIZE, "qnn.dequantize", 3, 3, "x, scale, zero_point; {axis} -> float32")                  \
@@ -141,13 +142,14 @@ typedef enum tth_op {
 TTH_API const char *tth_op_name(tth_op op);        /* "nn.conv2d" */
 TTH_API tth_op tth_op_from_name(const char *name); /* TTH_OP_INVALID if unknown */
 TTH_API const char *tth_op_doc(tth_op op);
-TTH_API int tth_op_is_elementwise(tth_op op);
+TTH_API int tth_op_is_elementwise(tth_op op); /* unary/binary/where/clip/cast...: fusable */
 /* image.resize2d's source coordinate (ONNX Resize, docs/operators.md "Resize") of output index x
  * along an axis of `in` input and `out` output elements, under coordinate transformation `mode`
- * ("half_pixel" when NULL or unknown, "asymmetric", "align_corners", "pytorch_half_pixel") and
- * the axis's scale (the op's "scale" attribute, else out / in). The constant folder and the
- * lowering both use it. */
-TTH_API double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, double scale);      /* unary/binary/where/clip/cast...: fusable */
+ * ("half_pixel" when NULL or unknown, "asymmetric", "align_corners", "pytorch_half_pixel",
+ * "tf_half_pixel_for_nn", "tf_crop_and_resize" with the whole axis as its region) and the axis's
+ * scale (the op's "scale" attribute, else out / in). The constant folder and the lowering use it
+ * through tth_resize_taps_at. */
+TTH_API double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, double scale);
 
 /* The type of an expression: a tensor, or a tuple of tensors (no nesting). */
 typedef struct tth_rtype {
@@ -265,13 +267,24 @@ typedef enum tth_resize_nearest_mode {
     TTH_RESIZE_FLOOR = 2,
     TTH_RESIZE_CEIL = 3,
 } tth_resize_nearest_mode;
+typedef enum tth_resize_method {
+    TTH_RESIZE_NEAREST = 0, /* default */
+    TTH_RESIZE_LINEAR = 1,
+    TTH_RESIZE_CUBIC = 2,
+} tth_resize_method;
 typedef struct tth_resize2d_attrs {
     int64_t size[2];                    /* output H, W; each >= 1 */
-    int linear;                         /* method: 0 nearest (default), 1 linear */
+    tth_resize_method method;
     const char *coordinate_transformation_mode; /* "half_pixel" (default), "asymmetric",
-                                           "align_corners", "pytorch_half_pixel": static text */
+                                           "align_corners", "pytorch_half_pixel",
+                                           "tf_half_pixel_for_nn", "tf_crop_and_resize": static text */
     tth_resize_nearest_mode nearest_mode;
     double scale[2];                    /* per axis: the "scale" attribute, else size / input */
+    double cubic_coeff_a;               /* cubic: the kernel's A (default -0.75); else 0 */
+    int exclude_outside;                /* cubic: taps outside the input weigh 0, the rest renormalized */
+    double roi[4];                      /* tf_crop_and_resize: start h, w and end h, w as fractions of
+                                           (input - 1); else 0, 0, 1, 1 */
+    double extrapolation_value;         /* tf_crop_and_resize: the output where the source is outside */
 } tth_resize2d_attrs;
 
 /* The attributes of an image.resize2d call (attrs: its u.call.attrs) on an input of spatial size
@@ -281,6 +294,22 @@ TTH_API int tth_resize2d_attrs_of(const json_t *attrs, const int64_t in_hw[2], t
 /* The input index nearest resize reads for source coordinate x (tth_resize_source) under mode,
  * clamped to [0, in). */
 TTH_API int64_t tth_resize_nearest(tth_resize_nearest_mode mode, double x, int64_t in);
+
+/* What one output index of image.resize2d reads along one axis: n taps (1 nearest, 2 linear,
+ * 4 cubic), input indices idx[k] in [0, in) weighted w[k]. The output element is
+ * sum_ky wy[ky] * sum_kx wx[kx] * input[idy[ky], idx[kx]], or the extrapolation value when the
+ * source is outside the input (inside 0) along either axis; then the weights are 0. */
+#define TTH_RESIZE_MAX_TAPS 4
+typedef struct tth_resize_taps {
+    int n;
+    int inside;
+    int64_t idx[TTH_RESIZE_MAX_TAPS];
+    double w[TTH_RESIZE_MAX_TAPS];
+} tth_resize_taps;
+/* The taps of output index o along axis (0: H, 1: W) of an input with `in` elements along it,
+ * under attributes a (tth_resize2d_attrs_of): the one coordinate and weight rule of the constant
+ * folder and the lowering (docs/operators.md "Resize"). */
+TTH_API void tth_resize_taps_at(const tth_resize2d_attrs *a, int axis, int64_t o, int64_t in, tth_resize_taps *t);
 
 /* Nodes of a function's body reachable from its result, each once, producers before users
  * (params first). *out is arena memory of the module. Returns count, or negative on OOM. */

@@ -1140,6 +1140,16 @@ static int rel_argreduce(relctx *c)
     return 0;
 }
 
+/* tf_crop_and_resize's source coordinate: the region [start, end] (fractions of in - 1) sampled
+ * at out points from its start to its end, or at its middle when out is 1 */
+static double crop_source(double start, double end, double x, int64_t in, int64_t out)
+{
+    double span = (double)(in - 1);
+    if (out == 1)
+        return 0.5 * (start + end) * span;
+    return start * span + x * (end - start) * span / (double)(out - 1);
+}
+
 double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, double scale)
 {
     /* the resized length as ONNX counts it: in * scale, not rounded (5 * 0.6 is 3, 4 * 0.6 is 2.4) */
@@ -1149,17 +1159,41 @@ double tth_resize_source(const char *mode, double x, int64_t in, int64_t out, do
         return len == 1 || out == 1 ? 0.0 : x * (double)(in - 1) / (len - 1);
     if (!strcmp(mode, "asymmetric"))
         return x / scale;
+    if (!strcmp(mode, "tf_half_pixel_for_nn"))
+        return (x + 0.5) / scale;
+    if (!strcmp(mode, "tf_crop_and_resize"))
+        return crop_source(0, 1, x, in, out);
     if (!strcmp(mode, "pytorch_half_pixel") && (len == 1 || out == 1))
         return -0.5;
     return (x + 0.5) / scale - 0.5;
 }
 
+/* tf_crop_and_resize's "roi" [h0, w0, h1, w1] (required) and "extrapolation_value" (default 0) */
+static int read_resize_crop(relctx *c, tth_resize2d_attrs *a)
+{
+    const json_t *roi = attr_get(c, "roi");
+    if (!roi)
+        return attr_missing(c, "roi");
+    if (json_array_size(roi) != 4)
+        return attr_fail(c, "roi must be four numbers [h0, w0, h1, w1]");
+    for (size_t i = 0; i < 4; i++) {
+        const json_t *v = json_array_get(roi, i);
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            return attr_fail(c, "roi must be four numbers [h0, w0, h1, w1]");
+        a->roi[i] = json_number_value(v);
+    }
+    return attr_float(c, "extrapolation_value", 0, 0.0, &a->extrapolation_value);
+}
+
 /* image.resize2d's attributes, read and checked once for the relation and tth_resize2d_attrs_of;
- * scale[] is the "scale" attribute or zeros (the caller knows the input's size). */
+ * scale[] is the "scale" attribute or zeros (the caller knows the input's size). The cubic and
+ * tf_crop_and_resize attributes are read (so allowed) with that method or mode only. */
 static int read_resize_attrs(relctx *c, tth_resize2d_attrs *a)
 {
-    static const char *const methods[] = {"nearest", "linear", NULL};
-    static const char *const ctms[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", NULL};
+    static const char *const methods[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const ctms[] = {"half_pixel",           "asymmetric",         "align_corners",
+                                       "pytorch_half_pixel",   "tf_half_pixel_for_nn", "tf_crop_and_resize",
+                                       NULL};
     static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
     size_t n;
     const char *method, *nm;
@@ -1173,10 +1207,19 @@ static int read_resize_attrs(relctx *c, tth_resize2d_attrs *a)
         return rc;
     if (a->size[0] < 1 || a->size[1] < 1)
         return attr_fail(c, "size must be >= 1, got [%lld, %lld]", (long long)a->size[0], (long long)a->size[1]);
-    a->linear = strcmp(method, "linear") == 0;
+    for (int i = 0; methods[i]; i++)
+        if (strcmp(method, methods[i]) == 0)
+            a->method = (tth_resize_method)i;
     for (int i = 0; nms[i]; i++)
         if (strcmp(nm, nms[i]) == 0)
             a->nearest_mode = (tth_resize_nearest_mode)i;
+    if (a->method == TTH_RESIZE_CUBIC &&
+        ((rc = attr_float(c, "cubic_coeff_a", 0, -0.75, &a->cubic_coeff_a)) ||
+         (rc = attr_bool(c, "exclude_outside", 0, 0, &a->exclude_outside))))
+        return rc;
+    a->roi[2] = a->roi[3] = 1;
+    if (!strcmp(a->coordinate_transformation_mode, "tf_crop_and_resize") && (rc = read_resize_crop(c, a)))
+        return rc;
     const json_t *scale = attr_get(c, "scale");
     if (scale && (json_array_size(scale) != 2 || !(json_number_value(json_array_get(scale, 0)) > 0) ||
                   !(json_number_value(json_array_get(scale, 1)) > 0)))
@@ -1228,6 +1271,61 @@ int64_t tth_resize_nearest(tth_resize_nearest_mode mode, double x, int64_t in)
     else /* round_prefer_floor: ties down */
         i = (int64_t)(r <= 0.5 ? f : f + 1);
     return i < 0 ? 0 : i >= in ? in - 1 : i;
+}
+
+/* The cubic convolution kernel with coefficient A at distance d from the source coordinate */
+static double cubic_weight(double A, double d)
+{
+    d = fabs(d);
+    if (d <= 1)
+        return ((A + 2) * d - (A + 3)) * d * d + 1;
+    if (d < 2)
+        return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+    return 0;
+}
+
+/* linear and cubic taps around source coordinate x: floor(x) and floor(x)+1, or floor(x)-1 to
+ * floor(x)+2, weighted by the distance; with exclude_outside the taps outside [0, in) weigh 0 and
+ * the rest are scaled to sum 1; then each index is clamped to the edge */
+static void resize_filter_taps(const tth_resize2d_attrs *a, double x, int64_t in, tth_resize_taps *t)
+{
+    double f = floor(x), r = x - f, sum = 0;
+    int64_t first = (int64_t)f - (t->n == 4);
+    for (int k = 0; k < t->n; k++) {
+        int64_t i = first + k;
+        t->w[k] = t->n == 2 ? (k ? r : 1.0 - r) : cubic_weight(a->cubic_coeff_a, x - (double)i);
+        if (a->exclude_outside && (i < 0 || i >= in))
+            t->w[k] = 0;
+        sum += t->w[k];
+        t->idx[k] = i < 0 ? 0 : i >= in ? in - 1 : i;
+    }
+    for (int k = 0; a->exclude_outside && sum != 0 && k < t->n; k++)
+        t->w[k] /= sum;
+}
+
+void tth_resize_taps_at(const tth_resize2d_attrs *a, int axis, int64_t o, int64_t in, tth_resize_taps *t)
+{
+    const char *mode = a->coordinate_transformation_mode;
+    int64_t out = a->size[axis];
+    double x;
+    memset(t, 0, sizeof *t);
+    t->n = a->method == TTH_RESIZE_CUBIC ? 4 : a->method == TTH_RESIZE_LINEAR ? 2 : 1;
+    t->inside = 1;
+    if (mode && !strcmp(mode, "tf_crop_and_resize")) {
+        x = crop_source(a->roi[axis], a->roi[2 + axis], (double)o, in, out);
+        if (!(x >= 0 && x <= (double)(in - 1))) {
+            t->inside = 0; /* indices 0, weights 0 */
+            return;
+        }
+    } else {
+        x = tth_resize_source(mode, (double)o, in, out, a->scale[axis]);
+    }
+    if (t->n == 1) {
+        t->idx[0] = tth_resize_nearest(a->nearest_mode, x, in);
+        t->w[0] = 1;
+        return;
+    }
+    resize_filter_taps(a, x, in, t);
 }
 
 static int rel_resize2d(relctx *c)
