@@ -232,6 +232,7 @@ Test(model, digits_cnn_matches_numpy)
 static const struct { const char *test, *why; } known[] = {
     {"test_resize_downsample_scales_linear", "scale 0.6 is not size/in; image.resize2d carries sizes only"},
     {"test_resize_downsample_scales_nearest", "scale 0.6 is not size/in; image.resize2d carries sizes only"},
+    {"test_adam_multiple", "its expected outputs use epsilon 0.01, which its model does not set (default 1e-6)"},
 };
 
 static const char *known_why(const char *test)
