@@ -363,6 +363,76 @@ def write_loop_scan(root, rng):
                 [("s", sv.astype(f32)), ("t", tv.astype(f32)), ("y", np.stack(ys, axis=1).astype(f32))])])
 
 
+def convt_ref(x, w, b, strides, pb, pe, dil, group, outpad):
+    """ConvTranspose by its definition, any rank: every input element times every kernel tap lands
+    at i * stride + k * dilation of the unpadded output, which is then cut by the pads."""
+    import itertools
+    import numpy as np
+    n, cin = x.shape[:2]
+    sp = x.shape[2:]
+    cg, mg = cin // group, w.shape[1]
+    full = [(i - 1) * s + (k - 1) * d + 1 + o for i, s, k, d, o in zip(sp, strides, w.shape[2:], dil, outpad)]
+    y = np.zeros([n, mg * group] + full)
+    for g in range(group):
+        xg = x[:, g * cg:(g + 1) * cg].astype(np.float64)
+        for kk in itertools.product(*[range(k) for k in w.shape[2:]]):
+            at = tuple(slice(k * d, k * d + (i - 1) * s + 1, s) for k, d, i, s in zip(kk, dil, sp, strides))
+            wk = w[(slice(g * cg, (g + 1) * cg), slice(None)) + kk].astype(np.float64)
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + at] += np.einsum("nc...,cm->nm...", xg, wk)
+    y = y[(slice(None), slice(None)) + tuple(slice(a, f - e) for a, e, f in zip(pb, pe, full))]
+    if b is not None:
+        y += b.reshape([1, -1] + [1] * len(sp))
+    return y
+
+
+# 3-D ConvTranspose: (name, x shape, w shape, bias, attributes)
+CONVT3D = [
+    ("convtranspose_3d_groups_strides", (2, 4, 3, 4, 3), (4, 3, 2, 3, 2), True,
+     {"group": 2, "strides": [2, 1, 2], "output_padding": [1, 0, 1], "pads": [1, 0, 1, 0, 1, 0],
+      "dilations": [1, 2, 1]}),
+    ("convtranspose_3d_depth_gaps", (1, 2, 3, 3, 3), (2, 2, 1, 2, 2), True, {"strides": [3, 1, 1]}),
+    ("convtranspose_3d_same_upper", (1, 2, 3, 3, 4), (2, 3, 3, 3, 3), False,
+     {"strides": [2, 2, 2], "auto_pad": "SAME_UPPER"}),
+    ("convtranspose_3d_output_shape", (1, 1, 2, 3, 3), (1, 2, 3, 3, 3), False,
+     {"strides": [2, 2, 2], "output_shape": [6, 7, 6]}),
+]
+
+
+def write_convt3d(root, case, rng):
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, xs, ws, with_b, attrs = case
+    x = rng.normal(0, 1, xs).astype(np.float32)
+    w = rng.normal(0, 1, ws).astype(np.float32)
+    group = attrs.get("group", 1)
+    b = rng.normal(0, 1, (ws[1] * group,)).astype(np.float32) if with_b else None
+    nsp, k = len(xs) - 2, ws[2:]
+    s = attrs.get("strides", [1] * nsp)
+    d = attrs.get("dilations", [1] * nsp)
+    op = attrs.get("output_padding", [0] * nsp)
+    pads = attrs.get("pads", [0] * 2 * nsp)
+    pb, pe = pads[:nsp], pads[nsp:]
+    want = attrs.get("output_shape")
+    if want is None and attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        want = [i * si for i, si in zip(xs[2:], s)]
+    if want is not None:  # the padding that gives this output (the larger half at the end for SAME_UPPER)
+        total = [si * (i - 1) + o + (ki - 1) * di + 1 - wi for si, i, o, ki, di, wi in zip(s, xs[2:], op, k, d, want)]
+        upper = attrs.get("auto_pad") == "SAME_UPPER"
+        pb = [t // 2 if upper else t - t // 2 for t in total]
+        pe = [t - a for t, a in zip(total, pb)]
+    # a negative end padding (output_shape past the computed extent) is output padding: zeros
+    y = convt_ref(x, w, b, s, pb, [max(e, 0) for e in pe], d, group,
+                  [o + max(-e, 0) for o, e in zip(op, pe)]).astype(np.float32)
+    names = ["x", "w"] + (["b"] if with_b else [])
+    arrs = [x, w] + ([b] if with_b else [])
+    node = helper.make_node("ConvTranspose", names, ["y"], **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+                                         for n, a in zip(names, arrs)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
+              [(list(zip(names, arrs)), [("y", y)])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -384,6 +454,8 @@ def main():
         write_if(root, "if_both_branches", False, rng)
         write_if(root, "if_constant_condition", True, rng)
         write_loop_scan(root, rng)
+        for case in CONVT3D:
+            write_convt3d(root, case, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
