@@ -1242,14 +1242,35 @@ static int op_conv_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_re
     return 0;
 }
 
+/* MaxPool's two outputs from one nn.max_pool2d_with_argmax (at: the 2-D pooling attributes; the
+ * flat indices of a 1-D pool over (N, C, 1, L) are those over (N, C, L)). */
+static int max_pool_indices(tth_onnx_ctx *c, tth_rexpr *x, json_t *at, int r, tth_rexpr **out)
+{
+    int64_t order = ai(c, "storage_order", 0);
+    if (order != 0 && order != 1) {
+        json_decref(at);
+        return tth__onnx_fail(c, TTH_EMODEL, "MaxPool storage_order %lld is neither 0 nor 1", (long long)order);
+    }
+    json_object_set_new(at, "storage_order", json_integer(order));
+    tth_rexpr *t = call1(c, TTH_OP_MAX_POOL2D_ARGMAX, x, at);
+    CHECK(t);
+    for (int32_t i = 0; i < 2; i++) {
+        tth_rexpr *g = tth_relay_tuple_get(c->m, t, i, c->diag);
+        CHECK(g);
+        CHECK(out[i] = from4d(c, tth__fold_call(c->m, g, TTH_IMPORT_FOLD_ELEMS, c->diag), r));
+    }
+    return 0;
+}
+
 static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout, int is_max)
 {
     NEED(1);
-    if (nout > 1 && c->node->output[1] && c->node->output[1][0])
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: MaxPool's Indices output");
+    int indices = is_max && nout > 1 && c->node->output[1] && c->node->output[1][0];
     int r = rank(in[0]);
     if (!attr(c, "kernel_shape"))
         return tth__onnx_fail(c, TTH_EMODEL, "pooling without kernel_shape");
+    if (r == 5 && indices)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: MaxPool's Indices output in 3-D");
     if (r == 5)
         return pool3d(c, in, out, is_max);
     tth_rexpr *x = to4d(c, in[0], is_max ? "MaxPool" : "AveragePool");
@@ -1259,14 +1280,14 @@ static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, si
     int rc = spatial_attrs(c, r - 2, tt(in[0])->shape + 2, kdummy, 0, &sp);
     if (rc)
         return rc;
-    if (ai(c, "storage_order", 0) != 0)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: storage_order=1");
     int64_t ps[2] = {sp.k[0], sp.k[1]}, st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]};
     json_t *at = json_pack("{s:o,s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(ps, 2), "strides",
                            tth__json_ints(st, 2), "padding", pads_json(&sp), "dilation", tth__json_ints(dl, 2),
                            "ceil_mode", (int)ai(c, "ceil_mode", 0));
     if (!is_max)
         json_object_set_new(at, "count_include_pad", json_boolean(ai(c, "count_include_pad", 0)));
+    if (indices)
+        return max_pool_indices(c, x, at, r, out);
     tth_rexpr *y = call1(c, is_max ? TTH_OP_MAX_POOL2D : TTH_OP_AVG_POOL2D, x, at);
     CHECK(y);
     CHECK(out[0] = from4d(c, y, r));

@@ -433,6 +433,48 @@ def write_convt3d(root, case, rng):
               [(list(zip(names, arrs)), [("y", y)])])
 
 
+def maxpool_indices_ref(x, k, s, pads, dil, order):
+    """MaxPool's values and int64 indices by the definition: the taps inside the image, row-major,
+    the first of equal maxima; the flat index over (N, C, H, W), H and W swapped for order 1."""
+    import numpy as np
+    n, c, h, w = x.shape
+    oh = (h + pads[0] + pads[2] - dil[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + pads[1] + pads[3] - dil[1] * (k[1] - 1) - 1) // s[1] + 1
+    y, z = np.zeros((n, c, oh, ow), np.float32), np.zeros((n, c, oh, ow), np.int64)
+    for b, ch, i, j in np.ndindex(n, c, oh, ow):
+        best, at = None, -1
+        for u, v in np.ndindex(k[0], k[1]):
+            r, q = i * s[0] - pads[0] + u * dil[0], j * s[1] - pads[1] + v * dil[1]
+            if 0 <= r < h and 0 <= q < w and (best is None or x[b, ch, r, q] > best):
+                best = x[b, ch, r, q]
+                at = (b * c + ch) * h * w + (q * h + r if order else r * w + q)
+        y[b, ch, i, j], z[b, ch, i, j] = best, at
+    return y, z
+
+
+# MaxPool with Indices: (name, x shape, kernel, strides, pads, dilations, storage_order)
+MAXPOOL_INDICES = [
+    ("maxpool_indices_batch_pads", (2, 3, 5, 6), [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 0),
+    ("maxpool_indices_column_major", (2, 2, 6, 5), [2, 3], [1, 2], [0, 1, 1, 0], [1, 1], 1),
+    ("maxpool_indices_dilated", (1, 2, 7, 7), [2, 2], [2, 1], [0, 0, 0, 0], [2, 3], 0),
+]
+
+
+def write_maxpool_indices(root, case, rng):
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, xs, k, s, pads, dil, order = case
+    x = rng.integers(-3, 3, xs).astype(np.float32)  # few distinct values: ties in most windows
+    y, z = maxpool_indices_ref(x, k, s, pads, dil, order)
+    node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=k, strides=s, pads=pads, dilations=dil,
+                            storage_order=order)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape)),
+                           helper.make_tensor_value_info("z", TensorProto.INT64, list(z.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)]),
+              [([("x", x)], [("y", y), ("z", z)])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -456,6 +498,8 @@ def main():
         write_loop_scan(root, rng)
         for case in CONVT3D:
             write_convt3d(root, case, rng)
+        for case in MAXPOOL_INDICES:
+            write_maxpool_indices(root, case, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
