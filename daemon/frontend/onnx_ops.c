@@ -708,6 +708,14 @@ static int op_clip(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return 0;
 }
 
+/* Det: the determinant of each matrix over the last two axes (relay det). */
+static int op_det(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    CHECK(out[0] = call1(c, TTH_OP_DET, in[0], NULL));
+    return 0;
+}
+
 static int op_identity(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(1);
@@ -4027,6 +4035,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"CumSum", op_cumsum},
     {"DepthToSpace", op_depth_to_space},
     {"DequantizeLinear", op_dequantize},
+    {"Det", op_det},
     {"Div", op_div},
     {"Dropout", op_dropout},
     {"DynamicQuantizeLinear", op_dynamic_quantize},

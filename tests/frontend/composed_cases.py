@@ -475,6 +475,27 @@ def write_maxpool_indices(root, case, rng):
               [([("x", x)], [("y", y), ("z", z)])])
 
 
+def write_det(root, rng):
+    """Det of a batch [2, 3, 4, 4]: random matrices, one with two equal rows (singular: 0), row
+    permutations of the identity (+1 and -1), one whose first column needs a pivot search (a
+    zero at [0, 0]); and of 1x1 and 5x5 matrices. numpy.linalg.det in float64 is the reference."""
+    import numpy as np
+    from onnx import TensorProto, helper
+    x = rng.normal(0, 1, (2, 3, 4, 4))
+    x[0, 1, 2] = x[0, 1, 0]
+    x[0, 2] = np.eye(4)[[1, 0, 2, 3]]
+    x[1, 0] = np.eye(4)[[1, 2, 0, 3]]
+    x[1, 1, 0, 0] = 0
+    for name, a in (("det_batched", x.astype(np.float32)), ("det_1x1", rng.normal(0, 1, (3, 1, 1)).astype(np.float32)),
+                    ("det_5x5", rng.normal(0, 1, (5, 5)).astype(np.float32))):
+        want = np.linalg.det(a.astype(np.float64)).astype(np.float32)
+        node = helper.make_node("Det", ["x"], ["y"])
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(want.shape))])
+        save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
+                  [([("x", a)], [("y", np.asarray(want))])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -500,6 +521,7 @@ def main():
             write_convt3d(root, case, rng)
         for case in MAXPOOL_INDICES:
             write_maxpool_indices(root, case, rng)
+        write_det(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
