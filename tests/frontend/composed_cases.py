@@ -8,7 +8,10 @@ ellipses, implicit outputs) and of If (a condition computed from the input, so b
 compiled, with data sets that take each; branches using the outer graph's values and their own
 initializers; a constant condition whose other branch tth could not compile), of Loop (a trip
 count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
-(two states, a reversed scan input along axis 1, a scan output along axis 1), written as ONNX
+(two states, a reversed scan input along axis 1, a scan output along axis 1), of 3-D
+ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
+MaxPool's Indices (batch 2, padding, storage_order 1, ties) and of Det (singular and permuted
+matrices, batches), written as ONNX
 test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
 and numpy.einsum), independent of tth.
 
