@@ -708,6 +708,14 @@ static int op_clip(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return 0;
 }
 
+/* Det: the determinant of each matrix over the last two axes (relay det). */
+static int op_det(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    CHECK(out[0] = call1(c, TTH_OP_DET, in[0], NULL));
+    return 0;
+}
+
 static int op_identity(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(1);
@@ -762,22 +770,23 @@ static int op_cast(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
 /* ---------------------------------------------------------------- convolution and pooling */
 
 typedef struct spatial {
-    int64_t k[2], s[2], d[2], pb[2], pe[2], outpad[2];
+    int64_t k[3], s[3], d[3], pb[3], pe[3], outpad[3];
 } spatial;
 
-/* Kernel/stride/dilation/pads for nsp (1 or 2) spatial dims, auto_pad resolved. in_hw: input
- * spatial sizes. Fills 2-D values (a 1-D op gets a leading size-1 dim). */
+/* Kernel/stride/dilation/pads for nsp (1 to 3) spatial dims, auto_pad resolved. in_hw: input
+ * spatial sizes. Fills 2-D values for 1-D and 2-D (a 1-D op gets a leading size-1 dim), and
+ * the three axes (depth first) for 3-D. */
 static int spatial_attrs(tth_onnx_ctx *c, int nsp, const int64_t *in_hw, const int64_t *kernel, int transpose,
                          spatial *sp)
 {
     int64_t v[8];
     int n;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         sp->k[i] = 1;
         sp->s[i] = sp->d[i] = 1;
         sp->pb[i] = sp->pe[i] = sp->outpad[i] = 0;
     }
-    int off = 2 - nsp;
+    int off = nsp < 2 ? 2 - nsp : 0;
     for (int i = 0; i < nsp; i++)
         sp->k[off + i] = kernel[i];
     if ((n = aints(c, "kernel_shape", v, 8)) == -2)
@@ -808,7 +817,7 @@ static int spatial_attrs(tth_onnx_ctx *c, int nsp, const int64_t *in_hw, const i
             sp->pe[off + i] = v[nsp + i];
         }
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         const int64_t W = TTH_IMPORT_MAX_WINDOW;
         if (sp->k[i] < 1 || sp->k[i] > W || sp->s[i] < 1 || sp->s[i] > W || sp->d[i] < 1 || sp->d[i] > W ||
             sp->pb[i] < 0 || sp->pe[i] < 0 || sp->pb[i] > W || sp->pe[i] > W ||
@@ -819,7 +828,7 @@ static int spatial_attrs(tth_onnx_ctx *c, int nsp, const int64_t *in_hw, const i
     if (!strcmp(ap, "NOTSET"))
         return 0;
     if (!strcmp(ap, "VALID")) {
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 3; i++)
             sp->pb[i] = sp->pe[i] = 0;
         return 0;
     }
@@ -1121,20 +1130,75 @@ static int op_conv(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return 0;
 }
 
-/* ConvTranspose: 1-D/2-D; output_shape resolves the padding (a negative end padding becomes
- * output padding); auto_pad as in ONNX. */
+/* ConvTranspose over [N, C, D, H, W] (sp: the three axes resolved, depth first): output depth
+ * od is the sum of the 2-D transposed convolutions of input slice id with weight slice kd over
+ * the pairs with id * stride + kd * dilation = od + front padding; a depth no pair reaches is
+ * zero; then the bias. */
+static int convt3d(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, const spatial *sp, tth_rexpr **out)
+{
+    const int64_t *xs = tt(in[0])->shape, *ws = tt(in[1])->shape;
+    int64_t g = ai(c, "group", 1), id_n = xs[2];
+    if (g < 1 || ws[0] != xs[1] || xs[1] % g)
+        return tth__onnx_fail(c, TTH_EMODEL, "ConvTranspose weight [%lld, ...] does not fit %lld channels in %lld "
+                              "groups", (long long)ws[0], (long long)xs[1], (long long)g);
+    int64_t od_n = sp->s[0] * (id_n - 1) + sp->outpad[0] + (ws[2] - 1) * sp->d[0] + 1 - sp->pb[0] - sp->pe[0];
+    if (od_n < 1 || id_n * ws[2] > 4096)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "3-D ConvTranspose over depth %lld (kernel %lld): more than 4096 "
+                              "slice operations or an empty output", (long long)id_n, (long long)ws[2]);
+    int64_t st[2] = {sp->s[1], sp->s[2]}, dl[2] = {sp->d[1], sp->d[2]}, op2[2] = {sp->outpad[1], sp->outpad[2]};
+    int64_t pd[4] = {sp->pb[1], sp->pb[2], sp->pe[1], sp->pe[2]}, w4[4] = {ws[0], ws[1], ws[3], ws[4]};
+    int64_t y4[4] = {xs[0], ws[1] * g, st[0] * (xs[3] - 1) + op2[0] + (ws[3] - 1) * dl[0] + 1 - pd[0] - pd[2],
+                     st[1] * (xs[4] - 1) + op2[1] + (ws[4] - 1) * dl[1] + 1 - pd[1] - pd[3]};
+    tth_rexpr **ys = calloc((size_t)od_n, sizeof *ys);
+    if (!ys)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int64_t od = 0; od < od_n && !rc; od++) {
+        tth_rexpr *acc = NULL;
+        for (int64_t kd = 0; kd < ws[2] && !rc; kd++) {
+            int64_t p = od + sp->pb[0] - kd * sp->d[0];
+            if (p < 0 || p % sp->s[0] || p / sp->s[0] >= id_n)
+                continue;
+            json_t *at = json_pack("{s:o,s:o,s:o,s:I,s:o}", "strides", tth__json_ints(st, 2), "padding",
+                                   tth__json_ints(pd, 4), "dilation", tth__json_ints(dl, 2), "groups", (json_int_t)g,
+                                   "output_padding", tth__json_ints(op2, 2));
+            tth_rexpr *args[2] = {depth_slice(c, in[0], p / sp->s[0]),
+                                  reshape(c, slice_axis(c, in[1], 2, kd, kd + 1), w4, 4)};
+            tth_rexpr *y = call(c, TTH_OP_CONV2D_TRANSPOSE, args, 2, at); /* NULL when an operand is */
+            acc = !y ? NULL : acc ? call2(c, TTH_OP_ADD, acc, y, NULL) : y;
+            if (!acc)
+                rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        }
+        if (!rc && !acc) /* no tap reaches this depth */
+            acc = call1(c, TTH_OP_BROADCAST_TO, k_scalar(c, tt(in[0])->dtype, 0),
+                        json_pack("{s:o}", "shape", tth__json_ints(y4, 4)));
+        if (!rc && acc && nin > 2 && in[2]) {
+            int64_t b4[4] = {1, y4[1], 1, 1};
+            acc = call2(c, TTH_OP_ADD, acc, reshape(c, in[2], b4, 4), NULL);
+        }
+        if (!rc && !acc)
+            rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+        ys[od] = acc;
+    }
+    if (!rc && !(out[0] = depth_stack(c, ys, od_n)))
+        rc = c->diag->code ? c->diag->code : TTH_EINTERNAL;
+    free(ys);
+    return rc;
+}
+
+/* ConvTranspose: 1-D to 3-D; output_shape resolves the padding (a negative end padding becomes
+ * output padding); auto_pad as in ONNX. 3-D goes through convt3d. */
 static int op_conv_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(2);
     int r = rank(in[0]);
     if (rank(in[1]) != r)
         return tth__onnx_fail(c, TTH_EMODEL, "ConvTranspose weight rank differs from input rank");
-    tth_rexpr *x = to4d(c, in[0], "ConvTranspose");
-    CHECK(x);
-    tth_rexpr *w = to4d(c, in[1], "ConvTranspose");
-    CHECK(w);
+    if (r < 3 || r > 5)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: ConvTranspose of rank %d (only 1-D, "
+                              "2-D and 3-D are supported)", r);
     spatial sp;
-    int nsp = r - 2, off = 2 - nsp;
+    int nsp = r - 2, off = nsp < 2 ? 2 - nsp : 0;
     int rc = spatial_attrs(c, nsp, tt(in[0])->shape + 2, tt(in[1])->shape + 2, 1, &sp);
     if (rc)
         return rc;
@@ -1169,6 +1233,12 @@ static int op_conv_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_re
             sp.pe[j] = e;
         }
     }
+    if (r == 5)
+        return convt3d(c, in, nin, &sp, out);
+    tth_rexpr *x = to4d(c, in[0], "ConvTranspose");
+    CHECK(x);
+    tth_rexpr *w = to4d(c, in[1], "ConvTranspose");
+    CHECK(w);
     int64_t st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]}, op2[2] = {sp.outpad[0], sp.outpad[1]};
     json_t *at = json_pack("{s:o,s:o,s:o,s:I,s:o}", "strides", tth__json_ints(st, 2), "padding", pads_json(&sp),
                            "dilation", tth__json_ints(dl, 2), "groups", (json_int_t)ai(c, "group", 1), "output_padding",
@@ -1180,14 +1250,35 @@ static int op_conv_transpose(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_re
     return 0;
 }
 
+/* MaxPool's two outputs from one nn.max_pool2d_with_argmax (at: the 2-D pooling attributes; the
+ * flat indices of a 1-D pool over (N, C, 1, L) are those over (N, C, L)). */
+static int max_pool_indices(tth_onnx_ctx *c, tth_rexpr *x, json_t *at, int r, tth_rexpr **out)
+{
+    int64_t order = ai(c, "storage_order", 0);
+    if (order != 0 && order != 1) {
+        json_decref(at);
+        return tth__onnx_fail(c, TTH_EMODEL, "MaxPool storage_order %lld is neither 0 nor 1", (long long)order);
+    }
+    json_object_set_new(at, "storage_order", json_integer(order));
+    tth_rexpr *t = call1(c, TTH_OP_MAX_POOL2D_ARGMAX, x, at);
+    CHECK(t);
+    for (int32_t i = 0; i < 2; i++) {
+        tth_rexpr *g = tth_relay_tuple_get(c->m, t, i, c->diag);
+        CHECK(g);
+        CHECK(out[i] = from4d(c, tth__fold_call(c->m, g, TTH_IMPORT_FOLD_ELEMS, c->diag), r));
+    }
+    return 0;
+}
+
 static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout, int is_max)
 {
     NEED(1);
-    if (nout > 1 && c->node->output[1] && c->node->output[1][0])
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: MaxPool's Indices output");
+    int indices = is_max && nout > 1 && c->node->output[1] && c->node->output[1][0];
     int r = rank(in[0]);
     if (!attr(c, "kernel_shape"))
         return tth__onnx_fail(c, TTH_EMODEL, "pooling without kernel_shape");
+    if (r == 5 && indices)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: MaxPool's Indices output in 3-D");
     if (r == 5)
         return pool3d(c, in, out, is_max);
     tth_rexpr *x = to4d(c, in[0], is_max ? "MaxPool" : "AveragePool");
@@ -1197,14 +1288,14 @@ static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, si
     int rc = spatial_attrs(c, r - 2, tt(in[0])->shape + 2, kdummy, 0, &sp);
     if (rc)
         return rc;
-    if (ai(c, "storage_order", 0) != 0)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: storage_order=1");
     int64_t ps[2] = {sp.k[0], sp.k[1]}, st[2] = {sp.s[0], sp.s[1]}, dl[2] = {sp.d[0], sp.d[1]};
     json_t *at = json_pack("{s:o,s:o,s:o,s:o,s:b}", "pool_size", tth__json_ints(ps, 2), "strides",
                            tth__json_ints(st, 2), "padding", pads_json(&sp), "dilation", tth__json_ints(dl, 2),
                            "ceil_mode", (int)ai(c, "ceil_mode", 0));
     if (!is_max)
         json_object_set_new(at, "count_include_pad", json_boolean(ai(c, "count_include_pad", 0)));
+    if (indices)
+        return max_pool_indices(c, x, at, r, out);
     tth_rexpr *y = call1(c, is_max ? TTH_OP_MAX_POOL2D : TTH_OP_AVG_POOL2D, x, at);
     CHECK(y);
     CHECK(out[0] = from4d(c, y, r));
@@ -4690,6 +4781,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"CumSum", op_cumsum},
     {"DepthToSpace", op_depth_to_space},
     {"DequantizeLinear", op_dequantize},
+    {"Det", op_det},
     {"Div", op_div},
     {"Dropout", op_dropout},
     {"DynamicQuantizeLinear", op_dynamic_quantize},

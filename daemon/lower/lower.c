@@ -80,6 +80,7 @@ static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
     [TTH_OP_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0, 0},
     [TTH_OP_MAX_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0, 0},
     [TTH_OP_AVG_POOL2D] = {NULL, lw_pool2d, lw_pool_check, 0, 0},
+    [TTH_OP_MAX_POOL2D_ARGMAX] = {NULL, lw_max_pool2d_argmax, lw_pool_check, 0, 0},
     [TTH_OP_GLOBAL_AVG_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0, 0},
     [TTH_OP_GLOBAL_MAX_POOL2D] = {NULL, lw_global_pool2d, lw_pool_check, 0, 0},
     [TTH_OP_BATCH_NORM] = {lw_ew_batch_norm, NULL, lw_ew_check, 1, 1},
@@ -105,6 +106,7 @@ static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
     [TTH_OP_DEQUANTIZE] = {lw_dequantize, NULL, lw_quant_check, 1, 0},
     [TTH_OP_QNN_CONV2D] = {NULL, lw_conv2d, lw_conv_check, 0, 0},
     [TTH_OP_QNN_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0, 0},
+    [TTH_OP_DET] = {NULL, lw_det, lw_det_check, 0, 0},
     [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1, 0},
 };
 

@@ -144,6 +144,9 @@ tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_matmul_check(const tth_rexpr *call, char *why, size_t len);
 /* pool */
 tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_max_pool2d_argmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_det(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_det_check(const tth_rexpr *call, char *why, size_t len);
 /* strategies max_pool2d/row-vectorized and avg_pool2d/row-vectorized (lower_pool.c) */
 int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);

@@ -398,3 +398,121 @@ tth_tstmt *lw_matmul(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         body = tth_tir_allocate(c->m, acc, body);
     return body;
 }
+
+/* ------------------------------------------------------------------------------ det ---- */
+
+/* det: float32 [..., n, n] -> [...] */
+int lw_det_check(const tth_rexpr *call, char *why, size_t len)
+{
+    const tth_ttype *xt = lw_ty(lw_arg(call, 0));
+    if (!xt || xt->dtype != TTH_F32 || xt->rank < 2 || xt->shape[xt->rank - 1] < 1) {
+        snprintf(why, len, "det: only float32 matrices of at least 1x1 are supported");
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct det_arg {
+    tth_tbuffer *x, *a, *d, *piv; /* input; LOCAL matrix copy, determinant, pivot row */
+    int64_t n;
+    const tth_ttype *ot;
+    const lw_sink *s;
+} det_arg;
+
+/* for v in [lo, n): body (v bound) */
+static tth_tstmt *det_for(lw_ctx *c, tth_tvar *v, tth_texpr *lo, int64_t n, tth_tstmt *body)
+{
+    return lw_for(c, v, lo, lw_sub(c, lw_i(c, n), lo), TTH_LOOP_SERIAL, body);
+}
+
+/* Elimination step k of one matrix in a: the row of the largest |a[i][k]| (i >= k, the first
+ * on ties) swapped into row k (the determinant negated), the determinant times the pivot, and,
+ * when the pivot is not zero, a[i][j] -= a[i][k] / a[k][k] * a[k][j] for the rows below. */
+static tth_tstmt *det_step(lw_ctx *c, const det_arg *g, tth_tvar *vk)
+{
+    int64_t n = g->n;
+    tth_tvar *vi = lw_var(c, "i", TTH_I64), *vj = lw_var(c, "j", TTH_I64), *vt = lw_var(c, "t", TTH_F32);
+    tth_tvar *vi2 = lw_var(c, "i", TTH_I64), *vj2 = lw_var(c, "j", TTH_I64), *vf = lw_var(c, "f", TTH_F32);
+    if (!vi || !vj || !vt || !vi2 || !vj2 || !vf)
+        return NULL;
+    tth_texpr *k = lw_ref(c, vk), *zero = lw_i(c, 0), *N = lw_i(c, n);
+#define AT(r, col) lw_add(c, lw_mul(c, (r), N), (col))
+    tth_texpr *p = tth_tir_load(c->m, g->piv, zero);
+    tth_texpr *fabs_i = tth_tir_intrin(c->m, TTH_TINTRIN_FABS, tth_tir_load(c->m, g->a, AT(lw_ref(c, vi), k)), NULL);
+    tth_texpr *fabs_p = tth_tir_intrin(c->m, TTH_TINTRIN_FABS, tth_tir_load(c->m, g->a, AT(p, k)), NULL);
+    tth_tstmt *seq = NULL;
+    /* the pivot row */
+    if (lw_append(c, &seq, tth_tir_store(c->m, g->piv, zero, k)) ||
+        lw_append(c, &seq, det_for(c, vi, lw_add(c, k, lw_i(c, 1)), n,
+                                   tth_tir_if(c->m, lw_bin(c, TTH_TBIN_GT, fabs_i, fabs_p),
+                                              tth_tir_store(c->m, g->piv, zero, lw_ref(c, vi)), NULL))))
+        return NULL;
+    /* the swap */
+    tth_tstmt *sw = NULL;
+    tth_texpr *pj = AT(tth_tir_load(c->m, g->piv, zero), lw_ref(c, vj)), *kj = AT(k, lw_ref(c, vj));
+    tth_tstmt *swap1 = NULL;
+    if (lw_append(c, &swap1, tth_tir_store(c->m, g->a, kj, tth_tir_load(c->m, g->a, pj))) ||
+        lw_append(c, &swap1, tth_tir_store(c->m, g->a, AT(tth_tir_load(c->m, g->piv, zero), lw_ref(c, vj)),
+                                           lw_ref(c, vt))))
+        return NULL;
+    if (lw_append(c, &sw, det_for(c, vj, zero, n, lw_let(c, vt, tth_tir_load(c->m, g->a, AT(k, lw_ref(c, vj))), swap1))) ||
+        lw_append(c, &sw, tth_tir_store(c->m, g->d, zero, tth_tir_un(c->m, TTH_TUN_NEG, tth_tir_load(c->m, g->d, zero)))))
+        return NULL;
+    tth_texpr *pkk = tth_tir_load(c->m, g->a, AT(k, k));
+    if (lw_append(c, &seq, tth_tir_if(c->m, lw_bin(c, TTH_TBIN_NE, tth_tir_load(c->m, g->piv, zero), k), sw, NULL)) ||
+        lw_append(c, &seq, tth_tir_store(c->m, g->d, zero, lw_mul(c, tth_tir_load(c->m, g->d, zero), pkk))))
+        return NULL;
+    /* the rows below */
+    tth_texpr *ij = AT(lw_ref(c, vi2), lw_ref(c, vj2));
+    tth_tstmt *upd = tth_tir_store(c->m, g->a, ij, lw_sub(c, tth_tir_load(c->m, g->a, ij),
+                                                          lw_mul(c, lw_ref(c, vf), tth_tir_load(c->m, g->a, AT(k, lw_ref(c, vj2))))));
+    tth_texpr *f = lw_bin(c, TTH_TBIN_DIV, tth_tir_load(c->m, g->a, AT(lw_ref(c, vi2), k)), tth_tir_load(c->m, g->a, AT(k, k)));
+    tth_tstmt *rows = det_for(c, vi2, lw_add(c, k, lw_i(c, 1)), n,
+                              lw_let(c, vf, f, det_for(c, vj2, lw_add(c, k, lw_i(c, 1)), n, upd)));
+    if (lw_append(c, &seq, tth_tir_if(c->m, lw_bin(c, TTH_TBIN_NE, pkk, lw_imm(c, TTH_F32, 0)), rows, NULL)))
+        return NULL;
+#undef AT
+    return seq;
+}
+
+/* One matrix (output position idx): copied into a, eliminated step by step, d stored. */
+static tth_tstmt *det_one(lw_ctx *c, tth_texpr *const *idx, void *arg)
+{
+    const det_arg *g = arg;
+    int64_t nn = g->n * g->n;
+    tth_tvar *ve = lw_var(c, "e", TTH_I64), *vk = lw_var(c, "k", TTH_I64);
+    if (!ve || !vk)
+        return NULL;
+    tth_texpr *base = lw_mul(c, lw_flat(c, g->ot->shape, g->ot->rank, idx), lw_i(c, nn)), *zero = lw_i(c, 0);
+    tth_tstmt *seq = NULL;
+    tth_tstmt *copy = lw_for(c, ve, zero, lw_i(c, nn), TTH_LOOP_SERIAL,
+                             tth_tir_store(c->m, g->a, lw_ref(c, ve),
+                                           tth_tir_load(c->m, g->x, lw_add(c, base, lw_ref(c, ve)))));
+    if (lw_append(c, &seq, copy) || lw_append(c, &seq, tth_tir_store(c->m, g->d, zero, lw_imm(c, TTH_F32, 1))) ||
+        lw_append(c, &seq, lw_for(c, vk, zero, lw_i(c, g->n), TTH_LOOP_SERIAL, det_step(c, g, vk))) ||
+        lw_append(c, &seq, lw_sink_store(c, g->s, 0, idx, tth_tir_load(c->m, g->d, zero))))
+        return NULL;
+    return seq;
+}
+
+/* det by LU with partial pivoting, one matrix at a time in a LOCAL copy (docs/operators.md) */
+tth_tstmt *lw_det(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    char why[64];
+    if (!lw_det_check(call, why, sizeof why)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+        return NULL;
+    }
+    const tth_ttype *xt = lw_ty(lw_arg(call, 0));
+    int64_t one = 1, nn = xt->shape[xt->rank - 1] * xt->shape[xt->rank - 1];
+    det_arg g = {lw_buf(c, lw_arg(call, 0)), NULL, NULL, NULL, xt->shape[xt->rank - 1], lw_ty(call), s};
+    if (!g.x || !(g.a = lw_local(c, "lu", TTH_F32, 1, &nn)) || !(g.d = lw_local(c, "det", TTH_F32, 1, &one)) ||
+        !(g.piv = lw_local(c, "piv", TTH_I64, 1, &one)))
+        return NULL;
+    if (lw_numel(g.ot->shape, g.ot->rank) == 0)
+        return tth_tir_seq(c->m, NULL, 0); /* an empty batch */
+    tth_tstmt *body = lw_nest(c, g.ot->shape, g.ot->rank, 0, det_one, &g);
+    body = body ? tth_tir_allocate(c->m, g.a, body) : NULL;
+    body = body ? tth_tir_allocate(c->m, g.d, body) : NULL;
+    return body ? tth_tir_allocate(c->m, g.piv, body) : NULL;
+}

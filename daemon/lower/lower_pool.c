@@ -1,4 +1,5 @@
-/* lower_pool.c: nn.max_pool2d, nn.avg_pool2d, nn.global_avg_pool2d, nn.global_max_pool2d (NCHW).
+/* lower_pool.c: nn.max_pool2d, nn.max_pool2d_with_argmax, nn.avg_pool2d, nn.global_avg_pool2d,
+ * nn.global_max_pool2d (NCHW).
  *
  * For each output element the kernel taps that fall inside the image are a rectangle computed
  * from the output position, so the tap loops carry no bounds test:
@@ -20,6 +21,8 @@ typedef struct pool_p {
 static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
 {
     const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
+    if (call->u.call.op == TTH_OP_MAX_POOL2D_ARGMAX && call->type.nfields == 2)
+        ot = &call->type.fields[0]; /* the values; the indices have the same shape */
     const char *op = tth_op_name(call->u.call.op);
     memset(p, 0, sizeof *p);
     if (!xt || !ot || xt->rank != 4 || ot->rank != 4) {
@@ -173,6 +176,80 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (el && !direct)
         el = tth_tir_allocate(c->m, acc, el);
     return el;
+}
+
+/* ------------------------------------------------------------- max with its index ---- */
+
+/* One output element (nc, oh, ow) of nn.max_pool2d_with_argmax: over the taps inside the image in
+ * row-major order, a tap replaces the best so far when it is larger (or is the first), so ties
+ * keep the first; its flat index is (nc*H + h)*W + w, or nc*H*W + w*H + h for storage order 1. */
+static tth_tstmt *argmax_elem(lw_ctx *c, const pool_p *p, int col_major, tth_tbuffer *x, tth_tbuffer *best,
+                              tth_tbuffer *bi, const lw_sink *s, tth_texpr *nc, tth_texpr *oh, tth_texpr *ow)
+{
+    tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vkw = lw_var(c, "kw", TTH_I64), *vh = lw_var(c, "h", TTH_I64);
+    tth_tvar *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
+    tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64), *vw = lw_var(c, "w", TTH_I64);
+    tth_tvar *vn = lw_var(c, "n", TTH_I64), *vc = lw_var(c, "c", TTH_I64);
+    if (!vkh || !vkw || !vh || !vlh || !veh || !vlw || !vew || !vw || !vn || !vc)
+        return NULL;
+    tth_texpr *lo_h, *ex_h, *lo_w, *ex_w, *zero = lw_i(c, 0);
+    tap_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
+    tap_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
+    tth_texpr *h = lw_ref(c, vh), *w = lw_ref(c, vw);
+    tth_texpr *xi = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), h), lw_i(c, p->W)), w);
+    tth_texpr *flat = col_major ? lw_add(c, lw_mul(c, nc, lw_i(c, p->H * p->W)),
+                                         lw_add(c, lw_mul(c, w, lw_i(c, p->H)), h))
+                                : xi;
+    tth_texpr *xv = tth_tir_load(c->m, x, xi);
+    tth_texpr *better = lw_bin(c, TTH_TBIN_OR, lw_bin(c, TTH_TBIN_LT, tth_tir_load(c->m, bi, zero), zero),
+                               lw_bin(c, TTH_TBIN_GT, xv, tth_tir_load(c->m, best, zero)));
+    tth_tstmt *take = NULL;
+    if (lw_append(c, &take, tth_tir_store(c->m, best, zero, xv)) ||
+        lw_append(c, &take, tth_tir_store(c->m, bi, zero, flat)))
+        return NULL;
+    tth_tstmt *taps = tth_tir_if(c->m, better, take, NULL);
+    taps = lw_let(c, vw, lw_sub(c, lw_add(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_mul(c, lw_ref(c, vkw), lw_i(c, p->dw))),
+                                lw_i(c, p->pl)), taps);
+    taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, taps);
+    taps = lw_let(c, vh, lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))),
+                                lw_i(c, p->pt)), taps);
+    taps = lw_for(c, vkh, lw_ref(c, vlh), lw_ref(c, veh), TTH_LOOP_SERIAL, taps);
+    tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), oh, ow};
+    tth_tstmt *seq = NULL;
+    if (!taps || lw_append(c, &seq, tth_tir_store(c->m, best, zero, lw_imm(c, x->dtype, lw_dtype_lowest(x->dtype)))) ||
+        lw_append(c, &seq, tth_tir_store(c->m, bi, zero, lw_i(c, -1))) || lw_append(c, &seq, taps) ||
+        lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, tth_tir_load(c->m, best, zero))) ||
+        lw_append(c, &seq, lw_sink_store(c, s, 1, oidx, tth_tir_load(c->m, bi, zero))))
+        return NULL;
+    tth_tstmt *el = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, lw_let(c, vlw, lo_w, lw_let(c, vew, ex_w, seq))));
+    return lw_let(c, vn, lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)),
+                  lw_let(c, vc, lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), el));
+}
+
+/* nn.max_pool2d_with_argmax: the max and its index in one pass over the taps, through two LOCAL
+ * scalars, stored to the tuple's two fields */
+tth_tstmt *lw_max_pool2d_argmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    pool_p p;
+    char why[256];
+    if (!pool_params(call, &p, why, sizeof why)) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+        return NULL;
+    }
+    int64_t one = 1;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    tth_tbuffer *best = x ? lw_local(c, "best", x->dtype, 1, &one) : NULL;
+    tth_tbuffer *bi = best ? lw_local(c, "bi", TTH_I64, 1, &one) : NULL;
+    lw_ax nc, oh, ow;
+    if (!bi || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
+        return NULL;
+    int col_major = lw_attr_int(call, "storage_order", 0) == 1;
+    tth_tstmt *el = argmax_elem(c, &p, col_major, x, best, bi, s, nc.e, oh.e, ow.e);
+    el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
+    el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
+    el = lw_ax_loop(c, &nc, TTH_LOOP_SERIAL, el);
+    el = el ? tth_tir_allocate(c->m, bi, el) : NULL;
+    return el ? tth_tir_allocate(c->m, best, el) : NULL;
 }
 
 /* ------------------------------------------------------------ row-vectorized kernel ---- */

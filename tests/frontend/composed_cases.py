@@ -8,7 +8,10 @@ ellipses, implicit outputs) and of If (a condition computed from the input, so b
 compiled, with data sets that take each; branches using the outer graph's values and their own
 initializers; a constant condition whose other branch tth could not compile), of Loop (a trip
 count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
-(two states, a reversed scan input along axis 1, a scan output along axis 1), written as ONNX
+(two states, a reversed scan input along axis 1, a scan output along axis 1), of 3-D
+ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
+MaxPool's Indices (batch 2, padding, storage_order 1, ties) and of Det (singular and permuted
+matrices, batches), written as ONNX
 test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
 and numpy.einsum), independent of tth.
 
@@ -482,6 +485,139 @@ def write_training(root, rng):
                   [([("x", x)], [("y", want)])])
 
 
+def convt_ref(x, w, b, strides, pb, pe, dil, group, outpad):
+    """ConvTranspose by its definition, any rank: every input element times every kernel tap lands
+    at i * stride + k * dilation of the unpadded output, which is then cut by the pads."""
+    import itertools
+    import numpy as np
+    n, cin = x.shape[:2]
+    sp = x.shape[2:]
+    cg, mg = cin // group, w.shape[1]
+    full = [(i - 1) * s + (k - 1) * d + 1 + o for i, s, k, d, o in zip(sp, strides, w.shape[2:], dil, outpad)]
+    y = np.zeros([n, mg * group] + full)
+    for g in range(group):
+        xg = x[:, g * cg:(g + 1) * cg].astype(np.float64)
+        for kk in itertools.product(*[range(k) for k in w.shape[2:]]):
+            at = tuple(slice(k * d, k * d + (i - 1) * s + 1, s) for k, d, i, s in zip(kk, dil, sp, strides))
+            wk = w[(slice(g * cg, (g + 1) * cg), slice(None)) + kk].astype(np.float64)
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + at] += np.einsum("nc...,cm->nm...", xg, wk)
+    y = y[(slice(None), slice(None)) + tuple(slice(a, f - e) for a, e, f in zip(pb, pe, full))]
+    if b is not None:
+        y += b.reshape([1, -1] + [1] * len(sp))
+    return y
+
+
+# 3-D ConvTranspose: (name, x shape, w shape, bias, attributes)
+CONVT3D = [
+    ("convtranspose_3d_groups_strides", (2, 4, 3, 4, 3), (4, 3, 2, 3, 2), True,
+     {"group": 2, "strides": [2, 1, 2], "output_padding": [1, 0, 1], "pads": [1, 0, 1, 0, 1, 0],
+      "dilations": [1, 2, 1]}),
+    ("convtranspose_3d_depth_gaps", (1, 2, 3, 3, 3), (2, 2, 1, 2, 2), True, {"strides": [3, 1, 1]}),
+    ("convtranspose_3d_same_upper", (1, 2, 3, 3, 4), (2, 3, 3, 3, 3), False,
+     {"strides": [2, 2, 2], "auto_pad": "SAME_UPPER"}),
+    ("convtranspose_3d_output_shape", (1, 1, 2, 3, 3), (1, 2, 3, 3, 3), False,
+     {"strides": [2, 2, 2], "output_shape": [6, 7, 6]}),
+]
+
+
+def write_convt3d(root, case, rng):
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, xs, ws, with_b, attrs = case
+    x = rng.normal(0, 1, xs).astype(np.float32)
+    w = rng.normal(0, 1, ws).astype(np.float32)
+    group = attrs.get("group", 1)
+    b = rng.normal(0, 1, (ws[1] * group,)).astype(np.float32) if with_b else None
+    nsp, k = len(xs) - 2, ws[2:]
+    s = attrs.get("strides", [1] * nsp)
+    d = attrs.get("dilations", [1] * nsp)
+    op = attrs.get("output_padding", [0] * nsp)
+    pads = attrs.get("pads", [0] * 2 * nsp)
+    pb, pe = pads[:nsp], pads[nsp:]
+    want = attrs.get("output_shape")
+    if want is None and attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        want = [i * si for i, si in zip(xs[2:], s)]
+    if want is not None:  # the padding that gives this output (the larger half at the end for SAME_UPPER)
+        total = [si * (i - 1) + o + (ki - 1) * di + 1 - wi for si, i, o, ki, di, wi in zip(s, xs[2:], op, k, d, want)]
+        upper = attrs.get("auto_pad") == "SAME_UPPER"
+        pb = [t // 2 if upper else t - t // 2 for t in total]
+        pe = [t - a for t, a in zip(total, pb)]
+    # a negative end padding (output_shape past the computed extent) is output padding: zeros
+    y = convt_ref(x, w, b, s, pb, [max(e, 0) for e in pe], d, group,
+                  [o + max(-e, 0) for o, e in zip(op, pe)]).astype(np.float32)
+    names = ["x", "w"] + (["b"] if with_b else [])
+    arrs = [x, w] + ([b] if with_b else [])
+    node = helper.make_node("ConvTranspose", names, ["y"], **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+                                         for n, a in zip(names, arrs)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
+              [(list(zip(names, arrs)), [("y", y)])])
+
+
+def maxpool_indices_ref(x, k, s, pads, dil, order):
+    """MaxPool's values and int64 indices by the definition: the taps inside the image, row-major,
+    the first of equal maxima; the flat index over (N, C, H, W), H and W swapped for order 1."""
+    import numpy as np
+    n, c, h, w = x.shape
+    oh = (h + pads[0] + pads[2] - dil[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + pads[1] + pads[3] - dil[1] * (k[1] - 1) - 1) // s[1] + 1
+    y, z = np.zeros((n, c, oh, ow), np.float32), np.zeros((n, c, oh, ow), np.int64)
+    for b, ch, i, j in np.ndindex(n, c, oh, ow):
+        best, at = None, -1
+        for u, v in np.ndindex(k[0], k[1]):
+            r, q = i * s[0] - pads[0] + u * dil[0], j * s[1] - pads[1] + v * dil[1]
+            if 0 <= r < h and 0 <= q < w and (best is None or x[b, ch, r, q] > best):
+                best = x[b, ch, r, q]
+                at = (b * c + ch) * h * w + (q * h + r if order else r * w + q)
+        y[b, ch, i, j], z[b, ch, i, j] = best, at
+    return y, z
+
+
+# MaxPool with Indices: (name, x shape, kernel, strides, pads, dilations, storage_order)
+MAXPOOL_INDICES = [
+    ("maxpool_indices_batch_pads", (2, 3, 5, 6), [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], 0),
+    ("maxpool_indices_column_major", (2, 2, 6, 5), [2, 3], [1, 2], [0, 1, 1, 0], [1, 1], 1),
+    ("maxpool_indices_dilated", (1, 2, 7, 7), [2, 2], [2, 1], [0, 0, 0, 0], [2, 3], 0),
+]
+
+
+def write_maxpool_indices(root, case, rng):
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, xs, k, s, pads, dil, order = case
+    x = rng.integers(-3, 3, xs).astype(np.float32)  # few distinct values: ties in most windows
+    y, z = maxpool_indices_ref(x, k, s, pads, dil, order)
+    node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=k, strides=s, pads=pads, dilations=dil,
+                            storage_order=order)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape)),
+                           helper.make_tensor_value_info("z", TensorProto.INT64, list(z.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)]),
+              [([("x", x)], [("y", y), ("z", z)])])
+
+
+def write_det(root, rng):
+    """Det of a batch [2, 3, 4, 4]: random matrices, one with two equal rows (singular: 0), row
+    permutations of the identity (+1 and -1), one whose first column needs a pivot search (a
+    zero at [0, 0]); and of 1x1 and 5x5 matrices. numpy.linalg.det in float64 is the reference."""
+    import numpy as np
+    from onnx import TensorProto, helper
+    x = rng.normal(0, 1, (2, 3, 4, 4))
+    x[0, 1, 2] = x[0, 1, 0]
+    x[0, 2] = np.eye(4)[[1, 0, 2, 3]]
+    x[1, 0] = np.eye(4)[[1, 2, 0, 3]]
+    x[1, 1, 0, 0] = 0
+    for name, a in (("det_batched", x.astype(np.float32)), ("det_1x1", rng.normal(0, 1, (3, 1, 1)).astype(np.float32)),
+                    ("det_5x5", rng.normal(0, 1, (5, 5)).astype(np.float32))):
+        want = np.linalg.det(a.astype(np.float64)).astype(np.float32)
+        node = helper.make_node("Det", ["x"], ["y"])
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(a.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(want.shape))])
+        save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
+                  [([("x", a)], [("y", np.asarray(want))])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -504,6 +640,11 @@ def main():
         write_if(root, "if_constant_condition", True, rng)
         write_loop_scan(root, rng)
         write_training(root, rng)
+        for case in CONVT3D:
+            write_convt3d(root, case, rng)
+        for case in MAXPOOL_INDICES:
+            write_maxpool_indices(root, case, rng)
+        write_det(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

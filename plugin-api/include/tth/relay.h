@@ -129,7 +129,12 @@ extern "C" {
     X(ATAN, "atan", 1, 1, "")                                                                         \
     X(ASINH, "asinh", 1, 1, "")                                                                       \
     X(ACOSH, "acosh", 1, 1, "")                                                                       \
-    X(ATANH, "atanh", 1, 1, "")
+    X(ATANH, "atanh", 1, 1, "")                                                                       \
+    /* later additions */                                                                             \
+    X(MAX_POOL2D_ARGMAX, "nn.max_pool2d_with_argmax", 1, 1,                                           \
+      "NCHW; nn.max_pool2d's attrs, {storage_order: 0 or 1} -> (max, int64 flat index into x, "       \
+      "row-major or with H and W swapped when storage_order is 1; ties: the first tap)")              \
+    X(DET, "det", 1, 1, "float [..., n, n] -> [...]: determinant of each matrix (LU, partial pivoting)")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,

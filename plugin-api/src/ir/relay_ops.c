@@ -793,6 +793,43 @@ static int rel_pool2d(relctx *c)
     return 0;
 }
 
+/* nn.max_pool2d_with_argmax: nn.max_pool2d's type, and the same shape in int64 for the indices */
+static int rel_max_pool2d_argmax(relctx *c)
+{
+    int64_t order;
+    int rc;
+    if ((rc = rel_pool2d(c)) || (rc = attr_int(c, "storage_order", 0, 0, &order)))
+        return rc;
+    if (order != 0 && order != 1)
+        return attr_fail(c, "storage_order must be 0 or 1, got %lld", (long long)order);
+    tth_ttype *fields = tth_arena_alloc(c->arena, 2 * sizeof *fields);
+    if (!fields)
+        return tth_diag_set(c->diag, TTH_ENOMEM, c->location, "%s: out of memory", tth_op_name(c->op));
+    fields[0] = fields[1] = c->out->tensor;
+    fields[1].dtype = TTH_I64;
+    c->out->nfields = 2;
+    memset(&c->out->tensor, 0, sizeof c->out->tensor);
+    c->out->fields = fields;
+    return 0;
+}
+
+/* det: a float [..., n, n] -> [...] */
+static int rel_det(relctx *c)
+{
+    int rc;
+    if ((rc = need_float(c, 0)))
+        return rc;
+    const tth_ttype *x = ARG(c, 0);
+    if (x->rank < 2 || x->shape[x->rank - 1] != x->shape[x->rank - 2])
+        return rel_fail(c, "needs square matrices in the last two axes");
+    tth_ttype t = *x;
+    t.rank -= 2;
+    for (int i = t.rank; i < TTH_MAX_RANK; i++)
+        t.shape[i] = 0;
+    set_out(c, &t);
+    return 0;
+}
+
 static int rel_global_pool2d(relctx *c)
 {
     int rc;
@@ -1577,6 +1614,8 @@ static int rel_requantize(relctx *c)
 #define rel_ASINH rel_unary_float
 #define rel_ACOSH rel_unary_float
 #define rel_ATANH rel_unary_float
+#define rel_MAX_POOL2D_ARGMAX rel_max_pool2d_argmax
+#define rel_DET rel_det
 
 typedef int (*rel_fn)(relctx *c);
 
@@ -1654,6 +1693,7 @@ int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth
     case TTH_OP_CONV2D_TRANSPOSE:
         return read_conv_attrs(&c, a, op == TTH_OP_CONV2D_TRANSPOSE);
     case TTH_OP_MAX_POOL2D:
+    case TTH_OP_MAX_POOL2D_ARGMAX:
     case TTH_OP_AVG_POOL2D:
         return read_pool_attrs(&c, a);
     default:
