@@ -8,7 +8,11 @@
  *
  * TensorProto (onnx.proto): a protobuf message; we read field 1 dims (int64, packed or not),
  * 2 data_type, 4 float_data, 5 int32_data, 7 int64_data, 8 name, 9 raw_data, 10 double_data,
- * 11 uint64_data, 14 data_location; others are skipped. External data is refused.
+ * 11 uint64_data, 14 data_location; others are skipped. External data is refused. We write
+ * dims (one by one), data_type, name and raw_data.
+ *
+ * bfloat16 has no .npy dtype (NumPy has none), so writing one to .npy is refused; .pb carries it
+ * (data_type 16, raw_data little-endian bits, or int32_data holding the bits when read).
  */
 #include "tthrt.h"
 
@@ -278,6 +282,9 @@ int tthrt_npy_write(const char *path, const tthrt_array *a, tth_diag *diag)
     size_t es = dt_size(a->dtype);
     if (!es)
         return tth_diag_set(diag, TTH_ETYPE, path, "cannot write an array of invalid dtype");
+    if (!dt_npy_kind(a->dtype))
+        return tth_diag_set(diag, TTH_EUNSUPPORTED, path, "cannot write '%s': .npy has no %s dtype; "
+                            "write an ONNX TensorProto .pb instead", path, dt_name(a->dtype));
     char dict[512];
     int n = snprintf(dict, sizeof dict, "{'descr': '%c%c%zu', 'fortran_order': False, 'shape': (",
                      es == 1 ? '|' : '<', dt_npy_kind(a->dtype), es);
@@ -345,8 +352,18 @@ static tth_dtype dt_from_onnx(int64_t t)
     case 11: return TTH_F64;
     case 12: return TTH_U32;
     case 13: return TTH_U64;
+    case 16: return TTH_BF16;
     default: return TTH_DTYPE_INVALID;
     }
+}
+
+/* tth dtype → ONNX TensorProto.DataType (0 if none) */
+static int64_t dt_to_onnx(tth_dtype dt)
+{
+    for (int64_t t = 1; t <= 16; t++)
+        if (dt_from_onnx(t) == dt)
+            return t;
+    return 0;
 }
 
 /* A repeated numeric field seen so far: where its values are (packed or one by one). */
@@ -508,7 +525,7 @@ int tthrt_pb_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_di
     tth_dtype dt = dt_from_onnx(data_type);
     if (dt == TTH_DTYPE_INVALID) {
         rc = tth_diag_set(diag, TTH_EUNSUPPORTED, name, "TensorProto data_type %lld is not "
-                          "supported (strings, complex and bfloat16 are not)", (long long)data_type);
+                          "supported (strings, complex and 8-bit floats are not)", (long long)data_type);
         goto done;
     }
     if (dims.n > TTH_MAX_RANK) {
@@ -540,7 +557,8 @@ int tthrt_pb_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_di
         for (size_t i = 0; i < numel; i++) {
             uint64_t x = vals.vals[i];
             /* float_data is fixed32 float bits; double_data fixed64 bits; the int fields hold
-             * values (int32_data also carries int8/16, uint8/16, bool and float16 bits) */
+             * values (int32_data also carries int8/16, uint8/16, bool, float16 and bfloat16
+             * bits) */
             switch (es) {
             case 1: d[i] = (unsigned char)x; break;
             case 2: {
@@ -566,6 +584,57 @@ done:
     free(dims.vals);
     free(vals.vals);
     return rc;
+}
+
+static unsigned char *pb_put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+int tthrt_pb_write(const char *path, const tthrt_array *a, tth_diag *diag)
+{
+    int64_t onnx_type = dt_to_onnx(a->dtype);
+    if (!onnx_type)
+        return tth_diag_set(diag, TTH_ETYPE, path, "cannot write an array of dtype %s as a TensorProto",
+                            dt_name(a->dtype));
+    /* everything before raw_data's bytes: each field is a tag and at most a 10-byte varint */
+    size_t name_len = a->name ? strlen(a->name) : 0;
+    unsigned char *head = malloc((size_t)(TTH_MAX_RANK + 3) * 11 + name_len);
+    if (!head)
+        return tth_diag_set(diag, TTH_ENOMEM, path, "out of memory");
+    unsigned char *p = head;
+    for (int32_t i = 0; i < a->rank; i++) {
+        *p++ = 1 << 3; /* dims, varint */
+        p = pb_put_varint(p, (uint64_t)a->shape[i]);
+    }
+    *p++ = 2 << 3; /* data_type, varint */
+    p = pb_put_varint(p, (uint64_t)onnx_type);
+    if (a->name) {
+        *p++ = 8 << 3 | 2; /* name, length-delimited */
+        p = pb_put_varint(p, name_len);
+        memcpy(p, a->name, name_len);
+        p += name_len;
+    }
+    *p++ = 9 << 3 | 2; /* raw_data, little-endian like the host */
+    p = pb_put_varint(p, a->nbytes);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(head);
+        return tth_diag_set(diag, TTH_EIO, path, "cannot create '%s': %s", path, strerror(errno));
+    }
+    size_t hlen = (size_t)(p - head);
+    int ok = fwrite(head, 1, hlen, f) == hlen && (a->nbytes == 0 || fwrite(a->data, 1, a->nbytes, f) == a->nbytes);
+    free(head);
+    if (fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        return tth_diag_set(diag, TTH_EIO, path, "cannot write '%s'", path);
+    return 0;
 }
 
 int tthrt_pb_read(const char *path, tthrt_array *out, tth_diag *diag)
@@ -606,26 +675,14 @@ size_t tthrt__dtype_size(tth_dtype t) { return dt_size(t); }
 
 /* ---- comparison -------------------------------------------------------------------------------- */
 
-static double half_to_double(uint16_t h)
-{
-    int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    double v;
-    if (exp == 0x1f)
-        v = man ? NAN : INFINITY;
-    else if (exp == 0)
-        v = ldexp((double)man, -24);
-    else
-        v = ldexp((double)(man | 0x400), exp - 25);
-    return sign ? -v : v;
-}
-
 static double elem_f64(const tthrt_array *a, size_t i)
 {
     const unsigned char *p = (const unsigned char *)a->data + i * dt_size(a->dtype);
     switch (a->dtype) {
     case TTH_F32: { float v; memcpy(&v, p, 4); return v; }
     case TTH_F64: { double v; memcpy(&v, p, 8); return v; }
-    case TTH_F16: { uint16_t v; memcpy(&v, p, 2); return half_to_double(v); }
+    case TTH_F16: { uint16_t v; memcpy(&v, p, 2); return tth_f16_to_f32(v); }
+    case TTH_BF16: { uint16_t v; memcpy(&v, p, 2); return tth_bf16_to_f32(v); }
     default: return 0;
     }
 }
@@ -635,6 +692,7 @@ void tthrt_default_tolerance(tth_dtype dtype, double *atol, double *rtol)
     switch (dtype) {
     case TTH_F32: *atol = 1e-4; *rtol = 1e-4; break;
     case TTH_F16: *atol = 1e-2; *rtol = 1e-2; break;
+    case TTH_BF16: *atol = 1e-2; *rtol = 1e-2; break; /* 8 significant bits: 1e-2 is about 1 ulp */
     case TTH_F64: *atol = 1e-7; *rtol = 1e-7; break;
     default: *atol = 0; *rtol = 0; break;
     }
@@ -659,7 +717,7 @@ int tthrt_array_compare(const tthrt_array *got, const tthrt_array *want, double 
         return -1;
     }
     size_t es = dt_size(got->dtype), n = got->nbytes / es;
-    int is_float = got->dtype == TTH_F32 || got->dtype == TTH_F64 || got->dtype == TTH_F16;
+    int is_float = tth_dtype_is_float(got->dtype);
     size_t bad = 0, first = 0;
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
@@ -719,7 +777,7 @@ json_t *tthrt_array_to_bind_json(const tthrt_array *a, int64_t max_elements, cha
         case TTH_U16: iv = ((const uint16_t *)a->data)[k]; break;
         case TTH_U32: iv = ((const uint32_t *)a->data)[k]; break;
         case TTH_U64: iv = (json_int_t)((const uint64_t *)a->data)[k]; break;
-        default: bad = "is float16, which cannot be bound"; break;
+        default: bad = a->dtype == TTH_BF16 ? "is bfloat16, which cannot be bound" : "is float16, which cannot be bound"; break;
         }
         if (!is_int && (v != v || v - v != 0))
             bad = "is not finite (JSON has no NaN or infinity)";

@@ -622,11 +622,14 @@ int tthrt_model_bind(tthrt_model *m, const char *name, const tthrt_array *a, tth
         return TTH_EUNKNOWN;
     }
     const tthrt_tensor_info *t = &m->in[i];
-    int same = a->dtype == t->dtype && a->rank == t->rank;
+    /* a bfloat16 input also takes uint16 holding its bits: NumPy has no bfloat16, so that is how
+     * .npy files and ONNX's own test data carry it (docs/tthctl.md, "run") */
+    tth_dtype given = a->dtype == TTH_U16 && t->dtype == TTH_BF16 ? TTH_BF16 : a->dtype;
+    int same = given == t->dtype && a->rank == t->rank;
     for (int32_t d = 0; same && d < t->rank; d++)
         same = a->shape[d] == t->shape[d];
     /* a scalar input also takes a one-element array */
-    if (!same && t->rank == 0 && a->dtype == t->dtype && a->nbytes == t->nbytes)
+    if (!same && t->rank == 0 && given == t->dtype && a->nbytes == t->nbytes)
         same = 1;
     if (!same || a->nbytes != t->nbytes) {
         char want[160], got[160];
@@ -738,10 +741,12 @@ int tthrt_model_write_outputs(const tthrt_model *m, const char *dir, json_t **pa
                 *p = '_';
         if (!file[0] || strcmp(file, ".") == 0 || strcmp(file, "..") == 0)
             snprintf(file, sizeof file, "output_%zu", i);
-        snprintf(path, sizeof path, "%s/%s.npy", dir, file);
+        /* bfloat16 has no .npy dtype: a TensorProto instead (docs/tthctl.md, "run") */
+        int pb = m->out[i].dtype == TTH_BF16;
+        snprintf(path, sizeof path, "%s/%s.%s", dir, file, pb ? "pb" : "npy");
         tthrt_array view;
         tthrt_model_output_array(m, i, &view, diag);
-        int rc = tthrt_npy_write(path, &view, diag);
+        int rc = pb ? tthrt_pb_write(path, &view, diag) : tthrt_npy_write(path, &view, diag);
         if (rc) {
             json_decref(list);
             return rc;

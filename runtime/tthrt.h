@@ -7,7 +7,7 @@
  * it says so).
  *
  * Arrays: .npy (NumPy format versions 1 and 2, little-endian, C order, every dtype of
- * tth/ir_common.h) and ONNX TensorProto .pb files (dims, data_type, the typed data fields and
+ * tth/ir_common.h but bfloat16, which NumPy lacks) and ONNX TensorProto .pb files (dims, data_type, the typed data fields and
  * raw_data; external data is refused).
  */
 #ifndef TTHRT_H
@@ -47,30 +47,32 @@ int tthrt_npy_read(const char *path, tthrt_array *out, tth_diag *diag);
 int tthrt_npy_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_diag *diag);
 int tthrt_npy_write(const char *path, const tthrt_array *a, tth_diag *diag);
 
-/* ONNX TensorProto (.pb) */
+/* ONNX TensorProto (.pb). Writing: dims, data_type, name (when set) and raw_data; every dtype,
+ * bfloat16 included (the one .npy cannot hold). */
 int tthrt_pb_read(const char *path, tthrt_array *out, tth_diag *diag);
 int tthrt_pb_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_diag *diag);
+int tthrt_pb_write(const char *path, const tthrt_array *a, tth_diag *diag);
 
 /* By extension: ".npy" → npy; ".pb" → TensorProto; otherwise by content (npy magic). */
 int tthrt_array_load(const char *path, tthrt_array *out, tth_diag *diag);
 
 /* The array as a compile-time input value (options.bind, docs/tthctl.md "--bind"):
  * {"dtype", "shape", "data": [numbers, row-major]}. NULL with `why` filled when it cannot be
- * sent: more than max_elements elements, float16, or a float that is not finite. */
+ * sent: more than max_elements elements, float16 or bfloat16, or a float that is not finite. */
 json_t *tthrt_array_to_bind_json(const tthrt_array *a, int64_t max_elements, char *why, size_t why_len);
 /* The largest tensor tthctl binds (elements): binds are shapes, axes and small configuration
  * tensors, sent as JSON numbers. */
 #define TTHRT_BIND_MAX_ELEMENTS ((int64_t)1 << 20)
 
 /* Compare `got` with `want`: same dtype and element count required; floats within
- * |got - want| <= atol + rtol * |want| (NaN matches NaN, infinities must be equal; float16 is
- * compared as float), integers and bool exactly. Returns 1 when they match, 0 when not (then
+ * |got - want| <= atol + rtol * |want| (NaN matches NaN, infinities must be equal; float16 and
+ * bfloat16 are compared as float), integers and bool exactly. Returns 1 when they match, 0 when not (then
  * `why` says where: "element 12: got 0.5, want 0.25"), negative on a shape/dtype mismatch
  * (why says what differs). */
 int tthrt_array_compare(const tthrt_array *got, const tthrt_array *want, double atol, double rtol,
                         char *why, size_t why_len);
-/* The tolerances tth's tests use for a dtype: float32 1e-4/1e-4, float16 1e-2/1e-2,
- * float64 1e-7/1e-7, integers and bool 0 (exact). */
+/* The tolerances tth's tests use for a dtype: float32 1e-4/1e-4, float16 and bfloat16
+ * 1e-2/1e-2, float64 1e-7/1e-7, integers and bool 0 (exact). */
 void tthrt_default_tolerance(tth_dtype dtype, double *atol, double *rtol);
 
 /* ---- models --------------------------------------------------------------------------------- */
@@ -114,7 +116,8 @@ int tthrt_model_find_input(const tthrt_model *m, const char *name);
 int tthrt_model_find_output(const tthrt_model *m, const char *name);
 
 /* Bind an input by name: dtype and shape must match exactly (a rank-0 input also takes a
- * one-element array). The data is copied. Errors name the input, what it expects and what was
+ * one-element array; a bfloat16 input also takes uint16, its bits, as NumPy users and ONNX's test
+ * data carry bfloat16). The data is copied. Errors name the input, what it expects and what was
  * given. */
 int tthrt_model_bind(tthrt_model *m, const char *name, const tthrt_array *a, tth_diag *diag);
 /* Load a file (tthrt_array_load) and bind it. */
@@ -127,7 +130,8 @@ int tthrt_model_run(tthrt_model *m, int repeat, tthrt_timing *timing, tth_diag *
 /* Output i after a run, as an array view (data borrowed from the model; name is the ONNX name). */
 int tthrt_model_output_array(const tthrt_model *m, size_t i, tthrt_array *view, tth_diag *diag);
 
-/* Write `<output name>.npy` for every output into dir (created if missing). Characters of an
+/* Write `<output name>.npy` for every output into dir (created if missing), `<output name>.pb`
+ * (a TensorProto) for a bfloat16 one, which .npy cannot hold. Characters of an
  * ONNX name that cannot appear in a file name ('/', NUL) are written as '_'. If paths is not
  * NULL it receives a new JSON array of the written paths. */
 int tthrt_model_write_outputs(const tthrt_model *m, const char *dir, json_t **paths,

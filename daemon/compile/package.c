@@ -409,7 +409,8 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
               "  count times:\n"
               "    u32    name length, then the name (UTF-8, no NUL)\n"
               "    u32    dtype (tth numbers: 1 float32, 2 float16, 3 float64, 4 int8, 5 int16,\n"
-              "           6 int32, 7 int64, 8 uint8, 9 uint16, 10 uint32, 11 uint64, 12 bool)\n"
+              "           6 int32, 7 int64, 8 uint8, 9 uint16, 10 uint32, 11 uint64, 12 bool,\n"
+              "           13 bfloat16)\n"
               "    u32    rank, then rank x i64 dimensions\n"
               "    u64    byte length, zero padding to a multiple of 64 from the file start,\n"
               "           then the data (row-major)\n", m);

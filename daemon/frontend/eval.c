@@ -16,6 +16,7 @@ double tth__ld_f64(const tth_tensor *t, int64_t i)
     switch (t->type.dtype) {
     case TTH_F32: return ((const float *)d)[i];
     case TTH_F16: return tth_f16_to_f32(((const uint16_t *)d)[i]);
+    case TTH_BF16: return tth_bf16_to_f32(((const uint16_t *)d)[i]);
     case TTH_F64: return ((const double *)d)[i];
     case TTH_I8: return ((const int8_t *)d)[i];
     case TTH_I16: return ((const int16_t *)d)[i];
@@ -64,6 +65,7 @@ void tth__st_i64(tth_tensor *t, int64_t i, int64_t v)
     switch (t->type.dtype) {
     case TTH_F32: ((float *)d)[i] = (float)v; break;
     case TTH_F16: ((uint16_t *)d)[i] = tth_f32_to_f16((float)v); break;
+    case TTH_BF16: ((uint16_t *)d)[i] = tth_f32_to_bf16((float)v); break;
     case TTH_F64: ((double *)d)[i] = (double)v; break;
     case TTH_I8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
     case TTH_I16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
@@ -83,6 +85,7 @@ void tth__st_f64(tth_tensor *t, int64_t i, double v)
     switch (t->type.dtype) {
     case TTH_F32: ((float *)t->data)[i] = (float)v; break;
     case TTH_F16: ((uint16_t *)t->data)[i] = tth_f32_to_f16((float)v); break;
+    case TTH_BF16: ((uint16_t *)t->data)[i] = tth_f32_to_bf16((float)v); break;
     case TTH_F64: ((double *)t->data)[i] = v; break;
     case TTH_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
     case TTH_U64: /* saturating like f64_to_i64: 2^64 and above is UINT64_MAX */

@@ -10,8 +10,8 @@
 #include "tth/relay.h"
 
 /* Import an ONNX ModelProto (opsets 6 to 17; 1 to 5 are accepted too, with their attribute
- * forms). Initializers become constants: float16 stays F16, bfloat16 becomes float32 (a
- * bfloat16 graph input is unsupported). Values ONNX passes as inputs but tth needs static
+ * forms). Initializers become constants: float16 stays F16, bfloat16 BF16 (graph inputs and
+ * outputs too). Values ONNX passes as inputs but tth needs static
  * (Reshape's shape, Slice's starts, Resize's scales, Clip's bounds...) must be constants after
  * shape arithmetic (Shape, Gather, Concat, Range... of constants) is folded; otherwise that is
  * an EUNSUPPORTED diagnostic naming the input. Any value larger than 2^31 elements, and kernel,
@@ -57,7 +57,7 @@ int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name
                         const json_t *input_shapes, tth_onnx_external *ext, tth_relay_module **out, tth_diag *diag);
 
 /* Decode one serialized ONNX TensorProto (e.g. a test's input_0.pb) into a new tensor (raw_data
- * or typed fields; float16 stays F16, bfloat16 becomes F32). When name is not NULL, the
+ * or typed fields; float16 stays F16, bfloat16 BF16). When name is not NULL, the
  * TensorProto's name is copied there (truncated, always NUL-terminated; "" when it has none). */
 int tth_onnx_tensor_decode(const uint8_t *bytes, size_t len, tth_tensor **out, char *name, size_t name_len,
                            tth_diag *diag);

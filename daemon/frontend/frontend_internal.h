@@ -83,7 +83,7 @@ int tth_relay_qdq_to_integer(tth_relay_module *m, tth_diag *diag);
 struct Onnx__TensorProto;
 struct tth_onnx_external;
 /* TensorProto → tth_tensor: raw_data, typed fields or external data (read through ext, which may
- * be NULL), every numeric dtype (float16 kept as F16, bfloat16 converted to float32). Fills diag
+ * be NULL), every numeric dtype (float16 kept as F16, bfloat16 as BF16). Fills diag
  * (location `where`) on bad sizes/types. */
 int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *where, struct tth_onnx_external *ext,
                                 tth_tensor **out, tth_diag *diag);

@@ -122,8 +122,7 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const jso
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' is not a tensor", name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     ty->dtype = tth__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
-    /* bfloat16 constants widen to float32, but an input must keep its type: unsupported */
-    if (ty->dtype == TTH_DTYPE_INVALID || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+    if (ty->dtype == TTH_DTYPE_INVALID)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has unsupported element type %d", name,
                               (int)tt->elem_type);
     if (!tt->shape && !shape)
@@ -245,7 +244,7 @@ static int bind_tensor(tth_onnx_ctx *c, const char *name, const json_t *v, tth_t
     snprintf(c->where, sizeof c->where, "bind '%s'", name);
     const json_t *shape = json_object_get(v, "shape"), *data = json_object_get(v, "data");
     tth_ttype ty = {.dtype = tth_dtype_from_name(json_string_value(json_object_get(v, "dtype")))};
-    if (ty.dtype == TTH_DTYPE_INVALID || ty.dtype == TTH_F16)
+    if (ty.dtype == TTH_DTYPE_INVALID || ty.dtype == TTH_F16 || ty.dtype == TTH_BF16)
         return tth__onnx_fail(c, TTH_EINVAL, "the value bound to '%s' has no dtype tth can bind (float32, float64, "
                               "int8..int64, uint8..uint64, bool)", name);
     if (!json_is_array(shape) || json_array_size(shape) > TTH_MAX_RANK || !json_is_array(data))

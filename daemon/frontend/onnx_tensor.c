@@ -12,7 +12,7 @@
 #include "frontend_internal.h"
 #include "onnx.pb-c.h"
 
-/* TensorProto.DataType numbers (onnx.proto) → tth dtypes. bfloat16 is widened to float32. */
+/* TensorProto.DataType numbers (onnx.proto) → tth dtypes. */
 static const struct {
     int32_t onnx;
     tth_dtype dt;
@@ -23,7 +23,7 @@ static const struct {
     {ONNX__TENSOR_PROTO__DATA_TYPE__INT64, TTH_I64},   {ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, TTH_BOOL},
     {ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, TTH_F16}, {ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, TTH_F64},
     {ONNX__TENSOR_PROTO__DATA_TYPE__UINT32, TTH_U32},  {ONNX__TENSOR_PROTO__DATA_TYPE__UINT64, TTH_U64},
-    {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, TTH_F32},
+    {ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, TTH_BF16},
 };
 
 tth_dtype tth__onnx_dtype(int32_t onnx_type)
@@ -32,14 +32,6 @@ tth_dtype tth__onnx_dtype(int32_t onnx_type)
         if (onnx_dtypes[i].onnx == onnx_type)
             return onnx_dtypes[i].dt;
     return TTH_DTYPE_INVALID;
-}
-
-static float bf16_to_f32(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
 }
 
 /* ---- external data (docs/tthctl.md, "ONNX external data") ---- */
@@ -225,8 +217,7 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
             return tth_diag_set(diag, TTH_ELIMIT, where, "tensor too large");
         numel *= tp->dims[i];
     }
-    int bf16 = ot == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
-    size_t esz = bf16 ? 2 : tth_dtype_size(dt);
+    size_t esz = tth_dtype_size(dt);
     if (tp->n_external_data > 0 || (tp->has_data_location && tp->data_location != 0)) {
         /* the same tensor with its file's bytes as raw_data */
         Onnx__TensorProto view = *tp;
@@ -245,7 +236,7 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
     size_t have = 0;
     if (tp->has_raw_data)
         have = tp->raw_data.len / (esz ? esz : 1);
-    else if (dt == TTH_F32 && !bf16)
+    else if (dt == TTH_F32)
         have = tp->n_float_data;
     else if (dt == TTH_F64)
         have = tp->n_double_data;
@@ -268,28 +259,19 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
         return tth_diag_set(diag, TTH_ENOMEM, where, "out of memory for a tensor of %lld elements", (long long)numel);
     for (int64_t i = 0; i < numel && !whole; i++) {
         if (tp->has_raw_data) {
-            const uint8_t *p = tp->raw_data.data + (size_t)i * esz;
-            if (bf16) {
-                uint16_t b = (uint16_t)(p[0] | (p[1] << 8));
-                ((float *)t->data)[i] = bf16_to_f32(b);
-            } else {
-                /* little-endian on the wire; tth runs on little-endian hosts */
-                memcpy((uint8_t *)t->data + (size_t)i * esz, p, esz);
-            }
+            /* little-endian on the wire; tth runs on little-endian hosts */
+            memcpy((uint8_t *)t->data + (size_t)i * esz, tp->raw_data.data + (size_t)i * esz, esz);
             continue;
         }
         switch (dt) {
-        case TTH_F32:
-            if (bf16)
-                ((float *)t->data)[i] = bf16_to_f32((uint16_t)tp->int32_data[i]);
-            else
-                ((float *)t->data)[i] = tp->float_data[i];
-            break;
+        case TTH_F32: ((float *)t->data)[i] = tp->float_data[i]; break;
         case TTH_F64: ((double *)t->data)[i] = tp->double_data[i]; break;
         case TTH_I64: ((int64_t *)t->data)[i] = tp->int64_data[i]; break;
         case TTH_U32: ((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i]; break;
         case TTH_U64: ((uint64_t *)t->data)[i] = tp->uint64_data[i]; break;
-        case TTH_F16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
+        /* float16 and bfloat16 travel as their bits in int32_data */
+        case TTH_F16:
+        case TTH_BF16: ((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
         case TTH_BOOL: ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0; break;
         default: tth__st_i64(t, i, tp->int32_data[i]); break;
         }

@@ -274,6 +274,7 @@ double lw_dtype_lowest(tth_dtype t)
     case TTH_F32: return -FLT_MAX;
     case TTH_F64: return -DBL_MAX;
     case TTH_F16: return -65504.0;
+    case TTH_BF16: return -3.3895313892515355e38; /* 0xff7f */
     case TTH_I8: return -128;
     case TTH_I16: return -32768;
     case TTH_I32: return -2147483648.0;
@@ -288,6 +289,7 @@ double lw_dtype_highest(tth_dtype t)
     case TTH_F32: return FLT_MAX;
     case TTH_F64: return DBL_MAX;
     case TTH_F16: return 65504.0;
+    case TTH_BF16: return 3.3895313892515355e38; /* 0x7f7f */
     case TTH_I8: return 127;
     case TTH_U8: return 255;
     case TTH_I16: return 32767;
@@ -492,10 +494,10 @@ tth_tbuffer *lw_reg_tile(lw_ctx *c, int64_t nvec, int vl, tth_tstmt **init)
 
 /* ----------------------------------------------------------------------------- values ---- */
 
-/* float16 values are computed with in float32 */
+/* float16 and bfloat16 values are computed with in float32 */
 static tth_texpr *lw_widen(lw_ctx *c, tth_texpr *v)
 {
-    return v && v->dtype == TTH_F16 ? lw_cast(c, TTH_F32, v) : v;
+    return v && (v->dtype == TTH_F16 || v->dtype == TTH_BF16) ? lw_cast(c, TTH_F32, v) : v;
 }
 
 static tth_texpr *lw_value_raw(lw_ctx *c, const tth_rexpr *e, tth_texpr *const *idx);
@@ -850,6 +852,12 @@ static tth_tstmt *lw_copy(lw_ctx *c, tth_tbuffer *src, tth_tbuffer *dest)
 
 /* ---------------------------------------------------------------------- support checks ---- */
 
+/* `seen` if it is already a half-width float, else dt if dt is one (float16, bfloat16) */
+static tth_dtype half_seen(tth_dtype seen, tth_dtype dt)
+{
+    return seen ? seen : dt == TTH_F16 || dt == TTH_BF16 ? dt : TTH_DTYPE_INVALID;
+}
+
 int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len)
 {
     char dummy[8];
@@ -869,21 +877,24 @@ int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len)
         snprintf(why, len, "%s: no default lowering", tth_op_name(op));
         return 0;
     }
-    /* float16: pointwise ops compute in float32 (values are widened when read and rounded once
-     * when stored), data movement copies; arithmetic stages (accumulators) are not lowered */
-    int half = call->type.nfields < 0 && call->type.tensor.dtype == TTH_F16;
+    /* float16 and bfloat16: pointwise ops compute in float32 (values are widened when read and
+     * rounded once when stored), data movement copies; arithmetic stages (accumulators) are not
+     * lowered. `half` is the first such dtype seen, for the message. */
+    tth_dtype half = TTH_DTYPE_INVALID;
+    if (call->type.nfields < 0)
+        half = half_seen(half, call->type.tensor.dtype);
     for (int f = 0; f < call->type.nfields; f++)
-        half |= call->type.fields[f].dtype == TTH_F16;
+        half = half_seen(half, call->type.fields[f].dtype);
     for (size_t i = 0; i < call->u.call.nargs; i++) {
         const tth_ttype *t = lw_ty(call->u.call.args[i]);
         if (!t) {
             snprintf(why, len, "%s: argument %zu is a tuple", tth_op_name(op), i);
             return 0;
         }
-        half |= t->dtype == TTH_F16;
+        half = half_seen(half, t->dtype);
     }
     if (half && !impl->half) {
-        snprintf(why, len, "%s: float16 is not supported", tth_op_name(op));
+        snprintf(why, len, "%s: %s is not supported", tth_op_name(op), tth_dtype_name(half));
         return 0;
     }
     if (impl->check && !impl->check(call, why, len))

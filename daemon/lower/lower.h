@@ -43,7 +43,7 @@ int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len);
 
 /* Interpret PrimFunc `func` of `mod`. buffers[i] is the memory of the function's i-th param
  * (nbuffers must equal its param count), laid out row-major in the param's dtype (bool: one byte
- * 0/1, float16: IEEE half). LOCAL buffers are allocated per ALLOCATE, WORKSPACE buffers of an AOT
+ * 0/1, float16: IEEE half, bfloat16: the upper 16 bits of a float32). LOCAL buffers are allocated per ALLOCATE, WORKSPACE buffers of an AOT
  * entry once per call, CONST buffers read their tensor. Once memory is planned (offset >= 0),
  * WORKSPACE and LOCAL buffers live at their offsets in one workspace block instead, so an unsound
  * plan shows. CALL_FUNC calls other PrimFuncs of mod.

@@ -38,7 +38,7 @@ tth_texpr *lw_ew_binary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
     case TTH_OP_MAXIMUM: return lw_bin(c, TTH_TBIN_MAX, a, b);
     case TTH_OP_MINIMUM: return lw_bin(c, TTH_TBIN_MIN, a, b);
     case TTH_OP_POWER:
-        if (ot == TTH_F16)
+        if (ot == TTH_F16 || ot == TTH_BF16)
             ot = TTH_F32;
         if (tth_dtype_is_float(ot))
             return tth_tir_intrin(c->m, TTH_TINTRIN_POW, lw_cast(c, ot, a), lw_cast(c, ot, b));

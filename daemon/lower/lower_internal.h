@@ -87,7 +87,8 @@ typedef struct lw_op_impl {
     lw_stage_fn stage;
     lw_check_fn check;        /* dtype/attribute checks beyond the common ones; may be NULL */
     int needs_idx;            /* value reads per-dimension indices (per-axis params): no flat mode */
-    int half;                 /* float16 accepted: pointwise ops compute in float32, movement ops copy */
+    int half;                 /* float16 and bfloat16 accepted: pointwise ops compute in float32,
+                               * movement ops copy */
 } lw_op_impl;
 
 const lw_op_impl *lw_op_lookup(tth_op op);

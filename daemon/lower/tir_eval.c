@@ -78,12 +78,14 @@ static double ev_fround(tth_dtype t, double v)
         return (double)(float)v;
     if (t == TTH_F16)
         return (double)tth_f16_to_f32(tth_f32_to_f16((float)v));
+    if (t == TTH_BF16)
+        return (double)tth_bf16_to_f32(tth_f32_to_bf16((float)v));
     return v;
 }
 
 static int ev_isfloat(tth_dtype t)
 {
-    return t == TTH_F32 || t == TTH_F64 || t == TTH_F16;
+    return t == TTH_F32 || t == TTH_F64 || t == TTH_F16 || t == TTH_BF16;
 }
 
 static int ev_isunsigned(tth_dtype t)
@@ -140,6 +142,7 @@ static ev_val ev_read(tth_dtype t, const void *p, int64_t i)
     case TTH_F32: v.f = ((const float *)p)[i]; break;
     case TTH_F64: v.f = ((const double *)p)[i]; break;
     case TTH_F16: v.f = tth_f16_to_f32(((const uint16_t *)p)[i]); break;
+    case TTH_BF16: v.f = tth_bf16_to_f32(((const uint16_t *)p)[i]); break;
     case TTH_I8: v.i = ((const int8_t *)p)[i]; break;
     case TTH_U8: v.i = ((const uint8_t *)p)[i]; break;
     case TTH_BOOL: v.i = ((const uint8_t *)p)[i] != 0; break;
@@ -160,6 +163,7 @@ static void ev_write(tth_dtype t, void *p, int64_t i, ev_val v)
     case TTH_F32: ((float *)p)[i] = (float)v.f; break;
     case TTH_F64: ((double *)p)[i] = v.f; break;
     case TTH_F16: ((uint16_t *)p)[i] = tth_f32_to_f16((float)v.f); break;
+    case TTH_BF16: ((uint16_t *)p)[i] = tth_f32_to_bf16((float)v.f); break;
     case TTH_I8: ((int8_t *)p)[i] = (int8_t)v.i; break;
     case TTH_U8: ((uint8_t *)p)[i] = (uint8_t)v.i; break;
     case TTH_BOOL: ((uint8_t *)p)[i] = v.i != 0; break;
@@ -439,7 +443,7 @@ static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
         a = ev_convert(e->u.intrin.args[0]->dtype, t, a);
     if (e->u.intrin.args[1] && e->u.intrin.args[1]->dtype != t)
         b = ev_convert(e->u.intrin.args[1]->dtype, t, b);
-    if (t == TTH_F32 || t == TTH_F16) {
+    if (t == TTH_F32 || t == TTH_F16 || t == TTH_BF16) {
         float x = (float)a.f, y = (float)b.f, r;
         switch (e->u.intrin.op) {
         case TTH_TINTRIN_EXP: r = expf(x); break;

@@ -2,7 +2,7 @@
  *
  * Requires: a verified TIR module whose WORKSPACE and LOCAL buffers all have a workspace offset
  * (memory planning ran). Produces `<model>_lib0.c` (TTH_FILE_C_SOURCE) holding, in this order:
- * helpers the code needs (min/max, floor division, float16 conversion), the constants as aligned
+ * helpers the code needs (min/max, floor division, float16 and bfloat16 conversion), the constants as aligned
  * `static const` arrays, one prototype per PrimFunc, the PrimFuncs, and the AOT entry.
  *
  * The C ABI of a PrimFunc: `int32_t name(T0 *restrict p0, const T1 *restrict p1, ...,
@@ -14,8 +14,8 @@
  *
  * Output is deterministic (no timestamps, everything in module order) and compiles without a
  * warning under `cc -std=c99 -O2 -Wall` with gcc and clang: no OpenMP, VECTORIZED loops get an
- * `ivdep`-style pragma where the compiler has one, float16 is stored as uint16_t and computed in
- * float. Constants are written in hexadecimal floating point, so they round-trip exactly.
+ * `ivdep`-style pragma where the compiler has one, float16 and bfloat16 are stored as uint16_t
+ * and computed in float (docs/tir.md, "float16 and bfloat16"). Constants are written in hexadecimal floating point, so they round-trip exactly.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -99,12 +99,16 @@ static void text_indent(cg_text *t, int depth)
 
 /* ---- C types -------------------------------------------------------------------------------- */
 
-/* The C type a dtype is stored as. float16 is stored as its bits and computed in float. */
+/* float16 and bfloat16: stored as their bits, computed in float */
+static int dtype_is_half(tth_dtype t) { return t == TTH_F16 || t == TTH_BF16; }
+
+/* The C type a dtype is stored as. */
 static const char *ctype_storage(tth_dtype t)
 {
     switch (t) {
     case TTH_F32: return "float";
     case TTH_F16: return "uint16_t";
+    case TTH_BF16: return "uint16_t";
     case TTH_F64: return "double";
     case TTH_I8: return "int8_t";
     case TTH_I16: return "int16_t";
@@ -122,7 +126,7 @@ static const char *ctype_storage(tth_dtype t)
 /* The C type a value of that dtype has inside an expression. */
 static const char *ctype_value(tth_dtype t)
 {
-    return t == TTH_F16 ? "float" : ctype_storage(t);
+    return dtype_is_half(t) ? "float" : ctype_storage(t);
 }
 
 /* A short tag used in helper names: tth_min_f32 ... */
@@ -131,6 +135,7 @@ static const char *dtype_tag(tth_dtype t)
     switch (t) {
     case TTH_F32: return "f32";
     case TTH_F16: return "f32"; /* computed in float */
+    case TTH_BF16: return "f32";
     case TTH_F64: return "f64";
     case TTH_I8: return "i8";
     case TTH_I16: return "i16";
@@ -145,7 +150,7 @@ static const char *dtype_tag(tth_dtype t)
     }
 }
 
-static int dtype_is_float(tth_dtype t) { return t == TTH_F32 || t == TTH_F16 || t == TTH_F64; }
+static int dtype_is_float(tth_dtype t) { return t == TTH_F32 || dtype_is_half(t) || t == TTH_F64; }
 static int dtype_is_signed_int(tth_dtype t)
 {
     return t == TTH_I8 || t == TTH_I16 || t == TTH_I32 || t == TTH_I64;
@@ -177,6 +182,8 @@ typedef struct cg {
     unsigned char help[HELP_COUNT_][DTYPE_SLOTS];
     int need_f16_load;            /* float16 -> float */
     int need_f16_store;           /* float -> float16 */
+    int need_bf16_load;           /* bfloat16 -> float */
+    int need_bf16_store;          /* float -> bfloat16 */
     int need_math;
     /* globals: constants, by buffer, with their C names */
     const tth_tbuffer **consts;
@@ -472,13 +479,15 @@ static void scan_expr(cg *g, const tth_texpr *e)
     case TTH_TEXPR_ADDRESS_OF:
         if (e->kind == TTH_TEXPR_LOAD && e->u.load.buf->dtype == TTH_F16)
             g->need_f16_load = 1;
+        if (e->kind == TTH_TEXPR_LOAD && e->u.load.buf->dtype == TTH_BF16)
+            g->need_bf16_load = 1;
         scan_buffer(g, e->u.load.buf);
         scan_expr(g, e->u.load.index);
         break;
     case TTH_TEXPR_BINARY: {
         tth_dtype t = e->u.bin.a->dtype;
         unsigned slot = (unsigned)t < DTYPE_SLOTS ? (unsigned)t : 0;
-        if (t == TTH_F16)
+        if (dtype_is_half(t))
             slot = TTH_F32;
         switch (e->u.bin.op) {
         case TTH_TBIN_MIN: g->help[HELP_MIN][slot] = 1; break;
@@ -506,13 +515,18 @@ static void scan_expr(cg *g, const tth_texpr *e)
         scan_expr(g, e->u.select.a);
         scan_expr(g, e->u.select.b);
         break;
-    case TTH_TEXPR_CAST: scan_expr(g, e->u.cast.value); break;
+    case TTH_TEXPR_CAST:
+        /* a cast to bfloat16 rounds in place: there and back */
+        if (e->dtype == TTH_BF16 && e->u.cast.value->dtype != TTH_BF16)
+            g->need_bf16_load = g->need_bf16_store = 1;
+        scan_expr(g, e->u.cast.value);
+        break;
     case TTH_TEXPR_INTRIN: {
         unsigned slot = (unsigned)e->dtype < DTYPE_SLOTS ? (unsigned)e->dtype : 0;
         if (e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX)
-            g->help[HELP_MAX][e->dtype == TTH_F16 ? TTH_F32 : slot] = 1;
+            g->help[HELP_MAX][dtype_is_half(e->dtype) ? TTH_F32 : slot] = 1;
         else if (e->u.intrin.op == TTH_TINTRIN_REDUCE_MIN)
-            g->help[HELP_MIN][e->dtype == TTH_F16 ? TTH_F32 : slot] = 1;
+            g->help[HELP_MIN][dtype_is_half(e->dtype) ? TTH_F32 : slot] = 1;
         else if (e->u.intrin.op != TTH_TINTRIN_REDUCE_ADD)
             g->need_math = 1;
         for (int i = 0; i < 3; i++)
@@ -546,9 +560,16 @@ static void scan_stmt(cg *g, const tth_tstmt *s)
     case TTH_TSTMT_STORE:
         if (s->u.store.buf->dtype == TTH_F16)
             g->need_f16_store = 1;
+        if (s->u.store.buf->dtype == TTH_BF16)
+            g->need_bf16_store = 1;
         scan_buffer(g, s->u.store.buf);
         scan_expr(g, s->u.store.index);
-        scan_expr(g, s->u.store.value);
+        /* a stored cast to bfloat16 rounds once, at the store (emit_stmt): no round trip */
+        if (s->u.store.buf->dtype == TTH_BF16 && s->u.store.value->kind == TTH_TEXPR_CAST &&
+            s->u.store.value->u.cast.value->dtype != TTH_BF16)
+            scan_expr(g, s->u.store.value->u.cast.value);
+        else
+            scan_expr(g, s->u.store.value);
         break;
     case TTH_TSTMT_ALLOCATE:
         scan_buffer(g, s->u.alloc.buf);
@@ -936,8 +957,8 @@ static void emit_expr(cg *g, const tth_texpr *e)
         break;
     case TTH_TEXPR_BROADCAST: emit_expr(g, e->u.bcast.value); break;
     case TTH_TEXPR_LOAD:
-        if (e->u.load.buf->dtype == TTH_F16) {
-            text_puts(t, "tth_f16_to_f32(");
+        if (dtype_is_half(e->u.load.buf->dtype)) {
+            text_puts(t, e->u.load.buf->dtype == TTH_F16 ? "tth_f16_to_f32(" : "tth_bf16_to_f32(");
             emit_buffer_ref(g, e->u.load.buf);
             text_puts(t, "[");
             emit_expr(g, e->u.load.index);
@@ -985,9 +1006,14 @@ static void emit_expr(cg *g, const tth_texpr *e)
             text_puts(t, "(uint8_t)(");
             emit_expr(g, e->u.cast.value);
             text_puts(t, " != 0)");
+        } else if (to == TTH_BF16 && from != TTH_BF16) {
+            /* bfloat16 is rounded where the cast is (float16 where it is stored) */
+            text_puts(t, "tth_bf16_to_f32(tth_f32_to_bf16((float)(");
+            emit_expr(g, e->u.cast.value);
+            text_puts(t, ")))");
         } else if (to == from || (to == TTH_F16 && from == TTH_F32) ||
-                   (to == TTH_F32 && from == TTH_F16)) {
-            emit_expr(g, e->u.cast.value); /* float16 values are already float */
+                   (to == TTH_F32 && dtype_is_half(from)) || (to == TTH_F16 && from == TTH_BF16)) {
+            emit_expr(g, e->u.cast.value); /* float16 and bfloat16 values are already float */
         } else {
             text_printf(t, "(%s)(", ctype_value(to));
             emit_expr(g, e->u.cast.value);
@@ -1243,7 +1269,7 @@ static int emit_reductions(cg *g, const tth_texpr *e, int depth)
         emit_expr(g, a);
         text_puts(t, ");\n");
     } else {
-        tth_dtype dt = e->dtype == TTH_F16 ? TTH_F32 : e->dtype;
+        tth_dtype dt = dtype_is_half(e->dtype) ? TTH_F32 : e->dtype;
         text_printf(t, "%s = tth_%s_%s(%s, ", rn, e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ? "max" : "min",
                     dtype_tag(dt), rn);
         emit_expr(g, a);
@@ -1339,6 +1365,13 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
             text_puts(t, "tth_f32_to_f16(");
             emit_expr(g, s->u.store.value);
             text_puts(t, ")");
+        } else if (b->dtype == TTH_BF16) {
+            /* a stored cast to bfloat16 rounds once, here */
+            const tth_texpr *v = s->u.store.value;
+            int cast = v->kind == TTH_TEXPR_CAST && v->u.cast.value->dtype != TTH_BF16;
+            text_puts(t, cast ? "tth_f32_to_bf16((float)(" : "tth_f32_to_bf16(");
+            emit_expr(g, cast ? v->u.cast.value : v);
+            text_puts(t, cast ? "))" : ")");
         } else if (b->dtype == TTH_BOOL && s->u.store.value->dtype != TTH_BOOL) {
             text_puts(t, "(uint8_t)(");
             emit_expr(g, s->u.store.value);
@@ -1739,6 +1772,7 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
             break;
         }
         case TTH_F16:
+        case TTH_BF16:
         case TTH_U16: {
             uint16_t v;
             memcpy(&v, ep, 2);
@@ -1802,7 +1836,7 @@ static void emit_prologue(cg *g)
                 tth_descriptor.plugin_version, g->model);
     text_puts(t, "#include <stddef.h>\n#include <stdint.h>\n");
     text_puts(t, "#include <math.h>\n");
-    if (g->need_f16_load || g->need_f16_store)
+    if (g->need_f16_load || g->need_f16_store || g->need_bf16_load || g->need_bf16_store)
         text_puts(t, "#include <string.h>\n");
     text_puts(t, "\n"
                  "#if defined(__GNUC__) || defined(__clang__)\n"
@@ -1910,6 +1944,25 @@ static void emit_prologue(cg *g)
                   "        return (uint16_t)(sign | h);\n"
                   "    }\n}\n");
     }
+    /* bfloat16 <-> binary32, the same conversions as libtth's tth_bf16_to_f32/tth_f32_to_bf16
+     * (docs/tir.md, "float16 and bfloat16"): generated code does not link libtth, so these and
+     * the float16 ones above are the only other copies. */
+    if (g->need_bf16_load)
+        text_puts(t,
+                  "static inline float tth_bf16_to_f32(uint16_t b)\n{\n"
+                  "    uint32_t bits = (uint32_t)b << 16;\n"
+                  "    float f;\n"
+                  "    memcpy(&f, &bits, sizeof f);\n"
+                  "    return f;\n}\n");
+    if (g->need_bf16_store)
+        text_puts(t,
+                  "static inline uint16_t tth_f32_to_bf16(float f)\n{\n"
+                  "    uint32_t x;\n"
+                  "    memcpy(&x, &f, sizeof x);\n"
+                  "    if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN stays NaN (quiet) */\n"
+                  "        return (uint16_t)((x >> 16) | 0x40u);\n"
+                  "    x += 0x7fffu + ((x >> 16) & 1u); /* to nearest, ties to even */\n"
+                  "    return (uint16_t)(x >> 16);\n}\n");
     text_puts(t, "\n");
 }
 

@@ -6,6 +6,10 @@
  *   - 32- and 64-bit signed add/sub/mul carry `nsw` (C leaves signed overflow undefined);
  *     8- and 16-bit arithmetic is done in 32 bits and truncated, as C's promotion does;
  *     float16 arithmetic is done in float32 and rounded back;
+ *   - bfloat16 is held as its bits (i16, in registers and memory) and converted with integer
+ *     operations: widening is a shift, narrowing rounds to nearest even and keeps NaN a NaN
+ *     (LLVM's `bfloat` would narrow through a library call the C runtime may lack). Everything
+ *     but loads, stores, select and bit-exact moves is done in float32 and rounded back;
  *   - floordiv/floormod round towards negative infinity for signed integers and floats
  *     (float floormod is fmod adjusted to the divisor's sign);
  *   - float min/max are C's `a < b ? a : b` / `a > b ? a : b`;
@@ -121,11 +125,49 @@ static LLVMValueRef const_like(tth__llcg *c, LLVMTypeRef ty, long long v)
 
 /* ---------------------------------------------------------------- conversions */
 
+/* bfloat16 bits → float32: the bits are the float's upper half. The same conversions as
+ * libtth's tth_bf16_to_f32/tth_f32_to_bf16 (docs/tir.md, "float16 and bfloat16"), emitted as IR
+ * because generated code does not link libtth. */
+static LLVMValueRef bf16_widen(tth__llcg *c, LLVMValueRef v)
+{
+    int32_t lanes = tth__llcg_lanes_of(v);
+    LLVMTypeRef it = tth__llcg_vtype(c, TTH_I32, lanes);
+    LLVMValueRef w = LLVMBuildShl(c->b, LLVMBuildZExt(c->b, v, it, ""), const_like(c, it, 16), "");
+    return LLVMBuildBitCast(c->b, w, tth__llcg_vtype(c, TTH_F32, lanes), "");
+}
+
+/* float32 → bfloat16 bits: add 0x7fff plus the kept lowest bit (round to nearest, ties to even;
+ * a carry into the exponent is right, up to infinity), keep the upper half; a NaN keeps its
+ * sign and upper payload with the quiet bit set (rounding could turn it into infinity). */
+static LLVMValueRef bf16_narrow(tth__llcg *c, LLVMValueRef v)
+{
+    int32_t lanes = tth__llcg_lanes_of(v);
+    LLVMTypeRef it = tth__llcg_vtype(c, TTH_I32, lanes);
+    LLVMValueRef x = LLVMBuildBitCast(c->b, v, it, "");
+    LLVMValueRef hi = LLVMBuildLShr(c->b, x, const_like(c, it, 16), "");
+    LLVMValueRef bias = LLVMBuildAdd(c->b, LLVMBuildAnd(c->b, hi, const_like(c, it, 1), ""),
+                                     const_like(c, it, 0x7fff), "");
+    LLVMValueRef rounded = LLVMBuildLShr(c->b, LLVMBuildAdd(c->b, x, bias, ""), const_like(c, it, 16), "");
+    LLVMValueRef quiet = LLVMBuildOr(c->b, hi, const_like(c, it, 0x40), "");
+    LLVMValueRef nan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+    LLVMValueRef r = LLVMBuildSelect(c->b, nan, quiet, rounded, "");
+    return LLVMBuildTrunc(c->b, r, tth__llcg_vtype(c, TTH_BF16, lanes), "");
+}
+
 LLVMValueRef tth__llcg_convert(tth__llcg *c, LLVMValueRef v, tth_dtype from, tth_dtype to)
 {
-    LLVMTypeRef tt = tth__llcg_vtype(c, to, tth__llcg_lanes_of(v));
     if (from == to)
         return v;
+    /* bfloat16 goes through float32 */
+    if (from == TTH_BF16) {
+        v = bf16_widen(c, v);
+        from = TTH_F32;
+        if (to == TTH_F32)
+            return v;
+    }
+    if (to == TTH_BF16)
+        return bf16_narrow(c, tth__llcg_convert(c, v, from, TTH_F32));
+    LLVMTypeRef tt = tth__llcg_vtype(c, to, tth__llcg_lanes_of(v));
     if (to == TTH_BOOL) {
         if (tth_dtype_is_float(from))
             return LLVMBuildFCmp(c->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
@@ -446,6 +488,9 @@ static LLVMValueRef lower_binary(tth__llcg *c, const tth_texpr *e)
         wt = TTH_I32;
     else if (t == TTH_F16 && is_arith(op))
         wt = TTH_F32;                  /* float16 is computed in float32, as the c kind does */
+    else if (t == TTH_BF16)
+        wt = TTH_F32;                  /* bfloat16 (bits) likewise, comparisons too */
+    tth_dtype ct = t == TTH_BF16 ? wt : t; /* the dtype compared in */
     if (wt != t) {
         a = tth__llcg_convert(c, a, t, wt);
         b = tth__llcg_convert(c, b, t, wt);
@@ -484,14 +529,14 @@ static LLVMValueRef lower_binary(tth__llcg *c, const tth_texpr *e)
         break;
     case TTH_TBIN_MIN:
     case TTH_TBIN_MAX: {
-        LLVMValueRef lt = op == TTH_TBIN_MIN ? lower_compare(c, TTH_TBIN_LT, t, a, b)
-                                             : lower_compare(c, TTH_TBIN_GT, t, a, b);
+        LLVMValueRef lt = op == TTH_TBIN_MIN ? lower_compare(c, TTH_TBIN_LT, ct, a, b)
+                                             : lower_compare(c, TTH_TBIN_GT, ct, a, b);
         r = LLVMBuildSelect(c->b, lt, a, b, "");
         break;
     }
     case TTH_TBIN_EQ: case TTH_TBIN_NE: case TTH_TBIN_LT:
     case TTH_TBIN_LE: case TTH_TBIN_GT: case TTH_TBIN_GE:
-        return tth__llcg_convert(c, lower_compare(c, op, t, a, b), TTH_BOOL, e->dtype);
+        return tth__llcg_convert(c, lower_compare(c, op, ct, a, b), TTH_BOOL, e->dtype);
     case TTH_TBIN_SHL:
     case TTH_TBIN_SHR:
     case TTH_TBIN_BITAND:
@@ -598,7 +643,7 @@ static LLVMValueRef lower_reduce(tth__llcg *c, const tth_texpr *e)
 {
     const tth_texpr *a = e->u.intrin.args[0];
     tth_dtype t = e->dtype;
-    tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
+    tth_dtype ct = t == TTH_F16 || t == TTH_BF16 ? TTH_F32 : t;
     LLVMValueRef v = a ? tth__llcg_expr(c, a) : NULL;
     if (!v)
         return NULL;
@@ -640,7 +685,7 @@ static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
     if (op == TTH_TINTRIN_FMA) {
         if (!tth_dtype_is_float(t))
             return fail_null(c, TTH_EUNSUPPORTED, "fma", t);
-        tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
+        tth_dtype ct = t == TTH_F16 || t == TTH_BF16 ? TTH_F32 : t;
         LLVMValueRef args[3];
         for (int i = 0; i < 3; i++) {
             const tth_texpr *a = e->u.intrin.args[i];
@@ -666,8 +711,8 @@ static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
     if (!tth_dtype_is_float(t))
         return fail_null(c, TTH_EUNSUPPORTED, r->libm, t);
 
-    /* float16 is computed in float32 and rounded back, as C does for _Float16 math. */
-    tth_dtype ct = t == TTH_F16 ? TTH_F32 : t;
+    /* float16 and bfloat16 are computed in float32 and rounded back, as C does for _Float16 math. */
+    tth_dtype ct = t == TTH_F16 || t == TTH_BF16 ? TTH_F32 : t;
     LLVMTypeRef ft = tth__llcg_vtype(c, ct, e->lanes);
     LLVMValueRef args[2];
     for (int i = 0; i < r->nargs; i++) {
@@ -771,12 +816,16 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
     }
     switch (e->kind) {
     case TTH_TEXPR_INT:
+        if (e->dtype == TTH_BF16)
+            return const_int(c, TTH_BF16, tth_f32_to_bf16((float)e->u.i));
         if (tth_dtype_is_float(e->dtype))
             return LLVMConstReal(tth__llcg_type(c, e->dtype), (double)e->u.i);
         return const_int(c, e->dtype, e->dtype == TTH_BOOL ? e->u.i != 0 : e->u.i);
     case TTH_TEXPR_FLOAT:
         if (!tth_dtype_is_float(e->dtype))
             return fail_null(c, TTH_ETYPE, "a float immediate", e->dtype);
+        if (e->dtype == TTH_BF16)
+            return const_int(c, TTH_BF16, tth_f32_to_bf16((float)e->u.f));
         return LLVMConstReal(tth__llcg_type(c, e->dtype), e->u.f);
     case TTH_TEXPR_VAR: {
         LLVMValueRef v = e->u.var ? tth__llcg_scope_lookup(&c->vars, e->u.var->id) : NULL;
@@ -893,6 +942,9 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             return NULL;
         if (a->dtype == TTH_BOOL)
             return fail_null(c, TTH_ETYPE, "negation", a->dtype);
+        if (a->dtype == TTH_BF16) /* bits: flip the sign */
+            return tth__llcg_convert(c, LLVMBuildXor(c->b, v, const_like(c, LLVMTypeOf(v), 0x8000), ""), a->dtype,
+                                     e->dtype);
         v = tth_dtype_is_float(a->dtype) ? LLVMBuildFNeg(c->b, v, "")
             : is_signed_int(a->dtype) && tth_dtype_size(a->dtype) >= 4 ? LLVMBuildNSWNeg(c->b, v, "")
                                          : LLVMBuildNeg(c->b, v, "");

@@ -64,6 +64,7 @@ LLVMTypeRef tth__llcg_type(tth__llcg *c, tth_dtype t)
     switch (t) {
     case TTH_F32: return LLVMFloatTypeInContext(c->ctx);
     case TTH_F16: return LLVMHalfTypeInContext(c->ctx);
+    case TTH_BF16: return LLVMInt16TypeInContext(c->ctx); /* its bits: codegen_expr.c */
     case TTH_F64: return LLVMDoubleTypeInContext(c->ctx);
     case TTH_I8: case TTH_U8: return LLVMInt8TypeInContext(c->ctx);
     case TTH_I16: case TTH_U16: return LLVMInt16TypeInContext(c->ctx);

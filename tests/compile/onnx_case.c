@@ -79,6 +79,28 @@ static void pb_name(const char *path, char *buf, size_t len)
     tthrt_array_clear(&a);
 }
 
+/* Some of ONNX's test data gives an input another shape than the model declares (CastLike's
+ * `like`, read for its element type only, is [1] where the model says [3, 4]). When the data
+ * set's tensor has the input's element type (uint16 bits for bfloat16) but another shape, the
+ * input is bound to zeros of its declared shape; the outputs are still compared, so the case
+ * passes only if they do not depend on that input. 0 when bound. */
+static int bind_zeros_for_misshapen(tthrt_model *m, size_t i, const char *path)
+{
+    const tthrt_tensor_info *in = tthrt_model_input(m, i);
+    tthrt_array a = {0}, z = {0};
+    tth_diag d;
+    int rc = tthrt_pb_read(path, &a, &d);
+    if (rc == 0) {
+        tth_dtype given = a.dtype == TTH_U16 && in->dtype == TTH_BF16 ? TTH_BF16 : a.dtype;
+        rc = given != in->dtype ? -1 : tthrt_array_init(&z, in->dtype, in->rank, in->shape, &d);
+    }
+    if (rc == 0)
+        rc = tthrt_model_bind(m, in->name, &z, &d);
+    tthrt_array_clear(&a);
+    tthrt_array_clear(&z);
+    return rc;
+}
+
 /* Binds the data set's inputs to the model's, in order, skipping those fixed at compile time
  * (`bound`, by the TensorProto's name), then runs and compares. */
 static int run_data_set(tthrt_model *m, const char *ds, const json_t *bound, tth_case_result *res)
@@ -97,7 +119,8 @@ static int run_data_set(tthrt_model *m, const char *ds, const json_t *bound, tth
             if (!bound || !json_object_get(bound, nm))
                 break;
         }
-        if (tthrt_model_bind_file(m, tthrt_model_input(m, i)->name, path, &d) != 0)
+        if (tthrt_model_bind_file(m, tthrt_model_input(m, i)->name, path, &d) != 0 &&
+            bind_zeros_for_misshapen(m, i, path) != 0)
             return set(res, TTH_CASE_FAIL, "binding %s: %s", path, d.message);
     }
     double t0 = now_ms();
@@ -110,6 +133,9 @@ static int run_data_set(tthrt_model *m, const char *ds, const json_t *bound, tth
         if (tthrt_pb_read(path, &want, &d) != 0)
             return set(res, TTH_CASE_FAIL, "expected output: %s", d.message);
         tthrt_model_output_array(m, j, &got, &d);
+        /* ONNX's test data stores a bfloat16 tensor as uint16 (its bits; NumPy has no bfloat16) */
+        if (got.dtype == TTH_BF16 && want.dtype == TTH_U16)
+            want.dtype = TTH_BF16;
         double atol, rtol;
         tthrt_default_tolerance(want.dtype, &atol, &rtol);
         int c = tthrt_array_compare(&got, &want, atol, rtol, why, sizeof why);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../support/bf16_cases.h"
 #include "helpers.h"
 #include "tth/artifact.h"
 #include "tth/tir.h"
@@ -252,6 +253,100 @@ Test(codegen, sink_compiles_cleanly_and_computes)
     uint16_t want_h[8] = {0x4200, 0xC400, 0x3C00, 0x7C00, 0x0000, 0x8000, 0x0002, 0x1819};
     for (int k = 0; k < 8; k++)
         cr_assert_eq(ho[k], want_h[k], "ho[%d] = 0x%04x, want 0x%04x", k, ho[k], want_h[k]);
+    dlclose(dl);
+    test_rmtree(dir);
+    free(text);
+    tth_tir_module_free(m);
+}
+
+/* bfloat16: bf_add(a, b, o) o[i] = a[i] + b[i] (vectorized); bf_cast(x, y, z) y[i] = bfloat16(x[i]),
+ * z[i] = float32(bfloat16(x[i])), so the cast rounds where it is, not only where it is stored. */
+static tth_tir_module *build_bf16(void)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_diag d;
+    int64_t s8[1] = {BF16_NCASES};
+    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_BF16, 1, s8, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_BF16, 1, s8, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = tth_tir_buffer(m, "o", TTH_BF16, 1, s8, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tstmt *as = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, BF16_NCASES), TTH_LOOP_VECTORIZED,
+        tth_tir_store(m, o, tth_tir_ref(m, i),
+                      tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_load(m, a, tth_tir_ref(m, i)),
+                                  tth_tir_load(m, b, tth_tir_ref(m, i)))));
+    tth_tbuffer *ap[3] = {a, b, o};
+    cr_assert_not_null(tth_tir_func_add(m, "bf_add", ap, 3, as, "c", NULL, &d), "%s", d.message);
+
+    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, s8, TTH_SCOPE_PARAM);
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_BF16, 1, s8, TTH_SCOPE_PARAM);
+    tth_tbuffer *z = tth_tir_buffer(m, "z", TTH_F32, 1, s8, TTH_SCOPE_PARAM);
+    tth_tvar *j = tth_tir_var(m, "j", TTH_I64);
+    tth_tstmt *st[2] = {
+        tth_tir_store(m, y, tth_tir_ref(m, j), tth_tir_cast(m, TTH_BF16, tth_tir_load(m, x, tth_tir_ref(m, j)))),
+        tth_tir_store(m, z, tth_tir_ref(m, j),
+                      tth_tir_cast(m, TTH_F32, tth_tir_cast(m, TTH_BF16, tth_tir_load(m, x, tth_tir_ref(m, j))))),
+    };
+    tth_tstmt *cs = tth_tir_for(m, j, tth_tir_i64(m, 0), tth_tir_i64(m, BF16_NCASES), TTH_LOOP_SERIAL,
+                                tth_tir_seq(m, st, 2));
+    tth_tbuffer *cp[3] = {x, y, z};
+    cr_assert_not_null(tth_tir_func_add(m, "bf_cast", cp, 3, cs, "c", NULL, &d), "%s", d.message);
+
+    tth_tbuffer *ia = tth_tir_buffer(m, "a", TTH_BF16, 1, s8, TTH_SCOPE_INPUT);
+    tth_tbuffer *ib = tth_tir_buffer(m, "b", TTH_BF16, 1, s8, TTH_SCOPE_INPUT);
+    tth_tbuffer *ix = tth_tir_buffer(m, "x", TTH_F32, 1, s8, TTH_SCOPE_INPUT);
+    tth_tbuffer *oo = tth_tir_buffer(m, "o", TTH_BF16, 1, s8, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *oy = tth_tir_buffer(m, "y", TTH_BF16, 1, s8, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *oz = tth_tir_buffer(m, "z", TTH_F32, 1, s8, TTH_SCOPE_OUTPUT);
+    tth_tstmt *body = NULL;
+    tth_tbuffer *c1[3] = {ia, ib, oo}, *c2[3] = {ix, oy, oz};
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "bf_add", c1, 3));
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "bf_cast", c2, 3));
+    tth_tbuffer *ep[6] = {ia, ib, ix, oo, oy, oz};
+    cr_assert_not_null(tth_tir_func_add(m, "tth_bfx_run", ep, 6, body, "c", NULL, &d), "%s", d.message);
+    m->entry = "tth_bfx_run";
+    return m;
+}
+
+Test(codegen, bfloat16_compiles_cleanly_and_rounds_to_nearest_even)
+{
+    tth_tir_module *m = build_bf16();
+    size_t len;
+    char *text = generate(m, &len);
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/bfx_lib0.c", dir);
+    cr_assert_eq(test_write_file(path, text, len), 0);
+    cr_assert(strstr(text, "static inline uint16_t tth_f32_to_bf16(float f)"), "%s", text);
+    compile_with("gcc", dir, "bfx_lib0.c");
+    if (test_have("clang"))
+        compile_with("clang", dir, "bfx_lib0.c");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -fPIC -shared -o bfx.so bfx_lib0.c -lm", dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/bfx.so", dir);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    int32_t (*run)(void *const *, void *const *, void *);
+    *(void **)&run = dlsym(dl, "tth_bfx_run");
+    cr_assert_not_null(run);
+
+    uint16_t o[BF16_NCASES], y[BF16_NCASES];
+    float x[BF16_NCASES], z[BF16_NCASES];
+    memcpy(x, bf16_narrow_in, sizeof x);
+    _Alignas(64) unsigned char ws[64];
+    void *ins[3] = {(void *)bf16_add_a, (void *)bf16_add_b, x}, *outs[3] = {o, y, z};
+    cr_assert_eq(run(ins, outs, ws), 0);
+    for (int k = 0; k < BF16_NCASES; k++) {
+        cr_assert(bf16_matches(o[k], bf16_add_sum[k]), "o[%d] = 0x%04x + 0x%04x = 0x%04x, want 0x%04x", k,
+                  bf16_add_a[k], bf16_add_b[k], o[k], bf16_add_sum[k]);
+        cr_assert(bf16_matches(y[k], bf16_narrow_out[k]), "y[%d] = bfloat16(0x%08x) = 0x%04x, want 0x%04x", k,
+                  bf16_narrow_in[k], y[k], bf16_narrow_out[k]);
+        uint32_t zb;
+        memcpy(&zb, &z[k], 4);
+        cr_assert(isnan(z[k]) ? bf16_matches((uint16_t)(zb >> 16), bf16_narrow_out[k])
+                              : zb == bf16_widened_bits(bf16_narrow_out[k]),
+                  "z[%d] = 0x%08x, want 0x%08x", k, zb, bf16_widened_bits(bf16_narrow_out[k]));
+    }
     dlclose(dl);
     test_rmtree(dir);
     free(text);

@@ -155,6 +155,68 @@ Test(runtime, tensorproto_typed_fields)
     cr_assert(strstr(d.message, "1 values") != NULL, "%s", d.message);
 }
 
+/* bfloat16 has no .npy dtype: writing one is refused naming it and .pb; a TensorProto with
+ * data_type 16 round-trips through tthrt_pb_write (raw_data), int32_data carries its bits, and
+ * ONNX's own test data is read. */
+Test(runtime, bfloat16_tensorproto_round_trip_and_npy_refused)
+{
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    tthrt_array a, b;
+    tth_diag d;
+    int64_t shape[2] = {2, 3};
+    cr_assert_eq(tthrt_array_init(&a, TTH_BF16, 2, shape, &d), 0);
+    const uint16_t bits[6] = {0x3f80, 0xc0a0, 0x7f80, 0x0001, 0x7fc1, 0x8000}; /* 1 -5 inf tiny NaN -0 */
+    memcpy(a.data, bits, sizeof bits);
+    a.name = strdup("bf");
+    snprintf(path, sizeof path, "%s/bf.pb", dir);
+    cr_assert_eq(tthrt_pb_write(path, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_array_load(path, &b, &d), 0, "%s", d.message);
+    cr_assert_eq(b.dtype, TTH_BF16);
+    cr_assert_eq(b.rank, 2);
+    cr_assert_eq(b.shape[0], 2);
+    cr_assert_eq(b.shape[1], 3);
+    cr_assert_str_eq(b.name, "bf");
+    cr_assert_eq(b.nbytes, sizeof bits);
+    cr_assert_eq(memcmp(b.data, bits, sizeof bits), 0);
+    tthrt_array_clear(&b);
+    /* the file is a TensorProto as onnx.proto lays it out: dims 2 and 3, data_type 16, name, raw_data */
+    size_t flen;
+    uint8_t *raw = test_read_file(path, &flen);
+    const uint8_t head[] = {0x08, 0x02, 0x08, 0x03, 0x10, 0x10, 0x42, 0x02, 'b', 'f', 0x4a, 0x0c};
+    cr_assert_eq(flen, sizeof head + sizeof bits);
+    cr_assert_eq(memcmp(raw, head, sizeof head), 0);
+    free(raw);
+
+    snprintf(path, sizeof path, "%s/bf.npy", dir);
+    cr_assert_eq(tthrt_npy_write(path, &a, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "bfloat16") && strstr(d.message, ".pb"), "%s", d.message);
+
+    /* compared as floats: 1 and 1 + 2^-7 are one ulp apart, within bfloat16's default tolerance */
+    double atol, rtol;
+    tthrt_default_tolerance(TTH_BF16, &atol, &rtol);
+    cr_assert_eq(atol, 1e-2);
+    cr_assert_eq(rtol, 1e-2);
+    cr_assert_eq(tthrt_array_init(&b, TTH_BF16, 2, shape, &d), 0);
+    memcpy(b.data, bits, sizeof bits);
+    ((uint16_t *)b.data)[0] = 0x3f81;
+    char why[256];
+    cr_assert_eq(tthrt_array_compare(&a, &b, atol, rtol, why, sizeof why), 1, "%s", why);
+    cr_assert_eq(tthrt_array_compare(&a, &b, 1e-4, 1e-4, why, sizeof why), 0);
+    cr_assert(strstr(why, "element 0") && strstr(why, "1.0078125"), "%s", why);
+    tthrt_array_clear(&b);
+    tthrt_array_clear(&a);
+
+    /* int32_data holds the bits: dims [2], data_type 16, int32_data packed [0x3f80, 0xc0a0] */
+    const unsigned char pb[] = {0x08, 0x02, 0x10, 0x10, 0x2a, 0x05, 0x80, 0x7f, 0xa0, 0x81, 0x03};
+    cr_assert_eq(tthrt_pb_read_memory(pb, sizeof pb, &b, &d), 0, "%s", d.message);
+    cr_assert_eq(b.dtype, TTH_BF16);
+    cr_assert_eq(((uint16_t *)b.data)[0], 0x3f80);
+    cr_assert_eq(((uint16_t *)b.data)[1], 0xc0a0);
+    tthrt_array_clear(&b);
+    test_rmtree(dir);
+}
+
 Test(runtime, compare_tolerance_and_exactness)
 {
     tthrt_array a, b;

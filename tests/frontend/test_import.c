@@ -387,6 +387,36 @@ Test(import, float16_initializer_stays_f16)
     ob_free(&b);
 }
 
+/* bfloat16 (ONNX elem type 16): a graph input, an initializer (its bits kept, not widened) and
+ * the output stay bfloat16; Cast to 16 is a cast to bfloat16. */
+Test(import, bfloat16_input_initializer_and_cast_stay_bf16)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t dims[1] = {2};
+    uint16_t h[2] = {0x3f80, 0xc0a0}; /* 1.0, -5.0 */
+    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "x", 16, dims, 1, NULL, -1));
+    OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "k", 16, dims, 1, h, sizeof h));
+    ob_node(&b, "Mul", "m", "x,k", "p");
+    ob_attr_i(&b, ob_node(&b, "Cast", "c", "p", "q"), "to", 1);
+    ob_attr_i(&b, ob_node(&b, "Cast", "c2", "q", "y"), "to", 16);
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_function *f = tth_relay_module_main(m);
+    cr_assert_eq(f->params[0]->type.tensor.dtype, TTH_BF16);
+    tth_rexpr *mul = find_op(m, TTH_OP_MULTIPLY, 0);
+    const tth_tensor *k = mul->u.call.args[1]->u.constant.value;
+    cr_assert_eq(k->type.dtype, TTH_BF16);
+    cr_assert_eq(memcmp(k->data, h, sizeof h), 0);
+    cr_assert_eq(tth_tensor_get_f64(k, 1), -5.0);
+    cr_assert_eq(f->body->type.tensor.dtype, TTH_BF16);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
 Test(import, shape_arithmetic_is_folded)
 {
     /* y = Reshape(x, Concat(Slice(Shape(x), 0, 1), [-1])): static [1, 48] */

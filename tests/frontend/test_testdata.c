@@ -67,6 +67,18 @@ static int check_outputs(const char *dir, const char *model, tth_relay_module *m
             result = 0; /* inputs we cannot match: not evaluable */
             goto done;
         }
+    /* ONNX's test data stores bfloat16 as uint16 (its bits: NumPy has no bfloat16), and gives
+     * CastLike's `like`, read for its element type only, another shape than the model declares:
+     * that input gets zeros of its declared type (the outputs are still compared) */
+    for (size_t k = 0; k < np; k++) {
+        const tth_ttype *pt = &mainfn->params[k]->type.tensor;
+        if (pt->dtype == TTH_BF16 && vals[k]->type.dtype == TTH_U16)
+            vals[k]->type.dtype = TTH_BF16;
+        if (vals[k]->type.dtype == pt->dtype && !tth_ttype_equal(&vals[k]->type, pt)) {
+            tth_tensor_unref(vals[k]);
+            vals[k] = tth_tensor_new(pt, NULL);
+        }
+    }
     tth_diag d;
     tth_diag_clear(&d);
     if (tth_relay_bind_params(m, vals, np, &d)) {
@@ -99,8 +111,14 @@ static int check_outputs(const char *dir, const char *model, tth_relay_module *m
             break;
         }
         char why[256];
+        /* bfloat16 stored as uint16, as above; ONNX's reference truncated where tth rounds to
+         * nearest even: one bfloat16 ulp, within 1e-2 */
+        int bf16 = o->u.constant.value->type.dtype == TTH_BF16 && want->type.dtype == TTH_U16;
+        if (bf16)
+            want->type.dtype = TTH_BF16;
         /* quantized outputs may differ by one step (rounding of the real-valued rescale) */
-        if (!fe_tensors_close(o->u.constant.value, want, 1e-5, 1e-3, 1.0, why, sizeof why)) {
+        if (!fe_tensors_close(o->u.constant.value, want, bf16 ? 1e-2 : 1e-5, bf16 ? 1e-2 : 1e-3, 1.0, why,
+                              sizeof why)) {
             printf("  %s: output %zu: %s\n", model, k, why);
             result = -1;
         }

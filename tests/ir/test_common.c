@@ -216,6 +216,84 @@ Test(float16, widening_is_exact_and_narrowing_rounds_to_nearest_even)
     cr_assert_eq(tth_f32_to_f16(0xfffp-26f), 0x0400);        /* 1023.75 * 2^-24 rounds up into the normal range */
 }
 
+/* bfloat16: the upper half of a binary32. The expected bits below were computed apart from the
+ * library's bit trick: for each float32, the bfloat16 nearest by exact rational distance (ties
+ * to the even mantissa, IEEE overflow to infinity at the largest finite + half an ulp), found by
+ * searching the bfloat16 values. */
+static float f32_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+Test(bfloat16, widening_is_exact_and_narrowing_rounds_to_nearest_even)
+{
+    cr_assert_eq(tth_bf16_to_f32(0x3f80), 1.0f);
+    cr_assert_eq(tth_bf16_to_f32(0xc000), -2.0f);
+    cr_assert_eq(tth_bf16_to_f32(0x7f7f), 0x1.fep127f);      /* largest finite, 3.3895314e38 */
+    cr_assert_eq(tth_bf16_to_f32(0x0001), 0x1p-133f);        /* smallest subnormal */
+    cr_assert_eq(tth_bf16_to_f32(0x0080), 0x1p-126f);        /* smallest normal */
+    cr_assert_eq(tth_bf16_to_f32(0xff80), -__builtin_inff());
+    cr_assert(tth_bf16_to_f32(0x7fc0) != tth_bf16_to_f32(0x7fc0), "0x7fc0 is a NaN");
+    cr_assert_eq(bits_of(tth_bf16_to_f32(0x8000)), 0x80000000u, "negative zero keeps its sign");
+    cr_assert_eq(bits_of(tth_bf16_to_f32(0x7f81)), 0x7f810000u, "a NaN's payload is kept");
+
+    /* every bfloat16 but NaN survives the round trip, subnormals and infinities included */
+    for (uint32_t b = 0; b < 0x10000; b++) {
+        if ((b & 0x7f80) == 0x7f80 && (b & 0x7f))
+            continue;
+        cr_assert_eq(tth_f32_to_bf16(tth_bf16_to_f32((uint16_t)b)), b, "bfloat16 0x%04x", b);
+    }
+
+    static const struct { uint32_t f; uint16_t want; const char *what; } cases[] = {
+        {0x3f800000u, 0x3f80, "1"},
+        {0x3f808000u, 0x3f80, "1 + 2^-8: a tie, even is down"},
+        {0x3f818000u, 0x3f82, "1 + 3*2^-8: a tie, even is up"},
+        {0x3f808001u, 0x3f81, "just above the tie"},
+        {0xbfc00000u, 0xbfc0, "-1.5"},
+        {0x7f7fffffu, 0x7f80, "the largest finite float32 is past the overflow tie"},
+        {0x7f7f0000u, 0x7f7f, "the largest finite bfloat16"},
+        {0x7f7f7fffu, 0x7f7f, "just below the overflow tie"},
+        {0x7f7f8000u, 0x7f80, "the overflow tie goes to infinity"},
+        {0x7f800000u, 0x7f80, "infinity"},
+        {0xff800000u, 0xff80, "-infinity"},
+        {0x00010000u, 0x0001, "the smallest subnormal"},
+        {0x00008000u, 0x0000, "half of it: a tie, even is 0"},
+        {0x00018000u, 0x0002, "1.5 smallest subnormals: a tie, even is 2"},
+        {0x00000001u, 0x0000, "the smallest float32 subnormal"},
+        {0x007f8000u, 0x0080, "the largest subnormal + half an ulp rounds into the normal range"},
+        {0x80000000u, 0x8000, "-0"},
+        {0x40490fdbu, 0x4049, "pi"},
+        {0x3dcccccdu, 0x3dcd, "0.1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_assert_eq(tth_f32_to_bf16(f32_of(cases[i].f)), cases[i].want, "0x%08x (%s): got 0x%04x, want 0x%04x",
+                     cases[i].f, cases[i].what, tth_f32_to_bf16(f32_of(cases[i].f)), cases[i].want);
+
+    /* NaN stays NaN, of the same sign, even when only its lowest payload bits are set */
+    cr_assert_eq(tth_f32_to_bf16(f32_of(0x7fc00000u)), 0x7fc0);
+    cr_assert_eq(tth_f32_to_bf16(f32_of(0x7f800001u)), 0x7fc0);
+    cr_assert_eq(tth_f32_to_bf16(f32_of(0xff800001u)), 0xffc0);
+    cr_assert_eq(tth_f32_to_bf16(f32_of(0x7fffffffu)), 0x7fff);
+
+    uint16_t h[3] = {0x3f80, 0xc0a0, 0x0001}; /* 1, -5, the smallest subnormal */
+    tth_ttype th = {TTH_BF16, 1, {3}};
+    tth_tensor *t = tth_tensor_new(&th, h);
+    cr_assert_eq(tth_tensor_get_f64(t, 0), 1.0);
+    cr_assert_eq(tth_tensor_get_f64(t, 1), -5.0);
+    cr_assert_eq(tth_tensor_get_f64(t, 2), 0x1p-133);
+    cr_assert_eq(tth_tensor_get_i64(t, 1), -5);
+    tth_tensor_unref(t);
+}
+
 Test(artifact, runtime_module_files_and_meta)
 {
     tth_runtime_module *m = tth_runtime_module_new("c");

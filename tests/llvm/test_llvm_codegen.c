@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../support/bf16_cases.h"
 #include "tth/artifact.h"
 #include "tth/plugin.h"
 #include "tth/target.h"
@@ -828,6 +829,48 @@ Test(llvm, float16_storage)
     cr_assert_eq(yv[1], 0.25f);
     cr_assert_eq(yv[2], 0.0999755859375f);
     cr_assert_eq(yv[3], 65504.0f);
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+/* bfloat16 is held as its bits: a + b is computed in float32 and rounded to nearest even (a
+ * vectorized loop, so the conversions run lane-wise); a cast rounds where it is, so
+ * float32(bfloat16(x)) is x rounded. The same cases as the c test (tests/support/bf16_cases.h). */
+Test(llvm, bfloat16_rounds_to_nearest_even)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
+    tth_tbuffer *b = buf1(m, "b", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
+    tth_tbuffer *o = buf1(m, "o", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
+    tth_tbuffer *ap[] = {a, b, o};
+    func(m, "bf_add", ap, 3, FOR(i, BF16_NCASES, TTH_LOOP_VECTORIZED, STORE(o, REF(i), BIN(ADD, LOAD(a, REF(i)), LOAD(b, REF(i))))));
+    tth_tbuffer *x = buf1(m, "x", TTH_F32, BF16_NCASES, TTH_SCOPE_PARAM);
+    tth_tbuffer *y = buf1(m, "y", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
+    tth_tbuffer *z = buf1(m, "z", TTH_F32, BF16_NCASES, TTH_SCOPE_PARAM);
+    tth_tvar *j = tth_tir_var(m, "j", TTH_I64);
+    tth_tstmt *st[] = {STORE(y, REF(j), tth_tir_cast(m, TTH_BF16, LOAD(x, REF(j)))),
+                       STORE(z, REF(j), tth_tir_cast(m, TTH_F32, tth_tir_cast(m, TTH_BF16, LOAD(x, REF(j)))))};
+    tth_tbuffer *cp[] = {x, y, z};
+    func(m, "bf_cast", cp, 3, FOR(j, BF16_NCASES, TTH_LOOP_SERIAL, tth_tir_seq(m, st, 2)));
+    linked l;
+    compile(m, HOST_TARGET, NULL, &l);
+    uint16_t ov[BF16_NCASES], yv[BF16_NCASES];
+    float xv[BF16_NCASES], zv[BF16_NCASES];
+    memcpy(xv, bf16_narrow_in, sizeof xv);
+    cr_assert_eq(((fn3)sym(&l, "bf_add"))((void *)bf16_add_a, (void *)bf16_add_b, ov, NULL), 0);
+    cr_assert_eq(((fn3)sym(&l, "bf_cast"))(xv, yv, zv, NULL), 0);
+    for (int k = 0; k < BF16_NCASES; k++) {
+        cr_assert(bf16_matches(ov[k], bf16_add_sum[k]), "o[%d] = 0x%04x + 0x%04x = 0x%04x, want 0x%04x", k,
+                  bf16_add_a[k], bf16_add_b[k], ov[k], bf16_add_sum[k]);
+        cr_assert(bf16_matches(yv[k], bf16_narrow_out[k]), "y[%d] = bfloat16(0x%08x) = 0x%04x, want 0x%04x", k,
+                  bf16_narrow_in[k], yv[k], bf16_narrow_out[k]);
+        uint32_t zb;
+        memcpy(&zb, &zv[k], 4);
+        cr_assert(isnan(zv[k]) ? bf16_matches((uint16_t)(zb >> 16), bf16_narrow_out[k])
+                               : zb == bf16_widened_bits(bf16_narrow_out[k]),
+                  "z[%d] = 0x%08x, want 0x%08x", k, zb, bf16_widened_bits(bf16_narrow_out[k]));
+    }
     unlink_module(&l);
     tth_tir_module_free(m);
 }

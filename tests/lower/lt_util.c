@@ -41,6 +41,7 @@ static tth_dtype onnx_dtype(uint64_t t)
     case 11: return TTH_F64;
     case 12: return TTH_U32;
     case 13: return TTH_U64;
+    case 16: return TTH_BF16;
     default: return TTH_DTYPE_INVALID;
     }
 }

@@ -362,6 +362,54 @@ Test(fusion, float16_pointwise_computes_in_float32_and_rounds_once)
     lt_free(&t);
 }
 
+Test(fusion, bfloat16_arithmetic_stage_is_refused_naming_the_dtype)
+{
+    tth_ttype xt = tt(TTH_BF16, 2, 2, 3, 0, 0), wt = tt(TTH_BF16, 2, 3, 2, 0, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *a[2] = {lt_param(&t, "a", &xt), lt_param(&t, "b", &wt)};
+    tth_rexpr *r = lt_call(&t, TTH_OP_MATMUL, a, 2, NULL);
+    char why[256];
+    cr_assert_eq(tth_lower_op_supported(r, why, sizeof why), 0);
+    cr_assert(strstr(why, "matmul") && strstr(why, "bfloat16"), "%s", why);
+    cr_assert_eq(lt_lower(&t, r), TTH_EUNSUPPORTED);
+    cr_assert(strstr(t.diag.message, "bfloat16"), "%s", t.diag.message);
+    lt_free(&t);
+}
+
+Test(fusion, bfloat16_pointwise_computes_in_float32_and_rounds_once)
+{
+    /* x * 3 + 1 in bfloat16, through the TIR interpreter. 0x3d83 is 0.06396484375: times 3 plus
+     * 1 is 1.19189453125, which rounds once to 0x3f99 (1.1953125); rounding the product first
+     * would give 0x3f98. -2 * 3 + 1 = -5 is 0xc0a0. (Worked out apart from tth: exact rational
+     * nearest, ties to even.) */
+    tth_ttype xt = tt(TTH_BF16, 1, 2, 0, 0, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *x = lt_param(&t, "x", &xt);
+    double three = 3, one = 1;
+    tth_ttype st = tt(TTH_F32, 0, 0, 0, 0, 0);
+    tth_rexpr *k3 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &three), "three")},
+                            1, "{\"dtype\": \"bfloat16\"}");
+    tth_rexpr *k1 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &one), "one")},
+                            1, "{\"dtype\": \"bfloat16\"}");
+    tth_rexpr *m = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){x, k3}, 2, NULL);
+    tth_rexpr *y = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){m, k1}, 2, NULL);
+    cr_assert_eq(lt_lower(&t, y), 0, "%s", t.diag.message);
+    tth_tensor *in = tth_tensor_new(&xt, NULL), *out;
+    uint16_t *h = in->data;
+    h[0] = 0x3d83;
+    h[1] = 0xc000;
+    cr_assert_eq(lt_run(&t, &in, &out, 1), 0, "%s", t.diag.message);
+    const uint16_t *o = out->data;
+    cr_assert_eq(out->type.dtype, TTH_BF16);
+    cr_assert_eq(o[0], 0x3f99, "got 0x%04x", o[0]);
+    cr_assert_eq(o[1], 0xc0a0, "got 0x%04x", o[1]);
+    tth_tensor_unref(in);
+    tth_tensor_unref(out);
+    lt_free(&t);
+}
+
 Test(fusion, every_op_has_a_lowering)
 {
     /* the one table covers TTH_RELAY_OPS, and nothing past its end */

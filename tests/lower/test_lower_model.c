@@ -293,6 +293,18 @@ static int sweep_one(const char *test, char *msg, size_t len)
     if (!mf || mf->nparams != nin) {
         result = 0; /* optional inputs the importer dropped: not a lowering question */
     } else {
+        /* ONNX's test data stores bfloat16 as uint16 (its bits: NumPy has no bfloat16), and gives
+         * CastLike's `like`, read for its element type only, another shape than the model
+         * declares: that input gets zeros of its declared type (the outputs are still compared) */
+        for (size_t k = 0; k < nin; k++) {
+            const tth_ttype *pt = &mf->params[k]->type.tensor;
+            if (pt->dtype == TTH_BF16 && ins[k]->type.dtype == TTH_U16)
+                ins[k]->type.dtype = TTH_BF16;
+            if (ins[k]->type.dtype == pt->dtype && !tth_ttype_equal(&ins[k]->type, pt)) {
+                tth_tensor_unref(ins[k]);
+                ins[k] = tth_tensor_new(pt, NULL);
+            }
+        }
         rc = mr_run(&r, ins, nin, got, &ngot);
         if (rc == TTH_EUNSUPPORTED) {
             snprintf(msg, len, "%s (%s)", r.diag.message, r.diag.location);
@@ -306,7 +318,12 @@ static int sweep_one(const char *test, char *msg, size_t len)
         } else {
             for (int k = 0; k < ngot && result == 1; k++) {
                 char m2[256];
-                if (lt_compare(got[k], want[k], RTOL, ATOL, m2, sizeof m2)) {
+                /* bfloat16 stored as uint16, as above; ONNX's reference truncated where tth
+                 * rounds to nearest even: one bfloat16 ulp, within 1e-2 */
+                int bf16 = got[k]->type.dtype == TTH_BF16 && want[k]->type.dtype == TTH_U16;
+                if (bf16)
+                    want[k]->type.dtype = TTH_BF16;
+                if (lt_compare(got[k], want[k], bf16 ? 1e-2 : RTOL, bf16 ? 1e-2 : ATOL, m2, sizeof m2)) {
                     snprintf(msg, len, "output %d: %s", k, m2);
                     result = -1;
                 }

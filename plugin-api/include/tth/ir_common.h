@@ -29,7 +29,8 @@ extern "C" {
     X(U16, 9, "uint16", 2, 0, 0)           \
     X(U32, 10, "uint32", 4, 0, 0)          \
     X(U64, 11, "uint64", 8, 0, 0)          \
-    X(BOOL, 12, "bool", 1, 0, 0)
+    X(BOOL, 12, "bool", 1, 0, 0)           \
+    X(BF16, 13, "bfloat16", 2, 1, 1)
 
 typedef enum tth_dtype {
     TTH_DTYPE_INVALID = 0,
@@ -93,6 +94,14 @@ TTH_API int64_t tth_tensor_get_i64(const tth_tensor *t, int64_t i);
  * too small a signed zero or a subnormal. */
 TTH_API float tth_f16_to_f32(uint16_t h);
 TTH_API uint16_t tth_f32_to_f16(float f);
+
+/* bfloat16 (the upper half of a binary32: sign, 8 exponent bits, 7 mantissa bits) <-> binary32,
+ * likewise the one pair tth uses everywhere (docs/tir.md, "float16 and bfloat16"). Widening is
+ * exact. Narrowing rounds to nearest, ties to even (so values past the largest finite bfloat16,
+ * 0x7f7f = 3.3895314e38, round to infinity); subnormals stay subnormal; a NaN stays a NaN of the
+ * same sign (quiet, its payload's upper bits kept). */
+TTH_API float tth_bf16_to_f32(uint16_t b);
+TTH_API uint16_t tth_f32_to_bf16(float f);
 
 #ifdef __cplusplus
 }

@@ -353,12 +353,34 @@ uint16_t tth_f32_to_f16(float f)
     return sign | (uint16_t)half;
 }
 
+/* bfloat16 (ir_common.h). */
+float tth_bf16_to_f32(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t tth_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: truncating could clear every mantissa bit */
+        return (uint16_t)((u >> 16) | 0x40);
+    /* adding 0x7fff rounds up past the halfway point; adding the kept lsb too breaks ties to
+     * even. A carry into the exponent is right, also at the top (to infinity). */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
 double tth_tensor_get_f64(const tth_tensor *t, int64_t i)
 {
     const void *p = t->data;
     switch (t->type.dtype) {
     case TTH_F32: return ((const float *)p)[i];
     case TTH_F16: return tth_f16_to_f32(((const uint16_t *)p)[i]);
+    case TTH_BF16: return tth_bf16_to_f32(((const uint16_t *)p)[i]);
     case TTH_F64: return ((const double *)p)[i];
     case TTH_I8: return ((const int8_t *)p)[i];
     case TTH_I16: return ((const int16_t *)p)[i];
@@ -379,6 +401,7 @@ int64_t tth_tensor_get_i64(const tth_tensor *t, int64_t i)
     switch (t->type.dtype) {
     case TTH_F32:
     case TTH_F16:
+    case TTH_BF16:
     case TTH_F64: {
         double v = tth_tensor_get_f64(t, i);
         if (v != v)

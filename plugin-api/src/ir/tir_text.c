@@ -446,6 +446,8 @@ static void print_float(tth__sbuf *b, tth_dtype dt, double v)
         tth__sb_puts(b, "f");
     else if (dt == TTH_F16)
         tth__sb_puts(b, "h");
+    else if (dt == TTH_BF16)
+        tth__sb_puts(b, "bf");
 }
 
 static void print_expr(tth__sbuf *b, const tth_texpr *e)
