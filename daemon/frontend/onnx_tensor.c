@@ -253,16 +253,11 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
         return tth_diag_set(diag, TTH_EMODEL, where, "tensor holds %zu values, its shape needs %lld", have,
                             (long long)numel);
     /* little-endian raw_data (tth runs on little-endian hosts) is the tensor's bytes: one copy */
-    int whole = tp->has_raw_data && !bf16;
+    int whole = tp->has_raw_data;
     tth_tensor *t = tth_tensor_new(&ty, whole ? tp->raw_data.data : NULL);
     if (!t)
         return tth_diag_set(diag, TTH_ENOMEM, where, "out of memory for a tensor of %lld elements", (long long)numel);
     for (int64_t i = 0; i < numel && !whole; i++) {
-        if (tp->has_raw_data) {
-            /* little-endian on the wire; tth runs on little-endian hosts */
-            memcpy((uint8_t *)t->data + (size_t)i * esz, tp->raw_data.data + (size_t)i * esz, esz);
-            continue;
-        }
         switch (dt) {
         case TTH_F32: ((float *)t->data)[i] = tp->float_data[i]; break;
         case TTH_F64: ((double *)t->data)[i] = tp->double_data[i]; break;
