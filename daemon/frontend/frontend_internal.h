@@ -91,5 +91,7 @@ int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *
 void tth__onnx_external_release(struct tth_onnx_external *ext);
 /* ONNX TensorProto.DataType → tth_dtype (TTH_DTYPE_INVALID if not representable). */
 tth_dtype tth__onnx_dtype(int32_t onnx_type);
+/* "string (ONNX element type 8)" for the types tth does not take, else "ONNX element type N". */
+void tth__onnx_type_text(int32_t onnx_type, char *buf, size_t len);
 
 #endif

@@ -122,9 +122,12 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const jso
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' is not a tensor", name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     ty->dtype = tth__onnx_dtype(tt->has_elem_type ? tt->elem_type : 0);
-    if (ty->dtype == TTH_DTYPE_INVALID)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has unsupported element type %d", name,
-                              (int)tt->elem_type);
+    if (ty->dtype == TTH_DTYPE_INVALID) {
+        char type[64];
+        tth__onnx_type_text(tt->has_elem_type ? tt->elem_type : 0, type, sizeof type);
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has element type %s, which tth does not "
+                              "take (docs/operators.md, \"Element types\")", name, type);
+    }
     if (!tt->shape && !shape)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "graph input '%s' has no shape (dynamic rank)", name);
     size_t rank = tt->shape ? tt->shape->n_dim : json_array_size(shape);

@@ -760,9 +760,11 @@ static int op_cast(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     if (!a)
         return tth__onnx_fail(c, TTH_EMODEL, "Cast without the 'to' attribute");
     tth_dtype dt = a->has_i ? tth__onnx_dtype((int32_t)a->i) : TTH_DTYPE_INVALID;
-    if (dt == TTH_DTYPE_INVALID)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Cast to ONNX type %lld",
-                              (long long)(a->has_i ? a->i : -1));
+    if (dt == TTH_DTYPE_INVALID) {
+        char type[64];
+        tth__onnx_type_text(a->has_i ? (int32_t)a->i : -1, type, sizeof type);
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Cast to %s", type);
+    }
     CHECK(out[0] = call1(c, TTH_OP_CAST, in[0], json_pack("{s:s}", "dtype", tth_dtype_name(dt))));
     return 0;
 }

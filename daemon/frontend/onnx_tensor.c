@@ -34,6 +34,23 @@ tth_dtype tth__onnx_dtype(int32_t onnx_type)
     return TTH_DTYPE_INVALID;
 }
 
+/* The ONNX name of an element type tth does not take, for messages: "string (ONNX element type 8)". */
+void tth__onnx_type_text(int32_t onnx_type, char *buf, size_t len)
+{
+    static const struct { int32_t n; const char *name; } names[] = {
+        {ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED, "undefined"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "string"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "complex64"},
+        {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "complex128"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].n == onnx_type) {
+            snprintf(buf, len, "%s (ONNX element type %d)", names[i].name, (int)onnx_type);
+            return;
+        }
+    snprintf(buf, len, "ONNX element type %d", (int)onnx_type);
+}
+
 /* ---- external data (docs/tthctl.md, "ONNX external data") ---- */
 
 struct tth_onnx_ext_file {

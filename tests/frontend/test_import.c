@@ -967,3 +967,21 @@ Test(import, tfidf_over_strings_is_refused_by_name)
     cr_assert_str_eq(d.location, "node 'tfidf' (TfIdfVectorizer)");
     ob_free(&b);
 }
+
+/* An element type tth does not take is refused by its name: a string input (ONNX's text
+ * normalizer test; docs/operators.md, "Element types"). */
+Test(import, foreign_element_types_are_named)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/simple/test_strnorm_model_nostopwords_nochangecase/model.onnx", FE_TESTDATA);
+    size_t len;
+    uint8_t *bytes = fe_read_file(path, &len);
+    cr_assert(bytes, "cannot read %s", path);
+    tth_relay_module *m = NULL;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_neq(tth_onnx_import(bytes, len, "t", &m, &d), 0);
+    free(bytes);
+    cr_assert(strstr(d.message, "element type string (ONNX element type 8)"), "%s", d.message);
+    cr_assert_eq(d.code, TTH_EUNSUPPORTED);
+}
