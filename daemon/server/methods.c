@@ -274,7 +274,14 @@ static void on_compile_progress(tthd_job *job, const char *stage, int percent)
     tthd_progress(req, "report", stage ? stage : "", 5 + p * 94 / 100);
 }
 
-/* A miss answered with its cache file (docs/cache.md, "A miss"): what the answer needs, kept until
+/* The client takes a cache file instead of the stream ("delivery": "file", PROTOCOL.md). */
+static int wants_file(const tthd_request *req)
+{
+    const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
+    return delivery && strcmp(delivery, "file") == 0;
+}
+
+/* A miss answered with its cache file (docs/cache.md, "The local cache"): what the answer needs, kept until
  * the file is written. */
 struct tthd_miss_wait {
     tthd_request *req;          /* NULL once the request went away */
@@ -320,8 +327,7 @@ void tthd_miss_wait_cancel(tthd_miss_wait *w)
  * will come from on_miss_stored (the job's artifact is taken), 0 to stream it now. */
 static int answer_miss_by_file(tthd_server *srv, tthd_request *req, tthd_job *job, uint64_t sum)
 {
-    const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
-    if (!delivery || strcmp(delivery, "file") != 0)
+    if (!wants_file(req))
         return 0;
     tthd_miss_wait *w = calloc(1, sizeof *w);
     if (!w)
@@ -404,8 +410,7 @@ static void answer_hit(tthd_request *req, const char *state, const tthd_cache_hi
 {
     tthd_log(TTHD_LOG_DEBUG, "compile %s: %s %s", req->model_name, state, req->key);
     tthd_progress(req, "report", "cache", 100);
-    const char *delivery = json_string_value(json_object_get(req->params, "delivery"));
-    if (hit->path && delivery && strcmp(delivery, "file") == 0)
+    if (hit->path && wants_file(req))
         answer_artifact(req, state, hit->artifact_len, hit->xxh64, 0, hit->path, hit->offset, hit->metadata,
                         diagnostics, NULL, NULL);
     else
