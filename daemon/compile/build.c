@@ -173,9 +173,10 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
         nfiles += tth_runtime_module_count(mods[m]);
     char **files = calloc(nfiles + 1, sizeof *files);
     char **argv = calloc(nfiles + 16, sizeof *argv);
+    char *is_src = calloc(nfiles + 16, 1); /* argv[i] is a C source */
     size_t nf = 0, na = 0;
     int rc = 0;
-    if (!files || !argv) {
+    if (!files || !argv || !is_src) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
         goto done;
     }
@@ -217,6 +218,8 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
             /* headers sit next to the sources, which include them by name */
             if (f->kind != TTH_FILE_C_HEADER)
                 argv[na++] = files[nf - 1];
+            if (f->kind == TTH_FILE_C_SOURCE)
+                is_src[na - 1] = 1;
         }
     }
     if (na == nfixed) {
@@ -238,11 +241,9 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
         rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
         goto done;
     }
-    for (size_t i = nfixed; i + 1 < na; i++) {
-        size_t len = strlen(argv[i]);
-        if (len > 2 && strcmp(argv[i] + len - 2, ".c") == 0)
+    for (size_t i = nfixed; i < na; i++)
+        if (is_src[i])
             srcs[nsrc++] = argv[i];
-    }
     if (nsrc >= 2) {
         rc = cc_compile_all(dir, srcs, nsrc, diag);
         size_t nl = 0;
@@ -251,7 +252,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
             objs[nl++] = link[i];
         for (size_t i = nfixed; !rc && i < na; i++) {
             size_t len = strlen(argv[i]);
-            if (len > 2 && strcmp(argv[i] + len - 2, ".c") == 0) {
+            if (is_src[i]) {
                 objs[nl] = malloc(len + 3);
                 if (!objs[nl]) {
                     rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
@@ -294,5 +295,6 @@ done:
         free(files[i]);
     free(files);
     free(argv);
+    free(is_src);
     return rc;
 }
