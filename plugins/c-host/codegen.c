@@ -2100,14 +2100,12 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
         text_printf(&g.out, "/* constants bound at run time (%s_bind.c) */\nextern const void *%s_const_slots[];\n"
                     "int32_t %s_bound = 0;\nint32_t %s_ensure_bound(void);\n\n",
                     model, g.bind_prefix, g.bind_prefix, g.bind_prefix);
-    for (size_t i = 0; i < g.nconsts; i++) {
+    /* plan_binding listed the bound constants in this order: slot k is the k-th of them */
+    for (size_t i = 0, k = 0; i < g.nconsts; i++) {
         const char *n = cg_bind(&g, g.consts[i], g.consts[i]->name, g.consts[i]->id);
-        size_t k = 0;
-        while (k < g.nbound && g.bound[k] != g.consts[i])
-            k++;
-        if (k < g.nbound)
+        if (k < g.nbound && g.bound[k] == g.consts[i])
             text_printf(&g.out, "#define %s ((const %s *)%s_const_slots[%zu])\n", n,
-                        ctype_storage(g.consts[i]->dtype), g.bind_prefix, k);
+                        ctype_storage(g.consts[i]->dtype), g.bind_prefix, k++);
         else
             emit_const(&g, g.consts[i], n);
     }
