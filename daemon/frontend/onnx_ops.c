@@ -4325,20 +4325,10 @@ static void grad_free(grad_graph *g)
     free(g->slots);
 }
 
-/* The operands of e a gradient flows back to: a call's arguments, a tuple's fields, the tuple
- * a field is taken from. */
-static size_t grad_children(tth_rexpr *e, tth_rexpr ***kids)
-{
-    switch (e->kind) {
-    case TTH_REXPR_CALL: *kids = e->u.call.args; return e->u.call.nargs;
-    case TTH_REXPR_TUPLE: *kids = e->u.tuple.fields; return e->u.tuple.nfields;
-    case TTH_REXPR_TUPLE_GET: *kids = &e->u.get.tuple; return 1;
-    default: *kids = NULL; return 0;
-    }
-}
-
-/* Walks from y down to the xs (not below them), depth first without recursion, adding each
- * value after its operands; a value is active when it is an x or an operand of it is. */
+/* Walks from y down to the xs (not below them) through each value's operands (tth__node_args:
+ * a call's arguments, a tuple's fields, the tuple a field is taken from), depth first without
+ * recursion, adding each value after its operands; a value is active when it is an x or an
+ * operand of it is. */
 static int grad_collect(tth_onnx_ctx *c, grad_graph *g, tth_rexpr *y, tth_rexpr **xs, size_t nx)
 {
     typedef struct { tth_rexpr *e; size_t next; } frame;
@@ -4352,8 +4342,8 @@ static int grad_collect(tth_onnx_ctx *c, grad_graph *g, tth_rexpr *y, tth_rexpr 
         int is_x = 0;
         for (size_t i = 0; i < nx; i++)
             is_x |= xs[i] == f->e;
-        tth_rexpr **kids;
-        size_t nk = is_x ? 0 : grad_children(f->e, &kids);
+        tth_rexpr *const *kids;
+        size_t nk = is_x ? 0 : tth__node_args(f->e, &kids);
         while (f->next < nk && grad_find(g, kids[f->next]) >= 0)
             f->next++;
         if (f->next < nk) {
@@ -4441,8 +4431,8 @@ static int grad_backward(tth_onnx_ctx *c, grad_graph *g, tth_rexpr *seed)
         grad_node *v = &g->nodes[i];
         if (!v->adj || !v->active || v->is_x)
             continue;
-        tth_rexpr **kids;
-        size_t nk = grad_children(v->e, &kids);
+        tth_rexpr *const *kids;
+        size_t nk = tth__node_args(v->e, &kids);
         for (size_t k = 0; k < nk; k++) {
             grad_node *o = &g->nodes[grad_find(g, kids[k])];
             if (!o->active)
