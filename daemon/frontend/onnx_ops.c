@@ -95,19 +95,29 @@ static const char *as(tth_onnx_ctx *c, const char *name, const char *dflt)
     return s;
 }
 
-/* Int list attribute: count (-1 absent); -2 with diag when longer than max. */
-static int aints(tth_onnx_ctx *c, const char *name, int64_t *out, int max)
+/* Int list attribute, borrowed: its values in *v and their count (-1 absent); -2 with diag (code)
+ * when longer than max. */
+static int64_t aints_view(tth_onnx_ctx *c, const char *name, size_t max, int code, const int64_t **v)
 {
     const Onnx__AttributeProto *a = attr(c, name);
     if (!a || (!a->n_ints && !(a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)))
         return -1;
-    if (a->n_ints > (size_t)max) {
-        tth__onnx_fail(c, TTH_EUNSUPPORTED, "attribute '%s' has %zu values (at most %d)", name, a->n_ints, max);
+    if (a->n_ints > max) {
+        tth__onnx_fail(c, code, "attribute '%s' has %zu values (at most %zu)", name, a->n_ints, max);
         return -2;
     }
-    for (size_t i = 0; i < a->n_ints; i++)
-        out[i] = a->ints[i];
-    return (int)a->n_ints;
+    *v = a->ints;
+    return (int64_t)a->n_ints;
+}
+
+/* Int list attribute: count (-1 absent); -2 with diag when longer than max. */
+static int aints(tth_onnx_ctx *c, const char *name, int64_t *out, int max)
+{
+    const int64_t *v = NULL;
+    int64_t n = aints_view(c, name, (size_t)max, TTH_EUNSUPPORTED, &v);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = v[i];
+    return (int)n;
 }
 
 static int afloats(tth_onnx_ctx *c, const char *name, double *out, int max)
@@ -4523,21 +4533,6 @@ static int op_gradient(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
 #define TFIDF_MAX_GRAM 64                  /* n-gram length */
 #define TFIDF_MAX_WORK ((int64_t)1 << 24)  /* element comparisons */
 
-/* An int-list attribute read in place: the count (-1 when absent or not a list of ints; -2 with
- * a diagnostic when longer than TFIDF_MAX_POOL). */
-static int64_t aints_ref(tth_onnx_ctx *c, const char *name, const int64_t **v)
-{
-    const Onnx__AttributeProto *a = attr(c, name);
-    if (!a || (!a->n_ints && !(a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)))
-        return -1;
-    if (a->n_ints > TFIDF_MAX_POOL) {
-        tth__onnx_fail(c, TTH_ELIMIT, "attribute '%s' has %zu values (at most %zu)", name, a->n_ints, TFIDF_MAX_POOL);
-        return -2;
-    }
-    *v = a->ints;
-    return (int64_t)a->n_ints;
-}
-
 /* The pool of a TfIdfVectorizer: n-grams of length n (1..ngroups) are pool[start[n-1] ..
  * start[n]) (the last up to the pool's end), each mapped to output column index[k] (k counting
  * the pool's n-grams in order); out_size is the largest column + 1. */
@@ -4566,9 +4561,9 @@ static int tfidf_read_pool(tth_onnx_ctx *c, tfidf_pool *p)
         return tth__onnx_fail(c, TTH_EMODEL, "TfIdfVectorizer needs 1 <= min_gram_length <= max_gram_length <= %d and "
                               "0 <= max_skip_count <= %d (has %lld, %lld, %lld)", TFIDF_MAX_GRAM, TTH_IMPORT_MAX_WINDOW,
                               (long long)p->min_n, (long long)p->max_n, (long long)p->max_skip);
-    p->npool = aints_ref(c, "pool_int64s", &p->pool);
-    p->ngroups = aints_ref(c, "ngram_counts", &p->start);
-    p->nindex = aints_ref(c, "ngram_indexes", &p->index);
+    p->npool = aints_view(c, "pool_int64s", TFIDF_MAX_POOL, TTH_ELIMIT, &p->pool);
+    p->ngroups = aints_view(c, "ngram_counts", TFIDF_MAX_POOL, TTH_ELIMIT, &p->start);
+    p->nindex = aints_view(c, "ngram_indexes", TFIDF_MAX_POOL, TTH_ELIMIT, &p->index);
     if (p->npool == -2 || p->ngroups == -2 || p->nindex == -2)
         return c->diag->code;
     if (p->npool < 0 || p->ngroups < 1 || p->nindex < 0 || p->ngroups > TFIDF_MAX_GRAM || p->start[0] != 0)
