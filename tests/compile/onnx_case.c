@@ -147,7 +147,29 @@ static int run_data_set(tthrt_model *m, const char *ds, const json_t *bound, tth
     return 0;
 }
 
-/* Compile the C of the "codegen" dump with warnings as errors (gcc, then clang if present). */
+/* Write each file of the "codegen" dump (its "// ---- NAME" lines start one) into dir; 0, or -1. */
+static int write_dump_files(const char *dir, const char *c_text)
+{
+    const char *p = strstr(c_text, "// ---- ");
+    while (p) {
+        const char *name = p + 8, *nl = strchr(name, '\n');
+        if (!nl || nl - name >= 200 || memchr(name, '/', (size_t)(nl - name)))
+            return -1;
+        const char *next = strstr(nl + 1, "\n// ---- ");
+        const char *end = next ? next + 1 : nl + 1 + strlen(nl + 1);
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)(nl - name), name);
+        FILE *f = fopen(path, "w");
+        size_t n = (size_t)(end - (nl + 1));
+        if (!f || fwrite(nl + 1, 1, n, f) != n || fclose(f) != 0)
+            return -1;
+        p = next ? next + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Compile each C source of the "codegen" dump with warnings as errors (gcc, then clang if
+ * present). */
 static int check_c_warnings(const char *c_text, tth_case_result *res)
 {
     const char *tmp = getenv("TMPDIR");
@@ -155,15 +177,13 @@ static int check_c_warnings(const char *c_text, tth_case_result *res)
     snprintf(dir, sizeof dir, "%s/tth-case-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
         return set(res, TTH_CASE_FAIL, "cannot create a temporary directory");
-    snprintf(path, sizeof path, "%s/gen.c", dir);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(c_text, f) < 0 || fclose(f) != 0)
-        return set(res, TTH_CASE_FAIL, "cannot write %s", path);
-    static const char *const compilers[] = {"gcc", "clang"};
     int rc = 0;
+    if (write_dump_files(dir, c_text) != 0)
+        rc = set(res, TTH_CASE_FAIL, "cannot write the codegen dump's files into %s", dir);
+    static const char *const compilers[] = {"gcc", "clang"};
     for (int i = 0; i < 2 && !rc; i++) {
-        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1 || exit 0; cd '%s' && %s -std=c99 "
-                 "-O2 -Wall -Wextra -Werror -Wno-unused-parameter -c gen.c -o gen.o > cc.log 2>&1",
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1 || exit 0; cd '%s' && for c in *.c; do %s -std=c99 "
+                 "-O2 -Wall -Wextra -Werror -Wno-unused-parameter -c \"$c\" -o \"$c.o\" || exit 1; done > cc.log 2>&1",
                  compilers[i], dir, compilers[i]);
         if (system(cmd) != 0) {
             char log[600] = "";

@@ -513,27 +513,32 @@ Test(pipeline, host_library_from_several_sources)
     tth_runtime_module_free(m);
 }
 
-/* The c kind for this machine binds its large constants at run time (docs/artifact.md): a GRU
- * exported by PyTorch (tests/frontend/torch_models) compiles to a C source smaller than its
- * weights, its module says what it binds, and it gives PyTorch's outputs run by the runtime, built
- * with cc as the README says (binding the parameters file) and through its CMakeLists.txt (the
- * file linked in). */
-Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
+/* A PyTorch export of tests/frontend/torch_models compiled for the c kind of this machine,
+ * which binds its large constants at run time (docs/artifact.md): its C sources are smaller than
+ * its weights, its module says what it binds, a module this large comes in at least min_parts
+ * sources (compiled in parallel; every bound constant is #defined as its slot in each), and it
+ * gives PyTorch's outputs run by the runtime, built with cc as the README says (binding the
+ * parameters file) and through its CMakeLists.txt (the file linked in). */
+static void check_c_binding(const char *torch_case, const char *name, size_t min_parts)
 {
     tth_registry *r = test_registry();
     json_t *t = target_c(r);
     char case_dir[1024], model[1100];
-    snprintf(case_dir, sizeof case_dir, "%s/tests/frontend/torch_models/test_torch_gru", getenv("TTH_SOURCE_ROOT"));
+    snprintf(case_dir, sizeof case_dir, "%s/tests/frontend/torch_models/%s", getenv("TTH_SOURCE_ROOT"), torch_case);
     snprintf(model, sizeof model, "%s/model.onnx", case_dir);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, model, "gru", opts, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(r, t, model, name, opts, &res, &d), 0, "%s", d.message);
     const json_t *mod = json_array_get(json_object_get(res.metadata, "modules"), 0);
     const json_t *bc = json_object_get(json_object_get(mod, "meta"), "bind_constants");
     cr_assert_not_null(bc, "the c module binds no constants");
     cr_assert_gt(json_integer_value(json_object_get(bc, "count")), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(bc, "blob_symbol")), "tth_gru_parameters");
+    char sym[64];
+    snprintf(sym, sizeof sym, "tth_%s_parameters", name);
+    cr_assert_str_eq(json_string_value(json_object_get(bc, "blob_symbol")), sym);
+    size_t nparts = json_array_size(json_object_get(json_object_get(mod, "meta"), "sources"));
+    cr_assert_geq(nparts, min_parts, "%zu C sources for %s, expected at least %zu", nparts, torch_case, min_parts);
     json_int_t bound = 0;
     const json_t *c;
     size_t i;
@@ -543,15 +548,20 @@ Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
     test_mkdtemp(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "%s/a.tar", dir);
     cr_assert_eq(test_write_file(cmd, res.artifact, res.artifact_len), 0);
-    /* every bound constant is its slot's pointer, and no array of 1 KiB or more is left */
-    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && test -f codegen/host/src/gru_bind.c && "
-             "test $(grep -c '^#define .* ((const [a-z0-9_]* \\*)tth_gru_c_const_slots\\[' "
-             "codegen/host/src/gru_lib0.c) -eq %lld && "
-             "! grep -Eq 'static const [a-z0-9_]+ [A-Za-z0-9_]+\\[[0-9]{4,}\\]' codegen/host/src/gru_lib0.c",
-             dir, (long long)json_integer_value(json_object_get(bc, "count")));
-    cr_assert_eq(test_run(cmd), 0, "the C source holds constants (%lld bytes) it should bind", (long long)bound);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && test -f codegen/host/src/%s_bind.c && "
+             "test $(ls codegen/host/src/%s_lib*.c | wc -l) -eq %zu", dir, name, name, nparts);
+    cr_assert_eq(test_run(cmd), 0, "the artifact does not hold the %zu C sources its module lists", nparts);
+    /* in each part, every bound constant is its slot's pointer, and no array of 1 KiB or more is left */
+    for (size_t p = 0; p < nparts; p++) {
+        snprintf(cmd, sizeof cmd, "cd '%s/codegen/host/src' && "
+                 "test $(grep -c '^#define .* ((const [a-z0-9_]* \\*)tth_%s_c_const_slots\\[' %s_lib%zu.c) -eq %lld && "
+                 "! grep -Eq 'static const [a-z0-9_]+ [A-Za-z0-9_]+\\[[0-9]{4,}\\]' %s_lib%zu.c",
+                 dir, name, name, p, (long long)json_integer_value(json_object_get(bc, "count")), name, p);
+        cr_assert_eq(test_run(cmd), 0, "%s_lib%zu.c holds constants (%lld bytes) it should bind", name, p,
+                     (long long)bound);
+    }
     test_rmtree(dir);
-    standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, "gru");
+    standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, name);
     tth_compile_result_free(&res);
     json_decref(opts);
 
@@ -559,4 +569,15 @@ Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
     cr_assert_eq(tth_case_run_flags(case_dir, r, t, TTH_CASE_CHECK_C_WARNINGS, &cr), TTH_CASE_PASS, "%s", cr.detail);
     json_decref(t);
     tth_registry_free(r);
+}
+
+Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
+{
+    check_c_binding("test_torch_gru", "gru", 1);
+}
+
+/* an LSTM's code is large enough to come in parts */
+Test(pipeline, c_large_module_in_parallel_parts, .timeout = 300)
+{
+    check_c_binding("test_torch_lstm", "lstm", 2);
 }
