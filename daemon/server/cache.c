@@ -291,12 +291,12 @@ void tthd_cache_free(tthd_cache *c)
     c->dir = NULL;
 }
 
-void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_json, const char *options_json,
+void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, const char *options_json,
                     const json_t *kinds, char key[33])
 {
     XXH3_state_t *st = XXH3_createState();
     if (!st) {
-        snprintf(key, 33, "%016" PRIx64 "%016" PRIx64, XXH3_64bits(model, model_len),
+        snprintf(key, 33, "%016" PRIx64 "%016" PRIx64, XXH3_64bits(model_digest, 16),
                  XXH3_64bits(target_json, strlen(target_json)));
         return;
     }
@@ -308,8 +308,8 @@ void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_j
         XXH3_128bits_update(st, len, 8); \
         XXH3_128bits_update(st, p, n);   \
     } while (0)
-    FIELD("tth-cache-1", 11);
-    FIELD(model, model_len);
+    FIELD("tth-cache-2", 11);
+    FIELD(model_digest, 16);
     FIELD(target_json, strlen(target_json));
     FIELD(options_json, strlen(options_json));
     size_t i;

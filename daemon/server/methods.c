@@ -366,7 +366,7 @@ static void on_compile_done(tthd_job *job)
     if (json_is_array(kinds)) {
         char *oj = options_text(req);
         if (oj)
-            tthd_cache_key(req->model, req->model_size, req->target_text, oj, kinds, req->key);
+            tthd_cache_key(req->model_digest, req->target_text, oj, kinds, req->key);
         free(oj);
     }
     const json_t *meta = json_object_get(job->result, "metadata");
@@ -380,9 +380,108 @@ static void on_compile_done(tthd_job *job)
 }
 
 
+/* The model file at path (absolute), of exactly model.size bytes: fd open on it and *st its
+ * identity; 0, or -1 with msg set. */
+static int open_model_file(const tthd_request *req, const char *path, int *fd, struct stat *st, char *msg, size_t len)
+{
+    if (path[0] != '/') {
+        snprintf(msg, len, "model.path must be absolute");
+        return -1;
+    }
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0 || fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(msg, len, "cannot read the model file %.300s: %s", path, *fd < 0 ? strerror(errno) : "not a regular file");
+        if (*fd >= 0)
+            close(*fd);
+        return -1;
+    }
+    if ((uint64_t)st->st_size != req->model_size) {
+        snprintf(msg, len, "the model file %.300s has %lld bytes, not model.size %zu (changed meanwhile?)", path,
+                 (long long)st->st_size, req->model_size);
+        close(*fd);
+        return -1;
+    }
+    return 0;
+}
+
+/* All of fd's model.size bytes into req->model, and their digest; 0, or -1 with msg set. */
+static int read_model_bytes(tthd_request *req, int fd, const char *path, char *msg, size_t len)
+{
+    req->model = malloc(req->model_size);
+    size_t got = 0;
+    while (req->model && got < req->model_size) {
+        ssize_t n = read(fd, req->model + got, req->model_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got != req->model_size) {
+        snprintf(msg, len, "cannot read the model file %.300s", path);
+        return -1;
+    }
+    req->model_cap = req->model_got = got;
+    tthd_model_digest(req->model, req->model_size, req->model_digest);
+    return 0;
+}
+
+static int same_identity(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* model.path: the model's digest, and its bytes unless the digest of this very file is
+ * remembered (digest.c): then it is read only if a compile needs it (load_model). */
+static int read_model_file(tthd_server *srv, tthd_request *req, const char *path, char *msg, size_t len)
+{
+    int fd;
+    struct stat st, after;
+    if (open_model_file(req, path, &fd, &st, msg, len) != 0)
+        return -1;
+    /* its directory, where ONNX external data is read (docs/tthctl.md, "ONNX external data") */
+    const char *slash = strrchr(path, '/');
+    req->model_dir = strndup(path, slash > path ? (size_t)(slash - path) : 1);
+    if (tthd_digest_memo_find(&srv->digests, path, &st, req->model_digest)) {
+        close(fd);
+        req->model_path = strdup(path);
+        return req->model_path ? 0 : (snprintf(msg, len, "out of memory"), -1);
+    }
+    int64_t t0 = tthd_wall_ns();
+    int rc = read_model_bytes(req, fd, path, msg, len);
+    if (rc == 0 && fstat(fd, &after) == 0 && same_identity(&st, &after))
+        tthd_digest_memo_put(&srv->digests, path, &st, t0, req->model_digest);
+    close(fd);
+    return rc;
+}
+
+/* The bytes of a model whose digest was remembered, for a compile: read now (the key is
+ * computed again from them when the compile is done). 0, or -1 with msg set. */
+static int load_model(tthd_request *req, char *msg, size_t len)
+{
+    int fd;
+    struct stat st;
+    if (req->model || !req->model_path)
+        return 0;
+    if (open_model_file(req, req->model_path, &fd, &st, msg, len) != 0)
+        return -1;
+    int rc = read_model_bytes(req, fd, req->model_path, msg, len);
+    close(fd);
+    free(req->model_path);
+    req->model_path = NULL;
+    return rc;
+}
+
 /* Not in any cache: a worker compiles it. */
 static void submit_compile(tthd_server *srv, tthd_request *req)
 {
+    char msg[512];
+    if (load_model(req, msg, sizeof msg) != 0) {
+        tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
+        return;
+    }
     const json_t *options = json_object_get(req->params, "options");
     tthd_progress(req, "report", "compile", 5);
     json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
@@ -553,7 +652,7 @@ static void on_compile_target(tthd_job *job)
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "the worker's target/parse answer is incomplete", NULL);
         return;
     }
-    tthd_cache_key(req->model, req->model_size, text, oj, kinds, req->key);
+    tthd_cache_key(req->model_digest, text, oj, kinds, req->key);
     free(oj);
     /* IR dumps are a by-product the cache does not keep; no_cache asks for a fresh compile */
     const json_t *options = json_object_get(req->params, "options");
@@ -578,55 +677,12 @@ static void on_compile_target(tthd_job *job)
     after_local_miss(srv, req, use_cache);
 }
 
-/* The whole model is in req->model (uploaded, or read from model.path): parse the target next. */
+/* The model's digest is known (uploaded, or model.path read or remembered): parse the target next. */
 static void model_complete(tthd_server *srv, tthd_request *req)
 {
     tthd_progress(req, "report", "target", 5);
     if (!submit_parse(srv, req, on_compile_target))
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
-}
-
-/* model.path: the whole file, of exactly model.size bytes, into req->model */
-static int read_model_file(tthd_request *req, const char *path, char *msg, size_t len)
-{
-    if (path[0] != '/') {
-        snprintf(msg, len, "model.path must be absolute");
-        return -1;
-    }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(msg, len, "cannot read the model file %.300s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    if ((uint64_t)st.st_size != req->model_size) {
-        snprintf(msg, len, "the model file %.300s has %lld bytes, not model.size %zu (changed meanwhile?)", path,
-                 (long long)st.st_size, req->model_size);
-        close(fd);
-        return -1;
-    }
-    req->model = malloc(req->model_size);
-    size_t got = 0;
-    while (req->model && got < req->model_size) {
-        ssize_t n = read(fd, req->model + got, req->model_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (got != req->model_size) {
-        snprintf(msg, len, "cannot read the model file %.300s", path);
-        return -1;
-    }
-    req->model_cap = req->model_got = got;
-    /* its directory, where ONNX external data is read (docs/tthctl.md, "ONNX external data") */
-    const char *slash = strrchr(path, '/');
-    req->model_dir = strndup(path, slash > path ? (size_t)(slash - path) : 1);
-    return 0;
 }
 
 static void m_compile(tthd_server *srv, tthd_request *req)
@@ -657,7 +713,7 @@ static void m_compile(tthd_server *srv, tthd_request *req)
     if (path) {
         /* a client on this machine names the model file instead of uploading it (the daemon
          * serves its own user only, who may read it anyway) */
-        if (read_model_file(req, path, msg, sizeof msg) != 0) {
+        if (read_model_file(srv, req, path, msg, sizeof msg) != 0) {
             tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
             return;
         }
@@ -710,6 +766,7 @@ void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data
         tthd_progress(req, "report", "upload", (int)(req->model_got * 5 / req->model_size));
         return;
     }
+    tthd_model_digest(req->model, req->model_size, req->model_digest);
     model_complete(srv, req);
 }
 

@@ -59,6 +59,7 @@ static void request_free(tthd_request *req)
     free(req->target_text);
     free(req->model);
     free(req->model_dir);
+    free(req->model_path);
     free(req);
 }
 
@@ -812,4 +813,5 @@ void tthd_server_free(tthd_server *srv)
 {
     tthd_cache_free(&srv->cache);
     tthd_remote_free(&srv->remote);
+    tthd_digest_memo_free(&srv->digests);
 }

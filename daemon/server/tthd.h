@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <jansson.h>
 #include <uv.h>
@@ -108,9 +109,42 @@ typedef struct tthd_cache_hit {
 
 int tthd_cache_init(tthd_cache *c, uv_loop_t *loop, const char *dir, uint64_t max_bytes);
 void tthd_cache_free(tthd_cache *c);
-/* The key: XXH3-128 of the inputs, as 32 hex digits into key[33]. */
-void tthd_cache_key(const uint8_t *model, size_t model_len, const char *target_json,
-                    const char *options_json, const json_t *kinds, char key[33]);
+/* The key: XXH3-128 of the inputs (the model by its digest, tthd_model_digest), as 32 hex
+ * digits into key[33]. */
+void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, const char *options_json,
+                    const json_t *kinds, char key[33]);
+
+/* ---- digest.c: model digests, remembered by file identity ----------------------------- */
+
+#define TTHD_DIGEST_MEMO 64                           /* model files remembered */
+#define TTHD_DIGEST_SETTLED_NS (2 * (int64_t)1000000000) /* unchanged this long before a read */
+
+typedef struct tthd_digest_entry {
+    char *path;                 /* as the client named it (absolute); NULL: free */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns, ctime_ns;
+    uint64_t used;              /* tick of the last use (the least recent is replaced) */
+    uint8_t digest[16];
+} tthd_digest_entry;
+
+typedef struct tthd_digest_memo {
+    tthd_digest_entry e[TTHD_DIGEST_MEMO];
+    uint64_t tick;
+} tthd_digest_memo;
+
+/* XXH3-128 of a model's bytes, canonical (big-endian) order. */
+void tthd_model_digest(const uint8_t *model, size_t len, uint8_t digest[16]);
+/* 1 and digest filled when path, with the identity in st, was read before and has not changed. */
+int tthd_digest_memo_find(tthd_digest_memo *m, const char *path, const struct stat *st, uint8_t digest[16]);
+/* Remember path's digest; st is its identity before the read that began at read_at_ns
+ * (tthd_wall_ns). A file changed within TTHD_DIGEST_SETTLED_NS of the read is not remembered. */
+void tthd_digest_memo_put(tthd_digest_memo *m, const char *path, const struct stat *st, int64_t read_at_ns,
+                          const uint8_t digest[16]);
+void tthd_digest_memo_free(tthd_digest_memo *m);
+/* CLOCK_REALTIME in nanoseconds: the clock of file timestamps */
+int64_t tthd_wall_ns(void);
 /* 1 and *hit filled on a verified hit; 0 on a miss (a corrupt entry is dropped: a miss). */
 int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit);
 /* Store (copies); sum is the artifact's XXH64, which hits answer with. Written to disk
@@ -297,6 +331,8 @@ struct tthd_request {
     size_t model_size, model_got, model_cap;
     char model_name[TTHP_MAX_MODEL_NAME + 1];
     char *model_dir;            /* compile by model.path: the file's directory (ONNX external data) */
+    char *model_path;           /* compile by model.path: the file, while it is not read yet */
+    uint8_t model_digest[16];   /* compile: tthd_model_digest of the model */
     json_t *target;             /* compile: canonical target from the parse step */
     char *target_text;          /* compile: its canonical JSON text */
     char key[33];               /* compile: cache key */
@@ -352,6 +388,7 @@ struct tthd_server {
     tthd_pool pool;
     tthd_cache cache;
     tthd_remote remote;
+    tthd_digest_memo digests;   /* of model files named by path */
     uint64_t served, failed;
     uint64_t start_ms;
     int stopping;

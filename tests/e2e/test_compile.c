@@ -3,6 +3,7 @@
  * compile hooks. Skipped (with a message) when the build has no compile flow. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,6 +436,70 @@ Test(compile, model_by_path, .timeout = 300)
         cr_assert(strstr(e2e_err_message(r), "must be absolute"), "%s", e2e_err_message(r));
     }
     json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+/* A compile by path, answered "cache" and "key" (the artifact streamed into c->binary). */
+static json_t *compile_path(e2e_client *c, json_int_t id, const char *path, size_t len)
+{
+    c->binary_len = 0;
+    e2e_send(c, tthp_request_new(id, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
+                                                          (json_int_t)len, "path", path, "target", "c")));
+    json_t *r = e2e_recv_response(c, 240000);
+    cr_assert_not_null(r, "no answer to a compile by path");
+    return r;
+}
+
+/* tthd remembers the digest of a model file it read (docs/cache.md, "The key") and does not read
+ * it again for a hit; a file changed in place since, even to the same size with its mtime put
+ * back, is read again: a miss under another key, never the old artifact. */
+Test(compile, model_changed_in_place_is_read_again, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    e2e_put_real_plugins(&d);
+    e2e_launch(&d, NULL, NULL);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
+    json_decref(e2e_recv_response(c, 10000));
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    char path[256];
+    snprintf(path, sizeof path, "%s/m.onnx", d.root);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(model, 1, len, f) == len && fclose(f) == 0);
+    sleep(3); /* settled (TTHD_DIGEST_SETTLED_NS), so its digest is remembered */
+    json_t *r = compile_path(c, 2, path, len);
+    if (e2e_no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        return;
+    }
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
+    char key[33];
+    snprintf(key, sizeof key, "%s", e2e_result_str(r, "key", NULL));
+    json_decref(r);
+    r = compile_path(c, 3, path, len);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit");
+    cr_assert_str_eq(e2e_result_str(r, "key", NULL), key);
+    json_decref(r);
+
+    /* one byte of conv2's weights (the middle of the file), same size, mtime put back */
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    model[len / 2] ^= 0x01;
+    f = fopen(path, "r+b");
+    cr_assert(f && fwrite(model, 1, len, f) == len && fclose(f) == 0);
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+    r = compile_path(c, 4, path, len);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss", "a model changed in place was answered from the cache");
+    cr_assert_str_neq(e2e_result_str(r, "key", NULL), key);
+    json_decref(r);
+    free(model);
     e2e_client_free(c);
     e2e_stop(&d);
 }
