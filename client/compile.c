@@ -23,6 +23,7 @@
 #include <tth/diag.h>
 #include <tthproto/jsonrpc.h>
 
+#include "onnx_scan.h"
 #include "tthctl.h"
 
 /* The state of one compile: the upload, the download, the progress display. */
@@ -152,28 +153,36 @@ static int model_name(const tthctl_args *a, const char *path, char *buf, size_t 
     return 0;
 }
 
-static int read_file(const char *path, uint8_t **data, size_t *len, tthctl_error *err)
+/* All of the regular file at path: the model (never empty), or, with loc, one of its external
+ * data files, errors naming the model and that file. */
+static int read_whole(const char *path, const char *loc, uint8_t **data, size_t *len, tthctl_error *err)
 {
-    char loc[PATH_MAX + 16];
-    snprintf(loc, sizeof loc, "model '%s'", path);
+    const char *what = loc ? "external data file" : "model";
+    char where[PATH_MAX + 16];
+    snprintf(where, sizeof where, "%s '%s'", what, path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot open the model: %s", strerror(errno));
+    if (fd < 0) {
+        tthctl_fail(err, TTHCTL_EXIT_IO, where, "cannot open the %s: %s", what, strerror(errno));
+        if (loc)
+            tthctl_hint(err, "the model's tensors name '%s' (relative to the model's directory): keep it beside the model",
+                        loc);
+        return -err->exit;
+    }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         int e = errno;
         close(fd);
-        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "the model is not a regular file%s%s",
+        return tthctl_fail(err, TTHCTL_EXIT_IO, where, "the %s is not a regular file%s%s", what,
                            S_ISREG(st.st_mode) ? ": " : "", S_ISREG(st.st_mode) ? strerror(e) : "");
     }
-    if (st.st_size == 0) {
+    if (st.st_size == 0 && !loc) {
         close(fd);
-        return tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model file is empty");
+        return tthctl_fail(err, TTHCTL_EXIT_FAILED, where, "the model file is empty");
     }
-    uint8_t *buf = malloc((size_t)st.st_size);
+    uint8_t *buf = malloc(st.st_size ? (size_t)st.st_size : 1);
     if (!buf) {
         close(fd);
-        return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot hold the model (%lld bytes) in memory",
+        return tthctl_fail(err, TTHCTL_EXIT_IO, where, "cannot hold the %s (%lld bytes) in memory", what,
                            (long long)st.st_size);
     }
     size_t got = 0;
@@ -185,7 +194,7 @@ static int read_file(const char *path, uint8_t **data, size_t *len, tthctl_error
             int e = n < 0 ? errno : EIO;
             free(buf);
             close(fd);
-            return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot read the model: %s",
+            return tthctl_fail(err, TTHCTL_EXIT_IO, where, "cannot read the %s: %s", what,
                                n < 0 ? strerror(e) : "the file shrank while reading");
         }
         got += (size_t)n;
@@ -193,6 +202,65 @@ static int read_file(const char *path, uint8_t **data, size_t *len, tthctl_error
     close(fd);
     *data = buf;
     *len = got;
+    return 0;
+}
+
+static int read_file(const char *path, uint8_t **data, size_t *len, tthctl_error *err)
+{
+    return read_whole(path, NULL, data, len, err);
+}
+
+/* What goes up after the model when it is uploaded: its ONNX external data files (docs/tthctl.md,
+ * "ONNX external data"), read from the model's directory. */
+typedef struct ext_upload {
+    size_t n;
+    char **locs;
+    uint8_t **data;
+    size_t *len;
+    size_t total;
+} ext_upload;
+
+static void ext_upload_free(ext_upload *x)
+{
+    for (size_t i = 0; i < x->n; i++) {
+        free(x->locs[i]);
+        if (x->data)
+            free(x->data[i]);
+    }
+    free(x->locs);
+    free(x->data);
+    free(x->len);
+    memset(x, 0, sizeof *x);
+}
+
+/* The data files the model (read from model_path, a regular file) names, read; none when it
+ * names none or cannot be walked (the daemon then says what is wrong with the model). */
+static int read_ext_files(const char *model_path, const uint8_t *model, size_t len, ext_upload *x, tthctl_error *err)
+{
+    memset(x, 0, sizeof *x);
+    if (tthctl_onnx_external_locations(model, len, &x->locs, &x->n) != 0 || x->n == 0)
+        return 0;
+    x->data = calloc(x->n, sizeof *x->data);
+    x->len = calloc(x->n, sizeof *x->len);
+    if (!x->data || !x->len)
+        return tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+    const char *slash = strrchr(model_path, '/');
+    for (size_t i = 0; i < x->n; i++) {
+        char where[PATH_MAX + 16], path[PATH_MAX];
+        snprintf(where, sizeof where, "model '%s'", model_path);
+        if (!tthp_data_location_valid(x->locs[i]))
+            return tthctl_fail(err, TTHCTL_EXIT_FAILED, where,
+                               "external data location '%s' is not a relative path inside the model's directory",
+                               x->locs[i]);
+        if (snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash - model_path + 1) : 0, model_path, x->locs[i]) >=
+            (int)sizeof path)
+            return tthctl_fail(err, TTHCTL_EXIT_FAILED, where, "the path of external data file '%s' is too long",
+                               x->locs[i]);
+        int rc = read_whole(path, x->locs[i], &x->data[i], &x->len[i], err);
+        if (rc < 0)
+            return rc;
+        x->total += x->len[i];
+    }
     return 0;
 }
 
@@ -471,26 +539,37 @@ static void print_result(const compile_job *job, const json_t *res, int explain,
 
 /* Upload the model in chunks, handling whatever the daemon sends meanwhile. Returns 1 when the
  * response already came (it is in *res), 0 when the whole model went up. */
-static int upload(tthctl_conn *c, compile_job *job, const tthctl_handlers *h, const uint8_t *model,
-                  size_t len, json_t **res, tthctl_error *err)
+/* One stretch of an upload's bytes. */
+static int upload_part(tthctl_conn *c, compile_job *job, const tthctl_handlers *h, json_t *id, const uint8_t *data,
+                       size_t len, size_t at, size_t total, json_t **res, tthctl_error *err)
 {
     size_t chunk = c->max_frame_bytes < TTHP_CHUNK_BYTES ? c->max_frame_bytes : TTHP_CHUNK_BYTES;
-    json_t *id = json_integer(job->id);
-    int rc = 0;
     for (size_t off = 0; off < len && !tthctl_interrupted; off += chunk) {
         size_t n = len - off < chunk ? len - off : chunk;
-        int wrc = tthp_write_chunk_fd(c->fd, id, "model", off, model + off, n, len);
+        int wrc = tthp_write_chunk_fd(c->fd, id, "model", at + off, data + off, n, total);
         if (wrc < 0) {
             /* the daemon may have answered (and closed) already: read what it said */
-            rc = tthctl_conn_wait(c, job->id, h, 1000, res, err);
-            if (rc == 0)
-                rc = tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL, "cannot send the model to tthd: %s",
-                                 strerror(-wrc));
-            break;
+            int rc = tthctl_conn_wait(c, job->id, h, 1000, res, err);
+            return rc ? rc : tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL, "cannot send the model to tthd: %s",
+                                         strerror(-wrc));
         }
-        rc = tthctl_conn_wait(c, job->id, h, 0, res, err);
+        int rc = tthctl_conn_wait(c, job->id, h, 0, res, err);
         if (rc != 0)
-            break;
+            return rc;
+    }
+    return 0;
+}
+
+/* The upload: the model's bytes, then its external data files' in their order (PROTOCOL.md). */
+static int upload(tthctl_conn *c, compile_job *job, const tthctl_handlers *h, const uint8_t *model,
+                  size_t len, const ext_upload *x, json_t **res, tthctl_error *err)
+{
+    json_t *id = json_integer(job->id);
+    size_t total = len + x->total, at = len;
+    int rc = upload_part(c, job, h, id, model, len, 0, total, res, err);
+    for (size_t i = 0; i < x->n && rc == 0 && !*res; i++) {
+        rc = upload_part(c, job, h, id, x->data[i], x->len[i], at, total, res, err);
+        at += x->len[i];
     }
     json_decref(id);
     return rc;
@@ -611,6 +690,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     compile_job job = {.out_path = a->output ? a->output : out_buf, .tmp_fd = -1};
     uint8_t *model = NULL;
     size_t model_len = 0;
+    ext_upload ext = {0};
     tthctl_conn *c = NULL;
     json_t *res = NULL;
     tthctl_progress_init(&job.progress, a->quiet);
@@ -636,6 +716,12 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         if (rc < 0)
             goto out;
     }
+    /* uploaded: its external data files go up with it */
+    if (!by_path && S_ISREG(mst.st_mode)) {
+        rc = read_ext_files(model_path, model, model_len, &ext, err);
+        if (rc < 0)
+            goto out;
+    }
     rc = open_tmp(&job, err);
     if (rc < 0)
         goto out;
@@ -644,11 +730,11 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
         goto out;
     }
-    if (model_len > c->max_request_bytes) {
+    if (model_len > c->max_request_bytes || ext.total > c->max_request_bytes - model_len) {
         char loc[PATH_MAX + 16];
         snprintf(loc, sizeof loc, "model '%s'", model_path);
-        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model (%zu bytes) is larger than the daemon accepts (%zu)",
-                         model_len, c->max_request_bytes);
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model (%zu bytes%s) is larger than the daemon accepts (%zu)",
+                         model_len + ext.total, ext.n ? " with its external data" : "", c->max_request_bytes);
         tthctl_hint(err, "set TTH_MAX_REQUEST_BYTES (e.g. 2G) and run 'tthctl stop', so that the next command "
                          "starts tthd with it; or start tthd with a larger --max-request-bytes");
         goto out;
@@ -673,6 +759,12 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
                                "target", target, "delivery", a->stream ? "stream" : "file");
     if (params && by_path)
         json_object_set_new(json_object_get(params, "model"), "path", json_string(model_abs));
+    if (params && ext.n) {
+        json_t *files = json_array();
+        for (size_t i = 0; i < ext.n; i++)
+            json_array_append_new(files, json_pack("{s:s, s:I}", "location", ext.locs[i], "size", (json_int_t)ext.len[i]));
+        json_object_set_new(json_object_get(params, "model"), "external_data", files);
+    }
     target = NULL;
     if (params && json_object_size(options))
         json_object_set_new(params, "options", options);
@@ -687,7 +779,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         rc = tthctl_conn_send_request(c, "compile", p, &job.id, err);
         if (rc < 0)
             break;
-        rc = by_path ? 0 : upload(c, &job, &h, model, model_len, &res, err);
+        rc = by_path ? 0 : upload(c, &job, &h, model, model_len, &ext, &res, err);
         if (rc == 0)
             rc = tthctl_conn_wait(c, job.id, &h, -1, &res, err);
         if (rc < 0 || !json_object_get(json_object_get(res, "artifact"), "file"))
@@ -742,5 +834,6 @@ out:
     json_decref(res);
     tthctl_conn_close(c);
     free(model);
+    ext_upload_free(&ext);
     return rc;
 }

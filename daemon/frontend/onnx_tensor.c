@@ -11,6 +11,7 @@
 #include "frontend.h"
 #include "frontend_internal.h"
 #include "onnx.pb-c.h"
+#include "tthproto/jsonrpc.h"
 
 /* TensorProto.DataType numbers (onnx.proto) → tth dtypes. */
 static const struct {
@@ -70,24 +71,6 @@ void tth__onnx_external_release(tth_onnx_external *ext)
     free(ext->files);
     ext->files = NULL;
     ext->nfiles = 0;
-}
-
-/* A location the ONNX rules allow: a relative path inside the model's directory, '/'-separated,
- * no "..", no empty or "." parts that could hide one. */
-static int location_ok(const char *loc)
-{
-    if (!loc || !*loc || loc[0] == '/' || strlen(loc) > 1024 || strchr(loc, '\\'))
-        return 0;
-    for (const char *p = loc; *p;) {
-        const char *e = strchr(p, '/');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.'))
-            return 0;
-        p += n + (e ? 1 : 0);
-        if (e && !*p)
-            return 0;
-    }
-    return 1;
 }
 
 /* an unsigned decimal of the whole string */
@@ -186,7 +169,7 @@ static int ext_bytes(const Onnx__TensorProto *tp, tth_onnx_external *ext, const 
     }
     if (!loc)
         return tth_diag_set(diag, TTH_EMODEL, where, "tensor with external data names no location");
-    if (!location_ok(loc))
+    if (!tthp_data_location_valid(loc))
         return tth_diag_set(diag, TTH_EMODEL, where,
                             "external data location '%s' is not a relative path inside the model's directory", loc);
     if (!ext || !ext->dir) {

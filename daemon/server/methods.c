@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -685,6 +687,131 @@ static void model_complete(tthd_server *srv, tthd_request *req)
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
 }
 
+/* ---- ONNX external data uploaded with the model (protocol/PROTOCOL.md, compile) ---------- */
+
+#define TTHD_MAX_EXT_FILES 4096
+
+/* model.external_data: [{"location", "size"}], each location valid and named once, the whole
+ * upload within the request limit; sets req->ext_files and req->upload_size. 0, or -1 with msg. */
+static int check_ext_files(const tthd_server *srv, tthd_request *req, const json_t *ext, char *msg, size_t len)
+{
+    if (!json_is_array(ext) || json_array_size(ext) == 0 || json_array_size(ext) > TTHD_MAX_EXT_FILES) {
+        snprintf(msg, len, "model.external_data must be an array of 1 to %d {\"location\", \"size\"}", TTHD_MAX_EXT_FILES);
+        return -1;
+    }
+    size_t i, total = req->model_size;
+    const json_t *f;
+    json_array_foreach(ext, i, f) {
+        const char *loc = json_string_value(json_object_get(f, "location"));
+        const json_t *sz = json_object_get(f, "size");
+        if (!tthp_data_location_valid(loc)) {
+            snprintf(msg, len, "model.external_data[%zu].location %s%.200s%s is not a relative path inside the model's "
+                     "directory", i, loc ? "'" : "", loc ? loc : "(missing)", loc ? "'" : "");
+            return -1;
+        }
+        if (!json_is_integer(sz) || json_integer_value(sz) < 0 ||
+            (uint64_t)json_integer_value(sz) > srv->opt.max_request - total) {
+            snprintf(msg, len, "model.external_data[%zu].size must be a byte count, and the model with its data at "
+                     "most the request limit (%zu)", i, srv->opt.max_request);
+            return -1;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(json_string_value(json_object_get(json_array_get(ext, j), "location")), loc) == 0) {
+                snprintf(msg, len, "model.external_data names '%.200s' twice", loc);
+                return -1;
+            }
+        total += (size_t)json_integer_value(sz);
+    }
+    req->ext_files = ext;
+    req->upload_size = total;
+    return 0;
+}
+
+/* mkdir -p of the directories in front of rel's last part, under dir */
+static int make_parents(const char *dir, const char *rel)
+{
+    char path[PATH_MAX];
+    for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+        if (snprintf(path, sizeof path, "%s/%.*s", dir, (int)(s - rel), rel) >= (int)sizeof path)
+            return -1;
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
+            return -1;
+    }
+    return 0;
+}
+
+/* The uploaded files after the model's bytes, each to its location in a new private directory,
+ * which becomes the model's directory (where the worker reads them); the model's buffer shrinks
+ * to the model. 0, or -1 with msg set. */
+static int write_ext_files(tthd_request *req, char *msg, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    if (snprintf(dir, sizeof dir, "%s/tthd-data-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) {
+        snprintf(msg, len, "TMPDIR is too long for the model's external data directory");
+        return -1;
+    }
+    if (!mkdtemp(dir)) {
+        snprintf(msg, len, "cannot create a directory for the model's external data in %.300s: %s", dir, strerror(errno));
+        return -1;
+    }
+    req->ext_dir = strdup(dir);
+    if (!req->ext_dir) {
+        rmdir(dir);
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+    size_t i, off = req->model_size;
+    const json_t *f;
+    json_array_foreach(req->ext_files, i, f) {
+        const char *loc = json_string_value(json_object_get(f, "location"));
+        size_t n = (size_t)json_integer_value(json_object_get(f, "size"));
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, loc);
+        int fd = make_parents(dir, loc) == 0 ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+        size_t put = 0;
+        while (fd >= 0 && put < n) {
+            ssize_t w = write(fd, req->model + off + put, n - put);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            put += (size_t)w;
+        }
+        if (fd < 0 || put != n || close(fd) != 0) {
+            snprintf(msg, len, "cannot write the external data file '%.200s' under %.200s: %s", loc, dir, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        off += n;
+    }
+    uint8_t *shrunk = realloc(req->model, req->model_size);
+    if (shrunk)
+        req->model = shrunk;
+    req->model_cap = req->model_size;
+    free(req->model_dir);
+    req->model_dir = strdup(dir);
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+void tthd_method_remove_ext_dir(tthd_request *req)
+{
+    if (!req->ext_dir)
+        return;
+    if (nftw(req->ext_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        tthd_log(TTHD_LOG_WARN, "cannot remove %s: %s", req->ext_dir, strerror(errno));
+    free(req->ext_dir);
+    req->ext_dir = NULL;
+}
+
 static void m_compile(tthd_server *srv, tthd_request *req)
 {
     req->start_ns = uv_hrtime();
@@ -708,8 +835,14 @@ static void m_compile(tthd_server *srv, tthd_request *req)
         return;
     }
     snprintf(req->model_name, sizeof req->model_name, "%s", name);
-    req->model_size = (size_t)json_integer_value(size);
+    req->model_size = req->upload_size = (size_t)json_integer_value(size);
     const char *path = json_string_value(json_object_get(model, "path"));
+    const json_t *ext = json_object_get(model, "external_data");
+    if (ext && (path || check_ext_files(srv, req, ext, msg, sizeof msg) != 0)) {
+        tthd_respond_error(req, TTHP_INVALID_PARAMS,
+                           path ? "model.external_data comes with an upload, not with model.path" : msg, NULL);
+        return;
+    }
     if (path) {
         /* a client on this machine names the model file instead of uploading it (the daemon
          * serves its own user only, who may read it anyway) */
@@ -729,15 +862,16 @@ static void m_compile(tthd_server *srv, tthd_request *req)
 int tthd_method_chunk_ok(tthd_request *req, json_int_t offset, json_int_t size, json_int_t total, char *msg,
                          size_t len)
 {
-    if (total != (json_int_t)req->model_size) {
-        snprintf(msg, len, "upload total %" JSON_INTEGER_FORMAT " differs from model.size %zu", total, req->model_size);
+    if (total != (json_int_t)req->upload_size) {
+        snprintf(msg, len, "upload total %" JSON_INTEGER_FORMAT " differs from model.size %zu%s", total,
+                 req->upload_size, req->ext_files ? " plus the external data's sizes" : "");
         return -1;
     }
     if (offset != (json_int_t)req->model_got) {
         snprintf(msg, len, "upload chunk at offset %" JSON_INTEGER_FORMAT ", expected %zu", offset, req->model_got);
         return -1;
     }
-    if (size < 1 || (size_t)size > req->model_size - req->model_got) {
+    if (size < 1 || (size_t)size > req->upload_size - req->model_got) {
         snprintf(msg, len, "upload chunk of %" JSON_INTEGER_FORMAT " bytes does not fit the model", size);
         return -1;
     }
@@ -750,8 +884,8 @@ void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data
         size_t cap = req->model_cap ? req->model_cap : 65536;
         while (cap < req->model_got + len)
             cap *= 2;
-        if (cap > req->model_size)
-            cap = req->model_size;
+        if (cap > req->upload_size)
+            cap = req->upload_size;
         uint8_t *nb = realloc(req->model, cap);
         if (!nb) {
             tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory for the upload", NULL);
@@ -762,8 +896,13 @@ void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data
     }
     memcpy(req->model + req->model_got, data, len);
     req->model_got += len;
-    if (req->model_got < req->model_size) {
-        tthd_progress(req, "report", "upload", (int)(req->model_got * 5 / req->model_size));
+    if (req->model_got < req->upload_size) {
+        tthd_progress(req, "report", "upload", (int)(req->model_got * 5 / req->upload_size));
+        return;
+    }
+    char msg[600];
+    if (req->ext_files && write_ext_files(req, msg, sizeof msg) != 0) {
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, msg, NULL);
         return;
     }
     tthd_model_digest(req->model, req->model_size, req->model_digest);

@@ -60,6 +60,7 @@ static void request_free(tthd_request *req)
     free(req->model);
     free(req->model_dir);
     free(req->model_path);
+    tthd_method_remove_ext_dir(req);
     free(req);
 }
 

@@ -327,8 +327,11 @@ struct tthd_request {
     json_t *params;             /* owned */
     tthd_req_state state;
     tthd_job *job;              /* the job running for it, or NULL */
-    uint8_t *model;             /* compile upload */
+    uint8_t *model;             /* compile upload (the model, then its external data files) */
     size_t model_size, model_got, model_cap;
+    size_t upload_size;         /* compile upload: model_size + the external data files' sizes */
+    const json_t *ext_files;    /* compile upload: model.external_data (in params), or NULL */
+    char *ext_dir;              /* compile upload: the private directory they were written to */
     char model_name[TTHP_MAX_MODEL_NAME + 1];
     char *model_dir;            /* compile by model.path: the file's directory (ONNX external data) */
     char *model_path;           /* compile by model.path: the file, while it is not read yet */
@@ -413,6 +416,8 @@ void tthd_progress(tthd_request *req, const char *kind, const char *stage, int p
 
 /* Run a request (state NEW). It answers now or later through tthd_respond*. */
 void tthd_method_dispatch(tthd_server *srv, tthd_request *req);
+/* Remove the directory an upload's external data files were written to, if any. */
+void tthd_method_remove_ext_dir(tthd_request *req);
 /* A $/chunk's binary frame arrived for req (upload). */
 void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data, size_t len);
 /* Validate a $/chunk for req; 0 if it continues the upload. */

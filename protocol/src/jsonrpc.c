@@ -253,6 +253,22 @@ int tthp_version_parse(const char *s, int *major, int *minor)
     return 0;
 }
 
+int tthp_data_location_valid(const char *loc)
+{
+    if (!loc || !*loc || loc[0] == '/' || strlen(loc) > 1024 || strchr(loc, '\\'))
+        return 0;
+    for (const char *p = loc; *p;) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 0;
+        p += n + (e ? 1 : 0);
+        if (e && !*p)
+            return 0;
+    }
+    return 1;
+}
+
 int tthp_model_name_valid(const char *s)
 {
     if (!s || !(isalpha((unsigned char)*s) || *s == '_'))

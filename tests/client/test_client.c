@@ -1578,8 +1578,8 @@ static void stop_fake(void)
 
 /* ONNX external data (docs/tthctl.md, "ONNX external data"): a model by path whose weights are in a
  * file beside it compiles and runs to numpy's answer; the cache serves it again while the data
- * file holds the same bytes and compiles anew once it changes; uploaded alone (--stream) it is
- * refused with what to do, and a location outside the model's directory is refused. Skipped
+ * file holds the same bytes and compiles anew once it changes; uploaded (--stream) its data files
+ * go up with it, and a location outside the model's directory is refused. Skipped
  * without python3's numpy and onnx. */
 /* `tthctl run` of art on input x (NAME=FILE) writes npy (in outdir) close to want */
 static void run_matches(const char *art, const char *x, const char *outdir, const char *npy, const char *want)
@@ -1672,26 +1672,41 @@ Test(client, compile_with_external_data)
         run_matches(art, x, outdir, npy, want);
     }
     redis_stop(&rd);
-    /* uploaded alone, the model cannot show its data: refused, and the entry stays for a client
-     * that names the model by its path */
-    ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--stream");
-    assert_status(&po, 1);
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q");
-    assert_status(&po, 0);
-    {
+    /* uploaded (--stream, as to a daemon on another machine), the data files go up with the
+     * model: the entry built from the first weights serves them, fresh compiles use them, and
+     * other weights beside the model are a miss */
+    const char *streamed[3] = {"hit", "miss", "miss"};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) {
+            snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 2", source_root(),
+                     F.dir);
+            cr_assert_eq(system(cmd), 0, "%s", cmd);
+        }
+        ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--stream", "--json", "-q",
+            round == 1 ? "--no-cache" : NULL);
+        assert_status(&po, 0);
         json_t *r = out_json(&po);
-        cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit", "the entry was dropped: %s", po.out);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), streamed[round], "--stream round %d: %s", round,
+                         po.out);
         json_decref(r);
+        proc_out_free(&po);
+        run_matches(art, x, outdir, npy, want);
     }
+    /* a data file missing beside an uploaded model is named before anything is sent */
+    snprintf(cmd, sizeof cmd, "%s/m.data", F.dir);
+    cr_assert_eq(unlink(cmd), 0);
+    ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream");
+    assert_status(&po, 5);
+    assert_has(po.err, "m.data");
+    assert_has(po.err, "cannot open the external data file");
     proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream", "--no-cache");
-    assert_status(&po, 1);
-    assert_has(po.err, "the tensor's data is in the file 'm.data' beside the model, and the model came without its directory");
-    assert_has(po.err, "compile the model by its path");
-    proc_out_free(&po);
+    /* a location outside the model's directory is refused, by path and uploaded */
     snprintf(model, sizeof model, "%s/bad.onnx", F.dir);
     ctl(&po, "compile", model, "--target", "llvm", "-o", art);
+    assert_status(&po, 1);
+    assert_has(po.err, "external data location '../m.data' is not a relative path inside the model's directory");
+    proc_out_free(&po);
+    ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream");
     assert_status(&po, 1);
     assert_has(po.err, "external data location '../m.data' is not a relative path inside the model's directory");
     proc_out_free(&po);

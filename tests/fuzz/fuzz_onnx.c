@@ -1,7 +1,8 @@
-/* fuzz_onnx.c: libFuzzer target for the ONNX importer (tth_onnx_import) and the Relay passes.
+/* fuzz_onnx.c: libFuzzer target for the ONNX importer (tth_onnx_import) and the Relay passes,
+ * and for tthctl's walk of a model for its external data files (client/onnx_scan.c).
  *
  * Any byte string must give either a module or a diagnostic: no crash, no leak, no undefined
- * behaviour. An imported module must verify and survive the whole pass pipeline
+ * behaviour; the walk gives locations or -1, each location a string. An imported module must verify and survive the whole pass pipeline
  * (tth_relay_optimize), whose result must verify too. Seeds: any model.onnx of Debian's
  * libonnx-testdata (/usr/share/libonnx-testdata/data/node/NAME/model.onnx).
  *
@@ -11,11 +12,21 @@
 #include <stdlib.h>
 
 #include "frontend.h"
+#include "onnx_scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    char **locs;
+    size_t nlocs;
+    if (tthctl_onnx_external_locations(data, size, &locs, &nlocs) == 0) {
+        for (size_t i = 0; i < nlocs; i++)
+            free(locs[i]);
+        free(locs);
+    } else if (locs || nlocs) {
+        abort();
+    }
     tth_relay_module *m = NULL;
     tth_diag d;
     tth_diag_clear(&d);

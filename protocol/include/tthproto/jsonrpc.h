@@ -71,4 +71,9 @@ int tthp_version_parse(const char *s, int *major, int *minor);
 /* Is s a valid model name (C identifier, at most TTHP_MAX_MODEL_NAME chars)? */
 int tthp_model_name_valid(const char *s);
 
+/* Is loc an ONNX external data location tth accepts: a relative path inside the model's
+ * directory, '/'-separated, at most 1024 bytes, no backslash, no empty or ".." part
+ * (docs/tthctl.md, "ONNX external data")? The importer, tthd and tthctl share this rule. */
+int tthp_data_location_valid(const char *loc);
+
 #endif
