@@ -10,10 +10,13 @@ initializers; a constant condition whose other branch tth could not compile), of
 count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
 (two states, a reversed scan input along axis 1, a scan output along axis 1), of 3-D
 ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
-MaxPool's Indices (batch 2, padding, storage_order 1, ties) and of Det (singular and permuted
-matrices, batches), written as ONNX
+MaxPool's Indices (batch 2, padding, storage_order 1, ties), of Det (singular and permuted
+matrices, batches), of DFT (the inverse of a complex input, onesided of even and odd lengths,
+dft_length shorter and longer than the axis, axes 2 and -2, float64), of STFT (a window with
+onesided 0, a complex signal with frame_length, an odd window onesided; batch 2) and of
+MelWeightMatrix (float64 output), written as ONNX
 test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
-and numpy.einsum), independent of tth.
+numpy.einsum and numpy.fft), independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
 
@@ -618,6 +621,112 @@ def write_det(root, rng):
                   [([("x", a)], [("y", np.asarray(want))])])
 
 
+def complex_of(x):
+    """[..., 1] or [..., 2] (ONNX's real / complex layout) as a numpy complex array [...]"""
+    return x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0].astype(complex)
+
+
+def pairs_of(z, dtype):
+    """a complex array [...] as [..., 2] (real, imaginary)"""
+    import numpy as np
+    return np.stack([z.real, z.imag], -1).astype(dtype)
+
+
+DFTS = [
+    # name, input shape, dtype, attributes, dft_length (None: absent)
+    ("dft_inverse_complex", (2, 6, 3, 2), "float32", {"inverse": 1}, None),
+    ("dft_onesided_even", (2, 8, 1), "float32", {"onesided": 1}, None),
+    ("dft_onesided_odd", (2, 7, 3, 1), "float32", {"onesided": 1}, None),
+    ("dft_truncate", (2, 10, 2), "float32", {}, 6),
+    ("dft_zero_pad_axis2", (2, 3, 5, 1), "float32", {"axis": 2}, 9),
+    ("dft_negative_axis", (2, 3, 4, 5, 2), "float32", {"axis": -2}, None),
+    ("dft_float64_onesided_truncate", (2, 12, 1), "float64", {"onesided": 1}, 9),
+]
+
+
+def write_dft(root, case, rng):
+    """DFT against numpy.fft.fft / ifft (n= truncates or zero-pads), onesided keeping bins 0 ..
+    n // 2; dft_length an initializer."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    name, shape, dtype, attrs, n = case
+    x = rng.normal(0, 1, shape).astype(dtype)
+    axis = attrs.get("axis", 1) % x.ndim
+    z = complex_of(x.astype(np.float64))
+    length = n or shape[axis]
+    y = np.fft.ifft(z, n=length, axis=axis) if attrs.get("inverse") else np.fft.fft(z, n=length, axis=axis)
+    if attrs.get("onesided"):
+        y = np.take(y, np.arange(length // 2 + 1), axis=axis)
+    y = pairs_of(y, dtype)
+    ty = TensorProto.DOUBLE if dtype == "float64" else TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.array(n, np.int64), "n")] if n else []
+    node = helper.make_node("DFT", ["x", "n"] if n else ["x"], ["y"], **attrs)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", ty, list(shape))],
+                          [helper.make_tensor_value_info("y", ty, list(y.shape))], inits)
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+              [([("x", x)], [("y", y)])])
+
+
+STFTS = [
+    # name, signal shape, frame_step, window length (None: no window), frame_length (None: absent), onesided
+    ("stft_window_twosided", (2, 40, 1), 6, 10, None, 0),
+    ("stft_complex_frame_length", (2, 30, 2), 4, None, 8, 0),
+    ("stft_onesided_odd_window", (2, 33, 1), 5, 9, None, 1),
+]
+
+
+def write_stft(root, case, rng):
+    """STFT against numpy.fft.fft of each windowed frame (frames f * frame_step .. + W, 1 + (T -
+    W) // frame_step of them); frame_step and frame_length initializers, the window a graph input."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    name, shape, step, wlen, flen, onesided = case
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    width = wlen or flen
+    win = rng.uniform(0.2, 1, width).astype(np.float32) if wlen else np.ones(width, np.float32)
+    z = complex_of(x.astype(np.float64))
+    frames = [z[:, f:f + width] * win for f in range(0, shape[1] - width + 1, step)]
+    y = np.fft.fft(np.stack(frames, 1), axis=2)
+    y = pairs_of(y[:, :, :width // 2 + 1] if onesided else y, np.float32)
+    inits = [numpy_helper.from_array(np.array(step, np.int64), "step")]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))]
+    if wlen:
+        ins.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [wlen]))
+    if flen:
+        inits.append(numpy_helper.from_array(np.array(flen, np.int64), "len"))
+    node = helper.make_node("STFT", ["x", "step", "w" if wlen else "", "len" if flen else ""], ["y"], onesided=onesided)
+    g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))],
+                          inits)
+    feeds = [("x", x)] + ([("w", win)] if wlen else [])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), [(feeds, [("y", y)])])
+
+
+def write_mel(root):
+    """MelWeightMatrix of 12 bands for a 100-point DFT at 22050 Hz between 30 and 9000 Hz, as
+    float64 (output_datatype 11), its inputs initializers; numpy computes the band edges on the
+    mel scale (num_mel_bins + 2 of them, the step (mel(hi) - mel(lo)) / (num_mel_bins + 2) as
+    ONNX defines it) and the triangles (two coinciding edges: a 1 at the band's center)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    bands, n, rate, lo, hi = 12, 100, 22050, 30.0, 9000.0
+    mel = 2595 * np.log10(1 + np.array([lo, hi]) / 700)
+    hz = 700 * (10 ** ((mel[0] + np.arange(bands + 2) * (mel[1] - mel[0]) / (bands + 2)) / 2595) - 1)
+    e = np.floor((n + 1) * hz / rate).astype(int)
+    j = np.arange(n // 2 + 1)[:, None]
+    left, mid, right = e[None, :-2], e[None, 1:-1], e[None, 2:]
+    rise = np.where(mid > left, (j - left) / np.maximum(mid - left, 1), 1.0)
+    fall = (right - j) / np.maximum(right - mid, 1)
+    y = np.where((j >= left) & (j <= mid), rise, np.where((j > mid) & (j < right), fall, 0.0))
+    inits = [numpy_helper.from_array(np.array(v, t), k) for k, v, t in
+             (("bands", bands, np.int32), ("n", n, np.int32), ("rate", rate, np.int32), ("lo", lo, np.float32),
+              ("hi", hi, np.float32))]
+    node = helper.make_node("MelWeightMatrix", ["bands", "n", "rate", "lo", "hi"], ["y"], output_datatype=11)
+    g = helper.make_graph([node], "mel_weight_matrix_float64", [],
+                          [helper.make_tensor_value_info("y", TensorProto.DOUBLE, list(y.shape))], inits)
+    save_case(root, "mel_weight_matrix_float64", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+              [([], [("y", y)])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -645,6 +754,11 @@ def main():
         for case in MAXPOOL_INDICES:
             write_maxpool_indices(root, case, rng)
         write_det(root, rng)
+        for case in DFTS:
+            write_dft(root, case, rng)
+        for case in STFTS:
+            write_stft(root, case, rng)
+        write_mel(root)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

@@ -968,6 +968,151 @@ Test(import, tfidf_over_strings_is_refused_by_name)
     ob_free(&b);
 }
 
+/* ---- DFT, STFT and MelWeightMatrix (docs/operators.md "DFT, STFT and MelWeightMatrix") ---- */
+
+/* DFT of x [2, 6, 3, c] (axis 1 by default); dft_length n an initializer (n > 0), a graph input
+ * (n < 0) or absent (0). */
+static Onnx__NodeProto *dft_model(ob *b, int64_t c, int64_t n)
+{
+    ob_init(b, 17);
+    ob_input(b, "x", (int64_t[]){2, 6, 3, c}, 4);
+    if (n > 0)
+        ob_init_i64(b, "n", NULL, 0, &n);
+    if (n < 0)
+        OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "n", 7, NULL, 0, NULL, -1));
+    Onnx__NodeProto *node = ob_node(b, "DFT", "dft", n ? "x,n" : "x", "y");
+    ob_output(b, "y");
+    return node;
+}
+
+/* Import refused with code, the message holding want. */
+static void assert_refused(ob *b, int code, const char *want)
+{
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(b, &d, &rc));
+    cr_assert_eq(rc, code, "%s", d.message);
+    cr_assert(strstr(d.message, want), "%s", d.message);
+}
+
+Test(import, dft_is_one_matmul_by_a_constant_matrix)
+{
+    ob b;
+    ob_attr_i(&b, dft_model(&b, 1, 9), "onesided", 1); /* 6 samples zero-padded to 9: bins 0 .. 4 */
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    assert_shape(out_type(m), 4, (int64_t[]){2, 5, 3, 2});
+    tth_rexpr *mm = find_op(m, TTH_OP_MATMUL, 0);
+    cr_assert(mm && !find_op(m, TTH_OP_MATMUL, 1));
+    cr_assert_eq(mm->u.call.args[1]->kind, TTH_REXPR_CONST);
+    assert_shape(&mm->u.call.args[1]->type.tensor, 2, (int64_t[]){6, 10});
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
+
+Test(import, dft_refusals_name_the_input_or_attribute)
+{
+    ob b;
+    dft_model(&b, 1, -1);
+    assert_refused(&b, TTH_EUNSUPPORTED, "input 'dft_length' is not a constant");
+    ob_free(&b);
+    ob_attr_i(&b, dft_model(&b, 2, 0), "onesided", 1);
+    assert_refused(&b, TTH_EUNSUPPORTED, "unsupported attribute value: DFT onesided 1 with a complex input");
+    ob_free(&b);
+    Onnx__NodeProto *n = dft_model(&b, 1, 0);
+    ob_attr_i(&b, n, "onesided", 1);
+    ob_attr_i(&b, n, "inverse", 1);
+    assert_refused(&b, TTH_EUNSUPPORTED, "unsupported attribute value: DFT onesided 1 with inverse 1");
+    ob_free(&b);
+    ob_attr_i(&b, dft_model(&b, 1, 0), "axis", -1);
+    assert_refused(&b, TTH_EMODEL, "DFT axis -1 is out of range for rank 4");
+    ob_free(&b);
+}
+
+/* STFT of x [2, 40, 1] every 6 samples: frame_step an initializer or (step_input) a graph input,
+ * the window [10] a graph input or, without one, frame_length 10 a graph input. */
+static void stft_model(ob *b, int step_input, int window)
+{
+    ob_init(b, 17);
+    ob_input(b, "x", (int64_t[]){2, 40, 1}, 3);
+    if (step_input)
+        OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "s", 7, NULL, 0, NULL, -1));
+    else
+        ob_init_i64(b, "s", NULL, 0, (int64_t[]){6});
+    if (window)
+        ob_input(b, "w", (int64_t[]){10}, 1);
+    else
+        OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "l", 7, NULL, 0, NULL, -1));
+    ob_attr_i(b, ob_node(b, "STFT", "stft", window ? "x,s,w" : "x,s,,l", "y"), "onesided", 0);
+    ob_output(b, "y");
+}
+
+Test(import, stft_frames_a_signal_and_names_non_constant_inputs)
+{
+    ob b;
+    stft_model(&b, 0, 1);
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    assert_shape(out_type(m), 4, (int64_t[]){2, 6, 10, 2}); /* 1 + (40 - 10) / 6 frames */
+    tth_rexpr *take = find_op(m, TTH_OP_TAKE, 0);
+    cr_assert(take);
+    assert_shape(&take->u.call.args[1]->type.tensor, 2, (int64_t[]){6, 10});
+    tth_relay_module_free(m);
+    ob_free(&b);
+    stft_model(&b, 1, 1);
+    assert_refused(&b, TTH_EUNSUPPORTED, "input 'frame_step' is not a constant");
+    ob_free(&b);
+    stft_model(&b, 0, 0);
+    assert_refused(&b, TTH_EUNSUPPORTED, "input 'frame_length' is not a constant");
+    ob_free(&b);
+}
+
+/* MelWeightMatrix of ONNX's node test (8 bands, a 16-point DFT at 8192 Hz, 0 to 4096 Hz), its
+ * inputs initializers, or num_mel_bins a graph input. */
+static void mel_model(ob *b, int bins_input)
+{
+    ob_init(b, 17);
+    int32_t iv[3] = {8, 16, 8192};
+    float fv[2] = {0, 4096};
+    const char *names[5] = {"bins", "len", "rate", "lo", "hi"};
+    for (int i = bins_input; i < 5; i++)
+        OB_PUSH(b, b->graph.initializer, b->graph.n_initializer,
+                i < 3 ? ob_tensor(b, names[i], 6, NULL, 0, &iv[i], 4) : ob_tensor(b, names[i], 1, NULL, 0, &fv[i - 3], 4));
+    if (bins_input)
+        OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "bins", 6, NULL, 0, NULL, -1));
+    ob_node(b, "MelWeightMatrix", "mel", "bins,len,rate,lo,hi", "y");
+    ob_output(b, "y");
+}
+
+Test(import, mel_weight_matrix_is_a_constant)
+{
+    ob b;
+    mel_model(&b, 0);
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_rexpr *y = tth_relay_module_main(m)->body;
+    cr_assert_eq(y->kind, TTH_REXPR_CONST);
+    assert_shape(out_type(m), 2, (int64_t[]){9, 8});
+    /* the band edges fall on bins 0 0 0 1 1 2 3 4 5 6: each band is a single 1 (at its center,
+     * or where its rise ends) and zeros, as in ONNX's expected output */
+    static const int64_t peak[8] = {0, 0, 1, 1, 2, 3, 4, 5};
+    const float *v = y->u.constant.value->data;
+    for (int64_t i = 0; i < 9 * 8; i++)
+        cr_assert_eq(v[i], i / 8 == peak[i % 8] ? 1.0f : 0.0f, "bin %lld band %lld: %g", (long long)(i / 8),
+                     (long long)(i % 8), v[i]);
+    tth_relay_module_free(m);
+    ob_free(&b);
+    mel_model(&b, 1);
+    assert_refused(&b, TTH_EUNSUPPORTED, "input 'num_mel_bins' is not a constant");
+    ob_free(&b);
+}
+
 /* An element type tth does not take is refused by its name: a string input (ONNX's text
  * normalizer test; docs/operators.md, "Element types"). */
 Test(import, foreign_element_types_are_named)
