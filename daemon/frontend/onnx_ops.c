@@ -3446,6 +3446,31 @@ static int op_upsample(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
     return resize(c, in, nin, out, 1);
 }
 
+/* RoiAlign (opset 10, 16): vision.roi_align of X, rois and batch_indices (run-time tensors). The
+ * coordinate_transformation_mode of opset 16 (default half_pixel) is the relay op's `aligned`;
+ * opset 10 has none and behaves as output_half_pixel. */
+static int op_roi_align(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    const char *mode = as(c, "mode", "avg");
+    const char *ctm = c->opset >= 16 ? as(c, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+    if (strcmp(mode, "avg") && strcmp(mode, "max"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: RoiAlign mode '%s'", mode);
+    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: RoiAlign coordinate_transformation_mode '%s'",
+                              ctm);
+    int64_t oh = ai(c, "output_height", 1), ow = ai(c, "output_width", 1), ratio = ai(c, "sampling_ratio", 0);
+    if (oh < 1 || ow < 1 || ratio < 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "RoiAlign output_height %lld, output_width %lld, sampling_ratio %lld: "
+                              "the sizes must be positive, the ratio not negative", (long long)oh, (long long)ow,
+                              (long long)ratio);
+    json_t *attrs = json_pack("{s:[I,I],s:f,s:I,s:s,s:b}", "pooled_size", (json_int_t)oh, (json_int_t)ow,
+                              "spatial_scale", af(c, "spatial_scale", 1.0), "sampling_ratio", (json_int_t)ratio,
+                              "mode", mode, "aligned", !strcmp(ctm, "half_pixel"));
+    CHECK(out[0] = call(c, TTH_OP_ROI_ALIGN, in, 3, attrs));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- quantization */
 
 static tth_rexpr *zero_like(tth_onnx_ctx *c, tth_rexpr *shape_of, tth_dtype dt)
@@ -4847,6 +4872,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Reshape", op_reshape},
     {"Resize", op_resize},
     {"ReverseSequence", op_reverse_sequence},
+    {"RoiAlign", op_roi_align},
     {"Round", op_round},
     {"Scan", op_scan},
     {"Scatter", op_scatter_elements},

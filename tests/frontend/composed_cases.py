@@ -10,8 +10,9 @@ initializers; a constant condition whose other branch tth could not compile), of
 count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
 (two states, a reversed scan input along axis 1, a scan output along axis 1), of 3-D
 ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
-MaxPool's Indices (batch 2, padding, storage_order 1, ties) and of Det (singular and permuted
-matrices, batches), written as ONNX
+MaxPool's Indices (batch 2, padding, storage_order 1, ties), of Det (singular and permuted
+matrices, batches) and of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly outside the
+image or empty, batch indices picking either image, opsets 10 and 16), written as ONNX
 test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
 and numpy.einsum), independent of tth.
 
@@ -618,6 +619,80 @@ def write_det(root, rng):
                   [([("x", a)], [("y", np.asarray(want))])])
 
 
+def roi_align_taps(v, size):
+    """one axis of a RoiAlign sample inside the image: low tap, high tap, weight of the high one
+    (a coordinate below 0 is 0; from size - 1 on both taps are the last pixel)"""
+    v = max(v, 0.0)
+    lo = int(v)
+    return (size - 1, size - 1, 0.0) if lo >= size - 1 else (lo, lo + 1, v - lo)
+
+
+def roi_align_ref(x, rois, bidx, oh, ow, ratio, scale, mode, half_pixel):
+    """RoiAlign by the ONNX definition in float64: per bin a grid of samples (ratio per axis, or
+    ceil(bin size)), each bilinearly interpolated (0 when more than a pixel outside the image);
+    avg: their mean; max: the largest of the weighted taps of all samples (ONNX's rule)"""
+    import math
+    import numpy as np
+    c, h, w = x.shape[1:]
+    out = np.zeros((len(rois), c, oh, ow))
+    off = 0.5 if half_pixel else 0.0
+    for r, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = roi * scale - off
+        rw, rh = (x1 - x0, y1 - y0) if half_pixel else (max(x1 - x0, 1.0), max(y1 - y0, 1.0))
+        bh, bw = rh / oh, rw / ow
+        gh = ratio if ratio > 0 else max(math.ceil(bh), 0)
+        gw = ratio if ratio > 0 else max(math.ceil(bw), 0)
+        img = x[bidx[r]].astype(np.float64)
+        for i, j in np.ndindex(oh, ow):
+            taps = []
+            for iy, ix in np.ndindex(gh, gw):
+                sy, sx = y0 + i * bh + (iy + 0.5) * bh / gh, x0 + j * bw + (ix + 0.5) * bw / gw
+                if not (-1 <= sy <= h and -1 <= sx <= w):
+                    taps.append(np.zeros((4, c)))
+                    continue
+                (ya, yb, ly), (xa, xb, lx) = roi_align_taps(sy, h), roi_align_taps(sx, w)
+                taps.append([(1 - ly) * (1 - lx) * img[:, ya, xa], (1 - ly) * lx * img[:, ya, xb],
+                             ly * (1 - lx) * img[:, yb, xa], ly * lx * img[:, yb, xb]])
+            if taps:
+                t = np.array(taps)
+                out[r, :, i, j] = t.sum(axis=(0, 1)) / (gh * gw) if mode == "avg" else t.max(axis=(0, 1))
+    return out.astype(x.dtype)
+
+
+# RoiAlign: (name, opset, x shape, rois, batch indices, output h and w, sampling_ratio, spatial_scale,
+# mode, coordinate_transformation_mode (None: opset 10's output_half_pixel))
+ROI_ALIGN = [
+    ("roialign_max_adaptive_batch1", 16, (2, 3, 8, 9),
+     [[1, 1, 13, 11], [-6, -4, 7, 9], [10, 8, 22, 19], [3, 5, 4, 6]], [1, 0, 1, 1], (3, 2), 0, 0.5, "max", "half_pixel"),
+    ("roialign_avg_ratio2_opset10", 10, (2, 2, 7, 6),
+     [[0.5, 1.2, 4.3, 5.9], [-1.5, 2.25, 3.5, 9.75], [2.2, 2.4, 2.6, 2.9]], [1, 1, 0], (4, 3), 2, 1.0, "avg", None),
+    ("roialign_max_ratio2_outside", 16, (2, 4, 5, 6),
+     [[-3.3, -2.1, 2.7, 3.1], [3.4, 2.2, 8.6, 7.3], [0.4, 0.6, 5.2, 4.4]], [0, 1, 1], (2, 3), 2, 1.0, "max",
+     "output_half_pixel"),
+    ("roialign_avg_adaptive_empty", 16, (2, 3, 6, 7),
+     [[0.5, 0.5, 11.5, 9.5], [5, 5, 5, 5], [8, 4, 2, 10], [-2, 1, 6, 13]], [1, 0, 1, 0], (2, 2), 0, 0.5, "avg",
+     "half_pixel"),
+]
+
+
+def write_roi_align(root, case, rng):
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, opset, xs, rois, bidx, (oh, ow), ratio, scale, mode, ctm = case
+    x = rng.normal(0, 1, xs).astype(np.float32)
+    rois, bidx = np.array(rois, np.float32), np.array(bidx, np.int64)
+    y = roi_align_ref(x, rois, bidx, oh, ow, ratio, scale, mode, ctm == "half_pixel")
+    extra = {"coordinate_transformation_mode": ctm} if ctm else {}
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch_indices"], ["y"], output_height=oh, output_width=ow,
+                            sampling_ratio=ratio, spatial_scale=scale, mode=mode, **extra)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs)),
+                                         helper.make_tensor_value_info("rois", TensorProto.FLOAT, list(rois.shape)),
+                                         helper.make_tensor_value_info("batch_indices", TensorProto.INT64, [len(bidx)])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+              [([("x", x), ("rois", rois), ("batch_indices", bidx)], [("y", y)])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -645,6 +720,8 @@ def main():
         for case in MAXPOOL_INDICES:
             write_maxpool_indices(root, case, rng)
         write_det(root, rng)
+        for case in ROI_ALIGN:
+            write_roi_align(root, case, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
