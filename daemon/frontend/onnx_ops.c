@@ -1356,12 +1356,19 @@ static int op_global_max_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     return global_pool(c, in, nin, out, 1);
 }
 
-/* BatchNormalization (inference form): y = (x - mean) / sqrt(var + epsilon) * scale + B. */
+static int batch_norm_training(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, size_t nout);
+
+/* BatchNormalization (inference form): y = (x - mean) / sqrt(var + epsilon) * scale + B; with
+ * training_mode=1 (opset 14 on) batch_norm_training. */
 static int op_batch_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(5);
-    if (ai(c, "training_mode", 0))
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: BatchNormalization training_mode=1");
+    if (ai(c, "training_mode", 0)) {
+        if (c->opset < 14)
+            return tth__onnx_fail(c, TTH_EMODEL, "BatchNormalization of opset %lld has no training_mode (opset 14 on)",
+                                  (long long)c->opset);
+        return batch_norm_training(c, in, out, nout);
+    }
     if (c->opset < 9 && !ai(c, "spatial", 1))
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: BatchNormalization spatial=0");
     for (size_t i = 1; i < nout; i++)
@@ -3889,16 +3896,29 @@ static int op_cosh(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return hyp(c, in, nin, out, TTH_OP_ADD);
 }
 
+/* The mean of x over axes, d = x - mean and the (biased) variance mean(d * d) (keepdims). */
+static int moments(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na, tth_rexpr **mean_out,
+                   tth_rexpr **d_out, tth_rexpr **var_out)
+{
+    tth_rexpr *mean, *d, *sq;
+    CHECK(mean = call1(c, TTH_OP_MEAN, x, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    CHECK(d = call2(c, TTH_OP_SUBTRACT, x, mean, NULL));
+    CHECK(sq = call2(c, TTH_OP_MULTIPLY, d, d, NULL));
+    CHECK(*var_out = call1(c, TTH_OP_MEAN, sq, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    *mean_out = mean;
+    *d_out = d;
+    return 0;
+}
+
 /* Normalize x over axes: returns d = x - mean and inv = 1 / sqrt(var + eps) (keepdims). */
 static int normalize(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na, double eps, int sqrt_then_add,
                      tth_rexpr **mean_out, tth_rexpr **d_out, tth_rexpr **inv_out)
 {
-    tth_rexpr *mean, *d, *sq, *var, *ke = kx(c, x, eps), *one = kx(c, x, 1.0), *den;
+    tth_rexpr *var, *ke = kx(c, x, eps), *one = kx(c, x, 1.0), *den;
     CHECK(ke && one);
-    CHECK(mean = call1(c, TTH_OP_MEAN, x, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
-    CHECK(d = call2(c, TTH_OP_SUBTRACT, x, mean, NULL));
-    CHECK(sq = call2(c, TTH_OP_MULTIPLY, d, d, NULL));
-    CHECK(var = call1(c, TTH_OP_MEAN, sq, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    int rc = moments(c, x, axes, na, mean_out, d_out, &var);
+    if (rc)
+        return rc;
     if (sqrt_then_add) {
         CHECK(den = call1(c, TTH_OP_SQRT, var, NULL));
         CHECK(den = call2(c, TTH_OP_ADD, den, ke, NULL));
@@ -3907,8 +3927,43 @@ static int normalize(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na,
         CHECK(den = call1(c, TTH_OP_SQRT, den, NULL));
     }
     CHECK(*inv_out = call2(c, TTH_OP_DIVIDE, one, den, NULL));
-    *mean_out = mean;
-    *d_out = d;
+    return 0;
+}
+
+/* running * momentum + batch * (1 - momentum): BatchNormalization's running statistic */
+static tth_rexpr *running_stat(tth_onnx_ctx *c, tth_rexpr *running, tth_rexpr *batch, double momentum)
+{
+    tth_rexpr *km = kx(c, running, momentum), *k1 = kx(c, running, 1.0 - momentum);
+    tth_rexpr *a = km ? call2(c, TTH_OP_MULTIPLY, running, km, NULL) : NULL;
+    tth_rexpr *b = a && k1 ? call2(c, TTH_OP_MULTIPLY, cast_to(c, batch, tt(running)->dtype), k1, NULL) : NULL;
+    return b ? call2(c, TTH_OP_ADD, a, b, NULL) : NULL;
+}
+
+/* BatchNormalization with training_mode=1: x normalized with the batch's own mean and biased
+ * variance over every axis but 1 (nn.batch_norm with those statistics); the optional outputs 1
+ * and 2 are input_mean * momentum + mean * (1 - momentum) and the same for the variance. */
+static int batch_norm_training(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, size_t nout)
+{
+    int r = rank(in[0]);
+    if (r < 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "BatchNormalization needs rank >= 2");
+    int64_t axes[TTH_MAX_RANK], C = tt(in[0])->shape[1];
+    int na = 0;
+    for (int i = 0; i < r; i++)
+        if (i != 1)
+            axes[na++] = i;
+    tth_rexpr *mean, *d, *var;
+    int rc = moments(c, in[0], axes, na, &mean, &d, &var);
+    if (rc)
+        return rc;
+    CHECK((mean = reshape(c, mean, &C, 1)) && (var = reshape(c, var, &C, 1)));
+    tth_rexpr *args[5] = {in[0], in[1], in[2], mean, var};
+    CHECK(out[0] = call(c, TTH_OP_BATCH_NORM, args, 5, json_pack("{s:f}", "epsilon", af(c, "epsilon", 1e-5))));
+    double momentum = af(c, "momentum", 0.9);
+    if (nout > 1 && c->node->output[1] && c->node->output[1][0])
+        CHECK(out[1] = running_stat(c, in[3], mean, momentum));
+    if (nout > 2 && c->node->output[2] && c->node->output[2][0])
+        CHECK(out[2] = running_stat(c, in[4], var, momentum));
     return 0;
 }
 

@@ -12,7 +12,9 @@ count and loop-carried state, the outer graph's values indexed by the iteration)
 ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
 MaxPool's Indices (batch 2, padding, storage_order 1, ties), of Det (singular and permuted
 matrices, batches) and of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly outside the
-image or empty, batch indices picking either image, opsets 10 and 16), written as ONNX
+image or empty, batch indices picking either image, opsets 10 and 16) and of BatchNormalization
+with training_mode=1 (ranks 2, 3 and 5, momentum, some of the running statistics asked for, an
+input far from zero), written as ONNX
 test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
 and numpy.einsum), independent of tth.
 
@@ -693,6 +695,44 @@ def write_roi_align(root, case, rng):
               [([("x", x), ("rois", rois), ("batch_indices", bidx)], [("y", y)])])
 
 
+# BatchNormalization with training_mode=1: (name, opset, x shape, offset added to x, momentum (None: the
+# default 0.9), epsilon, the outputs asked for (running_mean, running_var))
+BATCHNORM_TRAINING = [
+    ("batchnorm_training_2d", 15, (4, 3), 0.0, 0.7, 1e-3, (True, True)),
+    ("batchnorm_training_5d_y_only", 14, (2, 4, 3, 2, 2), 0.0, None, 1e-5, (False, False)),
+    ("batchnorm_training_3d_offset", 15, (3, 2, 5), 50.0, 0.25, 1e-2, (False, True)),
+]
+
+
+def write_batchnorm_training(root, case, rng):
+    """y = (x - m) / sqrt(v + eps) * scale + B with m, v the batch's mean and biased variance over
+    every axis but 1; running = input * momentum + batch * (1 - momentum); float64"""
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, opset, xs, offset, momentum, eps, wanted = case
+    f32, C = np.float32, xs[1]
+    x = (rng.normal(0, 1, xs) + offset).astype(f32)
+    scale, bias, mean, var = (rng.normal(0, 1, C).astype(f32), rng.normal(0, 1, C).astype(f32),
+                              rng.normal(0, 1, C).astype(f32), rng.uniform(0.5, 2, C).astype(f32))
+    axes = tuple(i for i in range(len(xs)) if i != 1)
+    bshape = [1, C] + [1] * (len(xs) - 2)
+    m, v = x.astype(np.float64).mean(axis=axes), x.astype(np.float64).var(axis=axes)
+    y = (x - m.reshape(bshape)) / np.sqrt(v.reshape(bshape) + eps) * scale.reshape(bshape) + bias.reshape(bshape)
+    mom = 0.9 if momentum is None else momentum
+    outs = [("y", y.astype(f32))]
+    names = ["y", "running_mean" if wanted[0] else "", "running_var" if wanted[1] else ""]
+    for k, (want, run, batch) in enumerate(zip(wanted, (mean, var), (m, v))):
+        if want:
+            outs.append((names[k + 1], (run * mom + batch * (1 - mom)).astype(f32)))
+    extra = {} if momentum is None else {"momentum": momentum}
+    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], names, epsilon=eps,
+                            training_mode=1, **extra)
+    ins = [("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("var", var)]
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in ins],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in outs])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), [(ins, outs)])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -722,6 +762,8 @@ def main():
         write_det(root, rng)
         for case in ROI_ALIGN:
             write_roi_align(root, case, rng)
+        for case in BATCHNORM_TRAINING:
+            write_batchnorm_training(root, case, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
