@@ -504,50 +504,22 @@ static int op_loop(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return 0;
 }
 
-/* Scan (opset 9 and later): each iteration takes slice k of every scan input along its axis. */
-static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* What one unrolled Scan runs: the body, the counts of states, scan inputs and scan outputs, the
+ * steps, and per scan input / output its axis and direction (1: reversed). */
+typedef struct scan_spec {
+    const Onnx__GraphProto *body;
+    size_t nstate, nscan_in, nscan_out;
+    int64_t trips, in_axes[32], in_dirs[32], out_axes[32], out_dirs[32];
+} scan_spec;
+
+/* The unrolled scan of in (the states, then the scan inputs): step k takes slice k of each scan
+ * input along its axis (from the end when reversed); out gets the final states, then each scan
+ * output's steps stacked along its axis (in reverse order when reversed). */
+static int scan_unroll(tth_onnx_ctx *c, const scan_spec *s, tth_rexpr *const *in, tth_rexpr **out)
 {
-    if (c->opset < 9)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of opset %lld (with a batch axis) is not supported; opset 9 "
-                                                   "and later are", (long long)c->opset);
-    const Onnx__AttributeProto *ba = attr(c, "body");
-    if (!ba || !ba->g)
-        return tth__onnx_fail(c, TTH_EMODEL, "Scan needs the graph attribute body");
-    int64_t nscan_in = ai(c, "num_scan_inputs", -1);
-    if (nscan_in < 1 || (size_t)nscan_in > nin || nin > 32 || nout > 32)
-        return tth__onnx_fail(c, TTH_EMODEL, "Scan's num_scan_inputs %lld does not fit its %zu inputs (at most 32)",
-                              (long long)nscan_in, nin);
-    NEED(nin);
-    size_t nstate = nin - (size_t)nscan_in, nscan_out = nout >= nstate ? nout - nstate : 0;
-    if (nout < nstate)
-        return tth__onnx_fail(c, TTH_EMODEL, "Scan has %zu outputs for %zu states", nout, nstate);
-    int64_t in_axes[32] = {0}, out_axes[32] = {0}, in_dirs[32] = {0}, out_dirs[32] = {0};
-    int n;
-    if (attr(c, "scan_input_axes") && (n = aints(c, "scan_input_axes", in_axes, 32)) != (int)nscan_in)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_axes has %d values for %lld scan inputs", n, (long long)nscan_in);
-    if (attr(c, "scan_input_directions") && (n = aints(c, "scan_input_directions", in_dirs, 32)) != (int)nscan_in)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_directions has %d values for %lld scan inputs", n,
-                              (long long)nscan_in);
-    if (attr(c, "scan_output_axes") && (n = aints(c, "scan_output_axes", out_axes, 32)) != (int)nscan_out)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_axes has %d values for %zu scan outputs", n, nscan_out);
-    if (attr(c, "scan_output_directions") && (n = aints(c, "scan_output_directions", out_dirs, 32)) != (int)nscan_out)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_directions has %d values for %zu scan outputs", n, nscan_out);
-    int64_t trips = -1;
-    for (size_t j = 0; j < (size_t)nscan_in; j++) {
-        tth_rexpr *x = in[nstate + j];
-        int64_t ax;
-        if (norm_axis(c, in_axes[j], rank(x), &ax))
-            return c->diag->code;
-        in_axes[j] = ax;
-        if (trips >= 0 && tt(x)->shape[ax] != trips)
-            return tth__onnx_fail(c, TTH_EMODEL, "scan inputs of %lld and %lld steps", (long long)trips,
-                                  (long long)tt(x)->shape[ax]);
-        trips = tt(x)->shape[ax];
-    }
-    if (trips < 1 || trips > TTH_UNROLL_MAX)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of %lld steps (tth unrolls scans: 1 to %d)", (long long)trips,
-                              TTH_UNROLL_MAX);
-    tth_rexpr *state[32], **scanned = tth_arena_alloc(c->m->arena, sizeof(tth_rexpr *) * (nscan_out * (size_t)trips + 1));
+    size_t nstate = s->nstate, nin = nstate + s->nscan_in, nout = nstate + s->nscan_out;
+    int64_t trips = s->trips;
+    tth_rexpr *state[32], **scanned = tth_arena_alloc(c->m->arena, sizeof(tth_rexpr *) * (s->nscan_out * (size_t)trips + 1));
     if (!scanned)
         return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
     for (size_t i = 0; i < nstate; i++)
@@ -556,31 +528,190 @@ static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
         tth_rexpr *bin[32], *bout[32];
         for (size_t i = 0; i < nstate; i++)
             bin[i] = state[i];
-        for (size_t j = 0; j < (size_t)nscan_in; j++) {
+        for (size_t j = 0; j < s->nscan_in; j++) {
             tth_rexpr *idx;
-            CHECK(idx = k_scalar(c, TTH_I64, (double)(in_dirs[j] ? trips - 1 - k : k)));
+            CHECK(idx = k_scalar(c, TTH_I64, (double)(s->in_dirs[j] ? trips - 1 - k : k)));
             CHECK(bin[nstate + j] = call2(c, TTH_OP_TAKE, in[nstate + j], idx,
-                                          json_pack("{s:I}", "axis", (json_int_t)in_axes[j])));
+                                          json_pack("{s:I}", "axis", (json_int_t)s->in_axes[j])));
         }
         int rc = unroll_one(c);
         if (!rc)
-            rc = tth__onnx_import_body(c, ba->g, bin, nin, bout, nout);
+            rc = tth__onnx_import_body(c, s->body, bin, nin, bout, nout);
         if (rc)
             return rc;
         for (size_t i = 0; i < nstate; i++)
             state[i] = bout[i];
-        for (size_t i = 0; i < nscan_out; i++)
-            scanned[i * (size_t)trips + (size_t)(out_dirs[i] ? trips - 1 - k : k)] = bout[nstate + i];
+        for (size_t i = 0; i < s->nscan_out; i++)
+            scanned[i * (size_t)trips + (size_t)(s->out_dirs[i] ? trips - 1 - k : k)] = bout[nstate + i];
     }
     for (size_t i = 0; i < nstate; i++)
         out[i] = state[i];
-    for (size_t i = 0; i < nscan_out; i++) {
+    for (size_t i = 0; i < s->nscan_out; i++) {
         int64_t ax;
-        if (norm_axis(c, out_axes[i], rank(scanned[i * (size_t)trips]) + 1, &ax))
+        if (norm_axis(c, s->out_axes[i], rank(scanned[i * (size_t)trips]) + 1, &ax))
             return c->diag->code;
         CHECK(out[nstate + i] = stack(c, &scanned[i * (size_t)trips], trips, ax));
     }
     return 0;
+}
+
+/* Scan's body, num_scan_inputs (M of the nin inputs after `first`, the rest states) and the
+ * counts of s; 0 or a failure */
+static int scan_counts(tth_onnx_ctx *c, size_t first, size_t nin, size_t nout, scan_spec *s)
+{
+    const Onnx__AttributeProto *ba = attr(c, "body");
+    if (!ba || !ba->g)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan needs the graph attribute body");
+    int64_t nscan_in = ai(c, "num_scan_inputs", -1);
+    if (nscan_in < 1 || (size_t)nscan_in > nin - first || nin - first > 32 || nout > 32)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan's num_scan_inputs %lld does not fit its %zu inputs (at most 32)",
+                              (long long)nscan_in, nin - first);
+    memset(s, 0, sizeof *s);
+    s->body = ba->g;
+    s->nscan_in = (size_t)nscan_in;
+    s->nstate = nin - first - s->nscan_in;
+    if (nout < s->nstate)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan has %zu outputs for %zu states", nout, s->nstate);
+    s->nscan_out = nout - s->nstate;
+    return 0;
+}
+
+/* The steps of the scan inputs xs (n of them) along their axes, all the same, within the unroll
+ * limit; -1 with diag otherwise */
+static int64_t scan_trips(tth_onnx_ctx *c, tth_rexpr *const *xs, size_t n, const int64_t *axes)
+{
+    int64_t trips = -1;
+    for (size_t j = 0; j < n; j++) {
+        int64_t steps = tt(xs[j])->shape[axes[j]];
+        if (trips >= 0 && steps != trips) {
+            tth__onnx_fail(c, TTH_EMODEL, "scan inputs of %lld and %lld steps", (long long)trips, (long long)steps);
+            return -1;
+        }
+        trips = steps;
+    }
+    if (trips < 1 || trips > TTH_UNROLL_MAX) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of %lld steps (tth unrolls scans: 1 to %d)", (long long)trips,
+                       TTH_UNROLL_MAX);
+        return -1;
+    }
+    return trips;
+}
+
+/* Scan's sequence_lens (opset 8): absent, or a constant whose every length is the full `trips` */
+static int scan8_lens(tth_onnx_ctx *c, tth_rexpr *lens, int64_t batch, int64_t trips)
+{
+    int64_t v[TTH_UNROLL_MAX];
+    if (!lens)
+        return 0;
+    if (lens->kind != TTH_REXPR_CONST)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Scan's sequence_lens known only at "
+                                                   "run time (tth takes it absent or all %lld, the full length)",
+                              (long long)trips);
+    int n = vints(c, lens, "sequence_lens", v, TTH_UNROLL_MAX);
+    if (n < 0)
+        return c->diag->code;
+    if (n != batch)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan's sequence_lens has %d values for a batch of %lld", n,
+                              (long long)batch);
+    for (int b = 0; b < n; b++)
+        if (v[b] != trips)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Scan's sequence_lens %lld "
+                                                       "(batch %d) is not the full length %lld", (long long)v[b], b,
+                                  (long long)trips);
+    return 0;
+}
+
+/* The batch size of Scan 8's states and scan inputs (axis 0 of each; scan inputs have a sequence
+ * axis 1 too), the same for all; -1 with diag otherwise */
+static int64_t scan8_batch(tth_onnx_ctx *c, tth_rexpr *const *in, const scan_spec *s)
+{
+    int64_t batch = -1;
+    for (size_t i = 0; i < s->nstate + s->nscan_in; i++) {
+        int need = i < s->nstate ? 1 : 2;
+        if (rank(in[i]) < need || (batch >= 0 && tt(in[i])->shape[0] != batch)) {
+            tth__onnx_fail(c, TTH_EMODEL, "Scan (opset 8): input %zu is not [batch%s, ...] with the others' batch", i + 1,
+                           need == 2 ? ", sequence" : "");
+            return -1;
+        }
+        batch = tt(in[i])->shape[0];
+    }
+    if (batch < 1) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan (opset 8) of an empty batch");
+        return -1;
+    }
+    return batch;
+}
+
+/* Scan of opset 8: sequence_lens (absent or all the full length), then the states and the scan
+ * inputs, each with the batch axis 0 (the scan inputs' sequence axis is 1), `directions` per scan
+ * input. Each batch element is its own unrolled scan of the slices at that element (axis 0 taken
+ * away, so the sequence axis becomes 0); the final states and the scan outputs of the elements
+ * are stacked along axis 0 again. */
+static int scan8(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    scan_spec s;
+    int rc = nin ? scan_counts(c, 1, nin, nout, &s) : tth__onnx_fail(c, TTH_EMODEL, "Scan needs inputs");
+    if (rc || (rc = tensor_input(c, in, nin)))
+        return rc;
+    tth_rexpr **xin = in + 1;
+    for (size_t i = 0; i < s.nstate + s.nscan_in; i++)
+        if (!xin[i])
+            return tth__onnx_fail(c, TTH_EMODEL, "Scan's input %zu is missing", i + 1);
+    int n;
+    if (attr(c, "directions") && (n = aints(c, "directions", s.in_dirs, 32)) != (int)s.nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "directions has %d values for %zu scan inputs", n, s.nscan_in);
+    int64_t batch = scan8_batch(c, xin, &s), seq_axis[32];
+    if (batch < 0)
+        return c->diag->code;
+    for (size_t j = 0; j < s.nscan_in; j++)
+        seq_axis[j] = 1;
+    if ((s.trips = scan_trips(c, xin + s.nstate, s.nscan_in, seq_axis)) < 0 || (rc = scan8_lens(c, in[0], batch, s.trips)))
+        return c->diag->code;
+    tth_rexpr **per = tth_arena_alloc(c->m->arena, sizeof *per * nout * (size_t)batch);
+    if (!per)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    for (int64_t b = 0; b < batch; b++) {
+        tth_rexpr *slice[32], *idx;
+        CHECK(idx = k_scalar(c, TTH_I64, (double)b));
+        for (size_t i = 0; i < s.nstate + s.nscan_in; i++)
+            CHECK(slice[i] = call2(c, TTH_OP_TAKE, xin[i], idx, json_pack("{s:I}", "axis", (json_int_t)0)));
+        tth_rexpr *res[32];
+        if ((rc = scan_unroll(c, &s, slice, res)))
+            return rc;
+        for (size_t i = 0; i < nout; i++)
+            per[i * (size_t)batch + (size_t)b] = res[i];
+    }
+    for (size_t i = 0; i < nout; i++)
+        CHECK(out[i] = stack(c, &per[i * (size_t)batch], batch, 0));
+    return 0;
+}
+
+/* Scan (opset 9 and later): each iteration takes slice k of every scan input along its axis;
+ * opset 8 (a batch axis): scan8. */
+static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    if (c->opset < 9)
+        return scan8(c, in, nin, out, nout);
+    scan_spec s;
+    int rc = scan_counts(c, 0, nin, nout, &s);
+    if (rc)
+        return rc;
+    NEED(nin);
+    int n;
+    if (attr(c, "scan_input_axes") && (n = aints(c, "scan_input_axes", s.in_axes, 32)) != (int)s.nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_axes has %d values for %zu scan inputs", n, s.nscan_in);
+    if (attr(c, "scan_input_directions") && (n = aints(c, "scan_input_directions", s.in_dirs, 32)) != (int)s.nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_directions has %d values for %zu scan inputs", n, s.nscan_in);
+    if (attr(c, "scan_output_axes") && (n = aints(c, "scan_output_axes", s.out_axes, 32)) != (int)s.nscan_out)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_axes has %d values for %zu scan outputs", n, s.nscan_out);
+    if (attr(c, "scan_output_directions") && (n = aints(c, "scan_output_directions", s.out_dirs, 32)) != (int)s.nscan_out)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_directions has %d values for %zu scan outputs", n, s.nscan_out);
+    for (size_t j = 0; j < s.nscan_in; j++)
+        if (norm_axis(c, s.in_axes[j], rank(in[s.nstate + j]), &s.in_axes[j]))
+            return c->diag->code;
+    if ((s.trips = scan_trips(c, in + s.nstate, s.nscan_in, s.in_axes)) < 0)
+        return c->diag->code;
+    return scan_unroll(c, &s, in, out);
 }
 
 /* If (docs/operators.md, "Control flow"): a condition known at compile time (a constant, or a graph input

@@ -8,7 +8,8 @@ ellipses, implicit outputs) and of If (a condition computed from the input, so b
 compiled, with data sets that take each; branches using the outer graph's values and their own
 initializers; a constant condition whose other branch tth could not compile), of Loop (a trip
 count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
-(two states, a reversed scan input along axis 1, a scan output along axis 1), of 3-D
+(two states, a reversed scan input along axis 1, a scan output along axis 1; opset 8's batch axis
+with sequence_lens, both directions, a batch of 3 without sequence_lens), of 3-D
 ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
 MaxPool's Indices (batch 2, padding, storage_order 1, ties), of Det (singular and permuted
 matrices, batches) and of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly outside the
@@ -367,6 +368,63 @@ def write_loop_scan(root, rng):
     save_case(root, "scan_reverse_axis1", helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
               [([("s0", s0), ("t0", t0), ("X2", X2)],
                 [("s", sv.astype(f32)), ("t", tv.astype(f32)), ("y", np.stack(ys, axis=1).astype(f32))])])
+
+
+def write_scan8(root, rng):
+    """Scan of opset 8 (batch axis 0 on every state and scan input, sequence axis 1): a batch of 2
+    with sequence_lens all 4, X scanned twice (directions 0 and 1), s <- 0.5 s + x_fwd, a state
+    t [2, 3] per element t <- max(t, x_rev) whose ReduceSum over its own axis 0 feeds a scan output
+    (the batch axis must not be in the body's view); and without sequence_lens a batch of 3, h <-
+    tanh(h @ W + x_k) with h and x_k [2, 2] per element."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    f32, F = np.float32, TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "half"], ["s_half"]), helper.make_node("Add", ["s_half", "xf"], ["s_out"]),
+         helper.make_node("Max", ["t_in", "xr"], ["t_out"]),
+         helper.make_node("ReduceSum", ["t_out"], ["r"], axes=[0], keepdims=0),
+         helper.make_node("Add", ["s_out", "s_out"], ["y1"]), helper.make_node("Add", ["r", "xr"], ["y2"])],
+        "scan8_body", [vi("s_in", F, [3]), vi("t_in", F, [2, 3]), vi("xf", F, [3]), vi("xr", F, [3])],
+        [vi("s_out", F, [3]), vi("t_out", F, [2, 3]), vi("y1", F, [3]), vi("y2", F, [3])],
+        initializer=[numpy_helper.from_array(np.array(0.5, f32), "half")])
+    g = helper.make_graph(
+        [helper.make_node("Scan", ["lens", "s0", "t0", "X", "X"], ["s", "t", "y1", "y2"], body=body, num_scan_inputs=2,
+                          directions=[0, 1])], "scan8",
+        [vi("s0", F, [2, 3]), vi("t0", F, [2, 2, 3]), vi("X", F, [2, 4, 3])],
+        [vi("s", F, [2, 3]), vi("t", F, [2, 2, 3]), vi("y1", F, [2, 4, 3]), vi("y2", F, [2, 4, 3])],
+        initializer=[numpy_helper.from_array(np.array([4, 4], np.int64), "lens")])
+    s0, t0, X = (rng.normal(0, 1, sh).astype(f32) for sh in ((2, 3), (2, 2, 3), (2, 4, 3)))
+    outs = {k: [] for k in ("s", "t", "y1", "y2")}
+    for b in range(2):
+        sv, tv, y1, y2 = s0[b].astype(np.float64), t0[b].astype(np.float64), [], []
+        for k in range(4):
+            sv = 0.5 * sv + X[b, k]
+            tv = np.maximum(tv, X[b, 3 - k])
+            y1.append(2 * sv)
+            y2.append(tv.sum(axis=0) + X[b, 3 - k])
+        for key, v in (("s", sv), ("t", tv), ("y1", np.array(y1)), ("y2", np.array(y2))):
+            outs[key].append(v)
+    save_case(root, "scan8_batch2_bidirectional", helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)]),
+              [([("s0", s0), ("t0", t0), ("X", X)], [(k, np.array(outs[k], f32)) for k in ("s", "t", "y1", "y2")])])
+
+    W = rng.normal(0, 0.7, (2, 2)).astype(f32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("Add", ["hw", "x_k"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]), helper.make_node("Identity", ["h_out"], ["h_k"])],
+        "scan8_rnn", [vi("h_in", F, [2, 2]), vi("x_k", F, [2, 2])], [vi("h_out", F, [2, 2]), vi("h_k", F, [2, 2])],
+        initializer=[numpy_helper.from_array(W, "W")])
+    g = helper.make_graph([helper.make_node("Scan", ["", "h0", "X"], ["h", "hs"], body=body, num_scan_inputs=1)],
+                          "scan8_rnn", [vi("h0", F, [3, 2, 2]), vi("X", F, [3, 2, 2, 2])],
+                          [vi("h", F, [3, 2, 2]), vi("hs", F, [3, 2, 2, 2])])
+    h0, X = rng.normal(0, 1, (3, 2, 2)).astype(f32), rng.normal(0, 1, (3, 2, 2, 2)).astype(f32)
+    hs = np.zeros((3, 2, 2, 2))
+    for b in range(3):
+        h = h0[b].astype(np.float64)
+        for k in range(2):
+            h = hs[b, k] = np.tanh(h @ W + X[b, k])
+    save_case(root, "scan8_no_lens_batch3", helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)]),
+              [([("h0", h0), ("X", X)], [("h", hs[:, -1].astype(f32)), ("hs", hs.astype(f32))])])
 
 
 def tfidf_reference(X, pool, counts, indexes, min_n, max_n, max_skip, mode, weights):
@@ -754,6 +812,7 @@ def main():
         write_if(root, "if_both_branches", False, rng)
         write_if(root, "if_constant_condition", True, rng)
         write_loop_scan(root, rng)
+        write_scan8(root, rng)
         write_training(root, rng)
         for case in CONVT3D:
             write_convt3d(root, case, rng)
