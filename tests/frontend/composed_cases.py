@@ -12,11 +12,10 @@ count and loop-carried state, the outer graph's values indexed by the iteration)
 with sequence_lens, both directions, a batch of 3 without sequence_lens), of 3-D
 ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
 MaxPool's Indices (batch 2, padding, storage_order 1, ties), of Det (singular and permuted
-matrices, batches) and of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly outside the
+matrices, batches), of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly outside the
 image or empty, batch indices picking either image, opsets 10 and 16) and of BatchNormalization
 with training_mode=1 (ranks 2, 3 and 5, momentum, some of the running statistics asked for, an
-input far from zero), written as ONNX
-test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
+input far from zero), written as ONNX test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
 and numpy.einsum), independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
