@@ -504,50 +504,22 @@ static int op_loop(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return 0;
 }
 
-/* Scan (opset 9 and later): each iteration takes slice k of every scan input along its axis. */
-static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* What one unrolled Scan runs: the body, the counts of states, scan inputs and scan outputs, the
+ * steps, and per scan input / output its axis and direction (1: reversed). */
+typedef struct scan_spec {
+    const Onnx__GraphProto *body;
+    size_t nstate, nscan_in, nscan_out;
+    int64_t trips, in_axes[32], in_dirs[32], out_axes[32], out_dirs[32];
+} scan_spec;
+
+/* The unrolled scan of in (the states, then the scan inputs): step k takes slice k of each scan
+ * input along its axis (from the end when reversed); out gets the final states, then each scan
+ * output's steps stacked along its axis (in reverse order when reversed). */
+static int scan_unroll(tth_onnx_ctx *c, const scan_spec *s, tth_rexpr *const *in, tth_rexpr **out)
 {
-    if (c->opset < 9)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of opset %lld (with a batch axis) is not supported; opset 9 "
-                                                   "and later are", (long long)c->opset);
-    const Onnx__AttributeProto *ba = attr(c, "body");
-    if (!ba || !ba->g)
-        return tth__onnx_fail(c, TTH_EMODEL, "Scan needs the graph attribute body");
-    int64_t nscan_in = ai(c, "num_scan_inputs", -1);
-    if (nscan_in < 1 || (size_t)nscan_in > nin || nin > 32 || nout > 32)
-        return tth__onnx_fail(c, TTH_EMODEL, "Scan's num_scan_inputs %lld does not fit its %zu inputs (at most 32)",
-                              (long long)nscan_in, nin);
-    NEED(nin);
-    size_t nstate = nin - (size_t)nscan_in, nscan_out = nout >= nstate ? nout - nstate : 0;
-    if (nout < nstate)
-        return tth__onnx_fail(c, TTH_EMODEL, "Scan has %zu outputs for %zu states", nout, nstate);
-    int64_t in_axes[32] = {0}, out_axes[32] = {0}, in_dirs[32] = {0}, out_dirs[32] = {0};
-    int n;
-    if (attr(c, "scan_input_axes") && (n = aints(c, "scan_input_axes", in_axes, 32)) != (int)nscan_in)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_axes has %d values for %lld scan inputs", n, (long long)nscan_in);
-    if (attr(c, "scan_input_directions") && (n = aints(c, "scan_input_directions", in_dirs, 32)) != (int)nscan_in)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_directions has %d values for %lld scan inputs", n,
-                              (long long)nscan_in);
-    if (attr(c, "scan_output_axes") && (n = aints(c, "scan_output_axes", out_axes, 32)) != (int)nscan_out)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_axes has %d values for %zu scan outputs", n, nscan_out);
-    if (attr(c, "scan_output_directions") && (n = aints(c, "scan_output_directions", out_dirs, 32)) != (int)nscan_out)
-        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_directions has %d values for %zu scan outputs", n, nscan_out);
-    int64_t trips = -1;
-    for (size_t j = 0; j < (size_t)nscan_in; j++) {
-        tth_rexpr *x = in[nstate + j];
-        int64_t ax;
-        if (norm_axis(c, in_axes[j], rank(x), &ax))
-            return c->diag->code;
-        in_axes[j] = ax;
-        if (trips >= 0 && tt(x)->shape[ax] != trips)
-            return tth__onnx_fail(c, TTH_EMODEL, "scan inputs of %lld and %lld steps", (long long)trips,
-                                  (long long)tt(x)->shape[ax]);
-        trips = tt(x)->shape[ax];
-    }
-    if (trips < 1 || trips > TTH_UNROLL_MAX)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of %lld steps (tth unrolls scans: 1 to %d)", (long long)trips,
-                              TTH_UNROLL_MAX);
-    tth_rexpr *state[32], **scanned = tth_arena_alloc(c->m->arena, sizeof(tth_rexpr *) * (nscan_out * (size_t)trips + 1));
+    size_t nstate = s->nstate, nin = nstate + s->nscan_in, nout = nstate + s->nscan_out;
+    int64_t trips = s->trips;
+    tth_rexpr *state[32], **scanned = tth_arena_alloc(c->m->arena, sizeof(tth_rexpr *) * (s->nscan_out * (size_t)trips + 1));
     if (!scanned)
         return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
     for (size_t i = 0; i < nstate; i++)
@@ -556,31 +528,190 @@ static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
         tth_rexpr *bin[32], *bout[32];
         for (size_t i = 0; i < nstate; i++)
             bin[i] = state[i];
-        for (size_t j = 0; j < (size_t)nscan_in; j++) {
+        for (size_t j = 0; j < s->nscan_in; j++) {
             tth_rexpr *idx;
-            CHECK(idx = k_scalar(c, TTH_I64, (double)(in_dirs[j] ? trips - 1 - k : k)));
+            CHECK(idx = k_scalar(c, TTH_I64, (double)(s->in_dirs[j] ? trips - 1 - k : k)));
             CHECK(bin[nstate + j] = call2(c, TTH_OP_TAKE, in[nstate + j], idx,
-                                          json_pack("{s:I}", "axis", (json_int_t)in_axes[j])));
+                                          json_pack("{s:I}", "axis", (json_int_t)s->in_axes[j])));
         }
         int rc = unroll_one(c);
         if (!rc)
-            rc = tth__onnx_import_body(c, ba->g, bin, nin, bout, nout);
+            rc = tth__onnx_import_body(c, s->body, bin, nin, bout, nout);
         if (rc)
             return rc;
         for (size_t i = 0; i < nstate; i++)
             state[i] = bout[i];
-        for (size_t i = 0; i < nscan_out; i++)
-            scanned[i * (size_t)trips + (size_t)(out_dirs[i] ? trips - 1 - k : k)] = bout[nstate + i];
+        for (size_t i = 0; i < s->nscan_out; i++)
+            scanned[i * (size_t)trips + (size_t)(s->out_dirs[i] ? trips - 1 - k : k)] = bout[nstate + i];
     }
     for (size_t i = 0; i < nstate; i++)
         out[i] = state[i];
-    for (size_t i = 0; i < nscan_out; i++) {
+    for (size_t i = 0; i < s->nscan_out; i++) {
         int64_t ax;
-        if (norm_axis(c, out_axes[i], rank(scanned[i * (size_t)trips]) + 1, &ax))
+        if (norm_axis(c, s->out_axes[i], rank(scanned[i * (size_t)trips]) + 1, &ax))
             return c->diag->code;
         CHECK(out[nstate + i] = stack(c, &scanned[i * (size_t)trips], trips, ax));
     }
     return 0;
+}
+
+/* Scan's body, num_scan_inputs (M of the nin inputs after `first`, the rest states) and the
+ * counts of s; 0 or a failure */
+static int scan_counts(tth_onnx_ctx *c, size_t first, size_t nin, size_t nout, scan_spec *s)
+{
+    const Onnx__AttributeProto *ba = attr(c, "body");
+    if (!ba || !ba->g)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan needs the graph attribute body");
+    int64_t nscan_in = ai(c, "num_scan_inputs", -1);
+    if (nscan_in < 1 || (size_t)nscan_in > nin - first || nin - first > 32 || nout > 32)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan's num_scan_inputs %lld does not fit its %zu inputs (at most 32)",
+                              (long long)nscan_in, nin - first);
+    memset(s, 0, sizeof *s);
+    s->body = ba->g;
+    s->nscan_in = (size_t)nscan_in;
+    s->nstate = nin - first - s->nscan_in;
+    if (nout < s->nstate)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan has %zu outputs for %zu states", nout, s->nstate);
+    s->nscan_out = nout - s->nstate;
+    return 0;
+}
+
+/* The steps of the scan inputs xs (n of them) along their axes, all the same, within the unroll
+ * limit; -1 with diag otherwise */
+static int64_t scan_trips(tth_onnx_ctx *c, tth_rexpr *const *xs, size_t n, const int64_t *axes)
+{
+    int64_t trips = -1;
+    for (size_t j = 0; j < n; j++) {
+        int64_t steps = tt(xs[j])->shape[axes[j]];
+        if (trips >= 0 && steps != trips) {
+            tth__onnx_fail(c, TTH_EMODEL, "scan inputs of %lld and %lld steps", (long long)trips, (long long)steps);
+            return -1;
+        }
+        trips = steps;
+    }
+    if (trips < 1 || trips > TTH_UNROLL_MAX) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan of %lld steps (tth unrolls scans: 1 to %d)", (long long)trips,
+                       TTH_UNROLL_MAX);
+        return -1;
+    }
+    return trips;
+}
+
+/* Scan's sequence_lens (opset 8): absent, or a constant whose every length is the full `trips` */
+static int scan8_lens(tth_onnx_ctx *c, tth_rexpr *lens, int64_t batch, int64_t trips)
+{
+    int64_t v[TTH_UNROLL_MAX];
+    if (!lens)
+        return 0;
+    if (lens->kind != TTH_REXPR_CONST)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Scan's sequence_lens known only at "
+                                                   "run time (tth takes it absent or all %lld, the full length)",
+                              (long long)trips);
+    int n = vints(c, lens, "sequence_lens", v, TTH_UNROLL_MAX);
+    if (n < 0)
+        return c->diag->code;
+    if (n != batch)
+        return tth__onnx_fail(c, TTH_EMODEL, "Scan's sequence_lens has %d values for a batch of %lld", n,
+                              (long long)batch);
+    for (int b = 0; b < n; b++)
+        if (v[b] != trips)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Scan's sequence_lens %lld "
+                                                       "(batch %d) is not the full length %lld", (long long)v[b], b,
+                                  (long long)trips);
+    return 0;
+}
+
+/* The batch size of Scan 8's states and scan inputs (axis 0 of each; scan inputs have a sequence
+ * axis 1 too), the same for all; -1 with diag otherwise */
+static int64_t scan8_batch(tth_onnx_ctx *c, tth_rexpr *const *in, const scan_spec *s)
+{
+    int64_t batch = -1;
+    for (size_t i = 0; i < s->nstate + s->nscan_in; i++) {
+        int need = i < s->nstate ? 1 : 2;
+        if (rank(in[i]) < need || (batch >= 0 && tt(in[i])->shape[0] != batch)) {
+            tth__onnx_fail(c, TTH_EMODEL, "Scan (opset 8): input %zu is not [batch%s, ...] with the others' batch", i + 1,
+                           need == 2 ? ", sequence" : "");
+            return -1;
+        }
+        batch = tt(in[i])->shape[0];
+    }
+    if (batch < 1) {
+        tth__onnx_fail(c, TTH_EUNSUPPORTED, "Scan (opset 8) of an empty batch");
+        return -1;
+    }
+    return batch;
+}
+
+/* Scan of opset 8: sequence_lens (absent or all the full length), then the states and the scan
+ * inputs, each with the batch axis 0 (the scan inputs' sequence axis is 1), `directions` per scan
+ * input. Each batch element is its own unrolled scan of the slices at that element (axis 0 taken
+ * away, so the sequence axis becomes 0); the final states and the scan outputs of the elements
+ * are stacked along axis 0 again. */
+static int scan8(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    scan_spec s;
+    int rc = nin ? scan_counts(c, 1, nin, nout, &s) : tth__onnx_fail(c, TTH_EMODEL, "Scan needs inputs");
+    if (rc || (rc = tensor_input(c, in, nin)))
+        return rc;
+    tth_rexpr **xin = in + 1;
+    for (size_t i = 0; i < s.nstate + s.nscan_in; i++)
+        if (!xin[i])
+            return tth__onnx_fail(c, TTH_EMODEL, "Scan's input %zu is missing", i + 1);
+    int n;
+    if (attr(c, "directions") && (n = aints(c, "directions", s.in_dirs, 32)) != (int)s.nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "directions has %d values for %zu scan inputs", n, s.nscan_in);
+    int64_t batch = scan8_batch(c, xin, &s), seq_axis[32];
+    if (batch < 0)
+        return c->diag->code;
+    for (size_t j = 0; j < s.nscan_in; j++)
+        seq_axis[j] = 1;
+    if ((s.trips = scan_trips(c, xin + s.nstate, s.nscan_in, seq_axis)) < 0 || (rc = scan8_lens(c, in[0], batch, s.trips)))
+        return c->diag->code;
+    tth_rexpr **per = tth_arena_alloc(c->m->arena, sizeof *per * nout * (size_t)batch);
+    if (!per)
+        return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+    for (int64_t b = 0; b < batch; b++) {
+        tth_rexpr *slice[32], *idx;
+        CHECK(idx = k_scalar(c, TTH_I64, (double)b));
+        for (size_t i = 0; i < s.nstate + s.nscan_in; i++)
+            CHECK(slice[i] = call2(c, TTH_OP_TAKE, xin[i], idx, json_pack("{s:I}", "axis", (json_int_t)0)));
+        tth_rexpr *res[32];
+        if ((rc = scan_unroll(c, &s, slice, res)))
+            return rc;
+        for (size_t i = 0; i < nout; i++)
+            per[i * (size_t)batch + (size_t)b] = res[i];
+    }
+    for (size_t i = 0; i < nout; i++)
+        CHECK(out[i] = stack(c, &per[i * (size_t)batch], batch, 0));
+    return 0;
+}
+
+/* Scan (opset 9 and later): each iteration takes slice k of every scan input along its axis;
+ * opset 8 (a batch axis): scan8. */
+static int op_scan(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    if (c->opset < 9)
+        return scan8(c, in, nin, out, nout);
+    scan_spec s;
+    int rc = scan_counts(c, 0, nin, nout, &s);
+    if (rc)
+        return rc;
+    NEED(nin);
+    int n;
+    if (attr(c, "scan_input_axes") && (n = aints(c, "scan_input_axes", s.in_axes, 32)) != (int)s.nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_axes has %d values for %zu scan inputs", n, s.nscan_in);
+    if (attr(c, "scan_input_directions") && (n = aints(c, "scan_input_directions", s.in_dirs, 32)) != (int)s.nscan_in)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_input_directions has %d values for %zu scan inputs", n, s.nscan_in);
+    if (attr(c, "scan_output_axes") && (n = aints(c, "scan_output_axes", s.out_axes, 32)) != (int)s.nscan_out)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_axes has %d values for %zu scan outputs", n, s.nscan_out);
+    if (attr(c, "scan_output_directions") && (n = aints(c, "scan_output_directions", s.out_dirs, 32)) != (int)s.nscan_out)
+        return tth__onnx_fail(c, TTH_EMODEL, "scan_output_directions has %d values for %zu scan outputs", n, s.nscan_out);
+    for (size_t j = 0; j < s.nscan_in; j++)
+        if (norm_axis(c, s.in_axes[j], rank(in[s.nstate + j]), &s.in_axes[j]))
+            return c->diag->code;
+    if ((s.trips = scan_trips(c, in + s.nstate, s.nscan_in, s.in_axes)) < 0)
+        return c->diag->code;
+    return scan_unroll(c, &s, in, out);
 }
 
 /* If (docs/operators.md, "Control flow"): a condition known at compile time (a constant, or a graph input
@@ -1356,12 +1487,19 @@ static int op_global_max_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_r
     return global_pool(c, in, nin, out, 1);
 }
 
-/* BatchNormalization (inference form): y = (x - mean) / sqrt(var + epsilon) * scale + B. */
+static int batch_norm_training(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, size_t nout);
+
+/* BatchNormalization (inference form): y = (x - mean) / sqrt(var + epsilon) * scale + B; with
+ * training_mode=1 (opset 14 on) batch_norm_training. */
 static int op_batch_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(5);
-    if (ai(c, "training_mode", 0))
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: BatchNormalization training_mode=1");
+    if (ai(c, "training_mode", 0)) {
+        if (c->opset < 14)
+            return tth__onnx_fail(c, TTH_EMODEL, "BatchNormalization of opset %lld has no training_mode (opset 14 on)",
+                                  (long long)c->opset);
+        return batch_norm_training(c, in, out, nout);
+    }
     if (c->opset < 9 && !ai(c, "spatial", 1))
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: BatchNormalization spatial=0");
     for (size_t i = 1; i < nout; i++)
@@ -3698,6 +3836,31 @@ static int op_upsample(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
     return resize(c, in, nin, out, 1);
 }
 
+/* RoiAlign (opset 10, 16): vision.roi_align of X, rois and batch_indices (run-time tensors). The
+ * coordinate_transformation_mode of opset 16 (default half_pixel) is the relay op's `aligned`;
+ * opset 10 has none and behaves as output_half_pixel. */
+static int op_roi_align(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    const char *mode = as(c, "mode", "avg");
+    const char *ctm = c->opset >= 16 ? as(c, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+    if (strcmp(mode, "avg") && strcmp(mode, "max"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: RoiAlign mode '%s'", mode);
+    if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: RoiAlign coordinate_transformation_mode '%s'",
+                              ctm);
+    int64_t oh = ai(c, "output_height", 1), ow = ai(c, "output_width", 1), ratio = ai(c, "sampling_ratio", 0);
+    if (oh < 1 || ow < 1 || ratio < 0)
+        return tth__onnx_fail(c, TTH_EMODEL, "RoiAlign output_height %lld, output_width %lld, sampling_ratio %lld: "
+                              "the sizes must be positive, the ratio not negative", (long long)oh, (long long)ow,
+                              (long long)ratio);
+    json_t *attrs = json_pack("{s:[I,I],s:f,s:I,s:s,s:b}", "pooled_size", (json_int_t)oh, (json_int_t)ow,
+                              "spatial_scale", af(c, "spatial_scale", 1.0), "sampling_ratio", (json_int_t)ratio,
+                              "mode", mode, "aligned", !strcmp(ctm, "half_pixel"));
+    CHECK(out[0] = call(c, TTH_OP_ROI_ALIGN, in, 3, attrs));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- quantization */
 
 static tth_rexpr *zero_like(tth_onnx_ctx *c, tth_rexpr *shape_of, tth_dtype dt)
@@ -4116,16 +4279,29 @@ static int op_cosh(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     return hyp(c, in, nin, out, TTH_OP_ADD);
 }
 
+/* The mean of x over axes, d = x - mean and the (biased) variance mean(d * d) (keepdims). */
+static int moments(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na, tth_rexpr **mean_out,
+                   tth_rexpr **d_out, tth_rexpr **var_out)
+{
+    tth_rexpr *mean, *d, *sq;
+    CHECK(mean = call1(c, TTH_OP_MEAN, x, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    CHECK(d = call2(c, TTH_OP_SUBTRACT, x, mean, NULL));
+    CHECK(sq = call2(c, TTH_OP_MULTIPLY, d, d, NULL));
+    CHECK(*var_out = call1(c, TTH_OP_MEAN, sq, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    *mean_out = mean;
+    *d_out = d;
+    return 0;
+}
+
 /* Normalize x over axes: returns d = x - mean and inv = 1 / sqrt(var + eps) (keepdims). */
 static int normalize(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na, double eps, int sqrt_then_add,
                      tth_rexpr **mean_out, tth_rexpr **d_out, tth_rexpr **inv_out)
 {
-    tth_rexpr *mean, *d, *sq, *var, *ke = kx(c, x, eps), *one = kx(c, x, 1.0), *den;
+    tth_rexpr *var, *ke = kx(c, x, eps), *one = kx(c, x, 1.0), *den;
     CHECK(ke && one);
-    CHECK(mean = call1(c, TTH_OP_MEAN, x, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
-    CHECK(d = call2(c, TTH_OP_SUBTRACT, x, mean, NULL));
-    CHECK(sq = call2(c, TTH_OP_MULTIPLY, d, d, NULL));
-    CHECK(var = call1(c, TTH_OP_MEAN, sq, json_pack("{s:o,s:b}", "axis", tth__json_ints(axes, na), "keepdims", 1)));
+    int rc = moments(c, x, axes, na, mean_out, d_out, &var);
+    if (rc)
+        return rc;
     if (sqrt_then_add) {
         CHECK(den = call1(c, TTH_OP_SQRT, var, NULL));
         CHECK(den = call2(c, TTH_OP_ADD, den, ke, NULL));
@@ -4134,8 +4310,43 @@ static int normalize(tth_onnx_ctx *c, tth_rexpr *x, const int64_t *axes, int na,
         CHECK(den = call1(c, TTH_OP_SQRT, den, NULL));
     }
     CHECK(*inv_out = call2(c, TTH_OP_DIVIDE, one, den, NULL));
-    *mean_out = mean;
-    *d_out = d;
+    return 0;
+}
+
+/* running * momentum + batch * (1 - momentum): BatchNormalization's running statistic */
+static tth_rexpr *running_stat(tth_onnx_ctx *c, tth_rexpr *running, tth_rexpr *batch, double momentum)
+{
+    tth_rexpr *km = kx(c, running, momentum), *k1 = kx(c, running, 1.0 - momentum);
+    tth_rexpr *a = km ? call2(c, TTH_OP_MULTIPLY, running, km, NULL) : NULL;
+    tth_rexpr *b = a && k1 ? call2(c, TTH_OP_MULTIPLY, cast_to(c, batch, tt(running)->dtype), k1, NULL) : NULL;
+    return b ? call2(c, TTH_OP_ADD, a, b, NULL) : NULL;
+}
+
+/* BatchNormalization with training_mode=1: x normalized with the batch's own mean and biased
+ * variance over every axis but 1 (nn.batch_norm with those statistics); the optional outputs 1
+ * and 2 are input_mean * momentum + mean * (1 - momentum) and the same for the variance. */
+static int batch_norm_training(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, size_t nout)
+{
+    int r = rank(in[0]);
+    if (r < 2)
+        return tth__onnx_fail(c, TTH_EMODEL, "BatchNormalization needs rank >= 2");
+    int64_t axes[TTH_MAX_RANK], C = tt(in[0])->shape[1];
+    int na = 0;
+    for (int i = 0; i < r; i++)
+        if (i != 1)
+            axes[na++] = i;
+    tth_rexpr *mean, *d, *var;
+    int rc = moments(c, in[0], axes, na, &mean, &d, &var);
+    if (rc)
+        return rc;
+    CHECK((mean = reshape(c, mean, &C, 1)) && (var = reshape(c, var, &C, 1)));
+    tth_rexpr *args[5] = {in[0], in[1], in[2], mean, var};
+    CHECK(out[0] = call(c, TTH_OP_BATCH_NORM, args, 5, json_pack("{s:f}", "epsilon", af(c, "epsilon", 1e-5))));
+    double momentum = af(c, "momentum", 0.9);
+    if (nout > 1 && c->node->output[1] && c->node->output[1][0])
+        CHECK(out[1] = running_stat(c, in[3], mean, momentum));
+    if (nout > 2 && c->node->output[2] && c->node->output[2][0])
+        CHECK(out[2] = running_stat(c, in[4], var, momentum));
     return 0;
 }
 
@@ -5101,6 +5312,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"Reshape", op_reshape},
     {"Resize", op_resize},
     {"ReverseSequence", op_reverse_sequence},
+    {"RoiAlign", op_roi_align},
     {"Round", op_round},
     {"STFT", op_stft},
     {"Scan", op_scan},

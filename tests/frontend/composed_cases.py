@@ -8,15 +8,19 @@ ellipses, implicit outputs) and of If (a condition computed from the input, so b
 compiled, with data sets that take each; branches using the outer graph's values and their own
 initializers; a constant condition whose other branch tth could not compile), of Loop (a trip
 count and loop-carried state, the outer graph's values indexed by the iteration) and of Scan
-(two states, a reversed scan input along axis 1, a scan output along axis 1), of 3-D
+(two states, a reversed scan input along axis 1, a scan output along axis 1; opset 8's batch axis
+with sequence_lens, both directions, a batch of 3 without sequence_lens), of 3-D
 ConvTranspose (groups, strides, dilations, pads, output_padding, auto_pad, output_shape), of
 MaxPool's Indices (batch 2, padding, storage_order 1, ties), of Det (singular and permuted
 matrices, batches), of DFT (the inverse of a complex input, onesided of even and odd lengths,
 dft_length shorter and longer than the axis, axes 2 and -2, float64), of STFT (a window with
-onesided 0, a complex signal with frame_length, an odd window onesided; batch 2) and of
-MelWeightMatrix (float64 output), written as ONNX
-test cases whose expected outputs come from numpy (an implementation of the ONNX definitions,
-numpy.einsum and numpy.fft), independent of tth.
+onesided 0, a complex signal with frame_length, an odd window onesided; batch 2), of
+MelWeightMatrix (float64 output), of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly
+outside the image or empty, batch indices picking either image, opsets 10 and 16) and of
+BatchNormalization with training_mode=1 (ranks 2, 3 and 5, momentum, some of the running
+statistics asked for, an input far from zero), written as ONNX test cases whose expected outputs
+come from numpy (an implementation of the ONNX definitions, numpy.einsum and numpy.fft),
+independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
 
@@ -367,6 +371,63 @@ def write_loop_scan(root, rng):
     save_case(root, "scan_reverse_axis1", helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]),
               [([("s0", s0), ("t0", t0), ("X2", X2)],
                 [("s", sv.astype(f32)), ("t", tv.astype(f32)), ("y", np.stack(ys, axis=1).astype(f32))])])
+
+
+def write_scan8(root, rng):
+    """Scan of opset 8 (batch axis 0 on every state and scan input, sequence axis 1): a batch of 2
+    with sequence_lens all 4, X scanned twice (directions 0 and 1), s <- 0.5 s + x_fwd, a state
+    t [2, 3] per element t <- max(t, x_rev) whose ReduceSum over its own axis 0 feeds a scan output
+    (the batch axis must not be in the body's view); and without sequence_lens a batch of 3, h <-
+    tanh(h @ W + x_k) with h and x_k [2, 2] per element."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    f32, F = np.float32, TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "half"], ["s_half"]), helper.make_node("Add", ["s_half", "xf"], ["s_out"]),
+         helper.make_node("Max", ["t_in", "xr"], ["t_out"]),
+         helper.make_node("ReduceSum", ["t_out"], ["r"], axes=[0], keepdims=0),
+         helper.make_node("Add", ["s_out", "s_out"], ["y1"]), helper.make_node("Add", ["r", "xr"], ["y2"])],
+        "scan8_body", [vi("s_in", F, [3]), vi("t_in", F, [2, 3]), vi("xf", F, [3]), vi("xr", F, [3])],
+        [vi("s_out", F, [3]), vi("t_out", F, [2, 3]), vi("y1", F, [3]), vi("y2", F, [3])],
+        initializer=[numpy_helper.from_array(np.array(0.5, f32), "half")])
+    g = helper.make_graph(
+        [helper.make_node("Scan", ["lens", "s0", "t0", "X", "X"], ["s", "t", "y1", "y2"], body=body, num_scan_inputs=2,
+                          directions=[0, 1])], "scan8",
+        [vi("s0", F, [2, 3]), vi("t0", F, [2, 2, 3]), vi("X", F, [2, 4, 3])],
+        [vi("s", F, [2, 3]), vi("t", F, [2, 2, 3]), vi("y1", F, [2, 4, 3]), vi("y2", F, [2, 4, 3])],
+        initializer=[numpy_helper.from_array(np.array([4, 4], np.int64), "lens")])
+    s0, t0, X = (rng.normal(0, 1, sh).astype(f32) for sh in ((2, 3), (2, 2, 3), (2, 4, 3)))
+    outs = {k: [] for k in ("s", "t", "y1", "y2")}
+    for b in range(2):
+        sv, tv, y1, y2 = s0[b].astype(np.float64), t0[b].astype(np.float64), [], []
+        for k in range(4):
+            sv = 0.5 * sv + X[b, k]
+            tv = np.maximum(tv, X[b, 3 - k])
+            y1.append(2 * sv)
+            y2.append(tv.sum(axis=0) + X[b, 3 - k])
+        for key, v in (("s", sv), ("t", tv), ("y1", np.array(y1)), ("y2", np.array(y2))):
+            outs[key].append(v)
+    save_case(root, "scan8_batch2_bidirectional", helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)]),
+              [([("s0", s0), ("t0", t0), ("X", X)], [(k, np.array(outs[k], f32)) for k in ("s", "t", "y1", "y2")])])
+
+    W = rng.normal(0, 0.7, (2, 2)).astype(f32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("Add", ["hw", "x_k"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]), helper.make_node("Identity", ["h_out"], ["h_k"])],
+        "scan8_rnn", [vi("h_in", F, [2, 2]), vi("x_k", F, [2, 2])], [vi("h_out", F, [2, 2]), vi("h_k", F, [2, 2])],
+        initializer=[numpy_helper.from_array(W, "W")])
+    g = helper.make_graph([helper.make_node("Scan", ["", "h0", "X"], ["h", "hs"], body=body, num_scan_inputs=1)],
+                          "scan8_rnn", [vi("h0", F, [3, 2, 2]), vi("X", F, [3, 2, 2, 2])],
+                          [vi("h", F, [3, 2, 2]), vi("hs", F, [3, 2, 2, 2])])
+    h0, X = rng.normal(0, 1, (3, 2, 2)).astype(f32), rng.normal(0, 1, (3, 2, 2, 2)).astype(f32)
+    hs = np.zeros((3, 2, 2, 2))
+    for b in range(3):
+        h = h0[b].astype(np.float64)
+        for k in range(2):
+            h = hs[b, k] = np.tanh(h @ W + X[b, k])
+    save_case(root, "scan8_no_lens_batch3", helper.make_model(g, opset_imports=[helper.make_opsetid("", 8)]),
+              [([("h0", h0), ("X", X)], [("h", hs[:, -1].astype(f32)), ("hs", hs.astype(f32))])])
 
 
 def tfidf_reference(X, pool, counts, indexes, min_n, max_n, max_skip, mode, weights):
@@ -727,6 +788,118 @@ def write_mel(root):
               [([], [("y", y)])])
 
 
+def roi_align_taps(v, size):
+    """one axis of a RoiAlign sample inside the image: low tap, high tap, weight of the high one
+    (a coordinate below 0 is 0; from size - 1 on both taps are the last pixel)"""
+    v = max(v, 0.0)
+    lo = int(v)
+    return (size - 1, size - 1, 0.0) if lo >= size - 1 else (lo, lo + 1, v - lo)
+
+
+def roi_align_ref(x, rois, bidx, oh, ow, ratio, scale, mode, half_pixel):
+    """RoiAlign by the ONNX definition in float64: per bin a grid of samples (ratio per axis, or
+    ceil(bin size)), each bilinearly interpolated (0 when more than a pixel outside the image);
+    avg: their mean; max: the largest of the weighted taps of all samples (ONNX's rule)"""
+    import math
+    import numpy as np
+    c, h, w = x.shape[1:]
+    out = np.zeros((len(rois), c, oh, ow))
+    off = 0.5 if half_pixel else 0.0
+    for r, roi in enumerate(rois.astype(np.float64)):
+        x0, y0, x1, y1 = roi * scale - off
+        rw, rh = (x1 - x0, y1 - y0) if half_pixel else (max(x1 - x0, 1.0), max(y1 - y0, 1.0))
+        bh, bw = rh / oh, rw / ow
+        gh = ratio if ratio > 0 else max(math.ceil(bh), 0)
+        gw = ratio if ratio > 0 else max(math.ceil(bw), 0)
+        img = x[bidx[r]].astype(np.float64)
+        for i, j in np.ndindex(oh, ow):
+            taps = []
+            for iy, ix in np.ndindex(gh, gw):
+                sy, sx = y0 + i * bh + (iy + 0.5) * bh / gh, x0 + j * bw + (ix + 0.5) * bw / gw
+                if not (-1 <= sy <= h and -1 <= sx <= w):
+                    taps.append(np.zeros((4, c)))
+                    continue
+                (ya, yb, ly), (xa, xb, lx) = roi_align_taps(sy, h), roi_align_taps(sx, w)
+                taps.append([(1 - ly) * (1 - lx) * img[:, ya, xa], (1 - ly) * lx * img[:, ya, xb],
+                             ly * (1 - lx) * img[:, yb, xa], ly * lx * img[:, yb, xb]])
+            if taps:
+                t = np.array(taps)
+                out[r, :, i, j] = t.sum(axis=(0, 1)) / (gh * gw) if mode == "avg" else t.max(axis=(0, 1))
+    return out.astype(x.dtype)
+
+
+# RoiAlign: (name, opset, x shape, rois, batch indices, output h and w, sampling_ratio, spatial_scale,
+# mode, coordinate_transformation_mode (None: opset 10's output_half_pixel))
+ROI_ALIGN = [
+    ("roialign_max_adaptive_batch1", 16, (2, 3, 8, 9),
+     [[1, 1, 13, 11], [-6, -4, 7, 9], [10, 8, 22, 19], [3, 5, 4, 6]], [1, 0, 1, 1], (3, 2), 0, 0.5, "max", "half_pixel"),
+    ("roialign_avg_ratio2_opset10", 10, (2, 2, 7, 6),
+     [[0.5, 1.2, 4.3, 5.9], [-1.5, 2.25, 3.5, 9.75], [2.2, 2.4, 2.6, 2.9]], [1, 1, 0], (4, 3), 2, 1.0, "avg", None),
+    ("roialign_max_ratio2_outside", 16, (2, 4, 5, 6),
+     [[-3.3, -2.1, 2.7, 3.1], [3.4, 2.2, 8.6, 7.3], [0.4, 0.6, 5.2, 4.4]], [0, 1, 1], (2, 3), 2, 1.0, "max",
+     "output_half_pixel"),
+    ("roialign_avg_adaptive_empty", 16, (2, 3, 6, 7),
+     [[0.5, 0.5, 11.5, 9.5], [5, 5, 5, 5], [8, 4, 2, 10], [-2, 1, 6, 13]], [1, 0, 1, 0], (2, 2), 0, 0.5, "avg",
+     "half_pixel"),
+]
+
+
+def write_roi_align(root, case, rng):
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, opset, xs, rois, bidx, (oh, ow), ratio, scale, mode, ctm = case
+    x = rng.normal(0, 1, xs).astype(np.float32)
+    rois, bidx = np.array(rois, np.float32), np.array(bidx, np.int64)
+    y = roi_align_ref(x, rois, bidx, oh, ow, ratio, scale, mode, ctm == "half_pixel")
+    extra = {"coordinate_transformation_mode": ctm} if ctm else {}
+    node = helper.make_node("RoiAlign", ["x", "rois", "batch_indices"], ["y"], output_height=oh, output_width=ow,
+                            sampling_ratio=ratio, spatial_scale=scale, mode=mode, **extra)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs)),
+                                         helper.make_tensor_value_info("rois", TensorProto.FLOAT, list(rois.shape)),
+                                         helper.make_tensor_value_info("batch_indices", TensorProto.INT64, [len(bidx)])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+              [([("x", x), ("rois", rois), ("batch_indices", bidx)], [("y", y)])])
+
+
+# BatchNormalization with training_mode=1: (name, opset, x shape, offset added to x, momentum (None: the
+# default 0.9), epsilon, the outputs asked for (running_mean, running_var))
+BATCHNORM_TRAINING = [
+    ("batchnorm_training_2d", 15, (4, 3), 0.0, 0.7, 1e-3, (True, True)),
+    ("batchnorm_training_5d_y_only", 14, (2, 4, 3, 2, 2), 0.0, None, 1e-5, (False, False)),
+    ("batchnorm_training_3d_offset", 15, (3, 2, 5), 50.0, 0.25, 1e-2, (False, True)),
+]
+
+
+def write_batchnorm_training(root, case, rng):
+    """y = (x - m) / sqrt(v + eps) * scale + B with m, v the batch's mean and biased variance over
+    every axis but 1; running = input * momentum + batch * (1 - momentum); float64"""
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, opset, xs, offset, momentum, eps, wanted = case
+    f32, C = np.float32, xs[1]
+    x = (rng.normal(0, 1, xs) + offset).astype(f32)
+    scale, bias, mean, var = (rng.normal(0, 1, C).astype(f32), rng.normal(0, 1, C).astype(f32),
+                              rng.normal(0, 1, C).astype(f32), rng.uniform(0.5, 2, C).astype(f32))
+    axes = tuple(i for i in range(len(xs)) if i != 1)
+    bshape = [1, C] + [1] * (len(xs) - 2)
+    m, v = x.astype(np.float64).mean(axis=axes), x.astype(np.float64).var(axis=axes)
+    y = (x - m.reshape(bshape)) / np.sqrt(v.reshape(bshape) + eps) * scale.reshape(bshape) + bias.reshape(bshape)
+    mom = 0.9 if momentum is None else momentum
+    outs = [("y", y.astype(f32))]
+    names = ["y", "running_mean" if wanted[0] else "", "running_var" if wanted[1] else ""]
+    for k, (want, run, batch) in enumerate(zip(wanted, (mean, var), (m, v))):
+        if want:
+            outs.append((names[k + 1], (run * mom + batch * (1 - mom)).astype(f32)))
+    extra = {} if momentum is None else {"momentum": momentum}
+    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], names, epsilon=eps,
+                            training_mode=1, **extra)
+    ins = [("x", x), ("scale", scale), ("bias", bias), ("mean", mean), ("var", var)]
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in ins],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape)) for n, a in outs])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), [(ins, outs)])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -748,6 +921,7 @@ def main():
         write_if(root, "if_both_branches", False, rng)
         write_if(root, "if_constant_condition", True, rng)
         write_loop_scan(root, rng)
+        write_scan8(root, rng)
         write_training(root, rng)
         for case in CONVT3D:
             write_convt3d(root, case, rng)
@@ -759,6 +933,10 @@ def main():
         for case in STFTS:
             write_stft(root, case, rng)
         write_mel(root)
+        for case in ROI_ALIGN:
+            write_roi_align(root, case, rng)
+        for case in BATCHNORM_TRAINING:
+            write_batchnorm_training(root, case, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

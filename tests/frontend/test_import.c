@@ -1130,3 +1130,49 @@ Test(import, foreign_element_types_are_named)
     cr_assert(strstr(d.message, "element type string (ONNX element type 8)"), "%s", d.message);
     cr_assert_eq(d.code, TTH_EUNSUPPORTED);
 }
+
+/* Scan of opset 8 (docs/operators.md, "Control flow"): sequence_lens must be absent or a constant
+ * of full lengths; anything else is refused by name. body: s <- s + x_k, y_k = s. */
+Test(import, scan8_sequence_lens_must_be_the_full_length)
+{
+    ob body, b;
+    int64_t d1[1] = {2}, d2[2] = {2, 2}, d3[3] = {2, 3, 2};
+    ob_init(&body, 8);
+    ob_input(&body, "s_in", d1, 1);
+    ob_input(&body, "x_k", d1, 1);
+    ob_node(&body, "Add", "add", "s_in,x_k", "s_out");
+    ob_node(&body, "Identity", "id", "s_out", "y_k");
+    ob_output(&body, "s_out");
+    ob_output(&body, "y_k");
+    ob_init(&b, 8);
+    ob_input(&b, "init", d2, 2);
+    ob_input(&b, "x", d3, 3);
+    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "lens", 7, d1, 1, NULL, -1));
+    Onnx__NodeProto *n = ob_node(&b, "Scan", "scan", "lens,init,x", "s,y");
+    ob_attr(&b, n, "body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = &body.graph;
+    ob_attr_i(&b, n, "num_scan_inputs", 1);
+    ob_output(&b, "s");
+    ob_output(&b, "y");
+    tth_diag d;
+    int rc;
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "Scan's sequence_lens known only at run time"), "%s", d.message);
+    b.graph.n_input--; /* lens becomes an initializer: one sequence shorter than 3 */
+    int64_t lens[2] = {3, 2};
+    ob_init_i64(&b, "lens", d1, 1, lens);
+    cr_assert_null(import_ob(&b, &d, &rc));
+    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    cr_assert_str_eq(d.message, "unsupported attribute value: Scan's sequence_lens 2 (batch 1) is not the full length 3");
+    cr_assert_str_eq(d.location, "node 'scan' (Scan)");
+    lens[1] = 3;
+    memcpy(b.graph.initializer[0]->raw_data.data, lens, sizeof lens);
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    const tth_rexpr *out = tth_relay_module_main(m)->body;
+    assert_shape(&out->u.tuple.fields[0]->type.tensor, 2, d2);
+    assert_shape(&out->u.tuple.fields[1]->type.tensor, 3, d3);
+    tth_relay_module_free(m);
+    ob_free(&b);
+    ob_free(&body);
+}

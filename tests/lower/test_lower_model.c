@@ -233,6 +233,10 @@ static const struct { const char *test, *why; } known[] = {
     {"test_resize_downsample_scales_linear", "scale 0.6 is not size/in; image.resize2d carries sizes only"},
     {"test_resize_downsample_scales_nearest", "scale 0.6 is not size/in; image.resize2d carries sizes only"},
     {"test_adam_multiple", "its expected outputs use epsilon 0.01, which its model does not set (default 1e-6)"},
+    {"test_roialign_aligned_false", "its expected outputs are rounded to 4 decimals (off by up to 8.4e-5, above this "
+                                    "sweep's 1e-5; tth-conformance's 1e-4 and composed_cases' numpy cases check it)"},
+    {"test_roialign_aligned_true", "its expected outputs are rounded to 4 decimals (off by up to 5e-5, above this "
+                                   "sweep's 1e-5; tth-conformance's 1e-4 and composed_cases' numpy cases check it)"},
 };
 
 static const char *known_why(const char *test)

@@ -134,7 +134,11 @@ extern "C" {
     X(MAX_POOL2D_ARGMAX, "nn.max_pool2d_with_argmax", 1, 1,                                           \
       "NCHW; nn.max_pool2d's attrs, {storage_order: 0 or 1} -> (max, int64 flat index into x, "       \
       "row-major or with H and W swapped when storage_order is 1; ties: the first tap)")              \
-    X(DET, "det", 1, 1, "float [..., n, n] -> [...]: determinant of each matrix (LU, partial pivoting)")
+    X(DET, "det", 1, 1, "float [..., n, n] -> [...]: determinant of each matrix (LU, partial pivoting)") \
+    X(ROI_ALIGN, "vision.roi_align", 3, 3,                                                            \
+      "x NCHW float, rois [R, 4] (x0, y0, x1, y1) of x's dtype, batch_indices [R] int32/int64; "      \
+      "{pooled_size: [h,w], spatial_scale: float, sampling_ratio: int >= 0 (0: adaptive), "           \
+      "mode: avg|max, aligned: bool (half-pixel shift)} -> [R, C, h, w] (ONNX RoiAlign)")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,

@@ -9,7 +9,8 @@
  * Required attributes (no default): cast.dtype, clip.a_min/a_max, reshape.newshape,
  * broadcast_to.shape, concatenate.axis, split.axis/sizes, strided_slice.begin/end,
  * softmax/log_softmax.axis, reductions' keepdims, argmax/argmin.keepdims, pool_size of the 2-D
- * pools, image.resize2d.size, nn.pad.pad_before/pad_after, qnn.requantize.out_dtype.
+ * pools, image.resize2d.size, nn.pad.pad_before/pad_after, qnn.requantize.out_dtype,
+ * vision.roi_align.pooled_size.
  * Defaults of the others are next to the reads (strides [1,1], padding [0,0,0,0], dilation
  * [1,1], groups 1, output_padding [0,0], ceil_mode false, count_include_pad false, ...).
  */
@@ -830,6 +831,41 @@ static int rel_det(relctx *c)
     return 0;
 }
 
+/* vision.roi_align: x NCHW float, rois [R, 4] of x's dtype, batch_indices [R] int32 or int64;
+ * pooled_size [h, w] (> 0, required), spatial_scale (default 1), sampling_ratio (>= 0, default 0),
+ * mode avg|max (default avg), aligned (default false) -> [R, C, h, w] */
+static int rel_roi_align(relctx *c)
+{
+    static const char *const modes[] = {"avg", "max", NULL};
+    int64_t ps[2], ratio;
+    size_t nps;
+    double scale;
+    const char *mode;
+    int aligned, rc;
+    if ((rc = attr_ints(c, "pooled_size", NULL, 0, 2, ps, 2, &nps)) ||
+        (rc = attr_float(c, "spatial_scale", 0, 1.0, &scale)) || (rc = attr_int(c, "sampling_ratio", 0, 0, &ratio)) ||
+        (rc = attr_choice(c, "mode", "avg", modes, &mode)) || (rc = attr_bool(c, "aligned", 0, 0, &aligned)))
+        return rc;
+    if (ps[0] < 1 || ps[1] < 1)
+        return attr_fail(c, "pooled_size must be positive, got [%lld, %lld]", (long long)ps[0], (long long)ps[1]);
+    if (ratio < 0)
+        return attr_fail(c, "sampling_ratio must be >= 0, got %lld", (long long)ratio);
+    if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_float(c, 0)) || (rc = need_same_dtype(c, 0, 1)) ||
+        (rc = need_rank(c, 1, 2, "[num_rois, 4]")) || (rc = need_rank(c, 2, 1, "[num_rois]")))
+        return rc;
+    const tth_ttype *x = ARG(c, 0), *rois = ARG(c, 1), *bi = ARG(c, 2);
+    if (rois->shape[1] != 4)
+        return rel_fail(c, "rois must be [num_rois, 4]");
+    if (bi->dtype != TTH_I64 && bi->dtype != TTH_I32)
+        return rel_fail(c, "batch_indices must be int32 or int64, got %s", tth_dtype_name(bi->dtype));
+    if (bi->shape[0] != rois->shape[0])
+        return rel_fail(c, "batch_indices has %lld entries for %lld rois", (long long)bi->shape[0],
+                        (long long)rois->shape[0]);
+    tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {rois->shape[0], x->shape[1], ps[0], ps[1]}};
+    set_out(c, &t);
+    return 0;
+}
+
 static int rel_global_pool2d(relctx *c)
 {
     int rc;
@@ -1616,6 +1652,7 @@ static int rel_requantize(relctx *c)
 #define rel_ATANH rel_unary_float
 #define rel_MAX_POOL2D_ARGMAX rel_max_pool2d_argmax
 #define rel_DET rel_det
+#define rel_ROI_ALIGN rel_roi_align
 
 typedef int (*rel_fn)(relctx *c);
 
