@@ -134,7 +134,11 @@ extern "C" {
     X(MAX_POOL2D_ARGMAX, "nn.max_pool2d_with_argmax", 1, 1,                                           \
       "NCHW; nn.max_pool2d's attrs, {storage_order: 0 or 1} -> (max, int64 flat index into x, "       \
       "row-major or with H and W swapped when storage_order is 1; ties: the first tap)")              \
-    X(DET, "det", 1, 1, "float [..., n, n] -> [...]: determinant of each matrix (LU, partial pivoting)")
+    X(DET, "det", 1, 1, "float [..., n, n] -> [...]: determinant of each matrix (LU, partial pivoting)") \
+    X(GRID_SAMPLE, "image.grid_sample", 2, 2,                                                         \
+      "x float [N, C, d1..dr], grid float [N, D1..Dr, r] (coordinates in [-1, 1], along dr first); "  \
+      "{method: nearest|linear|cubic, padding_mode: zeros|border|reflection, align_corners: bool} "   \
+      "-> [N, C, D1..Dr] (ONNX GridSample)")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,
