@@ -173,6 +173,9 @@ int lw_softmax_check(const tth_rexpr *call, char *why, size_t len);
 /* resize */
 tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_resize_check(const tth_rexpr *call, char *why, size_t len);
+/* grid */
+tth_tstmt *lw_grid_sample(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_grid_sample_check(const tth_rexpr *call, char *why, size_t len);
 /* quant */
 tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
 tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);

@@ -233,6 +233,7 @@ static const struct { const char *test, *why; } known[] = {
     {"test_resize_downsample_scales_linear", "scale 0.6 is not size/in; image.resize2d carries sizes only"},
     {"test_resize_downsample_scales_nearest", "scale 0.6 is not size/in; image.resize2d carries sizes only"},
     {"test_adam_multiple", "its expected outputs use epsilon 0.01, which its model does not set (default 1e-6)"},
+    {"test_gridsample_bicubic", "its expected outputs are written to 4 decimals (-0.1406 for -0.140625): up to 5e-5 off"},
 };
 
 static const char *known_why(const char *test)
