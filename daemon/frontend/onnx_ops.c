@@ -3861,6 +3861,34 @@ static int op_roi_align(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr *
     return 0;
 }
 
+/* ---------------------------------------------------------------- grid sample */
+
+/* GridSample (16: 4-D, modes bilinear, nearest, bicubic; 20: N-D, linear, nearest, cubic; either
+ * spelling is taken at any opset): image.grid_sample. X and grid float32 or float64, 1 to 3
+ * spatial axes; integer and 16-bit float X, and more axes, are refused by name. */
+static int op_grid_sample(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    const char *mode = as(c, "mode", "linear"), *pad = as(c, "padding_mode", "zeros");
+    if (!strcmp(mode, "bilinear") || !strcmp(mode, "bicubic"))
+        mode = mode[2] == 'l' ? "linear" : "cubic";
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: GridSample mode '%s'", mode);
+    if (strcmp(pad, "zeros") && strcmp(pad, "border") && strcmp(pad, "reflection"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: GridSample padding_mode '%s'", pad);
+    for (int i = 0; i < 2; i++)
+        if (tt(in[i])->dtype != TTH_F32 && tt(in[i])->dtype != TTH_F64)
+            return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: GridSample %s of element type %s "
+                                  "(float32 and float64 only)", i ? "grid" : "X", tth_dtype_name(tt(in[i])->dtype));
+    if (rank(in[0]) < 3 || rank(in[0]) > 5)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: GridSample of a rank-%d X (1 to 3 "
+                              "spatial axes: ranks 3 to 5)", rank(in[0]));
+    json_t *attrs = json_pack("{s:s,s:s,s:b}", "method", mode, "padding_mode", pad, "align_corners",
+                              ai(c, "align_corners", 0) != 0);
+    CHECK(out[0] = call2(c, TTH_OP_GRID_SAMPLE, in[0], in[1], attrs));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- quantization */
 
 static tth_rexpr *zero_like(tth_onnx_ctx *c, tth_rexpr *shape_of, tth_dtype dt)
@@ -5254,6 +5282,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"GlobalMaxPool", op_global_max_pool},
     {"Greater", op_greater},
     {"GreaterOrEqual", op_greater_equal},
+    {"GridSample", op_grid_sample},
     {"HammingWindow", op_hamming_window},
     {"HannWindow", op_hann_window},
     {"HardSigmoid", op_hard_sigmoid},

@@ -108,6 +108,7 @@ static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
     [TTH_OP_QNN_MATMUL] = {NULL, lw_matmul, lw_matmul_check, 0, 0},
     [TTH_OP_DET] = {NULL, lw_det, lw_det_check, 0, 0},
     [TTH_OP_ROI_ALIGN] = {NULL, lw_roi_align, lw_roi_align_check, 0, 0},
+    [TTH_OP_GRID_SAMPLE] = {NULL, lw_grid_sample, lw_grid_sample_check, 0, 0},
     [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1, 0},
 };
 

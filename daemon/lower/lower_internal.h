@@ -176,6 +176,9 @@ int lw_resize_check(const tth_rexpr *call, char *why, size_t len);
 /* roi_align */
 tth_tstmt *lw_roi_align(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_roi_align_check(const tth_rexpr *call, char *why, size_t len);
+/* grid */
+tth_tstmt *lw_grid_sample(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_grid_sample_check(const tth_rexpr *call, char *why, size_t len);
 /* quant */
 tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
 tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);

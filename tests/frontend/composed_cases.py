@@ -16,11 +16,13 @@ matrices, batches), of DFT (the inverse of a complex input, onesided of even and
 dft_length shorter and longer than the axis, axes 2 and -2, float64), of STFT (a window with
 onesided 0, a complex signal with frame_length, an odd window onesided; batch 2), of
 MelWeightMatrix (float64 output), of RoiAlign (avg and max, sampling_ratio 0 and 2, rois partly
-outside the image or empty, batch indices picking either image, opsets 10 and 16) and of
+outside the image or empty, batch indices picking either image, opsets 10 and 16), of
 BatchNormalization with training_mode=1 (ranks 2, 3 and 5, momentum, some of the running
-statistics asked for, an input far from zero), written as ONNX test cases whose expected outputs
-come from numpy (an implementation of the ONNX definitions, numpy.einsum and numpy.fft),
-independent of tth.
+statistics asked for, an input far from zero) and of GridSample (every mode with every padding
+mode, align_corners with reflection, halfway points for nearest, points far outside, batch 2
+with several channels, float64, one and three spatial axes), written as ONNX test cases whose
+expected outputs come from numpy (an implementation of the ONNX definitions, numpy.einsum and
+numpy.fft), independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
 
@@ -900,6 +902,127 @@ def write_batchnorm_training(root, case, rng):
     save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), [(ins, outs)])
 
 
+def gridsample_ref(x, grid, mode, pad, ac):
+    """GridSample by the ONNX definition, written out directly: the coordinate of each spatial axis
+    unnormalized in the grid's float type, operation by operation (nearest: rounded half to even),
+    then, outside the image, clamped (border) or mirrored at the borders until inside (reflection)
+    and rounded to that type again; its taps
+    (nearest: the coordinate; linear: floor and floor + 1; cubic: floor - 1 to floor + 2, Keys'
+    kernel with A = -0.75), each tap index padded on its own (zeros: no value; border: clamped;
+    reflection: mirrored; a single pixel reflects to itself), weights multiplied over the axes.
+    The sums run in float64."""
+    import itertools
+    import numpy as np
+    r = x.ndim - 2
+    dims = x.shape[2:]
+    lo_hi = [(0.0, d - 1.0) if ac else (-0.5, d - 0.5) for d in dims]
+
+    def mirror(v, lo, hi):
+        if hi == lo:
+            return lo
+        while v < lo or v > hi:
+            v = 2 * lo - v if v < lo else 2 * hi - v
+        return v
+
+    def keys(d):
+        a, d = -0.75, abs(d)
+        if d <= 1:
+            return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a if d < 2 else 0.0
+
+    def taps(v, a):
+        """[(index or None, weight)] of axis a at coordinate v"""
+        n = dims[a]
+        lo, hi = lo_hi[a]
+        if v < lo or v > hi:
+            v = min(max(v, 0.0), n - 1.0) if pad == "border" else mirror(v, lo, hi) if pad == "reflection" else v
+            v = float(t(v))
+        f = np.floor(v)
+        if mode == "nearest":
+            pts = [(int(v), 1.0)]
+        elif mode == "linear":
+            pts = [(int(f), 1 - (v - f)), (int(f) + 1, v - f)]
+        else:
+            pts = [(int(f) + k, keys(v - f - k)) for k in (-1, 0, 1, 2)]
+        out = []
+        for j, w in pts:
+            if not 0 <= j < n:
+                j = None if pad == "zeros" else min(max(j, 0), n - 1) if pad == "border" else \
+                    int(mirror(j, *lo_hi[a]))
+            out.append((j, w))
+        return out
+
+    y = np.zeros(x.shape[:2] + grid.shape[1:-1])
+    t = grid.dtype.type  # every step of the coordinate rounded to it, as PyTorch computes
+    for b in range(x.shape[0]):
+        for o in np.ndindex(*grid.shape[1:-1]):
+            per_axis = []
+            for a in range(r):
+                g, n = grid[(b,) + o + (r - 1 - a,)], dims[a]
+                v = t(t(t(g + t(1)) / t(2)) * t(n - 1)) if ac else t(t(t(t(g + t(1)) * t(n)) - t(1)) / t(2))
+                if mode == "nearest":
+                    v = np.rint(v)
+                per_axis.append(taps(float(v), a))
+            for combo in itertools.product(*per_axis):
+                if any(j is None for j, _ in combo):
+                    continue
+                w = np.prod([w for _, w in combo])
+                y[(b, slice(None)) + o] += w * x[(b, slice(None)) + tuple(j for j, _ in combo)]
+    return y.astype(x.dtype)
+
+
+# GridSample: (name, opset, mode, padding_mode, align_corners, x shape, grid shape, x dtype, grid dtype)
+GRIDSAMPLE = [
+    ("gridsample_nearest_border_aligned", 16, "nearest", "border", 1, (2, 3, 4, 5), (2, 3, 6, 2), "f", "f"),
+    ("gridsample_nearest_reflection", 16, "nearest", "reflection", 0, (2, 2, 5, 4), (2, 4, 3, 2), "f", "f"),
+    ("gridsample_nearest_zeros_ties", 16, "nearest", "zeros", 0, (1, 2, 4, 4), (1, 5, 5, 2), "f", "f"),
+    ("gridsample_bicubic_border", 16, "bicubic", "border", 0, (2, 3, 4, 6), (2, 5, 3, 2), "f", "f"),
+    ("gridsample_bicubic_reflection_aligned", 16, "bicubic", "reflection", 1, (1, 2, 5, 5), (1, 4, 7, 2), "f", "f"),
+    ("gridsample_bicubic_zeros_aligned", 16, "bicubic", "zeros", 1, (2, 2, 3, 4), (2, 3, 5, 2), "f", "f"),
+    ("gridsample_bilinear_reflection_aligned", 16, "bilinear", "reflection", 1, (2, 3, 3, 5), (2, 6, 4, 2), "f", "f"),
+    ("gridsample_bilinear_border_aligned", 16, "bilinear", "border", 1, (1, 3, 4, 3), (1, 2, 7, 2), "f", "f"),
+    ("gridsample_single_row_reflection", 16, "bilinear", "reflection", 1, (1, 2, 1, 5), (1, 3, 4, 2), "f", "f"),
+    ("gridsample_double_linear_reflection", 16, "bilinear", "reflection", 0, (2, 2, 4, 3), (2, 3, 5, 2), "d", "f"),
+    ("gridsample_double_cubic_zeros", 16, "bicubic", "zeros", 0, (1, 2, 5, 4), (1, 4, 3, 2), "d", "d"),
+    ("gridsample_1d_cubic_reflection", 17, "cubic", "reflection", 0, (2, 3, 6), (2, 9, 1), "f", "f"),
+    ("gridsample_3d_linear_zeros", 17, "linear", "zeros", 0, (2, 2, 3, 4, 5), (2, 2, 3, 4, 3), "f", "f"),
+    ("gridsample_3d_nearest_reflection_aligned", 17, "nearest", "reflection", 1, (1, 3, 4, 3, 5), (1, 3, 2, 5, 3),
+     "f", "f"),
+    ("gridsample_3d_cubic_border", 17, "cubic", "border", 0, (1, 2, 4, 4, 3), (1, 2, 3, 2, 3), "f", "f"),
+]
+
+
+def write_gridsample(root, case, rng):
+    """Grid points mostly in [-1.3, 1.3], some far outside (up to 20 image widths, and 1e30 but
+    for reflection); the nearest cases also take points exactly halfway between pixels, where
+    rounding half to even and half away from zero disagree."""
+    import numpy as np
+    from onnx import TensorProto, helper
+    name, opset, mode, pad, ac, xs, gs, xd, gd = case
+    xt, gt = (np.float32 if t == "f" else np.float64 for t in (xd, gd))
+    x = rng.normal(0, 1, xs).astype(xt)
+    grid = rng.uniform(-1.3, 1.3, gs)
+    flat = grid.reshape(-1)
+    far = rng.choice(flat.size, flat.size // 6, replace=False)
+    huge = [-1e30, 1e30] if pad != "reflection" else []  # beyond int64 once unnormalized
+    flat[far] = rng.choice([-20.0, -6.5, -3.2, 2.7, 4.9, 17.0] + huge, far.size)
+    if mode == "nearest":
+        halves = rng.choice(flat.size, flat.size // 3, replace=False)
+        for i in halves:  # a pixel index + 0.5 along the axis this component addresses
+            n = xs[2 + (gs[-1] - 1 - i % gs[-1])]
+            k = rng.integers(-2, n + 1) + 0.5
+            flat[i] = 2 * k / (n - 1) - 1 if ac and n > 1 else (2 * k + 1) / n - 1
+    grid = grid.astype(gt)
+    want = gridsample_ref(x, grid, {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode), pad, ac)
+    elem = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE}
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=pad, align_corners=ac)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", elem[xt], list(xs)),
+                                         helper.make_tensor_value_info("grid", elem[gt], list(gs))],
+                          [helper.make_tensor_value_info("y", elem[xt], list(want.shape))])
+    save_case(root, name, helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+              [([("x", x), ("grid", grid)], [("y", want)])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -937,6 +1060,8 @@ def main():
             write_roi_align(root, case, rng)
         for case in BATCHNORM_TRAINING:
             write_batchnorm_training(root, case, rng)
+        for case in GRIDSAMPLE:
+            write_gridsample(root, case, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

@@ -186,6 +186,22 @@ static const op_case cases[] = {
      "!vision.roi_align: sampling_ratio must be >= 0, got -1"},
     {TTH_OP_ROI_ALIGN, F "[1,1,4,4]; " F "[2,4]; int64[2]", "{\"pooled_size\": [1,1], \"mode\": \"sum\"}",
      "!vision.roi_align: attribute 'mode' must be one of: avg, max"},
+    {TTH_OP_GRID_SAMPLE, F "[2,3,4,5]; " F "[2,6,7,2]", NULL, F "[2, 3, 6, 7]"},
+    {TTH_OP_GRID_SAMPLE, "float64[1,2,3,4,5]; " F "[1,2,1,6,3]", "{\"method\": \"cubic\", \"padding_mode\": \"reflection\", "
+     "\"align_corners\": 1}", "float64[1, 2, 2, 1, 6]"},
+    {TTH_OP_GRID_SAMPLE, F "[1,1,4]; " F "[1,3,1]", "{\"method\": \"nearest\"}", F "[1, 1, 3]"},
+    {TTH_OP_GRID_SAMPLE, F "[1,1,4,4]; " F "[1,2,2,3]", NULL,
+     "!image.grid_sample: grid must be [N, D1..Dr, r] with x's N and r = 2 (arguments: float32[1, 1, 4, 4], "
+     "float32[1, 2, 2, 3])"},
+    {TTH_OP_GRID_SAMPLE, F "[2,1,4,4]; " F "[1,2,2,2]", NULL,
+     "!image.grid_sample: grid must be [N, D1..Dr, r] with x's N and r = 2 (arguments: float32[2, 1, 4, 4], "
+     "float32[1, 2, 2, 2])"},
+    {TTH_OP_GRID_SAMPLE, "int32[1,1,4,4]; " F "[1,2,2,2]", NULL,
+     "!image.grid_sample: argument 0 must be a float tensor, got int32 (arguments: int32[1, 1, 4, 4], float32[1, 2, 2, 2])"},
+    {TTH_OP_GRID_SAMPLE, F "[1,1,4,4]; " F "[1,2,2,2]", "{\"method\": \"bicubic\"}",
+     "!image.grid_sample: attribute 'method' must be one of: nearest, linear, cubic"},
+    {TTH_OP_GRID_SAMPLE, F "[1,1,4,4]; " F "[1,2,2,2]", "{\"padding_mode\": \"edge\"}",
+     "!image.grid_sample: attribute 'padding_mode' must be one of: zeros, border, reflection"},
     {TTH_OP_AVG_POOL2D, F "[1,8,7,7]", "{\"pool_size\": [3,3], \"padding\": [1,1,1,1], \"count_include_pad\": false}",
      F "[1, 8, 7, 7]"},
     {TTH_OP_AVG_POOL2D, "int32[1,1,4,4]", "{\"pool_size\": [2,2], \"strides\": [2,2]}", "int32[1, 1, 2, 2]"},
@@ -500,6 +516,8 @@ static const struct {
     {TTH_OP_RESIZE2D, F "[1,1,2,2]", "{\"size\": [4, 4]}",
      "{\"coordinate_transformation_mode\": \"half_pixel\", \"method\": \"nearest\", \"nearest_mode\": "
      "\"round_prefer_floor\", \"size\": [4, 4]}"},
+    {TTH_OP_GRID_SAMPLE, F "[1,1,2,2]; " F "[1,3,3,2]", NULL,
+     "{\"align_corners\": false, \"method\": \"linear\", \"padding_mode\": \"zeros\"}"},
     {TTH_OP_QUANTIZE, F "[2]; " F "[]; uint8[]", NULL, "{\"axis\": 1, \"out_dtype\": \"uint8\"}"},
     {TTH_OP_DEQUANTIZE, "int8[2]; " F "[]; int8[]", NULL, "{\"axis\": 1}"},
     {TTH_OP_REQUANTIZE, "int32[2]; " F "[]; int32[]; " F "[]; int8[]", "{\"out_dtype\": \"int8\"}",

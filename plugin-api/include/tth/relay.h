@@ -138,7 +138,11 @@ extern "C" {
     X(ROI_ALIGN, "vision.roi_align", 3, 3,                                                            \
       "x NCHW float, rois [R, 4] (x0, y0, x1, y1) of x's dtype, batch_indices [R] int32/int64; "      \
       "{pooled_size: [h,w], spatial_scale: float, sampling_ratio: int >= 0 (0: adaptive), "           \
-      "mode: avg|max, aligned: bool (half-pixel shift)} -> [R, C, h, w] (ONNX RoiAlign)")
+      "mode: avg|max, aligned: bool (half-pixel shift)} -> [R, C, h, w] (ONNX RoiAlign)")            \
+    X(GRID_SAMPLE, "image.grid_sample", 2, 2,                                                         \
+      "x float [N, C, d1..dr], grid float [N, D1..Dr, r] (coordinates in [-1, 1], along dr first); "  \
+      "{method: nearest|linear|cubic, padding_mode: zeros|border|reflection, align_corners: bool} "   \
+      "-> [N, C, D1..Dr] (ONNX GridSample)")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,

@@ -1415,6 +1415,29 @@ static int rel_resize2d(relctx *c)
     return 0;
 }
 
+/* image.grid_sample: x float [N, C, d1..dr], grid float [N, D1..Dr, r] -> x's dtype [N, C, D1..Dr] */
+static int rel_grid_sample(relctx *c)
+{
+    static const char *const methods[] = {"nearest", "linear", "cubic", NULL};
+    static const char *const pads[] = {"zeros", "border", "reflection", NULL};
+    const char *method, *pad;
+    int ac, rc;
+    if ((rc = attr_choice(c, "method", "linear", methods, &method)) ||
+        (rc = attr_choice(c, "padding_mode", "zeros", pads, &pad)) ||
+        (rc = attr_bool(c, "align_corners", 0, 0, &ac)) || (rc = need_float(c, 0)) || (rc = need_float(c, 1)))
+        return rc;
+    const tth_ttype *x = ARG(c, 0), *g = ARG(c, 1);
+    if (x->rank < 3)
+        return rel_fail(c, "x needs a batch, a channel and at least one spatial axis");
+    if (g->rank != x->rank || g->shape[0] != x->shape[0] || g->shape[g->rank - 1] != x->rank - 2)
+        return rel_fail(c, "grid must be [N, D1..Dr, r] with x's N and r = %d", x->rank - 2);
+    tth_ttype t = *x;
+    for (int32_t i = 1; i + 1 < g->rank; i++)
+        t.shape[i + 1] = g->shape[i];
+    set_out(c, &t);
+    return 0;
+}
+
 /* ---- quantized ---- */
 
 static int is_quant_dtype(tth_dtype t)
@@ -1653,6 +1676,7 @@ static int rel_requantize(relctx *c)
 #define rel_MAX_POOL2D_ARGMAX rel_max_pool2d_argmax
 #define rel_DET rel_det
 #define rel_ROI_ALIGN rel_roi_align
+#define rel_GRID_SAMPLE rel_grid_sample
 
 typedef int (*rel_fn)(relctx *c);
 
