@@ -6,11 +6,12 @@
  * byte for byte is built once. In a directory of its own, with relative file names so nothing of
  * the directory's name ends up in the output (the same sources give the same bytes): each C source
  * is compiled by `TTH_CC -std=c99 -O2 -fPIC -pthread -c`, as many at a time as the machine has
- * CPUs, then `TTH_CC -shared -pthread -o lib.so <objects> -lm` links them with the modules'
+ * CPUs (a new one as soon as one finishes), then `TTH_CC -shared -pthread -o lib.so <objects> -lm` links them with the modules'
  * objects (a single source and no object: one call that does both).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,41 +120,69 @@ static int cc_wait(pid_t pid, const char *dir, const char *log, tth_diag *diag)
     return rc;
 }
 
-/* Compile each of the n sources to <source>.o in dir, at most as many at a time as the machine has
- * CPUs. The first failure's diagnostic; the others are still waited for. */
+/* The sources being compiled: each thread of cc_compile_all takes the next until none is left, so
+ * a compiler starts as soon as another finishes. */
+typedef struct cc_queue {
+    pthread_mutex_t lock;
+    const char *dir;
+    char *const *sources;
+    size_t n, next;
+    int rc;           /* the first failure's code; its diagnostic in diag */
+    tth_diag diag;
+} cc_queue;
+
+static void *cc_worker(void *arg)
+{
+    cc_queue *q = arg;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        size_t i = q->next < q->n ? q->next++ : q->n;
+        pthread_mutex_unlock(&q->lock);
+        if (i == q->n)
+            return NULL;
+        char obj[1100], log[1100];
+        snprintf(obj, sizeof obj, "%s.o", q->sources[i]);
+        snprintf(log, sizeof log, "%s.log", q->sources[i]);
+        char *argv[] = {(char *)TTH_CC, "-std=c99", "-O2", "-fPIC", "-pthread", "-c", q->sources[i], "-o", obj, NULL};
+        tth_diag mine;
+        tth_diag_clear(&mine);
+        pid_t pid = cc_start(q->dir, argv, log);
+        int rc = pid < 0 ? tth_diag_set(&mine, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno))
+                         : cc_wait(pid, q->dir, log, &mine);
+        pthread_mutex_lock(&q->lock);
+        if (rc && !q->rc) {
+            q->rc = rc;
+            q->diag = mine;
+        }
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
+/* Compile each of the n sources to <source>.o in dir, as many at a time as the machine has CPUs,
+ * each compiler started as soon as one finishes. The first failure's diagnostic; the others are
+ * still waited for. */
 static int cc_compile_all(const char *dir, char *const *sources, size_t n, tth_diag *diag)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t width = cpus < 1 ? 1 : (size_t)cpus;
-    pid_t pids[64];
-    if (width > sizeof pids / sizeof pids[0])
-        width = sizeof pids / sizeof pids[0];
-    int rc = 0;
-    for (size_t start = 0; start < n; start += width) {
-        size_t end = start + width < n ? start + width : n;
-        for (size_t i = start; i < end; i++) {
-            char obj[1100], log[1100];
-            snprintf(obj, sizeof obj, "%s.o", sources[i]);
-            snprintf(log, sizeof log, "%s.log", sources[i]);
-            char *argv[] = {(char *)TTH_CC, "-std=c99", "-O2", "-fPIC", "-pthread", "-c", sources[i], "-o", obj, NULL};
-            pids[i - start] = cc_start(dir, argv, log);
-            if (pids[i - start] < 0 && !rc)
-                rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
-        }
-        for (size_t i = start; i < end; i++) {
-            char log[1100];
-            snprintf(log, sizeof log, "%s.log", sources[i]);
-            if (pids[i - start] < 0)
-                continue;
-            tth_diag mine;
-            tth_diag_clear(&mine);
-            if (cc_wait(pids[i - start], dir, log, &mine) != 0 && !rc) {
-                *diag = mine;
-                rc = mine.code;
-            }
-        }
-    }
-    return rc;
+    pthread_t threads[64];
+    if (width > sizeof threads / sizeof threads[0])
+        width = sizeof threads / sizeof threads[0];
+    if (width > n)
+        width = n;
+    cc_queue q = {.lock = PTHREAD_MUTEX_INITIALIZER, .dir = dir, .sources = sources, .n = n};
+    size_t started = 0;
+    for (; started < width; started++)
+        if (pthread_create(&threads[started], NULL, cc_worker, &q) != 0)
+            break;
+    if (started == 0)
+        cc_worker(&q); /* no thread: one at a time on this one */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    pthread_mutex_destroy(&q.lock);
+    if (q.rc)
+        *diag = q.diag;
+    return q.rc;
 }
 
 int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir,

@@ -2053,9 +2053,10 @@ typedef struct cg_range {
     size_t start, end; /* of one function's text in cg.out */
 } cg_range;
 
-/* Function text per part: a module with more is split in parts of about this much, so the
- * host build compiles them on all cores (docs/artifact.md, "C sources"). */
-#define CG_PART_BYTES (64u * 1024u)
+/* Function text per part at most: a module with more is split in as few parts as keep each
+ * below it, so the host build compiles them on all cores without paying each part's fixed cost
+ * (compiler start, the repeated declarations) too often (docs/artifact.md, "C sources"). */
+#define CG_PART_BYTES (128u * 1024u)
 #define CG_MAX_PARTS 16u
 
 /* The part of each function: the largest first, each to the part with the least text so far
@@ -2078,7 +2079,7 @@ static size_t plan_parts(const cg *g, const cg_range *r, size_t n, unsigned *par
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += r[i].end - r[i].start;
-    size_t nparts = g->bind_prefix ? total / CG_PART_BYTES : 1;
+    size_t nparts = g->bind_prefix ? (total + CG_PART_BYTES - 1) / CG_PART_BYTES : 1;
     nparts = nparts < 1 ? 1 : nparts > CG_MAX_PARTS ? CG_MAX_PARTS : nparts > n ? n : nparts;
     cg_sized *order = malloc((n ? n : 1) * sizeof *order);
     if (!order)
