@@ -2080,7 +2080,12 @@ static size_t plan_parts(const cg *g, const cg_range *r, size_t n, unsigned *par
     for (size_t i = 0; i < n; i++)
         total += r[i].end - r[i].start;
     size_t nparts = g->bind_prefix ? (total + CG_PART_BYTES - 1) / CG_PART_BYTES : 1;
-    nparts = nparts < 1 ? 1 : nparts > CG_MAX_PARTS ? CG_MAX_PARTS : nparts > n ? n : nparts;
+    if (nparts > n)
+        nparts = n;
+    if (nparts > CG_MAX_PARTS)
+        nparts = CG_MAX_PARTS;
+    if (nparts < 1)
+        nparts = 1; /* no function at all: one file of declarations */
     cg_sized *order = malloc((n ? n : 1) * sizeof *order);
     if (!order)
         return 0;
