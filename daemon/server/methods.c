@@ -746,7 +746,7 @@ static int make_parents(const char *dir, const char *rel)
 static int write_ext_files(tthd_request *req, char *msg, size_t len)
 {
     const char *tmp = getenv("TMPDIR");
-    char dir[512];
+    char dir[512]; /* mkdtemp(3)'s template: it replaces the six X with a unique name */
     if (snprintf(dir, sizeof dir, "%s/tthd-data-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) {
         snprintf(msg, len, "TMPDIR is too long for the model's external data directory");
         return -1;

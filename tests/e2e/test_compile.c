@@ -393,6 +393,20 @@ Test(compile, bad_plugin_files_are_refused, .timeout = 600)
     e2e_stop(&d);
 }
 
+/* A compile of `path` (named "digits", model.size len) by path; the response, the artifact
+ * streamed into c->binary. */
+static json_t *compile_path(e2e_client *c, json_int_t id, const char *path, size_t len)
+{
+    c->binary_len = 0;
+    e2e_send(c, tthp_request_new(id, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
+                                                          (json_int_t)len, "path", path, "target", "c")));
+    json_t *r = e2e_recv_response(c, 240000);
+    if (!r)
+        e2e_dump_log(c->daemon);
+    cr_assert_not_null(r, "no answer to a compile by path");
+    return r;
+}
+
 /* A client on this machine may name the model file instead of uploading it (the daemon says so
  * in initialize's capabilities): the compile then needs no upload; a size that does not match
  * the file, or a relative path, is refused with the reason. */
@@ -413,42 +427,21 @@ Test(compile, model_by_path, .timeout = 300)
     size_t len;
     uint8_t *model = e2e_read_digits(&len);
     free(model);
-    c->binary_len = 0;
-    e2e_send(c, tthp_request_new(2, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
-                                                         (json_int_t)len, "path", path, "target", "c")));
-    r = e2e_recv_response(c, 240000);
-    if (!r)
-        e2e_dump_log(&d);
-    cr_assert_not_null(r, "no answer to a compile by path");
+    r = compile_path(c, 2, path, len);
     if (!e2e_no_compile_flow(r)) {
         e2e_check_artifact(c, r);
         json_decref(r);
-        e2e_send(c, tthp_request_new(3, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
-                                                             (json_int_t)len + 1, "path", path, "target", "c")));
-        r = e2e_recv_response(c, 60000);
+        r = compile_path(c, 3, path, len + 1);
         cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
         cr_assert(strstr(e2e_err_message(r), "not model.size"), "%s", e2e_err_message(r));
         json_decref(r);
-        e2e_send(c, tthp_request_new(4, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
-                                                             (json_int_t)len, "path", "examples/digits.onnx", "target", "c")));
-        r = e2e_recv_response(c, 60000);
+        r = compile_path(c, 4, "examples/digits.onnx", len);
         cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
         cr_assert(strstr(e2e_err_message(r), "must be absolute"), "%s", e2e_err_message(r));
     }
     json_decref(r);
     e2e_client_free(c);
     e2e_stop(&d);
-}
-
-/* A compile by path, answered "cache" and "key" (the artifact streamed into c->binary). */
-static json_t *compile_path(e2e_client *c, json_int_t id, const char *path, size_t len)
-{
-    c->binary_len = 0;
-    e2e_send(c, tthp_request_new(id, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
-                                                          (json_int_t)len, "path", path, "target", "c")));
-    json_t *r = e2e_recv_response(c, 240000);
-    cr_assert_not_null(r, "no answer to a compile by path");
-    return r;
 }
 
 /* tthd remembers the digest of a model file it read (docs/cache.md, "The key") and does not read
