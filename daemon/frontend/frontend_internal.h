@@ -11,8 +11,10 @@
 
 /* Largest constant (in elements) the folder creates or reads; larger stays unfolded. */
 #define TTH_FOLD_MAX_ELEMS ((int64_t)1 << 24)
+/* Most results of one folded call (a split into more parts stays unfolded). */
+#define TTH_FOLD_MAX_OUTS 64
 
-/* ---- element access (eval.c) ---- */
+/* ---- element access (values.c) ---- */
 /* Element i of t as double / int64 (any dtype). */
 double tth__ld_f64(const tth_tensor *t, int64_t i);
 int64_t tth__ld_i64(const tth_tensor *t, int64_t i);
@@ -21,22 +23,13 @@ int64_t tth__ld_i64(const tth_tensor *t, int64_t i);
 void tth__st_f64(tth_tensor *t, int64_t i, double v);
 void tth__st_i64(tth_tensor *t, int64_t i, int64_t v);
 
-/* ---- the reference evaluator (eval.c) ----
- * Evaluate one Relay op call on constant arguments. out_type is the call's inferred type.
- * On success fills outs[0..*nouts) with new tensors (a tuple-typed call gives one per field;
- * at most TTH_EVAL_MAX_OUTS) and returns 0. Returns TTH_EUNSUPPORTED for an op or attribute the
- * evaluator does not handle (the caller keeps the call), other negative codes on error. */
-#define TTH_EVAL_MAX_OUTS 64
-int tth__eval_op(tth_op op, tth_tensor *const *args, size_t nargs, const json_t *attrs,
-                 const tth_rtype *out_type, tth_tensor **outs, size_t *nouts, tth_diag *diag);
-
 /* ---- folding (fold_constants.c) ----
  * e with constant arguments replaced by its value (a const, or a tuple of consts); e itself
- * when it cannot be folded (non-constant args, too large, op not evaluable); NULL with diag set
- * when evaluation fails (e.g. a gather index out of range). */
+ * when it cannot be folded (non-constant args, too large, not taken by the lowering); NULL with
+ * diag set when evaluation fails (e.g. a gather index out of range). */
 tth_rexpr *tth__fold_call(tth_relay_module *m, tth_rexpr *e, int64_t max_elems, tth_diag *diag);
 
-/* ---- attribute helpers (eval.c) ---- */
+/* ---- attribute helpers (values.c) ---- */
 int64_t tth__attr_int(const json_t *attrs, const char *key, int64_t dflt);
 double tth__attr_num(const json_t *attrs, const char *key, double dflt);
 const char *tth__attr_str(const json_t *attrs, const char *key, const char *dflt);

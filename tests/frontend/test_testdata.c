@@ -1,5 +1,6 @@
-/* Every model of Debian's libonnx-testdata through the importer, and the constant folder as an
- * evaluator checked against the test data's expected outputs (an independent reference):
+/* Every model of Debian's libonnx-testdata through the importer, and the constant folder (each
+ * operator's lowering run by the TIR interpreter) as an evaluator checked against the test data's
+ * expected outputs (an independent reference):
  * import model.onnx, bind test_data_set_0's inputs as constants, fold, compare with output_*.pb.
  *
  * Node tests that pass value inputs (Reshape's shape, Slice's starts, Resize's scales...) as graph
@@ -97,7 +98,7 @@ static int check_outputs(const char *dir, const char *model, tth_relay_module *m
     for (size_t k = 0; k < nout; k++) {
         tth_rexpr *o = nout == 1 ? body : (body->kind == TTH_REXPR_TUPLE ? body->u.tuple.fields[k] : NULL);
         if (!o || o->kind != TTH_REXPR_CONST) {
-            result = 0; /* an op the evaluator leaves alone (or too large): not evaluable */
+            result = 0; /* an op the lowering does not take (or too large): not evaluable */
             goto done;
         }
     }
