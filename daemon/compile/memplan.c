@@ -129,62 +129,49 @@ static int touch(plan_builder *pb, tth_tbuffer *b, int64_t k, const char *func)
     return 0;
 }
 
-/* Buffers named by an expression. */
-static int touch_expr(plan_builder *pb, const tth_texpr *e, int64_t k, const char *func)
-{
-    if (!e)
-        return 0;
-    int rc = 0;
-    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
-        rc = touch(pb, e->u.load.buf, k, func);
-    tth_texpr *scratch[3], *const *kids;
-    size_t n = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = touch_expr(pb, kids[i], k, func);
-    return rc;
-}
-
 /* Every buffer a statement names, at time k; calls pull in the callee's LOCAL buffers
  * (depth-limited against call cycles, which the verifier refuses anyway). */
-static int touch_stmt(plan_builder *pb, const tth_tstmt *s, int64_t k, const char *func, int depth)
+typedef struct touch_ctx {
+    plan_builder *pb;
+    int64_t k;
+    const char *func;
+    int depth;
+} touch_ctx;
+
+static int touch_stmt(plan_builder *pb, const tth_tstmt *s, int64_t k, const char *func, int depth);
+
+static int touch_in_expr(void *ctx, const tth_texpr *e)
 {
-    if (!s)
-        return 0;
+    const touch_ctx *t = ctx;
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
+        return touch(t->pb, e->u.load.buf, t->k, t->func);
+    return 0;
+}
+
+static int touch_in_stmt(void *ctx, const tth_tstmt *s)
+{
+    const touch_ctx *t = ctx;
     int rc = 0;
     switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n && !rc; i++)
-            rc = touch_stmt(pb, s->u.seq.stmts[i], k, func, depth);
-        return rc;
-    case TTH_TSTMT_FOR:
-        rc = touch_expr(pb, s->u.loop.min, k, func);
-        rc = rc ? rc : touch_expr(pb, s->u.loop.extent, k, func);
-        return rc ? rc : touch_stmt(pb, s->u.loop.body, k, func, depth);
-    case TTH_TSTMT_STORE:
-        rc = touch(pb, s->u.store.buf, k, func);
-        rc = rc ? rc : touch_expr(pb, s->u.store.index, k, func);
-        return rc ? rc : touch_expr(pb, s->u.store.value, k, func);
-    case TTH_TSTMT_ALLOCATE:
-        rc = touch(pb, s->u.alloc.buf, k, func);
-        return rc ? rc : touch_stmt(pb, s->u.alloc.body, k, func, depth);
-    case TTH_TSTMT_IF:
-        rc = touch_expr(pb, s->u.cond.cond, k, func);
-        rc = rc ? rc : touch_stmt(pb, s->u.cond.then_s, k, func, depth);
-        return rc ? rc : touch_stmt(pb, s->u.cond.else_s, k, func, depth);
-    case TTH_TSTMT_LET:
-        rc = touch_expr(pb, s->u.let.value, k, func);
-        return rc ? rc : touch_stmt(pb, s->u.let.body, k, func, depth);
-    case TTH_TSTMT_EVALUATE: return touch_expr(pb, s->u.eval.value, k, func);
+    case TTH_TSTMT_STORE: return touch(t->pb, s->u.store.buf, t->k, t->func);
+    case TTH_TSTMT_ALLOCATE: return touch(t->pb, s->u.alloc.buf, t->k, t->func);
     case TTH_TSTMT_CALL_FUNC: {
         for (size_t i = 0; i < s->u.call.nargs && !rc; i++)
-            rc = touch(pb, s->u.call.args[i], k, func);
-        const tth_prim_func *callee = find_func(pb, s->u.call.func);
-        if (!rc && callee && depth < 16)
-            rc = touch_stmt(pb, callee->body, k, callee->name, depth + 1);
+            rc = touch(t->pb, s->u.call.args[i], t->k, t->func);
+        const tth_prim_func *callee = find_func(t->pb, s->u.call.func);
+        if (!rc && callee && t->depth < 16)
+            rc = touch_stmt(t->pb, callee->body, t->k, callee->name, t->depth + 1);
         return rc;
     }
+    default: return 0;
     }
-    return 0;
+}
+
+static int touch_stmt(plan_builder *pb, const tth_tstmt *s, int64_t k, const char *func, int depth)
+{
+    touch_ctx t = {pb, k, func, depth};
+    tth_tir_visitor v = {.stmt = touch_in_stmt, .expr = touch_in_expr, .ctx = &t};
+    return tth_tir_walk(s, &v);
 }
 
 /* The lower bound: the most bytes live at one time step (a sweep over start/end events). */

@@ -526,7 +526,6 @@ typedef struct const_list {
     size_t n;
 } const_list;
 
-static void collect_consts_expr(const tth_texpr *e, const_list *l);
 static void add_const(const tth_tbuffer *b, const_list *l)
 {
     if (b->scope != TTH_SCOPE_CONST || !b->data)
@@ -541,52 +540,25 @@ static void add_const(const tth_tbuffer *b, const_list *l)
     l->v[l->n++] = b;
 }
 
-static void collect_consts_expr(const tth_texpr *e, const_list *l)
+static int consts_in_stmt(void *ctx, const tth_tstmt *s)
 {
-    if (!e)
-        return;
-    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
-        add_const(e->u.load.buf, l);
-    tth_texpr *scratch[3], *const *kids;
-    size_t n = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < n; i++)
-        collect_consts_expr(kids[i], l);
+    for (size_t i = 0; s->kind == TTH_TSTMT_CALL_FUNC && i < s->u.call.nargs; i++)
+        add_const(s->u.call.args[i], ctx);
+    return 0;
 }
 
+static int consts_in_expr(void *ctx, const tth_texpr *e)
+{
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
+        add_const(e->u.load.buf, ctx);
+    return 0;
+}
+
+/* The CONST buffers s reads or passes on, in first-use order. */
 static void collect_consts(const tth_tstmt *s, const_list *l)
 {
-    if (!s)
-        return;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            collect_consts(s->u.seq.stmts[i], l);
-        break;
-    case TTH_TSTMT_FOR:
-        collect_consts_expr(s->u.loop.min, l);
-        collect_consts_expr(s->u.loop.extent, l);
-        collect_consts(s->u.loop.body, l);
-        break;
-    case TTH_TSTMT_STORE:
-        collect_consts_expr(s->u.store.index, l);
-        collect_consts_expr(s->u.store.value, l);
-        break;
-    case TTH_TSTMT_ALLOCATE: collect_consts(s->u.alloc.body, l); break;
-    case TTH_TSTMT_IF:
-        collect_consts_expr(s->u.cond.cond, l);
-        collect_consts(s->u.cond.then_s, l);
-        collect_consts(s->u.cond.else_s, l);
-        break;
-    case TTH_TSTMT_LET:
-        collect_consts_expr(s->u.let.value, l);
-        collect_consts(s->u.let.body, l);
-        break;
-    case TTH_TSTMT_EVALUATE: collect_consts_expr(s->u.eval.value, l); break;
-    case TTH_TSTMT_CALL_FUNC:
-        for (size_t i = 0; i < s->u.call.nargs; i++)
-            add_const(s->u.call.args[i], l);
-        break;
-    }
+    tth_tir_visitor v = {.stmt = consts_in_stmt, .expr = consts_in_expr, .ctx = l};
+    tth_tir_walk(s, &v);
 }
 
 static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b, size_t *const_bytes)

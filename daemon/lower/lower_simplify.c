@@ -78,43 +78,6 @@ static int sp_is_int(const tth_texpr *e)
 
 static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st);
 
-static int ex_uses(const tth_texpr *e, const tth_tvar *v)
-{
-    if (!e)
-        return 0;
-    if (e->kind == TTH_TEXPR_VAR)
-        return e->u.var == v;
-    tth_texpr *scratch[3], *const *kids;
-    size_t n = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < n; i++)
-        if (ex_uses(kids[i], v))
-            return 1;
-    return 0;
-}
-
-/* is v read anywhere in st? */
-static int st_uses(const tth_tstmt *st, const tth_tvar *v)
-{
-    if (!st)
-        return 0;
-    switch (st->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < st->u.seq.n; i++)
-            if (st_uses(st->u.seq.stmts[i], v))
-                return 1;
-        return 0;
-    case TTH_TSTMT_FOR:
-        return ex_uses(st->u.loop.min, v) || ex_uses(st->u.loop.extent, v) || st_uses(st->u.loop.body, v);
-    case TTH_TSTMT_STORE: return ex_uses(st->u.store.index, v) || ex_uses(st->u.store.value, v);
-    case TTH_TSTMT_ALLOCATE: return st_uses(st->u.alloc.body, v);
-    case TTH_TSTMT_IF:
-        return ex_uses(st->u.cond.cond, v) || st_uses(st->u.cond.then_s, v) || st_uses(st->u.cond.else_s, v);
-    case TTH_TSTMT_LET: return ex_uses(st->u.let.value, v) || st_uses(st->u.let.body, v);
-    case TTH_TSTMT_EVALUATE: return ex_uses(st->u.eval.value, v);
-    default: return 0;
-    }
-}
-
 /* a statement that does nothing */
 static tth_tstmt *sp_empty(sp_ctx *s)
 {
@@ -209,7 +172,7 @@ static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
         }
         tth_tstmt *b = sp_stmt(s, st->u.let.body);
         /* a binding nobody reads goes (values are pure: loads and arithmetic) */
-        if (!st_uses(b, st->u.let.var))
+        if (!tth_tir_stmt_uses_var(b, st->u.let.var))
             return b;
         if (v == st->u.let.value && b == st->u.let.body)
             return st;

@@ -473,10 +473,11 @@ static void scan_buffer(cg *g, const tth_tbuffer *b)
     g->hconst[slot] = b;
 }
 
-static void scan_expr(cg *g, const tth_texpr *e)
+/* What one expression needs of the prologue (helpers, half conversions) and which buffers it
+ * names; tth_tir_walk brings every sub-expression. */
+static int scan_expr(void *ctx, const tth_texpr *e)
 {
-    if (!e)
-        return;
+    cg *g = ctx;
     switch (e->kind) {
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
@@ -485,7 +486,6 @@ static void scan_expr(cg *g, const tth_texpr *e)
         if (e->kind == TTH_TEXPR_LOAD && e->u.load.buf->dtype == TTH_BF16)
             g->need_bf16_load = 1;
         scan_buffer(g, e->u.load.buf);
-        scan_expr(g, e->u.load.index);
         break;
     case TTH_TEXPR_BINARY: {
         tth_dtype t = e->u.bin.a->dtype;
@@ -508,21 +508,12 @@ static void scan_expr(cg *g, const tth_texpr *e)
             break;
         default: break;
         }
-        scan_expr(g, e->u.bin.a);
-        scan_expr(g, e->u.bin.b);
         break;
     }
-    case TTH_TEXPR_UNARY: scan_expr(g, e->u.un.a); break;
-    case TTH_TEXPR_SELECT:
-        scan_expr(g, e->u.select.cond);
-        scan_expr(g, e->u.select.a);
-        scan_expr(g, e->u.select.b);
-        break;
     case TTH_TEXPR_CAST:
         /* a cast to bfloat16 rounds in place: there and back */
         if (e->dtype == TTH_BF16 && e->u.cast.value->dtype != TTH_BF16)
             g->need_bf16_load = g->need_bf16_store = 1;
-        scan_expr(g, e->u.cast.value);
         break;
     case TTH_TEXPR_INTRIN: {
         unsigned slot = (unsigned)e->dtype < DTYPE_SLOTS ? (unsigned)e->dtype : 0;
@@ -532,122 +523,83 @@ static void scan_expr(cg *g, const tth_texpr *e)
             g->help[HELP_MIN][dtype_is_half(e->dtype) ? TTH_F32 : slot] = 1;
         else if (e->u.intrin.op != TTH_TINTRIN_REDUCE_ADD)
             g->need_math = 1;
-        for (int i = 0; i < 3; i++)
-            scan_expr(g, e->u.intrin.args[i]);
         break;
     }
-    case TTH_TEXPR_CALL_EXTERN:
-        for (size_t i = 0; i < e->u.call.nargs; i++)
-            scan_expr(g, e->u.call.args[i]);
-        break;
-    case TTH_TEXPR_RAMP: scan_expr(g, e->u.ramp.base); break;
-    case TTH_TEXPR_BROADCAST: scan_expr(g, e->u.bcast.value); break;
     default: break;
     }
+    return 0;
 }
 
-static void scan_stmt(cg *g, const tth_tstmt *s)
+static int scan_stmt(void *ctx, const tth_tstmt *s)
 {
-    if (!s)
-        return;
+    cg *g = ctx;
+    tth_tir_visitor exprs = {.expr = scan_expr, .ctx = g};
     switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            scan_stmt(g, s->u.seq.stmts[i]);
-        break;
-    case TTH_TSTMT_FOR:
-        scan_expr(g, s->u.loop.min);
-        scan_expr(g, s->u.loop.extent);
-        scan_stmt(g, s->u.loop.body);
-        break;
     case TTH_TSTMT_STORE:
         if (s->u.store.buf->dtype == TTH_F16)
             g->need_f16_store = 1;
         if (s->u.store.buf->dtype == TTH_BF16)
             g->need_bf16_store = 1;
         scan_buffer(g, s->u.store.buf);
-        scan_expr(g, s->u.store.index);
+        tth_tir_walk_expr(s->u.store.index, &exprs);
         /* a stored cast to bfloat16 rounds once, at the store (emit_stmt): no round trip */
         if (s->u.store.buf->dtype == TTH_BF16 && s->u.store.value->kind == TTH_TEXPR_CAST &&
             s->u.store.value->u.cast.value->dtype != TTH_BF16)
-            scan_expr(g, s->u.store.value->u.cast.value);
+            tth_tir_walk_expr(s->u.store.value->u.cast.value, &exprs);
         else
-            scan_expr(g, s->u.store.value);
-        break;
-    case TTH_TSTMT_ALLOCATE:
-        scan_buffer(g, s->u.alloc.buf);
-        scan_stmt(g, s->u.alloc.body);
-        break;
-    case TTH_TSTMT_IF:
-        scan_expr(g, s->u.cond.cond);
-        scan_stmt(g, s->u.cond.then_s);
-        scan_stmt(g, s->u.cond.else_s);
-        break;
-    case TTH_TSTMT_LET:
-        scan_expr(g, s->u.let.value);
-        scan_stmt(g, s->u.let.body);
-        break;
-    case TTH_TSTMT_EVALUATE: scan_expr(g, s->u.eval.value); break;
+            tth_tir_walk_expr(s->u.store.value, &exprs);
+        return TTH_TIR_WALK_SKIP;
+    case TTH_TSTMT_ALLOCATE: scan_buffer(g, s->u.alloc.buf); break;
     case TTH_TSTMT_CALL_FUNC:
         for (size_t i = 0; i < s->u.call.nargs; i++)
             scan_buffer(g, s->u.call.args[i]);
         break;
+    default: break;
     }
+    return 0;
 }
 
-/* Mark which buffers a statement stores to, or passes to extern calls by address. */
-static void mark_written_expr(const tth_texpr *e, const tth_prim_func *f, unsigned char *w)
+static void scan(cg *g, const tth_tstmt *s)
 {
-    if (!e)
-        return;
-    if (e->kind == TTH_TEXPR_ADDRESS_OF) {
-        /* an extern call may write through the address: the buffer is not const */
-        for (size_t i = 0; i < f->nparams; i++)
-            if (f->params[i] == e->u.load.buf)
-                w[i] = 1;
-    }
-    tth_texpr *scratch[3], *const *kids;
-    size_t n = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < n; i++)
-        mark_written_expr(kids[i], f, w);
+    tth_tir_visitor v = {.stmt = scan_stmt, .expr = scan_expr, .ctx = g};
+    tth_tir_walk(s, &v);
 }
 
-static void mark_written(const cg *g, const tth_tstmt *s, const tth_prim_func *f, unsigned char *w);
+/* Which params of f a statement writes: stores, addresses passed to extern calls (which may write
+ * through them), and params passed on to a callee (conservatively: any such param). */
+typedef struct written_ctx {
+    const tth_prim_func *f;
+    unsigned char *w;
+} written_ctx;
 
-static void mark_written(const cg *g, const tth_tstmt *s, const tth_prim_func *f, unsigned char *w)
+static void mark_param(const written_ctx *x, const tth_tbuffer *b)
 {
-    if (!s)
-        return;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            mark_written(g, s->u.seq.stmts[i], f, w);
-        break;
-    case TTH_TSTMT_FOR:
-        mark_written(g, s->u.loop.body, f, w);
-        break;
-    case TTH_TSTMT_STORE:
-        for (size_t i = 0; i < f->nparams; i++)
-            if (f->params[i] == s->u.store.buf)
-                w[i] = 1;
-        mark_written_expr(s->u.store.value, f, w);
-        break;
-    case TTH_TSTMT_ALLOCATE: mark_written(g, s->u.alloc.body, f, w); break;
-    case TTH_TSTMT_IF:
-        mark_written(g, s->u.cond.then_s, f, w);
-        mark_written(g, s->u.cond.else_s, f, w);
-        break;
-    case TTH_TSTMT_LET: mark_written(g, s->u.let.body, f, w); break;
-    case TTH_TSTMT_EVALUATE: mark_written_expr(s->u.eval.value, f, w); break;
-    case TTH_TSTMT_CALL_FUNC:
-        /* a param passed on to a callee is written when the callee writes that position; be
-         * conservative: any param passed to a call is written */
-        for (size_t a = 0; a < s->u.call.nargs; a++)
-            for (size_t i = 0; i < f->nparams; i++)
-                if (f->params[i] == s->u.call.args[a])
-                    w[i] = 1;
-        break;
-    }
+    for (size_t i = 0; i < x->f->nparams; i++)
+        if (x->f->params[i] == b)
+            x->w[i] = 1;
+}
+
+static int written_stmt(void *ctx, const tth_tstmt *s)
+{
+    if (s->kind == TTH_TSTMT_STORE)
+        mark_param(ctx, s->u.store.buf);
+    for (size_t a = 0; s->kind == TTH_TSTMT_CALL_FUNC && a < s->u.call.nargs; a++)
+        mark_param(ctx, s->u.call.args[a]);
+    return 0;
+}
+
+static int written_expr(void *ctx, const tth_texpr *e)
+{
+    if (e->kind == TTH_TEXPR_ADDRESS_OF)
+        mark_param(ctx, e->u.load.buf);
+    return 0;
+}
+
+static void mark_written(const tth_tstmt *s, const tth_prim_func *f, unsigned char *w)
+{
+    written_ctx x = {f, w};
+    tth_tir_visitor v = {.stmt = written_stmt, .expr = written_expr, .ctx = &x};
+    tth_tir_walk(s, &v);
 }
 
 /* written[i] for every param of every function, computed once. */
@@ -1136,59 +1088,17 @@ static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     text_puts(t, "return rc;\n");
 }
 
-/* Is variable v used anywhere in e / s? (A LET whose variable is never used is not emitted:
- * an unused local would warn under -Wall.) */
-static int expr_uses_var(const tth_texpr *e, const tth_tvar *v)
+static int is_call_extern(void *ctx, const tth_texpr *e)
 {
-    if (!e)
-        return 0;
-    if (e->kind == TTH_TEXPR_VAR)
-        return e->u.var == v;
-    tth_texpr *scratch[3], *const *kids;
-    size_t n = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < n; i++)
-        if (expr_uses_var(kids[i], v))
-            return 1;
-    return 0;
+    (void)ctx;
+    return e->kind == TTH_TEXPR_CALL_EXTERN;
 }
 
-static int stmt_uses_var(const tth_tstmt *s, const tth_tvar *v)
-{
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            if (stmt_uses_var(s->u.seq.stmts[i], v))
-                return 1;
-        return 0;
-    case TTH_TSTMT_FOR:
-        return expr_uses_var(s->u.loop.min, v) || expr_uses_var(s->u.loop.extent, v) ||
-               stmt_uses_var(s->u.loop.body, v);
-    case TTH_TSTMT_STORE:
-        return expr_uses_var(s->u.store.index, v) || expr_uses_var(s->u.store.value, v);
-    case TTH_TSTMT_ALLOCATE: return stmt_uses_var(s->u.alloc.body, v);
-    case TTH_TSTMT_IF:
-        return expr_uses_var(s->u.cond.cond, v) || stmt_uses_var(s->u.cond.then_s, v) ||
-               stmt_uses_var(s->u.cond.else_s, v);
-    case TTH_TSTMT_LET: return expr_uses_var(s->u.let.value, v) || stmt_uses_var(s->u.let.body, v);
-    case TTH_TSTMT_EVALUATE: return expr_uses_var(s->u.eval.value, v);
-    default: return 0;
-    }
-}
-
+/* Does e call an external function (and so must be evaluated even when its value is unused)? */
 static int expr_has_call(const tth_texpr *e)
 {
-    if (!e)
-        return 0;
-    if (e->kind == TTH_TEXPR_CALL_EXTERN)
-        return 1;
-    tth_texpr *scratch[3], *const *kids;
-    size_t n = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < n; i++)
-        if (expr_has_call(kids[i]))
-            return 1;
-    return 0;
+    tth_tir_visitor v = {.expr = is_call_extern};
+    return tth_tir_walk_expr(e, &v);
 }
 
 /* Does emit_expr write this expression wrapped in one pair of parentheses? */
@@ -1439,7 +1349,8 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
     case TTH_TSTMT_LET: {
         const tth_tvar *v = s->u.let.var;
         size_t mark = g->nnames;
-        if (!stmt_uses_var(s->u.let.body, v)) {
+        /* a LET whose variable is never used is not emitted: an unused local warns under -Wall */
+        if (!tth_tir_stmt_uses_var(s->u.let.body, v)) {
             if (expr_has_call(s->u.let.value)) {
                 text_indent(t, depth);
                 text_puts(t, "(void)");
@@ -1497,121 +1408,81 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
     }
 }
 
+static int allocates_or_calls(void *ctx, const tth_tstmt *s)
+{
+    (void)ctx;
+    return s->kind == TTH_TSTMT_ALLOCATE || s->kind == TTH_TSTMT_CALL_FUNC;
+}
+
 /* Does the statement use the workspace (an allocation, a call)? */
 static int uses_workspace(const tth_tstmt *s)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            if (uses_workspace(s->u.seq.stmts[i]))
-                return 1;
-        return 0;
-    case TTH_TSTMT_FOR: return uses_workspace(s->u.loop.body);
-    case TTH_TSTMT_ALLOCATE: return 1;
-    case TTH_TSTMT_IF: return uses_workspace(s->u.cond.then_s) || uses_workspace(s->u.cond.else_s);
-    case TTH_TSTMT_LET: return uses_workspace(s->u.let.body);
-    case TTH_TSTMT_CALL_FUNC: return 1;
-    default: return 0;
-    }
+    tth_tir_visitor v = {.stmt = allocates_or_calls};
+    return tth_tir_walk(s, &v);
+}
+
+static int calls_func(void *ctx, const tth_tstmt *s)
+{
+    (void)ctx;
+    return s->kind == TTH_TSTMT_CALL_FUNC;
 }
 
 static int has_calls(const tth_tstmt *s)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            if (has_calls(s->u.seq.stmts[i]))
-                return 1;
-        return 0;
-    case TTH_TSTMT_FOR: return has_calls(s->u.loop.body);
-    case TTH_TSTMT_ALLOCATE: return has_calls(s->u.alloc.body);
-    case TTH_TSTMT_IF: return has_calls(s->u.cond.then_s) || has_calls(s->u.cond.else_s);
-    case TTH_TSTMT_LET: return has_calls(s->u.let.body);
-    case TTH_TSTMT_CALL_FUNC: return 1;
-    default: return 0;
-    }
+    tth_tir_visitor v = {.stmt = calls_func};
+    return tth_tir_walk(s, &v);
 }
 
-/* Collect WORKSPACE buffers referenced by the entry's body (in first-use order). */
-static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer *only, const tth_tbuffer ***v,
-                            size_t *n, int *oom);
-static void collect_ws_add(const tth_tbuffer *b, const tth_tbuffer *only, const tth_tbuffer ***v,
-                           size_t *n, int *oom)
+/* The buffers collect_buffers gathers: WORKSPACE ones, or only `only`, in first-use order. */
+typedef struct ws_list {
+    const tth_tbuffer *only;
+    const tth_tbuffer **v;
+    size_t n;
+    int oom;
+} ws_list;
+
+static void ws_add(ws_list *l, const tth_tbuffer *b)
 {
-    if (only ? b != only : b->scope != TTH_SCOPE_WORKSPACE)
+    if (l->only ? b != l->only : b->scope != TTH_SCOPE_WORKSPACE)
         return;
-    for (size_t i = 0; i < *n; i++)
-        if ((*v)[i] == b)
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == b)
             return;
-    const tth_tbuffer **nv = realloc(*v, (*n + 1) * sizeof *nv);
+    const tth_tbuffer **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
     if (!nv) {
-        *oom = 1;
+        l->oom = 1;
         return;
     }
-    *v = nv;
-    nv[(*n)++] = b;
+    l->v = nv;
+    nv[l->n++] = b;
 }
 
-static void collect_ws_expr(const tth_texpr *e, const tth_tbuffer *only, const tth_tbuffer ***v,
-                            size_t *n, int *oom)
+static int ws_stmt(void *ctx, const tth_tstmt *s)
 {
-    if (!e)
-        return;
+    if (s->kind == TTH_TSTMT_STORE)
+        ws_add(ctx, s->u.store.buf);
+    for (size_t i = 0; s->kind == TTH_TSTMT_CALL_FUNC && i < s->u.call.nargs; i++)
+        ws_add(ctx, s->u.call.args[i]);
+    return 0;
+}
+
+static int ws_expr(void *ctx, const tth_texpr *e)
+{
     if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
-        collect_ws_add(e->u.load.buf, only, v, n, oom);
-    tth_texpr *scratch[3], *const *kids;
-    size_t nk = tth_tir_expr_children(e, scratch, &kids);
-    for (size_t i = 0; i < nk; i++)
-        collect_ws_expr(kids[i], only, v, n, oom);
+        ws_add(ctx, e->u.load.buf);
+    return 0;
 }
 
-static void collect_ws(const tth_tstmt *s, const tth_tbuffer *only, const tth_tbuffer ***v,
-                       size_t *n, int *oom)
-{
-    if (!s)
-        return;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            collect_ws(s->u.seq.stmts[i], only, v, n, oom);
-        break;
-    case TTH_TSTMT_FOR:
-        collect_ws_expr(s->u.loop.min, only, v, n, oom);
-        collect_ws_expr(s->u.loop.extent, only, v, n, oom);
-        collect_ws(s->u.loop.body, only, v, n, oom);
-        break;
-    case TTH_TSTMT_STORE:
-        collect_ws_add(s->u.store.buf, only, v, n, oom);
-        collect_ws_expr(s->u.store.index, only, v, n, oom);
-        collect_ws_expr(s->u.store.value, only, v, n, oom);
-        break;
-    case TTH_TSTMT_ALLOCATE: collect_ws(s->u.alloc.body, only, v, n, oom); break;
-    case TTH_TSTMT_IF:
-        collect_ws_expr(s->u.cond.cond, only, v, n, oom);
-        collect_ws(s->u.cond.then_s, only, v, n, oom);
-        collect_ws(s->u.cond.else_s, only, v, n, oom);
-        break;
-    case TTH_TSTMT_LET:
-        collect_ws_expr(s->u.let.value, only, v, n, oom);
-        collect_ws(s->u.let.body, only, v, n, oom);
-        break;
-    case TTH_TSTMT_EVALUATE: collect_ws_expr(s->u.eval.value, only, v, n, oom); break;
-    case TTH_TSTMT_CALL_FUNC:
-        for (size_t i = 0; i < s->u.call.nargs; i++)
-            collect_ws_add(s->u.call.args[i], only, v, n, oom);
-        break;
-    }
-}
-
-/* The uses of buffer b in s (one entry when used). */
+/* The WORKSPACE buffers s uses (b NULL), or b alone when s uses it, in first-use order. */
 static void collect_buffers(const tth_tstmt *s, const tth_tbuffer *b, const tth_tbuffer ***v,
                             size_t *n, int *oom)
 {
-    collect_ws(s, b, v, n, oom);
+    ws_list l = {.only = b, .v = *v, .n = *n};
+    tth_tir_visitor vis = {.stmt = ws_stmt, .expr = ws_expr, .ctx = &l};
+    tth_tir_walk(s, &vis);
+    *v = l.v;
+    *n = l.n;
+    *oom |= l.oom;
 }
 
 static void emit_signature(cg *g, const cg_sig *sig, int bind)
@@ -1700,7 +1571,7 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
     const tth_tbuffer **wsb = NULL;
     size_t nws = 0;
     int oom = 0;
-    collect_ws(f->body, NULL, &wsb, &nws, &oom);
+    collect_buffers(f->body, NULL, &wsb, &nws, &oom);
     if (oom)
         cg_fail(g, TTH_ENOMEM, "out of memory");
     for (size_t i = 0; i < nws && !g->err; i++) {
@@ -2163,7 +2034,7 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
             rc = tth_diag_set(diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
             goto done;
         }
-        mark_written(&g, f->body, f, sigs[i].written);
+        mark_written(f->body, f, sigs[i].written);
         if (f->attrs && json_is_true(json_object_get(f->attrs, "extern"))) {
             /* defined by another module: only the region's inputs are known to be read-only */
             json_int_t nin = json_integer_value(json_object_get(f->attrs, "inputs"));
@@ -2172,7 +2043,7 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
         }
         for (size_t p = 0; p < f->nparams; p++)
             scan_buffer(&g, f->params[p]);
-        scan_stmt(&g, f->body);
+        scan(&g, f->body);
     }
     if (g.err) {
         rc = g.err;

@@ -399,26 +399,19 @@ static int emit_loop(tth__llcg *c, const tth_tvar *var, LLVMValueRef min, LLVMVa
     return 0;
 }
 
+static int allocates_planned(void *ctx, const tth_tstmt *s)
+{
+    (void)ctx;
+    return s->kind == TTH_TSTMT_ALLOCATE && s->u.alloc.buf && s->u.alloc.buf->offset >= 0 &&
+           s->u.alloc.buf->scope != TTH_SCOPE_REGISTER;
+}
+
 /* 1 when s allocates a LOCAL buffer planned in the workspace: tasks of a parallel loop would
  * share it */
 static int allocates_shared(const tth_tstmt *s)
 {
-    if (!s)
-        return 0;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            if (allocates_shared(s->u.seq.stmts[i]))
-                return 1;
-        return 0;
-    case TTH_TSTMT_FOR: return allocates_shared(s->u.loop.body);
-    case TTH_TSTMT_ALLOCATE:
-        return (s->u.alloc.buf && s->u.alloc.buf->offset >= 0 && s->u.alloc.buf->scope != TTH_SCOPE_REGISTER) ||
-               allocates_shared(s->u.alloc.body);
-    case TTH_TSTMT_IF: return allocates_shared(s->u.cond.then_s) || allocates_shared(s->u.cond.else_s);
-    case TTH_TSTMT_LET: return allocates_shared(s->u.let.body);
-    default: return 0;
-    }
+    tth_tir_visitor v = {.stmt = allocates_planned};
+    return tth_tir_walk(s, &v);
 }
 
 /* A PARALLEL loop on the thread pool (docs/threads.md): every binding in scope (variables,

@@ -521,3 +521,57 @@ Test(tir, same_code_up_to_data)
     cr_assert_eq(tth_tir_func_same_code(f1, f2, 0, pairs, 4, &np), 0);
     cr_assert_neq(tth_tir_func_code_hash(f1, 0), tth_tir_func_code_hash(f2, 0));
 }
+
+/* The walker visits every statement before its operands and its operands before its
+ * sub-statements; SKIP leaves a statement's inside out, any other value ends the walk. */
+typedef struct walk_log {
+    char text[256];
+    int skip_if, stop_at_store;
+} walk_log;
+
+static int log_stmt(void *ctx, const tth_tstmt *s)
+{
+    walk_log *l = ctx;
+    static const char *const names[] = {"?", "seq", "for", "store", "alloc", "if", "let", "eval", "call"};
+    snprintf(l->text + strlen(l->text), sizeof l->text - strlen(l->text), "%s ", names[s->kind]);
+    if (s->kind == TTH_TSTMT_IF && l->skip_if)
+        return TTH_TIR_WALK_SKIP;
+    return s->kind == TTH_TSTMT_STORE && l->stop_at_store ? 7 : 0;
+}
+
+static int log_expr(void *ctx, const tth_texpr *e)
+{
+    walk_log *l = ctx;
+    const char *k = e->kind == TTH_TEXPR_VAR ? e->u.var->name : e->kind == TTH_TEXPR_INT ? "#" : e->kind == TTH_TEXPR_LOAD ? "ld" : "op";
+    snprintf(l->text + strlen(l->text), sizeof l->text - strlen(l->text), "%s ", k);
+    return 0;
+}
+
+Test(tir, walker_order_skip_and_stop)
+{
+    int64_t n8[1] = {8};
+    tth_tbuffer *a = tth_tir_buffer(M, "a", TTH_I64, 1, n8, TTH_SCOPE_PARAM);
+    tth_tvar *i = tth_tir_var(M, "i", TTH_I64), *t = tth_tir_var(M, "t", TTH_I64), *u = tth_tir_var(M, "u", TTH_I64);
+    tth_tstmt *store = tth_tir_store(M, a, tth_tir_ref(M, i), tth_tir_load(M, a, tth_tir_ref(M, t)));
+    tth_tstmt *let = tth_tir_let(M, t, tth_tir_bin(M, TTH_TBIN_ADD, tth_tir_ref(M, i), I(1)), store);
+    tth_tstmt *cond = tth_tir_if(M, tth_tir_bin(M, TTH_TBIN_LT, tth_tir_ref(M, i), I(4)), let, NULL);
+    tth_tstmt *loop = tth_tir_for(M, i, I(0), I(8), TTH_LOOP_SERIAL, cond);
+    tth_tir_visitor v = {.stmt = log_stmt, .expr = log_expr};
+    walk_log l = {0};
+    v.ctx = &l;
+    cr_assert_eq(tth_tir_walk(loop, &v), 0);
+    cr_assert_str_eq(l.text, "for # # if op i # let op i # store i ld t ");
+    walk_log skip = {.skip_if = 1};
+    v.ctx = &skip;
+    cr_assert_eq(tth_tir_walk(loop, &v), 0);
+    cr_assert_str_eq(skip.text, "for # # if ");
+    walk_log stop = {.stop_at_store = 1};
+    v.ctx = &stop;
+    cr_assert_eq(tth_tir_walk(loop, &v), 7);
+    cr_assert_str_eq(stop.text, "for # # if op i # let op i # store ");
+    cr_assert(tth_tir_stmt_uses_var(loop, t));
+    cr_assert_not(tth_tir_stmt_uses_var(loop, u));
+    cr_assert(tth_tir_expr_uses_var(store->u.store.value, t));
+    cr_assert_not(tth_tir_expr_uses_var(store->u.store.value, i));
+    cr_assert_not(tth_tir_stmt_uses_var(NULL, t));
+}

@@ -420,63 +420,55 @@ tth_tensor *lt_tensor(tth_dtype dt, int rank, const int64_t *shape, const double
     return t;
 }
 
+/* The statements the counters below count, by tth_tir_walk. */
+typedef struct lt_counter {
+    int (*match)(const struct lt_counter *c, const tth_tstmt *s);
+    int kind;
+    const tth_ttype *type;
+    int n;
+} lt_counter;
+
+static int lt_count_visit(void *ctx, const tth_tstmt *s)
+{
+    lt_counter *c = ctx;
+    c->n += c->match(c, s);
+    return 0;
+}
+
+static int lt_count(const tth_tstmt *s, lt_counter *c)
+{
+    tth_tir_visitor v = {.stmt = lt_count_visit, .ctx = c};
+    tth_tir_walk(s, &v);
+    return c->n;
+}
+
+static int is_kind(const lt_counter *c, const tth_tstmt *s)
+{
+    return (int)s->kind == c->kind;
+}
+
+static int is_alloc_shaped(const lt_counter *c, const tth_tstmt *s)
+{
+    const tth_tbuffer *b = s->kind == TTH_TSTMT_ALLOCATE ? s->u.alloc.buf : NULL;
+    return b && b->rank == c->type->rank && !memcmp(b->shape, c->type->shape, (size_t)b->rank * sizeof b->shape[0]);
+}
+
+static int is_loop_kind(const lt_counter *c, const tth_tstmt *s)
+{
+    return s->kind == TTH_TSTMT_FOR && (int)s->u.loop.loop == c->kind;
+}
+
 int lt_count_stmts(const tth_tstmt *s, tth_tstmt_kind kind)
 {
-    if (!s)
-        return 0;
-    int n = s->kind == kind;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            n += lt_count_stmts(s->u.seq.stmts[i], kind);
-        break;
-    case TTH_TSTMT_FOR: n += lt_count_stmts(s->u.loop.body, kind); break;
-    case TTH_TSTMT_ALLOCATE: n += lt_count_stmts(s->u.alloc.body, kind); break;
-    case TTH_TSTMT_IF: n += lt_count_stmts(s->u.cond.then_s, kind) + lt_count_stmts(s->u.cond.else_s, kind); break;
-    case TTH_TSTMT_LET: n += lt_count_stmts(s->u.let.body, kind); break;
-    default: break;
-    }
-    return n;
+    return lt_count(s, &(lt_counter){.match = is_kind, .kind = (int)kind});
 }
 
 int lt_count_allocs_shaped(const tth_tstmt *s, const tth_ttype *type)
 {
-    if (!s)
-        return 0;
-    int n = 0;
-    if (s->kind == TTH_TSTMT_ALLOCATE) {
-        const tth_tbuffer *b = s->u.alloc.buf;
-        n = b->rank == type->rank && !memcmp(b->shape, type->shape, (size_t)b->rank * sizeof b->shape[0]);
-    }
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            n += lt_count_allocs_shaped(s->u.seq.stmts[i], type);
-        break;
-    case TTH_TSTMT_FOR: n += lt_count_allocs_shaped(s->u.loop.body, type); break;
-    case TTH_TSTMT_ALLOCATE: n += lt_count_allocs_shaped(s->u.alloc.body, type); break;
-    case TTH_TSTMT_IF: n += lt_count_allocs_shaped(s->u.cond.then_s, type) + lt_count_allocs_shaped(s->u.cond.else_s, type); break;
-    case TTH_TSTMT_LET: n += lt_count_allocs_shaped(s->u.let.body, type); break;
-    default: break;
-    }
-    return n;
+    return lt_count(s, &(lt_counter){.match = is_alloc_shaped, .type = type});
 }
 
 int lt_count_loops(const tth_tstmt *s, tth_loop_kind kind)
 {
-    if (!s)
-        return 0;
-    int n = s->kind == TTH_TSTMT_FOR && s->u.loop.loop == kind;
-    switch (s->kind) {
-    case TTH_TSTMT_SEQ:
-        for (size_t i = 0; i < s->u.seq.n; i++)
-            n += lt_count_loops(s->u.seq.stmts[i], kind);
-        break;
-    case TTH_TSTMT_FOR: n += lt_count_loops(s->u.loop.body, kind); break;
-    case TTH_TSTMT_ALLOCATE: n += lt_count_loops(s->u.alloc.body, kind); break;
-    case TTH_TSTMT_IF: n += lt_count_loops(s->u.cond.then_s, kind) + lt_count_loops(s->u.cond.else_s, kind); break;
-    case TTH_TSTMT_LET: n += lt_count_loops(s->u.let.body, kind); break;
-    default: break;
-    }
-    return n;
+    return lt_count(s, &(lt_counter){.match = is_loop_kind, .kind = (int)kind});
 }

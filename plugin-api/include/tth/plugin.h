@@ -36,9 +36,9 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 3 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
+#define TTH_ABI_MINOR 4 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
                            * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment);
-                           * 1.3 tth_host.progress */
+                           * 1.3 tth_host.progress; 1.4 the TIR walker (tth_tir_walk) */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 

@@ -252,6 +252,31 @@ TTH_API size_t tth_tir_expr_children(const tth_texpr *e, tth_texpr *scratch[3], 
  * through the builders above (so immediates fold); e itself when every kid is the same. */
 TTH_API tth_texpr *tth_tir_expr_rebuild(tth_tir_module *m, const tth_texpr *e, tth_texpr *const *kids);
 
+/* The direct sub-statements and operand expressions of s in a fixed order (SEQ: its statements;
+ * FOR: min, extent / body; STORE: index, value; ALLOCATE: body; IF: cond / then, else when
+ * present; LET: value / body; EVALUATE: value; CALL_FUNC: none). *stmts and *exprs point to
+ * arrays of *nstmts and the returned count: s's own array or the scratch arrays, filled here.
+ * With tth_tir_expr_children, the one place that knows each kind's operands (ABI 1.4). */
+TTH_API size_t tth_tir_stmt_children(const tth_tstmt *s, tth_tstmt *sscratch[2], tth_tstmt *const **stmts,
+                                     size_t *nstmts, tth_texpr *escratch[2], tth_texpr *const **exprs);
+
+/* A pre-order walk over s and everything under it (ABI 1.4): `stmt` is called for each statement,
+ * then `expr` for each of its operand expressions and their sub-expressions (depth first, each
+ * parent before its children), then the walk enters the sub-statements. Either callback may be
+ * NULL. A callback's non-zero return ends the walk and is returned, except TTH_TIR_WALK_SKIP from
+ * `stmt`, which skips that statement's operands and sub-statements and goes on. */
+#define TTH_TIR_WALK_SKIP 0x7fff0001
+typedef struct tth_tir_visitor {
+    int (*stmt)(void *ctx, const tth_tstmt *s);
+    int (*expr)(void *ctx, const tth_texpr *e);
+    void *ctx;
+} tth_tir_visitor;
+TTH_API int tth_tir_walk(const tth_tstmt *s, const tth_tir_visitor *v);
+TTH_API int tth_tir_walk_expr(const tth_texpr *e, const tth_tir_visitor *v);
+/* 1 when variable v is read anywhere in s (or e). */
+TTH_API int tth_tir_stmt_uses_var(const tth_tstmt *s, const tth_tvar *v);
+TTH_API int tth_tir_expr_uses_var(const tth_texpr *e, const tth_tvar *v);
+
 /* Statements. */
 TTH_API tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n);
 /* Append to a SEQ (created when *seq is NULL). */

@@ -719,6 +719,98 @@ size_t tth_tir_expr_children(const tth_texpr *e, tth_texpr *scratch[3], tth_texp
     return n;
 }
 
+size_t tth_tir_stmt_children(const tth_tstmt *s, tth_tstmt *sscratch[2], tth_tstmt *const **stmts,
+                             size_t *nstmts, tth_texpr *escratch[2], tth_texpr *const **exprs)
+{
+    size_t ns = 0, ne = 0;
+    *stmts = sscratch;
+    *exprs = escratch;
+    switch (s ? (int)s->kind : 0) {
+    case TTH_TSTMT_SEQ:
+        *stmts = s->u.seq.stmts;
+        ns = s->u.seq.n;
+        break;
+    case TTH_TSTMT_FOR:
+        escratch[ne++] = s->u.loop.min;
+        escratch[ne++] = s->u.loop.extent;
+        sscratch[ns++] = s->u.loop.body;
+        break;
+    case TTH_TSTMT_STORE:
+        escratch[ne++] = s->u.store.index;
+        escratch[ne++] = s->u.store.value;
+        break;
+    case TTH_TSTMT_ALLOCATE: sscratch[ns++] = s->u.alloc.body; break;
+    case TTH_TSTMT_IF:
+        escratch[ne++] = s->u.cond.cond;
+        sscratch[ns++] = s->u.cond.then_s;
+        if (s->u.cond.else_s)
+            sscratch[ns++] = s->u.cond.else_s;
+        break;
+    case TTH_TSTMT_LET:
+        escratch[ne++] = s->u.let.value;
+        sscratch[ns++] = s->u.let.body;
+        break;
+    case TTH_TSTMT_EVALUATE: escratch[ne++] = s->u.eval.value; break;
+    default: break; /* CALL_FUNC: buffers only */
+    }
+    *nstmts = ns;
+    return ne;
+}
+
+int tth_tir_walk_expr(const tth_texpr *e, const tth_tir_visitor *v)
+{
+    if (!e)
+        return 0;
+    int rc = v->expr ? v->expr(v->ctx, e) : 0;
+    if (rc)
+        return rc;
+    tth_texpr *scratch[3], *const *kids;
+    size_t n = tth_tir_expr_children(e, scratch, &kids);
+    for (size_t i = 0; i < n; i++)
+        if ((rc = tth_tir_walk_expr(kids[i], v)) != 0)
+            return rc;
+    return 0;
+}
+
+int tth_tir_walk(const tth_tstmt *s, const tth_tir_visitor *v)
+{
+    if (!s)
+        return 0;
+    int rc = v->stmt ? v->stmt(v->ctx, s) : 0;
+    if (rc == TTH_TIR_WALK_SKIP)
+        return 0;
+    if (rc)
+        return rc;
+    tth_tstmt *ss[2], *const *subs;
+    tth_texpr *es[2], *const *ops;
+    size_t nsubs;
+    size_t nops = tth_tir_stmt_children(s, ss, &subs, &nsubs, es, &ops);
+    for (size_t i = 0; i < nops; i++)
+        if ((rc = tth_tir_walk_expr(ops[i], v)) != 0)
+            return rc;
+    for (size_t i = 0; i < nsubs; i++)
+        if ((rc = tth_tir_walk(subs[i], v)) != 0)
+            return rc;
+    return 0;
+}
+
+static int reads_var(void *ctx, const tth_texpr *e)
+{
+    return e->kind == TTH_TEXPR_VAR && e->u.var == ctx;
+}
+
+int tth_tir_stmt_uses_var(const tth_tstmt *s, const tth_tvar *v)
+{
+    tth_tir_visitor vis = {.expr = reads_var, .ctx = (void *)v};
+    return tth_tir_walk(s, &vis);
+}
+
+int tth_tir_expr_uses_var(const tth_texpr *e, const tth_tvar *v)
+{
+    tth_tir_visitor vis = {.expr = reads_var, .ctx = (void *)v};
+    return tth_tir_walk_expr(e, &vis);
+}
+
 tth_texpr *tth_tir_expr_rebuild(tth_tir_module *m, const tth_texpr *e, tth_texpr *const *kids)
 {
     if (!e)
