@@ -1,16 +1,48 @@
 #!/usr/bin/env python3
-"""embed_text.py IN OUT NAME: write OUT, a C header defining `static const char NAME[]` with the
-bytes of IN (a text file that a plugin ships inside artifacts, e.g. runtime/parallel)."""
+"""embed_text.py IN OUT NAME [HEADER...]: write OUT, a C header defining `static const char NAME[]`
+with the text of IN (a C source that a plugin ships inside artifacts, e.g. runtime/parallel).
+
+A shipped source must compile on its own, so each line `#include "<HEADER's file name>"` of IN is
+replaced by that HEADER's text (runtime/params/tth_params.h: docs/artifact.md, "The parameters
+file and its reader"); a HEADER that IN never includes is an error. Other lines are as in IN."""
+import os
 import sys
 
-src, out, name = sys.argv[1], sys.argv[2], sys.argv[3]
-with open(src, "rb") as f:
-    data = f.read()
-lines = ["/* generated from %s by meson/embed_text.py: do not edit */" % src.split("/")[-1],
-         "static const char %s[] =" % name]
-for line in data.decode("utf-8").splitlines(True):
-    esc = line.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    lines.append('    "%s"' % esc)
-lines[-1] += ";"
-with open(out, "w") as f:
-    f.write("\n".join(lines) + "\n")
+
+def inline_headers(text, headers, src):
+    """text with each `#include "h"` line of a header given replaced by the header's text."""
+    by_name = {os.path.basename(h): h for h in headers}
+    used = set()
+    out = []
+    for line in text.splitlines(True):
+        words = line.split()
+        name = words[1].strip('"') if len(words) == 2 and words[0] == "#include" and words[1][:1] == '"' else None
+        if name in by_name:
+            with open(by_name[name], "rb") as f:
+                body = f.read().decode("utf-8")
+            out.append(body if body.endswith("\n") else body + "\n")
+            used.add(name)
+        else:
+            out.append(line)
+    unused = sorted(set(by_name) - used)
+    if unused:
+        sys.exit("embed_text.py: %s never includes %s" % (src, ", ".join(unused)))
+    return "".join(out)
+
+
+def main():
+    src, out, name = sys.argv[1], sys.argv[2], sys.argv[3]
+    with open(src, "rb") as f:
+        text = inline_headers(f.read().decode("utf-8"), sys.argv[4:], src)
+    lines = ["/* generated from %s by meson/embed_text.py: do not edit */" % os.path.basename(src),
+             "static const char %s[] =" % name]
+    for line in text.splitlines(True):
+        esc = line.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+        lines.append('    "%s"' % esc)
+    lines[-1] += ";"
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,6 +12,7 @@
  */
 #include "tthrt.h"
 #include "tthrt_tar.h"
+#include "tth_params.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -222,71 +223,35 @@ static int load_library(const unsigned char *so, size_t len, void **dl, tth_diag
     return rc;
 }
 
-/* One entry of the parameters file (format in the artifact's README.txt). */
-typedef struct param_entry {
-    const char *name;
-    size_t name_len;
-    uint32_t dtype;
-    const unsigned char *data;
-    uint64_t bytes;
-} param_entry;
-
-static uint32_t rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const unsigned char *p)
-{
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-/* The parameters file's entries (*out malloc'd), every length checked against its size. */
-static int parse_params(const unsigned char *p, size_t len, param_entry **out, size_t *n, tth_diag *diag)
+/* The parameters file's entries (*out malloc'd), read by the one reader of the format
+ * (tth_params.h), which checks every length against the file's size. */
+static int parse_params(const unsigned char *p, size_t len, tth_params_entry **out, size_t *n, tth_diag *diag)
 {
     *out = NULL;
     *n = 0;
-    if (len < 16 || memcmp(p, "TTHPARAM", 8) != 0 || rd32(p + 8) != 1)
+    tth_params_reader r;
+    int st = tth_params_open(&r, p, len);
+    if (st == TTH_PARAMS_E_MAGIC || st == TTH_PARAMS_E_VERSION || len < TTH_PARAMS_HEADER)
         return tth_diag_set(diag, TTH_EPARSE, "parameters", "the artifact's parameters file is not a "
                             "version 1 TTHPARAM file");
-    uint32_t count = rd32(p + 12);
-    size_t at = 16;
-    if (count > len / 16)
+    if (st) /* past a good header, the count is all that can be wrong */
         return tth_diag_set(diag, TTH_EPARSE, "parameters", "the parameters file claims %u entries in %zu "
-                            "bytes", count, len);
-    param_entry *e = calloc(count ? count : 1, sizeof *e);
+                            "bytes", r.count, len);
+    tth_params_entry *e = calloc(r.count ? r.count : 1, sizeof *e);
     if (!e)
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
-    for (uint32_t i = 0; i < count; i++) {
-        if (len - at < 4 || len - at - 4 < rd32(p + at))
-            goto bad;
-        e[i].name_len = rd32(p + at);
-        e[i].name = (const char *)p + at + 4;
-        at += 4 + e[i].name_len;
-        if (len - at < 8)
-            goto bad;
-        e[i].dtype = rd32(p + at);
-        uint32_t rank = rd32(p + at + 4);
-        at += 8;
-        if (rank > TTH_MAX_RANK || len - at < 8 * (size_t)rank + 8)
-            goto bad;
-        at += 8 * (size_t)rank;
-        e[i].bytes = rd64(p + at);
-        at += 8;
-        size_t pad = (64 - at % 64) % 64;
-        if (len - at < pad || len - at - pad < e[i].bytes)
-            goto bad;
-        at += pad;
-        e[i].data = p + at;
-        at += (size_t)e[i].bytes;
+    size_t i = 0;
+    /* st stays 1 for an entry of more dimensions than the runtime's tensors have */
+    while ((st = tth_params_next(&r, &e[i])) > 0 && e[i].rank <= TTH_MAX_RANK)
+        i++;
+    if (st) {
+        free(e);
+        return tth_diag_set(diag, TTH_EPARSE, "parameters", "the artifact's parameters file is truncated or "
+                            "malformed");
     }
     *out = e;
-    *n = count;
+    *n = i;
     return 0;
-bad:
-    free(e);
-    return tth_diag_set(diag, TTH_EPARSE, "parameters", "the artifact's parameters file is truncated or "
-                        "malformed");
 }
 
 /* Hand each module that binds constants its constants from the parameters file (docs/artifact.md,
@@ -294,7 +259,7 @@ bad:
 static int bind_modules(tthrt_model *m, tth_diag *diag)
 {
     const json_t *mods = json_object_get(m->meta, "modules");
-    param_entry *pe = NULL;
+    tth_params_entry *pe = NULL;
     size_t npe = 0;
     int rc = 0;
     m->texts = calloc(json_array_size(mods) + 1, sizeof *m->texts);
@@ -348,7 +313,7 @@ static int bind_modules(tthrt_model *m, tth_diag *diag)
             json_int_t idx = json_integer_value(json_object_get(c, "index"));
             const char *name = json_string_value(json_object_get(c, "parameter"));
             json_int_t want = json_integer_value(json_object_get(c, "bytes"));
-            const param_entry *hit = NULL;
+            const tth_params_entry *hit = NULL;
             for (size_t q = 0; name && q < npe && !hit; q++)
                 if (pe[q].name_len == strlen(name) && memcmp(pe[q].name, name, pe[q].name_len) == 0)
                     hit = &pe[q];

@@ -17,10 +17,14 @@
  *   tth_bind_names[], tth_bind_bytes[], tth_bind_align[]  each constant's parameter name, byte
  *                        length and the alignment the code loads it with (at most 64: the
  *                        parameters file places every tensor's data at a multiple of 64 bytes
- *                        from its start, so a file read to a 64-byte aligned address fits all) */
+ *                        from its start, so a file read to a 64-byte aligned address fits all)
+ * The artifact's copy has tth_params.h, the one reader of that file, inlined where it is included
+ * below (docs/artifact.md, "The parameters file and its reader"). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "tth_params.h"
 
 #define TTH_BIND_E_COUNT (-201)   /* n is not TTH_BIND_COUNT */
 #define TTH_BIND_E_SIZE (-202)    /* a constant's byte length differs */
@@ -70,57 +74,29 @@ int32_t TTH_BIND_CONSTANTS(const void *const *data, const size_t *bytes, size_t 
     return 0;
 }
 
-static uint32_t tth_bind_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t tth_bind_u64(const unsigned char *p)
-{
-    return (uint64_t)tth_bind_u32(p) | (uint64_t)tth_bind_u32(p + 4) << 32;
-}
-
 /* params: the bytes of the artifact's parameters/<model>.params (format in its README.txt), at
  * an address aligned to 64 bytes; the constants are used in place. */
 int32_t TTH_BIND_PARAMETERS(const void *params, size_t len)
 {
-    const unsigned char *p = params;
     const void *data[TTH_BIND_COUNT];
     size_t bytes[TTH_BIND_COUNT];
     for (size_t i = 0; i < TTH_BIND_COUNT; i++) {
         data[i] = NULL;
         bytes[i] = 0;
     }
-    if (!p || len < 16 || memcmp(p, "TTHPARAM", 8) != 0 || tth_bind_u32(p + 8) != 1)
+    tth_params_reader r;
+    tth_params_entry e;
+    if (tth_params_open(&r, params, len))
         return TTH_BIND_E_FORMAT;
-    uint32_t count = tth_bind_u32(p + 12);
-    size_t at = 16;
-    for (uint32_t e = 0; e < count; e++) {
-        if (len - at < 4)
-            return TTH_BIND_E_FORMAT;
-        uint32_t nlen = tth_bind_u32(p + at);
-        at += 4;
-        if (len - at < (size_t)nlen + 8)
-            return TTH_BIND_E_FORMAT;
-        const unsigned char *name = p + at;
-        at += nlen + 4; /* the name, the dtype */
-        uint32_t rank = tth_bind_u32(p + at);
-        at += 4;
-        if (rank > 64 || len - at < (size_t)rank * 8 + 8)
-            return TTH_BIND_E_FORMAT;
-        at += (size_t)rank * 8;
-        uint64_t nb = tth_bind_u64(p + at);
-        at += 8;
-        at += (64 - at % 64) % 64;
-        if (at > len || nb > len - at)
-            return TTH_BIND_E_FORMAT;
+    int st;
+    while ((st = tth_params_next(&r, &e)) > 0)
         for (size_t i = 0; i < TTH_BIND_COUNT; i++)
-            if (!data[i] && strlen(tth_bind_names[i]) == nlen && memcmp(tth_bind_names[i], name, nlen) == 0) {
-                data[i] = p + at;
-                bytes[i] = (size_t)nb;
+            if (!data[i] && tth_params_name_is(&e, NULL, tth_bind_names[i], strlen(tth_bind_names[i]))) {
+                data[i] = e.data;
+                bytes[i] = e.bytes;
             }
-        at += (size_t)nb;
-    }
+    if (st < 0)
+        return TTH_BIND_E_FORMAT;
     for (size_t i = 0; i < TTH_BIND_COUNT; i++)
         if (!data[i])
             return TTH_BIND_E_MISSING;

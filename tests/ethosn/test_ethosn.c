@@ -263,6 +263,33 @@ static uint64_t u64(rd *r)
     return lo | (uint64_t)u32(r) << 32;
 }
 
+/* What an ethos-n module must carry as ethosn_model.c (malloc'd): the source with its line
+ * `#include "tth_params.h"` replaced by runtime/params/tth_params.h (plugins/ethosn/model/embed.py). */
+static char *embedded_model_text(size_t *len)
+{
+    char path[512];
+    size_t clen, hlen;
+    snprintf(path, sizeof path, "%s/plugins/ethosn/model/ethosn_model.c", getenv("TTH_SOURCE_ROOT"));
+    char *c = (char *)test_read_file(path, &clen);
+    cr_assert(c, "%s", path);
+    snprintf(path, sizeof path, "%s/runtime/params/tth_params.h", getenv("TTH_SOURCE_ROOT"));
+    char *h = (char *)test_read_file(path, &hlen);
+    cr_assert(h, "%s", path);
+    static const char line[] = "#include \"tth_params.h\"\n";
+    char *at = strstr(c, line);
+    cr_assert(at, "ethosn_model.c does not include tth_params.h");
+    size_t head = (size_t)(at - c), tail = clen - head - (sizeof line - 1);
+    char *out = malloc(head + hlen + tail + 1);
+    cr_assert(out);
+    memcpy(out, c, head);
+    memcpy(out + head, h, hlen);
+    memcpy(out + head + hlen, at + sizeof line - 1, tail + 1);
+    *len = head + hlen + tail;
+    free(c);
+    free(h);
+    return out;
+}
+
 static char *str(rd *r)
 {
     uint32_t n = u32(r);
@@ -466,14 +493,11 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     cr_assert_eq(mc->kind, TTH_FILE_C_SOURCE);
     cr_assert_str_eq(mh->name, "ethosn_model.h");
     cr_assert_eq(mh->kind, TTH_FILE_C_HEADER);
-    char path[512];
-    snprintf(path, sizeof path, "%s/plugins/ethosn/model/ethosn_model.c", getenv("TTH_SOURCE_ROOT"));
-    FILE *fp = fopen(path, "rb");
-    cr_assert(fp, "%s", path);
-    char *src = malloc(mc->len + 1);
-    cr_assert_eq(fread(src, 1, mc->len + 1, fp), mc->len, "the embedded model is not %s", path);
-    cr_assert_eq(memcmp(src, mc->data, mc->len), 0, "the embedded model differs from %s", path);
-    fclose(fp);
+    size_t src_len;
+    char *src = embedded_model_text(&src_len);
+    cr_assert_eq(mc->len, src_len, "the embedded model is not ethosn_model.c with tth_params.h inlined");
+    cr_assert_eq(memcmp(src, mc->data, mc->len), 0, "the embedded model differs from ethosn_model.c with "
+                 "tth_params.h inlined");
     free(src);
     char *text = strndup((const char *)c->data, c->len);
     cr_assert(strstr(text, "int32_t t_ethos_n_main_0(const int8_t *in0, int8_t *out1, uint8_t *ws)\n{"), "%s", text);
@@ -491,7 +515,7 @@ Test(ethosn, blob_deterministic_and_parsed_back)
     cr_assert_eq(npu_plugin("ethos-n")->constant_updater(NULL, tg, n.fn, "t_ethos_n_main_0", cm, &d), 0, "%s",
                  d.message);
     json_decref(tg);
-    char dir[256];
+    char dir[256], path[512];
     test_mkdtemp(dir, sizeof dir);
     const tth_module_file *files[3] = {c, mc, mh};
     for (int f = 0; f < 3; f++) {

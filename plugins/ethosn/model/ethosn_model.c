@@ -8,6 +8,8 @@
  * Nothing is written to an output before every check has passed.
  */
 #include "ethosn_model.h"
+/* the one reader of tth's parameters file; the copy shipped in an artifact has it inlined here */
+#include "tth_params.h"
 
 #include <float.h>
 #include <math.h>
@@ -1886,6 +1888,51 @@ done:
 
 /* ---- the parameters file --------------------------------------------------------------------- */
 
+/* Whether a parameters file's entry has constant k's dtype, shape and byte length. */
+static int em_entry_fits(const tth_params_entry *e, const em_const *k)
+{
+    if (e->dtype != (uint32_t)k->type.dtype || e->rank != (uint32_t)k->type.rank || e->bytes != k->type.nbytes)
+        return 0;
+    for (uint32_t q = 0; q < e->rank; q++)
+        if (tth_params_dim(e, q) != k->type.dim[q])
+            return 0;
+    return 1;
+}
+
+/* Constant k's bytes in the parameters file, under prefix + its name (tth_params.h reads the
+ * file; the messages say what is wrong with it). */
+static int32_t em_find_constant(em_net *n, const em_const *k, const void *params, size_t params_len,
+                                const char *prefix, const void **data, size_t *bytes)
+{
+    const char *name = (const char *)n->blob + k->name_off;
+    tth_params_reader r;
+    tth_params_entry e;
+    int st = tth_params_open(&r, params, params ? params_len : 0);
+    if (st == TTH_PARAMS_E_MAGIC)
+        return em_fail(n, ETHOSN_MODEL_E_PARAMETERS, "not a tth parameters file (no TTHPARAM magic)");
+    if (st == TTH_PARAMS_E_VERSION)
+        return em_fail(n, ETHOSN_MODEL_E_PARAMETERS, "parameters file version %u (this model reads 1)",
+                       (unsigned)r.version);
+    /* an error of the header stays with the reader: its first next returns it */
+    while ((st = tth_params_next(&r, &e)) > 0 && !tth_params_name_is(&e, prefix, name, k->name_len))
+        ;
+    if (st < 0)
+        return em_fail(n, ETHOSN_MODEL_E_PARAMETERS, "the parameters file is truncated or malformed (entry %u)",
+                       (unsigned)r.index);
+    if (st == 0)
+        return em_fail(n, ETHOSN_MODEL_E_PARAMETERS, "the parameters file has no '%s%.*s'", prefix ? prefix : "",
+                       (int)k->name_len, name);
+    if (!em_entry_fits(&e, k)) {
+        char ts[160];
+        type_str(&k->type, ts, sizeof ts);
+        return em_fail(n, ETHOSN_MODEL_E_PARAMETERS, "parameter '%s%.*s' is not %s", prefix ? prefix : "",
+                       (int)k->name_len, name, ts);
+    }
+    *data = e.data;
+    *bytes = e.bytes;
+    return 0;
+}
+
 int32_t ethosn_model_find_constants(const void *network, size_t len, const void *params, size_t params_len,
                                     const char *prefix, const void **data, size_t *bytes, size_t count, char *why,
                                     size_t why_len)
@@ -1900,71 +1947,11 @@ int32_t ethosn_model_find_constants(const void *network, size_t len, const void 
                      (unsigned long)count, n.nconsts);
         goto done;
     }
-    size_t plen = prefix ? strlen(prefix) : 0;
-    for (unsigned c = 0; c < n.nconsts; c++) {
-        const em_const *k = &n.consts[c];
+    for (unsigned c = 0; c < n.nconsts && !rc; c++) {
         data[c] = NULL;
         bytes[c] = 0;
-        if (k->is_inline)
-            continue;
-        em_rd r = {params, params ? params_len : 0, 0, 0};
-        if (!params || params_len < 16 || memcmp(params, "TTHPARAM", 8) != 0) {
-            rc = em_fail(&n, ETHOSN_MODEL_E_PARAMETERS, "not a tth parameters file (no TTHPARAM magic)");
-            goto done;
-        }
-        r.at = 8;
-        unsigned version = rd_u32(&r), cnt = rd_u32(&r), e;
-        if (version != 1) {
-            rc = em_fail(&n, ETHOSN_MODEL_E_PARAMETERS, "parameters file version %u (this model reads 1)", version);
-            goto done;
-        }
-        for (e = 0; e < cnt; e++) {
-            size_t noff;
-            unsigned nlen;
-            if (!rd_str(&r, &noff, &nlen))
-                break;
-            unsigned dt = rd_u32(&r), rank = rd_u32(&r);
-            int same = !r.bad && nlen == plen + k->name_len && memcmp(r.p + noff, prefix ? prefix : "", plen) == 0 &&
-                       memcmp(r.p + noff + plen, n.blob + k->name_off, k->name_len) == 0;
-            if (r.bad || rank > EM_MAX_RANK)
-                break;
-            int shape_ok = (int)dt == k->type.dtype && (int)rank == k->type.rank;
-            for (unsigned q = 0; q < rank; q++) {
-                uint64_t dim = rd_u64(&r);
-                shape_ok &= q < EM_MAX_RANK && dim == (uint64_t)k->type.dim[q];
-            }
-            uint64_t nb = rd_u64(&r);
-            size_t pad = (64 - r.at % 64) % 64;
-            if (r.bad || !em_take(&r, pad))
-                break;
-            r.at += pad;
-            if (nb > r.len - r.at) {
-                r.bad = 1;
-                break;
-            }
-            if (same) {
-                if (!shape_ok || nb != k->type.nbytes) {
-                    char ts[160];
-                    type_str(&k->type, ts, sizeof ts);
-                    rc = em_fail(&n, ETHOSN_MODEL_E_PARAMETERS, "parameter '%s%.*s' is not %s", prefix ? prefix : "",
-                                 (int)k->name_len, (const char *)n.blob + k->name_off, ts);
-                    goto done;
-                }
-                data[c] = (const unsigned char *)params + r.at;
-                bytes[c] = (size_t)nb;
-                break;
-            }
-            r.at += (size_t)nb;
-        }
-        if (r.bad) {
-            rc = em_fail(&n, ETHOSN_MODEL_E_PARAMETERS, "the parameters file is truncated or malformed (entry %u)", e);
-            goto done;
-        }
-        if (!data[c]) {
-            rc = em_fail(&n, ETHOSN_MODEL_E_PARAMETERS, "the parameters file has no '%s%.*s'", prefix ? prefix : "",
-                         (int)k->name_len, (const char *)n.blob + k->name_off);
-            goto done;
-        }
+        if (!n.consts[c].is_inline)
+            rc = em_find_constant(&n, &n.consts[c], params, params_len, prefix, &data[c], &bytes[c]);
     }
 done:
     free(owned[0]);
