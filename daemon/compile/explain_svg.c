@@ -14,54 +14,18 @@
 #include <string.h>
 
 #include "compile_internal.h"
-
-typedef struct svg_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} svg_buf;
-
-static void svg_printf(svg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void svg_printf(svg_buf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 8192;
-        while (cap <= b->len + (size_t)n)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-}
+#include "tth/strbuf.h"
 
 /* Text for XML: escapes & < > " */
-static void svg_text(svg_buf *b, const char *s)
+static void svg_text(tth_strbuf *b, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
-        case '&': svg_printf(b, "&amp;"); break;
-        case '<': svg_printf(b, "&lt;"); break;
-        case '>': svg_printf(b, "&gt;"); break;
-        case '"': svg_printf(b, "&quot;"); break;
-        default: svg_printf(b, "%c", *s);
+        case '&': tth_strbuf_printf(b, "&amp;"); break;
+        case '<': tth_strbuf_printf(b, "&lt;"); break;
+        case '>': tth_strbuf_printf(b, "&gt;"); break;
+        case '"': tth_strbuf_printf(b, "&quot;"); break;
+        default: tth_strbuf_printf(b, "%c", *s);
         }
     }
 }
@@ -81,7 +45,7 @@ enum { LEFT = 90, TOP = 70, PLOT_W = 1000, PLOT_H = 560, RIGHT = 30, BOTTOM = 60
 
 char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
 {
-    svg_buf b = {0};
+    tth_strbuf b = {0};
     int64_t steps = 1;
     for (size_t i = 0; i < plan->nitems; i++)
         if (plan->items[i].end + 1 > steps)
@@ -96,24 +60,24 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
     human(lb, sizeof lb, plan->lower_bound_bytes);
     human(tot, sizeof tot, plan->total_bytes);
 
-    svg_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    tth_strbuf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
                LEFT + PLOT_W + RIGHT, TOP + PLOT_H + BOTTOM, LEFT + PLOT_W + RIGHT, TOP + PLOT_H + BOTTOM);
-    svg_printf(&b, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    svg_printf(&b, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">memory plan of '",
+    tth_strbuf_printf(&b, "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    tth_strbuf_printf(&b, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">memory plan of '",
                LEFT);
     svg_text(&b, model ? model : "model");
-    svg_printf(&b, "'</text>\n<text x=\"%d\" y=\"42\">workspace %s (%zu bytes), lower bound %s "
+    tth_strbuf_printf(&b, "'</text>\n<text x=\"%d\" y=\"42\">workspace %s (%zu bytes), lower bound %s "
                "(%zu bytes), %zu buffers totalling %s; algorithm %s, alignment %u</text>\n",
                LEFT, ws, plan->workspace_bytes, lb, plan->lower_bound_bytes, plan->nitems, tot,
                tth_memplan_algo_name(plan->algo), plan->alignment);
-    svg_printf(&b, "<text x=\"%d\" y=\"58\" fill=\"#555\">time: statement of the entry, across; "
+    tth_strbuf_printf(&b, "<text x=\"%d\" y=\"58\" fill=\"#555\">time: statement of the entry, across; "
                "offset in the workspace, up. Blue: intermediate tensors; orange: operator "
                "scratch.</text>\n", LEFT);
 
     /* axes and ticks */
-    svg_printf(&b, "<g stroke=\"#333\" stroke-width=\"1\">\n"
+    tth_strbuf_printf(&b, "<g stroke=\"#333\" stroke-width=\"1\">\n"
                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n"
                "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n</g>\n",
                LEFT, TOP, LEFT, TOP + PLOT_H, LEFT, TOP + PLOT_H, LEFT + PLOT_W, TOP + PLOT_H);
@@ -122,17 +86,17 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
         double y = TOP + PLOT_H - (double)v * ys;
         char hv[32];
         human(hv, sizeof hv, v);
-        svg_printf(&b, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"#ccc\"/>"
+        tth_strbuf_printf(&b, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"#ccc\"/>"
                    "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%s</text>\n",
                    LEFT - 4, y, LEFT + PLOT_W, y, LEFT - 6, y + 4, hv);
     }
     int64_t tstep = steps <= 10 ? 1 : (steps + 9) / 10;
     for (int64_t t = 0; t < steps; t += tstep)
-        svg_printf(&b, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%lld</text>\n",
+        tth_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%lld</text>\n",
                    LEFT + ((double)t + 0.5) * xs, TOP + PLOT_H + 16, (long long)t);
-    svg_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">statement of the entry "
+    tth_strbuf_printf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">statement of the entry "
                "(call index)</text>\n", LEFT + PLOT_W / 2, TOP + PLOT_H + 40);
-    svg_printf(&b, "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">"
+    tth_strbuf_printf(&b, "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">"
                "offset (bytes)</text>\n", TOP + PLOT_H / 2, TOP + PLOT_H / 2);
 
     /* the buffers */
@@ -148,34 +112,34 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
         const char *fill = local ? (i % 2 ? "#f5b971" : "#f0a04b") : (i % 2 ? "#8fb8e0" : "#6a9fd4");
         char hs[32];
         human(hs, sizeof hs, it->size);
-        svg_printf(&b, "<g><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
+        tth_strbuf_printf(&b, "<g><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
                    "stroke=\"#234\" stroke-width=\"0.5\"/><title>", x, y, w, h < 0.5 ? 0.5 : h, fill);
         svg_text(&b, it->buf->name);
         if (it->func) {
-            svg_printf(&b, " (scratch of ");
+            tth_strbuf_printf(&b, " (scratch of ");
             svg_text(&b, it->func);
-            svg_printf(&b, ")");
+            tth_strbuf_printf(&b, ")");
         }
-        svg_printf(&b, ": %zu bytes at offset %lld, live at statements %lld..%lld</title>",
+        tth_strbuf_printf(&b, ": %zu bytes at offset %lld, live at statements %lld..%lld</title>",
                    it->size, (long long)it->buf->offset, (long long)it->start, (long long)it->end);
         if (w >= 48 && h >= 13) {
-            svg_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\">", x + 2, y + 10);
+            tth_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\">", x + 2, y + 10);
             svg_text(&b, it->buf->name);
-            svg_printf(&b, " %s</text>", hs);
+            tth_strbuf_printf(&b, " %s</text>", hs);
         }
-        svg_printf(&b, "</g>\n");
+        tth_strbuf_printf(&b, "</g>\n");
     }
 
     /* the lower bound */
     double ylb = TOP + PLOT_H - (double)plan->lower_bound_bytes * ys;
-    svg_printf(&b, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"#c00\" "
+    tth_strbuf_printf(&b, "<line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"#c00\" "
                "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n"
                "<text x=\"%d\" y=\"%.2f\" fill=\"#c00\" text-anchor=\"end\">lower bound %s</text>\n",
                LEFT, ylb, LEFT + PLOT_W, ylb, LEFT + PLOT_W, ylb - 4, lb);
-    svg_printf(&b, "</svg>\n");
-    if (b.oom) {
-        free(b.p);
+    tth_strbuf_printf(&b, "</svg>\n");
+    if (b.failed) {
+        free(b.s);
         return NULL;
     }
-    return b.p;
+    return b.s;
 }

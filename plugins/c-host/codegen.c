@@ -30,6 +30,7 @@
 #include "tth/artifact.h"
 #include "tth/diag.h"
 #include "tth/plugin.h"
+#include "tth/strbuf.h"
 #include "tth/tir.h"
 
 /* descriptor.c: the plugin version written into the code it generates */
@@ -37,72 +38,12 @@ extern const tth_plugin_descriptor tth_descriptor;
 
 /* ---- output text ---------------------------------------------------------------------------- */
 
-typedef struct cg_text {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} cg_text;
-
-static void text_putn(cg_text *t, const char *s, size_t n)
+/* four spaces per level of C nesting */
+static void text_indent(tth_strbuf *t, int depth)
 {
-    if (t->oom)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (t->len + n + 1 > cap)
-            cap *= 2;
-        char *nb = realloc(t->buf, cap);
-        if (!nb) {
-            t->oom = 1;
-            return;
-        }
-        t->buf = nb;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
+    tth_strbuf_spaces(t, 4 * depth);
 }
 
-static void text_puts(cg_text *t, const char *s) { text_putn(t, s, strlen(s)); }
-
-static void text_printf(cg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_printf(cg_text *t, const char *fmt, ...)
-{
-    char small[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        t->oom = 1;
-        return;
-    }
-    if ((size_t)n < sizeof small) {
-        text_putn(t, small, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        t->oom = 1;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    text_putn(t, big, (size_t)n);
-    free(big);
-}
-
-static void text_indent(cg_text *t, int depth)
-{
-    for (int i = 0; i < depth; i++)
-        text_puts(t, "    ");
-}
-
-/* ---- C types -------------------------------------------------------------------------------- */
-
-/* float16 and bfloat16: stored as their bits, computed in float */
 static int dtype_is_half(tth_dtype t) { return t == TTH_F16 || t == TTH_BF16; }
 
 /* The C type a dtype is stored as. */
@@ -179,7 +120,7 @@ typedef struct cg_name {
 typedef struct cg {
     const tth_tir_module *mod;
     const char *model;            /* for the entry's interface structs */
-    cg_text out;
+    tth_strbuf out;
     tth_diag *diag;
     int err;                      /* first error code (diag filled) */
     unsigned char help[HELP_COUNT_][DTYPE_SLOTS];
@@ -610,34 +551,34 @@ typedef struct cg_sig {
 
 /* ---- literals --------------------------------------------------------------------------------- */
 
-static void emit_int_literal(cg_text *t, tth_dtype dt, int64_t v)
+static void emit_int_literal(tth_strbuf *t, tth_dtype dt, int64_t v)
 {
     switch (dt) {
     case TTH_I64:
         if (v == INT64_MIN)
-            text_puts(t, "(-INT64_MAX - 1)");
+            tth_strbuf_puts(t, "(-INT64_MAX - 1)");
         else if (v >= INT32_MIN && v <= INT32_MAX)
-            text_printf(t, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v); /* an int, widened */
+            tth_strbuf_printf(t, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v); /* an int, widened */
         else
-            text_printf(t, "INT64_C(%" PRId64 ")", v);
+            tth_strbuf_printf(t, "INT64_C(%" PRId64 ")", v);
         break;
     case TTH_U64:
         if ((uint64_t)v <= UINT32_MAX)
-            text_printf(t, "%" PRIu64 "u", (uint64_t)v);
+            tth_strbuf_printf(t, "%" PRIu64 "u", (uint64_t)v);
         else
-            text_printf(t, "UINT64_C(%" PRIu64 ")", (uint64_t)v);
+            tth_strbuf_printf(t, "UINT64_C(%" PRIu64 ")", (uint64_t)v);
         break;
-    case TTH_U32: text_printf(t, "%" PRIu32 "u", (uint32_t)v); break;
+    case TTH_U32: tth_strbuf_printf(t, "%" PRIu32 "u", (uint32_t)v); break;
     case TTH_I32:
         if ((int32_t)v == INT32_MIN)
-            text_puts(t, "(-INT32_MAX - 1)");
+            tth_strbuf_puts(t, "(-INT32_MAX - 1)");
         else
-            text_printf(t, (int32_t)v < 0 ? "(%" PRId32 ")" : "%" PRId32, (int32_t)v);
+            tth_strbuf_printf(t, (int32_t)v < 0 ? "(%" PRId32 ")" : "%" PRId32, (int32_t)v);
         break;
-    case TTH_BOOL: text_puts(t, v ? "1" : "0"); break;
+    case TTH_BOOL: tth_strbuf_puts(t, v ? "1" : "0"); break;
     default:
         /* narrow integers: an int literal, converted where used */
-        text_printf(t, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
+        tth_strbuf_printf(t, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
         break;
     }
 }
@@ -706,18 +647,18 @@ static size_t hexfloat32(char *buf, float v)
 #define CG_DECIMAL_CONST_MAX 256
 
 /* An exact float literal: the shortest round-tripping decimal, or INFINITY/NAN. */
-static void emit_float_literal(cg_text *t, tth_dtype dt, double v)
+static void emit_float_literal(tth_strbuf *t, tth_dtype dt, double v)
 {
     int f32 = dt != TTH_F64;
     if (isnan(v)) {
-        text_puts(t, f32 ? "NAN" : "((double)NAN)");
+        tth_strbuf_puts(t, f32 ? "NAN" : "((double)NAN)");
         return;
     }
     if (isinf(v)) {
         if (f32)
-            text_puts(t, v < 0 ? "(-INFINITY)" : "INFINITY");
+            tth_strbuf_puts(t, v < 0 ? "(-INFINITY)" : "INFINITY");
         else
-            text_puts(t, v < 0 ? "(-(double)INFINITY)" : "((double)INFINITY)");
+            tth_strbuf_puts(t, v < 0 ? "(-(double)INFINITY)" : "((double)INFINITY)");
         return;
     }
     char buf[64];
@@ -725,10 +666,10 @@ static void emit_float_literal(cg_text *t, tth_dtype dt, double v)
         float x = (float)v;
         shortest_decimal(buf, sizeof buf, (double)x, 1);
         /* a negative literal is parenthesized so it never follows a '-' directly */
-        text_printf(t, x < 0 || signbit(x) ? "(%sf)" : "%sf", buf);
+        tth_strbuf_printf(t, x < 0 || signbit(x) ? "(%sf)" : "%sf", buf);
     } else {
         shortest_decimal(buf, sizeof buf, v, 0);
-        text_printf(t, v < 0 || signbit(v) ? "(%s)" : "%s", buf);
+        tth_strbuf_printf(t, v < 0 || signbit(v) ? "(%s)" : "%s", buf);
     }
 }
 
@@ -742,7 +683,7 @@ static void emit_buffer_ref(cg *g, const tth_tbuffer *b)
 {
     const char *n = cg_lookup(g, b);
     if (n) {
-        text_puts(&g->out, n);
+        tth_strbuf_puts(&g->out, n);
         return;
     }
     cg_fail(g, TTH_EINVAL, "buffer '%s' (id %" PRIu32 ") is not a parameter, allocation, "
@@ -793,52 +734,52 @@ static int needs_narrowing(tth_dtype t)
 
 static void emit_binary(cg *g, const tth_texpr *e)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     tth_dtype at = e->u.bin.a->dtype;
     tth_tir_binop op = e->u.bin.op;
     switch (op) {
     case TTH_TBIN_MIN:
     case TTH_TBIN_MAX:
-        text_printf(t, "tth_%s_%s(", op == TTH_TBIN_MIN ? "min" : "max", dtype_tag(at));
+        tth_strbuf_printf(t, "tth_%s_%s(", op == TTH_TBIN_MIN ? "min" : "max", dtype_tag(at));
         emit_expr(g, e->u.bin.a);
-        text_puts(t, ", ");
+        tth_strbuf_puts(t, ", ");
         emit_expr(g, e->u.bin.b);
-        text_puts(t, ")");
+        tth_strbuf_puts(t, ")");
         return;
     case TTH_TBIN_FLOORDIV:
     case TTH_TBIN_FLOORMOD:
         if (dtype_is_float(at)) {
             const char *fl = at == TTH_F64 ? "floor" : "floorf";
             if (op == TTH_TBIN_FLOORDIV) {
-                text_printf(t, "%s(", fl);
+                tth_strbuf_printf(t, "%s(", fl);
                 emit_expr(g, e->u.bin.a);
-                text_puts(t, " / ");
+                tth_strbuf_puts(t, " / ");
                 emit_expr(g, e->u.bin.b);
-                text_puts(t, ")");
+                tth_strbuf_puts(t, ")");
             } else {
                 /* the remainder with the sign of the divisor, via fmod to stay exact */
-                text_printf(t, "tth_floormod_%s(", dtype_tag(at));
+                tth_strbuf_printf(t, "tth_floormod_%s(", dtype_tag(at));
                 emit_expr(g, e->u.bin.a);
-                text_puts(t, ", ");
+                tth_strbuf_puts(t, ", ");
                 emit_expr(g, e->u.bin.b);
-                text_puts(t, ")");
+                tth_strbuf_puts(t, ")");
             }
             return;
         }
-        text_printf(t, "tth_%s_%s(", op == TTH_TBIN_FLOORDIV ? "floordiv" : "floormod",
+        tth_strbuf_printf(t, "tth_%s_%s(", op == TTH_TBIN_FLOORDIV ? "floordiv" : "floormod",
                     dtype_tag(at));
         emit_expr(g, e->u.bin.a);
-        text_puts(t, ", ");
+        tth_strbuf_puts(t, ", ");
         emit_expr(g, e->u.bin.b);
-        text_puts(t, ")");
+        tth_strbuf_puts(t, ")");
         return;
     case TTH_TBIN_MOD:
         if (dtype_is_float(at)) {
-            text_printf(t, "%s(", at == TTH_F64 ? "fmod" : "fmodf");
+            tth_strbuf_printf(t, "%s(", at == TTH_F64 ? "fmod" : "fmodf");
             emit_expr(g, e->u.bin.a);
-            text_puts(t, ", ");
+            tth_strbuf_puts(t, ", ");
             emit_expr(g, e->u.bin.b);
-            text_puts(t, ")");
+            tth_strbuf_puts(t, ")");
             return;
         }
         break;
@@ -854,17 +795,17 @@ static void emit_binary(cg *g, const tth_texpr *e)
                 op == TTH_TBIN_SHR || op == TTH_TBIN_BITAND || op == TTH_TBIN_BITOR;
     int narrow = arith && needs_narrowing(e->dtype);
     if (narrow)
-        text_printf(t, "(%s)", ctype_value(e->dtype));
-    text_puts(t, "(");
+        tth_strbuf_printf(t, "(%s)", ctype_value(e->dtype));
+    tth_strbuf_puts(t, "(");
     emit_expr(g, e->u.bin.a);
-    text_printf(t, " %s ", c);
+    tth_strbuf_printf(t, " %s ", c);
     emit_expr(g, e->u.bin.b);
-    text_puts(t, ")");
+    tth_strbuf_puts(t, ")");
 }
 
 static void emit_expr(cg *g, const tth_texpr *e)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     if (g->err)
         return;
     if (!e) {
@@ -891,13 +832,13 @@ static void emit_expr(cg *g, const tth_texpr *e)
                     e->u.var->name, e->u.var->id);
             return;
         }
-        text_puts(t, n);
+        tth_strbuf_puts(t, n);
         if (e->u.var->lanes > 1) {
             if (!g->lane) {
                 cg_fail(g, TTH_EINVAL, "vector variable '%s' read as a scalar", e->u.var->name);
                 return;
             }
-            text_printf(t, "[%s]", g->lane);
+            tth_strbuf_printf(t, "[%s]", g->lane);
         }
         break;
     }
@@ -906,73 +847,73 @@ static void emit_expr(cg *g, const tth_texpr *e)
             cg_fail(g, TTH_EINVAL, "a ramp read as a scalar");
             return;
         }
-        text_puts(t, "(");
+        tth_strbuf_puts(t, "(");
         emit_expr(g, e->u.ramp.base);
-        text_printf(t, " + %" PRId64 " * (int64_t)%s)", e->u.ramp.stride, g->lane);
+        tth_strbuf_printf(t, " + %" PRId64 " * (int64_t)%s)", e->u.ramp.stride, g->lane);
         break;
     case TTH_TEXPR_BROADCAST: emit_expr(g, e->u.bcast.value); break;
     case TTH_TEXPR_LOAD:
         if (dtype_is_half(e->u.load.buf->dtype)) {
-            text_puts(t, e->u.load.buf->dtype == TTH_F16 ? "tth_f16_to_f32(" : "tth_bf16_to_f32(");
+            tth_strbuf_puts(t, e->u.load.buf->dtype == TTH_F16 ? "tth_f16_to_f32(" : "tth_bf16_to_f32(");
             emit_buffer_ref(g, e->u.load.buf);
-            text_puts(t, "[");
+            tth_strbuf_puts(t, "[");
             emit_expr(g, e->u.load.index);
-            text_puts(t, "])");
+            tth_strbuf_puts(t, "])");
         } else {
             emit_buffer_ref(g, e->u.load.buf);
-            text_puts(t, "[");
+            tth_strbuf_puts(t, "[");
             emit_expr(g, e->u.load.index);
-            text_puts(t, "]");
+            tth_strbuf_puts(t, "]");
         }
         break;
     case TTH_TEXPR_ADDRESS_OF:
-        text_puts(t, "(");
+        tth_strbuf_puts(t, "(");
         emit_buffer_ref(g, e->u.load.buf);
-        text_puts(t, " + ");
+        tth_strbuf_puts(t, " + ");
         emit_expr(g, e->u.load.index);
-        text_puts(t, ")");
+        tth_strbuf_puts(t, ")");
         break;
     case TTH_TEXPR_BINARY: emit_binary(g, e); break;
     case TTH_TEXPR_UNARY:
         if (e->u.un.op == TTH_TUN_NOT) {
-            text_puts(t, "(!");
+            tth_strbuf_puts(t, "(!");
             emit_expr(g, e->u.un.a);
-            text_puts(t, ")");
+            tth_strbuf_puts(t, ")");
         } else {
             if (needs_narrowing(e->dtype))
-                text_printf(t, "(%s)", ctype_value(e->dtype));
-            text_puts(t, "(-(");
+                tth_strbuf_printf(t, "(%s)", ctype_value(e->dtype));
+            tth_strbuf_puts(t, "(-(");
             emit_expr(g, e->u.un.a);
-            text_puts(t, "))");
+            tth_strbuf_puts(t, "))");
         }
         break;
     case TTH_TEXPR_SELECT:
-        text_puts(t, "(");
+        tth_strbuf_puts(t, "(");
         emit_expr(g, e->u.select.cond);
-        text_puts(t, " ? ");
+        tth_strbuf_puts(t, " ? ");
         emit_expr(g, e->u.select.a);
-        text_puts(t, " : ");
+        tth_strbuf_puts(t, " : ");
         emit_expr(g, e->u.select.b);
-        text_puts(t, ")");
+        tth_strbuf_puts(t, ")");
         break;
     case TTH_TEXPR_CAST: {
         tth_dtype to = e->dtype, from = e->u.cast.value->dtype;
         if (to == TTH_BOOL) {
-            text_puts(t, "(uint8_t)(");
+            tth_strbuf_puts(t, "(uint8_t)(");
             emit_expr(g, e->u.cast.value);
-            text_puts(t, " != 0)");
+            tth_strbuf_puts(t, " != 0)");
         } else if (to == TTH_BF16 && from != TTH_BF16) {
             /* bfloat16 is rounded where the cast is (float16 where it is stored) */
-            text_puts(t, "tth_bf16_to_f32(tth_f32_to_bf16((float)(");
+            tth_strbuf_puts(t, "tth_bf16_to_f32(tth_f32_to_bf16((float)(");
             emit_expr(g, e->u.cast.value);
-            text_puts(t, ")))");
+            tth_strbuf_puts(t, ")))");
         } else if (to == from || (to == TTH_F16 && from == TTH_F32) ||
                    (to == TTH_F32 && dtype_is_half(from)) || (to == TTH_F16 && from == TTH_BF16)) {
             emit_expr(g, e->u.cast.value); /* float16 and bfloat16 values are already float */
         } else {
-            text_printf(t, "(%s)(", ctype_value(to));
+            tth_strbuf_printf(t, "(%s)(", ctype_value(to));
             emit_expr(g, e->u.cast.value);
-            text_puts(t, ")");
+            tth_strbuf_puts(t, ")");
         }
         break;
     }
@@ -983,7 +924,7 @@ static void emit_expr(cg *g, const tth_texpr *e)
             e->u.intrin.op == TTH_TINTRIN_REDUCE_MIN) {
             for (int i = 0; i < g->nreduce; i++)
                 if (g->reduce_key[i] == e) {
-                    text_puts(t, g->reduce_name[i]);
+                    tth_strbuf_puts(t, g->reduce_name[i]);
                     return;
                 }
             cg_fail(g, TTH_EINTERNAL, "a reduction was not computed before its statement");
@@ -994,23 +935,23 @@ static void emit_expr(cg *g, const tth_texpr *e)
                     ctype_storage(e->dtype) ? ctype_storage(e->dtype) : "?");
             return;
         }
-        text_printf(t, "%s%s(", name, e->dtype == TTH_F64 ? "" : "f");
+        tth_strbuf_printf(t, "%s%s(", name, e->dtype == TTH_F64 ? "" : "f");
         for (int i = 0; i < nargs; i++) {
             if (i)
-                text_puts(t, ", ");
+                tth_strbuf_puts(t, ", ");
             emit_expr(g, e->u.intrin.args[i]);
         }
-        text_puts(t, ")");
+        tth_strbuf_puts(t, ")");
         break;
     }
     case TTH_TEXPR_CALL_EXTERN:
-        text_printf(t, "%s(", e->u.call.name);
+        tth_strbuf_printf(t, "%s(", e->u.call.name);
         for (size_t i = 0; i < e->u.call.nargs; i++) {
             if (i)
-                text_puts(t, ", ");
+                tth_strbuf_puts(t, ", ");
             emit_expr(g, e->u.call.args[i]);
         }
-        text_puts(t, ")");
+        tth_strbuf_puts(t, ")");
         break;
     default: cg_fail(g, TTH_EINVAL, "unknown expression kind %d", (int)e->kind); break;
     }
@@ -1045,14 +986,14 @@ static void emit_workspace_ptr(cg *g, const tth_tbuffer *b, const char *name, in
         return;
     }
     text_indent(&g->out, depth);
-    text_printf(&g->out, "%s%s *%s%s = (%s *)(ws + %" PRId64 ");\n", is_const ? "const " : "",
+    tth_strbuf_printf(&g->out, "%s%s *%s%s = (%s *)(ws + %" PRId64 ");\n", is_const ? "const " : "",
                 ctype_storage(b->dtype), g->in_entry ? "" : "restrict ", name,
                 ctype_storage(b->dtype), b->offset);
 }
 
 static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     const cg_sig *sig = find_sig(fx->sigs, fx->nsigs, s->u.call.func);
     if (!sig) {
         cg_fail(g, TTH_EUNSUPPORTED, "calls '%s', which is not in this module (calls across "
@@ -1066,26 +1007,26 @@ static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
         return;
     }
     text_indent(t, depth);
-    text_printf(t, "rc = %s(", callee->name);
+    tth_strbuf_printf(t, "rc = %s(", callee->name);
     for (size_t i = 0; i < s->u.call.nargs; i++) {
         const tth_tbuffer *a = s->u.call.args[i];
         const tth_tbuffer *p = callee->params[i];
         if (i)
-            text_puts(t, ", ");
+            tth_strbuf_puts(t, ", ");
         if (a->scope == TTH_SCOPE_CONST && sig->written[i]) {
             cg_fail(g, TTH_EINVAL, "passes constant '%s' to '%s', which writes its parameter %zu",
                     a->name, callee->name, i);
             return;
         }
         if (a->dtype != p->dtype)
-            text_printf(t, "(%s%s *)", sig->written[i] ? "" : "const ", ctype_storage(p->dtype));
+            tth_strbuf_printf(t, "(%s%s *)", sig->written[i] ? "" : "const ", ctype_storage(p->dtype));
         emit_buffer_ref(g, a);
     }
-    text_puts(t, s->u.call.nargs ? ", ws);\n" : "ws);\n");
+    tth_strbuf_puts(t, s->u.call.nargs ? ", ws);\n" : "ws);\n");
     text_indent(t, depth);
-    text_puts(t, "if (rc != 0)\n");
+    tth_strbuf_puts(t, "if (rc != 0)\n");
     text_indent(t, depth + 1);
-    text_puts(t, "return rc;\n");
+    tth_strbuf_puts(t, "return rc;\n");
 }
 
 static int is_call_extern(void *ctx, const tth_texpr *e)
@@ -1127,7 +1068,7 @@ static const char *open_lanes(cg *g, int32_t lanes, int depth, char *name, size_
 {
     snprintf(name, len, "l%u_", g->nlanes_named++);
     text_indent(&g->out, depth);
-    text_printf(&g->out, "for (int32_t %s = 0; %s < %d; ++%s) {\n", name, name, (int)lanes, name);
+    tth_strbuf_printf(&g->out, "for (int32_t %s = 0; %s < %d; ++%s) {\n", name, name, (int)lanes, name);
     const char *save = g->lane;
     g->lane = name;
     return save;
@@ -1136,7 +1077,7 @@ static const char *open_lanes(cg *g, int32_t lanes, int depth, char *name, size_
 static void close_lanes(cg *g, const char *save, int depth)
 {
     text_indent(&g->out, depth);
-    text_puts(&g->out, "}\n");
+    tth_strbuf_puts(&g->out, "}\n");
     g->lane = save;
 }
 
@@ -1160,36 +1101,36 @@ static int emit_reductions(cg *g, const tth_texpr *e, int depth)
         cg_fail(g, TTH_ELIMIT, "more than %d reductions in one statement", g->nreduce);
         return added;
     }
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     const tth_texpr *a = e->u.intrin.args[0];
     const char *vt = ctype_value(e->dtype);
     char *rn = g->reduce_name[g->nreduce];
     snprintf(rn, sizeof g->reduce_name[0], "r%u_", g->nlanes_named++);
     const char *save = g->lane;
     text_indent(t, depth);
-    text_printf(t, "%s %s = ", vt, rn);
+    tth_strbuf_printf(t, "%s %s = ", vt, rn);
     g->lane = "0";
     emit_expr(g, a);
-    text_puts(t, ";\n");
+    tth_strbuf_puts(t, ";\n");
     char ln[16];
     snprintf(ln, sizeof ln, "l%u_", g->nlanes_named++);
     text_indent(t, depth);
-    text_printf(t, "for (int32_t %s = 1; %s < %d; ++%s) {\n", ln, ln, (int)a->lanes, ln);
+    tth_strbuf_printf(t, "for (int32_t %s = 1; %s < %d; ++%s) {\n", ln, ln, (int)a->lanes, ln);
     g->lane = ln;
     text_indent(t, depth + 1);
     if (e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD) {
-        text_printf(t, "%s = (%s)(%s + ", rn, vt, rn);
+        tth_strbuf_printf(t, "%s = (%s)(%s + ", rn, vt, rn);
         emit_expr(g, a);
-        text_puts(t, ");\n");
+        tth_strbuf_puts(t, ");\n");
     } else {
         tth_dtype dt = dtype_is_half(e->dtype) ? TTH_F32 : e->dtype;
-        text_printf(t, "%s = tth_%s_%s(%s, ", rn, e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ? "max" : "min",
+        tth_strbuf_printf(t, "%s = tth_%s_%s(%s, ", rn, e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ? "max" : "min",
                     dtype_tag(dt), rn);
         emit_expr(g, a);
-        text_puts(t, ");\n");
+        tth_strbuf_puts(t, ");\n");
     }
     text_indent(t, depth);
-    text_puts(t, "}\n");
+    tth_strbuf_puts(t, "}\n");
     g->lane = save;
     g->reduce_key[g->nreduce++] = e;
     return added + 1;
@@ -1217,7 +1158,7 @@ static void emit_stmt(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, i
 
 static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth, int tail)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     if (g->err || !s)
         return;
     switch (s->kind) {
@@ -1235,28 +1176,28 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
         }
         if (s->u.loop.loop == TTH_LOOP_VECTORIZED) {
             text_indent(t, depth);
-            text_puts(t, "TTH_IVDEP\n");
+            tth_strbuf_puts(t, "TTH_IVDEP\n");
         }
         const char *n = cg_bind(g, v, v->name, v->id);
         text_indent(t, depth);
         const tth_texpr *mn = s->u.loop.min;
         if (mn->kind == TTH_TEXPR_INT && mn->u.i == 0) {
-            text_printf(t, "for (%s %s = 0; %s < ", vt, n, n);
+            tth_strbuf_printf(t, "for (%s %s = 0; %s < ", vt, n, n);
             emit_expr(g, s->u.loop.extent);
         } else {
             /* the bound is computed once, before the loop */
-            text_printf(t, "for (%s %s = ", vt, n);
+            tth_strbuf_printf(t, "for (%s %s = ", vt, n);
             emit_expr(g, mn);
-            text_printf(t, ", %s_end = ", n);
+            tth_strbuf_printf(t, ", %s_end = ", n);
             emit_expr(g, mn);
-            text_puts(t, " + ");
+            tth_strbuf_puts(t, " + ");
             emit_expr(g, s->u.loop.extent);
-            text_printf(t, "; %s < %s_end", n, n);
+            tth_strbuf_printf(t, "; %s < %s_end", n, n);
         }
-        text_printf(t, "; ++%s) {\n", n);
+        tth_strbuf_printf(t, "; ++%s) {\n", n);
         emit_stmt(g, fx, s->u.loop.body, depth + 1, 1);
         text_indent(t, depth);
-        text_puts(t, "}\n");
+        tth_strbuf_puts(t, "}\n");
         cg_names_pop_to(g, mark);
         break;
     }
@@ -1271,28 +1212,28 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
         }
         text_indent(t, depth);
         emit_buffer_ref(g, b);
-        text_puts(t, "[");
+        tth_strbuf_puts(t, "[");
         emit_expr(g, s->u.store.index);
-        text_puts(t, "] = ");
+        tth_strbuf_puts(t, "] = ");
         if (b->dtype == TTH_F16) {
-            text_puts(t, "tth_f32_to_f16(");
+            tth_strbuf_puts(t, "tth_f32_to_f16(");
             emit_expr(g, s->u.store.value);
-            text_puts(t, ")");
+            tth_strbuf_puts(t, ")");
         } else if (b->dtype == TTH_BF16) {
             /* a stored cast to bfloat16 rounds once, here */
             const tth_texpr *v = s->u.store.value;
             int cast = v->kind == TTH_TEXPR_CAST && v->u.cast.value->dtype != TTH_BF16;
-            text_puts(t, cast ? "tth_f32_to_bf16((float)(" : "tth_f32_to_bf16(");
+            tth_strbuf_puts(t, cast ? "tth_f32_to_bf16((float)(" : "tth_f32_to_bf16(");
             emit_expr(g, cast ? v->u.cast.value : v);
-            text_puts(t, cast ? "))" : ")");
+            tth_strbuf_puts(t, cast ? "))" : ")");
         } else if (b->dtype == TTH_BOOL && s->u.store.value->dtype != TTH_BOOL) {
-            text_puts(t, "(uint8_t)(");
+            tth_strbuf_puts(t, "(uint8_t)(");
             emit_expr(g, s->u.store.value);
-            text_puts(t, " != 0)");
+            tth_strbuf_puts(t, " != 0)");
         } else {
             emit_expr(g, s->u.store.value); /* assignment converts to the stored type */
         }
-        text_puts(t, ";\n");
+        tth_strbuf_puts(t, ";\n");
         if (vec)
             close_lanes(g, save_lane, depth - 1);
         break;
@@ -1303,20 +1244,20 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
         int inner = tail ? depth : depth + 1;
         if (!tail) {
             text_indent(t, depth);
-            text_puts(t, "{\n");
+            tth_strbuf_puts(t, "{\n");
         }
         const char *n = cg_bind(g, b, b->name, b->id);
         if (b->scope == TTH_SCOPE_REGISTER) {
             /* a small array on the stack (a micro-kernel's accumulators) */
             text_indent(t, inner);
-            text_printf(t, "%s %s[%" PRId64 "];\n", ctype_storage(b->dtype), n, tth_tbuffer_numel(b));
+            tth_strbuf_printf(t, "%s %s[%" PRId64 "];\n", ctype_storage(b->dtype), n, tth_tbuffer_numel(b));
         } else {
             emit_workspace_ptr(g, b, n, inner, 0);
         }
         emit_stmt(g, fx, s->u.alloc.body, inner, 1);
         if (!tail) {
             text_indent(t, depth);
-            text_puts(t, "}\n");
+            tth_strbuf_puts(t, "}\n");
             cg_names_pop_to(g, mark);
         }
         break;
@@ -1325,25 +1266,25 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
         text_indent(t, depth);
         /* binary expressions bring their own parentheses; doubling them warns under clang */
         if (emit_is_parenthesized(s->u.cond.cond)) {
-            text_puts(t, "if ");
+            tth_strbuf_puts(t, "if ");
             emit_expr(g, s->u.cond.cond);
-            text_puts(t, " {\n");
+            tth_strbuf_puts(t, " {\n");
         } else {
-            text_puts(t, "if (");
+            tth_strbuf_puts(t, "if (");
             emit_expr(g, s->u.cond.cond);
-            text_puts(t, ") {\n");
+            tth_strbuf_puts(t, ") {\n");
         }
         size_t mark = g->nnames;
         emit_stmt(g, fx, s->u.cond.then_s, depth + 1, 1);
         cg_names_pop_to(g, mark);
         text_indent(t, depth);
         if (s->u.cond.else_s) {
-            text_puts(t, "} else {\n");
+            tth_strbuf_puts(t, "} else {\n");
             emit_stmt(g, fx, s->u.cond.else_s, depth + 1, 1);
             cg_names_pop_to(g, mark);
             text_indent(t, depth);
         }
-        text_puts(t, "}\n");
+        tth_strbuf_puts(t, "}\n");
         break;
     }
     case TTH_TSTMT_LET: {
@@ -1353,9 +1294,9 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
         if (!tth_tir_stmt_uses_var(s->u.let.body, v)) {
             if (expr_has_call(s->u.let.value)) {
                 text_indent(t, depth);
-                text_puts(t, "(void)");
+                tth_strbuf_puts(t, "(void)");
                 emit_expr(g, s->u.let.value);
-                text_puts(t, ";\n");
+                tth_strbuf_puts(t, ";\n");
             }
             emit_stmt(g, fx, s->u.let.body, depth, tail);
             break;
@@ -1368,7 +1309,7 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
         int inner = tail ? depth : depth + 1;
         if (!tail) {
             text_indent(t, depth);
-            text_puts(t, "{\n");
+            tth_strbuf_puts(t, "{\n");
         }
         /* the value cannot use the variable (the verifier checks), so binding first is safe */
         text_indent(t, inner);
@@ -1376,32 +1317,32 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
             /* a vector: an array filled lane by lane (the name is bound after the value) */
             char ln[16];
             const char *n = cg_bind(g, v, v->name, v->id);
-            text_printf(t, "%s %s[%d];\n", vt, n, (int)v->lanes);
+            tth_strbuf_printf(t, "%s %s[%d];\n", vt, n, (int)v->lanes);
             const char *save_lane = open_lanes(g, v->lanes, inner, ln, sizeof ln);
             text_indent(t, inner + 1);
-            text_printf(t, "%s[%s] = ", n, ln);
+            tth_strbuf_printf(t, "%s[%s] = ", n, ln);
             emit_expr(g, s->u.let.value);
-            text_puts(t, ";\n");
+            tth_strbuf_puts(t, ";\n");
             close_lanes(g, save_lane, inner);
         } else {
             const char *n = cg_bind(g, v, v->name, v->id);
-            text_printf(t, "const %s %s = ", vt, n);
+            tth_strbuf_printf(t, "const %s %s = ", vt, n);
             emit_expr(g, s->u.let.value);
-            text_puts(t, ";\n");
+            tth_strbuf_puts(t, ";\n");
         }
         emit_stmt(g, fx, s->u.let.body, inner, 1);
         if (!tail) {
             text_indent(t, depth);
-            text_puts(t, "}\n");
+            tth_strbuf_puts(t, "}\n");
             cg_names_pop_to(g, mark);
         }
         break;
     }
     case TTH_TSTMT_EVALUATE:
         text_indent(t, depth);
-        text_puts(t, "(void)");
+        tth_strbuf_puts(t, "(void)");
         emit_expr(g, s->u.eval.value);
-        text_puts(t, ";\n");
+        tth_strbuf_puts(t, ";\n");
         break;
     case TTH_TSTMT_CALL_FUNC: emit_call(g, fx, s, depth); break;
     default: cg_fail(g, TTH_EINVAL, "unknown statement kind %d", (int)s->kind); break;
@@ -1487,9 +1428,9 @@ static void collect_buffers(const tth_tstmt *s, const tth_tbuffer *b, const tth_
 
 static void emit_signature(cg *g, const cg_sig *sig, int bind)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     const tth_prim_func *f = sig->f;
-    text_printf(t, "int32_t %s(", f->name);
+    tth_strbuf_printf(t, "int32_t %s(", f->name);
     for (size_t i = 0; i < f->nparams; i++) {
         const tth_tbuffer *p = f->params[i];
         const char *ct = ctype_storage(p->dtype);
@@ -1498,14 +1439,14 @@ static void emit_signature(cg *g, const cg_sig *sig, int bind)
             cg_fail(g, TTH_ETYPE, "parameter '%s' has an invalid dtype", p->name);
             return;
         }
-        text_printf(t, "%s%s *restrict %s, ", sig->written[i] ? "" : "const ", ct, n);
+        tth_strbuf_printf(t, "%s%s *restrict %s, ", sig->written[i] ? "" : "const ", ct, n);
     }
-    text_puts(t, "uint8_t *restrict ws)");
+    tth_strbuf_puts(t, "uint8_t *restrict ws)");
 }
 
 static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     const tth_prim_func *f = sig->f;
     size_t mark = g->nnames;
     g->func = f;
@@ -1513,15 +1454,15 @@ static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
     if (f->attrs && json_is_object(f->attrs))
         op = json_string_value(json_object_get(f->attrs, "op"));
     if (op)
-        text_printf(t, "/* %s */\n", op);
+        tth_strbuf_printf(t, "/* %s */\n", op);
     emit_signature(g, sig, 1);
-    text_puts(t, "\n{\n");
+    tth_strbuf_puts(t, "\n{\n");
     if (!uses_workspace(f->body))
-        text_puts(t, "    (void)ws;\n");
+        tth_strbuf_puts(t, "    (void)ws;\n");
     if (has_calls(f->body))
-        text_puts(t, "    int32_t rc;\n");
+        tth_strbuf_puts(t, "    int32_t rc;\n");
     emit_stmt(g, fx, f->body, 1, 1);
-    text_puts(t, "    return 0;\n}\n\n");
+    tth_strbuf_puts(t, "    return 0;\n}\n\n");
     cg_names_pop_to(g, mark);
     g->func = NULL;
 }
@@ -1529,21 +1470,21 @@ static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
 /* The entry: the interface structs' fields are the INPUT/OUTPUT params, in order. */
 static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     size_t mark = g->nnames;
     g->func = f;
     g->in_entry = 1;
     const char *m = g->model;
-    text_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
+    tth_strbuf_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
                 "struct tth_%s_outputs *outputs, void *workspace)\n{\n", f->name, m, m);
-    text_puts(t, "    uint8_t *ws = (uint8_t *)workspace;\n");
+    tth_strbuf_puts(t, "    uint8_t *ws = (uint8_t *)workspace;\n");
     if (g->nbound)
-        text_printf(t, "    if (!__atomic_load_n(&%s_bound, __ATOMIC_ACQUIRE)) {\n"
+        tth_strbuf_printf(t, "    if (!__atomic_load_n(&%s_bound, __ATOMIC_ACQUIRE)) {\n"
                     "        int32_t bind_status = %s_ensure_bound();\n"
                     "        if (bind_status != 0)\n            return bind_status;\n    }\n",
                     g->bind_prefix, g->bind_prefix);
     if (has_calls(f->body))
-        text_puts(t, "    int32_t rc;\n");
+        tth_strbuf_puts(t, "    int32_t rc;\n");
     for (size_t i = 0; i < f->nparams; i++) {
         const tth_tbuffer *p = f->params[i];
         const char *ct = ctype_storage(p->dtype);
@@ -1565,7 +1506,7 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
         if (nused == 0)
             continue; /* an input nothing reads (an unused local would warn) */
         const char *n = cg_bind(g, p, p->name, p->id);
-        text_printf(t, "    %s%s *%s = (%s%s *)%s->%s;\n", in ? "const " : "", ct, n,
+        tth_strbuf_printf(t, "    %s%s *%s = (%s%s *)%s->%s;\n", in ? "const " : "", ct, n,
                     in ? "const " : "", ct, in ? "inputs" : "outputs", p->name);
     }
     const tth_tbuffer **wsb = NULL;
@@ -1580,9 +1521,9 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
     }
     free(wsb);
     if (!uses_workspace(f->body) && nws == 0)
-        text_puts(t, "    (void)ws;\n");
+        tth_strbuf_puts(t, "    (void)ws;\n");
     emit_stmt(g, fx, f->body, 1, 1);
-    text_puts(t, "    return 0;\n}\n");
+    tth_strbuf_puts(t, "    return 0;\n}\n");
     cg_names_pop_to(g, mark);
     g->func = NULL;
     g->in_entry = 0;
@@ -1592,7 +1533,7 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
 
 static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     const tth_tensor *ten = b->data;
     if (!ten || !ten->data) {
         cg_fail(g, TTH_EINVAL, "constant buffer '%s' has no data", b->name);
@@ -1609,16 +1550,16 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
     tth_ttype tt = {.dtype = b->dtype, .rank = b->rank};
     memcpy(tt.shape, b->shape, sizeof tt.shape);
     tth_ttype_format(&tt, shape, sizeof shape);
-    text_printf(t, "/* %s: %s */\n", b->name, shape);
+    tth_strbuf_printf(t, "/* %s: %s */\n", b->name, shape);
     /* a source split in parts (tth__c_generate) repeats the constants in each part: a part whose
      * functions do not read one must not warn */
-    text_printf(t, "static const %s %s[%" PRId64 "] TTH_ALIGNED(%u)%s = {", ctype_storage(b->dtype), name,
+    tth_strbuf_printf(t, "static const %s %s[%" PRId64 "] TTH_ALIGNED(%u)%s = {", ctype_storage(b->dtype), name,
                 n > 0 ? n : 1, b->align >= 16 ? b->align : 16, g->bind_prefix ? " TTH_MAYBE_UNUSED" : "");
     if (n == 0)
-        text_puts(t, "0");
+        tth_strbuf_puts(t, "0");
     const unsigned char *p = ten->data;
     for (int64_t i = 0; i < n; i++) {
-        text_puts(t, i % 8 == 0 ? "\n    " : " ");
+        tth_strbuf_puts(t, i % 8 == 0 ? "\n    " : " ");
         const void *ep = p + (size_t)i * esz;
         switch (b->dtype) {
         case TTH_F32: {
@@ -1626,10 +1567,10 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
             char buf[64];
             memcpy(&v, ep, 4);
             if (isfinite(v) && n > CG_DECIMAL_CONST_MAX) {
-                text_putn(t, buf, hexfloat32(buf, v));
+                tth_strbuf_putn(t, buf, hexfloat32(buf, v));
             } else if (isfinite(v)) {
                 shortest_decimal(buf, sizeof buf, (double)v, 1);
-                text_printf(t, "%sf", buf);
+                tth_strbuf_printf(t, "%sf", buf);
             } else {
                 emit_float_literal(t, TTH_F32, v);
             }
@@ -1641,7 +1582,7 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
             memcpy(&v, ep, 8);
             if (isfinite(v)) {
                 shortest_decimal(buf, sizeof buf, v, 0);
-                text_puts(t, buf);
+                tth_strbuf_puts(t, buf);
             } else {
                 emit_float_literal(t, TTH_F64, v);
             }
@@ -1652,25 +1593,25 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
         case TTH_U16: {
             uint16_t v;
             memcpy(&v, ep, 2);
-            text_printf(t, "%uu", (unsigned)v);
+            tth_strbuf_printf(t, "%uu", (unsigned)v);
             break;
         }
-        case TTH_I8: text_printf(t, "%d", (int)*(const int8_t *)ep); break;
+        case TTH_I8: tth_strbuf_printf(t, "%d", (int)*(const int8_t *)ep); break;
         case TTH_U8:
-        case TTH_BOOL: text_printf(t, "%u", (unsigned)*(const uint8_t *)ep); break;
+        case TTH_BOOL: tth_strbuf_printf(t, "%u", (unsigned)*(const uint8_t *)ep); break;
         case TTH_I16: {
             int16_t v;
             memcpy(&v, ep, 2);
-            text_printf(t, "%d", (int)v);
+            tth_strbuf_printf(t, "%d", (int)v);
             break;
         }
         case TTH_I32: {
             int32_t v;
             memcpy(&v, ep, 4);
             if (v == INT32_MIN)
-                text_puts(t, "(-INT32_MAX - 1)");
+                tth_strbuf_puts(t, "(-INT32_MAX - 1)");
             else
-                text_printf(t, "%" PRId32, v);
+                tth_strbuf_printf(t, "%" PRId32, v);
             break;
         }
         case TTH_U32: {
@@ -1683,9 +1624,9 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
             int64_t v;
             memcpy(&v, ep, 8);
             if (v == INT64_MIN)
-                text_puts(t, "(-INT64_MAX - 1)");
+                tth_strbuf_puts(t, "(-INT64_MAX - 1)");
             else
-                text_printf(t, "INT64_C(%" PRId64 ")", v);
+                tth_strbuf_printf(t, "INT64_C(%" PRId64 ")", v);
             break;
         }
         case TTH_U64: {
@@ -1697,24 +1638,24 @@ static void emit_const(cg *g, const tth_tbuffer *b, const char *name)
         default: cg_fail(g, TTH_ETYPE, "constant '%s' has an invalid dtype", b->name); return;
         }
         if (i + 1 < n)
-            text_puts(t, ",");
+            tth_strbuf_puts(t, ",");
     }
-    text_puts(t, "\n};\n\n");
+    tth_strbuf_puts(t, "\n};\n\n");
 }
 
 /* ---- the prologue: includes, portability macros, helpers ------------------------------------- */
 
 static void emit_prologue(cg *g)
 {
-    cg_text *t = &g->out;
-    text_printf(t, "/* Generated by tth's c-host plugin %s. Do not edit.\n"
+    tth_strbuf *t = &g->out;
+    tth_strbuf_printf(t, "/* Generated by tth's c-host plugin %s. Do not edit.\n"
                 " * Portable C99: compile each %s_lib<N>.c with e.g. `cc -std=c99 -O2 -c`. */\n",
                 tth_descriptor.plugin_version, g->model);
-    text_puts(t, "#include <stddef.h>\n#include <stdint.h>\n");
-    text_puts(t, "#include <math.h>\n");
+    tth_strbuf_puts(t, "#include <stddef.h>\n#include <stdint.h>\n");
+    tth_strbuf_puts(t, "#include <math.h>\n");
     if (g->need_f16_load || g->need_f16_store || g->need_bf16_load || g->need_bf16_store)
-        text_puts(t, "#include <string.h>\n");
-    text_puts(t, "\n"
+        tth_strbuf_puts(t, "#include <string.h>\n");
+    tth_strbuf_puts(t, "\n"
                  "#if defined(__GNUC__) || defined(__clang__)\n"
                  "#define TTH_ALIGNED(n) __attribute__((aligned(n)))\n"
                  "#define TTH_MAYBE_UNUSED __attribute__((unused))\n"
@@ -1737,44 +1678,44 @@ static void emit_prologue(cg *g)
             continue; /* bool shares uint8_t's helpers */
         const char *ct = ctype_storage(d), *tg = dtype_tag(d);
         if (g->help[HELP_MIN][d])
-            text_printf(t, "static inline %s tth_min_%s(%s a, %s b) { return a < b ? a : b; }\n",
+            tth_strbuf_printf(t, "static inline %s tth_min_%s(%s a, %s b) { return a < b ? a : b; }\n",
                         ct, tg, ct, ct);
         if (g->help[HELP_MAX][d])
-            text_printf(t, "static inline %s tth_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
+            tth_strbuf_printf(t, "static inline %s tth_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
                         ct, tg, ct, ct);
         if (g->help[HELP_FLOORDIV][d]) {
             if (dtype_is_signed_int(d))
-                text_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b)\n{\n"
+                tth_strbuf_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b)\n{\n"
                             "    %s q = (%s)(a / b);\n"
                             "    return (%s)((a %% b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q);\n}\n",
                             ct, tg, ct, ct, ct, ct, ct);
             else
-                text_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b) { return (%s)(a / b); }\n",
+                tth_strbuf_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b) { return (%s)(a / b); }\n",
                             ct, tg, ct, ct, ct);
         }
         if (g->help[HELP_FLOORMOD][d] && !dtype_is_float(d)) {
             if (dtype_is_signed_int(d))
-                text_printf(t, "static inline %s tth_floormod_%s(%s a, %s b)\n{\n"
+                tth_strbuf_printf(t, "static inline %s tth_floormod_%s(%s a, %s b)\n{\n"
                             "    %s r = (%s)(a %% b);\n"
                             "    return (%s)((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);\n}\n",
                             ct, tg, ct, ct, ct, ct, ct);
             else
-                text_printf(t, "static inline %s tth_floormod_%s(%s a, %s b) { return (%s)(a %% b); }\n",
+                tth_strbuf_printf(t, "static inline %s tth_floormod_%s(%s a, %s b) { return (%s)(a %% b); }\n",
                             ct, tg, ct, ct, ct);
         }
     }
     /* float floormod: the remainder with the sign of the divisor */
     if (g->help[HELP_FLOORMOD][TTH_F32])
-        text_puts(t, "static inline float tth_floormod_f32(float a, float b)\n{\n"
+        tth_strbuf_puts(t, "static inline float tth_floormod_f32(float a, float b)\n{\n"
                      "    float r = fmodf(a, b);\n"
                      "    return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;\n}\n");
     if (g->help[HELP_FLOORMOD][TTH_F64])
-        text_puts(t, "static inline double tth_floormod_f64(double a, double b)\n{\n"
+        tth_strbuf_puts(t, "static inline double tth_floormod_f64(double a, double b)\n{\n"
                      "    double r = fmod(a, b);\n"
                      "    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n}\n");
     if (g->need_f16_load) {
         /* IEEE binary16 <-> binary32, round to nearest even, NaN and infinity kept */
-        text_puts(t,
+        tth_strbuf_puts(t,
                   "static inline float tth_f16_to_f32(uint16_t h)\n{\n"
                   "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n"
                   "    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;\n"
@@ -1793,7 +1734,7 @@ static void emit_prologue(cg *g)
                   "    return f;\n}\n");
     }
     if (g->need_f16_store) {
-        text_puts(t,
+        tth_strbuf_puts(t,
                   "static inline uint16_t tth_f32_to_f16(float f)\n{\n"
                   "    uint32_t x, sign, exp, man;\n"
                   "    memcpy(&x, &f, sizeof x);\n"
@@ -1826,14 +1767,14 @@ static void emit_prologue(cg *g)
      * (docs/tir.md, "float16 and bfloat16"): generated code does not link libtth, so these and
      * the float16 ones above are the only other copies. */
     if (g->need_bf16_load)
-        text_puts(t,
+        tth_strbuf_puts(t,
                   "static inline float tth_bf16_to_f32(uint16_t b)\n{\n"
                   "    uint32_t bits = (uint32_t)b << 16;\n"
                   "    float f;\n"
                   "    memcpy(&f, &bits, sizeof f);\n"
                   "    return f;\n}\n");
     if (g->need_bf16_store)
-        text_puts(t,
+        tth_strbuf_puts(t,
                   "static inline uint16_t tth_f32_to_bf16(float f)\n{\n"
                   "    uint32_t x;\n"
                   "    memcpy(&x, &f, sizeof x);\n"
@@ -1841,28 +1782,28 @@ static void emit_prologue(cg *g)
                   "        return (uint16_t)((x >> 16) | 0x40u);\n"
                   "    x += 0x7fffu + ((x >> 16) & 1u); /* to nearest, ties to even */\n"
                   "    return (uint16_t)(x >> 16);\n}\n");
-    text_puts(t, "\n");
+    tth_strbuf_puts(t, "\n");
 }
 
 static void emit_interface(cg *g, const tth_prim_func *entry)
 {
-    cg_text *t = &g->out;
+    tth_strbuf *t = &g->out;
     const char *m = g->model;
     for (int out = 0; out < 2; out++) {
-        text_printf(t, "struct tth_%s_%s {\n", m, out ? "outputs" : "inputs");
+        tth_strbuf_printf(t, "struct tth_%s_%s {\n", m, out ? "outputs" : "inputs");
         int any = 0;
         for (size_t i = 0; i < entry->nparams; i++) {
             const tth_tbuffer *p = entry->params[i];
             if (p->scope == (out ? TTH_SCOPE_OUTPUT : TTH_SCOPE_INPUT)) {
-                text_printf(t, "    void *%s;\n", p->name);
+                tth_strbuf_printf(t, "    void *%s;\n", p->name);
                 any = 1;
             }
         }
         if (!any)
-            text_puts(t, "    void *unused_;\n");
-        text_puts(t, "};\n");
+            tth_strbuf_puts(t, "    void *unused_;\n");
+        tth_strbuf_puts(t, "};\n");
     }
-    text_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
+    tth_strbuf_printf(t, "int32_t %s(const struct tth_%s_inputs *inputs, "
                 "struct tth_%s_outputs *outputs, void *workspace);\n\n", entry->name, m, m);
 }
 
@@ -1985,20 +1926,20 @@ static int add_parts(cg *g, size_t common, const cg_range *r, size_t n, tth_runt
     size_t nparts = part ? plan_parts(g, r, n, part) : 0;
     int rc = nparts ? 0 : tth_diag_set(g->diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
     for (size_t p = 0; p < nparts && rc == 0; p++) {
-        cg_text t = {0};
-        text_putn(&t, g->out.buf, common);
+        tth_strbuf t = {0};
+        tth_strbuf_putn(&t, g->out.s, common);
         if (p == 0 && g->nbound)
-            text_printf(&t, "int32_t %s_bound = 0;\n\n", g->bind_prefix);
+            tth_strbuf_printf(&t, "int32_t %s_bound = 0;\n\n", g->bind_prefix);
         for (size_t i = 0; i < n; i++)
             if (part[i] == p)
-                text_putn(&t, g->out.buf + r[i].start, r[i].end - r[i].start);
+                tth_strbuf_putn(&t, g->out.s + r[i].start, r[i].end - r[i].start);
         char fname[200];
         snprintf(fname, sizeof fname, "%s_lib%zu.c", g->model, p);
-        if (t.oom || !sources || json_array_append_new(sources, json_string(fname)) != 0)
+        if (t.failed || !sources || json_array_append_new(sources, json_string(fname)) != 0)
             rc = tth_diag_set(g->diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
         else
-            rc = tth_runtime_module_add_file(out, fname, TTH_FILE_C_SOURCE, t.buf, t.len, g->diag);
-        free(t.buf);
+            rc = tth_runtime_module_add_file(out, fname, TTH_FILE_C_SOURCE, t.s, t.n, g->diag);
+        free(t.s);
     }
     free(part);
     return rc;
@@ -2061,20 +2002,20 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     if (rc)
         goto done;
     if (g.nbound)
-        text_printf(&g.out, "/* constants bound at run time (%s_bind.c) */\nextern const void *%s_const_slots[];\n"
+        tth_strbuf_printf(&g.out, "/* constants bound at run time (%s_bind.c) */\nextern const void *%s_const_slots[];\n"
                     "extern int32_t %s_bound;\nint32_t %s_ensure_bound(void);\n\n",
                     model, g.bind_prefix, g.bind_prefix, g.bind_prefix);
     /* plan_binding listed the bound constants in this order: slot k is the k-th of them */
     for (size_t i = 0, k = 0; i < g.nconsts; i++) {
         const char *n = cg_bind(&g, g.consts[i], g.consts[i]->name, g.consts[i]->id);
         if (k < g.nbound && g.bound[k] == g.consts[i])
-            text_printf(&g.out, "#define %s ((const %s *)%s_const_slots[%zu])\n", n,
+            tth_strbuf_printf(&g.out, "#define %s ((const %s *)%s_const_slots[%zu])\n", n,
                         ctype_storage(g.consts[i]->dtype), g.bind_prefix, k++);
         else
             emit_const(&g, g.consts[i], n);
     }
     if (g.nbound)
-        text_puts(&g.out, "\n");
+        tth_strbuf_puts(&g.out, "\n");
     g.nglobal_names = g.nnames;
 
     /* prototypes, so functions may appear in module order */
@@ -2083,14 +2024,14 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
         if (sigs[i].f == entry)
             continue;
         emit_signature(&g, &sigs[i], 0);
-        text_puts(&g.out, ";\n");
+        tth_strbuf_puts(&g.out, ";\n");
         nproto++;
     }
     if (nproto)
-        text_puts(&g.out, "\n");
+        tth_strbuf_puts(&g.out, "\n");
 
     /* the functions, each a range of the text after the common part */
-    size_t common = g.out.len, nranges = 0;
+    size_t common = g.out.n, nranges = 0;
     cg_range *ranges = calloc(mod->nfuncs + 1, sizeof *ranges);
     if (!ranges) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
@@ -2099,17 +2040,17 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     cg_fctx fx = {.sigs = sigs, .nsigs = mod->nfuncs};
     for (size_t i = 0; i < mod->nfuncs && !g.err; i++)
         if (sigs[i].f != entry && !(sigs[i].f->attrs && json_is_true(json_object_get(sigs[i].f->attrs, "extern")))) {
-            ranges[nranges].start = g.out.len;
+            ranges[nranges].start = g.out.n;
             emit_func(&g, &fx, &sigs[i]); /* an extern PrimFunc (tth/tir.h) gets only its prototype */
-            ranges[nranges++].end = g.out.len;
+            ranges[nranges++].end = g.out.n;
         }
     if (entry && !g.err) {
-        ranges[nranges].start = g.out.len;
+        ranges[nranges].start = g.out.n;
         emit_entry(&g, &fx, entry);
-        ranges[nranges++].end = g.out.len;
+        ranges[nranges++].end = g.out.n;
     }
 
-    if (!g.err && g.out.oom)
+    if (!g.err && g.out.failed)
         cg_fail(&g, TTH_ENOMEM, "out of memory writing C source");
     json_t *sources = g.err ? NULL : json_array();
     if (!g.err)
@@ -2153,7 +2094,7 @@ done:
     free(g.hconst);
     free(g.bound);
     free(g.bound_align);
-    free(g.out.buf);
+    free(g.out.s);
     return rc;
 }
 

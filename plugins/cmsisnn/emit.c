@@ -22,44 +22,8 @@
 
 #include <jansson.h>
 #include <tth/artifact.h>
+#include <tth/strbuf.h>
 #include <tth/tir.h>
-
-typedef struct text {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} text;
-
-static void tputs(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tputs(text *t, const char *fmt, ...)
-{
-    if (t->oom)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        t->oom = 1;
-        return;
-    }
-    if (t->len + (size_t)n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + (size_t)n + 1)
-            cap *= 2;
-        char *b = realloc(t->buf, cap);
-        if (!b) {
-            t->oom = 1;
-            return;
-        }
-        t->buf = b;
-        t->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
-}
 
 static const char *ctype(tth_dtype d)
 {
@@ -73,7 +37,7 @@ static const char *ctype(tth_dtype d)
 }
 
 typedef struct emitter {
-    text out;
+    tth_strbuf out;
     int err;
     tth_diag *diag;
     const tth_tbuffer **consts;
@@ -170,15 +134,15 @@ static void emit_const(emitter *e, const tth_tbuffer *b)
         return;
     }
     int64_t n = tth_tbuffer_numel(b);
-    tputs(&e->out, "static const %s %s[%" PRId64 "] = {", ct, b->name, n);
+    tth_strbuf_printf(&e->out, "static const %s %s[%" PRId64 "] = {", ct, b->name, n);
     for (int64_t i = 0; i < n; i++) {
         int64_t v = tth_tensor_get_i64(b->data, i);
         if (b->dtype == TTH_I32 && v == INT32_MIN)
-            tputs(&e->out, "%s(-2147483647 - 1)", sep(i, 16));
+            tth_strbuf_printf(&e->out, "%s(-2147483647 - 1)", sep(i, 16));
         else
-            tputs(&e->out, "%s%" PRId64, sep(i, 16), v);
+            tth_strbuf_printf(&e->out, "%s%" PRId64, sep(i, 16), v);
     }
-    tputs(&e->out, "\n};\n\n");
+    tth_strbuf_printf(&e->out, "\n};\n\n");
 }
 
 /* ---- one wrapper per call ---- */
@@ -207,36 +171,36 @@ static int has_role(const json_t *d, const char *role)
     return 0;
 }
 
-static void dims(text *t, const json_t *d, const char *key)
+static void dims(tth_strbuf *t, const json_t *d, const char *key)
 {
-    tputs(t, "    const cmsis_nn_dims %s = {.n = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT
+    tth_strbuf_printf(t, "    const cmsis_nn_dims %s = {.n = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT
           ", .w = %" JSON_INTEGER_FORMAT ", .c = %" JSON_INTEGER_FORMAT "};\n",
           key, ji(d, key, 0), ji(d, key, 1), ji(d, key, 2), ji(d, key, 3));
 }
 
-static void q_array(text *t, const json_t *d, const char *key)
+static void q_array(tth_strbuf *t, const json_t *d, const char *key)
 {
     const json_t *a = json_object_get(d, key);
-    tputs(t, "    static const int32_t %s[%zu] = {", key, json_array_size(a));
+    tth_strbuf_printf(t, "    static const int32_t %s[%zu] = {", key, json_array_size(a));
     for (size_t i = 0; i < json_array_size(a); i++)
-        tputs(t, "%s%s%" JSON_INTEGER_FORMAT, i && i % 8 == 0 ? "," : "", i % 8 ? ", " : "\n        ",
+        tth_strbuf_printf(t, "%s%s%" JSON_INTEGER_FORMAT, i && i % 8 == 0 ? "," : "", i % 8 ? ", " : "\n        ",
               json_integer_value(json_array_get(a, i)));
-    tputs(t, "\n    };\n");
+    tth_strbuf_printf(t, "\n    };\n");
 }
 
 static void emit_wrapper(emitter *e, const json_t *d)
 {
-    text *t = &e->out;
+    tth_strbuf *t = &e->out;
     const char *name = json_string_value(json_object_get(d, "wrapper"));
     const char *fn = json_string_value(json_object_get(d, "function"));
     const char *pat = json_string_value(json_object_get(d, "pattern"));
     const json_t *roles = json_object_get(d, "args");
-    tputs(t, "/* %s: %s */\nstatic int32_t %s(", pat, fn, name);
+    tth_strbuf_printf(t, "/* %s: %s */\nstatic int32_t %s(", pat, fn, name);
     for (size_t i = 0; i < json_array_size(roles); i++) {
         const char *r = json_string_value(json_array_get(roles, i));
-        tputs(t, "%s%s%s", i ? ", " : "", role_type(r), strcmp(r, "ctx") ? r : "ctx_buf");
+        tth_strbuf_printf(t, "%s%s%s", i ? ", " : "", role_type(r), strcmp(r, "ctx") ? r : "ctx_buf");
     }
-    tputs(t, ")\n{\n");
+    tth_strbuf_printf(t, ")\n{\n");
     int sin = has_role(d, "input_nhwc"), sout = has_role(d, "output_nhwc");
     const char *x = sin ? "input_nhwc" : "input", *y = sout ? "output_nhwc" : "output";
     json_int_t amin = ji(d, "activation", 0), amax = ji(d, "activation", 1);
@@ -244,18 +208,18 @@ static void emit_wrapper(emitter *e, const json_t *d)
      * connected kernel sums; docs/cmsisnn.md, "What a context must hold"), or nothing */
     const char *ctx = has_role(d, "ctx") ? "ctx_buf" : has_role(d, "kernel_sum") ? "(void *)kernel_sum" : "NULL";
     if (strcmp(fn, "arm_softmax_s8") && strncmp(fn, "arm_elementwise", 15))
-        tputs(t, "    const cmsis_nn_context ctx = {%s, %" JSON_INTEGER_FORMAT "};\n", ctx, ji(d, "ctx_size", 0));
+        tth_strbuf_printf(t, "    const cmsis_nn_context ctx = {%s, %" JSON_INTEGER_FORMAT "};\n", ctx, ji(d, "ctx_size", 0));
     if (sin)
-        tputs(t, "    tth_cmsisnn_to_nhwc(input, input_nhwc, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    tth_cmsisnn_to_nhwc(input, input_nhwc, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", %" JSON_INTEGER_FORMAT ");\n", ji(d, "input_dims", 3), ji(d, "input_dims", 1), ji(d, "input_dims", 2));
     if (!strcmp(fn, "arm_convolve_wrapper_s8") || !strcmp(fn, "arm_depthwise_conv_wrapper_s8")) {
         int dw = fn[4] == 'd';
-        tputs(t, "    const %s params = {\n        .input_offset = %" JSON_INTEGER_FORMAT ",\n        .output_offset = %"
+        tth_strbuf_printf(t, "    const %s params = {\n        .input_offset = %" JSON_INTEGER_FORMAT ",\n        .output_offset = %"
               JSON_INTEGER_FORMAT ",\n", dw ? "cmsis_nn_dw_conv_params" : "cmsis_nn_conv_params",
               ji(d, "input_offset", 0), ji(d, "output_offset", 0));
         if (dw)
-            tputs(t, "        .ch_mult = %" JSON_INTEGER_FORMAT ",\n", ji(d, "ch_mult", 0));
-        tputs(t, "        .stride = {.w = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT "},\n"
+            tth_strbuf_printf(t, "        .ch_mult = %" JSON_INTEGER_FORMAT ",\n", ji(d, "ch_mult", 0));
+        tth_strbuf_printf(t, "        .stride = {.w = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT "},\n"
               "        .padding = {.w = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT "},\n"
               "        .dilation = {.w = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT "},\n"
               "        .activation = {.min = %" JSON_INTEGER_FORMAT ", .max = %" JSON_INTEGER_FORMAT "},\n    };\n",
@@ -263,28 +227,28 @@ static void emit_wrapper(emitter *e, const json_t *d)
               ji(d, "dilation", 1), ji(d, "dilation", 0), amin, amax);
         q_array(t, d, "multiplier");
         q_array(t, d, "shift");
-        tputs(t, "    const cmsis_nn_per_channel_quant_params quant = {(int32_t *)multiplier, (int32_t *)shift};\n");
+        tth_strbuf_printf(t, "    const cmsis_nn_per_channel_quant_params quant = {(int32_t *)multiplier, (int32_t *)shift};\n");
         dims(t, d, "input_dims");
         dims(t, d, "filter_dims");
         dims(t, d, "bias_dims");
         dims(t, d, "output_dims");
-        tputs(t, "    const arm_cmsis_nn_status status = %s(&ctx, &params, &quant, &input_dims, %s, &filter_dims, "
+        tth_strbuf_printf(t, "    const arm_cmsis_nn_status status = %s(&ctx, &params, &quant, &input_dims, %s, &filter_dims, "
               "filter, &bias_dims, %s, &output_dims, %s);\n", fn, x, has_role(d, "bias") ? "bias" : "NULL", y);
     } else if (!strcmp(fn, "arm_fully_connected_s8")) {
-        tputs(t, "    const cmsis_nn_fc_params params = {\n        .input_offset = %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    const cmsis_nn_fc_params params = {\n        .input_offset = %" JSON_INTEGER_FORMAT
               ",\n        .filter_offset = %" JSON_INTEGER_FORMAT ",\n        .output_offset = %" JSON_INTEGER_FORMAT
               ",\n        .activation = {.min = %" JSON_INTEGER_FORMAT ", .max = %" JSON_INTEGER_FORMAT "},\n    };\n",
               ji(d, "input_offset", 0), ji(d, "filter_offset", 0), ji(d, "output_offset", 0), amin, amax);
-        tputs(t, "    const cmsis_nn_per_tensor_quant_params quant = {.multiplier = %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    const cmsis_nn_per_tensor_quant_params quant = {.multiplier = %" JSON_INTEGER_FORMAT
               ", .shift = %" JSON_INTEGER_FORMAT "};\n", ji(d, "multiplier", 0), ji(d, "shift", 0));
         dims(t, d, "input_dims");
         dims(t, d, "filter_dims");
         dims(t, d, "bias_dims");
         dims(t, d, "output_dims");
-        tputs(t, "    const arm_cmsis_nn_status status = %s(&ctx, &params, &quant, &input_dims, input, &filter_dims, "
+        tth_strbuf_printf(t, "    const arm_cmsis_nn_status status = %s(&ctx, &params, &quant, &input_dims, input, &filter_dims, "
               "filter, &bias_dims, %s, &output_dims, output);\n", fn, has_role(d, "bias") ? "bias" : "NULL");
     } else if (!strcmp(fn, "arm_max_pool_s8") || !strcmp(fn, "arm_avgpool_s8")) {
-        tputs(t, "    const cmsis_nn_pool_params params = {\n"
+        tth_strbuf_printf(t, "    const cmsis_nn_pool_params params = {\n"
               "        .stride = {.w = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT "},\n"
               "        .padding = {.w = %" JSON_INTEGER_FORMAT ", .h = %" JSON_INTEGER_FORMAT "},\n"
               "        .activation = {.min = %" JSON_INTEGER_FORMAT ", .max = %" JSON_INTEGER_FORMAT "},\n    };\n",
@@ -292,15 +256,15 @@ static void emit_wrapper(emitter *e, const json_t *d)
         dims(t, d, "input_dims");
         dims(t, d, "filter_dims");
         dims(t, d, "output_dims");
-        tputs(t, "    const arm_cmsis_nn_status status = %s(&ctx, &params, &input_dims, %s, &filter_dims, "
+        tth_strbuf_printf(t, "    const arm_cmsis_nn_status status = %s(&ctx, &params, &input_dims, %s, &filter_dims, "
               "&output_dims, %s);\n", fn, x, y);
     } else if (!strcmp(fn, "arm_softmax_s8")) {
-        tputs(t, "    %s(input, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    %s(input, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", output);\n    return 0;\n}\n\n",
               fn, ji(d, "num_rows", 0), ji(d, "row_size", 0), ji(d, "mult", 0), ji(d, "shift", 0), ji(d, "diff_min", 0));
         return;
     } else if (!strcmp(fn, "arm_elementwise_add_s8")) {
-        tputs(t, "    const arm_cmsis_nn_status status = %s(input, input2, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    const arm_cmsis_nn_status status = %s(input, input2, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", %" JSON_INTEGER_FORMAT ", output, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %"
               JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ");\n",
@@ -308,7 +272,7 @@ static void emit_wrapper(emitter *e, const json_t *d)
               ji(d, "multiplier", 1), ji(d, "shift", 1), ji(d, "left_shift", 0), ji(d, "output_offset", 0),
               ji(d, "multiplier", 2), ji(d, "shift", 2), amin, amax, ji(d, "block_size", 0));
     } else if (!strcmp(fn, "arm_elementwise_mul_s8")) {
-        tputs(t, "    const arm_cmsis_nn_status status = %s(input, input2, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    const arm_cmsis_nn_status status = %s(input, input2, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", output, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %"
               JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT ");\n",
               fn, ji(d, "input_offsets", 0), ji(d, "input_offsets", 1), ji(d, "output_offset", 0),
@@ -317,11 +281,11 @@ static void emit_wrapper(emitter *e, const json_t *d)
         fail(e, TTH_EUNSUPPORTED, "CMSIS-NN function '%s'", fn ? fn : "?");
         return;
     }
-    tputs(t, "    if (status != ARM_CMSIS_NN_SUCCESS)\n        return (int32_t)status;\n");
+    tth_strbuf_printf(t, "    if (status != ARM_CMSIS_NN_SUCCESS)\n        return (int32_t)status;\n");
     if (sout)
-        tputs(t, "    tth_cmsisnn_to_nchw(output_nhwc, output, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
+        tth_strbuf_printf(t, "    tth_cmsisnn_to_nchw(output_nhwc, output, %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
               ", %" JSON_INTEGER_FORMAT ");\n", ji(d, "output_dims", 3), ji(d, "output_dims", 1), ji(d, "output_dims", 2));
-    tputs(t, "    return 0;\n}\n\n");
+    tth_strbuf_printf(t, "    return 0;\n}\n\n");
 }
 
 static const json_t *call_desc(const tth_prim_func *f, const char *wrapper)
@@ -337,7 +301,7 @@ static const json_t *call_desc(const tth_prim_func *f, const char *wrapper)
 
 static void emit_signature(emitter *e, const tth_prim_func *f)
 {
-    tputs(&e->out, "int32_t %s(", f->name);
+    tth_strbuf_printf(&e->out, "int32_t %s(", f->name);
     for (size_t i = 0; i < f->nparams; i++) {
         const char *ct = ctype(f->params[i]->dtype);
         if (!ct) {
@@ -347,9 +311,9 @@ static void emit_signature(emitter *e, const tth_prim_func *f)
         }
         /* the region's inputs (attrs "inputs", set by the host) are read only: docs/plugin-guide.md */
         int in = (json_int_t)i < json_integer_value(json_object_get(f->attrs, "inputs"));
-        tputs(&e->out, "%s%s *restrict %s, ", in ? "const " : "", ct, f->params[i]->name);
+        tth_strbuf_printf(&e->out, "%s%s *restrict %s, ", in ? "const " : "", ct, f->params[i]->name);
     }
-    tputs(&e->out, "uint8_t *restrict ws)");
+    tth_strbuf_printf(&e->out, "uint8_t *restrict ws)");
 }
 
 static void emit_func(emitter *e, const tth_prim_func *f)
@@ -381,9 +345,9 @@ static void emit_func(emitter *e, const tth_prim_func *f)
         emit_wrapper(e, d);
     }
     emit_signature(e, f);
-    tputs(&e->out, "\n{\n");
+    tth_strbuf_printf(&e->out, "\n{\n");
     if (!w.nlocals)
-        tputs(&e->out, "    (void)ws;\n");
+        tth_strbuf_printf(&e->out, "    (void)ws;\n");
     for (size_t i = 0; i < w.nlocals; i++) {
         const tth_tbuffer *b = w.locals[i];
         if (b->offset < 0) {
@@ -391,23 +355,23 @@ static void emit_func(emitter *e, const tth_prim_func *f)
                  b->name, f->name);
             return;
         }
-        tputs(&e->out, "    int8_t *%s = (int8_t *)(ws + %" PRId64 ");\n", b->name, b->offset);
+        tth_strbuf_printf(&e->out, "    int8_t *%s = (int8_t *)(ws + %" PRId64 ");\n", b->name, b->offset);
     }
-    tputs(&e->out, "    int32_t status;\n");
+    tth_strbuf_printf(&e->out, "    int32_t status;\n");
     for (size_t i = 0; i < w.ncalls; i++) {
         const tth_texpr *c = w.calls[i];
-        tputs(&e->out, "    status = %s(", c->u.call.name);
+        tth_strbuf_printf(&e->out, "    status = %s(", c->u.call.name);
         for (size_t a = 0; a < c->u.call.nargs; a++) {
             const tth_texpr *x = c->u.call.args[a];
             if (x->u.load.index->kind != TTH_TEXPR_INT) {
                 fail(e, TTH_EUNSUPPORTED, "a buffer address with a computed index");
                 return;
             }
-            tputs(&e->out, "%s%s + %" PRId64, a ? ", " : "", x->u.load.buf->name, x->u.load.index->u.i);
+            tth_strbuf_printf(&e->out, "%s%s + %" PRId64, a ? ", " : "", x->u.load.buf->name, x->u.load.index->u.i);
         }
-        tputs(&e->out, ");\n    if (status != 0)\n        return status;\n");
+        tth_strbuf_printf(&e->out, ");\n    if (status != 0)\n        return status;\n");
     }
-    tputs(&e->out, "    return 0;\n}\n\n");
+    tth_strbuf_printf(&e->out, "    return 0;\n}\n\n");
 }
 
 static const char prologue[] =
@@ -433,7 +397,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     if (!mod || !out)
         return tth_diag_set(diag, TTH_EINVAL, "cmsis-nn tir_to_runtime", "no module given");
     emitter e = {.diag = diag};
-    tputs(&e.out, "%s", prologue);
+    tth_strbuf_printf(&e.out, "%s", prologue);
     /* the staging helpers only when some wrapper stages (unused statics warn) */
     int in = 0, outs = 0;
     for (size_t i = 0; i < mod->nfuncs; i++) {
@@ -447,22 +411,22 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         /* print only the halves in use */
         const char *mid = strstr(transposes, "static void tth_cmsisnn_to_nchw");
         if (in)
-            tputs(&e.out, "%.*s", (int)(mid - transposes), transposes);
+            tth_strbuf_printf(&e.out, "%.*s", (int)(mid - transposes), transposes);
         if (outs)
-            tputs(&e.out, "%s%s", in ? "" : "/* tth's tensors are NCHW, CMSIS-NN's NHWC. */\n", mid);
+            tth_strbuf_printf(&e.out, "%s%s", in ? "" : "/* tth's tensors are NCHW, CMSIS-NN's NHWC. */\n", mid);
     }
     for (size_t i = 0; i < mod->nfuncs && !e.err; i++) {
         emit_signature(&e, mod->funcs[i]);
-        tputs(&e.out, ";\n");
+        tth_strbuf_printf(&e.out, ";\n");
     }
-    tputs(&e.out, "\n");
+    tth_strbuf_printf(&e.out, "\n");
     for (size_t i = 0; i < mod->nfuncs && !e.err; i++)
         emit_func(&e, mod->funcs[i]);
-    if (!e.err && e.out.oom)
+    if (!e.err && e.out.failed)
         fail(&e, TTH_ENOMEM, "out of memory writing C source");
     int rc = e.err;
     if (!rc)
-        rc = tth_runtime_module_add_file(out, "cmsisnn_lib0.c", TTH_FILE_C_SOURCE, e.out.buf, e.out.len, diag);
+        rc = tth_runtime_module_add_file(out, "cmsisnn_lib0.c", TTH_FILE_C_SOURCE, e.out.s, e.out.n, diag);
     if (!rc) {
         json_t *syms = json_array();
         for (size_t i = 0; syms && i < mod->nfuncs; i++)
@@ -476,7 +440,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         rc = meta ? tth_runtime_module_set_meta(out, meta, diag) : tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         json_decref(meta);
     }
-    free(e.out.buf);
+    free(e.out.s);
     free(e.consts);
     return rc;
 }

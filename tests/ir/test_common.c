@@ -1,9 +1,11 @@
 /* Data types, tensor types, the arena, refcounted tensors, and the artifact containers. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <tth/artifact.h>
 #include <tth/ir_common.h>
+#include <tth/strbuf.h>
 
 Test(dtype, names_sizes_and_flags_round_trip)
 {
@@ -350,4 +352,34 @@ Test(artifact, const_map_holds_references)
     tth_const_map_free(cm);
     cr_assert_eq(w->refcount, 1);
     tth_tensor_unref(w);
+}
+
+/* The text buffer the printers and code generators share: appends of every kind, a printf
+ * longer than its stack copy, indentation past its block of spaces, and an empty finish. */
+Test(common, strbuf_appends_and_finishes)
+{
+    tth_strbuf b = {0};
+    tth_strbuf_puts(&b, "ab");
+    tth_strbuf_putc(&b, 'c');
+    tth_strbuf_putn(&b, "defXYZ", 3);
+    tth_strbuf_spaces(&b, 37);
+    tth_strbuf_printf(&b, "%d|%300s|", 42, "z");
+    cr_assert_eq(b.n, 6 + 37 + 3 + 300 + 1);
+    cr_assert_eq(strlen(b.s), b.n);
+    cr_assert_eq(strncmp(b.s, "abcdef ", 7), 0);
+    cr_assert_eq(b.s[6 + 36], ' ');
+    cr_assert_eq(strncmp(b.s + 43, "42| ", 4), 0);
+    cr_assert_eq(strcmp(b.s + b.n - 2, "z|"), 0);
+    char *s = tth_strbuf_finish(&b);
+    cr_assert_not_null(s);
+    cr_assert_null(b.s);
+    cr_assert_eq(b.n, 0);
+    free(s);
+    tth_strbuf e = {0};
+    char *empty = tth_strbuf_finish(&e);
+    cr_assert_str_eq(empty, "");
+    free(empty);
+    tth_strbuf f = {.failed = 1};
+    tth_strbuf_puts(&f, "lost");
+    cr_assert_null(tth_strbuf_finish(&f));
 }

@@ -9,19 +9,19 @@
 #include "tth/artifact.h"
 #include "tth/tir.h"
 #include "tth_bind_src.h"
-#include "../sbuf.h"
+#include "tth/strbuf.h"
 
 /* A C string literal of s: bytes other than letters, digits, '_' and '.' as octal escapes. */
-static void put_c_string(tth__sbuf *b, const char *s)
+static void put_c_string(tth_strbuf *b, const char *s)
 {
-    tth__sb_putc(b, '"');
+    tth_strbuf_putc(b, '"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.')
-            tth__sb_putc(b, (char)*p);
+            tth_strbuf_putc(b, (char)*p);
         else
-            tth__sb_printf(b, "\\%03o", *p);
+            tth_strbuf_printf(b, "\\%03o", *p);
     }
-    tth__sb_putc(b, '"');
+    tth_strbuf_putc(b, '"');
 }
 
 int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
@@ -30,30 +30,30 @@ int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, c
 {
     if (!out || !model || !prefix || !bound || !align || n == 0)
         return tth_diag_set(diag, TTH_EINVAL, "binding", "no module, names or constants to bind");
-    tth__sbuf b = {0};
+    tth_strbuf b = {0};
     const char *p = prefix;
-    tth__sb_printf(&b, "#define TTH_BIND_SLOTS %s_const_slots\n#define TTH_BIND_FLAG %s_bound\n"
+    tth_strbuf_printf(&b, "#define TTH_BIND_SLOTS %s_const_slots\n#define TTH_BIND_FLAG %s_bound\n"
                    "#define TTH_BIND_CONSTANTS %s_bind_constants\n#define TTH_BIND_PARAMETERS %s_bind_parameters\n"
                    "#define TTH_BIND_STATUS_TEXT %s_status_text\n#define TTH_BIND_ENSURE %s_ensure_bound\n",
                    p, p, p, p, p, p);
-    tth__sb_printf(&b, "#define TTH_BIND_BLOB tth_%s_parameters\n#define TTH_BIND_BLOB_END tth_%s_parameters_end\n"
+    tth_strbuf_printf(&b, "#define TTH_BIND_BLOB tth_%s_parameters\n#define TTH_BIND_BLOB_END tth_%s_parameters_end\n"
                    "#define TTH_BIND_COUNT %zu\n#define TTH_BIND_UNBOUND (%d)\n#include <stddef.h>\n"
                    "static const char *const tth_bind_names[%zu] = {\n",
                    model, model, n, (int)unbound_status, n);
     for (size_t k = 0; k < n; k++) {
-        tth__sb_puts(&b, "    ");
+        tth_strbuf_puts(&b, "    ");
         put_c_string(&b, bound[k]->name);
-        tth__sb_puts(&b, ",\n");
+        tth_strbuf_puts(&b, ",\n");
     }
-    tth__sb_printf(&b, "};\nstatic const size_t tth_bind_bytes[%zu] = {", n);
+    tth_strbuf_printf(&b, "};\nstatic const size_t tth_bind_bytes[%zu] = {", n);
     for (size_t k = 0; k < n; k++)
-        tth__sb_printf(&b, "%s%zu", k == 0 ? "\n    " : k % 8 ? ", " : ",\n    ", tth_tbuffer_nbytes(bound[k]));
-    tth__sb_printf(&b, "\n};\nstatic const size_t tth_bind_align[%zu] = {", n);
+        tth_strbuf_printf(&b, "%s%zu", k == 0 ? "\n    " : k % 8 ? ", " : ",\n    ", tth_tbuffer_nbytes(bound[k]));
+    tth_strbuf_printf(&b, "\n};\nstatic const size_t tth_bind_align[%zu] = {", n);
     for (size_t k = 0; k < n; k++)
-        tth__sb_printf(&b, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", align[k]);
-    tth__sb_puts(&b, "\n};\n");
-    tth__sb_puts(&b, tth_bind_src);
-    char *text = tth__sb_finish(&b);
+        tth_strbuf_printf(&b, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", align[k]);
+    tth_strbuf_puts(&b, "\n};\n");
+    tth_strbuf_puts(&b, tth_bind_src);
+    char *text = tth_strbuf_finish(&b);
     if (!text)
         return tth_diag_set(diag, TTH_ENOMEM, "binding", "out of memory");
     char name[256];

@@ -112,7 +112,7 @@ size_t tth__rtype_format(const tth_rtype *t, char *buf, size_t len)
 {
     if (t->nfields < 0)
         return tth_ttype_format(&t->tensor, buf, len);
-    tth__sbuf b = {0};
+    tth_strbuf b = {0};
     tth__sb_rtype(&b, t);
     size_t n = 0;
     if (!b.failed && b.s) {
@@ -458,7 +458,7 @@ void tth__release_owned(tth__ptrvec *jsons, tth__ptrvec *tensors)
     tth__ptrvec_free(tensors);
 }
 
-static void sb_reserve(tth__sbuf *b, size_t more)
+static void sb_reserve(tth_strbuf *b, size_t more)
 {
     if (b->failed)
         return;
@@ -476,36 +476,39 @@ static void sb_reserve(tth__sbuf *b, size_t more)
     b->cap = cap;
 }
 
-void tth__sb_puts(tth__sbuf *b, const char *s)
+void tth_strbuf_putn(tth_strbuf *b, const char *s, size_t n)
 {
-    size_t n = strlen(s);
     sb_reserve(b, n);
     if (b->failed)
         return;
-    memcpy(b->s + b->n, s, n + 1);
+    memcpy(b->s + b->n, s, n);
     b->n += n;
-}
-
-void tth__sb_putc(tth__sbuf *b, char c)
-{
-    sb_reserve(b, 1);
-    if (b->failed)
-        return;
-    b->s[b->n++] = c;
     b->s[b->n] = '\0';
 }
 
-void tth__sb_printf(tth__sbuf *b, const char *fmt, ...)
+void tth_strbuf_puts(tth_strbuf *b, const char *s)
+{
+    tth_strbuf_putn(b, s, strlen(s));
+}
+
+void tth_strbuf_putc(tth_strbuf *b, char c)
+{
+    tth_strbuf_putn(b, &c, 1);
+}
+
+void tth_strbuf_printf(tth_strbuf *b, const char *fmt, ...)
 {
     char small[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        b->failed = 1;
         return;
+    }
     if ((size_t)n < sizeof small) {
-        tth__sb_puts(b, small);
+        tth_strbuf_putn(b, small, (size_t)n);
         return;
     }
     sb_reserve(b, (size_t)n);
@@ -517,51 +520,56 @@ void tth__sb_printf(tth__sbuf *b, const char *fmt, ...)
     b->n += (size_t)n;
 }
 
-void tth__sb_indent(tth__sbuf *b, int level)
+void tth_strbuf_spaces(tth_strbuf *b, int n)
 {
-    for (int i = 0; i < level; i++)
-        tth__sb_puts(b, "  ");
+    static const char sp[] = "                                ";
+    for (; n > 0; n -= (int)(sizeof sp - 1))
+        tth_strbuf_putn(b, sp, n < (int)(sizeof sp - 1) ? (size_t)n : sizeof sp - 1);
 }
 
-char *tth__sb_finish(tth__sbuf *b)
+char *tth_strbuf_finish(tth_strbuf *b)
 {
+    if (!b->failed && !b->s)
+        sb_reserve(b, 0);
     if (b->failed) {
-        free(b->s);
-        b->s = NULL;
+        tth_strbuf_free(b);
         return NULL;
     }
-    if (!b->s) {
-        sb_reserve(b, 0);
-        if (b->failed)
-            return NULL;
-        b->s[0] = '\0';
-    }
+    b->s[b->n] = '\0';
     char *s = b->s;
     b->s = NULL;
+    b->n = b->cap = 0;
     return s;
 }
 
-void tth__sb_ttype(tth__sbuf *b, const tth_ttype *t)
+void tth_strbuf_free(tth_strbuf *b)
 {
-    tth__sb_printf(b, "%s[", tth_dtype_name(t->dtype));
-    for (int32_t i = 0; i < t->rank && i < TTH_MAX_RANK; i++)
-        tth__sb_printf(b, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    tth__sb_puts(b, "]");
+    free(b->s);
+    b->s = NULL;
+    b->n = b->cap = 0;
 }
 
-void tth__sb_rtype(tth__sbuf *b, const tth_rtype *t)
+void tth__sb_ttype(tth_strbuf *b, const tth_ttype *t)
+{
+    tth_strbuf_printf(b, "%s[", tth_dtype_name(t->dtype));
+    for (int32_t i = 0; i < t->rank && i < TTH_MAX_RANK; i++)
+        tth_strbuf_printf(b, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    tth_strbuf_puts(b, "]");
+}
+
+void tth__sb_rtype(tth_strbuf *b, const tth_rtype *t)
 {
     if (t->nfields < 0) {
         tth__sb_ttype(b, &t->tensor);
         return;
     }
-    tth__sb_puts(b, "(");
+    tth_strbuf_puts(b, "(");
     for (int32_t i = 0; i < t->nfields; i++) {
         if (i)
-            tth__sb_puts(b, ", ");
+            tth_strbuf_puts(b, ", ");
         tth__sb_ttype(b, &t->fields[i]);
     }
-    tth__sb_puts(b, ")");
+    tth_strbuf_puts(b, ")");
 }
 
 json_t *tth__ttype_to_json(const tth_ttype *t)

@@ -83,11 +83,11 @@ static inline tth__tir_module *tth__tmod(const tth_tir_module *m)
     return (tth__tir_module *)m;
 }
 
-#include "../sbuf.h"
+#include "tth/strbuf.h"
 
 /* Render a ttype/rtype into a sbuf. */
-void tth__sb_ttype(tth__sbuf *b, const tth_ttype *t);
-void tth__sb_rtype(tth__sbuf *b, const tth_rtype *t);
+void tth__sb_ttype(tth_strbuf *b, const tth_ttype *t);
+void tth__sb_rtype(tth_strbuf *b, const tth_rtype *t);
 
 /* JSON for a ttype: {"dtype": "float32", "shape": [..]}; parse back (0 or TTH_EINVAL). */
 json_t *tth__ttype_to_json(const tth_ttype *t);

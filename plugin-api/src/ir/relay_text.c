@@ -211,123 +211,123 @@ int tth_relay_verify(const tth_relay_module *m, tth_diag *diag)
 
 /* ---- printer ---- */
 
-static void sb_json(tth__sbuf *b, const json_t *j)
+static void sb_json(tth_strbuf *b, const json_t *j)
 {
     char *s = json_dumps(j, JSON_SORT_KEYS | JSON_REAL_PRECISION(9) | JSON_ENCODE_ANY);
     if (!s) {
         b->failed = 1;
         return;
     }
-    tth__sb_puts(b, s);
+    tth_strbuf_puts(b, s);
     free(s);
 }
 
 /* %name; a name that could be read as a node number (ONNX allows "0") is quoted: %"0". */
-static void sb_var(tth__sbuf *b, const char *name)
+static void sb_var(tth_strbuf *b, const char *name)
 {
     size_t n = strspn(name, "0123456789");
     if (name[0] == '\0' || name[n] == '\0' || strpbrk(name, " \",(){}"))
-        tth__sb_printf(b, "%%\"%s\"", name);
+        tth_strbuf_printf(b, "%%\"%s\"", name);
     else
-        tth__sb_printf(b, "%%%s", name);
+        tth_strbuf_printf(b, "%%%s", name);
 }
 
-static void sb_ref(tth__sbuf *b, const fn_nodes *fnn, const tth_rexpr *e)
+static void sb_ref(tth_strbuf *b, const fn_nodes *fnn, const tth_rexpr *e)
 {
     if (e->kind == TTH_REXPR_VAR)
         sb_var(b, e->u.var.name);
     else if (e->kind == TTH_REXPR_CONST)
-        tth__sb_printf(b, "@c%" PRId64, fnn->local[e->id]);
+        tth_strbuf_printf(b, "@c%" PRId64, fnn->local[e->id]);
     else
-        tth__sb_printf(b, "%%%" PRId64, fnn->local[e->id]);
+        tth_strbuf_printf(b, "%%%" PRId64, fnn->local[e->id]);
 }
 
-static void print_function(tth__sbuf *b, const tth_relay_function *fn)
+static void print_function(tth_strbuf *b, const tth_relay_function *fn)
 {
     fn_nodes fnn;
     if (fn_nodes_get(fn, &fnn) != 0) {
-        tth__sb_printf(b, "fn @%s <malformed: cycle or foreign node>\n", fn->name);
+        tth_strbuf_printf(b, "fn @%s <malformed: cycle or foreign node>\n", fn->name);
         return;
     }
-    tth__sb_printf(b, "fn @%s(", fn->name);
+    tth_strbuf_printf(b, "fn @%s(", fn->name);
     for (size_t i = 0; i < fn->nparams; i++) {
-        tth__sb_puts(b, i ? ", " : "");
+        tth_strbuf_puts(b, i ? ", " : "");
         sb_var(b, fn->params[i]->u.var.name);
-        tth__sb_puts(b, ": ");
+        tth_strbuf_puts(b, ": ");
         tth__sb_rtype(b, &fn->params[i]->type);
     }
-    tth__sb_puts(b, ") -> ");
+    tth_strbuf_puts(b, ") -> ");
     tth__sb_rtype(b, &fn->body->type);
     if (fn->attrs && json_object_size(fn->attrs)) {
-        tth__sb_puts(b, " attrs=");
+        tth_strbuf_puts(b, " attrs=");
         sb_json(b, fn->attrs);
     }
-    tth__sb_puts(b, " {\n");
+    tth_strbuf_puts(b, " {\n");
     for (int64_t i = (int64_t)fn->nparams; i < fnn.n; i++) {
         const tth_rexpr *e = fnn.order[i];
-        tth__sb_puts(b, "  ");
+        tth_strbuf_puts(b, "  ");
         switch (e->kind) {
         case TTH_REXPR_VAR: /* unreachable in a verified module: a free var */
             sb_var(b, e->u.var.name);
-            tth__sb_puts(b, ": ");
+            tth_strbuf_puts(b, ": ");
             tth__sb_rtype(b, &e->type);
-            tth__sb_puts(b, " <free variable>");
+            tth_strbuf_puts(b, " <free variable>");
             break;
         case TTH_REXPR_CONST: {
             const tth_tensor *t = e->u.constant.value;
-            tth__sb_printf(b, "@c%" PRId64 ": ", fnn.local[e->id]);
+            tth_strbuf_printf(b, "@c%" PRId64 ": ", fnn.local[e->id]);
             tth__sb_rtype(b, &e->type);
-            tth__sb_printf(b, " #%016" PRIx64, tth_tensor_hash(t));
+            tth_strbuf_printf(b, " #%016" PRIx64, tth_tensor_hash(t));
             if (tth_ttype_numel(&t->type) == 1)
-                tth__sb_printf(b, " = %.9g", tth_tensor_get_f64(t, 0));
+                tth_strbuf_printf(b, " = %.9g", tth_tensor_get_f64(t, 0));
             if (e->u.constant.name)
-                tth__sb_printf(b, " \"%s\"", e->u.constant.name);
+                tth_strbuf_printf(b, " \"%s\"", e->u.constant.name);
             break;
         }
         case TTH_REXPR_CALL:
             sb_ref(b, &fnn, e);
             if (e->u.call.fn)
-                tth__sb_printf(b, " = @%s(", e->u.call.fn->name);
+                tth_strbuf_printf(b, " = @%s(", e->u.call.fn->name);
             else
-                tth__sb_printf(b, " = %s(", tth_op_name(e->u.call.op));
+                tth_strbuf_printf(b, " = %s(", tth_op_name(e->u.call.op));
             for (size_t k = 0; k < e->u.call.nargs; k++) {
                 if (k)
-                    tth__sb_puts(b, ", ");
+                    tth_strbuf_puts(b, ", ");
                 sb_ref(b, &fnn, e->u.call.args[k]);
             }
             if (!e->u.call.fn && e->u.call.attrs && json_object_size(e->u.call.attrs)) {
-                tth__sb_puts(b, e->u.call.nargs ? ", " : "");
+                tth_strbuf_puts(b, e->u.call.nargs ? ", " : "");
                 sb_json(b, e->u.call.attrs);
             }
-            tth__sb_puts(b, ") : ");
+            tth_strbuf_puts(b, ") : ");
             tth__sb_rtype(b, &e->type);
             break;
         case TTH_REXPR_TUPLE:
             sb_ref(b, &fnn, e);
-            tth__sb_puts(b, " = (");
+            tth_strbuf_puts(b, " = (");
             for (size_t k = 0; k < e->u.tuple.nfields; k++) {
                 if (k)
-                    tth__sb_puts(b, ", ");
+                    tth_strbuf_puts(b, ", ");
                 sb_ref(b, &fnn, e->u.tuple.fields[k]);
             }
-            tth__sb_puts(b, ") : ");
+            tth_strbuf_puts(b, ") : ");
             tth__sb_rtype(b, &e->type);
             break;
         case TTH_REXPR_TUPLE_GET:
             sb_ref(b, &fnn, e);
-            tth__sb_puts(b, " = ");
+            tth_strbuf_puts(b, " = ");
             sb_ref(b, &fnn, e->u.get.tuple);
-            tth__sb_printf(b, ".%d : ", e->u.get.index);
+            tth_strbuf_printf(b, ".%d : ", e->u.get.index);
             tth__sb_rtype(b, &e->type);
             break;
         }
         if (e->span && e->kind != TTH_REXPR_CONST)
-            tth__sb_printf(b, "  // %s", e->span);
-        tth__sb_puts(b, "\n");
+            tth_strbuf_printf(b, "  // %s", e->span);
+        tth_strbuf_puts(b, "\n");
     }
-    tth__sb_puts(b, "  ");
+    tth_strbuf_puts(b, "  ");
     sb_ref(b, &fnn, fn->body);
-    tth__sb_puts(b, "\n}\n");
+    tth_strbuf_puts(b, "\n}\n");
     fn_nodes_free(&fnn);
 }
 
@@ -335,22 +335,22 @@ char *tth_relay_print_function(const tth_relay_function *fn)
 {
     if (!fn || !fn->body)
         return NULL;
-    tth__sbuf b = {0};
+    tth_strbuf b = {0};
     print_function(&b, fn);
-    return tth__sb_finish(&b);
+    return tth_strbuf_finish(&b);
 }
 
 char *tth_relay_print(const tth_relay_module *m)
 {
     if (!m)
         return NULL;
-    tth__sbuf b = {0};
-    tth__sb_printf(&b, "// module \"%s\"\n", m->name ? m->name : "");
+    tth_strbuf b = {0};
+    tth_strbuf_printf(&b, "// module \"%s\"\n", m->name ? m->name : "");
     for (size_t i = 0; i < m->nfuncs; i++) {
-        tth__sb_puts(&b, "\n");
+        tth_strbuf_puts(&b, "\n");
         print_function(&b, m->funcs[i]);
     }
-    return tth__sb_finish(&b);
+    return tth_strbuf_finish(&b);
 }
 
 /* ---- JSON ---- */

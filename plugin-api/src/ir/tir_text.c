@@ -427,144 +427,144 @@ int tth_tir_verify(const tth_tir_module *m, tth_diag *diag)
 
 /* ---- printer ---- */
 
-static void print_float(tth__sbuf *b, tth_dtype dt, double v)
+static void print_float(tth_strbuf *b, tth_dtype dt, double v)
 {
     if (isnan(v)) {
-        tth__sb_puts(b, "NAN");
+        tth_strbuf_puts(b, "NAN");
         return;
     }
     if (isinf(v)) {
-        tth__sb_puts(b, v < 0 ? "-INFINITY" : "INFINITY");
+        tth_strbuf_puts(b, v < 0 ? "-INFINITY" : "INFINITY");
         return;
     }
     char buf[48];
     snprintf(buf, sizeof buf, dt == TTH_F64 ? "%.17g" : "%.9g", v);
-    tth__sb_puts(b, buf);
+    tth_strbuf_puts(b, buf);
     if (!strpbrk(buf, ".eEn"))
-        tth__sb_puts(b, ".0");
+        tth_strbuf_puts(b, ".0");
     if (dt == TTH_F32)
-        tth__sb_puts(b, "f");
+        tth_strbuf_puts(b, "f");
     else if (dt == TTH_F16)
-        tth__sb_puts(b, "h");
+        tth_strbuf_puts(b, "h");
     else if (dt == TTH_BF16)
-        tth__sb_puts(b, "bf");
+        tth_strbuf_puts(b, "bf");
 }
 
-static void print_expr(tth__sbuf *b, const tth_texpr *e)
+static void print_expr(tth_strbuf *b, const tth_texpr *e)
 {
     if (!e) {
-        tth__sb_puts(b, "<null>");
+        tth_strbuf_puts(b, "<null>");
         return;
     }
     switch (e->kind) {
     case TTH_TEXPR_INT:
         if (e->dtype == TTH_BOOL)
-            tth__sb_puts(b, e->u.i ? "true" : "false");
+            tth_strbuf_puts(b, e->u.i ? "true" : "false");
         else if (e->dtype == TTH_I64)
-            tth__sb_printf(b, "%" PRId64, e->u.i);
+            tth_strbuf_printf(b, "%" PRId64, e->u.i);
         else if (e->dtype == TTH_U64)
-            tth__sb_printf(b, "(uint64)%" PRIu64, (uint64_t)e->u.i);
+            tth_strbuf_printf(b, "(uint64)%" PRIu64, (uint64_t)e->u.i);
         else
-            tth__sb_printf(b, "(%s)%" PRId64, tth_dtype_name(e->dtype), e->u.i);
+            tth_strbuf_printf(b, "(%s)%" PRId64, tth_dtype_name(e->dtype), e->u.i);
         return;
     case TTH_TEXPR_FLOAT:
         print_float(b, e->dtype, e->u.f);
         return;
     case TTH_TEXPR_VAR:
-        tth__sb_puts(b, e->u.var ? e->u.var->name : "<null>");
+        tth_strbuf_puts(b, e->u.var ? e->u.var->name : "<null>");
         return;
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
-        tth__sb_printf(b, "%s%s[", e->kind == TTH_TEXPR_ADDRESS_OF ? "&" : "", e->u.load.buf->name);
+        tth_strbuf_printf(b, "%s%s[", e->kind == TTH_TEXPR_ADDRESS_OF ? "&" : "", e->u.load.buf->name);
         print_expr(b, e->u.load.index);
-        tth__sb_puts(b, "]");
+        tth_strbuf_puts(b, "]");
         return;
     case TTH_TEXPR_BINARY: {
         const char *name = (unsigned)e->u.bin.op < NBINOPS ? binop_names[e->u.bin.op] : "?";
         if (binop_is_infix(e->u.bin.op)) {
-            tth__sb_puts(b, "(");
+            tth_strbuf_puts(b, "(");
             print_expr(b, e->u.bin.a);
-            tth__sb_printf(b, " %s ", name);
+            tth_strbuf_printf(b, " %s ", name);
             print_expr(b, e->u.bin.b);
-            tth__sb_puts(b, ")");
+            tth_strbuf_puts(b, ")");
         } else {
-            tth__sb_printf(b, "%s(", name);
+            tth_strbuf_printf(b, "%s(", name);
             print_expr(b, e->u.bin.a);
-            tth__sb_puts(b, ", ");
+            tth_strbuf_puts(b, ", ");
             print_expr(b, e->u.bin.b);
-            tth__sb_puts(b, ")");
+            tth_strbuf_puts(b, ")");
         }
         return;
     }
     case TTH_TEXPR_UNARY:
-        tth__sb_puts(b, e->u.un.op == TTH_TUN_NEG ? "(-" : "(!");
+        tth_strbuf_puts(b, e->u.un.op == TTH_TUN_NEG ? "(-" : "(!");
         print_expr(b, e->u.un.a);
-        tth__sb_puts(b, ")");
+        tth_strbuf_puts(b, ")");
         return;
     case TTH_TEXPR_SELECT:
-        tth__sb_puts(b, "(");
+        tth_strbuf_puts(b, "(");
         print_expr(b, e->u.select.cond);
-        tth__sb_puts(b, " ? ");
+        tth_strbuf_puts(b, " ? ");
         print_expr(b, e->u.select.a);
-        tth__sb_puts(b, " : ");
+        tth_strbuf_puts(b, " : ");
         print_expr(b, e->u.select.b);
-        tth__sb_puts(b, ")");
+        tth_strbuf_puts(b, ")");
         return;
     case TTH_TEXPR_CAST:
         if (e->lanes > 1)
-            tth__sb_printf(b, "(%sx%d)(", tth_dtype_name(e->dtype), (int)e->lanes);
+            tth_strbuf_printf(b, "(%sx%d)(", tth_dtype_name(e->dtype), (int)e->lanes);
         else
-            tth__sb_printf(b, "(%s)(", tth_dtype_name(e->dtype));
+            tth_strbuf_printf(b, "(%s)(", tth_dtype_name(e->dtype));
         print_expr(b, e->u.cast.value);
-        tth__sb_puts(b, ")");
+        tth_strbuf_puts(b, ")");
         return;
     case TTH_TEXPR_INTRIN: {
         unsigned op = (unsigned)e->u.intrin.op;
-        tth__sb_printf(b, "%s(", op < NINTRINS ? intrin_info[op].name : "?");
+        tth_strbuf_printf(b, "%s(", op < NINTRINS ? intrin_info[op].name : "?");
         print_expr(b, e->u.intrin.args[0]);
         for (int i = 1; i < 3 && op < NINTRINS && i < intrin_info[op].nargs; i++) {
-            tth__sb_puts(b, ", ");
+            tth_strbuf_puts(b, ", ");
             print_expr(b, e->u.intrin.args[i]);
         }
-        tth__sb_puts(b, ")");
+        tth_strbuf_puts(b, ")");
         return;
     }
     case TTH_TEXPR_RAMP:
-        tth__sb_puts(b, "ramp(");
+        tth_strbuf_puts(b, "ramp(");
         print_expr(b, e->u.ramp.base);
-        tth__sb_printf(b, ", %" PRId64 ", %d)", e->u.ramp.stride, (int)e->lanes);
+        tth_strbuf_printf(b, ", %" PRId64 ", %d)", e->u.ramp.stride, (int)e->lanes);
         return;
     case TTH_TEXPR_BROADCAST:
-        tth__sb_puts(b, "broadcast(");
+        tth_strbuf_puts(b, "broadcast(");
         print_expr(b, e->u.bcast.value);
-        tth__sb_printf(b, ", %d)", (int)e->lanes);
+        tth_strbuf_printf(b, ", %d)", (int)e->lanes);
         return;
     case TTH_TEXPR_CALL_EXTERN:
-        tth__sb_printf(b, "%s(", e->u.call.name);
+        tth_strbuf_printf(b, "%s(", e->u.call.name);
         for (size_t i = 0; i < e->u.call.nargs; i++) {
             if (i)
-                tth__sb_puts(b, ", ");
+                tth_strbuf_puts(b, ", ");
             print_expr(b, e->u.call.args[i]);
         }
-        tth__sb_puts(b, ")");
+        tth_strbuf_puts(b, ")");
         return;
     }
-    tth__sb_puts(b, "<?>");
+    tth_strbuf_puts(b, "<?>");
 }
 
-static void print_shape(tth__sbuf *b, const tth_tbuffer *buf)
+static void print_shape(tth_strbuf *b, const tth_tbuffer *buf)
 {
-    tth__sb_puts(b, "[");
+    tth_strbuf_puts(b, "[");
     for (int32_t i = 0; i < buf->rank; i++)
-        tth__sb_printf(b, "%s%" PRId64, i ? ", " : "", buf->shape[i]);
-    tth__sb_puts(b, "]");
+        tth_strbuf_printf(b, "%s%" PRId64, i ? ", " : "", buf->shape[i]);
+    tth_strbuf_puts(b, "]");
 }
 
-static void print_stmt(tth__sbuf *b, const tth_tstmt *s, int level)
+static void print_stmt(tth_strbuf *b, const tth_tstmt *s, int level)
 {
     if (!s) {
-        tth__sb_indent(b, level);
-        tth__sb_puts(b, "<null>;\n");
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_puts(b, "<null>;\n");
         return;
     }
     switch (s->kind) {
@@ -574,88 +574,88 @@ static void print_stmt(tth__sbuf *b, const tth_tstmt *s, int level)
         return;
     case TTH_TSTMT_FOR: {
         const char *v = s->u.loop.var->name;
-        tth__sb_indent(b, level);
-        tth__sb_printf(b, "%s for (%s %s = ", loop_name(s->u.loop.loop), tth_dtype_name(s->u.loop.var->dtype), v);
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_printf(b, "%s for (%s %s = ", loop_name(s->u.loop.loop), tth_dtype_name(s->u.loop.var->dtype), v);
         print_expr(b, s->u.loop.min);
-        tth__sb_printf(b, "; %s < ", v);
+        tth_strbuf_printf(b, "; %s < ", v);
         if (s->u.loop.min->kind == TTH_TEXPR_INT && s->u.loop.min->u.i == 0) {
             print_expr(b, s->u.loop.extent);
         } else {
-            tth__sb_puts(b, "(");
+            tth_strbuf_puts(b, "(");
             print_expr(b, s->u.loop.min);
-            tth__sb_puts(b, " + ");
+            tth_strbuf_puts(b, " + ");
             print_expr(b, s->u.loop.extent);
-            tth__sb_puts(b, ")");
+            tth_strbuf_puts(b, ")");
         }
-        tth__sb_printf(b, "; %s++) {\n", v);
+        tth_strbuf_printf(b, "; %s++) {\n", v);
         print_stmt(b, s->u.loop.body, level + 1);
-        tth__sb_indent(b, level);
-        tth__sb_puts(b, "}\n");
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_puts(b, "}\n");
         return;
     }
     case TTH_TSTMT_STORE:
-        tth__sb_indent(b, level);
-        tth__sb_printf(b, "%s[", s->u.store.buf->name);
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_printf(b, "%s[", s->u.store.buf->name);
         print_expr(b, s->u.store.index);
-        tth__sb_puts(b, "]");
+        tth_strbuf_puts(b, "]");
         if (s->u.store.align)
-            tth__sb_printf(b, " /* align %u */", s->u.store.align);
-        tth__sb_puts(b, " = ");
+            tth_strbuf_printf(b, " /* align %u */", s->u.store.align);
+        tth_strbuf_puts(b, " = ");
         print_expr(b, s->u.store.value);
-        tth__sb_puts(b, ";\n");
+        tth_strbuf_puts(b, ";\n");
         return;
     case TTH_TSTMT_ALLOCATE: {
         const tth_tbuffer *buf = s->u.alloc.buf;
-        tth__sb_indent(b, level);
-        tth__sb_printf(b, "allocate %s %s", tth_dtype_name(buf->dtype), buf->name);
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_printf(b, "allocate %s %s", tth_dtype_name(buf->dtype), buf->name);
         print_shape(b, buf);
-        tth__sb_printf(b, " /* %zu bytes, %s, align %u */ {\n", tth_tbuffer_nbytes(buf), scope_name(buf->scope),
+        tth_strbuf_printf(b, " /* %zu bytes, %s, align %u */ {\n", tth_tbuffer_nbytes(buf), scope_name(buf->scope),
                        buf->align);
         print_stmt(b, s->u.alloc.body, level + 1);
-        tth__sb_indent(b, level);
-        tth__sb_puts(b, "}\n");
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_puts(b, "}\n");
         return;
     }
     case TTH_TSTMT_IF:
-        tth__sb_indent(b, level);
-        tth__sb_puts(b, "if (");
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_puts(b, "if (");
         print_expr(b, s->u.cond.cond);
-        tth__sb_puts(b, ") {\n");
+        tth_strbuf_puts(b, ") {\n");
         print_stmt(b, s->u.cond.then_s, level + 1);
-        tth__sb_indent(b, level);
+        tth_strbuf_spaces(b, 2 * level);
         if (s->u.cond.else_s) {
-            tth__sb_puts(b, "} else {\n");
+            tth_strbuf_puts(b, "} else {\n");
             print_stmt(b, s->u.cond.else_s, level + 1);
-            tth__sb_indent(b, level);
+            tth_strbuf_spaces(b, 2 * level);
         }
-        tth__sb_puts(b, "}\n");
+        tth_strbuf_puts(b, "}\n");
         return;
     case TTH_TSTMT_LET:
-        tth__sb_indent(b, level);
+        tth_strbuf_spaces(b, 2 * level);
         if (s->u.let.var->lanes > 1)
-            tth__sb_printf(b, "let %sx%d %s = ", tth_dtype_name(s->u.let.var->dtype), (int)s->u.let.var->lanes,
+            tth_strbuf_printf(b, "let %sx%d %s = ", tth_dtype_name(s->u.let.var->dtype), (int)s->u.let.var->lanes,
                            s->u.let.var->name);
         else
-            tth__sb_printf(b, "let %s %s = ", tth_dtype_name(s->u.let.var->dtype), s->u.let.var->name);
+            tth_strbuf_printf(b, "let %s %s = ", tth_dtype_name(s->u.let.var->dtype), s->u.let.var->name);
         print_expr(b, s->u.let.value);
-        tth__sb_puts(b, ";\n");
+        tth_strbuf_puts(b, ";\n");
         print_stmt(b, s->u.let.body, level);
         return;
     case TTH_TSTMT_EVALUATE:
-        tth__sb_indent(b, level);
+        tth_strbuf_spaces(b, 2 * level);
         print_expr(b, s->u.eval.value);
-        tth__sb_puts(b, ";\n");
+        tth_strbuf_puts(b, ";\n");
         return;
     case TTH_TSTMT_CALL_FUNC:
-        tth__sb_indent(b, level);
-        tth__sb_printf(b, "%s(", s->u.call.func);
+        tth_strbuf_spaces(b, 2 * level);
+        tth_strbuf_printf(b, "%s(", s->u.call.func);
         for (size_t i = 0; i < s->u.call.nargs; i++)
-            tth__sb_printf(b, "%s%s", i ? ", " : "", s->u.call.args[i]->name);
-        tth__sb_puts(b, ");\n");
+            tth_strbuf_printf(b, "%s%s", i ? ", " : "", s->u.call.args[i]->name);
+        tth_strbuf_puts(b, ");\n");
         return;
     }
-    tth__sb_indent(b, level);
-    tth__sb_puts(b, "<?>;\n");
+    tth_strbuf_spaces(b, 2 * level);
+    tth_strbuf_puts(b, "<?>;\n");
 }
 
 /* Buffers a function uses that are neither parameters nor allocated in it (constants,
@@ -724,18 +724,18 @@ static void collect_stmt(bufset *s, const tth_tstmt *st)
     }
 }
 
-static void print_func(tth__sbuf *b, const tth_prim_func *f, int is_entry)
+static void print_func(tth_strbuf *b, const tth_prim_func *f, int is_entry)
 {
-    tth__sb_printf(b, "// prim_func %s%s, target \"%s\"", f->name, is_entry ? " (entry)" : "",
+    tth_strbuf_printf(b, "// prim_func %s%s, target \"%s\"", f->name, is_entry ? " (entry)" : "",
                    f->target_kind ? f->target_kind : "");
     if (f->attrs && json_object_size(f->attrs)) {
         char *s = json_dumps(f->attrs, JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
         if (s) {
-            tth__sb_printf(b, ", attrs %s", s);
+            tth_strbuf_printf(b, ", attrs %s", s);
             free(s);
         }
     }
-    tth__sb_puts(b, "\n");
+    tth_strbuf_puts(b, "\n");
     bufset used = {0};
     collect_stmt(&used, f->body);
     for (size_t i = 0; i < used.n; i++) {
@@ -745,50 +745,50 @@ static void print_func(tth__sbuf *b, const tth_prim_func *f, int is_entry)
             k++;
         if (k < f->nparams)
             continue; /* an INPUT/OUTPUT parameter: shown in the signature */
-        tth__sb_printf(b, "// %s %s %s", scope_name(buf->scope), tth_dtype_name(buf->dtype), buf->name);
+        tth_strbuf_printf(b, "// %s %s %s", scope_name(buf->scope), tth_dtype_name(buf->dtype), buf->name);
         print_shape(b, buf);
         if (buf->scope == TTH_SCOPE_CONST && buf->data)
-            tth__sb_printf(b, " #%016" PRIx64, tth_tensor_hash(buf->data));
+            tth_strbuf_printf(b, " #%016" PRIx64, tth_tensor_hash(buf->data));
         if (buf->offset >= 0)
-            tth__sb_printf(b, " @%" PRId64, buf->offset);
-        tth__sb_puts(b, "\n");
+            tth_strbuf_printf(b, " @%" PRId64, buf->offset);
+        tth_strbuf_puts(b, "\n");
     }
     free(used.items);
-    tth__sb_printf(b, "void %s(", f->name);
+    tth_strbuf_printf(b, "void %s(", f->name);
     for (size_t i = 0; i < f->nparams; i++) {
         const tth_tbuffer *p = f->params[i];
         if (i)
-            tth__sb_puts(b, ", ");
+            tth_strbuf_puts(b, ", ");
         if (p->scope != TTH_SCOPE_PARAM)
-            tth__sb_printf(b, "%s ", scope_name(p->scope));
-        tth__sb_printf(b, "%s %s", tth_dtype_name(p->dtype), p->name);
+            tth_strbuf_printf(b, "%s ", scope_name(p->scope));
+        tth_strbuf_printf(b, "%s %s", tth_dtype_name(p->dtype), p->name);
         print_shape(b, p);
     }
-    tth__sb_puts(b, ") {\n");
+    tth_strbuf_puts(b, ") {\n");
     print_stmt(b, f->body, 1);
-    tth__sb_puts(b, "}\n");
+    tth_strbuf_puts(b, "}\n");
 }
 
 char *tth_tir_print_func(const tth_prim_func *f)
 {
     if (!f)
         return NULL;
-    tth__sbuf b = {0};
+    tth_strbuf b = {0};
     print_func(&b, f, 0);
-    return tth__sb_finish(&b);
+    return tth_strbuf_finish(&b);
 }
 
 char *tth_tir_print(const tth_tir_module *m)
 {
     if (!m)
         return NULL;
-    tth__sbuf b = {0};
+    tth_strbuf b = {0};
     for (size_t i = 0; i < m->nfuncs; i++) {
         if (i)
-            tth__sb_puts(&b, "\n");
+            tth_strbuf_puts(&b, "\n");
         print_func(&b, m->funcs[i], m->entry && strcmp(m->entry, m->funcs[i]->name) == 0);
     }
-    return tth__sb_finish(&b);
+    return tth_strbuf_finish(&b);
 }
 
 /* ---- JSON ---- */

@@ -13,7 +13,7 @@
  * parse(to_string(t)) == t.
  */
 #include "target_private.h"
-#include "../sbuf.h"
+#include "tth/strbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -531,23 +531,23 @@ static int needs_quotes(const char *s, int in_list)
     return 0;
 }
 
-static void put_quoted(tth__sbuf *b, const char *s)
+static void put_quoted(tth_strbuf *b, const char *s)
 {
-    tth__sb_putc(b, '\'');
+    tth_strbuf_putc(b, '\'');
     for (; *s; s++) {
         if (*s == '\'' || *s == '\\')
-            tth__sb_putc(b, '\\');
-        tth__sb_putc(b, *s);
+            tth_strbuf_putc(b, '\\');
+        tth_strbuf_putc(b, *s);
     }
-    tth__sb_putc(b, '\'');
+    tth_strbuf_putc(b, '\'');
 }
 
-static void put_word(tth__sbuf *b, const char *s, int in_list)
+static void put_word(tth_strbuf *b, const char *s, int in_list)
 {
     if (needs_quotes(s, in_list))
         put_quoted(b, s);
     else
-        tth__sb_puts(b, s);
+        tth_strbuf_puts(b, s);
 }
 
 static int cmp_cstr(const void *a, const void *b)
@@ -555,11 +555,11 @@ static int cmp_cstr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void put_target(tth__sbuf *b, const json_t *t);
+static void put_target(tth_strbuf *b, const json_t *t);
 
-static void put_nested(tth__sbuf *b, const json_t *t)
+static void put_nested(tth_strbuf *b, const json_t *t)
 {
-    tth__sbuf inner = {0};
+    tth_strbuf inner = {0};
     put_target(&inner, t);
     if (inner.failed)
         b->failed = 1;
@@ -568,27 +568,27 @@ static void put_nested(tth__sbuf *b, const json_t *t)
 }
 
 /* " -name=value" for one field; nothing for an empty list. */
-static void put_field(tth__sbuf *b, const char *name, const json_t *v)
+static void put_field(tth_strbuf *b, const char *name, const json_t *v)
 {
     if (json_is_array(v) && json_array_size(v) == 0)
         return;
-    tth__sb_puts(b, " -");
-    tth__sb_puts(b, name);
-    tth__sb_putc(b, '=');
+    tth_strbuf_puts(b, " -");
+    tth_strbuf_puts(b, name);
+    tth_strbuf_putc(b, '=');
     if (json_is_string(v)) {
         put_word(b, json_string_value(v), 0);
     } else if (json_is_integer(v)) {
         char num[32];
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        tth__sb_puts(b, num);
+        tth_strbuf_puts(b, num);
     } else if (json_is_boolean(v)) {
-        tth__sb_puts(b, json_is_true(v) ? "true" : "false");
+        tth_strbuf_puts(b, json_is_true(v) ? "true" : "false");
     } else if (json_is_array(v)) {
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
             if (i)
-                tth__sb_putc(b, ',');
+                tth_strbuf_putc(b, ',');
             if (json_is_string(e))
                 put_word(b, json_string_value(e), 1);
             else /* a composite's members */
@@ -599,10 +599,10 @@ static void put_field(tth__sbuf *b, const char *name, const json_t *v)
     }
 }
 
-static void put_target(tth__sbuf *b, const json_t *t)
+static void put_target(tth_strbuf *b, const json_t *t)
 {
     const char *kind = json_string_value(json_object_get(t, "kind"));
-    tth__sb_puts(b, kind ? kind : "");
+    tth_strbuf_puts(b, kind ? kind : "");
     size_t n = json_object_size(t), k = 0;
     const char **names = malloc((n ? n : 1) * sizeof *names);
     if (!names) {
@@ -625,7 +625,7 @@ char *tth_target_to_string(const json_t *canonical)
 {
     if (!json_is_object(canonical))
         return NULL;
-    tth__sbuf b = {0};
+    tth_strbuf b = {0};
     put_target(&b, canonical);
-    return tth__sb_finish(&b);
+    return tth_strbuf_finish(&b);
 }
