@@ -92,18 +92,25 @@ static void print_status(const json_t *r)
     printf("connections:  %lld\n", (long long)jint(r, "connections"));
 }
 
-int tthctl_cmd_status(const tthctl_args *a, tthctl_error *err)
+/* A command that asks the daemon one question without parameters and prints the answer: as JSON
+ * with --json, else with `print`. */
+static int query(const tthctl_args *a, const char *method, void (*print)(const json_t *), tthctl_error *err)
 {
     json_t *r = NULL;
-    int rc = one_call(a, 0, "status", NULL, &r, err);
+    int rc = one_call(a, 0, method, NULL, &r, err);
     if (rc < 0)
         return rc;
     if (a->json)
         tthctl_json_print(r);
     else
-        print_status(r);
+        print(r);
     json_decref(r);
     return 0;
+}
+
+int tthctl_cmd_status(const tthctl_args *a, tthctl_error *err)
+{
+    return query(a, "status", print_status, err);
 }
 
 /* ---- targets ---- */
@@ -145,31 +152,13 @@ static void print_kinds(const json_t *r)
 
 int tthctl_cmd_targets(const tthctl_args *a, tthctl_error *err)
 {
-    json_t *r = NULL;
-    int rc = one_call(a, 0, "targets/list", NULL, &r, err);
-    if (rc < 0)
-        return rc;
-    if (a->json)
-        tthctl_json_print(r);
-    else
-        print_kinds(r);
-    json_decref(r);
-    return 0;
+    return query(a, "targets/list", print_kinds, err);
 }
 
 /* ---- tags ---- */
 
-int tthctl_cmd_tags(const tthctl_args *a, tthctl_error *err)
+static void print_tags(const json_t *r)
 {
-    json_t *r = NULL;
-    int rc = one_call(a, 0, "tags/list", NULL, &r, err);
-    if (rc < 0)
-        return rc;
-    if (a->json) {
-        tthctl_json_print(r);
-        json_decref(r);
-        return 0;
-    }
     const json_t *tags = json_object_get(r, "tags");
     if (json_array_size(tags) == 0)
         printf("no tags: the daemon loaded no plugin that defines one (see 'tthctl plugins')\n");
@@ -186,23 +175,17 @@ int tthctl_cmd_tags(const tthctl_args *a, tthctl_error *err)
             printf("  %s\n", config);
         free(config);
     }
-    json_decref(r);
-    return 0;
+}
+
+int tthctl_cmd_tags(const tthctl_args *a, tthctl_error *err)
+{
+    return query(a, "tags/list", print_tags, err);
 }
 
 /* ---- plugins ---- */
 
-int tthctl_cmd_plugins(const tthctl_args *a, tthctl_error *err)
+static void print_plugins(const json_t *r)
 {
-    json_t *r = NULL;
-    int rc = one_call(a, 0, "plugins/list", NULL, &r, err);
-    if (rc < 0)
-        return rc;
-    if (a->json) {
-        tthctl_json_print(r);
-        json_decref(r);
-        return 0;
-    }
     const json_t *plugins = json_object_get(r, "plugins");
     const json_t *errors = json_object_get(r, "errors");
     printf("directory %s (generation %lld): %zu loaded, %zu refused\n", jstr(r, "directory"),
@@ -220,8 +203,11 @@ int tthctl_cmd_plugins(const tthctl_args *a, tthctl_error *err)
         if (*jstr(p, "hint"))
             printf("    hint: %s\n", jstr(p, "hint"));
     }
-    json_decref(r);
-    return 0;
+}
+
+int tthctl_cmd_plugins(const tthctl_args *a, tthctl_error *err)
+{
+    return query(a, "plugins/list", print_plugins, err);
 }
 
 /* ---- target parse ---- */
