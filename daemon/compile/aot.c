@@ -6,7 +6,9 @@
  * (params: one INPUT buffer per main param, then one OUTPUT buffer per main result field), its
  * body a sequence of TTH_TSTMT_CALL_FUNC in main's topological order over INPUT, OUTPUT,
  * CONST and WORKSPACE buffers; a result that is not computed by a call (an input or a constant
- * returned as is, or one value returned twice) is copied into its output at the end.
+ * returned as is, or one value returned twice) is copied into its output at the end. A flat
+ * concatenation of workspace buffers calls nothing: its inputs become slices of its output
+ * (out->aliases, docs/lowering.md "Concatenation in place").
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -139,18 +141,119 @@ static tth_tstmt *copy_stmt(tth_tir_module *m, tth_tbuffer *dst, tth_tbuffer *sr
                        TTH_LOOP_SERIAL, st);
 }
 
+/* Concatenation in place (docs/lowering.md): fn is one concatenation of its params in order,
+ * along an axis with only ones before it, so each input is one run of the output's bytes. */
+static int is_flat_concat(const tth_relay_function *fn)
+{
+    const tth_rexpr *b = fn->body;
+    if (!b || b->kind != TTH_REXPR_CALL || b->u.call.fn || b->u.call.op != TTH_OP_CONCATENATE ||
+        b->type.nfields >= 0 || b->u.call.nargs != fn->nparams || fn->nparams < 2)
+        return 0;
+    for (size_t i = 0; i < fn->nparams; i++)
+        if (b->u.call.args[i] != fn->params[i])
+            return 0;
+    const tth_ttype *t = &b->type.tensor;
+    json_int_t axis = json_integer_value(json_object_get(b->u.call.attrs, "axis"));
+    if (axis < 0)
+        axis += t->rank;
+    if (axis < 0 || axis >= t->rank)
+        return 0;
+    for (json_int_t d = 0; d < axis; d++)
+        if (t->shape[d] != 1)
+            return 0;
+    return 1;
+}
+
+static int is_aliased(const tth_aot_result *out, const tth_tbuffer *b)
+{
+    for (size_t i = 0; i < out->naliases; i++)
+        if (out->aliases[i].part == b || out->aliases[i].whole == b)
+            return 1;
+    return 0;
+}
+
+/* The alignment memory planning gives b (memplan.c's rule): the workspace's, or b's own when
+ * larger, at least its element size, a power of two. */
+static uint32_t planned_align(const tth_tbuffer *b, uint32_t ws_align)
+{
+    uint32_t a = b->align > ws_align && b->align != 16 ? b->align : ws_align;
+    if (a < tth_dtype_size(b->dtype))
+        a = (uint32_t)tth_dtype_size(b->dtype);
+    uint32_t p = 1;
+    while (p < a)
+        p <<= 1;
+    return p;
+}
+
+/* Make the n inputs of a flat concatenation slices of its output `whole`, when each is a
+ * workspace buffer of its own (no input twice, none already a slice or holding slices) whose
+ * place in whole keeps its alignment; whole's alignment is raised to theirs. 1 when done (the
+ * concatenation then needs no code), 0 when not, negative on OOM. */
+static int slice_inputs(tth_aot_result *out, tth_tbuffer *const *in, size_t n, tth_tbuffer *whole,
+                        uint32_t ws_align)
+{
+    if (whole->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, whole))
+        return 0;
+    uint64_t off = 0;
+    uint32_t need = whole->align;
+    for (size_t i = 0; i < n; i++) {
+        if (in[i]->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, in[i]))
+            return 0;
+        for (size_t j = 0; j < i; j++)
+            if (in[j] == in[i])
+                return 0;
+        uint32_t a = planned_align(in[i], ws_align);
+        if (off % a != 0)
+            return 0;
+        if (a > need)
+            need = a;
+        off += tth_tbuffer_nbytes(in[i]);
+    }
+    if (off != tth_tbuffer_nbytes(whole))
+        return 0;
+    tth_mem_alias *na = realloc(out->aliases, (out->naliases + n) * sizeof *na);
+    if (!na)
+        return TTH_ENOMEM;
+    out->aliases = na;
+    off = 0;
+    for (size_t i = 0; i < n; i++) {
+        na[out->naliases++] = (tth_mem_alias){.part = in[i], .whole = whole, .offset = off};
+        off += tth_tbuffer_nbytes(in[i]);
+    }
+    whole->align = need;
+    return 1;
+}
+
+/* Drop from the module the PrimFuncs of concatenations that were all done in place. */
+static void drop_uncalled(tth_tir_module *tmod, const tth_tstmt *body, const char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        int called = 0;
+        for (size_t i = 0; body && body->kind == TTH_TSTMT_SEQ && i < body->u.seq.n && !called; i++) {
+            const tth_tstmt *st = body->u.seq.stmts[i];
+            called = st->kind == TTH_TSTMT_CALL_FUNC && strcmp(st->u.call.func, names[k]) == 0;
+        }
+        size_t w = 0;
+        for (size_t i = 0; i < tmod->nfuncs; i++)
+            if (called || strcmp(tmod->funcs[i]->name, names[k]) != 0)
+                tmod->funcs[w++] = tmod->funcs[i];
+        tmod->nfuncs = w;
+    }
+}
+
 void tth_aot_result_clear(tth_aot_result *r)
 {
     if (!r)
         return;
     free(r->inputs);
     free(r->outputs);
+    free(r->aliases);
     memset(r, 0, sizeof *r);
 }
 
 int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_lowered *lowered,
-                  size_t nlowered, const char *model, const char *target_kind, tth_aot_result *out,
-                  tth_diag *diag)
+                  size_t nlowered, const char *model, const char *target_kind, uint32_t ws_align,
+                  tth_aot_result *out, tth_diag *diag)
 {
     memset(out, 0, sizeof *out);
     tth_relay_function *main_fn = tth_relay_module_main(rmod);
@@ -258,7 +361,11 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
     }
     out->noutputs = nres;
 
-    /* the calls, in order */
+    /* the calls, in order; the PrimFuncs of concatenations done in place */
+    const char **elided = calloc((size_t)ntopo + 1, sizeof *elided);
+    size_t nelided = 0;
+    if (!elided)
+        rc = tth_diag_set(diag, TTH_ENOMEM, "aot", "out of memory");
     for (int64_t t = 0; t < ntopo && !rc; t++) {
         const tth_rexpr *e = topo[t];
         switch (e->kind) {
@@ -379,6 +486,15 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
                 break;
             if ((rc = set_bufs(&c, e, args + e->u.call.nargs, nouts)))
                 break;
+            if (nouts == 1 && is_flat_concat(e->u.call.fn)) {
+                int done = slice_inputs(out, args, e->u.call.nargs, args[e->u.call.nargs], ws_align);
+                if (done < 0)
+                    rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+                if (done) {
+                    elided[nelided++] = pf->name;
+                    break;
+                }
+            }
             tth_tstmt *call = tth_tir_call_func(tmod, pf->name, args, nargs);
             if (!call || tth_tir_seq_append(tmod, &body, call) != 0)
                 rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
@@ -411,6 +527,9 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
     }
     free(claim_call);
     free(claim_field);
+    if (!rc)
+        drop_uncalled(tmod, body, elided, nelided);
+    free(elided);
     if (rc)
         goto done;
     if (!body)

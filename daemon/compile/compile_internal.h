@@ -21,12 +21,23 @@ typedef struct tth_io_info {
     tth_tbuffer *buf;        /* the entry's INPUT/OUTPUT buffer */
 } tth_io_info;
 
+/* A WORKSPACE buffer that is a slice of another: `part` takes bytes [offset, offset + its size)
+ * of `whole`. Made by the AOT entry for a concatenation in place (docs/lowering.md,
+ * "Concatenation in place"); memory planning places `whole` over the lifetimes of both and sets
+ * part's offset from whole's. */
+typedef struct tth_mem_alias {
+    tth_tbuffer *part, *whole;
+    uint64_t offset;
+} tth_mem_alias;
+
 typedef struct tth_aot_result {
     tth_prim_func *entry;    /* tth_<model>_run, added to the module and set as its entry */
     tth_io_info *inputs;     /* malloc'd */
     size_t ninputs;
     tth_io_info *outputs;    /* malloc'd */
     size_t noutputs;
+    tth_mem_alias *aliases;  /* malloc'd: the slices of concatenations done in place */
+    size_t naliases;
 } tth_aot_result;
 
 /* One PrimFunc per Relay function: which lowered PrimFunc implements which Relay function. */
@@ -39,8 +50,8 @@ typedef struct tth_lowered {
  * `lowered` (fusion and lowering ran). Inputs are main's params in order, outputs main's result
  * fields in order; intermediates become WORKSPACE buffers. */
 int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_lowered *lowered,
-                  size_t nlowered, const char *model, const char *target_kind, tth_aot_result *out,
-                  tth_diag *diag);
+                  size_t nlowered, const char *model, const char *target_kind, uint32_t ws_align,
+                  tth_aot_result *out, tth_diag *diag);
 void tth_aot_result_clear(tth_aot_result *r);
 
 /* ---- memplan.c (memplan_graph.c, memplan_greedy.c, memplan_search.c) ----------------------- */
@@ -96,6 +107,11 @@ typedef struct tth_mem_plan {
  * more keeps its own; never below its element size. `algo`: one algorithm, or TTH_MEMPLAN_BEST. */
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
                     tth_mem_plan *plan, tth_diag *diag);
+/* The same with slices (tth_aot_result.aliases): a part's uses count as its whole's, and the
+ * part's offset is its whole's plus its own. */
+int tth_memplan_run_aliased(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
+                            const tth_mem_alias *aliases, size_t naliases, tth_mem_plan *plan,
+                            tth_diag *diag);
 /* Place plan->items (lifetimes, sizes and alignments set; buf->offset is written) with `algo`:
  * fills total_bytes, lower_bound_bytes, algo_bytes, alignment (at least its value on entry),
  * workspace_bytes and algo. Returns 0 or TTH_ENOMEM. tth_memplan_run ends with it; tests and

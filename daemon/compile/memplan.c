@@ -32,6 +32,8 @@ typedef struct plan_builder {
     size_t nslot;
     uint32_t target_align;
     int only_new;            /* functions the entry never calls: add new buffers only */
+    const tth_mem_alias *aliases; /* slices: a use of a part is a use of its whole */
+    size_t naliases;
     const tth_prim_func **byname; /* the module's functions sorted by name (callee lookup) */
     size_t nfuncs;
 } plan_builder;
@@ -105,6 +107,11 @@ static int touch(plan_builder *pb, tth_tbuffer *b, int64_t k, const char *func)
 {
     if (b->scope != TTH_SCOPE_WORKSPACE && b->scope != TTH_SCOPE_LOCAL)
         return 0;
+    for (size_t i = 0; i < pb->naliases; i++)
+        if (pb->aliases[i].part == b) {
+            b = pb->aliases[i].whole;
+            break;
+        }
     if (pb->nslot) {
         size_t s = slot_of(pb, b);
         if (pb->slot[s]) {
@@ -362,6 +369,13 @@ static int plan_place(tth_mem_plan *plan, tth_memplan_algo algo)
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
                     tth_mem_plan *plan, tth_diag *diag)
 {
+    return tth_memplan_run_aliased(mod, alignment, algo, NULL, 0, plan, diag);
+}
+
+int tth_memplan_run_aliased(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
+                            const tth_mem_alias *aliases, size_t naliases, tth_mem_plan *plan,
+                            tth_diag *diag)
+{
     memset(plan, 0, sizeof *plan);
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
         return tth_diag_set(diag, TTH_EINVAL, "memplan", "workspace alignment %u is not a power "
@@ -373,7 +387,7 @@ int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo al
     if (!entry)
         return tth_diag_set(diag, TTH_EINVAL, "memplan", "the module has no AOT entry; the aot "
                             "stage must run first");
-    plan_builder pb = {.target_align = alignment};
+    plan_builder pb = {.target_align = alignment, .aliases = aliases, .naliases = naliases};
     int64_t steps = 0;
     int rc = collect(mod, entry, &pb, &steps);
     free(pb.slot);
@@ -390,6 +404,11 @@ int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo al
     }
     for (size_t i = 0; i < plan->nitems; i++)
         plan->items[i].buf->align = plan->items[i].align;
+    /* a part sits inside its whole; aot.c chose offsets that keep its alignment */
+    for (size_t i = 0; i < naliases; i++) {
+        aliases[i].part->offset = aliases[i].whole->offset + (int64_t)aliases[i].offset;
+        aliases[i].part->align = effective_align(aliases[i].part, alignment);
+    }
     return 0;
 }
 

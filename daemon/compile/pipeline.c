@@ -434,7 +434,7 @@ static int stage_lower(compile_state *s)
 static int stage_aot(compile_state *s)
 {
     int rc = tth_aot_build(s->rmod, s->tmod, s->lowered, s->nlowered, s->req->model_name, s->kind,
-                           &s->aot, s->diag);
+                           s->ws_align, &s->aot, s->diag);
     if (rc)
         return rc;
     rc = tth_tir_verify(s->tmod, s->diag);
@@ -448,7 +448,8 @@ static int stage_aot(compile_state *s)
 /* memplan: offsets for every WORKSPACE and LOCAL buffer; requires aot. */
 static int stage_memplan(compile_state *s)
 {
-    int rc = tth_memplan_run(s->tmod, s->ws_align, TTH_MEMPLAN_BEST, &s->plan, s->diag);
+    int rc = tth_memplan_run_aliased(s->tmod, s->ws_align, TTH_MEMPLAN_BEST, s->aot.aliases, s->aot.naliases,
+                                     &s->plan, s->diag);
     if (rc == 0 && wants_dump(s, "memplan")) {
         json_t *j = tth_mem_plan_to_json(&s->plan);
         dump(s, "memplan", j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL);

@@ -20,7 +20,8 @@ outside the image or empty, batch indices picking either image, opsets 10 and 16
 BatchNormalization with training_mode=1 (ranks 2, 3 and 5, momentum, some of the running
 statistics asked for, an input far from zero) and of GridSample (every mode with every padding
 mode, align_corners with reflection, halfway points for nearest, points far outside, batch 2
-with several channels, float64, one and three spatial axes), written as ONNX test cases whose
+with several channels, float64, one and three spatial axes) and of concatenations done in place
+(and those that cannot be), written as ONNX test cases whose
 expected outputs come from numpy (an implementation of the ONNX definitions, numpy.einsum and
 numpy.fft), independent of tth.
 
@@ -1023,6 +1024,52 @@ def write_gridsample(root, case, rng):
               [([("x", x), ("grid", grid)], [("y", want)])])
 
 
+def write_concat_in_place(root, rng):
+    """Concatenations that tth does in place (their inputs written straight into the output,
+    docs/lowering.md) beside ones it must copy: two convolution results joined along channels
+    (in place), one of them read again after the join, the same tensor twice, a join holding a
+    joined tensor, a join along rows with channels before it, a join returned as the model's
+    output, and batch 2 (neither in place). numpy computes the expected outputs."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    relu = lambda v: np.maximum(v, 0)
+    sigm = lambda v: 1 / (1 + np.exp(-v))
+    conv1 = lambda w, v: np.einsum("oc,nchw->nohw", w, v)
+    for name, n in (("concat_in_place", 1), ("concat_batch2", 2)):
+        x = rng.normal(0, 1, (n, 4, 5, 5)).astype(np.float32)
+        w = {k: rng.normal(0, 0.5, s).astype(np.float32) for k, s in
+             (("wa", (4, 4)), ("wb", (4, 4)), ("wd", (4, 8)))}
+        a = relu(conv1(w["wa"], x))
+        b = sigm(conv1(w["wb"], x))
+        c = np.concatenate([a, b], 1)
+        d = conv1(w["wd"], c)
+        e = np.concatenate([d, d], 1)
+        f = np.concatenate([e, a], 1)
+        g = a + d
+        h = np.concatenate([g, relu(d)], 2)
+        k = np.concatenate([relu(g), -g], 1)
+        nodes = [
+            helper.make_node("Conv", ["x", "wa"], ["ca"]), helper.make_node("Relu", ["ca"], ["a"]),
+            helper.make_node("Conv", ["x", "wb"], ["cb"]), helper.make_node("Sigmoid", ["cb"], ["b"]),
+            helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+            helper.make_node("Conv", ["c", "wd"], ["d"]),
+            helper.make_node("Concat", ["d", "d"], ["e"], axis=1),
+            helper.make_node("Concat", ["e", "a"], ["f"], axis=1),
+            helper.make_node("Add", ["a", "d"], ["g"]),
+            helper.make_node("Relu", ["d"], ["rd"]),
+            helper.make_node("Concat", ["g", "rd"], ["h"], axis=2),
+            helper.make_node("Relu", ["g"], ["rg"]), helper.make_node("Neg", ["g"], ["ng"]),
+            helper.make_node("Concat", ["rg", "ng"], ["k"], axis=1),
+        ]
+        inits = [numpy_helper.from_array(v.reshape(v.shape + (1, 1)), k) for k, v in w.items()]
+        outs = (("f", f), ("g", g), ("h", h), ("k", k))
+        g_ = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(v.shape)) for o, v in outs],
+                               inits)
+        save_case(root, name, helper.make_model(g_, opset_imports=[helper.make_opsetid("", 13)]),
+                  [([("x", x)], [(o, v.astype(np.float32)) for o, v in outs])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -1062,6 +1109,7 @@ def main():
             write_batchnorm_training(root, case, rng)
         for case in GRIDSAMPLE:
             write_gridsample(root, case, rng)
+        write_concat_in_place(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
