@@ -290,7 +290,24 @@ static int open_tmp(compile_job *job, tthctl_error *err)
     return 0;
 }
 
-/* Check the received artifact against the response; rename over OUT. */
+/* Put the file tmp in the place of out, atomically: a reader of out sees the old file or the
+ * new one. Over an existing regular file the two names are exchanged and the old file, now under
+ * tmp's name, is removed: the same result as rename(2), but ext4 writes a file's blocks out at
+ * once when a rename replaces another file (its auto_da_alloc rule), and the exchange is not
+ * such a rename (docs/tthctl.md, "compile": a 72 MiB artifact replaced in about 12 ms instead of
+ * 30). Anything else (no old file, a directory or link there, a file system that cannot
+ * exchange) is a plain rename. 0, or -1 with errno set. */
+static int replace_file(const char *tmp, const char *out)
+{
+    struct stat st;
+    if (lstat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+        renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_EXCHANGE) == 0) {
+        unlink(tmp);
+        return 0;
+    }
+    return rename(tmp, out);
+}
+
 /* size bytes of fd from off into the hash, and into out_fd when it is not -1; 0 or -1 */
 static int hash_copy(int fd, uint64_t off, uint64_t size, XXH64_state_t *hash, int out_fd)
 {
@@ -444,7 +461,7 @@ static int finish_artifact(compile_job *job, const json_t *res, tthctl_error *er
     job->tmp_fd = -1;
     if (rc < 0)
         return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot write the artifact: %s", strerror(errno));
-    if (rename(job->tmp_path, job->out_path) < 0)
+    if (replace_file(job->tmp_path, job->out_path) < 0)
         return tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot rename '%s' to the output: %s", job->tmp_path,
                            strerror(errno));
     job->tmp_path[0] = '\0';

@@ -5,6 +5,7 @@
  * a test started (directly, or through tthctl's auto-start) is stopped with `tthctl stop` in the
  * teardown, and killed if it does not go. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -873,6 +874,95 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     assert_has(po.out, "removed 1 cache entries");
     proc_out_free(&po);
     cr_assert_eq(cache_counter("entries"), 0);
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int rc = fputs(text, f) < 0;
+    return fclose(f) != 0 || rc ? -1 : 0;
+}
+
+/* Names in dir, sorted, each followed by a newline (malloc'd). */
+static char *dir_names(const char *dir)
+{
+    struct dirent **ents;
+    int n = scandir(dir, &ents, NULL, alphasort);
+    cr_assert_geq(n, 0, "cannot list %s", dir);
+    size_t len = 1;
+    for (int i = 0; i < n; i++)
+        len += strlen(ents[i]->d_name) + 1;
+    char *s = calloc(len, 1);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, ".."))
+            strcat(strcat(s, ents[i]->d_name), "\n");
+        free(ents[i]);
+    }
+    free(ents);
+    return s;
+}
+
+/* The output takes the place of an existing file the way rename(2) does, whichever way tthctl
+ * puts it there (docs/tthctl.md, "compile"): another hard link to the old file keeps the old
+ * bytes, a symbolic link at the output is replaced (its target untouched), no temporary file is
+ * left behind, and a directory at the output is an error that leaves it as it was. */
+Test(client, compile_replaces_the_output_like_rename)
+{
+    start_daemon(NULL);
+    char dir[400], out[500], other[500], target[500], sub[500], path[600];
+    snprintf(dir, sizeof dir, "%s/outs", F.dir);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(out, sizeof out, "%s/model.tar", dir);
+    snprintf(other, sizeof other, "%s/old.link", dir);
+    cr_assert_eq(write_text(out, "old bytes"), 0);
+    cr_assert_eq(link(out, other), 0);
+    proc_out po = {0};
+    for (int round = 0; round < 2; round++) { /* a miss, then a hit copied from the cache */
+        ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out);
+        assert_status(&po, 0);
+        proc_out_free(&po);
+        char *names = tar_list(out);
+        assert_has(names, "metadata.json\n");
+        free(names);
+    }
+    char *old = slurp(other);
+    cr_assert_str_eq(old, "old bytes");
+    free(old);
+    char *left = dir_names(dir);
+    cr_assert_str_eq(left, "model.tar\nold.link\n", "left in the output directory:\n%s", left);
+    free(left);
+
+    snprintf(target, sizeof target, "%s/elsewhere.tar", F.dir);
+    cr_assert_eq(write_text(target, "kept"), 0);
+    snprintf(path, sizeof path, "%s/via.tar", dir);
+    cr_assert_eq(symlink(target, path), 0);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", path);
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    struct stat st;
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_assert(S_ISREG(st.st_mode), "the symbolic link was not replaced");
+    char *kept = slurp(target);
+    cr_assert_str_eq(kept, "kept");
+    free(kept);
+
+    snprintf(sub, sizeof sub, "%s/adir", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    snprintf(path, sizeof path, "%s/inside", sub);
+    cr_assert_eq(write_text(path, "x"), 0);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", sub);
+    cr_assert_neq(po.status, 0, "compiling onto a directory succeeded");
+    proc_out_free(&po);
+    cr_assert_eq(stat(sub, &st), 0);
+    cr_assert(S_ISDIR(st.st_mode));
+    char *in = slurp(path);
+    cr_assert_str_eq(in, "x");
+    free(in);
+    left = dir_names(dir);
+    cr_assert_str_eq(left, "adir\nmodel.tar\nold.link\nvia.tar\n", "left in the output directory:\n%s", left);
+    free(left);
 }
 
 /* A cache hit, and a miss once its entry is written, come as a file of tthd's cache, copied and
