@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../compile/helpers.h"
+#include "helpers.h"
 #include "compile.h"
 #include "tth/target.h"
 #include "tthrt.h"

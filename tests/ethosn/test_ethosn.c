@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "../cmsisnn/npu_test.h"
-#include "../compile/helpers.h"
+#include "helpers.h"
 
 TestSuite(ethosn, .init = npu_load, .fini = npu_unload);
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../plugins/ethosn/model/ethosn_model.h"
-#include "../compile/helpers.h"
+#include "helpers.h"
 
 static char dir[256];
 static json_t *manifest;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../compile/helpers.h"
+#include "helpers.h"
 #include "compile.h"
 #include "frontend.h"
 #include "tth/target.h"

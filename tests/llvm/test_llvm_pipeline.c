@@ -1,7 +1,7 @@
 /* test_llvm_pipeline.c: whole compiles with target `llvm` (daemon/compile in-process): the
  * llvm-cpu plugin builds every operator and the AOT entry, the pipeline links its object into the
  * host shared object, the runtime runs it. ONNX node models from libonnx-testdata are compared
- * with their expected outputs (tests/compile/onnx_case.c: the same harness and tolerances as the
+ * with their expected outputs (tests/support/onnx_case.c: the same harness and tolerances as the
  * `c` target's tests), and a sweep checks that every sampled case the `c` target passes, `llvm`
  * passes too. */
 #include <criterion/criterion.h>
@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../compile/helpers.h"
-#include "../compile/onnx_case.h"
-#include "../compile/standalone_build.h"
+#include "helpers.h"
+#include "onnx_case.h"
+#include "standalone_build.h"
 #include "compile.h"
 #include "tth/target.h"
 
@@ -122,7 +122,7 @@ static void expect_pass_everywhere(const char *base, const char *const *cases, s
  * code either: plain `llvm` (this machine: its CPU's widest vectors, FMA, the thread pool),
  * `-mcpu=generic` (4-lane SSE2 or NEON, multiply and add) and, on an x86-64 host, an AVX2 CPU
  * (8 lanes, 16 registers) all pass the same convolution cases: every vector shape of the tiled
- * kernels, compiled and run (tolerances of tests/compile/onnx_case.c). Timings are the
+ * kernels, compiled and run (tolerances of tests/support/onnx_case.c). Timings are the
  * benchmark's business (bench/vs_ort prints both). */
 Test(llvm_pipeline, host_cpu_generic_and_avx2_agree_on_convolutions, .timeout = 600)
 {
@@ -280,7 +280,7 @@ static void check_bound_weights(void)
 }
 
 /* An llvm artifact builds and runs without tth, as its README says and through its
- * CMakeLists.txt (tests/compile/standalone_build.c): a node case whose code is one object, and a
+ * CMakeLists.txt (tests/support/standalone_build.c): a node case whose code is one object, and a
  * numpy case with parallel loops, whose thread pool is a C source that needs -pthread; and the
  * binding of its weights (check_bound_weights). */
 static void expect_standalone_build(tth_registry *r, const char *target, const char *case_dir, const char *name)

@@ -1,5 +1,5 @@
 /* Composite targets: partitioning and the target hooks in docs/plugin-guide.md's order, in-process.
- * The test kinds (tests/plugins/tp_part.c) take float32 add and multiply without broadcasting;
+ * The test kinds (tests/fixtures/tp_part.c) take float32 add and multiply without broadcasting;
  * each exports a different set of hooks. Every compile runs through the runtime and is compared
  * with the ONNX expected outputs (node test data) or values computed here. */
 #include <criterion/criterion.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../compile/helpers.h"
-#include "../compile/onnx_case.h"
+#include "helpers.h"
+#include "onnx_case.h"
 #include "../frontend/onnx_build.h"
 #include "compile.h"
 #include "tth/target.h"
@@ -29,7 +29,7 @@ static tth_registry *registry(void)
     const char *root = getenv("TTH_BUILD_ROOT");
     for (size_t i = 0; i < sizeof test_plugins / sizeof test_plugins[0]; i++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/tests/plugins/%s.so", root, test_plugins[i]);
+        snprintf(path, sizeof path, "%s/tests/fixtures/%s.so", root, test_plugins[i]);
         tth_diag d;
         tth_diag_clear(&d);
         cr_assert_geq(tth_registry_load_file(r, path, &d), 0, "%s: %s", path, d.message);

@@ -13,7 +13,7 @@ static char tmpdir[256];
 static const char *test_plugins_dir(void)
 {
     static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/tests/plugins", getenv("TTH_BUILD_ROOT"));
+    snprintf(buf, sizeof buf, "%s/tests/fixtures", getenv("TTH_BUILD_ROOT"));
     return buf;
 }
 

@@ -1,5 +1,5 @@
-/* helpers.h: what the compile tests share: the plugin registry of the build tree, temporary
- * directories, running the C compiler, files. */
+/* helpers.h: what the in-process compile tests share: the plugin registry of the build tree,
+ * temporary directories, running the C compiler, files. */
 #ifndef TTH_TEST_COMPILE_HELPERS_H
 #define TTH_TEST_COMPILE_HELPERS_H
 
