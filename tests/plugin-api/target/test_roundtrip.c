@@ -1,6 +1,6 @@
 /* Canonical export: parse(export(t)) == t for every shipped tag and for the corpus
- * (tests/target/corpus.txt, 200+ targets); deterministic sorted JSON; stable hash; the string
- * form carries the host and the tag. */
+ * (tests/plugin-api/target/corpus.txt, 200+ targets); deterministic sorted JSON; stable hash;
+ * the string form carries the host and the tag. */
 #include "common.h"
 
 TestSuite(roundtrip, .init = load_plugins, .fini = unload_plugins, .timeout = 300);
@@ -28,7 +28,7 @@ Test(roundtrip, every_shipped_tag)
 Test(roundtrip, corpus)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/tests/target/corpus.txt", getenv("TTH_SOURCE_ROOT"));
+    snprintf(path, sizeof path, "%s/tests/plugin-api/target/corpus.txt", getenv("TTH_SOURCE_ROOT"));
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot open %s", path);
     char line[1024];
