@@ -14,7 +14,7 @@
  *      fused epilogue, stored pixel by pixel (one vector of channels per pixel, as the
  *      channel-blocked kernel stores).
  * The transforms are exact in real arithmetic; in float32 F(4x4, 3x3) loses a few bits more than
- * the direct sum (tests/lower checks it against numpy). */
+ * the direct sum (tests/daemon/lower checks it against numpy). */
 #include <string.h>
 
 #include "lower_conv_tiled.h"

@@ -575,10 +575,10 @@ Test(client, plugins_shows_load_errors)
     char dir[400], from[1024], to[600];
     snprintf(dir, sizeof dir, "%s/plugins", F.dir);
     cr_assert_eq(mkdir(dir, 0700), 0);
-    snprintf(from, sizeof from, "%s/tests/plugins/tp_basic.so", build_root());
+    snprintf(from, sizeof from, "%s/tests/fixtures/tp_basic.so", build_root());
     snprintf(to, sizeof to, "%s/tp_basic.so", dir);
     copy_file(from, to);
-    snprintf(from, sizeof from, "%s/tests/plugins/tp_abi.so", build_root());
+    snprintf(from, sizeof from, "%s/tests/fixtures/tp_abi.so", build_root());
     snprintf(to, sizeof to, "%s/tp_abi.so", dir);
     copy_file(from, to);
     start_daemon(dir);
@@ -604,7 +604,7 @@ Test(client, plugins_path_from_the_environment)
     cr_assert_eq(mkdir(b, 0700), 0);
     static const char *const files[][2] = {{"first", "tp_basic"}, {"second", "tp_hot"}, {"second", "tp_dup"}};
     for (size_t i = 0; i < 3; i++) {
-        snprintf(from, sizeof from, "%s/tests/plugins/%s.so", build_root(), files[i][1]);
+        snprintf(from, sizeof from, "%s/tests/fixtures/%s.so", build_root(), files[i][1]);
         snprintf(to, sizeof to, "%s/%s/%s.so", F.dir, files[i][0], files[i][1]);
         copy_file(from, to);
     }

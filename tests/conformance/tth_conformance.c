@@ -1,6 +1,6 @@
 /* tth-conformance: compile every ONNX test case under the given directories for one target,
  * run it through the runtime and compare with the shipped expected outputs
- * (tests/compile/onnx_case.c; tolerance: tthrt_default_tolerance — float32 |got - want| <=
+ * (tests/support/onnx_case.c; tolerance: tthrt_default_tolerance — float32 |got - want| <=
  * 1e-4 + 1e-4 |want|, float16 1e-2 + 1e-2 |want|, float64 1e-7 + 1e-7 |want|, integers and bool
  * exact).
  *

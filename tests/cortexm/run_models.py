@@ -295,12 +295,12 @@ def mve_run(args, work):
 
 
 def cmsisnn_case(work):
-    """tests/cmsisnn/int8_models.py's qdq_softmax (QLinearConv, then a quantized softmax), for
+    """tests/plugins/cmsisnn/int8_models.py's qdq_softmax (QLinearConv, then a quantized softmax), for
     cmsis-nn,c: the cmsis-nn kind's C with tth's reference CMSIS-NN given to run-cortexm as
     --extra-src and -I, built for the CPU's contracts (-DTTH_NNREF_MVE / _DSP)."""
     import numpy as np
     d = os.path.join(work, "int8")
-    g = run(["/usr/bin/python3", os.path.join(SOURCE_ROOT, "tests", "cmsisnn", "int8_models.py"), d])
+    g = run(["/usr/bin/python3", os.path.join(SOURCE_ROOT, "tests", "plugins", "cmsisnn", "int8_models.py"), d])
     if g.returncode != 0:
         return None, "int8_models.py: exit %d %s" % (g.returncode, g.stderr.strip())
     case = os.path.join(d, "qdq_softmax")
@@ -314,7 +314,7 @@ def cmsisnn_case(work):
         define = "-DTTH_NNREF_MVE" if cpu == "cortex-m55" else "-DTTH_NNREF_DSP"
         return (["--extra-src", os.path.join(ref, "arm_nn_reference.c"), "-I", ref, "--cflags=" + define],
                 ["-I", ref, define, os.path.join(ref, "arm_nn_reference.c")])
-    # the output is a dequantized softmax: one quantization step is 1/256 (as tests/cmsisnn)
+    # the output is a dequantized softmax: one quantization step is 1/256 (as tests/plugins/cmsisnn)
     return ("cmsis-nn qdq_softmax", model, {name: np.load(os.path.join(case, "input_0.npy"))},
             {out: np.load(os.path.join(case, "expected_0.npy"))}, "cmsis-nn,", library, 1.0001 / 256), None
 

@@ -44,7 +44,7 @@ static void copy_file(const char *from, const char *to)
 void e2e_put_plugin(const char *dir, const char *name, const char *as)
 {
     char rel[256], from[1024], to[1024];
-    snprintf(rel, sizeof rel, "tests/plugins/%s.so", name);
+    snprintf(rel, sizeof rel, "tests/fixtures/%s.so", name);
     e2e_build_path(rel, from, sizeof from);
     snprintf(to, sizeof to, "%s/%s%s", dir, as ? as : name, as ? "" : ".so");
     copy_file(from, to);

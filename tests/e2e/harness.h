@@ -31,14 +31,14 @@ typedef struct e2e_client {
 /* Path of a built file under the build root ("daemon/tthd"). */
 const char *e2e_build_path(const char *rel, char *buf, size_t len);
 
-/* Copy the test plugin `name` (tests/plugins/<name>.so) into dir as <as> (NULL: same name). */
+/* Copy the test plugin `name` (tests/fixtures/<name>.so) into dir as <as> (NULL: same name). */
 void e2e_put_plugin(const char *dir, const char *name, const char *as);
 
 /* Fill the paths and create the temporary directories (no daemon yet). */
 void e2e_prepare(e2e_daemon *d);
 /* Copy the plugins, start tthd, wait for its socket (after e2e_prepare). */
 void e2e_launch(e2e_daemon *d, const char *const *plugins, const char *const *args);
-/* e2e_prepare + e2e_launch: create the directories, copy the plugins (NULL-terminated names of tests/plugins/NAME.so, may be
+/* e2e_prepare + e2e_launch: create the directories, copy the plugins (NULL-terminated names of tests/fixtures/NAME.so, may be
  * NULL), start tthd with the extra arguments (NULL-terminated, may be NULL), wait for its socket. */
 void e2e_start(e2e_daemon *d, const char *const *plugins, const char *const *args);
 /* Like e2e_start, without waiting for the socket nor asserting. */

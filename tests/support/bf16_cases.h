@@ -1,6 +1,6 @@
 /* bf16_cases.h: bfloat16 inputs and the results a code generator must give for them, shared by
- * the c (tests/compile/test_codegen.c) and llvm (tests/llvm/test_llvm_codegen.c) tests so both
- * are held to the same numbers. The expected bits were computed apart from tth: for each
+ * the c (tests/plugins/c-host/test_codegen.c) and llvm (tests/plugins/llvm-cpu/test_llvm_codegen.c)
+ * tests so both are held to the same numbers. The expected bits were computed apart from tth: for each
  * float32, the bfloat16 nearest by exact rational distance (ties to the even mantissa, overflow
  * to infinity from the largest finite + half an ulp), found by searching the bfloat16 values. */
 #ifndef TTH_TEST_BF16_CASES_H

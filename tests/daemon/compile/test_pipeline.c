@@ -1,0 +1,583 @@
+/* The whole compile flow (daemon/compile) in-process: ONNX node models from libonnx-testdata
+ * compiled for target `c`, run through the runtime and compared with the expected outputs
+ * (float32: |got - want| <= 1e-4 + 1e-4 * |want|; integers and bool exactly); determinism;
+ * the artifact built with only a C compiler; IR dumps; errors that name their stage. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "compile_internal.h"
+#include "helpers.h"
+#include "onnx_case.h"
+#include "standalone_build.h"
+#include "tth/target.h"
+#include "tthrt.h"
+
+#define NODE "/usr/share/libonnx-testdata/data/node/"
+
+static json_t *target_c(tth_registry *r)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "c", &d);
+    cr_assert_not_null(t, "target 'c': %s", d.message);
+    return t;
+}
+
+static void expect_pass(const char *test)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    char dir[512];
+    snprintf(dir, sizeof dir, NODE "%s", test);
+    tth_case_result res;
+    tth_case_status st = tth_case_run_flags(dir, r, t, TTH_CASE_CHECK_C_WARNINGS, &res);
+    cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, node_add) { expect_pass("test_add"); }
+Test(pipeline, node_add_bcast) { expect_pass("test_add_bcast"); }
+Test(pipeline, node_relu) { expect_pass("test_relu"); }
+Test(pipeline, node_sigmoid) { expect_pass("test_sigmoid"); }
+Test(pipeline, node_conv_with_strides_padding) { expect_pass("test_conv_with_strides_padding"); }
+Test(pipeline, node_matmul_2d) { expect_pass("test_matmul_2d"); }
+Test(pipeline, node_gemm_default_vector_bias) { expect_pass("test_gemm_default_vector_bias"); }
+Test(pipeline, node_maxpool_2d_default) { expect_pass("test_maxpool_2d_default"); }
+Test(pipeline, node_softmax_example) { expect_pass("test_softmax_example"); }
+Test(pipeline, node_argmax_int64_exact) { expect_pass("test_argmax_default_axis_example"); }
+Test(pipeline, node_split_tuple_outputs) { expect_pass("test_split_equal_parts_1d"); }
+Test(pipeline, node_concat) { expect_pass("test_concat_2d_axis_1"); }
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    unsigned char *b = test_read_file(path, len);
+    cr_assert_not_null(b, "cannot read %s", path);
+    return b;
+}
+
+static int compile_file(tth_registry *r, const json_t *t, const char *path, const char *name,
+                        json_t *opts, tth_compile_result *res, tth_diag *d)
+{
+    size_t len;
+    unsigned char *model = slurp(path, &len);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = name,
+                               .target = t, .options = opts, .registry = r};
+    tth_diag_clear(d);
+    int rc = tth_compile(&req, res, d);
+    free(model);
+    return rc;
+}
+
+Test(pipeline, deterministic_bytes)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result a, b;
+    tth_diag d;
+    const char *m = NODE "test_conv_with_strides_padding/model.onnx";
+    cr_assert_eq(compile_file(r, t, m, "conv", NULL, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(r, t, m, "conv", NULL, &b, &d), 0, "%s", d.message);
+    cr_assert_eq(a.artifact_len, b.artifact_len);
+    cr_assert_eq(memcmp(a.artifact, b.artifact, a.artifact_len), 0, "two compiles differ");
+    /* and the metadata says what a runtime needs */
+    const json_t *md = a.metadata;
+    cr_assert_str_eq(json_string_value(json_object_get(md, "model")), "conv");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(md, "executor"), "entry")),
+                     "tth_conv_run");
+    cr_assert_eq(json_array_size(json_object_get(md, "inputs")), 2); /* x and W */
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(md, "inputs"), 0),
+                                                       "dtype")), "float32");
+    const json_t *mem = json_object_get(md, "memory");
+    cr_assert(json_is_integer(json_object_get(mem, "workspace_bytes")));
+    const json_t *plan = json_object_get(mem, "plan");
+    cr_assert_geq(json_integer_value(json_object_get(plan, "workspace_bytes")),
+                  json_integer_value(json_object_get(plan, "lower_bound_bytes")));
+    cr_assert_leq(json_integer_value(json_object_get(plan, "workspace_bytes")),
+                  json_integer_value(json_object_get(plan, "total_bytes")));
+    tth_compile_result_free(&a);
+    tth_compile_result_free(&b);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* The artifact built and run with a C compiler only, as its README says and through its
+ * CMakeLists.txt (standalone_build.c); its layout; no .so when build_shared is false. */
+Test(pipeline, c_build_without_tth)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_gemm_default_vector_bias/model.onnx", "gemm", opts,
+                              &res, &d), 0, "%s", d.message);
+    cr_assert(json_is_null(json_object_get(json_object_get(res.metadata, "files"), "shared_library")),
+              "build_shared=false must not build a .so");
+    char dir[512], path[1024], cmd[4096];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/gemm.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf gemm.tar && test -f include/tth_gemm.h && "
+             "test -f README.txt && test -f CMakeLists.txt && test -f parameters/gemm.params && "
+             "test -f src/gemm.relay && test -f metadata.json && test ! -e lib", dir);
+    cr_assert_eq(test_run(cmd), 0, "artifact layout");
+    test_rmtree(dir);
+    standalone_build_check(res.artifact, res.artifact_len, res.metadata, NODE "test_gemm_default_vector_bias",
+                           "gemm");
+    json_decref(opts);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, dumps_every_stage)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "all", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
+                 "%s", d.message);
+    static const char *stages[] = {"import", "optimize", "lower", "aot", "memplan", "codegen"};
+    for (size_t i = 0; i < 6; i++) {
+        const char *s = json_string_value(json_object_get(res.dumps, stages[i]));
+        cr_assert_not_null(s, "no dump for stage %s", stages[i]);
+        cr_assert_gt(strlen(s), 10, "dump for %s is empty", stages[i]);
+    }
+    cr_assert(strstr(json_string_value(json_object_get(res.dumps, "codegen")), "tth_relu_run"));
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    /* one stage only */
+    opts = json_pack("{s:s, s:b}", "dump_ir", "aot", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
+    cr_assert_eq(json_object_size(res.dumps), 1);
+    cr_assert_not_null(json_object_get(res.dumps, "aot"));
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, an_unknown_dump_stage_is_refused_with_the_nearest_name)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "lowr", "build_shared", 0);
+    cr_assert_lt(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
+                 "a misspelled stage compiled silently");
+    cr_assert_eq(d.code, TTH_EINVAL);
+    cr_assert(strstr(d.message, "'lowr'"), "the message quotes the value: %s", d.message);
+    cr_assert(strstr(d.hint, "did you mean 'lower'"), "the hint names the nearest stage: %s", d.hint);
+    cr_assert(strstr(d.hint, "memplan"), "the hint lists the stages: %s", d.hint);
+    cr_assert_null(res.dumps);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    /* not a string, and nothing near: every stage is listed */
+    opts = json_pack("{s:i, s:b}", "dump_ir", 3, "build_shared", 0);
+    cr_assert_lt(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
+    cr_assert(strstr(d.hint, "give one of: import,"), "%s", d.hint);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    opts = json_pack("{s:s, s:b}", "dump_ir", "partition", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s", d.message);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, errors_name_their_stage)
+{
+    tth_registry *r = test_registry();
+    tth_compile_result res;
+    tth_diag d;
+    /* a composite target whose last kind cannot host (tests/daemon/compile covers composites) */
+    json_t *comp = json_pack("{s:s, s:[{s:s}, {s:s}]}", "kind", "composite", "targets", "kind",
+                             "c", "kind", "cmsis-nn");
+    cr_assert_lt(compile_file(r, comp, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0);
+    cr_assert(strncmp(d.message, "target", 6) == 0, "the message names the stage: %s", d.message);
+    json_decref(comp);
+    /* a model name that is not a C identifier */
+    json_t *t = target_c(r);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "9 lives", NULL, &res, &d),
+                 TTH_EINVAL);
+    cr_assert(strstr(d.message, "C identifier"), "%s", d.message);
+    /* not a model */
+    size_t len = 5;
+    tth_compile_request req = {.model = (const uint8_t *)"hello", .model_len = len,
+                               .model_name = "x", .target = t, .registry = r};
+    tth_diag_clear(&d);
+    cr_assert_lt(tth_compile(&req, &res, &d), 0);
+    cr_assert(strncmp(d.message, "import", 6) == 0, "the message names the stage: %s", d.message);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, runtime_binding_errors_are_clear)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    cr_assert_eq(compile_file(r, t, NODE "test_add/model.onnx", "add", NULL, &res, &d), 0, "%s",
+                 d.message);
+    tthrt_model *m;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_model_input_count(m), 2);
+    tthrt_array a;
+    int64_t shape[2] = {3, 4};
+    cr_assert_eq(tthrt_array_init(&a, TTH_F32, 2, shape, &d), 0);
+    cr_assert_eq(tthrt_model_bind(m, "nope", &a, &d), TTH_EUNKNOWN);
+    cr_assert(strstr(d.message, "'nope'") && strstr(d.hint, "'x'"), "%s / %s", d.message, d.hint);
+    cr_assert_eq(tthrt_model_bind(m, "x", &a, &d), TTH_ETYPE);
+    cr_assert(strstr(d.message, "float32[3, 4, 5]") && strstr(d.message, "float32[3, 4]"), "%s",
+              d.message);
+    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), TTH_EINVAL, "running with unbound inputs");
+    cr_assert(strstr(d.message, "not bound"), "%s", d.message);
+    tthrt_array_clear(&a);
+    /* bind both, run with repeat, write outputs */
+    cr_assert_eq(tthrt_model_bind_file(m, "x", NODE "test_add/test_data_set_0/input_0.pb", &d), 0,
+                 "%s", d.message);
+    cr_assert_eq(tthrt_model_bind_file(m, "y", NODE "test_add/test_data_set_0/input_1.pb", &d), 0);
+    tthrt_timing tm;
+    cr_assert_eq(tthrt_model_run(m, 5, &tm, &d), 0, "%s", d.message);
+    cr_assert_eq(tm.runs, 5);
+    cr_assert_leq(tm.min_ms, tm.median_ms);
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    json_t *paths;
+    cr_assert_eq(tthrt_model_write_outputs(m, dir, &paths, &d), 0, "%s", d.message);
+    cr_assert_eq(json_array_size(paths), 1);
+    snprintf(path, sizeof path, "%s/sum.npy", dir);
+    tthrt_array out, want;
+    cr_assert_eq(tthrt_npy_read(path, &out, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_pb_read(NODE "test_add/test_data_set_0/output_0.pb", &want, &d), 0);
+    cr_assert_eq(tthrt_array_compare(&out, &want, 1e-4, 1e-4, NULL, 0), 1);
+    tthrt_array_clear(&out);
+    tthrt_array_clear(&want);
+    json_decref(paths);
+    test_rmtree(dir);
+    tthrt_model_close(m);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+static uint32_t rd32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* parameters/<model>.params: the documented format, every constant, sizes that add up */
+Test(pipeline, parameters_file)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
+                              "conv2d", opts, &res, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[1200];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar", dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/parameters/conv2d.params", dir);
+    size_t len;
+    unsigned char *p = slurp(path, &len);
+    cr_assert_geq(len, 16);
+    cr_assert_eq(memcmp(p, "TTHPARAM", 8), 0);
+    cr_assert_eq(rd32(p + 8), 1);
+    uint32_t count = rd32(p + 12);
+    cr_assert_geq(count, 1, "test_Conv2d has a weight initializer");
+    size_t off = 16, sum = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t nl = rd32(p + off);
+        off += 4 + nl;
+        uint32_t dtype = rd32(p + off), rank = rd32(p + off + 4);
+        off += 8;
+        cr_assert(dtype >= 1 && dtype <= 12);
+        cr_assert_leq(rank, 8);
+        uint64_t numel = 1;
+        for (uint32_t k = 0; k < rank; k++, off += 8)
+            numel *= rd64(p + off);
+        uint64_t nb = rd64(p + off);
+        off += 8;
+        off = (off + 63) / 64 * 64;
+        cr_assert_eq(nb, numel * tth_dtype_size((tth_dtype)dtype));
+        off += nb;
+        sum += nb;
+        cr_assert_leq(off, len);
+    }
+    cr_assert_eq(off, len, "trailing bytes in the parameters file");
+    cr_assert_eq((json_int_t)sum, json_integer_value(json_object_get(json_object_get(res.metadata, "memory"),
+                                                                     "constants_bytes")));
+    free(p);
+    test_rmtree(dir);
+    json_decref(opts);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* tthd writes the tar itself (package.c): GNU tar extracts it, a path longer than ustar's name
+ * field (a long model name) lands under its full name through the prefix field, the executable
+ * bit of the library survives, and the files hold what the compile produced. */
+Test(pipeline, tar_read_by_gnu_tar_with_long_paths)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    char name[96];
+    memset(name, 'm', 90);
+    name[90] = 0;
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", name, NULL, &res, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[1200];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    cr_assert_eq(res.artifact_len % 512, 0, "a tar is whole 512-byte blocks");
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar", dir);
+    cr_assert_eq(test_run(cmd), 0, "GNU tar refused the artifact");
+    const json_t *sources = json_object_get(json_object_get(res.metadata, "files"), "sources");
+    cr_assert_gt(json_array_size(sources), 0);
+    for (size_t i = 0; i < json_array_size(sources); i++) {
+        const char *src = json_string_value(json_array_get(sources, i));
+        snprintf(path, sizeof path, "%s/%s", dir, src);
+        cr_assert_gt(strlen(src), 100, "'%s' is short enough for the name field alone", src);
+        size_t len;
+        unsigned char *p = slurp(path, &len);
+        cr_assert_not_null(p, "%s is not in the extracted tree", src);
+        cr_assert_gt(len, 0);
+        free(p);
+    }
+    snprintf(cmd, sizeof cmd, "test -x '%s/lib/%s.so' && test ! -x '%s/metadata.json'", dir, name, dir);
+    cr_assert_eq(test_run(cmd), 0, "modes: the library is executable, the rest not");
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    size_t len;
+    unsigned char *p = slurp(path, &len);
+    json_t *md = json_loadb((const char *)p, len, 0, NULL);
+    cr_assert(json_equal(md, res.metadata), "metadata.json differs from the compile's metadata");
+    json_decref(md);
+    free(p);
+    test_rmtree(dir);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* an artifact built without the host library cannot run, and opening it says so */
+Test(pipeline, runtime_refuses_artifact_without_library)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s",
+                 d.message);
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
+    cr_assert_null(m);
+    cr_assert(strstr(d.message, "no host shared library"), "%s", d.message);
+    cr_assert(strstr(d.hint, "build_shared"), "%s", d.hint);
+    /* a corrupt tar */
+    cr_assert_lt(tthrt_model_open_memory("not a tar at all", 16, &m, &d), 0);
+    json_decref(opts);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* A Cortex-M target without an mtriple is not this machine: no host library is built by
+ * default (it would not load here, and a cross build of its C needs the board's toolchain). */
+Test(pipeline, cortex_m_target_builds_no_host_library)
+{
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "c -mcpu=cortex-m55", &d);
+    cr_assert_not_null(t, "%s", d.message);
+    tth_compile_result res;
+    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0, "%s",
+                 d.message);
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
+    cr_assert(strstr(d.message, "no host shared library"), "%s", d.message);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* A `c` artifact for a Cortex-M links through its own CMakeLists.txt with arm-none-eabi and a
+ * bare-metal toolchain file: libm comes from the toolchain's own libraries (sigmoid calls expf),
+ * not from a search of the host's. Skipped without arm-none-eabi-gcc or cmake. */
+Test(pipeline, cortex_m_artifact_links_through_its_cmake, .timeout = 300)
+{
+    if (!test_have("arm-none-eabi-gcc") || !test_have("cmake"))
+        cr_skip_test("arm-none-eabi-gcc or cmake is not installed (scripts/setup installs both)");
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "c -mtriple=thumbv7em-none-eabi -mcpu=cortex-m4", &d);
+    cr_assert_not_null(t, "%s", d.message);
+    tth_compile_result res;
+    cr_assert_eq(compile_file(r, t, NODE "test_sigmoid/model.onnx", "sig", NULL, &res, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[4096];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "mkdir '%s/art'", dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/art/sig.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s/art' && tar xf sig.tar && grep -q expf codegen/host/src/*.c", dir);
+    cr_assert_eq(test_run(cmd), 0, "the generated code no longer calls expf: pick a model that needs libm");
+    static const char *const files[][2] = {
+        {"cortex-m4.cmake", "set(CMAKE_SYSTEM_NAME Generic)\nset(CMAKE_SYSTEM_PROCESSOR arm)\n"
+                            "set(CMAKE_C_COMPILER arm-none-eabi-gcc)\nset(CMAKE_C_FLAGS_INIT \"-mthumb -mcpu=cortex-m4\")\n"
+                            "set(CMAKE_EXE_LINKER_FLAGS_INIT \"--specs=nosys.specs\")\n"},
+        {"CMakeLists.txt", "cmake_minimum_required(VERSION 3.13)\nproject(fw C)\nadd_subdirectory(art)\n"
+                           "add_executable(fw main.c)\ntarget_link_libraries(fw tth_sig)\n"},
+        {"main.c", "#include \"tth_sig.h\"\n"
+                   "static float x[TTH_SIG_X_SIZE / 4], y[TTH_SIG_Y_SIZE / 4];\n"
+                   "static unsigned char ws[TTH_SIG_WORKSPACE_SIZE + 1]"
+                   " __attribute__((aligned(TTH_SIG_WORKSPACE_ALIGNMENT)));\n"
+                   "int main(void) {\n    struct tth_sig_inputs in = {x};\n    struct tth_sig_outputs out = {y};\n"
+                   "    return (int)tth_sig_run(&in, &out, ws);\n}\n"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
+        cr_assert_eq(test_write_file(path, files[i][1], strlen(files[i][1])), 0);
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && cmake -S . -B cm -DCMAKE_TOOLCHAIN_FILE=cortex-m4.cmake > cmake.log 2>&1 && "
+             "cmake --build cm >> cmake.log 2>&1 && arm-none-eabi-nm cm/fw | grep -q ' T tth_sig_run'", dir);
+    cr_assert_eq(test_run(cmd), 0, "the Cortex-M CMake build failed (see %s/cmake.log)", dir);
+    test_rmtree(dir);
+    tth_compile_result_free(&res);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+/* The host library from several C sources (build.c compiles them at once, then links): every
+ * source's function is in it and computes; a source that does not compile fails the build with
+ * the compiler's words about that file. */
+static tth_runtime_module *two_sources(const char *second)
+{
+    tth_runtime_module *m = tth_runtime_module_new("c");
+    tth_diag d;
+    tth_diag_clear(&d);
+    static const char first[] = "int tth_twice(int x) { return 2 * x; }\n";
+    cr_assert_eq(tth_runtime_module_add_file(m, "first.c", TTH_FILE_C_SOURCE, first, sizeof first - 1, &d), 0);
+    cr_assert_eq(tth_runtime_module_add_file(m, "second.c", TTH_FILE_C_SOURCE, second, strlen(second), &d), 0);
+    return m;
+}
+
+Test(pipeline, host_library_from_several_sources)
+{
+    tth_runtime_module *m = two_sources("#include <math.h>\nint tth_plus3(int x) { return x + (int)sqrt(9.0); }\n");
+    uint8_t *so = NULL;
+    size_t len = 0;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_build_shared(&m, 1, NULL, &so, &len, &d), 0, "%s", d.message);
+    char dir[512], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/lib.so", dir);
+    cr_assert_eq(test_write_file(path, so, len), 0);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    int (*twice)(int) = (int (*)(int))dlsym(dl, "tth_twice");
+    int (*plus3)(int) = (int (*)(int))dlsym(dl, "tth_plus3");
+    cr_assert(twice && plus3, "a source's function is missing from the library");
+    cr_assert_eq(twice(21), 42);
+    cr_assert_eq(plus3(4), 7);
+    dlclose(dl);
+    test_rmtree(dir);
+    free(so);
+    tth_runtime_module_free(m);
+
+    m = two_sources("int tth_broken(int x) { return x +; }\n");
+    tth_diag_clear(&d);
+    cr_assert_neq(tth_build_shared(&m, 1, NULL, &so, &len, &d), 0, "a source with a syntax error built");
+    cr_assert_null(so);
+    cr_assert(strstr(d.message, "failed on the generated code") && strstr(d.message, "second.c"),
+              "the diagnostic does not show the compiler's words on second.c: %s", d.message);
+    tth_runtime_module_free(m);
+}
+
+/* A PyTorch export of tests/daemon/frontend/torch_models compiled for the c kind of this machine,
+ * which binds its large constants at run time (docs/artifact.md): its C sources are smaller than
+ * its weights, its module says what it binds, a module this large comes in at least min_parts
+ * sources (compiled in parallel; every bound constant is #defined as its slot in each), and it
+ * gives PyTorch's outputs run by the runtime, built with cc as the README says (binding the
+ * parameters file) and through its CMakeLists.txt (the file linked in). */
+static void check_c_binding(const char *torch_case, const char *name, size_t min_parts)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    char case_dir[1024], model[1100];
+    snprintf(case_dir, sizeof case_dir, "%s/tests/daemon/frontend/torch_models/%s", getenv("TTH_SOURCE_ROOT"), torch_case);
+    snprintf(model, sizeof model, "%s/model.onnx", case_dir);
+    tth_compile_result res;
+    tth_diag d;
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    cr_assert_eq(compile_file(r, t, model, name, opts, &res, &d), 0, "%s", d.message);
+    const json_t *mod = json_array_get(json_object_get(res.metadata, "modules"), 0);
+    const json_t *bc = json_object_get(json_object_get(mod, "meta"), "bind_constants");
+    cr_assert_not_null(bc, "the c module binds no constants");
+    cr_assert_gt(json_integer_value(json_object_get(bc, "count")), 0);
+    char sym[64];
+    snprintf(sym, sizeof sym, "tth_%s_parameters", name);
+    cr_assert_str_eq(json_string_value(json_object_get(bc, "blob_symbol")), sym);
+    size_t nparts = json_array_size(json_object_get(json_object_get(mod, "meta"), "sources"));
+    cr_assert_geq(nparts, min_parts, "%zu C sources for %s, expected at least %zu", nparts, torch_case, min_parts);
+    json_int_t bound = 0;
+    const json_t *c;
+    size_t i;
+    json_array_foreach(json_object_get(bc, "constants"), i, c)
+        bound += json_integer_value(json_object_get(c, "bytes"));
+    char dir[512], cmd[1400];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(cmd, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && test -f codegen/host/src/%s_bind.c && "
+             "test $(ls codegen/host/src/%s_lib*.c | wc -l) -eq %zu", dir, name, name, nparts);
+    cr_assert_eq(test_run(cmd), 0, "the artifact does not hold the %zu C sources its module lists", nparts);
+    /* in each part, every bound constant is its slot's pointer, and no array of 1 KiB or more is left */
+    for (size_t p = 0; p < nparts; p++) {
+        snprintf(cmd, sizeof cmd, "cd '%s/codegen/host/src' && "
+                 "test $(grep -c '^#define .* ((const [a-z0-9_]* \\*)tth_%s_c_const_slots\\[' %s_lib%zu.c) -eq %lld && "
+                 "! grep -Eq 'static const [a-z0-9_]+ [A-Za-z0-9_]+\\[[0-9]{4,}\\]' %s_lib%zu.c",
+                 dir, name, name, p, (long long)json_integer_value(json_object_get(bc, "count")), name, p);
+        cr_assert_eq(test_run(cmd), 0, "%s_lib%zu.c holds constants (%lld bytes) it should bind", name, p,
+                     (long long)bound);
+    }
+    test_rmtree(dir);
+    standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, name);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+
+    tth_case_result cr;
+    cr_assert_eq(tth_case_run_flags(case_dir, r, t, TTH_CASE_CHECK_C_WARNINGS, &cr), TTH_CASE_PASS, "%s", cr.detail);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
+Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
+{
+    check_c_binding("test_torch_gru", "gru", 1);
+}
+
+/* an LSTM's code is large enough to come in parts */
+Test(pipeline, c_large_module_in_parallel_parts, .timeout = 300)
+{
+    check_c_binding("test_torch_lstm", "lstm", 2);
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""ONNX test cases (the libonnx-testdata layout: model.onnx, test_data_set_0/{input,output}_0.pb)
+that send each target-aware convolution kernel of docs/lowering.md through a whole compile:
+Winograd (3x3 stride 1, 16+ channels, 16+ tiles), row-vectorized (a stem), depthwise (stride 2 and
+narrow rows), pixel-vectorized 1x1 with a tail of pixels, channel-blocked. Expected outputs come from numpy (tests/daemon/lower/numpy_ref.py's
+conv2d, written from the ONNX operator definition), not from tth.
+
+usage: make_conv_cases.py OUTDIR      -> OUTDIR/<case>/...; exit status 77 without numpy or onnx
+"""
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "daemon", "lower"))
+from numpy_ref import avg_pool, conv2d, max_pool  # noqa: E402
+
+RNG = np.random.default_rng(20261124)
+
+
+def rnd(shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+class Graph:
+    def __init__(self, x):
+        self.x = x
+        self.nodes, self.inits = [], []
+        self.n = 0
+
+    def const(self, a):
+        name = "c%d" % len(self.inits)
+        self.inits.append(numpy_helper.from_array(a, name))
+        return name
+
+    def node(self, op, inputs, **attrs):
+        self.n += 1
+        out = "t%d" % self.n
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+
+def conv(g, name, val, w, b, strides=(1, 1), pads=(0, 0, 0, 0), groups=1):
+    """ONNX Conv (pads t, l, b, r as numpy_ref's order; ONNX writes t, l, b, r as begin h, begin
+    w, end h, end w) and its numpy value"""
+    ins = [name, g.const(w)] + ([g.const(b)] if b is not None else [])
+    out = g.node("Conv", ins, strides=list(strides), pads=[pads[0], pads[1], pads[2], pads[3]], group=groups)
+    y = conv2d(val, w, b, list(strides), list(pads), [1, 1], groups).astype(np.float32)
+    return out, y
+
+
+def relu(g, name, val):
+    return g.node("Relu", [name]), np.maximum(val, 0)
+
+
+def add(g, an, a, bn, b):
+    return g.node("Add", [an, bn]), (a + b).astype(np.float32)
+
+
+def case_winograd(g, x):
+    # 16 -> 32 -> 16 channels on 18x18 (5x5 tiles, the last row and column partial), bias, relu,
+    # a residual add of the input
+    h, hv = conv(g, "x", x, rnd((32, 16, 3, 3), 0.1), rnd((32,), 0.1), pads=(1, 1, 1, 1))
+    h, hv = relu(g, h, hv)
+    y, yv = conv(g, h, hv, rnd((16, 32, 3, 3), 0.1), None, pads=(1, 1, 1, 1))
+    return add(g, y, yv, "x", x)
+
+
+def case_stem(g, x):
+    # 3 -> 20 channels, 3x3 stride 2, rows of 38: the row-vectorized kernel; then 7x7 stride 2
+    h, hv = conv(g, "x", x, rnd((20, 3, 3, 3), 0.3), rnd((20,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1))
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((8, 20, 7, 7), 0.05), None, strides=(2, 2), pads=(3, 3, 3, 3))
+
+
+def case_depthwise(g, x):
+    # depthwise stride 2 (phase-split copy), then stride 1 on a narrow image (row tiles), then a
+    # pointwise channel-blocked convolution
+    c = x.shape[1]
+    h, hv = conv(g, "x", x, rnd((c, 1, 3, 3), 0.3), rnd((c,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1), groups=c)
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((c, 1, 3, 3), 0.3), None, pads=(1, 1, 1, 1), groups=c)
+    return conv(g, h, hv, rnd((24, c, 1, 1), 0.2), rnd((24,), 0.1))
+
+
+def case_depthwise_windows(g, x):
+    # depthwise on rows of 45 (stride 1: windows of 16 output rows, 37 rows = two windows and 5
+    # left over) with asymmetric padding, then stride 2 with a 5x5 kernel (windows of 8 rows)
+    c = x.shape[1]
+    h, hv = conv(g, "x", x, rnd((c, 1, 3, 3), 0.3), rnd((c,), 0.1), pads=(1, 0, 1, 2), groups=c)
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((c, 1, 5, 5), 0.2), None, strides=(2, 2), pads=(2, 2, 1, 2), groups=c)
+
+
+def case_pointwise_tail(g, x):
+    # 1x1 convolutions on 9x11 = 99 pixels, not a multiple of any vector width (AVX-512: a tile
+    # of 4 vectors, then 2 vectors and a tail of 3 pixels): 24 -> 40 with bias and relu, then
+    # 40 -> 24 plus the input (a residual read with the tail's lanes)
+    h, hv = conv(g, "x", x, rnd((40, 24, 1, 1), 0.2), rnd((40,), 0.1))
+    h, hv = relu(g, h, hv)
+    y, yv = conv(g, h, hv, rnd((24, 40, 1, 1), 0.2), None)
+    return add(g, y, yv, "x", x)
+
+
+def case_pointwise_chain(g, x):
+    # 18 1x1 convolutions with relu: 18 weights of 2304 bytes, more constants than one line of
+    # each table in the generated <model>_bind.c (docs/artifact.md, "Constants bound at run time")
+    name, val = "x", x
+    for _ in range(18):
+        name, val = conv(g, name, val, rnd((24, 24, 1, 1), 0.3), rnd((24,), 0.1))
+        name, val = relu(g, name, val)
+    return name, val
+
+
+def case_pools(g, x):
+    # max 3x3 stride 2 with padding (the row-vectorized kernel's stride-2 loads, edge columns by
+    # the generic code), average 3x3 stride 1 with padding (taps inside the image), then max 2x2
+    # stride 2 without padding
+    h = g.node("MaxPool", ["x"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    hv = max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False)
+    h2 = g.node("AveragePool", [h], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    hv = avg_pool(hv, [3, 3], [1, 1], [1, 1, 1, 1], False, False)
+    h3 = g.node("MaxPool", [h2], kernel_shape=[2, 2], strides=[2, 2])
+    return h3, max_pool(hv, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False)
+
+
+CASES = {
+    "pools": ((2, 8, 37, 75), case_pools),
+    "winograd_residual": ((1, 16, 18, 18), case_winograd),
+    "pointwise_tail": ((2, 24, 9, 11), case_pointwise_tail),
+    "pointwise_chain": ((1, 24, 9, 11), case_pointwise_chain),
+    "depthwise_windows": ((2, 5, 37, 45), case_depthwise_windows),
+    "stem_rows": ((1, 3, 41, 75), case_stem),
+    "depthwise_chain": ((2, 24, 27, 13), case_depthwise),
+}
+
+
+def write(outdir, name, shape, build):
+    x = rnd(shape)
+    g = Graph(x)
+    yname, y = build(g, x)
+    graph = helper.make_graph(
+        g.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(yname, TensorProto.FLOAT, list(y.shape))], g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    d = os.path.join(outdir, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(np.ascontiguousarray(y), yname).SerializeToString())
+
+
+def main():
+    outdir = sys.argv[1]
+    for name, (shape, build) in CASES.items():
+        write(outdir, name, shape, build)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+/* helpers.h: what the in-process compile tests share: the plugin registry of the build tree,
+ * temporary directories, running the C compiler, files. */
+#ifndef TTH_TEST_COMPILE_HELPERS_H
+#define TTH_TEST_COMPILE_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tth/registry.h"
+
+/* A registry with every plugin of $TTH_BUILD_ROOT/plugins (asserts it loaded). */
+tth_registry *test_registry(void);
+/* A new temporary directory (static buffer per call site is the caller's). */
+void test_mkdtemp(char *buf, size_t len);
+void test_rmtree(const char *dir);
+/* Write / read a whole file; read returns malloc'd bytes (NUL-terminated) or NULL. */
+int test_write_file(const char *path, const void *data, size_t len);
+uint8_t *test_read_file(const char *path, size_t *len);
+/* Run a shell command; returns its exit status; output goes to `log` (a path) when not NULL. */
+int test_run(const char *cmd);
+/* 1 if the program is on PATH. */
+int test_have(const char *prog);
+
+#endif
