@@ -674,3 +674,44 @@ Test(memplan, plugin_scratch_passed_by_address)
     tth_mem_plan_clear(&p);
     tth_tir_module_free(m);
 }
+
+/* Slices (tth_mem_alias, the AOT entry's concatenation in place): the parts get no place of their
+ * own but their whole's offset plus their own; the whole lives from the first part's producer to
+ * its last reader, so a buffer made in between cannot take its bytes. */
+Test(memplan, slices_sit_inside_their_whole)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    add_op(m, "op", 100, 0);
+    int64_t s100[1] = {100}, s200[1] = {200};
+    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, s100, TTH_SCOPE_INPUT);
+    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, s100, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, s100, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *t = tth_tir_buffer(m, "t", TTH_F32, 1, s100, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, s100, TTH_SCOPE_WORKSPACE);
+    tth_tbuffer *w = tth_tir_buffer(m, "whole", TTH_F32, 1, s200, TTH_SCOPE_WORKSPACE);
+    tth_tstmt *body = NULL;
+    tth_tbuffer *c0[2] = {x, a}, *c1[2] = {x, t}, *c2[2] = {t, b}, *c3[2] = {w, y};
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c0, 2)); /* a, first half */
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c1, 2)); /* t, a temporary */
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c2, 2)); /* b, second half */
+    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c3, 2)); /* reads the whole */
+    tth_tbuffer *ep[2] = {x, y};
+    tth_diag d;
+    cr_assert_not_null(tth_tir_func_add(m, "tth_s_run", ep, 2, body, "c", NULL, &d), "%s", d.message);
+    m->entry = "tth_s_run";
+    tth_mem_alias al[2] = {{.part = a, .whole = w, .offset = 0}, {.part = b, .whole = w, .offset = 400}};
+    tth_mem_plan p;
+    cr_assert_eq(tth_memplan_run_aliased(m, 16, TTH_MEMPLAN_BEST, al, 2, &p, &d), 0, "%s", d.message);
+    check_plan(&p, 16);
+    cr_assert_eq(p.nitems, 2, "only the whole and the temporary are placed");
+    for (size_t i = 0; i < p.nitems; i++)
+        cr_assert(p.items[i].buf == w || p.items[i].buf == t);
+    cr_assert_eq(a->offset, w->offset);
+    cr_assert_eq(b->offset, w->offset + 400);
+    /* t is made while a is live: it must not share the whole's bytes */
+    cr_assert(t->offset >= w->offset + 800 || t->offset + 400 <= w->offset, "t at %lld inside the whole at %lld",
+              (long long)t->offset, (long long)w->offset);
+    cr_assert_eq(p.workspace_bytes, 1200);
+    tth_mem_plan_clear(&p);
+    tth_tir_module_free(m);
+}

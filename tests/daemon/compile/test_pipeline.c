@@ -4,6 +4,7 @@
  * the artifact built with only a C compiler; IR dumps; errors that name their stage. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "standalone_build.h"
 #include "tth/target.h"
 #include "tthrt.h"
+#include "../frontend/onnx_build.h"
 
 #define NODE "/usr/share/libonnx-testdata/data/node/"
 
@@ -580,4 +582,84 @@ Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
 Test(pipeline, c_large_module_in_parallel_parts, .timeout = 300)
 {
     check_c_binding("test_torch_lstm", "lstm", 2);
+}
+
+/* y = maxpool2x2(concat(relu(x), sigmoid(x))) along channels of an image of batch n (a pooling
+ * after the join: an element-wise op would be fused into the concatenation's function). */
+static uint8_t *concat_model(int64_t n, size_t *len)
+{
+    ob b;
+    ob_init(&b, 13);
+    const int64_t dims[4] = {n, 4, 6, 6};
+    ob_input(&b, "x", dims, 4);
+    ob_node(&b, "Relu", "relu0", "x", "a");
+    ob_node(&b, "Sigmoid", "sig0", "x", "s");
+    ob_attr_i(&b, ob_node(&b, "Concat", "cat0", "a,s", "c"), "axis", 1);
+    Onnx__NodeProto *pool = ob_node(&b, "MaxPool", "pool0", "c", "y");
+    ob_attr_ints(&b, pool, "kernel_shape", (const int64_t[]){2, 2}, 2);
+    ob_attr_ints(&b, pool, "strides", (const int64_t[]){2, 2}, 2);
+    ob_output(&b, "y");
+    uint8_t *bytes = ob_pack(&b, len);
+    ob_free(&b);
+    return bytes;
+}
+
+/* The concatenation in place (docs/lowering.md): with batch 1 the AOT entry calls no
+ * concatenation (the two producers write into its output) and the result is right; with batch 2
+ * the inputs are not contiguous runs of the output, so the concatenation runs. */
+Test(pipeline, concatenation_in_place)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    for (int64_t n = 1; n <= 2; n++) {
+        size_t len;
+        uint8_t *model = concat_model(n, &len);
+        json_t *opts = json_pack("{s:b, s:s}", "build_shared", 1, "dump_ir", "aot");
+        tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
+        tth_compile_request req = {.model = model, .model_len = len, .model_name = "cat", .target = t,
+                                   .options = opts, .registry = r, .host = &host};
+        tth_compile_result cr;
+        tth_diag d;
+        tth_diag_clear(&d);
+        cr_assert_eq(tth_compile(&req, &cr, &d), 0, "%s", d.message);
+        const char *aot = json_string_value(json_object_get(cr.dumps, "aot"));
+        cr_assert_not_null(aot);
+        if (n == 1)
+            cr_assert_null(strstr(aot, "concatenate"), "batch 1 still concatenates:\n%s", aot);
+        else
+            cr_assert_not_null(strstr(aot, "concatenate"), "batch 2 lost its concatenation:\n%s", aot);
+        tthrt_model *m = NULL;
+        cr_assert_eq(tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d), 0, "%s", d.message);
+        tthrt_array x = {0};
+        const int64_t dims[4] = {n, 4, 6, 6};
+        cr_assert_eq(tthrt_array_init(&x, TTH_F32, 4, dims, &d), 0);
+        float *xv = x.data;
+        for (int64_t i = 0; i < n * 144; i++)
+            xv[i] = (float)((i * 37) % 23 - 11) / 4.0f;
+        cr_assert_eq(tthrt_model_bind(m, "x", &x, &d), 0, "%s", d.message);
+        cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
+        tthrt_array y;
+        cr_assert_eq(tthrt_model_output_array(m, 0, &y, &d), 0, "%s", d.message);
+        const float *yv = y.data;
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t c = 0; c < 8; c++)
+                for (int64_t p = 0; p < 9; p++) {
+                    float want = -INFINITY;
+                    for (int64_t q = 0; q < 4; q++) {
+                        float v = xv[(k * 4 + c % 4) * 36 + (p / 3 * 2 + q / 2) * 6 + p % 3 * 2 + q % 2];
+                        float z = c < 4 ? (v > 0 ? v : 0) : 1.0f / (1.0f + expf(-v));
+                        want = z > want ? z : want;
+                    }
+                    float got = yv[(k * 8 + c) * 9 + p];
+                    cr_assert_float_eq(got, want, 1e-6, "batch %d: y[%lld, %lld, %lld] = %g, want %g", (int)n,
+                                       (long long)k, (long long)c, (long long)p, got, want);
+                }
+        tthrt_array_clear(&x);
+        tthrt_model_close(m);
+        tth_compile_result_free(&cr);
+        json_decref(opts);
+        free(model);
+    }
+    json_decref(t);
+    tth_registry_free(r);
 }
