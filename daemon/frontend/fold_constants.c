@@ -117,11 +117,11 @@ static tth_tensor *move_elements(const tth_rexpr *e, const tth_tensor *x)
     /* out[i0..in-1] = x[j] with j[axes[d]] = i[d]: walk the output in order, stepping the input
      * by its stride along axes[d] for each output axis d */
     size_t es = tth_dtype_size(xt->dtype);
-    int64_t xs[TTH_MAX_RANK], step[TTH_MAX_RANK], idx[TTH_MAX_RANK] = {0}, at = 0;
+    int64_t xs[TTH_MAX_RANK], step[TTH_MAX_RANK], idx[TTH_MAX_RANK] = {0}, at = 0, k = 1;
     int r = ot->rank;
-    for (int d = r - 1, k = 1; d >= 0; d--) {
+    for (int d = r - 1; d >= 0; d--) {
         xs[d] = k;
-        k *= (int)xt->shape[d];
+        k *= xt->shape[d];
     }
     for (int d = 0; d < r; d++)
         step[d] = xs[axes[d]];
@@ -147,7 +147,7 @@ static int eval_lowered(const tth_rexpr *e, tth_tensor *const *args, tth_tensor 
                         tth_diag *diag)
 {
     *nouts = 0;
-    if ((outs[0] = move_elements(e, args[0])) != NULL) {
+    if (e->u.call.nargs == 1 && (outs[0] = move_elements(e, args[0])) != NULL) {
         *nouts = 1;
         return 0;
     }
