@@ -8,26 +8,7 @@ file and its reader"); a HEADER that IN never includes is an error. Other lines 
 import os
 import sys
 
-
-def inline_headers(text, headers, src):
-    """text with each `#include "h"` line of a header given replaced by the header's text."""
-    by_name = {os.path.basename(h): h for h in headers}
-    used = set()
-    out = []
-    for line in text.splitlines(True):
-        words = line.split()
-        name = words[1].strip('"') if len(words) == 2 and words[0] == "#include" and words[1][:1] == '"' else None
-        if name in by_name:
-            with open(by_name[name], "rb") as f:
-                body = f.read().decode("utf-8")
-            out.append(body if body.endswith("\n") else body + "\n")
-            used.add(name)
-        else:
-            out.append(line)
-    unused = sorted(set(by_name) - used)
-    if unused:
-        sys.exit("embed_text.py: %s never includes %s" % (src, ", ".join(unused)))
-    return "".join(out)
+from inline_headers import inline_headers  # beside this script
 
 
 def main():
