@@ -172,19 +172,6 @@ static int is_aliased(const tth_aot_result *out, const tth_tbuffer *b)
     return 0;
 }
 
-/* The alignment memory planning gives b (memplan.c's rule): the workspace's, or b's own when
- * larger, at least its element size, a power of two. */
-static uint32_t planned_align(const tth_tbuffer *b, uint32_t ws_align)
-{
-    uint32_t a = b->align > ws_align && b->align != 16 ? b->align : ws_align;
-    if (a < tth_dtype_size(b->dtype))
-        a = (uint32_t)tth_dtype_size(b->dtype);
-    uint32_t p = 1;
-    while (p < a)
-        p <<= 1;
-    return p;
-}
-
 /* Make the n inputs of a flat concatenation slices of its output `whole`, when each is a
  * workspace buffer of its own (no input twice, none already a slice or holding slices) whose
  * place in whole keeps its alignment; whole's alignment is raised to theirs. 1 when done (the
@@ -202,7 +189,7 @@ static int slice_inputs(tth_aot_result *out, tth_tbuffer *const *in, size_t n, t
         for (size_t j = 0; j < i; j++)
             if (in[j] == in[i])
                 return 0;
-        uint32_t a = planned_align(in[i], ws_align);
+        uint32_t a = tth_memplan_align(in[i], ws_align);
         if (off % a != 0)
             return 0;
         if (a > need)

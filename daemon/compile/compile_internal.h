@@ -107,6 +107,10 @@ typedef struct tth_mem_plan {
  * more keeps its own; never below its element size. `algo`: one algorithm, or TTH_MEMPLAN_BEST. */
 int tth_memplan_run(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,
                     tth_mem_plan *plan, tth_diag *diag);
+/* The alignment planning gives buffer b under the workspace alignment `target`: the target's
+ * replaces the default 16, a buffer asking for another keeps the larger; never below the element
+ * size; a power of two. */
+uint32_t tth_memplan_align(const tth_tbuffer *b, uint32_t target);
 /* The same with slices (tth_aot_result.aliases): a part's uses count as its whole's, and the
  * part's offset is its whole's plus its own. */
 int tth_memplan_run_aliased(tth_tir_module *mod, uint32_t alignment, tth_memplan_algo algo,

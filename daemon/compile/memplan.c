@@ -89,9 +89,7 @@ static int grow(plan_builder *pb)
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-/* A buffer's alignment: the target's replaces the default 16, a buffer asking for another keeps
- * the larger; never below the element size; a power of two. */
-static uint32_t effective_align(const tth_tbuffer *b, uint32_t target)
+uint32_t tth_memplan_align(const tth_tbuffer *b, uint32_t target)
 {
     uint32_t a = b->align == 16 || b->align == 0 ? target : (b->align > target ? b->align : target);
     uint32_t e = (uint32_t)tth_dtype_size(b->dtype);
@@ -127,7 +125,7 @@ static int touch(plan_builder *pb, tth_tbuffer *b, int64_t k, const char *func)
     }
     if (pb->n == pb->cap && grow(pb))
         return TTH_ENOMEM;
-    uint32_t a = effective_align(b, pb->target_align);
+    uint32_t a = tth_memplan_align(b, pb->target_align);
     size_t sz = round_up(tth_tbuffer_nbytes(b), a);
     pb->items[pb->n] = (tth_mem_item){.buf = b, .start = k, .end = k, .size = sz, .align = a,
                                       .func = b->scope == TTH_SCOPE_LOCAL ? func : NULL};
@@ -407,7 +405,7 @@ int tth_memplan_run_aliased(tth_tir_module *mod, uint32_t alignment, tth_memplan
     /* a part sits inside its whole; aot.c chose offsets that keep its alignment */
     for (size_t i = 0; i < naliases; i++) {
         aliases[i].part->offset = aliases[i].whole->offset + (int64_t)aliases[i].offset;
-        aliases[i].part->align = effective_align(aliases[i].part, alignment);
+        aliases[i].part->align = tth_memplan_align(aliases[i].part, alignment);
     }
     return 0;
 }
