@@ -137,9 +137,5 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
                "<text x=\"%d\" y=\"%.2f\" fill=\"#c00\" text-anchor=\"end\">lower bound %s</text>\n",
                LEFT, ylb, LEFT + PLOT_W, ylb, LEFT + PLOT_W, ylb - 4, lb);
     tth_strbuf_printf(&b, "</svg>\n");
-    if (b.failed) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    return tth_strbuf_finish(&b); /* NULL after an allocation failed */
 }

@@ -1939,7 +1939,7 @@ static int add_parts(cg *g, size_t common, const cg_range *r, size_t n, tth_runt
             rc = tth_diag_set(g->diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
         else
             rc = tth_runtime_module_add_file(out, fname, TTH_FILE_C_SOURCE, t.s, t.n, g->diag);
-        free(t.s);
+        tth_strbuf_free(&t);
     }
     free(part);
     return rc;
@@ -2094,7 +2094,7 @@ done:
     free(g.hconst);
     free(g.bound);
     free(g.bound_align);
-    free(g.out.s);
+    tth_strbuf_free(&g.out);
     return rc;
 }
 

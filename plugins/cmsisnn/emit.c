@@ -440,7 +440,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         rc = meta ? tth_runtime_module_set_meta(out, meta, diag) : tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
         json_decref(meta);
     }
-    free(e.out.s);
+    tth_strbuf_free(&e.out);
     free(e.consts);
     return rc;
 }
