@@ -26,6 +26,7 @@
 #include "compile_internal.h"
 #include "tth/target.h"
 #include "tth_config.h"
+#include "tth_params.h"
 
 /* ---- a growing text buffer ----------------------------------------------------------------- */
 
@@ -561,6 +562,23 @@ static void collect_consts(const tth_tstmt *s, const_list *l)
     tth_tir_walk(s, &v);
 }
 
+/* One entry of the parameters file, in the layout its reader takes (runtime/params/tth_params.h,
+ * docs/artifact.md): the data starts at a multiple of TTH_PARAMS_ALIGN from the file's start. */
+static void put_entry(pk_buf *b, const char *name, tth_dtype dtype, int32_t rank, const int64_t *shape,
+                      const void *data, size_t nb)
+{
+    static const char zeros[TTH_PARAMS_ALIGN];
+    put_u32(b, (uint32_t)strlen(name));
+    pk_add(b, name, strlen(name));
+    put_u32(b, (uint32_t)dtype);
+    put_u32(b, (uint32_t)rank);
+    for (int32_t d = 0; d < rank; d++)
+        put_u64(b, (uint64_t)shape[d]);
+    put_u64(b, nb);
+    pk_add(b, zeros, (TTH_PARAMS_ALIGN - b->len % TTH_PARAMS_ALIGN) % TTH_PARAMS_ALIGN);
+    pk_add(b, data, nb);
+}
+
 static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b, size_t *const_bytes)
 {
     *const_bytes = 0;
@@ -573,32 +591,13 @@ static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b
         size_t nb = tth_tbuffer_nbytes(c);
         if (nb > c->data->nbytes)
             nb = c->data->nbytes;
-        put_u32(b, (uint32_t)strlen(c->name));
-        pk_add(b, c->name, strlen(c->name));
-        put_u32(b, (uint32_t)c->dtype);
-        put_u32(b, (uint32_t)c->rank);
-        for (int32_t d = 0; d < c->rank; d++)
-            put_u64(b, (uint64_t)c->shape[d]);
-        put_u64(b, nb);
-        static const char zeros[64];
-        pk_add(b, zeros, (64 - b->len % 64) % 64);
-        pk_add(b, c->data->data, nb);
+        put_entry(b, c->name, c->dtype, c->rank, c->shape, c->data->data, nb);
         *const_bytes += nb;
     }
     /* constants of external modules (constant_updater), named "<kind>.<name>" */
     for (size_t i = 0; i < next; i++) {
-        const char *name = tth_const_map_name(ext, i);
         const tth_tensor *t = tth_const_map_tensor(ext, i);
-        put_u32(b, (uint32_t)strlen(name));
-        pk_add(b, name, strlen(name));
-        put_u32(b, (uint32_t)t->type.dtype);
-        put_u32(b, (uint32_t)t->type.rank);
-        for (int32_t d = 0; d < t->type.rank; d++)
-            put_u64(b, (uint64_t)t->type.shape[d]);
-        put_u64(b, t->nbytes);
-        static const char zeros[64];
-        pk_add(b, zeros, (64 - b->len % 64) % 64);
-        pk_add(b, t->data, t->nbytes);
+        put_entry(b, tth_const_map_name(ext, i), t->type.dtype, t->type.rank, t->type.shape, t->data, t->nbytes);
         *const_bytes += t->nbytes;
     }
     return b->oom ? TTH_ENOMEM : 0;
