@@ -1,13 +1,15 @@
 /* cache.c: the content-addressed artifact cache.
  *
- * Entries live on disk as <dir>/<key>.tthc:
- *   "TTHCACHE" | u64 meta_len | u64 artifact_len | u64 XXH64(meta + artifact) | meta | artifact
- * (little-endian). They are written in the thread pool to a temporary file and renamed into
- * place, so a reader sees a whole entry or none. They are not fsync'd (that cost a miss 0.1 s and
- * more for a large artifact, docs/cache.md): every read is verified (length and checksum; a client
- * given the file checks the artifact's XXH64), so a file a crash left torn is a corrupt entry,
- * deleted, a miss. The most
- * recently used artifacts are also kept in memory. Eviction is least recently used, by bytes. */
+ * Entries live on disk as <dir>/<key>.tthc, in entry_file.h's format. They are written in the
+ * thread pool to a temporary file and renamed into place, so a reader sees a whole entry or none;
+ * a worker that compiled an artifact for a client on this machine writes that file itself
+ * (tthd_cache_adopt_file), so the artifact never passes through the daemon. They are not
+ * fsync'd (that cost a miss 0.1 s and more for a large artifact, docs/cache.md): every read is
+ * verified (length and checksum; a client given the file checks the artifact's XXH64), so a file
+ * a crash left torn is a corrupt entry, deleted, a miss. The most recently used artifacts are
+ * also kept in memory; an entry's metadata and artifact XXH64 stay known after its bytes leave
+ * memory, so a client that copies the file needs no read of it. Eviction is least recently used,
+ * by bytes. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +23,6 @@
 
 #include "tthd.h"
 
-#define CACHE_MAGIC "TTHCACHE"
-#define CACHE_HDR 32
-
 struct tthd_cache_entry {
     char key[33];
     uint64_t size;              /* file size */
@@ -31,7 +30,8 @@ struct tthd_cache_entry {
     uint8_t *mem;               /* the allocation artifact points into (a whole entry's bytes, or a copy) */
     size_t artifact_len;
     int on_disk;                /* its file is written (scanned, loaded or stored) */
-    uint64_t art_sum;           /* XXH64 of the artifact alone, once in memory (for every hit's answer) */
+    uint64_t art_sum;           /* XXH64 of the artifact alone (for every hit's answer), when sum_known */
+    int sum_known;              /* art_sum, art_offset, artifact_len and metadata are known */
     uint64_t art_offset;        /* where the artifact starts in the file (known once loaded or stored) */
     json_t *metadata;           /* in memory with the artifact */
     struct store_work *writer;  /* writing mem (this entry's file) to disk, or NULL: see free_mem */
@@ -52,20 +52,6 @@ typedef struct store_work {
     tthd_cache_stored_cb cb;    /* told when the file is in place (or not), unless NULL */
     void *cb_data;
 } store_work;
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static char *entry_path(const tthd_cache *c, const char *key)
 {
@@ -161,9 +147,7 @@ static void evict(tthd_cache *c)
         if (!e->artifact || !c->dir)
             continue;
         c->mem_bytes -= e->artifact_len;
-        free_mem(e);
-        json_decref(e->metadata);
-        e->metadata = NULL;
+        free_mem(e); /* metadata and sum stay: a client that copies the file needs no read */
     }
 }
 
@@ -302,11 +286,11 @@ void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, con
     }
     XXH3_128bits_reset(st);
     uint8_t len[8];
-#define FIELD(p, n)                      \
-    do {                                 \
-        put_u64(len, (uint64_t)(n));     \
-        XXH3_128bits_update(st, len, 8); \
-        XXH3_128bits_update(st, p, n);   \
+#define FIELD(p, n)                        \
+    do {                                   \
+        tthd_put_le64(len, (uint64_t)(n)); \
+        XXH3_128bits_update(st, len, 8);   \
+        XXH3_128bits_update(st, p, n);     \
     } while (0)
     FIELD("tth-cache-2", 11);
     FIELD(model_digest, 16);
@@ -326,47 +310,6 @@ void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, con
     snprintf(key, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64, (uint64_t)h.low64);
 }
 
-uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t len, size_t *blob_len,
-                         size_t *art_offset)
-{
-    char *meta = json_dumps(metadata ? metadata : json_null(), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    if (!meta)
-        return NULL;
-    size_t meta_len = strlen(meta), size = CACHE_HDR + meta_len + len;
-    uint8_t *blob = malloc(size);
-    if (blob) {
-        memcpy(blob, CACHE_MAGIC, 8);
-        put_u64(blob + 8, meta_len);
-        put_u64(blob + 16, len);
-        memcpy(blob + CACHE_HDR, meta, meta_len);
-        if (len)
-            memcpy(blob + CACHE_HDR + meta_len, artifact, len);
-        put_u64(blob + 24, XXH64(blob + CACHE_HDR, meta_len + len, 0));
-        *blob_len = size;
-        if (art_offset)
-            *art_offset = CACHE_HDR + meta_len;
-    }
-    free(meta);
-    return blob;
-}
-
-int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, size_t *art_offset, size_t *art_len)
-{
-    if (len < CACHE_HDR || memcmp(blob, CACHE_MAGIC, 8) != 0)
-        return -1;
-    uint64_t meta_len = get_u64(blob + 8), alen = get_u64(blob + 16), sum = get_u64(blob + 24);
-    if (meta_len >= (1u << 30) || alen >= (1ull << 40) || (uint64_t)len != CACHE_HDR + meta_len + alen ||
-        XXH64(blob + CACHE_HDR, meta_len + alen, 0) != sum)
-        return -1;
-    json_t *meta = json_loadb((const char *)blob + CACHE_HDR, meta_len, 0, NULL);
-    if (!meta)
-        return -1;
-    *metadata = meta;
-    *art_offset = CACHE_HDR + meta_len;
-    *art_len = alen;
-    return 0;
-}
-
 /* Read and verify an entry's file into memory. 0, or -1 if missing or corrupt. */
 static int load(tthd_cache *c, tthd_cache_entry *e)
 {
@@ -382,16 +325,18 @@ static int load(tthd_cache *c, tthd_cache_entry *e)
     size_t off, alen;
     json_t *meta = NULL;
     int rc = -1;
-    if (fstat(fileno(f), &st) == 0 && st.st_size >= CACHE_HDR && (uint64_t)st.st_size < (1ull << 40) &&
+    if (fstat(fileno(f), &st) == 0 && st.st_size >= TTHD_ENTRY_HDR && (uint64_t)st.st_size < (1ull << 40) &&
         (blob = malloc((size_t)st.st_size)) && fread(blob, 1, (size_t)st.st_size, f) == (size_t)st.st_size &&
         tthd_cache_blob_check(blob, (size_t)st.st_size, &meta, &off, &alen) == 0) {
         e->mem = blob; /* the artifact stays where it was read */
         e->artifact = blob + off;
         blob = NULL;
+        json_decref(e->metadata);
         e->metadata = meta;
         e->artifact_len = alen;
         e->art_offset = off;
         e->art_sum = XXH64(e->artifact, alen, 0);
+        e->sum_known = 1;
         c->mem_bytes += alen;
         rc = 0;
     }
@@ -400,10 +345,33 @@ static int load(tthd_cache *c, tthd_cache_entry *e)
     return rc;
 }
 
-int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit)
+/* The path of e's file when a client can be given it (an absolute cache directory) and it is
+ * still the file written (the size it had); NULL otherwise. */
+static char *usable_file(tthd_cache *c, tthd_cache_entry *e)
+{
+    if (!e->on_disk || !e->art_offset || !c->dir || c->dir[0] != '/')
+        return NULL;
+    char *path = entry_path(c, e->key);
+    struct stat st;
+    if (path && (stat(path, &st) != 0 || (uint64_t)st.st_size != e->size)) {
+        e->on_disk = 0; /* removed or replaced behind our back */
+        free(path);
+        path = NULL;
+    }
+    return path;
+}
+
+int tthd_cache_lookup(tthd_cache *c, const char *key, int need_bytes, tthd_cache_hit *hit)
 {
     tthd_cache_entry *e = find(c, key);
-    if (e && !e->artifact && (!c->dir || load(c, e) != 0)) {
+    char *path = NULL;
+    if (e && !e->artifact && !need_bytes && e->sum_known && e->metadata && !(path = usable_file(c, e)) &&
+        !e->on_disk) {
+        /* its file is gone and its bytes are not here: nothing to serve */
+        drop_entry(c, e);
+        e = NULL;
+    }
+    if (e && !e->artifact && !path && (!c->dir || load(c, e) != 0)) {
         tthd_log(TTHD_LOG_WARN, "cache: entry %s is corrupt or unreadable; dropped", key);
         c->corrupt++;
         drop_entry(c, e);
@@ -417,40 +385,17 @@ int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit)
     push_front(c, e);
     c->bytes += e->size;
     c->entries++;
-    c->mem_bytes += e->artifact_len;
+    if (e->artifact)
+        c->mem_bytes += e->artifact_len;
     c->hits++;
     hit->artifact = e->artifact;
     hit->artifact_len = e->artifact_len;
     hit->metadata = e->metadata;
     hit->xxh64 = e->art_sum;
-    hit->path = NULL;
     hit->offset = e->art_offset;
-    if (e->on_disk && e->art_offset && c->dir && c->dir[0] == '/') {
-        hit->path = entry_path(c, e->key);
-        struct stat st;
-        if (hit->path && (stat(hit->path, &st) != 0 || (uint64_t)st.st_size != e->size)) {
-            e->on_disk = 0; /* removed or replaced behind our back: stream it */
-            free(hit->path);
-            hit->path = NULL;
-        }
-    }
+    hit->path = path ? path : usable_file(c, e); /* path is set when artifact is not */
     evict(c);
     return 1;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* Thread pool: temp file, rename (no fsync: every read is checked, above). */
@@ -462,7 +407,7 @@ static void store_run(uv_work_t *req)
         sw->err = -errno;
         return;
     }
-    int rc = write_all(fd, sw->blob, sw->blob_len);
+    int rc = tthd_write_all(fd, sw->blob, sw->blob_len);
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
     if (rc == 0 && rename(sw->tmp, sw->path) != 0)
@@ -521,6 +466,7 @@ int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifac
     /* the entry's memory is the blob: the artifact where the file has it */
     snprintf(e->key, sizeof e->key, "%s", key);
     e->art_sum = sum;
+    e->sum_known = 1;
     e->mem = blob;
     e->artifact = blob + art_offset;
     e->artifact_len = len;
@@ -580,6 +526,7 @@ void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob
         e->artifact = blob + art_offset;
         e->artifact_len = art_len;
         e->art_sum = sum;
+        e->sum_known = 1;
         e->art_offset = art_offset;
         e->metadata = json_deep_copy(metadata);
         e->size = blob_len;
@@ -610,6 +557,60 @@ void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob
     if (e->on_disk && c->dir && c->dir[0] == '/')
         hit->path = entry_path(c, e->key);
     evict(c);
+}
+
+const char *tthd_cache_worker_dir(const tthd_cache *c)
+{
+    return c->dir && c->dir[0] == '/' && c->max_bytes > 0 ? c->dir : NULL;
+}
+
+int tthd_cache_adopt_file(tthd_cache *c, const char *key, const char *tmp, uint64_t size, uint64_t art_offset,
+                          uint64_t art_len, uint64_t sum, const json_t *metadata, tthd_cache_hit *hit)
+{
+    memset(hit, 0, sizeof *hit);
+    struct stat st;
+    if (!tthd_cache_worker_dir(c) || size > c->max_bytes || lstat(tmp, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size != size || art_offset + art_len != size || art_offset < TTHD_ENTRY_HDR)
+        return -1;
+    if (find(c, key)) {
+        /* the same bytes (the key says so) are here already: serve those, not counted as a hit */
+        if (tthd_cache_lookup(c, key, 0, hit)) {
+            c->hits--;
+            unlink(tmp);
+            return 0;
+        }
+        c->misses--; /* that entry was unreadable and is gone: take this one */
+    }
+    char *path = entry_path(c, key);
+    tthd_cache_entry *e = calloc(1, sizeof *e);
+    json_t *meta = json_deep_copy(metadata ? metadata : json_null());
+    if (!path || !e || !meta || rename(tmp, path) != 0) {
+        if (path && e && meta)
+            tthd_log(TTHD_LOG_WARN, "cache: cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        free(path);
+        free(e);
+        json_decref(meta);
+        return -1;
+    }
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->size = size;
+    e->on_disk = 1;
+    e->art_offset = art_offset;
+    e->artifact_len = art_len;
+    e->art_sum = sum;
+    e->sum_known = 1;
+    e->metadata = meta;
+    push_front(c, e);
+    c->bytes += size;
+    c->entries++;
+    c->stores++;
+    hit->artifact_len = art_len;
+    hit->metadata = e->metadata;
+    hit->xxh64 = sum;
+    hit->offset = art_offset;
+    hit->path = path;
+    evict(c);
+    return 0;
 }
 
 /* 1 when every ONNX external data file an artifact was built from (its metadata's

@@ -16,12 +16,6 @@
 
 #include "tthd.h"
 
-void tthd_model_digest(const uint8_t *model, size_t len, uint8_t digest[16])
-{
-    XXH128_hash_t h = XXH3_128bits(model, len);
-    XXH128_canonicalFromHash((XXH128_canonical_t *)digest, h);
-}
-
 static int64_t ns_of(struct timespec t) { return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
 
 static int same_file(const tthd_digest_entry *e, const char *path, const struct stat *st)

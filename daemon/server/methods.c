@@ -354,6 +354,62 @@ static int answer_miss_by_file(tthd_server *srv, tthd_request *req, tthd_job *jo
     return 1;
 }
 
+/* 32 hex digits into 16 bytes: 0, or -1 */
+static int parse_digest(const char *hex, uint8_t out[16])
+{
+    if (!hex || strlen(hex) != 32)
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    return 0;
+}
+
+/* The file the worker wrote the artifact into as a cache entry ("entry" of its answer, params
+ * "entry_dir"): taken into the cache under the key and answered with it, without the daemon
+ * reading it. 1 when answered; 0 when the cache could not take it: then its bytes are in
+ * job->artifact (answered the usual way), or the request failed. */
+static int answer_miss_from_entry(tthd_server *srv, tthd_request *req, tthd_job *job)
+{
+    const json_t *r = job->result, *e = json_object_get(r, "entry");
+    const json_t *meta = json_object_get(r, "metadata");
+    json_int_t size = json_integer_value(json_object_get(e, "size"));
+    json_int_t off = json_integer_value(json_object_get(e, "artifact_offset"));
+    json_int_t alen = json_integer_value(json_object_get(e, "artifact_size"));
+    const char *hex = json_string_value(json_object_get(e, "xxh64"));
+    unsigned long long sum = 0;
+    tthd_cache_hit hit;
+    if (size > 0 && off > 0 && alen >= 0 && hex && strlen(hex) == 16 && sscanf(hex, "%16llx", &sum) == 1 &&
+        tthd_cache_adopt_file(&srv->cache, req->key, job->entry_path, (uint64_t)size, (uint64_t)off,
+                              (uint64_t)alen, sum, meta, &hit) == 0) {
+        free(job->entry_path); /* renamed into place, or removed for the entry already there */
+        job->entry_path = NULL;
+        tthd_remote_store_file(&srv->remote, req->key, hit.path);
+        answer_artifact(req, "miss", hit.artifact_len, hit.xxh64, 0, hit.path, hit.offset, hit.metadata,
+                        json_object_get(r, "diagnostics"), json_object_get(r, "dumps"), json_object_get(r, "timings"));
+        free(hit.path);
+        return 1;
+    }
+    /* kept nowhere (larger than the cache, say): its bytes as if streamed, for the usual way */
+    size_t blob_len = 0, art_off = 0, art_len = 0;
+    uint8_t *blob = tthd_read_file(job->entry_path, &blob_len);
+    json_t *checked = NULL;
+    if (!blob || tthd_cache_blob_check(blob, blob_len, &checked, &art_off, &art_len) != 0) {
+        free(blob);
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "the worker's artifact file is unreadable or damaged", NULL);
+        return 1;
+    }
+    json_decref(checked);
+    memmove(blob, blob + art_off, art_len);
+    free(job->artifact);
+    job->artifact = blob;
+    job->artifact_len = art_len;
+    return 0;
+}
+
 static void on_compile_done(tthd_job *job)
 {
     tthd_request *req = job->data;
@@ -363,6 +419,9 @@ static void on_compile_done(tthd_job *job)
         tthd_respond_error_obj(req, job->error);
         return;
     }
+    /* the bytes the worker compiled, when it read the model file itself (it may have changed
+     * since its digest was taken) */
+    parse_digest(json_string_value(json_object_get(job->result, "model_digest")), req->model_digest);
     /* store under the plugins the worker really used (the set may have changed meanwhile) */
     const json_t *kinds = json_object_get(job->result, "kinds");
     if (json_is_array(kinds)) {
@@ -371,6 +430,8 @@ static void on_compile_done(tthd_job *job)
             tthd_cache_key(req->model_digest, req->target_text, oj, kinds, req->key);
         free(oj);
     }
+    if (job->entry_path && answer_miss_from_entry(srv, req, job))
+        return;
     const json_t *meta = json_object_get(job->result, "metadata");
     uint64_t sum = XXH64(job->artifact, job->artifact_len, 0);
     tthd_remote_store(&srv->remote, req->key, job->artifact, job->artifact_len, meta);
@@ -406,25 +467,14 @@ static int open_model_file(const tthd_request *req, const char *path, int *fd, s
     return 0;
 }
 
-/* All of fd's model.size bytes into req->model, and their digest; 0, or -1 with msg set. */
-static int read_model_bytes(tthd_request *req, int fd, const char *path, char *msg, size_t len)
+/* The digest of fd's model.size bytes, read in pieces (the worker reads the model itself:
+ * submit_compile); 0, or -1 with msg set. */
+static int digest_model_file(tthd_request *req, int fd, const char *path, char *msg, size_t len)
 {
-    req->model = malloc(req->model_size);
-    size_t got = 0;
-    while (req->model && got < req->model_size) {
-        ssize_t n = read(fd, req->model + got, req->model_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (got != req->model_size) {
+    if (tthd_model_digest_fd(fd, req->model_size, req->model_digest) != 0) {
         snprintf(msg, len, "cannot read the model file %.300s", path);
         return -1;
     }
-    req->model_cap = req->model_got = got;
-    tthd_model_digest(req->model, req->model_size, req->model_digest);
     return 0;
 }
 
@@ -435,8 +485,8 @@ static int same_identity(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* model.path: the model's digest, and its bytes unless the digest of this very file is
- * remembered (digest.c): then it is read only if a compile needs it (load_model). */
+/* model.path: the model's digest, unless the digest of this very file is remembered (digest.c).
+ * Its bytes are read by the worker that compiles it, if one does (submit_compile). */
 static int read_model_file(tthd_server *srv, tthd_request *req, const char *path, char *msg, size_t len)
 {
     int fd;
@@ -446,44 +496,27 @@ static int read_model_file(tthd_server *srv, tthd_request *req, const char *path
     /* its directory, where ONNX external data is read (docs/tthctl.md, "ONNX external data") */
     const char *slash = strrchr(path, '/');
     req->model_dir = strndup(path, slash > path ? (size_t)(slash - path) : 1);
+    req->model_path = strdup(path);
+    if (!req->model_dir || !req->model_path) {
+        close(fd);
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
     if (tthd_digest_memo_find(&srv->digests, path, &st, req->model_digest)) {
         close(fd);
-        req->model_path = strdup(path);
-        return req->model_path ? 0 : (snprintf(msg, len, "out of memory"), -1);
+        return 0;
     }
     int64_t t0 = tthd_wall_ns();
-    int rc = read_model_bytes(req, fd, path, msg, len);
+    int rc = digest_model_file(req, fd, path, msg, len);
     if (rc == 0 && fstat(fd, &after) == 0 && same_identity(&st, &after))
         tthd_digest_memo_put(&srv->digests, path, &st, t0, req->model_digest);
     close(fd);
     return rc;
 }
 
-/* The bytes of a model whose digest was remembered, for a compile: read now (the key is
- * computed again from them when the compile is done). 0, or -1 with msg set. */
-static int load_model(tthd_request *req, char *msg, size_t len)
-{
-    int fd;
-    struct stat st;
-    if (req->model || !req->model_path)
-        return 0;
-    if (open_model_file(req, req->model_path, &fd, &st, msg, len) != 0)
-        return -1;
-    int rc = read_model_bytes(req, fd, req->model_path, msg, len);
-    close(fd);
-    free(req->model_path);
-    req->model_path = NULL;
-    return rc;
-}
-
 /* Not in any cache: a worker compiles it. */
 static void submit_compile(tthd_server *srv, tthd_request *req)
 {
-    char msg[512];
-    if (load_model(req, msg, sizeof msg) != 0) {
-        tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
-        return;
-    }
     const json_t *options = json_object_get(req->params, "options");
     tthd_progress(req, "report", "compile", 5);
     json_t *params = json_pack("{s:s, s:O, s:o, s:I}", "model_name", req->model_name, "target", req->target,
@@ -491,13 +524,25 @@ static void submit_compile(tthd_server *srv, tthd_request *req)
                                (json_int_t)req->model_size);
     if (params && req->model_dir)
         json_object_set_new(params, "model_dir", json_string(req->model_dir));
+    if (params && req->model_path) {
+        /* the worker reads the file itself and says which bytes it compiled (their digest) */
+        char hex[33];
+        tthd_digest_hex(req->model_digest, hex);
+        json_object_set_new(params, "model_path", json_string(req->model_path));
+        json_object_set_new(params, "model_digest", json_string(hex));
+    }
+    const char *entry_dir = tthd_cache_worker_dir(&srv->cache);
+    if (params && entry_dir && wants_file(req))
+        json_object_set_new(params, "entry_dir", json_string(entry_dir));
     tthd_job *cj = tthd_job_new(TTHD_JOB_COMPILE, params);
     if (!cj) {
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
-    cj->upload = req->model;
-    cj->upload_len = req->model_size;
+    if (!req->model_path) {
+        cj->upload = req->model;
+        cj->upload_len = req->model_size;
+    }
     cj->cb = on_compile_done;
     cj->progress = on_compile_progress;
     cj->data = req;
@@ -540,7 +585,7 @@ static void on_remote_answer(void *data, tthd_remote_found *found)
     tthd_cache_adopt(&srv->cache, req->key, found->blob, found->blob_len, found->art_offset, found->art_len,
                      found->sum, found->metadata, found->on_disk, &hit);
     found->blob = NULL;
-    if (hit.artifact || tthd_cache_lookup(&srv->cache, req->key, &hit))
+    if (hit.artifact || tthd_cache_lookup(&srv->cache, req->key, !wants_file(req), &hit))
         answer_hit(req, "remote-hit", &hit, req->parse_diagnostics);
     else
         submit_compile(srv, req);
@@ -591,7 +636,7 @@ static void ext_check_done(uv_work_t *w, int status)
     req->ext_check = NULL;
     tthd_server *srv = req->conn->srv;
     tthd_cache_hit hit;
-    if (same && tthd_cache_lookup(&srv->cache, req->key, &hit)) {
+    if (same && tthd_cache_lookup(&srv->cache, req->key, !wants_file(req), &hit)) {
         srv->cache.hits--; /* the first lookup counted it */
         answer_hit(req, "hit", &hit, req->parse_diagnostics);
         free(hit.path);
@@ -661,7 +706,7 @@ static void on_compile_target(tthd_job *job)
     int use_cache = !json_is_true(json_object_get(options, "no_cache")) && !json_object_get(options, "dump_ir");
     tthd_cache_hit hit;
     uint64_t l0 = uv_hrtime();
-    int found = use_cache && tthd_cache_lookup(&srv->cache, req->key, &hit);
+    int found = use_cache && tthd_cache_lookup(&srv->cache, req->key, !wants_file(req), &hit);
     req->lookup_s = (double)(uv_hrtime() - l0) / 1e9;
     req->parse_diagnostics = json_incref(json_object_get(job->result, "diagnostics"));
     if (found && json_array_size(json_object_get(hit.metadata, "external_data"))) {

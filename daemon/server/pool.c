@@ -75,7 +75,20 @@ void tthd_job_free(tthd_job *job)
     json_decref(job->result);
     json_decref(job->error);
     free(job->artifact);
+    if (job->entry_path)
+        unlink(job->entry_path);
+    free(job->entry_path);
     free(job);
+}
+
+/* The cache entry file a worker says it wrote: a temporary file (".tmp-w...") directly in the
+ * directory the job named, nowhere else. */
+static int entry_path_ok(const json_t *params, const char *path)
+{
+    const char *dir = json_string_value(json_object_get(params, "entry_dir"));
+    size_t n = dir ? strlen(dir) : 0;
+    return n && path && strncmp(path, dir, n) == 0 && strncmp(path + n, "/.tmp-w", 7) == 0 &&
+           !strchr(path + n + 1, '/');
 }
 
 json_t *tthd_error_from_diag(const tth_diag *d)
@@ -229,6 +242,16 @@ static void on_worker_message(tthd_worker *w, tthp_message *m)
         json_integer_value(m->id) != w->job_id)
         return;
     tthd_job *job = w->job;
+    const json_t *entry = m->result ? json_object_get(m->result, "entry") : NULL;
+    if (entry) {
+        const char *path = json_string_value(json_object_get(entry, "path"));
+        if (!entry_path_ok(job->params, path)) {
+            tthd_log(TTHD_LOG_WARN, "worker %d named a cache file outside its cache directory; replacing it", w->pid);
+            worker_kill(w, KILL_PROTOCOL);
+            return;
+        }
+        job->entry_path = strdup(path);
+    }
     if (m->result) {
         job->result = json_incref(m->result);
     } else {

@@ -37,6 +37,8 @@ typedef struct remote_op {
     void *data;
     char *local_path;           /* where a value found goes in the local cache, or NULL */
     char *model_dir;            /* where the model's external data files are, or NULL */
+    char *file;                 /* a store of a local cache file: read in the thread pool */
+    int untried;                /* that file could not be sent (unreadable, too big): Redis not asked */
     int on_disk;                /* it went there */
     json_t *metadata;
     size_t art_offset, art_len;
@@ -407,6 +409,14 @@ static void lookup_run(uv_work_t *req)
 static void store_run(uv_work_t *req)
 {
     remote_op *op = req->data;
+    if (op->file) {
+        op->blob = tthd_read_file(op->file, &op->blob_len);
+        if (!op->blob || op->blob_len > op->r->cfg->max_bytes) {
+            op->outcome = op->blob ? R_TOO_BIG : R_ERROR;
+            op->untried = 1;
+            return;
+        }
+    }
     int rc = raw_set(op->r, op->key, op->blob, op->blob_len, op->err, sizeof op->err);
     op->outcome = rc == 0 ? R_STORED : rc == -1 ? R_UNREACHABLE : R_ERROR;
 }
@@ -459,6 +469,7 @@ static void op_free(remote_op *op)
     free(op->blob);
     free(op->local_path);
     free(op->model_dir);
+    free(op->file);
     free(op);
 }
 
@@ -503,10 +514,14 @@ static void store_done(uv_work_t *req, int status)
         op->outcome = R_ERROR;
         snprintf(op->err, sizeof op->err, "%s", uv_strerror(status));
     }
-    if (status != UV_ECANCELED)
+    if (status != UV_ECANCELED && !op->untried)
         settle(op->r, op);
+    if (op->untried && op->outcome == R_ERROR)
+        tthd_log(TTHD_LOG_DEBUG, "remote cache: cannot read %s to store it", op->file);
     if (op->outcome == R_STORED)
         op->r->stores++;
+    else if (op->outcome == R_TOO_BIG)
+        op->r->too_big++;
     op_free(op);
 }
 
@@ -567,6 +582,21 @@ void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact,
             r->too_big++;
         op_free(op);
     }
+}
+
+void tthd_remote_store_file(tthd_remote *r, const char *key, const char *path)
+{
+    if (!r->cfg || !path || !usable(r))
+        return;
+    remote_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return;
+    op->r = r;
+    snprintf(op->key, sizeof op->key, KEY_PREFIX "%s", key);
+    op->file = strdup(path);
+    op->req.data = op;
+    if (!op->file || uv_queue_work(r->loop, &op->req, store_run, store_done) != 0)
+        op_free(op);
 }
 
 json_t *tthd_remote_status(const tthd_remote *r)

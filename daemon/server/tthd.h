@@ -15,6 +15,8 @@
 #include <tth/diag.h>
 #include <tthproto/jsonrpc.h>
 
+#include "entry_file.h"
+
 /* ---- log.c ---------------------------------------------------------------------------- */
 
 enum { TTHD_LOG_ERROR = 0, TTHD_LOG_WARN = 1, TTHD_LOG_INFO = 2, TTHD_LOG_DEBUG = 3 };
@@ -134,8 +136,6 @@ typedef struct tthd_digest_memo {
     uint64_t tick;
 } tthd_digest_memo;
 
-/* XXH3-128 of a model's bytes, canonical (big-endian) order. */
-void tthd_model_digest(const uint8_t *model, size_t len, uint8_t digest[16]);
 /* 1 and digest filled when path, with the identity in st, was read before and has not changed. */
 int tthd_digest_memo_find(tthd_digest_memo *m, const char *path, const struct stat *st, uint8_t digest[16]);
 /* Remember path's digest; st is its identity before the read that began at read_at_ns
@@ -145,8 +145,11 @@ void tthd_digest_memo_put(tthd_digest_memo *m, const char *path, const struct st
 void tthd_digest_memo_free(tthd_digest_memo *m);
 /* CLOCK_REALTIME in nanoseconds: the clock of file timestamps */
 int64_t tthd_wall_ns(void);
-/* 1 and *hit filled on a verified hit; 0 on a miss (a corrupt entry is dropped: a miss). */
-int tthd_cache_lookup(tthd_cache *c, const char *key, tthd_cache_hit *hit);
+/* 1 and *hit filled on a verified hit; 0 on a miss (a corrupt entry is dropped: a miss). With
+ * need_bytes 0 (the client copies the file) an entry whose file, metadata and artifact XXH64 are
+ * known is answered with its file alone (hit->artifact NULL, hit->path set), without reading it:
+ * the client checks the XXH64 of what it copies. */
+int tthd_cache_lookup(tthd_cache *c, const char *key, int need_bytes, tthd_cache_hit *hit);
 /* Store (copies); sum is the artifact's XXH64, which hits answer with. Written to disk
  * atomically in the thread pool. */
 void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
@@ -158,19 +161,24 @@ typedef void (*tthd_cache_stored_cb)(void *data, const char *path, uint64_t art_
  * is written (the key is already stored, no cache directory, too large, out of memory). */
 int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                           const json_t *metadata, tthd_cache_stored_cb cb, void *cb_data);
-/* An entry as one block of bytes (the on-disk file, and the value of a remote entry):
- * "TTHCACHE" | u64 meta_len | u64 artifact_len | u64 XXH64(meta + artifact) | meta | artifact.
- * Returns it (malloc'd) with its length and where the artifact starts in it, or NULL. */
-uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t len, size_t *blob_len,
-                         size_t *art_offset);
-/* Verify such a block (lengths, checksum, metadata JSON): 0 with the metadata (new reference) and
- * where the artifact lies, or -1. */
-int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, size_t *art_offset, size_t *art_len);
+/* An entry as one block of bytes (the on-disk file, and the value of a remote entry) is
+ * tthd_cache_blob's (entry_file.h). */
 /* Take in an entry found elsewhere (the remote cache): blob, of tthd_cache_blob's form, verified
  * and taken over; on_disk when its file was already written under the key's name. *hit is
  * filled as by a lookup (artifact NULL if it could not be kept), without counting a hit. */
 void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob_len, size_t art_offset,
                       size_t art_len, uint64_t sum, const json_t *metadata, int on_disk, tthd_cache_hit *hit);
+/* Take in an entry a worker wrote (entry_file.h's format) as the file tmp in the cache directory:
+ * renamed into place under key (tmp removed when the key is already stored), recorded with its
+ * metadata and the artifact's XXH64 but not its bytes. 0 with *hit filled as a need_bytes-0
+ * lookup fills it, without counting a hit; -1 when it cannot be kept (no absolute cache
+ * directory, larger than the cache, tmp not the size said, rename failed): tmp is left to the
+ * caller. */
+int tthd_cache_adopt_file(tthd_cache *c, const char *key, const char *tmp, uint64_t size, uint64_t art_offset,
+                          uint64_t art_len, uint64_t sum, const json_t *metadata, tthd_cache_hit *hit);
+/* The directory a worker may write entries into for tthd_cache_adopt_file: the cache directory
+ * when it is absolute and the cache can hold anything, else NULL. */
+const char *tthd_cache_worker_dir(const tthd_cache *c);
 /* The file an entry of key is written to (malloc'd), or NULL without a cache directory. */
 char *tthd_cache_entry_path(const tthd_cache *c, const char *key);
 /* 1 when every ONNX external data file an artifact's metadata lists ("external_data": location,
@@ -224,6 +232,9 @@ void tthd_remote_cancel(tthd_remote_get *g);
 /* Store an artifact (copied) in the thread pool, unless too large or Redis is down. */
 void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact, size_t len,
                        const json_t *metadata);
+/* The same for an entry already in a local cache file (entry_file.h's format), read in the
+ * thread pool. */
+void tthd_remote_store_file(tthd_remote *r, const char *key, const char *path);
 /* Counters and state for `status` (new reference), or JSON null without a remote cache. */
 json_t *tthd_remote_status(const tthd_remote *r);
 
@@ -261,6 +272,8 @@ struct tthd_job {
     json_t *error;              /* on failure: {"code","message","data"} */
     uint8_t *artifact;          /* compile: streamed back by the worker */
     size_t artifact_len, artifact_cap;
+    char *entry_path;           /* compile: the cache entry file the worker wrote instead (params
+                                   "entry_dir"), removed with the job unless taken */
     uint64_t deadline;          /* uv_now() ms */
     unsigned generation;        /* plugin set it ran with */
     tthd_worker *worker;        /* running on, or NULL while queued */
@@ -334,7 +347,7 @@ struct tthd_request {
     char *ext_dir;              /* compile upload: the private directory they were written to */
     char model_name[TTHP_MAX_MODEL_NAME + 1];
     char *model_dir;            /* compile by model.path: the file's directory (ONNX external data) */
-    char *model_path;           /* compile by model.path: the file, while it is not read yet */
+    char *model_path;           /* compile by model.path: the file, which the compiling worker reads */
     uint8_t model_digest[16];   /* compile: tthd_model_digest of the model */
     json_t *target;             /* compile: canonical target from the parse step */
     char *target_text;          /* compile: its canonical JSON text */

@@ -22,6 +22,7 @@
 #include <tth/target.h>
 #include <tthproto/jsonrpc.h>
 
+#include "entry_file.h"
 #include "tth_config.h"
 #include "trap.h"
 
@@ -231,17 +232,83 @@ static void on_progress(void *ctx, const char *stage, int percent)
 }
 #endif
 
+/* The model named by path ("model_path", when the client gave tthd a file): read here, so its
+ * bytes never pass through the daemon. It must still have size bytes; *digest_hex says which
+ * bytes were compiled (the file may have changed since tthd took its digest). NULL with d set. */
+static uint8_t *read_model_path(const char *path, size_t size, char digest_hex[33], tth_diag *d)
+{
+    size_t len = 0;
+    uint8_t *model = tthd_read_file(path, &len);
+    if (!model) {
+        tth_diag_set(d, TTH_EIO, "model", "cannot read the model file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (len != size) {
+        tth_diag_set(d, TTH_EINVAL, "model", "the model file %s changed while tthd compiled it (%zu bytes, not %zu)",
+                     path, len, size);
+        tth_diag_hint(d, "compile again once the file is written");
+        free(model);
+        return NULL;
+    }
+    uint8_t digest[16];
+    tthd_model_digest(model, len, digest);
+    tthd_digest_hex(digest, digest_hex);
+    return model;
+}
+
+/* The artifact written as a cache entry file in dir (params "entry_dir", docs/cache.md): a new
+ * temporary file there, which the daemon renames into place. The answer's "entry", or NULL when
+ * it could not be written (then the artifact is streamed). */
+static json_t *write_entry(const char *dir, const json_t *metadata, const uint8_t *art, size_t len)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/.tmp-w%d-XXXXXX", dir, (int)getpid()) >= sizeof path)
+        return NULL;
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "tth-worker[%d]: cannot create a file in %s (%s); streaming the artifact\n", (int)getpid(),
+                dir, strerror(errno));
+        return NULL;
+    }
+    uint64_t off = 0, size = 0, sum = 0;
+    int rc = tthd_entry_write(fd, metadata, art, len, &off, &size, &sum);
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc != 0) {
+        fprintf(stderr, "tth-worker[%d]: cannot write %s (%s); streaming the artifact\n", (int)getpid(), path,
+                strerror(-rc));
+        unlink(path);
+        return NULL;
+    }
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)sum);
+    json_t *e = json_pack("{s:s, s:I, s:I, s:I, s:s}", "path", path, "size", (json_int_t)size, "artifact_offset",
+                          (json_int_t)off, "artifact_size", (json_int_t)len, "xxh64", hex);
+    if (!e)
+        unlink(path);
+    return e;
+}
+
 /* Returns -1 when the pipe is no longer usable. */
 static int handle_compile(const json_t *id, const json_t *params, const tth_host *host)
 {
     json_int_t size = json_integer_value(json_object_get(params, "model_size"));
     if (size <= 0)
         return -1;
-    uint8_t *model = read_upload((size_t)size);
-    if (!model)
-        return -1;
     tth_diag d;
     tth_diag_clear(&d);
+    const char *model_path = json_string_value(json_object_get(params, "model_path"));
+    char digest_hex[33] = "";
+    uint8_t *model;
+    if (model_path) {
+        model = read_model_path(model_path, (size_t)size, digest_hex, &d);
+        if (!model) {
+            send_error(id, &d);
+            return 0;
+        }
+    } else if (!(model = read_upload((size_t)size))) {
+        return -1;
+    }
 #ifdef TTH_NO_COMPILE_FLOW
     tth_diag_set(&d, TTH_EUNSUPPORTED, "compile", "this build has no compile flow");
     tth_diag_hint(&d, "rebuild tth with daemon/compile/pipeline.c present");
@@ -267,13 +334,17 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
             tth_diag_set(&d, rc, NULL, "compile failed: %s", tth_strerror(rc));
         send_error(id, &d);
     } else {
+        const char *entry_dir = json_string_value(json_object_get(params, "entry_dir"));
+        json_t *entry = entry_dir ? write_entry(entry_dir, res.metadata, res.artifact, res.artifact_len) : NULL;
         size_t off = 0;
         int wrc = 0;
-        do {
+        while (!entry && wrc == 0) {
             size_t n = res.artifact_len - off < TTHP_CHUNK_BYTES ? res.artifact_len - off : TTHP_CHUNK_BYTES;
             wrc = tthp_write_chunk_fd(W.out_fd, id, "artifact", off, res.artifact + off, n, res.artifact_len);
             off += n;
-        } while (wrc == 0 && off < res.artifact_len);
+            if (off >= res.artifact_len)
+                break;
+        }
         json_t *kinds = json_array();
         collect_kinds(req.target, kinds);
         json_t *hooks = json_array();
@@ -283,17 +354,21 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
             json_array_append(hooks, v);
         json_t *stages = res.timings ? json_incref(res.timings) : json_array();
         if (wrc == 0) {
-            send_msg(tthp_answer_or_internal(
-                tthp_result_new(id, json_pack("{s:o, s:O, s:O, s:O, s:{s:o, s:o}}", "kinds", kinds, "metadata",
-                                              res.metadata ? res.metadata : json_null(), "dumps",
-                                              res.dumps ? res.dumps : json_null(), "diagnostics", W.logs,
-                                              "timings", "stages", stages, "hooks", hooks)),
-                id));
+            json_t *answer = json_pack("{s:o, s:O, s:O, s:O, s:{s:o, s:o}}", "kinds", kinds, "metadata",
+                                       res.metadata ? res.metadata : json_null(), "dumps",
+                                       res.dumps ? res.dumps : json_null(), "diagnostics", W.logs, "timings",
+                                       "stages", stages, "hooks", hooks);
+            if (answer && entry)
+                json_object_set_new(answer, "entry", json_incref(entry));
+            if (answer && digest_hex[0])
+                json_object_set_new(answer, "model_digest", json_string(digest_hex));
+            send_msg(tthp_answer_or_internal(tthp_result_new(id, answer), id));
         } else {
             json_decref(kinds);
             json_decref(stages);
             json_decref(hooks);
         }
+        json_decref(entry);
         tth_compile_result_free(&res);
     }
 #endif

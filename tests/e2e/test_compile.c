@@ -496,3 +496,94 @@ Test(compile, model_changed_in_place_is_read_again, .timeout = 300)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* A compile by path for a client that copies files ("delivery": "file"): the answer names the
+ * cache entry file and nothing is streamed. */
+static json_t *compile_path_file(e2e_client *c, json_int_t id, const char *path, size_t len)
+{
+    c->binary_len = 0;
+    c->binary_frames = 0;
+    e2e_send(c, tthp_request_new(id, "compile",
+                                 json_pack("{s:{s:s, s:I, s:s}, s:s, s:s}", "model", "name", "digits", "size",
+                                           (json_int_t)len, "path", path, "target", "llvm", "delivery", "file")));
+    json_t *r = e2e_recv_response(c, 240000);
+    if (!r)
+        e2e_dump_log(c->daemon);
+    cr_assert_not_null(r, "no answer to a compile by path");
+    return r;
+}
+
+/* The XXH64 of size bytes at offset of path, as 16 hex digits. */
+static void hash_of_file_part(const char *path, long offset, size_t size, char hex[17])
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    uint8_t *buf = malloc(size);
+    cr_assert(buf && fseek(f, offset, SEEK_SET) == 0 && fread(buf, 1, size, f) == size, "%s is too short", path);
+    fclose(f);
+    snprintf(hex, 17, "%016llx", (unsigned long long)XXH64(buf, size, 0));
+    free(buf);
+}
+
+/* A miss for a client on this machine that copies files: the worker reads the model file and
+ * writes the cache entry itself (docs/cache.md, "Who writes an entry"). The answer names the
+ * entry's file, whose bytes hash to the answer's XXH64; no temporary file is left; the entry
+ * serves a hit by file and, read and checked by the daemon, a hit streamed to a client that
+ * uploads the model. */
+Test(compile, miss_written_by_the_worker, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    e2e_put_real_plugins(&d);
+    e2e_launch(&d, NULL, NULL);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
+    json_decref(e2e_recv_response(c, 10000));
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    json_t *r = compile_path_file(c, 2, path, len);
+    if (e2e_no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        return;
+    }
+    cr_assert_eq(e2e_error_code(r), 0, "compile failed: %s", e2e_err_message(r));
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
+    cr_assert_eq(e2e_result_int(r, "artifact", "chunks"), 0);
+    cr_assert_eq(c->binary_len, 0, "a miss answered by file streamed %zu bytes", c->binary_len);
+    char entry[512], sum[17], key[33];
+    snprintf(key, sizeof key, "%s", e2e_result_str(r, "key", NULL));
+    snprintf(entry, sizeof entry, "%s/%s.tthc", d.cache, key);
+    const json_t *file = json_object_get(json_object_get(json_object_get(r, "result"), "artifact"), "file");
+    cr_assert_str_eq(json_string_value(json_object_get(file, "path")), entry);
+    json_int_t size = e2e_result_int(r, "artifact", "size");
+    hash_of_file_part(entry, (long)json_integer_value(json_object_get(file, "offset")), (size_t)size, sum);
+    cr_assert_str_eq(e2e_result_str(r, "artifact", "xxh64"), sum, "the entry's artifact is not the answer's");
+    json_decref(r);
+    DIR *dir = opendir(d.cache);
+    cr_assert_not_null(dir);
+    for (struct dirent *de; (de = readdir(dir));)
+        cr_assert(strncmp(de->d_name, ".tmp-", 5) != 0, "a temporary file is left: %s", de->d_name);
+    closedir(dir);
+
+    r = compile_path_file(c, 3, path, len);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit");
+    cr_assert_str_eq(e2e_result_str(r, "artifact", "xxh64"), sum);
+    json_decref(r);
+    r = e2e_compile(c, 4, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit", "the worker's entry did not read back");
+    cr_assert_str_eq(e2e_result_str(r, "artifact", "xxh64"), sum);
+    json_decref(r);
+    r = e2e_call(c, 5, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "cache", "corrupt"), 0);
+    cr_assert_eq(e2e_result_int(r, "cache", "entries"), 1);
+    json_decref(r);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}

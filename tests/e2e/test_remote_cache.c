@@ -150,6 +150,46 @@ Test(remote_cache, two_daemons_share_a_compile, .timeout = 300)
     redis_stop(&rd);
 }
 
+/* A miss for a client that copies files, whose worker wrote the cache entry file itself
+ * (docs/cache.md, "Who writes an entry"): the daemon sends that file to the remote cache, and
+ * another daemon's hit is its artifact. */
+Test(remote_cache, an_entry_the_worker_wrote_is_shared, .timeout = 300)
+{
+    redis rd;
+    redis_start(&rd, "retry=1");
+    e2e_daemon a, b;
+    daemon_start(&a, &rd);
+    daemon_start(&b, &rd);
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    e2e_client *ca = e2e_client_new(&a), *cb = e2e_client_new(&b);
+    e2e_client_init(ca);
+    e2e_client_init(cb);
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    e2e_send(ca, tthp_request_new(1, "compile",
+                                  json_pack("{s:{s:s, s:I, s:s}, s:s, s:s}", "model", "name", "digits", "size",
+                                            (json_int_t)len, "path", path, "target", "llvm", "delivery", "file")));
+    json_t *r = e2e_recv_response(ca, 240000);
+    cr_assert_not_null(r);
+    cr_assert_eq(e2e_error_code(r), 0, "compile failed: %s", e2e_err_message(r));
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
+    cr_assert_eq(e2e_result_int(r, "artifact", "chunks"), 0, "the miss was streamed, not answered by file");
+    char *first = strdup(e2e_result_str(r, "artifact", "xxh64"));
+    json_decref(r);
+    wait_stores(ca, 1);
+    char *second = compile_expect(cb, 2, model, len, "llvm", "hit", "remote");
+    cr_assert_str_eq(second, first, "the remote hit is the artifact a's worker wrote");
+    free(first);
+    free(second);
+    free(model);
+    e2e_client_free(ca);
+    e2e_client_free(cb);
+    e2e_stop(&a);
+    e2e_stop(&b);
+    redis_stop(&rd);
+}
+
 /* Replace the only remote entry's value by a damaged copy of itself */
 static void damage_entry(redis *rd, int truncate)
 {
