@@ -768,13 +768,25 @@ static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int v
     return row_in_vectors(k, RV, vl, dw_row_tile, &at);
 }
 
-/* Rows [oh0, oh0 + n) of channel ch in groups of at most R rows (dw_rows) */
+/* Rows [oh0, oh0 + n) of channel ch in groups of R rows (dw_rows): a loop over the whole
+ * groups, whose code is written once (a window's 16 rows written out one by one made the
+ * function 16 times larger for LLVM to compile, for no gain in speed: docs/lowering.md,
+ * "Depthwise kernel"), then the n % R rows left. */
 static tth_tstmt *dw_row_range(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t n, int64_t R, int vl)
 {
     lw_ctx *c = k->c;
     tth_tstmt *seq = NULL;
-    for (int64_t r = 0; r < n; r += R) {
-        tth_tstmt *st = dw_rows(k, ch, lw_add(c, oh0, lw_i(c, r)), n - r < R ? n - r : R, vl);
+    int64_t groups = n / R;
+    if (groups > 0) {
+        lw_ax g;
+        if (lw_ax_make(c, &g, "rg", groups))
+            return NULL;
+        tth_tstmt *st = dw_rows(k, ch, lw_add(c, oh0, lw_mul(c, g.e, lw_i(c, R))), R, vl);
+        if (!st || lw_append(c, &seq, lw_ax_loop(c, &g, TTH_LOOP_SERIAL, st)))
+            return NULL;
+    }
+    if (n % R) {
+        tth_tstmt *st = dw_rows(k, ch, lw_add(c, oh0, lw_i(c, groups * R)), n % R, vl);
         if (!st || lw_append(c, &seq, st))
             return NULL;
     }

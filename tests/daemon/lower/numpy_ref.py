@@ -330,6 +330,14 @@ def case(name):
         a = {"strides": [2, 2], "groups": 1}
         y = conv2d(x, w, None, [2, 2], [0, 0, 0, 0], [1, 1], 1)
         return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "conv_tiles_depthwise_window_groups":
+        # depthwise stride 1 read through windows of 16 rows (rows of two vectors at 16 lanes:
+        # tiles of two rows), 21 rows: a window of 8 row pairs in a loop, then 5 rows (two pairs
+        # and one row left), batch 2, bias and relu6
+        x, w, b = rnd((2, 3, 21, 32)), rnd((3, 1, 3, 3)), rnd((3,))
+        a = {"padding": [1, 1, 1, 1], "groups": 3}
+        y = np.clip(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 3), 0, 6)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("clip", {"a_min": 0.0, "a_max": 6.0}, ["prev"])], [y.astype(f32)]
     if name == "conv_tiles_rows_stem":
         # the row-vectorized kernel on a stem: 3 channels, stride 2, padding, rows of 38 (whole
         # vectors and a tail at every width), 10 output channels (a block and a narrower one)
