@@ -53,6 +53,8 @@ typedef struct wg {
     int64_t rows;           /* tile rows of a region */
     tth_texpr *th0;         /* the region's first tile row */
     tth_texpr *vbase, *mbase;
+    int past_image;         /* a region may hold tile rows past the image's (the last band,
+                               made as tall as the others): they are computed, never stored */
 } wg;
 
 /* sum_i coef[i] * x[i] over the nonzero coefficients (x[i] vectors or scalars); NULL if all zero */
@@ -315,6 +317,8 @@ static tth_tstmt *out_transform(wg *g, int par)
                                    lw_add(c, g->mbase, lw_mul(c, lw_ref(c, vo), lw_i(c, vl))));
             st = lw_let(c, mv[i][j], tth_tir_vload(c->m, g->M, at, vl, 0), st);
         }
+    if (g->past_image)
+        st = tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, lw_ref(c, vth), lw_i(c, g->nTh)), st, NULL);
     /* tiles outermost (docs/threads.md, "Locality"): t = q / nvo, ob = q % nvo */
     st = lw_let(c, vth, lw_add(c, g->th0, lw_bin(c, TTH_TBIN_DIV, t, lw_i(c, g->nTw))),
                 lw_let(c, vtw, lw_bin(c, TTH_TBIN_MOD, t, lw_i(c, g->nTw)), st));
@@ -385,25 +389,25 @@ static tth_tstmt *band(wg *g, tth_tbuffer *x, tth_tbuffer *xw, tth_texpr *b, int
     return body;
 }
 
-/* The bands: a parallel loop over them, the last one shorter when R does not divide the tile
- * rows. V, M and the windows are indexed by band, so bands share nothing but the weights. */
+/* The bands: a parallel loop over them, all of R tile rows. When R does not divide the tile
+ * rows, the last band runs past the image: its window there is zeros and those tiles are not
+ * stored. It costs no time while each band has a core of its own (the others take as long), and
+ * the band is written once: a shorter last band of its own doubled the function's code.
+ * V, M and the windows are indexed by band, so bands share nothing but the weights. */
 static tth_tstmt *bands(wg *g, tth_tbuffer *x, int64_t R, int par, tth_tbuffer **xw_out)
 {
     tk *k = &g->k;
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int64_t nfull = g->nTh / R, last = g->nTh % R, nb = nfull + (last ? 1 : 0);
+    int64_t nb = (g->nTh + R - 1) / R;
     int64_t nw = nb * p->C * (R * WM + 2) * k->Wrow;
     tth_tbuffer *xw = lw_local(c, "xw", TTH_F32, 1, &nw);
     lw_ax b;
     if (!xw || lw_ax_make(c, &b, "band", nb))
         return NULL;
     *xw_out = xw;
+    g->past_image = g->nTh % R != 0;
     tth_tstmt *body = band(g, x, xw, b.e, R, R);
-    if (body && last) {
-        tth_tstmt *tail = band(g, x, xw, b.e, R, last);
-        body = tail ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, b.e, lw_i(c, nfull)), body, tail) : NULL;
-    }
     return body ? lw_ax_loop(c, &b, par && nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body) : NULL;
 }
 
