@@ -156,7 +156,7 @@ typedef struct cg {
     char reduce_name[32][16];
     int nreduce;
     const unsigned char *written; /* per param of func: stored to */
-    /* constants bound at run time (docs/artifact.md): of at least CG_BIND_MIN bytes, slot k of
+    /* constants bound at run time (docs/artifact.md): of at least TTH_BIND_MIN_BYTES bytes, slot k of
      * <bind_prefix>_const_slots is bound[k]; no binding when bind_prefix is NULL */
     const char *bind_prefix;
     const tth_tbuffer **bound;
@@ -164,10 +164,6 @@ typedef struct cg {
     size_t nbound;
 } cg;
 
-/* Constants this large are bound at run time when the code binds; the status the entry returns
- * while they are not (the llvm kind's numbers, so the runtime and README say the same). */
-#define CG_BIND_MIN 1024
-#define CG_E_UNBOUND (-200)
 
 static int cg_fail(cg *g, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int cg_fail(cg *g, int code, const char *fmt, ...)
@@ -1828,7 +1824,7 @@ static int entry_model_name(const tth_prim_func *entry, char *buf, size_t len)
     return -1;
 }
 
-/* Which constants are bound at run time: every one of at least CG_BIND_MIN bytes with a name,
+/* Which constants are bound at run time: every one of at least TTH_BIND_MIN_BYTES bytes with a name,
  * loaded with the alignment its array would have had. */
 static int plan_binding(cg *g)
 {
@@ -1838,7 +1834,7 @@ static int plan_binding(cg *g)
         return tth_diag_set(g->diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
     for (size_t i = 0; i < g->nconsts; i++) {
         const tth_tbuffer *b = g->consts[i];
-        if (tth_tbuffer_nbytes(b) < CG_BIND_MIN || !b->name || !*b->name || !b->data)
+        if (tth_tbuffer_nbytes(b) < TTH_BIND_MIN_BYTES || !b->name || !*b->name || !b->data)
             continue;
         unsigned a = b->align >= 16 ? b->align : 16;
         g->bound_align[g->nbound] = a > 64 ? 64 : a;
@@ -2063,7 +2059,7 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     }
     if (g.nbound)
         rc = tth_runtime_module_add_binding(out, model, g.bind_prefix, g.bound, g.bound_align, g.nbound,
-                                            CG_E_UNBOUND, diag);
+                                            TTH_BIND_E_UNBOUND, diag);
     if (rc == 0) {
         json_t *meta = json_pack("{s:s, s:O}", "language", "c99", "sources", sources);
         if (entry && meta)
@@ -2072,7 +2068,7 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
             char text[300];
             snprintf(text, sizeof text, "%s_status_text", g.bind_prefix);
             json_object_set_new(meta, "bind_constants",
-                                tth_binding_meta(g.bind_prefix, model, g.bound, g.nbound, CG_E_UNBOUND));
+                                tth_binding_meta(g.bind_prefix, model, g.bound, g.nbound, TTH_BIND_E_UNBOUND));
             json_object_set_new(meta, "status_text_symbol", json_string(text));
         }
         if (meta)

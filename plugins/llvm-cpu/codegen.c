@@ -520,7 +520,7 @@ static int add_thread_pool(const llcg_options *o, const char *model, const char 
 /* The module meta's bind_constants (docs/plugin-guide.md): slot k is parameter bound[k]. */
 static json_t *bind_meta(const tth__llcg *c, const char *model)
 {
-    return tth_binding_meta(c->bind_prefix, model, c->bound, c->nbound, TTH__LLCG_E_UNBOUND);
+    return tth_binding_meta(c->bind_prefix, model, c->bound, c->nbound, TTH_BIND_E_UNBOUND);
 }
 
 /* <model>_bind.c (libtth's binding source), each constant loaded with its buffer's alignment. */
@@ -532,7 +532,7 @@ static int add_bind_source(const tth__llcg *c, const char *model, tth_runtime_mo
     for (size_t k = 0; k < c->nbound; k++)
         align[k] = tth__llcg_buffer_align(c->bound[k]);
     int rc = tth_runtime_module_add_binding(out, model, c->bind_prefix, c->bound, align, c->nbound,
-                                            TTH__LLCG_E_UNBOUND, diag);
+                                            TTH_BIND_E_UNBOUND, diag);
     free(align);
     return rc;
 }

@@ -37,6 +37,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 
+#include "tth/artifact.h"
 #include "tth/diag.h"
 #include "tth/tir.h"
 
@@ -77,7 +78,7 @@ typedef struct tth__llcg {
                                     instruction (AVX-512): a contiguous vector of a lane count
                                     that is not a power of two becomes one masked access of
                                     the next power of two (tth__llcg_contig_load) */
-    const char *bind_prefix;     /* constants of at least TTH__LLCG_BIND_MIN bytes are not
+    const char *bind_prefix;     /* constants of at least TTH_BIND_MIN_BYTES bytes are not
                                     copied into the code but bound at run time from the
                                     parameters file (docs/artifact.md, "Constants bound at run
                                     time"): <prefix>_const_slots, <prefix>_bound, ...; NULL:
@@ -98,11 +99,6 @@ typedef struct tth__llcg {
     tth__llcg_scope vars;        /* variable id → value (stack: LET and loops push and pop) */
 } tth__llcg;
 
-/* Constants smaller than this stay in the code (a bias vector, a lookup table): the parameters
- * file lists them too, and their copies are a small part of a model's bytes. */
-#define TTH__LLCG_BIND_MIN 1024
-/* What the entry returns while its constants are not bound (runtime/bind/tth_bind.c). */
-#define TTH__LLCG_E_UNBOUND (-200)
 
 /* Mark a load as reading memory that nothing writes while the model runs (!invariant.load):
  * constants, and the slots holding bound constants' addresses. */

@@ -230,7 +230,7 @@ static LLVMValueRef const_global(tth__llcg *c, const tth_tbuffer *buf)
                        buf->name, (long long)nbytes);
         return NULL;
     }
-    if (c->bind_prefix && nbytes >= TTH__LLCG_BIND_MIN && buf->name && *buf->name)
+    if (c->bind_prefix && nbytes >= TTH_BIND_MIN_BYTES && buf->name && *buf->name)
         return bound_const(c, buf);
     const char *bytes = buf->data->data;
     char *swapped = NULL;
@@ -773,7 +773,7 @@ static int bind_params(tth__llcg *c, const tth_prim_func *f, int is_entry)
 /* The entry's first statement when constants are bound:
  *     if (!<prefix>_bound) { status = <prefix>_ensure_bound(); if (status) return status; }
  * (runtime/bind/tth_bind.c: it binds constants linked into the library, else returns
- * TTH__LLCG_E_UNBOUND). The flag is defined here; codegen.c sets its initial value and defines
+ * TTH_BIND_E_UNBOUND). The flag is defined here; codegen.c sets its initial value and defines
  * ensure_bound itself when nothing turned out to be bound. */
 static int check_bound(tth__llcg *c)
 {
