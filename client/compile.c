@@ -518,6 +518,12 @@ static void print_timings(const json_t *t)
         printf("  hook  %-18s %8.3f  (%s, %lld call%s)\n", jstr(o, "hook"), json_number_value(json_object_get(o, "seconds")),
                jstr(o, "plugin"), (long long)json_integer_value(json_object_get(o, "calls")),
                json_integer_value(json_object_get(o, "calls")) == 1 ? "" : "s");
+    const json_t *code = json_object_get(t, "code");
+    if (code)
+        printf("  compiled code: %lld piece%s reused from the store, %lld compiled\n",
+               (long long)json_integer_value(json_object_get(code, "reused")),
+               json_integer_value(json_object_get(code, "reused")) == 1 ? "" : "s",
+               (long long)json_integer_value(json_object_get(code, "compiled")));
     if (!json_array_size(json_object_get(t, "stages")))
         printf("  (served from the cache: no stage ran)\n");
 }

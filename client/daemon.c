@@ -304,8 +304,8 @@ int tthctl_cmd_cache_clear(const tthctl_args *a, tthctl_error *err)
         tthctl_json_print(r);
     } else {
         char b[32];
-        printf("removed %lld cache entries (%s)\n", (long long)jint(r, "removedEntries"),
-               tthctl_size_str((double)jint(r, "removedBytes"), b, sizeof b));
+        printf("removed %lld cache entries (%s) and %lld pieces of compiled code\n", (long long)jint(r, "removedEntries"),
+               tthctl_size_str((double)jint(r, "removedBytes"), b, sizeof b), (long long)jint(r, "removedCode"));
     }
     json_decref(r);
     return 0;

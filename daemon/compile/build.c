@@ -8,6 +8,9 @@
  * is compiled by `TTH_CC -std=c99 -O2 -fPIC -pthread -c`, as many at a time as the machine has
  * CPUs (a new one as soon as one finishes), then `TTH_CC -shared -pthread -o lib.so <objects> -lm` links them with the modules'
  * objects (a single source and no object: one call that does both).
+ * With the host's store of compiled code (docs/cache.md, "Compiled code"), a source's object is
+ * looked up there first under a key of the compiler (its path, size and modification time), the
+ * flags, the source and every header of the build, and kept there once compiled.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 #include "compile_internal.h"
 #include "tth_config.h"
@@ -127,9 +132,60 @@ typedef struct cc_queue {
     const char *dir;
     char *const *sources;
     size_t n, next;
+    const tth_host *store;       /* a host with a store of compiled code, or NULL */
+    const uint8_t (*keys)[16];   /* each source's key in it */
     int rc;           /* the first failure's code; its diagnostic in diag */
     tth_diag diag;
 } cc_queue;
+
+static const char *const cc_flags[] = {"-std=c99", "-O2", "-fPIC", "-pthread", "-c"};
+
+/* The key of a source's object in the store: the compiler (path, size, modification time: an
+ * upgrade changes them), the flags, the source and every header beside it (which it may
+ * include), each with its length. */
+static void object_key(const char *dir, const char *source, char *const *headers, size_t nheaders, uint8_t key[16])
+{
+    XXH3_state_t *h = XXH3_createState();
+    if (!h) {
+        memset(key, 0, 16);
+        return;
+    }
+    XXH3_128bits_reset(h);
+    static const char tag[] = "tth build: a C source's object, 1";
+    XXH3_128bits_update(h, tag, sizeof tag);
+    struct stat st;
+    char cc_id[1200];
+    int n = stat(TTH_CC, &st) == 0 ? snprintf(cc_id, sizeof cc_id, "%s %lld %lld.%09ld", TTH_CC, (long long)st.st_size,
+                                              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+                                   : snprintf(cc_id, sizeof cc_id, "%s", TTH_CC);
+    XXH3_128bits_update(h, cc_id, (size_t)n + 1);
+    for (size_t i = 0; i < sizeof cc_flags / sizeof *cc_flags; i++)
+        XXH3_128bits_update(h, cc_flags[i], strlen(cc_flags[i]) + 1);
+    const char *files[1 + 256];
+    size_t nf = 0;
+    files[nf++] = source;
+    for (size_t i = 0; i < nheaders && nf < sizeof files / sizeof *files; i++)
+        files[nf++] = headers[i];
+    for (size_t i = 0; i < nf; i++) {
+        char path[2048];
+        uint8_t *data = NULL;
+        size_t len = 0;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        uint64_t len64 = 0;
+        XXH3_128bits_update(h, files[i], strlen(files[i]) + 1);
+        if (read_file(path, &data, &len) == 0) {
+            len64 = len;
+            XXH3_128bits_update(h, &len64, sizeof len64);
+            XXH3_128bits_update(h, data, len);
+        } else {
+            len64 = UINT64_MAX;
+            XXH3_128bits_update(h, &len64, sizeof len64);
+        }
+        free(data);
+    }
+    XXH128_canonicalFromHash((XXH128_canonical_t *)key, XXH3_128bits_digest(h));
+    XXH3_freeState(h);
+}
 
 static void *cc_worker(void *arg)
 {
@@ -143,12 +199,30 @@ static void *cc_worker(void *arg)
         char obj[1100], log[1100];
         snprintf(obj, sizeof obj, "%s.o", q->sources[i]);
         snprintf(log, sizeof log, "%s.log", q->sources[i]);
-        char *argv[] = {(char *)TTH_CC, "-std=c99", "-O2", "-fPIC", "-pthread", "-c", q->sources[i], "-o", obj, NULL};
+        void *kept = NULL;
+        size_t kept_len = 0;
+        if (q->store && q->store->store_get(q->store->ctx, q->keys[i], &kept, &kept_len)) {
+            int ok = write_file(q->dir, obj, kept, kept_len) == 0;
+            free(kept);
+            if (ok)
+                continue; /* built before from the same input */
+        }
+        char *argv[] = {(char *)TTH_CC, (char *)cc_flags[0], (char *)cc_flags[1], (char *)cc_flags[2],
+                        (char *)cc_flags[3], (char *)cc_flags[4], q->sources[i], "-o", obj, NULL};
         tth_diag mine;
         tth_diag_clear(&mine);
         pid_t pid = cc_start(q->dir, argv, log);
         int rc = pid < 0 ? tth_diag_set(&mine, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno))
                          : cc_wait(pid, q->dir, log, &mine);
+        if (rc == 0 && q->store) {
+            char path[2048];
+            uint8_t *built = NULL;
+            size_t built_len = 0;
+            snprintf(path, sizeof path, "%s/%s", q->dir, obj);
+            if (read_file(path, &built, &built_len) == 0)
+                q->store->store_put(q->store->ctx, q->keys[i], built, built_len);
+            free(built);
+        }
         pthread_mutex_lock(&q->lock);
         if (rc && !q->rc) {
             q->rc = rc;
@@ -161,7 +235,8 @@ static void *cc_worker(void *arg)
 /* Compile each of the n sources to <source>.o in dir, as many at a time as the machine has CPUs,
  * each compiler started as soon as one finishes. The first failure's diagnostic; the others are
  * still waited for. */
-static int cc_compile_all(const char *dir, char *const *sources, size_t n, tth_diag *diag)
+static int cc_compile_all(const char *dir, char *const *sources, size_t n, const tth_host *store,
+                          const uint8_t (*keys)[16], tth_diag *diag)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t width = cpus < 1 ? 1 : (size_t)cpus;
@@ -170,7 +245,8 @@ static int cc_compile_all(const char *dir, char *const *sources, size_t n, tth_d
         width = sizeof threads / sizeof threads[0];
     if (width > n)
         width = n;
-    cc_queue q = {.lock = PTHREAD_MUTEX_INITIALIZER, .dir = dir, .sources = sources, .n = n};
+    cc_queue q = {.lock = PTHREAD_MUTEX_INITIALIZER, .dir = dir, .sources = sources, .n = n, .store = store,
+                  .keys = keys};
     size_t started = 0;
     for (; started < width; started++)
         if (pthread_create(&threads[started], NULL, cc_worker, &q) != 0)
@@ -185,9 +261,10 @@ static int cc_compile_all(const char *dir, char *const *sources, size_t n, tth_d
     return q.rc;
 }
 
-int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir,
+int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir, const tth_host *host,
                      uint8_t **so, size_t *so_len, tth_diag *diag)
 {
+    const tth_host *store = TTH_HOST_HAS_STORE(host) ? host : NULL;
     *so = NULL;
     *so_len = 0;
     const char *tmp = getenv("TMPDIR");
@@ -201,11 +278,13 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     for (size_t m = 0; m < nmods; m++)
         nfiles += tth_runtime_module_count(mods[m]);
     char **files = calloc(nfiles + 1, sizeof *files);
+    char **headers = calloc(nfiles + 1, sizeof *headers); /* those of files that are headers */
+    size_t nheaders = 0;
     char **argv = calloc(nfiles + 16, sizeof *argv);
     char *is_src = calloc(nfiles + 16, 1); /* argv[i] is a C source */
     size_t nf = 0, na = 0;
     int rc = 0;
-    if (!files || !argv || !is_src) {
+    if (!files || !headers || !argv || !is_src) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "build", "out of memory");
         goto done;
     }
@@ -244,6 +323,8 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
                 goto done;
             }
             files[nf++] = strdup(f->name);
+            if (f->kind == TTH_FILE_C_HEADER)
+                headers[nheaders++] = files[nf - 1];
             /* headers sit next to the sources, which include them by name */
             if (f->kind != TTH_FILE_C_HEADER)
                 argv[na++] = files[nf - 1];
@@ -259,7 +340,6 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     argv[na++] = "-lm";
     argv[na] = NULL;
 
-    /* two sources or more: each compiled on a CPU of its own, then one link */
     char **srcs = calloc(na + 1, sizeof *srcs), **objs = calloc(na + 8, sizeof *objs);
     char *owned = calloc(na + 8, 1); /* objs[i] was malloc'd here */
     size_t nsrc = 0;
@@ -273,8 +353,13 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     for (size_t i = nfixed; i < na; i++)
         if (is_src[i])
             srcs[nsrc++] = argv[i];
-    if (nsrc >= 2) {
-        rc = cc_compile_all(dir, srcs, nsrc, diag);
+    /* two sources or more, or one whose object the store may have: each compiled on a CPU of
+     * its own (or taken from the store), then one link */
+    uint8_t (*keys)[16] = store && nsrc ? calloc(nsrc, sizeof *keys) : NULL;
+    for (size_t i = 0; keys && i < nsrc; i++)
+        object_key(dir, srcs[i], headers, nheaders, keys[i]);
+    if (nsrc >= 2 || keys) {
+        rc = cc_compile_all(dir, srcs, nsrc, keys ? store : NULL, (const uint8_t(*)[16])keys, diag);
         size_t nl = 0;
         char *link[] = {(char *)TTH_CC, "-shared", "-pthread", "-o", "lib.so"};
         for (size_t i = 0; i < sizeof link / sizeof link[0]; i++)
@@ -312,6 +397,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     free(srcs);
     free(objs);
     free(owned);
+    free(keys);
     if (rc)
         goto done;
     char path[2048];
@@ -323,6 +409,7 @@ done:
     for (size_t i = 0; i < nf; i++)
         free(files[i]);
     free(files);
+    free(headers);
     free(argv);
     free(is_src);
     return rc;

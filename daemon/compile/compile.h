@@ -34,6 +34,8 @@ typedef struct tth_compile_result {
     json_t *dumps;               /* {"stage": "IR text"} when options.dump_ir asked; else NULL */
     json_t *timings;             /* [{"stage", "seconds"}] in flow order (wall clock) */
     json_t *external;            /* [{"location", "bytes", "xxh64"}]: the external data files read */
+    unsigned code_reused;        /* pieces of code found in the host's store (tth_host.store_get) */
+    unsigned code_compiled;      /* pieces looked for there and not found, so compiled */
 } tth_compile_result;
 
 /* Run the whole flow. On failure returns a negative TTH_E* code and fills diag (naming the

@@ -142,8 +142,10 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model);
 
 /* Compile and link the C sources and objects of the runtime modules into one host shared
  * object with the system C compiler (TTH_CC), in `scratch_dir` (or a private temporary
- * directory removed afterwards). *so is malloc'd. */
-int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir,
+ * directory removed afterwards). *so is malloc'd. With a host that has a store of compiled code
+ * (TTH_HOST_HAS_STORE), each source's object is taken from it when the same source, headers,
+ * flags and compiler built it before, and kept there when compiled. */
+int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir, const tth_host *host,
                      uint8_t **so, size_t *so_len, tth_diag *diag);
 
 /* ---- package.c -------------------------------------------------------------------------------- */

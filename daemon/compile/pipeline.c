@@ -37,6 +37,8 @@ typedef struct compile_state {
     json_t *dumps;
     json_t *timings;             /* [{"stage", "seconds"}] of the stages run so far */
     json_t *external;            /* the external data files the import read */
+    unsigned store_hits, store_misses; /* the host's store of compiled code, as hooks and the
+                                          build asked it (atomic: shards ask from threads) */
     /* products, in stage order */
     tth_relay_module *rmod;      /* import, optimize */
     char *relay_text;            /* optimize */
@@ -492,7 +494,7 @@ static int stage_build(compile_state *s)
 {
     if (!s->build_shared)
         return 0;
-    return tth_build_shared(s->rts, s->nrts, s->host.scratch_dir, &s->so, &s->so_len, s->diag);
+    return tth_build_shared(s->rts, s->nrts, s->host.scratch_dir, &s->lent, &s->so, &s->so_len, s->diag);
 }
 
 /* package: the artifact tar and its metadata; requires everything above. */
@@ -550,6 +552,20 @@ static int lent_cancelled(void *ctx)
 static void lent_progress(void *ctx, int done, int total)
 {
     stage_progress(ctx, done, total);
+}
+
+static int lent_store_get(void *ctx, const uint8_t key[16], void **data, size_t *len)
+{
+    compile_state *s = ctx;
+    int hit = s->host.store_get(s->host.ctx, key, data, len);
+    __atomic_add_fetch(hit ? &s->store_hits : &s->store_misses, 1, __ATOMIC_RELAXED);
+    return hit;
+}
+
+static void lent_store_put(void *ctx, const uint8_t key[16], const void *data, size_t len)
+{
+    compile_state *s = ctx;
+    s->host.store_put(s->host.ctx, key, data, len);
 }
 
 typedef struct stage_def {
@@ -635,6 +651,8 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     s.lent.log = lent_log;
     s.lent.cancelled = lent_cancelled;
     s.lent.progress = lent_progress;
+    s.lent.store_get = TTH_HOST_HAS_STORE(&s.host) ? lent_store_get : NULL;
+    s.lent.store_put = TTH_HOST_HAS_STORE(&s.host) ? lent_store_put : NULL;
 
     /* the flow, with each stage's start as a share of the request (the stages that take long on
      * big models, lowering and code generation, get most of it and report within) */
@@ -665,6 +683,8 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
         res->dumps = s.dumps;
         res->timings = s.timings;
         res->external = s.external;
+        res->code_reused = s.store_hits;
+        res->code_compiled = s.store_misses;
         s.external = NULL;
         s.tar = NULL;
         s.metadata = NULL;

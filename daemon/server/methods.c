@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "tth_config.h"
+#include "../compile/code_store.h"
 #include "tthd.h"
 
 typedef void (*method_fn)(tthd_server *srv, tthd_request *req);
@@ -154,10 +155,16 @@ static void m_status(tthd_server *srv, tthd_request *req)
 
 static void m_cache_clear(tthd_server *srv, tthd_request *req)
 {
-    uint64_t n, bytes;
+    uint64_t n, bytes, code = 0;
     tthd_cache_clear(&srv->cache, &n, &bytes);
-    tthd_log(TTHD_LOG_INFO, "cache cleared: %" PRIu64 " entries, %" PRIu64 " bytes", n, bytes);
-    tthd_respond(req, json_pack("{s:I, s:I}", "removedEntries", (json_int_t)n, "removedBytes", (json_int_t)bytes));
+    char dir[4200];
+    if (srv->cache.dir &&
+        (size_t)snprintf(dir, sizeof dir, "%s/" TTHD_CODE_STORE_DIR, srv->cache.dir) < sizeof dir)
+        code = tth_code_store_clear(dir);
+    tthd_log(TTHD_LOG_INFO, "cache cleared: %" PRIu64 " entries, %" PRIu64 " bytes, %" PRIu64 " pieces of compiled code",
+             n, bytes, code);
+    tthd_respond(req, json_pack("{s:I, s:I, s:I}", "removedEntries", (json_int_t)n, "removedBytes", (json_int_t)bytes,
+                                "removedCode", (json_int_t)code));
 }
 
 static void m_shutdown(tthd_server *srv, tthd_request *req)

@@ -467,10 +467,23 @@ static void worker_spawn(tthd_pool *pool)
     uv_pipe_init(pool->loop, &w->to, 0);
     uv_pipe_init(pool->loop, &w->from, 0);
     w->to.data = w->from.data = w->proc.data = w;
-    char mem[32];
+    char mem[32], store_max[32], store[4200];
     snprintf(mem, sizeof mem, "%" PRIu64, opt->worker_mem_limit);
-    char *args[] = {opt->worker_path, "--plugins-dir", opt->plugins_dir, "--memory-limit", mem,
-                    opt->verbose ? "--verbose" : NULL, NULL};
+    char *args[12] = {opt->worker_path, "--plugins-dir", opt->plugins_dir, "--memory-limit", mem};
+    int na = 5;
+    /* compiled code kept between compiles beside the artifact cache, in a quarter of its bound
+     * (docs/cache.md, "Compiled code") */
+    if (opt->cache_dir && opt->cache_dir[0] == '/' && opt->cache_max_bytes >= 4 &&
+        (size_t)snprintf(store, sizeof store, "%s/" TTHD_CODE_STORE_DIR, opt->cache_dir) < sizeof store) {
+        snprintf(store_max, sizeof store_max, "%" PRIu64, opt->cache_max_bytes / 4);
+        args[na++] = "--code-store";
+        args[na++] = store;
+        args[na++] = "--code-store-max-bytes";
+        args[na++] = store_max;
+    }
+    if (opt->verbose)
+        args[na++] = "--verbose";
+    args[na] = NULL;
     uv_stdio_container_t stdio[3] = {
         {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&w->to},
         {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&w->from},

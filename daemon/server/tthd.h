@@ -83,6 +83,10 @@ int tthd_write_msg(uv_stream_t *s, const json_t *msg, tthd_written_cb cb, void *
 
 /* ---- cache.c --------------------------------------------------------------------------- */
 
+/* The workers' store of compiled code, a directory of the cache directory (docs/cache.md,
+ * "Compiled code"; daemon/compile/code_store.c) */
+#define TTHD_CODE_STORE_DIR "code"
+
 typedef struct tthd_cache_entry tthd_cache_entry;
 
 typedef struct tthd_cache {

@@ -27,6 +27,7 @@
 #include "trap.h"
 
 #ifndef TTH_NO_COMPILE_FLOW
+#include "code_store.h"
 #include "compile.h"
 #endif
 
@@ -49,6 +50,9 @@ typedef struct tthw_state {
     struct timespec hook_start; /* when the running hook was entered */
     const char *hook_plugin, *hook_name;
     int verbose;
+#ifndef TTH_NO_COMPILE_FLOW
+    tth_code_store *store;      /* compiled code kept between compiles (--code-store), or NULL */
+#endif
 } tthw_state;
 
 static tthw_state W;
@@ -367,6 +371,10 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
                                        "stages", stages, "hooks", hooks);
             if (answer && entry)
                 json_object_set_new(answer, "entry", json_incref(entry));
+            if (answer && res.code_reused + res.code_compiled > 0)
+                json_object_set_new(json_object_get(answer, "timings"), "code",
+                                    json_pack("{s:i, s:i}", "reused", (int)res.code_reused, "compiled",
+                                              (int)res.code_compiled));
             if (answer && digest_hex[0])
                 json_object_set_new(answer, "model_digest", json_string(digest_hex));
             send_msg(tthp_answer_or_internal(tthp_result_new(id, answer), id));
@@ -383,6 +391,20 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
     return 0;
 }
 
+#ifndef TTH_NO_COMPILE_FLOW
+static int host_store_get(void *ctx, const uint8_t key[16], void **data, size_t *len)
+{
+    (void)ctx;
+    return tth_code_store_get(W.store, key, data, len);
+}
+
+static void host_store_put(void *ctx, const uint8_t key[16], const void *data, size_t len)
+{
+    (void)ctx;
+    tth_code_store_put(W.store, key, data, len);
+}
+#endif
+
 static int serve(void)
 {
     char scratch[] = "/tmp/tth-worker-XXXXXX";
@@ -396,6 +418,12 @@ static int serve(void)
         .cancelled = host_cancelled,
         .scratch_dir = scratch_dir ? scratch_dir : "/tmp",
     };
+#ifndef TTH_NO_COMPILE_FLOW
+    if (W.store) {
+        host.store_get = host_store_get;
+        host.store_put = host_store_put;
+    }
+#endif
     int rc = 0;
     for (;;) {
         tthp_frame f;
@@ -448,17 +476,20 @@ static int serve(void)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tth-worker --plugins-dir DIR[:DIR...] [--memory-limit BYTES] [--verbose]\n"
+    fprintf(out, "usage: tth-worker --plugins-dir DIR[:DIR...] [--memory-limit BYTES] [--code-store DIR]\n"
+                 "                  [--code-store-max-bytes N] [--verbose]\n"
                  "Runs plugin code for tthd; started by tthd, talks framed JSON-RPC on stdin/stdout.\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *plugins_dir = NULL;
-    unsigned long long mem_limit = 0;
+    const char *plugins_dir = NULL, *code_store = NULL;
+    unsigned long long mem_limit = 0, code_store_max = 256ull << 20;
     static const struct option opts[] = {
         {"plugins-dir", required_argument, NULL, 'p'},
         {"memory-limit", required_argument, NULL, 'm'},
+        {"code-store", required_argument, NULL, 's'},
+        {"code-store-max-bytes", required_argument, NULL, 'S'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -468,6 +499,8 @@ int main(int argc, char **argv)
         switch (c) {
         case 'p': plugins_dir = optarg; break;
         case 'm': mem_limit = strtoull(optarg, NULL, 10); break;
+        case 's': code_store = optarg; break;
+        case 'S': code_store_max = strtoull(optarg, NULL, 10); break;
         case 'v': W.verbose = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -543,7 +576,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "tth-worker[%d]: ready with %zu plugins from %s\n", (int)getpid(),
                 tth_registry_count(W.real), plugins_dir);
 
+#ifndef TTH_NO_COMPILE_FLOW
+    if (code_store && !(W.store = tth_code_store_open(code_store, code_store_max)))
+        fprintf(stderr, "tth-worker[%d]: cannot use %s for compiled code; compiling everything\n", (int)getpid(),
+                code_store);
+#else
+    (void)code_store;
+    (void)code_store_max;
+#endif
     int rc = serve();
+#ifndef TTH_NO_COMPILE_FLOW
+    tth_code_store_close(W.store);
+#endif
     tthp_fd_reader_free(&W.reader);
     tth_registry_free(W.shadow);
     tth_registry_free(W.real);

@@ -15,7 +15,9 @@
  * A module of many PrimFuncs is cut into shards (up to LLVM_SHARDS, each with its own LLVM
  * context and target machine): steps 3-4 run for each shard in turn, each defining its share of
  * the PrimFuncs and declaring the rest; steps 5-7 run for the shards in parallel, and each shard
- * gives one object ("<model>_llvm_<k>.o" after the first), all linked together.
+ * gives one object ("<model>_llvm_<k>.o" after the first), all linked together. A shard whose
+ * module (its bitcode) the host's store of compiled code has seen with the same setting takes its
+ * object from there and skips steps 5-7 (shards_from_store; docs/cache.md, "Compiled code").
  * Identical input gives identical bytes: nothing time-, path- or address-dependent reaches the
  * module, and LLVM's output is deterministic for one module and machine.
  */
@@ -23,19 +25,24 @@
 #include "tth_parallel_src.h"
 #include "tth/target.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "tth/artifact.h"
 #include "tth/plugin.h"
+
+#include <xxhash.h>
 
 TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *target,
                                          const tth_tir_module *mod, tth_runtime_module *out,
@@ -407,6 +414,7 @@ static void set_fast_math(LLVMModuleRef m)
 
 /* ---------------------------------------------------------------- 6. passes */
 
+/* (A change of this pipeline changes the objects: change key_setting's tag with it.) */
 static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tth_diag *diag)
 {
     char pipeline[32];
@@ -813,6 +821,9 @@ typedef struct llcg_shard {
     LLVMMemoryBufferRef obj;
     const llcg_options *opt;
     int rc;
+    int keyed;                  /* key is its object's key in the host's store */
+    int from_store;             /* obj came from the store: nothing to build */
+    uint8_t key[16];
 } llcg_shard;
 
 /* How many shards: one per LLVM_SHARD_BODIES function bodies (plan_sharing: a class of functions
@@ -906,13 +917,75 @@ static void *run_shards(void *arg)
 {
     shard_queue *q = arg;
     for (int k; (k = __atomic_fetch_add(&q->next, 1, __ATOMIC_RELAXED)) < q->n;) {
-        shard_build(&q->sh[k]);
+        if (!q->sh[k].from_store)
+            shard_build(&q->sh[k]);
         pthread_mutex_lock(&q->lock);
         q->done++;
         pthread_cond_signal(&q->cond);
         pthread_mutex_unlock(&q->lock);
     }
     return NULL;
+}
+
+/* ---------------------------------------------------------------- the host's store */
+
+/* What, besides its module, decides a shard's object: this plugin's file (a rebuilt plugin may
+ * emit other code for the same IR), LLVM's version, the target machine's options and the pass
+ * pipeline (run_passes). Into h. */
+static void key_setting(XXH3_state_t *h, const llcg_options *o)
+{
+    static const char tag[] = "tth llvm-cpu: a shard's object, passes default<O*> + vectorizers at O2+";
+    XXH3_128bits_update(h, tag, sizeof tag);
+    Dl_info info;
+    struct stat st;
+    char buf[1400];
+    int n = dladdr((void *)&tth_tir_to_runtime, &info) && info.dli_fname && stat(info.dli_fname, &st) == 0
+                ? snprintf(buf, sizeof buf, "%s %lld %lld %lld.%09ld", info.dli_fname, (long long)st.st_ino,
+                           (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
+                : snprintf(buf, sizeof buf, "unknown plugin file");
+    XXH3_128bits_update(h, buf, (size_t)n + 1);
+    unsigned major, minor, patch;
+    LLVMGetVersion(&major, &minor, &patch);
+    n = snprintf(buf, sizeof buf, "llvm %u.%u.%u|%s|%s|%s|%s|O%d|fm%d|hf%d|t%d|n%d", major, minor, patch, o->triple,
+                 o->cpu, o->features, o->abi, o->opt_level, o->fast_math, o->arm_hard_float, o->threads, o->num_cores);
+    XXH3_128bits_update(h, buf, (size_t)n + 1);
+}
+
+/* Each shard's object from the host's store when its module was compiled before with the same
+ * setting (docs/cache.md, "Compiled code"): the module's bitcode is its key's main part. */
+static void shards_from_store(llcg_shard *sh, int n, const tth_host *host, const llcg_options *o)
+{
+    if (!TTH_HOST_HAS_STORE(host))
+        return;
+    for (int k = 0; k < n; k++) {
+        XXH3_state_t *h = XXH3_createState();
+        LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(sh[k].c.mod);
+        if (h && bc) {
+            XXH3_128bits_reset(h);
+            key_setting(h, o);
+            XXH3_128bits_update(h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+            XXH128_canonicalFromHash((XXH128_canonical_t *)sh[k].key, XXH3_128bits_digest(h));
+            sh[k].keyed = 1;
+        }
+        if (bc)
+            LLVMDisposeMemoryBuffer(bc);
+        XXH3_freeState(h);
+        void *data = NULL;
+        size_t len = 0;
+        if (sh[k].keyed && host->store_get(host->ctx, sh[k].key, &data, &len)) {
+            sh[k].obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len, "object");
+            sh[k].from_store = sh[k].obj != NULL;
+        }
+        free(data);
+    }
+}
+
+/* The objects built here, into the host's store. */
+static void shards_to_store(const llcg_shard *sh, int n, const tth_host *host)
+{
+    for (int k = 0; k < n; k++)
+        if (sh[k].keyed && !sh[k].from_store && sh[k].obj && sh[k].rc == 0)
+            host->store_put(host->ctx, sh[k].key, LLVMGetBufferStart(sh[k].obj), LLVMGetBufferSize(sh[k].obj));
 }
 
 /* The hook's progress (plugin.h, ABI 1.3): lowering a shard's IR is one step, building it three */
@@ -1036,12 +1109,16 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         if (opt.fast_math)
             set_fast_math(sh[k].c.mod);
     }
-    /* 5.-7. verify, optimize and emit the shards in parallel */
+    /* 5.-7. verify, optimize and emit the shards in parallel (those the host's store does not
+     * have already) */
     if (!rc) {
+        shards_from_store(sh, nshards, host, &opt);
         build_shards(sh, nshards, host);
         for (int k = 0; k < nshards && !rc; k++)
             if ((rc = sh[k].rc) != 0)
                 *diag = sh[k].diag;
+        if (!rc)
+            shards_to_store(sh, nshards, host);
     }
     LLVMMemoryBufferRef objs[LLVM_SHARDS];
     for (int k = 0; k < nshards; k++)

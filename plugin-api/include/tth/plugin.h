@@ -26,6 +26,7 @@
 #ifndef TTH_PLUGIN_H
 #define TTH_PLUGIN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -36,9 +37,10 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 4 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
+#define TTH_ABI_MINOR 5 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
                            * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment);
-                           * 1.3 tth_host.progress; 1.4 the TIR walker (tth_tir_walk) */
+                           * 1.3 tth_host.progress; 1.4 the TIR walker (tth_tir_walk);
+                           * 1.5 tth_host.store_get/store_put */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 
@@ -121,7 +123,23 @@ typedef struct tth_host {
      * thread that called the hook, as often as you like (the host passes on whole-percent
      * changes only). Check `size` and NULL before calling: older hosts do not have it. */
     void (*progress)(void *ctx, int done, int total);
+    /* ABI 1.5: a store of compiled code the host keeps between compiles, shared by its workers
+     * (docs/plugin-guide.md, "Reusing compiled code"). store_get: the bytes kept under key, as a
+     * malloc'd copy in *data (free it) of *len bytes, and returns 1; 0 when there are none.
+     * store_put: keep len bytes under key (copied; the host may drop them at any time). A key is
+     * 16 bytes the plugin derives from everything the bytes depend on (for instance a hash of
+     * the code generator's input, its options, its own and its compiler's version, and the
+     * plugin's name): equal keys must mean equal bytes. Both may be called from any thread of the
+     * hook. Check `size` and NULL before calling: older hosts, and hosts that keep nothing, do
+     * not have them. */
+    int (*store_get)(void *ctx, const uint8_t key[16], void **data, size_t *len);
+    void (*store_put)(void *ctx, const uint8_t key[16], const void *data, size_t len);
 } tth_host;
+
+/* The host's store, when it has one (a host of ABI 1.5 or later that set both callbacks). */
+#define TTH_HOST_HAS_STORE(h)                                                                    \
+    ((h) && (h)->size >= offsetof(tth_host, store_put) + sizeof (h)->store_put && (h)->store_get && \
+     (h)->store_put)
 
 /* IR and output containers; their functions are in tth/relay.h, tth/tir.h, tth/artifact.h. */
 typedef struct tth_relay_function tth_relay_function;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code_store.h"
 #include "compile.h"
 #include "compile_internal.h"
 #include "helpers.h"
@@ -489,7 +490,7 @@ Test(pipeline, host_library_from_several_sources)
     size_t len = 0;
     tth_diag d;
     tth_diag_clear(&d);
-    cr_assert_eq(tth_build_shared(&m, 1, NULL, &so, &len, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_build_shared(&m, 1, NULL, NULL, &so, &len, &d), 0, "%s", d.message);
     char dir[512], path[1024];
     test_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/lib.so", dir);
@@ -508,7 +509,7 @@ Test(pipeline, host_library_from_several_sources)
 
     m = two_sources("int tth_broken(int x) { return x +; }\n");
     tth_diag_clear(&d);
-    cr_assert_neq(tth_build_shared(&m, 1, NULL, &so, &len, &d), 0, "a source with a syntax error built");
+    cr_assert_neq(tth_build_shared(&m, 1, NULL, NULL, &so, &len, &d), 0, "a source with a syntax error built");
     cr_assert_null(so);
     cr_assert(strstr(d.message, "failed on the generated code") && strstr(d.message, "second.c"),
               "the diagnostic does not show the compiler's words on second.c: %s", d.message);
@@ -662,4 +663,156 @@ Test(pipeline, concatenation_in_place)
     }
     json_decref(t);
     tth_registry_free(r);
+}
+
+/* y = relu(conv3x3(x, W, B)) + x for x [1, 16, 12, 12], W and B made from seed */
+static uint8_t *conv_model(unsigned seed, size_t *len)
+{
+    ob b;
+    ob_init(&b, 13);
+    const int64_t xd[4] = {1, 16, 12, 12}, wd[4] = {16, 16, 3, 3}, bd[1] = {16};
+    static float w[16 * 16 * 9], bias[16];
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+        w[i] = (float)((i * 7919u + seed * 104729u) % 97) / 97.0f - 0.5f;
+    for (size_t i = 0; i < 16; i++)
+        bias[i] = (float)((i + seed) % 5) / 10.0f;
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "W", wd, 4, w);
+    ob_init_f32(&b, "B", bd, 1, bias);
+    Onnx__NodeProto *conv = ob_node(&b, "Conv", "conv0", "x,W,B", "c");
+    ob_attr_ints(&b, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    ob_node(&b, "Relu", "relu0", "c", "r");
+    ob_node(&b, "Add", "add0", "r,x", "y");
+    ob_output(&b, "y");
+    uint8_t *bytes = ob_pack(&b, len);
+    ob_free(&b);
+    return bytes;
+}
+
+static int store_get_cb(void *ctx, const uint8_t key[16], void **data, size_t *len)
+{
+    return tth_code_store_get(ctx, key, data, len);
+}
+
+static void store_put_cb(void *ctx, const uint8_t key[16], const void *data, size_t len)
+{
+    tth_code_store_put(ctx, key, data, len);
+}
+
+/* Compile conv_model(seed) for target text with the store (or without: store NULL). */
+static void compile_conv(tth_registry *r, const char *target, unsigned seed, tth_code_store *store,
+                         tth_compile_result *res)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, target, &d);
+    cr_assert_not_null(t, "%s: %s", target, d.message);
+    size_t len;
+    uint8_t *model = conv_model(seed, &len);
+    json_t *opts = json_pack("{s:b}", "build_shared", 1);
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR, .ctx = store};
+    if (store) {
+        host.store_get = store_get_cb;
+        host.store_put = store_put_cb;
+    }
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "conv", .target = t,
+                               .options = opts, .registry = r, .host = &host};
+    cr_assert_eq(tth_compile(&req, res, &d), 0, "%s", d.message);
+    json_decref(opts);
+    json_decref(t);
+    free(model);
+}
+
+static void assert_same_artifact(const tth_compile_result *a, const tth_compile_result *b, const char *what)
+{
+    cr_assert(a->artifact_len == b->artifact_len && memcmp(a->artifact, b->artifact, a->artifact_len) == 0,
+              "%s: the artifact differs from the one compiled without the store", what);
+}
+
+/* The host's store of compiled code (docs/cache.md, "Compiled code"): a model retrained with the
+ * same shapes (other weights and biases) compiles with every piece of code from the store, into
+ * the artifact a compile without the store gives; another code generator setting compiles the
+ * llvm code again; a damaged entry is compiled again and replaced. */
+Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
+{
+    char dir[] = "/tmp/tth-code-store-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    tth_code_store *store = tth_code_store_open(dir, 64u << 20);
+    cr_assert_not_null(store);
+    tth_registry *r = test_registry();
+    tth_compile_result first, again, cold, other, other_cold, mended;
+    compile_conv(r, "llvm", 1, store, &first);
+    cr_assert_eq(first.code_reused, 0);
+    /* the llvm object and the host library's C sources (binding, thread pool) */
+    cr_assert_geq(first.code_compiled, 2, "%u pieces compiled", first.code_compiled);
+    compile_conv(r, "llvm", 2, store, &again);
+    cr_assert_eq(again.code_reused, first.code_compiled, "other weights: %u of %u pieces reused", again.code_reused,
+                 first.code_compiled);
+    cr_assert_eq(again.code_compiled, 0);
+    compile_conv(r, "llvm", 2, NULL, &cold);
+    cr_assert_eq(cold.code_reused + cold.code_compiled, 0, "no store, no lookups");
+    assert_same_artifact(&again, &cold, "weights of seed 2");
+    cr_assert(first.artifact_len != cold.artifact_len || memcmp(first.artifact, cold.artifact, cold.artifact_len) != 0,
+              "the two weight sets gave one artifact");
+
+    compile_conv(r, "llvm -opt-level=2", 2, store, &other);
+    cr_assert_geq(other.code_compiled, 1, "another opt-level took its object from the store");
+    compile_conv(r, "llvm -opt-level=2", 2, NULL, &other_cold);
+    assert_same_artifact(&other, &other_cold, "opt-level 2");
+
+    /* damage every entry: each is found bad, compiled again, and the artifact is still right */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "for f in %s/*; do printf 'XXXX' | dd of=$f bs=1 seek=40 conv=notrunc 2>/dev/null; done",
+             dir);
+    cr_assert_eq(test_run(cmd), 0);
+    compile_conv(r, "llvm", 2, store, &mended);
+    cr_assert_eq(mended.code_reused, 0, "a damaged entry was used");
+    assert_same_artifact(&mended, &cold, "after damage");
+    tth_compile_result *all[] = {&first, &again, &cold, &other, &other_cold, &mended};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        tth_compile_result_free(all[i]);
+    tth_code_store_close(store);
+    tth_registry_free(r);
+    test_rmtree(dir);
+}
+
+/* The store's bound: past it, the least recently used entries go (never the one just stored);
+ * what is left reads back as it was stored. */
+Test(pipeline, code_store_keeps_to_its_bound)
+{
+    char dir[] = "/tmp/tth-code-store-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    tth_code_store *s = tth_code_store_open(dir, 100000);
+    cr_assert_not_null(s);
+    static uint8_t blob[10000];
+    uint8_t key[16];
+    for (int k = 0; k < 30; k++) {
+        memset(key, k, sizeof key);
+        memset(blob, k, sizeof blob);
+        tth_code_store_put(s, key, blob, sizeof blob);
+    }
+    uint64_t total = 0;
+    int present = 0;
+    for (int k = 0; k < 30; k++) {
+        void *data;
+        size_t len;
+        memset(key, k, sizeof key);
+        if (tth_code_store_get(s, key, &data, &len)) {
+            present++;
+            cr_assert_eq(len, sizeof blob);
+            for (size_t i = 0; i < len; i++)
+                cr_assert_eq(((uint8_t *)data)[i], (uint8_t)k, "entry %d holds other bytes", k);
+            total += len;
+            free(data);
+        }
+    }
+    cr_assert(present > 0 && present < 30 && total <= 100000, "%d entries, %llu bytes kept", present,
+              (unsigned long long)total);
+    memset(key, 29, sizeof key);
+    void *data;
+    size_t len;
+    cr_assert(tth_code_store_get(s, key, &data, &len), "the newest entry is gone");
+    free(data);
+    tth_code_store_close(s);
+    test_rmtree(dir);
 }
