@@ -140,16 +140,29 @@ typedef struct cc_queue {
 
 static const char *const cc_flags[] = {"-std=c99", "-O2", "-fPIC", "-pthread", "-c"};
 
+/* One file of the build (its name, length and bytes; a missing one as such) into h. */
+static void key_file(XXH3_state_t *h, const char *dir, const char *name)
+{
+    char path[2048];
+    uint8_t *data = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    XXH3_128bits_update(h, name, strlen(name) + 1);
+    uint64_t len64 = read_file(path, &data, &len) == 0 ? (uint64_t)len : UINT64_MAX;
+    XXH3_128bits_update(h, &len64, sizeof len64);
+    if (data)
+        XXH3_128bits_update(h, data, len);
+    free(data);
+}
+
 /* The key of a source's object in the store: the compiler (path, size, modification time: an
  * upgrade changes them), the flags, the source and every header beside it (which it may
- * include), each with its length. */
-static void object_key(const char *dir, const char *source, char *const *headers, size_t nheaders, uint8_t key[16])
+ * include). 0, or -1 (out of memory: then the store is not used). */
+static int object_key(const char *dir, const char *source, char *const *headers, size_t nheaders, uint8_t key[16])
 {
     XXH3_state_t *h = XXH3_createState();
-    if (!h) {
-        memset(key, 0, 16);
-        return;
-    }
+    if (!h)
+        return -1;
     XXH3_128bits_reset(h);
     static const char tag[] = "tth build: a C source's object, 1";
     XXH3_128bits_update(h, tag, sizeof tag);
@@ -161,30 +174,12 @@ static void object_key(const char *dir, const char *source, char *const *headers
     XXH3_128bits_update(h, cc_id, (size_t)n + 1);
     for (size_t i = 0; i < sizeof cc_flags / sizeof *cc_flags; i++)
         XXH3_128bits_update(h, cc_flags[i], strlen(cc_flags[i]) + 1);
-    const char *files[1 + 256];
-    size_t nf = 0;
-    files[nf++] = source;
-    for (size_t i = 0; i < nheaders && nf < sizeof files / sizeof *files; i++)
-        files[nf++] = headers[i];
-    for (size_t i = 0; i < nf; i++) {
-        char path[2048];
-        uint8_t *data = NULL;
-        size_t len = 0;
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        uint64_t len64 = 0;
-        XXH3_128bits_update(h, files[i], strlen(files[i]) + 1);
-        if (read_file(path, &data, &len) == 0) {
-            len64 = len;
-            XXH3_128bits_update(h, &len64, sizeof len64);
-            XXH3_128bits_update(h, data, len);
-        } else {
-            len64 = UINT64_MAX;
-            XXH3_128bits_update(h, &len64, sizeof len64);
-        }
-        free(data);
-    }
+    key_file(h, dir, source);
+    for (size_t i = 0; i < nheaders; i++)
+        key_file(h, dir, headers[i]);
     XXH128_canonicalFromHash((XXH128_canonical_t *)key, XXH3_128bits_digest(h));
     XXH3_freeState(h);
+    return 0;
 }
 
 static void *cc_worker(void *arg)
@@ -357,7 +352,10 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
      * its own (or taken from the store), then one link */
     uint8_t (*keys)[16] = store && nsrc ? calloc(nsrc, sizeof *keys) : NULL;
     for (size_t i = 0; keys && i < nsrc; i++)
-        object_key(dir, srcs[i], headers, nheaders, keys[i]);
+        if (object_key(dir, srcs[i], headers, nheaders, keys[i]) != 0) {
+            free(keys);
+            keys = NULL;
+        }
     if (nsrc >= 2 || keys) {
         rc = cc_compile_all(dir, srcs, nsrc, keys ? store : NULL, (const uint8_t(*)[16])keys, diag);
         size_t nl = 0;

@@ -63,8 +63,10 @@ def build_and_run(args, case, label, target, defines, work):
     with tarfile.open(tar) as t:
         t.extractall(d)
     meta = json.load(open(os.path.join(d, "metadata.json")))
+    # constants bound at run time (docs/artifact.md): the parameters file first, as README.txt says
+    bind = any(m.get("meta", {}).get("bind_constants") for m in meta["modules"])
     with open(os.path.join(d, "main.c"), "w") as f:
-        f.write(main_c(meta, "model"))
+        f.write(main_c(meta, "model", bind_parameters=bind))
     srcs = [os.path.join(d, s) for s in meta["files"]["sources"]]
     cmd = ["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(d, "include"),
            "-o", os.path.join(d, "prog"), os.path.join(d, "main.c")] + srcs
@@ -75,7 +77,8 @@ def build_and_run(args, case, label, target, defines, work):
         return None, None, "build: " + (b.stdout + b.stderr).strip()[-3000:]
     x = np.load(os.path.join(case, "input_0.npy"))
     x.tofile(os.path.join(d, "x.bin"))
-    r = run([os.path.join(d, "prog"), os.path.join(d, "x.bin"), os.path.join(d, "y.bin")], timeout=120)
+    params = [os.path.join(d, meta["files"]["parameters"])] if bind else []
+    r = run([os.path.join(d, "prog")] + params + [os.path.join(d, "x.bin"), os.path.join(d, "y.bin")], timeout=120)
     if r.returncode != 0:
         return None, None, "run: exit %d %s" % (r.returncode, r.stderr.strip())
     want = np.load(os.path.join(case, "expected_0.npy"))
