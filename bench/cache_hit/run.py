@@ -13,8 +13,8 @@ For each model: one compile fills a private tthd's cache (a miss), then RUNS tim
     daemon filled,
   - copying the artifact file, in this process (shutil.copyfile) and as the issue words it, by a
     `cp` process (started like tthctl, so the two columns differ by what a process start costs),
-and min(RUNS, 3) times a cold compile (`--no-cache` after `tthctl cache clear`: neither the
-artifact nor its compiled code kept) and a "retrained" one (the model with every weight and bias
+and min(RUNS, 3) times a cold compile (`--no-cache`: neither the artifact cache nor the compiled
+code kept for reuse) and a "retrained" one (the model with every weight and bias
 scaled by 1.01, compiled right after the original: a miss of the artifact cache that finds its
 compiled code, docs/cache.md "Compiled code"), each timed end to end (a new tthctl process each
 time; wall clock). Prints the medians and the hit's ratio to the copy. Models are
@@ -126,14 +126,8 @@ def main():
                 st = json.loads(other.ctl("status", "--json").stdout)["remoteCache"]
                 if st["hits"] - before != args.runs:
                     sys.exit("the second daemon's remote hits: %d of %d (%s)" % (st["hits"] - before, args.runs, st))
-            # cold: nothing of it in the cache, its compiled code neither (docs/cache.md)
-            cold = []
-            for _ in range(min(args.runs, 3)):
-                tth.ctl("cache", "clear")
-                t0 = time.perf_counter()
-                hit("--no-cache")
-                cold.append((time.perf_counter() - t0) * 1000.0)
-            cold_ms = statistics.median(cold)
+            # cold: --no-cache uses neither the artifact cache nor the compiled code (docs/cache.md)
+            cold_ms = timed(lambda: hit("--no-cache"), min(args.runs, 3))
             # retrained: the same model with every weight and bias scaled, compiled after the
             # original (a miss of the artifact cache that finds its compiled code)
             again = retrained(path, os.path.join(work, name + "_retrained.onnx"))
@@ -142,7 +136,7 @@ def main():
                 tth.ctl("cache", "clear")
                 hit("--no-cache")
                 t0 = time.perf_counter()
-                tth.ctl("-q", "compile", again, "--target", args.target, "--name", name, "-o", out, "--no-cache")
+                tth.ctl("-q", "compile", again, "--target", args.target, "--name", name, "-o", out)
                 warm.append((time.perf_counter() - t0) * 1000.0)
             retrained_ms = statistics.median(warm)
             hit()  # the original back in the cache for the copies below

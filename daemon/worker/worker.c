@@ -293,6 +293,30 @@ static json_t *write_entry(const char *dir, const json_t *metadata, const uint8_
     return e;
 }
 
+#ifndef TTH_NO_COMPILE_FLOW
+static int host_store_get(void *ctx, const uint8_t key[16], void **data, size_t *len)
+{
+    (void)ctx;
+    return tth_code_store_get(W.store, key, data, len);
+}
+
+static void host_store_put(void *ctx, const uint8_t key[16], const void *data, size_t len)
+{
+    (void)ctx;
+    tth_code_store_put(W.store, key, data, len);
+}
+
+/* the store of a no_cache compile: never has anything */
+static int no_store_get(void *ctx, const uint8_t key[16], void **data, size_t *len)
+{
+    (void)ctx;
+    (void)key;
+    *data = NULL;
+    *len = 0;
+    return 0;
+}
+#endif
+
 /* Returns -1 when the pipe is no longer usable. */
 static int handle_compile(const json_t *id, const json_t *params, const tth_host *host)
 {
@@ -319,6 +343,11 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
     send_error(id, &d);
     (void)host;
 #else
+    /* no_cache compiles everything afresh: no code from the store either (what it compiles is
+     * kept) */
+    tth_host mine = *host;
+    if (json_is_true(json_object_get(json_object_get(params, "options"), "no_cache")))
+        mine.store_get = no_store_get;
     tth_compile_request req = {
         .model = model,
         .model_len = (size_t)size,
@@ -326,7 +355,7 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
         .target = json_object_get(params, "target"),
         .options = json_object_get(params, "options"),
         .registry = W.shadow,
-        .host = host,
+        .host = &mine,
         .progress = on_progress,
         .progress_ctx = (void *)id,
         .model_dir = json_string_value(json_object_get(params, "model_dir")),
@@ -391,19 +420,6 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
     return 0;
 }
 
-#ifndef TTH_NO_COMPILE_FLOW
-static int host_store_get(void *ctx, const uint8_t key[16], void **data, size_t *len)
-{
-    (void)ctx;
-    return tth_code_store_get(W.store, key, data, len);
-}
-
-static void host_store_put(void *ctx, const uint8_t key[16], const void *data, size_t len)
-{
-    (void)ctx;
-    tth_code_store_put(W.store, key, data, len);
-}
-#endif
 
 static int serve(void)
 {

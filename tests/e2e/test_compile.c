@@ -587,3 +587,53 @@ Test(compile, miss_written_by_the_worker, .timeout = 300)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* The workers' store of compiled code (docs/cache.md, "Compiled code"): the digits model with one
+ * weight changed (the same shapes) misses the artifact cache and takes all of its code from the
+ * store; no_cache compiles it all again; cache/clear empties the store. */
+Test(compile, a_retrained_model_reuses_its_code, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_start(&d, NULL, NULL);
+    e2e_put_real_plugins(&d);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    wait_for_kind(c, "llvm");
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    json_t *r = e2e_compile(c, 2, model, len, "llvm", NULL);
+    if (e2e_no_compile_flow(r)) {
+        json_decref(r);
+        free(model);
+        e2e_client_free(c);
+        e2e_stop(&d);
+        return;
+    }
+    e2e_check_artifact(c, r);
+    const json_t *code = json_object_get(json_object_get(json_object_get(r, "result"), "timings"), "code");
+    json_int_t compiled = json_integer_value(json_object_get(code, "compiled"));
+    cr_assert(compiled >= 2 && json_integer_value(json_object_get(code, "reused")) == 0,
+              "first compile: %lld compiled, %lld reused", (long long)compiled,
+              (long long)json_integer_value(json_object_get(code, "reused")));
+    json_decref(r);
+    model[len / 2] ^= 0x01; /* one byte of conv2's weights */
+    r = e2e_compile(c, 3, model, len, "llvm", NULL);
+    e2e_check_artifact(c, r);
+    cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss");
+    code = json_object_get(json_object_get(json_object_get(r, "result"), "timings"), "code");
+    cr_assert_eq(json_integer_value(json_object_get(code, "reused")), compiled, "retrained: %lld of %lld reused",
+                 (long long)json_integer_value(json_object_get(code, "reused")), (long long)compiled);
+    cr_assert_eq(json_integer_value(json_object_get(code, "compiled")), 0);
+    json_decref(r);
+    r = e2e_compile(c, 4, model, len, "llvm", json_pack("{s:b}", "no_cache", 1));
+    e2e_check_artifact(c, r);
+    code = json_object_get(json_object_get(json_object_get(r, "result"), "timings"), "code");
+    cr_assert_eq(json_integer_value(json_object_get(code, "reused")), 0, "no_cache reused code");
+    json_decref(r);
+    r = e2e_call(c, 5, "cache/clear", NULL);
+    cr_assert_geq(e2e_result_int(r, "removedCode", NULL), compiled);
+    json_decref(r);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
