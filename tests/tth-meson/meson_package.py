@@ -4,8 +4,11 @@ custom_target running tth-meson-model) configured against a staged install (meso
 --destdir), with the helper named in a native file and tthctl not on PATH, built, run, and its
 output compared with numpy's forward pass (examples/digit_expected.npy); then the build's
 dependency rules: a second build does not compile the model again, a newer model file, a newer
-tthctl or another target does; a model compiled with --bind, whose newer bind file compiles again; the helper's own refusals (no cmake, an unsupported cross system); and, with
-arm-none-eabi-gcc, a cross build of the example for a Cortex-M4.
+tthctl or another target does; a model compiled with --bind, whose newer bind file compiles
+again; the helper's own refusals (no cmake, an unsupported cross system); and cross builds of the
+example: for a Cortex-M4 with arm-none-eabi-gcc (the firmware holds tth_digits_run as Thumb
+code), for AArch64 Linux with an llvm target, run under qemu-aarch64 and compared with numpy
+(each only when its toolchain is installed: scripts/setup installs them).
 
     tests/tth-meson/meson_package.py --build BUILD_DIR --source SOURCE_DIR
 
@@ -31,9 +34,9 @@ def fail(why, r=None):
     return 1
 
 
-def check_output(app, image, env, expected):
+def check_output(app, image, env, expected, wrapper=()):
     import numpy as np
-    r = run([app, image], env)
+    r = run(list(wrapper) + [app, image], env)
     if r.returncode != 0:
         return "digits_app exited %d: %s" % (r.returncode, r.stderr)
     lines = r.stdout.split()
@@ -131,6 +134,38 @@ def cross_build(tmp, src, native, env):
     if len(line) != 1 or int(line[0].split()[1], 16) % 2 != 1:
         return "tth_digits_run is not Thumb code: %s" % line
     return None
+
+
+AARCH64_FILE = """[binaries]
+c = 'aarch64-linux-gnu-gcc'
+ar = 'aarch64-linux-gnu-ar'
+strip = 'aarch64-linux-gnu-strip'
+
+[host_machine]
+system = 'linux'
+cpu_family = 'aarch64'
+cpu = 'cortex-a72'
+endian = 'little'
+"""
+QEMU_AARCH64 = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
+
+
+def aarch64_build(tmp, src, native, env, image, expected):
+    """examples/meson cross-built for AArch64 Linux with an llvm target: the artifact's CMake
+    build links its parameters file (.incbin) with the cross toolchain; run under qemu-aarch64"""
+    cross = os.path.join(tmp, "aarch64.ini")
+    with open(cross, "w") as f:
+        f.write(AARCH64_FILE)
+    b = os.path.join(tmp, "b-aarch64")
+    target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
+    r = run(["meson", "setup", b, os.path.join(src, "meson"), "--native-file", native, "--cross-file", cross,
+             "-Ddigits_target=" + target], env)
+    if r.returncode != 0:
+        return "configuring the cross build: " + (r.stdout + r.stderr)[-2000:]
+    r = run(["meson", "compile", "-C", b], env)
+    if r.returncode != 0 or "tth: compiling digits for " + target not in r.stdout:
+        return "the cross build: " + (r.stdout + r.stderr)[-2000:]
+    return check_output(os.path.join(b, "digits_app"), image, env, expected, QEMU_AARCH64)
 
 
 def refusals(tmp, helper, model, env):
@@ -253,10 +288,17 @@ def main():
         if shutil.which("arm-none-eabi-gcc"):
             why = cross_build(tmp, src, native, env)
             if why:
-                return fail("cross build: " + why)
-            print("cross build: Cortex-M4 firmware holds tth_digits_run (Thumb)")
+                return fail("Cortex-M4 cross build: " + why)
+            print("Cortex-M4 cross build: firmware holds tth_digits_run (Thumb)")
         else:
-            print("cross build: not tried, arm-none-eabi-gcc is not installed")
+            print("Cortex-M4 cross build: not tried, arm-none-eabi-gcc is not installed")
+        if shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64"):
+            why = aarch64_build(tmp, src, native, env, image, expected)
+            if why:
+                return fail("AArch64 cross build: " + why)
+            print("AArch64 cross build: llvm, runs under qemu-aarch64 and matches numpy")
+        else:
+            print("AArch64 cross build: not tried, aarch64-linux-gnu-gcc or qemu-aarch64 is not installed")
         return 0
     finally:
         if tthctl and os.path.exists(tthctl):
