@@ -2,8 +2,8 @@
 """The Meson helper from an installed tth (tth-meson/, docs/meson.md): examples/meson (a
 custom_target running tth-meson-model) configured against a staged install (meson install
 --destdir), with the helper named in a native file and tthctl not on PATH, built, run, and its
-output compared with numpy's forward pass (examples/digit_expected.npy); then the build's
-dependency rules: a second build does not compile the model again, a newer model file, a newer
+output compared with numpy's forward pass (examples/digit_expected.npy); the depfile as ninja
+recorded it (the model, tthctl, each staged plugin); then the build's dependency rules: a second build does not compile the model again, a newer model file, a newer
 tthctl or another target does; a model compiled with --bind, whose newer bind file compiles
 again; the helper's own refusals (no cmake, an unsupported cross system); and cross builds of the
 example: for a Cortex-M4 with arm-none-eabi-gcc (the firmware holds tth_digits_run as Thumb
@@ -245,6 +245,16 @@ def main():
         if why:
             return fail("target c: " + why)
         print("target c: built and matches numpy")
+
+        # the depfile, as ninja recorded it: the model, the staged tthctl and each staged plugin,
+        # found relative to the helper's own file
+        r = run(["ninja", "-C", b, "-t", "deps", "libtth_digits.a"], env)
+        deps = {os.path.normpath(x.strip()) for x in r.stdout.splitlines()[1:] if x.strip()}
+        want = {os.path.realpath(tthctl), os.path.realpath(os.path.join(src, "digits.onnx"))}
+        want |= {os.path.realpath(p) for p in glob.glob(os.path.join(plugins[0], "*.so"))}
+        if r.returncode != 0 or len(want) < 3 or not want <= {os.path.realpath(d) for d in deps}:
+            return fail("the depfile lacks %s" % sorted(want - {os.path.realpath(d) for d in deps}), r)
+        print("depfile: names the model, tthctl and the %d plugins" % (len(want) - 2))
 
         r = run(["meson", "compile", "-C", b], env)
         if r.returncode != 0 or "tth: compiling" in r.stdout or "ninja: no work to do" not in r.stdout:
