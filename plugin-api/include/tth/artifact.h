@@ -54,10 +54,10 @@ TTH_API const json_t *tth_runtime_module_meta(const tth_runtime_module *m);
  * parameters file), align[k] the alignment the code loads it with (at most 64). */
 struct tth_tbuffer;
 /* The named constants of at least this many bytes are the ones bound (smaller ones, a scalar or
- * up to three floats, stay in the code, where the compiler may fold them): with weights and biases out
+ * a few lanes, stay in the code, where the compiler may fold them): with weights and biases out
  * of the code, a model retrained with the same shapes compiles to the same code, which a cache of
  * compiled code can then reuse (docs/artifact.md). */
-#define TTH_BIND_MIN_BYTES 16
+#define TTH_BIND_MIN_BYTES 64
 /* What the entry returns while its constants are not bound. */
 #define TTH_BIND_E_UNBOUND (-200)
 TTH_API int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
