@@ -557,6 +557,18 @@ void tthd_remote_cancel(tthd_remote_get *g)
     uv_cancel((uv_req_t *)&g->op.req); /* fails once it runs: then its answer is dropped */
 }
 
+/* A store of key's entry, to fill with its bytes (blob) or its local file (file) */
+static remote_op *store_op_new(tthd_remote *r, const char *key)
+{
+    remote_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->r = r;
+    snprintf(op->key, sizeof op->key, KEY_PREFIX "%s", key);
+    op->req.data = op;
+    return op;
+}
+
 void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact, size_t len, const json_t *metadata)
 {
     if (!r->cfg)
@@ -569,13 +581,10 @@ void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact,
     }
     if (!usable(r))
         return;
-    remote_op *op = calloc(1, sizeof *op);
+    remote_op *op = store_op_new(r, key);
     if (!op)
         return;
-    op->r = r;
-    snprintf(op->key, sizeof op->key, KEY_PREFIX "%s", key);
     op->blob = tthd_cache_blob(metadata, artifact, len, &op->blob_len, NULL);
-    op->req.data = op;
     if (!op->blob || op->blob_len > r->cfg->max_bytes ||
         uv_queue_work(r->loop, &op->req, store_run, store_done) != 0) {
         if (op->blob)
@@ -588,13 +597,10 @@ void tthd_remote_store_file(tthd_remote *r, const char *key, const char *path)
 {
     if (!r->cfg || !path || !usable(r))
         return;
-    remote_op *op = calloc(1, sizeof *op);
+    remote_op *op = store_op_new(r, key);
     if (!op)
         return;
-    op->r = r;
-    snprintf(op->key, sizeof op->key, KEY_PREFIX "%s", key);
     op->file = strdup(path);
-    op->req.data = op;
     if (!op->file || uv_queue_work(r->loop, &op->req, store_run, store_done) != 0)
         op_free(op);
 }

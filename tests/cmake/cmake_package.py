@@ -13,36 +13,12 @@ import argparse
 import glob
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-
-def run(cmd, env, **kw):
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
-
-
-def fail(why, r=None):
-    print("FAIL: " + why)
-    if r is not None:
-        print((r.stdout + r.stderr)[-4000:])
-    return 1
-
-
-def check_output(app, image, env, expected):
-    import numpy as np
-    r = run([app, image], env)
-    if r.returncode != 0:
-        return "digits_app exited %d: %s" % (r.returncode, r.stderr)
-    lines = r.stdout.split()
-    got = np.array([float(v) for v in lines[:10]], dtype=np.float64)
-    want = expected.reshape(-1).astype(np.float64)
-    if np.any(np.abs(got - want) > 1e-4 + 1e-4 * np.abs(want)):
-        return "probabilities differ from numpy's: got %s, want %s" % (got, want)
-    if lines[-1] != str(int(np.argmax(want))):
-        return "digit %s, numpy says %d" % (lines[-1], int(np.argmax(want)))
-    return None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from staged_install import check_output, digits_io, fail, install, run  # noqa: E402
 
 
 BIND_CMAKE = """cmake_minimum_required(VERSION 3.13)
@@ -133,34 +109,21 @@ def main():
     env = dict(os.environ)
     tthctl = None
     try:
-        r = run(["meson", "install", "-C", args.build, "--no-rebuild", "--destdir", os.path.join(tmp, "dest")], env)
-        if r.returncode != 0:
-            return fail("meson install", r)
-        configs = glob.glob(os.path.join(tmp, "dest", "**", "tthConfig.cmake"), recursive=True)
+        dest, why = install(args.build, tmp, env)
+        if why:
+            return fail(why)
+        configs = glob.glob(os.path.join(dest, "**", "tthConfig.cmake"), recursive=True)
         if len(configs) != 1:
             return fail("expected one installed tthConfig.cmake, found %s" % configs)
         prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", "..", ".."))
         if not os.path.exists(os.path.join(prefix, "bin", "tthctl")):
             prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", ".."))
         tthctl = os.path.join(prefix, "bin", "tthctl")
-        libtth = glob.glob(os.path.join(tmp, "dest", "**", "libtth.so*"), recursive=True)
-        plugins = glob.glob(os.path.join(tmp, "dest", "**", "tth", "plugins"), recursive=True)
-        if not libtth or len(plugins) != 1:
-            return fail("the staged install lacks libtth or its plugins directory")
-        # the staged binaries are not where they were configured to live: point them at their
-        # library, their plugins and a private runtime directory
-        env["LD_LIBRARY_PATH"] = os.path.dirname(libtth[0]) + ":" + env.get("LD_LIBRARY_PATH", "")
-        env["TTH_PLUGINS_PATH"] = plugins[0]
-        env["XDG_RUNTIME_DIR"] = os.path.join(tmp, "run")
-        env["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
-        os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
 
         src = os.path.join(tmp, "src")
         shutil.copytree(os.path.join(args.source, "examples", "cmake"), os.path.join(src, "cmake"))
         shutil.copy(os.path.join(args.source, "examples", "digits.onnx"), src)
-        image = os.path.join(tmp, "image.raw")
-        np.load(os.path.join(args.source, "examples", "digit_input.npy")).astype("<f4").tofile(image)
-        expected = np.load(os.path.join(args.source, "examples", "digit_expected.npy"))
+        image, expected = digits_io(args.source, tmp)
         b = os.path.join(tmp, "b")
         app = os.path.join(b, "digits_app")
 

@@ -18,35 +18,11 @@ import argparse
 import glob
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-
-def run(cmd, env, **kw):
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
-
-
-def fail(why, r=None):
-    print("FAIL: " + why)
-    if r is not None:
-        print((r.stdout + r.stderr)[-4000:])
-    return 1
-
-
-def check_output(app, image, env, expected, wrapper=()):
-    import numpy as np
-    r = run(list(wrapper) + [app, image], env)
-    if r.returncode != 0:
-        return "digits_app exited %d: %s" % (r.returncode, r.stderr)
-    lines = r.stdout.split()
-    got = np.array([float(v) for v in lines[:10]], dtype=np.float64)
-    want = expected.reshape(-1).astype(np.float64)
-    if np.any(np.abs(got - want) > 1e-4 + 1e-4 * np.abs(want)):
-        return "probabilities differ from numpy's: got %s, want %s" % (got, want)
-    if lines[-1] != str(int(np.argmax(want))):
-        return "digit %s, numpy says %d" % (lines[-1], int(np.argmax(want)))
-    return None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from staged_install import check_output, digits_io, fail, install, run  # noqa: E402
 
 
 BIND_MESON = """project('bind', 'c', meson_version : '>=1.0.0')
@@ -194,7 +170,7 @@ def main():
             print("meson_package: skipped, %s is not installed" % tool)
             return 77
     try:
-        import numpy as np
+        import numpy  # noqa: F401
     except ImportError:
         print("meson_package: skipped, python3-numpy is not installed")
         return 77
@@ -202,26 +178,15 @@ def main():
     env = dict(os.environ)
     tthctl = None
     try:
-        r = run(["meson", "install", "-C", args.build, "--no-rebuild", "--destdir", os.path.join(tmp, "dest")], env)
-        if r.returncode != 0:
-            return fail("meson install", r)
-        helpers = glob.glob(os.path.join(tmp, "dest", "**", "bin", "tth-meson-model"), recursive=True)
+        dest, why = install(args.build, tmp, env)
+        if why:
+            return fail(why)
+        helpers = glob.glob(os.path.join(dest, "**", "bin", "tth-meson-model"), recursive=True)
         if len(helpers) != 1 or not os.access(helpers[0], os.X_OK):
             return fail("expected one installed, executable tth-meson-model, found %s" % helpers)
         helper = helpers[0]
+        # the staged bin directory is not put on PATH: the helper runs the tthctl beside it
         tthctl = os.path.join(os.path.dirname(helper), "tthctl")
-        libtth = glob.glob(os.path.join(tmp, "dest", "**", "libtth.so*"), recursive=True)
-        plugins = glob.glob(os.path.join(tmp, "dest", "**", "tth", "plugins"), recursive=True)
-        if not libtth or len(plugins) != 1:
-            return fail("the staged install lacks libtth or its plugins directory")
-        # the staged binaries are not where they were configured to live: point them at their
-        # library, their plugins and a private runtime directory. The staged bin directory is not
-        # put on PATH: the helper runs the tthctl beside it.
-        env["LD_LIBRARY_PATH"] = os.path.dirname(libtth[0]) + ":" + env.get("LD_LIBRARY_PATH", "")
-        env["TTH_PLUGINS_PATH"] = plugins[0]
-        env["XDG_RUNTIME_DIR"] = os.path.join(tmp, "run")
-        env["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
-        os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
         native = os.path.join(tmp, "tth.ini")
         with open(native, "w") as f:
             f.write("[binaries]\ntth-meson-model = '%s'\n" % helper)
@@ -229,9 +194,7 @@ def main():
         src = os.path.join(tmp, "src")
         shutil.copytree(os.path.join(args.source, "examples", "meson"), os.path.join(src, "meson"))
         shutil.copy(os.path.join(args.source, "examples", "digits.onnx"), src)
-        image = os.path.join(tmp, "image.raw")
-        np.load(os.path.join(args.source, "examples", "digit_input.npy")).astype("<f4").tofile(image)
-        expected = np.load(os.path.join(args.source, "examples", "digit_expected.npy"))
+        image, expected = digits_io(args.source, tmp)
         b = os.path.join(tmp, "b")
         app = os.path.join(b, "digits_app")
 
@@ -251,7 +214,7 @@ def main():
         r = run(["ninja", "-C", b, "-t", "deps", "libtth_digits.a"], env)
         deps = {os.path.normpath(x.strip()) for x in r.stdout.splitlines()[1:] if x.strip()}
         want = {os.path.realpath(tthctl), os.path.realpath(os.path.join(src, "digits.onnx"))}
-        want |= {os.path.realpath(p) for p in glob.glob(os.path.join(plugins[0], "*.so"))}
+        want |= {os.path.realpath(p) for p in glob.glob(os.path.join(env["TTH_PLUGINS_PATH"], "*.so"))}
         if r.returncode != 0 or len(want) < 3 or not want <= {os.path.realpath(d) for d in deps}:
             return fail("the depfile lacks %s" % sorted(want - {os.path.realpath(d) for d in deps}), r)
         print("depfile: names the model, tthctl and the %d plugins" % (len(want) - 2))
