@@ -260,6 +260,7 @@ static uint8_t *read_model_path(const char *path, size_t size, char digest_hex[3
     return model;
 }
 
+#ifndef TTH_NO_COMPILE_FLOW
 /* The artifact written as a cache entry file in dir (params "entry_dir", docs/cache.md): a new
  * temporary file there, which the daemon renames into place. The answer's "entry", or NULL when
  * it could not be written (then the artifact is streamed). */
@@ -293,7 +294,6 @@ static json_t *write_entry(const char *dir, const json_t *metadata, const uint8_
     return e;
 }
 
-#ifndef TTH_NO_COMPILE_FLOW
 static int host_store_get(void *ctx, const uint8_t key[16], void **data, size_t *len)
 {
     (void)ctx;
