@@ -474,17 +474,6 @@ static int open_model_file(const tthd_request *req, const char *path, int *fd, s
     return 0;
 }
 
-/* The digest of fd's model.size bytes, read in pieces (the worker reads the model itself:
- * submit_compile); 0, or -1 with msg set. */
-static int digest_model_file(tthd_request *req, int fd, const char *path, char *msg, size_t len)
-{
-    if (tthd_model_digest_fd(fd, req->model_size, req->model_digest) != 0) {
-        snprintf(msg, len, "cannot read the model file %.300s", path);
-        return -1;
-    }
-    return 0;
-}
-
 static int same_identity(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
@@ -492,12 +481,65 @@ static int same_identity(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* model.path: the model's digest, unless the digest of this very file is remembered (digest.c).
- * Its bytes are read by the worker that compiles it, if one does (submit_compile). */
+/* model.path's digest, taken in the thread pool (the file read in 1 MiB pieces: a large model
+ * would hold the event loop for as long; its bytes are read again only by the worker that
+ * compiles it, if one does: submit_compile). */
+struct tthd_digest_work {
+    uv_work_t work;
+    tthd_request *req;          /* NULL once the request went away */
+    int fd;
+    struct stat st;             /* the file's identity when opened */
+    size_t size;
+    int64_t t0;                 /* when the read began (tthd_wall_ns) */
+    uint8_t digest[16];
+    int ok, unchanged;          /* the digest was taken; the identity was the same after */
+};
+
+static void digest_run(uv_work_t *w)
+{
+    tthd_digest_work *x = w->data;
+    struct stat after;
+    x->ok = tthd_model_digest_fd(x->fd, x->size, x->digest) == 0;
+    x->unchanged = x->ok && fstat(x->fd, &after) == 0 && same_identity(&x->st, &after);
+    close(x->fd);
+}
+
+static void model_complete(tthd_server *srv, tthd_request *req);
+
+static void digest_done(uv_work_t *w, int status)
+{
+    tthd_digest_work *x = w->data;
+    tthd_request *req = x->req;
+    if (status != 0 && x->fd >= 0 && !x->ok)
+        close(x->fd); /* cancelled before it ran */
+    if (req) {
+        req->digest_work = NULL;
+        tthd_server *srv = req->conn->srv;
+        if (status != 0 || !x->ok) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "cannot read the model file %.300s", req->model_path);
+            tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
+        } else {
+            memcpy(req->model_digest, x->digest, 16);
+            if (x->unchanged)
+                tthd_digest_memo_put(&srv->digests, req->model_path, &x->st, x->t0, req->model_digest);
+            model_complete(srv, req);
+        }
+    }
+    free(x);
+}
+
+void tthd_digest_work_cancel(tthd_digest_work *x)
+{
+    x->req = NULL;
+}
+
+/* model.path: its digest (remembered, digest.c, or taken in the thread pool), then
+ * model_complete. 0, or -1 with msg set (nothing started). */
 static int read_model_file(tthd_server *srv, tthd_request *req, const char *path, char *msg, size_t len)
 {
     int fd;
-    struct stat st, after;
+    struct stat st;
     if (open_model_file(req, path, &fd, &st, msg, len) != 0)
         return -1;
     /* its directory, where ONNX external data is read (docs/tthctl.md, "ONNX external data") */
@@ -509,16 +551,33 @@ static int read_model_file(tthd_server *srv, tthd_request *req, const char *path
         snprintf(msg, len, "out of memory");
         return -1;
     }
+    req->state = TTHD_REQ_UPLOAD;
+    tthd_progress(req, "begin", "upload", 0);
     if (tthd_digest_memo_find(&srv->digests, path, &st, req->model_digest)) {
         close(fd);
+        model_complete(srv, req);
         return 0;
     }
-    int64_t t0 = tthd_wall_ns();
-    int rc = digest_model_file(req, fd, path, msg, len);
-    if (rc == 0 && fstat(fd, &after) == 0 && same_identity(&st, &after))
-        tthd_digest_memo_put(&srv->digests, path, &st, t0, req->model_digest);
-    close(fd);
-    return rc;
+    tthd_digest_work *x = calloc(1, sizeof *x);
+    if (!x) {
+        close(fd);
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+    x->req = req;
+    x->fd = fd;
+    x->st = st;
+    x->size = req->model_size;
+    x->t0 = tthd_wall_ns();
+    x->work.data = x;
+    if (uv_queue_work(srv->loop, &x->work, digest_run, digest_done) != 0) {
+        close(fd);
+        free(x);
+        snprintf(msg, len, "cannot queue the model file's digest");
+        return -1;
+    }
+    req->digest_work = x;
+    return 0;
 }
 
 /* Not in any cache: a worker compiles it. */
@@ -898,13 +957,8 @@ static void m_compile(tthd_server *srv, tthd_request *req)
     if (path) {
         /* a client on this machine names the model file instead of uploading it (the daemon
          * serves its own user only, who may read it anyway) */
-        if (read_model_file(srv, req, path, msg, sizeof msg) != 0) {
+        if (read_model_file(srv, req, path, msg, sizeof msg) != 0)
             tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
-            return;
-        }
-        req->state = TTHD_REQ_UPLOAD;
-        tthd_progress(req, "begin", "upload", 0);
-        model_complete(srv, req);
         return;
     }
     req->state = TTHD_REQ_UPLOAD;

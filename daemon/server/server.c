@@ -42,6 +42,10 @@ static void request_free(tthd_request *req)
         tthd_miss_wait_cancel(req->miss_wait);
         req->miss_wait = NULL;
     }
+    if (req->digest_work) {
+        tthd_digest_work_cancel(req->digest_work);
+        req->digest_work = NULL;
+    }
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {

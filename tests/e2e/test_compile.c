@@ -637,3 +637,45 @@ Test(compile, a_retrained_model_reuses_its_code, .timeout = 300)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* model.path's digest is taken in the thread pool: a client that goes away meanwhile leaves the
+ * daemon serving (and, under the sanitizers, nothing leaked or used after its request is
+ * freed); another client's compile by path is answered. */
+Test(compile, a_client_gone_while_its_model_is_digested, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    e2e_put_real_plugins(&d);
+    e2e_launch(&d, NULL, NULL);
+    char big[512];
+    snprintf(big, sizeof big, "%s/big.onnx", d.root);
+    FILE *f = fopen(big, "wb");
+    cr_assert_not_null(f);
+    static uint8_t block[1 << 20];
+    memset(block, 0x5a, sizeof block);
+    for (int i = 0; i < 256; i++)
+        cr_assert_eq(fwrite(block, 1, sizeof block, f), sizeof block);
+    cr_assert_eq(fclose(f), 0);
+    for (int k = 0; k < 3; k++) {
+        e2e_client *gone = e2e_client_new(&d);
+        e2e_send(gone, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
+        json_decref(e2e_recv_response(gone, 10000));
+        e2e_send(gone, tthp_request_new(2, "compile",
+                                        json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "big", "size",
+                                                  (json_int_t)(256 << 20), "path", big, "target", "c")));
+        e2e_client_free(gone); /* closes the connection at once */
+    }
+    e2e_client *c = e2e_client_new(&d);
+    e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
+    json_decref(e2e_recv_response(c, 10000));
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    size_t len;
+    free(e2e_read_digits(&len));
+    json_t *r = compile_path(c, 3, path, len);
+    if (!e2e_no_compile_flow(r))
+        e2e_check_artifact(c, r);
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
