@@ -851,58 +851,141 @@ static int make_parents(const char *dir, const char *rel)
     return 0;
 }
 
-/* The uploaded files after the model's bytes, each to its location in a new private directory,
- * which becomes the model's directory (where the worker reads them); the model's buffer shrinks
- * to the model. 0, or -1 with msg set. */
-static int write_ext_files(tthd_request *req, char *msg, size_t len)
+/* The upload's external data files written in the thread pool (a large upload held the event
+ * loop for as long as they took to write), and the model's digest: the work owns the upload's
+ * bytes meanwhile, so a request that goes away frees nothing it uses. */
+struct tthd_ext_write {
+    uv_work_t work;
+    tthd_request *req;          /* NULL once the request went away */
+    uint8_t *bytes;             /* the upload: the model, then each file's bytes */
+    size_t model_size, nfiles;
+    char **loc;                 /* each file's location (copied from model.external_data) */
+    size_t *size;
+    char dir[512];              /* the private directory, once made ("" before) */
+    char msg[600];              /* why it failed, or "" */
+    uint8_t digest[16];
+};
+
+static void remove_tree(const char *dir);
+
+static void ext_write_run(uv_work_t *w)
 {
+    tthd_ext_write *x = w->data;
     const char *tmp = getenv("TMPDIR");
-    char dir[512]; /* mkdtemp(3)'s template: it replaces the six X with a unique name */
+    char dir[sizeof x->dir]; /* mkdtemp(3)'s template: it replaces the six X with a unique name */
     if (snprintf(dir, sizeof dir, "%s/tthd-data-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) {
-        snprintf(msg, len, "TMPDIR is too long for the model's external data directory");
-        return -1;
+        snprintf(x->msg, sizeof x->msg, "TMPDIR is too long for the model's external data directory");
+        return;
     }
     if (!mkdtemp(dir)) {
-        snprintf(msg, len, "cannot create a directory for the model's external data in %.300s: %s", dir, strerror(errno));
-        return -1;
+        snprintf(x->msg, sizeof x->msg, "cannot create a directory for the model's external data in %.300s: %s", dir,
+                 strerror(errno));
+        return;
     }
-    req->ext_dir = strdup(dir);
-    if (!req->ext_dir) {
-        rmdir(dir);
+    memcpy(x->dir, dir, sizeof dir);
+    size_t off = x->model_size;
+    for (size_t i = 0; i < x->nfiles; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, x->loc[i]);
+        int fd = make_parents(dir, x->loc[i]) == 0 ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+        int rc = fd < 0 ? -errno : tthd_write_all(fd, x->bytes + off, x->size[i]);
+        if (fd >= 0 && close(fd) != 0 && rc == 0)
+            rc = -errno;
+        if (rc != 0) {
+            snprintf(x->msg, sizeof x->msg, "cannot write the external data file '%.200s' under %.200s: %s",
+                     x->loc[i], dir, strerror(-rc));
+            return;
+        }
+        off += x->size[i];
+    }
+    tthd_model_digest(x->bytes, x->model_size, x->digest);
+}
+
+static void ext_write_free(tthd_ext_write *x)
+{
+    for (size_t i = 0; i < x->nfiles; i++)
+        free(x->loc[i]);
+    free(x->loc);
+    free(x->size);
+    free(x->bytes);
+    free(x);
+}
+
+static void ext_write_done(uv_work_t *w, int status)
+{
+    tthd_ext_write *x = w->data;
+    tthd_request *req = x->req;
+    if (!req) {
+        if (x->dir[0])
+            remove_tree(x->dir);
+        ext_write_free(x);
+        return;
+    }
+    req->ext_write = NULL;
+    if (x->dir[0]) /* removed with the request (tthd_method_remove_ext_dir) */
+        req->ext_dir = strdup(x->dir);
+    if (status != 0 || x->msg[0]) {
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, x->msg[0] ? x->msg : uv_strerror(status), NULL);
+        ext_write_free(x);
+        return;
+    }
+    /* the model's bytes back to the request, its buffer shrunk to them; the files' directory is
+     * the model's directory, where the worker reads them */
+    uint8_t *shrunk = realloc(x->bytes, x->model_size);
+    req->model = shrunk ? shrunk : x->bytes;
+    x->bytes = NULL;
+    req->model_cap = req->model_size;
+    free(req->model_dir);
+    req->model_dir = strdup(x->dir);
+    memcpy(req->model_digest, x->digest, 16);
+    tthd_server *srv = req->conn->srv;
+    ext_write_free(x);
+    model_complete(srv, req);
+}
+
+void tthd_ext_write_cancel(tthd_ext_write *x)
+{
+    x->req = NULL;
+}
+
+/* Start writing the upload's external data files (model.external_data) into a private directory
+ * of its own. 0 (the request continues in ext_write_done), or -1 with msg set. */
+static int write_ext_files(tthd_server *srv, tthd_request *req, char *msg, size_t len)
+{
+    tthd_ext_write *x = calloc(1, sizeof *x);
+    size_t n = json_array_size(req->ext_files);
+    if (x) {
+        x->loc = calloc(n ? n : 1, sizeof *x->loc);
+        x->size = calloc(n ? n : 1, sizeof *x->size);
+    }
+    if (!x || !x->loc || !x->size) {
+        if (x)
+            ext_write_free(x);
         snprintf(msg, len, "out of memory");
         return -1;
     }
-    size_t i, off = req->model_size;
-    const json_t *f;
-    json_array_foreach(req->ext_files, i, f) {
-        const char *loc = json_string_value(json_object_get(f, "location"));
-        size_t n = (size_t)json_integer_value(json_object_get(f, "size"));
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, loc);
-        int fd = make_parents(dir, loc) == 0 ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-        size_t put = 0;
-        while (fd >= 0 && put < n) {
-            ssize_t w = write(fd, req->model + off + put, n - put);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                break;
-            put += (size_t)w;
-        }
-        if (fd < 0 || put != n || close(fd) != 0) {
-            snprintf(msg, len, "cannot write the external data file '%.200s' under %.200s: %s", loc, dir, strerror(errno));
-            if (fd >= 0)
-                close(fd);
+    for (size_t i = 0; i < n; i++, x->nfiles++) {
+        const json_t *f = json_array_get(req->ext_files, i);
+        x->size[i] = (size_t)json_integer_value(json_object_get(f, "size"));
+        if (!(x->loc[i] = strdup(json_string_value(json_object_get(f, "location"))))) {
+            ext_write_free(x);
+            snprintf(msg, len, "out of memory");
             return -1;
         }
-        off += n;
     }
-    uint8_t *shrunk = realloc(req->model, req->model_size);
-    if (shrunk)
-        req->model = shrunk;
-    req->model_cap = req->model_size;
-    free(req->model_dir);
-    req->model_dir = strdup(dir);
+    x->req = req;
+    x->model_size = req->model_size;
+    x->work.data = x;
+    x->bytes = req->model; /* the work's until it is done */
+    if (uv_queue_work(srv->loop, &x->work, ext_write_run, ext_write_done) != 0) {
+        x->bytes = NULL;
+        ext_write_free(x);
+        snprintf(msg, len, "cannot queue the writing of the external data");
+        return -1;
+    }
+    req->model = NULL;
+    req->model_cap = 0;
+    req->ext_write = x;
     return 0;
 }
 
@@ -913,12 +996,17 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return flag == FTW_DP ? rmdir(path) : unlink(path);
 }
 
+static void remove_tree(const char *dir)
+{
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        tthd_log(TTHD_LOG_WARN, "cannot remove %s: %s", dir, strerror(errno));
+}
+
 void tthd_method_remove_ext_dir(tthd_request *req)
 {
     if (!req->ext_dir)
         return;
-    if (nftw(req->ext_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
-        tthd_log(TTHD_LOG_WARN, "cannot remove %s: %s", req->ext_dir, strerror(errno));
+    remove_tree(req->ext_dir);
     free(req->ext_dir);
     req->ext_dir = NULL;
 }
@@ -1007,8 +1095,9 @@ void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data
         return;
     }
     char msg[600];
-    if (req->ext_files && write_ext_files(req, msg, sizeof msg) != 0) {
-        tthd_respond_error(req, TTHP_INTERNAL_ERROR, msg, NULL);
+    if (req->ext_files) {
+        if (write_ext_files(srv, req, msg, sizeof msg) != 0)
+            tthd_respond_error(req, TTHP_INTERNAL_ERROR, msg, NULL);
         return;
     }
     tthd_model_digest(req->model, req->model_size, req->model_digest);

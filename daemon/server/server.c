@@ -46,6 +46,10 @@ static void request_free(tthd_request *req)
         tthd_digest_work_cancel(req->digest_work);
         req->digest_work = NULL;
     }
+    if (req->ext_write) {
+        tthd_ext_write_cancel(req->ext_write);
+        req->ext_write = NULL;
+    }
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {

@@ -250,6 +250,9 @@ void tthd_ext_check_cancel(tthd_ext_check *x);
 typedef struct tthd_miss_wait tthd_miss_wait;
 /* The request went away: the file's answer goes nowhere. */
 void tthd_miss_wait_cancel(tthd_miss_wait *w);
+typedef struct tthd_ext_write tthd_ext_write;
+/* The request went away while its uploaded external data was being written. */
+void tthd_ext_write_cancel(tthd_ext_write *x);
 typedef struct tthd_digest_work tthd_digest_work;
 /* The request went away while its model file's digest was being taken. */
 void tthd_digest_work_cancel(tthd_digest_work *x);
@@ -368,6 +371,7 @@ struct tthd_request {
     struct tthd_ext_check *ext_check; /* compile: a hit's external data being hashed, or NULL */
     struct tthd_miss_wait *miss_wait; /* compile: a miss's cache file being written, or NULL */
     struct tthd_digest_work *digest_work; /* compile: model.path's digest being taken, or NULL */
+    struct tthd_ext_write *ext_write; /* compile: the upload's external data being written, or NULL */
     json_t *parse_diagnostics;  /* compile: the target parse's diagnostics, for a remote hit */
     tthd_request *next;
 };

@@ -679,3 +679,48 @@ Test(compile, a_client_gone_while_its_model_is_digested, .timeout = 300)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* An upload's external data is written in the thread pool (the work owns the upload's bytes): a
+ * client that goes away right after the last byte leaves the daemon serving (under the
+ * sanitizers: nothing leaked, nothing used after its request is freed);
+ * the same upload from a client that stays is compiled with its data. */
+Test(compile, a_client_gone_while_its_external_data_is_written, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    e2e_put_real_plugins(&d);
+    e2e_launch(&d, NULL, NULL);
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    const size_t data_len = 32u << 20; /* a data file no model names: written, then not read */
+    uint8_t *upload = malloc(len + data_len);
+    cr_assert_not_null(upload);
+    memcpy(upload, model, len);
+    memset(upload + len, 0x3c, data_len);
+    for (int k = 0; k < 3; k++) {
+        e2e_client *gone = e2e_client_new(&d);
+        e2e_client_init(gone);
+        e2e_send(gone, tthp_request_new(2, "compile",
+                                        json_pack("{s:{s:s, s:I, s:[{s:s, s:I}]}, s:s}", "model", "name", "digits",
+                                                  "size", (json_int_t)len, "external_data", "location", "w.data",
+                                                  "size", (json_int_t)data_len, "target", "c")));
+        e2e_upload(gone, 2, upload, len + data_len, 1u << 20);
+        e2e_client_free(gone); /* closes the connection right after the last chunk */
+    }
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    e2e_send(c, tthp_request_new(3, "compile",
+                                 json_pack("{s:{s:s, s:I, s:[{s:s, s:I}]}, s:s}", "model", "name", "digits", "size",
+                                           (json_int_t)len, "external_data", "location", "w.data", "size",
+                                           (json_int_t)data_len, "target", "c")));
+    e2e_upload(c, 3, upload, len + data_len, 1u << 20);
+    json_t *r = e2e_recv_response(c, 240000);
+    cr_assert_not_null(r);
+    if (!e2e_no_compile_flow(r))
+        e2e_check_artifact(c, r);
+    json_decref(r);
+    free(upload);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
