@@ -69,6 +69,11 @@ static void print_status(const json_t *r)
            tthctl_size_str((double)jint(cache, "bytes"), b1, sizeof b1),
            tthctl_size_str((double)jint(cache, "maxBytes"), b2, sizeof b2), (long long)jint(cache, "hits"),
            (long long)jint(cache, "misses"));
+    const json_t *cs = json_object_get(r, "codeStore");
+    if (json_is_object(cs))
+        printf("              compiled code kept for reuse: %lld pieces, %s of %s\n", (long long)jint(cs, "entries"),
+               tthctl_size_str((double)jint(cs, "bytes"), b1, sizeof b1),
+               tthctl_size_str((double)jint(cs, "maxBytes"), b2, sizeof b2));
     const json_t *rc = json_object_get(r, "remoteCache");
     if (json_is_object(rc)) {
         printf("remote cache: %s (%s)\n", jstr(rc, "address"), jstr(rc, "state"));

@@ -251,6 +251,26 @@ void tth_code_store_put(tth_code_store *s, const uint8_t key[16], const void *da
     pthread_mutex_unlock(&s->lock);
 }
 
+uint64_t tth_code_store_usage(const char *dir, uint64_t *bytes)
+{
+    *bytes = 0;
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    uint64_t n = 0;
+    char path[4400];
+    for (struct dirent *de; (de = readdir(d));) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (is_entry_name(de->d_name) && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            n++;
+            *bytes += (uint64_t)st.st_size;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 uint64_t tth_code_store_clear(const char *dir)
 {
     DIR *d = dir ? opendir(dir) : NULL;

@@ -21,5 +21,7 @@ int tth_code_store_get(tth_code_store *s, const uint8_t key[16], void **data, si
 void tth_code_store_put(tth_code_store *s, const uint8_t key[16], const void *data, size_t len);
 /* Remove every entry; the number removed. */
 uint64_t tth_code_store_clear(const char *dir);
+/* The entries in dir and, in *bytes, the size of their files. */
+uint64_t tth_code_store_usage(const char *dir, uint64_t *bytes);
 
 #endif

@@ -149,6 +149,15 @@ static void m_status(tthd_server *srv, tthd_request *req)
     if (res) {
         json_object_set_new(res, "pluginsPath", tthd_plugins_path_json(srv->opt.plugins_dir));
         json_object_set_new(res, "remoteCache", tthd_remote_status(&srv->remote));
+        /* the workers' store of compiled code (docs/cache.md, "Compiled code"), when they have one */
+        char dir[4200];
+        if (tthd_cache_worker_dir(c) &&
+            (size_t)snprintf(dir, sizeof dir, "%s/" TTHD_CODE_STORE_DIR, c->dir) < sizeof dir) {
+            uint64_t bytes, n = tth_code_store_usage(dir, &bytes);
+            json_object_set_new(res, "codeStore",
+                                json_pack("{s:s, s:I, s:I, s:I}", "dir", dir, "entries", (json_int_t)n, "bytes",
+                                          (json_int_t)bytes, "maxBytes", (json_int_t)(c->max_bytes / 4)));
+        }
     }
     tthd_respond(req, res);
 }

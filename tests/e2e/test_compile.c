@@ -616,6 +616,10 @@ Test(compile, a_retrained_model_reuses_its_code, .timeout = 300)
               "first compile: %lld compiled, %lld reused", (long long)compiled,
               (long long)json_integer_value(json_object_get(code, "reused")));
     json_decref(r);
+    r = e2e_call(c, 20, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "codeStore", "entries"), compiled, "status counts what the compile kept");
+    cr_assert_gt(e2e_result_int(r, "codeStore", "bytes"), 0);
+    json_decref(r);
     model[len / 2] ^= 0x01; /* one byte of conv2's weights */
     r = e2e_compile(c, 3, model, len, "llvm", NULL);
     e2e_check_artifact(c, r);
@@ -632,6 +636,9 @@ Test(compile, a_retrained_model_reuses_its_code, .timeout = 300)
     json_decref(r);
     r = e2e_call(c, 5, "cache/clear", NULL);
     cr_assert_geq(e2e_result_int(r, "removedCode", NULL), compiled);
+    json_decref(r);
+    r = e2e_call(c, 21, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "codeStore", "entries"), 0, "cache/clear left compiled code");
     json_decref(r);
     free(model);
     e2e_client_free(c);
