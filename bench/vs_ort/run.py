@@ -163,8 +163,9 @@ def print_model(name, nodes, params, result, targets, runs):
     print("\n%s (%s ONNX nodes, %.2f M parameters): ms, median (min) of %d runs; ratios of "
           "the medians" % (name, nodes, int(params) / 1e6, runs))
     print(tth_bench.table(header, rows))
-    # time to ready: tth opens its artifact (tar, library, constants), ORT creates its session
-    # from the ONNX file (graph optimizations included); then each one's first run
+    # time to ready: tth compiles the model (a cache miss through tthd: --no-cache, nothing
+    # reused) and opens its artifact (tar, library, constants), ORT creates its session from the
+    # ONNX file (graph optimizations included); then each one's first run
     rrows = []
     for t, row in result.items():
         o = row["ort"]
@@ -173,12 +174,14 @@ def print_model(name, nodes, params, result, targets, runs):
         cells = [str(t)]
         for label in labels:
             r = row["tth"][label]
-            cells.append("%s + %s" % (fmt_ms(r["ready_ms"]), fmt_ms(r["first_run_ms"]))
+            cells.append("%s + %s + %s" % (fmt_ms(r["compile_s"] * 1000.0) if "compile_s" in r else "-",
+                                           fmt_ms(r["ready_ms"]), fmt_ms(r["first_run_ms"]))
                          if "ready_ms" in r else "-")
         cells.append("%s + %s" % (fmt_ms(o["ready_ms"]), fmt_ms(o["first_run_ms"])))
         rrows.append(cells)
     if rrows:
-        print("time to ready + first run, ms (tth: open the artifact; ORT: create the session)")
+        print("time to ready + first run, ms (tth: compile, a cache miss, + open the artifact; ORT: create the "
+              "session)")
         print(tth_bench.table(["threads"] + ["tth %s" % l for l in labels] + ["ORT"], rrows))
 
 
