@@ -222,6 +222,7 @@ void tth_code_store_put(tth_code_store *s, const uint8_t key[16], const void *da
         return; /* an entry that large would push out most of the others */
     char path[4400], tmp[4400];
     entry_path(s, key, path, sizeof path);
+    /* mkostemp(3) makes the file and replaces the template's last six characters with its name */
     snprintf(tmp, sizeof tmp, "%s/.tmp-%d-XXXXXX", s->dir, (int)getpid());
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)

@@ -266,7 +266,7 @@ static uint8_t *read_model_path(const char *path, size_t size, char digest_hex[3
  * it could not be written (then the artifact is streamed). */
 static json_t *write_entry(const char *dir, const json_t *metadata, const uint8_t *art, size_t len)
 {
-    char path[4096];
+    char path[4096]; /* mkostemp(3)'s template: it replaces the six X with the file's name */
     if ((size_t)snprintf(path, sizeof path, "%s/.tmp-w%d-XXXXXX", dir, (int)getpid()) >= sizeof path)
         return NULL;
     int fd = mkostemp(path, O_CLOEXEC);

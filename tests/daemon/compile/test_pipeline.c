@@ -735,8 +735,8 @@ static void assert_same_artifact(const tth_compile_result *a, const tth_compile_
  * llvm code again; a damaged entry is compiled again and replaced. */
 Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
 {
-    char dir[] = "/tmp/tth-code-store-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[512];
+    test_mkdtemp(dir, sizeof dir);
     tth_code_store *store = tth_code_store_open(dir, 64u << 20);
     cr_assert_not_null(store);
     tth_registry *r = test_registry();
@@ -762,7 +762,7 @@ Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
 
     /* damage every entry: each is found bad, compiled again, and the artifact is still right */
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "for f in %s/*; do printf 'XXXX' | dd of=$f bs=1 seek=40 conv=notrunc 2>/dev/null; done",
+    snprintf(cmd, sizeof cmd, "for f in %s/*; do printf '\\377\\376\\375\\374' | dd of=$f bs=1 seek=40 conv=notrunc 2>/dev/null; done",
              dir);
     cr_assert_eq(test_run(cmd), 0);
     compile_conv(r, "llvm", 2, store, &mended);
@@ -780,8 +780,8 @@ Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
  * what is left reads back as it was stored. */
 Test(pipeline, code_store_keeps_to_its_bound)
 {
-    char dir[] = "/tmp/tth-code-store-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[512];
+    test_mkdtemp(dir, sizeof dir);
     tth_code_store *s = tth_code_store_open(dir, 100000);
     cr_assert_not_null(s);
     static uint8_t blob[10000];
