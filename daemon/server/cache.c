@@ -46,11 +46,8 @@ typedef struct store_work {
     char *path, *tmp;
     uint8_t *blob;              /* the whole file */
     size_t blob_len;
-    size_t art_offset;          /* where the artifact starts in it */
     unsigned gen;
     int err;
-    tthd_cache_stored_cb cb;    /* told when the file is in place (or not), unless NULL */
-    void *cb_data;
 } store_work;
 
 static char *entry_path(const tthd_cache *c, const char *key)
@@ -431,8 +428,6 @@ static void store_done(uv_work_t *req, int status)
     else if (status != 0 || sw->err != 0)
         tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s", sw->key,
                  status ? uv_strerror(status) : strerror(-sw->err));
-    if (sw->cb)
-        sw->cb(sw->cb_data, stored ? sw->path : NULL, sw->art_offset);
     tthd_cache_entry *mine = find(c, sw->key);
     if (mine && mine->writer == sw)
         mine->writer = NULL; /* the entry keeps its memory */
@@ -446,22 +441,16 @@ static void store_done(uv_work_t *req, int status)
 void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                       const json_t *metadata)
 {
-    tthd_cache_store_then(c, key, artifact, len, sum, metadata, NULL, NULL);
-}
-
-int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
-                          const json_t *metadata, tthd_cache_stored_cb cb, void *cb_data)
-{
     if (find(c, key))
-        return 0;
+        return;
     size_t size, art_offset;
     uint8_t *blob = tthd_cache_blob(metadata, artifact, len, &size, &art_offset);
     if (!blob)
-        return 0;
+        return;
     tthd_cache_entry *e = size <= c->max_bytes ? calloc(1, sizeof *e) : NULL;
     if (!e) {
         free(blob);
-        return 0;
+        return;
     }
     /* the entry's memory is the blob: the artifact where the file has it */
     snprintf(e->key, sizeof e->key, "%s", key);
@@ -478,7 +467,6 @@ int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifac
     c->entries++;
     c->mem_bytes += len;
     c->stores++;
-    int will_call = 0;
     store_work *sw = c->dir ? calloc(1, sizeof *sw) : NULL;
     if (sw) {
         static unsigned seq;
@@ -489,9 +477,6 @@ int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifac
         sw->tmp = malloc(tl);
         sw->blob = blob;
         sw->blob_len = size;
-        sw->art_offset = art_offset;
-        sw->cb = cb;
-        sw->cb_data = cb_data;
         sw->gen = c->clear_gen;
         sw->req.data = sw;
         if (sw->tmp)
@@ -499,7 +484,6 @@ int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifac
         if (sw->path && sw->tmp && uv_queue_work(c->loop, &sw->req, store_run, store_done) == 0) {
             c->writes_in_flight++;
             e->writer = sw;
-            will_call = cb != NULL;
         } else {
             free(sw->path);
             free(sw->tmp);
@@ -507,7 +491,6 @@ int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifac
         }
     }
     evict(c);
-    return will_call;
 }
 
 void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob_len, size_t art_offset,

@@ -299,77 +299,6 @@ static int wants_file(const tthd_request *req)
     return delivery && strcmp(delivery, "file") == 0;
 }
 
-/* A miss answered with its cache file (docs/cache.md, "The local cache"): what the answer needs, kept until
- * the file is written. */
-struct tthd_miss_wait {
-    tthd_request *req;          /* NULL once the request went away */
-    uint8_t *artifact;          /* the job's, streamed when the file cannot be written */
-    size_t len;
-    uint64_t sum;
-    json_t *metadata, *diagnostics, *dumps, *timings;
-};
-
-static void miss_wait_free(tthd_miss_wait *w)
-{
-    free(w->artifact);
-    json_decref(w->metadata);
-    json_decref(w->diagnostics);
-    json_decref(w->dumps);
-    json_decref(w->timings);
-    free(w);
-}
-
-static void on_miss_stored(void *data, const char *path, uint64_t art_offset)
-{
-    tthd_miss_wait *w = data;
-    tthd_request *req = w->req;
-    if (req) {
-        req->miss_wait = NULL;
-        if (path)
-            answer_artifact(req, "miss", w->len, w->sum, 0, path, art_offset, w->metadata, w->diagnostics, w->dumps,
-                            w->timings);
-        else
-            send_artifact(req, "miss", w->artifact, w->len, w->sum, w->metadata, w->diagnostics, w->dumps,
-                          w->timings);
-    }
-    miss_wait_free(w);
-}
-
-void tthd_miss_wait_cancel(tthd_miss_wait *w)
-{
-    w->req = NULL;
-}
-
-/* A miss for a client that takes files: stored first, then answered with the cache file, so the
- * client copies it as it copies a hit instead of reading it from the socket. 1 when the answer
- * will come from on_miss_stored (the job's artifact is taken), 0 to stream it now. */
-static int answer_miss_by_file(tthd_server *srv, tthd_request *req, tthd_job *job, uint64_t sum)
-{
-    if (!wants_file(req))
-        return 0;
-    tthd_miss_wait *w = calloc(1, sizeof *w);
-    if (!w)
-        return 0;
-    w->req = req;
-    w->len = job->artifact_len;
-    w->sum = sum;
-    const json_t *r = job->result;
-    w->metadata = json_incref(json_object_get(r, "metadata"));
-    w->diagnostics = json_incref(json_object_get(r, "diagnostics"));
-    w->dumps = json_incref(json_object_get(r, "dumps"));
-    w->timings = json_incref(json_object_get(r, "timings"));
-    if (!tthd_cache_store_then(&srv->cache, req->key, job->artifact, job->artifact_len, sum, w->metadata,
-                               on_miss_stored, w)) {
-        w->artifact = NULL;
-        miss_wait_free(w);
-        return 0;
-    }
-    w->artifact = job->artifact; /* taken: the job no longer frees it */
-    job->artifact = NULL;
-    req->miss_wait = w;
-    return 1;
-}
-
 /* 32 hex digits into 16 bytes: 0, or -1 */
 static int parse_digest(const char *hex, uint8_t out[16])
 {
@@ -448,11 +377,11 @@ static void on_compile_done(tthd_job *job)
     }
     if (job->entry_path && answer_miss_from_entry(srv, req, job))
         return;
+    /* the artifact came through the pipe (an upload, a cache directory the worker may not write
+     * into, or its write failed): streamed, and stored in the thread pool meanwhile */
     const json_t *meta = json_object_get(job->result, "metadata");
     uint64_t sum = XXH64(job->artifact, job->artifact_len, 0);
     tthd_remote_store(&srv->remote, req->key, job->artifact, job->artifact_len, meta);
-    if (answer_miss_by_file(srv, req, job, sum))
-        return;
     tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, sum, meta);
     send_artifact(req, "miss", job->artifact, job->artifact_len, sum, meta, json_object_get(job->result, "diagnostics"),
                   json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));

@@ -38,10 +38,6 @@ static void request_free(tthd_request *req)
         tthd_ext_check_cancel(req->ext_check);
         req->ext_check = NULL;
     }
-    if (req->miss_wait) {
-        tthd_miss_wait_cancel(req->miss_wait);
-        req->miss_wait = NULL;
-    }
     if (req->digest_work) {
         tthd_digest_work_cancel(req->digest_work);
         req->digest_work = NULL;

@@ -158,13 +158,6 @@ int tthd_cache_lookup(tthd_cache *c, const char *key, int need_bytes, tthd_cache
  * atomically in the thread pool. */
 void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
                       const json_t *metadata);
-/* Told, on the loop, when a stored entry's file is in place: its path and the artifact's offset in
- * it, or path NULL when it could not be written or was dropped meanwhile. */
-typedef void (*tthd_cache_stored_cb)(void *data, const char *path, uint64_t art_offset);
-/* tthd_cache_store, then cb once the file is written: 1 when cb will be called, 0 when nothing
- * is written (the key is already stored, no cache directory, too large, out of memory). */
-int tthd_cache_store_then(tthd_cache *c, const char *key, const uint8_t *artifact, size_t len, uint64_t sum,
-                          const json_t *metadata, tthd_cache_stored_cb cb, void *cb_data);
 /* An entry as one block of bytes (the on-disk file, and the value of a remote entry) is
  * tthd_cache_blob's (entry_file.h). */
 /* Take in an entry found elsewhere (the remote cache): blob, of tthd_cache_blob's form, verified
@@ -247,9 +240,6 @@ json_t *tthd_remote_status(const tthd_remote *r);
 typedef struct tthd_ext_check tthd_ext_check;
 /* The request went away while its hit's external data was being hashed. */
 void tthd_ext_check_cancel(tthd_ext_check *x);
-typedef struct tthd_miss_wait tthd_miss_wait;
-/* The request went away: the file's answer goes nowhere. */
-void tthd_miss_wait_cancel(tthd_miss_wait *w);
 typedef struct tthd_ext_write tthd_ext_write;
 /* The request went away while its uploaded external data was being written. */
 void tthd_ext_write_cancel(tthd_ext_write *x);
@@ -369,7 +359,6 @@ struct tthd_request {
     uint64_t remote_t0;         /* compile: when the remote lookup began (uv_hrtime) */
     tthd_remote_get *remote;    /* compile: the remote lookup in flight, or NULL */
     struct tthd_ext_check *ext_check; /* compile: a hit's external data being hashed, or NULL */
-    struct tthd_miss_wait *miss_wait; /* compile: a miss's cache file being written, or NULL */
     struct tthd_digest_work *digest_work; /* compile: model.path's digest being taken, or NULL */
     struct tthd_ext_write *ext_write; /* compile: the upload's external data being written, or NULL */
     json_t *parse_diagnostics;  /* compile: the target parse's diagnostics, for a remote hit */
