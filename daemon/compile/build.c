@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "compile_internal.h"
+#include "file_io.h"
 #include "tth_config.h"
 
 static int write_file(const char *dir, const char *name, const void *data, size_t len)
@@ -39,28 +40,6 @@ static int write_file(const char *dir, const char *name, const void *data, size_
     if (fclose(f) != 0)
         ok = 0;
     return ok ? 0 : -1;
-}
-
-static int read_file(const char *path, uint8_t **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        fclose(f);
-        return -1;
-    }
-    *len = (size_t)st.st_size;
-    *out = malloc(*len ? *len : 1);
-    int ok = *out && fread(*out, 1, *len, f) == *len;
-    fclose(f);
-    if (!ok) {
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    return 0;
 }
 
 static void remove_tree(const char *dir, char *const *files, size_t n)
@@ -148,7 +127,7 @@ static void key_file(XXH3_state_t *h, const char *dir, const char *name)
     size_t len = 0;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     XXH3_128bits_update(h, name, strlen(name) + 1);
-    uint64_t len64 = read_file(path, &data, &len) == 0 ? (uint64_t)len : UINT64_MAX;
+    uint64_t len64 = (data = tth_file_read(path, &len)) != NULL ? (uint64_t)len : UINT64_MAX;
     XXH3_128bits_update(h, &len64, sizeof len64);
     if (data)
         XXH3_128bits_update(h, data, len);
@@ -214,7 +193,7 @@ static void *cc_worker(void *arg)
             uint8_t *built = NULL;
             size_t built_len = 0;
             snprintf(path, sizeof path, "%s/%s", q->dir, obj);
-            if (read_file(path, &built, &built_len) == 0)
+            if ((built = tth_file_read(path, &built_len)) != NULL)
                 q->store->store_put(q->store->ctx, q->keys[i], built, built_len);
             free(built);
         }
@@ -400,7 +379,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
         goto done;
     char path[2048];
     snprintf(path, sizeof path, "%s/lib.so", dir);
-    if (read_file(path, so, so_len) != 0)
+    if (!(*so = tth_file_read(path, so_len)))
         rc = tth_diag_set(diag, TTH_EIO, "build", "cannot read the built library '%s'", path);
 done:
     remove_tree(dir, files, nf);

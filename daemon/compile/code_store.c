@@ -9,6 +9,7 @@
  * Processes share the directory through the file system alone (rename is atomic, a removal
  * racing a read is a miss). */
 #include "code_store.h"
+#include "file_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,20 +33,6 @@ struct tth_code_store {
     pthread_mutex_t lock;
     uint64_t bytes; /* in the directory, as last counted plus what this process added since */
 };
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static int is_entry_name(const char *n)
 {
@@ -187,7 +174,7 @@ int tth_code_store_get(tth_code_store *s, const uint8_t key[16], void **data, si
     uint8_t hdr[HDR];
     uint8_t *buf = NULL;
     int ok = fstat(fd, &st) == 0 && st.st_size >= HDR && read(fd, hdr, HDR) == HDR &&
-             memcmp(hdr, MAGIC, 8) == 0 && get_le64(hdr + 8) == (uint64_t)st.st_size - HDR;
+             memcmp(hdr, MAGIC, 8) == 0 && tth_get_le64(hdr + 8) == (uint64_t)st.st_size - HDR;
     size_t n = ok ? (size_t)(st.st_size - HDR) : 0;
     if (ok && (buf = malloc(n ? n : 1)) != NULL) {
         size_t got = 0;
@@ -199,7 +186,7 @@ int tth_code_store_get(tth_code_store *s, const uint8_t key[16], void **data, si
                 break;
             got += (size_t)r;
         }
-        ok = got == n && XXH64(buf, n, 0) == get_le64(hdr + 16);
+        ok = got == n && XXH64(buf, n, 0) == tth_get_le64(hdr + 16);
     } else {
         ok = 0;
     }
@@ -229,17 +216,9 @@ void tth_code_store_put(tth_code_store *s, const uint8_t key[16], const void *da
         return;
     uint8_t hdr[HDR];
     memcpy(hdr, MAGIC, 8);
-    put_le64(hdr + 8, len);
-    put_le64(hdr + 16, XXH64(data, len, 0));
-    int ok = write(fd, hdr, HDR) == HDR;
-    const uint8_t *p = data;
-    for (size_t off = 0; ok && off < len;) {
-        ssize_t w = write(fd, p + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
+    tth_put_le64(hdr + 8, len);
+    tth_put_le64(hdr + 16, XXH64(data, len, 0));
+    int ok = tth_file_write_all(fd, hdr, HDR) == 0 && tth_file_write_all(fd, data, len) == 0;
     ok = close(fd) == 0 && ok && rename(tmp, path) == 0;
     if (!ok) {
         unlink(tmp);

@@ -285,7 +285,7 @@ void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, con
     uint8_t len[8];
 #define FIELD(p, n)                        \
     do {                                   \
-        tthd_put_le64(len, (uint64_t)(n)); \
+        tth_put_le64(len, (uint64_t)(n)); \
         XXH3_128bits_update(st, len, 8);   \
         XXH3_128bits_update(st, p, n);     \
     } while (0)
@@ -404,7 +404,7 @@ static void store_run(uv_work_t *req)
         sw->err = -errno;
         return;
     }
-    int rc = tthd_write_all(fd, sw->blob, sw->blob_len);
+    int rc = tth_file_write_all(fd, sw->blob, sw->blob_len);
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
     if (rc == 0 && rename(sw->tmp, sw->path) != 0)

@@ -48,20 +48,6 @@ void tthd_digest_hex(const uint8_t digest[16], char hex[33])
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }
 
-void tthd_put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* The metadata's text (malloc'd) and the header of an entry of it and the artifact. */
 static char *entry_header(const json_t *metadata, const uint8_t *artifact, size_t len, uint8_t hdr[TTHD_ENTRY_HDR],
                           size_t *meta_len)
@@ -80,9 +66,9 @@ static char *entry_header(const json_t *metadata, const uint8_t *artifact, size_
     if (len)
         XXH64_update(h, artifact, len);
     memcpy(hdr, TTHD_ENTRY_MAGIC, 8);
-    tthd_put_le64(hdr + 8, *meta_len);
-    tthd_put_le64(hdr + 16, len);
-    tthd_put_le64(hdr + 24, XXH64_digest(h));
+    tth_put_le64(hdr + 8, *meta_len);
+    tth_put_le64(hdr + 16, len);
+    tth_put_le64(hdr + 24, XXH64_digest(h));
     XXH64_freeState(h);
     return meta;
 }
@@ -114,7 +100,7 @@ int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, si
 {
     if (len < TTHD_ENTRY_HDR || memcmp(blob, TTHD_ENTRY_MAGIC, 8) != 0)
         return -1;
-    uint64_t meta_len = get_u64(blob + 8), alen = get_u64(blob + 16), sum = get_u64(blob + 24);
+    uint64_t meta_len = tth_get_le64(blob + 8), alen = tth_get_le64(blob + 16), sum = tth_get_le64(blob + 24);
     if (meta_len >= (1u << 30) || alen >= (1ull << 40) || (uint64_t)len != TTHD_ENTRY_HDR + meta_len + alen ||
         XXH64(blob + TTHD_ENTRY_HDR, meta_len + alen, 0) != sum)
         return -1;
@@ -127,51 +113,6 @@ int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, si
     return 0;
 }
 
-int tthd_write_all(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-uint8_t *tthd_read_file(const char *path, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-        return NULL;
-    uint8_t *buf = NULL;
-    size_t got = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < ((uint64_t)1 << 40) &&
-        (buf = malloc(st.st_size ? (size_t)st.st_size : 1))) {
-        while (got < (size_t)st.st_size) {
-            ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-        }
-        if (got != (size_t)st.st_size) {
-            free(buf);
-            buf = NULL;
-        }
-    }
-    close(fd);
-    if (buf)
-        *len = got;
-    return buf;
-}
-
 int tthd_entry_write(int fd, const json_t *metadata, const uint8_t *artifact, size_t len, uint64_t *art_offset,
                      uint64_t *file_size, uint64_t *art_sum)
 {
@@ -180,11 +121,11 @@ int tthd_entry_write(int fd, const json_t *metadata, const uint8_t *artifact, si
     char *meta = entry_header(metadata, artifact, len, hdr, &meta_len);
     if (!meta)
         return -ENOMEM;
-    int rc = tthd_write_all(fd, hdr, sizeof hdr);
+    int rc = tth_file_write_all(fd, hdr, sizeof hdr);
     if (rc == 0)
-        rc = tthd_write_all(fd, meta, meta_len);
+        rc = tth_file_write_all(fd, meta, meta_len);
     if (rc == 0 && len)
-        rc = tthd_write_all(fd, artifact, len);
+        rc = tth_file_write_all(fd, artifact, len);
     free(meta);
     if (rc == 0) {
         *art_offset = TTHD_ENTRY_HDR + meta_len;

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "../compile/file_io.h" /* tth_file_read, tth_file_write_all, the le64 helpers */
+
 #define TTHD_ENTRY_MAGIC "TTHCACHE"
 #define TTHD_ENTRY_HDR 32
 
@@ -31,13 +33,7 @@ uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t
  * reference), *art_offset and *art_len set, or -1. */
 int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, size_t *art_offset, size_t *art_len);
 
-/* v at p, 8 bytes little-endian */
-void tthd_put_le64(uint8_t *p, uint64_t v);
-/* n bytes to fd, through short writes and EINTR: 0, or a negative errno */
-int tthd_write_all(int fd, const void *buf, size_t n);
 
-/* A whole file's bytes (malloc'd, *len of them), or NULL */
-uint8_t *tthd_read_file(const char *path, size_t *len);
 
 /* An entry of metadata and artifact written to fd from its start, without a copy of the
  * artifact: 0 with *art_offset (where the artifact starts in the file), *file_size and *art_sum

@@ -340,7 +340,7 @@ static int answer_miss_from_entry(tthd_server *srv, tthd_request *req, tthd_job 
     }
     /* kept nowhere (larger than the cache, say): its bytes as if streamed, for the usual way */
     size_t blob_len = 0, art_off = 0, art_len = 0;
-    uint8_t *blob = tthd_read_file(job->entry_path, &blob_len);
+    uint8_t *blob = tth_file_read(job->entry_path, &blob_len);
     json_t *checked = NULL;
     if (!blob || tthd_cache_blob_check(blob, blob_len, &checked, &art_off, &art_len) != 0) {
         free(blob);
@@ -826,7 +826,7 @@ static void ext_write_run(uv_work_t *w)
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, x->loc[i]);
         int fd = make_parents(dir, x->loc[i]) == 0 ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-        int rc = fd < 0 ? -errno : tthd_write_all(fd, x->bytes + off, x->size[i]);
+        int rc = fd < 0 ? -errno : tth_file_write_all(fd, x->bytes + off, x->size[i]);
         if (fd >= 0 && close(fd) != 0 && rc == 0)
             rc = -errno;
         if (rc != 0) {

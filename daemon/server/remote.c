@@ -410,7 +410,7 @@ static void store_run(uv_work_t *req)
 {
     remote_op *op = req->data;
     if (op->file) {
-        op->blob = tthd_read_file(op->file, &op->blob_len);
+        op->blob = tth_file_read(op->file, &op->blob_len);
         if (!op->blob || op->blob_len > op->r->cfg->max_bytes) {
             op->outcome = op->blob ? R_TOO_BIG : R_ERROR;
             op->untried = 1;

@@ -242,7 +242,7 @@ static void on_progress(void *ctx, const char *stage, int percent)
 static uint8_t *read_model_path(const char *path, size_t size, char digest_hex[33], tth_diag *d)
 {
     size_t len = 0;
-    uint8_t *model = tthd_read_file(path, &len);
+    uint8_t *model = tth_file_read(path, &len);
     if (!model) {
         tth_diag_set(d, TTH_EIO, "model", "cannot read the model file %s: %s", path, strerror(errno));
         return NULL;
