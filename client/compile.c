@@ -23,6 +23,7 @@
 #include <tth/diag.h>
 #include <tthproto/jsonrpc.h>
 
+#include "../daemon/compile/file_io.h"
 #include "onnx_scan.h"
 #include "tthctl.h"
 
@@ -45,21 +46,6 @@ static const char *jstr(const json_t *obj, const char *key)
 {
     const char *s = json_string_value(json_object_get(obj, key));
     return s ? s : "";
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* ---- while waiting: progress, chunk announcements, chunk bytes ---- */
@@ -108,7 +94,7 @@ static int on_binary(void *ctx, const uint8_t *data, size_t len, tthctl_error *e
     if (!job->expect || len != job->expect)
         return tthctl_fail(err, TTHCTL_EXIT_PROTOCOL, NULL,
                            "tthd sent a binary frame of %zu bytes where %zu were announced", len, job->expect);
-    int rc = write_all(job->tmp_fd, data, len);
+    int rc = tth_file_write_all(job->tmp_fd, data, len);
     if (rc < 0) {
         char loc[PATH_MAX + 16];
         snprintf(loc, sizeof loc, "file '%s'", job->tmp_path);
@@ -320,7 +306,7 @@ static int hash_copy(int fd, uint64_t off, uint64_t size, XXH64_state_t *hash, i
             return -1;
         }
         XXH64_update(hash, buf, (size_t)n);
-        if (out_fd >= 0 && write_all(out_fd, buf, (size_t)n) != 0)
+        if (out_fd >= 0 && tth_file_write_all(out_fd, buf, (size_t)n) != 0)
             return -1;
         at += (uint64_t)n;
     }
