@@ -47,7 +47,13 @@ void e2e_put_plugin(const char *dir, const char *name, const char *as)
     snprintf(rel, sizeof rel, "tests/fixtures/%s.so", name);
     e2e_build_path(rel, from, sizeof from);
     snprintf(to, sizeof to, "%s/%s%s", dir, as ? as : name, as ? "" : ".so");
-    copy_file(from, to);
+    /* written aside and renamed into place: the daemon watches the directory and would otherwise
+     * load a half-copied file (refused as truncated, not for what the test put there); the
+     * plugins path skips names that start with a dot */
+    char part[1100];
+    snprintf(part, sizeof part, "%s/.%s%s.part", dir, as ? as : name, as ? "" : ".so");
+    copy_file(from, part);
+    cr_assert_eq(rename(part, to), 0, "cannot rename %s to %s", part, to);
 }
 
 pid_t e2e_spawn(e2e_daemon *d, const char *const *args)
