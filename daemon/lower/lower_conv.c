@@ -23,8 +23,10 @@ int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
     const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *wt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     const char *op = tth_op_name(call->u.call.op);
     memset(p, 0, sizeof *p);
-    if (!xt || !wt || !ot || xt->rank != 4 || wt->rank != 4 || ot->rank != 4) {
-        snprintf(why, len, "%s: only 2-D convolution on NCHW tensors is supported", op);
+    int64_t xb = call->u.call.op == TTH_OP_CONV2D ? tth_layout_block(json_object_get(call->u.call.attrs, "data_layout")) : 0;
+    int64_t ob = call->u.call.op == TTH_OP_CONV2D ? tth_layout_block(json_object_get(call->u.call.attrs, "out_layout")) : 0;
+    if (!xt || !wt || !ot || xb < 0 || ob < 0 || xt->rank != (xb ? 5 : 4) || wt->rank != 4 || ot->rank != (ob ? 5 : 4)) {
+        snprintf(why, len, "%s: only 2-D convolution on NCHW or NCHW<b>c tensors is supported", op);
         return 0;
     }
     tth_window_attrs wa;
@@ -37,10 +39,12 @@ int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
     p->pt = wa.padding[0], p->pl = wa.padding[1], p->pb = wa.padding[2], p->pr = wa.padding[3];
     p->groups = wa.groups;
     p->N = xt->shape[0];
-    p->C = xt->shape[1];
+    p->C = xt->shape[1] * (xb ? xb : 1);
     p->H = xt->shape[2];
     p->W = xt->shape[3];
-    p->O = ot->shape[1];
+    p->O = ot->shape[1] * (ob ? ob : 1);
+    p->xb = xb;
+    p->ob = ob;
     p->OH = ot->shape[2];
     p->OW = ot->shape[3];
     p->KH = wt->shape[2];

@@ -45,6 +45,12 @@ tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
                              col));
     if (k->wrow0)
         return lw_add(c, lw_mul(c, lw_sub(c, row, k->wrow0), lw_i(c, k->Wrow)), col);
+    if (k->p->xb) { /* NCHW<b>c: pixel (row, col) of block ch / b, lane ch % b */
+        int64_t b = k->p->xb;
+        tth_texpr *blk = lw_bin(c, TTH_TBIN_DIV, ch, lw_i(c, b)), *lane = lw_bin(c, TTH_TBIN_MOD, ch, lw_i(c, b));
+        tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, blk, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col);
+        return lw_add(c, k->xbase, lw_add(c, lw_mul(c, px, lw_i(c, b)), lane));
+    }
     return lw_add(c, k->xbase,
                   lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col));
 }
@@ -133,6 +139,36 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     return lw_ax_loop(c, &ci, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
 }
 
+/* The padded copy of image n of an NCHW<b>c input (docs/layouts.md): per block of b channels,
+ * rows of Wp pixels of b lanes; the pixels outside the image are zeros. Each pixel is one vector;
+ * the blocks are a parallel loop when the copy is large. */
+tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t b = p->xb, C1 = p->C / b;
+    lw_ax cb, ih, iw;
+    if (lw_ax_make(c, &cb, "pc", C1) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &iw, "pw", k->Wp))
+        return NULL;
+    tth_texpr *row = lw_sub(c, ih.e, lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
+    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND,
+                               lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, row, lw_i(c, 0)),
+                                      lw_bin(c, TTH_TBIN_LT, row, lw_i(c, p->H))),
+                               lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, col, lw_i(c, 0)),
+                                      lw_bin(c, TTH_TBIN_LT, col, lw_i(c, p->W))));
+    tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb.e),
+                                                                        lw_i(c, p->H)), row), lw_i(c, p->W)), col),
+                             lw_i(c, b));
+    tth_texpr *to = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wp)), iw.e),
+                           lw_i(c, b));
+    tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, xp, to, tth_tir_vload(c->m, src, from, (int)b, 0), 0),
+                               tth_tir_vstore(c->m, xp, to, tth_tir_broadcast(c->m, f32(c, 0), (int)b), 0));
+    st = lw_ax_loop(c, &iw, TTH_LOOP_SERIAL, st);
+    st = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, st);
+    int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW;
+    return lw_ax_loop(c, &cb, work >= LW_PARALLEL_MIN && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
+}
+
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
 
 /* The packed weights of a constant weight tensor, as a CONST buffer. */
@@ -186,6 +222,8 @@ static tth_tstmt *pack_loop(tk *k, tth_tbuffer *w, tth_tbuffer *wp)
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
 {
     lw_ctx *c = k->c;
+    if (k->p->ob)
+        return lw_fail(c, TTH_EINTERNAL, k->call, "a channel-vector store into an NCHW<b>c output"), NULL;
     if (k->bias) {
         tth_texpr *b = lw_axis_value(c, k->bias, oc);
         if (!b)
@@ -193,6 +231,22 @@ tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_
         val = lw_add(c, val, lw_cast(c, TTH_F32, b));
     }
     tth_texpr *idx[4] = {k->n, oc, oh, ow};
+    return lw_sink_store(c, k->s, 0, idx, val);
+}
+
+/* The same for block blk of an NCHW<b>c output: val is its b channels of pixel (oh, ow), one
+ * contiguous vector (docs/layouts.md) */
+tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
+{
+    lw_ctx *c = k->c;
+    int64_t b = k->p->ob;
+    if (k->bias) {
+        tth_texpr *bv = lw_axis_value(c, k->bias, tth_tir_ramp(c->m, lw_mul(c, blk, lw_i(c, b)), 1, (int)b));
+        if (!bv)
+            return NULL;
+        val = lw_add(c, val, lw_cast(c, TTH_F32, bv));
+    }
+    tth_texpr *idx[5] = {k->n, blk, oh, ow, tth_tir_ramp(c->m, lw_i(c, 0), 1, (int)b)};
     return lw_sink_store(c, k->s, 0, idx, val);
 }
 
@@ -249,7 +303,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 return NULL;
         }
     tth_tstmt *inner = upd;
-    int64_t xstep = k->flat == 1 ? 1 : p->sw;
+    int64_t xstep = (k->flat == 1 ? 1 : p->sw) * (p->xb ? p->xb : 1);
     tth_tvar *vo[16] = {0};
     for (int r = 0; r < RW && k->flat == 2; r++)
         if (!(vo[r] = lw_var(c, "xo", TTH_I64)))
@@ -270,6 +324,8 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         tth_texpr *px = lw_add(c, ow0, lw_i(c, r));
         tth_texpr *off = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, px, lw_i(c, p->OW)), lw_i(c, p->sh * k->Wrow)),
                                 lw_mul(c, lw_bin(c, TTH_TBIN_MOD, px, lw_i(c, p->OW)), lw_i(c, p->sw)));
+        if (p->xb)
+            off = lw_mul(c, off, lw_i(c, p->xb));
         inner = lw_let(c, vo[r], off, inner);
     }
     if (!inner || lw_append(c, &seq, inner))
@@ -287,6 +343,11 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 ow = lw_bin(c, TTH_TBIN_MOD, ow, lw_i(c, p->OW));
             }
             int64_t ai = ((int64_t)j * RW + r) * vl;
+            if (p->ob) { /* NCHW<b>c out: the accumulator is block bg of the pixel (vl = b, no tail) */
+                if (lw_append(c, &seq, tk_epi_store_block(k, bg, eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0))))
+                    return NULL;
+                continue;
+            }
             tth_tstmt *full = tk_epi_store(k, tth_tir_ramp(c->m, ocb, 1, vl), eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0));
             if (!full)
                 return NULL;
@@ -1007,6 +1068,13 @@ int tk_weights_outer(const lw_conv_p *p, int64_t wfloats)
 /* a float32 nn.conv2d, its shapes and attributes in *p */
 int tk_conv_f32(const tth_rexpr *call, lw_conv_p *p)
 {
+    if (!tk_conv_f32_any(call, p) || p->xb || p->ob)
+        return 0;
+    return 1;
+}
+
+int tk_conv_f32_any(const tth_rexpr *call, lw_conv_p *p)
+{
     char why[256];
     if (call->u.call.op != TTH_OP_CONV2D || !lw_conv_params(call, p, why, sizeof why) || p->quant || p->transpose)
         return 0;
@@ -1069,6 +1137,14 @@ int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sin
     return tk_conv_f32(call, &p);
 }
 
+int lw_conv_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)c;
+    (void)s;
+    lw_conv_p p;
+    return tk_conv_f32_any(call, &p) && p.ob && p.groups == 1;
+}
+
 /* the row-vectorized kernel's reduction limit: input channels x taps */
 #define ROWS_MAX_TAPS 192
 
@@ -1119,7 +1195,8 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
 {
     lw_conv_p pp;
     tk k;
-    if (!tk_conv_f32(call, &pp))
+    if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && (!pp.ob || pp.groups != 1))
+                              : !tk_conv_f32(call, &pp))
         return lw_fail(c, TTH_EINTERNAL, call, "a tiled conv2d kernel does not apply"), NULL;
     const lw_conv_p *p = &pp;
     tk_init(&k, c, call, p, s);
@@ -1152,6 +1229,8 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
         while (vl > 1 && vl / 2 >= k.Og)
             vl /= 2;
+        if (p->ob) /* an NCHW<b>c output: an accumulator is one block of it */
+            vl = (int)p->ob;
         k.vl = vl;
         k.NB = (k.Og + vl - 1) / vl;
         if (wa->kind == TTH_REXPR_CONST) {
@@ -1177,7 +1256,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         padded = 0;
     if (padded) {
         int64_t n = p->C * k.Hp * k.Wrow;
-        xp = lw_local(c, "xp", TTH_F32, 1, &n);
+        xp = lw_local(c, "xp", TTH_F32, 1, &n); /* NCHW<b>c: the same count, [C/b][Hp][Wp][b] */
         if (!xp)
             return NULL;
     }
@@ -1190,7 +1269,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     k.xbase = padded ? lw_i(c, 0) : lw_mul(c, an.e, lw_i(c, p->C * p->H * p->W));
     tth_tstmt *img = NULL;
     if (padded) {
-        tth_tstmt *pc = tk_pad_copy(&k, x, xp);
+        tth_tstmt *pc = p->xb ? tk_pad_copy_blocked(&k, x, xp) : tk_pad_copy(&k, x, xp);
         if (!pc || lw_append(c, &img, pc))
             return NULL;
     }

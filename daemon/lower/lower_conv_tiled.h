@@ -39,8 +39,10 @@ typedef struct tk {
                                 "Loop order") */
 } tk;
 
-/* a float32 nn.conv2d (not quantized, not transposed), its shapes and attributes in *p */
+/* a float32 nn.conv2d (not quantized, not transposed) in NCHW, its shapes and attributes in *p */
 int tk_conv_f32(const tth_rexpr *call, lw_conv_p *p);
+/* the same in any layout (p->xb, p->ob: docs/layouts.md) */
+int tk_conv_f32_any(const tth_rexpr *call, lw_conv_p *p);
 /* k for call: padded plane, one phase per row, bias */
 void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const lw_sink *s);
 /* offset of pixel (row, col) of input channel ch in the input as read (col in phase-split units
@@ -62,5 +64,9 @@ int tk_weights_outer(const lw_conv_p *p, int64_t wfloats);
 #define TK_OUTER_MIN_BLOCKS 4
 /* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
+/* the same for an NCHW<b>c output: val is block blk (b channels) of pixel (oh, ow) */
+tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
+/* the padded copy of image k->n of an NCHW<b>c input: [C/b][Hp][Wp][b] */
+tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
 
 #endif

@@ -118,6 +118,11 @@ int lw_conv_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 tth_tstmt *lw_conv_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_conv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+/* NCHW<b>c convolutions (docs/layouts.md): the channel-blocked kernel with blocked input and
+ * output (lower_conv_tiled.c), the depthwise kernel on channel vectors (lower_conv_nchwc.c) */
+int lw_conv_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 
@@ -134,6 +139,8 @@ typedef struct lw_conv_p {
     int64_t sh, sw, dh, dw, pt, pl, pb, pr, groups;
     int quant, transpose;
     tth_dtype acc;
+    int64_t xb, ob;           /* input and output channel blocks: 0 for NCHW, b for NCHW<b>c
+                                 (docs/layouts.md); C and O count channels, not blocks */
 } lw_conv_p;
 /* the shapes and attributes of a conv call; 0 with `why` when they are not supported */
 int lw_conv_params(const tth_rexpr *call, lw_conv_p *p, char *why, size_t len);

@@ -1,5 +1,5 @@
 /* lower_pool.c: nn.max_pool2d, nn.max_pool2d_with_argmax, nn.avg_pool2d, nn.global_avg_pool2d,
- * nn.global_max_pool2d (NCHW).
+ * nn.global_max_pool2d (NCHW, and NCHW<b>c: docs/layouts.md).
  *
  * For each output element the kernel taps that fall inside the image are a rectangle computed
  * from the output position, so the tap loops carry no bounds test:
@@ -16,6 +16,7 @@
 typedef struct pool_p {
     int64_t N, C, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
     int count_include_pad;
+    int64_t b;                /* NCHW<b>c (docs/layouts.md): C counts blocks of b channels; 0: NCHW */
 } pool_p;
 
 static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
@@ -25,8 +26,13 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
         ot = &call->type.fields[0]; /* the values; the indices have the same shape */
     const char *op = tth_op_name(call->u.call.op);
     memset(p, 0, sizeof *p);
-    if (!xt || !ot || xt->rank != 4 || ot->rank != 4) {
-        snprintf(why, len, "%s: only 2-D pooling on NCHW tensors is supported", op);
+    p->b = call->u.call.op == TTH_OP_MAX_POOL2D_ARGMAX ? 0 : tth_layout_block(json_object_get(call->u.call.attrs, "layout"));
+    if (!xt || !ot || p->b < 0 || xt->rank != (p->b ? 5 : 4) || ot->rank != xt->rank) {
+        snprintf(why, len, "%s: only 2-D pooling on NCHW or NCHW<b>c tensors is supported", op);
+        return 0;
+    }
+    if (p->b && xt->dtype != TTH_F32) {
+        snprintf(why, len, "%s: layout NCHW%lldc is supported for float32 only", op, (long long)p->b);
         return 0;
     }
     if (xt->dtype == TTH_BOOL) {
@@ -154,6 +160,60 @@ static tth_tbuffer *pool_acc(lw_ctx *c, const lw_sink *s, tth_dtype t, int *dire
     return lw_local(c, "acc", t, 1, &one);
 }
 
+/* One output pixel (nc, oh, ow) of an NCHW<b>c pooling (p->b lanes; nc runs over images x blocks):
+ * pool_elem's taps and divisor, each tap one vector of the block's b channels, accumulated in a
+ * register. */
+static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, const lw_sink *s,
+                                    tth_texpr *nc, tth_texpr *oh, tth_texpr *ow)
+{
+    int b = (int)p->b;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, 1, b, &seq);
+    tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vkw = lw_var(c, "kw", TTH_I64);
+    tth_tvar *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
+    tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
+    if (!acc || !vkh || !vkw || !vlh || !veh || !vlw || !vew || !vxr)
+        return NULL;
+    if (is_max) {
+        seq = NULL;
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
+                                              tth_tir_broadcast(c->m, lw_imm(c, TTH_F32, lw_dtype_lowest(TTH_F32)), b), 0)))
+            return NULL;
+    }
+    tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
+    tap_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
+    tap_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
+    tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
+    tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)),
+                           lw_sub(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_i(c, p->pl)));
+    tth_texpr *xv = tth_tir_vload(c->m, x, lw_mul(c, lw_add(c, lw_ref(c, vxr), lw_mul(c, lw_ref(c, vkw), lw_i(c, p->dw))), lw_i(c, b)), b, 0);
+    tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+    tth_tstmt *upd = tth_tir_vstore(c->m, acc, lw_i(c, 0), is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0);
+    tth_tstmt *taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, upd);
+    taps = lw_let(c, vxr, xr, taps);
+    taps = lw_for(c, vkh, lw_ref(c, vlh), lw_ref(c, veh), TTH_LOOP_SERIAL, taps);
+    tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
+                          tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
+    tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+    if (!is_max) {
+        tth_texpr *cnt;
+        if (p->count_include_pad) {
+            tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KH),
+                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->H + p->pb - 1 + p->pt), lw_mul(c, oh, lw_i(c, p->sh))), p->dh), lw_i(c, 1)));
+            tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KW),
+                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->W + p->pr - 1 + p->pl), lw_mul(c, ow, lw_i(c, p->sw))), p->dw), lw_i(c, 1)));
+            cnt = lw_mul(c, ch, cw);
+        } else {
+            cnt = lw_mul(c, lw_ref(c, veh), lw_ref(c, vew));
+        }
+        v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, lw_bin(c, TTH_TBIN_MAX, cnt, lw_i(c, 1))), b));
+    }
+    if (!taps || lw_append(c, &seq, taps) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
+        return NULL;
+    tth_tstmt *el = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, lw_let(c, vlw, lo_w, lw_let(c, vew, ex_w, seq))));
+    return el ? tth_tir_allocate(c->m, acc, el) : NULL;
+}
+
 tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     pool_p p;
@@ -164,6 +224,16 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     }
     int is_max = call->u.call.op == TTH_OP_MAX_POOL2D, direct = 0;
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    if (p.b) {
+        lw_ax nc, oh, ow;
+        if (!x || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
+            return NULL;
+        tth_tstmt *el = pool_elem_blocked(c, &p, is_max, x, s, nc.e, oh.e, ow.e);
+        el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
+        el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
+        int64_t work = p.N * p.C * p.b * p.OH * p.OW * p.KH * p.KW;
+        return lw_ax_loop(c, &nc, work >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
+    }
     tth_tbuffer *acc = x ? pool_acc(c, s, x->dtype, &direct) : NULL;
     lw_ax nc, oh, ow;
     if (!acc || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
@@ -275,7 +345,7 @@ int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 {
     pool_p p;
     char why[8];
-    if (s->epi || !pool_params(call, &p, why, sizeof why) || lw_ty(lw_arg(call, 0))->dtype != TTH_F32)
+    if (s->epi || !pool_params(call, &p, why, sizeof why) || p.b || lw_ty(lw_arg(call, 0))->dtype != TTH_F32)
         return 0;
     int64_t lo, hi;
     inner_cols(&p, &lo, &hi);
@@ -425,6 +495,34 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s: %s is not supported (floating point only)",
                 tth_op_name(call->u.call.op), tth_dtype_name(t));
         return NULL;
+    }
+    if (p.b) { /* NCHW<b>c: per (image, block), a vector of b channels summed over the plane */
+        int b = (int)p.b;
+        int64_t HW = p.H * p.W;
+        lw_ax nc, k;
+        tth_tstmt *seq = NULL;
+        tth_tbuffer *acc = lw_reg_tile(c, 1, b, &seq);
+        if (!acc || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &k, "k", HW))
+            return NULL;
+        tth_texpr *row = lw_mul(c, nc.e, lw_i(c, HW * b));
+        if (is_max) { /* from the plane's first pixel (exact for -inf and NaN) */
+            seq = NULL;
+            if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0), tth_tir_vload(c->m, x, row, b, 0), 0)))
+                return NULL;
+        }
+        tth_texpr *xv = tth_tir_vload(c->m, x, lw_add(c, row, lw_mul(c, k.e, lw_i(c, b))), b, 0);
+        tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+        tth_tstmt *red = lw_ax_loop(c, &k, TTH_LOOP_SERIAL, tth_tir_vstore(c->m, acc, lw_i(c, 0),
+                                    is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0));
+        tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+        if (!is_max)
+            v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, lw_imm(c, TTH_F32, (double)HW), b));
+        tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc.e, lw_i(c, p.C)), lw_bin(c, TTH_TBIN_MOD, nc.e, lw_i(c, p.C)),
+                              lw_i(c, 0), lw_i(c, 0), tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
+        if (!red || lw_append(c, &seq, red) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
+            return NULL;
+        tth_tstmt *el = tth_tir_allocate(c->m, acc, seq);
+        return lw_ax_loop(c, &nc, p.N * p.C * p.b * HW >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
     }
     int direct = lw_sink_direct(s, 0, t);
     tth_tbuffer *acc = s->dest[0];

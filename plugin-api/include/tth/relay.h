@@ -76,17 +76,18 @@ extern "C" {
     /* neural network */                                                                              \
     X(CONV2D, "nn.conv2d", 2, 3,                                                                      \
       "x NCHW, w OIHW, [bias O]; {strides: [h,w], padding: [top,left,bottom,right], "                 \
-      "dilation: [h,w], groups: int}")                                                                \
+      "dilation: [h,w], groups: int, data_layout, out_layout: \"NCHW\" or \"NCHW<b>c\"}")                \
     X(CONV2D_TRANSPOSE, "nn.conv2d_transpose", 2, 3,                                                  \
       "x NCHW, w [C_in, C_out/groups, kh, kw], [bias]; {strides, padding: [t,l,b,r], dilation, "      \
       "groups, output_padding: [h,w]}")                                                               \
     X(MATMUL, "matmul", 2, 2, "numpy matmul: rank >= 1, batch dimensions broadcast")                  \
     X(MAX_POOL2D, "nn.max_pool2d", 1, 1,                                                              \
-      "NCHW; {pool_size: [h,w], strides, padding: [t,l,b,r], dilation, ceil_mode: bool}")             \
+      "NCHW; {pool_size: [h,w], strides, padding: [t,l,b,r], dilation, ceil_mode: bool, layout}")     \
     X(AVG_POOL2D, "nn.avg_pool2d", 1, 1,                                                              \
-      "NCHW; {pool_size, strides, padding, dilation, ceil_mode: bool, count_include_pad: bool}")      \
-    X(GLOBAL_AVG_POOL2D, "nn.global_avg_pool2d", 1, 1, "NCHW -> NC11")                                \
-    X(GLOBAL_MAX_POOL2D, "nn.global_max_pool2d", 1, 1, "NCHW -> NC11")                                \
+      "NCHW; {pool_size, strides, padding, dilation, ceil_mode: bool, count_include_pad: bool, "      \
+      "layout}")                                                                                      \
+    X(GLOBAL_AVG_POOL2D, "nn.global_avg_pool2d", 1, 1, "NCHW -> NC11; {layout}")                      \
+    X(GLOBAL_MAX_POOL2D, "nn.global_max_pool2d", 1, 1, "NCHW -> NC11; {layout}")                      \
     X(BATCH_NORM, "nn.batch_norm", 5, 5, "x, scale, bias, mean, var (channels on axis 1); {epsilon}") \
     X(SOFTMAX, "nn.softmax", 1, 1, "{axis: int} over that one axis")                                  \
     X(LOG_SOFTMAX, "nn.log_softmax", 1, 1, "{axis: int} over that one axis")                          \
@@ -266,6 +267,14 @@ typedef struct tth_window_attrs {
     int ceil_mode;             /* pooling: default false */
     int count_include_pad;     /* nn.avg_pool2d: default false */
 } tth_window_attrs;
+
+/* Channel layouts of 2-D operators (docs/layouts.md): attributes "data_layout" and "out_layout"
+ * of nn.conv2d, "layout" of the pools. "NCHW" (the default, and what a missing attribute means)
+ * or "NCHW<b>c": [N, C/b, H, W, b], blocks of b channels with the block innermost. A convolution's
+ * weight stays OIHW in every layout. The block of a layout attribute value v: 0 for NCHW or no
+ * value, b for NCHW<b>c (2 <= b <= TTH_LAYOUT_MAX_BLOCK), -1 for anything else. */
+#define TTH_LAYOUT_MAX_BLOCK 64
+TTH_API int64_t tth_layout_block(const json_t *v);
 
 /* The window attributes of a call of op with attrs (a call's u.call.op and u.call.attrs), read
  * and checked as op's type relation reads them. 0, or TTH_EINVAL with diag set (an op without a

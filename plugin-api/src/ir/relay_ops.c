@@ -252,6 +252,18 @@ static int attr_choice(relctx *c, const char *key, const char *def, const char *
     return attr_fail(c, "attribute '%s' must be one of: %s", key, list);
 }
 
+/* A channel layout (docs/layouts.md): "NCHW", or "NCHW<b>c" (blocks of b channels, the block
+ * innermost). Missing means NCHW and is not filled in, so a call without it prints as before. */
+static int attr_layout(relctx *c, const char *key, int64_t *block)
+{
+    const json_t *v = attr_get(c, key);
+    *block = v ? tth_layout_block(v) : 0;
+    if (*block < 0)
+        return attr_fail(c, "attribute '%s' must be \"NCHW\" or \"NCHW<b>c\" with b from 2 to %d, got %s", key,
+                         TTH_LAYOUT_MAX_BLOCK, json_is_string(v) ? json_string_value(v) : "a non-string");
+    return 0;
+}
+
 static int attr_dtype(relctx *c, const char *key, int required, tth_dtype def, tth_dtype *out)
 {
     const json_t *v = attr_get(c, key);
@@ -372,6 +384,17 @@ static int need_rank(relctx *c, size_t i, int32_t rank, const char *layout)
 {
     if (ARG(c, i)->rank != rank)
         return rel_fail(c, "argument %zu must have rank %d (%s), got rank %d", i, rank, layout, ARG(c, i)->rank);
+    return 0;
+}
+
+/* argument i in layout NCHW (b = 0) or NCHW<b>c: rank 4, or rank 5 with b channels innermost */
+static int need_layout_rank(relctx *c, size_t i, int64_t b)
+{
+    if (!b)
+        return need_rank(c, i, 4, "NCHW");
+    if (ARG(c, i)->rank != 5 || ARG(c, i)->shape[4] != b)
+        return rel_fail(c, "argument %zu must have rank 5 with %lld channels innermost (layout NCHW%lldc)", i,
+                        (long long)b, (long long)b);
     return 0;
 }
 
@@ -615,11 +638,11 @@ static int64_t conv_out(int64_t in, int64_t k, int64_t pad0, int64_t pad1, int64
 }
 
 /* Shape of a (q)conv2d given x and w (checked here), with conv attrs already read. */
-static int conv2d_shape(relctx *c, const tth_window_attrs *a, tth_ttype *out)
+static int conv2d_shape_of(relctx *c, const tth_ttype *x, const tth_window_attrs *a, tth_ttype *out)
 {
-    const tth_ttype *x = ARG(c, 0), *w = ARG(c, 1);
+    const tth_ttype *w = ARG(c, 1);
     int rc;
-    if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_rank(c, 1, 4, "OIHW")))
+    if ((rc = need_rank(c, 1, 4, "OIHW")))
         return rc;
     if (x->shape[1] != w->shape[1] * a->groups)
         return rel_fail(c, "input has %lld channels but the weight expects %lld (%lld per group x %lld groups)",
@@ -639,6 +662,13 @@ static int conv2d_shape(relctx *c, const tth_window_attrs *a, tth_ttype *out)
     return 0;
 }
 
+/* the same for x = argument 0 in NCHW */
+static int conv2d_shape(relctx *c, const tth_window_attrs *a, tth_ttype *out)
+{
+    int rc = need_rank(c, 0, 4, "NCHW");
+    return rc ? rc : conv2d_shape_of(c, ARG(c, 0), a, out);
+}
+
 static int check_bias(relctx *c, size_t i, int64_t channels)
 {
     const tth_ttype *b = ARG(c, i);
@@ -652,12 +682,34 @@ static int rel_conv2d(relctx *c)
 {
     tth_window_attrs a;
     tth_ttype t;
+    int64_t bi, bo;
     int rc;
-    if ((rc = read_conv_attrs(c, &a, 0)) || (rc = need_numeric(c, 0)) || (rc = need_same_dtype(c, 0, 1)) ||
-        (rc = conv2d_shape(c, &a, &t)))
+    if ((rc = read_conv_attrs(c, &a, 0)) || (rc = attr_layout(c, "data_layout", &bi)) ||
+        (rc = attr_layout(c, "out_layout", &bo)) || (rc = need_numeric(c, 0)) || (rc = need_same_dtype(c, 0, 1)))
         return rc;
+    if (!bi) {
+        if ((rc = conv2d_shape(c, &a, &t)))
+            return rc;
+    } else {
+        /* blocked input [N, C/b, H, W, b]: the shape rule of its NCHW view */
+        const tth_ttype *x = ARG(c, 0);
+        if (x->rank != 5 || x->shape[4] != bi)
+            return rel_fail(c, "argument 0 must have rank 5 with %lld channels innermost (data_layout NCHW%lldc)",
+                            (long long)bi, (long long)bi);
+        tth_ttype view = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1] * bi, x->shape[2], x->shape[3]}};
+        if ((rc = conv2d_shape_of(c, &view, &a, &t)))
+            return rc;
+    }
     if (c->nargs == 3 && (rc = check_bias(c, 2, t.shape[1])))
         return rc;
+    if (bo) {
+        if (t.shape[1] % bo)
+            return rel_fail(c, "%lld output channels do not fill blocks of %lld (out_layout NCHW%lldc)",
+                            (long long)t.shape[1], (long long)bo, (long long)bo);
+        t.rank = 5;
+        t.shape[4] = bo;
+        t.shape[1] /= bo;
+    }
     set_out(c, &t);
     return 0;
 }
@@ -781,7 +833,10 @@ static int rel_pool2d(relctx *c)
     const int64_t *ps = a.pool_size, *strides = a.strides, *padding = a.padding, *dilation = a.dilation;
     int ceil_mode = a.ceil_mode;
     /* Integer inputs are allowed (average pools of int32 accumulators, as CMSIS-NN patterns use). */
-    if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
+    int64_t b = 0;
+    if (c->op != TTH_OP_MAX_POOL2D_ARGMAX && (rc = attr_layout(c, "layout", &b)))
+        return rc;
+    if ((rc = need_layout_rank(c, 0, b)) || (rc = need_numeric(c, 0)))
         return rc;
     const tth_ttype *x = ARG(c, 0);
     int64_t oh = pool_out(x->shape[2], ps[0], padding[0], padding[2], strides[0], dilation[0], ceil_mode);
@@ -789,7 +844,9 @@ static int rel_pool2d(relctx *c)
     if (oh < 1 || ow < 1)
         return rel_fail(c, "the %lldx%lld window is larger than the padded input", (long long)ps[0],
                         (long long)ps[1]);
-    tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1], oh, ow}};
+    tth_ttype t = *x;
+    t.shape[2] = oh;
+    t.shape[3] = ow;
     set_out(c, &t);
     return 0;
 }
@@ -868,11 +925,12 @@ static int rel_roi_align(relctx *c)
 
 static int rel_global_pool2d(relctx *c)
 {
+    int64_t b;
     int rc;
-    if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
+    if ((rc = attr_layout(c, "layout", &b)) || (rc = need_layout_rank(c, 0, b)) || (rc = need_numeric(c, 0)))
         return rc;
-    const tth_ttype *x = ARG(c, 0);
-    tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1], 1, 1}};
+    tth_ttype t = *ARG(c, 0);
+    t.shape[2] = t.shape[3] = 1;
     set_out(c, &t);
     return 0;
 }
@@ -1741,6 +1799,22 @@ int tth__relay_infer_fill(tth_op op, const tth_rtype *const *arg_types, size_t n
         return TTH_EINVAL;
     }
     return 0;
+}
+
+int64_t tth_layout_block(const json_t *v)
+{
+    if (!v)
+        return 0;
+    const char *s = json_string_value(v);
+    if (!s || strncmp(s, "NCHW", 4) != 0)
+        return -1;
+    if (!s[4])
+        return 0;
+    char *end;
+    if (s[4] < '1' || s[4] > '9')
+        return -1;
+    long b = strtol(s + 4, &end, 10);
+    return strcmp(end, "c") == 0 && b >= 2 && b <= TTH_LAYOUT_MAX_BLOCK ? b : -1;
 }
 
 int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth_diag *diag)

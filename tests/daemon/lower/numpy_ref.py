@@ -224,6 +224,12 @@ def softmax(x, axis):
 
 # ---- cases: (inputs [(array, const)], chain [(op, attrs, args)], outputs [array]) ----
 
+def blocked(x, b):
+    """NCHW -> NCHW<b>c (docs/layouts.md): [N, C/b, H, W, b]"""
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
+
+
 def case(name):
     f32 = "float32"
     if name == "conv_groups_dilation":
@@ -605,6 +611,77 @@ def case(name):
     if name == "where_broadcast":
         c, x, y = rnd((3, 1), "int32", 0, 1).astype("bool"), rnd((1, 4)), rnd((3, 4))
         return [(c, False), (x, False), (y, False)], [("where", {}, ["i0", "i1", "i2"])], [np.where(c, x, y)]
+    # blocked channels, NCHW<b>c (docs/layouts.md): the layout pass's kernels, at blocks of 16, 8
+    # and 4 whatever the target's lanes (the test runs each at 1, 4, 8 and 16)
+    if name == "conv_nchwc_stem":
+        # NCHW in (3 channels), NCHW16c out: 3x3 stride 2 padding 1 on 11x13, bias, relu
+        x, w, b = rnd((1, 3, 11, 13)), rnd((32, 3, 3, 3)), rnd((32,))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "out_layout": "NCHW16c"}
+        y = np.maximum(conv2d(x, w, b, [2, 2], [1, 1, 1, 1], [1, 1], 1), 0)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], \
+               [blocked(y, 16).astype(f32)]
+    if name == "conv_nchwc_residual_batch":
+        # NCHW8c in and out, 24 -> 40 channels, 3x3 padding 1 on 7x9, batch 2, + residual, relu
+        x, w, b, r = rnd((2, 24, 7, 9)), rnd((40, 24, 3, 3)), rnd((40,)), rnd((2, 40, 7, 9))
+        a = {"padding": [1, 1, 1, 1], "data_layout": "NCHW8c", "out_layout": "NCHW8c"}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1) + r, 0)
+        return [(blocked(x, 8), False), (w, True), (b, True), (blocked(r, 8), False)], [
+            ("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], \
+            [blocked(y, 8).astype(f32)]
+    if name == "conv_nchwc_pointwise":
+        # 1x1 stride 1 (the image as one row) on 9x11, NCHW16c 32 -> 48, no bias
+        x, w = rnd((1, 32, 9, 11)), rnd((48, 32, 1, 1))
+        a = {"data_layout": "NCHW16c", "out_layout": "NCHW16c"}
+        y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
+        return [(blocked(x, 16), False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 16).astype(f32)]
+    if name == "conv_nchwc_strided_dilated":
+        # 3x3 stride [2, 1], dilation [1, 2], uneven padding, NCHW4c 8 -> 12 on 10x17
+        x, w, b = rnd((1, 8, 10, 17)), rnd((12, 8, 3, 3)), rnd((12,))
+        a = {"strides": [2, 1], "dilation": [1, 2], "padding": [0, 2, 1, 1], "data_layout": "NCHW4c",
+             "out_layout": "NCHW4c"}
+        y = conv2d(x, w, b, [2, 1], [0, 2, 1, 1], [1, 2], 1)
+        return [(blocked(x, 4), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], \
+               [blocked(y, 4).astype(f32)]
+    if name == "conv_nchwc_depthwise_relu6":
+        # depthwise 3x3 padding 1 on a 13x21 row (edges, a row of whole tiles and a rest),
+        # NCHW16c, 32 channels, batch 2, bias, clip
+        x, w, b = rnd((2, 32, 13, 21)), rnd((32, 1, 3, 3)), rnd((32,))
+        a = {"padding": [1, 1, 1, 1], "groups": 32, "data_layout": "NCHW16c", "out_layout": "NCHW16c"}
+        y = np.clip(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 32), 0, 6)
+        return [(blocked(x, 16), False), (w, True), (b, True)], [
+            ("nn.conv2d", a, ["i0", "i1", "i2"]), ("clip", {"a_min": 0.0, "a_max": 6.0}, ["prev"])], \
+            [blocked(y, 16).astype(f32)]
+    if name == "conv_nchwc_depthwise_strided":
+        # depthwise 5x5 stride 2 padding [2, 1, 2, 3], dilation [1, 2] on 15x23, NCHW8c, 16 channels
+        x, w = rnd((1, 16, 15, 23)), rnd((16, 1, 5, 5))
+        a = {"strides": [2, 2], "padding": [2, 1, 2, 3], "dilation": [1, 2], "groups": 16, "data_layout": "NCHW8c",
+             "out_layout": "NCHW8c"}
+        y = conv2d(x, w, None, [2, 2], [2, 1, 2, 3], [1, 2], 16)
+        return [(blocked(x, 8), False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 8).astype(f32)]
+    if name == "max_pool_nchwc":
+        x = rnd((2, 32, 9, 10))
+        a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1], "ceil_mode": True, "layout": "NCHW16c"}
+        return [(blocked(x, 16), False)], [("nn.max_pool2d", a, ["i0"])], \
+               [blocked(max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], True), 16)]
+    if name == "avg_pool_nchwc_count_pad":
+        x = rnd((1, 16, 17, 13))
+        a = {"pool_size": [3, 2], "strides": [1, 2], "padding": [1, 0, 2, 1], "ceil_mode": True,
+             "count_include_pad": True, "layout": "NCHW8c"}
+        return [(blocked(x, 8), False)], [("nn.avg_pool2d", a, ["i0"]), ("nn.relu", {}, ["prev"])], \
+               [blocked(np.maximum(avg_pool(x, [3, 2], [1, 2], [1, 0, 2, 1], True, True), 0), 8)]
+    if name == "avg_pool_nchwc_inside":
+        x = rnd((1, 8, 13, 11))
+        a = {"pool_size": [3, 3], "strides": [1, 1], "padding": [1, 1, 1, 1], "layout": "NCHW4c"}
+        return [(blocked(x, 4), False)], [("nn.avg_pool2d", a, ["i0"])], \
+               [blocked(avg_pool(x, [3, 3], [1, 1], [1, 1, 1, 1], False, False), 4)]
+    if name == "global_pools_nchwc":
+        x = rnd((2, 32, 5, 7))
+        return [(blocked(x, 16), False)], [("nn.global_avg_pool2d", {"layout": "NCHW16c"}, ["i0"])], \
+               [blocked(x.mean(axis=(2, 3), keepdims=True), 16).astype(f32)]
+    if name == "global_max_pool_nchwc":
+        x = rnd((1, 16, 3, 6))
+        return [(blocked(x, 8), False)], [("nn.global_max_pool2d", {"layout": "NCHW8c"}, ["i0"])], \
+               [blocked(x.max(axis=(2, 3), keepdims=True), 8).astype(f32)]
     raise KeyError(name)
 
 

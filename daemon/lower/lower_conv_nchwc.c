@@ -1,0 +1,149 @@
+/* lower_conv_nchwc.c: the depthwise convolution on NCHW<b>c tensors (docs/layouts.md, and
+ * docs/lowering.md "Depthwise kernel in blocked channels").
+ *
+ * Input [N, C/b, H, W, b], weight [C, 1, KH, KW] packed at compile time as [C/b][KH][KW][b],
+ * output [N, C/b, OH, OW, b]. A vector is the b channels of one pixel, so every tap of every
+ * pixel is one contiguous load, whatever the stride; a tile is RW pixels of one output row:
+ *     for kh (rows inside the image), kw:  w = wp[c1, kh, kw][0:b]
+ *         for r:  acc[r] = fma(x[n, c1, oh*sh - pt + kh*dh, (ow0 + r)*sw - pl + kw*dw][0:b], w, acc[r])
+ * The columns whose taps all lie inside the image row are whole tiles without a test; the few at
+ * each edge are single pixels whose taps test their column. Nothing is copied: no padded image. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_conv_tiled.h"
+
+/* [C/b][KH][KW][b] from the constant OIHW weight [C, 1, KH, KW] */
+static tth_tbuffer *dwb_pack(tk *k, const tth_tensor *wt)
+{
+    const lw_conv_p *p = k->p;
+    int64_t b = p->ob, KK = p->KH * p->KW;
+    tth_tensor *pk = lw_packed_new(k->c, p->C * KK);
+    if (!pk)
+        return NULL;
+    float *dst = pk->data;
+    const float *src = wt->data;
+    for (int64_t ch = 0; ch < p->C; ch++)
+        for (int64_t kk = 0; kk < KK; kk++)
+            dst[((ch / b) * KK + kk) * b + ch % b] = src[ch * KK + kk];
+    return lw_packed_const(k->c, pk);
+}
+
+/* RW pixels of row oh of block c1 from column ow0; `edge`: the taps test their column */
+static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, int RW, int edge)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int b = (int)p->ob;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, RW, b, &seq);
+    lw_ax kh, kw;
+    tth_tvar *vw = lw_var_vec(c, "w", TTH_F32, b), *vih = lw_var(c, "ih", TTH_I64), *vrow = lw_var(c, "xr", TTH_I64);
+    if (!acc || !vw || !vih || !vrow || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < RW; r++) {
+        /* input column of pixel ow0 + r at tap kw */
+        tth_texpr *iw = lw_add(c, lw_sub(c, lw_mul(c, lw_add(c, ow0, lw_i(c, r)), lw_i(c, p->sw)), lw_i(c, p->pl)),
+                               lw_mul(c, kw.e, lw_i(c, p->dw)));
+        tth_texpr *xv = tth_tir_vload(c->m, k->x, lw_add(c, lw_ref(c, vrow), lw_mul(c, iw, lw_i(c, b))), b, 0);
+        tth_texpr *ai = lw_i(c, (int64_t)r * b);
+        tth_tstmt *st = tth_tir_vstore(c->m, acc, ai, lw_madd(c, xv, lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, b, 0)), 0);
+        if (edge)
+            st = tth_tir_if(c->m, lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, iw, lw_i(c, 0)),
+                                         lw_bin(c, TTH_TBIN_LT, iw, lw_i(c, p->W))), st, NULL);
+        if (lw_append(c, &upd, st))
+            return NULL;
+    }
+    tth_texpr *wat = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH)), kh.e), lw_i(c, p->KW)), kw.e),
+                            lw_i(c, b));
+    tth_tstmt *taps = lw_let(c, vw, tth_tir_vload(c->m, k->w, wat, b, 0), upd);
+    taps = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, taps);
+    /* row ih of the image, when inside it: its first element */
+    tth_texpr *ih = lw_ref(c, vih);
+    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, 0)), lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->H)));
+    tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C / b)), c1), lw_i(c, p->H)), ih),
+                            lw_i(c, p->W * b));
+    taps = tth_tir_if(c->m, inside, lw_let(c, vrow, row, taps), NULL);
+    taps = lw_let(c, vih, lw_add(c, lw_sub(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_i(c, p->pt)), lw_mul(c, kh.e, lw_i(c, p->dh))), taps);
+    taps = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, taps);
+    if (!taps || lw_append(c, &seq, taps))
+        return NULL;
+    for (int r = 0; r < RW; r++)
+        if (lw_append(c, &seq, tk_epi_store_block(k, c1, oh, lw_add(c, ow0, lw_i(c, r)),
+                                                  tth_tir_vload(c->m, acc, lw_i(c, (int64_t)r * b), b, 0))))
+            return NULL;
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* columns [from, from + n) of row oh: n / RW tiles of RW pixels and one of the rest, or single
+ * pixels testing their taps (edge) */
+static tth_tstmt *dwb_cols(tk *k, tth_texpr *c1, tth_texpr *oh, int64_t from, int64_t n, int RW, int edge)
+{
+    lw_ctx *c = k->c;
+    tth_tstmt *seq = NULL;
+    if (edge)
+        RW = 1;
+    for (int part = 0; part < 2; part++) {
+        int64_t cnt = part == 0 ? n / RW : (n % RW ? 1 : 0);
+        int w = part == 0 ? RW : (int)(n % RW);
+        if (cnt == 0)
+            continue;
+        lw_ax t;
+        if (lw_ax_make(c, &t, "t", cnt))
+            return NULL;
+        tth_texpr *ow0 = lw_add(c, lw_i(c, from + (part ? n / RW * RW : 0)), lw_mul(c, t.e, lw_i(c, RW)));
+        tth_tstmt *tl = dwb_tile(k, c1, oh, ow0, w, edge);
+        if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+    }
+    return seq;
+}
+
+int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)c;
+    (void)s;
+    lw_conv_p p;
+    return tk_conv_f32_any(call, &p) && p.ob && p.xb == p.ob && p.groups == p.C && p.O == p.C &&
+           lw_arg(call, 1)->kind == TTH_REXPR_CONST;
+}
+
+tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    tk k;
+    if (!lw_conv_depthwise_nchwc_applies(c, call, s) || !tk_conv_f32_any(call, &p))
+        return lw_fail(c, TTH_EINTERNAL, call, "conv2d/depthwise-nchwc does not apply"), NULL;
+    tk_init(&k, c, call, &p, s);
+    k.vl = (int)p.ob;
+    if (!(k.x = lw_buf(c, lw_arg(call, 0))) || !(k.w = dwb_pack(&k, lw_arg(call, 1)->u.constant.value)))
+        return NULL;
+    /* the columns whose every tap is inside the row: [owl, owr) */
+    int64_t owl = (p.pl + p.sw - 1) / p.sw, last = p.W - 1 + p.pl - (p.KW - 1) * p.dw;
+    int64_t owr = last < 0 ? 0 : last / p.sw + 1;
+    if (owl > p.OW)
+        owl = p.OW;
+    if (owr > p.OW)
+        owr = p.OW;
+    if (owr < owl)
+        owr = owl;
+    int RW = c->vec.registers >= 32 ? 8 : 4;
+    lw_ax an, q;
+    int64_t C1 = p.C / p.ob;
+    if (lw_ax_make(c, &an, "n", p.N) || lw_ax_make(c, &q, "q", C1 * p.OH))
+        return NULL;
+    k.n = an.e;
+    tth_tvar *vc1 = lw_var(c, "c1", TTH_I64), *voh = lw_var(c, "oh", TTH_I64);
+    if (!vc1 || !voh)
+        return NULL;
+    tth_texpr *c1 = lw_ref(c, vc1), *oh = lw_ref(c, voh);
+    tth_tstmt *row = NULL;
+    if (lw_append(c, &row, dwb_cols(&k, c1, oh, 0, owl, RW, 1)) || lw_append(c, &row, dwb_cols(&k, c1, oh, owl, owr - owl, RW, 0)) ||
+        lw_append(c, &row, dwb_cols(&k, c1, oh, owr, p.OW - owr, RW, 1)))
+        return NULL;
+    row = lw_let(c, vc1, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, p.OH)), lw_let(c, voh, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, p.OH)), row));
+    int par = p.C * p.OH * p.OW * p.KH * p.KW >= LW_PARALLEL_MIN && C1 * p.OH > 1;
+    row = lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
+    return lw_ax_loop(c, &an, TTH_LOOP_SERIAL, row);
+}
