@@ -80,7 +80,7 @@ static void dump(compile_state *s, const char *stage, char *text /* freed */)
 }
 
 /* the stages that leave IR to dump (options.dump_ir), in flow order, then "all" */
-static const char *const dump_stages[] = {"import", "partition", "optimize", "lower", "aot",
+static const char *const dump_stages[] = {"import", "partition", "layout", "optimize", "lower", "aot",
                                           "memplan", "codegen", "all"};
 #define NDUMP_STAGES (sizeof dump_stages / sizeof dump_stages[0])
 
@@ -310,6 +310,18 @@ static int stage_partition(compile_state *s)
         warn_idle_kinds(s);
     if (rc == 0 && wants_dump(s, "partition"))
         dump(s, "partition", tth_relay_print(s->rmod));
+    return rc;
+}
+
+/* layout: main's convolutions and what lies between them in blocked channels, NCHW<b>c with b
+ * the lanes of the fallback target's vectors (docs/layouts.md); targets with scalar code keep
+ * NCHW. Requires partition (only main's own operators move), before fusion. */
+static int stage_layout(compile_state *s)
+{
+    tth_vector_shape vs = tth_target_vector_shape(s->part.kinds[s->part.nkinds - 1].target);
+    int rc = vs.f32_lanes >= 4 ? tth_relay_alter_layout(s->rmod, vs.f32_lanes, s->diag) : 0;
+    if (rc == 0 && wants_dump(s, "layout"))
+        dump(s, "layout", tth_relay_print(s->rmod));
     return rc;
 }
 
@@ -661,6 +673,7 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
         {"import", 5, stage_import},
         {"simplify", 10, stage_simplify},
         {"partition", 13, stage_partition},
+        {"layout", 14, stage_layout},
         {"optimize", 15, stage_optimize},
         {"relay_to_runtime", 20, stage_relay_to_runtime},
         {"relay_to_tir", 22, stage_relay_to_tir},

@@ -71,6 +71,11 @@ int tth_relay_bind_params(tth_relay_module *m, tth_tensor *const *values, size_t
 int tth_relay_fold_constants(tth_relay_module *m, tth_diag *diag); /* incl. shape arithmetic */
 int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv weights, else mul+add */
 int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
+/* Blocked channels (layout.c, docs/layouts.md): main's float32 convolutions, and the pools and
+ * element-wise operators between them, move to NCHW<block>c, with layout changes only where an
+ * NCHW consumer reads a blocked value. block < 2 leaves the module alone. Run after partitioning,
+ * before fusion. */
+int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag);
 /* Fusion: every op call of "main" ends up inside a function with attrs {"Primitive": 1}, called
  * from main. A primitive function's body is at most one "anchor" call (an op for which
  * tth_op_is_elementwise is false) followed by a DAG of elementwise op calls whose other

@@ -141,6 +141,11 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
         return NULL;
     }
+    if (p.xb || p.ob) {
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s in blocked channels (NCHW<b>c) is lowered for float32 with one group "
+                "or depthwise only (docs/layouts.md)", tth_op_name(call->u.call.op));
+        return NULL;
+    }
 
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0)), *w = lw_buf(c, lw_arg(call, 1));
     if (!x || !w)

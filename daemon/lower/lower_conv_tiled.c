@@ -45,8 +45,8 @@ tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
                              col));
     if (k->wrow0)
         return lw_add(c, lw_mul(c, lw_sub(c, row, k->wrow0), lw_i(c, k->Wrow)), col);
-    if (k->p->xb) { /* NCHW<b>c: pixel (row, col) of block ch / b, lane ch % b */
-        int64_t b = k->p->xb;
+    if (k->xblk) { /* NCHW<b>c: pixel (row, col) of block ch / b, lane ch % b */
+        int64_t b = k->xblk;
         tth_texpr *blk = lw_bin(c, TTH_TBIN_DIV, ch, lw_i(c, b)), *lane = lw_bin(c, TTH_TBIN_MOD, ch, lw_i(c, b));
         tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, blk, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col);
         return lw_add(c, k->xbase, lw_add(c, lw_mul(c, px, lw_i(c, b)), lane));
@@ -85,9 +85,11 @@ static tth_tstmt *pad_row(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *d
             if (lw_ax_make(c, &jj, "pj", cnt))
                 return NULL;
             tth_texpr *j0 = lw_add(c, lw_mul(c, jj.e, lw_i(c, vl)), lw_i(c, lo + (part ? nj / vl * vl : 0)));
-            tth_texpr *src_at = lw_add(c, from0, lw_add(c, lw_mul(c, j0, lw_i(c, k->sp)), lw_i(c, ph - p->pl)));
+            /* an NCHW<b>c source has its channel's pixels b elements apart */
+            int64_t xs = p->xb ? p->xb : 1;
+            tth_texpr *src_at = lw_add(c, from0, lw_mul(c, lw_add(c, lw_mul(c, j0, lw_i(c, k->sp)), lw_i(c, ph - p->pl)), lw_i(c, xs)));
             tth_texpr *dst_at = lw_add(c, dst0, j0);
-            tth_tstmt *st = tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp, lanes)), 0);
+            tth_tstmt *st = tth_tir_vstore(c->m, xp, dst_at, tth_tir_load(c->m, src, tth_tir_ramp(c->m, src_at, k->sp * xs, lanes)), 0);
             st = lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st);
             if (!st || lw_append(c, &in, st))
                 return NULL;
@@ -106,9 +108,16 @@ tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tex
     lw_ax z;
     if (lw_ax_make(c, &z, "pz", k->Wrow))
         return NULL;
-    tth_texpr *from0 = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ch), lw_i(c, p->H)),
-                                        lw_sub(c, ih, lw_i(c, p->pt))),
-                              lw_i(c, p->W));
+    tth_texpr *from0;
+    if (p->xb) /* NCHW<b>c source: lane ch % b of block ch / b */
+        from0 = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C / p->xb)),
+                                                                 lw_bin(c, TTH_TBIN_DIV, ch, lw_i(c, p->xb))), lw_i(c, p->H)),
+                                            lw_sub(c, ih, lw_i(c, p->pt))), lw_i(c, p->W * p->xb)),
+                       lw_bin(c, TTH_TBIN_MOD, ch, lw_i(c, p->xb)));
+    else
+        from0 = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, p->C)), ch), lw_i(c, p->H)),
+                                 lw_sub(c, ih, lw_i(c, p->pt))),
+                       lw_i(c, p->W));
     tth_tstmt *in = pad_row(k, src, xp, dst_row, from0);
     tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, dst_row, z.e), f32(c, 0)));
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, p->pt)),
@@ -303,7 +312,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 return NULL;
         }
     tth_tstmt *inner = upd;
-    int64_t xstep = (k->flat == 1 ? 1 : p->sw) * (p->xb ? p->xb : 1);
+    int64_t xstep = (k->flat == 1 ? 1 : p->sw) * (k->xblk ? k->xblk : 1);
     tth_tvar *vo[16] = {0};
     for (int r = 0; r < RW && k->flat == 2; r++)
         if (!(vo[r] = lw_var(c, "xo", TTH_I64)))
@@ -324,8 +333,8 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         tth_texpr *px = lw_add(c, ow0, lw_i(c, r));
         tth_texpr *off = lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, px, lw_i(c, p->OW)), lw_i(c, p->sh * k->Wrow)),
                                 lw_mul(c, lw_bin(c, TTH_TBIN_MOD, px, lw_i(c, p->OW)), lw_i(c, p->sw)));
-        if (p->xb)
-            off = lw_mul(c, off, lw_i(c, p->xb));
+        if (k->xblk)
+            off = lw_mul(c, off, lw_i(c, k->xblk));
         inner = lw_let(c, vo[r], off, inner);
     }
     if (!inner || lw_append(c, &seq, inner))
@@ -1109,6 +1118,7 @@ void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const 
     k->Wp = p->W + p->pl + p->pr;
     k->sp = 1;
     k->Wq = k->Wrow = k->Wp;
+    k->xblk = p->xb;
 }
 
 int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -1142,7 +1152,7 @@ int lw_conv_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink 
     (void)c;
     (void)s;
     lw_conv_p p;
-    return tk_conv_f32_any(call, &p) && p.ob && p.groups == 1;
+    return tk_conv_f32_any(call, &p) && (p.xb || p.ob) && p.groups == 1;
 }
 
 /* the row-vectorized kernel's reduction limit: input channels x taps */
@@ -1195,7 +1205,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
 {
     lw_conv_p pp;
     tk k;
-    if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && (!pp.ob || pp.groups != 1))
+    if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && pp.groups != 1)
                               : !tk_conv_f32(call, &pp))
         return lw_fail(c, TTH_EINTERNAL, call, "a tiled conv2d kernel does not apply"), NULL;
     const lw_conv_p *p = &pp;

@@ -19,6 +19,8 @@ typedef struct tk {
                                 stride for a strided depthwise or row-vectorized convolution, 4
                                 for Winograd (their taps then read contiguous vectors), else 1 and Wq = Wrow = Wp */
     tth_texpr *xbase;        /* offset of image n in the input as read */
+    int64_t xblk;            /* the input as read is NCHW<xblk>c (0: NCHW); p->xb is the input's
+                                own layout, which a kernel's copy may change (Winograd's is NCHW) */
     tth_texpr *wrow0;        /* NULL, or x is a window of the padded input (some rows) whose
                                 row 0 is padded row wrow0: of one channel (depthwise, "window")
                                 when wH is 0, else of every channel, wH rows each, from offset

@@ -287,7 +287,8 @@ static tth_tstmt *out_transform(wg *g, int par)
         for (int b = 0; b < WM; b++) {
             tth_texpr *oh = lw_add(c, lw_mul(c, lw_ref(c, vth), lw_i(c, WM)), lw_i(c, a));
             tth_texpr *ow = lw_add(c, lw_mul(c, lw_ref(c, vtw), lw_i(c, WM)), lw_i(c, b));
-            tth_tstmt *one = tk_epi_store(k, oc, oh, ow, lin(c, AT[b], s[a], WA));
+            tth_tstmt *one = p->ob ? tk_epi_store_block(k, lw_ref(c, vo), oh, ow, lin(c, AT[b], s[a], WA))
+                                   : tk_epi_store(k, oc, oh, ow, lin(c, AT[b], s[a], WA));
             if (!one)
                 return NULL;
             /* only the last tile row or column can reach past the image */
@@ -333,10 +334,14 @@ int lw_conv_winograd_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
 {
     (void)s;
     lw_conv_p p;
-    if (!tk_conv_f32(call, &p) || p.groups != 1 || p.KH != 3 || p.KW != 3 || p.sh != 1 || p.sw != 1 || p.dh != 1 ||
+    if (!tk_conv_f32_any(call, &p) || p.groups != 1 || p.KH != 3 || p.KW != 3 || p.sh != 1 || p.sw != 1 || p.dh != 1 ||
         p.dw != 1 || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
         return 0;
     int vl = c->vec.f32_lanes;
+    /* NCHW<b>c (docs/layouts.md): any input block (the padded copy gathers it into channel rows);
+     * an output block must be the vector the output transform stores */
+    if (p.ob && p.ob != vl)
+        return 0;
     int64_t tiles = ((p.OH + WM - 1) / WM) * ((p.OW + WM - 1) / WM);
     return vl >= 4 && p.C >= 16 && p.O % vl == 0 && tiles >= 16;
 }
@@ -414,7 +419,7 @@ static tth_tstmt *bands(wg *g, tth_tbuffer *x, int64_t R, int par, tth_tbuffer *
 tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     lw_conv_p pp;
-    if (!tk_conv_f32(call, &pp))
+    if (!lw_conv_winograd_applies(c, call, s) || !tk_conv_f32_any(call, &pp))
         return lw_fail(c, TTH_EINTERNAL, call, "conv2d/winograd does not apply"), NULL;
     const lw_conv_p *p = &pp;
     wg g;
@@ -433,6 +438,7 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     k->sp = WM;
     k->Wq = (k->Wp + WM - 1) / WM;
     k->Wrow = k->sp * k->Wq;
+    k->xblk = 0; /* the transforms read the padded copy, channel rows whatever the input's layout */
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     if (!x || !(g.U = wino_pack(&g, lw_arg(call, 1)->u.constant.value)))
         return NULL;

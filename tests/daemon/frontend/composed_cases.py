@@ -1070,6 +1070,94 @@ def write_concat_in_place(root, rng):
                   [([("x", x)], [(o, v.astype(np.float32)) for o, v in outs])])
 
 
+def conv_ref(x, w, b, stride, pad, group):
+    """ONNX Conv in float64 (square stride and symmetric padding)"""
+    import numpy as np
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad))
+    xp[:, :, pad:pad + h, pad:pad + wd] = x
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, o, oh, ow))
+    og = o // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def maxpool_ref(x, k, s, ceil):
+    """ONNX MaxPool without padding, ceil_mode as asked"""
+    import numpy as np
+    n, c, h, w = x.shape
+    osz = lambda i: (-(-(i - k) // s) if ceil else (i - k) // s) + 1
+    oh, ow = osz(h), osz(w)
+    y = np.full((n, c, oh, ow), -np.inf)
+    for i in range(oh):
+        for j in range(ow):
+            y[:, :, i, j] = x[:, :, i * s:min(i * s + k, h), j * s:min(j * s + k, w)].max(axis=(2, 3))
+    return y
+
+
+def write_blocked_cnn(root, rng):
+    """A small CNN in the shapes of MobileNet, SqueezeNet and ResNet, which an llvm target with
+    vectors runs in blocked channels (docs/layouts.md): a stem of 3 channels, a ceil_mode max
+    pool, depthwise convolutions of stride 1 and 2, a convolution whose 24 output channels fill
+    no block of 16 and the one reading them, a residual add, a fire module's concatenation, an
+    average pool, a multiply by a constant per channel, global average pooling and a dense layer
+    reading the flattened result; batch 2. numpy computes the expected output."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    relu = lambda v: np.maximum(v, 0)
+    x = rng.normal(0, 1, (2, 3, 23, 25)).astype(np.float32)
+    P = {}
+    def param(name, shape, scale):
+        P[name] = rng.normal(0, scale, shape).astype(np.float32)
+        return P[name].astype(np.float64)
+    nodes, cur = [], {}
+    def conv(name, src, o, c, k, stride, pad, group=1):
+        w, b = param(name + "_w", (o, c // group, k, k), (2.0 / (c // group * k * k)) ** 0.5), param(name + "_b", (o,), 0.1)
+        nodes.append(helper.make_node("Conv", [src, name + "_w", name + "_b"], [name], strides=[stride, stride],
+                                      pads=[pad] * 4, group=group))
+        cur[name] = conv_ref(cur[src], w, b, stride, pad, group)
+    cur["x"] = x.astype(np.float64)
+    conv("c1", "x", 32, 3, 3, 2, 1)                                   # stem: NCHW in, blocked out
+    nodes.append(helper.make_node("Relu", ["c1"], ["r1"])); cur["r1"] = relu(cur["c1"])
+    nodes.append(helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1))
+    cur["p1"] = maxpool_ref(cur["r1"], 3, 2, True)
+    conv("d1", "p1", 32, 32, 3, 1, 1, group=32)                       # depthwise, stride 1
+    nodes.append(helper.make_node("Clip", ["d1", "lo", "hi"], ["r2"])); cur["r2"] = np.clip(cur["d1"], 0, 6)
+    conv("c2", "r2", 24, 32, 1, 1, 0)                                 # 24 channels: NCHW out
+    conv("c3", "c2", 48, 24, 1, 1, 0)                                 # NCHW in, blocked out
+    conv("c4", "p1", 48, 32, 1, 1, 0)
+    nodes.append(helper.make_node("Add", ["c3", "c4"], ["a1"])); cur["a1"] = cur["c3"] + cur["c4"]
+    conv("e1", "a1", 32, 48, 1, 1, 0)                                 # a fire module
+    conv("e3", "a1", 32, 48, 3, 1, 1)
+    nodes.append(helper.make_node("Relu", ["e1"], ["re1"])); cur["re1"] = relu(cur["e1"])
+    nodes.append(helper.make_node("Relu", ["e3"], ["re3"])); cur["re3"] = relu(cur["e3"])
+    nodes.append(helper.make_node("Concat", ["re1", "re3"], ["cat"], axis=1))
+    cur["cat"] = np.concatenate([cur["re1"], cur["re3"]], 1)
+    conv("d2", "cat", 64, 64, 3, 2, 1, group=64)                      # depthwise, stride 2
+    nodes.append(helper.make_node("AveragePool", ["d2", ], ["ap"], kernel_shape=[2, 2], strides=[1, 1]))
+    d2 = cur["d2"]
+    cur["ap"] = (d2[:, :, :-1, :-1] + d2[:, :, 1:, :-1] + d2[:, :, :-1, 1:] + d2[:, :, 1:, 1:]) / 4
+    scale = param("scale", (64, 1, 1), 1.0)
+    nodes.append(helper.make_node("Mul", ["ap", "scale"], ["m1"])); cur["m1"] = cur["ap"] * scale
+    nodes.append(helper.make_node("GlobalAveragePool", ["m1"], ["g"])); cur["g"] = cur["m1"].mean(axis=(2, 3), keepdims=True)
+    nodes.append(helper.make_node("Flatten", ["g"], ["f"])); cur["f"] = cur["g"].reshape(2, 64)
+    fw, fb = param("fc_w", (10, 64), 0.2), param("fc_b", (10,), 0.1)
+    nodes.append(helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], transB=1)); y = cur["f"] @ fw.T + fb
+    inits = [numpy_helper.from_array(v, k) for k, v in P.items()]
+    inits += [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")]
+    g_ = helper.make_graph(nodes, "blocked_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10]),
+                            helper.make_tensor_value_info("cat", TensorProto.FLOAT, list(cur["cat"].shape))], inits)
+    save_case(root, "blocked_cnn", helper.make_model(g_, opset_imports=[helper.make_opsetid("", 13)]),
+              [([("x", x)], [("y", y.astype(np.float32)), ("cat", cur["cat"].astype(np.float32))])])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--conformance", required=True)
@@ -1110,6 +1198,7 @@ def main():
         for case in GRIDSAMPLE:
             write_gridsample(root, case, rng)
         write_concat_in_place(root, rng)
+        write_blocked_cnn(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

@@ -628,6 +628,29 @@ def case(name):
         return [(blocked(x, 8), False), (w, True), (b, True), (blocked(r, 8), False)], [
             ("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], \
             [blocked(y, 8).astype(f32)]
+    if name == "conv_nchwc_blocked_in_only":
+        # NCHW16c in, NCHW out (24 channels fill no block of 16): 3x3 stride 2 padding 1 on 9x12, + residual
+        x, w, b, r = rnd((1, 32, 9, 12)), rnd((24, 32, 3, 3)), rnd((24,)), rnd((1, 24, 5, 6))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "data_layout": "NCHW16c"}
+        y = conv2d(x, w, b, [2, 2], [1, 1, 1, 1], [1, 1], 1) + r
+        return [(blocked(x, 16), False), (w, True), (b, True), (r, False)], [
+            ("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"])], [y.astype(f32)]
+    if name == "conv_winograd_nchwc_residual":
+        # Winograd from NCHW16c to NCHW16c (at 16 lanes; the channel-blocked kernel at others):
+        # 3x3 padding 1 on 18x19 (5x5 tiles, the last row and column partial), 16 -> 32, batch 2,
+        # + residual, relu
+        x, w, b, r = rnd((2, 16, 18, 19)), rnd((32, 16, 3, 3)), rnd((32,)), rnd((2, 32, 18, 19))
+        a = {"padding": [1, 1, 1, 1], "data_layout": "NCHW16c", "out_layout": "NCHW16c"}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1) + r, 0)
+        return [(blocked(x, 16), False), (w, True), (b, True), (blocked(r, 16), False)], [
+            ("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])], \
+            [blocked(y, 16).astype(f32)]
+    if name == "conv_winograd_nchw_in_nchwc_out":
+        # Winograd from NCHW to NCHW16c: 3x3 unpadded on 21x17, 24 -> 16
+        x, w = rnd((1, 24, 21, 17)), rnd((16, 24, 3, 3))
+        a = {"out_layout": "NCHW16c"}
+        y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
+        return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 16).astype(f32)]
     if name == "conv_nchwc_pointwise":
         # 1x1 stride 1 (the image as one row) on 9x11, NCHW16c 32 -> 48, no bias
         x, w = rnd((1, 32, 9, 11)), rnd((48, 32, 1, 1))

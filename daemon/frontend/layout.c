@@ -1,0 +1,314 @@
+/* layout.c: blocked channels (docs/layouts.md). For a target whose vectors hold b float32 lanes,
+ * the convolutions of main and what lies between them move to NCHW<b>c, [N, C/b, H, W, b]: a
+ * convolution's accumulators are then a block of channels of one pixel, stored as one vector, and
+ * its next convolution reads them where they are. Layout changes stay at the edges of the blocked
+ * region: where an NCHW consumer (a reshape, a region of another kind, main's result) takes a
+ * blocked value, one transpose brings it back, once for all such consumers.
+ *
+ * Each node of main may have two forms: its NCHW value (plain) and its blocked value (blk).
+ * Walking main in order:
+ *  - nn.conv2d, float32, constant weight, one group or depthwise: blocked output when its output
+ *    channels fill blocks; blocked input when its input has a blocked form (for a depthwise
+ *    convolution, always: its input is blocked here if need be). A convolution whose output
+ *    channels do not fill blocks may still read a blocked input.
+ *  - pools and global pools of a blocked input: blocked.
+ *  - element-wise operators (not the per-axis quantization ones) whose operands are blocked values
+ *    of the result's own shape, scalars, or constants per channel ([C, 1, 1], [1, C, 1, 1],
+ *    blocked here at compile time), with at least one blocked: blocked.
+ *  - concatenate along the channels of blocked values: blocked.
+ *  - anything else reads the plain form of its arguments, made when first asked for.
+ * Runs after partitioning (only main's own operators move; a region's call reads plain values)
+ * and before fusion. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend_internal.h"
+
+typedef struct lay {
+    tth_relay_module *m;
+    int64_t b;
+    tth_rexpr **plain, **blk; /* by original node id */
+    tth_diag *diag;
+    int changed;
+} lay;
+
+static json_t *ints_json(const int64_t *v, int n)
+{
+    return tth__json_ints(v, n);
+}
+
+static int is_f32_nchw(const tth_rexpr *e)
+{
+    return e->type.nfields < 0 && e->type.tensor.rank == 4 && e->type.tensor.dtype == TTH_F32;
+}
+
+/* NCHW x -> [N, C/b, H, W, b]: reshape to [N, C/b, b, H, W], then move the block innermost */
+static tth_rexpr *to_blocked(lay *L, tth_rexpr *x)
+{
+    const int64_t *s = x->type.tensor.shape;
+    int64_t shp[5] = {s[0], s[1] / L->b, L->b, s[2], s[3]}, axes[5] = {0, 1, 3, 4, 2};
+    json_t *ra = json_object(), *ta = json_object();
+    if (ra)
+        json_object_set_new(ra, "newshape", ints_json(shp, 5));
+    if (ta)
+        json_object_set_new(ta, "axes", ints_json(axes, 5));
+    tth_rexpr *r = tth_relay_call(L->m, TTH_OP_RESHAPE, &x, 1, ra, L->diag);
+    return r ? tth_relay_call(L->m, TTH_OP_TRANSPOSE, &r, 1, ta, L->diag) : NULL;
+}
+
+/* [N, C/b, H, W, b] -> NCHW */
+static tth_rexpr *to_plain(lay *L, tth_rexpr *y)
+{
+    const int64_t *s = y->type.tensor.shape;
+    int64_t axes[5] = {0, 1, 4, 2, 3}, shp[4] = {s[0], s[1] * s[4], s[2], s[3]};
+    json_t *ta = json_object(), *ra = json_object();
+    if (ta)
+        json_object_set_new(ta, "axes", ints_json(axes, 5));
+    if (ra)
+        json_object_set_new(ra, "newshape", ints_json(shp, 4));
+    tth_rexpr *t = tth_relay_call(L->m, TTH_OP_TRANSPOSE, &y, 1, ta, L->diag);
+    return t ? tth_relay_call(L->m, TTH_OP_RESHAPE, &t, 1, ra, L->diag) : NULL;
+}
+
+/* the plain form of original node e (made from its blocked form when first asked for) */
+static tth_rexpr *plain_of(lay *L, const tth_rexpr *e)
+{
+    if (!L->plain[e->id] && L->blk[e->id])
+        L->plain[e->id] = to_plain(L, L->blk[e->id]);
+    return L->plain[e->id];
+}
+
+static char *layout_name(int64_t b, char *buf, size_t len)
+{
+    snprintf(buf, len, "NCHW%lldc", (long long)b);
+    return buf;
+}
+
+static json_t *attrs_with(const json_t *attrs, const char *k1, const char *v1, const char *k2, const char *v2)
+{
+    json_t *a = attrs ? json_deep_copy(attrs) : json_object();
+    if (a && k1)
+        json_object_set_new(a, k1, json_string(v1));
+    if (a && k2)
+        json_object_set_new(a, k2, json_string(v2));
+    return a;
+}
+
+/* a convolution in blocked channels, or NULL (no diag) when it stays NCHW */
+static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e, tth_rexpr *const *args, size_t na)
+{
+    const tth_rexpr *x = e->u.call.args[0], *w = e->u.call.args[1];
+    if (!is_f32_nchw(e) || !is_f32_nchw(x) || w->kind != TTH_REXPR_CONST || json_object_get(e->u.call.attrs, "data_layout") ||
+        json_object_get(e->u.call.attrs, "out_layout"))
+        return NULL;
+    tth_window_attrs wa;
+    if (tth_window_attrs_of(TTH_OP_CONV2D, e->u.call.attrs, &wa, NULL) != 0)
+        return NULL;
+    int64_t C = x->type.tensor.shape[1], O = e->type.tensor.shape[1], b = L->b;
+    int depthwise = wa.groups == C && O == C;
+    if (wa.groups != 1 && !depthwise)
+        return NULL;
+    int out_blk = O % b == 0, in_blk = L->blk[x->id] != NULL;
+    if (depthwise && (!out_blk || C % b))
+        return NULL;
+    if (!out_blk && !in_blk)
+        return NULL;
+    tth_rexpr *xin = in_blk ? L->blk[x->id] : args[0];
+    if (depthwise && !in_blk) {
+        xin = to_blocked(L, args[0]);
+        in_blk = 1;
+        if (!xin)
+            return NULL;
+    }
+    char ln[32], ln2[32];
+    json_t *a = attrs_with(e->u.call.attrs, in_blk ? "data_layout" : NULL, layout_name(b, ln, sizeof ln),
+                           out_blk ? "out_layout" : NULL, layout_name(b, ln2, sizeof ln2));
+    tth_rexpr *nargs[3] = {xin, args[1], na > 2 ? args[2] : NULL};
+    tth_rexpr *r = tth_relay_call(L->m, TTH_OP_CONV2D, nargs, na, a, L->diag);
+    if (r && !out_blk) { /* blocked input, NCHW output: the plain form itself */
+        L->plain[e->id] = r;
+        return NULL;
+    }
+    return r;
+}
+
+/* a constant per channel ([C, 1, 1] or [1, C, 1, 1]) as [1, C/b, 1, 1, b], or NULL */
+static tth_rexpr *channel_const_blocked(lay *L, const tth_rexpr *k, int64_t C)
+{
+    const tth_ttype *t = &k->type.tensor;
+    if (k->kind != TTH_REXPR_CONST || t->dtype != TTH_F32 || tth_ttype_numel(t) != C || C % L->b)
+        return NULL;
+    if (!(t->rank == 3 && t->shape[0] == C) && !(t->rank == 4 && t->shape[1] == C))
+        return NULL;
+    tth_ttype bt = {.dtype = TTH_F32, .rank = 5, .shape = {1, C / L->b, 1, 1, L->b}};
+    tth_tensor *v = tth_tensor_new(&bt, k->u.constant.value->data); /* the same order: c = blk*b + lane */
+    return v ? tth_relay_const(L->m, v, NULL) : NULL;
+}
+
+/* an element-wise call with blocked operands, or NULL when it stays NCHW */
+static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
+{
+    tth_op op = e->u.call.op;
+    if (!tth_op_is_elementwise(op) || op == TTH_OP_QUANTIZE || op == TTH_OP_DEQUANTIZE || op == TTH_OP_REQUANTIZE ||
+        e->type.nfields >= 0 || e->type.tensor.rank != 4 || e->u.call.nargs > 3)
+        return NULL;
+    const tth_ttype *out = &e->type.tensor;
+    int any = 0;
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        any |= L->blk[e->u.call.args[i]->id] && tth_ttype_equal(&e->u.call.args[i]->type.tensor, out);
+    if (!any || out->shape[1] % L->b)
+        return NULL;
+    tth_rexpr *nargs[3];
+    for (size_t i = 0; i < e->u.call.nargs; i++) {
+        const tth_rexpr *a = e->u.call.args[i];
+        const tth_ttype *at = &a->type.tensor;
+        if (a->type.nfields >= 0)
+            return NULL;
+        if (L->blk[a->id] && at->rank == 4 && at->shape[0] == out->shape[0] && at->shape[1] == out->shape[1] &&
+            at->shape[2] == out->shape[2] && at->shape[3] == out->shape[3])
+            nargs[i] = L->blk[a->id];
+        else if (tth_ttype_numel(at) == 1 && at->rank <= 4)
+            nargs[i] = (tth_rexpr *)a; /* a scalar broadcasts into any layout */
+        else if (!(nargs[i] = channel_const_blocked(L, a, out->shape[1])))
+            return NULL;
+    }
+    return tth_relay_call(L->m, op, nargs, e->u.call.nargs, json_incref(e->u.call.attrs), L->diag);
+}
+
+/* the blocked form of call e, or NULL when it has none (then it is rebuilt on plain arguments) */
+static tth_rexpr *visit_call(lay *L, const tth_rexpr *e, tth_rexpr *const *args, size_t na)
+{
+    char ln[32];
+    const tth_rexpr *x = na ? e->u.call.args[0] : NULL;
+    switch (e->u.call.op) {
+    case TTH_OP_CONV2D:
+        return conv_blocked(L, e, args, na);
+    case TTH_OP_MAX_POOL2D:
+    case TTH_OP_AVG_POOL2D:
+    case TTH_OP_GLOBAL_AVG_POOL2D:
+    case TTH_OP_GLOBAL_MAX_POOL2D:
+        if (!L->blk[x->id] || !is_f32_nchw(e) || json_object_get(e->u.call.attrs, "layout"))
+            return NULL;
+        return tth_relay_call(L->m, e->u.call.op, &L->blk[x->id], 1,
+                              attrs_with(e->u.call.attrs, "layout", layout_name(L->b, ln, sizeof ln), NULL, NULL), L->diag);
+    case TTH_OP_CONCATENATE: {
+        int64_t axis = 0;
+        const json_t *ax = json_object_get(e->u.call.attrs, "axis");
+        if (!is_f32_nchw(e) || !json_is_integer(ax))
+            return NULL;
+        axis = json_integer_value(ax);
+        if (axis != 1 && axis != -3)
+            return NULL;
+        tth_rexpr **nargs = calloc(na ? na : 1, sizeof *nargs);
+        if (!nargs)
+            return NULL;
+        size_t i = 0;
+        for (; i < na && L->blk[e->u.call.args[i]->id]; i++)
+            nargs[i] = L->blk[e->u.call.args[i]->id];
+        tth_rexpr *r = NULL;
+        if (i == na) {
+            json_t *a = json_deep_copy(e->u.call.attrs);
+            if (a)
+                json_object_set_new(a, "axis", json_integer(1));
+            r = tth_relay_call(L->m, TTH_OP_CONCATENATE, nargs, na, a, L->diag);
+        }
+        free(nargs);
+        return r;
+    }
+    default:
+        return pointwise_blocked(L, e);
+    }
+}
+
+int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag)
+{
+    tth_relay_function *fn = m ? tth_relay_module_main(m) : NULL;
+    if (!fn)
+        return tth_diag_set(diag, TTH_EINVAL, NULL, "the module has no main function");
+    if (block < 2 || block > TTH_LAYOUT_MAX_BLOCK)
+        return 0;
+    tth_rexpr **nodes = NULL;
+    int64_t n = tth_relay_topo(m, fn, &nodes);
+    if (n < 0)
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+    uint32_t mx = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (nodes[i]->id > mx)
+            mx = nodes[i]->id;
+    lay L = {.m = m, .b = block, .diag = diag};
+    L.plain = calloc((size_t)mx + 1, sizeof *L.plain);
+    L.blk = calloc((size_t)mx + 1, sizeof *L.blk);
+    tth_rexpr **tmp = NULL;
+    size_t tmpcap = 0;
+    int rc = 0;
+    if (!L.plain || !L.blk) {
+        rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < n && !rc; i++) {
+        tth_rexpr *e = nodes[i];
+        if (e->kind == TTH_REXPR_VAR || e->kind == TTH_REXPR_CONST) {
+            L.plain[e->id] = e;
+            continue;
+        }
+        tth_relay_set_span(m, e->span);
+        tth_rexpr *const *args;
+        size_t na = tth__node_args(e, &args);
+        if (na > tmpcap) {
+            tth_rexpr **t2 = realloc(tmp, na * sizeof *tmp);
+            if (!t2) {
+                rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
+                break;
+            }
+            tmp = t2;
+            tmpcap = na;
+        }
+        /* the plain arguments, for the conv's weight and bias and for every NCHW rebuild */
+        int changed = 0;
+        for (size_t k = 0; k < na; k++) {
+            if (!(tmp[k] = plain_of(&L, args[k]))) {
+                rc = diag && diag->code ? diag->code : tth_diag_set(diag, TTH_EINTERNAL, e->span, "layout: no value");
+                break;
+            }
+            changed |= tmp[k] != args[k];
+        }
+        if (rc)
+            break;
+        if (e->kind == TTH_REXPR_CALL && !e->u.call.fn) {
+            tth_rexpr *b = visit_call(&L, e, tmp, na);
+            if (!b && diag && diag->code) {
+                rc = diag->code;
+                break;
+            }
+            if (b) {
+                L.blk[e->id] = b;
+                L.changed = 1;
+                continue;
+            }
+            if (L.plain[e->id]) { /* conv_blocked made it (blocked input, NCHW output) */
+                L.changed = 1;
+                continue;
+            }
+        }
+        tth_rexpr *r = changed ? tth__rebuild(m, e, tmp, na, diag) : e;
+        if (!r) {
+            rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
+            break;
+        }
+        L.plain[e->id] = r;
+    }
+    if (!rc) {
+        tth_rexpr *body = plain_of(&L, fn->body);
+        if (!body)
+            rc = diag && diag->code ? diag->code : tth_diag_set(diag, TTH_EINTERNAL, NULL, "layout: no result");
+        else
+            fn->body = body;
+    }
+    tth_relay_set_span(m, NULL);
+done:
+    free(L.plain);
+    free(L.blk);
+    free(tmp);
+    return rc;
+}
