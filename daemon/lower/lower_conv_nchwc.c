@@ -1,7 +1,8 @@
 /* lower_conv_nchwc.c: the depthwise convolution on NCHW<b>c tensors (docs/layouts.md, and
  * docs/lowering.md "Depthwise kernel in blocked channels").
  *
- * Input [N, C/b, H, W, b], weight [C, 1, KH, KW] packed at compile time as [C/b][KH][KW][b],
+ * Input [N, C/b, H, W, b], weight [C, 1, KH, KW] packed at compile time as [C/b][KH][KW][b] (a
+ * weight computed at run time is read in place, each tap's vector a strided load),
  * output [N, C/b, OH, OW, b]. A vector is the b channels of one pixel, so every tap of every
  * pixel is one contiguous load, whatever the stride; a tile is RW pixels of one output row:
  *     for kh (rows inside the image), kw:  w = wp[c1, kh, kw][0:b]
@@ -55,9 +56,13 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
         if (lw_append(c, &upd, st))
             return NULL;
     }
-    tth_texpr *wat = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH)), kh.e), lw_i(c, p->KW)), kw.e),
-                            lw_i(c, b));
-    tth_tstmt *taps = lw_let(c, vw, tth_tir_vload(c->m, k->w, wat, b, 0), upd);
+    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e), *wv;
+    if (k->wpacked) /* [C/b][KH][KW][b] */
+        wv = tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap), lw_i(c, b)), b, 0);
+    else /* the weight as computed, [C, 1, KH, KW]: the block's channels KH*KW apart */
+        wv = tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, c1, lw_i(c, b * p->KH * p->KW)), tap),
+                                                   p->KH * p->KW, b));
+    tth_tstmt *taps = lw_let(c, vw, wv, upd);
     taps = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, taps);
     /* row ih of the image, when inside it: its first element */
     tth_texpr *ih = lw_ref(c, vih);
@@ -105,8 +110,7 @@ int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, cons
     (void)c;
     (void)s;
     lw_conv_p p;
-    return tk_conv_f32_any(call, &p) && p.ob && p.xb == p.ob && p.groups == p.C && p.O == p.C &&
-           lw_arg(call, 1)->kind == TTH_REXPR_CONST;
+    return tk_conv_f32_any(call, &p) && p.ob && p.xb == p.ob && p.groups == p.C && p.O == p.C;
 }
 
 tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -117,7 +121,9 @@ tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_si
         return lw_fail(c, TTH_EINTERNAL, call, "conv2d/depthwise-nchwc does not apply"), NULL;
     tk_init(&k, c, call, &p, s);
     k.vl = (int)p.ob;
-    if (!(k.x = lw_buf(c, lw_arg(call, 0))) || !(k.w = dwb_pack(&k, lw_arg(call, 1)->u.constant.value)))
+    const tth_rexpr *wa = lw_arg(call, 1);
+    k.wpacked = wa->kind == TTH_REXPR_CONST;
+    if (!(k.x = lw_buf(c, lw_arg(call, 0))) || !(k.w = k.wpacked ? dwb_pack(&k, wa->u.constant.value) : lw_buf(c, wa)))
         return NULL;
     /* the columns whose every tap is inside the row: [owl, owr) */
     int64_t owl = (p.pl + p.sw - 1) / p.sw, last = p.W - 1 + p.pl - (p.KW - 1) * p.dw;

@@ -28,6 +28,8 @@ typedef struct tk {
     int64_t wH;
     tth_texpr *n;            /* image index */
     tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
+    int wpacked;             /* depthwise NCHW<b>c: w is the constant weight packed at compile time
+                                (else the weight as computed) */
     int64_t Cg, Og;
     int vl;                  /* lanes */
     int64_t NB;              /* blocks of vl output channels per group */

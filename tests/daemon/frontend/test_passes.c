@@ -493,3 +493,114 @@ Test(passes, long_chains_fuse_in_linear_time, .timeout = 60)
     cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
     tth_relay_module_free(m);
 }
+
+/* x[1,3,12,12] -> Conv 3->16 3x3 -> Relu -> depthwise 3x3 -> Conv 1x1 16->12 -> Conv 1x1 12->16
+ * -> Add(relu) -> MaxPool 2x2 -> GlobalAveragePool -> Flatten -> y; weights random */
+static tth_relay_module *blocked_model(void)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 3, 12, 12};
+    ob_input(&b, "x", xd, 4);
+    static const struct { const char *name; int64_t o, c, k; } ws[] = {
+        {"w1", 16, 3, 3}, {"wd", 16, 1, 3}, {"w2", 12, 16, 1}, {"w3", 16, 12, 1}};
+    for (size_t i = 0; i < 4; i++) {
+        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, n = d[0] * d[1] * d[2] * d[3];
+        float *w = malloc((size_t)n * sizeof *w);
+        for (int64_t j = 0; j < n; j++)
+            w[j] = frand();
+        ob_init_f32(&b, ws[i].name, d, 4, w);
+        free(w);
+    }
+    Onnx__NodeProto *c1 = ob_node(&b, "Conv", "c1", "x,w1", "a");
+    ob_attr_ints(&b, c1, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_node(&b, "Relu", "r1", "a", "r");
+    Onnx__NodeProto *dw = ob_node(&b, "Conv", "dw", "r,wd", "d");
+    ob_attr_ints(&b, dw, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_attr_i(&b, dw, "group", 16);
+    ob_node(&b, "Conv", "c2", "d,w2", "e");
+    ob_node(&b, "Conv", "c3", "e,w3", "f");
+    ob_node(&b, "Add", "add", "f,r", "g");
+    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "mp", "g", "p");
+    ob_attr_ints(&b, mp, "kernel_shape", (int64_t[]){2, 2}, 2);
+    ob_attr_ints(&b, mp, "strides", (int64_t[]){2, 2}, 2);
+    ob_node(&b, "GlobalAveragePool", "gap", "p", "q");
+    ob_node(&b, "Flatten", "fl", "q", "y");
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
+    return m;
+}
+
+/* the layout pass (docs/layouts.md): blocked from the first convolution to the global pool, the
+ * 12-channel tensor NCHW, one layout change (before the flatten); the same numbers as NCHW */
+Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
+{
+    lcg = 777;
+    tth_relay_module *plain = blocked_model();
+    lcg = 777;
+    tth_relay_module *m = blocked_model();
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_alter_layout(m, 8, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    char *text = tth_relay_print(m);
+    cr_assert_eq(count_op(m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    int convs = 0, blocked_out = 0, blocked_in = 0, pools = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tth_rexpr *e = nodes[i];
+        if (e->kind != TTH_REXPR_CALL)
+            continue;
+        const json_t *a = e->u.call.attrs;
+        if (e->u.call.op == TTH_OP_CONV2D) {
+            convs++;
+            blocked_in += tth_layout_block(json_object_get(a, "data_layout")) == 8;
+            blocked_out += tth_layout_block(json_object_get(a, "out_layout")) == 8;
+        }
+        if (e->u.call.op == TTH_OP_MAX_POOL2D || e->u.call.op == TTH_OP_GLOBAL_AVG_POOL2D)
+            pools += tth_layout_block(json_object_get(a, "layout")) == 8 && e->type.tensor.rank == 5;
+    }
+    cr_assert_eq(convs, 4, "%s", text);
+    cr_assert_eq(blocked_out, 3, "every convolution but the 12-channel one writes blocks:\n%s", text);
+    cr_assert_eq(blocked_in, 2, "the depthwise and the 16->12 convolutions read blocks:\n%s", text);
+    cr_assert_eq(pools, 2, "%s", text);
+    free(text);
+    /* the numbers: both modules evaluated by the constant folder on the same input */
+    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 12, 12}};
+    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
+    for (int i = 0; i < 432; i++)
+        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
+    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
+    cr_assert(tth_ttype_equal(&want->type, &got->type));
+    for (int i = 0; i < 16; i++) {
+        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
+        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%d]: %g blocked, %g NCHW", i, g, w);
+    }
+    tth_tensor_unref(want);
+    tth_tensor_unref(got);
+    tth_tensor_unref(x);
+    tth_tensor_unref(x2);
+    tth_relay_module_free(plain);
+    tth_relay_module_free(m);
+}
+
+/* a block of 0 or 1 (scalar code) leaves the module as it was */
+Test(passes, layout_leaves_scalar_targets_alone)
+{
+    lcg = 777;
+    tth_relay_module *m = blocked_model();
+    char *before = tth_relay_print(m);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_alter_layout(m, 1, &d), 0, "%s", d.message);
+    char *after = tth_relay_print(m);
+    cr_assert_str_eq(after, before);
+    free(before);
+    free(after);
+    tth_relay_module_free(m);
+}

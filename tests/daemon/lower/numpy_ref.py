@@ -681,6 +681,13 @@ def case(name):
              "out_layout": "NCHW8c"}
         y = conv2d(x, w, None, [2, 2], [2, 1, 2, 3], [1, 2], 16)
         return [(blocked(x, 8), False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 8).astype(f32)]
+    if name == "conv_nchwc_depthwise_runtime_weight":
+        # a depthwise weight computed at run time (read in place, not packed): 3x3 stride 2
+        # padding 1, NCHW16c, 16 channels on 9x10
+        x, w = rnd((1, 16, 9, 10)), rnd((16, 1, 3, 3))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 16, "data_layout": "NCHW16c", "out_layout": "NCHW16c"}
+        y = conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 16)
+        return [(blocked(x, 16), False), (w, False)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 16).astype(f32)]
     if name == "max_pool_nchwc":
         x = rnd((2, 32, 9, 10))
         a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1], "ceil_mode": True, "layout": "NCHW16c"}

@@ -131,6 +131,22 @@ static const op_case cases[] = {
     {TTH_OP_CONV2D, F "[3,8,8]; " F "[4,3,3,3]", NULL,
      "!nn.conv2d: argument 0 must have rank 4 (NCHW), got rank 3 (arguments: float32[3, 8, 8], float32[4, 3, 3, 3])"},
     {TTH_OP_CONV2D, F "[1,3,8,8]", NULL, "!nn.conv2d: expected 2 to 3 arguments, got 1"},
+    /* blocked channels (docs/layouts.md) */
+    {TTH_OP_CONV2D, F "[1,2,8,8,16]; " F "[48,32,3,3]; " F "[48]", "{\"data_layout\": \"NCHW16c\", \"out_layout\": \"NCHW16c\"}",
+     F "[1, 3, 6, 6, 16]"},
+    {TTH_OP_CONV2D, F "[1,3,9,9]; " F "[32,3,3,3]", "{\"strides\": [2,2], \"out_layout\": \"NCHW8c\"}", F "[1, 4, 4, 4, 8]"},
+    {TTH_OP_CONV2D, F "[1,4,5,5,4]; " F "[12,16,1,1]", "{\"data_layout\": \"NCHW4c\", \"out_layout\": \"NCHW\"}",
+     F "[1, 12, 5, 5]"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[24,3,3,3]", "{\"out_layout\": \"NCHW16c\"}",
+     "!nn.conv2d: 24 output channels do not fill blocks of 16 (out_layout NCHW16c) (arguments: float32[1, 3, 8, 8], "
+     "float32[24, 3, 3, 3])"},
+    {TTH_OP_CONV2D, F "[1,2,8,8,8]; " F "[16,16,3,3]", "{\"data_layout\": \"NCHW16c\"}",
+     "!nn.conv2d: argument 0 must have rank 5 with 16 channels innermost (data_layout NCHW16c) (arguments: "
+     "float32[1, 2, 8, 8, 8], float32[16, 16, 3, 3])"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[16,3,3,3]", "{\"out_layout\": \"NHWC\"}",
+     "!nn.conv2d: attribute 'out_layout' must be \"NCHW\" or \"NCHW<b>c\" with b from 2 to 64, got NHWC"},
+    {TTH_OP_CONV2D, F "[1,3,8,8]; " F "[16,3,3,3]", "{\"out_layout\": \"NCHW1c\"}",
+     "!nn.conv2d: attribute 'out_layout' must be \"NCHW\" or \"NCHW<b>c\" with b from 2 to 64, got NCHW1c"},
     {TTH_OP_CONV2D_TRANSPOSE, F "[1,4,5,5]; " F "[4,2,3,3]",
      "{\"strides\": [2,2], \"padding\": [1,1,1,1], \"output_padding\": [1,1]}", F "[1, 2, 10, 10]"},
     {TTH_OP_CONV2D_TRANSPOSE, F "[1,4,5,5]; " F "[4,3,3,3]; " F "[6]", "{\"groups\": 2}", F "[1, 6, 7, 7]"},
@@ -154,6 +170,12 @@ static const op_case cases[] = {
     {TTH_OP_MAX_POOL2D, F "[1,64,112,112]", "{\"pool_size\": [3,3], \"strides\": [2,2], \"padding\": [1,1,1,1]}",
      F "[1, 64, 56, 56]"},
     {TTH_OP_MAX_POOL2D, F "[1,1,6,6]", "{\"pool_size\": [3,3], \"strides\": [2,2]}", F "[1, 1, 2, 2]"},
+    {TTH_OP_MAX_POOL2D, F "[1,2,7,7,16]", "{\"pool_size\": [3,3], \"strides\": [2,2], \"layout\": \"NCHW16c\"}",
+     F "[1, 2, 3, 3, 16]"},
+    {TTH_OP_AVG_POOL2D, F "[1,2,7,7]", "{\"pool_size\": [3,3], \"layout\": \"NCHW16c\"}",
+     "!nn.avg_pool2d: argument 0 must have rank 5 with 16 channels innermost (layout NCHW16c) (arguments: "
+     "float32[1, 2, 7, 7])"},
+    {TTH_OP_GLOBAL_AVG_POOL2D, F "[2,3,7,5,8]", "{\"layout\": \"NCHW8c\"}", F "[2, 3, 1, 1, 8]"},
     {TTH_OP_MAX_POOL2D, F "[1,1,6,6]", "{\"pool_size\": [3,3], \"strides\": [2,2], \"ceil_mode\": true}",
      F "[1, 1, 3, 3]"},
     /* ceil_mode: a last window starting in the right padding is dropped (ONNX) */
