@@ -385,7 +385,12 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
     if (RC > k->NB)
         RC = (int)k->NB;
     /* with groups, a tile must not straddle two groups: RC divides NB; with one group the
-     * last NB % RC blocks are a narrower tile */
+     * last NB % RC blocks are a narrower tile, except for a blocked output (docs/layouts.md),
+     * which takes the largest RC dividing NB (6 blocks: 3, not a tile of 4 and one of 2): one
+     * range of tiles instead of two, half the code for the same work */
+    if (k->p->ob)
+        while (RC > 1 && k->NB % RC)
+            RC--;
     while (k->p->groups > 1 && RC > 1 && k->NB % RC)
         RC /= 2;
     k->RC = RC;
