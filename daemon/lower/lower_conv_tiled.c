@@ -386,11 +386,16 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
         RC = (int)k->NB;
     /* with groups, a tile must not straddle two groups: RC divides NB; with one group the
      * last NB % RC blocks are a narrower tile, except for a blocked output (docs/layouts.md),
-     * which takes the largest RC dividing NB (6 blocks: 3, not a tile of 4 and one of 2): one
-     * range of tiles instead of two, half the code for the same work */
-    if (k->p->ob)
-        while (RC > 1 && k->NB % RC)
-            RC--;
+     * which takes the largest RC dividing NB when that is more than half the widest tile (6
+     * blocks: 3, not a tile of 4 and one of 2): one range of tiles instead of two, half the code
+     * for the same work */
+    if (k->p->ob) {
+        int d = RC;
+        while (d > 1 && k->NB % d)
+            d--;
+        if (2 * d > RC)
+            RC = d;
+    }
     while (k->p->groups > 1 && RC > 1 && k->NB % RC)
         RC /= 2;
     k->RC = RC;
