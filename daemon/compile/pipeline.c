@@ -319,7 +319,16 @@ static int stage_partition(compile_state *s)
 static int stage_layout(compile_state *s)
 {
     tth_vector_shape vs = tth_target_vector_shape(s->part.kinds[s->part.nkinds - 1].target);
-    int rc = vs.f32_lanes >= 4 ? tth_relay_alter_layout(s->rmod, vs.f32_lanes, s->diag) : 0;
+    tth_layout_stats st;
+    int rc = vs.f32_lanes >= 4 ? tth_relay_alter_layout(s->rmod, vs.f32_lanes, &st, s->diag) : 0;
+    if (rc == 0 && vs.f32_lanes >= 4 && st.convs && json_is_true(json_object_get(s->req->options, "explain")) &&
+        s->host.log) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "layout: %d of %d convolutions in blocked channels NCHW%dc, %d layout change%s "
+                 "into blocks and %d back to NCHW (docs/layouts.md)", st.blocked, st.convs, (int)vs.f32_lanes,
+                 st.to_blocked, st.to_blocked == 1 ? "" : "s", st.to_plain);
+        s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+    }
     if (rc == 0 && wants_dump(s, "layout"))
         dump(s, "layout", tth_relay_print(s->rmod));
     return rc;

@@ -75,7 +75,13 @@ int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
  * element-wise operators between them, move to NCHW<block>c, with layout changes only where an
  * NCHW consumer reads a blocked value. block < 2 leaves the module alone. Run after partitioning,
  * before fusion. */
-int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag);
+typedef struct tth_layout_stats {
+    int convs;                /* float32 convolutions of main */
+    int blocked;              /* of them reading or writing blocks */
+    int to_blocked, to_plain; /* layout changes made */
+} tth_layout_stats;
+/* stats may be NULL */
+int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_layout_stats *stats, tth_diag *diag);
 /* Fusion: every op call of "main" ends up inside a function with attrs {"Primitive": 1}, called
  * from main. A primitive function's body is at most one "anchor" call (an op for which
  * tth_op_is_elementwise is false) followed by a DAG of elementwise op calls whose other

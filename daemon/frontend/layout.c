@@ -30,7 +30,7 @@ typedef struct lay {
     int64_t b;
     tth_rexpr **plain, **blk; /* by original node id */
     tth_diag *diag;
-    int changed;
+    tth_layout_stats st;
 } lay;
 
 static json_t *ints_json(const int64_t *v, int n)
@@ -54,6 +54,7 @@ static tth_rexpr *to_blocked(lay *L, tth_rexpr *x)
     if (ta)
         json_object_set_new(ta, "axes", ints_json(axes, 5));
     tth_rexpr *r = tth_relay_call(L->m, TTH_OP_RESHAPE, &x, 1, ra, L->diag);
+    L->st.to_blocked++;
     return r ? tth_relay_call(L->m, TTH_OP_TRANSPOSE, &r, 1, ta, L->diag) : NULL;
 }
 
@@ -68,6 +69,7 @@ static tth_rexpr *to_plain(lay *L, tth_rexpr *y)
     if (ra)
         json_object_set_new(ra, "newshape", ints_json(shp, 4));
     tth_rexpr *t = tth_relay_call(L->m, TTH_OP_TRANSPOSE, &y, 1, ta, L->diag);
+    L->st.to_plain++;
     return t ? tth_relay_call(L->m, TTH_OP_RESHAPE, &t, 1, ra, L->diag) : NULL;
 }
 
@@ -96,11 +98,15 @@ static json_t *attrs_with(const json_t *attrs, const char *k1, const char *v1, c
 }
 
 /* a convolution in blocked channels, or NULL (no diag) when it stays NCHW */
-static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e, tth_rexpr *const *args, size_t na)
+static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
 {
+    size_t na = e->u.call.nargs;
     const tth_rexpr *x = e->u.call.args[0], *w = e->u.call.args[1];
-    if (!is_f32_nchw(e) || !is_f32_nchw(x) || w->kind != TTH_REXPR_CONST || json_object_get(e->u.call.attrs, "data_layout") ||
+    if (!is_f32_nchw(e) || !is_f32_nchw(x) || json_object_get(e->u.call.attrs, "data_layout") ||
         json_object_get(e->u.call.attrs, "out_layout"))
+        return NULL;
+    L->st.convs++;
+    if (w->kind != TTH_REXPR_CONST)
         return NULL;
     tth_window_attrs wa;
     if (tth_window_attrs_of(TTH_OP_CONV2D, e->u.call.attrs, &wa, NULL) != 0)
@@ -114,9 +120,9 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e, tth_rexpr *const *arg
         return NULL;
     if (!out_blk && !in_blk)
         return NULL;
-    tth_rexpr *xin = in_blk ? L->blk[x->id] : args[0];
-    if (depthwise && !in_blk) {
-        xin = to_blocked(L, args[0]);
+    tth_rexpr *xin = in_blk ? L->blk[x->id] : plain_of(L, x);
+    if (xin && depthwise && !in_blk) {
+        xin = to_blocked(L, xin);
         in_blk = 1;
         if (!xin)
             return NULL;
@@ -124,8 +130,11 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e, tth_rexpr *const *arg
     char ln[32], ln2[32];
     json_t *a = attrs_with(e->u.call.attrs, in_blk ? "data_layout" : NULL, layout_name(b, ln, sizeof ln),
                            out_blk ? "out_layout" : NULL, layout_name(b, ln2, sizeof ln2));
-    tth_rexpr *nargs[3] = {xin, args[1], na > 2 ? args[2] : NULL};
+    tth_rexpr *nargs[3] = {xin, plain_of(L, w), na > 2 ? plain_of(L, e->u.call.args[2]) : NULL};
+    if (!nargs[0] || !nargs[1] || (na > 2 && !nargs[2]))
+        return NULL;
     tth_rexpr *r = tth_relay_call(L->m, TTH_OP_CONV2D, nargs, na, a, L->diag);
+    L->st.blocked += r != NULL;
     if (r && !out_blk) { /* blocked input, NCHW output: the plain form itself */
         L->plain[e->id] = r;
         return NULL;
@@ -168,22 +177,24 @@ static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
         if (L->blk[a->id] && at->rank == 4 && at->shape[0] == out->shape[0] && at->shape[1] == out->shape[1] &&
             at->shape[2] == out->shape[2] && at->shape[3] == out->shape[3])
             nargs[i] = L->blk[a->id];
-        else if (tth_ttype_numel(at) == 1 && at->rank <= 4)
-            nargs[i] = (tth_rexpr *)a; /* a scalar broadcasts into any layout */
-        else if (!(nargs[i] = channel_const_blocked(L, a, out->shape[1])))
+        else if (tth_ttype_numel(at) == 1 && at->rank <= 4) {
+            if (!(nargs[i] = plain_of(L, a))) /* a scalar broadcasts into any layout */
+                return NULL;
+        } else if (!(nargs[i] = channel_const_blocked(L, a, out->shape[1])))
             return NULL;
     }
     return tth_relay_call(L->m, op, nargs, e->u.call.nargs, json_incref(e->u.call.attrs), L->diag);
 }
 
 /* the blocked form of call e, or NULL when it has none (then it is rebuilt on plain arguments) */
-static tth_rexpr *visit_call(lay *L, const tth_rexpr *e, tth_rexpr *const *args, size_t na)
+static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
 {
+    size_t na = e->u.call.nargs;
     char ln[32];
     const tth_rexpr *x = na ? e->u.call.args[0] : NULL;
     switch (e->u.call.op) {
     case TTH_OP_CONV2D:
-        return conv_blocked(L, e, args, na);
+        return conv_blocked(L, e);
     case TTH_OP_MAX_POOL2D:
     case TTH_OP_AVG_POOL2D:
     case TTH_OP_GLOBAL_AVG_POOL2D:
@@ -221,8 +232,10 @@ static tth_rexpr *visit_call(lay *L, const tth_rexpr *e, tth_rexpr *const *args,
     }
 }
 
-int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag)
+int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_layout_stats *stats, tth_diag *diag)
 {
+    if (stats)
+        memset(stats, 0, sizeof *stats);
     tth_relay_function *fn = m ? tth_relay_module_main(m) : NULL;
     if (!fn)
         return tth_diag_set(diag, TTH_EINVAL, NULL, "the module has no main function");
@@ -253,6 +266,20 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag)
             continue;
         }
         tth_relay_set_span(m, e->span);
+        if (e->kind == TTH_REXPR_CALL && !e->u.call.fn) {
+            tth_rexpr *b = visit_call(&L, e);
+            if (!b && diag && diag->code) {
+                rc = diag->code;
+                break;
+            }
+            if (b) {
+                L.blk[e->id] = b;
+                continue;
+            }
+            if (L.plain[e->id]) /* conv_blocked made it (blocked input, NCHW output) */
+                continue;
+        }
+        /* NCHW: the node on the plain forms of its arguments */
         tth_rexpr *const *args;
         size_t na = tth__node_args(e, &args);
         if (na > tmpcap) {
@@ -264,7 +291,6 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag)
             tmp = t2;
             tmpcap = na;
         }
-        /* the plain arguments, for the conv's weight and bias and for every NCHW rebuild */
         int changed = 0;
         for (size_t k = 0; k < na; k++) {
             if (!(tmp[k] = plain_of(&L, args[k]))) {
@@ -275,22 +301,6 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag)
         }
         if (rc)
             break;
-        if (e->kind == TTH_REXPR_CALL && !e->u.call.fn) {
-            tth_rexpr *b = visit_call(&L, e, tmp, na);
-            if (!b && diag && diag->code) {
-                rc = diag->code;
-                break;
-            }
-            if (b) {
-                L.blk[e->id] = b;
-                L.changed = 1;
-                continue;
-            }
-            if (L.plain[e->id]) { /* conv_blocked made it (blocked input, NCHW output) */
-                L.changed = 1;
-                continue;
-            }
-        }
         tth_rexpr *r = changed ? tth__rebuild(m, e, tmp, na, diag) : e;
         if (!r) {
             rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
@@ -306,6 +316,8 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_diag *diag)
             fn->body = body;
     }
     tth_relay_set_span(m, NULL);
+    if (stats)
+        *stats = L.st;
 done:
     free(L.plain);
     free(L.blk);

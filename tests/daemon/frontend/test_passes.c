@@ -545,7 +545,10 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
     tth_relay_module *m = blocked_model();
     tth_diag d;
     tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_alter_layout(m, 8, &d), 0, "%s", d.message);
+    tth_layout_stats st;
+    cr_assert_eq(tth_relay_alter_layout(m, 8, &st, &d), 0, "%s", d.message);
+    cr_assert(st.convs == 4 && st.blocked == 4 && st.to_blocked == 0 && st.to_plain == 1, "%d %d %d %d", st.convs,
+              st.blocked, st.to_blocked, st.to_plain);
     cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
     char *text = tth_relay_print(m);
     cr_assert_eq(count_op(m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
@@ -597,7 +600,7 @@ Test(passes, layout_leaves_scalar_targets_alone)
     char *before = tth_relay_print(m);
     tth_diag d;
     tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_alter_layout(m, 1, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_alter_layout(m, 1, NULL, &d), 0, "%s", d.message);
     char *after = tth_relay_print(m);
     cr_assert_str_eq(after, before);
     free(before);
