@@ -156,6 +156,10 @@ typedef struct cg {
     char reduce_name[32][16];
     int nreduce;
     const unsigned char *written; /* per param of func: stored to */
+    /* emitting a shared body (docs/tir.md, "Functions with the same code"): its data buffers,
+     * which are its parameters instead of constants or workspace slices */
+    const tth_tbuffer **share_data;
+    size_t nshare_data;
     /* constants bound at run time (docs/artifact.md): of at least TTH_BIND_MIN_BYTES bytes, slot k of
      * <bind_prefix>_const_slots is bound[k]; no binding when bind_prefix is NULL */
     const char *bind_prefix;
@@ -296,11 +300,17 @@ static int name_taken(cg *g, const char *s)
 /* Give `key` a C name derived from `base`, unique among the names in scope; `id` disambiguates. */
 static const char *cg_lookup(cg *g, const void *key);
 
+/* a new name for key, hiding any it has (a shared body's parameter for a constant) */
+static const char *cg_bind_new(cg *g, const void *key, const char *base, uint32_t id);
+
 static const char *cg_bind(cg *g, const void *key, const char *base, uint32_t id)
 {
     const char *known = cg_lookup(g, key);
-    if (known)
-        return known;
+    return known ? known : cg_bind_new(g, key, base, id);
+}
+
+static const char *cg_bind_new(cg *g, const void *key, const char *base, uint32_t id)
+{
     if (g->nnames == g->capnames) {
         size_t cap = g->capnames ? g->capnames * 2 : 64;
         cg_name *nn = realloc(g->names, cap * sizeof *nn);
@@ -544,6 +554,9 @@ typedef struct cg_sig {
     const tth_prim_func *f;
     unsigned char *written;
 } cg_sig;
+
+/* A shared body takes at most this many data buffers (more: the functions stay apart) */
+#define C_SHARE_MAX_DATA 256
 
 /* ---- literals --------------------------------------------------------------------------------- */
 
@@ -1242,8 +1255,13 @@ static void emit_stmt_scalar(cg *g, const cg_fctx *fx, const tth_tstmt *s, int d
             text_indent(t, depth);
             tth_strbuf_puts(t, "{\n");
         }
+        int is_data = 0;
+        for (size_t k = 0; k < g->nshare_data && !is_data; k++)
+            is_data = g->share_data[k] == b;
         const char *n = cg_bind(g, b, b->name, b->id);
-        if (b->scope == TTH_SCOPE_REGISTER) {
+        if (is_data) {
+            /* a shared body's workspace slice: its parameter, bound by emit_shared */
+        } else if (b->scope == TTH_SCOPE_REGISTER) {
             /* a small array on the stack (a micro-kernel's accumulators) */
             text_indent(t, inner);
             tth_strbuf_printf(t, "%s %s[%" PRId64 "];\n", ctype_storage(b->dtype), n, tth_tbuffer_numel(b));
@@ -1459,6 +1477,97 @@ static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
         tth_strbuf_puts(t, "    int32_t rc;\n");
     emit_stmt(g, fx, f->body, 1, 1);
     tth_strbuf_puts(t, "    return 0;\n}\n\n");
+    cg_names_pop_to(g, mark);
+    g->func = NULL;
+}
+
+/* The shared body of a class of functions with the same code: the class's first function with
+ * its data buffers (constants, workspace slices) as parameters after the workspace. */
+static void emit_shared_signature(cg *g, const cg_sig *sig, const tth_tir_share *sh, int bind)
+{
+    tth_strbuf *t = &g->out;
+    const tth_prim_func *f = sig->f;
+    tth_strbuf_printf(t, "int32_t %s__shared(", f->name);
+    for (size_t i = 0; i < f->nparams; i++) {
+        const tth_tbuffer *p = f->params[i];
+        const char *n = bind ? cg_bind(g, p, p->name, p->id) : p->name;
+        tth_strbuf_printf(t, "%s%s%s *restrict %s", i ? ", " : "", sig->written[i] ? "" : "const ",
+                          ctype_storage(p->dtype), n);
+    }
+    /* the workspace only for a body that passes it on (its slices among the data are parts of
+     * it, so those are not restrict then) */
+    int ws = has_calls(f->body);
+    if (ws)
+        tth_strbuf_puts(t, f->nparams ? ", uint8_t *ws" : "uint8_t *ws");
+    else if (!sh->ndata && !f->nparams)
+        tth_strbuf_puts(t, "void");
+    for (size_t k = 0; k < sh->ndata; k++) {
+        const tth_tbuffer *d = sh->data[k];
+        char base[64];
+        snprintf(base, sizeof base, "data%zu", k);
+        const char *n = bind ? cg_bind_new(g, d, base, d->id) : base;
+        int c = d->scope == TTH_SCOPE_CONST;
+        tth_strbuf_printf(t, "%s%s%s *%s%s", k || ws || f->nparams ? ", " : "", c ? "const " : "", ctype_storage(d->dtype),
+                          c || !ws ? "restrict " : "", n);
+    }
+    tth_strbuf_puts(t, ")");
+}
+
+static void emit_shared(cg *g, const cg_fctx *fx, const cg_sig *sig, const tth_tir_share *sh)
+{
+    tth_strbuf *t = &g->out;
+    const tth_prim_func *f = sig->f;
+    size_t mark = g->nnames;
+    g->func = f;
+    g->share_data = sh->data;
+    g->nshare_data = sh->ndata;
+    tth_strbuf_puts(t, "/* the code of the functions that call it, each with its own data */\n");
+    emit_shared_signature(g, sig, sh, 1);
+    tth_strbuf_puts(t, "\n{\n");
+    if (has_calls(f->body))
+        tth_strbuf_puts(t, "    int32_t rc;\n");
+    emit_stmt(g, fx, f->body, 1, 1);
+    tth_strbuf_puts(t, "    return 0;\n}\n\n");
+    cg_names_pop_to(g, mark);
+    g->share_data = NULL;
+    g->nshare_data = 0;
+    g->func = NULL;
+}
+
+/* A function of such a class: the shared body on its own parameters and data. */
+static void emit_wrapper(cg *g, const cg_sig *sig, const tth_prim_func *first, const tth_tir_share *sh)
+{
+    tth_strbuf *t = &g->out;
+    const tth_prim_func *f = sig->f;
+    size_t mark = g->nnames;
+    g->func = f;
+    const char *op = f->attrs && json_is_object(f->attrs) ? json_string_value(json_object_get(f->attrs, "op")) : NULL;
+    if (op)
+        tth_strbuf_printf(t, "/* %s */\n", op);
+    emit_signature(g, sig, 1);
+    tth_strbuf_printf(t, "\n{\n    (void)ws;\n    return %s__shared(", first->name);
+    size_t nargs = 0;
+    for (size_t i = 0; i < f->nparams; i++, nargs++) {
+        if (nargs)
+            tth_strbuf_puts(t, ", ");
+        emit_buffer_ref(g, f->params[i]);
+    }
+    if (has_calls(first->body))
+        tth_strbuf_puts(t, nargs++ ? ", ws" : "ws");
+    for (size_t k = 0; k < sh->ndata; k++, nargs++) {
+        const tth_tbuffer *d = sh->data[k];
+        if (nargs)
+            tth_strbuf_puts(t, ", ");
+        if (d->scope == TTH_SCOPE_CONST) {
+            emit_buffer_ref(g, d);
+        } else if (d->offset >= 0) {
+            tth_strbuf_printf(t, "(%s *)(ws + %" PRId64 ")", ctype_storage(d->dtype), d->offset);
+        } else {
+            cg_fail(g, TTH_EINVAL, "buffer '%s' has no workspace offset: memory planning must run before code "
+                    "generation", d->name);
+        }
+    }
+    tth_strbuf_puts(t, ");\n}\n\n");
     cg_names_pop_to(g, mark);
     g->func = NULL;
 }
@@ -1962,6 +2071,8 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     cg_sig *sigs = calloc(mod->nfuncs ? mod->nfuncs : 1, sizeof *sigs);
     if (!sigs)
         return tth_diag_set(diag, TTH_ENOMEM, "c-host tir_to_runtime", "out of memory");
+    tth_tir_share *share = NULL;
+    size_t bodies = 0;
     int rc = 0;
     for (size_t i = 0; i < mod->nfuncs; i++) {
         const tth_prim_func *f = mod->funcs[i];
@@ -2014,6 +2125,12 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
         tth_strbuf_puts(&g.out, "\n");
     g.nglobal_names = g.nnames;
 
+    /* functions with the same code share one body (docs/tir.md) */
+    rc = tth_tir_share_plan(mod, entry, 0, C_SHARE_MAX_DATA, &share, &bodies);
+    if (rc) {
+        tth_diag_set(diag, rc, "c-host tir_to_runtime", "out of memory planning shared code");
+        goto done;
+    }
     /* prototypes, so functions may appear in module order */
     int nproto = 0;
     for (size_t i = 0; i < mod->nfuncs; i++) {
@@ -2021,6 +2138,10 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
             continue;
         emit_signature(&g, &sigs[i], 0);
         tth_strbuf_puts(&g.out, ";\n");
+        if (share[i].rep == i && share[i].members > 1) {
+            emit_shared_signature(&g, &sigs[i], &share[i], 0);
+            tth_strbuf_puts(&g.out, ";\n");
+        }
         nproto++;
     }
     if (nproto)
@@ -2036,8 +2157,15 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     cg_fctx fx = {.sigs = sigs, .nsigs = mod->nfuncs};
     for (size_t i = 0; i < mod->nfuncs && !g.err; i++)
         if (sigs[i].f != entry && !(sigs[i].f->attrs && json_is_true(json_object_get(sigs[i].f->attrs, "extern")))) {
+            const tth_tir_share *first = &share[share[i].rep];
             ranges[nranges].start = g.out.n;
-            emit_func(&g, &fx, &sigs[i]); /* an extern PrimFunc (tth/tir.h) gets only its prototype */
+            if (first->members < 2) {
+                emit_func(&g, &fx, &sigs[i]); /* an extern PrimFunc (tth/tir.h) gets only its prototype */
+            } else {
+                if (share[i].rep == i)
+                    emit_shared(&g, &fx, &sigs[i], &share[i]);
+                emit_wrapper(&g, &sigs[i], mod->funcs[share[i].rep], &share[i]);
+            }
             ranges[nranges++].end = g.out.n;
         }
     if (entry && !g.err) {
@@ -2078,6 +2206,7 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     json_decref(sources);
 
 done:
+    tth_tir_share_free(share, share ? mod->nfuncs : 0);
     for (size_t i = 0; i < mod->nfuncs; i++)
         free(sigs[i].written);
     free(sigs);

@@ -614,25 +614,17 @@ static void note_generic_cpu(const tth_host *host, const json_t *target_in, cons
  * share their code too. */
 #define SHARE_MAX_DATA 256
 
-typedef struct llcg_share {
-    size_t rep;                   /* the class's first function (itself when it is the first) */
-    size_t members;               /* on the first: how many functions the class has */
-    const tth_tbuffer **data;     /* this function's data buffers, in the shared body's order */
-    size_t ndata;
-    int home;                     /* the shard whose module defines it */
-} llcg_share;
-
 typedef struct llcg_plan {
-    llcg_share *f;                /* one per PrimFunc of the module */
+    tth_tir_share *f;             /* one per PrimFunc of the module (tth_tir_share_plan) */
+    int *home;                    /* per PrimFunc: the shard whose module defines it */
     size_t n;
     size_t bodies;                /* function bodies compiled: PrimFuncs less the wrappers' */
 } llcg_plan;
 
 static void plan_free(llcg_plan *p)
 {
-    for (size_t i = 0; p->f && i < p->n; i++)
-        free(p->f[i].data);
-    free(p->f);
+    tth_tir_share_free(p->f, p->n);
+    free(p->home);
     memset(p, 0, sizeof *p);
 }
 
@@ -641,89 +633,14 @@ static int is_extern(const tth_prim_func *f)
     return f->attrs && json_is_true(json_object_get(f->attrs, "extern"));
 }
 
-typedef struct hashed {
-    uint64_t h;
-    size_t i;
-} hashed;
-
-static int hashed_cmp(const void *a, const void *b)
-{
-    const hashed *x = a, *y = b;
-    if (x->h != y->h)
-        return x->h < y->h ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* one side of the pairs tth_tir_func_same_code gave, copied */
-static int keep_side(llcg_share *s, const tth_tbuffer **pairs, size_t np, int side)
-{
-    s->data = np ? malloc(np * sizeof *s->data) : NULL;
-    if (np && !s->data)
-        return TTH_ENOMEM;
-    for (size_t k = 0; k < np; k++)
-        s->data[k] = pairs[2 * k + side];
-    s->ndata = np;
-    return 0;
-}
-
 /* The classes of functions with the same code (plan_homes then gives each function its shard). */
 static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, llcg_plan *p, tth_diag *diag)
 {
     memset(p, 0, sizeof *p);
-    p->n = mod->nfuncs;
-    p->f = calloc(p->n ? p->n : 1, sizeof *p->f);
-    hashed *hs = calloc(p->n ? p->n : 1, sizeof *hs);
-    const tth_tbuffer **pairs = malloc(2 * SHARE_MAX_DATA * sizeof *pairs);
-    size_t *reps = malloc((p->n ? p->n : 1) * sizeof *reps);
-    int rc = p->f && hs && pairs && reps ? 0 : TTH_ENOMEM;
-    size_t nh = 0;
-    for (size_t i = 0; !rc && i < p->n; i++) {
-        const tth_prim_func *f = mod->funcs[i];
-        p->f[i].rep = i;
-        p->f[i].members = 1;
-        if (f != entry && f->body && !is_extern(f)) {
-            hs[nh].h = tth_tir_func_code_hash(f, 0);
-            hs[nh++].i = i;
-        }
-    }
-    if (!rc)
-        qsort(hs, nh, sizeof *hs, hashed_cmp);
-    for (size_t a = 0; !rc && a < nh;) {
-        size_t b = a;
-        while (b < nh && hs[b].h == hs[a].h)
-            b++;
-        size_t nr = 0;
-        for (size_t j = a; !rc && j < b; j++) {
-            size_t i = hs[j].i, np = 0;
-            const tth_prim_func *f = mod->funcs[i];
-            int same = 0;
-            for (size_t r = 0; r < nr && !same; r++) {
-                same = tth_tir_func_same_code(mod->funcs[reps[r]], f, 0, pairs, SHARE_MAX_DATA, &np);
-                if (same == 1) {
-                    llcg_share *first = &p->f[reps[r]];
-                    p->f[i].rep = reps[r];
-                    /* the first function's data buffers are the pairs' other side, in the same
-                     * order: taken at its first match (a function alone needs none) */
-                    if (first->members++ == 1)
-                        rc = keep_side(first, pairs, np, 0);
-                    if (!rc)
-                        rc = keep_side(&p->f[i], pairs, np, 1);
-                } else if (same == TTH_ENOMEM) {
-                    rc = TTH_ENOMEM;
-                } else {
-                    same = 0; /* different, or more data buffers than a shared body takes */
-                }
-            }
-            if (!rc && !same)
-                reps[nr++] = i;
-        }
-        a = b;
-    }
-    for (size_t i = 0; !rc && i < p->n; i++)
-        p->bodies += p->f[i].rep == i;
-    free(hs);
-    free(pairs);
-    free(reps);
+    int rc = tth_tir_share_plan(mod, entry, 0, SHARE_MAX_DATA, &p->f, &p->bodies);
+    p->n = rc ? 0 : mod->nfuncs;
+    if (!rc && !(p->home = calloc(p->n ? p->n : 1, sizeof *p->home)))
+        rc = TTH_ENOMEM;
     if (rc) {
         plan_free(p);
         return tth_diag_set(diag, rc, NULL, "out of memory planning shared code");
@@ -737,13 +654,13 @@ static void plan_homes(llcg_plan *p, const tth_tir_module *mod, const tth_prim_f
 {
     size_t k = 0;
     for (size_t i = 0; i < p->n; i++) {
-        llcg_share *s = &p->f[i];
+        const tth_tir_share *s = &p->f[i];
         if (mod->funcs[i] == entry || nshards <= 1)
-            s->home = 0;
+            p->home[i] = 0;
         else if (s->rep != i)
-            s->home = p->f[s->rep].home;
+            p->home[i] = p->home[s->rep];
         else
-            s->home = (int)(k++ % (size_t)nshards);
+            p->home[i] = (int)(k++ % (size_t)nshards);
     }
 }
 
@@ -767,12 +684,12 @@ static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func 
             host->cancelled && host->cancelled(host->ctx))
             return tth_diag_set(c->diag, TTH_ECANCELLED, NULL, "cancelled");
         const tth_prim_func *f = mod->funcs[i];
-        const llcg_share *s = &plan->f[i];
+        const tth_tir_share *s = &plan->f[i];
         if (is_extern(f))
             continue; /* an extern PrimFunc (tth/tir.h): declared above, defined elsewhere */
-        if (s->home != shard)
+        if (plan->home[i] != shard)
             continue; /* defined by another shard's module; declared above */
-        const llcg_share *first = &plan->f[s->rep];
+        const tth_tir_share *first = &plan->f[s->rep];
         int rc;
         if (first->members < 2) {
             rc = tth__llcg_func(c, f, f == entry);

@@ -315,6 +315,24 @@ TTH_API int tth_tir_func_same_code(const tth_prim_func *a, const tth_prim_func *
                                    const tth_tbuffer **pairs, size_t max_pairs, size_t *npairs);
 TTH_API uint64_t tth_tir_func_code_hash(const tth_prim_func *f, size_t const_min);
 
+/* The classes of a module's functions with the same code, for a code generator that compiles
+ * each class once (docs/tir.md, "Functions with the same code"). share[i] describes function i:
+ * `rep` is the index of its class's first function (i itself for the first, or a function alone),
+ * `members` (on the first) how many functions the class has, `data` this function's data buffers
+ * in the order the shared body takes them (ndata of them; none for a function alone). Functions
+ * without a body, `skip` (the entry) and extern functions (attrs "extern": true) are alone.
+ * *bodies: the bodies to compile (functions less those a shared body stands for). 0 or a TTH_E*
+ * code; free with tth_tir_share_free. */
+typedef struct tth_tir_share {
+    size_t rep;
+    size_t members;
+    const tth_tbuffer **data;
+    size_t ndata;
+} tth_tir_share;
+TTH_API int tth_tir_share_plan(const tth_tir_module *mod, const tth_prim_func *skip, size_t const_min,
+                               size_t max_data, tth_tir_share **share, size_t *bodies);
+TTH_API void tth_tir_share_free(tth_tir_share *share, size_t n);
+
 /* Readable text (malloc'd; free()). */
 TTH_API char *tth_tir_print(const tth_tir_module *m);
 TTH_API char *tth_tir_print_func(const tth_prim_func *f);

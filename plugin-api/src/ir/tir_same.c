@@ -433,3 +433,105 @@ int tth_tir_func_same_code(const tth_prim_func *a, const tth_prim_func *b, size_
     idmap_free(&w.rbufs);
     return w.oom ? TTH_ENOMEM : w.overflow ? TTH_ELIMIT : same;
 }
+
+/* ---- classes of a module (tth_tir_share_plan) ---- */
+
+typedef struct hashed {
+    uint64_t h;
+    size_t i;
+} hashed;
+
+static int hashed_cmp(const void *a, const void *b)
+{
+    const hashed *x = a, *y = b;
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* one side of the pairs tth_tir_func_same_code gave, copied */
+static int keep_side(tth_tir_share *s, const tth_tbuffer **pairs, size_t np, int side)
+{
+    s->data = np ? malloc(np * sizeof *s->data) : NULL;
+    if (np && !s->data)
+        return TTH_ENOMEM;
+    for (size_t k = 0; k < np; k++)
+        s->data[k] = pairs[2 * k + side];
+    s->ndata = np;
+    return 0;
+}
+
+void tth_tir_share_free(tth_tir_share *share, size_t n)
+{
+    for (size_t i = 0; share && i < n; i++)
+        free(share[i].data);
+    free(share);
+}
+
+int tth_tir_share_plan(const tth_tir_module *mod, const tth_prim_func *skip, size_t const_min, size_t max_data,
+                       tth_tir_share **share, size_t *bodies)
+{
+    *share = NULL;
+    *bodies = 0;
+    if (!mod)
+        return TTH_EINVAL;
+    size_t n = mod->nfuncs;
+    tth_tir_share *f = calloc(n ? n : 1, sizeof *f);
+    hashed *hs = calloc(n ? n : 1, sizeof *hs);
+    const tth_tbuffer **pairs = malloc(2 * (max_data ? max_data : 1) * sizeof *pairs);
+    size_t *reps = malloc((n ? n : 1) * sizeof *reps);
+    int rc = f && hs && pairs && reps ? 0 : TTH_ENOMEM;
+    size_t nh = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const tth_prim_func *fn = mod->funcs[i];
+        f[i].rep = i;
+        f[i].members = 1;
+        if (fn != skip && fn->body && !(fn->attrs && json_is_true(json_object_get(fn->attrs, "extern")))) {
+            hs[nh].h = tth_tir_func_code_hash(fn, const_min);
+            hs[nh++].i = i;
+        }
+    }
+    if (!rc)
+        qsort(hs, nh, sizeof *hs, hashed_cmp);
+    for (size_t a = 0; !rc && a < nh;) {
+        size_t b = a;
+        while (b < nh && hs[b].h == hs[a].h)
+            b++;
+        size_t nr = 0;
+        for (size_t j = a; !rc && j < b; j++) {
+            size_t i = hs[j].i, np = 0;
+            int same = 0;
+            for (size_t r = 0; r < nr && !same; r++) {
+                same = tth_tir_func_same_code(mod->funcs[reps[r]], mod->funcs[i], const_min, pairs, max_data, &np);
+                if (same == 1) {
+                    tth_tir_share *first = &f[reps[r]];
+                    f[i].rep = reps[r];
+                    /* the first function's data buffers are the pairs' other side, in the same
+                     * order: taken at its first match (a function alone needs none) */
+                    if (first->members++ == 1)
+                        rc = keep_side(first, pairs, np, 0);
+                    if (!rc)
+                        rc = keep_side(&f[i], pairs, np, 1);
+                } else if (same == TTH_ENOMEM) {
+                    rc = TTH_ENOMEM;
+                } else {
+                    same = 0; /* different, or more data buffers than a shared body takes */
+                }
+            }
+            if (!rc && !same)
+                reps[nr++] = i;
+        }
+        a = b;
+    }
+    free(hs);
+    free(pairs);
+    free(reps);
+    if (rc) {
+        tth_tir_share_free(f, n);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        *bodies += f[i].rep == i;
+    *share = f;
+    return 0;
+}
