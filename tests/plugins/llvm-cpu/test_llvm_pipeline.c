@@ -189,6 +189,45 @@ static void expect_shared_code(const char *cases)
     tth_registry_free(r);
 }
 
+/* The C code generator shares the same way (docs/tir.md): for target c, pointwise_chain's C has
+ * one definition of a shared body and 18 operator functions calling it, and the model still gives
+ * numpy's numbers. Part of conv_kernels_match_numpy. */
+static void expect_shared_c_code(const char *cases)
+{
+    char path[1024], cmd[2048];
+    tth_registry *r = test_registry();
+    json_t *t = parse_target(r, "c");
+    size_t len;
+    snprintf(path, sizeof path, "%s/pointwise_chain/model.onnx", cases);
+    uint8_t *model = test_read_file(path, &len);
+    cr_assert_not_null(model);
+    json_t *opts = json_pack("{s:b}", "build_shared", 0);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "pc", .target = t,
+                               .options = opts, .registry = r};
+    tth_compile_result res;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s", d.message);
+    char dir[512];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.tar", dir);
+    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && cat codegen/host/src/pc_lib*.c > all.c && "
+             "test $(grep -c '^int32_t pc_fused_nn_conv2d_[0-9]*__shared(.*)$' all.c) -eq 1 && "
+             "test $(grep -c 'return pc_fused_nn_conv2d_[0-9]*__shared(' all.c) -eq 18", dir);
+    cr_assert_eq(test_run(cmd), 0, "not one shared body called by 18 convolutions (%s/all.c)", dir);
+    test_rmtree(dir);
+    snprintf(path, sizeof path, "%s/pointwise_chain", cases);
+    tth_case_result cres;
+    tth_case_status st = tth_case_run(path, r, t, &cres);
+    cr_expect_eq(st, TTH_CASE_PASS, "pointwise_chain with 'c': %s", cres.detail);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    free(model);
+    json_decref(t);
+    tth_registry_free(r);
+}
+
 /* Every target-aware convolution kernel (Winograd, in bands on this machine's cores, row-vectorized,
  * depthwise with the phase-split copy and row tiles, pixel-vectorized 1x1 with a pixel tail,
  * channel-blocked) and the row-vectorized pooling in a whole compile, run, against numpy: make_conv_cases.py
@@ -202,6 +241,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
                                         "pointwise_tail", "pointwise_chain", "pools"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     expect_shared_code(dir);
+    expect_shared_c_code(dir);
     test_rmtree(dir);
 }
 
