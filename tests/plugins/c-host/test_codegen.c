@@ -372,3 +372,97 @@ Test(codegen, unplanned_workspace_is_an_error)
     tth_registry_free(r);
     tth_tir_module_free(m);
 }
+
+/* A module whose C is larger than one part (docs/artifact.md, "C sources"), with a class of
+ * functions that share their code (docs/tir.md): 40 different functions of 100 statements
+ * f<i>: y[j] = x[j] * (i + 1) + j, and 6 functions g<k>: y[j] = x[j] + c_k[j] with a constant of
+ * their own. The parts compile cleanly together; g's code is written once and called by all six;
+ * the functions of every part compute their results. */
+Test(codegen, large_module_in_parts_with_shared_bodies)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    int64_t n = 100;
+    tth_diag d;
+    char name[32];
+    for (int i = 0; i < 40; i++) {
+        tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+        tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+        tth_tstmt *body = NULL;
+        for (int64_t j = 0; j < n; j++)
+            tth_tir_seq_append(m, &body, tth_tir_store(m, y, tth_tir_i64(m, j),
+                tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_load(m, x, tth_tir_i64(m, j)),
+                                                         tth_tir_float(m, TTH_F32, i + 1)),
+                            tth_tir_float(m, TTH_F32, (double)j))));
+        tth_tbuffer *p[2] = {x, y};
+        snprintf(name, sizeof name, "f%d", i);
+        cr_assert_not_null(tth_tir_func_add(m, name, p, 2, body, "c", NULL, &d), "%s", d.message);
+    }
+    for (int k = 0; k < 6; k++) {
+        tth_ttype ct = {.dtype = TTH_F32, .rank = 1, .shape = {n}};
+        tth_tensor *cv = tth_tensor_new(&ct, NULL);
+        for (int64_t j = 0; j < n; j++)
+            ((float *)cv->data)[j] = (float)(k * 1000 + j);
+        snprintf(name, sizeof name, "c%d", k);
+        tth_tbuffer *c = tth_tir_const_buffer(m, name, cv);
+        tth_tensor_unref(cv);
+        tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+        tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
+        tth_tvar *j = tth_tir_var(m, "j", TTH_I64);
+        tth_tstmt *body = tth_tir_for(m, j, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
+            tth_tir_store(m, y, tth_tir_ref(m, j), tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_load(m, x, tth_tir_ref(m, j)),
+                                                               tth_tir_load(m, c, tth_tir_ref(m, j)))));
+        tth_tbuffer *p[2] = {x, y};
+        snprintf(name, sizeof name, "g%d", k);
+        cr_assert_not_null(tth_tir_func_add(m, name, p, 2, body, "c", NULL, &d), "%s", d.message);
+    }
+    tth_registry *r = test_registry();
+    const tth_plugin *pl = c_plugin(r);
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_tir_verify(m, &d), 0, "verify: %s", d.message);
+    tth_runtime_module *rt = tth_runtime_module_new("c");
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
+    json_t *target = json_pack("{s:s}", "kind", "c");
+    cr_assert_eq(pl->tir_to_runtime(&host, target, m, rt, &d), 0, "%s", d.message);
+    char dir[512], path[1024], cmd[4096] = "";
+    test_mkdtemp(dir, sizeof dir);
+    size_t nsrc = 0, used = 0;
+    for (size_t i = 0; i < tth_runtime_module_count(rt); i++) {
+        const tth_module_file *f = tth_runtime_module_file(rt, i);
+        if (f->kind != TTH_FILE_C_SOURCE)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, f->name);
+        cr_assert_eq(test_write_file(path, f->data, f->len), 0);
+        used += (size_t)snprintf(cmd + used, sizeof cmd - used, " %s", f->name);
+        nsrc++;
+    }
+    cr_assert_geq(nsrc, 2, "%zu C source for about 250 KB of functions, expected parts", nsrc);
+    char build[4600];
+    snprintf(build, sizeof build, "cd '%s' && cat%s > all.c && test $(grep -c '^int32_t g[0-9]__shared(.*)$' all.c) -eq 1 && "
+             "test $(grep -c 'return g[0-9]__shared(' all.c) -eq 6 && cc -std=c99 -O1 -Wall -Wextra -Werror "
+             "-Wno-unused-parameter -fPIC -shared -o big.so%s -lm", dir, cmd, cmd);
+    cr_assert_eq(test_run(build), 0, "one shared g body called six times, and the parts build cleanly (%s)", dir);
+    snprintf(path, sizeof path, "%s/big.so", dir);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    float x[100], y[100];
+    for (int j = 0; j < 100; j++)
+        x[j] = (float)j * 0.5f;
+    static const char *const fns[] = {"f0", "f17", "f39", "g0", "g3", "g5"};
+    for (size_t q = 0; q < 6; q++) {
+        int32_t (*fn)(const float *, float *, uint8_t *);
+        *(void **)&fn = dlsym(dl, fns[q]);
+        cr_assert_not_null(fn, "%s", fns[q]);
+        cr_assert_eq(fn(x, y, NULL), 0);
+        int k = atoi(fns[q] + 1);
+        for (int j = 0; j < 100; j++) {
+            float want = fns[q][0] == 'f' ? x[j] * (float)(k + 1) + (float)j : x[j] + (float)(k * 1000 + j);
+            cr_assert_float_eq(y[j], want, 1e-4f, "%s: y[%d] = %g, want %g", fns[q], j, y[j], want);
+        }
+    }
+    dlclose(dl);
+    test_rmtree(dir);
+    json_decref(target);
+    tth_runtime_module_free(rt);
+    tth_registry_free(r);
+    tth_tir_module_free(m);
+}
