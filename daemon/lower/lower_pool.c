@@ -88,6 +88,24 @@ static void tap_range(lw_ctx *c, tth_texpr *o, int64_t s, int64_t d, int64_t pad
     *ext = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_sub(c, h, l));
 }
 
+/* An average's divisor at output (oh, ow): the taps inside the image (ex_h x ex_w, the tap
+ * ranges), or with count_include_pad those inside the padded image; at least 1. */
+static tth_texpr *avg_divisor(lw_ctx *c, const pool_p *p, tth_texpr *oh, tth_texpr *ow, tth_texpr *ex_h, tth_texpr *ex_w)
+{
+    tth_texpr *cnt;
+    if (p->count_include_pad) {
+        /* taps inside the padded image: hs + kh*dh <= H + pb - 1 */
+        tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KH),
+                               lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->H + p->pb - 1 + p->pt), lw_mul(c, oh, lw_i(c, p->sh))), p->dh), lw_i(c, 1)));
+        tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KW),
+                               lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->W + p->pr - 1 + p->pl), lw_mul(c, ow, lw_i(c, p->sw))), p->dw), lw_i(c, 1)));
+        cnt = lw_mul(c, ch, cw);
+    } else {
+        cnt = lw_mul(c, ex_h, ex_w);
+    }
+    return lw_bin(c, TTH_TBIN_MAX, cnt, lw_i(c, 1));
+}
+
 /* One output element (nc, oh, ow) of the generic kernel: its taps inside the image accumulated in
  * acc[ai] (the output itself when direct, else a LOCAL scalar), then finished through the sink. */
 static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, tth_tbuffer *acc, int direct,
@@ -124,18 +142,7 @@ static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer 
         return NULL;
     tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), oh, ow};
     if (!is_max) {
-        tth_texpr *cnt;
-        if (p->count_include_pad) {
-            /* taps inside the padded image: hs + kh*dh <= H + pb - 1 */
-            tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KH),
-                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->H + p->pb - 1 + p->pt), lw_mul(c, oh, lw_i(c, p->sh))), p->dh), lw_i(c, 1)));
-            tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KW),
-                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->W + p->pr - 1 + p->pl), lw_mul(c, ow, lw_i(c, p->sw))), p->dw), lw_i(c, 1)));
-            cnt = lw_mul(c, ch, cw);
-        } else {
-            cnt = lw_mul(c, lw_ref(c, veh), lw_ref(c, vew));
-        }
-        tth_texpr *den = lw_cast(c, t, lw_bin(c, TTH_TBIN_MAX, cnt, lw_i(c, 1)));
+        tth_texpr *den = lw_cast(c, t, avg_divisor(c, p, oh, ow, lw_ref(c, veh), lw_ref(c, vew)));
         fin = lw_sink_store(c, s, 0, oidx, lw_bin(c, TTH_TBIN_DIV, tth_tir_load(c->m, acc, ai), den));
     } else if (!direct || s->epi) {
         fin = lw_sink_store(c, s, 0, oidx, tth_tir_load(c->m, acc, ai));
@@ -195,19 +202,9 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_
     tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
                           tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
     tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
-    if (!is_max) {
-        tth_texpr *cnt;
-        if (p->count_include_pad) {
-            tth_texpr *ch = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KH),
-                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->H + p->pb - 1 + p->pt), lw_mul(c, oh, lw_i(c, p->sh))), p->dh), lw_i(c, 1)));
-            tth_texpr *cw = lw_bin(c, TTH_TBIN_MIN, lw_i(c, p->KW),
-                                   lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, p->W + p->pr - 1 + p->pl), lw_mul(c, ow, lw_i(c, p->sw))), p->dw), lw_i(c, 1)));
-            cnt = lw_mul(c, ch, cw);
-        } else {
-            cnt = lw_mul(c, lw_ref(c, veh), lw_ref(c, vew));
-        }
-        v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, lw_bin(c, TTH_TBIN_MAX, cnt, lw_i(c, 1))), b));
-    }
+    if (!is_max)
+        v = lw_bin(c, TTH_TBIN_DIV, v,
+                   tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, avg_divisor(c, p, oh, ow, lw_ref(c, veh), lw_ref(c, vew))), b));
     if (!taps || lw_append(c, &seq, taps) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
         return NULL;
     tth_tstmt *el = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, lw_let(c, vlw, lo_w, lw_let(c, vew, ex_w, seq))));

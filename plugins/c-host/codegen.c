@@ -1440,11 +1440,14 @@ static void collect_buffers(const tth_tstmt *s, const tth_tbuffer *b, const tth_
     *oom |= l.oom;
 }
 
-static void emit_signature(cg *g, const cg_sig *sig, int bind)
+/* f's signature; with sh, that of the shared body of f's class (docs/tir.md): named
+ * <f>__shared, taking the workspace only when it passes it on (its slices among the data are
+ * parts of it, so those are not restrict then), then its data buffers. */
+static void emit_signature(cg *g, const cg_sig *sig, int bind, const tth_tir_share *sh)
 {
     tth_strbuf *t = &g->out;
     const tth_prim_func *f = sig->f;
-    tth_strbuf_printf(t, "int32_t %s(", f->name);
+    tth_strbuf_printf(t, "int32_t %s%s(", f->name, sh ? "__shared" : "");
     for (size_t i = 0; i < f->nparams; i++) {
         const tth_tbuffer *p = f->params[i];
         const char *ct = ctype_storage(p->dtype);
@@ -1453,9 +1456,25 @@ static void emit_signature(cg *g, const cg_sig *sig, int bind)
             cg_fail(g, TTH_ETYPE, "parameter '%s' has an invalid dtype", p->name);
             return;
         }
-        tth_strbuf_printf(t, "%s%s *restrict %s, ", sig->written[i] ? "" : "const ", ct, n);
+        tth_strbuf_printf(t, "%s%s%s *restrict %s", i ? ", " : "", sig->written[i] ? "" : "const ", ct, n);
     }
-    tth_strbuf_puts(t, "uint8_t *restrict ws)");
+    int ws = !sh || has_calls(f->body);
+    if (ws)
+        tth_strbuf_puts(t, f->nparams ? ", uint8_t *" : "uint8_t *");
+    if (ws)
+        tth_strbuf_puts(t, sh ? "ws" : "restrict ws");
+    for (size_t k = 0; sh && k < sh->ndata; k++) {
+        const tth_tbuffer *d = sh->data[k];
+        char base[64];
+        snprintf(base, sizeof base, "data%zu", k);
+        const char *n = bind ? cg_bind_new(g, d, base, d->id) : base;
+        int c = d->scope == TTH_SCOPE_CONST;
+        tth_strbuf_printf(t, "%s%s%s *%s%s", k || ws || f->nparams ? ", " : "", c ? "const " : "",
+                          ctype_storage(d->dtype), c || !ws ? "restrict " : "", n);
+    }
+    if (!ws && !f->nparams && !(sh && sh->ndata))
+        tth_strbuf_puts(t, "void");
+    tth_strbuf_puts(t, ")");
 }
 
 static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
@@ -1469,7 +1488,7 @@ static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
         op = json_string_value(json_object_get(f->attrs, "op"));
     if (op)
         tth_strbuf_printf(t, "/* %s */\n", op);
-    emit_signature(g, sig, 1);
+    emit_signature(g, sig, 1, NULL);
     tth_strbuf_puts(t, "\n{\n");
     if (!uses_workspace(f->body))
         tth_strbuf_puts(t, "    (void)ws;\n");
@@ -1483,36 +1502,6 @@ static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
 
 /* The shared body of a class of functions with the same code: the class's first function with
  * its data buffers (constants, workspace slices) as parameters after the workspace. */
-static void emit_shared_signature(cg *g, const cg_sig *sig, const tth_tir_share *sh, int bind)
-{
-    tth_strbuf *t = &g->out;
-    const tth_prim_func *f = sig->f;
-    tth_strbuf_printf(t, "int32_t %s__shared(", f->name);
-    for (size_t i = 0; i < f->nparams; i++) {
-        const tth_tbuffer *p = f->params[i];
-        const char *n = bind ? cg_bind(g, p, p->name, p->id) : p->name;
-        tth_strbuf_printf(t, "%s%s%s *restrict %s", i ? ", " : "", sig->written[i] ? "" : "const ",
-                          ctype_storage(p->dtype), n);
-    }
-    /* the workspace only for a body that passes it on (its slices among the data are parts of
-     * it, so those are not restrict then) */
-    int ws = has_calls(f->body);
-    if (ws)
-        tth_strbuf_puts(t, f->nparams ? ", uint8_t *ws" : "uint8_t *ws");
-    else if (!sh->ndata && !f->nparams)
-        tth_strbuf_puts(t, "void");
-    for (size_t k = 0; k < sh->ndata; k++) {
-        const tth_tbuffer *d = sh->data[k];
-        char base[64];
-        snprintf(base, sizeof base, "data%zu", k);
-        const char *n = bind ? cg_bind_new(g, d, base, d->id) : base;
-        int c = d->scope == TTH_SCOPE_CONST;
-        tth_strbuf_printf(t, "%s%s%s *%s%s", k || ws || f->nparams ? ", " : "", c ? "const " : "", ctype_storage(d->dtype),
-                          c || !ws ? "restrict " : "", n);
-    }
-    tth_strbuf_puts(t, ")");
-}
-
 static void emit_shared(cg *g, const cg_fctx *fx, const cg_sig *sig, const tth_tir_share *sh)
 {
     tth_strbuf *t = &g->out;
@@ -1522,7 +1511,7 @@ static void emit_shared(cg *g, const cg_fctx *fx, const cg_sig *sig, const tth_t
     g->share_data = sh->data;
     g->nshare_data = sh->ndata;
     tth_strbuf_puts(t, "/* the code of the functions that call it, each with its own data */\n");
-    emit_shared_signature(g, sig, sh, 1);
+    emit_signature(g, sig, 1, sh);
     tth_strbuf_puts(t, "\n{\n");
     if (has_calls(f->body))
         tth_strbuf_puts(t, "    int32_t rc;\n");
@@ -1544,7 +1533,7 @@ static void emit_wrapper(cg *g, const cg_sig *sig, const tth_prim_func *first, c
     const char *op = f->attrs && json_is_object(f->attrs) ? json_string_value(json_object_get(f->attrs, "op")) : NULL;
     if (op)
         tth_strbuf_printf(t, "/* %s */\n", op);
-    emit_signature(g, sig, 1);
+    emit_signature(g, sig, 1, NULL);
     tth_strbuf_printf(t, "\n{\n    (void)ws;\n    return %s__shared(", first->name);
     size_t nargs = 0;
     for (size_t i = 0; i < f->nparams; i++, nargs++) {
@@ -2136,10 +2125,10 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     for (size_t i = 0; i < mod->nfuncs; i++) {
         if (sigs[i].f == entry)
             continue;
-        emit_signature(&g, &sigs[i], 0);
+        emit_signature(&g, &sigs[i], 0, NULL);
         tth_strbuf_puts(&g.out, ";\n");
         if (share[i].rep == i && share[i].members > 1) {
-            emit_shared_signature(&g, &sigs[i], &share[i], 0);
+            emit_signature(&g, &sigs[i], 0, &share[i]);
             tth_strbuf_puts(&g.out, ";\n");
         }
         nproto++;
