@@ -1477,42 +1477,27 @@ static void emit_signature(cg *g, const cg_sig *sig, int bind, const tth_tir_sha
     tth_strbuf_puts(t, ")");
 }
 
-static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig)
+/* f; with sh, the shared body of f's class (docs/tir.md): f's code with its data buffers
+ * (constants, workspace slices) as parameters after the workspace */
+static void emit_func(cg *g, const cg_fctx *fx, const cg_sig *sig, const tth_tir_share *sh)
 {
     tth_strbuf *t = &g->out;
     const tth_prim_func *f = sig->f;
     size_t mark = g->nnames;
     g->func = f;
+    g->share_data = sh ? sh->data : NULL;
+    g->nshare_data = sh ? sh->ndata : 0;
     const char *op = NULL;
     if (f->attrs && json_is_object(f->attrs))
         op = json_string_value(json_object_get(f->attrs, "op"));
-    if (op)
+    if (sh)
+        tth_strbuf_puts(t, "/* the code of the functions that call it, each with its own data */\n");
+    else if (op)
         tth_strbuf_printf(t, "/* %s */\n", op);
-    emit_signature(g, sig, 1, NULL);
-    tth_strbuf_puts(t, "\n{\n");
-    if (!uses_workspace(f->body))
-        tth_strbuf_puts(t, "    (void)ws;\n");
-    if (has_calls(f->body))
-        tth_strbuf_puts(t, "    int32_t rc;\n");
-    emit_stmt(g, fx, f->body, 1, 1);
-    tth_strbuf_puts(t, "    return 0;\n}\n\n");
-    cg_names_pop_to(g, mark);
-    g->func = NULL;
-}
-
-/* The shared body of a class of functions with the same code: the class's first function with
- * its data buffers (constants, workspace slices) as parameters after the workspace. */
-static void emit_shared(cg *g, const cg_fctx *fx, const cg_sig *sig, const tth_tir_share *sh)
-{
-    tth_strbuf *t = &g->out;
-    const tth_prim_func *f = sig->f;
-    size_t mark = g->nnames;
-    g->func = f;
-    g->share_data = sh->data;
-    g->nshare_data = sh->ndata;
-    tth_strbuf_puts(t, "/* the code of the functions that call it, each with its own data */\n");
     emit_signature(g, sig, 1, sh);
     tth_strbuf_puts(t, "\n{\n");
+    if (!sh && !uses_workspace(f->body))
+        tth_strbuf_puts(t, "    (void)ws;\n");
     if (has_calls(f->body))
         tth_strbuf_puts(t, "    int32_t rc;\n");
     emit_stmt(g, fx, f->body, 1, 1);
@@ -2149,10 +2134,10 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
             const tth_tir_share *first = &share[share[i].rep];
             ranges[nranges].start = g.out.n;
             if (first->members < 2) {
-                emit_func(&g, &fx, &sigs[i]); /* an extern PrimFunc (tth/tir.h) gets only its prototype */
+                emit_func(&g, &fx, &sigs[i], NULL); /* an extern PrimFunc (tth/tir.h) gets only its prototype */
             } else {
                 if (share[i].rep == i)
-                    emit_shared(&g, &fx, &sigs[i], &share[i]);
+                    emit_func(&g, &fx, &sigs[i], &share[i]);
                 emit_wrapper(&g, &sigs[i], mod->funcs[share[i].rep], &share[i]);
             }
             ranges[nranges++].end = g.out.n;
