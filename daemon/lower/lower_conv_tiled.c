@@ -404,6 +404,14 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
         rwmax = 12;
     if (rwmax < 1)
         rwmax = 1;
+    /* a blocked output (docs/layouts.md) takes a width dividing the row when one is at least half
+     * the widest: every tile the same, one tile's code instead of two (56 pixels: tiles of 8, not
+     * five of 12 and 11) */
+    for (int w = rwmax; k->p->ob && w > 0 && 2 * w >= rwmax; w--)
+        if (rowlen % w == 0) {
+            *rw = w;
+            return;
+        }
     /* balance the row: ceil(rowlen / tiles) pixels per tile */
     int64_t tiles = (rowlen + rwmax - 1) / rwmax;
     *rw = (int)((rowlen + tiles - 1) / tiles);
@@ -448,8 +456,15 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         RL = P;
         rows = 1;
     } else if (k->flat) {
-        int64_t tiles = (P + RW - 1) / RW;
-        RL = (int64_t)RW * ((tiles + 7) / 8);
+        int64_t tiles = (P + RW - 1) / RW, per = (tiles + 7) / 8;
+        /* whole tiles in rows of equal length when a divisor of the tiles is near (a blocked
+         * output's width divides the image, choose_tile): no shorter last row to write out */
+        for (int64_t d = per; P % RW == 0 && d <= 2 * per; d++)
+            if (tiles % d == 0) {
+                per = d;
+                break;
+            }
+        RL = (int64_t)RW * per;
         rows = P / RL;
         last = P % RL;
     }
