@@ -535,8 +535,9 @@ static tth_relay_module *blocked_model(void)
     return m;
 }
 
-/* the layout pass (docs/layouts.md): blocked from the first convolution to the global pool, the
- * 12-channel tensor NCHW, one layout change (before the flatten); the same numbers as NCHW */
+/* the layout pass (docs/layouts.md): blocked from the first convolution to the global pool, in
+ * blocks of 8, the 12-channel tensor in blocks of 4 (8 do not divide it); one layout change
+ * (before the flatten); the same numbers as NCHW */
 Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
 {
     lcg = 777;
@@ -554,7 +555,7 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
     cr_assert_eq(count_op(m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
     tth_rexpr **nodes;
     int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
-    int convs = 0, blocked_out = 0, blocked_in = 0, pools = 0;
+    int convs = 0, blocked_out = 0, blocked_in = 0, pools = 0, by4 = 0;
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
         if (e->kind != TTH_REXPR_CALL)
@@ -564,13 +565,15 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
             convs++;
             blocked_in += tth_layout_block(json_object_get(a, "data_layout")) == 8;
             blocked_out += tth_layout_block(json_object_get(a, "out_layout")) == 8;
+            by4 += tth_layout_block(json_object_get(a, "out_layout")) == 4 && e->type.tensor.shape[1] == 3;
         }
         if (e->u.call.op == TTH_OP_MAX_POOL2D || e->u.call.op == TTH_OP_GLOBAL_AVG_POOL2D)
             pools += tth_layout_block(json_object_get(a, "layout")) == 8 && e->type.tensor.rank == 5;
     }
     cr_assert_eq(convs, 4, "%s", text);
-    cr_assert_eq(blocked_out, 3, "every convolution but the 12-channel one writes blocks:\n%s", text);
-    cr_assert_eq(blocked_in, 2, "the depthwise and the 16->12 convolutions read blocks:\n%s", text);
+    cr_assert_eq(blocked_out, 3, "every convolution but the 12-channel one writes blocks of 8:\n%s", text);
+    cr_assert_eq(by4, 1, "the 12-channel convolution writes 3 blocks of 4:\n%s", text);
+    cr_assert_eq(blocked_in, 2, "the depthwise and the 16->12 convolutions read blocks of 8:\n%s", text);
     cr_assert_eq(pools, 2, "%s", text);
     free(text);
     /* the numbers: both modules evaluated by the constant folder on the same input */
