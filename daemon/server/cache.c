@@ -273,7 +273,7 @@ void tthd_cache_free(tthd_cache *c)
 }
 
 void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, const char *options_json,
-                    const json_t *kinds, char key[33])
+                    const json_t *kinds, const char *compiler, char key[33])
 {
     XXH3_state_t *st = XXH3_createState();
     if (!st) {
@@ -289,7 +289,8 @@ void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, con
         XXH3_128bits_update(st, len, 8);   \
         XXH3_128bits_update(st, p, n);     \
     } while (0)
-    FIELD("tth-cache-2", 11);
+    FIELD("tth-cache-3", 11);
+    FIELD(compiler ? compiler : "", compiler ? strlen(compiler) : 0);
     FIELD(model_digest, 16);
     FIELD(target_json, strlen(target_json));
     FIELD(options_json, strlen(options_json));

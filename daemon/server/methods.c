@@ -372,7 +372,8 @@ static void on_compile_done(tthd_job *job)
     if (json_is_array(kinds)) {
         char *oj = options_text(req);
         if (oj)
-            tthd_cache_key(req->model_digest, req->target_text, oj, kinds, req->key);
+            tthd_cache_key(req->model_digest, req->target_text, oj, kinds,
+                           json_string_value(json_object_get(job->result, "compiler")), req->key);
         free(oj);
     }
     if (job->entry_path && answer_miss_from_entry(srv, req, job))
@@ -703,7 +704,8 @@ static void on_compile_target(tthd_job *job)
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "the worker's target/parse answer is incomplete", NULL);
         return;
     }
-    tthd_cache_key(req->model_digest, text, oj, kinds, req->key);
+    tthd_cache_key(req->model_digest, text, oj, kinds, json_string_value(json_object_get(job->result, "compiler")),
+                   req->key);
     free(oj);
     /* IR dumps are a by-product the cache does not keep; no_cache asks for a fresh compile */
     const json_t *options = json_object_get(req->params, "options");

@@ -115,10 +115,11 @@ typedef struct tthd_cache_hit {
 
 int tthd_cache_init(tthd_cache *c, uv_loop_t *loop, const char *dir, uint64_t max_bytes);
 void tthd_cache_free(tthd_cache *c);
-/* The key: XXH3-128 of the inputs (the model by its digest, tthd_model_digest), as 32 hex
- * digits into key[33]. */
+/* The key: XXH3-128 of the inputs (the model by its digest, tthd_model_digest; the plugins of
+ * `kinds`; the compiler's identity the worker gave, docs/cache.md "The key"), as 32 hex digits
+ * into key[33]. */
 void tthd_cache_key(const uint8_t model_digest[16], const char *target_json, const char *options_json,
-                    const json_t *kinds, char key[33]);
+                    const json_t *kinds, const char *compiler, char key[33]);
 
 /* ---- digest.c: model digests, remembered by file identity ----------------------------- */
 

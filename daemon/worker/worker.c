@@ -5,6 +5,7 @@
  * (PROTOCOL.md section 10). Before each plugin hook it announces the plugin and hook
  * (hook/enter), so that if the hook crashes, hangs or exhausts memory the daemon can name it.
  * Plugin output on stdout is redirected to stderr so it cannot corrupt the pipe. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,6 +22,7 @@
 #include <tth/registry.h>
 #include <tth/target.h>
 #include <tthproto/jsonrpc.h>
+#include <xxhash.h>
 
 #include "entry_file.h"
 #include "tth_config.h"
@@ -140,6 +142,39 @@ static void send_error(const json_t *id, const tth_diag *d)
                                      id));
 }
 
+/* The compiler's own identity (docs/cache.md, "The key"): the XXH64 of this worker's executable
+ * and of the libtth it runs. tthd keys artifacts by it beside the plugins' identities, so a
+ * rebuilt or upgraded compiler (a new lowering, a new pass) never serves the old one's artifacts. */
+static char compiler_id[96];
+
+static uint64_t file_xxh64(const char *path)
+{
+    XXH64_state_t *st = XXH64_createState();
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint64_t h = 0;
+    if (st && fd >= 0) {
+        XXH64_reset(st, 0);
+        char buf[1 << 16];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0)
+            XXH64_update(st, buf, (size_t)n);
+        if (n == 0)
+            h = XXH64_digest(st);
+    }
+    if (fd >= 0)
+        close(fd);
+    XXH64_freeState(st);
+    return h;
+}
+
+static void init_compiler_id(void)
+{
+    Dl_info di;
+    const char *lib = dladdr((void *)tth_target_parse, &di) && di.dli_fname ? di.dli_fname : NULL;
+    snprintf(compiler_id, sizeof compiler_id, "tth-worker#%016llx libtth#%016llx",
+             (unsigned long long)file_xxh64("/proc/self/exe"), (unsigned long long)(lib ? file_xxh64(lib) : 0));
+}
+
 /* Every kind a canonical target uses: itself, composite members, the host. */
 static void collect_kinds(const json_t *t, json_t *out)
 {
@@ -185,9 +220,9 @@ static void handle_target_parse(const json_t *id, const json_t *params, const tt
     json_t *kinds = json_array();
     collect_kinds(canon, kinds);
     json_t *keys = json_object_get(canon, "keys");
-    json_t *res = json_pack("{s:O, s:s, s:s, s:o, s:o, s:O}", "target", canon, "string", str ? str : "",
+    json_t *res = json_pack("{s:O, s:s, s:s, s:o, s:o, s:s, s:O}", "target", canon, "string", str ? str : "",
                             "json", text ? text : "", "keys", keys ? json_incref(keys) : json_array(), "kinds", kinds,
-                            "diagnostics", W.logs);
+                            "compiler", compiler_id, "diagnostics", W.logs);
     free(str);
     free(text);
     json_decref(canon);
@@ -394,7 +429,7 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
             json_array_append(hooks, v);
         json_t *stages = res.timings ? json_incref(res.timings) : json_array();
         if (wrc == 0) {
-            json_t *answer = json_pack("{s:o, s:O, s:O, s:O, s:{s:o, s:o}}", "kinds", kinds, "metadata",
+            json_t *answer = json_pack("{s:o, s:s, s:O, s:O, s:O, s:{s:o, s:o}}", "kinds", kinds, "compiler", compiler_id, "metadata",
                                        res.metadata ? res.metadata : json_null(), "dumps",
                                        res.dumps ? res.dumps : json_null(), "diagnostics", W.logs, "timings",
                                        "stages", stages, "hooks", hooks);
@@ -561,6 +596,7 @@ int main(int argc, char **argv)
 
     tth_diag d;
     tth_diag_clear(&d);
+    init_compiler_id();
     W.real = tth_registry_new();
     json_t *load_errors = json_array();
     char *dirs = strdup(plugins_dir);

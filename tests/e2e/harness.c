@@ -183,6 +183,12 @@ void e2e_cleanup(e2e_daemon *d)
 
 void e2e_stop(e2e_daemon *d)
 {
+    e2e_shutdown(d);
+    e2e_cleanup(d);
+}
+
+void e2e_shutdown(e2e_daemon *d)
+{
     e2e_client *c = e2e_client_new(d);
     e2e_client_init(c);
     json_t *r = e2e_call(c, 999999, "shutdown", NULL);
@@ -205,7 +211,6 @@ void e2e_stop(e2e_daemon *d)
                  WEXITSTATUS(status));
     struct stat st;
     cr_assert_neq(lstat(d->sock, &st), 0, "the socket %s is still there after shutdown", d->sock);
-    e2e_cleanup(d);
 }
 
 int e2e_connect_fd(const char *sock)

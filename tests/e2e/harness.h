@@ -46,6 +46,8 @@ pid_t e2e_spawn(e2e_daemon *d, const char *const *args);
 /* Send shutdown on a fresh connection, wait for exit, assert status 0 (no sanitizer report) and
  * that the socket is gone, remove the temporary directory. */
 void e2e_stop(e2e_daemon *d);
+/* e2e_stop without removing the directories: the next e2e_launch finds the cache as it was. */
+void e2e_shutdown(e2e_daemon *d);
 /* Wait up to timeout_ms for pid; returns 1 and *status when it exited, 0 on timeout. */
 int e2e_wait_exit(pid_t pid, int timeout_ms, int *status);
 /* Remove the temporary directory (after the daemon is gone). */

@@ -497,6 +497,60 @@ Test(compile, model_changed_in_place_is_read_again, .timeout = 300)
     e2e_stop(&d);
 }
 
+/* The key holds the compiler's identity (docs/cache.md, "The key"): the same model and target
+ * through a tth-worker whose bytes differ (a rebuilt tth) is a miss under another key, never the
+ * artifact the first worker made, though the cache holds it. */
+Test(compile, another_compiler_is_another_key, .timeout = 300)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    e2e_put_real_plugins(&d);
+    /* the copy finds libtth where the built worker does: $ORIGIN/../plugin-api */
+    char worker[1024], lib[1024], dir[512], copy[600], link[600], cmd[4400];
+    e2e_build_path("daemon/tth-worker", worker, sizeof worker);
+    e2e_build_path("plugin-api", lib, sizeof lib);
+    snprintf(dir, sizeof dir, "%s/w", d.root);
+    snprintf(copy, sizeof copy, "%s/tth-worker", dir);
+    snprintf(link, sizeof link, "%s/plugin-api", d.root);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s' && printf x >> '%s' && ln -s '%s' '%s'", dir, worker, copy,
+             copy, lib, link);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    free(model);
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    char key[33] = "";
+    for (int round = 0; round < 2; round++) {
+        const char *args[3] = {"--worker", copy, NULL};
+        e2e_launch(&d, NULL, round ? args : NULL);
+        e2e_client *c = e2e_client_new(&d);
+        e2e_client_init(c);
+        json_t *r = compile_path(c, 2, path, len);
+        if (e2e_no_compile_flow(r)) {
+            json_decref(r);
+            e2e_client_free(c);
+            e2e_stop(&d);
+            return;
+        }
+        cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "miss", "round %d", round);
+        if (round == 0)
+            snprintf(key, sizeof key, "%s", e2e_result_str(r, "key", NULL));
+        else
+            cr_assert_str_neq(e2e_result_str(r, "key", NULL), key, "another worker's compile has the first one's key");
+        json_decref(r);
+        if (round == 0) { /* the entry is there: the same worker answers from it */
+            r = compile_path(c, 3, path, len);
+            cr_assert_str_eq(e2e_result_str(r, "cache", NULL), "hit");
+            json_decref(r);
+        }
+        e2e_client_free(c);
+        if (round == 0)
+            e2e_shutdown(&d);
+    }
+    e2e_stop(&d);
+}
+
 /* A compile by path for a client that copies files ("delivery": "file"): the answer names the
  * cache entry file and nothing is streamed. */
 static json_t *compile_path_file(e2e_client *c, json_int_t id, const char *path, size_t len)
