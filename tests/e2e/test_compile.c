@@ -506,7 +506,7 @@ Test(compile, another_compiler_is_another_key, .timeout = 300)
     e2e_prepare(&d);
     e2e_put_real_plugins(&d);
     /* the copy finds libtth where the built worker does: $ORIGIN/../plugin-api */
-    char worker[1024], lib[1024], dir[512], copy[600], link[600], cmd[4400];
+    char worker[1024], lib[1024], dir[512], copy[600], link[600], cmd[6000];
     e2e_build_path("daemon/tth-worker", worker, sizeof worker);
     e2e_build_path("plugin-api", lib, sizeof lib);
     snprintf(dir, sizeof dir, "%s/w", d.root);
