@@ -651,6 +651,14 @@ def case(name):
         a = {"out_layout": "NCHW16c"}
         y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
         return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 16).astype(f32)]
+    if name == "conv_nchwc_mixed_blocks":
+        # blocks of 8 in, 16 out (24 -> 32 channels, as after MobileNet-v2's 24-channel layers at
+        # 16 lanes): 3x3 stride 2 padding 1 on 9x11, bias, relu
+        x, w, b = rnd((1, 24, 9, 11)), rnd((32, 24, 3, 3)), rnd((32,))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "data_layout": "NCHW8c", "out_layout": "NCHW16c"}
+        y = np.maximum(conv2d(x, w, b, [2, 2], [1, 1, 1, 1], [1, 1], 1), 0)
+        return [(blocked(x, 8), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]),
+                                                                ("nn.relu", {}, ["prev"])], [blocked(y, 16).astype(f32)]
     if name == "conv_nchwc_pointwise":
         # 1x1 stride 1 (the image as one row) on 9x11, NCHW16c 32 -> 48, no bias
         x, w = rnd((1, 32, 9, 11)), rnd((48, 32, 1, 1))
