@@ -81,14 +81,17 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
     return tth_tir_allocate(c->m, acc, seq);
 }
 
-/* columns [from, from + n) of row oh: n / RW tiles of RW pixels and one of the rest, or single
- * pixels testing their taps (edge) */
-static tth_tstmt *dwb_cols(tk *k, tth_texpr *c1, tth_texpr *oh, int64_t from, int64_t n, int RW, int edge)
+/* The interior columns [from, from + n) of row oh in tiles: of a width dividing n when one is
+ * at least half of RW (one tile's code), else n / RW tiles of RW pixels and one of the rest. */
+static tth_tstmt *dwb_cols(tk *k, tth_texpr *c1, tth_texpr *oh, int64_t from, int64_t n, int RW)
 {
     lw_ctx *c = k->c;
+    for (int w = RW; w > 0 && 2 * w >= RW; w--)
+        if (n % w == 0) {
+            RW = w;
+            break;
+        }
     tth_tstmt *seq = NULL;
-    if (edge)
-        RW = 1;
     for (int part = 0; part < 2; part++) {
         int64_t cnt = part == 0 ? n / RW : (n % RW ? 1 : 0);
         int w = part == 0 ? RW : (int)(n % RW);
@@ -98,11 +101,29 @@ static tth_tstmt *dwb_cols(tk *k, tth_texpr *c1, tth_texpr *oh, int64_t from, in
         if (lw_ax_make(c, &t, "t", cnt))
             return NULL;
         tth_texpr *ow0 = lw_add(c, lw_i(c, from + (part ? n / RW * RW : 0)), lw_mul(c, t.e, lw_i(c, RW)));
-        tth_tstmt *tl = dwb_tile(k, c1, oh, ow0, w, edge);
+        tth_tstmt *tl = dwb_tile(k, c1, oh, ow0, w, 0);
         if (!tl || lw_append(c, &seq, lw_ax_loop(c, &t, TTH_LOOP_SERIAL, tl)))
             return NULL;
     }
     return seq;
+}
+
+/* The edge columns of row oh, [0, owl) and [owr, OW), as one loop of single pixels testing their
+ * taps: one pixel's code for both edges */
+static tth_tstmt *dwb_edges(tk *k, tth_texpr *c1, tth_texpr *oh, int64_t owl, int64_t owr)
+{
+    lw_ctx *c = k->c;
+    int64_t n = owl + k->p->OW - owr;
+    if (n == 0)
+        return NULL;
+    lw_ax e;
+    if (lw_ax_make(c, &e, "e", n))
+        return NULL;
+    tth_texpr *ow = owl == 0 ? lw_add(c, e.e, lw_i(c, owr))
+                  : owr == k->p->OW ? e.e
+                  : tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, e.e, lw_i(c, owl)), e.e, lw_add(c, e.e, lw_i(c, owr - owl)));
+    tth_tstmt *tl = dwb_tile(k, c1, oh, ow, 1, 1);
+    return tl ? lw_ax_loop(c, &e, TTH_LOOP_SERIAL, tl) : NULL;
 }
 
 int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -145,8 +166,7 @@ tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_si
         return NULL;
     tth_texpr *c1 = lw_ref(c, vc1), *oh = lw_ref(c, voh);
     tth_tstmt *row = NULL;
-    if (lw_append(c, &row, dwb_cols(&k, c1, oh, 0, owl, RW, 1)) || lw_append(c, &row, dwb_cols(&k, c1, oh, owl, owr - owl, RW, 0)) ||
-        lw_append(c, &row, dwb_cols(&k, c1, oh, owr, p.OW - owr, RW, 1)))
+    if (lw_append(c, &row, dwb_edges(&k, c1, oh, owl, owr)) || lw_append(c, &row, dwb_cols(&k, c1, oh, owl, owr - owl, RW)))
         return NULL;
     row = lw_let(c, vc1, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, p.OH)), lw_let(c, voh, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, p.OH)), row));
     int par = p.C * p.OH * p.OW * p.KH * p.KW >= LW_PARALLEL_MIN && C1 * p.OH > 1;
