@@ -82,57 +82,86 @@ static int older_first(const void *a, const void *b)
     return (x->mtime.tv_nsec > y->mtime.tv_nsec) - (x->mtime.tv_nsec < y->mtime.tv_nsec);
 }
 
+/* Every file of dir, with its path and status, to fn (each stat'able name, the entries and the
+ * temporary files alike); the one walk of the directory the functions below share. */
+typedef void (*walk_fn)(void *ctx, const char *name, const char *path, const struct stat *st);
+
+static void walk(const char *dir, walk_fn fn, void *ctx)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return;
+    char path[4400];
+    for (struct dirent *de; (de = readdir(d));) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &st) == 0)
+            fn(ctx, de->d_name, path, &st);
+    }
+    closedir(d);
+}
+
+static int is_entry(const char *name, const struct stat *st)
+{
+    return is_entry_name(name) && S_ISREG(st->st_mode);
+}
+
+typedef struct scan_ctx {
+    scanned *v;
+    size_t n, cap;
+    uint64_t total;
+    time_t now;
+    int oom;
+} scan_ctx;
+
+static void scan_one(void *ctx, const char *name, const char *path, const struct stat *st)
+{
+    scan_ctx *x = ctx;
+    if (strncmp(name, ".tmp-", 5) == 0) {
+        if (st->st_mtime < x->now - 3600)
+            unlink(path);
+        return;
+    }
+    if (!is_entry(name, st) || x->oom)
+        return;
+    x->total += (uint64_t)st->st_size;
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? 2 * x->cap : 256;
+        scanned *nv = realloc(x->v, nc * sizeof *nv);
+        if (!nv) {
+            x->oom = 1;
+            return;
+        }
+        x->v = nv;
+        x->cap = nc;
+    }
+    memcpy(x->v[x->n].name, name, 33);
+    x->v[x->n].size = (uint64_t)st->st_size;
+    x->v[x->n].mtime = st->st_mtim;
+    x->n++;
+}
+
 /* Count the entries (and remove temporary files an hour old: a process died writing them);
  * with keep > 0, remove the least recently used until at most keep bytes are left, never the
  * entry named spare (the one just written: file times are coarse, so it may tie with older
  * ones). The bytes left. Called with the lock held. */
 static uint64_t scan(tth_code_store *s, uint64_t keep, const char *spare)
 {
-    DIR *d = opendir(s->dir);
-    if (!d)
-        return 0;
-    scanned *v = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t total = 0;
-    time_t now = time(NULL);
+    scan_ctx x = {.now = time(NULL)};
+    walk(s->dir, scan_one, &x);
     char path[4400];
-    for (struct dirent *de; (de = readdir(d));) {
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", s->dir, de->d_name);
-        if (strncmp(de->d_name, ".tmp-", 5) == 0) {
-            if (stat(path, &st) == 0 && st.st_mtime < now - 3600)
-                unlink(path);
-            continue;
-        }
-        if (!is_entry_name(de->d_name) || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        total += (uint64_t)st.st_size;
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 256;
-            scanned *nv = realloc(v, nc * sizeof *nv);
-            if (!nv)
-                break;
-            v = nv;
-            cap = nc;
-        }
-        memcpy(v[n].name, de->d_name, 33);
-        v[n].size = (uint64_t)st.st_size;
-        v[n].mtime = st.st_mtim;
-        n++;
-    }
-    closedir(d);
-    if (keep > 0 && total > keep && n > 0) {
-        qsort(v, n, sizeof *v, older_first);
-        for (size_t i = 0; i < n && total > keep; i++) {
-            if (spare && strcmp(v[i].name, spare) == 0)
+    if (keep > 0 && x.total > keep && x.n > 0) {
+        qsort(x.v, x.n, sizeof *x.v, older_first);
+        for (size_t i = 0; i < x.n && x.total > keep; i++) {
+            if (spare && strcmp(x.v[i].name, spare) == 0)
                 continue;
-            snprintf(path, sizeof path, "%s/%s", s->dir, v[i].name);
+            snprintf(path, sizeof path, "%s/%s", s->dir, x.v[i].name);
             if (unlink(path) == 0 || errno == ENOENT)
-                total -= v[i].size;
+                x.total -= x.v[i].size;
         }
     }
-    free(v);
-    return total;
+    free(x.v);
+    return x.total;
 }
 
 tth_code_store *tth_code_store_open(const char *dir, uint64_t max_bytes)
@@ -231,39 +260,37 @@ void tth_code_store_put(tth_code_store *s, const uint8_t key[16], const void *da
     pthread_mutex_unlock(&s->lock);
 }
 
+typedef struct usage_ctx {
+    uint64_t n, bytes;
+} usage_ctx;
+
+static void count_one(void *ctx, const char *name, const char *path, const struct stat *st)
+{
+    usage_ctx *x = ctx;
+    (void)path;
+    if (is_entry(name, st)) {
+        x->n++;
+        x->bytes += (uint64_t)st->st_size;
+    }
+}
+
 uint64_t tth_code_store_usage(const char *dir, uint64_t *bytes)
 {
-    *bytes = 0;
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (!d)
-        return 0;
-    uint64_t n = 0;
-    char path[4400];
-    for (struct dirent *de; (de = readdir(d));) {
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (is_entry_name(de->d_name) && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-            n++;
-            *bytes += (uint64_t)st.st_size;
-        }
-    }
-    closedir(d);
-    return n;
+    usage_ctx x = {0, 0};
+    walk(dir, count_one, &x);
+    *bytes = x.bytes;
+    return x.n;
+}
+
+static void remove_one(void *ctx, const char *name, const char *path, const struct stat *st)
+{
+    if (is_entry(name, st))
+        *(uint64_t *)ctx += unlink(path) == 0;
 }
 
 uint64_t tth_code_store_clear(const char *dir)
 {
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (!d)
-        return 0;
     uint64_t n = 0;
-    char path[4400];
-    for (struct dirent *de; (de = readdir(d));) {
-        if (!is_entry_name(de->d_name))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        n += unlink(path) == 0;
-    }
-    closedir(d);
+    walk(dir, remove_one, &n);
     return n;
 }
