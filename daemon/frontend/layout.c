@@ -33,9 +33,15 @@ typedef struct lay {
     tth_layout_stats st;
 } lay;
 
-static json_t *ints_json(const int64_t *v, int n)
+/* op(x) with one integer-array attribute (reshape's newshape, transpose's axes) */
+static tth_rexpr *call_ints(lay *L, tth_op op, tth_rexpr *x, const char *key, const int64_t *v, int n)
 {
-    return tth__json_ints(v, n);
+    if (!x)
+        return NULL;
+    json_t *a = json_object();
+    if (a)
+        json_object_set_new(a, key, tth__json_ints(v, n));
+    return tth_relay_call(L->m, op, &x, 1, a, L->diag);
 }
 
 /* The block of a C-channel tensor: the target's lanes when they divide C, else half of them (at
@@ -62,14 +68,8 @@ static tth_rexpr *to_blocked(lay *L, tth_rexpr *x)
     const int64_t *s = x->type.tensor.shape;
     int64_t b = block_for(L, s[1]);
     int64_t shp[5] = {s[0], s[1] / b, b, s[2], s[3]}, axes[5] = {0, 1, 3, 4, 2};
-    json_t *ra = json_object(), *ta = json_object();
-    if (ra)
-        json_object_set_new(ra, "newshape", ints_json(shp, 5));
-    if (ta)
-        json_object_set_new(ta, "axes", ints_json(axes, 5));
-    tth_rexpr *r = tth_relay_call(L->m, TTH_OP_RESHAPE, &x, 1, ra, L->diag);
     L->st.to_blocked++;
-    return r ? tth_relay_call(L->m, TTH_OP_TRANSPOSE, &r, 1, ta, L->diag) : NULL;
+    return call_ints(L, TTH_OP_TRANSPOSE, call_ints(L, TTH_OP_RESHAPE, x, "newshape", shp, 5), "axes", axes, 5);
 }
 
 /* [N, C/b, H, W, b] -> NCHW */
@@ -77,14 +77,8 @@ static tth_rexpr *to_plain(lay *L, tth_rexpr *y)
 {
     const int64_t *s = y->type.tensor.shape;
     int64_t axes[5] = {0, 1, 4, 2, 3}, shp[4] = {s[0], s[1] * s[4], s[2], s[3]};
-    json_t *ta = json_object(), *ra = json_object();
-    if (ta)
-        json_object_set_new(ta, "axes", ints_json(axes, 5));
-    if (ra)
-        json_object_set_new(ra, "newshape", ints_json(shp, 4));
-    tth_rexpr *t = tth_relay_call(L->m, TTH_OP_TRANSPOSE, &y, 1, ta, L->diag);
     L->st.to_plain++;
-    return t ? tth_relay_call(L->m, TTH_OP_RESHAPE, &t, 1, ra, L->diag) : NULL;
+    return call_ints(L, TTH_OP_RESHAPE, call_ints(L, TTH_OP_TRANSPOSE, y, "axes", axes, 5), "newshape", shp, 4);
 }
 
 /* the plain form of original node e (made from its blocked form when first asked for) */
