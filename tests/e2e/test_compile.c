@@ -14,6 +14,14 @@
 
 #include "harness.h"
 
+/* A daemon with the product's plugins, started with args (may be NULL). */
+static void start_with_real_plugins(e2e_daemon *d, const char *const *args)
+{
+    e2e_prepare(d);
+    e2e_put_real_plugins(d);
+    e2e_launch(d, NULL, args);
+}
+
 /* Wait (up to 10 s) until the daemon's hot-plug reload has brought the plugin of kind. */
 static void wait_for_kind(e2e_client *c, const char *kind)
 {
@@ -132,9 +140,7 @@ Test(compile, corrupt_cache_entry, .timeout = 600)
 {
     static const char *const args[] = {"--workers", "1", NULL};
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, args);
+    start_with_real_plugins(&d, args);
     size_t len;
     uint8_t *model = e2e_read_digits(&len);
     e2e_client *c = e2e_client_new(&d);
@@ -267,9 +273,7 @@ Test(compile, cache_eviction, .timeout = 600)
 {
     static const char *const args[] = {"--cache-max-bytes", "120K", NULL};
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, args);
+    start_with_real_plugins(&d, args);
     size_t len;
     uint8_t *model = e2e_read_digits(&len);
     e2e_client *c = e2e_client_new(&d);
@@ -393,18 +397,29 @@ Test(compile, bad_plugin_files_are_refused, .timeout = 600)
     e2e_stop(&d);
 }
 
-/* A compile of `path` (named "digits", model.size len) by path; the response, the artifact
- * streamed into c->binary. */
-static json_t *compile_path(e2e_client *c, json_int_t id, const char *path, size_t len)
+/* A compile of `path` (named "digits", model.size len) by path for target, with "delivery":
+ * delivery unless NULL; the response, an artifact streamed into c->binary. */
+static json_t *compile_by_path(e2e_client *c, json_int_t id, const char *path, size_t len, const char *target,
+                               const char *delivery)
 {
     c->binary_len = 0;
-    e2e_send(c, tthp_request_new(id, "compile", json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size",
-                                                          (json_int_t)len, "path", path, "target", "c")));
+    c->binary_frames = 0;
+    json_t *params = json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size", (json_int_t)len, "path",
+                               path, "target", target);
+    if (delivery)
+        json_object_set_new(params, "delivery", json_string(delivery));
+    e2e_send(c, tthp_request_new(id, "compile", params));
     json_t *r = e2e_recv_response(c, 240000);
     if (!r)
         e2e_dump_log(c->daemon);
     cr_assert_not_null(r, "no answer to a compile by path");
     return r;
+}
+
+/* the same for target c, streamed */
+static json_t *compile_path(e2e_client *c, json_int_t id, const char *path, size_t len)
+{
+    return compile_by_path(c, id, path, len, "c", NULL);
 }
 
 /* A client on this machine may name the model file instead of uploading it (the daemon says so
@@ -413,9 +428,7 @@ static json_t *compile_path(e2e_client *c, json_int_t id, const char *path, size
 Test(compile, model_by_path, .timeout = 300)
 {
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, NULL);
+    start_with_real_plugins(&d, NULL);
     e2e_client *c = e2e_client_new(&d);
     e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
     json_t *r = e2e_recv_response(c, 10000);
@@ -450,9 +463,7 @@ Test(compile, model_by_path, .timeout = 300)
 Test(compile, model_changed_in_place_is_read_again, .timeout = 300)
 {
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, NULL);
+    start_with_real_plugins(&d, NULL);
     e2e_client *c = e2e_client_new(&d);
     e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
     json_decref(e2e_recv_response(c, 10000));
@@ -555,16 +566,7 @@ Test(compile, another_compiler_is_another_key, .timeout = 300)
  * cache entry file and nothing is streamed. */
 static json_t *compile_path_file(e2e_client *c, json_int_t id, const char *path, size_t len)
 {
-    c->binary_len = 0;
-    c->binary_frames = 0;
-    e2e_send(c, tthp_request_new(id, "compile",
-                                 json_pack("{s:{s:s, s:I, s:s}, s:s, s:s}", "model", "name", "digits", "size",
-                                           (json_int_t)len, "path", path, "target", "llvm", "delivery", "file")));
-    json_t *r = e2e_recv_response(c, 240000);
-    if (!r)
-        e2e_dump_log(c->daemon);
-    cr_assert_not_null(r, "no answer to a compile by path");
-    return r;
+    return compile_by_path(c, id, path, len, "llvm", "file");
 }
 
 /* The XXH64 of size bytes at offset of path, as 16 hex digits. */
@@ -587,9 +589,7 @@ static void hash_of_file_part(const char *path, long offset, size_t size, char h
 Test(compile, miss_written_by_the_worker, .timeout = 300)
 {
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, NULL);
+    start_with_real_plugins(&d, NULL);
     e2e_client *c = e2e_client_new(&d);
     e2e_send(c, tthp_request_new(1, "initialize", json_pack("{s:s}", "protocolVersion", TTHP_PROTOCOL_VERSION)));
     json_decref(e2e_recv_response(c, 10000));
@@ -705,9 +705,7 @@ Test(compile, a_retrained_model_reuses_its_code, .timeout = 300)
 Test(compile, a_client_gone_while_its_model_is_digested, .timeout = 300)
 {
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, NULL);
+    start_with_real_plugins(&d, NULL);
     char big[512];
     snprintf(big, sizeof big, "%s/big.onnx", d.root);
     FILE *f = fopen(big, "wb");
@@ -748,9 +746,7 @@ Test(compile, a_client_gone_while_its_model_is_digested, .timeout = 300)
 Test(compile, a_client_gone_while_its_external_data_is_written, .timeout = 300)
 {
     e2e_daemon d;
-    e2e_prepare(&d);
-    e2e_put_real_plugins(&d);
-    e2e_launch(&d, NULL, NULL);
+    start_with_real_plugins(&d, NULL);
     size_t len;
     uint8_t *model = e2e_read_digits(&len);
     const size_t data_len = 32u << 20; /* a data file no model names: written, then not read */
