@@ -105,7 +105,7 @@ static json_t *attrs_with(const json_t *attrs, const char *k1, const char *v1, c
     return a;
 }
 
-/* a convolution in blocked channels, or NULL (no diag) when it stays NCHW */
+/* a convolution reading or writing blocked channels, or NULL (no diag) when it stays NCHW */
 static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
 {
     size_t na = e->u.call.nargs;
@@ -144,10 +144,6 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
         return NULL;
     tth_rexpr *r = tth_relay_call(L->m, TTH_OP_CONV2D, nargs, na, a, L->diag);
     L->st.blocked += r != NULL;
-    if (r && !out_blk) { /* blocked input, NCHW output: the plain form itself */
-        L->plain[e->id] = r;
-        return NULL;
-    }
     return r;
 }
 
@@ -196,7 +192,9 @@ static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
     return tth_relay_call(L->m, op, nargs, e->u.call.nargs, json_incref(e->u.call.attrs), L->diag);
 }
 
-/* the blocked form of call e, or NULL when it has none (then it is rebuilt on plain arguments) */
+/* call e on blocked operands: its blocked form (rank 5), or its plain form made from a blocked
+ * input (rank 4: a convolution whose output has no block); NULL when it stays NCHW (then it is
+ * rebuilt on plain arguments) */
 static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
 {
     size_t na = e->u.call.nargs;
@@ -286,11 +284,12 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_layout_stats 
                 break;
             }
             if (b) {
-                L.blk[e->id] = b;
+                if (b->type.tensor.rank == 5)
+                    L.blk[e->id] = b;
+                else
+                    L.plain[e->id] = b;
                 continue;
             }
-            if (L.plain[e->id]) /* conv_blocked made it (blocked input, NCHW output) */
-                continue;
         }
         /* NCHW: the node on the plain forms of its arguments */
         tth_rexpr *const *args;
