@@ -8,7 +8,8 @@
  *   4. tth__llcg_func:  each PrimFunc's body (codegen_func.c, codegen_expr.c); then the Arm
  *                       hard-float calling convention and the fast-math flags when asked
  *   5. LLVMVerifyModule
- *   6. LLVMRunPasses:   "default<O0..3>" with the target machine's cost model
+ *   6. LLVMRunPasses:   the opt-level's pipeline (pass_pipeline) with the target machine's
+ *                       cost model
  *   7. emit:            an ELF (or the triple's) object, added as TTH_FILE_OBJECT
  *                       "<model>_llvm.o" with meta {"link": "object", "triple", "cpu",
  *                       "entry_symbols"}; the pipeline links it like any host object
@@ -414,21 +415,40 @@ static void set_fast_math(LLVMModuleRef m)
 
 /* ---------------------------------------------------------------- 6. passes */
 
-/* (A change of this pipeline changes the objects: change key_setting's tag with it.) */
+/* The pass pipeline of an opt-level (docs/llvm.md, "Passes"). The TIR arrives tiled, with its
+ * vectors and register tiles already written out, so LLVM's loop optimizations (unrolling, index
+ * rewriting, interchange) find nothing to gain and cost most of default<O3>'s time. Levels 1-3 run
+ * the scalar clean-up such code needs (promotion of register tiles to values, common
+ * subexpressions, combining, invariant code out of loops, redundant loads and stores) and the
+ * loop vectorizer: for the loops TIR marks `vectorized` only at level 1, for any loop LLVM finds
+ * worth it at 2 and 3, with the SLP vectorizer; then a `vectorized` loop left scalar is reported
+ * (llvm_diagnostic). Level 0 runs LLVM's O0.
+ * key_setting hashes the text, so the store of compiled code keys by it. */
+static const char *pass_pipeline(int opt_level)
+{
+    switch (opt_level) {
+    case 0:
+        return "default<O0>";
+    case 1:
+        return "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),"
+               "gvn,loop(loop-rotate),loop-vectorize<vectorize-forced-only;interleave-forced-only>,"
+               "instcombine<no-verify-fixpoint>,dse,simplifycfg,transform-warning)";
+    default:
+        return "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),"
+               "gvn,loop(loop-rotate),loop-vectorize,slp-vectorizer,"
+               "instcombine<no-verify-fixpoint>,dse,simplifycfg,transform-warning)";
+    }
+}
+
 static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tth_diag *diag)
 {
-    char pipeline[32];
-    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    const char *pipeline = pass_pipeline(opt_level);
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(po, opt_level >= 2);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, opt_level >= 2);
-    LLVMPassBuilderOptionsSetLoopInterleaving(po, opt_level >= 2);
-    LLVMPassBuilderOptionsSetLoopUnrolling(po, opt_level >= 1);
     LLVMErrorRef err = LLVMRunPasses(m, pipeline, tm, po);
     LLVMDisposePassBuilderOptions(po);
     if (err) {
         char *msg = LLVMGetErrorMessage(err);
-        tth_diag_set(diag, TTH_EINTERNAL, "llvm pass pipeline", "%s failed: %s", pipeline, msg);
+        tth_diag_set(diag, TTH_EINTERNAL, "llvm pass pipeline", "the level %d pipeline failed: %s", opt_level, msg);
         LLVMDisposeErrorMessage(msg);
         return TTH_EINTERNAL;
     }
@@ -851,8 +871,10 @@ static void *run_shards(void *arg)
  * pipeline (run_passes). Into h. */
 static void key_setting(XXH3_state_t *h, const llcg_options *o)
 {
-    static const char tag[] = "tth llvm-cpu: a shard's object, passes default<O*> + vectorizers at O2+";
+    static const char tag[] = "tth llvm-cpu: a shard's object";
     XXH3_128bits_update(h, tag, sizeof tag);
+    const char *pipeline = pass_pipeline(o->opt_level);
+    XXH3_128bits_update(h, pipeline, strlen(pipeline) + 1);
     Dl_info info;
     struct stat st;
     char buf[1400];

@@ -532,6 +532,26 @@ static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
     return 0;
 }
 
+/* An unrolled loop of constant extent up to UNROLL_MAX is written out here, body after body with
+ * var = min + i: the pass pipeline has no loop unroller (codegen.c, pass_pipeline). Longer ones
+ * stay loops with the unroll hint in their metadata. */
+enum { UNROLL_MAX = 64 };
+
+static int emit_unrolled(tth__llcg *c, const tth_tvar *var, LLVMValueRef min, int n, const tth_tstmt *body)
+{
+    LLVMTypeRef t = tth__llcg_type(c, var->dtype);
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef v = i ? LLVMBuildAdd(c->b, min, LLVMConstInt(t, (unsigned long long)i, 0), "") : min;
+        if (tth__llcg_scope_push(&c->vars, var->id, v))
+            return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+        int rc = lower_stmt(c, body);
+        tth__llcg_scope_pop(&c->vars);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* for (var = min; var < min + extent; var++) body */
 static int lower_for(tth__llcg *c, const tth_tstmt *s)
 {
@@ -550,6 +570,11 @@ static int lower_for(tth__llcg *c, const tth_tstmt *s)
     min = tth__llcg_convert(c, min, s->u.loop.min->dtype, vt);
     ext = tth__llcg_convert(c, ext, s->u.loop.extent->dtype, vt);
     int sgn = tth_dtype_is_signed(vt);
+    if (s->u.loop.loop == TTH_LOOP_UNROLLED && LLVMIsAConstantInt(ext)) {
+        long long n = LLVMConstIntGetSExtValue(ext);
+        if (n >= 0 && n <= UNROLL_MAX)
+            return emit_unrolled(c, var, min, (int)n, s->u.loop.body);
+    }
     LLVMValueRef end = sgn ? LLVMBuildNSWAdd(c->b, min, ext, "") : LLVMBuildAdd(c->b, min, ext, "");
     return emit_loop(c, var, min, end, s->u.loop.loop, LLVMIsConstant(ext), s->u.loop.body);
 }

@@ -1588,6 +1588,25 @@ Test(llvm, vectorized_loops_are_vectorized)
     cr_assert(counts[1] > 0, "the VECTORIZED loop has no vector adds");
 }
 
+/* At opt-level 2 and 3 the loop vectorizer takes any loop it finds worth it: the SERIAL axpy gets
+ * vector adds too (docs/llvm.md, "Passes"). */
+Test(llvm, serial_loops_are_vectorized_from_level_2)
+{
+    for (int level = 2; level <= 3; level++) {
+        char target[128];
+        snprintf(target, sizeof target, "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\", \"opt-level\": %d}",
+                 level);
+        tth_tir_module *m = axpy_module(1024, TTH_LOOP_SERIAL);
+        tth_diag d;
+        tth_runtime_module *rm;
+        cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
+        int n = aarch64_vector_fadds(tth_runtime_module_file(rm, 0));
+        tth_runtime_module_free(rm);
+        tth_tir_module_free(m);
+        cr_assert(n > 0, "the serial loop has no vector adds at opt-level %d", level);
+    }
+}
+
 /* ---------------------------------------------------------------- cross code that runs */
 
 /* The AArch64 object, linked statically with the cross compiler and run under qemu-user, gives
