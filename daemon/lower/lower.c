@@ -378,13 +378,32 @@ static tth_texpr *lw_hoist(lw_ctx *c, tth_texpr *e)
     return lw_ref(c, v);
 }
 
+/* x when hi is x / n and lo is x % n (truncating or floor, the same kind both) with n the size
+ * of lo's axis: then hi * (n * s) + lo * s = x * s, whatever x's sign. */
+static tth_texpr *lw_split_of(const tth_texpr *hi, const tth_texpr *lo, int64_t n)
+{
+    if (!hi || !lo || hi->kind != TTH_TEXPR_BINARY || lo->kind != TTH_TEXPR_BINARY || hi->lanes > 1 || lo->lanes > 1)
+        return NULL;
+    int pair = (hi->u.bin.op == TTH_TBIN_DIV && lo->u.bin.op == TTH_TBIN_MOD) ||
+               (hi->u.bin.op == TTH_TBIN_FLOORDIV && lo->u.bin.op == TTH_TBIN_FLOORMOD);
+    const tth_texpr *hn = hi->u.bin.b, *ln = lo->u.bin.b;
+    if (!pair || hn->kind != TTH_TEXPR_INT || ln->kind != TTH_TEXPR_INT || hn->u.i != n || ln->u.i != n ||
+        !lw_expr_equal(hi->u.bin.a, lo->u.bin.a))
+        return NULL;
+    return lo->u.bin.a;
+}
+
+/* The flat index of idx in a row-major buffer of shape: sum idx[d] * stride[d], the part that
+ * does not use the innermost loop hoisted (lw_hoist). An axis pair indexed (x / n, x % n), n the
+ * inner axis's size (a flat run of pixels as row and column), is the one term x * stride. */
 tth_texpr *lw_flat(lw_ctx *c, const int64_t *shape, int rank, tth_texpr *const *idx)
 {
     tth_texpr *outer = lw_i(c, 0), *inner = lw_i(c, 0);
     int64_t stride = 1;
     for (int d = rank - 1; d >= 0; d--) {
-        if (shape[d] != 1) {
-            tth_texpr *term = lw_mul(c, idx[d], lw_i(c, stride));
+        tth_texpr *x = d > 0 ? lw_split_of(idx[d - 1], idx[d], shape[d]) : NULL;
+        if (shape[d] != 1 || x) {
+            tth_texpr *term = lw_mul(c, x ? x : idx[d], lw_i(c, stride));
             int other = 0;
             const tth_tvar *in = c->hoist_inner;
             int uses = c->hoist_on && in ? lw_expr_uses(term, &in, 1, &other) : 1;
@@ -394,6 +413,8 @@ tth_texpr *lw_flat(lw_ctx *c, const int64_t *shape, int rank, tth_texpr *const *
                 outer = lw_add(c, outer, term);
         }
         stride *= shape[d];
+        if (x)
+            stride *= shape[--d];
     }
     return lw_add(c, lw_hoist(c, outer), inner);
 }

@@ -602,3 +602,72 @@ Test(fusion, strategy_table_picks_each_kernel)
         cr_assert(!strncmp(tab[i].name, base, strlen(base)) && tab[i].name[strlen(base)] == '/', "%s", tab[i].name);
     }
 }
+
+/* ---------------------------------------------------------------- flat indices */
+
+/* The value of an index expression of integer immediates, p and q (C's truncating / and %,
+ * floor division and modulo) */
+static int64_t ix_eval(const tth_texpr *e, const tth_tvar *p, int64_t pv, const tth_tvar *q, int64_t qv)
+{
+    if (e->kind == TTH_TEXPR_INT)
+        return e->u.i;
+    if (e->kind == TTH_TEXPR_VAR) {
+        cr_assert(e->u.var == p || e->u.var == q, "unknown variable in the index");
+        return e->u.var == p ? pv : qv;
+    }
+    cr_assert_eq(e->kind, TTH_TEXPR_BINARY);
+    int64_t a = ix_eval(e->u.bin.a, p, pv, q, qv), b = ix_eval(e->u.bin.b, p, pv, q, qv);
+    switch (e->u.bin.op) {
+    case TTH_TBIN_ADD: return a + b;
+    case TTH_TBIN_MUL: return a * b;
+    case TTH_TBIN_DIV: return a / b;
+    case TTH_TBIN_MOD: return a % b;
+    case TTH_TBIN_FLOORDIV: return a / b - (a % b != 0 && (a < 0) != (b < 0));
+    case TTH_TBIN_FLOORMOD: return a % b + (a % b != 0 && (a < 0) != (b < 0) ? b : 0);
+    default: cr_assert_fail("operator %d in the index", (int)e->u.bin.op); return 0;
+    }
+}
+
+static int ix_divmods(const tth_texpr *e)
+{
+    if (e->kind != TTH_TEXPR_BINARY)
+        return 0;
+    tth_tir_binop op = e->u.bin.op;
+    int own = op == TTH_TBIN_DIV || op == TTH_TBIN_MOD || op == TTH_TBIN_FLOORDIV || op == TTH_TBIN_FLOORMOD;
+    return own + ix_divmods(e->u.bin.a) + ix_divmods(e->u.bin.b);
+}
+
+/* A pixel p of a flat run indexed as (p / W, p % W) in a [N, C/b, H, W, b] buffer is the one term
+ * p * b when the divisor is W, for truncating and floor division alike and for negative p too;
+ * another divisor keeps the division. Each index equals the plain row-major sum. */
+Test(flat_index, row_and_column_of_a_flat_pixel_are_one_term)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    lw_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    tth_tvar *p = tth_tir_var(m, "p", TTH_I64), *q = tth_tir_var(m, "q", TTH_I64);
+    const int64_t shape[5] = {1, 3, 7, 7, 16};
+    static const struct {
+        tth_tir_binop div, mod;
+        int64_t n;
+        int folds;
+    } cases[] = {{TTH_TBIN_DIV, TTH_TBIN_MOD, 7, 1}, {TTH_TBIN_FLOORDIV, TTH_TBIN_FLOORMOD, 7, 1},
+                 {TTH_TBIN_DIV, TTH_TBIN_MOD, 5, 0}, {TTH_TBIN_DIV, TTH_TBIN_FLOORMOD, 7, 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tth_texpr *pe = tth_tir_ref(m, p), *n = tth_tir_i64(m, cases[k].n);
+        tth_texpr *idx[5] = {tth_tir_i64(m, 0), tth_tir_ref(m, q), tth_tir_bin(m, cases[k].div, pe, n),
+                             tth_tir_bin(m, cases[k].mod, pe, n), tth_tir_i64(m, 3)};
+        tth_texpr *flat = lw_flat(&c, shape, 5, idx);
+        cr_assert_not_null(flat);
+        cr_assert_eq(ix_divmods(flat), cases[k].folds ? 0 : 2, "case %zu: %d divisions left", k, ix_divmods(flat));
+        for (int64_t pv = -20; pv <= 60; pv++)
+            for (int64_t qv = 0; qv < 3; qv++) {
+                int64_t row = ix_eval(idx[2], p, pv, q, qv), col = ix_eval(idx[3], p, pv, q, qv);
+                int64_t want = ((qv * 7 + row) * 7 + col) * 16 + 3;
+                cr_assert_eq(ix_eval(flat, p, pv, q, qv), want, "case %zu, p %lld, q %lld", k, (long long)pv,
+                             (long long)qv);
+            }
+    }
+    tth_tir_module_free(m);
+}
