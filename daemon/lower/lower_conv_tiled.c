@@ -481,7 +481,8 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
             return NULL;
         tth_texpr *B0 = lw_ref(c, vB), *r = lw_ref(c, vr);
         tth_texpr *g = p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB));
-        tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
+        /* B0 < NB with one group: it is its own block of the group */
+        tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
         tth_tstmt *row;
         if (!k->flat)
             row = block_row(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
