@@ -634,6 +634,19 @@ static void note_generic_cpu(const tth_host *host, const json_t *target_in, cons
  * share their code too. */
 #define SHARE_MAX_DATA 256
 
+/* How many shards: one per LLVM_SHARD_BODIES function bodies (plan_sharing: a class of functions
+ * with the same code is one body), at most LLVM_SHARDS. A fixed count, not the cores of the
+ * machine compiling, so the artifact's bytes do not depend on it; more shards than cores, taken
+ * by the threads in turn as they finish (build_shards), even out shards of unequal work. */
+#define LLVM_SHARDS 8
+#define LLVM_SHARD_BODIES 4
+
+static int shard_count(size_t bodies)
+{
+    size_t n = bodies / LLVM_SHARD_BODIES;
+    return n < 1 ? 1 : n > LLVM_SHARDS ? LLVM_SHARDS : (int)n;
+}
+
 typedef struct llcg_plan {
     tth_tir_share *f;             /* one per PrimFunc of the module (tth_tir_share_plan) */
     int *home;                    /* per PrimFunc: the shard whose module defines it */
@@ -668,20 +681,69 @@ static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, l
     return 0;
 }
 
-/* Each function's shard: the entry in shard 0, the classes in turn (a class's functions in its
- * first one's shard, so the wrappers call the shared body inside one module). */
-static void plan_homes(llcg_plan *p, const tth_tir_module *mod, const tth_prim_func *entry, int nshards)
+/* A body's work for LLVM, roughly: its statements and expressions as written (a subexpression
+ * used twice counts twice, as the code generator emits it twice). */
+static int count_node(void *ctx, const void *node)
 {
-    size_t k = 0;
+    (void)node;
+    (*(size_t *)ctx)++;
+    return 0;
+}
+
+static size_t body_weight(const tth_prim_func *f)
+{
+    size_t n = 0;
+    tth_tir_visitor v = {.stmt = (int (*)(void *, const tth_tstmt *))count_node,
+                         .expr = (int (*)(void *, const tth_texpr *))count_node, .ctx = &n};
+    if (f->body)
+        tth_tir_walk(f->body, &v);
+    return n + 1;
+}
+
+typedef struct home_item {
+    size_t func, weight;
+} home_item;
+
+static int heavier_first(const void *a, const void *b)
+{
+    const home_item *x = a, *y = b;
+    if (x->weight != y->weight)
+        return x->weight > y->weight ? -1 : 1;
+    return x->func < y->func ? -1 : x->func > y->func;
+}
+
+/* Each function's shard: the entry in shard 0, then the bodies (a class's functions in its first
+ * one's shard, so the wrappers call the shared body inside one module) heaviest first, each to
+ * the shard with the least work so far (the lowest index on a tie), so the shards end together.
+ * The weights come from the module alone, so the split does too. */
+static int plan_homes(llcg_plan *p, const tth_tir_module *mod, const tth_prim_func *entry, int nshards)
+{
+    size_t load[LLVM_SHARDS] = {0};
+    home_item *items = calloc(p->n ? p->n : 1, sizeof *items);
+    if (!items)
+        return TTH_ENOMEM;
+    size_t ni = 0;
     for (size_t i = 0; i < p->n; i++) {
-        const tth_tir_share *s = &p->f[i];
-        if (mod->funcs[i] == entry || nshards <= 1)
-            p->home[i] = 0;
-        else if (s->rep != i)
-            p->home[i] = p->home[s->rep];
-        else
-            p->home[i] = (int)(k++ % (size_t)nshards);
+        p->home[i] = 0;
+        if (mod->funcs[i] == entry)
+            load[0] += body_weight(mod->funcs[i]);
+        else if (p->f[i].rep == i && nshards > 1)
+            items[ni++] = (home_item){i, body_weight(mod->funcs[i])};
     }
+    qsort(items, ni, sizeof *items, heavier_first);
+    for (size_t k = 0; k < ni; k++) {
+        int best = 0;
+        for (int s = 1; s < nshards; s++)
+            if (load[s] < load[best])
+                best = s;
+        p->home[items[k].func] = best;
+        load[best] += items[k].weight;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        if (p->f[i].rep != i)
+            p->home[i] = p->home[p->f[i].rep];
+    free(items);
+    return 0;
 }
 
 static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, const llcg_plan *plan,
@@ -763,18 +825,6 @@ typedef struct llcg_shard {
     uint8_t key[16];
 } llcg_shard;
 
-/* How many shards: one per LLVM_SHARD_BODIES function bodies (plan_sharing: a class of functions
- * with the same code is one body), at most LLVM_SHARDS. A fixed count, not the cores of the
- * machine compiling, so the artifact's bytes do not depend on it; more shards than cores, taken
- * by the threads in turn as they finish (build_shards), even out shards of unequal work. */
-#define LLVM_SHARDS 8
-#define LLVM_SHARD_BODIES 4
-
-static int shard_count(size_t bodies)
-{
-    size_t n = bodies / LLVM_SHARD_BODIES;
-    return n < 1 ? 1 : n > LLVM_SHARDS ? LLVM_SHARDS : (int)n;
-}
 
 /* A shard's context, module and builder for the target machine tm. */
 static int shard_init(llcg_shard *sh, const tth_host *host, const tth_tir_module *mod, const llcg_options *opt,
@@ -1000,7 +1050,10 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
     if (rc)
         return rc;
     int nshards = shard_count(plan.bodies);
-    plan_homes(&plan, mod, entry, nshards);
+    if (plan_homes(&plan, mod, entry, nshards)) {
+        plan_free(&plan);
+        return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory planning shards");
+    }
     /* 3.-4. each shard's module in turn: the bound constants' slots are numbered across shards
      * (each shard continues the list the one before it made) */
     int nparallel = 0;

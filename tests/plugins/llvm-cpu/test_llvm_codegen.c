@@ -1317,6 +1317,56 @@ Test(llvm, deterministic_bytes)
     }
 }
 
+/* Shards share out the work, not the count of functions (codegen.c, plan_homes): of eight
+ * bodies (two shards), one is as large as the seven others together, so it has a shard of its own
+ * and the seven small ones share the other. Dealt out in turn, the large one would have had three
+ * small ones beside it. */
+Test(llvm, shards_share_out_the_work)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    for (int f = 0; f < 8; f++) {
+        int stores = f == 0 ? 700 : 100;
+        tth_tbuffer *o = buf1(m, "o", TTH_F32, stores, TTH_SCOPE_PARAM);
+        tth_tstmt *seq = NULL;
+        for (int i = 0; i < stores; i++) /* o[i] = i * (f + 1): each function its own code */
+            cr_assert_eq(tth_tir_seq_append(m, &seq, STORE(o, I64(i), F32((double)i * (f + 1)))), 0);
+        char name[32];
+        snprintf(name, sizeof name, f == 0 ? "large" : "small%d", f);
+        func(m, name, &o, 1, seq);
+    }
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_runtime_module_count(rm), 2, "%zu objects, not two shards", tth_runtime_module_count(rm));
+    char dir[] = "/tmp/tth-shards-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    int with_large = -1, small_in[2] = {0, 0};
+    for (size_t k = 0; k < 2; k++) {
+        const tth_module_file *f = tth_runtime_module_file(rm, k);
+        char path[128], cmd[256], line[256];
+        snprintf(path, sizeof path, "%s/%zu.o", dir, k);
+        FILE *fp = fopen(path, "wb");
+        cr_assert(fp && fwrite(f->data, 1, f->len, fp) == f->len && fclose(fp) == 0);
+        snprintf(cmd, sizeof cmd, "nm --defined-only '%s'", path);
+        FILE *nm = popen(cmd, "r");
+        cr_assert_not_null(nm);
+        while (fgets(line, sizeof line, nm)) {
+            if (strstr(line, " T large"))
+                with_large = (int)k;
+            if (strstr(line, " T small"))
+                small_in[k]++;
+        }
+        cr_assert_eq(pclose(nm), 0, "nm failed on %s", path);
+        unlink(path);
+    }
+    rmdir(dir);
+    cr_assert(with_large >= 0, "no object defines 'large'");
+    cr_assert_eq(small_in[with_large], 0, "the large body shares its shard with %d small ones", small_in[with_large]);
+    cr_assert_eq(small_in[1 - with_large], 7);
+    tth_runtime_module_free(rm);
+    tth_tir_module_free(m);
+}
+
 /* ---------------------------------------------------------------- what is refused */
 
 Test(llvm, math_intrinsic_on_integers_is_unsupported)
