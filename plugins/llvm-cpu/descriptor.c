@@ -15,7 +15,7 @@ ATTR(a_mattr, "mattr", TTH_ATTR_STRING_ARRAY, NULL, "LLVM features: +neon,-sve,+
 ATTR(a_mabi, "mabi", TTH_ATTR_STRING, NULL, "ABI name passed to LLVM (e.g. lp64, aapcs)");
 ATTR(a_mfloat_abi, "mfloat-abi", TTH_ATTR_STRING, NULL, "float ABI: soft, softfp or hard");
 ATTR(a_num_cores, "num-cores", TTH_ATTR_INT, NULL, "cores the parallel runtime may use");
-ATTR(a_opt_level, "opt-level", TTH_ATTR_INT, "3", "LLVM optimization level, 0 to 3");
+ATTR(a_opt_level, "opt-level", TTH_ATTR_INT, "3", "optimization level, 0 to 3 (docs/llvm.md)");
 ATTR(a_fast_math, "fast-math", TTH_ATTR_BOOL, "false", "allow LLVM fast-math floating point");
 
 static const tth_attr_schema *const attrs[] = {&a_mtriple, &a_mcpu, &a_mattr, &a_mabi, &a_mfloat_abi,
