@@ -1951,20 +1951,8 @@ typedef struct cg_range {
 #define CG_MAX_PARTS 16u
 
 /* The part of each function: the largest first, each to the part with the least text so far
- * (a deterministic balance); a single part when constants are in the code (a named CPU's C,
- * one file to hand to its toolchain) or the code is small. */
-typedef struct cg_sized {
-    size_t size, index;
-} cg_sized;
-
-static int by_size_desc(const void *a, const void *b)
-{
-    const cg_sized *x = a, *y = b;
-    if (x->size != y->size)
-        return x->size < y->size ? 1 : -1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
+ * (tth_tir_balance); a single part when constants are in the code (a named CPU's C, one file to
+ * hand to its toolchain) or the code is small. 0 when out of memory. */
 static size_t plan_parts(const cg *g, const cg_range *r, size_t n, unsigned *part)
 {
     size_t total = 0;
@@ -1977,23 +1965,14 @@ static size_t plan_parts(const cg *g, const cg_range *r, size_t n, unsigned *par
         nparts = CG_MAX_PARTS;
     if (nparts < 1)
         nparts = 1; /* no function at all: one file of declarations */
-    cg_sized *order = malloc((n ? n : 1) * sizeof *order);
-    if (!order)
+    size_t *size = malloc((n ? n : 1) * sizeof *size);
+    if (!size)
         return 0;
     for (size_t i = 0; i < n; i++)
-        order[i] = (cg_sized){r[i].end - r[i].start, i};
-    qsort(order, n, sizeof *order, by_size_desc);
-    size_t load[CG_MAX_PARTS] = {0};
-    for (size_t k = 0; k < n; k++) {
-        size_t least = 0;
-        for (size_t p = 1; p < nparts; p++)
-            if (load[p] < load[least])
-                least = p;
-        part[order[k].index] = (unsigned)least;
-        load[least] += order[k].size;
-    }
-    free(order);
-    return nparts;
+        size[i] = r[i].end - r[i].start;
+    int rc = tth_tir_balance(size, n, nparts, NULL, part);
+    free(size);
+    return rc ? 0 : nparts;
 }
 
 /* `<model>_lib<k>.c` for each part: the common text (helpers, interface, constants,

@@ -683,9 +683,16 @@ static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, l
 
 /* A body's work for LLVM, roughly: its statements and expressions as written (a subexpression
  * used twice counts twice, as the code generator emits it twice). */
-static int count_node(void *ctx, const void *node)
+static int count_stmt(void *ctx, const tth_tstmt *s)
 {
-    (void)node;
+    (void)s;
+    (*(size_t *)ctx)++;
+    return 0;
+}
+
+static int count_expr(void *ctx, const tth_texpr *e)
+{
+    (void)e;
     (*(size_t *)ctx)++;
     return 0;
 }
@@ -693,57 +700,41 @@ static int count_node(void *ctx, const void *node)
 static size_t body_weight(const tth_prim_func *f)
 {
     size_t n = 0;
-    tth_tir_visitor v = {.stmt = (int (*)(void *, const tth_tstmt *))count_node,
-                         .expr = (int (*)(void *, const tth_texpr *))count_node, .ctx = &n};
+    tth_tir_visitor v = {.stmt = count_stmt, .expr = count_expr, .ctx = &n};
     if (f->body)
         tth_tir_walk(f->body, &v);
     return n + 1;
 }
 
-typedef struct home_item {
-    size_t func, weight;
-} home_item;
-
-static int heavier_first(const void *a, const void *b)
-{
-    const home_item *x = a, *y = b;
-    if (x->weight != y->weight)
-        return x->weight > y->weight ? -1 : 1;
-    return x->func < y->func ? -1 : x->func > y->func;
-}
-
 /* Each function's shard: the entry in shard 0, then the bodies (a class's functions in its first
- * one's shard, so the wrappers call the shared body inside one module) heaviest first, each to
- * the shard with the least work so far (the lowest index on a tie), so the shards end together.
+ * one's shard, so the wrappers call the shared body inside one module) by weight
+ * (tth_tir_balance: heaviest first, each to the lightest shard), so the shards end together.
  * The weights come from the module alone, so the split does too. */
 static int plan_homes(llcg_plan *p, const tth_tir_module *mod, const tth_prim_func *entry, int nshards)
 {
     size_t load[LLVM_SHARDS] = {0};
-    home_item *items = calloc(p->n ? p->n : 1, sizeof *items);
-    if (!items)
-        return TTH_ENOMEM;
-    size_t ni = 0;
-    for (size_t i = 0; i < p->n; i++) {
+    size_t *weight = calloc(p->n ? p->n : 1, sizeof *weight), nb = 0;
+    size_t *which = calloc(p->n ? p->n : 1, sizeof *which);
+    unsigned *bin = calloc(p->n ? p->n : 1, sizeof *bin);
+    int rc = weight && which && bin ? 0 : TTH_ENOMEM;
+    for (size_t i = 0; !rc && i < p->n; i++) {
         p->home[i] = 0;
         if (mod->funcs[i] == entry)
             load[0] += body_weight(mod->funcs[i]);
         else if (p->f[i].rep == i && nshards > 1)
-            items[ni++] = (home_item){i, body_weight(mod->funcs[i])};
+            weight[nb] = body_weight(mod->funcs[i]), which[nb++] = i;
     }
-    qsort(items, ni, sizeof *items, heavier_first);
-    for (size_t k = 0; k < ni; k++) {
-        int best = 0;
-        for (int s = 1; s < nshards; s++)
-            if (load[s] < load[best])
-                best = s;
-        p->home[items[k].func] = best;
-        load[best] += items[k].weight;
-    }
-    for (size_t i = 0; i < p->n; i++)
+    if (!rc)
+        rc = tth_tir_balance(weight, nb, (size_t)nshards, load, bin);
+    for (size_t k = 0; !rc && k < nb; k++)
+        p->home[which[k]] = (int)bin[k];
+    for (size_t i = 0; !rc && i < p->n; i++)
         if (p->f[i].rep != i)
             p->home[i] = p->home[p->f[i].rep];
-    free(items);
-    return 0;
+    free(weight);
+    free(which);
+    free(bin);
+    return rc;
 }
 
 static int lower_module(tth__llcg *c, const tth_host *host, const tth_prim_func *entry, const llcg_plan *plan,

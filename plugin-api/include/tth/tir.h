@@ -333,6 +333,13 @@ TTH_API int tth_tir_share_plan(const tth_tir_module *mod, const tth_prim_func *s
                                size_t max_data, tth_tir_share **share, size_t *bodies);
 TTH_API void tth_tir_share_free(tth_tir_share *share, size_t n);
 
+/* A deterministic split of n items (a module's function bodies) into nbins parts compiled in
+ * parallel (docs/tir.md, "Functions with the same code"): the heaviest item first (by index on
+ * equal weights), each to the part with the least weight so far (the lowest index on a tie).
+ * bin[i] receives item i's part. load: the parts' weights before (an entry already placed, say)
+ * and after, or NULL to start from nothing. 0, or TTH_ENOMEM. */
+TTH_API int tth_tir_balance(const size_t *weight, size_t n, size_t nbins, size_t *load, unsigned *bin);
+
 /* Readable text (malloc'd; free()). */
 TTH_API char *tth_tir_print(const tth_tir_module *m);
 TTH_API char *tth_tir_print_func(const tth_prim_func *f);

@@ -468,6 +468,47 @@ void tth_tir_share_free(tth_tir_share *share, size_t n)
     free(share);
 }
 
+typedef struct weighed {
+    size_t weight, index;
+} weighed;
+
+static int heavier_first(const void *a, const void *b)
+{
+    const weighed *x = a, *y = b;
+    if (x->weight != y->weight)
+        return x->weight < y->weight ? 1 : -1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+int tth_tir_balance(const size_t *weight, size_t n, size_t nbins, size_t *load, unsigned *bin)
+{
+    if (nbins == 0)
+        nbins = 1;
+    weighed *order = malloc((n ? n : 1) * sizeof *order);
+    size_t *own = load ? NULL : calloc(nbins, sizeof *own);
+    if (!order || (!load && !own)) {
+        free(order);
+        free(own);
+        return TTH_ENOMEM;
+    }
+    if (!load)
+        load = own;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (weighed){weight[i], i};
+    qsort(order, n, sizeof *order, heavier_first);
+    for (size_t k = 0; k < n; k++) {
+        size_t least = 0;
+        for (size_t p = 1; p < nbins; p++)
+            if (load[p] < load[least])
+                least = p;
+        bin[order[k].index] = (unsigned)least;
+        load[least] += order[k].weight;
+    }
+    free(order);
+    free(own);
+    return 0;
+}
+
 int tth_tir_share_plan(const tth_tir_module *mod, const tth_prim_func *skip, size_t const_min, size_t max_data,
                        tth_tir_share **share, size_t *bodies)
 {

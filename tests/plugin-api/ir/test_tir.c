@@ -575,3 +575,23 @@ Test(tir, walker_order_skip_and_stop)
     cr_assert_not(tth_tir_expr_uses_var(store->u.store.value, i));
     cr_assert_not(tth_tir_stmt_uses_var(NULL, t));
 }
+
+/* tth_tir_balance: heaviest first, each to the lightest part (the lowest index on a tie, equal
+ * weights in index order), starting from given loads or from nothing. */
+Test(tir, balance_heaviest_first_to_the_lightest_part)
+{
+    const size_t w[6] = {3, 9, 4, 4, 1, 6};
+    unsigned bin[6];
+    cr_assert_eq(tth_tir_balance(w, 6, 2, NULL, bin), 0);
+    /* 9 -> 0; 6 -> 1; 4 (item 2) -> 1 (6 < 9); 4 (item 3) -> 0 (9 < 10); 3 -> 1 (10 < 13); 1 -> 0 */
+    const unsigned want[6] = {1, 0, 1, 0, 0, 1};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(bin[i], want[i], "item %d in part %u, want %u", i, bin[i], want[i]);
+    size_t load[3] = {20, 0, 0};
+    cr_assert_eq(tth_tir_balance(w, 6, 3, load, bin), 0);
+    cr_assert_eq(bin[1], 1); /* 9 -> 1, 6 -> 2, 4 -> 2, 4 -> 1, 3 -> 2, 1 -> 1 */
+    cr_assert_eq(bin[5], 2);
+    cr_assert(bin[0] == 2 && bin[2] == 2 && bin[3] == 1 && bin[4] == 1);
+    cr_assert(load[0] == 20 && load[1] == 14 && load[2] == 13, "loads %zu %zu %zu", load[0], load[1], load[2]);
+    cr_assert_eq(tth_tir_balance(w, 0, 4, NULL, bin), 0);
+}
