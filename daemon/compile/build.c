@@ -5,7 +5,8 @@
  * sources), and whose TTH_FILE_OBJECT files are host objects. A file that several modules carry
  * byte for byte is built once. In a directory of its own, with relative file names so nothing of
  * the directory's name ends up in the output (the same sources give the same bytes): each C source
- * is compiled by `TTH_CC -std=c99 -O2 -fPIC -pthread -c`, as many at a time as the machine has
+ * is compiled by `TTH_CC -std=c99 -O1 -fPIC -pthread -c` (CC_OPT: docs/artifact.md, "The host
+ * library"), as many at a time as the machine has
  * CPUs (a new one as soon as one finishes), then `TTH_CC -shared -pthread -o lib.so <objects> -lm` links them with the modules'
  * objects (a single source and no object: one call that does both).
  * With the host's store of compiled code (docs/cache.md, "Compiled code"), a source's object is
@@ -117,7 +118,10 @@ typedef struct cc_queue {
     tth_diag diag;
 } cc_queue;
 
-static const char *const cc_flags[] = {"-std=c99", "-O2", "-fPIC", "-pthread", "-c"};
+/* The C is already tiled and unrolled by tth's lowering: -O1 compiles it in three quarters of
+ * -O2's time and the code runs as fast (docs/artifact.md, "The host library"). */
+#define CC_OPT "-O1"
+static const char *const cc_flags[] = {"-std=c99", CC_OPT, "-fPIC", "-pthread", "-c"};
 
 /* One file of the build (its name, length and bytes; a missing one as such) into h. */
 static void key_file(XXH3_state_t *h, const char *dir, const char *name)
@@ -264,7 +268,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     }
     argv[na++] = (char *)TTH_CC;
     argv[na++] = "-std=c99";
-    argv[na++] = "-O2";
+    argv[na++] = CC_OPT;
     argv[na++] = "-fPIC";
     argv[na++] = "-shared";
     argv[na++] = "-pthread"; /* the llvm kind's thread pool (docs/threads.md) */
