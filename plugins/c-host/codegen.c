@@ -1749,6 +1749,8 @@ static void emit_prologue(cg *g)
                  "#else\n"
                  "#define TTH_IVDEP\n"
                  "#endif\n\n");
+    /* each helper TTH_MAYBE_UNUSED: a file of a module in parts repeats them all, and may call
+     * none of one (clang's -Wunused-function) */
     static const tth_dtype all[] = {TTH_F32, TTH_F64, TTH_I8,  TTH_I16, TTH_I32,
                                     TTH_I64, TTH_U8,  TTH_U16, TTH_U32, TTH_U64, TTH_BOOL};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
@@ -1757,45 +1759,45 @@ static void emit_prologue(cg *g)
             continue; /* bool shares uint8_t's helpers */
         const char *ct = ctype_storage(d), *tg = dtype_tag(d);
         if (g->help[HELP_MIN][d])
-            tth_strbuf_printf(t, "static inline %s tth_min_%s(%s a, %s b) { return a < b ? a : b; }\n",
+            tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_min_%s(%s a, %s b) { return a < b ? a : b; }\n",
                         ct, tg, ct, ct);
         if (g->help[HELP_MAX][d])
-            tth_strbuf_printf(t, "static inline %s tth_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
+            tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_max_%s(%s a, %s b) { return a > b ? a : b; }\n",
                         ct, tg, ct, ct);
         if (g->help[HELP_FLOORDIV][d]) {
             if (dtype_is_signed_int(d))
-                tth_strbuf_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b)\n{\n"
+                tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_floordiv_%s(%s a, %s b)\n{\n"
                             "    %s q = (%s)(a / b);\n"
                             "    return (%s)((a %% b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q);\n}\n",
                             ct, tg, ct, ct, ct, ct, ct);
             else
-                tth_strbuf_printf(t, "static inline %s tth_floordiv_%s(%s a, %s b) { return (%s)(a / b); }\n",
+                tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_floordiv_%s(%s a, %s b) { return (%s)(a / b); }\n",
                             ct, tg, ct, ct, ct);
         }
         if (g->help[HELP_FLOORMOD][d] && !dtype_is_float(d)) {
             if (dtype_is_signed_int(d))
-                tth_strbuf_printf(t, "static inline %s tth_floormod_%s(%s a, %s b)\n{\n"
+                tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_floormod_%s(%s a, %s b)\n{\n"
                             "    %s r = (%s)(a %% b);\n"
                             "    return (%s)((r != 0 && ((r < 0) != (b < 0))) ? r + b : r);\n}\n",
                             ct, tg, ct, ct, ct, ct, ct);
             else
-                tth_strbuf_printf(t, "static inline %s tth_floormod_%s(%s a, %s b) { return (%s)(a %% b); }\n",
+                tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_floormod_%s(%s a, %s b) { return (%s)(a %% b); }\n",
                             ct, tg, ct, ct, ct);
         }
     }
     /* float floormod: the remainder with the sign of the divisor */
     if (g->help[HELP_FLOORMOD][TTH_F32])
-        tth_strbuf_puts(t, "static inline float tth_floormod_f32(float a, float b)\n{\n"
+        tth_strbuf_puts(t, "static inline TTH_MAYBE_UNUSED float tth_floormod_f32(float a, float b)\n{\n"
                      "    float r = fmodf(a, b);\n"
                      "    return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;\n}\n");
     if (g->help[HELP_FLOORMOD][TTH_F64])
-        tth_strbuf_puts(t, "static inline double tth_floormod_f64(double a, double b)\n{\n"
+        tth_strbuf_puts(t, "static inline TTH_MAYBE_UNUSED double tth_floormod_f64(double a, double b)\n{\n"
                      "    double r = fmod(a, b);\n"
                      "    return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r;\n}\n");
     if (g->need_f16_load) {
         /* IEEE binary16 <-> binary32, round to nearest even, NaN and infinity kept */
         tth_strbuf_puts(t,
-                  "static inline float tth_f16_to_f32(uint16_t h)\n{\n"
+                  "static inline TTH_MAYBE_UNUSED float tth_f16_to_f32(uint16_t h)\n{\n"
                   "    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n"
                   "    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;\n"
                   "    float f;\n"
@@ -1814,7 +1816,7 @@ static void emit_prologue(cg *g)
     }
     if (g->need_f16_store) {
         tth_strbuf_puts(t,
-                  "static inline uint16_t tth_f32_to_f16(float f)\n{\n"
+                  "static inline TTH_MAYBE_UNUSED uint16_t tth_f32_to_f16(float f)\n{\n"
                   "    uint32_t x, sign, exp, man;\n"
                   "    memcpy(&x, &f, sizeof x);\n"
                   "    sign = (x >> 16) & 0x8000u;\n"
@@ -1847,14 +1849,14 @@ static void emit_prologue(cg *g)
      * the float16 ones above are the only other copies. */
     if (g->need_bf16_load)
         tth_strbuf_puts(t,
-                  "static inline float tth_bf16_to_f32(uint16_t b)\n{\n"
+                  "static inline TTH_MAYBE_UNUSED float tth_bf16_to_f32(uint16_t b)\n{\n"
                   "    uint32_t bits = (uint32_t)b << 16;\n"
                   "    float f;\n"
                   "    memcpy(&f, &bits, sizeof f);\n"
                   "    return f;\n}\n");
     if (g->need_bf16_store)
         tth_strbuf_puts(t,
-                  "static inline uint16_t tth_f32_to_bf16(float f)\n{\n"
+                  "static inline TTH_MAYBE_UNUSED uint16_t tth_f32_to_bf16(float f)\n{\n"
                   "    uint32_t x;\n"
                   "    memcpy(&x, &f, sizeof x);\n"
                   "    if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN stays NaN (quiet) */\n"
@@ -1947,7 +1949,7 @@ typedef struct cg_range {
 /* Function text per part at most: a module with more is split in as few parts as keep each
  * below it, so the host build compiles them on all cores without paying each part's fixed cost
  * (compiler start, the repeated declarations) too often (docs/artifact.md, "C sources"). */
-#define CG_PART_BYTES (128u * 1024u)
+#define CG_PART_BYTES (64u * 1024u)
 #define CG_MAX_PARTS 16u
 
 /* The part of each function: the largest first, each to the part with the least text so far

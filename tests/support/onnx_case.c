@@ -182,8 +182,9 @@ static int check_c_warnings(const char *c_text, tth_case_result *res)
         rc = set(res, TTH_CASE_FAIL, "cannot write the codegen dump's files into %s", dir);
     static const char *const compilers[] = {"gcc", "clang"};
     for (int i = 0; i < 2 && !rc; i++) {
-        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1 || exit 0; cd '%s' && %s -std=c99 "
-                 "-O2 -Wall -Wextra -Werror -Wno-unused-parameter -c *.c > cc.log 2>&1",
+        /* a dump without C (an llvm artifact without a thread pool) has nothing to check */
+        snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1 || exit 0; cd '%s' && { ls *.c >/dev/null 2>&1 "
+                 "|| exit 0; } && %s -std=c99 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -c *.c > cc.log 2>&1",
                  compilers[i], dir, compilers[i]);
         if (system(cmd) != 0) {
             char log[600] = "";
