@@ -404,10 +404,9 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
         rwmax = 12;
     if (rwmax < 1)
         rwmax = 1;
-    /* a blocked output (docs/layouts.md) takes a width dividing the row when one is at least half
-     * the widest: every tile the same, one tile's code instead of two (56 pixels: tiles of 8, not
-     * five of 12 and 11) */
-    for (int w = rwmax; k->p->ob && w > 0 && 2 * w >= rwmax; w--)
+    /* a width dividing the row when one is at least half the widest: every tile the same, one
+     * tile's code instead of two (56 pixels: tiles of 8, not five of 12 and 11) */
+    for (int w = rwmax; w > 0 && 2 * w >= rwmax; w--)
         if (rowlen % w == 0) {
             *rw = w;
             return;
