@@ -424,19 +424,19 @@ static void set_fast_math(LLVMModuleRef m)
  * worth it at 2 and 3, with the SLP vectorizer; then a `vectorized` loop left scalar is reported
  * (llvm_diagnostic). Level 0 runs LLVM's O0.
  * key_setting hashes the text, so the store of compiled code keys by it. */
+#define TTH_PASSES(vectorizers)                                                                     \
+    "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),gvn," \
+    "loop(loop-rotate)," vectorizers ",instcombine<no-verify-fixpoint>,dse,simplifycfg,transform-warning)"
+
 static const char *pass_pipeline(int opt_level)
 {
     switch (opt_level) {
     case 0:
         return "default<O0>";
     case 1:
-        return "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),"
-               "gvn,loop(loop-rotate),loop-vectorize<vectorize-forced-only;interleave-forced-only>,"
-               "instcombine<no-verify-fixpoint>,dse,simplifycfg,transform-warning)";
+        return TTH_PASSES("loop-vectorize<vectorize-forced-only;interleave-forced-only>");
     default:
-        return "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),"
-               "gvn,loop(loop-rotate),loop-vectorize,slp-vectorizer,"
-               "instcombine<no-verify-fixpoint>,dse,simplifycfg,transform-warning)";
+        return TTH_PASSES("loop-vectorize,slp-vectorizer");
     }
 }
 
@@ -815,7 +815,6 @@ typedef struct llcg_shard {
     int from_store;             /* obj came from the store: nothing to build */
     uint8_t key[16];
 } llcg_shard;
-
 
 /* A shard's context, module and builder for the target machine tm. */
 static int shard_init(llcg_shard *sh, const tth_host *host, const tth_tir_module *mod, const llcg_options *opt,
