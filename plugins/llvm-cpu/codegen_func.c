@@ -533,8 +533,9 @@ static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
 }
 
 /* An unrolled loop of constant extent up to UNROLL_MAX is written out here, body after body with
- * var = min + i: the pass pipeline has no loop unroller (codegen.c, pass_pipeline). Longer ones
- * stay loops with the unroll hint in their metadata. */
+ * var = min + i: the pass pipeline has no loop unroller (codegen.c, pass_pipeline). A longer one,
+ * or one of extent known only at run time, stays a loop: its metadata still carries the hint, for
+ * a pipeline that unrolls (opt-level 0's does not either). */
 enum { UNROLL_MAX = 64 };
 
 static int emit_unrolled(tth__llcg *c, const tth_tvar *var, LLVMValueRef min, int n, const tth_tstmt *body)
