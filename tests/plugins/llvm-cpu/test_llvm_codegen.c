@@ -1338,12 +1338,14 @@ Test(llvm, shards_share_out_the_work)
     tth_runtime_module *rm;
     cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
     cr_assert_eq(tth_runtime_module_count(rm), 2, "%zu objects, not two shards", tth_runtime_module_count(rm));
-    char dir[] = "/tmp/tth-shards-XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tth-shards-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     cr_assert_not_null(mkdtemp(dir));
     int with_large = -1, small_in[2] = {0, 0};
     for (size_t k = 0; k < 2; k++) {
         const tth_module_file *f = tth_runtime_module_file(rm, k);
-        char path[128], cmd[256], line[256];
+        char path[600], cmd[700], line[256];
         snprintf(path, sizeof path, "%s/%zu.o", dir, k);
         FILE *fp = fopen(path, "wb");
         cr_assert(fp && fwrite(f->data, 1, f->len, fp) == f->len && fclose(fp) == 0);
