@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../../support/bf16_cases.h"
+#include "helpers.h"
 #include "tth/artifact.h"
 #include "tth/plugin.h"
 #include "tth/target.h"
@@ -90,9 +91,7 @@ static void write_file(const char *path, const void *data, size_t len)
 static void link_module(const tth_runtime_module *rm, const char *extra_c, linked *l)
 {
     memset(l, 0, sizeof *l);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(l->dir, sizeof l->dir, "%s/tth-llvm-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert_not_null(mkdtemp(l->dir));
+    test_mkdtemp(l->dir, sizeof l->dir);
     /* the object, and the thread pool's C source when the module has parallel loops */
     size_t nfiles = tth_runtime_module_count(rm);
     cr_assert(nfiles == 1 || nfiles == 2, "%zu files", nfiles);
@@ -1338,17 +1337,14 @@ Test(llvm, shards_share_out_the_work)
     tth_runtime_module *rm;
     cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
     cr_assert_eq(tth_runtime_module_count(rm), 2, "%zu objects, not two shards", tth_runtime_module_count(rm));
-    const char *tmp = getenv("TMPDIR");
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/tth-shards-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
+    test_mkdtemp(dir, sizeof dir);
     int with_large = -1, small_in[2] = {0, 0};
     for (size_t k = 0; k < 2; k++) {
         const tth_module_file *f = tth_runtime_module_file(rm, k);
         char path[600], cmd[700], line[256];
         snprintf(path, sizeof path, "%s/%zu.o", dir, k);
-        FILE *fp = fopen(path, "wb");
-        cr_assert(fp && fwrite(f->data, 1, f->len, fp) == f->len && fclose(fp) == 0);
+        cr_assert_eq(test_write_file(path, f->data, f->len), 0);
         snprintf(cmd, sizeof cmd, "nm --defined-only '%s'", path);
         FILE *nm = popen(cmd, "r");
         cr_assert_not_null(nm);
@@ -1359,9 +1355,8 @@ Test(llvm, shards_share_out_the_work)
                 small_in[k]++;
         }
         cr_assert_eq(pclose(nm), 0, "nm failed on %s", path);
-        unlink(path);
     }
-    rmdir(dir);
+    test_rmtree(dir);
     cr_assert(with_large >= 0, "no object defines 'large'");
     cr_assert_eq(small_in[with_large], 0, "the large body shares its shard with %d small ones", small_in[with_large]);
     cr_assert_eq(small_in[1 - with_large], 7);
@@ -1676,9 +1671,7 @@ static int have_prog(const char *p)
 static void cross_build_run(const tth_runtime_module *rm, const char *main_c, const char *cc, const char *qemu,
                             cross_run *r)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(r->dir, sizeof r->dir, "%s/tth-llvm-cross-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert_not_null(mkdtemp(r->dir));
+    test_mkdtemp(r->dir, sizeof r->dir);
     const tth_module_file *f = tth_runtime_module_file(rm, 0);
     snprintf(r->obj, sizeof r->obj, "%s/%s", r->dir, f->name);
     snprintf(r->src, sizeof r->src, "%s/main.c", r->dir);
