@@ -436,16 +436,17 @@ int tth_tir_func_same_code(const tth_prim_func *a, const tth_prim_func *b, size_
 
 /* ---- classes of a module (tth_tir_share_plan) ---- */
 
-typedef struct hashed {
-    uint64_t h;
+/* an item's sort key and index: sorted by key, then index (a deterministic order) */
+typedef struct keyed {
+    uint64_t key;
     size_t i;
-} hashed;
+} keyed;
 
-static int hashed_cmp(const void *a, const void *b)
+static int keyed_cmp(const void *a, const void *b)
 {
-    const hashed *x = a, *y = b;
-    if (x->h != y->h)
-        return x->h < y->h ? -1 : 1;
+    const keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
@@ -468,23 +469,11 @@ void tth_tir_share_free(tth_tir_share *share, size_t n)
     free(share);
 }
 
-typedef struct weighed {
-    size_t weight, index;
-} weighed;
-
-static int heavier_first(const void *a, const void *b)
-{
-    const weighed *x = a, *y = b;
-    if (x->weight != y->weight)
-        return x->weight < y->weight ? 1 : -1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
 int tth_tir_balance(const size_t *weight, size_t n, size_t nbins, size_t *load, unsigned *bin)
 {
     if (nbins == 0)
         nbins = 1;
-    weighed *order = malloc((n ? n : 1) * sizeof *order);
+    keyed *order = malloc((n ? n : 1) * sizeof *order);
     size_t *own = load ? NULL : calloc(nbins, sizeof *own);
     if (!order || (!load && !own)) {
         free(order);
@@ -493,16 +482,16 @@ int tth_tir_balance(const size_t *weight, size_t n, size_t nbins, size_t *load, 
     }
     if (!load)
         load = own;
-    for (size_t i = 0; i < n; i++)
-        order[i] = (weighed){weight[i], i};
-    qsort(order, n, sizeof *order, heavier_first);
+    for (size_t i = 0; i < n; i++) /* the heaviest first: the key falls as the weight grows */
+        order[i] = (keyed){UINT64_MAX - (uint64_t)weight[i], i};
+    qsort(order, n, sizeof *order, keyed_cmp);
     for (size_t k = 0; k < n; k++) {
         size_t least = 0;
         for (size_t p = 1; p < nbins; p++)
             if (load[p] < load[least])
                 least = p;
-        bin[order[k].index] = (unsigned)least;
-        load[least] += order[k].weight;
+        bin[order[k].i] = (unsigned)least;
+        load[least] += weight[order[k].i];
     }
     free(order);
     free(own);
@@ -518,7 +507,7 @@ int tth_tir_share_plan(const tth_tir_module *mod, const tth_prim_func *skip, siz
         return TTH_EINVAL;
     size_t n = mod->nfuncs;
     tth_tir_share *f = calloc(n ? n : 1, sizeof *f);
-    hashed *hs = calloc(n ? n : 1, sizeof *hs);
+    keyed *hs = calloc(n ? n : 1, sizeof *hs);
     const tth_tbuffer **pairs = malloc(2 * (max_data ? max_data : 1) * sizeof *pairs);
     size_t *reps = malloc((n ? n : 1) * sizeof *reps);
     int rc = f && hs && pairs && reps ? 0 : TTH_ENOMEM;
@@ -528,15 +517,15 @@ int tth_tir_share_plan(const tth_tir_module *mod, const tth_prim_func *skip, siz
         f[i].rep = i;
         f[i].members = 1;
         if (fn != skip && fn->body && !(fn->attrs && json_is_true(json_object_get(fn->attrs, "extern")))) {
-            hs[nh].h = tth_tir_func_code_hash(fn, const_min);
+            hs[nh].key = tth_tir_func_code_hash(fn, const_min);
             hs[nh++].i = i;
         }
     }
     if (!rc)
-        qsort(hs, nh, sizeof *hs, hashed_cmp);
+        qsort(hs, nh, sizeof *hs, keyed_cmp);
     for (size_t a = 0; !rc && a < nh;) {
         size_t b = a;
-        while (b < nh && hs[b].h == hs[a].h)
+        while (b < nh && hs[b].key == hs[a].key)
             b++;
         size_t nr = 0;
         for (size_t j = a; !rc && j < b; j++) {
