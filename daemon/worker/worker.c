@@ -22,7 +22,6 @@
 #include <tth/registry.h>
 #include <tth/target.h>
 #include <tthproto/jsonrpc.h>
-#include <xxhash.h>
 
 #include "entry_file.h"
 #include "tth_config.h"
@@ -147,24 +146,11 @@ static void send_error(const json_t *id, const tth_diag *d)
  * rebuilt or upgraded compiler (a new lowering, a new pass) never serves the old one's artifacts. */
 static char compiler_id[96];
 
+/* a file's XXH64, or 0 when it cannot be read */
 static uint64_t file_xxh64(const char *path)
 {
-    XXH64_state_t *st = XXH64_createState();
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
     uint64_t h = 0;
-    if (st && fd >= 0) {
-        XXH64_reset(st, 0);
-        char buf[1 << 16];
-        ssize_t n;
-        while ((n = read(fd, buf, sizeof buf)) > 0)
-            XXH64_update(st, buf, (size_t)n);
-        if (n == 0)
-            h = XXH64_digest(st);
-    }
-    if (fd >= 0)
-        close(fd);
-    XXH64_freeState(st);
-    return h;
+    return path && tth_file_xxh64(path, &h) == 0 ? h : 0;
 }
 
 static void init_compiler_id(void)
@@ -172,7 +158,7 @@ static void init_compiler_id(void)
     Dl_info di;
     const char *lib = dladdr((void *)tth_target_parse, &di) && di.dli_fname ? di.dli_fname : NULL;
     snprintf(compiler_id, sizeof compiler_id, "tth-worker#%016llx libtth#%016llx",
-             (unsigned long long)file_xxh64("/proc/self/exe"), (unsigned long long)(lib ? file_xxh64(lib) : 0));
+             (unsigned long long)file_xxh64("/proc/self/exe"), (unsigned long long)file_xxh64(lib));
 }
 
 /* Every kind a canonical target uses: itself, composite members, the host. */

@@ -265,7 +265,7 @@ static char *make_identity(const tth_plugin_descriptor *d, uint64_t hash)
     return strdup(buf);
 }
 
-static int hash_file(const char *path, uint64_t *out)
+int tth_file_xxh64(const char *path, uint64_t *out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -396,7 +396,7 @@ static int load_file(tth_registry *r, const char *path, tth_diag *diag)
         return rc;
     }
     uint64_t hash = 0;
-    if (hash_file(path, &hash) != 0) {
+    if (tth_file_xxh64(path, &hash) != 0) {
         dlclose(h);
         return tth_diag_set(diag, TTH_EIO, path, "cannot read: %s", strerror(errno));
     }

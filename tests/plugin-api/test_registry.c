@@ -77,9 +77,36 @@ Test(registry, loads_good_plugin_and_reads_descriptor)
     cr_assert_not_null(p);
     cr_assert_str_eq(p->desc->plugin_name, "tp-basic");
     cr_assert_not_null(strstr(p->identity, "tp-basic@0.0.1#"));
+    /* the identity's hash is the file's XXH64 (tth_file_xxh64) */
+    char path[1024], want[64];
+    uint64_t h = 0;
+    snprintf(path, sizeof path, "%s/a.so", tmpdir);
+    cr_assert_eq(tth_file_xxh64(path, &h), 0);
+    snprintf(want, sizeof want, "tp-basic@0.0.1#%016llx", (unsigned long long)h);
+    cr_assert_str_eq(p->identity, want);
     cr_assert_null(p->target_parser);
     cr_assert_null(tth_registry_find_kind(r, "nope"));
     tth_registry_free(r);
+}
+
+/* tth_file_xxh64: equal bytes hash alike, other bytes otherwise (the XXH64 of "abc" with seed 0
+ * is 0x44bc2cf5ad770999), and a missing file is -1 */
+Test(registry, file_xxh64_hashes_the_bytes)
+{
+    char a[1024], b[1024], c[1024];
+    snprintf(a, sizeof a, "%s/x1", tmpdir);
+    snprintf(b, sizeof b, "%s/x2", tmpdir);
+    snprintf(c, sizeof c, "%s/missing", tmpdir);
+    FILE *f = fopen(a, "wb");
+    cr_assert(f && fputs("abc", f) >= 0 && fclose(f) == 0);
+    f = fopen(b, "wb");
+    cr_assert(f && fputs("abd", f) >= 0 && fclose(f) == 0);
+    uint64_t ha = 0, hb = 0, hc = 0;
+    cr_assert_eq(tth_file_xxh64(a, &ha), 0);
+    cr_assert_eq(tth_file_xxh64(b, &hb), 0);
+    cr_assert_eq(ha, 0x44bc2cf5ad770999ull, "XXH64(\"abc\") = %016llx", (unsigned long long)ha);
+    cr_assert_neq(ha, hb);
+    cr_assert_eq(tth_file_xxh64(c, &hc), -1);
 }
 
 Test(registry, one_bad_plugin_does_not_stop_others)

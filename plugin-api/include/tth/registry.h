@@ -59,6 +59,11 @@ TTH_API int tth_registry_add_static(tth_registry *r, const tth_plugin_descriptor
  * others. For a file, its directory is checked too. */
 TTH_API int tth_path_check_trusted(const char *path, tth_diag *diag);
 
+/* The XXH64 (seed 0) of a file's bytes into *out: what a plugin's identity holds, and the
+ * worker's identity of its own executable and libtth (docs/cache.md, "The key"). 0, or -1 when
+ * the file cannot be read. */
+TTH_API int tth_file_xxh64(const char *path, uint64_t *out);
+
 /* Check a descriptor for ABI compatibility and completeness. */
 TTH_API int tth_descriptor_check(const tth_plugin_descriptor *desc, const char *where,
                                  tth_diag *diag);
