@@ -400,6 +400,20 @@ static int stage_relay_to_tir(compile_state *s)
     return tth_hooks_relay_to_tir(&s->part, &s->lent, s->tmod, s->lowered, &s->nlowered, s->diag);
 }
 
+/* A function of constants only computes the same value on every call: the folder evaluates
+ * such code at compile time (docs/operators.md, "Constant folding"). With options.explain, one
+ * that is left in the code is named, with the reason the folder gave. */
+static void note_constant_function(compile_state *s, const tth_rexpr *call, const char *name)
+{
+    char why[384];
+    if (!json_is_true(json_object_get(s->req->options, "explain")) || !s->host.log ||
+        !tth_relay_constant_call_why(s->rmod, call, why, sizeof why))
+        return;
+    char msg[TTH_DIAG_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "constants: '%s' computes a function of constants only on every call: %s", name, why);
+    s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+}
+
 /* lower: every primitive function main calls → a PrimFunc `<model>_fused_<op>_<n>`, in call
  * order; requires fusion (optimize). */
 static int stage_lower(compile_state *s)
@@ -447,6 +461,7 @@ static int stage_lower(compile_state *s)
         s->lowered[s->nlowered].fn = fn;
         s->lowered[s->nlowered].prim_name = pf->name;
         s->nlowered++;
+        note_constant_function(s, e, pf->name);
     }
     if (wants_dump(s, "lower"))
         dump(s, "lower", tth_tir_print(s->tmod));

@@ -83,62 +83,239 @@ static tth_relay_function *alone(tth_relay_module *rm, const tth_rexpr *e, tth_t
     return tth_relay_function_add(rm, "fold", params, n, body, json_pack("{s:i}", "Primitive", 1), diag);
 }
 
-/* reshape and transpose move elements without arithmetic: their lowering loads each element and
- * stores it elsewhere, so moving the bytes here gives the same bits, without the interpreter's
- * 40-80 ns per element (a classifier's transposed weight, 1.3 M elements, took 0.1 s). out is
- * the result (NULL: not one of these, or a malformed permutation, left to the lowering). */
-static tth_tensor *move_elements(const tth_rexpr *e, const tth_tensor *x)
+/* ---- calls folded natively ----
+ * Operators that only move elements (reshape, transpose, strided_slice, broadcast_to,
+ * concatenate, split) and exact widening casts (float16/bfloat16 -> float32, float32 -> float64)
+ * are folded here, without the interpreter and without a size limit: their lowering loads each
+ * element and stores it elsewhere (or converts it exactly), so moving the bytes gives the same
+ * bits, at memcpy speed instead of the interpreter's 40-80 ns per element. This is what makes a
+ * constant of any size (a 9216x4096 classifier weight behind Gemm's transB) a constant of the
+ * artifact rather than code run on every call (docs/operators.md, "Constant folding"). */
+
+/* Copy a strided view: for every index i of shape (rank r), dst[dbase + sum i[d]*dstep[d]] =
+ * src[sbase + sum i[d]*sstep[d]], elements of es bytes. Strides in elements. */
+static void strided_copy(unsigned char *dst, int64_t dbase, const int64_t *dstep, const unsigned char *src,
+                         int64_t sbase, const int64_t *sstep, const int64_t *shape, int r, size_t es)
 {
-    tth_op op = e->u.call.op;
-    if ((op != TTH_OP_RESHAPE && op != TTH_OP_TRANSPOSE) || e->type.nfields >= 0)
-        return NULL;
-    const tth_ttype *ot = &e->type.tensor, *xt = &x->type;
-    int64_t axes[TTH_MAX_RANK];
-    if (op == TTH_OP_TRANSPOSE) {
-        int n = tth__attr_ints(e->u.call.attrs, "axes", axes, TTH_MAX_RANK);
-        int seen[TTH_MAX_RANK] = {0};
-        for (int d = 0; n <= 0 && d < xt->rank; d++)
-            axes[d] = xt->rank - 1 - d;
-        n = n <= 0 ? xt->rank : n;
-        if (n != xt->rank || ot->rank != n)
-            return NULL;
-        for (int d = 0; d < n; d++) {
-            axes[d] += axes[d] < 0 ? n : 0;
-            if (axes[d] < 0 || axes[d] >= n || seen[axes[d]]++)
-                return NULL;
+    int64_t n = 1, idx[TTH_MAX_RANK] = {0};
+    for (int d = 0; d < r; d++)
+        n *= shape[d];
+    if (n == 0)
+        return;
+    /* the innermost dimension as one run when both sides are contiguous along it */
+    int64_t inner = r ? shape[r - 1] : 1;
+    int run = r && dstep[r - 1] == 1 && sstep[r - 1] == 1;
+    int64_t at = sbase, to = dbase;
+    for (int64_t i = 0; i < n;) {
+        if (run) {
+            memcpy(dst + (size_t)to * es, src + (size_t)at * es, (size_t)inner * es);
+            i += inner;
+            at += sstep[r - 1] * inner;
+            to += dstep[r - 1] * inner;
+            idx[r - 1] = inner;
+        } else {
+            memcpy(dst + (size_t)to * es, src + (size_t)at * es, es);
+            i++;
+            if (r) {
+                at += sstep[r - 1];
+                to += dstep[r - 1];
+                idx[r - 1]++;
+            }
         }
+        for (int d = r - 1; d >= 0 && idx[d] == shape[d]; d--) {
+            at -= sstep[d] * shape[d];
+            to -= dstep[d] * shape[d];
+            idx[d] = 0;
+            if (d == 0)
+                break;
+            at += sstep[d - 1];
+            to += dstep[d - 1];
+            idx[d - 1]++;
+        }
+    }
+}
+
+/* row-major strides (in elements) of a shape */
+static void strides_of(const tth_ttype *t, int64_t *st)
+{
+    int64_t k = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        st[d] = k;
+        k *= t->shape[d];
+    }
+}
+
+static tth_tensor *fold_transpose(const tth_rexpr *e, const tth_tensor *x)
+{
+    const tth_ttype *ot = &e->type.tensor, *xt = &x->type;
+    int64_t axes[TTH_MAX_RANK], xs[TTH_MAX_RANK], step[TTH_MAX_RANK], os[TTH_MAX_RANK];
+    int n = tth__attr_ints(e->u.call.attrs, "axes", axes, TTH_MAX_RANK);
+    int seen[TTH_MAX_RANK] = {0};
+    for (int d = 0; n <= 0 && d < xt->rank; d++)
+        axes[d] = xt->rank - 1 - d;
+    n = n <= 0 ? xt->rank : n;
+    if (n != xt->rank || ot->rank != n)
+        return NULL;
+    for (int d = 0; d < n; d++) {
+        axes[d] += axes[d] < 0 ? n : 0;
+        if (axes[d] < 0 || axes[d] >= n || seen[axes[d]]++)
+            return NULL;
     }
     tth_tensor *out = tth_tensor_new(ot, NULL);
-    if (!out || op == TTH_OP_RESHAPE) {
-        if (out)
-            memcpy(out->data, x->data, out->nbytes < x->nbytes ? out->nbytes : x->nbytes);
-        return out;
-    }
-    /* out[i0..in-1] = x[j] with j[axes[d]] = i[d]: walk the output in order, stepping the input
-     * by its stride along axes[d] for each output axis d */
-    size_t es = tth_dtype_size(xt->dtype);
-    int64_t xs[TTH_MAX_RANK], step[TTH_MAX_RANK], idx[TTH_MAX_RANK] = {0}, at = 0, k = 1;
-    int r = ot->rank;
-    for (int d = r - 1; d >= 0; d--) {
-        xs[d] = k;
-        k *= xt->shape[d];
-    }
-    for (int d = 0; d < r; d++)
+    if (!out)
+        return NULL;
+    strides_of(xt, xs);
+    strides_of(ot, os);
+    for (int d = 0; d < n; d++)
         step[d] = xs[axes[d]];
-    int64_t n = tth_ttype_numel(ot);
-    const unsigned char *src = x->data;
-    unsigned char *dst = out->data;
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(dst + (size_t)i * es, src + (size_t)at * es, es);
-        for (int d = r - 1; d >= 0; d--) {
-            at += step[d];
-            if (++idx[d] < ot->shape[d])
-                break;
-            at -= step[d] * ot->shape[d];
-            idx[d] = 0;
-        }
+    strided_copy(out->data, 0, os, x->data, 0, step, ot->shape, n, tth_dtype_size(xt->dtype));
+    return out;
+}
+
+static tth_tensor *fold_strided_slice(const tth_rexpr *e, const tth_tensor *x)
+{
+    const tth_ttype *ot = &e->type.tensor, *xt = &x->type;
+    int64_t begin[TTH_MAX_RANK], strides[TTH_MAX_RANK], xs[TTH_MAX_RANK], os[TTH_MAX_RANK], step[TTH_MAX_RANK];
+    int nb = tth__attr_ints(e->u.call.attrs, "begin", begin, TTH_MAX_RANK);
+    int ns = tth__attr_ints(e->u.call.attrs, "strides", strides, TTH_MAX_RANK);
+    if (ot->rank != xt->rank)
+        return NULL;
+    strides_of(xt, xs);
+    strides_of(ot, os);
+    int64_t base = 0;
+    for (int d = 0; d < xt->rank; d++) {
+        int64_t b = d < nb ? begin[d] : 0, s = d < ns ? strides[d] : 1;
+        if (ot->shape[d] > 0 && (b < 0 || b >= xt->shape[d] || b + s * (ot->shape[d] - 1) < 0 ||
+                                 b + s * (ot->shape[d] - 1) >= xt->shape[d]))
+            return NULL; /* not the normalized form: left to the lowering */
+        base += b * xs[d];
+        step[d] = s * xs[d];
+    }
+    tth_tensor *out = tth_tensor_new(ot, NULL);
+    if (out)
+        strided_copy(out->data, 0, os, x->data, base, step, ot->shape, ot->rank, tth_dtype_size(xt->dtype));
+    return out;
+}
+
+static tth_tensor *fold_broadcast_to(const tth_rexpr *e, const tth_tensor *x)
+{
+    const tth_ttype *ot = &e->type.tensor, *xt = &x->type;
+    int64_t xs[TTH_MAX_RANK], os[TTH_MAX_RANK], step[TTH_MAX_RANK];
+    if (xt->rank > ot->rank)
+        return NULL;
+    strides_of(xt, xs);
+    strides_of(ot, os);
+    for (int d = 0; d < ot->rank; d++) {
+        int xd = d - (ot->rank - xt->rank);
+        step[d] = xd < 0 || xt->shape[xd] == 1 ? 0 : xs[xd];
+    }
+    tth_tensor *out = tth_tensor_new(ot, NULL);
+    if (out)
+        strided_copy(out->data, 0, os, x->data, 0, step, ot->shape, ot->rank, tth_dtype_size(xt->dtype));
+    return out;
+}
+
+static tth_tensor *fold_concatenate(const tth_rexpr *e, tth_tensor *const *args)
+{
+    const tth_ttype *ot = &e->type.tensor;
+    int64_t axis = tth__attr_int(e->u.call.attrs, "axis", 0), os[TTH_MAX_RANK], xs[TTH_MAX_RANK];
+    axis += axis < 0 ? ot->rank : 0;
+    if (axis < 0 || axis >= ot->rank)
+        return NULL;
+    tth_tensor *out = tth_tensor_new(ot, NULL);
+    if (!out)
+        return NULL;
+    strides_of(ot, os);
+    int64_t at = 0;
+    for (size_t i = 0; i < e->u.call.nargs; i++) {
+        const tth_ttype *xt = &args[i]->type;
+        strides_of(xt, xs);
+        strided_copy(out->data, at * os[axis], os, args[i]->data, 0, xs, xt->shape, xt->rank,
+                     tth_dtype_size(xt->dtype));
+        at += xt->shape[axis];
     }
     return out;
+}
+
+/* split: one tensor per field of e's tuple type; 0, or -1 when not folded here */
+static int fold_split(const tth_rexpr *e, const tth_tensor *x, tth_tensor **outs, size_t *nouts)
+{
+    const tth_ttype *xt = &x->type;
+    int64_t axis = tth__attr_int(e->u.call.attrs, "axis", 0), xs[TTH_MAX_RANK], os[TTH_MAX_RANK];
+    axis += axis < 0 ? xt->rank : 0;
+    if (axis < 0 || axis >= xt->rank || e->type.nfields > TTH_FOLD_MAX_OUTS)
+        return -1;
+    strides_of(xt, xs);
+    int64_t at = 0;
+    for (int32_t f = 0; f < e->type.nfields; f++) {
+        const tth_ttype *ft = &e->type.fields[f];
+        if (!(outs[f] = tth_tensor_new(ft, NULL)))
+            return -1;
+        *nouts = (size_t)f + 1;
+        strides_of(ft, os);
+        strided_copy(outs[f]->data, 0, os, x->data, at * xs[axis], xs, ft->shape, ft->rank, tth_dtype_size(xt->dtype));
+        at += ft->shape[axis];
+    }
+    return 0;
+}
+
+/* float16/bfloat16 -> float32 and float32 -> float64: every value is exact in the wider type */
+static tth_tensor *fold_widen(const tth_rexpr *e, const tth_tensor *x)
+{
+    const tth_ttype *ot = &e->type.tensor;
+    tth_dtype from = x->type.dtype, to = ot->dtype;
+    if (!((to == TTH_F32 && (from == TTH_F16 || from == TTH_BF16)) || (to == TTH_F64 && from == TTH_F32)))
+        return NULL;
+    tth_tensor *out = tth_tensor_new(ot, NULL);
+    if (!out)
+        return NULL;
+    int64_t n = tth_ttype_numel(ot);
+    const uint16_t *h = x->data;
+    for (int64_t i = 0; i < n; i++) {
+        if (to == TTH_F64)
+            ((double *)out->data)[i] = ((const float *)x->data)[i];
+        else
+            ((float *)out->data)[i] = from == TTH_F16 ? tth_f16_to_f32(h[i]) : tth_bf16_to_f32(h[i]);
+    }
+    return out;
+}
+
+/* Fold e natively when it is one of the operators above: 1 with outs filled, 0 when it is not
+ * (the interpreter then tries), -1 out of memory. */
+static int fold_native(const tth_rexpr *e, tth_tensor *const *args, tth_tensor **outs, size_t *nouts)
+{
+    tth_op op = e->u.call.op;
+    tth_tensor *r = NULL;
+    *nouts = 0;
+    if (op == TTH_OP_SPLIT && e->type.nfields >= 0) {
+        if (fold_split(e, args[0], outs, nouts) == 0)
+            return 1;
+        for (size_t k = 0; k < *nouts; k++)
+            tth_tensor_unref(outs[k]);
+        *nouts = 0;
+        return 0;
+    }
+    if (e->type.nfields >= 0)
+        return 0;
+    switch (op) {
+    case TTH_OP_RESHAPE:
+        if (tth_ttype_numel(&e->type.tensor) != tth_ttype_numel(&args[0]->type))
+            return 0;
+        if ((r = tth_tensor_new(&e->type.tensor, NULL)) != NULL)
+            memcpy(r->data, args[0]->data, r->nbytes);
+        break;
+    case TTH_OP_TRANSPOSE: r = fold_transpose(e, args[0]); break;
+    case TTH_OP_STRIDED_SLICE: r = fold_strided_slice(e, args[0]); break;
+    case TTH_OP_BROADCAST_TO: r = fold_broadcast_to(e, args[0]); break;
+    case TTH_OP_CONCATENATE: r = fold_concatenate(e, args); break;
+    case TTH_OP_CAST: r = fold_widen(e, args[0]); break;
+    default: return 0;
+    }
+    if (!r)
+        return 0;
+    outs[0] = r;
+    *nouts = 1;
+    return 1;
 }
 
 /* Evaluate call e on its constant arguments: outs[0..*nouts) are new tensors, one per result.
@@ -147,10 +324,6 @@ static int eval_lowered(const tth_rexpr *e, tth_tensor *const *args, tth_tensor 
                         tth_diag *diag)
 {
     *nouts = 0;
-    if (e->u.call.nargs == 1 && (outs[0] = move_elements(e, args[0])) != NULL) {
-        *nouts = 1;
-        return 0;
-    }
     tth_relay_module *rm = tth_relay_module_new("fold");
     tth_tir_module *tm = tth_tir_module_new();
     void *bufs[64 + TTH_FOLD_MAX_OUTS];
@@ -213,13 +386,17 @@ tth_rexpr *tth__fold_call(tth_relay_module *m, tth_rexpr *e, int64_t max_elems, 
         args[i] = a->u.constant.value;
         in_elems += tth_ttype_numel(&args[i]->type);
     }
-    if (in_elems > max_elems || type_elems(&e->type) > max_elems || fold_cost(e, args) > FOLD_MAX_COST)
-        return e;
-    tth_tensor *outs[TTH_FOLD_MAX_OUTS];
+    tth_tensor *outs[TTH_FOLD_MAX_OUTS] = {0};
     size_t nouts = 0;
     tth_diag local;
     tth_diag_clear(&local);
-    int rc = eval_lowered(e, args, outs, &nouts, &local);
+    int rc = fold_native(e, args, outs, &nouts);
+    if (rc == 1)
+        rc = 0;
+    else if (in_elems > max_elems || type_elems(&e->type) > max_elems || fold_cost(e, args) > FOLD_MAX_COST)
+        return e;
+    else
+        rc = eval_lowered(e, args, outs, &nouts, &local);
     if (rc == TTH_EUNSUPPORTED)
         return e;
     if (rc) {
@@ -239,6 +416,79 @@ tth_rexpr *tth__fold_call(tth_relay_module *m, tth_rexpr *e, int64_t max_elems, 
             return NULL;
         }
     return tth_relay_tuple(m, fields, nouts, diag);
+}
+
+/* Why the folder leaves op call e (arguments of these types) alone, or "" when it would fold it */
+static void refusal(const tth_rexpr *e, tth_tensor *const *args, char *why, size_t len)
+{
+    int64_t in_elems = 0;
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        in_elems += tth_ttype_numel(&args[i]->type);
+    int64_t out_elems = type_elems(&e->type);
+    double cost = fold_cost(e, args);
+    char lw[256] = "";
+    why[0] = '\0';
+    if (!tth_lower_op_supported(e, lw, sizeof lw))
+        snprintf(why, len, "'%s' is not evaluated at compile time: %s", tth_op_name(e->u.call.op), lw);
+    else if (in_elems > TTH_FOLD_MAX_ELEMS || out_elems > TTH_FOLD_MAX_ELEMS)
+        snprintf(why, len, "'%s' reads %lld and writes %lld elements, more than the %lld the folder evaluates "
+                 "(only reshapes, transposes, slices, joins, broadcasts and widening casts are folded at any size)",
+                 tth_op_name(e->u.call.op), (long long)in_elems, (long long)out_elems, (long long)TTH_FOLD_MAX_ELEMS);
+    else if (cost > FOLD_MAX_COST)
+        snprintf(why, len, "'%s' would take about %.3g interpreter steps at compile time, over the folder's budget of "
+                 "%.3g", tth_op_name(e->u.call.op), cost, FOLD_MAX_COST);
+}
+
+int tth_relay_constant_call_why(tth_relay_module *m, const tth_rexpr *call, char *why, size_t len)
+{
+    if (len)
+        why[0] = '\0';
+    if (call->kind != TTH_REXPR_CALL)
+        return 0;
+    for (size_t i = 0; i < call->u.call.nargs; i++)
+        if (call->u.call.args[i]->kind != TTH_REXPR_CONST)
+            return 0;
+    const tth_relay_function *fn = call->u.call.fn;
+    if (!fn) {
+        tth_tensor *args[64];
+        if (call->u.call.nargs > 64)
+            return 1;
+        for (size_t i = 0; i < call->u.call.nargs; i++)
+            args[i] = call->u.call.args[i]->u.constant.value;
+        refusal(call, args, why, len);
+        return 1;
+    }
+    /* a primitive function: the first op call inside whose arguments are constants or params */
+    tth_rexpr **nodes = NULL;
+    int64_t n = tth_relay_topo(m, fn, &nodes); /* arena memory */
+    for (int64_t k = 0; k < n; k++) {
+        const tth_rexpr *e = nodes[k];
+        if (e->kind != TTH_REXPR_CALL || e->u.call.fn || e->u.call.nargs > 64)
+            continue;
+        tth_tensor *args[64];
+        size_t i = 0;
+        for (; i < e->u.call.nargs; i++) {
+            const tth_rexpr *a = e->u.call.args[i];
+            if (a->kind == TTH_REXPR_CONST)
+                args[i] = a->u.constant.value;
+            else if (a->kind == TTH_REXPR_VAR) {
+                size_t p = 0;
+                while (p < fn->nparams && fn->params[p] != a)
+                    p++;
+                if (p == fn->nparams || p >= call->u.call.nargs)
+                    break;
+                args[i] = call->u.call.args[p]->u.constant.value;
+            } else
+                break;
+        }
+        if (i < e->u.call.nargs)
+            continue;
+        refusal(e, args, why, len);
+        break;
+    }
+    if (len && !why[0])
+        snprintf(why, len, "the folder ran before this function was made");
+    return 1;
 }
 
 static tth_rexpr *fold_visit(void *ctx, tth_relay_module *m, tth_rexpr *orig, tth_rexpr *const *args, size_t nargs,

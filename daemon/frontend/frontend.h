@@ -70,6 +70,10 @@ int tth_relay_bind_params(tth_relay_module *m, tth_tensor *const *values, size_t
 /* Individual passes; each keeps the module well-typed. */
 int tth_relay_fold_constants(tth_relay_module *m, tth_diag *diag); /* incl. shape arithmetic */
 int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv weights, else mul+add */
+/* For a call of main whose arguments are all constants (a function of constants only, which the
+ * folder left in the code): 1 and `why` says which operator inside it the folder did not evaluate
+ * and why (docs/operators.md, "Constant folding"); 0 when some argument is not a constant. */
+int tth_relay_constant_call_why(tth_relay_module *m, const tth_rexpr *call, char *why, size_t len);
 int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
 /* Blocked channels (layout.c, docs/layouts.md): main's float32 convolutions, and the pools and
  * element-wise operators between them, move to NCHW<block>c, with layout changes only where an

@@ -819,3 +819,105 @@ Test(pipeline, code_store_keeps_to_its_bound)
     tth_code_store_close(s);
     test_rmtree(dir);
 }
+
+/* the explain notes a compile logs, joined by newlines */
+static void collect_notes(void *ctx, int level, const char *msg)
+{
+    (void)level;
+    char *buf = ctx;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 1 << 16 > n ? (1 << 16) - n : 0, "%s\n", msg);
+}
+
+/* y = Gemm(x, W, transB=1) of a 64 x 4100 input and a 4100 x 4100 weight (16.8 M elements, over
+ * the interpreter's 2^24), then the LSTM way of preparing weights (a slice of a transposed
+ * constant), and z = MatMul(A, B) of two constant 512 x 512 matrices (134 M multiply-adds, over
+ * the folder's budget). */
+static uint8_t *constants_model(size_t *len)
+{
+    enum { K = 4100 };
+    ob b;
+    ob_init(&b, 13);
+    const int64_t xd[2] = {2, K}, wd[2] = {K, K}, sd[2] = {512, 512};
+    float *w = malloc(sizeof(float) * K * K), *a = malloc(sizeof(float) * 512 * 512);
+    cr_assert(w && a);
+    for (size_t i = 0; i < (size_t)K * K; i++)
+        w[i] = (float)((i * 7919u) % 101) / 101.0f - 0.5f;
+    for (size_t i = 0; i < 512 * 512; i++)
+        a[i] = (float)((i * 104729u) % 89) / 89.0f - 0.5f;
+    ob_input(&b, "x", xd, 2);
+    ob_init_f32(&b, "W", wd, 2, w);
+    ob_init_f32(&b, "A", sd, 2, a);
+    ob_init_f32(&b, "B", sd, 2, a);
+    ob_attr_i(&b, ob_node(&b, "Gemm", "fc0", "x,W", "y"), "transB", 1);
+    ob_node(&b, "MatMul", "mm0", "A,B", "z");
+    ob_output(&b, "y");
+    ob_output(&b, "z");
+    uint8_t *bytes = ob_pack(&b, len);
+    ob_free(&b);
+    free(w);
+    free(a);
+    return bytes;
+}
+
+/* No function of constants only is left in generated code (docs/operators.md, "Constant
+ * folding"): the transposed 4100 x 4100 weight of a Gemm is folded whatever its size, and the one
+ * function the folder leaves (a matmul of two constants over its budget) is named by --explain
+ * with the reason; the output of the Gemm is right. */
+Test(pipeline, no_function_of_constants_only, .timeout = 300)
+{
+    tth_registry *r = test_registry();
+    json_t *t = target_c(r);
+    size_t len;
+    uint8_t *model = constants_model(&len);
+    json_t *opts = json_pack("{s:b, s:b, s:s}", "build_shared", 1, "explain", 1, "dump_ir", "optimize");
+    char *notes = calloc(1, 1 << 16);
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR, .ctx = notes,
+                     .log = collect_notes};
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "k", .target = t,
+                               .options = opts, .registry = r, .host = &host};
+    tth_compile_result cr;
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_compile(&req, &cr, &d), 0, "%s", d.message);
+    const char *relay = json_string_value(json_object_get(cr.dumps, "optimize"));
+    cr_assert_not_null(relay);
+    cr_assert_null(strstr(relay, "transpose"), "the weight's transpose is left in the code:\n%.2000s", relay);
+    /* exactly one note, naming the matmul of constants and the budget */
+    const char *note = strstr(notes, "constants: ");
+    cr_assert_not_null(note, "no note names the matmul of constants; notes:\n%s", notes);
+    cr_assert_null(strstr(note + 1, "constants: "), "more than one function of constants; notes:\n%s", notes);
+    cr_assert_not_null(strstr(note, "'k_fused_matmul_"), "%s", note);
+    cr_assert_not_null(strstr(note, "'matmul' would take about"), "%s", note);
+    cr_assert_not_null(strstr(note, "budget"), "%s", note);
+    /* y = x W^T for x of rows of ones and twos: row r is (r + 1) * the column sums of W^T */
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d), 0, "%s", d.message);
+    tthrt_array x = {0};
+    const int64_t xd[2] = {2, 4100};
+    cr_assert_eq(tthrt_array_init(&x, TTH_F32, 2, xd, &d), 0);
+    for (int64_t i = 0; i < 2 * 4100; i++)
+        ((float *)x.data)[i] = i < 4100 ? 1.0f : 2.0f;
+    cr_assert_eq(tthrt_model_bind(m, "x", &x, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
+    tthrt_array y;
+    cr_assert_eq(tthrt_model_output_array(m, 0, &y, &d), 0, "%s", d.message);
+    for (int64_t n = 0; n < 4100; n += 97) {
+        double want = 0;
+        for (int64_t k = 0; k < 4100; k++)
+            want += (float)((size_t)(n * 4100 + k) * 7919u % 101) / 101.0f - 0.5f;
+        for (int row = 0; row < 2; row++) {
+            float got = ((const float *)y.data)[row * 4100 + n];
+            cr_assert(fabs(got - (row + 1) * want) <= 1e-3 * (1 + fabs(want)), "y[%d, %lld] = %g, want %g", row,
+                      (long long)n, got, (row + 1) * want);
+        }
+    }
+    tthrt_array_clear(&x);
+    tthrt_model_close(m);
+    tth_compile_result_free(&cr);
+    json_decref(opts);
+    free(notes);
+    free(model);
+    json_decref(t);
+    tth_registry_free(r);
+}

@@ -150,6 +150,10 @@ static const char *const elementwise[] = {
     "test_exp", "test_log", "test_sqrt", "test_tanh", "test_sigmoid", "test_erf", "test_div", "test_pow",
     "test_hardswish", "test_selu", "test_elu", "test_softplus", "test_cos", "test_atan", "test_leakyrelu",
     "test_transpose_all_permutations_4", "test_transpose_default",
+    /* folded natively, at any size (fold_native) */
+    "test_concat_3d_axis_1", "test_concat_3d_axis_negative_1", "test_split_equal_parts_2d",
+    "test_split_equal_parts_default_axis",
+    "test_flatten_axis2",
 };
 /* reductions: the same bits for c */
 static const char *const reductions[] = {

@@ -549,6 +549,24 @@ def case(name):
         x = rnd((6, 7, 8))
         a = {"begin": [5, 1, 7], "end": [-1, 7, 0], "strides": [-2, 3, -3]}
         return [(x, False)], [("strided_slice", a, ["i0"])], [np.ascontiguousarray(x[5::-2, 1:7:3, 7:0:-3])]
+    # operators the constant folder moves natively, at any size (fold_constants.c, fold_native):
+    # the folded constant must equal numpy's result, as the lowering's does
+    if name == "fold_strided_slice_negative":
+        x = rnd((6, 7, 8))
+        a = {"begin": [5, 1, 7], "end": [-1, 7, 0], "strides": [-2, 3, -3]}
+        return [(x, False)], [("strided_slice", a, ["i0"])], [np.ascontiguousarray(x[5::-2, 1:7:3, 7:0:-3])]
+    if name == "fold_broadcast_to":
+        x = rnd((3, 1, 5))
+        return [(x, False)], [("broadcast_to", {"shape": [2, 3, 4, 5]}, ["i0"])], [np.broadcast_to(x, (2, 3, 4, 5)).copy()]
+    if name == "fold_concat_axis1":
+        x, y = rnd((2, 3, 4)), rnd((2, 5, 4))
+        return [(x, False), (y, False)], [("concatenate", {"axis": 1}, ["i0", "i1"])], [np.concatenate([x, y], 1)]
+    if name == "fold_transpose_4d":
+        x = rnd((2, 3, 4, 5))
+        return [(x, False)], [("transpose", {"axes": [2, 0, 3, 1]}, ["i0"])], [np.ascontiguousarray(x.transpose(2, 0, 3, 1))]
+    if name == "fold_cast_float16":
+        x = rnd((4, 6)).astype("float16")
+        return [(x, False)], [("cast", {"dtype": "float32"}, ["i0"])], [x.astype("float32")]
     if name == "take_negative_int32":
         x = rnd((3, 5, 4))
         idx = np.array([[-1, 0, 4], [2, -5, 3]], "int32")
@@ -747,7 +765,7 @@ def main():
         # 500 products summed in float32 (every lowering, the generic one too): an error of a
         # few float32 steps of the largest output, where a cancelling sum ends near zero
         meta["atol"] = 1e-6 * float(max(np.abs(a).max() for a in outputs))
-    if name.startswith("resize2_"):
+    if name.startswith("resize2_") or name.startswith("fold_"):
         # the constant folder computes these too (test_lower_numpy.c compares it as well)
         meta["fold"] = True
     with open(os.path.join(d, "meta.json"), "w") as f:
