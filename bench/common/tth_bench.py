@@ -8,6 +8,9 @@ compiling through tthctl, timing an artifact with tth-bench-time, and a note on 
 
 The daemon is our own (a socket and an empty cache in a temporary directory, one worker), so the
 benchmark neither disturbs nor reuses another user's tthd, and every artifact is compiled afresh.
+It accepts models up to 2 GiB (--max-request-bytes; tthd's default is 256 MiB, less than
+bench/models/make_zoo.py's vgg11, vit_b_16 and wide_resnet50_2); tthctl learns the limit from
+the daemon.
 """
 import json
 import os
@@ -23,9 +26,13 @@ class BenchError(Exception):
     pass
 
 
+# the private tthd's request limit: ONNX's own limit on a file with its weights inside (protobuf)
+MAX_REQUEST_BYTES = "2G"
+
+
 class Tth:
     """A private tthd from the build directory `build`, and the tools next to it; `extra` are more
-    tthd arguments."""
+    tthd arguments (given after ours: a second --max-request-bytes wins)."""
 
     def __init__(self, build, workers=1, extra=()):
         self.build = os.path.abspath(build)
@@ -41,7 +48,8 @@ class Tth:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [self.tthd, "--socket", self.socket, "--cache-dir", os.path.join(self.dir, "cache"),
-                 "--workers", str(workers), "--idle-exit", "3600"] + list(extra),
+                 "--workers", str(workers), "--idle-exit", "3600",
+                 "--max-request-bytes", MAX_REQUEST_BYTES] + list(extra),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + 15
         while self.ctl("status", check=False).returncode != 0:
