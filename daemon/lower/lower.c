@@ -623,14 +623,15 @@ tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *cons
     c->slot_value = slot;
     /* the epilogue node's own expression (its buffer is where the result goes, not a source) */
     const lw_op_impl *impl = lw_op_lookup(s->epi->u.call.op);
+    int mark = lw_lets_open(c);
     tth_texpr *ev = impl && impl->value ? impl->value(c, s->epi, idx) : NULL;
     if (!ev && c->diag && c->diag->code == TTH_OK)
         lw_fail(c, TTH_EINTERNAL, s->epi, "lowering: the epilogue node is not pointwise");
     c->slot_node = save_node;
     c->slot_value = save_value;
-    if (!ev)
+    tth_tstmt *st = lw_lets_close(c, mark, ev ? lw_store_at(c, dest, idx, ev) : NULL);
+    if (!st)
         return NULL;
-    tth_tstmt *st = lw_store_at(c, dest, idx, ev);
     return v ? tth_tir_let(c->m, v, value, st) : st;
 }
 
@@ -786,8 +787,9 @@ static tth_tstmt *lw_pointwise_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     lw_pw_arg *a = arg;
     const lw_op_impl *impl = lw_op_lookup(a->call->u.call.op);
+    int mark = lw_lets_open(c);
     tth_texpr *v = impl->value(c, a->call, idx);
-    return lw_sink_store(c, a->sink, 0, idx, v);
+    return lw_lets_close(c, mark, lw_sink_store(c, a->sink, 0, idx, v));
 }
 
 tth_tstmt *lw_pointwise_stage(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -828,10 +830,9 @@ static tth_tstmt *lw_ew_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     lw_ew_arg *a = arg;
     const lw_op_impl *impl = lw_op_lookup(a->e->u.call.op);
+    int mark = lw_lets_open(c);
     tth_texpr *v = impl->value(c, a->e, idx);
-    if (!v)
-        return NULL;
-    return lw_store_at(c, a->dest, idx, v);
+    return lw_lets_close(c, mark, v ? lw_store_at(c, a->dest, idx, v) : NULL);
 }
 
 /* A materialised pointwise node without an anchor: one loop nest storing its expression. */
@@ -846,11 +847,13 @@ static tth_tstmt *lw_ew_stage(lw_ctx *c, const tth_rexpr *e, tth_tbuffer *dest)
             return NULL;
         c->flat = lw_ref(c, v);
         c->flat_n = n;
+        int mark = lw_lets_open(c);
         tth_texpr *val = impl->value(c, e, NULL);
         c->flat = NULL;
-        if (!val)
+        tth_tstmt *st = lw_lets_close(c, mark, val ? tth_tir_store(c->m, dest, lw_ref(c, v), lw_cast(c, dest->dtype, val))
+                                                   : NULL);
+        if (!st)
             return NULL;
-        tth_tstmt *st = tth_tir_store(c->m, dest, lw_ref(c, v), lw_cast(c, dest->dtype, val));
         return lw_for(c, v, lw_i(c, 0), lw_i(c, n), TTH_LOOP_VECTORIZED, st);
     }
     lw_ew_arg a = {e, dest};
@@ -932,6 +935,7 @@ static void lw_ctx_free(lw_ctx *c)
     free(c->nodes);
     free(c->hkeys);
     free(c->hvals);
+    free(c->lets);
 }
 
 static int lw_is_pointwise(const tth_rexpr *e)

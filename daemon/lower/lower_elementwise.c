@@ -104,21 +104,19 @@ tth_texpr *lw_ew_unary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
         return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, x, zero), tth_tir_un(c->m, TTH_TUN_NEG, x), x);
     case TTH_OP_SQRT: return intrin1(c, TTH_TINTRIN_SQRT, x);
     case TTH_OP_RECIPROCAL: return lw_bin(c, TTH_TBIN_DIV, one, x);
-    case TTH_OP_EXP: return intrin1(c, TTH_TINTRIN_EXP, x);
+    case TTH_OP_EXP: return lw_math(c, LW_MATH_EXP, x);
     case TTH_OP_LOG: return intrin1(c, TTH_TINTRIN_LOG, x);
     case TTH_OP_SIN: return intrin1(c, TTH_TINTRIN_SIN, x);
     case TTH_OP_COS: return intrin1(c, TTH_TINTRIN_COS, x);
-    case TTH_OP_TANH: return intrin1(c, TTH_TINTRIN_TANH, x);
+    case TTH_OP_TANH: return lw_math(c, LW_MATH_TANH, x);
     case TTH_OP_ASIN: return intrin1(c, TTH_TINTRIN_ASIN, x);
     case TTH_OP_ACOS: return intrin1(c, TTH_TINTRIN_ACOS, x);
     case TTH_OP_ATAN: return intrin1(c, TTH_TINTRIN_ATAN, x);
     case TTH_OP_ASINH: return intrin1(c, TTH_TINTRIN_ASINH, x);
     case TTH_OP_ACOSH: return intrin1(c, TTH_TINTRIN_ACOSH, x);
     case TTH_OP_ATANH: return intrin1(c, TTH_TINTRIN_ATANH, x);
-    case TTH_OP_ERF: return intrin1(c, TTH_TINTRIN_ERF, x);
-    case TTH_OP_SIGMOID:
-        return lw_bin(c, TTH_TBIN_DIV, one,
-                      lw_add(c, one, intrin1(c, TTH_TINTRIN_EXP, tth_tir_un(c->m, TTH_TUN_NEG, x))));
+    case TTH_OP_ERF: return lw_math(c, LW_MATH_ERF, x);
+    case TTH_OP_SIGMOID: return lw_math(c, LW_MATH_SIGMOID, x);
     case TTH_OP_FLOOR: return fl ? intrin1(c, TTH_TINTRIN_FLOOR, x) : x;
     case TTH_OP_CEIL: return fl ? intrin1(c, TTH_TINTRIN_CEIL, x) : x;
     case TTH_OP_ROUND: return fl ? intrin1(c, TTH_TINTRIN_ROUND_EVEN, x) : x;
@@ -134,13 +132,13 @@ tth_texpr *lw_ew_unary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
     case TTH_OP_ELU: {
         double alpha = lw_attr_float(call, "alpha", 1.0);
         return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, x, zero),
-                              lw_mul(c, fimm(c, t, alpha), lw_sub(c, intrin1(c, TTH_TINTRIN_EXP, x), one)), x);
+                              lw_mul(c, fimm(c, t, alpha), lw_sub(c, lw_math(c, LW_MATH_EXP, x), one)), x);
     }
     case TTH_OP_SELU: {
         double alpha = lw_attr_float(call, "alpha", 1.67326319217681884765625);
         double gamma = lw_attr_float(call, "gamma", 1.05070102214813232421875);
         tth_texpr *neg = lw_mul(c, fimm(c, t, gamma),
-                                lw_sub(c, lw_mul(c, fimm(c, t, alpha), intrin1(c, TTH_TINTRIN_EXP, x)),
+                                lw_sub(c, lw_mul(c, fimm(c, t, alpha), lw_math(c, LW_MATH_EXP, x)),
                                        fimm(c, t, alpha)));
         return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LE, x, zero), neg, lw_mul(c, fimm(c, t, gamma), x));
     }

@@ -44,6 +44,12 @@ typedef struct lw_sink {
 } lw_sink;
 
 #define LW_MAX_HOIST 32
+
+/* a value bound by LET around the statement that uses it (lw_bind) */
+typedef struct lw_let_rec {
+    tth_tvar *var;
+    tth_texpr *value;
+} lw_let_rec;
 #define LW_MAX_RESULTS 256            /* results of one function */
 #define LW_MAX_LOCALS 1024            /* intermediate buffers of one function */
 
@@ -75,6 +81,10 @@ struct lw_ctx {
     tth_tvar *hoist_var[LW_MAX_HOIST];
     int nhoist;
     unsigned nvars, nbufs, nconsts;
+    /* values bound once inside the open scopes (lower_math.c) */
+    lw_let_rec *lets;
+    size_t nlets, caplets;
+    int let_scopes;
 };
 
 /* Per-op lowering functions. A pointwise op has `value`; every other op has `stage`. */
@@ -125,6 +135,18 @@ int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, cons
 tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+
+/* ---- math functions of float32 as arithmetic (lower_math.c, docs/lowering.md) ---- */
+typedef enum lw_math_fn { LW_MATH_EXP, LW_MATH_TANH, LW_MATH_ERF, LW_MATH_SIGMOID } lw_math_fn;
+/* fn(x) for a float expression of any lanes: float32 (float16, bfloat16 through float32) as
+ * polynomials on the value's bits, float64 through the C library */
+tth_texpr *lw_math(lw_ctx *c, lw_math_fn fn, tth_texpr *x);
+/* A scope for lw_bind: values it binds become LETs around the statement lw_lets_close wraps
+ * (outside a scope lw_bind returns the expression itself, used as many times as it appears).
+ * Open before building the value a store writes, close with that store. */
+int lw_lets_open(lw_ctx *c);
+tth_tstmt *lw_lets_close(lw_ctx *c, int mark, tth_tstmt *st);
+tth_texpr *lw_bind(lw_ctx *c, tth_texpr *e);
 
 /* ---- family entry points (lower_<family>.c) ---- */
 /* elementwise */

@@ -582,6 +582,15 @@ static int ev_expr(ev_frame *f, const tth_texpr *e, ev_val *out)
         *out = ev_convert(e->u.cast.value->dtype, e->dtype, a);
         return 0;
     }
+    case TTH_TEXPR_REINTERPRET: {
+        ev_val a;
+        unsigned char bits[8] = {0};
+        if ((rc = ev_expr(f, e->u.cast.value, &a)))
+            return rc;
+        ev_write(e->u.cast.value->dtype, bits, 0, a);
+        *out = ev_read(e->dtype, bits, 0);
+        return 0;
+    }
     case TTH_TEXPR_INTRIN:
         return ev_intrin(f, e, out);
     case TTH_TEXPR_CALL_EXTERN:

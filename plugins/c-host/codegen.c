@@ -129,6 +129,7 @@ typedef struct cg {
     int need_bf16_load;           /* bfloat16 -> float */
     int need_bf16_store;          /* float -> bfloat16 */
     int need_math;
+    unsigned char bits[DTYPE_SLOTS][DTYPE_SLOTS]; /* reinterpret helpers [to][from] */
     /* globals: constants, by buffer, with their C names */
     const tth_tbuffer **consts;
     size_t nconsts;
@@ -457,6 +458,10 @@ static int scan_expr(void *ctx, const tth_texpr *e)
         }
         break;
     }
+    case TTH_TEXPR_REINTERPRET:
+        if ((unsigned)e->dtype < DTYPE_SLOTS && (unsigned)e->u.cast.value->dtype < DTYPE_SLOTS)
+            g->bits[e->dtype][e->u.cast.value->dtype] = 1;
+        break;
     case TTH_TEXPR_CAST:
         /* a cast to bfloat16 rounds in place: there and back */
         if (e->dtype == TTH_BF16 && e->u.cast.value->dtype != TTH_BF16)
@@ -926,6 +931,11 @@ static void emit_expr(cg *g, const tth_texpr *e)
         }
         break;
     }
+    case TTH_TEXPR_REINTERPRET:
+        tth_strbuf_printf(t, "tth_as_%s_%s(", dtype_tag(e->dtype), dtype_tag(e->u.cast.value->dtype));
+        emit_expr(g, e->u.cast.value);
+        tth_strbuf_puts(t, ")");
+        break;
     case TTH_TEXPR_INTRIN: {
         int nargs = 0;
         const char *name = intrin_name(e->u.intrin.op, &nargs);
@@ -1732,7 +1742,11 @@ static void emit_prologue(cg *g)
                 tth_descriptor.plugin_version, g->model);
     tth_strbuf_puts(t, "#include <stddef.h>\n#include <stdint.h>\n");
     tth_strbuf_puts(t, "#include <math.h>\n");
-    if (g->need_f16_load || g->need_f16_store || g->need_bf16_load || g->need_bf16_store)
+    int need_bits = 0;
+    for (int a = 0; a < DTYPE_SLOTS; a++)
+        for (int b = 0; b < DTYPE_SLOTS; b++)
+            need_bits |= g->bits[a][b];
+    if (g->need_f16_load || g->need_f16_store || g->need_bf16_load || g->need_bf16_store || need_bits)
         tth_strbuf_puts(t, "#include <string.h>\n");
     tth_strbuf_puts(t, "\n"
                  "#if defined(__GNUC__) || defined(__clang__)\n"
@@ -1753,6 +1767,14 @@ static void emit_prologue(cg *g)
      * none of one (clang's -Wunused-function) */
     static const tth_dtype all[] = {TTH_F32, TTH_F64, TTH_I8,  TTH_I16, TTH_I32,
                                     TTH_I64, TTH_U8,  TTH_U16, TTH_U32, TTH_U64, TTH_BOOL};
+    /* reinterpret: the bits of one type read as another of its size, through memcpy (C99's
+     * defined way; compilers make it a register move) */
+    for (int to = 0; to < DTYPE_SLOTS; to++)
+        for (int from = 0; from < DTYPE_SLOTS; from++)
+            if (g->bits[to][from])
+                tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_as_%s_%s(%s x) { %s r; memcpy(&r, &x, sizeof r); "
+                                  "return r; }\n", ctype_storage((tth_dtype)to), dtype_tag((tth_dtype)to),
+                                  dtype_tag((tth_dtype)from), ctype_storage((tth_dtype)from), ctype_storage((tth_dtype)to));
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         tth_dtype d = all[k];
         if (d == TTH_BOOL && (g->help[HELP_MIN][TTH_U8] || g->help[HELP_MAX][TTH_U8]))

@@ -965,6 +965,10 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
         LLVMValueRef x = tth__llcg_expr(c, v);
         return x ? tth__llcg_convert(c, x, v->dtype, e->dtype) : NULL;
     }
+    case TTH_TEXPR_REINTERPRET: {
+        LLVMValueRef x = tth__llcg_expr(c, e->u.cast.value);
+        return x ? LLVMBuildBitCast(c->b, x, tth__llcg_vtype(c, e->dtype, e->lanes), "") : NULL;
+    }
     case TTH_TEXPR_INTRIN:
         return lower_intrin(c, e);
     case TTH_TEXPR_CALL_EXTERN:

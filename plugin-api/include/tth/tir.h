@@ -80,6 +80,8 @@ typedef enum tth_texpr_kind {
     TTH_TEXPR_ADDRESS_OF = 11,  /* &buf[index], for call_extern arguments; dtype is the buffer's */
     TTH_TEXPR_RAMP = 12,     /* int64 vector: base + stride * lane, lane in [0, lanes) (ABI 1.2) */
     TTH_TEXPR_BROADCAST = 13, /* `value` (a scalar) in each of `lanes` lanes (ABI 1.2) */
+    TTH_TEXPR_REINTERPRET = 14, /* the bits of `value` (u.cast) read as dtype, a numeric type of the
+                                * same size, lane by lane (ABI 1.6; docs/tir.md) */
 } tth_texpr_kind;
 
 /* Binary operators; C semantics on the operand dtype unless noted. Comparisons give bool. */
@@ -134,7 +136,7 @@ struct tth_texpr {
         struct { tth_tir_binop op; tth_texpr *a, *b; } bin;    /* BINARY */
         struct { tth_tir_unop op; tth_texpr *a; } un;          /* UNARY */
         struct { tth_texpr *cond, *a, *b; } select;            /* SELECT */
-        struct { tth_texpr *value; } cast;                     /* CAST */
+        struct { tth_texpr *value; } cast;                     /* CAST, REINTERPRET */
         struct { tth_tir_intrin_op op; tth_texpr *args[3]; } intrin; /* INTRIN (unused args NULL) */
         struct { const char *name; tth_texpr **args; size_t nargs; } call; /* CALL_EXTERN */
         struct { tth_texpr *base; int64_t stride; } ramp;     /* RAMP: base is a scalar int64 */
@@ -223,6 +225,9 @@ TTH_API tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a
 TTH_API tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a);
 TTH_API tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_texpr *b);
 TTH_API tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v);
+/* The bits of v as dtype (ABI 1.6): float32 <-> int32/uint32, float64 <-> int64/uint64, and
+ * integers of one size (not bool, float16 or bfloat16); an immediate is folded. */
+TTH_API tth_texpr *tth_tir_reinterpret(tth_tir_module *m, tth_dtype dtype, tth_texpr *v);
 TTH_API tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b /* or NULL */);
 TTH_API tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *name,
                                        tth_texpr *const *args, size_t nargs);

@@ -571,6 +571,54 @@ tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
     return e;
 }
 
+tth_texpr *tth_tir_reinterpret(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
+{
+    if (!v)
+        return NULL;
+    if (v->dtype == dtype)
+        return v;
+    size_t n = tth_dtype_size(dtype);
+    if (v->lanes == 1 && n == tth_dtype_size(v->dtype) && (n == 4 || n == 8) &&
+        (v->kind == TTH_TEXPR_INT || v->kind == TTH_TEXPR_FLOAT)) {
+        unsigned char bits[8];
+        if (v->kind == TTH_TEXPR_FLOAT && n == 4) {
+            float f = (float)v->u.f;
+            memcpy(bits, &f, 4);
+        } else if (v->kind == TTH_TEXPR_FLOAT) {
+            memcpy(bits, &v->u.f, 8);
+        } else if (n == 4) {
+            uint32_t u = (uint32_t)v->u.i;
+            memcpy(bits, &u, 4);
+        } else {
+            memcpy(bits, &v->u.i, 8);
+        }
+        if (tth_dtype_is_float(dtype) && n == 4) {
+            float f;
+            memcpy(&f, bits, 4);
+            return tth_tir_float(m, dtype, f);
+        }
+        if (tth_dtype_is_float(dtype)) {
+            double d;
+            memcpy(&d, bits, 8);
+            return tth_tir_float(m, dtype, d);
+        }
+        if (n == 4) {
+            uint32_t u;
+            memcpy(&u, bits, 4);
+            return tth_tir_int(m, dtype, tth_dtype_is_signed(dtype) ? (int64_t)(int32_t)u : (int64_t)u);
+        }
+        int64_t i;
+        memcpy(&i, bits, 8);
+        return tth_tir_int(m, dtype, i);
+    }
+    tth_texpr *e = expr_new(m, TTH_TEXPR_REINTERPRET, dtype);
+    if (e) {
+        e->u.cast.value = v;
+        e->lanes = v->lanes;
+    }
+    return e;
+}
+
 tth_texpr *tth_tir_intrin3(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b,
                            tth_texpr *c)
 {
@@ -704,7 +752,8 @@ size_t tth_tir_expr_children(const tth_texpr *e, tth_texpr *scratch[3], tth_texp
         scratch[n++] = e->u.select.a;
         scratch[n++] = e->u.select.b;
         break;
-    case TTH_TEXPR_CAST: scratch[n++] = e->u.cast.value; break;
+    case TTH_TEXPR_CAST:
+    case TTH_TEXPR_REINTERPRET: scratch[n++] = e->u.cast.value; break;
     case TTH_TEXPR_INTRIN:
         for (int i = 0; i < 3; i++)
             if (e->u.intrin.args[i])
@@ -841,6 +890,7 @@ tth_texpr *tth_tir_expr_rebuild(tth_tir_module *m, const tth_texpr *e, tth_texpr
     case TTH_TEXPR_UNARY: return tth_tir_un(m, e->u.un.op, kids[0]);
     case TTH_TEXPR_SELECT: return tth_tir_select(m, kids[0], kids[1], kids[2]);
     case TTH_TEXPR_CAST: return tth_tir_cast(m, e->dtype, kids[0]);
+    case TTH_TEXPR_REINTERPRET: return tth_tir_reinterpret(m, e->dtype, kids[0]);
     case TTH_TEXPR_INTRIN:
         return tth_tir_intrin3(m, e->u.intrin.op, kids[0], n > 1 ? kids[1] : NULL, n > 2 ? kids[2] : NULL);
     case TTH_TEXPR_CALL_EXTERN: return tth_tir_call_extern(m, e->dtype, e->u.call.name, kids, n);

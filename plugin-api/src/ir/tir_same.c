@@ -308,6 +308,7 @@ static int expr(walk *w, const tth_texpr *a, const tth_texpr *b, int compare)
         break;
     case TTH_TEXPR_SELECT:
     case TTH_TEXPR_CAST:
+    case TTH_TEXPR_REINTERPRET:
     case TTH_TEXPR_BROADCAST:
         break;
     default:

@@ -210,6 +210,16 @@ static int verify_expr(vctx *c, const tth_texpr *e)
         if ((rc = verify_expr(c, e->u.cast.value)))
             return rc;
         return e->u.cast.value->lanes == e->lanes ? 0 : vfail(c, TTH_ETYPE, "a cast changes the lanes");
+    case TTH_TEXPR_REINTERPRET:
+        if ((rc = verify_expr(c, e->u.cast.value)))
+            return rc;
+        if (e->dtype == TTH_BOOL || e->u.cast.value->dtype == TTH_BOOL || e->dtype == TTH_F16 ||
+            e->dtype == TTH_BF16 || e->u.cast.value->dtype == TTH_F16 || e->u.cast.value->dtype == TTH_BF16 ||
+            !tth_dtype_size(e->dtype) ||
+            tth_dtype_size(e->dtype) != tth_dtype_size(e->u.cast.value->dtype))
+            return vfail(c, TTH_ETYPE, "reinterpret from %s to %s: not two integer or float32/float64 types of one size",
+                         tth_dtype_name(e->u.cast.value->dtype), tth_dtype_name(e->dtype));
+        return e->u.cast.value->lanes == e->lanes ? 0 : vfail(c, TTH_ETYPE, "a reinterpret changes the lanes");
     case TTH_TEXPR_INTRIN: {
         if ((unsigned)e->u.intrin.op >= NINTRINS)
             return vfail(c, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
@@ -533,6 +543,14 @@ static void print_expr(tth_strbuf *b, const tth_texpr *e)
         tth_strbuf_puts(b, "ramp(");
         print_expr(b, e->u.ramp.base);
         tth_strbuf_printf(b, ", %" PRId64 ", %d)", e->u.ramp.stride, (int)e->lanes);
+        return;
+    case TTH_TEXPR_REINTERPRET:
+        if (e->lanes > 1)
+            tth_strbuf_printf(b, "reinterpret<%sx%d>(", tth_dtype_name(e->dtype), (int)e->lanes);
+        else
+            tth_strbuf_printf(b, "reinterpret<%s>(", tth_dtype_name(e->dtype));
+        print_expr(b, e->u.cast.value);
+        tth_strbuf_puts(b, ")");
         return;
     case TTH_TEXPR_BROADCAST:
         tth_strbuf_puts(b, "broadcast(");
@@ -876,6 +894,10 @@ static json_t *expr_json(jctx *c, const tth_texpr *e)
         break;
     case TTH_TEXPR_CAST:
         json_object_set_new(j, "k", json_string("cast"));
+        json_object_set_new(j, "value", expr_json(c, e->u.cast.value));
+        break;
+    case TTH_TEXPR_REINTERPRET:
+        json_object_set_new(j, "k", json_string("reinterpret"));
         json_object_set_new(j, "value", expr_json(c, e->u.cast.value));
         break;
     case TTH_TEXPR_INTRIN: {

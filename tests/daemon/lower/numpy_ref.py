@@ -28,6 +28,42 @@ def rnd(shape, dtype="float32", lo=None, hi=None):
 
 # ---- references, written from the operator definitions (ONNX semantics) ----
 
+# The float32 functions written as arithmetic (daemon/lower/lower_math.c, docs/lowering.md "Math
+# functions"): their largest error in float32 steps (ulp) of the exact value, over math_sweep();
+# results below the smallest normal float32 are allowed one subnormal step (2^-149) instead.
+MATH_ULP = {"exp": 2.0, "tanh": 2.0, "erf": 3.0, "sigmoid": 3.5}
+
+
+def math_sweep(finite=False):
+    """float32 inputs over the whole range: +-0, +-inf, NaN, subnormals, FLT_MAX, every exponent
+    (a spread of bit patterns of both signs) and the ranges where the functions bend, densely."""
+    pats = (np.arange(0, 1 << 32, 262147, dtype=np.uint64) & 0xFFFFFFFF).astype(np.uint32)
+    xs = [pats.view(np.float32),
+          np.linspace(-12, 12, 6001, dtype=np.float32),
+          np.linspace(-110, 95, 4101, dtype=np.float32),
+          np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754944e-38, 3.4028235e38,
+                      -3.4028235e38, 88.72283, 88.72284, -87.33654, -103.97208, -103.97209, 0.625, 0.875, 3.925])]
+    x = np.concatenate(xs)
+    if finite:
+        x = x[np.isfinite(x)]
+    return x
+
+
+def math_reference(fn, x):
+    """fn of the float32 values x, in float64"""
+    import math
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = x.astype(np.float64)
+        if fn == "exp":
+            return np.exp(d)
+        if fn == "tanh":
+            return np.tanh(d)
+        if fn == "sigmoid":
+            return np.where(d >= 0, 1 / (1 + np.exp(-d)), np.exp(d) / (1 + np.exp(d)))
+        if fn == "erf":
+            return np.array([math.erf(v) if not math.isnan(v) else math.nan for v in d.ravel()]).reshape(d.shape)
+    raise ValueError(fn)
+
 def conv2d(x, w, b, strides, pads, dil, groups, xzp=0, wzp=None, acc="float64"):
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
@@ -567,6 +603,19 @@ def case(name):
     if name == "fold_cast_float16":
         x = rnd((4, 6)).astype("float16")
         return [(x, False)], [("cast", {"dtype": "float32"}, ["i0"])], [x.astype("float32")]
+    # the math functions over the whole float32 range: alone (scalar element code), and as the
+    # epilogue of a matmul, whose vectors the test checks at every vector shape (x times the
+    # identity is x exactly)
+    for fn in MATH_ULP:
+        if name == "math_%s_sweep" % fn:
+            x = math_sweep()
+            return [(x, False)], [(fn, {}, ["i0"])], [math_reference(fn, x)]
+        if name == "math_%s_epilogue" % fn:
+            x = math_sweep(finite=True)
+            x = x[:len(x) // 16 * 16].reshape(-1, 16)
+            eye = np.eye(16, dtype=np.float32)
+            return ([(x, False), (eye, True)], [("matmul", {}, ["i0", "i1"]), (fn, {}, ["prev"])],
+                    [math_reference(fn, x)])
     if name == "take_negative_int32":
         x = rnd((3, 5, 4))
         idx = np.array([[-1, 0, 4], [2, -5, 3]], "int32")
@@ -765,6 +814,8 @@ def main():
         # 500 products summed in float32 (every lowering, the generic one too): an error of a
         # few float32 steps of the largest output, where a cancelling sum ends near zero
         meta["atol"] = 1e-6 * float(max(np.abs(a).max() for a in outputs))
+    if name.startswith("math_"):
+        meta["ulp"] = MATH_ULP[name.split("_")[1]]
     if name.startswith("resize2_") or name.startswith("fold_"):
         # the constant folder computes these too (test_lower_numpy.c compares it as well)
         meta["fold"] = True

@@ -8,6 +8,8 @@
  * Tolerance: float32 |got - want| <= 1e-5 + 1e-5 * |want| (references are computed in float64,
  * the lowering accumulates in float32); integers exact. */
 #include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,41 @@ static tth_dtype np_dtype(const char *s)
     return d;
 }
 
+/* got (float32) against a float64 reference: NaN where it is NaN, the same infinity where it
+ * rounds to one, within one subnormal step (2^-149) where it is below the smallest normal float32,
+ * else within `bound` float32 steps of it. The largest error seen is in the message. */
+static int compare_ulp(const tth_tensor *got, const tth_tensor *want, double bound, char *msg, size_t len)
+{
+    int64_t n = tth_ttype_numel(&got->type);
+    if (got->type.dtype != TTH_F32 || want->type.dtype != TTH_F64 || n != tth_ttype_numel(&want->type)) {
+        snprintf(msg, len, "a float32 result and a float64 reference of one size are compared in ulps");
+        return -1;
+    }
+    const float *g = got->data;
+    const double *w = want->data;
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float wf = (float)w[i];
+        double err;
+        if (isnan(w[i]) || isinf(wf)) {
+            err = (isnan(w[i]) ? isnan(g[i]) : g[i] == wf) ? 0 : INFINITY;
+        } else if (fabs(w[i]) < FLT_MIN) {
+            err = fabs(g[i] - w[i]) / 0x1p-149 > 1.0 ? INFINITY : 0;
+        } else {
+            float a = fabsf(wf);
+            err = fabs(g[i] - w[i]) / (double)(nextafterf(a, INFINITY) - a);
+        }
+        if (!(err <= bound)) {
+            snprintf(msg, len, "element %lld: got %.9g, expected %.17g (%.3g ulp, bound %g)", (long long)i, g[i],
+                     w[i], err, bound);
+            return -1;
+        }
+        worst = err > worst ? err : worst;
+    }
+    snprintf(msg, len, "largest error %.3g ulp", worst);
+    return 0;
+}
+
 /* build the chain of meta, lower it for target (label names it), run it in the interpreter and
  * compare with numpy's output */
 static void check_with(const json_t *meta, const char *name, const json_t *target, const char *label)
@@ -133,9 +170,13 @@ static void check_with(const json_t *meta, const char *name, const json_t *targe
     tth_tensor *want = read_bin(path, np_dtype(json_string_value(json_object_get(out, "dtype"))),
                                 json_object_get(out, "shape"));
     char msg[512];
-    /* a case may allow a larger absolute error (Winograd: numpy_ref.py says how much) */
-    const json_t *atol = json_object_get(meta, "atol");
-    int c = lt_compare(got, want, RTOL, atol ? json_number_value(atol) : ATOL, msg, sizeof msg);
+    /* a case may allow a larger absolute error (Winograd: numpy_ref.py says how much), or give
+     * a float64 reference and a bound in float32 steps (the math functions) */
+    const json_t *atol = json_object_get(meta, "atol"), *ulp = json_object_get(meta, "ulp");
+    int c = ulp ? compare_ulp(got, want, json_number_value(ulp), msg, sizeof msg)
+                : lt_compare(got, want, RTOL, atol ? json_number_value(atol) : ATOL, msg, sizeof msg);
+    if (!c && ulp)
+        cr_log_info("%s [%s]: %s", name, label, msg);
     if (c) {
         char *txt = tth_tir_print_func(t.pf);
         cr_log_error("%s", txt ? txt : "");
@@ -300,6 +341,14 @@ NP(resize2_crop_cubic_one_row)
 NP(resize2_tf_half_pixel_for_nn_up)
 NP(strided_slice_negative)
 NP(take_negative_int32)
+NP(math_exp_sweep)
+NP(math_tanh_sweep)
+NP(math_erf_sweep)
+NP(math_sigmoid_sweep)
+NP(math_exp_epilogue)
+NP(math_tanh_epilogue)
+NP(math_erf_epilogue)
+NP(math_sigmoid_epilogue)
 NP(fold_strided_slice_negative)
 NP(fold_broadcast_to)
 NP(fold_concat_axis1)
