@@ -75,6 +75,9 @@ int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv
  * and why (docs/operators.md, "Constant folding"); 0 when some argument is not a constant. */
 int tth_relay_constant_call_why(tth_relay_module *m, const tth_rexpr *call, char *why, size_t len);
 int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
+/* A convolution's kernel taps that read only padding for every output are cut (conv_taps.c): the
+ * kernel shrinks to the taps that read the image, the padding moves with it. */
+int tth_relay_trim_conv_taps(tth_relay_module *m, tth_diag *diag);
 /* Blocked channels (layout.c, docs/layouts.md): main's float32 convolutions, and the pools and
  * element-wise operators between them, move to NCHW<block>c, with layout changes only where an
  * NCHW consumer reads a blocked value. block < 2 leaves the module alone. Run after partitioning,
@@ -94,7 +97,8 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_layout_stats 
 int tth_relay_fuse(tth_relay_module *m, tth_diag *diag);
 
 /* The passes before partitioning, in the order the compile pipeline's simplify stage runs them
- * (it calls this): fold constants, fold batch norm, fold constants, DCE. */
+ * (it calls this): QDQ to integers, fold constants, fold batch norm, fold constants, trim
+ * convolution taps, DCE. */
 int tth_relay_simplify(tth_relay_module *m, tth_diag *diag);
 /* tth_relay_simplify then fuse: a compile without partitioning (tests, fuzzers). */
 int tth_relay_optimize(tth_relay_module *m, tth_diag *diag);

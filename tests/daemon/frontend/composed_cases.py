@@ -1101,6 +1101,43 @@ def maxpool_ref(x, k, s, ceil):
     return y
 
 
+def write_conv_taps(root, rng):
+    """Convolutions whose kernel reaches past the image (daemon/frontend/conv_taps.c cuts the taps
+    that read only padding): 3x3 at dilation 24 over 14x14 rows and dilation 2 over columns (only
+    the center row of taps is left), at dilation 12 (every tap reaches the image for some rows:
+    nothing is cut), strided and dilated with uneven padding, and a 3x3 over a 1x1 image (its
+    center); numpy_ref.py's conv2d, from the ONNX definition, computes the expected outputs."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lower"))
+    from numpy_ref import conv2d
+    x = rng.normal(0, 1, (1, 32, 14, 14)).astype(np.float32)
+    z = rng.normal(0, 1, (1, 16, 1, 1)).astype(np.float32)
+    specs = [  # (input, output channels, strides, pads t l b r, dilations)
+        ("x", 16, [1, 1], [24, 2, 24, 2], [24, 2]),
+        ("x", 16, [1, 1], [12, 12, 12, 12], [12, 12]),
+        ("x", 24, [2, 1], [10, 3, 2, 9], [5, 7]),
+        ("z", 8, [1, 1], [1, 1, 1, 1], [1, 1]),
+    ]
+    nodes, inits, outs, refs = [], [], [], []
+    for i, (src, o, st, pads, dil) in enumerate(specs):
+        v = x if src == "x" else z
+        w = rng.normal(0, 0.2, (o, v.shape[1], 3, 3)).astype(np.float32)
+        b = rng.normal(0, 0.1, (o,)).astype(np.float32)
+        inits += [numpy_helper.from_array(w, "w%d" % i), numpy_helper.from_array(b, "b%d" % i)]
+        # ONNX pads: begin h, begin w, end h, end w; numpy_ref: top, left, bottom, right
+        nodes.append(helper.make_node("Conv", [src, "w%d" % i, "b%d" % i], ["y%d" % i], strides=st,
+                                      pads=[pads[0], pads[1], pads[2], pads[3]], dilations=dil))
+        y = conv2d(v.astype(np.float64), w, b, st, pads, dil, 1).astype(np.float32)
+        outs.append(helper.make_tensor_value_info("y%d" % i, TensorProto.FLOAT, list(y.shape)))
+        refs.append(("y%d" % i, y))
+    g = helper.make_graph(nodes, "conv_taps", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+                                               helper.make_tensor_value_info("z", TensorProto.FLOAT, list(z.shape))],
+                          outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    save_case(root, "conv_dilated_beyond_the_image", m, [([("x", x), ("z", z)], refs)])
+
+
 def write_blocked_cnn(root, rng):
     """A small CNN in the shapes of MobileNet, SqueezeNet and ResNet, which an llvm target with
     vectors runs in blocked channels (docs/layouts.md): a stem of 3 channels, a ceil_mode max
@@ -1199,6 +1236,7 @@ def main():
             write_gridsample(root, case, rng)
         write_concat_in_place(root, rng)
         write_blocked_cnn(root, rng)
+        write_conv_taps(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

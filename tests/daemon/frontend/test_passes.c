@@ -198,6 +198,82 @@ Test(passes, dead_code_elimination)
     tth_relay_module_free(m);
 }
 
+/* x[1, 2, 6, 7] → Conv(W[3, 2, 3, 3], strides sh sw, pads, dilations dh dw) → y */
+static tth_relay_module *dilated_model(const int64_t *pads, int64_t dh, int64_t dw, int64_t sh)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 2, 6, 7}, wd[4] = {3, 2, 3, 3};
+    float w[54];
+    for (int i = 0; i < 54; i++)
+        w[i] = frand();
+    ob_input(&b, "x", xd, 4);
+    ob_init_f32(&b, "W", wd, 4, w);
+    Onnx__NodeProto *cv = ob_node(&b, "Conv", "c", "x,W", "y");
+    ob_attr_ints(&b, cv, "pads", pads, 4);
+    ob_attr_ints(&b, cv, "dilations", (int64_t[]){dh, dw}, 2);
+    ob_attr_ints(&b, cv, "strides", (int64_t[]){sh, 1}, 2);
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    return m;
+}
+
+/* the weight of main's only convolution */
+static const tth_ttype *conv_weight(tth_relay_module *m)
+{
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    for (int64_t i = 0; i < n; i++)
+        if (nodes[i]->kind == TTH_REXPR_CALL && nodes[i]->u.call.op == TTH_OP_CONV2D)
+            return &nodes[i]->u.call.args[1]->type.tensor;
+    cr_assert_fail("no convolution");
+    return NULL;
+}
+
+/* Taps that read only padding are cut (conv_taps.c), and the result is the same: rows at
+ * dilation 6 over 6 rows (only the middle row of taps reaches the image), columns at dilation
+ * 2 (all reach it); then a strided case with uneven padding where the first column of taps
+ * reads padding only; and a case where every tap reaches the image (nothing is cut). */
+Test(passes, conv_taps_reading_only_padding_are_cut)
+{
+    static const struct {
+        int64_t pads[4], dh, dw, sh, kh, kw;
+    } cases[] = {
+        {{6, 2, 6, 2}, 6, 2, 1, 1, 3},
+        {{1, 5, 0, 1}, 1, 5, 2, 3, 2},
+        {{2, 2, 2, 2}, 2, 2, 1, 3, 3},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lcg = 12345;
+        tth_relay_module *a = dilated_model(cases[k].pads, cases[k].dh, cases[k].dw, cases[k].sh);
+        lcg = 12345; /* the same weights again */
+        tth_relay_module *b = dilated_model(cases[k].pads, cases[k].dh, cases[k].dw, cases[k].sh);
+        tth_diag d;
+        tth_diag_clear(&d);
+        cr_assert_eq(tth_relay_fold_constants(b, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_trim_conv_taps(b, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_verify(b, &d), 0, "%s", d.message);
+        const tth_ttype *w = conv_weight(b);
+        cr_assert(w->shape[2] == cases[k].kh && w->shape[3] == cases[k].kw, "case %zu: kernel %lldx%lld, want %lldx%lld",
+                  k, (long long)w->shape[2], (long long)w->shape[3], (long long)cases[k].kh, (long long)cases[k].kw);
+        tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 2, 6, 7}};
+        tth_tensor *x = tth_tensor_new(&xt, NULL);
+        for (int i = 0; i < 84; i++)
+            ((float *)x->data)[i] = frand();
+        tth_tensor *ya = evaluate(a, x, 0), *yb = evaluate(b, x, 0);
+        cr_assert(tth_ttype_equal(&ya->type, &yb->type), "case %zu: the output's shape changed", k);
+        for (int64_t i = 0; i < tth_ttype_numel(&ya->type); i++)
+            cr_assert_float_eq(((float *)yb->data)[i], ((float *)ya->data)[i], 1e-5, "case %zu: y[%lld]", k,
+                               (long long)i);
+        tth_tensor_unref(x);
+        tth_tensor_unref(ya);
+        tth_tensor_unref(yb);
+        tth_relay_module_free(a);
+        tth_relay_module_free(b);
+    }
+}
+
 /* x → conv → add(bias) → relu → maxpool → conv → sigmoid, multiply (swish) */
 static tth_relay_module *swish_model(void)
 {
