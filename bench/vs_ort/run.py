@@ -185,6 +185,40 @@ def print_model(name, nodes, params, result, targets, runs):
         print(tth_bench.table(["threads"] + ["tth %s" % l for l in labels] + ["ORT"], rrows))
 
 
+def print_summary(report, label="llvm"):
+    """One table for the goal of bench/README.md: per model and thread count, tth `label` and ORT
+    (median, min), their ratio; then per thread count the geometric mean of the ratios and the
+    models over 1.0, over the models whose ORT median is at least 1 ms."""
+    threads = sorted({int(t) for r in report["models"].values() for t in r})
+    rows, logs = [], {t: [] for t in threads}
+    over = {t: [] for t in threads}
+    for name, result in report["models"].items():
+        cells = [name]
+        for t in threads:
+            row = result.get(t) or result.get(str(t))
+            r = row["tth"].get(label, {}) if row else {}
+            if not row or "error" in r or "median_ms" not in r:
+                cells += ["-", fmt_timing(row["ort"]) if row else "-", "-"]
+                continue
+            ratio = r["median_ms"] / row["ort"]["median_ms"]
+            cells += [fmt_timing(r), fmt_timing(row["ort"]), "%.2f" % ratio]
+            if row["ort"]["median_ms"] >= 1.0:
+                logs[t].append(np.log(ratio))
+                if ratio > 1.0:
+                    over[t].append("%s %.2f" % (name, ratio))
+        rows.append(cells)
+    header = ["model"]
+    for t in threads:
+        header += ["tth %s, %d thr" % (label, t), "ORT, %d thr" % t, "ratio"]
+    print("\nsummary: ms, median (min); ratio = tth %s / ORT of the medians" % label)
+    print(tth_bench.table(header, rows))
+    for t in threads:
+        if logs[t]:
+            print("%d thread%s: geometric mean of the ratios %.2f over %d models (ORT >= 1 ms); over 1.0: %s" % (
+                t, "" if t == 1 else "s", float(np.exp(np.mean(logs[t]))), len(logs[t]),
+                ", ".join(over[t]) if over[t] else "none"))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=os.path.join(ROOT, "build-rel"),
@@ -198,6 +232,8 @@ def main():
     p.add_argument("--ort-dir", help="where bench/ort/setup installs onnxruntime-node "
                    "(default build-bench/ort)")
     p.add_argument("--json", help="also write every figure to this file")
+    p.add_argument("--targets", default="llvm,cpu", help="tth targets: llvm (plain llvm, this machine), "
+                   "cpu (llvm -mcpu=<this CPU>), or both (default llvm,cpu)")
     p.add_argument("--from-json", metavar="FILE", help="only print the tables of an earlier "
                    "run's --json file")
     args = p.parse_args()
@@ -212,6 +248,7 @@ def main():
             print_model(name, nodes, params, result, list(report["targets"].items()),
                         report.get("runs", args.runs))
         print("\nafter: %s" % report.get("machine_after", "?"))
+        print_summary(report)
         return
     if args.runs < 20:
         p.error("--runs must be at least 20")
@@ -239,7 +276,10 @@ def main():
     with tth_bench.Tth(args.build) as tth, tempfile.TemporaryDirectory(prefix="tth-vs-ort-") as work:
         cpu, mattr = tth.host_cpu()
         host = "llvm -mcpu=%s" % cpu + (" -mattr=%s" % ",".join(mattr) if mattr else "")
-        targets = [("llvm", "llvm"), (cpu, host)]
+        want = args.targets.split(",")
+        targets = ([("llvm", "llvm")] if "llvm" in want else []) + ([(cpu, host)] if "cpu" in want else [])
+        if not targets:
+            p.error("--targets: give llvm, cpu or both")
         report["targets"] = dict(targets)
         print("tth vs ONNX Runtime (%s), %s" % (ort_dir, report["machine"]))
         for label, target in targets:
@@ -256,6 +296,8 @@ def main():
             sys.stdout.flush()
         report["machine_after"] = tth_bench.machine_note()
         print("\nafter: %s" % report["machine_after"])
+        if "llvm" in report["targets"]:
+            print_summary(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=str)

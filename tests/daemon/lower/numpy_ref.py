@@ -463,6 +463,15 @@ def case(name):
     if name == "matmul_batch_broadcast":
         a, b = rnd((2, 1, 3, 4)), rnd((5, 4, 2))
         return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]
+    # matmul/batched-tiled (lower_matmul.c): batch dimensions broadcast on both sides, rows that
+    # leave a partial row block, columns of whole tiles, a rest of vectors and a scalar tail
+    if name == "matmul_batched_broadcast_tiles":
+        a, b = rnd((2, 1, 13, 20)), rnd((3, 20, 85))
+        y = np.maximum(np.matmul(a.astype("float64"), b), 0)
+        return [(a, False), (b, False)], [("matmul", {}, ["i0", "i1"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "matmul_batched_attention":
+        q, k = rnd((4, 7, 16)), rnd((4, 16, 9))
+        return [(q, False), (k, False)], [("matmul", {}, ["i0", "i1"])], [np.matmul(q.astype("float64"), k).astype(f32)]
     if name == "matmul_vector_left":
         a, b = rnd((4,)), rnd((3, 4, 2))
         return [(a, False), (b, True)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]
@@ -656,6 +665,26 @@ def case(name):
         return [(x, False), (s, True), (b, False)], \
                [("nn.softmax", {"axis": 1}, ["i0"]), ("multiply", {}, ["prev", "i1"]), ("add", {}, ["prev", "i2"])], \
                [y.astype(f32)]
+    # softmax/rows-vectorized (lower_softmax.c): rows of whole vectors and a narrower last one,
+    # a row shorter than one vector, a masked epilogue, and log_softmax; large values, so that
+    # a kernel that forgot the maximum overflows
+    if name == "softmax_rows_tail_epilogue":
+        x, mask, k = rnd((2, 3, 37)) * 30, rnd((37,)), rnd((3, 1))
+        y = softmax(x.astype("float64") + 0, -1) * k + mask
+        return [(x, False), (k, True), (mask, False)], \
+               [("nn.softmax", {"axis": -1}, ["i0"]), ("multiply", {}, ["prev", "i1"]), ("add", {}, ["prev", "i2"])], \
+               [y.astype(f32)]
+    if name == "softmax_rows_short":
+        x = rnd((5, 3)) * 30
+        return [(x, False)], [("nn.softmax", {"axis": 1}, ["i0"])], [softmax(x.astype("float64"), 1).astype(f32)]
+    if name == "softmax_rows_long":
+        x = rnd((3, 9000)) * 5
+        return [(x, False)], [("nn.softmax", {"axis": -1}, ["i0"])], [softmax(x.astype("float64"), -1).astype(f32)]
+    if name == "log_softmax_rows":
+        x = rnd((4, 50)) * 30
+        d = x.astype("float64")
+        y = d - d.max(axis=1, keepdims=True) - np.log(np.exp(d - d.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
+        return [(x, False)], [("nn.log_softmax", {"axis": 1}, ["i0"])], [y.astype(f32)]
     if name == "log_softmax_axis0":
         x = rnd((4, 3)) * 10
         y = x - x.max(axis=0) - np.log(np.exp(x - x.max(axis=0)).sum(axis=0))

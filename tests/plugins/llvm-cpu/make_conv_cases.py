@@ -129,7 +129,39 @@ def case_pools(g, x):
     return h3, max_pool(hv, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False)
 
 
+def case_attention(g, x):
+    # one self-attention layer of 4 heads over 19 positions of 64 features: projections (the
+    # register-tiled matmul), softmax(Q K^T / 4 + causal mask) V (the batched matmul and the
+    # softmax rows, with rows of 19: a vector and a tail), the output projection
+    t, d, h = x.shape[1], x.shape[2], 4
+    dh = d // h
+    xv = x.astype(np.float64)[0]
+
+    def heads(name, val, perm):
+        w = rnd((d, d), 0.15)
+        p = g.node("MatMul", [name, g.const(w)])
+        r = g.node("Reshape", [p, g.const(np.array([1, t, h, dh], np.int64))])
+        return g.node("Transpose", [r], perm=perm), (val @ w).reshape(t, h, dh)
+
+    q, qv = heads("x", xv, [0, 2, 1, 3])
+    k, kv = heads("x", xv, [0, 2, 3, 1])
+    v, vv = heads("x", xv, [0, 2, 1, 3])
+    mask = np.triu(np.full((t, t), -1e4, np.float32), 1)
+    s = g.node("Add", [g.node("Div", [g.node("MatMul", [q, k]), g.const(np.array(4.0, np.float32))]), g.const(mask)])
+    p = g.node("Softmax", [s], axis=-1)
+    o = g.node("Transpose", [g.node("MatMul", [p, v])], perm=[0, 2, 1, 3])
+    o = g.node("Reshape", [o, g.const(np.array([1, t, d], np.int64))])
+    wo = rnd((d, d), 0.15)
+    y = g.node("MatMul", [o, g.const(wo)])
+    sv = np.einsum("hid,hjd->hij", qv.transpose(1, 0, 2), kv.transpose(1, 0, 2)) / 4 + mask
+    pv = np.exp(sv - sv.max(-1, keepdims=True))
+    pv /= pv.sum(-1, keepdims=True)
+    ov = np.einsum("hij,hjd->hid", pv, vv.transpose(1, 0, 2)).transpose(1, 0, 2).reshape(t, d)
+    return y, (ov @ wo)[None].astype(np.float32)
+
+
 CASES = {
+    "attention": ((1, 19, 64), case_attention),
     "pools": ((2, 8, 37, 75), case_pools),
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
     "pointwise_tail": ((2, 24, 9, 11), case_pointwise_tail),
