@@ -218,11 +218,14 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
-    int64_t nrb = t->R / RM;
+    /* rows in blocks of balanced heights: as few blocks as RM allows, n1 of RM1 rows and the
+     * rest of RM1 - 1 (49 rows: four of 6 and five of 5, not eight of 6 and a single row, whose
+     * tile does a sixth of the work per load of B) */
+    int64_t nblk = (t->R + RM - 1) / RM, RM1 = (t->R + nblk - 1) / nblk, n1 = t->R - nblk * (RM1 - 1);
     for (int part = 0; part < 2; part++) {
-        int64_t nb = part == 0 ? nrb : (t->R % RM ? 1 : 0);
-        int rm = part == 0 ? RM : (int)(t->R % RM);
-        if (nb * ncol == 0)
+        int64_t nb = part == 0 ? n1 : nblk - n1;
+        int rm = (int)(part == 0 ? RM1 : RM1 - 1);
+        if (nb * ncol == 0 || rm == 0)
             continue;
         lw_ax q;
         if (lw_ax_make(c, &q, "q", nb * ncol))
@@ -231,12 +234,13 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
          * cache while every row block passes over it, else a row block's rows of A do */
         tth_texpr *rb, *cb;
         if (t->b_outer && nb > 1) {
-            rb = part == 0 ? (ncol > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nb)) : q.e) : lw_i(c, nrb);
+            rb = ncol > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nb)) : q.e;
             cb = ncol > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nb)) : lw_i(c, 0);
         } else {
-            rb = part == 0 ? (ncol > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ncol)) : q.e) : lw_i(c, nrb);
-            cb = ncol > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ncol)) : lw_i(c, 0);
+            rb = ncol > 1 ? (nb > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ncol)) : lw_i(c, 0)) : q.e;
+            cb = ncol > 1 ? (nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ncol)) : q.e) : lw_i(c, 0);
         }
+        tth_texpr *m0 = lw_add(c, lw_i(c, part == 0 ? 0 : n1 * RM1), lw_mul(c, rb, lw_i(c, rm)));
         tth_texpr *n0 = lw_add(c, lw_i(c, col0), lw_mul(c, cb, lw_i(c, (int64_t)RN * vl)));
         /* packed: the tiles of whole panels step by a panel; the narrower ones all lie in the
          * last panel, from col0 on */
@@ -244,7 +248,7 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
         tth_texpr *bb = !PW ? n0
                             : lw_add(c, lw_i(c, col0 / PW * t->K * PW + col0 % PW),
                                      lw_mul(c, cb, lw_i(c, RN * vl == PW ? t->K * PW : (int64_t)RN * vl)));
-        tth_tstmt *tl = mm_tile(t, lw_mul(c, rb, lw_i(c, RM)), n0, bb, rm, RN, vl);
+        tth_tstmt *tl = mm_tile(t, m0, n0, bb, rm, RN, vl);
         tl = lw_ax_loop(c, &q, par && nb * ncol > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, tl);
         if (!tl || lw_append(c, &seq, tl))
             return NULL;
