@@ -172,6 +172,11 @@ typedef struct tth_package_input {
 int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_len, json_t **metadata,
                       tth_diag *diag);
 
+/* Equal constants become one (consts.c): in the default lowering's functions, every load of a
+ * constant buffer with the dtype, shape and bytes of an earlier one reads the earlier one.
+ * *merged: how many buffers are no longer read. */
+int tth_dedup_constants(tth_tir_module *m, size_t *merged, tth_diag *diag);
+
 /* The C header of the AOT interface (malloc'd text). */
 char *tth_package_header(const tth_package_input *in);
 

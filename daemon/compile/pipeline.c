@@ -463,6 +463,16 @@ static int stage_lower(compile_state *s)
         s->nlowered++;
         note_constant_function(s, e, pf->name);
     }
+    size_t merged = 0;
+    int rc = tth_dedup_constants(s->tmod, &merged, s->diag);
+    if (rc)
+        return rc;
+    if (merged && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "constants stored once: %zu %s equal to another (docs/artifact.md)", merged,
+                 merged == 1 ? "was" : "were");
+        s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+    }
     if (wants_dump(s, "lower"))
         dump(s, "lower", tth_tir_print(s->tmod));
     return 0;

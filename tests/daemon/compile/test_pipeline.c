@@ -922,3 +922,92 @@ Test(pipeline, no_function_of_constants_only, .timeout = 300)
     json_decref(t);
     tth_registry_free(r);
 }
+
+/* y = relu(x W) W + relu(x W2) W2' with W2 = W (another initializer of the same bytes) and W2'
+ * the same again: one 64 x 64 weight read by four matmuls of four functions */
+static uint8_t *shared_weight_model(size_t *len, float *w)
+{
+    ob b;
+    ob_init(&b, 13);
+    const int64_t xd[2] = {3, 64}, wd[2] = {64, 64};
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = (float)((i * 7919) % 61) / 61.0f - 0.5f;
+    ob_input(&b, "x", xd, 2);
+    ob_init_f32(&b, "W", wd, 2, w);
+    ob_init_f32(&b, "W2", wd, 2, w);
+    ob_init_f32(&b, "W3", wd, 2, w);
+    ob_node(&b, "MatMul", "m1", "x,W", "a");
+    ob_node(&b, "Relu", "r1", "a", "ra");
+    ob_node(&b, "MatMul", "m2", "ra,W", "b");
+    ob_node(&b, "MatMul", "m3", "x,W2", "c");
+    ob_node(&b, "Relu", "r3", "c", "rc");
+    ob_node(&b, "MatMul", "m4", "rc,W3", "d");
+    ob_node(&b, "Add", "add", "b,d", "y");
+    ob_output(&b, "y");
+    uint8_t *bytes = ob_pack(&b, len);
+    ob_free(&b);
+    return bytes;
+}
+
+/* Equal constants become one (daemon/compile/consts.c): the four matmuls' weights, packed the
+ * same way, are one constant of the llvm module (its bind list holds one 16 KiB constant, not
+ * four), and the output is right. */
+Test(pipeline, equal_constants_are_stored_once, .timeout = 300)
+{
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(r, NULL, "llvm", &d);
+    cr_assert_not_null(t, "%s", d.message);
+    static float w[64 * 64];
+    size_t len;
+    uint8_t *model = shared_weight_model(&len, w);
+    json_t *opts = json_pack("{s:b}", "build_shared", 1);
+    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "sw", .target = t,
+                               .options = opts, .registry = r, .host = &host};
+    tth_compile_result cr;
+    cr_assert_eq(tth_compile(&req, &cr, &d), 0, "%s", d.message);
+    /* every constant the llvm module binds, by size: one of 64 x 64 floats */
+    size_t big = 0, i;
+    json_t *mod;
+    json_array_foreach(json_object_get(cr.metadata, "modules"), i, mod) {
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(json_object_get(json_object_get(mod, "meta"), "bind_constants"), "constants"),
+                           k, c)
+            big += json_integer_value(json_object_get(c, "bytes")) >= 64 * 64 * 4;
+    }
+    cr_assert_eq(big, 1, "%zu constants of the weight's size are bound, want 1", big);
+    tthrt_model *m = NULL;
+    cr_assert_eq(tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d), 0, "%s", d.message);
+    tthrt_array x = {0};
+    const int64_t xd[2] = {3, 64};
+    cr_assert_eq(tthrt_array_init(&x, TTH_F32, 2, xd, &d), 0);
+    float *xv = x.data;
+    for (int i2 = 0; i2 < 3 * 64; i2++)
+        xv[i2] = (float)((i2 * 31) % 17) / 8.0f - 1.0f;
+    cr_assert_eq(tthrt_model_bind(m, "x", &x, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
+    tthrt_array y;
+    cr_assert_eq(tthrt_model_output_array(m, 0, &y, &d), 0, "%s", d.message);
+    for (int row = 0; row < 3; row++)
+        for (int col = 0; col < 64; col++) {
+            double want = 0;
+            for (int k = 0; k < 64; k++) {
+                double a = 0;
+                for (int j = 0; j < 64; j++)
+                    a += (double)xv[row * 64 + j] * w[j * 64 + k];
+                want += 2 * (a > 0 ? a : 0) * w[k * 64 + col];
+            }
+            float got = ((const float *)y.data)[row * 64 + col];
+            cr_assert(fabs(got - want) <= 1e-4 * (1 + fabs(want)), "y[%d, %d] = %g, want %g", row, col, got, want);
+        }
+    tthrt_array_clear(&x);
+    tthrt_model_close(m);
+    tth_compile_result_free(&cr);
+    json_decref(opts);
+    free(model);
+    json_decref(t);
+    tth_registry_free(r);
+}
