@@ -161,6 +161,35 @@ static tth_rexpr *channel_const_blocked(lay *L, const tth_rexpr *k, int64_t C)
     return v ? tth_relay_const(L->m, v, NULL) : NULL;
 }
 
+/* Does an operand of shape a broadcast to out in blocked channels as it does in NCHW? Yes when
+ * it has the same channels and its batch and spatial dimensions are out's or 1: a squeeze-and-
+ * excitation scale [N, C, 1, 1], whose blocked form [N, C/b, 1, 1, b] broadcasts over the
+ * pixels of [N, C/b, H, W, b] as it did over [N, C, H, W]. */
+static int broadcasts_blocked(const tth_ttype *a, const tth_ttype *out)
+{
+    if (a->rank != 4 || a->shape[1] != out->shape[1])
+        return 0;
+    for (int d = 0; d < 4; d++)
+        if (d != 1 && a->shape[d] != 1 && a->shape[d] != out->shape[d])
+            return 0;
+    return 1;
+}
+
+/* an NCHW operand of one channel, [N', 1, H', W'], as [N', 1, H', W', 1]: it broadcasts over the
+ * blocks and the lanes of a blocked tensor as it did over the channels (a spatial attention map) */
+static tth_rexpr *one_channel_blocked(lay *L, const tth_rexpr *a, const tth_ttype *out)
+{
+    const tth_ttype *t = &a->type.tensor;
+    if (t->rank != 4 || t->shape[1] != 1)
+        return NULL;
+    for (int d = 0; d < 4; d++)
+        if (d != 1 && t->shape[d] != 1 && t->shape[d] != out->shape[d])
+            return NULL;
+    tth_rexpr *p = plain_of(L, a);
+    int64_t shp[5] = {t->shape[0], 1, t->shape[2], t->shape[3], 1};
+    return p ? call_ints(L, TTH_OP_RESHAPE, p, "newshape", shp, 5) : NULL;
+}
+
 /* an element-wise call with blocked operands, or NULL when it stays NCHW */
 static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
 {
@@ -180,14 +209,16 @@ static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
         const tth_ttype *at = &a->type.tensor;
         if (a->type.nfields >= 0)
             return NULL;
-        if (L->blk[a->id] && at->rank == 4 && at->shape[0] == out->shape[0] && at->shape[1] == out->shape[1] &&
-            at->shape[2] == out->shape[2] && at->shape[3] == out->shape[3])
+        if (L->blk[a->id] && broadcasts_blocked(at, out) &&
+            L->blk[a->id]->type.tensor.shape[4] == block_for(L, out->shape[1]))
             nargs[i] = L->blk[a->id];
         else if (tth_ttype_numel(at) == 1 && at->rank <= 4) {
             if (!(nargs[i] = plain_of(L, a))) /* a scalar broadcasts into any layout */
                 return NULL;
-        } else if (!(nargs[i] = channel_const_blocked(L, a, out->shape[1])))
+        } else if (!(nargs[i] = channel_const_blocked(L, a, out->shape[1])) &&
+                   !(nargs[i] = one_channel_blocked(L, a, out))) {
             return NULL;
+        }
     }
     return tth_relay_call(L->m, op, nargs, e->u.call.nargs, json_incref(e->u.call.attrs), L->diag);
 }

@@ -1101,6 +1101,51 @@ def maxpool_ref(x, k, s, ceil):
     return y
 
 
+def write_blocked_se(root, rng):
+    """Squeeze-and-excitation and spatial attention in blocked channels (docs/layouts.md): a
+    convolution's 32 channels, global average pooling, a 1x1 squeeze to 8 channels (no block of
+    16: NCHW) and excite back to 32, a sigmoid, the channel scale broadcast over the pixels
+    ([N, C, 1, 1] times [N, C, H, W]); then a map of one channel ([N, 1, H, W], the channels'
+    mean, a sigmoid) broadcast over the channels; SiLU on the way, batch 2. numpy computes the
+    expected output."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    x = rng.normal(0, 1, (2, 16, 9, 11)).astype(np.float32)
+    P, nodes, cur = {}, [], {"x": x.astype(np.float64)}
+
+    def conv(name, src, o, c, k, pad):
+        w = rng.normal(0, (2.0 / (c * k * k)) ** 0.5, (o, c, k, k)).astype(np.float32)
+        b = rng.normal(0, 0.1, (o,)).astype(np.float32)
+        P[name + "_w"], P[name + "_b"] = w, b
+        nodes.append(helper.make_node("Conv", [src, name + "_w", name + "_b"], [name], pads=[pad] * 4))
+        cur[name] = conv_ref(cur[src], w.astype(np.float64), b.astype(np.float64), 1, pad, 1)
+
+    def op(kind, ins, out, val, **attrs):
+        nodes.append(helper.make_node(kind, ins, [out], **attrs))
+        cur[out] = val
+    conv("c1", "x", 32, 16, 3, 1)
+    op("Sigmoid", ["c1"], "s1", sig(cur["c1"]))
+    op("Mul", ["c1", "s1"], "a1", cur["c1"] * cur["s1"])                   # SiLU
+    op("GlobalAveragePool", ["a1"], "g", cur["a1"].mean(axis=(2, 3), keepdims=True))
+    conv("sq", "g", 8, 32, 1, 0)
+    op("Relu", ["sq"], "rs", np.maximum(cur["sq"], 0))
+    conv("ex", "rs", 32, 8, 1, 0)
+    op("Sigmoid", ["ex"], "se", sig(cur["ex"]))
+    op("Mul", ["a1", "se"], "m1", cur["a1"] * cur["se"])                   # [2, 32, 9, 11] x [2, 32, 1, 1]
+    conv("c2", "m1", 32, 32, 1, 0)
+    op("ReduceMean", ["c2"], "cm", cur["c2"].mean(axis=1, keepdims=True), axes=[1], keepdims=1)
+    op("Sigmoid", ["cm"], "sm", sig(cur["cm"]))
+    op("Mul", ["c2", "sm"], "m2", cur["c2"] * cur["sm"])                   # [2, 32, 9, 11] x [2, 1, 9, 11]
+    conv("c3", "m2", 16, 32, 3, 1)
+    y = cur["c3"].astype(np.float32)
+    inits = [numpy_helper.from_array(v, k) for k, v in P.items()]
+    g_ = helper.make_graph(nodes, "blocked_se", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                           [helper.make_tensor_value_info("c3", TensorProto.FLOAT, list(y.shape))], inits)
+    m = helper.make_model(g_, opset_imports=[helper.make_opsetid("", 13)])
+    save_case(root, "blocked_squeeze_excitation", m, [([("x", x)], [("c3", y)])])
+
+
 def write_conv_taps(root, rng):
     """Convolutions whose kernel reaches past the image (daemon/frontend/conv_taps.c cuts the taps
     that read only padding): 3x3 at dilation 24 over 14x14 rows and dilation 2 over columns (only
@@ -1237,6 +1282,7 @@ def main():
         write_concat_in_place(root, rng)
         write_blocked_cnn(root, rng)
         write_conv_taps(root, rng)
+        write_blocked_se(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README

@@ -671,6 +671,91 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
     tth_relay_module_free(m);
 }
 
+/* x[1, 8, 6, 6] -> conv 16 -> squeeze-and-excitation (global pool, 1x1 to 4, relu, 1x1 to 16,
+ * sigmoid, times the conv's output) -> conv 16 -> times a one-channel map (sigmoid of the
+ * channels' mean) -> conv 8 -> y */
+static tth_relay_module *se_model(void)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 8, 6, 6};
+    ob_input(&b, "x", xd, 4);
+    static const struct { const char *name; int64_t o, c, k; } ws[] = {
+        {"w1", 16, 8, 3}, {"ws", 4, 16, 1}, {"we", 16, 4, 1}, {"w2", 16, 16, 1}, {"w3", 8, 16, 3}};
+    for (size_t i = 0; i < 5; i++) {
+        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, n = d[0] * d[1] * d[2] * d[3];
+        float *w = malloc((size_t)n * sizeof *w);
+        for (int64_t j = 0; j < n; j++)
+            w[j] = frand();
+        ob_init_f32(&b, ws[i].name, d, 4, w);
+        free(w);
+    }
+    ob_attr_ints(&b, ob_node(&b, "Conv", "c1", "x,w1", "a"), "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_node(&b, "GlobalAveragePool", "gap", "a", "g");
+    ob_node(&b, "Conv", "sq", "g,ws", "s1");
+    ob_node(&b, "Relu", "r", "s1", "s2");
+    ob_node(&b, "Conv", "ex", "s2,we", "s3");
+    ob_node(&b, "Sigmoid", "sg", "s3", "s4");
+    ob_node(&b, "Mul", "scale", "a,s4", "m");
+    ob_node(&b, "Conv", "c2", "m,w2", "c");
+    Onnx__NodeProto *rm = ob_node(&b, "ReduceMean", "mean", "c", "cm");
+    ob_attr_ints(&b, rm, "axes", (int64_t[]){1}, 1);
+    ob_node(&b, "Sigmoid", "sg2", "cm", "sm");
+    ob_node(&b, "Mul", "spatial", "c,sm", "m2");
+    ob_attr_ints(&b, ob_node(&b, "Conv", "c3", "m2,w3", "y"), "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
+    return m;
+}
+
+/* Squeeze-and-excitation stays in blocked channels: the scale [1, 16, 1, 1] multiplies the
+ * blocked image as [1, 2, 1, 1, 8]; the one-channel map [1, 1, 6, 6] as [1, 1, 6, 6, 1]. The
+ * only layout changes are the ReduceMean's input (a reduction over the channels reads NCHW)
+ * and main's result; the numbers are NCHW's. */
+Test(passes, layout_keeps_squeeze_excitation_blocked)
+{
+    lcg = 4242;
+    tth_relay_module *plain = se_model();
+    lcg = 4242;
+    tth_relay_module *m = se_model();
+    tth_diag d;
+    tth_diag_clear(&d);
+    tth_layout_stats st;
+    cr_assert_eq(tth_relay_alter_layout(m, 8, &st, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    char *text = tth_relay_print(m);
+    cr_assert(st.convs == 5 && st.to_blocked == 0 && st.to_plain == 2, "convs %d, into blocks %d, back %d:\n%s",
+              st.convs, st.to_blocked, st.to_plain, text);
+    int blocked_mul = 0;
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    for (int64_t i = 0; i < n; i++)
+        blocked_mul += nodes[i]->kind == TTH_REXPR_CALL && nodes[i]->u.call.op == TTH_OP_MULTIPLY &&
+                       nodes[i]->type.tensor.rank == 5;
+    cr_assert_eq(blocked_mul, 2, "both scales multiply blocked images:\n%s", text);
+    free(text);
+    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}};
+    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
+    for (int i = 0; i < 288; i++)
+        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
+    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
+    cr_assert(tth_ttype_equal(&want->type, &got->type));
+    for (int i = 0; i < 288; i++) {
+        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
+        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%d]: %g blocked, %g NCHW", i, g, w);
+    }
+    tth_tensor_unref(want);
+    tth_tensor_unref(got);
+    tth_tensor_unref(x);
+    tth_tensor_unref(x2);
+    tth_relay_module_free(plain);
+    tth_relay_module_free(m);
+}
+
 /* a block of 0 or 1 (scalar code) leaves the module as it was */
 Test(passes, layout_leaves_scalar_targets_alone)
 {
