@@ -7,7 +7,8 @@
  *
  * Each node of main may have two forms: its NCHW value (plain) and its blocked value (blk).
  * Walking main in order:
- *  - nn.conv2d, float32, constant weight, one group or depthwise: blocked output when its output
+ *  - nn.conv2d, float32, constant weight, one group, depthwise, or grouped with every group's
+ *    channels filling whole blocks of a blocked side: blocked output when its output
  *    channels fill blocks; blocked input when its input has a blocked form (for a depthwise
  *    convolution, always: its input is blocked here if need be). A convolution whose output
  *    channels do not fill blocks may still read a blocked input.
@@ -121,9 +122,13 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
         return NULL;
     int64_t C = x->type.tensor.shape[1], O = e->type.tensor.shape[1], b = block_for(L, O);
     int depthwise = wa.groups == C && O == C;
-    if (wa.groups != 1 && !depthwise)
-        return NULL;
     int out_blk = b != 0, in_blk = L->blk[x->id] != NULL;
+    if (wa.groups != 1 && !depthwise) {
+        /* grouped: a side is blocked when each group's channels fill whole blocks of it (RegNet's
+         * groups of 16 at 16 lanes; ResNeXt's groups of 4 and 8 stay NCHW) */
+        out_blk = out_blk && (O / wa.groups) % b == 0;
+        in_blk = in_blk && (C / wa.groups) % L->blk[x->id]->type.tensor.shape[4] == 0;
+    }
     if (depthwise && !out_blk)
         return NULL;
     if (!out_blk && !in_blk)

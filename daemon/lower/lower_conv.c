@@ -142,8 +142,8 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
         return NULL;
     }
     if (p.xb || p.ob) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s in blocked channels (NCHW<b>c) is lowered for float32 with one group "
-                "or depthwise only (docs/layouts.md)", tth_op_name(call->u.call.op));
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s in blocked channels (NCHW<b>c) is lowered for float32 with one group, "
+                "groups whose channels fill whole blocks, or depthwise only (docs/layouts.md)", tth_op_name(call->u.call.op));
         return NULL;
     }
 

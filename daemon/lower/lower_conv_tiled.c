@@ -352,8 +352,10 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 ow = lw_bin(c, TTH_TBIN_MOD, ow, lw_i(c, p->OW));
             }
             int64_t ai = ((int64_t)j * RW + r) * vl;
-            if (p->ob) { /* NCHW<b>c out: the accumulator is block bg of the pixel (vl = b, no tail) */
-                if (lw_append(c, &seq, tk_epi_store_block(k, bg, eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0))))
+            if (p->ob) { /* NCHW<b>c out: the accumulator is block B0 + j of the pixel (vl = b, no tail; a
+                          * group's channels fill whole blocks, so B0 + j = g*NB + bg) */
+                if (lw_append(c, &seq, tk_epi_store_block(k, lw_add(c, B0, lw_i(c, j)), eoh, ow,
+                                                          tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0))))
                     return NULL;
                 continue;
             }
@@ -1121,6 +1123,14 @@ static int is_depthwise(const lw_conv_p *p)
     return p->C == p->groups && p->O == p->groups;
 }
 
+/* the channel-blocked kernel on blocked channels: one group, or groups (not depthwise) whose
+ * channels fill whole blocks of each blocked side (docs/layouts.md) */
+static int nchwc_groups_ok(const lw_conv_p *p)
+{
+    int64_t Cg = p->C / p->groups, Og = p->O / p->groups;
+    return p->groups == 1 || (!is_depthwise(p) && (!p->ob || Og % p->ob == 0) && (!p->xb || Cg % p->xb == 0));
+}
+
 /* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
 static int is_flat(const lw_conv_p *p)
 {
@@ -1177,7 +1187,7 @@ int lw_conv_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink 
     (void)c;
     (void)s;
     lw_conv_p p;
-    return tk_conv_f32_any(call, &p) && (p.xb || p.ob) && p.groups == 1;
+    return tk_conv_f32_any(call, &p) && (p.xb || p.ob) && nchwc_groups_ok(&p);
 }
 
 /* the row-vectorized kernel's reduction limit: input channels x taps */
@@ -1230,7 +1240,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
 {
     lw_conv_p pp;
     tk k;
-    if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && pp.groups != 1)
+    if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && !nchwc_groups_ok(&pp))
                               : !tk_conv_f32(call, &pp))
         return lw_fail(c, TTH_EINTERNAL, call, "a tiled conv2d kernel does not apply"), NULL;
     const lw_conv_p *p = &pp;

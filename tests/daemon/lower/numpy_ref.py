@@ -769,6 +769,21 @@ def case(name):
         y = conv2d(x, w, b, [2, 1], [0, 2, 1, 1], [1, 2], 1)
         return [(blocked(x, 4), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], \
                [blocked(y, 4).astype(f32)]
+    if name == "conv_nchwc_grouped":
+        # grouped 3x3 (4 groups of 8 -> 8 channels: one block of NCHW8c per group on each side),
+        # stride 2, padding, batch 2, bias, relu
+        x, w, b = rnd((2, 32, 11, 13)), rnd((32, 8, 3, 3)), rnd((32,))
+        a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 4, "data_layout": "NCHW8c", "out_layout": "NCHW8c"}
+        y = np.maximum(conv2d(x, w, b, [2, 2], [1, 1, 1, 1], [1, 1], 4), 0)
+        return [(blocked(x, 8), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]),
+                                                                 ("nn.relu", {}, ["prev"])], [blocked(y, 8).astype(f32)]
+    if name == "conv_nchwc_grouped_wide":
+        # 2 groups of 16 input and 32 output channels (two blocks of NCHW16c out per group) on a
+        # flat 1x1 image of 7x7, blocked input only in 4s (NCHW out)
+        x, w = rnd((1, 32, 7, 7)), rnd((64, 16, 1, 1))
+        a = {"groups": 2, "data_layout": "NCHW4c"}
+        y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 2)
+        return [(blocked(x, 4), False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
     if name == "conv_nchwc_depthwise_relu6":
         # depthwise 3x3 padding 1 on a 13x21 row (edges, a row of whole tiles and a rest),
         # NCHW16c, 32 channels, batch 2, bias, clip

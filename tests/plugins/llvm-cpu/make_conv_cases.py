@@ -129,6 +129,16 @@ def case_pools(g, x):
     return h3, max_pool(hv, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False)
 
 
+def case_grouped(g, x):
+    # 1x1 32 -> 32, then a grouped 3x3 of 2 groups of 16 channels (blocked channels on every
+    # vector target: 16 fills blocks of 4, 8 and 16), stride 2, then 1x1 32 -> 24
+    h, hv = conv(g, "x", x, rnd((32, 32, 1, 1), 0.2), rnd((32,), 0.1))
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((32, 16, 3, 3), 0.15), rnd((32,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1), groups=2)
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
+
+
 def case_attention(g, x):
     # one self-attention layer of 4 heads over 19 positions of 64 features: projections (the
     # register-tiled matmul), softmax(Q K^T / 4 + causal mask) V (the batched matmul and the
@@ -161,6 +171,7 @@ def case_attention(g, x):
 
 
 CASES = {
+    "grouped": ((1, 32, 15, 14), case_grouped),
     "attention": ((1, 19, 64), case_attention),
     "pools": ((2, 8, 37, 75), case_pools),
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
