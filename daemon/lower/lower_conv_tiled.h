@@ -41,6 +41,9 @@ typedef struct tk {
     int wouter;              /* the weights are larger than the image: channel blocks outermost,
                                 each block's weights read once for every pixel (docs/lowering.md,
                                 "Loop order") */
+    int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
+                                its row and columns inside the image only (a dilated kernel mostly
+                                in the padding; docs/lowering.md, "Taps in the padding") */
 } tk;
 
 /* a float32 nn.conv2d (not quantized, not transposed) in NCHW, its shapes and attributes in *p */

@@ -769,6 +769,21 @@ def case(name):
         y = conv2d(x, w, b, [2, 1], [0, 2, 1, 1], [1, 2], 1)
         return [(blocked(x, 4), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], \
                [blocked(y, 4).astype(f32)]
+    # taps mostly in the padding (lower_conv_tiled.c, skip_taps): each tile loops over the taps
+    # inside the image only
+    if name == "conv_nchwc_dilated_sparse":
+        # 3x3 at dilation 12 over 14x14 (DeepLabV3's atrous branch), NCHW8c, bias, relu
+        x, w, b = rnd((1, 16, 14, 14)), rnd((8, 16, 3, 3)), rnd((8,))
+        a = {"padding": [12, 12, 12, 12], "dilation": [12, 12], "data_layout": "NCHW8c", "out_layout": "NCHW8c"}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [12, 12, 12, 12], [12, 12], 1), 0)
+        return [(blocked(x, 8), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]),
+                                                                 ("nn.relu", {}, ["prev"])], [blocked(y, 8).astype(f32)]
+    if name == "conv_dilated_sparse_uneven":
+        # NCHW, 5x3 kernel at dilations [4, 6], stride [2, 1], uneven padding, batch 2
+        x, w = rnd((2, 5, 9, 11)), rnd((7, 5, 5, 3))
+        a = {"padding": [8, 6, 7, 5], "dilation": [4, 6], "strides": [2, 1]}
+        y = conv2d(x, w, None, [2, 1], [8, 6, 7, 5], [4, 6], 1)
+        return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
     if name == "conv_nchwc_grouped":
         # grouped 3x3 (4 groups of 8 -> 8 channels: one block of NCHW8c per group on each side),
         # stride 2, padding, batch 2, bias, relu

@@ -129,6 +129,20 @@ def case_pools(g, x):
     return h3, max_pool(hv, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False)
 
 
+def case_dilated_sparse(g, x):
+    # 3x3 at dilation 12 over 14x14 (most taps in the padding: each tile loops over the taps
+    # inside the image), then at dilation 3
+    h, hv = conv_d(g, "x", x, rnd((32, 32, 3, 3), 0.1), rnd((32,), 0.1), (12, 12, 12, 12), 12)
+    h, hv = relu(g, h, hv)
+    return conv_d(g, h, hv, rnd((16, 32, 3, 3), 0.1), None, (3, 3, 3, 3), 3)
+
+
+def conv_d(g, name, val, w, b, pads, dil):
+    ins = [name, g.const(w)] + ([g.const(b)] if b is not None else [])
+    out = g.node("Conv", ins, pads=list(pads), dilations=[dil, dil])
+    return out, conv2d(val, w, b, [1, 1], list(pads), [dil, dil], 1).astype(np.float32)
+
+
 def case_grouped(g, x):
     # 1x1 32 -> 32, then a grouped 3x3 of 2 groups of 16 channels (blocked channels on every
     # vector target: 16 fills blocks of 4, 8 and 16), stride 2, then 1x1 32 -> 24
@@ -171,6 +185,7 @@ def case_attention(g, x):
 
 
 CASES = {
+    "dilated_sparse": ((1, 32, 14, 14), case_dilated_sparse),
     "grouped": ((1, 32, 15, 14), case_grouped),
     "attention": ((1, 19, 64), case_attention),
     "pools": ((2, 8, 37, 75), case_pools),
