@@ -94,12 +94,14 @@ class Tth:
         t = self.parse_target("llvm -mcpu=native")["target"]
         return t.get("mcpu", "generic"), t.get("mattr", [])
 
-    def compile(self, model, target, out, name=None):
+    def compile(self, model, target, out, name=None, explain=False):
         """Compile `model` for `target` into the artifact `out`; the compile result (JSON) with
-        "seconds" added."""
+        "seconds" added. With explain, its "diagnostics" hold the compile's notes."""
         args = ["compile", model, "--target", target, "-o", out, "--json", "--no-cache"]
         if name:
             args += ["--name", name]
+        if explain:
+            args += ["--explain"]
         t0 = time.monotonic()
         result = json.loads(self.ctl(*args).stdout)
         result["seconds"] = time.monotonic() - t0

@@ -119,9 +119,13 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
             artifact = os.path.join(work, "%s.tar" % name)
             tth_out = os.path.join(work, "tth_%s_%d" % (label, t))
             try:
-                compiled = tth.compile(path, full, artifact, name=name)
+                compiled = tth.compile(path, full, artifact, name=name, explain=True)
                 timing = tth.time(artifact, inputs, args.runs, args.warmup, tth_out)
                 timing["compile_s"] = round(compiled["seconds"], 2)
+                # functions of constants only left in the code (docs/operators.md, "Constant
+                # folding"): --explain names each; the goal is none
+                timing["constant_functions"] = [d["message"] for d in compiled.get("diagnostics", [])
+                                                if d.get("message", "").startswith("constants: '")]
                 timing["diff"] = output_diff(tth_out, ort_out)
             except tth_bench.BenchError as e:
                 print("  %s, %s: %s" % (name, full, str(e).splitlines()[-1]), file=sys.stderr)
@@ -212,6 +216,9 @@ def print_summary(report, label="llvm"):
         header += ["tth %s, %d thr" % (label, t), "ORT, %d thr" % t, "ratio"]
     print("\nsummary: ms, median (min); ratio = tth %s / ORT of the medians" % label)
     print(tth_bench.table(header, rows))
+    consts = sorted({"%s: %s" % (name, m) for name, result in report["models"].items() for row in result.values()
+                     for m in row["tth"].get(label, {}).get("constant_functions", [])})
+    print("functions of constants only left in the code (--explain): %s" % ("; ".join(consts) if consts else "none"))
     for t in threads:
         if logs[t]:
             print("%d thread%s: geometric mean of the ratios %.2f over %d models (ORT >= 1 ms); over 1.0: %s" % (
