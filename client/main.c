@@ -38,7 +38,9 @@
     X(BIND,       "bind",       0,   "NAME=FILE", "compile with input NAME fixed to the tensor in FILE (.npy or .pb; repeatable)") \
     X(INPUT_SHAPE, "input-shape", 0, "NAME=D,..", "the shape of input NAME where the model leaves dimensions open (repeatable)") \
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
-    X(REPEAT,     "repeat",     0,   "N",         "run N times and report min and median latency")
+    X(REPEAT,     "repeat",     0,   "N",         "run N times and report min and median latency")  \
+    X(PROFILE,    "profile",    0,   NULL,        "compile: a profiling artifact (every call timed); run: print each call's time (docs/profiling.md)") \
+    X(TRACE,      "trace",      0,   "FILE",      "run --profile: also write the calls as Chrome trace events (Perfetto, chrome://tracing)")
 
 typedef enum opt_id {
 #define OPT_ENUM(id, l, s, m, h) OPT_##id,
@@ -66,7 +68,7 @@ static const opt_id global_opts[] = {OPT_HELP, OPT_VERSION, OPT_SOCKET, OPT_NO_S
 
 /* ---- commands ---- */
 
-#define MAX_CMD_OPTS 12
+#define MAX_CMD_OPTS 14
 typedef struct cmd_spec {
     const char *group;   /* "target" for "target parse"; NULL for a one-word command */
     const char *name;
@@ -82,7 +84,7 @@ typedef struct cmd_spec {
 static const cmd_spec commands[] = {
     {NULL, "compile", "MODEL", 1, 1,
      {OPT_TARGET, OPT_OUTPUT, OPT_NAME, OPT_JSON, OPT_DUMP_IR, OPT_EXPLAIN, OPT_NO_CACHE, OPT_TIMINGS, OPT_STREAM,
-      OPT_SHARED, OPT_BIND, OPT_INPUT_SHAPE}, 12,
+      OPT_SHARED, OPT_BIND, OPT_INPUT_SHAPE, OPT_PROFILE}, 13,
      "compile an ONNX model for a target into an artifact (.tar)",
      "Sends MODEL to tthd, receives the artifact, checks its size and XXH64 and writes it\n"
      "atomically to OUT (default NAME.tar, NAME being the model's name).\n"
@@ -107,13 +109,17 @@ static const cmd_spec commands[] = {
      tthctl_cmd_cache_clear},
     {NULL, "stop", "", 0, 0, {OPT_JSON}, 1, "stop the daemon (never starts one)",
      "Waits until the daemon has exited. Exit status 0 also when no daemon was running.", tthctl_cmd_stop},
-    {NULL, "run", "ARTIFACT", 1, 1, {OPT_INPUT, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_JSON}, 4,
+    {NULL, "run", "ARTIFACT", 1, 1, {OPT_INPUT, OPT_OUTPUT_DIR, OPT_REPEAT, OPT_JSON, OPT_PROFILE, OPT_TRACE}, 6,
      "run an artifact on this machine (no daemon) and write its outputs as .npy",
      "Binds each --input NAME=FILE (.npy or ONNX TensorProto .pb), runs the model, prints each\n"
      "output's name, shape, dtype and first values (and the argmax of a one-row output), and\n"
      "writes <output name>.npy into the output directory. The artifact must hold a shared\n"
      "library for this machine: tthd builds one when the target is this machine (or with\n"
-     "'tthctl compile --shared').",
+     "'tthctl compile --shared').\n"
+     "--profile (an artifact compiled with --profile) times every call of the model over the\n"
+     "--repeat runs (default 20, after one warm-up run) and prints them sorted by time: the\n"
+     "function, its ONNX nodes, kind and strategy, shapes, median time and share, MACs and\n"
+     "GFLOP/s; --trace FILE writes them as Chrome trace events.",
      tthctl_cmd_run},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -261,6 +267,8 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_INPUT: a->inputs[a->n_inputs++] = val; break;
     case OPT_BIND: a->binds[a->n_binds++] = val; break;
     case OPT_INPUT_SHAPE: a->shapes[a->n_shapes++] = val; break;
+    case OPT_PROFILE: a->profile = 1; break;
+    case OPT_TRACE: a->trace = val; break;
     case OPT_HELP:
     case OPT_VERSION:
     case OPT_COUNT: break;

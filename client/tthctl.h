@@ -68,6 +68,8 @@ typedef struct tthctl_args {
     int shared;                /* --shared: options.build_shared */
     const char *output_dir;    /* --output-dir */
     const char *repeat;        /* --repeat (checked by the command) */
+    int profile;               /* --profile: compile a profiling artifact / print each call's time */
+    const char *trace;         /* run --trace FILE */
     const char **inputs;       /* --input NAME=FILE, n_inputs of them */
     size_t n_inputs;
     const char **binds;        /* --bind NAME=FILE, n_binds of them */

@@ -51,6 +51,8 @@ struct tthrt_model {
     size_t map_len;
     status_text_fn *texts;   /* modules' status_text_symbol functions */
     size_t ntexts;
+    uint64_t *prof_ns, *prof_calls; /* a profiling artifact's counters (docs/profiling.md), or NULL */
+    size_t nprof;
 };
 
 static tth_dtype dtype_parse(const char *s)
@@ -440,6 +442,20 @@ static int open_artifact(const void *tar, size_t len, void *map, tthrt_model **o
     }
     if ((rc = bind_modules(m, diag)))
         goto fail;
+    /* a profiling artifact: its timing hooks' counters, one per call of the entry */
+    const json_t *prof = json_object_get(m->meta, "profile");
+    if (prof) {
+        const char *ns = json_string_value(json_object_get(prof, "ns_symbol"));
+        const char *cs = json_string_value(json_object_get(prof, "calls_symbol"));
+        m->prof_ns = ns ? dlsym(m->dl, ns) : NULL;
+        m->prof_calls = cs ? dlsym(m->dl, cs) : NULL;
+        m->nprof = json_array_size(json_object_get(prof, "calls"));
+        if (!m->prof_ns || !m->prof_calls) {
+            rc = tth_diag_set(diag, TTH_ENOENT, entry, "the profiling artifact's library has no timing counters "
+                              "'%s' and '%s'", ns ? ns : "?", cs ? cs : "?");
+            goto fail;
+        }
+    }
     if (m->map && (!m->params || m->params == m->params_own)) {
         munmap(m->map, m->map_len); /* loaded, and the parameters do not point into it */
         m->map = NULL;
@@ -672,6 +688,30 @@ int tthrt_model_run(tthrt_model *m, int repeat, tthrt_timing *timing, tth_diag *
     }
     free(t);
     return 0;
+}
+
+size_t tthrt_model_profile_calls(const tthrt_model *m)
+{
+    return m->prof_ns ? m->nprof : 0;
+}
+
+size_t tthrt_model_profile_read(const tthrt_model *m, uint64_t *ns, uint64_t *calls, size_t n)
+{
+    size_t k = m->prof_ns ? (n < m->nprof ? n : m->nprof) : 0;
+    for (size_t i = 0; i < k; i++) {
+        ns[i] = m->prof_ns[i];
+        if (calls)
+            calls[i] = m->prof_calls[i];
+    }
+    return k;
+}
+
+void tthrt_model_profile_reset(tthrt_model *m)
+{
+    if (!m->prof_ns)
+        return;
+    memset(m->prof_ns, 0, m->nprof * sizeof *m->prof_ns);
+    memset(m->prof_calls, 0, m->nprof * sizeof *m->prof_calls);
 }
 
 int tthrt_model_output_array(const tthrt_model *m, size_t i, tthrt_array *view, tth_diag *diag)

@@ -127,6 +127,14 @@ int tthrt_model_bind_file(tthrt_model *m, const char *name, const char *path, tt
  * status from the generated code is an error. */
 int tthrt_model_run(tthrt_model *m, int repeat, tthrt_timing *timing, tth_diag *diag);
 
+/* A profiling artifact (compiled with options.profile, docs/profiling.md): the calls its entry
+ * times, in metadata.json's "profile"."calls" order (0 for an ordinary artifact); per call, the
+ * nanoseconds and the count summed since the model was opened or last reset (read copies at most
+ * n and returns how many; calls may be NULL). One run at a time. */
+size_t tthrt_model_profile_calls(const tthrt_model *m);
+size_t tthrt_model_profile_read(const tthrt_model *m, uint64_t *ns, uint64_t *calls, size_t n);
+void tthrt_model_profile_reset(tthrt_model *m);
+
 /* Output i after a run, as an array view (data borrowed from the model; name is the ONNX name). */
 int tthrt_model_output_array(const tthrt_model *m, size_t i, tthrt_array *view, tth_diag *diag);
 

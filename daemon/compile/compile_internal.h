@@ -52,6 +52,16 @@ typedef struct tth_lowered {
 int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_lowered *lowered,
                   size_t nlowered, const char *model, const char *target_kind, uint32_t ws_align,
                   tth_aot_result *out, tth_diag *diag);
+/* A profiling entry (docs/profiling.md): each call k of the entry's body between calls of
+ * tth_<model>_profile_begin(k) and tth_<model>_profile_end(k), the C functions of
+ * tth_profile_source. Returns the number of calls timed, or a negative code. */
+int64_t tth_aot_add_timing(tth_tir_module *tmod, tth_prim_func *entry, const char *model, tth_diag *diag);
+/* The C source of the timing hooks of a profiling artifact with ncalls calls (malloc'd). */
+char *tth_profile_source(const char *model, int64_t ncalls);
+/* metadata.json's "profile"."calls" (profile.c): one row per call of entry (before its timing
+ * hooks), with the Relay function each PrimFunc came from (docs/profiling.md) */
+json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, const tth_prim_func *entry,
+                          const tth_lowered *lowered, size_t nlowered);
 void tth_aot_result_clear(tth_aot_result *r);
 
 /* ---- memplan.c (memplan_graph.c, memplan_greedy.c, memplan_search.c) ----------------------- */
@@ -166,6 +176,7 @@ typedef struct tth_package_input {
     const tth_const_map *ext_consts;/* external modules' constants, stored with the parameters */
     int explain_memory;             /* options.explain: also explain/memory.svg (explain_svg.c) */
     const json_t *external;         /* the ONNX external data files read: metadata "external_data" */
+    const json_t *profile;          /* a profiling artifact's metadata "profile" (docs/profiling.md), or NULL */
 } tth_package_input;
 
 /* Write the artifact tar (deterministic: fixed order, times, owners) and its metadata. */

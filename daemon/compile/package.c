@@ -835,6 +835,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     }
     if (json_array_size(in->external) > 0)
         json_object_set(meta, "external_data", (json_t *)in->external);
+    if (in->profile)
+        json_object_set(meta, "profile", (json_t *)in->profile);
     if (in->partition)
         json_object_set_new(meta, "partition", json_deep_copy(in->partition));
     json_object_set_new(meta, "requires", cg.requires ? json_incref(cg.requires) : json_array());

@@ -46,6 +46,9 @@ typedef struct compile_state {
     tth_lowered *lowered;        /* lower */
     size_t nlowered;
     tth_aot_result aot;          /* aot */
+    int profile;                 /* options.profile: timing hooks around the entry's calls */
+    int64_t profile_calls;       /* aot: the calls timed */
+    json_t *profile_meta;        /* aot: metadata "profile" */
     tth_mem_plan plan;           /* memplan */
     tth_const_map *ext_consts;   /* relay_to_runtime: constants of external modules */
     tth_runtime_module **rts;    /* relay_to_runtime, codegen: the host kind's module first */
@@ -181,6 +184,13 @@ static int stage_target(compile_state *s)
     if (s->ws_align == 0 || (s->ws_align & (s->ws_align - 1)) != 0)
         return tth_diag_set(s->diag, TTH_EINVAL, "target", "workspace-byte-alignment %u is not a "
                             "power of two", s->ws_align);
+    s->profile = json_is_true(json_object_get(s->req->options, "profile"));
+    const char *mtriple = json_string_value(json_object_get(t, "mtriple"));
+    const char *mcpu = json_string_value(json_object_get(t, "mcpu"));
+    if (s->profile && ((mtriple && !strstr(mtriple, "linux")) || (mcpu && strncmp(mcpu, "cortex-m", 8) == 0)))
+        return tth_diag_set(s->diag, TTH_EUNSUPPORTED, "options.profile", "profiling is supported for targets "
+                            "that run under Linux (their timing hooks read CLOCK_MONOTONIC); '%s' is bare metal",
+                            mtriple ? mtriple : json_string_value(json_object_get(t, "mcpu")));
     const json_t *bs = json_object_get(s->req->options, "build_shared");
     int host_kind = (s->plugin->desc->flags & TTH_KIND_CAN_BE_HOST) != 0;
     s->build_shared = json_is_boolean(bs) ? json_is_true(bs)
@@ -485,6 +495,23 @@ static int stage_aot(compile_state *s)
                            s->ws_align, &s->aot, s->diag);
     if (rc)
         return rc;
+    if (s->profile) {
+        char model[300];
+        snprintf(model, sizeof model, "%s", s->req->model_name);
+        s->profile_meta = json_pack("{s:o*, s:s, s:s, s:s}", "calls",
+                                    tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered),
+                                    "clock", "CLOCK_MONOTONIC", "ns_symbol", "", "calls_symbol", "");
+        if (!s->profile_meta || !json_object_get(s->profile_meta, "calls"))
+            return tth_diag_set(s->diag, TTH_ENOMEM, "aot", "out of memory");
+        char sym[400];
+        snprintf(sym, sizeof sym, "tth_%s_profile_ns", model);
+        json_object_set_new(s->profile_meta, "ns_symbol", json_string(sym));
+        snprintf(sym, sizeof sym, "tth_%s_profile_calls", model);
+        json_object_set_new(s->profile_meta, "calls_symbol", json_string(sym));
+        s->profile_calls = tth_aot_add_timing(s->tmod, s->aot.entry, s->req->model_name, s->diag);
+        if (s->profile_calls < 0)
+            return (int)s->profile_calls;
+    }
     rc = tth_tir_verify(s->tmod, s->diag);
     if (rc)
         return rc;
@@ -513,6 +540,16 @@ static int stage_codegen(compile_state *s)
     int rc = tth_hooks_tir_to_runtime(&s->part, &s->lent, s->tmod, &s->rts, &s->nrts, s->diag);
     if (rc)
         return rc;
+    if (s->profile && s->nrts) { /* the timing hooks, beside the host kind's code */
+        char *src = tth_profile_source(s->req->model_name, s->profile_calls);
+        char name[300];
+        snprintf(name, sizeof name, "%s_profile.c", s->req->model_name);
+        rc = src ? tth_runtime_module_add_file(s->rts[0], name, TTH_FILE_C_SOURCE, src, strlen(src), s->diag)
+                 : tth_diag_set(s->diag, TTH_ENOMEM, "codegen", "out of memory");
+        free(src);
+        if (rc)
+            return rc;
+    }
     if (wants_dump(s, "codegen")) {
         size_t total = 1;
         for (size_t m = 0; m < s->nrts; m++)
@@ -562,6 +599,7 @@ static int stage_package(compile_state *s)
         .ext_consts = s->ext_consts,
         .explain_memory = json_is_true(json_object_get(s->req->options, "explain")),
         .external = s->external,
+        .profile = s->profile_meta,
     };
     return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
 }
@@ -651,6 +689,7 @@ static void state_free(compile_state *s)
     free(s->tar);
     free(s->so);
     json_decref(s->metadata);
+    json_decref(s->profile_meta);
     json_decref(s->dumps);
     json_decref(s->timings);
     json_decref(s->external);

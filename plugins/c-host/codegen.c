@@ -1048,6 +1048,34 @@ static void emit_call(cg *g, const cg_fctx *fx, const tth_tstmt *s, int depth)
     tth_strbuf_puts(t, "return rc;\n");
 }
 
+/* tth's own functions that the code calls (a profiling entry's timing hooks, docs/profiling.md):
+ * one prototype each, from the call's types, so the C compiler does not declare them implicitly */
+typedef struct hook_protos {
+    cg *g;
+    const char *seen[16];
+    int n;
+} hook_protos;
+
+static int proto_hook(void *ctx, const tth_texpr *e)
+{
+    hook_protos *h = ctx;
+    if (e->kind != TTH_TEXPR_CALL_EXTERN || strncmp(e->u.call.name, "tth_", 4) != 0)
+        return 0;
+    for (int i = 0; i < h->n; i++)
+        if (strcmp(h->seen[i], e->u.call.name) == 0)
+            return 0;
+    if (h->n < 16)
+        h->seen[h->n++] = e->u.call.name;
+    tth_strbuf *t = &h->g->out;
+    tth_strbuf_printf(t, "%s %s(", ctype_value(e->dtype), e->u.call.name);
+    for (size_t i = 0; i < e->u.call.nargs; i++) {
+        const tth_texpr *a = e->u.call.args[i];
+        tth_strbuf_printf(t, "%s%s%s", i ? ", " : "", ctype_value(a->dtype), a->kind == TTH_TEXPR_ADDRESS_OF ? " *" : "");
+    }
+    tth_strbuf_puts(t, e->u.call.nargs ? ");\n" : "void);\n");
+    return 0;
+}
+
 static int is_call_extern(void *ctx, const tth_texpr *e)
 {
     (void)ctx;
@@ -2108,6 +2136,11 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
         tth_diag_set(diag, rc, "c-host tir_to_runtime", "out of memory planning shared code");
         goto done;
     }
+    hook_protos hp = {.g = &g};
+    tth_tir_visitor hv = {.expr = proto_hook, .ctx = &hp};
+    for (size_t i = 0; i < mod->nfuncs; i++)
+        if (mod->funcs[i]->body)
+            tth_tir_walk(mod->funcs[i]->body, &hv);
     /* prototypes, so functions may appear in module order */
     int nproto = 0;
     for (size_t i = 0; i < mod->nfuncs; i++) {

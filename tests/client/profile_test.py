@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""tthctl compile --profile and tthctl run --profile (docs/profiling.md) on a small CNN made here:
+one row per call of the entry, each row's ONNX nodes are nodes of the model, the multiply-adds of
+the rows add up to the count computed here from the graph (numpy over the ONNX shapes, not
+tth's), the calls' median times add up to the whole run's within 5 %, the --trace file is Chrome
+trace events, and an artifact compiled without --profile has no timing hooks (no symbol, no
+metadata) and is refused by run --profile with a hint. For `llvm` and `c` on this machine.
+
+    tests/client/profile_test.py --tthctl build/client/tthctl
+
+Exit status 77 (skipped) when numpy or onnx is missing.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from private_tthd import PrivateTthd  # noqa: E402
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper, shape_inference
+except ImportError:
+    sys.exit(77)
+
+
+def model():
+    """conv 3x3 (3 -> 32) relu, depthwise 3x3 stride 2, conv 1x1 (32 -> 64) + add of a second 1x1,
+    global pool, a dense layer; sizes that make each call take tens of microseconds at least"""
+    rng = np.random.default_rng(7)
+    inits, nodes = [], []
+
+    def w(name, shape):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name))
+        return name
+
+    nodes.append(helper.make_node("Conv", ["x", w("w1", (32, 3, 3, 3))], ["c1"], pads=[1, 1, 1, 1], name="stem"))
+    nodes.append(helper.make_node("Relu", ["c1"], ["r1"], name="stem_relu"))
+    nodes.append(helper.make_node("Conv", ["r1", w("wd", (32, 1, 3, 3))], ["d1"], pads=[1, 1, 1, 1], strides=[2, 2],
+                                  group=32, name="depthwise"))
+    nodes.append(helper.make_node("Conv", ["d1", w("w2", (64, 32, 1, 1))], ["c2"], name="expand"))
+    nodes.append(helper.make_node("Conv", ["d1", w("w3", (64, 32, 1, 1))], ["c3"], name="shortcut"))
+    nodes.append(helper.make_node("Add", ["c2", "c3"], ["a"], name="residual"))
+    nodes.append(helper.make_node("GlobalAveragePool", ["a"], ["g"], name="pool"))
+    nodes.append(helper.make_node("Flatten", ["g"], ["f"], name="flatten"))
+    nodes.append(helper.make_node("Gemm", ["f", w("fc", (10, 64))], ["y"], transB=1, name="classifier"))
+    g = helper.make_graph(nodes, "prof", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 96, 96])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def graph_macs(m):
+    """multiply-adds of the convolutions and matrix products, from ONNX's shapes"""
+    m = shape_inference.infer_shapes(m)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output)}
+    inits = {t.name: list(t.dims) for t in m.graph.initializer}
+    total = 0
+    for n in m.graph.node:
+        if n.op_type == "Conv":
+            wd = inits[n.input[1]]
+            total += int(np.prod(shapes[n.output[0]])) * wd[1] * wd[2] * wd[3]
+        elif n.op_type == "Gemm":
+            total += int(np.prod(shapes[n.output[0]])) * shapes[n.input[0]][-1]
+    return total
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def check(args, target, work, onnx_model, failures):
+    path = os.path.join(work, "prof.onnx")
+    onnx.save(onnx_model, path)
+    names = {n.name for n in onnx_model.graph.node}
+    want_macs = graph_macs(onnx_model)
+    x = os.path.join(work, "x.npy")
+    np.save(x, np.random.default_rng(1).uniform(-1, 1, (1, 3, 96, 96)).astype(np.float32))
+    tag = target.split()[0]
+    prof, plain = os.path.join(work, tag + "_prof.tar"), os.path.join(work, tag + "_plain.tar")
+    for tar, extra in ((prof, ["--profile"]), (plain, [])):
+        c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target", target,
+                 "--name", "prof", "-o", tar] + extra)
+        if c.returncode != 0:
+            failures.append("%s: compile %s: %s" % (tag, extra, c.stderr.strip()))
+            return
+    trace = os.path.join(work, tag + "_trace.json")
+    r = run([args.tthctl, "run", prof, "--input", "x=" + x, "--profile", "--repeat", "30", "--json",
+             "--output-dir", os.path.join(work, "out"), "--trace", trace])
+    if r.returncode != 0:
+        failures.append("%s: run --profile: %s" % (tag, r.stderr.strip()))
+        return
+    p = json.loads(r.stdout)["profile"]
+    with tarfile.open(prof) as t:
+        meta = json.load(t.extractfile("metadata.json"))
+    calls = meta["profile"]["calls"]
+    if len(p["calls"]) != len(calls) or len(calls) < 5:
+        failures.append("%s: %d rows for %d calls" % (tag, len(p["calls"]), len(calls)))
+    for row in p["calls"]:
+        bad = [n for n in row["nodes"] if n not in names]
+        if bad or not row["nodes"]:
+            failures.append("%s: call %s names nodes %s, not of the model" % (tag, row["function"], row["nodes"]))
+    got_macs = sum(row["macs"] for row in p["calls"])
+    if got_macs != want_macs:
+        failures.append("%s: the calls' MACs add up to %d, the graph has %d" % (tag, got_macs, want_macs))
+    whole, parts = p["whole_median_ms"], p["calls_median_sum_ms"]
+    if not abs(parts - whole) <= 0.05 * whole:
+        failures.append("%s: the calls add up to %.4f ms of the run's %.4f ms (more than 5 %% apart)" % (tag, parts, whole))
+    with open(trace) as f:
+        tr = json.load(f)
+    ev = tr.get("traceEvents")
+    if not isinstance(ev, list) or len(ev) != 30 * len(calls):
+        failures.append("%s: the trace has %s events for 30 runs of %d calls" % (tag, len(ev) if ev else ev, len(calls)))
+    else:
+        for e in ev:
+            if e.get("ph") != "X" or not isinstance(e.get("ts"), (int, float)) or not isinstance(e.get("dur"), (int, float)) \
+                    or e["dur"] < 0 or not isinstance(e.get("name"), str) or "pid" not in e or "tid" not in e:
+                failures.append("%s: a trace event is not a complete event: %r" % (tag, e))
+                break
+        ends = [e["ts"] + e["dur"] for e in ev]
+        if any(ev[i + 1]["ts"] < ends[i] - 1e-6 for i in range(len(ev) - 1)):
+            failures.append("%s: trace events overlap" % tag)
+    # the ordinary artifact: no hooks, no profile; run --profile refuses it with a hint
+    with tarfile.open(plain) as t:
+        pmeta = json.load(t.extractfile("metadata.json"))
+        so = t.extractfile("lib/prof.so").read()
+    if "profile" in pmeta or b"profile_begin" in so:
+        failures.append("%s: the artifact compiled without --profile has timing hooks" % tag)
+    with tarfile.open(prof) as t:
+        if b"profile_begin" not in t.extractfile("lib/prof.so").read():
+            failures.append("%s: the profiling artifact's library has no timing hooks" % tag)
+    r = run([args.tthctl, "run", plain, "--input", "x=" + x, "--profile", "--output-dir", os.path.join(work, "out")])
+    if r.returncode == 0 or "not compiled for profiling" not in r.stderr or "--profile" not in r.stderr:
+        failures.append("%s: run --profile of an ordinary artifact: exit %d, %s" % (tag, r.returncode, r.stderr.strip()))
+    print("%-5s %d calls, MACs %d (the graph's: %d), calls %.3f ms of %.3f ms" % (tag, len(calls), got_macs, want_macs,
+                                                                               parts, whole))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tthctl", required=True)
+    args = ap.parse_args()
+    args.tthctl = os.path.abspath(args.tthctl)
+    work = tempfile.mkdtemp(prefix="tth-profile-")
+    daemon = PrivateTthd(args.tthctl, work)
+    args.socket = daemon.socket
+    failures = []
+    try:
+        m = model()
+        for target in ("llvm", "c"):
+            check(args, target, work, m, failures)
+        # bare metal has no clock for the hooks: refused, saying so
+        path = os.path.join(work, "prof.onnx")
+        r = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target",
+                 "c -mcpu=cortex-m55", "-o", os.path.join(work, "m.tar"), "--profile"])
+        if r.returncode == 0 or "bare metal" not in r.stderr:
+            failures.append("compile --profile for cortex-m55: exit %d, %s" % (r.returncode, r.stderr.strip()))
+        why = daemon.stop()
+        if why:
+            failures.append(why)
+    finally:
+        daemon.close()
+        shutil.rmtree(work, ignore_errors=True)
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
