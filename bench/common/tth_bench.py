@@ -94,7 +94,7 @@ class Tth:
         t = self.parse_target("llvm -mcpu=native")["target"]
         return t.get("mcpu", "generic"), t.get("mattr", [])
 
-    def compile(self, model, target, out, name=None, explain=False):
+    def compile(self, model, target, out, name=None, explain=False, profile=False):
         """Compile `model` for `target` into the artifact `out`; the compile result (JSON) with
         "seconds" added. With explain, its "diagnostics" hold the compile's notes."""
         args = ["compile", model, "--target", target, "-o", out, "--json", "--no-cache"]
@@ -102,6 +102,8 @@ class Tth:
             args += ["--name", name]
         if explain:
             args += ["--explain"]
+        if profile:
+            args += ["--profile"]
         t0 = time.monotonic()
         result = json.loads(self.ctl(*args).stdout)
         result["seconds"] = time.monotonic() - t0

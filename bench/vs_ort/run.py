@@ -100,6 +100,57 @@ def fmt_diff(diff):
     return "%.2g (%.1g)%s" % (absolute, relative, flag)
 
 
+def fma_peak(build, threads):
+    """GFLOP/s of a loop of independent FMAs on `threads` threads (bench/gemm's tth-bench-fma-peak)"""
+    r = subprocess.run([os.path.join(build, "bench", "gemm", "tth-bench-fma-peak"), "--threads", str(threads)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise tth_bench.BenchError("tth-bench-fma-peak: %s" % r.stderr.strip())
+    return json.loads(r.stdout)["gflops"]
+
+
+def top_calls(tth, path, target, inputs, n, work, name):
+    """The n slowest calls of a profiling artifact (docs/profiling.md): tthctl run --profile --json"""
+    artifact = os.path.join(work, "%s_profile.tar" % name)
+    try:
+        tth.compile(path, target, artifact, name=name, profile=True)
+        args = [tth.tthctl, "run", artifact, "--profile", "--repeat", "20", "--json", "--output-dir",
+                os.path.join(work, "profile_out")]
+        for iname, ipath in inputs.items():
+            args += ["--input", "%s=%s" % (iname, ipath)]
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise tth_bench.BenchError("tthctl run --profile: %s" % r.stderr.strip())
+        p = json.loads(r.stdout)["profile"]
+    finally:
+        if os.path.exists(artifact):
+            os.remove(artifact)
+    keep = ("function", "strategies", "op", "nodes", "macs", "median_us", "share", "gflops")
+    return {"whole_median_ms": p["whole_median_ms"], "calls_median_sum_ms": p["calls_median_sum_ms"],
+            "top": [{k: c.get(k) for k in keep} for c in p["calls"][:n]]}
+
+
+def print_top(report):
+    """per model and thread count, the slowest calls and their GFLOP/s against the FMA peak"""
+    rows = []
+    for name, result in report["models"].items():
+        for t, row in result.items():
+            prof = row.get("profile")
+            if not prof:
+                continue
+            peak = report.get("fma_peak", {}).get(str(t)) or report.get("fma_peak", {}).get(t)
+            for c in prof["top"]:
+                strat = (c.get("strategies") or [c.get("op") or "-"])[0]
+                gf = c.get("gflops") or 0.0
+                rows.append([name, str(t), c["function"].split("_fused_")[-1], strat, "%.3f" % (c["median_us"] / 1000.0),
+                             "%.0f%%" % (100 * c["share"]), "%.1f" % gf,
+                             "%.0f%%" % (100 * gf / peak) if peak and c["macs"] else "-"])
+    if rows:
+        print("\nslowest calls (tthctl run --profile): ms (median), share of the calls, GFLOP/s, and of the FMA "
+              "peak (%s)" % ", ".join("%s thread(s) %.0f GFLOP/s" % (k, v) for k, v in report.get("fma_peak", {}).items()))
+        print(tth_bench.table(["model", "threads", "function", "strategy", "ms", "share", "GFLOP/s", "of peak"], rows))
+
+
 def run_model(tth, ort_dir, name, path, targets, threads, args, work):
     """Compile, time and compare one model; a dict of figures per thread count."""
     work = os.path.join(work, name)  # outputs of one model only: names differ between models
@@ -140,6 +191,12 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
                  if k in timing})), file=sys.stderr)
         print("  %s threads=%d ORT    median %s ms, min %s ms" % (
             name, t, row["ort"]["median_ms"], row["ort"]["min_ms"]), file=sys.stderr)
+        if args.top:
+            try:
+                row["profile"] = top_calls(tth, path, "%s -num-cores=%d" % (targets[0][1], t), inputs, args.top,
+                                           work, name)
+            except tth_bench.BenchError as e:
+                print("  %s: profile: %s" % (name, str(e).splitlines()[-1]), file=sys.stderr)
         result[t] = row
     return result
 
@@ -239,6 +296,8 @@ def main():
     p.add_argument("--ort-dir", help="where bench/ort/setup installs onnxruntime-node "
                    "(default build-bench/ort)")
     p.add_argument("--json", help="also write every figure to this file")
+    p.add_argument("--top", type=int, default=0, help="also profile each model (tthctl run --profile) and "
+                   "report its N slowest calls against the FMA peak")
     p.add_argument("--targets", default="llvm,cpu", help="tth targets: llvm (plain llvm, this machine), "
                    "cpu (llvm -mcpu=<this CPU>), or both (default llvm,cpu)")
     p.add_argument("--from-json", metavar="FILE", help="only print the tables of an earlier "
@@ -256,6 +315,7 @@ def main():
                         report.get("runs", args.runs))
         print("\nafter: %s" % report.get("machine_after", "?"))
         print_summary(report)
+        print_top(report)
         return
     if args.runs < 20:
         p.error("--runs must be at least 20")
@@ -279,6 +339,7 @@ def main():
     ort_dir = setup.stdout.strip().splitlines()[-1]
 
     report = {"machine": tth_bench.machine_note(), "runs": args.runs, "warmup": args.warmup,
+              "fma_peak": {str(t): fma_peak(args.build, t) for t in threads} if args.top else {},
               "manifest": {n: known[n][1:3] for n in names}, "models": {}}
     with tth_bench.Tth(args.build) as tth, tempfile.TemporaryDirectory(prefix="tth-vs-ort-") as work:
         cpu, mattr = tth.host_cpu()
@@ -305,6 +366,7 @@ def main():
         print("\nafter: %s" % report["machine_after"])
         if "llvm" in report["targets"]:
             print_summary(report)
+        print_top(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=str)

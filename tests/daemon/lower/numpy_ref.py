@@ -472,6 +472,13 @@ def case(name):
     if name == "matmul_batched_attention":
         q, k = rnd((4, 7, 16)), rnd((4, 16, 9))
         return [(q, False), (k, False)], [("matmul", {}, ["i0", "i1"])], [np.matmul(q.astype("float64"), k).astype(f32)]
+    if name == "matmul_row_ksplit":
+        # one row (a fully connected layer of batch 1): K in four parts read at once, 301 = 4 * 75
+        # + 1 (a tail row), 70 columns (a tile, a rest of vectors and scalars at 16 lanes), bias, relu
+        a, b, bias = rnd((1, 1, 301)), rnd((301, 70)), rnd((70,))
+        y = np.maximum(np.matmul(a.astype("float64"), b) + bias, 0)
+        return [(a, False), (b, True), (bias, True)], [("matmul", {}, ["i0", "i1"]), ("add", {}, ["prev", "i2"]),
+                                                       ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "matmul_vector_left":
         a, b = rnd((4,)), rnd((3, 4, 2))
         return [(a, False), (b, True)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]
