@@ -4389,6 +4389,14 @@ static int op_layer_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr 
     int na = 0;
     for (int64_t i = axis; i < r; i++)
         axes[na++] = i;
+    if (axis == r - 1 && nout == 1 && tt(in[0])->dtype == TTH_F32) {
+        /* over the last axis, only Y asked for: the one operator with a kernel of its own
+         * (docs/lowering.md, "Layer normalization"); a missing B is zeros */
+        tth_rexpr *b = nin > 2 && in[2] ? in[2] : k_scalar(c, TTH_F32, 0), *args[3] = {in[0], in[1], b};
+        CHECK(b);
+        CHECK(out[0] = call(c, TTH_OP_LAYER_NORM, args, 3, json_pack("{s:f}", "epsilon", af(c, "epsilon", 1e-5))));
+        return 0;
+    }
     tth_rexpr *mean, *d, *inv, *y;
     int rc = normalize(c, in[0], axes, na, af(c, "epsilon", 1e-5), 0, &mean, &d, &inv);
     if (rc)

@@ -110,6 +110,7 @@ static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
     [TTH_OP_ROI_ALIGN] = {NULL, lw_roi_align, lw_roi_align_check, 0, 0},
     [TTH_OP_GRID_SAMPLE] = {NULL, lw_grid_sample, lw_grid_sample_check, 0, 0},
     [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1, 0},
+    [TTH_OP_LAYER_NORM] = {NULL, lw_layer_norm, lw_layer_norm_check, 0, 0},
 };
 
 const lw_op_impl *lw_op_lookup(tth_op op)
@@ -598,6 +599,16 @@ int lw_sink_direct(const lw_sink *s, int field, tth_dtype acc)
 static int lw_is_trivial(const tth_texpr *e)
 {
     return e->kind == TTH_TEXPR_INT || e->kind == TTH_TEXPR_FLOAT || e->kind == TTH_TEXPR_VAR;
+}
+
+void lw_row_idx(lw_ctx *c, const tth_ttype *xt, tth_texpr *row, tth_texpr *at, int lanes, tth_texpr **idx)
+{
+    tth_texpr *r = row;
+    for (int d = xt->rank - 2; d >= 0; d--) {
+        idx[d] = xt->shape[d] == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, r, lw_i(c, xt->shape[d]));
+        r = lw_bin(c, TTH_TBIN_DIV, r, lw_i(c, xt->shape[d]));
+    }
+    idx[xt->rank - 1] = lanes == 1 ? at : tth_tir_ramp(c->m, at, 1, lanes);
 }
 
 tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value)

@@ -117,6 +117,14 @@ const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const
 /* the table's rows, for tests */
 const lw_strategy *lw_strategy_table(size_t *n);
 
+/* nn.layer_norm (lower_norm.c): rows in vectors, one lane on scalar targets */
+tth_tstmt *lw_layer_norm(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_layer_norm_check(const tth_rexpr *call, char *why, size_t len);
+int lw_layer_norm_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+/* The output index of a row-wise kernel (softmax, layer norm over the last axis): flat row `row`
+ * of a tensor of type xt, columns at .. at + lanes (a ramp; the column itself for one lane). */
+void lw_row_idx(lw_ctx *c, const tth_ttype *xt, tth_texpr *row, tth_texpr *at, int lanes, tth_texpr **idx);
+
 /* the strategies' kernels (lower_conv_tiled.c, lower_matmul.c) */
 int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);

@@ -179,13 +179,8 @@ static tth_tstmt *sm_out(sm_row *g, tth_texpr *at, int lanes)
         val = lw_sub(c, lw_sub(c, xv, g->m), g->post);
     else
         val = lw_mul(c, g->eb ? vec_at(c, g->eb, at, lanes) : lw_math(c, LW_MATH_EXP, lw_sub(c, xv, g->m)), g->post);
-    const tth_ttype *xt = g->xt;
-    tth_texpr *idx[TTH_MAX_RANK], *r = g->row;
-    for (int d = xt->rank - 2; d >= 0; d--) {
-        idx[d] = xt->shape[d] == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, r, lw_i(c, xt->shape[d]));
-        r = lw_bin(c, TTH_TBIN_DIV, r, lw_i(c, xt->shape[d]));
-    }
-    idx[xt->rank - 1] = lanes == 1 ? at : tth_tir_ramp(c->m, at, 1, lanes);
+    tth_texpr *idx[TTH_MAX_RANK];
+    lw_row_idx(c, g->xt, g->row, at, lanes, idx);
     return lw_lets_close(c, mark, lw_sink_store(c, g->s, 0, idx, val));
 }
 

@@ -143,7 +143,10 @@ extern "C" {
     X(GRID_SAMPLE, "image.grid_sample", 2, 2,                                                         \
       "x float [N, C, d1..dr], grid float [N, D1..Dr, r] (coordinates in [-1, 1], along dr first); "  \
       "{method: nearest|linear|cubic, padding_mode: zeros|border|reflection, align_corners: bool} "   \
-      "-> [N, C, D1..Dr] (ONNX GridSample)")
+      "-> [N, C, D1..Dr] (ONNX GridSample)")                                                          \
+    X(LAYER_NORM, "nn.layer_norm", 3, 3,                                                              \
+      "x float [.., D], scale, bias ([D] or one value, x's dtype); {epsilon: float, default 1e-5}: "  \
+      "(x - mean) / sqrt(var + epsilon) * scale + bias over the last axis (ONNX LayerNormalization)")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,

@@ -974,6 +974,32 @@ static int rel_softmax(relctx *c)
     return 0;
 }
 
+/* nn.layer_norm: x of rank >= 1 over its last axis; scale and bias of x's dtype, [D] (any rank
+ * whose dimensions are 1 but the last) or a single value */
+static int rel_layer_norm(relctx *c)
+{
+    double eps;
+    int rc;
+    if ((rc = attr_float(c, "epsilon", 0, 1e-5, &eps)) || (rc = need_float(c, 0)))
+        return rc;
+    const tth_ttype *x = ARG(c, 0);
+    if (x->rank < 1)
+        return rel_fail(c, "x must have rank >= 1");
+    if (!(eps >= 0))
+        return rel_fail(c, "epsilon must be >= 0");
+    int64_t D = x->shape[x->rank - 1];
+    for (size_t i = 1; i < 3; i++) {
+        const tth_ttype *p = ARG(c, i);
+        int64_t n = tth_ttype_numel(p);
+        int ok = p->dtype == x->dtype && (n == 1 || (n == D && p->rank >= 1 && p->shape[p->rank - 1] == D));
+        if (!ok)
+            return rel_fail(c, "%s must be x's dtype with %lld values along the last axis, or one value",
+                            i == 1 ? "scale" : "bias", (long long)D);
+    }
+    set_out(c, x);
+    return 0;
+}
+
 static int rel_pad(relctx *c)
 {
     int64_t before[TTH_MAX_RANK], after[TTH_MAX_RANK];
@@ -1735,6 +1761,7 @@ static int rel_requantize(relctx *c)
 #define rel_DET rel_det
 #define rel_ROI_ALIGN rel_roi_align
 #define rel_GRID_SAMPLE rel_grid_sample
+#define rel_LAYER_NORM rel_layer_norm
 
 typedef int (*rel_fn)(relctx *c);
 

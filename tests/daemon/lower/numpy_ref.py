@@ -692,6 +692,24 @@ def case(name):
         d = x.astype("float64")
         y = d - d.max(axis=1, keepdims=True) - np.log(np.exp(d - d.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True))
         return [(x, False)], [("nn.log_softmax", {"axis": 1}, ["i0"])], [y.astype(f32)]
+    # nn.layer_norm (lower_norm.c): rows of whole vectors and a narrower last one, an epilogue
+    # (GELU's erf), a row shorter than a vector, values far from zero (a kernel that forgets the
+    # mean loses them), a scale and bias of one value
+    if name == "layer_norm_rows_gelu":
+        x, g, b = rnd((3, 5, 37)) * 4 + 100, rnd((37,)), rnd((37,))
+        d = x.astype("float64")
+        m = d.mean(-1, keepdims=True)
+        y = (d - m) / np.sqrt(((d - m) ** 2).mean(-1, keepdims=True) + 1e-6) * g + b
+        import math
+        e = np.vectorize(math.erf)(y)
+        return [(x, False), (g, True), (b, True)], [("nn.layer_norm", {"epsilon": 1e-6}, ["i0", "i1", "i2"]),
+                                                     ("erf", {}, ["prev"])], [e.astype(f32)]
+    if name == "layer_norm_rows_short":
+        x, g, b = rnd((4, 3)), np.float32([1.5]), np.float32([-0.25])
+        d = x.astype("float64")
+        m = d.mean(-1, keepdims=True)
+        y = (d - m) / np.sqrt(((d - m) ** 2).mean(-1, keepdims=True) + 1e-5) * 1.5 - 0.25
+        return [(x, False), (g, True), (b, True)], [("nn.layer_norm", {}, ["i0", "i1", "i2"])], [y.astype(f32)]
     if name == "log_softmax_axis0":
         x = rnd((4, 3)) * 10
         y = x - x.max(axis=0) - np.log(np.exp(x - x.max(axis=0)).sum(axis=0))

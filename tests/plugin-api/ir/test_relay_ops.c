@@ -209,6 +209,11 @@ static const op_case cases[] = {
     {TTH_OP_ROI_ALIGN, F "[1,1,4,4]; " F "[2,4]; int64[2]", "{\"pooled_size\": [1,1], \"mode\": \"sum\"}",
      "!vision.roi_align: attribute 'mode' must be one of: avg, max"},
     {TTH_OP_GRID_SAMPLE, F "[2,3,4,5]; " F "[2,6,7,2]", NULL, F "[2, 3, 6, 7]"},
+    {TTH_OP_LAYER_NORM, F "[2,5,8]; " F "[8]; " F "[8]", "{\"epsilon\": 1e-6}", F "[2, 5, 8]"},
+    {TTH_OP_LAYER_NORM, F "[3,8]; " F "[1,8]; " F "[]", NULL, F "[3, 8]"},
+    {TTH_OP_LAYER_NORM, F "[3,8]; " F "[7]; " F "[8]", NULL,
+     "!nn.layer_norm: scale must be x's dtype with 8 values along the last axis, or one value (arguments: "
+     "float32[3, 8], float32[7], float32[8])"},
     {TTH_OP_GRID_SAMPLE, "float64[1,2,3,4,5]; " F "[1,2,1,6,3]", "{\"method\": \"cubic\", \"padding_mode\": \"reflection\", "
      "\"align_corners\": 1}", "float64[1, 2, 2, 1, 6]"},
     {TTH_OP_GRID_SAMPLE, F "[1,1,4]; " F "[1,3,1]", "{\"method\": \"nearest\"}", F "[1, 1, 3]"},

@@ -153,6 +153,25 @@ def case_grouped(g, x):
     return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
 
 
+def case_layer_norm(g, x):
+    # LayerNormalization over the last axis of 70 features (opset 17: nn.layer_norm, a vector and
+    # a tail on every vector width), then a dense layer and GELU (Erf)
+    d = x.shape[-1]
+    gam, bet = rnd((d,), 0.5) + 1, rnd((d,), 0.2)
+    n = g.node("LayerNormalization", ["x", g.const(gam), g.const(bet)], axis=-1, epsilon=1e-5)
+    xv = x.astype(np.float64)
+    m = xv.mean(-1, keepdims=True)
+    yv = (xv - m) / np.sqrt(((xv - m) ** 2).mean(-1, keepdims=True) + 1e-5) * gam + bet
+    w = rnd((d, 48), 0.1)
+    h = g.node("MatMul", [n, g.const(w)])
+    hv = yv @ w
+    e = g.node("Erf", [g.node("Div", [h, g.const(np.array(np.sqrt(2), np.float32))])])
+    y = g.node("Mul", [g.node("Mul", [h, g.node("Add", [e, g.const(np.array(1, np.float32))])]),
+                       g.const(np.array(0.5, np.float32))])
+    import math
+    return y, (0.5 * hv * (1 + np.vectorize(math.erf)(hv / np.sqrt(2)))).astype(np.float32)
+
+
 def case_attention(g, x):
     # one self-attention layer of 4 heads over 19 positions of 64 features: projections (the
     # register-tiled matmul), softmax(Q K^T / 4 + causal mask) V (the batched matmul and the
@@ -185,6 +204,7 @@ def case_attention(g, x):
 
 
 CASES = {
+    "layer_norm": ((2, 9, 70), case_layer_norm, 17),
     "dilated_sparse": ((1, 32, 14, 14), case_dilated_sparse),
     "grouped": ((1, 32, 15, 14), case_grouped),
     "attention": ((1, 19, 64), case_attention),
@@ -198,14 +218,14 @@ CASES = {
 }
 
 
-def write(outdir, name, shape, build):
+def write(outdir, name, shape, build, opset=13):
     x = rnd(shape)
     g = Graph(x)
     yname, y = build(g, x)
     graph = helper.make_graph(
         g.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
         [helper.make_tensor_value_info(yname, TensorProto.FLOAT, list(y.shape))], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     d = os.path.join(outdir, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     onnx.save(model, os.path.join(d, "model.onnx"))
@@ -217,8 +237,8 @@ def write(outdir, name, shape, build):
 
 def main():
     outdir = sys.argv[1]
-    for name, (shape, build) in CASES.items():
-        write(outdir, name, shape, build)
+    for name, case in CASES.items():
+        write(outdir, name, *case)
 
 
 if __name__ == "__main__":
