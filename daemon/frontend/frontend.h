@@ -78,6 +78,8 @@ int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
 /* A convolution's kernel taps that read only padding for every output are cut (conv_taps.c): the
  * kernel shrinks to the taps that read the image, the padding moves with it. */
 int tth_relay_trim_conv_taps(tth_relay_module *m, tth_diag *diag);
+/* softmax(scale * q k^T + mask) v, as exporters write it, becomes one nn.attention (attention.c) */
+int tth_relay_fuse_attention(tth_relay_module *m, tth_diag *diag);
 /* Blocked channels (layout.c, docs/layouts.md): main's float32 convolutions, and the pools and
  * element-wise operators between them, move to NCHW<block>c, with layout changes only where an
  * NCHW consumer reads a blocked value. block < 2 leaves the module alone. Run after partitioning,

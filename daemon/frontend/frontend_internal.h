@@ -53,6 +53,8 @@ typedef struct tth__rewriter {
     /* filled during the walk: users of each original node by id (count), for visitors */
     uint32_t *nusers;
     uint32_t max_id;
+    /* during the walk: the rewritten node of each original node already visited, by id */
+    tth_rexpr **map;
 } tth__rewriter;
 int tth__rewrite_function(tth_relay_module *m, tth_relay_function *fn, tth__rewriter *rw, tth_diag *diag);
 /* Rebuild a node of the same kind/op/attrs with new arguments. */

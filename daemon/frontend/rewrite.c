@@ -70,6 +70,7 @@ int tth__rewrite_function(tth_relay_module *m, tth_relay_function *fn, tth__rewr
         rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory walking function '%s'", fn->name);
         goto done;
     }
+    rw->map = map;
     for (size_t p = 0; p < fn->nparams; p++)
         if (fn->params[p]->id <= mx)
             map[fn->params[p]->id] = (rw->param_map && rw->param_map[p]) ? rw->param_map[p] : fn->params[p];
@@ -114,6 +115,7 @@ done:
     free(tmp);
     free(rw->nusers);
     rw->nusers = NULL;
+    rw->map = NULL;
     return rc;
 }
 

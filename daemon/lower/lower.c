@@ -111,6 +111,7 @@ static const lw_op_impl lw_ops[TTH_OP_COUNT_] = {
     [TTH_OP_GRID_SAMPLE] = {NULL, lw_grid_sample, lw_grid_sample_check, 0, 0},
     [TTH_OP_REQUANTIZE] = {lw_requantize, NULL, lw_quant_check, 1, 0},
     [TTH_OP_LAYER_NORM] = {NULL, lw_layer_norm, lw_layer_norm_check, 0, 0},
+    [TTH_OP_ATTENTION] = {NULL, lw_attention, lw_attention_check, 0, 0},
 };
 
 const lw_op_impl *lw_op_lookup(tth_op op)

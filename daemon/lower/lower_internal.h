@@ -117,6 +117,10 @@ const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const
 /* the table's rows, for tests */
 const lw_strategy *lw_strategy_table(size_t *n);
 
+/* nn.attention (lower_attention.c): blocks of query rows, their scores on the task's stack */
+tth_tstmt *lw_attention(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+int lw_attention_check(const tth_rexpr *call, char *why, size_t len);
+int lw_attention_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 /* nn.layer_norm (lower_norm.c): rows in vectors, one lane on scalar targets */
 tth_tstmt *lw_layer_norm(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_layer_norm_check(const tth_rexpr *call, char *why, size_t len);

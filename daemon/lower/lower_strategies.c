@@ -15,6 +15,7 @@ static const lw_strategy table[] = {
     {TTH_OP_CONV2D, "conv2d/channel-blocked", lw_conv_blocked_applies, lw_conv_blocked},
     {TTH_OP_MATMUL, "matmul/register-tiled", lw_matmul_tiled_applies, lw_matmul_tiled},
     {TTH_OP_MATMUL, "matmul/batched-tiled", lw_matmul_batched_applies, lw_matmul_batched},
+    {TTH_OP_ATTENTION, "attention/rows-tiled", lw_attention_tiled_applies, lw_attention},
     {TTH_OP_LAYER_NORM, "layer_norm/rows-vectorized", lw_layer_norm_rows_applies, lw_layer_norm},
     {TTH_OP_SOFTMAX, "softmax/rows-vectorized", lw_softmax_rows_applies, lw_softmax_rows},
     {TTH_OP_LOG_SOFTMAX, "log_softmax/rows-vectorized", lw_softmax_rows_applies, lw_softmax_rows},

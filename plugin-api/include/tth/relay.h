@@ -146,7 +146,11 @@ extern "C" {
       "-> [N, C, D1..Dr] (ONNX GridSample)")                                                          \
     X(LAYER_NORM, "nn.layer_norm", 3, 3,                                                              \
       "x float [.., D], scale, bias ([D] or one value, x's dtype); {epsilon: float, default 1e-5}: "  \
-      "(x - mean) / sqrt(var + epsilon) * scale + bias over the last axis (ONNX LayerNormalization)")
+      "(x - mean) / sqrt(var + epsilon) * scale + bias over the last axis (ONNX LayerNormalization)")  \
+    X(ATTENTION, "nn.attention", 3, 4,                                                                \
+      "q [.., Lq, D], k [.., Lk, D] (keys_transposed: [.., D, Lk]), v [.., Lk, Dv], mask? (broadcast " \
+      "to [.., Lq, Lk]), float32; {scale: float, keys_transposed: bool}: softmax(scale * q k^T + "    \
+      "mask, last axis) v, batch dimensions broadcast -> [.., Lq, Dv]")
 
 typedef enum tth_op {
     TTH_OP_INVALID = 0,

@@ -1000,6 +1000,50 @@ static int rel_layer_norm(relctx *c)
     return 0;
 }
 
+/* nn.attention: softmax(scale * q k^T + mask) v over the last axis; batch dimensions of q, k, v
+ * (and the mask's leading ones) broadcast */
+static int rel_attention(relctx *c)
+{
+    double scale;
+    int kt, rc;
+    if ((rc = attr_float(c, "scale", 0, 1.0, &scale)) || (rc = attr_bool(c, "keys_transposed", 0, 0, &kt)))
+        return rc;
+    const tth_ttype *q = ARG(c, 0), *k = ARG(c, 1), *v = ARG(c, 2);
+    for (size_t i = 0; i < c->nargs; i++)
+        if (ARG(c, i)->dtype != TTH_F32)
+            return rel_fail(c, "argument %zu must be float32", i);
+    if (q->rank < 2 || k->rank < 2 || v->rank < 2)
+        return rel_fail(c, "q, k and v must have rank >= 2");
+    int64_t Lq = q->shape[q->rank - 2], D = q->shape[q->rank - 1];
+    int64_t kD = k->shape[k->rank - (kt ? 2 : 1)], Lk = k->shape[k->rank - (kt ? 1 : 2)];
+    if (kD != D)
+        return rel_fail(c, "k has %lld features, q %lld", (long long)kD, (long long)D);
+    if (v->shape[v->rank - 2] != Lk)
+        return rel_fail(c, "v has %lld rows for %lld keys", (long long)v->shape[v->rank - 2], (long long)Lk);
+    /* the batch: q's, k's and v's leading dimensions broadcast */
+    tth_ttype bq = {.dtype = TTH_F32, .rank = q->rank - 2}, bk = {.dtype = TTH_F32, .rank = k->rank - 2},
+              bv = {.dtype = TTH_F32, .rank = v->rank - 2}, b1, b;
+    memcpy(bq.shape, q->shape, sizeof(int64_t) * (size_t)bq.rank);
+    memcpy(bk.shape, k->shape, sizeof(int64_t) * (size_t)bk.rank);
+    memcpy(bv.shape, v->shape, sizeof(int64_t) * (size_t)bv.rank);
+    if (broadcast2(&bq, &bk, &b1) != 0 || broadcast2(&b1, &bv, &b) != 0)
+        return rel_fail(c, "the batch dimensions of q, k and v do not broadcast");
+    if (b.rank + 2 > TTH_MAX_RANK)
+        return rel_fail(c, "too many dimensions");
+    tth_ttype s = b, out = b;
+    s.shape[s.rank++] = Lq;
+    s.shape[s.rank++] = Lk;
+    if (c->nargs > 3) {
+        tth_ttype sm;
+        if (broadcast2(&s, ARG(c, 3), &sm) != 0 || !tth_ttype_equal(&sm, &s))
+            return rel_fail(c, "the mask does not broadcast to the scores");
+    }
+    out.shape[out.rank++] = Lq;
+    out.shape[out.rank++] = v->shape[v->rank - 1];
+    set_out(c, &out);
+    return 0;
+}
+
 static int rel_pad(relctx *c)
 {
     int64_t before[TTH_MAX_RANK], after[TTH_MAX_RANK];
@@ -1762,6 +1806,7 @@ static int rel_requantize(relctx *c)
 #define rel_ROI_ALIGN rel_roi_align
 #define rel_GRID_SAMPLE rel_grid_sample
 #define rel_LAYER_NORM rel_layer_norm
+#define rel_ATTENTION rel_attention
 
 typedef int (*rel_fn)(relctx *c);
 

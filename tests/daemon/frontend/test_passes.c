@@ -756,6 +756,94 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
     tth_relay_module_free(m);
 }
 
+/* y = softmax(q k^T / 4 + mask) v with q [2, 5, 8], k [2, 7, 8], v [2, 7, 6], mask [5, 7]: the keys
+ * transposed by a Transpose of the last two axes (variant 0), or q scaled before the product and
+ * the mask added first (variant 1), or the softmax's result also an output (variant 2: no fusion) */
+static tth_relay_module *attention_model(int variant)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t qd[3] = {2, 5, 8}, kd[3] = {2, 7, 8}, vd[3] = {2, 7, 6}, md[2] = {5, 7}, sd[1] = {1};
+    float mask[35], four[1] = {4.0f}, quarter[1] = {0.25f};
+    for (int i = 0; i < 35; i++)
+        mask[i] = i % 3 == 0 ? -1e4f : 0.0f;
+    ob_input(&b, "q", qd, 3);
+    ob_input(&b, "k", kd, 3);
+    ob_input(&b, "v", vd, 3);
+    ob_init_f32(&b, "mask", md, 2, mask);
+    ob_init_f32(&b, "four", sd, 0, four);
+    ob_init_f32(&b, "quarter", sd, 0, quarter);
+    ob_attr_ints(&b, ob_node(&b, "Transpose", "kt", "k", "kT"), "perm", (int64_t[]){0, 2, 1}, 3);
+    if (variant == 1) {
+        ob_node(&b, "Mul", "qs", "q,quarter", "q2");
+        ob_node(&b, "MatMul", "qk", "q2,kT", "s");
+        ob_node(&b, "Add", "masked", "mask,s", "s2");
+    } else {
+        ob_node(&b, "MatMul", "qk", "q,kT", "s0");
+        ob_node(&b, "Div", "scaled", "s0,four", "s");
+        ob_node(&b, "Add", "masked", "s,mask", "s2");
+    }
+    ob_attr_i(&b, ob_node(&b, "Softmax", "sm", "s2", "p"), "axis", -1);
+    ob_node(&b, "MatMul", "pv", "p,v", "y");
+    ob_output(&b, "y");
+    if (variant == 2)
+        ob_output(&b, "p");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    return m;
+}
+
+/* fuse_attention (attention.c): both exported forms become one nn.attention of scale 0.25 reading
+ * the keys before their transpose, with the same outputs as the operators it replaces; a softmax
+ * that is also used elsewhere stays */
+Test(passes, attention_becomes_one_operator)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        tth_relay_module *plain = attention_model(variant), *m = attention_model(variant);
+        tth_diag d;
+        tth_diag_clear(&d);
+        cr_assert_eq(tth_relay_fold_constants(plain, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+        int att = count_op(m, TTH_OP_ATTENTION);
+        if (variant == 2) {
+            cr_assert_eq(att, 0, "a softmax read twice was fused");
+            tth_relay_module_free(plain);
+            tth_relay_module_free(m);
+            continue;
+        }
+        char *text = tth_relay_print(m);
+        cr_assert_eq(att, 1, "variant %d:\n%s", variant, text);
+        cr_assert_eq(count_op(m, TTH_OP_SOFTMAX) + count_op(m, TTH_OP_MATMUL) + count_op(m, TTH_OP_TRANSPOSE), 0,
+                     "variant %d left operators of the pattern:\n%s", variant, text);
+        cr_assert_not_null(strstr(text, "\"keys_transposed\": false"), "%s", text);
+        cr_assert_not_null(strstr(text, "\"scale\": 0.25"), "%s", text);
+        free(text);
+        /* the numbers: both modules evaluated by the constant folder on the same inputs */
+        tth_ttype qt = {.dtype = TTH_F32, .rank = 3, .shape = {2, 5, 8}}, kt = {.dtype = TTH_F32, .rank = 3, .shape = {2, 7, 8}},
+                  vt = {.dtype = TTH_F32, .rank = 3, .shape = {2, 7, 6}};
+        tth_tensor *in[3] = {tth_tensor_new(&qt, NULL), tth_tensor_new(&kt, NULL), tth_tensor_new(&vt, NULL)};
+        for (int t = 0; t < 3; t++)
+            for (int64_t i = 0; i < tth_ttype_numel(&in[t]->type); i++)
+                ((float *)in[t]->data)[i] = 3 * frand();
+        cr_assert_eq(tth_relay_bind_params(plain, in, 3, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_bind_params(m, in, 3, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_fold_constants(plain, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
+        const tth_rexpr *a = tth_relay_module_main(plain)->body, *b = tth_relay_module_main(m)->body;
+        cr_assert(a->kind == TTH_REXPR_CONST && b->kind == TTH_REXPR_CONST, "the folder evaluates both");
+        for (int64_t i = 0; i < 60; i++) {
+            float w = ((float *)a->u.constant.value->data)[i], g = ((float *)b->u.constant.value->data)[i];
+            cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "variant %d, y[%lld]: %g fused, %g not", variant,
+                      (long long)i, g, w);
+        }
+        for (int t = 0; t < 3; t++)
+            tth_tensor_unref(in[t]);
+        tth_relay_module_free(plain);
+        tth_relay_module_free(m);
+    }
+}
+
 /* a block of 0 or 1 (scalar code) leaves the module as it was */
 Test(passes, layout_leaves_scalar_targets_alone)
 {

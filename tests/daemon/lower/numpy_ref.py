@@ -710,6 +710,27 @@ def case(name):
         m = d.mean(-1, keepdims=True)
         y = (d - m) / np.sqrt(((d - m) ** 2).mean(-1, keepdims=True) + 1e-5) * 1.5 - 0.25
         return [(x, False), (g, True), (b, True)], [("nn.layer_norm", {}, ["i0", "i1", "i2"])], [y.astype(f32)]
+    # nn.attention (lower_attention.c): keys as rows (transposed by the kernel) and transposed,
+    # a mask broadcast over heads, batch dimensions broadcast, rows and keys that leave tails,
+    # large scores (a kernel that forgot the maximum overflows), an epilogue
+    def attention(q, kt, v, scale, mask=None):
+        s = np.matmul(q.astype("float64"), kt) * scale
+        if mask is not None:
+            s = s + mask
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return np.matmul(e / e.sum(-1, keepdims=True), v)
+    if name == "attention_keys_rows_mask":
+        q, k, v = rnd((2, 3, 13, 20)) * 3, rnd((2, 1, 37, 20)) * 3, rnd((2, 3, 37, 21))
+        mask = np.where(rnd((13, 37)) > 0.8, -1e4, 0).astype(f32)
+        y = attention(q, np.swapaxes(k, -1, -2), v, 0.5, mask)
+        return [(q, False), (k, False), (v, False), (mask, True)], \
+               [("nn.attention", {"scale": 0.5}, ["i0", "i1", "i2", "i3"])], [y.astype(f32)]
+    if name == "attention_keys_transposed":
+        q, kt, v = rnd((4, 6, 16)), rnd((4, 16, 9)), rnd((4, 9, 16))
+        y = attention(q, kt, v, 0.25)
+        return [(q, False), (kt, False), (v, False)], \
+               [("nn.attention", {"scale": 0.25, "keys_transposed": True}, ["i0", "i1", "i2"]),
+                ("nn.relu", {}, ["prev"])], [np.maximum(y, 0).astype(f32)]
     if name == "log_softmax_axis0":
         x = rnd((4, 3)) * 10
         y = x - x.max(axis=0) - np.log(np.exp(x - x.max(axis=0)).sum(axis=0))

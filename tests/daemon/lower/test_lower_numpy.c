@@ -258,7 +258,7 @@ static void run_np(const char *name)
         const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
         conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
                 !strcmp(op, "nn.avg_pool2d") || !strcmp(op, "nn.softmax") || !strcmp(op, "nn.log_softmax") ||
-                !strcmp(op, "nn.layer_norm");
+                !strcmp(op, "nn.layer_norm") || !strcmp(op, "nn.attention");
     }
     static const char *const targets[][2] = {
         {"sse2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{}}"},
@@ -371,6 +371,8 @@ NP(softmax_rows_long)
 NP(log_softmax_rows)
 NP(layer_norm_rows_gelu)
 NP(layer_norm_rows_short)
+NP(attention_keys_rows_mask)
+NP(attention_keys_transposed)
 NP(matmul_batched_broadcast_tiles)
 NP(matmul_batched_attention)
 NP(matmul_row_ksplit)

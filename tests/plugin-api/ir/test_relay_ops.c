@@ -210,6 +210,10 @@ static const op_case cases[] = {
      "!vision.roi_align: attribute 'mode' must be one of: avg, max"},
     {TTH_OP_GRID_SAMPLE, F "[2,3,4,5]; " F "[2,6,7,2]", NULL, F "[2, 3, 6, 7]"},
     {TTH_OP_LAYER_NORM, F "[2,5,8]; " F "[8]; " F "[8]", "{\"epsilon\": 1e-6}", F "[2, 5, 8]"},
+    {TTH_OP_ATTENTION, F "[2,4,7,16]; " F "[2,4,9,16]; " F "[2,4,9,8]; " F "[7,9]", "{\"scale\": 0.25}", F "[2, 4, 7, 8]"},
+    {TTH_OP_ATTENTION, F "[4,7,16]; " F "[1,16,9]; " F "[4,9,8]", "{\"keys_transposed\": true}", F "[4, 7, 8]"},
+    {TTH_OP_ATTENTION, F "[4,7,16]; " F "[4,9,16]; " F "[4,8,8]", NULL,
+     "!nn.attention: v has 8 rows for 9 keys (arguments: float32[4, 7, 16], float32[4, 9, 16], float32[4, 8, 8])"},
     {TTH_OP_LAYER_NORM, F "[3,8]; " F "[1,8]; " F "[]", NULL, F "[3, 8]"},
     {TTH_OP_LAYER_NORM, F "[3,8]; " F "[7]; " F "[8]", NULL,
      "!nn.layer_norm: scale must be x's dtype with 8 values along the last axis, or one value (arguments: "
