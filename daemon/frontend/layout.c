@@ -8,7 +8,8 @@
  * Each node of main may have two forms: its NCHW value (plain) and its blocked value (blk).
  * Walking main in order:
  *  - nn.conv2d, float32, constant weight, one group, depthwise, or grouped with every group's
- *    channels filling whole blocks of a blocked side: blocked output when its output
+ *    channels filling whole blocks of a blocked side (or, for up to four groups to a block of a
+ *    blocked input, merged into groups that do): blocked output when its output
  *    channels fill blocks; blocked input when its input has a blocked form (for a depthwise
  *    convolution, always: its input is blocked here if need be). A convolution whose output
  *    channels do not fill blocks may still read a blocked input.
@@ -106,6 +107,41 @@ static json_t *attrs_with(const json_t *attrs, const char *k1, const char *v1, c
     return a;
 }
 
+/* Groups smaller than a block, merged: m neighbouring groups become one of m times the channels,
+ * whose weight is block-diagonal (output channel o of sub-group j = (o / Og) % m reads input
+ * channels j*Cg .. j*Cg+Cg-1 of the merged group; the others are zeros). The convolution then
+ * computes m times the multiply-adds, all in blocked channels, instead of leaving the blocked
+ * region twice (docs/layouts.md, "Small groups"). */
+#define MERGE_GROUPS_MAX 4
+
+static tth_rexpr *merged_weight(lay *L, const tth_rexpr *w, int64_t Og, int64_t m)
+{
+    const tth_ttype *t = &w->type.tensor;
+    int64_t O = t->shape[0], Cg = t->shape[1], taps = t->shape[2] * t->shape[3];
+    tth_ttype mt = {.dtype = TTH_F32, .rank = 4, .shape = {O, Cg * m, t->shape[2], t->shape[3]}};
+    tth_tensor *v = tth_tensor_new(&mt, NULL);
+    if (!v)
+        return NULL;
+    const float *src = w->u.constant.value->data;
+    float *dst = v->data;
+    for (int64_t o = 0; o < O; o++) {
+        int64_t j = (o / Og) % m;
+        memcpy(dst + (o * Cg * m + j * Cg) * taps, src + o * Cg * taps, (size_t)(Cg * taps) * sizeof(float));
+    }
+    return tth_relay_const(L->m, v, NULL);
+}
+
+/* the merge factor for a grouped convolution of C -> O channels whose groups are smaller than a
+ * block, or 0: m groups fill one block of the output and whole blocks of the input */
+static int64_t merge_factor(const lay *L, int64_t C, int64_t O, int64_t groups, int64_t xb)
+{
+    int64_t b = block_for(L, O), Og = O / groups, Cg = C / groups;
+    if (!b || b % Og || b / Og > MERGE_GROUPS_MAX)
+        return 0;
+    int64_t m = b / Og;
+    return groups % m == 0 && xb && (Cg * m) % xb == 0 ? m : 0;
+}
+
 /* a convolution reading or writing blocked channels, or NULL (no diag) when it stays NCHW */
 static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
 {
@@ -123,11 +159,20 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
     int64_t C = x->type.tensor.shape[1], O = e->type.tensor.shape[1], b = block_for(L, O);
     int depthwise = wa.groups == C && O == C;
     int out_blk = b != 0, in_blk = L->blk[x->id] != NULL;
+    int64_t merge = 0;
     if (wa.groups != 1 && !depthwise) {
         /* grouped: a side is blocked when each group's channels fill whole blocks of it (RegNet's
-         * groups of 16 at 16 lanes; ResNeXt's groups of 4 and 8 stay NCHW) */
-        out_blk = out_blk && (O / wa.groups) % b == 0;
-        in_blk = in_blk && (C / wa.groups) % L->blk[x->id]->type.tensor.shape[4] == 0;
+         * groups of 16 at 16 lanes); smaller groups of a blocked input are merged (ResNeXt's
+         * groups of 4 and 8) */
+        int64_t xb = in_blk ? L->blk[x->id]->type.tensor.shape[4] : 0;
+        if (out_blk && (O / wa.groups) % b == 0 && (!in_blk || (C / wa.groups) % xb == 0)) {
+            /* whole blocks on both sides */
+        } else if (w->type.tensor.dtype == TTH_F32 && (merge = merge_factor(L, C, O, wa.groups, xb)) != 0) {
+            out_blk = in_blk = 1;
+        } else {
+            out_blk = out_blk && (O / wa.groups) % b == 0;
+            in_blk = in_blk && (C / wa.groups) % xb == 0;
+        }
     }
     if (depthwise && !out_blk)
         return NULL;
@@ -144,7 +189,10 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
     json_t *a = attrs_with(e->u.call.attrs, in_blk ? "data_layout" : NULL,
                            layout_name(in_blk ? xin->type.tensor.shape[4] : 0, ln, sizeof ln),
                            out_blk ? "out_layout" : NULL, layout_name(b, ln2, sizeof ln2));
-    tth_rexpr *nargs[3] = {xin, plain_of(L, w), na > 2 ? plain_of(L, e->u.call.args[2]) : NULL};
+    if (merge && a)
+        json_object_set_new(a, "groups", json_integer(wa.groups / merge));
+    tth_rexpr *nargs[3] = {xin, merge ? merged_weight(L, w, O / wa.groups, merge) : plain_of(L, w),
+                           na > 2 ? plain_of(L, e->u.call.args[2]) : NULL};
     if (!nargs[0] || !nargs[1] || (na > 2 && !nargs[2]))
         return NULL;
     tth_rexpr *r = tth_relay_call(L->m, TTH_OP_CONV2D, nargs, na, a, L->diag);

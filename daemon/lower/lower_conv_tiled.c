@@ -1273,7 +1273,7 @@ static double inside_share(int64_t out, int64_t K, int64_t s, int64_t d, int64_t
             int64_t r = o * s + kk * d - pad;
             n += r >= 0 && r < in;
         }
-    return out * K ? (double)n / (double)(out * K) : 1.0;
+    return out * K != 0 ? (double)n / (double)(out * K) : 1.0;
 }
 
 static int taps_mostly_outside(const lw_conv_p *p)

@@ -364,7 +364,7 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes;
     const tth_rexpr *barg = lw_arg(call, 1);
-    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot};
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot, 0, NULL, NULL, {0}, 0};
     t.R = lw_numel(at->shape, at->rank) / p->K;
     int regs = c->vec.registers;
     int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;

@@ -50,7 +50,7 @@ def model():
     nodes.append(helper.make_node("GlobalAveragePool", ["a"], ["g"], name="pool"))
     nodes.append(helper.make_node("Flatten", ["g"], ["f"], name="flatten"))
     nodes.append(helper.make_node("Gemm", ["f", w("fc", (10, 64))], ["y"], transB=1, name="classifier"))
-    g = helper.make_graph(nodes, "prof", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 96, 96])],
+    g = helper.make_graph(nodes, "prof", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 192, 192])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
@@ -81,7 +81,7 @@ def check(args, target, work, onnx_model, failures):
     names = {n.name for n in onnx_model.graph.node}
     want_macs = graph_macs(onnx_model)
     x = os.path.join(work, "x.npy")
-    np.save(x, np.random.default_rng(1).uniform(-1, 1, (1, 3, 96, 96)).astype(np.float32))
+    np.save(x, np.random.default_rng(1).uniform(-1, 1, (1, 3, 192, 192)).astype(np.float32))
     tag = target.split()[0]
     prof, plain = os.path.join(work, tag + "_prof.tar"), os.path.join(work, tag + "_plain.tar")
     for tar, extra in ((prof, ["--profile"]), (plain, [])):

@@ -756,6 +756,97 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
     tth_relay_module_free(m);
 }
 
+/* x[1, 16, 7, 7] -> conv 1x1 16 -> relu -> grouped 3x3 of 8 groups of 2 channels -> relu ->
+ * grouped 3x3 of 4 groups of 4 channels, stride 2 -> conv 1x1 16 -> 8 -> y; random weights */
+static tth_relay_module *small_groups_model(void)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 16, 7, 7};
+    ob_input(&b, "x", xd, 4);
+    static const struct { const char *name; int64_t o, c, k; } ws[] = {
+        {"w1", 16, 16, 1}, {"wg8", 16, 2, 3}, {"wg4", 16, 4, 3}, {"w2", 8, 16, 1}};
+    for (size_t i = 0; i < 4; i++) {
+        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, n = d[0] * d[1] * d[2] * d[3];
+        float *w = malloc((size_t)n * sizeof *w);
+        for (int64_t j = 0; j < n; j++)
+            w[j] = frand();
+        ob_init_f32(&b, ws[i].name, d, 4, w);
+        free(w);
+    }
+    ob_node(&b, "Conv", "c1", "x,w1", "a");
+    ob_node(&b, "Relu", "r1", "a", "r");
+    Onnx__NodeProto *g8 = ob_node(&b, "Conv", "g8", "r,wg8", "g");
+    ob_attr_ints(&b, g8, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_attr_i(&b, g8, "group", 8);
+    ob_node(&b, "Relu", "r2", "g", "h");
+    Onnx__NodeProto *g4 = ob_node(&b, "Conv", "g4", "h,wg4", "k");
+    ob_attr_ints(&b, g4, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_attr_ints(&b, g4, "strides", (int64_t[]){2, 2}, 2);
+    ob_attr_i(&b, g4, "group", 4);
+    ob_node(&b, "Conv", "c2", "k,w2", "y");
+    ob_output(&b, "y");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
+    return m;
+}
+
+/* groups smaller than a block (docs/layouts.md, "Small groups"): at blocks of 8, the 8 groups of 2
+ * merge four by four into 2 groups of 8, the 4 groups of 4 two by two into 2 groups of 8, so the
+ * whole chain stays blocked (one layout change, at the end) and gives the same numbers */
+Test(passes, layout_merges_small_groups)
+{
+    lcg = 99;
+    tth_relay_module *plain = small_groups_model();
+    lcg = 99;
+    tth_relay_module *m = small_groups_model();
+    tth_diag d;
+    tth_diag_clear(&d);
+    tth_layout_stats st;
+    cr_assert_eq(tth_relay_alter_layout(m, 8, &st, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    char *text = tth_relay_print(m);
+    cr_assert(st.convs == 4 && st.blocked == 4 && st.to_blocked == 0 && st.to_plain == 1,
+              "convs %d, blocked %d, into blocks %d, back %d:\n%s", st.convs, st.blocked, st.to_blocked, st.to_plain, text);
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    int merged = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tth_rexpr *e = nodes[i];
+        if (e->kind != TTH_REXPR_CALL || e->u.call.op != TTH_OP_CONV2D)
+            continue;
+        const json_t *g = json_object_get(e->u.call.attrs, "groups");
+        if (json_integer_value(g) > 1) {
+            merged++;
+            cr_assert_eq(json_integer_value(g), 2, "%s", text);
+            cr_assert_eq(e->u.call.args[1]->type.tensor.shape[1], 8, "a merged group reads 8 channels:\n%s", text);
+            cr_assert_eq(tth_layout_block(json_object_get(e->u.call.attrs, "data_layout")), 8, "%s", text);
+            cr_assert_eq(tth_layout_block(json_object_get(e->u.call.attrs, "out_layout")), 8, "%s", text);
+        }
+    }
+    cr_assert_eq(merged, 2, "%s", text);
+    free(text);
+    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 16, 7, 7}};
+    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
+    for (int i = 0; i < 16 * 49; i++)
+        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
+    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
+    cr_assert(tth_ttype_equal(&want->type, &got->type));
+    for (int64_t i = 0; i < tth_ttype_numel(&want->type); i++) {
+        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
+        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%lld]: %g blocked, %g NCHW", (long long)i, g, w);
+    }
+    tth_tensor_unref(want);
+    tth_tensor_unref(got);
+    tth_tensor_unref(x);
+    tth_tensor_unref(x2);
+    tth_relay_module_free(plain);
+    tth_relay_module_free(m);
+}
+
 /* y = softmax(q k^T / 4 + mask) v with q [2, 5, 8], k [2, 7, 8], v [2, 7, 6], mask [5, 7]: the keys
  * transposed by a Transpose of the last two axes (variant 0), or q scaled before the product and
  * the mask added first (variant 1), or the softmax's result also an output (variant 2: no fusion) */

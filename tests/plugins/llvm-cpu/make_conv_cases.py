@@ -172,6 +172,19 @@ def case_layer_norm(g, x):
     return y, (0.5 * hv * (1 + np.vectorize(math.erf)(hv / np.sqrt(2)))).astype(np.float32)
 
 
+def case_grouped_small(g, x):
+    # 1x1 32 -> 32, grouped 3x3 of 8 groups of 4 channels, grouped 3x3 of 4 groups of 8, stride
+    # 2, 1x1 32 -> 24: groups smaller than a block, merged by the layout pass at 8 and 16 lanes
+    # (4 and 2 groups to a block at 16 lanes)
+    h, hv = conv(g, "x", x, rnd((32, 32, 1, 1), 0.2), rnd((32,), 0.1))
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((32, 4, 3, 3), 0.3), rnd((32,), 0.1), pads=(1, 1, 1, 1), groups=8)
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((32, 8, 3, 3), 0.2), None, strides=(2, 2), pads=(1, 1, 1, 1), groups=4)
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
+
+
 def case_attention(g, x):
     # one self-attention layer of 4 heads over 19 positions of 64 features: projections (the
     # register-tiled matmul), softmax(Q K^T / 4 + causal mask) V (the batched matmul and the
@@ -207,6 +220,7 @@ CASES = {
     "layer_norm": ((2, 9, 70), case_layer_norm, 17),
     "dilated_sparse": ((1, 32, 14, 14), case_dilated_sparse),
     "grouped": ((1, 32, 15, 14), case_grouped),
+    "grouped_small": ((1, 32, 13, 11), case_grouped_small),
     "attention": ((1, 19, 64), case_attention),
     "pools": ((2, 8, 37, 75), case_pools),
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
