@@ -1,8 +1,10 @@
 /* lower_math.c: exp, tanh, erf and sigmoid of float32 written as TIR arithmetic (docs/lowering.md,
  * "Math functions"), so that an element-wise chain with them is vector code on every target
  * instead of one C library call per lane, and computes the same bits in the interpreter (the
- * constant folder), in C and in LLVM's code: the polynomials are plain multiplies and adds (no
- * FMA), evaluated in the order written here.
+ * constant folder), in C and in LLVM's code: the polynomials are evaluated in the order written
+ * here, each step a fused multiply-add (an explicit TIR fma, which the interpreter computes as
+ * C's fmaf) on targets whose CPU has the instruction and a multiply and an add on the others;
+ * the bounds below hold for both forms.
  *
  * The coefficients are float32 values fitted by scripts/fit-math (weighted least squares that
  * converge to the minimax polynomial of the relative error); its output is pasted below.
@@ -59,12 +61,13 @@ static tth_texpr *k32(lw_ctx *c, double v)
     return lw_imm(c, TTH_F32, v);
 }
 
-/* c[0] + x*(c[1] + x*(... + x*c[n-1])) */
+/* c[0] + x*(c[1] + x*(... + x*c[n-1])), each step one fused multiply-add where the target has
+ * the instruction (lw_madd), else a multiply and an add */
 static tth_texpr *horner(lw_ctx *c, const double *k, int n, tth_texpr *x)
 {
     tth_texpr *acc = k32(c, k[n - 1]);
     for (int i = n - 2; i >= 0; i--)
-        acc = lw_add(c, lw_mul(c, acc, x), k32(c, k[i]));
+        acc = lw_madd(c, acc, x, k32(c, k[i]));
     return acc;
 }
 

@@ -2,7 +2,8 @@
 """tthctl compile --profile and tthctl run --profile (docs/profiling.md) on a small CNN made here:
 one row per call of the entry, each row's ONNX nodes are nodes of the model, the multiply-adds of
 the rows add up to the count computed here from the graph (numpy over the ONNX shapes, not
-tth's), the calls' median times add up to the whole run's within 5 %, the --trace file is Chrome
+tth's), the calls' median times add up to the whole run's within 5 % (or 10 us per call, the
+timing hooks' own cost, when that is larger: a fast run under the sanitizers' runtime), the --trace file is Chrome
 trace events, and an artifact compiled without --profile has no timing hooks (no symbol, no
 metadata) and is refused by run --profile with a hint. For `llvm` and `c` on this machine.
 
@@ -110,8 +111,10 @@ def check(args, target, work, onnx_model, failures):
     if got_macs != want_macs:
         failures.append("%s: the calls' MACs add up to %d, the graph has %d" % (tag, got_macs, want_macs))
     whole, parts = p["whole_median_ms"], p["calls_median_sum_ms"]
-    if not abs(parts - whole) <= 0.05 * whole:
-        failures.append("%s: the calls add up to %.4f ms of the run's %.4f ms (more than 5 %% apart)" % (tag, parts, whole))
+    slack = max(0.05 * whole, 0.010 * len(calls))
+    if not abs(parts - whole) <= slack:
+        failures.append("%s: the calls add up to %.4f ms of the run's %.4f ms (more than %.4f ms apart)"
+                        % (tag, parts, whole, slack))
     with open(trace) as f:
         tr = json.load(f)
     ev = tr.get("traceEvents")

@@ -251,8 +251,9 @@ static void run_np(const char *name)
     if (json_is_true(json_object_get(meta, "fold")))
         check_folded(meta, name);
     /* convolutions, matmuls and pooling also at each vector shape of the tiled kernels
-     * (docs/targets.md), and with several cores */
-    int conv = 0;
+     * (docs/targets.md), and with several cores; the math functions also with fused
+     * multiply-adds (AVX2, AVX-512, AArch64 have them; the default target and SSE2 do not) */
+    int conv = !strncmp(name, "math_", 5);
     const json_t *steps = json_object_get(meta, "chain");
     for (size_t i = 0; i < json_array_size(steps); i++) {
         const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
