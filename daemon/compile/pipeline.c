@@ -165,6 +165,7 @@ static int stage_target(compile_state *s)
     if (rc)
         return rc;
     const json_t *t = s->part.kinds[s->part.nkinds - 1].target;
+    tth_relay_fold_for(t); /* folded constants get the host kind's bits (until the compile ends) */
     s->kind = s->part.kinds[s->part.nkinds - 1].kind;
     s->plugin = s->part.kinds[s->part.nkinds - 1].plugin;
     if (!s->plugin->tir_to_runtime) {
@@ -761,6 +762,7 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     size_t nstages = sizeof stages / sizeof *stages;
     for (size_t i = 0; i < nstages && !rc; i++)
         rc = run_stage(&s, &stages[i], i + 1 < nstages ? stages[i + 1].percent : 99);
+    tth_relay_fold_for(NULL);
 
     if (rc == 0) {
         res->artifact = s.tar;

@@ -1,8 +1,9 @@
 /* fold_constants.c: replace every op call whose arguments are all constants by its value.
  * Requires: a well-typed module. A call is evaluated the way compiled code computes it: the call
- * alone is lowered by the default lowering for kind c and run by the TIR interpreter
- * (docs/operators.md, "Constant folding"), so a folded value and the same operator compiled agree
- * bit for bit. Calls whose inputs or result exceed TTH_FOLD_MAX_ELEMS elements, whose cost is
+ * alone is lowered by the default lowering for the target being compiled for (tth_relay_fold_for;
+ * kind c when none is set) and run by the TIR interpreter (docs/operators.md, "Constant folding"),
+ * so a folded value and the same operator compiled agree bit for bit, fused multiply-adds
+ * included. Calls whose inputs or result exceed TTH_FOLD_MAX_ELEMS elements, whose cost is
  * over FOLD_MAX_COST, or that the lowering does not take stay as they are. tuple_get of a
  * constant tuple is folded too. */
 #include <stdio.h>
@@ -61,7 +62,7 @@ static tth_relay_function *alone(tth_relay_module *rm, const tth_rexpr *e, tth_t
     tth_rexpr *params[64];
     size_t n = e->u.call.nargs;
     for (size_t i = 0; i < n; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "a%zu", i);
         if (!(params[i] = tth_relay_var(rm, name, &args[i]->type)))
             return NULL;
@@ -318,6 +319,14 @@ static int fold_native(const tth_rexpr *e, tth_tensor *const *args, tth_tensor *
     return 1;
 }
 
+/* The target folded values are computed for, on this thread (tth_relay_fold_for). */
+static _Thread_local const json_t *fold_target;
+
+void tth_relay_fold_for(const json_t *target)
+{
+    fold_target = target;
+}
+
 /* Evaluate call e on its constant arguments: outs[0..*nouts) are new tensors, one per result.
  * TTH_EUNSUPPORTED when the lowering does not take the call (it then stays unfolded). */
 static int eval_lowered(const tth_rexpr *e, tth_tensor *const *args, tth_tensor **outs, size_t *nouts,
@@ -331,7 +340,7 @@ static int eval_lowered(const tth_rexpr *e, tth_tensor *const *args, tth_tensor 
     if (!rm || !tm)
         goto out;
     tth_relay_function *fn = alone(rm, e, args, diag);
-    tth_prim_func *pf = fn ? tth_lower_primitive(tm, fn, "fold", NULL, diag) : NULL;
+    tth_prim_func *pf = fn ? tth_lower_primitive(tm, fn, "fold", fold_target, diag) : NULL;
     if (!pf) {
         rc = TTH_EUNSUPPORTED;
         goto out;

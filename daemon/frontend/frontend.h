@@ -69,6 +69,11 @@ int tth_relay_bind_params(tth_relay_module *m, tth_tensor *const *values, size_t
 
 /* Individual passes; each keeps the module well-typed. */
 int tth_relay_fold_constants(tth_relay_module *m, tth_diag *diag); /* incl. shape arithmetic */
+/* The canonical target whose default lowering evaluates folded calls (the importer's folding,
+ * the passes'), for the calling thread until set again: folded values then have the bits the
+ * target's own code computes (its vector width, fused multiply-adds). NULL: kind c, scalar.
+ * The compile pipeline sets its host kind's target for the compile's duration. */
+void tth_relay_fold_for(const json_t *target);
 int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv weights, else mul+add */
 /* For a call of main whose arguments are all constants (a function of constants only, which the
  * folder left in the code): 1 and `why` says which operator inside it the folder did not evaluate

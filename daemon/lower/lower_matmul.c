@@ -102,6 +102,11 @@ typedef struct mmt {
     tth_texpr *abase, *bofs;
     tth_texpr *bidx[TTH_MAX_RANK];
     int nbidx;
+    /* K in blocks (mm_cols_kb): a tile sums k in [k0, k0 + klen) (k0 NULL: all of K), starts
+     * from the partial sums in cin (NULL: zeros) and stores them to cout (NULL: the output) */
+    tth_texpr *k0;
+    int64_t klen;
+    tth_tbuffer *cin, *cout;
 } mmt;
 
 /* B [K, N] as wp[(n / PW)*K*PW + k*PW + n % PW] (zeros past N) */
@@ -166,24 +171,32 @@ static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *b
 static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase, int RM, int RN, int vl)
 {
     lw_ctx *c = t->c;
-    if (RM == 1 && vl > 1 && t->K >= 64 * KSPLIT && KSPLIT * RN + RN + 1 <= c->vec.registers)
+    if (RM == 1 && vl > 1 && !t->k0 && t->K >= 64 * KSPLIT && KSPLIT * RN + RN + 1 <= c->vec.registers)
         return mm_row_tile(t, m0, n0, bbase, RN, vl);
     tth_tstmt *seq = NULL;
     tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RM * RN, vl, &seq);
     if (!acc)
         return NULL;
+    for (int r = 0; r < RM && t->cin; r++) /* the partial sums of the blocks of K before */
+        for (int j = 0; j < RN; j++) {
+            tth_texpr *ci = lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->N)), lw_add(c, n0, lw_i(c, (int64_t)j * vl)));
+            if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl),
+                                                  tth_tir_vload(c->m, t->cin, ci, vl, 0), 0)))
+                return NULL;
+        }
     lw_ax ak;
-    if (lw_ax_make(c, &ak, "k", t->K))
+    if (lw_ax_make(c, &ak, "k", t->k0 ? t->klen : t->K))
         return NULL;
+    tth_texpr *kk = t->k0 ? lw_add(c, t->k0, ak.e) : ak.e;
     tth_tvar *bv[8];
     for (int j = 0; j < RN; j++) 
         if (!(bv[j] = lw_var_vec(c, "b", TTH_F32, vl)))
             return NULL;
     tth_tstmt *upd = NULL;
     for (int r = 0; r < RM; r++) {
-        tth_texpr *av = tth_tir_load(c->m, t->A, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), ak.e));
+        tth_texpr *av = tth_tir_load(c->m, t->A, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), kk));
         if (t->abase)
-            av = tth_tir_load(c->m, t->A, lw_add(c, t->abase, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), ak.e)));
+            av = tth_tir_load(c->m, t->A, lw_add(c, t->abase, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), kk)));
         for (int j = 0; j < RN; j++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * RN + j) * vl);
             tth_texpr *old = tth_tir_vload(c->m, acc, ai, vl, 0);
@@ -195,11 +208,20 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase
     tth_tstmt *inner = upd;
     tth_texpr *bb0 = t->bofs ? lw_add(c, t->bofs, bbase) : bbase;
     for (int j = RN - 1; j >= 0; j--)
-        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, ak.e, lw_i(c, t->PW ? t->PW : t->N)), bb0),
+        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, kk, lw_i(c, t->PW ? t->PW : t->N)), bb0),
                                                                   lw_i(c, (int64_t)j * vl)), vl, 0), inner);
     inner = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
+    for (int r = 0; r < RM && t->cout; r++) /* partial sums, for the next block of K */
+        for (int j = 0; j < RN; j++) {
+            tth_texpr *ci = lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->N)), lw_add(c, n0, lw_i(c, (int64_t)j * vl)));
+            if (lw_append(c, &seq, tth_tir_vstore(c->m, t->cout, ci,
+                                                  tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl), vl, 0), 0)))
+                return NULL;
+        }
+    if (t->cout)
+        return tth_tir_allocate(c->m, acc, seq);
     const tth_ttype *ot = t->ot;
     for (int r = 0; r < RM; r++) {
         /* the output index of row m0 + r: its batch dims and M, then the columns */
@@ -341,6 +363,69 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
     return seq;
 }
 
+/* ---- K in blocks, for a B larger than A (docs/lowering.md, "Blocks of K") ----
+ * With column tiles outermost, a tile still streams its panel's K x PW floats from L2 (768 x 64:
+ * 196 KB, four cache lines per step of K for 24 FMAs), and a 197 x 768 x 3072 product ran at
+ * 78 % of the FMA peak. Cut into blocks of about MM_KC steps, a panel's block (32 KB) stays in
+ * L1 while every row block passes over it; tiles carry their partial sums from block to block
+ * in cb [R, N] (the workspace), and the last block's tiles store through the epilogue. The
+ * panels are the parallel loop; in each: the first block (from zeros), the middle ones (a
+ * loop), the last one. */
+#define MM_KC 128
+
+/* every row block of the columns of tile n0 (serial loops, balanced heights as mm_cols) */
+static tth_tstmt *mm_rows(mmt *t, tth_texpr *n0, tth_texpr *bb, int RN, int vl, int RM)
+{
+    lw_ctx *c = t->c;
+    tth_tstmt *seq = NULL;
+    int64_t nblk = (t->R + RM - 1) / RM, RM1 = (t->R + nblk - 1) / nblk, n1 = t->R - nblk * (RM1 - 1);
+    for (int part = 0; part < 2; part++) {
+        int64_t nb = part == 0 ? n1 : nblk - n1;
+        int rm = (int)(part == 0 ? RM1 : RM1 - 1);
+        if (nb == 0 || rm == 0)
+            continue;
+        lw_ax q;
+        if (lw_ax_make(c, &q, "r", nb))
+            return NULL;
+        tth_texpr *m0 = lw_add(c, lw_i(c, part == 0 ? 0 : n1 * RM1), lw_mul(c, q.e, lw_i(c, rm)));
+        tth_tstmt *tl = lw_ax_loop(c, &q, TTH_LOOP_SERIAL, mm_tile(t, m0, n0, bb, rm, RN, vl));
+        if (!tl || lw_append(c, &seq, tl))
+            return NULL;
+    }
+    return seq;
+}
+
+static tth_tstmt *mm_cols_kb(mmt *t, tth_tbuffer *cb, int64_t ncol, int RN, int vl, int RM, int par)
+{
+    lw_ctx *c = t->c;
+    int64_t nkb = (t->K + MM_KC - 1) / MM_KC, ks = (t->K + nkb - 1) / nkb, last = t->K - (nkb - 1) * ks;
+    lw_ax q;
+    if (lw_ax_make(c, &q, "q", ncol))
+        return NULL;
+    tth_texpr *n0 = lw_mul(c, q.e, lw_i(c, t->PW)), *bb = lw_mul(c, q.e, lw_i(c, t->K * t->PW));
+    tth_tstmt *body = NULL;
+    for (int phase = 0; phase < 3; phase++) {
+        if (phase == 1 && nkb < 3)
+            continue;
+        lw_ax kb = {0};
+        if (phase == 1 && lw_ax_make(c, &kb, "kb", nkb - 2))
+            return NULL;
+        t->k0 = phase == 0 ? lw_i(c, 0) : phase == 2 ? lw_i(c, (nkb - 1) * ks) : lw_mul(c, lw_add(c, kb.e, lw_i(c, 1)), lw_i(c, ks));
+        t->klen = phase == 2 ? last : ks;
+        t->cin = phase == 0 ? NULL : cb;
+        t->cout = phase == 2 ? NULL : cb;
+        tth_tstmt *rows = mm_rows(t, n0, bb, RN, vl, RM);
+        if (phase == 1)
+            rows = lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, rows);
+        if (!rows || lw_append(c, &body, rows))
+            return NULL;
+    }
+    t->k0 = NULL;
+    t->klen = 0;
+    t->cin = t->cout = NULL;
+    return lw_ax_loop(c, &q, par && ncol > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+}
+
 int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     (void)s;
@@ -364,7 +449,7 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes;
     const tth_rexpr *barg = lw_arg(call, 1);
-    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot, 0, NULL, NULL, {0}, 0};
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL};
     t.R = lw_numel(at->shape, at->rank) / p->K;
     int regs = c->vec.registers;
     int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
@@ -400,12 +485,23 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
      * streamed the 9.4 MB of B from L3 once per row block: 33 times.) */
     t.b_outer = t.PW && p->N > t.R;
     int64_t nvec = p->N / vl, ntile = nvec / RN, restv = nvec % RN, tail = p->N % vl;
-    if (ntile && (!(part = mm_cols(&t, 0, ntile, RN, vl, RM, par)) || lw_append(c, &seq, part)))
+    /* K in blocks: B larger than A, blocks of K that leave work for the tiles, enough row blocks
+     * to reuse a block of B, and panels for every core */
+    tth_tbuffer *cb = NULL;
+    if (t.b_outer && p->K >= 2 * MM_KC && t.R >= 4 * RM && ntile >= 8) {
+        int64_t n = t.R * p->N;
+        if (!(cb = lw_local(c, "cb", TTH_F32, 1, &n)))
+            return NULL;
+    }
+    if (ntile && (!(part = cb ? mm_cols_kb(&t, cb, ntile, RN, vl, RM, par) : mm_cols(&t, 0, ntile, RN, vl, RM, par)) ||
+                  lw_append(c, &seq, part)))
         return NULL;
     if (restv && (!(part = mm_cols(&t, ntile * RN * vl, 1, (int)restv, vl, RM, par)) || lw_append(c, &seq, part)))
         return NULL;
     if (tail && (!(part = mm_cols(&t, nvec * vl, tail, 1, 1, RM, par)) || lw_append(c, &seq, part)))
         return NULL;
+    if (cb && seq)
+        seq = tth_tir_allocate(c->m, cb, seq);
     return wp && seq ? tth_tir_allocate(c->m, wp, seq) : seq;
 }
 
@@ -434,7 +530,7 @@ tth_tstmt *lw_matmul_batched(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return lw_fail(c, TTH_EINTERNAL, call, "matmul/batched-tiled does not apply"), NULL;
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes, nb = p.nbatch;
-    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), p.M, p.K, p.N, 0, ot, 0, NULL, NULL, {0}, 0};
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), p.M, p.K, p.N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL};
     if (!t.A || !t.B)
         return NULL;
     int64_t OB = lw_numel(ot->shape, nb);

@@ -479,6 +479,15 @@ def case(name):
         y = np.maximum(np.matmul(a.astype("float64"), b) + bias, 0)
         return [(a, False), (b, True), (bias, True)], [("matmul", {}, ["i0", "i1"]), ("add", {}, ["prev", "i2"]),
                                                        ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "matmul_k_blocks":
+        # B larger than A: K in blocks, partial sums carried between them (lower_matmul.c,
+        # mm_cols_kb): 390 = 4 blocks of 98, 98, 98 and 96 (the first, a loop of two, the last),
+        # 25 rows (row blocks of 5), 530 columns (whole panels at 4 and 16 lanes, then a rest of
+        # vectors and single columns outside the blocks), bias and relu after the last block
+        a, b, bias = rnd((25, 390)), rnd((390, 530)), rnd((530,))
+        y = np.maximum(a.astype("float64") @ b + bias, 0)
+        return [(a, False), (b, True), (bias, True)], [("matmul", {}, ["i0", "i1"]), ("add", {}, ["prev", "i2"]),
+                                                       ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "matmul_vector_left":
         a, b = rnd((4,)), rnd((3, 4, 2))
         return [(a, False), (b, True)], [("matmul", {}, ["i0", "i1"])], [np.matmul(a, b)]

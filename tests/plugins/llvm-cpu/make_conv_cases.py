@@ -216,7 +216,18 @@ def case_attention(g, x):
     return y, (ov @ wo)[None].astype(np.float32)
 
 
+def case_k_blocks(g, x):
+    # a dense layer whose weight is larger than its input (a transformer's projection): K in
+    # blocks with partial sums carried between them (300 = three blocks of 100: the first, a
+    # middle one, the last), 30 rows, 520 columns (whole panels at 4 and 16 lanes, then single
+    # columns at 16), bias and relu after the last block
+    w, b = rnd((x.shape[-1], 520), 0.1), rnd((520,), 0.5)
+    y = g.node("Relu", [g.node("Add", [g.node("MatMul", ["x", g.const(w)]), g.const(b)])])
+    return y, np.maximum(x.astype(np.float64) @ w + b, 0).astype(np.float32)
+
+
 CASES = {
+    "k_blocks": ((1, 30, 300), case_k_blocks),
     "layer_norm": ((2, 9, 70), case_layer_norm, 17),
     "dilated_sparse": ((1, 32, 14, 14), case_dilated_sparse),
     "grouped": ((1, 32, 15, 14), case_grouped),
