@@ -141,12 +141,31 @@ def cpu_info():
     return info
 
 
-def machine_note():
-    """One line: date, CPU, CPUs, clock and the load average, for the top of a report."""
+def machine_note(build=None):
+    """One line: date, CPU, CPUs, clock and the load average, for the top of a report; with the
+    build directory, also the two first CPUs' cache-line round trip (tth-bench-pingpong): about
+    110 ns when this VM's vCPUs share a cache, 450-530 ns when they do not (bench/README.md, "Two
+    vCPUs, two states"), which moves every two-thread figure."""
     cpu = cpu_info()
     load = " ".join("%.2f" % x for x in os.getloadavg())
-    return "%s; %s, %d CPUs, %.0f MHz (/proc/cpuinfo); load average %s" % (
+    note = "%s; %s, %d CPUs, %.0f MHz (/proc/cpuinfo); load average %s" % (
         time.strftime("%Y-%m-%d %H:%M"), cpu["model"], cpu["cpus"] or 0, cpu["mhz"], load)
+    ns = round_trip_ns(build) if build else None
+    if ns is not None:
+        note += "; vCPU cache-line round trip %.0f ns" % ns
+    return note
+
+
+def round_trip_ns(build):
+    """The first two CPUs' cache-line round trip in ns (tth-bench-pingpong), or None."""
+    pp = os.path.join(build, "bench", "gemm", "tth-bench-pingpong")
+    if not os.path.exists(pp) or (cpu_info()["cpus"] or 0) < 2:
+        return None
+    r = subprocess.run([pp], capture_output=True, text=True)
+    try:
+        return float(json.loads(r.stdout)["round_trip_ns"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def table(header, rows):

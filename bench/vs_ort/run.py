@@ -195,6 +195,8 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
                     print("  %s, %s: %s" % (name, full, str(e).splitlines()[-1]), file=sys.stderr)
                     row["tth"][label] = {"error": str(e)}
                 row["tth"][label]["target"] = full
+            if t > 1:  # the vCPUs' state when this model's rounds begin (tth_bench.machine_note)
+                row["round_trip_ns"] = tth_bench.round_trip_ns(args.build)
             # rounds: ORT, then each tth target, again and again, so that a stretch of time in
             # which this virtual machine's other CPU is taken slows both sides' rounds alike
             for r in range(args.rounds):
@@ -222,8 +224,9 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
             print("  %s threads=%d %-6s %s" % (name, t, label, json.dumps(
                 {k: timing.get(k) for k in ("median_ms", "min_ms", "round_medians_ms", "compile_s", "diff", "error")
                  if k in timing})), file=sys.stderr)
-        print("  %s threads=%d ORT    median %s ms, min %s ms, rounds %s" % (
-            name, t, row["ort"]["median_ms"], row["ort"]["min_ms"], row["ort"]["round_medians_ms"]), file=sys.stderr)
+        print("  %s threads=%d ORT    median %s ms, min %s ms, rounds %s%s" % (
+            name, t, row["ort"]["median_ms"], row["ort"]["min_ms"], row["ort"]["round_medians_ms"],
+            ", vCPU round trip %.0f ns" % row["round_trip_ns"] if row.get("round_trip_ns") else ""), file=sys.stderr)
         if args.top:
             try:
                 row["profile"] = top_calls(tth, path, "%s -num-cores=%d" % (targets[0][1], t), inputs, args.top,
@@ -296,6 +299,8 @@ def print_summary(report, label="llvm"):
                 continue
             ratio = r["median_ms"] / row["ort"]["median_ms"]
             cells += [fmt_timing(r), fmt_timing(row["ort"]), "%.2f" % ratio]
+            if t > 1:
+                cells[-1] += " (%.0f ns)" % row["round_trip_ns"] if row.get("round_trip_ns") else ""
             if row["ort"]["median_ms"] >= 1.0:
                 logs[t].append(np.log(ratio))
                 if ratio > 1.0:
@@ -304,7 +309,8 @@ def print_summary(report, label="llvm"):
     header = ["model"]
     for t in threads:
         header += ["tth %s, %d thr" % (label, t), "ORT, %d thr" % t, "ratio"]
-    print("\nsummary: ms, median (min); ratio = tth %s / ORT of the medians" % label)
+    print("\nsummary: ms, median (min); ratio = tth %s / ORT of the medians (on two threads or more, the vCPUs'"
+          " cache-line round trip when the model's rounds began, tth_bench.round_trip_ns)" % label)
     print(tth_bench.table(header, rows))
     consts = sorted({"%s: %s" % (name, m) for name, result in report["models"].items() for row in result.values()
                      for m in row["tth"].get(label, {}).get("constant_functions", [])})
@@ -375,7 +381,7 @@ def main():
         sys.exit("bench/ort/setup failed: ONNX Runtime is not available")
     ort_dir = setup.stdout.strip().splitlines()[-1]
 
-    report = {"machine": tth_bench.machine_note(), "runs": args.runs, "warmup": args.warmup, "rounds": args.rounds,
+    report = {"machine": tth_bench.machine_note(args.build), "runs": args.runs, "warmup": args.warmup, "rounds": args.rounds,
               "fma_peak": {str(t): fma_peak(args.build, t) for t in threads} if args.top else {},
               "manifest": {n: known[n][1:3] for n in names}, "models": {}}
     with tth_bench.Tth(args.build) as tth, tempfile.TemporaryDirectory(prefix="tth-vs-ort-") as work:
@@ -399,7 +405,7 @@ def main():
             report["models"][name] = result
             print_model(name, known[name][1], known[name][2], result, targets, args.runs)
             sys.stdout.flush()
-        report["machine_after"] = tth_bench.machine_note()
+        report["machine_after"] = tth_bench.machine_note(args.build)
         print("\nafter: %s" % report["machine_after"])
         if "llvm" in report["targets"]:
             print_summary(report)
