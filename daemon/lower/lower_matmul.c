@@ -320,18 +320,31 @@ static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *b
     return tth_tir_allocate(c->m, acc, seq);
 }
 
+/* Rows in blocks of balanced heights: as few blocks as RM allows, nb[0] of rm[0] rows from row
+ * 0 and nb[1] of rm[0] - 1 from row first[1] (49 rows: four of 6 and five of 5, not eight of 6
+ * and a single row, whose tile does a sixth of the work per load of B) */
+static void mm_row_blocks(int64_t R, int RM, int64_t nb[2], int rm[2], int64_t first[2])
+{
+    int64_t nblk = (R + RM - 1) / RM, RM1 = (R + nblk - 1) / nblk, n1 = R - nblk * (RM1 - 1);
+    nb[0] = n1;
+    nb[1] = nblk - n1;
+    rm[0] = (int)RM1;
+    rm[1] = (int)RM1 - 1;
+    first[0] = 0;
+    first[1] = n1 * RM1;
+}
+
 /* every row block of columns [n0, n0 + ncol*RN*vl) in ncol tiles of RN vectors (ncol loop) */
 static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, int RM, int par)
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
-    /* rows in blocks of balanced heights: as few blocks as RM allows, n1 of RM1 rows and the
-     * rest of RM1 - 1 (49 rows: four of 6 and five of 5, not eight of 6 and a single row, whose
-     * tile does a sixth of the work per load of B) */
-    int64_t nblk = (t->R + RM - 1) / RM, RM1 = (t->R + nblk - 1) / nblk, n1 = t->R - nblk * (RM1 - 1);
+    int64_t nbs[2], first[2];
+    int rms[2];
+    mm_row_blocks(t->R, RM, nbs, rms, first);
     for (int part = 0; part < 2; part++) {
-        int64_t nb = part == 0 ? n1 : nblk - n1;
-        int rm = (int)(part == 0 ? RM1 : RM1 - 1);
+        int64_t nb = nbs[part];
+        int rm = rms[part];
         if (nb * ncol == 0 || rm == 0)
             continue;
         lw_ax q;
@@ -347,7 +360,7 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
             rb = ncol > 1 ? (nb > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ncol)) : lw_i(c, 0)) : q.e;
             cb = ncol > 1 ? (nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ncol)) : q.e) : lw_i(c, 0);
         }
-        tth_texpr *m0 = lw_add(c, lw_i(c, part == 0 ? 0 : n1 * RM1), lw_mul(c, rb, lw_i(c, rm)));
+        tth_texpr *m0 = lw_add(c, lw_i(c, first[part]), lw_mul(c, rb, lw_i(c, rm)));
         tth_texpr *n0 = lw_add(c, lw_i(c, col0), lw_mul(c, cb, lw_i(c, (int64_t)RN * vl)));
         /* packed: the tiles of whole panels step by a panel; the narrower ones all lie in the
          * last panel, from col0 on */
@@ -378,17 +391,17 @@ static tth_tstmt *mm_rows(mmt *t, tth_texpr *n0, tth_texpr *bb, int RN, int vl, 
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
-    int64_t nblk = (t->R + RM - 1) / RM, RM1 = (t->R + nblk - 1) / nblk, n1 = t->R - nblk * (RM1 - 1);
+    int64_t nbs[2], first[2];
+    int rms[2];
+    mm_row_blocks(t->R, RM, nbs, rms, first);
     for (int part = 0; part < 2; part++) {
-        int64_t nb = part == 0 ? n1 : nblk - n1;
-        int rm = (int)(part == 0 ? RM1 : RM1 - 1);
-        if (nb == 0 || rm == 0)
+        if (nbs[part] == 0 || rms[part] == 0)
             continue;
         lw_ax q;
-        if (lw_ax_make(c, &q, "r", nb))
+        if (lw_ax_make(c, &q, "r", nbs[part]))
             return NULL;
-        tth_texpr *m0 = lw_add(c, lw_i(c, part == 0 ? 0 : n1 * RM1), lw_mul(c, q.e, lw_i(c, rm)));
-        tth_tstmt *tl = lw_ax_loop(c, &q, TTH_LOOP_SERIAL, mm_tile(t, m0, n0, bb, rm, RN, vl));
+        tth_texpr *m0 = lw_add(c, lw_i(c, first[part]), lw_mul(c, q.e, lw_i(c, rms[part])));
+        tth_tstmt *tl = lw_ax_loop(c, &q, TTH_LOOP_SERIAL, mm_tile(t, m0, n0, bb, rms[part], RN, vl));
         if (!tl || lw_append(c, &seq, tl))
             return NULL;
     }
