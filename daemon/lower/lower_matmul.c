@@ -168,90 +168,14 @@ static tth_tstmt *mm_pack_loop(lw_ctx *c, tth_tbuffer *B, tth_tbuffer *wp, int64
 #define KSPLIT 4
 static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase, int RN, int vl);
 
-static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase, int RM, int RN, int vl)
-{
-    lw_ctx *c = t->c;
-    if (RM == 1 && vl > 1 && !t->k0 && t->K >= 64 * KSPLIT && KSPLIT * RN + RN + 1 <= c->vec.registers)
-        return mm_row_tile(t, m0, n0, bbase, RN, vl);
-    tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RM * RN, vl, &seq);
-    if (!acc)
-        return NULL;
-    for (int r = 0; r < RM && t->cin; r++) /* the partial sums of the blocks of K before */
-        for (int j = 0; j < RN; j++) {
-            tth_texpr *ci = lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->N)), lw_add(c, n0, lw_i(c, (int64_t)j * vl)));
-            if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl),
-                                                  tth_tir_vload(c->m, t->cin, ci, vl, 0), 0)))
-                return NULL;
-        }
-    lw_ax ak;
-    if (lw_ax_make(c, &ak, "k", t->k0 ? t->klen : t->K))
-        return NULL;
-    tth_texpr *kk = t->k0 ? lw_add(c, t->k0, ak.e) : ak.e;
-    tth_tvar *bv[8];
-    for (int j = 0; j < RN; j++) 
-        if (!(bv[j] = lw_var_vec(c, "b", TTH_F32, vl)))
-            return NULL;
-    tth_tstmt *upd = NULL;
-    for (int r = 0; r < RM; r++) {
-        tth_texpr *av = tth_tir_load(c->m, t->A, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), kk));
-        if (t->abase)
-            av = tth_tir_load(c->m, t->A, lw_add(c, t->abase, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), kk)));
-        for (int j = 0; j < RN; j++) {
-            tth_texpr *ai = lw_i(c, ((int64_t)r * RN + j) * vl);
-            tth_texpr *old = tth_tir_vload(c->m, acc, ai, vl, 0);
-            tth_texpr *f = lw_madd(c, av, lw_ref(c, bv[j]), old);
-            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
-                return NULL;
-        }
-    }
-    tth_tstmt *inner = upd;
-    tth_texpr *bb0 = t->bofs ? lw_add(c, t->bofs, bbase) : bbase;
-    for (int j = RN - 1; j >= 0; j--)
-        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, kk, lw_i(c, t->PW ? t->PW : t->N)), bb0),
-                                                                  lw_i(c, (int64_t)j * vl)), vl, 0), inner);
-    inner = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, inner);
-    if (!inner || lw_append(c, &seq, inner))
-        return NULL;
-    for (int r = 0; r < RM && t->cout; r++) /* partial sums, for the next block of K */
-        for (int j = 0; j < RN; j++) {
-            tth_texpr *ci = lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->N)), lw_add(c, n0, lw_i(c, (int64_t)j * vl)));
-            if (lw_append(c, &seq, tth_tir_vstore(c->m, t->cout, ci,
-                                                  tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl), vl, 0), 0)))
-                return NULL;
-        }
-    if (t->cout)
-        return tth_tir_allocate(c->m, acc, seq);
-    const tth_ttype *ot = t->ot;
-    for (int r = 0; r < RM; r++) {
-        /* the output index of row m0 + r: its batch dims and M, then the columns */
-        tth_texpr *idx[TTH_MAX_RANK], *row = lw_add(c, m0, lw_i(c, r));
-        if (t->nbidx) { /* a batched B: the batch's indices, then the row */
-            for (int d = 0; d < t->nbidx; d++)
-                idx[d] = t->bidx[d];
-            idx[ot->rank - 2] = row;
-        }
-        for (int d = ot->rank - 2; d >= 0 && !t->nbidx; d--) {
-            idx[d] = ot->shape[d] == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, row, lw_i(c, ot->shape[d]));
-            row = lw_bin(c, TTH_TBIN_DIV, row, lw_i(c, ot->shape[d]));
-        }
-        for (int j = 0; j < RN; j++) {
-            idx[ot->rank - 1] = tth_tir_ramp(c->m, lw_add(c, n0, lw_i(c, (int64_t)j * vl)), 1, vl);
-            tth_tstmt *st = lw_sink_store(c, t->s, 0, idx, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl), vl, 0));
-            if (!st || lw_append(c, &seq, st))
-                return NULL;
-        }
-    }
-    return tth_tir_allocate(c->m, acc, seq);
-}
-
 /* the output store of tile row m0 + r, accumulator vectors acc[(r*RN + j)*vl ..] */
 static int mm_store_row(mmt *t, tth_tbuffer *acc, tth_texpr *m0, int r, tth_texpr *n0, int RN, int vl, tth_tstmt **seq)
 {
     lw_ctx *c = t->c;
     const tth_ttype *ot = t->ot;
+    /* the output index of row m0 + r: its batch dims and M, then the columns */
     tth_texpr *idx[TTH_MAX_RANK], *row = lw_add(c, m0, lw_i(c, r));
-    if (t->nbidx) {
+    if (t->nbidx) { /* a batched B: the batch's indices, then the row */
         for (int d = 0; d < t->nbidx; d++)
             idx[d] = t->bidx[d];
         idx[ot->rank - 2] = row;
@@ -267,6 +191,69 @@ static int mm_store_row(mmt *t, tth_tbuffer *acc, tth_texpr *m0, int r, tth_texp
             return -1;
     }
     return 0;
+}
+
+/* The tile's accumulators from (load) or to (else) the partial sums buf [R, N] of the blocks of K */
+static int mm_partials(mmt *t, tth_tbuffer *acc, tth_tbuffer *buf, int load, tth_texpr *m0, tth_texpr *n0, int RM,
+                       int RN, int vl, tth_tstmt **seq)
+{
+    lw_ctx *c = t->c;
+    for (int r = 0; r < RM; r++)
+        for (int j = 0; j < RN; j++) {
+            tth_texpr *bi = lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->N)), lw_add(c, n0, lw_i(c, (int64_t)j * vl)));
+            tth_texpr *ti = lw_i(c, ((int64_t)r * RN + j) * vl);
+            tth_tstmt *st = load ? tth_tir_vstore(c->m, acc, ti, tth_tir_vload(c->m, buf, bi, vl, 0), 0)
+                                 : tth_tir_vstore(c->m, buf, bi, tth_tir_vload(c->m, acc, ti, vl, 0), 0);
+            if (!st || lw_append(c, seq, st))
+                return -1;
+        }
+    return 0;
+}
+
+static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase, int RM, int RN, int vl)
+{
+    lw_ctx *c = t->c;
+    if (RM == 1 && vl > 1 && !t->k0 && t->K >= 64 * KSPLIT && KSPLIT * RN + RN + 1 <= c->vec.registers)
+        return mm_row_tile(t, m0, n0, bbase, RN, vl);
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RM * RN, vl, &seq);
+    if (!acc)
+        return NULL;
+    if (t->cin && mm_partials(t, acc, t->cin, 1, m0, n0, RM, RN, vl, &seq)) /* the blocks of K before */
+        return NULL;
+    lw_ax ak;
+    if (lw_ax_make(c, &ak, "k", t->k0 ? t->klen : t->K))
+        return NULL;
+    tth_texpr *kk = t->k0 ? lw_add(c, t->k0, ak.e) : ak.e;
+    tth_tvar *bv[8];
+    for (int j = 0; j < RN; j++) 
+        if (!(bv[j] = lw_var_vec(c, "b", TTH_F32, vl)))
+            return NULL;
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < RM; r++) {
+        tth_texpr *ai = lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, t->K)), kk);
+        tth_texpr *av = tth_tir_load(c->m, t->A, t->abase ? lw_add(c, t->abase, ai) : ai);
+        for (int j = 0; j < RN; j++) {
+            tth_texpr *ti = lw_i(c, ((int64_t)r * RN + j) * vl);
+            tth_texpr *f = lw_madd(c, av, lw_ref(c, bv[j]), tth_tir_vload(c->m, acc, ti, vl, 0));
+            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ti, f, 0)))
+                return NULL;
+        }
+    }
+    tth_tstmt *inner = upd;
+    tth_texpr *bb0 = t->bofs ? lw_add(c, t->bofs, bbase) : bbase;
+    for (int j = RN - 1; j >= 0; j--)
+        inner = lw_let(c, bv[j], tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, kk, lw_i(c, t->PW ? t->PW : t->N)), bb0),
+                                                                  lw_i(c, (int64_t)j * vl)), vl, 0), inner);
+    inner = lw_ax_loop(c, &ak, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    if (t->cout) /* partial sums, for the next block of K */
+        return mm_partials(t, acc, t->cout, 0, m0, n0, RM, RN, vl, &seq) ? NULL : tth_tir_allocate(c->m, acc, seq);
+    for (int r = 0; r < RM; r++)
+        if (mm_store_row(t, acc, m0, r, n0, RN, vl, &seq))
+            return NULL;
+    return tth_tir_allocate(c->m, acc, seq);
 }
 
 static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase, int RN, int vl)
