@@ -51,6 +51,27 @@ static tth_tensor *evaluate(tth_relay_module *m, tth_tensor *x, size_t k)
     return tth_tensor_ref(body->u.constant.value);
 }
 
+/* The layout pass kept the numbers: plain (NCHW) and m (after the pass) evaluated by the constant
+ * folder on the same random input of type xt, every output element within 1e-5; frees both. */
+static void expect_same_numbers(tth_relay_module *plain, tth_relay_module *m, tth_ttype xt)
+{
+    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
+    for (int64_t i = 0; i < tth_ttype_numel(&xt); i++)
+        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
+    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
+    cr_assert(tth_ttype_equal(&want->type, &got->type));
+    for (int64_t i = 0; i < tth_ttype_numel(&want->type); i++) {
+        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
+        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%lld]: %g blocked, %g NCHW", (long long)i, g, w);
+    }
+    tth_tensor_unref(want);
+    tth_tensor_unref(got);
+    tth_tensor_unref(x);
+    tth_tensor_unref(x2);
+    tth_relay_module_free(plain);
+    tth_relay_module_free(m);
+}
+
 /* x[1,3,6,6] → Conv(W[4,3,3,3], B[4], pads 1) → BatchNormalization → y; when share_conv the
  * conv's output is also a graph output (so it has another user). */
 static void bn_model(ob *b, int share_conv, int with_bias)
@@ -652,23 +673,7 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
     cr_assert_eq(blocked_in, 2, "the depthwise and the 16->12 convolutions read blocks of 8:\n%s", text);
     cr_assert_eq(pools, 2, "%s", text);
     free(text);
-    /* the numbers: both modules evaluated by the constant folder on the same input */
-    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 12, 12}};
-    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
-    for (int i = 0; i < 432; i++)
-        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
-    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
-    cr_assert(tth_ttype_equal(&want->type, &got->type));
-    for (int i = 0; i < 16; i++) {
-        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
-        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%d]: %g blocked, %g NCHW", i, g, w);
-    }
-    tth_tensor_unref(want);
-    tth_tensor_unref(got);
-    tth_tensor_unref(x);
-    tth_tensor_unref(x2);
-    tth_relay_module_free(plain);
-    tth_relay_module_free(m);
+    expect_same_numbers(plain, m, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 12, 12}});
 }
 
 /* x[1, 8, 6, 6] -> conv 16 -> squeeze-and-excitation (global pool, 1x1 to 4, relu, 1x1 to 16,
@@ -738,22 +743,7 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
                        nodes[i]->type.tensor.rank == 5;
     cr_assert_eq(blocked_mul, 2, "both scales multiply blocked images:\n%s", text);
     free(text);
-    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}};
-    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
-    for (int i = 0; i < 288; i++)
-        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
-    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
-    cr_assert(tth_ttype_equal(&want->type, &got->type));
-    for (int i = 0; i < 288; i++) {
-        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
-        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%d]: %g blocked, %g NCHW", i, g, w);
-    }
-    tth_tensor_unref(want);
-    tth_tensor_unref(got);
-    tth_tensor_unref(x);
-    tth_tensor_unref(x2);
-    tth_relay_module_free(plain);
-    tth_relay_module_free(m);
+    expect_same_numbers(plain, m, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
 /* x[1, 16, 7, 7] -> conv 1x1 16 -> relu -> grouped 3x3 of 8 groups of 2 channels -> relu ->
@@ -829,22 +819,7 @@ Test(passes, layout_merges_small_groups)
     }
     cr_assert_eq(merged, 2, "%s", text);
     free(text);
-    tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 16, 7, 7}};
-    tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
-    for (int i = 0; i < 16 * 49; i++)
-        ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
-    tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
-    cr_assert(tth_ttype_equal(&want->type, &got->type));
-    for (int64_t i = 0; i < tth_ttype_numel(&want->type); i++) {
-        float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
-        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%lld]: %g blocked, %g NCHW", (long long)i, g, w);
-    }
-    tth_tensor_unref(want);
-    tth_tensor_unref(got);
-    tth_tensor_unref(x);
-    tth_tensor_unref(x2);
-    tth_relay_module_free(plain);
-    tth_relay_module_free(m);
+    expect_same_numbers(plain, m, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 16, 7, 7}});
 }
 
 /* y = softmax(q k^T / 4 + mask) v with q [2, 5, 8], k [2, 7, 8], v [2, 7, 6], mask [5, 7]: the keys
