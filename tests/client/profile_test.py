@@ -76,7 +76,7 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def check(args, target, work, onnx_model, failures):
+def check(args, daemon, target, work, onnx_model, failures):
     path = os.path.join(work, "prof.onnx")
     onnx.save(onnx_model, path)
     names = {n.name for n in onnx_model.graph.node}
@@ -86,8 +86,7 @@ def check(args, target, work, onnx_model, failures):
     tag = target.split()[0]
     prof, plain = os.path.join(work, tag + "_prof.tar"), os.path.join(work, tag + "_plain.tar")
     for tar, extra in ((prof, ["--profile"]), (plain, [])):
-        c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target", target,
-                 "--name", "prof", "-o", tar] + extra)
+        c = daemon.ctl("-q", "compile", path, "--target", target, "--name", "prof", "-o", tar, *extra)
         if c.returncode != 0:
             failures.append("%s: compile %s: %s" % (tag, extra, c.stderr.strip()))
             return
@@ -152,16 +151,15 @@ def main():
     args.tthctl = os.path.abspath(args.tthctl)
     work = tempfile.mkdtemp(prefix="tth-profile-")
     daemon = PrivateTthd(args.tthctl, work)
-    args.socket = daemon.socket
     failures = []
     try:
         m = model()
         for target in ("llvm", "c"):
-            check(args, target, work, m, failures)
+            check(args, daemon, target, work, m, failures)
         # bare metal has no clock for the hooks: refused, saying so
         path = os.path.join(work, "prof.onnx")
-        r = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target",
-                 "c -mcpu=cortex-m55", "-o", os.path.join(work, "m.tar"), "--profile"])
+        r = daemon.ctl("-q", "compile", path, "--target", "c -mcpu=cortex-m55", "-o", os.path.join(work, "m.tar"),
+                       "--profile")
         if r.returncode == 0 or "bare metal" not in r.stderr:
             failures.append("compile --profile for cortex-m55: exit %d, %s" % (r.returncode, r.stderr.strip()))
         why = daemon.stop()
