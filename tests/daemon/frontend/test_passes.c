@@ -51,6 +51,22 @@ static tth_tensor *evaluate(tth_relay_module *m, tth_tensor *x, size_t k)
     return tth_tensor_ref(body->u.constant.value);
 }
 
+/* The model make builds, twice from the same seed (the same random weights): *plain as built,
+ * the result after the layout pass at blocks of 8, verified; st: the pass's counts */
+static tth_relay_module *blocked_twin(tth_relay_module *(*make)(void), uint32_t seed, tth_relay_module **plain,
+                                      tth_layout_stats *st)
+{
+    lcg = seed;
+    *plain = make();
+    lcg = seed;
+    tth_relay_module *m = make();
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_alter_layout(m, 8, st, &d), 0, "%s", d.message);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    return m;
+}
+
 /* The layout pass kept the numbers: plain (NCHW) and m (after the pass) evaluated by the constant
  * folder on the same random input of type xt, every output element within 1e-5; frees both. */
 static void expect_same_numbers(tth_relay_module *plain, tth_relay_module *m, tth_ttype xt)
@@ -637,17 +653,11 @@ static tth_relay_module *blocked_model(void)
  * (before the flatten); the same numbers as NCHW */
 Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
 {
-    lcg = 777;
-    tth_relay_module *plain = blocked_model();
-    lcg = 777;
-    tth_relay_module *m = blocked_model();
-    tth_diag d;
-    tth_diag_clear(&d);
+    tth_relay_module *plain, *m;
     tth_layout_stats st;
-    cr_assert_eq(tth_relay_alter_layout(m, 8, &st, &d), 0, "%s", d.message);
+    m = blocked_twin(blocked_model, 777, &plain, &st);
     cr_assert(st.convs == 4 && st.blocked == 4 && st.to_blocked == 0 && st.to_plain == 1, "%d %d %d %d", st.convs,
               st.blocked, st.to_blocked, st.to_plain);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
     char *text = tth_relay_print(m);
     cr_assert_eq(count_op(m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
     tth_rexpr **nodes;
@@ -723,15 +733,9 @@ static tth_relay_module *se_model(void)
  * and main's result; the numbers are NCHW's. */
 Test(passes, layout_keeps_squeeze_excitation_blocked)
 {
-    lcg = 4242;
-    tth_relay_module *plain = se_model();
-    lcg = 4242;
-    tth_relay_module *m = se_model();
-    tth_diag d;
-    tth_diag_clear(&d);
+    tth_relay_module *plain, *m;
     tth_layout_stats st;
-    cr_assert_eq(tth_relay_alter_layout(m, 8, &st, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    m = blocked_twin(se_model, 4242, &plain, &st);
     char *text = tth_relay_print(m);
     cr_assert(st.convs == 5 && st.to_blocked == 0 && st.to_plain == 2, "convs %d, into blocks %d, back %d:\n%s",
               st.convs, st.to_blocked, st.to_plain, text);
@@ -789,15 +793,9 @@ static tth_relay_module *small_groups_model(void)
  * whole chain stays blocked (one layout change, at the end) and gives the same numbers */
 Test(passes, layout_merges_small_groups)
 {
-    lcg = 99;
-    tth_relay_module *plain = small_groups_model();
-    lcg = 99;
-    tth_relay_module *m = small_groups_model();
-    tth_diag d;
-    tth_diag_clear(&d);
+    tth_relay_module *plain, *m;
     tth_layout_stats st;
-    cr_assert_eq(tth_relay_alter_layout(m, 8, &st, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    m = blocked_twin(small_groups_model, 99, &plain, &st);
     char *text = tth_relay_print(m);
     cr_assert(st.convs == 4 && st.blocked == 4 && st.to_blocked == 0 && st.to_plain == 1,
               "convs %d, blocked %d, into blocks %d, back %d:\n%s", st.convs, st.blocked, st.to_blocked, st.to_plain, text);
