@@ -2,6 +2,7 @@
  * the runtime library (runtime/tthrt.h). No daemon is involved. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +117,13 @@ static void print_output(const tthrt_array *a, const char *file)
     }
     int64_t n = numel(a);
     printf("%s: %s [%s]\n  values:", a->name ? a->name : "?", tth_dtype_name(a->dtype), shape);
-    for (int64_t i = 0; i < n && i < SHOW_VALUES; i++)
-        printf(" %.6g", element(a, i));
+    for (int64_t i = 0; i < n && i < SHOW_VALUES; i++) {
+        double v = element(a, i);
+        if (isnan(v)) /* whatever its sign bit: as in --json */
+            printf(" nan");
+        else
+            printf(" %.6g", v);
+    }
     printf("%s\n", n > SHOW_VALUES ? " ..." : "");
     if (one_row(a)) {
         int64_t k = argmax(a);
@@ -127,6 +133,17 @@ static void print_output(const tthrt_array *a, const char *file)
         printf("  wrote %s\n", file);
 }
 
+/* A value in JSON, which has no NaN or infinity: those are the strings "nan", "inf" and "-inf"
+ * (what Python's float() and numpy read back; docs/tthctl.md, "tthctl run") */
+static json_t *value_json(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
 static json_t *output_json(const tthrt_array *a, const char *file)
 {
     json_t *o = json_pack("{s:s, s:o, s:s}", "name", a->name ? a->name : "", "shape", shape_json(a), "dtype",
@@ -134,7 +151,7 @@ static json_t *output_json(const tthrt_array *a, const char *file)
     json_t *vals = json_array();
     int64_t n = numel(a);
     for (int64_t i = 0; i < n && i < SHOW_VALUES; i++)
-        json_array_append_new(vals, json_real(element(a, i)));
+        json_array_append_new(vals, value_json(element(a, i)));
     json_object_set_new(o, "values", vals);
     if (one_row(a))
         json_object_set_new(o, "argmax", json_integer(argmax(a)));
