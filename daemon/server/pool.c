@@ -429,6 +429,19 @@ static void worker_gone(tthd_worker *w)
             tth_diag_set(&d, TTH_ECANCELLED, where, "tthd is shutting down");
             break;
         default:
+            if (w->term_signal == SIGKILL || w->term_signal == SIGTERM) {
+                /* not a fault the worker raised: someone outside stopped it (daemon/README.md) */
+                tth_diag_set(&d, TTH_ECRASH, where,
+                             "the worker was killed from outside tthd (signal %d, %s) in %s: the kernel's "
+                             "out-of-memory killer, a container's memory limit or a person sent it",
+                             w->term_signal, strsignal(w->term_signal), where);
+                tth_diag_hint(&d, "the plugin did not cause this; check the machine's free memory and the memory "
+                                  "limit of the container or service tthd runs in (`dmesg` or `journalctl -k` names "
+                                  "what the out-of-memory killer stopped), then retry; tthd's "
+                                  "--worker-memory-limit stops a compile that grows too large first, with its own "
+                                  "message");
+                break;
+            }
             if (w->term_signal)
                 tth_diag_set(&d, TTH_ECRASH, where, "the worker crashed (signal %d, %s) in %s", w->term_signal,
                              strsignal(w->term_signal), where);
@@ -467,10 +480,12 @@ static void worker_spawn(tthd_pool *pool)
     uv_pipe_init(pool->loop, &w->to, 0);
     uv_pipe_init(pool->loop, &w->from, 0);
     w->to.data = w->from.data = w->proc.data = w;
-    char mem[32], store_max[32], store[4200];
+    char mem[32], store_max[32], store[4200], self[24];
     snprintf(mem, sizeof mem, "%" PRIu64, opt->worker_mem_limit);
-    char *args[12] = {opt->worker_path, "--plugins-dir", opt->plugins_dir, "--memory-limit", mem};
-    int na = 5;
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    /* --daemon-pid: the worker dies with us (uv_spawn forks on this, the loop's thread) */
+    char *args[14] = {opt->worker_path, "--plugins-dir", opt->plugins_dir, "--memory-limit", mem, "--daemon-pid", self};
+    int na = 7;
     /* compiled code kept between compiles beside the artifact cache, in a quarter of its bound
      * (docs/cache.md, "Compiled code") */
     if (opt->cache_dir && opt->cache_dir[0] == '/' && opt->cache_max_bytes >= 4 &&

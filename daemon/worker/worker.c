@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -514,7 +515,7 @@ static int serve(void)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: tth-worker --plugins-dir DIR[:DIR...] [--memory-limit BYTES] [--code-store DIR]\n"
-                 "                  [--code-store-max-bytes N] [--verbose]\n"
+                 "                  [--code-store-max-bytes N] [--daemon-pid PID] [--verbose]\n"
                  "Runs plugin code for tthd; started by tthd, talks framed JSON-RPC on stdin/stdout.\n");
 }
 
@@ -522,11 +523,13 @@ int main(int argc, char **argv)
 {
     const char *plugins_dir = NULL, *code_store = NULL;
     unsigned long long mem_limit = 0, code_store_max = 256ull << 20;
+    long daemon_pid = 0;
     static const struct option opts[] = {
         {"plugins-dir", required_argument, NULL, 'p'},
         {"memory-limit", required_argument, NULL, 'm'},
         {"code-store", required_argument, NULL, 's'},
         {"code-store-max-bytes", required_argument, NULL, 'S'},
+        {"daemon-pid", required_argument, NULL, 'D'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -538,6 +541,7 @@ int main(int argc, char **argv)
         case 'm': mem_limit = strtoull(optarg, NULL, 10); break;
         case 's': code_store = optarg; break;
         case 'S': code_store_max = strtoull(optarg, NULL, 10); break;
+        case 'D': daemon_pid = strtol(optarg, NULL, 10); break;
         case 'v': W.verbose = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -546,6 +550,13 @@ int main(int argc, char **argv)
     if (!plugins_dir) {
         usage(stderr);
         return 2;
+    }
+    /* die with the daemon (daemon/README.md): SIGKILL when the thread that started us
+     * ends, and at once when it ended before this line (we were reparented already) */
+    if (daemon_pid > 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if ((long)getppid() != daemon_pid)
+            return 1;
     }
     /* no core files from crashing plugins; the address-space limit is the memory limit
      * (sanitizer builds reserve terabytes of shadow memory, so there the daemon watches RSS) */

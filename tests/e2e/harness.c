@@ -2,6 +2,7 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include <dirent.h>
 
 const char *e2e_build_path(const char *rel, char *buf, size_t len)
 {
@@ -482,3 +482,47 @@ void e2e_check_artifact(e2e_client *c, const json_t *r)
                      "'end' is the last notification before the response");
 }
 
+
+/* /proc/<pid>/stat: "pid (comm) state ppid ...", where comm may hold spaces and parentheses */
+static int proc_stat(pid_t pid, char *comm, size_t len, char *state, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    int pp;
+    if (!open || !close || close < open || sscanf(close + 1, " %c %d", state, &pp) != 2)
+        return -1;
+    snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
+    *ppid = (pid_t)pp;
+    return 0;
+}
+
+int e2e_worker_pids(const e2e_daemon *d, pid_t *pids, int max)
+{
+    DIR *dir = opendir("/proc");
+    cr_assert_not_null(dir);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(dir)) && n < max) {
+        char comm[64], state;
+        pid_t pid = (pid_t)atoi(de->d_name), ppid;
+        if (pid > 0 && proc_stat(pid, comm, sizeof comm, &state, &ppid) == 0 && ppid == d->pid &&
+            strcmp(comm, "tth-worker") == 0)
+            pids[n++] = pid;
+    }
+    closedir(dir);
+    return n;
+}
+
+int e2e_pid_running(pid_t pid)
+{
+    char comm[64], state;
+    pid_t ppid;
+    return proc_stat(pid, comm, sizeof comm, &state, &ppid) == 0 && state != 'Z' && state != 'X';
+}

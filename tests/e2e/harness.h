@@ -55,6 +55,11 @@ void e2e_cleanup(e2e_daemon *d);
 /* Print tthd's log to stderr (for failures). */
 void e2e_dump_log(const e2e_daemon *d);
 
+/* The tth-worker processes whose parent is d's tthd, at most max of them into pids; their number. */
+int e2e_worker_pids(const e2e_daemon *d, pid_t *pids, int max);
+/* 1 while pid runs (a zombie, dead but not yet reaped by whoever adopted it, does not). */
+int e2e_pid_running(pid_t pid);
+
 /* Connect a raw socket (asserts). */
 int e2e_connect_fd(const char *sock);
 e2e_client *e2e_client_new(const e2e_daemon *d);

@@ -2,9 +2,11 @@
  * a client that disconnects mid-request. The daemon must survive each, name the plugin and hook,
  * and keep serving every other request. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -31,8 +33,10 @@ static void assert_serving(e2e_client *c, json_int_t id)
     json_decref(r);
 }
 
-/* A misbehaving target_parser fails its request with `code`, naming plugin and hook. */
-static void check_bad_plugin(const char *plugin, const char *kind, int code, const char *const *args)
+/* A misbehaving target_parser fails its request with `code`, naming plugin and hook, with a hint
+ * that says hint_has. */
+static void check_bad_plugin(const char *plugin, const char *kind, int code, const char *hint_has,
+                             const char *const *args)
 {
     const char *const plugins[] = {"tp_basic", plugin, NULL};
     e2e_daemon d;
@@ -49,7 +53,9 @@ static void check_bad_plugin(const char *plugin, const char *kind, int code, con
         const char *loc = json_string_value(json_object_get(diag, "location"));
         cr_assert(loc && strstr(loc, kind) && strstr(loc, "target_parser"),
                   "%s: the diagnostic must name the plugin and the hook: '%s'", kind, loc ? loc : "(null)");
-        cr_assert(strlen(json_string_value(json_object_get(diag, "hint"))) > 0, "a crash diagnostic has a hint");
+        const char *hint = json_string_value(json_object_get(diag, "hint"));
+        cr_assert(hint && strstr(hint, hint_has), "%s: the hint '%s' does not say '%s'", kind, hint ? hint : "",
+                  hint_has);
         json_decref(r);
         assert_serving(c, 20 + round);
     }
@@ -64,18 +70,18 @@ static void check_bad_plugin(const char *plugin, const char *kind, int code, con
 
 Test(plugins, segfault_in_target_parser, .timeout = 120)
 {
-    check_bad_plugin("tp_crash_segv", "test-segv", TTHP_CODE_FROM_TTH(-18), NULL);
+    check_bad_plugin("tp_crash_segv", "test-segv", TTHP_CODE_FROM_TTH(-18), "the plugin has a bug", NULL);
 }
 
 Test(plugins, abort_in_target_parser, .timeout = 120)
 {
-    check_bad_plugin("tp_crash_abort", "test-abort", TTHP_CODE_FROM_TTH(-18), NULL);
+    check_bad_plugin("tp_crash_abort", "test-abort", TTHP_CODE_FROM_TTH(-18), "the plugin has a bug", NULL);
 }
 
 Test(plugins, infinite_loop_in_target_parser, .timeout = 120)
 {
     static const char *const args[] = {"--request-timeout", "2", NULL};
-    check_bad_plugin("tp_crash_loop", "test-loop", TTHP_CODE_FROM_TTH(-14), args);
+    check_bad_plugin("tp_crash_loop", "test-loop", TTHP_CODE_FROM_TTH(-14), "loop forever", args);
 }
 
 Test(plugins, runaway_allocation_in_target_parser, .timeout = 120)
@@ -98,6 +104,80 @@ Test(plugins, runaway_allocation_in_target_parser, .timeout = 120)
     assert_serving(c, 2);
     e2e_client_free(c);
     e2e_stop(&d);
+}
+
+/* A daemon with one worker, which loops in test-loop's target_parser from the request sent on c;
+ * returns that worker's pid. */
+static pid_t one_worker_looping(e2e_daemon *d, e2e_client **c)
+{
+    static const char *const args[] = {"--workers", "1", "--request-timeout", "60", NULL};
+    const char *const plugins[] = {"tp_basic", "tp_crash_loop", NULL};
+    e2e_start(d, plugins, args);
+    *c = e2e_client_new(d);
+    e2e_client_init(*c);
+    e2e_send(*c, tthp_request_new(1, "target/parse", json_pack("{s:s}", "target", "test-loop")));
+    e2e_client *probe = e2e_client_new(d);
+    e2e_client_init(probe);
+    int busy = 0;
+    for (int i = 0; i < 200 && !busy; i++) {
+        json_t *r = e2e_call(probe, 10 + i, "status", NULL);
+        busy = e2e_result_int(r, "workers", "busy") == 1;
+        json_decref(r);
+        if (!busy)
+            usleep(20000);
+    }
+    e2e_client_free(probe);
+    cr_assert(busy, "the worker never entered the looping hook");
+    pid_t pids[4];
+    cr_assert_eq(e2e_worker_pids(d, pids, 4), 1, "expected tthd's one worker");
+    return pids[0];
+}
+
+/* SIGKILL from outside (the OOM killer, a person) is not the plugin's bug: the diagnostic says where
+ * it came from and what to check (daemon/README.md); SIGSEGV and SIGABRT above keep the blame. */
+Test(plugins, a_worker_killed_from_outside_is_not_blamed_on_the_plugin, .timeout = 120)
+{
+    e2e_daemon d;
+    e2e_client *c;
+    pid_t worker = one_worker_looping(&d, &c);
+    cr_assert_eq(kill(worker, SIGKILL), 0);
+    json_t *r = e2e_recv_response(c, 10000);
+    cr_assert_not_null(r, "no answer after the worker was killed");
+    cr_assert_eq(e2e_error_code(r), TTHP_CODE_FROM_TTH(-18));
+    const char *msg = e2e_err_message(r);
+    cr_assert(msg && strstr(msg, "killed from outside tthd") && strstr(msg, "out-of-memory killer"), "message: %s",
+              msg ? msg : "");
+    const json_t *diag = first_diag(r);
+    const char *loc = json_string_value(json_object_get(diag, "location"));
+    cr_assert(loc && strstr(loc, "test-loop") && strstr(loc, "target_parser"), "location '%s'", loc ? loc : "");
+    const char *hint = json_string_value(json_object_get(diag, "hint"));
+    cr_assert(hint && strstr(hint, "dmesg") && strstr(hint, "memory limit") && !strstr(hint, "has a bug"),
+              "hint: %s", hint ? hint : "");
+    json_decref(r);
+    assert_serving(c, 2);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+/* kill -9 of tthd while a worker is busy in a hook: the worker is gone within a second */
+Test(plugins, workers_die_with_their_daemon, .timeout = 120)
+{
+    e2e_daemon d;
+    e2e_client *c;
+    pid_t worker = one_worker_looping(&d, &c);
+    cr_assert_eq(kill(d.pid, SIGKILL), 0);
+    waitpid(d.pid, NULL, 0);
+    int running = 1;
+    for (int i = 0; i < 100 && running; i++) {
+        running = e2e_pid_running(worker);
+        if (running)
+            usleep(10000);
+    }
+    if (running)
+        kill(worker, SIGKILL);
+    cr_assert(!running, "worker %d still ran 1 s after its tthd was killed", (int)worker);
+    e2e_client_free(c);
+    e2e_cleanup(&d);
 }
 
 /* While one worker loops, the others serve; a disconnect cancels (kills) the looping job. */
