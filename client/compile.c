@@ -514,6 +514,24 @@ static void print_timings(const json_t *t)
         printf("  (served from the cache: no stage ran)\n");
 }
 
+/* The shared cache's state from the answer (docs/cache.md, "What the user sees"): a warning on
+ * every compile while it is off, a note once when it is back. */
+static void print_remote_cache(const json_t *rc)
+{
+    const char *state = json_string_value(json_object_get(rc, "state"));
+    if (!state)
+        return;
+    if (strcmp(state, "up") != 0)
+        fprintf(stderr,
+                "tthctl: warning: the shared cache %s is %s (%s): tthd compiles and stores with its local cache "
+                "only and tries it again every %g s; check the address and password in TTH_CACHE_REDIS or "
+                "--cache-redis, and that Redis runs (`tthctl status` shows the state)\n",
+                jstr(rc, "address"), strcmp(state, "down") == 0 ? "unreachable" : "answering with errors",
+                jstr(rc, "error"), json_number_value(json_object_get(rc, "retrySeconds")));
+    else if (json_is_true(json_object_get(rc, "changed")))
+        fprintf(stderr, "tthctl: note: the shared cache %s is reachable again\n", jstr(rc, "address"));
+}
+
 static void print_result(const compile_job *job, const json_t *res, int explain, int timings)
 {
     char b[32];
@@ -829,6 +847,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     snprintf(ctx, sizeof ctx, "model '%s'", model_path);
     if (a->no_cache && strcmp(jstr(res, "cache"), "hit") == 0)
         fprintf(stderr, "tthctl: warning: --no-cache was asked but tthd answered from its cache\n");
+    print_remote_cache(json_object_get(res, "remoteCache"));
     tthctl_diagnostics_print(stderr, json_object_get(res, "diagnostics"), ctx);
     rc = 0;
 out:

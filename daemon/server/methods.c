@@ -251,6 +251,10 @@ static void answer_artifact(tthd_request *req, const char *cache_state, size_t l
         json_object_set_new(res, "cacheSource", json_string(remote ? "remote" : "local"));
     if (res && json_is_object(dumps))
         json_object_set(res, "dumps", (json_t *)dumps);
+    json_t *remote_notice = tthd_remote_notice(&req->conn->srv->remote);
+    if (res && remote_notice) /* a shared cache that is off is said in every answer (docs/cache.md) */
+        json_object_set(res, "remoteCache", remote_notice);
+    json_decref(remote_notice);
     json_t *t = json_is_object(worker_timings) ? json_deep_copy(worker_timings) : json_object();
     if (res && t) {
         json_object_set_new(t, "cacheLookup", json_real(req->lookup_s));

@@ -125,9 +125,6 @@ static redisContext *connect_new(const tthd_remote_config *cfg, char *err, size_
     return c;
 }
 
-/* Run one command (argv form) on an idle connection, or a new one; a connection that turns out
- * broken (Redis restarted since it was last used) is replaced once. NULL: unreachable, err says
- * why. An error answer is returned as such (the connection stays usable). */
 /* ---- the value's bytes, straight between the socket and our buffer ---------------------- *
  * hiredis 0.14 reads a reply 16 KiB at a time into a buffer that grows by 1 MiB steps once past
  * 1 MiB, copying it each time: a 70 MB value took 0.6 s to GET. So GET and SET of a value write the
@@ -136,10 +133,13 @@ static redisContext *connect_new(const tthd_remote_config *cfg, char *err, size_
  * socket's timeouts (redisSetTimeout) still apply; hiredis's own buffers are empty between
  * commands, so the connection stays usable for hiredis afterwards. */
 
+/* -1, or -2 when the socket's timeout ended the wait (then the connection is not retried: a
+ * stalled Redis would cost a second timeout; docs/cache.md) */
 static int raw_fail(char *err, size_t len, const char *what, int e)
 {
-    snprintf(err, len, "%s: %s", what, e == EAGAIN || e == EWOULDBLOCK ? "timed out" : e ? strerror(e) : "connection closed");
-    return -1;
+    int timed_out = e == EAGAIN || e == EWOULDBLOCK;
+    snprintf(err, len, "%s: %s", what, timed_out ? "timed out" : e ? strerror(e) : "connection closed");
+    return timed_out ? -2 : -1;
 }
 
 static int raw_write(int fd, const char *const *argv, const size_t *lens, int argc, char *err, size_t len)
@@ -194,8 +194,9 @@ static int raw_line(int fd, char *line, size_t cap, const char *what, char *err,
 {
     size_t n = 0;
     for (;;) {
-        if (raw_read(fd, line + n, 1, what, err, len) != 0)
-            return -1;
+        int rc = raw_read(fd, line + n, 1, what, err, len);
+        if (rc != 0)
+            return rc;
         if (line[n] == '\n' && n > 0 && line[n - 1] == '\r') {
             line[n - 1] = '\0';
             return 0;
@@ -243,11 +244,12 @@ static int raw_get(tthd_remote *r, const char *key, uint8_t **val, size_t *n, ch
         const char *argv[] = {"GET", key};
         size_t lens[] = {3, strlen(key)};
         char line[512];
-        int rc = raw_write(c->fd, argv, lens, 2, err, len) == 0 ? raw_line(c->fd, line, sizeof line, "GET", err, len)
-                                                                 : -1;
+        int rc = raw_write(c->fd, argv, lens, 2, err, len);
+        if (rc == 0)
+            rc = raw_line(c->fd, line, sizeof line, "GET", err, len);
         if (rc != 0) {
             redisFree(c);
-            if (reused)
+            if (reused && rc != -2) /* a stale connection, not a stalled Redis: once more */
                 continue;
             return -1;
         }
@@ -295,9 +297,12 @@ static int raw_set(tthd_remote *r, const char *key, const uint8_t *val, size_t n
         const char *argv[] = {"SET", key, (const char *)val, "EX", ttl};
         size_t lens[] = {3, strlen(key), n, 2, strlen(ttl)};
         char line[512];
-        if (raw_write(c->fd, argv, lens, 5, err, len) != 0 || raw_line(c->fd, line, sizeof line, "SET", err, len) != 0) {
+        int rc = raw_write(c->fd, argv, lens, 5, err, len);
+        if (rc == 0)
+            rc = raw_line(c->fd, line, sizeof line, "SET", err, len);
+        if (rc != 0) {
             redisFree(c);
-            if (reused)
+            if (reused && rc != -2)
                 continue;
             return -1;
         }
@@ -311,7 +316,8 @@ static int raw_set(tthd_remote *r, const char *key, const uint8_t *val, size_t n
 }
 
 /* Run one small command (argv form) through hiredis on an idle connection, or a new one; a
- * connection that turns out broken (Redis restarted since it was last used) is replaced once.
+ * connection that turns out broken (Redis restarted since it was last used) is replaced once;
+ * one that times out is not (Redis is stalled: a new connection would wait as long again).
  * NULL: unreachable, err says why. An error answer is returned as such. */
 static redisReply *command(tthd_remote *r, int argc, const char **argv, const size_t *lens, char *err, size_t len)
 {
@@ -322,9 +328,12 @@ static redisReply *command(tthd_remote *r, int argc, const char **argv, const si
             return NULL;
         redisReply *rep = redisCommandArgv(c, argc, argv, lens);
         if (!rep) {
-            snprintf(err, len, "%s: %s", argv[0], c->errstr[0] ? c->errstr : "connection lost");
+            /* hiredis 0.14 reports the socket's timeout as an I/O error with errno EAGAIN */
+            int timed_out = c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
+            snprintf(err, len, "%s: %s", argv[0],
+                     timed_out ? "timed out" : c->errstr[0] ? c->errstr : "connection lost");
             redisFree(c);
-            if (reused)
+            if (reused && !timed_out)
                 continue;
             return NULL;
         }
@@ -435,8 +444,25 @@ static int usable(tthd_remote *r)
     return 1;
 }
 
-/* Bookkeeping of a finished operation: the down state and its one warning. */
+static const char *state_name(const tthd_remote *r)
+{
+    return r->down ? "down" : r->failing ? "failing" : "up";
+}
+
+/* Bookkeeping of a finished operation: the state (counting its changes) and its one warning. */
+static void settle_state(tthd_remote *r, const remote_op *op);
+
 static void settle(tthd_remote *r, const remote_op *op)
+{
+    int was_down = r->down, was_failing = r->failing;
+    settle_state(r, op);
+    if (op->outcome != R_UNREACHABLE)
+        r->failing = op->outcome == R_ERROR;
+    if (r->down != was_down || (!r->down && r->failing != was_failing))
+        r->changes++;
+}
+
+static void settle_state(tthd_remote *r, const remote_op *op)
 {
     uint64_t now = uv_now(r->loop), period = (uint64_t)(r->cfg->retry * 1000);
     if (op->outcome == R_UNREACHABLE) {
@@ -610,9 +636,23 @@ json_t *tthd_remote_status(const tthd_remote *r)
     if (!r->cfg)
         return json_null();
     return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "address", r->cfg->shown,
-                     "state", r->down ? "down" : "up", "lastError", r->last_error, "hits", (json_int_t)r->hits,
+                     "state", state_name(r), "lastError", r->last_error, "hits", (json_int_t)r->hits,
                      "misses", (json_int_t)r->misses, "stores", (json_int_t)r->stores, "errors",
                      (json_int_t)r->errors, "corrupt", (json_int_t)r->corrupt, "skipped", (json_int_t)r->skipped,
                      "tooBig", (json_int_t)r->too_big, "ttl", (json_int_t)r->cfg->ttl, "maxBytes",
                      (json_int_t)r->cfg->max_bytes);
+}
+
+json_t *tthd_remote_notice(tthd_remote *r)
+{
+    if (!r->cfg)
+        return NULL;
+    json_t *o = json_pack("{s:s, s:s, s:b}", "address", r->cfg->shown, "state", state_name(r), "changed",
+                          r->changes != r->announced);
+    if (o && (r->down || r->failing)) {
+        json_object_set_new(o, "error", json_string(r->last_error));
+        json_object_set_new(o, "retrySeconds", json_real(r->cfg->retry));
+    }
+    r->announced = r->changes;
+    return o;
 }

@@ -194,6 +194,9 @@ typedef struct tthd_remote {
     uv_loop_t *loop;
     const tthd_remote_config *cfg; /* NULL: no remote cache */
     int down;                   /* the last operation could not reach Redis */
+    int failing;                /* the last operation that reached it got an error answer */
+    unsigned changes;           /* how often the state (up, down, failing) changed */
+    unsigned announced;         /* `changes` when the last compile answer reported the state */
     uint64_t retry_at_ms;       /* while down, nothing is tried before this (uv_now) */
     uint64_t warned_at_ms;      /* last warning about an error answer (one per retry period) */
     char last_error[256];
@@ -235,6 +238,10 @@ void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact,
 void tthd_remote_store_file(tthd_remote *r, const char *key, const char *path);
 /* Counters and state for `status` (new reference), or JSON null without a remote cache. */
 json_t *tthd_remote_status(const tthd_remote *r);
+/* What a compile's answer says about the remote cache ("remoteCache": address, state, why it is
+ * off, whether the state changed since the previous answer said it; docs/cache.md), or NULL
+ * without a remote cache. New reference; marks the state as announced. */
+json_t *tthd_remote_notice(tthd_remote *r);
 
 /* ---- methods.c ---- */
 

@@ -1096,6 +1096,35 @@ Test(client, compile_timings)
 
 /* TTH_MAX_REQUEST_BYTES sets the request limit of the daemon tthctl starts: a model above it is
  * refused before the upload, with a hint naming the variable; a bad value stops tthd. */
+/* The shared cache off (nothing listens at its address): every compile says so on stderr, in text
+ * and with --json, whose answer carries remoteCache (docs/cache.md, "What the user sees") */
+Test(client, compile_warns_when_the_shared_cache_is_off)
+{
+    const char *args[] = {"--cache-redis", "redis://127.0.0.1:1?retry=60&timeout=1", NULL};
+    start_daemon_args(args);
+    char out[400];
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    const char *targets[] = {"llvm", "c"};
+    for (int i = 0; i < 2; i++) {
+        proc_out po = {0};
+        ctl(&po, "compile", example("digits.onnx"), "--target", targets[i], "-o", out, "-q");
+        assert_status(&po, 0);
+        assert_has(po.err, "warning: the shared cache redis://127.0.0.1:1/0 is unreachable (cannot connect");
+        assert_has(po.err, "local cache only");
+        proc_out_free(&po);
+    }
+    proc_out po = {0};
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json");
+    assert_status(&po, 0);
+    assert_has(po.err, "warning: the shared cache");
+    json_t *r = out_json(&po);
+    json_t *rc = json_object_get(r, "remoteCache");
+    cr_assert_str_eq(json_string_value(json_object_get(rc, "state")), "down");
+    cr_assert(strstr(json_string_value(json_object_get(rc, "error")), "cannot connect"));
+    json_decref(r);
+    proc_out_free(&po);
+}
+
 Test(client, request_limit_from_the_environment)
 {
     setenv("TTH_MAX_REQUEST_BYTES", "2K", 1);

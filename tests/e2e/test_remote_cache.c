@@ -294,6 +294,131 @@ Test(remote_cache, redis_killed_restarted_and_stalled, .timeout = 300)
     redis_stop(&rd);
 }
 
+/* The answer of a compile (asserted to have an artifact) */
+static json_t *compile_answer(e2e_client *c, json_int_t id, const uint8_t *model, size_t len, const char *target)
+{
+    json_t *r = e2e_compile(c, id, model, len, target, NULL);
+    e2e_check_artifact(c, r);
+    return r;
+}
+
+/* A stall (Redis stopped with a pooled connection idle) costs one timeout, not one per attempt,
+ * and the remote is then left alone for the retry period (docs/cache.md, "Connections") */
+Test(remote_cache, a_stalled_redis_costs_one_timeout, .timeout = 300)
+{
+    redis rd;
+    redis_start(&rd, "retry=60&timeout=1");
+    e2e_daemon a;
+    daemon_start(&a, &rd);
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    e2e_client *c = e2e_client_new(&a);
+    e2e_client_init(c);
+    free(compile_expect(c, 1, model, len, "llvm", "miss", NULL));
+    wait_stores(c, 1); /* its connection is idle in the pool now */
+    redis_kill(&rd, SIGSTOP);
+    json_t *r = compile_answer(c, 2, model, len, "c");
+    double waited = json_number_value(json_object_get(json_object_get(json_object_get(r, "result"), "timings"),
+                                                      "remoteCacheLookup"));
+    cr_assert(waited >= 0.9 && waited < 1.5, "the stalled lookup took %.2f s with timeout=1 (one timeout expected)",
+              waited);
+    json_decref(r);
+    json_t *st = remote_status(c);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "state")), "down");
+    cr_assert(strstr(json_string_value(json_object_get(st, "lastError")), "timed out"), "lastError: %s",
+              json_string_value(json_object_get(st, "lastError")));
+    json_decref(st);
+    /* down: the next compile does not wait at all */
+    r = compile_answer(c, 3, model, len, "llvm -opt-level=1");
+    json_t *t = json_object_get(json_object_get(json_object_get(r, "result"), "timings"), "remoteCacheLookup");
+    cr_assert(!t || json_number_value(t) < 0.2, "a lookup while down waited %.2f s", json_number_value(t));
+    json_decref(r);
+    redis_kill(&rd, SIGCONT);
+    free(model);
+    e2e_client_free(c);
+    e2e_stop(&a);
+    redis_stop(&rd);
+}
+
+/* result.remoteCache of a compile's answer: its state, asserting the error says `why` when off
+ * and whether the answer reports a change */
+static void expect_notice(const json_t *r, const char *state, const char *why, int changed)
+{
+    const json_t *rc = json_object_get(json_object_get(r, "result"), "remoteCache");
+    cr_assert(json_is_object(rc), "the answer has no remoteCache");
+    cr_assert_str_eq(json_string_value(json_object_get(rc, "state")), state);
+    cr_assert_eq(json_is_true(json_object_get(rc, "changed")), changed, "changed should be %d", changed);
+    const char *err = json_string_value(json_object_get(rc, "error"));
+    if (why)
+        cr_assert(err && strstr(err, why), "error '%s' does not say '%s'", err ? err : "(none)", why);
+    else
+        cr_assert_null(err, "an up remote cache has no error");
+}
+
+/* A daemon whose remote cache is address: the first compile's answer says `state` and `why`
+ * (a change), the second the same (no change); returns the daemon and a client to go on. */
+static void off_twice(e2e_daemon *d, e2e_client **c, const char *address, const char *state, const char *why,
+                      const uint8_t *model, size_t len)
+{
+    const char *args[] = {"--workers", "1", "--cache-redis", address, NULL};
+    e2e_prepare(d);
+    e2e_put_real_plugins(d);
+    e2e_launch(d, NULL, args);
+    *c = e2e_client_new(d);
+    e2e_client_init(*c);
+    json_t *r = compile_answer(*c, 1, model, len, "llvm");
+    expect_notice(r, state, why, 1);
+    json_decref(r);
+    r = compile_answer(*c, 2, model, len, "c");
+    expect_notice(r, state, why, 0);
+    json_decref(r);
+}
+
+/* The shared cache off for each reason a user meets: every compile's answer says so (tthctl prints
+ * it, tests/client); back, the next answer says that once */
+Test(remote_cache, compile_answers_say_when_the_shared_cache_is_off, .timeout = 300)
+{
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    e2e_daemon d;
+    e2e_client *c;
+    /* no server: nothing listens on the port */
+    off_twice(&d, &c, "redis://127.0.0.1:1?retry=60&timeout=1", "down", "cannot connect", model, len);
+    e2e_client_free(c);
+    e2e_stop(&d);
+    /* a unix socket that is not there */
+    off_twice(&d, &c, "unix:///nonexistent-dir/redis.sock?retry=60", "down", "No such file", model, len);
+    e2e_client_free(c);
+    e2e_stop(&d);
+    /* a wrong password */
+    redis rd;
+    redis_start(&rd, "retry=1");
+    freeReplyObject(redis_cmd(&rd, "CONFIG SET requirepass right"));
+    char url[400];
+    snprintf(url, sizeof url, "%s&password=wrong", rd.url);
+    off_twice(&d, &c, url, "down", "AUTH", model, len);
+    e2e_client_free(c);
+    e2e_stop(&d);
+    /* no password where Redis wants one: it answers, with errors */
+    off_twice(&d, &c, rd.url, "failing", "NOAUTH", model, len);
+    /* fixed: the next answer says it is back, once */
+    redisContext *rc = redisConnectUnix(rd.sock);
+    cr_assert(rc && !rc->err);
+    freeReplyObject(redisCommand(rc, "AUTH right"));
+    freeReplyObject(redisCommand(rc, "CONFIG SET requirepass %s", ""));
+    redisFree(rc);
+    json_t *r = compile_answer(c, 3, model, len, "llvm -opt-level=1");
+    expect_notice(r, "up", NULL, 1);
+    json_decref(r);
+    r = compile_answer(c, 4, model, len, "llvm -opt-level=2");
+    expect_notice(r, "up", NULL, 0);
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+    redis_stop(&rd);
+    free(model);
+}
+
 /* tthd --cache-redis ADDRESS with a mistake: exit 2, naming it */
 static void refused(const char *url, const char *says)
 {
