@@ -127,14 +127,15 @@ static tthd_cache_entry *find(tthd_cache *c, const char *key)
     return NULL;
 }
 
-/* Keep the bounds: stored bytes (drop entries) and in-memory bytes (drop artifacts). The most
- * recently used entry is never touched: a hit being answered points into it. */
+/* Keep the bounds: stored bytes with the room reserved for files being written (drop entries) and
+ * in-memory bytes (drop artifacts). The most recently used entry is never touched: a hit being
+ * answered points into it. */
 static void evict(tthd_cache *c)
 {
     tthd_cache_entry *tail = c->head;
     while (tail && tail->next)
         tail = tail->next;
-    while (tail && tail != c->head && c->bytes > c->max_bytes) {
+    while (tail && tail != c->head && c->bytes + c->reserved > c->max_bytes) {
         tthd_cache_entry *prev = tail->prev;
         tthd_log(TTHD_LOG_DEBUG, "cache: evicting %s", tail->key);
         drop_entry(c, tail);
@@ -422,14 +423,23 @@ static void store_done(uv_work_t *req, int status)
     tthd_cache *c = sw->cache;
     c->writes_in_flight--;
     tthd_cache_entry *stored = status == 0 && sw->err == 0 && sw->gen == c->clear_gen ? find(c, sw->key) : NULL;
-    if (stored)
-        stored->on_disk = 1;
-    else if (status == 0 && sw->err == 0)
-        unlink(sw->path); /* cleared or evicted while it was being written */
-    else if (status != 0 || sw->err != 0)
-        tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s", sw->key,
-                 status ? uv_strerror(status) : strerror(-sw->err));
     tthd_cache_entry *mine = find(c, sw->key);
+    if (stored) {
+        stored->on_disk = 1;
+    } else if (status == 0 && sw->err == 0) {
+        unlink(sw->path); /* cleared or evicted while it was being written */
+    } else {
+        /* not stored (a full disk): not an entry either, so status counts the files there are */
+        tthd_log(TTHD_LOG_WARN, "cache: cannot store %s: %s; not cached", sw->key,
+                 status ? uv_strerror(status) : strerror(-sw->err));
+        c->store_errors++;
+        if (mine && mine->writer == sw) {
+            /* no hit is being answered from its memory (hits are answered within one loop
+             * callback, their bytes copied into the socket's writes): it can go */
+            drop_entry(c, mine); /* with its memory, the blob this was writing */
+            mine = NULL;
+        }
+    }
     if (mine && mine->writer == sw)
         mine->writer = NULL; /* the entry keeps its memory */
     free(sw->path);
@@ -468,6 +478,7 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
     c->entries++;
     c->mem_bytes += len;
     c->stores++;
+    evict(c); /* room first: older files go before this one is written */
     store_work *sw = c->dir ? calloc(1, sizeof *sw) : NULL;
     if (sw) {
         static unsigned seq;
@@ -491,7 +502,6 @@ void tthd_cache_store(tthd_cache *c, const char *key, const uint8_t *artifact, s
             free(sw);
         }
     }
-    evict(c);
 }
 
 void tthd_cache_adopt(tthd_cache *c, const char *key, uint8_t *blob, size_t blob_len, size_t art_offset,
@@ -649,6 +659,20 @@ void tthd_cache_drop(tthd_cache *c, const char *key)
     tthd_cache_entry *e = find(c, key);
     if (e)
         drop_entry(c, e);
+}
+
+int tthd_cache_reserve(tthd_cache *c, uint64_t n)
+{
+    if (!c->dir || n > c->max_bytes)
+        return -1;
+    c->reserved += n;
+    evict(c);
+    return 0;
+}
+
+void tthd_cache_unreserve(tthd_cache *c, uint64_t n)
+{
+    c->reserved = n < c->reserved ? c->reserved - n : 0;
 }
 
 void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes)

@@ -73,6 +73,13 @@ static char *entry_header(const json_t *metadata, const uint8_t *artifact, size_
     return meta;
 }
 
+size_t tthd_entry_size(const json_t *metadata, size_t len)
+{
+    size_t meta_len = json_dumpb(metadata ? metadata : json_null(), NULL, 0,
+                                 JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    return meta_len ? TTHD_ENTRY_HDR + meta_len + len : 0;
+}
+
 uint8_t *tthd_cache_blob(const json_t *metadata, const uint8_t *artifact, size_t len, size_t *blob_len,
                          size_t *art_offset)
 {

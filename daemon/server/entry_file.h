@@ -35,6 +35,9 @@ int tthd_cache_blob_check(const uint8_t *blob, size_t len, json_t **metadata, si
 
 
 
+/* The size of the entry file of metadata and an artifact of len bytes, or 0 (out of memory) */
+size_t tthd_entry_size(const json_t *metadata, size_t len);
+
 /* An entry of metadata and artifact written to fd from its start, without a copy of the
  * artifact: 0 with *art_offset (where the artifact starts in the file), *file_size and *art_sum
  * (XXH64 of the artifact alone) set, or a negative errno. */

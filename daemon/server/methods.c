@@ -133,7 +133,7 @@ static void m_status(tthd_server *srv, tthd_request *req)
     json_t *res = json_pack(
         "{s:s, s:s, s:i, s:f, s:s, s:s, s:s, s:I,"
         " s:{s:I, s:I, s:I},"
-        " s:{s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", TTH_VERSION, "protocolVersion", TTHP_PROTOCOL_VERSION, "pid", (int)getpid(), "uptimeSeconds",
         uptime, "socket", srv->opt.socket_path, "pluginsDir", srv->opt.plugins_dir, "cacheDir",
@@ -142,6 +142,7 @@ static void m_status(tthd_server *srv, tthd_request *req)
         (json_int_t)(active - 1),
         "cache", "hits", (json_int_t)c->hits, "misses", (json_int_t)c->misses, "bytes", (json_int_t)c->bytes,
         "entries", (json_int_t)c->entries, "maxBytes", (json_int_t)c->max_bytes, "corrupt", (json_int_t)c->corrupt,
+        "storeErrors", (json_int_t)c->store_errors,
         "workers", "configured", (json_int_t)srv->opt.workers, "alive", (json_int_t)tthd_pool_alive(p), "busy",
         (json_int_t)tthd_pool_busy(p), "queued", (json_int_t)p->queued, "spawned", (json_int_t)p->spawned,
         "crashed", (json_int_t)p->crashed, "killed", (json_int_t)p->killed, "timeouts", (json_int_t)p->timeouts,
@@ -331,6 +332,9 @@ static int answer_miss_from_entry(tthd_server *srv, tthd_request *req, tthd_job 
     const char *hex = json_string_value(json_object_get(e, "xxh64"));
     unsigned long long sum = 0;
     tthd_cache_hit hit;
+    /* the room made for this file becomes the entry's own */
+    tthd_cache_unreserve(&srv->cache, job->reserved);
+    job->reserved = 0;
     if (size > 0 && off > 0 && alen >= 0 && hex && strlen(hex) == 16 && sscanf(hex, "%16llx", &sum) == 1 &&
         tthd_cache_adopt_file(&srv->cache, req->key, job->entry_path, (uint64_t)size, (uint64_t)off,
                               (uint64_t)alen, sum, meta, &hit) == 0) {
@@ -554,6 +558,8 @@ static void submit_compile(tthd_server *srv, tthd_request *req)
     }
     cj->cb = on_compile_done;
     cj->progress = on_compile_progress;
+    if (json_object_get(params, "entry_dir"))
+        cj->room_cache = &srv->cache;
     cj->data = req;
     req->job = cj;
     tthd_pool_submit(&srv->pool, cj);

@@ -75,6 +75,8 @@ void tthd_job_free(tthd_job *job)
     json_decref(job->result);
     json_decref(job->error);
     free(job->artifact);
+    if (job->reserved)
+        tthd_cache_unreserve(job->room_cache, job->reserved);
     if (job->entry_path)
         unlink(job->entry_path);
     free(job->entry_path);
@@ -236,6 +238,18 @@ static void on_worker_message(tthd_worker *w, tthp_message *m)
             w->expect_binary = 1;
             w->expect_size = size > 0 ? (size_t)size : 0;
         }
+        return;
+    }
+    if (m->kind == TTHP_MSG_REQUEST && strcmp(m->method, "cache/room") == 0) {
+        /* the worker is about to write its cache entry file of `size` bytes: older entries make
+         * room first (docs/cache.md, "The bound"); refused, it streams the artifact instead */
+        json_int_t size = json_integer_value(json_object_get(m->params, "size"));
+        tthd_job *job = w->job;
+        int granted = job && job->room_cache && size > 0 && tthd_cache_reserve(job->room_cache, (uint64_t)size) == 0;
+        if (granted)
+            job->reserved += (uint64_t)size;
+        if (worker_send(w, tthp_result_new(m->id, json_pack("{s:b}", "granted", granted))) < 0)
+            worker_kill(w, KILL_PROTOCOL);
         return;
     }
     if (m->kind != TTHP_MSG_RESPONSE || !w->job || !json_is_integer(m->id) ||

@@ -409,10 +409,27 @@ static void lookup_run(uv_work_t *req)
         op->blob = val;
         op->blob_len = n;
         val = NULL;
-        set_ttl(op); /* served: it lives on */
-        op->on_disk = op->local_path && write_local(op->local_path, op->blob, op->blob_len) == 0;
+        set_ttl(op); /* served: it lives on; the local copy is written once the cache made room */
     }
     free(val);
+}
+
+/* A hit's local copy, after lookup_done reserved its room */
+static void copy_run(uv_work_t *req)
+{
+    remote_op *op = req->data;
+    op->on_disk = write_local(op->local_path, op->blob, op->blob_len) == 0;
+}
+
+static void answer_lookup(remote_op *op);
+
+static void copy_done(uv_work_t *req, int status)
+{
+    remote_op *op = req->data;
+    (void)status;
+    if (op->r->room)
+        tthd_cache_unreserve(op->r->room, op->blob_len); /* the entry takes it over (tthd_cache_adopt) */
+    answer_lookup(op);
 }
 
 static void store_run(uv_work_t *req)
@@ -522,6 +539,21 @@ static void lookup_done(uv_work_t *req, int status)
         break;
     default: r->misses++; break;
     }
+    /* a hit for a request still waiting: copied into the local cache once older entries made
+     * room (docs/cache.md, "The bound"), then answered */
+    if (op->cb && op->outcome == R_HIT && op->local_path && r->room &&
+        tthd_cache_reserve(r->room, op->blob_len) == 0) {
+        op->req.data = op;
+        if (uv_queue_work(r->loop, &op->req, copy_run, copy_done) == 0)
+            return;
+        tthd_cache_unreserve(r->room, op->blob_len);
+    }
+    answer_lookup(op);
+}
+
+/* The lookup's answer to its request (still waiting, unless cancelled), then the op is done */
+static void answer_lookup(remote_op *op)
+{
     if (op->cb && op->outcome == R_HIT) {
         tthd_remote_found f = {op->blob, op->blob_len, op->art_offset, op->art_len, op->sum, op->metadata,
                                op->on_disk};

@@ -766,6 +766,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     srv->sigterm.data = srv->sigint.data = srv;
     tthd_cache_init(&srv->cache, loop, srv->opt.cache_dir, srv->opt.cache_max_bytes);
     tthd_remote_init(&srv->remote, loop, &srv->opt.remote);
+    srv->remote.room = &srv->cache; /* a remote hit's local copy makes room there first */
     if (listen_socket(srv) != 0) {
         srv->exit_code = 1;
         srv->stopping = 1;

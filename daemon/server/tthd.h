@@ -98,7 +98,8 @@ typedef struct tthd_cache {
     uint64_t bytes;             /* sum of entry sizes */
     uint64_t mem_bytes;         /* sum of in-memory artifacts */
     size_t entries;
-    uint64_t hits, misses, corrupt, stores;
+    uint64_t reserved;          /* room made for files being written that are not entries yet */
+    uint64_t hits, misses, corrupt, stores, store_errors;
     unsigned clear_gen;         /* bumped by clear: stores started before are dropped */
     unsigned writes_in_flight;
 } tthd_cache;
@@ -185,6 +186,13 @@ char *tthd_cache_entry_path(const tthd_cache *c, const char *key);
 int tthd_external_data_same(const json_t *metadata, const char *dir);
 /* Remove one entry (a hit whose ONNX external data changed: methods.c), if present. */
 void tthd_cache_drop(tthd_cache *c, const char *key);
+/* Make room for a file of n bytes about to be written into the cache directory before it
+ * becomes an entry (a worker's entry file, a remote hit's copy): older entries are evicted first,
+ * so the directory never holds more than the bound (docs/cache.md). 0, or -1 when it can never
+ * fit (no directory, larger than the bound). Undo with tthd_cache_unreserve once the file is an
+ * entry or is gone. */
+int tthd_cache_reserve(tthd_cache *c, uint64_t n);
+void tthd_cache_unreserve(tthd_cache *c, uint64_t n);
 /* Remove everything; counts what was removed. */
 void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes);
 
@@ -193,6 +201,7 @@ void tthd_cache_clear(tthd_cache *c, uint64_t *entries, uint64_t *bytes);
 typedef struct tthd_remote {
     uv_loop_t *loop;
     const tthd_remote_config *cfg; /* NULL: no remote cache */
+    struct tthd_cache *room;    /* the local cache a hit is copied into (room reserved first), or NULL */
     int down;                   /* the last operation could not reach Redis */
     int failing;                /* the last operation that reached it got an error answer */
     unsigned changes;           /* how often the state (up, down, failing) changed */
@@ -282,6 +291,9 @@ struct tthd_job {
     size_t artifact_len, artifact_cap;
     char *entry_path;           /* compile: the cache entry file the worker wrote instead (params
                                    "entry_dir"), removed with the job unless taken */
+    struct tthd_cache *room_cache; /* compile with "entry_dir": where the worker asks for room
+                                   (cache/room) before it writes that file */
+    uint64_t reserved;          /* room granted so far, given back when the job is freed */
     uint64_t deadline;          /* uv_now() ms */
     unsigned generation;        /* plugin set it ran with */
     tthd_worker *worker;        /* running on, or NULL while queued */

@@ -283,11 +283,42 @@ static uint8_t *read_model_path(const char *path, size_t size, char digest_hex[3
 }
 
 #ifndef TTH_NO_COMPILE_FLOW
+/* Ask the daemon for room in its cache directory before writing an entry file of size bytes
+ * (request "cache/room"; it evicts older entries first, docs/cache.md "The bound"). 1 when
+ * granted; 0 when refused or unanswered, and then the artifact is streamed. */
+static int room_for_entry(size_t size)
+{
+    if (!size)
+        return 0;
+    /* the worker's own requests are numbered apart from the daemon's; this is the only one */
+    json_t *id = json_integer(1);
+    send_msg(tthp_request_new(1, "cache/room", json_pack("{s:I}", "size", (json_int_t)size)));
+    int granted = 0;
+    for (;;) {
+        tthp_frame f;
+        if (tthp_fd_read_frame(&W.reader, &f, 10000) != 1 || f.type != TTHP_FRAME_JSON)
+            break;
+        tthp_message m;
+        int ok = tthp_message_parse(f.data, f.len, &m) == 0;
+        int mine = ok && m.kind == TTHP_MSG_RESPONSE && json_equal(m.id, id);
+        if (mine)
+            granted = json_is_true(json_object_get(m.result, "granted"));
+        if (ok)
+            tthp_message_clear(&m);
+        if (mine || !ok)
+            break;
+    }
+    json_decref(id);
+    return granted;
+}
+
 /* The artifact written as a cache entry file in dir (params "entry_dir", docs/cache.md): a new
  * temporary file there, which the daemon renames into place. The answer's "entry", or NULL when
  * it could not be written (then the artifact is streamed). */
 static json_t *write_entry(const char *dir, const json_t *metadata, const uint8_t *art, size_t len)
 {
+    if (!room_for_entry(tthd_entry_size(metadata, len)))
+        return NULL;
     char path[4096]; /* mkostemp(3)'s template: it replaces the six X with the file's name */
     if ((size_t)snprintf(path, sizeof path, "%s/.tmp-w%d-XXXXXX", dir, (int)getpid()) >= sizeof path)
         return NULL;

@@ -1,13 +1,16 @@
 /* End to end: the daemon's life. Socket permissions, stale and live sockets, other users,
  * systemd socket activation, SIGTERM, idle exit, and cache accounting. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -387,4 +390,185 @@ Test(daemon, idle_connections_are_closed, .timeout = 120)
     e2e_client_free(quiet);
     e2e_client_free(busy);
     e2e_stop(&d);
+}
+
+/* ---- the cache on a small disk (docs/cache.md, "The bound") -------------------------------- *
+ * A tmpfs of a few entries' size is mounted on the daemon's cache directory, in a mount namespace
+ * of the test's own (so nothing outlives the test), and another, large one on its code store
+ * (cache/code), so the small one holds only entry files. Needs root (CAP_SYS_ADMIN): skipped
+ * otherwise. */
+
+static uint64_t pages_of(uint64_t bytes)
+{
+    return (bytes + 4095) / 4096;
+}
+
+/* Mount tmpfs of `bytes` on d's cache directory (before the daemon starts); 0, or -1 when this
+ * process may not mount */
+static int small_disk(const e2e_daemon *d, uint64_t bytes)
+{
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        return -1;
+    char opt[64], code[256];
+    snprintf(opt, sizeof opt, "size=%llu,mode=0700", (unsigned long long)bytes);
+    mkdir(d->cache, 0700);
+    cr_assert_eq(mount("tmpfs", d->cache, "tmpfs", 0, opt), 0, "mount tmpfs: %s", strerror(errno));
+    snprintf(code, sizeof code, "%s/code", d->cache);
+    cr_assert_eq(mkdir(code, 0700), 0);
+    cr_assert_eq(mount("tmpfs", code, "tmpfs", 0, "size=64m,mode=0700"), 0, "mount tmpfs: %s", strerror(errno));
+    return 0;
+}
+
+/* Stop d and remove its directories, the small disk first */
+static void stop_on_small_disk(e2e_daemon *d)
+{
+    char code[256];
+    snprintf(code, sizeof code, "%s/code", d->cache);
+    e2e_shutdown(d);
+    cr_assert_eq(umount2(code, MNT_DETACH), 0);
+    cr_assert_eq(umount2(d->cache, MNT_DETACH), 0);
+    e2e_cleanup(d);
+}
+
+/* The entry files in d's cache directory: their number, *bytes their sizes */
+static int entry_files(const e2e_daemon *d, uint64_t *bytes)
+{
+    DIR *dir = opendir(d->cache);
+    cr_assert_not_null(dir);
+    struct dirent *de;
+    int n = 0;
+    *bytes = 0;
+    while ((de = readdir(dir))) {
+        size_t len = strlen(de->d_name);
+        char path[512];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", d->cache, de->d_name);
+        if (len > 5 && strcmp(de->d_name + len - 5, ".tthc") == 0 && stat(path, &st) == 0) {
+            n++;
+            *bytes += (uint64_t)st.st_size;
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
+/* A compile of the digits model whose client takes the cache file (so the worker writes the entry
+ * itself, asking for room first); asserts it succeeded, returns the status after it, once no
+ * write is in flight */
+static json_t *compile_file_delivery(e2e_client *c, json_int_t id, const uint8_t *model, size_t len,
+                                     const char *target, int *by_file)
+{
+    json_t *params = json_pack("{s:{s:s, s:I}, s:s, s:s}", "model", "name", "digits", "size", (json_int_t)len,
+                               "target", target, "delivery", "file");
+    e2e_send(c, tthp_request_new(id, "compile", params));
+    e2e_upload(c, id, model, len, 65536);
+    json_t *r = e2e_recv_response(c, 240000);
+    cr_assert_not_null(r, "no answer to compile for '%s'", target);
+    cr_assert_eq(e2e_error_code(r), 0, "compile for '%s' failed: %s", target, e2e_err_message(r));
+    /* the worker wrote the entry file itself: the answer names it, nothing was streamed */
+    if (by_file)
+        *by_file = json_object_get(json_object_get(json_object_get(r, "result"), "artifact"), "file") != NULL;
+    json_decref(r);
+    usleep(200000); /* a store the daemon writes itself ends in the thread pool after the answer */
+    return e2e_call(c, id + 1000, "status", NULL);
+}
+
+static const char *const llvm_targets[] = {"llvm", "llvm -opt-level=0", "llvm -opt-level=1", "llvm -opt-level=2",
+                                           "llvm -num-cores=1"};
+
+/* The size of digits' entry for `llvm` (measured once, on an ordinary directory) */
+static uint64_t digits_entry_size(const uint8_t *model, size_t len)
+{
+    e2e_daemon d;
+    const char *args[] = {"--workers", "1", NULL};
+    e2e_prepare(&d);
+    e2e_put_real_plugins(&d);
+    e2e_launch(&d, NULL, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *st = compile_file_delivery(c, 1, model, len, "llvm", NULL);
+    uint64_t size = (uint64_t)e2e_result_int(st, "cache", "bytes");
+    json_decref(st);
+    e2e_client_free(c);
+    e2e_stop(&d);
+    cr_assert(size > 16384, "digits' entry is %llu bytes", (unsigned long long)size);
+    return size;
+}
+
+/* A disk with room for three entries: compiles go on when a store fails for want of space, and
+ * status counts the entries whose files are there, not those it could not write */
+Test(daemon, a_full_disk_is_counted_as_stored, .timeout = 300)
+{
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    uint64_t entry = digits_entry_size(model, len);
+    e2e_daemon d;
+    e2e_prepare(&d);
+    if (small_disk(&d, (3 * (pages_of(entry) + 1) + 2) * 4096) != 0) {
+        e2e_cleanup(&d);
+        free(model);
+        cr_skip_test("mounting a tmpfs needs root");
+    }
+    e2e_put_real_plugins(&d);
+    const char *args[] = {"--workers", "1", NULL};
+    e2e_launch(&d, NULL, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *st = NULL;
+    for (int i = 0; i < 5; i++) {
+        json_decref(st);
+        st = compile_file_delivery(c, 10 * (i + 1), model, len, llvm_targets[i], NULL);
+    }
+    uint64_t bytes;
+    int files = entry_files(&d, &bytes);
+    cr_assert_eq(files, 3, "%d entry files on a disk with room for three", files);
+    cr_assert_eq(e2e_result_int(st, "cache", "entries"), files, "status counts %lld entries, %d files are there",
+                 (long long)e2e_result_int(st, "cache", "entries"), files);
+    cr_assert_eq((uint64_t)e2e_result_int(st, "cache", "bytes"), bytes);
+    cr_assert_eq(e2e_result_int(st, "cache", "storeErrors"), 2);
+    json_decref(st);
+    e2e_client_free(c);
+    stop_on_small_disk(&d);
+    free(model);
+}
+
+/* A bound of three and a half entries on a disk of three and a bit: each new entry's file is
+ * written after older ones made room, so no store runs out of space (before, the worker wrote the
+ * new file first and the directory passed its bound by one entry) */
+Test(daemon, the_cache_bound_holds_while_an_entry_is_written, .timeout = 300)
+{
+    size_t len;
+    uint8_t *model = e2e_read_digits(&len);
+    uint64_t entry = digits_entry_size(model, len);
+    e2e_daemon d;
+    e2e_prepare(&d);
+    if (small_disk(&d, (3 * (pages_of(entry) + 1) + 2) * 4096) != 0) {
+        e2e_cleanup(&d);
+        free(model);
+        cr_skip_test("mounting a tmpfs needs root");
+    }
+    e2e_put_real_plugins(&d);
+    char bound[32];
+    snprintf(bound, sizeof bound, "%llu", (unsigned long long)(3 * entry + entry / 2));
+    const char *args[] = {"--workers", "1", "--cache-max-bytes", bound, NULL};
+    e2e_launch(&d, NULL, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    json_t *st = NULL;
+    for (int i = 0; i < 5; i++) {
+        json_decref(st);
+        int by_file;
+        st = compile_file_delivery(c, 10 * (i + 1), model, len, llvm_targets[i], &by_file);
+        cr_assert(by_file, "compile %d: the worker could not write its entry file (no room)", i + 1);
+        uint64_t bytes;
+        int files = entry_files(&d, &bytes);
+        cr_assert_eq(files, i < 3 ? i + 1 : 3, "compile %d: %d entry files", i + 1, files);
+        cr_assert_eq(e2e_result_int(st, "cache", "entries"), files);
+        cr_assert_eq((uint64_t)e2e_result_int(st, "cache", "bytes"), bytes);
+        cr_assert_eq(e2e_result_int(st, "cache", "storeErrors"), 0, "compile %d: a store ran out of space", i + 1);
+    }
+    json_decref(st);
+    e2e_client_free(c);
+    stop_on_small_disk(&d);
+    free(model);
 }
