@@ -757,13 +757,15 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
         goto out;
     }
-    if (model_len > c->max_request_bytes || ext.total > c->max_request_bytes - model_len) {
+    /* the request limit bounds what goes through the socket: a model named by path does not */
+    if (!by_path && (model_len > c->max_request_bytes || ext.total > c->max_request_bytes - model_len)) {
         char loc[PATH_MAX + 16];
         snprintf(loc, sizeof loc, "model '%s'", model_path);
         rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the model (%zu bytes%s) is larger than the daemon accepts (%zu)",
                          model_len + ext.total, ext.n ? " with its external data" : "", c->max_request_bytes);
-        tthctl_hint(err, "set TTH_MAX_REQUEST_BYTES (e.g. 2G) and run 'tthctl stop', so that the next command "
-                         "starts tthd with it; or start tthd with a larger --max-request-bytes");
+        tthctl_hint(err, "an upload (--stream, or a daemon that cannot read the file) is bounded by the daemon's "
+                         "request limit: set TTH_MAX_REQUEST_BYTES (e.g. 2G) and run 'tthctl stop', so that the "
+                         "next command starts tthd with it; or start tthd with a larger --max-request-bytes");
         goto out;
     }
 

@@ -977,7 +977,9 @@ static void m_compile(tthd_server *srv, tthd_request *req)
         tthd_respond_error(req, TTHP_INVALID_PARAMS, "model.size must be a positive integer", NULL);
         return;
     }
-    if ((uint64_t)json_integer_value(size) > srv->opt.max_request) {
+    const char *path = json_string_value(json_object_get(model, "path"));
+    /* the limit is on what comes through the socket: a model read by path has none but ONNX's */
+    if (!path && (uint64_t)json_integer_value(size) > srv->opt.max_request) {
         snprintf(msg, sizeof msg, "model of %" JSON_INTEGER_FORMAT " bytes is larger than the request limit (%zu)",
                  json_integer_value(size), srv->opt.max_request);
         tthd_respond_error(req, TTHP_REQUEST_TOO_LARGE, msg, NULL);
@@ -985,7 +987,6 @@ static void m_compile(tthd_server *srv, tthd_request *req)
     }
     snprintf(req->model_name, sizeof req->model_name, "%s", name);
     req->model_size = req->upload_size = (size_t)json_integer_value(size);
-    const char *path = json_string_value(json_object_get(model, "path"));
     const json_t *ext = json_object_get(model, "external_data");
     if (ext && (path || check_ext_files(srv, req, ext, msg, sizeof msg) != 0)) {
         tthd_respond_error(req, TTHP_INVALID_PARAMS,

@@ -1094,8 +1094,6 @@ Test(client, compile_timings)
     proc_out_free(&po);
 }
 
-/* TTH_MAX_REQUEST_BYTES sets the request limit of the daemon tthctl starts: a model above it is
- * refused before the upload, with a hint naming the variable; a bad value stops tthd. */
 /* The shared cache off (nothing listens at its address): every compile says so on stderr, in text
  * and with --json, whose answer carries remoteCache (docs/cache.md, "What the user sees") */
 Test(client, compile_warns_when_the_shared_cache_is_off)
@@ -1125,13 +1123,20 @@ Test(client, compile_warns_when_the_shared_cache_is_off)
     proc_out_free(&po);
 }
 
+/* TTH_MAX_REQUEST_BYTES sets the request limit of the daemon tthctl starts: an upload above it is
+ * refused before it starts, with a hint naming the variable, while a model the daemon reads by
+ * path is not bounded by it; a bad value stops tthd. */
 Test(client, request_limit_from_the_environment)
 {
     setenv("TTH_MAX_REQUEST_BYTES", "2K", 1);
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
     proc_out po = {0};
+    /* the limit is on uploads: the daemon reads a model named by path (8 KiB here) itself */
     ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q");
+    assert_status(&po, 0);
+    proc_out_free(&po);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--stream");
     cr_assert_eq(po.status, 1, "exit %d:\n%s", po.status, po.err);
     assert_has(po.err, "is larger than the daemon accepts (2048)");
     assert_has(po.err, "TTH_MAX_REQUEST_BYTES");
