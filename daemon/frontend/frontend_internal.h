@@ -89,4 +89,7 @@ tth_dtype tth__onnx_dtype(int32_t onnx_type);
 /* "string (ONNX element type 8)" for the types tth does not take, else "ONNX element type N". */
 void tth__onnx_type_text(int32_t onnx_type, char *buf, size_t len);
 
+/* The newest ONNX operator set the importer implements (docs/operators.md, "Opsets 18 to 21") */
+#define TTH_ONNX_MAX_OPSET 21
+
 #endif

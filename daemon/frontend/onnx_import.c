@@ -692,11 +692,14 @@ int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name
                           "supported)", (long long)c.training, TTH_ONNX_TRAINING_DOMAIN);
         goto done;
     }
-    /* Opsets 6 to 17 are the target; 1 to 5 (old exporters) are accepted too: the importers
-     * handle their attribute forms (legacy broadcast, Reshape/Pad/Slice attributes...). */
-    if (c.opset >= 0 && (c.opset < 1 || c.opset > 17)) {
-        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported ONNX opset %lld (1 to 17 are supported)",
-                          (long long)c.opset);
+    /* Opsets 6 to 21 are the target; 1 to 5 (old exporters) are accepted too: the importers
+     * handle their attribute forms (legacy broadcast, Reshape/Pad/Slice attributes...), and the
+     * changes of 18 to 21 (docs/operators.md, "Opsets 18 to 21"). */
+    if (c.opset >= 0 && (c.opset < 1 || c.opset > TTH_ONNX_MAX_OPSET)) {
+        rc = tth_diag_set(diag, TTH_EUNSUPPORTED, "model", "unsupported ONNX opset %lld (1 to %d are supported)",
+                          (long long)c.opset, TTH_ONNX_MAX_OPSET);
+        tth_diag_hint(diag, "export the model for opset %d or lower (torch.onnx.export(..., opset_version=%d))",
+                      TTH_ONNX_MAX_OPSET, TTH_ONNX_MAX_OPSET);
         goto done;
     }
     /* a model may import the training domain alone: then it has no default-domain nodes */

@@ -830,6 +830,45 @@ static int op_hard_sigmoid(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexp
                  json_pack("{s:f,s:f}", "alpha", af(c, "alpha", 0.2), "beta", af(c, "beta", 0.5)));
 }
 
+/* Mish (18): x * tanh(softplus(x)) */
+static int op_mish(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tth_rexpr *t;
+    CHECK(t = call1(c, TTH_OP_SOFTPLUS, in[0], NULL));
+    CHECK(t = call1(c, TTH_OP_TANH, t, NULL));
+    CHECK(out[0] = call2(c, TTH_OP_MULTIPLY, in[0], t, NULL));
+    return 0;
+}
+
+/* Gelu (20): 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh"
+ * 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+static int op_gelu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(1);
+    tth_rexpr *x = in[0], *t;
+    tth_dtype dt = tt(x)->dtype;
+    const char *approx = as(c, "approximate", "none");
+    if (!strcmp(approx, "none")) {
+        CHECK(t = call2(c, TTH_OP_MULTIPLY, x, k_scalar(c, dt, 0.70710678118654752440), NULL));
+        CHECK(t = call1(c, TTH_OP_ERF, t, NULL));
+    } else if (!strcmp(approx, "tanh")) {
+        tth_rexpr *x3;
+        CHECK(x3 = call2(c, TTH_OP_MULTIPLY, x, x, NULL));
+        CHECK(x3 = call2(c, TTH_OP_MULTIPLY, x3, x, NULL));
+        CHECK(t = call2(c, TTH_OP_MULTIPLY, x3, k_scalar(c, dt, 0.044715), NULL));
+        CHECK(t = call2(c, TTH_OP_ADD, x, t, NULL));
+        CHECK(t = call2(c, TTH_OP_MULTIPLY, t, k_scalar(c, dt, 0.79788456080286535588), NULL));
+        CHECK(t = call1(c, TTH_OP_TANH, t, NULL));
+    } else {
+        return tth__onnx_fail(c, TTH_EMODEL, "Gelu approximate '%s' is neither 'none' nor 'tanh'", approx);
+    }
+    CHECK(t = call2(c, TTH_OP_ADD, t, k_scalar(c, dt, 1.0), NULL));
+    CHECK(t = call2(c, TTH_OP_MULTIPLY, t, x, NULL));
+    CHECK(out[0] = call2(c, TTH_OP_MULTIPLY, t, k_scalar(c, dt, 0.5), NULL));
+    return 0;
+}
+
 /* Clip: min/max attributes before opset 11, optional constant inputs from 11 on. An absent
  * bound is ±DBL_MAX (JSON has no infinity; converting DBL_MAX to float gives infinity). */
 static int op_clip(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
@@ -2441,7 +2480,8 @@ static int op_topk(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
 
 /* Scatters as selections: for K updates into N positions (of R elements each), a [K, N] match
  * of every update's position against every position, then per position the update that hits it
- * (reduction none), their sum (add) or product (mul), else the data. O(K * N * R): bounded. */
+ * (reduction none), their sum (add) or product (mul), or (opset 18) the larger (max) or smaller
+ * (min) of their maximum (minimum) and the data, else the data. O(K * N * R): bounded. */
 #define SCATTER_MAX_WORK ((int64_t)1 << 24)
 
 static int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_rexpr *upd2, const char *red,
@@ -2453,9 +2493,13 @@ static int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_r
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s of %lld updates into %lld positions: more than 2^24 "
                               "comparisons", c->node->op_type, (long long)K, (long long)N);
     int none = !strcmp(red, "none"), add = !strcmp(red, "add"), mul = !strcmp(red, "mul");
-    if (!none && !add && !mul)
+    int mx = !strcmp(red, "max"), mn = !strcmp(red, "min"); /* opset 18 */
+    if (!none && !add && !mul && !mx && !mn)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s reduction '%s'", c->node->op_type,
                               red);
+    if ((mx || mn) && !tth_dtype_is_float(tt(data2)->dtype))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s reduction '%s' of %s data "
+                              "(floating-point data only)", c->node->op_type, red, tth_dtype_name(tt(data2)->dtype));
     tth_ttype it = {.dtype = TTH_I64, .rank = 2, .shape = {1, N}};
     tth_tensor *iota = tth_tensor_new(&it, NULL);
     for (int64_t i = 0; iota && i < N; i++)
@@ -2467,12 +2511,21 @@ static int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_r
     CHECK(m = call2(c, TTH_OP_EQUAL, p2, ki, NULL));
     CHECK(m3 = reshape(c, m, kn1, 3));
     CHECK(u3 = reshape(c, upd2, k1r, 3));
-    CHECK(fill = k_scalar(c, tt(data2)->dtype, mul ? 1 : 0));
+    CHECK(fill = k_scalar(c, tt(data2)->dtype, mul ? 1 : mx ? -INFINITY : mn ? INFINITY : 0));
     tth_rexpr *wa[3] = {m3, u3, fill};
     CHECK(sel = call(c, TTH_OP_WHERE, wa, 3, NULL)); /* [K, N, R] */
     int64_t ax0 = 0;
-    CHECK(acc = call1(c, mul ? TTH_OP_PROD : TTH_OP_SUM, sel,
+    CHECK(acc = call1(c, mul ? TTH_OP_PROD : mx ? TTH_OP_MAX : mn ? TTH_OP_MIN : TTH_OP_SUM, sel,
                       json_pack("{s:o,s:b}", "axis", tth__json_ints(&ax0, 1), "keepdims", 0)));
+    if (mx || mn) { /* positions no update hits hold -inf (+inf): the data wins there */
+        tth_rexpr *better, *wm[3];
+        CHECK(better = call2(c, mx ? TTH_OP_GREATER : TTH_OP_LESS, acc, data2, NULL));
+        wm[0] = better;
+        wm[1] = acc;
+        wm[2] = data2;
+        CHECK(*out = call(c, TTH_OP_WHERE, wm, 3, NULL));
+        return 0;
+    }
     if (add) {
         CHECK(*out = call2(c, TTH_OP_ADD, data2, acc, NULL));
         return 0;
@@ -3365,6 +3418,28 @@ static int op_lstm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
 
 /* Pad: pads as [x1_begin, x2_begin, ..., x1_end, ...] (attribute < 11, input >= 11); negative
  * pads crop first; modes constant, reflect, edge. */
+/* Pad's axes input (18): the n pads p (begins, then ends, of those axes) spread over all r axes,
+ * the others unpadded. The new count (2 r), or -2 with diag. */
+static int pads_of_axes(tth_onnx_ctx *c, tth_rexpr *axes_in, int r, int64_t *p, int n)
+{
+    int64_t ax[MAXV], full[2 * MAXV] = {0};
+    int na = vints(c, axes_in, "axes", ax, MAXV);
+    if (na == -2)
+        return -2;
+    if (na < 0 || 2 * na != n) {
+        tth__onnx_fail(c, TTH_EMODEL, "Pad has %d pads for %d axes", n, na < 0 ? 0 : na);
+        return -2;
+    }
+    for (int i = 0; i < na; i++) {
+        if (norm_axis(c, ax[i], r, &ax[i]))
+            return -2;
+        full[ax[i]] = p[i];
+        full[r + ax[i]] = p[na + i];
+    }
+    memcpy(p, full, sizeof(int64_t) * 2 * (size_t)r);
+    return 2 * r;
+}
+
 static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(1);
@@ -3382,6 +3457,8 @@ static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
             return tth__onnx_fail(c, TTH_EMODEL, "Pad needs pads");
         n = vints(c, in[1], "pads", p, 2 * MAXV);
         if (n >= 0 && nin > 2 && in[2] && vscalar(c, in[2], "constant_value", &value))
+            return c->diag->code;
+        if (n >= 0 && nin > 3 && in[3] && (n = pads_of_axes(c, in[3], r, p, n)) < 0)
             return c->diag->code;
     }
     if (n == -2)
@@ -3421,6 +3498,61 @@ static int op_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
         CHECK(x = call1(c, TTH_OP_PAD, x,
                         json_pack("{s:o,s:o,s:f,s:s}", "pad_before", tth__json_ints(pb, r), "pad_after",
                                   tth__json_ints(pe, r), "pad_value", value, "mode", mode)));
+    out[0] = x;
+    return 0;
+}
+
+/* CenterCropPad (18): each of `axes` (default all) cropped, or padded with zeros, to the size the
+ * shape input gives, centred; of an odd difference the larger half is at the end. */
+static int op_center_crop_pad(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(2);
+    int r = rank(in[0]);
+    int64_t sh[MAXV], axes[MAXV];
+    int ns = vints(c, in[1], "shape", sh, MAXV);
+    if (ns == -2)
+        return c->diag->code;
+    int na = aints(c, "axes", axes, MAXV);
+    if (na == -2)
+        return c->diag->code;
+    if (na < 0)
+        for (na = 0; na < r; na++)
+            axes[na] = na;
+    if (ns != na)
+        return tth__onnx_fail(c, TTH_EMODEL, "CenterCropPad shape has %d values for %d axes", ns, na);
+    int64_t b[TTH_MAX_RANK], e[TTH_MAX_RANK], st[TTH_MAX_RANK], pb[TTH_MAX_RANK] = {0}, pe[TTH_MAX_RANK] = {0};
+    int crop = 0, pad = 0;
+    for (int i = 0; i < r; i++) {
+        b[i] = 0;
+        e[i] = tt(in[0])->shape[i];
+        st[i] = 1;
+    }
+    for (int k = 0; k < na; k++) {
+        int64_t ax;
+        if (norm_axis(c, axes[k], r, &ax))
+            return c->diag->code;
+        int64_t d = tt(in[0])->shape[ax], t = sh[k];
+        if (t < 0 || t > (1 << 24))
+            return tth__onnx_fail(c, TTH_EMODEL, "CenterCropPad size %lld out of range", (long long)t);
+        if (t < d) {
+            b[ax] = (d - t) / 2;
+            e[ax] = b[ax] + t;
+            crop = 1;
+        } else if (t > d) {
+            pb[ax] = (t - d) / 2;
+            pe[ax] = t - d - pb[ax];
+            pad = 1;
+        }
+    }
+    tth_rexpr *x = in[0];
+    if (crop)
+        CHECK(x = call1(c, TTH_OP_STRIDED_SLICE, x,
+                        json_pack("{s:o,s:o,s:o}", "begin", tth__json_ints(b, r), "end", tth__json_ints(e, r), "strides",
+                                  tth__json_ints(st, r))));
+    if (pad)
+        CHECK(x = call1(c, TTH_OP_PAD, x,
+                        json_pack("{s:o,s:o,s:f,s:s}", "pad_before", tth__json_ints(pb, r), "pad_after",
+                                  tth__json_ints(pe, r), "pad_value", 0.0, "mode", "constant")));
     out[0] = x;
     return 0;
 }
@@ -3733,9 +3865,8 @@ static int resize_modes(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, int upsampl
             strcmp(nm, "ceil"))
             return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: nearest_mode '%s'", nm);
     }
-    if (ai(c, "antialias", 0) || attr(c, "axes") || strcmp(as(c, "keep_aspect_ratio_policy", "stretch"), "stretch"))
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED,
-                              "unsupported attribute value: Resize's antialias, axes or keep_aspect_ratio_policy");
+    if (ai(c, "antialias", 0))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: Resize antialias=1 (opset 18)");
     json_object_set_new(attrs, "method", json_string(mode));
     json_object_set_new(attrs, "coordinate_transformation_mode", json_string(ctm));
     json_object_set_new(attrs, "nearest_mode", json_string(nm));
@@ -3749,6 +3880,61 @@ static int resize_modes(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, int upsampl
         return tth__onnx_fail(c, TTH_EUNSUPPORTED,
                               "unsupported attribute value: tf_crop_and_resize with scales (only with sizes)");
     return resize_roi(c, nin > 1 ? in[1] : NULL, attrs);
+}
+
+/* Resize's axes and keep_aspect_ratio_policy (18), on the scales (*nsc of them) or sizes (*nsz)
+ * given for those axes: both spread over all 4 axes (1 and the input's size elsewhere); with sizes
+ * and the policy not_larger (not_smaller), one scale for those axes, the smallest (largest) of
+ * size / input, the sizes round(scale * input) and the coordinates computed with that scale
+ * (then *keep_scale, and scales hold it). 0 or the diag's code. */
+static int resize_axes(tth_onnx_ctx *c, const int64_t *in_shape, double *scales, int *nsc, int64_t *sizes, int *nsz,
+                       int *keep_scale)
+{
+    int64_t ax[MAXV];
+    int na = aints(c, "axes", ax, MAXV);
+    if (na == -2)
+        return c->diag->code;
+    const char *policy = as(c, "keep_aspect_ratio_policy", "stretch");
+    if (strcmp(policy, "stretch") && strcmp(policy, "not_larger") && strcmp(policy, "not_smaller"))
+        return tth__onnx_fail(c, TTH_EMODEL, "Resize keep_aspect_ratio_policy '%s' is not stretch, not_larger or "
+                              "not_smaller", policy);
+    if (na < 0)
+        for (na = 0; na < 4; na++)
+            ax[na] = na;
+    int given = *nsz >= 0 ? *nsz : *nsc;
+    if (given >= 0 && given != na)
+        return tth__onnx_fail(c, TTH_EMODEL, "Resize has %d %s for %d axes", given, *nsz >= 0 ? "sizes" : "scales", na);
+    double sc[4] = {1, 1, 1, 1};
+    int64_t sz[4] = {in_shape[0], in_shape[1], in_shape[2], in_shape[3]};
+    for (int i = 0; i < na; i++) {
+        if (norm_axis(c, ax[i], 4, &ax[i]))
+            return c->diag->code;
+        if (*nsz >= 0)
+            sz[ax[i]] = sizes[i];
+        else if (*nsc >= 0)
+            sc[ax[i]] = scales[i];
+    }
+    if (*nsz >= 0 && strcmp(policy, "stretch")) {
+        double s = strcmp(policy, "not_larger") ? 0 : INFINITY;
+        for (int i = 0; i < na; i++) {
+            double q = (double)sizes[i] / (double)in_shape[ax[i]];
+            s = strcmp(policy, "not_larger") ? fmax(s, q) : fmin(s, q);
+        }
+        for (int i = 0; i < na; i++) {
+            sz[ax[i]] = (int64_t)llround(s * (double)in_shape[ax[i]]);
+            sc[ax[i]] = s;
+        }
+        *keep_scale = 1;
+    }
+    for (int i = 0; i < 4; i++) {
+        scales[i] = sc[i];
+        sizes[i] = sz[i];
+    }
+    if (*nsz >= 0)
+        *nsz = 4;
+    if (*nsc >= 0 || *keep_scale)
+        *nsc = 4;
+    return 0;
 }
 
 /* Resize (10: X, scales; 11+: X, roi, scales, sizes) and Upsample (7: scales attribute; 9:
@@ -3790,6 +3976,12 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
         if (nsz == -2)
             return c->diag->code;
     }
+    int keep_scale = 0;
+    if (!upsample && c->opset >= 18) {
+        int rc = resize_axes(c, tt(x)->shape, scales, &nsc, sizes, &nsz, &keep_scale);
+        if (rc)
+            return rc;
+    }
     int64_t oh, ow;
     if (nsz >= 0) {
         if (nsz != 4 || sizes[0] != tt(x)->shape[0] || sizes[1] != tt(x)->shape[1])
@@ -3821,8 +4013,8 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
         json_decref(attrs);
         return rc;
     }
-    if (nsz < 0 && ((double)oh != (double)tt(x)->shape[2] * scales[2] ||
-                    (double)ow != (double)tt(x)->shape[3] * scales[3]))
+    if ((nsz < 0 || keep_scale) && ((double)oh != (double)tt(x)->shape[2] * scales[2] ||
+                                    (double)ow != (double)tt(x)->shape[3] * scales[3]))
         json_object_set_new(attrs, "scale", json_pack("[f,f]", scales[2], scales[3]));
     CHECK(out[0] = call1(c, TTH_OP_RESIZE2D, x, attrs));
     return 0;
@@ -3899,12 +4091,34 @@ static tth_rexpr *zero_like(tth_onnx_ctx *c, tth_rexpr *shape_of, tth_dtype dt)
 }
 
 /* QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point); uint8 by default. */
+/* Blocked quantization (opset 21's block_size): refused by name */
+static int no_blocks(tth_onnx_ctx *c)
+{
+    if (ai(c, "block_size", 0) != 0)
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s block_size %lld (blocked "
+                              "quantization, opset 21)", c->node->op_type, (long long)ai(c, "block_size", 0));
+    return 0;
+}
+
 static int op_quantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(2);
+    if (no_blocks(c))
+        return c->diag->code;
     tth_rexpr *zp = nin > 2 ? in[2] : NULL;
+    int64_t odt = ai(c, "output_dtype", 0); /* opset 21: the type when there is no zero point */
+    tth_dtype want = odt ? tth__onnx_dtype((int32_t)odt) : TTH_U8;
+    if (odt && want != TTH_U8 && want != TTH_I8 && want != TTH_U16 && want != TTH_I16) {
+        char type[64];
+        tth__onnx_type_text((int32_t)odt, type, sizeof type);
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: QuantizeLinear output_dtype %s",
+                              want == TTH_DTYPE_INVALID ? type : tth_dtype_name(want));
+    }
+    if (zp && odt && tt(zp)->dtype != want)
+        return tth__onnx_fail(c, TTH_EMODEL, "QuantizeLinear output_dtype %s differs from its zero point's %s",
+                              tth_dtype_name(want), tth_dtype_name(tt(zp)->dtype));
     if (!zp)
-        CHECK(zp = zero_like(c, in[1], TTH_U8));
+        CHECK(zp = zero_like(c, in[1], want));
     int64_t axis = 0;
     if (rank(in[1]) > 0 && norm_axis(c, ai(c, "axis", 1), rank(in[0]), &axis))
         return c->diag->code;
@@ -3918,6 +4132,8 @@ static int op_quantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
 static int op_dequantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
     NEED(2);
+    if (no_blocks(c))
+        return c->diag->code;
     tth_rexpr *zp = nin > 2 ? in[2] : NULL;
     if (!zp)
         CHECK(zp = zero_like(c, in[1], tt(in[0])->dtype));
@@ -4440,6 +4656,53 @@ static int op_instance_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rex
     if (rc)
         return rc;
     CHECK(y = call2(c, TTH_OP_MULTIPLY, d, inv, NULL));
+    CHECK(y = call2(c, TTH_OP_MULTIPLY, y, sc, NULL));
+    CHECK(out[0] = call2(c, TTH_OP_ADD, y, b, NULL));
+    return 0;
+}
+
+/* GroupNormalization (18, 21): x of (N, C, ...) seen as (N, G, C/G * the rest), normalized over
+ * its last axis, then scale and bias per channel: given per group at opset 18 (each repeated
+ * for the group's channels), per channel from opset 21 (docs/operators.md, "Opsets 18 to 21") */
+static int op_group_norm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    NEED(3);
+    const tth_ttype *xt = tt(in[0]);
+    int r = xt->rank;
+    int64_t G = ai(c, "num_groups", 0);
+    if (r < 3)
+        return tth__onnx_fail(c, TTH_EMODEL, "GroupNormalization needs rank >= 3");
+    int64_t N = xt->shape[0], C = xt->shape[1], rest = 1;
+    if (G < 1 || C % G)
+        return tth__onnx_fail(c, TTH_EMODEL, "GroupNormalization num_groups %lld does not divide %lld channels",
+                              (long long)G, (long long)C);
+    for (int i = 2; i < r; i++)
+        rest *= xt->shape[i];
+    int64_t per = c->opset >= 21 ? C : G;
+    for (int k = 1; k < 3; k++)
+        if (tth_ttype_numel(tt(in[k])) != per)
+            return tth__onnx_fail(c, TTH_EMODEL, "GroupNormalization %s has %lld values; opset %lld wants one per %s "
+                                  "(%lld)", k == 1 ? "scale" : "bias", (long long)tth_ttype_numel(tt(in[k])),
+                                  (long long)c->opset, c->opset >= 21 ? "channel" : "group", (long long)per);
+    int64_t s3[3] = {N, G, C / G * rest}, axis = 2;
+    tth_rexpr *x3, *mean, *d, *inv, *y, *sc = in[1], *b = in[2];
+    CHECK(x3 = reshape(c, in[0], s3, 3));
+    int rc = normalize(c, x3, &axis, 1, af(c, "epsilon", 1e-5), 0, &mean, &d, &inv);
+    if (rc)
+        return rc;
+    CHECK(y = call2(c, TTH_OP_MULTIPLY, d, inv, NULL));
+    CHECK(y = reshape(c, y, xt->shape, r));
+    if (per == G && G != C) { /* one value per group: repeated for its C/G channels */
+        int64_t g2[2] = {G, 1}, gc[2] = {G, C / G};
+        for (int k = 0; k < 2; k++) {
+            tth_rexpr **v = k ? &b : &sc;
+            CHECK(*v = reshape(c, *v, g2, 2));
+            CHECK(*v = call1(c, TTH_OP_BROADCAST_TO, *v, json_pack("{s:o}", "shape", tth__json_ints(gc, 2))));
+            CHECK(*v = reshape(c, *v, &C, 1));
+        }
+    }
+    CHECK(sc = per_channel(c, sc, r));
+    CHECK(b = per_channel(c, b, r));
     CHECK(y = call2(c, TTH_OP_MULTIPLY, y, sc, NULL));
     CHECK(out[0] = call2(c, TTH_OP_ADD, y, b, NULL));
     return 0;
@@ -5254,6 +5517,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"CastLike", op_cast_like},
     {"Ceil", op_ceil},
     {"Celu", op_celu},
+    {"CenterCropPad", op_center_crop_pad},
     {"Clip", op_clip},
     {"Compress", op_compress},
     {"Concat", op_concat},
@@ -5285,12 +5549,14 @@ static const tth_onnx_op onnx_ops[] = {
     {"Gather", op_gather},
     {"GatherElements", op_gather_elements},
     {"GatherND", op_gather_nd},
+    {"Gelu", op_gelu},
     {"Gemm", op_gemm},
     {"GlobalAveragePool", op_global_avg_pool},
     {"GlobalMaxPool", op_global_max_pool},
     {"Greater", op_greater},
     {"GreaterOrEqual", op_greater_equal},
     {"GridSample", op_grid_sample},
+    {"GroupNormalization", op_group_norm},
     {"HammingWindow", op_hamming_window},
     {"HannWindow", op_hann_window},
     {"HardSigmoid", op_hard_sigmoid},
@@ -5319,6 +5585,7 @@ static const tth_onnx_op onnx_ops[] = {
     {"MeanVarianceNormalization", op_mvn},
     {"MelWeightMatrix", op_mel_weight_matrix},
     {"Min", op_min},
+    {"Mish", op_mish},
     {"Mod", op_mod},
     {"Mul", op_mul},
     {"Neg", op_neg},

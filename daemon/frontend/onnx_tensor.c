@@ -43,6 +43,15 @@ void tth__onnx_type_text(int32_t onnx_type, char *buf, size_t len)
         {ONNX__TENSOR_PROTO__DATA_TYPE__STRING, "string"},
         {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64, "complex64"},
         {ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "complex128"},
+        /* opsets 19 to 21 (element type numbers of onnx.proto's TensorProto.DataType; our
+         * onnx.proto is 1.12's, which stops at 16): 8- and 4-bit types tth has no arithmetic for */
+        {17, "float8e4m3fn"},
+        {18, "float8e4m3fnuz"},
+        {19, "float8e5m2"},
+        {20, "float8e5m2fnuz"},
+        {21, "uint4"},
+        {22, "int4"},
+        {23, "float4e2m1"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].n == onnx_type) {
@@ -202,8 +211,11 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
         return tth_diag_set(diag, TTH_EMODEL, where, "missing tensor value");
     int32_t ot = tp->has_data_type ? tp->data_type : 0;
     tth_dtype dt = tth__onnx_dtype(ot);
-    if (dt == TTH_DTYPE_INVALID)
-        return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "unsupported tensor data type %d", (int)ot);
+    if (dt == TTH_DTYPE_INVALID) {
+        char type[64];
+        tth__onnx_type_text(ot, type, sizeof type);
+        return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "unsupported tensor data type %s", type);
+    }
     if (tp->n_dims > TTH_MAX_RANK)
         return tth_diag_set(diag, TTH_EUNSUPPORTED, where, "tensor of rank %zu (at most %d)", tp->n_dims,
                             TTH_MAX_RANK);
