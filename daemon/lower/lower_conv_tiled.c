@@ -381,11 +381,19 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 ow = lw_bin(c, TTH_TBIN_MOD, ow, lw_i(c, p->OW));
             }
             int64_t ai = ((int64_t)j * RW + r) * vl;
-            if (p->ob) { /* NCHW<b>c out: the accumulator is block B0 + j of the pixel (vl = b, no tail; a
-                          * group's channels fill whole blocks, so B0 + j = g*NB + bg) */
-                if (lw_append(c, &seq, tk_epi_store_block(k, lw_add(c, B0, lw_i(c, j)), eoh, ow,
-                                                          tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0))))
-                    return NULL;
+            if (p->ob) { /* NCHW<b>c out: the accumulator is blocks (B0 + j)*obp + q of the pixel, q < obp
+                          * (vl = obp * b; a group's channels fill whole blocks, so B0 + j = g*NB + bg);
+                          * past the last block (a partial last accumulator) nothing is stored */
+                int64_t b = p->ob, nblocks = p->O / b;
+                for (int q = 0; q < k->obp; q++) {
+                    tth_texpr *blk = lw_add(c, lw_mul(c, lw_add(c, B0, lw_i(c, j)), lw_i(c, k->obp)), lw_i(c, q));
+                    tth_tstmt *st = tk_epi_store_block(k, blk, eoh, ow,
+                                                       tth_tir_vload(c->m, acc, lw_i(c, ai + q * b), (int)b, 0));
+                    if (st && k->obp > 1 && k->Og % vl)
+                        st = tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, blk, lw_i(c, nblocks)), st, NULL);
+                    if (!st || lw_append(c, &seq, st))
+                        return NULL;
+                }
                 continue;
             }
             tth_tstmt *full = tk_epi_store(k, tth_tir_ramp(c->m, ocb, 1, vl), eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0));
@@ -1325,8 +1333,19 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
         while (vl > 1 && vl / 2 >= k.Og)
             vl /= 2;
-        if (p->ob) /* an NCHW<b>c output: an accumulator is one block of it */
+        k.obp = 1;
+        if (p->ob) { /* an NCHW<b>c output: an accumulator is one block of it */
             vl = (int)p->ob;
+            /* or, for blocks narrower than the target's vector (8 on 16 lanes: 1000, 24, 40
+             * channels), lanes / b consecutive blocks side by side, so every FMA is full width;
+             * the epilogue stores each block's part of the accumulator (docs/layouts.md,
+             * "Narrow blocks"). The blocks of one accumulator stay in one group. */
+            int lanes = c->vec.f32_lanes;
+            if (lanes > vl && lanes % vl == 0 && k.Og >= lanes && (p->groups == 1 || k.Og % lanes == 0)) {
+                k.obp = lanes / vl;
+                vl = lanes;
+            }
+        }
         k.vl = vl;
         k.NB = (k.Og + vl - 1) / vl;
         if (wa->kind == TTH_REXPR_CONST) {

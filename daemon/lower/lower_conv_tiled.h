@@ -33,6 +33,8 @@ typedef struct tk {
     int64_t Cg, Og;
     int vl;                  /* lanes */
     int64_t NB;              /* blocks of vl output channels per group */
+    int obp;                 /* NCHW<b>c output with b narrower than the vector: b-channel blocks
+                                per accumulator (vl = obp * b), else 1 (docs/layouts.md) */
     int RC;                  /* channel blocks per tile */
     int flat;                /* the image as one row of OH*OW pixels: 1 for a 1x1 stride-1 unpadded
                                 convolution (pixel p is input offset p), 2 for a narrow image
