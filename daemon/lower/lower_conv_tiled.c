@@ -713,7 +713,7 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
     int64_t nb = nblk + (ro_last ? 1 : 0);
     int par = p->O * P * p->C >= LW_PARALLEL_MIN;
     tth_tstmt *seq = NULL;
-    if (tk_weights_outer(p, p->O * p->C) && nb >= TK_OUTER_MIN_BLOCKS) {
+    if (tk_weights_outer(p, p->O * p->C, c->cores) && nb >= TK_OUTER_MIN_BLOCKS) {
         /* the weights are the larger side (docs/lowering.md, "Loop order"): a parallel loop over
          * channel blocks, each running every pixel tile, so each block's weights are read once */
         lw_ax q, t;
@@ -1131,9 +1131,14 @@ static tth_tstmt *rows_kernel(tk *k, int RO, int RP)
     return seq;
 }
 
-int tk_weights_outer(const lw_conv_p *p, int64_t wfloats)
+int tk_weights_outer(const lw_conv_p *p, int64_t wfloats, int cores)
 {
-    return wfloats > p->C * p->H * p->W;
+    /* docs/lowering.md, "Loop order": on one core (-num-cores=1) the larger side outermost;
+     * split among cores (more than one, or as many as the machine has), only a much larger
+     * weight (a task then reads its share of the weights but the whole image, and the next layer
+     * reads the part of the image the other core wrote) */
+    int64_t in = p->C * p->H * p->W;
+    return cores == 1 ? wfloats > in : wfloats > TK_OUTER_PARALLEL_RATIO * in;
 }
 
 /* ------------------------------------------- entry: the strategies (lower_strategies.c) ---- */
@@ -1359,7 +1364,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
                 return NULL;
         }
         k.w = wp;
-        k.wouter = tk_weights_outer(p, p->groups * k.NB * k.Cg * p->KH * p->KW * vl);
+        k.wouter = tk_weights_outer(p, p->groups * k.NB * k.Cg * p->KH * p->KW * vl, c->cores);
     } else if (depthwise) {
         k.vl = 1;
         k.w = w;

@@ -67,10 +67,13 @@ tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tex
 tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
 /* 1 when a convolution's weights (packed, `wfloats` floats) are more than its input image: its
  * kernels then run channel blocks outermost (docs/lowering.md, "Loop order") */
-int tk_weights_outer(const lw_conv_p *p, int64_t wfloats);
+int tk_weights_outer(const lw_conv_p *p, int64_t wfloats, int cores);
 /* With the weights outermost, the parallel loop runs over channel blocks (or groups of them)
  * alone only from this many, enough to share among the cores */
 #define TK_OUTER_MIN_BLOCKS 4
+/* with more than one core, weights outermost only when they are this many times the image
+ * (docs/lowering.md, "Loop order") */
+#define TK_OUTER_PARALLEL_RATIO 8
 /* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 /* the same for an NCHW<b>c output: val is block blk (b channels) of pixel (oh, ow) */
