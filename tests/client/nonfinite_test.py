@@ -12,12 +12,11 @@ Exit status 77 (skipped) when numpy or onnx is missing.
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from private_tthd import PrivateTthd  # noqa: E402
+from private_tthd import PrivateTthd, finish  # noqa: E402
 
 try:
     import numpy as np
@@ -41,8 +40,7 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tth-nonfinite-")
     failures = []
-    daemon = PrivateTthd(args.tthctl, work)
-    try:
+    with PrivateTthd(args.tthctl, work) as daemon:
         path = os.path.join(work, "div.onnx")
         onnx.save(model(), path)
         # the first ten values (those --json shows) hold all three kinds among finite ones
@@ -91,14 +89,7 @@ def main():
         why = daemon.stop()
         if why:
             failures.append(why)
-    finally:
-        daemon.close()
-    for f in failures:
-        print("FAIL:", f)
-    if not failures:
-        print("ok: NaN and infinities survive run --json and the .npy for llvm and c")
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failures else 0
+    return finish(failures, work, "NaN and infinities survive run --json and the .npy for llvm and c")
 
 
 if __name__ == "__main__":

@@ -495,25 +495,36 @@ static uint64_t digits_entry_size(const uint8_t *model, size_t len)
     return size;
 }
 
+/* A daemon with one worker whose cache directory is a disk with room for three of digits' `llvm`
+ * entries (and a bit), with a bound of three and a half entries when `bounded`; a client talking
+ * to it. Skips the test (model freed) when this process may not mount. */
+static e2e_client *start_on_small_disk(e2e_daemon *d, uint8_t *model, size_t len, int bounded)
+{
+    uint64_t entry = digits_entry_size(model, len);
+    e2e_prepare(d);
+    if (small_disk(d, (3 * (pages_of(entry) + 1) + 2) * 4096) != 0) {
+        e2e_cleanup(d);
+        free(model);
+        cr_skip_test("mounting a tmpfs needs root");
+    }
+    e2e_put_real_plugins(d);
+    char bound[32];
+    snprintf(bound, sizeof bound, "%llu", (unsigned long long)(3 * entry + entry / 2));
+    const char *args[] = {"--workers", "1", bounded ? "--cache-max-bytes" : NULL, bound, NULL};
+    e2e_launch(d, NULL, args);
+    e2e_client *c = e2e_client_new(d);
+    e2e_client_init(c);
+    return c;
+}
+
 /* A disk with room for three entries: compiles go on when a store fails for want of space, and
  * status counts the entries whose files are there, not those it could not write */
 Test(daemon, a_full_disk_is_counted_as_stored, .timeout = 300)
 {
     size_t len;
     uint8_t *model = e2e_read_digits(&len);
-    uint64_t entry = digits_entry_size(model, len);
     e2e_daemon d;
-    e2e_prepare(&d);
-    if (small_disk(&d, (3 * (pages_of(entry) + 1) + 2) * 4096) != 0) {
-        e2e_cleanup(&d);
-        free(model);
-        cr_skip_test("mounting a tmpfs needs root");
-    }
-    e2e_put_real_plugins(&d);
-    const char *args[] = {"--workers", "1", NULL};
-    e2e_launch(&d, NULL, args);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_client *c = start_on_small_disk(&d, model, len, 0);
     json_t *st = NULL;
     for (int i = 0; i < 5; i++) {
         json_decref(st);
@@ -539,21 +550,8 @@ Test(daemon, the_cache_bound_holds_while_an_entry_is_written, .timeout = 300)
 {
     size_t len;
     uint8_t *model = e2e_read_digits(&len);
-    uint64_t entry = digits_entry_size(model, len);
     e2e_daemon d;
-    e2e_prepare(&d);
-    if (small_disk(&d, (3 * (pages_of(entry) + 1) + 2) * 4096) != 0) {
-        e2e_cleanup(&d);
-        free(model);
-        cr_skip_test("mounting a tmpfs needs root");
-    }
-    e2e_put_real_plugins(&d);
-    char bound[32];
-    snprintf(bound, sizeof bound, "%llu", (unsigned long long)(3 * entry + entry / 2));
-    const char *args[] = {"--workers", "1", "--cache-max-bytes", bound, NULL};
-    e2e_launch(&d, NULL, args);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_client *c = start_on_small_disk(&d, model, len, 1);
     json_t *st = NULL;
     for (int i = 0; i < 5; i++) {
         json_decref(st);

@@ -250,18 +250,28 @@ Test(remote_cache, corrupt_or_truncated_entries_are_misses_and_replaced, .timeou
     redis_stop(&rd);
 }
 
+/* Redis with the address parameters params, a daemon using it, and one compile of digits for
+ * `llvm` stored there; the client that compiled it (the daemon's connection to Redis is back in
+ * its pool) */
+static e2e_client *one_stored(redis *rd, const char *params, e2e_daemon *a, uint8_t **model, size_t *len)
+{
+    redis_start(rd, params);
+    daemon_start(a, rd);
+    *model = e2e_read_digits(len);
+    e2e_client *c = e2e_client_new(a);
+    e2e_client_init(c);
+    free(compile_expect(c, 1, *model, *len, "llvm", "miss", NULL));
+    wait_stores(c, 1);
+    return c;
+}
+
 Test(remote_cache, redis_killed_restarted_and_stalled, .timeout = 300)
 {
     redis rd;
-    redis_start(&rd, "retry=1&timeout=0.5");
     e2e_daemon a;
-    daemon_start(&a, &rd);
     size_t len;
-    uint8_t *model = e2e_read_digits(&len);
-    e2e_client *c = e2e_client_new(&a);
-    e2e_client_init(c);
-    free(compile_expect(c, 1, model, len, "llvm", "miss", NULL));
-    wait_stores(c, 1);
+    uint8_t *model;
+    e2e_client *c = one_stored(&rd, "retry=1&timeout=0.5", &a, &model, &len);
     /* killed: compiles go on with the local cache, one warning */
     redis_kill(&rd, SIGKILL);
     free(compile_expect(c, 2, model, len, "c", "miss", NULL));
@@ -307,15 +317,10 @@ static json_t *compile_answer(e2e_client *c, json_int_t id, const uint8_t *model
 Test(remote_cache, a_stalled_redis_costs_one_timeout, .timeout = 300)
 {
     redis rd;
-    redis_start(&rd, "retry=60&timeout=1");
     e2e_daemon a;
-    daemon_start(&a, &rd);
     size_t len;
-    uint8_t *model = e2e_read_digits(&len);
-    e2e_client *c = e2e_client_new(&a);
-    e2e_client_init(c);
-    free(compile_expect(c, 1, model, len, "llvm", "miss", NULL));
-    wait_stores(c, 1); /* its connection is idle in the pool now */
+    uint8_t *model;
+    e2e_client *c = one_stored(&rd, "retry=60&timeout=1", &a, &model, &len); /* its connection idle in the pool */
     redis_kill(&rd, SIGSTOP);
     json_t *r = compile_answer(c, 2, model, len, "c");
     double waited = json_number_value(json_object_get(json_object_get(json_object_get(r, "result"), "timings"),

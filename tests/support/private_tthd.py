@@ -8,8 +8,15 @@ test, never another user's daemon.
         why = daemon.stop()                 # None, or why it did not stop cleanly
     finally:
         daemon.close()                      # killed if still running
+
+or, the same:
+
+    with PrivateTthd(tthctl, work) as daemon:
+        ... daemon.ctl("compile", ...)
+        why = daemon.stop()
 """
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -44,7 +51,26 @@ class PrivateTthd:
             sys.stderr.write(f.read()[-4000:])
         return "tthd: stop exit %d, daemon exit %d" % (stop.returncode, self.proc.returncode)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def finish(failures, work, ok=None):
+    """The end of a test script: each failure printed, the work directory removed when there is
+    none (kept to look at otherwise); the exit status."""
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        if ok:
+            print("ok:", ok)
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0

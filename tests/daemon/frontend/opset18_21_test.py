@@ -20,7 +20,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
-from private_tthd import PrivateTthd  # noqa: E402
+from private_tthd import PrivateTthd, finish  # noqa: E402
 
 try:
     import numpy as np
@@ -200,8 +200,7 @@ def main():
         return 77
     work = tempfile.mkdtemp(prefix="tth-opset18-")
     failures = []
-    daemon = PrivateTthd(args.tthctl, work)
-    try:
+    with PrivateTthd(args.tthctl, work) as daemon:
         for i, (name, m, inputs) in enumerate(cases()):
             d = os.path.join(work, "c%02d" % i)
             os.makedirs(d)
@@ -254,13 +253,7 @@ def main():
         why = daemon.stop()
         if why:
             failures.append(why)
-    finally:
-        daemon.close()
-    for f in failures:
-        print("FAIL:", f)
-    if not failures:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failures else 0
+    return finish(failures, work)
 
 
 if __name__ == "__main__":
