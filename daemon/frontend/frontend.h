@@ -80,6 +80,9 @@ int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag); /* into conv
  * and why (docs/operators.md, "Constant folding"); 0 when some argument is not a constant. */
 int tth_relay_constant_call_why(tth_relay_module *m, const tth_rexpr *call, char *why, size_t len);
 int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag);
+/* A zero nn.pad of rows and columns before a convolution or an average pool becomes that
+ * operator's padding (fold_pad.c) */
+int tth_relay_fold_pad(tth_relay_module *m, tth_diag *diag);
 /* A convolution's kernel taps that read only padding for every output are cut (conv_taps.c): the
  * kernel shrinks to the taps that read the image, the padding moves with it. */
 int tth_relay_trim_conv_taps(tth_relay_module *m, tth_diag *diag);

@@ -13,7 +13,9 @@ int tth_relay_simplify(tth_relay_module *m, tth_diag *diag)
         {"fold_constants", tth_relay_fold_constants},     /* requires: well-typed module */
         {"fold_batch_norm", tth_relay_fold_batch_norm},   /* requires: constant statistics folded */
         {"fold_constants", tth_relay_fold_constants},     /* folds what batch-norm folding built */
-        {"trim_conv_taps", tth_relay_trim_conv_taps},     /* requires: constant weights folded */
+        {"fold_pad", tth_relay_fold_pad},                 /* requires: pads of constants folded */
+        {"trim_conv_taps", tth_relay_trim_conv_taps},     /* requires: constant weights folded; after
+                                                             fold_pad (the pad's rows are taps) */
         {"fuse_attention", tth_relay_fuse_attention},     /* requires: constant scales folded */
         {"eliminate_dead_code", tth_relay_eliminate_dead_code},
     };

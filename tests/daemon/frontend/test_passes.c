@@ -311,6 +311,83 @@ Test(passes, conv_taps_reading_only_padding_are_cut)
     }
 }
 
+/* x [1, 3, 6, 7] → Pad (rows 1 before, 2 after; columns 2 and 1; value pv) → op: a 3x3 Conv
+ * (conv), else an AveragePool 3x3 with pads own[4] and count_include_pad incl; with `shared` the
+ * pad is also a second output */
+static tth_relay_module *pad_model(int conv, double pv, const int64_t *own, int incl, int shared)
+{
+    ob b;
+    ob_init(&b, 13);
+    int64_t xd[4] = {1, 3, 6, 7}, wd[4] = {4, 3, 3, 3}, pd[1] = {8};
+    int64_t pads[8] = {0, 0, 1, 2, 0, 0, 2, 1};
+    float w[108], v = (float)pv;
+    for (int i = 0; i < 108; i++)
+        w[i] = frand();
+    ob_input(&b, "x", xd, 4);
+    ob_init_i64(&b, "P", pd, 1, pads);
+    ob_init_f32(&b, "V", NULL, 0, &v);
+    ob_node(&b, "Pad", "p", "x,P,V", "xp");
+    if (conv) {
+        ob_init_f32(&b, "W", wd, 4, w);
+        ob_attr_ints(&b, ob_node(&b, "Conv", "c", "xp,W", "y"), "pads", own, 4);
+    } else {
+        Onnx__NodeProto *n = ob_node(&b, "AveragePool", "a", "xp", "y");
+        ob_attr_ints(&b, n, "kernel_shape", (int64_t[]){3, 3}, 2);
+        ob_attr_ints(&b, n, "pads", own, 4);
+        ob_attr_i(&b, n, "count_include_pad", incl);
+    }
+    ob_output(&b, "y");
+    if (shared)
+        ob_output(&b, "xp");
+    tth_relay_module *m = import_ob(&b);
+    ob_free(&b);
+    return m;
+}
+
+/* A zero pad of rows and columns before a convolution or an average pool becomes its padding
+ * (fold_pad.c), with the same numbers; a pad of another value, one before a pool whose own
+ * padding is not counted, and one that has another user stay. */
+Test(passes, zero_pads_fold_into_convolutions_and_pools)
+{
+    static const int64_t none[4] = {0, 0, 0, 0}, one[4] = {1, 1, 1, 1};
+    static const struct {
+        int conv;
+        double pv;
+        const int64_t *own;
+        int incl, shared, folds;
+    } cases[] = {
+        {1, 0.0, none, 0, 0, 1}, {1, 0.0, one, 0, 0, 1},  {0, 0.0, none, 0, 0, 1}, {0, 0.0, one, 1, 0, 1},
+        {0, 0.0, one, 0, 0, 0},  {1, 0.5, none, 0, 0, 0}, {0, 0.0, none, 0, 1, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lcg = 99;
+        tth_relay_module *a = pad_model(cases[k].conv, cases[k].pv, cases[k].own, cases[k].incl, cases[k].shared);
+        lcg = 99;
+        tth_relay_module *b = pad_model(cases[k].conv, cases[k].pv, cases[k].own, cases[k].incl, cases[k].shared);
+        tth_diag d;
+        tth_diag_clear(&d);
+        cr_assert_eq(tth_relay_fold_constants(b, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_fold_pad(b, &d), 0, "%s", d.message);
+        cr_assert_eq(tth_relay_verify(b, &d), 0, "%s", d.message);
+        cr_assert_eq(count_op(b, TTH_OP_PAD), cases[k].folds ? 0 : 1, "case %zu: %d pads left", k, count_op(b, TTH_OP_PAD));
+        tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 6, 7}};
+        tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
+        for (int i = 0; i < 126; i++)
+            ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
+        tth_tensor *ya = evaluate(a, x, 0), *yb = evaluate(b, x2, 0);
+        cr_assert(tth_ttype_equal(&ya->type, &yb->type), "case %zu: the output's shape changed", k);
+        for (int64_t i = 0; i < tth_ttype_numel(&ya->type); i++)
+            cr_assert_float_eq(((float *)yb->data)[i], ((float *)ya->data)[i], 1e-5, "case %zu: y[%lld]", k,
+                               (long long)i);
+        tth_tensor_unref(x);
+        tth_tensor_unref(x2);
+        tth_tensor_unref(ya);
+        tth_tensor_unref(yb);
+        tth_relay_module_free(a);
+        tth_relay_module_free(b);
+    }
+}
+
 /* x → conv → add(bias) → relu → maxpool → conv → sigmoid, multiply (swish) */
 static tth_relay_module *swish_model(void)
 {
