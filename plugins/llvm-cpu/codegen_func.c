@@ -447,21 +447,85 @@ static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
         LLVMBuildStore(c->b, v, LLVMBuildStructGEP2(c->b, st, env, (unsigned)i, ""));
     }
 
-    /* the task function */
-    char name[512];
+    /* The task function loads the environment, computes its range of iterations and calls the
+     * body function, which runs them. The body takes the buffers as parameters, noalias where
+     * they are the operator's own (noalias in the operator too, bind_params): loaded from the
+     * environment inside one function, LLVM could not tell them apart, and a VECTORIZED loop
+     * that reads one buffer through computed indices (resize's gathers) and writes another
+     * stayed scalar ("loop not vectorized"). */
+    char name[512], bname[540];
     snprintf(name, sizeof name, "%s_par%d", c->fn && c->fn->name ? c->fn->name : "f", c->nparallel++);
+    snprintf(bname, sizeof bname, "%s_body", name);
     LLVMTypeRef targs[3] = {i32, i32, pt};
     LLVMTypeRef tty = LLVMFunctionType(i32, targs, 3, 0);
     LLVMValueRef tf = LLVMAddFunction(c->mod, name, tty);
     LLVMSetLinkage(tf, LLVMInternalLinkage);
+    size_t nbp = nv + nb + 3; /* lo, hi, the variables, the buffers, the workspace */
+    LLVMTypeRef *bt = calloc(nbp, sizeof *bt);
+    LLVMValueRef *bargs = calloc(nbp, sizeof *bargs);
+    if (!bt || !bargs) {
+        free(bt);
+        free(bargs);
+        free(ft);
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    bt[0] = bt[1] = i64;
+    for (size_t i = 0; i < nv + nb; i++)
+        bt[2 + i] = ft[i];
+    bt[nv + nb + 2] = pt;
+    LLVMTypeRef bty = LLVMFunctionType(LLVMVoidTypeInContext(c->ctx), bt, (unsigned)nbp, 0);
+    LLVMValueRef bf = LLVMAddFunction(c->mod, bname, bty);
+    LLVMSetLinkage(bf, LLVMInternalLinkage);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    for (size_t i = 0; i < nb; i++)
+        for (size_t k = 0; c->fn && k < c->fn->nparams; k++)
+            if (c->fn->params[k]->id == c->bufs.items[i].id) {
+                LLVMAddAttributeAtIndex(bf, (unsigned)(2 + nv + i + 1), LLVMCreateEnumAttribute(c->ctx, noalias, 0));
+                break;
+            }
 
+    /* the task: env -> its iterations [lo, hi) -> body */
+    LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);
+    if (!tb) {
+        free(bt);
+        free(bargs);
+        free(ft);
+        return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
+    }
+    LLVMPositionBuilderAtEnd(tb, LLVMAppendBasicBlockInContext(c->ctx, tf, "entry"));
+    {
+        LLVMValueRef envp = LLVMGetParam(tf, 2), f[3];
+        for (size_t i = 0; i < nf; i++) {
+            LLVMValueRef v = LLVMBuildLoad2(tb, ft[i], LLVMBuildStructGEP2(tb, st, envp, (unsigned)i, ""), "");
+            if (i < nv + nb)
+                bargs[2 + i] = v;
+            else
+                f[i - nv - nb] = v;
+        }
+        bargs[nv + nb + 2] = f[0];
+        LLVMValueRef task = LLVMBuildSExt(tb, LLVMGetParam(tf, 0), i64, "");
+        LLVMValueRef ntasks = LLVMBuildSExt(tb, LLVMGetParam(tf, 1), i64, "");
+        LLVMValueRef chunk = LLVMBuildSDiv(tb, LLVMBuildAdd(tb, f[2], LLVMBuildSub(tb, ntasks, LLVMConstInt(i64, 1, 0), ""),
+                                                            ""), ntasks, "chunk");
+        LLVMValueRef end = LLVMBuildAdd(tb, f[1], f[2], "");
+        LLVMValueRef lo = LLVMBuildAdd(tb, f[1], LLVMBuildMul(tb, task, chunk, ""), "lo");
+        LLVMValueRef hi = LLVMBuildAdd(tb, lo, chunk, "");
+        bargs[0] = lo;
+        bargs[1] = LLVMBuildSelect(tb, LLVMBuildICmp(tb, LLVMIntSLT, hi, end, ""), hi, end, "hi");
+        LLVMBuildCall2(tb, bty, bf, bargs, (unsigned)nbp, "");
+        LLVMBuildRet(tb, i32_const(c, 0));
+    }
+    LLVMDisposeBuilder(tb);
+    free(bargs);
+
+    /* the body: the loop over [lo, hi) */
     LLVMValueRef save_llfn = c->llfn, save_ws = c->workspace;
     LLVMBasicBlockRef save_entry = c->entry_bb, save_bb = LLVMGetInsertBlock(c->b);
     LLVMBuilderRef save_eb = c->eb;
     tth__llcg_scope save_vars = c->vars, save_bufs = c->bufs;
     memset(&c->vars, 0, sizeof c->vars);
     memset(&c->bufs, 0, sizeof c->bufs);
-    c->llfn = tf;
+    c->llfn = bf;
     c->entry_bb = new_block(c, "entry");
     LLVMBasicBlockRef body = new_block(c, "body");
     c->eb = LLVMCreateBuilderInContext(c->ctx);
@@ -469,38 +533,24 @@ static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
     if (!rc) {
         LLVMPositionBuilderAtEnd(c->eb, c->entry_bb);
         LLVMPositionBuilderAtEnd(c->b, body);
-        LLVMValueRef envp = LLVMGetParam(tf, 2);
-        LLVMValueRef f[3];
-        for (size_t i = 0; i < nf && !rc; i++) {
-            LLVMValueRef v = LLVMBuildLoad2(c->eb, ft[i], LLVMBuildStructGEP2(c->eb, st, envp, (unsigned)i, ""), "");
-            if (i < nv)
-                rc = tth__llcg_scope_push(&c->vars, save_vars.items[i].id, v);
-            else if (i < nv + nb)
-                rc = tth__llcg_scope_push(&c->bufs, save_bufs.items[i - nv].id, v);
-            else
-                f[i - nv - nb] = v;
+        for (size_t i = 0; i < nv + nb && !rc; i++) {
+            LLVMValueRef v = LLVMGetParam(bf, (unsigned)(2 + i));
+            rc = i < nv ? tth__llcg_scope_push(&c->vars, save_vars.items[i].id, v)
+                        : tth__llcg_scope_push(&c->bufs, save_bufs.items[i - nv].id, v);
         }
         if (rc)
             rc = tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
         if (!rc) {
-            c->workspace = save_ws ? f[0] : NULL;
-            LLVMValueRef task = LLVMBuildSExt(c->b, LLVMGetParam(tf, 0), i64, "");
-            LLVMValueRef ntasks = LLVMBuildSExt(c->b, LLVMGetParam(tf, 1), i64, "");
-            LLVMValueRef chunk = LLVMBuildSDiv(c->b, LLVMBuildAdd(c->b, f[2], LLVMBuildSub(c->b, ntasks,
-                                               LLVMConstInt(i64, 1, 0), ""), ""), ntasks, "chunk");
-            LLVMValueRef end = LLVMBuildAdd(c->b, f[1], f[2], "");
-            LLVMValueRef lo = LLVMBuildAdd(c->b, f[1], LLVMBuildMul(c->b, task, chunk, ""), "lo");
-            LLVMValueRef hi = LLVMBuildAdd(c->b, lo, chunk, "");
-            hi = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, hi, end, ""), hi, end, "hi");
+            c->workspace = save_ws ? LLVMGetParam(bf, (unsigned)(nv + nb + 2)) : NULL;
             const tth_tvar *var = s->u.loop.var;
-            lo = tth__llcg_convert(c, lo, TTH_I64, var->dtype);
-            hi = tth__llcg_convert(c, hi, TTH_I64, var->dtype);
+            LLVMValueRef lo = tth__llcg_convert(c, LLVMGetParam(bf, 0), TTH_I64, var->dtype);
+            LLVMValueRef hi = tth__llcg_convert(c, LLVMGetParam(bf, 1), TTH_I64, var->dtype);
             c->in_parallel = 1;
             rc = emit_loop(c, var, lo, hi, TTH_LOOP_SERIAL, 0, s->u.loop.body);
             c->in_parallel = 0;
         }
         if (!rc) {
-            LLVMBuildRet(c->b, i32_const(c, 0));
+            LLVMBuildRetVoid(c->b);
             LLVMBuildBr(c->eb, body);
         }
     }
@@ -515,6 +565,7 @@ static int lower_parallel_for(tth__llcg *c, const tth_tstmt *s)
     c->entry_bb = save_entry;
     c->eb = save_eb;
     LLVMPositionBuilderAtEnd(c->b, save_bb);
+    free(bt);
     free(ft);
     if (rc)
         return rc;

@@ -82,7 +82,7 @@ def main():
             got = np.load(os.path.join(out, "q.npy"))
             if got.tobytes() != want.tobytes() and not np.array_equal(got, want, equal_nan=True):
                 failures.append("%s: q.npy is %s, numpy has %s" % (target, got, want))
-            r = daemon.ctl("run", art, *inputs)
+            r = daemon.ctl("run", art, *inputs, "--output-dir", out)
             first = r.stdout.split("values:")[1].split("\n")[0].split() if "values:" in r.stdout else []
             if r.returncode != 0 or first[:3] != ["nan", "inf", "-inf"]:
                 failures.append("%s: text output starts %s, expected nan inf -inf" % (target, first[:3]))
