@@ -103,13 +103,5 @@ static tth_rexpr *trim_visit(void *ctx, tth_relay_module *m, tth_rexpr *orig, tt
 
 int tth_relay_trim_conv_taps(tth_relay_module *m, tth_diag *diag)
 {
-    if (!m)
-        return tth_diag_set(diag, TTH_EINVAL, NULL, "no module");
-    for (size_t i = 0; i < m->nfuncs; i++) {
-        tth__rewriter rw = {.visit = trim_visit};
-        int rc = tth__rewrite_function(m, m->funcs[i], &rw, diag);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tth__rewrite_module(m, trim_visit, diag);
 }

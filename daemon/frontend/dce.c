@@ -65,14 +65,9 @@ static tth_rexpr *dce_visit(void *ctx, tth_relay_module *m, tth_rexpr *orig, tth
 
 int tth_relay_eliminate_dead_code(tth_relay_module *m, tth_diag *diag)
 {
-    if (!m)
-        return tth_diag_set(diag, TTH_EINVAL, NULL, "no module");
-    for (size_t i = 0; i < m->nfuncs; i++) {
-        tth__rewriter rw = {.visit = dce_visit};
-        int rc = tth__rewrite_function(m, m->funcs[i], &rw, diag);
-        if (rc)
-            return rc;
-    }
+    int rc = tth__rewrite_module(m, dce_visit, diag);
+    if (rc)
+        return rc;
     if (tth_relay_module_main(m))
         tth_relay_module_prune(m);
     return 0;

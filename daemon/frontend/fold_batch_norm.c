@@ -146,14 +146,5 @@ static tth_rexpr *bn_visit(void *ctx, tth_relay_module *m, tth_rexpr *orig, tth_
 
 int tth_relay_fold_batch_norm(tth_relay_module *m, tth_diag *diag)
 {
-    if (!m)
-        return tth_diag_set(diag, TTH_EINVAL, NULL, "no module");
-    for (size_t i = 0; i < m->nfuncs; i++) {
-        tth__rewriter rw = {.visit = bn_visit};
-        rw.ctx = &rw;
-        int rc = tth__rewrite_function(m, m->funcs[i], &rw, diag);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tth__rewrite_module(m, bn_visit, diag);
 }

@@ -70,14 +70,5 @@ static tth_rexpr *pad_visit(void *ctx, tth_relay_module *m, tth_rexpr *orig, tth
 
 int tth_relay_fold_pad(tth_relay_module *m, tth_diag *diag)
 {
-    if (!m)
-        return tth_diag_set(diag, TTH_EINVAL, NULL, "no module");
-    for (size_t i = 0; i < m->nfuncs; i++) {
-        tth__rewriter rw = {.visit = pad_visit};
-        rw.ctx = &rw;
-        int rc = tth__rewrite_function(m, m->funcs[i], &rw, diag);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tth__rewrite_module(m, pad_visit, diag);
 }

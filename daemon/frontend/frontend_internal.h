@@ -57,6 +57,9 @@ typedef struct tth__rewriter {
     tth_rexpr **map;
 } tth__rewriter;
 int tth__rewrite_function(tth_relay_module *m, tth_relay_function *fn, tth__rewriter *rw, tth_diag *diag);
+/* Every function of m rewritten by visit, whose ctx is the function's tth__rewriter (for its
+ * users counts); 0, or the first failure's code (TTH_EINVAL without a module). */
+int tth__rewrite_module(tth_relay_module *m, tth__rewrite_visit visit, tth_diag *diag);
 /* Rebuild a node of the same kind/op/attrs with new arguments. */
 tth_rexpr *tth__rebuild(tth_relay_module *m, const tth_rexpr *orig, tth_rexpr *const *args, size_t nargs,
                         tth_diag *diag);

@@ -155,3 +155,17 @@ done:
     free(map);
     return rc;
 }
+
+int tth__rewrite_module(tth_relay_module *m, tth__rewrite_visit visit, tth_diag *diag)
+{
+    if (!m)
+        return tth_diag_set(diag, TTH_EINVAL, NULL, "no module");
+    for (size_t i = 0; i < m->nfuncs; i++) {
+        tth__rewriter rw = {.visit = visit};
+        rw.ctx = &rw;
+        int rc = tth__rewrite_function(m, m->funcs[i], &rw, diag);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
