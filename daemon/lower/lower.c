@@ -675,6 +675,14 @@ tth_tstmt *lw_nest(lw_ctx *c, const int64_t *shape, int rank, int flags, lw_body
         idx[d] = lw_ref(c, vars[d]);
         loops[nloops++] = d;
     }
+    /* an image's rows outermost (docs/threads.md, "Locality"): a batch-1 tensor of rank 4 or 5
+     * (NCHW, NCHW<b>c) is split among the cores by rows, as its producers and consumers split it,
+     * not by channels (which would pull half of every row from the other core's cache) */
+    if ((flags & LW_ROWS) && total >= LW_PARALLEL_MIN && rank >= 4 && shape[0] == 1 && shape[1] > 1 &&
+        shape[2] >= 4 && nloops >= 3 && loops[0] == 1 && loops[1] == 2) {
+        loops[0] = 2;
+        loops[1] = 1;
+    }
     /* hoisting state is saved: nests may be built inside other nests' bodies */
     int save_on = c->hoist_on, save_nallowed = c->nhoist_allowed, save_n = c->nhoist;
     tth_tvar *save_inner = c->hoist_inner;
@@ -808,7 +816,7 @@ tth_tstmt *lw_pointwise_stage(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
 {
     lw_pw_arg a = {call, s};
     const tth_ttype *t = lw_ty(call);
-    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR, lw_pointwise_body, &a);
+    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR | LW_ROWS, lw_pointwise_body, &a);
 }
 
 /* Can the inline tree rooted at e be evaluated with one flat index? */
@@ -869,7 +877,7 @@ static tth_tstmt *lw_ew_stage(lw_ctx *c, const tth_rexpr *e, tth_tbuffer *dest)
         return lw_for(c, v, lw_i(c, 0), lw_i(c, n), TTH_LOOP_VECTORIZED, st);
     }
     lw_ew_arg a = {e, dest};
-    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR, lw_ew_body, &a);
+    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR | LW_ROWS, lw_ew_body, &a);
 }
 
 typedef struct lw_copy_arg {

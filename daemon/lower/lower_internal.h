@@ -303,9 +303,12 @@ int lw_sink_direct(const lw_sink *s, int field, tth_dtype acc);
 typedef tth_tstmt *(*lw_body_fn)(lw_ctx *c, tth_texpr *const *idx, void *arg);
 #define LW_PARALLEL 1
 #define LW_VECTOR 2
+#define LW_ROWS 4
 /* Loops over every index of shape (dims of extent 1 get the index 0 and no loop), with body(idx)
  * innermost. flags: LW_PARALLEL marks the outermost loop parallel when the work is big,
- * LW_VECTOR marks the innermost loop vectorized (it must be the last dimension). Hoists
+ * LW_VECTOR marks the innermost loop vectorized (it must be the last dimension), LW_ROWS (with
+ * LW_PARALLEL) puts the rows of a batch-1 image (axis 2 of rank 4 or 5) outermost, split
+ * among the cores as the convolutions split them. Hoists
  * loop-invariant index arithmetic of the innermost loop into LETs. */
 tth_tstmt *lw_nest(lw_ctx *c, const int64_t *shape, int rank, int flags, lw_body_fn body, void *arg);
 /* One loop: for (v = min; v < min + extent; v++) body. */
@@ -339,6 +342,11 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
  * few microseconds) a launch and the cores' cache traffic cost more than the split saves
  * (bench/README.md: 4096 made ShuffleNet-v2 slower on two threads than on one). */
 #define LW_PARALLEL_MIN (1 << 18)
+/* A channel concatenation of an image is split among the cores by rows from this many elements
+ * (lower_shape.c): its inputs were written split by rows, so copied on one core it would pull
+ * half of them from the other's cache, and write rows the other core reads next. DenseNet-121
+ * on two threads: 24.9 ms with LW_PARALLEL_MIN, 21.9 with this (bench/README.md). */
+#define LW_ROWS_PARALLEL_MIN (1 << 12)
 
 /* Substitute LETs bound to integer immediates and one-iteration loops, drop empty loops and
  * constant IFs (lower_simplify.c). NULL on OOM (diag set). */

@@ -16,6 +16,7 @@ typedef struct sh_arg {
     int64_t off;              /* concatenate/split offset along axis */
     int axis;
     int64_t v1[TTH_MAX_RANK], v2[TTH_MAX_RANK], v3[TTH_MAX_RANK];
+    tth_texpr *row;           /* concatenate by rows: the row of axis + 1 */
 } sh_arg;
 
 static tth_tstmt *sh_nest(lw_ctx *c, const tth_ttype *t, lw_body_fn fn, sh_arg *a)
@@ -99,14 +100,32 @@ tth_tstmt *lw_broadcast_to(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     return a.x ? sh_nest(c, lw_ty(call), bcast_body, &a) : NULL;
 }
 
-/* concatenate: each input copied to its slot along axis */
+/* concatenate: each input copied to its slot along axis; a->row, when set, is the index of
+ * axis a->axis + 1 (the nest runs over one row of it, lw_concatenate) */
 static tth_tstmt *concat_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     sh_arg *a = arg;
-    tth_texpr *o[TTH_MAX_RANK];
-    for (int d = 0; d < a->x->rank; d++)
-        o[d] = d == a->axis ? lw_add(c, idx[d], lw_i(c, a->off)) : idx[d];
-    return lw_sink_store(c, a->s, 0, o, lw_load_at(c, a->x, idx));
+    tth_texpr *o[TTH_MAX_RANK], *in[TTH_MAX_RANK];
+    for (int d = 0; d < a->x->rank; d++) {
+        in[d] = a->row && d == a->axis + 1 ? a->row : idx[d];
+        o[d] = d == a->axis ? lw_add(c, in[d], lw_i(c, a->off)) : in[d];
+    }
+    return lw_sink_store(c, a->s, 0, o, lw_load_at(c, a->x, in));
+}
+
+/* A channel concatenation of one image (ones before the axis, rows after it: NCHW or NCHW<b>c)
+ * large enough to split is one parallel loop over the output's rows, each task copying its
+ * rows of every input; copied input by input, the inputs too small to split would all be
+ * copied by the launching thread, which reads the rows the other cores wrote and writes the
+ * rows they read next (docs/threads.md, "Locality"). */
+static int concat_by_rows(const tth_ttype *ot, int64_t ax)
+{
+    if (ax + 1 >= ot->rank || ot->shape[ax + 1] < 2 || lw_numel(ot->shape, ot->rank) < LW_ROWS_PARALLEL_MIN)
+        return 0;
+    for (int64_t d = 0; d < ax; d++)
+        if (ot->shape[d] != 1)
+            return 0;
+    return 1;
 }
 
 tth_tstmt *lw_concatenate(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -115,18 +134,35 @@ tth_tstmt *lw_concatenate(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int64_t ax = lw_attr_int(call, "axis", 0);
     if (ax < 0)
         ax += ot->rank;
+    int rows = concat_by_rows(ot, ax);
+    tth_tvar *rv = rows ? lw_var(c, "row", TTH_I64) : NULL;
+    if (rows && !rv)
+        return NULL;
     tth_tstmt *seq = NULL;
     int64_t off = 0;
     for (size_t i = 0; i < call->u.call.nargs; i++) {
-        sh_arg a = {call, s, sh_in(c, call, i), 0, off, (int)ax, {0}, {0}, {0}};
+        sh_arg a = {call, s, sh_in(c, call, i), 0, off, (int)ax, {0}, {0}, {0}, rv ? lw_ref(c, rv) : NULL};
         if (!a.x)
             return NULL;
         const tth_ttype *it = lw_ty(lw_arg(call, i));
-        if (lw_numel(it->shape, it->rank) > 0 && lw_append(c, &seq, sh_nest(c, it, concat_body, &a)))
-            return NULL;
+        if (lw_numel(it->shape, it->rank) > 0) {
+            tth_tstmt *st;
+            if (rows) {
+                int64_t one_row[TTH_MAX_RANK];
+                memcpy(one_row, it->shape, sizeof(int64_t) * (size_t)it->rank);
+                one_row[ax + 1] = 1;
+                st = lw_nest(c, one_row, it->rank, LW_VECTOR, concat_body, &a);
+            } else {
+                st = sh_nest(c, it, concat_body, &a);
+            }
+            if (lw_append(c, &seq, st))
+                return NULL;
+        }
         off += it->shape[ax];
     }
-    return seq ? seq : tth_tir_seq(c->m, NULL, 0);
+    if (!seq)
+        return tth_tir_seq(c->m, NULL, 0);
+    return rows ? lw_for(c, rv, lw_i(c, 0), lw_i(c, ot->shape[ax + 1]), TTH_LOOP_PARALLEL, seq) : seq;
 }
 
 /* split: field f is x[.., off_f + i, ..] */

@@ -20,9 +20,9 @@ outside the image or empty, batch indices picking either image, opsets 10 and 16
 BatchNormalization with training_mode=1 (ranks 2, 3 and 5, momentum, some of the running
 statistics asked for, an input far from zero) and of GridSample (every mode with every padding
 mode, align_corners with reflection, halfway points for nearest, points far outside, batch 2
-with several channels, float64, one and three spatial axes) and of concatenations done in place
-(and those that cannot be), written as ONNX test cases whose
-expected outputs come from numpy (an implementation of the ONNX definitions, numpy.einsum and
+with several channels, float64, one and three spatial axes), of concatenations done in place
+(and those that cannot be, as in a DenseNet block, split among the cores by rows), written as
+ONNX test cases whose expected outputs come from numpy (an implementation of the ONNX definitions, numpy.einsum and
 numpy.fft), independent of tth.
 
     composed_cases.py --conformance build/tests/conformance/tth-conformance [--keep DIR]
@@ -1146,6 +1146,62 @@ def write_blocked_se(root, rng):
     save_case(root, "blocked_squeeze_excitation", m, [([("x", x)], [("c3", y)])])
 
 
+def write_dense_block(root, rng):
+    """A DenseNet block (batch 1): every layer reads the concatenation of all earlier features
+    through a per-channel scale and shift and a ReLU, so each feature is joined several times
+    and no join is done in place. The joins are large enough to be split among the cores by rows
+    (docs/threads.md, "Locality"); 20 rows, which 2 or 3 cores do not divide into bands of the
+    same size. Beside it a large element-wise op on an image (a per-channel scale, a sigmoid),
+    also split by rows. numpy computes the expected outputs."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    x = rng.normal(0, 1, (1, 32, 20, 20)).astype(np.float32)
+    z = rng.normal(0, 1, (1, 40, 80, 82)).astype(np.float32)
+    P, nodes, cur = {}, [], {"x": x.astype(np.float64), "z": z.astype(np.float64)}
+
+    def conv(name, src, o, c, k, pad):
+        w = rng.normal(0, (2.0 / (c * k * k)) ** 0.5, (o, c, k, k)).astype(np.float32)
+        b = rng.normal(0, 0.1, (o,)).astype(np.float32)
+        P[name + "_w"], P[name + "_b"] = w, b
+        nodes.append(helper.make_node("Conv", [src, name + "_w", name + "_b"], [name], pads=[pad] * 4))
+        cur[name] = conv_ref(cur[src], w.astype(np.float64), b.astype(np.float64), 1, pad, 1)
+
+    def op(kind, ins, out, val, **attrs):
+        nodes.append(helper.make_node(kind, ins, [out], **attrs))
+        cur[out] = val
+
+    def norm_relu(src, out, c):
+        s = rng.normal(1, 0.2, (c, 1, 1)).astype(np.float32)
+        t = rng.normal(0, 0.2, (c, 1, 1)).astype(np.float32)
+        P[out + "_s"], P[out + "_t"] = s, t
+        op("Mul", [src, out + "_s"], out + "_m", cur[src] * s)
+        op("Add", [out + "_m", out + "_t"], out + "_a", cur[out + "_m"] + t)
+        op("Relu", [out + "_a"], out, np.maximum(cur[out + "_a"], 0))
+    feats, c = ["x"], 32
+    for i in range(4):
+        op("Concat", list(feats), f"cat{i}", np.concatenate([cur[f] for f in feats], 1), axis=1)
+        norm_relu(f"cat{i}", f"nr{i}", c)
+        conv(f"b{i}", f"nr{i}", 64, c, 1, 0)
+        op("Relu", [f"b{i}"], f"rb{i}", np.maximum(cur[f"b{i}"], 0))
+        conv(f"f{i}", f"rb{i}", 16, 64, 3, 1)
+        feats.append(f"f{i}")
+        c += 16
+    op("Concat", list(feats), "cat", np.concatenate([cur[f] for f in feats], 1), axis=1)
+    norm_relu("cat", "y", c)
+    zs = rng.normal(0, 1, (40, 1, 1)).astype(np.float32)
+    P["zs"] = zs
+    op("Mul", ["z", "zs"], "zm", cur["z"] * zs)
+    op("Sigmoid", ["zm"], "zy", sig(cur["zm"]))
+    inits = [numpy_helper.from_array(v, k) for k, v in P.items()]
+    outs = [("y", cur["y"].astype(np.float32)), ("zy", cur["zy"].astype(np.float32))]
+    g_ = helper.make_graph(nodes, "dense_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape)),
+                                                  helper.make_tensor_value_info("z", TensorProto.FLOAT, list(z.shape))],
+                           [helper.make_tensor_value_info(o, TensorProto.FLOAT, list(v.shape)) for o, v in outs], inits)
+    m = helper.make_model(g_, opset_imports=[helper.make_opsetid("", 13)])
+    save_case(root, "dense_block", m, [([("x", x), ("z", z)], outs)])
+
+
 def write_conv_taps(root, rng):
     """Convolutions whose kernel reaches past the image (daemon/frontend/conv_taps.c cuts the taps
     that read only padding): 3x3 at dilation 24 over 14x14 rows and dilation 2 over columns (only
@@ -1283,6 +1339,7 @@ def main():
         write_blocked_cnn(root, rng)
         write_conv_taps(root, rng)
         write_blocked_se(root, rng)
+        write_dense_block(root, rng)
         torch_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_models")
         for case in sorted(os.listdir(torch_dir)):
             if os.path.isdir(os.path.join(torch_dir, case)):  # beside its README
