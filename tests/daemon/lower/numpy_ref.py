@@ -606,6 +606,17 @@ def case(name):
         y = resize_general(x, spec[1], spec[2], spec[3], spec[4], e.get("cubic_coeff_a", -0.75),
                            e.get("exclude_outside", False), e.get("roi", (0, 0, 1, 1)), e.get("extrapolation_value", 0.0))
         return [(x, False)], [("image.resize2d", a, ["i0"])], [y.astype(f32)]
+    # an image's channel join and element-wise ops, split among the cores by rows
+    # (docs/threads.md, "Locality"): 13 rows, which no count of cores used here divides evenly
+    if name == "concat_rows_image":
+        xs = [rnd((1, c, 13, 21)) for c in (5, 16, 3)]
+        m = rnd((1, 24, 1, 1))
+        return ([(x, False) for x in xs] + [(m, False)],
+                [("concatenate", {"axis": 1}, ["i0", "i1", "i2"]), ("multiply", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])],
+                [np.maximum(np.concatenate(xs, 1) * m, 0).astype(f32)])
+    if name == "pointwise_rows_image":
+        x, m = rnd((1, 24, 101, 110)), rnd((1, 24, 1, 110))
+        return [(x, False), (m, False)], [("multiply", {}, ["i0", "i1"]), ("nn.relu", {}, ["prev"])], [np.maximum(x * m, 0)]
     if name == "strided_slice_negative":
         x = rnd((6, 7, 8))
         a = {"begin": [5, 1, 7], "end": [-1, 7, 0], "strides": [-2, 3, -3]}

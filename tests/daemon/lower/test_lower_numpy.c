@@ -259,7 +259,8 @@ static void run_np(const char *name)
         const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
         conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
                 !strcmp(op, "nn.avg_pool2d") || !strcmp(op, "nn.softmax") || !strcmp(op, "nn.log_softmax") ||
-                !strcmp(op, "nn.layer_norm") || !strcmp(op, "nn.attention");
+                !strcmp(op, "nn.layer_norm") || !strcmp(op, "nn.attention") || !strncmp(name, "concat_rows", 11) ||
+                !strncmp(name, "pointwise_rows", 14);
     }
     static const char *const targets[][2] = {
         {"sse2", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{}}"},
@@ -341,6 +342,8 @@ NP(resize2_cubic_asymmetric_down)
 NP(resize2_crop_nearest_extrapolate)
 NP(resize2_crop_cubic_one_row)
 NP(resize2_tf_half_pixel_for_nn_up)
+NP(concat_rows_image)
+NP(pointwise_rows_image)
 NP(strided_slice_negative)
 NP(take_negative_int32)
 NP(math_exp_sweep)
