@@ -776,6 +776,8 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(options, "explain", json_true());
     if (a->profile)
         json_object_set_new(options, "profile", json_true());
+    if (a->reference)
+        json_object_set_new(options, "reference", json_true());
     if (a->no_cache)
         json_object_set_new(options, "no_cache", json_true());
     if (a->shared)

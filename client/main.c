@@ -40,7 +40,9 @@
     X(OUTPUT_DIR, "output-dir", 0,   "DIR",       "where to write <output>.npy (default .)")        \
     X(REPEAT,     "repeat",     0,   "N",         "run N times and report min and median latency")  \
     X(PROFILE,    "profile",    0,   NULL,        "compile: a profiling artifact (every call timed); run: print each call's time (docs/profiling.md)") \
-    X(TRACE,      "trace",      0,   "FILE",      "run --profile: also write the calls as Chrome trace events (Perfetto, chrome://tracing)")
+    X(TRACE,      "trace",      0,   "FILE",      "run --profile: also write the calls as Chrome trace events (Perfetto, chrome://tracing)") \
+    X(SEED,       "seed",       0,   "N",         "validate: the seed of the random inputs (default 0)") \
+    X(TOLERANCE,  "tolerance",  0,   "X",         "validate: the largest difference allowed, a fraction of the output's largest magnitude (default 1e-3)")
 
 typedef enum opt_id {
 #define OPT_ENUM(id, l, s, m, h) OPT_##id,
@@ -121,6 +123,18 @@ static const cmd_spec commands[] = {
      "function, its ONNX nodes, kind and strategy, shapes, median time and share, MACs and\n"
      "GFLOP/s; --trace FILE writes them as Chrome trace events.",
      tthctl_cmd_run},
+    {NULL, "validate", "ARTIFACT MODEL", 2, 2, {OPT_INPUT, OPT_BIND, OPT_SEED, OPT_TOLERANCE, OPT_JSON}, 5,
+     "run an artifact and a reference compile of its model on the same inputs and compare them",
+     "Runs ARTIFACT (as 'tthctl run' does) and the reference: MODEL compiled by tthd for the\n"
+     "target 'c' with options.reference, every operator by its generic lowering (no tiled,\n"
+     "Winograd or blocked-layout kernel, no parallel loops), with the artifact's input shapes.\n"
+     "Both get the same inputs: each --input NAME=FILE, the others random (normal for floats,\n"
+     "0..9 for integers) from --seed. Prints, per output, the largest absolute and relative\n"
+     "differences and, for a one-row output, whether the argmax agrees. An output differs when\n"
+     "an element is further from the reference than --tolerance times the reference's largest\n"
+     "magnitude (integers and bool: exactly equal); exit status 1 then.\n"
+     "Give --bind NAME=FILE as at compile time for inputs the artifact had bound.",
+     tthctl_cmd_validate},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -269,6 +283,8 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_INPUT_SHAPE: a->shapes[a->n_shapes++] = val; break;
     case OPT_PROFILE: a->profile = 1; break;
     case OPT_TRACE: a->trace = val; break;
+    case OPT_SEED: a->seed = val; break;
+    case OPT_TOLERANCE: a->tolerance = val; break;
     case OPT_HELP:
     case OPT_VERSION:
     case OPT_COUNT: break;

@@ -17,7 +17,7 @@
 
 /* A runtime diagnostic as tthctl's error; the exit code says whether a file could not be read
  * (5) or the artifact/inputs are wrong (1). */
-static int from_diag(tthctl_error *err, const tth_diag *d, const char *context)
+int tthctl_from_diag(tthctl_error *err, const tth_diag *d, const char *context)
 {
     int io = d->code == TTH_EIO || d->code == TTH_ENOENT || d->code == TTH_EPERM;
     int exit = io ? TTHCTL_EXIT_IO : TTHCTL_EXIT_FAILED;
@@ -60,7 +60,7 @@ static int parse_repeat(const char *s, int *out, tthctl_error *err)
 }
 
 /* Element i of an array as a double. */
-static double element(const tthrt_array *a, int64_t i)
+double tthctl_element(const tthrt_array *a, int64_t i)
 {
     tth_tensor t = {.data = a->data, .nbytes = a->nbytes, .refcount = 1};
     t.type.dtype = a->dtype;
@@ -69,7 +69,7 @@ static double element(const tthrt_array *a, int64_t i)
     return tth_tensor_get_f64(&t, i);
 }
 
-static int64_t numel(const tthrt_array *a)
+int64_t tthctl_numel(const tthrt_array *a)
 {
     int64_t n = 1;
     for (int32_t d = 0; d < a->rank; d++)
@@ -78,7 +78,7 @@ static int64_t numel(const tthrt_array *a)
 }
 
 /* One row: rank 1, or every dimension but the last equal to 1. */
-static int one_row(const tthrt_array *a)
+int tthctl_one_row(const tthrt_array *a)
 {
     if (a->rank < 1)
         return 0;
@@ -88,16 +88,16 @@ static int one_row(const tthrt_array *a)
     return a->shape[a->rank - 1] > 1;
 }
 
-static int64_t argmax(const tthrt_array *a)
+int64_t tthctl_argmax(const tthrt_array *a)
 {
-    int64_t best = 0, n = numel(a);
+    int64_t best = 0, n = tthctl_numel(a);
     for (int64_t i = 1; i < n; i++)
-        if (element(a, i) > element(a, best))
+        if (tthctl_element(a, i) > tthctl_element(a, best))
             best = i;
     return best;
 }
 
-static json_t *shape_json(const tthrt_array *a)
+json_t *tthctl_shape_json(const tthrt_array *a)
 {
     json_t *s = json_array();
     for (int32_t d = 0; d < a->rank; d++)
@@ -115,19 +115,19 @@ static void print_output(const tthrt_array *a, const char *file)
             break;
         used += (size_t)n;
     }
-    int64_t n = numel(a);
+    int64_t n = tthctl_numel(a);
     printf("%s: %s [%s]\n  values:", a->name ? a->name : "?", tth_dtype_name(a->dtype), shape);
     for (int64_t i = 0; i < n && i < SHOW_VALUES; i++) {
-        double v = element(a, i);
+        double v = tthctl_element(a, i);
         if (isnan(v)) /* whatever its sign bit: as in --json */
             printf(" nan");
         else
             printf(" %.6g", v);
     }
     printf("%s\n", n > SHOW_VALUES ? " ..." : "");
-    if (one_row(a)) {
-        int64_t k = argmax(a);
-        printf("  argmax: %lld (%.6g)\n", (long long)k, element(a, k));
+    if (tthctl_one_row(a)) {
+        int64_t k = tthctl_argmax(a);
+        printf("  argmax: %lld (%.6g)\n", (long long)k, tthctl_element(a, k));
     }
     if (file)
         printf("  wrote %s\n", file);
@@ -135,7 +135,7 @@ static void print_output(const tthrt_array *a, const char *file)
 
 /* A value in JSON, which has no NaN or infinity: those are the strings "nan", "inf" and "-inf"
  * (what Python's float() and numpy read back; docs/tthctl.md, "tthctl run") */
-static json_t *value_json(double v)
+json_t *tthctl_value_json(double v)
 {
     if (isnan(v))
         return json_string("nan");
@@ -146,15 +146,15 @@ static json_t *value_json(double v)
 
 static json_t *output_json(const tthrt_array *a, const char *file)
 {
-    json_t *o = json_pack("{s:s, s:o, s:s}", "name", a->name ? a->name : "", "shape", shape_json(a), "dtype",
+    json_t *o = json_pack("{s:s, s:o, s:s}", "name", a->name ? a->name : "", "shape", tthctl_shape_json(a), "dtype",
                           tth_dtype_name(a->dtype));
     json_t *vals = json_array();
-    int64_t n = numel(a);
+    int64_t n = tthctl_numel(a);
     for (int64_t i = 0; i < n && i < SHOW_VALUES; i++)
-        json_array_append_new(vals, value_json(element(a, i)));
+        json_array_append_new(vals, tthctl_value_json(tthctl_element(a, i)));
     json_object_set_new(o, "values", vals);
-    if (one_row(a))
-        json_object_set_new(o, "argmax", json_integer(argmax(a)));
+    if (tthctl_one_row(a))
+        json_object_set_new(o, "argmax", json_integer(tthctl_argmax(a)));
     if (file)
         json_object_set_new(o, "file", json_string(file));
     return o;
@@ -272,13 +272,13 @@ static int run_profile(tthrt_model *m, const tthctl_args *a, int runs, json_t *o
     }
     tthrt_timing t;
     if (tthrt_model_run(m, 1, &t, &d) < 0) { /* warm-up */
-        rc = from_diag(err, &d, ctx);
+        rc = tthctl_from_diag(err, &d, ctx);
         goto done;
     }
     for (int r = 0; r < runs; r++) {
         tthrt_model_profile_reset(m);
         if (tthrt_model_run(m, 1, &t, &d) < 0) {
-            rc = from_diag(err, &d, ctx);
+            rc = tthctl_from_diag(err, &d, ctx);
             goto done;
         }
         whole[r] = t.median_ms;
@@ -367,13 +367,13 @@ int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err)
     tthrt_model *m = NULL;
     json_t *paths = NULL, *out = NULL;
     if (tthrt_model_open(path, &m, &d) < 0)
-        return from_diag(err, &d, ctx);
+        return tthctl_from_diag(err, &d, ctx);
     for (size_t i = 0; i < a->n_inputs; i++) {
         const char *eq = strchr(a->inputs[i], '=');
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(eq - a->inputs[i]), a->inputs[i]);
         if (tthrt_model_bind_file(m, name, eq + 1, &d) < 0) {
-            rc = from_diag(err, &d, ctx);
+            rc = tthctl_from_diag(err, &d, ctx);
             goto done;
         }
     }
@@ -382,13 +382,13 @@ int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err)
     if (a->profile && (rc = run_profile(m, a, repeat, out, err, ctx)) < 0)
         goto done;
     if (tthrt_model_run(m, a->profile ? 1 : repeat, &timing, &d) < 0) {
-        rc = from_diag(err, &d, ctx);
+        rc = tthctl_from_diag(err, &d, ctx);
         goto done;
     }
     if (tthrt_model_write_outputs(m, dir, &paths, &d) < 0) {
         char dctx[PATH_MAX + 16];
         snprintf(dctx, sizeof dctx, "directory '%s'", dir);
-        rc = from_diag(err, &d, dctx);
+        rc = tthctl_from_diag(err, &d, dctx);
         goto done;
     }
     if (!a->json)
@@ -397,7 +397,7 @@ int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err)
     for (size_t i = 0; i < tthrt_model_output_count(m); i++) {
         tthrt_array view;
         if (tthrt_model_output_array(m, i, &view, &d) < 0) {
-            rc = from_diag(err, &d, ctx);
+            rc = tthctl_from_diag(err, &d, ctx);
             goto done;
         }
         const char *file = json_string_value(json_array_get(paths, i));

@@ -70,6 +70,9 @@ typedef struct tthctl_args {
     const char *repeat;        /* --repeat (checked by the command) */
     int profile;               /* --profile: compile a profiling artifact / print each call's time */
     const char *trace;         /* run --trace FILE */
+    const char *seed;          /* validate --seed N (checked by the command) */
+    const char *tolerance;     /* validate --tolerance X (checked by the command) */
+    int reference;             /* compile: options.reference (set by validate, not an option) */
     const char **inputs;       /* --input NAME=FILE, n_inputs of them */
     size_t n_inputs;
     const char **binds;        /* --bind NAME=FILE, n_binds of them */
@@ -151,6 +154,21 @@ int tthctl_cmd_cache_clear(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_stop(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err);
+int tthctl_cmd_validate(const tthctl_args *a, tthctl_error *err);
+
+/* ---- arrays and runtime diagnostics (run.c), for run and validate ---- */
+
+struct tthrt_array;
+struct tth_diag;
+/* A runtime diagnostic as tthctl's error: exit status 5 when a file could not be read, else 1;
+ * context ("artifact 'x.tar'") is the location when the diagnostic has none. */
+int tthctl_from_diag(tthctl_error *err, const struct tth_diag *d, const char *context);
+double tthctl_element(const struct tthrt_array *a, int64_t i); /* element i as a double */
+int64_t tthctl_numel(const struct tthrt_array *a);
+int tthctl_one_row(const struct tthrt_array *a); /* rank 1, or ones before a last dimension > 1 */
+int64_t tthctl_argmax(const struct tthrt_array *a);
+json_t *tthctl_shape_json(const struct tthrt_array *a);
+json_t *tthctl_value_json(double v); /* a number, or "nan", "inf", "-inf" */
 
 /* ---- output (output.c) ---- */
 

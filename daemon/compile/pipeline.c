@@ -47,6 +47,7 @@ typedef struct compile_state {
     size_t nlowered;
     tth_aot_result aot;          /* aot */
     int profile;                 /* options.profile: timing hooks around the entry's calls */
+    int reference;               /* options.reference: no strategy, no blocked layout */
     int64_t profile_calls;       /* aot: the calls timed */
     json_t *profile_meta;        /* aot: metadata "profile" */
     tth_mem_plan plan;           /* memplan */
@@ -186,6 +187,10 @@ static int stage_target(compile_state *s)
         return tth_diag_set(s->diag, TTH_EINVAL, "target", "workspace-byte-alignment %u is not a "
                             "power of two", s->ws_align);
     s->profile = json_is_true(json_object_get(s->req->options, "profile"));
+    const json_t *ref = json_object_get(s->req->options, "reference");
+    if (ref && !json_is_boolean(ref))
+        return tth_diag_set(s->diag, TTH_EINVAL, "options.reference", "reference must be true or false");
+    s->reference = json_is_true(ref);
     const char *mtriple = json_string_value(json_object_get(t, "mtriple"));
     const char *mcpu = json_string_value(json_object_get(t, "mcpu"));
     if (s->profile && ((mtriple && !strstr(mtriple, "linux")) || (mcpu && strncmp(mcpu, "cortex-m", 8) == 0)))
@@ -331,7 +336,7 @@ static int stage_layout(compile_state *s)
 {
     tth_vector_shape vs = tth_target_vector_shape(s->part.kinds[s->part.nkinds - 1].target);
     tth_layout_stats st;
-    int rc = vs.f32_lanes >= 4 ? tth_relay_alter_layout(s->rmod, vs.f32_lanes, &st, s->diag) : 0;
+    int rc = vs.f32_lanes >= 4 && !s->reference ? tth_relay_alter_layout(s->rmod, vs.f32_lanes, &st, s->diag) : 0;
     if (rc == 0 && vs.f32_lanes >= 4 && st.convs && json_is_true(json_object_get(s->req->options, "explain")) &&
         s->host.log) {
         char msg[256];
@@ -463,6 +468,9 @@ static int stage_lower(compile_state *s)
         for (char *p = name; *p; p++)
             if (!isalnum((unsigned char)*p) && *p != '_')
                 *p = '_';
+        /* options.reference: the generic lowering of every op, no strategy (tthctl validate) */
+        if (s->reference && fn->attrs && json_object_set_new(fn->attrs, "Generic", json_true()) != 0)
+            return TTH_ENOMEM;
         tth_prim_func *pf = tth_lower_primitive(s->tmod, fn, name, s->part.kinds[s->part.nkinds - 1].target, s->diag);
         if (!pf) {
             if (s->diag && !s->diag->location[0] && e->span)

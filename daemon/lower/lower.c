@@ -1339,6 +1339,7 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     const char *target_kind = target ? json_string_value(json_object_get(target, "kind")) : NULL;
     c->vec = tth_target_vector_shape(target);
     c->cores = tth_target_num_cores(target);
+    c->generic = fn && json_is_true(json_object_get(fn->attrs, "Generic"));
     c->m = mod;
     c->diag = diag;
     c->fn = fn;

@@ -57,6 +57,8 @@ struct lw_ctx {
     tth_tir_module *m;
     tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
     int cores;                /* the target's num-cores, 0 when it does not say (docs/threads.md) */
+    int generic;              /* the function's attrs say "Generic": no strategy, the generic lowering
+                                 of every op (options.reference, docs/tthctl.md "validate") */
     json_t *strategies;       /* names of the strategies used (attrs "strategies") */
     tth_diag *diag;
     const tth_relay_function *fn;

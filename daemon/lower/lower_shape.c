@@ -40,7 +40,7 @@ static tth_tstmt *reshape_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_reshape(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     return a.x ? sh_nest(c, lw_ty(call), reshape_body, &a) : NULL;
 }
 
@@ -78,7 +78,7 @@ static tth_tstmt *transpose_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_transpose(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     if (!a.x)
         return NULL;
     transpose_axes(call, a.v1);
@@ -96,7 +96,7 @@ static tth_tstmt *bcast_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_broadcast_to(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     return a.x ? sh_nest(c, lw_ty(call), bcast_body, &a) : NULL;
 }
 
@@ -187,7 +187,7 @@ tth_tstmt *lw_split(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int64_t off = 0;
     for (int f = 0; f < call->type.nfields && f < s->nfields; f++) {
         const tth_ttype *ft = &call->type.fields[f];
-        sh_arg a = {call, s, x, f, off, (int)ax, {0}, {0}, {0}};
+        sh_arg a = {call, s, x, f, off, (int)ax, {0}, {0}, {0}, NULL};
         if (lw_numel(ft->shape, ft->rank) > 0 && lw_append(c, &seq, sh_nest(c, ft, split_body, &a)))
             return NULL;
         off += ft->shape[ax];
@@ -207,7 +207,7 @@ static tth_tstmt *slice_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_strided_slice(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     if (!a.x)
         return NULL;
     int r = a.x->rank;
@@ -258,7 +258,7 @@ static tth_tstmt *take_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_take(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     if (!a.x)
         return NULL;
     int64_t ax = lw_attr_int(call, "axis", 0);
@@ -322,7 +322,7 @@ static tth_tstmt *pad_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_pad(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     if (!a.x)
         return NULL;
     int nb = lw_attr_ints(call, "pad_before", a.v1, TTH_MAX_RANK);

@@ -25,7 +25,7 @@ static const lw_strategy table[] = {
 
 const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    if (call->kind != TTH_REXPR_CALL)
+    if (call->kind != TTH_REXPR_CALL || c->generic)
         return NULL;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].op == call->u.call.op && table[i].applies(c, call, s))

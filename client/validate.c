@@ -1,0 +1,446 @@
+/* validate.c: `tthctl validate ARTIFACT MODEL`: run an artifact and a reference compile of its
+ * model on the same inputs and compare their outputs (docs/tthctl.md, "validate").
+ *
+ * The reference is MODEL compiled by tthd for the target `c` with options.reference: every
+ * operator by its generic lowering (no strategy: no register-tiled, Winograd or blocked-layout
+ * kernel, no blocked layout, no parallel loop), with the artifact's input shapes. It shares the
+ * importer and the graph passes with the artifact, not the kernels, which is where target-specific
+ * code goes wrong. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tth/diag.h>
+#include <tth/ir_common.h>
+#include <tthrt.h>
+
+#include "tthctl.h"
+
+#define MAX_IO 256
+
+/* splitmix64: the random inputs of a seed are the same on every machine */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s)
+{
+    return ((double)(next_u64(s) >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+}
+
+/* a standard normal value (Box-Muller) */
+static double normal(uint64_t *s)
+{
+    double u = uniform01(s), v = uniform01(s);
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* Fill a with random values: normal for float32/float64, 0..9 for integers, 0/1 for bool.
+ * Returns 0, or -1 for a dtype without a random form (float16, bfloat16: give them with --input). */
+static int fill_random(tthrt_array *a, uint64_t *s)
+{
+    int64_t n = tthctl_numel(a);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t k = next_u64(s) % 10;
+        switch (a->dtype) {
+        case TTH_F32: ((float *)a->data)[i] = (float)normal(s); break;
+        case TTH_F64: ((double *)a->data)[i] = normal(s); break;
+        case TTH_I8: ((int8_t *)a->data)[i] = (int8_t)k; break;
+        case TTH_I16: ((int16_t *)a->data)[i] = (int16_t)k; break;
+        case TTH_I32: ((int32_t *)a->data)[i] = (int32_t)k; break;
+        case TTH_I64: ((int64_t *)a->data)[i] = (int64_t)k; break;
+        case TTH_U8: ((uint8_t *)a->data)[i] = (uint8_t)k; break;
+        case TTH_U16: ((uint16_t *)a->data)[i] = (uint16_t)k; break;
+        case TTH_U32: ((uint32_t *)a->data)[i] = (uint32_t)k; break;
+        case TTH_U64: ((uint64_t *)a->data)[i] = k; break;
+        case TTH_BOOL: ((uint8_t *)a->data)[i] = (uint8_t)(k & 1); break;
+        default: return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_seed(const char *s, uint64_t *out, tthctl_error *err)
+{
+    *out = 0;
+    if (!s)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || *s == '-') {
+        tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--seed '%s' is not a non-negative integer", s);
+        return -TTHCTL_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_tolerance(const char *s, double *out, tthctl_error *err)
+{
+    *out = 1e-3;
+    if (!s)
+        return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0) || !isfinite(v)) {
+        tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--tolerance '%s' is not a number >= 0", s);
+        tthctl_hint(err, "for example --tolerance 1e-3: a thousandth of the output's largest magnitude");
+        return -TTHCTL_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The comparison of one output with the reference's. */
+typedef struct cmp_row {
+    double max_abs, max_rel, scale;
+    int64_t worst;            /* the element of the largest absolute difference */
+    int64_t nan_mismatch;     /* elements NaN on one side only */
+    int64_t argmax, ref_argmax; /* -1 when not a one-row output */
+    int ok;
+    char why[256];
+} cmp_row;
+
+static void compare(const tthrt_array *got, const tthrt_array *ref, double tol, cmp_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->argmax = r->ref_argmax = -1;
+    int64_t n = tthctl_numel(ref);
+    for (int64_t i = 0; i < n; i++) {
+        double b = fabs(tthctl_element(ref, i));
+        if (isfinite(b) && b > r->scale)
+            r->scale = b;
+    }
+    int is_float = tth_dtype_is_float(ref->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        double a = tthctl_element(got, i), b = tthctl_element(ref, i);
+        if (isnan(a) != isnan(b) || (isinf(b) && a != b) || (isinf(a) && a != b)) {
+            r->nan_mismatch++;
+            continue;
+        }
+        if (isnan(a) || isinf(a))
+            continue;
+        double d = fabs(a - b);
+        if (d > r->max_abs) {
+            r->max_abs = d;
+            r->worst = i;
+        }
+        double rel = d / fmax(fabs(b), 1e-30);
+        if (d > 0 && rel > r->max_rel)
+            r->max_rel = rel;
+    }
+    if (tthctl_one_row(ref)) {
+        r->argmax = tthctl_argmax(got);
+        r->ref_argmax = tthctl_argmax(ref);
+    }
+    double allowed = is_float ? tol * r->scale : 0;
+    r->ok = r->nan_mismatch == 0 && r->max_abs <= allowed;
+    if (r->nan_mismatch)
+        snprintf(r->why, sizeof r->why, "%lld element(s) NaN or infinite on one side only",
+                 (long long)r->nan_mismatch);
+    else if (!r->ok)
+        snprintf(r->why, sizeof r->why, "element %lld: %.9g, the reference %.9g (allowed difference %.3g)",
+                 (long long)r->worst, tthctl_element(got, r->worst), tthctl_element(ref, r->worst), allowed);
+}
+
+/* "NAME=D0,D1,..." for --input-shape, from an input of the artifact */
+static char *shape_arg(const tthrt_tensor_info *in)
+{
+    size_t cap = strlen(in->name) + 24 * (size_t)(in->rank + 1) + 2;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    size_t k = (size_t)snprintf(s, cap, "%s=", in->name);
+    for (int32_t d = 0; d < in->rank; d++)
+        k += (size_t)snprintf(s + k, cap - k, "%s%lld", d ? "," : "", (long long)in->shape[d]);
+    return s;
+}
+
+/* Compile the reference into dir/reference.tar: target c, options.reference, the artifact's
+ * input shapes, the user's --bind. */
+static int compile_reference(const tthctl_args *a, const tthrt_model *m, const char *tar, tthctl_error *err)
+{
+    size_t nin = tthrt_model_input_count(m);
+    const char *shapes[MAX_IO];
+    char *owned[MAX_IO];
+    size_t ns = 0;
+    int rc = 0;
+    for (size_t i = 0; i < nin && i < MAX_IO; i++) {
+        const tthrt_tensor_info *in = tthrt_model_input(m, i);
+        if (in->rank == 0)
+            continue;
+        if (!(owned[ns] = shape_arg(in))) {
+            rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+            goto out;
+        }
+        shapes[ns] = owned[ns];
+        ns++;
+    }
+    tthctl_args r = *a;
+    r.target = "c";
+    r.output = tar;
+    r.name = "validate_reference"; /* its own symbols beside the artifact's in this process */
+    r.quiet = 1;
+    r.json = 0;
+    r.explain = r.profile = r.timings = r.no_cache = r.stream = 0;
+    r.dump_ir = NULL;
+    r.shared = 1;
+    r.reference = 1;
+    r.shapes = shapes;
+    r.n_shapes = ns;
+    r.pos = a->pos + 1;
+    r.n_pos = 1;
+    /* compile prints its result on stdout: validate prints its own */
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    FILE *null = saved >= 0 ? fopen("/dev/null", "w") : NULL;
+    if (null)
+        dup2(fileno(null), STDOUT_FILENO);
+    rc = tthctl_cmd_compile(&r, err);
+    fflush(stdout);
+    if (null) {
+        dup2(saved, STDOUT_FILENO);
+        fclose(null);
+    }
+    if (saved >= 0)
+        close(saved);
+    if (rc < 0 && !strstr(err->message, "reference"))
+        snprintf(err->message + strlen(err->message), sizeof err->message - strlen(err->message),
+                 " (compiling the reference: '%s' for target c)", a->pos[1]);
+out:
+    for (size_t i = 0; i < ns; i++)
+        free(owned[i]);
+    return rc;
+}
+
+static int bind_inputs(tthrt_model *m, tthrt_model *ref, const tthctl_args *a, uint64_t seed, json_t *jin,
+                       tthctl_error *err, const char *ctx)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    uint64_t state = seed;
+    for (size_t i = 0; i < tthrt_model_input_count(m); i++) {
+        const tthrt_tensor_info *in = tthrt_model_input(m, i);
+        const char *file = NULL;
+        for (size_t k = 0; k < a->n_inputs; k++) {
+            const char *eq = strchr(a->inputs[k], '=');
+            if (eq && (size_t)(eq - a->inputs[k]) == strlen(in->name) && !strncmp(a->inputs[k], in->name, strlen(in->name)))
+                file = eq + 1;
+        }
+        tthrt_array arr = {0};
+        int rc;
+        if (file) {
+            rc = tthrt_array_load(file, &arr, &d);
+        } else {
+            rc = tthrt_array_init(&arr, in->dtype, in->rank, in->shape, &d);
+            if (rc == 0 && fill_random(&arr, &state) < 0) {
+                tthrt_array_clear(&arr);
+                char loc[300];
+                snprintf(loc, sizeof loc, "input '%s'", in->name);
+                tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "validate makes no random %s values", tth_dtype_name(in->dtype));
+                tthctl_hint(err, "give the input: --input %s=FILE.npy (or .pb)", in->name);
+                return -TTHCTL_EXIT_USAGE;
+            }
+        }
+        if (rc < 0)
+            return tthctl_from_diag(err, &d, ctx);
+        if (tthrt_model_bind(m, in->name, &arr, &d) < 0) {
+            tthrt_array_clear(&arr);
+            return tthctl_from_diag(err, &d, ctx);
+        }
+        if (tthrt_model_find_input(ref, in->name) < 0) {
+            tthrt_array_clear(&arr);
+            char loc[300];
+            snprintf(loc, sizeof loc, "input '%s'", in->name);
+            tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the artifact takes input '%s' but the model '%s' has no such input",
+                        in->name, a->pos[1]);
+            tthctl_hint(err, "give the ONNX model the artifact was compiled from");
+            return -TTHCTL_EXIT_FAILED;
+        }
+        if (tthrt_model_bind(ref, in->name, &arr, &d) < 0) {
+            tthrt_array_clear(&arr);
+            return tthctl_from_diag(err, &d, "the reference");
+        }
+        json_array_append_new(jin, json_pack("{s:s, s:s}", "name", in->name, "from", file ? file : "random"));
+        tthrt_array_clear(&arr);
+    }
+    for (size_t i = 0; i < tthrt_model_input_count(ref); i++) {
+        const char *name = tthrt_model_input(ref, i)->name;
+        if (tthrt_model_find_input(m, name) < 0) {
+            char loc[300];
+            snprintf(loc, sizeof loc, "input '%s'", name);
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "the model takes input '%s', which the artifact does not (it was bound at compile time)",
+                        name);
+            tthctl_hint(err, "give the same value to validate: --bind %s=FILE, as to 'tthctl compile'", name);
+            return -TTHCTL_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+static int compare_outputs(const tthrt_model *m, const tthrt_model *ref, double tol, json_t *jout, int *bad,
+                           tthctl_error *err, const char *ctx)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    *bad = 0;
+    for (size_t i = 0; i < tthrt_model_output_count(m); i++) {
+        const tthrt_tensor_info *o = tthrt_model_output(m, i);
+        int k = tthrt_model_find_output(ref, o->name);
+        tthrt_array got, want;
+        if (k < 0) {
+            char loc[300];
+            snprintf(loc, sizeof loc, "output '%s'", o->name);
+            tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the reference has no output '%s'", o->name);
+            tthctl_hint(err, "give the ONNX model the artifact was compiled from");
+            return -TTHCTL_EXIT_FAILED;
+        }
+        if (tthrt_model_output_array(m, i, &got, &d) < 0)
+            return tthctl_from_diag(err, &d, ctx);
+        if (tthrt_model_output_array(ref, (size_t)k, &want, &d) < 0)
+            return tthctl_from_diag(err, &d, "the reference");
+        if (got.dtype != want.dtype || got.rank != want.rank ||
+            memcmp(got.shape, want.shape, sizeof(int64_t) * (size_t)got.rank) != 0) {
+            char loc[300];
+            snprintf(loc, sizeof loc, "output '%s'", o->name);
+            tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the artifact gives %s of rank %d, the reference %s of rank %d",
+                        tth_dtype_name(got.dtype), (int)got.rank, tth_dtype_name(want.dtype), (int)want.rank);
+            if (got.rank == want.rank)
+                tthctl_hint(err, "their shapes differ; give the ONNX model the artifact was compiled from");
+            return -TTHCTL_EXIT_FAILED;
+        }
+        cmp_row r;
+        compare(&got, &want, tol, &r);
+        *bad += !r.ok;
+        json_t *row = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:b}", "name", o->name, "dtype",
+                                tth_dtype_name(got.dtype), "shape", tthctl_shape_json(&got), "max_abs_diff",
+                                tthctl_value_json(r.max_abs), "max_rel_diff", tthctl_value_json(r.max_rel),
+                                "reference_max_abs", tthctl_value_json(r.scale), "nan_mismatch",
+                                (json_int_t)r.nan_mismatch, "ok", r.ok);
+        if (row && r.argmax >= 0) {
+            json_object_set_new(row, "argmax", json_integer(r.argmax));
+            json_object_set_new(row, "reference_argmax", json_integer(r.ref_argmax));
+        }
+        if (row && !r.ok)
+            json_object_set_new(row, "why", json_string(r.why));
+        json_array_append_new(jout, row);
+    }
+    return 0;
+}
+
+static void print_text(const json_t *res, double tol)
+{
+    printf("validate %s against %s (reference: target c, generic lowering), seed %lld\n",
+           json_string_value(json_object_get(res, "artifact")), json_string_value(json_object_get(res, "model")),
+           (long long)json_integer_value(json_object_get(res, "seed")));
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(res, "outputs"), i, o) {
+        double ma = json_real_value(json_object_get(o, "max_abs_diff")), mr = json_real_value(json_object_get(o, "max_rel_diff"));
+        double sc = json_real_value(json_object_get(o, "reference_max_abs"));
+        printf("  %-24s %s  max abs diff %.3g (%.2g of its largest magnitude %.3g), max rel diff %.3g",
+               json_string_value(json_object_get(o, "name")), json_is_true(json_object_get(o, "ok")) ? "ok     " : "DIFFERS",
+               ma, sc > 0 ? ma / sc : 0.0, sc, mr);
+        if (json_object_get(o, "argmax"))
+            printf(", argmax %lld (reference %lld)", (long long)json_integer_value(json_object_get(o, "argmax")),
+                   (long long)json_integer_value(json_object_get(o, "reference_argmax")));
+        printf("\n");
+        if (json_object_get(o, "why"))
+            printf("    %s\n", json_string_value(json_object_get(o, "why")));
+    }
+    printf("tolerance: %.3g of each output's largest magnitude (integers and bool exactly)\n", tol);
+}
+
+int tthctl_cmd_validate(const tthctl_args *a, tthctl_error *err)
+{
+    const char *path = a->pos[0];
+    char ctx[PATH_MAX + 16];
+    snprintf(ctx, sizeof ctx, "artifact '%s'", path);
+    uint64_t seed;
+    double tol;
+    int rc = parse_seed(a->seed, &seed, err);
+    if (rc < 0 || (rc = parse_tolerance(a->tolerance, &tol, err)) < 0)
+        return rc;
+    for (size_t i = 0; i < a->n_inputs; i++) {
+        const char *eq = strchr(a->inputs[i], '=');
+        if (!eq || eq == a->inputs[i] || !eq[1]) {
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--input '%s' is not NAME=FILE", a->inputs[i]);
+            tthctl_hint(err, "for example --input input=examples/digit_input.npy");
+            return -TTHCTL_EXIT_USAGE;
+        }
+    }
+    tth_diag d;
+    tth_diag_clear(&d);
+    tthrt_model *m = NULL, *ref = NULL;
+    json_t *res = NULL;
+    char dir[] = "/tmp/tthctl-validate-XXXXXX", tar[sizeof dir + 32] = "";
+    int made = 0;
+    if (tthrt_model_open(path, &m, &d) < 0)
+        return tthctl_from_diag(err, &d, ctx);
+    if (tthrt_model_input_count(m) > MAX_IO) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, ctx, "validate takes models of at most %d inputs", MAX_IO);
+        goto done;
+    }
+    if (!mkdtemp(dir)) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_IO, "directory '/tmp'", "cannot make a temporary directory: %s", strerror(errno));
+        goto done;
+    }
+    made = 1;
+    snprintf(tar, sizeof tar, "%s/reference.tar", dir);
+    if ((rc = compile_reference(a, m, tar, err)) < 0)
+        goto done;
+    if (tthrt_model_open(tar, &ref, &d) < 0) {
+        rc = tthctl_from_diag(err, &d, "the reference");
+        goto done;
+    }
+    res = json_pack("{s:s, s:s, s:I, s:f, s:s, s:[], s:[]}", "artifact", path, "model", a->pos[1], "seed",
+                    (json_int_t)seed, "tolerance", tol, "reference_target", "c", "inputs", "outputs");
+    if (!res) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+        goto done;
+    }
+    if ((rc = bind_inputs(m, ref, a, seed, json_object_get(res, "inputs"), err, ctx)) < 0)
+        goto done;
+    tthrt_timing t;
+    if (tthrt_model_run(m, 1, &t, &d) < 0) {
+        rc = tthctl_from_diag(err, &d, ctx);
+        goto done;
+    }
+    if (tthrt_model_run(ref, 1, &t, &d) < 0) {
+        rc = tthctl_from_diag(err, &d, "the reference");
+        goto done;
+    }
+    int bad = 0;
+    if ((rc = compare_outputs(m, ref, tol, json_object_get(res, "outputs"), &bad, err, ctx)) < 0)
+        goto done;
+    json_object_set_new(res, "ok", json_boolean(bad == 0));
+    if (a->json)
+        tthctl_json_print(res);
+    else
+        print_text(res, tol);
+    rc = 0;
+    if (bad) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, ctx, "%d output(s) differ from the reference", bad);
+        tthctl_hint(err, "the artifact's kernels compute other values than the generic lowering: report it with "
+                         "the model and the target; --tolerance X allows larger differences");
+    }
+done:
+    if (made) {
+        unlink(tar);
+        rmdir(dir);
+    }
+    json_decref(res);
+    tthrt_model_close(ref);
+    tthrt_model_close(m);
+    return rc;
+}
