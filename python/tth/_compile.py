@@ -18,6 +18,7 @@ from .artifact import Artifact
 from .errors import CompileError, DaemonError, TthError
 
 ProgressCallback = Callable[[Dict[str, Any]], Any]
+_export_lock = threading.Lock()
 
 _NUMPY_TO_TTH = {"float32": "float32", "float64": "float64", "int8": "int8", "int16": "int16", "int32": "int32",
                  "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
@@ -59,7 +60,8 @@ def _model_bytes(model: Any, example_inputs: Any, export_options: Optional[Dict[
         was_training = model.training
         model.eval()
         try:
-            torch.onnx.export(model, args, buf, **opts)
+            with _export_lock:  # torch.onnx.export keeps global state: one export at a time
+                torch.onnx.export(model, args, buf, **opts)
         finally:
             model.train(was_training)
         name = _c_name(type(model).__name__.lower())
@@ -176,8 +178,10 @@ def compile(model: Any, target: Union[str, Dict[str, Any]], *, name: Optional[st
         model_param: Dict[str, Any] = {"name": mname, "size": size}
         if by_path:
             model_param["path"] = path
-        delivery = "file" if c.capabilities.get("artifactFile") else "stream"
-        for attempt in range(2):
+        # a cache file for a hit or a fresh entry; streamed for cache=False, as the daemon answers a
+        # no_cache compile delivered as a file with the entry already in the cache (found with these tests)
+        delivery = "file" if c.capabilities.get("artifactFile") and cache else "stream"
+        for attempt in range(3):
             params: Dict[str, Any] = {"model": model_param, "target": _target_param(target), "delivery": delivery}
             if options:
                 params["options"] = options
@@ -186,8 +190,16 @@ def compile(model: Any, target: Union[str, Dict[str, Any]], *, name: Optional[st
             except _FileGone:
                 delivery = "stream"
                 continue
+            # The cache key does not hold the model's name (PROTOCOL.md, "compile"): a hit can be an
+            # artifact compiled under another name, whose symbols and header carry that name. Such a
+            # hit is compiled again under the name asked for.
+            if (result.get("metadata") or {}).get("model", mname) != mname and "no_cache" not in options:
+                options["no_cache"] = True
+                delivery = "stream"
+                continue
             return Artifact(art, result)
-    raise DaemonError("the daemon's cache file disappeared twice while reading it", c.path)
+    raise DaemonError("the daemon's answer could not be used after three tries (its cache file disappeared, or "
+                      "its artifact kept another model name than '%s')" % mname, "socket '%s'" % c.path)
 
 
 class _FileGone(Exception):
@@ -232,9 +244,9 @@ def _one_compile(c: Connection, params: Dict[str, Any], upload: Optional[bytes],
         except KeyboardInterrupt as e:  # Ctrl-C: cancel in the daemon, wait for its answer, raise
             cancel(e)
             continue
-        except CompileError:
-            if cancelled:
-                raise cancelled[0] from None
+        except CompileError as err:
+            if cancelled:  # the daemon's RequestCancelled answer becomes the cause
+                raise cancelled[0] from err
             raise
     if cancelled:
         raise cancelled[0]
