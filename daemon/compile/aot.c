@@ -164,6 +164,30 @@ static int is_flat_concat(const tth_relay_function *fn)
     return 1;
 }
 
+/* The ONNX node whose output field k of fn's result is: the span of the call computing it, or of
+ * the first call with one down its first arguments (a reshape the importer added has none). */
+static const char *output_node(const tth_relay_function *fn, size_t k)
+{
+    const tth_rexpr *b = fn ? fn->body : NULL;
+    if (b && b->kind == TTH_REXPR_TUPLE)
+        b = k < b->u.tuple.nfields ? b->u.tuple.fields[k] : NULL;
+    for (int depth = 0; b && b->kind == TTH_REXPR_CALL && !b->span && b->u.call.nargs && depth < 64; depth++)
+        b = b->u.call.args[0];
+    return b && b->kind == TTH_REXPR_CALL ? b->span : NULL;
+}
+
+static int add_node(tth_aot_result *out, const tth_tbuffer *b, const char *node, const char *func)
+{
+    if (!node)
+        return 0;
+    tth_buffer_node *n = realloc(out->nodes, (out->nnodes + 1) * sizeof *n);
+    if (!n)
+        return TTH_ENOMEM;
+    out->nodes = n;
+    n[out->nnodes++] = (tth_buffer_node){b, node, func};
+    return 0;
+}
+
 static int is_aliased(const tth_aot_result *out, const tth_tbuffer *b)
 {
     for (size_t i = 0; i < out->naliases; i++)
@@ -235,6 +259,7 @@ void tth_aot_result_clear(tth_aot_result *r)
     free(r->inputs);
     free(r->outputs);
     free(r->aliases);
+    free(r->nodes);
     memset(r, 0, sizeof *r);
 }
 
@@ -464,7 +489,7 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
                     snprintf(nm, sizeof nm, "sid_%u_%zu", (unsigned)e->id, k);
                     b = tth_tir_buffer(tmod, nm, tt->dtype, tt->rank, tt->shape,
                                        TTH_SCOPE_WORKSPACE);
-                    if (!b)
+                    if (!b || add_node(out, b, output_node(e->u.call.fn, k), pname) < 0)
                         rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
                 }
                 args[e->u.call.nargs + k] = b;

@@ -30,6 +30,15 @@ typedef struct tth_mem_alias {
     uint64_t offset;
 } tth_mem_alias;
 
+/* A workspace tensor of the AOT entry and where it comes from in the model: the ONNX node whose
+ * output it is (a span of the Relay module, which outlives the compile's packaging) and the
+ * function computing it. */
+typedef struct tth_buffer_node {
+    const tth_tbuffer *buf;
+    const char *node;
+    const char *func;
+} tth_buffer_node;
+
 typedef struct tth_aot_result {
     tth_prim_func *entry;    /* tth_<model>_run, added to the module and set as its entry */
     tth_io_info *inputs;     /* malloc'd */
@@ -38,6 +47,8 @@ typedef struct tth_aot_result {
     size_t noutputs;
     tth_mem_alias *aliases;  /* malloc'd: the slices of concatenations done in place */
     size_t naliases;
+    tth_buffer_node *nodes;  /* malloc'd: the ONNX node each workspace tensor is the output of */
+    size_t nnodes;
 } tth_aot_result;
 
 /* One PrimFunc per Relay function: which lowered PrimFunc implements which Relay function. */
@@ -90,7 +101,8 @@ typedef struct tth_mem_item {
     int64_t start, end;
     size_t size;             /* bytes, rounded up to the alignment */
     uint32_t align;          /* its offset is a multiple of this */
-    const char *func;        /* LOCAL: the PrimFunc it belongs to; WORKSPACE: NULL */
+    const char *func;        /* LOCAL: the PrimFunc it belongs to; WORKSPACE: the one computing it, or NULL */
+    const char *node;        /* WORKSPACE: the ONNX node it is the output of, or NULL (tth_memplan_name) */
 } tth_mem_item;
 
 typedef struct tth_mem_plan {

@@ -3,9 +3,10 @@
  *
  * Time (the statement of the AOT entry) runs across, the workspace offset up; each buffer is a
  * rectangle from its first to its last statement and from its offset to its end, blue for
- * intermediate tensors (WORKSPACE), orange for operator scratch (LOCAL); a label with its name
- * and size sits inside when the rectangle is big enough, and every rectangle carries a <title>
- * (shown on hover) with name, function, size, offset and lifetime. The lower bound is a dashed
+ * intermediate tensors (WORKSPACE), orange for operator scratch (LOCAL); a label with the ONNX
+ * node a tensor is the output of (else the buffer's name) and its size sits inside when the
+ * rectangle is big enough (the node name's tail when it is narrow), and every rectangle carries a
+ * <title> (shown on hover) with name, ONNX node, function, size, offset and lifetime. The lower bound is a dashed
  * red line. Hand-written text with fixed number formats: the same plan gives the same bytes.
  */
 #include <stdarg.h>
@@ -115,17 +116,50 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
         tth_strbuf_printf(&b, "<g><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
                    "stroke=\"#234\" stroke-width=\"0.5\"/><title>", x, y, w, h < 0.5 ? 0.5 : h, fill);
         svg_text(&b, it->buf->name);
-        if (it->func) {
+        if (local && it->func) {
             tth_strbuf_printf(&b, " (scratch of ");
             svg_text(&b, it->func);
             tth_strbuf_printf(&b, ")");
+        } else if (it->node) {
+            tth_strbuf_printf(&b, ", the output of ONNX node ");
+            svg_text(&b, it->node);
+            if (it->func) {
+                tth_strbuf_printf(&b, " (");
+                svg_text(&b, it->func);
+                tth_strbuf_printf(&b, ")");
+            }
         }
         tth_strbuf_printf(&b, ": %zu bytes at offset %lld, live at statements %lld..%lld</title>",
                    it->size, (long long)it->buf->offset, (long long)it->start, (long long)it->end);
         if (w >= 48 && h >= 13) {
-            tth_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\">", x + 2, y + 10);
-            svg_text(&b, it->buf->name);
-            tth_strbuf_printf(&b, " %s</text>", hs);
+            /* the ONNX node's name and the size; in a narrower box the name alone, then its
+             * tail, then the size alone (about 5 px a character at this font size) */
+            const char *label = !local && it->node ? it->node : it->buf->name;
+            size_t fit = (size_t)(w / 5), len = strlen(label), hl = strlen(hs);
+            const char *show = label, *size = hs;
+            int cut = 0;
+            if (len + 1 + hl > fit) {
+                size = NULL;
+                if (len > fit) {
+                    if (fit >= 6) {
+                        show = label + len - (fit - 1);
+                        while (((unsigned char)*show & 0xC0) == 0x80) /* not inside a UTF-8 character */
+                            show++;
+                        cut = 1;
+                    } else {
+                        show = NULL;
+                        size = hl <= fit ? hs : NULL;
+                    }
+                }
+            }
+            if (show || size) {
+                tth_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"9\">", x + 2, y + 10);
+                if (cut)
+                    tth_strbuf_printf(&b, "…");
+                if (show)
+                    svg_text(&b, show);
+                tth_strbuf_printf(&b, "%s%s</text>", show && size ? " " : "", size ? size : "");
+            }
         }
         tth_strbuf_printf(&b, "</g>\n");
     }

@@ -480,6 +480,8 @@ json_t *tth_mem_plan_to_json(const tth_mem_plan *plan)
             "live", (json_int_t)it->start, (json_int_t)it->end));
         json_object_set_new(json_array_get(items, json_array_size(items) - 1), "align",
                             json_integer((json_int_t)it->align));
+        if (it->node)
+            json_object_set_new(json_array_get(items, json_array_size(items) - 1), "node", json_string(it->node));
     }
     json_object_set_new(j, "items", items);
     return j;

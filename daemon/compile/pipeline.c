@@ -534,6 +534,14 @@ static int stage_memplan(compile_state *s)
 {
     int rc = tth_memplan_run_aliased(s->tmod, s->ws_align, TTH_MEMPLAN_BEST, s->aot.aliases, s->aot.naliases,
                                      &s->plan, s->diag);
+    /* each tensor's ONNX node, for the plan's labels (explain/memory.svg, the dump) */
+    for (size_t i = 0; rc == 0 && i < s->plan.nitems; i++)
+        for (size_t k = 0; k < s->aot.nnodes; k++)
+            if (s->aot.nodes[k].buf == s->plan.items[i].buf) {
+                s->plan.items[i].node = s->aot.nodes[k].node;
+                s->plan.items[i].func = s->aot.nodes[k].func;
+                break;
+            }
     if (rc == 0 && wants_dump(s, "memplan")) {
         json_t *j = tth_mem_plan_to_json(&s->plan);
         dump(s, "memplan", j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL);

@@ -715,3 +715,56 @@ Test(memplan, slices_sit_inside_their_whole)
     tth_mem_plan_clear(&p);
     tth_tir_module_free(m);
 }
+
+/* Names that lead back to the model (docs/profiling.md): every workspace tensor of the digits
+ * example is labelled, in the memplan dump and in explain/memory.svg, with the ONNX node it is
+ * the output of; those are nodes of the model, and the ones whose outputs stay in the workspace
+ * (the last is the model's output, not planned) all appear. */
+Test(memplan, tensors_are_named_by_their_onnx_nodes)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    size_t len = 0;
+    uint8_t *model = test_read_file(path, &len);
+    cr_assert_not_null(model, "%s", path);
+    tth_registry *r = test_registry();
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *target = tth_target_parse(r, NULL, "c", &d);
+    cr_assert_not_null(target, "%s", d.message);
+    json_t *opts = json_pack("{s:s, s:b, s:b}", "dump_ir", "memplan", "explain", 1, "build_shared", 0);
+    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = target,
+                               .options = opts, .registry = r};
+    tth_compile_result res;
+    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s", d.message);
+    json_t *j = json_loads(json_string_value(json_object_get(res.dumps, "memplan")), 0, NULL);
+    cr_assert_not_null(j);
+    /* the graph's nodes: conv1 relu1 pool1 conv2 relu2 pool2 flatten fc softmax */
+    static const char *const graph[] = {"conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flatten", "fc", "softmax"};
+    size_t i, named = 0;
+    json_t *it;
+    json_array_foreach(json_object_get(j, "items"), i, it) {
+        if (strcmp(json_string_value(json_object_get(it, "scope")), "workspace") != 0)
+            continue;
+        const char *node = json_string_value(json_object_get(it, "node"));
+        cr_assert_not_null(node, "workspace tensor %s has no ONNX node", json_string_value(json_object_get(it, "buffer")));
+        int known = 0;
+        for (size_t k = 0; k < sizeof graph / sizeof graph[0]; k++)
+            known |= strcmp(node, graph[k]) == 0;
+        cr_assert(known, "node '%s' is not a node of the model", node);
+        cr_assert_not_null(json_string_value(json_object_get(it, "function")));
+        char want[128];
+        snprintf(want, sizeof want, "the output of ONNX node %s (", node);
+        cr_assert_not_null(memmem(res.artifact, res.artifact_len, want, strlen(want)), "memory.svg lacks '%s'", want);
+        named++;
+    }
+    /* relu1's and pool1's outputs at least (the convolution's ReLU is fused: its tensor is relu1's) */
+    cr_assert_geq(named, 2, "only %zu named workspace tensors", named);
+    cr_assert_not_null(memmem(res.artifact, res.artifact_len, "the output of ONNX node pool1", 29));
+    json_decref(j);
+    tth_compile_result_free(&res);
+    json_decref(opts);
+    json_decref(target);
+    free(model);
+    tth_registry_free(r);
+}
