@@ -197,10 +197,17 @@ def _size(n: Any) -> str:
     return "%g" % n
 
 
-def _table(cls: str, head: List[str], rows: List[List[Any]]) -> str:
-    out = ['<table class="%s"><thead><tr>' % cls]
-    out += ["<th>%s</th>" % _esc(h) for h in head]
-    out.append("</tr></thead><tbody>")
+def _table(cls: str, head: Optional[List[str]], rows: List[List[Any]]) -> str:
+    """A table; with head None its rows' first cells are the row headers."""
+    out = ['<table class="%s">' % cls]
+    if head:
+        out.append("<thead><tr>" + "".join("<th>%s</th>" % _esc(h) for h in head) + "</tr></thead>")
+    out.append("<tbody>")
+    if head is None:
+        for r in rows:
+            out.append("<tr><th>%s</th>" % _esc(r[0]) + "".join("<td>%s</td>" % _esc(c) for c in r[1:]) + "</tr>")
+        out.append("</tbody></table>")
+        return "".join(out)
     for r in rows:
         out.append("<tr>" + "".join("<td>%s</td>" % _esc(c) for c in r) + "</tr>")
     out.append("</tbody></table>")
@@ -228,7 +235,7 @@ def report_html(a: Artifact) -> str:
         t = res.get("timings") or {}
         if "total" in t:
             summary.append(["compile time", "%.3f s" % float(t["total"])])
-    parts.append(_table("tth-summary", ["", ""], summary))
+    parts.append(_table("tth-summary", None, summary))
     # partition
     parts.append("<h4>Partition</h4>")
     regions = part.get("regions") or []
