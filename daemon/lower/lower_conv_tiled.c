@@ -1365,6 +1365,13 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         }
         k.w = wp;
         k.wouter = tk_weights_outer(p, p->groups * k.NB * k.Cg * p->KH * p->KW * vl, c->cores);
+        /* grouped, split among cores: groups outermost where a pointwise layer of its width would
+         * put its weights outermost (C x C weights larger than TK_OUTER_PARALLEL_RATIO images):
+         * the 1x1 layers around it (ResNeXt, RegNet) then write and read channel halves, and each
+         * task reads only its groups' channels, which its own core wrote (docs/lowering.md,
+         * "Loop order") */
+        if (!k.wouter && p->groups > 1 && c->cores != 1 && p->C > TK_OUTER_PARALLEL_RATIO * p->H * p->W)
+            k.wouter = 1;
     } else if (depthwise) {
         k.vl = 1;
         k.w = w;

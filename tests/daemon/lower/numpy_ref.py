@@ -333,6 +333,15 @@ def case(name):
         a = {"padding": [1, 1, 1, 1]}
         y = conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1)
         return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], [y.astype(f32)]
+    if name == "conv_tiles_groups_outer_small_image":
+        # grouped (16 groups of 16 channels) on a 5x5 image: weights no larger than 8 images
+        # (16 x 9 per channel against 8 x 25) but more channels than 8 images (256 > 200), so on
+        # several cores groups are outermost (lower_conv_tiled.c); padded, a bias and relu
+        x, w, b = rnd((1, 256, 5, 5)), rnd((256, 16, 3, 3)), rnd((256,))
+        a = {"padding": [1, 1, 1, 1], "groups": 16}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 16), 0)
+        return ([(x, False), (w, True), (b, True)],
+                [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)])
     if name == "conv_tiles_pixel_vectors_row_broadcast":
         # the same shapes with an epilogue operand broadcast along H only ([10]): the pixel
         # kernel must not take it (its (0, p) index would read it wrongly)
