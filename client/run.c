@@ -338,6 +338,19 @@ done:
     return rc;
 }
 
+int tthctl_check_inputs(const tthctl_args *a, tthctl_error *err)
+{
+    for (size_t i = 0; i < a->n_inputs; i++) {
+        const char *eq = strchr(a->inputs[i], '=');
+        if (!eq || eq == a->inputs[i] || !eq[1]) {
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--input '%s' is not NAME=FILE", a->inputs[i]);
+            tthctl_hint(err, "for example --input input=examples/digit_input.npy");
+            return -TTHCTL_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
 int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err)
 {
     const char *path = a->pos[0];
@@ -353,14 +366,8 @@ int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err)
         tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--trace FILE writes a profile: give --profile too");
         return -TTHCTL_EXIT_USAGE;
     }
-    for (size_t i = 0; i < a->n_inputs; i++) {
-        const char *eq = strchr(a->inputs[i], '=');
-        if (!eq || eq == a->inputs[i] || !eq[1]) {
-            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--input '%s' is not NAME=FILE", a->inputs[i]);
-            tthctl_hint(err, "for example --input input=examples/digit_input.npy");
-            return -TTHCTL_EXIT_USAGE;
-        }
-    }
+    if ((rc = tthctl_check_inputs(a, err)) < 0)
+        return rc;
 
     tth_diag d;
     tth_diag_clear(&d);

@@ -167,6 +167,8 @@ double tthctl_element(const struct tthrt_array *a, int64_t i); /* element i as a
 int64_t tthctl_numel(const struct tthrt_array *a);
 int tthctl_one_row(const struct tthrt_array *a); /* rank 1, or ones before a last dimension > 1 */
 int64_t tthctl_argmax(const struct tthrt_array *a);
+/* every --input is NAME=FILE (else a usage error) */
+int tthctl_check_inputs(const tthctl_args *a, tthctl_error *err);
 json_t *tthctl_shape_json(const struct tthrt_array *a);
 json_t *tthctl_value_json(double v); /* a number, or "nan", "inf", "-inf" */
 

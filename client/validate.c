@@ -371,14 +371,8 @@ int tthctl_cmd_validate(const tthctl_args *a, tthctl_error *err)
     int rc = parse_seed(a->seed, &seed, err);
     if (rc < 0 || (rc = parse_tolerance(a->tolerance, &tol, err)) < 0)
         return rc;
-    for (size_t i = 0; i < a->n_inputs; i++) {
-        const char *eq = strchr(a->inputs[i], '=');
-        if (!eq || eq == a->inputs[i] || !eq[1]) {
-            tthctl_fail(err, TTHCTL_EXIT_USAGE, NULL, "--input '%s' is not NAME=FILE", a->inputs[i]);
-            tthctl_hint(err, "for example --input input=examples/digit_input.npy");
-            return -TTHCTL_EXIT_USAGE;
-        }
-    }
+    if ((rc = tthctl_check_inputs(a, err)) < 0)
+        return rc;
     tth_diag d;
     tth_diag_clear(&d);
     tthrt_model *m = NULL, *ref = NULL;

@@ -1101,6 +1101,26 @@ def maxpool_ref(x, k, s, ceil):
     return y
 
 
+def graph_builder(rng, P, nodes, cur):
+    """Two helpers that add a node to `nodes` and its float64 value to `cur`: conv(name, src,
+    out channels, in channels, kernel, pad), a convolution with random weights and bias (into P);
+    op(kind, inputs, out, value, **attrs), any node whose value the caller computes."""
+    import numpy as np
+    from onnx import helper
+
+    def conv(name, src, o, c, k, pad):
+        w = rng.normal(0, (2.0 / (c * k * k)) ** 0.5, (o, c, k, k)).astype(np.float32)
+        b = rng.normal(0, 0.1, (o,)).astype(np.float32)
+        P[name + "_w"], P[name + "_b"] = w, b
+        nodes.append(helper.make_node("Conv", [src, name + "_w", name + "_b"], [name], pads=[pad] * 4))
+        cur[name] = conv_ref(cur[src], w.astype(np.float64), b.astype(np.float64), 1, pad, 1)
+
+    def op(kind, ins, out, val, **attrs):
+        nodes.append(helper.make_node(kind, ins, [out], **attrs))
+        cur[out] = val
+    return conv, op
+
+
 def write_blocked_se(root, rng):
     """Squeeze-and-excitation and spatial attention in blocked channels (docs/layouts.md): a
     convolution's 32 channels, global average pooling, a 1x1 squeeze to 8 channels (no block of
@@ -1114,16 +1134,7 @@ def write_blocked_se(root, rng):
     x = rng.normal(0, 1, (2, 16, 9, 11)).astype(np.float32)
     P, nodes, cur = {}, [], {"x": x.astype(np.float64)}
 
-    def conv(name, src, o, c, k, pad):
-        w = rng.normal(0, (2.0 / (c * k * k)) ** 0.5, (o, c, k, k)).astype(np.float32)
-        b = rng.normal(0, 0.1, (o,)).astype(np.float32)
-        P[name + "_w"], P[name + "_b"] = w, b
-        nodes.append(helper.make_node("Conv", [src, name + "_w", name + "_b"], [name], pads=[pad] * 4))
-        cur[name] = conv_ref(cur[src], w.astype(np.float64), b.astype(np.float64), 1, pad, 1)
-
-    def op(kind, ins, out, val, **attrs):
-        nodes.append(helper.make_node(kind, ins, [out], **attrs))
-        cur[out] = val
+    conv, op = graph_builder(rng, P, nodes, cur)
     conv("c1", "x", 32, 16, 3, 1)
     op("Sigmoid", ["c1"], "s1", sig(cur["c1"]))
     op("Mul", ["c1", "s1"], "a1", cur["c1"] * cur["s1"])                   # SiLU
@@ -1160,16 +1171,7 @@ def write_dense_block(root, rng):
     z = rng.normal(0, 1, (1, 40, 80, 82)).astype(np.float32)
     P, nodes, cur = {}, [], {"x": x.astype(np.float64), "z": z.astype(np.float64)}
 
-    def conv(name, src, o, c, k, pad):
-        w = rng.normal(0, (2.0 / (c * k * k)) ** 0.5, (o, c, k, k)).astype(np.float32)
-        b = rng.normal(0, 0.1, (o,)).astype(np.float32)
-        P[name + "_w"], P[name + "_b"] = w, b
-        nodes.append(helper.make_node("Conv", [src, name + "_w", name + "_b"], [name], pads=[pad] * 4))
-        cur[name] = conv_ref(cur[src], w.astype(np.float64), b.astype(np.float64), 1, pad, 1)
-
-    def op(kind, ins, out, val, **attrs):
-        nodes.append(helper.make_node(kind, ins, [out], **attrs))
-        cur[out] = val
+    conv, op = graph_builder(rng, P, nodes, cur)
 
     def norm_relu(src, out, c):
         s = rng.normal(1, 0.2, (c, 1, 1)).astype(np.float32)
