@@ -135,6 +135,16 @@ static const cmd_spec commands[] = {
      "magnitude (integers and bool: exactly equal); exit status 1 then.\n"
      "Give --bind NAME=FILE as at compile time for inputs the artifact had bound.",
      tthctl_cmd_validate},
+    {NULL, "report", "ARTIFACT [PROFILE.json]", 1, 2, {OPT_OUTPUT, OPT_JSON}, 2,
+     "write the compile report page of an artifact compiled with --explain",
+     "Writes OUT (default ARTIFACT's name with .report.html): one self-contained HTML page with\n"
+     "the target and its kinds, operators per kind, multiply-adds, parameter, workspace and code\n"
+     "bytes, the per-layer table (searchable, sorted by a click on a column), the refusals, the\n"
+     "partition graph and the memory plan (docs/profiling.md). PROFILE.json, the output of\n"
+     "'tthctl run ARTIFACT --profile --json', adds each layer's time, share and GFLOP/s.\n"
+     "Example: tthctl compile m.onnx -t llvm --explain --profile -o m.tar &&\n"
+     "  tthctl run m.tar --profile --json > p.json && tthctl report m.tar p.json",
+     tthctl_cmd_report},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -155,6 +155,7 @@ int tthctl_cmd_stop(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_run(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_validate(const tthctl_args *a, tthctl_error *err);
+int tthctl_cmd_report(const tthctl_args *a, tthctl_error *err);
 
 /* ---- arrays and runtime diagnostics (run.c), for run and validate ---- */
 

@@ -189,6 +189,8 @@ typedef struct tth_package_input {
     int explain_memory;             /* options.explain: also explain/memory.svg (explain_svg.c) */
     const json_t *external;         /* the ONNX external data files read: metadata "external_data" */
     const json_t *profile;          /* a profiling artifact's metadata "profile" (docs/profiling.md), or NULL */
+    const json_t *report_calls;     /* options.explain: the entry's calls (tth_profile_calls) for
+                                       explain/report.json and report.html, else NULL */
 } tth_package_input;
 
 /* Write the artifact tar (deterministic: fixed order, times, owners) and its metadata. */

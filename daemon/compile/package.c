@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "compile_internal.h"
+#include "tthrt_report.h"
 #include "tth/target.h"
 #include "tth_config.h"
 #include "tth_params.h"
@@ -702,6 +703,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     const char *m = in->model;
     int rc = 0;
     char *header = NULL, *readme = NULL, *cmake = NULL, *meta_text = NULL, *target_str = NULL;
+    char *svg = NULL, *report_text = NULL, *report_html = NULL;
+    json_t *report_data = NULL;
     cg_files cg = {0};
     const char **fdir = NULL;
     const tth_module_file **files = NULL;
@@ -898,7 +901,6 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     ENTRY(params_path, NULL, params.len, 0644);
     if (in->partition_dot)
         ENTRY("explain/partition.dot", in->partition_dot, strlen(in->partition_dot), 0644);
-    char *svg = NULL;
     if (in->explain_memory) {
         svg = tth_explain_memory_svg(in->plan, m);
         if (!svg) {
@@ -907,6 +909,34 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         }
         ENTRY("explain/memory.svg", svg, strlen(svg), 0644);
     }
+    if (in->report_calls) {
+        /* explain/report.json and the page made of it (runtime/report.c); the files listed are
+         * those above (the report's own two and the Relay text after) */
+        json_t *listed = json_array();
+        for (size_t i = 0; i < nent && listed; i++)
+            json_array_append_new(listed, json_pack("{s:s, s:I}", "path", ent[i].path, "bytes", (json_int_t)ent[i].len));
+        const json_t *part = in->partition;
+        /* concatenations done in place: their inputs are written into their output (the whole) */
+        json_t *slices = json_array();
+        for (size_t i = 0; i < in->aot->naliases && slices; i++)
+            json_array_append_new(slices, json_pack("[s, s]", in->aot->aliases[i].part->name, in->aot->aliases[i].whole->name));
+        report_data = json_pack("{s:s, s:s, s:O*, s:O*, s:O, s:O*, s:o*}", "model", m, "target",
+                                target_str ? target_str : "", "kinds", json_object_get(part, "kinds"), "refusals",
+                                json_object_get(part, "refusals"), "calls", in->report_calls, "memory",
+                                json_object_get(meta, "memory"), "files", listed);
+        if (report_data)
+            json_object_set_new(report_data, "slices", slices);
+        else
+            json_decref(slices);
+        report_text = report_data ? json_dumps(report_data, JSON_SORT_KEYS | JSON_INDENT(1)) : NULL;
+        report_html = report_data ? tthrt_report_html(report_data, svg) : NULL;
+        if (!report_text || !report_html) {
+            rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory");
+            goto done;
+        }
+        ENTRY("explain/report.json", report_text, strlen(report_text), 0644);
+        ENTRY("explain/report.html", report_html, strlen(report_html), 0644);
+    }
     ENTRY(relay_path, in->relay_text ? in->relay_text : "", in->relay_text ? strlen(in->relay_text) : 0, 0644);
 #undef ENTRY
     size_t size = 2 * TAR_BLOCK;
@@ -914,7 +944,6 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         size += TAR_BLOCK + tar_round(ent[i].len);
     out = malloc(size);
     if (!out) {
-        free(svg);
         rc = tth_diag_set(diag, TTH_ENOMEM, "package", "out of memory for a tar of %zu bytes", size);
         goto done;
     }
@@ -937,7 +966,6 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         memset(out + at + ent[i].len, 0, tar_round(ent[i].len) - ent[i].len);
         at += tar_round(ent[i].len);
     }
-    free(svg);
     if (rc)
         goto done;
     memset(out + at, 0, 2 * TAR_BLOCK);
@@ -948,6 +976,10 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     meta = NULL;
 
 done:
+    free(svg);
+    free(report_text);
+    free(report_html);
+    json_decref(report_data);
     free(out);
     free(ent);
     free(cl.v);

@@ -50,6 +50,7 @@ typedef struct compile_state {
     int reference;               /* options.reference: no strategy, no blocked layout */
     int64_t profile_calls;       /* aot: the calls timed */
     json_t *profile_meta;        /* aot: metadata "profile" */
+    json_t *report_calls;        /* aot, options.explain: the entry's calls for the report page */
     tth_mem_plan plan;           /* memplan */
     tth_const_map *ext_consts;   /* relay_to_runtime: constants of external modules */
     tth_runtime_module **rts;    /* relay_to_runtime, codegen: the host kind's module first */
@@ -504,6 +505,9 @@ static int stage_aot(compile_state *s)
                            s->ws_align, &s->aot, s->diag);
     if (rc)
         return rc;
+    if (json_is_true(json_object_get(s->req->options, "explain")) &&
+        !(s->report_calls = tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered)))
+        return tth_diag_set(s->diag, TTH_ENOMEM, "aot", "out of memory");
     if (s->profile) {
         char model[300];
         snprintf(model, sizeof model, "%s", s->req->model_name);
@@ -617,6 +621,7 @@ static int stage_package(compile_state *s)
         .explain_memory = json_is_true(json_object_get(s->req->options, "explain")),
         .external = s->external,
         .profile = s->profile_meta,
+        .report_calls = s->report_calls,
     };
     return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
 }
@@ -707,6 +712,7 @@ static void state_free(compile_state *s)
     free(s->so);
     json_decref(s->metadata);
     json_decref(s->profile_meta);
+    json_decref(s->report_calls);
     json_decref(s->dumps);
     json_decref(s->timings);
     json_decref(s->external);

@@ -36,7 +36,8 @@ static json_t *buffer_json(const tth_tbuffer *b)
     json_t *shape = json_array();
     for (int32_t d = 0; shape && d < b->rank; d++)
         json_array_append_new(shape, json_integer(b->shape[d]));
-    return json_pack("{s:s, s:o*, s:s}", "name", b->name, "shape", shape, "dtype", tth_dtype_name(b->dtype));
+    return json_pack("{s:s, s:o*, s:s, s:I}", "name", b->name, "shape", shape, "dtype", tth_dtype_name(b->dtype),
+                     "bytes", (json_int_t)tth_tbuffer_nbytes(b));
 }
 
 /* the bytes of the constants f reads (each once) */
@@ -77,7 +78,7 @@ json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, cons
             if (lowered[j].prim_name && strcmp(lowered[j].prim_name, st->u.call.func) == 0)
                 fn = lowered[j].fn;
         json_t *nodes = json_array(), *ins = json_array(), *outs = json_array();
-        int64_t macs = 0, rd = 0, wr = 0;
+        int64_t macs = 0, rd = 0, wr = 0, params = 0;
         if (fn) {
             tth_rexpr **topo = NULL;
             int64_t nt = tth_relay_topo(rm, fn, &topo);
@@ -112,6 +113,7 @@ json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, cons
             if (cb) {
                 tth_tir_walk(pf->body, &v);
                 rd += cb->bytes;
+                params = cb->bytes;
                 free(cb);
             }
         }
@@ -122,6 +124,8 @@ json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, cons
                                 "strategies", json_object_get(attrs, "strategies"), "nodes", nodes, "inputs", ins,
                                 "outputs", outs, "macs", (json_int_t)macs, "bytes_read", (json_int_t)rd,
                                 "bytes_written", (json_int_t)wr);
+        if (row)
+            json_object_set_new(row, "param_bytes", json_integer(params));
         if (!row || json_array_append_new(calls, row)) {
             json_decref(calls);
             return NULL;

@@ -765,7 +765,7 @@ Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
     assert_same_artifact(&other, &other_cold, "opt-level 2");
 
     /* damage every entry: each is found bad, compiled again, and the artifact is still right */
-    char cmd[256];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "for f in %s/*; do printf '\\377\\376\\375\\374' | dd of=$f bs=1 seek=40 conv=notrunc 2>/dev/null; done",
              dir);
     cr_assert_eq(test_run(cmd), 0);
