@@ -10,6 +10,8 @@
  *   codegen/<kind>/src/...        the same for the other kinds of a composite target
  *   explain/partition.dot         which kind took which operator, when options.explain
  *   explain/memory.svg            the memory plan as a picture, when options.explain
+ *   explain/report.json, .html    the report page and its data, when options.explain
+ *                                 (docs/profiling.md, "The report page")
  *   lib/<model>.so                when built
  *   parameters/<model>.params     the constants (format in README.txt); for modules that bind
  *                                 them at run time the only copy (docs/artifact.md)
