@@ -81,12 +81,15 @@ static tth_texpr *keep_nan(lw_ctx *c, tth_texpr *x, tth_texpr *r)
  * the first exact in 16 bits, so n * ln2_hi is exact), e^r = 1 + r + r^2 P(r). n is rounded by
  * adding and subtracting 1.5 * 2^23 (no rounding instruction needed); 2^n is built from its
  * exponent bits as two factors 2^n1 * 2^n2, so results down to the subnormals and up to infinity
- * come out right for x in [-104, 89], the range the clamp keeps. */
-static tth_texpr *exp_f32(lw_ctx *c, tth_texpr *x0)
+ * come out right for x in [-104, 89], the range the clamp keeps: n1 = n / 2 in general; for an
+ * argument known not to be positive (sigmoid's -|x|, `nonpos`), n in [-150, 0], n1 = max(n, -126)
+ * and n2 = n - n1 in [-24, 0] (no upper clamp, two instructions fewer), multiplied as
+ * (e^r 2^n2) 2^n1 so that a subnormal result is rounded once. */
+static tth_texpr *exp_f32_core(lw_ctx *c, tth_texpr *x0, int nonpos)
 {
     static const double P[] = {0.5, 0.166665778, 0.0416668542, 0.00836314075, 0.0013901284};
     tth_texpr *x = lw_bind(c, x0);
-    tth_texpr *xc = lw_bind(c, lw_bin(c, TTH_TBIN_MAX, lw_bin(c, TTH_TBIN_MIN, x, k32(c, 89.0)), k32(c, -104.0)));
+    tth_texpr *xc = lw_bind(c, lw_bin(c, TTH_TBIN_MAX, nonpos ? x : lw_bin(c, TTH_TBIN_MIN, x, k32(c, 89.0)), k32(c, -104.0)));
     tth_texpr *t = lw_add(c, lw_mul(c, xc, k32(c, 1.44269504088896341)), k32(c, 12582912.0));
     tth_texpr *nf = lw_bind(c, lw_sub(c, t, k32(c, 12582912.0)));
     tth_texpr *r = lw_sub(c, lw_sub(c, xc, lw_mul(c, nf, k32(c, 0.693145751953125))),
@@ -94,13 +97,20 @@ static tth_texpr *exp_f32(lw_ctx *c, tth_texpr *x0)
     r = lw_bind(c, r);
     tth_texpr *e = lw_add(c, lw_add(c, k32(c, 1.0), r), lw_mul(c, lw_mul(c, r, r), horner(c, P, 5, r)));
     tth_texpr *n = lw_bind(c, lw_cast(c, TTH_I32, nf));
-    tth_texpr *n1 = lw_bind(c, lw_bin(c, TTH_TBIN_DIV, n, lw_imm(c, TTH_I32, 2)));
+    tth_texpr *n1 = lw_bind(c, nonpos ? lw_bin(c, TTH_TBIN_MAX, n, lw_imm(c, TTH_I32, -126))
+                                      : lw_bin(c, TTH_TBIN_DIV, n, lw_imm(c, TTH_I32, 2)));
     tth_texpr *n2 = lw_sub(c, n, n1);
     tth_texpr *s1 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n1, lw_imm(c, TTH_I32, 127)),
                                                                lw_imm(c, TTH_I32, 23)));
     tth_texpr *s2 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n2, lw_imm(c, TTH_I32, 127)),
                                                                lw_imm(c, TTH_I32, 23)));
-    return keep_nan(c, x, lw_mul(c, lw_mul(c, e, s1), s2));
+    tth_texpr *v = nonpos ? lw_mul(c, lw_mul(c, e, s2), s1) : lw_mul(c, lw_mul(c, e, s1), s2);
+    return keep_nan(c, x, v);
+}
+
+static tth_texpr *exp_f32(lw_ctx *c, tth_texpr *x0)
+{
+    return exp_f32_core(c, x0, 0);
 }
 
 /* tanh(x): x + x^3 Q(x^2) for |x| < 0.625; else sign(x) (1 - 2 / (exp(2|x|) + 1)) */
@@ -141,7 +151,7 @@ static tth_texpr *erf_f32(lw_ctx *c, tth_texpr *x0)
 static tth_texpr *sigmoid_f32(lw_ctx *c, tth_texpr *x0)
 {
     tth_texpr *x = lw_bind(c, x0);
-    tth_texpr *e = lw_bind(c, exp_f32(c, tth_tir_un(c->m, TTH_TUN_NEG, tth_tir_intrin(c->m, TTH_TINTRIN_FABS, x, NULL))));
+    tth_texpr *e = lw_bind(c, exp_f32_core(c, tth_tir_un(c->m, TTH_TUN_NEG, tth_tir_intrin(c->m, TTH_TINTRIN_FABS, x, NULL)), 1));
     tth_texpr *r = lw_bind(c, lw_bin(c, TTH_TBIN_DIV, k32(c, 1.0), lw_add(c, k32(c, 1.0), e)));
     return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_GE, x, k32(c, 0.0)), r, lw_mul(c, e, r));
 }
