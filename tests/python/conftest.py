@@ -35,6 +35,21 @@ def _stop(pid):
     os.kill(pid, signal.SIGKILL)
 
 
+def _workers_up(work):
+    """Fail at once, with the daemon's log, when its workers do not start (a tth-worker missing or
+    being relinked when tthd started): its requests would wait in its queue."""
+    for _ in range(150):
+        if tth.status()["workers"]["alive"] > 0:
+            return
+        time.sleep(0.2)
+    try:
+        with open(os.path.join(work, "tthd.log"), errors="replace") as f:
+            log = f.read()[-2000:]
+    except OSError:
+        log = ""
+    pytest.fail("tthd started no worker within 30 s; its log ends:\n" + log)
+
+
 @pytest.fixture(scope="session")
 def daemon():
     """A private tthd started through tth's own auto-start; yields its work directory."""
@@ -43,6 +58,7 @@ def daemon():
                   daemon_args=["--cache-dir", os.path.join(work, "cache")])
     st = tth.status()
     assert st["socket"] == os.path.join(work, "tthd.sock")
+    _workers_up(work)
     try:
         yield work
     finally:
