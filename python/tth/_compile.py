@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import signal
 import sys
 import threading
 import time
@@ -15,7 +14,7 @@ import numpy as np
 from ._client import Connection, call
 from ._xxh64 import xxh64_hex
 from .artifact import Artifact
-from .errors import CompileError, DaemonError, TthError
+from .errors import CompileError, DaemonError
 
 ProgressCallback = Callable[[Dict[str, Any]], Any]
 _export_lock = threading.Lock()
@@ -307,6 +306,5 @@ def cache_clear() -> Dict[str, Any]:
 
 def shutdown() -> None:
     """Stop the daemon (``shutdown``): in-flight requests get a few seconds to finish."""
-    from ._client import Connection as _C
-    with _C(start=False) as c:
+    with Connection(start=False) as c:
         c.call("shutdown")

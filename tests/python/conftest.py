@@ -6,7 +6,6 @@ TTH_BUILD_ROOT / TTH_SOURCE_ROOT (tests/meson.build) say where the build and the
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 
