@@ -104,3 +104,24 @@ def test_artifact_for_another_machine_does_not_run(daemon):
     assert "lib/digits.so" not in art.files
     with pytest.raises(tth.RunError, match="no host shared library"):
         art.run(image=np.zeros((1, 1, 8, 8), np.float32))
+
+
+def test_external_data_by_path_and_refused_as_bytes(daemon, tmp_path):
+    """docs/python.md, "Not done": a model with external data compiles by path; as bytes the
+    daemon refuses it (UnsupportedError) naming the file and saying what to do"""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    wv = np.arange(4096, dtype=np.float32).reshape(64, 64) / 4096
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+                          [numpy_helper.from_array(wv, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    path = str(tmp_path / "ext.onnx")
+    onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="ext.data",
+                    size_threshold=0)
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64)
+    np.testing.assert_allclose(tth.compile(path, "llvm").run(x=x)["y"], x @ wv, rtol=1e-5, atol=1e-5)
+    with pytest.raises(tth.UnsupportedError) as ei:
+        tth.compile(open(path, "rb").read(), "llvm")
+    assert "ext.data" in str(ei.value) and "hint: compile the model by its path" in str(ei.value)
