@@ -56,9 +56,9 @@ def daemon():
     tth.configure(socket=os.path.join(work, "tthd.sock"), tthd=TTHD, start=True,
                   daemon_args=["--cache-dir", os.path.join(work, "cache")])
     st = tth.status()
-    assert st["socket"] == os.path.join(work, "tthd.sock")
-    _workers_up(work)
     try:
+        assert st["socket"] == os.path.join(work, "tthd.sock")
+        _workers_up(work)
         yield work
     finally:
         _stop(st["pid"])
