@@ -218,13 +218,17 @@ static void m_target_parse(tthd_server *srv, tthd_request *req)
 
 static char *options_text(const tthd_request *req)
 {
-    /* the options that shape the artifact: no_cache only says how to look it up */
-    json_t *o = json_deep_copy(json_object_get(req->params, "options"));
+    /* what shapes the artifact besides the model and the target: the options (no_cache only says
+     * how to look it up) and the model's name, which its symbols and file names carry (the same
+     * bytes compiled as another name are another artifact) */
+    const json_t *given = json_object_get(req->params, "options");
+    json_t *o = given ? json_deep_copy(given) : json_object();
     if (!o)
-        return strdup("{}");
+        return NULL;
     json_object_del(o, "no_cache");
-    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    json_decref(o);
+    json_t *all = json_pack("{s:s, s:o}", "model_name", req->model_name, "options", o);
+    char *text = all ? json_dumps(all, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    json_decref(all);
     return text;
 }
 

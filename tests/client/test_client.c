@@ -869,9 +869,23 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     free(a);
     free(b);
 
+    /* the same bytes under another name are another artifact: its symbols carry the name */
+    char out3[400];
+    snprintf(out3, sizeof out3, "%s/other.tar", F.dir);
+    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "--name", "other", "-o", out3, "--json", "--quiet");
+    assert_status(&po, 0);
+    r = out_json(&po);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss", "another name was answered from the cache");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "metadata"), "model")), "other");
+    json_decref(r);
+    proc_out_free(&po);
+    names = tar_list(out3);
+    assert_has(names, "include/tth_other.h\n");
+    free(names);
+
     ctl(&po, "cache", "clear");
     assert_status(&po, 0);
-    assert_has(po.out, "removed 1 cache entries");
+    assert_has(po.out, "removed 2 cache entries");
     proc_out_free(&po);
     cr_assert_eq(cache_counter("entries"), 0);
 }
