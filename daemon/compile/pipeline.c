@@ -171,11 +171,6 @@ static int stage_target(compile_state *s)
     s->kind = s->part.kinds[s->part.nkinds - 1].kind;
     s->plugin = s->part.kinds[s->part.nkinds - 1].plugin;
     if (!s->plugin->tir_to_runtime) {
-        if (strcmp(s->kind, "llvm") == 0) {
-            tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target", "target kind 'llvm' has no "
-                         "tir_to_runtime in this build; use --target c");
-            return TTH_EUNSUPPORTED;
-        }
         tth_diag_set(s->diag, TTH_EUNSUPPORTED, "target", "target kind '%s' (plugin '%s') has no "
                      "tir_to_runtime hook and cannot be compiled on its own", s->kind,
                      s->plugin->desc->plugin_name);

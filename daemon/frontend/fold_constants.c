@@ -150,18 +150,9 @@ static tth_tensor *fold_transpose(const tth_rexpr *e, const tth_tensor *x)
 {
     const tth_ttype *ot = &e->type.tensor, *xt = &x->type;
     int64_t axes[TTH_MAX_RANK], xs[TTH_MAX_RANK], step[TTH_MAX_RANK], os[TTH_MAX_RANK];
-    int n = tth__attr_ints(e->u.call.attrs, "axes", axes, TTH_MAX_RANK);
-    int seen[TTH_MAX_RANK] = {0};
-    for (int d = 0; n <= 0 && d < xt->rank; d++)
-        axes[d] = xt->rank - 1 - d;
-    n = n <= 0 ? xt->rank : n;
-    if (n != xt->rank || ot->rank != n)
+    int n = xt->rank;
+    if (ot->rank != n || tth_transpose_axes_of(e->u.call.attrs, n, axes, NULL) != 0)
         return NULL;
-    for (int d = 0; d < n; d++) {
-        axes[d] += axes[d] < 0 ? n : 0;
-        if (axes[d] < 0 || axes[d] >= n || seen[axes[d]]++)
-            return NULL;
-    }
     tth_tensor *out = tth_tensor_new(ot, NULL);
     if (!out)
         return NULL;

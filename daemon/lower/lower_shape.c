@@ -47,24 +47,7 @@ tth_tstmt *lw_reshape(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 /* transpose: out[idx] = x[in] with in[axes[d]] = idx[d] */
 static int transpose_axes(const tth_rexpr *call, int64_t *axes)
 {
-    const tth_ttype *xt = lw_ty(lw_arg(call, 0));
-    int n = lw_attr_ints(call, "axes", axes, TTH_MAX_RANK);
-    if (n <= 0) {
-        for (int d = 0; d < xt->rank; d++)
-            axes[d] = xt->rank - 1 - d;
-        return 1;
-    }
-    if (n != xt->rank)
-        return 0;
-    int seen[TTH_MAX_RANK] = {0};
-    for (int d = 0; d < n; d++) {
-        if (axes[d] < 0)
-            axes[d] += n;
-        if (axes[d] < 0 || axes[d] >= n || seen[axes[d]])
-            return 0;
-        seen[axes[d]] = 1;
-    }
-    return 1;
+    return tth_transpose_axes_of(call->u.call.attrs, lw_ty(lw_arg(call, 0))->rank, axes, NULL) == 0;
 }
 
 static tth_tstmt *transpose_body(lw_ctx *c, tth_texpr *const *idx, void *arg)

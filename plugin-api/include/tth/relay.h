@@ -288,6 +288,12 @@ TTH_API int64_t tth_layout_block(const json_t *v);
  * window, or attributes the relation refuses). diag may be NULL. */
 TTH_API int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs *a, tth_diag *diag);
 
+/* transpose's permutation for an input of rank `rank` (attrs: the call's u.call.attrs): "axes",
+ * or the reverse order when absent, negative entries counted from the end; output dimension d is
+ * input dimension axes[d]. The one reader the type relation, the lowering and the constant folder
+ * share. 0, or TTH_EINVAL with diag set (not a permutation of 0..rank-1). diag may be NULL. */
+TTH_API int tth_transpose_axes_of(const json_t *attrs, int32_t rank, int64_t axes[TTH_MAX_RANK], tth_diag *diag);
+
 /* Typed attributes of image.resize2d (ONNX Resize, docs/operators.md "Resize"): the one reader the
  * type relation, the lowering and the constant folder share. */
 typedef enum tth_resize_nearest_mode {

@@ -1100,27 +1100,40 @@ static int rel_reshape(relctx *c)
     return 0;
 }
 
+/* transpose's "axes" for an input of rank `rank`: the reverse order when absent, negative entries
+ * counted from the end; a permutation of 0..rank-1 (tth_transpose_axes_of) */
+static int read_transpose_axes(relctx *c, int32_t rank, int64_t *axes)
+{
+    int64_t rev[TTH_MAX_RANK];
+    for (int32_t i = 0; i < rank; i++)
+        rev[i] = rank - 1 - i;
+    size_t n;
+    int rc = attr_ints(c, "axes", rev, (size_t)rank, -1, axes, TTH_MAX_RANK, &n);
+    if (rc)
+        return rc;
+    if (n != (size_t)rank)
+        return rel_fail(c, "axes has %zu entries but x has rank %d", n, rank);
+    int seen[TTH_MAX_RANK] = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (axes[i] < 0)
+            axes[i] += rank;
+        if (axes[i] < 0 || axes[i] >= rank || seen[axes[i]])
+            return rel_fail(c, "axes is not a permutation of 0..%d", rank - 1);
+        seen[axes[i]] = 1;
+    }
+    return 0;
+}
+
 static int rel_transpose(relctx *c)
 {
     const tth_ttype *x = ARG(c, 0);
-    int64_t axes[TTH_MAX_RANK], rev[TTH_MAX_RANK];
-    for (int32_t i = 0; i < x->rank; i++)
-        rev[i] = x->rank - 1 - i;
-    size_t n;
-    int rc = attr_ints(c, "axes", rev, (size_t)x->rank, -1, axes, TTH_MAX_RANK, &n);
+    int64_t axes[TTH_MAX_RANK];
+    int rc = read_transpose_axes(c, x->rank, axes);
     if (rc)
         return rc;
-    if (n != (size_t)x->rank)
-        return rel_fail(c, "axes has %zu entries but x has rank %d", n, x->rank);
-    int seen[TTH_MAX_RANK] = {0};
     tth_ttype t = *x;
-    for (size_t i = 0; i < n; i++) {
-        int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
-        if (a < 0 || a >= x->rank || seen[a])
-            return rel_fail(c, "axes is not a permutation of 0..%d", x->rank - 1);
-        seen[a] = 1;
-        t.shape[i] = x->shape[a];
-    }
+    for (int32_t i = 0; i < x->rank; i++)
+        t.shape[i] = x->shape[axes[i]];
     set_out(c, &t);
     return 0;
 }
@@ -1438,6 +1451,21 @@ static void attrs_ctx(relctx *c, tth_op op, const json_t *attrs, tth_diag *diag,
     c->attrs = attrs;
     c->diag = diag ? diag : local;
     c->location = "attributes";
+}
+
+int tth_transpose_axes_of(const json_t *attrs, int32_t rank, int64_t axes[TTH_MAX_RANK], tth_diag *diag)
+{
+    tth_diag local;
+    relctx c;
+    attrs_ctx(&c, TTH_OP_TRANSPOSE, attrs, diag, &local);
+    if (rank < 0 || rank > TTH_MAX_RANK)
+        return tth_diag_set(c.diag, TTH_EINVAL, c.location, "transpose of rank %d", (int)rank);
+    /* the relation's refusals are type errors of the call; here, of the attributes */
+    if (read_transpose_axes(&c, rank, axes) != 0) {
+        c.diag->code = TTH_EINVAL;
+        return TTH_EINVAL;
+    }
+    return 0;
 }
 
 int tth_resize2d_attrs_of(const json_t *attrs, const int64_t in_hw[2], tth_resize2d_attrs *a, tth_diag *diag)

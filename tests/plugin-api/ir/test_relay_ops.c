@@ -658,6 +658,44 @@ Test(relay_ops, window_attrs_refuse_what_the_relation_refuses)
 
 /* tth_resize2d_attrs_of and tth_resize_nearest: the one reader of image.resize2d's attributes and
  * the one nearest-index rule (the type relation, the lowering and the constant folder). */
+/* tth_transpose_axes_of: the one reader of transpose's permutation (type relation, lowering,
+ * constant folder): the reverse order when absent, negative entries from the end, and the same
+ * refusals as the relation. */
+Test(relay_ops, transpose_axes_one_reader)
+{
+    static const struct {
+        const char *attrs;
+        int32_t rank;
+        int64_t want[4];
+        const char *says; /* NULL: accepted */
+    } tcases[] = {
+        {"{}", 3, {2, 1, 0}, NULL},
+        {"{\"axes\": [0, -1, 1]}", 3, {0, 2, 1}, NULL},
+        {"{\"axes\": [3, 1, 0, 2]}", 4, {3, 1, 0, 2}, NULL},
+        {"{\"axes\": [0, 0, 1]}", 3, {0}, "not a permutation"},
+        {"{\"axes\": [0, 3, 1]}", 3, {0}, "not a permutation"},
+        {"{\"axes\": [1, 0]}", 3, {0}, "2 entries"},
+        {"{\"axes\": \"x\"}", 2, {0}, "axes"},
+    };
+    for (size_t i = 0; i < sizeof tcases / sizeof tcases[0]; i++) {
+        json_t *at = json_loads(tcases[i].attrs, 0, NULL);
+        cr_assert_not_null(at);
+        int64_t axes[TTH_MAX_RANK];
+        tth_diag d;
+        tth_diag_clear(&d);
+        int rc = tth_transpose_axes_of(at, tcases[i].rank, axes, &d);
+        json_decref(at);
+        if (!tcases[i].says) {
+            cr_assert_eq(rc, 0, "%s: %s", tcases[i].attrs, d.message);
+            for (int32_t k = 0; k < tcases[i].rank; k++)
+                cr_assert_eq(axes[k], tcases[i].want[k], "%s: axes[%d] = %lld", tcases[i].attrs, (int)k, (long long)axes[k]);
+        } else {
+            cr_assert_eq(rc, TTH_EINVAL, "%s (rank %d) was accepted", tcases[i].attrs, (int)tcases[i].rank);
+            cr_assert(strstr(d.message, tcases[i].says), "%s: '%s' does not say %s", tcases[i].attrs, d.message, tcases[i].says);
+        }
+    }
+}
+
 Test(relay_ops, resize2d_attrs_and_nearest_rule)
 {
     static const int64_t in_hw[2] = {4, 5};
