@@ -500,14 +500,14 @@ static int stage_aot(compile_state *s)
                            s->ws_align, &s->aot, s->diag);
     if (rc)
         return rc;
-    if (json_is_true(json_object_get(s->req->options, "explain")) &&
+    /* the entry's calls (before any timing hooks), once, for the report page and the profile */
+    if ((json_is_true(json_object_get(s->req->options, "explain")) || s->profile) &&
         !(s->report_calls = tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered)))
         return tth_diag_set(s->diag, TTH_ENOMEM, "aot", "out of memory");
     if (s->profile) {
         char model[300];
         snprintf(model, sizeof model, "%s", s->req->model_name);
-        s->profile_meta = json_pack("{s:o*, s:s, s:s, s:s}", "calls",
-                                    tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered),
+        s->profile_meta = json_pack("{s:O, s:s, s:s, s:s}", "calls", s->report_calls,
                                     "clock", "CLOCK_MONOTONIC", "ns_symbol", "", "calls_symbol", "");
         if (!s->profile_meta || !json_object_get(s->profile_meta, "calls"))
             return tth_diag_set(s->diag, TTH_ENOMEM, "aot", "out of memory");
@@ -616,7 +616,7 @@ static int stage_package(compile_state *s)
         .explain_memory = json_is_true(json_object_get(s->req->options, "explain")),
         .external = s->external,
         .profile = s->profile_meta,
-        .report_calls = s->report_calls,
+        .report_calls = json_is_true(json_object_get(s->req->options, "explain")) ? s->report_calls : NULL,
     };
     return tth_package_write(&in, &s->tar, &s->tar_len, &s->metadata, s->diag);
 }

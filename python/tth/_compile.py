@@ -189,16 +189,9 @@ def compile(model: Any, target: Union[str, Dict[str, Any]], *, name: Optional[st
             except _FileGone:
                 delivery = "stream"
                 continue
-            # The cache key does not hold the model's name (PROTOCOL.md, "compile"): a hit can be an
-            # artifact compiled under another name, whose symbols and header carry that name. Such a
-            # hit is compiled again under the name asked for.
-            if (result.get("metadata") or {}).get("model", mname) != mname and "no_cache" not in options:
-                options["no_cache"] = True
-                delivery = "stream"
-                continue
             return Artifact(art, result)
-    raise DaemonError("the daemon's answer could not be used after three tries (its cache file disappeared, or "
-                      "its artifact kept another model name than '%s')" % mname, "socket '%s'" % c.path)
+    raise DaemonError("the daemon's answer could not be used after three tries (its cache file disappeared each "
+                      "time)", "socket '%s'" % c.path)
 
 
 class _FileGone(Exception):
