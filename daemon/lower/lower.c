@@ -500,21 +500,26 @@ tth_texpr *lw_madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc)
     return c->vec.fma ? tth_tir_fma(c->m, a, b, acc) : lw_add(c, lw_mul(c, a, b), acc);
 }
 
-tth_tbuffer *lw_reg_tile(lw_ctx *c, int64_t nvec, int vl, tth_tstmt **init)
+tth_tbuffer *lw_reg_tile_of(lw_ctx *c, tth_dtype t, int64_t nvec, int vl, tth_tstmt **init)
 {
     char name[32];
     int64_t n = nvec * vl;
     snprintf(name, sizeof name, "acc%u", c->nbufs++);
-    tth_tbuffer *b = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
+    tth_tbuffer *b = tth_tir_buffer(c->m, name, t, 1, &n, TTH_SCOPE_REGISTER);
     if (!b) {
         lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         return NULL;
     }
-    tth_texpr *zero = tth_tir_broadcast(c->m, tth_tir_float(c->m, TTH_F32, 0), vl);
+    tth_texpr *zero = tth_tir_broadcast(c->m, lw_imm(c, t, 0), vl);
     for (int64_t a = 0; a < nvec; a++)
         if (lw_append(c, init, tth_tir_vstore(c->m, b, lw_i(c, a * vl), zero, 0)))
             return NULL;
     return b;
+}
+
+tth_tbuffer *lw_reg_tile(lw_ctx *c, int64_t nvec, int vl, tth_tstmt **init)
+{
+    return lw_reg_tile_of(c, TTH_F32, nvec, vl, init);
 }
 
 /* ----------------------------------------------------------------------------- values ---- */
@@ -1339,6 +1344,10 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     const char *target_kind = target ? json_string_value(json_object_get(target, "kind")) : NULL;
     c->vec = tth_target_vector_shape(target);
     c->cores = tth_target_num_cores(target);
+    if (c->vec.f32_lanes >= 4)
+        c->dot = tth_target_has_feature(target, "is_aarch64") || tth_target_has_feature(target, "has_asimd")
+                     ? (tth_target_has_feature(target, "has_matmul_i8") ? TTH_TINTRIN_DOT4_US : TTH_TINTRIN_DOT4_SS)
+                     : TTH_TINTRIN_DOT4_US;
     c->generic = fn && json_is_true(json_object_get(fn->attrs, "Generic"));
     c->m = mod;
     c->diag = diag;

@@ -575,7 +575,7 @@ static tth_tstmt *blocked_kernel(tk *k)
  * either constant along H and W or has the output's full H and W (right-aligned): then the
  * pixel index can be passed as (0, p) for (oh, ow), which gives every such tensor its right
  * flat offset. */
-static int epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_t OW, int depth)
+int tk_epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_t OW, int depth)
 {
     if (e == anchor)
         return 1;
@@ -592,7 +592,7 @@ static int epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, in
     const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
     if (impl && impl->value)
         for (size_t i = 0; i < e->u.call.nargs; i++)
-            if (!epi_hw_ok(e->u.call.args[i], anchor, OH, OW, depth + 1))
+            if (!tk_epi_hw_ok(e->u.call.args[i], anchor, OH, OW, depth + 1))
                 return 0;
     return 1;
 }
@@ -763,7 +763,7 @@ static tth_tstmt *pointwise_kernel(tk *k, const tth_rexpr *wa)
 /* Offset in the input as read of tap (kh, kw) for output pixel (oh, ow0) of input channel ch:
  * row oh*sh + kh*dh; column ow0*sw + kw*dw, or in a phase-split row (k->sp > 1, sp = sw) phase
  * (kw*dw) % sw at ow0 + (kw*dw) / sw, so consecutive output pixels are consecutive elements. */
-static tth_texpr *tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_texpr *kh, tth_texpr *kw)
+tth_texpr *tk_tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_texpr *kh, tth_texpr *kw)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
@@ -779,12 +779,6 @@ static tth_texpr *tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tt
     return tk_x_at(k, ch, row, col);
 }
 
-/* One accumulator of a depthwise tile: `lanes` pixels of output row oh0 + drow from column
- * ow0 + dcol. */
-typedef struct dseg {
-    int64_t drow, dcol;
-    int lanes;
-} dseg;
 
 /* The tile's n accumulators of channel ch (at most 8, each at most vmax lanes): per tap, one
  * contiguous vector load per accumulator (strided convolutions read the phase-split copy) and a
@@ -803,7 +797,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     tth_tvar *vw = lw_var(c, "wv", TTH_F32), *vx = lw_var(c, "xo", TTH_I64);
     if (!vw || !vx)
         return NULL;
-    tth_texpr *xo = tap_at(k, ch, oh0, ow0, kh.e, kw.e);
+    tth_texpr *xo = tk_tap_at(k, ch, oh0, ow0, kh.e, kw.e);
     tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
     /* a step of one output column is sw input columns, or one in a phase-split row */
     int64_t cstep = k->sp > 1 ? 1 : p->sw;
@@ -831,12 +825,10 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     return tth_tir_allocate(c->m, acc, seq);
 }
 
-/* A tile of n accumulators sg along one output row, from column ow0 (the kernel's own tile). */
-typedef tth_tstmt *(*row_tile_fn)(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n);
 
 /* One output row in vectors: OW / vl vectors of vl pixels and one of OW % vl, as a loop of tiles
  * of RV vectors and one tile of what is left (the whole vectors and the tail). */
-static tth_tstmt *row_in_vectors(tk *k, int RV, int vl, row_tile_fn tile, void *ctx)
+tth_tstmt *tk_row_in_vectors(tk *k, int RV, int vl, row_tile_fn tile, void *ctx)
 {
     lw_ctx *c = k->c;
     int64_t nv = k->p->OW / vl;
@@ -899,7 +891,7 @@ static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int v
         return dw_tile(k, ch, oh0, lw_i(c, 0), sg, n, vl);
     }
     dw_at at = {ch, oh0, vl};
-    return row_in_vectors(k, RV, vl, dw_row_tile, &at);
+    return tk_row_in_vectors(k, RV, vl, dw_row_tile, &at);
 }
 
 /* Rows [oh0, oh0 + n) of channel ch in groups of R rows (dw_rows): a loop over the whole
@@ -1045,7 +1037,7 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
     for (int a = 0; a < n; a++) 
         if (!(xv[a] = lw_var_vec(c, "x", TTH_F32, sg[a].lanes)))
             return NULL;
-    tth_texpr *xo = tap_at(k, ic.e, oh, ow0, kh.e, kw.e);
+    tth_texpr *xo = tk_tap_at(k, ic.e, oh, ow0, kh.e, kw.e);
     tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, KK)),
                                      lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, RO));
@@ -1100,7 +1092,7 @@ static tth_tstmt *rows_row_tile(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg
 static tth_tstmt *rows_row(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh, int RP, int vl)
 {
     rows_at at = {ob, oh, RO, ro, vl};
-    return row_in_vectors(k, RP, vl, rows_row_tile, &at);
+    return tk_row_in_vectors(k, RP, vl, rows_row_tile, &at);
 }
 
 /* Output rows times blocks of RO channels, a parallel loop over (row, block) pairs with rows
@@ -1205,7 +1197,7 @@ int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink 
         return 0;
     int vl = c->vec.f32_lanes;
     int64_t P = p.OH * p.OW;
-    return vl >= 4 && P >= 4 * vl && (!s->epi || epi_hw_ok(s->epi, s->anchor, p.OH, p.OW, 0));
+    return vl >= 4 && P >= 4 * vl && (!s->epi || tk_epi_hw_ok(s->epi, s->anchor, p.OH, p.OW, 0));
 }
 
 int lw_conv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)

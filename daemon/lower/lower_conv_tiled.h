@@ -81,4 +81,22 @@ tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *o
 /* the padded copy of image k->n of an NCHW<b>c input: [C/b][Hp][Wp][b] */
 tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
 
+/* The epilogue s->epi may take the pixel index of an OH x OW output as (0, p) (a flat image):
+ * every tensor in it is constant along H and W or has the output's full H and W */
+int tk_epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_t OW, int depth);
+/* Offset in the input as read of tap (kh, kw) for output pixel (oh, ow0) of input channel ch:
+ * row oh*sh + kh*dh; column ow0*sw + kw*dw, or in a phase-split row (k->sp > 1, sp = sw) phase
+ * (kw*dw) % sw at ow0 + (kw*dw) / sw, so consecutive output pixels are consecutive elements */
+tth_texpr *tk_tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_texpr *kh, tth_texpr *kw);
+/* One accumulator of a tile along output rows: `lanes` pixels of output row oh0 + drow from
+ * column ow0 + dcol. */
+typedef struct dseg {
+    int64_t drow, dcol;
+    int lanes;
+} dseg;
+/* A tile of n accumulators sg along one output row, from column ow0 (the kernel's own tile). */
+typedef tth_tstmt *(*row_tile_fn)(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n);
+/* One output row in vectors: OW / vl vectors of vl pixels and one of OW % vl, as a loop of tiles
+ * of RV vectors and one tile of what is left (the whole vectors and the tail). */
+tth_tstmt *tk_row_in_vectors(tk *k, int RV, int vl, row_tile_fn tile, void *ctx);
 #endif

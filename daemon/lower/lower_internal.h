@@ -57,6 +57,9 @@ struct lw_ctx {
     tth_tir_module *m;
     tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
     int cores;                /* the target's num-cores, 0 when it does not say (docs/threads.md) */
+    int dot;                  /* the four-byte dot product the int8 kernels use (docs/int8.md):
+                                 TTH_TINTRIN_DOT4_US (x86, AArch64 with i8mm) or DOT4_SS (other
+                                 AArch64 and Arm), 0 on a target without vectors */
     int generic;              /* the function's attrs say "Generic": no strategy, the generic lowering
                                  of every op (options.reference, docs/tthctl.md "validate") */
     json_t *strategies;       /* names of the strategies used (attrs "strategies") */
@@ -226,6 +229,9 @@ int lw_roi_align_check(const tth_rexpr *call, char *why, size_t len);
 /* grid */
 tth_tstmt *lw_grid_sample(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_grid_sample_check(const tth_rexpr *call, char *why, size_t len);
+/* strategy qnn.conv2d/int8-dot-rows (lower_conv_int8.c) */
+int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 /* quant */
 tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
 tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx);
@@ -292,6 +298,8 @@ tth_tbuffer *lw_local(lw_ctx *c, const char *prefix, tth_dtype t, int rank, cons
 /* A register tile of nvec float32 vectors of vl lanes (a REGISTER buffer: the code generators keep
  * it in registers), with the statements that zero it appended to *init. NULL on OOM. */
 tth_tbuffer *lw_reg_tile(lw_ctx *c, int64_t nvec, int vl, tth_tstmt **init);
+/* the same of another dtype (int32 accumulators of the int8 kernels) */
+tth_tbuffer *lw_reg_tile_of(lw_ctx *c, tth_dtype t, int64_t nvec, int vl, tth_tstmt **init);
 /* a * b + acc: one FMA where the target has the instruction, else a multiply and an add (an FMA
  * without the instruction is a library call per lane) */
 tth_texpr *lw_madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc);

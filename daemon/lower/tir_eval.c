@@ -430,6 +430,23 @@ static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
                                      : ev_fround(e->dtype, fmaf((float)x[0].f, (float)x[1].f, (float)x[2].f));
         return 0;
     }
+    if (e->u.intrin.op == TTH_TINTRIN_DOT4_US || e->u.intrin.op == TTH_TINTRIN_DOT4_SS) {
+        ev_val x[3];
+        for (int i = 0; i < 3; i++) {
+            int rc = ev_expr(f, e->u.intrin.args[i], &x[i]);
+            if (rc)
+                return rc;
+        }
+        /* int32 lanes of four bytes (tth/tir.h): a's bytes unsigned for DOT4_US */
+        int64_t s = (int32_t)x[0].i;
+        for (int j = 0; j < 4; j++) {
+            uint32_t ab = ((uint32_t)x[1].i >> (8 * j)) & 0xffu, bb = ((uint32_t)x[2].i >> (8 * j)) & 0xffu;
+            int64_t av = e->u.intrin.op == TTH_TINTRIN_DOT4_US ? (int64_t)ab : (int64_t)(int8_t)ab;
+            s += av * (int64_t)(int8_t)bb;
+        }
+        out->i = (int32_t)(uint32_t)(uint64_t)s;
+        return 0;
+    }
     ev_val a = {0}, b = {0};
     int rc = ev_expr(f, e->u.intrin.args[0], &a);
     if (!rc && e->u.intrin.args[1])

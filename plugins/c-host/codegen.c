@@ -129,6 +129,7 @@ typedef struct cg {
     int need_bf16_load;           /* bfloat16 -> float */
     int need_bf16_store;          /* float -> bfloat16 */
     int need_math;
+    int need_dot4[2];             /* tth_dot4_us / tth_dot4_ss (DOT4_US, DOT4_SS) */
     unsigned char bits[DTYPE_SLOTS][DTYPE_SLOTS]; /* reinterpret helpers [to][from] */
     /* globals: constants, by buffer, with their C names */
     const tth_tbuffer **consts;
@@ -473,6 +474,8 @@ static int scan_expr(void *ctx, const tth_texpr *e)
             g->help[HELP_MAX][dtype_is_half(e->dtype) ? TTH_F32 : slot] = 1;
         else if (e->u.intrin.op == TTH_TINTRIN_REDUCE_MIN)
             g->help[HELP_MIN][dtype_is_half(e->dtype) ? TTH_F32 : slot] = 1;
+        else if (e->u.intrin.op == TTH_TINTRIN_DOT4_US || e->u.intrin.op == TTH_TINTRIN_DOT4_SS)
+            g->need_dot4[e->u.intrin.op == TTH_TINTRIN_DOT4_SS] = 1;
         else if (e->u.intrin.op != TTH_TINTRIN_REDUCE_ADD)
             g->need_math = 1;
         break;
@@ -948,6 +951,16 @@ static void emit_expr(cg *g, const tth_texpr *e)
                 }
             cg_fail(g, TTH_EINTERNAL, "a reduction was not computed before its statement");
             return;
+        }
+        if (e->u.intrin.op == TTH_TINTRIN_DOT4_US || e->u.intrin.op == TTH_TINTRIN_DOT4_SS) {
+            tth_strbuf_printf(t, "tth_%s(", name);
+            for (int i = 0; i < 3; i++) {
+                if (i)
+                    tth_strbuf_puts(t, ", ");
+                emit_expr(g, e->u.intrin.args[i]);
+            }
+            tth_strbuf_puts(t, ")");
+            break;
         }
         if (!name || !dtype_is_float(e->dtype)) {
             cg_fail(g, TTH_EUNSUPPORTED, "intrinsic %d on %s has no C form", (int)e->u.intrin.op,
@@ -1803,6 +1816,15 @@ static void emit_prologue(cg *g)
                 tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED %s tth_as_%s_%s(%s x) { %s r; memcpy(&r, &x, sizeof r); "
                                   "return r; }\n", ctype_storage((tth_dtype)to), dtype_tag((tth_dtype)to),
                                   dtype_tag((tth_dtype)from), ctype_storage((tth_dtype)from), ctype_storage((tth_dtype)to));
+    /* the four-byte dot products of int32 lanes (DOT4_US / DOT4_SS, docs/tir.md) */
+    for (int ss = 0; ss < 2; ss++)
+        if (g->need_dot4[ss])
+            tth_strbuf_printf(t, "static inline TTH_MAYBE_UNUSED int32_t tth_dot4_%s(int32_t acc, int32_t a, int32_t b)\n{\n"
+                              "    int64_t s = acc;\n"
+                              "    for (int j = 0; j < 4; j++)\n"
+                              "        s += (int64_t)(%s)((uint32_t)a >> (8 * j)) * (int8_t)((uint32_t)b >> (8 * j));\n"
+                              "    return (int32_t)(uint32_t)(uint64_t)s;\n}\n",
+                              ss ? "ss" : "us", ss ? "int8_t" : "uint8_t");
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         tth_dtype d = all[k];
         if (d == TTH_BOOL && (g->help[HELP_MIN][TTH_U8] || g->help[HELP_MAX][TTH_U8]))

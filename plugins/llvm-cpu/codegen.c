@@ -135,6 +135,33 @@ static const json_t *llvm_target(const json_t *t)
     return kind_is(host, "llvm") ? host : t;
 }
 
+/* Whether the comma-separated feature list holds "+name" as a whole entry. */
+static int feature_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n + 1 && p[0] == '+' && strncmp(p + 1, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The dot-product instructions the CPU has, as the parsed target says (features of mcpu + mattr)
+ * or as the features given to LLVM say (a target without mcpu is this machine); see
+ * tth__llcg.dot_us. */
+static void dot_widths(tth__llcg *c, const json_t *t, const char *features)
+{
+    int vnni512 = (tth_target_has_feature(t, "has_avx512vnni") || feature_listed(features, "avx512vnni")) &&
+                  (tth_target_has_feature(t, "has_avx512") || feature_listed(features, "avx512f"));
+    int avxvnni = tth_target_has_feature(t, "has_avxvnni") || feature_listed(features, "avxvnni");
+    int a64 = tth_target_has_feature(t, "is_aarch64");
+    c->dot_us = vnni512 ? 16 : avxvnni ? 8 : a64 && (tth_target_has_feature(t, "has_matmul_i8") || feature_listed(features, "i8mm")) ? 4 : 0;
+    c->dot_ss = a64 && (tth_target_has_feature(t, "has_dotprod") || feature_listed(features, "dotprod")) ? 4 : 0;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -1058,6 +1085,7 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         /* AVX-512 as the parsed target says (features of mcpu + mattr) or as the machine's
          * features given to LLVM say (a target without mcpu is this machine) */
         c->masked_tails = tth_target_has_feature(llvm_target(target), "has_avx512") || strstr(opt.features, "+avx512f");
+        dot_widths(c, llvm_target(target), opt.features);
         c->par_launch = opt.threads ? launch : NULL;
         /* constants bound at run time for a hosted OS of the host's byte order, where the
          * runtime or the application reads the parameters file; bare-metal code keeps them in

@@ -78,6 +78,11 @@ typedef struct tth__llcg {
                                     instruction (AVX-512): a contiguous vector of a lane count
                                     that is not a power of two becomes one masked access of
                                     the next power of two (tth__llcg_contig_load) */
+    int dot_us, dot_ss;          /* int32 lanes of the CPU's four-byte dot-product instruction
+                                    for DOT4_US (x86 VNNI vpdpbusd: 16 with AVX-512 VNNI, 8 with
+                                    AVX-VNNI; AArch64 usdot with i8mm: 4) and DOT4_SS (AArch64
+                                    sdot with dotprod: 4), 0 without: the intrinsics are then
+                                    widening multiplies and adds (codegen_expr.c, docs/tir.md) */
     const char *bind_prefix;     /* constants of at least TTH_BIND_MIN_BYTES bytes are not
                                     copied into the code but bound at run time from the
                                     parameters file (docs/artifact.md, "Constants bound at run

@@ -676,11 +676,128 @@ static LLVMValueRef lower_reduce(tth__llcg *c, const tth_texpr *e)
     return tth__llcg_convert(c, r, ct, t);
 }
 
+/* ---- four-byte dot products (DOT4_US, DOT4_SS: tth/tir.h, docs/tir.md "Dot products") ---- */
+
+/* lanes [from, from + n) of the vector v (of `have` lanes) as a vector of w lanes, zeros past
+ * the end */
+static LLVMValueRef lanes_slice(tth__llcg *c, LLVMValueRef v, int have, int from, int n, int w)
+{
+    LLVMValueRef mask[64];
+    for (int i = 0; i < w; i++)
+        mask[i] = LLVMConstInt(i32_type(c), (unsigned long long)(i < n ? from + i : have), 0);
+    return LLVMBuildShuffleVector(c->b, v, LLVMConstNull(LLVMTypeOf(v)), LLVMConstVector(mask, (unsigned)w), "");
+}
+
+/* The CPU's instruction on w lanes (w = c->dot_us or c->dot_ss). */
+static LLVMValueRef dot4_native(tth__llcg *c, int us, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b, int w)
+{
+    LLVMValueRef args[3] = {acc, a, b};
+    if (w == 4) {
+        /* AArch64: sdot / usdot <4 x i32> += <16 x i8> . <16 x i8> */
+        const char *name = us ? "llvm.aarch64.neon.usdot" : "llvm.aarch64.neon.sdot";
+        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+        LLVMTypeRef v16 = LLVMVectorType(LLVMInt8TypeInContext(c->ctx), 16);
+        LLVMTypeRef tys[2] = {LLVMTypeOf(acc), v16};
+        if (!id)
+            return tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name), NULL;
+        args[1] = LLVMBuildBitCast(c->b, a, v16, "");
+        args[2] = LLVMBuildBitCast(c->b, b, v16, "");
+        return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, tys, 2),
+                              LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2), args, 3, "");
+    }
+    /* x86 VNNI: vpdpbusd on 16 (AVX-512) or 8 (AVX-VNNI) int32 lanes */
+    const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id)
+        return tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name), NULL;
+    return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0),
+                          args, 3, "");
+}
+
+/* Without the instruction: the bytes widened to int32, multiplied, and the four products of
+ * each lane added to it (acc, a, b are vectors of n int32 lanes). */
+static LLVMValueRef dot4_widened(tth__llcg *c, int us, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b, int n)
+{
+    LLVMTypeRef bytes = LLVMVectorType(LLVMInt8TypeInContext(c->ctx), (unsigned)(4 * n));
+    LLVMTypeRef wide = LLVMVectorType(i32_type(c), (unsigned)(4 * n));
+    LLVMValueRef ab = LLVMBuildBitCast(c->b, a, bytes, ""), bb = LLVMBuildBitCast(c->b, b, bytes, "");
+    LLVMValueRef aw = us ? LLVMBuildZExt(c->b, ab, wide, "") : LLVMBuildSExt(c->b, ab, wide, "");
+    LLVMValueRef prod = LLVMBuildMul(c->b, aw, LLVMBuildSExt(c->b, bb, wide, ""), "");
+    /* the bytes of a lane are next to each other whatever the byte order: lane i sums
+     * products 4i .. 4i + 3 */
+    LLVMValueRef sum = acc;
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef mask[64];
+        for (int i = 0; i < n; i++)
+            mask[i] = LLVMConstInt(i32_type(c), (unsigned long long)(4 * i + j), 0);
+        LLVMValueRef part = LLVMBuildShuffleVector(c->b, prod, LLVMGetPoison(wide), LLVMConstVector(mask, (unsigned)n), "");
+        sum = LLVMBuildAdd(c->b, sum, part, "");
+    }
+    return sum;
+}
+
+static LLVMValueRef lower_dot4(tth__llcg *c, const tth_texpr *e)
+{
+    int us = e->u.intrin.op == TTH_TINTRIN_DOT4_US;
+    int n = e->lanes;
+    if (e->dtype != TTH_I32 || n > 64)
+        return fail_null(c, TTH_EUNSUPPORTED, us ? "dot4_us" : "dot4_ss", e->dtype);
+    LLVMValueRef v[3];
+    for (int i = 0; i < 3; i++) {
+        const tth_texpr *x = e->u.intrin.args[i];
+        if (!x)
+            return tth__llcg_fail(c, TTH_EINVAL, "a dot product needs 3 arguments"), NULL;
+        if (!(v[i] = tth__llcg_expr(c, x)))
+            return NULL;
+        if (n == 1) /* a scalar as a vector of one lane */
+            v[i] = LLVMBuildInsertElement(c->b, LLVMGetPoison(LLVMVectorType(i32_type(c), 1)), v[i],
+                                          LLVMConstInt(i32_type(c), 0, 0), "");
+    }
+    int w = us ? c->dot_us : c->dot_ss;
+    LLVMValueRef r;
+    if (!w) {
+        r = dot4_widened(c, us, v[0], v[1], v[2], n);
+    } else {
+        /* chunks of the instruction's width, the last padded with zeros; then the lanes put
+         * back together */
+        int nch = (n + w - 1) / w;
+        LLVMValueRef parts[16];
+        for (int k = 0; k < nch; k++) {
+            int cl = n - k * w < w ? n - k * w : w;
+            LLVMValueRef s[3];
+            for (int i = 0; i < 3; i++)
+                s[i] = n == w ? v[i] : lanes_slice(c, v[i], n, k * w, cl, w);
+            if (!(parts[k] = dot4_native(c, us, s[0], s[1], s[2], w)))
+                return NULL;
+        }
+        r = parts[0];
+        if (nch > 1 || n != w) {
+            /* concatenate: the result so far (have lanes, padded to m) with the next chunk */
+            int have = w < n ? w : n;
+            r = lanes_slice(c, parts[0], w, 0, have, nch * w);
+            for (int k = 1; k < nch; k++) {
+                LLVMValueRef next = lanes_slice(c, parts[k], w, 0, w, nch * w);
+                LLVMValueRef mask[64];
+                for (int i = 0; i < nch * w; i++)
+                    mask[i] = LLVMConstInt(i32_type(c), (unsigned long long)(i < k * w ? i : nch * w + i - k * w), 0);
+                r = LLVMBuildShuffleVector(c->b, r, next, LLVMConstVector(mask, (unsigned)(nch * w)), "");
+            }
+            if (nch * w != n)
+                r = lanes_slice(c, r, nch * w, 0, n, n);
+        }
+    }
+    if (n == 1)
+        r = LLVMBuildExtractElement(c->b, r, LLVMConstInt(i32_type(c), 0, 0), "");
+    return r;
+}
+
 static LLVMValueRef lower_intrin(tth__llcg *c, const tth_texpr *e)
 {
     tth_tir_intrin_op op = e->u.intrin.op;
     if (op == TTH_TINTRIN_REDUCE_ADD || op == TTH_TINTRIN_REDUCE_MAX || op == TTH_TINTRIN_REDUCE_MIN)
         return lower_reduce(c, e);
+    if (op == TTH_TINTRIN_DOT4_US || op == TTH_TINTRIN_DOT4_SS)
+        return lower_dot4(c, e);
     tth_dtype t = e->dtype;
     if (op == TTH_TINTRIN_FMA) {
         if (!tth_dtype_is_float(t))

@@ -37,10 +37,11 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 6 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
+#define TTH_ABI_MINOR 7 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
                            * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment);
                            * 1.3 tth_host.progress; 1.4 the TIR walker (tth_tir_walk);
-                           * 1.5 tth_host.store_get/store_put; 1.6 the REINTERPRET expression */
+                           * 1.5 tth_host.store_get/store_put; 1.6 the REINTERPRET expression;
+                           * 1.7 the DOT4_US / DOT4_SS intrinsics */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 

@@ -107,7 +107,12 @@ typedef enum tth_tir_unop { TTH_TUN_NEG = 0, TTH_TUN_NOT = 1 } tth_tir_unop;
  * (ABI 1.2) FMA a * b + c rounded once (any float dtype), and the horizontal reductions of a
  * vector to a scalar of its dtype (integers too): REDUCE_ADD (the order of the additions is the
  * code generator's), REDUCE_MAX, REDUCE_MIN; then the inverse trigonometric and hyperbolic
- * functions (C's asin ... atanh). Appended only: the numbers are frozen. */
+ * functions (C's asin ... atanh); then (ABI 1.7) the four-byte dot products on int32 lanes:
+ * DOT4_US(acc, a, b) is acc + sum over j < 4 of byte j of a (unsigned) times byte j of b (signed),
+ * DOT4_SS the same with both bytes signed, every lane wrapping as int32 arithmetic does (the bytes
+ * of a lane are its little-endian bytes: byte j is (lane >> 8j) & 0xff). They are the x86 VNNI
+ * vpdpbusd and the AArch64 usdot / sdot instructions (docs/tir.md, "Dot products").
+ * Appended only: the numbers are frozen. */
 #define TTH_TIR_INTRINS(X)                                                              \
     X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) X(TANH, "tanh", 1)            \
     X(ERF, "erf", 1) X(POW, "pow", 2) X(FABS, "fabs", 1) X(FLOOR, "floor", 1)          \
@@ -115,7 +120,8 @@ typedef enum tth_tir_unop { TTH_TUN_NEG = 0, TTH_TUN_NOT = 1 } tth_tir_unop;
     X(FMOD, "fmod", 2) X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)                       \
     X(FMA, "fma", 3) X(REDUCE_ADD, "reduce_add", 1) X(REDUCE_MAX, "reduce_max", 1)     \
     X(REDUCE_MIN, "reduce_min", 1) X(ASIN, "asin", 1) X(ACOS, "acos", 1) X(ATAN, "atan", 1)        \
-    X(ASINH, "asinh", 1) X(ACOSH, "acosh", 1) X(ATANH, "atanh", 1)
+    X(ASINH, "asinh", 1) X(ACOSH, "acosh", 1) X(ATANH, "atanh", 1)                     \
+    X(DOT4_US, "dot4_us", 3) X(DOT4_SS, "dot4_ss", 3)
 
 typedef enum tth_tir_intrin_op {
 #define TTH__INTRIN_ENUM(e, s, n) TTH_TINTRIN_##e,

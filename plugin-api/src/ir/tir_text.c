@@ -226,6 +226,7 @@ static int verify_expr(vctx *c, const tth_texpr *e)
         tth_tir_intrin_op op = e->u.intrin.op;
         int n = intrin_info[op].nargs;
         int reduce = op == TTH_TINTRIN_REDUCE_ADD || op == TTH_TINTRIN_REDUCE_MAX || op == TTH_TINTRIN_REDUCE_MIN;
+        int dot = op == TTH_TINTRIN_DOT4_US || op == TTH_TINTRIN_DOT4_SS;
         for (int i = 0; i < 3; i++) {
             const tth_texpr *a = e->u.intrin.args[i];
             if (i >= n) {
@@ -235,7 +236,10 @@ static int verify_expr(vctx *c, const tth_texpr *e)
             }
             if ((rc = verify_expr(c, a)))
                 return rc;
-            if (!reduce && op != TTH_TINTRIN_FMA && a->dtype != TTH_F32 && a->dtype != TTH_F64)
+            if (dot && a->dtype != TTH_I32)
+                return vfail(c, TTH_ETYPE, "%s needs int32 arguments (four bytes a lane), got %s",
+                             intrin_info[op].name, tth_dtype_name(a->dtype));
+            if (!reduce && !dot && op != TTH_TINTRIN_FMA && a->dtype != TTH_F32 && a->dtype != TTH_F64)
                 return vfail(c, TTH_ETYPE, "%s needs float32 or float64 arguments, got %s", intrin_info[op].name,
                              tth_dtype_name(a->dtype));
             if (op == TTH_TINTRIN_FMA && !tth_dtype_is_float(a->dtype))

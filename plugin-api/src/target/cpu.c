@@ -12,7 +12,7 @@
  *   - otherwise triple = mtriple, or the host triple; mcpu and mattr are checked against LLVM;
  *     AArch64 (aarch64*, arm64*) and 32-bit Arm: key arm_cpu and features is_aarch64, has_asimd,
  *     has_sve, has_dotprod, has_matmul_i8, has_fp16_simd, has_sme; x86: key x86_64 and has_avx2,
- *     has_avx512; other architectures: no derived key.
+ *     has_avx512, has_avx512vnni, has_avxvnni; other architectures: no derived key.
  * The M-profile parser (kind cmsis-nn, and Cortex-M for llvm and c): has_dsp and has_mve from
  * LLVM's view of the CPU; "+nodsp" / "+nomve" after the CPU name or in mattr turn them off
  * ("+nodsp" turns MVE off too); keys arm_cpu, cpu. Without mcpu or triple: no DSP, no MVE.
@@ -420,6 +420,8 @@ static const feature_map arm_features[] = {
 static const feature_map x86_features[] = {
     {"has_avx2", "avx2"},
     {"has_avx512", "avx512f"},
+    {"has_avx512vnni", "avx512vnni"},
+    {"has_avxvnni", "avxvnni"},
 };
 
 static int cpu(json_t *t, tth_diag *d)

@@ -546,6 +546,51 @@ def case(name):
         a = {"padding": [1, 1, 1, 1], "groups": 2}
         y = conv2d(x, w, None, [1, 1], [1, 1, 1, 1], [1, 1], 2, xzp=128, wzp=wzp, acc="int64").astype("int32")
         return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [y]
+    # qnn.conv2d on the int8 dot-product kernel (daemon/lower/lower_conv_int8.c, docs/int8.md):
+    # channels not a multiple of 4, output channels not a multiple of the tile, strides (phase
+    # split rows), dilation, asymmetric padding, both input types and extreme zero points,
+    # requantize saturating at both ends; integers exact
+    if name in ("qnn_conv_dot_requant_clip", "qnn_conv_dot_requant_uint8"):
+        u8 = name.endswith("uint8")
+        x = rnd((1, 7, 13, 11), "uint8", 0, 255) if u8 else rnd((1, 7, 13, 11), "int8", -128, 127)
+        w = rnd((10, 7, 3, 3), "int8", -128, 127)
+        xzp = np.array(200 if u8 else -3, "uint8" if u8 else "int8")
+        wzp = np.zeros((10,), "int8")
+        b = rnd((10, 1, 1), "int32", -30000, 30000)
+        isc = (np.linspace(0.5, 3.0, 10) * 1e-4).astype(f32)
+        izp, osc, ozp = np.array(0, "int32"), np.array(0.05, f32), np.array(5, "int8")
+        a = {"padding": [1, 1, 1, 1], "strides": [2, 2]}
+        acc = conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 1, xzp=int(xzp), acc="int64") + b
+        acc = acc.astype("int32")
+        v = np.rint((acc - izp).astype(f32) * (isc / osc).astype(f32).reshape(1, 10, 1, 1)) + np.float32(5)
+        y = np.clip(np.clip(v, -128, 127), -100, 90).astype("int8")
+        return [(x, False), (w, True), (xzp, True), (wzp, True), (b, True), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
+                ("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["prev", "i5", "i6", "i7", "i8"]),
+                ("clip", {"a_min": -100.0, "a_max": 90.0}, ["prev"])], [y]
+    if name == "qnn_conv_dot_flat_uint8":
+        # 1x1 stride 1: the image as one row of 42 pixels
+        x = rnd((1, 9, 6, 7), "uint8", 0, 255)
+        w = rnd((5, 9, 1, 1), "int8", -128, 127)
+        xzp, wzp = np.array(131, "uint8"), np.array(0, "int8")
+        y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1, xzp=131, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", {}, ["i0", "i1", "i2", "i3"])], [y]
+    if name == "qnn_conv_dot_dilated_rows":
+        # two images, rows of 40 pixels (several vectors and a tail), dilation 2, zero point 127
+        x = rnd((2, 5, 9, 40), "int8", -128, 127)
+        w = rnd((9, 5, 3, 3), "int8", -128, 127)
+        xzp, wzp = np.array(127, "int8"), np.zeros((9,), "int8")
+        a = {"padding": [2, 2, 2, 2], "dilation": [2, 2]}
+        y = conv2d(x, w, None, [1, 1], [2, 2, 2, 2], [2, 2], 1, xzp=127, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [y]
+    if name == "qnn_conv_dot_stride3_asym":
+        # three phases a row, asymmetric padding, zero point 0 of uint8
+        x = rnd((1, 4, 17, 23), "uint8", 0, 255)
+        w = rnd((3, 4, 5, 5), "int8", -128, 127)
+        xzp, wzp = np.array(0, "uint8"), np.zeros((3,), "int8")
+        a = {"padding": [2, 1, 0, 2], "strides": [1, 3]}
+        y = conv2d(x, w, None, [1, 3], [2, 1, 0, 2], [1, 1], 1, xzp=0, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [y]
     if name == "requantize_per_axis_saturating":
         x = rnd((1, 3, 4, 4), "int32", -40000, 40000)
         isc = np.array([0.002, 0.0005, 0.01], f32)

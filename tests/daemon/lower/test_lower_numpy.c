@@ -257,7 +257,7 @@ static void run_np(const char *name)
     const json_t *steps = json_object_get(meta, "chain");
     for (size_t i = 0; i < json_array_size(steps); i++) {
         const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
-        conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
+        conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "qnn.conv2d") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
                 !strcmp(op, "nn.avg_pool2d") || !strcmp(op, "nn.softmax") || !strcmp(op, "nn.log_softmax") ||
                 !strcmp(op, "nn.layer_norm") || !strcmp(op, "nn.attention") || !strncmp(name, "concat_rows", 11) ||
                 !strncmp(name, "pointwise_rows", 14);
@@ -271,8 +271,12 @@ static void run_np(const char *name)
                      "\"num-cores\":3}"},
         {"aarch64", "{\"kind\":\"llvm\",\"keys\":[\"arm_cpu\",\"cpu\"],\"features\":{\"has_asimd\":true,"
                     "\"is_aarch64\":true}}"},
+        /* int8: usdot's operand order (docs/int8.md) */
+        {"aarch64-i8mm", "{\"kind\":\"llvm\",\"keys\":[\"arm_cpu\",\"cpu\"],\"features\":{\"has_asimd\":true,"
+                         "\"is_aarch64\":true,\"has_dotprod\":true,\"has_matmul_i8\":true}}"},
     };
-    for (size_t i = 0; conv && i < sizeof targets / sizeof targets[0]; i++) {
+    size_t ntargets = sizeof targets / sizeof targets[0] - (strncmp(name, "qnn_", 4) ? 1 : 0);
+    for (size_t i = 0; conv && i < ntargets; i++) {
         json_t *tg = json_loads(targets[i][1], 0, NULL);
         cr_assert_not_null(tg);
         check_with(meta, name, tg, targets[i][0]);
@@ -285,6 +289,11 @@ static void run_np(const char *name)
 #define NP(name) \
     Test(numpy, name) { run_np(#name); }
 
+NP(qnn_conv_dot_requant_clip)
+NP(qnn_conv_dot_requant_uint8)
+NP(qnn_conv_dot_flat_uint8)
+NP(qnn_conv_dot_dilated_rows)
+NP(qnn_conv_dot_stride3_asym)
 NP(conv_groups_dilation)
 NP(conv_tiles_channel_tail)
 NP(conv_tiles_runtime_weights_groups)

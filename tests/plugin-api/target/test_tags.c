@@ -146,11 +146,12 @@ Test(tags, facts_of_application_processors)
     cr_assert_str_eq(str(t, "mtriple"), "x86_64-linux-gnu");
     cr_assert_str_eq(keys_of(t), "x86_64,cpu");
     cr_assert(feature(t, "has_avx2") && feature(t, "has_avx512"));
+    cr_assert_not(feature(t, "has_avx512vnni")); /* Skylake-SP has no VNNI; Cascade Lake has */
     json_decref(t);
 
     t = ok("aws/c6i");
     cr_assert_str_eq(str(t, "mcpu"), "icelake-server");
-    cr_assert(feature(t, "has_avx512"));
+    cr_assert(feature(t, "has_avx512") && feature(t, "has_avx512vnni"));
     json_decref(t);
 
     t = ok("apple/m1");

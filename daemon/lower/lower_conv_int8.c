@@ -1,0 +1,459 @@
+/* lower_conv_int8.c: qnn.conv2d on the CPU's four-byte dot products (docs/int8.md).
+ *
+ * The kernel is the row-vectorized convolution (lower_conv_tiled.c) with int32 accumulators:
+ * vectors run along an output row, and each step of the reduction takes four input channels at
+ * once. Before the convolution, each image is copied into words of four channels:
+ *     xq[((c4*Hp + y)*sp + ph)*Wq + j] = bytes b = 0..3 of channel 4*c4 + b at padded row y,
+ *                                        padded column j*sp + ph (sp = the stride's phases)
+ * each byte the input plus koff, the offset that puts it in the range the instruction takes
+ * (x86's vpdpbusd multiplies unsigned by signed bytes: int8 inputs get +128; AArch64's sdot
+ * takes signed bytes: uint8 inputs get -128). Padding and the channels past C hold the zero
+ * point in that range. The constant weights are packed at compile time as words of the same four
+ * channels, RO output channels side by side:
+ *     wq[((ob*C4 + c4)*KH + kh)*KW + kw][r] = bytes of w[ob*RO + r, 4*c4 .. 4*c4 + 3, kh, kw]
+ * (zeros past O and past C). A tile is ro output channels times n vectors of a row:
+ *     for c4, kh, kw:  x_a = xq[tap of (oh, ow0 + a*lanes)][0:lanes]     (one load per vector)
+ *                      for r: acc[r][a] = dot4(acc[r][a], x_a, broadcast(wq[..][r]))
+ * then acc + comp[oc] through the epilogue (requantize, clip). Since every byte read is
+ * x + koff, with padding x_zp + koff,
+ *     sum (x - x_zp) * w = sum (x + koff) * w - (x_zp + koff) * sum w
+ * and comp[o] = -(x_zp + koff) * sum of w[o] is a constant (docs/int8.md, "Zero points").
+ * Requires constant weights with zero points 0 (symmetric, as ONNX Runtime's quantizer writes
+ * int8 weights) and a scalar constant input zero point; otherwise the generic lowering runs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_conv_tiled.h"
+
+typedef struct qconv {
+    tk k;                /* k.x: the words of the image; k.w: the packed weights */
+    lw_conv_p g;         /* the shapes the kernel walks: a 1x1 stride-1 unpadded convolution is
+                            one row of OH*OW pixels */
+    tth_tir_intrin_op dot;
+    int64_t C4;
+    int64_t koff, padv;  /* byte offset, and the zero point's byte (plus koff) */
+    tth_tbuffer *comp;   /* int32 [O] */
+    int RO;
+} qconv;
+
+/* integer element i of a constant */
+static int64_t const_at(const tth_tensor *t, int64_t i)
+{
+    switch (t->type.dtype) {
+    case TTH_I8: return ((const int8_t *)t->data)[i];
+    case TTH_U8: return ((const uint8_t *)t->data)[i];
+    case TTH_I16: return ((const int16_t *)t->data)[i];
+    case TTH_I32: return ((const int32_t *)t->data)[i];
+    case TTH_I64: return ((const int64_t *)t->data)[i];
+    default: return 0;
+    }
+}
+
+static int is_int_const(const tth_rexpr *e)
+{
+    if (!e || e->kind != TTH_REXPR_CONST || !e->u.constant.value)
+        return 0;
+    tth_dtype d = e->u.constant.value->type.dtype;
+    return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32 || d == TTH_I64;
+}
+
+/* a qnn.conv2d the kernel computes: NCHW, one group, int8 or uint8 input with a scalar constant
+ * zero point, constant int8 weights with zero points 0, on a vector target */
+static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_t *xzp)
+{
+    char why[256];
+    if (!c->dot || call->u.call.op != TTH_OP_QNN_CONV2D || !lw_conv_params(call, p, why, sizeof why) ||
+        p->transpose || p->xb || p->ob || p->groups != 1)
+        return 0;
+    const tth_rexpr *x = lw_arg(call, 0), *w = lw_arg(call, 1), *xz = lw_arg(call, 2), *wz = lw_arg(call, 3);
+    tth_dtype xd = lw_ty(x)->dtype;
+    if ((xd != TTH_I8 && xd != TTH_U8) || lw_ty(w)->dtype != TTH_I8 || lw_ty(call)->dtype != TTH_I32 ||
+        w->kind != TTH_REXPR_CONST || !is_int_const(xz) || !is_int_const(wz) || tth_ttype_numel(&xz->u.constant.value->type) != 1)
+        return 0;
+    const tth_tensor *wzt = wz->u.constant.value;
+    for (int64_t i = 0; i < tth_ttype_numel(&wzt->type); i++)
+        if (const_at(wzt, i) != 0)
+            return 0;
+    *xzp = const_at(xz->u.constant.value, 0);
+    return 1;
+}
+
+int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)s;
+    lw_conv_p p;
+    int64_t xzp;
+    return q_params(c, call, &p, &xzp);
+}
+
+/* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
+static int flat_ok(const lw_conv_p *p, const lw_sink *s)
+{
+    return !p->pt && !p->pl && !p->pb && !p->pr && p->KH == 1 && p->KW == 1 && p->sh == 1 && p->sw == 1 &&
+           (!s->epi || tk_epi_hw_ok(s->epi, s->anchor, p->OH, p->OW, 0));
+}
+
+/* ---- the words of the image ---- */
+
+/* The word of channels 4*c4 .. 4*c4 + nv - 1 (the rest: the zero point) at image row iy, from
+ * image column col0 (a vector of `lanes` columns sp apart, or one column) */
+static tth_texpr *q_word(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv, tth_texpr *iy, tth_texpr *col0, int lanes)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    tth_texpr *w = NULL;
+    for (int b = 0; b < 4; b++) {
+        tth_texpr *byte;
+        if (b < nv) {
+            tth_texpr *ch = lw_add(c, lw_mul(c, c4, lw_i(c, 4)), lw_i(c, b));
+            tth_texpr *row = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, q->k.n, lw_i(c, p->C)), ch), lw_i(c, p->H)), iy);
+            tth_texpr *at = lw_add(c, lw_mul(c, row, lw_i(c, p->W)), col0);
+            tth_texpr *v = tth_tir_load(c->m, x, lanes > 1 ? tth_tir_ramp(c->m, at, q->k.sp, lanes) : at);
+            byte = lw_cast(c, TTH_U32, v);
+            if (q->koff)
+                byte = lw_add(c, byte, tth_tir_int(c->m, TTH_U32, (int64_t)(uint32_t)(int32_t)q->koff));
+            byte = lw_bin(c, TTH_TBIN_BITAND, byte, tth_tir_int(c->m, TTH_U32, 255));
+        } else {
+            byte = tth_tir_int(c->m, TTH_U32, q->padv);
+        }
+        if (b)
+            byte = lw_bin(c, TTH_TBIN_SHL, byte, tth_tir_int(c->m, TTH_U32, 8 * b));
+        w = w ? lw_bin(c, TTH_TBIN_BITOR, w, byte) : byte;
+    }
+    if (lanes > 1 && w && w->lanes == 1)
+        w = tth_tir_broadcast(c->m, w, lanes);
+    return w ? tth_tir_reinterpret(c->m, TTH_I32, w) : NULL;
+}
+
+/* the zero point's word in `lanes` lanes */
+static tth_texpr *q_pad_word(qconv *q, int lanes)
+{
+    lw_ctx *c = q->k.c;
+    uint32_t b = (uint32_t)q->padv & 0xffu;
+    tth_texpr *w = tth_tir_int(c->m, TTH_I32, (int64_t)(int32_t)(b | b << 8 | b << 16 | b << 24));
+    return lanes > 1 ? tth_tir_broadcast(c->m, w, lanes) : w;
+}
+
+/* `count` words of padding from word offset at */
+static tth_tstmt *q_fill(qconv *q, tth_texpr *at, int64_t count)
+{
+    lw_ctx *c = q->k.c;
+    int vl = c->vec.f32_lanes;
+    tth_tstmt *seq = NULL;
+    int64_t nv = count / vl, tail = count % vl;
+    if (nv > 0) {
+        lw_ax j;
+        if (lw_ax_make(c, &j, "fj", nv))
+            return NULL;
+        tth_tstmt *st = tth_tir_vstore(c->m, q->k.x, lw_add(c, at, lw_mul(c, j.e, lw_i(c, vl))), q_pad_word(q, vl), 0);
+        if (lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, st)))
+            return NULL;
+    }
+    if (tail > 0) {
+        tth_tstmt *st = tth_tir_vstore(c->m, q->k.x, lw_add(c, at, lw_i(c, nv * vl)), q_pad_word(q, (int)tail), 0);
+        if (lw_append(c, &seq, st))
+            return NULL;
+    }
+    return seq;
+}
+
+static int64_t floordiv64(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* Image row iy of channels 4*c4 .. (nv of them) into padded row iy + pt of the words: per phase,
+ * the columns left of the image and right of it are padding, the rest vectors of columns */
+static tth_tstmt *q_image_row(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv, tth_texpr *iy)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    int64_t sp = q->k.sp, Wq = q->k.Wq;
+    int vl = c->vec.f32_lanes;
+    tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, c4, lw_i(c, q->k.Hp)), lw_add(c, iy, lw_i(c, p->pt))),
+                            lw_i(c, q->k.Wrow));
+    tth_tstmt *seq = NULL;
+    for (int64_t ph = 0; ph < sp; ph++) {
+        /* word j is image column j*sp + ph - pl */
+        int64_t lo = -floordiv64(-(p->pl - ph), sp), hi = floordiv64(p->W - 1 + p->pl - ph, sp);
+        if (lo < 0)
+            lo = 0;
+        if (hi > Wq - 1)
+            hi = Wq - 1;
+        tth_texpr *base = lw_add(c, row, lw_i(c, ph * Wq));
+        if (hi < lo) {
+            if (lw_append(c, &seq, q_fill(q, base, Wq)))
+                return NULL;
+            continue;
+        }
+        if (lo > 0 && lw_append(c, &seq, q_fill(q, base, lo)))
+            return NULL;
+        int64_t m = hi - lo + 1, nvec = m / vl, tail = m % vl;
+        if (nvec > 0) {
+            lw_ax j;
+            if (lw_ax_make(c, &j, "wj", nvec))
+                return NULL;
+            tth_texpr *j0 = lw_add(c, lw_i(c, lo), lw_mul(c, j.e, lw_i(c, vl)));
+            tth_texpr *col0 = lw_sub(c, lw_add(c, lw_mul(c, j0, lw_i(c, sp)), lw_i(c, ph)), lw_i(c, p->pl));
+            tth_texpr *wv = q_word(q, x, c4, nv, iy, col0, vl);
+            if (!wv || lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL,
+                                                     tth_tir_vstore(c->m, q->k.x, lw_add(c, base, j0), wv, 0))))
+                return NULL;
+        }
+        if (tail > 0) {
+            int64_t j0 = lo + nvec * vl;
+            tth_texpr *col0 = lw_i(c, j0 * sp + ph - p->pl);
+            tth_texpr *wv = q_word(q, x, c4, nv, iy, col0, (int)tail);
+            if (!wv || lw_append(c, &seq, tth_tir_vstore(c->m, q->k.x, lw_add(c, base, lw_i(c, j0)), wv, 0)))
+                return NULL;
+        }
+        if (hi < Wq - 1 && lw_append(c, &seq, q_fill(q, lw_add(c, base, lw_i(c, hi + 1)), Wq - 1 - hi)))
+            return NULL;
+    }
+    return seq;
+}
+
+/* The words of channels 4*c4 .. (nv of them): padding rows, image rows, padding rows */
+static tth_tstmt *q_pack_group(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    tth_texpr *plane = lw_mul(c, c4, lw_i(c, q->k.Hp * q->k.Wrow));
+    tth_tstmt *seq = NULL;
+    if (p->pt && lw_append(c, &seq, q_fill(q, plane, p->pt * q->k.Wrow)))
+        return NULL;
+    lw_ax iy;
+    if (lw_ax_make(c, &iy, "iy", p->H))
+        return NULL;
+    tth_tstmt *rows = q_image_row(q, x, c4, nv, iy.e);
+    if (!rows || lw_append(c, &seq, lw_ax_loop(c, &iy, TTH_LOOP_SERIAL, rows)))
+        return NULL;
+    if (p->pb && lw_append(c, &seq, q_fill(q, lw_add(c, plane, lw_i(c, (p->pt + p->H) * q->k.Wrow)), p->pb * q->k.Wrow)))
+        return NULL;
+    return seq;
+}
+
+/* the words of image k.n: groups of four channels (in parallel when the convolution is), then
+ * the last group of C % 4 */
+static tth_tstmt *q_pack_image(qconv *q, tth_tbuffer *x)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    tth_tstmt *seq = NULL;
+    int64_t full = p->C / 4;
+    if (full > 0) {
+        lw_ax g;
+        if (lw_ax_make(c, &g, "g4", full))
+            return NULL;
+        tth_tstmt *body = q_pack_group(q, x, g.e, 4);
+        int64_t work = p->O * p->OH * p->OW * p->C * p->KH * p->KW;
+        if (!body || lw_append(c, &seq, lw_ax_loop(c, &g, work >= LW_PARALLEL_MIN && full > 1 ? TTH_LOOP_PARALLEL
+                                                                                              : TTH_LOOP_SERIAL,
+                                                   body)))
+            return NULL;
+    }
+    if (p->C % 4) {
+        tth_tstmt *body = q_pack_group(q, x, lw_i(c, full), (int)(p->C % 4));
+        if (!body || lw_append(c, &seq, body))
+            return NULL;
+    }
+    return seq;
+}
+
+/* ---- the weights ---- */
+
+static tth_tbuffer *q_pack_weights(qconv *q, const tth_tensor *wt, int64_t xzp)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    int64_t KK = p->KH * p->KW, RO = q->RO, nblk = (p->O + RO - 1) / RO;
+    tth_tensor *pk = lw_table_new(c, TTH_I32, nblk * q->C4 * KK * RO, NULL);
+    tth_tensor *cp = lw_table_new(c, TTH_I32, p->O, NULL);
+    if (!pk || !cp) {
+        tth_tensor_unref(pk);
+        tth_tensor_unref(cp);
+        return NULL;
+    }
+    const int8_t *src = wt->data;
+    uint32_t *dst = pk->data;
+    int32_t *comp = cp->data;
+    for (int64_t o = 0; o < p->O; o++) {
+        int64_t sum = 0;
+        for (int64_t ic = 0; ic < p->C; ic++)
+            for (int64_t kk = 0; kk < KK; kk++) {
+                int8_t v = src[(o * p->C + ic) * KK + kk];
+                sum += v;
+                int64_t at = (((o / RO) * q->C4 + ic / 4) * KK + kk) * RO + o % RO;
+                dst[at] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
+            }
+        comp[o] = (int32_t)(uint32_t)(uint64_t)(-(xzp + q->koff) * sum);
+    }
+    q->comp = lw_packed_const(c, cp);
+    return q->comp ? lw_packed_const(c, pk) : (tth_tensor_unref(pk), NULL);
+}
+
+/* ---- the convolution ---- */
+
+/* One tile: ro output channels of block ob (of RO) times the n vectors sg of output row oh from
+ * column ow0 */
+static tth_tstmt *q_tile(qconv *q, tth_texpr *ob, int ro, tth_texpr *oh, tth_texpr *ow0, const dseg *sg, int n)
+{
+    tk *k = &q->k;
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = &q->g;
+    int vmax = c->vec.f32_lanes, RO = q->RO;
+    int64_t KK = p->KH * p->KW;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile_of(c, TTH_I32, (int64_t)ro * n, vmax, &seq);
+    if (!acc)
+        return NULL;
+    lw_ax c4, kh, kw;
+    if (lw_ax_make(c, &c4, "c4", q->C4) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_tvar *vx = lw_var(c, "xo", TTH_I64), *vw = lw_var(c, "wb", TTH_I64), *xv[8];
+    if (!vx || !vw)
+        return NULL;
+    for (int a = 0; a < n; a++)
+        if (!(xv[a] = lw_var_vec(c, "x", TTH_I32, sg[a].lanes)))
+            return NULL;
+    tth_texpr *xo = tk_tap_at(k, c4.e, oh, ow0, kh.e, kw.e);
+    tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, q->C4)), c4.e), lw_i(c, KK)),
+                                     lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
+                           lw_i(c, RO));
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < ro; r++) {
+        tth_texpr *wr = tth_tir_load(c->m, k->w, lw_add(c, lw_ref(c, vw), lw_i(c, r)));
+        for (int a = 0; a < n; a++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
+            int ln = sg[a].lanes;
+            tth_texpr *d = tth_tir_intrin3(c->m, q->dot, tth_tir_vload(c->m, acc, ai, ln, 0), lw_ref(c, xv[a]),
+                                           ln > 1 ? tth_tir_broadcast(c->m, wr, ln) : wr);
+            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, d, 0)))
+                return NULL;
+        }
+    }
+    tth_tstmt *inner = upd;
+    for (int a = n - 1; a >= 0; a--) {
+        tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].dcol));
+        inner = lw_let(c, xv[a], tth_tir_vload(c->m, k->x, x0, sg[a].lanes, 0), inner);
+    }
+    inner = lw_let(c, vx, xo, lw_let(c, vw, wb, inner));
+    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &c4, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    for (int r = 0; r < ro; r++) {
+        tth_texpr *oc = lw_add(c, lw_mul(c, ob, lw_i(c, RO)), lw_i(c, r));
+        tth_texpr *cv = tth_tir_load(c->m, q->comp, oc);
+        for (int a = 0; a < n; a++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
+            int ln = sg[a].lanes;
+            tth_texpr *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
+            tth_texpr *val = lw_add(c, tth_tir_vload(c->m, acc, ai, ln, 0), ln > 1 ? tth_tir_broadcast(c->m, cv, ln) : cv);
+            tth_tstmt *st = tk_epi_store(k, oc, oh, ln > 1 ? tth_tir_ramp(c->m, ow, 1, ln) : ow, val);
+            if (!st || lw_append(c, &seq, st))
+                return NULL;
+        }
+    }
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+typedef struct q_at {
+    qconv *q;
+    tth_texpr *ob, *oh;
+    int ro;
+} q_at;
+
+static tth_tstmt *q_row_tile(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n)
+{
+    (void)k;
+    q_at *a = ctx;
+    return q_tile(a->q, a->ob, a->ro, a->oh, ow0, sg, n);
+}
+
+/* Output rows times blocks of RO channels, a parallel loop over (row, block) pairs with rows
+ * outermost (docs/threads.md, "Locality"); the last O % RO channels are a narrower block. */
+static tth_tstmt *q_kernel(qconv *q, int RP)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    int vl = c->vec.f32_lanes, RO = q->RO;
+    int64_t nblk = p->O / RO;
+    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= LW_PARALLEL_MIN;
+    tth_tstmt *seq = NULL;
+    for (int part = 0; part < 2; part++) {
+        int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
+        int ro = part == 0 ? RO : (int)(p->O % RO);
+        if (nb == 0)
+            continue;
+        lw_ax qa;
+        if (lw_ax_make(c, &qa, "q", p->OH * nb))
+            return NULL;
+        tth_texpr *ob = part == 1 ? lw_i(c, nblk) : nb == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, qa.e, lw_i(c, nb));
+        tth_texpr *oh = p->OH == 1 ? lw_i(c, 0) : nb == 1 ? qa.e : lw_bin(c, TTH_TBIN_DIV, qa.e, lw_i(c, nb));
+        q_at at = {q, ob, oh, ro};
+        tth_tstmt *body = tk_row_in_vectors(&q->k, RP, vl, q_row_tile, &at);
+        body = lw_ax_loop(c, &qa, par && p->OH * nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+        if (!body || lw_append(c, &seq, body))
+            return NULL;
+    }
+    return seq;
+}
+
+tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    qconv q;
+    lw_conv_p p;
+    int64_t xzp;
+    memset(&q, 0, sizeof q);
+    if (!q_params(c, call, &p, &xzp))
+        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-rows does not apply"), NULL;
+    q.g = p;
+    if (flat_ok(&p, s)) {
+        q.g.H = q.g.OH = 1;
+        q.g.W = q.g.OW = p.OH * p.OW;
+    }
+    tk *k = &q.k;
+    tk_init(k, c, call, &q.g, s);
+    k->flat = 0;
+    k->bias = NULL;
+    if (q.g.sw > 1) { /* phase-split rows: every tap reads contiguous words */
+        k->sp = q.g.sw;
+        k->Wq = (k->Wp + k->sp - 1) / k->sp;
+        k->Wrow = k->sp * k->Wq;
+    }
+    q.dot = c->dot;
+    q.C4 = (p.C + 3) / 4;
+    int xu8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8, us = q.dot == TTH_TINTRIN_DOT4_US;
+    q.koff = us == xu8 ? 0 : us ? 128 : -128;
+    q.padv = (xzp + q.koff) & 0xff;
+    int vl = c->vec.f32_lanes, big = c->vec.registers >= 32;
+    int64_t vecs = (q.g.OW + vl - 1) / vl;
+    int RP = (int)(vecs < (big ? 3 : 2) ? vecs : big ? 3 : 2);
+    q.RO = (big ? 24 : 12) / RP;
+    if (q.RO > p.O)
+        q.RO = (int)p.O;
+    if (!(k->w = q_pack_weights(&q, lw_arg(call, 1)->u.constant.value, xzp)))
+        return NULL;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    int64_t nw = q.C4 * k->Hp * k->Wrow;
+    tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
+    if (!x || !xq)
+        return NULL;
+    k->x = xq;
+    k->xbase = lw_i(c, 0);
+    lw_ax an;
+    if (lw_ax_make(c, &an, "n", p.N))
+        return NULL;
+    k->n = an.e;
+    tth_tstmt *img = NULL;
+    tth_tstmt *pk = q_pack_image(&q, x);
+    if (!pk || lw_append(c, &img, pk))
+        return NULL;
+    tth_tstmt *kern = q_kernel(&q, RP);
+    if (!kern || lw_append(c, &img, kern))
+        return NULL;
+    tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
+    return body ? tth_tir_allocate(c->m, xq, body) : NULL;
+}

@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""The int8 kernels (docs/int8.md) as machine code, against numpy's integer reference, bit for bit.
+
+    tests/plugins/llvm-cpu/int8_kernels.py --tthctl build/client/tthctl
+
+Each case is a QLinearConv model (integer input and output); numpy computes the integer
+convolution exactly and requantizes as the ONNX importer's graph says (float32: acc times
+(x_scale * w_scale) / y_scale, rounded half to even, plus the zero point, saturated). Each is
+compiled through a private tthd for
+  - this machine: plain llvm (VNNI where the CPU has it), -mcpu=haswell (AVX2, no VNNI: the dot
+    products as widening multiplies), -mcpu=skylake-avx512 (AVX-512 without VNNI),
+    -mcpu=alderlake (AVX-VNNI on 256-bit registers, when this CPU has it), and the c kind;
+    each run with tthctl run;
+  - AArch64 under qemu-aarch64 -cpu max: cortex-a72 (no dot product), cortex-a76 (sdot),
+    +v8.6a (i8mm: usdot), cross-built from the artifact as its README says;
+and the number of dot-product instructions in the artifact's object is printed and checked:
+some where the target has the instruction, none where it has not.
+Exit status 77 (skipped) when numpy or onnx is missing; the AArch64 part is skipped without
+aarch64-linux-gnu-gcc or qemu-aarch64.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+from private_tthd import PrivateTthd  # noqa: E402
+import artifact_main  # noqa: E402
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError:
+    np = None
+
+F32 = np.float32 if np is not None else None
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+FLAGS = cpu_flags()
+# (label, target, how to run, dot-product instruction pattern, instructions expected)
+HOST_TARGETS = [
+    ("llvm", "llvm", r"\bvpdpbusd\b", "avx512_vnni" in FLAGS or "avx_vnni" in FLAGS),
+    ("haswell", "llvm -mcpu=haswell", r"\bvpdpbusd\b", False),
+    ("skylake-avx512", "llvm -mcpu=skylake-avx512", r"\bvpdpbusd\b", False),
+    ("c", "c", None, False),
+]
+if "avx_vnni" in FLAGS and "avx2" in FLAGS:
+    HOST_TARGETS.insert(3, ("alderlake", "llvm -mcpu=alderlake", r"\bvpdpbusd\b", True))
+AARCH64_TARGETS = [
+    ("cortex-a72", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", r"\b(u|s|us)dot\b", False),
+    ("cortex-a76", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76", r"\bsdot\b", True),
+    ("v8.6a-i8mm", "llvm -mtriple=aarch64-linux-gnu -mattr=+v8.6a", r"\busdot\b", True),
+]
+
+
+def conv_ref(x, xzp, w, b, strides, pads, dil):
+    """the exact integer convolution (int64), NCHW / OIHW, pads (top, left, bottom, right)"""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    t, l, bo, r = pads
+    xp = np.zeros((n, c, h + t + bo, wd + l + r), dtype=np.int64)
+    xp[:, :, t:t + h, l:l + wd] = x.astype(np.int64) - int(xzp)
+    oh = (h + t + bo - (kh - 1) * dil[0] - 1) // strides[0] + 1
+    ow = (wd + l + r - (kw - 1) * dil[1] - 1) // strides[1] + 1
+    y = np.zeros((n, o, oh, ow), dtype=np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i * dil[0]: i * dil[0] + strides[0] * (oh - 1) + 1: strides[0],
+                       j * dil[1]: j * dil[1] + strides[1] * (ow - 1) + 1: strides[1]]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.int64))
+    if b is not None:
+        y += b.astype(np.int64).reshape(1, -1, 1, 1)
+    return y
+
+
+def requantize(acc, xs, ws, ys, yzp, dtype):
+    """float32 as the importer's graph computes it (docs/int8.md)"""
+    m = (F32(xs) * ws.astype(F32)).astype(F32) / F32(ys)
+    v = np.rint(acc.astype(np.int32).astype(F32) * m.reshape(1, -1, 1, 1)) + F32(yzp)
+    info = np.iinfo(dtype)
+    return np.clip(v, info.min, info.max).astype(dtype)
+
+
+def qlinear_conv_case(name, seed, xshape, xdt, xzp, o, k, strides, pads, dil, ydt, yzp):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(xdt)
+    x = rng.integers(info.min, info.max, size=xshape, endpoint=True).astype(xdt)
+    w = rng.integers(-128, 127, size=(o, xshape[1], k, k), endpoint=True).astype(np.int8)
+    b = rng.integers(-20000, 20000, size=(o,), endpoint=True).astype(np.int32)
+    xs, ys = F32(0.02), F32(0.9)
+    ws = np.linspace(0.001, 0.004, o).astype(F32)
+    acc = conv_ref(x, xzp, w, b, strides, pads, dil)
+    y = requantize(acc, xs, ws, ys, yzp, ydt)
+    tp = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
+    inits = [numpy_helper.from_array(np.array(xs, F32), "xs"), numpy_helper.from_array(np.array(xzp, xdt), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"),
+             numpy_helper.from_array(np.zeros(o, np.int8), "wz"), numpy_helper.from_array(np.array(ys, F32), "ys"),
+             numpy_helper.from_array(np.array(yzp, ydt), "yz"), numpy_helper.from_array(b, "b")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            strides=list(strides), pads=[pads[0], pads[1], pads[2], pads[3]], dilations=list(dil))
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", tp[xdt], list(x.shape))],
+                          [helper.make_tensor_value_info("y", tp[ydt], list(y.shape))], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    return m, x, y
+
+
+def cases():
+    # channels not a multiple of 4, output channels not a multiple of the tile, rows of several
+    # vectors with a tail, strides, dilation, both input types, saturation at both ends
+    return [
+        ("conv3x3_int8", qlinear_conv_case("conv3x3_int8", 1, (1, 13, 20, 37), np.int8, -5, 24, 3, (1, 1), (1, 1, 1, 1),
+                                           (1, 1), np.int8, 3)),
+        ("conv3x3_s2_uint8", qlinear_conv_case("conv3x3_s2_uint8", 2, (1, 8, 15, 15), np.uint8, 128, 16, 3, (2, 2),
+                                               (1, 1, 1, 1), (1, 1), np.uint8, 120)),
+        ("conv1x1_uint8", qlinear_conv_case("conv1x1_uint8", 3, (1, 20, 7, 9), np.uint8, 7, 33, 1, (1, 1), (0, 0, 0, 0),
+                                            (1, 1), np.int8, -2)),
+        ("conv3x3_dilated_int8", qlinear_conv_case("conv3x3_dilated_int8", 4, (1, 6, 19, 30), np.int8, 100, 9, 3, (1, 1),
+                                                   (2, 2, 2, 2), (2, 2), np.uint8, 0)),
+    ]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def dot_count(objdump, d, meta, pattern):
+    n = 0
+    for obj in meta["files"]["objects"]:
+        r = run([objdump, "-d", os.path.join(d, obj)])
+        if r.returncode != 0:
+            return None
+        n += len(re.findall(pattern, r.stdout))
+    return n
+
+
+def compare(got, want):
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return "got %s %s, expected %s %s" % (got.dtype, got.shape, want.dtype, want.shape)
+    bad = got != want
+    if bad.any():
+        i = int(np.argmax(bad))
+        return "%d of %d elements differ; element %d: got %d, expected %d" % (
+            int(bad.sum()), bad.size, i, int(got.flat[i]), int(want.flat[i]))
+    return None
+
+
+def one(args, work, name, model, x, want, label, target, pattern, expect_dot, aarch64):
+    d = tempfile.mkdtemp(dir=work, prefix=name + "-" + label + "-")
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    tar = os.path.join(d, "model.tar")
+    c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target", target,
+             "--name", "model", "-o", tar])
+    if c.returncode != 0:
+        return "compile: " + c.stderr.strip(), None
+    with tarfile.open(tar) as t:
+        t.extractall(d)
+    meta = json.load(open(os.path.join(d, "metadata.json")))
+    ndot = None
+    if pattern:
+        ndot = dot_count("aarch64-linux-gnu-objdump" if aarch64 else "objdump", d, meta, pattern)
+        if ndot is None:
+            return "objdump failed", None
+        if (ndot > 0) != expect_dot:
+            return "%d dot-product instructions, expected %s" % (ndot, "some" if expect_dot else "none"), ndot
+    if not aarch64:
+        np.save(os.path.join(d, "x.npy"), x)
+        out = os.path.join(d, "out")
+        r = run([args.tthctl, "run", tar, "--input", "x=" + os.path.join(d, "x.npy"), "--output-dir", out])
+        if r.returncode != 0:
+            return "tthctl run: " + r.stderr.strip(), ndot
+        return compare(np.load(os.path.join(out, "y.npy")), want), ndot
+    files = [os.path.join(d, f) for f in meta["files"]["sources"] + meta["files"]["objects"]]
+    with open(os.path.join(d, "main.c"), "w") as f:
+        f.write(artifact_main.main_c(meta, "model", bind_parameters=True))
+    x.tofile(os.path.join(d, "x.bin"))
+    exe = os.path.join(d, "prog")
+    b = run(["aarch64-linux-gnu-gcc", "-std=c11", "-O2", "-static", "-pthread", "-I", os.path.join(d, "include"),
+             "-o", exe, os.path.join(d, "main.c")] + files + ["-lm"])
+    if b.returncode != 0:
+        return "cross build: " + b.stderr.strip()[-2000:], ndot
+    y = os.path.join(d, "y.bin")
+    params = os.path.join(d, "parameters", "model.params")
+    r = run(["qemu-aarch64", "-cpu", "max", exe, params, os.path.join(d, "x.bin"), y], timeout=300)
+    if r.returncode != 0:
+        return "run under qemu: exit %d %s" % (r.returncode, r.stderr.strip()), ndot
+    return compare(np.fromfile(y, dtype=want.dtype).reshape(want.shape), want), ndot
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tthctl", required=True)
+    args = ap.parse_args()
+    if np is None:
+        print("int8_kernels: skipped, python3-numpy or python3-onnx is not installed")
+        return 77
+    args.tthctl = os.path.abspath(args.tthctl)
+    cross = all(shutil.which(t) for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64", "aarch64-linux-gnu-objdump"))
+    if not cross:
+        print("int8_kernels: the AArch64 part is skipped (aarch64-linux-gnu-gcc, -objdump or qemu-aarch64 missing)")
+    targets = [(t, False) for t in HOST_TARGETS] + ([(t, True) for t in AARCH64_TARGETS] if cross else [])
+    work = tempfile.mkdtemp(prefix="tth-int8-")
+    daemon = PrivateTthd(args.tthctl, work)
+    args.socket = daemon.socket
+    failures = []
+    try:
+        for name, (model, x, want) in cases():
+            for (label, target, pattern, expect), a64 in targets:
+                why, ndot = one(args, work, name, model, x, want, label, target, pattern, expect, a64)
+                dots = "" if ndot is None else " (%d dot-product instructions)" % ndot
+                print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, dots))
+                if why is not None:
+                    failures.append("%s/%s" % (name, label))
+        why = daemon.stop()
+        if why:
+            failures.append(why)
+    finally:
+        daemon.close()
+        shutil.rmtree(work, ignore_errors=True)
+    print("int8 kernels: %d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
