@@ -57,13 +57,16 @@ static int is_int_const(const tth_rexpr *e)
     return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32 || d == TTH_I64;
 }
 
-/* a qnn.conv2d the kernel computes: NCHW, one group, int8 or uint8 input with a scalar constant
- * zero point, constant int8 weights with zero points 0, on a vector target */
-static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_t *xzp)
+/* a qnn.conv2d the kernels compute: NCHW, one group (or depthwise: groups = C = O), int8 or
+ * uint8 input with a scalar constant zero point, constant int8 weights with zero points 0, on a
+ * vector target */
+static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_t *xzp, int depthwise)
 {
     char why[256];
     if (!c->dot || call->u.call.op != TTH_OP_QNN_CONV2D || !lw_conv_params(call, p, why, sizeof why) ||
-        p->transpose || p->xb || p->ob || p->groups != 1)
+        p->transpose || p->xb || p->ob)
+        return 0;
+    if (depthwise ? p->groups != p->C || p->O != p->C || p->C == 1 : p->groups != 1)
         return 0;
     const tth_rexpr *x = lw_arg(call, 0), *w = lw_arg(call, 1), *xz = lw_arg(call, 2), *wz = lw_arg(call, 3);
     tth_dtype xd = lw_ty(x)->dtype;
@@ -83,7 +86,7 @@ int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
     (void)s;
     lw_conv_p p;
     int64_t xzp;
-    return q_params(c, call, &p, &xzp);
+    return q_params(c, call, &p, &xzp, 0);
 }
 
 /* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
@@ -407,7 +410,7 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     lw_conv_p p;
     int64_t xzp;
     memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &p, &xzp))
+    if (!q_params(c, call, &p, &xzp, 0))
         return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-rows does not apply"), NULL;
     q.g = p;
     if (flat_ok(&p, s)) {
@@ -456,4 +459,42 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return NULL;
     tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
     return body ? tth_tir_allocate(c->m, xq, body) : NULL;
+}
+
+/* ---- depthwise: the float depthwise kernel on int8 (lower_conv_tiled.c) ---- */
+
+int lw_qconv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)s;
+    lw_conv_p p;
+    int64_t xzp;
+    return q_params(c, call, &p, &xzp, 1);
+}
+
+/* The depthwise kernel with vectors along output rows, reading the int8 or uint8 input (padded
+ * with its zero point), int32 products and sums, and comp[ch] = -x_zp * sum of w[ch] added
+ * before the epilogue: sum (x - x_zp) * w over the taps, padding included. */
+tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    tk_int8 q;
+    memset(&q, 0, sizeof q);
+    if (!q_params(c, call, &q.p, &q.xzp, 1))
+        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-depthwise-rows does not apply"), NULL;
+    q.xdt = lw_ty(lw_arg(call, 0))->dtype;
+    const tth_tensor *wt = lw_arg(call, 1)->u.constant.value;
+    int64_t KK = q.p.KH * q.p.KW;
+    tth_tensor *cp = lw_table_new(c, TTH_I32, q.p.C, NULL);
+    if (!cp)
+        return NULL;
+    const int8_t *w = wt->data;
+    int32_t *comp = cp->data;
+    for (int64_t ch = 0; ch < q.p.C; ch++) {
+        int64_t sum = 0;
+        for (int64_t kk = 0; kk < KK; kk++)
+            sum += w[ch * KK + kk];
+        comp[ch] = (int32_t)(uint32_t)(uint64_t)(-q.xzp * sum);
+    }
+    if (!(q.comp = lw_packed_const(c, cp)))
+        return NULL;
+    return tk_conv_depthwise_int8(c, call, s, &q);
 }

@@ -34,6 +34,12 @@ static tth_texpr *f32(lw_ctx *c, double v)
     return tth_tir_float(c->m, TTH_F32, v);
 }
 
+/* the padding's value in the input as read: 0, or an int8 input's zero point */
+static tth_texpr *pad_value(tk *k)
+{
+    return k->xdt == TTH_F32 ? f32(k->c, 0) : tth_tir_int(k->c->m, k->xdt, k->xzp);
+}
+
 /* offset of pixel (row, col) of input channel ch in the input as read */
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
@@ -73,7 +79,7 @@ static tth_tstmt *pad_row(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_texpr *d
             hi--;
         tth_texpr *dst0 = lw_add(c, dst_row, lw_i(c, ph * k->Wq));
         for (int64_t j = 0; j < k->Wq; j++)
-            if ((j < lo || j >= hi) && lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, dst0, lw_i(c, j)), f32(c, 0))))
+            if ((j < lo || j >= hi) && lw_append(c, &in, tth_tir_store(c->m, xp, lw_add(c, dst0, lw_i(c, j)), pad_value(k))))
                 return NULL;
         int64_t vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1, nj = hi - lo;
         for (int part = 0; part < 2; part++) {
@@ -119,7 +125,7 @@ tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tex
                                  lw_sub(c, ih, lw_i(c, p->pt))),
                        lw_i(c, p->W));
     tth_tstmt *in = pad_row(k, src, xp, dst_row, from0);
-    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, dst_row, z.e), f32(c, 0)));
+    tth_tstmt *zero = lw_ax_loop(c, &z, TTH_LOOP_VECTORIZED, tth_tir_store(c->m, xp, lw_add(c, dst_row, z.e), pad_value(k)));
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, p->pt)),
                                lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->pt + p->H)));
     return in && zero ? tth_tir_if(c->m, inside, in, zero) : NULL;
@@ -788,13 +794,15 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, n, vmax, &seq);
+    int q = k->xdt != TTH_F32; /* int8: int32 products and sums */
+    tth_dtype at = q ? TTH_I32 : TTH_F32;
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, n, vmax, &seq);
     if (!acc)
         return NULL;
     lw_ax kh, kw;
     if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
-    tth_tvar *vw = lw_var(c, "wv", TTH_F32), *vx = lw_var(c, "xo", TTH_I64);
+    tth_tvar *vw = lw_var(c, "wv", at), *vx = lw_var(c, "xo", TTH_I64);
     if (!vw || !vx)
         return NULL;
     tth_texpr *xo = tk_tap_at(k, ch, oh0, ow0, kh.e, kw.e);
@@ -804,13 +812,14 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     tth_tstmt *upd = NULL;
     for (int a = 0; a < n; a++) {
         tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].drow * p->sh * k->Wrow + sg[a].dcol * cstep));
-        tth_texpr *xv = tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, cstep, sg[a].lanes));
+        tth_texpr *xv = lw_cast(c, at, tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, cstep, sg[a].lanes)));
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
-        tth_texpr *f = lw_madd(c, xv, lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0));
+        tth_texpr *av = tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0);
+        tth_texpr *f = q ? lw_add(c, lw_mul(c, xv, lw_ref(c, vw)), av) : lw_madd(c, xv, lw_ref(c, vw), av);
         if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
             return NULL;
     }
-    tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, tth_tir_load(c->m, k->w, wi), upd));
+    tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, lw_cast(c, at, tth_tir_load(c->m, k->w, wi)), upd));
     inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
     inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
@@ -818,7 +827,10 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     for (int a = 0; a < n; a++) {
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
         tth_texpr *oh = lw_add(c, oh0, lw_i(c, sg[a].drow)), *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-        tth_tstmt *st = tk_epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0));
+        tth_texpr *val = tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0);
+        if (k->comp)
+            val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), sg[a].lanes));
+        tth_tstmt *st = tk_epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), val);
         if (!st || lw_append(c, &seq, st))
             return NULL;
     }
@@ -929,7 +941,7 @@ static tth_tstmt *dw_window_rows(tk *k, tth_tbuffer *src, tth_texpr *ch, tth_tex
     int64_t NR = (G - 1) * p->sh + (p->KH - 1) * p->dh + 1, n = NR * k->Wrow;
     char name[32];
     snprintf(name, sizeof name, "xw%u", c->nbufs++);
-    tth_tbuffer *xw = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER);
+    tth_tbuffer *xw = tth_tir_buffer(c->m, name, k->xdt, 1, &n, TTH_SCOPE_REGISTER);
     if (!xw)
         return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
     tth_texpr *r0 = lw_mul(c, oh0, lw_i(c, p->sh));
@@ -1188,6 +1200,7 @@ void tk_init(tk *k, lw_ctx *c, const tth_rexpr *call, const lw_conv_p *p, const 
     k->sp = 1;
     k->Wq = k->Wrow = k->Wp;
     k->xblk = p->xb;
+    k->xdt = TTH_F32;
 }
 
 int lw_conv_pixel_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -1290,15 +1303,22 @@ static int taps_mostly_outside(const lw_conv_p *p)
 /* the channel-blocked and depthwise kernels, with the padded copy and the weight packing */
 enum { TILED_BLOCKED, TILED_DEPTHWISE, TILED_ROWS };
 
-static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, int mode)
+static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, int mode, const tk_int8 *q)
 {
     lw_conv_p pp;
     tk k;
-    if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && !nchwc_groups_ok(&pp))
-                              : !tk_conv_f32(call, &pp))
+    if (q)
+        pp = q->p;
+    else if (mode == TILED_BLOCKED ? !tk_conv_f32_any(call, &pp) || ((pp.xb || pp.ob) && !nchwc_groups_ok(&pp))
+                                   : !tk_conv_f32(call, &pp))
         return lw_fail(c, TTH_EINTERNAL, call, "a tiled conv2d kernel does not apply"), NULL;
     const lw_conv_p *p = &pp;
     tk_init(&k, c, call, p, s);
+    if (q) {
+        k.xdt = q->xdt;
+        k.xzp = q->xzp;
+        k.comp = q->comp;
+    }
     const tth_rexpr *wa = lw_arg(call, 1);
     int padded = p->pt || p->pl || p->pb || p->pr;
     int depthwise = mode == TILED_DEPTHWISE;
@@ -1375,7 +1395,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         padded = 0;
     if (padded) {
         int64_t n = p->C * k.Hp * k.Wrow;
-        xp = lw_local(c, "xp", TTH_F32, 1, &n); /* NCHW<b>c: the same count, [C/b][Hp][Wp][b] */
+        xp = lw_local(c, "xp", k.xdt, 1, &n); /* NCHW<b>c: the same count, [C/b][Hp][Wp][b] */
         if (!xp)
             return NULL;
     }
@@ -1408,15 +1428,20 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
 
 tth_tstmt *lw_conv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    return conv_tiled(c, call, s, TILED_DEPTHWISE);
+    return conv_tiled(c, call, s, TILED_DEPTHWISE, NULL);
 }
 
 tth_tstmt *lw_conv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    return conv_tiled(c, call, s, TILED_BLOCKED);
+    return conv_tiled(c, call, s, TILED_BLOCKED, NULL);
 }
 
 tth_tstmt *lw_conv_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    return conv_tiled(c, call, s, TILED_ROWS);
+    return conv_tiled(c, call, s, TILED_ROWS, NULL);
+}
+
+tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q)
+{
+    return conv_tiled(c, call, s, TILED_DEPTHWISE, q);
 }

@@ -43,6 +43,12 @@ typedef struct tk {
     int wouter;              /* the weights are larger than the image: channel blocks outermost,
                                 each block's weights read once for every pixel (docs/lowering.md,
                                 "Loop order") */
+    tth_dtype xdt;           /* element dtype of the input as read: float32, or for the int8
+                                depthwise kernel (docs/int8.md) int8/uint8 */
+    int64_t xzp;             /* int8: the input's zero point, the value of the padding */
+    tth_tbuffer *comp;       /* int8: int32 [C], -x_zp * sum of the channel's weights, added to
+                                each accumulator (the int32 accumulators then hold
+                                sum (x - x_zp) * w) */
     int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
                                 its row and columns inside the image only (a dilated kernel mostly
                                 in the padding; docs/lowering.md, "Taps in the padding") */
@@ -99,4 +105,14 @@ typedef tth_tstmt *(*row_tile_fn)(tk *k, void *ctx, tth_texpr *ow0, const dseg *
 /* One output row in vectors: OW / vl vectors of vl pixels and one of OW % vl, as a loop of tiles
  * of RV vectors and one tile of what is left (the whole vectors and the tail). */
 tth_tstmt *tk_row_in_vectors(tk *k, int RV, int vl, row_tile_fn tile, void *ctx);
+/* An int8 depthwise convolution (docs/int8.md): its shapes, input dtype and zero point, and the
+ * per-channel constant -x_zp * sum w; the depthwise kernel then reads int8 or uint8, pads with
+ * the zero point and accumulates in int32 */
+typedef struct tk_int8 {
+    lw_conv_p p;
+    tth_dtype xdt;
+    int64_t xzp;
+    tth_tbuffer *comp;
+} tk_int8;
+tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q);
 #endif

@@ -568,6 +568,27 @@ def case(name):
                [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
                 ("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["prev", "i5", "i6", "i7", "i8"]),
                 ("clip", {"a_min": -100.0, "a_max": 90.0}, ["prev"])], [y]
+    if name in ("qnn_conv_depthwise_int8", "qnn_conv_depthwise_s2_uint8"):
+        # the depthwise kernel on int8 (docs/int8.md): padding with the zero point, rows of
+        # several vectors and a tail (windows of rows), stride 2, requantize and clip
+        u8 = name.endswith("uint8")
+        shape = (1, 9, 21, 21) if u8 else (1, 12, 17, 35)
+        c = shape[1]
+        x = rnd(shape, "uint8", 0, 255) if u8 else rnd(shape, "int8", -128, 127)
+        w = rnd((c, 1, 3, 3), "int8", -128, 127)
+        z = 200 if u8 else -7
+        xzp, wzp = np.array(z, "uint8" if u8 else "int8"), np.zeros((c,), "int8")
+        st = [2, 2] if u8 else [1, 1]
+        b = rnd((c, 1, 1), "int32", -3000, 3000)
+        isc = (np.linspace(0.5, 3.0, c) * 1e-3).astype(f32)
+        izp, osc, ozp = np.array(0, "int32"), np.array(0.07, f32), np.array(-4, "int8")
+        a = {"padding": [1, 1, 1, 1], "strides": st, "groups": c}
+        acc = (conv2d(x, w, None, st, [1, 1, 1, 1], [1, 1], c, xzp=z, acc="int64") + b).astype("int32")
+        v = np.rint((acc - izp).astype(f32) * (isc / osc).astype(f32).reshape(1, c, 1, 1)) + np.float32(-4)
+        y = np.clip(v, -128, 127).astype("int8")
+        return [(x, False), (w, True), (xzp, True), (wzp, True), (b, True), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
+                ("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["prev", "i5", "i6", "i7", "i8"])], [y]
     if name == "qnn_conv_dot_flat_uint8":
         # 1x1 stride 1: the image as one row of 42 pixels
         x = rnd((1, 9, 6, 7), "uint8", 0, 255)

@@ -71,10 +71,11 @@ AARCH64_TARGETS = [
 ]
 
 
-def conv_ref(x, xzp, w, b, strides, pads, dil):
+def conv_ref(x, xzp, w, b, strides, pads, dil, groups=1):
     """the exact integer convolution (int64), NCHW / OIHW, pads (top, left, bottom, right)"""
     n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
     t, l, bo, r = pads
     xp = np.zeros((n, c, h + t + bo, wd + l + r), dtype=np.int64)
     xp[:, :, t:t + h, l:l + wd] = x.astype(np.int64) - int(xzp)
@@ -85,7 +86,9 @@ def conv_ref(x, xzp, w, b, strides, pads, dil):
         for j in range(kw):
             patch = xp[:, :, i * dil[0]: i * dil[0] + strides[0] * (oh - 1) + 1: strides[0],
                        j * dil[1]: j * dil[1] + strides[1] * (ow - 1) + 1: strides[1]]
-            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.int64))
+            for g in range(groups):
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch[:, g * cg:(g + 1) * cg],
+                                                       w[g * og:(g + 1) * og, :, i, j].astype(np.int64))
     if b is not None:
         y += b.astype(np.int64).reshape(1, -1, 1, 1)
     return y
@@ -99,15 +102,15 @@ def requantize(acc, xs, ws, ys, yzp, dtype):
     return np.clip(v, info.min, info.max).astype(dtype)
 
 
-def qlinear_conv_case(name, seed, xshape, xdt, xzp, o, k, strides, pads, dil, ydt, yzp):
+def qlinear_conv_case(name, seed, xshape, xdt, xzp, o, k, strides, pads, dil, ydt, yzp, groups=1):
     rng = np.random.default_rng(seed)
     info = np.iinfo(xdt)
     x = rng.integers(info.min, info.max, size=xshape, endpoint=True).astype(xdt)
-    w = rng.integers(-128, 127, size=(o, xshape[1], k, k), endpoint=True).astype(np.int8)
+    w = rng.integers(-128, 127, size=(o, xshape[1] // groups, k, k), endpoint=True).astype(np.int8)
     b = rng.integers(-20000, 20000, size=(o,), endpoint=True).astype(np.int32)
     xs, ys = F32(0.02), F32(0.9)
     ws = np.linspace(0.001, 0.004, o).astype(F32)
-    acc = conv_ref(x, xzp, w, b, strides, pads, dil)
+    acc = conv_ref(x, xzp, w, b, strides, pads, dil, groups)
     y = requantize(acc, xs, ws, ys, yzp, ydt)
     tp = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
     inits = [numpy_helper.from_array(np.array(xs, F32), "xs"), numpy_helper.from_array(np.array(xzp, xdt), "xz"),
@@ -115,7 +118,8 @@ def qlinear_conv_case(name, seed, xshape, xdt, xzp, o, k, strides, pads, dil, yd
              numpy_helper.from_array(np.zeros(o, np.int8), "wz"), numpy_helper.from_array(np.array(ys, F32), "ys"),
              numpy_helper.from_array(np.array(yzp, ydt), "yz"), numpy_helper.from_array(b, "b")]
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
-                            strides=list(strides), pads=[pads[0], pads[1], pads[2], pads[3]], dilations=list(dil))
+                            strides=list(strides), pads=[pads[0], pads[1], pads[2], pads[3]], dilations=list(dil),
+                            group=groups)
     g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", tp[xdt], list(x.shape))],
                           [helper.make_tensor_value_info("y", tp[ydt], list(y.shape))], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
@@ -134,6 +138,11 @@ def cases():
                                             (1, 1), np.int8, -2)),
         ("conv3x3_dilated_int8", qlinear_conv_case("conv3x3_dilated_int8", 4, (1, 6, 19, 30), np.int8, 100, 9, 3, (1, 1),
                                                    (2, 2, 2, 2), (2, 2), np.uint8, 0)),
+        # depthwise (docs/int8.md): the float kernel's vectors along rows on int32
+        ("depthwise3x3_int8", qlinear_conv_case("depthwise3x3_int8", 5, (1, 24, 18, 40), np.int8, -9, 24, 3, (1, 1),
+                                                (1, 1, 1, 1), (1, 1), np.int8, 2, groups=24)),
+        ("depthwise3x3_s2_uint8", qlinear_conv_case("depthwise3x3_s2_uint8", 6, (1, 10, 23, 23), np.uint8, 131, 10, 3,
+                                                    (2, 2), (1, 1, 1, 1), (1, 1), np.uint8, 128, groups=10)),
     ]
 
 
@@ -224,9 +233,11 @@ def main():
     try:
         for name, (model, x, want) in cases():
             for (label, target, pattern, expect), a64 in targets:
-                why, ndot = one(args, work, name, model, x, want, label, target, pattern, expect, a64)
-                dots = "" if ndot is None else " (%d dot-product instructions)" % ndot
-                print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, dots))
+                # a depthwise convolution multiplies one channel at a time: no dot products
+                dots = expect and not name.startswith("depthwise")
+                why, ndot = one(args, work, name, model, x, want, label, target, pattern, dots, a64)
+                shown = "" if ndot is None else " (%d dot-product instructions)" % ndot
+                print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, shown))
                 if why is not None:
                     failures.append("%s/%s" % (name, label))
         why = daemon.stop()
