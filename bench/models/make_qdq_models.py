@@ -23,8 +23,9 @@ The quantization (the same in both forms):
   - quantized: Conv, MatMul, Gemm (the activation input and the output; a Relu or Clip right
     after a Conv, MatMul or Gemm stays, the output quantized after it with its range), Add, Mul,
     MaxPool, AveragePool, GlobalAveragePool, Concat, Flatten, Reshape (their float activation
-    inputs and the output). Every quantized tensor has one QuantizeLinear and one
-    DequantizeLinear that all its float consumers read. Everything else (Softmax,
+    inputs and the output). Every quantized tensor has one QuantizeLinear and a
+    DequantizeLinear per consumer (ONNX Runtime folds a DequantizeLinear into an int8 operator
+    only when nothing else reads it). Everything else (Softmax,
     LayerNormalization, Erf, Transpose, a MatMul of two activations, ...) stays float, reading
     the DequantizeLinear of a quantized input. The graph's inputs and outputs stay float32.
   - QDQ form: Conv / MatMul / Gemm read DequantizeLinear(QuantizeLinear(x)) and
@@ -231,6 +232,8 @@ class Plan:
         def is_act(x):
             return bool(x) and x in dynamic and self.types.get(x, (0,))[0] == TensorProto.FLOAT
 
+        self.is_act = is_act
+
         self.weighted = {}   # node index -> dict(x, w, axis, act: index of a fused Relu/Clip or None)
         self.plain = {}      # node index -> [activation inputs]
         self.quantized = []  # tensor names, in the order they are made
@@ -269,6 +272,17 @@ class Plan:
                     want(x)
                 want(n.output[0])
         self.qset = qset
+
+    def leave_float(self, g, bad):
+        """tensors whose range is not finite (an attention mask's -inf) stay float, and so does a
+        Conv / MatMul / Gemm whose input or output is one of them"""
+        for i in list(self.weighted):
+            n, fused = g.node[i], self.weighted[i]["fused"]
+            yq = g.node[fused].output[0] if fused is not None else n.output[0]
+            if n.input[0] in bad or yq in bad or n.output[0] + "#product" in bad:
+                del self.weighted[i]
+        self.quantized = [x for x in self.quantized if x not in bad]
+        self.qset -= set(bad)
 
 
 # ---- calibration ----------------------------------------------------------------------------------
@@ -343,11 +357,7 @@ def calibrate(m, plan, ort_dir, work):
             lo[key] = min(lo.get(key, np.inf), float(p.min()))
             hi[key] = max(hi.get(key, -np.inf), float(p.max()))
         shutil.rmtree(out_dir)
-    ranges = {x: (lo[x], hi[x]) for x in lo}
-    bad = [x for x, (a, b) in ranges.items() if not (np.isfinite(a) and np.isfinite(b))]
-    if bad:
-        raise Error("calibration: tensors with a range that is not finite: %s" % ", ".join(bad[:5]))
-    return ranges
+    return {x: (lo[x], hi[x]) for x in lo}
 
 
 def gemm_weight(n, consts):
@@ -400,27 +410,31 @@ def build(m, plan, ranges, form):
     def node(op, ins, outs, **attrs):
         nodes.append(helper.make_node(op, ins, outs, name=uniq(outs[0] + "_" + op), **attrs))
 
-    # per quantized tensor: scale, zero point, the int8 name, the float name consumers read
+    # per quantized tensor: scale, zero point, the int8 name, the name its producer writes
     qinfo = {}
     for x in plan.quantized:
         s = const(x + "_scale", act_scale(ranges[x]), True)
         z = const(x + "_zero_point", np.int8(0), True)
         q = uniq(x + "_QuantizeLinear_Output")
-        dq = x if x in plan.graph_outputs else uniq(x + "_DequantizeLinear_Output")
-        qinfo[x] = dict(s=s, z=z, q=q, dq=dq, src=uniq(x + "_float") if x in plan.graph_outputs else x)
+        qinfo[x] = dict(s=s, z=z, q=q, src=uniq(x + "_float") if x in plan.graph_outputs else x)
 
-    # which DequantizeLinear are read: a float consumer or a graph output (in the QLinear form
-    # QLinearConv / QLinearMatMul read the int8 tensor)
-    need_dq = set(x for x in plan.quantized if x in plan.graph_outputs)
+    # one DequantizeLinear per float consumer, and one that writes a graph output (in the QLinear
+    # form QLinearConv / QLinearMatMul read the int8 tensor)
+    dq_of, dqs = {}, {x: [] for x in plan.quantized}
+    for x in plan.quantized:
+        if x in plan.graph_outputs:
+            dq_of[(x, None)] = x
+            dqs[x].append(x)
     for i, n in enumerate(g.node):
         int8_in = {n.input[0]} if (form == "qlinear" and i in plan.weighted) else set()
         for x in n.input:
-            if x in qinfo and x not in int8_in:
-                need_dq.add(x)
+            if x in qinfo and x not in int8_in and (x, i) not in dq_of:
+                dq_of[(x, i)] = uniq(x + "_DequantizeLinear_Output")
+                dqs[x].append(dq_of[(x, i)])
 
-    def read(x):
-        """the name a float consumer reads for x"""
-        return qinfo[x]["dq"] if x in qinfo else x
+    def read(x, i):
+        """the name node i reads for x, a float input"""
+        return dq_of[(x, i)] if x in qinfo else x
 
     def out(x):
         """the name the producer of x writes (graph outputs: DequantizeLinear writes them)"""
@@ -430,8 +444,8 @@ def build(m, plan, ranges, form):
         i = qinfo[x]
         if not made_int8:
             node("QuantizeLinear", [i["src"], i["s"], i["z"]], [i["q"]])
-        if x in need_dq:
-            node("DequantizeLinear", [i["q"], i["s"], i["z"]], [i["dq"]])
+        for d in dqs[x]:
+            node("DequantizeLinear", [i["q"], i["s"], i["z"]], [d])
 
     wcache = {}
 
@@ -462,7 +476,7 @@ def build(m, plan, ranges, form):
                 if form == "qdq":
                     wf = uniq(n.input[1] + "_DequantizeLinear_Output")
                     node("DequantizeLinear", [wq, ws, wz], [wf], axis=0)
-                    node("Conv", [read(x), wf] + ([bias] if bias else []), [out(y)], **attrs)
+                    node("Conv", [read(x, i), wf] + ([bias] if bias else []), [out(y)], **attrs)
                 else:
                     ins = [xi["q"], xi["s"], xi["z"], wq, ws, wz, qinfo[yq]["s"], qinfo[yq]["z"]]
                     if bias:
@@ -495,10 +509,10 @@ def build(m, plan, ranges, form):
                     node("DequantizeLinear", [wq, ws, wz], [wf],
                          axis=0 if n.op_type == "Gemm" and attr(n, "transB", 0) else 1)
                     if n.op_type == "MatMul":
-                        node("MatMul", [read(x), wf], [out(y)])
+                        node("MatMul", [read(x, i), wf], [out(y)])
                     else:
                         attrs.update(alpha=1.0, beta=1.0)
-                        node("Gemm", [read(x), wf] + ([c] if c else []), [out(y)], **attrs)
+                        node("Gemm", [read(x, i), wf] + ([c] if c else []), [out(y)], **attrs)
                 else:
                     wq, ws, wz, _ = weight(n.input[1], w, 1)
                     ins = [xi["q"], xi["s"], xi["z"], wq, ws, wz]
@@ -523,7 +537,7 @@ def build(m, plan, ranges, form):
                     emit_q(o, made_int8=True)
             continue
         # every other node: float, reading the DequantizeLinear of a quantized input
-        new = helper.make_node(n.op_type, [read(x) if x else x for x in n.input],
+        new = helper.make_node(n.op_type, [read(x, i) if x else x for x in n.input],
                                [out(o) for o in n.output], name=n.name or None, domain=n.domain or None)
         new.attribute.extend(n.attribute)
         nodes.append(new)
@@ -586,6 +600,8 @@ def make_one(name, src, out, ort_dir, work):
     folded = fold_batch_norm(m)
     plan = Plan(m)
     ranges = calibrate(m, plan, ort_dir, work)
+    bad = [x for x, (a, b) in ranges.items() if not (np.isfinite(a) and np.isfinite(b))]
+    plan.leave_float(m.graph, bad)
     rows, results = [], {}
     check_inputs = write_inputs(plan, m, CHECK_SEED, work, "check")
     ref, ref_ms = run_outputs(ort_dir, src, check_inputs, os.path.join(work, "float_out"))
@@ -604,13 +620,16 @@ def make_one(name, src, out, ort_dir, work):
         quantized_ops[op] = quantized_ops.get(op, 0) + 1
     left = {}
     for i, n in enumerate(m.graph.node):
-        if i not in plan.weighted and i not in plan.plain and n.op_type in WEIGHTED + tuple(PLAIN):
+        if i not in plan.weighted and i not in plan.plain and n.op_type in WEIGHTED + tuple(PLAIN) \
+                and any(plan.is_act(o) for o in n.output):
             left[n.op_type] = left.get(n.op_type, 0) + 1
     print("%s: %d nodes, %d batch norms folded into convolutions; quantized: %s%s; %d tensors "
           "quantized" % (name, float_nodes, folded,
                          ", ".join("%d %s" % (c, op) for op, c in sorted(quantized_ops.items())),
                          ("; left float: " + ", ".join("%d %s" % (c, op) for op, c in sorted(left.items())))
                          if left else "", len(plan.quantized)))
+    if bad:
+        print("  left float, their range is not finite (-inf of a mask): %s" % ", ".join(sorted(bad)))
     for form in ("qdq", "qlinear"):
         same, share, rel, ms, nn, nq, ndq = results[form]
         print("  %-8s %5d nodes (%d QuantizeLinear, %d DequantizeLinear)  top-1 %s%s  "

@@ -107,7 +107,28 @@ typedef struct mmt {
     tth_texpr *k0;
     int64_t klen;
     tth_tbuffer *cin, *cout;
+    /* int8 (docs/int8.md, "Matmul"): 0 for float32, else the dot product; A and B are then
+     * words of four bytes along K (K counts words), and comp [N] int32 is added to every row */
+    tth_tir_intrin_op dot;
+    tth_tbuffer *comp;
 } mmt;
+
+/* acc + a * b: a multiply-add, or for int8 four of them in one dot product (a: the word of A,
+ * broadcast) */
+static tth_texpr *mm_step(mmt *t, tth_texpr *a, tth_texpr *b, tth_texpr *acc)
+{
+    lw_ctx *c = t->c;
+    if (!t->dot)
+        return lw_madd(c, a, b, acc);
+    if (b->lanes > 1 && a->lanes == 1)
+        a = tth_tir_broadcast(c->m, a, b->lanes);
+    return tth_tir_intrin3(c->m, t->dot, acc, a, b);
+}
+
+static tth_dtype mm_acc_dtype(const mmt *t)
+{
+    return t->dot ? TTH_I32 : TTH_F32;
+}
 
 /* B [K, N] as wp[(n / PW)*K*PW + k*PW + n % PW] (zeros past N) */
 static tth_tbuffer *mm_pack(lw_ctx *c, const tth_tensor *b, int64_t K, int64_t N, int64_t PW)
@@ -185,8 +206,12 @@ static int mm_store_row(mmt *t, tth_tbuffer *acc, tth_texpr *m0, int r, tth_texp
         row = lw_bin(c, TTH_TBIN_DIV, row, lw_i(c, ot->shape[d]));
     }
     for (int j = 0; j < RN; j++) {
-        idx[ot->rank - 1] = tth_tir_ramp(c->m, lw_add(c, n0, lw_i(c, (int64_t)j * vl)), 1, vl);
-        tth_tstmt *st = lw_sink_store(c, t->s, 0, idx, tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl), vl, 0));
+        tth_texpr *col = lw_add(c, n0, lw_i(c, (int64_t)j * vl));
+        idx[ot->rank - 1] = vl > 1 ? tth_tir_ramp(c->m, col, 1, vl) : col;
+        tth_texpr *val = tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)r * RN + j) * vl), vl, 0);
+        if (t->comp)
+            val = lw_add(c, val, vl > 1 ? tth_tir_vload(c->m, t->comp, col, vl, 0) : tth_tir_load(c->m, t->comp, col));
+        tth_tstmt *st = lw_sink_store(c, t->s, 0, idx, val);
         if (!st || lw_append(c, seq, st))
             return -1;
     }
@@ -216,7 +241,7 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase
     if (RM == 1 && vl > 1 && !t->k0 && t->K >= 64 * KSPLIT && KSPLIT * RN + RN + 1 <= c->vec.registers)
         return mm_row_tile(t, m0, n0, bbase, RN, vl);
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RM * RN, vl, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, mm_acc_dtype(t), (int64_t)RM * RN, vl, &seq);
     if (!acc)
         return NULL;
     if (t->cin && mm_partials(t, acc, t->cin, 1, m0, n0, RM, RN, vl, &seq)) /* the blocks of K before */
@@ -227,7 +252,7 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase
     tth_texpr *kk = t->k0 ? lw_add(c, t->k0, ak.e) : ak.e;
     tth_tvar *bv[8];
     for (int j = 0; j < RN; j++) 
-        if (!(bv[j] = lw_var_vec(c, "b", TTH_F32, vl)))
+        if (!(bv[j] = lw_var_vec(c, "b", mm_acc_dtype(t), vl)))
             return NULL;
     tth_tstmt *upd = NULL;
     for (int r = 0; r < RM; r++) {
@@ -235,7 +260,7 @@ static tth_tstmt *mm_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *bbase
         tth_texpr *av = tth_tir_load(c->m, t->A, t->abase ? lw_add(c, t->abase, ai) : ai);
         for (int j = 0; j < RN; j++) {
             tth_texpr *ti = lw_i(c, ((int64_t)r * RN + j) * vl);
-            tth_texpr *f = lw_madd(c, av, lw_ref(c, bv[j]), tth_tir_vload(c->m, acc, ti, vl, 0));
+            tth_texpr *f = mm_step(t, av, lw_ref(c, bv[j]), tth_tir_vload(c->m, acc, ti, vl, 0));
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ti, f, 0)))
                 return NULL;
         }
@@ -260,7 +285,7 @@ static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *b
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)KSPLIT * RN, vl, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, mm_acc_dtype(t), (int64_t)KSPLIT * RN, vl, &seq);
     if (!acc)
         return NULL;
     int64_t KS = t->K / KSPLIT, tail = t->K - KSPLIT * KS;
@@ -285,7 +310,7 @@ static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *b
                 tth_texpr *ai = lw_i(c, (sp * RN + j) * vl);
                 tth_texpr *bv = tth_tir_vload(c->m, t->B, lw_add(c, lw_add(c, lw_mul(c, kk, lw_i(c, bstride)), bb0),
                                                                   lw_i(c, (int64_t)j * vl)), vl, 0);
-                tth_texpr *f = lw_madd(c, av, bv, tth_tir_vload(c->m, acc, ai, vl, 0));
+                tth_texpr *f = mm_step(t, av, bv, tth_tir_vload(c->m, acc, ai, vl, 0));
                 if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                     return NULL;
             }
@@ -426,6 +451,39 @@ static tth_tstmt *mm_cols_kb(mmt *t, tth_tbuffer *cb, int64_t ncol, int RN, int 
     return lw_ax_loop(c, &q, par && ncol > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
 }
 
+/* The tiles of t over all of A's rows and B's columns, appended to seq: B's panels outermost when
+ * B is the larger, K in blocks when that leaves work for the tiles, then the columns past the
+ * last whole tile and the last vector. */
+static tth_tstmt *mm_run(mmt *t, tth_tstmt *seq, int RM, int RN, int vl, int par)
+{
+    lw_ctx *c = t->c;
+    tth_tstmt *part;
+    /* B larger than A (a transformer's projections: 768 x 3072 weights for 197 rows): each panel
+     * of B is read from memory once and kept in L2 while every row block passes over it; A, the
+     * smaller, is read again from L2 for each panel. (Rows outermost, a 197 x 768 x 3072 product
+     * streamed the 9.4 MB of B from L3 once per row block: 33 times.) */
+    t->b_outer = t->PW && t->N > t->R;
+    int64_t nvec = t->N / vl, ntile = nvec / RN, restv = nvec % RN, tail = t->N % vl;
+    /* K in blocks: B larger than A, blocks of K that leave work for the tiles, enough row blocks
+     * to reuse a block of B, and panels for every core */
+    tth_tbuffer *cb = NULL;
+    if (t->b_outer && t->K >= 2 * MM_KC && t->R >= 4 * RM && ntile >= 8) {
+        int64_t n = t->R * t->N;
+        if (!(cb = lw_local(c, "cb", mm_acc_dtype(t), 1, &n)))
+            return NULL;
+    }
+    if (ntile && (!(part = cb ? mm_cols_kb(t, cb, ntile, RN, vl, RM, par) : mm_cols(t, 0, ntile, RN, vl, RM, par)) ||
+                  lw_append(c, &seq, part)))
+        return NULL;
+    if (restv && (!(part = mm_cols(t, ntile * RN * vl, 1, (int)restv, vl, RM, par)) || lw_append(c, &seq, part)))
+        return NULL;
+    if (tail && (!(part = mm_cols(t, nvec * vl, tail, 1, 1, RM, par)) || lw_append(c, &seq, part)))
+        return NULL;
+    if (cb && seq)
+        seq = tth_tir_allocate(c->m, cb, seq);
+    return seq;
+}
+
 int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     (void)s;
@@ -449,7 +507,7 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes;
     const tth_rexpr *barg = lw_arg(call, 1);
-    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL};
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL, 0, NULL};
     t.R = lw_numel(at->shape, at->rank) / p->K;
     int regs = c->vec.registers;
     int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
@@ -459,7 +517,7 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         RN = (int)(p->N / vl);
     int par = t.R * p->N * p->K >= LW_PARALLEL_MIN;
     tth_tbuffer *wp = NULL; /* B packed at run time */
-    tth_tstmt *seq = NULL, *part;
+    tth_tstmt *seq = NULL;
     if (barg->kind == TTH_REXPR_CONST) {
         t.PW = (int64_t)RN * vl;
         t.B = mm_pack(c, barg->u.constant.value, p->K, p->N, t.PW);
@@ -479,30 +537,177 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     }
     if (!t.A || !t.B)
         return NULL;
-    /* B larger than A (a transformer's projections: 768 x 3072 weights for 197 rows): each panel
-     * of B is read from memory once and kept in L2 while every row block passes over it; A, the
-     * smaller, is read again from L2 for each panel. (Rows outermost, a 197 x 768 x 3072 product
-     * streamed the 9.4 MB of B from L3 once per row block: 33 times.) */
-    t.b_outer = t.PW && p->N > t.R;
-    int64_t nvec = p->N / vl, ntile = nvec / RN, restv = nvec % RN, tail = p->N % vl;
-    /* K in blocks: B larger than A, blocks of K that leave work for the tiles, enough row blocks
-     * to reuse a block of B, and panels for every core */
-    tth_tbuffer *cb = NULL;
-    if (t.b_outer && p->K >= 2 * MM_KC && t.R >= 4 * RM && ntile >= 8) {
-        int64_t n = t.R * p->N;
-        if (!(cb = lw_local(c, "cb", TTH_F32, 1, &n)))
+    seq = mm_run(&t, seq, RM, RN, vl, par);
+    return wp && seq ? tth_tir_allocate(c->m, wp, seq) : seq;
+}
+
+/* ---- strategy qnn.matmul/int8-dot (docs/int8.md, "Matmul") ----
+ * The register-tiled kernel above on words of four bytes along K: A's rows are copied into words
+ * (each byte plus koff, the offset into the dot product's first operand range; the bytes past K
+ * hold the zero point), B is packed at compile time into panels of words, and each step of the
+ * tile is a dot product of A's word (broadcast) with a vector of B's words. comp[n] =
+ * -(a_zp + koff) * sum over k of B[k, n] turns sum (a + koff) * b into sum (a - a_zp) * b. */
+
+static int64_t int_at(const tth_tensor *t, int64_t i)
+{
+    switch (t->type.dtype) {
+    case TTH_I8: return ((const int8_t *)t->data)[i];
+    case TTH_U8: return ((const uint8_t *)t->data)[i];
+    case TTH_I16: return ((const int16_t *)t->data)[i];
+    case TTH_I32: return ((const int32_t *)t->data)[i];
+    default: return 0;
+    }
+}
+
+static int int_const(const tth_rexpr *e)
+{
+    if (!e || e->kind != TTH_REXPR_CONST)
+        return 0;
+    tth_dtype d = e->u.constant.value->type.dtype;
+    return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32;
+}
+
+/* a qnn.matmul the kernel computes; *azp: A's zero point */
+static int qmm_params(const lw_ctx *c, const tth_rexpr *call, mm_p *p, int64_t *azp)
+{
+    char why[256];
+    if (!c->dot || call->u.call.op != TTH_OP_QNN_MATMUL || !mm_params(call, p, why, sizeof why))
+        return 0;
+    const tth_rexpr *a = lw_arg(call, 0), *b = lw_arg(call, 1), *az = lw_arg(call, 2), *bz = lw_arg(call, 3);
+    const tth_ttype *at = lw_ty(a), *bt = lw_ty(b), *ot = lw_ty(call);
+    if ((at->dtype != TTH_I8 && at->dtype != TTH_U8) || bt->dtype != TTH_I8 || ot->dtype != TTH_I32 ||
+        at->rank < 2 || bt->rank != 2 || ot->rank != at->rank || b->kind != TTH_REXPR_CONST || !int_const(az) ||
+        !int_const(bz) || tth_ttype_numel(&az->u.constant.value->type) != 1 || p->N < c->vec.f32_lanes)
+        return 0;
+    const tth_tensor *bzt = bz->u.constant.value;
+    for (int64_t i = 0; i < tth_ttype_numel(&bzt->type); i++)
+        if (int_at(bzt, i) != 0)
+            return 0;
+    *azp = int_at(az->u.constant.value, 0);
+    return 1;
+}
+
+int lw_qmatmul_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)s;
+    mm_p p;
+    int64_t azp;
+    return qmm_params(c, call, &p, &azp);
+}
+
+/* B [K, N] int8 as words: wp[(n / PW)*K4*PW + k4*PW + n % PW] holds B[4*k4 .. 4*k4 + 3, n] (zeros
+ * past K and N); comp[n] = -(azp + koff) * sum of column n */
+static tth_tbuffer *qmm_pack(lw_ctx *c, const tth_tensor *b, int64_t K, int64_t N, int64_t PW, int64_t azp,
+                             int64_t koff, tth_tbuffer **comp)
+{
+    int64_t K4 = (K + 3) / 4, npanel = (N + PW - 1) / PW;
+    tth_tensor *pk = lw_table_new(c, TTH_I32, npanel * K4 * PW, NULL), *cp = lw_table_new(c, TTH_I32, N, NULL);
+    if (!pk || !cp) {
+        tth_tensor_unref(pk);
+        tth_tensor_unref(cp);
+        return NULL;
+    }
+    uint32_t *dst = pk->data;
+    int32_t *cs = cp->data;
+    const int8_t *src = b->data;
+    for (int64_t n = 0; n < N; n++) {
+        int64_t sum = 0;
+        for (int64_t k = 0; k < K; k++) {
+            int8_t v = src[k * N + n];
+            sum += v;
+            dst[(n / PW) * K4 * PW + (k / 4) * PW + n % PW] |= (uint32_t)(uint8_t)v << (8 * (k % 4));
+        }
+        cs[n] = (int32_t)(uint32_t)(uint64_t)(-(azp + koff) * sum);
+    }
+    if (!(*comp = lw_packed_const(c, cp))) {
+        tth_tensor_unref(pk);
+        return NULL;
+    }
+    return lw_packed_const(c, pk);
+}
+
+/* A [R, K] into words Aq [R, K4]: rows in parallel when large, vectors of vl words (four
+ * loads of stride 4 each), then the last K % 4 bytes with the zero point after them */
+static tth_tstmt *qmm_words(lw_ctx *c, tth_tbuffer *A, tth_tbuffer *Aq, int64_t R, int64_t K, int64_t koff,
+                            int64_t azp, int vl, int par)
+{
+    int64_t K4 = (K + 3) / 4, full = K / 4;
+    lw_ax r;
+    if (lw_ax_make(c, &r, "ar", R))
+        return NULL;
+    tth_tstmt *body = NULL;
+    uint32_t padb = (uint32_t)(azp + koff) & 0xffu;
+    /* pieces: [0, full/vl*vl) in vectors, the rest of the whole words one vector, the last word */
+    int64_t nv = full / vl, rest = full % vl;
+    for (int part = 0; part < 3; part++) {
+        int64_t cnt = part == 0 ? nv : 1, w0 = part == 0 ? 0 : part == 1 ? nv * vl : full;
+        int lanes = part == 0 ? vl : part == 1 ? (int)rest : 1;
+        int nb = part == 2 ? (int)(K % 4) : 4;
+        if (cnt == 0 || lanes == 0 || (part == 2 && K4 == full))
+            continue;
+        lw_ax j;
+        if (lw_ax_make(c, &j, "aw", cnt))
+            return NULL;
+        tth_texpr *wi = lw_add(c, lw_i(c, w0), lw_mul(c, j.e, lw_i(c, vl)));
+        tth_texpr *word = NULL;
+        for (int b = 0; b < 4; b++) {
+            tth_texpr *byte;
+            if (b < nb) {
+                tth_texpr *at = lw_add(c, lw_mul(c, r.e, lw_i(c, K)), lw_add(c, lw_mul(c, wi, lw_i(c, 4)), lw_i(c, b)));
+                byte = lw_cast(c, TTH_U32, tth_tir_load(c->m, A, lanes > 1 ? tth_tir_ramp(c->m, at, 4, lanes) : at));
+                if (koff)
+                    byte = lw_add(c, byte, tth_tir_int(c->m, TTH_U32, (int64_t)(uint32_t)(int32_t)koff));
+                byte = lw_bin(c, TTH_TBIN_BITAND, byte, tth_tir_int(c->m, TTH_U32, 255));
+            } else {
+                byte = tth_tir_int(c->m, TTH_U32, padb);
+            }
+            if (b)
+                byte = lw_bin(c, TTH_TBIN_SHL, byte, tth_tir_int(c->m, TTH_U32, 8 * b));
+            word = word ? lw_bin(c, TTH_TBIN_BITOR, word, byte) : byte;
+        }
+        if (!word)
+            return NULL;
+        tth_texpr *val = tth_tir_reinterpret(c->m, TTH_I32, word);
+        tth_texpr *to = lw_add(c, lw_mul(c, r.e, lw_i(c, K4)), wi);
+        tth_tstmt *st = lanes > 1 ? tth_tir_vstore(c->m, Aq, to, val, 0) : tth_tir_store(c->m, Aq, to, val);
+        if (lw_append(c, &body, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, st)))
             return NULL;
     }
-    if (ntile && (!(part = cb ? mm_cols_kb(&t, cb, ntile, RN, vl, RM, par) : mm_cols(&t, 0, ntile, RN, vl, RM, par)) ||
-                  lw_append(c, &seq, part)))
+    return lw_ax_loop(c, &r, par && R > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+}
+
+tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    mm_p p;
+    int64_t azp;
+    if (!qmm_params(c, call, &p, &azp))
+        return lw_fail(c, TTH_EINTERNAL, call, "qnn.matmul/int8-dot does not apply"), NULL;
+    const tth_ttype *at = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
+    int vl = c->vec.f32_lanes;
+    int64_t K4 = (p.K + 3) / 4, R = lw_numel(at->shape, at->rank) / p.K;
+    mmt t = {c, s, NULL, NULL, R, K4, p.N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL, (tth_tir_intrin_op)c->dot, NULL};
+    int regs = c->vec.registers;
+    int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
+    if (RM > t.R)
+        RM = (int)t.R;
+    if (p.N / vl < RN)
+        RN = (int)(p.N / vl);
+    int par = t.R * p.N * p.K >= LW_PARALLEL_MIN;
+    int au8 = at->dtype == TTH_U8, us = c->dot == TTH_TINTRIN_DOT4_US;
+    int64_t koff = us == au8 ? 0 : us ? 128 : -128;
+    t.PW = (int64_t)RN * vl;
+    t.B = qmm_pack(c, lw_arg(call, 1)->u.constant.value, p.K, p.N, t.PW, azp, koff, &t.comp);
+    tth_tbuffer *A = lw_buf(c, lw_arg(call, 0));
+    int64_t nw = R * K4;
+    tth_tbuffer *Aq = lw_local(c, "aq", TTH_I32, 1, &nw);
+    if (!t.B || !A || !Aq)
         return NULL;
-    if (restv && (!(part = mm_cols(&t, ntile * RN * vl, 1, (int)restv, vl, RM, par)) || lw_append(c, &seq, part)))
+    t.A = Aq;
+    tth_tstmt *seq = qmm_words(c, A, Aq, R, p.K, koff, azp, vl, par);
+    if (!seq)
         return NULL;
-    if (tail && (!(part = mm_cols(&t, nvec * vl, tail, 1, 1, RM, par)) || lw_append(c, &seq, part)))
-        return NULL;
-    if (cb && seq)
-        seq = tth_tir_allocate(c->m, cb, seq);
-    return wp && seq ? tth_tir_allocate(c->m, wp, seq) : seq;
+    seq = mm_run(&t, seq, RM, RN, vl, par);
+    return seq ? tth_tir_allocate(c->m, Aq, seq) : NULL;
 }
 
 /* ---- strategy matmul/batched-tiled: a B of its own per batch (attention's Q K^T and A V) ----
@@ -530,7 +735,7 @@ tth_tstmt *lw_matmul_batched(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return lw_fail(c, TTH_EINTERNAL, call, "matmul/batched-tiled does not apply"), NULL;
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes, nb = p.nbatch;
-    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), p.M, p.K, p.N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL};
+    mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), p.M, p.K, p.N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL, 0, NULL};
     if (!t.A || !t.B)
         return NULL;
     int64_t OB = lw_numel(ot->shape, nb);

@@ -16,6 +16,7 @@ static const lw_strategy table[] = {
     /* int8 on the CPU's dot products (docs/int8.md) */
     {TTH_OP_QNN_CONV2D, "qnn.conv2d/int8-dot-rows", lw_qconv_dot_applies, lw_qconv_dot},
     {TTH_OP_QNN_CONV2D, "qnn.conv2d/int8-depthwise-rows", lw_qconv_depthwise_applies, lw_qconv_depthwise},
+    {TTH_OP_QNN_MATMUL, "qnn.matmul/int8-dot", lw_qmatmul_dot_applies, lw_qmatmul_dot},
     {TTH_OP_MATMUL, "matmul/register-tiled", lw_matmul_tiled_applies, lw_matmul_tiled},
     {TTH_OP_MATMUL, "matmul/batched-tiled", lw_matmul_batched_applies, lw_matmul_batched},
     {TTH_OP_ATTENTION, "attention/rows-tiled", lw_attention_tiled_applies, lw_attention},

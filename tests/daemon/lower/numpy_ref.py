@@ -612,6 +612,30 @@ def case(name):
         a = {"padding": [2, 1, 0, 2], "strides": [1, 3]}
         y = conv2d(x, w, None, [1, 3], [2, 1, 0, 2], [1, 1], 1, xzp=0, acc="int64").astype("int32")
         return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [y]
+    # qnn.matmul on the int8 dot-product kernel (daemon/lower/lower_matmul.c, docs/int8.md): K not
+    # a multiple of 4, N not a multiple of the vector, batch dimensions, one-row tiles split along
+    # K, K in blocks with the partial sums in memory
+    if name == "qnn_matmul_dot_requant":
+        a = rnd((1, 7, 45), "int8", -128, 127)
+        b = rnd((45, 37), "int8", -128, 127)
+        azp, bzp = np.array(-3, "int8"), np.zeros((37,), "int8")
+        bias = rnd((37,), "int32", -20000, 20000)
+        isc = (np.linspace(0.5, 3.0, 37) * 1e-4).astype(f32)
+        izp, osc, ozp = np.array(0, "int32"), np.array(0.05, f32), np.array(2, "int8")
+        acc = ((a.astype(np.int64) - (-3)) @ b.astype(np.int64) + bias).astype("int32")
+        v = np.rint(acc.astype(f32) * (isc / osc).astype(f32)) + np.float32(2)
+        y = np.clip(v, -128, 127).astype("int8")
+        return [(a, False), (b, True), (azp, True), (bzp, True), (bias, True), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.matmul", {}, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
+                ("qnn.requantize", {"axis": 2, "out_dtype": "int8"}, ["prev", "i5", "i6", "i7", "i8"])], [y]
+    if name in ("qnn_matmul_dot_row_uint8", "qnn_matmul_dot_kblocks"):
+        rows, k, n = (1, 1103, 40) if name.endswith("uint8") else (26, 1030, 520)
+        a = rnd((rows, k), "uint8", 0, 255) if name.endswith("uint8") else rnd((rows, k), "int8", -128, 127)
+        b = rnd((k, n), "int8", -128, 127)
+        z = 131 if name.endswith("uint8") else 127
+        azp, bzp = np.array(z, a.dtype), np.array(0, "int8")
+        y = ((a.astype(np.int64) - z) @ b.astype(np.int64)).astype("int32")
+        return [(a, False), (b, True), (azp, True), (bzp, True)], [("qnn.matmul", {}, ["i0", "i1", "i2", "i3"])], [y]
     if name == "requantize_per_axis_saturating":
         x = rnd((1, 3, 4, 4), "int32", -40000, 40000)
         isc = np.array([0.002, 0.0005, 0.01], f32)

@@ -257,7 +257,7 @@ static void run_np(const char *name)
     const json_t *steps = json_object_get(meta, "chain");
     for (size_t i = 0; i < json_array_size(steps); i++) {
         const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
-        conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "qnn.conv2d") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
+        conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "qnn.conv2d") || !strcmp(op, "qnn.matmul") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
                 !strcmp(op, "nn.avg_pool2d") || !strcmp(op, "nn.softmax") || !strcmp(op, "nn.log_softmax") ||
                 !strcmp(op, "nn.layer_norm") || !strcmp(op, "nn.attention") || !strncmp(name, "concat_rows", 11) ||
                 !strncmp(name, "pointwise_rows", 14);
@@ -296,6 +296,9 @@ NP(qnn_conv_dot_dilated_rows)
 NP(qnn_conv_dot_stride3_asym)
 NP(qnn_conv_depthwise_int8)
 NP(qnn_conv_depthwise_s2_uint8)
+NP(qnn_matmul_dot_requant)
+NP(qnn_matmul_dot_row_uint8)
+NP(qnn_matmul_dot_kblocks)
 NP(conv_groups_dilation)
 NP(conv_tiles_channel_tail)
 NP(conv_tiles_runtime_weights_groups)

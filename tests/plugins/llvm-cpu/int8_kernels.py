@@ -126,6 +126,30 @@ def qlinear_conv_case(name, seed, xshape, xdt, xzp, o, k, strides, pads, dil, yd
     return m, x, y
 
 
+def qlinear_matmul_case(name, seed, ashape, adt, azp, n, ydt, yzp):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(adt)
+    a = rng.integers(info.min, info.max, size=ashape, endpoint=True).astype(adt)
+    k = ashape[-1]
+    b = rng.integers(-128, 127, size=(k, n), endpoint=True).astype(np.int8)
+    xs, ys = F32(0.03), F32(0.6)
+    bs = np.linspace(0.0005, 0.002, n).astype(F32)
+    acc = (a.astype(np.int64) - int(azp)) @ b.astype(np.int64)
+    m = (xs * bs).astype(F32) / ys
+    v = np.rint(acc.astype(np.int32).astype(F32) * m) + F32(yzp)
+    yi = np.iinfo(ydt)
+    y = np.clip(v, yi.min, yi.max).astype(ydt)
+    tp = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
+    inits = [numpy_helper.from_array(np.array(xs, F32), "as"), numpy_helper.from_array(np.array(azp, adt), "az"),
+             numpy_helper.from_array(b, "b"), numpy_helper.from_array(bs, "bs"),
+             numpy_helper.from_array(np.zeros(n, np.int8), "bz"), numpy_helper.from_array(np.array(ys, F32), "ys"),
+             numpy_helper.from_array(np.array(yzp, ydt), "yz")]
+    node = helper.make_node("QLinearMatMul", ["x", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", tp[adt], list(a.shape))],
+                          [helper.make_tensor_value_info("y", tp[ydt], list(y.shape))], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), a, y
+
+
 def cases():
     # channels not a multiple of 4, output channels not a multiple of the tile, rows of several
     # vectors with a tail, strides, dilation, both input types, saturation at both ends
@@ -143,6 +167,10 @@ def cases():
                                                 (1, 1, 1, 1), (1, 1), np.int8, 2, groups=24)),
         ("depthwise3x3_s2_uint8", qlinear_conv_case("depthwise3x3_s2_uint8", 6, (1, 10, 23, 23), np.uint8, 131, 10, 3,
                                                     (2, 2), (1, 1, 1, 1), (1, 1), np.uint8, 128, groups=10)),
+        # matmul: batch dimensions, K not a multiple of 4, N not a multiple of the vector; one
+        # row with K split in four streams
+        ("matmul_uint8", qlinear_matmul_case("matmul_uint8", 7, (2, 9, 50), np.uint8, 120, 70, np.int8, -1)),
+        ("matmul_row_int8", qlinear_matmul_case("matmul_row_int8", 8, (1, 1030), np.int8, 0, 48, np.uint8, 128)),
     ]
 
 
