@@ -83,3 +83,22 @@ int test_have(const char *prog)
     snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
     return test_run(cmd) == 0;
 }
+
+int32_t test_dot4(int us, int32_t acc, int32_t a, int32_t b)
+{
+    int64_t sum = acc;
+    for (int j = 0; j < 4; j++) {
+        uint32_t ab = ((uint32_t)a >> (8 * j)) & 0xffu, bb = ((uint32_t)b >> (8 * j)) & 0xffu;
+        sum += (us ? (int64_t)ab : (int64_t)(int8_t)ab) * (int8_t)bb;
+    }
+    return (int32_t)(uint32_t)(uint64_t)sum;
+}
+
+void test_dot4_operands(int32_t *a, int32_t *b, int32_t *acc, int n)
+{
+    for (int i = 0; i < n; i++) {
+        a[i] = (int32_t)(0x80ff7f00u ^ ((uint32_t)i * 0x01010101u * 37u));
+        b[i] = (int32_t)(0x7f8001ffu ^ ((uint32_t)i * 0x02030405u));
+        acc[i] = i % 3 == 0 ? INT32_MAX - 1000 : i % 3 == 1 ? INT32_MIN + 5 : i * 1000 - 7000;
+    }
+}

@@ -20,5 +20,10 @@ uint8_t *test_read_file(const char *path, size_t *len);
 int test_run(const char *cmd);
 /* 1 if the program is on PATH. */
 int test_have(const char *prog);
+/* The TIR dot products by their definition (docs/tir.md, "Dot products"): acc plus the four
+ * products of a's bytes (unsigned when us, else signed) with b's (signed), wrapped to int32. */
+int32_t test_dot4(int us, int32_t acc, int32_t a, int32_t b);
+/* Operands for them: every byte extreme (0x00, 0x7f, 0x80, 0xff) and sums that wrap (n <= 64). */
+void test_dot4_operands(int32_t *a, int32_t *b, int32_t *acc, int n);
 
 #endif

@@ -353,6 +353,70 @@ Test(codegen, bfloat16_compiles_cleanly_and_rounds_to_nearest_even)
     tth_tir_module_free(m);
 }
 
+/* DOT4_US / DOT4_SS (docs/tir.md, "Dot products") in C: 1 and 7 lanes of each, through the entry;
+ * the generated C compiles cleanly and gives the definition's results. */
+Test(codegen, dot4_compiles_cleanly_and_computes)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_diag d;
+    int64_t n7 = 7, n16 = 16;
+    tth_tbuffer *pa = tth_tir_buffer(m, "a", TTH_I32, 1, &n7, TTH_SCOPE_PARAM);
+    tth_tbuffer *pb = tth_tir_buffer(m, "b", TTH_I32, 1, &n7, TTH_SCOPE_PARAM);
+    tth_tbuffer *pc = tth_tir_buffer(m, "acc", TTH_I32, 1, &n7, TTH_SCOPE_PARAM);
+    tth_tbuffer *po = tth_tir_buffer(m, "o", TTH_I32, 1, &n16, TTH_SCOPE_PARAM);
+    tth_tstmt *body = NULL;
+    for (int us = 0; us < 2; us++)
+        for (int lanes = 1; lanes <= 7; lanes += 6) {
+            tth_texpr *v[3];
+            tth_tbuffer *src[3] = {pc, pa, pb};
+            for (int i = 0; i < 3; i++)
+                v[i] = lanes == 1 ? tth_tir_load(m, src[i], tth_tir_i64(m, 0)) : tth_tir_vload(m, src[i], tth_tir_i64(m, 0), lanes, 0);
+            tth_texpr *e = tth_tir_intrin3(m, us ? TTH_TINTRIN_DOT4_US : TTH_TINTRIN_DOT4_SS, v[0], v[1], v[2]);
+            tth_texpr *at = tth_tir_i64(m, us * 8 + (lanes == 1 ? 7 : 0));
+            tth_tir_seq_append(m, &body, lanes == 1 ? tth_tir_store(m, po, at, e) : tth_tir_vstore(m, po, at, e, 0));
+        }
+    tth_tbuffer *fp[4] = {pa, pb, pc, po};
+    cr_assert_not_null(tth_tir_func_add(m, "dk", fp, 4, body, "c", NULL, &d), "%s", d.message);
+    tth_tbuffer *ia = tth_tir_buffer(m, "a", TTH_I32, 1, &n7, TTH_SCOPE_INPUT);
+    tth_tbuffer *ib = tth_tir_buffer(m, "b", TTH_I32, 1, &n7, TTH_SCOPE_INPUT);
+    tth_tbuffer *ic = tth_tir_buffer(m, "acc", TTH_I32, 1, &n7, TTH_SCOPE_INPUT);
+    tth_tbuffer *oo = tth_tir_buffer(m, "o", TTH_I32, 1, &n16, TTH_SCOPE_OUTPUT);
+    tth_tbuffer *cargs[4] = {ia, ib, ic, oo};
+    tth_tbuffer *ep[4] = {ia, ib, ic, oo};
+    cr_assert_not_null(tth_tir_func_add(m, "tth_dk_run", ep, 4, tth_tir_call_func(m, "dk", cargs, 4), "c", NULL, &d),
+                       "%s", d.message);
+    m->entry = "tth_dk_run";
+    size_t len;
+    char *text = generate(m, &len);
+    char dir[512], path[1024], cmd[2048];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/dk_lib0.c", dir);
+    cr_assert_eq(test_write_file(path, text, len), 0);
+    compile_with("gcc", dir, "dk_lib0.c");
+    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -fPIC -shared -o dk.so dk_lib0.c -lm", dir);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/dk.so", dir);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    int32_t (*run)(void *const *, void *const *, void *);
+    *(void **)&run = dlsym(dl, "tth_dk_run");
+    cr_assert_not_null(run);
+    int32_t a[7], b[7], acc[7], o[16];
+    test_dot4_operands(a, b, acc, 7);
+    _Alignas(64) unsigned char ws[64];
+    void *ins[3] = {a, b, acc}, *outs[1] = {o};
+    cr_assert_eq(run(ins, outs, ws), 0);
+    for (int us = 0; us < 2; us++) {
+        for (int i = 0; i < 7; i++)
+            cr_assert_eq(o[us * 8 + i], test_dot4(us, acc[i], a[i], b[i]), "lane %d of %s", i, us ? "us" : "ss");
+        cr_assert_eq(o[us * 8 + 7], test_dot4(us, acc[0], a[0], b[0]), "one lane of %s", us ? "us" : "ss");
+    }
+    dlclose(dl);
+    test_rmtree(dir);
+    free(text);
+    tth_tir_module_free(m);
+}
+
 Test(codegen, unplanned_workspace_is_an_error)
 {
     tth_tir_module *m = build_sink();

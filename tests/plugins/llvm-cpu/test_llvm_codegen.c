@@ -644,6 +644,63 @@ Test(llvm, int8_wraps_like_c)
     tth_tir_module_free(m);
 }
 
+/* DOT4_US / DOT4_SS (docs/tir.md, "Dot products") at 1, 5, 16 and 24 lanes: one lane, a piece
+ * narrower than the instruction (padded), its width, and more (cut in pieces), on the machine's
+ * own CPU (vpdpbusd where it has VNNI) and on AVX2 without it (widening multiplies); against the
+ * definition, with the bytes' extremes and sums that wrap. */
+static const int dot_lanes[] = {1, 5, 16, 24};
+
+static tth_tir_module *dot4_module(void)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    tth_tbuffer *a = buf1(m, "a", TTH_I32, 24, TTH_SCOPE_PARAM), *b = buf1(m, "b", TTH_I32, 24, TTH_SCOPE_PARAM);
+    tth_tbuffer *acc = buf1(m, "acc", TTH_I32, 24, TTH_SCOPE_PARAM), *o = buf1(m, "o", TTH_I32, 2 * 46, TTH_SCOPE_PARAM);
+    tth_tstmt *body = NULL;
+    int64_t at = 0;
+    for (int us = 0; us < 2; us++)
+        for (size_t k = 0; k < sizeof dot_lanes / sizeof dot_lanes[0]; k++) {
+            int n = dot_lanes[k];
+            tth_texpr *v[3];
+            tth_tbuffer *src[3] = {acc, a, b};
+            for (int i = 0; i < 3; i++)
+                v[i] = n == 1 ? LOAD(src[i], I64(0)) : tth_tir_vload(m, src[i], I64(0), n, 0);
+            tth_texpr *d = tth_tir_intrin3(m, us ? TTH_TINTRIN_DOT4_US : TTH_TINTRIN_DOT4_SS, v[0], v[1], v[2]);
+            cr_assert_not_null(d);
+            tth_tstmt *st = n == 1 ? STORE(o, I64(at), d) : tth_tir_vstore(m, o, I64(at), d, 0);
+            cr_assert_eq(tth_tir_seq_append(m, &body, st), 0);
+            at += n;
+        }
+    tth_tbuffer *p[4] = {a, b, acc, o};
+    func(m, "dot", p, 4, body);
+    return m;
+}
+
+static void check_dot4(const char *target)
+{
+    int32_t a[24], b[24], acc[24], o[2 * 46];
+    test_dot4_operands(a, b, acc, 24);
+    tth_tir_module *m = dot4_module();
+    linked l;
+    compile(m, target, NULL, &l);
+    cr_assert_eq(((fn4)sym(&l, "dot"))(a, b, acc, o, NULL), 0);
+    int at = 0;
+    for (int us = 0; us < 2; us++)
+        for (size_t k = 0; k < sizeof dot_lanes / sizeof dot_lanes[0]; k++)
+            for (int i = 0; i < dot_lanes[k]; i++, at++) {
+                int32_t want = test_dot4(us, acc[i], a[i], b[i]);
+                cr_assert_eq(o[at], want, "%s, %d lanes, lane %d on %s: got %d, want %d", us ? "dot4_us" : "dot4_ss",
+                             dot_lanes[k], i, target, o[at], want);
+            }
+    unlink_module(&l);
+    tth_tir_module_free(m);
+}
+
+Test(llvm, dot4_products_every_width)
+{
+    check_dot4(HOST_TARGET);
+    check_dot4("{\"kind\": \"llvm\", \"mcpu\": \"haswell\"}");
+}
+
 /* Shifts: arithmetic for signed, logical for unsigned; unsigned division and floordiv. */
 Test(llvm, shifts_and_unsigned)
 {
