@@ -81,20 +81,29 @@ static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_
     return 1;
 }
 
-int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
-{
-    (void)s;
-    lw_conv_p p;
-    int64_t xzp;
-    return q_params(c, call, &p, &xzp, 0);
-}
-
 /* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
 static int flat_ok(const lw_conv_p *p, const lw_sink *s)
 {
     return !p->pt && !p->pl && !p->pb && !p->pr && p->KH == 1 && p->KW == 1 && p->sh == 1 && p->sw == 1 &&
            (!s->epi || tk_epi_hw_ok(s->epi, s->anchor, p->OH, p->OW, 0));
 }
+
+/* Output channels on the lanes (the channel-blocked kernel) unless there are fewer of them than
+ * lanes and the rows (or a flat image) fill a vector: then pixels on the lanes (this kernel) */
+static int rows_better(const lw_ctx *c, const lw_conv_p *p, const lw_sink *s)
+{
+    int vl = c->vec.f32_lanes;
+    int64_t row = flat_ok(p, s) ? p->OH * p->OW : p->OW;
+    return p->O < vl && row >= vl;
+}
+
+int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    int64_t xzp;
+    return q_params(c, call, &p, &xzp, 0) && rows_better(c, &p, s);
+}
+
 
 /* ---- the words of the image ---- */
 
@@ -455,6 +464,104 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (!pk || lw_append(c, &img, pk))
         return NULL;
     tth_tstmt *kern = q_kernel(&q, RP);
+    if (!kern || lw_append(c, &img, kern))
+        return NULL;
+    tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
+    return body ? tth_tir_allocate(c->m, xq, body) : NULL;
+}
+
+/* ---- channel-blocked: the float channel-blocked kernel on words (lower_conv_tiled.c) ---- */
+
+/* Weights as words of four input channels, vl output channels side by side:
+ *     wq[((B*C4 + c4)*KK + kk)*vl + l] = bytes of w[B*vl + l, 4*c4 .. 4*c4 + 3, kk]
+ * (zeros past O and C), and comp[o] = -(x_zp + koff) * sum of w[o] */
+static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, int vl, int64_t NB)
+{
+    lw_ctx *c = q->k.c;
+    const lw_conv_p *p = &q->g;
+    int64_t KK = p->KH * p->KW;
+    tth_tensor *pk = lw_table_new(c, TTH_I32, NB * q->C4 * KK * vl, NULL);
+    tth_tensor *cp = lw_table_new(c, TTH_I32, p->O, NULL);
+    if (!pk || !cp) {
+        tth_tensor_unref(pk);
+        tth_tensor_unref(cp);
+        return NULL;
+    }
+    const int8_t *src = wt->data;
+    uint32_t *dst = pk->data;
+    int32_t *comp = cp->data;
+    for (int64_t o = 0; o < p->O; o++) {
+        int64_t sum = 0;
+        for (int64_t ic = 0; ic < p->C; ic++)
+            for (int64_t kk = 0; kk < KK; kk++) {
+                int8_t v = src[(o * p->C + ic) * KK + kk];
+                sum += v;
+                dst[(((o / vl) * q->C4 + ic / 4) * KK + kk) * vl + o % vl] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
+            }
+        comp[o] = (int32_t)(uint32_t)(uint64_t)(-(xzp + q->koff) * sum);
+    }
+    q->comp = lw_packed_const(c, cp);
+    return q->comp ? lw_packed_const(c, pk) : (tth_tensor_unref(pk), NULL);
+}
+
+int lw_qconv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    int64_t xzp;
+    return q_params(c, call, &p, &xzp, 0) && !rows_better(c, &p, s);
+}
+
+/* The image as words of four channels (padded, no phase split), then the channel-blocked
+ * kernel: a tile is RC blocks of vl output channels times RW pixels, each step one word of a
+ * pixel broadcast against RC vectors of weight words (docs/int8.md). */
+tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    qconv q;
+    lw_conv_p p;
+    int64_t xzp;
+    memset(&q, 0, sizeof q);
+    if (!q_params(c, call, &p, &xzp, 0))
+        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-blocked does not apply"), NULL;
+    q.g = p;
+    tk *k = &q.k;
+    tk_init(k, c, call, &q.g, s);
+    k->bias = NULL;
+    k->skip_taps = 0; /* comp counts every tap's padding */
+    if (!k->flat && p.OW <= 16)
+        k->flat = 2; /* a narrow image: tiles run across rows */
+    q.dot = c->dot;
+    q.C4 = (p.C + 3) / 4;
+    int xu8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8, us = q.dot == TTH_TINTRIN_DOT4_US;
+    q.koff = us == xu8 ? 0 : us ? 128 : -128;
+    q.padv = (xzp + q.koff) & 0xff;
+    int vl = c->vec.f32_lanes;
+    while (vl > 1 && vl / 2 >= p.O)
+        vl /= 2;
+    k->vl = vl;
+    k->NB = (p.O + vl - 1) / vl;
+    k->obp = 1;
+    k->dot = q.dot;
+    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, xzp, vl, k->NB)))
+        return NULL;
+    k->comp = q.comp;
+    k->Cg = q.C4;
+    k->wouter = tk_weights_outer(&p, k->NB * q.C4 * p.KH * p.KW * vl, c->cores);
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    int64_t nw = q.C4 * k->Hp * k->Wrow;
+    tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
+    if (!x || !xq)
+        return NULL;
+    k->x = xq;
+    k->xbase = lw_i(c, 0);
+    lw_ax an;
+    if (lw_ax_make(c, &an, "n", p.N))
+        return NULL;
+    k->n = an.e;
+    tth_tstmt *img = NULL;
+    tth_tstmt *pk = q_pack_image(&q, x);
+    if (!pk || lw_append(c, &img, pk))
+        return NULL;
+    tth_tstmt *kern = tk_blocked_kernel(k);
     if (!kern || lw_append(c, &img, kern))
         return NULL;
     tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);

@@ -274,12 +274,13 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     const lw_conv_p *p = k->p;
     int vl = k->vl;
     int64_t KK = p->KH * p->KW;
+    tth_dtype at = k->dot ? TTH_I32 : TTH_F32;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)RC * RW, vl, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)RC * RW, vl, &seq);
     if (!acc)
         return NULL;
 
-    /* the reduction: ic, kh, kw */
+    /* the reduction: ic, kh, kw (int8: ic counts words of four channels) */
     lw_ax ic, kh, kw;
     if (lw_ax_make(c, &ic, "ic", k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
@@ -305,15 +306,19 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     tth_tvar *wv[4], *xv[16];
     tth_tstmt *upd = NULL;
     for (int j = 0; j < RC; j++) 
-        if (!(wv[j] = lw_var_vec(c, "w", TTH_F32, vl)))
+        if (!(wv[j] = lw_var_vec(c, "w", at, vl)))
             return NULL;
     for (int r = 0; r < RW; r++)
-        if (!(xv[r] = lw_var(c, "xb", TTH_F32)))
+        if (!(xv[r] = lw_var(c, "xb", at)))
             return NULL;
     for (int r = 0; r < RW; r++)
         for (int j = 0; j < RC; j++) {
             tth_texpr *ai = lw_i(c, ((int64_t)j * RW + r) * vl);
-            tth_texpr *f = lw_madd(c, lw_ref(c, xv[r]), lw_ref(c, wv[j]), tth_tir_vload(c->m, acc, ai, vl, 0));
+            tth_texpr *av = tth_tir_vload(c->m, acc, ai, vl, 0);
+            tth_texpr *f = !k->dot ? lw_madd(c, lw_ref(c, xv[r]), lw_ref(c, wv[j]), av)
+                                   : tth_tir_intrin3(c->m, k->dot, av,
+                                                     vl > 1 ? tth_tir_broadcast(c->m, lw_ref(c, xv[r]), vl) : lw_ref(c, xv[r]),
+                                                     lw_ref(c, wv[j]));
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
@@ -402,7 +407,10 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 }
                 continue;
             }
-            tth_tstmt *full = tk_epi_store(k, tth_tir_ramp(c->m, ocb, 1, vl), eoh, ow, tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0));
+            tth_texpr *val = tth_tir_vload(c->m, acc, lw_i(c, ai), vl, 0);
+            if (k->comp)
+                val = lw_add(c, val, vl > 1 ? tth_tir_vload(c->m, k->comp, ocb, vl, 0) : tth_tir_load(c->m, k->comp, ocb));
+            tth_tstmt *full = tk_epi_store(k, vl > 1 ? tth_tir_ramp(c->m, ocb, 1, vl) : ocb, eoh, ow, val);
             if (!full)
                 return NULL;
             if (tail) {
@@ -411,7 +419,10 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 if (!vl_)
                     return NULL;
                 tth_texpr *ln = lw_ref(c, vl_);
-                tth_tstmt *one = tk_epi_store(k, lw_add(c, ocb, ln), eoh, ow, tth_tir_load(c->m, acc, lw_add(c, lw_i(c, ai), ln)));
+                tth_texpr *v1 = tth_tir_load(c->m, acc, lw_add(c, lw_i(c, ai), ln));
+                if (k->comp)
+                    v1 = lw_add(c, v1, tth_tir_load(c->m, k->comp, lw_add(c, ocb, ln)));
+                tth_tstmt *one = tk_epi_store(k, lw_add(c, ocb, ln), eoh, ow, v1);
                 tth_tstmt *part = lw_for(c, vl_, lw_i(c, 0), lw_i(c, tail), TTH_LOOP_SERIAL, one);
                 full = part ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, bg, lw_i(c, k->NB - 1)), full, part) : NULL;
             }
@@ -559,7 +570,7 @@ static tth_tstmt *blocked_kernel(tk *k)
     choose_tile(k, rowlen, &RW);
     int RC = k->RC;
     int64_t NBT = p->groups * k->NB;
-    int par = p->O * p->OH * p->OW * k->Cg * p->KH * p->KW >= LW_PARALLEL_MIN;
+    int par = p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= LW_PARALLEL_MIN;
     tth_tstmt *seq = NULL;
     if (NBT / RC > 0) {
         tth_tstmt *main = block_range(k, NBT / RC, 0, RC, RW, par);
@@ -1444,4 +1455,9 @@ tth_tstmt *lw_conv_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q)
 {
     return conv_tiled(c, call, s, TILED_DEPTHWISE, q);
+}
+
+tth_tstmt *tk_blocked_kernel(tk *k)
+{
+    return blocked_kernel(k);
 }

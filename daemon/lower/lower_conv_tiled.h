@@ -49,6 +49,10 @@ typedef struct tk {
     tth_tbuffer *comp;       /* int8: int32 [C], -x_zp * sum of the channel's weights, added to
                                 each accumulator (the int32 accumulators then hold
                                 sum (x - x_zp) * w) */
+    int dot;                 /* int8 channel-blocked kernel (docs/int8.md): the dot product
+                                (TTH_TINTRIN_DOT4_US/SS) of an input word of four channels,
+                                broadcast, with a vector of packed weight words; x is then the
+                                words of the image and Cg counts words; 0 for float32 */
     int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
                                 its row and columns inside the image only (a dilated kernel mostly
                                 in the padding; docs/lowering.md, "Taps in the padding") */
@@ -115,4 +119,6 @@ typedef struct tk_int8 {
     tth_tbuffer *comp;
 } tk_int8;
 tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q);
+/* the channel-blocked kernel over k as set up by its caller (the int8 strategy: lower_conv_int8.c) */
+tth_tstmt *tk_blocked_kernel(tk *k);
 #endif

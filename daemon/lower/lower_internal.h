@@ -235,6 +235,9 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 /* strategy qnn.matmul/int8-dot (lower_matmul.c) */
 int lw_qmatmul_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+/* strategy qnn.conv2d/int8-dot-blocked (lower_conv_int8.c) */
+int lw_qconv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 /* strategy qnn.conv2d/int8-depthwise-rows (lower_conv_int8.c) */
 int lw_qconv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);

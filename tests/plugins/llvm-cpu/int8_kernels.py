@@ -162,6 +162,9 @@ def cases():
                                             (1, 1), np.int8, -2)),
         ("conv3x3_dilated_int8", qlinear_conv_case("conv3x3_dilated_int8", 4, (1, 6, 19, 30), np.int8, 100, 9, 3, (1, 1),
                                                    (2, 2, 2, 2), (2, 2), np.uint8, 0)),
+        # fewer output channels than lanes on wide rows: pixels on the lanes (int8-dot-rows)
+        ("conv3x3_few_outputs", qlinear_conv_case("conv3x3_few_outputs", 9, (1, 16, 12, 50), np.uint8, 3, 3, 3, (1, 1),
+                                                  (1, 1, 1, 1), (1, 1), np.uint8, 100)),
         # depthwise (docs/int8.md): the float kernel's vectors along rows on int32
         ("depthwise3x3_int8", qlinear_conv_case("depthwise3x3_int8", 5, (1, 24, 18, 40), np.int8, -9, 24, 3, (1, 1),
                                                 (1, 1, 1, 1), (1, 1), np.int8, 2, groups=24)),
