@@ -16,8 +16,9 @@
  *
  * and the same for dense layers (matmul with a constant 2-D weight, possibly transposed as Gemm's
  * transB imports, [-> add(bias)]) to qnn.matmul -> [add int32 bias] -> qnn.requantize over the
- * last axis (the QLinearMatMul importer's graph plus the bias). Also qnn.dequantize -> reshape ->
- * qnn.quantize with the same scale, zero point and dtype becomes a reshape of the integers.
+ * last axis (the QLinearMatMul importer's graph plus the bias). Also qnn.dequantize -> reshape or
+ * max_pool2d -> qnn.quantize with the same scale, zero point and dtype becomes the same op on the
+ * integers.
  *
  * Conditions (each refusal is recorded with its reason, see below):
  *  - activations int8/uint8, scale and zero point constant scalars (one per tensor);
@@ -34,7 +35,7 @@
  * matches them in that form (plugins/cmsisnn/pattern.h).
  *
  * Refusals: a conv2d or matmul whose data input is a dequantize (a candidate) that stays float,
- * and a reshape between a dequantize and a quantize that stays float, each add
+ * and a reshape or max pool between a dequantize and a quantize that stays float, each add
  * {"node", "op", "reason"} to the function's attrs "qdq_refused" (created when needed). The
  * compile pipeline takes that list out of main after the simplify stage and, with
  * options.explain, reports each as a note (tthctl compile --explain prints them). */
@@ -47,7 +48,7 @@
 
 #include "frontend_internal.h"
 
-typedef enum { PLAN_CONV = 1, PLAN_DENSE, PLAN_RESHAPE } plan_kind;
+typedef enum { PLAN_CONV = 1, PLAN_DENSE, PLAN_SAME } plan_kind;
 
 typedef struct qplan {
     plan_kind kind;
@@ -418,27 +419,30 @@ static int match_dense(qdq_ctx *c, const tth_rexpr *mm, qplan *p)
     return 1;
 }
 
-/* quantize(reshape(dequantize(x))) with the same scale, zero point and dtype on both sides. */
-static int match_reshape(qdq_ctx *c, const tth_rexpr *rs, qplan *p)
+/* quantize(op(dequantize(x))) with the same scale, zero point and dtype on both sides, for an op
+ * that only moves values (reshape) or picks one of them (max_pool2d: quantization is monotone,
+ * and the padding is never picked): the same op on the integers. */
+static int match_same(qdq_ctx *c, const tth_rexpr *rs, qplan *p)
 {
+    const char *op = tth_op_name(rs->u.call.op);
     const tth_rexpr *dq = rs->u.call.args[0], *q = sole_user(c, rs);
     if (!is_op(q, TTH_OP_QUANTIZE))
         return 0; /* a dequantized value reshaped for float use: not a candidate */
     qparams a, b;
     const char *what;
     if (!read_qparams(dq, &a, &what) || !read_qparams(q, &b, &what))
-        return refuse(c, rs, "reshape between a dequantize and a quantize with %s", what);
+        return refuse(c, rs, "%s between a dequantize and a quantize with %s", op, what);
     if (a.n != 1 || b.n != 1)
-        return refuse(c, rs, "reshape between per-channel quantizations");
+        return refuse(c, rs, "%s between per-channel quantizations", op);
     if (ty(dq->u.call.args[0])->dtype != ty(q)->dtype ||
         (float)tth_tensor_get_f64(a.scale, 0) != (float)tth_tensor_get_f64(b.scale, 0) ||
         tth_tensor_get_i64(a.zp, 0) != tth_tensor_get_i64(b.zp, 0))
-        return refuse(c, rs, "reshape between different quantizations (%s scale %g zero point %lld -> %s scale %g zero "
-                      "point %lld): it stays a float reshape", tth_dtype_name(ty(dq->u.call.args[0])->dtype),
+        return refuse(c, rs, "%s between different quantizations (%s scale %g zero point %lld -> %s scale %g zero "
+                      "point %lld): it stays a float %s", op, tth_dtype_name(ty(dq->u.call.args[0])->dtype),
                       tth_tensor_get_f64(a.scale, 0), (long long)tth_tensor_get_i64(a.zp, 0),
                       tth_dtype_name(ty(q)->dtype), tth_tensor_get_f64(b.scale, 0),
-                      (long long)tth_tensor_get_i64(b.zp, 0));
-    p->kind = PLAN_RESHAPE;
+                      (long long)tth_tensor_get_i64(b.zp, 0), op);
+    p->kind = PLAN_SAME;
     p->anchor = rs;
     p->dq_x = dq;
     p->q = q;
@@ -493,8 +497,8 @@ static tth_rexpr *build(qdq_ctx *c, tth_relay_module *m, const qplan *p, tth_dia
     tth_rexpr *const *qa = p->q->u.call.args;
     if (!x)
         return NULL;
-    if (p->kind == PLAN_RESHAPE)
-        return tth_relay_call(m, TTH_OP_RESHAPE, &x, 1, json_deep_copy(p->anchor->u.call.attrs), diag);
+    if (p->kind == PLAN_SAME)
+        return tth_relay_call(m, p->anchor->u.call.op, &x, 1, json_deep_copy(p->anchor->u.call.attrs), diag);
     tth_rexpr *const *wa = p->dq_w->u.call.args;
     const tth_ttype *ot = ty(p->anchor);
     tth_rexpr *acc, *w = wa[0];
@@ -608,19 +612,20 @@ static int qdq_function(tth_relay_module *m, tth_relay_function *fn, tth_diag *d
             if (c.nusers[args[k]->id] == 1)
                 c.user[args[k]->id] = nodes[i];
     }
-    /* match: each candidate is a conv2d / matmul / reshape over a dequantize */
+    /* match: each candidate is a conv2d / matmul / reshape / max_pool2d over a dequantize */
     size_t nconst_dq = 0;
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
         nconst_dq += is_const_dq(e);
-        if (!(is_op(e, TTH_OP_CONV2D) || is_op(e, TTH_OP_MATMUL) || is_op(e, TTH_OP_RESHAPE)) ||
+        if (!(is_op(e, TTH_OP_CONV2D) || is_op(e, TTH_OP_MATMUL) || is_op(e, TTH_OP_RESHAPE) ||
+              is_op(e, TTH_OP_MAX_POOL2D)) ||
             !is_op(e->u.call.args[0], TTH_OP_DEQUANTIZE) || !ty(e))
             continue;
         qplan *p = &plans[nplans];
         memset(p, 0, sizeof *p);
         int ok = e->u.call.op == TTH_OP_CONV2D ? match_conv(&c, e, p)
                  : e->u.call.op == TTH_OP_MATMUL ? match_dense(&c, e, p)
-                                                  : match_reshape(&c, e, p);
+                                                  : match_same(&c, e, p);
         if (ok) {
             c.plan[p->q->id] = p;
             if (p->dq_w)

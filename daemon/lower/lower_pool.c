@@ -342,7 +342,10 @@ int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 {
     pool_p p;
     char why[8];
-    if (s->epi || !pool_params(call, &p, why, sizeof why) || p.b || lw_ty(lw_arg(call, 0))->dtype != TTH_F32)
+    tth_dtype dt = lw_ty(lw_arg(call, 0))->dtype;
+    /* float32; or a max of int8 / uint8 (a quantized model's pool on its integers, docs/int8.md) */
+    if (s->epi || !pool_params(call, &p, why, sizeof why) || p.b ||
+        !(dt == TTH_F32 || (call->u.call.op == TTH_OP_MAX_POOL2D && (dt == TTH_I8 || dt == TTH_U8))))
         return 0;
     int64_t lo, hi;
     inner_cols(&p, &lo, &hi);
@@ -355,14 +358,15 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
                            tth_texpr *oh, tth_texpr *lo_h, tth_texpr *ex_h, tth_texpr *ow0, int lanes)
 {
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, 1, lanes, &seq);
+    tth_dtype t = x->dtype;
+    tth_tbuffer *acc = lw_reg_tile_of(c, t, 1, lanes, &seq);
     tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
     if (!acc || !vkh || !vxr)
         return NULL;
-    /* the tile starts at zero: a max starts from the lowest float instead */
+    /* the tile starts at zero: a max starts from the dtype's lowest value instead */
     if (is_max) {
         seq = NULL;
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0), tth_tir_broadcast(c->m, lw_imm(c, TTH_F32, lw_dtype_lowest(TTH_F32)), lanes), 0)))
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0), tth_tir_broadcast(c->m, lw_imm(c, t, lw_dtype_lowest(t)), lanes), 0)))
             return NULL;
     }
     tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
@@ -420,7 +424,7 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int is_max = call->u.call.op == TTH_OP_MAX_POOL2D, direct = 0;
     int vl = c->vec.f32_lanes;
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    tth_tbuffer *acc = x ? pool_acc(c, s, TTH_F32, &direct) : NULL;
+    tth_tbuffer *acc = x ? pool_acc(c, s, x->dtype, &direct) : NULL;
     int64_t lo, hi, NC = p.N * p.C, R, nb = lw_bands(c, p.OH, &R);
     inner_cols(&p, &lo, &hi);
     lw_ax q, el, er;

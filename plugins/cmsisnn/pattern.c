@@ -316,13 +316,21 @@ static int match_pool(const tth_relay_users *u, const tth_rexpr *p, cn_match *m,
     if (p->u.call.op == TTH_OP_AVG_POOL2D && wa.count_include_pad &&
         (m->pad[0] || m->pad[1] || m->pad[2] || m->pad[3]))
         return refuse(why, len, "nn.avg_pool2d counting padding: arm_avgpool_s8 averages the valid elements only");
-    if (!dq_input(u, p->u.call.args[0], p, 0, m, why, len))
-        return 0;
     m->kind = p->u.call.op == TTH_OP_MAX_POOL2D ? CN_MAXPOOL : CN_AVGPOOL;
-    add_node(m, p->u.call.args[0]);
-    add_node(m, p);
-    if (!quant_output(u, p, m, why, len))
-        return 0;
+    if (m->kind == CN_MAXPOOL && dt(p->u.call.args[0]) == TTH_I8) {
+        /* a max pool on the integers (the QDQ pass's form of dequantize -> max pool -> quantize
+         * with one quantization): the same kernel, nothing to requantize */
+        m->in[0] = p->u.call.args[0];
+        m->out = p;
+        add_node(m, p);
+    } else {
+        if (!dq_input(u, p->u.call.args[0], p, 0, m, why, len))
+            return 0;
+        add_node(m, p->u.call.args[0]);
+        add_node(m, p);
+        if (!quant_output(u, p, m, why, len))
+            return 0;
+    }
     if (m->out_zp != m->in_zp[0] || fabs(m->out_scale - m->in_scale[0]) > 1e-6 * m->in_scale[0])
         return refuse(why, len, "%s requantizing (scale %g -> %g, zero point %d -> %d): CMSIS-NN pools keep the "
                       "input's quantization", op, m->in_scale[0], m->out_scale, m->in_zp[0], m->out_zp);

@@ -12,6 +12,7 @@
  *                                                                     arm_elementwise_{add,mul}_s8
  *   max/avg pool  qnn.dequantize(int8) -> nn.{max,avg}_pool2d -> qnn.quantize(int8) with the
  *              same scale and zero point on both sides               arm_{max_pool,avgpool}_s8
+ *              (or nn.max_pool2d on int8, the QDQ pass's form of the max pool)
  * Every node of a pattern but the last has exactly one user, inside the pattern.
  */
 #ifndef TTH_CMSISNN_PATTERN_H

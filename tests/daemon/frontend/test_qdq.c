@@ -43,8 +43,9 @@ static const qcase CASES[] = {
     {"gemm_i8", 1, "qnn.matmul", 0, 1, 0, 0, 0, "cmsis-nn", NULL},
     {"matmul_pc_bias", 1, "qnn.matmul", 0, 1, 0, 0, 0, "c", NULL},    /* per-channel FC: per tensor only */
     {"conv_bad_bias", 0, "nn.conv2d", 1, 0, 0, 0, 1, "c", "is not x_scale * w_scale"},
-    /* conv+relu, DQ->maxpool->Q kept (cmsis-nn takes that form), flatten as an int8 reshape, gemm */
-    {"cnn", 1, "qnn.conv2d", 1, 1, 0, 1, 1, "cmsis-nn", NULL},
+    /* conv+relu, DQ->maxpool->Q as a max pool of the integers (cmsis-nn takes it too), flatten as
+     * an int8 reshape, gemm: no dequantize left */
+    {"cnn", 1, "qnn.conv2d", 1, 1, 0, 1, 0, "cmsis-nn", NULL},
 };
 
 static const qcase *find_case(const char *name)
@@ -119,6 +120,7 @@ static void check_relay(const qcase *qc, const char *dir)
         cr_expect_eq(count_op(m, "nn.relu", TTH_DTYPE_INVALID), 0, "%s: nn.relu\n%s", qc->name, text);
         cr_expect_eq(count_int8ish(m, "clip"), qc->clips, "%s: integer clips\n%s", qc->name, text);
         cr_expect_eq(count_op(m, "clip", TTH_F32), 0, "%s: a float clip is left\n%s", qc->name, text);
+        cr_expect_eq(count_op(m, "nn.max_pool2d", TTH_F32), 0, "%s: a float max pool is left\n%s", qc->name, text);
         cr_expect_eq(count_int8ish(m, "reshape"), qc->reshapes, "%s: integer reshapes\n%s", qc->name, text);
         cr_expect_eq(count_op(m, "reshape", TTH_F32), 0, "%s: a float reshape is left\n%s", qc->name, text);
         /* the bias is added to the int32 accumulator */

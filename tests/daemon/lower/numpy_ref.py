@@ -513,6 +513,14 @@ def case(name):
         x = rnd((2, 3, 20, 37))
         a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]}
         return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False)]
+    if name in ("max_pool_rows_int8", "max_pool_rows_uint8"):
+        # a quantized model's max pool on its integers (docs/int8.md): the vector kernel from the
+        # dtype's lowest value, padding never picked (all-negative int8 windows at the edges)
+        u8 = name.endswith("uint8")
+        x = rnd((2, 3, 20, 37), "uint8", 0, 255) if u8 else rnd((2, 3, 20, 37), "int8", -128, -1)
+        a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]}
+        y = max_pool(x.astype(np.float64), [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False).astype(x.dtype)
+        return [(x, False)], [("nn.max_pool2d", a, ["i0"])], [y]
     if name == "max_pool_rows_many_taps":
         # 20 taps along a row (a loop in the vector kernel, not unrolled), dilated and strided,
         # with padding

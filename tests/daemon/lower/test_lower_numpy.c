@@ -290,6 +290,8 @@ static void run_np(const char *name)
     Test(numpy, name) { run_np(#name); }
 
 NP(qnn_conv_dot_requant_clip)
+NP(max_pool_rows_int8)
+NP(max_pool_rows_uint8)
 NP(qnn_conv_dot_requant_uint8)
 NP(qnn_conv_dot_flat_uint8)
 NP(qnn_conv_dot_dilated_rows)
