@@ -93,8 +93,9 @@ static int flat_ok(const lw_conv_p *p, const lw_sink *s)
 static int rows_better(const lw_ctx *c, const lw_conv_p *p, const lw_sink *s)
 {
     int vl = c->vec.f32_lanes;
-    int64_t row = flat_ok(p, s) ? p->OH * p->OW : p->OW;
-    return p->O < vl && row >= vl;
+    int flat = flat_ok(p, s);
+    int64_t row = flat ? p->OH * p->OW : p->OW;
+    return (p->O < vl && row >= vl) || (flat && row >= 4 * vl);
 }
 
 int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)

@@ -607,9 +607,17 @@ int tk_epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_
     /* an op that is not pointwise (a convolution, a pool) is read from its buffer: its own shape
      * is all that matters */
     const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
+    /* the quantization ops read their parameters (arguments 1 on) along their axis: only an
+     * axis of H or W depends on the pixel */
+    int q = e->kind == TTH_REXPR_CALL && (e->u.call.op == TTH_OP_REQUANTIZE || e->u.call.op == TTH_OP_QUANTIZE ||
+                                          e->u.call.op == TTH_OP_DEQUANTIZE);
+    int64_t ax = q ? lw_attr_int(e, "axis", 1) : 0;
+    if (q && ax < 0)
+        ax += t->rank;
+    int q_hw = q && t->rank >= 2 && ax >= t->rank - 2;
     if (impl && impl->value)
         for (size_t i = 0; i < e->u.call.nargs; i++)
-            if (!tk_epi_hw_ok(e->u.call.args[i], anchor, OH, OW, depth + 1))
+            if (!(q && i > 0 && !q_hw) && !tk_epi_hw_ok(e->u.call.args[i], anchor, OH, OW, depth + 1))
                 return 0;
     return 1;
 }

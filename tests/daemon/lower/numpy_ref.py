@@ -604,6 +604,20 @@ def case(name):
         xzp, wzp = np.array(131, "uint8"), np.array(0, "int8")
         y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1, xzp=131, acc="int64").astype("int32")
         return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", {}, ["i0", "i1", "i2", "i3"])], [y]
+    if name == "qnn_conv_dot_flat_requant":
+        # 1x1 stride 1 on 110 pixels: one row of pixels on the lanes, the per-channel requantize
+        # read by channel (docs/int8.md)
+        x = rnd((1, 11, 10, 11), "int8", -128, 127)
+        w = rnd((20, 11, 1, 1), "int8", -128, 127)
+        xzp, wzp = np.array(-20, "int8"), np.zeros((20,), "int8")
+        isc = (np.linspace(0.5, 3.0, 20) * 1e-3).astype(f32)
+        izp, osc, ozp = np.array(0, "int32"), np.array(0.05, f32), np.array(3, "int8")
+        acc = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1, xzp=-20, acc="int64").astype("int32")
+        v = np.rint(acc.astype(f32) * (isc / osc).astype(f32).reshape(1, 20, 1, 1)) + np.float32(3)
+        y = np.clip(v, -128, 127).astype("int8")
+        return [(x, False), (w, True), (xzp, True), (wzp, True), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.conv2d", {}, ["i0", "i1", "i2", "i3"]),
+                ("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["prev", "i4", "i5", "i6", "i7"])], [y]
     if name == "qnn_conv_dot_dilated_rows":
         # two images, rows of 40 pixels (several vectors and a tail), dilation 2, zero point 127
         x = rnd((2, 5, 9, 40), "int8", -128, 127)

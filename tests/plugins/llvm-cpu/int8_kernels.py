@@ -162,6 +162,9 @@ def cases():
                                             (1, 1), np.int8, -2)),
         ("conv3x3_dilated_int8", qlinear_conv_case("conv3x3_dilated_int8", 4, (1, 6, 19, 30), np.int8, 100, 9, 3, (1, 1),
                                                    (2, 2, 2, 2), (2, 2), np.uint8, 0)),
+        # a 1x1 layer of at least four vectors of pixels: the image as one row, pixels on the lanes
+        ("conv1x1_flat_int8", qlinear_conv_case("conv1x1_flat_int8", 10, (1, 20, 10, 13), np.int8, -20, 40, 1, (1, 1),
+                                                (0, 0, 0, 0), (1, 1), np.int8, 7)),
         # fewer output channels than lanes on wide rows: pixels on the lanes (int8-dot-rows)
         ("conv3x3_few_outputs", qlinear_conv_case("conv3x3_few_outputs", 9, (1, 16, 12, 50), np.uint8, 3, 3, 3, (1, 1),
                                                   (1, 1, 1, 1), (1, 1), np.uint8, 100)),
