@@ -27,6 +27,7 @@ import tempfile
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -69,6 +70,38 @@ def ort_time(ort_dir, model, threads, inputs, runs, warmup, output_dir):
     return json.loads(r.stdout)
 
 
+def quantized_outputs(path):
+    """{output name: scale} for the graph outputs a DequantizeLinear with a constant scalar scale
+    writes (a quantized model's outputs: the difference is then counted in its steps)"""
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name: t for t in m.graph.initializer}
+    outs = {v.name for v in m.graph.output}
+    res = {}
+    for n in m.graph.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] in outs and n.input[1] in inits:
+            sc = numpy_helper.to_array(inits[n.input[1]])
+            if sc.size == 1:
+                res[n.output[0]] = float(sc.reshape(-1)[0])
+    return res
+
+
+def quant_diff(tth_dir, ort_dir, qouts):
+    """For a quantized model: the largest |tth - ORT| in steps of the output's quantization, and
+    the share of rows (last axis) whose argmax (top-1) is the same"""
+    steps, same, rows = 0.0, 0, 0
+    for name, scale in qouts.items():
+        fname = name.replace("/", "_") + ".npy"
+        a, b = os.path.join(tth_dir, fname), os.path.join(ort_dir, fname)
+        if not (os.path.exists(a) and os.path.exists(b)):
+            continue
+        got, want = np.load(a).astype(np.float64), np.load(b).astype(np.float64)
+        steps = max(steps, float(np.max(np.abs(got - want))) / scale)
+        g, w = got.reshape(-1, got.shape[-1]), want.reshape(-1, want.shape[-1])
+        same += int(np.sum(np.argmax(g, axis=1) == np.argmax(w, axis=1)))
+        rows += g.shape[0]
+    return {"steps": round(steps, 2), "top1_equal": same / rows} if rows else None
+
+
 def output_diff(tth_dir, ort_dir):
     """Largest |tth - ORT| over every output (same file names), and that over the largest |ORT|."""
     worst, scale = 0.0, 0.0
@@ -97,8 +130,13 @@ def fmt_timing(t):
     return "%s (%s)" % (fmt_ms(t["median_ms"]), fmt_ms(t["min_ms"]))
 
 
-def fmt_diff(diff):
+def fmt_diff(diff, quant=None):
     absolute, relative = diff
+    if quant:
+        # int8: ORT runs parts of a QDQ model in float, so outputs differ by some steps; the
+        # answer is the top-1 (bench/README.md, "int8")
+        flag = "  WRONG?" if quant["top1_equal"] < 1.0 or not np.isfinite(absolute) else ""
+        return "%.3g steps, top-1 %.0f%%%s" % (quant["steps"], 100.0 * quant["top1_equal"], flag)
     flag = "  WRONG?" if relative > 1e-3 or not np.isfinite(absolute) else ""
     return "%.2g (%.1g)%s" % (absolute, relative, flag)
 
@@ -207,6 +245,9 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
                         tth_rounds[label].append(tth.time(artifact, inputs, args.runs, args.warmup, tth_out))
                         if r == 0:
                             row["tth"][label]["diff"] = output_diff(tth_out, ort_out)
+                            qouts = quantized_outputs(path)
+                            if qouts:
+                                row["tth"][label]["quant"] = quant_diff(tth_out, ort_out, qouts)
                     except tth_bench.BenchError as e:
                         print("  %s, %s: %s" % (name, row["tth"][label]["target"], str(e).splitlines()[-1]),
                               file=sys.stderr)
@@ -222,7 +263,7 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
             if "error" not in timing:
                 timing.update(best_round(tth_rounds[label]))
             print("  %s threads=%d %-6s %s" % (name, t, label, json.dumps(
-                {k: timing.get(k) for k in ("median_ms", "min_ms", "round_medians_ms", "compile_s", "diff", "error")
+                {k: timing.get(k) for k in ("median_ms", "min_ms", "round_medians_ms", "compile_s", "diff", "quant", "error")
                  if k in timing})), file=sys.stderr)
         print("  %s threads=%d ORT    median %s ms, min %s ms, rounds %s%s" % (
             name, t, row["ort"]["median_ms"], row["ort"]["min_ms"], row["ort"]["round_medians_ms"],
@@ -255,7 +296,7 @@ def print_model(name, nodes, params, result, targets, runs):
             else:
                 cells.append(fmt_timing(r))
                 ratios.append("%.1fx" % (r["median_ms"] / ort))
-                diffs.append(fmt_diff(r["diff"]))
+                diffs.append(fmt_diff(r["diff"], r.get("quant")))
         rows.append(cells + [fmt_timing(row["ort"])] + ratios + diffs)
     print("\n%s (%s ONNX nodes, %.2f M parameters): ms, median (min) of %d runs; ratios of "
           "the medians" % (name, nodes, int(params) / 1e6, runs))

@@ -88,14 +88,21 @@ static int flat_ok(const lw_conv_p *p, const lw_sink *s)
            (!s->epi || tk_epi_hw_ok(s->epi, s->anchor, p->OH, p->OW, 0));
 }
 
-/* Output channels on the lanes (the channel-blocked kernel) unless there are fewer of them than
- * lanes and the rows (or a flat image) fill a vector: then pixels on the lanes (this kernel) */
+/* Few words of reduction per output (input channels x taps / 4): the row kernel's rule, as the
+ * float row-vectorized kernel's (at most 192 channel-taps); the stems */
+#define ROWS_MAX_WORDS 64
+
+/* Output channels on the lanes (the channel-blocked kernel) unless pixels on the lanes (this
+ * kernel) use them better (docs/int8.md): a 1x1 layer of at least four vectors of pixels, fewer
+ * output channels than lanes, or a short reduction (the epilogue and the store then weigh as much
+ * as the sums), each with rows that fill a vector */
 static int rows_better(const lw_ctx *c, const lw_conv_p *p, const lw_sink *s)
 {
     int vl = c->vec.f32_lanes;
     int flat = flat_ok(p, s);
     int64_t row = flat ? p->OH * p->OW : p->OW;
-    return (p->O < vl && row >= vl) || (flat && row >= 4 * vl);
+    int64_t words = (p->C + 3) / 4 * p->KH * p->KW;
+    return (flat && row >= 4 * vl) || (row >= vl && (p->O < vl || words <= ROWS_MAX_WORDS));
 }
 
 int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
