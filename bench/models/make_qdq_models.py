@@ -7,15 +7,17 @@ writes it) and QLinear operators (QLinearConv, QLinearMatMul).
     make_qdq_models.py --models-dir build-bench/bench/models --out build-bench/bench/models-int8
         [--models resnet18,mobilenet_v2,bert_enc] [--ort-dir DIR]
 
-reads MODELS_DIR/<name>.onnx and writes OUT/<name>_qdq.onnx, OUT/<name>_qlinear.onnx and one
+reads MODELS_DIR/<name>.onnx and writes OUT/<name>_{qdq,qlinear}[_u8].onnx and one
 OUT/manifest.tsv (name, ONNX nodes, parameters: the weights and biases, not the scales and zero
 points), which run.py reads with --models-dir OUT.
 
 The quantization (the same in both forms):
   - batch normalization right after a convolution is folded into it first (as ONNX Runtime's
     quantization pre-processing does);
-  - activations int8, symmetric, per tensor: zero point 0, scale max|v| / 127 over the
-    calibration runs;
+  - activations per tensor, in two variants: int8 symmetric (zero point 0, scale max|v| / 127
+    over the calibration runs; <name>_qdq, <name>_qlinear) and uint8 asymmetric over the range
+    widened to hold 0 (scale (max - min) / 255, ONNX Runtime's quantizer's default;
+    <name>_qdq_u8, <name>_qlinear_u8);
   - weights of Conv, MatMul and Gemm (constant ones only) int8, symmetric, per output channel
     (Conv: axis 0 of OIHW; MatMul: the weight's columns; Gemm: the same, respecting transB; alpha
     folded into the weight, beta into C); biases (Conv's, Gemm's C) and the constant operands of
@@ -375,6 +377,16 @@ def act_scale(rng):
     return np.float32(a / 127.0) if a > 0 else np.float32(1.0)
 
 
+def act_params(rng, act):
+    """(scale, zero point) of an activation: int8 symmetric (zero point 0), or uint8 asymmetric
+    over the range widened to hold 0 (ONNX Runtime's quantizer's default for activations)"""
+    if act == "int8":
+        return act_scale(rng), np.int8(0)
+    lo, hi = min(float(rng[0]), 0.0), max(float(rng[1]), 0.0)
+    scale = np.float32((hi - lo) / 255.0) if hi > lo else np.float32(1.0)
+    return scale, np.uint8(np.clip(np.round(-lo / float(scale)), 0, 255))
+
+
 def quantize_weight(w, axis):
     """int8 symmetric per channel along axis; (q, scale float32 [C])"""
     red = tuple(k for k in range(w.ndim) if k != axis)
@@ -386,8 +398,9 @@ def quantize_weight(w, axis):
     return q, scale
 
 
-def build(m, plan, ranges, form):
-    """the QDQ (form 'qdq') or QLinear (form 'qlinear') model; (model, parameter count)"""
+def build(m, plan, ranges, form, act="int8"):
+    """the QDQ (form 'qdq') or QLinear (form 'qlinear') model with int8 or uint8 activations;
+    (model, parameter count)"""
     g = m.graph
     nodes, inits, qparams = [], [], set()
     names = {x for n in g.node for x in list(n.input) + list(n.output)} | {t.name for t in g.initializer} \
@@ -413,8 +426,9 @@ def build(m, plan, ranges, form):
     # per quantized tensor: scale, zero point, the int8 name, the name its producer writes
     qinfo = {}
     for x in plan.quantized:
-        s = const(x + "_scale", act_scale(ranges[x]), True)
-        z = const(x + "_zero_point", np.int8(0), True)
+        sc, zp = act_params(ranges[x], act)
+        s = const(x + "_scale", sc, True)
+        z = const(x + "_zero_point", zp, True)
         q = uniq(x + "_QuantizeLinear_Output")
         qinfo[x] = dict(s=s, z=z, q=q, src=uniq(x + "_float") if x in plan.graph_outputs else x)
 
@@ -524,8 +538,9 @@ def build(m, plan, ranges, form):
                         node("QLinearMatMul", ins + [qinfo[yq]["s"], qinfo[yq]["z"]], [yi8])
                         node("DequantizeLinear", [yi8, qinfo[yq]["s"], qinfo[yq]["z"]], [y])
                     else:   # the product at a scale of its own, then C in float
-                        ps = const(y + "_product_scale", act_scale(ranges[y + "#product"]), True)
-                        pz = const(y + "_product_zero_point", np.int8(0), True)
+                        psc, pzp = act_params(ranges[y + "#product"], act)
+                        ps = const(y + "_product_scale", psc, True)
+                        pz = const(y + "_product_zero_point", pzp, True)
                         pi8, pf = uniq(y + "_product_quantized"), uniq(y + "_product")
                         node("QLinearMatMul", ins + [ps, pz], [pi8])
                         node("DequantizeLinear", [pi8, ps, pz], [pf])
@@ -594,7 +609,7 @@ def count_ops(m, ops):
     return sum(1 for n in m.graph.node if n.op_type in ops)
 
 
-def make_one(name, src, out, ort_dir, work):
+def make_one(name, src, out, ort_dir, work, acts):
     m = onnx.load(src)
     float_nodes = len(m.graph.node)
     folded = fold_batch_norm(m)
@@ -605,13 +620,14 @@ def make_one(name, src, out, ort_dir, work):
     rows, results = [], {}
     check_inputs = write_inputs(plan, m, CHECK_SEED, work, "check")
     ref, ref_ms = run_outputs(ort_dir, src, check_inputs, os.path.join(work, "float_out"))
-    for form in ("qdq", "qlinear"):
-        qm, params = build(m, plan, ranges, form)
-        qname = "%s_%s" % (name, form)
+    variants = [(form, act) for act in acts for form in ("qdq", "qlinear")]
+    for form, act in variants:
+        qm, params = build(m, plan, ranges, form, act)
+        qname = "%s_%s%s" % (name, form, "_u8" if act == "uint8" else "")
         path = os.path.join(out, qname + ".onnx")
         onnx.save(qm, path)
         got, ms = run_outputs(ort_dir, path, check_inputs, os.path.join(work, form + "_out"))
-        results[form] = compare(ref, got) + (ms, len(qm.graph.node),
+        results[(form, act)] = compare(ref, got) + (ms, len(qm.graph.node),
                                              count_ops(qm, ("QuantizeLinear",)), count_ops(qm, ("DequantizeLinear",)))
         rows.append("%s\t%d\t%d\n" % (qname, len(qm.graph.node), params))
     quantized_ops = {}
@@ -630,11 +646,11 @@ def make_one(name, src, out, ort_dir, work):
                          if left else "", len(plan.quantized)))
     if bad:
         print("  left float, their range is not finite (-inf of a mask): %s" % ", ".join(sorted(bad)))
-    for form in ("qdq", "qlinear"):
-        same, share, rel, ms, nn, nq, ndq = results[form]
-        print("  %-8s %5d nodes (%d QuantizeLinear, %d DequantizeLinear)  top-1 %s%s  "
+    for form, act in variants:
+        same, share, rel, ms, nn, nq, ndq = results[(form, act)]
+        print("  %-8s %-5s %5d nodes (%d QuantizeLinear, %d DequantizeLinear)  top-1 %s%s  "
               "max|q-f|/max|f| %.3g  ORT %.2f ms (float %.2f ms)"
-              % (form, nn, nq, ndq, "equal" if same else "DIFFERENT",
+              % (form, act, nn, nq, ndq, "equal" if same else "DIFFERENT",
                  " (rows: %.0f%% equal)" % (100 * share) if share is not None else "", rel, ms, ref_ms))
     sys.stdout.flush()
     return rows
@@ -646,10 +662,16 @@ def main():
     p.add_argument("--models-dir", required=True, help="the float models (make_models.py's OUT_DIR)")
     p.add_argument("--out", required=True, help="where the int8 models and manifest.tsv go")
     p.add_argument("--models", default="resnet18,mobilenet_v2,bert_enc", help="comma-separated names")
+    p.add_argument("--activations", default="int8,uint8",
+                   help="activation types, comma-separated (default int8,uint8: <name>_qdq and <name>_qlinear "
+                   "with int8 activations, <name>_qdq_u8 and <name>_qlinear_u8 with uint8 ones)")
     p.add_argument("--ort-dir", default=default_ort_dir(), help="onnxruntime-node's directory "
                    "(default: $TTH_ORT_DIR, else build-bench/ort, what bench/ort/setup installs)")
     args = p.parse_args()
     names = [n for n in args.models.split(",") if n]
+    acts = [a for a in args.activations.split(",") if a]
+    if not acts or any(a not in ("int8", "uint8") for a in acts):
+        sys.exit("make_qdq_models.py: --activations takes int8 and/or uint8, got '%s'" % args.activations)
     missing = [os.path.join(args.models_dir, n + ".onnx") for n in names
                if not os.path.exists(os.path.join(args.models_dir, n + ".onnx"))]
     if missing:
@@ -662,7 +684,7 @@ def main():
         for name in names:
             with tempfile.TemporaryDirectory(prefix="tth-qdq-") as work:
                 rows += make_one(name, os.path.join(args.models_dir, name + ".onnx"), args.out,
-                                 args.ort_dir, work)
+                                 args.ort_dir, work, acts)
     except Error as e:
         sys.exit("make_qdq_models.py: %s" % e)
     with open(os.path.join(args.out, "manifest.tsv"), "w") as f:

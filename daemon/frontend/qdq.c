@@ -18,7 +18,8 @@
  * transB imports, [-> add(bias)]) to qnn.matmul -> [add int32 bias] -> qnn.requantize over the
  * last axis (the QLinearMatMul importer's graph plus the bias). Also qnn.dequantize -> reshape or
  * max_pool2d -> qnn.quantize with the same scale, zero point and dtype becomes the same op on the
- * integers.
+ * integers, and qnn.dequantize -> relu / clip(lo, hi) -> qnn.quantize the integer clip to
+ * [Q(lo), Q(hi)] (a QLinearConv's activation as exporters write it).
  *
  * Conditions (each refusal is recorded with its reason, see below):
  *  - activations int8/uint8, scale and zero point constant scalars (one per tensor);
@@ -442,6 +443,19 @@ static int match_same(qdq_ctx *c, const tth_rexpr *rs, qplan *p)
                       tth_tensor_get_f64(a.scale, 0), (long long)tth_tensor_get_i64(a.zp, 0),
                       tth_dtype_name(ty(q)->dtype), tth_tensor_get_f64(b.scale, 0),
                       (long long)tth_tensor_get_i64(b.zp, 0), op);
+    if (is_op(rs, TTH_OP_RELU) || is_op(rs, TTH_OP_CLIP)) {
+        /* Q(clip(DQ(x), lo, hi)) = clip(x, Q(lo), Q(hi)): Q(DQ(x)) = x, and Q is monotone */
+        double lo = 0, hi = INFINITY, ys = tth_tensor_get_f64(b.scale, 0);
+        if (is_op(rs, TTH_OP_CLIP)) {
+            lo = tth__attr_num(rs->u.call.attrs, "a_min", -INFINITY);
+            hi = tth__attr_num(rs->u.call.attrs, "a_max", INFINITY);
+        }
+        tth_dtype yt = ty(q)->dtype;
+        int64_t zp = tth_tensor_get_i64(b.zp, 0);
+        p->clip_lo = lo == -INFINITY || lo <= -DBL_MAX ? qmin(yt) : quantize_value(lo, ys, zp, yt);
+        p->clip_hi = hi == INFINITY || hi >= DBL_MAX ? qmax(yt) : quantize_value(hi, ys, zp, yt);
+        p->clip = 1;
+    }
     p->kind = PLAN_SAME;
     p->anchor = rs;
     p->dq_x = dq;
@@ -497,6 +511,9 @@ static tth_rexpr *build(qdq_ctx *c, tth_relay_module *m, const qplan *p, tth_dia
     tth_rexpr *const *qa = p->q->u.call.args;
     if (!x)
         return NULL;
+    if (p->kind == PLAN_SAME && p->clip) /* relu or clip: the integer clip */
+        return tth_relay_call(m, TTH_OP_CLIP, &x, 1,
+                              json_pack("{s:f, s:f}", "a_min", (double)p->clip_lo, "a_max", (double)p->clip_hi), diag);
     if (p->kind == PLAN_SAME)
         return tth_relay_call(m, p->anchor->u.call.op, &x, 1, json_deep_copy(p->anchor->u.call.attrs), diag);
     tth_rexpr *const *wa = p->dq_w->u.call.args;
@@ -612,13 +629,14 @@ static int qdq_function(tth_relay_module *m, tth_relay_function *fn, tth_diag *d
             if (c.nusers[args[k]->id] == 1)
                 c.user[args[k]->id] = nodes[i];
     }
-    /* match: each candidate is a conv2d / matmul / reshape / max_pool2d over a dequantize */
+    /* match: each candidate is a conv2d / matmul / reshape / max_pool2d / relu / clip over a
+     * dequantize */
     size_t nconst_dq = 0;
     for (int64_t i = 0; i < n; i++) {
         const tth_rexpr *e = nodes[i];
         nconst_dq += is_const_dq(e);
         if (!(is_op(e, TTH_OP_CONV2D) || is_op(e, TTH_OP_MATMUL) || is_op(e, TTH_OP_RESHAPE) ||
-              is_op(e, TTH_OP_MAX_POOL2D)) ||
+              is_op(e, TTH_OP_MAX_POOL2D) || is_op(e, TTH_OP_RELU) || is_op(e, TTH_OP_CLIP)) ||
             !is_op(e->u.call.args[0], TTH_OP_DEQUANTIZE) || !ty(e))
             continue;
         qplan *p = &plans[nplans];

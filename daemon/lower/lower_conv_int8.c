@@ -267,7 +267,7 @@ static tth_tstmt *q_pack_image(qconv *q, tth_tbuffer *x)
             return NULL;
         tth_tstmt *body = q_pack_group(q, x, g.e, 4);
         int64_t work = p->O * p->OH * p->OW * p->C * p->KH * p->KW;
-        if (!body || lw_append(c, &seq, lw_ax_loop(c, &g, work >= LW_PARALLEL_MIN && full > 1 ? TTH_LOOP_PARALLEL
+        if (!body || lw_append(c, &seq, lw_ax_loop(c, &g, work >= LW_PARALLEL_MIN_DOT && full > 1 ? TTH_LOOP_PARALLEL
                                                                                               : TTH_LOOP_SERIAL,
                                                    body)))
             return NULL;
@@ -400,7 +400,7 @@ static tth_tstmt *q_kernel(qconv *q, int RP)
     const lw_conv_p *p = &q->g;
     int vl = c->vec.f32_lanes, RO = q->RO;
     int64_t nblk = p->O / RO;
-    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= LW_PARALLEL_MIN;
+    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= LW_PARALLEL_MIN_DOT;
     tth_tstmt *seq = NULL;
     for (int part = 0; part < 2; part++) {
         int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);

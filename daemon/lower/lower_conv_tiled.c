@@ -570,7 +570,7 @@ static tth_tstmt *blocked_kernel(tk *k)
     choose_tile(k, rowlen, &RW);
     int RC = k->RC;
     int64_t NBT = p->groups * k->NB;
-    int par = p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= LW_PARALLEL_MIN;
+    int par = p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
     tth_tstmt *seq = NULL;
     if (NBT / RC > 0) {
         tth_tstmt *main = block_range(k, NBT / RC, 0, RC, RW, par);

@@ -692,7 +692,7 @@ tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         RM = (int)t.R;
     if (p.N / vl < RN)
         RN = (int)(p.N / vl);
-    int par = t.R * p.N * p.K >= LW_PARALLEL_MIN;
+    int par = t.R * p.N * p.K >= LW_PARALLEL_MIN_DOT;
     int au8 = at->dtype == TTH_U8, us = c->dot == TTH_TINTRIN_DOT4_US;
     int64_t koff = us == au8 ? 0 : us ? 128 : -128;
     t.PW = (int64_t)RN * vl;

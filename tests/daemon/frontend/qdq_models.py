@@ -289,6 +289,24 @@ def cnn_case(name, seed):
     return finish(g, x, y, x_shape), x
 
 
+def act_after_q_case(name, seed, act):
+    # conv -> Q -> DQ -> Relu / Clip -> Q with the same scale and zero point (a QLinearConv's
+    # activation as exporters write it): the activation becomes a clip of the integers
+    g = Graph(name, seed)
+    x_shape = (1, 3, 8, 8)
+    x, xd, xs = float_in(g, x_shape)
+    w, ws, wz = weights(g, (8, 3, 3, 3), True)
+    y = g.node('Conv', [xd, dq_weights(g, w, ws, wz), bias(g, 8, xs, ws)], kernel_shape=[3, 3], pads=[1] * 4)
+    v = run_reference(g.model(x_shape, y, TensorProto.FLOAT, None, check=False), {'x': x})[0]
+    cs, cz = calibrate(v.min(), v.max(), np.int8)
+    c = g.dq(g.q(y, cs, cz), cs, cz)
+    if act == 'relu':
+        r = g.node('Relu', [c])
+    else:
+        r = g.node('Clip', [c, g.init(F32(act[0]), 'lo'), g.init(F32(act[1]), 'hi')])
+    return finish(g, x, r, x_shape, np.int8, (v.min(), v.max())), x
+
+
 CASES = {
     # 3x3 pad 1, per-tensor int8 weights, int32 bias
     'conv_i8': lambda: conv_case('conv_i8', 1, (1, 3, 8, 8), (8, 3, 3, 3)),
@@ -309,6 +327,9 @@ CASES = {
     'conv_bad_bias': lambda: conv_case('conv_bad_bias', 7, (1, 3, 8, 8), (8, 3, 3, 3), bias_factor=2.0),
     # conv + relu, maxpool and flatten between equal quantizations, gemm
     'cnn': lambda: cnn_case('cnn', 8),
+    # DQ -> Relu -> Q and DQ -> Clip(-0.5, 1.0) -> Q after a quantized conv, one quantization
+    'relu_after_q': lambda: act_after_q_case('relu_after_q', 9, 'relu'),
+    'clip_after_q': lambda: act_after_q_case('clip_after_q', 10, (-0.5, 1.0)),
 }
 
 

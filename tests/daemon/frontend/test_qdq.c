@@ -46,6 +46,9 @@ static const qcase CASES[] = {
     /* conv+relu, DQ->maxpool->Q as a max pool of the integers (cmsis-nn takes it too), flatten as
      * an int8 reshape, gemm: no dequantize left */
     {"cnn", 1, "qnn.conv2d", 1, 1, 0, 1, 0, "cmsis-nn", NULL},
+    /* an activation between a dequantize and a quantize of one quantization: an integer clip */
+    {"relu_after_q", 1, "qnn.conv2d", 1, 0, 1, 0, 0, "cmsis-nn", NULL},
+    {"clip_after_q", 1, "qnn.conv2d", 1, 0, 1, 0, 0, "cmsis-nn", NULL},
 };
 
 static const qcase *find_case(const char *name)
@@ -307,6 +310,8 @@ Test(qdq, gemm_int8_bias) { run_case("gemm_i8"); }
 Test(qdq, matmul_per_channel_float_bias) { run_case("matmul_pc_bias"); }
 Test(qdq, conv_wrong_bias_scale_stays_float) { run_case("conv_bad_bias"); }
 Test(qdq, cnn_pool_flatten_gemm) { run_case("cnn"); }
+Test(qdq, relu_after_quantize_is_an_integer_clip) { run_case("relu_after_q"); }
+Test(qdq, clip_after_quantize_is_an_integer_clip) { run_case("clip_after_q"); }
 
 /* Every case of the generator has a row here (a new case is tested, not forgotten). */
 Test(qdq, every_generated_case_is_tested)
