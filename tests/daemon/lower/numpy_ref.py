@@ -576,6 +576,23 @@ def case(name):
                [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
                 ("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["prev", "i5", "i6", "i7", "i8"]),
                 ("clip", {"a_min": -100.0, "a_max": 90.0}, ["prev"])], [y]
+    if name == "qnn_conv_depthwise_5x5_dilated":
+        # five taps a row, and (qnn_conv_depthwise_dilated) a dilated, strided 3x3 with
+        # asymmetric padding, both padded with the zero point
+        x = rnd((1, 7, 14, 30), "int8", -128, 127)
+        w5 = rnd((7, 1, 5, 5), "int8", -128, 127)
+        xzp, wzp = np.array(11, "int8"), np.zeros((7,), "int8")
+        y = conv2d(x, w5, None, [1, 1], [2, 2, 2, 2], [1, 1], 7, xzp=11, acc="int64").astype("int32")
+        return [(x, False), (w5, True), (xzp, True), (wzp, True)], \
+               [("qnn.conv2d", {"padding": [2, 2, 2, 2], "groups": 7}, ["i0", "i1", "i2", "i3"])], [y]
+    if name == "qnn_conv_depthwise_dilated":
+        x = rnd((1, 6, 17, 25), "uint8", 0, 255)
+        w = rnd((6, 1, 3, 3), "int8", -128, 127)
+        xzp, wzp = np.array(77, "uint8"), np.zeros((6,), "int8")
+        y = conv2d(x, w, None, [1, 2], [2, 3, 1, 2], [2, 2], 6, xzp=77, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], \
+               [("qnn.conv2d", {"padding": [2, 3, 1, 2], "strides": [1, 2], "dilation": [2, 2], "groups": 6},
+                 ["i0", "i1", "i2", "i3"])], [y]
     if name in ("qnn_conv_depthwise_int8", "qnn_conv_depthwise_s2_uint8"):
         # the depthwise kernel on int8 (docs/int8.md): padding with the zero point, rows of
         # several vectors and a tail (windows of rows), stride 2, requantize and clip

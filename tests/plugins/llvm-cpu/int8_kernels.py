@@ -168,11 +168,13 @@ def cases():
         # fewer output channels than lanes on wide rows: pixels on the lanes (int8-dot-rows)
         ("conv3x3_few_outputs", qlinear_conv_case("conv3x3_few_outputs", 9, (1, 16, 12, 50), np.uint8, 3, 3, 3, (1, 1),
                                                   (1, 1, 1, 1), (1, 1), np.uint8, 100)),
-        # depthwise (docs/int8.md): the float kernel's vectors along rows on int32
+        # depthwise (docs/int8.md): the float kernel's vectors along rows on int32, 3x3 and 5x5
         ("depthwise3x3_int8", qlinear_conv_case("depthwise3x3_int8", 5, (1, 24, 18, 40), np.int8, -9, 24, 3, (1, 1),
                                                 (1, 1, 1, 1), (1, 1), np.int8, 2, groups=24)),
-        ("depthwise3x3_s2_uint8", qlinear_conv_case("depthwise3x3_s2_uint8", 6, (1, 10, 23, 23), np.uint8, 131, 10, 3,
+        ("depthwise3x3_s2_uint8", qlinear_conv_case("depthwise3x3_s2_uint8", 6, (1, 10, 23, 41), np.uint8, 131, 10, 3,
                                                     (2, 2), (1, 1, 1, 1), (1, 1), np.uint8, 128, groups=10)),
+        ("depthwise5x5_int8", qlinear_conv_case("depthwise5x5_int8", 11, (1, 12, 15, 33), np.int8, 5, 12, 5, (1, 1),
+                                                (2, 2, 2, 2), (1, 1), np.int8, -3, groups=12)),
         # matmul: batch dimensions, K not a multiple of 4, N not a multiple of the vector; one
         # row with K split in four streams
         ("matmul_uint8", qlinear_matmul_case("matmul_uint8", 7, (2, 9, 50), np.uint8, 120, 70, np.int8, -1)),
