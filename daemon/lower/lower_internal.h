@@ -57,6 +57,13 @@ struct lw_ctx {
     tth_tir_module *m;
     tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
     int cores;                /* the target's num-cores, 0 when it does not say (docs/threads.md) */
+    struct {                  /* requantize multipliers in_scale / out_scale computed at compile
+                                 time, per call (lower_quant.c) */
+        const tth_rexpr *call;
+        tth_tbuffer *buf;     /* NULL: one scalar, in `scalar` */
+        float scalar;
+    } rq[16];
+    int nrq;
     int dot;                  /* the four-byte dot product the int8 kernels use (docs/int8.md):
                                  TTH_TINTRIN_DOT4_US (x86, AArch64 with i8mm) or DOT4_SS (other
                                  AArch64 and Arm), 0 on a target without vectors */

@@ -3,7 +3,8 @@
  *   quantize:   saturate(round_half_even(x / scale) + zero_point)       (float32 arithmetic)
  *   dequantize: (float(x) - float(zero_point)) * scale
  *   requantize: saturate(round_half_even(float(x - in_zp) * (in_scale / out_scale)) + out_zp)
- * Requantize computes in float32 like the reference QLinearConv/QLinearMatMul kernels.
+ * Requantize computes in float32 like the reference QLinearConv/QLinearMatMul kernels; with
+ * constant scales the division is done at compile time (the same float32 quotient).
  * qnn.conv2d and qnn.matmul (int32 accumulation) live with their float versions. */
 #include <math.h>
 #include <stdio.h>
@@ -72,6 +73,52 @@ tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx
     return lw_mul(c, lw_sub(c, lw_cast(c, ft, x), lw_cast(c, ft, zp)), lw_cast(c, ft, sc));
 }
 
+/* float32 element i of a constant float tensor (0 when it is not float32) */
+static float f32_at(const tth_tensor *t, int64_t i)
+{
+    return t->type.dtype == TTH_F32 ? ((const float *)t->data)[i] : 0.0f;
+}
+
+/* in_scale / out_scale of a requantize whose scales are float32 constants, divided at compile
+ * time (IEEE division gives the bits the generated code would): a constant per element of the
+ * axis, or one scalar (*scalar set, NULL returned). Else NULL and *ok 0. */
+static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scalar, int *ok)
+{
+    const tth_rexpr *is = lw_arg(call, 1), *os = lw_arg(call, 3);
+    *ok = 0;
+    if (is->kind != TTH_REXPR_CONST || os->kind != TTH_REXPR_CONST || lw_ty(is)->dtype != TTH_F32 ||
+        lw_ty(os)->dtype != TTH_F32)
+        return NULL;
+    for (int i = 0; i < c->nrq; i++)
+        if (c->rq[i].call == call) {
+            *scalar = c->rq[i].scalar;
+            *ok = 1;
+            return c->rq[i].buf;
+        }
+    if (c->nrq == (int)(sizeof c->rq / sizeof c->rq[0]))
+        return NULL;
+    const tth_tensor *it = is->u.constant.value, *ot = os->u.constant.value;
+    int64_t ni = tth_ttype_numel(&it->type), no = tth_ttype_numel(&ot->type), n = ni > no ? ni : no;
+    tth_tbuffer *buf = NULL;
+    if (n == 1) {
+        *scalar = f32_at(it, 0) / f32_at(ot, 0);
+    } else {
+        tth_tensor *m = lw_table_new(c, TTH_F32, n, NULL);
+        if (!m)
+            return NULL;
+        for (int64_t i = 0; i < n; i++)
+            ((float *)m->data)[i] = f32_at(it, ni == 1 ? 0 : i) / f32_at(ot, no == 1 ? 0 : i);
+        if (!(buf = lw_packed_const(c, m)))
+            return NULL;
+    }
+    c->rq[c->nrq].call = call;
+    c->rq[c->nrq].buf = buf;
+    c->rq[c->nrq].scalar = *scalar;
+    c->nrq++;
+    *ok = 1;
+    return buf;
+}
+
 tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
 {
     const tth_rexpr *xe = lw_arg(call, 0);
@@ -84,7 +131,12 @@ tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx
     if (!x || !isc || !izp || !osc || !ozp)
         return NULL;
     tth_texpr *d = lw_sub(c, lw_cast(c, TTH_I32, x), lw_cast(c, TTH_I32, izp));
-    tth_texpr *mult = lw_bin(c, TTH_TBIN_DIV, lw_cast(c, TTH_F32, isc), lw_cast(c, TTH_F32, osc));
+    float ms = 0;
+    int known;
+    tth_tbuffer *mb = rq_multiplier(c, call, &ms, &known);
+    tth_texpr *mult = !known ? lw_bin(c, TTH_TBIN_DIV, lw_cast(c, TTH_F32, isc), lw_cast(c, TTH_F32, osc))
+                      : mb   ? tth_tir_load(c->m, mb, ai)
+                             : tth_tir_float(c->m, TTH_F32, ms);
     tth_texpr *q = tth_tir_intrin(c->m, TTH_TINTRIN_ROUND_EVEN, lw_mul(c, lw_cast(c, TTH_F32, d), mult), NULL);
     q = lw_add(c, q, lw_cast(c, TTH_F32, ozp));
     return saturate(c, lw_ty(call)->dtype, q);
