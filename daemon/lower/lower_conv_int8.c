@@ -57,16 +57,22 @@ static int is_int_const(const tth_rexpr *e)
     return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32 || d == TTH_I64;
 }
 
-/* a qnn.conv2d the kernels compute: NCHW, one group (or depthwise: groups = C = O), int8 or
- * uint8 input with a scalar constant zero point, constant int8 weights with zero points 0, on a
- * vector target */
-static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_t *xzp, int depthwise)
+enum { Q_ONE_GROUP, Q_DEPTHWISE, Q_GROUPED };
+
+/* a qnn.conv2d the kernels compute: NCHW, one group (Q_ONE_GROUP), depthwise (groups = C = O),
+ * or one group or groups of whole words of input channels (Q_GROUPED: Cg a multiple of 4, not
+ * depthwise); int8 or uint8 input with a scalar constant zero point, constant int8 weights with
+ * zero points 0, on a vector target */
+static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_t *xzp, int kind)
 {
     char why[256];
     if (!c->dot || call->u.call.op != TTH_OP_QNN_CONV2D || !lw_conv_params(call, p, why, sizeof why) ||
         p->transpose || p->xb || p->ob)
         return 0;
-    if (depthwise ? p->groups != p->C || p->O != p->C || p->C == 1 : p->groups != 1)
+    int dw = p->groups == p->C && p->O == p->C && p->C > 1;
+    if (kind == Q_DEPTHWISE ? !dw
+        : kind == Q_ONE_GROUP ? p->groups != 1
+                              : p->groups != 1 && (dw || (p->C / p->groups) % 4 != 0))
         return 0;
     const tth_rexpr *x = lw_arg(call, 0), *w = lw_arg(call, 1), *xz = lw_arg(call, 2), *wz = lw_arg(call, 3);
     tth_dtype xd = lw_ty(x)->dtype;
@@ -109,7 +115,7 @@ int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 {
     lw_conv_p p;
     int64_t xzp;
-    return q_params(c, call, &p, &xzp, 0) && rows_better(c, &p, s);
+    return q_params(c, call, &p, &xzp, Q_ONE_GROUP) && rows_better(c, &p, s);
 }
 
 
@@ -427,7 +433,7 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     lw_conv_p p;
     int64_t xzp;
     memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &p, &xzp, 0))
+    if (!q_params(c, call, &p, &xzp, Q_ONE_GROUP))
         return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-rows does not apply"), NULL;
     q.g = p;
     if (flat_ok(&p, s)) {
@@ -480,15 +486,16 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 
 /* ---- channel-blocked: the float channel-blocked kernel on words (lower_conv_tiled.c) ---- */
 
-/* Weights as words of four input channels, vl output channels side by side:
- *     wq[((B*C4 + c4)*KK + kk)*vl + l] = bytes of w[B*vl + l, 4*c4 .. 4*c4 + 3, kk]
- * (zeros past O and C), and comp[o] = -(x_zp + koff) * sum of w[o] */
+/* Weights as words of four input channels of their group, vl output channels of the group side
+ * by side (block B = g*NB + bg):
+ *     wq[((B*C4g + c4)*KK + kk)*vl + l] = bytes of w[g*Og + bg*vl + l, 4*c4 .. 4*c4 + 3, kk]
+ * (zeros past Og and Cg), and comp[o] = -(x_zp + koff) * sum of w[o] */
 static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, int vl, int64_t NB)
 {
     lw_ctx *c = q->k.c;
     const lw_conv_p *p = &q->g;
-    int64_t KK = p->KH * p->KW;
-    tth_tensor *pk = lw_table_new(c, TTH_I32, NB * q->C4 * KK * vl, NULL);
+    int64_t KK = p->KH * p->KW, Cg = p->C / p->groups, Og = p->O / p->groups, C4g = (Cg + 3) / 4;
+    tth_tensor *pk = lw_table_new(c, TTH_I32, p->groups * NB * C4g * KK * vl, NULL);
     tth_tensor *cp = lw_table_new(c, TTH_I32, p->O, NULL);
     if (!pk || !cp) {
         tth_tensor_unref(pk);
@@ -499,12 +506,12 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
     uint32_t *dst = pk->data;
     int32_t *comp = cp->data;
     for (int64_t o = 0; o < p->O; o++) {
-        int64_t sum = 0;
-        for (int64_t ic = 0; ic < p->C; ic++)
+        int64_t sum = 0, g = o / Og, og = o % Og, B = g * NB + og / vl;
+        for (int64_t ic = 0; ic < Cg; ic++)
             for (int64_t kk = 0; kk < KK; kk++) {
-                int8_t v = src[(o * p->C + ic) * KK + kk];
+                int8_t v = src[(o * Cg + ic) * KK + kk];
                 sum += v;
-                dst[(((o / vl) * q->C4 + ic / 4) * KK + kk) * vl + o % vl] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
+                dst[((B * C4g + ic / 4) * KK + kk) * vl + og % vl] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
             }
         comp[o] = (int32_t)(uint32_t)(uint64_t)(-(xzp + q->koff) * sum);
     }
@@ -516,7 +523,7 @@ int lw_qconv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
 {
     lw_conv_p p;
     int64_t xzp;
-    return q_params(c, call, &p, &xzp, 0) && !rows_better(c, &p, s);
+    return q_params(c, call, &p, &xzp, Q_GROUPED) && (p.groups > 1 || !rows_better(c, &p, s));
 }
 
 /* The image as words of four channels (padded, no phase split), then the channel-blocked
@@ -528,7 +535,7 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     lw_conv_p p;
     int64_t xzp;
     memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &p, &xzp, 0))
+    if (!q_params(c, call, &p, &xzp, Q_GROUPED))
         return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-blocked does not apply"), NULL;
     q.g = p;
     tk *k = &q.k;
@@ -543,17 +550,18 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     q.koff = us == xu8 ? 0 : us ? 128 : -128;
     q.padv = (xzp + q.koff) & 0xff;
     int vl = c->vec.f32_lanes;
-    while (vl > 1 && vl / 2 >= p.O)
+    int64_t Og = p.O / p.groups, C4g = (p.C / p.groups + 3) / 4;
+    while (vl > 1 && vl / 2 >= Og)
         vl /= 2;
     k->vl = vl;
-    k->NB = (p.O + vl - 1) / vl;
+    k->NB = (Og + vl - 1) / vl;
     k->obp = 1;
     k->dot = q.dot;
     if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, xzp, vl, k->NB)))
         return NULL;
     k->comp = q.comp;
-    k->Cg = q.C4;
-    k->wouter = tk_weights_outer(&p, k->NB * q.C4 * p.KH * p.KW * vl, c->cores);
+    k->Cg = C4g; /* the reduction counts words of the group's input channels */
+    k->wouter = tk_weights_outer(&p, p.groups * k->NB * C4g * p.KH * p.KW * vl, c->cores);
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     int64_t nw = q.C4 * k->Hp * k->Wrow;
     tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
@@ -583,7 +591,7 @@ int lw_qconv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_
     (void)s;
     lw_conv_p p;
     int64_t xzp;
-    return q_params(c, call, &p, &xzp, 1);
+    return q_params(c, call, &p, &xzp, Q_DEPTHWISE);
 }
 
 /* The depthwise kernel with vectors along output rows, reading the int8 or uint8 input (padded
@@ -593,7 +601,7 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
 {
     tk_int8 q;
     memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &q.p, &q.xzp, 1))
+    if (!q_params(c, call, &q.p, &q.xzp, Q_DEPTHWISE))
         return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-depthwise-rows does not apply"), NULL;
     q.xdt = lw_ty(lw_arg(call, 0))->dtype;
     const tth_tensor *wt = lw_arg(call, 1)->u.constant.value;

@@ -635,6 +635,19 @@ def case(name):
         return [(x, False), (w, True), (xzp, True), (wzp, True), (isc, True), (izp, True), (osc, True), (ozp, True)], \
                [("qnn.conv2d", {}, ["i0", "i1", "i2", "i3"]),
                 ("qnn.requantize", {"axis": 1, "out_dtype": "int8"}, ["prev", "i4", "i5", "i6", "i7"])], [y]
+    if name in ("qnn_conv_dot_grouped", "qnn_conv_dot_grouped_1x1"):
+        # groups of whole words of input channels (ResNeXt, RegNet): groups of 8 inputs and 12
+        # outputs (a partial last block of each group), groups of 4 and 8 on a 1x1 layer
+        one = name.endswith("1x1")
+        x = rnd((1, 16, 10, 12), "uint8", 0, 255) if one else rnd((1, 16, 9, 11), "int8", -128, 127)
+        g = 4 if one else 2
+        w = rnd((32, 4, 1, 1), "int8", -128, 127) if one else rnd((24, 8, 3, 3), "int8", -128, 127)
+        z = 100 if one else -9
+        xzp, wzp = np.array(z, x.dtype), np.zeros((w.shape[0],), "int8")
+        pads = [0, 0, 0, 0] if one else [1, 1, 1, 1]
+        a = {"padding": pads, "groups": g}
+        y = conv2d(x, w, None, [1, 1], pads, [1, 1], g, xzp=z, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [y]
     if name == "qnn_conv_dot_dilated_rows":
         # two images, rows of 40 pixels (several vectors and a tail), dilation 2, zero point 127
         x = rnd((2, 5, 9, 40), "int8", -128, 127)

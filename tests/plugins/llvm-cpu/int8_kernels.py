@@ -165,6 +165,9 @@ def cases():
         # a 1x1 layer of at least four vectors of pixels: the image as one row, pixels on the lanes
         ("conv1x1_flat_int8", qlinear_conv_case("conv1x1_flat_int8", 10, (1, 20, 10, 13), np.int8, -20, 40, 1, (1, 1),
                                                 (0, 0, 0, 0), (1, 1), np.int8, 7)),
+        # groups of 8 input and 16 output channels (ResNeXt's shape), on the channel-blocked kernel
+        ("conv3x3_grouped_int8", qlinear_conv_case("conv3x3_grouped_int8", 12, (1, 32, 14, 14), np.int8, 4, 64, 3, (1, 1),
+                                                   (1, 1, 1, 1), (1, 1), np.int8, 0, groups=4)),
         # fewer output channels than lanes on wide rows: pixels on the lanes (int8-dot-rows)
         ("conv3x3_few_outputs", qlinear_conv_case("conv3x3_few_outputs", 9, (1, 16, 12, 50), np.uint8, 3, 3, 3, (1, 1),
                                                   (1, 1, 1, 1), (1, 1), np.uint8, 100)),
