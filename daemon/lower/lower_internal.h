@@ -368,9 +368,8 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
  * few microseconds) a launch and the cores' cache traffic cost more than the split saves
  * (bench/README.md: 4096 made ShuffleNet-v2 slower on two threads than on one). */
 #define LW_PARALLEL_MIN (1 << 18)
-/* The same for the int8 kernels on dot products (docs/int8.md), counted in multiply-adds: one
- * instruction does four a lane, so the same time is four times the work. MobileNet-v2 int8 on two
- * threads was slower than on one with LW_PARALLEL_MIN (bench/README.md, "int8"). */
+/* The same for the int8 kernels on dot products (docs/int8.md, "Threads"), counted in
+ * multiply-adds: one instruction does four a lane, so the same time is four times the work. */
 #define LW_PARALLEL_MIN_DOT (4 * LW_PARALLEL_MIN)
 /* A channel concatenation of an image is split among the cores by rows from this many elements
  * (lower_shape.c): its inputs were written split by rows, so copied on one core it would pull
