@@ -576,6 +576,14 @@ tth_texpr *lw_arg_at(lw_ctx *c, const tth_rexpr *call, size_t i, tth_texpr *cons
     return lw_value_at(c, a, in_idx);
 }
 
+int lw_int_const(const tth_rexpr *e)
+{
+    if (!e || e->kind != TTH_REXPR_CONST || !e->u.constant.value)
+        return 0;
+    tth_dtype d = e->u.constant.value->type.dtype;
+    return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32 || d == TTH_I64;
+}
+
 tth_texpr *lw_axis_value(lw_ctx *c, const tth_rexpr *a, tth_texpr *axis_idx)
 {
     const tth_ttype *t = lw_ty(a);

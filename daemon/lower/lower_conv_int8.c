@@ -36,27 +36,6 @@ typedef struct qconv {
     int RO;
 } qconv;
 
-/* integer element i of a constant */
-static int64_t const_at(const tth_tensor *t, int64_t i)
-{
-    switch (t->type.dtype) {
-    case TTH_I8: return ((const int8_t *)t->data)[i];
-    case TTH_U8: return ((const uint8_t *)t->data)[i];
-    case TTH_I16: return ((const int16_t *)t->data)[i];
-    case TTH_I32: return ((const int32_t *)t->data)[i];
-    case TTH_I64: return ((const int64_t *)t->data)[i];
-    default: return 0;
-    }
-}
-
-static int is_int_const(const tth_rexpr *e)
-{
-    if (!e || e->kind != TTH_REXPR_CONST || !e->u.constant.value)
-        return 0;
-    tth_dtype d = e->u.constant.value->type.dtype;
-    return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32 || d == TTH_I64;
-}
-
 enum { Q_ONE_GROUP, Q_DEPTHWISE, Q_GROUPED };
 
 /* a qnn.conv2d the kernels compute: NCHW, one group (Q_ONE_GROUP), depthwise (groups = C = O),
@@ -77,13 +56,14 @@ static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_
     const tth_rexpr *x = lw_arg(call, 0), *w = lw_arg(call, 1), *xz = lw_arg(call, 2), *wz = lw_arg(call, 3);
     tth_dtype xd = lw_ty(x)->dtype;
     if ((xd != TTH_I8 && xd != TTH_U8) || lw_ty(w)->dtype != TTH_I8 || lw_ty(call)->dtype != TTH_I32 ||
-        w->kind != TTH_REXPR_CONST || !is_int_const(xz) || !is_int_const(wz) || tth_ttype_numel(&xz->u.constant.value->type) != 1)
+        w->kind != TTH_REXPR_CONST || !lw_int_const(xz) || !lw_int_const(wz) ||
+        tth_ttype_numel(&xz->u.constant.value->type) != 1)
         return 0;
     const tth_tensor *wzt = wz->u.constant.value;
     for (int64_t i = 0; i < tth_ttype_numel(&wzt->type); i++)
-        if (const_at(wzt, i) != 0)
+        if (tth_tensor_get_i64(wzt, i) != 0)
             return 0;
-    *xzp = const_at(xz->u.constant.value, 0);
+    *xzp = tth_tensor_get_i64(xz->u.constant.value, 0);
     return 1;
 }
 
@@ -288,204 +268,6 @@ static tth_tstmt *q_pack_image(qconv *q, tth_tbuffer *x)
 
 /* ---- the weights ---- */
 
-static tth_tbuffer *q_pack_weights(qconv *q, const tth_tensor *wt, int64_t xzp)
-{
-    lw_ctx *c = q->k.c;
-    const lw_conv_p *p = &q->g;
-    int64_t KK = p->KH * p->KW, RO = q->RO, nblk = (p->O + RO - 1) / RO;
-    tth_tensor *pk = lw_table_new(c, TTH_I32, nblk * q->C4 * KK * RO, NULL);
-    tth_tensor *cp = lw_table_new(c, TTH_I32, p->O, NULL);
-    if (!pk || !cp) {
-        tth_tensor_unref(pk);
-        tth_tensor_unref(cp);
-        return NULL;
-    }
-    const int8_t *src = wt->data;
-    uint32_t *dst = pk->data;
-    int32_t *comp = cp->data;
-    for (int64_t o = 0; o < p->O; o++) {
-        int64_t sum = 0;
-        for (int64_t ic = 0; ic < p->C; ic++)
-            for (int64_t kk = 0; kk < KK; kk++) {
-                int8_t v = src[(o * p->C + ic) * KK + kk];
-                sum += v;
-                int64_t at = (((o / RO) * q->C4 + ic / 4) * KK + kk) * RO + o % RO;
-                dst[at] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
-            }
-        comp[o] = (int32_t)(uint32_t)(uint64_t)(-(xzp + q->koff) * sum);
-    }
-    q->comp = lw_packed_const(c, cp);
-    return q->comp ? lw_packed_const(c, pk) : (tth_tensor_unref(pk), NULL);
-}
-
-/* ---- the convolution ---- */
-
-/* One tile: ro output channels of block ob (of RO) times the n vectors sg of output row oh from
- * column ow0 */
-static tth_tstmt *q_tile(qconv *q, tth_texpr *ob, int ro, tth_texpr *oh, tth_texpr *ow0, const dseg *sg, int n)
-{
-    tk *k = &q->k;
-    lw_ctx *c = k->c;
-    const lw_conv_p *p = &q->g;
-    int vmax = c->vec.f32_lanes, RO = q->RO;
-    int64_t KK = p->KH * p->KW;
-    tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile_of(c, TTH_I32, (int64_t)ro * n, vmax, &seq);
-    if (!acc)
-        return NULL;
-    lw_ax c4, kh, kw;
-    if (lw_ax_make(c, &c4, "c4", q->C4) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
-        return NULL;
-    tth_tvar *vx = lw_var(c, "xo", TTH_I64), *vw = lw_var(c, "wb", TTH_I64), *xv[8];
-    if (!vx || !vw)
-        return NULL;
-    for (int a = 0; a < n; a++)
-        if (!(xv[a] = lw_var_vec(c, "x", TTH_I32, sg[a].lanes)))
-            return NULL;
-    tth_texpr *xo = tk_tap_at(k, c4.e, oh, ow0, kh.e, kw.e);
-    tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, q->C4)), c4.e), lw_i(c, KK)),
-                                     lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
-                           lw_i(c, RO));
-    tth_tstmt *upd = NULL;
-    for (int r = 0; r < ro; r++) {
-        tth_texpr *wr = tth_tir_load(c->m, k->w, lw_add(c, lw_ref(c, vw), lw_i(c, r)));
-        for (int a = 0; a < n; a++) {
-            tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
-            int ln = sg[a].lanes;
-            tth_texpr *d = tth_tir_intrin3(c->m, q->dot, tth_tir_vload(c->m, acc, ai, ln, 0), lw_ref(c, xv[a]),
-                                           ln > 1 ? tth_tir_broadcast(c->m, wr, ln) : wr);
-            if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, d, 0)))
-                return NULL;
-        }
-    }
-    tth_tstmt *inner = upd;
-    for (int a = n - 1; a >= 0; a--) {
-        tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, sg[a].dcol));
-        inner = lw_let(c, xv[a], tth_tir_vload(c->m, k->x, x0, sg[a].lanes, 0), inner);
-    }
-    inner = lw_let(c, vx, xo, lw_let(c, vw, wb, inner));
-    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
-    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
-    inner = lw_ax_loop(c, &c4, TTH_LOOP_SERIAL, inner);
-    if (!inner || lw_append(c, &seq, inner))
-        return NULL;
-    for (int r = 0; r < ro; r++) {
-        tth_texpr *oc = lw_add(c, lw_mul(c, ob, lw_i(c, RO)), lw_i(c, r));
-        tth_texpr *cv = tth_tir_load(c->m, q->comp, oc);
-        for (int a = 0; a < n; a++) {
-            tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
-            int ln = sg[a].lanes;
-            tth_texpr *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-            tth_texpr *val = lw_add(c, tth_tir_vload(c->m, acc, ai, ln, 0), ln > 1 ? tth_tir_broadcast(c->m, cv, ln) : cv);
-            tth_tstmt *st = tk_epi_store(k, oc, oh, ln > 1 ? tth_tir_ramp(c->m, ow, 1, ln) : ow, val);
-            if (!st || lw_append(c, &seq, st))
-                return NULL;
-        }
-    }
-    return tth_tir_allocate(c->m, acc, seq);
-}
-
-typedef struct q_at {
-    qconv *q;
-    tth_texpr *ob, *oh;
-    int ro;
-} q_at;
-
-static tth_tstmt *q_row_tile(tk *k, void *ctx, tth_texpr *ow0, const dseg *sg, int n)
-{
-    (void)k;
-    q_at *a = ctx;
-    return q_tile(a->q, a->ob, a->ro, a->oh, ow0, sg, n);
-}
-
-/* Output rows times blocks of RO channels, a parallel loop over (row, block) pairs with rows
- * outermost (docs/threads.md, "Locality"); the last O % RO channels are a narrower block. */
-static tth_tstmt *q_kernel(qconv *q, int RP)
-{
-    lw_ctx *c = q->k.c;
-    const lw_conv_p *p = &q->g;
-    int vl = c->vec.f32_lanes, RO = q->RO;
-    int64_t nblk = p->O / RO;
-    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= LW_PARALLEL_MIN_DOT;
-    tth_tstmt *seq = NULL;
-    for (int part = 0; part < 2; part++) {
-        int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
-        int ro = part == 0 ? RO : (int)(p->O % RO);
-        if (nb == 0)
-            continue;
-        lw_ax qa;
-        if (lw_ax_make(c, &qa, "q", p->OH * nb))
-            return NULL;
-        tth_texpr *ob = part == 1 ? lw_i(c, nblk) : nb == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, qa.e, lw_i(c, nb));
-        tth_texpr *oh = p->OH == 1 ? lw_i(c, 0) : nb == 1 ? qa.e : lw_bin(c, TTH_TBIN_DIV, qa.e, lw_i(c, nb));
-        q_at at = {q, ob, oh, ro};
-        tth_tstmt *body = tk_row_in_vectors(&q->k, RP, vl, q_row_tile, &at);
-        body = lw_ax_loop(c, &qa, par && p->OH * nb > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
-        if (!body || lw_append(c, &seq, body))
-            return NULL;
-    }
-    return seq;
-}
-
-tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
-{
-    qconv q;
-    lw_conv_p p;
-    int64_t xzp;
-    memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &p, &xzp, Q_ONE_GROUP))
-        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-rows does not apply"), NULL;
-    q.g = p;
-    if (flat_ok(&p, s)) {
-        q.g.H = q.g.OH = 1;
-        q.g.W = q.g.OW = p.OH * p.OW;
-    }
-    tk *k = &q.k;
-    tk_init(k, c, call, &q.g, s);
-    k->flat = 0;
-    k->bias = NULL;
-    if (q.g.sw > 1) { /* phase-split rows: every tap reads contiguous words */
-        k->sp = q.g.sw;
-        k->Wq = (k->Wp + k->sp - 1) / k->sp;
-        k->Wrow = k->sp * k->Wq;
-    }
-    q.dot = c->dot;
-    q.C4 = (p.C + 3) / 4;
-    int xu8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8, us = q.dot == TTH_TINTRIN_DOT4_US;
-    q.koff = us == xu8 ? 0 : us ? 128 : -128;
-    q.padv = (xzp + q.koff) & 0xff;
-    int vl = c->vec.f32_lanes, big = c->vec.registers >= 32;
-    int64_t vecs = (q.g.OW + vl - 1) / vl;
-    int RP = (int)(vecs < (big ? 3 : 2) ? vecs : big ? 3 : 2);
-    q.RO = (big ? 24 : 12) / RP;
-    if (q.RO > p.O)
-        q.RO = (int)p.O;
-    if (!(k->w = q_pack_weights(&q, lw_arg(call, 1)->u.constant.value, xzp)))
-        return NULL;
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    int64_t nw = q.C4 * k->Hp * k->Wrow;
-    tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
-    if (!x || !xq)
-        return NULL;
-    k->x = xq;
-    k->xbase = lw_i(c, 0);
-    lw_ax an;
-    if (lw_ax_make(c, &an, "n", p.N))
-        return NULL;
-    k->n = an.e;
-    tth_tstmt *img = NULL;
-    tth_tstmt *pk = q_pack_image(&q, x);
-    if (!pk || lw_append(c, &img, pk))
-        return NULL;
-    tth_tstmt *kern = q_kernel(&q, RP);
-    if (!kern || lw_append(c, &img, kern))
-        return NULL;
-    tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
-    return body ? tth_tir_allocate(c->m, xq, body) : NULL;
-}
-
-/* ---- channel-blocked: the float channel-blocked kernel on words (lower_conv_tiled.c) ---- */
-
 /* Weights as words of four input channels of their group, vl output channels of the group side
  * by side (block B = g*NB + bg):
  *     wq[((B*C4g + c4)*KK + kk)*vl + l] = bytes of w[g*Og + bg*vl + l, 4*c4 .. 4*c4 + 3, kk]
@@ -519,6 +301,98 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
     return q->comp ? lw_packed_const(c, pk) : (tth_tensor_unref(pk), NULL);
 }
 
+
+/* ---- the convolution ---- */
+
+/* koff and the zero point's byte for the dot product the target has (docs/int8.md) */
+static void q_offsets(qconv *q, lw_ctx *c, const tth_rexpr *call, int64_t xzp)
+{
+    q->dot = c->dot;
+    q->k.dot = c->dot;
+    int xu8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8, us = q->dot == TTH_TINTRIN_DOT4_US;
+    q->koff = us == xu8 ? 0 : us ? 128 : -128;
+    q->padv = (xzp + q->koff) & 0xff;
+}
+
+/* The words of each image (k.x, after q's geometry), then `kern` over them; the words buffer
+ * allocated around the images' loop */
+static tth_tstmt *q_run(qconv *q, const tth_rexpr *call, tth_tstmt *(*kern)(qconv *, void *), void *arg)
+{
+    tk *k = &q->k;
+    lw_ctx *c = k->c;
+    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    int64_t nw = q->C4 * k->Hp * k->Wrow;
+    tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
+    if (!x || !xq)
+        return NULL;
+    k->x = xq;
+    k->xbase = lw_i(c, 0);
+    lw_ax an;
+    if (lw_ax_make(c, &an, "n", q->g.N))
+        return NULL;
+    k->n = an.e;
+    tth_tstmt *img = NULL;
+    tth_tstmt *pk = q_pack_image(q, x);
+    if (!pk || lw_append(c, &img, pk))
+        return NULL;
+    tth_tstmt *kr = kern(q, arg);
+    if (!kr || lw_append(c, &img, kr))
+        return NULL;
+    tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
+    return body ? tth_tir_allocate(c->m, xq, body) : NULL;
+}
+
+static tth_tstmt *q_rows(qconv *q, void *arg)
+{
+    return tk_rows_kernel(&q->k, q->RO, *(int *)arg);
+}
+
+static tth_tstmt *q_blocked(qconv *q, void *arg)
+{
+    (void)arg;
+    return tk_blocked_kernel(&q->k);
+}
+
+tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    qconv q;
+    lw_conv_p p;
+    int64_t xzp;
+    memset(&q, 0, sizeof q);
+    if (!q_params(c, call, &p, &xzp, Q_ONE_GROUP))
+        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-rows does not apply"), NULL;
+    q.g = p;
+    if (flat_ok(&p, s)) {
+        q.g.H = q.g.OH = 1;
+        q.g.W = q.g.OW = p.OH * p.OW;
+    }
+    tk *k = &q.k;
+    tk_init(k, c, call, &q.g, s);
+    k->flat = 0;
+    k->bias = NULL;
+    if (q.g.sw > 1) { /* phase-split rows: every tap reads contiguous words */
+        k->sp = q.g.sw;
+        k->Wq = (k->Wp + k->sp - 1) / k->sp;
+        k->Wrow = k->sp * k->Wq;
+    }
+    q_offsets(&q, c, call, xzp);
+    q.C4 = (p.C + 3) / 4;
+    int vl = c->vec.f32_lanes, big = c->vec.registers >= 32;
+    int64_t vecs = (q.g.OW + vl - 1) / vl;
+    int RP = (int)(vecs < (big ? 3 : 2) ? vecs : big ? 3 : 2);
+    q.RO = (big ? 24 : 12) / RP;
+    if (q.RO > p.O)
+        q.RO = (int)p.O;
+    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, xzp, q.RO, (p.O + q.RO - 1) / q.RO)))
+        return NULL;
+    k->comp = q.comp;
+    k->Cg = q.C4; /* the reduction counts words */
+    return q_run(&q, call, q_rows, &RP);
+}
+
+/* ---- channel-blocked: the float channel-blocked kernel on words (lower_conv_tiled.c) ---- */
+
+
 int lw_qconv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     lw_conv_p p;
@@ -544,11 +418,8 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     k->skip_taps = 0; /* comp counts every tap's padding */
     if (!k->flat && p.OW <= 16)
         k->flat = 2; /* a narrow image: tiles run across rows */
-    q.dot = c->dot;
+    q_offsets(&q, c, call, xzp);
     q.C4 = (p.C + 3) / 4;
-    int xu8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8, us = q.dot == TTH_TINTRIN_DOT4_US;
-    q.koff = us == xu8 ? 0 : us ? 128 : -128;
-    q.padv = (xzp + q.koff) & 0xff;
     int vl = c->vec.f32_lanes;
     int64_t Og = p.O / p.groups, C4g = (p.C / p.groups + 3) / 4;
     while (vl > 1 && vl / 2 >= Og)
@@ -556,32 +427,12 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     k->vl = vl;
     k->NB = (Og + vl - 1) / vl;
     k->obp = 1;
-    k->dot = q.dot;
     if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, xzp, vl, k->NB)))
         return NULL;
     k->comp = q.comp;
     k->Cg = C4g; /* the reduction counts words of the group's input channels */
     k->wouter = tk_weights_outer(&p, p.groups * k->NB * C4g * p.KH * p.KW * vl, c->cores);
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    int64_t nw = q.C4 * k->Hp * k->Wrow;
-    tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
-    if (!x || !xq)
-        return NULL;
-    k->x = xq;
-    k->xbase = lw_i(c, 0);
-    lw_ax an;
-    if (lw_ax_make(c, &an, "n", p.N))
-        return NULL;
-    k->n = an.e;
-    tth_tstmt *img = NULL;
-    tth_tstmt *pk = q_pack_image(&q, x);
-    if (!pk || lw_append(c, &img, pk))
-        return NULL;
-    tth_tstmt *kern = tk_blocked_kernel(k);
-    if (!kern || lw_append(c, &img, kern))
-        return NULL;
-    tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
-    return body ? tth_tir_allocate(c->m, xq, body) : NULL;
+    return q_run(&q, call, q_blocked, NULL);
 }
 
 /* ---- depthwise: the float depthwise kernel on int8 (lower_conv_tiled.c) ---- */

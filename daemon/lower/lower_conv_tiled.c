@@ -1055,21 +1055,22 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t KK = p->KH * p->KW;
+    tth_dtype at = k->dot ? TTH_I32 : TTH_F32;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)ro * n, vmax, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)ro * n, vmax, &seq);
     if (!acc)
         return NULL;
     lw_ax ic, kh, kw;
-    if (lw_ax_make(c, &ic, "ic", p->C) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+    if (lw_ax_make(c, &ic, "ic", k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
     tth_tvar *vx = lw_var(c, "xo", TTH_I64), *vw = lw_var(c, "wb", TTH_I64), *xv[8];
     if (!vx || !vw)
         return NULL;
     for (int a = 0; a < n; a++) 
-        if (!(xv[a] = lw_var_vec(c, "x", TTH_F32, sg[a].lanes)))
+        if (!(xv[a] = lw_var_vec(c, "x", at, sg[a].lanes)))
             return NULL;
     tth_texpr *xo = tk_tap_at(k, ic.e, oh, ow0, kh.e, kw.e);
-    tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, p->C)), ic.e), lw_i(c, KK)),
+    tth_texpr *wb = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ob, lw_i(c, k->Cg)), ic.e), lw_i(c, KK)),
                                      lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, RO));
     tth_tstmt *upd = NULL;
@@ -1078,7 +1079,10 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
         for (int a = 0; a < n; a++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
             int ln = sg[a].lanes;
-            tth_texpr *f = lw_madd(c, wr, lw_ref(c, xv[a]), tth_tir_vload(c->m, acc, ai, ln, 0));
+            tth_texpr *av = tth_tir_vload(c->m, acc, ai, ln, 0);
+            tth_texpr *f = !k->dot ? lw_madd(c, wr, lw_ref(c, xv[a]), av)
+                                   : tth_tir_intrin3(c->m, k->dot, av, lw_ref(c, xv[a]),
+                                                     ln > 1 ? tth_tir_broadcast(c->m, wr, ln) : wr);
             if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
                 return NULL;
         }
@@ -1099,8 +1103,12 @@ static tth_tstmt *rows_tile(tk *k, tth_texpr *ob, int RO, int ro, tth_texpr *oh,
         for (int a = 0; a < n; a++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * n + a) * vmax);
             tth_texpr *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-            tth_tstmt *st = tk_epi_store(k, oc, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes),
-                                         tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0));
+            int ln = sg[a].lanes;
+            tth_texpr *val = tth_tir_vload(c->m, acc, ai, ln, 0);
+            if (k->comp)
+                val = lw_add(c, val, ln > 1 ? tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, oc), ln)
+                                            : tth_tir_load(c->m, k->comp, oc));
+            tth_tstmt *st = tk_epi_store(k, oc, oh, ln > 1 ? tth_tir_ramp(c->m, ow, 1, ln) : ow, val);
             if (!st || lw_append(c, &seq, st))
                 return NULL;
         }
@@ -1134,7 +1142,7 @@ static tth_tstmt *rows_kernel(tk *k, int RO, int RP)
     const lw_conv_p *p = k->p;
     int vl = c->vec.f32_lanes;
     int64_t nblk = p->O / RO;
-    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= LW_PARALLEL_MIN;
+    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
     tth_tstmt *seq = NULL;
     for (int part = 0; part < 2; part++) {
         int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
@@ -1468,4 +1476,9 @@ tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sin
 tth_tstmt *tk_blocked_kernel(tk *k)
 {
     return blocked_kernel(k);
+}
+
+tth_tstmt *tk_rows_kernel(tk *k, int RO, int RP)
+{
+    return rows_kernel(k, RO, RP);
 }

@@ -119,6 +119,9 @@ typedef struct tk_int8 {
     tth_tbuffer *comp;
 } tk_int8;
 tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q);
-/* the channel-blocked kernel over k as set up by its caller (the int8 strategy: lower_conv_int8.c) */
+/* the channel-blocked and the row-vectorized kernels over k as set up by their caller (the int8
+ * strategies: lower_conv_int8.c); the row kernel's weights are k->w packed in blocks of RO
+ * channels, and its reduction runs over k->Cg (input channels, or words of four) */
 tth_tstmt *tk_blocked_kernel(tk *k);
+tth_tstmt *tk_rows_kernel(tk *k, int RO, int RP);
 #endif

@@ -236,6 +236,8 @@ int lw_roi_align_check(const tth_rexpr *call, char *why, size_t len);
 /* grid */
 tth_tstmt *lw_grid_sample(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_grid_sample_check(const tth_rexpr *call, char *why, size_t len);
+/* 1 when e is a constant of an integer dtype (the int8 kernels' zero points) */
+int lw_int_const(const tth_rexpr *e);
 /* strategy qnn.conv2d/int8-dot-rows (lower_conv_int8.c) */
 int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);

@@ -77,6 +77,19 @@ static tth_texpr *batch_base(lw_ctx *c, const tth_ttype *t, int mdims, const mm_
     return base;
 }
 
+/* The register tile: RM rows times RN vectors of vl columns (6 x 4 with 32 vector registers,
+ * 4 x 2 with 16), no more rows than R and no more vectors than N holds */
+static void mm_tile_shape(const lw_ctx *c, int64_t R, int64_t N, int vl, int *RM, int *RN)
+{
+    int regs = c->vec.registers;
+    *RM = regs >= 32 ? 6 : 4;
+    *RN = regs >= 32 ? 4 : 2;
+    if (*RM > R)
+        *RM = (int)R;
+    if (N / vl < *RN)
+        *RN = (int)(N / vl);
+}
+
 /* ---- the register-tiled float32 kernel (docs/lowering.md, "Matmul kernel") ----
  * A [.., M, K] (batch dims flattened into R = rows) times B [K, N] (shared by every batch):
  * a tile is RM rows times RN vectors of vl columns, accumulated in a REGISTER buffer:
@@ -509,12 +522,8 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     const tth_rexpr *barg = lw_arg(call, 1);
     mmt t = {c, s, lw_buf(c, lw_arg(call, 0)), NULL, 0, p->K, p->N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL, 0, NULL};
     t.R = lw_numel(at->shape, at->rank) / p->K;
-    int regs = c->vec.registers;
-    int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
-    if (RM > t.R)
-        RM = (int)t.R;
-    if (p->N / vl < RN)
-        RN = (int)(p->N / vl);
+    int RM, RN;
+    mm_tile_shape(c, t.R, p->N, vl, &RM, &RN);
     int par = t.R * p->N * p->K >= LW_PARALLEL_MIN;
     tth_tbuffer *wp = NULL; /* B packed at run time */
     tth_tstmt *seq = NULL;
@@ -548,25 +557,6 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
  * tile is a dot product of A's word (broadcast) with a vector of B's words. comp[n] =
  * -(a_zp + koff) * sum over k of B[k, n] turns sum (a + koff) * b into sum (a - a_zp) * b. */
 
-static int64_t int_at(const tth_tensor *t, int64_t i)
-{
-    switch (t->type.dtype) {
-    case TTH_I8: return ((const int8_t *)t->data)[i];
-    case TTH_U8: return ((const uint8_t *)t->data)[i];
-    case TTH_I16: return ((const int16_t *)t->data)[i];
-    case TTH_I32: return ((const int32_t *)t->data)[i];
-    default: return 0;
-    }
-}
-
-static int int_const(const tth_rexpr *e)
-{
-    if (!e || e->kind != TTH_REXPR_CONST)
-        return 0;
-    tth_dtype d = e->u.constant.value->type.dtype;
-    return d == TTH_I8 || d == TTH_U8 || d == TTH_I16 || d == TTH_I32;
-}
-
 /* a qnn.matmul the kernel computes; *azp: A's zero point */
 static int qmm_params(const lw_ctx *c, const tth_rexpr *call, mm_p *p, int64_t *azp)
 {
@@ -576,14 +566,14 @@ static int qmm_params(const lw_ctx *c, const tth_rexpr *call, mm_p *p, int64_t *
     const tth_rexpr *a = lw_arg(call, 0), *b = lw_arg(call, 1), *az = lw_arg(call, 2), *bz = lw_arg(call, 3);
     const tth_ttype *at = lw_ty(a), *bt = lw_ty(b), *ot = lw_ty(call);
     if ((at->dtype != TTH_I8 && at->dtype != TTH_U8) || bt->dtype != TTH_I8 || ot->dtype != TTH_I32 ||
-        at->rank < 2 || bt->rank != 2 || ot->rank != at->rank || b->kind != TTH_REXPR_CONST || !int_const(az) ||
-        !int_const(bz) || tth_ttype_numel(&az->u.constant.value->type) != 1 || p->N < c->vec.f32_lanes)
+        at->rank < 2 || bt->rank != 2 || ot->rank != at->rank || b->kind != TTH_REXPR_CONST || !lw_int_const(az) ||
+        !lw_int_const(bz) || tth_ttype_numel(&az->u.constant.value->type) != 1 || p->N < c->vec.f32_lanes)
         return 0;
     const tth_tensor *bzt = bz->u.constant.value;
     for (int64_t i = 0; i < tth_ttype_numel(&bzt->type); i++)
-        if (int_at(bzt, i) != 0)
+        if (tth_tensor_get_i64(bzt, i) != 0)
             return 0;
-    *azp = int_at(az->u.constant.value, 0);
+    *azp = tth_tensor_get_i64(az->u.constant.value, 0);
     return 1;
 }
 
@@ -686,12 +676,8 @@ tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int vl = c->vec.f32_lanes;
     int64_t K4 = (p.K + 3) / 4, R = lw_numel(at->shape, at->rank) / p.K;
     mmt t = {c, s, NULL, NULL, R, K4, p.N, 0, ot, 0, NULL, NULL, {0}, 0, NULL, 0, NULL, NULL, (tth_tir_intrin_op)c->dot, NULL};
-    int regs = c->vec.registers;
-    int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
-    if (RM > t.R)
-        RM = (int)t.R;
-    if (p.N / vl < RN)
-        RN = (int)(p.N / vl);
+    int RM, RN;
+    mm_tile_shape(c, t.R, p.N, vl, &RM, &RN);
     int par = t.R * p.N * p.K >= LW_PARALLEL_MIN_DOT;
     int au8 = at->dtype == TTH_U8, us = c->dot == TTH_TINTRIN_DOT4_US;
     int64_t koff = us == au8 ? 0 : us ? 128 : -128;
@@ -758,12 +744,8 @@ tth_tstmt *lw_matmul_batched(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return NULL;
     t.abase = lw_ref(c, vab);
     t.bofs = lw_ref(c, vbb);
-    int regs = c->vec.registers;
-    int RM = regs >= 32 ? 6 : 4, RN = regs >= 32 ? 4 : 2;
-    if (RM > t.R)
-        RM = (int)t.R;
-    if (p.N / vl < RN)
-        RN = (int)(p.N / vl);
+    int RM, RN;
+    mm_tile_shape(c, t.R, p.N, vl, &RM, &RN);
     int64_t nvec = p.N / vl, ntile = nvec / RN, restv = nvec % RN, tail = p.N % vl;
     tth_tstmt *seq = NULL, *part;
     if (ntile && (!(part = mm_cols(&t, 0, ntile, RN, vl, RM, 0)) || lw_append(c, &seq, part)))

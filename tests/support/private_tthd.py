@@ -14,11 +14,16 @@ or, the same:
     with PrivateTthd(tthctl, work) as daemon:
         ... daemon.ctl("compile", ...)
         why = daemon.stop()
+
+or a whole test script's run, work directory included:
+
+    return run_with_daemon(tthctl, "tth-x-", body, "x")   # body(daemon, work, failures)
 """
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -73,4 +78,24 @@ def finish(failures, work, ok=None):
         if ok:
             print("ok:", ok)
         shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+def run_with_daemon(tthctl, prefix, body, title):
+    """A private tthd in a new work directory (named from prefix) around body(daemon, work,
+    failures), failures a list the body appends one line to per failure; then the daemon stopped
+    (an unclean stop is a failure) and the directory removed. Prints "title: N failed" and
+    returns the exit status."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    daemon = PrivateTthd(tthctl, work)
+    failures = []
+    try:
+        body(daemon, work, failures)
+        why = daemon.stop()
+        if why:
+            failures.append(why)
+    finally:
+        daemon.close()
+        shutil.rmtree(work, ignore_errors=True)
+    print("%s: %d failed" % (title, len(failures)))
     return 1 if failures else 0

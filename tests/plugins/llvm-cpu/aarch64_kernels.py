@@ -17,10 +17,9 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
-from private_tthd import PrivateTthd  # noqa: E402
+from private_tthd import run_with_daemon  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
@@ -165,30 +164,20 @@ def main():
         print("aarch64_kernels: skipped, %s is not installed" % missing)
         return 77
     args.tthctl = os.path.abspath(args.tthctl)
-    work = tempfile.mkdtemp(prefix="tth-aarch64-")
-    daemon = PrivateTthd(args.tthctl, work)
-    args.socket = daemon.socket
-    failures = []
-    try:
+    def body(daemon, work, failures):
+        args.socket = daemon.socket
         cases_dir = os.path.join(work, "cases")
         g = run(["/usr/bin/python3", os.path.join(HERE, "make_conv_cases.py"), cases_dir])
         if g.returncode != 0:
             failures.append("make_conv_cases.py: exit %d %s" % (g.returncode, g.stderr))
-        else:
-            for name in sorted(os.listdir(cases_dir)):
-                why = one_case(os.path.join(cases_dir, name), args, work)
-                print("%-20s %s" % (name, "ok" if why is None else "FAILED: " + why))
-                if why is not None:
-                    failures.append(name)
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    finally:
-        daemon.close()
-        shutil.rmtree(work, ignore_errors=True)
-    print("aarch64 under qemu: %d failed" % len(failures))
-    return 1 if failures else 0
+            return
+        for name in sorted(os.listdir(cases_dir)):
+            why = one_case(os.path.join(cases_dir, name), args, work)
+            print("%-20s %s" % (name, "ok" if why is None else "FAILED: " + why))
+            if why is not None:
+                failures.append(name)
 
+    return run_with_daemon(args.tthctl, "tth-aarch64-", body, "aarch64 under qemu")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,7 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
-from private_tthd import PrivateTthd  # noqa: E402
+from private_tthd import run_with_daemon  # noqa: E402
 import artifact_main  # noqa: E402
 
 try:
@@ -265,11 +265,9 @@ def main():
     if not cross:
         print("int8_kernels: the AArch64 part is skipped (aarch64-linux-gnu-gcc, -objdump or qemu-aarch64 missing)")
     targets = [(t, False) for t in HOST_TARGETS] + ([(t, True) for t in AARCH64_TARGETS] if cross else [])
-    work = tempfile.mkdtemp(prefix="tth-int8-")
-    daemon = PrivateTthd(args.tthctl, work)
-    args.socket = daemon.socket
-    failures = []
-    try:
+
+    def body(daemon, work, failures):
+        args.socket = daemon.socket
         for name, (model, x, want) in cases():
             for (label, target, pattern, expect), a64 in targets:
                 # a depthwise convolution multiplies one channel at a time: no dot products
@@ -279,15 +277,8 @@ def main():
                 print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, shown))
                 if why is not None:
                     failures.append("%s/%s" % (name, label))
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    finally:
-        daemon.close()
-        shutil.rmtree(work, ignore_errors=True)
-    print("int8 kernels: %d failed" % len(failures))
-    return 1 if failures else 0
 
+    return run_with_daemon(args.tthctl, "tth-int8-", body, "int8 kernels")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,7 +22,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "daemon", "lower"))
-from private_tthd import PrivateTthd  # noqa: E402
+from private_tthd import run_with_daemon  # noqa: E402
 
 try:
     import numpy as np
@@ -123,11 +123,8 @@ def main():
     cross = all(shutil.which(t) for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64"))
     if not cross:
         print("math_accuracy: the AArch64 part is skipped (aarch64-linux-gnu-gcc or qemu-aarch64 missing)")
-    work = tempfile.mkdtemp(prefix="tth-math-")
-    daemon = PrivateTthd(args.tthctl, work)
-    args.socket = daemon.socket
-    failures = []
-    try:
+    def body(daemon, work, failures):
+        args.socket = daemon.socket
         for fn, bound in MATH_ULP.items():
             for epilogue in (False, True):
                 x = math_sweep(finite=epilogue)
@@ -153,15 +150,8 @@ def main():
                     if why:
                         print("%-18s %-50s FAILED: %s" % (name, target, why))
                         failures.append("%s for %s" % (name, target))
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    finally:
-        daemon.close()
-        shutil.rmtree(work, ignore_errors=True)
-    print("math functions compiled: %d failed" % len(failures))
-    return 1 if failures else 0
 
+    return run_with_daemon(args.tthctl, "tth-math-", body, "math functions compiled")
 
 if __name__ == "__main__":
     sys.exit(main())
