@@ -1,23 +1,25 @@
 /* lower_conv_int8.c: qnn.conv2d on the CPU's four-byte dot products (docs/int8.md).
  *
- * The kernel is the row-vectorized convolution (lower_conv_tiled.c) with int32 accumulators:
- * vectors run along an output row, and each step of the reduction takes four input channels at
- * once. Before the convolution, each image is copied into words of four channels:
- *     xq[((c4*Hp + y)*sp + ph)*Wq + j] = bytes b = 0..3 of channel 4*c4 + b at padded row y,
- *                                        padded column j*sp + ph (sp = the stride's phases)
- * each byte the input plus koff, the offset that puts it in the range the instruction takes
- * (x86's vpdpbusd multiplies unsigned by signed bytes: int8 inputs get +128; AArch64's sdot
- * takes signed bytes: uint8 inputs get -128). Padding and the channels past C hold the zero
- * point in that range. The constant weights are packed at compile time as words of the same four
- * channels, RO output channels side by side:
- *     wq[((ob*C4 + c4)*KH + kh)*KW + kw][r] = bytes of w[ob*RO + r, 4*c4 .. 4*c4 + 3, kh, kw]
- * (zeros past O and past C). A tile is ro output channels times n vectors of a row:
- *     for c4, kh, kw:  x_a = xq[tap of (oh, ow0 + a*lanes)][0:lanes]     (one load per vector)
- *                      for r: acc[r][a] = dot4(acc[r][a], x_a, broadcast(wq[..][r]))
- * then acc + comp[oc] through the epilogue (requantize, clip). Since every byte read is
- * x + koff, with padding x_zp + koff,
- *     sum (x - x_zp) * w = sum (x + koff) * w - (x_zp + koff) * sum w
- * and comp[o] = -(x_zp + koff) * sum of w[o] is a constant (docs/int8.md, "Zero points").
+ * What is int8 here is the data, not the kernels: the channel-blocked and row-vectorized kernels
+ * are the float ones (lower_conv_tiled.c) with the step `tk.dot` (a dot product of four input
+ * channels instead of a multiply-add), and the depthwise kernel is the float one on int8 input
+ * (`tk.xdt`). This file prepares what they read:
+ *   - the words of each image: before the convolution the image is copied into words of four
+ *     channels,
+ *         xq[((c4*Hp + y)*sp + ph)*Wq + j] = bytes b = 0..3 of channel 4*c4 + b at padded row y,
+ *                                            padded column j*sp + ph (sp: the stride's phases,
+ *                                            1 for the channel-blocked kernel)
+ *     each byte the input plus koff, the offset that puts it in the range the instruction takes
+ *     (x86's vpdpbusd multiplies unsigned by signed bytes: int8 inputs get +128; AArch64's sdot
+ *     takes signed bytes: uint8 inputs get -128); padding and the channels past C hold the zero
+ *     point in that range;
+ *   - the weights, packed at compile time as words of the same four channels, vl (or RO) output
+ *     channels of a group side by side:
+ *         wq[((B*C4g + c4)*KK + kk)*vl + l] = bytes of w[g*Og + bg*vl + l, 4*c4 .. 4*c4 + 3, kk]
+ *   - comp[o] = -(x_zp + koff) * sum of w[o], added to the accumulators before the epilogue:
+ *     every byte read is x + koff and the padding x_zp + koff, so
+ *         sum (x - x_zp) * w = sum (x + koff) * w - (x_zp + koff) * sum w
+ *     (docs/int8.md, "Zero points").
  * Requires constant weights with zero points 0 (symmetric, as ONNX Runtime's quantizer writes
  * int8 weights) and a scalar constant input zero point; otherwise the generic lowering runs. */
 #include <stdio.h>

@@ -554,8 +554,15 @@ static const char *strategy_of(const char *target, tth_op op, const tth_ttype *x
     t.target = tg;
     tth_rexpr *px = lt_param(&t, "x", xt);
     tth_tensor *w = rand_tensor(wt);
-    tth_rexpr *a[2] = {px, tth_relay_const(t.rm, w, "w")};
-    tth_rexpr *call = lt_call(&t, op, a, 2, attrs);
+    tth_rexpr *a[4] = {px, tth_relay_const(t.rm, w, "w"), NULL, NULL};
+    size_t na = 2;
+    if (op == TTH_OP_QNN_CONV2D || op == TTH_OP_QNN_MATMUL) { /* zero points 0 */
+        double zero = 0;
+        a[2] = tth_relay_const(t.rm, lt_tensor(xt->dtype, 0, NULL, &zero), "xz");
+        a[3] = tth_relay_const(t.rm, lt_tensor(wt->dtype, 0, NULL, &zero), "wz");
+        na = 4;
+    }
+    tth_rexpr *call = lt_call(&t, op, a, na, attrs);
     cr_assert_eq(lt_lower(&t, call), 0, "%s", t.diag.message);
     const json_t *s = json_array_get(json_object_get(t.pf->attrs, "strategies"), 0);
     snprintf(name, sizeof name, "%s", s ? json_string_value(s) : "generic");
@@ -591,14 +598,30 @@ Test(fusion, strategy_table_picks_each_kernel)
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_MATMUL, &a, &b, NULL), "matmul/register-tiled");
     cr_assert_str_eq(strategy_of(NULL, TTH_OP_CONV2D, &x, &w1, NULL), "conv2d/channel-blocked");
     cr_assert_str_eq(strategy_of(NULL, TTH_OP_MATMUL, &a, &b, NULL), "generic");
-    /* every row of the table is named "<op>/<kernel>" and has both functions */
+    /* int8 (docs/int8.md): channel-blocked 3x3 of 64 channels, pixels on the lanes for a 1x1 of
+     * 256 pixels and for the stem, the depthwise kernel, the matmul; scalar targets keep the
+     * generic code */
+    tth_ttype qx = tt(TTH_I8, 4, 1, 64, 16, 16), qw3 = tt(TTH_I8, 4, 32, 64, 3, 3), qw1 = tt(TTH_I8, 4, 32, 64, 1, 1);
+    tth_ttype qwd = tt(TTH_I8, 4, 64, 1, 3, 3), qxs = tt(TTH_U8, 4, 1, 3, 70, 70), qws = tt(TTH_I8, 4, 16, 3, 3, 3);
+    tth_ttype qa = tt(TTH_U8, 2, 20, 64, 0, 0), qb = tt(TTH_I8, 2, 64, 48, 0, 0);
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_QNN_CONV2D, &qx, &qw3, "{\"padding\": [1, 1, 1, 1]}"),
+                     "qnn.conv2d/int8-dot-blocked");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_QNN_CONV2D, &qx, &qw1, NULL), "qnn.conv2d/int8-dot-rows");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_QNN_CONV2D, &qxs, &qws, "{\"padding\": [1, 1, 1, 1], \"strides\": [2, 2]}"),
+                     "qnn.conv2d/int8-dot-rows");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_QNN_CONV2D, &qx, &qwd, "{\"padding\": [1, 1, 1, 1], \"groups\": 64}"),
+                     "qnn.conv2d/int8-depthwise-rows");
+    cr_assert_str_eq(strategy_of(avx512, TTH_OP_QNN_MATMUL, &qa, &qb, NULL), "qnn.matmul/int8-dot");
+    cr_assert_str_eq(strategy_of(NULL, TTH_OP_QNN_CONV2D, &qx, &qw3, "{\"padding\": [1, 1, 1, 1]}"), "generic");
+    /* every row of the table is named "<op>/<kernel>" (the op's name without its "nn." prefix)
+     * and has both functions */
     size_t n;
     const lw_strategy *tab = lw_strategy_table(&n);
     cr_assert_geq(n, 4);
     for (size_t i = 0; i < n; i++) {
         cr_assert(tab[i].applies && tab[i].lower, "%s", tab[i].name);
         const char *op = tth_op_name(tab[i].op), *dot = strchr(op, '.');
-        const char *base = dot ? dot + 1 : op; /* "nn.conv2d" -> "conv2d" */
+        const char *base = dot && !strncmp(op, "nn.", 3) ? dot + 1 : op; /* "nn.conv2d" -> "conv2d" */
         cr_assert(!strncmp(tab[i].name, base, strlen(base)) && tab[i].name[strlen(base)] == '/', "%s", tab[i].name);
     }
 }
