@@ -31,7 +31,6 @@ typedef struct qconv {
     tk k;                /* k.x: the words of the image; k.w: the packed weights */
     lw_conv_p g;         /* the shapes the kernel walks: a 1x1 stride-1 unpadded convolution is
                             one row of OH*OW pixels */
-    tth_tir_intrin_op dot;
     int64_t C4;
     int64_t koff, padv;  /* byte offset, and the zero point's byte (plus koff) */
     tth_tbuffer *comp;   /* int32 [O] */
@@ -57,16 +56,8 @@ static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_
         return 0;
     const tth_rexpr *x = lw_arg(call, 0), *w = lw_arg(call, 1), *xz = lw_arg(call, 2), *wz = lw_arg(call, 3);
     tth_dtype xd = lw_ty(x)->dtype;
-    if ((xd != TTH_I8 && xd != TTH_U8) || lw_ty(w)->dtype != TTH_I8 || lw_ty(call)->dtype != TTH_I32 ||
-        w->kind != TTH_REXPR_CONST || !lw_int_const(xz) || !lw_int_const(wz) ||
-        tth_ttype_numel(&xz->u.constant.value->type) != 1)
-        return 0;
-    const tth_tensor *wzt = wz->u.constant.value;
-    for (int64_t i = 0; i < tth_ttype_numel(&wzt->type); i++)
-        if (tth_tensor_get_i64(wzt, i) != 0)
-            return 0;
-    *xzp = tth_tensor_get_i64(xz->u.constant.value, 0);
-    return 1;
+    return (xd == TTH_I8 || xd == TTH_U8) && lw_ty(w)->dtype == TTH_I8 && lw_ty(call)->dtype == TTH_I32 &&
+           w->kind == TTH_REXPR_CONST && lw_dot_zero_points(xz, wz, xzp);
 }
 
 /* 1x1, stride 1, no padding: the image is one row of OH*OW pixels */
@@ -109,28 +100,14 @@ static tth_texpr *q_word(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv, tth_te
 {
     lw_ctx *c = q->k.c;
     const lw_conv_p *p = &q->g;
-    tth_texpr *w = NULL;
-    for (int b = 0; b < 4; b++) {
-        tth_texpr *byte;
-        if (b < nv) {
-            tth_texpr *ch = lw_add(c, lw_mul(c, c4, lw_i(c, 4)), lw_i(c, b));
-            tth_texpr *row = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, q->k.n, lw_i(c, p->C)), ch), lw_i(c, p->H)), iy);
-            tth_texpr *at = lw_add(c, lw_mul(c, row, lw_i(c, p->W)), col0);
-            tth_texpr *v = tth_tir_load(c->m, x, lanes > 1 ? tth_tir_ramp(c->m, at, q->k.sp, lanes) : at);
-            byte = lw_cast(c, TTH_U32, v);
-            if (q->koff)
-                byte = lw_add(c, byte, tth_tir_int(c->m, TTH_U32, (int64_t)(uint32_t)(int32_t)q->koff));
-            byte = lw_bin(c, TTH_TBIN_BITAND, byte, tth_tir_int(c->m, TTH_U32, 255));
-        } else {
-            byte = tth_tir_int(c->m, TTH_U32, q->padv);
-        }
-        if (b)
-            byte = lw_bin(c, TTH_TBIN_SHL, byte, tth_tir_int(c->m, TTH_U32, 8 * b));
-        w = w ? lw_bin(c, TTH_TBIN_BITOR, w, byte) : byte;
+    tth_texpr *bytes[4] = {NULL, NULL, NULL, NULL};
+    for (int b = 0; b < nv; b++) {
+        tth_texpr *ch = lw_add(c, lw_mul(c, c4, lw_i(c, 4)), lw_i(c, b));
+        tth_texpr *row = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, q->k.n, lw_i(c, p->C)), ch), lw_i(c, p->H)), iy);
+        tth_texpr *at = lw_add(c, lw_mul(c, row, lw_i(c, p->W)), col0);
+        bytes[b] = tth_tir_load(c->m, x, lanes > 1 ? tth_tir_ramp(c->m, at, q->k.sp, lanes) : at);
     }
-    if (lanes > 1 && w && w->lanes == 1)
-        w = tth_tir_broadcast(c->m, w, lanes);
-    return w ? tth_tir_reinterpret(c->m, TTH_I32, w) : NULL;
+    return lw_dot_word(c, bytes, q->koff, q->padv, lanes);
 }
 
 /* the zero point's word in `lanes` lanes */
@@ -297,7 +274,7 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
                 sum += v;
                 dst[((B * C4g + ic / 4) * KK + kk) * vl + og % vl] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
             }
-        comp[o] = (int32_t)(uint32_t)(uint64_t)(-(xzp + q->koff) * sum);
+        comp[o] = lw_dot_comp(xzp, q->koff, sum);
     }
     q->comp = lw_packed_const(c, cp);
     return q->comp ? lw_packed_const(c, pk) : (tth_tensor_unref(pk), NULL);
@@ -309,10 +286,8 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
 /* koff and the zero point's byte for the dot product the target has (docs/int8.md) */
 static void q_offsets(qconv *q, lw_ctx *c, const tth_rexpr *call, int64_t xzp)
 {
-    q->dot = c->dot;
     q->k.dot = c->dot;
-    int xu8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8, us = q->dot == TTH_TINTRIN_DOT4_US;
-    q->koff = us == xu8 ? 0 : us ? 128 : -128;
+    q->koff = lw_dot_koff(c, lw_ty(lw_arg(call, 0))->dtype);
     q->padv = (xzp + q->koff) & 0xff;
 }
 
@@ -468,7 +443,7 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
         int64_t sum = 0;
         for (int64_t kk = 0; kk < KK; kk++)
             sum += w[ch * KK + kk];
-        comp[ch] = (int32_t)(uint32_t)(uint64_t)(-q.xzp * sum);
+        comp[ch] = lw_dot_comp(q.xzp, 0, sum);
     }
     if (!(q.comp = lw_packed_const(c, cp)))
         return NULL;

@@ -565,16 +565,9 @@ static int qmm_params(const lw_ctx *c, const tth_rexpr *call, mm_p *p, int64_t *
         return 0;
     const tth_rexpr *a = lw_arg(call, 0), *b = lw_arg(call, 1), *az = lw_arg(call, 2), *bz = lw_arg(call, 3);
     const tth_ttype *at = lw_ty(a), *bt = lw_ty(b), *ot = lw_ty(call);
-    if ((at->dtype != TTH_I8 && at->dtype != TTH_U8) || bt->dtype != TTH_I8 || ot->dtype != TTH_I32 ||
-        at->rank < 2 || bt->rank != 2 || ot->rank != at->rank || b->kind != TTH_REXPR_CONST || !lw_int_const(az) ||
-        !lw_int_const(bz) || tth_ttype_numel(&az->u.constant.value->type) != 1 || p->N < c->vec.f32_lanes)
-        return 0;
-    const tth_tensor *bzt = bz->u.constant.value;
-    for (int64_t i = 0; i < tth_ttype_numel(&bzt->type); i++)
-        if (tth_tensor_get_i64(bzt, i) != 0)
-            return 0;
-    *azp = tth_tensor_get_i64(az->u.constant.value, 0);
-    return 1;
+    return (at->dtype == TTH_I8 || at->dtype == TTH_U8) && bt->dtype == TTH_I8 && ot->dtype == TTH_I32 &&
+           at->rank >= 2 && bt->rank == 2 && ot->rank == at->rank && b->kind == TTH_REXPR_CONST &&
+           p->N >= c->vec.f32_lanes && lw_dot_zero_points(az, bz, azp);
 }
 
 int lw_qmatmul_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -607,7 +600,7 @@ static tth_tbuffer *qmm_pack(lw_ctx *c, const tth_tensor *b, int64_t K, int64_t 
             sum += v;
             dst[(n / PW) * K4 * PW + (k / 4) * PW + n % PW] |= (uint32_t)(uint8_t)v << (8 * (k % 4));
         }
-        cs[n] = (int32_t)(uint32_t)(uint64_t)(-(azp + koff) * sum);
+        cs[n] = lw_dot_comp(azp, koff, sum);
     }
     if (!(*comp = lw_packed_const(c, cp))) {
         tth_tensor_unref(pk);
@@ -626,7 +619,6 @@ static tth_tstmt *qmm_words(lw_ctx *c, tth_tbuffer *A, tth_tbuffer *Aq, int64_t 
     if (lw_ax_make(c, &r, "ar", R))
         return NULL;
     tth_tstmt *body = NULL;
-    uint32_t padb = (uint32_t)(azp + koff) & 0xffu;
     /* pieces: [0, full/vl*vl) in vectors, the rest of the whole words one vector, the last word */
     int64_t nv = full / vl, rest = full % vl;
     for (int part = 0; part < 3; part++) {
@@ -639,25 +631,14 @@ static tth_tstmt *qmm_words(lw_ctx *c, tth_tbuffer *A, tth_tbuffer *Aq, int64_t 
         if (lw_ax_make(c, &j, "aw", cnt))
             return NULL;
         tth_texpr *wi = lw_add(c, lw_i(c, w0), lw_mul(c, j.e, lw_i(c, vl)));
-        tth_texpr *word = NULL;
-        for (int b = 0; b < 4; b++) {
-            tth_texpr *byte;
-            if (b < nb) {
-                tth_texpr *at = lw_add(c, lw_mul(c, r.e, lw_i(c, K)), lw_add(c, lw_mul(c, wi, lw_i(c, 4)), lw_i(c, b)));
-                byte = lw_cast(c, TTH_U32, tth_tir_load(c->m, A, lanes > 1 ? tth_tir_ramp(c->m, at, 4, lanes) : at));
-                if (koff)
-                    byte = lw_add(c, byte, tth_tir_int(c->m, TTH_U32, (int64_t)(uint32_t)(int32_t)koff));
-                byte = lw_bin(c, TTH_TBIN_BITAND, byte, tth_tir_int(c->m, TTH_U32, 255));
-            } else {
-                byte = tth_tir_int(c->m, TTH_U32, padb);
-            }
-            if (b)
-                byte = lw_bin(c, TTH_TBIN_SHL, byte, tth_tir_int(c->m, TTH_U32, 8 * b));
-            word = word ? lw_bin(c, TTH_TBIN_BITOR, word, byte) : byte;
+        tth_texpr *bytes[4] = {NULL, NULL, NULL, NULL};
+        for (int b = 0; b < nb; b++) {
+            tth_texpr *at = lw_add(c, lw_mul(c, r.e, lw_i(c, K)), lw_add(c, lw_mul(c, wi, lw_i(c, 4)), lw_i(c, b)));
+            bytes[b] = tth_tir_load(c->m, A, lanes > 1 ? tth_tir_ramp(c->m, at, 4, lanes) : at);
         }
-        if (!word)
+        tth_texpr *val = lw_dot_word(c, bytes, koff, azp + koff, lanes);
+        if (!val)
             return NULL;
-        tth_texpr *val = tth_tir_reinterpret(c->m, TTH_I32, word);
         tth_texpr *to = lw_add(c, lw_mul(c, r.e, lw_i(c, K4)), wi);
         tth_tstmt *st = lanes > 1 ? tth_tir_vstore(c->m, Aq, to, val, 0) : tth_tir_store(c->m, Aq, to, val);
         if (lw_append(c, &body, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, st)))
@@ -679,8 +660,7 @@ tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int RM, RN;
     mm_tile_shape(c, t.R, p.N, vl, &RM, &RN);
     int par = t.R * p.N * p.K >= LW_PARALLEL_MIN_DOT;
-    int au8 = at->dtype == TTH_U8, us = c->dot == TTH_TINTRIN_DOT4_US;
-    int64_t koff = us == au8 ? 0 : us ? 128 : -128;
+    int64_t koff = lw_dot_koff(c, at->dtype);
     t.PW = (int64_t)RN * vl;
     t.B = qmm_pack(c, lw_arg(call, 1)->u.constant.value, p.K, p.N, t.PW, azp, koff, &t.comp);
     tth_tbuffer *A = lw_buf(c, lw_arg(call, 0));

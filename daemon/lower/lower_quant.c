@@ -191,3 +191,50 @@ int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
     }
     return 1;
 }
+
+/* ---- what the int8 kernels share (docs/int8.md) ---- */
+
+int64_t lw_dot_koff(const lw_ctx *c, tth_dtype x)
+{
+    int us = c->dot == TTH_TINTRIN_DOT4_US, u8 = x == TTH_U8;
+    return us == u8 ? 0 : us ? 128 : -128;
+}
+
+int lw_dot_zero_points(const tth_rexpr *xz, const tth_rexpr *wz, int64_t *xzp)
+{
+    if (!lw_int_const(xz) || !lw_int_const(wz) || tth_ttype_numel(&xz->u.constant.value->type) != 1)
+        return 0;
+    const tth_tensor *w = wz->u.constant.value;
+    for (int64_t i = 0; i < tth_ttype_numel(&w->type); i++)
+        if (tth_tensor_get_i64(w, i) != 0)
+            return 0;
+    *xzp = tth_tensor_get_i64(xz->u.constant.value, 0);
+    return 1;
+}
+
+int32_t lw_dot_comp(int64_t xzp, int64_t koff, int64_t wsum)
+{
+    return (int32_t)(uint32_t)(uint64_t)(-(xzp + koff) * wsum);
+}
+
+tth_texpr *lw_dot_word(lw_ctx *c, tth_texpr *const bytes[4], int64_t koff, int64_t padv, int lanes)
+{
+    tth_texpr *w = NULL;
+    for (int b = 0; b < 4; b++) {
+        tth_texpr *byte;
+        if (bytes[b]) {
+            byte = lw_cast(c, TTH_U32, bytes[b]);
+            if (koff)
+                byte = lw_add(c, byte, tth_tir_int(c->m, TTH_U32, (int64_t)(uint32_t)(int32_t)koff));
+            byte = lw_bin(c, TTH_TBIN_BITAND, byte, tth_tir_int(c->m, TTH_U32, 255));
+        } else {
+            byte = tth_tir_int(c->m, TTH_U32, padv & 0xff);
+        }
+        if (b)
+            byte = lw_bin(c, TTH_TBIN_SHL, byte, tth_tir_int(c->m, TTH_U32, 8 * b));
+        w = w ? lw_bin(c, TTH_TBIN_BITOR, w, byte) : byte;
+    }
+    if (lanes > 1 && w && w->lanes == 1)
+        w = tth_tir_broadcast(c->m, w, lanes);
+    return w ? tth_tir_reinterpret(c->m, TTH_I32, w) : NULL;
+}
