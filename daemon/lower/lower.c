@@ -446,7 +446,7 @@ void lw_bcast_idx(lw_ctx *c, const tth_ttype *out, const tth_ttype *in, tth_texp
 
 /* ------------------------------------------------------------------------ node lookup ---- */
 
-static lw_node *lw_node_of(lw_ctx *c, const tth_rexpr *e)
+lw_node *lw_node_of(lw_ctx *c, const tth_rexpr *e)
 {
     size_t mask = c->hcap - 1;
     size_t h = (e->id * 2654435761u) & mask;

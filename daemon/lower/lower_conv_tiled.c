@@ -607,10 +607,9 @@ int tk_epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_
     /* an op that is not pointwise (a convolution, a pool) is read from its buffer: its own shape
      * is all that matters */
     const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
-    /* the quantization ops read their parameters (arguments 1 on) along their axis: only an
+    /* an op with per-axis parameters (needs_idx) reads arguments 1 on along its axis: only an
      * axis of H or W depends on the pixel */
-    int q = e->kind == TTH_REXPR_CALL && (e->u.call.op == TTH_OP_REQUANTIZE || e->u.call.op == TTH_OP_QUANTIZE ||
-                                          e->u.call.op == TTH_OP_DEQUANTIZE);
+    int q = impl && impl->needs_idx;
     int64_t ax = q ? lw_attr_int(e, "axis", 1) : 0;
     if (q && ax < 0)
         ax += t->rank;

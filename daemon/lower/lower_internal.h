@@ -33,6 +33,10 @@ typedef struct lw_node {
     struct lw_node *fused_into; /* anchor: the pointwise node it writes through its epilogue */
     struct lw_node *anchor;   /* pointwise node: the anchor fused into it */
     int emitted;
+    int rq_made;              /* requantize: in_scale / out_scale divided at compile time
+                                 (lower_quant.c): rq_table per axis element, or rq_scalar */
+    float rq_scalar;
+    tth_tbuffer *rq_table;
 } lw_node;
 
 /* Where a stage op writes. */
@@ -57,13 +61,6 @@ struct lw_ctx {
     tth_tir_module *m;
     tth_vector_shape vec;     /* the target's vector width and registers (docs/targets.md) */
     int cores;                /* the target's num-cores, 0 when it does not say (docs/threads.md) */
-    struct {                  /* requantize multipliers in_scale / out_scale computed at compile
-                                 time, per call (lower_quant.c) */
-        const tth_rexpr *call;
-        tth_tbuffer *buf;     /* NULL: one scalar, in `scalar` */
-        float scalar;
-    } rq[16];
-    int nrq;
     int dot;                  /* the four-byte dot product the int8 kernels use (docs/int8.md):
                                  TTH_TINTRIN_DOT4_US (x86, AArch64 with i8mm) or DOT4_SS (other
                                  AArch64 and Arm), 0 on a target without vectors */
@@ -108,7 +105,8 @@ typedef struct lw_op_impl {
     lw_value_fn value;
     lw_stage_fn stage;
     lw_check_fn check;        /* dtype/attribute checks beyond the common ones; may be NULL */
-    int needs_idx;            /* value reads per-dimension indices (per-axis params): no flat mode */
+    int needs_idx;            /* value reads per-dimension indices: its arguments 1 on are
+                                 parameters along attribute "axis" (default 1); no flat mode */
     int half;                 /* float16 and bfloat16 accepted: pointwise ops compute in float32,
                                * movement ops copy */
 } lw_op_impl;
@@ -236,6 +234,8 @@ int lw_roi_align_check(const tth_rexpr *call, char *why, size_t len);
 /* grid */
 tth_tstmt *lw_grid_sample(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 int lw_grid_sample_check(const tth_rexpr *call, char *why, size_t len);
+/* the function's node of e, NULL when e is not in it */
+lw_node *lw_node_of(lw_ctx *c, const tth_rexpr *e);
 /* 1 when e is a constant of an integer dtype (the int8 kernels' zero points) */
 int lw_int_const(const tth_rexpr *e);
 /* What the int8 kernels share (lower_quant.c, docs/int8.md): koff, added to each input byte of

@@ -85,38 +85,30 @@ static float f32_at(const tth_tensor *t, int64_t i)
 static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scalar, int *ok)
 {
     const tth_rexpr *is = lw_arg(call, 1), *os = lw_arg(call, 3);
+    lw_node *nd = lw_node_of(c, call);
     *ok = 0;
-    if (is->kind != TTH_REXPR_CONST || os->kind != TTH_REXPR_CONST || lw_ty(is)->dtype != TTH_F32 ||
+    if (!nd || is->kind != TTH_REXPR_CONST || os->kind != TTH_REXPR_CONST || lw_ty(is)->dtype != TTH_F32 ||
         lw_ty(os)->dtype != TTH_F32)
         return NULL;
-    for (int i = 0; i < c->nrq; i++)
-        if (c->rq[i].call == call) {
-            *scalar = c->rq[i].scalar;
-            *ok = 1;
-            return c->rq[i].buf;
+    if (!nd->rq_made) { /* once per call, however many stores its expression is built for */
+        const tth_tensor *it = is->u.constant.value, *ot = os->u.constant.value;
+        int64_t ni = tth_ttype_numel(&it->type), no = tth_ttype_numel(&ot->type), n = ni > no ? ni : no;
+        if (n == 1) {
+            nd->rq_scalar = f32_at(it, 0) / f32_at(ot, 0);
+        } else {
+            tth_tensor *m = lw_table_new(c, TTH_F32, n, NULL);
+            if (!m)
+                return NULL;
+            for (int64_t i = 0; i < n; i++)
+                ((float *)m->data)[i] = f32_at(it, ni == 1 ? 0 : i) / f32_at(ot, no == 1 ? 0 : i);
+            if (!(nd->rq_table = lw_packed_const(c, m)))
+                return NULL;
         }
-    if (c->nrq == (int)(sizeof c->rq / sizeof c->rq[0]))
-        return NULL;
-    const tth_tensor *it = is->u.constant.value, *ot = os->u.constant.value;
-    int64_t ni = tth_ttype_numel(&it->type), no = tth_ttype_numel(&ot->type), n = ni > no ? ni : no;
-    tth_tbuffer *buf = NULL;
-    if (n == 1) {
-        *scalar = f32_at(it, 0) / f32_at(ot, 0);
-    } else {
-        tth_tensor *m = lw_table_new(c, TTH_F32, n, NULL);
-        if (!m)
-            return NULL;
-        for (int64_t i = 0; i < n; i++)
-            ((float *)m->data)[i] = f32_at(it, ni == 1 ? 0 : i) / f32_at(ot, no == 1 ? 0 : i);
-        if (!(buf = lw_packed_const(c, m)))
-            return NULL;
+        nd->rq_made = 1;
     }
-    c->rq[c->nrq].call = call;
-    c->rq[c->nrq].buf = buf;
-    c->rq[c->nrq].scalar = *scalar;
-    c->nrq++;
+    *scalar = nd->rq_scalar;
     *ok = 1;
-    return buf;
+    return nd->rq_table;
 }
 
 tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
