@@ -293,6 +293,21 @@ static int check_weights(qdq_ctx *c, const tth_rexpr *anchor, const tth_rexpr *d
     return 1;
 }
 
+/* relu or clip(lo, hi) `act` before a quantize of scale ys, zero point zp, dtype yt: the clip of
+ * the integers to [Q(lo), Q(hi)] in p (Q is monotone, so Q(clip(v)) = clip(Q(v))); returns 1 when
+ * that leaves out part of yt's range */
+static int act_clip(const tth_rexpr *act, double ys, int64_t zp, tth_dtype yt, qplan *p)
+{
+    double lo = 0, hi = INFINITY;
+    if (is_op(act, TTH_OP_CLIP)) {
+        lo = tth__attr_num(act->u.call.attrs, "a_min", -INFINITY);
+        hi = tth__attr_num(act->u.call.attrs, "a_max", INFINITY);
+    }
+    p->clip_lo = lo == -INFINITY || lo <= -DBL_MAX ? qmin(yt) : quantize_value(lo, ys, zp, yt);
+    p->clip_hi = hi == INFINITY || hi >= DBL_MAX ? qmax(yt) : quantize_value(hi, ys, zp, yt);
+    return p->clip_lo > qmin(yt) || p->clip_hi < qmax(yt);
+}
+
 /* Follow the float result of `from` (the anchor, or its bias add) down through an optional relu
  * or clip to the qnn.quantize; fill p->q and the clip. */
 static int match_tail(qdq_ctx *c, const tth_rexpr *anchor, const tth_rexpr *from, qplan *p)
@@ -304,16 +319,9 @@ static int match_tail(qdq_ctx *c, const tth_rexpr *anchor, const tth_rexpr *from
     if (!next)
         return refuse(c, anchor, "%s's float result has %u users: the integer form needs it to feed one qnn.quantize",
                       an, users_of(c, from));
-    double lo = -INFINITY, hi = INFINITY;
-    int act = 0;
+    const tth_rexpr *act = NULL;
     if (is_op(next, TTH_OP_RELU) || is_op(next, TTH_OP_CLIP)) {
-        if (is_op(next, TTH_OP_RELU)) {
-            lo = 0;
-        } else {
-            lo = tth__attr_num(next->u.call.attrs, "a_min", -INFINITY);
-            hi = tth__attr_num(next->u.call.attrs, "a_max", INFINITY);
-        }
-        act = 1;
+        act = next;
         const tth_rexpr *after = sole_user(c, next);
         if (!after && users_of(c, next) == 1)
             return refuse(c, anchor, "%s's %s is the model's output: there is no qnn.quantize to end in", an,
@@ -337,13 +345,8 @@ static int match_tail(qdq_ctx *c, const tth_rexpr *anchor, const tth_rexpr *from
     if (yq.n != 1)
         return refuse(c, anchor, "%s's output is quantized per channel: qnn.requantize takes one output scale", an);
     p->q = next;
-    if (act) {
-        double ys = tth_tensor_get_f64(yq.scale, 0);
-        int64_t zp = tth_tensor_get_i64(yq.zp, 0);
-        p->clip_lo = lo == -INFINITY || lo <= -DBL_MAX ? qmin(yt) : quantize_value(lo, ys, zp, yt);
-        p->clip_hi = hi == INFINITY || hi >= DBL_MAX ? qmax(yt) : quantize_value(hi, ys, zp, yt);
-        p->clip = p->clip_lo > qmin(yt) || p->clip_hi < qmax(yt);
-    }
+    if (act)
+        p->clip = act_clip(act, tth_tensor_get_f64(yq.scale, 0), tth_tensor_get_i64(yq.zp, 0), yt, p);
     return 1;
 }
 
@@ -445,15 +448,7 @@ static int match_same(qdq_ctx *c, const tth_rexpr *rs, qplan *p)
                       (long long)tth_tensor_get_i64(b.zp, 0), op);
     if (is_op(rs, TTH_OP_RELU) || is_op(rs, TTH_OP_CLIP)) {
         /* Q(clip(DQ(x), lo, hi)) = clip(x, Q(lo), Q(hi)): Q(DQ(x)) = x, and Q is monotone */
-        double lo = 0, hi = INFINITY, ys = tth_tensor_get_f64(b.scale, 0);
-        if (is_op(rs, TTH_OP_CLIP)) {
-            lo = tth__attr_num(rs->u.call.attrs, "a_min", -INFINITY);
-            hi = tth__attr_num(rs->u.call.attrs, "a_max", INFINITY);
-        }
-        tth_dtype yt = ty(q)->dtype;
-        int64_t zp = tth_tensor_get_i64(b.zp, 0);
-        p->clip_lo = lo == -INFINITY || lo <= -DBL_MAX ? qmin(yt) : quantize_value(lo, ys, zp, yt);
-        p->clip_hi = hi == INFINITY || hi >= DBL_MAX ? qmax(yt) : quantize_value(hi, ys, zp, yt);
+        act_clip(rs, tth_tensor_get_f64(b.scale, 0), tth_tensor_get_i64(b.zp, 0), ty(q)->dtype, p);
         p->clip = 1;
     }
     p->kind = PLAN_SAME;
