@@ -216,6 +216,7 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
     for i, (iname, shape) in enumerate(model_inputs(path)):
         inputs[iname] = os.path.join(work, "input%d.npy" % i)
         np.save(inputs[iname], rng.uniform(-1, 1, shape).astype(np.float32))
+    qouts = quantized_outputs(path)  # read once: a model file can be hundreds of MB
     result = {}
     for t in threads:
         row = {"ort": None, "tth": {}}
@@ -251,7 +252,6 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
                         tth_rounds[label].append(tth.time(artifact, inputs, args.runs, args.warmup, tth_out))
                         if r == 0:
                             row["tth"][label]["diff"] = output_diff(tth_out, ort_out)
-                            qouts = quantized_outputs(path)
                             if qouts:
                                 row["tth"][label]["quant"] = quant_diff(tth_out, ort_out, qouts)
                     except tth_bench.BenchError as e:
