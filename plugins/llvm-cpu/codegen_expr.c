@@ -49,15 +49,20 @@ static LLVMValueRef fail_null(tth__llcg *c, int code, const char *what, tth_dtyp
 }
 
 /* An LLVM intrinsic overloaded on one type: declaration and function type. */
-static LLVMValueRef intrinsic(tth__llcg *c, const char *name, LLVMTypeRef ty, LLVMTypeRef *fnty)
+static LLVMValueRef intrinsic_of(tth__llcg *c, const char *name, LLVMTypeRef *tys, size_t n, LLVMTypeRef *fnty)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     if (id == 0) {
         tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name);
         return NULL;
     }
-    *fnty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
-    return LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
+    *fnty = LLVMIntrinsicGetType(c->ctx, id, tys, n);
+    return LLVMGetIntrinsicDeclaration(c->mod, id, tys, n);
+}
+
+static LLVMValueRef intrinsic(tth__llcg *c, const char *name, LLVMTypeRef ty, LLVMTypeRef *fnty)
+{
+    return intrinsic_of(c, name, &ty, 1, fnty);
 }
 
 static LLVMValueRef call_intrinsic(tth__llcg *c, const char *name, LLVMValueRef *args, unsigned n)
@@ -304,13 +309,7 @@ static LLVMValueRef masked_intrinsic(tth__llcg *c, const char *name, LLVMTypeRef
                                      LLVMTypeRef *fnty)
 {
     LLVMTypeRef tys[2] = {vt, LLVMTypeOf(p)};
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    if (id == 0) {
-        tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name);
-        return NULL;
-    }
-    *fnty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
-    return LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+    return intrinsic_of(c, name, tys, 2, fnty);
 }
 
 void tth__llcg_invariant_load(tth__llcg *c, LLVMValueRef load)
@@ -692,26 +691,19 @@ static LLVMValueRef lanes_slice(tth__llcg *c, LLVMValueRef v, int have, int from
 static LLVMValueRef dot4_native(tth__llcg *c, int us, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b, int w)
 {
     LLVMValueRef args[3] = {acc, a, b};
+    LLVMTypeRef fnty;
+    LLVMValueRef fn;
     if (w == 4) {
         /* AArch64: sdot / usdot <4 x i32> += <16 x i8> . <16 x i8> */
-        const char *name = us ? "llvm.aarch64.neon.usdot" : "llvm.aarch64.neon.sdot";
-        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
         LLVMTypeRef v16 = LLVMVectorType(LLVMInt8TypeInContext(c->ctx), 16);
         LLVMTypeRef tys[2] = {LLVMTypeOf(acc), v16};
-        if (!id)
-            return tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name), NULL;
+        fn = intrinsic_of(c, us ? "llvm.aarch64.neon.usdot" : "llvm.aarch64.neon.sdot", tys, 2, &fnty);
         args[1] = LLVMBuildBitCast(c->b, a, v16, "");
         args[2] = LLVMBuildBitCast(c->b, b, v16, "");
-        return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, tys, 2),
-                              LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2), args, 3, "");
+    } else { /* x86 VNNI: vpdpbusd on 16 (AVX-512) or 8 (AVX-VNNI) int32 lanes */
+        fn = intrinsic_of(c, w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256", NULL, 0, &fnty);
     }
-    /* x86 VNNI: vpdpbusd on 16 (AVX-512) or 8 (AVX-VNNI) int32 lanes */
-    const char *name = w == 16 ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256";
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    if (!id)
-        return tth__llcg_fail(c, TTH_EINTERNAL, "LLVM has no intrinsic '%s'", name), NULL;
-    return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->ctx, id, NULL, 0), LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0),
-                          args, 3, "");
+    return fn ? LLVMBuildCall2(c->b, fnty, fn, args, 3, "") : NULL;
 }
 
 /* Without the instruction: the bytes widened to int32, multiplied, and the four products of
