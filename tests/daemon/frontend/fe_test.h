@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <criterion/criterion.h>
+
 #include "frontend.h"
+#include "onnx_build.h"
 
 #define FE_TESTDATA "/usr/share/libonnx-testdata/data"
 
@@ -109,6 +112,68 @@ static inline int fe_tensors_close(const tth_tensor *got, const tth_tensor *want
         }
     }
     return 1;
+}
+
+/* Run a pass of frontend.h on m; the test fails with the pass's message when it fails. */
+static inline void fe_pass(tth_relay_module *m, int (*pass)(tth_relay_module *, tth_diag *))
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    int rc = pass(m, &d);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+}
+
+/* The module verifies (tth_relay_verify); the test fails with its message when not. */
+static inline void fe_verify(const tth_relay_module *m)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+}
+
+/* The model in bytes imported as "t"; the test fails when it does not import. */
+static inline tth_relay_module *fe_import_bytes(const uint8_t *bytes, size_t len)
+{
+    tth_relay_module *m = NULL;
+    tth_diag d;
+    tth_diag_clear(&d);
+    int rc = tth_onnx_import(bytes, len, "t", &m, &d);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    return m;
+}
+
+/* The model b describes imported as "t" (fe_import_bytes); frees b. */
+static inline tth_relay_module *fe_import_ob(ob *b)
+{
+    size_t len;
+    uint8_t *bytes = ob_done(b, &len);
+    tth_relay_module *m = fe_import_bytes(bytes, len);
+    free(bytes);
+    return m;
+}
+
+/* The model file at path imported as name: rc is tth_onnx_import's (-1 when the file cannot be
+ * read), the module NULL unless it is 0; d says why. */
+static inline tth_relay_module *fe_import_path(const char *path, const char *name, tth_diag *d, int *rc)
+{
+    size_t len;
+    uint8_t *bytes = fe_read_file(path, &len);
+    tth_relay_module *m = NULL;
+    tth_diag_clear(d);
+    *rc = bytes ? tth_onnx_import(bytes, len, name, &m, d) : -1;
+    free(bytes);
+    return m;
+}
+
+/* main's calls of op (not those inside fused functions) */
+static inline int fe_count_op(tth_relay_module *m, tth_op op)
+{
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    int c = 0;
+    for (int64_t i = 0; i < n; i++)
+        c += nodes[i]->kind == TTH_REXPR_CALL && !nodes[i]->u.call.fn && nodes[i]->u.call.op == op;
+    return c;
 }
 
 /* The fusion contract of frontend.h: 0 when it holds, else -1 with why filled. */

@@ -112,6 +112,13 @@ static inline void ob_input(ob *b, const char *name, const int64_t *dims, int ra
     OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, name, 1, dims, rank, NULL, -1));
 }
 
+/* A model of opset 13 begun with one float32 graph input, x, of the given shape. */
+static inline void ob_begin(ob *b, const int64_t *dims, int rank)
+{
+    ob_init(b, 13);
+    ob_input(b, "x", dims, rank);
+}
+
 static inline void ob_output(ob *b, const char *name)
 {
     Onnx__ValueInfoProto *vi = ob_alloc(b, sizeof *vi);
@@ -141,25 +148,27 @@ static inline Onnx__TensorProto *ob_tensor(ob *b, const char *name, int dtype, c
     return t;
 }
 
-static inline void ob_init_f32(ob *b, const char *name, const int64_t *dims, int rank, const float *data)
+/* An initializer of ONNX element type dtype whose elements are elem_size bytes each. */
+static inline void ob_init_raw(ob *b, const char *name, int dtype, size_t elem_size, const int64_t *dims, int rank,
+                               const void *data)
 {
     int64_t n = 1;
     for (int i = 0; i < rank; i++)
         n *= dims[i];
     OB_PUSH(b, b->graph.initializer, b->graph.n_initializer,
-            ob_tensor(b, name, 1, dims, rank, data, sizeof(float) * (size_t)n));
+            ob_tensor(b, name, dtype, dims, rank, data, elem_size * (size_t)n));
+}
+
+static inline void ob_init_f32(ob *b, const char *name, const int64_t *dims, int rank, const float *data)
+{
+    ob_init_raw(b, name, 1, sizeof(float), dims, rank, data);
 }
 
 static inline void ob_init_i64(ob *b, const char *name, const int64_t *dims, int rank, const int64_t *data)
 {
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= dims[i];
-    OB_PUSH(b, b->graph.initializer, b->graph.n_initializer,
-            ob_tensor(b, name, 7, dims, rank, data, sizeof(int64_t) * (size_t)n));
+    ob_init_raw(b, name, 7, sizeof(int64_t), dims, rank, data);
 }
 
-/* A node; inputs and outputs are comma-separated names ("" entries allowed: "x,,y"). */
 static inline Onnx__NodeProto *ob_node(ob *b, const char *op, const char *name, const char *ins, const char *outs)
 {
     Onnx__NodeProto *n = ob_alloc(b, sizeof *n);
@@ -233,12 +242,45 @@ static inline void ob_attr_ints(ob *b, Onnx__NodeProto *n, const char *name, con
     memcpy(a->ints, v, sizeof(int64_t) * cnt);
 }
 
+/* A Conv node with pads of pad on every side, strides of stride and group groups; an attribute
+ * at its default (pad 0, stride 1, group 1) is left out. */
+static inline Onnx__NodeProto *ob_conv(ob *b, const char *name, const char *ins, const char *out, int64_t pad,
+                                       int64_t stride, int64_t group)
+{
+    Onnx__NodeProto *n = ob_node(b, "Conv", name, ins, out);
+    if (pad)
+        ob_attr_ints(b, n, "pads", (const int64_t[]){pad, pad, pad, pad}, 4);
+    if (stride != 1)
+        ob_attr_ints(b, n, "strides", (const int64_t[]){stride, stride}, 2);
+    if (group != 1)
+        ob_attr_i(b, n, "group", group);
+    return n;
+}
+
+/* A pooling node (MaxPool, AveragePool ...) of a k x k window at strides of stride. */
+static inline Onnx__NodeProto *ob_pool(ob *b, const char *op, const char *name, const char *in, const char *out,
+                                       int64_t k, int64_t stride)
+{
+    Onnx__NodeProto *n = ob_node(b, op, name, in, out);
+    ob_attr_ints(b, n, "kernel_shape", (const int64_t[]){k, k}, 2);
+    ob_attr_ints(b, n, "strides", (const int64_t[]){stride, stride}, 2);
+    return n;
+}
+
 /* Serialized model (malloc'd; free()). */
 static inline uint8_t *ob_pack(ob *b, size_t *len)
 {
     *len = onnx__model_proto__get_packed_size(&b->model);
     uint8_t *buf = malloc(*len ? *len : 1);
     onnx__model_proto__pack(&b->model, buf);
+    return buf;
+}
+
+/* The serialized model (malloc'd), the builder freed: the end of a model-making function. */
+static inline uint8_t *ob_done(ob *b, size_t *len)
+{
+    uint8_t *buf = ob_pack(b, len);
+    ob_free(b);
     return buf;
 }
 

@@ -14,29 +14,6 @@ static float frand(void)
     return (float)((lcg >> 8) & 0xffff) / 65536.0f * 2.0f - 1.0f;
 }
 
-static tth_relay_module *import_ob(ob *b)
-{
-    size_t len;
-    uint8_t *bytes = ob_pack(b, &len);
-    tth_relay_module *m = NULL;
-    tth_diag d;
-    tth_diag_clear(&d);
-    int rc = tth_onnx_import(bytes, len, "t", &m, &d);
-    free(bytes);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
-    return m;
-}
-
-static int count_op(tth_relay_module *m, tth_op op)
-{
-    tth_rexpr **nodes;
-    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
-    int c = 0;
-    for (int64_t i = 0; i < n; i++)
-        c += nodes[i]->kind == TTH_REXPR_CALL && !nodes[i]->u.call.fn && nodes[i]->u.call.op == op;
-    return c;
-}
-
 /* Bind x, fold, return the value of output k (new reference). */
 static tth_tensor *evaluate(tth_relay_module *m, tth_tensor *x, size_t k)
 {
@@ -51,34 +28,51 @@ static tth_tensor *evaluate(tth_relay_module *m, tth_tensor *x, size_t k)
     return tth_tensor_ref(body->u.constant.value);
 }
 
-/* The model make builds, twice from the same seed (the same random weights): *plain as built,
- * the result after the layout pass at blocks of 8, verified; st: the pass's counts */
-static tth_relay_module *blocked_twin(tth_relay_module *(*make)(void), uint32_t seed, tth_relay_module **plain,
-                                      tth_layout_stats *st)
+/* A model before and after the layout pass: plain as built, m after the pass at blocks of 8
+ * (verified), st the pass's counts, text m printed, nodes main's in topological order. */
+typedef struct twin {
+    tth_relay_module *plain, *m;
+    tth_layout_stats st;
+    char *text;
+    tth_rexpr **nodes;
+    int64_t n;
+} twin;
+
+/* The twin of the model make builds twice from seed (the same random weights). */
+static twin blocked_twin(tth_relay_module *(*make)(void), uint32_t seed)
 {
+    twin t;
     lcg = seed;
-    *plain = make();
+    t.plain = make();
     lcg = seed;
-    tth_relay_module *m = make();
+    t.m = make();
     tth_diag d;
     tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_alter_layout(m, 8, st, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
-    return m;
+    cr_assert_eq(tth_relay_alter_layout(t.m, 8, &t.st, &d), 0, "%s", d.message);
+    fe_verify(t.m);
+    t.text = tth_relay_print(t.m);
+    t.n = tth_relay_topo(t.m, tth_relay_module_main(t.m), &t.nodes);
+    return t;
 }
 
-/* The layout pass kept the numbers: plain (NCHW) and m (after the pass) evaluated by the constant
- * folder on the same random input of type xt, every output element within 1e-5; frees both. */
-static void expect_same_numbers(tth_relay_module *plain, tth_relay_module *m, tth_ttype xt)
+/* A pass kept the numbers: plain (before it) and m (after it) evaluated by the constant folder on
+ * the same random input of type xt give the same output 0, each element within atol + rtol * |want|
+ * (fatal: the first difference ends the test); case names the case; frees both. */
+static void expect_twins(tth_relay_module *plain, tth_relay_module *m, tth_ttype xt, double atol, double rtol,
+                         int fatal, const char *what)
 {
     tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
     for (int64_t i = 0; i < tth_ttype_numel(&xt); i++)
         ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
     tth_tensor *want = evaluate(plain, x, 0), *got = evaluate(m, x2, 0);
-    cr_assert(tth_ttype_equal(&want->type, &got->type));
+    cr_assert(tth_ttype_equal(&want->type, &got->type), "%s: the output's shape changed", what);
     for (int64_t i = 0; i < tth_ttype_numel(&want->type); i++) {
         float w = ((float *)want->data)[i], g = ((float *)got->data)[i];
-        cr_expect(fabsf(w - g) <= 1e-5f + 1e-5f * fabsf(w), "y[%lld]: %g blocked, %g NCHW", (long long)i, g, w);
+        int ok = fabsf(w - g) <= atol + rtol * fabsf(w);
+        if (fatal)
+            cr_assert(ok, "%s: y[%lld]: %g after the pass, %g before", what, (long long)i, g, w);
+        else
+            cr_expect(ok, "%s: y[%lld]: %g after the pass, %g before", what, (long long)i, g, w);
     }
     tth_tensor_unref(want);
     tth_tensor_unref(got);
@@ -86,6 +80,61 @@ static void expect_same_numbers(tth_relay_module *plain, tth_relay_module *m, tt
     tth_tensor_unref(x2);
     tth_relay_module_free(plain);
     tth_relay_module_free(m);
+}
+
+/* The layout pass kept the numbers on an input of type xt (expect_twins within 1e-5 + 1e-5
+ * |want|); frees the twin. */
+static void expect_same_numbers(twin *t, tth_ttype xt)
+{
+    free(t->text);
+    expect_twins(t->plain, t->m, xt, 1e-5, 1e-5, 0, "blocked vs NCHW");
+}
+
+/* A float32 weight [o, c, k, k] */
+typedef struct wspec {
+    const char *name;
+    int64_t o, c, k;
+} wspec;
+
+/* b begun (opset 13) with the graph input x of shape xd, random weights for each row of ws, and
+ * the first convolution, c1: x and w1 to a, padded by pad */
+static void conv_net(ob *b, const int64_t *xd, const wspec *ws, size_t n, int64_t pad)
+{
+    ob_init(b, 13);
+    ob_input(b, "x", xd, 4);
+    for (size_t i = 0; i < n; i++) {
+        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, cnt = d[0] * d[1] * d[2] * d[3];
+        float *w = malloc((size_t)cnt * sizeof *w);
+        for (int64_t j = 0; j < cnt; j++)
+            w[j] = frand();
+        ob_init_f32(b, ws[i].name, d, 4, w);
+        free(w);
+    }
+    ob_conv(b, "c1", "x,w1", "a", pad, 1, 1);
+}
+
+/* b imported, then tth_relay_simplify'd */
+static tth_relay_module *simplified(ob *b)
+{
+    tth_relay_module *m = fe_import_ob(b);
+    fe_pass(m, tth_relay_simplify);
+    return m;
+}
+
+/* m fused (by pass: tth_relay_fuse or the whole tth_relay_optimize) keeps the fusion contract */
+static void expect_fused(tth_relay_module *m, int (*pass)(tth_relay_module *, tth_diag *))
+{
+    fe_pass(m, pass);
+    char why[256] = "";
+    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+}
+
+/* b imported and fused by pass (expect_fused) */
+static tth_relay_module *fused(ob *b, int (*pass)(tth_relay_module *, tth_diag *))
+{
+    tth_relay_module *m = fe_import_ob(b);
+    expect_fused(m, pass);
+    return m;
 }
 
 /* x[1,3,6,6] → Conv(W[4,3,3,3], B[4], pads 1) → BatchNormalization → y; when share_conv the
@@ -132,19 +181,19 @@ static void check_bn_fold(int share_conv, int with_bias)
 {
     ob b;
     bn_model(&b, share_conv, with_bias);
-    tth_relay_module *ref = import_ob(&b), *opt = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(count_op(opt, TTH_OP_BATCH_NORM), 1);
-    cr_assert_eq(tth_relay_fold_batch_norm(opt, &d), 0, "%s", d.message);
-    cr_assert_eq(count_op(opt, TTH_OP_BATCH_NORM), 0, "batch norm is gone");
-    cr_assert_eq(tth_relay_verify(opt, &d), 0, "%s", d.message);
+    size_t len;
+    uint8_t *bytes = ob_done(&b, &len);
+    tth_relay_module *ref = fe_import_bytes(bytes, len), *opt = fe_import_bytes(bytes, len);
+    free(bytes);
+    cr_assert_eq(fe_count_op(opt, TTH_OP_BATCH_NORM), 1);
+    fe_pass(opt, tth_relay_fold_batch_norm);
+    cr_assert_eq(fe_count_op(opt, TTH_OP_BATCH_NORM), 0, "batch norm is gone");
+    fe_verify(opt);
     if (share_conv) {
-        cr_assert_eq(count_op(opt, TTH_OP_MULTIPLY), 1, "conv has another user: multiply + add");
-        cr_assert_eq(count_op(opt, TTH_OP_ADD), 1);
+        cr_assert_eq(fe_count_op(opt, TTH_OP_MULTIPLY), 1, "conv has another user: multiply + add");
+        cr_assert_eq(fe_count_op(opt, TTH_OP_ADD), 1);
     } else {
-        cr_assert_eq(count_op(opt, TTH_OP_MULTIPLY) + count_op(opt, TTH_OP_ADD), 0, "folded into the conv");
+        cr_assert_eq(fe_count_op(opt, TTH_OP_MULTIPLY) + fe_count_op(opt, TTH_OP_ADD), 0, "folded into the conv");
         tth_rexpr *body = tth_relay_module_main(opt)->body;
         cr_assert_eq(body->u.call.op, TTH_OP_CONV2D);
         cr_assert_eq(body->u.call.nargs, 3, "the folded conv has a bias");
@@ -190,14 +239,11 @@ Test(passes, batch_norm_with_computed_statistics_becomes_ops)
     ob_init_f32(&b, "var", cd, 1, var);
     ob_node(&b, "BatchNormalization", "bn", "x,scale,shift,mean,var", "y");
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_fold_batch_norm(m, &d), 0, "%s", d.message);
-    cr_assert_eq(count_op(m, TTH_OP_BATCH_NORM), 0);
-    cr_assert_eq(count_op(m, TTH_OP_SQRT), 1);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    tth_relay_module *m = fe_import_ob(&b);
+    fe_pass(m, tth_relay_fold_batch_norm);
+    cr_assert_eq(fe_count_op(m, TTH_OP_BATCH_NORM), 0);
+    cr_assert_eq(fe_count_op(m, TTH_OP_SQRT), 1);
+    fe_verify(m);
     tth_relay_module_free(m);
 }
 
@@ -231,7 +277,7 @@ Test(passes, dead_code_elimination)
     cr_assert_eq(mainfn->body->u.call.op, TTH_OP_SIGMOID);
     cr_assert_eq(mainfn->body->u.call.args[0]->u.call.op, TTH_OP_RELU, "the exp and the tuple are gone");
     cr_assert_null(tth_relay_module_find(m, "unused"), "unreachable functions are dropped");
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    fe_verify(m);
     tth_relay_module_free(m);
 }
 
@@ -251,9 +297,7 @@ static tth_relay_module *dilated_model(const int64_t *pads, int64_t dh, int64_t 
     ob_attr_ints(&b, cv, "dilations", (int64_t[]){dh, dw}, 2);
     ob_attr_ints(&b, cv, "strides", (int64_t[]){sh, 1}, 2);
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    return m;
+    return fe_import_ob(&b);
 }
 
 /* the weight of main's only convolution */
@@ -286,28 +330,15 @@ Test(passes, conv_taps_reading_only_padding_are_cut)
         tth_relay_module *a = dilated_model(cases[k].pads, cases[k].dh, cases[k].dw, cases[k].sh);
         lcg = 12345; /* the same weights again */
         tth_relay_module *b = dilated_model(cases[k].pads, cases[k].dh, cases[k].dw, cases[k].sh);
-        tth_diag d;
-        tth_diag_clear(&d);
-        cr_assert_eq(tth_relay_fold_constants(b, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_trim_conv_taps(b, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_verify(b, &d), 0, "%s", d.message);
+        fe_pass(b, tth_relay_fold_constants);
+        fe_pass(b, tth_relay_trim_conv_taps);
+        fe_verify(b);
         const tth_ttype *w = conv_weight(b);
         cr_assert(w->shape[2] == cases[k].kh && w->shape[3] == cases[k].kw, "case %zu: kernel %lldx%lld, want %lldx%lld",
                   k, (long long)w->shape[2], (long long)w->shape[3], (long long)cases[k].kh, (long long)cases[k].kw);
-        tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 2, 6, 7}};
-        tth_tensor *x = tth_tensor_new(&xt, NULL);
-        for (int i = 0; i < 84; i++)
-            ((float *)x->data)[i] = frand();
-        tth_tensor *ya = evaluate(a, x, 0), *yb = evaluate(b, x, 0);
-        cr_assert(tth_ttype_equal(&ya->type, &yb->type), "case %zu: the output's shape changed", k);
-        for (int64_t i = 0; i < tth_ttype_numel(&ya->type); i++)
-            cr_assert_float_eq(((float *)yb->data)[i], ((float *)ya->data)[i], 1e-5, "case %zu: y[%lld]", k,
-                               (long long)i);
-        tth_tensor_unref(x);
-        tth_tensor_unref(ya);
-        tth_tensor_unref(yb);
-        tth_relay_module_free(a);
-        tth_relay_module_free(b);
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", k);
+        expect_twins(a, b, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 2, 6, 7}}, 1e-5, 0, 1, what);
     }
 }
 
@@ -339,9 +370,7 @@ static tth_relay_module *pad_model(int conv, double pv, const int64_t *own, int 
     ob_output(&b, "y");
     if (shared)
         ob_output(&b, "xp");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    return m;
+    return fe_import_ob(&b);
 }
 
 /* A zero pad of rows and columns before a convolution or an average pool becomes its padding
@@ -364,27 +393,13 @@ Test(passes, zero_pads_fold_into_convolutions_and_pools)
         tth_relay_module *a = pad_model(cases[k].conv, cases[k].pv, cases[k].own, cases[k].incl, cases[k].shared);
         lcg = 99;
         tth_relay_module *b = pad_model(cases[k].conv, cases[k].pv, cases[k].own, cases[k].incl, cases[k].shared);
-        tth_diag d;
-        tth_diag_clear(&d);
-        cr_assert_eq(tth_relay_fold_constants(b, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_fold_pad(b, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_verify(b, &d), 0, "%s", d.message);
-        cr_assert_eq(count_op(b, TTH_OP_PAD), cases[k].folds ? 0 : 1, "case %zu: %d pads left", k, count_op(b, TTH_OP_PAD));
-        tth_ttype xt = {.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 6, 7}};
-        tth_tensor *x = tth_tensor_new(&xt, NULL), *x2 = tth_tensor_new(&xt, NULL);
-        for (int i = 0; i < 126; i++)
-            ((float *)x->data)[i] = ((float *)x2->data)[i] = frand();
-        tth_tensor *ya = evaluate(a, x, 0), *yb = evaluate(b, x2, 0);
-        cr_assert(tth_ttype_equal(&ya->type, &yb->type), "case %zu: the output's shape changed", k);
-        for (int64_t i = 0; i < tth_ttype_numel(&ya->type); i++)
-            cr_assert_float_eq(((float *)yb->data)[i], ((float *)ya->data)[i], 1e-5, "case %zu: y[%lld]", k,
-                               (long long)i);
-        tth_tensor_unref(x);
-        tth_tensor_unref(x2);
-        tth_tensor_unref(ya);
-        tth_tensor_unref(yb);
-        tth_relay_module_free(a);
-        tth_relay_module_free(b);
+        fe_pass(b, tth_relay_fold_constants);
+        fe_pass(b, tth_relay_fold_pad);
+        fe_verify(b);
+        cr_assert_eq(fe_count_op(b, TTH_OP_PAD), cases[k].folds ? 0 : 1, "case %zu: %d pads left", k, fe_count_op(b, TTH_OP_PAD));
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", k);
+        expect_twins(a, b, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 6, 7}}, 1e-5, 0, 1, what);
     }
 }
 
@@ -400,30 +415,22 @@ static tth_relay_module *swish_model(void)
     ob_input(&b, "x", xd, 4);
     ob_init_f32(&b, "W", wd, 4, w);
     ob_init_f32(&b, "B", bd, 3, bias);
-    ob_node(&b, "Conv", "c1", "x,W", "a");
+    ob_conv(&b, "c1", "x,W", "a", 0, 1, 1);
     ob_node(&b, "Add", "add", "a,B", "a2");
     ob_node(&b, "Relu", "relu", "a2", "a3");
-    Onnx__NodeProto *p = ob_node(&b, "MaxPool", "pool", "a3", "p");
-    ob_attr_ints(&b, p, "kernel_shape", (int64_t[]){2, 2}, 2);
-    ob_attr_ints(&b, p, "strides", (int64_t[]){2, 2}, 2);
-    ob_node(&b, "Conv", "c2", "p,W", "q");
+    ob_pool(&b, "MaxPool", "pool", "a3", "p", 2, 2);
+    ob_conv(&b, "c2", "p,W", "q", 0, 1, 1);
     ob_node(&b, "Sigmoid", "sig", "q", "s");
     ob_node(&b, "Mul", "swish", "q,s", "y");
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    return m;
+    return fe_import_ob(&b);
 }
 
 Test(passes, fusion_groups_anchor_and_elementwise)
 {
     tth_relay_module *m = swish_model();
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_optimize(m, &d), 0, "%s at %s", d.message, d.location);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
-    char why[256] = "";
-    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    expect_fused(m, tth_relay_optimize);
+    fe_verify(m);
     tth_relay_function *mainfn = tth_relay_module_main(m);
     tth_rexpr **nodes;
     int64_t n = tth_relay_topo(m, mainfn, &nodes);
@@ -446,53 +453,36 @@ Test(passes, fusion_keeps_a_shared_anchor_result_out)
 {
     /* conv's result is used by relu and is a graph output: relu cannot join the conv */
     ob b;
-    ob_init(&b, 13);
-    int64_t xd[4] = {1, 1, 4, 4}, wd[4] = {1, 1, 1, 1};
-    float w[1] = {2};
-    ob_input(&b, "x", xd, 4);
-    ob_init_f32(&b, "W", wd, 4, w);
-    ob_node(&b, "Conv", "c", "x,W", "a");
+    ob_begin(&b, (const int64_t[]){1, 1, 4, 4}, 4);
+    ob_init_f32(&b, "W", (const int64_t[]){1, 1, 1, 1}, 4, (const float[]){2});
+    ob_conv(&b, "c", "x,W", "a", 0, 1, 1);
     ob_node(&b, "Relu", "r", "a", "y");
     ob_output(&b, "a");
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_fuse(m, &d), 0, "%s", d.message);
-    char why[256] = "";
-    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    tth_relay_module *m = fused(&b, tth_relay_fuse);
     tth_rexpr *body = tth_relay_module_main(m)->body;
     cr_assert_eq(body->kind, TTH_REXPR_TUPLE);
     cr_assert_eq(body->u.tuple.fields[1]->u.call.args[0], body->u.tuple.fields[0], "relu's function takes the conv's");
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    fe_verify(m);
     tth_relay_module_free(m);
 }
 
 Test(passes, split_gets_its_own_function)
 {
     ob b;
-    ob_init(&b, 13);
-    int64_t xd[2] = {4, 2};
-    ob_input(&b, "x", xd, 2);
+    ob_begin(&b, (const int64_t[]){4, 2}, 2);
     ob_node(&b, "Split", "sp", "x", "a,b");
     ob_node(&b, "Relu", "r", "a", "y");
     ob_output(&b, "y");
     ob_output(&b, "b");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_optimize(m, &d), 0, "%s", d.message);
-    char why[256] = "";
-    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
+    tth_relay_module *m = fused(&b, tth_relay_optimize);
     tth_rexpr *body = tth_relay_module_main(m)->body;
     tth_rexpr *get = body->u.tuple.fields[1];
     cr_assert_eq(get->kind, TTH_REXPR_TUPLE_GET, "main takes the split's second part");
     cr_assert_eq(get->u.get.tuple->kind, TTH_REXPR_CALL);
     cr_assert(json_integer_value(json_object_get(get->u.get.tuple->u.call.fn->attrs, "Primitive")) == 1);
     cr_assert_eq(get->u.get.tuple->u.call.fn->body->u.call.op, TTH_OP_SPLIT);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    fe_verify(m);
     tth_relay_module_free(m);
 }
 
@@ -508,15 +498,9 @@ static void pipeline_dir(const char *sub, int *models, int *checked)
     for (size_t i = 0; i < n; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s/model.onnx", root, names[i]);
-        size_t len;
-        uint8_t *bytes = fe_read_file(path, &len);
-        if (!bytes)
-            continue;
-        tth_relay_module *m = NULL;
         tth_diag d;
-        tth_diag_clear(&d);
-        int rc = tth_onnx_import(bytes, len, names[i], &m, &d);
-        free(bytes);
+        int rc;
+        tth_relay_module *m = fe_import_path(path, names[i], &d, &rc);
         if (rc)
             continue;
         (*models)++;
@@ -553,14 +537,10 @@ Test(passes, batch_norm_folding_on_testdata)
     for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s/model.onnx", FE_TESTDATA, dirs[k]);
-        size_t len;
-        uint8_t *bytes = fe_read_file(path, &len);
-        cr_assert(bytes, "%s", path);
-        tth_relay_module *m = NULL;
         tth_diag d;
-        tth_diag_clear(&d);
-        cr_assert_eq(tth_onnx_import(bytes, len, "t", &m, &d), 0, "%s: %s", dirs[k], d.message);
-        free(bytes);
+        int rc;
+        tth_relay_module *m = fe_import_path(path, "t", &d, &rc);
+        cr_assert_eq(rc, 0, "%s: %s", dirs[k], d.message);
         tth_relay_function *mainfn = tth_relay_module_main(m);
         size_t np = mainfn->nparams;
         tth_tensor *in[8] = {0};
@@ -571,7 +551,7 @@ Test(passes, batch_norm_folding_on_testdata)
         }
         cr_assert_eq(tth_relay_fold_constants(m, &d), 0);
         cr_assert_eq(tth_relay_fold_batch_norm(m, &d), 0, "%s", d.message);
-        cr_assert_eq(count_op(m, TTH_OP_BATCH_NORM), 0);
+        cr_assert_eq(fe_count_op(m, TTH_OP_BATCH_NORM), 0);
         cr_assert_eq(tth_relay_bind_params(m, in, np, &d), 0, "%s", d.message);
         cr_assert_eq(tth_relay_fold_constants(m, &d), 0);
         snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_0.pb", FE_TESTDATA, dirs[k]);
@@ -612,20 +592,17 @@ Test(passes, example_digits_model)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/examples/digits.onnx", TTH_SOURCE_ROOT);
-    size_t len;
-    uint8_t *bytes = fe_read_file(path, &len);
-    cr_assert(bytes, "%s", path);
-    tth_relay_module *m = NULL, *f = NULL;
     tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_onnx_import(bytes, len, "digits", &m, &d), 0, "%s at %s", d.message, d.location);
-    cr_assert_eq(tth_onnx_import(bytes, len, "digits", &f, &d), 0);
-    free(bytes);
+    int rc;
+    tth_relay_module *m = fe_import_path(path, "digits", &d, &rc), *f = NULL;
+    cr_assert_eq(rc, 0, "%s: %s at %s", path, d.message, d.location);
+    f = fe_import_path(path, "digits", &d, &rc);
+    cr_assert_eq(rc, 0);
     /* everything but fusion, then evaluate */
-    cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_fold_batch_norm(m, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_eliminate_dead_code(m, &d), 0, "%s", d.message);
+    int (*const passes[])(tth_relay_module *, tth_diag *) = {tth_relay_fold_constants, tth_relay_fold_batch_norm,
+                                                             tth_relay_fold_constants, tth_relay_eliminate_dead_code};
+    for (size_t i = 0; i < sizeof passes / sizeof *passes; i++)
+        fe_pass(m, passes[i]);
     tth_ttype it = {.dtype = TTH_F32, .rank = 4, .shape = {1, 1, 8, 8}}, ot = {.dtype = TTH_F32, .rank = 2, .shape = {1, 10}};
     snprintf(path, sizeof path, "%s/examples/digit_input.npy", TTH_SOURCE_ROOT);
     tth_tensor *x = read_npy_f32(path, &it);
@@ -636,10 +613,8 @@ Test(passes, example_digits_model)
     char why[256];
     cr_assert(fe_tensors_close(got, want, 1e-5, 1e-3, 0, why, sizeof why), "%s", why);
     /* the whole pipeline */
-    cr_assert_eq(tth_relay_optimize(f, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_relay_verify(f, &d), 0, "%s", d.message);
-    char c[256] = "";
-    cr_assert_eq(fe_check_fusion_contract(f, c, sizeof c), 0, "%s", c);
+    expect_fused(f, tth_relay_optimize);
+    fe_verify(f);
     char *text = tth_relay_print(f);
     cr_assert(strstr(text, "fused_nn_conv2d") && strstr(text, "nn_relu"), "%s", text);
     free(text);
@@ -671,16 +646,10 @@ Test(passes, long_chains_fuse_in_linear_time, .timeout = 60)
         ob_node(&b, i % 2 ? "Add" : "Relu", out, i % 2 ? ins : in, out);
     }
     ob_output(&b, out);
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_optimize(m, &d), 0, "%s", d.message);
+    tth_relay_module *m = fused(&b, tth_relay_optimize);
     tth_rexpr *body = tth_relay_module_main(m)->body;
     cr_assert_eq(body->kind, TTH_REXPR_CALL);
     cr_assert_eq(body->u.call.args[0]->kind, TTH_REXPR_VAR, "one function takes x");
-    char why[256] = "";
-    cr_assert_eq(fe_check_fusion_contract(m, why, sizeof why), 0, "%s", why);
     tth_relay_module_free(m);
 }
 
@@ -688,41 +657,19 @@ Test(passes, long_chains_fuse_in_linear_time, .timeout = 60)
  * -> Add(relu) -> MaxPool 2x2 -> GlobalAveragePool -> Flatten -> y; weights random */
 static tth_relay_module *blocked_model(void)
 {
+    static const wspec ws[] = {{"w1", 16, 3, 3}, {"wd", 16, 1, 3}, {"w2", 12, 16, 1}, {"w3", 16, 12, 1}};
     ob b;
-    ob_init(&b, 13);
-    int64_t xd[4] = {1, 3, 12, 12};
-    ob_input(&b, "x", xd, 4);
-    static const struct { const char *name; int64_t o, c, k; } ws[] = {
-        {"w1", 16, 3, 3}, {"wd", 16, 1, 3}, {"w2", 12, 16, 1}, {"w3", 16, 12, 1}};
-    for (size_t i = 0; i < 4; i++) {
-        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, n = d[0] * d[1] * d[2] * d[3];
-        float *w = malloc((size_t)n * sizeof *w);
-        for (int64_t j = 0; j < n; j++)
-            w[j] = frand();
-        ob_init_f32(&b, ws[i].name, d, 4, w);
-        free(w);
-    }
-    Onnx__NodeProto *c1 = ob_node(&b, "Conv", "c1", "x,w1", "a");
-    ob_attr_ints(&b, c1, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    conv_net(&b, (const int64_t[]){1, 3, 12, 12}, ws, sizeof ws / sizeof *ws, 1);
     ob_node(&b, "Relu", "r1", "a", "r");
-    Onnx__NodeProto *dw = ob_node(&b, "Conv", "dw", "r,wd", "d");
-    ob_attr_ints(&b, dw, "pads", (int64_t[]){1, 1, 1, 1}, 4);
-    ob_attr_i(&b, dw, "group", 16);
-    ob_node(&b, "Conv", "c2", "d,w2", "e");
-    ob_node(&b, "Conv", "c3", "e,w3", "f");
+    ob_conv(&b, "dw", "r,wd", "d", 1, 1, 16);
+    ob_conv(&b, "c2", "d,w2", "e", 0, 1, 1);
+    ob_conv(&b, "c3", "e,w3", "f", 0, 1, 1);
     ob_node(&b, "Add", "add", "f,r", "g");
-    Onnx__NodeProto *mp = ob_node(&b, "MaxPool", "mp", "g", "p");
-    ob_attr_ints(&b, mp, "kernel_shape", (int64_t[]){2, 2}, 2);
-    ob_attr_ints(&b, mp, "strides", (int64_t[]){2, 2}, 2);
+    ob_pool(&b, "MaxPool", "mp", "g", "p", 2, 2);
     ob_node(&b, "GlobalAveragePool", "gap", "p", "q");
     ob_node(&b, "Flatten", "fl", "q", "y");
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
-    return m;
+    return simplified(&b);
 }
 
 /* the layout pass (docs/layouts.md): blocked from the first convolution to the global pool, in
@@ -730,18 +677,14 @@ static tth_relay_module *blocked_model(void)
  * (before the flatten); the same numbers as NCHW */
 Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
 {
-    tth_relay_module *plain, *m;
-    tth_layout_stats st;
-    m = blocked_twin(blocked_model, 777, &plain, &st);
-    cr_assert(st.convs == 4 && st.blocked == 4 && st.to_blocked == 0 && st.to_plain == 1, "%d %d %d %d", st.convs,
-              st.blocked, st.to_blocked, st.to_plain);
-    char *text = tth_relay_print(m);
-    cr_assert_eq(count_op(m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
-    tth_rexpr **nodes;
-    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    twin t = blocked_twin(blocked_model, 777);
+    const char *text = t.text;
+    cr_assert(t.st.convs == 4 && t.st.blocked == 4 && t.st.to_blocked == 0 && t.st.to_plain == 1, "%d %d %d %d",
+              t.st.convs, t.st.blocked, t.st.to_blocked, t.st.to_plain);
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
     int convs = 0, blocked_out = 0, blocked_in = 0, pools = 0, by4 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const tth_rexpr *e = nodes[i];
+    for (int64_t i = 0; i < t.n; i++) {
+        const tth_rexpr *e = t.nodes[i];
         if (e->kind != TTH_REXPR_CALL)
             continue;
         const json_t *a = e->u.call.attrs;
@@ -759,8 +702,7 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
     cr_assert_eq(by4, 1, "the 12-channel convolution writes 3 blocks of 4:\n%s", text);
     cr_assert_eq(blocked_in, 2, "the depthwise and the 16->12 convolutions read blocks of 8:\n%s", text);
     cr_assert_eq(pools, 2, "%s", text);
-    free(text);
-    expect_same_numbers(plain, m, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 12, 12}});
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 3, 12, 12}});
 }
 
 /* x[1, 8, 6, 6] -> conv 16 -> squeeze-and-excitation (global pool, 1x1 to 4, relu, 1x1 to 16,
@@ -768,40 +710,24 @@ Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
  * channels' mean) -> conv 8 -> y */
 static tth_relay_module *se_model(void)
 {
-    ob b;
-    ob_init(&b, 13);
-    int64_t xd[4] = {1, 8, 6, 6};
-    ob_input(&b, "x", xd, 4);
-    static const struct { const char *name; int64_t o, c, k; } ws[] = {
+    static const wspec ws[] = {
         {"w1", 16, 8, 3}, {"ws", 4, 16, 1}, {"we", 16, 4, 1}, {"w2", 16, 16, 1}, {"w3", 8, 16, 3}};
-    for (size_t i = 0; i < 5; i++) {
-        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, n = d[0] * d[1] * d[2] * d[3];
-        float *w = malloc((size_t)n * sizeof *w);
-        for (int64_t j = 0; j < n; j++)
-            w[j] = frand();
-        ob_init_f32(&b, ws[i].name, d, 4, w);
-        free(w);
-    }
-    ob_attr_ints(&b, ob_node(&b, "Conv", "c1", "x,w1", "a"), "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob b;
+    conv_net(&b, (const int64_t[]){1, 8, 6, 6}, ws, sizeof ws / sizeof *ws, 1);
     ob_node(&b, "GlobalAveragePool", "gap", "a", "g");
-    ob_node(&b, "Conv", "sq", "g,ws", "s1");
+    ob_conv(&b, "sq", "g,ws", "s1", 0, 1, 1);
     ob_node(&b, "Relu", "r", "s1", "s2");
-    ob_node(&b, "Conv", "ex", "s2,we", "s3");
+    ob_conv(&b, "ex", "s2,we", "s3", 0, 1, 1);
     ob_node(&b, "Sigmoid", "sg", "s3", "s4");
     ob_node(&b, "Mul", "scale", "a,s4", "m");
-    ob_node(&b, "Conv", "c2", "m,w2", "c");
+    ob_conv(&b, "c2", "m,w2", "c", 0, 1, 1);
     Onnx__NodeProto *rm = ob_node(&b, "ReduceMean", "mean", "c", "cm");
     ob_attr_ints(&b, rm, "axes", (int64_t[]){1}, 1);
     ob_node(&b, "Sigmoid", "sg2", "cm", "sm");
     ob_node(&b, "Mul", "spatial", "c,sm", "m2");
-    ob_attr_ints(&b, ob_node(&b, "Conv", "c3", "m2,w3", "y"), "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    ob_conv(&b, "c3", "m2,w3", "y", 1, 1, 1);
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
-    return m;
+    return simplified(&b);
 }
 
 /* Squeeze-and-excitation stays in blocked channels: the scale [1, 16, 1, 1] multiplies the
@@ -810,21 +736,15 @@ static tth_relay_module *se_model(void)
  * and main's result; the numbers are NCHW's. */
 Test(passes, layout_keeps_squeeze_excitation_blocked)
 {
-    tth_relay_module *plain, *m;
-    tth_layout_stats st;
-    m = blocked_twin(se_model, 4242, &plain, &st);
-    char *text = tth_relay_print(m);
-    cr_assert(st.convs == 5 && st.to_blocked == 0 && st.to_plain == 2, "convs %d, into blocks %d, back %d:\n%s",
-              st.convs, st.to_blocked, st.to_plain, text);
+    twin t = blocked_twin(se_model, 4242);
+    cr_assert(t.st.convs == 5 && t.st.to_blocked == 0 && t.st.to_plain == 2, "convs %d, into blocks %d, back %d:\n%s",
+              t.st.convs, t.st.to_blocked, t.st.to_plain, t.text);
     int blocked_mul = 0;
-    tth_rexpr **nodes;
-    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
-    for (int64_t i = 0; i < n; i++)
-        blocked_mul += nodes[i]->kind == TTH_REXPR_CALL && nodes[i]->u.call.op == TTH_OP_MULTIPLY &&
-                       nodes[i]->type.tensor.rank == 5;
-    cr_assert_eq(blocked_mul, 2, "both scales multiply blocked images:\n%s", text);
-    free(text);
-    expect_same_numbers(plain, m, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
+    for (int64_t i = 0; i < t.n; i++)
+        blocked_mul += t.nodes[i]->kind == TTH_REXPR_CALL && t.nodes[i]->u.call.op == TTH_OP_MULTIPLY &&
+                       t.nodes[i]->type.tensor.rank == 5;
+    cr_assert_eq(blocked_mul, 2, "both scales multiply blocked images:\n%s", t.text);
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
 /* x[1, 16, 7, 7] -> conv 1x1 16 -> relu -> grouped 3x3 of 8 groups of 2 channels -> relu ->
@@ -832,37 +752,15 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
 static tth_relay_module *small_groups_model(void)
 {
     ob b;
-    ob_init(&b, 13);
-    int64_t xd[4] = {1, 16, 7, 7};
-    ob_input(&b, "x", xd, 4);
-    static const struct { const char *name; int64_t o, c, k; } ws[] = {
-        {"w1", 16, 16, 1}, {"wg8", 16, 2, 3}, {"wg4", 16, 4, 3}, {"w2", 8, 16, 1}};
-    for (size_t i = 0; i < 4; i++) {
-        int64_t d[4] = {ws[i].o, ws[i].c, ws[i].k, ws[i].k}, n = d[0] * d[1] * d[2] * d[3];
-        float *w = malloc((size_t)n * sizeof *w);
-        for (int64_t j = 0; j < n; j++)
-            w[j] = frand();
-        ob_init_f32(&b, ws[i].name, d, 4, w);
-        free(w);
-    }
-    ob_node(&b, "Conv", "c1", "x,w1", "a");
+    static const wspec ws[] = {{"w1", 16, 16, 1}, {"wg8", 16, 2, 3}, {"wg4", 16, 4, 3}, {"w2", 8, 16, 1}};
+    conv_net(&b, (const int64_t[]){1, 16, 7, 7}, ws, sizeof ws / sizeof *ws, 0);
     ob_node(&b, "Relu", "r1", "a", "r");
-    Onnx__NodeProto *g8 = ob_node(&b, "Conv", "g8", "r,wg8", "g");
-    ob_attr_ints(&b, g8, "pads", (int64_t[]){1, 1, 1, 1}, 4);
-    ob_attr_i(&b, g8, "group", 8);
+    ob_conv(&b, "g8", "r,wg8", "g", 1, 1, 8);
     ob_node(&b, "Relu", "r2", "g", "h");
-    Onnx__NodeProto *g4 = ob_node(&b, "Conv", "g4", "h,wg4", "k");
-    ob_attr_ints(&b, g4, "pads", (int64_t[]){1, 1, 1, 1}, 4);
-    ob_attr_ints(&b, g4, "strides", (int64_t[]){2, 2}, 2);
-    ob_attr_i(&b, g4, "group", 4);
-    ob_node(&b, "Conv", "c2", "k,w2", "y");
+    ob_conv(&b, "g4", "h,wg4", "k", 1, 2, 4);
+    ob_conv(&b, "c2", "k,w2", "y", 0, 1, 1);
     ob_output(&b, "y");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
-    return m;
+    return simplified(&b);
 }
 
 /* groups smaller than a block (docs/layouts.md, "Small groups"): at blocks of 8, the 8 groups of 2
@@ -870,17 +768,14 @@ static tth_relay_module *small_groups_model(void)
  * whole chain stays blocked (one layout change, at the end) and gives the same numbers */
 Test(passes, layout_merges_small_groups)
 {
-    tth_relay_module *plain, *m;
-    tth_layout_stats st;
-    m = blocked_twin(small_groups_model, 99, &plain, &st);
-    char *text = tth_relay_print(m);
-    cr_assert(st.convs == 4 && st.blocked == 4 && st.to_blocked == 0 && st.to_plain == 1,
-              "convs %d, blocked %d, into blocks %d, back %d:\n%s", st.convs, st.blocked, st.to_blocked, st.to_plain, text);
-    tth_rexpr **nodes;
-    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    twin t = blocked_twin(small_groups_model, 99);
+    const char *text = t.text;
+    cr_assert(t.st.convs == 4 && t.st.blocked == 4 && t.st.to_blocked == 0 && t.st.to_plain == 1,
+              "convs %d, blocked %d, into blocks %d, back %d:\n%s", t.st.convs, t.st.blocked, t.st.to_blocked,
+              t.st.to_plain, text);
     int merged = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const tth_rexpr *e = nodes[i];
+    for (int64_t i = 0; i < t.n; i++) {
+        const tth_rexpr *e = t.nodes[i];
         if (e->kind != TTH_REXPR_CALL || e->u.call.op != TTH_OP_CONV2D)
             continue;
         const json_t *g = json_object_get(e->u.call.attrs, "groups");
@@ -893,8 +788,7 @@ Test(passes, layout_merges_small_groups)
         }
     }
     cr_assert_eq(merged, 2, "%s", text);
-    free(text);
-    expect_same_numbers(plain, m, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 16, 7, 7}});
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 16, 7, 7}});
 }
 
 /* y = softmax(q k^T / 4 + mask) v with q [2, 5, 8], k [2, 7, 8], v [2, 7, 6], mask [5, 7]: the keys
@@ -929,9 +823,7 @@ static tth_relay_module *attention_model(int variant)
     ob_output(&b, "y");
     if (variant == 2)
         ob_output(&b, "p");
-    tth_relay_module *m = import_ob(&b);
-    ob_free(&b);
-    return m;
+    return fe_import_ob(&b);
 }
 
 /* fuse_attention (attention.c): both exported forms become one nn.attention of scale 0.25 reading
@@ -941,12 +833,10 @@ Test(passes, attention_becomes_one_operator)
 {
     for (int variant = 0; variant < 3; variant++) {
         tth_relay_module *plain = attention_model(variant), *m = attention_model(variant);
-        tth_diag d;
-        tth_diag_clear(&d);
-        cr_assert_eq(tth_relay_fold_constants(plain, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_simplify(m, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
-        int att = count_op(m, TTH_OP_ATTENTION);
+        fe_pass(plain, tth_relay_fold_constants);
+        fe_pass(m, tth_relay_simplify);
+        fe_verify(m);
+        int att = fe_count_op(m, TTH_OP_ATTENTION);
         if (variant == 2) {
             cr_assert_eq(att, 0, "a softmax read twice was fused");
             tth_relay_module_free(plain);
@@ -955,7 +845,7 @@ Test(passes, attention_becomes_one_operator)
         }
         char *text = tth_relay_print(m);
         cr_assert_eq(att, 1, "variant %d:\n%s", variant, text);
-        cr_assert_eq(count_op(m, TTH_OP_SOFTMAX) + count_op(m, TTH_OP_MATMUL) + count_op(m, TTH_OP_TRANSPOSE), 0,
+        cr_assert_eq(fe_count_op(m, TTH_OP_SOFTMAX) + fe_count_op(m, TTH_OP_MATMUL) + fe_count_op(m, TTH_OP_TRANSPOSE), 0,
                      "variant %d left operators of the pattern:\n%s", variant, text);
         cr_assert_not_null(strstr(text, "\"keys_transposed\": false"), "%s", text);
         cr_assert_not_null(strstr(text, "\"scale\": 0.25"), "%s", text);
@@ -967,10 +857,12 @@ Test(passes, attention_becomes_one_operator)
         for (int t = 0; t < 3; t++)
             for (int64_t i = 0; i < tth_ttype_numel(&in[t]->type); i++)
                 ((float *)in[t]->data)[i] = 3 * frand();
+        tth_diag d;
+        tth_diag_clear(&d);
         cr_assert_eq(tth_relay_bind_params(plain, in, 3, &d), 0, "%s", d.message);
         cr_assert_eq(tth_relay_bind_params(m, in, 3, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_fold_constants(plain, &d), 0, "%s", d.message);
-        cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
+        fe_pass(plain, tth_relay_fold_constants);
+        fe_pass(m, tth_relay_fold_constants);
         const tth_rexpr *a = tth_relay_module_main(plain)->body, *b = tth_relay_module_main(m)->body;
         cr_assert(a->kind == TTH_REXPR_CONST && b->kind == TTH_REXPR_CONST, "the folder evaluates both");
         for (int64_t i = 0; i < 60; i++) {
