@@ -6,7 +6,10 @@
 #ifndef TTH_TEST_BF16_CASES_H
 #define TTH_TEST_BF16_CASES_H
 
+#include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BF16_NCASES 8
 
@@ -47,5 +50,22 @@ static inline int bf16_matches(uint16_t got, uint16_t want)
 
 /* the float32 a bfloat16 widens to (exact) */
 static inline uint32_t bf16_widened_bits(uint16_t b) { return (uint32_t)b << 16; }
+
+/* Asserts a generator's results for these cases: o = a + b, y = bfloat16(x) and z = float32(y)
+ * for x = bf16_narrow_in. */
+static inline void bf16_check(const uint16_t *o, const uint16_t *y, const float *z)
+{
+    for (int k = 0; k < BF16_NCASES; k++) {
+        cr_assert(bf16_matches(o[k], bf16_add_sum[k]), "o[%d] = 0x%04x + 0x%04x = 0x%04x, want 0x%04x", k,
+                  bf16_add_a[k], bf16_add_b[k], o[k], bf16_add_sum[k]);
+        cr_assert(bf16_matches(y[k], bf16_narrow_out[k]), "y[%d] = bfloat16(0x%08x) = 0x%04x, want 0x%04x", k,
+                  bf16_narrow_in[k], y[k], bf16_narrow_out[k]);
+        uint32_t zb;
+        memcpy(&zb, &z[k], 4);
+        cr_assert(isnan(z[k]) ? bf16_matches((uint16_t)(zb >> 16), bf16_narrow_out[k])
+                              : zb == bf16_widened_bits(bf16_narrow_out[k]),
+                  "z[%d] = 0x%08x, want 0x%08x", k, zb, bf16_widened_bits(bf16_narrow_out[k]));
+    }
+}
 
 #endif

@@ -48,6 +48,13 @@ int test_write_file(const char *path, const void *data, size_t len)
     return fclose(f) == 0 && w == len ? 0 : -1;
 }
 
+void test_put_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(test_write_file(path, data, len), 0, "writing %s", path);
+}
+
 uint8_t *test_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -75,6 +82,17 @@ int test_run(const char *cmd)
 {
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+const char *test_partition_kind(const json_t *meta, const char *op)
+{
+    const json_t *ops = json_object_get(json_object_get(meta, "partition"), "ops");
+    size_t i;
+    const json_t *o;
+    json_array_foreach(ops, i, o)
+        if (strcmp(json_string_value(json_object_get(o, "op")), op) == 0)
+            return json_string_value(json_object_get(o, "kind"));
+    return NULL;
 }
 
 int test_have(const char *prog)

@@ -16,8 +16,12 @@ void test_rmtree(const char *dir);
 /* Write / read a whole file; read returns malloc'd bytes (NUL-terminated) or NULL. */
 int test_write_file(const char *path, const void *data, size_t len);
 uint8_t *test_read_file(const char *path, size_t *len);
+/* Write `len` bytes to dir/name (asserts it could). */
+void test_put_file(const char *dir, const char *name, const void *data, size_t len);
 /* Run a shell command; returns its exit status; output goes to `log` (a path) when not NULL. */
 int test_run(const char *cmd);
+/* The kind that took operator `op` in a compile's metadata (its partition's first such op), or NULL. */
+const char *test_partition_kind(const json_t *meta, const char *op);
 /* 1 if the program is on PATH. */
 int test_have(const char *prog);
 /* The TIR dot products by their definition (docs/tir.md, "Dot products"): acc plus the four

@@ -12,38 +12,76 @@
 #include "tth/artifact.h"
 #include "tth/tir.h"
 
-static const tth_plugin *c_plugin(tth_registry *r)
+/* The world of every test: the build tree's plugins, the module under test, its code built. */
+static tth_registry *reg;
+static tth_tir_module *mod;
+static char *text;      /* the C source the hook wrote for mod (one file) */
+static size_t text_len;
+static char dir[512];   /* where it was built ("" when it was not) */
+static void *dl;        /* the shared object built from it */
+
+static void setup(void)
 {
-    const tth_plugin *p = tth_registry_find_kind(r, "c");
+    reg = test_registry();
+}
+
+static void teardown(void)
+{
+    if (dl)
+        dlclose(dl);
+    if (dir[0])
+        test_rmtree(dir);
+    free(text);
+    tth_tir_module_free(mod);
+    tth_registry_free(reg);
+}
+
+TestSuite(codegen, .init = setup, .fini = teardown);
+
+static const tth_plugin *c_plugin(void)
+{
+    const tth_plugin *p = tth_registry_find_kind(reg, "c");
     cr_assert_not_null(p);
     cr_assert_not_null(p->tir_to_runtime, "the c plugin exports no tir_to_runtime");
     return p;
 }
 
-/* Run the hook; returns the one C source (malloc'd). */
-static char *generate(tth_tir_module *m, size_t *len)
+/* Verify m and run the hook on it for target c; the runtime module it filled. */
+static tth_runtime_module *run_hook(tth_tir_module *m)
 {
-    tth_registry *r = test_registry();
-    const tth_plugin *p = c_plugin(r);
     tth_diag d;
     tth_diag_clear(&d);
     cr_assert_eq(tth_tir_verify(m, &d), 0, "verify: %s (%s)", d.message, d.location);
     tth_runtime_module *rt = tth_runtime_module_new("c");
     tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
     json_t *target = json_pack("{s:s}", "kind", "c");
-    int rc = p->tir_to_runtime(&host, target, m, rt, &d);
+    int rc = c_plugin()->tir_to_runtime(&host, target, m, rt, &d);
+    json_decref(target);
     cr_assert_eq(rc, 0, "tir_to_runtime: %s (%s)", d.message, d.location);
+    return rt;
+}
+
+/* Run the hook; returns the one C source (malloc'd). */
+static char *generate(tth_tir_module *m, size_t *len)
+{
+    tth_runtime_module *rt = run_hook(m);
     cr_assert_eq(tth_runtime_module_count(rt), 1);
     const tth_module_file *f = tth_runtime_module_file(rt, 0);
     cr_assert_eq(f->kind, TTH_FILE_C_SOURCE);
-    char *text = malloc(f->len + 1);
-    memcpy(text, f->data, f->len);
-    text[f->len] = 0;
+    char *t = malloc(f->len + 1);
+    memcpy(t, f->data, f->len);
+    t[f->len] = 0;
     *len = f->len;
     tth_runtime_module_free(rt);
-    json_decref(target);
-    tth_registry_free(r);
-    return text;
+    return t;
+}
+
+/* One buffer in `scope` per parameter of `params` (the same name, dtype and shape) into out: the
+ * entry's view of what it passes to the operators. */
+static void scoped(tth_tir_module *m, tth_tbuffer *const *params, size_t n, tth_buffer_scope scope, tth_tbuffer **out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = tth_tir_buffer(m, params[i]->name, params[i]->dtype, params[i]->rank, params[i]->shape, scope);
 }
 
 /* tiny: y = x + 1 in a vectorized loop, and the entry calling it */
@@ -75,25 +113,22 @@ static tth_tir_module *build_tiny(void)
 
 Test(codegen, golden_tiny)
 {
-    tth_tir_module *m = build_tiny();
-    size_t len;
-    char *text = generate(m, &len);
+    mod = build_tiny();
+    text = generate(mod, &text_len);
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/plugins/c-host/golden/tiny_lib0.c", getenv("TTH_SOURCE_ROOT"));
     if (getenv("TTH_UPDATE_GOLDEN"))
-        cr_assert_eq(test_write_file(path, text, len), 0);
+        cr_assert_eq(test_write_file(path, text, text_len), 0);
     size_t glen;
     char *golden = (char *)test_read_file(path, &glen);
     cr_assert_not_null(golden, "no golden file %s (run with TTH_UPDATE_GOLDEN=1)", path);
     cr_assert_str_eq(text, golden, "generated C differs from %s", path);
     /* the same module twice gives the same text */
     size_t len2;
-    char *again = generate(m, &len2);
+    char *again = generate(mod, &len2);
     cr_assert_str_eq(text, again);
     free(again);
     free(golden);
-    free(text);
-    tth_tir_module_free(m);
 }
 
 /* sink: many features at once; see expected values in the test below */
@@ -174,22 +209,18 @@ static tth_tir_module *build_sink(void)
     tth_tbuffer *hp[2] = {hh, ho};
     cr_assert_not_null(tth_tir_func_add(m, "sink_h", hp, 2, hs, "c", NULL, &d), "%s", d.message);
 
-    /* the entry */
-    tth_tbuffer *ix = tth_tir_buffer(m, "x", TTH_F32, 1, s8, TTH_SCOPE_INPUT);
-    tth_tbuffer *iq = tth_tir_buffer(m, "q", TTH_I8, 1, s8, TTH_SCOPE_INPUT);
-    tth_tbuffer *ih = tth_tir_buffer(m, "h", TTH_F16, 1, s8, TTH_SCOPE_INPUT);
-    tth_tbuffer *oy = tth_tir_buffer(m, "y", TTH_F32, 1, s8, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *oR = tth_tir_buffer(m, "r", TTH_I8, 1, s8, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *oh = tth_tir_buffer(m, "ho", TTH_F16, 1, s8, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *wt2 = tth_tir_buffer(m, "t", TTH_F32, 1, s8, TTH_SCOPE_WORKSPACE);
+    /* the entry: inputs x, q, h; outputs y, r, ho; t in the workspace */
+    tth_tbuffer *ep[6], *wt2;
+    scoped(m, (tth_tbuffer *[]){fx, qq, hh}, 3, TTH_SCOPE_INPUT, ep);
+    scoped(m, (tth_tbuffer *[]){gy, qr, ho}, 3, TTH_SCOPE_OUTPUT, ep + 3);
+    scoped(m, &ft, 1, TTH_SCOPE_WORKSPACE, &wt2);
     wt2->offset = 0;
     tth_tstmt *body = NULL;
-    tth_tbuffer *a1[2] = {ix, wt2}, *a2[2] = {wt2, oy}, *a3[2] = {iq, oR}, *a4[2] = {ih, oh};
+    tth_tbuffer *a1[2] = {ep[0], wt2}, *a2[2] = {wt2, ep[3]}, *a3[2] = {ep[1], ep[4]}, *a4[2] = {ep[2], ep[5]};
     tth_tir_seq_append(m, &body, tth_tir_call_func(m, "sink_f", a1, 2));
     tth_tir_seq_append(m, &body, tth_tir_call_func(m, "sink_g", a2, 2));
     tth_tir_seq_append(m, &body, tth_tir_call_func(m, "sink_q", a3, 2));
     tth_tir_seq_append(m, &body, tth_tir_call_func(m, "sink_h", a4, 2));
-    tth_tbuffer *ep[6] = {ix, iq, ih, oy, oR, oh};
     cr_assert_not_null(tth_tir_func_add(m, "tth_sink_run", ep, 6, body, "c", NULL, &d), "%s", d.message);
     m->entry = "tth_sink_run";
     return m;
@@ -207,30 +238,39 @@ static void compile_with(const char *cc, const char *dir, const char *file)
     cr_assert_eq(test_run(cmd), 0, "%s printed diagnostics for the generated code", cc);
 }
 
+typedef int32_t (*entry_fn)(void *const *, void *const *, void *);
+
+/* Generate mod's C into text, write it to a new directory as <name>_lib0.c, compile it cleanly
+ * with gcc (and with clang too when `clang` and it is installed), build <name>.so and load it;
+ * returns its entry tth_<name>_run. */
+static entry_fn build_c(const char *name, int clang)
+{
+    text = generate(mod, &text_len);
+    char file[64], path[1024], cmd[2048];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(file, sizeof file, "%s_lib0.c", name);
+    test_put_file(dir, file, text, text_len);
+    compile_with("gcc", dir, file);
+    if (clang && test_have("clang"))
+        compile_with("clang", dir, file);
+    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -fPIC -shared -o %s.so %s -lm", dir, name, file);
+    cr_assert_eq(test_run(cmd), 0);
+    snprintf(path, sizeof path, "%s/%s.so", dir, name);
+    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    entry_fn run;
+    snprintf(path, sizeof path, "tth_%s_run", name);
+    *(void **)&run = dlsym(dl, path);
+    cr_assert_not_null(run, "no %s", path);
+    return run;
+}
+
 Test(codegen, sink_compiles_cleanly_and_computes)
 {
-    tth_tir_module *m = build_sink();
-    size_t len;
-    char *text = generate(m, &len);
-    char dir[512], path[1024];
-    test_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/sink_lib0.c", dir);
-    cr_assert_eq(test_write_file(path, text, len), 0);
+    mod = build_sink();
+    entry_fn run = build_c("sink", 1);
     cr_assert(strstr(text, "#pragma omp") == NULL);
     cr_assert(strstr(text, "restrict") != NULL, "operator parameters should be restrict");
-    compile_with("gcc", dir, "sink_lib0.c");
-    if (test_have("clang"))
-        compile_with("clang", dir, "sink_lib0.c");
-
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -fPIC -shared -o sink.so sink_lib0.c -lm", dir);
-    cr_assert_eq(test_run(cmd), 0);
-    snprintf(path, sizeof path, "%s/sink.so", dir);
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(dl, "%s", dlerror());
-    int32_t (*run)(void *const *, void *const *, void *);
-    *(void **)&run = dlsym(dl, "tth_sink_run");
-    cr_assert_not_null(run);
 
     float x[8] = {-1, 0, 1, 2, 3, -4, 0.5f, 10};
     int8_t q[8] = {-7, -3, -1, 0, 1, 5, 100, -128};
@@ -253,10 +293,6 @@ Test(codegen, sink_compiles_cleanly_and_computes)
     uint16_t want_h[8] = {0x4200, 0xC400, 0x3C00, 0x7C00, 0x0000, 0x8000, 0x0002, 0x1819};
     for (int k = 0; k < 8; k++)
         cr_assert_eq(ho[k], want_h[k], "ho[%d] = 0x%04x, want 0x%04x", k, ho[k], want_h[k]);
-    dlclose(dl);
-    test_rmtree(dir);
-    free(text);
-    tth_tir_module_free(m);
 }
 
 /* bfloat16: bf_add(a, b, o) o[i] = a[i] + b[i] (vectorized); bf_cast(x, y, z) y[i] = bfloat16(x[i]),
@@ -291,17 +327,14 @@ static tth_tir_module *build_bf16(void)
     tth_tbuffer *cp[3] = {x, y, z};
     cr_assert_not_null(tth_tir_func_add(m, "bf_cast", cp, 3, cs, "c", NULL, &d), "%s", d.message);
 
-    tth_tbuffer *ia = tth_tir_buffer(m, "a", TTH_BF16, 1, s8, TTH_SCOPE_INPUT);
-    tth_tbuffer *ib = tth_tir_buffer(m, "b", TTH_BF16, 1, s8, TTH_SCOPE_INPUT);
-    tth_tbuffer *ix = tth_tir_buffer(m, "x", TTH_F32, 1, s8, TTH_SCOPE_INPUT);
-    tth_tbuffer *oo = tth_tir_buffer(m, "o", TTH_BF16, 1, s8, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *oy = tth_tir_buffer(m, "y", TTH_BF16, 1, s8, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *oz = tth_tir_buffer(m, "z", TTH_F32, 1, s8, TTH_SCOPE_OUTPUT);
+    /* the entry: inputs a, b, x; outputs o, y, z */
+    tth_tbuffer *ep[6];
+    scoped(m, (tth_tbuffer *[]){a, b, x}, 3, TTH_SCOPE_INPUT, ep);
+    scoped(m, (tth_tbuffer *[]){o, y, z}, 3, TTH_SCOPE_OUTPUT, ep + 3);
     tth_tstmt *body = NULL;
-    tth_tbuffer *c1[3] = {ia, ib, oo}, *c2[3] = {ix, oy, oz};
+    tth_tbuffer *c1[3] = {ep[0], ep[1], ep[3]}, *c2[3] = {ep[2], ep[4], ep[5]};
     tth_tir_seq_append(m, &body, tth_tir_call_func(m, "bf_add", c1, 3));
     tth_tir_seq_append(m, &body, tth_tir_call_func(m, "bf_cast", c2, 3));
-    tth_tbuffer *ep[6] = {ia, ib, ix, oo, oy, oz};
     cr_assert_not_null(tth_tir_func_add(m, "tth_bfx_run", ep, 6, body, "c", NULL, &d), "%s", d.message);
     m->entry = "tth_bfx_run";
     return m;
@@ -309,26 +342,9 @@ static tth_tir_module *build_bf16(void)
 
 Test(codegen, bfloat16_compiles_cleanly_and_rounds_to_nearest_even)
 {
-    tth_tir_module *m = build_bf16();
-    size_t len;
-    char *text = generate(m, &len);
-    char dir[512], path[1024];
-    test_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/bfx_lib0.c", dir);
-    cr_assert_eq(test_write_file(path, text, len), 0);
+    mod = build_bf16();
+    entry_fn run = build_c("bfx", 1);
     cr_assert(strstr(text, "static inline TTH_MAYBE_UNUSED uint16_t tth_f32_to_bf16(float f)"), "%s", text);
-    compile_with("gcc", dir, "bfx_lib0.c");
-    if (test_have("clang"))
-        compile_with("clang", dir, "bfx_lib0.c");
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -fPIC -shared -o bfx.so bfx_lib0.c -lm", dir);
-    cr_assert_eq(test_run(cmd), 0);
-    snprintf(path, sizeof path, "%s/bfx.so", dir);
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(dl, "%s", dlerror());
-    int32_t (*run)(void *const *, void *const *, void *);
-    *(void **)&run = dlsym(dl, "tth_bfx_run");
-    cr_assert_not_null(run);
 
     uint16_t o[BF16_NCASES], y[BF16_NCASES];
     float x[BF16_NCASES], z[BF16_NCASES];
@@ -336,28 +352,14 @@ Test(codegen, bfloat16_compiles_cleanly_and_rounds_to_nearest_even)
     _Alignas(64) unsigned char ws[64];
     void *ins[3] = {(void *)bf16_add_a, (void *)bf16_add_b, x}, *outs[3] = {o, y, z};
     cr_assert_eq(run(ins, outs, ws), 0);
-    for (int k = 0; k < BF16_NCASES; k++) {
-        cr_assert(bf16_matches(o[k], bf16_add_sum[k]), "o[%d] = 0x%04x + 0x%04x = 0x%04x, want 0x%04x", k,
-                  bf16_add_a[k], bf16_add_b[k], o[k], bf16_add_sum[k]);
-        cr_assert(bf16_matches(y[k], bf16_narrow_out[k]), "y[%d] = bfloat16(0x%08x) = 0x%04x, want 0x%04x", k,
-                  bf16_narrow_in[k], y[k], bf16_narrow_out[k]);
-        uint32_t zb;
-        memcpy(&zb, &z[k], 4);
-        cr_assert(isnan(z[k]) ? bf16_matches((uint16_t)(zb >> 16), bf16_narrow_out[k])
-                              : zb == bf16_widened_bits(bf16_narrow_out[k]),
-                  "z[%d] = 0x%08x, want 0x%08x", k, zb, bf16_widened_bits(bf16_narrow_out[k]));
-    }
-    dlclose(dl);
-    test_rmtree(dir);
-    free(text);
-    tth_tir_module_free(m);
+    bf16_check(o, y, z);
 }
 
 /* DOT4_US / DOT4_SS (docs/tir.md, "Dot products") in C: 1 and 7 lanes of each, through the entry;
  * the generated C compiles cleanly and gives the definition's results. */
 Test(codegen, dot4_compiles_cleanly_and_computes)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = mod = tth_tir_module_new();
     tth_diag d;
     int64_t n7 = 7, n16 = 16;
     tth_tbuffer *pa = tth_tir_buffer(m, "a", TTH_I32, 1, &n7, TTH_SCOPE_PARAM);
@@ -377,30 +379,13 @@ Test(codegen, dot4_compiles_cleanly_and_computes)
         }
     tth_tbuffer *fp[4] = {pa, pb, pc, po};
     cr_assert_not_null(tth_tir_func_add(m, "dk", fp, 4, body, "c", NULL, &d), "%s", d.message);
-    tth_tbuffer *ia = tth_tir_buffer(m, "a", TTH_I32, 1, &n7, TTH_SCOPE_INPUT);
-    tth_tbuffer *ib = tth_tir_buffer(m, "b", TTH_I32, 1, &n7, TTH_SCOPE_INPUT);
-    tth_tbuffer *ic = tth_tir_buffer(m, "acc", TTH_I32, 1, &n7, TTH_SCOPE_INPUT);
-    tth_tbuffer *oo = tth_tir_buffer(m, "o", TTH_I32, 1, &n16, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *cargs[4] = {ia, ib, ic, oo};
-    tth_tbuffer *ep[4] = {ia, ib, ic, oo};
-    cr_assert_not_null(tth_tir_func_add(m, "tth_dk_run", ep, 4, tth_tir_call_func(m, "dk", cargs, 4), "c", NULL, &d),
+    tth_tbuffer *ep[4];
+    scoped(m, fp, 3, TTH_SCOPE_INPUT, ep);
+    scoped(m, &po, 1, TTH_SCOPE_OUTPUT, ep + 3);
+    cr_assert_not_null(tth_tir_func_add(m, "tth_dk_run", ep, 4, tth_tir_call_func(m, "dk", ep, 4), "c", NULL, &d),
                        "%s", d.message);
     m->entry = "tth_dk_run";
-    size_t len;
-    char *text = generate(m, &len);
-    char dir[512], path[1024], cmd[2048];
-    test_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/dk_lib0.c", dir);
-    cr_assert_eq(test_write_file(path, text, len), 0);
-    compile_with("gcc", dir, "dk_lib0.c");
-    snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c99 -O2 -fPIC -shared -o dk.so dk_lib0.c -lm", dir);
-    cr_assert_eq(test_run(cmd), 0);
-    snprintf(path, sizeof path, "%s/dk.so", dir);
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    cr_assert_not_null(dl, "%s", dlerror());
-    int32_t (*run)(void *const *, void *const *, void *);
-    *(void **)&run = dlsym(dl, "tth_dk_run");
-    cr_assert_not_null(run);
+    entry_fn run = build_c("dk", 0);
     int32_t a[7], b[7], acc[7], o[16];
     test_dot4_operands(a, b, acc, 7);
     _Alignas(64) unsigned char ws[64];
@@ -411,30 +396,22 @@ Test(codegen, dot4_compiles_cleanly_and_computes)
             cr_assert_eq(o[us * 8 + i], test_dot4(us, acc[i], a[i], b[i]), "lane %d of %s", i, us ? "us" : "ss");
         cr_assert_eq(o[us * 8 + 7], test_dot4(us, acc[0], a[0], b[0]), "one lane of %s", us ? "us" : "ss");
     }
-    dlclose(dl);
-    test_rmtree(dir);
-    free(text);
-    tth_tir_module_free(m);
 }
 
 Test(codegen, unplanned_workspace_is_an_error)
 {
-    tth_tir_module *m = build_sink();
-    for (size_t i = 0; i < m->nfuncs; i++)
-        if (strcmp(m->funcs[i]->name, "sink_f") == 0)
-            m->funcs[i]->body->u.alloc.buf->offset = -1;
-    tth_registry *r = test_registry();
-    const tth_plugin *p = c_plugin(r);
+    mod = build_sink();
+    for (size_t i = 0; i < mod->nfuncs; i++)
+        if (strcmp(mod->funcs[i]->name, "sink_f") == 0)
+            mod->funcs[i]->body->u.alloc.buf->offset = -1;
     tth_runtime_module *rt = tth_runtime_module_new("c");
     tth_diag d;
     tth_diag_clear(&d);
-    int rc = p->tir_to_runtime(NULL, NULL, m, rt, &d);
+    int rc = c_plugin()->tir_to_runtime(NULL, NULL, mod, rt, &d);
     cr_assert_eq(rc, TTH_EINVAL);
     cr_assert(strstr(d.message, "memory planning") != NULL, "message: %s", d.message);
     cr_assert(strstr(d.location, "sink_f") != NULL, "location: %s", d.location);
     tth_runtime_module_free(rt);
-    tth_registry_free(r);
-    tth_tir_module_free(m);
 }
 
 /* A module whose C is larger than one part (docs/artifact.md, "C sources"), with a class of
@@ -444,7 +421,7 @@ Test(codegen, unplanned_workspace_is_an_error)
  * the functions of every part compute their results. */
 Test(codegen, large_module_in_parts_with_shared_bodies)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = mod = tth_tir_module_new();
     int64_t n = 100;
     tth_diag d;
     char name[32];
@@ -479,23 +456,15 @@ Test(codegen, large_module_in_parts_with_shared_bodies)
         snprintf(name, sizeof name, "g%d", k);
         cr_assert_not_null(tth_tir_func_add(m, name, p, 2, body, "c", NULL, &d), "%s", d.message);
     }
-    tth_registry *r = test_registry();
-    const tth_plugin *pl = c_plugin(r);
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_tir_verify(m, &d), 0, "verify: %s", d.message);
-    tth_runtime_module *rt = tth_runtime_module_new("c");
-    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
-    json_t *target = json_pack("{s:s}", "kind", "c");
-    cr_assert_eq(pl->tir_to_runtime(&host, target, m, rt, &d), 0, "%s", d.message);
-    char dir[512], path[1024], cmd[4096] = "";
+    tth_runtime_module *rt = run_hook(m);
+    char path[1024], cmd[4096] = "";
     test_mkdtemp(dir, sizeof dir);
     size_t nsrc = 0, used = 0;
     for (size_t i = 0; i < tth_runtime_module_count(rt); i++) {
         const tth_module_file *f = tth_runtime_module_file(rt, i);
         if (f->kind != TTH_FILE_C_SOURCE)
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, f->name);
-        cr_assert_eq(test_write_file(path, f->data, f->len), 0);
+        test_put_file(dir, f->name, f->data, f->len);
         used += (size_t)snprintf(cmd + used, sizeof cmd - used, " %s", f->name);
         nsrc++;
     }
@@ -506,8 +475,9 @@ Test(codegen, large_module_in_parts_with_shared_bodies)
              "-Wno-unused-parameter -fPIC -shared -o big.so%s -lm", dir, cmd, cmd);
     cr_assert_eq(test_run(build), 0, "one shared g body called six times, and the parts build cleanly (%s)", dir);
     snprintf(path, sizeof path, "%s/big.so", dir);
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(dl, "%s", dlerror());
+    tth_runtime_module_free(rt);
     float x[100], y[100];
     for (int j = 0; j < 100; j++)
         x[j] = (float)j * 0.5f;
@@ -523,10 +493,4 @@ Test(codegen, large_module_in_parts_with_shared_bodies)
             cr_assert_float_eq(y[j], want, 1e-4f, "%s: y[%d] = %g, want %g", fns[q], j, y[j], want);
         }
     }
-    dlclose(dl);
-    test_rmtree(dir);
-    json_decref(target);
-    tth_runtime_module_free(rt);
-    tth_registry_free(r);
-    tth_tir_module_free(m);
 }
