@@ -86,6 +86,36 @@ static __attribute__((unused)) const char *keys_of(const json_t *t)
     return buf;
 }
 
+/* text parses, with the fields `fields` when not NULL ("name=value ...": a string field equal to
+ * value, or an integer one), the keys `keys` (joined by ',') when not NULL and the features
+ * `feats` when not NULL ("+name" it has, "-name" it has not, separated by spaces). */
+static __attribute__((unused)) void parses_as(const char *text, const char *fields, const char *keys, const char *feats)
+{
+    json_t *t = ok(text);
+    for (const char *f = fields; f && *f;) {
+        char name[64], value[128];
+        size_t n = strcspn(f, "="), v = strcspn(f + n + 1, " ");
+        snprintf(name, sizeof name, "%.*s", (int)n, f);
+        snprintf(value, sizeof value, "%.*s", (int)v, f + n + 1);
+        const json_t *got = json_object_get(t, name);
+        if (json_is_integer(got))
+            cr_assert_eq(json_integer_value(got), atoll(value), "'%s': %s", text, name);
+        else
+            cr_assert_str_eq(str(t, name), value, "'%s': %s", text, name);
+        f += n + 1 + v + strspn(f + n + 1 + v, " ");
+    }
+    if (keys)
+        cr_assert_str_eq(keys_of(t), keys, "'%s'", text);
+    for (const char *f = feats; f && *f;) {
+        char name[64];
+        size_t n = strcspn(f + 1, " ");
+        snprintf(name, sizeof name, "%.*s", (int)n, f + 1);
+        cr_assert_eq(tth_target_has_feature(t, name), *f == '+', "'%s': %s", text, f);
+        f += 1 + n + strspn(f + 1 + n, " ");
+    }
+    json_decref(t);
+}
+
 /* parse(to_string(t)) == t and from_json(t) == t. */
 static __attribute__((unused)) void assert_round_trip(const json_t *t, const char *what)
 {
