@@ -30,10 +30,29 @@ static void npu_load(void)
     cr_assert_geq(tth_registry_load_dir(npu_reg, dir, &d), 4, "loading %s: %s", dir, d.message);
 }
 
+/* The Relay modules of the running test (npu_module), freed after it by npu_unload. */
+static tth_relay_module **npu_mods;
+static size_t npu_nmods;
+
 static void npu_unload(void)
 {
+    while (npu_nmods)
+        tth_relay_module_free(npu_mods[--npu_nmods]);
+    free(npu_mods);
+    npu_mods = NULL;
     tth_registry_free(npu_reg);
     npu_reg = NULL;
+}
+
+/* A new empty Relay module for the test to build in; the fixture frees it after the test. */
+static tth_relay_module *npu_module(void)
+{
+    tth_relay_module **more = realloc(npu_mods, (npu_nmods + 1) * sizeof *more);
+    cr_assert(more);
+    npu_mods = more;
+    npu_mods[npu_nmods] = tth_relay_module_new("t");
+    cr_assert(npu_mods[npu_nmods]);
+    return npu_mods[npu_nmods++];
 }
 
 static const tth_plugin *npu_plugin(const char *kind)

@@ -32,7 +32,7 @@ static void refuses(const json_t *t, const tth_relay_function *fn, const tth_rex
 Test(cmsisnn, conv_pattern_every_op_accepted)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.clip = 1;
     o.per_channel = 1;
@@ -41,7 +41,6 @@ Test(cmsisnn, conv_pattern_every_op_accepted)
     accepts(t, n.fn, n.add);
     accepts(t, n.fn, n.rq);
     accepts(t, n.fn, n.clip);
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -49,7 +48,7 @@ Test(cmsisnn, conv_pattern_every_op_accepted)
 static void conv_refused(void (*tweak)(conv_opt *), const char *reason)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     tweak(&o);
     conv_nodes n = build_conv(m, &o);
@@ -57,7 +56,6 @@ static void conv_refused(void (*tweak)(conv_opt *), const char *reason)
     refuses(t, n.fn, n.rq, reason);
     if (n.add)
         refuses(t, n.fn, n.add, reason);
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -87,16 +85,15 @@ Test(cmsisnn, conv_tail_refusals)
 {
     json_t *t = npu_target(M55);
     /* conv whose result leaves the function: no requantize */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 4, 4, 4}, ws[4] = {4, 4, 1, 1};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
                       k_scalar(m, TTH_I8, 0));
     tth_relay_function *f = finish(m, &x, 1, c);
     refuses(t, f, c, "qnn.conv2d not followed by qnn.requantize: CMSIS-NN computes conv/fc only with its requantization");
-    tth_relay_module_free(m);
     /* requantize to uint8 */
-    m = tth_relay_module_new("t");
+    m = npu_module();
     x = x_var(m, "x", TTH_I8, 4, xs);
     c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
            k_scalar(m, TTH_I8, 0));
@@ -105,21 +102,19 @@ Test(cmsisnn, conv_tail_refusals)
                        k_scalar(m, TTH_U8, 128));
     f = finish(m, &x, 1, rq);
     refuses(t, f, rq, "qnn.requantize to uint8: CMSIS-NN's kernels produce int8");
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
 Test(cmsisnn, depthwise_accepted)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.groups = 8;
     o.oc = 8;
     conv_nodes n = build_conv(m, &o);
     accepts(t, n.fn, n.conv);
     accepts(t, n.fn, n.rq);
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -142,20 +137,17 @@ static tth_relay_function *build_fc(tth_relay_module *m, int per_channel, int bz
 Test(cmsisnn, fully_connected)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     tth_rexpr *mm, *rq;
     tth_relay_function *f = build_fc(m, 0, 0, &mm, &rq);
     accepts(t, f, mm);
     accepts(t, f, rq);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_fc(m, 1, 0, &mm, &rq);
     refuses(t, f, mm, "qnn.requantize with a input scale: arm_fully_connected_s8 takes one per-tensor multiplier");
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_fc(m, 0, 3, &mm, &rq);
     refuses(t, f, rq, "qnn.matmul with a non-zero weight zero point: CMSIS-NN needs symmetric weights");
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -174,24 +166,21 @@ static tth_relay_function *build_softmax(tth_relay_module *m, int axis, double s
 Test(cmsisnn, softmax)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     tth_rexpr *sm, *d, *qq;
     tth_relay_function *f = build_softmax(m, -1, 1.0 / 256, -128, &sm, &d, &qq);
     accepts(t, f, d);
     accepts(t, f, sm);
     accepts(t, f, qq);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_softmax(m, -1, 1.0 / 128, -128, &sm, &d, &qq);
     refuses(t, f, sm, "softmax quantized with scale 0.0078125 and zero point -128: arm_softmax_s8 writes scale 1/256, "
                       "zero point -128");
     refuses(t, f, d, "softmax quantized with scale 0.0078125 and zero point -128: arm_softmax_s8 writes scale 1/256, "
                      "zero point -128");
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_softmax(m, 0, 1.0 / 256, -128, &sm, &d, &qq);
     refuses(t, f, qq, "nn.softmax over axis 0 of 2: arm_softmax_s8 works on rows (the last axis)");
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -207,19 +196,16 @@ Test(cmsisnn, add_mul)
 {
     json_t *t = npu_target(M55);
     tth_rexpr *e;
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     tth_relay_function *f = build_binary(m, TTH_OP_ADD, 0, &e);
     accepts(t, f, e);
     accepts(t, f, e->u.call.args[0]);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_binary(m, TTH_OP_MULTIPLY, 0, &e);
     accepts(t, f, e);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_binary(m, TTH_OP_ADD, 1, &e);
     refuses(t, f, e, "add with broadcasting: CMSIS-NN's elementwise kernels need equal shapes");
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -237,30 +223,26 @@ Test(cmsisnn, pools)
 {
     json_t *t = npu_target(M55);
     tth_rexpr *p;
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     tth_relay_function *f = build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &p);
     accepts(t, f, p);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &p);
     accepts(t, f, p);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_pool(m, TTH_OP_MAX_POOL2D, 0.2, 0, &p);
     refuses(t, f, p, "nn.max_pool2d requantizing (scale 0.1 -> 0.2, zero point 2 -> 2): CMSIS-NN pools keep the "
                      "input's quantization");
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 1, &p);
     refuses(t, f, p, "nn.avg_pool2d with ceil_mode: CMSIS-NN's output size rounds down");
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
 Test(cmsisnn, other_ops_refused)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[2] = {2, 3};
     tth_rexpr *x = x_var(m, "x", TTH_F32, 2, xs);
     tth_rexpr *s = op(m, TTH_OP_SIGMOID, NULL, 1, x);
@@ -269,7 +251,6 @@ Test(cmsisnn, other_ops_refused)
     refuses(t, f, s, "sigmoid has no CMSIS-NN kernel");
     refuses(t, f, r, "clip outside a CMSIS-NN pattern (conv2d/fully connected with requantize, or dequantize -> "
                      "softmax/add/mul/pool -> quantize)");
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -350,7 +331,7 @@ Test(cmsisnn, conv_tir_and_context_sizes)
         {"cmsis-nn -mcpu=cortex-m0", 288},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         conv_opt o = conv_default();
         o.clip = 1;
         conv_nodes n = build_conv(m, &o);
@@ -371,7 +352,6 @@ Test(cmsisnn, conv_tir_and_context_sizes)
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 0)), -20);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 1)), 100);
         tth_tir_module_free(tm);
-        tth_relay_module_free(m);
     }
 }
 
@@ -386,7 +366,7 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
         {"cmsis-nn -mcpu=cortex-m3", 5, -1},
     };
     for (size_t i = 0; i < sizeof dw / sizeof dw[0]; i++) {
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         conv_opt o = conv_default();
         o.groups = 8;
         o.oc = 8;
@@ -400,10 +380,9 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
         cr_assert_str_eq(json_string_value(json_object_get(d, "function")), "arm_depthwise_conv_wrapper_s8");
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 3)), 8);
         tth_tir_module_free(tm);
-        tth_relay_module_free(m);
     }
     /* 1x1, no padding, C_IN % 4 == 0, stride 1: no context on any CPU */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.kh = o.kw = 1;
     o.pad = 0;
@@ -412,7 +391,6 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
     tth_prim_func *f = lower(M55, n.fn, "pw", tm);
     cr_assert_eq(local_bytes(f->body, "k0_ctx"), -1);
     tth_tir_module_free(tm);
-    tth_relay_module_free(m);
 }
 
 /* On MVE builds arm_fully_connected_s8 reads per-output kernel sums from ctx->buf and ignores the
@@ -422,7 +400,7 @@ Test(cmsisnn, fc_kernel_sums_on_mve)
 {
     static const char *const targets[] = {"cmsis-nn -mcpu=cortex-m55", "cmsis-nn -mcpu=cortex-m4"};
     for (size_t i = 0; i < 2; i++) {
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         tth_rexpr *mm, *rq;
         tth_relay_function *fn = build_fc(m, 0, 0, &mm, &rq);
         const tth_tensor *w = mm->u.call.args[1]->u.constant.value;               /* [16, 8] */
@@ -455,7 +433,6 @@ Test(cmsisnn, fc_kernel_sums_on_mve)
             }
         }
         tth_tir_module_free(tm);
-        tth_relay_module_free(m);
     }
 }
 
@@ -463,7 +440,7 @@ Test(cmsisnn, fc_kernel_sums_on_mve)
 Test(cmsisnn, elementwise_activation_is_the_int8_range)
 {
     for (int mul = 0; mul < 2; mul++) {
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         tth_rexpr *e;
         tth_relay_function *fn = build_binary(m, mul ? TTH_OP_MULTIPLY : TTH_OP_ADD, 0, &e);
         tth_tir_module *tm = tth_tir_module_new();
@@ -472,7 +449,6 @@ Test(cmsisnn, elementwise_activation_is_the_int8_range)
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 0)), -128);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 1)), 127);
         tth_tir_module_free(tm);
-        tth_relay_module_free(m);
     }
 }
 
@@ -490,7 +466,7 @@ static tth_rexpr *second_conv(tth_relay_module *m, tth_rexpr *x)
  * calls); the region's input and result are NCHW, converted once each */
 Test(cmsisnn, nhwc_between_offloaded_calls)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
     tth_rexpr *r2 = second_conv(m, n.rq);
@@ -505,13 +481,12 @@ Test(cmsisnn, nhwc_between_offloaded_calls)
     cr_assert_eq(local_bytes(pf->body, "k1_in_nhwc"), -1, "conv2 reads conv1's NHWC output directly");
     cr_assert_eq(local_bytes(pf->body, "k1_out_nhwc"), 4 * 6 * 6, "the region's result is converted to NCHW");
     tth_tir_module_free(tm);
-    tth_relay_module_free(m);
 }
 
 Test(cmsisnn, tuple_results)
 {
     /* conv1 -> conv2 where conv1's output also leaves the region: two outputs, conv1's not LOCAL */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
     tth_rexpr *r2 = second_conv(m, n.rq);
@@ -530,7 +505,6 @@ Test(cmsisnn, tuple_results)
     cr_assert_eq(local_bytes(pf->body, "k0_out"), -1, "conv1's output is the result out1, not a LOCAL");
     cr_assert_eq(json_array_size(json_object_get(pf->attrs, "cmsis_nn")), 2);
     tth_tir_module_free(tm);
-    tth_relay_module_free(m);
 }
 
 Test(cmsisnn, pool_and_fc_context_sizes)
@@ -544,23 +518,20 @@ Test(cmsisnn, pool_and_fc_context_sizes)
     };
     for (size_t i = 0; i < 3; i++) {
         tth_rexpr *e, *a, *b;
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         tth_tir_module *tm = tth_tir_module_new();
         tth_prim_func *f = lower(cases[i].target, build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &e), "avg", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].avg, "%s", cases[i].target);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         f = lower(cases[i].target, build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &e), "max", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), -1);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         f = lower(cases[i].target, build_fc(m, 0, 0, &a, &b), "fc", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].fc, "%s", cases[i].target);
         json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
         cr_assert_eq(json_integer_value(json_object_get(d, "input_offset")), -4);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 0)), 16);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 3)), 8);
-        tth_relay_module_free(m);
         tth_tir_module_free(tm);
     }
 }
@@ -568,7 +539,7 @@ Test(cmsisnn, pool_and_fc_context_sizes)
 Test(cmsisnn, bias_add_either_order)
 {
     json_t *t = npu_target(M55);
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 4, 4, 4}, ws[4] = {4, 4, 1, 1}, bs[3] = {4, 1, 1};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
@@ -581,7 +552,6 @@ Test(cmsisnn, bias_add_either_order)
     accepts(t, f, c);
     accepts(t, f, add);
     accepts(t, f, rq);
-    tth_relay_module_free(m);
     json_decref(t);
 }
 
@@ -625,7 +595,7 @@ static const char py_quant[] =
 
 Test(cmsisnn, requantization_multipliers_match_python)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.per_channel = 1;
     o.oc = 6;
@@ -651,7 +621,6 @@ Test(cmsisnn, requantization_multipliers_match_python)
     }
     json_decref(want);
     tth_tir_module_free(tm);
-    tth_relay_module_free(m);
 }
 
 /* softmax: mult/shift of in_scale * 2^26 and diff_min = -floor(31 * 2^26 / 2^shift). */
@@ -670,7 +639,7 @@ static const char py_softmax[] =
 
 Test(cmsisnn, softmax_arguments_match_python)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     tth_rexpr *sm, *d0, *qq;
     tth_relay_function *fn = build_softmax(m, -1, 1.0 / 256, -128, &sm, &d0, &qq);
     tth_tir_module *tm = tth_tir_module_new();
@@ -685,14 +654,13 @@ Test(cmsisnn, softmax_arguments_match_python)
     cr_assert_eq(json_integer_value(json_object_get(d, "diff_min")), json_integer_value(json_array_get(want, 2)));
     json_decref(want);
     tth_tir_module_free(tm);
-    tth_relay_module_free(m);
 }
 
 /* add: inputs rescaled by s_i / (2 max), output by 2 max / (2^20 s_out); mul: s1 s2 / s_out. */
 Test(cmsisnn, add_mul_arguments_match_python)
 {
     for (int mul = 0; mul < 2; mul++) {
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         tth_rexpr *e;
         tth_relay_function *fn = build_binary(m, mul ? TTH_OP_MULTIPLY : TTH_OP_ADD, 0, &e);
         tth_tir_module *tm = tth_tir_module_new();
@@ -718,7 +686,6 @@ Test(cmsisnn, add_mul_arguments_match_python)
         }
         json_decref(want);
         tth_tir_module_free(tm);
-        tth_relay_module_free(m);
     }
 }
 
@@ -749,37 +716,29 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
                                           {"cortex-m4", "cmsis-nn -mcpu=cortex-m4"},
                                           {"cortex-m0", "cmsis-nn -mcpu=cortex-m0"}};
     for (size_t c = 0; c < 3; c++) {
-        tth_relay_module *m = tth_relay_module_new("t");
+        tth_relay_module *m = npu_module();
         tth_tir_module *tm = tth_tir_module_new();
         conv_opt o = conv_default();
         o.clip = 1;
         o.per_channel = 1;
         lower(cpus[c][1], build_conv(m, &o).fn, "r_conv", tm);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         o = conv_default();
         o.groups = o.oc = 8;
         lower(cpus[c][1], build_conv(m, &o).fn, "r_dw", tm);
-        tth_relay_module_free(m);
         tth_rexpr *a, *b, *e;
-        m = tth_relay_module_new("t");
+        m = npu_module();
         lower(cpus[c][1], build_fc(m, 0, 0, &a, &b), "r_fc", tm);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         lower(cpus[c][1], build_softmax(m, -1, 1.0 / 256, -128, &a, &b, &e), "r_sm", tm);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         lower(cpus[c][1], build_binary(m, TTH_OP_ADD, 0, &e), "r_add", tm);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         lower(cpus[c][1], build_binary(m, TTH_OP_MULTIPLY, 0, &e), "r_mul", tm);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         lower(cpus[c][1], build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &e), "r_max", tm);
-        tth_relay_module_free(m);
-        m = tth_relay_module_new("t");
+        m = npu_module();
         lower(cpus[c][1], build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &e), "r_avg", tm);
-        tth_relay_module_free(m);
         /* unplanned LOCAL buffers are refused */
         tth_runtime_module *rt = tth_runtime_module_new("cmsis-nn");
         json_t *t = npu_target(cpus[c][1]);

@@ -33,7 +33,7 @@ static void refuses(const tth_relay_function *fn, const tth_rexpr *call, const c
 
 Test(ethosn, conv_accepted)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.clip = 1;
     conv_nodes n = build_conv(m, &o);
@@ -41,26 +41,23 @@ Test(ethosn, conv_accepted)
     accepts(n.fn, n.add);
     accepts(n.fn, n.rq);
     accepts(n.fn, n.clip);
-    tth_relay_module_free(m);
     /* depthwise, uint8, stride 2 SAME (6 -> 3, total padding 1: 0 before, 1 after) */
-    m = tth_relay_module_new("t");
+    m = npu_module();
     o = conv_default();
     o.groups = o.oc = 8;
     n = build_conv(m, &o);
     accepts(n.fn, n.conv);
-    tth_relay_module_free(m);
 }
 
 typedef void (*tweak_fn)(conv_opt *);
 static void conv_refused(tweak_fn tweak, const char *reason)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     tweak(&o);
     conv_nodes n = build_conv(m, &o);
     refuses(n.fn, n.conv, reason);
     refuses(n.fn, n.rq, reason);
-    tth_relay_module_free(m);
 }
 
 static void k4(conv_opt *o) { o->kh = o->kw = 4; o->pad = 0; }
@@ -89,34 +86,30 @@ static void i16(conv_opt *o) { o->dtype = TTH_I16; }
 
 Test(ethosn, general_rules)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     b2(&o);
     conv_nodes n = build_conv(m, &o);
     refuses(n.fn, n.conv, "qnn.conv2d input int8[2, 8, 6, 6] has batch 2: the Ethos-N78 takes batch 1");
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     o = conv_default();
     i16(&o);
     n = build_conv(m, &o);
     refuses(n.fn, n.conv, "qnn.conv2d input 0 is int16: the Ethos-N78 takes int8 or uint8");
-    tth_relay_module_free(m);
     /* 5 dimensions */
-    m = tth_relay_module_new("t");
+    m = npu_module();
     int64_t xs[4] = {1, 2, 12, 5};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *r = op(m, TTH_OP_RESHAPE, json_pack("{s:[i,i,i,i,i]}", "newshape", 1, 2, 3, 4, 5), 1, x);
     tth_relay_function *f = finish(m, &x, 1, r);
     refuses(f, r, "reshape output int8[1, 2, 3, 4, 5] has 5 dimensions: the Ethos-N78 takes at most 4");
-    tth_relay_module_free(m);
     /* an operator the NPU does not have */
-    m = tth_relay_module_new("t");
+    m = npu_module();
     int64_t ss[2] = {1, 10};
     x = x_var(m, "x", TTH_I8, 2, ss);
     tth_rexpr *s = op(m, TTH_OP_SOFTMAX, json_pack("{s:i}", "axis", -1), 1, dq(m, x, 0.1, 0));
     f = finish(m, &x, 1, q(m, s, 1.0 / 256, -128, TTH_I8));
     refuses(f, s, "nn.softmax is not supported by the Ethos-N78");
-    tth_relay_module_free(m);
 }
 
 /* dequantize -> unary -> quantize(scale, zp, dtype) */
@@ -134,36 +127,31 @@ static tth_relay_function *build_unary(tth_relay_module *m, tth_op o, double s, 
 Test(ethosn, sigmoid_tanh_output_scale)
 {
     tth_rexpr *e, *d, *qq;
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     tth_relay_function *f = build_unary(m, TTH_OP_SIGMOID, 1.0 / 256, -128, TTH_I8, &e, &d, &qq);
     accepts(f, d);
     accepts(f, e);
     accepts(f, qq);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_unary(m, TTH_OP_SIGMOID, 1.0 / 256, 0, TTH_U8, &e, &d, &qq);
     accepts(f, e);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_unary(m, TTH_OP_SIGMOID, 1.0 / 256, 0, TTH_I8, &e, &d, &qq);
     refuses(f, e, "sigmoid quantized with scale 0.00390625 and zero point 0: the Ethos-N78 writes scale 1/256, zero "
                   "point -128");
     refuses(f, d, "sigmoid quantized with scale 0.00390625 and zero point 0: the Ethos-N78 writes scale 1/256, zero "
                   "point -128");
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_unary(m, TTH_OP_TANH, 1.0 / 128, 0, TTH_I8, &e, &d, &qq);
     accepts(f, e);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     f = build_unary(m, TTH_OP_TANH, 1.0 / 256, 0, TTH_I8, &e, &d, &qq);
     refuses(f, e, "tanh quantized with scale 0.00390625 and zero point 0: the Ethos-N78 writes scale 1/128, zero point 0");
-    tth_relay_module_free(m);
 }
 
 static void concat_case(int64_t c1, int64_t c2, int axis, const char *reason)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t s1[4] = {1, c1, 4, 4}, s2[4] = {1, c2, 4, 4};
     if (axis == 2)
         s2[1] = c1, s2[2] = 8;
@@ -174,7 +162,6 @@ static void concat_case(int64_t c1, int64_t c2, int axis, const char *reason)
         refuses(f, c, reason);
     else
         accepts(f, c);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, concat_channels)
@@ -187,7 +174,7 @@ Test(ethosn, concat_channels)
 
 static void pool_case(tth_op o, int k, int s, int pad, int64_t width, const char *reason)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 16, k > 8 ? k : 8, width};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *p = op(m, o, json_pack("{s:[i,i],s:[i,i],s:[i,i,i,i],s:[i,i]}", "pool_size", k, k, "strides", s, s,
@@ -198,7 +185,6 @@ static void pool_case(tth_op o, int k, int s, int pad, int64_t width, const char
         refuses(f, p, reason);
     else
         accepts(f, p);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, pools)
@@ -216,7 +202,7 @@ Test(ethosn, pools)
 
 static void pad_case(int amount, const char *reason)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 16, 4, 4};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *p = op(m, TTH_OP_PAD, json_pack("{s:[i,i,i,i],s:[i,i,i,i],s:f,s:s}", "pad_before", 0, 0, amount, amount,
@@ -227,7 +213,6 @@ static void pad_case(int amount, const char *reason)
         refuses(f, p, reason);
     else
         accepts(f, p);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, pad)
@@ -307,16 +292,37 @@ static void type(rd *r, tth_ttype *t)
         t->shape[i] = (int64_t)u64(r);
 }
 
+/* The diagnostics of the last hook called through to_runtime_of or constants_of. */
+static tth_diag hd;
+
+/* relay_to_runtime of fn for the canonical target t, which must return `expect`; the module. */
+static tth_runtime_module *to_runtime_of(const json_t *t, const tth_relay_function *fn, const char *sym, int expect)
+{
+    tth_runtime_module *rt = tth_runtime_module_new("ethos-n");
+    tth_diag_clear(&hd);
+    int rc = npu_plugin("ethos-n")->relay_to_runtime(NULL, t, fn, sym, rt, &hd);
+    cr_assert_eq(rc, expect, "relay_to_runtime: %s", hd.message);
+    return rt;
+}
+
+/* The same for a target string. */
 static tth_runtime_module *to_runtime(const char *target, const tth_relay_function *fn, const char *sym, int expect)
 {
     json_t *t = npu_target(target);
-    tth_runtime_module *rt = tth_runtime_module_new("ethos-n");
-    tth_diag d;
-    tth_diag_clear(&d);
-    int rc = npu_plugin("ethos-n")->relay_to_runtime(NULL, t, fn, sym, rt, &d);
-    cr_assert_eq(rc, expect, "relay_to_runtime: %s", d.message);
+    tth_runtime_module *rt = to_runtime_of(t, fn, sym, expect);
     json_decref(t);
     return rt;
+}
+
+/* constant_updater of fn for target (it must succeed): the map. */
+static tth_const_map *constants_of(const char *target, const tth_relay_function *fn, const char *sym)
+{
+    json_t *t = npu_target(target);
+    tth_const_map *cm = tth_const_map_new();
+    tth_diag_clear(&hd);
+    cr_assert_eq(npu_plugin("ethos-n")->constant_updater(NULL, t, fn, sym, cm, &hd), 0, "%s", hd.message);
+    json_decref(t);
+    return cm;
 }
 
 /* attributes (FORMAT.md, "Attributes") back into JSON */
@@ -382,7 +388,7 @@ static void conv_reference(const int8_t *x, int8_t *y)
 
 Test(ethosn, blob_deterministic_and_parsed_back)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.clip = 1;
     conv_nodes n = build_conv(m, &o);
@@ -508,19 +514,12 @@ Test(ethosn, blob_deterministic_and_parsed_back)
 
     /* built with the model and run: unbound first, then bound to constant_updater's tensors, the
      * output in closed form */
-    json_t *tg = npu_target("ethos-n -tops=4 -ple_ratio=4");
-    tth_const_map *cm = tth_const_map_new();
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(npu_plugin("ethos-n")->constant_updater(NULL, tg, n.fn, "t_ethos_n_main_0", cm, &d), 0, "%s",
-                 d.message);
-    json_decref(tg);
-    char dir[256], path[512];
+    tth_const_map *cm = constants_of("ethos-n -tops=4 -ple_ratio=4", n.fn, "t_ethos_n_main_0");
+    char dir[256];
     test_mkdtemp(dir, sizeof dir);
     const tth_module_file *files[3] = {c, mc, mh};
     for (int f = 0; f < 3; f++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[f]->name);
-        cr_assert_eq(test_write_file(path, files[f]->data, files[f]->len), 0);
+        test_put_file(dir, files[f]->name, files[f]->data, files[f]->len);
     }
     int8_t x[288], y[144];
     for (int i = 0; i < 288; i++)
@@ -566,8 +565,7 @@ Test(ethosn, blob_deterministic_and_parsed_back)
                             "        if (y[i] != want[i]) { printf(\"y[%%d] = %%d, want %%d\\n\", i, y[i], want[i]); "
                             "return 1; }\n    return 0;\n}\n");
     cr_assert_lt(len, cap);
-    snprintf(path, sizeof path, "%s/main.c", dir);
-    cr_assert_eq(test_write_file(path, main_c, len), 0);
+    test_put_file(dir, "main.c", main_c, len);
     free(main_c);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "cd %s && cc -std=c99 -O2 -Wall -Wextra -Werror -o prog main.c t_ethos_n_main_0_ethosn.c "
@@ -621,13 +619,12 @@ Test(ethosn, blob_deterministic_and_parsed_back)
               "%s", json_string_value(json_array_get(notes, 0)));
     tth_runtime_module_free(a);
     tth_runtime_module_free(b);
-    tth_relay_module_free(m);
 }
 
 /* A configuration's geometry in the estimate: one 3x3 convolution of 64 output channels. */
 static json_int_t cycles_for(const char *target, json_int_t *engines, json_int_t *ogs)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.oc = 64;
     conv_nodes n = build_conv(m, &o);
@@ -637,7 +634,6 @@ static json_int_t cycles_for(const char *target, json_int_t *engines, json_int_t
     *ogs = json_integer_value(json_object_get(perf, "output_groups_per_engine"));
     json_int_t c = json_integer_value(json_object_get(perf, "total_cycles"));
     tth_runtime_module_free(rt);
-    tth_relay_module_free(m);
     return c;
 }
 
@@ -666,7 +662,7 @@ Test(ethosn, cycle_estimate_follows_configuration)
 Test(ethosn, region_without_outside_constants_runs_unbound)
 {
     /* a transpose of int8 data: no constant to bind, so the entry runs at once */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 16, 2, 3};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *t = op(m, TTH_OP_TRANSPOSE, json_pack("{s:[i,i,i,i]}", "axes", 0, 2, 3, 1), 1, x);
@@ -676,12 +672,11 @@ Test(ethosn, region_without_outside_constants_runs_unbound)
     const json_t *bc = json_object_get(tth_runtime_module_meta(rt), "bind_constants");
     cr_assert_eq(json_integer_value(json_object_get(bc, "count")), 0);
     cr_assert_eq(json_array_size(json_object_get(bc, "constants")), 0);
-    char dir[256], path[512], cmd[1024];
+    char dir[256], cmd[1024];
     test_mkdtemp(dir, sizeof dir);
     for (size_t i = 1; i < tth_runtime_module_count(rt); i++) {
         const tth_module_file *file = tth_runtime_module_file(rt, i);
-        snprintf(path, sizeof path, "%s/%s", dir, file->name);
-        cr_assert_eq(test_write_file(path, file->data, file->len), 0);
+        test_put_file(dir, file->name, file->data, file->len);
     }
     static const char main_c[] =
         "#include <stdint.h>\n#include <stddef.h>\n"
@@ -694,42 +689,34 @@ Test(ethosn, region_without_outside_constants_runs_unbound)
         "    /* a parameters file without any entry is enough for it */\n"
         "    static const unsigned char params[16] = {'T', 'T', 'H', 'P', 'A', 'R', 'A', 'M', 1};\n"
         "    return z_bind_parameters(params, sizeof params) == 0 ? 0 : 3;\n}\n";
-    snprintf(path, sizeof path, "%s/main.c", dir);
-    cr_assert_eq(test_write_file(path, main_c, strlen(main_c)), 0);
+    test_put_file(dir, "main.c", main_c, strlen(main_c));
     snprintf(cmd, sizeof cmd, "cd %s && cc -std=c99 -O2 -Wall -Wextra -Werror -o prog main.c z_ethosn.c ethosn_model.c "
              "-lm && ./prog", dir);
     cr_assert_eq(test_run(cmd), 0, "%s", cmd);
     test_rmtree(dir);
     tth_runtime_module_free(rt);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, region_the_model_cannot_run_is_refused)
 {
     /* relay_to_runtime validates what it wrote with the functional model: a softmax (which the
      * partitioner never gives the kind) stops the compile with the model's reason */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t ss[2] = {1, 10};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 2, ss);
     tth_rexpr *sm = op(m, TTH_OP_SOFTMAX, json_pack("{s:i}", "axis", -1), 1, dq(m, x, 0.1, 0));
     tth_relay_function *f = finish(m, &x, 1, q(m, sm, 1.0 / 256, -128, TTH_I8));
-    json_t *t = npu_target(N78);
-    tth_runtime_module *rt = tth_runtime_module_new("ethos-n");
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(npu_plugin("ethos-n")->relay_to_runtime(NULL, t, f, "s", rt, &d), TTH_EUNSUPPORTED);
-    cr_assert(strstr(d.message, "region 's' cannot run on the Ethos-N78 functional model: node 4: operator "
-                                "'nn.softmax' is not supported by tth's Ethos-N78 functional model"), "%s", d.message);
+    tth_runtime_module *rt = to_runtime(N78, f, "s", TTH_EUNSUPPORTED);
+    cr_assert(strstr(hd.message, "region 's' cannot run on the Ethos-N78 functional model: node 4: operator "
+                                 "'nn.softmax' is not supported by tth's Ethos-N78 functional model"), "%s", hd.message);
     cr_assert_eq(tth_runtime_module_count(rt), 0);
     tth_runtime_module_free(rt);
-    json_decref(t);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, tuple_results)
 {
     /* the conv's requantized value and the clip after it both leave the region */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.clip = 1;
     conv_nodes n = build_conv(m, &o);
@@ -745,12 +732,11 @@ Test(ethosn, tuple_results)
     cr_assert(strstr(text, "int32_t tup(const int8_t *in0, int8_t *out1, int8_t *out2, uint8_t *ws)\n{"), "%s", text);
     free(text);
     tth_runtime_module_free(rt);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, blob_follows_configuration)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
     tth_runtime_module *a = to_runtime("ethos-n -tops=1", n.fn, "s", 0);
@@ -759,20 +745,15 @@ Test(ethosn, blob_follows_configuration)
     cr_assert(fa->len != fb->len || memcmp(fa->data, fb->data, fa->len) != 0);
     tth_runtime_module_free(a);
     tth_runtime_module_free(b);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, constant_updater_names)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     o.per_channel = 1;
     conv_nodes n = build_conv(m, &o);
-    json_t *t = npu_target(N78);
-    tth_const_map *cm = tth_const_map_new();
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(npu_plugin("ethos-n")->constant_updater(NULL, t, n.fn, "sym", cm, &d), 0, "%s", d.message);
+    tth_const_map *cm = constants_of(N78, n.fn, "sym");
     /* weights (const0), bias (const3), per-channel input scale (const4); scalars stay in the blob */
     cr_assert_eq(tth_const_map_count(cm), 3);
     cr_assert_str_eq(tth_const_map_name(cm, 0), "sym_const0");
@@ -781,8 +762,6 @@ Test(ethosn, constant_updater_names)
     cr_assert_eq(tth_const_map_tensor(cm, 0), n.conv->u.call.args[1]->u.constant.value);
     cr_assert_eq(tth_const_map_tensor(cm, 1), n.add->u.call.args[1]->u.constant.value);
     tth_const_map_free(cm);
-    json_decref(t);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, unsupported_variants_refused)
@@ -798,25 +777,21 @@ Test(ethosn, unsupported_variants_refused)
         cr_assert_eq(d.code, TTH_EUNSUPPORTED);
     }
     /* a target that skipped the parser is refused by relay_to_runtime too */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
     json_t *t = json_pack("{s:s,s:s,s:i,s:i,s:i}", "kind", "ethos-n", "variant", "n77", "tops", 4, "ple_ratio", 2,
                           "sram_size", 1024);
-    tth_runtime_module *rt = tth_runtime_module_new("ethos-n");
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(npu_plugin("ethos-n")->relay_to_runtime(NULL, t, n.fn, "s", rt, &d), TTH_EUNSUPPORTED);
-    cr_assert_str_eq(d.message, "Ethos-N variant 'n77' is not supported; tth compiles for the Ethos-N78 only");
+    tth_runtime_module *rt = to_runtime_of(t, n.fn, "s", TTH_EUNSUPPORTED);
+    json_decref(t);
+    cr_assert_str_eq(hd.message, "Ethos-N variant 'n77' is not supported; tth compiles for the Ethos-N78 only");
     cr_assert_eq(tth_runtime_module_count(rt), 0);
     tth_runtime_module_free(rt);
-    json_decref(t);
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, fully_connected)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t as[2] = {1, 16}, bs[2] = {16, 8};
     tth_rexpr *a = x_var(m, "a", TTH_U8, 2, as);
     tth_rexpr *mm = op(m, TTH_OP_QNN_MATMUL, NULL, 4, a, k_tensor(m, TTH_U8, 2, bs, 100, 7, 50), k_scalar(m, TTH_U8, 128),
@@ -827,9 +802,8 @@ Test(ethosn, fully_connected)
     tth_relay_function *f = finish(m, &a, 1, rq);
     accepts(f, mm);
     accepts(f, rq);
-    tth_relay_module_free(m);
     /* batch 2 */
-    m = tth_relay_module_new("t");
+    m = npu_module();
     int64_t a2[2] = {2, 16};
     a = x_var(m, "a", TTH_U8, 2, a2);
     mm = op(m, TTH_OP_QNN_MATMUL, NULL, 4, a, k_tensor(m, TTH_U8, 2, bs, 100, 7, 50), k_scalar(m, TTH_U8, 128),
@@ -838,7 +812,6 @@ Test(ethosn, fully_connected)
             k_scalar(m, TTH_F32, 0.0004), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.05), k_scalar(m, TTH_U8, 128));
     f = finish(m, &a, 1, rq);
     refuses(f, mm, "qnn.matmul input uint8[2, 16] has batch 2: the Ethos-N78 takes batch 1");
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, means_and_stride_one_pools)
@@ -849,25 +822,23 @@ Test(ethosn, means_and_stride_one_pools)
                                                "stride 1 up to 9x9");
     pool_case(TTH_OP_AVG_POOL2D, 8, 1, 0, 8, NULL); /* a mean over the whole 8x8 plane */
     /* global average over 7x7 */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 16, 7, 7};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *g = op(m, TTH_OP_GLOBAL_AVG_POOL2D, NULL, 1, dq(m, x, 0.1, 0));
     tth_relay_function *f = finish(m, &x, 1, q(m, g, 0.1, 0, TTH_I8));
     accepts(f, g);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     int64_t x6[4] = {1, 16, 6, 6};
     x = x_var(m, "x", TTH_I8, 4, x6);
     g = op(m, TTH_OP_GLOBAL_AVG_POOL2D, NULL, 1, dq(m, x, 0.1, 0));
     f = finish(m, &x, 1, q(m, g, 0.1, 0, TTH_I8));
     refuses(f, g, "nn.global_avg_pool2d over a 6x6 plane: the Ethos-N78 averages whole planes of 7x7 or 8x8 only");
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, split_channels)
 {
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 48, 4, 4};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *s = op(m, TTH_OP_SPLIT, json_pack("{s:i,s:[i,i]}", "axis", 1, "sizes", 16, 32), 1, x);
@@ -876,30 +847,26 @@ Test(ethosn, split_channels)
     cr_assert(g);
     tth_relay_function *f = finish(m, &x, 1, g);
     accepts(f, s);
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     x = x_var(m, "x", TTH_I8, 4, xs);
     s = op(m, TTH_OP_SPLIT, json_pack("{s:i,s:[i,i]}", "axis", 1, "sizes", 8, 40), 1, x);
     g = tth_relay_tuple_get(m, s, 0, &bd);
     f = finish(m, &x, 1, g);
     refuses(f, s, "split part 0 has 8 channels: the Ethos-N78 needs multiples of 16");
-    tth_relay_module_free(m);
 }
 
 Test(ethosn, qdq_needs_quantized_ends)
 {
     /* a float op whose input is not dequantized, and a dequantize whose value leaves the function */
-    tth_relay_module *m = tth_relay_module_new("t");
+    tth_relay_module *m = npu_module();
     int64_t xs[4] = {1, 16, 4, 4};
     tth_rexpr *x = x_var(m, "x", TTH_F32, 4, xs);
     tth_rexpr *s = op(m, TTH_OP_SIGMOID, NULL, 1, x);
     tth_relay_function *f = finish(m, &x, 1, q(m, s, 1.0 / 256, -128, TTH_I8));
     refuses(f, s, "sigmoid input 0 is float not dequantized from int8/uint8: the Ethos-N78 computes quantized data");
-    tth_relay_module_free(m);
-    m = tth_relay_module_new("t");
+    m = npu_module();
     x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *d = dq(m, x, 0.1, 0);
     f = finish(m, &x, 1, d);
     refuses(f, d, "qnn.dequantize whose float result leaves the function: the Ethos-N78 returns quantized data");
-    tth_relay_module_free(m);
 }
