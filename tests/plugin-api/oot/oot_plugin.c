@@ -13,28 +13,26 @@
 #include <tth/relay.h>
 #include <tth/target.h>
 
-static const tth_attr_schema lanes = {.size = sizeof(tth_attr_schema), .name = "lanes", .type = TTH_ATTR_INT,
-                                      .default_json = "8", .doc = "vector lanes"};
-static const tth_attr_schema *const attrs[] = {&lanes, NULL};
+static const tth_attr_schema lanes = {
+    .size = sizeof(tth_attr_schema), .name = "lanes", .type = TTH_ATTR_INT,
+    .default_json = "8", .doc = "vector lanes"};
+static const tth_attr_schema *const attrs[] = {&lanes, NULL}; /* NULL-terminated */
 static const char *const default_keys[] = {"npu", NULL};
+
 static const char *const aliases[] = {"oot/npu16", NULL};
-static const tth_tag_def npu16 = {.size = sizeof(tth_tag_def), .name = "oot/npu-16", .aliases = aliases,
-                                  .config_json = "{\"kind\": \"oot-npu\", \"lanes\": 16}", .doc = "the 16-lane NPU"};
+static const tth_tag_def npu16 = {
+    .size = sizeof(tth_tag_def), .name = "oot/npu-16", .aliases = aliases,
+    .config_json = "{\"kind\": \"oot-npu\", \"lanes\": 16}", .doc = "the 16-lane NPU"};
 static const tth_tag_def *const tags[] = {&npu16, NULL};
 
 TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {
     .size = sizeof(tth_plugin_descriptor),
-    .abi_major = TTH_ABI_MAJOR,
-    .abi_minor = TTH_ABI_MINOR,
-    .plugin_name = "oot-npu",
-    .plugin_version = "1.0.0",
-    .kind = "oot-npu",
-    .doc = "an out-of-tree test NPU",
+    .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR,
+    .plugin_name = "oot-npu", .plugin_version = "1.0.0",
+    .kind = "oot-npu", .doc = "an out-of-tree test NPU",
     .device_type = TTH_DEVICE_EXT_DEV,
-    .flags = TTH_KIND_NEEDS_HOST,
-    .attrs = attrs,
-    .default_keys = default_keys,
-    .tags = tags,
+    .flags = TTH_KIND_NEEDS_HOST, /* its code is driven by a host target */
+    .attrs = attrs, .default_keys = default_keys, .tags = tags,
 };
 
 /* Not exported: -fvisibility=hidden keeps it private. */

@@ -18,8 +18,6 @@
 #include "tth/target.h"
 #include "tthrt.h"
 
-TestSuite(npu_e2e, .timeout = 300);
-
 static uint8_t *qdq_model(size_t *len)
 {
     char dir[256], cmd[1024], path[300];
@@ -33,59 +31,74 @@ static uint8_t *qdq_model(size_t *len)
     return b;
 }
 
-static uint8_t *node_model(const char *test, size_t *len)
+/* The world of every test: the build tree's plugins, a model, the result of its last compile. */
+static tth_registry *reg;
+static uint8_t *model;
+static size_t model_len;
+static tth_compile_result res;
+
+/* Fixture: the plugins and the QDQ model of qdq_model.py. */
+static void with_qdq_model(void)
 {
-    char path[512];
-    snprintf(path, sizeof path, "/usr/share/libonnx-testdata/data/node/%s/model.onnx", test);
-    uint8_t *b = test_read_file(path, len);
-    cr_assert(b, "%s", path);
-    return b;
+    reg = test_registry();
+    model = qdq_model(&model_len);
 }
 
-static int compile_opts(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, int build_shared,
-                        tth_compile_result *res, tth_diag *d);
-
-static int compile(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, tth_compile_result *res,
-                   tth_diag *d)
+/* Fixture of one test, after the suite's: the ONNX node test test_qlinearconv instead. */
+static void with_qlinearconv(void)
 {
-    return compile_opts(r, model, len, tgt, 0, res, d);
+    static const char path[] = "/usr/share/libonnx-testdata/data/node/test_qlinearconv/model.onnx";
+    free(model);
+    model = test_read_file(path, &model_len);
+    cr_assert(model, "%s", path);
 }
 
-static int compile_opts(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, int build_shared,
-                        tth_compile_result *res, tth_diag *d)
+static void teardown(void)
 {
-    tth_diag_clear(d);
-    json_t *t = tth_target_parse(r, NULL, tgt, d);
-    cr_assert(t, "%s: %s", tgt, d->message);
-    /* no host .so: the host kind has no mtriple, but the code is for a Cortex-M and needs CMSIS-NN */
-    /* build_shared -1: the pipeline's default (a host .so only when the host kind runs here) */
+    tth_compile_result_free(&res);
+    free(model);
+    tth_registry_free(reg);
+}
+
+TestSuite(npu_e2e, .timeout = 300, .init = with_qdq_model, .fini = teardown);
+
+/* Compile the model for `tgt` into res (asserts it compiled). build_shared: the option, or -1 for
+ * the pipeline's default (a host .so only when the host kind runs here; a Cortex-M does not). */
+static void compile_for(const char *tgt, int build_shared)
+{
+    tth_compile_result_free(&res);
+    tth_diag d;
+    tth_diag_clear(&d);
+    json_t *t = tth_target_parse(reg, NULL, tgt, &d);
+    cr_assert(t, "%s: %s", tgt, d.message);
     json_t *opts = build_shared < 0 ? NULL : json_pack("{s:b}", "build_shared", build_shared);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
-                               .options = opts, .registry = r};
-    int rc = tth_compile(&req, res, d);
+    tth_compile_request req = {.model = model, .model_len = model_len, .model_name = "m", .target = t,
+                               .options = opts, .registry = reg};
+    int rc = tth_compile(&req, &res, &d);
     json_decref(t);
     json_decref(opts);
-    return rc;
+    cr_assert_eq(rc, 0, "%s: %s (%s)", tgt, d.message, d.location);
 }
 
-/* The kind that took op `op` (the first such op of the partition). */
-static const char *kind_of(const json_t *meta, const char *op)
+/* The kind that took op `op` (the first such op of the partition) in the last compile. */
+static const char *kind_of(const char *op)
 {
-    const json_t *ops = json_object_get(json_object_get(meta, "partition"), "ops");
-    size_t i;
-    const json_t *o;
-    json_array_foreach(ops, i, o)
-        if (strcmp(json_string_value(json_object_get(o, "op")), op) == 0)
-            return json_string_value(json_object_get(o, "kind"));
-    return NULL;
+    return test_partition_kind(res.metadata, op);
 }
 
-/* The bytes of the tar member whose name ends with `suffix` (ustar: name at 0, size at 124). */
-static char *tar_member(const tth_compile_result *res, const char *suffix, size_t *len)
+/* The partition's fallback kind in the last compile. */
+static const char *fallback(void)
+{
+    return json_string_value(json_object_get(json_object_get(res.metadata, "partition"), "fallback"));
+}
+
+/* The bytes of the last artifact's tar member whose name ends with `suffix` (ustar: name at 0,
+ * size at 124), NUL-terminated, its size in *len (when not NULL); or NULL. */
+static char *tar_member(const char *suffix, size_t *len)
 {
     size_t n = strlen(suffix);
-    for (size_t at = 0; at + 512 <= res->artifact_len;) {
-        const char *h = (const char *)res->artifact + at;
+    for (size_t at = 0; at + 512 <= res.artifact_len;) {
+        const char *h = (const char *)res.artifact + at;
         if (!h[0])
             break;
         size_t size = strtoul(h + 124, NULL, 8);
@@ -97,7 +110,8 @@ static char *tar_member(const tth_compile_result *res, const char *suffix, size_
             char *b = malloc(size + 1);
             memcpy(b, h + 512, size);
             b[size] = 0;
-            *len = size;
+            if (len)
+                *len = size;
             return b;
         }
         at += 512 + (size + 511) / 512 * 512;
@@ -105,21 +119,21 @@ static char *tar_member(const tth_compile_result *res, const char *suffix, size_
     return NULL;
 }
 
-/* Compile every C source of the artifact (the host's and the cmsis-nn kind's) for Cortex-M55. */
-static void compile_c_for_m55(const tth_compile_result *res)
+/* Compile every C source of the last artifact (the host's and the cmsis-nn kind's) for Cortex-M55. */
+static void compile_c_for_m55(void)
 {
     static const char *const files[] = {"m_lib0.c", "cmsisnn_lib0.c"};
     char dir[256], cmd[2048];
     test_mkdtemp(dir, sizeof dir);
     for (size_t i = 0; i < 2; i++) {
         size_t n;
-        char *src = tar_member(res, files[i], &n), path[400];
+        char *src = tar_member(files[i], &n);
         cr_assert(src, "no %s in the artifact", files[i]);
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        cr_assert_eq(test_write_file(path, src, n), 0);
+        test_put_file(dir, files[i], src, n);
         free(src);
         snprintf(cmd, sizeof cmd, "arm-none-eabi-gcc -std=c99 -mthumb -mcpu=cortex-m55 -O2 -Wall -Wextra -Werror "
-                 "-I%s/plugins/cmsisnn/reference -c %s -o %s.o", getenv("TTH_SOURCE_ROOT"), path, path);
+                 "-I%s/plugins/cmsisnn/reference -c %s/%s -o %s/%s.o", getenv("TTH_SOURCE_ROOT"), dir, files[i], dir,
+                 files[i]);
         cr_assert_eq(test_run(cmd), 0, "%s", cmd);
     }
     if (getenv("TTH_KEEP_NPU_E2E"))
@@ -130,82 +144,49 @@ static void compile_c_for_m55(const tth_compile_result *res)
 
 Test(npu_e2e, qdq_model_on_cmsis_nn)
 {
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = qdq_model(&len);
-    tth_compile_result res;
-    tth_diag d;
     /* with the Cortex-M triple the pipeline knows not to build a host .so */
-    int rc = compile_opts(r, model, len, "cmsis-nn,c -mtriple=thumbv8.1m.main-none-eabi -mcpu=cortex-m55", -1, &res,
-                          &d);
-    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "cmsis-nn");
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.requantize"), "cmsis-nn");
-    cr_assert_str_eq(kind_of(res.metadata, "nn.softmax"), "cmsis-nn");
-    size_t n;
-    char *c = tar_member(&res, "cmsisnn_lib0.c", &n);
+    compile_for("cmsis-nn,c -mtriple=thumbv8.1m.main-none-eabi -mcpu=cortex-m55", -1);
+    cr_assert_str_eq(kind_of("qnn.conv2d"), "cmsis-nn");
+    cr_assert_str_eq(kind_of("qnn.requantize"), "cmsis-nn");
+    cr_assert_str_eq(kind_of("nn.softmax"), "cmsis-nn");
+    char *c = tar_member("cmsisnn_lib0.c", NULL);
     cr_assert(c, "no cmsisnn_lib0.c in the artifact");
     cr_assert(strstr(c, "arm_convolve_wrapper_s8("));
     cr_assert(strstr(c, "arm_softmax_s8("));
     free(c);
-    compile_c_for_m55(&res);
-    tth_compile_result_free(&res);
-    free(model);
-    tth_registry_free(r);
+    compile_c_for_m55();
 }
 
 /* A kind that needs a host, given alone, is compiled as the composite of it and its host
  * (docs/targets.md): cmsis-nn on a Cortex-M55 with c for it, ethos-n with llvm. */
 Test(npu_e2e, a_kind_alone_shares_the_model_with_its_host)
 {
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = qdq_model(&len);
-    tth_compile_result res;
-    tth_diag d;
-    int rc = compile_opts(r, model, len, "cmsis-nn -mcpu=cortex-m55", -1, &res, &d);
-    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "cmsis-nn");
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res.metadata, "partition"), "fallback")), "c");
-    compile_c_for_m55(&res);
-    tth_compile_result_free(&res);
-    rc = compile_opts(r, model, len, "ethos-n", -1, &res, &d);
-    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "ethos-n");
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(res.metadata, "partition"), "fallback")),
-                     "llvm");
-    tth_compile_result_free(&res);
-    free(model);
-    tth_registry_free(r);
+    compile_for("cmsis-nn -mcpu=cortex-m55", -1);
+    cr_assert_str_eq(kind_of("qnn.conv2d"), "cmsis-nn");
+    cr_assert_str_eq(fallback(), "c");
+    compile_c_for_m55();
+    compile_for("ethos-n", -1);
+    cr_assert_str_eq(kind_of("qnn.conv2d"), "ethos-n");
+    cr_assert_str_eq(fallback(), "llvm");
 }
 
 Test(npu_e2e, qdq_model_on_ethos_n_then_cmsis_nn)
 {
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = qdq_model(&len);
-    tth_compile_result res;
-    tth_diag d;
-    int rc = compile(r, model, len, "ethos-n,cmsis-nn,c -mcpu=cortex-m55", &res, &d);
-    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    compile_for("ethos-n,cmsis-nn,c -mcpu=cortex-m55", 0);
     /* the NPU takes the convolution; it has no softmax, which CMSIS-NN takes */
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "ethos-n");
-    cr_assert_str_eq(kind_of(res.metadata, "nn.softmax"), "cmsis-nn");
-    size_t n;
-    char *blob = tar_member(&res, ".ethosn", &n);
+    cr_assert_str_eq(kind_of("qnn.conv2d"), "ethos-n");
+    cr_assert_str_eq(kind_of("nn.softmax"), "cmsis-nn");
+    char *blob = tar_member(".ethosn", NULL);
     cr_assert(blob, "no Ethos-N network in the artifact");
     cr_assert_eq(memcmp(blob, "TTHEN78", 8), 0);
     free(blob);
-    compile_c_for_m55(&res);
-    tth_compile_result_free(&res);
-    free(model);
-    tth_registry_free(r);
+    compile_c_for_m55();
 }
 
-/* Refused by `kind` with a reason containing `text`. */
-static int refused(const json_t *meta, const char *kind, const char *text)
+/* Refused by `kind` with a reason containing `text`, in the last compile. */
+static int refused(const char *kind, const char *text)
 {
-    const json_t *refs = json_object_get(json_object_get(meta, "partition"), "refusals");
+    const json_t *refs = json_object_get(json_object_get(res.metadata, "partition"), "refusals");
     size_t i;
     const json_t *o;
     json_array_foreach(refs, i, o)
@@ -215,32 +196,24 @@ static int refused(const json_t *meta, const char *kind, const char *text)
     return 0;
 }
 
-Test(npu_e2e, onnx_qlinearconv_refused_with_reasons)
+Test(npu_e2e, onnx_qlinearconv_refused_with_reasons, .init = with_qlinearconv)
 {
     /* the node test's weights are graph inputs and its data uint8: both kinds refuse, saying why */
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = node_model("test_qlinearconv", &len);
-    tth_compile_result res;
-    tth_diag d;
-    cr_assert_eq(compile(r, model, len, "ethos-n,cmsis-nn,c -mcpu=cortex-m55", &res, &d), 0, "%s", d.message);
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "c");
-    cr_assert(refused(res.metadata, "cmsis-nn", "qnn.conv2d on uint8[1, 1, 7, 7]: CMSIS-NN convolves int8"));
-    cr_assert(refused(res.metadata, "ethos-n", "qnn.conv2d with non-constant quantization parameters: the Ethos-N78 "
-                                               "needs them at compile time"));
-    tth_compile_result_free(&res);
-    free(model);
-    tth_registry_free(r);
+    compile_for("ethos-n,cmsis-nn,c -mcpu=cortex-m55", 0);
+    cr_assert_str_eq(kind_of("qnn.conv2d"), "c");
+    cr_assert(refused("cmsis-nn", "qnn.conv2d on uint8[1, 1, 7, 7]: CMSIS-NN convolves int8"));
+    cr_assert(refused("ethos-n", "qnn.conv2d with non-constant quantization parameters: the Ethos-N78 "
+                                 "needs them at compile time"));
 }
 
-/* Run an artifact on this host with input x (float32 [1, 8, 6, 6], values from a formula); the
- * output y's values into out (144 floats). */
-static void run_qdq(const tth_compile_result *res, float *out)
+/* Run the last artifact on this host with input x (float32 [1, 8, 6, 6], values from a formula);
+ * the output y's values into out (144 floats). */
+static void run_qdq(float *out)
 {
     tthrt_model *m = NULL;
     tth_diag d;
     tth_diag_clear(&d);
-    cr_assert_eq(tthrt_model_open_memory(res->artifact, res->artifact_len, &m, &d), 0, "%s", d.message);
+    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
     tthrt_array a = {0};
     const int64_t shape[4] = {1, 8, 6, 6};
     cr_assert_eq(tthrt_array_init(&a, TTH_F32, 4, shape, &d), 0);
@@ -263,14 +236,9 @@ Test(npu_e2e, ethos_n_region_runs_on_the_functional_model)
      * model of the NPU; the runtime binds the region's constants from the parameters file and the
      * outputs are those of the same model compiled for c alone, within one quantization step of
      * the softmax (1/256) */
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = qdq_model(&len);
-    tth_compile_result res;
-    tth_diag d;
-    cr_assert_eq(compile_opts(r, model, len, "ethos-n,c", 1, &res, &d), 0, "%s (%s)", d.message, d.location);
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.conv2d"), "ethos-n");
-    cr_assert_str_eq(kind_of(res.metadata, "qnn.requantize"), "ethos-n");
+    compile_for("ethos-n,c", 1);
+    cr_assert_str_eq(kind_of("qnn.conv2d"), "ethos-n");
+    cr_assert_str_eq(kind_of("qnn.requantize"), "ethos-n");
     const json_t *bc = NULL;
     size_t i;
     const json_t *mod;
@@ -280,19 +248,15 @@ Test(npu_e2e, ethos_n_region_runs_on_the_functional_model)
     cr_assert(bc, "the ethos-n module does not say which constants it binds");
     cr_assert_eq(json_array_size(json_object_get(bc, "constants")), 2, "weights and bias");
     float npu[144], ref[144];
-    run_qdq(&res, npu);
-    tth_compile_result_free(&res);
-    cr_assert_eq(compile_opts(r, model, len, "c", 1, &res, &d), 0, "%s (%s)", d.message, d.location);
-    run_qdq(&res, ref);
-    tth_compile_result_free(&res);
+    run_qdq(npu);
+    compile_for("c", 1);
+    run_qdq(ref);
     int differ = 0;
     for (int k = 0; k < 144; k++) {
         cr_assert_leq(fabsf(npu[k] - ref[k]), 1.0f / 256 + 1e-6f, "y[%d]: ethos-n,c %g, c %g", k, npu[k], ref[k]);
         differ += npu[k] != ref[k];
     }
     cr_assert_leq(differ, 3, "%d of 144 outputs differ by a step", differ);
-    free(model);
-    tth_registry_free(r);
 }
 
 /* A cmsis-nn artifact says it needs CMSIS-NN (metadata, README) and its CMakeLists.txt finds the
@@ -301,41 +265,27 @@ Test(npu_e2e, ethos_n_region_runs_on_the_functional_model)
  * library builds for Cortex-M55 with arm-none-eabi. Skipped without cmake or arm-none-eabi-gcc. */
 Test(npu_e2e, cmsis_nn_artifact_needs_cmsis_nn_root)
 {
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = qdq_model(&len);
-    tth_compile_result res;
-    tth_diag d;
-    int rc = compile_opts(r, model, len, "cmsis-nn,c -mtriple=thumbv8.1m.main-none-eabi -mcpu=cortex-m55", -1, &res,
-                          &d);
-    cr_assert_eq(rc, 0, "%s (%s)", d.message, d.location);
+    compile_for("cmsis-nn,c -mtriple=thumbv8.1m.main-none-eabi -mcpu=cortex-m55", -1);
     const json_t *req = json_array_get(json_object_get(res.metadata, "requires"), 0);
     cr_assert_str_eq(json_string_value(json_object_get(req, "library")), "CMSIS-NN");
     cr_assert_str_eq(json_string_value(json_object_get(req, "root_variable")), "CMSIS_NN_ROOT");
-    size_t n;
-    char *readme = tar_member(&res, "README.txt", &n);
+    char *readme = tar_member("README.txt", NULL);
     cr_assert(readme && strstr(readme, "Needs CMSIS-NN") && strstr(readme, "-I$CMSIS_NN_ROOT/Include"),
               "README.txt does not say how to point the build at CMSIS-NN:\n%s", readme ? readme : "");
     free(readme);
-    if (!test_have("cmake") || !test_have("arm-none-eabi-gcc")) {
-        tth_compile_result_free(&res);
-        free(model);
-        tth_registry_free(r);
+    if (!test_have("cmake") || !test_have("arm-none-eabi-gcc"))
         cr_skip_test("cmake or arm-none-eabi-gcc is not installed (scripts/setup installs both)");
-    }
-    char dir[256], path[512], cmd[2048];
+    char dir[256], cmd[2048];
     test_mkdtemp(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/art' '%s/cmsis/Include' && cp '%s/plugins/cmsisnn/reference/arm_nnfunctions.h' "
              "'%s/cmsis/Include/'", dir, dir, getenv("TTH_SOURCE_ROOT"), dir);
     cr_assert_eq(test_run(cmd), 0);
-    snprintf(path, sizeof path, "%s/art/m.tar", dir);
-    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    test_put_file(dir, "art/m.tar", res.artifact, res.artifact_len);
     static const char toolchain[] = "set(CMAKE_SYSTEM_NAME Generic)\nset(CMAKE_SYSTEM_PROCESSOR arm)\n"
                                     "set(CMAKE_C_COMPILER arm-none-eabi-gcc)\n"
                                     "set(CMAKE_C_FLAGS_INIT \"-mthumb -mcpu=cortex-m55\")\n"
                                     "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)\n";
-    snprintf(path, sizeof path, "%s/m55.cmake", dir);
-    cr_assert_eq(test_write_file(path, toolchain, strlen(toolchain)), 0);
+    test_put_file(dir, "m55.cmake", toolchain, strlen(toolchain));
     snprintf(cmd, sizeof cmd, "cd '%s/art' && tar xf m.tar && cmake -S . -B ../b1 -DCMAKE_TOOLCHAIN_FILE=../m55.cmake "
              "> ../b1.log 2>&1", dir);
     cr_assert_neq(test_run(cmd), 0, "configuring without CMSIS_NN_ROOT succeeded");
@@ -349,7 +299,4 @@ Test(npu_e2e, cmsis_nn_artifact_needs_cmsis_nn_root)
              "test -f ../b2/libtth_m.a", dir, dir);
     cr_assert_eq(test_run(cmd), 0, "the CMake build with CMSIS_NN_ROOT failed (%s/b2.log)", dir);
     test_rmtree(dir);
-    tth_compile_result_free(&res);
-    free(model);
-    tth_registry_free(r);
 }

@@ -49,7 +49,8 @@ static void load_plugin(void)
     cr_assert_not_null(hook, "the plugin exports no %s", TTH_HOOK_TIR_TO_RUNTIME_SYMBOL);
 }
 
-TestSuite(llvm, .init = load_plugin);
+static void undo_made(void);
+TestSuite(llvm, .init = load_plugin, .fini = undo_made);
 
 /* Run the hook for a target given as JSON text; returns its code, *out holds the files. */
 static int run_hook(tth_tir_module *m, const char *target_json, tth_runtime_module **out, tth_diag *d)
@@ -78,6 +79,13 @@ typedef struct linked {
     char obj[600], so[600], src[600], pool[600];
     void *lib;
 } linked;
+
+/* What the running test made, undone after it by the suite's .fini: its TIR modules (tir_module)
+ * and the objects it linked and loaded (link_module). */
+static tth_tir_module **made_mods;
+static size_t nmade_mods;
+static linked *made_links;
+static size_t nmade_links;
 
 static void write_file(const char *path, const void *data, size_t len)
 {
@@ -117,6 +125,10 @@ static void link_module(const tth_runtime_module *rm, const char *extra_c, linke
     cr_assert_eq(system(cmd), 0, "link failed: %s", cmd);
     l->lib = dlopen(l->so, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(l->lib, "dlopen: %s", dlerror());
+    linked *more = realloc(made_links, (nmade_links + 1) * sizeof *more);
+    cr_assert_not_null(more);
+    made_links = more;
+    made_links[nmade_links++] = *l; /* unlinked after the test */
 }
 
 static void unlink_module(linked *l)
@@ -130,6 +142,27 @@ static void unlink_module(linked *l)
     if (l->pool[0])
         unlink(l->pool);
     rmdir(l->dir);
+}
+
+static void undo_made(void)
+{
+    while (nmade_links)
+        unlink_module(&made_links[--nmade_links]);
+    while (nmade_mods)
+        tth_tir_module_free(made_mods[--nmade_mods]);
+    free(made_links);
+    free(made_mods);
+}
+
+/* A new TIR module, freed after the test. */
+static tth_tir_module *tir_module(void)
+{
+    tth_tir_module **more = realloc(made_mods, (nmade_mods + 1) * sizeof *more);
+    cr_assert_not_null(more);
+    made_mods = more;
+    made_mods[nmade_mods] = tth_tir_module_new();
+    cr_assert_not_null(made_mods[nmade_mods]);
+    return made_mods[nmade_mods++];
 }
 
 static void *sym(linked *l, const char *name)
@@ -195,7 +228,7 @@ typedef int32_t (*entry_fn)(const void *inputs, void *outputs, void *workspace);
 /* o[i] = a[i] * 2 + b[i] - 1 over n elements, loop of the given kind. */
 static tth_tir_module *axpy_module(int64_t n, tth_loop_kind kind)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, n, TTH_SCOPE_PARAM);
@@ -225,8 +258,6 @@ static void check_axpy(int64_t n, tth_loop_kind kind, const char *target)
     free(a);
     free(b);
     free(o);
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, elementwise_vectorized_o3)
@@ -271,7 +302,7 @@ static const char *const pool_c =
 Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
 {
     setenv("TTH_NUM_THREADS", "2", 1);
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *s = buf1(m, "s", TTH_F32, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 2 * 64 * 3, TTH_SCOPE_PARAM);
     tth_tbuffer *who = buf1(m, "who", TTH_I32, 2 * 64, TTH_SCOPE_PARAM);
@@ -324,8 +355,6 @@ Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
     if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
         cr_assert_eq(distinct, 2, "TTH_NUM_THREADS=2: in %d runs the iterations never ran on two threads", runs);
     cr_assert_eq(*(int *)sym(&l, "tst_calls"), runs * 2 * 64, "every iteration runs exactly once");
-    unlink_module(&l);
-    tth_tir_module_free(m);
     unsetenv("TTH_NUM_THREADS");
 }
 
@@ -355,7 +384,7 @@ static void cross_done(cross_run *r);
 Test(llvm, vector_tir_fma_gather_reduce_register)
 {
     enum { L = 8, R = 2, K = 5 };
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, K * R * L, TTH_SCOPE_PARAM);
     tth_tbuffer *s = buf1(m, "s", TTH_F32, K, TTH_SCOPE_PARAM);
     tth_tbuffer *g = buf1(m, "g", TTH_F32, 2 * R * L, TTH_SCOPE_PARAM);
@@ -426,7 +455,6 @@ Test(llvm, vector_tir_fma_gather_reduce_register)
         cr_assert_eq(out[R * L], 777.0f, "a vector store wrote past the buffer");
         assert_close(rv[0], wsum, 1e-5, "reduce_add", 0);
         assert_close(rv[1], wmax, 0, "reduce_max", 0);
-        unlink_module(&l);
     }
     /* the same kernel as NEON code, run under qemu-aarch64 */
     if (have_prog("aarch64-linux-gnu-gcc") && have_prog("qemu-aarch64")) {
@@ -456,7 +484,6 @@ Test(llvm, vector_tir_fma_gather_reduce_register)
         cross_done(&cr);
         tth_runtime_module_free(rm);
     }
-    tth_tir_module_free(m);
 }
 
 /* n floats that end where a PROT_NONE page begins: an access past the last one faults. */
@@ -480,7 +507,7 @@ static float *guarded(size_t n, void **map, size_t *maplen)
 Test(llvm, vector_tails_stay_inside_their_buffers)
 {
     enum { NA = 27, NO = 21 };
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, NA, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, NO, TTH_SCOPE_PARAM);
     tth_tbuffer *t = buf1(m, "t", TTH_F32, 14, TTH_SCOPE_REGISTER);
@@ -513,16 +540,14 @@ Test(llvm, vector_tails_stay_inside_their_buffers)
             assert_close(ov[NO - 14 + j], 2.0f * av[NA - 14 + j] + 1.0f, 1e-6, "o (14 lanes)", NO - 14 + j);
         munmap(ma, la);
         munmap(mo, lo);
-        unlink_module(&l);
     }
-    tth_tir_module_free(m);
 }
 
 /* C[i, j] = sum_k A[i, k] * B[k, j]: i parallel, j vectorized, k serial reduction into C. */
 Test(llvm, matmul_reduction)
 {
     enum { M = 13, N = 17, K = 9 };
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *A = buf1(m, "A", TTH_F32, M * K, TTH_SCOPE_PARAM);
     tth_tbuffer *B = buf1(m, "B", TTH_F32, K * N, TTH_SCOPE_PARAM);
     tth_tbuffer *C = buf1(m, "C", TTH_F32, M * N, TTH_SCOPE_PARAM);
@@ -552,8 +577,6 @@ Test(llvm, matmul_reduction)
                 want += a[r * K + t] * b[t * N + s];
             cr_assert_eq(c[r * N + s], want, "C[%d,%d] = %g, want %g", r, s, c[r * N + s], want);
         }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- integer semantics */
@@ -584,7 +607,7 @@ static int64_t int_ref(tth_tir_binop op, int64_t a, int64_t b)
 /* o[k * n + i] = op_k(a[i], b[i]) for every op in int_ops, in the given integer dtype. */
 static tth_tir_module *int_ops_module(tth_dtype dt, int64_t n)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", dt, n * (int64_t)NOPS, TTH_SCOPE_PARAM);
@@ -619,8 +642,6 @@ Test(llvm, int32_semantics_floordiv_floormod)
             cr_assert_eq(o[k * n + (size_t)i], (int32_t)want, "op %zu on (%d, %d): got %d, want %lld", k,
                          a[i], b[i], o[k * n + (size_t)i], (long long)want);
         }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* int8 arithmetic is done in int and wrapped back, as C does; int8 division of -128 by -1 too. */
@@ -640,8 +661,6 @@ Test(llvm, int8_wraps_like_c)
             cr_assert_eq(o[k * n + (size_t)i], want, "op %zu on (%d, %d): got %d, want %d", k, a[i], b[i],
                          o[k * n + (size_t)i], want);
         }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* DOT4_US / DOT4_SS (docs/tir.md, "Dot products") at 1, 5, 16 and 24 lanes: one lane, a piece
@@ -652,7 +671,7 @@ static const int dot_lanes[] = {1, 5, 16, 24};
 
 static tth_tir_module *dot4_module(void)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_I32, 24, TTH_SCOPE_PARAM), *b = buf1(m, "b", TTH_I32, 24, TTH_SCOPE_PARAM);
     tth_tbuffer *acc = buf1(m, "acc", TTH_I32, 24, TTH_SCOPE_PARAM), *o = buf1(m, "o", TTH_I32, 2 * 46, TTH_SCOPE_PARAM);
     tth_tstmt *body = NULL;
@@ -691,8 +710,6 @@ static void check_dot4(const char *target)
                 cr_assert_eq(o[at], want, "%s, %d lanes, lane %d on %s: got %d, want %d", us ? "dot4_us" : "dot4_ss",
                              dot_lanes[k], i, target, o[at], want);
             }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, dot4_products_every_width)
@@ -704,7 +721,7 @@ Test(llvm, dot4_products_every_width)
 /* Shifts: arithmetic for signed, logical for unsigned; unsigned division and floordiv. */
 Test(llvm, shifts_and_unsigned)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *s = buf1(m, "s", TTH_I32, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *u = buf1(m, "u", TTH_U32, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *os = buf1(m, "os", TTH_I32, 4, TTH_SCOPE_PARAM);
@@ -736,8 +753,6 @@ Test(llvm, shifts_and_unsigned)
     cr_assert_eq(ouv[1], 0x0F000000u);
     cr_assert_eq(ouv[2], 0x0F000000u);
     cr_assert_eq(ouv[3], 0xF0000000u);   /* unsigned compare: 0xF0000000 > 16 */
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- comparisons, select, bool */
@@ -745,7 +760,7 @@ Test(llvm, shifts_and_unsigned)
 Test(llvm, compare_select_bool)
 {
     enum { n = 6 };
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *lt = buf1(m, "lt", TTH_BOOL, n, TTH_SCOPE_PARAM);
@@ -783,15 +798,13 @@ Test(llvm, compare_select_bool)
         cr_assert_eq(iiv[2 * n + k], (int32_t)!(x > 0 && y > 0), "not-and[%d]", k);
         cr_assert_eq(iiv[3 * n + k], (int32_t)(x > 0 || x == y), "or[%d]", k);
     }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- casts */
 
 Test(llvm, casts_follow_c)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *f = buf1(m, "f", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *s8 = buf1(m, "s8", TTH_I8, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *u8 = buf1(m, "u8", TTH_U8, 2, TTH_SCOPE_PARAM);
@@ -846,14 +859,12 @@ Test(llvm, casts_follow_c)
         cr_assert_eq(obv[k], want_b[k], "ob[%d] = %d", k, obv[k]);
     cr_assert_eq(o16v[0], (int16_t)(int32_t)(2.7f * 30000.0f));
     cr_assert_eq(ou8v[0], 2);
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* float16 is a storage type: values round to the nearest half on store. */
 Test(llvm, float16_storage)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *x = buf1(m, "x", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *h = buf1(m, "h", TTH_F16, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *y = buf1(m, "y", TTH_F32, 4, TTH_SCOPE_PARAM);
@@ -885,8 +896,6 @@ Test(llvm, float16_storage)
     cr_assert_eq(yv[1], 0.25f);
     cr_assert_eq(yv[2], 0.0999755859375f);
     cr_assert_eq(yv[3], 65504.0f);
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* bfloat16 is held as its bits: a + b is computed in float32 and rounded to nearest even (a
@@ -894,7 +903,7 @@ Test(llvm, float16_storage)
  * float32(bfloat16(x)) is x rounded. The same cases as the c test (tests/support/bf16_cases.h). */
 Test(llvm, bfloat16_rounds_to_nearest_even)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
@@ -916,19 +925,7 @@ Test(llvm, bfloat16_rounds_to_nearest_even)
     memcpy(xv, bf16_narrow_in, sizeof xv);
     cr_assert_eq(((fn3)sym(&l, "bf_add"))((void *)bf16_add_a, (void *)bf16_add_b, ov, NULL), 0);
     cr_assert_eq(((fn3)sym(&l, "bf_cast"))(xv, yv, zv, NULL), 0);
-    for (int k = 0; k < BF16_NCASES; k++) {
-        cr_assert(bf16_matches(ov[k], bf16_add_sum[k]), "o[%d] = 0x%04x + 0x%04x = 0x%04x, want 0x%04x", k,
-                  bf16_add_a[k], bf16_add_b[k], ov[k], bf16_add_sum[k]);
-        cr_assert(bf16_matches(yv[k], bf16_narrow_out[k]), "y[%d] = bfloat16(0x%08x) = 0x%04x, want 0x%04x", k,
-                  bf16_narrow_in[k], yv[k], bf16_narrow_out[k]);
-        uint32_t zb;
-        memcpy(&zb, &zv[k], 4);
-        cr_assert(isnan(zv[k]) ? bf16_matches((uint16_t)(zb >> 16), bf16_narrow_out[k])
-                               : zb == bf16_widened_bits(bf16_narrow_out[k]),
-                  "z[%d] = 0x%08x, want 0x%08x", k, zb, bf16_widened_bits(bf16_narrow_out[k]));
-    }
-    unlink_module(&l);
-    tth_tir_module_free(m);
+    bf16_check(ov, yv, zv);
 }
 
 /* ---------------------------------------------------------------- intrinsics */
@@ -992,7 +989,7 @@ static void check_intrinsics(tth_dtype dt, const char *target)
     double ys[n] = {2.0, -1.5, 0.5, 3.0, 1.0, 2.25};
     double zs[n] = {-2.5, -0.5, 0.5, 2.5, 1.5, -1.7};
 
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *x = buf1(m, "x", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *y = buf1(m, "y", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *z = buf1(m, "z", dt, n, TTH_SCOPE_PARAM);
@@ -1043,8 +1040,6 @@ static void check_intrinsics(tth_dtype dt, const char *target)
                              1e-14, what, e);
             }
     }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, intrinsics_float32) { check_intrinsics(TTH_F32, HOST_TARGET); }
@@ -1057,7 +1052,7 @@ Test(llvm, intrinsics_float32_o0) { check_intrinsics(TTH_F32, "{\"kind\": \"llvm
 /* Round half to even, and float floordiv / floormod with the divisor's sign. */
 Test(llvm, float_rounding_and_floor_ops)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 12, TTH_SCOPE_PARAM);
@@ -1077,8 +1072,6 @@ Test(llvm, float_rounding_and_floor_ops)
     float want[12] = {2, -2, 4, -7, /* floordiv */ 1, -2, -2, -3, /* floormod */ 0.5f, 1.5f, -0.5f, 2};
     for (int k = 0; k < 12; k++)
         cr_assert_eq(ov[k], want[k], "o[%d] = %g, want %g", k, ov[k], want[k]);
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- extern calls, let, if */
@@ -1093,7 +1086,7 @@ static const char *extern_c =
 
 Test(llvm, call_extern_address_of_let_if)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, 8, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, 8, TTH_SCOPE_PARAM);
     tth_tbuffer *s = buf1(m, "s", TTH_I8, 1, TTH_SCOPE_PARAM);
@@ -1152,8 +1145,6 @@ Test(llvm, call_extern_address_of_let_if)
     cr_assert_eq(ov[0], -3.5f);
     cr_assert_eq(qv[0], 5 * 100000 + 65535);
     cr_assert_eq(qv[1], 0, "the if without else ran although s[0] >= 0");
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- the AOT entry */
@@ -1166,7 +1157,7 @@ Test(llvm, call_extern_address_of_let_if)
 static tth_tir_module *aot_module(void)
 {
     enum { n = 8 };
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     float cvals[n] = {1, -2, 3, -4, 0.5f, -0.5f, 2, 10};
     int64_t shape[1] = {n};
     tth_ttype ct = {.dtype = TTH_F32, .rank = 1, .shape = {n}};
@@ -1265,8 +1256,6 @@ static void check_aot(const char *target)
         for (int k = 32; k < 64; k++)
             cr_assert_eq(ws[k], 0xAB, "byte %d of the workspace, between the planned buffers, was written", k);
     }
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, aot_entry_workspace_constants_locals) { check_aot(HOST_TARGET); }
@@ -1279,7 +1268,7 @@ Test(llvm, aot_entry_fast_math_native) { check_aot("{\"kind\": \"llvm\", \"mcpu\
  * status stops the entry and is returned. */
 Test(llvm, entry_returns_a_failing_status)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     int64_t one = 1;
     tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, &one, TTH_SCOPE_OUTPUT);
     tth_tbuffer *p = buf1(m, "p", TTH_F32, 1, TTH_SCOPE_PARAM);
@@ -1302,8 +1291,6 @@ Test(llvm, entry_returns_a_failing_status)
     void *out[1] = {yv};
     cr_assert_eq(((entry_fn)sym(&l, "failing_entry"))(NULL, out, NULL), 7);
     cr_assert_eq(yv[0], 99.0f, "the external operator did not run, or 'mark' ran after it failed");
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- objects and targets */
@@ -1334,7 +1321,6 @@ static void check_elf(const char *target, int want_class, uint16_t want_machine)
     const json_t *meta = tth_runtime_module_meta(rm);
     cr_assert_str_eq(json_string_value(json_object_get(meta, "link")), "object");
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, cross_aarch64_object)
@@ -1368,8 +1354,6 @@ Test(llvm, deterministic_bytes)
         cr_assert(memcmp(f1->data, f2->data, f1->len) == 0, "two runs gave different bytes");
         tth_runtime_module_free(r1);
         tth_runtime_module_free(r2);
-        tth_tir_module_free(m1);
-        tth_tir_module_free(m2);
     }
 }
 
@@ -1379,7 +1363,7 @@ Test(llvm, deterministic_bytes)
  * small ones beside it. */
 Test(llvm, shards_share_out_the_work)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     for (int f = 0; f < 8; f++) {
         int stores = f == 0 ? 700 : 100;
         tth_tbuffer *o = buf1(m, "o", TTH_F32, stores, TTH_SCOPE_PARAM);
@@ -1418,14 +1402,13 @@ Test(llvm, shards_share_out_the_work)
     cr_assert_eq(small_in[with_large], 0, "the large body shares its shard with %d small ones", small_in[with_large]);
     cr_assert_eq(small_in[1 - with_large], 7);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- what is refused */
 
 Test(llvm, math_intrinsic_on_integers_is_unsupported)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_I32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *ps[] = {a};
     func(m, "bad", ps, 1, STORE(a, I64(0), tth_tir_intrin(m, TTH_TINTRIN_EXP, LOAD(a, I64(1)), NULL)));
@@ -1437,12 +1420,11 @@ Test(llvm, math_intrinsic_on_integers_is_unsupported)
     cr_assert(strstr(d.location, "bad"), "location: %s", d.location);
     cr_assert_eq(tth_runtime_module_count(rm), 0);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, unplanned_large_local_is_unsupported)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *big = buf1(m, "big", TTH_F32, 1 << 20, TTH_SCOPE_LOCAL);
     tth_tbuffer *ps[] = {a};
@@ -1453,7 +1435,6 @@ Test(llvm, unplanned_large_local_is_unsupported)
     cr_assert(strstr(d.message, "big"), "message: %s", d.message);
     cr_assert(d.hint[0], "no hint");
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, unknown_triple_is_refused)
@@ -1465,7 +1446,6 @@ Test(llvm, unknown_triple_is_refused)
                  TTH_EUNSUPPORTED);
     cr_assert(strstr(d.message, "nosuchcpu"), "message: %s", d.message);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, bad_opt_level_is_refused)
@@ -1475,7 +1455,6 @@ Test(llvm, bad_opt_level_is_refused)
     tth_runtime_module *rm;
     cr_assert_eq(run_hook(m, "{\"kind\": \"llvm\", \"opt-level\": 7}", &rm, &d), TTH_EINVAL);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 /* A VECTORIZED loop LLVM cannot vectorize (no vector unit on a plain Cortex-M0) still compiles;
@@ -1490,7 +1469,6 @@ Test(llvm, unvectorizable_loop_warns_through_host_log)
                           &rm, &d), 0, "%s", d.message);
     cr_assert(strstr(logged, "not vectorized"), "log: %s", logged);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 /* ---------------------------------------------------------------- more target attributes */
@@ -1534,7 +1512,6 @@ static int arm_vfp_args(const char *target)
         if (attrs[i] == 28 && attrs[i + 1] == 1)
             found = 1;
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
     return found;
 }
 
@@ -1559,14 +1536,13 @@ Test(llvm, float_abi_on_x86_is_refused)
                           &rm, &d), TTH_EUNSUPPORTED);
     cr_assert(strstr(d.message, "mfloat-abi"), "message: %s", d.message);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 /* fast-math may reassociate the reduction; the sum of small integers stays exact. */
 Test(llvm, fast_math_reduction)
 {
     enum { n = 1000 };
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 1, TTH_SCOPE_PARAM);
     tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
@@ -1584,8 +1560,6 @@ Test(llvm, fast_math_reduction)
         want += av[k];
     cr_assert_eq(((fn2)sym(&l, "sum"))(av, ov, NULL), 0);
     cr_assert_eq(ov[0], want, "sum %g, want %g", ov[0], want);
-    unlink_module(&l);
-    tth_tir_module_free(m);
 }
 
 /* In a composite target the llvm member's attributes are used (here: its triple). */
@@ -1598,7 +1572,6 @@ Test(llvm, composite_target_uses_the_llvm_member)
                              "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}]}", &rm, &d), 0, "%s", d.message);
     cr_assert_eq(elf_u16(tth_runtime_module_file(rm, 0)->data + 18), 183);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 /* Constants are stored in the target's byte order: on a big-endian triple the int32 0x11223344
@@ -1622,7 +1595,7 @@ Test(llvm, constants_in_target_byte_order)
     const char *targets[] = {"{\"kind\": \"llvm\", \"mtriple\": \"aarch64_be-linux-gnu\"}",
                              "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}"};
     for (int be = 1; be >= 0; be--) {
-        tth_tir_module *m = tth_tir_module_new();
+        tth_tir_module *m = tir_module();
         tth_ttype tt = {.dtype = TTH_I32, .rank = 1, .shape = {n}};
         tth_tensor *t = tth_tensor_new(&tt, vals);
         tth_tbuffer *cst = tth_tir_const_buffer(m, "table", t);
@@ -1640,7 +1613,6 @@ Test(llvm, constants_in_target_byte_order)
         cr_assert(object_has(rm, be ? big : little, 4), "the constant is not in the object in target order");
         cr_assert(!object_has(rm, be ? little : big, 4), "the constant is in the object in the wrong order");
         tth_runtime_module_free(rm);
-        tth_tir_module_free(m);
     }
 }
 
@@ -1686,7 +1658,6 @@ Test(llvm, vectorized_loops_are_vectorized)
         cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
         counts[v] = aarch64_vector_fadds(tth_runtime_module_file(rm, 0));
         tth_runtime_module_free(rm);
-        tth_tir_module_free(m);
     }
     cr_assert_eq(counts[0], 0, "the serial loop was vectorized at opt-level 1 (%d vector adds)", counts[0]);
     cr_assert(counts[1] > 0, "the VECTORIZED loop has no vector adds");
@@ -1706,7 +1677,6 @@ Test(llvm, serial_loops_are_vectorized_from_level_2)
         cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
         int n = aarch64_vector_fadds(tth_runtime_module_file(rm, 0));
         tth_runtime_module_free(rm);
-        tth_tir_module_free(m);
         cr_assert(n > 0, "the serial loop has no vector adds at opt-level %d", level);
     }
 }
@@ -1813,14 +1783,13 @@ Test(llvm, cross_aarch64_runs_under_qemu)
         cr_assert_eq(cross_next(&r), k * k + 1, "aarch64 y2[%d]", k);
     cross_done(&r);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 /* A float-returning C call (float, double and int8 arguments) and libm calls: across a
  * target's C ABI, checked by running the code. */
 static tth_tir_module *fcalls_module(void)
 {
-    tth_tir_module *m = tth_tir_module_new();
+    tth_tir_module *m = tir_module();
     tth_tbuffer *x = buf1(m, "x", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 20, TTH_SCOPE_PARAM);
     tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
@@ -1870,7 +1839,6 @@ static void check_fcalls(const char *target, const char *cc, const char *qemu)
         cr_assert_eq((float)cross_next(&r), want_mod[k], "floormod(x[%d], 0.75)", k);
     cross_done(&r);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
 
 Test(llvm, cross_aarch64_float_calls_under_qemu)
@@ -1946,7 +1914,6 @@ Test(llvm, cortex_m55_mve_options)
         int warned = strstr(logged, "not vectorized") != NULL;
         cr_assert_eq(warned, !cases[k].vectorized, "%s: log '%s'", cases[k].target, logged);
         tth_runtime_module_free(rm);
-        tth_tir_module_free(m);
     }
 }
 
@@ -1961,5 +1928,4 @@ Test(llvm, cortex_m_cpu_without_triple_is_refused)
     cr_assert(strstr(d.hint, "mtriple"), "hint: %s", d.hint);
     cr_assert_eq(tth_runtime_module_count(rm), 0);
     tth_runtime_module_free(rm);
-    tth_tir_module_free(m);
 }
