@@ -13,6 +13,7 @@
 #include "compile.h"
 #include "compile_internal.h"
 #include "helpers.h"
+#include "model_fixture.h"
 #include "onnx_case.h"
 #include "standalone_build.h"
 #include "tth/target.h"
@@ -21,26 +22,16 @@
 
 #define NODE "/usr/share/libonnx-testdata/data/node/"
 
-static json_t *target_c(tth_registry *r)
-{
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, "c", &d);
-    cr_assert_not_null(t, "target 'c': %s", d.message);
-    return t;
-}
+/* every test has test_reg and test_tc (target `c`) */
+TestSuite(pipeline, .init = test_fixture_c, .fini = test_fixture_fini);
 
 static void expect_pass(const char *test)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     char dir[512];
     snprintf(dir, sizeof dir, NODE "%s", test);
     tth_case_result res;
-    tth_case_status st = tth_case_run_flags(dir, r, t, TTH_CASE_CHECK_C_WARNINGS, &res);
+    tth_case_status st = tth_case_run_flags(dir, test_reg, test_tc, TTH_CASE_CHECK_C_WARNINGS, &res);
     cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 Test(pipeline, node_add) { expect_pass("test_add"); }
@@ -56,35 +47,19 @@ Test(pipeline, node_argmax_int64_exact) { expect_pass("test_argmax_default_axis_
 Test(pipeline, node_split_tuple_outputs) { expect_pass("test_split_equal_parts_1d"); }
 Test(pipeline, node_concat) { expect_pass("test_concat_2d_axis_1"); }
 
-static unsigned char *slurp(const char *path, size_t *len)
+/* Compile the model file at path as name for `c` with opts. */
+static int compile_file(const char *path, const char *name, json_t *opts, tth_compile_result *res, tth_diag *d)
 {
-    unsigned char *b = test_read_file(path, len);
-    cr_assert_not_null(b, "cannot read %s", path);
-    return b;
-}
-
-static int compile_file(tth_registry *r, const json_t *t, const char *path, const char *name,
-                        json_t *opts, tth_compile_result *res, tth_diag *d)
-{
-    size_t len;
-    unsigned char *model = slurp(path, &len);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = name,
-                               .target = t, .options = opts, .registry = r};
-    tth_diag_clear(d);
-    int rc = tth_compile(&req, res, d);
-    free(model);
-    return rc;
+    return test_compile_file(test_reg, test_tc, path, name, opts, res, d);
 }
 
 Test(pipeline, deterministic_bytes)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result a, b;
     tth_diag d;
     const char *m = NODE "test_conv_with_strides_padding/model.onnx";
-    cr_assert_eq(compile_file(r, t, m, "conv", NULL, &a, &d), 0, "%s", d.message);
-    cr_assert_eq(compile_file(r, t, m, "conv", NULL, &b, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(m, "conv", NULL, &a, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(m, "conv", NULL, &b, &d), 0, "%s", d.message);
     cr_assert_eq(a.artifact_len, b.artifact_len);
     cr_assert_eq(memcmp(a.artifact, b.artifact, a.artifact_len), 0, "two compiles differ");
     /* and the metadata says what a runtime needs */
@@ -104,20 +79,16 @@ Test(pipeline, deterministic_bytes)
                   json_integer_value(json_object_get(plan, "total_bytes")));
     tth_compile_result_free(&a);
     tth_compile_result_free(&b);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* The artifact built and run with a C compiler only, as its README says and through its
  * CMakeLists.txt (standalone_build.c); its layout; no .so when build_shared is false. */
 Test(pipeline, c_build_without_tth)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, NODE "test_gemm_default_vector_bias/model.onnx", "gemm", opts,
+    cr_assert_eq(compile_file(NODE "test_gemm_default_vector_bias/model.onnx", "gemm", opts,
                               &res, &d), 0, "%s", d.message);
     cr_assert(json_is_null(json_object_get(json_object_get(res.metadata, "files"), "shared_library")),
               "build_shared=false must not build a .so");
@@ -134,18 +105,14 @@ Test(pipeline, c_build_without_tth)
                            "gemm");
     json_decref(opts);
     tth_compile_result_free(&res);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 Test(pipeline, dumps_every_stage)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "all", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
+    cr_assert_eq(compile_file(NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
                  "%s", d.message);
     static const char *stages[] = {"import", "optimize", "lower", "aot", "memplan", "codegen"};
     for (size_t i = 0; i < 6; i++) {
@@ -158,23 +125,19 @@ Test(pipeline, dumps_every_stage)
     json_decref(opts);
     /* one stage only */
     opts = json_pack("{s:s, s:b}", "dump_ir", "aot", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
+    cr_assert_eq(compile_file(NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
     cr_assert_eq(json_object_size(res.dumps), 1);
     cr_assert_not_null(json_object_get(res.dumps, "aot"));
     tth_compile_result_free(&res);
     json_decref(opts);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 Test(pipeline, an_unknown_dump_stage_is_refused_with_the_nearest_name)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:s, s:b}", "dump_ir", "lowr", "build_shared", 0);
-    cr_assert_lt(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
+    cr_assert_lt(compile_file(NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0,
                  "a misspelled stage compiled silently");
     cr_assert_eq(d.code, TTH_EINVAL);
     cr_assert(strstr(d.message, "'lowr'"), "the message quotes the value: %s", d.message);
@@ -185,52 +148,39 @@ Test(pipeline, an_unknown_dump_stage_is_refused_with_the_nearest_name)
     json_decref(opts);
     /* not a string, and nothing near: every stage is listed */
     opts = json_pack("{s:i, s:b}", "dump_ir", 3, "build_shared", 0);
-    cr_assert_lt(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
+    cr_assert_lt(compile_file(NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0);
     cr_assert(strstr(d.hint, "give one of: import,"), "%s", d.hint);
     tth_compile_result_free(&res);
     json_decref(opts);
     opts = json_pack("{s:s, s:b}", "dump_ir", "partition", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s", d.message);
     tth_compile_result_free(&res);
     json_decref(opts);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 Test(pipeline, errors_name_their_stage)
 {
-    tth_registry *r = test_registry();
     tth_compile_result res;
     tth_diag d;
     /* a composite target whose last kind cannot host (tests/daemon/compile covers composites) */
     json_t *comp = json_pack("{s:s, s:[{s:s}, {s:s}]}", "kind", "composite", "targets", "kind",
                              "c", "kind", "cmsis-nn");
-    cr_assert_lt(compile_file(r, comp, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0);
+    cr_assert_lt(test_compile_file(test_reg, comp, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0);
     cr_assert(strncmp(d.message, "target", 6) == 0, "the message names the stage: %s", d.message);
     json_decref(comp);
     /* a model name that is not a C identifier */
-    json_t *t = target_c(r);
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "9 lives", NULL, &res, &d),
-                 TTH_EINVAL);
+    cr_assert_eq(compile_file(NODE "test_relu/model.onnx", "9 lives", NULL, &res, &d), TTH_EINVAL);
     cr_assert(strstr(d.message, "C identifier"), "%s", d.message);
     /* not a model */
-    size_t len = 5;
-    tth_compile_request req = {.model = (const uint8_t *)"hello", .model_len = len,
-                               .model_name = "x", .target = t, .registry = r};
-    tth_diag_clear(&d);
-    cr_assert_lt(tth_compile(&req, &res, &d), 0);
+    cr_assert_lt(test_compile(test_reg, test_tc, (const uint8_t *)"hello", 5, "x", NULL, NULL, &res, &d), 0);
     cr_assert(strncmp(d.message, "import", 6) == 0, "the message names the stage: %s", d.message);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 Test(pipeline, runtime_binding_errors_are_clear)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
-    cr_assert_eq(compile_file(r, t, NODE "test_add/model.onnx", "add", NULL, &res, &d), 0, "%s",
+    cr_assert_eq(compile_file(NODE "test_add/model.onnx", "add", NULL, &res, &d), 0, "%s",
                  d.message);
     tthrt_model *m;
     cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
@@ -270,8 +220,6 @@ Test(pipeline, runtime_binding_errors_are_clear)
     test_rmtree(dir);
     tthrt_model_close(m);
     tth_compile_result_free(&res);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 static uint32_t rd32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
@@ -280,12 +228,10 @@ static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p
 /* parameters/<model>.params: the documented format, every constant, sizes that add up */
 Test(pipeline, parameters_file)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
+    cr_assert_eq(compile_file("/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx",
                               "conv2d", opts, &res, &d), 0, "%s", d.message);
     char dir[512], path[1024], cmd[1200];
     test_mkdtemp(dir, sizeof dir);
@@ -295,7 +241,7 @@ Test(pipeline, parameters_file)
     cr_assert_eq(test_run(cmd), 0);
     snprintf(path, sizeof path, "%s/parameters/conv2d.params", dir);
     size_t len;
-    unsigned char *p = slurp(path, &len);
+    unsigned char *p = test_slurp(path, &len);
     cr_assert_geq(len, 16);
     cr_assert_eq(memcmp(p, "TTHPARAM", 8), 0);
     cr_assert_eq(rd32(p + 8), 1);
@@ -327,8 +273,6 @@ Test(pipeline, parameters_file)
     test_rmtree(dir);
     json_decref(opts);
     tth_compile_result_free(&res);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* tthd writes the tar itself (package.c): GNU tar extracts it, a path longer than ustar's name
@@ -336,14 +280,12 @@ Test(pipeline, parameters_file)
  * bit of the library survives, and the files hold what the compile produced. */
 Test(pipeline, tar_read_by_gnu_tar_with_long_paths)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
     char name[96];
     memset(name, 'm', 90);
     name[90] = 0;
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", name, NULL, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(NODE "test_relu/model.onnx", name, NULL, &res, &d), 0, "%s", d.message);
     char dir[512], path[1024], cmd[1200];
     test_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/a.tar", dir);
@@ -358,7 +300,7 @@ Test(pipeline, tar_read_by_gnu_tar_with_long_paths)
         snprintf(path, sizeof path, "%s/%s", dir, src);
         cr_assert_gt(strlen(src), 100, "'%s' is short enough for the name field alone", src);
         size_t len;
-        unsigned char *p = slurp(path, &len);
+        unsigned char *p = test_slurp(path, &len);
         cr_assert_not_null(p, "%s is not in the extracted tree", src);
         cr_assert_gt(len, 0);
         free(p);
@@ -367,26 +309,22 @@ Test(pipeline, tar_read_by_gnu_tar_with_long_paths)
     cr_assert_eq(test_run(cmd), 0, "modes: the library is executable, the rest not");
     snprintf(path, sizeof path, "%s/metadata.json", dir);
     size_t len;
-    unsigned char *p = slurp(path, &len);
+    unsigned char *p = test_slurp(path, &len);
     json_t *md = json_loadb((const char *)p, len, 0, NULL);
     cr_assert(json_equal(md, res.metadata), "metadata.json differs from the compile's metadata");
     json_decref(md);
     free(p);
     test_rmtree(dir);
     tth_compile_result_free(&res);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* an artifact built without the host library cannot run, and opening it says so */
 Test(pipeline, runtime_refuses_artifact_without_library)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s",
+    cr_assert_eq(compile_file(NODE "test_relu/model.onnx", "relu", opts, &res, &d), 0, "%s",
                  d.message);
     tthrt_model *m = NULL;
     cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
@@ -397,28 +335,22 @@ Test(pipeline, runtime_refuses_artifact_without_library)
     cr_assert_lt(tthrt_model_open_memory("not a tar at all", 16, &m, &d), 0);
     json_decref(opts);
     tth_compile_result_free(&res);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* A Cortex-M target without an mtriple is not this machine: no host library is built by
  * default (it would not load here, and a cross build of its C needs the board's toolchain). */
 Test(pipeline, cortex_m_target_builds_no_host_library)
 {
-    tth_registry *r = test_registry();
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, "c -mcpu=cortex-m55", &d);
-    cr_assert_not_null(t, "%s", d.message);
+    json_t *t = test_target(test_reg, "c -mcpu=cortex-m55");
     tth_compile_result res;
-    cr_assert_eq(compile_file(r, t, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0, "%s",
+    tth_diag d;
+    cr_assert_eq(test_compile_file(test_reg, t, NODE "test_relu/model.onnx", "relu", NULL, &res, &d), 0, "%s",
                  d.message);
     tthrt_model *m = NULL;
     cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), TTH_EUNSUPPORTED);
     cr_assert(strstr(d.message, "no host shared library"), "%s", d.message);
     tth_compile_result_free(&res);
     json_decref(t);
-    tth_registry_free(r);
 }
 
 /* A `c` artifact for a Cortex-M links through its own CMakeLists.txt with arm-none-eabi and a
@@ -429,13 +361,11 @@ Test(pipeline, cortex_m_artifact_links_through_its_cmake, .timeout = 300)
 {
     if (!test_have("arm-none-eabi-gcc") || !test_have("cmake"))
         cr_skip_test("arm-none-eabi-gcc or cmake is not installed (scripts/setup installs both)");
-    tth_registry *r = test_registry();
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, "c -mtriple=thumbv7em-none-eabi -mcpu=cortex-m4", &d);
-    cr_assert_not_null(t, "%s", d.message);
+    json_t *t = test_target(test_reg, "c -mtriple=thumbv7em-none-eabi -mcpu=cortex-m4");
     tth_compile_result res;
-    cr_assert_eq(compile_file(r, t, NODE "test_sin/model.onnx", "sig", NULL, &res, &d), 0, "%s", d.message);
+    tth_diag d;
+    cr_assert_eq(test_compile_file(test_reg, t, NODE "test_sin/model.onnx", "sig", NULL, &res, &d), 0, "%s",
+                 d.message);
     char dir[512], path[1024], cmd[4096];
     test_mkdtemp(dir, sizeof dir);
     snprintf(cmd, sizeof cmd, "mkdir '%s/art'", dir);
@@ -467,7 +397,6 @@ Test(pipeline, cortex_m_artifact_links_through_its_cmake, .timeout = 300)
     test_rmtree(dir);
     tth_compile_result_free(&res);
     json_decref(t);
-    tth_registry_free(r);
 }
 
 /* The host library from several C sources (build.c compiles them at once, then links): every
@@ -525,15 +454,13 @@ Test(pipeline, host_library_from_several_sources)
  * parameters file) and through its CMakeLists.txt (the file linked in). */
 static void check_c_binding(const char *torch_case, const char *name, size_t min_parts)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     char case_dir[1024], model[1100];
     snprintf(case_dir, sizeof case_dir, "%s/tests/daemon/frontend/torch_models/%s", getenv("TTH_SOURCE_ROOT"), torch_case);
     snprintf(model, sizeof model, "%s/model.onnx", case_dir);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    cr_assert_eq(compile_file(r, t, model, name, opts, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile_file(model, name, opts, &res, &d), 0, "%s", d.message);
     const json_t *mod = json_array_get(json_object_get(res.metadata, "modules"), 0);
     const json_t *bc = json_object_get(json_object_get(mod, "meta"), "bind_constants");
     cr_assert_not_null(bc, "the c module binds no constants");
@@ -570,9 +497,7 @@ static void check_c_binding(const char *torch_case, const char *name, size_t min
     json_decref(opts);
 
     tth_case_result cr;
-    cr_assert_eq(tth_case_run_flags(case_dir, r, t, TTH_CASE_CHECK_C_WARNINGS, &cr), TTH_CASE_PASS, "%s", cr.detail);
-    json_decref(t);
-    tth_registry_free(r);
+    cr_assert_eq(tth_case_run_flags(case_dir, test_reg, test_tc, TTH_CASE_CHECK_C_WARNINGS, &cr), TTH_CASE_PASS, "%s", cr.detail);
 }
 
 Test(pipeline, c_binds_large_constants_at_run_time, .timeout = 300)
@@ -600,13 +525,29 @@ static uint8_t *concat_model(int64_t n, size_t *len)
     ob_node(&b, "Relu", "relu0", "x", "a");
     ob_node(&b, "Sigmoid", "sig0", "x", "s");
     ob_attr_i(&b, ob_node(&b, "Concat", "cat0", "a,s", "c"), "axis", 1);
-    Onnx__NodeProto *pool = ob_node(&b, "MaxPool", "pool0", "c", "y");
-    ob_attr_ints(&b, pool, "kernel_shape", (const int64_t[]){2, 2}, 2);
-    ob_attr_ints(&b, pool, "strides", (const int64_t[]){2, 2}, 2);
+    ob_pool(&b, "MaxPool", "pool0", "c", "y", 2, 2);
     ob_output(&b, "y");
-    uint8_t *bytes = ob_pack(&b, len);
-    ob_free(&b);
-    return bytes;
+    return ob_done(&b, len);
+}
+
+/* Compile model as name for `c` with opts and a host (log NULL: none), free the model; the test
+ * fails when the compile does. */
+static void compile_hosted(uint8_t *model, size_t len, const char *name, json_t *opts, void *ctx,
+                           void (*log)(void *, int, const char *), tth_compile_result *res)
+{
+    tth_host host = test_host(ctx, log);
+    tth_diag d;
+    cr_assert_eq(test_compile(test_reg, test_tc, model, len, name, opts, &host, res, &d), 0, "%s", d.message);
+    free(model);
+}
+
+/* The artifact run once with x (float32 of shape dims[rank]) bound to input "x"; close it. */
+static tthrt_model *run_x(const tth_compile_result *res, const float *x, int rank, const int64_t *dims)
+{
+    tthrt_model *m = test_open_artifact(res);
+    test_bind_f32(m, "x", rank, dims, x);
+    test_run_once(m);
+    return m;
 }
 
 /* The concatenation in place (docs/lowering.md): with batch 1 the AOT entry calls no
@@ -614,37 +555,23 @@ static uint8_t *concat_model(int64_t n, size_t *len)
  * the inputs are not contiguous runs of the output, so the concatenation runs. */
 Test(pipeline, concatenation_in_place)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     for (int64_t n = 1; n <= 2; n++) {
         size_t len;
         uint8_t *model = concat_model(n, &len);
         json_t *opts = json_pack("{s:b, s:s}", "build_shared", 1, "dump_ir", "aot");
-        tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
-        tth_compile_request req = {.model = model, .model_len = len, .model_name = "cat", .target = t,
-                                   .options = opts, .registry = r, .host = &host};
         tth_compile_result cr;
-        tth_diag d;
-        tth_diag_clear(&d);
-        cr_assert_eq(tth_compile(&req, &cr, &d), 0, "%s", d.message);
+        compile_hosted(model, len, "cat", opts, NULL, NULL, &cr);
         const char *aot = json_string_value(json_object_get(cr.dumps, "aot"));
         cr_assert_not_null(aot);
         if (n == 1)
             cr_assert_null(strstr(aot, "concatenate"), "batch 1 still concatenates:\n%s", aot);
         else
             cr_assert_not_null(strstr(aot, "concatenate"), "batch 2 lost its concatenation:\n%s", aot);
-        tthrt_model *m = NULL;
-        cr_assert_eq(tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d), 0, "%s", d.message);
-        tthrt_array x = {0};
-        const int64_t dims[4] = {n, 4, 6, 6};
-        cr_assert_eq(tthrt_array_init(&x, TTH_F32, 4, dims, &d), 0);
-        float *xv = x.data;
+        float xv[2 * 144];
         for (int64_t i = 0; i < n * 144; i++)
             xv[i] = (float)((i * 37) % 23 - 11) / 4.0f;
-        cr_assert_eq(tthrt_model_bind(m, "x", &x, &d), 0, "%s", d.message);
-        cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-        tthrt_array y;
-        cr_assert_eq(tthrt_model_output_array(m, 0, &y, &d), 0, "%s", d.message);
+        tthrt_model *m = run_x(&cr, xv, 4, (const int64_t[]){n, 4, 6, 6});
+        tthrt_array y = test_output(m, 0);
         const float *yv = y.data;
         for (int64_t k = 0; k < n; k++)
             for (int64_t c = 0; c < 8; c++)
@@ -659,14 +586,10 @@ Test(pipeline, concatenation_in_place)
                     cr_assert_float_eq(got, want, 1e-6, "batch %d: y[%lld, %lld, %lld] = %g, want %g", (int)n,
                                        (long long)k, (long long)c, (long long)p, got, want);
                 }
-        tthrt_array_clear(&x);
         tthrt_model_close(m);
         tth_compile_result_free(&cr);
         json_decref(opts);
-        free(model);
     }
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* y = relu(conv3x3(x, W, B)) + x for x [1, 16, 12, 12], W and B made from seed */
@@ -683,14 +606,11 @@ static uint8_t *conv_model(unsigned seed, size_t *len)
     ob_input(&b, "x", xd, 4);
     ob_init_f32(&b, "W", wd, 4, w);
     ob_init_f32(&b, "B", bd, 1, bias);
-    Onnx__NodeProto *conv = ob_node(&b, "Conv", "conv0", "x,W,B", "c");
-    ob_attr_ints(&b, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    ob_conv(&b, "conv0", "x,W,B", "c", 1, 1, 1);
     ob_node(&b, "Relu", "relu0", "c", "r");
     ob_node(&b, "Add", "add0", "r,x", "y");
     ob_output(&b, "y");
-    uint8_t *bytes = ob_pack(&b, len);
-    ob_free(&b);
-    return bytes;
+    return ob_done(&b, len);
 }
 
 static int store_get_cb(void *ctx, const uint8_t key[16], void **data, size_t *len)
@@ -704,26 +624,19 @@ static void store_put_cb(void *ctx, const uint8_t key[16], const void *data, siz
 }
 
 /* Compile conv_model(seed) for target text with the store (or without: store NULL). */
-static void compile_conv(tth_registry *r, const char *target, unsigned seed, tth_code_store *store,
-                         tth_compile_result *res)
+static void compile_conv(const char *target, unsigned seed, tth_code_store *store, tth_compile_result *res)
 {
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, target, &d);
-    cr_assert_not_null(t, "%s: %s", target, d.message);
     size_t len;
     uint8_t *model = conv_model(seed, &len);
     json_t *opts = json_pack("{s:b}", "build_shared", 1);
-    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR, .ctx = store};
+    tth_host host = test_host(store, NULL);
     if (store) {
         host.store_get = store_get_cb;
         host.store_put = store_put_cb;
     }
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "conv", .target = t,
-                               .options = opts, .registry = r, .host = &host};
-    cr_assert_eq(tth_compile(&req, res, &d), 0, "%s", d.message);
+    tth_diag d;
+    cr_assert_eq(test_compile_text(test_reg, target, model, len, "conv", opts, &host, res, &d), 0, "%s", d.message);
     json_decref(opts);
-    json_decref(t);
     free(model);
 }
 
@@ -743,25 +656,24 @@ Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
     test_mkdtemp(dir, sizeof dir);
     tth_code_store *store = tth_code_store_open(dir, 64u << 20);
     cr_assert_not_null(store);
-    tth_registry *r = test_registry();
     tth_compile_result first, again, cold, other, other_cold, mended;
-    compile_conv(r, "llvm", 1, store, &first);
+    compile_conv("llvm", 1, store, &first);
     cr_assert_eq(first.code_reused, 0);
     /* the llvm object and the host library's C sources (binding, thread pool) */
     cr_assert_geq(first.code_compiled, 2, "%u pieces compiled", first.code_compiled);
-    compile_conv(r, "llvm", 2, store, &again);
+    compile_conv("llvm", 2, store, &again);
     cr_assert_eq(again.code_reused, first.code_compiled, "other weights: %u of %u pieces reused", again.code_reused,
                  first.code_compiled);
     cr_assert_eq(again.code_compiled, 0);
-    compile_conv(r, "llvm", 2, NULL, &cold);
+    compile_conv("llvm", 2, NULL, &cold);
     cr_assert_eq(cold.code_reused + cold.code_compiled, 0, "no store, no lookups");
     assert_same_artifact(&again, &cold, "weights of seed 2");
     cr_assert(first.artifact_len != cold.artifact_len || memcmp(first.artifact, cold.artifact, cold.artifact_len) != 0,
               "the two weight sets gave one artifact");
 
-    compile_conv(r, "llvm -opt-level=2", 2, store, &other);
+    compile_conv("llvm -opt-level=2", 2, store, &other);
     cr_assert_geq(other.code_compiled, 1, "another opt-level took its object from the store");
-    compile_conv(r, "llvm -opt-level=2", 2, NULL, &other_cold);
+    compile_conv("llvm -opt-level=2", 2, NULL, &other_cold);
     assert_same_artifact(&other, &other_cold, "opt-level 2");
 
     /* damage every entry: each is found bad, compiled again, and the artifact is still right */
@@ -769,14 +681,13 @@ Test(pipeline, code_store_reuses_the_code_of_the_same_shapes, .timeout = 300)
     snprintf(cmd, sizeof cmd, "for f in %s/*; do printf '\\377\\376\\375\\374' | dd of=$f bs=1 seek=40 conv=notrunc 2>/dev/null; done",
              dir);
     cr_assert_eq(test_run(cmd), 0);
-    compile_conv(r, "llvm", 2, store, &mended);
+    compile_conv("llvm", 2, store, &mended);
     cr_assert_eq(mended.code_reused, 0, "a damaged entry was used");
     assert_same_artifact(&mended, &cold, "after damage");
     tth_compile_result *all[] = {&first, &again, &cold, &other, &other_cold, &mended};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         tth_compile_result_free(all[i]);
     tth_code_store_close(store);
-    tth_registry_free(r);
     test_rmtree(dir);
 }
 
@@ -867,20 +778,12 @@ static uint8_t *constants_model(size_t *len)
  * with the reason; the output of the Gemm is right. */
 Test(pipeline, no_function_of_constants_only, .timeout = 300)
 {
-    tth_registry *r = test_registry();
-    json_t *t = target_c(r);
     size_t len;
     uint8_t *model = constants_model(&len);
     json_t *opts = json_pack("{s:b, s:b, s:s}", "build_shared", 1, "explain", 1, "dump_ir", "optimize");
     char *notes = calloc(1, 1 << 16);
-    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR, .ctx = notes,
-                     .log = collect_notes};
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "k", .target = t,
-                               .options = opts, .registry = r, .host = &host};
     tth_compile_result cr;
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_compile(&req, &cr, &d), 0, "%s", d.message);
+    compile_hosted(model, len, "k", opts, notes, collect_notes, &cr);
     const char *relay = json_string_value(json_object_get(cr.dumps, "optimize"));
     cr_assert_not_null(relay);
     cr_assert_null(strstr(relay, "transpose"), "the weight's transpose is left in the code:\n%.2000s", relay);
@@ -892,17 +795,11 @@ Test(pipeline, no_function_of_constants_only, .timeout = 300)
     cr_assert_not_null(strstr(note, "'matmul' would take about"), "%s", note);
     cr_assert_not_null(strstr(note, "budget"), "%s", note);
     /* y = x W^T for x of rows of ones and twos: row r is (r + 1) * the column sums of W^T */
-    tthrt_model *m = NULL;
-    cr_assert_eq(tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d), 0, "%s", d.message);
-    tthrt_array x = {0};
-    const int64_t xd[2] = {2, 4100};
-    cr_assert_eq(tthrt_array_init(&x, TTH_F32, 2, xd, &d), 0);
+    static float x[2 * 4100];
     for (int64_t i = 0; i < 2 * 4100; i++)
-        ((float *)x.data)[i] = i < 4100 ? 1.0f : 2.0f;
-    cr_assert_eq(tthrt_model_bind(m, "x", &x, &d), 0, "%s", d.message);
-    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-    tthrt_array y;
-    cr_assert_eq(tthrt_model_output_array(m, 0, &y, &d), 0, "%s", d.message);
+        x[i] = i < 4100 ? 1.0f : 2.0f;
+    tthrt_model *m = run_x(&cr, x, 2, (const int64_t[]){2, 4100});
+    tthrt_array y = test_output(m, 0);
     for (int64_t n = 0; n < 4100; n += 97) {
         double want = 0;
         for (int64_t k = 0; k < 4100; k++)
@@ -913,14 +810,10 @@ Test(pipeline, no_function_of_constants_only, .timeout = 300)
                       (long long)n, got, (row + 1) * want);
         }
     }
-    tthrt_array_clear(&x);
     tthrt_model_close(m);
     tth_compile_result_free(&cr);
     json_decref(opts);
     free(notes);
-    free(model);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* y = relu(x W) W + relu(x W2) W2' with W2 = W (another initializer of the same bytes) and W2'
@@ -944,9 +837,7 @@ static uint8_t *shared_weight_model(size_t *len, float *w)
     ob_node(&b, "MatMul", "m4", "rc,W3", "d");
     ob_node(&b, "Add", "add", "b,d", "y");
     ob_output(&b, "y");
-    uint8_t *bytes = ob_pack(&b, len);
-    ob_free(&b);
-    return bytes;
+    return ob_done(&b, len);
 }
 
 /* Equal constants become one (daemon/compile/consts.c): the four matmuls' weights, packed the
@@ -954,20 +845,14 @@ static uint8_t *shared_weight_model(size_t *len, float *w)
  * four), and the output is right. */
 Test(pipeline, equal_constants_are_stored_once, .timeout = 300)
 {
-    tth_registry *r = test_registry();
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, "llvm", &d);
-    cr_assert_not_null(t, "%s", d.message);
     static float w[64 * 64];
     size_t len;
     uint8_t *model = shared_weight_model(&len, w);
     json_t *opts = json_pack("{s:b}", "build_shared", 1);
-    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR};
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "sw", .target = t,
-                               .options = opts, .registry = r, .host = &host};
+    tth_host host = test_host(NULL, NULL);
     tth_compile_result cr;
-    cr_assert_eq(tth_compile(&req, &cr, &d), 0, "%s", d.message);
+    tth_diag d;
+    cr_assert_eq(test_compile_text(test_reg, "llvm", model, len, "sw", opts, &host, &cr, &d), 0, "%s", d.message);
     /* every constant the llvm module binds, by size: one of 64 x 64 floats */
     size_t big = 0, i;
     json_t *mod;
@@ -979,18 +864,11 @@ Test(pipeline, equal_constants_are_stored_once, .timeout = 300)
             big += json_integer_value(json_object_get(c, "bytes")) >= 64 * 64 * 4;
     }
     cr_assert_eq(big, 1, "%zu constants of the weight's size are bound, want 1", big);
-    tthrt_model *m = NULL;
-    cr_assert_eq(tthrt_model_open_memory(cr.artifact, cr.artifact_len, &m, &d), 0, "%s", d.message);
-    tthrt_array x = {0};
-    const int64_t xd[2] = {3, 64};
-    cr_assert_eq(tthrt_array_init(&x, TTH_F32, 2, xd, &d), 0);
-    float *xv = x.data;
+    float xv[3 * 64];
     for (int i2 = 0; i2 < 3 * 64; i2++)
         xv[i2] = (float)((i2 * 31) % 17) / 8.0f - 1.0f;
-    cr_assert_eq(tthrt_model_bind(m, "x", &x, &d), 0, "%s", d.message);
-    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-    tthrt_array y;
-    cr_assert_eq(tthrt_model_output_array(m, 0, &y, &d), 0, "%s", d.message);
+    tthrt_model *m = run_x(&cr, xv, 2, (const int64_t[]){3, 64});
+    tthrt_array y = test_output(m, 0);
     for (int row = 0; row < 3; row++)
         for (int col = 0; col < 64; col++) {
             double want = 0;
@@ -1003,11 +881,8 @@ Test(pipeline, equal_constants_are_stored_once, .timeout = 300)
             float got = ((const float *)y.data)[row * 64 + col];
             cr_assert(fabs(got - want) <= 1e-4 * (1 + fabs(want)), "y[%d, %d] = %g, want %g", row, col, got, want);
         }
-    tthrt_array_clear(&x);
     tthrt_model_close(m);
     tth_compile_result_free(&cr);
     json_decref(opts);
     free(model);
-    json_decref(t);
-    tth_registry_free(r);
 }

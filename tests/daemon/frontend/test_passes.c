@@ -407,14 +407,12 @@ Test(passes, zero_pads_fold_into_convolutions_and_pools)
 static tth_relay_module *swish_model(void)
 {
     ob b;
-    ob_init(&b, 13);
-    int64_t xd[4] = {1, 2, 8, 8}, wd[4] = {2, 2, 3, 3}, bd[3] = {2, 1, 1};
+    ob_begin(&b, (const int64_t[]){1, 2, 8, 8}, 4);
     float w[36], bias[2] = {0.5f, -0.5f};
     for (int i = 0; i < 36; i++)
         w[i] = frand();
-    ob_input(&b, "x", xd, 4);
-    ob_init_f32(&b, "W", wd, 4, w);
-    ob_init_f32(&b, "B", bd, 3, bias);
+    ob_init_f32(&b, "W", (const int64_t[]){2, 2, 3, 3}, 4, w);
+    ob_init_f32(&b, "B", (const int64_t[]){2, 1, 1}, 3, bias);
     ob_conv(&b, "c1", "x,W", "a", 0, 1, 1);
     ob_node(&b, "Add", "add", "a,B", "a2");
     ob_node(&b, "Relu", "relu", "a2", "a3");
