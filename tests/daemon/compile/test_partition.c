@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "model_fixture.h"
 #include "onnx_case.h"
 #include "../frontend/onnx_build.h"
 #include "compile.h"
@@ -23,135 +24,107 @@ static const char *const test_plugins[] = {
     "tp_part_fail_r2t", "tp_part_fail_t2r", "tp_part_fail_r2r", "tp_part_fail_cu", "tp_part_r2r_mul", "tp_part_npu",
 };
 
-static tth_registry *registry(void)
+/* The fixture: test_reg with the product's plugins and the test kinds, test_tc (target `c`). */
+static void registry(void)
 {
-    tth_registry *r = test_registry();
+    test_fixture_c();
     const char *root = getenv("TTH_BUILD_ROOT");
     for (size_t i = 0; i < sizeof test_plugins / sizeof test_plugins[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/tests/fixtures/%s.so", root, test_plugins[i]);
         tth_diag d;
         tth_diag_clear(&d);
-        cr_assert_geq(tth_registry_load_file(r, path, &d), 0, "%s: %s", path, d.message);
+        cr_assert_geq(tth_registry_load_file(test_reg, path, &d), 0, "%s: %s", path, d.message);
     }
-    return r;
 }
 
-static json_t *target(const tth_registry *r, const char *text)
-{
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, text, &d);
-    cr_assert_not_null(t, "target '%s': %s", text, d.message);
-    return t;
-}
+TestSuite(partition, .init = registry, .fini = test_fixture_fini);
 
-/* d = (a + b) * c; y = d * relu(d): add and multiply go to the test kind, relu to the fallback;
- * the second multiply cannot join the first region (relu, outside, sits between: the region
- * would not be convex), so it makes a second region. */
-static uint8_t *two_op_model(size_t *len)
+/* Inputs a, b, c [2, 3]; s = a + b; d = s * c. Then, with two_results, outputs d and relu(s): the
+ * region {add, multiply} has two results; else y = d * relu(d): add and multiply go to the test
+ * kind, relu to the fallback; the second multiply cannot join the first region (relu, outside,
+ * sits between: the region would not be convex), so it makes a second region. */
+static uint8_t *abc_model(int two_results, size_t *len)
 {
     ob b;
     ob_init(&b, 13);
     const int64_t dims[2] = {2, 3};
-    ob_input(&b, "a", dims, 2);
-    ob_input(&b, "b", dims, 2);
-    ob_input(&b, "c", dims, 2);
+    for (const char *in = "abc"; *in; in++)
+        ob_input(&b, (const char[]){*in, 0}, dims, 2);
     ob_node(&b, "Add", "add0", "a,b", "s");
     ob_node(&b, "Mul", "mul0", "s,c", "d");
-    ob_node(&b, "Relu", "relu0", "d", "r");
-    ob_node(&b, "Mul", "mul1", "d,r", "y");
-    ob_output(&b, "y");
-    uint8_t *bytes = ob_pack(&b, len);
-    ob_free(&b);
-    return bytes;
-}
-
-/* s = a + b; d = s * c; outputs d and relu(s): the region {add, multiply} has two results. */
-static uint8_t *two_result_model(size_t *len)
-{
-    ob b;
-    ob_init(&b, 13);
-    const int64_t dims[2] = {2, 3};
-    ob_input(&b, "a", dims, 2);
-    ob_input(&b, "b", dims, 2);
-    ob_input(&b, "c", dims, 2);
-    ob_node(&b, "Add", "add0", "a,b", "s");
-    ob_node(&b, "Mul", "mul0", "s,c", "d");
-    ob_node(&b, "Relu", "relu0", "s", "r");
-    ob_output(&b, "d");
-    ob_output(&b, "r");
-    uint8_t *bytes = ob_pack(&b, len);
-    ob_free(&b);
-    return bytes;
+    if (two_results) {
+        ob_node(&b, "Relu", "relu0", "s", "r");
+        ob_output(&b, "d");
+        ob_output(&b, "r");
+    } else {
+        ob_node(&b, "Relu", "relu0", "d", "r");
+        ob_node(&b, "Mul", "mul1", "d,r", "y");
+        ob_output(&b, "y");
+    }
+    return ob_done(&b, len);
 }
 
 /* y = x * k (k a constant): for the constant_updater. */
 static uint8_t *const_model(size_t *len)
 {
     ob b;
-    ob_init(&b, 13);
     const int64_t dims[2] = {2, 3};
-    const float k[6] = {1, 2, 3, 4, 5, 6};
-    ob_input(&b, "x", dims, 2);
-    ob_init_f32(&b, "k", dims, 2, k);
+    ob_begin(&b, dims, 2);
+    ob_init_f32(&b, "k", dims, 2, (const float[]){1, 2, 3, 4, 5, 6});
     ob_node(&b, "Mul", "mul0", "x,k", "y");
     ob_output(&b, "y");
-    uint8_t *bytes = ob_pack(&b, len);
-    ob_free(&b);
-    return bytes;
+    return ob_done(&b, len);
 }
 
-static int compile(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt,
-                   json_t *options, tth_compile_result *res, tth_diag *d)
+static int compile(const uint8_t *model, size_t len, const char *tgt, json_t *options, tth_compile_result *res,
+                   tth_diag *d)
 {
-    json_t *t = target(r, tgt);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
-                               .options = options, .registry = r};
-    tth_diag_clear(d);
-    int rc = tth_compile(&req, res, d);
-    json_decref(t);
-    return rc;
+    return test_compile_text(test_reg, tgt, model, len, "m", options, NULL, res, d);
 }
+
+/* abc_model(two_results) compiled for tgt with opts (NULL: build_shared only); the test fails
+ * when the compile does. */
+static void compile_abc(int two_results, const char *tgt, json_t *opts, tth_compile_result *res)
+{
+    size_t len;
+    uint8_t *model = abc_model(two_results, &len);
+    json_t *o = opts ? json_incref(opts) : json_pack("{s:b}", "build_shared", 1);
+    tth_diag d;
+    cr_assert_eq(compile(model, len, tgt, o, res, &d), 0, "%s: %s (%s)", tgt, d.message, d.location);
+    json_decref(o);
+    free(model);
+}
+
+/* The artifact opened, in[k][i] = value(i, k) bound to a, b, c [2, 3], run once. */
+static tthrt_model *run_abc(const tth_compile_result *res, float in[3][6], float (*value)(int i, int k))
+{
+    tthrt_model *m = test_open_artifact(res);
+    const char *names[3] = {"a", "b", "c"};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 6; i++)
+            in[k][i] = value(i, k);
+        test_bind_f32(m, names[k], 2, (const int64_t[]){2, 3}, in[k]);
+    }
+    test_run_once(m);
+    return m;
+}
+
+static float two_op_value(int i, int k) { return (float)((i * 7 + k * 3) % 11) - 5.0f; }
+static float two_result_value(int i, int k) { return (float)((i * 5 + k * 7) % 13) - 6.0f; }
 
 /* Run the two-op model's artifact and compare with values computed here. */
 static void run_two_op(const tth_compile_result *res)
 {
-    tthrt_model *m = NULL;
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tthrt_model_open_memory(res->artifact, res->artifact_len, &m, &d), 0, "%s", d.message);
     float in[3][6];
-    const char *names[3] = {"a", "b", "c"};
-    const int64_t shape[2] = {2, 3};
-    for (int k = 0; k < 3; k++) {
-        tthrt_array a = {0};
-        cr_assert_eq(tthrt_array_init(&a, TTH_F32, 2, shape, &d), 0);
-        for (int i = 0; i < 6; i++)
-            ((float *)a.data)[i] = in[k][i] = (float)((i * 7 + k * 3) % 11) - 5.0f;
-        cr_assert_eq(tthrt_model_bind(m, names[k], &a, &d), 0, "%s", d.message);
-        tthrt_array_clear(&a);
-    }
-    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-    tthrt_array out;
-    cr_assert_eq(tthrt_model_output_array(m, 0, &out, &d), 0, "%s", d.message);
+    tthrt_model *m = run_abc(res, in, two_op_value);
+    tthrt_array out = test_output(m, 0);
     for (int i = 0; i < 6; i++) {
         float dd = (in[0][i] + in[1][i]) * in[2][i];
         float want = dd * (dd > 0 ? dd : 0);
         cr_expect_float_eq(((float *)out.data)[i], want, 1e-6, "y[%d]", i);
     }
     tthrt_model_close(m);
-}
-
-static const char *op_kind(const json_t *meta, const char *node)
-{
-    const json_t *ops = json_object_get(json_object_get(meta, "partition"), "ops");
-    size_t i;
-    const json_t *o;
-    json_array_foreach(ops, i, o)
-        if (strcmp(json_string_value(json_object_get(o, "node")), node) == 0)
-            return json_string_value(json_object_get(o, "kind"));
-    return NULL;
 }
 
 static int has_refusal(const json_t *meta, const char *reason)
@@ -178,16 +151,14 @@ static int tar_has(const tth_compile_result *res, const char *s)
 
 static void node_case_host(const char *kind, const char *host, const char *test)
 {
-    tth_registry *r = registry();
     char t[128], dir[512];
     snprintf(t, sizeof t, "%s,%s", kind, host);
     snprintf(dir, sizeof dir, "%s/%s", NODE_DATA, test);
-    json_t *tj = target(r, t);
+    json_t *tj = test_target(test_reg, t);
     tth_case_result res;
-    tth_case_status st = tth_case_run(dir, r, tj, &res);
+    tth_case_status st = tth_case_run(dir, test_reg, tj, &res);
     cr_expect_eq(st, TTH_CASE_PASS, "%s on %s: %s", test, t, res.detail);
     json_decref(tj);
-    tth_registry_free(r);
 }
 
 static void node_case(const char *kind, const char *test) { node_case_host(kind, "c", test); }
@@ -213,9 +184,6 @@ Test(partition, node_add_llvm_host)
 
 static void two_op_kind(const char *kind)
 {
-    tth_registry *r = registry();
-    size_t len;
-    uint8_t *model = two_op_model(&len);
     char t[128], sym[128], sym1[128];
     snprintf(t, sizeof t, "%s,c", kind);
     snprintf(sym, sizeof sym, "m_%s_main_0", kind);
@@ -225,14 +193,13 @@ static void two_op_kind(const char *kind)
     snprintf(sym1, sizeof sym1, "%.*s1", (int)strlen(sym) - 1, sym);
     json_t *opts = json_pack("{s:s, s:b, s:b}", "dump_ir", "partition", "explain", 1, "build_shared", 1);
     tth_compile_result res;
-    tth_diag d;
-    int rc = compile(r, model, len, t, opts, &res, &d);
-    cr_assert_eq(rc, 0, "%s: %s (%s)", t, d.message, d.location);
+    compile_abc(0, t, opts, &res);
+    json_decref(opts);
     const json_t *meta = res.metadata;
-    cr_expect_str_eq(op_kind(meta, "add0"), kind);
-    cr_expect_str_eq(op_kind(meta, "mul0"), kind);
-    cr_expect_str_eq(op_kind(meta, "relu0"), "c");
-    cr_expect_str_eq(op_kind(meta, "mul1"), kind);
+    cr_expect_str_eq(test_node_kind(meta, "add0"), kind);
+    cr_expect_str_eq(test_node_kind(meta, "mul0"), kind);
+    cr_expect_str_eq(test_node_kind(meta, "relu0"), "c");
+    cr_expect_str_eq(test_node_kind(meta, "mul1"), kind);
     char want[128];
     snprintf(want, sizeof want, "%s: nn.relu is not add or multiply", kind);
     cr_expect(has_refusal(meta, want), "no refusal '%s'", want);
@@ -251,9 +218,6 @@ static void two_op_kind(const char *kind)
     cr_expect(tar_has(&res, cluster), "the dot file boxes region %s", sym1);
     run_two_op(&res);
     tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    tth_registry_free(r);
 }
 
 Test(partition, two_op_partition_only) { two_op_kind("test-ps"); }
@@ -264,53 +228,26 @@ Test(partition, two_op_all_hooks) { two_op_kind("test-all"); }
 
 Test(partition, plain_target_still_explains)
 {
-    tth_registry *r = registry();
-    size_t len;
-    uint8_t *model = two_op_model(&len);
     tth_compile_result res;
-    tth_diag d;
-    json_t *opts = json_pack("{s:b}", "build_shared", 1);
-    cr_assert_eq(compile(r, model, len, "c", opts, &res, &d), 0, "%s", d.message);
-    cr_expect_str_eq(op_kind(res.metadata, "mul0"), "c");
+    compile_abc(0, "c", NULL, &res);
+    cr_expect_str_eq(test_node_kind(res.metadata, "mul0"), "c");
     cr_expect(!tar_has(&res, "explain/partition.dot"), "the dot file only with explain");
     run_two_op(&res);
     tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    tth_registry_free(r);
 }
 
 /* A region with two results: its function returns a tuple, main takes its fields apart. */
 static void two_result_kind(const char *kind)
 {
-    tth_registry *r = registry();
-    size_t len;
-    uint8_t *model = two_result_model(&len);
     char t[128];
     snprintf(t, sizeof t, "%s,c", kind);
-    json_t *opts = json_pack("{s:b}", "build_shared", 1);
     tth_compile_result res;
-    tth_diag d;
-    cr_assert_eq(compile(r, model, len, t, opts, &res, &d), 0, "%s: %s (%s)", t, d.message, d.location);
-    cr_expect_str_eq(op_kind(res.metadata, "add0"), kind);
-    cr_expect_str_eq(op_kind(res.metadata, "mul0"), kind);
-    tthrt_model *m = NULL;
-    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
+    compile_abc(1, t, NULL, &res);
+    cr_expect_str_eq(test_node_kind(res.metadata, "add0"), kind);
+    cr_expect_str_eq(test_node_kind(res.metadata, "mul0"), kind);
     float in[3][6];
-    const char *names[3] = {"a", "b", "c"};
-    const int64_t shape[2] = {2, 3};
-    for (int k = 0; k < 3; k++) {
-        tthrt_array a = {0};
-        cr_assert_eq(tthrt_array_init(&a, TTH_F32, 2, shape, &d), 0);
-        for (int i = 0; i < 6; i++)
-            ((float *)a.data)[i] = in[k][i] = (float)((i * 5 + k * 7) % 13) - 6.0f;
-        cr_assert_eq(tthrt_model_bind(m, names[k], &a, &d), 0, "%s", d.message);
-        tthrt_array_clear(&a);
-    }
-    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-    tthrt_array od, orl;
-    cr_assert_eq(tthrt_model_output_array(m, 0, &od, &d), 0, "%s", d.message);
-    cr_assert_eq(tthrt_model_output_array(m, 1, &orl, &d), 0, "%s", d.message);
+    tthrt_model *m = run_abc(&res, in, two_result_value);
+    tthrt_array od = test_output(m, 0), orl = test_output(m, 1);
     for (int i = 0; i < 6; i++) {
         float sum = in[0][i] + in[1][i];
         cr_expect_float_eq(((float *)od.data)[i], sum * in[2][i], 1e-6, "d[%d]", i);
@@ -318,9 +255,6 @@ static void two_result_kind(const char *kind)
     }
     tthrt_model_close(m);
     tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    tth_registry_free(r);
 }
 
 Test(partition, two_results_default_lowering) { two_result_kind("test-ps"); }
@@ -336,16 +270,11 @@ Test(partition, hooks_run_in_rfc_order)
     test_mkdtemp(dir, sizeof dir);
     snprintf(log, sizeof log, "%s/hooks.log", dir);
     setenv("TTH_TEST_HOOK_LOG", log, 1);
-    tth_registry *r = registry();
-    size_t len;
-    uint8_t *model = two_op_model(&len);
     tth_compile_result res;
-    tth_diag d;
-    json_t *opts = json_pack("{s:b}", "build_shared", 1);
     /* multiply goes to test-r2r-mul (relay_to_runtime), add to test-r2t (relay_to_tir) */
-    cr_assert_eq(compile(r, model, len, "test-r2r-mul,test-r2t,c", opts, &res, &d), 0, "%s", d.message);
-    cr_expect_str_eq(op_kind(res.metadata, "mul0"), "test-r2r-mul");
-    cr_expect_str_eq(op_kind(res.metadata, "add0"), "test-r2t");
+    compile_abc(0, "test-r2r-mul,test-r2t,c", NULL, &res);
+    cr_expect_str_eq(test_node_kind(res.metadata, "mul0"), "test-r2r-mul");
+    cr_expect_str_eq(test_node_kind(res.metadata, "add0"), "test-r2t");
     run_two_op(&res);
     size_t n;
     char *text = (char *)test_read_file(log, &n);
@@ -358,7 +287,7 @@ Test(partition, hooks_run_in_rfc_order)
     tth_compile_result_free(&res);
     /* tir_to_runtime comes last, after memory planning */
     unlink(log);
-    cr_assert_eq(compile(r, model, len, "test-r2r-mul,test-t2r,c", opts, &res, &d), 0, "%s", d.message);
+    compile_abc(0, "test-r2r-mul,test-t2r,c", NULL, &res);
     run_two_op(&res);
     text = (char *)test_read_file(log, &n);
     cr_assert_not_null(text);
@@ -368,9 +297,6 @@ Test(partition, hooks_run_in_rfc_order)
     free(text);
     unsetenv("TTH_TEST_HOOK_LOG");
     tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    tth_registry_free(r);
     test_rmtree(dir);
 }
 
@@ -378,54 +304,45 @@ Test(partition, hooks_run_in_rfc_order)
 
 Test(partition, constant_updater_constants_join_the_parameters)
 {
-    tth_registry *r = registry();
     size_t len;
     uint8_t *model = const_model(&len);
     tth_compile_result res;
     tth_diag d;
     json_t *opts = json_pack("{s:b}", "build_shared", 1);
-    cr_assert_eq(compile(r, model, len, "test-r2r,c", opts, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile(model, len, "test-r2r,c", opts, &res, &d), 0, "%s", d.message);
     cr_expect(tar_has(&res, "test-r2r.m_test_r2r_main_0_c"), "no prefixed constant in parameters/");
     cr_expect(tar_has(&res, "codegen/test-r2r/src/m_test_r2r_main_0.c"),
               "the external module's source is packaged under codegen/<kind>/");
-    tthrt_model *m = NULL;
-    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
-    tthrt_array a = {0};
-    const int64_t shape[2] = {2, 3};
-    cr_assert_eq(tthrt_array_init(&a, TTH_F32, 2, shape, &d), 0);
+    tthrt_model *m = test_open_artifact(&res);
+    float x[6];
     for (int i = 0; i < 6; i++)
-        ((float *)a.data)[i] = (float)i - 2.5f;
-    cr_assert_eq(tthrt_model_bind(m, "x", &a, &d), 0, "%s", d.message);
-    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-    tthrt_array out;
-    cr_assert_eq(tthrt_model_output_array(m, 0, &out, &d), 0);
+        x[i] = (float)i - 2.5f;
+    test_bind_f32(m, "x", 2, (const int64_t[]){2, 3}, x);
+    test_run_once(m);
+    tthrt_array out = test_output(m, 0);
     for (int i = 0; i < 6; i++)
         cr_expect_float_eq(((float *)out.data)[i], ((float)i - 2.5f) * (float)(i + 1), 1e-6);
-    tthrt_array_clear(&a);
     tthrt_model_close(m);
     tth_compile_result_free(&res);
     json_decref(opts);
     free(model);
-    tth_registry_free(r);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 static void expect_failure(const char *tgt, int code, const char *const *parts)
 {
-    tth_registry *r = registry();
     size_t len;
-    uint8_t *model = two_op_model(&len);
+    uint8_t *model = abc_model(0, &len);
     tth_compile_result res;
     tth_diag d;
-    int rc = compile(r, model, len, tgt, NULL, &res, &d);
+    int rc = compile(model, len, tgt, NULL, &res, &d);
     cr_expect_eq(rc, code, "%s: rc %d: %s", tgt, rc, d.message);
     char all[2048];
     snprintf(all, sizeof all, "%s | %s | %s", d.message, d.location, d.hint);
     for (size_t i = 0; parts[i]; i++)
         cr_expect(strstr(all, parts[i]) != NULL, "%s: '%s' not in: %s", tgt, parts[i], all);
     free(model);
-    tth_registry_free(r);
 }
 
 Test(partition, kind_without_partition_supports_only_last)
@@ -469,26 +386,18 @@ static void keep_warnings(void *ctx, int level, const char *msg)
         snprintf(warned + strlen(warned), sizeof warned - strlen(warned), "%s\n", msg);
 }
 
-static int compile_logged(const tth_registry *r, const char *model_path, const char *tgt, tth_compile_result *res)
+static void compile_logged(const char *model_path, const char *tgt, tth_compile_result *res)
 {
     size_t len;
-    uint8_t *model = test_read_file(model_path, &len);
-    cr_assert_not_null(model, "cannot read %s", model_path);
-    json_t *t = target(r, tgt);
-    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR,
-                     .log = keep_warnings};
+    uint8_t *model = test_slurp(model_path, &len);
+    tth_host host = test_host(NULL, keep_warnings);
     json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
-                               .options = opts, .registry = r, .host = &host};
     tth_diag d;
-    tth_diag_clear(&d);
     warned[0] = 0;
-    int rc = tth_compile(&req, res, &d);
-    cr_assert_eq(rc, 0, "%s: %s", tgt, d.message);
+    cr_assert_eq(test_compile_text(test_reg, tgt, model, len, "m", opts, &host, res, &d), 0, "%s: %s", tgt,
+                 d.message);
     json_decref(opts);
-    json_decref(t);
     free(model);
-    return rc;
 }
 
 /* A composite whose first kind takes no operator compiles (everything on the last kind) and
@@ -496,16 +405,14 @@ static int compile_logged(const tth_registry *r, const char *model_path, const c
  * is not warned about. */
 Test(partition, a_kind_that_took_nothing_is_a_warning)
 {
-    tth_registry *r = registry();
     tth_compile_result res;
-    compile_logged(r, NODE_DATA "/test_relu/model.onnx", "test-ps,c", &res);
+    compile_logged(NODE_DATA "/test_relu/model.onnx", "test-ps,c", &res);
     cr_assert(strstr(warned, "target kind 'test-ps' took none of the model's operators: everything runs on 'c'"),
               "no warning: '%s'", warned);
     cr_assert(strstr(warned, "test-ps: nn.relu is not add or multiply (1 operator)"),
               "the warning gives the kind's reason: '%s'", warned);
     tth_compile_result_free(&res);
-    compile_logged(r, NODE_DATA "/test_add/model.onnx", "test-ps,c", &res);
+    compile_logged(NODE_DATA "/test_add/model.onnx", "test-ps,c", &res);
     cr_assert_eq(warned[0], 0, "a kind that took the add was warned about: '%s'", warned);
     tth_compile_result_free(&res);
-    tth_registry_free(r);
 }
