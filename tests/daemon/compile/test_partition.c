@@ -220,12 +220,6 @@ static void two_op_kind(const char *kind)
     tth_compile_result_free(&res);
 }
 
-Test(partition, two_op_partition_only) { two_op_kind("test-ps"); }
-Test(partition, two_op_relay_to_tir) { two_op_kind("test-r2t"); }
-Test(partition, two_op_tir_to_runtime) { two_op_kind("test-t2r"); }
-Test(partition, two_op_relay_to_runtime) { two_op_kind("test-r2r"); }
-Test(partition, two_op_all_hooks) { two_op_kind("test-all"); }
-
 Test(partition, plain_target_still_explains)
 {
     tth_compile_result res;
@@ -235,6 +229,12 @@ Test(partition, plain_target_still_explains)
     run_two_op(&res);
     tth_compile_result_free(&res);
 }
+
+Test(partition, two_op_partition_only) { two_op_kind("test-ps"); }
+Test(partition, two_op_relay_to_tir) { two_op_kind("test-r2t"); }
+Test(partition, two_op_tir_to_runtime) { two_op_kind("test-t2r"); }
+Test(partition, two_op_relay_to_runtime) { two_op_kind("test-r2r"); }
+Test(partition, two_op_all_hooks) { two_op_kind("test-all"); }
 
 /* A region with two results: its function returns a tuple, main takes its fields apart. */
 static void two_result_kind(const char *kind)
