@@ -9,21 +9,17 @@ output prints them; the .npy written holds the same bits as numpy's quotient. Fo
 
 Exit status 77 (skipped) when numpy or onnx is missing.
 """
-import argparse
 import json
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from private_tthd import PrivateTthd, finish  # noqa: E402
+from private_tthd import run_with_daemon, skip_unless, tthctl_args  # noqa: E402
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper
-except ImportError:
-    sys.exit(77)
+skip_unless("nonfinite", modules=("numpy", "onnx"))
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 
 def model():
@@ -34,63 +30,51 @@ def model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="tth-nonfinite-")
-    failures = []
-    with PrivateTthd(args.tthctl, work) as daemon:
-        path = os.path.join(work, "div.onnx")
-        onnx.save(model(), path)
-        # the first ten values (those --json shows) hold all three kinds among finite ones
-        a = np.array([[0, 1, -1, 3, 0, 2.5, -7, 1, 0, -2, 5, 6],
-                      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]], np.float32)
-        b = np.array([[0, 0, 0, 2, 4, 0, 0, 3, 0, -0.0, 1, 1],
-                      [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]], np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            want = a / b
-        for name, arr in (("a", a), ("b", b)):
-            np.save(os.path.join(work, name + ".npy"), arr)
-        inputs = ["--input", "a=" + os.path.join(work, "a.npy"), "--input", "b=" + os.path.join(work, "b.npy")]
-        for target in ("llvm", "c"):
-            art = os.path.join(work, "div-%s.tar" % target)
-            r = daemon.ctl("compile", path, "--target", target, "-o", art, "-q")
-            if r.returncode != 0:
-                failures.append("%s: compile failed: %s" % (target, r.stderr))
-                continue
-            out = os.path.join(work, "out-" + target)
-            r = daemon.ctl("run", art, *inputs, "--output-dir", out, "--json")
-            if r.returncode != 0:
-                failures.append("%s: run --json exit %d: %s" % (target, r.returncode, r.stderr))
-                continue
-            vals = json.loads(r.stdout)["outputs"][0]["values"]
-            flat = want.reshape(-1)[:10]
-            if len(vals) != 10:
-                failures.append("%s: %d values in --json, expected 10: %s" % (target, len(vals), vals))
-                continue
-            for i, (v, w) in enumerate(zip(vals, flat)):
-                if not np.isfinite(w):
-                    expect = "nan" if np.isnan(w) else ("inf" if w > 0 else "-inf")
-                    if v != expect:
-                        failures.append("%s: value %d is %r, expected the string %r" % (target, i, v, expect))
-                elif not isinstance(v, (int, float)) or abs(v - float(w)) > 1e-6 * max(1.0, abs(float(w))):
-                    failures.append("%s: value %d is %r, numpy has %r" % (target, i, v, float(w)))
-            back = np.array(vals, dtype=np.float64)
-            if not np.array_equal(back, flat.astype(np.float64), equal_nan=True):
-                failures.append("%s: --json values read back as %s, numpy has %s" % (target, back, flat))
-            got = np.load(os.path.join(out, "q.npy"))
-            if got.tobytes() != want.tobytes() and not np.array_equal(got, want, equal_nan=True):
-                failures.append("%s: q.npy is %s, numpy has %s" % (target, got, want))
-            r = daemon.ctl("run", art, *inputs, "--output-dir", out)
-            first = r.stdout.split("values:")[1].split("\n")[0].split() if "values:" in r.stdout else []
-            if r.returncode != 0 or first[:3] != ["nan", "inf", "-inf"]:
-                failures.append("%s: text output starts %s, expected nan inf -inf" % (target, first[:3]))
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    return finish(failures, work, "NaN and infinities survive run --json and the .npy for llvm and c")
+def body(daemon, work, failures):
+    path = os.path.join(work, "div.onnx")
+    onnx.save(model(), path)
+    # the first ten values (those --json shows) hold all three kinds among finite ones
+    a = np.array([[0, 1, -1, 3, 0, 2.5, -7, 1, 0, -2, 5, 6],
+                  [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]], np.float32)
+    b = np.array([[0, 0, 0, 2, 4, 0, 0, 3, 0, -0.0, 1, 1],
+                  [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]], np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = a / b
+    for name, arr in (("a", a), ("b", b)):
+        np.save(os.path.join(work, name + ".npy"), arr)
+    inputs = ["--input", "a=" + os.path.join(work, "a.npy"), "--input", "b=" + os.path.join(work, "b.npy")]
+    for target in ("llvm", "c"):
+        art = os.path.join(work, "div-%s.tar" % target)
+        why = daemon.compile(path, target, art)
+        if not failures.check(not why, why):
+            continue
+        out = os.path.join(work, "out-" + target)
+        r = daemon.ctl("run", art, *inputs, "--output-dir", out, "--json")
+        if not failures.check(r.returncode == 0, "%s: run --json exit %d: %s" % (target, r.returncode, r.stderr)):
+            continue
+        vals = json.loads(r.stdout)["outputs"][0]["values"]
+        flat = want.reshape(-1)[:10]
+        if not failures.check(len(vals) == 10, "%s: %d values in --json, expected 10: %s" % (target, len(vals), vals)):
+            continue
+        for i, (v, w) in enumerate(zip(vals, flat)):
+            if not np.isfinite(w):
+                expect = "nan" if np.isnan(w) else ("inf" if w > 0 else "-inf")
+                failures.check(v == expect, "%s: value %d is %r, expected the string %r" % (target, i, v, expect))
+            else:
+                failures.check(isinstance(v, (int, float)) and abs(v - float(w)) <= 1e-6 * max(1.0, abs(float(w))),
+                               "%s: value %d is %r, numpy has %r" % (target, i, v, float(w)))
+        back = np.array(vals, dtype=np.float64)
+        failures.check(np.array_equal(back, flat.astype(np.float64), equal_nan=True),
+                       "%s: --json values read back as %s, numpy has %s" % (target, back, flat))
+        got = np.load(os.path.join(out, "q.npy"))
+        failures.check(got.tobytes() == want.tobytes() or np.array_equal(got, want, equal_nan=True),
+                       "%s: q.npy is %s, numpy has %s" % (target, got, want))
+        r = daemon.ctl("run", art, *inputs, "--output-dir", out)
+        first = r.stdout.split("values:")[1].split("\n")[0].split() if "values:" in r.stdout else []
+        failures.check(r.returncode == 0 and first[:3] == ["nan", "inf", "-inf"],
+                       "%s: text output starts %s, expected nan inf -inf" % (target, first[:3]))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_with_daemon(tthctl_args("nonfinite").tthctl, "tth-nonfinite-", body,
+                             "NaN and infinities through run --json and the .npy for llvm and c"))

@@ -11,24 +11,18 @@ metadata) and is refused by run --profile with a hint. For `llvm` and `c` on thi
 
 Exit status 77 (skipped) when numpy or onnx is missing.
 """
-import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tarfile
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from private_tthd import PrivateTthd  # noqa: E402
+from private_tthd import run, run_with_daemon, skip_unless, tthctl_args  # noqa: E402
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper, shape_inference
-except ImportError:
-    sys.exit(77)
+skip_unless("profile", modules=("numpy", "onnx"))
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper, shape_inference  # noqa: E402
 
 
 def model():
@@ -72,11 +66,7 @@ def graph_macs(m):
     return total
 
 
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-def check(args, daemon, target, work, onnx_model, failures):
+def check(daemon, target, work, onnx_model, failures):
     path = os.path.join(work, "prof.onnx")
     onnx.save(onnx_model, path)
     names = {n.name for n in onnx_model.graph.node}
@@ -86,12 +76,11 @@ def check(args, daemon, target, work, onnx_model, failures):
     tag = target.split()[0]
     prof, plain = os.path.join(work, tag + "_prof.tar"), os.path.join(work, tag + "_plain.tar")
     for tar, extra in ((prof, ["--profile"]), (plain, [])):
-        c = daemon.ctl("-q", "compile", path, "--target", target, "--name", "prof", "-o", tar, *extra)
-        if c.returncode != 0:
-            failures.append("%s: compile %s: %s" % (tag, extra, c.stderr.strip()))
+        why = daemon.compile(path, target, tar, "--name", "prof", *extra)
+        if not failures.check(not why, "%s %s" % (why, extra)):
             return
     trace = os.path.join(work, tag + "_trace.json")
-    r = run([args.tthctl, "run", prof, "--input", "x=" + x, "--profile", "--repeat", "30", "--json",
+    r = run([daemon.tthctl, "run", prof, "--input", "x=" + x, "--profile", "--repeat", "30", "--json",
              "--output-dir", os.path.join(work, "out"), "--trace", trace])
     if r.returncode != 0:
         failures.append("%s: run --profile: %s" % (tag, r.stderr.strip()))
@@ -137,41 +126,23 @@ def check(args, daemon, target, work, onnx_model, failures):
     with tarfile.open(prof) as t:
         if b"profile_begin" not in t.extractfile("lib/prof.so").read():
             failures.append("%s: the profiling artifact's library has no timing hooks" % tag)
-    r = run([args.tthctl, "run", plain, "--input", "x=" + x, "--profile", "--output-dir", os.path.join(work, "out")])
+    r = run([daemon.tthctl, "run", plain, "--input", "x=" + x, "--profile", "--output-dir", os.path.join(work, "out")])
     if r.returncode == 0 or "not compiled for profiling" not in r.stderr or "--profile" not in r.stderr:
         failures.append("%s: run --profile of an ordinary artifact: exit %d, %s" % (tag, r.returncode, r.stderr.strip()))
     print("%-5s %d calls, MACs %d (the graph's: %d), calls %.3f ms of %.3f ms" % (tag, len(calls), got_macs, want_macs,
                                                                                parts, whole))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    args.tthctl = os.path.abspath(args.tthctl)
-    work = tempfile.mkdtemp(prefix="tth-profile-")
-    daemon = PrivateTthd(args.tthctl, work)
-    failures = []
-    try:
-        m = model()
-        for target in ("llvm", "c"):
-            check(args, daemon, target, work, m, failures)
-        # bare metal has no clock for the hooks: refused, saying so
-        path = os.path.join(work, "prof.onnx")
-        r = daemon.ctl("-q", "compile", path, "--target", "c -mcpu=cortex-m55", "-o", os.path.join(work, "m.tar"),
-                       "--profile")
-        if r.returncode == 0 or "bare metal" not in r.stderr:
-            failures.append("compile --profile for cortex-m55: exit %d, %s" % (r.returncode, r.stderr.strip()))
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    finally:
-        daemon.close()
-        shutil.rmtree(work, ignore_errors=True)
-    for f in failures:
-        print("FAILED:", f)
-    return 1 if failures else 0
+def body(daemon, work, failures):
+    m = model()
+    for target in ("llvm", "c"):
+        check(daemon, target, work, m, failures)
+    # bare metal has no clock for the hooks: refused, saying so
+    r = daemon.ctl("-q", "compile", os.path.join(work, "prof.onnx"), "--target", "c -mcpu=cortex-m55", "-o",
+                   os.path.join(work, "m.tar"), "--profile")
+    failures.check(r.returncode != 0 and "bare metal" in r.stderr,
+                   "compile --profile for cortex-m55: exit %d, %s" % (r.returncode, r.stderr.strip()))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_with_daemon(tthctl_args("profile").tthctl, "tth-profile-", body, "profile"))

@@ -16,7 +16,6 @@ test's directory (TTH_REPORT_SCREENSHOTS=DIR keeps copies to look at).
 Exit status 77 (skipped) without numpy and onnx; chromium missing is a failure (scripts/setup
 installs it).
 """
-import argparse
 import html.parser
 import json
 import os
@@ -25,17 +24,14 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from private_tthd import PrivateTthd, finish  # noqa: E402
+from private_tthd import run_with_daemon, skip_unless, tthctl_args  # noqa: E402
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError:
-    sys.exit(77)
+skip_unless("report", modules=("numpy", "onnx"))
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
@@ -161,70 +157,57 @@ def check_page(page, data, profile, work, name, check):
     return p
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="tth-report-")
-    failures = []
-
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-        return cond
-
-    if not shutil.which("chromium"):
-        print("chromium is missing: ./scripts/setup installs Debian's chromium")
-        return 1
-    with PrivateTthd(args.tthctl, work) as daemon:
-        fire = os.path.join(work, "fire.onnx")
-        onnx.save(fire_model(), fire)
-        models = {"digits": (os.path.join(SOURCE, "examples", "digits.onnx"), "image", (1, 1, 8, 8)),
-                  "fire": (fire, "x", (1, 16, 12, 12))}
-        for name, (path, inp, shape) in models.items():
-            art = os.path.join(work, name + ".tar")
-            r = daemon.ctl("compile", path, "--target", "llvm", "--explain", "--profile", "-o", art, "-q")
-            if not check(r.returncode == 0, "%s: compile: %s" % (name, r.stderr)):
-                continue
-            with tarfile.open(art) as t:
-                data = json.load(t.extractfile("explain/report.json"))
-                inside = os.path.join(work, name + "-inside.html")
-                with open(inside, "wb") as f:
-                    f.write(t.extractfile("explain/report.html").read())
-            p = check_page(inside, data, None, work, name + "-inside", check)
-            if name == "fire" and p:
-                check(data.get("slices"), "fire: no concatenation done in place in the report data")
-                # every call but the first reads an earlier call's output: one edge each at least
-                check(p.lines >= len(data["calls"]) - 1, "fire: %d edges for %d calls" % (p.lines, len(data["calls"])))
-            x = os.path.join(work, name + "-x.npy")
-            np.save(x, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
-            r = daemon.ctl("run", art, "--input", "%s=%s" % (inp, x), "--profile", "--json", "--output-dir",
-                           os.path.join(work, "out"))
-            if not check(r.returncode == 0, "%s: run --profile: %s" % (name, r.stderr)):
-                continue
-            prof = os.path.join(work, name + "-profile.json")
-            with open(prof, "w") as f:
-                f.write(r.stdout)
-            out = os.path.join(work, name + "-merged.html")
-            r = daemon.ctl("report", art, prof, "-o", out)
-            if check(r.returncode == 0 and os.path.exists(out), "%s: report: %s" % (name, r.stderr)):
-                check_page(out, data, json.loads(open(prof).read()), work, name + "-merged", check)
-        # errors
-        plain = os.path.join(work, "plain.tar")
-        r = daemon.ctl("compile", models["digits"][0], "--target", "llvm", "-o", plain, "-q")
-        if check(r.returncode == 0, "compile without --explain: %s" % r.stderr):
-            r = daemon.ctl("report", plain)
-            check(r.returncode == 1 and "--explain" in r.stderr, "report of a plain artifact: exit %d, %s" % (r.returncode, r.stderr))
-        r = daemon.ctl("report", os.path.join(work, "digits.tar"), os.path.join(work, "fire-profile.json"), "-o",
-                       os.path.join(work, "x.html"))
-        check(r.returncode == 1 and "another artifact" in r.stderr, "a profile of another artifact: exit %d, %s" % (r.returncode, r.stderr))
-        r = daemon.ctl("report", os.path.join(work, "digits.tar"), os.path.join(SOURCE, "README.md"))
-        check(r.returncode == 1 and "not a profile" in r.stderr, "a file that is not JSON: exit %d, %s" % (r.returncode, r.stderr))
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    return finish(failures, work, "the report page: in the artifact and by tthctl report, in headless chromium")
+def body(daemon, work, failures):
+    check = failures.check
+    fire = os.path.join(work, "fire.onnx")
+    onnx.save(fire_model(), fire)
+    models = {"digits": (os.path.join(SOURCE, "examples", "digits.onnx"), "image", (1, 1, 8, 8)),
+              "fire": (fire, "x", (1, 16, 12, 12))}
+    for name, (path, inp, shape) in models.items():
+        art = os.path.join(work, name + ".tar")
+        why = daemon.compile(path, "llvm", art, "--explain", "--profile")
+        if not check(not why, "%s: %s" % (name, why)):
+            continue
+        with tarfile.open(art) as t:
+            data = json.load(t.extractfile("explain/report.json"))
+            inside = os.path.join(work, name + "-inside.html")
+            with open(inside, "wb") as f:
+                f.write(t.extractfile("explain/report.html").read())
+        p = check_page(inside, data, None, work, name + "-inside", check)
+        if name == "fire" and p:
+            check(data.get("slices"), "fire: no concatenation done in place in the report data")
+            # every call but the first reads an earlier call's output: one edge each at least
+            check(p.lines >= len(data["calls"]) - 1, "fire: %d edges for %d calls" % (p.lines, len(data["calls"])))
+        x = os.path.join(work, name + "-x.npy")
+        np.save(x, np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        r = daemon.ctl("run", art, "--input", "%s=%s" % (inp, x), "--profile", "--json", "--output-dir",
+                       os.path.join(work, "out"))
+        if not check(r.returncode == 0, "%s: run --profile: %s" % (name, r.stderr)):
+            continue
+        prof = os.path.join(work, name + "-profile.json")
+        with open(prof, "w") as f:
+            f.write(r.stdout)
+        out = os.path.join(work, name + "-merged.html")
+        r = daemon.ctl("report", art, prof, "-o", out)
+        if check(r.returncode == 0 and os.path.exists(out), "%s: report: %s" % (name, r.stderr)):
+            check_page(out, data, json.loads(open(prof).read()), work, name + "-merged", check)
+    # errors
+    plain = os.path.join(work, "plain.tar")
+    why = daemon.compile(models["digits"][0], "llvm", plain)
+    if check(not why, "without --explain: %s" % why):
+        r = daemon.ctl("report", plain)
+        check(r.returncode == 1 and "--explain" in r.stderr, "report of a plain artifact: exit %d, %s" % (r.returncode, r.stderr))
+    r = daemon.ctl("report", os.path.join(work, "digits.tar"), os.path.join(work, "fire-profile.json"), "-o",
+                   os.path.join(work, "x.html"))
+    check(r.returncode == 1 and "another artifact" in r.stderr, "a profile of another artifact: exit %d, %s" % (r.returncode, r.stderr))
+    r = daemon.ctl("report", os.path.join(work, "digits.tar"), os.path.join(SOURCE, "README.md"))
+    check(r.returncode == 1 and "not a profile" in r.stderr, "a file that is not JSON: exit %d, %s" % (r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # chromium missing is a failure, not a skip
+    if not shutil.which("chromium"):
+        print("chromium is missing: ./scripts/setup installs Debian's chromium")
+        sys.exit(1)
+    sys.exit(run_with_daemon(tthctl_args("report").tthctl, "tth-report-", body,
+                             "the report page: in the artifact and by tthctl report, in headless chromium"))

@@ -19,21 +19,18 @@ compiled for `c` by its generic lowering, on the same inputs.
 
 Exit status 77 (skipped) when numpy or onnx is missing.
 """
-import argparse
 import json
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from private_tthd import PrivateTthd, finish  # noqa: E402
+from private_tthd import run_with_daemon, skip_unless, tthctl_args  # noqa: E402
 
-try:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-except ImportError:
-    sys.exit(77)
+skip_unless("validate", modules=("numpy", "onnx"))
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def cnn(seed, input_name="x"):
@@ -83,102 +80,88 @@ def scaled(model):
     return m
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="tth-validate-")
-    failures = []
+def body(daemon, work, failures):
+    check = failures.check
+    m0, w0 = cnn(0)
+    m1, _ = cnn(1)
+    paths = {}
+    for name, m in (("m0", m0), ("m1", m1), ("renamed", cnn(0, "image")[0]), ("scaled", scaled(m0))):
+        paths[name] = os.path.join(work, name + ".onnx")
+        onnx.save(m, paths[name])
+    arts = {}
+    for name in ("m0", "m1"):
+        arts[name] = os.path.join(work, name + ".tar")
+        why = daemon.compile(paths[name], "llvm", arts[name])
+        check(not why, "%s: %s" % (name, why))
 
-    def check(cond, what):
-        if not cond:
-            failures.append(what)
-        return cond
+    def validate(*extra):
+        r = daemon.ctl("validate", *extra)
+        try:
+            return r, json.loads(r.stdout) if "--json" in extra and r.stdout.strip() else None
+        except ValueError:
+            return r, None
 
-    with PrivateTthd(args.tthctl, work) as daemon:
-        m0, w0 = cnn(0)
-        m1, _ = cnn(1)
-        paths = {}
-        for name, m in (("m0", m0), ("m1", m1), ("renamed", cnn(0, "image")[0]), ("scaled", scaled(m0))):
-            paths[name] = os.path.join(work, name + ".onnx")
-            onnx.save(m, paths[name])
-        arts = {}
-        for name in ("m0", "m1"):
-            arts[name] = os.path.join(work, name + ".tar")
-            r = daemon.ctl("compile", paths[name], "--target", "llvm", "-o", arts[name], "-q")
-            check(r.returncode == 0, "compile %s: %s" % (name, r.stderr))
+    r, j = validate(arts["m0"], paths["m0"], "--json")
+    if check(r.returncode == 0 and j and j["ok"], "validate of a right artifact: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr)):
+        row = j["outputs"][0]
+        check(row["name"] == "y" and row["shape"] == [1, 10], "the row: %s" % row)
+        check(row["argmax"] == row["reference_argmax"], "argmax disagrees: %s" % row)
+        check(row["max_abs_diff"] <= 1e-3 * row["reference_max_abs"], "difference beyond the tolerance: %s" % row)
+        check(j["inputs"] == [{"name": "x", "from": "random"}], "inputs: %s" % j["inputs"])
+        r2, j2 = validate(arts["m0"], paths["m0"], "--json")
+        check(j2 and j2["outputs"][0]["max_abs_diff"] == row["max_abs_diff"], "the same seed gave other figures")
+        r3, j3 = validate(arts["m0"], paths["m0"], "--json", "--seed", "7")
+        check(j3 and j3["outputs"][0]["reference_max_abs"] != row["reference_max_abs"],
+              "seed 7 gave the same output as seed 0: %s" % (j3 and j3["outputs"][0]))
+    # the text form says ok and the tolerance
+    r, _ = validate(arts["m0"], paths["m0"])
+    check(r.returncode == 0 and " ok " in r.stdout and "tolerance: 0.001" in r.stdout, "text: %s" % r.stdout)
 
-        def validate(*extra):
-            r = daemon.ctl("validate", *extra)
-            try:
-                return r, json.loads(r.stdout) if "--json" in extra and r.stdout.strip() else None
-            except ValueError:
-                return r, None
+    # an input from a file; the reference's values are numpy's forward pass
+    x = np.random.default_rng(5).standard_normal((1, 16, 20, 20)).astype(np.float32)
+    np.save(os.path.join(work, "x.npy"), x)
+    r, j = validate(arts["m0"], paths["m0"], "--json", "--input", "x=" + os.path.join(work, "x.npy"))
+    if check(r.returncode == 0 and j, "validate --input: %s %s" % (r.stdout, r.stderr)):
+        check(j["inputs"] == [{"name": "x", "from": os.path.join(work, "x.npy")}], "inputs: %s" % j["inputs"])
+        want = forward(x, w0)
+        check(j["outputs"][0]["reference_argmax"] == int(want.argmax()),
+              "the reference's argmax %s, numpy's %d" % (j["outputs"][0]["reference_argmax"], int(want.argmax())))
+        check(abs(j["outputs"][0]["reference_max_abs"] - float(want.max())) < 1e-5,
+              "the reference's largest output %r, numpy's %r" % (j["outputs"][0]["reference_max_abs"], float(want.max())))
+        out = os.path.join(work, "run")
+        rr = daemon.ctl("run", arts["m0"], "--input", "x=" + os.path.join(work, "x.npy"), "--output-dir", out)
+        if check(rr.returncode == 0, "run: %s" % rr.stderr):
+            got = np.load(os.path.join(out, "y.npy"))
+            check(np.allclose(got, want, atol=1e-5), "the artifact's output %s, numpy's %s" % (got, want))
 
-        r, j = validate(arts["m0"], paths["m0"], "--json")
-        if check(r.returncode == 0 and j and j["ok"], "validate of a right artifact: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr)):
-            row = j["outputs"][0]
-            check(row["name"] == "y" and row["shape"] == [1, 10], "the row: %s" % row)
-            check(row["argmax"] == row["reference_argmax"], "argmax disagrees: %s" % row)
-            check(row["max_abs_diff"] <= 1e-3 * row["reference_max_abs"], "difference beyond the tolerance: %s" % row)
-            check(j["inputs"] == [{"name": "x", "from": "random"}], "inputs: %s" % j["inputs"])
-            r2, j2 = validate(arts["m0"], paths["m0"], "--json")
-            check(j2 and j2["outputs"][0]["max_abs_diff"] == row["max_abs_diff"], "the same seed gave other figures")
-            r3, j3 = validate(arts["m0"], paths["m0"], "--json", "--seed", "7")
-            check(j3 and j3["outputs"][0]["reference_max_abs"] != row["reference_max_abs"],
-                  "seed 7 gave the same output as seed 0: %s" % (j3 and j3["outputs"][0]))
-        # the text form says ok and the tolerance
-        r, _ = validate(arts["m0"], paths["m0"])
-        check(r.returncode == 0 and " ok " in r.stdout and "tolerance: 0.001" in r.stdout, "text: %s" % r.stdout)
+    # other weights: the artifact computes another function, validate says so
+    r, j = validate(arts["m1"], paths["m0"], "--json")
+    check(r.returncode == 1 and j and not j["ok"] and "element" in j["outputs"][0].get("why", ""),
+          "an artifact of other weights passed: exit %d, %s" % (r.returncode, r.stdout))
+    check("differ from the reference" in r.stderr, "stderr: %s" % r.stderr)
+    r, _ = validate(arts["m0"], paths["m0"], "--tolerance", "0")
+    check(r.returncode == 1 and "DIFFERS" in r.stdout,
+          "tolerance 0 passed a Winograd artifact (or the kernels round as the generic ones): %s" % r.stdout)
 
-        # an input from a file; the reference's values are numpy's forward pass
-        x = np.random.default_rng(5).standard_normal((1, 16, 20, 20)).astype(np.float32)
-        np.save(os.path.join(work, "x.npy"), x)
-        r, j = validate(arts["m0"], paths["m0"], "--json", "--input", "x=" + os.path.join(work, "x.npy"))
-        if check(r.returncode == 0 and j, "validate --input: %s %s" % (r.stdout, r.stderr)):
-            check(j["inputs"] == [{"name": "x", "from": os.path.join(work, "x.npy")}], "inputs: %s" % j["inputs"])
-            want = forward(x, w0)
-            check(j["outputs"][0]["reference_argmax"] == int(want.argmax()),
-                  "the reference's argmax %s, numpy's %d" % (j["outputs"][0]["reference_argmax"], int(want.argmax())))
-            check(abs(j["outputs"][0]["reference_max_abs"] - float(want.max())) < 1e-5,
-                  "the reference's largest output %r, numpy's %r" % (j["outputs"][0]["reference_max_abs"], float(want.max())))
-            out = os.path.join(work, "run")
-            rr = daemon.ctl("run", arts["m0"], "--input", "x=" + os.path.join(work, "x.npy"), "--output-dir", out)
-            if check(rr.returncode == 0, "run: %s" % rr.stderr):
-                got = np.load(os.path.join(out, "y.npy"))
-                check(np.allclose(got, want, atol=1e-5), "the artifact's output %s, numpy's %s" % (got, want))
-
-        # other weights: the artifact computes another function, validate says so
-        r, j = validate(arts["m1"], paths["m0"], "--json")
-        check(r.returncode == 1 and j and not j["ok"] and "element" in j["outputs"][0].get("why", ""),
-              "an artifact of other weights passed: exit %d, %s" % (r.returncode, r.stdout))
-        check("differ from the reference" in r.stderr, "stderr: %s" % r.stderr)
-        r, _ = validate(arts["m0"], paths["m0"], "--tolerance", "0")
-        check(r.returncode == 1 and "DIFFERS" in r.stdout,
-              "tolerance 0 passed a Winograd artifact (or the kernels round as the generic ones): %s" % r.stdout)
-
-        # an input bound at compile time
-        s = os.path.join(work, "s.npy")
-        np.save(s, np.array([0.5], np.float32))
-        sart = os.path.join(work, "scaled.tar")
-        r = daemon.ctl("compile", paths["scaled"], "--target", "llvm", "--bind", "s=" + s, "-o", sart, "-q")
-        if check(r.returncode == 0, "compile --bind: %s" % r.stderr):
-            r, _ = validate(sart, paths["scaled"])
-            check(r.returncode == 2 and "--bind s=" in r.stderr, "validate without --bind: exit %d, %s" % (r.returncode, r.stderr))
-            r, _ = validate(sart, paths["scaled"], "--bind", "s=" + s)
-            check(r.returncode == 0, "validate --bind: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr))
-        # the wrong model, a bad seed
-        r, _ = validate(arts["m0"], paths["renamed"])
-        check(r.returncode == 1 and "'x'" in r.stderr, "a model without input x: exit %d, %s" % (r.returncode, r.stderr))
-        r, _ = validate(arts["m0"], paths["m0"], "--seed", "-3")
-        check(r.returncode == 2 and "--seed" in r.stderr, "a bad seed: exit %d, %s" % (r.returncode, r.stderr))
-        leftovers = [d for d in os.listdir(tempfile.gettempdir()) if d.startswith("tthctl-validate-")]
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    return finish(failures, work, "tthctl validate: right, wrong and bound artifacts against the generic reference "
-                  "(%d temporary director%s of other runs left in /tmp)" % (len(leftovers), "y" if len(leftovers) == 1 else "ies"))
+    # an input bound at compile time
+    s = os.path.join(work, "s.npy")
+    np.save(s, np.array([0.5], np.float32))
+    sart = os.path.join(work, "scaled.tar")
+    why = daemon.compile(paths["scaled"], "llvm", sart, "--bind", "s=" + s)
+    if check(not why, "--bind: %s" % why):
+        r, _ = validate(sart, paths["scaled"])
+        check(r.returncode == 2 and "--bind s=" in r.stderr, "validate without --bind: exit %d, %s" % (r.returncode, r.stderr))
+        r, _ = validate(sart, paths["scaled"], "--bind", "s=" + s)
+        check(r.returncode == 0, "validate --bind: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr))
+    # the wrong model, a bad seed
+    r, _ = validate(arts["m0"], paths["renamed"])
+    check(r.returncode == 1 and "'x'" in r.stderr, "a model without input x: exit %d, %s" % (r.returncode, r.stderr))
+    r, _ = validate(arts["m0"], paths["m0"], "--seed", "-3")
+    check(r.returncode == 2 and "--seed" in r.stderr, "a bad seed: exit %d, %s" % (r.returncode, r.stderr))
+    leftovers = [d for d in os.listdir(tempfile.gettempdir()) if d.startswith("tthctl-validate-")]
+    print("%d temporary director%s of other runs left in /tmp" % (len(leftovers), "y" if len(leftovers) == 1 else "ies"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_with_daemon(tthctl_args("validate").tthctl, "tth-validate-", body,
+                             "tthctl validate: right, wrong and bound artifacts against the generic reference"))

@@ -21,29 +21,22 @@ bytes; `tthctl compile --explain` prints the cycle estimate of each region.
 
 Exit status 77 (skipped) without cc, numpy or onnx.
 """
-import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
-from private_tthd import PrivateTthd  # noqa: E402
-from artifact_main import main_c  # noqa: E402
+from private_tthd import run_with_daemon, tthctl_args  # noqa: E402
+from artifact_main import (ROOT, board_instructions, boards_ready, build, compare, generated_cases, nn_reference,  # noqa: E402
+                           run_board, run_program, unpack)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-REFERENCE = os.path.join(ROOT, "plugins", "cmsisnn", "reference")
 sys.path.insert(0, os.path.join(ROOT, "tests", "plugins", "cmsisnn"))
 
 TARGETS = [
-    # (label, target, reference CMSIS-NN build defines or None, emulated board or None)
+    # (label, target, reference CMSIS-NN build define or None, emulated board or None)
     ("ethos-n,c", "ethos-n,c", None, None),
-    ("ethos-n,cmsis-nn,c m55", "ethos-n,cmsis-nn,c -mcpu=cortex-m55", ["-DTTH_NNREF_MVE"], "mps3-an547"),
+    ("ethos-n,cmsis-nn,c m55", "ethos-n,cmsis-nn,c -mcpu=cortex-m55", "-DTTH_NNREF_MVE", "mps3-an547"),
 ]
 # int8_models.py's models: what the ethos-n kind must take (the 4x4 average and the softmax are
 # not Ethos-N78 operators), and the output's quantization step (a dequantized softmax: 1/256)
@@ -53,10 +46,6 @@ INT8_MODELS = {
     "qdq_softmax": ["qnn.conv2d", "qnn.requantize"],
 }
 UNBOUND = -106  # ETHOSN_MODEL_E_UNBOUND
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
 def reference(path, x, cmsis_nn_average):
@@ -126,28 +115,17 @@ def reference(path, x, cmsis_nn_average):
     return np.asarray(v[m.graph.output[0].name]).astype(np.float32)
 
 
-def compare(np, got, want, step, label):
-    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    if diff.max() > step * 1.0001:
-        i = int(np.argmax(diff))
-        return ["%s: output differs from numpy by %.4g (%.2f steps) at %d: %r vs %r" % (
-            label, diff.max(), diff.max() / step, i, float(got.flat[i]), float(want.flat[i]))]
-    return []
-
-
-def check_target(args, case, name, offloaded, step, label, target, defines, board, work):
+def check_target(daemon, case, name, offloaded, step, label, target, define, board, work, boards):
     import numpy as np
     d = os.path.join(work, name + "-" + label.replace(",", "_").replace(" ", "_"))
     os.makedirs(d)
     tar = os.path.join(d, "a.tar")
-    c = run([args.tthctl, "--socket", args.socket, "--no-start", "compile", os.path.join(case, "model.onnx"),
-             "--target", target, "--name", "model", "--explain", "-o", tar])
+    c = daemon.ctl("compile", os.path.join(case, "model.onnx"), "--target", target, "--name", "model", "--explain",
+                   "-o", tar)
     if c.returncode != 0:
         return ["%s: compile: %s" % (label, c.stderr.strip()[-2000:])], None
     failures = []
-    with tarfile.open(tar) as t:
-        t.extractall(d)
-    meta = json.load(open(os.path.join(d, "metadata.json")))
+    meta = unpack(tar, d)
     kinds = {}
     for o in meta["partition"]["ops"]:
         kinds.setdefault(o["op"], set()).add(o["kind"])
@@ -173,93 +151,59 @@ def check_target(args, case, name, offloaded, step, label, target, defines, boar
         # ...and, where CMSIS-NN computes the average pool, CMSIS-NN's rounding of it
         if kinds.get("nn.avg_pool2d") == {"cmsis-nn"}:
             want = reference(os.path.join(case, "model.onnx"), x, True)
-    x.tofile(os.path.join(d, "x.bin"))
     outputs = {}
-    if defines is None:
-        r = run([args.tthctl, "run", tar, "--input", "x=" + os.path.join(case, "input_0.npy"), "--output-dir",
-                 os.path.join(d, "run")], timeout=300)
+    if define is None:
+        r = daemon.ctl("run", tar, "--input", "x=" + os.path.join(case, "input_0.npy"), "--output-dir",
+                       os.path.join(d, "run"))
         if r.returncode != 0:
             failures.append("%s: tthctl run: %s" % (label, r.stderr.strip()[-2000:]))
         else:
             outputs["tthctl run"] = np.load(os.path.join(d, "run", "y.npy"))
-    with open(os.path.join(d, "main.c"), "w") as f:
-        f.write(main_c(meta, "model", bind_parameters=True))
-    srcs = [os.path.join(d, s) for s in meta["files"]["sources"]]
-    incs = ["-I" + os.path.join(d, "include")]
-    incs += ["-I" + os.path.join(d, "codegen", k, "include") for k in sorted(os.listdir(os.path.join(d, "codegen")))
-             if os.path.isdir(os.path.join(d, "codegen", k, "include"))]
-    cmd = ["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror"] + incs + ["-o", os.path.join(d, "prog"),
-                                                                            os.path.join(d, "main.c")] + srcs
-    if defines is not None:
-        cmd += ["-I", REFERENCE] + defines + [os.path.join(REFERENCE, "arm_nn_reference.c")]
-    b = run(cmd + ["-lm"])
-    if b.returncode != 0:
-        return failures + ["%s: build: %s" % (label, (b.stdout + b.stderr).strip()[-3000:])], None
-    p = run([os.path.join(d, "prog"), os.path.join(d, meta["files"]["parameters"]), os.path.join(d, "x.bin"),
-             os.path.join(d, "y.bin")], timeout=300)
-    if p.returncode != 0:
-        failures.append("%s: standalone run: exit %d %s" % (label, p.returncode, p.stderr.strip()))
+    exe, why = build(meta, d, flags=nn_reference(define)[0] if define else (), bind_parameters=True)
+    if why:
+        return failures + ["%s: %s" % (label, why)], None
+    why, y, stdout = run_program(exe, meta, d, [x], parameters=True)
+    if why:
+        failures.append("%s: standalone %s" % (label, why))
     else:
-        status = int(p.stdout.split()[1])
+        status = int(stdout.split()[1])
         if regions and status != UNBOUND:
             failures.append("%s: run before binding returned %d, not %d" % (label, status, UNBOUND))
-        outputs["standalone"] = np.fromfile(os.path.join(d, "y.bin"), dtype=want.dtype).reshape(want.shape)
+        outputs["standalone"] = y[0]
     for how, y in outputs.items():
-        failures += compare(np, y, want, step, "%s (%s)" % (label, how))
+        why = compare(y, want, "%s (%s): output differs from numpy by more than a step" % (label, how), step * 1.0001)
+        if why:
+            failures.append(why)
     if "tthctl run" in outputs and "standalone" in outputs and \
             outputs["tthctl run"].tobytes() != outputs["standalone"].tobytes():
         failures.append("%s: tthctl run and the standalone build differ" % label)
-    if board and args.boards and "standalone" in outputs:
+    if board and boards and "standalone" in outputs:
         # the firmware binds the parameters file, embedded as a const array, before the call
-        r = run([os.path.join(ROOT, "scripts", "run-cortexm"), tar, "--board", board,
-                 "x=" + os.path.join(case, "input_0.npy"), "--out", os.path.join(d, "board"), "-I", REFERENCE,
-                 "--extra-src", os.path.join(REFERENCE, "arm_nn_reference.c")], timeout=300)
-        if r.returncode != 0:
-            failures.append("%s on %s: %s" % (label, board, r.stderr.strip()[-1500:]))
-        elif np.load(os.path.join(d, "board", "y.npy")).tobytes() != outputs["standalone"].tobytes():
+        why, got, stdout = run_board(tar, board, {"x": x}, os.path.join(d, "board"), nn_reference(define)[1])
+        if why:
+            failures.append("%s on %s: %s" % (label, board, why))
+        elif got["y"].tobytes() != outputs["standalone"].tobytes():
             failures.append("%s on %s: the board's output differs from the host's" % (label, board))
         else:
-            icount = [ln for ln in r.stdout.splitlines() if "instructions" in ln]
-            print("    %s on %s: same bytes as the host%s" % (
-                label, board, "; " + icount[0].split(": ", 2)[-1].split(" (")[0] if icount else ""))
+            print("    %s on %s: same bytes as the host, %s instructions" % (
+                label, board, (board_instructions(stdout) or ("no count of",))[0]))
     return failures, sum(len(m["meta"]["ethos-n"]["performance"]["layers"]) for m in regions)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    ap.add_argument("--keep", help="work in this directory and keep it")
-    args = ap.parse_args()
-    try:
-        import numpy  # noqa: F401
-        import onnx  # noqa: F401
-    except ImportError:
-        print("ethos-n executed: skipped, python3-numpy or python3-onnx is not installed")
-        return 77
-    if not shutil.which("cc"):
-        print("ethos-n executed: skipped, no cc")
-        return 77
-    missing = [t for t in ("qemu-system-arm", "arm-none-eabi-gcc") if not shutil.which(t)]
-    args.boards = not missing
-    if missing:
-        print("ethos-n executed: the emulated Cortex-M55 board is skipped, %s not installed (scripts/setup "
-              "installs it)" % " and ".join(missing))
-    args.tthctl = os.path.abspath(args.tthctl)
-    work = args.keep or tempfile.mkdtemp(prefix="tth-ethosn-run-")
-    os.makedirs(work, exist_ok=True)
-    daemon = PrivateTthd(args.tthctl, work)
-    args.socket = daemon.socket
-    failures = []
-    started = time.monotonic()
-    try:
+    args = tthctl_args("ethos-n executed", modules=("numpy", "onnx"), tools=("cc",), keep=True)
+    boards = boards_ready("ethos-n executed")
+
+    def body(daemon, work, failures):
         models = os.path.join(work, "models")
         cases = []
+        found = set()  # each generator's listing holds the cases of those before it
         for script in (os.path.join(ROOT, "tests", "plugins", "cmsisnn", "int8_models.py"), os.path.join(HERE, "ethosn_models.py")):
-            g = run(["/usr/bin/python3", script, models])
-            if g.returncode != 0:
-                failures.append("%s: exit %d %s" % (os.path.basename(script), g.returncode, g.stderr))
-        for name in sorted(os.listdir(models)) if os.path.isdir(models) else []:
-            case = os.path.join(models, name)
+            written, why = generated_cases(script, models)
+            found.update(written)
+            failures.check(not why, why)
+        for case in sorted(found):
+            name = os.path.basename(case)
             spec = os.path.join(case, "offloaded.json")
             if os.path.exists(spec):
                 s = json.load(open(spec))
@@ -267,24 +211,15 @@ def main():
             else:
                 cases.append((name, case, INT8_MODELS[name], 1.0 / 256))
         for name, case, offloaded, step in cases:
-            for label, target, defines, board in TARGETS:
-                f, layers = check_target(args, case, name, offloaded, step, label, target, defines, board, work)
+            for label, target, define, board in TARGETS:
+                f, layers = check_target(daemon, case, name, offloaded, step, label, target, define, board, work,
+                                         boards)
                 print("%-16s %-24s %s%s" % (name, label, "ok" if not f else "FAILED",
                                             "" if layers is None else " (%d MAC layers estimated)" % layers))
-                for why in f:
-                    print("    " + why)
                 failures += f
-        if len(cases) < 5:
-            failures.append("only %d models" % len(cases))
-        why = daemon.stop()
-        if why:
-            failures.append(why)
-    finally:
-        daemon.close()
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    print("ethos-n executed on the host: %d failures (%.1f s)" % (len(failures), time.monotonic() - started))
-    return 1 if failures else 0
+        failures.check(len(cases) >= 5, "only %d models" % len(cases))
+
+    return run_with_daemon(args.tthctl, "tth-ethosn-run-", body, "ethos-n executed on the host", args.keep)
 
 
 if __name__ == "__main__":

@@ -10,20 +10,18 @@ Cases: tests/plugins/llvm-cpu/make_conv_cases.py (Winograd, row-vectorized stem,
 outputs from numpy; tolerance float32 |a-b| <= 1e-4 + 1e-4*|b| (as the conformance runners).
 Exit status 77 (skipped) when aarch64-linux-gnu-gcc, qemu-aarch64, numpy or onnx is missing.
 """
-import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
-import tarfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
-from private_tthd import run_with_daemon  # noqa: E402
+from private_tthd import run, run_with_daemon, tthctl_args  # noqa: E402
+from artifact_main import AARCH64_CC, build, compare, compile_unpacked, generated_cases, load_pb, run_program  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
 
+# argv: the parameters file, the input, the output (as run_program passes them)
 MAIN_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,22 +43,22 @@ int main(int argc, char **argv)
     if (argc < 4)
         return 2;
 #if defined(TTH_MODEL_PARAMETERS_FILE) && !defined(TTH_MODEL_PARAMETERS_EMBEDDED)
-    /* the constants bound from the parameters file (argv[3]), as README.txt says; a CMake build
+    /* the constants bound from the parameters file (argv[1]), as README.txt says; a CMake build
      * links the file in and the first run binds it */
-    FILE *pf = fopen(argv[3], "rb");
-    if (!pf || fseek(pf, 0, SEEK_END) != 0) { fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
+    FILE *pf = fopen(argv[1], "rb");
+    if (!pf || fseek(pf, 0, SEEK_END) != 0) { fprintf(stderr, "cannot read %s\n", argv[1]); return 2; }
     size_t pn = (size_t)ftell(pf);
     rewind(pf);
     unsigned char *raw = malloc(pn + 64), *params = raw + (64 - (size_t)raw % 64) % 64;
-    if (!raw || fread(params, 1, pn, pf) != pn) { fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
+    if (!raw || fread(params, 1, pn, pf) != pn) { fprintf(stderr, "cannot read %s\n", argv[1]); return 2; }
     fclose(pf);
     if (tth_model_bind_parameters(params, pn) != 0) { fprintf(stderr, "binding failed\n"); return 1; }
 #endif
-    struct tth_model_inputs in = { read_all(argv[1], IN_BYTES) };
+    struct tth_model_inputs in = { read_all(argv[2], IN_BYTES) };
     void *y = malloc(OUT_BYTES);
     struct tth_model_outputs out = { y };
     int32_t rc = tth_model_run(&in, &out, ws);
-    FILE *f = fopen(argv[2], "wb");
+    FILE *f = fopen(argv[3], "wb");
     if (rc != 0 || !f || fwrite(y, 1, OUT_BYTES, f) != OUT_BYTES) { fprintf(stderr, "run failed: %d\n", (int)rc); return 1; }
     fclose(f);
     return 0;
@@ -68,72 +66,25 @@ int main(int argc, char **argv)
 """
 
 
-def tools_missing():
-    for tool in ("aarch64-linux-gnu-gcc", "qemu-aarch64"):
-        if not shutil.which(tool):
-            return tool
-    try:
-        import numpy  # noqa: F401
-        import onnx  # noqa: F401
-    except ImportError:
-        return "python3-numpy/python3-onnx"
-    return None
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def one_case(case, args, work):
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-
-    def load_pb(path):
-        t = onnx.TensorProto()
-        with open(path, "rb") as f:
-            t.ParseFromString(f.read())
-        return numpy_helper.to_array(t)
-
+def one_case(case, daemon, work):
+    x = load_pb(os.path.join(case, "test_data_set_0", "input_0.pb"))
+    want = load_pb(os.path.join(case, "test_data_set_0", "output_0.pb"))
     d = os.path.join(work, os.path.basename(case))
     os.makedirs(d)
     tar = os.path.join(d, "model.tar")
-    c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", os.path.join(case, "model.onnx"),
-             "--target", TARGET, "--name", "model", "-o", tar])
-    if c.returncode != 0:
-        return "compile: " + c.stderr.strip()
-    with tarfile.open(tar) as t:
-        t.extractall(d)
-    meta = json.load(open(os.path.join(d, "metadata.json")))
-    files = [os.path.join(d, f) for f in meta["files"]["sources"] + meta["files"]["objects"]]
-    x = load_pb(os.path.join(case, "test_data_set_0", "input_0.pb"))
-    want = load_pb(os.path.join(case, "test_data_set_0", "output_0.pb"))
-    with open(os.path.join(d, "main.c"), "w") as f:
-        f.write("#define IN_BYTES %d\n#define OUT_BYTES %d\n" % (x.nbytes, want.nbytes) + MAIN_C)
-    x.astype("<f4").tofile(os.path.join(d, "x.bin"))
+    meta, why = compile_unpacked(daemon, os.path.join(case, "model.onnx"), TARGET, tar)
+    if why:
+        return why
+    main = "#define IN_BYTES %d\n#define OUT_BYTES %d\n" % (x.nbytes, want.nbytes) + MAIN_C
 
     def check(exe, how):
-        y = os.path.join(d, "y.bin")
-        if os.path.exists(y):
-            os.remove(y)
-        r = run(["qemu-aarch64", exe, os.path.join(d, "x.bin"), y, os.path.join(d, "parameters", "model.params")],
-                timeout=300)
-        if r.returncode != 0:
-            return "%s, run under qemu: exit %d %s" % (how, r.returncode, r.stderr.strip())
-        got = np.fromfile(y, dtype="<f4").reshape(want.shape)
-        bad = np.abs(got.astype(np.float64) - want) > 1e-4 + 1e-4 * np.abs(want)
-        if bad.any():
-            i = np.argmax(bad)
-            return "%s: %d of %d elements differ; element %d: got %r, expected %r" % (
-                how, bad.sum(), bad.size, i, float(got.flat[i]), float(want.flat[i]))
-        return None
+        why, y, _ = run_program(exe, meta, d, [x.astype("<f4")], ["qemu-aarch64"], parameters=True)
+        return "%s, run under qemu: %s" % (how, why) if why else compare(y[0], want, how)
 
     # as the README says: one cross cc command over the listed sources and objects
-    exe = os.path.join(d, "prog")
-    b = run(["aarch64-linux-gnu-gcc", "-std=c11", "-O2", "-static", "-pthread", "-I", os.path.join(d, "include"),
-             "-o", exe, os.path.join(d, "main.c")] + files + ["-lm"])
-    if b.returncode != 0:
-        return "cross build: " + b.stderr.strip()[-2000:]
+    exe, why = build(meta, d, cc=AARCH64_CC, main=main)
+    if why:
+        return why
     why = check(exe, "cc build")
     if why or not shutil.which("cmake"):
         return why
@@ -156,28 +107,18 @@ def one_case(case, args, work):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    missing = tools_missing()
-    if missing:
-        print("aarch64_kernels: skipped, %s is not installed" % missing)
-        return 77
-    args.tthctl = os.path.abspath(args.tthctl)
+    args = tthctl_args("aarch64_kernels", modules=("numpy", "onnx"), tools=("aarch64-linux-gnu-gcc", "qemu-aarch64"))
+
     def body(daemon, work, failures):
-        args.socket = daemon.socket
-        cases_dir = os.path.join(work, "cases")
-        g = run(["/usr/bin/python3", os.path.join(HERE, "make_conv_cases.py"), cases_dir])
-        if g.returncode != 0:
-            failures.append("make_conv_cases.py: exit %d %s" % (g.returncode, g.stderr))
-            return
-        for name in sorted(os.listdir(cases_dir)):
-            why = one_case(os.path.join(cases_dir, name), args, work)
-            print("%-20s %s" % (name, "ok" if why is None else "FAILED: " + why))
-            if why is not None:
-                failures.append(name)
+        cases, why = generated_cases(os.path.join(HERE, "make_conv_cases.py"), os.path.join(work, "cases"))
+        failures.check(not why, why)
+        for case in cases:
+            why = one_case(case, daemon, work)
+            print("%-20s %s" % (os.path.basename(case), "ok" if why is None else "FAILED: " + why))
+            failures.check(why is None, os.path.basename(case))
 
     return run_with_daemon(args.tthctl, "tth-aarch64-", body, "aarch64 under qemu")
+
 
 if __name__ == "__main__":
     sys.exit(main())

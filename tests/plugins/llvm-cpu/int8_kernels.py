@@ -18,20 +18,16 @@ some where the target has the instruction, none where it has not.
 Exit status 77 (skipped) when numpy or onnx is missing; the AArch64 part is skipped without
 aarch64-linux-gnu-gcc or qemu-aarch64.
 """
-import argparse
-import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
-from private_tthd import run_with_daemon  # noqa: E402
-import artifact_main  # noqa: E402
+from private_tthd import run, run_with_daemon, tthctl_args  # noqa: E402
+from artifact_main import AARCH64_CC, build, compare, compile_unpacked, run_program  # noqa: E402
 
 try:
     import numpy as np
@@ -185,10 +181,6 @@ def cases():
     ]
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
 def dot_count(objdump, d, meta, pattern):
     n = 0
     for obj in meta["files"]["objects"]:
@@ -199,29 +191,14 @@ def dot_count(objdump, d, meta, pattern):
     return n
 
 
-def compare(got, want):
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return "got %s %s, expected %s %s" % (got.dtype, got.shape, want.dtype, want.shape)
-    bad = got != want
-    if bad.any():
-        i = int(np.argmax(bad))
-        return "%d of %d elements differ; element %d: got %d, expected %d" % (
-            int(bad.sum()), bad.size, i, int(got.flat[i]), int(want.flat[i]))
-    return None
-
-
-def one(args, work, name, model, x, want, label, target, pattern, expect_dot, aarch64):
+def one(daemon, work, name, model, x, want, label, target, pattern, expect_dot, aarch64):
     d = tempfile.mkdtemp(dir=work, prefix=name + "-" + label + "-")
     path = os.path.join(d, "model.onnx")
     onnx.save(model, path)
     tar = os.path.join(d, "model.tar")
-    c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target", target,
-             "--name", "model", "-o", tar])
-    if c.returncode != 0:
-        return "compile: " + c.stderr.strip(), None
-    with tarfile.open(tar) as t:
-        t.extractall(d)
-    meta = json.load(open(os.path.join(d, "metadata.json")))
+    meta, why = compile_unpacked(daemon, path, target, tar)
+    if why:
+        return why, None
     ndot = None
     if pattern:
         ndot = dot_count("aarch64-linux-gnu-objdump" if aarch64 else "objdump", d, meta, pattern)
@@ -232,53 +209,38 @@ def one(args, work, name, model, x, want, label, target, pattern, expect_dot, aa
     if not aarch64:
         np.save(os.path.join(d, "x.npy"), x)
         out = os.path.join(d, "out")
-        r = run([args.tthctl, "run", tar, "--input", "x=" + os.path.join(d, "x.npy"), "--output-dir", out])
+        r = run([daemon.tthctl, "run", tar, "--input", "x=" + os.path.join(d, "x.npy"), "--output-dir", out])
         if r.returncode != 0:
             return "tthctl run: " + r.stderr.strip(), ndot
-        return compare(np.load(os.path.join(out, "y.npy")), want), ndot
-    files = [os.path.join(d, f) for f in meta["files"]["sources"] + meta["files"]["objects"]]
-    with open(os.path.join(d, "main.c"), "w") as f:
-        f.write(artifact_main.main_c(meta, "model", bind_parameters=True))
-    x.tofile(os.path.join(d, "x.bin"))
-    exe = os.path.join(d, "prog")
-    b = run(["aarch64-linux-gnu-gcc", "-std=c11", "-O2", "-static", "-pthread", "-I", os.path.join(d, "include"),
-             "-o", exe, os.path.join(d, "main.c")] + files + ["-lm"])
-    if b.returncode != 0:
-        return "cross build: " + b.stderr.strip()[-2000:], ndot
-    y = os.path.join(d, "y.bin")
-    params = os.path.join(d, "parameters", "model.params")
-    r = run(["qemu-aarch64", "-cpu", "max", exe, params, os.path.join(d, "x.bin"), y], timeout=300)
-    if r.returncode != 0:
-        return "run under qemu: exit %d %s" % (r.returncode, r.stderr.strip()), ndot
-    return compare(np.fromfile(y, dtype=want.dtype).reshape(want.shape), want), ndot
+        return compare(np.load(os.path.join(out, "y.npy")), want, "tthctl run"), ndot
+    exe, why = build(meta, d, cc=AARCH64_CC, bind_parameters=True)
+    if why:
+        return why, ndot
+    why, y, _ = run_program(exe, meta, d, [x], ["qemu-aarch64", "-cpu", "max"], parameters=True)
+    if why:
+        return "under qemu: " + why, ndot
+    return compare(y[0], want, "under qemu"), ndot
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    if np is None:
-        print("int8_kernels: skipped, python3-numpy or python3-onnx is not installed")
-        return 77
-    args.tthctl = os.path.abspath(args.tthctl)
+    args = tthctl_args("int8_kernels", modules=("numpy", "onnx"))
     cross = all(shutil.which(t) for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64", "aarch64-linux-gnu-objdump"))
     if not cross:
         print("int8_kernels: the AArch64 part is skipped (aarch64-linux-gnu-gcc, -objdump or qemu-aarch64 missing)")
     targets = [(t, False) for t in HOST_TARGETS] + ([(t, True) for t in AARCH64_TARGETS] if cross else [])
 
     def body(daemon, work, failures):
-        args.socket = daemon.socket
         for name, (model, x, want) in cases():
             for (label, target, pattern, expect), a64 in targets:
                 # a depthwise convolution multiplies one channel at a time: no dot products
                 dots = expect and not name.startswith("depthwise")
-                why, ndot = one(args, work, name, model, x, want, label, target, pattern, dots, a64)
+                why, ndot = one(daemon, work, name, model, x, want, label, target, pattern, dots, a64)
                 shown = "" if ndot is None else " (%d dot-product instructions)" % ndot
                 print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, shown))
-                if why is not None:
-                    failures.append("%s/%s" % (name, label))
+                failures.check(why is None, "%s/%s" % (name, label))
 
     return run_with_daemon(args.tthctl, "tth-int8-", body, "int8 kernels")
+
 
 if __name__ == "__main__":
     sys.exit(main())
