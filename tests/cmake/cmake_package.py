@@ -9,16 +9,13 @@ does.
 
 Exit status 77 (skipped) when cmake or numpy is missing.
 """
-import argparse
 import glob
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from staged_install import check_output, digits_io, fail, install, run  # noqa: E402
+from staged_install import BIND_CASE, package_main, run  # noqa: E402
 
 
 BIND_CMAKE = """cmake_minimum_required(VERSION 3.13)
@@ -49,129 +46,69 @@ int main(int argc, char **argv)
 """
 
 
-def bind_project(tmp, prefix, env, np):
+def newer(path):
+    """path's time two seconds ahead: newer than anything a build wrote (make's times are seconds)"""
+    later = time.time() + 2
+    os.utime(path, (later, later))
+
+
+def bind_project(st, prefix):
     """tth_add_model(... BIND shape=shape.pb): the artifact takes only the data input; its output
     equals the ONNX test data's; touching the bind file compiles again"""
-    from onnx import TensorProto, numpy_helper
-    case = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims"
-    src = os.path.join(tmp, "bind")
-    os.makedirs(src)
-    shutil.copy(os.path.join(case, "model.onnx"), src)
-    shutil.copy(os.path.join(case, "test_data_set_0", "input_1.pb"), os.path.join(src, "shape.pb"))
-    with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
-        f.write(BIND_CMAKE)
+    import numpy as np
+    from artifact_main import load_pb
+    src = st.bind_case("CMakeLists.txt", BIND_CMAKE)
     with open(os.path.join(src, "main.c"), "w") as f:
         f.write(BIND_MAIN)
-
-    def pb(name):
-        t = TensorProto()
-        with open(os.path.join(case, "test_data_set_0", name), "rb") as f:
-            t.ParseFromString(f.read())
-        return numpy_helper.to_array(t)
-    pb("input_0.pb").astype("<f4").tofile(os.path.join(src, "x.raw"))
-    b = os.path.join(tmp, "bind-b")
-    r = run(["cmake", "-S", src, "-B", b, "-DCMAKE_PREFIX_PATH=" + prefix], env)
-    if r.returncode == 0:
-        r = run(["cmake", "--build", b], env)
-    if r.returncode != 0 or "tth: compiling rs for c" not in r.stdout:
-        return "the build failed: " + (r.stdout + r.stderr)[-2000:]
+    load_pb(os.path.join(BIND_CASE, "test_data_set_0", "input_0.pb")).astype("<f4").tofile(os.path.join(src, "x.raw"))
+    b = os.path.join(st.tmp, "bind-b")
+    build = ["cmake", "--build", b]
+    st.step("BIND: the build failed", ["cmake", "-S", src, "-B", b, "-DCMAKE_PREFIX_PATH=" + prefix], build,
+            compiles="rs for c")
     y = os.path.join(src, "y.raw")
-    r = run([os.path.join(b, "rs_app"), os.path.join(src, "x.raw"), y], env)
-    if r.returncode != 0:
-        return "rs_app exited %d" % r.returncode
-    want = pb("output_0.pb")
-    got = np.fromfile(y, dtype="<f4").reshape(want.shape)
-    if not np.array_equal(got, want):
-        return "the output differs from the ONNX test data"
-    later = time.time() + 2
-    os.utime(os.path.join(src, "shape.pb"), (later, later))
-    r = run(["cmake", "--build", b], env)
-    if r.returncode != 0 or "tth: compiling rs for c" not in r.stdout:
-        return "a newer bind file did not compile again"
-    return None
+    r = run([os.path.join(b, "rs_app"), os.path.join(src, "x.raw"), y], st.env)
+    st.require(r.returncode == 0, "BIND: rs_app exited %d" % r.returncode)
+    want = load_pb(os.path.join(BIND_CASE, "test_data_set_0", "output_0.pb"))
+    st.require(np.array_equal(np.fromfile(y, dtype="<f4").reshape(want.shape), want),
+               "BIND: the output differs from the ONNX test data")
+    newer(os.path.join(src, "shape.pb"))
+    st.step("BIND: a newer bind file did not compile again", build, compiles="rs for c")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--source", required=True)
-    args = ap.parse_args()
-    if not shutil.which("cmake"):
-        print("cmake_package: skipped, cmake is not installed")
-        return 77
-    try:
-        import numpy as np
-        import onnx  # noqa: F401
-    except ImportError:
-        print("cmake_package: skipped, python3-numpy or python3-onnx is not installed")
-        return 77
-    tmp = tempfile.mkdtemp(prefix="tth-cmake-")
-    env = dict(os.environ)
-    tthctl = None
-    try:
-        dest, why = install(args.build, tmp, env)
-        if why:
-            return fail(why)
-        configs = glob.glob(os.path.join(dest, "**", "tthConfig.cmake"), recursive=True)
-        if len(configs) != 1:
-            return fail("expected one installed tthConfig.cmake, found %s" % configs)
-        prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", "..", ".."))
-        if not os.path.exists(os.path.join(prefix, "bin", "tthctl")):
-            prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", ".."))
-        tthctl = os.path.join(prefix, "bin", "tthctl")
+def body(st):
+    configs = glob.glob(os.path.join(st.dest, "**", "tthConfig.cmake"), recursive=True)
+    st.require(len(configs) == 1, "expected one installed tthConfig.cmake, found %s" % configs)
+    prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", "..", ".."))
+    if not os.path.exists(os.path.join(prefix, "bin", "tthctl")):
+        prefix = os.path.normpath(os.path.join(os.path.dirname(configs[0]), "..", "..", ".."))
+    st.tthctl = os.path.join(prefix, "bin", "tthctl")
 
-        src = os.path.join(tmp, "src")
-        shutil.copytree(os.path.join(args.source, "examples", "cmake"), os.path.join(src, "cmake"))
-        shutil.copy(os.path.join(args.source, "examples", "digits.onnx"), src)
-        image, expected = digits_io(args.source, tmp)
-        b = os.path.join(tmp, "b")
-        app = os.path.join(b, "digits_app")
+    src = st.example("cmake")
+    b = os.path.join(st.tmp, "b")
+    app = os.path.join(b, "digits_app")
+    build = ["cmake", "--build", b]
+    st.step("configuring examples/cmake against the staged prefix",
+            ["cmake", "-S", src, "-B", b, "-DCMAKE_PREFIX_PATH=" + prefix])
+    st.step("the first build (it must compile the model)", build, compiles="digits for c")
+    st.check_digits(app, "target c")
+    print("target c: built and matches numpy")
 
-        r = run(["cmake", "-S", os.path.join(src, "cmake"), "-B", b, "-DCMAKE_PREFIX_PATH=" + prefix], env)
-        if r.returncode != 0:
-            return fail("configuring examples/cmake against the staged prefix", r)
-        r = run(["cmake", "--build", b], env)
-        if r.returncode != 0 or "tth: compiling digits for c" not in r.stdout:
-            return fail("the first build (it must compile the model)", r)
-        why = check_output(app, image, env, expected)
-        if why:
-            return fail("target c: " + why)
-        print("target c: built and matches numpy")
+    st.step("a second build compiled the model again", build, idle=True)
+    print("second build: nothing to do")
 
-        r = run(["cmake", "--build", b], env)
-        if r.returncode != 0 or "tth: compiling" in r.stdout:
-            return fail("a second build compiled the model again", r)
-        print("second build: nothing to do")
+    newer(os.path.join(src, "..", "digits.onnx"))
+    st.step("a newer model file did not compile again", build, compiles="digits for c")
+    print("newer model: compiled again")
 
-        model = os.path.join(src, "digits.onnx")
-        later = time.time() + 2
-        os.utime(model, (later, later))
-        r = run(["cmake", "--build", b], env)
-        if r.returncode != 0 or "tth: compiling digits for c" not in r.stdout:
-            return fail("a newer model file did not compile again", r)
-        print("newer model: compiled again")
+    st.step("another target did not compile again", ["cmake", "-S", src, "-B", b, "-DDIGITS_TARGET=llvm"], build,
+            compiles="digits for llvm")
+    st.check_digits(app, "target llvm")
+    print("target llvm: built and matches numpy")
 
-        r = run(["cmake", "-S", os.path.join(src, "cmake"), "-B", b, "-DDIGITS_TARGET=llvm"], env)
-        if r.returncode == 0:
-            r = run(["cmake", "--build", b], env)
-        if r.returncode != 0 or "tth: compiling digits for llvm" not in r.stdout:
-            return fail("another target did not compile again", r)
-        why = check_output(app, image, env, expected)
-        if why:
-            return fail("target llvm: " + why)
-        print("target llvm: built and matches numpy")
-
-        # BIND: Reshape's shape fed as an input, fixed at build time from a .pb file
-        why = bind_project(tmp, prefix, env, np)
-        if why:
-            return fail("BIND: " + why)
-        print("BIND: built, matches the ONNX test data, a newer bind file compiles again")
-        return 0
-    finally:
-        if tthctl and os.path.exists(tthctl):
-            run([tthctl, "--no-start", "stop"], env)
-        shutil.rmtree(tmp, ignore_errors=True)
+    # BIND: Reshape's shape fed as an input, fixed at build time from a .pb file
+    bind_project(st, prefix)
+    print("BIND: built, matches the ONNX test data, a newer bind file compiles again")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(package_main("cmake_package", ("cmake",), ("numpy", "onnx"), body))

@@ -1,15 +1,36 @@
 """What the build-system tests (tests/cmake/cmake_package.py, tests/tth-meson/meson_package.py)
 share: tth installed into a staging directory (meson install --destdir) and pointed at its own
-library, plugins and a private runtime and cache directory; the digits example's input and
-numpy's expected output; running the example and comparing what it prints.
+library, plugins and a private runtime and cache directory; an example (examples/cmake or
+examples/meson, with examples/common and the digits model) copied beside it; each step of a
+build checked, the first failure ending the test; the digits example's output compared with
+numpy's.
+
+    def body(st):                                   # st: a Staged, tth installed
+        src = st.example("cmake")
+        st.step("the first build", ["cmake", "--build", b], compiles="digits for c")
+        st.check_digits(os.path.join(b, "digits_app"), "target c")
+
+    sys.exit(package_main("cmake_package", ("cmake",), ("numpy",), body))
 """
+import argparse
 import glob
 import os
-import subprocess
+import shutil
+import sys
+import tempfile
+
+from private_tthd import run, skip_unless
+
+# an ONNX node test whose Reshape takes its shape as an input: the --bind / BIND cases' model
+BIND_CASE = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims"
 
 
-def run(cmd, env, **kw):
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
+class Failed(Exception):
+    """A step of a package test failed: why, and the command's result (its output is shown)."""
+
+    def __init__(self, why, r=None):
+        super().__init__(why)
+        self.why, self.r = why, r
 
 
 def fail(why, r=None):
@@ -63,3 +84,78 @@ def check_output(app, image, env, expected, wrapper=()):
     if lines[-1] != str(int(np.argmax(want))):
         return "digit %s, numpy says %d" % (lines[-1], int(np.argmax(want)))
     return None
+
+
+class Staged:
+    """tth installed under tmp (install) with env set for it; source is the source tree. tthctl,
+    once the test names the staged one, is stopped at the end."""
+
+    def __init__(self, build, source, tmp):
+        self.source, self.tmp, self.env, self.tthctl = source, tmp, dict(os.environ), None
+        self.dest, why = install(build, tmp, self.env)
+        self.require(not why, why)
+        self.image, self.expected = digits_io(source, tmp)
+
+    def require(self, ok, why, r=None):
+        """ok, or the test fails here with why (and r's output)"""
+        if not ok:
+            raise Failed(why, r)
+
+    def step(self, why, *cmds, compiles=None, idle=False):
+        """cmds run in order, each to exit 0, the last one's output saying "tth: compiling
+        <compiles>" (with compiles) or none of it (idle); else the test fails with why."""
+        for cmd in cmds:
+            r = run(cmd, self.env)
+            self.require(r.returncode == 0, why, r)
+        self.require(compiles is None or "tth: compiling " + compiles in r.stdout, why, r)
+        self.require(not idle or "tth: compiling" not in r.stdout, why, r)
+        return r
+
+    def example(self, kind):
+        """examples/<kind> copied under tmp/src with what it uses from its parent (common/, the
+        digits model): the copy's directory."""
+        src = os.path.join(self.tmp, "src")
+        for d in (kind, "common"):
+            shutil.copytree(os.path.join(self.source, "examples", d), os.path.join(src, d))
+        shutil.copy(os.path.join(self.source, "examples", "digits.onnx"), src)
+        return os.path.join(src, kind)
+
+    def check_digits(self, app, label, wrapper=()):
+        """the built digits_app (run under wrapper) prints numpy's probabilities and digit"""
+        why = check_output(app, self.image, self.env, self.expected, wrapper)
+        self.require(not why, "%s: %s" % (label, why))
+
+    def bind_case(self, build_file, text):
+        """BIND_CASE's model and its shape input (as shape.pb) in a new tmp/bind, with the build
+        file build_file holding text: that directory."""
+        src = os.path.join(self.tmp, "bind")
+        os.makedirs(src)
+        shutil.copy(os.path.join(BIND_CASE, "model.onnx"), src)
+        shutil.copy(os.path.join(BIND_CASE, "test_data_set_0", "input_1.pb"), os.path.join(src, "shape.pb"))
+        with open(os.path.join(src, build_file), "w") as f:
+            f.write(text)
+        return src
+
+
+def package_main(title, tools, modules, body):
+    """A package test's run: --build BUILD_DIR --source SOURCE_DIR; skipped (77) without tools or
+    modules; body(st) with st a Staged in a new directory, its first failure printed; the staged
+    tthctl's daemon stopped and the directory removed. The exit status."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    args = ap.parse_args()
+    skip_unless(title, modules, tools)
+    tmp = tempfile.mkdtemp(prefix="tth-%s-" % title)
+    st = None
+    try:
+        st = Staged(args.build, args.source, tmp)
+        body(st)
+        return 0
+    except Failed as e:
+        return fail(e.why, e.r)
+    finally:
+        if st and st.tthctl and os.path.exists(st.tthctl):
+            run([st.tthctl, "--no-start", "stop"], st.env)
+        shutil.rmtree(tmp, ignore_errors=True)
+        sys.stdout.flush()

@@ -1,6 +1,6 @@
-/* digits_app IMAGE: runs examples/digits.onnx, compiled at build time by tth-meson-model (the
- * custom_target in meson.build), on one 8x8 image (64 float32 values, raw little-endian) and
- * prints the ten class probabilities, then the digit. */
+/* digits_app IMAGE: runs examples/digits.onnx, compiled at build time (by tth_add_model in
+ * examples/cmake, by tth-meson-model in examples/meson), on one 8x8 image (64 float32 values,
+ * raw little-endian) and prints the ten class probabilities, then the digit. */
 #include <stdio.h>
 
 #include "tth_digits.h"
