@@ -1,5 +1,6 @@
 /* harness.c: see harness.h. */
 #include "harness.h"
+#include "daemon_fixture.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -20,40 +21,12 @@
 
 const char *e2e_build_path(const char *rel, char *buf, size_t len)
 {
-    const char *root = getenv("TTH_BUILD_ROOT");
-    cr_assert_not_null(root, "TTH_BUILD_ROOT is not set (run through meson test)");
-    snprintf(buf, len, "%s/%s", root, rel);
-    return buf;
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    cr_assert(in >= 0, "cannot open %s: %s", from, strerror(errno));
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-    cr_assert(out >= 0, "cannot create %s: %s", to, strerror(errno));
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        cr_assert_eq(write(out, buf, (size_t)n), n);
-    close(in);
-    close(out);
-    chmod(to, 0755);
+    return test_build_path(rel, buf, len);
 }
 
 void e2e_put_plugin(const char *dir, const char *name, const char *as)
 {
-    char rel[256], from[1024], to[1024];
-    snprintf(rel, sizeof rel, "tests/fixtures/%s.so", name);
-    e2e_build_path(rel, from, sizeof from);
-    snprintf(to, sizeof to, "%s/%s%s", dir, as ? as : name, as ? "" : ".so");
-    /* written aside and renamed into place: the daemon watches the directory and would otherwise
-     * load a half-copied file (refused as truncated, not for what the test put there); the
-     * plugins path skips names that start with a dot */
-    char part[1100];
-    snprintf(part, sizeof part, "%s/.%s%s.part", dir, as ? as : name, as ? "" : ".so");
-    copy_file(from, part);
-    cr_assert_eq(rename(part, to), 0, "cannot rename %s to %s", part, to);
+    test_put_plugin(dir, name, as);
 }
 
 pid_t e2e_spawn(e2e_daemon *d, const char *const *args)
@@ -189,28 +162,56 @@ void e2e_stop(e2e_daemon *d)
 
 void e2e_shutdown(e2e_daemon *d)
 {
-    e2e_client *c = e2e_client_new(d);
-    e2e_client_init(c);
+    e2e_client *c = e2e_connect(d);
     json_t *r = e2e_call(c, 999999, "shutdown", NULL);
     cr_assert_not_null(r, "no answer to shutdown");
     cr_assert(json_is_null(json_object_get(r, "result")), "shutdown failed");
     json_decref(r);
     e2e_client_free(c);
+    e2e_wait_clean_exit(d, 20000, "shutdown");
+}
+
+void e2e_wait_clean_exit(e2e_daemon *d, int timeout_ms, const char *what)
+{
     int status = 0;
-    int exited = e2e_wait_exit(d->pid, 20000, &status);
-    if (!exited) {
+    if (!e2e_wait_exit(d->pid, timeout_ms, &status)) {
         kill(d->pid, SIGKILL);
         waitpid(d->pid, &status, 0);
         e2e_dump_log(d);
-        cr_assert_fail("tthd did not exit within 20 s of shutdown");
+        cr_assert_fail("tthd did not exit within %d ms of %s", timeout_ms, what);
     }
+    d->pid = 0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         e2e_dump_log(d);
-    cr_assert(WIFEXITED(status), "tthd ended by signal %d (sanitizer abort?)", WTERMSIG(status));
-    cr_assert_eq(WEXITSTATUS(status), 0, "tthd exited with status %d (a leak or sanitizer report?)",
-                 WEXITSTATUS(status));
+    cr_assert(WIFEXITED(status), "tthd ended by signal %d after %s (sanitizer abort?)", WTERMSIG(status), what);
+    cr_assert_eq(WEXITSTATUS(status), 0, "tthd exited with status %d after %s (a leak or sanitizer report?)",
+                 WEXITSTATUS(status), what);
     struct stat st;
-    cr_assert_neq(lstat(d->sock, &st), 0, "the socket %s is still there after shutdown", d->sock);
+    cr_assert_neq(lstat(d->sock, &st), 0, "the socket %s is still there after %s", d->sock, what);
+}
+
+void e2e_expect_refusal(e2e_daemon *d, const char *const *args, int status, const char *says)
+{
+    pid_t pid = e2e_spawn(d, args);
+    int st;
+    cr_assert(e2e_wait_exit(pid, 15000, &st), "tthd must refuse to start (%s)", says ? says : "");
+    cr_assert(WIFEXITED(st) && (status < 0 ? WEXITSTATUS(st) != 0 : WEXITSTATUS(st) == status),
+              "tthd's status %d, expected exit %d (%s)", st, status, says ? says : "");
+    if (says)
+        cr_assert_gt(e2e_log_count(d, says), 0, "tthd's refusal does not say '%s'", says);
+}
+
+int e2e_log_count(const e2e_daemon *d, const char *needle)
+{
+    FILE *f = fopen(d->log, "r");
+    if (!f)
+        return 0;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
 }
 
 int e2e_connect_fd(const char *sock)
@@ -237,6 +238,7 @@ void e2e_client_free(e2e_client *c)
         return;
     close(c->fd);
     tthp_fd_reader_free(&c->reader);
+    json_decref(c->init);
     json_decref(c->notes);
     free(c->binary);
     free(c);
@@ -333,7 +335,15 @@ void e2e_client_init(e2e_client *c)
                                    "name", "e2e", "version", "1"));
     cr_assert_not_null(r, "no answer to initialize");
     cr_assert_eq(e2e_error_code(r), 0, "initialize failed");
-    json_decref(r);
+    json_decref(c->init);
+    c->init = r;
+}
+
+e2e_client *e2e_connect(const e2e_daemon *d)
+{
+    e2e_client *c = e2e_client_new(d);
+    e2e_client_init(c);
+    return c;
 }
 
 int e2e_error_code(const json_t *resp)
@@ -349,6 +359,16 @@ json_int_t e2e_result_int(const json_t *resp, const char *a, const char *b)
         v = json_object_get(v, b);
     cr_assert(json_is_integer(v), "result.%s%s%s is not an integer", a, b ? "." : "", b ? b : "");
     return json_integer_value(v);
+}
+
+json_int_t e2e_status_int(e2e_client *c, const char *a, const char *b)
+{
+    json_t *r = e2e_call(c, 999998, "status", NULL);
+    cr_assert_not_null(r, "no answer to status");
+    cr_assert_eq(e2e_error_code(r), 0, "status failed");
+    json_int_t v = e2e_result_int(r, a, b);
+    json_decref(r);
+    return v;
 }
 
 void e2e_assert_no_plugin_mapped(const e2e_daemon *d)
@@ -390,10 +410,16 @@ void e2e_put_real_plugins(const e2e_daemon *d)
     cr_assert(n > 0, "no plugins built in %s", dir);
 }
 
+/* examples/digits.onnx's path into buf */
+static const char *digits_path(char *buf, size_t len)
+{
+    return test_source_path("examples/digits.onnx", buf, len);
+}
+
 uint8_t *e2e_read_digits(size_t *len)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/examples/digits.onnx", getenv("TTH_SOURCE_ROOT"));
+    digits_path(path, sizeof path);
     FILE *f = fopen(path, "rb");
     cr_assert_not_null(f, "cannot open %s", path);
     fseek(f, 0, SEEK_END);
@@ -423,6 +449,23 @@ json_t *e2e_compile(e2e_client *c, json_int_t id, const uint8_t *model, size_t l
     if (!r && c->daemon)
         e2e_dump_log(c->daemon);
     cr_assert_not_null(r, "no answer to compile for '%s' (tthd's log above)", target);
+    return r;
+}
+
+json_t *e2e_compile_path(e2e_client *c, json_int_t id, const char *path, size_t len, const char *target,
+                         const char *delivery)
+{
+    c->binary_len = 0;
+    c->binary_frames = 0;
+    json_t *params = json_pack("{s:{s:s, s:I, s:s}, s:s}", "model", "name", "digits", "size", (json_int_t)len, "path",
+                               path, "target", target);
+    if (delivery)
+        json_object_set_new(params, "delivery", json_string(delivery));
+    e2e_send(c, tthp_request_new(id, "compile", params));
+    json_t *r = e2e_recv_response(c, 240000);
+    if (!r)
+        e2e_dump_log(c->daemon);
+    cr_assert_not_null(r, "no answer to a compile by path");
     return r;
 }
 
@@ -525,4 +568,73 @@ int e2e_pid_running(pid_t pid)
     char comm[64], state;
     pid_t ppid;
     return proc_stat(pid, comm, sizeof comm, &state, &ppid) == 0 && state != 'Z' && state != 'X';
+}
+
+/* ---- fixtures ---- */
+
+void e2e_open(e2e_fixture *f, const char *const *extra, const char *const *args)
+{
+    e2e_prepare(&f->d);
+    e2e_put_real_plugins(&f->d);
+    e2e_up(f, extra, args);
+}
+
+void e2e_open_with(e2e_fixture *f, const char *const *plugins, const char *const *args)
+{
+    e2e_prepare(&f->d);
+    e2e_up(f, plugins, args);
+}
+
+void e2e_up(e2e_fixture *f, const char *const *plugins, const char *const *args)
+{
+    e2e_launch(&f->d, plugins, args);
+    f->c = e2e_connect(&f->d);
+    if (!f->model) {
+        f->model = e2e_read_digits(&f->len);
+        digits_path(f->model_path, sizeof f->model_path);
+    }
+}
+
+void e2e_down(e2e_fixture *f)
+{
+    e2e_client_free(f->c);
+    f->c = NULL;
+    e2e_shutdown(&f->d);
+}
+
+void e2e_close(e2e_fixture *f)
+{
+    e2e_client_free(f->c);
+    free(f->model);
+    if (f->d.pid > 0)
+        e2e_stop(&f->d);
+    else if (f->d.root[0])
+        e2e_cleanup(&f->d);
+    memset(f, 0, sizeof *f);
+}
+
+void e2e_skip_without_flow(e2e_fixture *f, json_t *r)
+{
+    if (!e2e_no_compile_flow(r))
+        return;
+    json_decref(r);
+    e2e_close(f);
+    cr_skip_test("this build has no compile flow");
+}
+
+json_t *e2e_compile_or_skip(e2e_fixture *f, json_int_t id, const char *target, json_t *options_new)
+{
+    json_t *r = e2e_compile(f->c, id, f->model, f->len, target, options_new);
+    e2e_skip_without_flow(f, r);
+    return r;
+}
+
+json_t *e2e_compile_expect(e2e_fixture *f, json_int_t id, const char *target, json_t *options_new,
+                           const char *cache)
+{
+    json_t *r = e2e_compile(f->c, id, f->model, f->len, target, options_new);
+    e2e_check_artifact(f->c, r);
+    if (cache)
+        cr_assert_str_eq(e2e_result_str(r, "cache", NULL), cache, "compile %lld for '%s'", (long long)id, target);
+    return r;
 }

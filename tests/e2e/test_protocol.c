@@ -8,6 +8,7 @@
 #include "harness.h"
 
 static const char *const basic[] = {"tp_basic", NULL};
+static e2e_fixture F;
 
 /* A fresh status request on c; asserts it succeeds. */
 static json_t *status(e2e_client *c, json_int_t id)
@@ -30,9 +31,8 @@ static int has_kind(const json_t *resp, const char *kind)
 
 Test(protocol, initialize, .timeout = 120)
 {
-    e2e_daemon d;
-    e2e_start(&d, basic, NULL);
-    e2e_client *c = e2e_client_new(&d);
+    e2e_open_with(&F, basic, NULL);
+    e2e_client *c = e2e_client_new(&F.d); /* not initialized */
 
     json_t *r = e2e_call(c, 1, "status", NULL);
     cr_assert_eq(e2e_error_code(r), TTHP_NOT_INITIALIZED, "a request before initialize must be refused");
@@ -66,22 +66,20 @@ Test(protocol, initialize, .timeout = 120)
     json_decref(r);
     json_decref(status(c, 7));
     e2e_client_free(c);
-    e2e_stop(&d);
+    e2e_close(&F);
 }
 
 Test(protocol, control_methods, .timeout = 120)
 {
-    e2e_daemon d;
-    e2e_start(&d, basic, NULL);
-    e2e_put_plugin(d.plugins, "tp_abi", NULL); /* refused: its ABI major is 99 */
+    e2e_open_with(&F, basic, NULL);
+    e2e_put_plugin(F.d.plugins, "tp_abi", NULL); /* refused: its ABI major is 99 */
     /* the hot-plug watcher reloads; wait until the refusal shows */
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_client *c = F.c;
 
     json_t *r = status(c, 1);
-    cr_assert_eq(e2e_result_int(r, "pid", NULL), d.pid);
+    cr_assert_eq(e2e_result_int(r, "pid", NULL), F.d.pid);
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "result"), "protocolVersion")), "1.0");
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "result"), "socket")), d.sock);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "result"), "socket")), F.d.sock);
     cr_assert_eq(e2e_result_int(r, "workers", "configured"), 2);
     cr_assert_eq(e2e_result_int(r, "connections", NULL), 1);
     json_t *before = json_object_get(json_object_get(r, "result"), "requests");
@@ -106,7 +104,7 @@ Test(protocol, control_methods, .timeout = 120)
         r = e2e_call(c, 4, "plugins/list", NULL);
         cr_assert_eq(e2e_error_code(r), 0);
         json_t *res = json_object_get(r, "result");
-        cr_assert_str_eq(json_string_value(json_object_get(res, "directory")), d.plugins);
+        cr_assert_str_eq(json_string_value(json_object_get(res, "directory")), F.d.plugins);
         json_t *p0 = json_array_get(json_object_get(res, "plugins"), 0);
         cr_assert_not_null(p0, "plugins/list lists no plugin");
         cr_assert(strstr(json_string_value(json_object_get(p0, "path")), "tp_basic.so"));
@@ -151,16 +149,13 @@ Test(protocol, control_methods, .timeout = 120)
     r = status(c, 12);
     cr_assert(e2e_result_int(r, "requests", "failed") >= 6, "failed requests are counted");
     json_decref(r);
-    e2e_client_free(c);
-    e2e_stop(&d);
+    e2e_close(&F);
 }
 
 Test(protocol, target_parse, .timeout = 120)
 {
-    e2e_daemon d;
-    e2e_start(&d, basic, NULL);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_open_with(&F, basic, NULL);
+    e2e_client *c = F.c;
     json_t *r = e2e_call(c, 1, "target/parse", json_pack("{s:s}", "target", "test-basic -level=3"));
     cr_assert_eq(e2e_error_code(r), 0, "target/parse failed: %s",
                  json_string_value(json_object_get(json_object_get(r, "error"), "message")));
@@ -190,8 +185,7 @@ Test(protocol, target_parse, .timeout = 120)
               json_is_string(json_object_get(diag, "message")) && json_is_string(json_object_get(diag, "location")) &&
               json_is_string(json_object_get(diag, "hint")));
     json_decref(r);
-    e2e_client_free(c);
-    e2e_stop(&d);
+    e2e_close(&F);
 }
 
 /* Send raw bytes, expect one error response with that code, then check the connection
@@ -230,37 +224,37 @@ static void expect_body(e2e_daemon *d, const char *body, int code, int keep)
 Test(protocol, malformed_frames, .timeout = 120)
 {
     static const char *const args[] = {"--max-frame-bytes", "65536", NULL};
-    e2e_daemon d;
-    e2e_start(&d, basic, args);
-    expect_body(&d, "{x}", TTHP_PARSE_ERROR, 1);
-    expect_body(&d, "[1,2]", TTHP_INVALID_REQUEST, 1);
-    expect_body(&d, "42", TTHP_INVALID_REQUEST, 1);
-    expect_body(&d, "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"status\"       }",
+    e2e_open_with(&F, basic, args);
+    e2e_daemon *d = &F.d;
+    expect_body(d, "{x}", TTHP_PARSE_ERROR, 1);
+    expect_body(d, "[1,2]", TTHP_INVALID_REQUEST, 1);
+    expect_body(d, "42", TTHP_INVALID_REQUEST, 1);
+    expect_body(d, "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"status\"       }",
                TTHP_INVALID_REQUEST, 1);
-    expect_body(&d, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"status\"}",
+    expect_body(d, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"status\"}",
                TTHP_INVALID_REQUEST, 1);
-    expect_body(&d, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7   }",
+    expect_body(d, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7   }",
                TTHP_INVALID_REQUEST, 1);
-    expect_body(&d, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\",\"params\":[]}",
+    expect_body(d, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\",\"params\":[]}",
                TTHP_INVALID_REQUEST, 1);
-    expect_raw(&d, RAW("Content-Length: 52\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+    expect_raw(d, RAW("Content-Length: 52\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
                        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"nope\",\"params\":{}}"),
                TTHP_METHOD_NOT_FOUND, 1);
     /* announced binary frame with a wrong length, and one never announced */
-    expect_raw(&d, RAW("Content-Length: 4\r\nContent-Type: application/octet-stream\r\n\r\nabcd"),
+    expect_raw(d, RAW("Content-Length: 4\r\nContent-Type: application/octet-stream\r\n\r\nabcd"),
                TTHP_UNEXPECTED_BINARY, 1);
     /* fatal headers */
-    expect_raw(&d, RAW("Content-Length: abc\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
-    expect_raw(&d, RAW("Content-Length: -5\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
-    expect_raw(&d, RAW("Foo: bar\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
-    expect_raw(&d, RAW("no colon here\r\n\r\n"), TTHP_BAD_FRAME, 0);
-    expect_raw(&d, RAW("Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
-    expect_raw(&d, RAW("Content-Length: 2\r\nContent-Type: text/html\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    expect_raw(d, RAW("Content-Length: abc\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    expect_raw(d, RAW("Content-Length: -5\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    expect_raw(d, RAW("Foo: bar\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    expect_raw(d, RAW("no colon here\r\n\r\n"), TTHP_BAD_FRAME, 0);
+    expect_raw(d, RAW("Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    expect_raw(d, RAW("Content-Length: 2\r\nContent-Type: text/html\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
     {
         char huge[6000];
         memset(huge, 'a', sizeof huge);
         memcpy(huge, "X-Pad: ", 7);
-        expect_raw(&d, huge, sizeof huge, TTHP_BAD_FRAME, 0);
+        expect_raw(d, huge, sizeof huge, TTHP_BAD_FRAME, 0);
     }
     /* oversized frame: answered, discarded, connection kept */
     {
@@ -268,28 +262,22 @@ Test(protocol, malformed_frames, .timeout = 120)
         char *big = malloc(body + 64);
         int n = snprintf(big, 64, "Content-Length: %zu\r\n\r\n", body);
         memset(big + n, ' ', body);
-        expect_raw(&d, big, (size_t)n + body, TTHP_FRAME_TOO_LARGE, 1);
+        expect_raw(d, big, (size_t)n + body, TTHP_FRAME_TOO_LARGE, 1);
         free(big);
     }
     /* a truncated body, then the client goes away: the daemon does not care */
     {
-        e2e_client *c = e2e_client_new(&d);
+        e2e_client *c = e2e_client_new(d);
         e2e_send_raw(c, RAW("Content-Length: 100\r\n\r\n{\"jsonrpc\":"));
         e2e_client_free(c);
     }
     /* unknown notifications are ignored, the connection goes on */
-    {
-        e2e_client *c = e2e_client_new(&d);
-        e2e_client_init(c);
-        e2e_send(c, tthp_notification_new("$/somethingElse", json_object()));
-        e2e_send(c, tthp_notification_new("$/cancelRequest", json_pack("{s:i}", "id", 12345)));
-        json_t *r = e2e_call(c, 5, "status", NULL);
-        cr_assert_eq(e2e_error_code(r), 0);
-        cr_assert(e2e_result_int(r, "requests", "failed") >= 10, "each malformed message counts as failed");
-        json_decref(r);
-        e2e_client_free(c);
-    }
-    e2e_stop(&d);
+    e2e_send(F.c, tthp_notification_new("$/somethingElse", json_object()));
+    e2e_send(F.c, tthp_notification_new("$/cancelRequest", json_pack("{s:i}", "id", 12345)));
+    json_t *r = status(F.c, 5);
+    cr_assert(e2e_result_int(r, "requests", "failed") >= 10, "each malformed message counts as failed");
+    json_decref(r);
+    e2e_close(&F);
 }
 
 /* A request quoting long non-ASCII text (or invalid UTF-8) gets its error answer within a second:
@@ -308,8 +296,7 @@ static void answered_fast(e2e_client *c, json_int_t id, const char *method, json
 
 Test(protocol, non_ascii_text_is_always_answered, .timeout = 120)
 {
-    e2e_daemon d;
-    e2e_start(&d, basic, NULL);
+    e2e_open_with(&F, basic, NULL);
     char e300[601 + 32];
     for (int i = 0; i < 300; i++)
         memcpy(e300 + 2 * i, "\xc3\xa9", 2);
@@ -317,7 +304,7 @@ Test(protocol, non_ascii_text_is_always_answered, .timeout = 120)
     char cpu[700];
     snprintf(cpu, sizeof cpu, "test-basic -mcpu=%s", e300);
 
-    e2e_client *c = e2e_client_new(&d);
+    e2e_client *c = e2e_client_new(&F.d);
     /* before initialize, then initialize with such a version */
     answered_fast(c, 1, "initialize", json_pack("{s:s}", "protocolVersion", e300), TTHP_INVALID_PARAMS);
     e2e_client_init(c);
@@ -335,11 +322,11 @@ Test(protocol, non_ascii_text_is_always_answered, .timeout = 120)
     e2e_client_free(c);
 
     /* raw bytes that are not UTF-8 inside a request, and in a frame header */
-    expect_raw(&d, RAW("Content-Length: 42\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"st\xfa\xfb\xfc\xc3\"}"),
+    expect_raw(&F.d, RAW("Content-Length: 42\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"st\xfa\xfb\xfc\xc3\"}"),
                TTHP_PARSE_ERROR, 1);
-    expect_raw(&d, RAW("Content-Length: 2\r\nX-\xc3\xa9\xff: \xfe\r\n\r\n{}"), TTHP_INVALID_REQUEST, 1);
-    expect_raw(&d, RAW("Content-Length: 2\r\nContent-Type: text/\xc3\xa9\xc3\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
-    e2e_stop(&d);
+    expect_raw(&F.d, RAW("Content-Length: 2\r\nX-\xc3\xa9\xff: \xfe\r\n\r\n{}"), TTHP_INVALID_REQUEST, 1);
+    expect_raw(&F.d, RAW("Content-Length: 2\r\nContent-Type: text/\xc3\xa9\xc3\r\n\r\n{}"), TTHP_BAD_FRAME, 0);
+    e2e_close(&F);
 }
 
 /* A client the daemon admits under --max-connections: connections it has not yet seen close
@@ -369,7 +356,7 @@ Test(protocol, connection_limit_says_busy, .timeout = 120)
 {
     static const char *const args[] = {"--max-connections", "2", NULL};
     signal(SIGPIPE, SIG_IGN); /* a refused socket is closed by the daemon: writes fail, not kill */
-    e2e_daemon d;
+    e2e_daemon d; /* no fixture: its client would take one of the two places */
     e2e_start(&d, basic, args);
     e2e_client *a = admitted(&d), *b = admitted(&d);
     e2e_client *c = e2e_client_new(&d);
@@ -401,10 +388,8 @@ static void pending_compile(e2e_client *c, json_int_t id)
 Test(protocol, limits, .timeout = 120)
 {
     static const char *const args[] = {"--max-requests", "2", "--max-request-bytes", "100000", NULL};
-    e2e_daemon d;
-    e2e_start(&d, basic, args);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_open_with(&F, basic, args);
+    e2e_client *c = F.c;
     pending_compile(c, 1);
     pending_compile(c, 2);
     json_t *r = e2e_call(c, 3, "status", NULL);
@@ -415,8 +400,7 @@ Test(protocol, limits, .timeout = 120)
     json_decref(r);
 
     /* another connection has its own budget */
-    e2e_client *c2 = e2e_client_new(&d);
-    e2e_client_init(c2);
+    e2e_client *c2 = e2e_connect(&F.d);
     r = e2e_call(c2, 1, "compile", json_pack("{s:{s:s, s:i}, s:s}", "model", "name", "m", "size", 200000,
                                             "target", "test-basic"));
     cr_assert_eq(e2e_error_code(r), TTHP_REQUEST_TOO_LARGE);
@@ -450,21 +434,15 @@ Test(protocol, limits, .timeout = 120)
     json_decref(r);
     e2e_client_free(c); /* closing with request 2 in flight */
 
-    c = e2e_client_new(&d);
-    e2e_client_init(c);
-    r = e2e_call(c, 1, "status", NULL);
-    cr_assert_eq(e2e_result_int(r, "requests", "active"), 0, "a closed connection's requests are gone");
-    json_decref(r);
-    e2e_client_free(c);
-    e2e_stop(&d);
+    F.c = e2e_connect(&F.d);
+    cr_assert_eq(e2e_status_int(F.c, "requests", "active"), 0, "a closed connection's requests are gone");
+    e2e_close(&F);
 }
 
 Test(protocol, upload_errors, .timeout = 120)
 {
-    e2e_daemon d;
-    e2e_start(&d, basic, NULL);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_open_with(&F, basic, NULL);
+    e2e_client *c = F.c;
     uint8_t bytes[100];
     memset(bytes, 7, sizeof bytes);
     json_t *id = json_integer(1);
@@ -488,10 +466,7 @@ Test(protocol, upload_errors, .timeout = 120)
     r = e2e_recv_response(c, 10000);
     cr_assert_eq(e2e_error_code(r), TTHP_INVALID_PARAMS);
     json_decref(r);
-    r = e2e_call(c, 2, "status", NULL);
-    cr_assert_eq(e2e_error_code(r), 0);
-    json_decref(r);
+    json_decref(status(c, 2));
     json_decref(id);
-    e2e_client_free(c);
-    e2e_stop(&d);
+    e2e_close(&F);
 }
