@@ -30,6 +30,7 @@
 #include <tthproto/jsonrpc.h>
 #include <tthrt.h>
 
+#include "daemon_fixture.h"
 #include "redis_server.h"
 
 /* ---- the fixture ---- */
@@ -49,32 +50,20 @@ typedef struct proc_out {
     char *out, *err;    /* what it printed (malloc'd, NUL-terminated) */
 } proc_out;
 
-static const char *build_root(void)
-{
-    const char *r = getenv("TTH_BUILD_ROOT");
-    cr_assert_not_null(r, "TTH_BUILD_ROOT is not set");
-    return r;
-}
-
-static const char *source_root(void)
-{
-    const char *r = getenv("TTH_SOURCE_ROOT");
-    cr_assert_not_null(r, "TTH_SOURCE_ROOT is not set");
-    return r;
-}
-
 static const char *tthctl_path(void)
 {
     static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/client/tthctl", build_root());
-    return buf;
+    return test_build_path("client/tthctl", buf, sizeof buf);
 }
+
+
+
+
 
 static const char *tthd_path(void)
 {
     static char buf[1024];
-    snprintf(buf, sizeof buf, "%s/daemon/tthd", build_root());
-    return buf;
+    return test_build_path("daemon/tthd", buf, sizeof buf);
 }
 
 static char *slurp(const char *path)
@@ -91,6 +80,15 @@ static char *slurp(const char *path)
     buf[got] = '\0';
     fclose(f);
     return buf;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int rc = fputs(text, f) < 0;
+    return fclose(f) != 0 || rc ? -1 : 0;
 }
 
 static void proc_out_free(proc_out *p)
@@ -137,8 +135,8 @@ static void run_argv(proc_out *po, char *const argv[])
     po->err = slurp(err_path);
 }
 
-/* tthctl --socket SOCK ARGS... (NULL-terminated). */
-static void ctl_on(proc_out *po, const char *sock, ...)
+/* tthctl --socket SOCK (unless NULL) with args (up to the first NULL, at most 16). */
+static void ctl_argv(proc_out *po, const char *sock, const char *const *args)
 {
     char *argv[64];
     int n = 0;
@@ -147,15 +145,14 @@ static void ctl_on(proc_out *po, const char *sock, ...)
         argv[n++] = "--socket";
         argv[n++] = (char *)sock;
     }
-    va_list ap;
-    va_start(ap, sock);
-    for (const char *a; (a = va_arg(ap, const char *)) && n < 62;)
-        argv[n++] = (char *)a;
-    va_end(ap);
+    for (int i = 0; i < 16 && args[i]; i++)
+        argv[n++] = (char *)args[i];
     argv[n] = NULL;
     run_argv(po, argv);
 }
-#define ctl(po, ...) ctl_on(po, F.sock, __VA_ARGS__, (const char *)NULL)
+/* tthctl --socket SOCK ARGS... */
+#define ctl_on(po, sock, ...) ctl_argv(po, sock, (const char *const[]){__VA_ARGS__, NULL})
+#define ctl(po, ...) ctl_argv(po, F.sock, (const char *const[]){__VA_ARGS__, NULL})
 
 static int connectable(const char *sock)
 {
@@ -265,7 +262,7 @@ static void setup(void)
 static void stop_pid(const char *sock, pid_t pid, int child)
 {
     proc_out po = {0};
-    ctl_on(&po, sock, "stop", (const char *)NULL);
+    ctl_on(&po, sock, "stop");
     proc_out_free(&po);
     for (int waited = 0; waited < 10000; waited += 20) {
         if (child) {
@@ -307,24 +304,66 @@ static json_t *out_json(const proc_out *po)
     cr_assert_eq((po)->status, (want), "exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s", (po)->status, \
                  (want), (po)->out, (po)->err)
 #define assert_has(text, needle) cr_assert_not_null(strstr((text), (needle)), "'%s' not in:\n%s", (needle), (text))
+#define assert_lacks(text, needle) cr_assert_null(strstr((text), (needle)), "'%s' in:\n%s", (needle), (text))
+
+/* A tthctl call and what it must do: tests list them in tables (expect_ctl) */
+typedef struct ctl_case {
+    const char *args[16];  /* its arguments, up to the first NULL */
+    int status;            /* its exit status, or CTL_FAILS: any but 0 */
+    const char *out[12];   /* text its stdout holds */
+    const char *err[6];    /* text its stderr holds */
+    const char *out_lacks; /* text its stdout does not hold (NULL: none) */
+    const char *err_lacks; /* likewise for stderr */
+    const char *sock;      /* its --socket (NULL: F.sock) */
+} ctl_case;
+#define CTL_FAILS (-1)
+
+/* Run the n cases in order, asserting what each must do. */
+static void ctl_cases(const ctl_case *cases, size_t n)
+{
+    for (const ctl_case *k = cases; k < cases + n; k++) {
+        proc_out po = {0};
+        ctl_argv(&po, k->sock ? k->sock : F.sock, k->args);
+        if (k->status == CTL_FAILS)
+            cr_assert_neq(po.status, 0, "tthctl %s succeeded:\n%s", k->args[0], po.out);
+        else
+            assert_status(&po, k->status);
+        for (size_t i = 0; i < sizeof k->out / sizeof k->out[0] && k->out[i]; i++)
+            assert_has(po.out, k->out[i]);
+        for (size_t i = 0; i < sizeof k->err / sizeof k->err[0] && k->err[i]; i++)
+            assert_has(po.err, k->err[i]);
+        if (k->out_lacks)
+            assert_lacks(po.out, k->out_lacks);
+        if (k->err_lacks)
+            assert_lacks(po.err, k->err_lacks);
+        proc_out_free(&po);
+    }
+}
+#define expect_ctl(...) \
+    ctl_cases((const ctl_case[]){__VA_ARGS__}, sizeof((const ctl_case[]){__VA_ARGS__}) / sizeof(ctl_case))
+/* tthctl ARGS... must succeed */
+#define ctl_ok(...) expect_ctl({.args = {__VA_ARGS__}})
+
+/* tthctl ARGS... (up to the first NULL) must succeed; its stdout as JSON (new reference). */
+static json_t *ctl_json_argv(const char *const *args)
+{
+    proc_out po = {0};
+    ctl_argv(&po, F.sock, args);
+    assert_status(&po, 0);
+    json_t *j = out_json(&po);
+    proc_out_free(&po);
+    return j;
+}
+#define ctl_json(...) ctl_json_argv((const char *const[]){__VA_ARGS__, NULL})
 
 /* ---- without a daemon ---- */
 
 Test(client, help_lists_commands_and_exit_codes)
 {
-    proc_out po = {0};
-    ctl(&po, "--help");
-    assert_status(&po, 0);
-    const char *words[] = {"compile", "target parse", "targets", "tags", "plugins", "status", "cache clear",
-                           "stop", "run", "Exit status", "3  the daemon is unreachable"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        assert_has(po.out, words[i]);
-    proc_out_free(&po);
-    ctl(&po, "compile", "--help");
-    assert_status(&po, 0);
-    assert_has(po.out, "--target T");
-    assert_has(po.out, "--dump-ir STAGE");
-    proc_out_free(&po);
+    expect_ctl({.args = {"--help"},
+                .out = {"compile", "target parse", "targets", "tags", "plugins", "status", "cache clear", "stop", "run",
+                        "Exit status", "3  the daemon is unreachable"}},
+               {.args = {"compile", "--help"}, .out = {"--target T", "--dump-ir STAGE"}});
 }
 
 Test(client, usage_errors_exit_2_with_the_nearest_name)
@@ -349,7 +388,7 @@ Test(client, usage_errors_exit_2_with_the_nearest_name)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         proc_out po = {0};
         const char *const *a = cases[i].args;
-        ctl_on(&po, F.sock, "--no-start", a[0], a[1], a[2], a[3], a[4], (const char *)NULL);
+        ctl(&po, "--no-start", a[0], a[1], a[2], a[3], a[4]);
         assert_status(&po, 2);
         assert_has(po.err, cases[i].want);
         cr_assert(!connectable(F.sock), "a usage error started a daemon");
@@ -359,59 +398,41 @@ Test(client, usage_errors_exit_2_with_the_nearest_name)
 
 Test(client, unreachable_socket_exits_3)
 {
-    proc_out po = {0};
-    ctl(&po, "--no-start", "status");
-    assert_status(&po, 3);
-    assert_has(po.err, "cannot connect to tthd");
-    assert_has(po.err, F.sock);
-    proc_out_free(&po);
-
     /* a socket whose directory cannot be created: the auto-start fails too */
     char bad[400];
     snprintf(bad, sizeof bad, "%s/missing/deeper/tthd.sock", F.dir);
-    ctl_on(&po, bad, "status", (const char *)NULL);
-    assert_status(&po, 3);
-    assert_has(po.err, "cannot create the socket directory");
-    proc_out_free(&po);
-
-    /* stop never starts a daemon, and nothing to stop is not a failure */
-    ctl(&po, "stop");
-    assert_status(&po, 0);
-    assert_has(po.out, "not running");
+    expect_ctl({.args = {"--no-start", "status"}, .status = 3, .err = {"cannot connect to tthd", F.sock}},
+               {.args = {"status"}, .status = 3, .err = {"cannot create the socket directory"}, .sock = bad},
+               /* stop never starts a daemon, and nothing to stop is not a failure */
+               {.args = {"stop"}, .out = {"not running"}});
     cr_assert(!connectable(F.sock));
-    proc_out_free(&po);
+}
+
+/* `tthctl status --json` on F.sock: the daemon's pid */
+static pid_t daemon_pid(const char *no_start)
+{
+    json_t *st = ctl_json("status", "--json", no_start);
+    pid_t pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+    cr_assert_str_eq(json_string_value(json_object_get(st, "socket")), F.sock);
+    json_decref(st);
+    return pid;
 }
 
 Test(client, auto_start_then_stop)
 {
-    proc_out po = {0};
-    ctl(&po, "status", "--json");
-    assert_status(&po, 0);
-    json_t *st = out_json(&po);
-    pid_t pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+    pid_t pid = daemon_pid(NULL);
     cr_assert_gt(pid, 0);
     adopt_daemon(F.sock, pid);
-    cr_assert_str_eq(json_string_value(json_object_get(st, "socket")), F.sock);
-    json_decref(st);
-    proc_out_free(&po);
 
     /* the daemon's log is beside its socket, and the next command reuses the daemon */
     char log[400];
     snprintf(log, sizeof log, "%s/tthd.log", F.dir);
     cr_assert_eq(access(log, F_OK), 0, "no %s", log);
-    ctl(&po, "--no-start", "status", "--json");
-    assert_status(&po, 0);
-    st = out_json(&po);
-    cr_assert_eq(json_integer_value(json_object_get(st, "pid")), pid);
-    json_decref(st);
-    proc_out_free(&po);
+    cr_assert_eq(daemon_pid("--no-start"), pid);
 
-    ctl(&po, "stop");
-    assert_status(&po, 0);
-    assert_has(po.out, "stopped tthd");
+    expect_ctl({.args = {"stop"}, .out = {"stopped tthd"}});
     cr_assert(process_gone(pid), "tthd %d still runs after stop", (int)pid);
     cr_assert(!connectable(F.sock));
-    proc_out_free(&po);
 }
 
 /* How many live tthd processes serve this socket (their command line names it)? */
@@ -471,10 +492,7 @@ Test(client, concurrent_auto_start_starts_one_daemon)
         proc_out_free(&po);
     }
     cr_assert_eq(daemons_on(F.sock), 1, "more than one tthd was left running on %s", F.sock);
-    proc_out po = {0};
-    ctl(&po, "stop");
-    assert_status(&po, 0);
-    proc_out_free(&po);
+    ctl_ok("stop");
     cr_assert_eq(daemons_on(F.sock), 0);
 }
 
@@ -483,33 +501,19 @@ Test(client, concurrent_auto_start_starts_one_daemon)
 Test(client, status_human_and_json)
 {
     start_daemon(NULL);
-    proc_out po = {0};
-    ctl(&po, "status");
-    assert_status(&po, 0);
-    assert_has(po.out, "tthd 0.1.0 (protocol 1.0)");
-    assert_has(po.out, F.cache);
-    assert_has(po.out, "workers:");
-    assert_has(po.out, "remote cache: none");
-    proc_out_free(&po);
-
-    ctl(&po, "status", "--json");
-    assert_status(&po, 0);
-    json_t *st = out_json(&po);
+    expect_ctl({.args = {"status"}, .out = {"tthd 0.1.0 (protocol 1.0)", F.cache, "workers:", "remote cache: none"}});
+    json_t *st = ctl_json("status", "--json");
     cr_assert_eq(json_integer_value(json_object_get(st, "pid")), F.daemon);
     cr_assert_str_eq(json_string_value(json_object_get(st, "cacheDir")), F.cache);
     cr_assert(json_is_object(json_object_get(st, "workers")));
     cr_assert(json_is_null(json_object_get(st, "remoteCache")));
     json_decref(st);
-    proc_out_free(&po);
 }
 
 Test(client, targets_tags_plugins)
 {
     start_daemon(NULL);
-    proc_out po = {0};
-    ctl(&po, "targets", "--json");
-    assert_status(&po, 0);
-    json_t *j = out_json(&po);
+    json_t *j = ctl_json("targets", "--json");
     json_t *kinds = json_object_get(j, "kinds");
     cr_assert(json_is_array(kinds));
     int have_llvm = 0;
@@ -517,79 +521,37 @@ Test(client, targets_tags_plugins)
     json_t *k;
     json_array_foreach(kinds, i, k)
         have_llvm |= strcmp(json_string_value(json_object_get(k, "kind")), "llvm") == 0;
-    cr_assert(have_llvm, "no 'llvm' kind in:\n%s", po.out);
+    cr_assert(have_llvm, "no 'llvm' kind among the targets");
     json_decref(j);
-    proc_out_free(&po);
-
-    ctl(&po, "targets");
-    assert_status(&po, 0);
-    assert_has(po.out, "llvm (plugin llvm-cpu)");
-    assert_has(po.out, "-mtriple=<string>");
-    proc_out_free(&po);
-
-    ctl(&po, "tags");
-    assert_status(&po, 0);
-    assert_has(po.out, "arm/cortex-m55");
-    assert_has(po.out, "kind c");
-    proc_out_free(&po);
-
-    ctl(&po, "tags", "--json");
-    assert_status(&po, 0);
-    j = out_json(&po);
+    expect_ctl({.args = {"targets"}, .out = {"llvm (plugin llvm-cpu)", "-mtriple=<string>"}},
+               {.args = {"tags"}, .out = {"arm/cortex-m55", "kind c"}});
+    j = ctl_json("tags", "--json");
     cr_assert(json_is_array(json_object_get(j, "tags")));
     json_decref(j);
-    proc_out_free(&po);
-
-    ctl(&po, "plugins", "--json");
-    assert_status(&po, 0);
-    j = out_json(&po);
+    j = ctl_json("plugins", "--json");
     cr_assert(json_array_size(json_object_get(j, "plugins")) >= 1);
     cr_assert(json_is_array(json_object_get(j, "errors")));
     json_decref(j);
-    proc_out_free(&po);
-
-    ctl(&po, "plugins");
-    assert_status(&po, 0);
-    assert_has(po.out, "llvm-cpu");
-    proc_out_free(&po);
+    expect_ctl({.args = {"plugins"}, .out = {"llvm-cpu"}});
 }
 
-static void copy_file(const char *from, const char *to)
+/* F.dir/sub, made */
+static const char *sub_dir(const char *sub, char *buf, size_t len)
 {
-    FILE *in = fopen(from, "rb");
-    cr_assert_not_null(in, "cannot open %s", from);
-    FILE *out = fopen(to, "wb");
-    cr_assert_not_null(out);
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, n, out);
-    fclose(in);
-    fclose(out);
-    chmod(to, 0755);
+    snprintf(buf, len, "%s/%s", F.dir, sub);
+    cr_assert_eq(mkdir(buf, 0700), 0, "cannot make %s", buf);
+    return buf;
 }
 
 Test(client, plugins_shows_load_errors)
 {
     /* a plugins directory with one good test plugin and one built for another ABI */
-    char dir[400], from[1024], to[600];
-    snprintf(dir, sizeof dir, "%s/plugins", F.dir);
-    cr_assert_eq(mkdir(dir, 0700), 0);
-    snprintf(from, sizeof from, "%s/tests/fixtures/tp_basic.so", build_root());
-    snprintf(to, sizeof to, "%s/tp_basic.so", dir);
-    copy_file(from, to);
-    snprintf(from, sizeof from, "%s/tests/fixtures/tp_abi.so", build_root());
-    snprintf(to, sizeof to, "%s/tp_abi.so", dir);
-    copy_file(from, to);
+    char dir[400];
+    sub_dir("plugins", dir, sizeof dir);
+    test_put_plugin(dir, "tp_basic", NULL);
+    test_put_plugin(dir, "tp_abi", NULL);
     start_daemon(dir);
-
-    proc_out po = {0};
-    ctl(&po, "plugins");
-    assert_status(&po, 0);
-    assert_has(po.out, "1 loaded, 1 refused");
-    assert_has(po.out, "refused");
-    assert_has(po.out, "tp_abi.so: EABI");
-    proc_out_free(&po);
+    expect_ctl({.args = {"plugins"}, .out = {"1 loaded, 1 refused", "refused", "tp_abi.so: EABI"}});
 }
 
 /* The plugins path: $TTH_PLUGINS_PATH reaches the daemon tthctl starts; its directories are
@@ -597,41 +559,25 @@ Test(client, plugins_shows_load_errors)
  * refused), shown by status; a value other than the running daemon's gets a note. */
 Test(client, plugins_path_from_the_environment)
 {
-    char a[400], b[400], from[1024], to[600], path[900];
-    snprintf(a, sizeof a, "%s/first", F.dir);
-    snprintf(b, sizeof b, "%s/second", F.dir);
-    cr_assert_eq(mkdir(a, 0700), 0);
-    cr_assert_eq(mkdir(b, 0700), 0);
-    static const char *const files[][2] = {{"first", "tp_basic"}, {"second", "tp_hot"}, {"second", "tp_dup"}};
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(from, sizeof from, "%s/tests/fixtures/%s.so", build_root(), files[i][1]);
-        snprintf(to, sizeof to, "%s/%s/%s.so", F.dir, files[i][0], files[i][1]);
-        copy_file(from, to);
-    }
+    char a[400], b[400], path[900];
+    sub_dir("first", a, sizeof a);
+    sub_dir("second", b, sizeof b);
+    test_put_plugin(a, "tp_basic", NULL);
+    test_put_plugin(b, "tp_hot", NULL);
+    test_put_plugin(b, "tp_dup", NULL);
     snprintf(path, sizeof path, "%s:%s", a, b);
     setenv("TTH_PLUGINS_PATH", path, 1);
-    proc_out po = {0};
-    ctl(&po, "status", "--json");
-    assert_status(&po, 0);
-    json_t *st = out_json(&po);
+    json_t *st = ctl_json("status", "--json");
     adopt_daemon(F.sock, (pid_t)json_integer_value(json_object_get(st, "pid")));
     const json_t *pp = json_object_get(st, "pluginsPath");
-    cr_assert_eq(json_array_size(pp), 2, "the daemon's plugins path: %s", po.out);
+    cr_assert_eq(json_array_size(pp), 2, "the daemon's plugins path has %zu directories", json_array_size(pp));
     cr_assert_str_eq(json_string_value(json_array_get(pp, 0)), a);
     cr_assert_str_eq(json_string_value(json_array_get(pp, 1)), b);
     json_decref(st);
-    proc_out_free(&po);
+    /* no note while the paths agree */
+    expect_ctl({.args = {"status"}, .out = {a, b}, .err_lacks = "note"});
 
-    ctl(&po, "status");
-    assert_status(&po, 0);
-    assert_has(po.out, a);
-    assert_has(po.out, b);
-    cr_assert_null(strstr(po.err, "note"), "a note although the paths agree: %s", po.err);
-    proc_out_free(&po);
-
-    ctl(&po, "plugins", "--json");
-    assert_status(&po, 0);
-    json_t *pl = out_json(&po);
+    json_t *pl = ctl_json("plugins", "--json");
     int basic_from_first = 0, hot = 0, dup_refused = 0;
     size_t i;
     json_t *o;
@@ -644,17 +590,15 @@ Test(client, plugins_path_from_the_environment)
     json_array_foreach(json_object_get(pl, "errors"), i, o)
         dup_refused |= strstr(json_string_value(json_object_get(o, "path")), "/second/tp_dup.so") != NULL &&
                        strstr(json_string_value(json_object_get(o, "message")), "already provided") != NULL;
-    cr_assert(basic_from_first, "test-basic does not come from the first directory: %s", po.out);
-    cr_assert(hot, "the second directory's plugin was not loaded: %s", po.out);
-    cr_assert(dup_refused, "the shadowed plugin is not listed as refused: %s", po.out);
+    char *text = json_dumps(pl, 0);
+    cr_assert(basic_from_first, "test-basic does not come from the first directory: %s", text);
+    cr_assert(hot, "the second directory's plugin was not loaded: %s", text);
+    cr_assert(dup_refused, "the shadowed plugin is not listed as refused: %s", text);
+    free(text);
     json_decref(pl);
-    proc_out_free(&po);
 
     setenv("TTH_PLUGINS_PATH", a, 1);
-    ctl(&po, "--no-start", "status");
-    assert_status(&po, 0);
-    assert_has(po.err, "is not the running daemon's plugins path");
-    proc_out_free(&po);
+    expect_ctl({.args = {"--no-start", "status"}, .err = {"is not the running daemon's plugins path"}});
     unsetenv("TTH_PLUGINS_PATH");
 }
 
@@ -670,86 +614,47 @@ Test(client, busy_daemon_is_reported_as_busy)
     int hold = socket(AF_UNIX, SOCK_STREAM, 0);
     cr_assert_eq(connect(hold, (struct sockaddr *)&sa, sizeof sa), 0);
     usleep(300000); /* the daemon has accepted it: the one slot is taken */
-    for (int i = 0; i < 5; i++) {
-        proc_out po = {0};
-        ctl(&po, "--no-start", "status");
-        cr_assert_neq(po.status, 0, "status succeeded past --max-connections");
-        assert_has(po.err, "tthd is busy");
-        cr_assert_null(strstr(po.err, "pipe"), "reported as a pipe error:\n%s", po.err);
-        proc_out_free(&po);
-    }
+    for (int i = 0; i < 5; i++) /* reported as busy, not as a pipe error */
+        expect_ctl({.args = {"--no-start", "status"}, .status = CTL_FAILS, .err = {"tthd is busy"},
+                    .err_lacks = "pipe"});
     close(hold);
 }
 
 Test(client, target_parse_good)
 {
     start_daemon(NULL);
-    proc_out po = {0};
-    ctl(&po, "target", "parse", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
-    assert_status(&po, 0);
-    assert_has(po.out, "string: llvm");
-    assert_has(po.out, "-mcpu=cortex-a72");
-    assert_has(po.out, "keys:");
-    assert_has(po.out, "arm_cpu");
-    proc_out_free(&po);
-
-    ctl(&po, "target", "parse", "--json", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72");
-    assert_status(&po, 0);
-    json_t *j = out_json(&po);
+    const char *t = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72";
+    expect_ctl({.args = {"target", "parse", t}, .out = {"string: llvm", "-mcpu=cortex-a72", "keys:", "arm_cpu"}});
+    json_t *j = ctl_json("target", "parse", "--json", t);
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "target"), "kind")), "llvm");
     cr_assert(json_is_string(json_object_get(j, "json")));
     json_decref(j);
-    proc_out_free(&po);
 
-    /* a JSON object and a tag are targets too */
-    ctl(&po, "target", "parse", "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}");
-    assert_status(&po, 0);
-    assert_has(po.out, "string: llvm");
-    assert_has(po.out, "-mtriple=aarch64-linux-gnu");
-    proc_out_free(&po);
-    ctl(&po, "target", "parse", "arm/cortex-m55");
-    assert_status(&po, 0);
-    assert_has(po.out, "-tag=arm/cortex-m55");
-    assert_has(po.out, "kind:   c (plugin c-host");
-    proc_out_free(&po);
-
-    /* a JSON file, read by tthctl (not by the daemon, whose working directory differs) */
+    /* a JSON object and a tag are targets too; so is a JSON file, read by tthctl (not by the
+     * daemon, whose working directory differs); text that starts like JSON but is not is a usage
+     * error before any request */
     char tfile[400], arg[410];
     snprintf(tfile, sizeof tfile, "%s/t.json", F.dir);
-    FILE *f = fopen(tfile, "w");
-    cr_assert_not_null(f);
-    fputs("{\"kind\": \"c\", \"mcpu\": \"cortex-m4\"}", f);
-    fclose(f);
+    cr_assert_eq(write_text(tfile, "{\"kind\": \"c\", \"mcpu\": \"cortex-m4\"}"), 0);
     snprintf(arg, sizeof arg, "@%s", tfile);
-    ctl(&po, "target", "parse", arg);
-    assert_status(&po, 0);
-    assert_has(po.out, "string: c ");
-    assert_has(po.out, "-mcpu=cortex-m4");
-    proc_out_free(&po);
-    ctl(&po, "target", "parse", "@/nonexistent/t.json");
-    assert_status(&po, 5);
-    proc_out_free(&po);
-
-    /* text that starts like JSON but is not: a usage error before any request */
-    ctl(&po, "target", "parse", "{\"kind\": \"llvm\",");
-    assert_status(&po, 2);
-    assert_has(po.err, "the target looks like JSON but is not a JSON object");
-    proc_out_free(&po);
+    expect_ctl({.args = {"target", "parse", "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}"},
+                .out = {"string: llvm", "-mtriple=aarch64-linux-gnu"}},
+               {.args = {"target", "parse", "arm/cortex-m55"},
+                .out = {"-tag=arm/cortex-m55", "kind:   c (plugin c-host"}},
+               {.args = {"target", "parse", arg}, .out = {"string: c ", "-mcpu=cortex-m4"}},
+               {.args = {"target", "parse", "@/nonexistent/t.json"}, .status = 5},
+               {.args = {"target", "parse", "{\"kind\": \"llvm\","}, .status = 2,
+                .err = {"the target looks like JSON but is not a JSON object"}});
 }
 
 Test(client, target_parse_typo_shows_the_hint)
 {
     start_daemon(NULL);
-    proc_out po = {0};
-    ctl(&po, "target", "parse", "lvm -mcpu=x");
-    assert_status(&po, 1);
-    assert_has(po.err, "tthctl: error:");
-    assert_has(po.err, "lvm");
-    assert_has(po.err, "  at: ");
-    assert_has(po.err, "hint: did you mean 'llvm'?");
-    proc_out_free(&po);
+    expect_ctl({.args = {"target", "parse", "lvm -mcpu=x"}, .status = 1,
+                .err = {"tthctl: error:", "lvm", "  at: ", "hint: did you mean 'llvm'?"}});
 
     /* --json adds the daemon's error object on stdout */
+    proc_out po = {0};
     ctl(&po, "target", "parse", "--json", "llvm -mcpux=a");
     assert_status(&po, 1);
     json_t *j = out_json(&po);
@@ -762,30 +667,34 @@ Test(client, target_parse_typo_shows_the_hint)
 Test(client, stop_stops_the_daemon)
 {
     start_daemon(NULL);
-    proc_out po = {0};
-    ctl(&po, "stop");
-    assert_status(&po, 0);
-    assert_has(po.out, "stopped tthd");
+    expect_ctl({.args = {"stop"}, .out = {"stopped tthd"}});
     int status;
     cr_assert_eq(waitpid(F.daemon, &status, WNOHANG), F.daemon, "tthd still runs after 'tthctl stop'");
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tthd exited with status %d", status);
     F.daemon = 0;
     cr_assert(!connectable(F.sock));
-    proc_out_free(&po);
-    ctl(&po, "--no-start", "status");
-    assert_status(&po, 3);
-    proc_out_free(&po);
+    expect_ctl({.args = {"--no-start", "status"}, .status = 3});
 }
 
 /* ---- compile, cache, run ---- */
 
+/* examples/FILE's path (kept for the test: a table of cases may name several) */
 static const char *example(const char *file)
 {
-    static char buf[4][1024];
-    static int n;
-    char *b = buf[n++ % 4];
-    snprintf(b, 1024, "%s/examples/%s", source_root(), file);
-    return b;
+    static char buf[8][1024];
+    static const char *names[8];
+    for (int i = 0; i < 8; i++) {
+        if (!names[i]) {
+            char rel[512];
+            snprintf(rel, sizeof rel, "examples/%s", file);
+            names[i] = file;
+            return test_source_path(rel, buf[i], sizeof buf[i]);
+        }
+        if (strcmp(names[i], file) == 0)
+            return buf[i];
+    }
+    cr_assert_fail("more than 8 example files in one test");
+    return NULL;
 }
 
 /* The names of a tar's members, one per line. */
@@ -815,42 +724,50 @@ static char *tar_list(const char *path)
     return names;
 }
 
+/* The tar at path has a member named member */
+static void assert_tar_has(const char *path, const char *member)
+{
+    char *names = tar_list(path), line[600];
+    snprintf(line, sizeof line, "%s\n", member);
+    assert_has(names, line);
+    free(names);
+}
+
+/* `tthctl stop` must stop the daemon this test started (reaped) */
+static void stop_daemon(void)
+{
+    ctl_ok("stop");
+    waitpid(F.daemon, NULL, 0);
+    F.daemon = 0;
+}
+
 static json_int_t cache_counter(const char *which)
 {
-    proc_out po = {0};
-    ctl(&po, "status", "--json");
-    assert_status(&po, 0);
-    json_t *st = out_json(&po);
+    json_t *st = ctl_json("status", "--json");
     json_int_t v = json_integer_value(json_object_get(json_object_get(st, "cache"), which));
     json_decref(st);
-    proc_out_free(&po);
     return v;
 }
 
 Test(client, compile_digits_then_cache_hit_then_clear)
 {
     start_daemon(NULL);
+    const char *digits = example("digits.onnx");
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
-    proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out);
-    assert_status(&po, 0);
-    assert_has(po.out, "wrote ");
-    assert_has(po.out, "cache miss");
-    assert_has(po.out, "input  image: float32 [1, 1, 8, 8]");
-    assert_has(po.out, "output probabilities: float32 [1, 10]");
-    assert_has(po.err, "tthctl: [100%]"); /* plain progress lines: stderr is not a terminal */
-    proc_out_free(&po);
-    char *names = tar_list(out);
-    assert_has(names, "metadata.json\n");
-    free(names);
+    /* plain progress lines: stderr is not a terminal */
+    expect_ctl({.args = {"compile", digits, "--target", "llvm", "-o", out},
+                .out = {"wrote ", "cache miss", "input  image: float32 [1, 1, 8, 8]",
+                        "output probabilities: float32 [1, 10]"}, .err = {"tthctl: [100%]"}});
+    assert_tar_has(out, "metadata.json");
     cr_assert_eq(cache_counter("misses"), 1);
     cr_assert_eq(cache_counter("hits"), 0);
 
     /* the same request again: served from the cache, same bytes */
     char out2[400];
     snprintf(out2, sizeof out2, "%s/again.tar", F.dir);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out2, "--json", "--quiet");
+    proc_out po = {0};
+    ctl(&po, "compile", digits, "--target", "llvm", "-o", out2, "--json", "--quiet");
     assert_status(&po, 0);
     cr_assert_str_eq(po.err, "", "--quiet still printed:\n%s", po.err);
     json_t *r = out_json(&po);
@@ -872,31 +789,15 @@ Test(client, compile_digits_then_cache_hit_then_clear)
     /* the same bytes under another name are another artifact: its symbols carry the name */
     char out3[400];
     snprintf(out3, sizeof out3, "%s/other.tar", F.dir);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "--name", "other", "-o", out3, "--json", "--quiet");
-    assert_status(&po, 0);
-    r = out_json(&po);
-    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss", "another name was answered from the cache");
+    r = ctl_json("compile", digits, "--target", "llvm", "--name", "other", "-o", out3, "--json", "--quiet");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss",
+        "another name was answered from the cache");
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "metadata"), "model")), "other");
     json_decref(r);
-    proc_out_free(&po);
-    names = tar_list(out3);
-    assert_has(names, "include/tth_other.h\n");
-    free(names);
+    assert_tar_has(out3, "include/tth_other.h");
 
-    ctl(&po, "cache", "clear");
-    assert_status(&po, 0);
-    assert_has(po.out, "removed 2 cache entries");
-    proc_out_free(&po);
+    expect_ctl({.args = {"cache", "clear"}, .out = {"removed 2 cache entries"}});
     cr_assert_eq(cache_counter("entries"), 0);
-}
-
-static int write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int rc = fputs(text, f) < 0;
-    return fclose(f) != 0 || rc ? -1 : 0;
 }
 
 /* Names in dir, sorted, each followed by a newline (malloc'd). */
@@ -932,14 +833,9 @@ Test(client, compile_replaces_the_output_like_rename)
     snprintf(other, sizeof other, "%s/old.link", dir);
     cr_assert_eq(write_text(out, "old bytes"), 0);
     cr_assert_eq(link(out, other), 0);
-    proc_out po = {0};
     for (int round = 0; round < 2; round++) { /* a miss, then a hit copied from the cache */
-        ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out);
-        assert_status(&po, 0);
-        proc_out_free(&po);
-        char *names = tar_list(out);
-        assert_has(names, "metadata.json\n");
-        free(names);
+        ctl_ok("compile", example("digits.onnx"), "--target", "c", "-o", out);
+        assert_tar_has(out, "metadata.json");
     }
     char *old = slurp(other);
     cr_assert_str_eq(old, "old bytes");
@@ -952,9 +848,7 @@ Test(client, compile_replaces_the_output_like_rename)
     cr_assert_eq(write_text(target, "kept"), 0);
     snprintf(path, sizeof path, "%s/via.tar", dir);
     cr_assert_eq(symlink(target, path), 0);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", path);
-    assert_status(&po, 0);
-    proc_out_free(&po);
+    ctl_ok("compile", example("digits.onnx"), "--target", "c", "-o", path);
     struct stat st;
     cr_assert_eq(lstat(path, &st), 0);
     cr_assert(S_ISREG(st.st_mode), "the symbolic link was not replaced");
@@ -966,9 +860,8 @@ Test(client, compile_replaces_the_output_like_rename)
     cr_assert_eq(mkdir(sub, 0700), 0);
     snprintf(path, sizeof path, "%s/inside", sub);
     cr_assert_eq(write_text(path, "x"), 0);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", sub);
-    cr_assert_neq(po.status, 0, "compiling onto a directory succeeded");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "c", "-o", sub},
+                .status = CTL_FAILS}); /* onto a directory */
     cr_assert_eq(stat(sub, &st), 0);
     cr_assert(S_ISDIR(st.st_mode));
     char *in = slurp(path);
@@ -988,22 +881,14 @@ Test(client, cache_hits_are_copied_from_the_cache_file)
     char out[400], hit[400];
     snprintf(out, sizeof out, "%s/first.tar", F.dir);
     snprintf(hit, sizeof hit, "%s/hit.tar", F.dir);
-    proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json", "--stream");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    json_t *r = ctl_json("compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json", "--stream");
     cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss");
     cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1,
                   "a miss asked for with --stream was not streamed");
     json_decref(r);
-    proc_out_free(&po);
-    ctl(&po, "cache", "clear");
-    assert_status(&po, 0);
-    proc_out_free(&po);
+    ctl_ok("cache", "clear");
 
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--json");
-    assert_status(&po, 0);
-    r = out_json(&po);
+    r = ctl_json("compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--json");
     char entry[600];
     snprintf(entry, sizeof entry, "%s/%s.tthc", F.cache, json_string_value(json_object_get(r, "key")));
     cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss");
@@ -1011,32 +896,25 @@ Test(client, cache_hits_are_copied_from_the_cache_file)
                                                        "path")), entry, "a miss was not answered with its cache file");
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 0);
     json_decref(r);
-    proc_out_free(&po);
     cr_assert_eq(access(entry, F_OK), 0, "no cache file %s once the miss was answered", entry);
     char cmd0[1400];
     snprintf(cmd0, sizeof cmd0, "cmp -s '%s' '%s'", out, hit);
     cr_assert_eq(system(cmd0), 0, "the miss copied from its cache file differs from the streamed compile");
 
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
-    assert_status(&po, 0);
-    r = out_json(&po);
+    r = ctl_json("compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
     const json_t *art = json_object_get(r, "artifact");
     cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit");
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(art, "file"), "path")), entry);
     cr_assert_eq(json_integer_value(json_object_get(art, "chunks")), 0, "a file delivery streams nothing");
     json_decref(r);
-    proc_out_free(&po);
     char cmd[1400];
     snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", out, hit);
     cr_assert_eq(system(cmd), 0, "the copied artifact differs from the compiled one");
 
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json", "--stream");
-    assert_status(&po, 0);
-    r = out_json(&po);
+    r = ctl_json("compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json", "--stream");
     cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1);
     cr_assert_null(json_object_get(json_object_get(r, "artifact"), "file"));
     json_decref(r);
-    proc_out_free(&po);
 
     /* the cache file damaged behind the daemon's back (its copy in memory is still good): tthctl
      * sees the bytes do not hash to the answer's XXH64 and takes the stream */
@@ -1048,25 +926,19 @@ Test(client, cache_hits_are_copied_from_the_cache_file)
         fseek(f, -100, SEEK_END);
         fputc(ch ^ 0x40, f);
         fclose(f);
-        ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
-        assert_status(&po, 0);
-        r = out_json(&po);
+        r = ctl_json("compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
         cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1,
                       "a damaged cache file was not replaced by the stream");
         json_decref(r);
-        proc_out_free(&po);
         cr_assert_eq(system(cmd), 0, "the artifact after a damaged cache file differs from the compiled one");
     }
 
     cr_assert_eq(unlink(entry), 0);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
-    assert_status(&po, 0);
-    r = out_json(&po);
+    r = ctl_json("compile", example("digits.onnx"), "--target", "c", "-o", hit, "-q", "--json");
     cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "hit");
     cr_assert_geq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1,
                   "the fallback to the stream did not happen");
     json_decref(r);
-    proc_out_free(&po);
     cr_assert_eq(system(cmd), 0, "the streamed fallback differs from the compiled artifact");
 }
 
@@ -1077,18 +949,11 @@ Test(client, compile_timings)
     start_daemon(NULL);
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
-    proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--timings");
-    assert_status(&po, 0);
-    assert_has(po.out, "timings (s): ");
-    assert_has(po.out, "stage import");
-    assert_has(po.out, "stage codegen");
-    assert_has(po.out, "hook  tir_to_runtime");
-    assert_has(po.out, "(llvm-cpu, 1 call)");
-    proc_out_free(&po);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--json", "--no-cache");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--timings"},
+                .out = {"timings (s): ", "stage import", "stage codegen", "hook  tir_to_runtime",
+                        "(llvm-cpu, 1 call)"}});
+    json_t *r = ctl_json("compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--json",
+        "--no-cache");
     const json_t *t = json_object_get(r, "timings");
     double sum = 0;
     size_t i;
@@ -1097,15 +962,13 @@ Test(client, compile_timings)
         cr_assert_geq(json_number_value(json_object_get(st, "seconds")), 0);
         sum += json_number_value(json_object_get(st, "seconds"));
     }
-    cr_assert_geq(json_array_size(json_object_get(t, "stages")), 10, "%s", po.out);
+    cr_assert_geq(json_array_size(json_object_get(t, "stages")), 10, "%zu stages", json_array_size(json_object_get(t,
+        "stages")));
     cr_assert_leq(sum, json_number_value(json_object_get(t, "total")), "the stages took longer than the request");
     cr_assert(json_is_number(json_object_get(t, "cacheLookup")));
     json_decref(r);
-    proc_out_free(&po);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--timings");
-    assert_status(&po, 0);
-    assert_has(po.out, "served from the cache: no stage ran");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--timings"},
+                .out = {"served from the cache: no stage ran"}});
 }
 
 /* The shared cache off (nothing listens at its address): every compile says so on stderr, in text
@@ -1116,17 +979,12 @@ Test(client, compile_warns_when_the_shared_cache_is_off)
     start_daemon_args(args);
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
-    const char *targets[] = {"llvm", "c"};
-    for (int i = 0; i < 2; i++) {
-        proc_out po = {0};
-        ctl(&po, "compile", example("digits.onnx"), "--target", targets[i], "-o", out, "-q");
-        assert_status(&po, 0);
-        assert_has(po.err, "warning: the shared cache redis://127.0.0.1:1/0 is unreachable (cannot connect");
-        assert_has(po.err, "local cache only");
-        proc_out_free(&po);
-    }
+    const char *digits = example("digits.onnx");
+    const char *warning = "warning: the shared cache redis://127.0.0.1:1/0 is unreachable (cannot connect";
+    expect_ctl({.args = {"compile", digits, "--target", "llvm", "-o", out, "-q"}, .err = {warning, "local cache only"}},
+               {.args = {"compile", digits, "--target", "c", "-o", out, "-q"}, .err = {warning, "local cache only"}});
     proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json");
+    ctl(&po, "compile", digits, "--target", "llvm", "-o", out, "--json");
     assert_status(&po, 0);
     assert_has(po.err, "warning: the shared cache");
     json_t *r = out_json(&po);
@@ -1145,29 +1003,17 @@ Test(client, request_limit_from_the_environment)
     setenv("TTH_MAX_REQUEST_BYTES", "2K", 1);
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
-    proc_out po = {0};
     /* the limit is on uploads: the daemon reads a model named by path (8 KiB here) itself */
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q");
-    assert_status(&po, 0);
-    proc_out_free(&po);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--stream");
-    cr_assert_eq(po.status, 1, "exit %d:\n%s", po.status, po.err);
-    assert_has(po.err, "is larger than the daemon accepts (2048)");
-    assert_has(po.err, "TTH_MAX_REQUEST_BYTES");
-    proc_out_free(&po);
-    ctl(&po, "--no-start", "status", "--json");
-    assert_status(&po, 0);
-    json_t *st = out_json(&po);
-    adopt_daemon(F.sock, (pid_t)json_integer_value(json_object_get(st, "pid")));
-    json_decref(st);
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "c", "-o", out, "-q"}},
+               {.args = {"compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--stream"},
+                .status = 1, .err = {"is larger than the daemon accepts (2048)", "TTH_MAX_REQUEST_BYTES"}});
+    adopt_daemon(F.sock, daemon_pid("--no-start"));
+    proc_out po = {0};
     ctl(&po, "stop");
     proc_out_free(&po);
     setenv("TTH_MAX_REQUEST_BYTES", "lots", 1);
-    ctl(&po, "status");
-    cr_assert_neq(po.status, 0, "a daemon started with a bad TTH_MAX_REQUEST_BYTES");
-    assert_has(po.err, "TTH_MAX_REQUEST_BYTES='lots' is not a size"); /* tthd's reason, in tthctl's error */
-    proc_out_free(&po);
+    /* tthd's reason, in tthctl's error */
+    expect_ctl({.args = {"status"}, .status = CTL_FAILS, .err = {"TTH_MAX_REQUEST_BYTES='lots' is not a size"}});
     char log[400];
     snprintf(log, sizeof log, "%s/tthd.log", F.dir); /* beside the socket */
     char *l = slurp(log);
@@ -1176,47 +1022,31 @@ Test(client, request_limit_from_the_environment)
     unsetenv("TTH_MAX_REQUEST_BYTES");
     /* the same for the remote cache's address, with the nearest parameter name */
     setenv("TTH_CACHE_REDIS", "redis://localhost?tll=60", 1);
-    ctl(&po, "status");
-    cr_assert_eq(po.status, 3, "exit %d:\n%s", po.status, po.err);
-    assert_has(po.err, "unknown parameter 'tll'; did you mean 'ttl'");
-    proc_out_free(&po);
+    expect_ctl({.args = {"status"}, .status = 3, .err = {"unknown parameter 'tll'; did you mean 'ttl'"}});
     setenv("TTH_CACHE_REDIS", "", 1);
 }
 
 Test(client, compile_no_cache_and_dump_ir)
 {
     start_daemon(NULL);
+    const char *digits = example("digits.onnx");
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
-    proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q");
-    assert_status(&po, 0);
-    assert_has(po.out, "cache miss");
-    proc_out_free(&po);
-
     /* --no-cache: compiled again although the cache has it */
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--no-cache");
-    assert_status(&po, 0);
-    assert_has(po.out, "cache miss");
-    cr_assert_null(strstr(po.err, "warning"), "%s", po.err);
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", digits, "--target", "llvm", "-o", out, "-q"}, .out = {"cache miss"}},
+               {.args = {"compile", digits, "--target", "llvm", "-o", out, "-q", "--no-cache"},
+                .out = {"cache miss"}, .err_lacks = "warning"});
     cr_assert_eq(cache_counter("hits"), 0);
 
-    /* --dump-ir: the IR after the stage asked for, printed after the summary */
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--dump-ir", "optimize");
-    assert_status(&po, 0);
-    assert_has(po.out, ";; ---- IR after stage 'optimize' ----\n");
-    assert_has(po.out, "fn @main(%image: float32[1, 1, 8, 8])");
-    cr_assert_null(strstr(po.out, "IR after stage 'import'"), "a stage not asked for was dumped:\n%s", po.out);
-    proc_out_free(&po);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "-q", "--dump-ir", "all", "--json");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    /* --dump-ir: the IR after the stage asked for (no other), printed after the summary */
+    expect_ctl({.args = {"compile", digits, "--target", "llvm", "-o", out, "-q", "--dump-ir", "optimize"},
+                .out = {";; ---- IR after stage 'optimize' ----\n", "fn @main(%image: float32[1, 1, 8, 8])"},
+                    .out_lacks = "IR after stage 'import'"});
+    json_t *r = ctl_json("compile", digits, "--target", "llvm", "-o", out, "-q", "--dump-ir", "all", "--json");
     json_t *dumps = json_object_get(r, "dumps");
-    cr_assert(json_is_string(json_object_get(dumps, "import")), "no import dump in:\n%s", po.out);
+    cr_assert(json_is_string(json_object_get(dumps, "import")), "no import dump");
     cr_assert(json_object_size(dumps) >= 2);
     json_decref(r);
-    proc_out_free(&po);
 }
 
 Test(client, compile_within_the_daemon_limits)
@@ -1226,38 +1056,23 @@ Test(client, compile_within_the_daemon_limits)
     start_daemon_args(small_frames);
     char out[400];
     snprintf(out, sizeof out, "%s/digits.tar", F.dir);
-    proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json", "-q", "--stream");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    json_t *r = ctl_json("compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--json", "-q", "--stream");
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "artifact"), "chunks")), 1);
     json_decref(r);
-    proc_out_free(&po);
-    char *names = tar_list(out);
-    assert_has(names, "metadata.json\n");
-    free(names);
-    ctl(&po, "stop");
-    assert_status(&po, 0);
-    proc_out_free(&po);
-    waitpid(F.daemon, NULL, 0);
-    F.daemon = 0;
+    assert_tar_has(out, "metadata.json");
+    stop_daemon();
 
     /* an upload larger than a request may be: refused before it is sent (a model named by path,
      * which the daemon reads itself, has no such bound: client::request_limit_from_the_environment) */
     const char *small_requests[] = {"--max-request-bytes", "4096", NULL};
     start_daemon_args(small_requests);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--stream");
-    assert_status(&po, 1);
-    assert_has(po.err, "is larger than the daemon accepts (4096)");
-    assert_has(po.err, "set TTH_MAX_REQUEST_BYTES");
-    assert_has(po.err, "or start tthd with a larger --max-request-bytes");
-    proc_out_free(&po);
-    ctl(&po, "status", "--json");
-    json_t *st = out_json(&po);
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "llvm", "-o", out, "--stream"}, .status = 1,
+                .err = {"is larger than the daemon accepts (4096)", "set TTH_MAX_REQUEST_BYTES",
+                        "or start tthd with a larger --max-request-bytes"}});
+    json_t *st = ctl_json("status", "--json");
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "requests"), "failed")), 0,
                  "the refused model reached the daemon");
     json_decref(st);
-    proc_out_free(&po);
 }
 
 Test(client, compile_default_output_name)
@@ -1269,12 +1084,8 @@ Test(client, compile_default_output_name)
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", example("digits.onnx"), model);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(chdir(F.dir), 0);
-    proc_out po = {0};
-    ctl(&po, "compile", model, "--target", "llvm", "-q");
-    assert_status(&po, 0);
-    assert_has(po.out, "wrote my_digits.tar");
+    expect_ctl({.args = {"compile", model, "--target", "llvm", "-q"}, .out = {"wrote my_digits.tar"}});
     cr_assert_eq(access("my_digits.tar", R_OK), 0);
-    proc_out_free(&po);
 }
 
 Test(client, compile_errors)
@@ -1282,31 +1093,20 @@ Test(client, compile_errors)
     start_daemon(NULL);
     char out[400];
     snprintf(out, sizeof out, "%s/x.tar", F.dir);
-    proc_out po = {0};
     /* a target typo: the diagnostic names the target and suggests the kind */
-    ctl(&po, "compile", example("digits.onnx"), "--target", "lvm -mcpu=x", "-o", out);
-    assert_status(&po, 1);
-    assert_has(po.err, "at: 'lvm' in target 'lvm -mcpu=x'");
-    assert_has(po.err, "hint: did you mean 'llvm'?");
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "lvm -mcpu=x", "-o", out}, .status = 1,
+                .err = {"at: 'lvm' in target 'lvm -mcpu=x'", "hint: did you mean 'llvm'?"}});
     cr_assert_neq(access(out, F_OK), 0, "a failed compile wrote %s", out);
-    proc_out_free(&po);
 
     /* not a model: the diagnostic names the model */
-    ctl(&po, "compile", example("README.md"), "--target", "llvm", "-o", out);
-    assert_status(&po, 1);
-    assert_has(po.err, "model '");
-    assert_has(po.err, "README.md'");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", example("README.md"), "--target", "llvm", "-o", out}, .status = 1,
+                .err = {"model '", "README.md'"}});
 
     /* files: a missing model, an output in a missing directory */
-    ctl(&po, "compile", "/nonexistent/model.onnx", "--target", "llvm", "-o", out);
-    assert_status(&po, 5);
-    assert_has(po.err, "model '/nonexistent/model.onnx'");
-    proc_out_free(&po);
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "-o", "/nonexistent/dir/x.tar");
-    assert_status(&po, 5);
-    assert_has(po.err, "file '/nonexistent/dir/x.tar'");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", "/nonexistent/model.onnx", "--target", "llvm", "-o", out}, .status = 5,
+                .err = {"model '/nonexistent/model.onnx'"}},
+               {.args = {"compile", example("digits.onnx"), "--target", "llvm", "-o", "/nonexistent/dir/x.tar"},
+                .status = 5, .err = {"file '/nonexistent/dir/x.tar'"}});
 }
 
 /* --bind: Reshape's target shape fed as a graph input compiles once that input is fixed at
@@ -1324,16 +1124,11 @@ Test(client, compile_with_a_bound_input)
     snprintf(art, sizeof art, "%s/r.tar", F.dir);
     snprintf(outdir, sizeof outdir, "%s/out", F.dir);
     snprintf(bind, sizeof bind, "shape=%s", shape);
-    proc_out po = {0};
     /* unbound: refused, and the hint says how to bind */
-    ctl(&po, "compile", model, "--target", "c", "-o", art);
-    assert_status(&po, 1);
-    assert_has(po.err, "input 'shape' is not a constant");
-    assert_has(po.err, "--bind NAME=FILE");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "--shared", "-o", art, "--bind", bind, "--explain", "--json");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    expect_ctl({.args = {"compile", model, "--target", "c", "-o", art}, .status = 1,
+                .err = {"input 'shape' is not a constant", "--bind NAME=FILE"}});
+    json_t *r = ctl_json("compile", model, "--target", "c", "--shared", "-o", art, "--bind", bind, "--explain",
+        "--json");
     json_t *ins = json_object_get(json_object_get(r, "metadata"), "inputs");
     cr_assert_eq(json_array_size(ins), 1, "the bound input is still an input of the artifact");
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(ins, 0), "name")), "data");
@@ -1341,12 +1136,8 @@ Test(client, compile_with_a_bound_input)
     assert_has(diags, "bind: input 'shape' is a constant (int64, 3 elements)");
     free(diags);
     json_decref(r);
-    proc_out_free(&po);
     snprintf(arg, sizeof arg, "data=%s", data);
-    ctl(&po, "run", art, "--input", arg, "--output-dir", outdir);
-    assert_status(&po, 0);
-    assert_has(po.out, "reshaped: float32 [4, 2, 3]");
-    proc_out_free(&po);
+    expect_ctl({.args = {"run", art, "--input", arg, "--output-dir", outdir}, .out = {"reshaped: float32 [4, 2, 3]"}});
     char got[500];
     snprintf(got, sizeof got, "%s/reshaped.npy", outdir);
     tthrt_array a = {0}, b = {0};
@@ -1368,34 +1159,22 @@ Test(client, compile_with_a_bound_input)
     cr_assert_eq(tthrt_npy_write(other, &o, &d), 0, "%s", d.message);
     tthrt_array_clear(&o);
     snprintf(other_bind, sizeof other_bind, "shape=%s", other);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", other_bind, "--json");
-    assert_status(&po, 0);
-    r = out_json(&po);
+    r = ctl_json("compile", model, "--target", "c", "-o", art, "--bind", other_bind, "--json");
     cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss");
     json_t *outs = json_object_get(json_object_get(r, "metadata"), "outputs");
     cr_assert_eq(json_integer_value(json_array_get(json_object_get(json_array_get(outs, 0), "shape"), 1)), 12);
     json_decref(r);
-    proc_out_free(&po);
     /* a typo in the name, a value of another type, a malformed argument, a missing file */
     snprintf(arg, sizeof arg, "shap=%s", shape);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", arg);
-    assert_status(&po, 1);
-    assert_has(po.err, "the model has no input 'shap'");
-    assert_has(po.err, "did you mean 'shape'?");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", model, "--target", "c", "-o", art, "--bind", arg}, .status = 1,
+                .err = {"the model has no input 'shap'", "did you mean 'shape'?"}});
     snprintf(arg, sizeof arg, "data=%s", shape);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", arg);
-    assert_status(&po, 1);
-    assert_has(po.err, "the value bound to 'data' is int64[3]; the input's element type is float32");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", "shape");
-    assert_status(&po, 2);
-    assert_has(po.err, "--bind 'shape' is not NAME=FILE");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--bind", "shape=/nonexistent.npy");
-    assert_status(&po, 5);
-    assert_has(po.err, "--bind shape");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", model, "--target", "c", "-o", art, "--bind", arg}, .status = 1,
+                .err = {"the value bound to 'data' is int64[3]; the input's element type is float32"}},
+               {.args = {"compile", model, "--target", "c", "-o", art, "--bind", "shape"}, .status = 2,
+                .err = {"--bind 'shape' is not NAME=FILE"}},
+               {.args = {"compile", model, "--target", "c", "-o", art, "--bind", "shape=/nonexistent.npy"},
+                .status = 5, .err = {"--bind shape"}});
 }
 
 /* --input-shape: a model with a dynamic batch compiles once the batch is given; the dimension
@@ -1413,31 +1192,18 @@ Test(client, compile_with_an_input_shape)
              "[h.make_tensor_value_info('y', T.FLOAT, ['batch', 3, 4])]); "
              "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '%s')\"", model);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
-    proc_out po = {0};
-    ctl(&po, "compile", model, "--target", "c", "-o", art);
-    assert_status(&po, 1);
-    assert_has(po.err, "graph input 'x' has a dynamic dimension 0 ('batch')");
-    assert_has(po.err, "--input-shape x=D0,D1,...");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,3,4", "--json");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    expect_ctl({.args = {"compile", model, "--target", "c", "-o", art}, .status = 1,
+                .err = {"graph input 'x' has a dynamic dimension 0 ('batch')", "--input-shape x=D0,D1,..."}});
+    json_t *r = ctl_json("compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,3,4", "--json");
     json_t *in = json_array_get(json_object_get(json_object_get(r, "metadata"), "inputs"), 0);
     cr_assert_eq(json_integer_value(json_array_get(json_object_get(in, "shape"), 0)), 2);
     json_decref(r);
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,5,4");
-    assert_status(&po, 1);
-    assert_has(po.err, "the shape given for 'x' has 5 in dimension 1; the model fixes it to 3");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "z=2,3,4");
-    assert_status(&po, 1);
-    assert_has(po.err, "the model has no input 'z'");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,,4");
-    assert_status(&po, 2);
-    assert_has(po.err, "--input-shape 'x=2,,4' is not NAME=D0,D1,...");
-    proc_out_free(&po);
+    expect_ctl({.args = {"compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,5,4"}, .status = 1,
+                .err = {"the shape given for 'x' has 5 in dimension 1; the model fixes it to 3"}},
+               {.args = {"compile", model, "--target", "c", "-o", art, "--input-shape", "z=2,3,4"}, .status = 1,
+                .err = {"the model has no input 'z'"}},
+               {.args = {"compile", model, "--target", "c", "-o", art, "--input-shape", "x=2,,4"}, .status = 2,
+                .err = {"--input-shape 'x=2,,4' is not NAME=D0,D1,..."}});
 }
 
 Test(client, progress_bar_on_a_terminal)
@@ -1508,60 +1274,36 @@ Test(client, run_digits_matches_numpy)
     char art[400], outdir[400], input[1200], npy[500];
     snprintf(art, sizeof art, "%s/digits.tar", F.dir);
     snprintf(outdir, sizeof outdir, "%s/out", F.dir);
-    proc_out po = {0};
-    ctl(&po, "compile", example("digits.onnx"), "--target", "llvm", "--shared", "-o", art, "-q");
-    assert_status(&po, 0);
-    proc_out_free(&po);
-    char *names = tar_list(art);
-    assert_has(names, "lib/digits.so\n");
-    free(names);
+    ctl_ok("compile", example("digits.onnx"), "--target", "llvm", "--shared", "-o", art, "-q");
+    assert_tar_has(art, "lib/digits.so");
 
     /* run needs no daemon: stop it first */
-    ctl(&po, "stop");
-    assert_status(&po, 0);
-    proc_out_free(&po);
-    waitpid(F.daemon, NULL, 0);
-    F.daemon = 0;
+    stop_daemon();
 
     snprintf(input, sizeof input, "image=%s", example("digit_input.npy"));
-    ctl(&po, "run", art, "--input", input, "--output-dir", outdir);
-    assert_status(&po, 0);
-    assert_has(po.out, "probabilities: float32 [1, 10]");
-    assert_has(po.out, "argmax: 1 ");
-    proc_out_free(&po);
+    expect_ctl({.args = {"run", art, "--input", input, "--output-dir", outdir},
+                .out = {"probabilities: float32 [1, 10]", "argmax: 1 "}});
     cr_assert(!connectable(F.sock), "run started a daemon");
     snprintf(npy, sizeof npy, "%s/probabilities.npy", outdir);
     assert_npy_close(npy, example("digit_expected.npy"), 1e-5);
 
     /* --repeat and --json */
-    ctl(&po, "run", art, "--input", input, "--output-dir", outdir, "--repeat", "5", "--json");
-    assert_status(&po, 0);
-    json_t *r = out_json(&po);
+    json_t *r = ctl_json("run", art, "--input", input, "--output-dir", outdir, "--repeat", "5", "--json");
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "timing"), "runs")), 5);
     json_t *o = json_array_get(json_object_get(r, "outputs"), 0);
     cr_assert_str_eq(json_string_value(json_object_get(o, "name")), "probabilities");
     cr_assert_eq(json_integer_value(json_object_get(o, "argmax")), 1);
     json_decref(r);
-    proc_out_free(&po);
-    ctl(&po, "run", art, "--input", input, "--output-dir", outdir, "--repeat", "7");
-    assert_status(&po, 0);
-    assert_has(po.out, "latency over 7 runs: min ");
-    assert_has(po.out, "median ");
-    proc_out_free(&po);
+    expect_ctl({.args = {"run", art, "--input", input, "--output-dir", outdir, "--repeat", "7"},
+                .out = {"latency over 7 runs: min ", "median "}});
 
     /* the runtime's diagnostics: wrong name, wrong shape, missing input, missing files */
     char wrong[1200];
     snprintf(wrong, sizeof wrong, "imag=%s", example("digit_input.npy"));
-    ctl(&po, "run", art, "--input", wrong);
-    assert_status(&po, 1);
-    assert_has(po.err, "no input 'imag'");
-    assert_has(po.err, "hint: its inputs are 'image'");
-    proc_out_free(&po);
+    expect_ctl({.args = {"run", art, "--input", wrong}, .status = 1,
+                .err = {"no input 'imag'", "hint: its inputs are 'image'"}});
     snprintf(wrong, sizeof wrong, "image=%s", example("digit_expected.npy"));
-    ctl(&po, "run", art, "--input", wrong);
-    assert_status(&po, 1);
-    assert_has(po.err, "float32[1, 1, 8, 8]");
-    proc_out_free(&po);
+    expect_ctl({.args = {"run", art, "--input", wrong}, .status = 1, .err = {"float32[1, 1, 8, 8]"}});
     /* the right shape in the wrong dtype */
     char f64[400];
     snprintf(f64, sizeof f64, "%s/image_f64.npy", F.dir);
@@ -1573,22 +1315,10 @@ Test(client, run_digits_matches_numpy)
     cr_assert_eq(tthrt_npy_write(f64, &arr, &d), 0, "%s", d.message);
     tthrt_array_clear(&arr);
     snprintf(wrong, sizeof wrong, "image=%s", f64);
-    ctl(&po, "run", art, "--input", wrong);
-    assert_status(&po, 1);
-    assert_has(po.err, "float64");
-    assert_has(po.err, "float32");
-    proc_out_free(&po);
-    ctl(&po, "run", art);
-    assert_status(&po, 1);
-    assert_has(po.err, "input 'image'");
-    proc_out_free(&po);
-    ctl(&po, "run", art, "--input", "image=/nonexistent.npy");
-    assert_status(&po, 5);
-    assert_has(po.err, "/nonexistent.npy");
-    proc_out_free(&po);
-    ctl(&po, "run", "/nonexistent.tar", "--input", input);
-    assert_status(&po, 5);
-    proc_out_free(&po);
+    expect_ctl({.args = {"run", art, "--input", wrong}, .status = 1, .err = {"float64", "float32"}},
+               {.args = {"run", art}, .status = 1, .err = {"input 'image'"}},
+               {.args = {"run", art, "--input", "image=/nonexistent.npy"}, .status = 5, .err = {"/nonexistent.npy"}},
+               {.args = {"run", "/nonexistent.tar", "--input", input}, .status = 5});
 }
 
 /* ---- against a scripted server: the client's protocol checks ---- */
@@ -1662,7 +1392,8 @@ static void fake_serve(int fd, fake_mode mode)
         }
         if (strcmp(m.method, "initialize") == 0) {
             if (mode == FAKE_VERSION)
-                fake_send(fd, tthp_error_new(m.id, -32100, "protocol version 1.0 is not supported; this server speaks 2.0",
+                fake_send(fd, tthp_error_new(m.id, -32100,
+                    "protocol version 1.0 is not supported; this server speaks 2.0",
                                              NULL));
             else
                 fake_send(fd, tthp_result_new(m.id, json_pack("{s:s, s:{s:s, s:s}, s:[], s:{}}", "protocolVersion",
@@ -1723,48 +1454,55 @@ static void stop_fake(void)
 /* `tthctl run` of art on input x (NAME=FILE) writes npy (in outdir) close to want */
 static void run_matches(const char *art, const char *x, const char *outdir, const char *npy, const char *want)
 {
-    proc_out po = {0};
-    ctl(&po, "run", art, "--input", x, "--output-dir", outdir, "-q");
-    assert_status(&po, 0);
-    proc_out_free(&po);
+    ctl_ok("run", art, "--input", x, "--output-dir", outdir, "-q");
     assert_npy_close(npy, want, 1e-5);
+}
+
+/* make_external_data.py writes m.onnx and m.data (weights `which`, 1 or 2) with x.npy, y.npy into
+ * F.dir; its exit status */
+static int make_external_data(int which)
+{
+    char script[1024], cmd[2400];
+    test_source_path("tests/client/make_external_data.py", script, sizeof script);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' %d", script, F.dir, which);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+}
+
+/* tthctl compile of model for llvm (a shared library) into art with the extra argument (NULL:
+ * none), its JSON answer; then art run on x must give want */
+static json_t *compile_and_run(const char *model, const char *art, const char *extra, const char *x,
+                               const char *outdir, const char *npy, const char *want)
+{
+    json_t *r = ctl_json("compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q", extra);
+    run_matches(art, x, outdir, npy, want);
+    return r;
 }
 
 Test(client, compile_with_external_data)
 {
-    char cmd[1200], model[400], art[400], outdir[400], x[500], npy[500];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 1", source_root(), F.dir);
-    int rc = system(cmd), st = WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
-    if (st == 77 || st == 127)
+    char model[400], art[400], outdir[400], x[500], npy[500], want[500], data[500];
+    int made = make_external_data(1);
+    if (made == 77 || made == 127)
         cr_skip_test("python3 with numpy and onnx is not available");
-    cr_assert_eq(st, 0, "%s", cmd);
+    cr_assert_eq(made, 0, "make_external_data.py failed");
     start_daemon(NULL);
     snprintf(model, sizeof model, "%s/m.onnx", F.dir);
     snprintf(art, sizeof art, "%s/m.tar", F.dir);
     snprintf(outdir, sizeof outdir, "%s/out", F.dir);
     snprintf(x, sizeof x, "x=%s/x.npy", F.dir);
     snprintf(npy, sizeof npy, "%s/y.npy", outdir);
-    char want[500];
     snprintf(want, sizeof want, "%s/y.npy", F.dir);
     const char *cache[3] = {"miss", "hit", "miss"};
     for (int round = 0; round < 3; round++) {
-        if (round == 2) {
-            /* other weights in m.data, m.onnx unchanged */
-            snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 2", source_root(),
-                     F.dir);
-            cr_assert_eq(system(cmd), 0, "%s", cmd);
-        }
-        proc_out po = {0};
-        ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q");
-        assert_status(&po, 0);
-        json_t *r = out_json(&po);
+        if (round == 2) /* other weights in m.data, m.onnx unchanged */
+            cr_assert_eq(make_external_data(2), 0);
+        json_t *r = compile_and_run(model, art, NULL, x, outdir, npy, want);
         cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), cache[round], "round %d", round);
         json_t *f = json_array_get(json_object_get(json_object_get(r, "metadata"), "external_data"), 0);
         cr_assert_str_eq(json_string_value(json_object_get(f, "location")), "m.data");
         cr_assert_eq(json_integer_value(json_object_get(f, "bytes")), 16 * 8 * 4 + 16 * 4, "round %d", round);
         json_decref(r);
-        proc_out_free(&po);
-        run_matches(art, x, outdir, npy, want);
     }
     /* through a remote cache (docs/cache.md): served only for the external data it was built from */
     redis rd;
@@ -1776,18 +1514,13 @@ Test(client, compile_with_external_data)
     start_daemon_args(with_redis);
     const char *remote[3] = {"miss", "remote", "miss"};
     for (int round = 0; round < 3; round++) {
-        if (round == 2) { /* the first weights again: the remote entry is for the second */
-            snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 1", source_root(),
-                     F.dir);
-            cr_assert_eq(system(cmd), 0, "%s", cmd);
-        }
+        if (round == 2) /* the first weights again: the remote entry is for the second */
+            cr_assert_eq(make_external_data(1), 0);
         if (round > 0) { /* only the remote cache has it; wait until the compile before stored it */
             for (int i = 0; i < 200; i++) {
-                ctl(&po, "status", "--json");
-                json_t *sj = out_json(&po);
+                json_t *sj = ctl_json("status", "--json");
                 json_int_t stores = json_integer_value(json_object_get(json_object_get(sj, "remoteCache"), "stores"));
                 json_decref(sj);
-                proc_out_free(&po);
                 if (stores >= 1)
                     break;
                 usleep(25000);
@@ -1795,20 +1528,14 @@ Test(client, compile_with_external_data)
             ctl(&po, "cache", "clear");
             proc_out_free(&po);
         }
-        if (round == 0) /* compiled again, so the remote cache gets it */
-            ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q", "--no-cache");
-        else
-            ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--json", "-q");
-        assert_status(&po, 0);
-        json_t *r = out_json(&po);
+        /* round 0 compiles again, so the remote cache gets it */
+        json_t *r = compile_and_run(model, art, round == 0 ? "--no-cache" : NULL, x, outdir, npy, want);
         const char *src = json_string_value(json_object_get(r, "cacheSource"));
         if (strcmp(remote[round], "remote") == 0)
-            cr_assert(src && strcmp(src, "remote") == 0, "round %d: %s", round, po.out);
+            cr_assert(src && strcmp(src, "remote") == 0, "round %d: from %s", round, src ? src : "(none)");
         else
             cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), "miss", "round %d", round);
         json_decref(r);
-        proc_out_free(&po);
-        run_matches(art, x, outdir, npy, want);
     }
     redis_stop(&rd);
     /* uploaded (--stream, as to a daemon on another machine), the data files go up with the
@@ -1816,76 +1543,49 @@ Test(client, compile_with_external_data)
      * other weights beside the model are a miss */
     const char *streamed[3] = {"hit", "miss", "miss"};
     for (int round = 0; round < 3; round++) {
-        if (round == 2) {
-            snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tests/client/make_external_data.py' '%s' 2", source_root(),
-                     F.dir);
-            cr_assert_eq(system(cmd), 0, "%s", cmd);
-        }
-        ctl(&po, "compile", model, "--target", "llvm", "--shared", "-o", art, "--stream", "--json", "-q",
-            round == 1 ? "--no-cache" : NULL);
-        assert_status(&po, 0);
-        json_t *r = out_json(&po);
-        cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), streamed[round], "--stream round %d: %s", round,
-                         po.out);
+        if (round == 2)
+            cr_assert_eq(make_external_data(2), 0);
+        json_t *r = ctl_json("compile", model, "--target", "llvm", "--shared", "-o", art, "--stream", "--json", "-q",
+                             round == 1 ? "--no-cache" : NULL);
+        cr_assert_str_eq(json_string_value(json_object_get(r, "cache")), streamed[round], "--stream round %d", round);
         json_decref(r);
-        proc_out_free(&po);
         run_matches(art, x, outdir, npy, want);
     }
-    /* a data file missing beside an uploaded model is named before anything is sent */
-    snprintf(cmd, sizeof cmd, "%s/m.data", F.dir);
-    cr_assert_eq(unlink(cmd), 0);
-    ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream");
-    assert_status(&po, 5);
-    assert_has(po.err, "m.data");
-    assert_has(po.err, "cannot open the external data file");
-    proc_out_free(&po);
-    /* a location outside the model's directory is refused, by path and uploaded */
-    snprintf(model, sizeof model, "%s/bad.onnx", F.dir);
-    ctl(&po, "compile", model, "--target", "llvm", "-o", art);
-    assert_status(&po, 1);
-    assert_has(po.err, "external data location '../m.data' is not a relative path inside the model's directory");
-    proc_out_free(&po);
-    ctl(&po, "compile", model, "--target", "llvm", "-o", art, "--stream");
-    assert_status(&po, 1);
-    assert_has(po.err, "external data location '../m.data' is not a relative path inside the model's directory");
-    proc_out_free(&po);
+    /* a data file missing beside an uploaded model is named before anything is sent; a location
+     * outside the model's directory is refused, by path and uploaded */
+    snprintf(data, sizeof data, "%s/m.data", F.dir);
+    cr_assert_eq(unlink(data), 0);
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/bad.onnx", F.dir);
+    const char *outside = "external data location '../m.data' is not a relative path inside the model's directory";
+    expect_ctl({.args = {"compile", model, "--target", "llvm", "-o", art, "--stream"}, .status = 5,
+                .err = {"m.data", "cannot open the external data file"}},
+               {.args = {"compile", bad, "--target", "llvm", "-o", art}, .status = 1, .err = {outside}},
+               {.args = {"compile", bad, "--target", "llvm", "-o", art, "--stream"}, .status = 1, .err = {outside}});
+}
+
+/* Against a scripted server answering as mode, tthctl does what k says */
+static void expect_against_fake(fake_mode mode, const ctl_case *k)
+{
+    start_fake(mode);
+    ctl_cases(k, 1);
+    stop_fake();
 }
 
 Test(client, protocol_version_mismatch_exits_4)
 {
-    start_fake(FAKE_VERSION);
-    proc_out po = {0};
-    ctl(&po, "status");
-    assert_status(&po, 4);
-    assert_has(po.err, "protocol version");
-    assert_has(po.err, "hint: this tthctl speaks protocol 1.0");
-    proc_out_free(&po);
-    stop_fake();
-
-    start_fake(FAKE_OLD_MAJOR);
-    ctl(&po, "status");
-    assert_status(&po, 4);
-    assert_has(po.err, "protocol version mismatch: tthd speaks '2.0'");
-    proc_out_free(&po);
-    stop_fake();
+    expect_against_fake(FAKE_VERSION, &(ctl_case){.args = {"status"}, .status = 4,
+                                                  .err = {"protocol version",
+                                                          "hint: this tthctl speaks protocol 1.0"}});
+    expect_against_fake(FAKE_OLD_MAJOR,
+                        &(ctl_case){.args = {"status"}, .status = 4,
+                                    .err = {"protocol version mismatch: tthd speaks '2.0'"}});
 }
 
 Test(client, bad_frames_and_closed_connections_exit_4)
 {
-    start_fake(FAKE_BAD_FRAME);
-    proc_out po = {0};
-    ctl(&po, "targets");
-    assert_status(&po, 4);
-    assert_has(po.err, "bad frame from tthd");
-    proc_out_free(&po);
-    stop_fake();
-
-    start_fake(FAKE_CLOSE);
-    ctl(&po, "tags");
-    assert_status(&po, 4);
-    assert_has(po.err, "closed the connection");
-    proc_out_free(&po);
-    stop_fake();
+    expect_against_fake(FAKE_BAD_FRAME, &(ctl_case){.args = {"targets"}, .status = 4, .err = {"bad frame from tthd"}});
+    expect_against_fake(FAKE_CLOSE, &(ctl_case){.args = {"tags"}, .status = 4, .err = {"closed the connection"}});
 }
 
 /* A compile whose artifact does not verify leaves OUT untouched and no temporary file. */
@@ -1902,19 +1602,15 @@ static void compile_must_not_write(fake_mode mode, const char *want)
     f = fopen(out, "wb");
     fputs("previous", f);
     fclose(f);
-    start_fake(mode);
-    proc_out po = {0};
-    ctl(&po, "compile", model, "--target", "llvm", "-o", out);
-    assert_status(&po, 4);
-    assert_has(po.err, want);
+    expect_against_fake(mode, &(ctl_case){.args = {"compile", model, "--target", "llvm", "-o", out}, .status = 4,
+                                          .err = {want}});
     char *kept = slurp(out);
     cr_assert_str_eq(kept, "previous", "the output was overwritten");
     free(kept);
-    proc_out_free(&po);
-    stop_fake();
     /* nothing but the model, the output and the captured streams is left */
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -x -e m.onnx -e m.tar -e .stdout -e .stderr -e run -e tthd.sock", F.dir);
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -v -x -e m.onnx -e m.tar -e .stdout -e .stderr -e run -e tthd.sock",
+        F.dir);
     cr_assert_neq(system(cmd), 0, "a temporary file was left in %s", F.dir);
 }
 
@@ -1939,9 +1635,9 @@ Test(client, interrupt_cancels_the_compile)
     cr_assert_not_null(f);
     fputs("some model bytes", f);
     fclose(f);
-    start_fake(FAKE_HANG);
     char err_path[400];
     snprintf(err_path, sizeof err_path, "%s/.stderr", F.dir);
+    start_fake(FAKE_HANG);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -2001,12 +1697,8 @@ Test(client, refuses_a_daemon_of_another_user)
     for (int i = 0; i < 100 && access(sock, F_OK) != 0; i++)
         usleep(50000);
     cr_assert_eq(access(sock, F_OK), 0, "the listener did not start");
-    proc_out po = {0};
-    ctl_on(&po, sock, "--no-start", "status", (const char *)NULL);
-    assert_status(&po, 3);
-    assert_has(po.err, "runs as uid 65534, not as you");
-    assert_has(po.err, "nothing was sent");
-    proc_out_free(&po);
+    expect_ctl({.args = {"--no-start", "status"}, .status = 3,
+                .err = {"runs as uid 65534, not as you", "nothing was sent"}, .sock = sock});
     for (int i = 0; i < 100 && access(got, F_OK) != 0; i++)
         usleep(50000);
     struct stat st;
