@@ -1,6 +1,6 @@
 /* onnx_import.c: ONNX ModelProto → Relay "main". Parses with the protoc-c bindings generated
  * from Debian's onnx.proto, turns initializers into constants and graph inputs into params,
- * then imports the nodes in order through the op table (onnx_ops.c). */
+ * then imports the nodes in order through the operator table (onnx_ops.c, docs/operators.md "The operator table"). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,8 +175,8 @@ static int input_type(tth_onnx_ctx *c, const Onnx__ValueInfoProto *vi, const jso
 
 /* ---- nodes ---- */
 
-/* The importer of node n's operator, from the table of its domain (the default one or
- * ai.onnx.preview.training), which the model must import. */
+/* The table row importing node n's operator, from the rows of its domain (the default one or
+ * ai.onnx.preview.training), which the model must import, at the model's opset of that domain. */
 static int find_op(tth_onnx_ctx *c, const Onnx__NodeProto *n, const tth_onnx_op **entry)
 {
     const char *op = n->op_type ? n->op_type : "";
@@ -184,20 +184,14 @@ static int find_op(tth_onnx_ctx *c, const Onnx__NodeProto *n, const tth_onnx_op 
         if (!c->training)
             return tth__onnx_fail(c, TTH_EMODEL, "operator '%s' of domain '%s', which the model does not import", op,
                                   n->domain);
-        *entry = tth__onnx_training_op_find(op);
-    } else if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) {
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s' (domain '%s')", op, n->domain);
-    } else {
-        if (!c->opset)
-            return tth__onnx_fail(c, TTH_EMODEL, "operator '%s' of the default ONNX operator set, which the model "
-                                  "does not import", op);
-        *entry = tth__onnx_op_find(op);
+        return tth__onnx_op_row(c, 1, op, entry);
     }
-    if (!*entry)
-        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s'%s%s%s", op, n->domain && n->domain[0] ?
-                              " (domain '" : "", n->domain && n->domain[0] ? n->domain : "",
-                              n->domain && n->domain[0] ? "')" : "");
-    return 0;
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
+        return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s' (domain '%s')", op, n->domain);
+    if (!c->opset)
+        return tth__onnx_fail(c, TTH_EMODEL, "operator '%s' of the default ONNX operator set, which the model "
+                              "does not import", op);
+    return tth__onnx_op_row(c, 0, op, entry);
 }
 
 static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
@@ -211,6 +205,7 @@ static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
     int rc = find_op(c, n, &entry);
     if (rc)
         return rc;
+    c->version = entry->since;
     if (n->n_input > 64 || n->n_output > 64)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "node with more than 64 inputs or outputs");
     tth_rexpr *in[64] = {0}, *out[64] = {0};
@@ -392,6 +387,7 @@ int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr 
                           tth_rexpr **outs, size_t max_outs)
 {
     const Onnx__NodeProto *node = c->node;
+    int64_t version = c->version;
     char where[sizeof c->where];
     snprintf(where, sizeof where, "%s", c->where);
     valtab *vals = c->vals;
@@ -412,6 +408,7 @@ int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr 
     for (size_t i = 0; !rc && i < g->n_node; i++)
         rc = g->node[i] ? import_node(c, vals, g->node[i]) : tth__onnx_fail(c, TTH_EMODEL, "empty node %zu", i);
     c->node = node;
+    c->version = version;
     for (size_t i = 0; !rc && i < g->n_output; i++) {
         const char *name = g->output[i] && g->output[i]->name ? g->output[i]->name : "";
         outs[i] = valtab_get(vals, name);

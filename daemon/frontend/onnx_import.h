@@ -1,5 +1,6 @@
-/* onnx_import.h: the importer's context, shared by onnx_import.c (graph walk) and onnx_ops.c
- * (one function per ONNX operator and the table that maps op names to them). */
+/* onnx_import.h: the importer's context, shared by onnx_import.c (graph walk) and the operator
+ * importers (onnx_ops.c, the shared helpers and the table lookup; onnx_<family>.c, one function
+ * per ONNX operator and the family's rows of the operator table). */
 #ifndef TTH_ONNX_IMPORT_H
 #define TTH_ONNX_IMPORT_H
 
@@ -23,6 +24,7 @@ typedef struct tth_onnx_ctx {
     int64_t opset;                 /* of the default ("" / "ai.onnx") domain; 0 when not imported */
     int64_t training;              /* of ai.onnx.preview.training; 0 when not imported */
     const Onnx__NodeProto *node;   /* the node being imported */
+    int64_t version;               /* its operator's version: the since-version of its table row */
     char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
     struct tth_onnx_external *ext; /* external data (may be NULL) */
     struct valtab *vals;           /* the values by name, while a graph is imported */
@@ -33,14 +35,23 @@ typedef struct tth_onnx_ctx {
  * output the op does not produce). Returns 0 or a negative code with ctx->diag set. */
 typedef int (*tth_onnx_import_fn)(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout);
 
+/* A row of the operator table: the operator's versions `since` to `last` (opsets of its domain,
+ * `since` an ONNX since-version) are imported by fn, or, with fn NULL, refused with `refusal`.
+ * An operator's rows are consecutive and ordered; a new version that reads the operator otherwise
+ * is a new row (docs/operators.md, "The operator table"). */
 typedef struct tth_onnx_op {
-    const char *name;          /* ONNX op_type */
+    const char *name; /* ONNX op_type */
+    int since, last;
     tth_onnx_import_fn fn;
+    const char *refusal;
 } tth_onnx_op;
 
-const tth_onnx_op *tth__onnx_op_find(const char *name);
-/* The same for the domain ai.onnx.preview.training. */
-const tth_onnx_op *tth__onnx_training_op_find(const char *name);
+/* The row importing operator `name` at the model's opset of the default domain (training 0) or
+ * of ai.onnx.preview.training (training 1): 0, or a negative code with a diagnostic that says
+ * why not (an unknown operator, a version before ONNX defines it, a range tth refuses). */
+int tth__onnx_op_row(tth_onnx_ctx *c, int training, const char *name, const tth_onnx_op **row);
+/* The i-th table of rows of a domain (ended by a row of NULL name), NULL past the last. */
+const tth_onnx_op *tth__onnx_table(int training, size_t i);
 
 #define TTH_ONNX_TRAINING_DOMAIN "ai.onnx.preview.training"
 

@@ -9,7 +9,7 @@
  *   qnn.dequantize(W) ─┼─ nn.conv2d ─ [nn.relu | clip] ─ qnn.quantize
  *   [qnn.dequantize(B int32) | B float] ┘
  *
- * and this pass rewrites it to the graph the QLinearConv importer builds (onnx_ops.c):
+ * and this pass rewrites it to the graph the QLinearConv importer builds (onnx_quant.c):
  *
  *   qnn.conv2d(x, W, x_zp, w_zp) [-> add(., B int32 [O,1,1])]
  *     -> qnn.requantize(., x_scale * w_scale, 0, y_scale, y_zp) [-> clip in the integer domain]
