@@ -11,18 +11,16 @@ interpreter is held to (tests/daemon/lower/test_lower_numpy.c).
 Exit status 77 (skipped) when numpy or onnx is missing; the AArch64 part is skipped (and said so)
 without aarch64-linux-gnu-gcc or qemu-aarch64.
 """
-import argparse
 import os
 import shutil
-import subprocess
 import sys
-import tarfile
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "daemon", "lower"))
-from private_tthd import run_with_daemon  # noqa: E402
+from private_tthd import run, run_with_daemon, tthctl_args  # noqa: E402
+from artifact_main import AARCH64_CC, build, compile_unpacked, run_program  # noqa: E402
 
 try:
     import numpy as np
@@ -71,60 +69,34 @@ def ulp_error(got, want):
     return float(err.max()), int(err.argmax())
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def compile_model(args, path, target, tar):
-    c = run([args.tthctl, "--socket", args.socket, "--no-start", "-q", "compile", path, "--target", target,
-             "--name", "model", "-o", tar])
-    return None if c.returncode == 0 else "compile for %s: %s" % (target, c.stderr.strip())
-
-
-def run_here(args, tar, x, d):
+def run_here(daemon, tar, x, d):
     """the artifact run by tthctl run on this machine: y"""
     np.save(os.path.join(d, "x.npy"), x)
     out = os.path.join(d, "out")
-    r = run([args.tthctl, "run", tar, "--input", "x=" + os.path.join(d, "x.npy"), "--output-dir", out])
+    r = run([daemon.tthctl, "run", tar, "--input", "x=" + os.path.join(d, "x.npy"), "--output-dir", out])
     if r.returncode != 0:
         return None, "tthctl run: " + r.stderr.strip()
     return np.load(os.path.join(out, "y.npy")), None
 
 
-def run_aarch64(tar, x, d):
+def run_aarch64(meta, x, d):
     """the artifact cross-built as its README says and run under qemu-aarch64: y"""
-    import json
-    with tarfile.open(tar) as t:
-        t.extractall(d)
-    meta = json.load(open(os.path.join(d, "metadata.json")))
-    files = [os.path.join(d, f) for f in meta["files"]["sources"] + meta["files"]["objects"]]
-    with open(os.path.join(d, "main.c"), "w") as f:
-        f.write("#define IN_BYTES %d\n#define OUT_BYTES %d\n" % (x.nbytes, x.nbytes) + MAIN_C)
-    x.astype("<f4").tofile(os.path.join(d, "x.bin"))
-    exe = os.path.join(d, "prog")
-    b = run(["aarch64-linux-gnu-gcc", "-std=c11", "-O2", "-static", "-pthread", "-I", os.path.join(d, "include"),
-             "-o", exe, os.path.join(d, "main.c")] + files + ["-lm"])
-    if b.returncode != 0:
-        return None, "cross build: " + b.stderr.strip()[-2000:]
-    y = os.path.join(d, "y.bin")
-    r = run(["qemu-aarch64", exe, os.path.join(d, "x.bin"), y, os.path.join(d, "parameters", "model.params")],
-            timeout=300)
-    if r.returncode != 0:
-        return None, "run under qemu: exit %d %s" % (r.returncode, r.stderr.strip())
-    return np.fromfile(y, dtype="<f4").reshape(x.shape), None
+    exe, why = build(meta, d, cc=AARCH64_CC, main="#define IN_BYTES %d\n#define OUT_BYTES %d\n" % (x.nbytes, x.nbytes)
+                     + MAIN_C)
+    if why:
+        return None, why
+    why, y, _ = run_program(exe, meta, d, [x.astype("<f4")], ["qemu-aarch64"], parameters=True)
+    return (None, "run under qemu: " + why) if why else (y[0], None)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tthctl", required=True)
-    args = ap.parse_args()
-    args.tthctl = os.path.abspath(args.tthctl)
+    args = tthctl_args("math_accuracy")
     np.seterr(all="ignore")  # NaN, infinities and overflows are among the inputs on purpose
     cross = all(shutil.which(t) for t in ("aarch64-linux-gnu-gcc", "qemu-aarch64"))
     if not cross:
         print("math_accuracy: the AArch64 part is skipped (aarch64-linux-gnu-gcc or qemu-aarch64 missing)")
+
     def body(daemon, work, failures):
-        args.socket = daemon.socket
         for fn, bound in MATH_ULP.items():
             for epilogue in (False, True):
                 x = math_sweep(finite=epilogue)
@@ -136,10 +108,10 @@ def main():
                 for target in ["llvm", "c"] + ([AARCH64] if cross else []):
                     d = tempfile.mkdtemp(dir=work)
                     tar = os.path.join(d, "model.tar")
-                    why = compile_model(args, path, target, tar)
+                    meta, why = compile_unpacked(daemon, path, target, tar)
                     got = None
                     if not why:
-                        got, why = run_aarch64(tar, x, d) if target == AARCH64 else run_here(args, tar, x, d)
+                        got, why = run_aarch64(meta, x, d) if target == AARCH64 else run_here(daemon, tar, x, d)
                     if not why:
                         err, at = ulp_error(got, want)
                         if err > bound:
@@ -152,6 +124,7 @@ def main():
                         failures.append("%s for %s" % (name, target))
 
     return run_with_daemon(args.tthctl, "tth-math-", body, "math functions compiled")
+
 
 if __name__ == "__main__":
     sys.exit(main())
