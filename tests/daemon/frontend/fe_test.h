@@ -131,13 +131,22 @@ static inline void fe_verify(const tth_relay_module *m)
     cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
 }
 
+/* The model in bytes imported as name: *rc is tth_onnx_import's, the module NULL unless it is 0;
+ * d says why. */
+static inline tth_relay_module *fe_try_import(const uint8_t *bytes, size_t len, const char *name, tth_diag *d, int *rc)
+{
+    tth_relay_module *m = NULL;
+    tth_diag_clear(d);
+    *rc = tth_onnx_import(bytes, len, name, &m, d);
+    return m;
+}
+
 /* The model in bytes imported as "t"; the test fails when it does not import. */
 static inline tth_relay_module *fe_import_bytes(const uint8_t *bytes, size_t len)
 {
-    tth_relay_module *m = NULL;
     tth_diag d;
-    tth_diag_clear(&d);
-    int rc = tth_onnx_import(bytes, len, "t", &m, &d);
+    int rc;
+    tth_relay_module *m = fe_try_import(bytes, len, "t", &d, &rc);
     cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
     return m;
 }
@@ -159,8 +168,10 @@ static inline tth_relay_module *fe_import_path(const char *path, const char *nam
     size_t len;
     uint8_t *bytes = fe_read_file(path, &len);
     tth_relay_module *m = NULL;
-    tth_diag_clear(d);
-    *rc = bytes ? tth_onnx_import(bytes, len, name, &m, d) : -1;
+    if (bytes)
+        m = fe_try_import(bytes, len, name, d, rc);
+    else
+        *rc = -1;
     free(bytes);
     return m;
 }

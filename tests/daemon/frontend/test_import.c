@@ -5,14 +5,42 @@
 #include "fe_test.h"
 #include "onnx_build.h"
 
+/* b imported as "t" (fe_try_import); b stays the caller's. */
 static tth_relay_module *import_ob(ob *b, tth_diag *d, int *rc)
 {
     size_t len;
     uint8_t *bytes = ob_pack(b, &len);
-    tth_relay_module *m = NULL;
-    tth_diag_clear(d);
-    *rc = tth_onnx_import(bytes, len, "t", &m, d);
+    tth_relay_module *m = fe_try_import(bytes, len, "t", d, rc);
     free(bytes);
+    return m;
+}
+
+/* b does not import: the module is NULL and the code is code (any error when code is 0); d says
+ * why. b stays the caller's. */
+static void expect_refused(ob *b, int code, tth_diag *d)
+{
+    int rc;
+    cr_assert_null(import_ob(b, d, &rc), "the model imported");
+    if (code)
+        cr_assert_eq(rc, code, "code %d: %s", rc, d->message);
+}
+
+/* b does not import (expect_refused) and the diagnostic's location is location; frees b. */
+static void expect_refused_at(ob *b, int code, const char *location)
+{
+    tth_diag d;
+    expect_refused(b, code, &d);
+    cr_assert_str_eq(d.location, location);
+    ob_free(b);
+}
+
+/* b imports (the test fails with the importer's message when not). b stays the caller's. */
+static tth_relay_module *imported(ob *b)
+{
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(b, &d, &rc);
+    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
     return m;
 }
 
@@ -80,15 +108,13 @@ static void json_ints_eq(const json_t *attrs, const char *key, const int64_t *wa
 
 Test(import, unsupported_operator_names_node_and_op)
 {
+    tth_diag d;
+    int rc;
     ob b;
-    ob_init(&b, 13);
-    int64_t dims[2] = {1, 4};
-    ob_input(&b, "x", dims, 2);
+    ob_begin(&b, (const int64_t[]){1, 4}, 2);
     ob_node(&b, "Relu", "r", "x", "y");
     ob_node(&b, "NonMaxSuppression", "nms_1", "y,y", "z");
     ob_output(&b, "z");
-    tth_diag d;
-    int rc;
     tth_relay_module *m = import_ob(&b, &d, &rc);
     cr_assert_null(m);
     cr_assert_eq(rc, TTH_EUNSUPPORTED);
@@ -153,16 +179,10 @@ Test(import, outputs_of_one_name_or_an_input_are_refused)
 Test(import, unnamed_node_is_named_by_its_first_output)
 {
     ob b;
-    ob_init(&b, 13);
-    int64_t dims[1] = {4};
-    ob_input(&b, "x", dims, 1);
+    ob_begin(&b, (const int64_t[]){4}, 1);
     ob_node(&b, "Hardmax2", "", "x", "out7");
     ob_output(&b, "out7");
-    tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_str_eq(d.location, "node 'out7' (Hardmax2)");
-    ob_free(&b);
+    expect_refused_at(&b, 0, "node 'out7' (Hardmax2)");
 }
 
 Test(import, dynamic_dimension_names_input_and_dim)
@@ -174,9 +194,7 @@ Test(import, dynamic_dimension_names_input_and_dim)
     ob_node(&b, "Relu", "r", "images", "y");
     ob_output(&b, "y");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert(strstr(d.message, "'images'") && strstr(d.message, "'batch'") && strstr(d.message, "dimension 0"),
               "message: %s", d.message);
     cr_assert_str_eq(d.location, "input 'images'");
@@ -195,9 +213,7 @@ Test(import, dynamic_shape_value_is_a_diagnostic)
     ob_node(&b, "Reshape", "rs", "x,shape", "y");
     ob_output(&b, "y");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert_str_eq(d.location, "node 'rs' (Reshape)");
     cr_assert(strstr(d.message, "'shape'"), "message: %s", d.message);
     ob_free(&b);
@@ -247,9 +263,7 @@ Test(import, missing_graph)
     ob_init(&b, 13);
     b.model.graph = NULL;
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EMODEL);
+    expect_refused(&b, TTH_EMODEL, &d);
     cr_assert(strstr(d.message, "no graph"), "%s", d.message);
     ob_free(&b);
 }
@@ -263,9 +277,7 @@ Test(import, opset_out_of_range)
     ob_node(&b, "Relu", "r", "x", "y");
     ob_output(&b, "y");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert(strstr(d.message, "opset 22") && strstr(d.message, "1 to 21"), "%s", d.message);
     ob_free(&b);
 }
@@ -280,12 +292,7 @@ Test(import, bad_tensor_size_names_the_initializer)
     OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "w", 1, wd, 2, five, sizeof five));
     ob_node(&b, "Add", "a", "x,w", "y");
     ob_output(&b, "y");
-    tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EMODEL);
-    cr_assert_str_eq(d.location, "initializer 'w'");
-    ob_free(&b);
+    expect_refused_at(&b, TTH_EMODEL, "initializer 'w'");
 }
 
 Test(import, out_of_range_attributes)
@@ -296,9 +303,7 @@ Test(import, out_of_range_attributes)
     } cases[] = {{"Concat", "axis", 5}, {"Softmax", "axis", -9}, {"Flatten", "axis", 7}, {"Gather", "axis", 3}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         ob b;
-        ob_init(&b, 13);
-        int64_t dims[2] = {2, 3};
-        ob_input(&b, "x", dims, 2);
+        ob_begin(&b, (const int64_t[]){2, 3}, 2);
         ob_init_i64(&b, "idx", (int64_t[]){1}, 1, (int64_t[]){0});
         Onnx__NodeProto *n = ob_node(&b, cases[k].op, "n", !strcmp(cases[k].op, "Gather") ? "x,idx" : "x", "y");
         ob_attr_i(&b, n, cases[k].attr, cases[k].v);
@@ -323,32 +328,23 @@ Test(import, zero_stride_is_rejected)
     Onnx__NodeProto *n = ob_node(&b, "Conv", "c", "x,w", "y");
     ob_attr_ints(&b, n, "strides", (int64_t[]){0, 1}, 2);
     ob_output(&b, "y");
-    tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_str_eq(d.location, "node 'c' (Conv)");
-    ob_free(&b);
+    expect_refused_at(&b, 0, "node 'c' (Conv)");
 }
 
 /* ---- what a model becomes ---- */
 
 Test(import, initializers_are_constants_and_inputs_params)
 {
+    const int64_t dims[2] = {2, 3};
     ob b;
-    ob_init(&b, 13);
-    int64_t dims[2] = {2, 3};
-    float w[6] = {1, 2, 3, 4, 5, 6};
-    ob_input(&b, "x", dims, 2);
+    ob_begin(&b, dims, 2);
     ob_input(&b, "w", dims, 2); /* also an initializer: a constant, not a param */
-    ob_init_f32(&b, "w", dims, 2, w);
+    ob_init_f32(&b, "w", dims, 2, (const float[]){1, 2, 3, 4, 5, 6});
     ob_node(&b, "Add", "a", "x,w", "y");
     ob_node(&b, "Relu", "r", "y", "z");
     ob_output(&b, "y");
     ob_output(&b, "z");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_module *m = imported(&b);
     tth_relay_function *f = tth_relay_module_main(m);
     cr_assert_eq(f->nparams, 1);
     cr_assert_str_eq(f->params[0]->u.var.name, "x");
@@ -360,25 +356,27 @@ Test(import, initializers_are_constants_and_inputs_params)
     tth_rexpr *add = find_op(m, TTH_OP_ADD, 0);
     cr_assert(add);
     cr_assert_eq(add->u.call.args[1]->kind, TTH_REXPR_CONST);
-    cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
+    fe_verify(m);
     tth_relay_module_free(m);
     ob_free(&b);
+}
+
+/* x [2] and the initializer k of ONNX element type elem (holding h), out = Mul(x, k) */
+static void half_model(ob *b, int elem, const uint16_t *h, const char *out)
+{
+    const int64_t dims[1] = {2};
+    ob_init(b, 13);
+    OB_PUSH(b, b->graph.input, b->graph.n_input, ob_value_info(b, "x", elem, dims, 1, NULL, -1));
+    OB_PUSH(b, b->graph.initializer, b->graph.n_initializer, ob_tensor(b, "k", elem, dims, 1, h, 2 * sizeof *h));
+    ob_node(b, "Mul", "m", "x,k", out);
 }
 
 Test(import, float16_initializer_stays_f16)
 {
     ob b;
-    ob_init(&b, 13);
-    int64_t dims[1] = {2};
-    uint16_t h[2] = {0x3c00, 0xc000}; /* 1.0, -2.0 */
-    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "x", 10, dims, 1, NULL, -1));
-    OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "k", 10, dims, 1, h, sizeof h));
-    ob_node(&b, "Mul", "m", "x,k", "y");
+    half_model(&b, 10, (const uint16_t[]){0x3c00, 0xc000} /* 1.0, -2.0 */, "y");
     ob_output(&b, "y");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_module *m = imported(&b);
     tth_rexpr *mul = find_op(m, TTH_OP_MULTIPLY, 0);
     const tth_tensor *k = mul->u.call.args[1]->u.constant.value;
     cr_assert_eq(k->type.dtype, TTH_F16);
@@ -392,19 +390,12 @@ Test(import, float16_initializer_stays_f16)
 Test(import, bfloat16_input_initializer_and_cast_stay_bf16)
 {
     ob b;
-    ob_init(&b, 13);
-    int64_t dims[1] = {2};
-    uint16_t h[2] = {0x3f80, 0xc0a0}; /* 1.0, -5.0 */
-    OB_PUSH(&b, b.graph.input, b.graph.n_input, ob_value_info(&b, "x", 16, dims, 1, NULL, -1));
-    OB_PUSH(&b, b.graph.initializer, b.graph.n_initializer, ob_tensor(&b, "k", 16, dims, 1, h, sizeof h));
-    ob_node(&b, "Mul", "m", "x,k", "p");
+    const uint16_t h[2] = {0x3f80, 0xc0a0}; /* 1.0, -5.0 */
+    half_model(&b, 16, h, "p");
     ob_attr_i(&b, ob_node(&b, "Cast", "c", "p", "q"), "to", 1);
     ob_attr_i(&b, ob_node(&b, "Cast", "c2", "q", "y"), "to", 16);
     ob_output(&b, "y");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_module *m = imported(&b);
     tth_relay_function *f = tth_relay_module_main(m);
     cr_assert_eq(f->params[0]->type.tensor.dtype, TTH_BF16);
     tth_rexpr *mul = find_op(m, TTH_OP_MULTIPLY, 0);
@@ -433,10 +424,7 @@ Test(import, shape_arithmetic_is_folded)
     ob_attr_i(&b, c, "axis", 0);
     ob_node(&b, "Reshape", "rs", "x,newshape", "y");
     ob_output(&b, "y");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     assert_shape(out_type(m), 2, (int64_t[]){1, 48});
     cr_assert_eq(count_calls(m), 1, "only the reshape is left");
     tth_rexpr *rs = find_op(m, TTH_OP_RESHAPE, 0);
@@ -480,7 +468,7 @@ Test(import, reshape_zero_and_minus_one)
     }
 }
 
-static tth_relay_module *conv_model(const char *auto_pad, int64_t hw, int64_t stride, tth_diag *d)
+static tth_relay_module *conv_model(const char *auto_pad, int64_t hw, int64_t stride)
 {
     ob b;
     ob_init(&b, 13);
@@ -492,31 +480,29 @@ static tth_relay_module *conv_model(const char *auto_pad, int64_t hw, int64_t st
     ob_attr_s(&b, n, "auto_pad", auto_pad);
     ob_attr_ints(&b, n, "strides", (int64_t[]){stride, stride}, 2);
     ob_output(&b, "y");
-    int rc;
-    tth_relay_module *m = import_ob(&b, d, &rc);
-    ob_free(&b);
-    cr_assert_eq(rc, 0, "%s", d->message);
-    return m;
+    return fe_import_ob(&b);
 }
 
+/* out 3 for SAME_UPPER at 6, stride 2: total padding (3-1)*2+3-6 = 1, the extra one at the end;
+ * SAME_LOWER puts it first; the output's side (0: not checked) */
 Test(import, auto_pad_is_explicit_padding)
 {
-    tth_diag d;
-    tth_relay_module *m = conv_model("SAME_UPPER", 6, 2, &d);
-    /* out 3: total padding (3-1)*2+3-6 = 1, the extra one at the end for SAME_UPPER */
-    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){0, 0, 1, 1}, 4);
-    assert_shape(out_type(m), 4, (int64_t[]){1, 1, 3, 3});
-    tth_relay_module_free(m);
-    m = conv_model("SAME_LOWER", 6, 2, &d);
-    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){1, 1, 0, 0}, 4);
-    tth_relay_module_free(m);
-    m = conv_model("VALID", 6, 1, &d);
-    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){0, 0, 0, 0}, 4);
-    assert_shape(out_type(m), 4, (int64_t[]){1, 1, 4, 4});
-    tth_relay_module_free(m);
-    m = conv_model("SAME_UPPER", 5, 1, &d);
-    json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", (int64_t[]){1, 1, 1, 1}, 4);
-    tth_relay_module_free(m);
+    static const struct {
+        const char *auto_pad;
+        int64_t hw, stride, padding[4], out;
+    } cases[] = {
+        {"SAME_UPPER", 6, 2, {0, 0, 1, 1}, 3},
+        {"SAME_LOWER", 6, 2, {1, 1, 0, 0}, 0},
+        {"VALID", 6, 1, {0, 0, 0, 0}, 4},
+        {"SAME_UPPER", 5, 1, {1, 1, 1, 1}, 0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tth_relay_module *m = conv_model(cases[k].auto_pad, cases[k].hw, cases[k].stride);
+        json_ints_eq(find_op(m, TTH_OP_CONV2D, 0)->u.call.attrs, "padding", cases[k].padding, 4);
+        if (cases[k].out)
+            assert_shape(out_type(m), 4, (int64_t[]){1, 1, cases[k].out, cases[k].out});
+        tth_relay_module_free(m);
+    }
 }
 
 Test(import, conv1d_goes_through_conv2d)
@@ -531,7 +517,7 @@ Test(import, conv1d_goes_through_conv2d)
     tth_relay_module_free(m);
 }
 
-static tth_relay_module *softmax_model(int64_t opset, tth_diag *d)
+static tth_relay_module *softmax_model(int64_t opset)
 {
     ob b;
     ob_init(&b, opset);
@@ -540,24 +526,19 @@ static tth_relay_module *softmax_model(int64_t opset, tth_diag *d)
     Onnx__NodeProto *n = ob_node(&b, "Softmax", "sm", "x", "y");
     ob_attr_i(&b, n, "axis", 1);
     ob_output(&b, "y");
-    int rc;
-    tth_relay_module *m = import_ob(&b, d, &rc);
-    ob_free(&b);
-    cr_assert_eq(rc, 0, "%s", d->message);
-    return m;
+    return fe_import_ob(&b);
 }
 
 Test(import, softmax_axis_semantics_by_opset)
 {
-    tth_diag d;
     /* opset 11: the input is flattened to [2, 12] at axis 1 */
-    tth_relay_module *m = softmax_model(11, &d);
+    tth_relay_module *m = softmax_model(11);
     tth_rexpr *sm = find_op(m, TTH_OP_SOFTMAX, 0);
     assert_shape(&sm->u.call.args[0]->type.tensor, 2, (int64_t[]){2, 12});
     assert_shape(out_type(m), 3, (int64_t[]){2, 3, 4});
     tth_relay_module_free(m);
     /* opset 13: one axis, no reshape */
-    m = softmax_model(13, &d);
+    m = softmax_model(13);
     sm = find_op(m, TTH_OP_SOFTMAX, 0);
     cr_assert_eq(count_calls(m), 1);
     cr_assert_eq(json_integer_value(json_object_get(sm->u.call.attrs, "axis")), 1);
@@ -583,10 +564,7 @@ Test(import, clip_attribute_and_input_forms)
             ob_attr_f(&b, n, "max", 2.0f);
         }
         ob_output(&b, "y");
-        tth_diag d;
-        int rc;
-        tth_relay_module *m = import_ob(&b, &d, &rc);
-        cr_assert_eq(rc, 0, "%s", d.message);
+        tth_relay_module *m = imported(&b);
         tth_rexpr *c = find_op(m, TTH_OP_CLIP, 0);
         cr_assert_float_eq(json_number_value(json_object_get(c->u.call.attrs, "a_min")), -1.5, 1e-9);
         cr_assert_float_eq(json_number_value(json_object_get(c->u.call.attrs, "a_max")), 2.0, 1e-9);
@@ -608,10 +586,7 @@ Test(import, slice_negative_steps_are_normalized)
     ob_init_i64(&b, "sp", one, 1, (int64_t[]){-2});
     ob_node(&b, "Slice", "sl", "x,st,en,ax,sp", "y");
     ob_output(&b, "y");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_module *m = imported(&b);
     tth_rexpr *s = find_op(m, TTH_OP_STRIDED_SLICE, 0);
     json_ints_eq(s->u.call.attrs, "begin", (int64_t[]){4}, 1);
     json_ints_eq(s->u.call.attrs, "end", (int64_t[]){-1}, 1);
@@ -621,6 +596,8 @@ Test(import, slice_negative_steps_are_normalized)
     tth_ttype xt = {.dtype = TTH_F32, .rank = 1, .shape = {5}};
     float xv[5] = {10, 11, 12, 13, 14};
     tth_tensor *x = tth_tensor_new(&xt, xv);
+    tth_diag d;
+    tth_diag_clear(&d);
     cr_assert_eq(tth_relay_bind_params(m, &x, 1, &d), 0, "%s", d.message);
     tth_tensor_unref(x);
     cr_assert_eq(tth_relay_fold_constants(m, &d), 0, "%s", d.message);
@@ -753,16 +730,14 @@ Test(import, training_domain_alone_is_accepted)
     ob_attr_f(&b, n, "beta", 0.1f);
     ob_attr_f(&b, n, "norm_coefficient", 0.f);
     ob_attr_s(&b, n, "mode", "nesterov");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     cr_assert_not_null(find_op(m, TTH_OP_WHERE, 0), "beta is chosen by T > 0");
     tth_relay_module_free(m);
     /* an operator of the default set in such a model is refused by name */
     ob_node(&b, "Relu", "r", "X_new", "Z");
     ob_output(&b, "Z");
-    cr_assert_null(import_ob(&b, &d, &rc));
+    tth_diag d;
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "'Relu' of the default ONNX operator set"), "%s", d.message);
     cr_assert_str_eq(d.location, "node 'r' (Relu)");
     ob_free(&b);
@@ -777,19 +752,17 @@ Test(import, momentum_requires_its_attributes)
     ob_attr_f(&b, n, "norm_coefficient", 0.f);
     ob_attr_s(&b, n, "mode", "standard");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EMODEL);
+    expect_refused(&b, TTH_EMODEL, &d);
     cr_assert(strstr(d.message, "float attribute 'beta'"), "%s", d.message);
     cr_assert_str_eq(d.location, "node 'mom' (Momentum)");
     n->attribute[1]->has_f = 1;
     n->attribute[1]->has_i = 0;
     n->attribute[3]->s.len = 4; /* "stan" */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "mode 'stan'"), "%s", d.message);
     n->n_output = 1; /* V_new missing */
     n->attribute[3]->s.len = 8;
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "has 2 outputs; the node lists 1"), "%s", d.message);
     ob_free(&b);
 }
@@ -826,10 +799,7 @@ Test(import, gradient_sums_over_broadcast_axes)
 {
     ob b;
     gradient_model(&b, "Neg");
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     const tth_rexpr *body = tth_relay_module_main(m)->body;
     int64_t d2[2] = {2, 3}, d1[1] = {3};
     assert_shape(&body->u.tuple.fields[0]->type.tensor, 2, d2);
@@ -847,9 +817,7 @@ Test(import, gradient_through_an_unsupported_operator_is_refused)
     ob b;
     gradient_model(&b, "Exp");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert_str_eq(d.message, "Gradient through operator 'exp' (node 'u') is not supported");
     cr_assert_str_eq(d.location, "node 'grad' (Gradient)");
     ob_free(&b);
@@ -861,17 +829,16 @@ Test(import, gradient_names_must_match_its_inputs)
     Onnx__NodeProto *n = gradient_model(&b, "Neg");
     n->input[1] = (char *)"e"; /* not the value of xs[1] */
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "input 1 of Gradient is not the value of 'b'"), "%s", d.message);
     n->input[1] = (char *)"b";
     n->attribute[1]->s.data = (uint8_t *)"q"; /* y names no value */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "y 'q'"), "%s", d.message);
     n->attribute[1]->s.data = (uint8_t *)"y";
     n->attribute[0]->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
     n->attribute[0]->n_strings = 0; /* xs of the wrong type */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "needs the attributes 'xs'"), "%s", d.message);
     cr_assert_str_eq(d.location, "node 'grad' (Gradient)");
     ob_free(&b);
@@ -901,10 +868,7 @@ Test(import, tfidf_output_shape_is_the_largest_index_plus_one)
     ob b;
     Onnx__NodeProto *n = tfidf_model(&b);
     n->attribute[6]->ints[2] = 6;
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     int64_t want[2] = {2, 7};
     assert_shape(out_type(m), 2, want);
     tth_relay_module_free(m);
@@ -916,40 +880,38 @@ Test(import, tfidf_malformed_attributes_are_refused)
     ob b;
     Onnx__NodeProto *n = tfidf_model(&b);
     tth_diag d;
-    int rc;
     n->attribute[5]->ints[1] = 3; /* the bigrams would start inside one */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "ngram_counts[1] = 3"), "%s", d.message);
     cr_assert_str_eq(d.location, "node 'tfidf' (TfIdfVectorizer)");
     n->attribute[5]->ints[1] = 2;
     n->attribute[6]->n_ints = 2; /* three n-grams, two indexes */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "holds 3 n-grams; ngram_indexes has 2"), "%s", d.message);
     n->attribute[6]->n_ints = 3;
     n->attribute[6]->ints[0] = -1;
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "ngram_indexes[0] = -1"), "%s", d.message);
     n->attribute[6]->ints[0] = 0;
     n->attribute[0]->i = -2; /* a negative length */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "min_gram_length"), "%s", d.message);
     n->attribute[0]->i = 1;
     n->attribute[5]->ints[0] = 1; /* the unigrams do not start the pool */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "ngram_counts"), "%s", d.message);
     n->attribute[5]->ints[0] = 0;
     ob_attr_s(&b, n, "weights", "x"); /* weights of the wrong type: ignored in TF mode... */
     n->attribute[3]->s.data = (uint8_t *)"IDF"; /* ... and none in IDF mode */
     n->attribute[3]->s.len = 3;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s", d.message);
+    tth_relay_module *m = imported(&b);
     tth_relay_module_free(m);
     float w[2] = {1, 2};
     Onnx__AttributeProto *wa = n->attribute[7];
     wa->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
     wa->n_floats = 2;
     wa->floats = w; /* two weights for three n-grams */
-    cr_assert_null(import_ob(&b, &d, &rc));
+    expect_refused(&b, 0, &d);
     cr_assert(strstr(d.message, "2 weights for 3 n-grams"), "%s", d.message);
     ob_free(&b);
 }
@@ -960,9 +922,7 @@ Test(import, tfidf_over_strings_is_refused_by_name)
     Onnx__NodeProto *n = tfidf_model(&b);
     ob_attr_s(&b, n, "pool_strings", "a");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert_str_eq(d.message, "TfIdfVectorizer over strings (pool_strings) is not supported");
     cr_assert_str_eq(d.location, "node 'tfidf' (TfIdfVectorizer)");
     ob_free(&b);
@@ -999,10 +959,7 @@ Test(import, dft_is_one_matmul_by_a_constant_matrix)
 {
     ob b;
     ob_attr_i(&b, dft_model(&b, 1, 9), "onesided", 1); /* 6 samples zero-padded to 9: bins 0 .. 4 */
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     assert_shape(out_type(m), 4, (int64_t[]){2, 5, 3, 2});
     tth_rexpr *mm = find_op(m, TTH_OP_MATMUL, 0);
     cr_assert(mm && !find_op(m, TTH_OP_MATMUL, 1));
@@ -1053,10 +1010,7 @@ Test(import, stft_frames_a_signal_and_names_non_constant_inputs)
 {
     ob b;
     stft_model(&b, 0, 1);
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     assert_shape(out_type(m), 4, (int64_t[]){2, 6, 10, 2}); /* 1 + (40 - 10) / 6 frames */
     tth_rexpr *take = find_op(m, TTH_OP_TAKE, 0);
     cr_assert(take);
@@ -1092,10 +1046,7 @@ Test(import, mel_weight_matrix_is_a_constant)
 {
     ob b;
     mel_model(&b, 0);
-    tth_diag d;
-    int rc;
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     tth_rexpr *y = tth_relay_module_main(m)->body;
     cr_assert_eq(y->kind, TTH_REXPR_CONST);
     assert_shape(out_type(m), 2, (int64_t[]){9, 8});
@@ -1119,14 +1070,10 @@ Test(import, foreign_element_types_are_named)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/simple/test_strnorm_model_nostopwords_nochangecase/model.onnx", FE_TESTDATA);
-    size_t len;
-    uint8_t *bytes = fe_read_file(path, &len);
-    cr_assert(bytes, "cannot read %s", path);
-    tth_relay_module *m = NULL;
     tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_neq(tth_onnx_import(bytes, len, "t", &m, &d), 0);
-    free(bytes);
+    int rc;
+    cr_assert_null(fe_import_path(path, "t", &d, &rc));
+    cr_assert_neq(rc, 0);
     cr_assert(strstr(d.message, "element type string (ONNX element type 8)"), "%s", d.message);
     cr_assert_eq(d.code, TTH_EUNSUPPORTED);
 }
@@ -1154,21 +1101,17 @@ Test(import, scan8_sequence_lens_must_be_the_full_length)
     ob_output(&b, "s");
     ob_output(&b, "y");
     tth_diag d;
-    int rc;
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert(strstr(d.message, "Scan's sequence_lens known only at run time"), "%s", d.message);
     b.graph.n_input--; /* lens becomes an initializer: one sequence shorter than 3 */
     int64_t lens[2] = {3, 2};
     ob_init_i64(&b, "lens", d1, 1, lens);
-    cr_assert_null(import_ob(&b, &d, &rc));
-    cr_assert_eq(rc, TTH_EUNSUPPORTED);
+    expect_refused(&b, TTH_EUNSUPPORTED, &d);
     cr_assert_str_eq(d.message, "unsupported attribute value: Scan's sequence_lens 2 (batch 1) is not the full length 3");
     cr_assert_str_eq(d.location, "node 'scan' (Scan)");
     lens[1] = 3;
     memcpy(b.graph.initializer[0]->raw_data.data, lens, sizeof lens);
-    tth_relay_module *m = import_ob(&b, &d, &rc);
-    cr_assert_eq(rc, 0, "%s at %s", d.message, d.location);
+    tth_relay_module *m = imported(&b);
     const tth_rexpr *out = tth_relay_module_main(m)->body;
     assert_shape(&out->u.tuple.fields[0]->type.tensor, 2, d2);
     assert_shape(&out->u.tuple.fields[1]->type.tensor, 3, d3);

@@ -16,12 +16,14 @@
 #include <sys/stat.h>
 
 #include "helpers.h"
+#include "model_fixture.h"
 #include "compile.h"
 #include "frontend.h"
 #include "tth/target.h"
 #include "tthrt.h"
 
-TestSuite(qdq, .timeout = 300);
+/* every test has test_reg (test_fixture_c) */
+TestSuite(qdq, .timeout = 300, .init = test_fixture_c, .fini = test_fixture_fini);
 
 typedef struct qcase {
     const char *name;
@@ -71,13 +73,12 @@ static void generate(const char *name, char *tmp, size_t tlen, char *dir, size_t
     snprintf(dir, dlen, "%s/%s", tmp, name);
 }
 
+/* DIR/model.onnx, whole */
 static uint8_t *read_model(const char *dir, size_t *len)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/model.onnx", dir);
-    uint8_t *b = test_read_file(path, len);
-    cr_assert(b, "%s", path);
-    return b;
+    return test_slurp(path, len);
 }
 
 /* ---------------------------------------------------------------- the Relay form */
@@ -159,19 +160,27 @@ static void host_log(void *ctx, int level, const char *msg)
     snprintf(l->text + n, sizeof l->text - n, "[%d] %s\n", level, msg);
 }
 
-static int compile(const tth_registry *r, const uint8_t *model, size_t len, const char *tgt, json_t *opts,
-                   logs *lg, tth_compile_result *res, tth_diag *d)
+/* The case in dir compiled for tgt with opts, its notes logged into lg (NULL: not kept). */
+static int compile(const tth_registry *r, const char *dir, const char *tgt, json_t *opts, logs *lg,
+                   tth_compile_result *res, tth_diag *d)
 {
-    tth_diag_clear(d);
-    json_t *t = tth_target_parse(r, NULL, tgt, d);
-    cr_assert(t, "%s: %s", tgt, d->message);
-    tth_host host = {.size = sizeof host, .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR,
-                     .ctx = lg, .log = lg ? host_log : NULL};
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "m", .target = t,
-                               .options = opts, .registry = r, .host = &host};
-    int rc = tth_compile(&req, res, d);
-    json_decref(t);
+    size_t len;
+    uint8_t *model = read_model(dir, &len);
+    tth_host host = test_host(lg, lg ? host_log : NULL);
+    int rc = test_compile_text(r, tgt, model, len, "m", opts, &host, res, d);
+    free(model);
     return rc;
+}
+
+/* The same with only build_shared in the options; the test fails when the compile does. */
+static void compile_ok(const tth_registry *r, const char *dir, const char *tgt, int build_shared,
+                       tth_compile_result *res)
+{
+    json_t *opts = json_pack("{s:b}", "build_shared", build_shared);
+    tth_diag d;
+    int rc = compile(r, dir, tgt, opts, NULL, res, &d);
+    json_decref(opts);
+    cr_assert_eq(rc, 0, "%s: %s (%s)", dir, d.message, d.location);
 }
 
 static int64_t elem(const tthrt_array *a, size_t i)
@@ -210,24 +219,16 @@ static int64_t max_diff(const tthrt_array *got, const tthrt_array *want, size_t 
 /* Compile for c, run on the case's input; *out gets a copy of the output. */
 static void run_on_c(const tth_registry *r, const char *dir, tthrt_array *out)
 {
-    size_t len;
-    uint8_t *model = read_model(dir, &len);
     tth_compile_result res;
-    tth_diag d;
-    json_t *opts = json_pack("{s:b}", "build_shared", 1);
-    int rc = compile(r, model, len, "c", opts, NULL, &res, &d);
-    json_decref(opts);
-    free(model);
-    cr_assert_eq(rc, 0, "%s: %s (%s)", dir, d.message, d.location);
-    tthrt_model *m = NULL;
-    cr_assert_eq(tthrt_model_open_memory(res.artifact, res.artifact_len, &m, &d), 0, "%s", d.message);
+    compile_ok(r, dir, "c", 1, &res);
+    tthrt_model *m = test_open_artifact(&res);
     tth_compile_result_free(&res);
     char path[700];
     snprintf(path, sizeof path, "%s/test_data_set_0/input_0.pb", dir);
+    tth_diag d;
     cr_assert_eq(tthrt_model_bind_file(m, tthrt_model_input(m, 0)->name, path, &d), 0, "%s", d.message);
-    cr_assert_eq(tthrt_model_run(m, 1, NULL, &d), 0, "%s", d.message);
-    tthrt_array view;
-    cr_assert_eq(tthrt_model_output_array(m, 0, &view, &d), 0, "%s", d.message);
+    test_run_once(m);
+    tthrt_array view = test_output(m, 0);
     cr_assert_eq(tthrt_array_init(out, view.dtype, view.rank, view.shape, &d), 0);
     memcpy(out->data, view.data, view.nbytes);
     tthrt_model_close(m);
@@ -251,40 +252,21 @@ static void check_numerics(const qcase *qc, const tth_registry *r, const char *d
     tthrt_array_clear(&want);
 }
 
-/* The kind that took the first call of `op` in the partition. */
-static const char *kind_of(const json_t *meta, const char *op)
-{
-    const json_t *ops = json_object_get(json_object_get(meta, "partition"), "ops");
-    size_t i;
-    const json_t *o;
-    json_array_foreach(ops, i, o)
-        if (strcmp(json_string_value(json_object_get(o, "op")), op) == 0)
-            return json_string_value(json_object_get(o, "kind"));
-    return NULL;
-}
-
 static void check_cmsis_partition(const qcase *qc, const tth_registry *r, const char *dir)
 {
-    size_t len;
-    uint8_t *model = read_model(dir, &len);
     tth_compile_result res;
-    tth_diag d;
-    json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    int rc = compile(r, model, len, "cmsis-nn,c -mcpu=cortex-m55", opts, NULL, &res, &d);
-    json_decref(opts);
-    free(model);
-    cr_assert_eq(rc, 0, "%s: %s (%s)", qc->name, d.message, d.location);
+    compile_ok(r, dir, "cmsis-nn,c -mcpu=cortex-m55", 0, &res);
     char *meta = json_dumps(json_object_get(res.metadata, "partition"), JSON_INDENT(1));
-    const char *k = kind_of(res.metadata, qc->anchor);
+    const char *k = test_partition_kind(res.metadata, qc->anchor);
     cr_expect(k && strcmp(k, qc->cmsis_kind) == 0, "%s: %s went to %s, want %s\n%s", qc->name, qc->anchor,
               k ? k : "(nothing)", qc->cmsis_kind, meta);
     if (strcmp(qc->cmsis_kind, "cmsis-nn") == 0) {
-        cr_expect_str_eq(kind_of(res.metadata, "qnn.requantize"), "cmsis-nn", "%s\n%s", qc->name, meta);
+        cr_expect_str_eq(test_partition_kind(res.metadata, "qnn.requantize"), "cmsis-nn", "%s\n%s", qc->name, meta);
         if (qc->clips)
-            cr_expect_str_eq(kind_of(res.metadata, "clip"), "cmsis-nn", "%s\n%s", qc->name, meta);
+            cr_expect_str_eq(test_partition_kind(res.metadata, "clip"), "cmsis-nn", "%s\n%s", qc->name, meta);
     }
     if (strcmp(qc->name, "cnn") == 0) /* the second dense layer and the pool too */
-        cr_expect_str_eq(kind_of(res.metadata, "nn.max_pool2d"), "cmsis-nn", "%s\n%s", qc->name, meta);
+        cr_expect_str_eq(test_partition_kind(res.metadata, "nn.max_pool2d"), "cmsis-nn", "%s\n%s", qc->name, meta);
     free(meta);
     tth_compile_result_free(&res);
 }
@@ -295,10 +277,8 @@ static void run_case(const char *name)
     char tmp[256], dir[512];
     generate(name, tmp, sizeof tmp, dir, sizeof dir);
     check_relay(qc, dir);
-    tth_registry *r = test_registry();
-    check_numerics(qc, r, dir);
-    check_cmsis_partition(qc, r, dir);
-    tth_registry_free(r);
+    check_numerics(qc, test_reg, dir);
+    check_cmsis_partition(qc, test_reg, dir);
     test_rmtree(tmp);
 }
 
@@ -338,14 +318,12 @@ Test(qdq, explain_notes_the_refusal)
 {
     char tmp[256], dir[512];
     generate("conv_bad_bias", tmp, sizeof tmp, dir, sizeof dir);
-    tth_registry *r = test_registry();
-    size_t len;
-    uint8_t *model = read_model(dir, &len);
+    const tth_registry *r = test_reg;
     tth_compile_result res;
     tth_diag d;
     logs lg = {{0}};
     json_t *opts = json_pack("{s:b, s:b}", "explain", 1, "build_shared", 0);
-    cr_assert_eq(compile(r, model, len, "c", opts, &lg, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile(r, dir, "c", opts, &lg, &res, &d), 0, "%s", d.message);
     cr_expect(strstr(lg.text, "[3] qdq: nn.conv2d 'conv"), "notes:\n%s", lg.text);
     cr_expect(strstr(lg.text, "is not x_scale * w_scale"), "notes:\n%s", lg.text);
     tth_compile_result_free(&res);
@@ -353,15 +331,13 @@ Test(qdq, explain_notes_the_refusal)
     lg.text[0] = 0;
     json_object_set_new(opts, "explain", json_false());
     json_object_set_new(opts, "dump_ir", json_string("optimize"));
-    cr_assert_eq(compile(r, model, len, "c", opts, &lg, &res, &d), 0, "%s", d.message);
+    cr_assert_eq(compile(r, dir, "c", opts, &lg, &res, &d), 0, "%s", d.message);
     cr_expect(!strstr(lg.text, "qdq:"), "notes:\n%s", lg.text);
     const char *relay = json_string_value(json_object_get(res.dumps, "optimize"));
     cr_assert(relay);
     cr_expect(!strstr(relay, "qdq_refused"), "%s", relay);
     tth_compile_result_free(&res);
     json_decref(opts);
-    free(model);
-    tth_registry_free(r);
     test_rmtree(tmp);
 }
 
@@ -378,7 +354,7 @@ Test(qdq, onnxruntime_agrees)
     struct stat st;
     if (stat(probe, &st) != 0 || !test_have("node"))
         cr_skip_test("onnxruntime-node is not installed (bench/ort/setup) or node is missing");
-    tth_registry *r = test_registry();
+    const tth_registry *r = test_reg;
     char tmp[256], dir[512];
     test_mkdtemp(tmp, sizeof tmp);
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
@@ -409,5 +385,4 @@ Test(qdq, onnxruntime_agrees)
         test_rmtree(gen_tmp);
     }
     test_rmtree(tmp);
-    tth_registry_free(r);
 }
