@@ -40,16 +40,12 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from private_tthd import run_with_daemon  # noqa: E402
+from artifact_main import load_pb  # noqa: E402
 
 TOL = {np.float32: (1e-4, 1e-4), np.float16: (1e-2, 1e-2), np.float64: (1e-7, 1e-7)}
-
-
-def load_pb(path):
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
 
 
 def bf16_bits(path):
@@ -202,29 +198,15 @@ def main():
     cases = cases[::args.stride]
     if args.limit:
         cases = cases[:args.limit]
-    args.tmp = tempfile.mkdtemp(prefix="tth-conf-daemon-")
-    args.socket = os.path.join(args.tmp, "tthd.sock")
-    env_cache = os.path.join(args.tmp, "cache")
-    tthd = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.tthctl))), "daemon", "tthd")
-    daemon = subprocess.Popen([tthd, "--socket", args.socket, "--cache-dir", env_cache],
-                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(args.tmp, "tthd.log"), "w"))
     known = set()
     if args.known:
         with open(args.known) as f:
             known = {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
-    counts = {"passed": 0, "bound": 0, "failed": 0, "unsupported": 0, "known": 0}
-    failures, fixed = [], []
-    try:
-        st = run([args.tthctl, "--socket", args.socket, "--no-start", "status"], args.tmp)
-        for _ in range(100):
-            if st.returncode == 0:
-                break
-            import time
-            time.sleep(0.1)
-            st = run([args.tthctl, "--socket", args.socket, "--no-start", "status"], args.tmp)
-        if st.returncode != 0:
-            print("through_daemon: tthd did not start:", st.stderr, file=sys.stderr)
-            return 2
+
+    def body(daemon, work, failures):
+        args.tmp, args.socket = work, daemon.socket
+        counts = {"passed": 0, "bound": 0, "failed": 0, "unsupported": 0, "known": 0}
+        fixed = []
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             for case, (status, detail) in zip(cases, pool.map(lambda c: one_case(c, args), cases)):
                 name = f"{os.path.basename(os.path.dirname(case))}/{os.path.basename(case)}"
@@ -236,25 +218,13 @@ def main():
                 counts[status] += 1
                 if status == "failed":
                     failures.append(f"{name}: {detail}")
-        stop = run([args.tthctl, "--socket", args.socket, "--no-start", "stop"], args.tmp)
-        daemon.wait(timeout=30)
-        if stop.returncode != 0 or daemon.returncode != 0:
-            failures.append(f"tthd: stop exit {stop.returncode}, daemon exit {daemon.returncode} "
-                            f"(a sanitizer report makes it non-zero; see its log)")
-            counts["failed"] += 1
-            sys.stderr.write(open(os.path.join(args.tmp, "tthd.log")).read()[-4000:])
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
-        shutil.rmtree(args.tmp, ignore_errors=True)
-    for f in failures:
-        print("FAILED", f)
-    print(f"through the daemon: {len(cases)} cases")
-    print(f"{counts['passed'] + counts['bound']} passed ({counts['bound']} of them with inputs bound at compile "
-          f"time), {counts['failed']} failed, {counts['unsupported']} unsupported, {counts['known']} known failures"
-          + (f" (passing again, take them off the list: {', '.join(fixed)})" if fixed else ""))
-    return 1 if counts["failed"] else 0
+        print(f"through the daemon: {len(cases)} cases")
+        print(f"{counts['passed'] + counts['bound']} passed ({counts['bound']} of them with inputs bound at compile "
+              f"time), {counts['failed']} failed, {counts['unsupported']} unsupported, {counts['known']} known failures"
+              + (f" (passing again, take them off the list: {', '.join(fixed)})" if fixed else ""))
+
+    # a sanitizer report in tthd makes its stop unclean: a failure (its log's end is shown)
+    return run_with_daemon(args.tthctl, "tth-conf-daemon-", body, "through the daemon")
 
 
 if __name__ == "__main__":
