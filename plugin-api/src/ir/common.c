@@ -67,12 +67,17 @@ int tth_dtype_is_signed(tth_dtype t)
 
 /* ---- tensor types ---- */
 
-int64_t tth_ttype_numel(const tth_ttype *t)
+int64_t tth__shape_numel(int32_t rank, const int64_t *shape)
 {
     int64_t n = 1;
-    for (int32_t i = 0; i < t->rank; i++)
-        n *= t->shape[i];
+    for (int32_t i = 0; i < rank; i++)
+        n *= shape[i];
     return n;
+}
+
+int64_t tth_ttype_numel(const tth_ttype *t)
+{
+    return tth__shape_numel(t->rank, t->shape);
 }
 
 size_t tth_ttype_nbytes(const tth_ttype *t)
@@ -427,16 +432,23 @@ int64_t tth_tensor_get_i64(const tth_tensor *t, int64_t i)
 
 /* ---- shared helpers ---- */
 
+void *tth__grow(void *items, size_t n, size_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return items;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    void *p = realloc(items, ncap * elem);
+    if (p)
+        *cap = ncap;
+    return p;
+}
+
 int tth__ptrvec_push(tth__ptrvec *v, void *p)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 16;
-        void **items = realloc(v->items, cap * sizeof *items);
-        if (!items)
-            return TTH_ENOMEM;
-        v->items = items;
-        v->cap = cap;
-    }
+    void **items = tth__grow(v->items, v->n, &v->cap, sizeof *items);
+    if (!items)
+        return TTH_ENOMEM;
+    v->items = items;
     v->items[v->n++] = p;
     return 0;
 }
@@ -448,14 +460,38 @@ void tth__ptrvec_free(tth__ptrvec *v)
     v->n = v->cap = 0;
 }
 
-void tth__release_owned(tth__ptrvec *jsons, tth__ptrvec *tensors)
+void tth__module_free(void *pm, tth__module_own *own, void *funcs, tth_arena *arena)
 {
-    for (size_t i = 0; i < jsons->n; i++)
-        json_decref(jsons->items[i]);
-    for (size_t i = 0; i < tensors->n; i++)
-        tth_tensor_unref(tensors->items[i]);
-    tth__ptrvec_free(jsons);
-    tth__ptrvec_free(tensors);
+    for (size_t i = 0; i < own->jsons.n; i++)
+        json_decref(own->jsons.items[i]);
+    for (size_t i = 0; i < own->tensors.n; i++)
+        tth_tensor_unref(own->tensors.items[i]);
+    tth__ptrvec_free(&own->jsons);
+    tth__ptrvec_free(&own->tensors);
+    free(funcs);
+    tth_arena_free(arena);
+    free(pm);
+}
+
+void *tth__refuse_func(json_t *attrs, tth_diag *diag, int code, const char *loc, const char *fmt, ...)
+{
+    json_decref(attrs);
+    va_list ap;
+    va_start(ap, fmt);
+    tth_diag_vset(diag, code, loc, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+json_t *tth__keep_attrs(tth__module_own *own, json_t *attrs, const char *what, const char *loc, tth_diag *diag)
+{
+    if (!attrs)
+        attrs = json_object();
+    if (!json_is_object(attrs))
+        return tth__refuse_func(attrs, diag, TTH_EINVAL, loc, "%s attributes must be a JSON object", what);
+    if (tth__ptrvec_push(&own->jsons, attrs) != 0)
+        return tth__refuse_func(attrs, diag, TTH_ENOMEM, loc, "out of memory");
+    return attrs;
 }
 
 static void sb_reserve(tth_strbuf *b, size_t more)

@@ -11,42 +11,20 @@
 tth_relay_module *tth_relay_module_new(const char *name)
 {
     tth__relay_module *pm = calloc(1, sizeof *pm);
-    if (!pm)
-        return NULL;
-    pm->pub.arena = tth_arena_new();
-    if (!pm->pub.arena) {
-        free(pm);
-        return NULL;
-    }
-    pm->pub.name = tth_arena_strdup(pm->pub.arena, name ? name : "");
-    if (!pm->pub.name) {
-        tth_arena_free(pm->pub.arena);
-        free(pm);
-        return NULL;
-    }
-    return &pm->pub;
+    if (pm && (pm->pub.arena = tth_arena_new()) &&
+        (pm->pub.name = tth_arena_strdup(pm->pub.arena, name ? name : "")))
+        return &pm->pub;
+    tth_relay_module_free(pm ? &pm->pub : NULL);
+    return NULL;
 }
 
 void tth_relay_module_free(tth_relay_module *m)
 {
-    if (!m)
-        return;
-    tth__relay_module *pm = tth__rmod(m);
-    tth__release_owned(&pm->jsons, &pm->tensors);
-    free(m->funcs);
-    tth_arena_free(m->arena);
-    free(pm);
+    if (m)
+        tth__module_free(m, &tth__rmod(m)->own, m->funcs, m->arena);
 }
 
-tth_relay_function *tth_relay_module_find(const tth_relay_module *m, const char *name)
-{
-    if (!m || !name)
-        return NULL;
-    for (size_t i = 0; i < m->nfuncs; i++)
-        if (strcmp(m->funcs[i]->name, name) == 0)
-            return m->funcs[i];
-    return NULL;
-}
+TTH__MODULE_FUNCS(tth_relay_module, tth_relay_function, tth_relay_module_find, funcs_push, &tth__rmod(m)->own)
 
 tth_relay_function *tth_relay_module_main(const tth_relay_module *m)
 {
@@ -55,7 +33,7 @@ tth_relay_function *tth_relay_module_main(const tth_relay_module *m)
 
 int tth__relay_keep_json(tth_relay_module *m, json_t *j)
 {
-    if (tth__ptrvec_push(&tth__rmod(m)->jsons, j) != 0) {
+    if (tth__ptrvec_push(&tth__rmod(m)->own.jsons, j) != 0) {
         json_decref(j);
         return TTH_ENOMEM;
     }
@@ -149,7 +127,7 @@ tth_rexpr *tth_relay_const(tth_relay_module *m, tth_tensor *value, const char *n
         tth_tensor_unref(value);
         return NULL;
     }
-    if (tth__ptrvec_push(&tth__rmod(m)->tensors, value) != 0) {
+    if (tth__ptrvec_push(&tth__rmod(m)->own.tensors, value) != 0) {
         tth_tensor_unref(value);
         return NULL;
     }
@@ -173,6 +151,37 @@ static tth_rexpr **copy_args(tth_relay_module *m, tth_rexpr *const *args, size_t
     if (a && n)
         memcpy(a, args, n * sizeof *a);
     return a;
+}
+
+/* 0 when every argument is a node of m, else TTH_EINVAL with diag set ("<what>: argument i is"). */
+static int args_owned(const tth_relay_module *m, tth_rexpr *const *args, size_t nargs, const char *what,
+                      const char *loc, tth_diag *diag)
+{
+    for (size_t i = 0; i < nargs; i++)
+        if (!args[i] || !owned(m, args[i]))
+            return tth_diag_set(diag, TTH_EINVAL, loc, "%s: argument %zu is %s", what, i,
+                                args[i] ? "a node of another module" : "NULL");
+    return 0;
+}
+
+/* A call node of the given type, of op or of fn, with a copy of args and attrs (kept by m); NULL
+ * with diag set when out of memory. */
+static tth_rexpr *call_node(tth_relay_module *m, const tth_rtype *type, tth_op op, tth_relay_function *fn,
+                            tth_rexpr *const *args, size_t nargs, json_t *attrs, const char *loc, tth_diag *diag)
+{
+    tth_rexpr *e = node_new(m, TTH_REXPR_CALL);
+    tth_rexpr **a = e ? copy_args(m, args, nargs) : NULL;
+    if (!a) {
+        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
+        return NULL;
+    }
+    e->type = *type;
+    e->u.call.op = op;
+    e->u.call.fn = fn;
+    e->u.call.args = a;
+    e->u.call.nargs = nargs;
+    e->u.call.attrs = attrs;
+    return e;
 }
 
 tth_rexpr *tth_relay_call(tth_relay_module *m, tth_op op, tth_rexpr *const *args, size_t nargs, json_t *attrs,
@@ -201,13 +210,9 @@ tth_rexpr *tth_relay_call(tth_relay_module *m, tth_op op, tth_rexpr *const *args
         tth_diag_set(diag, TTH_EINVAL, loc, "%s: no arguments given", tth_op_name(op));
         return NULL;
     }
-    for (size_t i = 0; i < nargs; i++) {
-        if (!args[i] || !owned(m, args[i])) {
-            json_decref(attrs);
-            tth_diag_set(diag, TTH_EINVAL, loc, "%s: argument %zu is %s", tth_op_name(op), i,
-                         args[i] ? "a node of another module" : "NULL");
-            return NULL;
-        }
+    if (args_owned(m, args, nargs, tth_op_name(op), loc, diag) != 0) {
+        json_decref(attrs);
+        return NULL;
     }
     const tth_rtype *small[16];
     const tth_rtype **types = nargs <= 16 ? small : malloc(nargs * sizeof *types);
@@ -230,18 +235,7 @@ tth_rexpr *tth_relay_call(tth_relay_module *m, tth_op op, tth_rexpr *const *args
         tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
         return NULL;
     }
-    tth_rexpr *e = node_new(m, TTH_REXPR_CALL);
-    tth_rexpr **a = e ? copy_args(m, args, nargs) : NULL;
-    if (!a) {
-        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
-        return NULL;
-    }
-    e->type = out;
-    e->u.call.op = op;
-    e->u.call.args = a;
-    e->u.call.nargs = nargs;
-    e->u.call.attrs = attrs;
-    return e;
+    return call_node(m, &out, op, NULL, args, nargs, attrs, loc, diag);
 }
 
 tth_rexpr *tth_relay_call_fn(tth_relay_module *m, tth_relay_function *fn, tth_rexpr *const *args, size_t nargs,
@@ -263,12 +257,9 @@ tth_rexpr *tth_relay_call_fn(tth_relay_module *m, tth_relay_function *fn, tth_re
         tth_diag_set(diag, TTH_ETYPE, loc, "@%s: expected %zu arguments, got %zu", fn->name, fn->nparams, nargs);
         return NULL;
     }
+    if (args_owned(m, args, nargs, what, loc, diag) != 0)
+        return NULL;
     for (size_t i = 0; i < nargs; i++) {
-        if (!args[i] || !owned(m, args[i])) {
-            tth_diag_set(diag, TTH_EINVAL, loc, "@%s: argument %zu is %s", fn->name, i,
-                         args[i] ? "a node of another module" : "NULL");
-            return NULL;
-        }
         if (!tth__rtype_equal(&args[i]->type, &fn->params[i]->type)) {
             char want[160], got[160];
             tth__rtype_format(&fn->params[i]->type, want, sizeof want);
@@ -283,19 +274,7 @@ tth_rexpr *tth_relay_call_fn(tth_relay_module *m, tth_relay_function *fn, tth_re
         tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
         return NULL;
     }
-    tth_rexpr *e = node_new(m, TTH_REXPR_CALL);
-    tth_rexpr **a = e ? copy_args(m, args, nargs) : NULL;
-    if (!a) {
-        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
-        return NULL;
-    }
-    e->type = fn->body->type;
-    e->u.call.op = TTH_OP_INVALID;
-    e->u.call.fn = fn;
-    e->u.call.args = a;
-    e->u.call.nargs = nargs;
-    e->u.call.attrs = attrs;
-    return e;
+    return call_node(m, &fn->body->type, TTH_OP_INVALID, fn, args, nargs, attrs, loc, diag);
 }
 
 tth_rexpr *tth_relay_tuple(tth_relay_module *m, tth_rexpr *const *fields, size_t n, tth_diag *diag)
@@ -501,47 +480,17 @@ int64_t tth_relay_topo(tth_relay_module *m, const tth_relay_function *fn, tth_re
 
 /* ---- functions ---- */
 
-static int funcs_push(tth_relay_module *m, tth_relay_function *f)
-{
-    tth__relay_module *pm = tth__rmod(m);
-    if (m->nfuncs == pm->funcs_cap) {
-        size_t cap = pm->funcs_cap ? pm->funcs_cap * 2 : 8;
-        tth_relay_function **nf = realloc(m->funcs, cap * sizeof *nf);
-        if (!nf)
-            return TTH_ENOMEM;
-        m->funcs = nf;
-        pm->funcs_cap = cap;
-    }
-    m->funcs[m->nfuncs++] = f;
-    return 0;
-}
-
 tth_relay_function *tth_relay_function_add(tth_relay_module *m, const char *name, tth_rexpr *const *params,
                                            size_t nparams, tth_rexpr *body, json_t *attrs, tth_diag *diag)
 {
     char loc[TTH_DIAG_LOCATION_MAX];
     snprintf(loc, sizeof loc, "function @%s", name ? name : "(null)");
-    if (!m || !name || !*name) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EINVAL, loc, "a function needs a module and a name");
+    if (!m || !name || !*name)
+        return tth__refuse_func(attrs, diag, TTH_EINVAL, loc, "a function needs a module and a name");
+    if (tth_relay_module_find(m, name))
+        return tth__refuse_func(attrs, diag, TTH_EDUPLICATE, loc, "function @%s already exists", name);
+    if (!(attrs = tth__keep_attrs(&tth__rmod(m)->own, attrs, "function", loc, diag)))
         return NULL;
-    }
-    if (tth_relay_module_find(m, name)) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EDUPLICATE, loc, "function @%s already exists", name);
-        return NULL;
-    }
-    if (!attrs)
-        attrs = json_object();
-    if (!json_is_object(attrs)) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EINVAL, loc, "function attributes must be a JSON object");
-        return NULL;
-    }
-    if (tth__relay_keep_json(m, attrs) != 0) {
-        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
-        return NULL;
-    }
     if (!body || !owned(m, body)) {
         tth_diag_set(diag, TTH_EINVAL, loc, "the body is %s", body ? "a node of another module" : "NULL");
         return NULL;

@@ -12,51 +12,19 @@
 tth_tir_module *tth_tir_module_new(void)
 {
     tth__tir_module *pm = calloc(1, sizeof *pm);
-    if (!pm)
-        return NULL;
-    pm->pub.arena = tth_arena_new();
-    if (!pm->pub.arena) {
-        free(pm);
-        return NULL;
-    }
-    return &pm->pub;
+    if (pm && (pm->pub.arena = tth_arena_new()))
+        return &pm->pub;
+    free(pm);
+    return NULL;
 }
 
 void tth_tir_module_free(tth_tir_module *m)
 {
-    if (!m)
-        return;
-    tth__tir_module *pm = tth__tmod(m);
-    tth__release_owned(&pm->jsons, &pm->tensors);
-    free(m->funcs);
-    tth_arena_free(m->arena);
-    free(pm);
+    if (m)
+        tth__module_free(m, &tth__tmod(m)->own, m->funcs, m->arena);
 }
 
-tth_prim_func *tth_tir_module_find(const tth_tir_module *m, const char *name)
-{
-    if (!m || !name)
-        return NULL;
-    for (size_t i = 0; i < m->nfuncs; i++)
-        if (strcmp(m->funcs[i]->name, name) == 0)
-            return m->funcs[i];
-    return NULL;
-}
-
-static int funcs_push(tth_tir_module *m, tth_prim_func *f)
-{
-    tth__tir_module *pm = tth__tmod(m);
-    if (m->nfuncs == pm->funcs_cap) {
-        size_t cap = pm->funcs_cap ? pm->funcs_cap * 2 : 8;
-        tth_prim_func **nf = realloc(m->funcs, cap * sizeof *nf);
-        if (!nf)
-            return TTH_ENOMEM;
-        m->funcs = nf;
-        pm->funcs_cap = cap;
-    }
-    m->funcs[m->nfuncs++] = f;
-    return 0;
-}
+TTH__MODULE_FUNCS(tth_tir_module, tth_prim_func, tth_tir_module_find, funcs_push, &tth__tmod(m)->own)
 
 tth_tir_module *tth_tir_module_subset(tth_tir_module *m, const char *target_kind)
 {
@@ -88,10 +56,7 @@ tth_tir_module *tth_tir_module_subset(tth_tir_module *m, const char *target_kind
 
 int64_t tth_tbuffer_numel(const tth_tbuffer *b)
 {
-    int64_t n = 1;
-    for (int32_t i = 0; i < b->rank; i++)
-        n *= b->shape[i];
-    return n;
+    return tth__shape_numel(b->rank, b->shape);
 }
 
 size_t tth_tbuffer_nbytes(const tth_tbuffer *b)
@@ -127,7 +92,7 @@ tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tenso
     if (!m || !data)
         return NULL;
     tth_tbuffer *b = tth_tir_buffer(m, name, data->type.dtype, data->type.rank, data->type.shape, TTH_SCOPE_CONST);
-    if (!b || tth__ptrvec_push(&tth__tmod(m)->tensors, data) != 0)
+    if (!b || tth__ptrvec_push(&tth__tmod(m)->own.tensors, data) != 0)
         return NULL;
     b->data = tth_tensor_ref(data);
     return b;
@@ -1073,39 +1038,18 @@ tth_prim_func *tth_tir_func_add(tth_tir_module *m, const char *name, tth_tbuffer
 {
     char loc[TTH_DIAG_LOCATION_MAX];
     snprintf(loc, sizeof loc, "prim_func %s", name ? name : "(null)");
-    if (!m || !body || (nparams && !params)) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EINVAL, loc, "a PrimFunc needs a module, a body and its parameters");
-        return NULL;
-    }
-    if (!tth__is_c_ident(name)) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EINVAL, loc, "PrimFunc name '%s' is not a C identifier", name ? name : "(null)");
-        return NULL;
-    }
-    if (tth_tir_module_find(m, name)) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EDUPLICATE, loc, "PrimFunc %s already exists", name);
-        return NULL;
-    }
+    if (!m || !body || (nparams && !params))
+        return tth__refuse_func(attrs, diag, TTH_EINVAL, loc, "a PrimFunc needs a module, a body and its parameters");
+    if (!tth__is_c_ident(name))
+        return tth__refuse_func(attrs, diag, TTH_EINVAL, loc, "PrimFunc name '%s' is not a C identifier",
+                                name ? name : "(null)");
+    if (tth_tir_module_find(m, name))
+        return tth__refuse_func(attrs, diag, TTH_EDUPLICATE, loc, "PrimFunc %s already exists", name);
     for (size_t i = 0; i < nparams; i++)
-        if (!params[i]) {
-            json_decref(attrs);
-            tth_diag_set(diag, TTH_EINVAL, loc, "parameter %zu is NULL", i);
-            return NULL;
-        }
-    if (!attrs)
-        attrs = json_object();
-    if (!json_is_object(attrs)) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_EINVAL, loc, "PrimFunc attributes must be a JSON object");
+        if (!params[i])
+            return tth__refuse_func(attrs, diag, TTH_EINVAL, loc, "parameter %zu is NULL", i);
+    if (!(attrs = tth__keep_attrs(&tth__tmod(m)->own, attrs, "PrimFunc", loc, diag)))
         return NULL;
-    }
-    if (tth__ptrvec_push(&tth__tmod(m)->jsons, attrs) != 0) {
-        json_decref(attrs);
-        tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
-        return NULL;
-    }
     tth_prim_func *f = tth_arena_alloc(m->arena, sizeof *f);
     if (!f || !(f->name = tth_arena_strdup(m->arena, name)) ||
         !(f->params = tth_arena_alloc(m->arena, (nparams ? nparams : 1) * sizeof *f->params)) ||
