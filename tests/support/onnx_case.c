@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "compile.h"
+#include "file_io.h"
 #include "tthrt.h"
 
 static double now_ms(void)
@@ -29,26 +30,6 @@ static tth_case_status set(tth_case_result *res, tth_case_status st, const char 
     va_end(ap);
     res->status = st;
     return st;
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        fclose(f);
-        return NULL;
-    }
-    unsigned char *b = malloc((size_t)st.st_size + 1);
-    if (b && fread(b, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)st.st_size;
-    return b;
 }
 
 static int file_exists(const char *p)
@@ -259,7 +240,7 @@ tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, con
     char path[2048], name[256];
     snprintf(path, sizeof path, "%s/model.onnx", dir);
     size_t len = 0;
-    unsigned char *model = slurp(path, &len);
+    unsigned char *model = tth_file_read(path, &len);
     if (!model)
         return set(res, TTH_CASE_FAIL, "cannot read %s", path);
     model_name(dir, name, sizeof name);
@@ -330,4 +311,12 @@ tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, con
     if (sets == 0)
         return set(res, TTH_CASE_FAIL, "no test_data_set_0 in %s", dir);
     return set(res, TTH_CASE_PASS, "%d data set%s", sets, sets == 1 ? "" : "s");
+}
+
+tth_case_status tth_case_run_node(const char *test, const tth_registry *reg, const json_t *target, int flags,
+                                  tth_case_result *res)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", TTH_CASE_NODE_DIR, test);
+    return tth_case_run_flags(dir, reg, target, flags, res);
 }

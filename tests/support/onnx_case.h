@@ -39,4 +39,9 @@ tth_case_status tth_case_run(const char *dir, const tth_registry *reg, const jso
 tth_case_status tth_case_run_flags(const char *dir, const tth_registry *reg, const json_t *target,
                                    int flags, tth_case_result *res);
 
+/* The ONNX node test `test` (a directory of TTH_CASE_NODE_DIR) run with flags. */
+#define TTH_CASE_NODE_DIR "/usr/share/libonnx-testdata/data/node"
+tth_case_status tth_case_run_node(const char *test, const tth_registry *reg, const json_t *target, int flags,
+                                  tth_case_result *res);
+
 #endif

@@ -13,6 +13,7 @@
 #include "compile.h"
 #include "compile_internal.h"
 #include "helpers.h"
+#include "model_fixture.h"
 #include "tth/target.h"
 
 /* A PrimFunc `name(in, out)` with one LOCAL scratch of `local` floats (0: none). */
@@ -37,6 +38,26 @@ static void add_op(tth_tir_module *m, const char *name, int64_t n, int64_t local
     cr_assert_not_null(tth_tir_func_add(m, name, p, 2, body, "c", NULL, &d), "%s", d.message);
 }
 
+/* An AOT entry's body: fns[k](args[k][0], args[k][1]) for each of the n calls, in order. */
+static tth_tstmt *calls(tth_tir_module *m, const char *const *fns, tth_tbuffer *(*args)[2], size_t n)
+{
+    tth_tstmt *body = NULL;
+    for (size_t k = 0; k < n; k++)
+        tth_tir_seq_append(m, &body, tth_tir_call_func(m, fns[k], args[k], 2));
+    return body;
+}
+
+/* The entry `name`(x, y) of buffers of n elements of dt: t = fns[0](x), y = fns[1](t). */
+static void xty_entry(tth_tir_module *m, const char *name, tth_dtype dt, int64_t n, const char *const *fns)
+{
+    const test_tbuf spec[] = {{"x", dt, n, TTH_SCOPE_INPUT}, {"t", dt, n, TTH_SCOPE_WORKSPACE},
+                              {"y", dt, n, TTH_SCOPE_OUTPUT}};
+    tth_tbuffer *b[3];
+    test_tir_buffers(m, spec, 3, b);
+    tth_tbuffer *args[][2] = {{b[0], b[1]}, {b[1], b[2]}};
+    test_tir_entry(m, name, (tth_tbuffer *[]){b[0], b[2]}, 2, calls(m, fns, args, 2));
+}
+
 /* input → a → b → c → d → output through a chain of ops, plus a long-lived `keep` buffer
  * written first and read last (it must not share space with anything). */
 static tth_tir_module *chain(void)
@@ -45,31 +66,22 @@ static tth_tir_module *chain(void)
     add_op(m, "op_small", 10, 0);
     add_op(m, "op_big", 1000, 0);
     add_op(m, "op_scratch", 1000, 300);
-    int64_t s10[1] = {10}, s1000[1] = {1000};
-    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, s1000, TTH_SCOPE_INPUT);
-    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, s1000, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, s1000, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, s1000, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *c = tth_tir_buffer(m, "c", TTH_F32, 1, s1000, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *dd = tth_tir_buffer(m, "d", TTH_F32, 1, s1000, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *k = tth_tir_buffer(m, "keep", TTH_F32, 1, s10, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *k2 = tth_tir_buffer(m, "keep2", TTH_F32, 1, s10, TTH_SCOPE_WORKSPACE);
-    tth_tstmt *body = NULL;
-    tth_tbuffer *c0[2] = {x, k}, *c1[2] = {x, a}, *c2[2] = {a, b}, *c3[2] = {b, c},
-                *c4[2] = {c, dd}, *c5[2] = {dd, y}, *c6[2] = {k, k2};
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_small", c0, 2)); /* 0: x→keep (x is 1000, reads 10) */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_big", c1, 2));   /* 1 */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_scratch", c2, 2)); /* 2 */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_big", c3, 2));   /* 3 */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_big", c4, 2));   /* 4 */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_big", c5, 2));   /* 5 */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op_small", c6, 2)); /* 6 */
-    tth_tbuffer *ep[3] = {x, y, k2};
-    k2->scope = TTH_SCOPE_OUTPUT;
-    tth_diag d;
-    cr_assert_not_null(tth_tir_func_add(m, "tth_chain_run", ep, 3, body, "c", NULL, &d), "%s",
-                       d.message);
-    m->entry = "tth_chain_run";
+    static const test_tbuf spec[] = {
+        {"x", TTH_F32, 1000, TTH_SCOPE_INPUT},      {"y", TTH_F32, 1000, TTH_SCOPE_OUTPUT},
+        {"a", TTH_F32, 1000, TTH_SCOPE_WORKSPACE},  {"b", TTH_F32, 1000, TTH_SCOPE_WORKSPACE},
+        {"c", TTH_F32, 1000, TTH_SCOPE_WORKSPACE},  {"d", TTH_F32, 1000, TTH_SCOPE_WORKSPACE},
+        {"keep", TTH_F32, 10, TTH_SCOPE_WORKSPACE}, {"keep2", TTH_F32, 10, TTH_SCOPE_WORKSPACE},
+    };
+    enum { X, Y, A, B, C, D, K, K2 };
+    tth_tbuffer *t[8];
+    test_tir_buffers(m, spec, 8, t);
+    /* call 0: x→keep (x is 1000, reads 10) */
+    static const char *const fns[] = {"op_small", "op_big", "op_scratch", "op_big", "op_big", "op_big", "op_small"};
+    tth_tbuffer *args[][2] = {{t[X], t[K]}, {t[X], t[A]}, {t[A], t[B]}, {t[B], t[C]}, {t[C], t[D]}, {t[D], t[Y]},
+                              {t[K], t[K2]}};
+    tth_tstmt *body = calls(m, fns, args, 7);
+    t[K2]->scope = TTH_SCOPE_OUTPUT;
+    test_tir_entry(m, "tth_chain_run", (tth_tbuffer *[]){t[X], t[Y], t[K2]}, 3, body);
     return m;
 }
 
@@ -102,6 +114,15 @@ static void check_plan(const tth_mem_plan *p, uint32_t align)
     }
     cr_assert_geq(p->workspace_bytes, p->lower_bound_bytes);
     cr_assert_leq(p->workspace_bytes, p->total_bytes);
+}
+
+/* m planned at alignment align by algo into p, which keeps the invariants (check_plan) */
+static void plan(tth_tir_module *m, uint32_t align, tth_memplan_algo algo, tth_mem_plan *p)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_memplan_run(m, align, algo, p, &d), 0, "%s", d.message);
+    check_plan(p, align);
 }
 
 /* One function running three kernels in a row (as a cmsis-nn region does): t1 = k0(in),
@@ -138,16 +159,10 @@ Test(memplan, locals_of_one_function_share_bytes_once_dead)
     tth_diag d;
     cr_assert_not_null(tth_tir_func_add(m, "region", fp, 2, body, "c", NULL, &d), "%s", d.message);
     tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, n, TTH_SCOPE_INPUT);
-    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, n, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *args[2] = {x, y};
-    tth_tstmt *eb = NULL;
-    tth_tir_seq_append(m, &eb, tth_tir_call_func(m, "region", args, 2));
-    tth_tbuffer *ep[2] = {x, y};
-    cr_assert_not_null(tth_tir_func_add(m, "tth_r_run", ep, 2, eb, "c", NULL, &d), "%s", d.message);
-    m->entry = "tth_r_run";
+    tth_tbuffer *args[][2] = {{x, tth_tir_buffer(m, "y", TTH_F32, 1, n, TTH_SCOPE_OUTPUT)}};
+    test_tir_entry(m, "tth_r_run", args[0], 2, calls(m, (const char *const[]){"region"}, args, 1));
     tth_mem_plan p;
-    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 16);
+    plan(m, 16, TTH_MEMPLAN_BEST, &p);
     cr_assert_eq(p.steps, 3);
     for (size_t i = 0; i < p.nitems; i++) {
         const char *nm = p.items[i].buf->name;
@@ -167,9 +182,7 @@ Test(memplan, no_live_overlap_and_reuse)
 {
     tth_tir_module *m = chain();
     tth_mem_plan p;
-    tth_diag d;
-    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_GREEDY_BY_SIZE, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 16);
+    plan(m, 16, TTH_MEMPLAN_GREEDY_BY_SIZE, &p);
     /* a, b, c, d, keep, scratch: 4 x 4000 + 48 (keep, rounded) + 1200 */
     cr_assert_eq(p.nitems, 6);
     cr_assert_eq(p.total_bytes, 4 * 4000 + 48 + 1200);
@@ -208,8 +221,7 @@ Test(memplan, alignment_from_the_target)
     tth_tir_module *m = chain();
     tth_mem_plan p;
     tth_diag d;
-    cr_assert_eq(tth_memplan_run(m, 256, TTH_MEMPLAN_GREEDY_BY_SIZE, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 256);
+    plan(m, 256, TTH_MEMPLAN_GREEDY_BY_SIZE, &p);
     json_t *j = tth_mem_plan_summary(&p);
     cr_assert_eq(json_integer_value(json_object_get(j, "alignment")), 256);
     cr_assert_str_eq(json_string_value(json_object_get(j, "algorithm")), "greedy-by-size");
@@ -242,9 +254,7 @@ Test(memplan, every_algorithm_alone_and_the_best)
     for (size_t k = 0; k < NALGOS; k++) {
         tth_tir_module *m = chain();
         tth_mem_plan p;
-        tth_diag d;
-        cr_assert_eq(tth_memplan_run(m, 16, all_algos[k], &p, &d), 0, "%s", d.message);
-        check_plan(&p, 16);
+        plan(m, 16, all_algos[k], &p);
         cr_assert_eq(p.algo, all_algos[k]);
         cr_assert_eq(p.algo_bytes[all_algos[k]], p.workspace_bytes);
         alone[k] = p.workspace_bytes;
@@ -253,9 +263,7 @@ Test(memplan, every_algorithm_alone_and_the_best)
     }
     tth_tir_module *m = chain();
     tth_mem_plan p;
-    tth_diag d;
-    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 16);
+    plan(m, 16, TTH_MEMPLAN_BEST, &p);
     for (size_t k = 0; k < NALGOS; k++) {
         cr_assert_leq(p.workspace_bytes, alone[k], "best %zu > %s alone %zu", p.workspace_bytes,
                       tth_memplan_algo_name(all_algos[k]), alone[k]);
@@ -317,9 +325,7 @@ Test(memplan, alignment_per_buffer)
     cr_assert_not_null(b);
     b->align = 64;
     tth_mem_plan p;
-    tth_diag d;
-    cr_assert_eq(tth_memplan_run(m, 8, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 8);
+    plan(m, 8, TTH_MEMPLAN_BEST, &p);
     cr_assert_eq(p.alignment, 64);
     for (size_t i = 0; i < p.nitems; i++) {
         uint32_t want = p.items[i].buf == b ? 64 : 8;
@@ -334,8 +340,7 @@ Test(memplan, alignment_per_buffer)
     tth_tir_module_free(m);
 
     m = chain();
-    cr_assert_eq(tth_memplan_run(m, 1, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 1);
+    plan(m, 1, TTH_MEMPLAN_BEST, &p);
     for (size_t i = 0; i < p.nitems; i++)
         cr_assert_eq(p.items[i].align, 4, "float32 is never below 4 bytes");
     tth_mem_plan_clear(&p);
@@ -355,19 +360,9 @@ Test(memplan, nested_calls_and_uncalled_functions)
     tth_diag d;
     cr_assert_not_null(tth_tir_func_add(m, "outer", pa, 2, tth_tir_call_func(m, "inner", pa, 2), "c",
                                         NULL, &d), "%s", d.message);
-    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, s, TTH_SCOPE_INPUT);
-    tth_tbuffer *t = tth_tir_buffer(m, "t", TTH_F32, 1, s, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, s, TTH_SCOPE_OUTPUT);
-    tth_tstmt *body = NULL;
-    tth_tbuffer *c0[2] = {x, t}, *c1[2] = {t, y};
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "outer", c0, 2));
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "inner", c1, 2));
-    tth_tbuffer *ep[2] = {x, y};
-    cr_assert_not_null(tth_tir_func_add(m, "tth_n_run", ep, 2, body, "c", NULL, &d), "%s", d.message);
-    m->entry = "tth_n_run";
+    xty_entry(m, "tth_n_run", TTH_F32, 100, (const char *const[]){"outer", "inner"});
     tth_mem_plan p;
-    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 16);
+    plan(m, 16, TTH_MEMPLAN_BEST, &p);
     int seen = 0;
     for (size_t i = 0; i < p.nitems; i++) {
         const tth_mem_item *it = &p.items[i];
@@ -645,19 +640,9 @@ Test(memplan, plugin_scratch_passed_by_address)
     cr_assert_not_null(tth_tir_func_add(m, "cmsis_op", pa, 2, tth_tir_allocate(m, ctx, call),
                                         "cmsis-nn", json_pack("{s:s}", "origin", "relay_to_tir"), &d),
                        "%s", d.message);
-    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_I8, 1, s, TTH_SCOPE_INPUT);
-    tth_tbuffer *t = tth_tir_buffer(m, "t", TTH_I8, 1, s, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_I8, 1, s, TTH_SCOPE_OUTPUT);
-    tth_tstmt *body = NULL;
-    tth_tbuffer *c0[2] = {x, t}, *c1[2] = {t, y};
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "cmsis_op", c0, 2));
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "cmsis_op", c1, 2));
-    tth_tbuffer *ep[2] = {x, y};
-    cr_assert_not_null(tth_tir_func_add(m, "tth_p_run", ep, 2, body, "c", NULL, &d), "%s", d.message);
-    m->entry = "tth_p_run";
+    xty_entry(m, "tth_p_run", TTH_I8, 64, (const char *const[]){"cmsis_op", "cmsis_op"});
     tth_mem_plan p;
-    cr_assert_eq(tth_memplan_run(m, 16, TTH_MEMPLAN_BEST, &p, &d), 0, "%s", d.message);
-    check_plan(&p, 16);
+    plan(m, 16, TTH_MEMPLAN_BEST, &p);
     cr_assert_eq(p.nitems, 2);
     int found = 0;
     for (size_t i = 0; i < p.nitems; i++)
@@ -682,23 +667,19 @@ Test(memplan, slices_sit_inside_their_whole)
 {
     tth_tir_module *m = tth_tir_module_new();
     add_op(m, "op", 100, 0);
-    int64_t s100[1] = {100}, s200[1] = {200};
-    tth_tbuffer *x = tth_tir_buffer(m, "x", TTH_F32, 1, s100, TTH_SCOPE_INPUT);
-    tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, s100, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, s100, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *t = tth_tir_buffer(m, "t", TTH_F32, 1, s100, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, s100, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *w = tth_tir_buffer(m, "whole", TTH_F32, 1, s200, TTH_SCOPE_WORKSPACE);
-    tth_tstmt *body = NULL;
-    tth_tbuffer *c0[2] = {x, a}, *c1[2] = {x, t}, *c2[2] = {t, b}, *c3[2] = {w, y};
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c0, 2)); /* a, first half */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c1, 2)); /* t, a temporary */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c2, 2)); /* b, second half */
-    tth_tir_seq_append(m, &body, tth_tir_call_func(m, "op", c3, 2)); /* reads the whole */
-    tth_tbuffer *ep[2] = {x, y};
+    static const test_tbuf spec[] = {
+        {"x", TTH_F32, 100, TTH_SCOPE_INPUT},     {"y", TTH_F32, 100, TTH_SCOPE_OUTPUT},
+        {"a", TTH_F32, 100, TTH_SCOPE_WORKSPACE}, {"t", TTH_F32, 100, TTH_SCOPE_WORKSPACE},
+        {"b", TTH_F32, 100, TTH_SCOPE_WORKSPACE}, {"whole", TTH_F32, 200, TTH_SCOPE_WORKSPACE},
+    };
+    tth_tbuffer *v[6];
+    test_tir_buffers(m, spec, 6, v);
+    tth_tbuffer *x = v[0], *y = v[1], *a = v[2], *t = v[3], *b = v[4], *w = v[5];
+    /* a (the first half), t (a temporary), b (the second half), then the whole read */
+    tth_tbuffer *args[][2] = {{x, a}, {x, t}, {t, b}, {w, y}};
+    static const char *const fns[] = {"op", "op", "op", "op"};
+    test_tir_entry(m, "tth_s_run", (tth_tbuffer *[]){x, y}, 2, calls(m, fns, args, 4));
     tth_diag d;
-    cr_assert_not_null(tth_tir_func_add(m, "tth_s_run", ep, 2, body, "c", NULL, &d), "%s", d.message);
-    m->entry = "tth_s_run";
     tth_mem_alias al[2] = {{.part = a, .whole = w, .offset = 0}, {.part = b, .whole = w, .offset = 400}};
     tth_mem_plan p;
     cr_assert_eq(tth_memplan_run_aliased(m, 16, TTH_MEMPLAN_BEST, al, 2, &p, &d), 0, "%s", d.message);

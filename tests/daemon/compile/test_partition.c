@@ -151,12 +151,11 @@ static int tar_has(const tth_compile_result *res, const char *s)
 
 static void node_case_host(const char *kind, const char *host, const char *test)
 {
-    char t[128], dir[512];
+    char t[128];
     snprintf(t, sizeof t, "%s,%s", kind, host);
-    snprintf(dir, sizeof dir, "%s/%s", NODE_DATA, test);
     json_t *tj = test_target(test_reg, t);
     tth_case_result res;
-    tth_case_status st = tth_case_run(dir, test_reg, tj, &res);
+    tth_case_status st = tth_case_run_node(test, test_reg, tj, 0, &res);
     cr_expect_eq(st, TTH_CASE_PASS, "%s on %s: %s", test, t, res.detail);
     json_decref(tj);
 }

@@ -27,11 +27,9 @@ TestSuite(pipeline, .init = test_fixture_c, .fini = test_fixture_fini);
 
 static void expect_pass(const char *test)
 {
-    char dir[512];
-    snprintf(dir, sizeof dir, NODE "%s", test);
     tth_case_result res;
-    tth_case_status st = tth_case_run_flags(dir, test_reg, test_tc, TTH_CASE_CHECK_C_WARNINGS, &res);
-    cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
+    cr_assert_eq(tth_case_run_node(test, test_reg, test_tc, TTH_CASE_CHECK_C_WARNINGS, &res), TTH_CASE_PASS, "%s: %s",
+                 test, res.detail);
 }
 
 Test(pipeline, node_add) { expect_pass("test_add"); }
