@@ -10,7 +10,7 @@ bound (tth_<model>_bind_parameters, docs/artifact.md) and it runs again.
     meta, why = compile_unpacked(daemon, model, target, tar)    # tthd compiles, d holds it
     exe, why = build(meta, d)                                   # main_c + cc as README.txt says
     why, outputs, stdout = run_program(exe, meta, d, [x])       # here (or under qemu: wrapper)
-    why, outputs, stdout = run_board(tar, "mps2-an386", {"x": x}, out)   # scripts/run-cortexm
+    why, got, stdout = run_board(tar, "mps2-an386", {"x": x}, out)   # scripts/run-cortexm: {"y": ...}
     why = compare(outputs[0], want, "how")                      # numpy's answer, as the runners
 """
 import json
@@ -33,6 +33,7 @@ BOARD_TOOLS = ("qemu-system-arm", "arm-none-eabi-gcc")
 
 
 def main_c(meta, model, bind_parameters=False):
+    """the C main described above, for the artifact of metadata meta named model"""
     ins, outs = meta["inputs"], meta["outputs"]
     first = 2 if bind_parameters else 1
     lines = ["#include <stdio.h>", "#include <stdlib.h>", '#include "tth_%s.h"' % model,
