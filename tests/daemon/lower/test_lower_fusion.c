@@ -39,6 +39,54 @@ static int count_allocs(const lt_fn *t)
     return lt_count_stmts(t->pf->body, TTH_TSTMT_ALLOCATE);
 }
 
+/* The lowered PrimFunc on stderr when LT_DUMP is set */
+static void dump(const lt_fn *t)
+{
+    if (getenv("LT_DUMP")) {
+        char *txt = tth_tir_print_func(t->pf);
+        fprintf(stderr, "%s\n", txt);
+        free(txt);
+    }
+}
+
+/* The inputs of the QLinear* node test T (a, a_scale, a_zero_point, b, b_scale, b_zero_point,
+ * y_scale, y_zero_point), its output, and t begun */
+static void qlinear_begin(const char *T, tth_tensor **in, tth_tensor **y, lt_fn *t)
+{
+    need(T);
+    for (int i = 0; i < 8; i++)
+        in[i] = lt_onnx_input(T, i);
+    *y = lt_onnx_output(T, 0);
+    lt_init(t);
+}
+
+/* acc requantized to uint8 as QLinear* does: from a_scale * b_scale (zero point 0) to y_scale and
+ * y_zero_point */
+static tth_rexpr *qlinear_requantize(lt_fn *t, tth_rexpr *acc, tth_tensor *const *in)
+{
+    double iscale = (double)(*(float *)in[1]->data * *(float *)in[4]->data), zero = 0;
+    int64_t one = 1;
+    tth_rexpr *rq[5] = {acc, tth_relay_const(t->rm, lt_tensor(TTH_F32, 1, &one, &iscale), "iscale"),
+                        tth_relay_const(t->rm, lt_tensor(TTH_I32, 1, &one, &zero), "izp"),
+                        tth_relay_const(t->rm, tth_tensor_ref(in[6]), "yscale"),
+                        tth_relay_const(t->rm, tth_tensor_ref(in[7]), "yzp")};
+    return lt_call(t, TTH_OP_REQUANTIZE, rq, 5, "{\"out_dtype\": \"uint8\"}");
+}
+
+/* The lowered t run on ins gives y exactly; frees t, y and the eight inputs in */
+static void expect_qlinear(lt_fn *t, tth_tensor **ins, tth_tensor *y, tth_tensor **in)
+{
+    tth_tensor *got;
+    cr_assert_eq(lt_run(t, ins, &got, 1), 0, "%s", t->diag.message);
+    char msg[256];
+    cr_assert_eq(lt_compare(got, y, 0, 0, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor_unref(got);
+    tth_tensor_unref(y);
+    for (int i = 0; i < 8; i++)
+        tth_tensor_unref(in[i]);
+    lt_free(t);
+}
+
 /* conv (ONNX test_basic_conv_with_padding) + bias -20 + relu in one PrimFunc */
 Test(fusion, conv_bias_relu_is_one_primfunc_without_intermediates)
 {
@@ -64,11 +112,7 @@ Test(fusion, conv_bias_relu_is_one_primfunc_without_intermediates)
                  "the conv's result goes through the epilogue: no buffer of its shape");
     cr_assert_str_eq(json_string_value(json_object_get(t.pf->attrs, "op")), "nn.conv2d");
     tth_tensor *got;
-    if (getenv("LT_DUMP")) {
-        char *txt = tth_tir_print_func(t.pf);
-        fprintf(stderr, "%s\n", txt);
-        free(txt);
-    }
+    dump(&t);
     cr_assert_eq(lt_run(&t, &x, &got, 1), 0, "%s", t.diag.message);
     /* reference: ONNX's conv output, plus the bias, through relu */
     int64_t n = tth_ttype_numel(&y->type);
@@ -88,85 +132,36 @@ Test(fusion, conv_bias_relu_is_one_primfunc_without_intermediates)
 /* QLinearConv = qnn.conv2d then requantize (x_scale*w_scale → y_scale), fused */
 Test(fusion, qlinearconv_as_qnn_conv2d_with_requantize_epilogue)
 {
-    const char *T = "test_qlinearconv";
-    need(T);
-    tth_tensor *in[8];
-    for (int i = 0; i < 8; i++)
-        in[i] = lt_onnx_input(T, i);
-    tth_tensor *y = lt_onnx_output(T, 0);
-    /* inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point */
-    float xs = *(float *)in[1]->data, ws = *(float *)in[4]->data;
-    double iscale = (double)(xs * ws);
+    tth_tensor *in[8], *y;
     lt_fn t;
-    lt_init(&t);
+    qlinear_begin("test_qlinearconv", in, &y, &t);
     tth_rexpr *px = lt_param(&t, "x", &in[0]->type);
     tth_rexpr *args[4] = {px, tth_relay_const(t.rm, tth_tensor_ref(in[3]), "w"),
                           tth_relay_const(t.rm, tth_tensor_ref(in[2]), "xzp"),
                           tth_relay_const(t.rm, tth_tensor_ref(in[5]), "wzp")};
-    tth_rexpr *acc = lt_call(&t, TTH_OP_QNN_CONV2D, args, 4, NULL);
-    int64_t one = 1;
-    double zero = 0;
-    tth_rexpr *rq[5] = {acc, tth_relay_const(t.rm, lt_tensor(TTH_F32, 1, &one, &iscale), "iscale"),
-                        tth_relay_const(t.rm, lt_tensor(TTH_I32, 1, &one, &zero), "izp"),
-                        tth_relay_const(t.rm, tth_tensor_ref(in[6]), "yscale"),
-                        tth_relay_const(t.rm, tth_tensor_ref(in[7]), "yzp")};
-    tth_rexpr *out = lt_call(&t, TTH_OP_REQUANTIZE, rq, 5, "{\"out_dtype\": \"uint8\"}");
+    tth_rexpr *out = qlinear_requantize(&t, lt_call(&t, TTH_OP_QNN_CONV2D, args, 4, NULL), in);
     cr_assert_eq(lt_lower(&t, out), 0, "%s", t.diag.message);
     cr_assert_eq(t.tm->nfuncs, 1);
     /* int32 accumulation cannot live in the uint8 output: one LOCAL plane */
     cr_assert_eq(count_allocs(&t), 1);
-    tth_tensor *got;
-    if (getenv("LT_DUMP")) {
-        char *txt = tth_tir_print_func(t.pf);
-        fprintf(stderr, "%s\n", txt);
-        free(txt);
-    }
-    cr_assert_eq(lt_run(&t, &in[0], &got, 1), 0, "%s", t.diag.message);
-    char msg[256];
-    cr_assert_eq(lt_compare(got, y, 0, 0, msg, sizeof msg), 0, "%s", msg);
-    tth_tensor_unref(got);
-    tth_tensor_unref(y);
-    for (int i = 0; i < 8; i++)
-        tth_tensor_unref(in[i]);
-    lt_free(&t);
+    dump(&t);
+    expect_qlinear(&t, &in[0], y, in);
 }
 
 /* QLinearMatMul = qnn.matmul then requantize */
 Test(fusion, qlinearmatmul_as_qnn_matmul_with_requantize_epilogue)
 {
-    const char *T = "test_qlinearmatmul_2D";
-    need(T);
-    tth_tensor *in[8];
-    for (int i = 0; i < 8; i++)
-        in[i] = lt_onnx_input(T, i);
-    tth_tensor *y = lt_onnx_output(T, 0);
-    /* a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point */
-    float as = *(float *)in[1]->data, bs = *(float *)in[4]->data;
-    double iscale = (double)(as * bs);
+    tth_tensor *in[8], *y;
     lt_fn t;
-    lt_init(&t);
+    qlinear_begin("test_qlinearmatmul_2D", in, &y, &t);
     tth_rexpr *pa = lt_param(&t, "a", &in[0]->type);
     tth_rexpr *pb = lt_param(&t, "b", &in[3]->type);
     tth_rexpr *args[4] = {pa, pb, tth_relay_const(t.rm, tth_tensor_ref(in[2]), "azp"),
                           tth_relay_const(t.rm, tth_tensor_ref(in[5]), "bzp")};
-    tth_rexpr *acc = lt_call(&t, TTH_OP_QNN_MATMUL, args, 4, NULL);
-    int64_t one = 1;
-    double zero = 0;
-    tth_rexpr *rq[5] = {acc, tth_relay_const(t.rm, lt_tensor(TTH_F32, 1, &one, &iscale), "iscale"),
-                        tth_relay_const(t.rm, lt_tensor(TTH_I32, 1, &one, &zero), "izp"),
-                        tth_relay_const(t.rm, tth_tensor_ref(in[6]), "yscale"),
-                        tth_relay_const(t.rm, tth_tensor_ref(in[7]), "yzp")};
-    tth_rexpr *out = lt_call(&t, TTH_OP_REQUANTIZE, rq, 5, "{\"out_dtype\": \"uint8\"}");
+    tth_rexpr *out = qlinear_requantize(&t, lt_call(&t, TTH_OP_QNN_MATMUL, args, 4, NULL), in);
     cr_assert_eq(lt_lower(&t, out), 0, "%s", t.diag.message);
-    tth_tensor *ins[2] = {in[0], in[3]}, *got;
-    cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
-    char msg[256];
-    cr_assert_eq(lt_compare(got, y, 0, 0, msg, sizeof msg), 0, "%s", msg);
-    tth_tensor_unref(got);
-    tth_tensor_unref(y);
-    for (int i = 0; i < 8; i++)
-        tth_tensor_unref(in[i]);
-    lt_free(&t);
+    tth_tensor *ins[2] = {in[0], in[3]};
+    expect_qlinear(&t, ins, y, in);
 }
 
 /* ---- DAGs: the whole function against the same ops lowered one at a time ---- */
@@ -315,99 +310,80 @@ Test(fusion, tuple_results_split_and_param_copy)
     lt_free(&t);
 }
 
-Test(fusion, float16_arithmetic_stage_is_refused_naming_the_op)
+/* A matmul of dt (named dtname) into t: the lowering refuses it, naming the op and the dtype. */
+static void expect_matmul_refused(lt_fn *t, tth_dtype dt, const char *dtname)
 {
-    tth_ttype xt = tt(TTH_F16, 2, 2, 3, 0, 0), wt = tt(TTH_F16, 2, 3, 2, 0, 0);
-    lt_fn t;
-    lt_init(&t);
-    tth_rexpr *a[2] = {lt_param(&t, "a", &xt), lt_param(&t, "b", &wt)};
-    tth_rexpr *r = lt_call(&t, TTH_OP_MATMUL, a, 2, NULL);
+    tth_ttype xt = tt(dt, 2, 2, 3, 0, 0), wt = tt(dt, 2, 3, 2, 0, 0);
+    tth_rexpr *a[2] = {lt_param(t, "a", &xt), lt_param(t, "b", &wt)};
+    tth_rexpr *r = lt_call(t, TTH_OP_MATMUL, a, 2, NULL);
     char why[256];
     cr_assert_eq(tth_lower_op_supported(r, why, sizeof why), 0);
-    cr_assert(strstr(why, "matmul") && strstr(why, "float16"), "%s", why);
-    cr_assert_eq(lt_lower(&t, r), TTH_EUNSUPPORTED);
-    cr_assert(strstr(t.diag.message, "float16"), "%s", t.diag.message);
+    cr_assert(strstr(why, "matmul") && strstr(why, dtname), "%s", why);
+    cr_assert_eq(lt_lower(t, r), TTH_EUNSUPPORTED);
+    cr_assert(strstr(t->diag.message, dtname), "%s", t->diag.message);
+}
+
+/* x * 3 + 1 in dt (named dtname: the casts' dtype), through the TIR interpreter, on the two
+ * values in: the results' bits are want */
+static void expect_pointwise(tth_dtype dt, const char *dtname, const uint16_t in[2], const uint16_t want[2])
+{
+    tth_ttype xt = tt(dt, 1, 2, 0, 0, 0), st = tt(TTH_F32, 0, 0, 0, 0, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *x = lt_param(&t, "x", &xt);
+    double three = 3, one = 1;
+    char cast[64];
+    snprintf(cast, sizeof cast, "{\"dtype\": \"%s\"}", dtname);
+    tth_rexpr *k3 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &three), "three")},
+                            1, cast);
+    tth_rexpr *k1 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &one), "one")},
+                            1, cast);
+    tth_rexpr *m = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){x, k3}, 2, NULL);
+    tth_rexpr *y = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){m, k1}, 2, NULL);
+    cr_assert_eq(lt_lower(&t, y), 0, "%s", t.diag.message);
+    tth_tensor *xin = tth_tensor_new(&xt, NULL), *out;
+    memcpy(xin->data, in, 2 * sizeof *in);
+    cr_assert_eq(lt_run(&t, &xin, &out, 1), 0, "%s", t.diag.message);
+    const uint16_t *o = out->data;
+    cr_assert_eq(out->type.dtype, dt);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(o[i], want[i], "%s: x[%d] = 0x%04x gave 0x%04x, want 0x%04x", dtname, i, in[i], o[i], want[i]);
+    tth_tensor_unref(xin);
+    tth_tensor_unref(out);
+    lt_free(&t);
+}
+
+Test(fusion, float16_arithmetic_stage_is_refused_naming_the_op)
+{
+    lt_fn t;
+    lt_init(&t);
+    expect_matmul_refused(&t, TTH_F16, "float16");
     cr_assert(strstr(t.diag.location, "matmul"), "%s", t.diag.location);
     cr_assert_eq(t.tm->nfuncs, 0, "nothing is added on failure");
     lt_free(&t);
 }
 
+/* 0x2E66 is 0.0999755859375: times 3 plus 1 is 1.2999267578125, which rounds (once) to the half
+ * 0x3D33 (1.2998046875); -2 * 3 + 1 = -5 is 0xC500 */
 Test(fusion, float16_pointwise_computes_in_float32_and_rounds_once)
 {
-    /* x * 3 + 1 in float16: 0.1 * 3 + 1 = 1.3 rounds (once) to the half 1.2998046875 */
-    tth_ttype xt = tt(TTH_F16, 1, 2, 0, 0, 0);
-    lt_fn t;
-    lt_init(&t);
-    tth_rexpr *x = lt_param(&t, "x", &xt);
-    double three = 3, one = 1;
-    tth_ttype st = tt(TTH_F32, 0, 0, 0, 0, 0);
-    tth_rexpr *k3 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &three), "three")},
-                            1, "{\"dtype\": \"float16\"}");
-    tth_rexpr *k1 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &one), "one")},
-                            1, "{\"dtype\": \"float16\"}");
-    tth_rexpr *m = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){x, k3}, 2, NULL);
-    tth_rexpr *y = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){m, k1}, 2, NULL);
-    cr_assert_eq(lt_lower(&t, y), 0, "%s", t.diag.message);
-    tth_tensor *in = tth_tensor_new(&xt, NULL), *out;
-    uint16_t *h = in->data;
-    h[0] = 0x2E66; /* 0.0999755859375 */
-    h[1] = 0xC000; /* -2 */
-    cr_assert_eq(lt_run(&t, &in, &out, 1), 0, "%s", t.diag.message);
-    const uint16_t *o = out->data;
-    /* 0.0999755859375 * 3 + 1 = 1.2999267578125 -> half 0x3D33 (1.2998046875); -2 * 3 + 1 = -5 -> 0xC500 */
-    cr_assert_eq(o[0], 0x3D33, "got 0x%04x", o[0]);
-    cr_assert_eq(o[1], 0xC500, "got 0x%04x", o[1]);
-    tth_tensor_unref(in);
-    tth_tensor_unref(out);
-    lt_free(&t);
+    expect_pointwise(TTH_F16, "float16", (const uint16_t[]){0x2E66, 0xC000}, (const uint16_t[]){0x3D33, 0xC500});
 }
 
 Test(fusion, bfloat16_arithmetic_stage_is_refused_naming_the_dtype)
 {
-    tth_ttype xt = tt(TTH_BF16, 2, 2, 3, 0, 0), wt = tt(TTH_BF16, 2, 3, 2, 0, 0);
     lt_fn t;
     lt_init(&t);
-    tth_rexpr *a[2] = {lt_param(&t, "a", &xt), lt_param(&t, "b", &wt)};
-    tth_rexpr *r = lt_call(&t, TTH_OP_MATMUL, a, 2, NULL);
-    char why[256];
-    cr_assert_eq(tth_lower_op_supported(r, why, sizeof why), 0);
-    cr_assert(strstr(why, "matmul") && strstr(why, "bfloat16"), "%s", why);
-    cr_assert_eq(lt_lower(&t, r), TTH_EUNSUPPORTED);
-    cr_assert(strstr(t.diag.message, "bfloat16"), "%s", t.diag.message);
+    expect_matmul_refused(&t, TTH_BF16, "bfloat16");
     lt_free(&t);
 }
 
+/* 0x3d83 is 0.06396484375: times 3 plus 1 is 1.19189453125, which rounds once to 0x3f99
+ * (1.1953125); rounding the product first would give 0x3f98. -2 * 3 + 1 = -5 is 0xc0a0. (Worked
+ * out apart from tth: exact rational nearest, ties to even.) */
 Test(fusion, bfloat16_pointwise_computes_in_float32_and_rounds_once)
 {
-    /* x * 3 + 1 in bfloat16, through the TIR interpreter. 0x3d83 is 0.06396484375: times 3 plus
-     * 1 is 1.19189453125, which rounds once to 0x3f99 (1.1953125); rounding the product first
-     * would give 0x3f98. -2 * 3 + 1 = -5 is 0xc0a0. (Worked out apart from tth: exact rational
-     * nearest, ties to even.) */
-    tth_ttype xt = tt(TTH_BF16, 1, 2, 0, 0, 0);
-    lt_fn t;
-    lt_init(&t);
-    tth_rexpr *x = lt_param(&t, "x", &xt);
-    double three = 3, one = 1;
-    tth_ttype st = tt(TTH_F32, 0, 0, 0, 0, 0);
-    tth_rexpr *k3 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &three), "three")},
-                            1, "{\"dtype\": \"bfloat16\"}");
-    tth_rexpr *k1 = lt_call(&t, TTH_OP_CAST, (tth_rexpr *[]){tth_relay_const(t.rm, lt_tensor(TTH_F32, 0, st.shape, &one), "one")},
-                            1, "{\"dtype\": \"bfloat16\"}");
-    tth_rexpr *m = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){x, k3}, 2, NULL);
-    tth_rexpr *y = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){m, k1}, 2, NULL);
-    cr_assert_eq(lt_lower(&t, y), 0, "%s", t.diag.message);
-    tth_tensor *in = tth_tensor_new(&xt, NULL), *out;
-    uint16_t *h = in->data;
-    h[0] = 0x3d83;
-    h[1] = 0xc000;
-    cr_assert_eq(lt_run(&t, &in, &out, 1), 0, "%s", t.diag.message);
-    const uint16_t *o = out->data;
-    cr_assert_eq(out->type.dtype, TTH_BF16);
-    cr_assert_eq(o[0], 0x3f99, "got 0x%04x", o[0]);
-    cr_assert_eq(o[1], 0xc0a0, "got 0x%04x", o[1]);
-    tth_tensor_unref(in);
-    tth_tensor_unref(out);
-    lt_free(&t);
+    expect_pointwise(TTH_BF16, "bfloat16", (const uint16_t[]){0x3d83, 0xc000}, (const uint16_t[]){0x3f99, 0xc0a0});
 }
 
 Test(fusion, every_op_has_a_lowering)
