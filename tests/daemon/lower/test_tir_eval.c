@@ -22,6 +22,9 @@ static void teardown(void)
     tth_tir_module_free(m);
 }
 
+/* every test has a new module m and a cleared d */
+TestSuite(tir_eval, .init = setup, .fini = teardown);
+
 /* f(out: dtype[n]) { for i in 0..n: out[i] = value(i) } */
 static tth_prim_func *one_loop(const char *name, tth_dtype dt, int64_t n, tth_texpr *(*value)(tth_texpr *i))
 {
@@ -34,18 +37,24 @@ static tth_prim_func *one_loop(const char *name, tth_dtype dt, int64_t n, tth_te
     return f;
 }
 
+/* one_loop "f" run by the interpreter into out */
+static void run_one_loop(tth_dtype dt, int64_t n, tth_texpr *(*value)(tth_texpr *i), void *out)
+{
+    one_loop("f", dt, n, value);
+    void *bufs[1] = {out};
+    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+}
+
 static tth_texpr *i8_wrap(tth_texpr *i)
 {
     /* (int8)(i) * 100: 0, 100, -56 (200 wraps), 44 (300 wraps) */
     return tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_cast(m, TTH_I8, i), tth_tir_int(m, TTH_I8, 100));
 }
 
-Test(tir_eval, int8_arithmetic_wraps, .init = setup, .fini = teardown)
+Test(tir_eval, int8_arithmetic_wraps)
 {
-    one_loop("f", TTH_I8, 4, i8_wrap);
     int8_t out[4];
-    void *bufs[1] = {out};
-    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    run_one_loop(TTH_I8, 4, i8_wrap, out);
     cr_assert_eq(out[0], 0);
     cr_assert_eq(out[1], 100);
     cr_assert_eq(out[2], -56);
@@ -65,12 +74,10 @@ static tth_texpr *divs(tth_texpr *i)
     return tth_tir_bin(m, TTH_TBIN_ADD, s, fr);
 }
 
-Test(tir_eval, division_truncates_and_floors, .init = setup, .fini = teardown)
+Test(tir_eval, division_truncates_and_floors)
 {
-    one_loop("f", TTH_I64, 7, divs);
     int64_t out[7];
-    void *bufs[1] = {out};
-    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    run_one_loop(TTH_I64, 7, divs, out);
     /* a = -3: C: -1, -1; floor: -2, 1 */
     cr_assert_eq(out[0], -1000 - 100 - 20 + 1);
     /* a = -1: C: 0, -1; floor: -1, 1 */
@@ -84,12 +91,10 @@ static tth_texpr *f32_third(tth_texpr *i)
     return tth_tir_bin(m, TTH_TBIN_DIV, tth_tir_cast(m, TTH_F32, i), tth_tir_float(m, TTH_F32, 3.0));
 }
 
-Test(tir_eval, float32_rounds_like_c, .init = setup, .fini = teardown)
+Test(tir_eval, float32_rounds_like_c)
 {
-    one_loop("f", TTH_F32, 5, f32_third);
     float out[5];
-    void *bufs[1] = {out};
-    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    run_one_loop(TTH_F32, 5, f32_third, out);
     for (int i = 0; i < 5; i++)
         cr_assert_eq(out[i], (float)i / 3.0f);
 }
@@ -101,12 +106,10 @@ static tth_texpr *nearby(tth_texpr *i)
     return tth_tir_intrin(m, TTH_TINTRIN_ROUND_EVEN, x, NULL);
 }
 
-Test(tir_eval, round_half_to_even, .init = setup, .fini = teardown)
+Test(tir_eval, round_half_to_even)
 {
-    one_loop("f", TTH_F32, 5, nearby);
     float out[5];
-    void *bufs[1] = {out};
-    cr_assert_eq(tth_tir_eval(m, "f", bufs, 1, &d), 0, "%s", d.message);
+    run_one_loop(TTH_F32, 5, nearby, out);
     const float want[5] = {-2, -2, 0, 0, 2};
     for (int i = 0; i < 5; i++)
         cr_assert_eq(out[i], want[i], "element %d: %g", i, out[i]);
@@ -119,7 +122,7 @@ static tth_texpr *load_past(tth_texpr *i)
     return past_end;
 }
 
-Test(tir_eval, out_of_bounds_load_is_an_error, .init = setup, .fini = teardown)
+Test(tir_eval, out_of_bounds_load_is_an_error)
 {
     int64_t n = 4;
     tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
@@ -141,7 +144,7 @@ Test(tir_eval, out_of_bounds_load_is_an_error, .init = setup, .fini = teardown)
     (void)past_end;
 }
 
-Test(tir_eval, call_extern_is_unsupported_with_its_name, .init = setup, .fini = teardown)
+Test(tir_eval, call_extern_is_unsupported_with_its_name)
 {
     int64_t n = 1;
     tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
@@ -154,7 +157,7 @@ Test(tir_eval, call_extern_is_unsupported_with_its_name, .init = setup, .fini = 
     cr_assert(strstr(d.message, "arm_fancy_op"), "%s", d.message);
 }
 
-Test(tir_eval, integer_division_by_zero_is_an_error, .init = setup, .fini = teardown)
+Test(tir_eval, integer_division_by_zero_is_an_error)
 {
     int64_t n = 1;
     tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_I32, 1, &n, TTH_SCOPE_PARAM);
@@ -169,33 +172,57 @@ Test(tir_eval, integer_division_by_zero_is_an_error, .init = setup, .fini = tear
     cr_assert(strstr(d.message, "division by zero"), "%s", d.message);
 }
 
-/* entry(in, out) { workspace w; callee(in, w); callee(w, out) } with callee(a, b): b[i] = a[i]*2 + 1,
- * callee allocating a LOCAL scratch it writes then reads */
-Test(tir_eval, call_func_with_workspace_and_local, .init = setup, .fini = teardown)
+/* callee(a, b) of n floats with a LOCAL scratch tmp (at tmp_offset when >= 0): tmp[i] = first(a[i]),
+ * then b[j] = second(tmp[j], a[j]) */
+static void add_callee(int64_t n, int64_t tmp_offset, tth_texpr *(*first)(tth_texpr *a),
+                       tth_texpr *(*second)(tth_texpr *tmp, tth_texpr *a))
 {
-    int64_t n = 3;
     tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
     tth_tbuffer *tmp = tth_tir_buffer(m, "tmp", TTH_F32, 1, &n, TTH_SCOPE_LOCAL);
+    if (tmp_offset >= 0)
+        tmp->offset = tmp_offset;
     tth_tvar *i = tth_tir_var(m, "i", TTH_I64), *j = tth_tir_var(m, "j", TTH_I64);
     tth_tstmt *s1 = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
-                                tth_tir_store(m, tmp, tth_tir_ref(m, i),
-                                              tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_load(m, a, tth_tir_ref(m, i)),
-                                                          tth_tir_float(m, TTH_F32, 2.0))));
+                                tth_tir_store(m, tmp, tth_tir_ref(m, i), first(tth_tir_load(m, a, tth_tir_ref(m, i)))));
+    tth_texpr *v = second(tth_tir_load(m, tmp, tth_tir_ref(m, j)), tth_tir_load(m, a, tth_tir_ref(m, j)));
     tth_tstmt *s2 = tth_tir_for(m, j, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
-                                tth_tir_store(m, b, tth_tir_ref(m, j),
-                                              tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_load(m, tmp, tth_tir_ref(m, j)),
-                                                          tth_tir_float(m, TTH_F32, 1.0))));
+                                tth_tir_store(m, b, tth_tir_ref(m, j), v));
     tth_tstmt *ss[2] = {s1, s2};
     tth_tbuffer *ps[2] = {a, b};
     cr_assert_not_null(tth_tir_func_add(m, "callee", ps, 2, tth_tir_allocate(m, tmp, tth_tir_seq(m, ss, 2)), "c", NULL, &d));
-    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_INPUT);
+}
+
+/* entry(in, out) of n floats calling callee through the workspace buffers ws[k] (placed at
+ * offsets[k] when offsets is not NULL): callee(in, ws[0]), callee(ws[0], ws[1]) ... callee(ws[last], out) */
+static void add_entry(int64_t n, const char *const *ws, const int64_t *offsets, size_t nw)
+{
+    tth_tbuffer *chain[8];
+    chain[0] = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_INPUT);
     tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *w = tth_tir_buffer(m, "w", TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *c1[2] = {in, w}, *c2[2] = {w, out};
-    tth_tstmt *cs[2] = {tth_tir_call_func(m, "callee", c1, 2), tth_tir_call_func(m, "callee", c2, 2)};
-    tth_tbuffer *eps[2] = {in, out};
-    cr_assert_not_null(tth_tir_func_add(m, "entry", eps, 2, tth_tir_seq(m, cs, 2), "c", NULL, &d));
+    for (size_t k = 0; k < nw; k++) {
+        chain[k + 1] = tth_tir_buffer(m, ws[k], TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
+        if (offsets)
+            chain[k + 1]->offset = offsets[k];
+    }
+    chain[nw + 1] = out;
+    tth_tstmt *cs[8];
+    for (size_t k = 0; k <= nw; k++)
+        cs[k] = tth_tir_call_func(m, "callee", &chain[k], 2);
+    tth_tbuffer *eps[2] = {chain[0], out};
+    cr_assert_not_null(tth_tir_func_add(m, "entry", eps, 2, tth_tir_seq(m, cs, nw + 1), "c", NULL, &d));
+}
+
+static tth_texpr *times2(tth_texpr *a) { return tth_tir_bin(m, TTH_TBIN_MUL, a, tth_tir_float(m, TTH_F32, 2.0)); }
+static tth_texpr *plus1(tth_texpr *a) { return tth_tir_bin(m, TTH_TBIN_ADD, a, tth_tir_float(m, TTH_F32, 1.0)); }
+static tth_texpr *tmp_plus1(tth_texpr *tmp, tth_texpr *a) { (void)a; return plus1(tmp); }
+
+/* entry(in, out) { workspace w; callee(in, w); callee(w, out) } with callee(a, b): b[i] = a[i]*2 + 1,
+ * callee allocating a LOCAL scratch it writes then reads */
+Test(tir_eval, call_func_with_workspace_and_local)
+{
+    add_callee(3, -1, times2, tmp_plus1);
+    add_entry(3, (const char *const[]){"w"}, NULL, 1);
     float x[3] = {0, 1, -2}, y[3];
     void *bufs[2] = {x, y};
     cr_assert_eq(tth_tir_eval(m, "entry", bufs, 2, &d), 0, "%s", d.message);
@@ -205,7 +232,7 @@ Test(tir_eval, call_func_with_workspace_and_local, .init = setup, .fini = teardo
     cr_assert_eq(y[2], -5.0f);
 }
 
-Test(tir_eval, unknown_function_and_wrong_arity, .init = setup, .fini = teardown)
+Test(tir_eval, unknown_function_and_wrong_arity)
 {
     one_loop("f", TTH_I8, 4, i8_wrap);
     int8_t out[4];
@@ -218,37 +245,13 @@ Test(tir_eval, unknown_function_and_wrong_arity, .init = setup, .fini = teardown
  * has a LOCAL scratch. With a sound plan (w1 and w2 apart, the scratch apart from both) the
  * result is right; with w2 planned on top of w1 while both are live, the interpreter's single
  * workspace makes the damage visible. */
+static tth_texpr *tmp2_plus_a(tth_texpr *tmp, tth_texpr *a) { return tth_tir_bin(m, TTH_TBIN_ADD, times2(tmp), a); }
+
 static void planned_module(int64_t off_w1, int64_t off_w2, int64_t off_tmp)
 {
-    int64_t n = 4;
-    tth_tbuffer *a = tth_tir_buffer(m, "a", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
-    tth_tbuffer *b = tth_tir_buffer(m, "b", TTH_F32, 1, &n, TTH_SCOPE_PARAM);
-    tth_tbuffer *tmp = tth_tir_buffer(m, "tmp", TTH_F32, 1, &n, TTH_SCOPE_LOCAL);
-    tmp->offset = off_tmp;
-    tth_tvar *i = tth_tir_var(m, "i", TTH_I64), *j = tth_tir_var(m, "j", TTH_I64);
     /* tmp = a + 1; b = tmp * 2 + a (reads a after tmp is written) */
-    tth_tstmt *s1 = tth_tir_for(m, i, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
-                                tth_tir_store(m, tmp, tth_tir_ref(m, i),
-                                              tth_tir_bin(m, TTH_TBIN_ADD, tth_tir_load(m, a, tth_tir_ref(m, i)),
-                                                          tth_tir_float(m, TTH_F32, 1.0))));
-    tth_texpr *t2 = tth_tir_bin(m, TTH_TBIN_MUL, tth_tir_load(m, tmp, tth_tir_ref(m, j)), tth_tir_float(m, TTH_F32, 2.0));
-    tth_tstmt *s2 = tth_tir_for(m, j, tth_tir_i64(m, 0), tth_tir_i64(m, n), TTH_LOOP_SERIAL,
-                                tth_tir_store(m, b, tth_tir_ref(m, j),
-                                              tth_tir_bin(m, TTH_TBIN_ADD, t2, tth_tir_load(m, a, tth_tir_ref(m, j)))));
-    tth_tstmt *ss[2] = {s1, s2};
-    tth_tbuffer *ps[2] = {a, b};
-    cr_assert_not_null(tth_tir_func_add(m, "callee", ps, 2, tth_tir_allocate(m, tmp, tth_tir_seq(m, ss, 2)), "c", NULL, &d));
-    tth_tbuffer *in = tth_tir_buffer(m, "in", TTH_F32, 1, &n, TTH_SCOPE_INPUT);
-    tth_tbuffer *out = tth_tir_buffer(m, "out", TTH_F32, 1, &n, TTH_SCOPE_OUTPUT);
-    tth_tbuffer *w1 = tth_tir_buffer(m, "w1", TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
-    tth_tbuffer *w2 = tth_tir_buffer(m, "w2", TTH_F32, 1, &n, TTH_SCOPE_WORKSPACE);
-    w1->offset = off_w1;
-    w2->offset = off_w2;
-    tth_tbuffer *c1[2] = {in, w1}, *c2[2] = {w1, w2}, *c3[2] = {w2, out};
-    tth_tstmt *cs[3] = {tth_tir_call_func(m, "callee", c1, 2), tth_tir_call_func(m, "callee", c2, 2),
-                        tth_tir_call_func(m, "callee", c3, 2)};
-    tth_tbuffer *eps[2] = {in, out};
-    cr_assert_not_null(tth_tir_func_add(m, "entry", eps, 2, tth_tir_seq(m, cs, 3), "c", NULL, &d));
+    add_callee(4, off_tmp, plus1, tmp2_plus_a);
+    add_entry(4, (const char *const[]){"w1", "w2"}, (const int64_t[]){off_w1, off_w2}, 2);
 }
 
 static float planned_ref(float x)
@@ -258,7 +261,7 @@ static float planned_ref(float x)
     return x;
 }
 
-Test(tir_eval, sound_memory_plan_gives_the_unplanned_result, .init = setup, .fini = teardown)
+Test(tir_eval, sound_memory_plan_gives_the_unplanned_result)
 {
     planned_module(0, 16, 32);
     float x[4] = {0, 1, 2, -3}, y[4];
@@ -268,7 +271,7 @@ Test(tir_eval, sound_memory_plan_gives_the_unplanned_result, .init = setup, .fin
         cr_assert_eq(y[i], planned_ref(x[i]), "element %d: %g", i, y[i]);
 }
 
-Test(tir_eval, unsound_memory_plan_is_visible, .init = setup, .fini = teardown)
+Test(tir_eval, unsound_memory_plan_is_visible)
 {
     /* the callee's scratch on top of w1, which the second call reads after writing the scratch */
     planned_module(0, 16, 0);
