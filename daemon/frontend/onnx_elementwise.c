@@ -9,23 +9,11 @@
 
 #include "onnx_ops.h"
 
-#define BINARY(fname, OP)                                                                     \
-    static int fname(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout) \
-    {                                                                                         \
-        return bin(c, OP, in, nin, out, NULL);                                                \
-    }
-BINARY(op_add, TTH_OP_ADD)
-BINARY(op_sub, TTH_OP_SUBTRACT)
-BINARY(op_mul, TTH_OP_MULTIPLY)
-BINARY(op_div, TTH_OP_DIVIDE)
-BINARY(op_equal, TTH_OP_EQUAL)
-BINARY(op_less, TTH_OP_LESS)
-BINARY(op_less_equal, TTH_OP_LESS_EQUAL)
-BINARY(op_greater, TTH_OP_GREATER)
-BINARY(op_greater_equal, TTH_OP_GREATER_EQUAL)
-BINARY(op_and, TTH_OP_LOGICAL_AND)
-BINARY(op_or, TTH_OP_LOGICAL_OR)
-BINARY(op_xor, TTH_OP_LOGICAL_XOR)
+/* The binary operators: the row's arg is the Relay op. */
+static int op_binary(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return bin(c, (tth_op)c->arg, in, nin, out, NULL);
+}
 
 /* Pow: the exponent may have another dtype than the base; it is cast to the base's. */
 static int op_pow(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
@@ -78,17 +66,10 @@ static int variadic(tth_onnx_ctx *c, tth_op op, tth_rexpr **in, size_t nin, tth_
     out[0] = acc;
     return 0;
 }
-static int op_max(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* Max, Min, Sum: the row's arg is the Relay op. */
+static int op_variadic(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return variadic(c, TTH_OP_MAXIMUM, in, nin, out, 0);
-}
-static int op_min(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return variadic(c, TTH_OP_MINIMUM, in, nin, out, 0);
-}
-static int op_sum(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return variadic(c, TTH_OP_ADD, in, nin, out, 0);
+    return variadic(c, (tth_op)c->arg, in, nin, out, 0);
 }
 static int op_mean(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
@@ -112,37 +93,11 @@ static int unary(tth_onnx_ctx *c, tth_op op, tth_rexpr **in, size_t nin, tth_rex
     return 0;
 }
 
-#define UNARY(fname, OP)                                                                      \
-    static int fname(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout) \
-    {                                                                                         \
-        return unary(c, OP, in, nin, out, NULL);                                              \
-    }
-UNARY(op_neg, TTH_OP_NEGATIVE)
-UNARY(op_abs, TTH_OP_ABS)
-UNARY(op_sqrt, TTH_OP_SQRT)
-UNARY(op_reciprocal, TTH_OP_RECIPROCAL)
-UNARY(op_exp, TTH_OP_EXP)
-UNARY(op_log, TTH_OP_LOG)
-UNARY(op_sin, TTH_OP_SIN)
-UNARY(op_asin, TTH_OP_ASIN)
-UNARY(op_acos, TTH_OP_ACOS)
-UNARY(op_atan, TTH_OP_ATAN)
-UNARY(op_asinh, TTH_OP_ASINH)
-UNARY(op_acosh, TTH_OP_ACOSH)
-UNARY(op_atanh, TTH_OP_ATANH)
-UNARY(op_cos, TTH_OP_COS)
-UNARY(op_tanh, TTH_OP_TANH)
-UNARY(op_sigmoid, TTH_OP_SIGMOID)
-UNARY(op_erf, TTH_OP_ERF)
-UNARY(op_floor, TTH_OP_FLOOR)
-UNARY(op_ceil, TTH_OP_CEIL)
-UNARY(op_round, TTH_OP_ROUND)
-UNARY(op_sign, TTH_OP_SIGN)
-UNARY(op_not, TTH_OP_LOGICAL_NOT)
-UNARY(op_relu, TTH_OP_RELU)
-UNARY(op_softplus, TTH_OP_SOFTPLUS)
-UNARY(op_softsign, TTH_OP_SOFTSIGN)
-UNARY(op_hard_swish, TTH_OP_HARD_SWISH)
+/* The unary operators without attributes: the row's arg is the Relay op. */
+static int op_unary(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+{
+    return unary(c, (tth_op)c->arg, in, nin, out, NULL);
+}
 
 static int op_leaky_relu(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
@@ -366,93 +321,90 @@ static int hyp(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tth
     CHECK(out[0] = call2(c, TTH_OP_DIVIDE, sum, two, NULL));
     return 0;
 }
-static int op_sinh(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* Sinh (arg: subtract) and Cosh (arg: add). */
+static int op_hyp(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return hyp(c, in, nin, out, TTH_OP_SUBTRACT);
-}
-static int op_cosh(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return hyp(c, in, nin, out, TTH_OP_ADD);
+    return hyp(c, in, nin, out, (tth_op)c->arg);
 }
 
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_elementwise_ops[] = {
-    {"Abs", 1, TTH_ONNX_MAX_OPSET, op_abs, NULL},
-    {"Acos", 7, TTH_ONNX_MAX_OPSET, op_acos, NULL},
-    {"Acosh", 9, TTH_ONNX_MAX_OPSET, op_acosh, NULL},
-    {"Add", 1, 6, op_add, NULL},
-    {"Add", 7, TTH_ONNX_MAX_OPSET, op_add, NULL},
-    {"And", 1, 6, op_and, NULL},
-    {"And", 7, TTH_ONNX_MAX_OPSET, op_and, NULL},
-    {"Asin", 7, TTH_ONNX_MAX_OPSET, op_asin, NULL},
-    {"Asinh", 9, TTH_ONNX_MAX_OPSET, op_asinh, NULL},
-    {"Atan", 7, TTH_ONNX_MAX_OPSET, op_atan, NULL},
-    {"Atanh", 9, TTH_ONNX_MAX_OPSET, op_atanh, NULL},
-    {"BitShift", 11, TTH_ONNX_MAX_OPSET, op_bitshift, NULL},
-    {"Cast", 1, TTH_ONNX_MAX_OPSET, op_cast, NULL},
-    {"CastLike", 15, TTH_ONNX_MAX_OPSET, op_cast_like, NULL},
-    {"Ceil", 1, TTH_ONNX_MAX_OPSET, op_ceil, NULL},
-    {"Celu", 12, TTH_ONNX_MAX_OPSET, op_celu, NULL},
-    {"Clip", 1, 10, op_clip, NULL},
-    {"Clip", 11, TTH_ONNX_MAX_OPSET, op_clip, NULL},
-    {"Cos", 7, TTH_ONNX_MAX_OPSET, op_cos, NULL},
-    {"Cosh", 9, TTH_ONNX_MAX_OPSET, op_cosh, NULL},
-    {"Div", 1, 6, op_div, NULL},
-    {"Div", 7, TTH_ONNX_MAX_OPSET, op_div, NULL},
-    {"Elu", 1, TTH_ONNX_MAX_OPSET, op_elu, NULL},
-    {"Equal", 1, 6, op_equal, NULL},
-    {"Equal", 7, TTH_ONNX_MAX_OPSET, op_equal, NULL},
-    {"Erf", 9, TTH_ONNX_MAX_OPSET, op_erf, NULL},
-    {"Exp", 1, TTH_ONNX_MAX_OPSET, op_exp, NULL},
-    {"Floor", 1, TTH_ONNX_MAX_OPSET, op_floor, NULL},
-    {"Gelu", 20, TTH_ONNX_MAX_OPSET, op_gelu, NULL},
-    {"Greater", 1, 6, op_greater, NULL},
-    {"Greater", 7, TTH_ONNX_MAX_OPSET, op_greater, NULL},
-    {"GreaterOrEqual", 12, TTH_ONNX_MAX_OPSET, op_greater_equal, NULL},
-    {"HardSigmoid", 1, TTH_ONNX_MAX_OPSET, op_hard_sigmoid, NULL},
-    {"HardSwish", 14, TTH_ONNX_MAX_OPSET, op_hard_swish, NULL},
-    {"IsInf", 10, TTH_ONNX_MAX_OPSET, op_isinf, NULL},
-    {"IsNaN", 9, TTH_ONNX_MAX_OPSET, op_isnan, NULL},
-    {"LeakyRelu", 1, TTH_ONNX_MAX_OPSET, op_leaky_relu, NULL},
-    {"Less", 1, 6, op_less, NULL},
-    {"Less", 7, TTH_ONNX_MAX_OPSET, op_less, NULL},
-    {"LessOrEqual", 12, TTH_ONNX_MAX_OPSET, op_less_equal, NULL},
-    {"Log", 1, TTH_ONNX_MAX_OPSET, op_log, NULL},
-    {"Max", 1, TTH_ONNX_MAX_OPSET, op_max, NULL},
-    {"Mean", 1, TTH_ONNX_MAX_OPSET, op_mean, NULL},
-    {"Min", 1, TTH_ONNX_MAX_OPSET, op_min, NULL},
-    {"Mish", 18, TTH_ONNX_MAX_OPSET, op_mish, NULL},
-    {"Mod", 10, TTH_ONNX_MAX_OPSET, op_mod, NULL},
-    {"Mul", 1, 6, op_mul, NULL},
-    {"Mul", 7, TTH_ONNX_MAX_OPSET, op_mul, NULL},
-    {"Neg", 1, TTH_ONNX_MAX_OPSET, op_neg, NULL},
-    {"Not", 1, TTH_ONNX_MAX_OPSET, op_not, NULL},
-    {"Or", 1, 6, op_or, NULL},
-    {"Or", 7, TTH_ONNX_MAX_OPSET, op_or, NULL},
-    {"PRelu", 1, TTH_ONNX_MAX_OPSET, op_prelu, NULL},
-    {"Pow", 1, 6, op_pow, NULL},
-    {"Pow", 7, TTH_ONNX_MAX_OPSET, op_pow, NULL},
-    {"Reciprocal", 1, TTH_ONNX_MAX_OPSET, op_reciprocal, NULL},
-    {"Relu", 1, TTH_ONNX_MAX_OPSET, op_relu, NULL},
-    {"Round", 11, TTH_ONNX_MAX_OPSET, op_round, NULL},
-    {"Selu", 1, TTH_ONNX_MAX_OPSET, op_selu, NULL},
-    {"Shrink", 9, TTH_ONNX_MAX_OPSET, op_shrink, NULL},
-    {"Sigmoid", 1, TTH_ONNX_MAX_OPSET, op_sigmoid, NULL},
-    {"Sign", 9, TTH_ONNX_MAX_OPSET, op_sign, NULL},
-    {"Sin", 7, TTH_ONNX_MAX_OPSET, op_sin, NULL},
-    {"Sinh", 9, TTH_ONNX_MAX_OPSET, op_sinh, NULL},
-    {"Softplus", 1, TTH_ONNX_MAX_OPSET, op_softplus, NULL},
-    {"Softsign", 1, TTH_ONNX_MAX_OPSET, op_softsign, NULL},
-    {"Sqrt", 1, TTH_ONNX_MAX_OPSET, op_sqrt, NULL},
-    {"Sub", 1, 6, op_sub, NULL},
-    {"Sub", 7, TTH_ONNX_MAX_OPSET, op_sub, NULL},
-    {"Sum", 1, TTH_ONNX_MAX_OPSET, op_sum, NULL},
-    {"Tan", 7, TTH_ONNX_MAX_OPSET, op_tan, NULL},
-    {"Tanh", 1, TTH_ONNX_MAX_OPSET, op_tanh, NULL},
-    {"ThresholdedRelu", 10, TTH_ONNX_MAX_OPSET, op_thresholded_relu, NULL},
-    {"Where", 9, TTH_ONNX_MAX_OPSET, op_where, NULL},
-    {"Xor", 1, 6, op_xor, NULL},
-    {"Xor", 7, TTH_ONNX_MAX_OPSET, op_xor, NULL},
-    {NULL, 0, 0, NULL, NULL},
+    {"Abs", 1, NEWEST, op_unary, TTH_OP_ABS, NULL},
+    {"Acos", 7, NEWEST, op_unary, TTH_OP_ACOS, NULL},
+    {"Acosh", 9, NEWEST, op_unary, TTH_OP_ACOSH, NULL},
+    {"Add", 1, 6, op_binary, TTH_OP_ADD, NULL},
+    {"Add", 7, NEWEST, op_binary, TTH_OP_ADD, NULL},
+    {"And", 1, 6, op_binary, TTH_OP_LOGICAL_AND, NULL},
+    {"And", 7, NEWEST, op_binary, TTH_OP_LOGICAL_AND, NULL},
+    {"Asin", 7, NEWEST, op_unary, TTH_OP_ASIN, NULL},
+    {"Asinh", 9, NEWEST, op_unary, TTH_OP_ASINH, NULL},
+    {"Atan", 7, NEWEST, op_unary, TTH_OP_ATAN, NULL},
+    {"Atanh", 9, NEWEST, op_unary, TTH_OP_ATANH, NULL},
+    {"BitShift", 11, NEWEST, op_bitshift, 0, NULL},
+    {"Cast", 1, NEWEST, op_cast, 0, NULL},
+    {"CastLike", 15, NEWEST, op_cast_like, 0, NULL},
+    {"Ceil", 1, NEWEST, op_unary, TTH_OP_CEIL, NULL},
+    {"Celu", 12, NEWEST, op_celu, 0, NULL},
+    {"Clip", 1, 10, op_clip, 0, NULL},
+    {"Clip", 11, NEWEST, op_clip, 0, NULL},
+    {"Cos", 7, NEWEST, op_unary, TTH_OP_COS, NULL},
+    {"Cosh", 9, NEWEST, op_hyp, TTH_OP_ADD, NULL},
+    {"Div", 1, 6, op_binary, TTH_OP_DIVIDE, NULL},
+    {"Div", 7, NEWEST, op_binary, TTH_OP_DIVIDE, NULL},
+    {"Elu", 1, NEWEST, op_elu, 0, NULL},
+    {"Equal", 1, 6, op_binary, TTH_OP_EQUAL, NULL},
+    {"Equal", 7, NEWEST, op_binary, TTH_OP_EQUAL, NULL},
+    {"Erf", 9, NEWEST, op_unary, TTH_OP_ERF, NULL},
+    {"Exp", 1, NEWEST, op_unary, TTH_OP_EXP, NULL},
+    {"Floor", 1, NEWEST, op_unary, TTH_OP_FLOOR, NULL},
+    {"Gelu", 20, NEWEST, op_gelu, 0, NULL},
+    {"Greater", 1, 6, op_binary, TTH_OP_GREATER, NULL},
+    {"Greater", 7, NEWEST, op_binary, TTH_OP_GREATER, NULL},
+    {"GreaterOrEqual", 12, NEWEST, op_binary, TTH_OP_GREATER_EQUAL, NULL},
+    {"HardSigmoid", 1, NEWEST, op_hard_sigmoid, 0, NULL},
+    {"HardSwish", 14, NEWEST, op_unary, TTH_OP_HARD_SWISH, NULL},
+    {"IsInf", 10, NEWEST, op_isinf, 0, NULL},
+    {"IsNaN", 9, NEWEST, op_isnan, 0, NULL},
+    {"LeakyRelu", 1, NEWEST, op_leaky_relu, 0, NULL},
+    {"Less", 1, 6, op_binary, TTH_OP_LESS, NULL},
+    {"Less", 7, NEWEST, op_binary, TTH_OP_LESS, NULL},
+    {"LessOrEqual", 12, NEWEST, op_binary, TTH_OP_LESS_EQUAL, NULL},
+    {"Log", 1, NEWEST, op_unary, TTH_OP_LOG, NULL},
+    {"Max", 1, NEWEST, op_variadic, TTH_OP_MAXIMUM, NULL},
+    {"Mean", 1, NEWEST, op_mean, 0, NULL},
+    {"Min", 1, NEWEST, op_variadic, TTH_OP_MINIMUM, NULL},
+    {"Mish", 18, NEWEST, op_mish, 0, NULL},
+    {"Mod", 10, NEWEST, op_mod, 0, NULL},
+    {"Mul", 1, 6, op_binary, TTH_OP_MULTIPLY, NULL},
+    {"Mul", 7, NEWEST, op_binary, TTH_OP_MULTIPLY, NULL},
+    {"Neg", 1, NEWEST, op_unary, TTH_OP_NEGATIVE, NULL},
+    {"Not", 1, NEWEST, op_unary, TTH_OP_LOGICAL_NOT, NULL},
+    {"Or", 1, 6, op_binary, TTH_OP_LOGICAL_OR, NULL},
+    {"Or", 7, NEWEST, op_binary, TTH_OP_LOGICAL_OR, NULL},
+    {"PRelu", 1, NEWEST, op_prelu, 0, NULL},
+    {"Pow", 1, 6, op_pow, 0, NULL},
+    {"Pow", 7, NEWEST, op_pow, 0, NULL},
+    {"Reciprocal", 1, NEWEST, op_unary, TTH_OP_RECIPROCAL, NULL},
+    {"Relu", 1, NEWEST, op_unary, TTH_OP_RELU, NULL},
+    {"Round", 11, NEWEST, op_unary, TTH_OP_ROUND, NULL},
+    {"Selu", 1, NEWEST, op_selu, 0, NULL},
+    {"Shrink", 9, NEWEST, op_shrink, 0, NULL},
+    {"Sigmoid", 1, NEWEST, op_unary, TTH_OP_SIGMOID, NULL},
+    {"Sign", 9, NEWEST, op_unary, TTH_OP_SIGN, NULL},
+    {"Sin", 7, NEWEST, op_unary, TTH_OP_SIN, NULL},
+    {"Sinh", 9, NEWEST, op_hyp, TTH_OP_SUBTRACT, NULL},
+    {"Softplus", 1, NEWEST, op_unary, TTH_OP_SOFTPLUS, NULL},
+    {"Softsign", 1, NEWEST, op_unary, TTH_OP_SOFTSIGN, NULL},
+    {"Sqrt", 1, NEWEST, op_unary, TTH_OP_SQRT, NULL},
+    {"Sub", 1, 6, op_binary, TTH_OP_SUBTRACT, NULL},
+    {"Sub", 7, NEWEST, op_binary, TTH_OP_SUBTRACT, NULL},
+    {"Sum", 1, NEWEST, op_variadic, TTH_OP_ADD, NULL},
+    {"Tan", 7, NEWEST, op_tan, 0, NULL},
+    {"Tanh", 1, NEWEST, op_unary, TTH_OP_TANH, NULL},
+    {"ThresholdedRelu", 10, NEWEST, op_thresholded_relu, 0, NULL},
+    {"Where", 9, NEWEST, op_where, 0, NULL},
+    {"Xor", 1, 6, op_binary, TTH_OP_LOGICAL_XOR, NULL},
+    {"Xor", 7, NEWEST, op_binary, TTH_OP_LOGICAL_XOR, NULL},
+    {NULL, 0, 0, NULL, 0, NULL},
 };

@@ -206,6 +206,7 @@ static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
     if (rc)
         return rc;
     c->version = entry->since;
+    c->arg = entry->arg;
     if (n->n_input > 64 || n->n_output > 64)
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "node with more than 64 inputs or outputs");
     tth_rexpr *in[64] = {0}, *out[64] = {0};
@@ -388,6 +389,7 @@ int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr 
 {
     const Onnx__NodeProto *node = c->node;
     int64_t version = c->version;
+    int arg = c->arg;
     char where[sizeof c->where];
     snprintf(where, sizeof where, "%s", c->where);
     valtab *vals = c->vals;
@@ -409,6 +411,7 @@ int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr 
         rc = g->node[i] ? import_node(c, vals, g->node[i]) : tth__onnx_fail(c, TTH_EMODEL, "empty node %zu", i);
     c->node = node;
     c->version = version;
+    c->arg = arg;
     for (size_t i = 0; !rc && i < g->n_output; i++) {
         const char *name = g->output[i] && g->output[i]->name ? g->output[i]->name : "";
         outs[i] = valtab_get(vals, name);

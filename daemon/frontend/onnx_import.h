@@ -25,6 +25,7 @@ typedef struct tth_onnx_ctx {
     int64_t training;              /* of ai.onnx.preview.training; 0 when not imported */
     const Onnx__NodeProto *node;   /* the node being imported */
     int64_t version;               /* its operator's version: the since-version of its table row */
+    int arg;                       /* the row's arg (which operator a shared importer imports) */
     char where[TTH_DIAG_LOCATION_MAX]; /* "node 'conv1' (Conv)" */
     struct tth_onnx_external *ext; /* external data (may be NULL) */
     struct valtab *vals;           /* the values by name, while a graph is imported */
@@ -37,14 +38,20 @@ typedef int (*tth_onnx_import_fn)(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, t
 
 /* A row of the operator table: the operator's versions `since` to `last` (opsets of its domain,
  * `since` an ONNX since-version) are imported by fn, or, with fn NULL, refused with `refusal`.
- * An operator's rows are consecutive and ordered; a new version that reads the operator otherwise
- * is a new row (docs/operators.md, "The operator table"). */
+ * One importer may serve several operators (the unary ones, MaxPool and AveragePool...): `arg`
+ * tells it which (a Relay op or a variant), as ctx->arg. An operator's rows are consecutive and
+ * ordered; a new version that reads the operator otherwise is a new row (docs/operators.md,
+ * "The operator table"). */
 typedef struct tth_onnx_op {
     const char *name; /* ONNX op_type */
     int since, last;
     tth_onnx_import_fn fn;
+    int arg;
     const char *refusal;
 } tth_onnx_op;
+
+/* The last of a row that reaches the newest opset the importer knows. */
+#define NEWEST TTH_ONNX_MAX_OPSET
 
 /* The row importing operator `name` at the model's opset of the default domain (training 0) or
  * of ai.onnx.preview.training (training 1): 0, or a negative code with a diagnostic that says

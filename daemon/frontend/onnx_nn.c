@@ -473,13 +473,10 @@ static int pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, si
     CHECK(out[0] = from4d(c, y, r));
     return 0;
 }
-static int op_max_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* MaxPool (arg 1) and AveragePool (arg 0). */
+static int op_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return pool(c, in, nin, out, nout, 1);
-}
-static int op_avg_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return pool(c, in, nin, out, nout, 0);
+    return pool(c, in, nin, out, nout, (int)c->arg);
 }
 
 /* GlobalAverage/MaxPool over all spatial dims of any rank >= 3 (reshaped to N, C, 1, S). */
@@ -507,13 +504,10 @@ static int global_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
     out[0] = y;
     return 0;
 }
-static int op_global_avg_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* GlobalMaxPool (arg 1) and GlobalAveragePool (arg 0). */
+static int op_global_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return global_pool(c, in, nin, out, 0);
-}
-static int op_global_max_pool(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return global_pool(c, in, nin, out, 1);
+    return global_pool(c, in, nin, out, (int)c->arg);
 }
 
 static int batch_norm_training(tth_onnx_ctx *c, tth_rexpr **in, tth_rexpr **out, size_t nout);
@@ -561,13 +555,10 @@ static int softmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
     CHECK(out[0] = reshape(c, x, tt(in[0])->shape, r));
     return 0;
 }
+/* Softmax and LogSoftmax: the row's arg is the Relay op. */
 static int op_softmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return softmax(c, in, nin, out, TTH_OP_SOFTMAX);
-}
-static int op_log_softmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return softmax(c, in, nin, out, TTH_OP_LOG_SOFTMAX);
+    return softmax(c, in, nin, out, (tth_op)c->arg);
 }
 
 static int op_matmul(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
@@ -1188,17 +1179,10 @@ done:
     return rc;
 }
 
-static int op_rnn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* RNN, GRU and LSTM: the row's arg is the kind (RNN_SIMPLE, RNN_GRU, RNN_LSTM). */
+static int op_recurrent(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return recurrent(c, in, nin, out, nout, RNN_SIMPLE);
-}
-static int op_gru(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return recurrent(c, in, nin, out, nout, RNN_GRU);
-}
-static int op_lstm(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return recurrent(c, in, nin, out, nout, RNN_LSTM);
+    return recurrent(c, in, nin, out, nout, (int)c->arg);
 }
 
 /* Resize's roi input (opset 11+) as resize2d's "roi" [h0, w0, h1, w1]: a constant of 8 values,
@@ -1405,13 +1389,10 @@ static int resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
     CHECK(out[0] = call1(c, TTH_OP_RESIZE2D, x, attrs));
     return 0;
 }
+/* Resize (arg 0) and Upsample (arg 1). */
 static int op_resize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return resize(c, in, nin, out, 0);
-}
-static int op_upsample(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return resize(c, in, nin, out, 1);
+    return resize(c, in, nin, out, (int)c->arg);
 }
 
 /* RoiAlign (opset 10, 16): vision.roi_align of X, rois and batch_indices (run-time tensors). The
@@ -1741,45 +1722,45 @@ static int op_lrn(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, 
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_nn_ops[] = {
-    {"AveragePool", 1, TTH_ONNX_MAX_OPSET, op_avg_pool, NULL},
-    {"BatchNormalization", 1, 8, op_batch_norm, NULL},
-    {"BatchNormalization", 9, 13, op_batch_norm, NULL},
-    {"BatchNormalization", 14, TTH_ONNX_MAX_OPSET, op_batch_norm, NULL},
-    {"Conv", 1, TTH_ONNX_MAX_OPSET, op_conv, NULL},
-    {"ConvTranspose", 1, TTH_ONNX_MAX_OPSET, op_conv_transpose, NULL},
-    {"Det", 11, TTH_ONNX_MAX_OPSET, op_det, NULL},
-    {"Dropout", 1, TTH_ONNX_MAX_OPSET, op_dropout, NULL},
-    {"Einsum", 12, TTH_ONNX_MAX_OPSET, op_einsum, NULL},
-    {"GRU", 1, TTH_ONNX_MAX_OPSET, op_gru, NULL},
-    {"Gemm", 1, TTH_ONNX_MAX_OPSET, op_gemm, NULL},
-    {"GlobalAveragePool", 1, TTH_ONNX_MAX_OPSET, op_global_avg_pool, NULL},
-    {"GlobalMaxPool", 1, TTH_ONNX_MAX_OPSET, op_global_max_pool, NULL},
-    {"GridSample", 16, TTH_ONNX_MAX_OPSET, op_grid_sample, NULL},
-    {"GroupNormalization", 18, 20, op_group_norm, NULL},
-    {"GroupNormalization", 21, TTH_ONNX_MAX_OPSET, op_group_norm, NULL},
-    {"Hardmax", 1, 12, op_hardmax, NULL},
-    {"Hardmax", 13, TTH_ONNX_MAX_OPSET, op_hardmax, NULL},
-    {"InstanceNormalization", 1, TTH_ONNX_MAX_OPSET, op_instance_norm, NULL},
-    {"LRN", 1, TTH_ONNX_MAX_OPSET, op_lrn, NULL},
-    {"LSTM", 1, TTH_ONNX_MAX_OPSET, op_lstm, NULL},
-    {"LayerNormalization", 17, TTH_ONNX_MAX_OPSET, op_layer_norm, NULL},
-    {"LogSoftmax", 1, 12, op_log_softmax, NULL},
-    {"LogSoftmax", 13, TTH_ONNX_MAX_OPSET, op_log_softmax, NULL},
-    {"MatMul", 1, TTH_ONNX_MAX_OPSET, op_matmul, NULL},
-    {"MaxPool", 1, TTH_ONNX_MAX_OPSET, op_max_pool, NULL},
-    {"MaxUnpool", 9, TTH_ONNX_MAX_OPSET, op_max_unpool, NULL},
-    {"MeanVarianceNormalization", 9, TTH_ONNX_MAX_OPSET, op_mvn, NULL},
-    {"RNN", 1, TTH_ONNX_MAX_OPSET, op_rnn, NULL},
-    {"Resize", 10, 10, op_resize, NULL},
-    {"Resize", 11, 17, op_resize, NULL},
-    {"Resize", 18, TTH_ONNX_MAX_OPSET, op_resize, NULL},
-    {"RoiAlign", 10, 15, op_roi_align, NULL},
-    {"RoiAlign", 16, TTH_ONNX_MAX_OPSET, op_roi_align, NULL},
-    {"Softmax", 1, 12, op_softmax, NULL},
-    {"Softmax", 13, TTH_ONNX_MAX_OPSET, op_softmax, NULL},
-    {"Upsample", 1, 6, NULL, "Upsample-1 (experimental: height_scale, width_scale) is not supported; export with opset 7 to 9 or use Resize"},
-    {"Upsample", 7, 8, op_upsample, NULL},
-    {"Upsample", 9, 9, op_upsample, NULL},
-    {"Upsample", 10, TTH_ONNX_MAX_OPSET, NULL, "Upsample is deprecated from opset 10: Resize replaces it"},
-    {NULL, 0, 0, NULL, NULL},
+    {"AveragePool", 1, NEWEST, op_pool, 0, NULL},
+    {"BatchNormalization", 1, 8, op_batch_norm, 0, NULL},
+    {"BatchNormalization", 9, 13, op_batch_norm, 0, NULL},
+    {"BatchNormalization", 14, NEWEST, op_batch_norm, 0, NULL},
+    {"Conv", 1, NEWEST, op_conv, 0, NULL},
+    {"ConvTranspose", 1, NEWEST, op_conv_transpose, 0, NULL},
+    {"Det", 11, NEWEST, op_det, 0, NULL},
+    {"Dropout", 1, NEWEST, op_dropout, 0, NULL},
+    {"Einsum", 12, NEWEST, op_einsum, 0, NULL},
+    {"GRU", 1, NEWEST, op_recurrent, RNN_GRU, NULL},
+    {"Gemm", 1, NEWEST, op_gemm, 0, NULL},
+    {"GlobalAveragePool", 1, NEWEST, op_global_pool, 0, NULL},
+    {"GlobalMaxPool", 1, NEWEST, op_global_pool, 1, NULL},
+    {"GridSample", 16, NEWEST, op_grid_sample, 0, NULL},
+    {"GroupNormalization", 18, 20, op_group_norm, 0, NULL},
+    {"GroupNormalization", 21, NEWEST, op_group_norm, 0, NULL},
+    {"Hardmax", 1, 12, op_hardmax, 0, NULL},
+    {"Hardmax", 13, NEWEST, op_hardmax, 0, NULL},
+    {"InstanceNormalization", 1, NEWEST, op_instance_norm, 0, NULL},
+    {"LRN", 1, NEWEST, op_lrn, 0, NULL},
+    {"LSTM", 1, NEWEST, op_recurrent, RNN_LSTM, NULL},
+    {"LayerNormalization", 17, NEWEST, op_layer_norm, 0, NULL},
+    {"LogSoftmax", 1, 12, op_softmax, TTH_OP_LOG_SOFTMAX, NULL},
+    {"LogSoftmax", 13, NEWEST, op_softmax, TTH_OP_LOG_SOFTMAX, NULL},
+    {"MatMul", 1, NEWEST, op_matmul, 0, NULL},
+    {"MaxPool", 1, NEWEST, op_pool, 1, NULL},
+    {"MaxUnpool", 9, NEWEST, op_max_unpool, 0, NULL},
+    {"MeanVarianceNormalization", 9, NEWEST, op_mvn, 0, NULL},
+    {"RNN", 1, NEWEST, op_recurrent, RNN_SIMPLE, NULL},
+    {"Resize", 10, 10, op_resize, 0, NULL},
+    {"Resize", 11, 17, op_resize, 0, NULL},
+    {"Resize", 18, NEWEST, op_resize, 0, NULL},
+    {"RoiAlign", 10, 15, op_roi_align, 0, NULL},
+    {"RoiAlign", 16, NEWEST, op_roi_align, 0, NULL},
+    {"Softmax", 1, 12, op_softmax, TTH_OP_SOFTMAX, NULL},
+    {"Softmax", 13, NEWEST, op_softmax, TTH_OP_SOFTMAX, NULL},
+    {"Upsample", 1, 6, NULL, 0, "Upsample-1 (experimental: height_scale, width_scale) is not supported; export with opset 7 to 9 or use Resize"},
+    {"Upsample", 7, 8, op_resize, 1, NULL},
+    {"Upsample", 9, 9, op_resize, 1, NULL},
+    {"Upsample", 10, NEWEST, NULL, 0, "Upsample is deprecated from opset 10: Resize replaces it"},
+    {NULL, 0, 0, NULL, 0, NULL},
 };

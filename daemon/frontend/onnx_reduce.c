@@ -212,32 +212,29 @@ static int argx(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, tt
                                    "select_last_index", (int)ai(c, "select_last_index", 0))));
     return 0;
 }
-static int op_argmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* ArgMax and ArgMin: the row's arg is the Relay op. */
+static int op_argx(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return argx(c, in, nin, out, TTH_OP_ARGMAX);
-}
-static int op_argmin(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return argx(c, in, nin, out, TTH_OP_ARGMIN);
+    return argx(c, in, nin, out, (tth_op)c->arg);
 }
 
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_reduce_ops[] = {
-    {"ArgMax", 1, TTH_ONNX_MAX_OPSET, op_argmax, NULL},
-    {"ArgMin", 1, TTH_ONNX_MAX_OPSET, op_argmin, NULL},
-    {"CumSum", 11, TTH_ONNX_MAX_OPSET, op_cumsum, NULL},
-    {"ReduceL1", 1, TTH_ONNX_MAX_OPSET, op_reduce_l1, NULL},
-    {"ReduceL2", 1, TTH_ONNX_MAX_OPSET, op_reduce_l2, NULL},
-    {"ReduceLogSum", 1, TTH_ONNX_MAX_OPSET, op_reduce_log_sum, NULL},
-    {"ReduceLogSumExp", 1, TTH_ONNX_MAX_OPSET, op_reduce_log_sum_exp, NULL},
-    {"ReduceMax", 1, TTH_ONNX_MAX_OPSET, op_reduce_max, NULL},
-    {"ReduceMean", 1, TTH_ONNX_MAX_OPSET, op_reduce_mean, NULL},
-    {"ReduceMin", 1, TTH_ONNX_MAX_OPSET, op_reduce_min, NULL},
-    {"ReduceProd", 1, TTH_ONNX_MAX_OPSET, op_reduce_prod, NULL},
-    {"ReduceSum", 1, TTH_ONNX_MAX_OPSET, op_reduce_sum, NULL},
-    {"ReduceSumSquare", 1, TTH_ONNX_MAX_OPSET, op_reduce_sum_square, NULL},
-    {"TopK", 1, 9, op_topk, NULL},
-    {"TopK", 10, TTH_ONNX_MAX_OPSET, op_topk, NULL},
-    {NULL, 0, 0, NULL, NULL},
+    {"ArgMax", 1, NEWEST, op_argx, TTH_OP_ARGMAX, NULL},
+    {"ArgMin", 1, NEWEST, op_argx, TTH_OP_ARGMIN, NULL},
+    {"CumSum", 11, NEWEST, op_cumsum, 0, NULL},
+    {"ReduceL1", 1, NEWEST, op_reduce_l1, 0, NULL},
+    {"ReduceL2", 1, NEWEST, op_reduce_l2, 0, NULL},
+    {"ReduceLogSum", 1, NEWEST, op_reduce_log_sum, 0, NULL},
+    {"ReduceLogSumExp", 1, NEWEST, op_reduce_log_sum_exp, 0, NULL},
+    {"ReduceMax", 1, NEWEST, op_reduce_max, 0, NULL},
+    {"ReduceMean", 1, NEWEST, op_reduce_mean, 0, NULL},
+    {"ReduceMin", 1, NEWEST, op_reduce_min, 0, NULL},
+    {"ReduceProd", 1, NEWEST, op_reduce_prod, 0, NULL},
+    {"ReduceSum", 1, NEWEST, op_reduce_sum, 0, NULL},
+    {"ReduceSumSquare", 1, NEWEST, op_reduce_sum_square, 0, NULL},
+    {"TopK", 1, 9, op_topk, 0, NULL},
+    {"TopK", 10, NEWEST, op_topk, 0, NULL},
+    {NULL, 0, 0, NULL, 0, NULL},
 };

@@ -925,13 +925,10 @@ static int d2s(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, int
     CHECK(out[0] = reshape(c, x, s4, 4));
     return 0;
 }
-static int op_depth_to_space(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
+/* DepthToSpace (arg 1) and SpaceToDepth (arg 0). */
+static int op_d2s(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
 {
-    return d2s(c, in, nin, out, 1);
-}
-static int op_space_to_depth(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout)
-{
-    return d2s(c, in, nin, out, 0);
+    return d2s(c, in, nin, out, (int)c->arg);
 }
 
 /* OneHot(indices, depth, values[off, on]; axis): values[1] where the (wrapped) index equals the
@@ -1217,41 +1214,41 @@ static int op_tfidf_vectorizer(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_shape_ops[] = {
-    {"CenterCropPad", 18, TTH_ONNX_MAX_OPSET, op_center_crop_pad, NULL},
-    {"Compress", 9, TTH_ONNX_MAX_OPSET, op_compress, NULL},
-    {"Concat", 1, 3, op_concat, NULL},
-    {"Concat", 4, TTH_ONNX_MAX_OPSET, op_concat, NULL},
-    {"Constant", 1, TTH_ONNX_MAX_OPSET, op_constant, NULL},
-    {"ConstantOfShape", 9, TTH_ONNX_MAX_OPSET, op_constant_of_shape, NULL},
-    {"DepthToSpace", 1, TTH_ONNX_MAX_OPSET, op_depth_to_space, NULL},
-    {"Expand", 8, TTH_ONNX_MAX_OPSET, op_expand, NULL},
-    {"EyeLike", 9, TTH_ONNX_MAX_OPSET, op_eyelike, NULL},
-    {"Flatten", 1, TTH_ONNX_MAX_OPSET, op_flatten, NULL},
-    {"Gather", 1, TTH_ONNX_MAX_OPSET, op_gather, NULL},
-    {"GatherElements", 11, TTH_ONNX_MAX_OPSET, op_gather_elements, NULL},
-    {"GatherND", 11, TTH_ONNX_MAX_OPSET, op_gather_nd, NULL},
-    {"Identity", 1, TTH_ONNX_MAX_OPSET, op_identity, NULL},
-    {"OneHot", 9, TTH_ONNX_MAX_OPSET, op_one_hot, NULL},
-    {"Pad", 1, 10, op_pad, NULL},
-    {"Pad", 11, TTH_ONNX_MAX_OPSET, op_pad, NULL},
-    {"Range", 11, TTH_ONNX_MAX_OPSET, op_range, NULL},
-    {"Reshape", 1, TTH_ONNX_MAX_OPSET, op_reshape, NULL},
-    {"ReverseSequence", 10, TTH_ONNX_MAX_OPSET, op_reverse_sequence, NULL},
-    {"Scatter", 9, 10, op_scatter_elements, NULL},
-    {"Scatter", 11, TTH_ONNX_MAX_OPSET, NULL, "Scatter is deprecated from opset 11: ScatterElements replaces it (the same meaning)"},
-    {"ScatterElements", 11, TTH_ONNX_MAX_OPSET, op_scatter_elements, NULL},
-    {"ScatterND", 11, TTH_ONNX_MAX_OPSET, op_scatter_nd, NULL},
-    {"Shape", 1, TTH_ONNX_MAX_OPSET, op_shape, NULL},
-    {"Size", 1, TTH_ONNX_MAX_OPSET, op_size, NULL},
-    {"Slice", 1, 9, op_slice, NULL},
-    {"Slice", 10, TTH_ONNX_MAX_OPSET, op_slice, NULL},
-    {"SpaceToDepth", 1, TTH_ONNX_MAX_OPSET, op_space_to_depth, NULL},
-    {"Split", 1, TTH_ONNX_MAX_OPSET, op_split, NULL},
-    {"Squeeze", 1, TTH_ONNX_MAX_OPSET, op_squeeze, NULL},
-    {"TfIdfVectorizer", 9, TTH_ONNX_MAX_OPSET, op_tfidf_vectorizer, NULL},
-    {"Tile", 1, TTH_ONNX_MAX_OPSET, op_tile, NULL},
-    {"Transpose", 1, TTH_ONNX_MAX_OPSET, op_transpose, NULL},
-    {"Trilu", 14, TTH_ONNX_MAX_OPSET, op_trilu, NULL},
-    {"Unsqueeze", 1, TTH_ONNX_MAX_OPSET, op_unsqueeze, NULL},
-    {NULL, 0, 0, NULL, NULL},
+    {"CenterCropPad", 18, NEWEST, op_center_crop_pad, 0, NULL},
+    {"Compress", 9, NEWEST, op_compress, 0, NULL},
+    {"Concat", 1, 3, op_concat, 0, NULL},
+    {"Concat", 4, NEWEST, op_concat, 0, NULL},
+    {"Constant", 1, NEWEST, op_constant, 0, NULL},
+    {"ConstantOfShape", 9, NEWEST, op_constant_of_shape, 0, NULL},
+    {"DepthToSpace", 1, NEWEST, op_d2s, 1, NULL},
+    {"Expand", 8, NEWEST, op_expand, 0, NULL},
+    {"EyeLike", 9, NEWEST, op_eyelike, 0, NULL},
+    {"Flatten", 1, NEWEST, op_flatten, 0, NULL},
+    {"Gather", 1, NEWEST, op_gather, 0, NULL},
+    {"GatherElements", 11, NEWEST, op_gather_elements, 0, NULL},
+    {"GatherND", 11, NEWEST, op_gather_nd, 0, NULL},
+    {"Identity", 1, NEWEST, op_identity, 0, NULL},
+    {"OneHot", 9, NEWEST, op_one_hot, 0, NULL},
+    {"Pad", 1, 10, op_pad, 0, NULL},
+    {"Pad", 11, NEWEST, op_pad, 0, NULL},
+    {"Range", 11, NEWEST, op_range, 0, NULL},
+    {"Reshape", 1, NEWEST, op_reshape, 0, NULL},
+    {"ReverseSequence", 10, NEWEST, op_reverse_sequence, 0, NULL},
+    {"Scatter", 9, 10, op_scatter_elements, 0, NULL},
+    {"Scatter", 11, NEWEST, NULL, 0, "Scatter is deprecated from opset 11: ScatterElements replaces it (the same meaning)"},
+    {"ScatterElements", 11, NEWEST, op_scatter_elements, 0, NULL},
+    {"ScatterND", 11, NEWEST, op_scatter_nd, 0, NULL},
+    {"Shape", 1, NEWEST, op_shape, 0, NULL},
+    {"Size", 1, NEWEST, op_size, 0, NULL},
+    {"Slice", 1, 9, op_slice, 0, NULL},
+    {"Slice", 10, NEWEST, op_slice, 0, NULL},
+    {"SpaceToDepth", 1, NEWEST, op_d2s, 0, NULL},
+    {"Split", 1, NEWEST, op_split, 0, NULL},
+    {"Squeeze", 1, NEWEST, op_squeeze, 0, NULL},
+    {"TfIdfVectorizer", 9, NEWEST, op_tfidf_vectorizer, 0, NULL},
+    {"Tile", 1, NEWEST, op_tile, 0, NULL},
+    {"Transpose", 1, NEWEST, op_transpose, 0, NULL},
+    {"Trilu", 14, NEWEST, op_trilu, 0, NULL},
+    {"Unsqueeze", 1, NEWEST, op_unsqueeze, 0, NULL},
+    {NULL, 0, 0, NULL, 0, NULL},
 };
