@@ -25,6 +25,56 @@ tth_registry *test_registry(void)
     return r;
 }
 
+static struct deferred {
+    void (*fn)(void *);
+    void *arg;
+} *deferred;
+static size_t ndeferred;
+
+void test_defer(void (*fn)(void *), void *arg)
+{
+    struct deferred *more = realloc(deferred, (ndeferred + 1) * sizeof *more);
+    cr_assert_not_null(more);
+    deferred = more;
+    deferred[ndeferred++] = (struct deferred){fn, arg};
+}
+
+void test_cleanup(void)
+{
+    while (ndeferred) {
+        ndeferred--;
+        deferred[ndeferred].fn(deferred[ndeferred].arg);
+    }
+    free(deferred);
+    deferred = NULL;
+}
+
+static void free_tir_module(void *m)
+{
+    tth_tir_module_free(m);
+}
+
+static void free_relay_module(void *m)
+{
+    tth_relay_module_free(m);
+}
+
+tth_tir_module *test_tir_module(void)
+{
+    tth_tir_module *m = tth_tir_module_new();
+    cr_assert_not_null(m);
+    test_defer(free_tir_module, m);
+    return m;
+}
+
+tth_relay_module *test_relay_module(void)
+{
+    tth_relay_module *m = tth_relay_module_new("t");
+    cr_assert_not_null(m);
+    test_defer(free_relay_module, m);
+    return m;
+}
+
 void test_mkdtemp(char *buf, size_t len)
 {
     const char *tmp = getenv("TMPDIR");

@@ -7,9 +7,18 @@
 #include <stdint.h>
 
 #include "tth/registry.h"
+#include "tth/relay.h"
+#include "tth/tir.h"
 
 /* A registry with every plugin of $TTH_BUILD_ROOT/plugins (asserts it loaded). */
 tth_registry *test_registry(void);
+/* Cleanups for after the test: test_defer registers fn(arg); test_cleanup (from a suite's .fini)
+ * runs them, the last registered first. */
+void test_defer(void (*fn)(void *), void *arg);
+void test_cleanup(void);
+/* A new empty TIR / Relay module, freed by test_cleanup. */
+tth_tir_module *test_tir_module(void);
+tth_relay_module *test_relay_module(void);
 /* A new temporary directory (static buffer per call site is the caller's). */
 void test_mkdtemp(char *buf, size_t len);
 void test_rmtree(const char *dir);

@@ -1,5 +1,6 @@
 /* npu_test.h: what the cmsis-nn and ethos-n tests share: the real plugins from the build tree,
- * targets parsed through them, and Relay builders for quantized patterns. */
+ * targets parsed through them, and Relay builders for quantized patterns. The includer defines
+ * NPU_KIND and NPU_TARGET (its kind, and the target text accepts and refuses ask it for). */
 #ifndef TTH_TEST_NPU_H
 #define TTH_TEST_NPU_H
 
@@ -16,43 +17,24 @@
 #include <tth/target.h>
 #include <tth/tir.h>
 
+#include "helpers.h"
+#include "model_fixture.h"
+
 static tth_registry *npu_reg;
 
+/* Fixture: the build tree's plugins (all four); npu_unload also frees what the test made with
+ * test_relay_module and test_tir_module (test_cleanup). */
 static void npu_load(void)
 {
-    const char *root = getenv("TTH_BUILD_ROOT");
-    cr_assert(root, "TTH_BUILD_ROOT not set");
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/plugins", root);
-    npu_reg = tth_registry_new();
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_geq(tth_registry_load_dir(npu_reg, dir, &d), 4, "loading %s: %s", dir, d.message);
+    npu_reg = test_registry();
+    cr_assert_geq(tth_registry_count(npu_reg), 4);
 }
-
-/* The Relay modules of the running test (npu_module), freed after it by npu_unload. */
-static tth_relay_module **npu_mods;
-static size_t npu_nmods;
 
 static void npu_unload(void)
 {
-    while (npu_nmods)
-        tth_relay_module_free(npu_mods[--npu_nmods]);
-    free(npu_mods);
-    npu_mods = NULL;
+    test_cleanup();
     tth_registry_free(npu_reg);
     npu_reg = NULL;
-}
-
-/* A new empty Relay module for the test to build in; the fixture frees it after the test. */
-static tth_relay_module *npu_module(void)
-{
-    tth_relay_module **more = realloc(npu_mods, (npu_nmods + 1) * sizeof *more);
-    cr_assert(more);
-    npu_mods = more;
-    npu_mods[npu_nmods] = tth_relay_module_new("t");
-    cr_assert(npu_mods[npu_nmods]);
-    return npu_mods[npu_nmods++];
 }
 
 static const tth_plugin *npu_plugin(const char *kind)
@@ -64,11 +46,7 @@ static const tth_plugin *npu_plugin(const char *kind)
 
 static json_t *npu_target(const char *text)
 {
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(npu_reg, NULL, text, &d);
-    cr_assert(t, "target '%s': %s", text, d.message);
-    return t;
+    return test_target(npu_reg, text);
 }
 
 /* ---- Relay builders ---- */
@@ -138,6 +116,14 @@ static tth_relay_function *finish(tth_relay_module *m, tth_rexpr *const *params,
     return f;
 }
 
+/* qnn.requantize of x (axis 1) from in_scale (a Relay expression: a scalar, or one per channel)
+ * to out_scale and zero point zp in dtype d; the input zero point 0. */
+static tth_rexpr *requant(tth_relay_module *m, tth_rexpr *x, tth_rexpr *in_scale, double out_scale, int zp, tth_dtype d)
+{
+    return op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", tth_dtype_name(d)), 5, x, in_scale,
+              k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, out_scale), k_scalar(m, d, zp));
+}
+
 /* The conv pattern: x int8 [n, c, h, w] -> qnn.conv2d -> [add bias] -> requantize -> [clip]. */
 typedef struct conv_opt {
     int64_t n, c, h, w, oc, kh, kw, stride, pad, dilation, groups;
@@ -188,8 +174,7 @@ static conv_nodes build_conv(tth_relay_module *m, const conv_opt *o)
     } else {
         insc = k_scalar(m, TTH_F32, o->xs * o->wsc);
     }
-    r.rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, acc, insc,
-              k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, o->ys), k_scalar(m, TTH_I8, o->yzp));
+    r.rq = requant(m, acc, insc, o->ys, o->yzp, TTH_I8);
     tth_rexpr *out = r.rq;
     if (o->clip) {
         r.clip = op(m, TTH_OP_CLIP, json_pack("{s:f,s:f}", "a_min", -20.0, "a_max", 100.0), 1, r.rq);
@@ -197,6 +182,16 @@ static conv_nodes build_conv(tth_relay_module *m, const conv_opt *o)
     }
     r.fn = finish(m, &r.x, 1, out);
     return r;
+}
+
+/* The conv pattern with conv_default's options changed by tweak (when not NULL), in a new module
+ * of the test (test_relay_module). */
+static __attribute__((unused)) conv_nodes npu_conv(void (*tweak)(conv_opt *))
+{
+    conv_opt o = conv_default();
+    if (tweak)
+        tweak(&o);
+    return build_conv(test_relay_module(), &o);
 }
 
 /* dequantize(x int8, scale, zp) */
@@ -222,6 +217,34 @@ static int supports(const char *kind, const json_t *target, const tth_relay_func
     int r = p->partition_supports(NULL, target, fn, call, why, len);
     cr_assert(r == 0 || r == 1, "partition_supports returned %d", r);
     return r;
+}
+
+/* partition_supports of `kind` for the target `text` takes call (reason NULL), or refuses it
+ * saying exactly `reason`. */
+static void npu_expect(const char *kind, const char *text, const tth_relay_function *fn, const tth_rexpr *call,
+                       const char *reason)
+{
+    json_t *t = npu_target(text);
+    char why[256];
+    int r = supports(kind, t, fn, call, why, sizeof why);
+    json_decref(t);
+    if (!reason)
+        cr_assert_eq(r, 1, "%s refused: %s", tth_op_name(call->u.call.op), why);
+    else {
+        cr_assert_eq(r, 0, "%s accepted", tth_op_name(call->u.call.op));
+        cr_assert_str_eq(why, reason);
+    }
+}
+
+/* NPU_KIND for NPU_TARGET takes call, or refuses it for `reason`. */
+static __attribute__((unused)) void accepts(const tth_relay_function *fn, const tth_rexpr *call)
+{
+    npu_expect(NPU_KIND, NPU_TARGET, fn, call, NULL);
+}
+
+static __attribute__((unused)) void refuses(const tth_relay_function *fn, const tth_rexpr *call, const char *reason)
+{
+    npu_expect(NPU_KIND, NPU_TARGET, fn, call, reason);
 }
 
 #endif

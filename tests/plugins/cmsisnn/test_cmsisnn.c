@@ -8,55 +8,35 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#define M55 "cmsis-nn -mcpu=cortex-m55"
+#define NPU_KIND "cmsis-nn"
+#define NPU_TARGET M55 /* what accepts and refuses ask (npu_test.h) */
 #include "npu_test.h"
 
 TestSuite(cmsisnn, .init = npu_load, .fini = npu_unload);
 
-#define M55 "cmsis-nn -mcpu=cortex-m55"
-
-static void accepts(const json_t *t, const tth_relay_function *fn, const tth_rexpr *call)
-{
-    char why[256];
-    cr_assert_eq(supports("cmsis-nn", t, fn, call, why, sizeof why), 1, "%s refused: %s",
-                 tth_op_name(call->u.call.op), why);
-}
-
-static void refuses(const json_t *t, const tth_relay_function *fn, const tth_rexpr *call, const char *reason)
-{
-    char why[256];
-    cr_assert_eq(supports("cmsis-nn", t, fn, call, why, sizeof why), 0, "%s accepted",
-                 tth_op_name(call->u.call.op));
-    cr_assert_str_eq(why, reason);
-}
+/* Variants of the conv pattern (npu_conv). */
+static void t_clip_per_channel(conv_opt *o) { o->clip = 1; o->per_channel = 1; }
+static void t_depthwise(conv_opt *o) { o->groups = 8; o->oc = 8; }
+static void t_pointwise(conv_opt *o) { o->kh = o->kw = 1; o->pad = 0; }
 
 Test(cmsisnn, conv_pattern_every_op_accepted)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.clip = 1;
-    o.per_channel = 1;
-    conv_nodes n = build_conv(m, &o);
-    accepts(t, n.fn, n.conv);
-    accepts(t, n.fn, n.add);
-    accepts(t, n.fn, n.rq);
-    accepts(t, n.fn, n.clip);
-    json_decref(t);
+    conv_nodes n = npu_conv(t_clip_per_channel);
+    accepts(n.fn, n.conv);
+    accepts(n.fn, n.add);
+    accepts(n.fn, n.rq);
+    accepts(n.fn, n.clip);
 }
 
 /* One variant of the conv pattern and the reason every op of it is refused with. */
 static void conv_refused(void (*tweak)(conv_opt *), const char *reason)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    tweak(&o);
-    conv_nodes n = build_conv(m, &o);
-    refuses(t, n.fn, n.conv, reason);
-    refuses(t, n.fn, n.rq, reason);
+    conv_nodes n = npu_conv(tweak);
+    refuses(n.fn, n.conv, reason);
+    refuses(n.fn, n.rq, reason);
     if (n.add)
-        refuses(t, n.fn, n.add, reason);
-    json_decref(t);
+        refuses(n.fn, n.add, reason);
 }
 
 static void t_wzp(conv_opt *o) { o->wzp = 2; }
@@ -83,39 +63,29 @@ Test(cmsisnn, conv_refusals)
 
 Test(cmsisnn, conv_tail_refusals)
 {
-    json_t *t = npu_target(M55);
     /* conv whose result leaves the function: no requantize */
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 4, 4, 4}, ws[4] = {4, 4, 1, 1};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
                       k_scalar(m, TTH_I8, 0));
     tth_relay_function *f = finish(m, &x, 1, c);
-    refuses(t, f, c, "qnn.conv2d not followed by qnn.requantize: CMSIS-NN computes conv/fc only with its requantization");
+    refuses(f, c, "qnn.conv2d not followed by qnn.requantize: CMSIS-NN computes conv/fc only with its requantization");
     /* requantize to uint8 */
-    m = npu_module();
+    m = test_relay_module();
     x = x_var(m, "x", TTH_I8, 4, xs);
     c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
            k_scalar(m, TTH_I8, 0));
-    tth_rexpr *rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "uint8"), 5, c,
-                       k_scalar(m, TTH_F32, 0.001), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.1),
-                       k_scalar(m, TTH_U8, 128));
+    tth_rexpr *rq = requant(m, c, k_scalar(m, TTH_F32, 0.001), 0.1, 128, TTH_U8);
     f = finish(m, &x, 1, rq);
-    refuses(t, f, rq, "qnn.requantize to uint8: CMSIS-NN's kernels produce int8");
-    json_decref(t);
+    refuses(f, rq, "qnn.requantize to uint8: CMSIS-NN's kernels produce int8");
 }
 
 Test(cmsisnn, depthwise_accepted)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.groups = 8;
-    o.oc = 8;
-    conv_nodes n = build_conv(m, &o);
-    accepts(t, n.fn, n.conv);
-    accepts(t, n.fn, n.rq);
-    json_decref(t);
+    conv_nodes n = npu_conv(t_depthwise);
+    accepts(n.fn, n.conv);
+    accepts(n.fn, n.rq);
 }
 
 /* qnn.matmul a [2, 16] x b [16, 8] -> add bias -> requantize (scale per tensor or per column) */
@@ -129,26 +99,23 @@ static tth_relay_function *build_fc(tth_relay_module *m, int per_channel, int bz
     tth_rexpr *s = per_channel ? k_tensor(m, TTH_F32, 1, bias, 0.001, 0, 0) : k_scalar(m, TTH_F32, 0.0007);
     if (per_channel) /* make it really per channel */
         ((float *)s->u.constant.value->data)[3] = 0.002f;
-    *rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, acc, s,
-             k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.05), k_scalar(m, TTH_I8, -2));
+    *rq = requant(m, acc, s, 0.05, -2, TTH_I8);
     return finish(m, &a, 1, *rq);
 }
 
 Test(cmsisnn, fully_connected)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     tth_rexpr *mm, *rq;
     tth_relay_function *f = build_fc(m, 0, 0, &mm, &rq);
-    accepts(t, f, mm);
-    accepts(t, f, rq);
-    m = npu_module();
+    accepts(f, mm);
+    accepts(f, rq);
+    m = test_relay_module();
     f = build_fc(m, 1, 0, &mm, &rq);
-    refuses(t, f, mm, "qnn.requantize with a input scale: arm_fully_connected_s8 takes one per-tensor multiplier");
-    m = npu_module();
+    refuses(f, mm, "qnn.requantize with a input scale: arm_fully_connected_s8 takes one per-tensor multiplier");
+    m = test_relay_module();
     f = build_fc(m, 0, 3, &mm, &rq);
-    refuses(t, f, rq, "qnn.matmul with a non-zero weight zero point: CMSIS-NN needs symmetric weights");
-    json_decref(t);
+    refuses(f, rq, "qnn.matmul with a non-zero weight zero point: CMSIS-NN needs symmetric weights");
 }
 
 /* dequantize -> softmax(axis) -> quantize(scale, zp) */
@@ -165,23 +132,21 @@ static tth_relay_function *build_softmax(tth_relay_module *m, int axis, double s
 
 Test(cmsisnn, softmax)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     tth_rexpr *sm, *d, *qq;
     tth_relay_function *f = build_softmax(m, -1, 1.0 / 256, -128, &sm, &d, &qq);
-    accepts(t, f, d);
-    accepts(t, f, sm);
-    accepts(t, f, qq);
-    m = npu_module();
+    accepts(f, d);
+    accepts(f, sm);
+    accepts(f, qq);
+    m = test_relay_module();
     f = build_softmax(m, -1, 1.0 / 128, -128, &sm, &d, &qq);
-    refuses(t, f, sm, "softmax quantized with scale 0.0078125 and zero point -128: arm_softmax_s8 writes scale 1/256, "
+    refuses(f, sm, "softmax quantized with scale 0.0078125 and zero point -128: arm_softmax_s8 writes scale 1/256, "
                       "zero point -128");
-    refuses(t, f, d, "softmax quantized with scale 0.0078125 and zero point -128: arm_softmax_s8 writes scale 1/256, "
+    refuses(f, d, "softmax quantized with scale 0.0078125 and zero point -128: arm_softmax_s8 writes scale 1/256, "
                      "zero point -128");
-    m = npu_module();
+    m = test_relay_module();
     f = build_softmax(m, 0, 1.0 / 256, -128, &sm, &d, &qq);
-    refuses(t, f, qq, "nn.softmax over axis 0 of 2: arm_softmax_s8 works on rows (the last axis)");
-    json_decref(t);
+    refuses(f, qq, "nn.softmax over axis 0 of 2: arm_softmax_s8 works on rows (the last axis)");
 }
 
 static tth_relay_function *build_binary(tth_relay_module *m, tth_op o, int broadcast, tth_rexpr **e)
@@ -194,19 +159,17 @@ static tth_relay_function *build_binary(tth_relay_module *m, tth_op o, int broad
 
 Test(cmsisnn, add_mul)
 {
-    json_t *t = npu_target(M55);
     tth_rexpr *e;
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     tth_relay_function *f = build_binary(m, TTH_OP_ADD, 0, &e);
-    accepts(t, f, e);
-    accepts(t, f, e->u.call.args[0]);
-    m = npu_module();
+    accepts(f, e);
+    accepts(f, e->u.call.args[0]);
+    m = test_relay_module();
     f = build_binary(m, TTH_OP_MULTIPLY, 0, &e);
-    accepts(t, f, e);
-    m = npu_module();
+    accepts(f, e);
+    m = test_relay_module();
     f = build_binary(m, TTH_OP_ADD, 1, &e);
-    refuses(t, f, e, "add with broadcasting: CMSIS-NN's elementwise kernels need equal shapes");
-    json_decref(t);
+    refuses(f, e, "add with broadcasting: CMSIS-NN's elementwise kernels need equal shapes");
 }
 
 static tth_relay_function *build_pool(tth_relay_module *m, tth_op o, double out_scale, int ceil_mode, tth_rexpr **p)
@@ -221,37 +184,33 @@ static tth_relay_function *build_pool(tth_relay_module *m, tth_op o, double out_
 
 Test(cmsisnn, pools)
 {
-    json_t *t = npu_target(M55);
     tth_rexpr *p;
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     tth_relay_function *f = build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &p);
-    accepts(t, f, p);
-    m = npu_module();
+    accepts(f, p);
+    m = test_relay_module();
     f = build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &p);
-    accepts(t, f, p);
-    m = npu_module();
+    accepts(f, p);
+    m = test_relay_module();
     f = build_pool(m, TTH_OP_MAX_POOL2D, 0.2, 0, &p);
-    refuses(t, f, p, "nn.max_pool2d requantizing (scale 0.1 -> 0.2, zero point 2 -> 2): CMSIS-NN pools keep the "
+    refuses(f, p, "nn.max_pool2d requantizing (scale 0.1 -> 0.2, zero point 2 -> 2): CMSIS-NN pools keep the "
                      "input's quantization");
-    m = npu_module();
+    m = test_relay_module();
     f = build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 1, &p);
-    refuses(t, f, p, "nn.avg_pool2d with ceil_mode: CMSIS-NN's output size rounds down");
-    json_decref(t);
+    refuses(f, p, "nn.avg_pool2d with ceil_mode: CMSIS-NN's output size rounds down");
 }
 
 Test(cmsisnn, other_ops_refused)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[2] = {2, 3};
     tth_rexpr *x = x_var(m, "x", TTH_F32, 2, xs);
     tth_rexpr *s = op(m, TTH_OP_SIGMOID, NULL, 1, x);
     tth_rexpr *r = op(m, TTH_OP_CLIP, json_pack("{s:f,s:f}", "a_min", 0.0, "a_max", 6.0), 1, s);
     tth_relay_function *f = finish(m, &x, 1, r);
-    refuses(t, f, s, "sigmoid has no CMSIS-NN kernel");
-    refuses(t, f, r, "clip outside a CMSIS-NN pattern (conv2d/fully connected with requantize, or dequantize -> "
+    refuses(f, s, "sigmoid has no CMSIS-NN kernel");
+    refuses(f, r, "clip outside a CMSIS-NN pattern (conv2d/fully connected with requantize, or dequantize -> "
                      "softmax/add/mul/pool -> quantize)");
-    json_decref(t);
 }
 
 /* ---- relay_to_tir ---- */
@@ -304,6 +263,12 @@ static const tth_texpr *first_call(const tth_tstmt *s)
     return s->u.eval.value;
 }
 
+/* The arguments of f's call number k to CMSIS-NN (its "cmsis_nn" attribute). */
+static json_t *cmsis_call(const tth_prim_func *f, size_t k)
+{
+    return json_array_get(json_object_get(f->attrs, "cmsis_nn"), k);
+}
+
 static tth_prim_func *lower(const char *target, const tth_relay_function *fn, const char *sym, tth_tir_module *tm)
 {
     json_t *t = npu_target(target);
@@ -331,11 +296,11 @@ Test(cmsisnn, conv_tir_and_context_sizes)
         {"cmsis-nn -mcpu=cortex-m0", 288},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tth_relay_module *m = npu_module();
+        tth_relay_module *m = test_relay_module();
         conv_opt o = conv_default();
         o.clip = 1;
         conv_nodes n = build_conv(m, &o);
-        tth_tir_module *tm = tth_tir_module_new();
+        tth_tir_module *tm = test_tir_module();
         tth_prim_func *f = lower(cases[i].target, n.fn, "t_cmsis_nn_main_0", tm);
         cr_assert_str_eq(f->target_kind, "cmsis-nn");
         cr_assert_eq(f->nparams, 2);
@@ -345,13 +310,12 @@ Test(cmsisnn, conv_tir_and_context_sizes)
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].ctx, "%s", cases[i].target);
         cr_assert_eq(local_bytes(f->body, "k0_in_nhwc"), 8 * 6 * 6);
         cr_assert_eq(local_bytes(f->body, "k0_out_nhwc"), 4 * 6 * 6);
-        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        json_t *d = cmsis_call(f, 0);
         cr_assert_str_eq(json_string_value(json_object_get(d, "function")), "arm_convolve_wrapper_s8");
         cr_assert_eq(json_integer_value(json_object_get(d, "input_offset")), 3);
         cr_assert_eq(json_integer_value(json_object_get(d, "output_offset")), 5);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 0)), -20);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 1)), 100);
-        tth_tir_module_free(tm);
     }
 }
 
@@ -366,31 +330,24 @@ Test(cmsisnn, depthwise_and_fastpath_context_sizes)
         {"cmsis-nn -mcpu=cortex-m3", 5, -1},
     };
     for (size_t i = 0; i < sizeof dw / sizeof dw[0]; i++) {
-        tth_relay_module *m = npu_module();
+        tth_relay_module *m = test_relay_module();
         conv_opt o = conv_default();
         o.groups = 8;
         o.oc = 8;
         o.kh = o.kw = dw[i].k;
         o.pad = dw[i].k / 2;
         conv_nodes n = build_conv(m, &o);
-        tth_tir_module *tm = tth_tir_module_new();
+        tth_tir_module *tm = test_tir_module();
         tth_prim_func *f = lower(dw[i].target, n.fn, "dw", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), dw[i].ctx, "%s", dw[i].target);
-        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        json_t *d = cmsis_call(f, 0);
         cr_assert_str_eq(json_string_value(json_object_get(d, "function")), "arm_depthwise_conv_wrapper_s8");
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 3)), 8);
-        tth_tir_module_free(tm);
     }
     /* 1x1, no padding, C_IN % 4 == 0, stride 1: no context on any CPU */
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.kh = o.kw = 1;
-    o.pad = 0;
-    conv_nodes n = build_conv(m, &o);
-    tth_tir_module *tm = tth_tir_module_new();
-    tth_prim_func *f = lower(M55, n.fn, "pw", tm);
+    conv_nodes n = npu_conv(t_pointwise);
+    tth_prim_func *f = lower(M55, n.fn, "pw", test_tir_module());
     cr_assert_eq(local_bytes(f->body, "k0_ctx"), -1);
-    tth_tir_module_free(tm);
 }
 
 /* On MVE builds arm_fully_connected_s8 reads per-output kernel sums from ctx->buf and ignores the
@@ -400,13 +357,13 @@ Test(cmsisnn, fc_kernel_sums_on_mve)
 {
     static const char *const targets[] = {"cmsis-nn -mcpu=cortex-m55", "cmsis-nn -mcpu=cortex-m4"};
     for (size_t i = 0; i < 2; i++) {
-        tth_relay_module *m = npu_module();
+        tth_relay_module *m = test_relay_module();
         tth_rexpr *mm, *rq;
         tth_relay_function *fn = build_fc(m, 0, 0, &mm, &rq);
         const tth_tensor *w = mm->u.call.args[1]->u.constant.value;               /* [16, 8] */
         const tth_rexpr *acc = rq->u.call.args[0];
         const tth_tensor *bias = acc->u.call.args[1]->u.constant.value;          /* [8] */
-        tth_tir_module *tm = tth_tir_module_new();
+        tth_tir_module *tm = test_tir_module();
         tth_prim_func *f = lower(targets[i], fn, "fc", tm);
         const tth_texpr *c = first_call(f->body);
         const tth_tbuffer *ks = NULL;
@@ -415,7 +372,7 @@ Test(cmsisnn, fc_kernel_sums_on_mve)
             if (strstr(b->name, "kernel_sum"))
                 ks = b;
         }
-        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        json_t *d = cmsis_call(f, 0);
         if (i == 1) {
             cr_assert_null(ks, "a DSP build has no kernel sums");
             cr_assert_eq(json_integer_value(json_object_get(d, "ctx_size")), 0);
@@ -432,23 +389,24 @@ Test(cmsisnn, fc_kernel_sums_on_mve)
                 cr_assert_eq(tth_tensor_get_i64(ks->data, o), want, "kernel sum %lld", (long long)o);
             }
         }
-        tth_tir_module_free(tm);
     }
+}
+
+/* The CMSIS-NN call of an add (mul 0) or a multiply (mul 1) lowered for the Cortex-M55. */
+static json_t *binary_call(int mul)
+{
+    tth_rexpr *e;
+    tth_relay_function *fn = build_binary(test_relay_module(), mul ? TTH_OP_MULTIPLY : TTH_OP_ADD, 0, &e);
+    return cmsis_call(lower(M55, fn, "bin", test_tir_module()), 0);
 }
 
 /* add and mul clamp to the int8 range (a zero range once made every output the zero point) */
 Test(cmsisnn, elementwise_activation_is_the_int8_range)
 {
     for (int mul = 0; mul < 2; mul++) {
-        tth_relay_module *m = npu_module();
-        tth_rexpr *e;
-        tth_relay_function *fn = build_binary(m, mul ? TTH_OP_MULTIPLY : TTH_OP_ADD, 0, &e);
-        tth_tir_module *tm = tth_tir_module_new();
-        tth_prim_func *f = lower(M55, fn, "bin", tm);
-        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        json_t *d = binary_call(mul);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 0)), -128);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "activation"), 1)), 127);
-        tth_tir_module_free(tm);
     }
 }
 
@@ -458,35 +416,33 @@ static tth_rexpr *second_conv(tth_relay_module *m, tth_rexpr *x)
     int64_t ws[4] = {4, 4, 1, 1};
     tth_rexpr *c2 = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 5),
                        k_scalar(m, TTH_I8, 0));
-    return op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, c2,
-              k_scalar(m, TTH_F32, 0.01), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.2), k_scalar(m, TTH_I8, 0));
+    return requant(m, c2, k_scalar(m, TTH_F32, 0.01), 0.2, 0, TTH_I8);
 }
 
 /* conv -> conv inside one region: the value between them stays NHWC (no staging between the
  * calls); the region's input and result are NCHW, converted once each */
 Test(cmsisnn, nhwc_between_offloaded_calls)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
     tth_rexpr *r2 = second_conv(m, n.rq);
     tth_diag_clear(&bd);
     tth_relay_function *f = tth_relay_function_add(m, "region", &n.x, 1, r2, NULL, &bd);
     cr_assert(f, "%s", bd.message);
-    tth_tir_module *tm = tth_tir_module_new();
+    tth_tir_module *tm = test_tir_module();
     tth_prim_func *pf = lower(M55, f, "chain", tm);
     cr_assert_eq(local_bytes(pf->body, "k0_in_nhwc"), 8 * 6 * 6, "the region's NCHW input is converted");
     cr_assert_eq(local_bytes(pf->body, "k0_out_nhwc"), -1, "conv1 writes NHWC directly");
     cr_assert_eq(local_bytes(pf->body, "k0_out"), 4 * 6 * 6);
     cr_assert_eq(local_bytes(pf->body, "k1_in_nhwc"), -1, "conv2 reads conv1's NHWC output directly");
     cr_assert_eq(local_bytes(pf->body, "k1_out_nhwc"), 4 * 6 * 6, "the region's result is converted to NCHW");
-    tth_tir_module_free(tm);
 }
 
 Test(cmsisnn, tuple_results)
 {
     /* conv1 -> conv2 where conv1's output also leaves the region: two outputs, conv1's not LOCAL */
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     conv_opt o = conv_default();
     conv_nodes n = build_conv(m, &o);
     tth_rexpr *r2 = second_conv(m, n.rq);
@@ -497,14 +453,13 @@ Test(cmsisnn, tuple_results)
     tth_diag_clear(&bd);
     tth_relay_function *f = tth_relay_function_add(m, "region", &n.x, 1, tup, NULL, &bd);
     cr_assert(f, "%s", bd.message);
-    tth_tir_module *tm = tth_tir_module_new();
+    tth_tir_module *tm = test_tir_module();
     tth_prim_func *pf = lower(M55, f, "two", tm);
     cr_assert_eq(pf->nparams, 3);
     cr_assert_str_eq(pf->params[1]->name, "out0");
     cr_assert_str_eq(pf->params[2]->name, "out1");
     cr_assert_eq(local_bytes(pf->body, "k0_out"), -1, "conv1's output is the result out1, not a LOCAL");
     cr_assert_eq(json_array_size(json_object_get(pf->attrs, "cmsis_nn")), 2);
-    tth_tir_module_free(tm);
 }
 
 Test(cmsisnn, pool_and_fc_context_sizes)
@@ -518,41 +473,36 @@ Test(cmsisnn, pool_and_fc_context_sizes)
     };
     for (size_t i = 0; i < 3; i++) {
         tth_rexpr *e, *a, *b;
-        tth_relay_module *m = npu_module();
-        tth_tir_module *tm = tth_tir_module_new();
+        tth_relay_module *m = test_relay_module();
+        tth_tir_module *tm = test_tir_module();
         tth_prim_func *f = lower(cases[i].target, build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &e), "avg", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].avg, "%s", cases[i].target);
-        m = npu_module();
+        m = test_relay_module();
         f = lower(cases[i].target, build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &e), "max", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), -1);
-        m = npu_module();
+        m = test_relay_module();
         f = lower(cases[i].target, build_fc(m, 0, 0, &a, &b), "fc", tm);
         cr_assert_eq(local_bytes(f->body, "k0_ctx"), cases[i].fc, "%s", cases[i].target);
-        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        json_t *d = cmsis_call(f, 0);
         cr_assert_eq(json_integer_value(json_object_get(d, "input_offset")), -4);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 0)), 16);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "filter_dims"), 3)), 8);
-        tth_tir_module_free(tm);
     }
 }
 
 Test(cmsisnn, bias_add_either_order)
 {
-    json_t *t = npu_target(M55);
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 4, 4, 4}, ws[4] = {4, 4, 1, 1}, bs[3] = {4, 1, 1};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *c = op(m, TTH_OP_QNN_CONV2D, NULL, 4, x, k_tensor(m, TTH_I8, 4, ws, 1, 1, 3), k_scalar(m, TTH_I8, 0),
                       k_scalar(m, TTH_I8, 0));
     tth_rexpr *add = op(m, TTH_OP_ADD, NULL, 2, k_tensor(m, TTH_I32, 3, bs, 5, 1, 4), c);
-    tth_rexpr *rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "int8"), 5, add,
-                       k_scalar(m, TTH_F32, 0.001), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.1),
-                       k_scalar(m, TTH_I8, 0));
+    tth_rexpr *rq = requant(m, add, k_scalar(m, TTH_F32, 0.001), 0.1, 0, TTH_I8);
     tth_relay_function *f = finish(m, &x, 1, rq);
-    accepts(t, f, c);
-    accepts(t, f, add);
-    accepts(t, f, rq);
-    json_decref(t);
+    accepts(f, c);
+    accepts(f, add);
+    accepts(f, rq);
 }
 
 /* Run python3 with a script and argv; its stdout as JSON. */
@@ -595,14 +545,14 @@ static const char py_quant[] =
 
 Test(cmsisnn, requantization_multipliers_match_python)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     conv_opt o = conv_default();
     o.per_channel = 1;
     o.oc = 6;
     conv_nodes n = build_conv(m, &o);
-    tth_tir_module *tm = tth_tir_module_new();
+    tth_tir_module *tm = test_tir_module();
     tth_prim_func *f = lower(M55, n.fn, "q", tm);
-    json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+    json_t *d = cmsis_call(f, 0);
     /* the real scales as the plugin sees them: float32 constants over the float32 output scale */
     const tth_tensor *s = n.rq->u.call.args[1]->u.constant.value;
     char args[2048] = "";
@@ -620,7 +570,6 @@ Test(cmsisnn, requantization_multipliers_match_python)
         cr_assert_eq(sh, json_integer_value(json_array_get(json_array_get(want, i), 1)), "channel %zu", i);
     }
     json_decref(want);
-    tth_tir_module_free(tm);
 }
 
 /* softmax: mult/shift of in_scale * 2^26 and diff_min = -floor(31 * 2^26 / 2^shift). */
@@ -639,12 +588,12 @@ static const char py_softmax[] =
 
 Test(cmsisnn, softmax_arguments_match_python)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     tth_rexpr *sm, *d0, *qq;
     tth_relay_function *fn = build_softmax(m, -1, 1.0 / 256, -128, &sm, &d0, &qq);
-    tth_tir_module *tm = tth_tir_module_new();
+    tth_tir_module *tm = test_tir_module();
     tth_prim_func *f = lower(M55, fn, "sm", tm);
-    json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+    json_t *d = cmsis_call(f, 0);
     cr_assert_str_eq(json_string_value(json_object_get(d, "function")), "arm_softmax_s8");
     cr_assert_eq(json_integer_value(json_object_get(d, "num_rows")), 3);
     cr_assert_eq(json_integer_value(json_object_get(d, "row_size")), 10);
@@ -653,19 +602,13 @@ Test(cmsisnn, softmax_arguments_match_python)
     cr_assert_eq(json_integer_value(json_object_get(d, "shift")), json_integer_value(json_array_get(want, 1)));
     cr_assert_eq(json_integer_value(json_object_get(d, "diff_min")), json_integer_value(json_array_get(want, 2)));
     json_decref(want);
-    tth_tir_module_free(tm);
 }
 
 /* add: inputs rescaled by s_i / (2 max), output by 2 max / (2^20 s_out); mul: s1 s2 / s_out. */
 Test(cmsisnn, add_mul_arguments_match_python)
 {
     for (int mul = 0; mul < 2; mul++) {
-        tth_relay_module *m = npu_module();
-        tth_rexpr *e;
-        tth_relay_function *fn = build_binary(m, mul ? TTH_OP_MULTIPLY : TTH_OP_ADD, 0, &e);
-        tth_tir_module *tm = tth_tir_module_new();
-        tth_prim_func *f = lower(M55, fn, "bin", tm);
-        json_t *d = json_array_get(json_object_get(f->attrs, "cmsis_nn"), 0);
+        json_t *d = binary_call(mul);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "input_offsets"), 0)), -1);
         cr_assert_eq(json_integer_value(json_array_get(json_object_get(d, "input_offsets"), 1)), 4);
         cr_assert_eq(json_integer_value(json_object_get(d, "output_offset")), 3);
@@ -685,7 +628,6 @@ Test(cmsisnn, add_mul_arguments_match_python)
                          json_integer_value(json_array_get(json_array_get(want, i), 1)));
         }
         json_decref(want);
-        tth_tir_module_free(tm);
     }
 }
 
@@ -716,28 +658,28 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
                                           {"cortex-m4", "cmsis-nn -mcpu=cortex-m4"},
                                           {"cortex-m0", "cmsis-nn -mcpu=cortex-m0"}};
     for (size_t c = 0; c < 3; c++) {
-        tth_relay_module *m = npu_module();
-        tth_tir_module *tm = tth_tir_module_new();
+        tth_relay_module *m = test_relay_module();
+        tth_tir_module *tm = test_tir_module();
         conv_opt o = conv_default();
         o.clip = 1;
         o.per_channel = 1;
         lower(cpus[c][1], build_conv(m, &o).fn, "r_conv", tm);
-        m = npu_module();
+        m = test_relay_module();
         o = conv_default();
         o.groups = o.oc = 8;
         lower(cpus[c][1], build_conv(m, &o).fn, "r_dw", tm);
         tth_rexpr *a, *b, *e;
-        m = npu_module();
+        m = test_relay_module();
         lower(cpus[c][1], build_fc(m, 0, 0, &a, &b), "r_fc", tm);
-        m = npu_module();
+        m = test_relay_module();
         lower(cpus[c][1], build_softmax(m, -1, 1.0 / 256, -128, &a, &b, &e), "r_sm", tm);
-        m = npu_module();
+        m = test_relay_module();
         lower(cpus[c][1], build_binary(m, TTH_OP_ADD, 0, &e), "r_add", tm);
-        m = npu_module();
+        m = test_relay_module();
         lower(cpus[c][1], build_binary(m, TTH_OP_MULTIPLY, 0, &e), "r_mul", tm);
-        m = npu_module();
+        m = test_relay_module();
         lower(cpus[c][1], build_pool(m, TTH_OP_MAX_POOL2D, 0.1, 0, &e), "r_max", tm);
-        m = npu_module();
+        m = test_relay_module();
         lower(cpus[c][1], build_pool(m, TTH_OP_AVG_POOL2D, 0.1, 0, &e), "r_avg", tm);
         /* unplanned LOCAL buffers are refused */
         tth_runtime_module *rt = tth_runtime_module_new("cmsis-nn");
@@ -790,6 +732,5 @@ Test(cmsisnn, generated_c_compiles_for_cortex_m, .timeout = 120)
         unlink(obj);
         unlink(path);
         tth_runtime_module_free(rt);
-        tth_tir_module_free(tm);
     }
 }

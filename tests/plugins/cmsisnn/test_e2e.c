@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "model_fixture.h"
 #include "compile.h"
 #include "tth/target.h"
 #include "tthrt.h"
@@ -67,15 +68,9 @@ TestSuite(npu_e2e, .timeout = 300, .init = with_qdq_model, .fini = teardown);
 static void compile_for(const char *tgt, int build_shared)
 {
     tth_compile_result_free(&res);
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(reg, NULL, tgt, &d);
-    cr_assert(t, "%s: %s", tgt, d.message);
     json_t *opts = build_shared < 0 ? NULL : json_pack("{s:b}", "build_shared", build_shared);
-    tth_compile_request req = {.model = model, .model_len = model_len, .model_name = "m", .target = t,
-                               .options = opts, .registry = reg};
-    int rc = tth_compile(&req, &res, &d);
-    json_decref(t);
+    tth_diag d;
+    int rc = test_compile_text(reg, tgt, model, model_len, "m", opts, NULL, &res, &d);
     json_decref(opts);
     cr_assert_eq(rc, 0, "%s: %s (%s)", tgt, d.message, d.location);
 }

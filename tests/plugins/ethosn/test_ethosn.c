@@ -6,34 +6,22 @@
  * stands in for it. */
 #include <math.h>
 
+#define N78 "ethos-n -tops=4"
+#define NPU_KIND "ethos-n"
+#define NPU_TARGET N78 /* what accepts and refuses ask (npu_test.h) */
 #include "../cmsisnn/npu_test.h"
 #include "helpers.h"
 
 TestSuite(ethosn, .init = npu_load, .fini = npu_unload);
 
-#define N78 "ethos-n -tops=4"
-
-static void accepts(const tth_relay_function *fn, const tth_rexpr *call)
-{
-    json_t *t = npu_target(N78);
-    char why[256];
-    cr_assert_eq(supports("ethos-n", t, fn, call, why, sizeof why), 1, "%s refused: %s",
-                 tth_op_name(call->u.call.op), why);
-    json_decref(t);
-}
-
-static void refuses(const tth_relay_function *fn, const tth_rexpr *call, const char *reason)
-{
-    json_t *t = npu_target(N78);
-    char why[256];
-    cr_assert_eq(supports("ethos-n", t, fn, call, why, sizeof why), 0, "%s accepted", tth_op_name(call->u.call.op));
-    cr_assert_str_eq(why, reason);
-    json_decref(t);
-}
+/* Variants of the conv pattern (npu_conv). */
+static void clipped(conv_opt *o) { o->clip = 1; }
+static void per_channel_scales(conv_opt *o) { o->per_channel = 1; }
+static void oc64(conv_opt *o) { o->oc = 64; }
 
 Test(ethosn, conv_accepted)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     conv_opt o = conv_default();
     o.clip = 1;
     conv_nodes n = build_conv(m, &o);
@@ -42,7 +30,7 @@ Test(ethosn, conv_accepted)
     accepts(n.fn, n.rq);
     accepts(n.fn, n.clip);
     /* depthwise, uint8, stride 2 SAME (6 -> 3, total padding 1: 0 before, 1 after) */
-    m = npu_module();
+    m = test_relay_module();
     o = conv_default();
     o.groups = o.oc = 8;
     n = build_conv(m, &o);
@@ -52,10 +40,7 @@ Test(ethosn, conv_accepted)
 typedef void (*tweak_fn)(conv_opt *);
 static void conv_refused(tweak_fn tweak, const char *reason)
 {
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    tweak(&o);
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(tweak);
     refuses(n.fn, n.conv, reason);
     refuses(n.fn, n.rq, reason);
 }
@@ -86,25 +71,25 @@ static void i16(conv_opt *o) { o->dtype = TTH_I16; }
 
 Test(ethosn, general_rules)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     conv_opt o = conv_default();
     b2(&o);
     conv_nodes n = build_conv(m, &o);
     refuses(n.fn, n.conv, "qnn.conv2d input int8[2, 8, 6, 6] has batch 2: the Ethos-N78 takes batch 1");
-    m = npu_module();
+    m = test_relay_module();
     o = conv_default();
     i16(&o);
     n = build_conv(m, &o);
     refuses(n.fn, n.conv, "qnn.conv2d input 0 is int16: the Ethos-N78 takes int8 or uint8");
     /* 5 dimensions */
-    m = npu_module();
+    m = test_relay_module();
     int64_t xs[4] = {1, 2, 12, 5};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *r = op(m, TTH_OP_RESHAPE, json_pack("{s:[i,i,i,i,i]}", "newshape", 1, 2, 3, 4, 5), 1, x);
     tth_relay_function *f = finish(m, &x, 1, r);
     refuses(f, r, "reshape output int8[1, 2, 3, 4, 5] has 5 dimensions: the Ethos-N78 takes at most 4");
     /* an operator the NPU does not have */
-    m = npu_module();
+    m = test_relay_module();
     int64_t ss[2] = {1, 10};
     x = x_var(m, "x", TTH_I8, 2, ss);
     tth_rexpr *s = op(m, TTH_OP_SOFTMAX, json_pack("{s:i}", "axis", -1), 1, dq(m, x, 0.1, 0));
@@ -127,31 +112,31 @@ static tth_relay_function *build_unary(tth_relay_module *m, tth_op o, double s, 
 Test(ethosn, sigmoid_tanh_output_scale)
 {
     tth_rexpr *e, *d, *qq;
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     tth_relay_function *f = build_unary(m, TTH_OP_SIGMOID, 1.0 / 256, -128, TTH_I8, &e, &d, &qq);
     accepts(f, d);
     accepts(f, e);
     accepts(f, qq);
-    m = npu_module();
+    m = test_relay_module();
     f = build_unary(m, TTH_OP_SIGMOID, 1.0 / 256, 0, TTH_U8, &e, &d, &qq);
     accepts(f, e);
-    m = npu_module();
+    m = test_relay_module();
     f = build_unary(m, TTH_OP_SIGMOID, 1.0 / 256, 0, TTH_I8, &e, &d, &qq);
     refuses(f, e, "sigmoid quantized with scale 0.00390625 and zero point 0: the Ethos-N78 writes scale 1/256, zero "
                   "point -128");
     refuses(f, d, "sigmoid quantized with scale 0.00390625 and zero point 0: the Ethos-N78 writes scale 1/256, zero "
                   "point -128");
-    m = npu_module();
+    m = test_relay_module();
     f = build_unary(m, TTH_OP_TANH, 1.0 / 128, 0, TTH_I8, &e, &d, &qq);
     accepts(f, e);
-    m = npu_module();
+    m = test_relay_module();
     f = build_unary(m, TTH_OP_TANH, 1.0 / 256, 0, TTH_I8, &e, &d, &qq);
     refuses(f, e, "tanh quantized with scale 0.00390625 and zero point 0: the Ethos-N78 writes scale 1/128, zero point 0");
 }
 
 static void concat_case(int64_t c1, int64_t c2, int axis, const char *reason)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t s1[4] = {1, c1, 4, 4}, s2[4] = {1, c2, 4, 4};
     if (axis == 2)
         s2[1] = c1, s2[2] = 8;
@@ -174,7 +159,7 @@ Test(ethosn, concat_channels)
 
 static void pool_case(tth_op o, int k, int s, int pad, int64_t width, const char *reason)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 16, k > 8 ? k : 8, width};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *p = op(m, o, json_pack("{s:[i,i],s:[i,i],s:[i,i,i,i],s:[i,i]}", "pool_size", k, k, "strides", s, s,
@@ -202,7 +187,7 @@ Test(ethosn, pools)
 
 static void pad_case(int amount, const char *reason)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 16, 4, 4};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *p = op(m, TTH_OP_PAD, json_pack("{s:[i,i,i,i],s:[i,i,i,i],s:f,s:s}", "pad_before", 0, 0, amount, amount,
@@ -388,10 +373,7 @@ static void conv_reference(const int8_t *x, int8_t *y)
 
 Test(ethosn, blob_deterministic_and_parsed_back)
 {
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.clip = 1;
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(clipped);
     tth_runtime_module *a = to_runtime("ethos-n -tops=4 -ple_ratio=4", n.fn, "t_ethos_n_main_0", 0);
     tth_runtime_module *b = to_runtime("ethos-n -tops=4 -ple_ratio=4", n.fn, "t_ethos_n_main_0", 0);
     cr_assert_eq(tth_runtime_module_count(a), 4);
@@ -624,10 +606,7 @@ Test(ethosn, blob_deterministic_and_parsed_back)
 /* A configuration's geometry in the estimate: one 3x3 convolution of 64 output channels. */
 static json_int_t cycles_for(const char *target, json_int_t *engines, json_int_t *ogs)
 {
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.oc = 64;
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(oc64);
     tth_runtime_module *rt = to_runtime(target, n.fn, "s", 0);
     const json_t *perf = json_object_get(json_object_get(tth_runtime_module_meta(rt), "ethos-n"), "performance");
     *engines = json_integer_value(json_object_get(perf, "engines"));
@@ -662,7 +641,7 @@ Test(ethosn, cycle_estimate_follows_configuration)
 Test(ethosn, region_without_outside_constants_runs_unbound)
 {
     /* a transpose of int8 data: no constant to bind, so the entry runs at once */
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 16, 2, 3};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *t = op(m, TTH_OP_TRANSPOSE, json_pack("{s:[i,i,i,i]}", "axes", 0, 2, 3, 1), 1, x);
@@ -701,7 +680,7 @@ Test(ethosn, region_the_model_cannot_run_is_refused)
 {
     /* relay_to_runtime validates what it wrote with the functional model: a softmax (which the
      * partitioner never gives the kind) stops the compile with the model's reason */
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t ss[2] = {1, 10};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 2, ss);
     tth_rexpr *sm = op(m, TTH_OP_SOFTMAX, json_pack("{s:i}", "axis", -1), 1, dq(m, x, 0.1, 0));
@@ -716,10 +695,8 @@ Test(ethosn, region_the_model_cannot_run_is_refused)
 Test(ethosn, tuple_results)
 {
     /* the conv's requantized value and the clip after it both leave the region */
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.clip = 1;
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(clipped);
+    tth_relay_module *m = n.fn->module;
     tth_rexpr *fields[2] = {n.clip, n.rq};
     tth_diag_clear(&bd);
     tth_rexpr *tup = tth_relay_tuple(m, fields, 2, &bd);
@@ -736,9 +713,7 @@ Test(ethosn, tuple_results)
 
 Test(ethosn, blob_follows_configuration)
 {
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(NULL);
     tth_runtime_module *a = to_runtime("ethos-n -tops=1", n.fn, "s", 0);
     tth_runtime_module *b = to_runtime("ethos-n -tops=8", n.fn, "s", 0);
     const tth_module_file *fa = tth_runtime_module_file(a, 0), *fb = tth_runtime_module_file(b, 0);
@@ -749,10 +724,7 @@ Test(ethosn, blob_follows_configuration)
 
 Test(ethosn, constant_updater_names)
 {
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    o.per_channel = 1;
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(per_channel_scales);
     tth_const_map *cm = constants_of(N78, n.fn, "sym");
     /* weights (const0), bias (const3), per-channel input scale (const4); scalars stay in the blob */
     cr_assert_eq(tth_const_map_count(cm), 3);
@@ -777,9 +749,7 @@ Test(ethosn, unsupported_variants_refused)
         cr_assert_eq(d.code, TTH_EUNSUPPORTED);
     }
     /* a target that skipped the parser is refused by relay_to_runtime too */
-    tth_relay_module *m = npu_module();
-    conv_opt o = conv_default();
-    conv_nodes n = build_conv(m, &o);
+    conv_nodes n = npu_conv(NULL);
     json_t *t = json_pack("{s:s,s:s,s:i,s:i,s:i}", "kind", "ethos-n", "variant", "n77", "tops", 4, "ple_ratio", 2,
                           "sram_size", 1024);
     tth_runtime_module *rt = to_runtime_of(t, n.fn, "s", TTH_EUNSUPPORTED);
@@ -791,25 +761,22 @@ Test(ethosn, unsupported_variants_refused)
 
 Test(ethosn, fully_connected)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t as[2] = {1, 16}, bs[2] = {16, 8};
     tth_rexpr *a = x_var(m, "a", TTH_U8, 2, as);
     tth_rexpr *mm = op(m, TTH_OP_QNN_MATMUL, NULL, 4, a, k_tensor(m, TTH_U8, 2, bs, 100, 7, 50), k_scalar(m, TTH_U8, 128),
                        k_scalar(m, TTH_U8, 120));
-    tth_rexpr *rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "uint8"), 5, mm,
-                       k_scalar(m, TTH_F32, 0.0004), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.05),
-                       k_scalar(m, TTH_U8, 128));
+    tth_rexpr *rq = requant(m, mm, k_scalar(m, TTH_F32, 0.0004), 0.05, 128, TTH_U8);
     tth_relay_function *f = finish(m, &a, 1, rq);
     accepts(f, mm);
     accepts(f, rq);
     /* batch 2 */
-    m = npu_module();
+    m = test_relay_module();
     int64_t a2[2] = {2, 16};
     a = x_var(m, "a", TTH_U8, 2, a2);
     mm = op(m, TTH_OP_QNN_MATMUL, NULL, 4, a, k_tensor(m, TTH_U8, 2, bs, 100, 7, 50), k_scalar(m, TTH_U8, 128),
             k_scalar(m, TTH_U8, 120));
-    rq = op(m, TTH_OP_REQUANTIZE, json_pack("{s:i,s:s}", "axis", 1, "out_dtype", "uint8"), 5, mm,
-            k_scalar(m, TTH_F32, 0.0004), k_scalar(m, TTH_I32, 0), k_scalar(m, TTH_F32, 0.05), k_scalar(m, TTH_U8, 128));
+    rq = requant(m, mm, k_scalar(m, TTH_F32, 0.0004), 0.05, 128, TTH_U8);
     f = finish(m, &a, 1, rq);
     refuses(f, mm, "qnn.matmul input uint8[2, 16] has batch 2: the Ethos-N78 takes batch 1");
 }
@@ -822,13 +789,13 @@ Test(ethosn, means_and_stride_one_pools)
                                                "stride 1 up to 9x9");
     pool_case(TTH_OP_AVG_POOL2D, 8, 1, 0, 8, NULL); /* a mean over the whole 8x8 plane */
     /* global average over 7x7 */
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 16, 7, 7};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *g = op(m, TTH_OP_GLOBAL_AVG_POOL2D, NULL, 1, dq(m, x, 0.1, 0));
     tth_relay_function *f = finish(m, &x, 1, q(m, g, 0.1, 0, TTH_I8));
     accepts(f, g);
-    m = npu_module();
+    m = test_relay_module();
     int64_t x6[4] = {1, 16, 6, 6};
     x = x_var(m, "x", TTH_I8, 4, x6);
     g = op(m, TTH_OP_GLOBAL_AVG_POOL2D, NULL, 1, dq(m, x, 0.1, 0));
@@ -838,7 +805,7 @@ Test(ethosn, means_and_stride_one_pools)
 
 Test(ethosn, split_channels)
 {
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 48, 4, 4};
     tth_rexpr *x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *s = op(m, TTH_OP_SPLIT, json_pack("{s:i,s:[i,i]}", "axis", 1, "sizes", 16, 32), 1, x);
@@ -847,7 +814,7 @@ Test(ethosn, split_channels)
     cr_assert(g);
     tth_relay_function *f = finish(m, &x, 1, g);
     accepts(f, s);
-    m = npu_module();
+    m = test_relay_module();
     x = x_var(m, "x", TTH_I8, 4, xs);
     s = op(m, TTH_OP_SPLIT, json_pack("{s:i,s:[i,i]}", "axis", 1, "sizes", 8, 40), 1, x);
     g = tth_relay_tuple_get(m, s, 0, &bd);
@@ -858,13 +825,13 @@ Test(ethosn, split_channels)
 Test(ethosn, qdq_needs_quantized_ends)
 {
     /* a float op whose input is not dequantized, and a dequantize whose value leaves the function */
-    tth_relay_module *m = npu_module();
+    tth_relay_module *m = test_relay_module();
     int64_t xs[4] = {1, 16, 4, 4};
     tth_rexpr *x = x_var(m, "x", TTH_F32, 4, xs);
     tth_rexpr *s = op(m, TTH_OP_SIGMOID, NULL, 1, x);
     tth_relay_function *f = finish(m, &x, 1, q(m, s, 1.0 / 256, -128, TTH_I8));
     refuses(f, s, "sigmoid input 0 is float not dequantized from int8/uint8: the Ethos-N78 computes quantized data");
-    m = npu_module();
+    m = test_relay_module();
     x = x_var(m, "x", TTH_I8, 4, xs);
     tth_rexpr *d = dq(m, x, 0.1, 0);
     f = finish(m, &x, 1, d);

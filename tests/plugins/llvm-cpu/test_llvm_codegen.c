@@ -49,8 +49,7 @@ static void load_plugin(void)
     cr_assert_not_null(hook, "the plugin exports no %s", TTH_HOOK_TIR_TO_RUNTIME_SYMBOL);
 }
 
-static void undo_made(void);
-TestSuite(llvm, .init = load_plugin, .fini = undo_made);
+TestSuite(llvm, .init = load_plugin, .fini = test_cleanup);
 
 /* Run the hook for a target given as JSON text; returns its code, *out holds the files. */
 static int run_hook(tth_tir_module *m, const char *target_json, tth_runtime_module **out, tth_diag *d)
@@ -80,19 +79,31 @@ typedef struct linked {
     void *lib;
 } linked;
 
-/* What the running test made, undone after it by the suite's .fini: its TIR modules (tir_module)
- * and the objects it linked and loaded (link_module). */
-static tth_tir_module **made_mods;
-static size_t nmade_mods;
-static linked *made_links;
-static size_t nmade_links;
-
 static void write_file(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f, "cannot write %s", path);
     cr_assert_eq(fwrite(data, 1, len, f), len);
     fclose(f);
+}
+
+static void unlink_module(linked *l)
+{
+    if (l->lib)
+        dlclose(l->lib);
+    unlink(l->obj);
+    unlink(l->so);
+    if (l->src[0])
+        unlink(l->src);
+    if (l->pool[0])
+        unlink(l->pool);
+    rmdir(l->dir);
+}
+
+static void unlink_copy(void *l)
+{
+    unlink_module(l);
+    free(l);
 }
 
 /* Link the module's object (plus optional C source) into a shared object and load it. */
@@ -125,45 +136,13 @@ static void link_module(const tth_runtime_module *rm, const char *extra_c, linke
     cr_assert_eq(system(cmd), 0, "link failed: %s", cmd);
     l->lib = dlopen(l->so, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(l->lib, "dlopen: %s", dlerror());
-    linked *more = realloc(made_links, (nmade_links + 1) * sizeof *more);
-    cr_assert_not_null(more);
-    made_links = more;
-    made_links[nmade_links++] = *l; /* unlinked after the test */
+    /* unlinked after the test, from a copy (l is the test's) */
+    linked *copy = malloc(sizeof *copy);
+    cr_assert_not_null(copy);
+    *copy = *l;
+    test_defer(unlink_copy, copy);
 }
 
-static void unlink_module(linked *l)
-{
-    if (l->lib)
-        dlclose(l->lib);
-    unlink(l->obj);
-    unlink(l->so);
-    if (l->src[0])
-        unlink(l->src);
-    if (l->pool[0])
-        unlink(l->pool);
-    rmdir(l->dir);
-}
-
-static void undo_made(void)
-{
-    while (nmade_links)
-        unlink_module(&made_links[--nmade_links]);
-    while (nmade_mods)
-        tth_tir_module_free(made_mods[--nmade_mods]);
-    free(made_links);
-    free(made_mods);
-}
-
-/* A new TIR module, freed after the test. */
-static tth_tir_module *tir_module(void)
-{
-    tth_tir_module **more = realloc(made_mods, (nmade_mods + 1) * sizeof *more);
-    cr_assert_not_null(more);
-    made_mods = more;
-    made_mods[nmade_mods] = tth_tir_module_new();
-    cr_assert_not_null(made_mods[nmade_mods]);
-    return made_mods[nmade_mods++];
-}
 
 static void *sym(linked *l, const char *name)
 {
@@ -228,7 +207,7 @@ typedef int32_t (*entry_fn)(const void *inputs, void *outputs, void *workspace);
 /* o[i] = a[i] * 2 + b[i] - 1 over n elements, loop of the given kind. */
 static tth_tir_module *axpy_module(int64_t n, tth_loop_kind kind)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, n, TTH_SCOPE_PARAM);
@@ -302,7 +281,7 @@ static const char *const pool_c =
 Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
 {
     setenv("TTH_NUM_THREADS", "2", 1);
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *s = buf1(m, "s", TTH_F32, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 2 * 64 * 3, TTH_SCOPE_PARAM);
     tth_tbuffer *who = buf1(m, "who", TTH_I32, 2 * 64, TTH_SCOPE_PARAM);
@@ -384,7 +363,7 @@ static void cross_done(cross_run *r);
 Test(llvm, vector_tir_fma_gather_reduce_register)
 {
     enum { L = 8, R = 2, K = 5 };
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, K * R * L, TTH_SCOPE_PARAM);
     tth_tbuffer *s = buf1(m, "s", TTH_F32, K, TTH_SCOPE_PARAM);
     tth_tbuffer *g = buf1(m, "g", TTH_F32, 2 * R * L, TTH_SCOPE_PARAM);
@@ -507,7 +486,7 @@ static float *guarded(size_t n, void **map, size_t *maplen)
 Test(llvm, vector_tails_stay_inside_their_buffers)
 {
     enum { NA = 27, NO = 21 };
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, NA, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, NO, TTH_SCOPE_PARAM);
     tth_tbuffer *t = buf1(m, "t", TTH_F32, 14, TTH_SCOPE_REGISTER);
@@ -547,7 +526,7 @@ Test(llvm, vector_tails_stay_inside_their_buffers)
 Test(llvm, matmul_reduction)
 {
     enum { M = 13, N = 17, K = 9 };
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *A = buf1(m, "A", TTH_F32, M * K, TTH_SCOPE_PARAM);
     tth_tbuffer *B = buf1(m, "B", TTH_F32, K * N, TTH_SCOPE_PARAM);
     tth_tbuffer *C = buf1(m, "C", TTH_F32, M * N, TTH_SCOPE_PARAM);
@@ -607,7 +586,7 @@ static int64_t int_ref(tth_tir_binop op, int64_t a, int64_t b)
 /* o[k * n + i] = op_k(a[i], b[i]) for every op in int_ops, in the given integer dtype. */
 static tth_tir_module *int_ops_module(tth_dtype dt, int64_t n)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", dt, n * (int64_t)NOPS, TTH_SCOPE_PARAM);
@@ -671,7 +650,7 @@ static const int dot_lanes[] = {1, 5, 16, 24};
 
 static tth_tir_module *dot4_module(void)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_I32, 24, TTH_SCOPE_PARAM), *b = buf1(m, "b", TTH_I32, 24, TTH_SCOPE_PARAM);
     tth_tbuffer *acc = buf1(m, "acc", TTH_I32, 24, TTH_SCOPE_PARAM), *o = buf1(m, "o", TTH_I32, 2 * 46, TTH_SCOPE_PARAM);
     tth_tstmt *body = NULL;
@@ -721,7 +700,7 @@ Test(llvm, dot4_products_every_width)
 /* Shifts: arithmetic for signed, logical for unsigned; unsigned division and floordiv. */
 Test(llvm, shifts_and_unsigned)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *s = buf1(m, "s", TTH_I32, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *u = buf1(m, "u", TTH_U32, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *os = buf1(m, "os", TTH_I32, 4, TTH_SCOPE_PARAM);
@@ -760,7 +739,7 @@ Test(llvm, shifts_and_unsigned)
 Test(llvm, compare_select_bool)
 {
     enum { n = 6 };
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *lt = buf1(m, "lt", TTH_BOOL, n, TTH_SCOPE_PARAM);
@@ -804,7 +783,7 @@ Test(llvm, compare_select_bool)
 
 Test(llvm, casts_follow_c)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *f = buf1(m, "f", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *s8 = buf1(m, "s8", TTH_I8, 2, TTH_SCOPE_PARAM);
     tth_tbuffer *u8 = buf1(m, "u8", TTH_U8, 2, TTH_SCOPE_PARAM);
@@ -864,7 +843,7 @@ Test(llvm, casts_follow_c)
 /* float16 is a storage type: values round to the nearest half on store. */
 Test(llvm, float16_storage)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *x = buf1(m, "x", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *h = buf1(m, "h", TTH_F16, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *y = buf1(m, "y", TTH_F32, 4, TTH_SCOPE_PARAM);
@@ -903,7 +882,7 @@ Test(llvm, float16_storage)
  * float32(bfloat16(x)) is x rounded. The same cases as the c test (tests/support/bf16_cases.h). */
 Test(llvm, bfloat16_rounds_to_nearest_even)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_BF16, BF16_NCASES, TTH_SCOPE_PARAM);
@@ -989,7 +968,7 @@ static void check_intrinsics(tth_dtype dt, const char *target)
     double ys[n] = {2.0, -1.5, 0.5, 3.0, 1.0, 2.25};
     double zs[n] = {-2.5, -0.5, 0.5, 2.5, 1.5, -1.7};
 
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *x = buf1(m, "x", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *y = buf1(m, "y", dt, n, TTH_SCOPE_PARAM);
     tth_tbuffer *z = buf1(m, "z", dt, n, TTH_SCOPE_PARAM);
@@ -1052,7 +1031,7 @@ Test(llvm, intrinsics_float32_o0) { check_intrinsics(TTH_F32, "{\"kind\": \"llvm
 /* Round half to even, and float floordiv / floormod with the divisor's sign. */
 Test(llvm, float_rounding_and_floor_ops)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 12, TTH_SCOPE_PARAM);
@@ -1086,7 +1065,7 @@ static const char *extern_c =
 
 Test(llvm, call_extern_address_of_let_if)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, 8, TTH_SCOPE_PARAM);
     tth_tbuffer *b = buf1(m, "b", TTH_F32, 8, TTH_SCOPE_PARAM);
     tth_tbuffer *s = buf1(m, "s", TTH_I8, 1, TTH_SCOPE_PARAM);
@@ -1157,7 +1136,7 @@ Test(llvm, call_extern_address_of_let_if)
 static tth_tir_module *aot_module(void)
 {
     enum { n = 8 };
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     float cvals[n] = {1, -2, 3, -4, 0.5f, -0.5f, 2, 10};
     int64_t shape[1] = {n};
     tth_ttype ct = {.dtype = TTH_F32, .rank = 1, .shape = {n}};
@@ -1268,7 +1247,7 @@ Test(llvm, aot_entry_fast_math_native) { check_aot("{\"kind\": \"llvm\", \"mcpu\
  * status stops the entry and is returned. */
 Test(llvm, entry_returns_a_failing_status)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     int64_t one = 1;
     tth_tbuffer *y = tth_tir_buffer(m, "y", TTH_F32, 1, &one, TTH_SCOPE_OUTPUT);
     tth_tbuffer *p = buf1(m, "p", TTH_F32, 1, TTH_SCOPE_PARAM);
@@ -1363,7 +1342,7 @@ Test(llvm, deterministic_bytes)
  * small ones beside it. */
 Test(llvm, shards_share_out_the_work)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     for (int f = 0; f < 8; f++) {
         int stores = f == 0 ? 700 : 100;
         tth_tbuffer *o = buf1(m, "o", TTH_F32, stores, TTH_SCOPE_PARAM);
@@ -1408,7 +1387,7 @@ Test(llvm, shards_share_out_the_work)
 
 Test(llvm, math_intrinsic_on_integers_is_unsupported)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_I32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *ps[] = {a};
     func(m, "bad", ps, 1, STORE(a, I64(0), tth_tir_intrin(m, TTH_TINTRIN_EXP, LOAD(a, I64(1)), NULL)));
@@ -1424,7 +1403,7 @@ Test(llvm, math_intrinsic_on_integers_is_unsupported)
 
 Test(llvm, unplanned_large_local_is_unsupported)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *big = buf1(m, "big", TTH_F32, 1 << 20, TTH_SCOPE_LOCAL);
     tth_tbuffer *ps[] = {a};
@@ -1542,7 +1521,7 @@ Test(llvm, float_abi_on_x86_is_refused)
 Test(llvm, fast_math_reduction)
 {
     enum { n = 1000 };
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *a = buf1(m, "a", TTH_F32, n, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 1, TTH_SCOPE_PARAM);
     tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
@@ -1595,7 +1574,7 @@ Test(llvm, constants_in_target_byte_order)
     const char *targets[] = {"{\"kind\": \"llvm\", \"mtriple\": \"aarch64_be-linux-gnu\"}",
                              "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\"}"};
     for (int be = 1; be >= 0; be--) {
-        tth_tir_module *m = tir_module();
+        tth_tir_module *m = test_tir_module();
         tth_ttype tt = {.dtype = TTH_I32, .rank = 1, .shape = {n}};
         tth_tensor *t = tth_tensor_new(&tt, vals);
         tth_tbuffer *cst = tth_tir_const_buffer(m, "table", t);
@@ -1789,7 +1768,7 @@ Test(llvm, cross_aarch64_runs_under_qemu)
  * target's C ABI, checked by running the code. */
 static tth_tir_module *fcalls_module(void)
 {
-    tth_tir_module *m = tir_module();
+    tth_tir_module *m = test_tir_module();
     tth_tbuffer *x = buf1(m, "x", TTH_F32, 4, TTH_SCOPE_PARAM);
     tth_tbuffer *o = buf1(m, "o", TTH_F32, 20, TTH_SCOPE_PARAM);
     tth_tvar *i = tth_tir_var(m, "i", TTH_I64);
