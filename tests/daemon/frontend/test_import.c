@@ -49,7 +49,7 @@ static tth_relay_module *import_file(const char *rel, tth_diag *d)
     char path[512];
     snprintf(path, sizeof path, "%s/%s/model.onnx", FE_TESTDATA, rel);
     size_t len;
-    uint8_t *bytes = fe_read_file(path, &len);
+    uint8_t *bytes = test_read_file(path, &len);
     cr_assert(bytes, "cannot read %s", path);
     tth_relay_module *m = NULL;
     tth_diag_clear(d);
@@ -235,7 +235,7 @@ Test(import, every_truncation_of_a_model_is_handled)
     char path[512];
     snprintf(path, sizeof path, "%s/node/test_conv_with_strides_and_asymmetric_padding/model.onnx", FE_TESTDATA);
     size_t len;
-    uint8_t *bytes = fe_read_file(path, &len);
+    uint8_t *bytes = test_read_file(path, &len);
     cr_assert(bytes);
     int ok = 0;
     for (size_t n = 0; n <= len; n++) {

@@ -68,18 +68,7 @@ static int check_outputs(const char *dir, const char *model, tth_relay_module *m
             result = 0; /* inputs we cannot match: not evaluable */
             goto done;
         }
-    /* ONNX's test data stores bfloat16 as uint16 (its bits: NumPy has no bfloat16), and gives
-     * CastLike's `like`, read for its element type only, another shape than the model declares:
-     * that input gets zeros of its declared type (the outputs are still compared) */
-    for (size_t k = 0; k < np; k++) {
-        const tth_ttype *pt = &mainfn->params[k]->type.tensor;
-        if (pt->dtype == TTH_BF16 && vals[k]->type.dtype == TTH_U16)
-            vals[k]->type.dtype = TTH_BF16;
-        if (vals[k]->type.dtype == pt->dtype && !tth_ttype_equal(&vals[k]->type, pt)) {
-            tth_tensor_unref(vals[k]);
-            vals[k] = tth_tensor_new(pt, NULL);
-        }
-    }
+    fe_fit_inputs(mainfn, vals, np);
     tth_diag d;
     tth_diag_clear(&d);
     if (tth_relay_bind_params(m, vals, np, &d)) {
@@ -160,7 +149,7 @@ static uint8_t *with_constant_inputs(const uint8_t *bytes, size_t len, const cha
         char path[2200];
         snprintf(path, sizeof path, "%s/test_data_set_0/input_%zu.pb", dir, idx);
         size_t tl;
-        uint8_t *tb = fe_read_file(path, &tl);
+        uint8_t *tb = test_read_file(path, &tl);
         Onnx__TensorProto *tp = tb ? onnx__tensor_proto__unpack(NULL, tl, tb) : NULL;
         free(tb);
         if (!tp) {
@@ -200,7 +189,7 @@ static counts run_dir(const char *sub)
         if (!is_dir(dir))
             continue;
         size_t len;
-        uint8_t *bytes = fe_read_file(path, &len);
+        uint8_t *bytes = test_read_file(path, &len);
         if (!bytes)
             continue;
         c.models++;

@@ -7,235 +7,27 @@
 #include <sys/stat.h>
 
 #include "lt_util.h"
+#include "tthrt.h"
 
-/* ---- protobuf wire format, just enough for TensorProto ---- */
-
-static int pb_varint(const uint8_t *b, size_t n, size_t *i, uint64_t *out)
-{
-    uint64_t r = 0;
-    for (int s = 0; s < 64; s += 7) {
-        if (*i >= n)
-            return -1;
-        uint8_t c = b[(*i)++];
-        r |= (uint64_t)(c & 0x7f) << s;
-        if (!(c & 0x80)) {
-            *out = r;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static tth_dtype onnx_dtype(uint64_t t)
-{
-    switch (t) {
-    case 1: return TTH_F32;
-    case 2: return TTH_U8;
-    case 3: return TTH_I8;
-    case 4: return TTH_U16;
-    case 5: return TTH_I16;
-    case 6: return TTH_I32;
-    case 7: return TTH_I64;
-    case 9: return TTH_BOOL;
-    case 10: return TTH_F16;
-    case 11: return TTH_F64;
-    case 12: return TTH_U32;
-    case 13: return TTH_U64;
-    case 16: return TTH_BF16;
-    default: return TTH_DTYPE_INVALID;
-    }
-}
-
-typedef struct pb_vals {
-    double *f;
-    int64_t *i;
-    size_t nf, ni, cap_f, cap_i;
-} pb_vals;
-
-static int push_f(pb_vals *v, double x)
-{
-    if (v->nf == v->cap_f) {
-        v->cap_f = v->cap_f ? 2 * v->cap_f : 64;
-        double *p = realloc(v->f, v->cap_f * sizeof *p);
-        if (!p)
-            return -1;
-        v->f = p;
-    }
-    v->f[v->nf++] = x;
-    return 0;
-}
-
-static int push_i(pb_vals *v, int64_t x)
-{
-    if (v->ni == v->cap_i) {
-        v->cap_i = v->cap_i ? 2 * v->cap_i : 64;
-        int64_t *p = realloc(v->i, v->cap_i * sizeof *p);
-        if (!p)
-            return -1;
-        v->i = p;
-    }
-    v->i[v->ni++] = x;
-    return 0;
-}
-
+/* The runtime's reader of ONNX TensorProto files (tthrt_pb_read), its array copied into a tensor. */
 tth_tensor *lt_read_pb(const char *path, char *msg, size_t len)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        snprintf(msg, len, "cannot open %s", path);
+    tthrt_array a = {0};
+    tth_diag d;
+    tth_diag_clear(&d);
+    if (tthrt_pb_read(path, &a, &d) != 0) {
+        snprintf(msg, len, "%s: %s", path, d.message);
         return NULL;
     }
-    fseek(fp, 0, SEEK_END);
-    long sz = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)sz + 1);
-    if (!b || fread(b, 1, (size_t)sz, fp) != (size_t)sz) {
-        fclose(fp);
-        free(b);
-        snprintf(msg, len, "cannot read %s", path);
-        return NULL;
-    }
-    fclose(fp);
-    size_t n = (size_t)sz, i = 0;
     tth_ttype t;
     memset(&t, 0, sizeof t);
-    const uint8_t *raw = NULL;
-    size_t raw_len = 0;
-    uint64_t dtype = 0;
-    pb_vals vals = {0};
-    int bad = 0;
-    while (i < n && !bad) {
-        uint64_t key, v;
-        if (pb_varint(b, n, &i, &key)) {
-            bad = 1;
-            break;
-        }
-        unsigned field = (unsigned)(key >> 3), wt = (unsigned)(key & 7);
-        if (wt == 0) {
-            if (pb_varint(b, n, &i, &v)) {
-                bad = 1;
-                break;
-            }
-            if (field == 1 && t.rank < TTH_MAX_RANK)
-                t.shape[t.rank++] = (int64_t)v;
-            else if (field == 2)
-                dtype = v;
-            else if (field == 5 || field == 7)
-                bad |= push_i(&vals, field == 5 ? (int64_t)(int32_t)v : (int64_t)v);
-            else if (field == 11)
-                bad |= push_i(&vals, (int64_t)v);
-        } else if (wt == 2) {
-            if (pb_varint(b, n, &i, &v) || i + v > n) {
-                bad = 1;
-                break;
-            }
-            const uint8_t *p = b + i;
-            size_t m = (size_t)v;
-            i += m;
-            if (field == 9) {
-                raw = p;
-                raw_len = m;
-            } else if (field == 1 || field == 5 || field == 7 || field == 11) {
-                size_t j = 0;
-                while (j < m && !bad) {
-                    uint64_t x;
-                    if (pb_varint(p, m, &j, &x)) {
-                        bad = 1;
-                        break;
-                    }
-                    if (field == 1) {
-                        if (t.rank < TTH_MAX_RANK)
-                            t.shape[t.rank++] = (int64_t)x;
-                    } else {
-                        bad |= push_i(&vals, field == 5 ? (int64_t)(int32_t)x : (int64_t)x);
-                    }
-                }
-            } else if (field == 4) {
-                for (size_t j = 0; j + 4 <= m; j += 4) {
-                    float f;
-                    memcpy(&f, p + j, 4);
-                    bad |= push_f(&vals, f);
-                }
-            } else if (field == 10) {
-                for (size_t j = 0; j + 8 <= m; j += 8) {
-                    double d;
-                    memcpy(&d, p + j, 8);
-                    bad |= push_f(&vals, d);
-                }
-            }
-        } else if (wt == 5) {
-            if (i + 4 > n) {
-                bad = 1;
-                break;
-            }
-            if (field == 4) {
-                float f;
-                memcpy(&f, b + i, 4);
-                bad |= push_f(&vals, f);
-            }
-            i += 4;
-        } else if (wt == 1) {
-            if (i + 8 > n) {
-                bad = 1;
-                break;
-            }
-            if (field == 10) {
-                double d;
-                memcpy(&d, b + i, 8);
-                bad |= push_f(&vals, d);
-            }
-            i += 8;
-        } else {
-            bad = 1;
-        }
-    }
-    tth_tensor *out = NULL;
-    t.dtype = onnx_dtype(dtype);
-    if (bad || t.dtype == TTH_DTYPE_INVALID) {
-        snprintf(msg, len, "%s: malformed TensorProto or unsupported data_type %llu", path, (unsigned long long)dtype);
-    } else {
-        out = tth_tensor_new(&t, NULL);
-        size_t nb = tth_ttype_nbytes(&t);
-        int64_t ne = tth_ttype_numel(&t);
-        if (!out) {
-            snprintf(msg, len, "out of memory");
-        } else if (raw) {
-            if (raw_len != nb) {
-                snprintf(msg, len, "%s: raw_data has %zu bytes, expected %zu", path, raw_len, nb);
-                tth_tensor_unref(out);
-                out = NULL;
-            } else {
-                memcpy(out->data, raw, nb);
-            }
-        } else if (vals.nf == (size_t)ne || vals.ni == (size_t)ne) {
-            for (int64_t k = 0; k < ne; k++) {
-                void *d = out->data;
-                int isf = vals.nf == (size_t)ne;
-                double fv = isf ? vals.f[k] : (double)vals.i[k];
-                int64_t iv = isf ? (int64_t)vals.f[k] : vals.i[k];
-                switch (t.dtype) {
-                case TTH_F32: ((float *)d)[k] = (float)fv; break;
-                case TTH_F64: ((double *)d)[k] = fv; break;
-                case TTH_I8: ((int8_t *)d)[k] = (int8_t)iv; break;
-                case TTH_U8: case TTH_BOOL: ((uint8_t *)d)[k] = (uint8_t)iv; break;
-                case TTH_I16: ((int16_t *)d)[k] = (int16_t)iv; break;
-                case TTH_U16: ((uint16_t *)d)[k] = (uint16_t)iv; break;
-                case TTH_I32: ((int32_t *)d)[k] = (int32_t)iv; break;
-                case TTH_U32: ((uint32_t *)d)[k] = (uint32_t)iv; break;
-                case TTH_I64: ((int64_t *)d)[k] = iv; break;
-                case TTH_U64: ((uint64_t *)d)[k] = (uint64_t)iv; break;
-                default: break;
-                }
-            }
-        } else if (ne != 0) {
-            snprintf(msg, len, "%s: %lld elements but %zu values", path, (long long)ne, vals.nf + vals.ni);
-            tth_tensor_unref(out);
-            out = NULL;
-        }
-    }
-    free(vals.f);
-    free(vals.i);
-    free(b);
+    t.dtype = a.dtype;
+    t.rank = a.rank;
+    memcpy(t.shape, a.shape, sizeof(int64_t) * (size_t)a.rank);
+    tth_tensor *out = tth_tensor_new(&t, a.data);
+    if (!out)
+        snprintf(msg, len, "out of memory");
+    tthrt_array_clear(&a);
     return out;
 }
 

@@ -1,5 +1,5 @@
-/* lt_util.h: helpers of the lowering tests: a minimal ONNX TensorProto reader (the node test
- * data of /usr/share/libonnx-testdata), building one-function Relay modules, lowering them,
+/* lt_util.h: helpers of the lowering tests: the node test data of /usr/share/libonnx-testdata
+ * (read by the runtime's TensorProto reader), building one-function Relay modules, lowering them,
  * running the TIR interpreter and comparing tensors. */
 #ifndef LT_UTIL_H
 #define LT_UTIL_H
@@ -12,9 +12,7 @@
 
 #define LT_ONNX_DIR "/usr/share/libonnx-testdata/data/node"
 
-/* Read an ONNX TensorProto file (dims = 1, data_type = 2, float_data = 4, int32_data = 5,
- * int64_data = 7, raw_data = 9, double_data = 10, uint64_data = 11). NULL on error (msg says
- * why). */
+/* Read an ONNX TensorProto file (tthrt_pb_read). NULL on error (msg says why). */
 tth_tensor *lt_read_pb(const char *path, char *msg, size_t len);
 /* input_<i>.pb / output_<i>.pb of test_data_set_0 of an ONNX node test; NULL when missing */
 tth_tensor *lt_onnx_input(const char *test, int i);

@@ -6,32 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
 #include "lt_util.h"
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s)
-        s[n] = 0;
-    fclose(f);
-    return s;
-}
+/* the function under test: a new one for every test */
+static lt_fn t;
+static void fn_begin(void) { lt_init(&t); }
+static void fn_end(void) { lt_free(&t); }
+TestSuite(golden, .init = fn_begin, .fini = fn_end);
 
-static void check_golden(lt_fn *t, const char *name)
+/* body lowered (lt_lower), its TIR against golden/<name>.tir */
+static void check_golden(tth_rexpr *body, const char *name)
 {
+    cr_assert_eq(lt_lower(&t, body), 0, "%s", t.diag.message);
     char path[1024];
     snprintf(path, sizeof path, "%s/golden/%s.tir", LT_SOURCE_DIR, name);
-    char *txt = tth_tir_print_func(t->pf);
+    char *txt = tth_tir_print_func(t.pf);
     cr_assert_not_null(txt);
     if (getenv("LT_UPDATE_GOLDEN")) {
         FILE *f = fopen(path, "wb");
@@ -39,7 +29,7 @@ static void check_golden(lt_fn *t, const char *name)
         fputs(txt, f);
         fclose(f);
     }
-    char *want = slurp(path);
+    char *want = (char *)test_read_file(path, NULL);
     cr_assert_not_null(want, "golden file %s is missing (run with LT_UPDATE_GOLDEN=1)", path);
     if (strcmp(txt, want) != 0)
         cr_log_error("lowered TIR:\n%s", txt);
@@ -50,45 +40,35 @@ static void check_golden(lt_fn *t, const char *name)
 
 static tth_ttype tt(tth_dtype dt, int rank, const int64_t *shape)
 {
-    tth_ttype t;
-    memset(&t, 0, sizeof t);
-    t.dtype = dt;
-    t.rank = rank;
-    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)rank);
-    return t;
+    tth_ttype ty;
+    memset(&ty, 0, sizeof ty);
+    ty.dtype = dt;
+    ty.rank = rank;
+    memcpy(ty.shape, shape, sizeof(int64_t) * (size_t)rank);
+    return ty;
 }
 
 Test(golden, add_broadcast_relu)
 {
-    lt_fn t;
-    lt_init(&t);
     int64_t xs[2] = {4, 8}, ys[1] = {8};
     tth_ttype xt = tt(TTH_F32, 2, xs), yt = tt(TTH_F32, 1, ys);
     tth_rexpr *a[2] = {lt_param(&t, "x", &xt), lt_param(&t, "y", &yt)};
     tth_rexpr *add = lt_call(&t, TTH_OP_ADD, a, 2, NULL);
     tth_rexpr *r = lt_call(&t, TTH_OP_RELU, &add, 1, NULL);
-    cr_assert_eq(lt_lower(&t, r), 0, "%s", t.diag.message);
-    check_golden(&t, "add_broadcast_relu");
-    lt_free(&t);
+    check_golden(r, "add_broadcast_relu");
 }
 
 Test(golden, max_pool2d)
 {
-    lt_fn t;
-    lt_init(&t);
     int64_t xs[4] = {1, 2, 4, 4};
     tth_ttype xt = tt(TTH_F32, 4, xs);
     tth_rexpr *x = lt_param(&t, "x", &xt);
     tth_rexpr *p = lt_call(&t, TTH_OP_MAX_POOL2D, &x, 1, "{\"pool_size\": [2, 2], \"strides\": [2, 2]}");
-    cr_assert_eq(lt_lower(&t, p), 0, "%s", t.diag.message);
-    check_golden(&t, "max_pool2d");
-    lt_free(&t);
+    check_golden(p, "max_pool2d");
 }
 
 Test(golden, dense_bias_softmax)
 {
-    lt_fn t;
-    lt_init(&t);
     int64_t xs[2] = {1, 4}, ws[2] = {4, 3}, bs[1] = {3};
     tth_ttype xt = tt(TTH_F32, 2, xs), wt = tt(TTH_F32, 2, ws), bt = tt(TTH_F32, 1, bs);
     tth_rexpr *a[2] = {lt_param(&t, "x", &xt), tth_relay_const(t.rm, tth_tensor_new(&wt, NULL), "w")};
@@ -96,7 +76,5 @@ Test(golden, dense_bias_softmax)
     tth_rexpr *a2[2] = {mm, tth_relay_const(t.rm, tth_tensor_new(&bt, NULL), "b")};
     tth_rexpr *add = lt_call(&t, TTH_OP_ADD, a2, 2, NULL);
     tth_rexpr *sm = lt_call(&t, TTH_OP_SOFTMAX, &add, 1, "{\"axis\": 1}");
-    cr_assert_eq(lt_lower(&t, sm), 0, "%s", t.diag.message);
-    check_golden(&t, "dense_bias_softmax");
-    lt_free(&t);
+    check_golden(sm, "dense_bias_softmax");
 }

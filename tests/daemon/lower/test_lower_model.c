@@ -12,29 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend.h"
+#include "../frontend/fe_test.h"
 #include "lt_util.h"
 
 #define RTOL 1e-4
 #define ATOL 1e-5
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
 
 typedef struct mval {
     const tth_rexpr *e;
@@ -170,7 +152,7 @@ static int mr_run(model_run *r, tth_tensor *const *inputs, size_t nin, tth_tenso
 static tth_tensor *read_npy_f32(const char *path)
 {
     size_t len;
-    uint8_t *b = slurp(path, &len);
+    uint8_t *b = test_read_file(path, &len);
     cr_assert_not_null(b, "cannot read %s", path);
     cr_assert(len > 10 && !memcmp(b, "\x93NUMPY", 6));
     size_t hl = b[8] | (b[9] << 8);
@@ -194,16 +176,10 @@ static tth_tensor *read_npy_f32(const char *path)
 
 Test(model, digits_cnn_matches_numpy)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/../../../examples/digits.onnx", LT_SOURCE_DIR);
-    size_t len;
-    uint8_t *bytes = slurp(path, &len);
-    cr_assert_not_null(bytes, "cannot read %s", path);
     model_run r;
     memset(&r, 0, sizeof r);
-    int rc = tth_onnx_import(bytes, len, "digits", &r.rm, &r.diag);
-    free(bytes);
-    cr_assert_eq(rc, 0, "import: %s", r.diag.message);
+    r.rm = fe_digits();
+    char path[1024];
     cr_assert_eq(tth_relay_optimize(r.rm, &r.diag), 0, "optimize: %s", r.diag.message);
     r.tm = tth_tir_module_new();
     snprintf(path, sizeof path, "%s/../../../examples/digit_input.npy", LT_SOURCE_DIR);
@@ -212,7 +188,7 @@ Test(model, digits_cnn_matches_numpy)
     tth_tensor *want = read_npy_f32(path);
     tth_tensor *outs[16];
     int nouts = 0;
-    rc = mr_run(&r, &x, 1, outs, &nouts);
+    int rc = mr_run(&r, &x, 1, outs, &nouts);
     cr_assert_eq(rc, 0, "run: %s (%s)", r.diag.message, r.diag.location);
     cr_assert_eq(nouts, 1);
     cr_assert_geq(r.nlowered, 3, "the CNN is several fused functions");
@@ -253,63 +229,42 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* test_data_set_0's <kind>_0.pb, <kind>_1.pb ... of the node test (to the first missing, at most
+ * max) into v; returns how many */
+static size_t read_set(const char *test, const char *kind, tth_tensor **v, size_t max)
+{
+    size_t n = 0;
+    for (; n < max; n++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s/test_data_set_0/%s_%zu.pb", LT_ONNX_DIR, test, kind, n);
+        if (!(v[n] = fe_read_tensor(path, NULL, 0)))
+            break;
+    }
+    return n;
+}
+
 /* 1 pass, 0 skip (not imported), 2 refused by the lowering (msg), -1 fail (msg) */
 static int sweep_one(const char *test, char *msg, size_t len)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/model.onnx", LT_ONNX_DIR, test);
-    size_t blen;
-    uint8_t *bytes = slurp(path, &blen);
-    if (!bytes)
-        return 0;
     model_run r;
     memset(&r, 0, sizeof r);
-    int rc = tth_onnx_import(bytes, blen, "t", &r.rm, &r.diag);
-    free(bytes);
-    if (rc || tth_relay_optimize(r.rm, &r.diag)) {
+    int rc;
+    r.rm = fe_import_path(path, "t", &r.diag, &rc);
+    if (rc || tth_relay_optimize(r.rm, &r.diag)) { /* not read or not imported: -1, or the importer's */
         tth_relay_module_free(r.rm);
         return 0;
     }
     tth_tensor *ins[32], *want[16], *got[16];
-    size_t nin = 0;
-    int nwant = 0, ngot = 0, result = 1;
-    for (; nin < 32; nin++) {
-        snprintf(path, sizeof path, "%s/%s/test_data_set_0/input_%zu.pb", LT_ONNX_DIR, test, nin);
-        uint8_t *b = slurp(path, &blen);
-        if (!b)
-            break;
-        rc = tth_onnx_tensor_decode(b, blen, &ins[nin], NULL, 0, &r.diag);
-        free(b);
-        if (rc)
-            break;
-    }
-    for (; nwant < 16; nwant++) {
-        snprintf(path, sizeof path, "%s/%s/test_data_set_0/output_%d.pb", LT_ONNX_DIR, test, nwant);
-        uint8_t *b = slurp(path, &blen);
-        if (!b)
-            break;
-        rc = tth_onnx_tensor_decode(b, blen, &want[nwant], NULL, 0, &r.diag);
-        free(b);
-        if (rc)
-            break;
-    }
+    size_t nin = read_set(test, "input", ins, 32);
+    int nwant = (int)read_set(test, "output", want, 16), ngot = 0, result = 1;
     r.tm = tth_tir_module_new();
     const tth_relay_function *mf = tth_relay_module_main(r.rm);
     if (!mf || mf->nparams != nin) {
         result = 0; /* optional inputs the importer dropped: not a lowering question */
     } else {
-        /* ONNX's test data stores bfloat16 as uint16 (its bits: NumPy has no bfloat16), and gives
-         * CastLike's `like`, read for its element type only, another shape than the model
-         * declares: that input gets zeros of its declared type (the outputs are still compared) */
-        for (size_t k = 0; k < nin; k++) {
-            const tth_ttype *pt = &mf->params[k]->type.tensor;
-            if (pt->dtype == TTH_BF16 && ins[k]->type.dtype == TTH_U16)
-                ins[k]->type.dtype = TTH_BF16;
-            if (ins[k]->type.dtype == pt->dtype && !tth_ttype_equal(&ins[k]->type, pt)) {
-                tth_tensor_unref(ins[k]);
-                ins[k] = tth_tensor_new(pt, NULL);
-            }
-        }
+        fe_fit_inputs(mf, ins, nin);
         rc = mr_run(&r, ins, nin, got, &ngot);
         if (rc == TTH_EUNSUPPORTED) {
             snprintf(msg, len, "%s (%s)", r.diag.message, r.diag.location);
