@@ -83,6 +83,15 @@ static void case_load(const json_t *c, rcase *r)
     }
 }
 
+/* Case i of the manifest loaded into r (case_free after it); 0 past the last case. */
+static int case_at(size_t i, rcase *r)
+{
+    const json_t *c = json_array_get(json_object_get(manifest, "cases"), i);
+    if (c)
+        case_load(c, r);
+    return c != NULL;
+}
+
 static void case_free(rcase *r)
 {
     free(r->net);
@@ -132,11 +141,9 @@ static void compare(const rcase *r, const char *how)
 Test(ethosn_model, every_operator_matches_numpy)
 {
     size_t i;
-    const json_t *c;
     int inexact = 0;
-    json_array_foreach(json_object_get(manifest, "cases"), i, c) {
-        rcase r;
-        case_load(c, &r);
+    rcase r;
+    for (i = 0; case_at(i, &r); i++) {
         char why[512];
         ethosn_model_info info;
         cr_assert_eq(ethosn_model_check(r.net, r.net_len, &info, why, sizeof why), 0, "%s: %s", r.name, why);
@@ -173,10 +180,8 @@ Test(ethosn_model, every_operator_matches_numpy)
 Test(ethosn_model, constants_from_a_parameters_file)
 {
     size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(manifest, "cases"), i, c) {
-        rcase r;
-        case_load(c, &r);
+    rcase r;
+    for (i = 0; case_at(i, &r); i++) {
         const void *data[64];
         size_t bytes[64];
         char why[512];
@@ -323,10 +328,8 @@ Test(ethosn_model, broken_networks_get_their_status)
 Test(ethosn_model, every_prefix_is_truncated)
 {
     size_t i;
-    const json_t *c;
-    json_array_foreach(json_object_get(manifest, "cases"), i, c) {
-        rcase r;
-        case_load(c, &r);
+    rcase r;
+    for (i = 0; case_at(i, &r); i++) {
         char why[512];
         for (size_t n = 0; n < r.net_len; n++) {
             /* a copy of exactly n bytes, so that a read past it is an ASan report */
