@@ -96,27 +96,55 @@ static tth_texpr *mask_at(at_k *a, tth_texpr *row, tth_texpr *j, int lanes)
     return lw_load_at(c, a->mask, midx);
 }
 
+/* the scalar of row r of a tile at step k of its sum: q's for the scores, e's for the output */
+typedef tth_texpr *(*row_fn)(at_k *a, tth_texpr *m0, int r, tth_texpr *k);
+
+static tth_texpr *q_row(at_k *a, tth_texpr *m0, int r, tth_texpr *d)
+{
+    lw_ctx *c = a->c;
+    return tth_tir_load(c->m, a->q, lw_add(c, a->qb, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, a->D)), d)));
+}
+
+static tth_texpr *e_row(at_k *a, tth_texpr *m0, int r, tth_texpr *j)
+{
+    (void)m0;
+    lw_ctx *c = a->c;
+    return tth_tir_load(c->m, a->sb, lw_add(c, lw_i(c, (int64_t)r * a->Lk), j));
+}
+
+/* A register tile of rm rows times rn vectors of `lanes`, zeroed, then summed over k < n (a loop
+ * variable named kname): acc[r][j] += row(r, k) * cb[cbase + k * cstride + n0 + j * lanes]. The
+ * tile, its statements appended to *seq; NULL on OOM. */
+static tth_tbuffer *tile_sum(at_k *a, tth_tstmt **seq, const char *kname, int64_t n, row_fn row, tth_texpr *m0,
+                             int rm, tth_tbuffer *cb, tth_texpr *cbase, int64_t cstride, tth_texpr *n0, int rn,
+                             int lanes)
+{
+    lw_ctx *c = a->c;
+    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)rm * rn, lanes, seq);
+    lw_ax k;
+    if (!acc || lw_ax_make(c, &k, kname, n))
+        return NULL;
+    tth_tstmt *upd = NULL;
+    for (int r = 0; r < rm; r++) {
+        tth_texpr *rv = row(a, m0, r, k.e);
+        for (int j = 0; j < rn; j++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)r * rn + j) * lanes);
+            tth_texpr *cv = vld(c, cb, lw_add(c, cbase, lw_add(c, lw_mul(c, k.e, lw_i(c, cstride)),
+                                                              lw_add(c, n0, lw_i(c, (int64_t)j * lanes)))), lanes);
+            if (lw_append(c, &upd, vst(c, acc, ai, lw_madd(c, rv, cv, vld(c, acc, ai, lanes)))))
+                return NULL;
+        }
+    }
+    return lw_append(c, seq, lw_ax_loop(c, &k, TTH_LOOP_SERIAL, upd)) ? NULL : acc;
+}
+
 /* step 1, one tile: rows m0 .. m0 + rm, keys n0 .. n0 + rn vectors of `lanes` */
 static tth_tstmt *scores_tile(at_k *a, tth_texpr *m0, int rm, tth_texpr *n0, int rn, int lanes)
 {
     lw_ctx *c = a->c;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)rm * rn, lanes, &seq);
-    lw_ax d;
-    if (!acc || lw_ax_make(c, &d, "d", a->D))
-        return NULL;
-    tth_tstmt *upd = NULL;
-    for (int r = 0; r < rm; r++) {
-        tth_texpr *qv = tth_tir_load(c->m, a->q, lw_add(c, a->qb, lw_add(c, lw_mul(c, lw_add(c, m0, lw_i(c, r)), lw_i(c, a->D)), d.e)));
-        for (int j = 0; j < rn; j++) {
-            tth_texpr *ai = lw_i(c, ((int64_t)r * rn + j) * lanes);
-            tth_texpr *kv = vld(c, a->kt, lw_add(c, a->kb, lw_add(c, lw_mul(c, d.e, lw_i(c, a->Lk)),
-                                                                 lw_add(c, n0, lw_i(c, (int64_t)j * lanes)))), lanes);
-            if (lw_append(c, &upd, vst(c, acc, ai, lw_madd(c, qv, kv, vld(c, acc, ai, lanes)))))
-                return NULL;
-        }
-    }
-    if (lw_append(c, &seq, lw_ax_loop(c, &d, TTH_LOOP_SERIAL, upd)))
+    tth_tbuffer *acc = tile_sum(a, &seq, "d", a->D, q_row, m0, rm, a->kt, a->kb, a->Lk, n0, rn, lanes);
+    if (!acc)
         return NULL;
     for (int r = 0; r < rm; r++)
         for (int j = 0; j < rn; j++) {
@@ -234,22 +262,8 @@ static tth_tstmt *out_tile(at_k *a, tth_texpr *m0, int rm, tth_texpr *n0, int rn
 {
     lw_ctx *c = a->c;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, (int64_t)rm * rn, lanes, &seq);
-    lw_ax j;
-    if (!acc || lw_ax_make(c, &j, "j", a->Lk))
-        return NULL;
-    tth_tstmt *upd = NULL;
-    for (int r = 0; r < rm; r++) {
-        tth_texpr *ev = tth_tir_load(c->m, a->sb, lw_add(c, lw_i(c, (int64_t)r * a->Lk), j.e));
-        for (int q = 0; q < rn; q++) {
-            tth_texpr *ai = lw_i(c, ((int64_t)r * rn + q) * lanes);
-            tth_texpr *vv = vld(c, a->v, lw_add(c, a->vb, lw_add(c, lw_mul(c, j.e, lw_i(c, a->Dv)),
-                                                                lw_add(c, n0, lw_i(c, (int64_t)q * lanes)))), lanes);
-            if (lw_append(c, &upd, vst(c, acc, ai, lw_madd(c, ev, vv, vld(c, acc, ai, lanes)))))
-                return NULL;
-        }
-    }
-    if (lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, upd)))
+    tth_tbuffer *acc = tile_sum(a, &seq, "j", a->Lk, e_row, m0, rm, a->v, a->vb, a->Dv, n0, rn, lanes);
+    if (!acc)
         return NULL;
     for (int r = 0; r < rm; r++) {
         tth_texpr *inv = lw_bin(c, TTH_TBIN_DIV, lw_imm(c, TTH_F32, 1.0), tth_tir_load(c->m, a->sc, lw_i(c, 2 * r + 1)));

@@ -348,15 +348,14 @@ static tth_tstmt *mm_row_tile(mmt *t, tth_texpr *m0, tth_texpr *n0, tth_texpr *b
 /* Rows in blocks of balanced heights: as few blocks as RM allows, nb[0] of rm[0] rows from row
  * 0 and nb[1] of rm[0] - 1 from row first[1] (49 rows: four of 6 and five of 5, not eight of 6
  * and a single row, whose tile does a sixth of the work per load of B) */
-static void mm_row_blocks(int64_t R, int RM, int64_t nb[2], int rm[2], int64_t first[2])
+typedef struct mm_blocks {
+    int64_t nb[2], first[2];
+    int rm[2];
+} mm_blocks;
+static mm_blocks mm_row_blocks(int64_t R, int RM)
 {
     int64_t nblk = (R + RM - 1) / RM, RM1 = (R + nblk - 1) / nblk, n1 = R - nblk * (RM1 - 1);
-    nb[0] = n1;
-    nb[1] = nblk - n1;
-    rm[0] = (int)RM1;
-    rm[1] = (int)RM1 - 1;
-    first[0] = 0;
-    first[1] = n1 * RM1;
+    return (mm_blocks){.nb = {n1, nblk - n1}, .first = {0, n1 * RM1}, .rm = {(int)RM1, (int)RM1 - 1}};
 }
 
 /* every row block of columns [n0, n0 + ncol*RN*vl) in ncol tiles of RN vectors (ncol loop) */
@@ -364,12 +363,10 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
-    int64_t nbs[2], first[2];
-    int rms[2];
-    mm_row_blocks(t->R, RM, nbs, rms, first);
+    mm_blocks b = mm_row_blocks(t->R, RM);
     for (int part = 0; part < 2; part++) {
-        int64_t nb = nbs[part];
-        int rm = rms[part];
+        int64_t nb = b.nb[part];
+        int rm = b.rm[part];
         if (nb * ncol == 0 || rm == 0)
             continue;
         lw_ax q;
@@ -385,7 +382,7 @@ static tth_tstmt *mm_cols(mmt *t, int64_t col0, int64_t ncol, int RN, int vl, in
             rb = ncol > 1 ? (nb > 1 ? lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, ncol)) : lw_i(c, 0)) : q.e;
             cb = ncol > 1 ? (nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, ncol)) : q.e) : lw_i(c, 0);
         }
-        tth_texpr *m0 = lw_add(c, lw_i(c, first[part]), lw_mul(c, rb, lw_i(c, rm)));
+        tth_texpr *m0 = lw_add(c, lw_i(c, b.first[part]), lw_mul(c, rb, lw_i(c, rm)));
         tth_texpr *n0 = lw_add(c, lw_i(c, col0), lw_mul(c, cb, lw_i(c, (int64_t)RN * vl)));
         /* packed: the tiles of whole panels step by a panel; the narrower ones all lie in the
          * last panel, from col0 on */
@@ -416,17 +413,15 @@ static tth_tstmt *mm_rows(mmt *t, tth_texpr *n0, tth_texpr *bb, int RN, int vl, 
 {
     lw_ctx *c = t->c;
     tth_tstmt *seq = NULL;
-    int64_t nbs[2], first[2];
-    int rms[2];
-    mm_row_blocks(t->R, RM, nbs, rms, first);
+    mm_blocks b = mm_row_blocks(t->R, RM);
     for (int part = 0; part < 2; part++) {
-        if (nbs[part] == 0 || rms[part] == 0)
+        if (b.nb[part] == 0 || b.rm[part] == 0)
             continue;
         lw_ax q;
-        if (lw_ax_make(c, &q, "r", nbs[part]))
+        if (lw_ax_make(c, &q, "r", b.nb[part]))
             return NULL;
-        tth_texpr *m0 = lw_add(c, lw_i(c, first[part]), lw_mul(c, q.e, lw_i(c, rms[part])));
-        tth_tstmt *tl = lw_ax_loop(c, &q, TTH_LOOP_SERIAL, mm_tile(t, m0, n0, bb, rms[part], RN, vl));
+        tth_texpr *m0 = lw_add(c, lw_i(c, b.first[part]), lw_mul(c, q.e, lw_i(c, b.rm[part])));
+        tth_tstmt *tl = lw_ax_loop(c, &q, TTH_LOOP_SERIAL, mm_tile(t, m0, n0, bb, b.rm[part], RN, vl));
         if (!tl || lw_append(c, &seq, tl))
             return NULL;
     }
@@ -497,9 +492,10 @@ static tth_tstmt *mm_run(mmt *t, tth_tstmt *seq, int RM, int RN, int vl, int par
     return seq;
 }
 
-int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+/* What the float32 tiled kernels need: a float32 matmul of A of rank 2 or more on a vector target,
+ * at least a vector of columns */
+static int mm_tiles_fit(const lw_ctx *c, const tth_rexpr *call)
 {
-    (void)s;
     mm_p p;
     char why[256];
     if (call->u.call.op != TTH_OP_MATMUL || !mm_params(call, &p, why, sizeof why))
@@ -507,7 +503,16 @@ int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sin
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     int vl = c->vec.f32_lanes;
     return !p.quant && vl >= 4 && at->dtype == TTH_F32 && bt->dtype == TTH_F32 && ot->dtype == TTH_F32 &&
-           at->rank >= 2 && bt->rank == 2 && p.N >= vl && ot->rank == at->rank;
+           at->rank >= 2 && p.N >= vl;
+}
+
+int lw_matmul_tiled_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)s;
+    if (!mm_tiles_fit(c, call))
+        return 0;
+    const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
+    return bt->rank == 2 && ot->rank == at->rank;
 }
 
 tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -683,14 +688,10 @@ tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 int lw_matmul_batched_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     (void)s;
-    mm_p p;
-    char why[256];
-    if (call->u.call.op != TTH_OP_MATMUL || !mm_params(call, &p, why, sizeof why))
+    if (!mm_tiles_fit(c, call))
         return 0;
     const tth_ttype *at = lw_ty(lw_arg(call, 0)), *bt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
-    int vl = c->vec.f32_lanes;
-    return !p.quant && vl >= 4 && at->dtype == TTH_F32 && bt->dtype == TTH_F32 && ot->dtype == TTH_F32 &&
-           at->rank >= 2 && bt->rank >= 3 && p.N >= vl && ot->rank == (at->rank > bt->rank ? at->rank : bt->rank);
+    return bt->rank >= 3 && ot->rank == (at->rank > bt->rank ? at->rank : bt->rank);
 }
 
 tth_tstmt *lw_matmul_batched(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)

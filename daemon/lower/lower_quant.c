@@ -45,14 +45,25 @@ static tth_texpr *saturate(lw_ctx *c, tth_dtype to, tth_texpr *v)
     return lw_cast(c, to, v);
 }
 
-tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
+/* The value of x (argument 0) at idx, and in p[] arguments 1 .. np of the call at x's position
+ * along the axis (in *ai); NULL when any of them is */
+static tth_texpr *q_operands(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx, int np, tth_texpr **ai,
+                             tth_texpr **p)
 {
     const tth_rexpr *xe = lw_arg(call, 0);
     tth_texpr *x = lw_value_at(c, xe, idx);
-    tth_texpr *ai = q_axis_idx(c, call, xe, idx);
-    tth_texpr *sc = lw_axis_value(c, lw_arg(call, 1), ai);
-    tth_texpr *zp = lw_axis_value(c, lw_arg(call, 2), ai);
-    if (!x || !sc || !zp)
+    *ai = q_axis_idx(c, call, xe, idx);
+    for (int i = 0; i < np; i++)
+        if (!(p[i] = lw_axis_value(c, lw_arg(call, (size_t)i + 1), *ai)))
+            x = NULL;
+    return x;
+}
+
+tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
+{
+    tth_texpr *ai, *p[2];
+    tth_texpr *x = q_operands(c, call, idx, 2, &ai, p), *sc = p[0], *zp = p[1];
+    if (!x)
         return NULL;
     tth_dtype ft = x->dtype;
     tth_texpr *q = tth_tir_intrin(c->m, TTH_TINTRIN_ROUND_EVEN, lw_bin(c, TTH_TBIN_DIV, x, lw_cast(c, ft, sc)), NULL);
@@ -62,12 +73,9 @@ tth_texpr *lw_quantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
 
 tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
 {
-    const tth_rexpr *xe = lw_arg(call, 0);
-    tth_texpr *x = lw_value_at(c, xe, idx);
-    tth_texpr *ai = q_axis_idx(c, call, xe, idx);
-    tth_texpr *sc = lw_axis_value(c, lw_arg(call, 1), ai);
-    tth_texpr *zp = lw_axis_value(c, lw_arg(call, 2), ai);
-    if (!x || !sc || !zp)
+    tth_texpr *ai, *p[2];
+    tth_texpr *x = q_operands(c, call, idx, 2, &ai, p), *sc = p[0], *zp = p[1];
+    if (!x)
         return NULL;
     tth_dtype ft = lw_ty(call)->dtype;
     return lw_mul(c, lw_sub(c, lw_cast(c, ft, x), lw_cast(c, ft, zp)), lw_cast(c, ft, sc));
@@ -113,14 +121,9 @@ static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scala
 
 tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
 {
-    const tth_rexpr *xe = lw_arg(call, 0);
-    tth_texpr *x = lw_value_at(c, xe, idx);
-    tth_texpr *ai = q_axis_idx(c, call, xe, idx);
-    tth_texpr *isc = lw_axis_value(c, lw_arg(call, 1), ai);
-    tth_texpr *izp = lw_axis_value(c, lw_arg(call, 2), ai);
-    tth_texpr *osc = lw_axis_value(c, lw_arg(call, 3), ai);
-    tth_texpr *ozp = lw_axis_value(c, lw_arg(call, 4), ai);
-    if (!x || !isc || !izp || !osc || !ozp)
+    tth_texpr *ai, *p[4];
+    tth_texpr *x = q_operands(c, call, idx, 4, &ai, p), *isc = p[0], *izp = p[1], *osc = p[2], *ozp = p[3];
+    if (!x)
         return NULL;
     tth_texpr *d = lw_sub(c, lw_cast(c, TTH_I32, x), lw_cast(c, TTH_I32, izp));
     float ms = 0;
@@ -155,31 +158,23 @@ int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
             return 0;
         }
     }
-    if (op == TTH_OP_QUANTIZE) {
-        if (xt->dtype != TTH_F32 && xt->dtype != TTH_F64) {
-            snprintf(why, len, "%s: input must be float32 or float64", name);
-            return 0;
-        }
-        if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I16 && ot->dtype != TTH_U16 &&
-            ot->dtype != TTH_I32) {
-            snprintf(why, len, "%s: out_dtype %s is not supported", name, tth_dtype_name(ot->dtype));
-            return 0;
-        }
-    } else if (op == TTH_OP_DEQUANTIZE) {
+    if (op == TTH_OP_DEQUANTIZE) {
         if (tth_dtype_is_float(xt->dtype) || xt->dtype == TTH_BOOL || !tth_dtype_is_float(ot->dtype)) {
             snprintf(why, len, "%s: integer input and float output required", name);
             return 0;
         }
-    } else {
-        if (xt->dtype != TTH_I32) {
-            snprintf(why, len, "%s: input must be int32", name);
-            return 0;
-        }
-        if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I16 && ot->dtype != TTH_U16 &&
-            ot->dtype != TTH_I32) {
-            snprintf(why, len, "%s: out_dtype %s is not supported", name, tth_dtype_name(ot->dtype));
-            return 0;
-        }
+        return 1;
+    }
+    /* quantize (from float) and requantize (from int32): an integer result */
+    int quant = op == TTH_OP_QUANTIZE;
+    if (quant ? xt->dtype != TTH_F32 && xt->dtype != TTH_F64 : xt->dtype != TTH_I32) {
+        snprintf(why, len, "%s: input must be %s", name, quant ? "float32 or float64" : "int32");
+        return 0;
+    }
+    if (ot->dtype != TTH_I8 && ot->dtype != TTH_U8 && ot->dtype != TTH_I16 && ot->dtype != TTH_U16 &&
+        ot->dtype != TTH_I32) {
+        snprintf(why, len, "%s: out_dtype %s is not supported", name, tth_dtype_name(ot->dtype));
+        return 0;
     }
     return 1;
 }
