@@ -349,16 +349,25 @@ Test(relay, verify_catches_broken_modules)
     free_small(&s);
 }
 
-Test(relay, verify_catches_a_callee_outside_the_module)
+/* A module of @f(p) = tanh(p) (with attrs f_attrs) and @main(x) = @f(x), in that order. */
+static tth_relay_module *main_calls_tanh(json_t *f_attrs)
 {
     tth_relay_module *m = tth_relay_module_new("m");
     tth_ttype a = tt1(TTH_F32, 2);
     tth_diag d;
     tth_rexpr *p = tth_relay_var(m, "p", &a);
-    tth_relay_function *f = tth_relay_function_add(m, "f", &p, 1, tth_relay_call(m, TTH_OP_TANH, &p, 1, NULL, &d), NULL, &d);
+    tth_relay_function *f = tth_relay_function_add(m, "f", &p, 1, tth_relay_call(m, TTH_OP_TANH, &p, 1, NULL, &d),
+                                                   f_attrs, &d);
     tth_rexpr *x = tth_relay_var(m, "x", &a);
     tth_rexpr *call = tth_relay_call_fn(m, f, &x, 1, &d);
-    tth_relay_function_add(m, "main", &x, 1, call, NULL, &d);
+    cr_assert_not_null(tth_relay_function_add(m, "main", &x, 1, call, NULL, &d), "%s", d.message);
+    return m;
+}
+
+Test(relay, verify_catches_a_callee_outside_the_module)
+{
+    tth_relay_module *m = main_calls_tanh(NULL);
+    tth_diag d;
     cr_assert_eq(tth_relay_verify(m, &d), 0, "%s", d.message);
     /* Drop @f from the list behind the API's back. */
     m->funcs[0] = m->funcs[1];
@@ -427,16 +436,9 @@ Test(relay, json_round_trip)
 
 Test(relay, json_round_trip_with_functions_called_before_defined)
 {
-    tth_relay_module *m = tth_relay_module_new("m");
-    tth_ttype a = tt1(TTH_F32, 2);
-    tth_diag d;
     /* main is added first and calls @f, added later, as after fusion. */
-    tth_rexpr *p = tth_relay_var(m, "p", &a);
-    tth_rexpr *body = tth_relay_call(m, TTH_OP_TANH, &p, 1, NULL, &d);
-    tth_relay_function *f = tth_relay_function_add(m, "f", &p, 1, body, json_pack("{s:i}", "Primitive", 1), &d);
-    tth_rexpr *x = tth_relay_var(m, "x", &a);
-    tth_rexpr *call = tth_relay_call_fn(m, f, &x, 1, &d);
-    tth_relay_function_add(m, "main", &x, 1, call, NULL, &d);
+    tth_relay_module *m = main_calls_tanh(json_pack("{s:i}", "Primitive", 1));
+    tth_diag d;
     tth_relay_function *tmp = m->funcs[0];
     m->funcs[0] = m->funcs[1];
     m->funcs[1] = tmp;
