@@ -54,27 +54,26 @@ static int import_one(const char *op, int64_t opset, tth_diag *d)
     ob_node(&b, op, "n1", "x", "y");
     ob_output(&b, "y");
     size_t len;
-    uint8_t *bytes = ob_pack(&b, &len);
-    tth_relay_module *m = NULL;
-    tth_diag_clear(d);
-    int rc = tth_onnx_import(bytes, len, "t", &m, d);
+    uint8_t *bytes = ob_done(&b, &len);
+    int rc;
+    tth_relay_module_free(fe_try_import(bytes, len, "t", d, &rc));
     free(bytes);
-    ob_free(&b);
-    if (m)
-        tth_relay_module_free(m);
     return rc;
 }
+
+/* A node of op in a model of opset: the code its import gives, its message and hint */
+typedef struct row_case {
+    const char *op;
+    int64_t opset;
+    int rc;
+    const char *message, *hint;
+} row_case;
 
 /* Each refusal says what and where: an operator before ONNX defines it, a range refused on
  * purpose, and the same operators at an opset their rows import. */
 Test(opset_rows, a_node_is_imported_or_refused_by_the_row_of_its_opset)
 {
-    static const struct {
-        const char *op;
-        int64_t opset;
-        int rc;
-        const char *message, *hint;
-    } cases[] = {
+    static const row_case cases[] = {
         {"Gelu", 17, TTH_EMODEL, "operator 'Gelu' is not in opset 17: ONNX defines it from opset 20",
          "export the model with opset 20 or later"},
         {"Gelu", 20, 0, NULL, NULL},
