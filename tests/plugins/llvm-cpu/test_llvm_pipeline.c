@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "model_fixture.h"
 #include "onnx_case.h"
 #include "standalone_build.h"
 #include "compile.h"
@@ -21,26 +22,49 @@
 
 #define NODE "/usr/share/libonnx-testdata/data/node/"
 
-static json_t *parse_target(tth_registry *r, const char *text)
+/* The world of every test: the build tree's plugins and the result of its last compile_case. */
+static tth_registry *reg;
+static tth_compile_result res;
+
+static void setup(void)
 {
-    tth_diag d;
-    tth_diag_clear(&d);
-    json_t *t = tth_target_parse(r, NULL, text, &d);
-    cr_assert_not_null(t, "target '%s': %s", text, d.message);
-    return t;
+    reg = test_registry();
 }
 
+static void teardown(void)
+{
+    tth_compile_result_free(&res);
+    tth_registry_free(reg);
+}
+
+TestSuite(llvm_pipeline, .init = setup, .fini = teardown);
+
+/* Compile case_dir/model.onnx as model `name` for target into res (asserts it compiled);
+ * build_shared: the option, or -1 for the pipeline's default. */
+static void compile_case(const char *target, const char *case_dir, const char *name, int build_shared)
+{
+    tth_compile_result_free(&res);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.onnx", case_dir);
+    json_t *t = test_target(reg, target);
+    json_t *opts = build_shared < 0 ? NULL : json_pack("{s:b}", "build_shared", build_shared);
+    tth_diag d;
+    int rc = test_compile_file(reg, t, path, name, opts, &res, &d);
+    json_decref(opts);
+    json_decref(t);
+    cr_assert_eq(rc, 0, "%s for '%s': %s", case_dir, target, d.message);
+}
+
+/* The node case `test` passes for llvm (tests/support/onnx_case.c). */
 static void expect_pass(const char *test)
 {
-    tth_registry *r = test_registry();
-    json_t *t = parse_target(r, "llvm");
+    json_t *t = test_target(reg, "llvm");
     char dir[512];
     snprintf(dir, sizeof dir, NODE "%s", test);
-    tth_case_result res;
-    tth_case_status st = tth_case_run(dir, r, t, &res);
-    cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, res.detail);
+    tth_case_result cres;
+    tth_case_status st = tth_case_run(dir, reg, t, &cres);
     json_decref(t);
-    tth_registry_free(r);
+    cr_assert_eq(st, TTH_CASE_PASS, "%s: %s", test, cres.detail);
 }
 
 Test(llvm_pipeline, node_add) { expect_pass("test_add"); }
@@ -65,8 +89,7 @@ Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
     struct dirent **names = NULL;
     int n = scandir(NODE, &names, NULL, alphasort);
     cr_assert(n > 100, "libonnx-testdata's node cases are not in " NODE);
-    tth_registry *r = test_registry();
-    json_t *tc = parse_target(r, "c"), *tl = parse_target(r, "llvm");
+    json_t *tc = test_target(reg, "c"), *tl = test_target(reg, "llvm");
     const char *env = getenv("TTH_LLVM_PARITY_STRIDE");
     int stride = env && atoi(env) > 0 ? atoi(env) : 16;
     int compared = 0, sampled = 0;
@@ -78,10 +101,10 @@ Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
         snprintf(dir, sizeof dir, NODE "%s", names[i]->d_name);
         tth_case_result rc, rl;
         sampled++;
-        if (tth_case_run(dir, r, tc, &rc) != TTH_CASE_PASS)
+        if (tth_case_run(dir, reg, tc, &rc) != TTH_CASE_PASS)
             continue;
         compared++;
-        if (tth_case_run(dir, r, tl, &rl) != TTH_CASE_PASS) {
+        if (tth_case_run(dir, reg, tl, &rl) != TTH_CASE_PASS) {
             size_t used = strlen(failures);
             snprintf(failures + used, sizeof failures - used, "%s: %s\n", names[i]->d_name, rl.detail);
         }
@@ -91,7 +114,6 @@ Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
     free(names);
     json_decref(tc);
     json_decref(tl);
-    tth_registry_free(r);
     cr_log_info("%d of %d sampled cases pass with c; compared with llvm", compared, sampled);
     cr_assert(compared * 3 >= sampled, "only %d of %d sampled cases pass with c", compared, sampled);
     cr_assert_str_empty(failures, "cases c passes but llvm does not:\n%s", failures);
@@ -100,22 +122,20 @@ Test(llvm_pipeline, parity_with_c_on_sampled_node_cases, .timeout = 1200)
 /* Every case dir (base/name) passes for plain llvm, -mcpu=generic and, on x86-64, an AVX2 CPU. */
 static void expect_pass_everywhere(const char *base, const char *const *cases, size_t n)
 {
-    tth_registry *r = test_registry();
     const char *targets[3] = {"llvm", "llvm -mcpu=generic", NULL};
     if (strncmp(tth_host_triple(), "x86_64", 6) == 0)
         targets[2] = "llvm -mcpu=haswell";
     for (int k = 0; k < 3 && targets[k]; k++) {
-        json_t *t = parse_target(r, targets[k]);
+        json_t *t = test_target(reg, targets[k]);
         for (size_t i = 0; i < n; i++) {
             char dir[768];
             snprintf(dir, sizeof dir, "%s/%s", base, cases[i]);
-            tth_case_result res;
-            tth_case_status st = tth_case_run(dir, r, t, &res);
-            cr_expect_eq(st, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], res.detail);
+            tth_case_result cres;
+            tth_case_status st = tth_case_run(dir, reg, t, &cres);
+            cr_expect_eq(st, TTH_CASE_PASS, "%s with '%s': %s", cases[i], targets[k], cres.detail);
         }
         json_decref(t);
     }
-    tth_registry_free(r);
 }
 
 /* The pathology issue 9 found (naming the CPU gave slower code) must never come back as wrong
@@ -162,23 +182,11 @@ static void make_conv_cases(char *dir, size_t len)
 static void expect_shared_code(const char *cases, const char *target)
 {
     char path[1024], cmd[2048];
-    tth_registry *r = test_registry();
-    json_t *t = parse_target(r, target);
-    size_t len;
-    snprintf(path, sizeof path, "%s/pointwise_chain/model.onnx", cases);
-    uint8_t *model = test_read_file(path, &len);
-    cr_assert_not_null(model);
-    json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "pc", .target = t,
-                               .options = opts, .registry = r};
-    tth_compile_result res;
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s", d.message);
+    snprintf(path, sizeof path, "%s/pointwise_chain", cases);
+    compile_case(target, path, "pc", 0);
     char dir[512];
     test_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/a.tar", dir);
-    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    test_put_file(dir, "a.tar", res.artifact, res.artifact_len);
     if (strcmp(target, "c") == 0)
         snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && cat codegen/host/src/pc_lib*.c > all.c && "
                  "test $(grep -c '^int32_t pc_fused_nn_conv2d_[0-9]*__shared(.*)$' all.c) -eq 1 && "
@@ -190,16 +198,12 @@ static void expect_shared_code(const char *cases, const char *target)
     cr_assert_eq(test_run(cmd), 0, "%s: not one shared body for 18 convolutions (%s)", target, dir);
     test_rmtree(dir);
     if (strcmp(target, "c") == 0) {
-        snprintf(path, sizeof path, "%s/pointwise_chain", cases);
+        json_t *t = test_target(reg, target);
         tth_case_result cres;
-        tth_case_status st = tth_case_run(path, r, t, &cres);
+        tth_case_status st = tth_case_run(path, reg, t, &cres);
+        json_decref(t);
         cr_expect_eq(st, TTH_CASE_PASS, "pointwise_chain with 'c': %s", cres.detail);
     }
-    tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* Every target-aware convolution kernel (Winograd, in bands on this machine's cores, row-vectorized,
@@ -229,18 +233,8 @@ static void check_bound_weights(void)
 {
     char cases[512], path[1024], cmd[4096];
     make_conv_cases(cases, sizeof cases);
-    tth_registry *r = test_registry();
-    json_t *t = parse_target(r, "llvm");
-    size_t len;
-    snprintf(path, sizeof path, "%s/winograd_residual/model.onnx", cases);
-    uint8_t *model = test_read_file(path, &len);
-    cr_assert_not_null(model);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = "cv", .target = t,
-                               .registry = r};
-    tth_compile_result res;
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s", d.message);
+    snprintf(path, sizeof path, "%s/winograd_residual", cases);
+    compile_case("llvm", path, "cv", -1);
     const json_t *bc = NULL, *mod, *c;
     size_t i;
     json_array_foreach(json_object_get(res.metadata, "modules"), i, mod)
@@ -254,12 +248,10 @@ static void check_bound_weights(void)
 
     char dir[512];
     test_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/a.tar", dir);
-    cr_assert_eq(test_write_file(path, res.artifact, res.artifact_len), 0);
+    test_put_file(dir, "a.tar", res.artifact, res.artifact_len);
     snprintf(cmd, sizeof cmd, "cd '%s' && tar xf a.tar && head -c 200 parameters/cv.params > short.params && "
              "test $(stat -c %%s codegen/host/lib/cv_llvm.o) -lt %lld", dir, bound);
     cr_assert_eq(test_run(cmd), 0, "the object file is not smaller than the %lld bytes of constants it binds", bound);
-    snprintf(path, sizeof path, "%s/main.c", dir);
     static const char main_c[] =
         "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"tth_cv.h\"\n"
         "const char *tth_cv_llvm_status_text(int32_t status);\n"
@@ -281,53 +273,31 @@ static void check_bound_weights(void)
         "    memmove(params, params + 4, n);\n"
         "    if (tth_cv_bind_parameters(params, n) != 0) return 14;\n"
         "    return tth_cv_run(&in, &out, ws) == 0 ? 0 : 15;\n}\n";
-    cr_assert_eq(test_write_file(path, main_c, strlen(main_c)), 0);
+    test_put_file(dir, "main.c", main_c, strlen(main_c));
     snprintf(cmd, sizeof cmd, "cd '%s' && cc -std=c11 -Wall -Werror -Iinclude main.c codegen/host/src/*.c "
              "codegen/host/lib/*.o -lm -pthread -o main > cc.log 2>&1 && ./main", dir);
     cr_assert_eq(test_run(cmd), 0, "build or checks failed in %s (cc.log; the exit status names the check)", dir);
     test_rmtree(dir);
     test_rmtree(cases);
-    tth_compile_result_free(&res);
-    free(model);
-    json_decref(t);
-    tth_registry_free(r);
 }
 
 /* An llvm artifact builds and runs without tth, as its README says and through its
  * CMakeLists.txt (tests/support/standalone_build.c): a node case whose code is one object, and a
  * numpy case with parallel loops, whose thread pool is a C source that needs -pthread; and the
  * binding of its weights (check_bound_weights). */
-static void expect_standalone_build(tth_registry *r, const char *target, const char *case_dir, const char *name)
+static void expect_standalone_build(const char *target, const char *case_dir, const char *name)
 {
-    json_t *t = parse_target(r, target);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/model.onnx", case_dir);
-    size_t len;
-    uint8_t *model = test_read_file(path, &len);
-    cr_assert_not_null(model, "cannot read %s", path);
-    json_t *opts = json_pack("{s:b}", "build_shared", 0);
-    tth_compile_request req = {.model = model, .model_len = len, .model_name = name, .target = t,
-                               .options = opts, .registry = r};
-    tth_compile_result res;
-    tth_diag d;
-    tth_diag_clear(&d);
-    cr_assert_eq(tth_compile(&req, &res, &d), 0, "%s: %s", case_dir, d.message);
+    compile_case(target, case_dir, name, 0);
     standalone_build_check(res.artifact, res.artifact_len, res.metadata, case_dir, name);
-    tth_compile_result_free(&res);
-    json_decref(opts);
-    free(model);
-    json_decref(t);
 }
 
 Test(llvm_pipeline, artifact_builds_without_tth, .timeout = 600)
 {
-    tth_registry *r = test_registry();
-    expect_standalone_build(r, "llvm", NODE "test_gemm_default_vector_bias", "gemm");
+    expect_standalone_build("llvm", NODE "test_gemm_default_vector_bias", "gemm");
     char dir[512], path[1024];
     make_conv_cases(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/winograd_residual", dir);
-    expect_standalone_build(r, "llvm -num-cores=2", path, "wino");
+    expect_standalone_build("llvm -num-cores=2", path, "wino");
     test_rmtree(dir);
-    tth_registry_free(r);
     check_bound_weights();
 }
