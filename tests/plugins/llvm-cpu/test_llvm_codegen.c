@@ -91,13 +91,7 @@ static void unlink_module(linked *l)
 {
     if (l->lib)
         dlclose(l->lib);
-    unlink(l->obj);
-    unlink(l->so);
-    if (l->src[0])
-        unlink(l->src);
-    if (l->pool[0])
-        unlink(l->pool);
-    rmdir(l->dir);
+    test_rmtree(l->dir);
 }
 
 static void unlink_copy(void *l)
@@ -1714,13 +1708,7 @@ static double cross_next(cross_run *r)
 static void cross_done(cross_run *r)
 {
     fclose(r->fp);
-    unlink(r->obj);
-    unlink(r->src);
-    unlink(r->exe);
-    unlink(r->out);
-    if (r->pool[0])
-        unlink(r->pool);
-    rmdir(r->dir);
+    test_rmtree(r->dir);
 }
 
 #define NEED_AARCH64_TOOLS()                                                      \
