@@ -1673,14 +1673,11 @@ static int op_hardmax(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **o
     int64_t d = tt(x)->shape[axis];
     if (d > TTH_IMPORT_MAX_ELEMS)
         return tth__onnx_fail(c, TTH_ELIMIT, "Hardmax axis too long");
-    tth_ttype it = {.dtype = TTH_I64, .rank = xr};
+    int64_t s[TTH_MAX_RANK];
     for (int i = 0; i < xr; i++)
-        it.shape[i] = i == axis ? d : 1;
-    tth_tensor *iota = tth_tensor_new(&it, NULL);
-    for (int64_t i = 0; iota && i < d; i++)
-        ((int64_t *)iota->data)[i] = i;
+        s[i] = i == axis ? d : 1;
     tth_rexpr *k, *am, *eq;
-    CHECK(k = k_tensor(c, iota));
+    CHECK(k = k_iota(c, s, xr));
     CHECK(am = call1(c, TTH_OP_ARGMAX, x,
                      json_pack("{s:I,s:b,s:b}", "axis", (json_int_t)axis, "keepdims", 1, "select_last_index", 0)));
     CHECK(eq = call2(c, TTH_OP_EQUAL, am, k, NULL));

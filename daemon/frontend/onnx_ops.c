@@ -155,6 +155,16 @@ tth_rexpr *k_tensor(tth_onnx_ctx *c, tth_tensor *t)
     return e;
 }
 
+tth_rexpr *k_iota(tth_onnx_ctx *c, const int64_t *shape, int r)
+{
+    tth_ttype t = {.dtype = TTH_I64, .rank = r};
+    memcpy(t.shape, shape, (size_t)r * sizeof *shape);
+    tth_tensor *k = tth_tensor_new(&t, NULL);
+    for (int64_t i = 0, n = tth_ttype_numel(&t); k && i < n; i++)
+        ((int64_t *)k->data)[i] = i;
+    return k_tensor(c, k);
+}
+
 tth_rexpr *k_scalar(tth_onnx_ctx *c, tth_dtype dt, double v)
 {
     tth_ttype ty = {.dtype = dt, .rank = 0};
@@ -429,13 +439,9 @@ int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_rexpr *u
     if ((mx || mn) && !tth_dtype_is_float(tt(data2)->dtype))
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported attribute value: %s reduction '%s' of %s data "
                               "(floating-point data only)", c->node->op_type, red, tth_dtype_name(tt(data2)->dtype));
-    tth_ttype it = {.dtype = TTH_I64, .rank = 2, .shape = {1, N}};
-    tth_tensor *iota = tth_tensor_new(&it, NULL);
-    for (int64_t i = 0; iota && i < N; i++)
-        ((int64_t *)iota->data)[i] = i;
-    int64_t k1[2] = {K, 1}, kn1[3] = {K, N, 1}, k1r[3] = {K, 1, R};
+    int64_t k1[2] = {K, 1}, kn1[3] = {K, N, 1}, k1r[3] = {K, 1, R}, row[2] = {1, N};
     tth_rexpr *ki, *p2, *m, *m3, *u3, *fill, *sel, *acc;
-    CHECK(ki = k_tensor(c, iota));
+    CHECK(ki = k_iota(c, row, 2));
     CHECK(p2 = reshape(c, pos, k1, 2));
     CHECK(m = call2(c, TTH_OP_EQUAL, p2, ki, NULL));
     CHECK(m3 = reshape(c, m, kn1, 3));

@@ -62,6 +62,9 @@ int vscalar(tth_onnx_ctx *c, tth_rexpr *e, const char *what, double *out);
 
 tth_rexpr *k_tensor(tth_onnx_ctx *c, tth_tensor *t);
 
+/* An int64 constant of that shape holding 0, 1, 2... in row-major order. */
+tth_rexpr *k_iota(tth_onnx_ctx *c, const int64_t *shape, int r);
+
 tth_rexpr *k_scalar(tth_onnx_ctx *c, tth_dtype dt, double v);
 
 const tth_ttype *tt(const tth_rexpr *e);

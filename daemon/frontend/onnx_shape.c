@@ -412,13 +412,8 @@ static int op_scatter_elements(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_
     /* positions: gather_elements' flat offsets, computed on an iota of the data's size */
     const tth_ttype *dt = tt(in[0]);
     int64_t N = tth_ttype_numel(dt), K = tth_ttype_numel(tt(in[1]));
-    tth_ttype at = {.dtype = TTH_I64, .rank = dt->rank};
-    memcpy(at.shape, dt->shape, sizeof at.shape);
-    tth_tensor *iota = tth_tensor_new(&at, NULL);
-    for (int64_t i = 0; iota && i < N; i++)
-        ((int64_t *)iota->data)[i] = i;
     tth_rexpr *ki, *pos, *d2, *u2;
-    CHECK(ki = k_tensor(c, iota));
+    CHECK(ki = k_iota(c, dt->shape, dt->rank));
     CHECK(pos = gather_elements(c, ki, in[1], axis));
     CHECK(pos = reshape(c, pos, &K, 1));
     int64_t n1[2] = {N, 1}, k1[2] = {K, 1};
@@ -961,15 +956,11 @@ static int op_one_hot(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **o
     for (int i = 0, j = 0; i < orank; i++)
         s[i] = i == axis ? 1 : tt(in[0])->shape[j++];
     CHECK(wrapped = reshape(c, wrapped, s, orank));
-    tth_ttype it = {.dtype = TTH_I64, .rank = orank};
     for (int i = 0; i < orank; i++)
-        it.shape[i] = i == axis ? depth : 1;
-    tth_tensor *iota = tth_tensor_new(&it, NULL);
-    for (int64_t i = 0; iota && i < depth; i++)
-        ((int64_t *)iota->data)[i] = i;
+        s[i] = i == axis ? depth : 1;
     tth_rexpr *k, *eq, *vals, *off, *on, *i0 = k_scalar(c, TTH_I64, 0), *i1 = k_scalar(c, TTH_I64, 1);
     CHECK(i0 && i1);
-    CHECK(k = k_tensor(c, iota));
+    CHECK(k = k_iota(c, s, orank));
     CHECK(eq = call2(c, TTH_OP_EQUAL, wrapped, k, NULL));
     int64_t two[1] = {2};
     CHECK(vals = reshape(c, in[2], two, 1));
