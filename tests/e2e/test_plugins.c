@@ -185,14 +185,11 @@ Test(plugins, other_requests_carry_on_and_disconnect_cancels, .timeout = 120)
 {
     static const char *const args[] = {"--request-timeout", "60", NULL};
     const char *const plugins[] = {"tp_basic", "tp_crash_loop", NULL};
-    e2e_daemon d;
-    e2e_start(&d, plugins, args);
-    e2e_client *looper = e2e_client_new(&d);
-    e2e_client_init(looper);
+    e2e_fixture F = {0};
+    e2e_open_with(&F, plugins, args);
+    e2e_client *c = F.c;
+    e2e_client *looper = e2e_connect(&F.d);
     e2e_send(looper, tthp_request_new(1, "target/parse", json_pack("{s:s}", "target", "test-loop")));
-
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
     for (int i = 0; i < 5; i++)
         assert_serving(c, 10 + i);
     json_t *r = e2e_call(c, 20, "status", NULL);
@@ -219,8 +216,7 @@ Test(plugins, other_requests_carry_on_and_disconnect_cancels, .timeout = 120)
     cr_assert_eq(e2e_error_code(r), TTHP_REQUEST_CANCELLED);
     json_decref(r);
     assert_serving(c, 301);
-    e2e_client_free(c);
-    e2e_stop(&d);
+    e2e_close(&F);
 }
 
 static int lists_kind(e2e_client *c, json_int_t id, const char *kind)
@@ -254,13 +250,11 @@ Test(plugins, hot_add, .timeout = 120)
 {
     static const char *const args[] = {"--request-timeout", "60", NULL};
     const char *const plugins[] = {"tp_basic", "tp_crash_loop", NULL};
-    e2e_daemon d;
-    e2e_start(&d, plugins, args);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_fixture F = {0};
+    e2e_open_with(&F, plugins, args);
+    e2e_client *c = F.c;
     /* a request in flight while the plugin set changes keeps its worker */
-    e2e_client *busy = e2e_client_new(&d);
-    e2e_client_init(busy);
+    e2e_client *busy = e2e_connect(&F.d);
     e2e_send(busy, tthp_request_new(1, "target/parse", json_pack("{s:s}", "target", "test-loop")));
     cr_assert(lists_kind(c, 1, "test-basic"));
     cr_assert(!lists_kind(c, 2, "test-hot"), "test-hot is not installed yet");
@@ -270,9 +264,9 @@ Test(plugins, hot_add, .timeout = 120)
 
     /* install the way package managers do: write beside, then rename into place */
     char tmp[512], final[512];
-    snprintf(tmp, sizeof tmp, "%s/.tp_hot.so.tmp", d.plugins);
-    snprintf(final, sizeof final, "%s/tp_hot.so", d.plugins);
-    e2e_put_plugin(d.plugins, "tp_hot", ".tp_hot.so.tmp");
+    snprintf(tmp, sizeof tmp, "%s/.tp_hot.so.tmp", F.d.plugins);
+    snprintf(final, sizeof final, "%s/tp_hot.so", F.d.plugins);
+    e2e_put_plugin(F.d.plugins, "tp_hot", ".tp_hot.so.tmp");
     cr_assert_eq(rename(tmp, final), 0);
 
     int found = 0;
@@ -296,9 +290,9 @@ Test(plugins, hot_add, .timeout = 120)
     /* replace a plugin in place (same kind, another plugin file): picked up too */
     char name[64];
     cr_assert_str_eq(plugin_name_of_kind(c, 300, "test-basic", name, sizeof name), "tp-basic");
-    snprintf(tmp, sizeof tmp, "%s/.tp_basic.so.new", d.plugins);
-    snprintf(final, sizeof final, "%s/tp_basic.so", d.plugins);
-    e2e_put_plugin(d.plugins, "tp_dup", ".tp_basic.so.new"); /* tp_dup: kind test-basic, named tp-dup */
+    snprintf(tmp, sizeof tmp, "%s/.tp_basic.so.new", F.d.plugins);
+    snprintf(final, sizeof final, "%s/tp_basic.so", F.d.plugins);
+    e2e_put_plugin(F.d.plugins, "tp_dup", ".tp_basic.so.new"); /* tp_dup: kind test-basic, named tp-dup */
     cr_assert_eq(rename(tmp, final), 0);
     int replaced = 0;
     for (int i = 0; i < 100 && !replaced; i++) {
@@ -309,7 +303,7 @@ Test(plugins, hot_add, .timeout = 120)
     cr_assert(replaced, "the replaced plugin was not picked up");
     assert_serving(c, 600);
 
-    e2e_assert_no_plugin_mapped(&d);
+    e2e_assert_no_plugin_mapped(&F.d);
 
     /* the old request is still there; cancelling it ends it */
     e2e_send(busy, tthp_notification_new("$/cancelRequest", json_pack("{s:i}", "id", 1)));
@@ -317,6 +311,5 @@ Test(plugins, hot_add, .timeout = 120)
     cr_assert_eq(e2e_error_code(r), TTHP_REQUEST_CANCELLED);
     json_decref(r);
     e2e_client_free(busy);
-    e2e_client_free(c);
-    e2e_stop(&d);
+    e2e_close(&F);
 }
