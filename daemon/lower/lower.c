@@ -143,6 +143,14 @@ int64_t lw_numel(const int64_t *shape, int rank)
     return n;
 }
 
+int lw_float_only(const char *op, tth_dtype t, char *why, size_t len)
+{
+    if (tth_dtype_is_float(t))
+        return 1;
+    snprintf(why, len, "%s: %s is not supported (floating point only)", op, tth_dtype_name(t));
+    return 0;
+}
+
 int lw_fail(lw_ctx *c, int code, const tth_rexpr *call, const char *fmt, ...)
 {
     char loc[TTH_DIAG_LOCATION_MAX];
@@ -807,6 +815,23 @@ tth_texpr *lw_ceildiv(lw_ctx *c, tth_texpr *a, int64_t b)
     if (b == 1)
         return a;
     return lw_bin(c, TTH_TBIN_FLOORDIV, lw_add(c, a, lw_i(c, b - 1)), lw_i(c, b));
+}
+
+void lw_window_range(lw_ctx *c, tth_texpr *f, int64_t fs, int64_t vs, int64_t pad, int64_t span, int64_t n,
+                     int64_t fn, tth_texpr **lo, tth_texpr **ext)
+{
+    if (pad == 0 && (n - 1) * vs + (fn - 1) * fs <= span - 1) {
+        /* never outside: the whole range, constant bounds */
+        *lo = lw_i(c, 0);
+        *ext = lw_i(c, n);
+        return;
+    }
+    tth_texpr *ff = lw_mul(c, f, lw_i(c, fs));
+    tth_texpr *l = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_ceildiv(c, lw_sub(c, lw_i(c, pad), ff), vs));
+    tth_texpr *h = lw_bin(c, TTH_TBIN_MIN, lw_i(c, n),
+                          lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, span - 1 + pad), ff), vs), lw_i(c, 1)));
+    *lo = l;
+    *ext = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_sub(c, h, l));
 }
 
 /* ------------------------------------------------------------ pointwise stages, copies ---- */

@@ -70,8 +70,7 @@ int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
             snprintf(why, len, "%s: inputs must be int8, uint8 or int16", op);
             return 0;
         }
-    } else if (!tth_dtype_is_float(ot->dtype)) {
-        snprintf(why, len, "%s: %s is not supported (floating point only)", op, tth_dtype_name(ot->dtype));
+    } else if (!lw_float_only(op, ot->dtype, why, len)) {
         return 0;
     }
     return 1;
@@ -112,25 +111,6 @@ static tth_tstmt *plane_finish(lw_ctx *c, tth_texpr *const *idx, void *arg)
     plane_arg *a = arg;
     tth_texpr *oidx[4] = {a->n, a->oc, idx[0], idx[1]};
     return lw_sink_store(c, a->s, 0, oidx, tth_tir_load(c->m, a->acc, acc_index(c, a, idx[0], idx[1])));
-}
-
-/* valid range of an output (conv) or input (transpose) coordinate for kernel tap k:
- * lo = max(0, ceil((pad - k*d) / s)), hi = min(limit, floor((span - 1 + pad - k*d) / s) + 1) */
-static void tap_range(lw_ctx *c, tth_texpr *k, int64_t d, int64_t s, int64_t pad, int64_t span,
-                      int64_t limit, int64_t K, tth_texpr **lo, tth_texpr **ext)
-{
-    if (pad == 0 && (limit - 1) * s + (K - 1) * d <= span - 1) {
-        /* no tap ever leaves the range: the whole range, constant bounds */
-        *lo = lw_i(c, 0);
-        *ext = lw_i(c, limit);
-        return;
-    }
-    tth_texpr *kd = lw_mul(c, k, lw_i(c, d));
-    tth_texpr *l = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_ceildiv(c, lw_sub(c, lw_i(c, pad), kd), s));
-    tth_texpr *h = lw_bin(c, TTH_TBIN_MIN, lw_i(c, limit),
-                          lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, span - 1 + pad), kd), s), lw_i(c, 1)));
-    *lo = l;
-    *ext = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_sub(c, h, l));
 }
 
 static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
@@ -220,56 +200,44 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
     }
     /* inner loops */
     tth_tstmt *inner;
-    tth_texpr *xv, *aidx;
+    tth_texpr *xv, *aidx, *lo1, *ex1, *lo2, *ex2, *xrow, *arow;
+    tth_loop_kind qk = TTH_LOOP_VECTORIZED;
     if (!p.transpose) {
         /* rows oh in [lo1, lo1+ex1), cols ow in [lo2, lo2+ex2) */
-        tth_texpr *lo1, *ex1, *lo2, *ex2;
-        tap_range(c, kh.e, p.dh, p.sh, p.pt, p.H, p.OH, p.KH, &lo1, &ex1);
-        tap_range(c, kw.e, p.dw, p.sw, p.pl, p.W, p.OW, p.KW, &lo2, &ex2);
+        lw_window_range(c, kh.e, p.dh, p.sh, p.pt, p.H, p.OH, p.KH, &lo1, &ex1);
+        lw_window_range(c, kw.e, p.dw, p.sw, p.pl, p.W, p.OW, p.KW, &lo2, &ex2);
         /* xr = ((n*C + cx)*H + r*sh + kh*dh - pt)*W + kw*dw - pl;  ar = acc row base */
         tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, r, lw_i(c, p.sh)), lw_mul(c, kh.e, lw_i(c, p.dh))), lw_i(c, p.pt));
-        tth_texpr *xrow = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, n, lw_i(c, p.C)), cx), lw_i(c, p.H)), ih),
-                                           lw_i(c, p.W)),
-                                 lw_sub(c, lw_mul(c, kw.e, lw_i(c, p.dw)), lw_i(c, p.pl)));
-        tth_texpr *arow = lw_mul(c, r, lw_i(c, p.OW));
-        if (direct)
-            arow = lw_add(c, lw_mul(c, no.e, lw_i(c, p.OH * p.OW)), arow);
+        xrow = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, n, lw_i(c, p.C)), cx), lw_i(c, p.H)), ih),
+                                lw_i(c, p.W)),
+                      lw_sub(c, lw_mul(c, kw.e, lw_i(c, p.dw)), lw_i(c, p.pl)));
+        arow = lw_mul(c, r, lw_i(c, p.OW));
         xv = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vxrow), lw_mul(c, q, lw_i(c, p.sw))));
         if (p.quant)
             xv = lw_sub(c, lw_cast(c, TTH_I32, xv), xzp);
         aidx = lw_add(c, lw_ref(c, varow), q);
-        tth_tstmt *st = tth_tir_store(c->m, acc, aidx,
-                                      lw_add(c, tth_tir_load(c->m, acc, aidx), lw_mul(c, xv, lw_ref(c, vwv))));
-        inner = lw_for(c, vq, lw_ref(c, vlo2), lw_ref(c, vex2), TTH_LOOP_VECTORIZED, st);
-        inner = lw_let(c, varow, arow, lw_let(c, vxrow, xrow, inner));
-        inner = lw_for(c, vr, lw_ref(c, vlo1), lw_ref(c, vex1), TTH_LOOP_SERIAL, inner);
-        inner = lw_let(c, vwv, wv, inner);
-        inner = lw_let(c, vlo2, lo2, lw_let(c, vex2, ex2, inner));
-        inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
-        inner = lw_let(c, vlo1, lo1, lw_let(c, vex1, ex1, inner));
     } else {
         /* input rows r in [lo1, lo1+ex1) with oh = r*sh + kh*dh - pt inside [0, OH) */
-        tth_texpr *lo1, *ex1, *lo2, *ex2;
-        tap_range(c, kh.e, p.dh, p.sh, p.pt, p.OH, p.H, p.KH, &lo1, &ex1);
-        tap_range(c, kw.e, p.dw, p.sw, p.pl, p.OW, p.W, p.KW, &lo2, &ex2);
+        lw_window_range(c, kh.e, p.dh, p.sh, p.pt, p.OH, p.H, p.KH, &lo1, &ex1);
+        lw_window_range(c, kw.e, p.dw, p.sw, p.pl, p.OW, p.W, p.KW, &lo2, &ex2);
         tth_texpr *oh = lw_sub(c, lw_add(c, lw_mul(c, r, lw_i(c, p.sh)), lw_mul(c, kh.e, lw_i(c, p.dh))), lw_i(c, p.pt));
-        tth_texpr *xrow = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, n, lw_i(c, p.C)), cx), lw_i(c, p.H)), r),
-                                 lw_i(c, p.W));
-        tth_texpr *arow = lw_add(c, lw_mul(c, oh, lw_i(c, p.OW)), lw_sub(c, lw_mul(c, kw.e, lw_i(c, p.dw)), lw_i(c, p.pl)));
-        if (direct)
-            arow = lw_add(c, lw_mul(c, no.e, lw_i(c, p.OH * p.OW)), arow);
+        xrow = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, n, lw_i(c, p.C)), cx), lw_i(c, p.H)), r), lw_i(c, p.W));
+        arow = lw_add(c, lw_mul(c, oh, lw_i(c, p.OW)), lw_sub(c, lw_mul(c, kw.e, lw_i(c, p.dw)), lw_i(c, p.pl)));
         xv = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vxrow), q));
         aidx = lw_add(c, lw_ref(c, varow), lw_mul(c, q, lw_i(c, p.sw)));
-        tth_tstmt *st = tth_tir_store(c->m, acc, aidx,
-                                      lw_add(c, tth_tir_load(c->m, acc, aidx), lw_mul(c, xv, lw_ref(c, vwv))));
-        inner = lw_for(c, vq, lw_ref(c, vlo2), lw_ref(c, vex2), p.sw == 1 ? TTH_LOOP_VECTORIZED : TTH_LOOP_SERIAL, st);
-        inner = lw_let(c, varow, arow, lw_let(c, vxrow, xrow, inner));
-        inner = lw_for(c, vr, lw_ref(c, vlo1), lw_ref(c, vex1), TTH_LOOP_SERIAL, inner);
-        inner = lw_let(c, vwv, wv, inner);
-        inner = lw_let(c, vlo2, lo2, lw_let(c, vex2, ex2, inner));
-        inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
-        inner = lw_let(c, vlo1, lo1, lw_let(c, vex1, ex1, inner));
+        if (p.sw != 1)
+            qk = TTH_LOOP_SERIAL;
     }
+    if (direct)
+        arow = lw_add(c, lw_mul(c, no.e, lw_i(c, p.OH * p.OW)), arow);
+    tth_tstmt *st = tth_tir_store(c->m, acc, aidx, lw_add(c, tth_tir_load(c->m, acc, aidx), lw_mul(c, xv, lw_ref(c, vwv))));
+    inner = lw_for(c, vq, lw_ref(c, vlo2), lw_ref(c, vex2), qk, st);
+    inner = lw_let(c, varow, arow, lw_let(c, vxrow, xrow, inner));
+    inner = lw_for(c, vr, lw_ref(c, vlo1), lw_ref(c, vex1), TTH_LOOP_SERIAL, inner);
+    inner = lw_let(c, vwv, wv, inner);
+    inner = lw_let(c, vlo2, lo2, lw_let(c, vex2, ex2, inner));
+    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
+    inner = lw_let(c, vlo1, lo1, lw_let(c, vex1, ex1, inner));
     inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
     /* cx = g*Cg + ic */
     inner = lw_let(c, vcx, lw_add(c, lw_mul(c, g, lw_i(c, Cg)), ic.e), inner);

@@ -271,6 +271,8 @@ const tth_rexpr *lw_arg(const tth_rexpr *call, size_t i);
 int64_t lw_numel(const int64_t *shape, int rank);
 int lw_fail(lw_ctx *c, int code, const tth_rexpr *call, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* 1 when t is a floating-point dtype, else 0 and `why` says op takes floating point only */
+int lw_float_only(const char *op, tth_dtype t, char *why, size_t len);
 
 /* attributes (a missing key gives the default) */
 int64_t lw_attr_int(const tth_rexpr *call, const char *key, int64_t def);
@@ -367,6 +369,13 @@ tth_tstmt *lw_let(lw_ctx *c, tth_tvar *v, tth_texpr *value, tth_tstmt *body);
 /* ceil(a / b) and floor(a / b) for int64 expressions, b > 0 */
 tth_texpr *lw_ceildiv(lw_ctx *c, tth_texpr *a, int64_t b);
 tth_texpr *lw_floordiv(lw_ctx *c, tth_texpr *a, int64_t b);
+/* The values of a window's loop variable v in [0, n) whose coordinate v*vs + f*fs - pad lies in
+ * [0, span), f an expression of the other loop (with values in [0, fn)), as [lo, lo + ext):
+ * lo = max(0, ceil((pad - f*fs) / vs)), ext = max(0, min(n, floor((span - 1 + pad - f*fs) / vs)
+ * + 1) - lo); the constants 0 and n when no f ever leaves [0, span). A convolution's output
+ * rows for kernel row f (fs the dilation, vs the stride), a pooling's taps for output row f. */
+void lw_window_range(lw_ctx *c, tth_texpr *f, int64_t fs, int64_t vs, int64_t pad, int64_t span, int64_t n,
+                     int64_t fn, tth_texpr **lo, tth_texpr **ext);
 /* Append s to *seq (NULL s is skipped); returns 0 or a negative code */
 int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
 

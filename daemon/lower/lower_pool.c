@@ -58,34 +58,13 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
     p->sh = a.strides[0], p->sw = a.strides[1], p->dh = a.dilation[0], p->dw = a.dilation[1];
     p->pt = a.padding[0], p->pl = a.padding[1], p->pb = a.padding[2], p->pr = a.padding[3];
     p->count_include_pad = a.count_include_pad;
-    if (call->u.call.op == TTH_OP_AVG_POOL2D && !tth_dtype_is_float(xt->dtype)) {
-        snprintf(why, len, "%s: %s is not supported (floating point only)", op, tth_dtype_name(xt->dtype));
-        return 0;
-    }
-    return 1;
+    return call->u.call.op != TTH_OP_AVG_POOL2D || lw_float_only(op, xt->dtype, why, len);
 }
 
 int lw_pool_check(const tth_rexpr *call, char *why, size_t len)
 {
     pool_p p;
     return pool_params(call, &p, why, len);
-}
-
-static void tap_range(lw_ctx *c, tth_texpr *o, int64_t s, int64_t d, int64_t pad, int64_t span, int64_t K,
-                      int64_t nout, tth_texpr **lo, tth_texpr **ext)
-{
-    if (pad == 0 && (nout - 1) * s + (K - 1) * d <= span - 1) {
-        /* every window lies inside the input: the whole kernel, constant bounds */
-        *lo = lw_i(c, 0);
-        *ext = lw_i(c, K);
-        return;
-    }
-    tth_texpr *os = lw_mul(c, o, lw_i(c, s));
-    tth_texpr *l = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_ceildiv(c, lw_sub(c, lw_i(c, pad), os), d));
-    tth_texpr *h = lw_bin(c, TTH_TBIN_MIN, lw_i(c, K),
-                          lw_add(c, lw_floordiv(c, lw_sub(c, lw_i(c, span - 1 + pad), os), d), lw_i(c, 1)));
-    *lo = l;
-    *ext = lw_bin(c, TTH_TBIN_MAX, lw_i(c, 0), lw_sub(c, h, l));
 }
 
 /* An average's divisor at output (oh, ow): the taps inside the image (ex_h x ex_w, the tap
@@ -119,8 +98,8 @@ static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer 
     if (!vkh || !vkw || !vlh || !veh || !vlw || !vew || !vai || !vxr)
         return NULL;
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
-    tap_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
-    tap_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
+    lw_window_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
+    lw_window_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
     tth_texpr *ai = lw_ref(c, vai);
     tth_texpr *aidx = direct ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->OH)), oh), lw_i(c, p->OW)), ow)
                              : lw_i(c, 0);
@@ -188,8 +167,8 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_
             return NULL;
     }
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
-    tap_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
-    tap_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
+    lw_window_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
+    lw_window_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
     tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
     tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)),
                            lw_sub(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_i(c, p->pl)));
@@ -260,8 +239,8 @@ static tth_tstmt *argmax_elem(lw_ctx *c, const pool_p *p, int col_major, tth_tbu
     if (!vkh || !vkw || !vh || !vlh || !veh || !vlw || !vew || !vw || !vn || !vc)
         return NULL;
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w, *zero = lw_i(c, 0);
-    tap_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
-    tap_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
+    lw_window_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
+    lw_window_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
     tth_texpr *h = lw_ref(c, vh), *w = lw_ref(c, vw);
     tth_texpr *xi = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), h), lw_i(c, p->W)), w);
     tth_texpr *flat = col_major ? lw_add(c, lw_mul(c, nc, lw_i(c, p->H * p->W)),
@@ -465,7 +444,7 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
             return NULL;
     }
     tth_texpr *lo_h, *ex_h;
-    tap_range(c, oh, p.sh, p.dh, p.pt, p.H, p.KH, p.OH, &lo_h, &ex_h);
+    lw_window_range(c, oh, p.sh, p.dh, p.pt, p.H, p.KH, p.OH, &lo_h, &ex_h);
     row = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, row));
     /* the band's rows: [b*R, min(b*R + R, OH)) */
     tth_texpr *r0 = lw_mul(c, lw_ref(c, vb), lw_i(c, R));

@@ -73,11 +73,7 @@ static int red_params(const tth_rexpr *call, red_p *p, char *why, size_t len)
         snprintf(why, len, "%s: bool is not supported", op);
         return 0;
     }
-    if (call->u.call.op == TTH_OP_MEAN && !tth_dtype_is_float(xt->dtype)) {
-        snprintf(why, len, "%s: %s is not supported (floating point only)", op, tth_dtype_name(xt->dtype));
-        return 0;
-    }
-    return 1;
+    return call->u.call.op != TTH_OP_MEAN || lw_float_only(op, xt->dtype, why, len);
 }
 
 int lw_reduce_check(const tth_rexpr *call, char *why, size_t len)
@@ -104,7 +100,7 @@ static tth_texpr *out_flat(lw_ctx *c, const red_p *p, const tth_ttype *ot, tth_t
 
 typedef struct red_arg {
     const tth_rexpr *call;
-    const red_p *p;
+    red_p p;
     const lw_sink *s;
     tth_tbuffer *x, *acc, *best;
     tth_texpr *init;
@@ -119,10 +115,10 @@ static tth_tstmt *red_init(lw_ctx *c, tth_texpr *const *idx, void *arg)
         /* max/min start from the first element reduced into this output (exact for -inf, NaN) */
         tth_texpr *in[TTH_MAX_RANK];
         int r = 0;
-        for (int d = 0; d < a->p->rank; d++) {
-            if (a->p->reduced[d]) {
+        for (int d = 0; d < a->p.rank; d++) {
+            if (a->p.reduced[d]) {
                 in[d] = lw_i(c, 0);
-                r += a->p->keepdims;
+                r += a->p.keepdims;
             } else {
                 in[d] = idx[r++];
             }
@@ -136,7 +132,7 @@ static tth_tstmt *red_update(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     red_arg *a = arg;
     const tth_ttype *ot = lw_ty(a->call);
-    tth_texpr *o = out_flat(c, a->p, ot, idx);
+    tth_texpr *o = out_flat(c, &a->p, ot, idx);
     tth_texpr *xv = lw_cast(c, a->acc->dtype, lw_load_at(c, a->x, idx));
     tth_texpr *cur = tth_tir_load(c->m, a->acc, o);
     tth_texpr *v;
@@ -155,7 +151,7 @@ static tth_tstmt *red_finish(lw_ctx *c, tth_texpr *const *idx, void *arg)
     const tth_ttype *ot = lw_ty(a->call);
     tth_texpr *v = tth_tir_load(c->m, a->acc, lw_flat(c, ot->shape, ot->rank, idx));
     if (a->call->u.call.op == TTH_OP_MEAN)
-        v = lw_bin(c, TTH_TBIN_DIV, v, lw_imm(c, v->dtype, (double)a->p->count));
+        v = lw_bin(c, TTH_TBIN_DIV, v, lw_imm(c, v->dtype, (double)a->p.count));
     return lw_sink_store(c, a->s, 0, idx, v);
 }
 
@@ -173,21 +169,31 @@ static int red_flags(const tth_ttype *xt, const red_p *p)
     return flags;
 }
 
-tth_tstmt *lw_reduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+/* The loops' argument of a reduction: its parameters, its input, accumulating in the
+ * destination; the output's type, or NULL (diag set) when it is not lowered */
+static const tth_ttype *red_start(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, red_arg *a)
 {
-    red_p p;
     char why[256];
-    if (!red_params(call, &p, why, sizeof why)) {
+    memset(a, 0, sizeof *a);
+    if (!red_params(call, &a->p, why, sizeof why)) {
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
         return NULL;
     }
-    const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    if (!x)
+    a->call = call;
+    a->s = s;
+    a->x = lw_buf(c, lw_arg(call, 0));
+    a->acc = s->dest[0];
+    return a->x ? lw_ty(call) : NULL;
+}
+
+tth_tstmt *lw_reduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    red_arg a;
+    const tth_ttype *ot = red_start(c, call, s, &a), *xt = lw_ty(lw_arg(call, 0));
+    if (!ot)
         return NULL;
     tth_dtype t = ot->dtype;
     int direct = lw_sink_direct(s, 0, t);
-    red_arg a = {call, &p, s, x, s->dest[0], NULL, NULL};
     if (!direct) {
         a.acc = lw_local(c, "acc", t, ot->rank, ot->shape);
         if (!a.acc)
@@ -199,7 +205,7 @@ tth_tstmt *lw_reduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     default: a.init = lw_imm(c, t, 0); break;
     }
     tth_tstmt *init = lw_nest(c, ot->shape, ot->rank, LW_PARALLEL | LW_VECTOR, red_init, &a);
-    tth_tstmt *upd = lw_nest(c, xt->shape, xt->rank, red_flags(xt, &p), red_update, &a);
+    tth_tstmt *upd = lw_nest(c, xt->shape, xt->rank, red_flags(xt, &a.p), red_update, &a);
     tth_tstmt *fin = NULL;
     if (!direct || s->epi || call->u.call.op == TTH_OP_MEAN) {
         fin = lw_nest(c, ot->shape, ot->rank, LW_PARALLEL | LW_VECTOR, red_finish, &a);
@@ -216,12 +222,12 @@ static tth_tstmt *arg_update(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     red_arg *a = arg;
     const tth_ttype *ot = lw_ty(a->call);
-    tth_texpr *o = out_flat(c, a->p, ot, idx);
+    tth_texpr *o = out_flat(c, &a->p, ot, idx);
     tth_texpr *xv = lw_load_at(c, a->x, idx);
     tth_texpr *cur = tth_tir_load(c->m, a->best, o);
     int is_max = a->call->u.call.op == TTH_OP_ARGMAX;
-    tth_tir_binop cmp = is_max ? (a->p->last ? TTH_TBIN_GE : TTH_TBIN_GT) : (a->p->last ? TTH_TBIN_LE : TTH_TBIN_LT);
-    tth_texpr *k = idx[a->p->axis];
+    tth_tir_binop cmp = is_max ? (a->p.last ? TTH_TBIN_GE : TTH_TBIN_GT) : (a->p.last ? TTH_TBIN_LE : TTH_TBIN_LT);
+    tth_texpr *k = idx[a->p.axis];
     tth_texpr *cond = lw_bin(c, TTH_TBIN_OR, lw_bin(c, TTH_TBIN_EQ, k, lw_i(c, 0)), lw_bin(c, cmp, xv, cur));
     tth_tstmt *seq = NULL;
     if (lw_append(c, &seq, tth_tir_store(c->m, a->best, o, xv)) ||
@@ -239,18 +245,11 @@ static tth_tstmt *arg_finish(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_argreduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    red_p p;
-    char why[256];
-    if (!red_params(call, &p, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
-        return NULL;
-    }
-    const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    if (!x)
+    red_arg a;
+    const tth_ttype *ot = red_start(c, call, s, &a), *xt = lw_ty(lw_arg(call, 0));
+    if (!ot)
         return NULL;
     int direct = lw_sink_direct(s, 0, TTH_I64);
-    red_arg a = {call, &p, s, x, s->dest[0], NULL, NULL};
     a.best = lw_local(c, "best", xt->dtype, ot->rank, ot->shape);
     if (!a.best)
         return NULL;
@@ -260,7 +259,7 @@ tth_tstmt *lw_argreduce(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
             return NULL;
     }
     /* storage order visits the reduced axis in increasing order for each output */
-    tth_tstmt *upd = lw_nest(c, xt->shape, xt->rank, red_flags(xt, &p) & ~LW_VECTOR, arg_update, &a);
+    tth_tstmt *upd = lw_nest(c, xt->shape, xt->rank, red_flags(xt, &a.p) & ~LW_VECTOR, arg_update, &a);
     tth_tstmt *fin = NULL;
     if (!direct || s->epi) {
         fin = lw_nest(c, ot->shape, ot->rank, LW_PARALLEL | LW_VECTOR, arg_finish, &a);

@@ -19,12 +19,7 @@ int lw_softmax_check(const tth_rexpr *call, char *why, size_t len)
         snprintf(why, len, "%s: axis out of range", tth_op_name(call->u.call.op));
         return 0;
     }
-    if (!tth_dtype_is_float(xt->dtype)) {
-        snprintf(why, len, "%s: %s is not supported (floating point only)", tth_op_name(call->u.call.op),
-                 tth_dtype_name(xt->dtype));
-        return 0;
-    }
-    return 1;
+    return lw_float_only(tth_op_name(call->u.call.op), xt->dtype, why, len);
 }
 
 tth_tstmt *lw_softmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
