@@ -2,6 +2,8 @@
  * constant maps (named tensors). Every add copies (files) or takes a reference (tensors). */
 #include "tth/artifact.h"
 
+#include "ir_private.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,14 +78,10 @@ int tth_runtime_module_add_file(tth_runtime_module *m, const char *name, tth_fil
     for (size_t i = 0; i < m->n; i++)
         if (strcmp(m->files[i].name, name) == 0)
             return tth_diag_set(diag, TTH_EDUPLICATE, name, "the runtime module already has a file '%s'", name);
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 4;
-        tth_module_file *nf = realloc(m->files, cap * sizeof *nf);
-        if (!nf)
-            return tth_diag_set(diag, TTH_ENOMEM, name, "out of memory");
-        m->files = nf;
-        m->cap = cap;
-    }
+    tth_module_file *nf = tth__grow(m->files, m->n, &m->cap, sizeof *nf);
+    if (!nf)
+        return tth_diag_set(diag, TTH_ENOMEM, name, "out of memory");
+    m->files = nf;
     char *n = strdup(name);
     uint8_t *d = malloc(len ? len : 1);
     if (!n || !d) {
@@ -153,18 +151,15 @@ int tth_const_map_add(tth_const_map *m, const char *name, tth_tensor *t, tth_dia
     for (size_t i = 0; i < m->n; i++)
         if (strcmp(m->names[i], name) == 0)
             return tth_diag_set(diag, TTH_EDUPLICATE, name, "the constant map already has '%s'", name);
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 8;
-        char **nn = realloc(m->names, cap * sizeof *nn);
-        if (!nn)
-            return tth_diag_set(diag, TTH_ENOMEM, name, "out of memory");
+    /* names and tensors grow together: m->cap is updated by the second */
+    size_t names_cap = m->cap;
+    char **nn = tth__grow(m->names, m->n, &names_cap, sizeof *nn);
+    if (nn)
         m->names = nn;
-        tth_tensor **nt = realloc(m->tensors, cap * sizeof *nt);
-        if (!nt)
-            return tth_diag_set(diag, TTH_ENOMEM, name, "out of memory");
-        m->tensors = nt;
-        m->cap = cap;
-    }
+    tth_tensor **nt = nn ? tth__grow(m->tensors, m->n, &m->cap, sizeof *nt) : NULL;
+    if (!nt)
+        return tth_diag_set(diag, TTH_ENOMEM, name, "out of memory");
+    m->tensors = nt;
     char *n = strdup(name);
     if (!n)
         return tth_diag_set(diag, TTH_ENOMEM, name, "out of memory");

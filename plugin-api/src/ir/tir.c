@@ -118,15 +118,16 @@ tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype)
 
 /* ---- expressions ---- */
 
-static tth_texpr *expr_new(tth_tir_module *m, tth_texpr_kind kind, tth_dtype dtype)
+/* A copy of the expression v in m's arena (lanes 0 taken as 1: a scalar); NULL when out of
+ * memory. */
+static tth_texpr *expr_new(tth_tir_module *m, tth_texpr v)
 {
     if (!m)
         return NULL;
     tth_texpr *e = tth_arena_alloc(m->arena, sizeof *e);
     if (e) {
-        e->kind = kind;
-        e->dtype = dtype;
-        e->lanes = 1;
+        *e = v;
+        e->lanes = v.lanes ? v.lanes : 1;
     }
     return e;
 }
@@ -177,10 +178,7 @@ tth_texpr *tth_tir_int(tth_tir_module *m, tth_dtype dtype, int64_t v)
 {
     if (!is_intlike(dtype))
         return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_INT, dtype);
-    if (e)
-        e->u.i = wrap_int(dtype, v);
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_INT, .dtype = dtype, .u.i = wrap_int(dtype, v)});
 }
 
 tth_texpr *tth_tir_i64(tth_tir_module *m, int64_t v)
@@ -192,35 +190,22 @@ tth_texpr *tth_tir_float(tth_tir_module *m, tth_dtype dtype, double v)
 {
     if (!tth_dtype_is_float(dtype))
         return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_FLOAT, dtype);
-    if (e)
-        e->u.f = round_float(dtype, v);
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_FLOAT, .dtype = dtype, .u.f = round_float(dtype, v)});
 }
 
 tth_texpr *tth_tir_ref(tth_tir_module *m, tth_tvar *v)
 {
     if (!v)
         return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_VAR, v->dtype);
-    if (e) {
-        e->u.var = v;
-        e->lanes = v->lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_VAR, .dtype = v->dtype, .u.var = v, .lanes = v->lanes});
 }
 
 tth_texpr *tth_tir_load(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
 {
     if (!buf || !index)
         return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_LOAD, buf->dtype);
-    if (e) {
-        e->u.load.buf = buf;
-        e->u.load.index = index;
-        e->lanes = index->lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_LOAD, .dtype = buf->dtype,
+                                   .u.load = {.buf = buf, .index = index}, .lanes = index->lanes});
 }
 
 tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index)
@@ -229,12 +214,8 @@ tth_texpr *tth_tir_address_of(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *in
         return NULL;
     if (index->lanes != 1)
         return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_ADDRESS_OF, buf->dtype);
-    if (e) {
-        e->u.load.buf = buf;
-        e->u.load.index = index;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_ADDRESS_OF, .dtype = buf->dtype,
+                                   .u.load = {.buf = buf, .index = index}});
 }
 
 static int is_cmp(tth_tir_binop op)
@@ -448,14 +429,8 @@ tth_texpr *tth_tir_bin(tth_tir_module *m, tth_tir_binop op, tth_texpr *a, tth_te
             }
         }
     }
-    tth_texpr *e = expr_new(m, TTH_TEXPR_BINARY, dt);
-    if (e) {
-        e->u.bin.op = op;
-        e->u.bin.a = a;
-        e->u.bin.b = b;
-        e->lanes = lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_BINARY, .dtype = dt, .u.bin = {.op = op, .a = a, .b = b},
+                                   .lanes = lanes});
 }
 
 tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a)
@@ -470,13 +445,8 @@ tth_texpr *tth_tir_un(tth_tir_module *m, tth_tir_unop op, tth_texpr *a)
     } else if (op == TTH_TUN_NOT && a->kind == TTH_TEXPR_INT) {
         return tth_tir_int(m, TTH_BOOL, a->u.i == 0);
     }
-    tth_texpr *e = expr_new(m, TTH_TEXPR_UNARY, op == TTH_TUN_NOT ? TTH_BOOL : a->dtype);
-    if (e) {
-        e->u.un.op = op;
-        e->u.un.a = a;
-        e->lanes = a->lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_UNARY, .dtype = op == TTH_TUN_NOT ? TTH_BOOL : a->dtype,
+                                   .u.un = {.op = op, .a = a}, .lanes = a->lanes});
 }
 
 tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_texpr *b)
@@ -494,14 +464,8 @@ tth_texpr *tth_tir_select(tth_tir_module *m, tth_texpr *cond, tth_texpr *a, tth_
     b = widen(m, b, lanes);
     if (!a || !b)
         return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_SELECT, a->dtype);
-    if (e) {
-        e->u.select.cond = cond;
-        e->u.select.a = a;
-        e->u.select.b = b;
-        e->lanes = lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_SELECT, .dtype = a->dtype,
+                                   .u.select = {.cond = cond, .a = a, .b = b}, .lanes = lanes});
 }
 
 tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
@@ -528,12 +492,7 @@ tth_texpr *tth_tir_cast(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
         if (t >= lo && t < hi && t < 9223372036854775808.0)
             return tth_tir_int(m, dtype, (int64_t)t);
     }
-    tth_texpr *e = expr_new(m, TTH_TEXPR_CAST, dtype);
-    if (e) {
-        e->u.cast.value = v;
-        e->lanes = v->lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_CAST, .dtype = dtype, .u.cast = {.value = v}, .lanes = v->lanes});
 }
 
 tth_texpr *tth_tir_reinterpret(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
@@ -576,12 +535,8 @@ tth_texpr *tth_tir_reinterpret(tth_tir_module *m, tth_dtype dtype, tth_texpr *v)
         memcpy(&i, bits, 8);
         return tth_tir_int(m, dtype, i);
     }
-    tth_texpr *e = expr_new(m, TTH_TEXPR_REINTERPRET, dtype);
-    if (e) {
-        e->u.cast.value = v;
-        e->lanes = v->lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_REINTERPRET, .dtype = dtype, .u.cast = {.value = v},
+                                   .lanes = v->lanes});
 }
 
 tth_texpr *tth_tir_intrin3(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b,
@@ -602,15 +557,8 @@ tth_texpr *tth_tir_intrin3(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a
         if (!a)
             return NULL;
     }
-    tth_texpr *e = expr_new(m, TTH_TEXPR_INTRIN, a->dtype);
-    if (e) {
-        e->u.intrin.op = op;
-        e->u.intrin.args[0] = a;
-        e->u.intrin.args[1] = b;
-        e->u.intrin.args[2] = c;
-        e->lanes = reduce ? 1 : lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_INTRIN, .dtype = a->dtype,
+                                   .u.intrin = {.op = op, .args = {a, b, c}}, .lanes = reduce ? 1 : lanes});
 }
 
 tth_texpr *tth_tir_intrin(tth_tir_module *m, tth_tir_intrin_op op, tth_texpr *a, tth_texpr *b)
@@ -633,13 +581,10 @@ tth_texpr *tth_tir_ramp(tth_tir_module *m, tth_texpr *base, int64_t stride, int3
         return base;
     if (base->dtype != TTH_I64)
         base = tth_tir_cast(m, TTH_I64, base);
-    tth_texpr *e = base ? expr_new(m, TTH_TEXPR_RAMP, TTH_I64) : NULL;
-    if (e) {
-        e->u.ramp.base = base;
-        e->u.ramp.stride = stride;
-        e->lanes = lanes;
-    }
-    return e;
+    if (!base)
+        return NULL;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_RAMP, .dtype = TTH_I64,
+                                   .u.ramp = {.base = base, .stride = stride}, .lanes = lanes});
 }
 
 tth_texpr *tth_tir_broadcast(tth_tir_module *m, tth_texpr *value, int32_t lanes)
@@ -648,12 +593,8 @@ tth_texpr *tth_tir_broadcast(tth_tir_module *m, tth_texpr *value, int32_t lanes)
         return NULL;
     if (lanes == 1)
         return value;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_BROADCAST, value->dtype);
-    if (e) {
-        e->u.bcast.value = value;
-        e->lanes = lanes;
-    }
-    return e;
+    return expr_new(m, (tth_texpr){.kind = TTH_TEXPR_BROADCAST, .dtype = value->dtype,
+                                   .u.bcast = {.value = value}, .lanes = lanes});
 }
 
 tth_texpr *tth_tir_vload(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *base, int32_t lanes, uint32_t align)
@@ -682,7 +623,7 @@ tth_texpr *tth_tir_call_extern(tth_tir_module *m, tth_dtype ret, const char *nam
     for (size_t i = 0; i < nargs; i++)
         if (!args[i])
             return NULL;
-    tth_texpr *e = expr_new(m, TTH_TEXPR_CALL_EXTERN, ret);
+    tth_texpr *e = expr_new(m, (tth_texpr){.kind = TTH_TEXPR_CALL_EXTERN, .dtype = ret});
     if (!e || !(e->u.call.name = tth_arena_strdup(m->arena, name)))
         return NULL;
     e->u.call.args = tth_arena_alloc(m->arena, (nargs ? nargs : 1) * sizeof *e->u.call.args);
@@ -867,13 +808,14 @@ tth_texpr *tth_tir_expr_rebuild(tth_tir_module *m, const tth_texpr *e, tth_texpr
 
 /* ---- statements ---- */
 
-static tth_tstmt *stmt_new(tth_tir_module *m, tth_tstmt_kind kind)
+/* A copy of the statement v in m's arena; NULL when out of memory. */
+static tth_tstmt *stmt_new(tth_tir_module *m, tth_tstmt v)
 {
     if (!m)
         return NULL;
     tth_tstmt *s = tth_arena_alloc(m->arena, sizeof *s);
     if (s)
-        s->kind = kind;
+        *s = v;
     return s;
 }
 
@@ -894,7 +836,7 @@ tth_tstmt *tth_tir_seq(tth_tir_module *m, tth_tstmt *const *stmts, size_t n)
     for (size_t i = 0; i < n; i++)
         if (!stmts[i])
             return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_SEQ);
+    tth_tstmt *s = stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_SEQ});
     if (!s)
         return NULL;
     s->u.seq.stmts = tth_arena_alloc(m->arena, seq_cap(n) * sizeof *s->u.seq.stmts);
@@ -937,15 +879,8 @@ tth_tstmt *tth_tir_for(tth_tir_module *m, tth_tvar *var, tth_texpr *min, tth_tex
 {
     if (!var || !min || !extent || !body)
         return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_FOR);
-    if (s) {
-        s->u.loop.var = var;
-        s->u.loop.min = min;
-        s->u.loop.extent = extent;
-        s->u.loop.loop = kind;
-        s->u.loop.body = body;
-    }
-    return s;
+    return stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_FOR,
+                                   .u.loop = {.var = var, .min = min, .extent = extent, .loop = kind, .body = body}});
 }
 
 tth_tstmt *tth_tir_store(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index, tth_texpr *value)
@@ -957,61 +892,36 @@ tth_tstmt *tth_tir_store(tth_tir_module *m, tth_tbuffer *buf, tth_texpr *index, 
         if (!value)
             return NULL;
     }
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_STORE);
-    if (s) {
-        s->u.store.buf = buf;
-        s->u.store.index = index;
-        s->u.store.value = value;
-    }
-    return s;
+    return stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_STORE, .u.store = {.buf = buf, .index = index, .value = value}});
 }
 
 tth_tstmt *tth_tir_allocate(tth_tir_module *m, tth_tbuffer *buf, tth_tstmt *body)
 {
     if (!buf || !body)
         return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_ALLOCATE);
-    if (s) {
-        s->u.alloc.buf = buf;
-        s->u.alloc.body = body;
-    }
-    return s;
+    return stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_ALLOCATE, .u.alloc = {.buf = buf, .body = body}});
 }
 
 tth_tstmt *tth_tir_if(tth_tir_module *m, tth_texpr *cond, tth_tstmt *then_s, tth_tstmt *else_s)
 {
     if (!cond || !then_s)
         return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_IF);
-    if (s) {
-        s->u.cond.cond = cond;
-        s->u.cond.then_s = then_s;
-        s->u.cond.else_s = else_s;
-    }
-    return s;
+    return stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_IF,
+                                   .u.cond = {.cond = cond, .then_s = then_s, .else_s = else_s}});
 }
 
 tth_tstmt *tth_tir_let(tth_tir_module *m, tth_tvar *var, tth_texpr *value, tth_tstmt *body)
 {
     if (!var || !value || !body)
         return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_LET);
-    if (s) {
-        s->u.let.var = var;
-        s->u.let.value = value;
-        s->u.let.body = body;
-    }
-    return s;
+    return stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_LET, .u.let = {.var = var, .value = value, .body = body}});
 }
 
 tth_tstmt *tth_tir_evaluate(tth_tir_module *m, tth_texpr *value)
 {
     if (!value)
         return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_EVALUATE);
-    if (s)
-        s->u.eval.value = value;
-    return s;
+    return stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_EVALUATE, .u.eval = {.value = value}});
 }
 
 tth_tstmt *tth_tir_call_func(tth_tir_module *m, const char *func, tth_tbuffer *const *args, size_t nargs)
@@ -1021,7 +931,7 @@ tth_tstmt *tth_tir_call_func(tth_tir_module *m, const char *func, tth_tbuffer *c
     for (size_t i = 0; i < nargs; i++)
         if (!args[i])
             return NULL;
-    tth_tstmt *s = stmt_new(m, TTH_TSTMT_CALL_FUNC);
+    tth_tstmt *s = stmt_new(m, (tth_tstmt){.kind = TTH_TSTMT_CALL_FUNC});
     if (!s || !(s->u.call.func = tth_arena_strdup(m->arena, func)))
         return NULL;
     s->u.call.args = tth_arena_alloc(m->arena, (nargs ? nargs : 1) * sizeof *s->u.call.args);

@@ -464,6 +464,21 @@ static void print_float(tth_strbuf *b, tth_dtype dt, double v)
         tth_strbuf_puts(b, "bf");
 }
 
+static void print_expr(tth_strbuf *b, const tth_texpr *e);
+
+/* open, the n expressions with sep between them, close. */
+static void print_list(tth_strbuf *b, const char *open, tth_texpr *const *es, size_t n, const char *sep,
+                       const char *close)
+{
+    tth_strbuf_puts(b, open);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            tth_strbuf_puts(b, sep);
+        print_expr(b, es[i]);
+    }
+    tth_strbuf_puts(b, close);
+}
+
 static void print_expr(tth_strbuf *b, const tth_texpr *e)
 {
     if (!e) {
@@ -489,86 +504,55 @@ static void print_expr(tth_strbuf *b, const tth_texpr *e)
         return;
     case TTH_TEXPR_LOAD:
     case TTH_TEXPR_ADDRESS_OF:
-        tth_strbuf_printf(b, "%s%s[", e->kind == TTH_TEXPR_ADDRESS_OF ? "&" : "", e->u.load.buf->name);
-        print_expr(b, e->u.load.index);
-        tth_strbuf_puts(b, "]");
+        tth_strbuf_printf(b, "%s%s", e->kind == TTH_TEXPR_ADDRESS_OF ? "&" : "", e->u.load.buf->name);
+        print_list(b, "[", &e->u.load.index, 1, "", "]");
         return;
     case TTH_TEXPR_BINARY: {
         const char *name = (unsigned)e->u.bin.op < NBINOPS ? binop_names[e->u.bin.op] : "?";
+        tth_texpr *const ab[] = {e->u.bin.a, e->u.bin.b};
         if (binop_is_infix(e->u.bin.op)) {
-            tth_strbuf_puts(b, "(");
-            print_expr(b, e->u.bin.a);
-            tth_strbuf_printf(b, " %s ", name);
-            print_expr(b, e->u.bin.b);
-            tth_strbuf_puts(b, ")");
+            char sep[16];
+            snprintf(sep, sizeof sep, " %s ", name);
+            print_list(b, "(", ab, 2, sep, ")");
         } else {
-            tth_strbuf_printf(b, "%s(", name);
-            print_expr(b, e->u.bin.a);
-            tth_strbuf_puts(b, ", ");
-            print_expr(b, e->u.bin.b);
-            tth_strbuf_puts(b, ")");
+            tth_strbuf_puts(b, name);
+            print_list(b, "(", ab, 2, ", ", ")");
         }
         return;
     }
     case TTH_TEXPR_UNARY:
-        tth_strbuf_puts(b, e->u.un.op == TTH_TUN_NEG ? "(-" : "(!");
-        print_expr(b, e->u.un.a);
-        tth_strbuf_puts(b, ")");
+        print_list(b, e->u.un.op == TTH_TUN_NEG ? "(-" : "(!", &e->u.un.a, 1, "", ")");
         return;
     case TTH_TEXPR_SELECT:
-        tth_strbuf_puts(b, "(");
-        print_expr(b, e->u.select.cond);
-        tth_strbuf_puts(b, " ? ");
-        print_expr(b, e->u.select.a);
-        tth_strbuf_puts(b, " : ");
-        print_expr(b, e->u.select.b);
-        tth_strbuf_puts(b, ")");
+        print_list(b, "(", &e->u.select.cond, 1, "", " ? ");
+        print_list(b, "", &e->u.select.a, 1, "", " : ");
+        print_list(b, "", &e->u.select.b, 1, "", ")");
         return;
     case TTH_TEXPR_CAST:
+    case TTH_TEXPR_REINTERPRET:
+        tth_strbuf_printf(b, e->kind == TTH_TEXPR_CAST ? "(%s" : "reinterpret<%s", tth_dtype_name(e->dtype));
         if (e->lanes > 1)
-            tth_strbuf_printf(b, "(%sx%d)(", tth_dtype_name(e->dtype), (int)e->lanes);
-        else
-            tth_strbuf_printf(b, "(%s)(", tth_dtype_name(e->dtype));
-        print_expr(b, e->u.cast.value);
-        tth_strbuf_puts(b, ")");
+            tth_strbuf_printf(b, "x%d", (int)e->lanes);
+        print_list(b, e->kind == TTH_TEXPR_CAST ? ")(" : ">(", &e->u.cast.value, 1, "", ")");
         return;
     case TTH_TEXPR_INTRIN: {
         unsigned op = (unsigned)e->u.intrin.op;
-        tth_strbuf_printf(b, "%s(", op < NINTRINS ? intrin_info[op].name : "?");
-        print_expr(b, e->u.intrin.args[0]);
-        for (int i = 1; i < 3 && op < NINTRINS && i < intrin_info[op].nargs; i++) {
-            tth_strbuf_puts(b, ", ");
-            print_expr(b, e->u.intrin.args[i]);
-        }
-        tth_strbuf_puts(b, ")");
+        int nargs = op < NINTRINS ? intrin_info[op].nargs : 1;
+        tth_strbuf_puts(b, op < NINTRINS ? intrin_info[op].name : "?");
+        print_list(b, "(", e->u.intrin.args, (size_t)(nargs < 3 ? nargs : 3), ", ", ")");
         return;
     }
     case TTH_TEXPR_RAMP:
-        tth_strbuf_puts(b, "ramp(");
-        print_expr(b, e->u.ramp.base);
+        print_list(b, "ramp(", &e->u.ramp.base, 1, "", "");
         tth_strbuf_printf(b, ", %" PRId64 ", %d)", e->u.ramp.stride, (int)e->lanes);
         return;
-    case TTH_TEXPR_REINTERPRET:
-        if (e->lanes > 1)
-            tth_strbuf_printf(b, "reinterpret<%sx%d>(", tth_dtype_name(e->dtype), (int)e->lanes);
-        else
-            tth_strbuf_printf(b, "reinterpret<%s>(", tth_dtype_name(e->dtype));
-        print_expr(b, e->u.cast.value);
-        tth_strbuf_puts(b, ")");
-        return;
     case TTH_TEXPR_BROADCAST:
-        tth_strbuf_puts(b, "broadcast(");
-        print_expr(b, e->u.bcast.value);
+        print_list(b, "broadcast(", &e->u.bcast.value, 1, "", "");
         tth_strbuf_printf(b, ", %d)", (int)e->lanes);
         return;
     case TTH_TEXPR_CALL_EXTERN:
-        tth_strbuf_printf(b, "%s(", e->u.call.name);
-        for (size_t i = 0; i < e->u.call.nargs; i++) {
-            if (i)
-                tth_strbuf_puts(b, ", ");
-            print_expr(b, e->u.call.args[i]);
-        }
-        tth_strbuf_puts(b, ")");
+        tth_strbuf_puts(b, e->u.call.name);
+        print_list(b, "(", e->u.call.args, e->u.call.nargs, ", ", ")");
         return;
     }
     tth_strbuf_puts(b, "<?>");
