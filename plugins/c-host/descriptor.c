@@ -5,76 +5,53 @@
 #include <tth/plugin.h>
 #include <tth/target.h>
 
-#define ATTR(id, nm, ty, def, text) \
-    static const tth_attr_schema id = {.size = sizeof(tth_attr_schema), .name = nm, .type = ty, .default_json = def, .doc = text}
-
-ATTR(a_mtriple, "mtriple", TTH_ATTR_STRING, NULL, "triple the C code is compiled for (for keys and features)");
-ATTR(a_mcpu, "mcpu", TTH_ATTR_STRING, NULL, "CPU the C code runs on: cortex-m55, cortex-a72, native, ...");
-ATTR(a_march, "march", TTH_ATTR_STRING, NULL, "architecture name for the C compiler (-march)");
-ATTR(a_mattr, "mattr", TTH_ATTR_STRING_ARRAY, NULL, "features: LLVM names, or +nodsp / +nomve on Cortex-M");
-ATTR(a_mabi, "mabi", TTH_ATTR_STRING, NULL, "ABI name for the C compiler (-mabi)");
-ATTR(a_ws_align, "workspace-byte-alignment", TTH_ATTR_INT, "16", "alignment of the workspace buffer, a power of two");
-ATTR(a_const_align, "constants-byte-alignment", TTH_ATTR_INT, "16", "alignment of the constants, a power of two");
+TTH_ATTR_DEF(a_mtriple, "mtriple", TTH_ATTR_STRING, NULL, "triple the C code is compiled for (for keys and features)");
+TTH_ATTR_DEF(a_mcpu, "mcpu", TTH_ATTR_STRING, NULL, "CPU the C code runs on: cortex-m55, cortex-a72, native, ...");
+TTH_ATTR_DEF(a_march, "march", TTH_ATTR_STRING, NULL, "architecture name for the C compiler (-march)");
+TTH_ATTR_DEF(a_mattr, "mattr", TTH_ATTR_STRING_ARRAY, NULL, "features: LLVM names, or +nodsp / +nomve on Cortex-M");
+TTH_ATTR_DEF(a_mabi, "mabi", TTH_ATTR_STRING, NULL, "ABI name for the C compiler (-mabi)");
+TTH_ATTR_DEF(a_ws_align, "workspace-byte-alignment", TTH_ATTR_INT, "16", "alignment of the workspace buffer, a power of two");
+TTH_ATTR_DEF(a_const_align, "constants-byte-alignment", TTH_ATTR_INT, "16", "alignment of the constants, a power of two");
 
 static const tth_attr_schema *const attrs[] = {&a_mtriple, &a_mcpu, &a_march, &a_mattr, &a_mabi,
                                                &a_ws_align, &a_const_align, NULL};
 static const char *const default_keys[] = {"cpu", NULL};
 
-#define TAG(id, nm, al, triple, cpu, text)                                                              \
-    static const tth_tag_def id = {.size = sizeof(tth_tag_def), .name = nm, .aliases = al,              \
-                                   .config_json = "{\"kind\":\"c\",\"mtriple\":\"" triple "\",\"mcpu\":\"" cpu "\"}", \
-                                   .doc = text}
+/* A tag of kind c: the core's triple and CPU. */
+#define TAG(id, nm, al, triple, cpu, text) \
+    TTH_TAG_DEF(id, nm, al, "{\"kind\":\"c\",\"mtriple\":\"" triple "\",\"mcpu\":\"" cpu "\"}", text)
 
 /* Arm Cortex-M cores: the triple is the core's architecture (docs/targets.md, "Tags"). */
-static const char *const m0plus_aliases[] = {"arm/cortex-m0+", NULL};
-TAG(t_m0plus, "arm/cortex-m0plus", m0plus_aliases, "thumbv6m-none-eabi", "cortex-m0plus", "Arm Cortex-M0+ (Armv6-M): no DSP, no MVE");
+TAG(t_m0plus, "arm/cortex-m0plus", TTH_ALIASES("arm/cortex-m0+"), "thumbv6m-none-eabi", "cortex-m0plus", "Arm Cortex-M0+ (Armv6-M): no DSP, no MVE");
 TAG(t_m3, "arm/cortex-m3", NULL, "thumbv7m-none-eabi", "cortex-m3", "Arm Cortex-M3 (Armv7-M): no DSP");
 TAG(t_m4, "arm/cortex-m4", NULL, "thumbv7em-none-eabi", "cortex-m4", "Arm Cortex-M4 (Armv7E-M): DSP");
 TAG(t_m7, "arm/cortex-m7", NULL, "thumbv7em-none-eabi", "cortex-m7", "Arm Cortex-M7 (Armv7E-M): DSP");
 TAG(t_m33, "arm/cortex-m33", NULL, "thumbv8m.main-none-eabi", "cortex-m33", "Arm Cortex-M33 (Armv8-M Mainline): DSP");
-static const char *const m55_aliases[] = {"arm/corstone-300", "arm/mps3-an547", NULL};
-TAG(t_m55, "arm/cortex-m55", m55_aliases, "thumbv8.1m.main-none-eabi", "cortex-m55",
+TAG(t_m55, "arm/cortex-m55", TTH_ALIASES("arm/corstone-300", "arm/mps3-an547"), "thumbv8.1m.main-none-eabi", "cortex-m55",
     "Arm Cortex-M55 (Armv8.1-M, Corstone-300 / MPS3 AN547): DSP and MVE (Helium)");
-static const char *const m85_aliases[] = {"arm/corstone-310", NULL};
-TAG(t_m85, "arm/cortex-m85", m85_aliases, "thumbv8.1m.main-none-eabi", "cortex-m85",
+TAG(t_m85, "arm/cortex-m85", TTH_ALIASES("arm/corstone-310"), "thumbv8.1m.main-none-eabi", "cortex-m85",
     "Arm Cortex-M85 (Armv8.1-M, Corstone-310): DSP and MVE (Helium)");
 /* Boards. */
-static const char *const f746_aliases[] = {"stm32/f746zg", NULL};
-TAG(t_f746, "stm32/nucleo-f746zg", f746_aliases, "thumbv7em-none-eabihf", "cortex-m7",
+TAG(t_f746, "stm32/nucleo-f746zg", TTH_ALIASES("stm32/f746zg"), "thumbv7em-none-eabihf", "cortex-m7",
     "ST NUCLEO-F746ZG: STM32F746ZG, Cortex-M7 with FPU");
-static const char *const h743_aliases[] = {"stm32/h743zi", NULL};
-TAG(t_h743, "stm32/nucleo-h743zi", h743_aliases, "thumbv7em-none-eabihf", "cortex-m7",
+TAG(t_h743, "stm32/nucleo-h743zi", TTH_ALIASES("stm32/h743zi"), "thumbv7em-none-eabihf", "cortex-m7",
     "ST NUCLEO-H743ZI: STM32H743ZI, Cortex-M7 with FPU");
-static const char *const l4r5_aliases[] = {"stm32/l4r5zi", NULL};
-TAG(t_l4r5, "stm32/nucleo-l4r5zi", l4r5_aliases, "thumbv7em-none-eabihf", "cortex-m4",
+TAG(t_l4r5, "stm32/nucleo-l4r5zi", TTH_ALIASES("stm32/l4r5zi"), "thumbv7em-none-eabihf", "cortex-m4",
     "ST NUCLEO-L4R5ZI: STM32L4R5ZI, Cortex-M4 with FPU");
-static const char *const l552_aliases[] = {"stm32/l552ze-q", NULL};
-TAG(t_l552, "stm32/nucleo-l552ze-q", l552_aliases, "thumbv8m.main-none-eabihf", "cortex-m33",
+TAG(t_l552, "stm32/nucleo-l552ze-q", TTH_ALIASES("stm32/l552ze-q"), "thumbv8m.main-none-eabihf", "cortex-m33",
     "ST NUCLEO-L552ZE-Q: STM32L552ZE, Cortex-M33 with FPU");
-static const char *const nrf52840_aliases[] = {"nordic/nrf52840-dk", NULL};
-TAG(t_nrf52840, "nordic/nrf52840", nrf52840_aliases, "thumbv7em-none-eabihf", "cortex-m4",
+TAG(t_nrf52840, "nordic/nrf52840", TTH_ALIASES("nordic/nrf52840-dk"), "thumbv7em-none-eabihf", "cortex-m4",
     "Nordic nRF52840: Cortex-M4 with FPU");
-static const char *const nrf5340_aliases[] = {"nordic/nrf5340-dk", NULL};
-TAG(t_nrf5340, "nordic/nrf5340", nrf5340_aliases, "thumbv8m.main-none-eabihf", "cortex-m33",
+TAG(t_nrf5340, "nordic/nrf5340", TTH_ALIASES("nordic/nrf5340-dk"), "thumbv8m.main-none-eabihf", "cortex-m33",
     "Nordic nRF5340 application core: Cortex-M33 with FPU");
 
 static const tth_tag_def *const tags[] = {&t_m0plus, &t_m3, &t_m4, &t_m7, &t_m33, &t_m55, &t_m85, &t_f746, &t_h743,
                                           &t_l4r5, &t_l552, &t_nrf52840, &t_nrf5340, NULL};
 
-TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {
-    .size = sizeof(tth_plugin_descriptor),
-    .abi_major = TTH_ABI_MAJOR,
-    .abi_minor = TTH_ABI_MINOR,
-    .plugin_name = "c-host",
-    .plugin_version = "0.1.0",
-    .kind = "c",
-    .doc = "portable C source, for microcontrollers and any C compiler",
-    .device_type = TTH_DEVICE_CPU,
-    .flags = TTH_KIND_CAN_BE_HOST,
-    .attrs = attrs,
-    .default_keys = default_keys,
-    .tags = tags,
-};
+TTH_PLUGIN_DESCRIPTOR(.plugin_name = "c-host", .plugin_version = "0.1.0", .kind = "c",
+                      .doc = "portable C source, for microcontrollers and any C compiler",
+                      .device_type = TTH_DEVICE_CPU, .flags = TTH_KIND_CAN_BE_HOST, .attrs = attrs,
+                      .default_keys = default_keys, .tags = tags);
 
 static int check_alignment(const json_t *target, const char *name, tth_diag *diag)
 {

@@ -3,29 +3,15 @@
 #include <tth/plugin.h>
 #include <tth/target.h>
 
-static const tth_attr_schema a_mcpu = {.size = sizeof(tth_attr_schema), .name = "mcpu", .type = TTH_ATTR_STRING,
-                                       .default_json = NULL,
-                                       .doc = "Cortex-M CPU, optionally with +nodsp / +nomve: cortex-m55+nomve"};
-static const tth_attr_schema a_mattr = {.size = sizeof(tth_attr_schema), .name = "mattr",
-                                        .type = TTH_ATTR_STRING_ARRAY, .default_json = NULL,
-                                        .doc = "+nodsp, +nomve, or LLVM Arm features"};
+TTH_ATTR_DEF(a_mcpu, "mcpu", TTH_ATTR_STRING, NULL, "Cortex-M CPU, optionally with +nodsp / +nomve: cortex-m55+nomve");
+TTH_ATTR_DEF(a_mattr, "mattr", TTH_ATTR_STRING_ARRAY, NULL, "+nodsp, +nomve, or LLVM Arm features");
 static const tth_attr_schema *const attrs[] = {&a_mcpu, &a_mattr, NULL};
 static const char *const default_keys[] = {NULL};
 
-TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {
-    .size = sizeof(tth_plugin_descriptor),
-    .abi_major = TTH_ABI_MAJOR,
-    .abi_minor = TTH_ABI_MINOR,
-    .plugin_name = "cmsisnn",
-    .plugin_version = "0.1.0",
-    .kind = "cmsis-nn",
-    .doc = "Arm CMSIS-NN kernels for Cortex-M (DSP and MVE when the CPU has them)",
-    .device_type = TTH_DEVICE_EXT_DEV,
-    .flags = TTH_KIND_NEEDS_HOST,
-    .attrs = attrs,
-    .default_keys = default_keys,
-    .tags = NULL,
-};
+TTH_PLUGIN_DESCRIPTOR(.plugin_name = "cmsisnn", .plugin_version = "0.1.0", .kind = "cmsis-nn",
+                      .doc = "Arm CMSIS-NN kernels for Cortex-M (DSP and MVE when the CPU has them)",
+                      .device_type = TTH_DEVICE_EXT_DEV, .flags = TTH_KIND_NEEDS_HOST, .attrs = attrs,
+                      .default_keys = default_keys); /* no tags */
 
 /* The M-profile parser: has_dsp / has_mve and keys arm_cpu, cpu. */
 TTH_PLUGIN_EXPORT int tth_target_parser(const tth_host *host, const json_t *target, json_t **out,

@@ -10,51 +10,31 @@
 #include <tth/plugin.h>
 #include <tth/target.h>
 
-#define ATTR(id, nm, ty, def, text) \
-    static const tth_attr_schema id = {.size = sizeof(tth_attr_schema), .name = nm, .type = ty, .default_json = def, .doc = text}
-
-ATTR(a_variant, "variant", TTH_ATTR_STRING, "\"n78\"", "NPU variant; only n78 is supported");
-ATTR(a_tops, "tops", TTH_ATTR_INT, "1", "N78 configuration in TOPS: 1, 2, 4 or 8");
-ATTR(a_ple_ratio, "ple_ratio", TTH_ATTR_INT, "2", "ratio of MCEs to PLEs: 2 or 4 (8 TOPS: 2 only)");
-ATTR(a_sram_size, "sram_size", TTH_ATTR_INT, NULL, "SRAM in KiB; the configuration's default when left out");
+TTH_ATTR_DEF(a_variant, "variant", TTH_ATTR_STRING, "\"n78\"", "NPU variant; only n78 is supported");
+TTH_ATTR_DEF(a_tops, "tops", TTH_ATTR_INT, "1", "N78 configuration in TOPS: 1, 2, 4 or 8");
+TTH_ATTR_DEF(a_ple_ratio, "ple_ratio", TTH_ATTR_INT, "2", "ratio of MCEs to PLEs: 2 or 4 (8 TOPS: 2 only)");
+TTH_ATTR_DEF(a_sram_size, "sram_size", TTH_ATTR_INT, NULL, "SRAM in KiB; the configuration's default when left out");
 
 static const tth_attr_schema *const attrs[] = {&a_variant, &a_tops, &a_ple_ratio, &a_sram_size, NULL};
 static const char *const default_keys[] = {"ethos-n", NULL};
 
-#define TAG(id, nm, al, tops, ple, sram, text)                                                       \
-    static const tth_tag_def id = {                                                                 \
-        .size = sizeof(tth_tag_def), .name = nm, .aliases = al,                                     \
-        .config_json = "{\"kind\":\"ethos-n\",\"variant\":\"n78\",\"tops\":" #tops ",\"ple_ratio\":" #ple \
-                       ",\"sram_size\":" #sram "}",                                                  \
-        .doc = text}
+/* A tag of the N78: its TOPS, PLE ratio and SRAM in KiB. */
+#define TAG(id, nm, al, tops, ple, sram, text)                                                          \
+    TTH_TAG_DEF(id, nm, TTH_ALIASES(al),                                                             \
+                "{\"kind\":\"ethos-n\",\"variant\":\"n78\",\"tops\":" #tops ",\"ple_ratio\":" #ple ",\"sram_size\":" #sram "}", \
+                text)
 
-static const char *const a1[] = {"ethos-n78/1tops", NULL};
-static const char *const a2[] = {"ethos-n78/2tops", NULL};
-static const char *const a4[] = {"ethos-n78/4tops", NULL};
-static const char *const a44[] = {"ethos-n78/4tops-4ple", NULL};
-static const char *const a8[] = {"ethos-n78/8tops", NULL};
-TAG(t_1, "arm/ethos-n78-1tops", a1, 1, 2, 448, "Arm Ethos-N78, 1 TOPS: 2 engines, 448 KiB SRAM");
-TAG(t_2, "arm/ethos-n78-2tops", a2, 2, 2, 768, "Arm Ethos-N78, 2 TOPS: 4 engines, 768 KiB SRAM");
-TAG(t_4, "arm/ethos-n78-4tops", a4, 4, 2, 1024, "Arm Ethos-N78, 4 TOPS, PLE ratio 2: 1 MiB SRAM");
-TAG(t_44, "arm/ethos-n78-4tops-4ple", a44, 4, 4, 1024, "Arm Ethos-N78, 4 TOPS, PLE ratio 4: 1 MiB SRAM");
-TAG(t_8, "arm/ethos-n78-8tops", a8, 8, 2, 2048, "Arm Ethos-N78, 8 TOPS: 8 engines, 2 MiB SRAM");
+TAG(t_1, "arm/ethos-n78-1tops", "ethos-n78/1tops", 1, 2, 448, "Arm Ethos-N78, 1 TOPS: 2 engines, 448 KiB SRAM");
+TAG(t_2, "arm/ethos-n78-2tops", "ethos-n78/2tops", 2, 2, 768, "Arm Ethos-N78, 2 TOPS: 4 engines, 768 KiB SRAM");
+TAG(t_4, "arm/ethos-n78-4tops", "ethos-n78/4tops", 4, 2, 1024, "Arm Ethos-N78, 4 TOPS, PLE ratio 2: 1 MiB SRAM");
+TAG(t_44, "arm/ethos-n78-4tops-4ple", "ethos-n78/4tops-4ple", 4, 4, 1024, "Arm Ethos-N78, 4 TOPS, PLE ratio 4: 1 MiB SRAM");
+TAG(t_8, "arm/ethos-n78-8tops", "ethos-n78/8tops", 8, 2, 2048, "Arm Ethos-N78, 8 TOPS: 8 engines, 2 MiB SRAM");
 
 static const tth_tag_def *const tags[] = {&t_1, &t_2, &t_4, &t_44, &t_8, NULL};
 
-TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {
-    .size = sizeof(tth_plugin_descriptor),
-    .abi_major = TTH_ABI_MAJOR,
-    .abi_minor = TTH_ABI_MINOR,
-    .plugin_name = "ethosn",
-    .plugin_version = "0.1.0",
-    .kind = "ethos-n",
-    .doc = "Arm Ethos-N78 neural processing unit",
-    .device_type = TTH_DEVICE_EXT_DEV,
-    .flags = TTH_KIND_NEEDS_HOST,
-    .attrs = attrs,
-    .default_keys = default_keys,
-    .tags = tags,
-};
+TTH_PLUGIN_DESCRIPTOR(.plugin_name = "ethosn", .plugin_version = "0.1.0", .kind = "ethos-n",
+                      .doc = "Arm Ethos-N78 neural processing unit", .device_type = TTH_DEVICE_EXT_DEV,
+                      .flags = TTH_KIND_NEEDS_HOST, .attrs = attrs, .default_keys = default_keys, .tags = tags);
 
 static const struct {
     int tops, sram_kib, ple2, ple4;

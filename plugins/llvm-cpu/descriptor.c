@@ -6,71 +6,49 @@
 #include <tth/plugin.h>
 #include <tth/target.h>
 
-#define ATTR(id, nm, ty, def, text) \
-    static const tth_attr_schema id = {.size = sizeof(tth_attr_schema), .name = nm, .type = ty, .default_json = def, .doc = text}
-
-ATTR(a_mtriple, "mtriple", TTH_ATTR_STRING, NULL, "LLVM target triple; the host's when neither mtriple nor mcpu is given");
-ATTR(a_mcpu, "mcpu", TTH_ATTR_STRING, NULL, "LLVM CPU name, or 'native' for this machine's CPU");
-ATTR(a_mattr, "mattr", TTH_ATTR_STRING_ARRAY, NULL, "LLVM features: +neon,-sve,+v8.2a");
-ATTR(a_mabi, "mabi", TTH_ATTR_STRING, NULL, "ABI name passed to LLVM (e.g. lp64, aapcs)");
-ATTR(a_mfloat_abi, "mfloat-abi", TTH_ATTR_STRING, NULL, "float ABI: soft, softfp or hard");
-ATTR(a_num_cores, "num-cores", TTH_ATTR_INT, NULL, "cores the parallel runtime may use");
-ATTR(a_opt_level, "opt-level", TTH_ATTR_INT, "3", "optimization level, 0 to 3 (docs/llvm.md)");
-ATTR(a_fast_math, "fast-math", TTH_ATTR_BOOL, "false", "allow LLVM fast-math floating point");
+TTH_ATTR_DEF(a_mtriple, "mtriple", TTH_ATTR_STRING, NULL, "LLVM target triple; the host's when neither mtriple nor mcpu is given");
+TTH_ATTR_DEF(a_mcpu, "mcpu", TTH_ATTR_STRING, NULL, "LLVM CPU name, or 'native' for this machine's CPU");
+TTH_ATTR_DEF(a_mattr, "mattr", TTH_ATTR_STRING_ARRAY, NULL, "LLVM features: +neon,-sve,+v8.2a");
+TTH_ATTR_DEF(a_mabi, "mabi", TTH_ATTR_STRING, NULL, "ABI name passed to LLVM (e.g. lp64, aapcs)");
+TTH_ATTR_DEF(a_mfloat_abi, "mfloat-abi", TTH_ATTR_STRING, NULL, "float ABI: soft, softfp or hard");
+TTH_ATTR_DEF(a_num_cores, "num-cores", TTH_ATTR_INT, NULL, "cores the parallel runtime may use");
+TTH_ATTR_DEF(a_opt_level, "opt-level", TTH_ATTR_INT, "3", "optimization level, 0 to 3 (docs/llvm.md)");
+TTH_ATTR_DEF(a_fast_math, "fast-math", TTH_ATTR_BOOL, "false", "allow LLVM fast-math floating point");
 
 static const tth_attr_schema *const attrs[] = {&a_mtriple, &a_mcpu, &a_mattr, &a_mabi, &a_mfloat_abi,
                                                &a_num_cores, &a_opt_level, &a_fast_math, NULL};
 static const char *const default_keys[] = {"cpu", NULL};
 
-#define TAG(id, nm, al, cfg, text) \
-    static const tth_tag_def id = {.size = sizeof(tth_tag_def), .name = nm, .aliases = al, .config_json = cfg, .doc = text}
-
-static const char *const rpi4b_aliases[] = {"raspberry-pi/4b", "rpi4b", NULL};
-TAG(t_rpi4b, "raspberry-pi/4b-aarch64", rpi4b_aliases,
+TTH_TAG_DEF(t_rpi4b, "raspberry-pi/4b-aarch64", TTH_ALIASES("raspberry-pi/4b", "rpi4b"),
     "{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mcpu\":\"cortex-a72\",\"mattr\":[\"+neon\"],\"num-cores\":4}",
     "Raspberry Pi 4 Model B, 64-bit OS: Broadcom BCM2711, 4x Cortex-A72");
-static const char *const rpi5_aliases[] = {"rpi5", NULL};
-TAG(t_rpi5, "raspberry-pi/5", rpi5_aliases,
+TTH_TAG_DEF(t_rpi5, "raspberry-pi/5", TTH_ALIASES("rpi5"),
     "{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mcpu\":\"cortex-a76\",\"mattr\":[\"+dotprod\",\"+fullfp16\"],\"num-cores\":4}",
     "Raspberry Pi 5: Broadcom BCM2712, 4x Cortex-A76");
-static const char *const c6g_aliases[] = {"aws/graviton2", NULL};
-TAG(t_c6g, "aws/c6g", c6g_aliases,
+TTH_TAG_DEF(t_c6g, "aws/c6g", TTH_ALIASES("aws/graviton2"),
     "{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mcpu\":\"neoverse-n1\"}",
     "AWS C6g instances: Graviton2, Neoverse N1");
-static const char *const c7g_aliases[] = {"aws/graviton3", NULL};
-TAG(t_c7g, "aws/c7g", c7g_aliases,
+TTH_TAG_DEF(t_c7g, "aws/c7g", TTH_ALIASES("aws/graviton3"),
     "{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mcpu\":\"neoverse-v1\",\"mattr\":[\"+sve\"]}",
     "AWS C7g instances: Graviton3, Neoverse V1 with SVE");
-static const char *const c8g_aliases[] = {"aws/graviton4", NULL};
-TAG(t_c8g, "aws/c8g", c8g_aliases,
+TTH_TAG_DEF(t_c8g, "aws/c8g", TTH_ALIASES("aws/graviton4"),
     "{\"kind\":\"llvm\",\"mtriple\":\"aarch64-linux-gnu\",\"mcpu\":\"neoverse-v2\",\"mattr\":[\"+sve2\"]}",
     "AWS C8g instances: Graviton4, Neoverse V2 with SVE2");
-TAG(t_c5, "aws/c5", NULL,
+TTH_TAG_DEF(t_c5, "aws/c5", NULL,
     "{\"kind\":\"llvm\",\"mtriple\":\"x86_64-linux-gnu\",\"mcpu\":\"skylake-avx512\"}",
     "AWS C5 instances: Intel Xeon Platinum (Skylake-SP / Cascade Lake), AVX-512");
-TAG(t_c6i, "aws/c6i", NULL,
+TTH_TAG_DEF(t_c6i, "aws/c6i", NULL,
     "{\"kind\":\"llvm\",\"mtriple\":\"x86_64-linux-gnu\",\"mcpu\":\"icelake-server\"}",
     "AWS C6i instances: 3rd generation Intel Xeon Scalable (Ice Lake)");
-TAG(t_m1, "apple/m1", NULL,
+TTH_TAG_DEF(t_m1, "apple/m1", NULL,
     "{\"kind\":\"llvm\",\"mtriple\":\"arm64-apple-macos\",\"mcpu\":\"apple-m1\"}",
     "Apple M1 (macOS)");
 
 static const tth_tag_def *const tags[] = {&t_rpi4b, &t_rpi5, &t_c6g, &t_c7g, &t_c8g, &t_c5, &t_c6i, &t_m1, NULL};
 
-TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {
-    .size = sizeof(tth_plugin_descriptor),
-    .abi_major = TTH_ABI_MAJOR,
-    .abi_minor = TTH_ABI_MINOR,
-    .plugin_name = "llvm-cpu",
-    .plugin_version = "0.1.0",
-    .kind = "llvm",
-    .doc = "CPU code generated by LLVM (x86, AArch64, Arm, ...)",
-    .device_type = TTH_DEVICE_CPU,
-    .flags = TTH_KIND_CAN_BE_HOST,
-    .attrs = attrs,
-    .default_keys = default_keys,
-    .tags = tags,
-};
+TTH_PLUGIN_DESCRIPTOR(.plugin_name = "llvm-cpu", .plugin_version = "0.1.0", .kind = "llvm",
+                      .doc = "CPU code generated by LLVM (x86, AArch64, Arm, ...)", .device_type = TTH_DEVICE_CPU,
+                      .flags = TTH_KIND_CAN_BE_HOST, .attrs = attrs, .default_keys = default_keys, .tags = tags);
 
 /* The llvm kind's own rules, then the shared CPU parser. Plain `llvm` (neither mtriple nor mcpu)
  * compiles for this machine, so it gets the host triple (not the host CPU: the code stays

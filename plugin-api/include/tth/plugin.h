@@ -110,6 +110,27 @@ typedef struct tth_plugin_descriptor {
     const tth_tag_def *const *tags;       /* NULL-terminated; may be NULL */
 } tth_plugin_descriptor;
 
+/* The descriptor's boilerplate, for plugins written in C (macros only: nothing new crosses the
+ * ABI). Each fills in `size`, and the descriptor the ABI numbers the plugin is built with:
+ *   TTH_ATTR_DEF(a_lanes, "lanes", TTH_ATTR_INT, "8", "vector lanes");
+ *   TTH_TAG_DEF(t_npu16, "oot/npu-16", TTH_ALIASES("oot/npu16"), "{\"kind\": \"oot-npu\"}", "...");
+ *   TTH_PLUGIN_DESCRIPTOR(.plugin_name = "oot-npu", .plugin_version = "1.0.0", .kind = "oot-npu",
+ *                         .doc = "...", .attrs = attrs, .default_keys = keys, .tags = tags); */
+/* `static const tth_attr_schema id`: one attribute of the kind. */
+#define TTH_ATTR_DEF(id, name_, type_, default_json_, doc_)                                        \
+    static const tth_attr_schema id = {.size = sizeof(tth_attr_schema), .name = (name_), .type = (type_), \
+                                       .default_json = (default_json_), .doc = (doc_)}
+/* `static const tth_tag_def id`: one tag; aliases_ is NULL or a TTH_ALIASES(...) list. */
+#define TTH_TAG_DEF(id, name_, aliases_, config_json_, doc_)                                        \
+    static const tth_tag_def id = {.size = sizeof(tth_tag_def), .name = (name_), .aliases = (aliases_), \
+                                   .config_json = (config_json_), .doc = (doc_)}
+/* A NULL-terminated list of names (a tag's aliases), as static data. */
+#define TTH_ALIASES(...) ((const char *const[]){__VA_ARGS__, NULL})
+/* The exported `tth_descriptor`; the arguments are the other fields' designated initializers. */
+#define TTH_PLUGIN_DESCRIPTOR(...)                                                                  \
+    TTH_PLUGIN_EXPORT const tth_plugin_descriptor tth_descriptor = {                                \
+        .size = sizeof(tth_plugin_descriptor), .abi_major = TTH_ABI_MAJOR, .abi_minor = TTH_ABI_MINOR, __VA_ARGS__}
+
 /* What the host lends a hook. Grows at the end; check `size` before reading newer fields. */
 typedef struct tth_host {
     uint32_t size;
