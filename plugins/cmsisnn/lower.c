@@ -35,24 +35,9 @@
 #include "quant.h"
 #include "scratch.h"
 
-/* The cmsis-nn member of a (possibly composite) target. */
-static const json_t *cmsisnn_member(const json_t *target)
-{
-    const char *kind = json_string_value(json_object_get(target, "kind"));
-    if (kind && strcmp(kind, "composite") == 0) {
-        json_t *ts = json_object_get(target, "targets");
-        for (size_t i = 0; i < json_array_size(ts); i++) {
-            const char *k = json_string_value(json_object_get(json_array_get(ts, i), "kind"));
-            if (k && strcmp(k, "cmsis-nn") == 0)
-                return json_array_get(ts, i);
-        }
-    }
-    return target;
-}
-
 static cn_features features_of(const json_t *target)
 {
-    const json_t *t = cmsisnn_member(target);
+    const json_t *t = tth_target_member(target, "cmsis-nn");
     cn_features f = {.dsp = tth_target_has_feature(t, "has_dsp"), .mve = tth_target_has_feature(t, "has_mve")};
     return f;
 }
@@ -122,36 +107,31 @@ static tth_tbuffer *local(lower_ctx *c, const char *name, tth_dtype dt, int64_t 
  * fc [K, N] -> [N, K]. */
 static tth_tensor *reorder_weights(const cn_match *m)
 {
-    const tth_tensor *w = m->w;
-    const int8_t *src = w->data;
-    tth_ttype t = {.dtype = TTH_I8};
+    const int64_t *ws = m->w->type.shape;
+    const int8_t *src = m->w->data;
+    tth_ttype t = {.dtype = TTH_I8, .rank = m->kind == CN_FC ? 2 : 4};
     if (m->kind == CN_FC) {
-        int64_t k = w->type.shape[0], n = w->type.shape[1];
-        t.rank = 2;
-        t.shape[0] = n;
-        t.shape[1] = k;
-        tth_tensor *r = tth_tensor_new(&t, NULL);
-        if (!r)
-            return NULL;
-        int8_t *dst = r->data;
-        for (int64_t i = 0; i < k; i++)
-            for (int64_t j = 0; j < n; j++)
-                dst[j * k + i] = src[i * n + j];
-        return r;
-    }
-    int64_t o = w->type.shape[0], ci = w->type.shape[1], kh = w->type.shape[2], kw = w->type.shape[3];
-    t.rank = 4;
-    if (m->kind == CN_DWCONV) {
-        int64_t s[4] = {1, kh, kw, o};
+        int64_t s[2] = {ws[1], ws[0]};
+        memcpy(t.shape, s, sizeof s);
+    } else if (m->kind == CN_DWCONV) {
+        int64_t s[4] = {1, ws[2], ws[3], ws[0]};
         memcpy(t.shape, s, sizeof s);
     } else {
-        int64_t s[4] = {o, kh, kw, ci};
+        int64_t s[4] = {ws[0], ws[2], ws[3], ws[1]};
         memcpy(t.shape, s, sizeof s);
     }
     tth_tensor *r = tth_tensor_new(&t, NULL);
     if (!r)
         return NULL;
     int8_t *dst = r->data;
+    if (m->kind == CN_FC) {
+        int64_t k = ws[0], n = ws[1];
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = 0; j < n; j++)
+                dst[j * k + i] = src[i * n + j];
+        return r;
+    }
+    int64_t o = ws[0], ci = ws[1], kh = ws[2], kw = ws[3];
     for (int64_t a = 0; a < o; a++)
         for (int64_t b = 0; b < ci; b++)
             for (int64_t y = 0; y < kh; y++)

@@ -15,7 +15,6 @@
  * (docs/ethosn.md, "Cycle estimate") into the module's meta.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,8 @@
 #include <tth/artifact.h>
 #include <tth/plugin.h>
 #include <tth/relay.h>
+#include <tth/strbuf.h>
+#include <tth/target.h>
 
 #include "ethosn.h"
 #include "model/ethosn_model.h"
@@ -38,21 +39,6 @@ TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t 
     return ethosn_supports(fn, call, why, why_len);
 }
 
-/* The ethos-n member of a (possibly composite) target. */
-static const json_t *member(const json_t *target)
-{
-    const char *kind = json_string_value(json_object_get(target, "kind"));
-    if (kind && strcmp(kind, "composite") == 0) {
-        json_t *ts = json_object_get(target, "targets");
-        for (size_t i = 0; i < json_array_size(ts); i++) {
-            const char *k = json_string_value(json_object_get(json_array_get(ts, i), "kind"));
-            if (k && strcmp(k, "ethos-n") == 0)
-                return json_array_get(ts, i);
-        }
-    }
-    return target;
-}
-
 typedef struct config {
     const char *variant;
     int64_t tops, ple_ratio, sram_kib;
@@ -60,7 +46,7 @@ typedef struct config {
 
 static int config_of(const json_t *target, config *c, tth_diag *diag)
 {
-    const json_t *t = member(target);
+    const json_t *t = tth_target_member(target, "ethos-n");
     c->variant = json_string_value(json_object_get(t, "variant"));
     c->tops = json_integer_value(json_object_get(t, "tops"));
     c->ple_ratio = json_integer_value(json_object_get(t, "ple_ratio"));
@@ -77,9 +63,7 @@ static int config_of(const json_t *target, config *c, tth_diag *diag)
 /* ---- the blob writer ---- */
 
 typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-    int oom;
+    tth_strbuf bytes;     /* the blob so far (failed: out of memory) */
     const char *bad_attr; /* the first attribute FORMAT.md cannot encode */
 } wbuf;
 
@@ -90,22 +74,8 @@ static int cmp_key(const void *a, const void *b)
 
 static void put(wbuf *b, const void *d, size_t n)
 {
-    if (b->oom || n == 0)
-        return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
+    if (n)
+        tth_strbuf_putn(&b->bytes, d, n);
 }
 
 static void put_u8(wbuf *b, uint8_t v)
@@ -216,7 +186,7 @@ static void put_attrs(wbuf *b, const json_t *attrs)
     size_t n = json_object_size(attrs), k = 0;
     const char **keys = calloc(n + 1, sizeof *keys);
     if (!keys) {
-        b->oom = 1;
+        b->bytes.failed = 1;
         return;
     }
     const char *key;
@@ -474,22 +444,6 @@ static const char *ctype(tth_dtype t)
     }
 }
 
-static void putf(wbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(wbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->oom = 1;
-        return;
-    }
-    put(b, s, (size_t)n);
-    free(s);
-}
-
 /* The result tensors of a region: the body's type, or each field of a tuple. */
 static size_t nresults(const tth_relay_function *fn)
 {
@@ -501,11 +455,11 @@ static const tth_ttype *result_type(const tth_relay_function *fn, size_t k)
     return fn->body->type.nfields >= 0 ? &fn->body->type.fields[k] : &fn->body->type.tensor;
 }
 
-static void write_entry(wbuf *src, const tth_relay_function *fn, const char *gsym, const char *blob_name,
+static void write_entry(tth_strbuf *src, const tth_relay_function *fn, const char *gsym, const char *blob_name,
                         const char *note, const wbuf *blob, uint32_t nconsts, int nexternal)
 {
     size_t nres = nresults(fn), nin = fn->nparams;
-    putf(src,
+    tth_strbuf_printf(src,
          "/* %s_ethosn.c: the Arm Ethos-N78 region '%s', %s.\n"
          " * The network (%s, tth-ethosn-network v%u: plugins/ethosn/FORMAT.md in tth's sources) is\n"
          " * embedded below and runs on tth's functional model of the Ethos-N78 (ethosn_model.c; on a\n"
@@ -516,43 +470,43 @@ static void write_entry(wbuf *src, const tth_relay_function *fn, const char *gsy
          "#include <stddef.h>\n#include <stdint.h>\n\n#include \"ethosn_model.h\"\n\n",
          gsym, gsym, note, blob_name, ETHOSN_BLOB_VERSION, gsym, gsym, gsym, (unsigned)nconsts, gsym,
          ETHOSN_MODEL_E_UNBOUND);
-    putf(src, "static const unsigned char %s_network[%zu] = {", gsym, blob->len);
-    for (size_t i = 0; i < blob->len; i++)
-        putf(src, "%s0x%02x,", i % 16 ? " " : "\n    ", blob->p[i]);
-    putf(src, "\n};\n\n");
+    tth_strbuf_printf(src, "static const unsigned char %s_network[%zu] = {", gsym, blob->bytes.n);
+    for (size_t i = 0; i < blob->bytes.n; i++)
+        tth_strbuf_printf(src, "%s0x%02x,", i % 16 ? " " : "\n    ", (uint8_t)blob->bytes.s[i]);
+    tth_strbuf_printf(src, "\n};\n\n");
     size_t nc = nconsts ? nconsts : 1;
-    putf(src, "static const void *%s_const_data[%zu];\nstatic size_t %s_const_bytes[%zu];\n"
+    tth_strbuf_printf(src, "static const void *%s_const_data[%zu];\nstatic size_t %s_const_bytes[%zu];\n"
               "static int %s_bound = %d; /* set by %s_bind_constants */\n\n",
          gsym, nc, gsym, nc, gsym, nexternal ? 0 : 1, gsym);
-    putf(src, "int32_t %s_bind_constants(const void *const *data, const size_t *bytes, size_t n);\n"
+    tth_strbuf_printf(src, "int32_t %s_bind_constants(const void *const *data, const size_t *bytes, size_t n);\n"
               "int32_t %s_bind_parameters(const void *params, size_t len);\n", gsym, gsym);
     for (int pass = 0; pass < 2; pass++) {
-        putf(src, "int32_t %s(", gsym);
+        tth_strbuf_printf(src, "int32_t %s(", gsym);
         for (size_t i = 0; i < nin + nres; i++) {
             const tth_ttype *t = i < nin ? &fn->params[i]->type.tensor : result_type(fn, i - nin);
-            putf(src, i < nin ? "const %s *in%zu, " : "%s *out%zu, ", ctype(t->dtype), i);
+            tth_strbuf_printf(src, i < nin ? "const %s *in%zu, " : "%s *out%zu, ", ctype(t->dtype), i);
         }
-        putf(src, "uint8_t *ws)%s", pass ? "\n{\n" : ";\n\n");
+        tth_strbuf_printf(src, "uint8_t *ws)%s", pass ? "\n{\n" : ";\n\n");
     }
-    putf(src, "    const void *in[%zu];\n    void *out[%zu];\n", nin ? nin : 1, nres);
-    putf(src, "    static const size_t in_bytes[%zu] = {", nin ? nin : 1);
+    tth_strbuf_printf(src, "    const void *in[%zu];\n    void *out[%zu];\n", nin ? nin : 1, nres);
+    tth_strbuf_printf(src, "    static const size_t in_bytes[%zu] = {", nin ? nin : 1);
     for (size_t i = 0; i < nin; i++)
-        putf(src, "%s%" PRId64, i ? ", " : "", tensor_bytes(&fn->params[i]->type.tensor));
-    putf(src, "%s};\n    static const size_t out_bytes[%zu] = {", nin ? "" : "0", nres);
+        tth_strbuf_printf(src, "%s%" PRId64, i ? ", " : "", tensor_bytes(&fn->params[i]->type.tensor));
+    tth_strbuf_printf(src, "%s};\n    static const size_t out_bytes[%zu] = {", nin ? "" : "0", nres);
     for (size_t k = 0; k < nres; k++)
-        putf(src, "%s%" PRId64, k ? ", " : "", tensor_bytes(result_type(fn, k)));
-    putf(src, "};\n");
+        tth_strbuf_printf(src, "%s%" PRId64, k ? ", " : "", tensor_bytes(result_type(fn, k)));
+    tth_strbuf_printf(src, "};\n");
     for (size_t i = 0; i < nin; i++)
-        putf(src, "    in[%zu] = in%zu;\n", i, i);
+        tth_strbuf_printf(src, "    in[%zu] = in%zu;\n", i, i);
     for (size_t k = 0; k < nres; k++)
-        putf(src, "    out[%zu] = out%zu;\n", k, nin + k);
-    putf(src, "    ethosn_model_io io = {in, in_bytes, %zu, out, out_bytes, %zu, %s_const_data, %s_const_bytes, %u, "
+        tth_strbuf_printf(src, "    out[%zu] = out%zu;\n", k, nin + k);
+    tth_strbuf_printf(src, "    ethosn_model_io io = {in, in_bytes, %zu, out, out_bytes, %zu, %s_const_data, %s_const_bytes, %u, "
               "NULL, 0};\n"
               "    (void)ws;\n"
               "    if (!%s_bound)\n        return ETHOSN_MODEL_E_UNBOUND;\n"
               "    return ethosn_model_run(%s_network, sizeof %s_network, &io, NULL, 0);\n}\n\n",
          nin, nres, gsym, gsym, (unsigned)nconsts, gsym, gsym, gsym);
-    putf(src,
+    tth_strbuf_printf(src,
          "/* data[i], bytes[i]: constant i of the network (%u in all); NULL and 0 for the ones it holds\n"
          " * inline. The data must stay valid while the region runs. */\n"
          "int32_t %s_bind_constants(const void *const *data, const size_t *bytes, size_t n)\n{\n"
@@ -562,7 +516,7 @@ static void write_entry(wbuf *src, const tth_relay_function *fn, const char *gsy
          "        %s_const_data[i] = data[i];\n        %s_const_bytes[i] = bytes[i];\n    }\n"
          "    %s_bound = 1;\n    return 0;\n}\n\n",
          (unsigned)nconsts, gsym, gsym, gsym, gsym, gsym, gsym);
-    putf(src,
+    tth_strbuf_printf(src,
          "/* params: the bytes of the artifact's parameters/<model>.params, kept valid while the region\n"
          " * runs (the constants are used in place). */\n"
          "int32_t %s_bind_parameters(const void *params, size_t len)\n{\n"
@@ -618,13 +572,14 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
     char note[256];
     snprintf(note, sizeof note, "compiled for Ethos-N78 %" PRId64 "TOPS (PLE ratio %" PRId64 ", %" PRId64 " KiB SRAM)",
              c.tops, c.ple_ratio, c.sram_kib);
-    wbuf b = {0}, src = {0};
+    wbuf b = {0};
+    tth_strbuf src = {0};
     write_blob(&b, fn, &r, global_symbol, &c, note);
     json_t *explain = json_array(), *meta = NULL;
     char blob_name[256], c_name[256], why[512] = "";
     snprintf(blob_name, sizeof blob_name, "%s.ethosn", global_symbol);
     snprintf(c_name, sizeof c_name, "%s_ethosn.c", global_symbol);
-    if (b.oom || !explain) {
+    if (b.bytes.failed || !explain) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "ethos-n relay_to_runtime", "out of memory");
         goto done;
     }
@@ -635,7 +590,7 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
         goto done;
     }
     /* the functional model must be able to run what was written */
-    int32_t st = ethosn_model_check(b.p, b.len, NULL, why, sizeof why);
+    int32_t st = ethosn_model_check(b.bytes.s, b.bytes.n, NULL, why, sizeof why);
     if (st) {
         rc = tth_diag_set(diag, st == ETHOSN_MODEL_E_UNSUPPORTED ? TTH_EUNSUPPORTED : TTH_EINTERNAL,
                           "ethos-n relay_to_runtime", "region '%s' cannot run on the Ethos-N78 functional model: %s",
@@ -653,12 +608,12 @@ TTH_PLUGIN_EXPORT int tth_relay_to_runtime(const tth_host *host, const json_t *t
                      (json_int_t)c.sram_kib, "network", blob_name, "format_version", (int)ETHOSN_BLOB_VERSION, "note",
                      note, "performance", perf, "bind_constants", bind_meta(&r, global_symbol),
                      "status_text_symbol", "ethosn_model_status_text", "explain", explain);
-    if (src.oom || !meta) {
+    if (src.failed || !meta) {
         rc = tth_diag_set(diag, TTH_ENOMEM, "ethos-n relay_to_runtime", "out of memory");
         goto done;
     }
-    if ((rc = tth_runtime_module_add_file(out, blob_name, TTH_FILE_BLOB, b.p, b.len, diag)) ||
-        (rc = tth_runtime_module_add_file(out, c_name, TTH_FILE_C_SOURCE, src.p, src.len, diag)) ||
+    if ((rc = tth_runtime_module_add_file(out, blob_name, TTH_FILE_BLOB, b.bytes.s, b.bytes.n, diag)) ||
+        (rc = tth_runtime_module_add_file(out, c_name, TTH_FILE_C_SOURCE, src.s, src.n, diag)) ||
         (rc = tth_runtime_module_add_file(out, ETHOSN_MODEL_C_NAME, TTH_FILE_C_SOURCE, ethosn_model_c_text,
                                           ethosn_model_c_size, diag)) ||
         (rc = tth_runtime_module_add_file(out, ETHOSN_MODEL_H_NAME, TTH_FILE_C_HEADER, ethosn_model_h_text,
@@ -669,8 +624,8 @@ done:
     region_free(&r);
     json_decref(meta);
     json_decref(explain);
-    free(b.p);
-    free(src.p);
+    tth_strbuf_free(&b.bytes);
+    tth_strbuf_free(&src);
     return rc;
 }
 

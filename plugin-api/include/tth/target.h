@@ -97,6 +97,11 @@ TTH_API int tth_target_keys_prepend(json_t *target, const char *const *keys, siz
  * ask the member: tth_target_has_feature(json_array_get(targets, i), ...). */
 TTH_API int tth_target_has_feature(const json_t *canonical, const char *feature);
 
+/* The member of kind `kind` of a canonical composite target (borrowed); the target itself when it
+ * is not a composite or has no member of that kind. For a plugin's hooks, which may be given
+ * either: tth_target_member(target, "ethos-n"). */
+TTH_API const json_t *tth_target_member(const json_t *canonical, const char *kind);
+
 /* The vector registers code for a canonical (non-composite) target should use, from its keys and
  * features (docs/targets.md, "Vector shape"): float32 lanes of the widest vector register (16 for
  * AVX-512, 8 for AVX2, 4 for SSE2 and for NEON; 1, scalar code, for kinds that are not the llvm

@@ -276,6 +276,20 @@ void tth__keys_dedupe(json_t *target)
         }
 }
 
+/* Set target["keys"] to keys (stolen), built without a failed append (bad == 0), duplicates
+ * dropped: 0, or TTH_ENOMEM. */
+static int set_keys(json_t *target, json_t *keys, int bad)
+{
+    if (bad) {
+        json_decref(keys);
+        return TTH_ENOMEM;
+    }
+    if (json_object_set_new(target, "keys", keys) != 0)
+        return TTH_ENOMEM;
+    tth__keys_dedupe(target);
+    return 0;
+}
+
 int tth_target_keys_prepend(json_t *target, const char *const *keys, size_t n)
 {
     if (!json_is_object(target))
@@ -289,14 +303,7 @@ int tth_target_keys_prepend(json_t *target, const char *const *keys, size_t n)
         bad |= json_array_append_new(k, json_string(keys[i]));
     if (json_is_array(old))
         bad |= json_array_extend(k, old);
-    if (bad) {
-        json_decref(k);
-        return TTH_ENOMEM;
-    }
-    if (json_object_set_new(target, "keys", k) != 0)
-        return TTH_ENOMEM;
-    tth__keys_dedupe(target);
-    return 0;
+    return set_keys(target, k, bad);
 }
 
 static void drop_empty_lists(json_t *t)
@@ -695,13 +702,8 @@ static json_t *canon_single(ctx *c, const json_t *in, int role, tth_diag *d)
         json_t *device = json_object_get(t, "device");
         if (device)
             bad |= json_array_append(keys, device);
-        if (bad) {
-            json_decref(keys);
+        if (set_keys(t, keys, bad) != 0)
             goto oom;
-        }
-        if (json_object_set_new(t, "keys", keys) != 0)
-            goto oom;
-        tth__keys_dedupe(t);
     }
 
     /* host */
@@ -971,6 +973,21 @@ int tth_target_num_cores(const json_t *canonical)
     const json_t *n = canonical ? json_object_get(canonical, "num-cores") : NULL;
     json_int_t v = json_is_integer(n) ? json_integer_value(n) : 0;
     return v >= 1 && v < 1024 ? (int)v : 0;
+}
+
+const json_t *tth_target_member(const json_t *canonical, const char *kind)
+{
+    const char *k = json_string_value(json_object_get(canonical, "kind"));
+    if (!k || strcmp(k, "composite") != 0 || !kind)
+        return canonical;
+    const json_t *ts = json_object_get(canonical, "targets");
+    for (size_t i = 0; i < json_array_size(ts); i++) {
+        const json_t *m = json_array_get(ts, i);
+        const char *mk = json_string_value(json_object_get(m, "kind"));
+        if (mk && strcmp(mk, kind) == 0)
+            return m;
+    }
+    return canonical;
 }
 
 int tth_target_has_feature(const json_t *canonical, const char *feature)

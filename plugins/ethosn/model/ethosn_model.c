@@ -643,22 +643,7 @@ static int32_t attr_choice(em_net *n, const em_node *d, unsigned i, const char *
 
 /* ---- element access -------------------------------------------------------------------------- */
 
-static double ld(const unsigned char *p, int dt, size_t i)
-{
-    switch (dt) {
-    case DT_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case DT_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case DT_I8: return p[i] < 128 ? (double)p[i] : (double)p[i] - 256.0;
-    case DT_U8: case DT_BOOL: return p[i];
-    case DT_I16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case DT_U16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    case DT_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case DT_U32: { unsigned v; memcpy(&v, p + 4 * i, 4); return v; }
-    case DT_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    default: return 0;
-    }
-}
-
+/* Element i of an integer tensor (0 for other dtypes). */
 static int64_t ldi(const unsigned char *p, int dt, size_t i)
 {
     switch (dt) {
@@ -670,6 +655,16 @@ static int64_t ldi(const unsigned char *p, int dt, size_t i)
     case DT_U32: { unsigned v; memcpy(&v, p + 4 * i, 4); return v; }
     case DT_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
     default: return 0;
+    }
+}
+
+/* Element i of any tensor as a double. */
+static double ld(const unsigned char *p, int dt, size_t i)
+{
+    switch (dt) {
+    case DT_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+    case DT_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+    default: return (double)ldi(p, dt, i);
     }
 }
 
