@@ -749,54 +749,48 @@ static int needs_narrowing(tth_dtype t)
     return t == TTH_I8 || t == TTH_I16 || t == TTH_U8 || t == TTH_U16 || t == TTH_BOOL;
 }
 
+/* open, the n expressions with sep between them, close. */
+static void emit_list(cg *g, const char *open, tth_texpr *const *es, size_t n, const char *sep, const char *close)
+{
+    tth_strbuf_puts(&g->out, open);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            tth_strbuf_puts(&g->out, sep);
+        emit_expr(g, es[i]);
+    }
+    tth_strbuf_puts(&g->out, close);
+}
+
 static void emit_binary(cg *g, const tth_texpr *e)
 {
     tth_strbuf *t = &g->out;
     tth_dtype at = e->u.bin.a->dtype;
     tth_tir_binop op = e->u.bin.op;
+    tth_texpr *const ab[] = {e->u.bin.a, e->u.bin.b};
     switch (op) {
     case TTH_TBIN_MIN:
     case TTH_TBIN_MAX:
-        tth_strbuf_printf(t, "tth_%s_%s(", op == TTH_TBIN_MIN ? "min" : "max", dtype_tag(at));
-        emit_expr(g, e->u.bin.a);
-        tth_strbuf_puts(t, ", ");
-        emit_expr(g, e->u.bin.b);
-        tth_strbuf_puts(t, ")");
+        tth_strbuf_printf(t, "tth_%s_%s", op == TTH_TBIN_MIN ? "min" : "max", dtype_tag(at));
+        emit_list(g, "(", ab, 2, ", ", ")");
         return;
     case TTH_TBIN_FLOORDIV:
     case TTH_TBIN_FLOORMOD:
-        if (dtype_is_float(at)) {
-            const char *fl = at == TTH_F64 ? "floor" : "floorf";
-            if (op == TTH_TBIN_FLOORDIV) {
-                tth_strbuf_printf(t, "%s(", fl);
-                emit_expr(g, e->u.bin.a);
-                tth_strbuf_puts(t, " / ");
-                emit_expr(g, e->u.bin.b);
-                tth_strbuf_puts(t, ")");
-            } else {
-                /* the remainder with the sign of the divisor, via fmod to stay exact */
-                tth_strbuf_printf(t, "tth_floormod_%s(", dtype_tag(at));
-                emit_expr(g, e->u.bin.a);
-                tth_strbuf_puts(t, ", ");
-                emit_expr(g, e->u.bin.b);
-                tth_strbuf_puts(t, ")");
-            }
-            return;
+        if (dtype_is_float(at) && op == TTH_TBIN_FLOORDIV) {
+            tth_strbuf_puts(t, at == TTH_F64 ? "floor" : "floorf");
+            emit_list(g, "(", ab, 2, " / ", ")");
+        } else if (dtype_is_float(at)) {
+            /* the remainder with the sign of the divisor, via fmod to stay exact */
+            tth_strbuf_printf(t, "tth_floormod_%s", dtype_tag(at));
+            emit_list(g, "(", ab, 2, ", ", ")");
+        } else {
+            tth_strbuf_printf(t, "tth_%s_%s", op == TTH_TBIN_FLOORDIV ? "floordiv" : "floormod", dtype_tag(at));
+            emit_list(g, "(", ab, 2, ", ", ")");
         }
-        tth_strbuf_printf(t, "tth_%s_%s(", op == TTH_TBIN_FLOORDIV ? "floordiv" : "floormod",
-                    dtype_tag(at));
-        emit_expr(g, e->u.bin.a);
-        tth_strbuf_puts(t, ", ");
-        emit_expr(g, e->u.bin.b);
-        tth_strbuf_puts(t, ")");
         return;
     case TTH_TBIN_MOD:
         if (dtype_is_float(at)) {
-            tth_strbuf_printf(t, "%s(", at == TTH_F64 ? "fmod" : "fmodf");
-            emit_expr(g, e->u.bin.a);
-            tth_strbuf_puts(t, ", ");
-            emit_expr(g, e->u.bin.b);
-            tth_strbuf_puts(t, ")");
+            tth_strbuf_puts(t, at == TTH_F64 ? "fmod" : "fmodf");
+            emit_list(g, "(", ab, 2, ", ", ")");
             return;
         }
         break;
@@ -810,14 +804,11 @@ static void emit_binary(cg *g, const tth_texpr *e)
     int arith = op == TTH_TBIN_ADD || op == TTH_TBIN_SUB || op == TTH_TBIN_MUL ||
                 op == TTH_TBIN_DIV || op == TTH_TBIN_MOD || op == TTH_TBIN_SHL ||
                 op == TTH_TBIN_SHR || op == TTH_TBIN_BITAND || op == TTH_TBIN_BITOR;
-    int narrow = arith && needs_narrowing(e->dtype);
-    if (narrow)
+    if (arith && needs_narrowing(e->dtype))
         tth_strbuf_printf(t, "(%s)", ctype_value(e->dtype));
-    tth_strbuf_puts(t, "(");
-    emit_expr(g, e->u.bin.a);
-    tth_strbuf_printf(t, " %s ", c);
-    emit_expr(g, e->u.bin.b);
-    tth_strbuf_puts(t, ")");
+    char sep[8];
+    snprintf(sep, sizeof sep, " %s ", c);
+    emit_list(g, "(", ab, 2, sep, ")");
 }
 
 static void emit_expr(cg *g, const tth_texpr *e)
@@ -864,80 +855,58 @@ static void emit_expr(cg *g, const tth_texpr *e)
             cg_fail(g, TTH_EINVAL, "a ramp read as a scalar");
             return;
         }
-        tth_strbuf_puts(t, "(");
-        emit_expr(g, e->u.ramp.base);
+        emit_list(g, "(", &e->u.ramp.base, 1, "", "");
         tth_strbuf_printf(t, " + %" PRId64 " * (int64_t)%s)", e->u.ramp.stride, g->lane);
         break;
     case TTH_TEXPR_BROADCAST: emit_expr(g, e->u.bcast.value); break;
-    case TTH_TEXPR_LOAD:
-        if (dtype_is_half(e->u.load.buf->dtype)) {
+    case TTH_TEXPR_LOAD: {
+        int half = dtype_is_half(e->u.load.buf->dtype);
+        if (half)
             tth_strbuf_puts(t, e->u.load.buf->dtype == TTH_F16 ? "tth_f16_to_f32(" : "tth_bf16_to_f32(");
-            emit_buffer_ref(g, e->u.load.buf);
-            tth_strbuf_puts(t, "[");
-            emit_expr(g, e->u.load.index);
-            tth_strbuf_puts(t, "])");
-        } else {
-            emit_buffer_ref(g, e->u.load.buf);
-            tth_strbuf_puts(t, "[");
-            emit_expr(g, e->u.load.index);
-            tth_strbuf_puts(t, "]");
-        }
+        emit_buffer_ref(g, e->u.load.buf);
+        emit_list(g, "[", &e->u.load.index, 1, "", half ? "])" : "]");
         break;
+    }
     case TTH_TEXPR_ADDRESS_OF:
         tth_strbuf_puts(t, "(");
         emit_buffer_ref(g, e->u.load.buf);
-        tth_strbuf_puts(t, " + ");
-        emit_expr(g, e->u.load.index);
-        tth_strbuf_puts(t, ")");
+        emit_list(g, " + ", &e->u.load.index, 1, "", ")");
         break;
     case TTH_TEXPR_BINARY: emit_binary(g, e); break;
     case TTH_TEXPR_UNARY:
         if (e->u.un.op == TTH_TUN_NOT) {
-            tth_strbuf_puts(t, "(!");
-            emit_expr(g, e->u.un.a);
-            tth_strbuf_puts(t, ")");
-        } else {
-            if (needs_narrowing(e->dtype))
-                tth_strbuf_printf(t, "(%s)", ctype_value(e->dtype));
-            tth_strbuf_puts(t, "(-(");
-            emit_expr(g, e->u.un.a);
-            tth_strbuf_puts(t, "))");
+            emit_list(g, "(!", &e->u.un.a, 1, "", ")");
+            break;
         }
+        if (needs_narrowing(e->dtype))
+            tth_strbuf_printf(t, "(%s)", ctype_value(e->dtype));
+        emit_list(g, "(-(", &e->u.un.a, 1, "", "))");
         break;
     case TTH_TEXPR_SELECT:
-        tth_strbuf_puts(t, "(");
-        emit_expr(g, e->u.select.cond);
-        tth_strbuf_puts(t, " ? ");
-        emit_expr(g, e->u.select.a);
-        tth_strbuf_puts(t, " : ");
-        emit_expr(g, e->u.select.b);
-        tth_strbuf_puts(t, ")");
+        emit_list(g, "(", &e->u.select.cond, 1, "", " ? ");
+        emit_list(g, "", &e->u.select.a, 1, "", " : ");
+        emit_list(g, "", &e->u.select.b, 1, "", ")");
         break;
     case TTH_TEXPR_CAST: {
         tth_dtype to = e->dtype, from = e->u.cast.value->dtype;
+        char open[48];
         if (to == TTH_BOOL) {
-            tth_strbuf_puts(t, "(uint8_t)(");
-            emit_expr(g, e->u.cast.value);
-            tth_strbuf_puts(t, " != 0)");
+            emit_list(g, "(uint8_t)(", &e->u.cast.value, 1, "", " != 0)");
         } else if (to == TTH_BF16 && from != TTH_BF16) {
             /* bfloat16 is rounded where the cast is (float16 where it is stored) */
-            tth_strbuf_puts(t, "tth_bf16_to_f32(tth_f32_to_bf16((float)(");
-            emit_expr(g, e->u.cast.value);
-            tth_strbuf_puts(t, ")))");
+            emit_list(g, "tth_bf16_to_f32(tth_f32_to_bf16((float)(", &e->u.cast.value, 1, "", ")))");
         } else if (to == from || (to == TTH_F16 && from == TTH_F32) ||
                    (to == TTH_F32 && dtype_is_half(from)) || (to == TTH_F16 && from == TTH_BF16)) {
             emit_expr(g, e->u.cast.value); /* float16 and bfloat16 values are already float */
         } else {
-            tth_strbuf_printf(t, "(%s)(", ctype_value(to));
-            emit_expr(g, e->u.cast.value);
-            tth_strbuf_puts(t, ")");
+            snprintf(open, sizeof open, "(%s)(", ctype_value(to));
+            emit_list(g, open, &e->u.cast.value, 1, "", ")");
         }
         break;
     }
     case TTH_TEXPR_REINTERPRET:
-        tth_strbuf_printf(t, "tth_as_%s_%s(", dtype_tag(e->dtype), dtype_tag(e->u.cast.value->dtype));
-        emit_expr(g, e->u.cast.value);
-        tth_strbuf_puts(t, ")");
+        tth_strbuf_printf(t, "tth_as_%s_%s", dtype_tag(e->dtype), dtype_tag(e->u.cast.value->dtype));
+        emit_list(g, "(", &e->u.cast.value, 1, "", ")");
         break;
     case TTH_TEXPR_INTRIN: {
         int nargs = 0;
@@ -953,13 +922,8 @@ static void emit_expr(cg *g, const tth_texpr *e)
             return;
         }
         if (e->u.intrin.op == TTH_TINTRIN_DOT4_US || e->u.intrin.op == TTH_TINTRIN_DOT4_SS) {
-            tth_strbuf_printf(t, "tth_%s(", name);
-            for (int i = 0; i < 3; i++) {
-                if (i)
-                    tth_strbuf_puts(t, ", ");
-                emit_expr(g, e->u.intrin.args[i]);
-            }
-            tth_strbuf_puts(t, ")");
+            tth_strbuf_printf(t, "tth_%s", name);
+            emit_list(g, "(", e->u.intrin.args, 3, ", ", ")");
             break;
         }
         if (!name || !dtype_is_float(e->dtype)) {
@@ -967,23 +931,13 @@ static void emit_expr(cg *g, const tth_texpr *e)
                     ctype_storage(e->dtype) ? ctype_storage(e->dtype) : "?");
             return;
         }
-        tth_strbuf_printf(t, "%s%s(", name, e->dtype == TTH_F64 ? "" : "f");
-        for (int i = 0; i < nargs; i++) {
-            if (i)
-                tth_strbuf_puts(t, ", ");
-            emit_expr(g, e->u.intrin.args[i]);
-        }
-        tth_strbuf_puts(t, ")");
+        tth_strbuf_printf(t, "%s%s", name, e->dtype == TTH_F64 ? "" : "f");
+        emit_list(g, "(", e->u.intrin.args, (size_t)nargs, ", ", ")");
         break;
     }
     case TTH_TEXPR_CALL_EXTERN:
-        tth_strbuf_printf(t, "%s(", e->u.call.name);
-        for (size_t i = 0; i < e->u.call.nargs; i++) {
-            if (i)
-                tth_strbuf_puts(t, ", ");
-            emit_expr(g, e->u.call.args[i]);
-        }
-        tth_strbuf_puts(t, ")");
+        tth_strbuf_puts(t, e->u.call.name);
+        emit_list(g, "(", e->u.call.args, e->u.call.nargs, ", ", ")");
         break;
     default: cg_fail(g, TTH_EINVAL, "unknown expression kind %d", (int)e->kind); break;
     }
