@@ -263,18 +263,33 @@ int tthrt_npy_read_memory(const void *bytes, size_t len, tthrt_array *out, tth_d
     return 0;
 }
 
-int tthrt_npy_read(const char *path, tthrt_array *out, tth_diag *diag)
+typedef int (*read_memory_fn)(const void *bytes, size_t len, tthrt_array *out, tth_diag *diag);
+
+/* Read the file at path into out with parse; NULL parse: by its kind, .npy (by name or magic)
+ * or else a TensorProto. */
+static int read_file_with(const char *path, read_memory_fn parse, tthrt_array *out, tth_diag *diag)
 {
     unsigned char *buf;
     size_t len;
     int rc = read_whole_file(path, &buf, &len, diag);
     if (rc)
         return rc;
-    rc = tthrt_npy_read_memory(buf, len, out, diag);
+    if (!parse) {
+        size_t pl = strlen(path);
+        int is_npy = (pl >= 4 && strcmp(path + pl - 4, ".npy") == 0) ||
+                     (len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0);
+        parse = is_npy ? tthrt_npy_read_memory : tthrt_pb_read_memory;
+    }
+    rc = parse(buf, len, out, diag);
     free(buf);
     if (rc)
         tth_diag_prefix(diag, "reading '%s'", path);
     return rc;
+}
+
+int tthrt_npy_read(const char *path, tthrt_array *out, tth_diag *diag)
+{
+    return read_file_with(path, tthrt_npy_read_memory, out, diag);
 }
 
 int tthrt_npy_write(const char *path, const tthrt_array *a, tth_diag *diag)
@@ -406,18 +421,13 @@ static int pb_read_repeated(pb_reader *r, unsigned wire, unsigned elem_wire, pb_
     if (wire == 0) {
         if (pb_varint(r, &x))
             return -1;
-    } else if (wire == 1) {
-        if (r->end - r->p < 8)
+    } else if (wire == 1 || wire == 5) {
+        int n = wire == 1 ? 8 : 4; /* fixed64 or fixed32, little-endian */
+        if (r->end - r->p < n)
             return -1;
-        for (int i = 7; i >= 0; i--)
+        for (int i = n - 1; i >= 0; i--)
             x = x << 8 | r->p[i];
-        r->p += 8;
-    } else if (wire == 5) {
-        if (r->end - r->p < 4)
-            return -1;
-        for (int i = 3; i >= 0; i--)
-            x = x << 8 | r->p[i];
-        r->p += 4;
+        r->p += n;
     } else {
         return -1;
     }
@@ -639,34 +649,12 @@ int tthrt_pb_write(const char *path, const tthrt_array *a, tth_diag *diag)
 
 int tthrt_pb_read(const char *path, tthrt_array *out, tth_diag *diag)
 {
-    unsigned char *buf;
-    size_t len;
-    int rc = read_whole_file(path, &buf, &len, diag);
-    if (rc)
-        return rc;
-    rc = tthrt_pb_read_memory(buf, len, out, diag);
-    free(buf);
-    if (rc)
-        tth_diag_prefix(diag, "reading '%s'", path);
-    return rc;
+    return read_file_with(path, tthrt_pb_read_memory, out, diag);
 }
 
 int tthrt_array_load(const char *path, tthrt_array *out, tth_diag *diag)
 {
-    unsigned char *buf;
-    size_t len;
-    int rc = read_whole_file(path, &buf, &len, diag);
-    if (rc)
-        return rc;
-    size_t pl = strlen(path);
-    int is_npy = (pl >= 4 && strcmp(path + pl - 4, ".npy") == 0) ||
-                 (len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0);
-    rc = is_npy ? tthrt_npy_read_memory(buf, len, out, diag)
-                : tthrt_pb_read_memory(buf, len, out, diag);
-    free(buf);
-    if (rc)
-        tth_diag_prefix(diag, "reading '%s'", path);
-    return rc;
+    return read_file_with(path, NULL, out, diag);
 }
 
 /* Exposed to model.c: the dtype's name and size without needing libtth's IR part. */

@@ -16,50 +16,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tth/strbuf.h"
 #include "tthrt_report.h"
 #include "tthrt_tar.h"
 
-typedef struct buf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} buf;
-
-static void put(buf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void puts_(buf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
-
 /* text inside a <script> element: "</" would end it, so every "<" is written as \u003c (the
  * JSON reads the same) */
-static void put_script_json(buf *b, const char *s)
+static void put_script_json(tth_strbuf *b, const char *s)
 {
     for (const char *p = s; *p; p++) {
         if (*p == '<')
-            puts_(b, "\\u003c");
+            tth_strbuf_puts(b, "\\u003c");
         else
-            put(b, p, 1);
+            tth_strbuf_putc(b, *p);
     }
 }
 
@@ -205,28 +174,24 @@ static const char *const SCRIPT =
 
 char *tthrt_report_html(const json_t *data, const char *memory_svg)
 {
-    buf b = {0};
+    tth_strbuf b = {0};
     char *json = json_dumps(data, JSON_COMPACT | JSON_SORT_KEYS);
     if (!json)
         return NULL;
-    puts_(&b, HEAD);
+    tth_strbuf_puts(&b, HEAD);
     if (memory_svg && *memory_svg) {
         /* inline: from the <svg element on (no XML declaration inside HTML) */
         const char *s = strstr(memory_svg, "<svg");
-        puts_(&b, s ? s : "");
+        tth_strbuf_puts(&b, s ? s : "");
     } else {
-        puts_(&b, "<p class=\"note\">The artifact has no memory plan picture (compiled without --explain).</p>");
+        tth_strbuf_puts(&b, "<p class=\"note\">The artifact has no memory plan picture (compiled without --explain).</p>");
     }
-    puts_(&b, "</div>\n<script type=\"application/json\" id=\"tth-data\">");
+    tth_strbuf_puts(&b, "</div>\n<script type=\"application/json\" id=\"tth-data\">");
     put_script_json(&b, json);
-    puts_(&b, "</script>\n");
-    puts_(&b, SCRIPT);
+    tth_strbuf_puts(&b, "</script>\n");
+    tth_strbuf_puts(&b, SCRIPT);
     free(json);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return tth_strbuf_finish(&b);
 }
 
 /* Merge `tthctl run --profile --json`'s "profile" into the report data: each call's median_us,
