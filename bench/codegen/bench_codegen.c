@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_time.h"
 #include "tth/artifact.h"
 #include "tth/plugin.h"
 #include "tth/tir.h"
@@ -144,19 +145,6 @@ done:
     return lib;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_ms(kernel3 k, float *a, float *b, float *c, int runs)
 {
     double *t = malloc((size_t)runs * sizeof *t);
@@ -164,11 +152,11 @@ static double median_ms(kernel3 k, float *a, float *b, float *c, int runs)
         return -1;
     k(a, b, c, NULL);   /* warm up */
     for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
+        double t0 = bench_now();
         k(a, b, c, NULL);
-        t[r] = now_ms() - t0;
+        t[r] = (bench_now() - t0) * 1e3;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
     double med = t[runs / 2];
     free(t);
     return med;

@@ -9,13 +9,6 @@
 #include "tth/target.h"
 #include "tth_config.h"
 
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 tth_registry *bench_registry(void)
 {
     tth_registry *r = tth_registry_new();
@@ -94,8 +87,8 @@ static void on_progress(void *ctx, const char *stage, int percent)
     p->last = now;
 }
 
-int bench_compile(const tth_registry *r, const json_t *target, const bench_model *m,
-                  json_t *options, tth_compile_result *res, bench_timing *t, tth_diag *d)
+static int compile_file(const tth_registry *r, const json_t *target, const bench_model *m,
+                        json_t *options, tth_compile_result *res, bench_timing *t, tth_diag *d)
 {
     memset(t, 0, sizeof *t);
     memset(res, 0, sizeof *res);
@@ -125,5 +118,17 @@ int bench_compile(const tth_registry *r, const json_t *target, const bench_model
     if (rc == 0 && t->nstages > 0 && t->seconds[t->nstages - 1] == 0)
         t->seconds[t->nstages - 1] = bench_now() - log.last;
     free(bytes);
+    return rc;
+}
+
+int bench_compile(const tth_registry *r, const json_t *target, const bench_model *m,
+                  json_t *options, tth_compile_result *res, bench_timing *t)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    int rc = compile_file(r, target, m, options, res, t, &d);
+    json_decref(options);
+    if (rc != 0)
+        printf("%-14s compile failed: %s\n", m->name, d.message);
     return rc;
 }

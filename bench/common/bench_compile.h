@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "bench_time.h"
 #include "compile.h"
 #include "tth/registry.h"
 
@@ -28,16 +29,16 @@ typedef struct bench_model {
     long params;             /* parameters */
 } bench_model;
 
-double bench_now(void);      /* monotonic seconds */
 /* Every plugin of the build tree (TTH_PLUGINS_BUILD_DIR); NULL with a message on stderr. */
 tth_registry *bench_registry(void);
 /* The canonical target from its string form; NULL with a message. */
 json_t *bench_target(const tth_registry *r, const char *text);
 /* The models listed in DIR/manifest.tsv (malloc'd array); NULL with a message. */
 bench_model *bench_models(const char *dir, size_t *n);
-/* Compile the model in-process with `options` (build_shared=false unless they say), timing each stage.
- * Returns tth_compile's code; *res is filled on success (free with tth_compile_result_free). */
+/* Compile the model in-process with `options` (stolen; build_shared=false unless they say),
+ * timing each stage. Returns tth_compile's code; *res is filled on success (free with
+ * tth_compile_result_free); a failure is said on stdout: "<model> compile failed: <message>". */
 int bench_compile(const tth_registry *r, const json_t *target, const bench_model *m,
-                  json_t *options, tth_compile_result *res, bench_timing *t, tth_diag *d);
+                  json_t *options, tth_compile_result *res, bench_timing *t);
 
 #endif

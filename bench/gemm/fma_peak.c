@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
+
 /* floats per vector and independent accumulators, for the vectors this build targets */
 #if defined(__AVX512F__)
 #define LANES 16
@@ -35,13 +37,6 @@
 #define NACC 12
 #endif
 typedef float vfloat __attribute__((vector_size(LANES * sizeof(float))));
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* iterations x NACC x LANES fused multiply-adds; the result keeps the work from being removed */
 __attribute__((noinline)) static float fma_loop(long iterations, const float *mul, const float *add)
@@ -84,19 +79,19 @@ static void *run(void *arg)
     long iterations = 1000;
     double t;
     for (;;) {  /* grow until one call takes a tenth of the time asked for */
-        double t0 = now();
+        double t0 = bench_now();
         w->sink += fma_loop(iterations, mul, add);
-        t = now() - t0;
+        t = bench_now() - t0;
         if (t > w->seconds / 10)
             break;
         iterations *= 4;
     }
     double best = 0;
-    double end = now() + w->seconds;
-    while (now() < end) {
-        double t0 = now();
+    double end = bench_now() + w->seconds;
+    while (bench_now() < end) {
+        double t0 = bench_now();
         w->sink += fma_loop(iterations, mul, add);
-        double rate = 2.0 * iterations * NACC * LANES / (now() - t0) / 1e9;
+        double rate = 2.0 * iterations * NACC * LANES / (bench_now() - t0) / 1e9;
         if (rate > best)
             best = rate;
     }

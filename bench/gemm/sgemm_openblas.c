@@ -16,21 +16,10 @@
 
 #include <cblas.h>
 
+#include "bench_time.h"
+
 /* OpenBLAS's own call (declared by its cblas.h; repeated so another cblas.h also works) */
 void openblas_set_num_threads(int num_threads);
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void fill(float *x, size_t n, uint64_t *state)
 {
@@ -84,13 +73,13 @@ int main(int argc, char **argv)
         fill(a, elems, &state);
         fill(b, elems, &state);
         for (int r = -warmup; r < runs; r++) {
-            double t0 = now_ms();
+            double t0 = bench_now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f,
                         c, n);
             if (r >= 0)
-                t[r] = now_ms() - t0;
+                t[r] = (bench_now() - t0) * 1e3;
         }
-        qsort(t, (size_t)runs, sizeof *t, cmp_double);
+        qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
         double median = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
         double flop = 2.0 * n * n * (double)n;
         printf("{\"n\": %d, \"threads\": %d, \"runs\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, "

@@ -23,6 +23,7 @@
 
 #include <tthproto/jsonrpc.h>
 
+#include "bench_time.h"
 #include "tth_config.h"
 
 typedef struct client {
@@ -36,13 +37,6 @@ typedef struct client {
     size_t errors;
     int failed;          /* could not connect or initialise */
 } client;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int connect_to(const char *path)
 {
@@ -100,12 +94,12 @@ static void *run_client(void *arg)
     }
     json_decref(resp);
     json_int_t id = 2;
-    while (now() < c->until) {
+    while (bench_now() < c->until) {
         int parse = c->mode == 1 || (c->mode == 0 && id % 2 == 0);
-        double t0 = now();
+        double t0 = bench_now();
         resp = parse ? call(fd, &r, id, "target/parse", json_pack("{s:s}", "target", c->target))
                      : call(fd, &r, id, "status", json_object());
-        double ms = (now() - t0) * 1000.0;
+        double ms = (bench_now() - t0) * 1000.0;
         id++;
         if (!resp) {
             c->errors++;
@@ -126,12 +120,6 @@ static void *run_client(void *arg)
     tthp_fd_reader_free(&r);
     close(fd);
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* The daemon's pid (from status) and its resident set size in KiB (from /proc). */
@@ -232,7 +220,7 @@ int main(int argc, char **argv)
         return 1;
     }
     client *cs = calloc((size_t)clients, sizeof *cs);
-    double start = now();
+    double start = bench_now();
     for (int i = 0; i < clients; i++) {
         cs[i] = (client){.sock = sock, .target = target, .mode = mode, .until = start + seconds};
         pthread_create(&cs[i].thread, NULL, run_client, &cs[i]);
@@ -244,7 +232,7 @@ int main(int argc, char **argv)
         errors += cs[i].errors;
         failed += cs[i].failed;
     }
-    double elapsed = now() - start;
+    double elapsed = bench_now() - start;
     double *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
     for (int i = 0; i < clients; i++) {
@@ -252,7 +240,7 @@ int main(int argc, char **argv)
         k += cs[i].n;
         free(cs[i].lat);
     }
-    qsort(all, total, sizeof *all, cmp_double);
+    qsort(all, total, sizeof *all, bench_cmp_double);
     long rss_after = daemon_rss_kib(sock, NULL);
     printf("tth-load: %d clients, %.1f s, %s\n", clients, elapsed,
            mode == 1 ? "target/parse" : mode == 2 ? "status" : "target/parse + status");
