@@ -245,27 +245,25 @@ static int lower_pattern(lower_ctx *c, const cn_match *m, size_t k, cn_features 
     int stage_in = spatial && m->c > 1 && m->h * m->w_ > 1 && !c->nhwc[m->in[0]->id];
     int stage_out = spatial && m->oc > 1 && m->oh * m->ow > 1 && !c->nhwc[m->out->id];
     char bn[200];
-    if (stage_in) {
-        snprintf(bn, sizeof bn, "k%zu_in_nhwc", k);
-        tth_tbuffer *b = local(c, bn, TTH_I8, m->c * m->h * m->w_);
-        if (!b)
-            goto oom;
-        ROLE("input_nhwc", b);
-    }
-    if (stage_out) {
-        snprintf(bn, sizeof bn, "k%zu_out_nhwc", k);
-        tth_tbuffer *b = local(c, bn, TTH_I8, m->oc * m->oh * m->ow);
-        if (!b)
-            goto oom;
-        ROLE("output_nhwc", b);
-    }
     int64_t ctx = cn_scratch_bytes(m, feat);
-    if (ctx > 0) {
-        snprintf(bn, sizeof bn, "k%zu_ctx", k);
-        tth_tbuffer *b = local(c, bn, TTH_I8, ctx);
+    /* the int8 scratch buffers the wrapper needs: NHWC copies of input and output, the context */
+    const struct {
+        int needed;
+        const char *name, *role;
+        int64_t bytes;
+    } scratch[] = {
+        {stage_in, "in_nhwc", "input_nhwc", m->c * m->h * m->w_},
+        {stage_out, "out_nhwc", "output_nhwc", m->oc * m->oh * m->ow},
+        {ctx > 0, "ctx", "ctx", ctx},
+    };
+    for (size_t s = 0; s < sizeof scratch / sizeof scratch[0]; s++) {
+        if (!scratch[s].needed)
+            continue;
+        snprintf(bn, sizeof bn, "k%zu_%s", k, scratch[s].name);
+        tth_tbuffer *b = local(c, bn, TTH_I8, scratch[s].bytes);
         if (!b)
             goto oom;
-        ROLE("ctx", b);
+        ROLE(scratch[s].role, b);
     }
     if (m->w) {
         tth_tensor *wt = reorder_weights(m);

@@ -6,7 +6,8 @@
 
 #include <tth/relay.h>
 
-/* The partition rule for one call of fn: 1 yes, 0 no (reason in why), negative TTH_E* on error. */
+/* The partition rule for one call of fn: 1 yes, 0 no (reason in why), negative TTH_E* on error
+ * (TTH_EINVAL when call is not a call). */
 int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *why, size_t len);
 
 /* The blob format (FORMAT.md). */

@@ -34,8 +34,6 @@ TTH_PLUGIN_EXPORT int tth_partition_supports(const tth_host *host, const json_t 
 {
     (void)host;
     (void)target;
-    if (!fn || !call || call->kind != TTH_REXPR_CALL)
-        return TTH_EINVAL;
     return ethosn_supports(fn, call, why, why_len);
 }
 

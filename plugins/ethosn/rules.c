@@ -492,6 +492,8 @@ __attribute__((destructor)) static void users_unload(void)
 
 int ethosn_supports(const tth_relay_function *fn, const tth_rexpr *call, char *why, size_t len)
 {
+    if (!fn || !call || call->kind != TTH_REXPR_CALL)
+        return TTH_EINVAL;
     const tth_relay_users *u = tth_relay_users_of(&users, fn);
     if (!u)
         return TTH_ENOMEM;

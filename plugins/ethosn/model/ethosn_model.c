@@ -862,6 +862,17 @@ static int32_t bad(em_net *n, unsigned i, const em_node *d, const char *what)
     return em_fail(n, ETHOSN_MODEL_E_CORRUPT, "node %u (%s): %s", i, OPNAME(d), what);
 }
 
+/* The required attribute "axis" of a node over x, counted from the end when negative. */
+static int32_t attr_axis(em_net *n, const em_node *d, unsigned i, const em_type *x, int64_t *axis)
+{
+    int32_t rc = attr_int(n, d, i, "axis", 1, 0, axis);
+    if (rc)
+        return rc;
+    if (*axis < 0)
+        *axis += x->rank;
+    return *axis >= 0 && *axis < x->rank ? 0 : bad(n, i, d, "axis out of range");
+}
+
 static const char *const resize_methods[] = {"nearest", "linear", NULL};
 static const char *const resize_ct[] = {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", NULL};
 static const char *const resize_nm[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
@@ -1131,12 +1142,8 @@ static int32_t link_call(em_net *n, unsigned i)
         break;
     }
     case OP_CONCAT:
-        if ((rc = attr_int(n, d, i, "axis", 1, 0, &v)))
+        if ((rc = attr_axis(n, d, i, x, &v)))
             return rc;
-        if (v < 0)
-            v += x->rank;
-        if (v < 0 || v >= x->rank)
-            return bad(n, i, d, "axis out of range");
         want = *x;
         for (unsigned k = 1; k < d->nargs; k++) {
             const em_type *y = AT(d, k);
@@ -1150,12 +1157,8 @@ static int32_t link_call(em_net *n, unsigned i)
         break;
     case OP_SPLIT: {
         em_attr at;
-        if ((rc = attr_int(n, d, i, "axis", 1, 0, &v)))
+        if ((rc = attr_axis(n, d, i, x, &v)))
             return rc;
-        if (v < 0)
-            v += x->rank;
-        if (v < 0 || v >= x->rank)
-            return bad(n, i, d, "axis out of range");
         if (!em_attr_find(n, d, "sizes", &at))
             return attr_missing(n, d, i, "sizes");
         if (at.tag != A_INTS || at.n != d->ntypes)
