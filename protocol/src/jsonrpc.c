@@ -81,9 +81,9 @@ void tthp_message_clear(tthp_message *m)
     memset(m, 0, sizeof *m);
 }
 
-json_t *tthp_request_new(json_int_t id, const char *method, json_t *params_new)
+/* m with "params" set to params_new (stolen), when both are there. */
+static json_t *with_params(json_t *m, json_t *params_new)
 {
-    json_t *m = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
     if (m && params_new)
         json_object_set_new(m, "params", params_new);
     else
@@ -91,14 +91,14 @@ json_t *tthp_request_new(json_int_t id, const char *method, json_t *params_new)
     return m;
 }
 
+json_t *tthp_request_new(json_int_t id, const char *method, json_t *params_new)
+{
+    return with_params(json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", id, "method", method), params_new);
+}
+
 json_t *tthp_notification_new(const char *method, json_t *params_new)
 {
-    json_t *m = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
-    if (m && params_new)
-        json_object_set_new(m, "params", params_new);
-    else
-        json_decref(params_new);
-    return m;
+    return with_params(json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method), params_new);
 }
 
 json_t *tthp_result_new(const json_t *id, json_t *result_new)
