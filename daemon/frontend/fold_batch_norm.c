@@ -26,21 +26,29 @@ static void bn_coeffs(tth_rexpr *const *args, double eps, int64_t c, double *s, 
     t[0] = tth__ld_f64(b, c) - tth__ld_f64(mu, c) * s[0];
 }
 
+/* Two new tensors of types ta and tb; 0, or TTH_ENOMEM with neither kept and diag set at span. */
+static int new_pair(const tth_ttype *ta, tth_tensor **a, const tth_ttype *tb, tth_tensor **b, const char *span,
+                    tth_diag *diag)
+{
+    *a = tth_tensor_new(ta, NULL);
+    *b = tth_tensor_new(tb, NULL);
+    if (*a && *b)
+        return 0;
+    tth_tensor_unref(*a);
+    tth_tensor_unref(*b);
+    return tth_diag_set(diag, TTH_ENOMEM, span, "out of memory folding batch norm");
+}
+
 static tth_rexpr *fold_into_conv(tth_relay_module *m, tth_rexpr *conv, tth_rexpr *const *args, double eps,
                                  tth_diag *diag)
 {
     const tth_tensor *w = conv->u.call.args[1]->u.constant.value;
     const tth_tensor *b0 = conv->u.call.nargs > 2 ? conv->u.call.args[2]->u.constant.value : NULL;
     int64_t O = w->type.shape[0], per = tth_ttype_numel(&w->type) / (O ? O : 1);
-    tth_tensor *nw = tth_tensor_new(&w->type, NULL);
     tth_ttype bt = {.dtype = w->type.dtype, .rank = 1, .shape = {O}};
-    tth_tensor *nb = tth_tensor_new(&bt, NULL);
-    if (!nw || !nb) {
-        tth_tensor_unref(nw);
-        tth_tensor_unref(nb);
-        tth_diag_set(diag, TTH_ENOMEM, conv->span, "out of memory folding batch norm");
+    tth_tensor *nw, *nb;
+    if (new_pair(&w->type, &nw, &bt, &nb, conv->span, diag))
         return NULL;
-    }
     for (int64_t o = 0; o < O; o++) {
         double s, t;
         bn_coeffs(args, eps, o, &s, &t);
@@ -94,13 +102,9 @@ static tth_rexpr *bn_visit(void *ctx, tth_relay_module *m, tth_rexpr *orig, tth_
     if (all_const(args + 1, 4)) {
         tth_ttype ct = {.dtype = xt->dtype, .rank = r};
         memcpy(ct.shape, shape, sizeof(int64_t) * (size_t)r);
-        tth_tensor *st = tth_tensor_new(&ct, NULL), *tt = tth_tensor_new(&ct, NULL);
-        if (!st || !tt) {
-            tth_tensor_unref(st);
-            tth_tensor_unref(tt);
-            tth_diag_set(diag, TTH_ENOMEM, orig->span, "out of memory folding batch norm");
+        tth_tensor *st, *tt;
+        if (new_pair(&ct, &st, &ct, &tt, orig->span, diag))
             return NULL;
-        }
         for (int64_t c = 0; c < C; c++) {
             double sv, tv;
             bn_coeffs(args, eps, c, &sv, &tv);

@@ -350,6 +350,20 @@ static int match_tail(qdq_ctx *c, const tth_rexpr *anchor, const tth_rexpr *from
     return 1;
 }
 
+/* A conv or dense layer matched up to `from`: its tail (match_tail) and the plan; 1 when planned. */
+static int planned(qdq_ctx *c, const tth_rexpr *from, qplan *p, plan_kind kind, const tth_rexpr *anchor,
+                   const tth_rexpr *x, const tth_rexpr *w, const tth_rexpr *bias)
+{
+    if (!match_tail(c, anchor, from, p))
+        return 0;
+    p->kind = kind;
+    p->anchor = anchor;
+    p->dq_x = x;
+    p->dq_w = w;
+    p->bias = bias;
+    return 1;
+}
+
 static int match_conv(qdq_ctx *c, const tth_rexpr *conv, qplan *p)
 {
     const tth_rexpr *x = conv->u.call.args[0], *w = conv->u.call.args[1];
@@ -371,14 +385,7 @@ static int match_conv(qdq_ctx *c, const tth_rexpr *conv, qplan *p)
         bias = b;
         from = add;
     }
-    if (!match_tail(c, conv, from, p))
-        return 0;
-    p->kind = PLAN_CONV;
-    p->anchor = conv;
-    p->dq_x = x;
-    p->dq_w = w;
-    p->bias = bias;
-    return 1;
+    return planned(c, from, p, PLAN_CONV, conv, x, w, bias);
 }
 
 static int match_dense(qdq_ctx *c, const tth_rexpr *mm, qplan *p)
@@ -412,15 +419,8 @@ static int match_dense(qdq_ctx *c, const tth_rexpr *mm, qplan *p)
         bias = b;
         from = add;
     }
-    if (!match_tail(c, mm, from, p))
-        return 0;
-    p->kind = PLAN_DENSE;
-    p->anchor = mm;
-    p->dq_x = a;
-    p->dq_w = w;
     p->w_transposed = transposed;
-    p->bias = bias;
-    return 1;
+    return planned(c, from, p, PLAN_DENSE, mm, a, w, bias);
 }
 
 /* quantize(op(dequantize(x))) with the same scale, zero point and dtype on both sides, for an op
