@@ -350,6 +350,11 @@ TTH_API void tth_resize_taps_at(const tth_resize2d_attrs *a, int axis, int64_t o
  * (params first). *out is arena memory of the module. Returns count, or negative on OOM. */
 TTH_API int64_t tth_relay_topo(tth_relay_module *m, const tth_relay_function *fn, tth_rexpr ***out);
 
+/* The expressions e reads, in order (CALL: its arguments; TUPLE: its fields; TUPLE_GET: the
+ * tuple; VAR, CONST: none): *out is set to e's own array of the returned count. The one place
+ * that knows each kind's operands, as tth_tir_expr_children is for TIR. */
+TTH_API size_t tth_relay_expr_args(const tth_rexpr *e, tth_rexpr *const **out);
+
 /* ---- Users and readers: what a plugin's pattern matcher asks around one call ---- */
 
 /* Who uses each node of one function (calls, tuples, tuple_gets), built in one pass. */

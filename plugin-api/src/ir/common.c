@@ -305,6 +305,21 @@ uint64_t tth_tensor_hash(const tth_tensor *t)
     return XXH64(t->data, t->nbytes, seed);
 }
 
+/* A float's bits, and back. */
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float f32_of_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* float16 (ir_common.h). */
 float tth_f16_to_f32(uint16_t h)
 {
@@ -325,15 +340,12 @@ float tth_f16_to_f32(uint16_t h)
     } else {
         u = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return f32_of_bits(u);
 }
 
 uint16_t tth_f32_to_f16(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
     int32_t exp = (int32_t)((u >> 23) & 0xff);
     uint32_t man = u & 0x7fffff;
@@ -361,16 +373,12 @@ uint16_t tth_f32_to_f16(float f)
 /* bfloat16 (ir_common.h). */
 float tth_bf16_to_f32(uint16_t b)
 {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return f32_of_bits((uint32_t)b << 16);
 }
 
 uint16_t tth_f32_to_bf16(float f)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
+    uint32_t u = f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: truncating could clear every mantissa bit */
         return (uint16_t)((u >> 16) | 0x40);
     /* adding 0x7fff rounds up past the halfway point; adding the kept lsb too breaks ties to

@@ -355,23 +355,13 @@ tth_rexpr *tth_relay_tuple_get(tth_relay_module *m, tth_rexpr *tuple, int32_t in
 
 /* ---- walking ---- */
 
-static size_t nchildren(const tth_rexpr *e)
+size_t tth_relay_expr_args(const tth_rexpr *e, tth_rexpr *const **out)
 {
     switch (e->kind) {
-    case TTH_REXPR_CALL: return e->u.call.nargs;
-    case TTH_REXPR_TUPLE: return e->u.tuple.nfields;
-    case TTH_REXPR_TUPLE_GET: return 1;
-    default: return 0;
-    }
-}
-
-static const tth_rexpr *child(const tth_rexpr *e, size_t i)
-{
-    switch (e->kind) {
-    case TTH_REXPR_CALL: return e->u.call.args[i];
-    case TTH_REXPR_TUPLE: return e->u.tuple.fields[i];
-    case TTH_REXPR_TUPLE_GET: return e->u.get.tuple;
-    default: return NULL;
+    case TTH_REXPR_CALL: *out = e->u.call.args; return e->u.call.nargs;
+    case TTH_REXPR_TUPLE: *out = e->u.tuple.fields; return e->u.tuple.nfields;
+    case TTH_REXPR_TUPLE_GET: *out = &e->u.get.tuple; return 1;
+    default: *out = NULL; return 0;
     }
 }
 
@@ -400,8 +390,9 @@ int64_t tth__relay_walk(const tth_relay_module *m, const tth_rexpr *root, uint8_
     state[root->id] = 1;
     while (sn) {
         walk_frame *f = &stack[sn - 1];
-        if (f->next < nchildren(f->e)) {
-            const tth_rexpr *c = child(f->e, f->next++);
+        tth_rexpr *const *args;
+        if (f->next < tth_relay_expr_args(f->e, &args)) {
+            const tth_rexpr *c = args[f->next++];
             if (!c || TTH__RNODE(c)->owner != m || c->id >= limit) {
                 rc = TTH_EINVAL;
                 goto done;

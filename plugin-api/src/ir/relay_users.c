@@ -30,17 +30,6 @@ void tth_relay_users_free(tth_relay_users *u)
     free(u);
 }
 
-/* The expressions a node reads. */
-static size_t node_args(const tth_rexpr *e, tth_rexpr *const **args)
-{
-    switch (e->kind) {
-    case TTH_REXPR_CALL: *args = e->u.call.args; return e->u.call.nargs;
-    case TTH_REXPR_TUPLE: *args = e->u.tuple.fields; return e->u.tuple.nfields;
-    case TTH_REXPR_TUPLE_GET: *args = &e->u.get.tuple; return 1;
-    default: *args = NULL; return 0;
-    }
-}
-
 static tth_relay_users *users_build(const tth_relay_function *fn)
 {
     tth_rexpr **nodes = NULL;
@@ -63,7 +52,7 @@ static tth_relay_users *users_build(const tth_relay_function *fn)
     size_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         tth_rexpr *const *args;
-        total += node_args(nodes[i], &args);
+        total += tth_relay_expr_args(nodes[i], &args);
     }
     u->list = calloc(total ? total : 1, sizeof *u->list);
     if (!u->start || !u->is_result || !u->list) {
@@ -72,7 +61,7 @@ static tth_relay_users *users_build(const tth_relay_function *fn)
     }
     for (int64_t i = 0; i < n; i++) { /* count per used node, in start[id + 1] */
         tth_rexpr *const *args;
-        size_t na = node_args(nodes[i], &args);
+        size_t na = tth_relay_expr_args(nodes[i], &args);
         for (size_t a = 0; a < na; a++)
             u->start[args[a]->id + 1]++;
     }
@@ -85,7 +74,7 @@ static tth_relay_users *users_build(const tth_relay_function *fn)
     }
     for (int64_t i = 0; i < n; i++) { /* topological order: users listed producers-first */
         tth_rexpr *const *args;
-        size_t na = node_args(nodes[i], &args);
+        size_t na = tth_relay_expr_args(nodes[i], &args);
         for (size_t a = 0; a < na; a++) {
             uint32_t id = args[a]->id;
             /* a node using the same argument twice (add(x, x)) is listed twice: two uses */
