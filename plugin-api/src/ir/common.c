@@ -305,20 +305,11 @@ uint64_t tth_tensor_hash(const tth_tensor *t)
     return XXH64(t->data, t->nbytes, seed);
 }
 
-/* A float's bits, and back. */
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float f32_of_bits(uint32_t u)
-{
+/* A float and its bits (C11 reads a union's other member as the same bytes). */
+typedef union f32_pun {
     float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+    uint32_t u;
+} f32_pun;
 
 /* float16 (ir_common.h). */
 float tth_f16_to_f32(uint16_t h)
@@ -340,12 +331,12 @@ float tth_f16_to_f32(uint16_t h)
     } else {
         u = sign | ((exp + 127 - 15) << 23) | (man << 13);
     }
-    return f32_of_bits(u);
+    return (f32_pun){.u = u}.f;
 }
 
 uint16_t tth_f32_to_f16(float f)
 {
-    uint32_t u = f32_bits(f);
+    uint32_t u = (f32_pun){.f = f}.u;
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
     int32_t exp = (int32_t)((u >> 23) & 0xff);
     uint32_t man = u & 0x7fffff;
@@ -373,12 +364,12 @@ uint16_t tth_f32_to_f16(float f)
 /* bfloat16 (ir_common.h). */
 float tth_bf16_to_f32(uint16_t b)
 {
-    return f32_of_bits((uint32_t)b << 16);
+    return (f32_pun){.u = (uint32_t)b << 16}.f;
 }
 
 uint16_t tth_f32_to_bf16(float f)
 {
-    uint32_t u = f32_bits(f);
+    uint32_t u = (f32_pun){.f = f}.u;
     if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: truncating could clear every mantissa bit */
         return (uint16_t)((u >> 16) | 0x40);
     /* adding 0x7fff rounds up past the halfway point; adding the kept lsb too breaks ties to
