@@ -41,7 +41,8 @@ extern "C" {
                            * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment);
                            * 1.3 tth_host.progress; 1.4 the TIR walker (tth_tir_walk);
                            * 1.5 tth_host.store_get/store_put; 1.6 the REINTERPRET expression;
-                           * 1.7 the DOT4_US / DOT4_SS intrinsics */
+                           * 1.7 the DOT4_US / DOT4_SS intrinsics; 1.8 tth_target_member,
+                           * tth_relay_expr_args */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 
