@@ -18,17 +18,15 @@
  * H and W only of a rank-4 tensor; 0 otherwise. */
 static int zero_pad_hw(const tth_rexpr *pad, int64_t hw[4])
 {
-    const json_t *at = pad->u.call.attrs;
-    int64_t b[TTH_MAX_RANK], e[TTH_MAX_RANK];
+    tth_pad_attrs p;
     if (pad->u.call.nargs != 1 || pad->type.nfields >= 0 || pad->type.tensor.rank != 4 ||
-        strcmp(tth__attr_str(at, "mode", "constant"), "constant") || tth__attr_num(at, "pad_value", 0.0) != 0.0 ||
-        tth__attr_ints(at, "pad_before", b, TTH_MAX_RANK) != 4 || tth__attr_ints(at, "pad_after", e, TTH_MAX_RANK) != 4 ||
-        b[0] || b[1] || e[0] || e[1])
+        tth_pad_attrs_of(pad->u.call.attrs, 4, &p, NULL) || p.mode != TTH_PAD_CONSTANT || p.value != 0.0 ||
+        p.before[0] || p.before[1] || p.after[0] || p.after[1])
         return 0;
-    hw[0] = b[2];
-    hw[1] = b[3];
-    hw[2] = e[2];
-    hw[3] = e[3];
+    hw[0] = p.before[2];
+    hw[1] = p.before[3];
+    hw[2] = p.after[2];
+    hw[3] = p.after[3];
     return 1;
 }
 

@@ -164,17 +164,13 @@ tth_texpr *lw_ew_unary(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
     }
     case TTH_OP_CLIP: {
         tth_texpr *v = x;
-        double lo = lw_dtype_lowest(t), hi = lw_dtype_highest(t);
-        if (lw_attr_has(call, "a_min")) {
-            double m = lw_attr_float(call, "a_min", lo);
-            if (m > lo || fl)
-                v = lw_bin(c, TTH_TBIN_MAX, v, fimm(c, t, fl ? m : (m > hi ? hi : ceil(m))));
-        }
-        if (lw_attr_has(call, "a_max")) {
-            double m = lw_attr_float(call, "a_max", hi);
-            if (m < hi || fl)
-                v = lw_bin(c, TTH_TBIN_MIN, v, fimm(c, t, fl ? m : (m < lo ? lo : floor(m))));
-        }
+        double lo = lw_dtype_lowest(t), hi = lw_dtype_highest(t), a_min, a_max;
+        if (tth_clip_attrs_of(call->u.call.attrs, &a_min, &a_max, NULL))
+            return NULL; /* the type relation refuses such a clip */
+        if (a_min > lo || fl)
+            v = lw_bin(c, TTH_TBIN_MAX, v, fimm(c, t, fl ? a_min : (a_min > hi ? hi : ceil(a_min))));
+        if (a_max < hi || fl)
+            v = lw_bin(c, TTH_TBIN_MIN, v, fimm(c, t, fl ? a_max : (a_max < lo ? lo : floor(a_max))));
         return v;
     }
     case TTH_OP_CAST: {

@@ -254,25 +254,14 @@ tth_tstmt *lw_take(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     return sh_nest(c, ot, take_body, &a);
 }
 
-/* pad */
-typedef enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
-
-static int pad_mode_of(const tth_rexpr *call)
-{
-    const char *m = lw_attr_str(call, "mode", "constant");
-    if (!strcmp(m, "constant"))
-        return PAD_CONSTANT;
-    if (!strcmp(m, "reflect"))
-        return PAD_REFLECT;
-    if (!strcmp(m, "edge"))
-        return PAD_EDGE;
-    return -1;
-}
-
+/* pad: its attributes through tth_pad_attrs_of (lw_shape_check has refused the ones it refuses) */
 static tth_tstmt *pad_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     sh_arg *a = arg;
-    int mode = pad_mode_of(a->call);
+    tth_pad_attrs p;
+    if (tth_pad_attrs_of(a->call->u.call.attrs, a->x->rank, &p, NULL))
+        return NULL;
+    tth_pad_mode mode = p.mode;
     tth_texpr *in[TTH_MAX_RANK];
     tth_texpr *valid = NULL;
     for (int d = 0; d < a->x->rank; d++) {
@@ -283,9 +272,9 @@ static tth_tstmt *pad_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
         }
         tth_texpr *i = lw_sub(c, idx[d], lw_i(c, before));
         tth_texpr *cl = lw_bin(c, TTH_TBIN_MIN, lw_bin(c, TTH_TBIN_MAX, i, lw_i(c, 0)), lw_i(c, D - 1));
-        if (mode == PAD_EDGE) {
+        if (mode == TTH_PAD_EDGE) {
             in[d] = cl;
-        } else if (mode == PAD_REFLECT) {
+        } else if (mode == TTH_PAD_REFLECT) {
             /* i < 0: -i; i >= D: 2(D-1) - i; then clamped (a pad larger than D-1 repeats the edge) */
             tth_texpr *r = tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, i, lw_i(c, 0)), tth_tir_un(c->m, TTH_TUN_NEG, i),
                                           tth_tir_select(c->m, lw_bin(c, TTH_TBIN_GE, i, lw_i(c, D)),
@@ -299,23 +288,18 @@ static tth_tstmt *pad_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
     }
     tth_texpr *v = lw_load_at(c, a->x, in);
     if (valid)
-        v = tth_tir_select(c->m, valid, v, lw_imm(c, a->x->dtype, lw_attr_float(a->call, "pad_value", 0)));
+        v = tth_tir_select(c->m, valid, v, lw_imm(c, a->x->dtype, p.value));
     return lw_sink_store(c, a->s, 0, idx, v);
 }
 
 tth_tstmt *lw_pad(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
-    if (!a.x)
+    tth_pad_attrs p;
+    if (!a.x || tth_pad_attrs_of(call->u.call.attrs, a.x->rank, &p, NULL))
         return NULL;
-    int nb = lw_attr_ints(call, "pad_before", a.v1, TTH_MAX_RANK);
-    int na = lw_attr_ints(call, "pad_after", a.v2, TTH_MAX_RANK);
-    for (int d = 0; d < a.x->rank; d++) {
-        if (d >= nb)
-            a.v1[d] = 0;
-        if (d >= na)
-            a.v2[d] = 0;
-    }
+    memcpy(a.v1, p.before, sizeof a.v1);
+    memcpy(a.v2, p.after, sizeof a.v2);
     return sh_nest(c, lw_ty(call), pad_body, &a);
 }
 
@@ -333,24 +317,17 @@ int lw_shape_check(const tth_rexpr *call, char *why, size_t len)
         }
         return 1;
     case TTH_OP_PAD: {
-        int m = pad_mode_of(call);
-        if (m < 0) {
-            snprintf(why, len, "%s: mode '%s' is not supported (constant, reflect, edge)", name,
-                     lw_attr_str(call, "mode", "?"));
+        tth_pad_attrs p;
+        tth_diag d;
+        if (tth_pad_attrs_of(call->u.call.attrs, xt->rank, &p, &d)) {
+            snprintf(why, len, "%s: %s", name, d.message);
             return 0;
         }
-        int64_t b[TTH_MAX_RANK], a[TTH_MAX_RANK];
-        int nb = lw_attr_ints(call, "pad_before", b, TTH_MAX_RANK), na = lw_attr_ints(call, "pad_after", a, TTH_MAX_RANK);
-        for (int d = 0; d < xt->rank; d++) {
-            if ((d < nb && b[d] < 0) || (d < na && a[d] < 0)) {
-                snprintf(why, len, "%s: negative padding is not supported", name);
-                return 0;
-            }
-            if (((d < nb && b[d] > 0) || (d < na && a[d] > 0)) && xt->shape[d] == 0) {
+        for (int k = 0; k < xt->rank; k++)
+            if ((p.before[k] > 0 || p.after[k] > 0) && xt->shape[k] == 0) {
                 snprintf(why, len, "%s: padding an empty dimension", name);
                 return 0;
             }
-        }
         return 1;
     }
     case TTH_OP_TAKE: {

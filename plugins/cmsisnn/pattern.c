@@ -119,7 +119,9 @@ static int match_tail(const tth_relay_users *u, const tth_rexpr *acc, int64_t oc
     m->out = rq;
     const tth_rexpr *cl = tth_relay_sole_user_op(u, rq, TTH_OP_CLIP);
     if (cl) {
-        double lo = tth_call_attr_real(cl, "a_min", -128), hi = tth_call_attr_real(cl, "a_max", 127);
+        double lo, hi;
+        if (tth_clip_attrs_of(cl->u.call.attrs, &lo, &hi, NULL))
+            return refuse(why, len, "clip without a_min and a_max");
         m->act_min = (int32_t)fmax(-128, ceil(lo));
         m->act_max = (int32_t)fmin(127, floor(hi));
         if (m->act_min > m->act_max)

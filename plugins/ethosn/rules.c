@@ -365,18 +365,20 @@ static int check_tanh(ectx *c, const tth_rexpr *e)
 
 static int check_pad(ectx *c, const tth_rexpr *e)
 {
-    json_t *mode = json_object_get(e->u.call.attrs, "mode");
-    if (mode && strcmp(json_string_value(mode), "constant"))
-        return REFUSE("nn.pad in %s mode: the Ethos-N78 pads with zeros", json_string_value(mode));
-    if (tth_call_attr_real(e, "pad_value", 0) != 0)
-        return REFUSE("nn.pad with value %g: the Ethos-N78 pads with zeros", tth_call_attr_real(e, "pad_value", 0));
-    int64_t b[8], a[8];
-    int n = tth_call_attr_ints(e, "pad_before", b, 8);
-    tth_call_attr_ints(e, "pad_after", a, 8);
-    for (int i = 0; i < n; i++)
-        if (b[i] > 7 || a[i] > 7)
+    static const char *const modes[] = {"constant", "reflect", "edge"};
+    tth_pad_attrs p;
+    tth_diag d;
+    int rank = tth_rexpr_ttype(e->u.call.args[0])->rank;
+    if (tth_pad_attrs_of(e->u.call.attrs, rank, &p, &d))
+        return REFUSE("nn.pad: %s", d.message);
+    if (p.mode != TTH_PAD_CONSTANT)
+        return REFUSE("nn.pad in %s mode: the Ethos-N78 pads with zeros", modes[p.mode]);
+    if (p.value != 0)
+        return REFUSE("nn.pad with value %g: the Ethos-N78 pads with zeros", p.value);
+    for (int i = 0; i < rank; i++)
+        if (p.before[i] > 7 || p.after[i] > 7)
             return REFUSE("nn.pad of %lld before and %lld after on axis %d: the Ethos-N78 pads at most 7 a side",
-                          (long long)b[i], (long long)a[i], i);
+                          (long long)p.before[i], (long long)p.after[i], i);
     return 1;
 }
 

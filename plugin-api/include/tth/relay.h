@@ -294,6 +294,24 @@ TTH_API int tth_window_attrs_of(tth_op op, const json_t *attrs, tth_window_attrs
  * share. 0, or TTH_EINVAL with diag set (not a permutation of 0..rank-1). diag may be NULL. */
 TTH_API int tth_transpose_axes_of(const json_t *attrs, int32_t rank, int64_t axes[TTH_MAX_RANK], tth_diag *diag);
 
+/* clip's bounds (attrs: the call's u.call.attrs): a_min and a_max, both required, a_min <= a_max.
+ * The one reader the type relation, the lowering, the QDQ pass and the plugins' patterns share.
+ * 0, or TTH_EINVAL with diag set. diag may be NULL. (ABI 1.8) */
+TTH_API int tth_clip_attrs_of(const json_t *attrs, double *lo, double *hi, tth_diag *diag);
+
+/* nn.pad's attributes for an input of rank `rank`: pads before and after each dimension (one
+ * entry per dimension, none negative), the constant mode's value (default 0) and the mode. The
+ * one reader the type relation, the lowering, the pad folder and the plugins' rules share; the
+ * checks that need the input's sizes (reflect smaller than the dimension) stay in the relation.
+ * 0, or TTH_EINVAL with diag set. diag may be NULL. (ABI 1.8) */
+typedef enum tth_pad_mode { TTH_PAD_CONSTANT = 0, TTH_PAD_REFLECT, TTH_PAD_EDGE } tth_pad_mode;
+typedef struct tth_pad_attrs {
+    int64_t before[TTH_MAX_RANK], after[TTH_MAX_RANK];
+    double value;
+    tth_pad_mode mode;
+} tth_pad_attrs;
+TTH_API int tth_pad_attrs_of(const json_t *attrs, int32_t rank, tth_pad_attrs *p, tth_diag *diag);
+
 /* Typed attributes of image.resize2d (ONNX Resize, docs/operators.md "Resize"): the one reader the
  * type relation, the lowering and the constant folder share. */
 typedef enum tth_resize_nearest_mode {

@@ -547,16 +547,22 @@ static int rel_hard_sigmoid(relctx *c)
     return rel_unary_float(c);
 }
 
-/* clip: {a_min, a_max} required, a_min <= a_max. */
+/* clip: {a_min, a_max} required, a_min <= a_max (tth_clip_attrs_of). */
+static int read_clip(relctx *c, double *lo, double *hi)
+{
+    int rc;
+    if ((rc = attr_float(c, "a_min", 1, 0, lo)) || (rc = attr_float(c, "a_max", 1, 0, hi)))
+        return rc;
+    if (*lo > *hi)
+        return attr_fail(c, "a_min %g is greater than a_max %g", *lo, *hi);
+    return 0;
+}
+
 static int rel_clip(relctx *c)
 {
     double lo, hi;
-    int rc;
-    if ((rc = attr_float(c, "a_min", 1, 0, &lo)) || (rc = attr_float(c, "a_max", 1, 0, &hi)))
-        return rc;
-    if (lo > hi)
-        return attr_fail(c, "a_min %g is greater than a_max %g", lo, hi);
-    return rel_unary_numeric(c);
+    int rc = read_clip(c, &lo, &hi);
+    return rc ? rc : rel_unary_numeric(c);
 }
 
 /* cast: {dtype} required. */
@@ -1044,32 +1050,41 @@ static int rel_attention(relctx *c)
     return 0;
 }
 
-static int rel_pad(relctx *c)
+/* nn.pad's attributes for rank `rank` (tth_pad_attrs_of); a wrong count is `fail`'s error. */
+static int read_pad(relctx *c, int32_t rank, tth_pad_attrs *p, int (*fail)(relctx *, const char *, ...))
 {
-    int64_t before[TTH_MAX_RANK], after[TTH_MAX_RANK];
     size_t nb, na;
-    double value;
     const char *mode;
     static const char *const modes[] = {"constant", "reflect", "edge", NULL};
     int rc;
-    if ((rc = attr_ints(c, "pad_before", NULL, 0, -1, before, TTH_MAX_RANK, &nb)) ||
-        (rc = attr_ints(c, "pad_after", NULL, 0, -1, after, TTH_MAX_RANK, &na)) ||
-        (rc = attr_float(c, "pad_value", 0, 0.0, &value)) || (rc = attr_choice(c, "mode", "constant", modes, &mode)))
+    if ((rc = attr_ints(c, "pad_before", NULL, 0, -1, p->before, TTH_MAX_RANK, &nb)) ||
+        (rc = attr_ints(c, "pad_after", NULL, 0, -1, p->after, TTH_MAX_RANK, &na)) ||
+        (rc = attr_float(c, "pad_value", 0, 0.0, &p->value)) || (rc = attr_choice(c, "mode", "constant", modes, &mode)))
         return rc;
+    if (nb != (size_t)rank || na != (size_t)rank)
+        return fail(c, "pad_before and pad_after need one entry per dimension (%d), got %zu and %zu", rank, nb, na);
+    for (int32_t i = 0; i < rank; i++)
+        if (p->before[i] < 0 || p->after[i] < 0)
+            return attr_fail(c, "pad_before and pad_after must be >= 0");
+    p->mode = !strcmp(mode, "reflect") ? TTH_PAD_REFLECT : !strcmp(mode, "edge") ? TTH_PAD_EDGE : TTH_PAD_CONSTANT;
+    return 0;
+}
+
+static int rel_pad(relctx *c)
+{
     const tth_ttype *x = ARG(c, 0);
-    if (nb != (size_t)x->rank || na != (size_t)x->rank)
-        return rel_fail(c, "pad_before and pad_after need one entry per dimension (%d), got %zu and %zu", x->rank,
-                        nb, na);
+    tth_pad_attrs p;
+    int rc = read_pad(c, x->rank, &p, rel_fail);
+    if (rc)
+        return rc;
     tth_ttype t = *x;
     for (int32_t i = 0; i < x->rank; i++) {
-        if (before[i] < 0 || after[i] < 0)
-            return attr_fail(c, "pad_before and pad_after must be >= 0");
-        if (strcmp(mode, "reflect") == 0 && (before[i] >= x->shape[i] || after[i] >= x->shape[i]))
+        if (p.mode == TTH_PAD_REFLECT && (p.before[i] >= x->shape[i] || p.after[i] >= x->shape[i]))
             return rel_fail(c, "reflect padding of dimension %d must be smaller than its size %lld", i,
                             (long long)x->shape[i]);
-        if (strcmp(mode, "edge") == 0 && x->shape[i] == 0 && (before[i] || after[i]))
+        if (p.mode == TTH_PAD_EDGE && x->shape[i] == 0 && (p.before[i] || p.after[i]))
             return rel_fail(c, "edge padding of the empty dimension %d", i);
-        t.shape[i] = x->shape[i] + before[i] + after[i];
+        t.shape[i] = x->shape[i] + p.before[i] + p.after[i];
     }
     set_out(c, &t);
     return 0;
@@ -1462,6 +1477,32 @@ int tth_transpose_axes_of(const json_t *attrs, int32_t rank, int64_t axes[TTH_MA
         return tth_diag_set(c.diag, TTH_EINVAL, c.location, "transpose of rank %d", (int)rank);
     /* the relation's refusals are type errors of the call; here, of the attributes */
     if (read_transpose_axes(&c, rank, axes) != 0) {
+        c.diag->code = TTH_EINVAL;
+        return TTH_EINVAL;
+    }
+    return 0;
+}
+
+int tth_clip_attrs_of(const json_t *attrs, double *lo, double *hi, tth_diag *diag)
+{
+    tth_diag local;
+    relctx c;
+    attrs_ctx(&c, TTH_OP_CLIP, attrs, diag, &local);
+    if (read_clip(&c, lo, hi) != 0) {
+        c.diag->code = TTH_EINVAL;
+        return TTH_EINVAL;
+    }
+    return 0;
+}
+
+int tth_pad_attrs_of(const json_t *attrs, int32_t rank, tth_pad_attrs *p, tth_diag *diag)
+{
+    tth_diag local;
+    relctx c;
+    attrs_ctx(&c, TTH_OP_PAD, attrs, diag, &local);
+    if (rank < 0 || rank > TTH_MAX_RANK)
+        return tth_diag_set(c.diag, TTH_EINVAL, c.location, "nn.pad of rank %d", (int)rank);
+    if (read_pad(&c, rank, p, attr_fail) != 0) {
         c.diag->code = TTH_EINVAL;
         return TTH_EINVAL;
     }

@@ -801,3 +801,72 @@ Test(relay_ops, resize_taps_rule)
     cr_assert(t.n == 1 && t.idx[0] == 1 && t.w[0] == 1);
     json_decref(at);
 }
+
+/* tth_clip_attrs_of and tth_pad_attrs_of: the one reader of clip's bounds and of nn.pad's
+ * attributes (type relation, lowering, QDQ pass, pad folder, the NPU plugins' rules). */
+Test(relay_ops, clip_and_pad_attrs_one_reader)
+{
+    static const struct {
+        const char *attrs;
+        double lo, hi;
+        const char *says; /* NULL: accepted */
+    } clips[] = {
+        {"{\"a_min\": -1.5, \"a_max\": 6}", -1.5, 6, NULL},
+        {"{\"a_min\": 0, \"a_max\": 0}", 0, 0, NULL},
+        {"{\"a_min\": 2, \"a_max\": 1}", 0, 0, "greater than a_max"},
+        {"{\"a_max\": 1}", 0, 0, "a_min"},
+    };
+    for (size_t i = 0; i < sizeof clips / sizeof clips[0]; i++) {
+        json_t *at = json_loads(clips[i].attrs, 0, NULL);
+        double lo = 0, hi = 0;
+        tth_diag d;
+        tth_diag_clear(&d);
+        int rc = tth_clip_attrs_of(at, &lo, &hi, &d);
+        json_decref(at);
+        if (!clips[i].says) {
+            cr_assert_eq(rc, 0, "%s: %s", clips[i].attrs, d.message);
+            cr_assert(lo == clips[i].lo && hi == clips[i].hi, "%s: [%g, %g]", clips[i].attrs, lo, hi);
+        } else {
+            cr_assert_eq(rc, TTH_EINVAL, "%s was accepted", clips[i].attrs);
+            cr_assert(strstr(d.message, clips[i].says), "%s: '%s' does not say %s", clips[i].attrs, d.message,
+                      clips[i].says);
+        }
+    }
+    static const struct {
+        const char *attrs;
+        int32_t rank;
+        tth_pad_mode mode;
+        double value;
+        const char *says;
+    } pads[] = {
+        {"{\"pad_before\": [0, 1], \"pad_after\": [2, 0]}", 2, TTH_PAD_CONSTANT, 0, NULL},
+        {"{\"pad_before\": [1], \"pad_after\": [1], \"mode\": \"reflect\", \"pad_value\": 3}", 1, TTH_PAD_REFLECT, 3,
+         NULL},
+        {"{\"pad_before\": [0], \"pad_after\": [0], \"mode\": \"edge\"}", 1, TTH_PAD_EDGE, 0, NULL},
+        {"{\"pad_before\": [0, 1], \"pad_after\": [2, 0]}", 3, TTH_PAD_CONSTANT, 0, "one entry per dimension"},
+        {"{\"pad_before\": [-1], \"pad_after\": [0]}", 1, TTH_PAD_CONSTANT, 0, ">= 0"},
+        {"{\"pad_before\": [1], \"pad_after\": [1], \"mode\": \"wrap\"}", 1, TTH_PAD_CONSTANT, 0, "mode"},
+    };
+    for (size_t i = 0; i < sizeof pads / sizeof pads[0]; i++) {
+        json_t *at = json_loads(pads[i].attrs, 0, NULL);
+        tth_pad_attrs p;
+        tth_diag d;
+        tth_diag_clear(&d);
+        int rc = tth_pad_attrs_of(at, pads[i].rank, &p, &d);
+        json_decref(at);
+        if (!pads[i].says) {
+            cr_assert_eq(rc, 0, "%s: %s", pads[i].attrs, d.message);
+            cr_assert(p.mode == pads[i].mode && p.value == pads[i].value, "%s: mode %d value %g", pads[i].attrs,
+                      (int)p.mode, p.value);
+        } else {
+            cr_assert_eq(rc, TTH_EINVAL, "%s was accepted", pads[i].attrs);
+            cr_assert(strstr(d.message, pads[i].says), "%s: '%s' does not say %s", pads[i].attrs, d.message,
+                      pads[i].says);
+        }
+    }
+    json_t *at = json_loads("{\"pad_before\": [0, 1], \"pad_after\": [2, 0]}", 0, NULL);
+    tth_pad_attrs p;
+    cr_assert_eq(tth_pad_attrs_of(at, 2, &p, NULL), 0);
+    cr_assert(p.before[0] == 0 && p.before[1] == 1 && p.after[0] == 2 && p.after[1] == 0);
+    json_decref(at);
+}
