@@ -50,15 +50,24 @@ static void answer_list(tthd_server *srv, tthd_request *req, const json_t *descr
     }
 }
 
-static void on_describe_done(tthd_job *job)
+/* The request a finished job answers, no longer waiting on it; NULL when the job failed (its
+ * error is then the answer). */
+static tthd_request *job_done(tthd_job *job)
 {
     tthd_request *req = job->data;
     req->job = NULL;
     if (job->error) {
         tthd_respond_error_obj(req, job->error);
-        return;
+        return NULL;
     }
-    answer_list(req->conn->srv, req, job->result);
+    return req;
+}
+
+static void on_describe_done(tthd_job *job)
+{
+    tthd_request *req = job_done(job);
+    if (req)
+        answer_list(req->conn->srv, req, job->result);
 }
 
 /* targets/list, tags/list, plugins/list: from the newest worker's describe when it is for the
@@ -187,11 +196,8 @@ static void m_shutdown(tthd_server *srv, tthd_request *req)
 
 static void on_parse_done(tthd_job *job)
 {
-    tthd_request *req = job->data;
-    req->job = NULL;
-    if (job->error)
-        tthd_respond_error_obj(req, job->error);
-    else
+    tthd_request *req = job_done(job);
+    if (req)
         tthd_respond(req, json_incref(job->result));
 }
 
@@ -369,13 +375,10 @@ static int answer_miss_from_entry(tthd_server *srv, tthd_request *req, tthd_job 
 
 static void on_compile_done(tthd_job *job)
 {
-    tthd_request *req = job->data;
-    tthd_server *srv = req->conn->srv;
-    req->job = NULL;
-    if (job->error) {
-        tthd_respond_error_obj(req, job->error);
+    tthd_request *req = job_done(job);
+    if (!req)
         return;
-    }
+    tthd_server *srv = req->conn->srv;
     /* the bytes the worker compiled, when it read the model file itself (it may have changed
      * since its digest was taken) */
     parse_digest(json_string_value(json_object_get(job->result, "model_digest")), req->model_digest);
@@ -482,7 +485,8 @@ static void digest_done(uv_work_t *w, int status)
 
 void tthd_digest_work_cancel(tthd_digest_work *x)
 {
-    x->req = NULL;
+    if (x)
+        x->req = NULL;
 }
 
 /* model.path: its digest (remembered, digest.c, or taken in the thread pool), then
@@ -695,19 +699,17 @@ static int start_ext_check(tthd_server *srv, tthd_request *req, const json_t *me
 
 void tthd_ext_check_cancel(tthd_ext_check *x)
 {
-    x->req = NULL;
+    if (x)
+        x->req = NULL;
 }
 
 /* The target parsed: look the artifact up, or compile it. */
 static void on_compile_target(tthd_job *job)
 {
-    tthd_request *req = job->data;
-    tthd_server *srv = req->conn->srv;
-    req->job = NULL;
-    if (job->error) {
-        tthd_respond_error_obj(req, job->error);
+    tthd_request *req = job_done(job);
+    if (!req)
         return;
-    }
+    tthd_server *srv = req->conn->srv;
     const char *text = json_string_value(json_object_get(job->result, "json"));
     const json_t *kinds = json_object_get(job->result, "kinds");
     req->target = json_incref(json_object_get(job->result, "target"));
@@ -899,7 +901,8 @@ static void ext_write_done(uv_work_t *w, int status)
 
 void tthd_ext_write_cancel(tthd_ext_write *x)
 {
-    x->req = NULL;
+    if (x)
+        x->req = NULL;
 }
 
 /* Start writing the upload's external data files (model.external_data) into a private directory

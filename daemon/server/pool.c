@@ -319,13 +319,6 @@ static void on_worker_frame(tthd_worker *w, const tthp_frame *f)
     tthp_message_clear(&m);
 }
 
-static void on_worker_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    (void)h;
-    buf->base = malloc(suggested);
-    buf->len = buf->base ? suggested : 0;
-}
-
 static void on_worker_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     tthd_worker *w = s->data;
@@ -542,7 +535,7 @@ static void worker_spawn(tthd_pool *pool)
     pool->spawned++;
     w->next = pool->workers;
     pool->workers = w;
-    uv_read_start((uv_stream_t *)&w->from, on_worker_alloc, on_worker_read);
+    uv_read_start((uv_stream_t *)&w->from, tthd_read_alloc, on_worker_read);
     tthd_log(TTHD_LOG_DEBUG, "started worker %d", w->pid);
 }
 

@@ -232,56 +232,66 @@ static void give(tthd_remote *r, redisContext *c)
         redisFree(c);
 }
 
-/* GET key into a malloc'd buffer: 1 (*val, *n), 0 (no such key), -1 unreachable, -2 an error
- * answer (in err). */
-static int raw_get(tthd_remote *r, const char *key, uint8_t **val, size_t *n, char *err, size_t len)
+/* Write a raw command and read the first line of its answer, on a connection taken as command()
+ * takes one (a reused one found broken is replaced once, a stalled one is not): the connection,
+ * its answer's rest unread, or NULL with err. */
+static redisContext *raw_command(tthd_remote *r, const char *const *argv, const size_t *lens, int argc, char *line,
+                                 size_t cap, char *err, size_t len)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         int reused;
         redisContext *c = take(r, &reused, err, len);
         if (!c)
-            return -1;
-        const char *argv[] = {"GET", key};
-        size_t lens[] = {3, strlen(key)};
-        char line[512];
-        int rc = raw_write(c->fd, argv, lens, 2, err, len);
+            return NULL;
+        int rc = raw_write(c->fd, argv, lens, argc, err, len);
         if (rc == 0)
-            rc = raw_line(c->fd, line, sizeof line, "GET", err, len);
-        if (rc != 0) {
-            redisFree(c);
-            if (reused && rc != -2) /* a stale connection, not a stalled Redis: once more */
-                continue;
-            return -1;
-        }
-        if (line[0] == '-') {
-            snprintf(err, len, "GET: %.160s", line + 1);
-            give(r, c);
-            return -2;
-        }
-        char *end;
-        long long size = line[0] == '$' ? strtoll(line + 1, &end, 10) : -2;
-        if (size == -1) {
-            give(r, c);
-            return 0;
-        }
-        /* a value is at most 512 MiB (Redis's own limit); anything else is not one of ours */
-        uint8_t *buf = size >= 0 && *end == '\0' && size <= (512ll << 20) ? malloc((size_t)size + 2) : NULL;
-        if (!buf) {
-            snprintf(err, len, "GET: unexpected answer '%.40s'", line);
-            redisFree(c); /* the rest of the answer is unread: the connection is spoiled */
-            return -2;
-        }
-        if (raw_read(c->fd, (char *)buf, (size_t)size + 2, "GET", err, len) != 0) {
-            free(buf);
-            redisFree(c);
-            return -1;
-        }
-        give(r, c);
-        *val = buf;
-        *n = (size_t)size;
-        return 1;
+            rc = raw_line(c->fd, line, cap, argv[0], err, len);
+        if (rc == 0)
+            return c;
+        redisFree(c);
+        if (!reused || rc == -2) /* a stalled Redis, not a stale connection: no second try */
+            return NULL;
     }
-    return -1;
+    return NULL;
+}
+
+/* GET key into a malloc'd buffer: 1 (*val, *n), 0 (no such key), -1 unreachable, -2 an error
+ * answer (in err). */
+static int raw_get(tthd_remote *r, const char *key, uint8_t **val, size_t *n, char *err, size_t len)
+{
+    const char *argv[] = {"GET", key};
+    size_t lens[] = {3, strlen(key)};
+    char line[512];
+    redisContext *c = raw_command(r, argv, lens, 2, line, sizeof line, err, len);
+    if (!c)
+        return -1;
+    if (line[0] == '-') {
+        snprintf(err, len, "GET: %.160s", line + 1);
+        give(r, c);
+        return -2;
+    }
+    char *end;
+    long long size = line[0] == '$' ? strtoll(line + 1, &end, 10) : -2;
+    if (size == -1) {
+        give(r, c);
+        return 0;
+    }
+    /* a value is at most 512 MiB (Redis's own limit); anything else is not one of ours */
+    uint8_t *buf = size >= 0 && *end == '\0' && size <= (512ll << 20) ? malloc((size_t)size + 2) : NULL;
+    if (!buf) {
+        snprintf(err, len, "GET: unexpected answer '%.40s'", line);
+        redisFree(c); /* the rest of the answer is unread: the connection is spoiled */
+        return -2;
+    }
+    if (raw_read(c->fd, (char *)buf, (size_t)size + 2, "GET", err, len) != 0) {
+        free(buf);
+        redisFree(c);
+        return -1;
+    }
+    give(r, c);
+    *val = buf;
+    *n = (size_t)size;
+    return 1;
 }
 
 /* SET key value EX ttl: 0, -1 unreachable, -2 an error answer */
@@ -289,30 +299,17 @@ static int raw_set(tthd_remote *r, const char *key, const uint8_t *val, size_t n
 {
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%" PRIu64, r->cfg->ttl);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int reused;
-        redisContext *c = take(r, &reused, err, len);
-        if (!c)
-            return -1;
-        const char *argv[] = {"SET", key, (const char *)val, "EX", ttl};
-        size_t lens[] = {3, strlen(key), n, 2, strlen(ttl)};
-        char line[512];
-        int rc = raw_write(c->fd, argv, lens, 5, err, len);
-        if (rc == 0)
-            rc = raw_line(c->fd, line, sizeof line, "SET", err, len);
-        if (rc != 0) {
-            redisFree(c);
-            if (reused && rc != -2)
-                continue;
-            return -1;
-        }
-        give(r, c);
-        if (line[0] == '+')
-            return 0;
-        snprintf(err, len, "SET: %.160s", line[0] == '-' ? line + 1 : line);
-        return -2;
-    }
-    return -1;
+    const char *argv[] = {"SET", key, (const char *)val, "EX", ttl};
+    size_t lens[] = {3, strlen(key), n, 2, strlen(ttl)};
+    char line[512];
+    redisContext *c = raw_command(r, argv, lens, 5, line, sizeof line, err, len);
+    if (!c)
+        return -1;
+    give(r, c);
+    if (line[0] == '+')
+        return 0;
+    snprintf(err, len, "SET: %.160s", line[0] == '-' ? line + 1 : line);
+    return -2;
 }
 
 /* Run one small command (argv form) through hiredis on an idle connection, or a new one; a
@@ -610,9 +607,11 @@ tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char 
 
 void tthd_remote_cancel(tthd_remote_get *g)
 {
-    g->op.cb = NULL;
-    g->op.data = NULL;
-    uv_cancel((uv_req_t *)&g->op.req); /* fails once it runs: then its answer is dropped */
+    if (g) {
+        g->op.cb = NULL;
+        g->op.data = NULL;
+        uv_cancel((uv_req_t *)&g->op.req); /* fails once it runs: then its answer is dropped */
+    }
 }
 
 /* A store of key's entry, to fill with its bytes (blob) or its local file (file) */

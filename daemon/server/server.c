@@ -26,26 +26,13 @@ static void server_maybe_done(tthd_server *srv);
 static void request_free(tthd_request *req)
 {
     tthd_conn *conn = req->conn;
-    if (req->job) {
+    /* work still under way for the request drops its answer (none of these calls back) */
+    if (req->job)
         tthd_pool_cancel(&conn->srv->pool, req->job);
-        req->job = NULL;
-    }
-    if (req->remote) {
-        tthd_remote_cancel(req->remote);
-        req->remote = NULL;
-    }
-    if (req->ext_check) {
-        tthd_ext_check_cancel(req->ext_check);
-        req->ext_check = NULL;
-    }
-    if (req->digest_work) {
-        tthd_digest_work_cancel(req->digest_work);
-        req->digest_work = NULL;
-    }
-    if (req->ext_write) {
-        tthd_ext_write_cancel(req->ext_write);
-        req->ext_write = NULL;
-    }
+    tthd_remote_cancel(req->remote);
+    tthd_ext_check_cancel(req->ext_check);
+    tthd_digest_work_cancel(req->digest_work);
+    tthd_ext_write_cancel(req->ext_write);
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {
@@ -385,13 +372,6 @@ static void on_oversize_frame(tthd_conn *conn, const tthp_frame *f)
     }
 }
 
-static void on_conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    (void)h;
-    buf->base = malloc(suggested);
-    buf->len = buf->base ? suggested : 0;
-}
-
 static void on_conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     tthd_conn *conn = s->data;
@@ -481,7 +461,7 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     tthd_log(TTHD_LOG_DEBUG, "client pid %d connected", (int)cred.pid);
     conn->last_ms = uv_now(srv->loop);
-    uv_read_start((uv_stream_t *)&conn->pipe, on_conn_alloc, on_conn_read);
+    uv_read_start((uv_stream_t *)&conn->pipe, tthd_read_alloc, on_conn_read);
 }
 
 /* ---- the socket ------------------------------------------------------------------------ */
@@ -676,6 +656,18 @@ static void close_if_open(uv_handle_t *h)
         uv_close(h, NULL);
 }
 
+/* The server's timers and signal handles, closed */
+static void close_timers(tthd_server *srv)
+{
+    close_if_open((uv_handle_t *)&srv->stop_timer);
+    close_if_open((uv_handle_t *)&srv->idle_timer);
+    close_if_open((uv_handle_t *)&srv->rescan_timer);
+    close_if_open((uv_handle_t *)&srv->reap_timer);
+    close_if_open((uv_handle_t *)&srv->conn_idle_timer);
+    close_if_open((uv_handle_t *)&srv->sigterm);
+    close_if_open((uv_handle_t *)&srv->sigint);
+}
+
 /* Everything ends: called once no request is left (or the grace period ran out). */
 static void server_finish(tthd_server *srv)
 {
@@ -688,13 +680,7 @@ static void server_finish(tthd_server *srv)
         conn_close_after_flush(c);
     }
     tthd_pool_close(&srv->pool);
-    close_if_open((uv_handle_t *)&srv->stop_timer);
-    close_if_open((uv_handle_t *)&srv->idle_timer);
-    close_if_open((uv_handle_t *)&srv->rescan_timer);
-    close_if_open((uv_handle_t *)&srv->reap_timer);
-    close_if_open((uv_handle_t *)&srv->conn_idle_timer);
-    close_if_open((uv_handle_t *)&srv->sigterm);
-    close_if_open((uv_handle_t *)&srv->sigint);
+    close_timers(srv);
     for (int i = 0; i < srv->watching; i++)
         close_if_open((uv_handle_t *)&srv->watch[i]);
 }
@@ -774,13 +760,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
             uv_close((uv_handle_t *)&srv->listener, NULL);
             srv->listening = 0;
         }
-        close_if_open((uv_handle_t *)&srv->idle_timer);
-        close_if_open((uv_handle_t *)&srv->stop_timer);
-        close_if_open((uv_handle_t *)&srv->rescan_timer);
-        close_if_open((uv_handle_t *)&srv->reap_timer);
-        close_if_open((uv_handle_t *)&srv->conn_idle_timer);
-        close_if_open((uv_handle_t *)&srv->sigterm);
-        close_if_open((uv_handle_t *)&srv->sigint);
+        close_timers(srv);
         srv->stopping = 2;
         return -1;
     }

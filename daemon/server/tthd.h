@@ -72,7 +72,7 @@ typedef struct tthd_options {
     int verbose;
 } tthd_options;
 
-/* ---- wire.c: framed writes on libuv streams ------------------------------------------- */
+/* ---- wire.c: framed writes and read buffers on libuv streams --------------------------- */
 
 /* Called when a write finished (status 0) or failed; data as given. */
 typedef void (*tthd_written_cb)(void *data, int status);
@@ -80,6 +80,9 @@ typedef void (*tthd_written_cb)(void *data, int status);
 int tthd_write_frame(uv_stream_t *s, const void *body, size_t len, int binary, tthd_written_cb cb,
                      void *data);
 int tthd_write_msg(uv_stream_t *s, const json_t *msg, tthd_written_cb cb, void *data);
+/* The alloc callback of every stream the daemon reads (uv_read_start): a fresh buffer of the
+ * suggested size, which the read callback frees. */
+void tthd_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
 /* ---- cache.c --------------------------------------------------------------------------- */
 
@@ -237,7 +240,8 @@ void tthd_remote_free(tthd_remote *r);
  * tried (no remote cache, or it is down until its retry time): a miss, now. */
 tthd_remote_get *tthd_remote_lookup(tthd_remote *r, const char *key, const char *local_path, const char *model_dir,
                                     tthd_remote_cb cb, void *data);
-/* The request went away: cb will not be called. */
+/* The request went away: cb will not be called (NULL: nothing to cancel, as for the cancels
+ * of methods.c). */
 void tthd_remote_cancel(tthd_remote_get *g);
 /* Store an artifact (copied) in the thread pool, unless too large or Redis is down. */
 void tthd_remote_store(tthd_remote *r, const char *key, const uint8_t *artifact, size_t len,
@@ -254,6 +258,7 @@ json_t *tthd_remote_notice(tthd_remote *r);
 
 /* ---- methods.c ---- */
 
+/* Each cancel takes NULL as nothing under way. */
 typedef struct tthd_ext_check tthd_ext_check;
 /* The request went away while its hit's external data was being hashed. */
 void tthd_ext_check_cancel(tthd_ext_check *x);

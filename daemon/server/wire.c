@@ -1,5 +1,6 @@
-/* wire.c: framed writes on libuv streams. Each write owns a copy of its frame, so the caller's
- * buffers may go away at once; the copy is freed in the write callback. */
+/* wire.c: framed writes on libuv streams, and the buffers reads land in. Each write owns a copy
+ * of its frame, so the caller's buffers may go away at once; the copy is freed in the write
+ * callback. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,4 +50,11 @@ int tthd_write_msg(uv_stream_t *s, const json_t *msg, tthd_written_cb cb, void *
     int rc = tthd_write_frame(s, text, len, 0, cb, data);
     free(text);
     return rc;
+}
+
+void tthd_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    buf->base = malloc(suggested);
+    buf->len = buf->base ? suggested : 0;
 }
