@@ -23,54 +23,40 @@ static void trap_leave(int i, const char *hook, int rc, tth_diag *d)
         trap_cb(slots[i], NULL);
 }
 
-#define TTHW_SLOT(i)                                                                               \
-    static int tp_##i(const tth_host *h, const json_t *t, json_t **o, tth_diag *d)                 \
+/* Trampoline pre_i: slot i's plugin's hook between trap_enter and trap_leave (diag: where the
+ * hook reports an error, or NULL) */
+#define TTHW_HOOK(i, pre, hook, params, args, diag)                                                \
+    static int pre##_##i params                                                                    \
     {                                                                                              \
-        trap_enter(i, "target_parser");                                                            \
-        int rc = slots[i]->target_parser(h, t, o, d);                                              \
-        trap_leave(i, "target_parser", rc, d);                                                     \
-        return rc;                                                                                 \
-    }                                                                                              \
-    static int rt_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
-                      const char *g, tth_tir_module *m, tth_diag *d)                               \
-    {                                                                                              \
-        trap_enter(i, "relay_to_tir");                                                             \
-        int rc = slots[i]->relay_to_tir(h, t, f, g, m, d);                                         \
-        trap_leave(i, "relay_to_tir", rc, d);                                                      \
-        return rc;                                                                                 \
-    }                                                                                              \
-    static int tr_##i(const tth_host *h, const json_t *t, const tth_tir_module *m,                 \
-                      tth_runtime_module *o, tth_diag *d)                                          \
-    {                                                                                              \
-        trap_enter(i, "tir_to_runtime");                                                           \
-        int rc = slots[i]->tir_to_runtime(h, t, m, o, d);                                          \
-        trap_leave(i, "tir_to_runtime", rc, d);                                                    \
-        return rc;                                                                                 \
-    }                                                                                              \
-    static int rr_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
-                      const char *g, tth_runtime_module *o, tth_diag *d)                           \
-    {                                                                                              \
-        trap_enter(i, "relay_to_runtime");                                                         \
-        int rc = slots[i]->relay_to_runtime(h, t, f, g, o, d);                                     \
-        trap_leave(i, "relay_to_runtime", rc, d);                                                  \
-        return rc;                                                                                 \
-    }                                                                                              \
-    static int cu_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
-                      const char *g, tth_const_map *o, tth_diag *d)                                \
-    {                                                                                              \
-        trap_enter(i, "constant_updater");                                                         \
-        int rc = slots[i]->constant_updater(h, t, f, g, o, d);                                     \
-        trap_leave(i, "constant_updater", rc, d);                                                  \
-        return rc;                                                                                 \
-    }                                                                                              \
-    static int ps_##i(const tth_host *h, const json_t *t, const tth_relay_function *f,             \
-                      const tth_rexpr *c, char *w, size_t wl)                                      \
-    {                                                                                              \
-        trap_enter(i, "partition_supports");                                                       \
-        int rc = slots[i]->partition_supports(h, t, f, c, w, wl);                                  \
-        trap_leave(i, "partition_supports", rc < 0 ? rc : 0, NULL);                                \
+        trap_enter(i, #hook);                                                                      \
+        int rc = slots[i]->hook args;                                                              \
+        trap_leave(i, #hook, rc, diag);                                                            \
         return rc;                                                                                 \
     }
+
+#define TTHW_SLOT(i)                                                                               \
+    TTHW_HOOK(i, tp, target_parser, (const tth_host *h, const json_t *t, json_t **o, tth_diag *d), \
+              (h, t, o, d), d)                                                                     \
+    TTHW_HOOK(i, rt, relay_to_tir,                                                                 \
+              (const tth_host *h, const json_t *t, const tth_relay_function *f, const char *g,     \
+               tth_tir_module *m, tth_diag *d),                                                    \
+              (h, t, f, g, m, d), d)                                                               \
+    TTHW_HOOK(i, tr, tir_to_runtime,                                                               \
+              (const tth_host *h, const json_t *t, const tth_tir_module *m, tth_runtime_module *o, \
+               tth_diag *d),                                                                       \
+              (h, t, m, o, d), d)                                                                  \
+    TTHW_HOOK(i, rr, relay_to_runtime,                                                             \
+              (const tth_host *h, const json_t *t, const tth_relay_function *f, const char *g,     \
+               tth_runtime_module *o, tth_diag *d),                                                \
+              (h, t, f, g, o, d), d)                                                               \
+    TTHW_HOOK(i, cu, constant_updater,                                                             \
+              (const tth_host *h, const json_t *t, const tth_relay_function *f, const char *g,     \
+               tth_const_map *o, tth_diag *d),                                                     \
+              (h, t, f, g, o, d), d)                                                               \
+    TTHW_HOOK(i, ps, partition_supports,                                                           \
+              (const tth_host *h, const json_t *t, const tth_relay_function *f, const tth_rexpr *c, \
+               char *w, size_t wl),                                                                \
+              (h, t, f, c, w, wl), NULL)
 
 #define TTHW_SLOTS8(X, b) X(b##0) X(b##1) X(b##2) X(b##3) X(b##4) X(b##5) X(b##6) X(b##7)
 #define TTHW_ALL_SLOTS(X)                                                                          \
