@@ -172,7 +172,7 @@ int tth_hooks_relay_to_tir(tth_partition *p, const tth_host *host, tth_tir_modul
 /* One op call of a region as a primitive function of its own: non-constant operands become
  * params (in `ext`, the region-side values), constants stay inside. */
 static tth_relay_function *single_op(tth_relay_module *m, const tth_rexpr *e, const char *name,
-                                     const tth_rexpr **ext, size_t *next, tth_diag *diag)
+                                     tth_rexpr **ext, size_t *next, tth_diag *diag)
 {
     tth_rexpr *args[256], *params[256];
     size_t np = 0;
@@ -181,23 +181,7 @@ static tth_relay_function *single_op(tth_relay_module *m, const tth_rexpr *e, co
         return NULL;
     }
     for (size_t a = 0; a < e->u.call.nargs; a++) {
-        const tth_rexpr *x = e->u.call.args[a];
-        if (x->kind == TTH_REXPR_CONST) {
-            args[a] = tth_relay_const(m, tth_tensor_ref(x->u.constant.value), x->u.constant.name);
-        } else {
-            size_t q = 0;
-            while (q < np && ext[q] != x)
-                q++;
-            if (q == np) {
-                char nm[32];
-                snprintf(nm, sizeof nm, "p%zu", np);
-                ext[np] = x;
-                params[np++] = tth_relay_var(m, tth_arena_strdup(m->arena, nm), &x->type.tensor);
-                if (!params[np - 1])
-                    break;
-            }
-            args[a] = params[q];
-        }
+        args[a] = tth_part_operand(m, e->u.call.args[a], ext, params, &np);
         if (!args[a]) {
             tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
             return NULL;
@@ -264,7 +248,7 @@ int tth_hooks_lower_region(tth_relay_module *m, const tth_part_region *r, tth_ti
         }
         char name[300];
         snprintf(name, sizeof name, "%s_%zu", r->global_symbol, ncalls);
-        const tth_rexpr *ext[256];
+        tth_rexpr *ext[256];
         size_t next = 0;
         tth_relay_function *opfn = single_op(m, e, name, ext, &next, diag);
         if (!opfn) {

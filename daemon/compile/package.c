@@ -91,6 +91,38 @@ static void pk_printf(pk_buf *b, const char *fmt, ...)
     free(s);
 }
 
+/* The text, or NULL (freed) when memory ran out */
+static char *pk_finish(pk_buf *b)
+{
+    if (!b->oom)
+        return b->p;
+    free(b->p);
+    return NULL;
+}
+
+/* Module k's bind_constants (docs/artifact.md, "Constants bound at run time") */
+static const json_t *bind_meta(const tth_package_input *in, size_t k)
+{
+    return json_object_get(tth_runtime_module_meta(in->mods[k]), "bind_constants");
+}
+
+/* The symbols module k binds its constants with at run time, its data and sizes (*sym) and the
+ * parameters file (*psym); 0 when it has not both */
+static int bind_symbols(const tth_package_input *in, size_t k, const char **sym, const char **psym)
+{
+    const json_t *bc = bind_meta(in, k);
+    *sym = json_string_value(json_object_get(bc, "symbol"));
+    *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
+    return *sym && *psym;
+}
+
+/* The entry's inputs (out 0) or outputs (out 1): their count, the array in *v */
+static size_t io_of(const tth_aot_result *a, int out, const tth_io_info **v)
+{
+    *v = out ? a->outputs : a->inputs;
+    return out ? a->noutputs : a->ninputs;
+}
+
 static void upper(char *dst, const char *src, size_t len)
 {
     size_t i = 0;
@@ -118,38 +150,30 @@ char *tth_package_header(const tth_package_input *in)
               m, m, TTH_VERSION, m, M, M);
     int binds = 0;
     for (size_t i = 0; i < in->nmods; i++)
-        binds |= json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants") != NULL;
+        binds |= bind_meta(in, i) != NULL;
     pk_printf(&b, "#ifndef TTH_%s_H_\n#define TTH_%s_H_\n\n%s#include <stdint.h>\n\n", M, M,
               binds ? "#include <stddef.h>\n" : "");
     pk_printf(&b, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
-    for (size_t i = 0; i < a->ninputs; i++) {
-        char N[160];
-        upper(N, a->inputs[i].c_name, sizeof N);
-        char ty[160];
-        const tth_tbuffer *bf = a->inputs[i].buf;
-        tth_ttype tt = {.dtype = bf->dtype, .rank = bf->rank};
-        memcpy(tt.shape, bf->shape, sizeof tt.shape);
-        tth_ttype_format(&tt, ty, sizeof ty);
-        pk_printf(&b, "/* input '%s': %s */\n#define TTH_%s_%s_SIZE %zu\n", a->inputs[i].onnx_name,
-                  ty, M, N, tth_tbuffer_nbytes(bf));
-    }
-    for (size_t i = 0; i < a->noutputs; i++) {
-        char N[160];
-        upper(N, a->outputs[i].c_name, sizeof N);
-        char ty[160];
-        const tth_tbuffer *bf = a->outputs[i].buf;
-        tth_ttype tt = {.dtype = bf->dtype, .rank = bf->rank};
-        memcpy(tt.shape, bf->shape, sizeof tt.shape);
-        tth_ttype_format(&tt, ty, sizeof ty);
-        pk_printf(&b, "/* output '%s': %s */\n#define TTH_%s_%s_SIZE %zu\n",
-                  a->outputs[i].onnx_name, ty, M, N, tth_tbuffer_nbytes(bf));
+    for (int out = 0; out < 2; out++) {
+        const tth_io_info *v;
+        size_t n = io_of(a, out, &v);
+        for (size_t i = 0; i < n; i++) {
+            char N[160], ty[160];
+            upper(N, v[i].c_name, sizeof N);
+            const tth_tbuffer *bf = v[i].buf;
+            tth_ttype tt = {.dtype = bf->dtype, .rank = bf->rank};
+            memcpy(tt.shape, bf->shape, sizeof tt.shape);
+            tth_ttype_format(&tt, ty, sizeof ty);
+            pk_printf(&b, "/* %s '%s': %s */\n#define TTH_%s_%s_SIZE %zu\n", out ? "output" : "input", v[i].onnx_name,
+                      ty, M, N, tth_tbuffer_nbytes(bf));
+        }
     }
     pk_printf(&b, "#define TTH_%s_WORKSPACE_SIZE %zu\n", M, in->plan->workspace_bytes);
     pk_printf(&b, "#define TTH_%s_WORKSPACE_ALIGNMENT %u\n\n", M, in->plan->alignment);
     for (int out = 0; out < 2; out++) {
         pk_printf(&b, "struct tth_%s_%s {\n", m, out ? "outputs" : "inputs");
-        size_t n = out ? a->noutputs : a->ninputs;
-        const tth_io_info *v = out ? a->outputs : a->inputs;
+        const tth_io_info *v;
+        size_t n = io_of(a, out, &v);
         for (size_t i = 0; i < n; i++)
             pk_printf(&b, "    void *%s; /* '%s' */\n", v[i].c_name, v[i].onnx_name);
         if (n == 0)
@@ -162,10 +186,8 @@ char *tth_package_header(const tth_package_input *in)
      * time"): their bind functions, and one that binds them all from the parameters file */
     size_t nbind = 0;
     for (size_t i = 0; i < in->nmods; i++) {
-        const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants");
-        const char *sym = json_string_value(json_object_get(bc, "symbol"));
-        const char *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
-        if (!sym || !psym)
+        const char *sym, *psym;
+        if (!bind_symbols(in, i, &sym, &psym))
             continue;
         if (!nbind++)
             pk_printf(&b, "/* Constants some generated code takes at run time: bind them once before the\n"
@@ -183,19 +205,14 @@ char *tth_package_header(const tth_package_input *in)
                   "static inline int32_t tth_%s_bind_parameters(const void *params, size_t len)\n{\n"
                   "    int32_t rc = 0;\n", m, m);
         for (size_t i = 0; i < in->nmods; i++) {
-            const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants");
-            const char *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
-            if (psym && json_string_value(json_object_get(bc, "symbol")))
+            const char *sym, *psym;
+            if (bind_symbols(in, i, &sym, &psym))
                 pk_printf(&b, "    if (rc == 0)\n        rc = %s(params, len);\n", psym);
         }
         pk_printf(&b, "    return rc;\n}\n\n");
     }
     pk_printf(&b, "#ifdef __cplusplus\n}\n#endif\n#endif\n");
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return pk_finish(&b);
 }
 
 /* ---- README.txt and CMakeLists.txt ------------------------------------------------------------ */
@@ -297,7 +314,7 @@ static int binding_of(const tth_package_input *in)
 {
     int how = 0;
     for (size_t i = 0; i < in->nmods; i++) {
-        const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[i]), "bind_constants");
+        const json_t *bc = bind_meta(in, i);
         /* a module with libtth's binding source (the llvm and c kinds) binds the parameters
          * file linked into the library by itself (its blob_symbol) */
         if (bc)
@@ -378,10 +395,8 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
               m, M, M, m, m, m);
     int nbind = 0;
     for (size_t k = 0; k < in->nmods; k++) {
-        const json_t *bc = json_object_get(tth_runtime_module_meta(in->mods[k]), "bind_constants");
-        const char *sym = json_string_value(json_object_get(bc, "symbol"));
-        const char *psym = json_string_value(json_object_get(bc, "parameters_symbol"));
-        if (!sym || !psym)
+        const char *sym, *psym;
+        if (!bind_symbols(in, k, &sym, &psym))
             continue;
         if (!nbind++)
             pk_printf(&b, "Constants bound at run time: some modules take their constants from\n"
@@ -390,7 +405,7 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
                       "  int32_t rc = tth_%s_bind_parameters(bytes, length);   /* 0 on success */\n"
                       "(include/tth_%s.h; a 64-byte aligned address suits every constant). It calls,\n"
                       "for each such module:\n", m, m, m, m);
-        json_int_t st = json_integer_value(json_object_get(bc, "unbound_status"));
+        json_int_t st = json_integer_value(json_object_get(bind_meta(in, k), "unbound_status"));
         pk_printf(&b, "  %s (%s", psym, tth_runtime_module_kind(in->mods[k]));
         if (st)
             pk_printf(&b, "; unbound, it returns %" JSON_INTEGER_FORMAT, st);
@@ -418,11 +433,7 @@ static char *make_readme(const tth_package_input *in, const cg_files *f)
               "    u32    rank, then rank x i64 dimensions\n"
               "    u64    byte length, zero padding to a multiple of 64 from the file start,\n"
               "           then the data (row-major)\n", m);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return pk_finish(&b);
 }
 
 static char *make_cmake(const tth_package_input *in, const cg_files *f)
@@ -503,11 +514,7 @@ static char *make_cmake(const tth_package_input *in, const cg_files *f)
         if (tgt)
             pk_printf(&b, "endif()\n");
     }
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    return pk_finish(&b);
 }
 
 /* ---- parameters -------------------------------------------------------------------------------- */

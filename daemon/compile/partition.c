@@ -228,6 +228,25 @@ static void region_symbol(const char *model, const char *kind, size_t n, char *b
             *c = '_';
 }
 
+tth_rexpr *tth_part_operand(tth_relay_module *m, tth_rexpr *x, tth_rexpr **outside, tth_rexpr **params, size_t *np)
+{
+    if (x->kind == TTH_REXPR_CONST)
+        return tth_relay_const(m, tth_tensor_ref(x->u.constant.value), x->u.constant.name);
+    size_t q = 0;
+    while (q < *np && outside[q] != x)
+        q++;
+    if (q == *np) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "p%zu", q);
+        params[q] = tth_relay_var(m, tth_arena_strdup(m->arena, nm), &x->type.tensor);
+        if (!params[q])
+            return NULL;
+        outside[q] = x;
+        (*np)++;
+    }
+    return params[q];
+}
+
 /* Outline region r: its function, and in map[] the main-side value of every member used outside. */
 static int outline(parter *P, int64_t r, size_t nth, tth_rexpr **map, tth_diag *diag)
 {
@@ -260,29 +279,11 @@ static int outline(parter *P, int64_t r, size_t nth, tth_rexpr **map, tth_diag *
                 args[a] = local[xi];
                 continue;
             }
-            if (x->kind == TTH_REXPR_CONST) {
-                args[a] = tth_relay_const(m, tth_tensor_ref(x->u.constant.value), x->u.constant.name);
-                if (!args[a]) {
-                    rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory partitioning");
-                    break;
-                }
-                continue;
+            args[a] = tth_part_operand(m, x, outside, params, &np);
+            if (!args[a]) {
+                rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory partitioning");
+                break;
             }
-            size_t q = 0;
-            while (q < np && outside[q] != x)
-                q++;
-            if (q == np) {
-                char nm[32];
-                snprintf(nm, sizeof nm, "p%zu", np);
-                outside[np] = x;
-                params[np] = tth_relay_var(m, tth_arena_strdup(m->arena, nm), &x->type.tensor);
-                if (!params[np]) {
-                    rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory partitioning");
-                    break;
-                }
-                np++;
-            }
-            args[a] = params[q];
         }
         if (rc)
             break;

@@ -53,6 +53,11 @@ void tth_partition_clear(tth_partition *p);
 /* The region `fn` is, or NULL. */
 const tth_part_region *tth_partition_region(const tth_partition *p, const tth_relay_function *fn);
 
+/* The value operand x of a call has inside an outlined function: a copy of a constant, else the
+ * param standing for x (params[0 .. *np) stand for outside[0 .. *np); one is added, named p<n>,
+ * the first time x is seen). NULL on out of memory. */
+tth_rexpr *tth_part_operand(tth_relay_module *m, tth_rexpr *x, tth_rexpr **outside, tth_rexpr **params, size_t *np);
+
 /* ---- hooks.c: the target hooks on regions, in docs/plugin-guide.md's order ---- */
 
 /* Requires partitioning. relay_to_runtime for every region of a kind that exports it: one
