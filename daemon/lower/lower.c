@@ -143,6 +143,23 @@ int64_t lw_numel(const int64_t *shape, int rank)
     return n;
 }
 
+int lw_window_attrs(const tth_rexpr *call, tth_window_attrs *a, char *why, size_t len)
+{
+    tth_diag d;
+    if (tth_window_attrs_of(call->u.call.op, call->u.call.attrs, a, &d) == 0)
+        return 0;
+    snprintf(why, len, "%s", d.message);
+    return -1;
+}
+
+int lw_check_call(lw_ctx *c, const tth_rexpr *call, lw_check_fn check)
+{
+    char why[256];
+    if (check(call, why, sizeof why))
+        return 0;
+    return lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why), -1;
+}
+
 int lw_float_only(const char *op, tth_dtype t, char *why, size_t len)
 {
     if (tth_dtype_is_float(t))
@@ -836,23 +853,27 @@ void lw_window_range(lw_ctx *c, tth_texpr *f, int64_t fs, int64_t vs, int64_t pa
 
 /* ------------------------------------------------------------ pointwise stages, copies ---- */
 
+/* A pointwise call stored element by element: through a sink, or (sink NULL) into dest */
 typedef struct lw_pw_arg {
     const tth_rexpr *call;
     const lw_sink *sink;
+    tth_tbuffer *dest;
 } lw_pw_arg;
 
+/* the call's value at idx, its LETs around the store */
 static tth_tstmt *lw_pointwise_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     lw_pw_arg *a = arg;
     const lw_op_impl *impl = lw_op_lookup(a->call->u.call.op);
     int mark = lw_lets_open(c);
     tth_texpr *v = impl->value(c, a->call, idx);
-    return lw_lets_close(c, mark, lw_sink_store(c, a->sink, 0, idx, v));
+    tth_tstmt *st = a->sink ? lw_sink_store(c, a->sink, 0, idx, v) : v ? lw_store_at(c, a->dest, idx, v) : NULL;
+    return lw_lets_close(c, mark, st);
 }
 
 tth_tstmt *lw_pointwise_stage(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    lw_pw_arg a = {call, s};
+    lw_pw_arg a = {call, s, NULL};
     const tth_ttype *t = lw_ty(call);
     return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR | LW_ROWS, lw_pointwise_body, &a);
 }
@@ -879,20 +900,6 @@ static int lw_flat_ok(lw_ctx *c, const tth_rexpr *e, int64_t n, int root)
     return 1;
 }
 
-typedef struct lw_ew_arg {
-    const tth_rexpr *e;
-    tth_tbuffer *dest;
-} lw_ew_arg;
-
-static tth_tstmt *lw_ew_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
-{
-    lw_ew_arg *a = arg;
-    const lw_op_impl *impl = lw_op_lookup(a->e->u.call.op);
-    int mark = lw_lets_open(c);
-    tth_texpr *v = impl->value(c, a->e, idx);
-    return lw_lets_close(c, mark, v ? lw_store_at(c, a->dest, idx, v) : NULL);
-}
-
 /* A materialised pointwise node without an anchor: one loop nest storing its expression. */
 static tth_tstmt *lw_ew_stage(lw_ctx *c, const tth_rexpr *e, tth_tbuffer *dest)
 {
@@ -914,8 +921,8 @@ static tth_tstmt *lw_ew_stage(lw_ctx *c, const tth_rexpr *e, tth_tbuffer *dest)
             return NULL;
         return lw_for(c, v, lw_i(c, 0), lw_i(c, n), TTH_LOOP_VECTORIZED, st);
     }
-    lw_ew_arg a = {e, dest};
-    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR | LW_ROWS, lw_ew_body, &a);
+    lw_pw_arg a = {e, NULL, dest};
+    return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR | LW_ROWS, lw_pointwise_body, &a);
 }
 
 typedef struct lw_copy_arg {

@@ -306,9 +306,8 @@ static tth_tstmt *block(at_k *a, tth_texpr *m0, int rm)
 
 tth_tstmt *lw_attention(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    char why[128];
-    if (!lw_attention_check(call, why, sizeof why))
-        return lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why), NULL;
+    if (lw_check_call(c, call, lw_attention_check))
+        return NULL;
     int ktr = (int)lw_attr_int(call, "keys_transposed", 0);
     at_k a = {.c = c, .s = s, .scale = lw_attr_float(call, "scale", 1.0)};
     a.qt = lw_ty(lw_arg(call, 0));

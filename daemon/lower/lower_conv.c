@@ -30,11 +30,8 @@ int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
         return 0;
     }
     tth_window_attrs wa;
-    tth_diag d;
-    if (tth_window_attrs_of(call->u.call.op, call->u.call.attrs, &wa, &d) != 0) {
-        snprintf(why, len, "%s", d.message);
+    if (lw_window_attrs(call, &wa, why, len))
         return 0;
-    }
     p->sh = wa.strides[0], p->sw = wa.strides[1], p->dh = wa.dilation[0], p->dw = wa.dilation[1];
     p->pt = wa.padding[0], p->pl = wa.padding[1], p->pb = wa.padding[2], p->pr = wa.padding[3];
     p->groups = wa.groups;

@@ -32,6 +32,7 @@ typedef struct qconv {
     lw_conv_p g;         /* the shapes the kernel walks: a 1x1 stride-1 unpadded convolution is
                             one row of OH*OW pixels */
     int64_t C4;
+    int64_t xzp;         /* the input's zero point */
     int64_t koff, padv;  /* byte offset, and the zero point's byte (plus koff) */
     tth_tbuffer *comp;   /* int32 [O] */
     int RO;
@@ -330,15 +331,22 @@ static tth_tstmt *q_blocked(qconv *q, void *arg)
     return tk_blocked_kernel(&q->k);
 }
 
+/* q for a call the strategy `name` applies to (kind as q_params): the call's shapes in q->g and
+ * the input's zero point; 0, or -1 (diag set) */
+static int q_start(qconv *q, lw_ctx *c, const tth_rexpr *call, int kind, const char *name)
+{
+    memset(q, 0, sizeof *q);
+    if (!q_params(c, call, &q->g, &q->xzp, kind))
+        return lw_fail(c, TTH_EINTERNAL, call, "%s does not apply", name), -1;
+    return 0;
+}
+
 tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     qconv q;
-    lw_conv_p p;
-    int64_t xzp;
-    memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &p, &xzp, Q_ONE_GROUP))
-        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-rows does not apply"), NULL;
-    q.g = p;
+    if (q_start(&q, c, call, Q_ONE_GROUP, "qnn.conv2d/int8-dot-rows"))
+        return NULL;
+    lw_conv_p p = q.g;
     if (flat_ok(&p, s)) {
         q.g.H = q.g.OH = 1;
         q.g.W = q.g.OW = p.OH * p.OW;
@@ -352,7 +360,7 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         k->Wq = (k->Wp + k->sp - 1) / k->sp;
         k->Wrow = k->sp * k->Wq;
     }
-    q_offsets(&q, c, call, xzp);
+    q_offsets(&q, c, call, q.xzp);
     q.C4 = (p.C + 3) / 4;
     int vl = c->vec.f32_lanes, big = c->vec.registers >= 32;
     int64_t vecs = (q.g.OW + vl - 1) / vl;
@@ -360,7 +368,7 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     q.RO = (big ? 24 : 12) / RP;
     if (q.RO > p.O)
         q.RO = (int)p.O;
-    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, xzp, q.RO, (p.O + q.RO - 1) / q.RO)))
+    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, q.RO, (p.O + q.RO - 1) / q.RO)))
         return NULL;
     k->comp = q.comp;
     k->Cg = q.C4; /* the reduction counts words */
@@ -383,19 +391,16 @@ int lw_qconv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
 tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     qconv q;
-    lw_conv_p p;
-    int64_t xzp;
-    memset(&q, 0, sizeof q);
-    if (!q_params(c, call, &p, &xzp, Q_GROUPED))
-        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-dot-blocked does not apply"), NULL;
-    q.g = p;
+    if (q_start(&q, c, call, Q_GROUPED, "qnn.conv2d/int8-dot-blocked"))
+        return NULL;
+    lw_conv_p p = q.g;
     tk *k = &q.k;
     tk_init(k, c, call, &q.g, s);
     k->bias = NULL;
     k->skip_taps = 0; /* comp counts every tap's padding */
     if (!k->flat && p.OW <= 16)
         k->flat = 2; /* a narrow image: tiles run across rows */
-    q_offsets(&q, c, call, xzp);
+    q_offsets(&q, c, call, q.xzp);
     q.C4 = (p.C + 3) / 4;
     int vl = c->vec.f32_lanes;
     int64_t Og = p.O / p.groups, C4g = (p.C / p.groups + 3) / 4;
@@ -404,7 +409,7 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     k->vl = vl;
     k->NB = (Og + vl - 1) / vl;
     k->obp = 1;
-    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, xzp, vl, k->NB)))
+    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, vl, k->NB)))
         return NULL;
     k->comp = q.comp;
     k->Cg = C4g; /* the reduction counts words of the group's input channels */

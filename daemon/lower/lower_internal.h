@@ -271,6 +271,11 @@ const tth_rexpr *lw_arg(const tth_rexpr *call, size_t i);
 int64_t lw_numel(const int64_t *shape, int rank);
 int lw_fail(lw_ctx *c, int code, const tth_rexpr *call, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The window (strides, dilation, padding; pool size or groups) of a conv or pool call; 0, or -1
+ * with `why` */
+int lw_window_attrs(const tth_rexpr *call, tth_window_attrs *a, char *why, size_t len);
+/* 0 when check accepts the call, else -1 with TTH_EUNSUPPORTED and check's reason */
+int lw_check_call(lw_ctx *c, const tth_rexpr *call, lw_check_fn check);
 /* 1 when t is a floating-point dtype, else 0 and `why` says op takes floating point only */
 int lw_float_only(const char *op, tth_dtype t, char *why, size_t len);
 

@@ -945,11 +945,8 @@ static tth_tstmt *det_one(lw_ctx *c, tth_texpr *const *idx, void *arg)
 /* det by LU with partial pivoting, one matrix at a time in a LOCAL copy (docs/operators.md) */
 tth_tstmt *lw_det(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    char why[64];
-    if (!lw_det_check(call, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+    if (lw_check_call(c, call, lw_det_check))
         return NULL;
-    }
     const tth_ttype *xt = lw_ty(lw_arg(call, 0));
     int64_t one = 1, nn = xt->shape[xt->rank - 1] * xt->shape[xt->rank - 1];
     det_arg g = {lw_buf(c, lw_arg(call, 0)), NULL, NULL, NULL, xt->shape[xt->rank - 1], lw_ty(call), s};

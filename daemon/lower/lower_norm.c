@@ -109,9 +109,8 @@ int lw_layer_norm_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_
 
 tth_tstmt *lw_layer_norm(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    char why[128];
-    if (!lw_layer_norm_check(call, why, sizeof why))
-        return lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why), NULL;
+    if (lw_check_call(c, call, lw_layer_norm_check))
+        return NULL;
     const tth_ttype *xt = lw_ty(lw_arg(call, 0));
     ln_row g = {lw_buf(c, lw_arg(call, 0)), lw_buf(c, lw_arg(call, 1)), lw_buf(c, lw_arg(call, 2)), NULL, NULL,
                 NULL, NULL, NULL, NULL, xt, s};

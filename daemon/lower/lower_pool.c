@@ -16,6 +16,7 @@
 typedef struct pool_p {
     int64_t N, C, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
     int count_include_pad;
+    int is_max;               /* max_pool2d, global_max_pool2d; else an average */
     int64_t b;                /* NCHW<b>c (docs/layouts.md): C counts blocks of b channels; 0: NCHW */
 } pool_p;
 
@@ -26,6 +27,7 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
         ot = &call->type.fields[0]; /* the values; the indices have the same shape */
     const char *op = tth_op_name(call->u.call.op);
     memset(p, 0, sizeof *p);
+    p->is_max = call->u.call.op == TTH_OP_MAX_POOL2D || call->u.call.op == TTH_OP_GLOBAL_MAX_POOL2D;
     p->b = call->u.call.op == TTH_OP_MAX_POOL2D_ARGMAX ? 0 : tth_layout_block(json_object_get(call->u.call.attrs, "layout"));
     if (!xt || !ot || p->b < 0 || xt->rank != (p->b ? 5 : 4) || ot->rank != xt->rank) {
         snprintf(why, len, "%s: only 2-D pooling on NCHW or NCHW<b>c tensors is supported", op);
@@ -48,11 +50,8 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
     if (call->u.call.op == TTH_OP_GLOBAL_AVG_POOL2D || call->u.call.op == TTH_OP_GLOBAL_MAX_POOL2D)
         return 1;
     tth_window_attrs a;
-    tth_diag d;
-    if (tth_window_attrs_of(call->u.call.op, call->u.call.attrs, &a, &d) != 0) {
-        snprintf(why, len, "%s", d.message);
+    if (lw_window_attrs(call, &a, why, len))
         return 0;
-    }
     p->KH = a.pool_size[0];
     p->KW = a.pool_size[1];
     p->sh = a.strides[0], p->sw = a.strides[1], p->dh = a.dilation[0], p->dw = a.dilation[1];
@@ -87,7 +86,7 @@ static tth_texpr *avg_divisor(lw_ctx *c, const pool_p *p, tth_texpr *oh, tth_tex
 
 /* One output element (nc, oh, ow) of the generic kernel: its taps inside the image accumulated in
  * acc[ai] (the output itself when direct, else a LOCAL scalar), then finished through the sink. */
-static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, tth_tbuffer *acc, int direct,
+static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, tth_tbuffer *x, tth_tbuffer *acc, int direct,
                             const lw_sink *s, tth_texpr *nc, tth_texpr *oh, tth_texpr *ow)
 {
     tth_dtype t = x->dtype;
@@ -103,14 +102,14 @@ static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer 
     tth_texpr *ai = lw_ref(c, vai);
     tth_texpr *aidx = direct ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->OH)), oh), lw_i(c, p->OW)), ow)
                              : lw_i(c, 0);
-    tth_tstmt *init = tth_tir_store(c->m, acc, ai, lw_imm(c, t, is_max ? lw_dtype_lowest(t) : 0));
+    tth_tstmt *init = tth_tir_store(c->m, acc, ai, lw_imm(c, t, p->is_max ? lw_dtype_lowest(t) : 0));
     /* xr = (nc*H + oh*sh + kh*dh - pt) * W + ow*sw - pl */
     tth_texpr *ih = lw_sub(c, lw_add(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh))), lw_i(c, p->pt));
     tth_texpr *xr = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), ih), lw_i(c, p->W)),
                            lw_sub(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_i(c, p->pl)));
     tth_texpr *xv = tth_tir_load(c->m, x, lw_add(c, lw_ref(c, vxr), lw_mul(c, lw_ref(c, vkw), lw_i(c, p->dw))));
     tth_texpr *cur = tth_tir_load(c->m, acc, ai);
-    tth_tstmt *upd = tth_tir_store(c->m, acc, ai, is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv));
+    tth_tstmt *upd = tth_tir_store(c->m, acc, ai, p->is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv));
     tth_tstmt *taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, upd);
     taps = lw_let(c, vxr, xr, taps);
     taps = lw_for(c, vkh, lw_ref(c, vlh), lw_ref(c, veh), TTH_LOOP_SERIAL, taps);
@@ -120,7 +119,7 @@ static tth_tstmt *pool_elem(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer 
     if (!vn || !vc)
         return NULL;
     tth_texpr *oidx[4] = {lw_ref(c, vn), lw_ref(c, vc), oh, ow};
-    if (!is_max) {
+    if (!p->is_max) {
         tth_texpr *den = lw_cast(c, t, avg_divisor(c, p, oh, ow, lw_ref(c, veh), lw_ref(c, vew)));
         fin = lw_sink_store(c, s, 0, oidx, lw_bin(c, TTH_TBIN_DIV, tth_tir_load(c->m, acc, ai), den));
     } else if (!direct || s->epi) {
@@ -149,7 +148,7 @@ static tth_tbuffer *pool_acc(lw_ctx *c, const lw_sink *s, tth_dtype t, int *dire
 /* One output pixel (nc, oh, ow) of an NCHW<b>c pooling (p->b lanes; nc runs over images x blocks):
  * pool_elem's taps and divisor, each tap one vector of the block's b channels, accumulated in a
  * register. */
-static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, const lw_sink *s,
+static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, const lw_sink *s,
                                     tth_texpr *nc, tth_texpr *oh, tth_texpr *ow)
 {
     int b = (int)p->b;
@@ -160,7 +159,7 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_
     tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
     if (!acc || !vkh || !vkw || !vlh || !veh || !vlw || !vew || !vxr)
         return NULL;
-    if (is_max) {
+    if (p->is_max) {
         seq = NULL;
         if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
                                               tth_tir_broadcast(c->m, lw_imm(c, TTH_F32, lw_dtype_lowest(TTH_F32)), b), 0)))
@@ -174,14 +173,14 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_
                            lw_sub(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_i(c, p->pl)));
     tth_texpr *xv = tth_tir_vload(c->m, x, lw_mul(c, lw_add(c, lw_ref(c, vxr), lw_mul(c, lw_ref(c, vkw), lw_i(c, p->dw))), lw_i(c, b)), b, 0);
     tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
-    tth_tstmt *upd = tth_tir_vstore(c->m, acc, lw_i(c, 0), is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0);
+    tth_tstmt *upd = tth_tir_vstore(c->m, acc, lw_i(c, 0), p->is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0);
     tth_tstmt *taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, upd);
     taps = lw_let(c, vxr, xr, taps);
     taps = lw_for(c, vkh, lw_ref(c, vlh), lw_ref(c, veh), TTH_LOOP_SERIAL, taps);
     tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
                           tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
     tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
-    if (!is_max)
+    if (!p->is_max)
         v = lw_bin(c, TTH_TBIN_DIV, v,
                    tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, avg_divisor(c, p, oh, ow, lw_ref(c, veh), lw_ref(c, vew))), b));
     if (!taps || lw_append(c, &seq, taps) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
@@ -190,31 +189,38 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, int is_max, tth_
     return el ? tth_tir_allocate(c->m, acc, el) : NULL;
 }
 
+/* The parameters of a pooling (*p) and its input's buffer; NULL (diag set) when it is not
+ * lowered */
+static tth_tbuffer *pool_input(lw_ctx *c, const tth_rexpr *call, pool_p *p)
+{
+    char why[256];
+    if (!pool_params(call, p, why, sizeof why))
+        return lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why), NULL;
+    return lw_buf(c, lw_arg(call, 0));
+}
+
 tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     pool_p p;
-    char why[256];
-    if (!pool_params(call, &p, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+    tth_tbuffer *x = pool_input(c, call, &p);
+    if (!x)
         return NULL;
-    }
-    int is_max = call->u.call.op == TTH_OP_MAX_POOL2D, direct = 0;
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     if (p.b) {
         lw_ax nc, oh, ow;
-        if (!x || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
+        if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
             return NULL;
-        tth_tstmt *el = pool_elem_blocked(c, &p, is_max, x, s, nc.e, oh.e, ow.e);
+        tth_tstmt *el = pool_elem_blocked(c, &p, x, s, nc.e, oh.e, ow.e);
         el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
         el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
         int64_t work = p.N * p.C * p.b * p.OH * p.OW * p.KH * p.KW;
         return lw_ax_loop(c, &nc, work >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
     }
-    tth_tbuffer *acc = x ? pool_acc(c, s, x->dtype, &direct) : NULL;
+    int direct = 0;
+    tth_tbuffer *acc = pool_acc(c, s, x->dtype, &direct);
     lw_ax nc, oh, ow;
     if (!acc || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
         return NULL;
-    tth_tstmt *el = pool_elem(c, &p, is_max, x, acc, direct, s, nc.e, oh.e, ow.e);
+    tth_tstmt *el = pool_elem(c, &p, x, acc, direct, s, nc.e, oh.e, ow.e);
     el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
     el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
     int64_t work = p.N * p.C * p.OH * p.OW * p.KH * p.KW;
@@ -277,14 +283,11 @@ static tth_tstmt *argmax_elem(lw_ctx *c, const pool_p *p, int col_major, tth_tbu
 tth_tstmt *lw_max_pool2d_argmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     pool_p p;
-    char why[256];
-    if (!pool_params(call, &p, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+    tth_tbuffer *x = pool_input(c, call, &p);
+    if (!x)
         return NULL;
-    }
     int64_t one = 1;
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    tth_tbuffer *best = x ? lw_local(c, "best", x->dtype, 1, &one) : NULL;
+    tth_tbuffer *best = lw_local(c, "best", x->dtype, 1, &one);
     tth_tbuffer *bi = best ? lw_local(c, "bi", TTH_I64, 1, &one) : NULL;
     lw_ax nc, oh, ow;
     if (!bi || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
@@ -333,7 +336,7 @@ int lw_pool_rows_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *
 
 /* `lanes` outputs of row oh of plane nc from column ow0 (all taps inside the row): one vector
  * accumulator; per tap row in the image, KW loads of a ramp of stride sw */
-static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *x, const lw_sink *s, tth_texpr *nc,
+static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, tth_tbuffer *x, const lw_sink *s, tth_texpr *nc,
                            tth_texpr *oh, tth_texpr *lo_h, tth_texpr *ex_h, tth_texpr *ow0, int lanes)
 {
     tth_tstmt *seq = NULL;
@@ -343,7 +346,7 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
     if (!acc || !vkh || !vxr)
         return NULL;
     /* the tile starts at zero: a max starts from the dtype's lowest value instead */
-    if (is_max) {
+    if (p->is_max) {
         seq = NULL;
         if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0), tth_tir_broadcast(c->m, lw_imm(c, t, lw_dtype_lowest(t)), lanes), 0)))
             return NULL;
@@ -361,7 +364,7 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
         tth_texpr *off = unroll ? lw_i(c, k * p->dw) : lw_mul(c, kw.e, lw_i(c, p->dw));
         tth_texpr *xv = tth_tir_load(c->m, x, tth_tir_ramp(c->m, lw_add(c, lw_ref(c, vxr), off), p->sw, lanes));
         tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), lanes, 0);
-        if (lw_append(c, &taps, tth_tir_vstore(c->m, acc, lw_i(c, 0), is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0)))
+        if (lw_append(c, &taps, tth_tir_vstore(c->m, acc, lw_i(c, 0), p->is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0)))
             return NULL;
     }
     if (!unroll)
@@ -371,7 +374,7 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
     if (!taps || lw_append(c, &seq, taps))
         return NULL;
     tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), lanes, 0);
-    if (!is_max) {
+    if (!p->is_max) {
         /* every column here has its KW taps inside the row; rows: the taps inside the image, or
          * with count_include_pad those inside the padded image */
         tth_texpr *rows = ex_h;
@@ -397,13 +400,11 @@ static tth_tstmt *pool_vec(lw_ctx *c, const pool_p *p, int is_max, tth_tbuffer *
 tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     pool_p p;
-    char why[256];
-    if (!pool_params(call, &p, why, sizeof why))
-        return lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why), NULL;
-    int is_max = call->u.call.op == TTH_OP_MAX_POOL2D, direct = 0;
-    int vl = c->vec.f32_lanes;
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    tth_tbuffer *acc = x ? pool_acc(c, s, x->dtype, &direct) : NULL;
+    tth_tbuffer *x = pool_input(c, call, &p);
+    if (!x)
+        return NULL;
+    int direct = 0, vl = c->vec.f32_lanes;
+    tth_tbuffer *acc = pool_acc(c, s, x->dtype, &direct);
     int64_t lo, hi, NC = p.N * p.C, R, nb = lw_bands(c, p.OH, &R);
     inner_cols(&p, &lo, &hi);
     lw_ax q, el, er;
@@ -415,7 +416,7 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     tth_texpr *nc = lw_ref(c, vnc), *oh = lw_ref(c, voh);
     tth_tstmt *row = NULL;
     if (lo > 0) {
-        tth_tstmt *e = lw_ax_loop(c, &el, TTH_LOOP_SERIAL, pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, el.e));
+        tth_tstmt *e = lw_ax_loop(c, &el, TTH_LOOP_SERIAL, pool_elem(c, &p, x, acc, direct, s, nc, oh, el.e));
         if (!e || lw_append(c, &row, e))
             return NULL;
     }
@@ -425,21 +426,21 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     lw_ax jv;
     if (lw_ax_make(c, &jv, "ov", nvec))
         return NULL;
-    tth_tstmt *v = pool_vec(c, &p, is_max, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh),
+    tth_tstmt *v = pool_vec(c, &p, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh),
                             lw_add(c, lw_i(c, lo), lw_mul(c, jv.e, lw_i(c, vl))), vl);
     v = lw_ax_loop(c, &jv, TTH_LOOP_SERIAL, v);
     if (!v || lw_append(c, &row, v))
         return NULL;
     if (rest) {
         int64_t ow0 = lo + nvec * vl;
-        v = rest > 1 ? pool_vec(c, &p, is_max, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh), lw_i(c, ow0), (int)rest)
-                     : pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, lw_i(c, ow0));
+        v = rest > 1 ? pool_vec(c, &p, x, s, nc, oh, lw_ref(c, vlh), lw_ref(c, veh), lw_i(c, ow0), (int)rest)
+                     : pool_elem(c, &p, x, acc, direct, s, nc, oh, lw_i(c, ow0));
         if (!v || lw_append(c, &row, v))
             return NULL;
     }
     if (hi < p.OW) {
         tth_tstmt *e = lw_ax_loop(c, &er, TTH_LOOP_SERIAL,
-                                  pool_elem(c, &p, is_max, x, acc, direct, s, nc, oh, lw_add(c, er.e, lw_i(c, hi))));
+                                  pool_elem(c, &p, x, acc, direct, s, nc, oh, lw_add(c, er.e, lw_i(c, hi))));
         if (!e || lw_append(c, &row, e))
             return NULL;
     }
@@ -461,15 +462,10 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     pool_p p;
-    char why[256];
-    if (!pool_params(call, &p, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
-        return NULL;
-    }
-    int is_max = call->u.call.op == TTH_OP_GLOBAL_MAX_POOL2D;
-    tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
+    tth_tbuffer *x = pool_input(c, call, &p);
     if (!x)
         return NULL;
+    int is_max = p.is_max;
     tth_dtype t = x->dtype;
     if (!is_max && !tth_dtype_is_float(t)) {
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s: %s is not supported (floating point only)",

@@ -244,22 +244,16 @@ static tth_tstmt *ra_roi(lw_ctx *c, ra_arg *g, const lw_ax *ph, const lw_ax *pw)
 /* vision.roi_align: rois one after the other, bins row by row, all channels of a bin at once */
 tth_tstmt *lw_roi_align(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    char why[128];
-    if (!lw_roi_align_check(call, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+    if (lw_check_call(c, call, lw_roi_align_check))
         return NULL;
-    }
     const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
-    ra_arg g;
-    memset(&g, 0, sizeof g);
-    g.s = s;
-    g.ft = xt->dtype;
-    g.N = xt->shape[0], g.C = xt->shape[1], g.H = xt->shape[2], g.W = xt->shape[3];
-    g.PH = ot->shape[2], g.PW = ot->shape[3];
-    g.ratio = lw_attr_int(call, "sampling_ratio", 0);
-    g.scale = lw_attr_float(call, "spatial_scale", 1.0);
-    g.is_max = !strcmp(lw_attr_str(call, "mode", "avg"), "max");
-    g.aligned = lw_attr_int(call, "aligned", 0) != 0;
+    ra_arg g = {.s = s, .ft = xt->dtype,
+                .N = xt->shape[0], .C = xt->shape[1], .H = xt->shape[2], .W = xt->shape[3],
+                .PH = ot->shape[2], .PW = ot->shape[3],
+                .ratio = lw_attr_int(call, "sampling_ratio", 0),
+                .scale = lw_attr_float(call, "spatial_scale", 1.0),
+                .is_max = !strcmp(lw_attr_str(call, "mode", "avg"), "max"),
+                .aligned = lw_attr_int(call, "aligned", 0) != 0};
     if (lw_numel(ot->shape, ot->rank) == 0)
         return tth_tir_seq(c->m, NULL, 0); /* no rois or no channels */
     if (!(g.x = lw_buf(c, lw_arg(call, 0))) || !(g.rois = lw_buf(c, lw_arg(call, 1))) ||

@@ -89,6 +89,18 @@ static int sp_is_empty(const tth_tstmt *st)
     return st && st->kind == TTH_TSTMT_SEQ && st->u.seq.n == 0;
 }
 
+/* body (of st) simplified with var replaced by val; st itself when out of memory */
+static tth_tstmt *sp_bound(sp_ctx *s, tth_tstmt *st, const tth_tvar *var, tth_texpr *val, tth_tstmt *body)
+{
+    if (sp_push(s, var, val)) {
+        s->oom = 1;
+        return st;
+    }
+    tth_tstmt *b = sp_stmt(s, body);
+    s->n--;
+    return b;
+}
+
 static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
 {
     tth_tir_module *m = s->c->m;
@@ -121,13 +133,7 @@ static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
         if (sp_is_int(ex) && ex->u.i <= 0)
             return sp_empty(s);
         if (sp_is_int(ex) && ex->u.i == 1 && sp_is_int(mn)) {
-            if (sp_push(s, st->u.loop.var, mn)) {
-                s->oom = 1;
-                return st;
-            }
-            tth_tstmt *b = sp_stmt(s, st->u.loop.body);
-            s->n--;
-            return b;
+            return sp_bound(s, st, st->u.loop.var, mn, st->u.loop.body);
         }
         tth_tstmt *b = sp_stmt(s, st->u.loop.body);
         if (mn == st->u.loop.min && ex == st->u.loop.extent && b == st->u.loop.body)
@@ -162,13 +168,7 @@ static tth_tstmt *sp_stmt(sp_ctx *s, tth_tstmt *st)
         tth_texpr *v = sp_expr(s, st->u.let.value);
         /* an immediate, or another variable (loop variables are never rebound inside their loop) */
         if ((sp_is_int(v) || (v && v->kind == TTH_TEXPR_VAR)) && v->dtype == st->u.let.var->dtype) {
-            if (sp_push(s, st->u.let.var, v)) {
-                s->oom = 1;
-                return st;
-            }
-            tth_tstmt *b = sp_stmt(s, st->u.let.body);
-            s->n--;
-            return b;
+            return sp_bound(s, st, st->u.let.var, v, st->u.let.body);
         }
         tth_tstmt *b = sp_stmt(s, st->u.let.body);
         /* a binding nobody reads goes (values are pure: loads and arithmetic) */

@@ -24,11 +24,8 @@ int lw_softmax_check(const tth_rexpr *call, char *why, size_t len)
 
 tth_tstmt *lw_softmax(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    char why[256];
-    if (!lw_softmax_check(call, why, sizeof why)) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s", why);
+    if (lw_check_call(c, call, lw_softmax_check))
         return NULL;
-    }
     int is_log = call->u.call.op == TTH_OP_LOG_SOFTMAX;
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     if (!x)

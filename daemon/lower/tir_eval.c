@@ -410,6 +410,28 @@ static int ev_reduce(ev_frame *f, const tth_texpr *e, ev_val *out)
     return rc;
 }
 
+/* The C library's function of each math intrinsic (tth/tir.h), in float and in double: of one
+ * argument (f1, d1) or of two (f2, d2) */
+typedef struct ev_math_fn {
+    float (*f1)(float);
+    double (*d1)(double);
+    float (*f2)(float, float);
+    double (*d2)(double, double);
+} ev_math_fn;
+static const ev_math_fn ev_math[] = {
+    [TTH_TINTRIN_EXP] = {expf, exp},           [TTH_TINTRIN_LOG] = {logf, log},
+    [TTH_TINTRIN_SQRT] = {sqrtf, sqrt},        [TTH_TINTRIN_TANH] = {tanhf, tanh},
+    [TTH_TINTRIN_ERF] = {erff, erf},           [TTH_TINTRIN_POW] = {.f2 = powf, .d2 = pow},
+    [TTH_TINTRIN_FABS] = {fabsf, fabs},        [TTH_TINTRIN_FLOOR] = {floorf, floor},
+    [TTH_TINTRIN_CEIL] = {ceilf, ceil},        [TTH_TINTRIN_ROUND_EVEN] = {nearbyintf, nearbyint},
+    [TTH_TINTRIN_SIN] = {sinf, sin},           [TTH_TINTRIN_COS] = {cosf, cos},
+    [TTH_TINTRIN_FMOD] = {.f2 = fmodf, .d2 = fmod}, [TTH_TINTRIN_LOG1P] = {log1pf, log1p},
+    [TTH_TINTRIN_EXPM1] = {expm1f, expm1},     [TTH_TINTRIN_ASIN] = {asinf, asin},
+    [TTH_TINTRIN_ACOS] = {acosf, acos},        [TTH_TINTRIN_ATAN] = {atanf, atan},
+    [TTH_TINTRIN_ASINH] = {asinhf, asinh},     [TTH_TINTRIN_ACOSH] = {acoshf, acosh},
+    [TTH_TINTRIN_ATANH] = {atanhf, atanh},
+};
+
 static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
 {
     if (e->u.intrin.op == TTH_TINTRIN_REDUCE_ADD || e->u.intrin.op == TTH_TINTRIN_REDUCE_MAX ||
@@ -460,61 +482,15 @@ static int ev_intrin(ev_frame *f, const tth_texpr *e, ev_val *out)
         a = ev_convert(e->u.intrin.args[0]->dtype, t, a);
     if (e->u.intrin.args[1] && e->u.intrin.args[1]->dtype != t)
         b = ev_convert(e->u.intrin.args[1]->dtype, t, b);
+    const ev_math_fn *m = (unsigned)e->u.intrin.op < sizeof ev_math / sizeof *ev_math ? &ev_math[e->u.intrin.op] : NULL;
+    if (!m || !(m->d1 || m->d2))
+        return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
     if (t == TTH_F32 || t == TTH_F16 || t == TTH_BF16) {
-        float x = (float)a.f, y = (float)b.f, r;
-        switch (e->u.intrin.op) {
-        case TTH_TINTRIN_EXP: r = expf(x); break;
-        case TTH_TINTRIN_LOG: r = logf(x); break;
-        case TTH_TINTRIN_SQRT: r = sqrtf(x); break;
-        case TTH_TINTRIN_TANH: r = tanhf(x); break;
-        case TTH_TINTRIN_ERF: r = erff(x); break;
-        case TTH_TINTRIN_POW: r = powf(x, y); break;
-        case TTH_TINTRIN_FABS: r = fabsf(x); break;
-        case TTH_TINTRIN_FLOOR: r = floorf(x); break;
-        case TTH_TINTRIN_CEIL: r = ceilf(x); break;
-        case TTH_TINTRIN_ROUND_EVEN: r = nearbyintf(x); break;
-        case TTH_TINTRIN_SIN: r = sinf(x); break;
-        case TTH_TINTRIN_COS: r = cosf(x); break;
-        case TTH_TINTRIN_FMOD: r = fmodf(x, y); break;
-        case TTH_TINTRIN_LOG1P: r = log1pf(x); break;
-        case TTH_TINTRIN_EXPM1: r = expm1f(x); break;
-        case TTH_TINTRIN_ASIN: r = asinf(x); break;
-        case TTH_TINTRIN_ACOS: r = acosf(x); break;
-        case TTH_TINTRIN_ATAN: r = atanf(x); break;
-        case TTH_TINTRIN_ASINH: r = asinhf(x); break;
-        case TTH_TINTRIN_ACOSH: r = acoshf(x); break;
-        case TTH_TINTRIN_ATANH: r = atanhf(x); break;
-        default: return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
-        }
-        out->f = ev_fround(t, r);
+        float x = (float)a.f, y = (float)b.f;
+        out->f = ev_fround(t, m->f1 ? m->f1(x) : m->f2(x, y));
         return 0;
     }
-    double x = a.f, y = b.f, r;
-    switch (e->u.intrin.op) {
-    case TTH_TINTRIN_EXP: r = exp(x); break;
-    case TTH_TINTRIN_LOG: r = log(x); break;
-    case TTH_TINTRIN_SQRT: r = sqrt(x); break;
-    case TTH_TINTRIN_TANH: r = tanh(x); break;
-    case TTH_TINTRIN_ERF: r = erf(x); break;
-    case TTH_TINTRIN_POW: r = pow(x, y); break;
-    case TTH_TINTRIN_FABS: r = fabs(x); break;
-    case TTH_TINTRIN_FLOOR: r = floor(x); break;
-    case TTH_TINTRIN_CEIL: r = ceil(x); break;
-    case TTH_TINTRIN_ROUND_EVEN: r = nearbyint(x); break;
-    case TTH_TINTRIN_SIN: r = sin(x); break;
-    case TTH_TINTRIN_COS: r = cos(x); break;
-    case TTH_TINTRIN_FMOD: r = fmod(x, y); break;
-    case TTH_TINTRIN_LOG1P: r = log1p(x); break;
-    case TTH_TINTRIN_EXPM1: r = expm1(x); break;
-    case TTH_TINTRIN_ASIN: r = asin(x); break;
-    case TTH_TINTRIN_ACOS: r = acos(x); break;
-    case TTH_TINTRIN_ATAN: r = atan(x); break;
-    case TTH_TINTRIN_ASINH: r = asinh(x); break;
-    case TTH_TINTRIN_ACOSH: r = acosh(x); break;
-    case TTH_TINTRIN_ATANH: r = atanh(x); break;
-    default: return ev_fail(f, TTH_EINVAL, "unknown intrinsic %d", (int)e->u.intrin.op);
-    }
-    out->f = r;
+    out->f = m->d1 ? m->d1(a.f) : m->d2(a.f, b.f);
     return 0;
 }
 
