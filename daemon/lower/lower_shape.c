@@ -24,6 +24,15 @@ static tth_tstmt *sh_nest(lw_ctx *c, const tth_ttype *t, lw_body_fn fn, sh_arg *
     return lw_nest(c, t->shape, t->rank, LW_PARALLEL | LW_VECTOR, fn, a);
 }
 
+/* the loops over the call's output; none (an empty statement) when it is empty */
+static tth_tstmt *sh_nest_out(lw_ctx *c, const tth_rexpr *call, lw_body_fn fn, sh_arg *a)
+{
+    const tth_ttype *ot = lw_ty(call);
+    if (lw_numel(ot->shape, ot->rank) == 0)
+        return tth_tir_seq(c->m, NULL, 0);
+    return sh_nest(c, ot, fn, a);
+}
+
 static tth_tbuffer *sh_in(lw_ctx *c, const tth_rexpr *call, size_t i)
 {
     return lw_buf(c, lw_arg(call, i));
@@ -202,10 +211,7 @@ tth_tstmt *lw_strided_slice(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         if (d >= ns)
             a.v3[d] = 1;
     }
-    const tth_ttype *ot = lw_ty(call);
-    if (lw_numel(ot->shape, ot->rank) == 0)
-        return tth_tir_seq(c->m, NULL, 0);
-    return sh_nest(c, ot, slice_body, &a);
+    return sh_nest_out(c, call, slice_body, &a);
 }
 
 /* take (Gather): out[pre, j, post] = data[pre, wrap(indices[j]), post] */
@@ -248,10 +254,7 @@ tth_tstmt *lw_take(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (ax < 0)
         ax += a.x->rank;
     a.axis = (int)ax;
-    const tth_ttype *ot = lw_ty(call);
-    if (lw_numel(ot->shape, ot->rank) == 0)
-        return tth_tir_seq(c->m, NULL, 0);
-    return sh_nest(c, ot, take_body, &a);
+    return sh_nest_out(c, call, take_body, &a);
 }
 
 /* pad: its attributes through tth_pad_attrs_of (lw_shape_check has refused the ones it refuses) */
