@@ -390,9 +390,9 @@ static int op_if(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, s
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_control_ops[] = {
-    {"If", 1, NEWEST, op_if, 0, NULL},
-    {"Loop", 1, NEWEST, op_loop, 0, NULL},
-    {"Scan", 8, 8, op_scan, 0, NULL},
-    {"Scan", 9, NEWEST, op_scan, 0, NULL},
-    {NULL, 0, 0, NULL, 0, NULL},
+    {"If", 1, op_if, 0, NULL},
+    {"Loop", 1, op_loop, 0, NULL},
+    {"Scan", 8, op_scan, 0, NULL},
+    {"Scan", 9, op_scan, 0, NULL},
+    {NULL, 0, NULL, 0, NULL},
 };

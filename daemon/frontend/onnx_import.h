@@ -36,22 +36,20 @@ typedef struct tth_onnx_ctx {
  * output the op does not produce). Returns 0 or a negative code with ctx->diag set. */
 typedef int (*tth_onnx_import_fn)(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out, size_t nout);
 
-/* A row of the operator table: the operator's versions `since` to `last` (opsets of its domain,
- * `since` an ONNX since-version) are imported by fn, or, with fn NULL, refused with `refusal`.
+/* A row of the operator table: the operator's versions from `since` (an ONNX since-version, an
+ * opset of its domain) up to the next row's `since` (or to the newest opset the importer knows)
+ * are imported by fn, or, with fn NULL, refused with `refusal`.
  * One importer may serve several operators (the unary ones, MaxPool and AveragePool...): `arg`
  * tells it which (a Relay op or a variant), as ctx->arg. An operator's rows are consecutive and
  * ordered; a new version that reads the operator otherwise is a new row (docs/operators.md,
  * "The operator table"). */
 typedef struct tth_onnx_op {
     const char *name; /* ONNX op_type */
-    int since, last;
+    int since;
     tth_onnx_import_fn fn;
     int arg;
     const char *refusal;
 } tth_onnx_op;
-
-/* The last of a row that reaches the newest opset the importer knows. */
-#define NEWEST TTH_ONNX_MAX_OPSET
 
 /* The row importing operator `name` at the model's opset of the default domain (training 0) or
  * of ai.onnx.preview.training (training 1): 0, or a negative code with a diagnostic that says
@@ -59,6 +57,12 @@ typedef struct tth_onnx_op {
 int tth__onnx_op_row(tth_onnx_ctx *c, int training, const char *name, const tth_onnx_op **row);
 /* The i-th table of rows of a domain (ended by a row of NULL name), NULL past the last. */
 const tth_onnx_op *tth__onnx_table(int training, size_t i);
+/* The last version row i of an operator's n rows r imports: the next row's since - 1, or the
+ * domain's newest opset (`newest`) for its last row. */
+static inline int tth__onnx_row_last(const tth_onnx_op *r, size_t n, size_t i, int newest)
+{
+    return i + 1 < n ? r[i + 1].since - 1 : newest;
+}
 
 #define TTH_ONNX_TRAINING_DOMAIN "ai.onnx.preview.training"
 

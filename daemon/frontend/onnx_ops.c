@@ -523,16 +523,16 @@ static const tth_onnx_op *rows_named(const tth_onnx_op *const *tables, size_t nt
 }
 
 /* "7 to 8, 9" for the rows that import (a refusal row is not one). */
-static void imported_ranges(const tth_onnx_op *r, size_t n, char *buf, size_t len)
+static void imported_ranges(const tth_onnx_op *r, size_t n, int newest, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
     for (size_t i = 0; i < n && at < len; i++) {
         if (!r[i].fn)
             continue;
-        int w = r[i].since == r[i].last ? snprintf(buf + at, len - at, "%s%d", at ? ", " : "", r[i].since)
-                                        : snprintf(buf + at, len - at, "%s%d to %d", at ? ", " : "", r[i].since,
-                                                   r[i].last);
+        int last = tth__onnx_row_last(r, n, i, newest);
+        int w = r[i].since == last ? snprintf(buf + at, len - at, "%s%d", at ? ", " : "", r[i].since)
+                                   : snprintf(buf + at, len - at, "%s%d to %d", at ? ", " : "", r[i].since, last);
         at += w > 0 ? (size_t)w : 0;
     }
 }
@@ -540,6 +540,7 @@ static void imported_ranges(const tth_onnx_op *r, size_t n, char *buf, size_t le
 int tth__onnx_op_row(tth_onnx_ctx *c, int training, const char *name, const tth_onnx_op **row)
 {
     int64_t v = training ? c->training : c->opset;
+    int newest = training ? 1 : TTH_ONNX_MAX_OPSET;
     size_t n = 0;
     const tth_onnx_op *r = training ? rows_named(training_domain, 1, name, &n)
                                     : rows_named(default_domain, sizeof default_domain / sizeof default_domain[0],
@@ -548,7 +549,7 @@ int tth__onnx_op_row(tth_onnx_ctx *c, int training, const char *name, const tth_
         return tth__onnx_fail(c, TTH_EUNSUPPORTED, "unsupported operator '%s'%s", name,
                               training ? " (domain '" TTH_ONNX_TRAINING_DOMAIN "')" : "");
     for (size_t i = 0; i < n; i++) {
-        if (v < r[i].since || v > r[i].last)
+        if (v < r[i].since || v > tth__onnx_row_last(r, n, i, newest))
             continue;
         if (!r[i].fn)
             return tth__onnx_fail(c, TTH_EUNSUPPORTED, "%s (the model imports opset %lld)", r[i].refusal,
@@ -563,7 +564,7 @@ int tth__onnx_op_row(tth_onnx_ctx *c, int training, const char *name, const tth_
         return rc;
     }
     char ranges[128];
-    imported_ranges(r, n, ranges, sizeof ranges);
+    imported_ranges(r, n, newest, ranges, sizeof ranges);
     return tth__onnx_fail(c, TTH_EUNSUPPORTED, "'%s' of opset %lld is not supported: tth imports it at opsets %s", name,
                           (long long)v, ranges);
 }

@@ -204,12 +204,12 @@ static int op_dynamic_quantize(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_quant_ops[] = {
-    {"ConvInteger", 10, NEWEST, op_conv_integer, 0, NULL},
-    {"DequantizeLinear", 10, NEWEST, op_dequantize, 0, NULL},
-    {"DynamicQuantizeLinear", 11, NEWEST, op_dynamic_quantize, 0, NULL},
-    {"MatMulInteger", 10, NEWEST, op_matmul_integer, 0, NULL},
-    {"QLinearConv", 10, NEWEST, op_qlinear_conv, 0, NULL},
-    {"QLinearMatMul", 10, NEWEST, op_qlinear_matmul, 0, NULL},
-    {"QuantizeLinear", 10, NEWEST, op_quantize, 0, NULL},
-    {NULL, 0, 0, NULL, 0, NULL},
+    {"ConvInteger", 10, op_conv_integer, 0, NULL},
+    {"DequantizeLinear", 10, op_dequantize, 0, NULL},
+    {"DynamicQuantizeLinear", 11, op_dynamic_quantize, 0, NULL},
+    {"MatMulInteger", 10, op_matmul_integer, 0, NULL},
+    {"QLinearConv", 10, op_qlinear_conv, 0, NULL},
+    {"QLinearMatMul", 10, op_qlinear_matmul, 0, NULL},
+    {"QuantizeLinear", 10, op_quantize, 0, NULL},
+    {NULL, 0, NULL, 0, NULL},
 };

@@ -306,12 +306,12 @@ static int op_stft(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **out,
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_signal_ops[] = {
-    {"BlackmanWindow", 17, NEWEST, op_blackman_window, 0, NULL},
-    {"DFT", 17, 19, op_dft, 0, NULL},
-    {"DFT", 20, NEWEST, op_dft, 0, NULL},
-    {"HammingWindow", 17, NEWEST, op_hamming_window, 0, NULL},
-    {"HannWindow", 17, NEWEST, op_hann_window, 0, NULL},
-    {"MelWeightMatrix", 17, NEWEST, op_mel_weight_matrix, 0, NULL},
-    {"STFT", 17, NEWEST, op_stft, 0, NULL},
-    {NULL, 0, 0, NULL, 0, NULL},
+    {"BlackmanWindow", 17, op_blackman_window, 0, NULL},
+    {"DFT", 17, op_dft, 0, NULL},
+    {"DFT", 20, op_dft, 0, NULL},
+    {"HammingWindow", 17, op_hamming_window, 0, NULL},
+    {"HannWindow", 17, op_hann_window, 0, NULL},
+    {"MelWeightMatrix", 17, op_mel_weight_matrix, 0, NULL},
+    {"STFT", 17, op_stft, 0, NULL},
+    {NULL, 0, NULL, 0, NULL},
 };

@@ -565,17 +565,17 @@ static int op_gradient(tth_onnx_ctx *c, tth_rexpr **in, size_t nin, tth_rexpr **
 /* ---------------------------------------------------------------- the rows */
 
 const tth_onnx_op tth__onnx_training_ops[] = {
-    {"NegativeLogLikelihoodLoss", 12, NEWEST, op_nll_loss, 0, NULL},
-    {"SoftmaxCrossEntropyLoss", 12, NEWEST, op_softmax_ce_loss, 0, NULL},
-    {NULL, 0, 0, NULL, 0, NULL},
+    {"NegativeLogLikelihoodLoss", 12, op_nll_loss, 0, NULL},
+    {"SoftmaxCrossEntropyLoss", 12, op_softmax_ce_loss, 0, NULL},
+    {NULL, 0, NULL, 0, NULL},
 };
 
 /* The operators of the domain ai.onnx.preview.training (docs/operators.md "Training operators"), at its
  * version 1. */
 const tth_onnx_op tth__onnx_training_domain_ops[] = {
-    {"Adagrad", 1, 1, op_adagrad, 0, NULL},
-    {"Adam", 1, 1, op_adam, 0, NULL},
-    {"Gradient", 1, 1, op_gradient, 0, NULL},
-    {"Momentum", 1, 1, op_momentum, 0, NULL},
-    {NULL, 0, 0, NULL, 0, NULL},
+    {"Adagrad", 1, op_adagrad, 0, NULL},
+    {"Adam", 1, op_adam, 0, NULL},
+    {"Gradient", 1, op_gradient, 0, NULL},
+    {"Momentum", 1, op_momentum, 0, NULL},
+    {NULL, 0, NULL, 0, NULL},
 };
