@@ -299,8 +299,10 @@ static int check_weights(qdq_ctx *c, const tth_rexpr *anchor, const tth_rexpr *d
 static int act_clip(const tth_rexpr *act, double ys, int64_t zp, tth_dtype yt, qplan *p)
 {
     double lo = 0, hi = INFINITY;
-    if (is_op(act, TTH_OP_CLIP) && tth_clip_attrs_of(act->u.call.attrs, &lo, &hi, NULL))
+    if (is_op(act, TTH_OP_CLIP) && tth_clip_attrs_of(act->u.call.attrs, &lo, &hi, NULL)) {
         lo = -INFINITY; /* bounds the type relation would refuse: no clip */
+        hi = INFINITY;
+    }
     p->clip_lo = lo == -INFINITY || lo <= -DBL_MAX ? qmin(yt) : quantize_value(lo, ys, zp, yt);
     p->clip_hi = hi == INFINITY || hi >= DBL_MAX ? qmax(yt) : quantize_value(hi, ys, zp, yt);
     return p->clip_lo > qmin(yt) || p->clip_hi < qmax(yt);
