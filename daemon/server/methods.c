@@ -172,6 +172,11 @@ static void m_status(tthd_server *srv, tthd_request *req)
     tthd_respond(req, res);
 }
 
+static void m_targets_recent(tthd_server *srv, tthd_request *req)
+{
+    tthd_respond(req, tthd_recent_list(&srv->recent));
+}
+
 static void m_cache_clear(tthd_server *srv, tthd_request *req)
 {
     uint64_t n, bytes, code = 0;
@@ -276,6 +281,9 @@ static void answer_artifact(tthd_request *req, const char *cache_state, size_t l
     } else {
         json_decref(t);
     }
+    if (res)
+        tthd_recent_note(&req->conn->srv->recent, json_object_get(req->params, "target"), req->target_string,
+                         req->model_name);
     tthd_respond(req, res);
 }
 
@@ -714,6 +722,8 @@ static void on_compile_target(tthd_job *job)
     const json_t *kinds = json_object_get(job->result, "kinds");
     req->target = json_incref(json_object_get(job->result, "target"));
     req->target_text = text ? strdup(text) : NULL;
+    const char *canonical = json_string_value(json_object_get(job->result, "string"));
+    req->target_string = canonical ? strdup(canonical) : NULL;
     char *oj = options_text(req);
     if (!req->target_text || !oj || !req->target) {
         free(oj);
@@ -1072,6 +1082,7 @@ static const method_fn handlers[TTHP_METHOD_COUNT] = {
     [TTHP_M_TARGETS_LIST] = m_list,
     [TTHP_M_TAGS_LIST] = m_list,
     [TTHP_M_PLUGINS_LIST] = m_list,
+    [TTHP_M_TARGETS_RECENT] = m_targets_recent,
     [TTHP_M_CACHE_CLEAR] = m_cache_clear,
     [TTHP_M_COMPILE] = m_compile,
 };

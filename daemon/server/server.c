@@ -48,6 +48,7 @@ static void request_free(tthd_request *req)
     json_decref(req->target);
     json_decref(req->parse_diagnostics);
     free(req->target_text);
+    free(req->target_string);
     free(req->model);
     free(req->model_dir);
     free(req->model_path);
@@ -752,6 +753,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     srv->sigterm.data = srv->sigint.data = srv;
     tthd_cache_init(&srv->cache, loop, srv->opt.cache_dir, srv->opt.cache_max_bytes);
     tthd_remote_init(&srv->remote, loop, &srv->opt.remote);
+    tthd_recent_init(&srv->recent, srv->opt.cache_dir);
     srv->remote.room = &srv->cache; /* a remote hit's local copy makes room there first */
     if (listen_socket(srv) != 0) {
         srv->exit_code = 1;
@@ -799,5 +801,6 @@ void tthd_server_free(tthd_server *srv)
 {
     tthd_cache_free(&srv->cache);
     tthd_remote_free(&srv->remote);
+    tthd_recent_free(&srv->recent);
     tthd_digest_memo_free(&srv->digests);
 }

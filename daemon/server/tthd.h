@@ -346,6 +346,20 @@ tthd_job *tthd_job_new(tthd_job_type type, json_t *params_new);
 void tthd_job_free(tthd_job *job);
 json_t *tthd_error_from_diag(const tth_diag *d);
 
+/* ---- recent.c: targets/recent ------------------------------------------------------------ */
+
+typedef struct tthd_recent {
+    json_t *list;               /* [{target, string, model, lastUsed, uses}], newest first */
+    char *path;                 /* <cache dir>/recent-targets.json, or NULL (in memory only) */
+} tthd_recent;
+
+void tthd_recent_init(tthd_recent *r, const char *cache_dir);
+/* A compile of model_name for the target the client gave (a string or an object) succeeded. */
+void tthd_recent_note(tthd_recent *r, const json_t *given, const char *canonical, const char *model_name);
+/* {"targets": [...]}: the answer to targets/recent (new reference). */
+json_t *tthd_recent_list(const tthd_recent *r);
+void tthd_recent_free(tthd_recent *r);
+
 /* ---- server.c: listener, connections, requests ---------------------------------------- */
 
 typedef struct tthd_conn tthd_conn;
@@ -376,6 +390,7 @@ struct tthd_request {
     uint8_t model_digest[16];   /* compile: tthd_model_digest of the model */
     json_t *target;             /* compile: canonical target from the parse step */
     char *target_text;          /* compile: its canonical JSON text */
+    char *target_string;        /* compile: its canonical string (for targets/recent) */
     char key[33];               /* compile: cache key */
     int progress_begun;
     uint64_t start_ns;          /* compile: when the request arrived (uv_hrtime) */
@@ -431,6 +446,7 @@ struct tthd_server {
     tthd_cache cache;
     tthd_remote remote;
     tthd_digest_memo digests;   /* of model files named by path */
+    tthd_recent recent;         /* targets of the last compiles (recent.c) */
     uint64_t served, failed;
     uint64_t start_ms;
     int stopping;

@@ -542,3 +542,53 @@ Test(compile, a_client_gone_while_its_external_data_is_written, .timeout = 300)
     json_decref(r);
     e2e_close(&F);
 }
+
+/* targets/recent (the "recent targets" of an editor's pick): the targets of the compiles that
+ * succeeded, as the client gave them, newest first, each once with its uses; a failed compile
+ * adds nothing; the list survives a restart of tthd (kept in its cache directory). */
+static const json_t *recent_targets(const json_t *r)
+{
+    const json_t *t = json_object_get(json_object_get(r, "result"), "targets");
+    cr_assert(json_is_array(t), "targets/recent answers {targets: [...]}");
+    return t;
+}
+
+static void assert_recent(const json_t *e, const char *target, json_int_t uses)
+{
+    cr_assert_str_eq(json_string_value(json_object_get(e, "target")), target);
+    cr_assert_eq(json_integer_value(json_object_get(e, "uses")), uses, "%s used %lld times", target,
+                 (long long)json_integer_value(json_object_get(e, "uses")));
+    cr_assert(strncmp(json_string_value(json_object_get(e, "string")), target, 1) == 0,
+              "the canonical string of %s", target);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "model")), "digits");
+    cr_assert(json_integer_value(json_object_get(e, "lastUsed")) > 1700000000, "lastUsed is a time");
+}
+
+Test(compile, recent_targets, .timeout = 600)
+{
+    e2e_open(&F, NULL, NULL);
+    json_t *r = e2e_call(F.c, 1, "targets/recent", NULL);
+    cr_assert_eq(json_array_size(recent_targets(r)), 0, "none before any compile");
+    json_decref(r);
+    json_decref(e2e_compile_or_skip(&F, 2, "llvm", NULL));
+    json_decref(e2e_compile_expect(&F, 3, "c", NULL, "miss"));
+    json_decref(e2e_compile_expect(&F, 4, "llvm", NULL, "hit")); /* a hit counts: llvm is newest again */
+    r = e2e_compile(F.c, 5, F.model, F.len, "lvm", NULL);
+    cr_assert_neq(e2e_error_code(r), 0, "'lvm' is no target");
+    json_decref(r);
+    r = e2e_call(F.c, 6, "targets/recent", NULL);
+    const json_t *t = recent_targets(r);
+    cr_assert_eq(json_array_size(t), 2, "llvm and c, each once; the failed one not at all");
+    assert_recent(json_array_get(t, 0), "llvm", 2);
+    assert_recent(json_array_get(t, 1), "c", 1);
+    json_decref(r);
+
+    e2e_down(&F);
+    e2e_up(&F, NULL, NULL);
+    r = e2e_call(F.c, 7, "targets/recent", NULL);
+    t = recent_targets(r);
+    cr_assert_eq(json_array_size(t), 2, "kept across a restart");
+    assert_recent(json_array_get(t, 0), "llvm", 2);
+    json_decref(r);
+    e2e_close(&F);
+}

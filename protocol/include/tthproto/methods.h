@@ -33,6 +33,8 @@ typedef enum tthp_method_kind {
       "target tags")                                                                          \
     X(PLUGINS_LIST,  "plugins/list",    TTHP_REQUEST,     "",                                 \
       "loaded plugins and refused files")                                                     \
+    X(TARGETS_RECENT, "targets/recent", TTHP_REQUEST,     "",                                 \
+      "the targets of the last compiles that succeeded")                                      \
     X(CACHE_CLEAR,   "cache/clear",     TTHP_REQUEST,     "",                                 \
       "empty the artifact cache")                                                             \
     X(COMPILE,       "compile",         TTHP_REQUEST,     "model:o target:so ?options:o ?delivery:s",     \
