@@ -72,14 +72,13 @@ export function placeProblem(target: string, d: Diagnostic): TargetProblem {
     start = at;
     end = at + loc.length;
   }
-  // the word the message names, inside the location
-  for (const q of d.message.matchAll(/'([^']+)'/g)) {
-    const w = target.slice(start, end).indexOf(q[1]);
-    if (w >= 0) {
-      start += w;
-      end = start + q[1].length;
-      break;
-    }
+  // the word the message names inside the location; of several, the last ("attribute
+  // 'num-cores' ... takes an integer, not 'abc'": the value is what to change)
+  const words = [...d.message.matchAll(/'([^']+)'/g)].map((q) => q[1]).filter((q) => target.slice(start, end).includes(q));
+  const word = words[words.length - 1];
+  if (word !== undefined && word.length < end - start) {
+    start += target.slice(start, end).indexOf(word);
+    end = start + word.length;
   }
   const fixes = suggestions(d.hint ?? '').map((text) => ({ start, end, text }));
   return { start, end, severity: d.severity || 1, code: d.code, message: d.message, hint: d.hint ?? '', fixes };

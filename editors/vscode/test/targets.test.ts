@@ -1,0 +1,92 @@
+// Targets checked as typed: each problem the daemon finds placed on the characters it is about,
+// with its "did you mean" as replacements that make a target the daemon accepts; the choices of
+// the pick (recent targets after a compile, tags, kinds).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { TthClient } from '../src/client';
+import { checkTarget, placeProblem, suggestions, targetChoices } from '../src/targets';
+import { DIGITS, PrivateDaemon } from './support';
+
+let d: PrivateDaemon;
+let c: TthClient;
+
+before(async () => {
+  d = await new PrivateDaemon().start();
+  c = await d.client();
+});
+
+after(async () => {
+  c?.close();
+  try {
+    assert.equal(await d.stop(), 0);
+  } finally {
+    d.remove();
+  }
+});
+
+test('hints are read for their names', () => {
+  assert.deepEqual(suggestions("did you mean 'llvm'?"), ['llvm']);
+  assert.deepEqual(suggestions("did you mean one of 'arm/cortex-m3', 'arm/cortex-m4', 'arm/cortex-m55'?"), ['arm/cortex-m3', 'arm/cortex-m4', 'arm/cortex-m55']);
+  assert.deepEqual(suggestions('export the model with opset 20 or later'), []);
+  const p = placeProblem('llvm -mcpux=3', { code: 'EUNKNOWN', severity: 1, message: "unknown attribute 'mcpux' for kind 'llvm'", location: '-mcpux=3', hint: "did you mean 'mcpu'?" });
+  assert.deepEqual([p.start, p.end, p.fixes], [6, 11, [{ start: 6, end: 11, text: 'mcpu' }]]);
+  const q = placeProblem('x', { code: 'E', severity: 1, message: 'm', location: 'not in the string', hint: '' });
+  assert.deepEqual([q.start, q.end], [0, 1], 'a location not found covers the whole string');
+});
+
+// typed target, the characters the problem is on, the fix expected among the fixes
+const TYPOS: [string, string, string][] = [
+  ['lvm -mcpu=skylake', 'lvm', 'llvm'],
+  ['llvm -mcpu=skylakx', 'skylakx', 'skylake'],
+  ['llvm -mcpux=skylake', 'mcpux', 'mcpu'],
+  ['llvm -mtriple=aarch64-linux-gnu -mattr=+neonx', 'neonx', 'neon'],
+  ['arm/cortex-m5', 'arm/cortex-m5', 'arm/cortex-m55'],
+  ['cmsis-nn,c -mcpu=cortex-m55 -mattr=+foo', 'foo', ''],
+];
+
+test('typos are placed on the misspelt word, and each fix is a target the daemon accepts', async () => {
+  for (const [target, word, fix] of TYPOS) {
+    const r = await checkTarget(c, target);
+    assert.equal(r.ok, false, `${target} is refused`);
+    const p = r.problems[0];
+    assert.equal(target.slice(p.start, p.end), word, `${target}: the problem is on '${word}', not '${target.slice(p.start, p.end)}'`);
+    assert.equal(p.severity, 1);
+    if (!fix) continue;
+    assert.ok(p.fixes.some((f) => f.text === fix), `${target}: fixes ${JSON.stringify(p.fixes)} include '${fix}'`);
+    const fixed = target.slice(0, p.start) + fix + target.slice(p.end);
+    const again = await checkTarget(c, fixed);
+    assert.equal(again.ok, true, `the fixed target '${fixed}' parses: ${JSON.stringify(again.problems)}`);
+  }
+});
+
+test('a type error is placed on the value', async () => {
+  const r = await checkTarget(c, 'llvm -num-cores=abc');
+  assert.equal(r.ok, false);
+  assert.equal('llvm -num-cores=abc'.slice(r.problems[0].start, r.problems[0].end), 'abc');
+  assert.equal(r.problems[0].code, 'ETYPE');
+});
+
+test('a valid target gives its canonical string and kinds; an empty one is a problem', async () => {
+  const r = await checkTarget(c, 'cmsis-nn,c -mcpu=cortex-m55');
+  assert.ok(r.ok);
+  assert.match(r.canonical, /-mcpu=cortex-m55/);
+  assert.deepEqual(r.kinds.map((k) => k.kind).sort(), ['c', 'cmsis-nn']);
+  const e = await checkTarget(c, '  ');
+  assert.equal(e.ok, false);
+});
+
+test('choices: the default, then recent targets after compiles, then tags and kinds, each once', async () => {
+  let ch = await targetChoices(c, 'llvm');
+  assert.equal(ch[0].target, 'llvm');
+  assert.equal(ch[0].kind, 'default');
+  assert.ok(!ch.some((x) => x.kind === 'recent'), 'no recent target before a compile');
+  await c.compile({ modelPath: DIGITS, target: 'c -mcpu=cortex-m4' });
+  await c.compile({ modelPath: DIGITS, target: 'c' });
+  ch = await targetChoices(c, 'llvm');
+  const recent = ch.filter((x) => x.kind === 'recent').map((x) => x.target);
+  assert.deepEqual(recent, ['c', 'c -mcpu=cortex-m4'], 'newest first');
+  assert.ok(ch.some((x) => x.kind === 'tag' && x.target === 'arm/cortex-m55'));
+  assert.ok(ch.some((x) => x.kind === 'kind' && x.target === 'ethos-n'));
+  const names = ch.map((x) => x.target);
+  assert.equal(new Set(names).size, names.length, 'each target once (c is recent, not again a kind)');
+});
