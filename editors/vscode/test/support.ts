@@ -76,7 +76,9 @@ export class PrivateDaemon {
     } catch {
       this.proc.kill('SIGTERM');
     }
-    const code = await Promise.race([this.exit, sleep(30000).then(() => 'timeout' as const)]);
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([this.exit, new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), 30000); })]);
+    clearTimeout(timer);
     if (code === 'timeout') {
       this.proc.kill('SIGKILL');
       throw new Error('tthd did not stop within 30 s');
