@@ -157,7 +157,7 @@ async function pickTarget(c: TthClient): Promise<string | undefined> {
   });
   return new Promise((resolve) => {
     qp.onDidAccept(async () => {
-      const pick = qp.selectedItems[0]?.label ?? qp.value;
+      const pick = (qp.selectedItems[0] ?? qp.activeItems[0])?.label ?? qp.value;
       if (!pick) return;
       const r = await checkTarget(c, pick).catch(() => null);
       if (r && !r.ok) {
@@ -226,8 +226,8 @@ function setCompile(model: vscode.Uri, view: CompileView): void {
 }
 
 function toDiagnostic(p: ModelProblem): vscode.Diagnostic {
-  const d = new vscode.Diagnostic(new vscode.Range(0, 0, 0, 0), p.node ? `${p.message} [node '${p.node}'${p.op ? `, ${p.op}` : ''}]` : p.message,
-    SEVERITY[p.severity] ?? vscode.DiagnosticSeverity.Error);
+  // the message names the place (the node, the plugin and hook) and the hint (diagnostics.ts)
+  const d = new vscode.Diagnostic(new vscode.Range(0, 0, 0, 0), p.message, SEVERITY[p.severity] ?? vscode.DiagnosticSeverity.Error);
   d.source = 'tth';
   d.code = p.code;
   return d;
@@ -341,7 +341,7 @@ async function clearCache(): Promise<void> {
   try {
     const c = await client();
     const r = await c.request('cache/clear');
-    vscode.window.showInformationMessage(`tth: removed ${r.removedEntries} cached artifacts (${humanBytes(r.removedBytes)})`);
+    vscode.window.showInformationMessage(`tth: removed ${r.removedEntries} cached artifact${r.removedEntries === 1 ? '' : 's'} (${humanBytes(r.removedBytes)})`);
   } catch (e) {
     vscode.window.showErrorMessage(`tth: ${(e as Error).message}`);
   }
@@ -386,9 +386,9 @@ class DaemonTree implements vscode.TreeDataProvider<vscode.TreeItem> {
       ];
       const cache = new vscode.TreeItem('cache');
       cache.contextValue = 'cache';
-      cache.description = `${st.cache.entries} artifacts, ${humanBytes(st.cache.bytes)} of ${humanBytes(st.cache.maxBytes)}; ${st.cache.hits} hits, ${st.cache.misses} misses`;
+      cache.description = `${st.cache.entries} artifact${st.cache.entries === 1 ? '' : 's'}, ${humanBytes(st.cache.bytes)} of ${humanBytes(st.cache.maxBytes)}; ${st.cache.hits} hits, ${st.cache.misses} misses`;
       cache.tooltip = st.cacheDir;
-      return [d, p, cache];
+      return [d, cache, p];
     } catch (err) {
       return [leaf('error', (err as Error).message)];
     }
