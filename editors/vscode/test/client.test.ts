@@ -3,52 +3,39 @@
 // the daemon's XXH64), progress, cancellation, and the daemon serving on after each.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { after, before, test } from 'node:test';
-import { modelName, Progress, RpcError, TthClient } from '../src/client';
+import { test } from 'node:test';
+import { modelName, Progress, RpcError } from '../src/client';
 import { xxh64 } from '../src/xxh64';
-import { DIGITS, PrivateDaemon } from './support';
+import { daemonFixture, DIGITS } from './support';
 
-let d: PrivateDaemon;
-let c: TthClient;
+const F = daemonFixture();
 
-before(async () => {
-  d = await new PrivateDaemon().start();
-  c = await d.client();
-});
 
-after(async () => {
-  c?.close();
-  try {
-    assert.equal(await d.stop(), 0, 'tthd stops cleanly (no leak under the sanitizers)');
-  } finally {
-    d.remove();
-  }
-});
 
 test('initialize gives the limits and capabilities; requests in flight together are answered', async () => {
-  assert.equal(c.info.protocolVersion, '1.0');
-  assert.ok(c.info.methods.includes('targets/recent'));
-  assert.ok(c.info.limits.maxFrameBytes >= 65536);
-  const [st, tags, kinds, plugins] = await Promise.all(['status', 'tags/list', 'targets/list', 'plugins/list'].map((m) => c.request(m)));
-  assert.equal(st.socket, d.socket);
+  assert.equal(F.client.info.protocolVersion, '1.0');
+  assert.ok(F.client.info.methods.includes('targets/recent'));
+  assert.ok(F.client.info.limits.maxFrameBytes >= 65536);
+  const [st, tags, kinds, plugins] = await Promise.all(['status', 'tags/list', 'targets/list', 'plugins/list'].map((m) => F.client.request(m)));
+  assert.equal(st.socket, F.daemon.socket);
   assert.ok(tags.tags.some((t: any) => t.name === 'arm/cortex-m55'));
   assert.deepEqual(kinds.kinds.map((k: any) => k.kind).filter((k: string) => k === 'llvm' || k === 'c').sort(), ['c', 'llvm']);
   assert.ok(plugins.plugins.some((p: any) => p.name === 'llvm-cpu'));
 });
 
 test('a refused target is an RpcError with the daemon diagnostics', async () => {
-  const e = await c.request('target/parse', { target: 'lvm -mcpu=x' }).then(() => null, (x) => x);
+  const e = await F.client.request('target/parse', { target: 'lvm -mcpu=x' }).then(() => null, (x) => x);
   assert.ok(e instanceof RpcError);
   assert.equal(e.code, -32006);
   assert.equal(e.data.tthCode, 'EUNKNOWN');
   assert.equal(e.diagnostics[0].hint, "did you mean 'llvm'?");
-  const m = await c.request('no/such').then(() => null, (x) => x);
+  const m = await F.client.request('no/such').then(() => null, (x) => x);
   assert.equal(m.code, -32601);
 });
 
 test('compile by path and by upload give the same verified artifact; progress rises', async () => {
   const seen: Progress[] = [];
-  const a = await c.compile({ modelPath: DIGITS, target: 'c' }, { onProgress: (p) => seen.push(p) });
+  const a = await F.client.compile({ modelPath: DIGITS, target: 'c' }, { onProgress: (p) => seen.push(p) });
   assert.equal(a.result.cache, 'miss');
   assert.equal(a.artifact.length, a.result.artifact.size);
   assert.equal(xxh64(a.artifact), a.result.artifact.xxh64, 'our XXH64 is libxxhash\'s');
@@ -59,28 +46,28 @@ test('compile by path and by upload give the same verified artifact; progress ri
   assert.ok(pcs.length > 3);
   assert.deepEqual(pcs, [...pcs].sort((x, y) => x - y), 'progress never goes back');
 
-  const b = await c.compile({ modelPath: DIGITS, target: 'c', stream: true });
+  const b = await F.client.compile({ modelPath: DIGITS, target: 'c', stream: true });
   assert.equal(b.result.cache, 'hit');
   assert.ok(!b.result.artifact.file, 'streamed, not as a file');
   assert.ok(b.result.artifact.chunks >= 1);
   assert.ok(a.artifact.equals(b.artifact), 'the same bytes');
   assert.equal(a.result.key, b.result.key);
 
-  const f = await c.compile({ modelPath: DIGITS, target: 'c' });
+  const f = await F.client.compile({ modelPath: DIGITS, target: 'c' });
   assert.ok(f.result.artifact.file, 'a hit by the cache file when the daemon offers it');
   assert.ok(a.artifact.equals(f.artifact));
 });
 
 test('a cancelled compile is RequestCancelled, and the connection serves on', async () => {
   const abort = new AbortController();
-  const p = c.compile({ modelPath: DIGITS, target: 'llvm -opt-level=1', options: { no_cache: true } }, {
+  const p = F.client.compile({ modelPath: DIGITS, target: 'llvm -opt-level=1', options: { no_cache: true } }, {
     signal: abort.signal,
     onProgress: (x) => { if (x.kind === 'begin') abort.abort(); },
   });
   const e = await p.then(() => null, (x) => x);
   assert.ok(e instanceof RpcError, 'the compile did not fail');
   assert.equal(e.code, -32800);
-  const st = await c.request('status');
+  const st = await F.client.request('status');
   assert.equal(st.requests.active, 0);
 });
 
@@ -91,10 +78,10 @@ test('the model name is derived as tthctl derives it', () => {
 });
 
 test('a connection the daemon closes fails its requests', async () => {
-  const c2 = await d.client();
+  const c2 = await F.daemon.client();
   const closed = new Promise((r) => c2.once('close', r));
   c2.close();
   await closed;
   await assert.rejects(c2.request('status'), (e: RpcError) => e.code === 0);
-  assert.ok(fs.existsSync(d.socket));
+  assert.ok(fs.existsSync(F.daemon.socket));
 });

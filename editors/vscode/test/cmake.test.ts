@@ -1,10 +1,9 @@
 // The TARGET strings of tth_add_model calls, found by CMake's lexical rules, and their problems
 // placed on the characters of the file.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { TthClient } from '../src/client';
+import { test } from 'node:test';
 import { checkCMake, findTargets } from '../src/cmake';
-import { PrivateDaemon } from './support';
+import { daemonFixture } from './support';
 
 const FILE = `cmake_minimum_required(VERSION 3.20)
 project(app C)
@@ -49,23 +48,10 @@ test('only the real calls are found, with their values and places', () => {
   }
 });
 
-let d: PrivateDaemon;
-let c: TthClient;
-before(async () => {
-  d = await new PrivateDaemon().start();
-  c = await d.client();
-});
-after(async () => {
-  c?.close();
-  try {
-    assert.equal(await d.stop(), 0);
-  } finally {
-    d.remove();
-  }
-});
+const F = daemonFixture();
 
 test('problems land on the misspelt characters of the file, with the fixes', async () => {
-  const ps = await checkCMake(c, FILE);
+  const ps = await checkCMake(F.client, FILE);
   const got = ps.map((p) => [p.model, FILE.slice(p.start, p.end), p.fixes.map((f) => `${FILE.slice(f.start, f.end)}->${f.text}`)]);
   assert.deepEqual(got.map((g) => g[0]), ['digits', 'upper', 'bare', 'br', 'esc'], JSON.stringify(got));
   assert.deepEqual(got[0], ['digits', 'skylakx', ['skylakx->skylake']]);
@@ -76,5 +62,5 @@ test('problems land on the misspelt characters of the file, with the fixes', asy
   assert.equal(got[4][1], 'cortex\\-m55x', 'the escaped value is placed on its characters in the file');
   // applying the fix gives a file whose targets all parse
   const fixed = FILE.slice(0, ps[0].fixes[0].start) + ps[0].fixes[0].text + FILE.slice(ps[0].fixes[0].end);
-  assert.deepEqual((await checkCMake(c, fixed)).map((p) => p.model), ['upper', 'bare', 'br', 'esc']);
+  assert.deepEqual((await checkCMake(F.client, fixed)).map((p) => p.model), ['upper', 'bare', 'br', 'esc']);
 });

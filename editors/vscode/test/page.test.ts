@@ -6,44 +6,28 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import puppeteer, { Browser, Page } from 'puppeteer-core';
-import { TthClient } from '../src/client';
 import { summarize } from '../src/onnx';
 import { CompileView, renderModelPage, scriptHashes } from '../src/report';
 import { compileToFile } from '../src/workflow';
-import { DIGITS, PrivateDaemon, refusedModel, tempDir } from './support';
+import { daemonFixture, DIGITS, refusedModel } from './support';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-let d: PrivateDaemon;
-let c: TthClient;
 let browser: Browser;
-let work: string;
 let ok: CompileView;
-
-before(async () => {
-  d = await new PrivateDaemon().start();
-  c = await d.client();
-  work = tempDir('page');
-  ok = await compileToFile(c, { modelPath: DIGITS, target: 'llvm', out: path.join(work, 'digits.tar'), explain: true });
-  assert.equal(ok.state, 'ok');
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
-});
-
-after(async () => {
-  await browser?.close();
-  c?.close();
-  fs.rmSync(work, { recursive: true, force: true });
-  try {
-    assert.equal(await d.stop(), 0);
-  } finally {
-    d.remove();
-  }
+const F = daemonFixture({
+  setup: async (f) => {
+    ok = await compileToFile(f.client, { modelPath: DIGITS, target: 'llvm', out: path.join(f.work, 'digits.tar'), explain: true });
+    assert.equal(ok.state, 'ok');
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  },
+  teardown: async () => { await browser?.close(); },
 });
 
 /** Open an HTML text in a tab; the tab and the console messages and page errors it had. */
 async function open(html: string, name: string): Promise<{ page: Page; messages: string[] }> {
-  const file = path.join(work, `${name}.html`);
+  const file = path.join(F.work, `${name}.html`);
   fs.writeFileSync(file, html);
   const page = await browser.newPage();
   await page.setViewport({ width: 1100, height: 1400 });
@@ -108,8 +92,8 @@ test('the policy holds: a report whose script is not the hashed one does not run
 });
 
 test('a refused model: its problem, naming the node, on the page', async () => {
-  const model = refusedModel(work);
-  const failed = await compileToFile(c, { modelPath: model, target: 'llvm', out: path.join(work, 'r.tar'), explain: false });
+  const model = refusedModel(F.work);
+  const failed = await compileToFile(F.client, { modelPath: model, target: 'llvm', out: path.join(F.work, 'r.tar'), explain: false });
   const bytes = fs.readFileSync(model);
   const html = renderModelPage({ file: model, fileBytes: bytes.length, summary: summarize(bytes), compile: failed }, 'bm9uY2U=');
   const { page, messages } = await open(html, 'model-refused');

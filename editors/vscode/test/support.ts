@@ -1,10 +1,12 @@
 // What the tests share: the build under test (TTH_BUILD_ROOT, set by meson; else build-test),
 // a private tthd of that build on its own socket and cache in a temporary directory, never the
 // user's, and models made with the onnx Python package (a reference we did not write).
+import assert from 'node:assert/strict';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { after, before } from 'node:test';
 import { TthClient } from '../src/client';
 
 export const SOURCE = process.env.TTH_SOURCE_ROOT ?? path.resolve(__dirname, '..', '..', '..', '..');
@@ -91,6 +93,38 @@ export class PrivateDaemon {
     if (this.proc && this.proc.exitCode === null) this.proc.kill('SIGKILL');
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** What a test file against the daemon needs: a private tthd, a client connected to it, a work
+ *  directory. Set up before the file's tests (node:test hooks; then `more.setup`, in the same
+ *  hook: top-level hooks of node 20 do not wait for each other) and torn down after them
+ *  (`more.teardown` first): the client closed, tthd stopped with its clean exit asserted, the
+ *  directories removed. */
+export interface DaemonFixture {
+  daemon: PrivateDaemon;
+  client: TthClient;
+  work: string;
+}
+
+export function daemonFixture(more: { setup?: (f: DaemonFixture) => Promise<void>; teardown?: () => Promise<void> } = {}): DaemonFixture {
+  const f = {} as DaemonFixture;
+  before(async () => {
+    f.daemon = await new PrivateDaemon().start();
+    f.client = await f.daemon.client();
+    f.work = tempDir('work');
+    await more.setup?.(f);
+  });
+  after(async () => {
+    await more.teardown?.();
+    f.client?.close();
+    if (f.work) fs.rmSync(f.work, { recursive: true, force: true });
+    try {
+      assert.equal(await f.daemon.stop(), 0, 'tthd stops cleanly (no leak under the sanitizers)');
+    } finally {
+      f.daemon.remove();
+    }
+  });
+  return f;
 }
 
 /** Run Python (the onnx package) and return its standard output. */

@@ -2,27 +2,13 @@
 // with its "did you mean" as replacements that make a target the daemon accepts; the choices of
 // the pick (recent targets after a compile, tags, kinds).
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { TthClient } from '../src/client';
+import { test } from 'node:test';
 import { checkTarget, placeProblem, suggestions, targetChoices } from '../src/targets';
-import { DIGITS, PrivateDaemon } from './support';
+import { daemonFixture, DIGITS } from './support';
 
-let d: PrivateDaemon;
-let c: TthClient;
+const F = daemonFixture();
 
-before(async () => {
-  d = await new PrivateDaemon().start();
-  c = await d.client();
-});
 
-after(async () => {
-  c?.close();
-  try {
-    assert.equal(await d.stop(), 0);
-  } finally {
-    d.remove();
-  }
-});
 
 test('hints are read for their names', () => {
   assert.deepEqual(suggestions("did you mean 'llvm'?"), ['llvm']);
@@ -46,7 +32,7 @@ const TYPOS: [string, string, string][] = [
 
 test('typos are placed on the misspelt word, and each fix is a target the daemon accepts', async () => {
   for (const [target, word, fix] of TYPOS) {
-    const r = await checkTarget(c, target);
+    const r = await checkTarget(F.client, target);
     assert.equal(r.ok, false, `${target} is refused`);
     const p = r.problems[0];
     assert.equal(target.slice(p.start, p.end), word, `${target}: the problem is on '${word}', not '${target.slice(p.start, p.end)}'`);
@@ -54,35 +40,35 @@ test('typos are placed on the misspelt word, and each fix is a target the daemon
     if (!fix) continue;
     assert.ok(p.fixes.some((f) => f.text === fix), `${target}: fixes ${JSON.stringify(p.fixes)} include '${fix}'`);
     const fixed = target.slice(0, p.start) + fix + target.slice(p.end);
-    const again = await checkTarget(c, fixed);
+    const again = await checkTarget(F.client, fixed);
     assert.equal(again.ok, true, `the fixed target '${fixed}' parses: ${JSON.stringify(again.problems)}`);
   }
 });
 
 test('a type error is placed on the value', async () => {
-  const r = await checkTarget(c, 'llvm -num-cores=abc');
+  const r = await checkTarget(F.client, 'llvm -num-cores=abc');
   assert.equal(r.ok, false);
   assert.equal('llvm -num-cores=abc'.slice(r.problems[0].start, r.problems[0].end), 'abc');
   assert.equal(r.problems[0].code, 'ETYPE');
 });
 
 test('a valid target gives its canonical string and kinds; an empty one is a problem', async () => {
-  const r = await checkTarget(c, 'cmsis-nn,c -mcpu=cortex-m55');
+  const r = await checkTarget(F.client, 'cmsis-nn,c -mcpu=cortex-m55');
   assert.ok(r.ok);
   assert.match(r.canonical, /-mcpu=cortex-m55/);
   assert.deepEqual(r.kinds.map((k) => k.kind).sort(), ['c', 'cmsis-nn']);
-  const e = await checkTarget(c, '  ');
+  const e = await checkTarget(F.client, '  ');
   assert.equal(e.ok, false);
 });
 
 test('choices: the default, then recent targets after compiles, then tags and kinds, each once', async () => {
-  let ch = await targetChoices(c, 'llvm');
+  let ch = await targetChoices(F.client, 'llvm');
   assert.equal(ch[0].target, 'llvm');
   assert.equal(ch[0].kind, 'default');
   assert.ok(!ch.some((x) => x.kind === 'recent'), 'no recent target before a compile');
-  await c.compile({ modelPath: DIGITS, target: 'c -mcpu=cortex-m4' });
-  await c.compile({ modelPath: DIGITS, target: 'c' });
-  ch = await targetChoices(c, 'llvm');
+  await F.client.compile({ modelPath: DIGITS, target: 'c -mcpu=cortex-m4' });
+  await F.client.compile({ modelPath: DIGITS, target: 'c' });
+  ch = await targetChoices(F.client, 'llvm');
   const recent = ch.filter((x) => x.kind === 'recent').map((x) => x.target);
   assert.deepEqual(recent, ['c', 'c -mcpu=cortex-m4'], 'newest first');
   assert.ok(ch.some((x) => x.kind === 'tag' && x.target === 'arm/cortex-m55'));

@@ -4,32 +4,15 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { after, before, test } from 'node:test';
-import { TthClient } from '../src/client';
+import { test } from 'node:test';
 import { modelProblem } from '../src/diagnostics';
 import { readTar } from '../src/tar';
 import { artifactPath, compileToFile, previousArtifact, writeWhole } from '../src/workflow';
-import { DIGITS, PrivateDaemon, refusedModel, tempDir } from './support';
+import { daemonFixture, DIGITS, refusedModel, tempDir } from './support';
 
-let d: PrivateDaemon;
-let c: TthClient;
-let work: string;
+const F = daemonFixture();
 
-before(async () => {
-  d = await new PrivateDaemon().start();
-  c = await d.client();
-  work = tempDir('work');
-});
 
-after(async () => {
-  c?.close();
-  fs.rmSync(work, { recursive: true, force: true });
-  try {
-    assert.equal(await d.stop(), 0);
-  } finally {
-    d.remove();
-  }
-});
 
 test('the artifact goes beside the model, or into the output folder', () => {
   assert.equal(artifactPath('/w/models/my-net.onnx', ''), '/w/models/my_net.tar');
@@ -38,11 +21,11 @@ test('the artifact goes beside the model, or into the output folder', () => {
 });
 
 test('a compile writes the whole artifact and gives the page its report and files', async () => {
-  const model = path.join(work, 'digits.onnx');
+  const model = path.join(F.work, 'digits.onnx');
   fs.copyFileSync(DIGITS, model);
-  const out = artifactPath(model, 'out', work);
+  const out = artifactPath(model, 'out', F.work);
   const stages: string[] = [];
-  const v = await compileToFile(c, { modelPath: model, target: 'llvm', out, explain: true, onProgress: (p) => stages.push(p.stage) });
+  const v = await compileToFile(F.client, { modelPath: model, target: 'llvm', out, explain: true, onProgress: (p) => stages.push(p.stage) });
   assert.equal(v.state, 'ok', JSON.stringify(v.problems));
   assert.equal(v.cache, 'miss');
   assert.ok(stages.includes('codegen'));
@@ -66,9 +49,9 @@ test('a compile writes the whole artifact and gives the page its report and file
 });
 
 test('a refused model: the problem names its ONNX node and says what to do; nothing is written', async () => {
-  const model = refusedModel(work);
-  const out = path.join(work, 'refused.tar');
-  const v = await compileToFile(c, { modelPath: model, target: 'llvm', out, explain: false });
+  const model = refusedModel(F.work);
+  const out = path.join(F.work, 'refused.tar');
+  const v = await compileToFile(F.client, { modelPath: model, target: 'llvm', out, explain: false });
   assert.equal(v.state, 'failed');
   const p = v.problems[0];
   assert.equal(p.code, 'EMODEL');
@@ -77,12 +60,12 @@ test('a refused model: the problem names its ONNX node and says what to do; noth
   assert.match(p.message, /opset 20/);
   assert.match(p.message, /hint: export the model with opset 20 or later/);
   assert.ok(!fs.existsSync(out));
-  const st = await c.request('status');
+  const st = await F.client.request('status');
   assert.equal(st.requests.active, 0, 'the daemon serves on');
 });
 
 test('an unknown target fails the compile with its problem; a node name with a quote is read whole', async () => {
-  const v = await compileToFile(c, { modelPath: DIGITS, target: 'lvm', out: path.join(work, 'x.tar'), explain: false });
+  const v = await compileToFile(F.client, { modelPath: DIGITS, target: 'lvm', out: path.join(F.work, 'x.tar'), explain: false });
   assert.equal(v.state, 'failed');
   assert.match(v.problems[0].message, /did you mean 'llvm'/);
   const q = modelProblem({ code: 'EMODEL', severity: 1, message: 'm', location: "node 'it's' (Foo)", hint: '' });
@@ -90,7 +73,7 @@ test('an unknown target fails the compile with its problem; a node name with a q
 });
 
 test('writeWhole leaves the old file when the new one cannot be written', () => {
-  const out = path.join(work, 'keep.tar');
+  const out = path.join(F.work, 'keep.tar');
   fs.writeFileSync(out, 'old');
   assert.throws(() => writeWhole(path.join(out, 'sub', 'x.tar'), Buffer.from('new')));
   assert.equal(fs.readFileSync(out, 'utf8'), 'old');
