@@ -90,14 +90,15 @@ export class DaemonConnection extends EventEmitter {
     return this.connect(true);
   }
 
-  /** Try now (cancels a pending retry). */
+  /** Try now (cancels a pending retry); nothing when connected. */
   retryNow(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     this.connect(this.autoStart).catch(() => undefined);
   }
 
   private connect(start: boolean): Promise<TthClient> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.current.state === 'up' && !this.current.client.isClosed) return Promise.resolve(this.current.client);
     if (this.connecting) return this.connecting;
     this.set({ state: 'connecting' });
     const p = (start ? connectOrStart(this.settings) : TthClient.connect(this.socketPath)).then((client) => {

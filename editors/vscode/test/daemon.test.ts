@@ -59,6 +59,12 @@ test('the connection goes down with the daemon and comes back up when it restart
     await waitFor(conn, 'up');
     const c = await conn.client();
     assert.equal((await c.request('status')).socket, d.socket);
+    // connected: asking again, or a retry, keeps the one connection
+    conn.retryNow();
+    conn.retryNow();
+    assert.equal(await conn.client(), c);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await c.request('status')).connections, 1, 'one connection to tthd');
     assert.deepEqual(states.slice(0, 3), ['connecting', 'up', 'down']);
   } finally {
     conn.dispose();
