@@ -160,6 +160,32 @@ int tthctl_cmd_targets(const tthctl_args *a, tthctl_error *err)
     return query(a, "targets/list", print_kinds, err);
 }
 
+/* ---- target recent ---- */
+
+static void print_recent(const json_t *r)
+{
+    const json_t *list = json_object_get(r, "targets");
+    if (json_array_size(list) == 0)
+        printf("no recent targets: no compile has succeeded on this daemon yet\n");
+    size_t i;
+    json_t *t;
+    json_array_foreach(list, i, t) {
+        char when[64] = "?";
+        time_t at = (time_t)jint(t, "lastUsed");
+        struct tm tm;
+        if (localtime_r(&at, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+        long long uses = (long long)jint(t, "uses");
+        printf("%s\n  %s\n  last %s (%s), %lld compile%s\n", jstr(t, "target"), jstr(t, "string"), when,
+               jstr(t, "model"), uses, uses == 1 ? "" : "s");
+    }
+}
+
+int tthctl_cmd_target_recent(const tthctl_args *a, tthctl_error *err)
+{
+    return query(a, "targets/recent", print_recent, err);
+}
+
 /* ---- tags ---- */
 
 static void print_tags(const json_t *r)

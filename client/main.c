@@ -100,6 +100,12 @@ static const cmd_spec commands[] = {
      "T is the string form ('llvm -mcpu=cortex-a72'), a tag ('arm/cortex-m55'), a JSON object,\n"
      "or a JSON file (@FILE or FILE.json, read by tthctl).",
      tthctl_cmd_target_parse},
+    {"target", "recent", "", 0, 0, {OPT_JSON}, 1,
+     "list the targets of the last compiles that succeeded, newest first",
+     "Each as it was given (string, tag or JSON), with its canonical string, the model it last\n"
+     "compiled, when, and how many compiles used it (from any client of this daemon; kept in its\n"
+     "cache directory across restarts).",
+     tthctl_cmd_target_recent},
     {NULL, "targets", "", 0, 0, {OPT_JSON}, 1,
      "list the target kinds with their attributes and hooks", NULL, tthctl_cmd_targets},
     {NULL, "tags", "", 0, 0, {OPT_JSON}, 1, "list the target tags", NULL, tthctl_cmd_tags},

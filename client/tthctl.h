@@ -150,6 +150,7 @@ int tthctl_cmd_targets(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_tags(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_plugins(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_target_parse(const tthctl_args *a, tthctl_error *err);
+int tthctl_cmd_target_recent(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_cache_clear(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_stop(const tthctl_args *a, tthctl_error *err);
 int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err);

@@ -361,7 +361,7 @@ static json_t *ctl_json_argv(const char *const *args)
 Test(client, help_lists_commands_and_exit_codes)
 {
     expect_ctl({.args = {"--help"},
-                .out = {"compile", "target parse", "targets", "tags", "plugins", "status", "cache clear", "stop", "run",
+                .out = {"compile", "target parse", "target recent", "targets", "tags", "plugins", "status", "cache clear", "stop", "run",
                         "Exit status", "3  the daemon is unreachable"}},
                {.args = {"compile", "--help"}, .out = {"--target T", "--dump-ir STAGE"}});
 }
@@ -798,6 +798,12 @@ Test(client, compile_digits_then_cache_hit_then_clear)
 
     expect_ctl({.args = {"cache", "clear"}, .out = {"removed 2 cache entries"}});
     cr_assert_eq(cache_counter("entries"), 0);
+
+    /* the target as given, its canonical string, the last model; three compiles used it */
+    expect_ctl({.args = {"target", "recent"}, .out = {"llvm\n  llvm -", "(other), 3 compiles"}});
+    r = ctl_json("target", "recent", "--json");
+    cr_assert_eq(json_array_size(json_object_get(r, "targets")), 1);
+    json_decref(r);
 }
 
 /* Names in dir, sorted, each followed by a newline (malloc'd). */
