@@ -64,3 +64,14 @@ test('problems land on the misspelt characters of the file, with the fixes', asy
   const fixed = FILE.slice(0, ps[0].fixes[0].start) + ps[0].fixes[0].text + FILE.slice(ps[0].fixes[0].end);
   assert.deepEqual((await checkCMake(F.client, fixed)).map((p) => p.model), ['upper', 'bare', 'br', 'esc']);
 });
+
+test('any text of CMake\'s special characters is read without error, each value fully placed', () => {
+  let seed = 1;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  const alpha = 'tth_add_model( )TARGET"\\\n#[]=${}ab;\t';
+  for (let i = 0; i < 20000; i++) {
+    let s = '';
+    for (let n = Math.floor(rnd() * 80); n > 0; n--) s += alpha[Math.floor(rnd() * alpha.length)];
+    for (const t of findTargets(s)) assert.equal(t.offsets.length, t.value.length + 1, JSON.stringify(s));
+  }
+});

@@ -79,3 +79,18 @@ test('files that are not ONNX models are refused with a reason', () => {
   assert.throws(() => summarize(Buffer.from('hello, this is text\n')), OnnxError);
   assert.throws(() => summarize(Buffer.alloc(0)), /no graph/);
 });
+
+test('damaged bytes anywhere in a model are refused as OnnxError, never another error', () => {
+  const good = fs.readFileSync(DIGITS);
+  let seed = 7;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+  for (let i = 0; i < 5000; i++) {
+    const b = Buffer.from(good);
+    for (let k = 1 + Math.floor(rnd() * 8); k > 0; k--) b[Math.floor(rnd() * b.length)] = Math.floor(rnd() * 256);
+    try {
+      summarize(b);
+    } catch (e) {
+      assert.ok(e instanceof OnnxError, `${(e as Error).constructor.name}: ${(e as Error).message}`);
+    }
+  }
+});
