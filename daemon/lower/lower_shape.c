@@ -17,6 +17,7 @@ typedef struct sh_arg {
     int axis;
     int64_t v1[TTH_MAX_RANK], v2[TTH_MAX_RANK], v3[TTH_MAX_RANK];
     tth_texpr *row;           /* concatenate by rows: the row of axis + 1 */
+    const tth_pad_attrs *pad; /* pad: its attributes, read once by lw_pad */
 } sh_arg;
 
 static tth_tstmt *sh_nest(lw_ctx *c, const tth_ttype *t, lw_body_fn fn, sh_arg *a)
@@ -49,7 +50,7 @@ static tth_tstmt *reshape_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_reshape(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL, NULL};
     return a.x ? sh_nest(c, lw_ty(call), reshape_body, &a) : NULL;
 }
 
@@ -70,7 +71,7 @@ static tth_tstmt *transpose_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_transpose(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL, NULL};
     if (!a.x)
         return NULL;
     transpose_axes(call, a.v1);
@@ -88,7 +89,7 @@ static tth_tstmt *bcast_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_broadcast_to(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL, NULL};
     return a.x ? sh_nest(c, lw_ty(call), bcast_body, &a) : NULL;
 }
 
@@ -133,7 +134,7 @@ tth_tstmt *lw_concatenate(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     tth_tstmt *seq = NULL;
     int64_t off = 0;
     for (size_t i = 0; i < call->u.call.nargs; i++) {
-        sh_arg a = {call, s, sh_in(c, call, i), 0, off, (int)ax, {0}, {0}, {0}, rv ? lw_ref(c, rv) : NULL};
+        sh_arg a = {call, s, sh_in(c, call, i), 0, off, (int)ax, {0}, {0}, {0}, rv ? lw_ref(c, rv) : NULL, NULL};
         if (!a.x)
             return NULL;
         const tth_ttype *it = lw_ty(lw_arg(call, i));
@@ -179,7 +180,7 @@ tth_tstmt *lw_split(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int64_t off = 0;
     for (int f = 0; f < call->type.nfields && f < s->nfields; f++) {
         const tth_ttype *ft = &call->type.fields[f];
-        sh_arg a = {call, s, x, f, off, (int)ax, {0}, {0}, {0}, NULL};
+        sh_arg a = {call, s, x, f, off, (int)ax, {0}, {0}, {0}, NULL, NULL};
         if (lw_numel(ft->shape, ft->rank) > 0 && lw_append(c, &seq, sh_nest(c, ft, split_body, &a)))
             return NULL;
         off += ft->shape[ax];
@@ -199,7 +200,7 @@ static tth_tstmt *slice_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_strided_slice(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL, NULL};
     if (!a.x)
         return NULL;
     int r = a.x->rank;
@@ -247,7 +248,7 @@ static tth_tstmt *take_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 
 tth_tstmt *lw_take(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL, NULL};
     if (!a.x)
         return NULL;
     int64_t ax = lw_attr_int(call, "axis", 0);
@@ -257,15 +258,12 @@ tth_tstmt *lw_take(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     return sh_nest_out(c, call, take_body, &a);
 }
 
-/* pad: its attributes through tth_pad_attrs_of (lw_shape_check has refused the ones it refuses) */
+/* pad: its attributes as lw_pad read them (lw_shape_check has refused the ones it refuses) */
 static tth_tstmt *pad_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
 {
     sh_arg *a = arg;
-    tth_pad_attrs p;
-    if (tth_pad_attrs_of(a->call->u.call.attrs, a->x->rank, &p, NULL))
-        return NULL;
-    tth_pad_mode mode = p.mode;
-    tth_texpr *in[TTH_MAX_RANK];
+    tth_pad_mode mode = a->pad->mode;
+    tth_texpr *in[TTH_MAX_RANK] = {0};
     tth_texpr *valid = NULL;
     for (int d = 0; d < a->x->rank; d++) {
         int64_t D = a->x->shape[d], before = a->v1[d], after = a->v2[d];
@@ -291,14 +289,14 @@ static tth_tstmt *pad_body(lw_ctx *c, tth_texpr *const *idx, void *arg)
     }
     tth_texpr *v = lw_load_at(c, a->x, in);
     if (valid)
-        v = tth_tir_select(c->m, valid, v, lw_imm(c, a->x->dtype, p.value));
+        v = tth_tir_select(c->m, valid, v, lw_imm(c, a->x->dtype, a->pad->value));
     return lw_sink_store(c, a->s, 0, idx, v);
 }
 
 tth_tstmt *lw_pad(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
-    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL};
     tth_pad_attrs p;
+    sh_arg a = {call, s, sh_in(c, call, 0), 0, 0, 0, {0}, {0}, {0}, NULL, &p};
     if (!a.x || tth_pad_attrs_of(call->u.call.attrs, a.x->rank, &p, NULL))
         return NULL;
     memcpy(a.v1, p.before, sizeof a.v1);
