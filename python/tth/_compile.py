@@ -275,6 +275,12 @@ def tags() -> List[Dict[str, Any]]:
     return call("tags/list")["tags"]
 
 
+def recent_targets() -> List[Dict[str, Any]]:
+    """The targets of the daemon's last compiles that succeeded, newest first (``targets/recent``):
+    target (as it was given), string (canonical), model, lastUsed (seconds since 1970), uses."""
+    return call("targets/recent")["targets"]
+
+
 def parse_target(target: Union[str, Dict[str, Any]]) -> Dict[str, Any]:
     """Parse a target in the daemon (``target/parse``): ``target`` (canonical JSON), ``string``,
     ``json``, ``keys``, ``kinds``, ``diagnostics``. Raises TargetError when it does not parse."""

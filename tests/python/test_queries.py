@@ -1,4 +1,4 @@
-"""targets, tags, parse_target, plugins, status, cache_clear against the daemon's answers."""
+"""targets, tags, recent_targets, parse_target, plugins, status, cache_clear against the daemon's answers."""
 import os
 
 import tth
@@ -39,3 +39,12 @@ def test_cache_clear(daemon):
     assert r["removedEntries"] >= 1
     assert tth.status()["cache"]["entries"] == 0
     assert tth.compile(os.path.join(EXAMPLES, "digits.onnx"), "llvm").cache == "miss"
+
+
+def test_recent_targets(daemon):
+    tth.compile(os.path.join(EXAMPLES, "digits.onnx"), {"kind": "c"})
+    tth.compile(os.path.join(EXAMPLES, "digits.onnx"), "llvm")
+    recent = tth.recent_targets()
+    assert [r["target"] for r in recent[:2]] == ["llvm", '{"kind":"c"}'], recent
+    assert recent[0]["string"].startswith("llvm ") and recent[0]["model"] == "digits"
+    assert recent[0]["uses"] >= 1
