@@ -5,12 +5,12 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { RpcError, TthClient } from './client';
-import { checkCMake } from './cmake';
+import { checkCMake, findTargets } from './cmake';
 import { DaemonConnection, DaemonSettings, DaemonState } from './daemon';
 import { ModelProblem } from './diagnostics';
 import { OnnxError, summarize } from './onnx';
 import { CompileView, humanBytes, ModelView, renderModelPage } from './report';
-import { checkTarget, problemText, targetChoices } from './targets';
+import { checkTarget, problemText, targetChoices, targetHover } from './targets';
 import { artifactPath, compileToFile, previousArtifact } from './workflow';
 
 const SEVERITY = [vscode.DiagnosticSeverity.Error, vscode.DiagnosticSeverity.Error, vscode.DiagnosticSeverity.Warning,
@@ -65,8 +65,9 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidChangeTextDocument((e) => scheduleCMake(e.document)),
     vscode.workspace.onDidCloseTextDocument((d) => { cmakeProblems.delete(d.uri); cmakeFixes.delete(d.uri.toString()); }),
     vscode.workspace.onDidChangeConfiguration((e) => { if (e.affectsConfiguration('tth')) daemon.reconfigure(settings()); }),
-    vscode.languages.registerCodeActionsProvider([{ pattern: '**/CMakeLists.txt' }, { pattern: '**/*.cmake' }, { language: 'cmake' }],
-      { provideCodeActions: cmakeCodeActions }, { providedCodeActionKinds: [vscode.CodeActionKind.QuickFix] }),
+    vscode.languages.registerCodeActionsProvider(CMAKE_FILES, { provideCodeActions: cmakeCodeActions },
+      { providedCodeActionKinds: [vscode.CodeActionKind.QuickFix] }),
+    vscode.languages.registerHoverProvider(CMAKE_FILES, { provideHover: cmakeHover }),
   );
   for (const d of vscode.workspace.textDocuments) scheduleCMake(d);
 }
@@ -123,6 +124,7 @@ async function pickTarget(c: TthClient): Promise<string | undefined> {
   qp.title = 'Compile for target';
   qp.placeholder = 'a target (llvm -mcpu=cortex-a72), a tag (arm/cortex-m55), or pick one';
   qp.matchOnDetail = true;
+  qp.ignoreFocusOut = true; // a long target typed is not lost to a click elsewhere (Escape closes)
   qp.items = base;
   let typed: vscode.QuickPickItem[] = [];
   let seq = 0;
@@ -276,6 +278,23 @@ async function checkCMakeDocument(d: vscode.TextDocument): Promise<void> {
   });
   cmakeFixes.set(key, fixes);
   cmakeProblems.set(d.uri, diags);
+}
+
+const CMAKE_FILES: vscode.DocumentSelector = [{ pattern: '**/CMakeLists.txt' }, { pattern: '**/*.cmake' }, { language: 'cmake' }];
+
+/** Over a TARGET string: its canonical form and kinds, as the daemon parses it. */
+async function cmakeHover(doc: vscode.TextDocument, pos: vscode.Position, token: vscode.CancellationToken): Promise<vscode.Hover | undefined> {
+  const at = doc.offsetAt(pos);
+  const t = findTargets(doc.getText()).find((x) => !x.variables && at >= x.start && at <= x.end);
+  if (!t) return undefined;
+  const abort = new AbortController();
+  token.onCancellationRequested(() => abort.abort());
+  try {
+    const r = await checkTarget(await client(), t.value, abort.signal);
+    return new vscode.Hover(new vscode.MarkdownString(targetHover(t.value, r)), new vscode.Range(doc.positionAt(t.start), doc.positionAt(t.end)));
+  } catch {
+    return undefined; // no daemon: the status bar says so
+  }
 }
 
 function cmakeCodeActions(doc: vscode.TextDocument, _range: vscode.Range, ctx: vscode.CodeActionContext): vscode.CodeAction[] {

@@ -103,3 +103,11 @@ export async function checkTarget(client: TthClient, target: string, signal?: Ab
 export function problemText(p: TargetProblem): string {
   return p.hint ? `${p.message} (${p.hint})` : p.message;
 }
+
+/** What a hover over a target says: its canonical string and each kind with its plugin, or its
+ *  problems (Markdown). */
+export function targetHover(target: string, r: TargetCheck): string {
+  if (!r.ok) return r.problems.map((p) => `**tth**: ${problemText(p)}`).join('\n\n');
+  const kinds = r.kinds.map((k) => `\`${k.kind}\` (plugin ${k.plugin})`).join(', ');
+  return `**tth target** \`${target}\`\n\ncanonical: \`${r.canonical}\`\n\nkinds: ${kinds}`;
+}

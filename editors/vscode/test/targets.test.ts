@@ -3,7 +3,7 @@
 // the pick (recent targets after a compile, tags, kinds).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkTarget, placeProblem, suggestions, targetChoices } from '../src/targets';
+import { checkTarget, placeProblem, suggestions, targetChoices, targetHover } from '../src/targets';
 import { daemonFixture, DIGITS } from './support';
 
 const F = daemonFixture();
@@ -75,4 +75,13 @@ test('choices: the default, then recent targets after compiles, then tags and ki
   assert.ok(ch.some((x) => x.kind === 'kind' && x.target === 'ethos-n'));
   const names = ch.map((x) => x.target);
   assert.equal(new Set(names).size, names.length, 'each target once (c is recent, not again a kind)');
+});
+
+test('a hover names the canonical target and each kind with its plugin, or the problem', async () => {
+  const ok = targetHover('cmsis-nn,c -mcpu=cortex-m55', await checkTarget(F.client, 'cmsis-nn,c -mcpu=cortex-m55'));
+  assert.match(ok, /canonical: `.*-mcpu=cortex-m55.*`/);
+  assert.match(ok, /`cmsis-nn` \(plugin cmsisnn\)/);
+  assert.match(ok, /`c` \(plugin c-host\)/);
+  const bad = targetHover('lvm', await checkTarget(F.client, 'lvm'));
+  assert.match(bad, /unknown target kind or tag 'lvm' \(did you mean 'llvm'\?\)/);
 });

@@ -4,7 +4,8 @@
 // answers. Checked, through the workbench's own DOM:
 //   - the status bar names the daemon;
 //   - a mistyped TARGET in CMakeLists.txt is in the Problems panel with the daemon's "did you
-//     mean", and the quick fix ("Auto Fix...") corrects the file;
+//     mean", the quick fix ("Auto Fix...") corrects the file, and a hover over the target gives
+//     its canonical form and kinds;
 //   - the model page of digits.onnx (the custom editor) shows its inputs and operators;
 //   - "Compile for target..." checks what is typed (a typo offers its fix), compiles, writes
 //     digits.tar, and the model page then shows the compile and its report, running;
@@ -211,6 +212,14 @@ async function main(): Promise<void> {
       return !rows.some((r) => r.includes("'lvm'")) && rows;
     }, 'the problem to go', 20000).catch(() => null);
     check(!!after, 'the fixed target is no longer a problem');
+    // the cursor is on the target the fix changed: its hover
+    await command(page, 'Show or Focus Hover');
+    const hover = await until(async () => {
+      const t = await page.$$eval('.monaco-hover', (hs) => hs.map((h) => (h as HTMLElement).innerText).join('\n'));
+      return t.includes('tth target') && t;
+    }, 'the hover', 20000).catch(() => '');
+    check(/canonical: llvm .*-opt-level=3/.test(hover) && /llvm \(plugin llvm-cpu\)/.test(hover), `the hover over the target: ${hover.replace(/\s+/g, ' ')}`);
+    await page.keyboard.press('Escape');
     await command(page, 'File: Revert File');
 
     // the model page
