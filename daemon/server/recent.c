@@ -25,10 +25,15 @@ static int entry_ok(const json_t *e)
            json_is_integer(json_object_get(e, "uses"));
 }
 
-void tthd_recent_init(tthd_recent *r, const char *cache_dir)
+static void on_save(uv_timer_t *t);
+
+void tthd_recent_init(tthd_recent *r, uv_loop_t *loop, const char *cache_dir)
 {
     r->path = NULL;
+    r->dirty = 0;
     r->list = json_array();
+    uv_timer_init(loop, &r->save_timer);
+    r->save_timer.data = r;
     if (!cache_dir || cache_dir[0] != '/')
         return;
     size_t n = strlen(cache_dir) + sizeof "/recent-targets.json";
@@ -47,8 +52,9 @@ void tthd_recent_init(tthd_recent *r, const char *cache_dir)
     json_decref(saved);
 }
 
-static void save(const tthd_recent *r)
+static void save(tthd_recent *r)
 {
+    r->dirty = 0;
     if (!r->path)
         return;
     size_t n = strlen(r->path) + 16;
@@ -68,6 +74,11 @@ static void save(const tthd_recent *r)
     }
     json_decref(doc);
     free(tmp);
+}
+
+static void on_save(uv_timer_t *t)
+{
+    save(t->data);
 }
 
 void tthd_recent_note(tthd_recent *r, const json_t *given, const char *canonical, const char *model_name)
@@ -97,12 +108,24 @@ void tthd_recent_note(tthd_recent *r, const json_t *given, const char *canonical
     json_array_insert_new(r->list, 0, entry);
     while (json_array_size(r->list) > RECENT_MAX)
         json_array_remove(r->list, RECENT_MAX);
-    save(r);
+    r->dirty = 1;
+    if (!uv_is_active((uv_handle_t *)&r->save_timer) && !uv_is_closing((uv_handle_t *)&r->save_timer))
+        uv_timer_start(&r->save_timer, on_save, 1000, 0);
 }
 
 json_t *tthd_recent_list(const tthd_recent *r)
 {
     return json_pack("{s:O}", "targets", r->list ? r->list : json_array());
+}
+
+void tthd_recent_close(tthd_recent *r)
+{
+    if (uv_is_closing((uv_handle_t *)&r->save_timer))
+        return;
+    if (r->dirty)
+        save(r);
+    uv_timer_stop(&r->save_timer);
+    uv_close((uv_handle_t *)&r->save_timer, NULL);
 }
 
 void tthd_recent_free(tthd_recent *r)

@@ -667,6 +667,7 @@ static void close_timers(tthd_server *srv)
     close_if_open((uv_handle_t *)&srv->conn_idle_timer);
     close_if_open((uv_handle_t *)&srv->sigterm);
     close_if_open((uv_handle_t *)&srv->sigint);
+    tthd_recent_close(&srv->recent);
 }
 
 /* Everything ends: called once no request is left (or the grace period ran out). */
@@ -753,7 +754,7 @@ int tthd_server_start(tthd_server *srv, uv_loop_t *loop)
     srv->sigterm.data = srv->sigint.data = srv;
     tthd_cache_init(&srv->cache, loop, srv->opt.cache_dir, srv->opt.cache_max_bytes);
     tthd_remote_init(&srv->remote, loop, &srv->opt.remote);
-    tthd_recent_init(&srv->recent, srv->opt.cache_dir);
+    tthd_recent_init(&srv->recent, loop, srv->opt.cache_dir);
     srv->remote.room = &srv->cache; /* a remote hit's local copy makes room there first */
     if (listen_socket(srv) != 0) {
         srv->exit_code = 1;

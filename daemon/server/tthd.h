@@ -351,13 +351,17 @@ json_t *tthd_error_from_diag(const tth_diag *d);
 typedef struct tthd_recent {
     json_t *list;               /* [{target, string, model, lastUsed, uses}], newest first */
     char *path;                 /* <cache dir>/recent-targets.json, or NULL (in memory only) */
+    uv_timer_t save_timer;      /* writes the file a second after a change, off the answer's path */
+    int dirty;                  /* the list changed since the file was written */
 } tthd_recent;
 
-void tthd_recent_init(tthd_recent *r, const char *cache_dir);
+void tthd_recent_init(tthd_recent *r, uv_loop_t *loop, const char *cache_dir);
 /* A compile of model_name for the target the client gave (a string or an object) succeeded. */
 void tthd_recent_note(tthd_recent *r, const json_t *given, const char *canonical, const char *model_name);
 /* {"targets": [...]}: the answer to targets/recent (new reference). */
 json_t *tthd_recent_list(const tthd_recent *r);
+/* Write the file if the list changed, and close the timer (the server is stopping). */
+void tthd_recent_close(tthd_recent *r);
 void tthd_recent_free(tthd_recent *r);
 
 /* ---- server.c: listener, connections, requests ---------------------------------------- */
