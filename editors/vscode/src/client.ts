@@ -28,8 +28,11 @@ export class RpcError extends Error {
   ) {
     super(message);
   }
+  /** The daemon's diagnostics of the failure; an error that carries none is one itself (its
+   *  libtth code, or the JSON-RPC code). */
   get diagnostics(): Diagnostic[] {
-    return Array.isArray(this.data.diagnostics) ? this.data.diagnostics : [];
+    if (Array.isArray(this.data.diagnostics) && this.data.diagnostics.length) return this.data.diagnostics;
+    return [{ code: this.data.tthCode ?? String(this.code), severity: 1, message: this.message, location: '', hint: '' }];
   }
 }
 

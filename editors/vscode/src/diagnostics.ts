@@ -31,8 +31,7 @@ export function modelProblem(d: Diagnostic): ModelProblem {
 
 /** The problems of a failed compile (its error's diagnostics, or the error itself). */
 export function problemsOfError(e: RpcError): ModelProblem[] {
-  const ds = e.diagnostics.length ? e.diagnostics : [{ code: e.data.tthCode ?? `E${-e.code}`, severity: 1, message: e.message, location: '', hint: '' }];
-  return ds.map(modelProblem);
+  return e.diagnostics.map(modelProblem);
 }
 
 /** The problems of a compile that succeeded: its warnings (notes of --explain are left out:

@@ -317,15 +317,32 @@ function cmakeCodeActions(doc: vscode.TextDocument, _range: vscode.Range, ctx: v
 
 // ---- the model page ------------------------------------------------------------------------
 
-function renderPage(model: vscode.Uri, panel: vscode.WebviewPanel): void {
-  const view: ModelView = { file: model.fsPath, fileBytes: 0 };
+// the summaries of the model files shown, by file, with the mtime and size they were read at: a
+// page drawn again (a compile starting, ending) reads the file again only when it changed
+const summaries = new Map<string, { mtimeMs: number; view: Pick<ModelView, 'fileBytes' | 'summary' | 'summaryError'> }>();
+
+function modelFacts(file: string): Pick<ModelView, 'fileBytes' | 'summary' | 'summaryError'> {
+  let st: fs.Stats;
   try {
-    const bytes = fs.readFileSync(model.fsPath);
-    view.fileBytes = bytes.length;
-    view.summary = summarize(bytes);
+    st = fs.statSync(file);
   } catch (e) {
-    view.summaryError = e instanceof OnnxError ? e.message : `cannot read the file: ${(e as Error).message}`;
+    return { fileBytes: 0, summaryError: `cannot read the file: ${(e as Error).message}` };
   }
+  const known = summaries.get(file);
+  if (known && known.mtimeMs === st.mtimeMs && known.view.fileBytes === st.size) return known.view;
+  let view: Pick<ModelView, 'fileBytes' | 'summary' | 'summaryError'>;
+  try {
+    const bytes = fs.readFileSync(file);
+    view = { fileBytes: bytes.length, summary: summarize(bytes) };
+  } catch (e) {
+    view = { fileBytes: st.size, summaryError: e instanceof OnnxError ? e.message : `cannot read the file: ${(e as Error).message}` };
+  }
+  summaries.set(file, { mtimeMs: st.mtimeMs, view });
+  return view;
+}
+
+function renderPage(model: vscode.Uri, panel: vscode.WebviewPanel): void {
+  const view: ModelView = { file: model.fsPath, ...modelFacts(model.fsPath) };
   let c = compiles.get(model.toString());
   if (!c) {
     const folder = vscode.workspace.getWorkspaceFolder(model)?.uri.fsPath;
@@ -349,7 +366,11 @@ class ModelEditor implements vscode.CustomReadonlyEditorProvider {
     const watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(vscode.Uri.joinPath(doc.uri, '..'), doc.uri.path.split('/').pop()!));
     watcher.onDidChange(() => renderPage(doc.uri, panel));
     panel.webview.onDidReceiveMessage((m) => { if (m?.command === 'compile') compileCommand(doc.uri); });
-    panel.onDidDispose(() => { set.delete(panel); watcher.dispose(); });
+    panel.onDidDispose(() => {
+      set.delete(panel);
+      watcher.dispose();
+      if (!set.size) summaries.delete(doc.uri.fsPath);
+    });
     renderPage(doc.uri, panel);
   }
 }

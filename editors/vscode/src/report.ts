@@ -31,7 +31,7 @@ export interface ModelView {
   compile?: CompileView;
 }
 
-const esc = (s: unknown): string =>
+export const esc = (s: unknown): string =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 export function humanBytes(n: number): string {

@@ -94,8 +94,7 @@ export async function checkTarget(client: TthClient, target: string, signal?: Ab
     return { ok: true, canonical: r.string, kinds: r.kinds ?? [], problems };
   } catch (e) {
     if (!(e instanceof RpcError) || e.code === 0 || e.code === -32800) throw e;
-    const diags = e.diagnostics.length ? e.diagnostics : [{ code: e.data.tthCode ?? String(e.code), severity: 1, message: e.message, location: '', hint: '' }];
-    return { ok: false, problems: diags.map((d) => placeProblem(target, d)) };
+    return { ok: false, problems: e.diagnostics.map((d) => placeProblem(target, d)) };
   }
 }
 

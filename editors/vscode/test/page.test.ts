@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import puppeteer, { Browser, Page } from 'puppeteer-core';
 import { summarize } from '../src/onnx';
-import { CompileView, renderModelPage, scriptHashes } from '../src/report';
+import { CompileView, esc, renderModelPage, scriptHashes } from '../src/report';
 import { compileToFile } from '../src/workflow';
 import { daemonFixture, DIGITS, refusedModel } from './support';
 
@@ -79,7 +79,6 @@ test('the policy holds: a report whose script is not the hashed one does not run
   const tampered = { ...ok, reportHtml: ok.reportHtml!.replace(/<script>/, '<script>window.tampered = 1;') };
   const page0 = renderModelPage({ file: DIGITS, fileBytes: bytes.length, summary: summarize(bytes), compile: ok }, 'bm9uY2U=');
   // the page of the genuine report, with the tampered report put in its frame
-  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
   const html = page0.replace(esc(ok.reportHtml!), esc(tampered.reportHtml));
   assert.notEqual(html, page0);
   assert.notDeepEqual(scriptHashes(tampered.reportHtml), scriptHashes(ok.reportHtml!));
