@@ -119,6 +119,21 @@ async function targetPick(page: Page): Promise<void> {
   }, 'the target pick', 30000);
 }
 
+/** Type into the open quick input: focused first (a webview that took the keyboard would get
+ *  the keys), and again until the input holds the text. */
+async function typeInPick(page: Page, text: string): Promise<void> {
+  const sel = '.quick-input-widget .quick-input-box input';
+  await until(async () => {
+    await page.focus(sel);
+    const now = await page.$eval(sel, (e) => (e as HTMLInputElement).value);
+    if (now !== text) {
+      await page.$eval(sel, (e) => { (e as HTMLInputElement).select(); });
+      await page.keyboard.sendCharacter(text);
+    }
+    return (await page.$eval(sel, (e) => (e as HTMLInputElement).value)) === text;
+  }, `'${text}' in the pick`, 20000);
+}
+
 async function problems(page: Page): Promise<string[]> {
   const open = await page.$('.markers-panel');
   if (!open || !(await open.isVisible())) await command(page, 'View: Focus Problems');
@@ -231,7 +246,7 @@ async function main(): Promise<void> {
     // Compile for target...: a typo, its fix picked, the compile
     await command(page, 'tth: Compile for target...');
     await targetPick(page);
-    await page.keyboard.sendCharacter('lvm');
+    await typeInPick(page, 'lvm');
     const rows = await until(async () => {
       const r = await quickRows(page);
       return r.some((x) => x.startsWith('llvm') && x.includes("did you mean 'llvm'?")) && r;
@@ -261,7 +276,7 @@ async function main(): Promise<void> {
     await webview(page, '#io', 'refused.onnx');
     await command(page, 'tth: Compile for target...');
     await targetPick(page);
-    await page.keyboard.sendCharacter('llvm');
+    await typeInPick(page, 'llvm');
     await until(async () => (await quickRows(page)).some((r) => r.includes('valid')), 'llvm checked', 20000);
     await page.keyboard.press('Enter');
     const refused = await until(async () => (await problems(page)).find((r) => r.includes('gelu_7')), 'the refusal in Problems', 120000);
