@@ -174,7 +174,14 @@ static int read_tar(const void *tar, size_t len, json_t **meta, const unsigned c
     if (!want || !*so) {
         tth_diag_set(diag, TTH_EUNSUPPORTED, "metadata.json", "the artifact has no host shared library, so it "
                      "cannot run here");
-        tth_diag_hint(diag, "compile for a target this machine runs (e.g. --target c) with the build_shared option on");
+        const char *mcpu = json_string_value(json_object_get(json_object_get(*meta, "target"), "mcpu"));
+        if (mcpu && strncmp(mcpu, "cortex-m", 8) == 0)
+            tth_diag_hint(diag, "it is for a %s: run it on an emulated board with scripts/run-cortexm ARTIFACT "
+                          "--board mps3-an547 NAME=FILE.npy --out DIR (--profile for its calls; docs/cortexm.md)",
+                          mcpu);
+        else
+            tth_diag_hint(diag, "compile for a target this machine runs (e.g. --target c) with the build_shared "
+                          "option on");
         return TTH_EUNSUPPORTED;
     }
     if (strcmp(want, so_path) != 0)

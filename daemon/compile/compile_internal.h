@@ -67,8 +67,20 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
  * tth_<model>_profile_begin(k) and tth_<model>_profile_end(k), the C functions of
  * tth_profile_source. Returns the number of calls timed, or a negative code. */
 int64_t tth_aot_add_timing(tth_tir_module *tmod, tth_prim_func *entry, const char *model, tth_diag *diag);
-/* The C source of the timing hooks of a profiling artifact with ncalls calls (malloc'd). */
-char *tth_profile_source(const char *model, int64_t ncalls);
+/* The clock of a profiling artifact's timing hooks (docs/profiling.md) */
+typedef enum tth_profile_clock {
+    TTH_CLOCK_MONOTONIC,   /* an OS: nanoseconds of CLOCK_MONOTONIC */
+    TTH_CLOCK_DWT,         /* bare metal, a Cortex-M with a DWT cycle counter: cycles, or the
+                              application's counter when it defines TTH_<MODEL>_PROFILE_CLOCK */
+    TTH_CLOCK_APPLICATION, /* bare metal without a known counter: the application's */
+} tth_profile_clock;
+/* Whether a Cortex-M mcpu has the DWT cycle counter (Armv7-M and Armv8-M Mainline cores) */
+int tth_cpu_has_cycle_counter(const char *mcpu);
+/* The C source of the timing hooks of a profiling artifact with ncalls calls (malloc'd); mcpu
+ * names the core in the message of a bare-metal build that has no counter. */
+char *tth_profile_source(const char *model, int64_t ncalls, tth_profile_clock clock, const char *mcpu);
+/* An upper-case copy of a model's name, for its macros (TTH_<MODEL>_...) */
+void tth_upper_name(char *dst, const char *src, size_t len);
 /* metadata.json's "profile"."calls" (profile.c): one row per call of entry (before its timing
  * hooks), with the Relay function each PrimFunc came from (docs/profiling.md) */
 json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, const tth_prim_func *entry,

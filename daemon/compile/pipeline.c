@@ -47,6 +47,8 @@ typedef struct compile_state {
     size_t nlowered;
     tth_aot_result aot;          /* aot */
     int profile;                 /* options.profile: timing hooks around the entry's calls */
+    tth_profile_clock clock;     /* the hooks' clock: CLOCK_MONOTONIC, or a bare-metal counter */
+    const char *mcpu;            /* the host kind's mcpu, or NULL (in the partition's target) */
     int reference;               /* options.reference: no strategy, no blocked layout */
     int64_t profile_calls;       /* aot: the calls timed */
     json_t *profile_meta;        /* aot: metadata "profile" */
@@ -189,10 +191,12 @@ static int stage_target(compile_state *s)
     s->reference = json_is_true(ref);
     const char *mtriple = json_string_value(json_object_get(t, "mtriple"));
     const char *mcpu = json_string_value(json_object_get(t, "mcpu"));
-    if (s->profile && ((mtriple && !strstr(mtriple, "linux")) || (mcpu && strncmp(mcpu, "cortex-m", 8) == 0)))
-        return tth_diag_set(s->diag, TTH_EUNSUPPORTED, "options.profile", "profiling is supported for targets "
-                            "that run under Linux (their timing hooks read CLOCK_MONOTONIC); '%s' is bare metal",
-                            mtriple ? mtriple : json_string_value(json_object_get(t, "mcpu")));
+    /* bare metal (a Cortex-M mcpu, a triple without an OS): the hooks count cycles instead of
+     * reading CLOCK_MONOTONIC (docs/profiling.md, "Bare metal") */
+    s->clock = TTH_CLOCK_MONOTONIC;
+    s->mcpu = mcpu;
+    if ((mtriple && !strstr(mtriple, "linux")) || (mcpu && strncmp(mcpu, "cortex-m", 8) == 0))
+        s->clock = mcpu && tth_cpu_has_cycle_counter(mcpu) ? TTH_CLOCK_DWT : TTH_CLOCK_APPLICATION;
     const json_t *bs = json_object_get(s->req->options, "build_shared");
     int host_kind = (s->plugin->desc->flags & TTH_KIND_CAN_BE_HOST) != 0;
     s->build_shared = json_is_boolean(bs) ? json_is_true(bs)
@@ -507,15 +511,21 @@ static int stage_aot(compile_state *s)
     if (s->profile) {
         char model[300];
         snprintf(model, sizeof model, "%s", s->req->model_name);
-        s->profile_meta = json_pack("{s:O, s:s, s:s, s:s}", "calls", s->report_calls,
-                                    "clock", "CLOCK_MONOTONIC", "ns_symbol", "", "calls_symbol", "");
+        int bare = s->clock != TTH_CLOCK_MONOTONIC;
+        s->profile_meta = json_pack("{s:O, s:s}", "calls", s->report_calls, "clock",
+                                    s->clock == TTH_CLOCK_DWT ? "DWT_CYCCNT" : bare ? "application" : "CLOCK_MONOTONIC");
         if (!s->profile_meta || !json_object_get(s->profile_meta, "calls"))
             return tth_diag_set(s->diag, TTH_ENOMEM, "aot", "out of memory");
-        char sym[400];
-        snprintf(sym, sizeof sym, "tth_%s_profile_ns", model);
-        json_object_set_new(s->profile_meta, "ns_symbol", json_string(sym));
+        char sym[400], M[300];
+        snprintf(sym, sizeof sym, "tth_%s_profile_%s", model, bare ? "cycles" : "ns");
+        json_object_set_new(s->profile_meta, bare ? "cycles_symbol" : "ns_symbol", json_string(sym));
         snprintf(sym, sizeof sym, "tth_%s_profile_calls", model);
         json_object_set_new(s->profile_meta, "calls_symbol", json_string(sym));
+        if (bare) {
+            tth_upper_name(M, model, sizeof M);
+            snprintf(sym, sizeof sym, "TTH_%s_PROFILE_CLOCK", M);
+            json_object_set_new(s->profile_meta, "clock_macro", json_string(sym));
+        }
         s->profile_calls = tth_aot_add_timing(s->tmod, s->aot.entry, s->req->model_name, s->diag);
         if (s->profile_calls < 0)
             return (int)s->profile_calls;
@@ -557,7 +567,7 @@ static int stage_codegen(compile_state *s)
     if (rc)
         return rc;
     if (s->profile && s->nrts) { /* the timing hooks, beside the host kind's code */
-        char *src = tth_profile_source(s->req->model_name, s->profile_calls);
+        char *src = tth_profile_source(s->req->model_name, s->profile_calls, s->clock, s->mcpu);
         char name[300];
         snprintf(name, sizeof name, "%s_profile.c", s->req->model_name);
         rc = src ? tth_runtime_module_add_file(s->rts[0], name, TTH_FILE_C_SOURCE, src, strlen(src), s->diag)

@@ -118,8 +118,14 @@ json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, cons
             }
         }
         const json_t *attrs = pf ? pf->attrs : NULL;
+        /* a region another kind builds is declared in the host's TIR: its kind is the builder's */
+        const char *kind = json_string_value(json_object_get(attrs, "defined_by"));
+        if (!kind)
+            kind = json_string_value(json_object_get(attrs, "Compiler"));
+        if (!kind)
+            kind = pf && pf->target_kind ? pf->target_kind : "?";
         json_t *row = json_pack("{s:I, s:s, s:s, s:s*, s:O*, s:O*, s:o, s:o, s:o, s:I, s:I, s:I}", "index", (json_int_t)k,
-                                "function", st->u.call.func, "kind", pf && pf->target_kind ? pf->target_kind : "?",
+                                "function", st->u.call.func, "kind", kind,
                                 "op", json_string_value(json_object_get(attrs, "op")), "ops", json_object_get(attrs, "ops"),
                                 "strategies", json_object_get(attrs, "strategies"), "nodes", nodes, "inputs", ins,
                                 "outputs", outs, "macs", (json_int_t)macs, "bytes_read", (json_int_t)rd,

@@ -30,6 +30,11 @@ __attribute__((noreturn)) void tth_cm_exit(int status);
  * nanosecond per instruction, so ticks * (1e9 / TTH_CM_CPU_HZ) is an instruction count. */
 uint64_t tth_cm_ticks(void);
 
+/* The low 32 bits of tth_cm_ticks: the counter a profiling artifact's timing hooks read when
+ * scripts/run-cortexm --profile defines TTH_<MODEL>_PROFILE_CLOCK to it (QEMU has no DWT cycle
+ * counter: docs/profiling.md, "Bare metal"). */
+uint32_t tth_cm_profile_clock(void);
+
 /* The highest stack use so far in bytes (the stack is painted at reset), and its size. */
 size_t tth_cm_stack_used(void);
 size_t tth_cm_stack_size(void);

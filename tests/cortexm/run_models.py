@@ -13,8 +13,9 @@ artifact with tth's reference CMSIS-NN as --extra-src (within one quantization s
 bit for bit against the host build); digits built with -O3 for the Cortex-M55, where GCC
 vectorizes the model's matmul with MVE (the startup code enables MVE); the instruction
 count's calibration (one SysTick tick per 40 instructions at the M4 board's 25 MHz, 31.25 at the
-M55 board's 32 MHz, under -icount shift=0); and run-cortexm's errors: an entry that returns
-non-zero, one that faults, one that hangs (timeout), a missing input.
+M55 board's 32 MHz, under -icount shift=0); run-cortexm's errors: an entry that returns
+non-zero, one that faults, one that hangs (timeout), a missing input; and the per-call profiles of
+c, cmsis-nn,c and ethos-n,c artifacts (profile_runs.py).
 Exit status 77 (skipped) when qemu-system-arm, arm-none-eabi-gcc with newlib, numpy or onnx is
 missing.
 """
@@ -26,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 from private_tthd import run, run_with_daemon, tthctl_args  # noqa: E402
+from profile_runs import profile_runs  # noqa: E402
 from artifact_main import (BOARD_TOOLS, ROOT, RUN_CORTEXM, board_instructions, build,  # noqa: E402
                            compare, generated_cases, load_pb, nn_reference, run_board, run_program, safe_name, unpack)
 
@@ -258,6 +260,9 @@ def main():
             jobs = [(m[0], pool.submit(timed, one_model, daemon, work, *m)) for m in models]
             jobs.append(("digits -O3 (MVE) on mps3-an547", pool.submit(timed, mve_run, daemon, work)))
             jobs.append(("run-cortexm errors", pool.submit(timed, error_paths, daemon, work)))
+            if not why:  # the int8 models cmsisnn_case wrote
+                jobs.append(("run-cortexm --profile", pool.submit(timed, profile_runs, daemon, work,
+                                                                  os.path.join(work, "int8"))))
             for name, job in jobs:
                 why, seconds = job.result()
                 print("%-48s %-6s %5.1f s" % (name, "ok" if not why else "FAILED", seconds))

@@ -228,6 +228,11 @@ uint64_t tth_cm_ticks(void)
     return v == 0 ? n * period - 1u : n * period + (SYST_MAX - v);
 }
 
+uint32_t tth_cm_profile_clock(void)
+{
+    return (uint32_t)tth_cm_ticks();
+}
+
 size_t tth_cm_stack_size(void)
 {
     return (size_t)((char *)__stack_top - (char *)__stack_limit);
