@@ -42,7 +42,9 @@
     X(PROFILE,    "profile",    0,   NULL,        "compile: a profiling artifact (every call timed); run: print each call's time (docs/profiling.md)") \
     X(TRACE,      "trace",      0,   "FILE",      "run --profile: also write the calls as Chrome trace events (Perfetto, chrome://tracing)") \
     X(SEED,       "seed",       0,   "N",         "validate: the seed of the random inputs (default 0)") \
-    X(TOLERANCE,  "tolerance",  0,   "X",         "validate: the largest difference allowed, a fraction of the output's largest magnitude (default 1e-3)")
+    X(TOLERANCE,  "tolerance",  0,   "X",         "validate: the largest difference allowed, a fraction of the output's largest magnitude (default 1e-3)") \
+    X(BOARD,      "board",      0,   "BOARD",     "validate: run a Cortex-M artifact on an emulated board (mps2-an386, mps3-an547; scripts/run-cortexm)") \
+    X(BOARD_ARG,  "board-arg",  0,   "ARG",       "validate --board: one more argument for scripts/run-cortexm, e.g. --board-arg=--extra-src=F.c (repeatable)")
 
 typedef enum opt_id {
 #define OPT_ENUM(id, l, s, m, h) OPT_##id,
@@ -129,7 +131,7 @@ static const cmd_spec commands[] = {
      "function, its ONNX nodes, kind and strategy, shapes, median time and share, MACs and\n"
      "GFLOP/s; --trace FILE writes them as Chrome trace events.",
      tthctl_cmd_run},
-    {NULL, "validate", "ARTIFACT MODEL", 2, 2, {OPT_INPUT, OPT_BIND, OPT_SEED, OPT_TOLERANCE, OPT_JSON}, 5,
+    {NULL, "validate", "ARTIFACT MODEL", 2, 2, {OPT_INPUT, OPT_BIND, OPT_SEED, OPT_TOLERANCE, OPT_JSON, OPT_BOARD, OPT_BOARD_ARG}, 7,
      "run an artifact and a reference compile of its model on the same inputs and compare them",
      "Runs ARTIFACT (as 'tthctl run' does) and the reference: MODEL compiled by tthd for the\n"
      "target 'c' with options.reference, every operator by its generic lowering (no tiled,\n"
@@ -139,7 +141,10 @@ static const cmd_spec commands[] = {
      "differences and, for a one-row output, whether the argmax agrees. An output differs when\n"
      "an element is further from the reference than --tolerance times the reference's largest\n"
      "magnitude (integers and bool: exactly equal); exit status 1 then.\n"
-     "Give --bind NAME=FILE as at compile time for inputs the artifact had bound.",
+     "Give --bind NAME=FILE as at compile time for inputs the artifact had bound.\n"
+     "--board BOARD runs a Cortex-M artifact on an emulated board instead, through\n"
+     "scripts/run-cortexm ($TTH_RUN_CORTEXM, else the one of tth's source tree), with the\n"
+     "reference on this machine; --board-arg passes it more arguments (docs/cortexm.md).",
      tthctl_cmd_validate},
     {NULL, "report", "ARTIFACT [PROFILE.json]", 1, 2, {OPT_OUTPUT, OPT_JSON}, 2,
      "write the compile report page of an artifact compiled with --explain",
@@ -295,6 +300,8 @@ static int store(tthctl_args *a, opt_id id, const char *val, tthctl_error *err)
     case OPT_OUTPUT_DIR: a->output_dir = val; break;
     case OPT_REPEAT: a->repeat = val; break;
     case OPT_INPUT: a->inputs[a->n_inputs++] = val; break;
+    case OPT_BOARD: a->board = val; break;
+    case OPT_BOARD_ARG: a->board_args[a->n_board_args++] = val; break;
     case OPT_BIND: a->binds[a->n_binds++] = val; break;
     case OPT_INPUT_SHAPE: a->shapes[a->n_shapes++] = val; break;
     case OPT_PROFILE: a->profile = 1; break;
@@ -481,12 +488,14 @@ int main(int argc, char **argv)
     /* every argument is at most one positional or one --input */
     a.pos = calloc((size_t)argc + 1, sizeof *a.pos);
     a.inputs = calloc((size_t)argc + 1, sizeof *a.inputs);
+    a.board_args = calloc((size_t)argc + 1, sizeof *a.board_args);
     a.binds = calloc((size_t)argc + 1, sizeof *a.binds);
     a.shapes = calloc((size_t)argc + 1, sizeof *a.shapes);
-    if (!a.pos || !a.inputs || !a.binds || !a.shapes) {
+    if (!a.pos || !a.inputs || !a.board_args || !a.binds || !a.shapes) {
         fprintf(stderr, "tthctl: error: out of memory\n");
         free(a.pos);
         free(a.inputs);
+        free(a.board_args);
         free(a.binds);
         free(a.shapes);
         return TTHCTL_EXIT_FAILED;
@@ -527,6 +536,7 @@ int main(int argc, char **argv)
     tthctl_error_clear(&err);
     free(a.pos);
     free(a.inputs);
+    free(a.board_args);
     free(a.binds);
     free(a.shapes);
     fflush(stdout);

@@ -72,6 +72,9 @@ typedef struct tthctl_args {
     const char *trace;         /* run --trace FILE */
     const char *seed;          /* validate --seed N (checked by the command) */
     const char *tolerance;     /* validate --tolerance X (checked by the command) */
+    const char *board;         /* validate --board BOARD: run on an emulated Cortex-M board */
+    const char **board_args;   /* validate --board-arg ARG, n_board_args of them */
+    size_t n_board_args;
     int reference;             /* compile: options.reference (set by validate, not an option) */
     const char **inputs;       /* --input NAME=FILE, n_inputs of them */
     size_t n_inputs;

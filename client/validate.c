@@ -7,17 +7,20 @@
  * importer and the graph passes with the artifact, not the kernels, which is where target-specific
  * code goes wrong. */
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <tth/diag.h>
 #include <tth/ir_common.h>
 #include <tthrt.h>
 
+#include "tth_config.h"
 #include "tthctl.h"
 
 #define MAX_IO 256
@@ -170,7 +173,7 @@ static char *shape_arg(const tthrt_tensor_info *in)
  * input shapes, the user's --bind. */
 static int compile_reference(const tthctl_args *a, const tthrt_model *m, const char *tar, tthctl_error *err)
 {
-    size_t nin = tthrt_model_input_count(m);
+    size_t nin = m ? tthrt_model_input_count(m) : 0; /* on a board: the model's own shapes */
     const char *shapes[MAX_IO];
     char *owned[MAX_IO];
     size_t ns = 0;
@@ -288,6 +291,49 @@ static int bind_inputs(tthrt_model *m, tthrt_model *ref, const tthctl_args *a, u
     return 0;
 }
 
+/* One output of the artifact against the reference's output of the same name: a row of jout. */
+static int compare_one(const char *name, const tthrt_array *got, const tthrt_model *ref, double tol, json_t *jout,
+                       int *bad, tthctl_error *err)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    char loc[300];
+    snprintf(loc, sizeof loc, "output '%s'", name);
+    int k = tthrt_model_find_output(ref, name);
+    tthrt_array want;
+    if (k < 0) {
+        tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the reference has no output '%s'", name);
+        tthctl_hint(err, "give the ONNX model the artifact was compiled from");
+        return -TTHCTL_EXIT_FAILED;
+    }
+    if (tthrt_model_output_array(ref, (size_t)k, &want, &d) < 0)
+        return tthctl_from_diag(err, &d, "the reference");
+    if (got->dtype != want.dtype || got->rank != want.rank ||
+        memcmp(got->shape, want.shape, sizeof(int64_t) * (size_t)got->rank) != 0) {
+        tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the artifact gives %s of rank %d, the reference %s of rank %d",
+                    tth_dtype_name(got->dtype), (int)got->rank, tth_dtype_name(want.dtype), (int)want.rank);
+        if (got->rank == want.rank)
+            tthctl_hint(err, "their shapes differ; give the ONNX model the artifact was compiled from");
+        return -TTHCTL_EXIT_FAILED;
+    }
+    cmp_row r;
+    compare(got, &want, tol, &r);
+    *bad += !r.ok;
+    json_t *row = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:b}", "name", name, "dtype",
+                            tth_dtype_name(got->dtype), "shape", tthctl_shape_json(got), "max_abs_diff",
+                            tthctl_value_json(r.max_abs), "max_rel_diff", tthctl_value_json(r.max_rel),
+                            "reference_max_abs", tthctl_value_json(r.scale), "nan_mismatch",
+                            (json_int_t)r.nan_mismatch, "ok", r.ok);
+    if (row && r.argmax >= 0) {
+        json_object_set_new(row, "argmax", json_integer(r.argmax));
+        json_object_set_new(row, "reference_argmax", json_integer(r.ref_argmax));
+    }
+    if (row && !r.ok)
+        json_object_set_new(row, "why", json_string(r.why));
+    json_array_append_new(jout, row);
+    return 0;
+}
+
 static int compare_outputs(const tthrt_model *m, const tthrt_model *ref, double tol, json_t *jout, int *bad,
                            tthctl_error *err, const char *ctx)
 {
@@ -295,54 +341,249 @@ static int compare_outputs(const tthrt_model *m, const tthrt_model *ref, double 
     tth_diag_clear(&d);
     *bad = 0;
     for (size_t i = 0; i < tthrt_model_output_count(m); i++) {
-        const tthrt_tensor_info *o = tthrt_model_output(m, i);
-        int k = tthrt_model_find_output(ref, o->name);
-        tthrt_array got, want;
-        if (k < 0) {
-            char loc[300];
-            snprintf(loc, sizeof loc, "output '%s'", o->name);
-            tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the reference has no output '%s'", o->name);
-            tthctl_hint(err, "give the ONNX model the artifact was compiled from");
-            return -TTHCTL_EXIT_FAILED;
-        }
+        tthrt_array got;
         if (tthrt_model_output_array(m, i, &got, &d) < 0)
             return tthctl_from_diag(err, &d, ctx);
-        if (tthrt_model_output_array(ref, (size_t)k, &want, &d) < 0)
-            return tthctl_from_diag(err, &d, "the reference");
-        if (got.dtype != want.dtype || got.rank != want.rank ||
-            memcmp(got.shape, want.shape, sizeof(int64_t) * (size_t)got.rank) != 0) {
-            char loc[300];
-            snprintf(loc, sizeof loc, "output '%s'", o->name);
-            tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the artifact gives %s of rank %d, the reference %s of rank %d",
-                        tth_dtype_name(got.dtype), (int)got.rank, tth_dtype_name(want.dtype), (int)want.rank);
-            if (got.rank == want.rank)
-                tthctl_hint(err, "their shapes differ; give the ONNX model the artifact was compiled from");
-            return -TTHCTL_EXIT_FAILED;
-        }
-        cmp_row r;
-        compare(&got, &want, tol, &r);
-        *bad += !r.ok;
-        json_t *row = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:b}", "name", o->name, "dtype",
-                                tth_dtype_name(got.dtype), "shape", tthctl_shape_json(&got), "max_abs_diff",
-                                tthctl_value_json(r.max_abs), "max_rel_diff", tthctl_value_json(r.max_rel),
-                                "reference_max_abs", tthctl_value_json(r.scale), "nan_mismatch",
-                                (json_int_t)r.nan_mismatch, "ok", r.ok);
-        if (row && r.argmax >= 0) {
-            json_object_set_new(row, "argmax", json_integer(r.argmax));
-            json_object_set_new(row, "reference_argmax", json_integer(r.ref_argmax));
-        }
-        if (row && !r.ok)
-            json_object_set_new(row, "why", json_string(r.why));
-        json_array_append_new(jout, row);
+        int rc = compare_one(tthrt_model_output(m, i)->name, &got, ref, tol, jout, bad, err);
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }
 
+static void print_text(const json_t *res, double tol);
+
+/* ---- a Cortex-M artifact on an emulated board (docs/cortexm.md) ---- */
+
+/* scripts/run-cortexm: $TTH_RUN_CORTEXM, else the one of the source tree tthctl was built from */
+static const char *board_runner(void)
+{
+    const char *env = getenv("TTH_RUN_CORTEXM");
+    return env && *env ? env : TTH_SOURCE_ROOT "/scripts/run-cortexm";
+}
+
+/* run-cortexm's file name of an output: characters other than letters, digits, '.', '_', '-'
+ * become '_'; a name that is empty, "." or ".." is "output"; a name already taken gets _<k> */
+static void board_stem(const char *name, size_t k, char (*taken)[256], char *out, size_t len)
+{
+    size_t n = 0;
+    for (const char *c = name; *c && n + 1 < len; c++)
+        out[n++] = (char)((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                                  *c == '.' || *c == '_' || *c == '-' ? *c : '_');
+    out[n] = 0;
+    if (!strcmp(out, "") || !strcmp(out, ".") || !strcmp(out, ".."))
+        snprintf(out, len, "output");
+    for (size_t j = 0; j < k; j++)
+        if (!strcmp(taken[j], out)) {
+            size_t m = strlen(out);
+            snprintf(out + m, len - m, "_%zu", k);
+            break;
+        }
+    snprintf(taken[k], sizeof taken[k], "%s", out);
+}
+
+/* The reference's inputs, each --input file or random from the seed, bound to it and written as
+ * dir/input_<i>.npy; specs[i] is run-cortexm's NAME=FILE for it (malloc'd). */
+static int board_inputs(tthrt_model *ref, const tthctl_args *a, uint64_t seed, json_t *jin, const char *dir,
+                        char **specs, tthctl_error *err)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    uint64_t state = seed;
+    for (size_t i = 0; i < tthrt_model_input_count(ref); i++) {
+        const tthrt_tensor_info *in = tthrt_model_input(ref, i);
+        const char *file = NULL;
+        for (size_t k = 0; k < a->n_inputs; k++) {
+            const char *eq = strchr(a->inputs[k], '=');
+            if (eq && (size_t)(eq - a->inputs[k]) == strlen(in->name) && !strncmp(a->inputs[k], in->name, strlen(in->name)))
+                file = eq + 1;
+        }
+        tthrt_array arr = {0};
+        char path[PATH_MAX], loc[300];
+        snprintf(path, sizeof path, "%s/input_%zu.npy", dir, i);
+        snprintf(loc, sizeof loc, "input '%s'", in->name);
+        int rc = file ? tthrt_array_load(file, &arr, &d) : tthrt_array_init(&arr, in->dtype, in->rank, in->shape, &d);
+        if (rc == 0 && !file && fill_random(&arr, &state) < 0) {
+            tthrt_array_clear(&arr);
+            tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "validate makes no random %s values", tth_dtype_name(in->dtype));
+            tthctl_hint(err, "give the input: --input %s=FILE.npy (or .pb)", in->name);
+            return -TTHCTL_EXIT_USAGE;
+        }
+        if (rc == 0)
+            rc = tthrt_model_bind(ref, in->name, &arr, &d);
+        if (rc == 0)
+            rc = tthrt_npy_write(path, &arr, &d);
+        tthrt_array_clear(&arr);
+        if (rc < 0)
+            return tthctl_from_diag(err, &d, loc);
+        size_t n = strlen(in->name) + strlen(path) + 2;
+        if (!(specs[i] = malloc(n)))
+            return tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+        snprintf(specs[i], n, "%s=%s", in->name, path);
+        json_array_append_new(jin, json_pack("{s:s, s:s}", "name", in->name, "from", file ? file : "random"));
+    }
+    return 0;
+}
+
+/* scripts/run-cortexm ARTIFACT --board B --out OUT -q [board args] NAME=FILE...; its errors go
+ * to our standard error as they are */
+static int board_run(const tthctl_args *a, const char *out, char **specs, size_t n, tthctl_error *err)
+{
+    const char *runner = board_runner();
+    char loc[PATH_MAX + 16];
+    snprintf(loc, sizeof loc, "board '%s'", a->board);
+    if (access(runner, X_OK) != 0) {
+        tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "cannot run %s: %s", runner, strerror(errno));
+        tthctl_hint(err, "validate --board runs tth's scripts/run-cortexm: set TTH_RUN_CORTEXM to its path");
+        return -TTHCTL_EXIT_FAILED;
+    }
+    const char **argv = calloc(8 + a->n_board_args + n + 1, sizeof *argv);
+    if (!argv)
+        return tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+    size_t k = 0;
+    argv[k++] = runner;
+    argv[k++] = a->pos[0];
+    argv[k++] = "--board";
+    argv[k++] = a->board;
+    argv[k++] = "--out";
+    argv[k++] = out;
+    argv[k++] = "-q";
+    for (size_t i = 0; i < a->n_board_args; i++)
+        argv[k++] = a->board_args[i];
+    for (size_t i = 0; i < n; i++)
+        argv[k++] = specs[i];
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv(runner, (char *const *)argv);
+        fprintf(stderr, "tthctl: error: cannot run %s: %s\n", runner, strerror(errno));
+        _exit(127);
+    }
+    free(argv);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0)
+        return tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "cannot run %s: %s", runner, strerror(errno));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        tthctl_fail(err, TTHCTL_EXIT_FAILED, loc, "the artifact did not run on the board (%s exited %d; its "
+                    "message is above)", runner, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        tthctl_hint(err, "a library the artifact needs goes in with --board-arg=--extra-src=FILE.c and "
+                         "--board-arg=-IDIR (docs/cortexm.md)");
+        return -TTHCTL_EXIT_FAILED;
+    }
+    return 0;
+}
+
+/* the board's outputs (OUT/<stem>.npy) against the reference's */
+static int board_compare(const tthrt_model *ref, const char *out, double tol, json_t *jout, int *bad,
+                         tthctl_error *err)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    size_t n = tthrt_model_output_count(ref);
+    char (*taken)[256] = calloc(n + 1, sizeof *taken);
+    if (!taken)
+        return tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+    int rc = 0;
+    *bad = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *name = tthrt_model_output(ref, i)->name;
+        char stem[256], path[PATH_MAX + 300], loc[300];
+        board_stem(name, i, taken, stem, sizeof stem);
+        snprintf(path, sizeof path, "%s/%s.npy", out, stem);
+        snprintf(loc, sizeof loc, "output '%s'", name);
+        tthrt_array got = {0};
+        if (tthrt_npy_read(path, &got, &d) < 0) {
+            rc = tthctl_from_diag(err, &d, loc);
+            tthctl_hint(err, "give the ONNX model the artifact was compiled from");
+            break;
+        }
+        rc = compare_one(name, &got, ref, tol, jout, bad, err);
+        tthrt_array_clear(&got);
+    }
+    free(taken);
+    return rc;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* validate --board: the reference here, the artifact on the board through run-cortexm */
+static int validate_on_board(const tthctl_args *a, uint64_t seed, double tol, tthctl_error *err)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    tthrt_model *ref = NULL;
+    json_t *res = NULL;
+    char dir[] = "/tmp/tthctl-validate-XXXXXX", tar[sizeof dir + 32], out[sizeof dir + 32];
+    char *specs[MAX_IO] = {0};
+    int rc;
+    if (!mkdtemp(dir))
+        return tthctl_fail(err, TTHCTL_EXIT_IO, "directory '/tmp'", "cannot make a temporary directory: %s",
+                           strerror(errno));
+    snprintf(tar, sizeof tar, "%s/reference.tar", dir);
+    snprintf(out, sizeof out, "%s/board", dir);
+    if ((rc = compile_reference(a, NULL, tar, err)) < 0)
+        goto done;
+    if (tthrt_model_open(tar, &ref, &d) < 0) {
+        rc = tthctl_from_diag(err, &d, "the reference");
+        goto done;
+    }
+    if (tthrt_model_input_count(ref) > MAX_IO) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, "the reference", "validate takes models of at most %d inputs", MAX_IO);
+        goto done;
+    }
+    res = json_pack("{s:s, s:s, s:I, s:f, s:s, s:s, s:[], s:[]}", "artifact", a->pos[0], "model", a->pos[1], "seed",
+                    (json_int_t)seed, "tolerance", tol, "reference_target", "c", "board", a->board, "inputs",
+                    "outputs");
+    if (!res) {
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, NULL, "out of memory");
+        goto done;
+    }
+    if ((rc = board_inputs(ref, a, seed, json_object_get(res, "inputs"), dir, specs, err)) < 0)
+        goto done;
+    tthrt_timing t;
+    if (tthrt_model_run(ref, 1, &t, &d) < 0) {
+        rc = tthctl_from_diag(err, &d, "the reference");
+        goto done;
+    }
+    if ((rc = board_run(a, out, specs, tthrt_model_input_count(ref), err)) < 0)
+        goto done;
+    int bad = 0;
+    if ((rc = board_compare(ref, out, tol, json_object_get(res, "outputs"), &bad, err)) < 0)
+        goto done;
+    json_object_set_new(res, "ok", json_boolean(bad == 0));
+    if (a->json)
+        tthctl_json_print(res);
+    else
+        print_text(res, tol);
+    rc = 0;
+    if (bad) {
+        char ctx[PATH_MAX + 16];
+        snprintf(ctx, sizeof ctx, "artifact '%s'", a->pos[0]);
+        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, ctx, "%d output(s) differ from the reference", bad);
+        tthctl_hint(err, "the artifact's code on the board computes other values than the generic lowering on this "
+                         "machine: report it with the model and the target; --tolerance X allows larger differences");
+    }
+done:
+    for (size_t i = 0; i < MAX_IO; i++)
+        free(specs[i]);
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    json_decref(res);
+    tthrt_model_close(ref);
+    return rc;
+}
+
 static void print_text(const json_t *res, double tol)
 {
-    printf("validate %s against %s (reference: target c, generic lowering), seed %lld\n",
-           json_string_value(json_object_get(res, "artifact")), json_string_value(json_object_get(res, "model")),
-           (long long)json_integer_value(json_object_get(res, "seed")));
+    printf("validate %s%s%s against %s (reference: target c, generic lowering, on this machine), seed %lld\n",
+           json_string_value(json_object_get(res, "artifact")), json_object_get(res, "board") ? " on board " : "",
+           json_object_get(res, "board") ? json_string_value(json_object_get(res, "board")) : "",
+           json_string_value(json_object_get(res, "model")), (long long)json_integer_value(json_object_get(res, "seed")));
     size_t i;
     json_t *o;
     json_array_foreach(json_object_get(res, "outputs"), i, o) {
@@ -373,6 +614,10 @@ int tthctl_cmd_validate(const tthctl_args *a, tthctl_error *err)
         return rc;
     if ((rc = tthctl_check_inputs(a, err)) < 0)
         return rc;
+    if (a->board)
+        return validate_on_board(a, seed, tol, err);
+    if (a->n_board_args)
+        return tthctl_fail(err, TTHCTL_EXIT_USAGE, "--board-arg", "--board-arg goes with --board BOARD");
     tth_diag d;
     tth_diag_clear(&d);
     tthrt_model *m = NULL, *ref = NULL;

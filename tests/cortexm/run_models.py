@@ -14,12 +14,14 @@ bit for bit against the host build); digits built with -O3 for the Cortex-M55, w
 vectorizes the model's matmul with MVE (the startup code enables MVE); the instruction
 count's calibration (one SysTick tick per 40 instructions at the M4 board's 25 MHz, 31.25 at the
 M55 board's 32 MHz, under -icount shift=0); run-cortexm's errors: an entry that returns
-non-zero, one that faults, one that hangs (timeout), a missing input; and the per-call profiles of
-c, cmsis-nn,c and ethos-n,c artifacts (profile_runs.py).
+non-zero, one that faults, one that hangs (timeout), a missing input; `tthctl validate --board`
+(an artifact that agrees with the reference, one that does not, its usage errors); and the
+per-call profiles of c, cmsis-nn,c and ethos-n,c artifacts (profile_runs.py).
 Exit status 77 (skipped) when qemu-system-arm, arm-none-eabi-gcc with newlib, numpy or onnx is
 missing.
 """
 import concurrent.futures
+import json
 import os
 import re
 import sys
@@ -203,11 +205,47 @@ int32_t tth_model_run(const struct tth_model_inputs *inputs, struct tth_model_ou
 #elif BEHAVIOUR == 4
     ((volatile uint8_t *)inputs->image)[3] = 1;
     return 0;
+#elif BEHAVIOUR == 5
+    for (int i = 0; i < 10; i++)
+        ((float *)outputs->probabilities)[i] = 0.1f;
+    return 0;
 #else
     for (;;) __asm__ volatile("");
 #endif
 }
 """
+
+
+def validate_on_board(daemon, d, tar):
+    """tthctl validate --board: the digits artifact on the mps2-an386 against the reference on this
+    machine (ok), an artifact whose entry writes 0.1 everywhere (differs), and its usage errors"""
+    failures = []
+    r = daemon.ctl("validate", tar, DIGITS, "--board", "mps2-an386", "--json")
+    try:
+        res = json.loads(r.stdout)
+        out = res["outputs"][0]
+        good = (r.returncode == 0 and res["ok"] and res["board"] == "mps2-an386" and out["name"] == "probabilities"
+                and out["argmax"] == out["reference_argmax"] and out["max_abs_diff"] < 1e-4)
+    except (ValueError, KeyError, IndexError):
+        good = False
+    if not good:
+        failures.append("validate --board: exit %d: %s %s" % (r.returncode, r.stdout[-1500:], r.stderr[-1500:]))
+    art = os.path.join(d, "art-constant")
+    src = unpack(tar, art)["files"]["sources"][0]
+    with open(os.path.join(art, src), "w") as f:
+        f.write("#define BEHAVIOUR 5\n" + FAKE_ENTRY_C)
+    r = daemon.ctl("validate", art, DIGITS, "--board", "mps2-an386")
+    if r.returncode != 1 or "DIFFERS" not in r.stdout or "differ from the reference" not in r.stderr:
+        failures.append("validate --board of a wrong artifact: exit %d: %s %s" % (r.returncode, r.stdout, r.stderr))
+    r = daemon.ctl("validate", tar, DIGITS, "--board-arg=-q")
+    if r.returncode != 2 or "--board" not in r.stderr:
+        failures.append("validate --board-arg without --board: exit %d: %s" % (r.returncode, r.stderr))
+    env = dict(os.environ, TTH_RUN_CORTEXM=os.path.join(d, "no-such-runner"))
+    r = run([daemon.tthctl, "--socket", daemon.socket, "--no-start", "validate", tar, DIGITS, "--board", "mps2-an386"],
+            env=env)
+    if r.returncode != 1 or "TTH_RUN_CORTEXM" not in r.stderr:
+        failures.append("validate --board without run-cortexm: exit %d: %s" % (r.returncode, r.stderr))
+    return failures
 
 
 def error_paths(daemon, work):
@@ -234,6 +272,7 @@ def error_paths(daemon, work):
         if r.returncode != 1 or want not in r.stderr:
             failures.append("run-cortexm on %s, entry behaviour %d: exit %d, expected 1 and %r in: %s"
                             % (board, behaviour, r.returncode, want, r.stderr.strip()))
+    failures += validate_on_board(daemon, d, tar)
     r = run([RUN_CORTEXM, tar, "--board", "mps2-an386", "--out", os.path.join(d, "out")], timeout=60)
     if r.returncode != 1 or "missing input: image" not in r.stderr:
         failures.append("run-cortexm without inputs: exit %d: %s" % (r.returncode, r.stderr.strip()))
