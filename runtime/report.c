@@ -88,8 +88,11 @@ static const char *const SCRIPT =
     "const kinds = D.kinds && D.kinds.length ? D.kinds : [];\n"
     "function colour(k) { const i = kinds.indexOf(k); return PALETTE[(i < 0 ? kinds.length : i) % PALETTE.length]; }\n"
     "document.getElementById('title').textContent = 'tth report: ' + D.model;\n"
-    "document.getElementById('subtitle').textContent = 'target ' + D.target + (D.profile ? '; with the profile of '"
-    " + D.profile.runs + ' runs (whole run ' + D.profile.whole_median_ms.toFixed(3) + ' ms, median)' : '');\n"
+    "const ins = D.profile && D.profile.unit === 'instructions';\n"
+    "document.getElementById('subtitle').textContent = 'target ' + D.target + (ins ? '; with the profile from the '"
+    " + D.profile.board + ' board (whole entry ' + num(D.profile.whole_instructions) + ' instructions under QEMU)'"
+    " : D.profile ? '; with the profile of ' + D.profile.runs + ' runs (whole run '"
+    " + D.profile.whole_median_ms.toFixed(3) + ' ms, median)' : '');\n"
     "const calls = D.calls || [];\n"
     "const macs = calls.reduce((s, c) => s + (c.macs || 0), 0);\n"
     "const m = D.memory || {}; const plan = m.plan || {};\n"
@@ -102,7 +105,9 @@ static const char *const SCRIPT =
     " + (m.workspace_bytes / plan.lower_bound_bytes).toFixed(3) + 'x; ' + (plan.algorithm || '') + ')' : '')],"
     " ['inputs and outputs', bytes(m.io_bytes)], ['code (sources, objects, libraries)', bytes(code)],"
     " ['compile stages', 'not kept in the artifact, which is the same bytes on every compile: tthctl compile --timings prints them']];\n"
-    "if (D.profile) summary.push(['profile', num(D.profile.runs) + ' runs, whole run ' + D.profile.whole_median_ms.toFixed(3)"
+    "if (ins) summary.push(['profile', 'board ' + D.profile.board + ', whole entry ' + num(D.profile.whole_instructions)"
+    " + ' instructions, calls ' + num(D.profile.calls_instructions)]);\n"
+    "else if (D.profile) summary.push(['profile', num(D.profile.runs) + ' runs, whole run ' + D.profile.whole_median_ms.toFixed(3)"
     " + ' ms (median), calls ' + D.profile.calls_median_sum_ms.toFixed(3) + ' ms']);\n"
     "const st = document.getElementById('summary');\n"
     "summary.forEach(r => { const tr = el('tr'); tr.appendChild(el('th', r[0])); tr.appendChild(el('td', r[1])); st.tBodies[0].appendChild(tr); });\n"
@@ -117,15 +122,19 @@ static const char *const SCRIPT =
     "const lc = [{t: '#', num: 1}, {t: 'function'}, {t: 'ONNX nodes'}, {t: 'kind'}, {t: 'operators'},"
     " {t: 'strategy'}, {t: 'inputs'}, {t: 'outputs'}, {t: 'multiply-adds', num: 1, f: num},"
     " {t: 'parameter bytes', num: 1, f: bytes}, {t: 'activation bytes', num: 1, f: bytes}];\n"
-    "if (D.profile) lc.push({t: 'median us', num: 1, f: v => v === '' ? '' : Number(v).toFixed(1)},"
+    "if (D.profile) lc.push(ins ? {t: 'instructions', num: 1, f: v => v === '' ? '' : num(v)}"
+    " : {t: 'median us', num: 1, f: v => v === '' ? '' : Number(v).toFixed(1)},"
     " {t: 'share', num: 1, f: v => v === '' ? '' : (100 * v).toFixed(1) + ' %'},"
-    " {t: 'GFLOP/s', num: 1, f: v => v === '' ? '' : Number(v).toFixed(1)});\n"
+    " ins ? {t: 'MACs per instruction', num: 1, f: v => v === '' ? '' : Number(v).toFixed(3)}"
+    " : {t: 'GFLOP/s', num: 1, f: v => v === '' ? '' : Number(v).toFixed(1)});\n"
     "const lt = document.getElementById('layers');\n"
     "head(lt, lc);\n"
     "calls.forEach(c => { const act = (c.outputs || []).reduce((s, t) => s + (t.bytes || 0), 0);"
     " const cells = [c.index, c.function, (c.nodes || []).join(', '), c.kind, (c.ops || []).join(' '),"
     " (c.strategies || []).join(', '), shapes(c.inputs), shapes(c.outputs), c.macs || 0, c.param_bytes || 0, act];"
-    " if (D.profile) cells.push(c.median_us === undefined ? '' : c.median_us, c.share === undefined ? '' : c.share,"
+    " if (ins) cells.push(c.instructions === undefined ? '' : c.instructions, c.share === undefined ? '' : c.share,"
+    " c.instructions ? (c.macs || 0) / c.instructions : '');"
+    " else if (D.profile) cells.push(c.median_us === undefined ? '' : c.median_us, c.share === undefined ? '' : c.share,"
     " c.gflops === undefined ? '' : c.gflops);"
     " row(lt, cells, lc); });\n"
     "document.getElementById('search').addEventListener('input', e => { const q = e.target.value.toLowerCase();"
@@ -194,8 +203,8 @@ char *tthrt_report_html(const json_t *data, const char *memory_svg)
     return tth_strbuf_finish(&b);
 }
 
-/* Merge `tthctl run --profile --json`'s "profile" into the report data: each call's median_us,
- * min_us, share and gflops by index, the calls checked against the data's (the same functions in
+/* Merge `tthctl run --profile --json`'s "profile" (or `scripts/run-cortexm --profile --json`'s)
+ * into the report data: each call's median_us, min_us, share and gflops (or instructions) by index, the calls checked against the data's (the same functions in
  * the same order), and the run's figures as "profile". */
 static int merge_profile(json_t *data, const json_t *prof, tth_diag *diag)
 {
@@ -221,14 +230,20 @@ static int merge_profile(json_t *data, const json_t *prof, tth_diag *diag)
                                 "(compiled with --profile as well as --explain)");
             return rc;
         }
-        static const char *const keys[] = {"median_us", "min_us", "share", "gflops"};
-        for (size_t q = 0; q < 4; q++)
+        static const char *const keys[] = {"median_us", "min_us", "share", "gflops", "instructions"};
+        for (size_t q = 0; q < sizeof keys / sizeof keys[0]; q++)
             if (json_object_get(pc, keys[q]))
                 json_object_set(c, keys[q], json_object_get(pc, keys[q]));
     }
-    json_t *run = json_pack("{s:O*, s:O*, s:O*}", "runs", json_object_get(p, "runs"), "whole_median_ms",
-                            json_object_get(p, "whole_median_ms"), "calls_median_sum_ms",
-                            json_object_get(p, "calls_median_sum_ms"));
+    /* a time profile (tthctl run --profile), or instructions from a board (scripts/run-cortexm --profile) */
+    const char *unit = json_string_value(json_object_get(p, "unit"));
+    json_t *run = unit && strcmp(unit, "instructions") == 0
+                      ? json_pack("{s:s, s:O*, s:O*, s:O*}", "unit", unit, "board", json_object_get(p, "board"),
+                                  "whole_instructions", json_object_get(p, "whole_instructions"),
+                                  "calls_instructions", json_object_get(p, "calls_instructions"))
+                      : json_pack("{s:O*, s:O*, s:O*}", "runs", json_object_get(p, "runs"), "whole_median_ms",
+                                  json_object_get(p, "whole_median_ms"), "calls_median_sum_ms",
+                                  json_object_get(p, "calls_median_sum_ms"));
     if (!run || json_object_set_new(data, "profile", run) != 0)
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     return 0;

@@ -27,6 +27,7 @@ import tarfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from private_tthd import run_with_daemon, skip_unless, tthctl_args  # noqa: E402
+from artifact_main import boards_ready, run_board  # noqa: E402
 
 skip_unless("report", modules=("numpy", "onnx"))
 import numpy as np  # noqa: E402
@@ -143,18 +144,46 @@ def check_page(page, data, profile, work, name, check):
     for r, c in zip(rows, calls):
         check(r[col["function"]][1] == c["function"], "%s: row %s is %s" % (name, c["index"], r[col["function"]][1]))
         check(int(r[col["multiply-adds"]][0]) == c["macs"], "%s: %s MACs %s, JSON %d" % (name, c["function"], r[col["multiply-adds"]][0], c["macs"]))
-        if profile:
-            want = next(x["median_us"] for x in profile["profile"]["calls"] if x["index"] == c["index"])
-            check("median us" in col and abs(float(r[col["median us"]][0]) - want) < 1e-6,
-                  "%s: %s median %s, the profile's %r" % (name, c["function"], r[col.get("median us", 0)][0], want))
+        if profile:  # a time profile, or instructions from a board
+            head_, key = ("instructions", "instructions") if profile["profile"].get("unit") == "instructions" \
+                else ("median us", "median_us")
+            want = next(x[key] for x in profile["profile"]["calls"] if x["index"] == c["index"])
+            check(head_ in col and abs(float(r[col[head_]][0]) - want) < 1e-6,
+                  "%s: %s %s %s, the profile's %r" % (name, c["function"], head_, r[col.get(head_, 0)][0], want))
     if not profile:
-        check("median us" not in col, "%s: a time column without a profile" % name)
+        check("median us" not in col and "instructions" not in col, "%s: a profile column without a profile" % name)
     summary = {r[0][1]: r[1][1] for r in p.tables.get("summary", []) if len(r) == 2}
     check(summary.get("multiply-adds", "").replace(",", "") == str(sum(c["macs"] for c in calls)),
           "%s: summary multiply-adds %r" % (name, summary.get("multiply-adds")))
     check(p.boxes == len(calls), "%s: %d boxes in the graph for %d calls" % (name, p.boxes, len(calls)))
     check(p.memory_svg, "%s: no memory plan picture" % name)
     return p
+
+
+def board_profile(daemon, work, check):
+    """a Cortex-M55 artifact's profile from the emulated board (scripts/run-cortexm --profile
+    --json) merged into its page: the instructions column (skipped without the board tools)"""
+    if not boards_ready("report"):
+        return
+    art = os.path.join(work, "m55.tar")
+    why = daemon.compile(os.path.join(SOURCE, "examples", "digits.onnx"), "c -mcpu=cortex-m55", art, "--explain",
+                         "--profile")
+    if not check(not why, "m55: %s" % why):
+        return
+    prof = os.path.join(work, "m55-profile.json")
+    why, _, _ = run_board(art, "mps3-an547", {"image": np.load(os.path.join(SOURCE, "examples", "digit_input.npy"))},
+                          os.path.join(work, "m55-out"), ["--profile", "--json", prof])
+    if not check(not why, "m55: %s" % why):
+        return
+    with tarfile.open(art) as t:
+        data = json.load(t.extractfile("explain/report.json"))
+    out = os.path.join(work, "m55-merged.html")
+    r = daemon.ctl("report", art, prof, "-o", out)
+    if check(r.returncode == 0 and os.path.exists(out), "m55: report: %s" % r.stderr):
+        p = check_page(out, data, json.loads(open(prof).read()), work, "m55-merged", check)
+        summary = {r[0][1]: r[1][1] for r in p.tables.get("summary", []) if len(r) == 2} if p else {}
+        check("instructions" in summary.get("profile", "") and "mps3-an547" in summary.get("profile", ""),
+              "m55: the summary's profile line %r" % summary.get("profile"))
 
 
 def body(daemon, work, failures):
@@ -191,6 +220,7 @@ def body(daemon, work, failures):
         r = daemon.ctl("report", art, prof, "-o", out)
         if check(r.returncode == 0 and os.path.exists(out), "%s: report: %s" % (name, r.stderr)):
             check_page(out, data, json.loads(open(prof).read()), work, name + "-merged", check)
+    board_profile(daemon, work, check)
     # errors
     plain = os.path.join(work, "plain.tar")
     why = daemon.compile(models["digits"][0], "llvm", plain)
