@@ -266,14 +266,15 @@ class Connection:
              slice_seconds: Optional[float] = None, on_idle: Optional[Callable[[], None]] = None,
              target_context: str = "") -> Any:
         """Read frames until the response to rid; progress and artifact chunks go to the callbacks.
-        on_idle is called every slice_seconds without a frame (it may raise to stop waiting)."""
+        on_idle is called after every frame and every slice_seconds without one (it may raise to
+        stop waiting): a deadline it checks is seen while frames keep coming too."""
         announced: Optional[Dict[str, Any]] = None
         stage: Optional[str] = None
         while True:
             fr = self.read_frame(slice_seconds)
+            if on_idle:
+                on_idle()
             if fr is None:
-                if on_idle:
-                    on_idle()
                 continue
             binary, msg = fr
             if binary:

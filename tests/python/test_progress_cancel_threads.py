@@ -95,7 +95,7 @@ def test_timeout_cancels(daemon):
     net, x = _deep()
     before = _failed()
     with pytest.raises(TimeoutError, match="cancelled in the daemon"):
-        tth.compile(net, "llvm", example_inputs=x, cache=False, timeout=0.2)
+        tth.compile(net, "llvm", example_inputs=x, cache=False, timeout=0.05)
     assert _failed() == before + 1
 
 
