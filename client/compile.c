@@ -532,6 +532,28 @@ static void print_remote_cache(const json_t *rc)
         fprintf(stderr, "tthctl: note: the shared cache %s is reachable again\n", jstr(rc, "address"));
 }
 
+/* --explain: the artifact's report page with this compile's stage timings, beside the artifact
+ * as <OUT without .tar>.report.html (docs/profiling.md, "The report page"); its path in
+ * report_path, or "" and a warning when it could not be written (the artifact is written). */
+static void write_compile_report(const char *out, const json_t *res, char *report_path, size_t len)
+{
+    size_t n = strlen(out);
+    int tar = n > 4 && strcmp(out + n - 4, ".tar") == 0;
+    snprintf(report_path, len, "%.*s.report.html", (int)(tar ? n - 4 : n), out);
+    json_t *t = json_deep_copy(json_object_get(res, "timings"));
+    if (t)
+        json_object_set_new(t, "cache", json_string(jstr(res, "cache")));
+    tth_diag d;
+    tth_diag_clear(&d);
+    int rc = tthctl_report_write(out, NULL, t, report_path, &d);
+    json_decref(t);
+    if (rc != 0) {
+        fprintf(stderr, "tthctl: warning: no report page beside the artifact: %s (%s)\n", d.message,
+                d.location[0] ? d.location : report_path);
+        report_path[0] = 0;
+    }
+}
+
 static void print_result(const compile_job *job, const json_t *res, int explain, int timings)
 {
     char b[32];
@@ -548,6 +570,8 @@ static void print_result(const compile_job *job, const json_t *res, int explain,
     json_array_foreach(json_object_get(meta, "requires"), i, t)
         printf("  needs  %s (%s): set %s to its source tree when building (README.txt)\n", jstr(t, "library"),
                jstr(t, "header"), jstr(t, "root_variable"));
+    if (json_string_value(json_object_get(res, "report")))
+        printf("  report %s (the compile report page, with this compile's stage timings)\n", jstr(res, "report"));
     if (explain)
         print_partition(json_object_get(meta, "partition"));
     if (explain || timings)
@@ -841,6 +865,11 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
     rc = finish_artifact(&job, res, err);
     if (rc < 0)
         goto out;
+    char report_path[PATH_MAX + 16] = "";
+    if (a->explain)
+        write_compile_report(job.out_path, res, report_path, sizeof report_path);
+    if (report_path[0])
+        json_object_set_new(res, "report", json_string(report_path));
     if (a->json) {
         json_object_set_new(res, "output", json_string(job.out_path));
         tthctl_json_print(res);

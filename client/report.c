@@ -11,6 +11,24 @@
 
 #include "tthctl.h"
 
+int tthctl_report_write(const char *artifact, const json_t *profile, const json_t *timings, const char *out,
+                        tth_diag *d)
+{
+    char *html = NULL;
+    int rc = tthrt_report_from_artifact(artifact, profile, timings, &html, d);
+    if (rc < 0)
+        return rc;
+    FILE *f = fopen(out, "wb");
+    size_t len = strlen(html);
+    int ok = f && fwrite(html, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(html);
+    if (!ok)
+        return tth_diag_set(d, TTH_EIO, out, "cannot write the report '%s': %s", out, strerror(errno));
+    return 0;
+}
+
 int tthctl_cmd_report(const tthctl_args *a, tthctl_error *err)
 {
     const char *path = a->pos[0];
@@ -40,23 +58,10 @@ int tthctl_cmd_report(const tthctl_args *a, tthctl_error *err)
     }
     tth_diag d;
     tth_diag_clear(&d);
-    char *html = NULL;
-    int rc = tthrt_report_from_artifact(path, profile, &html, &d);
+    int rc = tthctl_report_write(path, profile, NULL, out, &d);
     json_decref(profile);
     if (rc < 0)
-        return tthctl_from_diag(err, &d, ctx);
-    FILE *f = fopen(out, "wb");
-    size_t len = strlen(html);
-    int ok = f && fwrite(html, 1, len, f) == len;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    free(html);
-    if (!ok) {
-        char loc[PATH_MAX + 16];
-        snprintf(loc, sizeof loc, "file '%s'", out);
-        tthctl_fail(err, TTHCTL_EXIT_IO, loc, "cannot write the report: %s", strerror(errno));
-        return -TTHCTL_EXIT_IO;
-    }
+        return tthctl_from_diag(err, &d, d.code == TTH_EIO ? NULL : ctx);
     if (a->json) {
         json_t *j = json_pack("{s:s, s:s, s:b}", "artifact", path, "report", out, "profile", a->n_pos > 1);
         tthctl_json_print(j);

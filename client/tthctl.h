@@ -206,4 +206,9 @@ void tthctl_progress_done(tthctl_progress *p);
 /* Nearest of names to word (edit distance at most max(2, len/3)), or NULL. */
 const char *tthctl_nearest(const char *word, const char *const *names, size_t n);
 
+/* The report page of an artifact compiled with --explain, a profile and a compile's timings
+ * merged when given (NULL otherwise), written to out (report.c): 0, or a negative code with d. */
+int tthctl_report_write(const char *artifact, const json_t *profile, const json_t *timings, const char *out,
+                        struct tth_diag *d);
+
 #endif

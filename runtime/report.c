@@ -1,7 +1,8 @@
 /* report.c: the compile report, one self-contained HTML page (docs/profiling.md, "The report
  * page"). tthd writes it into an artifact compiled with options.explain (explain/report.html,
  * from explain/report.json); `tthctl report` writes it again from an artifact, with a profile's
- * times merged into the per-layer table.
+ * times merged into the per-layer table, and `tthctl compile --explain` beside the artifact, with
+ * that compile's stage timings.
  *
  * The page is this file's fixed text around the report's data: the data as JSON in a
  * <script type="application/json"> element, the memory plan's SVG inline, and a script that draws
@@ -48,6 +49,8 @@ static const char *const HEAD =
     "</style></head><body>\n"
     "<h1 id=\"title\"></h1><div id=\"subtitle\" class=\"note\"></div>\n"
     "<h2>Summary</h2><table id=\"summary\"><tbody></tbody></table>\n"
+    "<div id=\"stages-part\"><h2>Compile stages</h2><div id=\"stages-note\" class=\"note\"></div>"
+    "<table id=\"stages\" class=\"sortable\"><thead></thead><tbody></tbody></table></div>\n"
     "<h2>Operators per kind</h2><table id=\"kinds\" class=\"sortable\"><thead></thead><tbody></tbody></table>\n"
     "<h2>Layers</h2><input id=\"search\" type=\"search\" placeholder=\"search the layers (name, node, "
     "operator, strategy)\">\n"
@@ -104,7 +107,9 @@ static const char *const SCRIPT =
     " + (plan.lower_bound_bytes ? ' (lower bound ' + bytes(plan.lower_bound_bytes) + ', '"
     " + (m.workspace_bytes / plan.lower_bound_bytes).toFixed(3) + 'x; ' + (plan.algorithm || '') + ')' : '')],"
     " ['inputs and outputs', bytes(m.io_bytes)], ['code (sources, objects, libraries)', bytes(code)],"
-    " ['compile stages', 'not kept in the artifact, which is the same bytes on every compile: tthctl compile --timings prints them']];\n"
+    " ['compile stages', D.timings ? 'below: this compile, ' + Number(D.timings.total || 0).toFixed(3) + ' s in all'"
+    " : 'not kept in the artifact, which is the same bytes on every compile: the page tthctl compile --explain writes"
+    " beside it has them']];\n"
     "if (ins) summary.push(['profile', 'board ' + D.profile.board + ', whole entry ' + num(D.profile.whole_instructions)"
     " + ' instructions, calls ' + num(D.profile.calls_instructions)]);\n"
     "else if (D.profile) summary.push(['profile', num(D.profile.runs) + ' runs, whole run ' + D.profile.whole_median_ms.toFixed(3)"
@@ -145,6 +150,17 @@ static const char *const SCRIPT =
     "head(rt, rc);\n"
     "refusals.forEach(r => row(rt, [r.node, r.op, r.kind, r.reason], rc));\n"
     "if (!refusals.length) document.getElementById('refusals-part').style.display = 'none';\n"
+    "const T = D.timings;\n"
+    "if (T) { const sc = [{t: 'stage or hook'}, {t: 'seconds', num: 1, f: v => Number(v).toFixed(4)},"
+    " {t: 'share', num: 1, f: v => (100 * v).toFixed(1) + ' %'}, {t: 'plugin, calls'}];"
+    " const tt = document.getElementById('stages'); head(tt, sc); const total = Number(T.total) || 0;"
+    " (T.stages || []).forEach(x => row(tt, ['stage ' + x.stage, x.seconds, total ? x.seconds / total : 0, ''], sc));"
+    " (T.hooks || []).forEach(x => row(tt, ['hook ' + x.hook, x.seconds, total ? x.seconds / total : 0,"
+    " x.plugin + ', ' + x.calls], sc));"
+    " document.getElementById('stages-note').textContent = 'this compile: ' + total.toFixed(3) + ' s in all, cache '"
+    " + (T.cache || '?') + ', cache lookup ' + Number(T.cacheLookup || 0).toFixed(4) + ' s'"
+    " + ((T.stages || []).length ? '' : ' (served from the cache: no stage ran)'); }\n"
+    "else document.getElementById('stages-part').style.display = 'none';\n"
     "const ft = document.getElementById('files');\n"
     "const fc = [{t: 'file'}, {t: 'bytes', num: 1, f: bytes}];\n"
     "head(ft, fc);\n"
@@ -249,7 +265,8 @@ static int merge_profile(json_t *data, const json_t *prof, tth_diag *diag)
     return 0;
 }
 
-int tthrt_report_from_artifact(const char *path, const json_t *profile, char **html, tth_diag *diag)
+int tthrt_report_from_artifact(const char *path, const json_t *profile, const json_t *timings, char **html,
+                               tth_diag *diag)
 {
     *html = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -297,6 +314,8 @@ int tthrt_report_from_artifact(const char *path, const json_t *profile, char **h
     }
     if (!rc && profile)
         rc = merge_profile(data, profile, diag);
+    if (!rc && timings && json_object_set(data, "timings", (json_t *)timings) != 0)
+        rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     if (!rc && !(*html = tthrt_report_html(data, svg)))
         rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     json_decref(data);

@@ -12,9 +12,12 @@
 char *tthrt_report_html(const json_t *data, const char *memory_svg);
 
 /* The page of an artifact compiled with --explain (its explain/report.json and memory.svg), with
- * `profile` (the output of `tthctl run --profile --json`, or NULL) merged into the per-layer
- * table. 0 and *html (malloc'd), or a negative code with diag: no such file, not a tar, no report
- * data (compiled without --explain), a profile of another artifact. */
-int tthrt_report_from_artifact(const char *path, const json_t *profile, char **html, tth_diag *diag);
+ * `profile` (the output of `tthctl run --profile --json` or `scripts/run-cortexm --profile
+ * --json`, or NULL) merged into the per-layer table, and `timings` (a compile answer's "timings",
+ * or NULL) shown as the compile's stages. 0 and *html (malloc'd), or a negative code with diag: no
+ * such file, not a tar, no report data (compiled without --explain), a profile of another
+ * artifact. */
+int tthrt_report_from_artifact(const char *path, const json_t *profile, const json_t *timings, char **html,
+                               tth_diag *diag);
 
 #endif

@@ -66,6 +66,7 @@ class Cells(html.parser.HTMLParser):
         self.tables, self.table, self.row, self.cell = {}, None, None, None
         self.in_graph, self.boxes, self.lines, self.ready, self.memory_svg = 0, 0, 0, False, False
         self.refs = []
+        self.note, self.in_note = "", False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -82,6 +83,8 @@ class Cells(html.parser.HTMLParser):
         elif tag in ("td", "th") and self.row is not None:
             self.cell = [a.get("data-v"), ""]
             self.row.append(self.cell)
+        elif tag == "div" and a.get("id") == "stages-note":
+            self.in_note = True
         elif tag == "div" and a.get("id") == "graph":
             self.in_graph = 1
         elif tag == "div" and a.get("id") == "memory":
@@ -94,6 +97,8 @@ class Cells(html.parser.HTMLParser):
             self.memory_svg = True
 
     def handle_endtag(self, tag):
+        if tag == "div":
+            self.in_note = False
         if tag == "table":
             self.table = None
         elif tag in ("td", "th"):
@@ -102,6 +107,8 @@ class Cells(html.parser.HTMLParser):
             self.in_graph = 0 if tag == "div" and self.in_graph == 1 else self.in_graph
 
     def handle_data(self, data):
+        if self.in_note:
+            self.note += data
         if self.cell is not None:
             self.cell[1] += data
 
@@ -186,6 +193,40 @@ def board_profile(daemon, work, check):
               "m55: the summary's profile line %r" % summary.get("profile"))
 
 
+def compile_page(daemon, work, check):
+    """the page tthctl compile --explain writes beside the artifact: this compile's stages and
+    hooks with their seconds (a compile that missed the cache), and a cache hit's note"""
+    art = os.path.join(work, "timed.tar")
+    for attempt, extra in (("miss", ["--no-cache"]), ("hit", [])):
+        r = daemon.ctl("compile", os.path.join(SOURCE, "examples", "digits.onnx"), "--target", "llvm", "--explain",
+                       "-o", art, "--json", *extra)
+        if not check(r.returncode == 0, "compile --explain (%s): %s" % (attempt, r.stderr)):
+            return
+        res = json.loads(r.stdout)
+        page = res.get("report")
+        if not check(page == os.path.join(work, "timed.report.html") and os.path.exists(page),
+                     "compile --explain (%s): report %r" % (attempt, page)):
+            return
+        with tarfile.open(art) as t:
+            data = json.load(t.extractfile("explain/report.json"))
+        p = check_page(page, data, None, work, "timed-" + attempt, check)
+        if not p:
+            return
+        t = res["timings"]
+        want = [("stage " + x["stage"], x["seconds"]) for x in t.get("stages", [])] + \
+               [("hook " + x["hook"], x["seconds"]) for x in t.get("hooks", [])]
+        got = [(r[0][1], float(r[1][0])) for r in p.tables.get("stages", [])[1:]]
+        check(len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) < 1e-9 for g, w in zip(got, want)),
+              "compile --explain (%s): the page's stages %s, the answer's %s" % (attempt, got, want))
+        if attempt == "miss":
+            check(len(want) >= 5, "compile --explain (miss): only %d stages and hooks" % len(want))
+        else:
+            check(not want and "served from the cache" in p.note and "cache hit" in p.note,
+                  "compile --explain (hit): stages %s, note %r" % (want, p.note))
+        if attempt == "miss":
+            check("cache miss" in p.note, "compile --explain (miss): note %r" % p.note)
+
+
 def body(daemon, work, failures):
     check = failures.check
     fire = os.path.join(work, "fire.onnx")
@@ -221,6 +262,7 @@ def body(daemon, work, failures):
         if check(r.returncode == 0 and os.path.exists(out), "%s: report: %s" % (name, r.stderr)):
             check_page(out, data, json.loads(open(prof).read()), work, name + "-merged", check)
     board_profile(daemon, work, check)
+    compile_page(daemon, work, check)
     # errors
     plain = os.path.join(work, "plain.tar")
     why = daemon.compile(models["digits"][0], "llvm", plain)
