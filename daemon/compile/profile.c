@@ -132,6 +132,8 @@ json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, cons
                                 "bytes_written", (json_int_t)wr);
         if (row)
             json_object_set_new(row, "param_bytes", json_integer(params));
+        if (row && json_object_get(attrs, "strategy_why"))
+            json_object_set(row, "strategy_why", json_object_get(attrs, "strategy_why"));
         if (!row || json_array_append_new(calls, row)) {
             json_decref(calls);
             return NULL;

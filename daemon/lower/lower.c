@@ -1349,9 +1349,18 @@ static tth_tstmt *lw_emit(lw_ctx *c, const lw_results *r, json_t *ops, const cha
                 s.dest = one;
                 s.nfields = 1;
             }
-            const lw_strategy *sg = lw_strategy_for(c, run, &s);
-            if (sg)
+            char skipped[512], why[700];
+            const lw_strategy *sg = lw_strategy_for(c, run, &s, skipped, sizeof skipped);
+            if (sg) {
                 json_array_append_new(c->strategies, json_string(sg->name));
+                if (skipped[0])
+                    snprintf(why, sizeof why, "%s: first row for %s that applies (not: %s)", sg->name,
+                             tth_op_name(run->u.call.op), skipped);
+                else
+                    snprintf(why, sizeof why, "%s: first row for %s, and it applies", sg->name,
+                             tth_op_name(run->u.call.op));
+                json_array_append_new(c->strategy_why, json_string(why));
+            }
             st = sg ? sg->lower(c, run, &s) : ri->stage ? ri->stage(c, run, &s) : lw_pointwise_stage(c, run, &s);
         } else {
             st = lw_ew_stage(c, e, n->buf);
@@ -1411,8 +1420,9 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     int nlocals = 0;
     json_t *ops = json_array();
     c->strategies = json_array();
+    c->strategy_why = json_array();
     const char *anchor_op = NULL;
-    if (!res || !locals || !ops || !c->strategies) {
+    if (!res || !locals || !ops || !c->strategies || !c->strategy_why) {
         lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         goto out;
     }
@@ -1452,12 +1462,15 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
     json_object_set_new(attrs, "ops", ops);
     ops = NULL;
     json_object_set_new(attrs, "origin", json_string("default"));
-    if (json_array_size(c->strategies) > 0)
+    if (json_array_size(c->strategies) > 0) {
         json_object_set(attrs, "strategies", c->strategies);
+        json_object_set(attrs, "strategy_why", c->strategy_why);
+    }
     result = tth_tir_func_add(mod, name, params, np, body, target_kind ? target_kind : "c", attrs, diag);
 out:
     json_decref(ops);
     json_decref(c->strategies);
+    json_decref(c->strategy_why);
     free(params);
     free(res);
     free(locals);

@@ -67,6 +67,7 @@ struct lw_ctx {
     int generic;              /* the function's attrs say "Generic": no strategy, the generic lowering
                                  of every op (options.reference, docs/tthctl.md "validate") */
     json_t *strategies;       /* names of the strategies used (attrs "strategies") */
+    json_t *strategy_why;     /* for each, why it (attrs "strategy_why"; docs/lowering.md) */
     tth_diag *diag;
     const tth_relay_function *fn;
     const char *fname;        /* the PrimFunc's name: prefix of constant buffer names */
@@ -123,7 +124,10 @@ typedef struct lw_strategy {
     int (*applies)(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
     lw_stage_fn lower;
 } lw_strategy;
-const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
+/* The first row of the table for call's op whose conditions hold, or NULL; skipped (when given)
+ * gets the names of the op's rows tried before it, ", "-separated (attrs "strategy_why"). */
+const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s, char *skipped,
+                                   size_t len);
 /* the table's rows, for tests */
 const lw_strategy *lw_strategy_table(size_t *n);
 

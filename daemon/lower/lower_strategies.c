@@ -2,6 +2,8 @@
  * kernels tried in order before an op's generic lowering. A new kernel for one CPU family is a
  * function pair (applies, lower) in its op's file and one row here, above the rows it should win
  * over. */
+#include <stdio.h>
+
 #include "lower_internal.h"
 
 static const lw_strategy table[] = {
@@ -28,13 +30,22 @@ static const lw_strategy table[] = {
     {TTH_OP_AVG_POOL2D, "avg_pool2d/row-vectorized", lw_pool_rows_applies, lw_pool_rows},
 };
 
-const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+const lw_strategy *lw_strategy_for(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s, char *skipped,
+                                   size_t len)
 {
+    size_t n = 0;
+    if (skipped && len)
+        skipped[0] = 0;
     if (call->kind != TTH_REXPR_CALL || c->generic)
         return NULL;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (table[i].op == call->u.call.op && table[i].applies(c, call, s))
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (table[i].op != call->u.call.op)
+            continue;
+        if (table[i].applies(c, call, s))
             return &table[i];
+        if (skipped && n < len) /* the rows above the one taken, whose conditions do not hold */
+            n += (size_t)snprintf(skipped + n, len - n, "%s%s", n ? ", " : "", table[i].name);
+    }
     return NULL;
 }
 

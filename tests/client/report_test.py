@@ -151,6 +151,11 @@ def check_page(page, data, profile, work, name, check):
     for r, c in zip(rows, calls):
         check(r[col["function"]][1] == c["function"], "%s: row %s is %s" % (name, c["index"], r[col["function"]][1]))
         check(int(r[col["multiply-adds"]][0]) == c["macs"], "%s: %s MACs %s, JSON %d" % (name, c["function"], r[col["multiply-adds"]][0], c["macs"]))
+        if c.get("strategies"):  # why: the rows of the op's table above the one taken
+            why = r[col["why this strategy"]][1] if "why this strategy" in col else ""
+            check(why.startswith("first row for ") and len(c.get("strategy_why", [])) == len(c["strategies"]),
+                  "%s: %s strategy %s, why %r (JSON %r)" % (name, c["function"], c["strategies"], why,
+                                                           c.get("strategy_why")))
         if profile:  # a time profile, or instructions from a board
             head_, key = ("instructions", "instructions") if profile["profile"].get("unit") == "instructions" \
                 else ("median us", "median_us")
