@@ -139,8 +139,8 @@ static int model_name(const tthctl_args *a, const char *path, char *buf, size_t 
     return 0;
 }
 
-/* All of the regular file at path: the model (never empty), or, with loc, one of its external
- * data files, errors naming the model and that file. */
+/* All of the regular file at path, mapped (release_whole): the model (never empty), or, with
+ * loc, one of its external data files, errors naming the model and that file. */
 static int read_whole(const char *path, const char *loc, uint8_t **data, size_t *len, tthctl_error *err)
 {
     const char *what = loc ? "external data file" : "model";
@@ -165,30 +165,23 @@ static int read_whole(const char *path, const char *loc, uint8_t **data, size_t 
         close(fd);
         return tthctl_fail(err, TTHCTL_EXIT_FAILED, where, "the model file is empty");
     }
-    uint8_t *buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-    if (!buf) {
-        close(fd);
-        return tthctl_fail(err, TTHCTL_EXIT_IO, where, "cannot hold the %s (%lld bytes) in memory", what,
-                           (long long)st.st_size);
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : EIO;
-            free(buf);
-            close(fd);
-            return tthctl_fail(err, TTHCTL_EXIT_IO, where, "cannot read the %s: %s", what,
-                               n < 0 ? strerror(e) : "the file shrank while reading");
-        }
-        got += (size_t)n;
-    }
+    /* mapped, not read: an upload of a large model takes no memory of its own here */
+    void *buf = st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    int e = errno;
     close(fd);
+    if (buf == MAP_FAILED)
+        return tthctl_fail(err, TTHCTL_EXIT_IO, where, "cannot map the %s (%lld bytes): %s", what,
+                           (long long)st.st_size, strerror(e));
     *data = buf;
-    *len = got;
+    *len = (size_t)st.st_size;
     return 0;
+}
+
+/* What read_whole gave back */
+static void release_whole(uint8_t *data, size_t len)
+{
+    if (data && len)
+        munmap(data, len);
 }
 
 static int read_file(const char *path, uint8_t **data, size_t *len, tthctl_error *err)
@@ -211,7 +204,7 @@ static void ext_upload_free(ext_upload *x)
     for (size_t i = 0; i < x->n; i++) {
         free(x->locs[i]);
         if (x->data)
-            free(x->data[i]);
+            release_whole(x->data[i], x->len[i]);
     }
     free(x->locs);
     free(x->data);
@@ -896,7 +889,7 @@ out:
     json_decref(shapes);
     json_decref(res);
     tthctl_conn_close(c);
-    free(model);
+    release_whole(model, model_len);
     ext_upload_free(&ext);
     return rc;
 }

@@ -38,8 +38,8 @@ static void usage(FILE *out)
             "  --request-timeout SECONDS  a worker job's deadline (default 600)\n"
             "  --worker-memory-limit N    bytes a worker may use (default 4 GiB; 0: no limit)\n"
             "  --max-frame-bytes N        largest frame accepted (default %u)\n"
-            "  --max-request-bytes N      largest request accepted, upload included (default $TTH_MAX_REQUEST_BYTES,\n"
-            "                             else %u)\n"
+            "  --max-request-bytes N      largest request accepted, upload included: an upload is written to\n"
+            "                             $TMPDIR as it comes (default $TTH_MAX_REQUEST_BYTES, else %llu)\n"
             "  --max-requests N           requests in flight per connection (default %d)\n"
             "  --max-connections N        open client connections; one more is told the daemon is busy (default 256)\n"
             "  --connection-idle-timeout SECONDS\n"
@@ -49,7 +49,7 @@ static void usage(FILE *out)
             "  --worker PATH              the tth-worker executable (default: next to tthd)\n"
             "  --verbose                  debug logging (workers, clients, cache)\n"
             "  --version, --help\n",
-            TTH_PLUGINS_INSTALL_DIR, TTHP_DEFAULT_MAX_FRAME_BYTES, TTHP_DEFAULT_MAX_REQUEST_BYTES,
+            TTH_PLUGINS_INSTALL_DIR, TTHP_DEFAULT_MAX_FRAME_BYTES, (unsigned long long)TTHP_DEFAULT_MAX_REQUEST_BYTES,
             TTHP_DEFAULT_MAX_CONCURRENT);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -568,10 +569,6 @@ static void submit_compile(tthd_server *srv, tthd_request *req)
         tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
-    if (!req->model_path) {
-        cj->upload = req->model;
-        cj->upload_len = req->model_size;
-    }
     cj->cb = on_compile_done;
     cj->progress = on_compile_progress;
     if (json_object_get(params, "entry_dir"))
@@ -817,142 +814,81 @@ static int make_parents(const char *dir, const char *rel)
     return 0;
 }
 
-/* The upload's external data files written in the thread pool (a large upload held the event
- * loop for as long as they took to write), and the model's digest: the work owns the upload's
- * bytes meanwhile, so a request that goes away frees nothing it uses. */
-struct tthd_ext_write {
-    uv_work_t work;
-    tthd_request *req;          /* NULL once the request went away */
-    uint8_t *bytes;             /* the upload: the model, then each file's bytes */
-    size_t model_size, nfiles;
-    char **loc;                 /* each file's location (copied from model.external_data) */
-    size_t *size;
-    char dir[512];              /* the private directory, once made ("" before) */
-    char msg[600];              /* why it failed, or "" */
-    uint8_t digest[16];
-};
+/* ---- an upload streamed to disk (docs/cache.md, "Uploads") ----
+ * The model and its external data files go, chunk by chunk as they arrive, into a private
+ * directory under $TMPDIR (/tmp): <dir>/UPLOAD_MODEL_NAME, then each file at its location; the
+ * model's digest is taken on the way. The compiling worker reads them there as it reads a model
+ * named by path, and the directory goes with the request. Nothing of the upload stays in memory
+ * but the chunk being written. */
+#define UPLOAD_MODEL_NAME ".tthd-model.onnx"
 
 static void remove_tree(const char *dir);
 
-static void ext_write_run(uv_work_t *w)
+/* the directory, the model's file open, the digest started: 0, or the error code with msg */
+static int upload_begin(tthd_request *req, char *msg, size_t len)
 {
-    tthd_ext_write *x = w->data;
     const char *tmp = getenv("TMPDIR");
-    char dir[sizeof x->dir]; /* mkdtemp(3)'s template: it replaces the six X with a unique name */
-    if (snprintf(dir, sizeof dir, "%s/tthd-data-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) {
-        snprintf(x->msg, sizeof x->msg, "TMPDIR is too long for the model's external data directory");
-        return;
+    char dir[512]; /* mkdtemp(3)'s template: it replaces the six X with a unique name */
+    if (snprintf(dir, sizeof dir, "%s/tthd-upload-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) {
+        snprintf(msg, len, "TMPDIR is too long for the upload's directory");
+        return TTHP_INTERNAL_ERROR;
+    }
+    struct statvfs fs;
+    if (statvfs(tmp && *tmp ? tmp : "/tmp", &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < (uint64_t)req->upload_size + (64u << 20)) {
+        snprintf(msg, len, "the upload (%zu bytes) does not fit the free space of %.300s (%" PRIu64 " bytes)",
+                 req->upload_size, tmp && *tmp ? tmp : "/tmp", (uint64_t)fs.f_bavail * fs.f_frsize);
+        return TTHP_REQUEST_TOO_LARGE;
     }
     if (!mkdtemp(dir)) {
-        snprintf(x->msg, sizeof x->msg, "cannot create a directory for the model's external data in %.300s: %s", dir,
-                 strerror(errno));
-        return;
+        snprintf(msg, len, "cannot create a directory for the upload in %.300s: %s", dir, strerror(errno));
+        return TTHP_INTERNAL_ERROR;
     }
-    memcpy(x->dir, dir, sizeof dir);
-    size_t off = x->model_size;
-    for (size_t i = 0; i < x->nfiles; i++) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, x->loc[i]);
-        int fd = make_parents(dir, x->loc[i]) == 0 ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-        int rc = fd < 0 ? -errno : tth_file_write_all(fd, x->bytes + off, x->size[i]);
-        if (fd >= 0 && close(fd) != 0 && rc == 0)
-            rc = -errno;
-        if (rc != 0) {
-            snprintf(x->msg, sizeof x->msg, "cannot write the external data file '%.200s' under %.200s: %s",
-                     x->loc[i], dir, strerror(-rc));
-            return;
-        }
-        off += x->size[i];
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, UPLOAD_MODEL_NAME);
+    req->ext_dir = strdup(dir); /* removed with the request (tthd_method_remove_ext_dir) */
+    req->model_path = strdup(path);
+    req->upload_hash = XXH3_createState();
+    req->upload_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (!req->ext_dir || !req->model_path || !req->upload_hash || XXH3_128bits_reset(req->upload_hash) != XXH_OK ||
+        req->upload_fd < 0) {
+        snprintf(msg, len, "cannot start the upload in %.300s: %s", dir, req->upload_fd < 0 ? strerror(errno) :
+                 "out of memory");
+        if (!req->ext_dir)
+            remove_tree(dir);
+        return TTHP_INTERNAL_ERROR;
     }
-    tthd_model_digest(x->bytes, x->model_size, x->digest);
+    req->upload_file = 0;
+    req->upload_left = req->model_size;
+    return 0;
 }
 
-static void ext_write_free(tthd_ext_write *x)
+/* the current file done: close it and open the next one (empty ones are made on the way).
+ * 0, or -1 with msg */
+static int upload_next_file(tthd_request *req, char *msg, size_t len)
 {
-    for (size_t i = 0; i < x->nfiles; i++)
-        free(x->loc[i]);
-    free(x->loc);
-    free(x->size);
-    free(x->bytes);
-    free(x);
-}
-
-static void ext_write_done(uv_work_t *w, int status)
-{
-    tthd_ext_write *x = w->data;
-    tthd_request *req = x->req;
-    if (!req) {
-        if (x->dir[0])
-            remove_tree(x->dir);
-        ext_write_free(x);
-        return;
-    }
-    req->ext_write = NULL;
-    if (x->dir[0]) /* removed with the request (tthd_method_remove_ext_dir) */
-        req->ext_dir = strdup(x->dir);
-    if (status != 0 || x->msg[0]) {
-        tthd_respond_error(req, TTHP_INTERNAL_ERROR, x->msg[0] ? x->msg : uv_strerror(status), NULL);
-        ext_write_free(x);
-        return;
-    }
-    /* the model's bytes back to the request, its buffer shrunk to them; the files' directory is
-     * the model's directory, where the worker reads them */
-    uint8_t *shrunk = realloc(x->bytes, x->model_size);
-    req->model = shrunk ? shrunk : x->bytes;
-    x->bytes = NULL;
-    req->model_cap = req->model_size;
-    free(req->model_dir);
-    req->model_dir = strdup(x->dir);
-    memcpy(req->model_digest, x->digest, 16);
-    tthd_server *srv = req->conn->srv;
-    ext_write_free(x);
-    model_complete(srv, req);
-}
-
-void tthd_ext_write_cancel(tthd_ext_write *x)
-{
-    if (x)
-        x->req = NULL;
-}
-
-/* Start writing the upload's external data files (model.external_data) into a private directory
- * of its own. 0 (the request continues in ext_write_done), or -1 with msg set. */
-static int write_ext_files(tthd_server *srv, tthd_request *req, char *msg, size_t len)
-{
-    tthd_ext_write *x = calloc(1, sizeof *x);
-    size_t n = json_array_size(req->ext_files);
-    if (x) {
-        x->loc = calloc(n ? n : 1, sizeof *x->loc);
-        x->size = calloc(n ? n : 1, sizeof *x->size);
-    }
-    if (!x || !x->loc || !x->size) {
-        if (x)
-            ext_write_free(x);
-        snprintf(msg, len, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++, x->nfiles++) {
-        const json_t *f = json_array_get(req->ext_files, i);
-        x->size[i] = (size_t)json_integer_value(json_object_get(f, "size"));
-        if (!(x->loc[i] = strdup(json_string_value(json_object_get(f, "location"))))) {
-            ext_write_free(x);
-            snprintf(msg, len, "out of memory");
+    while (req->upload_left == 0) {
+        if (req->upload_fd >= 0 && close(req->upload_fd) != 0) {
+            req->upload_fd = -1;
+            snprintf(msg, len, "cannot write the upload under %.300s: %s", req->ext_dir, strerror(errno));
             return -1;
         }
+        req->upload_fd = -1;
+        if (req->upload_file >= json_array_size(req->ext_files))
+            return 0; /* all of it */
+        const json_t *f = json_array_get(req->ext_files, req->upload_file++);
+        const char *loc = json_string_value(json_object_get(f, "location"));
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", req->ext_dir, loc);
+        req->upload_fd = make_parents(req->ext_dir, loc) == 0
+                             ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+        if (req->upload_fd < 0) {
+            snprintf(msg, len, "cannot write the external data file '%.200s' under %.200s: %s", loc, req->ext_dir,
+                     strerror(errno));
+            return -1;
+        }
+        req->upload_left = (size_t)json_integer_value(json_object_get(f, "size"));
     }
-    x->req = req;
-    x->model_size = req->model_size;
-    x->work.data = x;
-    x->bytes = req->model; /* the work's until it is done */
-    if (uv_queue_work(srv->loop, &x->work, ext_write_run, ext_write_done) != 0) {
-        x->bytes = NULL;
-        ext_write_free(x);
-        snprintf(msg, len, "cannot queue the writing of the external data");
-        return -1;
-    }
-    req->model = NULL;
-    req->model_cap = 0;
-    req->ext_write = x;
     return 0;
 }
 
@@ -1017,6 +953,11 @@ static void m_compile(tthd_server *srv, tthd_request *req)
             tthd_respond_error(req, TTHP_INVALID_PARAMS, msg, NULL);
         return;
     }
+    int code = upload_begin(req, msg, sizeof msg);
+    if (code != 0) {
+        tthd_respond_error(req, code, msg, NULL);
+        return;
+    }
     req->state = TTHD_REQ_UPLOAD;
     tthd_progress(req, "begin", "upload", 0);
 }
@@ -1042,33 +983,40 @@ int tthd_method_chunk_ok(tthd_request *req, json_int_t offset, json_int_t size, 
 
 void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data, size_t len)
 {
-    if (req->model_got + len > req->model_cap) {
-        size_t cap = req->model_cap ? req->model_cap : 65536;
-        while (cap < req->model_got + len)
-            cap *= 2;
-        if (cap > req->upload_size)
-            cap = req->upload_size;
-        uint8_t *nb = realloc(req->model, cap);
-        if (!nb) {
-            tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory for the upload", NULL);
+    char msg[600];
+    req->model_got += len;
+    while (len > 0) {
+        size_t n = len < req->upload_left ? len : req->upload_left;
+        int rc = tth_file_write_all(req->upload_fd, data, n);
+        if (rc != 0) {
+            snprintf(msg, sizeof msg, "cannot write the upload under %.300s: %s", req->ext_dir, strerror(-rc));
+            tthd_respond_error(req, TTHP_INTERNAL_ERROR, msg, NULL);
             return;
         }
-        req->model = nb;
-        req->model_cap = cap;
+        if (req->upload_file == 0) /* the model itself: its digest */
+            XXH3_128bits_update(req->upload_hash, data, n);
+        data += n;
+        len -= n;
+        req->upload_left -= n;
+        if (req->upload_left == 0) {
+            if (req->upload_file == 0)
+                XXH128_canonicalFromHash((XXH128_canonical_t *)req->model_digest, XXH3_128bits_digest(req->upload_hash));
+            if (upload_next_file(req, msg, sizeof msg) != 0) {
+                tthd_respond_error(req, TTHP_INTERNAL_ERROR, msg, NULL);
+                return;
+            }
+        }
     }
-    memcpy(req->model + req->model_got, data, len);
-    req->model_got += len;
     if (req->model_got < req->upload_size) {
         tthd_progress(req, "report", "upload", (int)(req->model_got * 5 / req->upload_size));
         return;
     }
-    char msg[600];
-    if (req->ext_files) {
-        if (write_ext_files(srv, req, msg, sizeof msg) != 0)
-            tthd_respond_error(req, TTHP_INTERNAL_ERROR, msg, NULL);
+    /* the files' directory is the model's directory when there is external data: the worker
+     * reads it there (a model uploaded without its data has none, as before) */
+    if (req->ext_files && !(req->model_dir = strdup(req->ext_dir))) {
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory", NULL);
         return;
     }
-    tthd_model_digest(req->model, req->model_size, req->model_digest);
     model_complete(srv, req);
 }
 

@@ -177,22 +177,6 @@ static void worker_start_job(tthd_worker *w, tthd_job *job)
     w->job_id = next_id++;
     w->in_hook = 0;
     int rc = worker_send(w, tthp_request_new(w->job_id, job_methods[job->type], json_incref(job->params)));
-    if (rc == 0 && job->type == TTHD_JOB_COMPILE) {
-        json_t *id = json_integer(w->job_id);
-        size_t off = 0;
-        while (rc == 0 && off < job->upload_len) {
-            size_t n = job->upload_len - off < TTHP_CHUNK_BYTES ? job->upload_len - off : TTHP_CHUNK_BYTES;
-            json_t *note = tthp_notification_new("$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", id,
-                                                                      "stream", "model", "offset",
-                                                                      (json_int_t)off, "size", (json_int_t)n,
-                                                                      "total", (json_int_t)job->upload_len));
-            rc = worker_send(w, note);
-            if (rc == 0)
-                rc = tthd_write_frame((uv_stream_t *)&w->to, job->upload + off, n, 1, on_worker_written, w);
-            off += n;
-        }
-        json_decref(id);
-    }
     if (rc < 0) {
         tthd_log(TTHD_LOG_WARN, "cannot write to worker %d: %s; replacing it", w->pid, uv_strerror(rc));
         worker_kill(w, KILL_PROTOCOL);

@@ -32,7 +32,6 @@ static void request_free(tthd_request *req)
     tthd_remote_cancel(req->remote);
     tthd_ext_check_cancel(req->ext_check);
     tthd_digest_work_cancel(req->digest_work);
-    tthd_ext_write_cancel(req->ext_write);
     if (conn) {
         for (tthd_request **pp = &conn->reqs; *pp; pp = &(*pp)->next)
             if (*pp == req) {
@@ -49,7 +48,9 @@ static void request_free(tthd_request *req)
     json_decref(req->parse_diagnostics);
     free(req->target_text);
     free(req->target_string);
-    free(req->model);
+    if (req->upload_fd >= 0)
+        close(req->upload_fd);
+    XXH3_freeState(req->upload_hash);
     free(req->model_dir);
     free(req->model_path);
     tthd_method_remove_ext_dir(req);
@@ -331,6 +332,7 @@ static void on_json_frame(tthd_conn *conn, const tthp_frame *f)
     }
     req->conn = conn;
     req->remote_s = -1;
+    req->upload_fd = -1;
     req->id = json_incref(m.id);
     req->method = method;
     req->params = m.params ? json_incref(m.params) : json_object();

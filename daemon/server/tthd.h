@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <jansson.h>
 #include <uv.h>
+#include <xxhash.h>
 
 #include <tth/diag.h>
 #include <tthproto/jsonrpc.h>
@@ -262,13 +263,9 @@ json_t *tthd_remote_notice(tthd_remote *r);
 typedef struct tthd_ext_check tthd_ext_check;
 /* The request went away while its hit's external data was being hashed. */
 void tthd_ext_check_cancel(tthd_ext_check *x);
-typedef struct tthd_ext_write tthd_ext_write;
-/* The request went away while its uploaded external data was being written. */
-void tthd_ext_write_cancel(tthd_ext_write *x);
 typedef struct tthd_digest_work tthd_digest_work;
 /* The request went away while its model file's digest was being taken. */
 void tthd_digest_work_cancel(tthd_digest_work *x);
-
 /* ---- pool.c: worker processes ---------------------------------------------------------- */
 
 typedef struct tthd_pool tthd_pool;
@@ -285,8 +282,6 @@ typedef void (*tthd_job_progress_cb)(tthd_job *job, const char *stage, int perce
 struct tthd_job {
     tthd_job_type type;
     json_t *params;             /* sent to the worker (owned) */
-    const uint8_t *upload;      /* compile: the model, borrowed from the requester */
-    size_t upload_len;
     tthd_job_cb cb;             /* NULL once the requester detached (cancelled) */
     tthd_job_progress_cb progress;
     void *data;                 /* the requester's */
@@ -383,11 +378,14 @@ struct tthd_request {
     json_t *params;             /* owned */
     tthd_req_state state;
     tthd_job *job;              /* the job running for it, or NULL */
-    uint8_t *model;             /* compile upload (the model, then its external data files) */
-    size_t model_size, model_got, model_cap;
+    size_t model_size, model_got;
     size_t upload_size;         /* compile upload: model_size + the external data files' sizes */
     const json_t *ext_files;    /* compile upload: model.external_data (in params), or NULL */
-    char *ext_dir;              /* compile upload: the private directory they were written to */
+    char *ext_dir;              /* compile upload: the private directory it is written to */
+    int upload_fd;              /* compile upload: the file being written, or -1 */
+    size_t upload_file;         /* compile upload: 0 the model, k the (k-1)th external data file */
+    size_t upload_left;         /* compile upload: bytes of that file still to come */
+    XXH3_state_t *upload_hash;  /* compile upload: the model's digest being taken */
     char model_name[TTHP_MAX_MODEL_NAME + 1];
     char *model_dir;            /* compile by model.path: the file's directory (ONNX external data) */
     char *model_path;           /* compile by model.path: the file, which the compiling worker reads */
@@ -404,7 +402,6 @@ struct tthd_request {
     tthd_remote_get *remote;    /* compile: the remote lookup in flight, or NULL */
     struct tthd_ext_check *ext_check; /* compile: a hit's external data being hashed, or NULL */
     struct tthd_digest_work *digest_work; /* compile: model.path's digest being taken, or NULL */
-    struct tthd_ext_write *ext_write; /* compile: the upload's external data being written, or NULL */
     json_t *parse_diagnostics;  /* compile: the target parse's diagnostics, for a remote hit */
     tthd_request *next;
 };
@@ -475,7 +472,7 @@ void tthd_progress(tthd_request *req, const char *kind, const char *stage, int p
 
 /* Run a request (state NEW). It answers now or later through tthd_respond*. */
 void tthd_method_dispatch(tthd_server *srv, tthd_request *req);
-/* Remove the directory an upload's external data files were written to, if any. */
+/* Remove the directory an upload was written to, if any. */
 void tthd_method_remove_ext_dir(tthd_request *req);
 /* A $/chunk's binary frame arrived for req (upload). */
 void tthd_method_upload(tthd_server *srv, tthd_request *req, const uint8_t *data, size_t len);

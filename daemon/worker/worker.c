@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tth/diag.h>
@@ -216,38 +218,6 @@ static void handle_target_parse(const json_t *id, const json_t *params, const tt
     send_msg(tthp_answer_or_internal(tthp_result_new(id, res), id));
 }
 
-/* Read the model upload that follows a compile request: `size` bytes in $/chunk + binary pairs.
- * Returns a malloc'd buffer or NULL (then the pipe is unusable or the upload was malformed). */
-static uint8_t *read_upload(size_t size)
-{
-    uint8_t *buf = malloc(size ? size : 1);
-    size_t got = 0;
-    while (buf && got < size) {
-        tthp_frame f;
-        if (tthp_fd_read_frame(&W.reader, &f, -1) != 1 || f.type != TTHP_FRAME_JSON)
-            break;
-        tthp_message m;
-        if (tthp_message_parse(f.data, f.len, &m) != 0 || !m.method || strcmp(m.method, "$/chunk") != 0) {
-            tthp_message_clear(&m);
-            break;
-        }
-        json_int_t off = json_integer_value(json_object_get(m.params, "offset"));
-        json_int_t n = json_integer_value(json_object_get(m.params, "size"));
-        tthp_message_clear(&m);
-        if (off != (json_int_t)got || n <= 0 || (size_t)n > size - got)
-            break;
-        if (tthp_fd_read_frame(&W.reader, &f, -1) != 1 || f.type != TTHP_FRAME_BINARY || f.len != (size_t)n)
-            break;
-        memcpy(buf + got, f.data, f.len);
-        got += f.len;
-    }
-    if (got != size) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 #ifndef TTH_NO_COMPILE_FLOW
 static void on_progress(void *ctx, const char *stage, int percent)
 {
@@ -258,26 +228,36 @@ static void on_progress(void *ctx, const char *stage, int percent)
 }
 #endif
 
-/* The model named by path ("model_path", when the client gave tthd a file): read here, so its
- * bytes never pass through the daemon. It must still have size bytes; *digest_hex says which
- * bytes were compiled (the file may have changed since tthd took its digest). NULL with d set. */
-static uint8_t *read_model_path(const char *path, size_t size, char digest_hex[33], tth_diag *d)
+/* The model named by path ("model_path": the client's file, or the upload tthd wrote): mapped
+ * here, so its bytes never pass through the daemon nor take the worker's memory twice (the
+ * importer reads the protobuf from the mapping). It must still have size bytes; *digest_hex says
+ * which bytes were compiled (the file may have changed since tthd took its digest). The mapping
+ * (munmap it, size bytes), or NULL with d set. */
+static uint8_t *map_model_path(const char *path, size_t size, char digest_hex[33], tth_diag *d)
 {
-    size_t len = 0;
-    uint8_t *model = tth_file_read(path, &len);
-    if (!model) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         tth_diag_set(d, TTH_EIO, "model", "cannot read the model file %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return NULL;
     }
-    if (len != size) {
-        tth_diag_set(d, TTH_EINVAL, "model", "the model file %s changed while tthd compiled it (%zu bytes, not %zu)",
-                     path, len, size);
+    if ((uint64_t)st.st_size != size) {
+        close(fd);
+        tth_diag_set(d, TTH_EINVAL, "model", "the model file %s changed while tthd compiled it (%lld bytes, not %zu)",
+                     path, (long long)st.st_size, size);
         tth_diag_hint(d, "compile again once the file is written");
-        free(model);
+        return NULL;
+    }
+    void *model = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (model == MAP_FAILED) {
+        tth_diag_set(d, TTH_EIO, "model", "cannot map the model file %s: %s", path, strerror(errno));
         return NULL;
     }
     uint8_t digest[16];
-    tthd_model_digest(model, len, digest);
+    tthd_model_digest(model, size, digest);
     tthd_digest_hex(digest, digest_hex);
     return model;
 }
@@ -381,14 +361,12 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
     const char *model_path = json_string_value(json_object_get(params, "model_path"));
     char digest_hex[33] = "";
     uint8_t *model;
-    if (model_path) {
-        model = read_model_path(model_path, (size_t)size, digest_hex, &d);
-        if (!model) {
-            send_error(id, &d);
-            return 0;
-        }
-    } else if (!(model = read_upload((size_t)size))) {
+    if (!model_path) /* tthd writes an upload to a file first: a model always comes by path */
         return -1;
+    model = map_model_path(model_path, (size_t)size, digest_hex, &d);
+    if (!model) {
+        send_error(id, &d);
+        return 0;
     }
 #ifdef TTH_NO_COMPILE_FLOW
     tth_diag_set(&d, TTH_EUNSUPPORTED, "compile", "this build has no compile flow");
@@ -469,7 +447,7 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
         tth_compile_result_free(&res);
     }
 #endif
-    free(model);
+    munmap(model, (size_t)size);
     return 0;
 }
 
@@ -529,7 +507,7 @@ static int serve(void)
         W.hook_times = NULL;
         tthp_message_clear(&m);
         if (stop) {
-            fprintf(stderr, "tth-worker[%d]: malformed upload from the daemon, exiting\n", (int)getpid());
+            fprintf(stderr, "tth-worker[%d]: malformed compile request from the daemon (no model_size or model_path), exiting\n", (int)getpid());
             rc = 1;
             break;
         }

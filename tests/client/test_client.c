@@ -1570,6 +1570,45 @@ Test(client, compile_with_external_data)
                {.args = {"compile", bad, "--target", "llvm", "-o", art, "--stream"}, .status = 1, .err = {outside}});
 }
 
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* An upload (--stream) is written under the daemon's $TMPDIR as it arrives (docs/cache.md,
+ * "Uploads") and removed with its request: after compiles that succeed, miss, hit and fail the
+ * directory is empty again (an upload larger than the free space: tests/e2e, protocol/limits). */
+Test(client, uploads_go_to_disk_and_away)
+{
+    char tmp[400], out[400], bad[400];
+    snprintf(tmp, sizeof tmp, "%s/tmp", F.dir);
+    cr_assert_eq(mkdir(tmp, 0700), 0);
+    setenv("TMPDIR", tmp, 1);
+    snprintf(out, sizeof out, "%s/digits.tar", F.dir);
+    snprintf(bad, sizeof bad, "%s/bad.onnx", F.dir);
+    FILE *f = fopen(bad, "w");
+    cr_assert_not_null(f);
+    fputs("not a model", f);
+    fclose(f);
+    expect_ctl({.args = {"compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--stream"}},
+               {.args = {"compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--stream", "--no-cache"}},
+               {.args = {"compile", example("digits.onnx"), "--target", "c", "-o", out, "-q", "--stream"}},
+               {.args = {"compile", bad, "--target", "c", "-o", out, "-q", "--stream"}, .status = 1,
+                .err = {"bad.onnx"}});
+    adopt_daemon(F.sock, daemon_pid("--no-start"));
+    cr_assert_eq(count_entries(tmp), 0, "%d entries left in the daemon's TMPDIR after the uploads", count_entries(tmp));
+    proc_out po = {0};
+    ctl(&po, "stop");
+    proc_out_free(&po);
+    unsetenv("TMPDIR");
+}
+
 /* Against a scripted server answering as mode, tthctl does what k says */
 static void expect_against_fake(fake_mode mode, const ctl_case *k)
 {

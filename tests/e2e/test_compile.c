@@ -516,9 +516,9 @@ static void compile_with_data(e2e_client *c, json_int_t id, const uint8_t *uploa
     e2e_upload(c, id, upload, len + data_len, 1u << 20);
 }
 
-/* An upload's external data is written in the thread pool (the work owns the upload's bytes): a
- * client that goes away right after the last byte leaves the daemon serving (under the
- * sanitizers: nothing leaked, nothing used after its request is freed);
+/* An upload and its external data are written to disk as they arrive (docs/cache.md,
+ * "Uploads"): a client that goes away right after the last byte leaves the daemon serving (under
+ * the sanitizers: nothing leaked, no file left open, nothing used after its request is freed);
  * the same upload from a client that stays is compiled with its data. */
 Test(compile, a_client_gone_while_its_external_data_is_written, .timeout = 300)
 {

@@ -385,6 +385,24 @@ static void pending_compile(e2e_client *c, json_int_t id)
                                                           "target", "test-basic")));
 }
 
+/* An upload is written to disk as it comes (docs/cache.md, "Uploads"): one larger than the free
+ * space of the daemon's $TMPDIR is refused before its first byte, and the daemon serves on. */
+Test(protocol, upload_larger_than_the_disk, .timeout = 120)
+{
+    static const char *const args[] = {"--max-request-bytes", "9000000000000000000", NULL};
+    e2e_open_with(&F, basic, args);
+    json_t *r = e2e_call(F.c, 1, "compile", json_pack("{s:{s:s, s:I}, s:s}", "model", "name", "m", "size",
+                                                      (json_int_t)1 << 60, "target", "test-basic"));
+    cr_assert_eq(e2e_error_code(r), TTHP_REQUEST_TOO_LARGE);
+    const char *msg = json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+    cr_assert(msg && strstr(msg, "does not fit the free space of"), "%s", msg ? msg : "(no message)");
+    json_decref(r);
+    r = e2e_call(F.c, 2, "status", NULL);
+    cr_assert_not_null(json_object_get(r, "result"));
+    json_decref(r);
+    e2e_close(&F);
+}
+
 Test(protocol, limits, .timeout = 120)
 {
     static const char *const args[] = {"--max-requests", "2", "--max-request-bytes", "100000", NULL};

@@ -8,7 +8,7 @@
 
 #define TTHP_MAX_HEADER_BYTES 4096                         /* header section, fixed */
 #define TTHP_DEFAULT_MAX_FRAME_BYTES (4u * 1024 * 1024)     /* one frame body */
-#define TTHP_DEFAULT_MAX_REQUEST_BYTES (256u * 1024 * 1024) /* JSON + upload of one request */
+#define TTHP_DEFAULT_MAX_REQUEST_BYTES (16ull << 30)       /* JSON + upload of one request (on disk) */
 #define TTHP_DEFAULT_MAX_CONCURRENT 32                     /* requests in flight per connection */
 #define TTHP_CHUNK_BYTES (256u * 1024)                     /* binary chunks the server sends */
 #define TTHP_MAX_MODEL_NAME 64
