@@ -82,9 +82,10 @@ char *tth_profile_source(const char *model, int64_t ncalls, tth_profile_clock cl
 /* An upper-case copy of a model's name, for its macros (TTH_<MODEL>_...) */
 void tth_upper_name(char *dst, const char *src, size_t len);
 /* metadata.json's "profile"."calls" (profile.c): one row per call of entry (before its timing
- * hooks), with the Relay function each PrimFunc came from (docs/profiling.md) */
+ * hooks), with the Relay function each PrimFunc came from and its nodes' ONNX output tensors
+ * (node_outputs, from the import) (docs/profiling.md) */
 json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, const tth_prim_func *entry,
-                          const tth_lowered *lowered, size_t nlowered);
+                          const tth_lowered *lowered, size_t nlowered, const json_t *node_outputs);
 void tth_aot_result_clear(tth_aot_result *r);
 
 /* ---- memplan.c (memplan_graph.c, memplan_greedy.c, memplan_search.c) ----------------------- */
@@ -115,6 +116,7 @@ typedef struct tth_mem_item {
     uint32_t align;          /* its offset is a multiple of this */
     const char *func;        /* LOCAL: the PrimFunc it belongs to; WORKSPACE: the one computing it, or NULL */
     const char *node;        /* WORKSPACE: the ONNX node it is the output of, or NULL (tth_memplan_name) */
+    const char *tensor;      /* WORKSPACE: that node's ONNX output tensor, or NULL */
 } tth_mem_item;
 
 typedef struct tth_mem_plan {

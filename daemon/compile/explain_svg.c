@@ -4,9 +4,10 @@
  * Time (the statement of the AOT entry) runs across, the workspace offset up; each buffer is a
  * rectangle from its first to its last statement and from its offset to its end, blue for
  * intermediate tensors (WORKSPACE), orange for operator scratch (LOCAL); a label with the ONNX
- * node a tensor is the output of (else the buffer's name) and its size sits inside when the
- * rectangle is big enough (the node name's tail when it is narrow), and every rectangle carries a
- * <title> (shown on hover) with name, ONNX node, function, size, offset and lifetime. The lower bound is a dashed
+ * tensor's name (else the node it is the output of, else the buffer's name) and its size sits
+ * inside when the rectangle is big enough (the name's tail when it is narrow), and every
+ * rectangle carries a <title> (shown on hover) with name, ONNX tensor and node, function, size,
+ * offset and lifetime. The lower bound is a dashed
  * red line. Hand-written text with fixed number formats: the same plan gives the same bytes.
  */
 #include <stdarg.h>
@@ -121,6 +122,10 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
             svg_text(&b, it->func);
             tth_strbuf_printf(&b, ")");
         } else if (it->node) {
+            if (it->tensor) {
+                tth_strbuf_printf(&b, ", ONNX tensor ");
+                svg_text(&b, it->tensor);
+            }
             tth_strbuf_printf(&b, ", the output of ONNX node ");
             svg_text(&b, it->node);
             if (it->func) {
@@ -134,7 +139,7 @@ char *tth_explain_memory_svg(const tth_mem_plan *plan, const char *model)
         if (w >= 48 && h >= 13) {
             /* the ONNX node's name and the size; in a narrower box the name alone, then its
              * tail, then the size alone (about 5 px a character at this font size) */
-            const char *label = !local && it->node ? it->node : it->buf->name;
+            const char *label = !local && it->tensor ? it->tensor : !local && it->node ? it->node : it->buf->name;
             size_t fit = (size_t)(w / 5), len = strlen(label), hl = strlen(hs);
             const char *show = label, *size = hs;
             int cut = 0;

@@ -482,6 +482,8 @@ json_t *tth_mem_plan_to_json(const tth_mem_plan *plan)
                             json_integer((json_int_t)it->align));
         if (it->node)
             json_object_set_new(json_array_get(items, json_array_size(items) - 1), "node", json_string(it->node));
+        if (it->tensor)
+            json_object_set_new(json_array_get(items, json_array_size(items) - 1), "tensor", json_string(it->tensor));
     }
     json_object_set_new(j, "items", items);
     return j;

@@ -37,6 +37,7 @@ typedef struct compile_state {
     json_t *dumps;
     json_t *timings;             /* [{"stage", "seconds"}] of the stages run so far */
     json_t *external;            /* the external data files the import read */
+    json_t *node_outputs;        /* import: each ONNX node's output tensor names */
     unsigned store_hits, store_misses; /* the host's store of compiled code, as hooks and the
                                           build asked it (atomic: shards ask from threads) */
     /* products, in stage order */
@@ -210,7 +211,7 @@ static int stage_target(compile_state *s)
 static int stage_import(compile_state *s)
 {
     const json_t *bind = json_object_get(s->req->options, "bind");
-    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external};
+    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external, .node_outputs = s->node_outputs};
     int rc = tth_onnx_import_ext(s->req->model, s->req->model_len, s->req->model_name, bind,
                                  json_object_get(s->req->options, "input_shapes"), &ext, &s->rmod, s->diag);
     if (rc == 0 && bind && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
@@ -506,7 +507,8 @@ static int stage_aot(compile_state *s)
         return rc;
     /* the entry's calls (before any timing hooks), once, for the report page and the profile */
     if ((json_is_true(json_object_get(s->req->options, "explain")) || s->profile) &&
-        !(s->report_calls = tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered)))
+        !(s->report_calls = tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered,
+                                                         s->node_outputs)))
         return tth_diag_set(s->diag, TTH_ENOMEM, "aot", "out of memory");
     if (s->profile) {
         char model[300];
@@ -549,6 +551,9 @@ static int stage_memplan(compile_state *s)
             if (s->aot.nodes[k].buf == s->plan.items[i].buf) {
                 s->plan.items[i].node = s->aot.nodes[k].node;
                 s->plan.items[i].func = s->aot.nodes[k].func;
+                /* its tensor: the node's output (the first, for a node of several) */
+                s->plan.items[i].tensor = s->aot.nodes[k].node ? json_string_value(json_array_get(
+                                              json_object_get(s->node_outputs, s->aot.nodes[k].node), 0)) : NULL;
                 break;
             }
     if (rc == 0 && wants_dump(s, "memplan")) {
@@ -721,6 +726,7 @@ static void state_free(compile_state *s)
     json_decref(s->dumps);
     json_decref(s->timings);
     json_decref(s->external);
+    json_decref(s->node_outputs);
     for (size_t i = 0; i < s->nrts; i++)
         tth_runtime_module_free(s->rts[i]);
     free(s->rts);
@@ -754,6 +760,7 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
         return drc;
     s.timings = json_array();
     s.external = json_array();
+    s.node_outputs = json_object();
     if (s.dump_ir && !(s.dumps = json_object()))
         return tth_diag_set(diag, TTH_ENOMEM, "compile", "out of memory");
 

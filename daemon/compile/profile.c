@@ -62,7 +62,7 @@ static int count_const(void *ctx, const tth_texpr *e)
 }
 
 json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, const tth_prim_func *entry,
-                          const tth_lowered *lowered, size_t nlowered)
+                          const tth_lowered *lowered, size_t nlowered, const json_t *node_outputs)
 {
     json_t *calls = json_array();
     const tth_tstmt *body = entry->body;
@@ -132,6 +132,20 @@ json_t *tth_profile_calls(tth_relay_module *rm, const tth_tir_module *tmod, cons
                                 "bytes_written", (json_int_t)wr);
         if (row)
             json_object_set_new(row, "param_bytes", json_integer(params));
+        /* the ONNX tensors its nodes write, in the nodes' order */
+        json_t *tensors = json_array();
+        size_t ni;
+        json_t *nv;
+        json_array_foreach(nodes, ni, nv) {
+            size_t oi;
+            json_t *ov;
+            json_array_foreach(json_object_get(node_outputs, json_string_value(nv)), oi, ov)
+                json_array_append(tensors, ov);
+        }
+        if (row && tensors)
+            json_object_set_new(row, "tensors", tensors);
+        else
+            json_decref(tensors);
         if (row && json_object_get(attrs, "strategy_why"))
             json_object_set(row, "strategy_why", json_object_get(attrs, "strategy_why"));
         if (!row || json_array_append_new(calls, row)) {

@@ -47,6 +47,9 @@ int tth_onnx_import_with(const uint8_t *bytes, size_t len, const char *model_nam
 typedef struct tth_onnx_external {
     const char *dir;
     json_t *used;
+    /* when not NULL, gets each node's output tensor names: {node name: [names]} (the names that
+     * lead back to the model: docs/profiling.md) */
+    json_t *node_outputs;
     /* the files read so far, private to the importer */
     struct tth_onnx_ext_file *files;
     size_t nfiles;

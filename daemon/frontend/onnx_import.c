@@ -201,6 +201,14 @@ static int import_node(tth_onnx_ctx *c, valtab *vals, const Onnx__NodeProto *n)
     snprintf(c->where, sizeof c->where, "node '%s' (%s)", nm, op);
     c->node = n;
     tth_relay_set_span(c->m, tth_arena_strdup(c->m->arena, nm));
+    if (c->ext && c->ext->node_outputs && nm[0]) {
+        json_t *outs = json_array();
+        for (size_t i = 0; outs && i < n->n_output; i++)
+            if (n->output[i] && n->output[i][0])
+                json_array_append_new(outs, json_string(n->output[i])); /* NULL (skipped) if not UTF-8 */
+        if (outs)
+            json_object_set_new(c->ext->node_outputs, nm, outs);
+    }
     const tth_onnx_op *entry = NULL;
     int rc = find_op(c, n, &entry);
     if (rc)

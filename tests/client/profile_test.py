@@ -70,6 +70,7 @@ def check(daemon, target, work, onnx_model, failures):
     path = os.path.join(work, "prof.onnx")
     onnx.save(onnx_model, path)
     names = {n.name for n in onnx_model.graph.node}
+    outputs_of = {n.name: list(n.output) for n in onnx_model.graph.node}
     want_macs = graph_macs(onnx_model)
     x = os.path.join(work, "x.npy")
     np.save(x, np.random.default_rng(1).uniform(-1, 1, (1, 3, 192, 192)).astype(np.float32))
@@ -95,6 +96,10 @@ def check(daemon, target, work, onnx_model, failures):
         bad = [n for n in row["nodes"] if n not in names]
         if bad or not row["nodes"]:
             failures.append("%s: call %s names nodes %s, not of the model" % (tag, row["function"], row["nodes"]))
+        want = [t for n in row["nodes"] if n in outputs_of for t in outputs_of[n]]
+        if row.get("tensors") != want:
+            failures.append("%s: call %s names tensors %s, its nodes write %s" % (tag, row["function"],
+                                                                                 row.get("tensors"), want))
     got_macs = sum(row["macs"] for row in p["calls"])
     if got_macs != want_macs:
         failures.append("%s: the calls' MACs add up to %d, the graph has %d" % (tag, got_macs, want_macs))

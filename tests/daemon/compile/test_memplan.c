@@ -698,9 +698,9 @@ Test(memplan, slices_sit_inside_their_whole)
 }
 
 /* Names that lead back to the model (docs/profiling.md): every workspace tensor of the digits
- * example is labelled, in the memplan dump and in explain/memory.svg, with the ONNX node it is
- * the output of; those are nodes of the model, and the ones whose outputs stay in the workspace
- * (the last is the model's output, not planned) all appear. */
+ * example is labelled, in the memplan dump and in explain/memory.svg, with the ONNX tensor it is
+ * and the node it is the output of; those are the model's, and the ones whose outputs stay in
+ * the workspace (the last is the model's output, not planned) all appear. */
 Test(memplan, tensors_are_named_by_their_onnx_nodes)
 {
     char path[1024];
@@ -722,6 +722,7 @@ Test(memplan, tensors_are_named_by_their_onnx_nodes)
     cr_assert_not_null(j);
     /* the graph's nodes: conv1 relu1 pool1 conv2 relu2 pool2 flatten fc softmax */
     static const char *const graph[] = {"conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flatten", "fc", "softmax"};
+    static const char *const output[] = {"c1", "r1", "p1", "c2", "r2", "p2", "flat", "logits", "probabilities"};
     size_t i, named = 0;
     json_t *it;
     json_array_foreach(json_object_get(j, "items"), i, it) {
@@ -729,19 +730,24 @@ Test(memplan, tensors_are_named_by_their_onnx_nodes)
             continue;
         const char *node = json_string_value(json_object_get(it, "node"));
         cr_assert_not_null(node, "workspace tensor %s has no ONNX node", json_string_value(json_object_get(it, "buffer")));
+        const char *tensor = json_string_value(json_object_get(it, "tensor"));
         int known = 0;
         for (size_t k = 0; k < sizeof graph / sizeof graph[0]; k++)
-            known |= strcmp(node, graph[k]) == 0;
+            if (strcmp(node, graph[k]) == 0) {
+                known = 1;
+                cr_assert(tensor && strcmp(tensor, output[k]) == 0, "node %s's tensor is %s, not %s", node,
+                          tensor ? tensor : "(none)", output[k]);
+            }
         cr_assert(known, "node '%s' is not a node of the model", node);
         cr_assert_not_null(json_string_value(json_object_get(it, "function")));
         char want[128];
-        snprintf(want, sizeof want, "the output of ONNX node %s (", node);
+        snprintf(want, sizeof want, "ONNX tensor %s, the output of ONNX node %s (", tensor, node);
         cr_assert_not_null(memmem(res.artifact, res.artifact_len, want, strlen(want)), "memory.svg lacks '%s'", want);
         named++;
     }
     /* relu1's and pool1's outputs at least (the convolution's ReLU is fused: its tensor is relu1's) */
     cr_assert_geq(named, 2, "only %zu named workspace tensors", named);
-    cr_assert_not_null(memmem(res.artifact, res.artifact_len, "the output of ONNX node pool1", 29));
+    cr_assert_not_null(memmem(res.artifact, res.artifact_len, "ONNX tensor p1, the output of ONNX node pool1", 45));
     json_decref(j);
     tth_compile_result_free(&res);
     json_decref(opts);
