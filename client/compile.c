@@ -503,6 +503,9 @@ static void print_timings(const json_t *t)
                (long long)json_integer_value(json_object_get(code, "reused")),
                json_integer_value(json_object_get(code, "reused")) == 1 ? "" : "s",
                (long long)json_integer_value(json_object_get(code, "compiled")));
+    if (json_object_get(t, "workerPeakRss"))
+        printf("  the worker's peak memory (resident): %.1f MiB\n",
+               (double)json_integer_value(json_object_get(t, "workerPeakRss")) / (1 << 20));
     if (!json_array_size(json_object_get(t, "stages")))
         printf("  (served from the cache: no stage ran)\n");
 }

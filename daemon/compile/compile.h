@@ -25,6 +25,8 @@ typedef struct tth_compile_request {
     void *progress_ctx;
     const char *model_dir;       /* the model file's directory, where its ONNX external data is read
                                     (docs/tthctl.md, "ONNX external data"); NULL: the bytes came alone */
+    int model_mapped;            /* model is a read-only mapping of the file: its pages are given
+                                    back once imported (they come again from the file if read) */
 } tth_compile_request;
 
 typedef struct tth_compile_result {

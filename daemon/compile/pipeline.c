@@ -211,7 +211,8 @@ static int stage_target(compile_state *s)
 static int stage_import(compile_state *s)
 {
     const json_t *bind = json_object_get(s->req->options, "bind");
-    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external, .node_outputs = s->node_outputs};
+    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external, .node_outputs = s->node_outputs,
+                             .bytes_mapped = s->req->model_mapped};
     int rc = tth_onnx_import_ext(s->req->model, s->req->model_len, s->req->model_name, bind,
                                  json_object_get(s->req->options, "input_shapes"), &ext, &s->rmod, s->diag);
     if (rc == 0 && bind && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
@@ -614,6 +615,9 @@ static int stage_build(compile_state *s)
 /* package: the artifact tar and its metadata; requires everything above. */
 static int stage_package(compile_state *s)
 {
+    /* nothing reads the Relay constants from here: the imported weights the TIR does not hold
+     * (transformed or packed into other tensors) go before the artifact takes their size */
+    tth_relay_module_drop_constants(s->rmod);
     tth_package_input in = {
         .model = s->req->model_name,
         .target = s->req->target,

@@ -50,6 +50,9 @@ typedef struct tth_onnx_external {
     /* when not NULL, gets each node's output tensor names: {node name: [names]} (the names that
      * lead back to the model: docs/profiling.md) */
     json_t *node_outputs;
+    /* the model's bytes are a read-only mapping of its file: their pages are given back once
+     * parsed (they come again from the file if read) */
+    int bytes_mapped;
     /* the files read so far, private to the importer */
     struct tth_onnx_ext_file *files;
     size_t nfiles;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "onnx_import.h"
 #include "tth/target.h"
@@ -363,7 +364,8 @@ static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const js
 }
 
 /* A graph's initializers as constants, under their names. */
-static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphProto *g)
+/* release: the main graph's, read once (a subgraph's are read again for each iteration) */
+static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphProto *g, int release)
 {
     tth_relay_module *m = c->m;
     for (size_t i = 0; i < g->n_initializer; i++) {
@@ -383,6 +385,18 @@ static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphP
         tth_rexpr *k = tth_relay_const(m, t, tth_arena_strdup(m->arena, name));
         if (!k || valtab_put(vals, name, k))
             return tth__onnx_fail(c, TTH_ENOMEM, "out of memory");
+        /* the message's copy of the values goes now, not with the whole message: a large model's
+         * weights are not held twice (nothing reads the main graph's initializers from the
+         * message again; protobuf-c's free skips a NULL) */
+        if (!release)
+            continue;
+        Onnx__TensorProto *own = (Onnx__TensorProto *)tp;
+        free(own->raw_data.data);
+        own->raw_data.data = NULL;
+        own->raw_data.len = 0;
+        free(own->float_data);
+        own->float_data = NULL;
+        own->n_float_data = 0;
     }
     return 0;
 }
@@ -414,7 +428,7 @@ int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr 
                                 name[0] ? (inputs[i] ? "out of memory" : "no value for it") : "no name");
     }
     if (!rc)
-        rc = import_initializers(c, vals, g);
+        rc = import_initializers(c, vals, g, 0);
     for (size_t i = 0; !rc && i < g->n_node; i++)
         rc = g->node[i] ? import_node(c, vals, g->node[i]) : tth__onnx_fail(c, TTH_EMODEL, "empty node %zu", i);
     c->node = node;
@@ -451,7 +465,7 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         goto done;
     }
     /* initializers → constants */
-    if ((rc = import_initializers(c, &vals, g)) != 0)
+    if ((rc = import_initializers(c, &vals, g, 1)) != 0)
         goto done;
     if (g->n_sparse_initializer) {
         snprintf(c->where, sizeof c->where, "graph '%s'", g->name ? g->name : "");
@@ -676,6 +690,8 @@ int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
     if (!mp)
         return tth_diag_set(diag, TTH_EPARSE, "model", "not a valid ONNX model (protobuf parsing failed)");
+    if (ext && ext->bytes_mapped) /* parsed: the message holds copies of everything */
+        madvise((void *)bytes, len, MADV_DONTNEED);
     int rc = 0;
     tth_onnx_ctx c = {.diag = diag, .opset = -1, .training = -1, .ext = ext};
     for (size_t i = 0; i < mp->n_opset_import; i++) {

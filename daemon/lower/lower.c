@@ -1202,6 +1202,51 @@ static tth_tbuffer **lw_fields(lw_ctx *c, lw_node *n, const tth_rexpr *e)
     return n->fields;
 }
 
+/* the CONST buffers of the function's constants that body does not read */
+typedef struct const_reads {
+    const tth_tbuffer **bufs;
+    int *read;
+    size_t n;
+} const_reads;
+
+static void mark_read(const_reads *r, const tth_tbuffer *b)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->bufs[i] == b)
+            r->read[i] = 1;
+}
+
+static int read_by_expr(void *ctx, const tth_texpr *e)
+{
+    if (e->kind == TTH_TEXPR_LOAD || e->kind == TTH_TEXPR_ADDRESS_OF)
+        mark_read(ctx, e->u.load.buf);
+    return 0;
+}
+
+static int read_by_stmt(void *ctx, const tth_tstmt *s)
+{
+    for (size_t i = 0; s->kind == TTH_TSTMT_CALL_FUNC && i < s->u.call.nargs; i++)
+        mark_read(ctx, s->u.call.args[i]);
+    return 0;
+}
+
+static void release_unread_constants(lw_ctx *c, const tth_tstmt *body)
+{
+    const_reads r = {.bufs = calloc(c->nnodes + 1, sizeof *r.bufs), .read = calloc(c->nnodes + 1, sizeof *r.read)};
+    for (size_t i = 0; r.bufs && r.read && i < c->nnodes; i++)
+        if (c->nodes[i].e->kind == TTH_REXPR_CONST && c->nodes[i].buf)
+            r.bufs[r.n++] = c->nodes[i].buf;
+    if (r.n) {
+        tth_tir_visitor v = {.expr = read_by_expr, .stmt = read_by_stmt, .ctx = &r};
+        tth_tir_walk(body, &v);
+        for (size_t i = 0; i < r.n; i++)
+            if (!r.read[i])
+                tth_tir_const_buffer_release(c->m, (tth_tbuffer *)r.bufs[i]);
+    }
+    free(r.bufs);
+    free(r.read);
+}
+
 /* 3. constants become CONST buffers; decide what is materialised; results take the output
  * buffers (a result that is a param, a constant or repeated is copied at the end) */
 static int lw_plan_buffers(lw_ctx *c, lw_results *r)
@@ -1455,6 +1500,9 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
             lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         goto out;
     }
+    /* a constant a kernel took in another layout (packed panels, transformed filters) is read
+     * by no statement: the module lets go of it, so it need not stay in memory */
+    release_unread_constants(c, body);
     json_t *attrs = json_object();
     if (!anchor_op && json_array_size(ops) > 0)
         anchor_op = json_string_value(json_array_get(ops, 0));

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -350,6 +351,32 @@ static int no_store_get(void *ctx, const uint8_t key[16], void **data, size_t *l
 }
 #endif
 
+/* The worker's peak resident memory is measured per compile: Linux's VmHWM (/proc/self/status),
+ * set back to the current RSS by writing 5 to /proc/self/clear_refs before each compile. */
+static void peak_rss_reset(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "5", 1) != 1)
+            (void)0; /* an older kernel: the peak is then the worker's whole life's */
+        close(fd);
+    }
+}
+
+/* VmHWM in bytes, or -1 */
+static long long peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
 /* Returns -1 when the pipe is no longer usable. */
 static int handle_compile(const json_t *id, const json_t *params, const tth_host *host)
 {
@@ -360,6 +387,7 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
     tth_diag_clear(&d);
     const char *model_path = json_string_value(json_object_get(params, "model_path"));
     char digest_hex[33] = "";
+    peak_rss_reset();
     uint8_t *model;
     if (!model_path) /* tthd writes an upload to a file first: a model always comes by path */
         return -1;
@@ -390,6 +418,7 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
         .progress = on_progress,
         .progress_ctx = (void *)id,
         .model_dir = json_string_value(json_object_get(params, "model_dir")),
+        .model_mapped = 1,
     };
     tth_compile_result res = {0};
     int rc = tth_compile(&req, &res, &d);
@@ -437,6 +466,9 @@ static int handle_compile(const json_t *id, const json_t *params, const tth_host
                                               (int)res.code_compiled));
             if (answer && digest_hex[0])
                 json_object_set_new(answer, "model_digest", json_string(digest_hex));
+            long long peak = peak_rss();
+            if (answer && peak > 0) /* the model mapped, the artifact built and written: the whole compile */
+                json_object_set_new(json_object_get(answer, "timings"), "workerPeakRss", json_integer(peak));
             send_msg(tthp_answer_or_internal(tthp_result_new(id, answer), id));
         } else {
             json_decref(kinds);
@@ -530,6 +562,10 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* a block of 1 MiB or more (a model's weights, the artifact) is its own mapping, given back
+     * to the system when freed: glibc would otherwise raise this threshold as such blocks are
+     * freed, and later weights would come from the heap, which keeps what it grew to */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     const char *plugins_dir = NULL, *code_store = NULL;
     unsigned long long mem_limit = 0, code_store_max = 256ull << 20;
     long daemon_pid = 0;

@@ -231,6 +231,12 @@ struct tth_relay_module {
 TTH_API tth_relay_module *tth_relay_module_new(const char *name);
 TTH_API void tth_relay_module_free(tth_relay_module *m);
 TTH_API tth_relay_function *tth_relay_module_find(const tth_relay_module *m, const char *name);
+/* Release the data of the module's constants that nothing else references (the module holds
+ * every reference to the tensor): once lowering has put what the code needs in the TIR, the
+ * imported weights need not stay in memory. The expressions keep their types; such a constant's
+ * value keeps its type with data NULL and nbytes 0, so nothing may read it afterwards. Returns
+ * the bytes released. */
+TTH_API size_t tth_relay_module_drop_constants(tth_relay_module *m);
 /* "main" by convention: the function the model's inputs enter. */
 TTH_API tth_relay_function *tth_relay_module_main(const tth_relay_module *m);
 

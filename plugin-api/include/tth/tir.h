@@ -215,6 +215,9 @@ TTH_API tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dty
                                     const int64_t *shape, tth_buffer_scope scope);
 /* The module takes its own reference to data; the caller keeps (and releases) theirs. */
 TTH_API tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tensor *data);
+/* The module lets go of a CONST buffer's data (its reference; b->data becomes NULL): for a
+ * constant no statement reads, e.g. weights a kernel took in another layout. */
+TTH_API void tth_tir_const_buffer_release(tth_tir_module *m, tth_tbuffer *b);
 TTH_API tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype);
 /* A variable holding a vector of `lanes` elements (bound by LET to a vector value). */
 TTH_API tth_tvar *tth_tir_var_vec(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t lanes);

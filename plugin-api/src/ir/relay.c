@@ -26,6 +26,39 @@ void tth_relay_module_free(tth_relay_module *m)
 
 TTH__MODULE_FUNCS(tth_relay_module, tth_relay_function, tth_relay_module_find, funcs_push, &tth__rmod(m)->own)
 
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+size_t tth_relay_module_drop_constants(tth_relay_module *m)
+{
+    tth__ptrvec *v = m ? &tth__rmod(m)->own.tensors : NULL;
+    if (!v || !v->n)
+        return 0;
+    void **sorted = malloc(v->n * sizeof *sorted);
+    if (!sorted)
+        return 0;
+    memcpy(sorted, v->items, v->n * sizeof *sorted);
+    qsort(sorted, v->n, sizeof *sorted, by_address);
+    size_t freed = 0;
+    for (size_t i = 0, j; i < v->n; i = j) {
+        /* the module's own references to it: a tensor kept twice is held twice */
+        for (j = i + 1; j < v->n && sorted[j] == sorted[i]; j++)
+            ;
+        tth_tensor *t = sorted[i];
+        if (!t || !t->data || __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != (uint32_t)(j - i))
+            continue; /* the TIR, a constant map or a caller holds it too */
+        freed += t->nbytes;
+        free(t->data);
+        t->data = NULL;
+        t->nbytes = 0;
+    }
+    free(sorted);
+    return freed;
+}
+
 tth_relay_function *tth_relay_module_main(const tth_relay_module *m)
 {
     return tth_relay_module_find(m, "main");

@@ -98,6 +98,20 @@ tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tenso
     return b;
 }
 
+void tth_tir_const_buffer_release(tth_tir_module *m, tth_tbuffer *b)
+{
+    if (!m || !b || b->scope != TTH_SCOPE_CONST || !b->data)
+        return;
+    tth__ptrvec *v = &tth__tmod(m)->own.tensors;
+    for (size_t i = v->n; i-- > 0;)
+        if (v->items[i] == b->data) { /* the module's reference, released at its free otherwise */
+            v->items[i] = v->items[--v->n];
+            tth_tensor_unref(b->data);
+            break;
+        }
+    b->data = NULL;
+}
+
 tth_tvar *tth_tir_var_vec(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t lanes)
 {
     if (!m || !name || !tth_dtype_size(dtype) || lanes < 1)
