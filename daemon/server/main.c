@@ -36,7 +36,8 @@ static void usage(FILE *out)
             "                             redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH, with\n"
             "                             ?ttl=SECONDS&max_bytes=N&timeout=SECONDS&retry=SECONDS (docs/cache.md)\n"
             "  --request-timeout SECONDS  a worker job's deadline (default 600)\n"
-            "  --worker-memory-limit N    bytes a worker may use (default 4 GiB; 0: no limit)\n"
+            "  --worker-memory-limit N    bytes a worker may use (default: the machine's memory, at least\n"
+            "                             4 GiB; 0: no limit)\n"
             "  --max-frame-bytes N        largest frame accepted (default %u)\n"
             "  --max-request-bytes N      largest request accepted, upload included: an upload is written to\n"
             "                             $TMPDIR as it comes (default $TTH_MAX_REQUEST_BYTES, else %llu)\n"
@@ -213,7 +214,12 @@ int main(int argc, char **argv)
     o->request_timeout = 600;
     o->shutdown_grace = 5;
     o->cache_max_bytes = 1ull << 30;
-    o->worker_mem_limit = 4ull << 30;
+    /* a compile holds about twice its model's weights (docs/cache.md, "Uploads"): a model as
+     * large as ONNX allows must fit by default, so the bound is the machine's memory */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    o->worker_mem_limit = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    if (o->worker_mem_limit < (4ull << 30))
+        o->worker_mem_limit = 4ull << 30;
     o->max_frame = TTHP_DEFAULT_MAX_FRAME_BYTES;
     o->max_request = TTHP_DEFAULT_MAX_REQUEST_BYTES;
     /* the request limit can also come from the environment, so that a daemon tthctl starts

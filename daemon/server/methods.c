@@ -289,20 +289,85 @@ static void answer_artifact(tthd_request *req, const char *cache_state, size_t l
 }
 
 /* Stream an artifact (XXH64 sum, computed once by the caller), then answer. */
+/* An artifact larger than this goes out paced: the next chunks are written as the client takes
+ * the ones before (tthd_method_pump), so the daemon never queues a whole large artifact. */
+#define TTHD_STREAM_PACE (16u * 1024 * 1024)
+
+struct tthd_outstream {
+    uint8_t *buf;               /* the artifact (owned) */
+    size_t len, off, chunks;
+    char state[16];
+    uint64_t sum;
+    json_t *metadata, *diagnostics, *dumps, *timings; /* references, for the answer */
+};
+
+void tthd_outstream_free(tthd_outstream *o)
+{
+    if (!o)
+        return;
+    free(o->buf);
+    json_decref(o->metadata);
+    json_decref(o->diagnostics);
+    json_decref(o->dumps);
+    json_decref(o->timings);
+    free(o);
+}
+
+static void send_chunk(tthd_request *req, const uint8_t *art, size_t off, size_t len)
+{
+    size_t n = len - off < TTHP_CHUNK_BYTES ? len - off : TTHP_CHUNK_BYTES;
+    tthd_send(req->conn, tthp_notification_new("$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", req->id,
+                                                                      "stream", "artifact", "offset", (json_int_t)off,
+                                                                      "size", (json_int_t)n, "total", (json_int_t)len)));
+    tthd_send_binary(req->conn, art + off, n);
+}
+
+void tthd_method_pump(tthd_request *req)
+{
+    tthd_outstream *o = req->out;
+    if (!o)
+        return;
+    while (o->off < o->len && !req->conn->closing && !req->conn->doomed &&
+           uv_stream_get_write_queue_size((uv_stream_t *)&req->conn->pipe) < TTHD_STREAM_PACE) {
+        send_chunk(req, o->buf, o->off, o->len);
+        o->off += o->len - o->off < TTHP_CHUNK_BYTES ? o->len - o->off : TTHP_CHUNK_BYTES;
+        o->chunks++;
+    }
+    if (o->off < o->len)
+        return; /* on_conn_written calls again */
+    req->out = NULL;
+    answer_artifact(req, o->state, o->len, o->sum, o->chunks, NULL, 0, o->metadata, o->diagnostics, o->dumps,
+                    o->timings);
+    tthd_outstream_free(o);
+}
+
 static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len, uint64_t sum,
                           const json_t *metadata, const json_t *diagnostics, const json_t *dumps,
                           const json_t *worker_timings)
 {
-    tthd_conn *conn = req->conn;
+    if (len > TTHD_STREAM_PACE) {
+        tthd_outstream *o = calloc(1, sizeof *o);
+        if (o && (o->buf = malloc(len)) != NULL) {
+            memcpy(o->buf, art, len);
+            o->len = len;
+            o->sum = sum;
+            snprintf(o->state, sizeof o->state, "%s", cache_state);
+            o->metadata = json_incref((json_t *)metadata);
+            o->diagnostics = json_incref((json_t *)diagnostics);
+            o->dumps = json_incref((json_t *)dumps);
+            o->timings = worker_timings ? json_deep_copy(worker_timings) : NULL;
+            req->out = o;
+            tthd_method_pump(req);
+            return;
+        }
+        free(o);
+        tthd_respond_error(req, TTHP_INTERNAL_ERROR, "out of memory for the artifact's stream", NULL);
+        return;
+    }
     size_t off = 0, chunks = 0;
     do {
-        size_t n = len - off < TTHP_CHUNK_BYTES ? len - off : TTHP_CHUNK_BYTES;
-        tthd_send(conn, tthp_notification_new("$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", req->id,
-                                                                     "stream", "artifact", "offset",
-                                                                     (json_int_t)off, "size", (json_int_t)n,
-                                                                     "total", (json_int_t)len)));
-        tthd_send_binary(conn, art + off, n);
-        off += n;
+        send_chunk(req, art, off, len);
+        off += len - off < TTHP_CHUNK_BYTES ? len - off : TTHP_CHUNK_BYTES;
         chunks++;
     } while (off < len);
     answer_artifact(req, cache_state, len, sum, chunks, NULL, 0, metadata, diagnostics, dumps, worker_timings);

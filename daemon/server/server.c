@@ -48,6 +48,7 @@ static void request_free(tthd_request *req)
     json_decref(req->parse_diagnostics);
     free(req->target_text);
     free(req->target_string);
+    tthd_outstream_free(req->out);
     if (req->upload_fd >= 0)
         close(req->upload_fd);
     XXH3_freeState(req->upload_hash);
@@ -110,6 +111,12 @@ static void on_conn_written(void *data, int status)
     conn->writes--;
     if (status < 0 && status != UV_ECANCELED)
         tthd_log(TTHD_LOG_DEBUG, "write to client failed: %s", uv_strerror(status));
+    /* artifacts going out at the client's pace: more of them (an answer may free its request) */
+    for (tthd_request *r = conn->closing ? NULL : conn->reqs, *next; r; r = next) {
+        next = r->next;
+        if (r->out)
+            tthd_method_pump(r);
+    }
     if (conn->writes == 0 && conn->close_when_flushed)
         conn_close(conn);
 }

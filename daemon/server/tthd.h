@@ -263,6 +263,9 @@ json_t *tthd_remote_notice(tthd_remote *r);
 typedef struct tthd_ext_check tthd_ext_check;
 /* The request went away while its hit's external data was being hashed. */
 void tthd_ext_check_cancel(tthd_ext_check *x);
+typedef struct tthd_outstream tthd_outstream;
+/* A large artifact being streamed to the client at its pace (methods.c): freed with its request */
+void tthd_outstream_free(tthd_outstream *o);
 typedef struct tthd_digest_work tthd_digest_work;
 /* The request went away while its model file's digest was being taken. */
 void tthd_digest_work_cancel(tthd_digest_work *x);
@@ -403,6 +406,7 @@ struct tthd_request {
     struct tthd_ext_check *ext_check; /* compile: a hit's external data being hashed, or NULL */
     struct tthd_digest_work *digest_work; /* compile: model.path's digest being taken, or NULL */
     json_t *parse_diagnostics;  /* compile: the target parse's diagnostics, for a remote hit */
+    tthd_outstream *out;        /* compile: a large artifact going out paced, or NULL */
     tthd_request *next;
 };
 
@@ -472,6 +476,8 @@ void tthd_progress(tthd_request *req, const char *kind, const char *stage, int p
 
 /* Run a request (state NEW). It answers now or later through tthd_respond*. */
 void tthd_method_dispatch(tthd_server *srv, tthd_request *req);
+/* Write more of req's artifact stream while the connection's queue is short; the answer at its end */
+void tthd_method_pump(tthd_request *req);
 /* Remove the directory an upload was written to, if any. */
 void tthd_method_remove_ext_dir(tthd_request *req);
 /* A $/chunk's binary frame arrived for req (upload). */
