@@ -226,6 +226,34 @@ out:
     return rc;
 }
 
+/* Input `in`'s values: its --input file, else random from *state. 0 with *arr (and *file, or NULL
+ * for random), or a negative exit code with err. */
+static int input_values(const tthrt_tensor_info *in, const tthctl_args *a, uint64_t *state, tthrt_array *arr,
+                        const char **file, tthctl_error *err, const char *ctx)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    *file = NULL;
+    for (size_t k = 0; k < a->n_inputs; k++) {
+        const char *eq = strchr(a->inputs[k], '=');
+        if (eq && (size_t)(eq - a->inputs[k]) == strlen(in->name) && !strncmp(a->inputs[k], in->name, strlen(in->name)))
+            *file = eq + 1;
+    }
+    if (*file)
+        return tthrt_array_load(*file, arr, &d) < 0 ? tthctl_from_diag(err, &d, ctx) : 0;
+    if (tthrt_array_init(arr, in->dtype, in->rank, in->shape, &d) < 0)
+        return tthctl_from_diag(err, &d, ctx);
+    if (fill_random(arr, state) < 0) {
+        tthrt_array_clear(arr);
+        char loc[300];
+        snprintf(loc, sizeof loc, "input '%s'", in->name);
+        tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "validate makes no random %s values", tth_dtype_name(in->dtype));
+        tthctl_hint(err, "give the input: --input %s=FILE.npy (or .pb)", in->name);
+        return -TTHCTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
 static int bind_inputs(tthrt_model *m, tthrt_model *ref, const tthctl_args *a, uint64_t seed, json_t *jin,
                        tthctl_error *err, const char *ctx)
 {
@@ -234,29 +262,11 @@ static int bind_inputs(tthrt_model *m, tthrt_model *ref, const tthctl_args *a, u
     uint64_t state = seed;
     for (size_t i = 0; i < tthrt_model_input_count(m); i++) {
         const tthrt_tensor_info *in = tthrt_model_input(m, i);
-        const char *file = NULL;
-        for (size_t k = 0; k < a->n_inputs; k++) {
-            const char *eq = strchr(a->inputs[k], '=');
-            if (eq && (size_t)(eq - a->inputs[k]) == strlen(in->name) && !strncmp(a->inputs[k], in->name, strlen(in->name)))
-                file = eq + 1;
-        }
+        const char *file;
         tthrt_array arr = {0};
-        int rc;
-        if (file) {
-            rc = tthrt_array_load(file, &arr, &d);
-        } else {
-            rc = tthrt_array_init(&arr, in->dtype, in->rank, in->shape, &d);
-            if (rc == 0 && fill_random(&arr, &state) < 0) {
-                tthrt_array_clear(&arr);
-                char loc[300];
-                snprintf(loc, sizeof loc, "input '%s'", in->name);
-                tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "validate makes no random %s values", tth_dtype_name(in->dtype));
-                tthctl_hint(err, "give the input: --input %s=FILE.npy (or .pb)", in->name);
-                return -TTHCTL_EXIT_USAGE;
-            }
-        }
+        int rc = input_values(in, a, &state, &arr, &file, err, ctx);
         if (rc < 0)
-            return tthctl_from_diag(err, &d, ctx);
+            return rc;
         if (tthrt_model_bind(m, in->name, &arr, &d) < 0) {
             tthrt_array_clear(&arr);
             return tthctl_from_diag(err, &d, ctx);
@@ -353,6 +363,23 @@ static int compare_outputs(const tthrt_model *m, const tthrt_model *ref, double 
 
 static void print_text(const json_t *res, double tol);
 
+/* The comparison printed (text or --json); 0, or the failure when bad outputs differ, its hint
+ * beginning with why. */
+static int report_result(const tthctl_args *a, json_t *res, double tol, int bad, const char *ctx, const char *why,
+                         tthctl_error *err)
+{
+    json_object_set_new(res, "ok", json_boolean(bad == 0));
+    if (a->json)
+        tthctl_json_print(res);
+    else
+        print_text(res, tol);
+    if (!bad)
+        return 0;
+    int rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, ctx, "%d output(s) differ from the reference", bad);
+    tthctl_hint(err, "%s: report it with the model and the target; --tolerance X allows larger differences", why);
+    return rc;
+}
+
 /* ---- a Cortex-M artifact on an emulated board (docs/cortexm.md) ---- */
 
 /* scripts/run-cortexm: $TTH_RUN_CORTEXM, else the one of the source tree tthctl was built from */
@@ -392,25 +419,15 @@ static int board_inputs(tthrt_model *ref, const tthctl_args *a, uint64_t seed, j
     uint64_t state = seed;
     for (size_t i = 0; i < tthrt_model_input_count(ref); i++) {
         const tthrt_tensor_info *in = tthrt_model_input(ref, i);
-        const char *file = NULL;
-        for (size_t k = 0; k < a->n_inputs; k++) {
-            const char *eq = strchr(a->inputs[k], '=');
-            if (eq && (size_t)(eq - a->inputs[k]) == strlen(in->name) && !strncmp(a->inputs[k], in->name, strlen(in->name)))
-                file = eq + 1;
-        }
+        const char *file;
         tthrt_array arr = {0};
         char path[PATH_MAX], loc[300];
         snprintf(path, sizeof path, "%s/input_%zu.npy", dir, i);
         snprintf(loc, sizeof loc, "input '%s'", in->name);
-        int rc = file ? tthrt_array_load(file, &arr, &d) : tthrt_array_init(&arr, in->dtype, in->rank, in->shape, &d);
-        if (rc == 0 && !file && fill_random(&arr, &state) < 0) {
-            tthrt_array_clear(&arr);
-            tthctl_fail(err, TTHCTL_EXIT_USAGE, loc, "validate makes no random %s values", tth_dtype_name(in->dtype));
-            tthctl_hint(err, "give the input: --input %s=FILE.npy (or .pb)", in->name);
-            return -TTHCTL_EXIT_USAGE;
-        }
-        if (rc == 0)
-            rc = tthrt_model_bind(ref, in->name, &arr, &d);
+        int rc = input_values(in, a, &state, &arr, &file, err, loc);
+        if (rc < 0)
+            return rc;
+        rc = tthrt_model_bind(ref, in->name, &arr, &d);
         if (rc == 0)
             rc = tthrt_npy_write(path, &arr, &d);
         tthrt_array_clear(&arr);
@@ -556,19 +573,10 @@ static int validate_on_board(const tthctl_args *a, uint64_t seed, double tol, tt
     int bad = 0;
     if ((rc = board_compare(ref, out, tol, json_object_get(res, "outputs"), &bad, err)) < 0)
         goto done;
-    json_object_set_new(res, "ok", json_boolean(bad == 0));
-    if (a->json)
-        tthctl_json_print(res);
-    else
-        print_text(res, tol);
-    rc = 0;
-    if (bad) {
-        char ctx[PATH_MAX + 16];
-        snprintf(ctx, sizeof ctx, "artifact '%s'", a->pos[0]);
-        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, ctx, "%d output(s) differ from the reference", bad);
-        tthctl_hint(err, "the artifact's code on the board computes other values than the generic lowering on this "
-                         "machine: report it with the model and the target; --tolerance X allows larger differences");
-    }
+    char ctx[PATH_MAX + 16];
+    snprintf(ctx, sizeof ctx, "artifact '%s'", a->pos[0]);
+    rc = report_result(a, res, tol, bad, ctx, "the artifact's code on the board computes other values than the "
+                       "generic lowering on this machine", err);
 done:
     for (size_t i = 0; i < MAX_IO; i++)
         free(specs[i]);
@@ -662,17 +670,8 @@ int tthctl_cmd_validate(const tthctl_args *a, tthctl_error *err)
     int bad = 0;
     if ((rc = compare_outputs(m, ref, tol, json_object_get(res, "outputs"), &bad, err, ctx)) < 0)
         goto done;
-    json_object_set_new(res, "ok", json_boolean(bad == 0));
-    if (a->json)
-        tthctl_json_print(res);
-    else
-        print_text(res, tol);
-    rc = 0;
-    if (bad) {
-        rc = tthctl_fail(err, TTHCTL_EXIT_FAILED, ctx, "%d output(s) differ from the reference", bad);
-        tthctl_hint(err, "the artifact's kernels compute other values than the generic lowering: report it with "
-                         "the model and the target; --tolerance X allows larger differences");
-    }
+    rc = report_result(a, res, tol, bad, ctx, "the artifact's kernels compute other values than the generic "
+                       "lowering", err);
 done:
     if (made) {
         unlink(tar);
