@@ -341,14 +341,21 @@ void tthd_method_pump(tthd_request *req)
     tthd_outstream_free(o);
 }
 
-static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, size_t len, uint64_t sum,
-                          const json_t *metadata, const json_t *diagnostics, const json_t *dumps,
+/* The artifact to the client, and the answer. A large one goes out paced from a buffer of the
+ * stream's own: *steal's (taken: set to NULL) when given, else a copy. */
+static void send_artifact(tthd_request *req, const char *cache_state, const uint8_t *art, uint8_t **steal, size_t len,
+                          uint64_t sum, const json_t *metadata, const json_t *diagnostics, const json_t *dumps,
                           const json_t *worker_timings)
 {
     if (len > TTHD_STREAM_PACE) {
         tthd_outstream *o = calloc(1, sizeof *o);
-        if (o && (o->buf = malloc(len)) != NULL) {
+        if (o && steal && *steal) {
+            o->buf = *steal;
+            *steal = NULL;
+        } else if (o && (o->buf = malloc(len)) != NULL) {
             memcpy(o->buf, art, len);
+        }
+        if (o && o->buf) {
             o->len = len;
             o->sum = sum;
             snprintf(o->state, sizeof o->state, "%s", cache_state);
@@ -473,7 +480,8 @@ static void on_compile_done(tthd_job *job)
     uint64_t sum = XXH64(job->artifact, job->artifact_len, 0);
     tthd_remote_store(&srv->remote, req->key, job->artifact, job->artifact_len, meta);
     tthd_cache_store(&srv->cache, req->key, job->artifact, job->artifact_len, sum, meta);
-    send_artifact(req, "miss", job->artifact, job->artifact_len, sum, meta, json_object_get(job->result, "diagnostics"),
+    send_artifact(req, "miss", job->artifact, &job->artifact, job->artifact_len, sum, meta,
+                  json_object_get(job->result, "diagnostics"),
                   json_object_get(job->result, "dumps"), json_object_get(job->result, "timings"));
 }
 
@@ -653,7 +661,7 @@ static void answer_hit(tthd_request *req, const char *state, const tthd_cache_hi
         answer_artifact(req, state, hit->artifact_len, hit->xxh64, 0, hit->path, hit->offset, hit->metadata,
                         diagnostics, NULL, NULL);
     else
-        send_artifact(req, state, hit->artifact, hit->artifact_len, hit->xxh64, hit->metadata, diagnostics, NULL,
+        send_artifact(req, state, hit->artifact, NULL, hit->artifact_len, hit->xxh64, hit->metadata, diagnostics, NULL,
                       NULL);
 }
 
@@ -670,7 +678,7 @@ static void on_remote_answer(void *data, tthd_remote_found *found)
         return;
     }
     if (found->blob_len > srv->cache.max_bytes) { /* too large to keep here: just serve it */
-        send_artifact(req, "remote-hit", found->blob + found->art_offset, found->art_len, found->sum,
+        send_artifact(req, "remote-hit", found->blob + found->art_offset, NULL, found->art_len, found->sum,
                       found->metadata, req->parse_diagnostics, NULL, NULL);
         return;
     }
