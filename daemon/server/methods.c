@@ -313,13 +313,15 @@ void tthd_outstream_free(tthd_outstream *o)
     free(o);
 }
 
-static void send_chunk(tthd_request *req, const uint8_t *art, size_t off, size_t len)
+/* the chunk of art at off; returns its size */
+static size_t send_chunk(tthd_request *req, const uint8_t *art, size_t off, size_t len)
 {
     size_t n = len - off < TTHP_CHUNK_BYTES ? len - off : TTHP_CHUNK_BYTES;
     tthd_send(req->conn, tthp_notification_new("$/chunk", json_pack("{s:O, s:s, s:I, s:I, s:I}", "id", req->id,
                                                                       "stream", "artifact", "offset", (json_int_t)off,
                                                                       "size", (json_int_t)n, "total", (json_int_t)len)));
     tthd_send_binary(req->conn, art + off, n);
+    return n;
 }
 
 void tthd_method_pump(tthd_request *req)
@@ -329,8 +331,7 @@ void tthd_method_pump(tthd_request *req)
         return;
     while (o->off < o->len && !req->conn->closing && !req->conn->doomed &&
            uv_stream_get_write_queue_size((uv_stream_t *)&req->conn->pipe) < TTHD_STREAM_PACE) {
-        send_chunk(req, o->buf, o->off, o->len);
-        o->off += o->len - o->off < TTHP_CHUNK_BYTES ? o->len - o->off : TTHP_CHUNK_BYTES;
+        o->off += send_chunk(req, o->buf, o->off, o->len);
         o->chunks++;
     }
     if (o->off < o->len)
@@ -373,8 +374,7 @@ static void send_artifact(tthd_request *req, const char *cache_state, const uint
     }
     size_t off = 0, chunks = 0;
     do {
-        send_chunk(req, art, off, len);
-        off += len - off < TTHP_CHUNK_BYTES ? len - off : TTHP_CHUNK_BYTES;
+        off += send_chunk(req, art, off, len);
         chunks++;
     } while (off < len);
     answer_artifact(req, cache_state, len, sum, chunks, NULL, 0, metadata, diagnostics, dumps, worker_timings);
@@ -901,16 +901,17 @@ static void remove_tree(const char *dir);
 static int upload_begin(tthd_request *req, char *msg, size_t len)
 {
     const char *tmp = getenv("TMPDIR");
+    const char *base = tmp && *tmp ? tmp : "/tmp";
     char dir[512]; /* mkdtemp(3)'s template: it replaces the six X with a unique name */
-    if (snprintf(dir, sizeof dir, "%s/tthd-upload-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) {
+    if (snprintf(dir, sizeof dir, "%s/tthd-upload-XXXXXX", base) >= (int)sizeof dir) {
         snprintf(msg, len, "TMPDIR is too long for the upload's directory");
         return TTHP_INTERNAL_ERROR;
     }
     struct statvfs fs;
-    if (statvfs(tmp && *tmp ? tmp : "/tmp", &fs) == 0 &&
+    if (statvfs(base, &fs) == 0 &&
         (uint64_t)fs.f_bavail * fs.f_frsize < (uint64_t)req->upload_size + (64u << 20)) {
         snprintf(msg, len, "the upload (%zu bytes) does not fit the free space of %.300s (%" PRIu64 " bytes)",
-                 req->upload_size, tmp && *tmp ? tmp : "/tmp", (uint64_t)fs.f_bavail * fs.f_frsize);
+                 req->upload_size, base, (uint64_t)fs.f_bavail * fs.f_frsize);
         return TTHP_REQUEST_TOO_LARGE;
     }
     if (!mkdtemp(dir)) {
