@@ -211,7 +211,9 @@ static int stage_target(compile_state *s)
 static int stage_import(compile_state *s)
 {
     const json_t *bind = json_object_get(s->req->options, "bind");
-    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external, .node_outputs = s->node_outputs,
+    /* the ONNX tensor names are for the explanations and profiles only (docs/profiling.md) */
+    int names = s->profile || json_is_true(json_object_get(s->req->options, "explain")) || wants_dump(s, "memplan");
+    tth_onnx_external ext = {.dir = s->req->model_dir, .used = s->external, .node_outputs = names ? s->node_outputs : NULL,
                              .bytes_mapped = s->req->model_mapped};
     int rc = tth_onnx_import_ext(s->req->model, s->req->model_len, s->req->model_name, bind,
                                  json_object_get(s->req->options, "input_shapes"), &ext, &s->rmod, s->diag);
