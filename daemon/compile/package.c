@@ -587,6 +587,41 @@ static void collect_consts(const tth_tstmt *s, const_list *l)
     tth_tir_walk(s, &v);
 }
 
+/* 1 when some module binds a constant named `name` from the parameters file */
+static int bound_from_file(const tth_package_input *in, const char *name)
+{
+    for (size_t k = 0; k < in->nmods; k++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(bind_meta(in, k), "constants"), i, c) {
+            const char *p = json_string_value(json_object_get(c, "parameter"));
+            if (p && strcmp(p, name) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* A derived constant (docs/artifact.md, "Derived constants") that no module binds from the file is
+ * computed from its source when the model is bound, or is in the code: the file holds the source
+ * in its place. */
+static void stored_not_derived(const tth_package_input *in, const_list *l)
+{
+    size_t n = l->n;
+    for (size_t i = 0; i < n; i++) {
+        const tth_tbuffer *b = l->v[i];
+        if (!b->derive_from || !b->derive_from->data || bound_from_file(in, b->name))
+            continue;
+        l->v[i] = NULL;
+        add_const(b->derive_from, l);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i])
+            l->v[k++] = l->v[i];
+    l->n = k;
+}
+
 /* One entry of the parameters file, in the layout its reader takes (runtime/params/tth_params.h,
  * docs/artifact.md): the data starts at a multiple of TTH_PARAMS_ALIGN from the file's start. */
 static void put_entry(pk_buf *b, const char *name, tth_dtype dtype, int32_t rank, const int64_t *shape,
@@ -794,6 +829,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
 
     for (size_t i = 0; i < in->tir->nfuncs; i++)
         collect_consts(in->tir->funcs[i]->body, &cl);
+    stored_not_derived(in, &cl);
     size_t const_bytes = 0;
     make_params(&cl, in->ext_consts, &params, &const_bytes); /* counts the bytes */
 

@@ -1209,10 +1209,11 @@ typedef struct const_reads {
     size_t n;
 } const_reads;
 
+/* b and, for a derived constant, its source (which the code may be given instead of b) */
 static void mark_read(const_reads *r, const tth_tbuffer *b)
 {
     for (size_t i = 0; i < r->n; i++)
-        if (r->bufs[i] == b)
+        if (r->bufs[i] == b || r->bufs[i] == b->derive_from)
             r->read[i] = 1;
 }
 

@@ -74,9 +74,13 @@ static tth_texpr *lin(lw_ctx *c, const double *coef, tth_texpr *const *x, int n)
     return s;
 }
 
-/* U[e][c][o] = (G w[o,c] GT)[e], computed in double at compile time */
-static tth_tbuffer *wino_pack(wg *g, const tth_tensor *wt)
+/* U[e][c][o] = (G w[o,c] GT)[e], computed in double at compile time. U is marked as derived from
+ * the weights (docs/artifact.md, "Derived constants"): where constants are bound at run time the
+ * artifact stores only the weights, and binding computes U with the same arithmetic as here
+ * (runtime/bind/tth_bind.c). */
+static tth_tbuffer *wino_pack(wg *g, const tth_rexpr *warg)
 {
+    const tth_tensor *wt = warg->u.constant.value;
     const lw_conv_p *p = g->k.p;
     tth_tensor *pk = lw_packed_new(g->k.c, WE * p->C * p->O);
     if (!pk)
@@ -96,7 +100,10 @@ static tth_tbuffer *wino_pack(wg *g, const tth_tensor *wt)
                     dst[((int64_t)(xi * WA + nu) * p->C + ic) * p->O + o] = (float)u;
                 }
         }
-    return lw_packed_const(g->k.c, pk);
+    tth_tbuffer *u = lw_packed_const(g->k.c, pk), *w = u ? lw_buf(g->k.c, warg) : NULL;
+    if (w) /* refused only for weights not [O][C][3][3]: U then stays stored */
+        (void)tth_tir_const_buffer_derived(u, TTH_DERIVE_WINOGRAD_F4X4_3X3, w);
+    return w ? u : NULL;
 }
 
 /* One chunk of `lanes` tiles of tile row th from tile tw0, channel ch: V for all 36 e. */
@@ -440,7 +447,7 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     k->Wrow = k->sp * k->Wq;
     k->xblk = 0; /* the transforms read the padded copy, channel rows whatever the input's layout */
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    if (!x || !(g.U = wino_pack(&g, lw_arg(call, 1)->u.constant.value)))
+    if (!x || !(g.U = wino_pack(&g, lw_arg(call, 1))))
         return NULL;
     /* V and M: the tiles of every band (the last band's region as large as the others) */
     int64_t R = band_rows(&g), tiles = R > 0 ? (g.nTh + R - 1) / R * R * g.nTw : g.T;

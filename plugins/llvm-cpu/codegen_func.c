@@ -182,7 +182,7 @@ LLVMValueRef tth__llcg_declare(tth__llcg *c, const char *name, size_t nargs, int
 /* The address of a bound constant (docs/artifact.md, "Constants bound at run time"): slot k of
  * <prefix>_const_slots, loaded once in the function's entry block (an invariant load: the slots
  * change only while no model runs). */
-static LLVMValueRef bound_const(tth__llcg *c, const tth_tbuffer *buf)
+static int bind_slot(tth__llcg *c, const tth_tbuffer *buf, size_t *slot)
 {
     size_t k = 0;
     while (k < c->nbound && c->bound[k] != buf)
@@ -191,15 +191,25 @@ static LLVMValueRef bound_const(tth__llcg *c, const tth_tbuffer *buf)
         if (c->nbound == c->cap_bound) {
             size_t cap = c->cap_bound ? 2 * c->cap_bound : 16;
             const tth_tbuffer **nb = realloc(c->bound, cap * sizeof *nb);
-            if (!nb) {
-                tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
-                return NULL;
-            }
+            if (!nb)
+                return tth__llcg_fail(c, TTH_ENOMEM, "out of memory");
             c->bound = nb;
             c->cap_bound = cap;
         }
         c->bound[c->nbound++] = buf;
     }
+    *slot = k;
+    return 0;
+}
+
+/* A derived constant's slot is filled when the model is bound, from its source's slot (the
+ * binding source computes it: docs/artifact.md, "Derived constants"), so the source gets a slot
+ * too, whatever its size. */
+static LLVMValueRef bound_const(tth__llcg *c, const tth_tbuffer *buf)
+{
+    size_t k, from;
+    if (bind_slot(c, buf, &k) || (buf->derive_from && bind_slot(c, buf->derive_from, &from)))
+        return NULL;
     if (!c->bind_slots) {
         char name[300];
         snprintf(name, sizeof name, "%s_const_slots", c->bind_prefix);
@@ -230,7 +240,7 @@ static LLVMValueRef const_global(tth__llcg *c, const tth_tbuffer *buf)
                        buf->name, (long long)nbytes);
         return NULL;
     }
-    if (c->bind_prefix && nbytes >= TTH_BIND_MIN_BYTES && buf->name && *buf->name)
+    if (c->bind_prefix && (nbytes >= TTH_BIND_MIN_BYTES || buf->derive_from) && buf->name && *buf->name)
         return bound_const(c, buf);
     const char *bytes = buf->data->data;
     char *swapped = NULL;

@@ -17,7 +17,13 @@
  *   tth_bind_names[], tth_bind_bytes[], tth_bind_align[]  each constant's parameter name, byte
  *                        length and the alignment the code loads it with (at most 64: the
  *                        parameters file places every tensor's data at a multiple of 64 bytes
- *                        from its start, so a file read to a 64-byte aligned address fits all)
+ *                        from its start, so a file read to a 64-byte aligned address fits all);
+ *                        the name is 0 for a derived constant
+ *   TTH_BIND_NDERIVED, TTH_BIND_DERIVED_BYTES, tth_bind_derived[]  the derived constants
+ *                        (docs/artifact.md, "Derived constants"): slots this source fills, when
+ *                        the others are bound, with a transform of another slot, in a static
+ *                        store of TTH_BIND_DERIVED_BYTES (the table exists when there are any;
+ *                        TTH_DERIVE_<TRANSFORM> numbers its transforms)
  * The artifact's copy has tth_params.h, the one reader of that file, inlined where it is included
  * below (docs/artifact.md, "The parameters file and its reader"). */
 #include <stddef.h>
@@ -34,6 +40,50 @@
 
 const void *TTH_BIND_SLOTS[TTH_BIND_COUNT];
 extern int32_t TTH_BIND_FLAG;
+
+#if TTH_BIND_NDERIVED > 0
+static unsigned char tth_bind_store[TTH_BIND_DERIVED_BYTES] __attribute__((aligned(64)));
+
+/* Winograd's F(4x4, 3x3) weight transform (docs/artifact.md, "Derived constants"): u[e][c][o] =
+ * (G w[o][c] G^T)[e] for the 3x3 kernel w[o][c] of a float32 [O][C][3][3] weight, e = 6 * i + j,
+ * computed in double and rounded once, as the compiler computes it when it stores the result. */
+static void tth_bind_winograd(const float *w, float *u, size_t O, size_t C)
+{
+    static const double G[6][3] = {
+        {1.0 / 4, 0, 0},
+        {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+        {1.0 / 24, 1.0 / 12, 1.0 / 6},
+        {1.0 / 24, -1.0 / 12, 1.0 / 6},
+        {0, 0, 1},
+    };
+    for (size_t o = 0; o < O; o++)
+        for (size_t c = 0; c < C; c++) {
+            const float *k = w + (o * C + c) * 9;
+            double gw[6][3];
+            for (int i = 0; i < 6; i++)
+                for (int b = 0; b < 3; b++)
+                    gw[i][b] = G[i][0] * k[b] + G[i][1] * k[3 + b] + G[i][2] * k[6 + b];
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double v = gw[i][0] * G[j][0] + gw[i][1] * G[j][1] + gw[i][2] * G[j][2];
+                    u[((size_t)(i * 6 + j) * C + c) * O + o] = (float)v;
+                }
+        }
+}
+
+/* Each derived slot from its (bound) source */
+static void tth_bind_derive(void)
+{
+    for (size_t d = 0; d < TTH_BIND_NDERIVED; d++) {
+        void *dst = tth_bind_store + tth_bind_derived[d].offset;
+        const void *src = TTH_BIND_SLOTS[tth_bind_derived[d].from];
+        if (tth_bind_derived[d].transform == TTH_DERIVE_WINOGRAD_F4X4_3X3)
+            tth_bind_winograd((const float *)src, (float *)dst, tth_bind_derived[d].dims[0], tth_bind_derived[d].dims[1]);
+        TTH_BIND_SLOTS[tth_bind_derived[d].slot] = dst;
+    }
+}
+#endif
 
 int32_t TTH_BIND_CONSTANTS(const void *const *data, const size_t *bytes, size_t n);
 int32_t TTH_BIND_PARAMETERS(const void *params, size_t len);
@@ -62,13 +112,19 @@ int32_t TTH_BIND_CONSTANTS(const void *const *data, const size_t *bytes, size_t 
     if (n != TTH_BIND_COUNT || !data || !bytes)
         return TTH_BIND_E_COUNT;
     for (size_t i = 0; i < n; i++) {
+        if (!tth_bind_names[i])
+            continue; /* derived: data[i] is not read */
         if (bytes[i] != tth_bind_bytes[i])
             return TTH_BIND_E_SIZE;
         if (!data[i] || (uintptr_t)data[i] % tth_bind_align[i] != 0)
             return TTH_BIND_E_ALIGN;
     }
     for (size_t i = 0; i < n; i++)
-        TTH_BIND_SLOTS[i] = data[i];
+        if (tth_bind_names[i])
+            TTH_BIND_SLOTS[i] = data[i];
+#if TTH_BIND_NDERIVED > 0
+    tth_bind_derive();
+#endif
     /* the entry reads the flag with acquire: a run that sees it set sees the slots */
     __atomic_store_n(&TTH_BIND_FLAG, 1, __ATOMIC_RELEASE);
     return 0;
@@ -91,14 +147,15 @@ int32_t TTH_BIND_PARAMETERS(const void *params, size_t len)
     int st;
     while ((st = tth_params_next(&r, &e)) > 0)
         for (size_t i = 0; i < TTH_BIND_COUNT; i++)
-            if (!data[i] && tth_params_name_is(&e, NULL, tth_bind_names[i], strlen(tth_bind_names[i]))) {
+            if (!data[i] && tth_bind_names[i] &&
+                tth_params_name_is(&e, NULL, tth_bind_names[i], strlen(tth_bind_names[i]))) {
                 data[i] = e.data;
                 bytes[i] = e.bytes;
             }
     if (st < 0)
         return TTH_BIND_E_FORMAT;
     for (size_t i = 0; i < TTH_BIND_COUNT; i++)
-        if (!data[i])
+        if (!data[i] && tth_bind_names[i])
             return TTH_BIND_E_MISSING;
     return TTH_BIND_CONSTANTS(data, bytes, TTH_BIND_COUNT);
 }

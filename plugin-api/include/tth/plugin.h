@@ -43,7 +43,8 @@ extern "C" {
                            * 1.5 tth_host.store_get/store_put; 1.6 the REINTERPRET expression;
                            * 1.7 the DOT4_US / DOT4_SS intrinsics; 1.8 tth_target_member,
                            * tth_relay_expr_args, tth_clip_attrs_of, tth_pad_attrs_of,
-                           * tth_relay_module_drop_constants */
+                           * tth_relay_module_drop_constants, derived CONST buffers
+                           * (tth_tbuffer.derive, tth_tir_const_buffer_derived) */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 

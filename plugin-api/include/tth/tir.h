@@ -54,6 +54,13 @@ typedef struct tth_tbuffer {
     uint32_t align;          /* bytes; 16 unless set */
     tth_tensor *data;        /* TTH_SCOPE_CONST: the values (the module holds a reference) */
     int64_t offset;          /* WORKSPACE/LOCAL: byte offset in the workspace once planned; -1 before */
+    /* ABI 1.8: a CONST buffer that is a function of another CONST buffer, `derive_from`, by the
+     * transform named `derive` (docs/artifact.md, "Derived constants"). `data` still holds its
+     * values; a code generator that binds constants at run time may bind derive_from instead and
+     * compute this one when the model is bound, so the artifact stores only the source. NULL for
+     * every other buffer. Set by tth_tir_const_buffer_derived. */
+    const char *derive;
+    struct tth_tbuffer *derive_from;
 } tth_tbuffer;
 
 TTH_API int64_t tth_tbuffer_numel(const tth_tbuffer *b);
@@ -218,6 +225,14 @@ TTH_API tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, t
 /* The module lets go of a CONST buffer's data (its reference; b->data becomes NULL): for a
  * constant no statement reads, e.g. weights a kernel took in another layout. */
 TTH_API void tth_tir_const_buffer_release(tth_tir_module *m, tth_tbuffer *b);
+/* Marks CONST buffer b as `transform` of CONST buffer from (ABI 1.8; the transforms and their
+ * layouts: docs/artifact.md, "Derived constants"). b's data must already be that transform's
+ * result: code that does not derive reads it as it is. TTH_EINVAL for an unknown transform or a
+ * buffer that is not a float32 constant of the transform's shape. */
+TTH_API int tth_tir_const_buffer_derived(tth_tbuffer *b, const char *transform, tth_tbuffer *from);
+/* The transforms a derived constant may name, for code generators: TTH_DERIVE_WINOGRAD_F4X4_3X3
+ * is Winograd's F(4x4, 3x3) weight transform, float32 [O][C][3][3] -> [36][C][O]. */
+#define TTH_DERIVE_WINOGRAD_F4X4_3X3 "winograd_f4x4_3x3"
 TTH_API tth_tvar *tth_tir_var(tth_tir_module *m, const char *name, tth_dtype dtype);
 /* A variable holding a vector of `lanes` elements (bound by LET to a vector value). */
 TTH_API tth_tvar *tth_tir_var_vec(tth_tir_module *m, const char *name, tth_dtype dtype, int32_t lanes);

@@ -24,6 +24,47 @@ static void put_c_string(tth_strbuf *b, const char *s)
     tth_strbuf_putc(b, '"');
 }
 
+/* Slot k is a derived constant (docs/artifact.md, "Derived constants") when its source has a slot
+ * too: the binding source computes it from that slot; else it is read from the parameters file
+ * like any other. *from: the source's slot. */
+static int derived_slot(const tth_tbuffer *const *bound, size_t n, size_t k, size_t *from)
+{
+    const tth_tbuffer *src = bound[k]->derive ? bound[k]->derive_from : NULL;
+    for (size_t j = 0; src && j < n; j++)
+        if (bound[j] == src) {
+            *from = j;
+            return 1;
+        }
+    return 0;
+}
+
+/* The binding source's table of derived constants: slot, source slot, transform, the source's
+ * first two dimensions and the byte offset in the source's static store (64-aligned). */
+static void put_derived(tth_strbuf *b, const tth_tbuffer *const *bound, size_t n)
+{
+    size_t nd = 0, bytes = 0, from;
+    for (size_t k = 0; k < n; k++)
+        if (derived_slot(bound, n, k, &from)) {
+            nd++;
+            bytes += (tth_tbuffer_nbytes(bound[k]) + 63) / 64 * 64;
+        }
+    tth_strbuf_printf(b, "#define TTH_BIND_NDERIVED %zu\n#define TTH_BIND_DERIVED_BYTES %zu\n", nd, bytes);
+    if (!nd)
+        return;
+    tth_strbuf_puts(b, "#define TTH_DERIVE_WINOGRAD_F4X4_3X3 1\n");
+    tth_strbuf_printf(b, "static const struct { size_t slot, from; int transform; size_t dims[2]; size_t offset; } "
+                         "tth_bind_derived[%zu] = {\n", nd);
+    size_t off = 0;
+    for (size_t k = 0; k < n; k++)
+        if (derived_slot(bound, n, k, &from)) {
+            const tth_tbuffer *src = bound[from];
+            tth_strbuf_printf(b, "    {%zu, %zu, TTH_DERIVE_WINOGRAD_F4X4_3X3, {%lld, %lld}, %zu},\n", k, from,
+                              (long long)src->shape[0], (long long)src->shape[1], off);
+            off += (tth_tbuffer_nbytes(bound[k]) + 63) / 64 * 64;
+        }
+    tth_strbuf_puts(b, "};\n");
+}
+
 int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
                                    const tth_tbuffer *const *bound, const unsigned *align, size_t n,
                                    int32_t unbound_status, tth_diag *diag)
@@ -40,9 +81,13 @@ int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, c
                    "#define TTH_BIND_COUNT %zu\n#define TTH_BIND_UNBOUND (%d)\n#include <stddef.h>\n"
                    "static const char *const tth_bind_names[%zu] = {\n",
                    model, model, n, (int)unbound_status, n);
+    size_t from;
     for (size_t k = 0; k < n; k++) {
         tth_strbuf_puts(&b, "    ");
-        put_c_string(&b, bound[k]->name);
+        if (derived_slot(bound, n, k, &from))
+            tth_strbuf_puts(&b, "0 /* derived */");
+        else
+            put_c_string(&b, bound[k]->name);
         tth_strbuf_puts(&b, ",\n");
     }
     tth_strbuf_printf(&b, "};\nstatic const size_t tth_bind_bytes[%zu] = {", n);
@@ -52,6 +97,7 @@ int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, c
     for (size_t k = 0; k < n; k++)
         tth_strbuf_printf(&b, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", align[k]);
     tth_strbuf_puts(&b, "\n};\n");
+    put_derived(&b, bound, n);
     tth_strbuf_puts(&b, tth_bind_src);
     char *text = tth_strbuf_finish(&b);
     if (!text)
@@ -66,20 +112,32 @@ int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, c
 json_t *tth_binding_meta(const char *prefix, const char *model, const tth_tbuffer *const *bound, size_t n,
                          int32_t unbound_status)
 {
-    json_t *list = json_array();
-    for (size_t k = 0; list && k < n; k++) {
+    json_t *list = json_array(), *derived = json_array();
+    for (size_t k = 0; list && derived && k < n; k++) {
         const tth_tbuffer *b = bound[k];
         json_t *shape = json_array();
         for (int32_t d = 0; shape && d < b->rank; d++)
             json_array_append_new(shape, json_integer(b->shape[d]));
-        json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:o*, s:I}", "index", (json_int_t)k, "parameter",
-                                              b->name, "dtype", tth_dtype_name(b->dtype), "shape", shape, "bytes",
-                                              (json_int_t)tth_tbuffer_nbytes(b)));
+        size_t from;
+        if (derived_slot(bound, n, k, &from))
+            json_array_append_new(derived, json_pack("{s:I, s:s, s:s, s:s, s:o*, s:I}", "index", (json_int_t)k,
+                                                     "parameter", b->name, "transform", b->derive, "from",
+                                                     bound[from]->name, "shape", shape, "bytes",
+                                                     (json_int_t)tth_tbuffer_nbytes(b)));
+        else
+            json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:o*, s:I}", "index", (json_int_t)k, "parameter",
+                                                  b->name, "dtype", tth_dtype_name(b->dtype), "shape", shape,
+                                                  "bytes", (json_int_t)tth_tbuffer_nbytes(b)));
     }
     char sym[300], psym[300], blob[300];
     snprintf(sym, sizeof sym, "%s_bind_constants", prefix);
     snprintf(psym, sizeof psym, "%s_bind_parameters", prefix);
     snprintf(blob, sizeof blob, "tth_%s_parameters", model);
-    return json_pack("{s:s, s:s, s:s, s:I, s:o*, s:I}", "symbol", sym, "parameters_symbol", psym, "blob_symbol", blob,
-                     "count", (json_int_t)n, "constants", list, "unbound_status", (json_int_t)unbound_status);
+    json_t *meta = json_pack("{s:s, s:s, s:s, s:I, s:o*, s:I}", "symbol", sym, "parameters_symbol", psym,
+                             "blob_symbol", blob, "count", (json_int_t)n, "constants", list, "unbound_status",
+                             (json_int_t)unbound_status);
+    if (meta && json_array_size(derived))
+        json_object_set(meta, "derived", derived);
+    json_decref(derived);
+    return meta;
 }

@@ -84,6 +84,8 @@ tth_tbuffer *tth_tir_buffer(tth_tir_module *m, const char *name, tth_dtype dtype
     b->scope = scope;
     b->align = 16;
     b->offset = -1;
+    b->derive = NULL;
+    b->derive_from = NULL;
     return b;
 }
 
@@ -96,6 +98,21 @@ tth_tbuffer *tth_tir_const_buffer(tth_tir_module *m, const char *name, tth_tenso
         return NULL;
     b->data = tth_tensor_ref(data);
     return b;
+}
+
+int tth_tir_const_buffer_derived(tth_tbuffer *b, const char *transform, tth_tbuffer *from)
+{
+    if (!b || !from || !transform || b->scope != TTH_SCOPE_CONST || from->scope != TTH_SCOPE_CONST || b == from)
+        return TTH_EINVAL;
+    if (strcmp(transform, TTH_DERIVE_WINOGRAD_F4X4_3X3) != 0)
+        return TTH_EINVAL;
+    /* [O][C][3][3] -> [36][C][O], float32 both */
+    if (b->dtype != TTH_F32 || from->dtype != TTH_F32 || from->rank != 4 || from->shape[2] != 3 ||
+        from->shape[3] != 3 || tth_tbuffer_numel(b) != 36 * from->shape[0] * from->shape[1])
+        return TTH_EINVAL;
+    b->derive = TTH_DERIVE_WINOGRAD_F4X4_3X3;
+    b->derive_from = from;
+    return 0;
 }
 
 void tth_tir_const_buffer_release(tth_tir_module *m, tth_tbuffer *b)
