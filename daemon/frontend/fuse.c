@@ -4,7 +4,15 @@
  * elementwise), first, then elementwise ops; an elementwise call joins the group of one of its
  * operands when every node of that group is used only inside the group or by this call (so the
  * group keeps a single result and no cycle can form). Calls that produce or take tuples get a
- * function of their own. Constants stay inside the functions; everything else is a param. */
+ * function of their own. Constants stay inside the functions; everything else is a param.
+ *
+ * Branches that run only when needed (docs/operators.md, "Control flow"): a `where` whose
+ * condition is one value (what an If decided at run time becomes) is a function of its own, and
+ * a function whose value every user needs only when such conditions hold (it feeds only the
+ * then side of a where, or only the else side, or functions that themselves run only then) gets
+ * the conditions as extra params and attrs {"Guard": [[param, when], ...]}: its code runs only
+ * when each such param's value is `when` (daemon/lower/lower.c). The where reads the skipped
+ * side's buffer but selects the other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +38,19 @@ typedef struct fuser {
     int64_t *pos;       /* per node: its position in its group's members */
     group *groups;
     size_t ngroups, capgroups;
+    struct guard *guards; /* per node: the conditions under which its value is needed */
 } fuser;
+
+/* A conjunction of conditions "node cond's single value is (when != 0)", at most GUARD_MAX of
+ * them (dropping one only makes a function run more often, which is always right); `top` is
+ * "not yet seen" (the identity of intersection). */
+#define GUARD_MAX 4
+typedef struct guard {
+    int top;
+    int n;
+    int64_t cond[GUARD_MAX];
+    int when[GUARD_MAX];
+} guard;
 
 static int is_op_call(const tth_rexpr *e) { return e->kind == TTH_REXPR_CALL && !e->u.call.fn; }
 
@@ -125,6 +145,81 @@ static int cut_groups(fuser *f)
     return 0;
 }
 
+/* where(c, a, b) with one condition value: picks a whole side, as an If decided at run time does */
+static int is_branch_select(const tth_rexpr *e)
+{
+    return is_op_call(e) && e->u.call.op == TTH_OP_WHERE && e->u.call.nargs == 3 &&
+           e->u.call.args[0]->type.nfields < 0 && tth_ttype_numel(&e->u.call.args[0]->type.tensor) == 1 &&
+           e->u.call.args[0]->kind != TTH_REXPR_CONST;
+}
+
+/* g = g AND (cond is when) */
+static void guard_add(guard *g, int64_t cond, int when)
+{
+    for (int k = 0; k < g->n; k++)
+        if (g->cond[k] == cond)
+            return; /* "c and not c" cannot be needed; keeping the first is still right */
+    if (g->n < GUARD_MAX) {
+        g->cond[g->n] = cond;
+        g->when[g->n++] = when;
+    }
+}
+
+/* g = g OR h, kept as a conjunction: the conditions both have */
+static void guard_meet(guard *g, const guard *h)
+{
+    if (h->top)
+        return;
+    if (g->top) {
+        *g = *h;
+        return;
+    }
+    int n = 0;
+    for (int k = 0; k < g->n; k++)
+        for (int j = 0; j < h->n; j++)
+            if (g->cond[k] == h->cond[j] && g->when[k] == h->when[j]) {
+                g->cond[n] = g->cond[k];
+                g->when[n++] = g->when[k];
+                break;
+            }
+    g->n = n;
+}
+
+/* Each node's guard, users before operands: the function's result and calls that are not ours
+ * (regions of other kinds) need their operands always; a branch select needs its condition
+ * always and a side only when the condition says that side. */
+static void compute_guards(fuser *f)
+{
+    for (int64_t i = f->n; i-- > 0;) {
+        guard *g = &f->guards[i];
+        g->top = 1;
+        g->n = 0;
+        tth_rexpr *e = f->nodes[i];
+        if (e->kind == TTH_REXPR_CALL && e->u.call.fn) {
+            g->top = 0; /* not ours: it always runs */
+            continue;
+        }
+        for (size_t u = 0; u < f->nusers[i]; u++) {
+            int64_t us = f->users[i][u];
+            guard c = {0};
+            if (us < f->n)
+                c = f->guards[us];
+            if (us < f->n && is_branch_select(f->nodes[us])) {
+                tth_rexpr *const *a = f->nodes[us]->u.call.args;
+                int as_cond = a[0] == e, as_then = a[1] == e, as_else = a[2] == e;
+                int64_t ci = f->index_of[a[0]->id];
+                if (as_cond || ci < 0)
+                    c.n = 0, c.top = 0;
+                else if (as_then != as_else && !c.top)
+                    guard_add(&c, ci, as_then);
+            }
+            guard_meet(g, &c);
+        }
+        if (g->top) /* no users: as the result */
+            g->top = 0;
+    }
+}
+
 static int partition(fuser *f)
 {
     for (int64_t i = 0; i < f->n; i++) {
@@ -134,8 +229,8 @@ static int partition(fuser *f)
         int tuples = e->type.nfields >= 0;
         for (size_t a = 0; a < e->u.call.nargs; a++)
             tuples |= e->u.call.args[a]->type.nfields >= 0;
-        if (tuples || !tth_op_is_elementwise(e->u.call.op)) {
-            if (group_new(f, i, tuples) < 0)
+        if (tuples || !tth_op_is_elementwise(e->u.call.op) || is_branch_select(e)) {
+            if (group_new(f, i, tuples || is_branch_select(e)) < 0)
                 return TTH_ENOMEM;
             mark_escapes(f, i, f->grp[i]);
             continue;
@@ -175,17 +270,97 @@ static void fn_name(fuser *f, group *g, size_t gi, char *buf, size_t len)
             *p = '_';
 }
 
+/* The outside operands of a function being built and their params */
+typedef struct outside_list {
+    tth_rexpr **outside, **params;
+    size_t n, cap;
+} outside_list;
+
+/* x's param, made on first use; NULL on OOM (diag set) */
+static tth_rexpr *outside_param(tth_relay_module *m, outside_list *o, tth_rexpr *x, size_t *index, tth_diag *diag)
+{
+    size_t p = 0;
+    while (p < o->n && o->outside[p] != x)
+        p++;
+    if (p == o->n) {
+        if (o->n == o->cap) {
+            size_t cap = o->cap ? 2 * o->cap : 8;
+            tth_rexpr **o2 = realloc(o->outside, cap * sizeof(*o2));
+            if (o2)
+                o->outside = o2;
+            tth_rexpr **p2 = o2 ? realloc(o->params, cap * sizeof(*p2)) : NULL;
+            if (!o2 || !p2) {
+                tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
+                return NULL;
+            }
+            o->params = p2;
+            o->cap = cap;
+        }
+        char nm[32];
+        snprintf(nm, sizeof nm, "p%zu", p);
+        o->outside[p] = x;
+        o->params[p] = tth_relay_var(m, tth_arena_strdup(m->arena, nm), &x->type.tensor);
+        if (!o->params[p]) {
+            tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
+            return NULL;
+        }
+        o->n++;
+    }
+    if (index)
+        *index = p;
+    return o->params[p];
+}
+
+/* The conditions under which every member of group gi is needed */
+static void group_meet(fuser *f, size_t gi, guard *gg)
+{
+    group *g = &f->groups[gi];
+    gg->top = 1;
+    gg->n = 0;
+    for (size_t k = 0; k < g->n; k++)
+        guard_meet(gg, &f->guards[g->members[k]]);
+}
+
+/* Node ci is a value main has for group gi to take: not inside gi or inside another function */
+static int is_main_value(fuser *f, int64_t gi, int64_t ci)
+{
+    int64_t cg = f->grp[ci];
+    return cg != gi && (cg < 0 || f->groups[cg].tip == ci);
+}
+
+/* The guard of group gi (the conditions every member's value is needed under) as attrs "Guard":
+ * each condition becomes a param of the function (a value of main: a graph input, or the result
+ * of another function or call); NULL when it always runs. */
+static json_t *group_guard(fuser *f, size_t gi, outside_list *o, tth_diag *diag, int *err)
+{
+    guard gg;
+    group_meet(f, gi, &gg);
+    json_t *list = NULL;
+    for (int k = 0; !gg.top && k < gg.n; k++) {
+        int64_t ci = gg.cond[k];
+        if (!is_main_value(f, (int64_t)gi, ci))
+            continue;
+        size_t p;
+        if (!outside_param(f->m, o, f->nodes[ci], &p, diag) || (!list && !(list = json_array()))) {
+            *err = 1;
+            break;
+        }
+        json_array_append_new(list, json_pack("[I, b]", (json_int_t)p, gg.when[k]));
+    }
+    return list;
+}
+
 /* Build group gi's function; fills the outside operands main must pass. */
 static tth_relay_function *build_function(fuser *f, size_t gi, tth_rexpr ***ext, size_t *next, tth_diag *diag)
 {
     group *g = &f->groups[gi];
     tth_relay_module *m = f->m;
-    size_t cap = 8, np = 0;
-    tth_rexpr **outside = malloc(cap * sizeof(*outside)), **params = malloc(cap * sizeof(*params));
+    outside_list o = {0};
     tth_rexpr **local = calloc(g->n, sizeof(*local));
     tth_relay_function *fn = NULL;
+    json_t *guard_attr = NULL;
     tth_rexpr *args[256];
-    if (!outside || !params || !local) {
+    if (!local) {
         tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
         goto fail;
     }
@@ -210,33 +385,8 @@ static tth_relay_function *build_function(fuser *f, size_t gi, tth_rexpr ***ext,
                 }
                 continue;
             }
-            size_t p = 0;
-            while (p < np && outside[p] != x)
-                p++;
-            if (p == np) {
-                if (np == cap) {
-                    cap *= 2;
-                    tth_rexpr **o2 = realloc(outside, cap * sizeof(*o2)), **p2;
-                    if (o2)
-                        outside = o2;
-                    p2 = o2 ? realloc(params, cap * sizeof(*p2)) : NULL;
-                    if (!o2 || !p2) {
-                        tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
-                        goto fail;
-                    }
-                    params = p2;
-                }
-                char nm[32];
-                snprintf(nm, sizeof nm, "p%zu", np);
-                outside[np] = x;
-                params[np] = tth_relay_var(m, tth_arena_strdup(m->arena, nm), &x->type.tensor);
-                if (!params[np]) {
-                    tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
-                    goto fail;
-                }
-                np++;
-            }
-            args[a] = params[p];
+            if (!(args[a] = outside_param(m, &o, x, NULL, diag)))
+                goto fail;
         }
         tth_relay_set_span(m, e->span);
         local[k] = tth_relay_call(m, e->u.call.op, args, e->u.call.nargs, json_incref(e->u.call.attrs), diag);
@@ -244,70 +394,128 @@ static tth_relay_function *build_function(fuser *f, size_t gi, tth_rexpr ***ext,
         if (!local[k])
             goto fail;
     }
+    int err = 0;
+    guard_attr = group_guard(f, gi, &o, diag, &err);
+    if (err)
+        goto fail;
     char name[160];
     fn_name(f, g, gi, name, sizeof name);
-    fn = tth_relay_function_add(m, tth_arena_strdup(m->arena, name), params, np, local[g->n - 1],
-                                json_pack("{s:i}", "Primitive", 1), diag);
+    json_t *attrs = json_pack("{s:i}", "Primitive", 1);
+    if (attrs && guard_attr)
+        json_object_set(attrs, "Guard", guard_attr);
+    fn = tth_relay_function_add(m, tth_arena_strdup(m->arena, name), o.params, o.n, local[g->n - 1], attrs, diag);
     if (!fn)
         goto fail;
-    free(params);
+    json_decref(guard_attr);
+    free(o.params);
     free(local);
-    *ext = outside;
-    *next = np;
+    *ext = o.outside;
+    *next = o.n;
     return fn;
 fail:
-    free(outside);
-    free(params);
+    json_decref(guard_attr);
+    free(o.outside);
+    free(o.params);
     free(local);
     return NULL;
+}
+
+/* 1 when every value of main that node i's call (or rebuilt node) takes is made: a function's
+ * outside operands and its guard's conditions, which may come later in the old order (a guard
+ * adds an operand the nodes did not have) */
+static int ready(fuser *f, tth_rexpr **map, int64_t i)
+{
+    int64_t gi = f->grp[i];
+    if (gi < 0) {
+        tth_rexpr *const *args;
+        size_t na = tth__node_args(f->nodes[i], &args);
+        for (size_t k = 0; k < na; k++)
+            if (!map[f->index_of[args[k]->id]])
+                return 0;
+        return 1;
+    }
+    group *g = &f->groups[gi];
+    for (size_t k = 0; k < g->n; k++) {
+        tth_rexpr *e = f->nodes[g->members[k]];
+        for (size_t a = 0; a < e->u.call.nargs; a++) {
+            int64_t xi = f->index_of[e->u.call.args[a]->id];
+            if (f->grp[xi] != gi && e->u.call.args[a]->kind != TTH_REXPR_CONST && !map[xi])
+                return 0;
+        }
+    }
+    guard gg;
+    group_meet(f, (size_t)gi, &gg);
+    for (int c = 0; !gg.top && c < gg.n; c++)
+        if (is_main_value(f, gi, gg.cond[c]) && !map[gg.cond[c]])
+            return 0;
+    return 1;
 }
 
 static int fuse_main(fuser *f, tth_relay_function *mainfn, tth_diag *diag)
 {
     tth_relay_module *m = f->m;
     tth_rexpr **map = calloc((size_t)f->n, sizeof(*map));
-    if (!map)
+    unsigned char *done = calloc((size_t)f->n + 1, 1);
+    if (!map || !done) {
+        free(map);
+        free(done);
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
-    int rc = 0;
-    for (int64_t i = 0; i < f->n && !rc; i++) {
-        tth_rexpr *e = f->nodes[i];
-        int64_t gi = f->grp[i];
-        if (gi >= 0) {
-            if (f->groups[gi].tip != i)
-                continue; /* inside a function; nothing outside uses it */
-            tth_rexpr **ext = NULL;
-            size_t next = 0;
-            tth_relay_function *fn = build_function(f, (size_t)gi, &ext, &next, diag);
-            if (!fn) {
-                rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
-                break;
-            }
-            for (size_t k = 0; k < next; k++)
-                ext[k] = map[f->index_of[ext[k]->id]];
-            tth_relay_set_span(m, e->span);
-            map[i] = tth_relay_call_fn(m, fn, ext, next, diag);
-            tth_relay_set_span(m, NULL);
-            free(ext);
-        } else if (e->kind == TTH_REXPR_VAR || e->kind == TTH_REXPR_CONST) {
-            map[i] = e;
-        } else {
-            tth_rexpr *const *args;
-            size_t na = tth__node_args(e, &args);
-            tth_rexpr *nargs[256];
-            if (na > 256) {
-                rc = tth_diag_set(diag, TTH_EUNSUPPORTED, e->span, "node with more than 256 operands");
-                break;
-            }
-            for (size_t k = 0; k < na; k++)
-                nargs[k] = map[f->index_of[args[k]->id]];
-            map[i] = tth__rebuild(m, e, nargs, na, diag);
-        }
-        if (!map[i] && !rc)
-            rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
     }
+    int rc = 0;
+    /* in the old order, a node waiting for a guard's condition made later skipped to a later
+     * pass; each pass makes at least one node (the conditions are not guarded, so never wait) */
+    for (int progress = 1, left = 1; left && progress && !rc;) {
+        progress = left = 0;
+        for (int64_t i = 0; i < f->n && !rc; i++) {
+            tth_rexpr *e = f->nodes[i];
+            int64_t gi = f->grp[i];
+            if (done[i] || (gi >= 0 && f->groups[gi].tip != i))
+                continue; /* made, or inside a function: nothing outside uses it */
+            if (!ready(f, map, i)) {
+                left = 1;
+                continue;
+            }
+            if (gi >= 0) {
+                tth_rexpr **ext = NULL;
+                size_t next = 0;
+                tth_relay_function *fn = build_function(f, (size_t)gi, &ext, &next, diag);
+                if (!fn) {
+                    rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
+                    break;
+                }
+                for (size_t k = 0; k < next; k++)
+                    ext[k] = map[f->index_of[ext[k]->id]];
+                tth_relay_set_span(m, e->span);
+                map[i] = tth_relay_call_fn(m, fn, ext, next, diag);
+                tth_relay_set_span(m, NULL);
+                free(ext);
+            } else if (e->kind == TTH_REXPR_VAR || e->kind == TTH_REXPR_CONST) {
+                map[i] = e;
+            } else {
+                tth_rexpr *const *args;
+                size_t na = tth__node_args(e, &args);
+                tth_rexpr *nargs[256];
+                if (na > 256) {
+                    rc = tth_diag_set(diag, TTH_EUNSUPPORTED, e->span, "node with more than 256 operands");
+                    break;
+                }
+                for (size_t k = 0; k < na; k++)
+                    nargs[k] = map[f->index_of[args[k]->id]];
+                map[i] = tth__rebuild(m, e, nargs, na, diag);
+            }
+            if (!map[i] && !rc)
+                rc = diag && diag->code ? diag->code : TTH_EINTERNAL;
+            done[i] = 1;
+            progress = 1;
+        }
+    }
+    int64_t bi = f->index_of[mainfn->body->id];
+    if (!rc && !map[bi])
+        rc = tth_diag_set(diag, TTH_EINTERNAL, NULL, "fusion: the guarded functions wait on each other");
     if (!rc)
-        mainfn->body = map[f->index_of[mainfn->body->id]];
+        mainfn->body = map[bi];
     free(map);
+    free(done);
     return rc;
 }
 
@@ -329,7 +537,8 @@ int tth_relay_fuse(tth_relay_module *m, tth_diag *diag)
     f.nusers = calloc((size_t)f.n + 1, sizeof(size_t));
     f.grp = malloc(((size_t)f.n + 1) * sizeof(int64_t));
     f.pos = calloc((size_t)f.n + 1, sizeof(int64_t));
-    if (!f.index_of || !f.users || !f.nusers || !f.grp || !f.pos) {
+    f.guards = calloc((size_t)f.n + 1, sizeof *f.guards);
+    if (!f.index_of || !f.users || !f.nusers || !f.grp || !f.pos || !f.guards) {
         rc = tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory fusing");
         goto done;
     }
@@ -379,6 +588,7 @@ int tth_relay_fuse(tth_relay_module *m, tth_diag *diag)
     }
     if ((rc = partition(&f)))
         goto done;
+    compute_guards(&f);
     rc = fuse_main(&f, mainfn, diag);
 done:
     if (f.users)
@@ -389,6 +599,7 @@ done:
     free(f.index_of);
     free(f.grp);
     free(f.pos);
+    free(f.guards);
     for (size_t g = 0; g < f.ngroups; g++)
         free(f.groups[g].members);
     free(f.groups);

@@ -1431,6 +1431,34 @@ static tth_tstmt *lw_emit(lw_ctx *c, const lw_results *r, json_t *ops, const cha
     return seq ? lw_simplify(c, seq) : tth_tir_seq(c->m, NULL, 0);
 }
 
+/* if (param p0's value is when0 && ...) body, for a guard [[p0, when0], ...] of one-value params */
+static tth_tstmt *guarded(lw_ctx *c, const json_t *guard, tth_tbuffer *const *params, tth_tstmt *body)
+{
+    tth_texpr *cond = NULL;
+    size_t i;
+    const json_t *lit;
+    json_array_foreach(guard, i, lit) {
+        json_int_t p = json_integer_value(json_array_get(lit, 0));
+        int when = json_is_true(json_array_get(lit, 1));
+        if (p < 0 || (size_t)p >= c->fn->nparams || tth_tbuffer_numel(params[p]) != 1 ||
+            !json_is_boolean(json_array_get(lit, 1))) {
+            lw_fail(c, TTH_EINVAL, NULL, "the function's Guard names param %lld, not one value", (long long)p);
+            return NULL;
+        }
+        tth_texpr *v = tth_tir_load(c->m, params[p], lw_i(c, 0));
+        tth_texpr *t = v ? lw_bin(c, when ? TTH_TBIN_NE : TTH_TBIN_EQ, v, lw_imm(c, v->dtype, 0)) : NULL;
+        cond = cond && t ? lw_bin(c, TTH_TBIN_AND, cond, t) : t;
+        if (!cond) {
+            lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+            return NULL;
+        }
+    }
+    tth_tstmt *s = tth_tir_if(c->m, cond, body, NULL);
+    if (!s)
+        lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
+    return s;
+}
+
 tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
                                    const json_t *target, tth_diag *diag)
 {
@@ -1501,6 +1529,11 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
             lw_fail(c, TTH_ENOMEM, NULL, "out of memory");
         goto out;
     }
+    /* a function fusion found needed only when some conditions hold (daemon/frontend/fuse.c,
+     * "Guard": [[param, when], ...]) runs its code only then */
+    const json_t *guard = json_object_get(fn->attrs, "Guard");
+    if (json_array_size(guard) > 0 && !(body = guarded(c, guard, params, body)))
+        goto out;
     /* a constant a kernel took in another layout (packed panels, transformed filters) is read
      * by no statement: the module lets go of it, so it need not stay in memory */
     release_unread_constants(c, body);
