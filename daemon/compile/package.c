@@ -877,6 +877,16 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         "io_bytes", (json_int_t)io_bytes,
         "operators", tth_mem_plan_per_operator(in->tir, in->plan),
         "plan", tth_mem_plan_summary(in->plan));
+    /* constants the modules compute when bound (docs/artifact.md, "Derived constants") */
+    json_int_t derived_bytes = 0;
+    for (size_t k = 0; k < in->nmods; k++) {
+        size_t i;
+        const json_t *d;
+        json_array_foreach(json_object_get(bind_meta(in, k), "derived"), i, d)
+            derived_bytes += json_integer_value(json_object_get(d, "bytes"));
+    }
+    if (memory && derived_bytes)
+        json_object_set_new(memory, "derived_bytes", json_integer(derived_bytes));
     meta = json_pack("{s:s, s:i, s:s, s:s, s:O, s:s, s:{s:s, s:s, s:s}, s:o, s:o, s:o, "
                      "s:{s:s, s:o, s:o, s:o, s:o, s:s, s:s}, s:o}",
         "format", "tth-artifact", "format_version", 1,
