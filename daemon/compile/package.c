@@ -614,6 +614,9 @@ static void stored_not_derived(const tth_package_input *in, const_list *l)
             continue;
         l->v[i] = NULL;
         add_const(b->derive_from, l);
+        /* the code is built: nothing reads its bytes any more (4x a 3x3 weight: let go before
+         * the tar is written) */
+        tth_tir_const_buffer_release((tth_tir_module *)in->tir, (tth_tbuffer *)b);
     }
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++)
@@ -639,7 +642,10 @@ static void put_entry(pk_buf *b, const char *name, tth_dtype dtype, int32_t rank
     pk_add(b, data, nb);
 }
 
-static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b, size_t *const_bytes)
+/* release: the module whose constants are let go once written (the last reader of their bytes,
+ * so they and the tar are not both in memory), or NULL */
+static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b, size_t *const_bytes,
+                       tth_tir_module *release)
 {
     *const_bytes = 0;
     size_t next = ext ? tth_const_map_count(ext) : 0;
@@ -653,6 +659,8 @@ static int make_params(const const_list *cl, const tth_const_map *ext, pk_buf *b
             nb = c->data->nbytes;
         put_entry(b, c->name, c->dtype, c->rank, c->shape, c->data->data, nb);
         *const_bytes += nb;
+        if (release)
+            tth_tir_const_buffer_release(release, (tth_tbuffer *)c);
     }
     /* constants of external modules (constant_updater), named "<kind>.<name>" */
     for (size_t i = 0; i < next; i++) {
@@ -831,7 +839,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         collect_consts(in->tir->funcs[i]->body, &cl);
     stored_not_derived(in, &cl);
     size_t const_bytes = 0;
-    make_params(&cl, in->ext_consts, &params, &const_bytes); /* counts the bytes */
+    make_params(&cl, in->ext_consts, &params, &const_bytes, NULL); /* counts the bytes */
 
     header = tth_package_header(in);
     readme = make_readme(in, &cg);
@@ -1028,7 +1036,7 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         if (i == params_entry) {
             pk_buf b = {.p = (char *)out + at, .cap = ent[i].len, .fixed = 1};
             size_t again = 0;
-            if (make_params(&cl, in->ext_consts, &b, &again) != 0 || b.len != ent[i].len)
+            if (make_params(&cl, in->ext_consts, &b, &again, (tth_tir_module *)in->tir) != 0 || b.len != ent[i].len)
                 rc = tth_diag_set(diag, TTH_EINTERNAL, "package", "the parameters changed size while written");
         } else if (ent[i].len) {
             memcpy(out + at, ent[i].data, ent[i].len);

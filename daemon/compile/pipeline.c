@@ -256,11 +256,109 @@ static void note_qdq_refusals(compile_state *s)
 
 /* simplify: QDQ to quantized operators, fold constants and batch norm, DCE (tth_relay_simplify:
  * the pass list the tests run too); requires a typed module. */
+/* ---- constants dropped early (docs/tthctl.md, "Large models") ----
+ * A sorted list of constant tensors, each with a count: the functions still to lower that read
+ * it, or 1 for "some function reads it". */
+typedef struct tensor_count {
+    const tth_tensor *t;
+    int n;
+} tensor_count;
+
+typedef struct tensor_counts {
+    tensor_count *v;
+    size_t n, cap;
+} tensor_counts;
+
+static int by_tensor(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const tensor_count *)a)->t, y = (uintptr_t)((const tensor_count *)b)->t;
+    return (x > y) - (x < y);
+}
+
+static tensor_count *tensor_find(const tensor_counts *c, const tth_tensor *t)
+{
+    tensor_count key = {t, 0};
+    return c->n ? bsearch(&key, c->v, c->n, sizeof *c->v, by_tensor) : NULL;
+}
+
+/* The constants fn reads, once per function (a tensor read twice in fn counts once) */
+static int add_function_constants(tth_relay_module *m, const tth_relay_function *fn, tensor_counts *c)
+{
+    tth_rexpr **nodes = NULL;
+    int64_t n = tth_relay_topo(m, fn, &nodes);
+    if (n < 0)
+        return TTH_ENOMEM;
+    size_t first = c->n;
+    for (int64_t i = 0; i < n; i++) {
+        const tth_tensor *t = nodes[i]->kind == TTH_REXPR_CONST ? nodes[i]->u.constant.value : NULL;
+        int dup = 0;
+        for (size_t k = first; t && k < c->n && !dup; k++)
+            dup = c->v[k].t == t;
+        if (!t || dup)
+            continue;
+        if (c->n == c->cap) {
+            size_t cap = c->cap ? 2 * c->cap : 64;
+            tensor_count *v = realloc(c->v, cap * sizeof *v);
+            if (!v)
+                return TTH_ENOMEM;
+            c->v = v;
+            c->cap = cap;
+        }
+        c->v[c->n].t = t;
+        c->v[c->n++].n = 1;
+    }
+    return 0;
+}
+
+/* Sorted, one entry per tensor with the number of functions that read it */
+static void tensor_counts_merge(tensor_counts *c)
+{
+    if (!c->n)
+        return;
+    qsort(c->v, c->n, sizeof *c->v, by_tensor);
+    size_t k = 0;
+    for (size_t i = 1; i < c->n; i++) {
+        if (c->v[i].t == c->v[k].t)
+            c->v[k].n += c->v[i].n;
+        else
+            c->v[++k] = c->v[i];
+    }
+    c->n = k + 1;
+}
+
+static int keep_counted(void *ctx, const tth_tensor *t)
+{
+    const tensor_count *e = tensor_find(ctx, t);
+    return !e || e->n > 0; /* unknown (not a lowered function's): kept */
+}
+
+static int keep_read(void *ctx, const tth_tensor *t)
+{
+    return tensor_find(ctx, t) != NULL;
+}
+
+/* Folding replaced constants by others (a transposed weight for Gemm's transB, a folded
+ * batch norm): the ones no function reads any more are freed now, not when the module is. */
+static void drop_dead_constants(compile_state *s)
+{
+    tensor_counts c = {0};
+    int rc = 0;
+    for (size_t i = 0; i < s->rmod->nfuncs && !rc; i++)
+        rc = add_function_constants(s->rmod, s->rmod->funcs[i], &c);
+    if (!rc) {
+        tensor_counts_merge(&c);
+        tth_relay_module_drop_constants_if(s->rmod, keep_read, &c);
+    }
+    free(c.v);
+}
+
 static int stage_simplify(compile_state *s)
 {
     int rc = tth_relay_simplify(s->rmod, s->diag);
-    if (rc == 0)
+    if (rc == 0) {
         note_qdq_refusals(s);
+        drop_dead_constants(s);
+    }
     return rc;
 }
 
@@ -434,21 +532,55 @@ static void note_constant_function(compile_state *s, const tth_rexpr *call, cons
     s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
 }
 
-/* lower: every primitive function main calls → a PrimFunc `<model>_fused_<op>_<n>`, in call
- * order; requires fusion (optimize). */
-static int stage_lower(compile_state *s)
+/* Lower each function main calls once (regions of kinds with no relay hook through the default
+ * lowering too), dropping constants as their last reader is lowered (stage_lower). */
+typedef struct lower_order {
+    int64_t node;
+    size_t bytes; /* the constants its function reads */
+} lower_order;
+
+static int lower_in_order(compile_state *s, tth_rexpr **nodes, int64_t n, const lower_order *order,
+                          tensor_counts *readers, size_t *lowered_bytes);
+
+static int by_bytes_desc(const void *a, const void *b)
 {
-    tth_relay_function *main_fn = tth_relay_module_main(s->rmod);
-    if (!s->tmod || !main_fn)
-        return tth_diag_set(s->diag, s->tmod ? TTH_EINVAL : TTH_ENOMEM, NULL,
-                            s->tmod ? "the model has no main function" : "out of memory");
-    tth_rexpr **nodes = NULL;
-    int64_t n = tth_relay_topo(s->rmod, main_fn, &nodes);
-    if (n < 0)
+    const lower_order *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+static int lower_functions(compile_state *s, tth_rexpr **nodes, int64_t n, tensor_counts *readers,
+                           size_t *lowered_bytes)
+{
+    /* the functions with the most constant bytes first: a large weight and its packed copy are
+     * both in memory only while few other packed copies are (VGG-11's 392 MiB classifier weight
+     * was packed after the convolutions' Winograd filters, on top of them) */
+    lower_order *order = calloc((size_t)n + 1, sizeof *order);
+    if (!order)
         return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
     for (int64_t i = 0; i < n; i++) {
+        order[i].node = i;
         const tth_rexpr *e = nodes[i];
-        stage_progress(s, i, n);
+        tensor_counts mine = {0};
+        if (e->kind == TTH_REXPR_CALL && e->u.call.fn && !add_function_constants(s->rmod, e->u.call.fn, &mine))
+            for (size_t k = 0; k < mine.n; k++)
+                order[i].bytes += mine.v[k].t->nbytes;
+        free(mine.v);
+    }
+    qsort(order, (size_t)n, sizeof *order, by_bytes_desc);
+    int rc = lower_in_order(s, nodes, n, order, readers, lowered_bytes);
+    free(order);
+    return rc;
+}
+
+static int lower_in_order(compile_state *s, tth_rexpr **nodes, int64_t n, const lower_order *order,
+                          tensor_counts *readers, size_t *lowered_bytes)
+{
+    for (int64_t j = 0; j < n; j++) {
+        int64_t i = order[j].node;
+        const tth_rexpr *e = nodes[i];
+        stage_progress(s, j, n);
         if (e->kind != TTH_REXPR_CALL || !e->u.call.fn)
             continue;
         const tth_relay_function *fn = e->u.call.fn;
@@ -485,9 +617,58 @@ static int stage_lower(compile_state *s)
         s->lowered[s->nlowered].prim_name = pf->name;
         s->nlowered++;
         note_constant_function(s, e, pf->name);
+        /* this function's constants have one reader fewer */
+        tensor_counts mine = {0};
+        if (add_function_constants(s->rmod, fn, &mine)) {
+            free(mine.v);
+            return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+        }
+        for (size_t k = 0; k < mine.n; k++) {
+            tensor_count *r = tensor_find(readers, mine.v[k].t);
+            if (r && --r->n == 0)
+                *lowered_bytes += mine.v[k].t->nbytes;
+        }
+        free(mine.v);
+        if (*lowered_bytes >= (64u << 20)) {
+            tth_relay_module_drop_constants_if(s->rmod, keep_counted, readers);
+            *lowered_bytes = 0;
+        }
     }
+    return 0;
+}
+
+/* lower: every primitive function main calls → a PrimFunc `<model>_fused_<op>_<n>`, in call
+ * order; requires fusion (optimize). */
+static int stage_lower(compile_state *s)
+{
+    tth_relay_function *main_fn = tth_relay_module_main(s->rmod);
+    if (!s->tmod || !main_fn)
+        return tth_diag_set(s->diag, s->tmod ? TTH_EINVAL : TTH_ENOMEM, NULL,
+                            s->tmod ? "the model has no main function" : "out of memory");
+    tth_rexpr **nodes = NULL;
+    int64_t n = tth_relay_topo(s->rmod, main_fn, &nodes);
+    if (n < 0)
+        return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+    /* each constant's data is freed once every function that reads it is lowered and the TIR
+     * took what it needs (a packed copy, or a reference), checked every 64 MiB of constants
+     * lowered: the imported weights and their packed copies are not all in memory at once */
+    tensor_counts readers = {0};
+    for (int64_t i = 0; i < n; i++)
+        if (nodes[i]->kind == TTH_REXPR_CALL && nodes[i]->u.call.fn &&
+            !tth_partition_region(&s->part, nodes[i]->u.call.fn) &&
+            add_function_constants(s->rmod, nodes[i]->u.call.fn, &readers)) {
+            free(readers.v);
+            return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory");
+        }
+    tensor_counts_merge(&readers);
+    size_t lowered_bytes = 0;
+    int rc = lower_functions(s, nodes, n, &readers, &lowered_bytes);
+    tth_relay_module_drop_constants_if(s->rmod, keep_counted, &readers);
+    free(readers.v);
+    if (rc)
+        return rc;
     size_t merged = 0;
-    int rc = tth_dedup_constants(s->tmod, &merged, s->diag);
+    rc = tth_dedup_constants(s->tmod, &merged, s->diag);
     if (rc)
         return rc;
     if (merged && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
@@ -800,8 +981,9 @@ int tth_compile(const tth_compile_request *req, tth_compile_result *res, tth_dia
     };
     int rc = 0;
     size_t nstages = sizeof stages / sizeof *stages;
-    for (size_t i = 0; i < nstages && !rc; i++)
+    for (size_t i = 0; i < nstages && !rc; i++) {
         rc = run_stage(&s, &stages[i], i + 1 < nstages ? stages[i + 1].percent : 99);
+    }
     tth_relay_fold_for(NULL);
 
     if (rc == 0) {

@@ -87,6 +87,17 @@ int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *
                                 tth_tensor **out, tth_diag *diag);
 /* Free the files an import read through ext (not ext->used, the caller's). */
 void tth__onnx_external_release(struct tth_onnx_external *ext);
+/* Where a main-graph initializer's raw_data payload lies in the model's bytes (len 0: it stayed
+ * in the skeleton) */
+typedef struct tth__onnx_span {
+    size_t off, len;
+} tth__onnx_span;
+/* The model [bytes, bytes + n) without the raw_data payloads of its main graph's initializers
+ * (onnx_skeleton.c): 0 with *out (malloc'd) and spans[k] for initializer k; 1 when there is
+ * nothing to leave out, -1 when the bytes are not a well-formed message of the shape expected
+ * (the parser then reads the bytes as they are and says what is wrong). */
+int tth__onnx_skeleton(const uint8_t *bytes, size_t n, uint8_t **out, size_t *out_len, tth__onnx_span **spans,
+                       size_t *nspans);
 /* ONNX TensorProto.DataType → tth_dtype (TTH_DTYPE_INVALID if not representable). */
 tth_dtype tth__onnx_dtype(int32_t onnx_type);
 /* "string (ONNX element type 8)" for the types tth does not take, else "ONNX element type N". */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "onnx_import.h"
 #include "tth/target.h"
@@ -363,6 +364,16 @@ static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const js
     return 0;
 }
 
+/* The whole pages of [p, p + n) of a mapped model: read, so dropped from memory (a private
+ * read-only mapping of a file: they come back from the file if read again) */
+static void give_back(const uint8_t *p, size_t n)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* A graph's initializers as constants, under their names. */
 /* release: the main graph's, read once (a subgraph's are read again for each iteration) */
 static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphProto *g, int release)
@@ -375,7 +386,19 @@ static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphP
         if (!name[0])
             return tth__onnx_fail(c, TTH_EMODEL, "initializer without a name");
         tth_tensor *t = NULL;
-        int rc = tth__onnx_tensor_from_proto(tp, c->where, c->ext, &t, c->diag);
+        int rc;
+        const tth__onnx_span *sp = release && i < c->nspans && c->spans[i].len ? &c->spans[i] : NULL;
+        if (sp && tp->n_external_data == 0 && !(tp->has_data_location && tp->data_location != 0)) {
+            /* its payload, left out of the parsed skeleton, from the mapping; its pages go back */
+            Onnx__TensorProto view = *tp;
+            view.has_raw_data = 1;
+            view.raw_data.data = (uint8_t *)c->model_bytes + sp->off;
+            view.raw_data.len = sp->len;
+            rc = tth__onnx_tensor_from_proto(&view, c->where, c->ext, &t, c->diag);
+            give_back(c->model_bytes + sp->off, sp->len);
+        } else {
+            rc = tth__onnx_tensor_from_proto(tp, c->where, c->ext, &t, c->diag);
+        }
         if (rc)
             return rc;
         if (!tth__onnx_shape_ok(t->type.shape, t->type.rank)) {
@@ -449,6 +472,150 @@ int tth__onnx_import_body(tth_onnx_ctx *c, const Onnx__GraphProto *g, tth_rexpr 
     return rc;
 }
 
+/* ---- constants that die while the main graph is imported ----
+ * A weight that its only ONNX consumer folded into a new constant (Gemm's transB transposes its
+ * weight; a Cast of float16 weights to float32) is dead once that consumer is imported: its data
+ * is freed then, not when the module is, so the weight and its new form are not both in memory
+ * for the rest of the import (docs/tthctl.md, "Large models"). A value is dead when
+ * no ONNX node to come reads its name (uses counts every node input of the main graph and of
+ * every subgraph, and the graph outputs), and no Relay node made by the nodes that read it holds
+ * it or its tensor. */
+typedef struct use_entry {
+    const char *name;
+    int left;      /* ONNX reads still to come */
+    int escaped;   /* a Relay node made by a reader holds it */
+} use_entry;
+
+typedef struct usetab {
+    use_entry *v;
+    size_t cap, n;
+} usetab;
+
+static use_entry *use_find(usetab *t, const char *k, int add)
+{
+    if (add && (t->n + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? 2 * t->cap : 256;
+        use_entry *nv = calloc(ncap, sizeof *nv);
+        if (!nv)
+            return NULL;
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->v[i].name) {
+                size_t h = (size_t)hash_str(t->v[i].name) & (ncap - 1);
+                while (nv[h].name)
+                    h = (h + 1) & (ncap - 1);
+                nv[h] = t->v[i];
+            }
+        free(t->v);
+        t->v = nv;
+        t->cap = ncap;
+    }
+    if (!t->cap)
+        return NULL;
+    size_t h = (size_t)hash_str(k) & (t->cap - 1);
+    while (t->v[h].name) {
+        if (strcmp(t->v[h].name, k) == 0)
+            return &t->v[h];
+        h = (h + 1) & (t->cap - 1);
+    }
+    if (!add)
+        return NULL;
+    t->v[h].name = k;
+    t->n++;
+    return &t->v[h];
+}
+
+static int count_uses(usetab *t, const Onnx__GraphProto *g, int depth)
+{
+    if (!g || depth > 64)
+        return 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        for (size_t k = 0; n && k < n->n_input; k++) {
+            use_entry *e = n->input[k] && n->input[k][0] ? use_find(t, n->input[k], 1) : NULL;
+            if (n->input[k] && n->input[k][0] && !e)
+                return TTH_ENOMEM;
+            if (e)
+                e->left++;
+        }
+        for (size_t a = 0; n && a < n->n_attribute; a++) {
+            const Onnx__AttributeProto *at = n->attribute[a];
+            if (at && count_uses(t, at->g, depth + 1))
+                return TTH_ENOMEM;
+            for (size_t k = 0; at && k < at->n_graphs; k++)
+                if (count_uses(t, at->graphs[k], depth + 1))
+                    return TTH_ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        use_entry *e = g->output[i] && g->output[i]->name ? use_find(t, g->output[i]->name, 1) : NULL;
+        if (e)
+            e->left += 1 << 20; /* read by the caller: never dead */
+    }
+    return 0;
+}
+
+/* Does a Relay node made since node id `since` (reached from `from`) hold constant k or its tensor? */
+static int holds(const tth_rexpr *from, const tth_rexpr *k, uint32_t since, int depth)
+{
+    if (!from || from == k || (from->kind == TTH_REXPR_CONST && from->u.constant.value == k->u.constant.value))
+        return 1;
+    if (from->id < since || depth > 256)
+        return depth > 256; /* older nodes were checked when they were made; too deep: say it does */
+    tth_rexpr *const *args;
+    size_t na = tth__node_args(from, &args);
+    for (size_t i = 0; i < na; i++)
+        if (holds(args[i], k, since, depth + 1))
+            return 1;
+    return 0;
+}
+
+typedef struct dead_list {
+    const tth_tensor **t;
+    size_t n, cap, bytes;
+} dead_list;
+
+static int keep_alive(void *ctx, const tth_tensor *t)
+{
+    const dead_list *d = ctx;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->t[i] == t)
+            return 0;
+    return 1;
+}
+
+/* After node n (its Relay nodes numbered from `since`): note the constants its inputs named
+ * that are now dead, freeing them by the 16 MiB */
+static void note_dead(tth_onnx_ctx *c, valtab *vals, usetab *uses, dead_list *dead, const Onnx__NodeProto *n,
+                      uint32_t since)
+{
+    for (size_t i = 0; i < n->n_input; i++) {
+        const char *name = n->input[i];
+        use_entry *e = name && name[0] ? use_find(uses, name, 0) : NULL;
+        tth_rexpr *k = e ? valtab_get(vals, name) : NULL;
+        if (!k || k->kind != TTH_REXPR_CONST || !k->u.constant.value)
+            continue;
+        for (size_t o = 0; o < n->n_output && !e->escaped; o++)
+            if (n->output[o] && n->output[o][0])
+                e->escaped = holds(valtab_get(vals, n->output[o]), k, since, 0);
+        if (--e->left != 0 || e->escaped)
+            continue;
+        if (dead->n == dead->cap) {
+            size_t cap = dead->cap ? 2 * dead->cap : 16;
+            const tth_tensor **nt = realloc(dead->t, cap * sizeof *nt);
+            if (!nt)
+                return; /* freed with the module instead */
+            dead->t = nt;
+            dead->cap = cap;
+        }
+        dead->t[dead->n++] = k->u.constant.value;
+        dead->bytes += k->u.constant.value->nbytes;
+    }
+    if (dead->bytes >= (16u << 20)) {
+        tth_relay_module_drop_constants_if(c->m, keep_alive, dead);
+        dead->n = dead->bytes = 0;
+    }
+}
+
 static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *model_name, const json_t *bind,
                         const json_t *input_shapes)
 {
@@ -519,15 +686,25 @@ static int import_graph(tth_onnx_ctx *c, const Onnx__GraphProto *g, const char *
         }
         json_array_append_new(in_names, nm);
     }
-    for (size_t i = 0; i < g->n_node; i++) {
+    usetab uses = {0};
+    dead_list dead = {0};
+    int track = count_uses(&uses, g, 0) == 0;
+    for (size_t i = 0; i < g->n_node && !rc; i++) {
         if (!g->node[i]) {
             rc = tth_diag_set(c->diag, TTH_EMODEL, NULL, "empty node %zu", i);
-            goto done;
+            break;
         }
+        uint32_t since = tth_relay_next_id(m);
         rc = import_node(c, &vals, g->node[i]);
-        if (rc)
-            goto done;
+        if (!rc && track)
+            note_dead(c, &vals, &uses, &dead, g->node[i], since);
     }
+    if (!rc && dead.n)
+        tth_relay_module_drop_constants_if(m, keep_alive, &dead);
+    free(uses.v);
+    free(dead.t);
+    if (rc)
+        goto done;
     tth_relay_set_span(m, NULL);
     if (g->n_output == 0) {
         rc = tth_diag_set(c->diag, TTH_EMODEL, "graph", "the graph has no outputs");
@@ -687,13 +864,25 @@ int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name
         return tth_diag_set(diag, TTH_EINVAL, NULL, "no model bytes");
     if (pb_check_nesting(bytes, bytes + len, &onnx__model_proto__descriptor, 0))
         return tth_diag_set(diag, TTH_ELIMIT, "model", "the model nests messages more than %d deep", ONNX_MAX_NESTING);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, bytes);
-    if (!mp)
+    /* a mapped model is parsed without its weights (onnx_skeleton.c): each is read from the
+     * mapping once, into its tensor, and its pages then given back */
+    uint8_t *skeleton = NULL;
+    size_t skeleton_len = 0, nspans = 0;
+    tth__onnx_span *spans = NULL;
+    if (!(ext && ext->bytes_mapped) || tth__onnx_skeleton(bytes, len, &skeleton, &skeleton_len, &spans, &nspans) != 0)
+        skeleton = NULL;
+    Onnx__ModelProto *mp = skeleton ? onnx__model_proto__unpack(NULL, skeleton_len, skeleton)
+                                    : onnx__model_proto__unpack(NULL, len, bytes);
+    free(skeleton);
+    if (!mp) {
+        free(spans);
         return tth_diag_set(diag, TTH_EPARSE, "model", "not a valid ONNX model (protobuf parsing failed)");
-    if (ext && ext->bytes_mapped) /* parsed: the message holds copies of everything */
+    }
+    if (ext && ext->bytes_mapped && !spans) /* parsed: the message holds copies of everything */
         madvise((void *)bytes, len, MADV_DONTNEED);
     int rc = 0;
-    tth_onnx_ctx c = {.diag = diag, .opset = -1, .training = -1, .ext = ext};
+    tth_onnx_ctx c = {.diag = diag, .opset = -1, .training = -1, .ext = ext, .model_bytes = bytes, .spans = spans,
+                      .nspans = nspans};
     for (size_t i = 0; i < mp->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (o && (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) && o->has_version)
@@ -751,6 +940,9 @@ int tth_onnx_import_ext(const uint8_t *bytes, size_t len, const char *model_name
     *out = c.m;
 done:
     onnx__model_proto__free_unpacked(mp, NULL);
+    if (spans) /* the pages the payloads' edges shared */
+        madvise((void *)bytes, len, MADV_DONTNEED);
+    free(spans);
     tth__onnx_external_release(ext);
     return rc;
 }

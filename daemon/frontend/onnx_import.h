@@ -30,6 +30,9 @@ typedef struct tth_onnx_ctx {
     struct tth_onnx_external *ext; /* external data (may be NULL) */
     struct valtab *vals;           /* the values by name, while a graph is imported */
     int64_t unrolled;              /* loop and scan bodies imported so far (bounded in all) */
+    const uint8_t *model_bytes;    /* a mapped model whose main-graph initializers' payloads */
+    const tth__onnx_span *spans;   /* were left out of the parsed skeleton: spans[k] for the */
+    size_t nspans;                 /* k-th (onnx_skeleton.c) */
 } tth_onnx_ctx;
 
 /* One operator: inputs (NULL for an absent optional input), outputs to fill (leave NULL for an

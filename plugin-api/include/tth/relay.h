@@ -237,6 +237,14 @@ TTH_API tth_relay_function *tth_relay_module_find(const tth_relay_module *m, con
  * value keeps its type with data NULL and nbytes 0, so nothing may read it afterwards. Returns
  * the bytes released. */
 TTH_API size_t tth_relay_module_drop_constants(tth_relay_module *m);
+/* The same for the constants `keep` says 0 of (keep(ctx, tensor)); NULL keep drops as
+ * tth_relay_module_drop_constants does (ABI 1.8). For dropping early: the constants of dead
+ * expressions after folding, and those of functions already lowered. */
+TTH_API size_t tth_relay_module_drop_constants_if(tth_relay_module *m, int (*keep)(void *ctx, const tth_tensor *t),
+                                                  void *ctx);
+/* The id the next node made in m will have (ids grow in creation order; ABI 1.8): nodes made
+ * after this call have ids at least this. */
+TTH_API uint32_t tth_relay_next_id(const tth_relay_module *m);
 /* "main" by convention: the function the model's inputs enter. */
 TTH_API tth_relay_function *tth_relay_module_main(const tth_relay_module *m);
 

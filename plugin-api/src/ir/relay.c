@@ -34,6 +34,11 @@ static int by_address(const void *a, const void *b)
 
 size_t tth_relay_module_drop_constants(tth_relay_module *m)
 {
+    return tth_relay_module_drop_constants_if(m, NULL, NULL);
+}
+
+size_t tth_relay_module_drop_constants_if(tth_relay_module *m, int (*keep)(void *ctx, const tth_tensor *t), void *ctx)
+{
     tth__ptrvec *v = m ? &tth__rmod(m)->own.tensors : NULL;
     if (!v || !v->n)
         return 0;
@@ -50,6 +55,8 @@ size_t tth_relay_module_drop_constants(tth_relay_module *m)
         tth_tensor *t = sorted[i];
         if (!t || !t->data || __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != (uint32_t)(j - i))
             continue; /* the TIR, a constant map or a caller holds it too */
+        if (keep && keep(ctx, t))
+            continue;
         freed += t->nbytes;
         free(t->data);
         t->data = NULL;
@@ -57,6 +64,11 @@ size_t tth_relay_module_drop_constants(tth_relay_module *m)
     }
     free(sorted);
     return freed;
+}
+
+uint32_t tth_relay_next_id(const tth_relay_module *m)
+{
+    return m ? tth__rmod((tth_relay_module *)m)->next_id : 0;
 }
 
 tth_relay_function *tth_relay_module_main(const tth_relay_module *m)
