@@ -87,6 +87,9 @@ int tth__onnx_tensor_from_proto(const struct Onnx__TensorProto *tp, const char *
                                 tth_tensor **out, tth_diag *diag);
 /* Free the files an import read through ext (not ext->used, the caller's). */
 void tth__onnx_external_release(struct tth_onnx_external *ext);
+/* The whole pages of [p, p + n), a part of a private read-only mapping of a file that was read:
+ * dropped from memory (they come back from the file if read again) */
+void tth__onnx_give_back(const uint8_t *p, size_t n);
 /* Where a main-graph initializer's raw_data payload lies in the model's bytes (len 0: it stayed
  * in the skeleton) */
 typedef struct tth__onnx_span {

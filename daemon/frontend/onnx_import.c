@@ -364,16 +364,6 @@ static int bind_names_known(tth_onnx_ctx *c, const Onnx__GraphProto *g, const js
     return 0;
 }
 
-/* The whole pages of [p, p + n) of a mapped model: read, so dropped from memory (a private
- * read-only mapping of a file: they come back from the file if read again) */
-static void give_back(const uint8_t *p, size_t n)
-{
-    long ps = sysconf(_SC_PAGESIZE);
-    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
 /* A graph's initializers as constants, under their names. */
 /* release: the main graph's, read once (a subgraph's are read again for each iteration) */
 static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphProto *g, int release)
@@ -395,7 +385,7 @@ static int import_initializers(tth_onnx_ctx *c, valtab *vals, const Onnx__GraphP
             view.raw_data.data = (uint8_t *)c->model_bytes + sp->off;
             view.raw_data.len = sp->len;
             rc = tth__onnx_tensor_from_proto(&view, c->where, c->ext, &t, c->diag);
-            give_back(c->model_bytes + sp->off, sp->len);
+            tth__onnx_give_back(c->model_bytes + sp->off, sp->len);
         } else {
             rc = tth__onnx_tensor_from_proto(tp, c->where, c->ext, &t, c->diag);
         }

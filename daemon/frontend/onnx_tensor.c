@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -65,9 +66,18 @@ void tth__onnx_type_text(int32_t onnx_type, char *buf, size_t len)
 
 struct tth_onnx_ext_file {
     char *location;
-    uint8_t *data;
+    uint8_t *data; /* a private read-only mapping of the file (size bytes), or "" when empty */
     size_t size;
 };
+
+void tth__onnx_give_back(const uint8_t *p, size_t n)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+              hi = ((uintptr_t)p + n) & ~(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
 
 void tth__onnx_external_release(tth_onnx_external *ext)
 {
@@ -75,7 +85,8 @@ void tth__onnx_external_release(tth_onnx_external *ext)
         return;
     for (size_t i = 0; i < ext->nfiles; i++) {
         free(ext->files[i].location);
-        free(ext->files[i].data);
+        if (ext->files[i].size)
+            munmap(ext->files[i].data, ext->files[i].size);
     }
     free(ext->files);
     ext->files = NULL;
@@ -97,7 +108,9 @@ static int parse_u64(const char *s, uint64_t *v)
     return 0;
 }
 
-/* the whole file at location, read once per import */
+/* the whole file at location, mapped once per import: each tensor's bytes are read from the
+ * mapping into its constant and their pages given back (tth__onnx_give_back), so the data file
+ * and the constants are not both in memory (docs/tthctl.md, "Large models") */
 static const struct tth_onnx_ext_file *ext_file(tth_onnx_external *ext, const char *loc, const char *where,
                                                 tth_diag *diag)
 {
@@ -121,25 +134,23 @@ static const struct tth_onnx_ext_file *ext_file(tth_onnx_external *ext, const ch
         return NULL;
     }
     struct tth_onnx_ext_file *nf = realloc(ext->files, (ext->nfiles + 1) * sizeof *nf);
-    uint8_t *data = malloc(st.st_size ? (size_t)st.st_size : 1);
+    size_t got = (size_t)st.st_size;
+    void *map = got ? mmap(NULL, got, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
+    int map_errno = errno;
     char *name = strdup(loc);
     if (nf)
         ext->files = nf;
-    size_t got = 0;
-    while (nf && data && name && got < (size_t)st.st_size) {
-        ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
     close(fd);
-    if (!nf || !data || !name || got != (size_t)st.st_size) {
-        free(data);
+    if (!nf || map == MAP_FAILED || !name) {
+        if (map != MAP_FAILED && got)
+            munmap(map, got);
         free(name);
-        tth_diag_set(diag, !nf || !data || !name ? TTH_ENOMEM : TTH_EIO, where,
-                     "cannot read the external data file '%s' (%lld bytes)", loc, (long long)st.st_size);
+        tth_diag_set(diag, !nf || !name ? TTH_ENOMEM : TTH_EIO, where, "cannot read the external data file '%s' "
+                     "(%lld bytes): %s", loc, (long long)st.st_size, map == MAP_FAILED ? strerror(map_errno)
+                                                                                 : "out of memory");
         return NULL;
     }
+    uint8_t *data = map;
     struct tth_onnx_ext_file *f = &ext->files[ext->nfiles++];
     f->location = name;
     f->data = data;
@@ -149,6 +160,7 @@ static const struct tth_onnx_ext_file *ext_file(tth_onnx_external *ext, const ch
         snprintf(hex, sizeof hex, "%016llx", (unsigned long long)XXH64(data, got, 0));
         json_array_append_new(ext->used, json_pack("{s:s, s:I, s:s}", "location", loc, "bytes", (json_int_t)got,
                                                    "xxh64", hex));
+        tth__onnx_give_back(data, got); /* hashed: read again tensor by tensor */
     }
     return f;
 }
@@ -243,7 +255,9 @@ int tth__onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *where, 
         view.has_raw_data = 1;
         view.raw_data.len = (size_t)numel * esz;
         view.raw_data.data = (uint8_t *)bytes;
-        return tth__onnx_tensor_from_proto(&view, where, NULL, out, diag);
+        rc = tth__onnx_tensor_from_proto(&view, where, NULL, out, diag);
+        tth__onnx_give_back(bytes, view.raw_data.len);
+        return rc;
     }
     size_t have = 0;
     if (tp->has_raw_data)
