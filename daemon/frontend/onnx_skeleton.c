@@ -17,7 +17,7 @@
 #include "frontend_internal.h"
 
 enum { MODEL_GRAPH = 7, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9 };
-#define PAYLOAD_MIN 4096 /* smaller payloads stay in the skeleton: not worth a span */
+#define PAYLOAD_MIN 64 /* smaller payloads stay in the skeleton: not worth a span */
 
 static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {

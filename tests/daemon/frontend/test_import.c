@@ -1136,7 +1136,7 @@ static uint8_t *mapped_copy(const uint8_t *bytes, size_t len)
 
 /* A model read from a mapping is parsed without its weights (the skeleton) and each weight read
  * from the mapping: the same Relay as from bytes in memory, with the same values, for
- * initializers above and below the skeleton's 4096-byte threshold, one a Gemm transposes (the
+ * initializers above and below the skeleton's 64-byte threshold, one a Gemm transposes (the
  * original then dead and freed during the import) and one read twice; a truncated model is
  * refused the same way on both paths. */
 Test(import, mapped_model_imports_as_in_memory)
