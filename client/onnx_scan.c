@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "onnx_scan.h"
+#include "../daemon/frontend/pb_wire.h"
 
 #define MAX_DEPTH 64
 
@@ -51,20 +52,6 @@ static enum msg child(enum msg m, uint64_t field)
     }
 }
 
-static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*p >= end)
-            return -1;
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
 static void add_location(scan *s, const uint8_t *v, size_t len)
 {
     for (size_t i = 0; i < s->n; i++)
@@ -90,7 +77,8 @@ static int entry(scan *s, const uint8_t *p, const uint8_t *end)
     uint64_t klen = 0, vlen = 0;
     while (p < end) {
         uint64_t tag, len;
-        if (varint(&p, end, &tag) != 0 || (tag & 7) != 2 || varint(&p, end, &len) != 0 || len > (uint64_t)(end - p))
+        if (tth_pb_varint(&p, end, &tag) != 0 || (tag & 7) != 2 || tth_pb_varint(&p, end, &len) != 0 ||
+            len > (uint64_t)(end - p))
             return -1;
         if (tag >> 3 == 1)
             key = p, klen = len;
@@ -111,11 +99,11 @@ static int message(scan *s, enum msg m, const uint8_t *p, const uint8_t *end, in
         return entry(s, p, end);
     while (p < end && !s->oom) {
         uint64_t tag, v;
-        if (varint(&p, end, &tag) != 0)
+        if (tth_pb_varint(&p, end, &tag) != 0)
             return -1;
         switch (tag & 7) {
         case 0:
-            if (varint(&p, end, &v) != 0)
+            if (tth_pb_varint(&p, end, &v) != 0)
                 return -1;
             break;
         case 1:
@@ -127,7 +115,7 @@ static int message(scan *s, enum msg m, const uint8_t *p, const uint8_t *end, in
             break;
         }
         case 2: {
-            if (varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
+            if (tth_pb_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
                 return -1;
             enum msg c = child(m, tag >> 3);
             if (c != M_NONE && message(s, c, p, p + v, depth + 1) != 0)

@@ -7,31 +7,16 @@
  * initializer's raw_data left out (the field kept, empty); the payloads stay in the mapping, where
  * the importer reads each once into its tensor and then gives the pages back.
  *
- * The wire format (protobuf's encoding): each field is a varint key (field number << 3 | wire
- * type), then a varint (type 0), 8 bytes (1), a varint length and that many bytes (2) or 4 bytes
- * (5). ModelProto.graph is field 7, GraphProto.initializer field 5, TensorProto.raw_data field 9
+ * The wire format: pb_wire.h. ModelProto.graph is field 7, GraphProto.initializer field 5, TensorProto.raw_data field 9
  * (onnx.proto3's field numbers). Only the lengths of the graph and of each initializer change. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend_internal.h"
+#include "pb_wire.h"
 
 enum { MODEL_GRAPH = 7, GRAPH_INITIALIZER = 5, TENSOR_RAW_DATA = 9 };
 #define PAYLOAD_MIN 64 /* smaller payloads stay in the skeleton: not worth a span */
-
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*p >= end)
-            return -1;
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
 
 static size_t put_varint(uint8_t *out, uint64_t v)
 {
@@ -50,13 +35,13 @@ static int next_field(const uint8_t **p, const uint8_t *end, uint32_t *num, int 
                       size_t *len)
 {
     uint64_t key, v;
-    if (get_varint(p, end, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff)
+    if (tth_pb_varint(p, end, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff)
         return -1;
     *num = (uint32_t)(key >> 3);
     *type = (int)(key & 7);
     switch (*type) {
     case 0:
-        return get_varint(p, end, &v);
+        return tth_pb_varint(p, end, &v);
     case 1:
     case 5: {
         size_t w = *type == 1 ? 8 : 4;
@@ -66,7 +51,7 @@ static int next_field(const uint8_t **p, const uint8_t *end, uint32_t *num, int 
         return 0;
     }
     case 2:
-        if (get_varint(p, end, &v) || v > (uint64_t)(end - *p))
+        if (tth_pb_varint(p, end, &v) || v > (uint64_t)(end - *p))
             return -1;
         *body = *p;
         *len = (size_t)v;

@@ -79,7 +79,8 @@ static void tth_bind_derive(void)
         void *dst = tth_bind_store + tth_bind_derived[d].offset;
         const void *src = TTH_BIND_SLOTS[tth_bind_derived[d].from];
         if (tth_bind_derived[d].transform == TTH_DERIVE_WINOGRAD_F4X4_3X3)
-            tth_bind_winograd((const float *)src, (float *)dst, tth_bind_derived[d].dims[0], tth_bind_derived[d].dims[1]);
+            tth_bind_winograd((const float *)src, (float *)dst, tth_bind_derived[d].dims[0],
+                              tth_bind_derived[d].dims[1]);
         TTH_BIND_SLOTS[tth_bind_derived[d].slot] = dst;
     }
 }

@@ -10,10 +10,7 @@ each refusal names the attribute, type or opset.
 Exit status 77 (skipped) when numpy, onnx, node or onnxruntime-node is missing.
 """
 import argparse
-import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -21,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 from private_tthd import PrivateTthd, finish  # noqa: E402
+from ort_ref import default_ort_dir, ort_dir_or_skip, ort_outputs  # noqa: E402
 
 try:
     import numpy as np
@@ -193,11 +191,9 @@ def refusals():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tthctl", required=True)
-    ap.add_argument("--ort-dir", default=os.environ.get("TTH_ORT_DIR") or os.path.join(ROOT, "build-bench", "ort"))
+    ap.add_argument("--ort-dir", default=default_ort_dir())
     args = ap.parse_args()
-    if not shutil.which("node") or not os.path.isdir(os.path.join(args.ort_dir, "node_modules", "onnxruntime-node")):
-        print("skipped: onnxruntime-node is not in %s (bench/ort/setup installs it) or node is missing" % args.ort_dir)
-        return 77
+    ort_dir_or_skip(args.ort_dir)
     work = tempfile.mkdtemp(prefix="tth-opset18-")
     failures = []
     with PrivateTthd(args.tthctl, work) as daemon:
@@ -210,11 +206,9 @@ def main():
             for n, arr in inputs.items():
                 np.save(os.path.join(d, n + ".npy"), arr)
                 ins += ["--input", "%s=%s" % (n, os.path.join(d, n + ".npy"))]
-            r = subprocess.run(["node", os.path.join(ROOT, "bench", "ort", "ort_time.js"), path, "--warmup", "0",
-                                "--runs", "20", "--output-dir", os.path.join(d, "ort"), "--ort-dir", args.ort_dir] +
-                               ins, capture_output=True, text=True)
-            if r.returncode != 0:
-                failures.append("%s: ONNX Runtime failed: %s" % (name, r.stderr.strip()[-400:]))
+            why = ort_outputs(args.ort_dir, path, ins, os.path.join(d, "ort"))
+            if why:
+                failures.append("%s: %s" % (name, why))
                 print("FAIL", name)
                 continue
             art = os.path.join(d, "m.tar")
