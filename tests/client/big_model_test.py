@@ -6,7 +6,7 @@ in all, once with its weights as ONNX external data and once inline (when under 
 Each is compiled through a private tthd started with its defaults, by path and (inline) uploaded
 with --stream, for `llvm`, run by `tthctl run` and compared with numpy's forward pass; and the
 compiling worker's peak resident memory (the answer's timings.workerPeakRss) must stay within
-2x the weights over the worker's own baseline (its peak compiling examples/digits.onnx), with
+1.5x the weights over the worker's own baseline (its peak compiling examples/digits.onnx), with
 16 MiB of slack (--sanitized: ASan's shadow memory on top).
 
     tests/client/big_model_test.py --tthctl build/client/tthctl [--mib 320] [--keep DIR]
@@ -30,11 +30,13 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 N = 2048  # a layer's weights: N x N float32, 16 MiB
-# The worker's peak RSS allowed: 2x the weights (at the end of a compile it holds the constants
-# the code reads and the artifact being built) over its baseline, plus one layer's worth of
-# slack. In a sanitizer build ASan's shadow memory adds an eighth of what is allocated (and its
-# quarantine of freed blocks is turned off for the daemon this script starts).
-RSS_BOUND = 2.0
+# The worker's peak RSS allowed: 1.5x the weights over its baseline, plus one layer's worth of
+# slack. The goal is 2x; each weight is now freed as soon as nothing reads it
+# (docs/tthctl.md, "Large models") and the peak is about 1.2x over the baseline (bench/README.md),
+# so a change that keeps two copies of the weights again fails here. In a sanitizer build ASan's
+# shadow memory adds an eighth of what is allocated (and its quarantine of freed blocks is
+# turned off for the daemon this script starts).
+RSS_BOUND = 1.5
 SLACK = 16 << 20
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
