@@ -458,6 +458,19 @@ static int stage_optimize(compile_state *s)
     int rc = tth_relay_fuse(s->rmod, s->diag);
     if (rc)
         return rc;
+    /* the functions that run only when a condition decided at run time picks their branch */
+    size_t guarded = 0, fns = 0;
+    for (size_t i = 0; i < s->rmod->nfuncs; i++)
+        if (s->rmod->funcs[i]->attrs && json_object_get(s->rmod->funcs[i]->attrs, "Primitive")) {
+            fns++;
+            guarded += json_object_get(s->rmod->funcs[i]->attrs, "Guard") != NULL;
+        }
+    if (guarded && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "control flow: %zu of %zu functions run only when a condition known at run time "
+                 "picks their branch (docs/operators.md, \"Control flow\")", guarded, fns);
+        s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+    }
     s->relay_text = tth_relay_print(s->rmod);
     if (!s->relay_text)
         return tth_diag_set(s->diag, TTH_ENOMEM, NULL, "out of memory printing Relay");

@@ -10,6 +10,7 @@ tthctl for each value of the conditions, against ONNX Runtime's outputs for the 
 - an If whose condition is computed from the data (the sign of the input's sum), a nested If on
   the data inside each branch, and an outer value used by both branches;
 - an If with two outputs, one of them the same outer value in both branches;
+- with --explain, the compile says how many functions run only when their branch is picked;
 - an If whose branches give outputs of different shapes is refused, naming both shapes.
 
     tests/daemon/frontend/runtime_if_test.py --tthctl build/client/tthctl [--ort-dir DIR]
@@ -18,6 +19,7 @@ Exit status 77 (skipped) when numpy, onnx, node or onnxruntime-node is missing.
 """
 import argparse
 import os
+import re
 import sys
 import tempfile
 
@@ -189,6 +191,15 @@ def main():
                                 name, target, k, o.name,
                                 float(np.max(np.abs(got - want))) if got.shape == want.shape else float("nan")))
                     print("ok" if not failures or not failures[-1].startswith(name) else "FAIL", name, target, k)
+        # the branches' functions are guarded: they run only when their condition picks them
+        r = daemon.ctl("compile", os.path.join(work, "vad", "m.onnx"), "--target", "llvm", "--explain", "--no-cache",
+                       "-o", os.path.join(work, "explained.tar"))
+        m = re.search(r"control flow: (\d+) of (\d+) functions run only when", r.stderr)
+        if r.returncode != 0 or not m or int(m.group(1)) < 10:
+            failures.append("vad --explain: expected a note that most functions run only when their branch is "
+                            "picked; exit %d: %s" % (r.returncode, r.stderr.strip()[-600:]))
+        else:
+            print("ok guarded: %s of %s functions" % (m.group(1), m.group(2)))
         path = os.path.join(work, "shapes.onnx")
         onnx.save(refused_shapes(), path)
         r = daemon.ctl("compile", path, "--target", "llvm", "-o", os.path.join(work, "x.tar"))
