@@ -1130,6 +1130,9 @@ static void lw_count_uses(lw_ctx *c)
             a->consumers++;
             if (!pw)
                 a->stage_use = 1;
+            else if (a->e->type.nfields < 0 && e->type.nfields < 0 &&
+                     tth_ttype_numel(&e->type.tensor) >= LW_BROADCAST_REUSE * tth_ttype_numel(&a->e->type.tensor))
+                a->broadcast_use = 1;
         }
     }
     lw_node *bn = lw_node_of(c, c->fn->body);
@@ -1261,7 +1264,7 @@ static int lw_plan_buffers(lw_ctx *c, lw_results *r)
             if (!n->buf)
                 return lw_fail(c, TTH_ENOMEM, e, "out of memory");
         } else if (e->kind == TTH_REXPR_CALL) {
-            if (!lw_is_pointwise(e) || n->stage_use) {
+            if (!lw_is_pointwise(e) || n->stage_use || n->broadcast_use) {
                 n->materialize = 1;
                 continue;
             }

@@ -26,6 +26,7 @@ typedef struct lw_node {
     const tth_rexpr *e;
     int consumers;            /* uses inside the function (an arg used twice counts twice) */
     int stage_use;            /* used by something that needs a buffer (stage op, output, tuple) */
+    int broadcast_use;        /* a pointwise consumer has LW_BROADCAST_REUSE times its elements */
     int materialize;          /* gets a buffer (or buffers, for a tuple-producing call) */
     int cost;                 /* inline pointwise node: ops recomputed per use */
     tth_tbuffer *buf;         /* tensor: the buffer holding it once computed */
@@ -392,6 +393,11 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
  * has at most this many ops and it has at most this many uses; else it gets a buffer. */
 #define LW_INLINE_MAX_COST 3
 #define LW_INLINE_MAX_USES 4
+/* A pointwise node a pointwise consumer broadcasts to at least this many times its elements gets
+ * a buffer: inline, it would be recomputed for every element of the consumer (a squeeze-and-
+ * excitation block's sigmoid of 144 channel scales, recomputed for each of 451,584 elements
+ * of the feature map it scales; docs/lowering.md, "What gets a buffer"). */
+#define LW_BROADCAST_REUSE 8
 
 /* Work of at least this many elements or multiply-adds gets a parallel outer loop: below it (a
  * few microseconds) a launch and the cores' cache traffic cost more than the split saves

@@ -517,6 +517,90 @@ Test(fusion, conv_bias_swish_epilogue_recomputes_the_shared_add)
     lt_free(&t);
 }
 
+/* The divisions in a statement (the sigmoid's 1 / (1 + e) is one), and the buffers it stores to */
+typedef struct nest_info {
+    int divs;
+    const tth_tbuffer *out;
+    int to_out, to_other;
+} nest_info;
+
+static int note_div(void *ctx, const tth_texpr *e)
+{
+    ((nest_info *)ctx)->divs += e->kind == TTH_TEXPR_BINARY && e->u.bin.op == TTH_TBIN_DIV;
+    return 0;
+}
+
+static int note_store(void *ctx, const tth_tstmt *s)
+{
+    nest_info *n = ctx;
+    if (s->kind == TTH_TSTMT_STORE && s->u.store.buf->scope != TTH_SCOPE_REGISTER) {
+        n->to_out += s->u.store.buf == n->out;
+        n->to_other += s->u.store.buf != n->out;
+    }
+    return 0;
+}
+
+/* The divisions in the loop nest that stores only to `out`, found through the function's
+ * allocations and sequences; -1 when there is none */
+static int divs_of_nest_storing(const tth_tstmt *s, const tth_tbuffer *out)
+{
+    if (!s)
+        return -1;
+    if (s->kind == TTH_TSTMT_ALLOCATE)
+        return divs_of_nest_storing(s->u.alloc.body, out);
+    nest_info n = {.out = out};
+    tth_tir_visitor v = {.stmt = note_store, .expr = note_div, .ctx = &n};
+    tth_tir_walk(s, &v);
+    if (n.to_out && !n.to_other)
+        return n.divs;
+    for (size_t i = 0; s->kind == TTH_TSTMT_SEQ && i < s->u.seq.n; i++) {
+        int d = divs_of_nest_storing(s->u.seq.stmts[i], out);
+        if (d >= 0)
+            return d;
+    }
+    return -1;
+}
+
+/* A squeeze-and-excitation scale: x * sigmoid(conv(pool) + b) where the conv's [1,C,1,1] result is
+ * broadcast over x's [1,C,H,W]. The sigmoid gets a buffer of C values (computed once per channel
+ * in the conv's epilogue) instead of being recomputed for each of x's elements
+ * (LW_BROADCAST_REUSE); the result is the ops' one by one. */
+Test(fusion, broadcast_sigmoid_gets_a_buffer)
+{
+    tth_ttype xt = tt(TTH_F32, 4, 1, 6, 9, 9), st = tt(TTH_F32, 4, 1, 4, 1, 1), wt = tt(TTH_F32, 4, 6, 4, 1, 1),
+              bt = tt(TTH_F32, 4, 1, 6, 1, 1);
+    tth_tensor *x = rand_tensor(&xt), *s0 = rand_tensor(&st), *w = rand_tensor(&wt), *b = rand_tensor(&bt);
+    json_t *avx512 = json_loads("{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true}}",
+                                0, NULL);
+    lt_fn t;
+    lt_init(&t);
+    t.target = avx512;
+    tth_rexpr *px = lt_param(&t, "x", &xt), *ps = lt_param(&t, "s", &st), *pw = lt_param(&t, "w", &wt);
+    tth_rexpr *conv = lt_call(&t, TTH_OP_CONV2D, (tth_rexpr *[]){ps, pw}, 2, NULL);
+    tth_rexpr *add = lt_call(&t, TTH_OP_ADD, (tth_rexpr *[]){conv, tth_relay_const(t.rm, tth_tensor_ref(b), "b")}, 2,
+                             NULL);
+    tth_rexpr *sig = lt_call(&t, TTH_OP_SIGMOID, &add, 1, NULL);
+    tth_rexpr *mul = lt_call(&t, TTH_OP_MULTIPLY, (tth_rexpr *[]){px, sig}, 2, NULL);
+    cr_assert_eq(lt_lower(&t, mul), 0, "%s", t.diag.message);
+    dump(&t);
+    int divs = divs_of_nest_storing(t.pf->body, t.pf->params[t.pf->nparams - 1]);
+    cr_assert_eq(divs, 0, "the sigmoid is recomputed for each of x's elements (%d divisions in the loops that "
+                 "store the result)", divs);
+    tth_tensor *ins[3] = {x, s0, w}, *got;
+    cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
+    tth_tensor *s1 = run_single(TTH_OP_CONV2D, (tth_tensor *[]){s0, w}, 2, NULL);
+    tth_tensor *s1b = run_single(TTH_OP_ADD, (tth_tensor *[]){s1, b}, 2, NULL);
+    tth_tensor *s2 = run_single(TTH_OP_SIGMOID, &s1b, 1, NULL);
+    tth_tensor *s3 = run_single(TTH_OP_MULTIPLY, (tth_tensor *[]){x, s2}, 2, NULL);
+    char msg[256];
+    cr_assert_eq(lt_compare(got, s3, RTOL, ATOL, msg, sizeof msg), 0, "%s", msg);
+    tth_tensor *all[] = {got, s1, s1b, s2, s3, x, s0, w, b};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tth_tensor_unref(all[i]);
+    lt_free(&t);
+    json_decref(avx512);
+}
+
 /* The strategy table (lower_strategies.c) picks each kernel where it should, at the AVX-512
  * vector shape, and records it in the PrimFunc's attrs; the c kind (scalar shape) still takes the
  * tiled convolution kernels but not the pixel-vectorized or matmul ones (they need vectors). */
