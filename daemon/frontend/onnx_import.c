@@ -544,19 +544,62 @@ static int count_uses(usetab *t, const Onnx__GraphProto *g, int depth)
     return 0;
 }
 
-/* Does a Relay node made since node id `since` (reached from `from`) hold constant k or its tensor? */
-static int holds(const tth_rexpr *from, const tth_rexpr *k, uint32_t since, int depth)
+/* The constant tensors the Relay nodes made since node id `since` hold, reached from the node's
+ * outputs: each such node visited once (an LSTM's steps share their nodes), the constants they
+ * take as operands and the outputs that are constants themselves. NULL on OOM (then nothing is
+ * dropped). Freed by the caller; *n set. */
+static const tth_tensor **held_constants(tth_relay_module *m, tth_rexpr *const *outs, size_t nouts, uint32_t since,
+                                         size_t *n)
 {
-    if (!from || from == k || (from->kind == TTH_REXPR_CONST && from->u.constant.value == k->u.constant.value))
-        return 1;
-    if (from->id < since || depth > 256)
-        return depth > 256; /* older nodes were checked when they were made; too deep: say it does */
-    tth_rexpr *const *args;
-    size_t na = tth__node_args(from, &args);
-    for (size_t i = 0; i < na; i++)
-        if (holds(args[i], k, since, depth + 1))
-            return 1;
-    return 0;
+    uint32_t end = tth_relay_next_id(m);
+    size_t span = end > since ? end - since : 0, cap = 16, top = 0, cap_stack = nouts + 64;
+    unsigned char *seen = calloc(span + 1, 1);
+    const tth_tensor **held = malloc(cap * sizeof *held);
+    const tth_rexpr **stack = malloc(cap_stack * sizeof *stack);
+    *n = 0;
+    int oom = !seen || !held || !stack;
+    for (size_t i = 0; i < nouts && !oom; i++)
+        if (outs[i])
+            stack[top++] = outs[i];
+    while (top && !oom) {
+        const tth_rexpr *e = stack[--top];
+        if (e->kind == TTH_REXPR_CONST) {
+            if (*n == cap) {
+                const tth_tensor **nh = realloc(held, 2 * cap * sizeof *nh);
+                if (!nh) {
+                    oom = 1;
+                    break;
+                }
+                held = nh;
+                cap *= 2;
+            }
+            held[(*n)++] = e->u.constant.value;
+        }
+        if (e->id < since || e->id >= end || seen[e->id - since])
+            continue; /* made before this node (checked then), or seen */
+        seen[e->id - since] = 1;
+        tth_rexpr *const *args;
+        size_t na = tth__node_args(e, &args);
+        for (size_t i = 0; i < na && !oom; i++) {
+            if (top == cap_stack) {
+                const tth_rexpr **ns = realloc(stack, 2 * cap_stack * sizeof *ns);
+                if (!ns) {
+                    oom = 1;
+                    break;
+                }
+                stack = ns;
+                cap_stack *= 2;
+            }
+            stack[top++] = args[i];
+        }
+    }
+    free(seen);
+    free(stack);
+    if (oom) {
+        free(held);
+        return NULL;
+    }
+    return held;
 }
 
 typedef struct dead_list {
@@ -578,15 +621,27 @@ static int keep_alive(void *ctx, const tth_tensor *t)
 static void note_dead(tth_onnx_ctx *c, valtab *vals, usetab *uses, dead_list *dead, const Onnx__NodeProto *n,
                       uint32_t since)
 {
+    tth_rexpr *outs[64] = {0};
+    for (size_t o = 0; o < n->n_output && o < 64; o++)
+        if (n->output[o] && n->output[o][0])
+            outs[o] = valtab_get(vals, n->output[o]);
+    size_t nheld = 0;
+    const tth_tensor **held = NULL;
+    int walked = 0;
     for (size_t i = 0; i < n->n_input; i++) {
         const char *name = n->input[i];
         use_entry *e = name && name[0] ? use_find(uses, name, 0) : NULL;
         tth_rexpr *k = e ? valtab_get(vals, name) : NULL;
         if (!k || k->kind != TTH_REXPR_CONST || !k->u.constant.value)
             continue;
-        for (size_t o = 0; o < n->n_output && !e->escaped; o++)
-            if (n->output[o] && n->output[o][0])
-                e->escaped = holds(valtab_get(vals, n->output[o]), k, since, 0);
+        if (!walked) { /* once per node, and only for a node that reads a constant */
+            walked = 1;
+            held = held_constants(c->m, outs, n->n_output < 64 ? n->n_output : 64, since, &nheld);
+        }
+        if (!held)
+            e->escaped = 1; /* out of memory: kept */
+        for (size_t h = 0; h < nheld && !e->escaped; h++)
+            e->escaped = held[h] == k->u.constant.value;
         if (--e->left != 0 || e->escaped)
             continue;
         if (dead->n == dead->cap) {
@@ -600,6 +655,7 @@ static void note_dead(tth_onnx_ctx *c, valtab *vals, usetab *uses, dead_list *de
         dead->t[dead->n++] = k->u.constant.value;
         dead->bytes += k->u.constant.value->nbytes;
     }
+    free(held);
     if (dead->bytes >= (16u << 20)) {
         tth_relay_module_drop_constants_if(c->m, keep_alive, dead);
         dead->n = dead->bytes = 0;

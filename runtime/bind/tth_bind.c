@@ -46,7 +46,10 @@ static unsigned char tth_bind_store[TTH_BIND_DERIVED_BYTES] __attribute__((align
 
 /* Winograd's F(4x4, 3x3) weight transform (docs/artifact.md, "Derived constants"): u[e][c][o] =
  * (G w[o][c] G^T)[e] for the 3x3 kernel w[o][c] of a float32 [O][C][3][3] weight, e = 6 * i + j,
- * computed in double and rounded once, as the compiler computes it when it stores the result. */
+ * computed in double and rounded once, as the compiler computes it when it stores the result.
+ * Input channels outside, output channels inside: each of the 36 rows u[e][c][.] is written in
+ * order (the other way round every write was a new cache line, and FCN-ResNet50, whose head has a
+ * 2048 -> 512 layer of 150 MB transformed, opened in 552 ms instead of 248). */
 static void tth_bind_winograd(const float *w, float *u, size_t O, size_t C)
 {
     static const double G[6][3] = {
@@ -57,8 +60,8 @@ static void tth_bind_winograd(const float *w, float *u, size_t O, size_t C)
         {1.0 / 24, -1.0 / 12, 1.0 / 6},
         {0, 0, 1},
     };
-    for (size_t o = 0; o < O; o++)
-        for (size_t c = 0; c < C; c++) {
+    for (size_t c = 0; c < C; c++)
+        for (size_t o = 0; o < O; o++) {
             const float *k = w + (o * C + c) * 9;
             double gw[6][3];
             for (int i = 0; i < 6; i++)

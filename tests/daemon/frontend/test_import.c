@@ -1205,3 +1205,31 @@ Test(import, mapped_model_imports_as_in_memory)
     }
     free(bytes);
 }
+
+/* An LSTM of 96 steps reading constant weights: one ONNX node that becomes thousands of Relay
+ * nodes sharing their operands. The walk that decides whether the weights are dead after it
+ * (onnx_import.c, held_constants) visits each new node once; it used to follow every path, and
+ * a 100-step LSTM never finished importing. */
+Test(import, long_recurrence_imports, .timeout = 60)
+{
+    enum { T = 96, I = 8, H = 16 };
+    ob b;
+    ob_begin(&b, (const int64_t[]){T, 1, I}, 3);
+    static float w[4 * H * I], r[4 * H * H], bias[8 * H];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        w[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        r[i] = (float)((i * 53) % 19) / 19.0f - 0.5f;
+    ob_init_f32(&b, "W", (const int64_t[]){1, 4 * H, I}, 3, w);
+    ob_init_f32(&b, "R", (const int64_t[]){1, 4 * H, H}, 3, r);
+    ob_init_f32(&b, "B", (const int64_t[]){1, 8 * H}, 2, bias);
+    Onnx__NodeProto *n = ob_node(&b, "LSTM", "lstm", "x,W,R,B", "Y,Yh");
+    ob_attr_i(&b, n, "hidden_size", H);
+    ob_output(&b, "Yh");
+    tth_diag d;
+    int rc;
+    tth_relay_module *m = import_ob(&b, &d, &rc);
+    cr_assert_not_null(m, "%s", d.message);
+    tth_relay_module_free(m);
+    ob_free(&b);
+}
