@@ -403,6 +403,10 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
  * few microseconds) a launch and the cores' cache traffic cost more than the split saves
  * (bench/README.md: 4096 made ShuffleNet-v2 slower on two threads than on one). */
 #define LW_PARALLEL_MIN (1 << 18)
+/* A matmul whose constant B has at least this many bytes is split among the cores whatever its
+ * work (lower_matmul.c): a core's slice of B then stays in its own cache between calls, where a
+ * recurrent layer's steps read it again (docs/threads.md, "Locality"). */
+#define LW_PARALLEL_WEIGHT_BYTES (256 << 10)
 /* The same for the int8 kernels on dot products (docs/int8.md, "Threads"), counted in
  * multiply-adds: one instruction does four a lane, so the same time is four times the work. */
 #define LW_PARALLEL_MIN_DOT (4 * LW_PARALLEL_MIN)

@@ -529,7 +529,11 @@ tth_tstmt *lw_matmul_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     t.R = lw_numel(at->shape, at->rank) / p->K;
     int RM, RN;
     mm_tile_shape(c, t.R, p->N, vl, &RM, &RN);
-    int par = t.R * p->N * p->K >= LW_PARALLEL_MIN;
+    /* split among the cores when the work is large, or when a constant B is larger than a core's
+     * share of cache: each core then keeps its own columns of B from one call to the next (a
+     * recurrent layer's step, 256 x 768 floats, read again at every step) */
+    int par = t.R * p->N * p->K >= LW_PARALLEL_MIN ||
+              (barg->kind == TTH_REXPR_CONST && p->K * p->N * 4 >= LW_PARALLEL_WEIGHT_BYTES);
     tth_tbuffer *wp = NULL; /* B packed at run time */
     tth_tstmt *seq = NULL;
     if (barg->kind == TTH_REXPR_CONST) {

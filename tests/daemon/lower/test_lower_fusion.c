@@ -601,6 +601,41 @@ Test(fusion, broadcast_sigmoid_gets_a_buffer)
     json_decref(avx512);
 }
 
+/* One row against a constant B of 256 x 768 floats (a recurrent step against its R: 196,608
+ * multiply-adds, under the work bound) is split among the cores, so that each keeps its columns of
+ * B in its cache from one step to the next (LW_PARALLEL_WEIGHT_BYTES); against an input B of the
+ * same size it is not; the results are the matmul's either way. */
+Test(fusion, one_row_against_a_large_constant_is_split)
+{
+    json_t *avx512 = json_loads("{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true}}",
+                                0, NULL);
+    tth_ttype at = tt(TTH_F32, 2, 1, 256, 0, 0), bt = tt(TTH_F32, 2, 256, 768, 0, 0);
+    for (int constant = 0; constant < 2; constant++) {
+        tth_tensor *A = rand_tensor(&at), *B = rand_tensor(&bt);
+        lt_fn t;
+        lt_init(&t);
+        t.target = avx512;
+        tth_rexpr *pa = lt_param(&t, "a", &at);
+        tth_rexpr *pb = constant ? tth_relay_const(t.rm, tth_tensor_ref(B), "b") : lt_param(&t, "b", &bt);
+        tth_rexpr *mm = lt_call(&t, TTH_OP_MATMUL, (tth_rexpr *[]){pa, pb}, 2, NULL);
+        cr_assert_eq(lt_lower(&t, mm), 0, "%s", t.diag.message);
+        cr_assert_eq(lt_count_loops(t.pf->body, TTH_LOOP_PARALLEL) > 0, constant,
+                     "constant B %d: %d parallel loops", constant, lt_count_loops(t.pf->body, TTH_LOOP_PARALLEL));
+        tth_tensor *ins[2] = {A, B}, *got;
+        cr_assert_eq(lt_run(&t, ins, &got, 1), 0, "%s", t.diag.message);
+        tth_tensor *want = run_single(TTH_OP_MATMUL, ins, 2, NULL);
+        char msg[256];
+        /* sums of 256 products, in another order than the reference's */
+        cr_assert_eq(lt_compare(got, want, 1e-4, 1e-5, msg, sizeof msg), 0, "%s", msg);
+        tth_tensor_unref(want);
+        tth_tensor_unref(got);
+        tth_tensor_unref(A);
+        tth_tensor_unref(B);
+        lt_free(&t);
+    }
+    json_decref(avx512);
+}
+
 /* The strategy table (lower_strategies.c) picks each kernel where it should, at the AVX-512
  * vector shape, and records it in the PrimFunc's attrs; the c kind (scalar shape) still takes the
  * tiled convolution kernels but not the pixel-vectorized or matmul ones (they need vectors). */
