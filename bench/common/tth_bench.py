@@ -122,6 +122,24 @@ class Tth:
         return json.loads(r.stdout)
 
 
+def ort_time(ort_dir, model, threads, inputs, runs=20, warmup=3, output_dir=None):
+    """Time `model` with ONNX Runtime through bench/ort/ort_time.js (inputs: {name: .npy path});
+    its JSON line: {"median_ms", "min_ms", "ready_ms", "first_run_ms", ...}"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args = ["node", os.path.join(root, "bench", "ort", "ort_time.js"), model, "--threads", str(threads), "--runs",
+            str(runs), "--warmup", str(warmup)]
+    if ort_dir:
+        args += ["--ort-dir", ort_dir]
+    if output_dir:
+        args += ["--output-dir", output_dir]
+    for name, path in inputs.items():
+        args += ["--input", "%s=%s" % (name, path)]
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise BenchError("ort_time.js %s: exit %d\n%s" % (model, r.returncode, r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
 def cpu_info():
     """{"model", "mhz", "flags", "cpus"} from /proc/cpuinfo (Linux)."""
     info = {"model": platform.processor() or "?", "mhz": 0.0, "flags": set(), "cpus": os.cpu_count()}

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -34,17 +33,6 @@ def weight_bytes(path):
     for t in m.graph.initializer:
         total += len(t.raw_data) if t.raw_data else onnx.numpy_helper.to_array(t).nbytes
     return total
-
-
-def ort_ready_ms(ort_dir, model, out):
-    args = ["node", os.path.join(ROOT, "bench", "ort", "ort_time.js"), model, "--threads", "1", "--runs", "20",
-            "--warmup", "0", "--output-dir", out]
-    if ort_dir:
-        args += ["--ort-dir", ort_dir]
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise tth_bench.BenchError("ort_time.js %s: exit %d\n%s" % (model, r.returncode, r.stderr.strip()))
-    return json.loads(r.stdout)["ready_ms"]
 
 
 def main():
@@ -78,7 +66,8 @@ def main():
             if args.open:
                 tth_ms = statistics.median(tth.time(tar, {}, runs=20, warmup=0)["ready_ms"]
                                            for _ in range(args.open))
-                ort_ms = statistics.median(ort_ready_ms(args.ort_dir, path, d) for _ in range(args.open))
+                ort_ms = statistics.median(tth_bench.ort_time(args.ort_dir, path, 1, {}, runs=20, warmup=0, output_dir=d)
+                                           ["ready_ms"] for _ in range(args.open))
                 opens.append("| %s | %.1f | %.1f | %.2f |" % (name, tth_ms, ort_ms, tth_ms / ort_ms))
     print("| model | weights MiB | artifact MiB | artifact / weights | parameters MiB | code MiB | "
           "derived when bound MiB |")

@@ -10,9 +10,7 @@ its own branch's. A markdown table on stdout (bench/README.md, "Control flow").
     /usr/bin/python3 bench/models/runtime_if.py --build build-bench [--runs 200] [--ort-dir DIR]
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -52,14 +50,7 @@ def main():
             np.save(os.path.join(d, "sr.npy"), np.array(sr, np.int64))
             inputs = {"x": os.path.join(d, "x.npy"), "sr": os.path.join(d, "sr.npy")}
             t = tth.time(tar, inputs, runs=args.runs, warmup=20)
-            cmd = ["node", os.path.join(ROOT, "bench", "ort", "ort_time.js"), path, "--threads", "1", "--runs",
-                   str(args.runs), "--warmup", "20"] + sum((["--input", "%s=%s" % kv] for kv in inputs.items()), [])
-            if args.ort_dir:
-                cmd += ["--ort-dir", args.ort_dir]
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if r.returncode != 0:
-                raise tth_bench.BenchError("ort_time.js: %s" % r.stderr.strip())
-            o = json.loads(r.stdout)
+            o = tth_bench.ort_time(args.ort_dir, path, 1, inputs, runs=args.runs, warmup=20)
             rows.append("| %d (%s) | %.3f (%.3f) | %.3f (%.3f) | %.2f |" % (
                 sr, branch, t["median_ms"], t["min_ms"], o["median_ms"], o["min_ms"], t["median_ms"] / o["median_ms"]))
     print("ms, median (min) of %d runs, one thread\n" % args.runs)

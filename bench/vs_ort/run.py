@@ -58,18 +58,6 @@ def model_inputs(path):
     return out
 
 
-def ort_time(ort_dir, model, threads, inputs, runs, warmup, output_dir):
-    args = ["node", os.path.join(ROOT, "bench", "ort", "ort_time.js"), model, "--ort-dir", ort_dir,
-            "--threads", str(threads), "--runs", str(runs), "--warmup", str(warmup),
-            "--output-dir", output_dir]
-    for name, path in inputs.items():
-        args += ["--input", "%s=%s" % (name, path)]
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise tth_bench.BenchError("ort_time.js %s: exit %d\n%s" % (model, r.returncode, r.stderr.strip()))
-    return json.loads(r.stdout)
-
-
 def quantized_outputs(path):
     """For a quantized model (one with QuantizeLinear or QLinear nodes): {output name: scale, or
     None}, the scale when a DequantizeLinear with a constant scalar scale writes the output (the
@@ -245,7 +233,7 @@ def run_model(tth, ort_dir, name, path, targets, threads, args, work):
             # rounds: ORT, then each tth target, again and again, so that a stretch of time in
             # which this virtual machine's other CPU is taken slows both sides' rounds alike
             for r in range(args.rounds):
-                ort_rounds.append(ort_time(ort_dir, path, t, inputs, args.runs, args.warmup, ort_out))
+                ort_rounds.append(tth_bench.ort_time(ort_dir, path, t, inputs, args.runs, args.warmup, ort_out))
                 for label, artifact in built.items():
                     tth_out = os.path.join(work, "tth_%s_%d" % (label, t))
                     try:
