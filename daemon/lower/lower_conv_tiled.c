@@ -887,6 +887,81 @@ tth_tstmt *tk_row_in_vectors(tk *k, int RV, int vl, row_tile_fn tile, void *ctx)
     return seq;
 }
 
+/* The flat form of R output rows of channel ch from oh0 (k->dwflat): in the padded copy, with
+ * stride 1, output pixel (oh0 + r, ow) reads its taps at a fixed offset from input element
+ * r * Wrow + ow of row oh0's run, so the R rows are one run of (R-1)*Wrow + OW outputs whose
+ * every vector is whole: per tap, one contiguous load and a multiply-add per vector, where the
+ * row form spends a vector (and, for a row narrower than it, several partial loads) on each
+ * row. The outputs at the padding's columns (Wrow - OW per row) are computed and dropped: the
+ * sums go to a buffer on the stack, and each row's OW outputs are read from it through the
+ * epilogue. Each output's taps are added in the row form's order (the same float sums). */
+static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int vl)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int q = k->xdt != TTH_F32;
+    tth_dtype at = q ? TTH_I32 : TTH_F32;
+    int64_t nflat = (R - 1) * k->Wrow + p->OW, nvec = (nflat + vl - 1) / vl, nf = nvec * vl;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, nvec, vl, &seq);
+    if (!acc)
+        return NULL;
+    lw_ax kh, kw;
+    if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_tvar *vw = lw_var(c, "wv", at), *vx = lw_var(c, "xo", TTH_I64);
+    if (!vw || !vx)
+        return NULL;
+    tth_texpr *xo = tk_tap_at(k, ch, oh0, lw_i(c, 0), kh.e, kw.e);
+    tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
+    tth_tstmt *upd = NULL;
+    for (int64_t a = 0; a < nvec; a++) {
+        tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, a * vl));
+        tth_texpr *xv = lw_cast(c, at, tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, 1, vl)));
+        tth_texpr *ai = lw_i(c, a * vl);
+        tth_texpr *av = tth_tir_vload(c->m, acc, ai, vl, 0);
+        tth_texpr *f = q ? lw_add(c, lw_mul(c, xv, lw_ref(c, vw)), av) : lw_madd(c, xv, lw_ref(c, vw), av);
+        if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
+            return NULL;
+    }
+    tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, lw_cast(c, at, tth_tir_load(c->m, k->w, wi)), upd));
+    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
+    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
+    if (!inner || lw_append(c, &seq, inner))
+        return NULL;
+    char name[32];
+    snprintf(name, sizeof name, "fl%u", c->nbufs++);
+    tth_tbuffer *fl = tth_tir_buffer(c->m, name, at, 1, &nf, TTH_SCOPE_REGISTER);
+    if (!fl)
+        return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+    tth_tstmt *out = NULL;
+    for (int64_t a = 0; a < nvec; a++)
+        if (lw_append(c, &out, tth_tir_vstore(c->m, fl, lw_i(c, a * vl), tth_tir_vload(c->m, acc, lw_i(c, a * vl), vl, 0), 0)))
+            return NULL;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t s0 = 0; s0 < p->OW; s0 += vl) {
+            int lanes = (int)(p->OW - s0 < vl ? p->OW - s0 : vl);
+            tth_texpr *val = tth_tir_vload(c->m, fl, lw_i(c, r * k->Wrow + s0), lanes, 0);
+            if (k->comp)
+                val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), lanes));
+            tth_tstmt *st = tk_epi_store(k, ch, lw_add(c, oh0, lw_i(c, r)), tth_tir_ramp(c->m, lw_i(c, s0), 1, lanes), val);
+            if (!st || lw_append(c, &out, st))
+                return NULL;
+        }
+    if (lw_append(c, &seq, tth_tir_allocate(c->m, fl, out)))
+        return NULL;
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* Output rows per tile of the flat form: as many as keep the run within 8 vectors */
+static int64_t dw_flat_rows(const tk *k, int vl)
+{
+    int64_t R = 1;
+    while (R < k->p->OH && (R * k->Wrow + k->p->OW + vl - 1) / vl <= 8)
+        R++;
+    return R;
+}
+
 typedef struct dw_at {
     tth_texpr *ch, *oh0;
     int vl;
@@ -910,6 +985,8 @@ static tth_tstmt *dw_rows(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, int v
     int tail = (int)(p->OW % vl);
     dseg sg[8];
     int n = 0;
+    if (k->dwflat)
+        return dw_rows_flat(k, ch, oh0, R, vl);
     if (R > 1) {
         /* every row: its (at most one) full vector and its tail */
         for (int64_t r = 0; r < R; r++) {
@@ -991,7 +1068,7 @@ static tth_tstmt *depthwise_kernel(tk *k, tth_tbuffer *src, int64_t window_rows)
     /* a row of at most one vector and a tail: tiles of R rows, so a tile still has four
      * independent accumulators */
     int segs = (int)(p->OW / vl + (p->OW % vl ? 1 : 0));
-    int64_t R = segs >= 4 ? 1 : 4 / segs;
+    int64_t R = k->dwflat ? dw_flat_rows(k, vl) : segs >= 4 ? 1 : 4 / segs;
     if (R > p->OH)
         R = p->OH;
     /* rows per iteration: R, or a window's worth (a multiple of R) */
@@ -1419,8 +1496,13 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     int64_t window_rows = depthwise && padded && c->vec.f32_lanes > 1 ? dw_window_rows_for(p, c->vec.f32_lanes) : 0;
     if (window_rows > 0)
         padded = 0;
+    /* the flat form: rows of less than four vectors, which the row form computes in partial
+     * vectors, several rows to a tile */
+    int vlanes = c->vec.f32_lanes;
+    k.dwflat = depthwise && padded && vlanes > 1 && k.sp == 1 && p->sh == 1 && !p->xb && !p->ob &&
+               p->OW < 4 * vlanes && p->OH > 1;
     if (padded) {
-        int64_t n = p->C * k.Hp * k.Wrow;
+        int64_t n = p->C * k.Hp * k.Wrow + (k.dwflat ? vlanes : 0);
         xp = lw_local(c, "xp", k.xdt, 1, &n); /* NCHW<b>c: the same count, [C/b][Hp][Wp][b] */
         if (!xp)
             return NULL;
@@ -1436,6 +1518,9 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     if (padded) {
         tth_tstmt *pc = p->xb ? tk_pad_copy_blocked(&k, x, xp) : tk_pad_copy(&k, x, xp);
         if (!pc || lw_append(c, &img, pc))
+            return NULL;
+        if (k.dwflat && lw_append(c, &img, tth_tir_vstore(c->m, xp, lw_i(c, p->C * k.Hp * k.Wrow),
+                                                          tth_tir_broadcast(c->m, pad_value(&k), vlanes), 0)))
             return NULL;
     }
     tth_tstmt *kern = depthwise ? depthwise_kernel(&k, window_rows > 0 ? x : NULL, window_rows) : mode == TILED_ROWS ? rows_kernel(&k, RO, RP) : blocked_kernel(&k);

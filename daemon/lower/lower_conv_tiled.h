@@ -56,6 +56,11 @@ typedef struct tk {
     int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
                                 its row and columns inside the image only (a dilated kernel mostly
                                 in the padding; docs/lowering.md, "Taps in the padding") */
+    int dwflat;              /* depthwise, stride 1, narrow rows, the padded copy of the image: a
+                                tile of R output rows is one run of (R-1)*Wrow + OW outputs in
+                                whole vectors, the columns of the padding computed and dropped
+                                (docs/lowering.md, "Depthwise kernel"); the copy has vl elements
+                                more, set to the padding's value, for the last vector to read */
 } tk;
 
 /* a float32 nn.conv2d (not quantized, not transposed) in NCHW, its shapes and attributes in *p */

@@ -593,6 +593,24 @@ def case(name):
         return [(x, False), (w, True), (xzp, True), (wzp, True)], \
                [("qnn.conv2d", {"padding": [2, 3, 1, 2], "strides": [1, 2], "dilation": [2, 2], "groups": 6},
                  ["i0", "i1", "i2", "i3"])], [y]
+    if name == "qnn_conv_depthwise_flat_uint8":
+        # stride 1 on rows of 9 (the flat form, docs/lowering.md "Depthwise kernel": a tile of
+        # several rows as one run of whole vectors, the padding's columns dropped): 13 rows are
+        # a tile of 9 and one of 4 at 16 lanes, tiles of 4 and a rest of 1 at 8, of 2 at 4; the
+        # last channel's last vector reads past the padded copy's planes; requantize and clip
+        x = rnd((1, 5, 13, 9), "uint8", 0, 255)
+        w = rnd((5, 1, 3, 3), "int8", -128, 127)
+        xzp, wzp = np.array(200, "uint8"), np.zeros((5,), "int8")
+        b = rnd((5, 1, 1), "int32", -3000, 3000)
+        isc = (np.linspace(0.5, 3.0, 5) * 1e-3).astype(f32)
+        izp, osc, ozp = np.array(0, "int32"), np.array(0.05, f32), np.array(3, "uint8")
+        a = {"padding": [1, 1, 1, 1], "groups": 5}
+        acc = (conv2d(x, w, None, [1, 1], [1, 1, 1, 1], [1, 1], 5, xzp=200, acc="int64") + b).astype("int32")
+        v = np.rint((acc - izp).astype(f32) * (isc / osc).astype(f32).reshape(1, 5, 1, 1)) + np.float32(3)
+        y = np.clip(v, 0, 255).astype("uint8")
+        return [(x, False), (w, True), (xzp, True), (wzp, True), (b, True), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
+                ("qnn.requantize", {"axis": 1, "out_dtype": "uint8"}, ["prev", "i5", "i6", "i7", "i8"])], [y]
     if name in ("qnn_conv_depthwise_int8", "qnn_conv_depthwise_s2_uint8"):
         # the depthwise kernel on int8 (docs/int8.md): padding with the zero point, rows of
         # several vectors and a tail (windows of rows), stride 2, requantize and clip

@@ -172,6 +172,9 @@ def cases():
                                                 (1, 1, 1, 1), (1, 1), np.int8, 2, groups=24)),
         ("depthwise3x3_s2_uint8", qlinear_conv_case("depthwise3x3_s2_uint8", 6, (1, 10, 23, 41), np.uint8, 131, 10, 3,
                                                     (2, 2), (1, 1, 1, 1), (1, 1), np.uint8, 128, groups=10)),
+        # 7x7 rows, stride 1: the flat form (docs/lowering.md, "Depthwise kernel"), MobileNet's last blocks
+        ("depthwise3x3_7x7_uint8", qlinear_conv_case("depthwise3x3_7x7_uint8", 13, (1, 40, 7, 7), np.uint8, 200, 40, 3,
+                                                     (1, 1), (1, 1, 1, 1), (1, 1), np.uint8, 3, groups=40)),
         ("depthwise5x5_int8", qlinear_conv_case("depthwise5x5_int8", 11, (1, 12, 15, 33), np.int8, 5, 12, 5, (1, 1),
                                                 (2, 2, 2, 2), (1, 1), np.int8, -3, groups=12)),
         # matmul: batch dimensions, K not a multiple of 4, N not a multiple of the vector; one
