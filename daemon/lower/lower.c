@@ -650,13 +650,16 @@ void lw_row_idx(lw_ctx *c, const tth_ttype *xt, tth_texpr *row, tth_texpr *at, i
     idx[xt->rank - 1] = lanes == 1 ? at : tth_tir_ramp(c->m, at, 1, lanes);
 }
 
-tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value)
+/* value through the epilogue at idx, stored at idx of the field's buffer, or (to) at flat
+ * element `at` of buffer `to` */
+static tth_tstmt *sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value,
+                             tth_tbuffer *to, tth_texpr *at)
 {
     if (!value)
         return NULL;
     tth_tbuffer *dest = s->dest[field];
     if (!s->epi)
-        return lw_store_at(c, dest, idx, value);
+        return to ? tth_tir_vstore(c->m, to, at, lw_cast(c, to->dtype, value), 0) : lw_store_at(c, dest, idx, value);
     tth_tvar *v = NULL;
     tth_texpr *slot = value;
     if (!lw_is_trivial(value)) {
@@ -679,10 +682,22 @@ tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *cons
         lw_fail(c, TTH_EINTERNAL, s->epi, "lowering: the epilogue node is not pointwise");
     c->slot_node = save_node;
     c->slot_value = save_value;
-    tth_tstmt *st = lw_lets_close(c, mark, ev ? lw_store_at(c, dest, idx, ev) : NULL);
+    tth_tstmt *sv = !ev ? NULL : to ? tth_tir_vstore(c->m, to, at, lw_cast(c, to->dtype, ev), 0) : lw_store_at(c, dest, idx, ev);
+    tth_tstmt *st = lw_lets_close(c, mark, sv);
     if (!st)
         return NULL;
     return v ? tth_tir_let(c->m, v, value, st) : st;
+}
+
+tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value)
+{
+    return sink_store(c, s, field, idx, value, NULL, NULL);
+}
+
+tth_tstmt *lw_sink_store_to(lw_ctx *c, const lw_sink *s, tth_texpr *const *idx, tth_texpr *value, tth_tbuffer *to,
+                            tth_texpr *at)
+{
+    return sink_store(c, s, 0, idx, value, to, at);
 }
 
 /* ------------------------------------------------------------------------------ loops ---- */

@@ -929,28 +929,82 @@ static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, 
     inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
+    /* dwflat 2: the epilogue reads nothing that varies along H and W, so it runs on the whole
+     * vectors too and the buffer holds the outputs; 1: it holds the sums, and each row's go
+     * through the epilogue */
+    int whole = k->dwflat == 2;
+    tth_tbuffer *dest = k->s->dest[0];
     char name[32];
     snprintf(name, sizeof name, "fl%u", c->nbufs++);
-    tth_tbuffer *fl = tth_tir_buffer(c->m, name, at, 1, &nf, TTH_SCOPE_REGISTER);
+    tth_tbuffer *fl = tth_tir_buffer(c->m, name, whole ? dest->dtype : at, 1, &nf, TTH_SCOPE_REGISTER);
     if (!fl)
         return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
     tth_tstmt *out = NULL;
-    for (int64_t a = 0; a < nvec; a++)
-        if (lw_append(c, &out, tth_tir_vstore(c->m, fl, lw_i(c, a * vl), tth_tir_vload(c->m, acc, lw_i(c, a * vl), vl, 0), 0)))
+    for (int64_t a = 0; a < nvec; a++) {
+        tth_texpr *val = tth_tir_vload(c->m, acc, lw_i(c, a * vl), vl, 0);
+        tth_tstmt *st;
+        if (whole) {
+            if (k->comp)
+                val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), vl));
+            if (k->bias) {
+                tth_texpr *b = lw_axis_value(c, k->bias, ch);
+                if (!b)
+                    return NULL;
+                val = lw_add(c, val, lw_cast(c, TTH_F32, b));
+            }
+            tth_texpr *idx[4] = {k->n, ch, oh0, tth_tir_ramp(c->m, lw_i(c, 0), 1, vl)};
+            st = lw_sink_store_to(c, k->s, idx, val, fl, lw_i(c, a * vl));
+        } else {
+            st = tth_tir_vstore(c->m, fl, lw_i(c, a * vl), val, 0);
+        }
+        if (!st || lw_append(c, &out, st))
             return NULL;
+    }
     for (int64_t r = 0; r < R; r++)
         for (int64_t s0 = 0; s0 < p->OW; s0 += vl) {
             int lanes = (int)(p->OW - s0 < vl ? p->OW - s0 : vl);
             tth_texpr *val = tth_tir_vload(c->m, fl, lw_i(c, r * k->Wrow + s0), lanes, 0);
-            if (k->comp)
-                val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), lanes));
-            tth_tstmt *st = tk_epi_store(k, ch, lw_add(c, oh0, lw_i(c, r)), tth_tir_ramp(c->m, lw_i(c, s0), 1, lanes), val);
+            tth_texpr *oh = lw_add(c, oh0, lw_i(c, r)), *ow = tth_tir_ramp(c->m, lw_i(c, s0), 1, lanes);
+            tth_tstmt *st;
+            if (whole) {
+                tth_texpr *idx[4] = {k->n, ch, oh, ow};
+                st = lw_store_at(c, dest, idx, val);
+            } else {
+                if (k->comp)
+                    val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), lanes));
+                st = tk_epi_store(k, ch, oh, ow, val);
+            }
             if (!st || lw_append(c, &out, st))
                 return NULL;
         }
     if (lw_append(c, &seq, tth_tir_allocate(c->m, fl, out)))
         return NULL;
     return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* Does the epilogue read only tensors constant along H and W (per-channel parameters, scalars)?
+ * Per-axis parameters along another axis count as constant. */
+static int epi_hw_constant(const tth_rexpr *e, const tth_rexpr *anchor, int depth)
+{
+    if (e == anchor)
+        return 1;
+    if (depth > 64)
+        return 0;
+    const tth_ttype *t = lw_ty(e);
+    if (!t)
+        return 0;
+    const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
+    if (!(impl && impl->value)) /* read from a buffer or a constant */
+        return (t->rank < 1 || t->shape[t->rank - 1] == 1) && (t->rank < 2 || t->shape[t->rank - 2] == 1);
+    int q = impl->needs_idx;
+    int64_t ax = q ? lw_attr_int(e, "axis", 1) : 0;
+    if (q && ax < 0)
+        ax += t->rank;
+    int q_hw = q && t->rank >= 2 && ax >= t->rank - 2;
+    for (size_t i = 0; i < e->u.call.nargs; i++)
+        if (!(q && i > 0 && !q_hw) && !epi_hw_constant(e->u.call.args[i], anchor, depth + 1))
+            return 0;
+    return 1;
 }
 
 /* Output rows per tile of the flat form: as many as keep the run within 8 vectors */
@@ -1501,6 +1555,8 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     int vlanes = c->vec.f32_lanes;
     k.dwflat = depthwise && padded && vlanes > 1 && k.sp == 1 && p->sh == 1 && !p->xb && !p->ob &&
                p->OW < 4 * vlanes && p->OH > 1;
+    if (k.dwflat && s->nfields == 1 && (!s->epi || epi_hw_constant(s->epi, s->anchor, 0)))
+        k.dwflat = 2;
     if (padded) {
         int64_t n = p->C * k.Hp * k.Wrow + (k.dwflat ? vlanes : 0);
         xp = lw_local(c, "xp", k.xdt, 1, &n); /* NCHW<b>c: the same count, [C/b][Hp][Wp][b] */

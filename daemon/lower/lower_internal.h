@@ -345,6 +345,11 @@ tth_texpr *lw_madd(lw_ctx *c, tth_texpr *a, tth_texpr *b, tth_texpr *acc);
 
 /* sinks */
 tth_tstmt *lw_sink_store(lw_ctx *c, const lw_sink *s, int field, tth_texpr *const *idx, tth_texpr *value);
+/* the same for field 0, the result (in the field's dtype) stored as a vector at element `at` of
+ * buffer `to` instead (a kernel that writes its outputs elsewhere first: the epilogue's tensors
+ * are then read at idx all the same) */
+tth_tstmt *lw_sink_store_to(lw_ctx *c, const lw_sink *s, tth_texpr *const *idx, tth_texpr *value, tth_tbuffer *to,
+                            tth_texpr *at);
 /* may the stage accumulate directly in dest[field] (same dtype)? */
 int lw_sink_direct(const lw_sink *s, int field, tth_dtype acc);
 
