@@ -38,6 +38,7 @@ typedef struct lw_node {
                                  (lower_quant.c): rq_table per axis element, or rq_scalar */
     float rq_scalar;
     tth_tbuffer *rq_table;
+    int rq_finite;            /* requantize: every quotient is finite */
 } lw_node;
 
 /* Where a stage op writes. */

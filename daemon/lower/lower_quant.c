@@ -101,14 +101,17 @@ static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scala
     if (!nd->rq_made) { /* once per call, however many stores its expression is built for */
         const tth_tensor *it = is->u.constant.value, *ot = os->u.constant.value;
         int64_t ni = tth_ttype_numel(&it->type), no = tth_ttype_numel(&ot->type), n = ni > no ? ni : no;
+        nd->rq_finite = 1;
         if (n == 1) {
             nd->rq_scalar = f32_at(it, 0) / f32_at(ot, 0);
+            nd->rq_finite = isfinite(nd->rq_scalar);
         } else {
             tth_tensor *m = lw_table_new(c, TTH_F32, n, NULL);
             if (!m)
                 return NULL;
             for (int64_t i = 0; i < n; i++)
-                ((float *)m->data)[i] = f32_at(it, ni == 1 ? 0 : i) / f32_at(ot, no == 1 ? 0 : i);
+                if (!isfinite(((float *)m->data)[i] = f32_at(it, ni == 1 ? 0 : i) / f32_at(ot, no == 1 ? 0 : i)))
+                    nd->rq_finite = 0;
             if (!(nd->rq_table = lw_packed_const(c, m)))
                 return NULL;
         }
@@ -119,22 +122,51 @@ static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scala
     return nd->rq_table;
 }
 
+/* the value of a constant integer scalar argument in *v, else 0 */
+static int int_scalar(const tth_rexpr *e, int64_t *v)
+{
+    if (!lw_int_const(e) || tth_ttype_numel(&e->u.constant.value->type) != 1)
+        return 0;
+    *v = tth_tensor_get_i64(e->u.constant.value, 0);
+    return 1;
+}
+
 tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
 {
     tth_texpr *ai, *p[4];
     tth_texpr *x = q_operands(c, call, idx, 4, &ai, p), *isc = p[0], *izp = p[1], *osc = p[2], *ozp = p[3];
     if (!x)
         return NULL;
-    tth_texpr *d = lw_sub(c, lw_cast(c, TTH_I32, x), lw_cast(c, TTH_I32, izp));
+    /* a constant zero point is an immediate (the usual input zero point 0 then costs nothing) */
+    int64_t iz = 0, oz = 0;
+    tth_texpr *d = lw_cast(c, TTH_I32, x);
+    if (!int_scalar(lw_arg(call, 2), &iz))
+        d = lw_sub(c, d, lw_cast(c, TTH_I32, izp));
+    else if (iz != 0)
+        d = lw_sub(c, d, tth_tir_int(c->m, TTH_I32, iz));
     float ms = 0;
     int known;
     tth_tbuffer *mb = rq_multiplier(c, call, &ms, &known);
     tth_texpr *mult = !known ? lw_bin(c, TTH_TBIN_DIV, lw_cast(c, TTH_F32, isc), lw_cast(c, TTH_F32, osc))
                       : mb   ? tth_tir_load(c->m, mb, ai)
                              : tth_tir_float(c->m, TTH_F32, ms);
-    tth_texpr *q = tth_tir_intrin(c->m, TTH_TINTRIN_ROUND_EVEN, lw_mul(c, lw_cast(c, TTH_F32, d), mult), NULL);
+    tth_texpr *v = lw_mul(c, lw_cast(c, TTH_F32, d), mult);
+    tth_dtype to = lw_ty(call)->dtype;
+    lw_node *nd = lw_node_of(c, call);
+    if (known && nd && nd->rq_finite && int_scalar(lw_arg(call, 4), &oz) && oz > -(1 << 20) && oz < (1 << 20) &&
+        (to == TTH_I8 || to == TTH_U8 || to == TTH_I16 || to == TTH_U16)) {
+        /* A finite multiplier and a constant output zero point z (docs/int8.md, "Requantize"):
+         * v clamped to [lowest - z, highest - z] first (integers, so clamping before rounding
+         * is clamping after), then rounded half to even by adding 1.5 * 2^23: |v| < 2^22, so
+         * the sum lies where float32's step is 1, and its bits are 0x4B400000 + round(v) */
+        v = lw_bin(c, TTH_TBIN_MAX, v, lw_imm(c, TTH_F32, lw_dtype_lowest(to) - (double)oz));
+        v = lw_bin(c, TTH_TBIN_MIN, v, lw_imm(c, TTH_F32, lw_dtype_highest(to) - (double)oz));
+        tth_texpr *t = tth_tir_reinterpret(c->m, TTH_I32, lw_add(c, v, lw_imm(c, TTH_F32, 12582912.0)));
+        return lw_cast(c, to, lw_sub(c, t, tth_tir_int(c->m, TTH_I32, 0x4B400000 - oz)));
+    }
+    tth_texpr *q = tth_tir_intrin(c->m, TTH_TINTRIN_ROUND_EVEN, v, NULL);
     q = lw_add(c, q, lw_cast(c, TTH_F32, ozp));
-    return saturate(c, lw_ty(call)->dtype, q);
+    return saturate(c, to, q);
 }
 
 int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
