@@ -1148,7 +1148,7 @@ static tth_tstmt *depthwise_kernel(tk *k, tth_tbuffer *src, int64_t window_rows)
         tth_tstmt *body = src ? dw_window_rows(k, src, ch, oh0, rows, R, vl) : dw_rows(k, ch, oh0, rows, vl);
         body = lw_let(c, voh, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, rc.e, lw_i(c, p->C)), lw_i(c, G)),
                       lw_let(c, vch, lw_bin(c, TTH_TBIN_MOD, rc.e, lw_i(c, p->C)), body));
-        body = lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN && ng * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+        body = lw_ax_loop(c, &rc, work >= LW_PARALLEL_MIN_DW && ng * p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
         if (!body || lw_append(c, &seq, body))
             return NULL;
     }

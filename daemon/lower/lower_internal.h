@@ -416,6 +416,11 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
 /* The same for the int8 kernels on dot products (docs/int8.md, "Threads"), counted in
  * multiply-adds: one instruction does four a lane, so the same time is four times the work. */
 #define LW_PARALLEL_MIN_DOT (4 * LW_PARALLEL_MIN)
+/* The depthwise kernel along rows (lower_conv_tiled.c), counted in multiply-adds: each input
+ * element it loads serves one multiply-add a tap, where a dense layer's serves a tile of them,
+ * so the same work takes about four times as long (MobileNet-v2's 576-channel stride-2 layer,
+ * 254,016 of them, ran 50 us on one core of two). */
+#define LW_PARALLEL_MIN_DW (LW_PARALLEL_MIN / 4)
 /* A channel concatenation of an image is split among the cores by rows from this many elements
  * (lower_shape.c): its inputs were written split by rows, so copied on one core it would pull
  * half of them from the other's cache, and write rows the other core reads next. DenseNet-121

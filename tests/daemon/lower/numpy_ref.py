@@ -927,6 +927,16 @@ def case(name):
     if name == "global_pools":
         x = rnd((2, 3, 5, 7))
         return [(x, False)], [("nn.global_avg_pool2d", {}, ["i0"])], [x.mean(axis=(2, 3), keepdims=True).astype(f32)]
+    if name == "global_pool_vectors_whole":
+        # 4x8 planes: whole vectors at every width, no rest
+        x = rnd((1, 6, 4, 8))
+        return [(x, False)], [("nn.global_avg_pool2d", {}, ["i0"])], [x.mean(axis=(2, 3), keepdims=True).astype(f32)]
+    if name == "global_pool_vectors_epilogue":
+        # NCHW on vector targets (lower_pool.c): 7x7 planes (whole vectors and one element
+        # at every width), 20 channels, two images, an epilogue
+        x, b = rnd((2, 20, 7, 7)), rnd((20, 1, 1))
+        y = np.maximum(x.mean(axis=(2, 3), keepdims=True) + b, 0)
+        return [(x, False), (b, True)], [("nn.global_avg_pool2d", {}, ["i0"]), ("add", {}, ["prev", "i1"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "broadcast_chain_three_inputs":
         x, y, z = rnd((2, 3, 4, 5)), rnd((3, 1, 5)), rnd((4, 1))
         out = np.maximum(x + y * z, 0) - z

@@ -258,7 +258,7 @@ static void run_np(const char *name)
     for (size_t i = 0; i < json_array_size(steps); i++) {
         const char *op = json_string_value(json_object_get(json_array_get(steps, i), "op"));
         conv |= !strcmp(op, "nn.conv2d") || !strcmp(op, "qnn.conv2d") || !strcmp(op, "qnn.matmul") || !strcmp(op, "matmul") || !strcmp(op, "nn.max_pool2d") ||
-                !strcmp(op, "nn.avg_pool2d") || !strcmp(op, "nn.softmax") || !strcmp(op, "nn.log_softmax") ||
+                !strcmp(op, "nn.avg_pool2d") || !strcmp(op, "nn.global_avg_pool2d") || !strcmp(op, "nn.softmax") || !strcmp(op, "nn.log_softmax") ||
                 !strcmp(op, "nn.layer_norm") || !strcmp(op, "nn.attention") || !strncmp(name, "concat_rows", 11) ||
                 !strncmp(name, "pointwise_rows", 14);
     }
@@ -405,6 +405,8 @@ NP(matmul_batched_attention)
 NP(matmul_row_ksplit)
 NP(matmul_k_blocks)
 NP(global_pools)
+NP(global_pool_vectors_epilogue)
+NP(global_pool_vectors_whole)
 NP(broadcast_chain_three_inputs)
 NP(cast_truncates)
 NP(mod_float_divisor_sign)
