@@ -1131,6 +1131,16 @@ static tth_tstmt *depthwise_kernel(tk *k, tth_tbuffer *src, int64_t window_rows)
         G = p->OH;
     int64_t work = p->C * p->OH * p->OW * p->KH * p->KW;
     tth_tstmt *seq = NULL;
+    if (k->dwflat && p->C > 1) {
+        /* the flat form reads the padded copy, which is written channel by channel in parallel
+         * (tk_pad_copy): channels outermost, so each core reads the planes it copied, every row
+         * of a plane in one task */
+        lw_ax ch;
+        if (lw_ax_make(c, &ch, "ch", p->C))
+            return NULL;
+        tth_tstmt *rows = dw_row_range(k, ch.e, lw_i(c, 0), p->OH, R, vl);
+        return lw_ax_loop(c, &ch, work >= LW_PARALLEL_MIN_DW ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, rows);
+    }
     /* a loop over (row group, channel) pairs, rows outermost (docs/threads.md, "Locality"),
      * then the last OH % G rows of every channel */
     for (int part = 0; part < 2; part++) {
