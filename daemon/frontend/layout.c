@@ -276,6 +276,49 @@ static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
     return tth_relay_call(L->m, op, nargs, e->u.call.nargs, json_incref(e->u.call.attrs), L->diag);
 }
 
+/* Is e a float32 rank-4 transpose with these axes? */
+static int transpose_is(const tth_rexpr *e, const int64_t *want)
+{
+    int64_t axes[TTH_MAX_RANK];
+    if (e->kind != TTH_REXPR_CALL || e->u.call.fn || e->u.call.op != TTH_OP_TRANSPOSE || !is_f32_nchw(e) ||
+        !is_f32_nchw(e->u.call.args[0]) || tth_transpose_axes_of(e->u.call.attrs, 4, axes, NULL) != 0)
+        return 0;
+    for (int d = 0; d < 4; d++)
+        if (axes[d] != want[d])
+            return 0;
+    return 1;
+}
+
+static const int64_t TO_NHWC[4] = {0, 2, 3, 1}, TO_NCHW[4] = {0, 3, 1, 2};
+
+/* NCHW -> NHWC of a value with a blocked form, read from the blocked form: [N, C/b, H, W, b] ->
+ * [N, H, W, C/b, b] is [N, H, W, C] (a reshape), one pass where the plain form and then the
+ * transpose were two (ConvNeXt's and Swin's permutes after a convolution; docs/layouts.md) */
+static tth_rexpr *nhwc_from_blocked(lay *L, const tth_rexpr *e)
+{
+    tth_rexpr *xb = L->blk[e->u.call.args[0]->id];
+    if (!xb)
+        return NULL;
+    int64_t axes[5] = {0, 2, 3, 1, 4};
+    const int64_t *s = e->type.tensor.shape;
+    return call_ints(L, TTH_OP_RESHAPE, call_ints(L, TTH_OP_TRANSPOSE, xb, "axes", axes, 5), "newshape", s, 4);
+}
+
+/* NHWC -> NCHW, also made blocked straight from the NHWC value: [N, H, W, C] as
+ * [N, H, W, C/b, b] -> [N, C/b, H, W, b], one pass where the NCHW transpose and then the blocking
+ * were two; the plain form is made from y as well, and the consumers take whichever they read.
+ * NULL when C has no block. */
+static tth_rexpr *blocked_from_nhwc(lay *L, const tth_rexpr *e)
+{
+    const int64_t *s = e->type.tensor.shape; /* [N, C, H, W] */
+    int64_t b = block_for(L, s[1]);
+    tth_rexpr *y = b ? plain_of(L, e->u.call.args[0]) : NULL;
+    if (!y)
+        return NULL;
+    int64_t shp[5] = {s[0], s[2], s[3], s[1] / b, b}, axes[5] = {0, 3, 1, 2, 4};
+    return call_ints(L, TTH_OP_TRANSPOSE, call_ints(L, TTH_OP_RESHAPE, y, "newshape", shp, 5), "axes", axes, 5);
+}
+
 /* call e on blocked operands: its blocked form (rank 5), or its plain form made from a blocked
  * input (rank 4: a convolution whose output has no block); NULL when it stays NCHW (then it is
  * rebuilt on plain arguments) */
@@ -287,6 +330,8 @@ static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
     switch (e->u.call.op) {
     case TTH_OP_CONV2D:
         return conv_blocked(L, e);
+    case TTH_OP_TRANSPOSE:
+        return transpose_is(e, TO_NHWC) ? nhwc_from_blocked(L, e) : NULL;
     case TTH_OP_MAX_POOL2D:
     case TTH_OP_AVG_POOL2D:
     case TTH_OP_GLOBAL_AVG_POOL2D:
@@ -403,6 +448,8 @@ int tth_relay_alter_layout(tth_relay_module *m, int64_t block, tth_layout_stats 
             break;
         }
         L.plain[e->id] = r;
+        if (transpose_is(e, TO_NCHW) && !(L.blk[e->id] = blocked_from_nhwc(&L, e)) && diag && diag->code)
+            rc = diag->code;
     }
     if (!rc) {
         tth_rexpr *body = plain_of(&L, fn->body);

@@ -739,6 +739,63 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
     expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
+/* A ConvNeXt block: x[1, 8, 6, 6] -> conv 1x1 16 (a) -> depthwise 3x3 -> Transpose to NHWC ->
+ * MatMul 16x32 -> Relu -> MatMul 32x16 -> Transpose to NCHW -> times a constant per channel
+ * [16, 1, 1] -> + a -> conv 1x1 16 -> 8 -> y; random weights */
+static tth_relay_module *nhwc_block_model(void)
+{
+    static const wspec ws[] = {{"w1", 16, 8, 1}, {"wd", 16, 1, 3}, {"w2", 8, 16, 1}};
+    ob b;
+    conv_net(&b, (const int64_t[]){1, 8, 6, 6}, ws, sizeof ws / sizeof *ws, 0);
+    ob_conv(&b, "dw", "a,wd", "d", 1, 1, 16);
+    Onnx__NodeProto *t1 = ob_node(&b, "Transpose", "to_nhwc", "d", "t");
+    ob_attr_ints(&b, t1, "perm", (int64_t[]){0, 2, 3, 1}, 4);
+    float m1[16 * 32], m2[32 * 16], ls[16];
+    for (int i = 0; i < 16 * 32; i++)
+        m1[i] = frand(), m2[i] = frand();
+    for (int i = 0; i < 16; i++)
+        ls[i] = frand();
+    ob_init_f32(&b, "m1", (const int64_t[]){16, 32}, 2, m1);
+    ob_init_f32(&b, "m2", (const int64_t[]){32, 16}, 2, m2);
+    ob_init_f32(&b, "ls", (const int64_t[]){16, 1, 1}, 3, ls);
+    ob_node(&b, "MatMul", "mm1", "t,m1", "h1");
+    ob_node(&b, "Relu", "r", "h1", "h2");
+    ob_node(&b, "MatMul", "mm2", "h2,m2", "h3");
+    Onnx__NodeProto *t2 = ob_node(&b, "Transpose", "to_nchw", "h3", "u");
+    ob_attr_ints(&b, t2, "perm", (int64_t[]){0, 3, 1, 2}, 4);
+    ob_node(&b, "Mul", "scale", "u,ls", "v");
+    ob_node(&b, "Add", "res", "v,a", "z");
+    ob_conv(&b, "c2", "z,w2", "y", 0, 1, 1);
+    ob_output(&b, "y");
+    return simplified(&b);
+}
+
+/* The permutes around an NHWC section (docs/layouts.md, "Permutes to and from NHWC"): the one to
+ * NHWC reads the depthwise convolution's blocks, the one back writes blocks, so the scale, the
+ * residual add and the next convolution stay blocked; the only layout change is main's result,
+ * and the numbers are NCHW's. */
+Test(passes, layout_permutes_to_nhwc_read_and_write_blocks)
+{
+    twin t = blocked_twin(nhwc_block_model, 99);
+    cr_assert(t.st.convs == 3 && t.st.blocked == 3 && t.st.to_blocked == 0 && t.st.to_plain == 1,
+              "convs %d blocked %d, into blocks %d, back %d:\n%s", t.st.convs, t.st.blocked, t.st.to_blocked,
+              t.st.to_plain, t.text);
+    int t5 = 0, mul5 = 0, add5 = 0;
+    for (int64_t i = 0; i < t.n; i++) {
+        const tth_rexpr *e = t.nodes[i];
+        if (e->kind != TTH_REXPR_CALL || e->u.call.fn)
+            continue;
+        int r5 = e->type.nfields < 0 && e->type.tensor.rank == 5;
+        t5 += e->u.call.op == TTH_OP_TRANSPOSE && r5;
+        mul5 += e->u.call.op == TTH_OP_MULTIPLY && r5;
+        add5 += e->u.call.op == TTH_OP_ADD && r5;
+    }
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_TRANSPOSE), 3, "the two permutes and main's result:\n%s", t.text);
+    cr_assert_eq(t5, 3, "every transpose moves blocks:\n%s", t.text);
+    cr_assert(mul5 == 1 && add5 == 1, "the scale and the residual add are blocked:\n%s", t.text);
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
+}
+
 /* x[1, 16, 7, 7] -> conv 1x1 16 -> relu -> grouped 3x3 of 8 groups of 2 channels -> relu ->
  * grouped 3x3 of 4 groups of 4 channels, stride 2 -> conv 1x1 16 -> 8 -> y; random weights */
 static tth_relay_module *small_groups_model(void)
