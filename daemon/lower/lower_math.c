@@ -85,9 +85,11 @@ static tth_texpr *keep_nan(lw_ctx *c, tth_texpr *x, tth_texpr *r)
  * argument known not to be positive (sigmoid's -|x|, `nonpos`), n in [-150, 0], n1 = max(n, -126)
  * and n2 = n - n1 in [-24, 0] (no upper clamp, two instructions fewer), multiplied as
  * (e^r 2^n2) 2^n1 so that a subnormal result is rounded once. */
+static const double EXP_P[] = {0.5, 0.166665778, 0.0416668542, 0.00836314075, 0.0013901284};
+
 static tth_texpr *exp_f32_core(lw_ctx *c, tth_texpr *x0, int nonpos)
 {
-    static const double P[] = {0.5, 0.166665778, 0.0416668542, 0.00836314075, 0.0013901284};
+    const double *P = EXP_P;
     tth_texpr *x = lw_bind(c, x0);
     tth_texpr *xc = lw_bind(c, lw_bin(c, TTH_TBIN_MAX, nonpos ? x : lw_bin(c, TTH_TBIN_MIN, x, k32(c, 89.0)), k32(c, -104.0)));
     tth_texpr *t = lw_add(c, lw_mul(c, xc, k32(c, 1.44269504088896341)), k32(c, 12582912.0));
@@ -127,23 +129,47 @@ static tth_texpr *tanh_f32(lw_ctx *c, tth_texpr *x0)
     return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, a, k32(c, 0.625)), small, big);
 }
 
-/* erf(x): x P(x^2) for |x| < 0.875; else sign(x) (1 - exp(-x^2) R(1 / (1 + |x|))), and 1 from
- * |x| = 3.925 on (where erf(x) rounds to 1 in float32) */
+static tth_texpr *i32(lw_ctx *c, int64_t v)
+{
+    return lw_imm(c, TTH_I32, (double)v);
+}
+
+/* e^q for q known to lie in [-19, -1] (erf's tail): exp_f32's reduction and polynomial without
+ * its clamps, NaN test and two-factor scale. n = round(q / ln 2) in [-28, -1] is read from the
+ * bits of t = q / ln 2 + (1.5 * 2^23 + 127): they are 0x4B400000 + 127 + n, so 2^n's bits are
+ * (bits(t) - 0x4B400000) << 23. */
+static tth_texpr *exp_f32_tail(lw_ctx *c, tth_texpr *q)
+{
+    const double magic = 12582912.0 + 127.0;
+    tth_texpr *t = lw_bind(c, lw_madd(c, q, k32(c, 1.44269504088896341), k32(c, magic)));
+    tth_texpr *nf = lw_bind(c, lw_sub(c, t, k32(c, magic)));
+    tth_texpr *r = lw_madd(c, nf, k32(c, -0.693145751953125), q);
+    r = lw_bind(c, lw_madd(c, nf, k32(c, -1.428606765330187e-06), r));
+    tth_texpr *e = lw_madd(c, lw_mul(c, r, r), horner(c, EXP_P, 5, r), lw_add(c, k32(c, 1.0), r));
+    tth_texpr *bits = lw_sub(c, tth_tir_reinterpret(c->m, TTH_I32, t), i32(c, 0x4B400000));
+    return lw_mul(c, e, tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, bits, i32(c, 23))));
+}
+
+/* erf(x): x P(x^2) for |x| < 0.875; else sign(x) (1 - e^Q(a - 0.875)), a = min(|x|, 3.925), Q
+ * fitted to log(erfc) on [0.875, 3.925] (from 3.925 on erf rounds to 1 in float32, and so does
+ * 1 - erfc(3.925)). No division and one exponential without its range checks: GELU's erf, in a
+ * transformer's widest matmul epilogue, cost as much as its multiply-adds. NaN takes the first
+ * branch (the comparison is false) and stays NaN. */
 static tth_texpr *erf_f32(lw_ctx *c, tth_texpr *x0)
 {
     static const double P[] = {1.12837911, -0.376125515, 0.112824552, -0.0267914627, 0.00503218127, -0.000620325445};
-    static const double R[] = {1.5366657e-05, 0.563569486, 0.57467258, 0.183217093, 0.293004572, -2.8186152,
-                               4.53434753, -3.27620769, 0.954450607};
+    static const double Q[] = {-1.5328244, -2.43021894, -0.826552689, -0.0468390696, 0.0111997565, -0.00203706278,
+                               0.000200996466};
     tth_texpr *x = lw_bind(c, x0);
     tth_texpr *a = lw_bind(c, tth_tir_intrin(c->m, TTH_TINTRIN_FABS, x, NULL));
     tth_texpr *s = lw_bind(c, lw_mul(c, x, x));
     tth_texpr *small = lw_mul(c, x, horner(c, P, 6, s));
-    tth_texpr *t = lw_bind(c, lw_bin(c, TTH_TBIN_DIV, k32(c, 1.0), lw_add(c, k32(c, 1.0), a)));
-    tth_texpr *e = exp_f32(c, tth_tir_un(c->m, TTH_TUN_NEG, s));
-    tth_texpr *big = lw_sub(c, k32(c, 1.0), lw_mul(c, e, horner(c, R, 9, t)));
-    big = lw_bind(c, tth_tir_select(c->m, lw_bin(c, TTH_TBIN_GE, a, k32(c, 3.925)), k32(c, 1.0), big));
-    big = tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, x, k32(c, 0.0)), tth_tir_un(c->m, TTH_TUN_NEG, big), big);
-    return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, a, k32(c, 0.875)), small, big);
+    tth_texpr *u = lw_sub(c, lw_bin(c, TTH_TBIN_MIN, a, k32(c, 3.925)), k32(c, 0.875));
+    tth_texpr *e = exp_f32_tail(c, lw_bind(c, horner(c, Q, 7, lw_bind(c, u))));
+    tth_texpr *big = tth_tir_reinterpret(c->m, TTH_I32, lw_sub(c, k32(c, 1.0), e));
+    tth_texpr *sign = lw_bin(c, TTH_TBIN_BITAND, tth_tir_reinterpret(c->m, TTH_I32, x), i32(c, INT32_MIN));
+    big = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_BITOR, big, sign));
+    return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_GE, a, k32(c, 0.875)), big, small);
 }
 
 /* sigmoid(x) = 1 / (1 + e) for x >= 0, e / (1 + e) below, e = exp(-|x|): no overflow, and the
