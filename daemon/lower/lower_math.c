@@ -71,34 +71,32 @@ static tth_texpr *horner(lw_ctx *c, const double *k, int n, tth_texpr *x)
     return acc;
 }
 
-/* x is NaN: the result is x (the clamps below would turn it into a number) */
-static tth_texpr *keep_nan(lw_ctx *c, tth_texpr *x, tth_texpr *r)
-{
-    return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_NE, x, x), x, r);
-}
 
-/* exp(x) = 2^n * e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 in two parts,
- * the first exact in 16 bits, so n * ln2_hi is exact), e^r = 1 + r + r^2 P(r). n is rounded by
- * adding and subtracting 1.5 * 2^23 (no rounding instruction needed); 2^n is built from its
- * exponent bits as two factors 2^n1 * 2^n2, so results down to the subnormals and up to infinity
- * come out right for x in [-104, 89], the range the clamp keeps: n1 = n / 2 in general; for an
- * argument known not to be positive (sigmoid's -|x|, `nonpos`), n in [-150, 0], n1 = max(n, -126)
- * and n2 = n - n1 in [-24, 0] (no upper clamp, two instructions fewer), multiplied as
- * (e^r 2^n2) 2^n1 so that a subnormal result is rounded once. */
 static const double EXP_P[] = {0.5, 0.166665778, 0.0416668542, 0.00836314075, 0.0013901284};
 
+/* exp(x) = 2^n * e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 in two parts),
+ * e^r = 1 + r + r^2 P(r). n is rounded by adding 1.5 * 2^23 (no rounding instruction needed), and
+ * read as an integer from that sum's bits (0x4B400000 + n). 2^n is built from its exponent bits
+ * as two factors 2^n1 * 2^n2, so results down to the subnormals and up to infinity come out
+ * right for x in [-104, 89], the range the clamp keeps: n1 = n / 2 in general; for an argument
+ * known not to be positive (sigmoid's -|x|, `nonpos`), n in [-150, 0], n1 = max(n, -126) and
+ * n2 = n - n1 in [-24, 0] (no upper clamp, two instructions fewer), multiplied as
+ * (e^r 2^n2) 2^n1 so that a subnormal result is rounded once. The clamps are selects on a
+ * comparison, which NaN fails: it stays NaN through the arithmetic to the result. */
 static tth_texpr *exp_f32_core(lw_ctx *c, tth_texpr *x0, int nonpos)
 {
     const double *P = EXP_P;
     tth_texpr *x = lw_bind(c, x0);
-    tth_texpr *xc = lw_bind(c, lw_bin(c, TTH_TBIN_MAX, nonpos ? x : lw_bin(c, TTH_TBIN_MIN, x, k32(c, 89.0)), k32(c, -104.0)));
-    tth_texpr *t = lw_add(c, lw_mul(c, xc, k32(c, 1.44269504088896341)), k32(c, 12582912.0));
+    tth_texpr *xc = x;
+    if (!nonpos)
+        xc = lw_bind(c, tth_tir_select(c->m, lw_bin(c, TTH_TBIN_GT, x, k32(c, 89.0)), k32(c, 89.0), x));
+    xc = lw_bind(c, tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, xc, k32(c, -104.0)), k32(c, -104.0), xc));
+    tth_texpr *t = lw_bind(c, lw_madd(c, xc, k32(c, 1.44269504088896341), k32(c, 12582912.0)));
     tth_texpr *nf = lw_bind(c, lw_sub(c, t, k32(c, 12582912.0)));
-    tth_texpr *r = lw_sub(c, lw_sub(c, xc, lw_mul(c, nf, k32(c, 0.693145751953125))),
-                          lw_mul(c, nf, k32(c, 1.428606765330187e-06)));
-    r = lw_bind(c, r);
-    tth_texpr *e = lw_add(c, lw_add(c, k32(c, 1.0), r), lw_mul(c, lw_mul(c, r, r), horner(c, P, 5, r)));
-    tth_texpr *n = lw_bind(c, lw_cast(c, TTH_I32, nf));
+    tth_texpr *r = lw_madd(c, nf, k32(c, -0.693145751953125), xc);
+    r = lw_bind(c, lw_madd(c, nf, k32(c, -1.428606765330187e-06), r));
+    tth_texpr *e = lw_madd(c, lw_mul(c, r, r), horner(c, P, 5, r), lw_add(c, k32(c, 1.0), r));
+    tth_texpr *n = lw_bind(c, lw_sub(c, tth_tir_reinterpret(c->m, TTH_I32, t), lw_imm(c, TTH_I32, 0x4B400000)));
     tth_texpr *n1 = lw_bind(c, nonpos ? lw_bin(c, TTH_TBIN_MAX, n, lw_imm(c, TTH_I32, -126))
                                       : lw_bin(c, TTH_TBIN_DIV, n, lw_imm(c, TTH_I32, 2)));
     tth_texpr *n2 = lw_sub(c, n, n1);
@@ -106,8 +104,7 @@ static tth_texpr *exp_f32_core(lw_ctx *c, tth_texpr *x0, int nonpos)
                                                                lw_imm(c, TTH_I32, 23)));
     tth_texpr *s2 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n2, lw_imm(c, TTH_I32, 127)),
                                                                lw_imm(c, TTH_I32, 23)));
-    tth_texpr *v = nonpos ? lw_mul(c, lw_mul(c, e, s2), s1) : lw_mul(c, lw_mul(c, e, s1), s2);
-    return keep_nan(c, x, v);
+    return nonpos ? lw_mul(c, lw_mul(c, e, s2), s1) : lw_mul(c, lw_mul(c, e, s1), s2);
 }
 
 static tth_texpr *exp_f32(lw_ctx *c, tth_texpr *x0)
