@@ -804,17 +804,18 @@ tth_texpr *tk_tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_te
 }
 
 
-/* The tile's n accumulators of channel ch (at most 8, each at most vmax lanes): per tap, one
- * contiguous vector load per accumulator (strided convolutions read the phase-split copy) and a
- * multiply-add by the tap's weight; then each through the epilogue. */
-static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, const dseg *sg, int n, int vmax)
+/* The sums of a tile's n accumulators of channel ch (at most 8, each at most vmax lanes): per
+ * tap, one contiguous vector load per accumulator (strided convolutions read the phase-split
+ * copy) and a multiply-add by the tap's weight. The accumulators' buffer, its zeroing and the
+ * loops over the taps appended to *seq. */
+static tth_tbuffer *dw_sums(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, const dseg *sg, int n, int vmax,
+                            tth_tstmt **seq)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    tth_tstmt *seq = NULL;
     int q = k->xdt != TTH_F32; /* int8: int32 products and sums */
     tth_dtype at = q ? TTH_I32 : TTH_F32;
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, n, vmax, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, n, vmax, seq);
     if (!acc)
         return NULL;
     lw_ax kh, kw;
@@ -840,7 +841,18 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, lw_cast(c, at, tth_tir_load(c->m, k->w, wi)), upd));
     inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
     inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
-    if (!inner || lw_append(c, &seq, inner))
+    if (!inner || lw_append(c, seq, inner))
+        return NULL;
+    return acc;
+}
+
+/* The tile's n accumulators of channel ch (dw_sums), then each through the epilogue */
+static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, const dseg *sg, int n, int vmax)
+{
+    lw_ctx *c = k->c;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = dw_sums(k, ch, oh0, ow0, sg, n, vmax, &seq);
+    if (!acc)
         return NULL;
     for (int a = 0; a < n; a++) {
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
@@ -899,35 +911,16 @@ static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, 
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int q = k->xdt != TTH_F32;
-    tth_dtype at = q ? TTH_I32 : TTH_F32;
+    tth_dtype at = k->xdt != TTH_F32 ? TTH_I32 : TTH_F32;
     int64_t nflat = (R - 1) * k->Wrow + p->OW, nvec = (nflat + vl - 1) / vl, nf = nvec * vl;
+    /* vector a is the run's elements a*vl .. a*vl + vl - 1: a segment of row 0 from column a*vl
+     * (stride 1, so consecutive elements of the padded copy), at most 8 (dw_flat_rows) */
+    dseg sg[8];
+    for (int64_t a = 0; a < nvec; a++)
+        sg[a] = (dseg){0, a * vl, vl};
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, nvec, vl, &seq);
+    tth_tbuffer *acc = dw_sums(k, ch, oh0, lw_i(c, 0), sg, (int)nvec, vl, &seq);
     if (!acc)
-        return NULL;
-    lw_ax kh, kw;
-    if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
-        return NULL;
-    tth_tvar *vw = lw_var(c, "wv", at), *vx = lw_var(c, "xo", TTH_I64);
-    if (!vw || !vx)
-        return NULL;
-    tth_texpr *xo = tk_tap_at(k, ch, oh0, lw_i(c, 0), kh.e, kw.e);
-    tth_texpr *wi = lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
-    tth_tstmt *upd = NULL;
-    for (int64_t a = 0; a < nvec; a++) {
-        tth_texpr *x0 = lw_add(c, lw_ref(c, vx), lw_i(c, a * vl));
-        tth_texpr *xv = lw_cast(c, at, tth_tir_load(c->m, k->x, tth_tir_ramp(c->m, x0, 1, vl)));
-        tth_texpr *ai = lw_i(c, a * vl);
-        tth_texpr *av = tth_tir_vload(c->m, acc, ai, vl, 0);
-        tth_texpr *f = q ? lw_add(c, lw_mul(c, xv, lw_ref(c, vw)), av) : lw_madd(c, xv, lw_ref(c, vw), av);
-        if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
-            return NULL;
-    }
-    tth_tstmt *inner = lw_let(c, vx, xo, lw_let(c, vw, lw_cast(c, at, tth_tir_load(c->m, k->w, wi)), upd));
-    inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
-    inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
-    if (!inner || lw_append(c, &seq, inner))
         return NULL;
     /* dwflat 2: the epilogue reads nothing that varies along H and W, so it runs on the whole
      * vectors too and the buffer holds the outputs; 1: it holds the sums, and each row's go

@@ -722,6 +722,18 @@ static tth_relay_module *se_model(void)
     return simplified(&b);
 }
 
+/* calls of op in t's main whose result is blocked (rank 5) */
+static int blocked_calls(const twin *t, tth_op op)
+{
+    int n = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        const tth_rexpr *e = t->nodes[i];
+        n += e->kind == TTH_REXPR_CALL && !e->u.call.fn && e->u.call.op == op && e->type.nfields < 0 &&
+             e->type.tensor.rank == 5;
+    }
+    return n;
+}
+
 /* Squeeze-and-excitation stays in blocked channels: the scale [1, 16, 1, 1] multiplies the
  * blocked image as [1, 2, 1, 1, 8]; the one-channel map [1, 1, 6, 6] as [1, 1, 6, 6, 1]. The
  * only layout changes are the ReduceMean's input (a reduction over the channels reads NCHW)
@@ -731,11 +743,7 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
     twin t = blocked_twin(se_model, 4242);
     cr_assert(t.st.convs == 5 && t.st.to_blocked == 0 && t.st.to_plain == 2, "convs %d, into blocks %d, back %d:\n%s",
               t.st.convs, t.st.to_blocked, t.st.to_plain, t.text);
-    int blocked_mul = 0;
-    for (int64_t i = 0; i < t.n; i++)
-        blocked_mul += t.nodes[i]->kind == TTH_REXPR_CALL && t.nodes[i]->u.call.op == TTH_OP_MULTIPLY &&
-                       t.nodes[i]->type.tensor.rank == 5;
-    cr_assert_eq(blocked_mul, 2, "both scales multiply blocked images:\n%s", t.text);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_MULTIPLY), 2, "both scales multiply blocked images:\n%s", t.text);
     expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
@@ -780,19 +788,10 @@ Test(passes, layout_permutes_to_nhwc_read_and_write_blocks)
     cr_assert(t.st.convs == 3 && t.st.blocked == 3 && t.st.to_blocked == 0 && t.st.to_plain == 1,
               "convs %d blocked %d, into blocks %d, back %d:\n%s", t.st.convs, t.st.blocked, t.st.to_blocked,
               t.st.to_plain, t.text);
-    int t5 = 0, mul5 = 0, add5 = 0;
-    for (int64_t i = 0; i < t.n; i++) {
-        const tth_rexpr *e = t.nodes[i];
-        if (e->kind != TTH_REXPR_CALL || e->u.call.fn)
-            continue;
-        int r5 = e->type.nfields < 0 && e->type.tensor.rank == 5;
-        t5 += e->u.call.op == TTH_OP_TRANSPOSE && r5;
-        mul5 += e->u.call.op == TTH_OP_MULTIPLY && r5;
-        add5 += e->u.call.op == TTH_OP_ADD && r5;
-    }
     cr_assert_eq(fe_count_op(t.m, TTH_OP_TRANSPOSE), 3, "the two permutes and main's result:\n%s", t.text);
-    cr_assert_eq(t5, 3, "every transpose moves blocks:\n%s", t.text);
-    cr_assert(mul5 == 1 && add5 == 1, "the scale and the residual add are blocked:\n%s", t.text);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_TRANSPOSE), 3, "every transpose moves blocks:\n%s", t.text);
+    cr_assert(blocked_calls(&t, TTH_OP_MULTIPLY) == 1 && blocked_calls(&t, TTH_OP_ADD) == 1,
+              "the scale and the residual add are blocked:\n%s", t.text);
     expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
