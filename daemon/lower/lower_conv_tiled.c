@@ -601,12 +601,13 @@ int tk_epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_
     const tth_ttype *t = lw_ty(e);
     if (!t)
         return 0;
-    int64_t h = t->rank >= 2 ? t->shape[t->rank - 2] : 1, w = t->rank >= 1 ? t->shape[t->rank - 1] : 1;
-    if (!((h == 1 && w == 1) || (h == OH && w == OW)))
-        return 0;
     /* an op that is not pointwise (a convolution, a pool) is read from its buffer: its own shape
      * is all that matters */
     const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
+    int64_t h = t->rank >= 2 ? t->shape[t->rank - 2] : 1, w = t->rank >= 1 ? t->shape[t->rank - 1] : 1;
+    /* OH < 0: only what is read from a buffer counts, and it must be constant along H and W */
+    if ((OH >= 0 || !(impl && impl->value)) && !((h == 1 && w == 1) || (OH >= 0 && h == OH && w == OW)))
+        return 0;
     /* an op with per-axis parameters (needs_idx) reads arguments 1 on along its axis: only an
      * axis of H or W depends on the pixel */
     int q = impl && impl->needs_idx;
@@ -973,31 +974,6 @@ static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, 
     if (lw_append(c, &seq, tth_tir_allocate(c->m, fl, out)))
         return NULL;
     return tth_tir_allocate(c->m, acc, seq);
-}
-
-/* Does the epilogue read only tensors constant along H and W (per-channel parameters, scalars)?
- * Per-axis parameters along another axis count as constant. */
-static int epi_hw_constant(const tth_rexpr *e, const tth_rexpr *anchor, int depth)
-{
-    if (e == anchor)
-        return 1;
-    if (depth > 64)
-        return 0;
-    const tth_ttype *t = lw_ty(e);
-    if (!t)
-        return 0;
-    const lw_op_impl *impl = e->kind == TTH_REXPR_CALL && e->u.call.op ? lw_op_lookup(e->u.call.op) : NULL;
-    if (!(impl && impl->value)) /* read from a buffer or a constant */
-        return (t->rank < 1 || t->shape[t->rank - 1] == 1) && (t->rank < 2 || t->shape[t->rank - 2] == 1);
-    int q = impl->needs_idx;
-    int64_t ax = q ? lw_attr_int(e, "axis", 1) : 0;
-    if (q && ax < 0)
-        ax += t->rank;
-    int q_hw = q && t->rank >= 2 && ax >= t->rank - 2;
-    for (size_t i = 0; i < e->u.call.nargs; i++)
-        if (!(q && i > 0 && !q_hw) && !epi_hw_constant(e->u.call.args[i], anchor, depth + 1))
-            return 0;
-    return 1;
 }
 
 /* Output rows per tile of the flat form: as many as keep the run within 8 vectors */
@@ -1558,7 +1534,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     int vlanes = c->vec.f32_lanes;
     k.dwflat = depthwise && padded && vlanes > 1 && k.sp == 1 && p->sh == 1 && !p->xb && !p->ob &&
                p->OW < 4 * vlanes && p->OH > 1;
-    if (k.dwflat && s->nfields == 1 && (!s->epi || epi_hw_constant(s->epi, s->anchor, 0)))
+    if (k.dwflat && s->nfields == 1 && (!s->epi || tk_epi_hw_ok(s->epi, s->anchor, -1, -1, 0)))
         k.dwflat = 2;
     if (padded) {
         int64_t n = p->C * k.Hp * k.Wrow + (k.dwflat ? vlanes : 0);

@@ -97,7 +97,8 @@ tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *o
 tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
 
 /* The epilogue s->epi may take the pixel index of an OH x OW output as (0, p) (a flat image):
- * every tensor in it is constant along H and W or has the output's full H and W */
+ * every tensor in it is constant along H and W or has the output's full H and W. With OH < 0:
+ * every tensor it reads is constant along H and W (any pixel index reads the same values). */
 int tk_epi_hw_ok(const tth_rexpr *e, const tth_rexpr *anchor, int64_t OH, int64_t OW, int depth);
 /* Offset in the input as read of tap (kh, kw) for output pixel (oh, ow0) of input channel ch:
  * row oh*sh + kh*dh; column ow0*sw + kw*dw, or in a phase-split row (k->sp > 1, sp = sw) phase
