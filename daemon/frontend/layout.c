@@ -18,6 +18,9 @@
  *    of the result's own shape, scalars, or constants per channel ([C, 1, 1], [1, C, 1, 1],
  *    blocked here at compile time), with at least one blocked: blocked.
  *  - concatenate along the channels of blocked values: blocked.
+ *  - a transpose from NCHW to NHWC of a value with a blocked form reads the blocked form; one
+ *    from NHWC to NCHW gets a blocked form made from its input, beside its plain form
+ *    (docs/layouts.md, "Permutes to and from NHWC").
  *  - anything else reads the plain form of its arguments, made when first asked for.
  * Runs after partitioning (only main's own operators move; a region's call reads plain values)
  * and before fusion. */
