@@ -65,7 +65,8 @@ from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ORT_TIME = os.path.join(ROOT, "bench", "ort", "ort_time.js")
+sys.path.insert(0, os.path.join(ROOT, "bench", "common"))
+import tth_bench  # noqa: E402
 
 WEIGHTED = ("Conv", "MatMul", "Gemm")
 # ops quantized on their float activation inputs (None: all of them, else these positions) and output
@@ -80,19 +81,15 @@ class Error(Exception):
     pass
 
 
-# ---- ONNX Runtime through bench/ort/ort_time.js ------------------------------------------------
+# ---- ONNX Runtime through bench/ort/ort_time.js (tth_bench.ort_time) -------------------------
 
 def ort_run(ort_dir, model, inputs, out_dir):
-    """run once with ORT (20 timed runs, no warm-up); the JSON ort_time.js prints, outputs in
-    out_dir"""
-    args = ["node", ORT_TIME, model, "--ort-dir", ort_dir, "--threads", "1", "--runs", "20",
-            "--warmup", "0", "--output-dir", out_dir]
-    for name, path in inputs.items():
-        args += ["--input", "%s=%s" % (name, path)]
-    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise Error("ort_time.js %s: exit %d\n%s" % (model, r.returncode, r.stderr.strip()))
-    return json.loads(r.stdout)
+    """run once with ORT, one thread (20 timed runs, no warm-up): the JSON ort_time.js prints,
+    outputs in out_dir"""
+    try:
+        return tth_bench.ort_time(ort_dir, model, 1, inputs, runs=20, warmup=0, output_dir=out_dir)
+    except tth_bench.BenchError as e:
+        raise Error(str(e))
 
 
 def check_ort(ort_dir):
