@@ -74,36 +74,43 @@ static tth_texpr *horner(lw_ctx *c, const double *k, int n, tth_texpr *x)
 
 static const double EXP_P[] = {0.5, 0.166665778, 0.0416668542, 0.00836314075, 0.0013901284};
 
-/* exp(x) = 2^n * e^r, n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 in two parts),
- * e^r = 1 + r + r^2 P(r). n is rounded by adding 1.5 * 2^23 (no rounding instruction needed), and
- * read as an integer from that sum's bits (0x4B400000 + n). 2^n is built from its exponent bits
- * as two factors 2^n1 * 2^n2, so results down to the subnormals and up to infinity come out
- * right for x in [-104, 89], the range the clamp keeps: n1 = n / 2 in general; for an argument
- * known not to be positive (sigmoid's -|x|, `nonpos`), n in [-150, 0], n1 = max(n, -126) and
- * n2 = n - n1 in [-24, 0] (no upper clamp, two instructions fewer), multiplied as
- * (e^r 2^n2) 2^n1 so that a subnormal result is rounded once. The clamps are selects on a
- * comparison, which NaN fails: it stays NaN through the arithmetic to the result. */
+static tth_texpr *i32(lw_ctx *c, int64_t v)
+{
+    return lw_imm(c, TTH_I32, (double)v);
+}
+
+/* The reduction both exponentials share: for x in range, *t = x / ln 2 + 1.5 * 2^23, whose bits
+ * are 0x4B400000 + n with n = round(x / ln 2) (no rounding or conversion instruction needed);
+ * r = x - n ln 2 with ln 2 in two parts; returns e^r = 1 + r + r^2 P(r), r in [-ln2/2, ln2/2]. */
+static tth_texpr *exp_reduced(lw_ctx *c, tth_texpr *x, tth_texpr **t)
+{
+    *t = lw_bind(c, lw_madd(c, x, k32(c, 1.44269504088896341), k32(c, 12582912.0)));
+    tth_texpr *nf = lw_bind(c, lw_sub(c, *t, k32(c, 12582912.0)));
+    tth_texpr *r = lw_madd(c, nf, k32(c, -0.693145751953125), x);
+    r = lw_bind(c, lw_madd(c, nf, k32(c, -1.428606765330187e-06), r));
+    return lw_madd(c, lw_mul(c, r, r), horner(c, EXP_P, 5, r), lw_add(c, k32(c, 1.0), r));
+}
+
+/* exp(x) = 2^n * e^r (exp_reduced). 2^n is built from its exponent bits as two factors
+ * 2^n1 * 2^n2, so results down to the subnormals and up to infinity come out right for x in
+ * [-104, 89], the range the clamp keeps: n1 = n / 2 in general; for an argument known not to be
+ * positive (sigmoid's -|x|, `nonpos`), n in [-150, 0], n1 = max(n, -126) and n2 = n - n1 in
+ * [-24, 0] (no upper clamp, two instructions fewer), multiplied as (e^r 2^n2) 2^n1 so that a
+ * subnormal result is rounded once. The clamps are selects on a comparison, which NaN fails: it
+ * stays NaN through the arithmetic to the result. */
 static tth_texpr *exp_f32_core(lw_ctx *c, tth_texpr *x0, int nonpos)
 {
-    const double *P = EXP_P;
     tth_texpr *x = lw_bind(c, x0);
-    tth_texpr *xc = x;
+    tth_texpr *xc = x, *t;
     if (!nonpos)
         xc = lw_bind(c, tth_tir_select(c->m, lw_bin(c, TTH_TBIN_GT, x, k32(c, 89.0)), k32(c, 89.0), x));
     xc = lw_bind(c, tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, xc, k32(c, -104.0)), k32(c, -104.0), xc));
-    tth_texpr *t = lw_bind(c, lw_madd(c, xc, k32(c, 1.44269504088896341), k32(c, 12582912.0)));
-    tth_texpr *nf = lw_bind(c, lw_sub(c, t, k32(c, 12582912.0)));
-    tth_texpr *r = lw_madd(c, nf, k32(c, -0.693145751953125), xc);
-    r = lw_bind(c, lw_madd(c, nf, k32(c, -1.428606765330187e-06), r));
-    tth_texpr *e = lw_madd(c, lw_mul(c, r, r), horner(c, P, 5, r), lw_add(c, k32(c, 1.0), r));
-    tth_texpr *n = lw_bind(c, lw_sub(c, tth_tir_reinterpret(c->m, TTH_I32, t), lw_imm(c, TTH_I32, 0x4B400000)));
-    tth_texpr *n1 = lw_bind(c, nonpos ? lw_bin(c, TTH_TBIN_MAX, n, lw_imm(c, TTH_I32, -126))
-                                      : lw_bin(c, TTH_TBIN_DIV, n, lw_imm(c, TTH_I32, 2)));
+    tth_texpr *e = exp_reduced(c, xc, &t);
+    tth_texpr *n = lw_bind(c, lw_sub(c, tth_tir_reinterpret(c->m, TTH_I32, t), i32(c, 0x4B400000)));
+    tth_texpr *n1 = lw_bind(c, nonpos ? lw_bin(c, TTH_TBIN_MAX, n, i32(c, -126)) : lw_bin(c, TTH_TBIN_DIV, n, i32(c, 2)));
     tth_texpr *n2 = lw_sub(c, n, n1);
-    tth_texpr *s1 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n1, lw_imm(c, TTH_I32, 127)),
-                                                               lw_imm(c, TTH_I32, 23)));
-    tth_texpr *s2 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n2, lw_imm(c, TTH_I32, 127)),
-                                                               lw_imm(c, TTH_I32, 23)));
+    tth_texpr *s1 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n1, i32(c, 127)), i32(c, 23)));
+    tth_texpr *s2 = tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, lw_add(c, n2, i32(c, 127)), i32(c, 23)));
     return nonpos ? lw_mul(c, lw_mul(c, e, s2), s1) : lw_mul(c, lw_mul(c, e, s1), s2);
 }
 
@@ -126,25 +133,15 @@ static tth_texpr *tanh_f32(lw_ctx *c, tth_texpr *x0)
     return tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, a, k32(c, 0.625)), small, big);
 }
 
-static tth_texpr *i32(lw_ctx *c, int64_t v)
-{
-    return lw_imm(c, TTH_I32, (double)v);
-}
-
-/* e^q for q known to lie in [-19, -1] (erf's tail): exp_f32's reduction and polynomial without
- * its clamps, NaN test and two-factor scale. n = round(q / ln 2) in [-28, -1] is read from the
- * bits of t = q / ln 2 + (1.5 * 2^23 + 127): they are 0x4B400000 + 127 + n, so 2^n's bits are
- * (bits(t) - 0x4B400000) << 23. */
+/* e^q for q known to lie in [-19, -1] (erf's tail): exp_reduced without exp_f32's clamps and
+ * two-factor scale. n = round(q / ln 2) is in [-28, -1], so 2^n is one normal factor whose bits
+ * are (n + 127) << 23, n + 127 = bits(t) - (0x4B400000 - 127). */
 static tth_texpr *exp_f32_tail(lw_ctx *c, tth_texpr *q)
 {
-    const double magic = 12582912.0 + 127.0;
-    tth_texpr *t = lw_bind(c, lw_madd(c, q, k32(c, 1.44269504088896341), k32(c, magic)));
-    tth_texpr *nf = lw_bind(c, lw_sub(c, t, k32(c, magic)));
-    tth_texpr *r = lw_madd(c, nf, k32(c, -0.693145751953125), q);
-    r = lw_bind(c, lw_madd(c, nf, k32(c, -1.428606765330187e-06), r));
-    tth_texpr *e = lw_madd(c, lw_mul(c, r, r), horner(c, EXP_P, 5, r), lw_add(c, k32(c, 1.0), r));
-    tth_texpr *bits = lw_sub(c, tth_tir_reinterpret(c->m, TTH_I32, t), i32(c, 0x4B400000));
-    return lw_mul(c, e, tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, bits, i32(c, 23))));
+    tth_texpr *t;
+    tth_texpr *e = exp_reduced(c, q, &t);
+    tth_texpr *biased = lw_sub(c, tth_tir_reinterpret(c->m, TTH_I32, t), i32(c, 0x4B400000 - 127));
+    return lw_mul(c, e, tth_tir_reinterpret(c->m, TTH_F32, lw_bin(c, TTH_TBIN_SHL, biased, i32(c, 23))));
 }
 
 /* erf(x): x P(x^2) for |x| < 0.875; else sign(x) (1 - e^Q(a - 0.875)), a = min(|x|, 3.925), Q
