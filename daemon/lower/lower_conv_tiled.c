@@ -233,8 +233,10 @@ static tth_tstmt *pack_loop(tk *k, tth_tbuffer *w, tth_tbuffer *wp)
     return lw_ax_loop(c, &B, TTH_LOOP_SERIAL, st);
 }
 
-/* bias (if any) + acc, through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
-tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
+/* bias (if any) + acc, through the epilogue, stored at output channel(s) oc of pixel (oh, ow),
+ * or (to) at element `at` of buffer `to` */
+static tth_tstmt *epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val, tth_tbuffer *to,
+                            tth_texpr *at)
 {
     lw_ctx *c = k->c;
     if (k->p->ob)
@@ -246,7 +248,12 @@ tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_
         val = lw_add(c, val, lw_cast(c, TTH_F32, b));
     }
     tth_texpr *idx[4] = {k->n, oc, oh, ow};
-    return lw_sink_store(c, k->s, 0, idx, val);
+    return to ? lw_sink_store_to(c, k->s, idx, val, to, at) : lw_sink_store(c, k->s, 0, idx, val);
+}
+
+tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val)
+{
+    return epi_store(k, oc, oh, ow, val, NULL, NULL);
 }
 
 /* The same for block blk of an NCHW<b>c output: val is its b channels of pixel (oh, ow), one
@@ -805,6 +812,13 @@ tth_texpr *tk_tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_te
 }
 
 
+/* int8: sum + comp[ch] (the int32 sums then hold sum (x - x_zp) * w), in `lanes` lanes */
+static tth_texpr *dw_comp(tk *k, tth_texpr *ch, tth_texpr *val, int lanes)
+{
+    lw_ctx *c = k->c;
+    return k->comp ? lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), lanes)) : val;
+}
+
 /* The sums of a tile's n accumulators of channel ch (at most 8, each at most vmax lanes): per
  * tap, one contiguous vector load per accumulator (strided convolutions read the phase-split
  * copy) and a multiply-add by the tap's weight. The accumulators' buffer, its zeroing and the
@@ -858,9 +872,7 @@ static tth_tstmt *dw_tile(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0, 
     for (int a = 0; a < n; a++) {
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
         tth_texpr *oh = lw_add(c, oh0, lw_i(c, sg[a].drow)), *ow = lw_add(c, ow0, lw_i(c, sg[a].dcol));
-        tth_texpr *val = tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0);
-        if (k->comp)
-            val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), sg[a].lanes));
+        tth_texpr *val = dw_comp(k, ch, tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0), sg[a].lanes);
         tth_tstmt *st = tk_epi_store(k, ch, oh, tth_tir_ramp(c->m, ow, 1, sg[a].lanes), val);
         if (!st || lw_append(c, &seq, st))
             return NULL;
@@ -936,21 +948,9 @@ static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, 
     tth_tstmt *out = NULL;
     for (int64_t a = 0; a < nvec; a++) {
         tth_texpr *val = tth_tir_vload(c->m, acc, lw_i(c, a * vl), vl, 0);
-        tth_tstmt *st;
-        if (whole) {
-            if (k->comp)
-                val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), vl));
-            if (k->bias) {
-                tth_texpr *b = lw_axis_value(c, k->bias, ch);
-                if (!b)
-                    return NULL;
-                val = lw_add(c, val, lw_cast(c, TTH_F32, b));
-            }
-            tth_texpr *idx[4] = {k->n, ch, oh0, tth_tir_ramp(c->m, lw_i(c, 0), 1, vl)};
-            st = lw_sink_store_to(c, k->s, idx, val, fl, lw_i(c, a * vl));
-        } else {
-            st = tth_tir_vstore(c->m, fl, lw_i(c, a * vl), val, 0);
-        }
+        tth_tstmt *st = whole ? epi_store(k, ch, oh0, tth_tir_ramp(c->m, lw_i(c, 0), 1, vl), dw_comp(k, ch, val, vl), fl,
+                                          lw_i(c, a * vl))
+                              : tth_tir_vstore(c->m, fl, lw_i(c, a * vl), val, 0);
         if (!st || lw_append(c, &out, st))
             return NULL;
     }
@@ -959,15 +959,8 @@ static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, 
             int lanes = (int)(p->OW - s0 < vl ? p->OW - s0 : vl);
             tth_texpr *val = tth_tir_vload(c->m, fl, lw_i(c, r * k->Wrow + s0), lanes, 0);
             tth_texpr *oh = lw_add(c, oh0, lw_i(c, r)), *ow = tth_tir_ramp(c->m, lw_i(c, s0), 1, lanes);
-            tth_tstmt *st;
-            if (whole) {
-                tth_texpr *idx[4] = {k->n, ch, oh, ow};
-                st = lw_store_at(c, dest, idx, val);
-            } else {
-                if (k->comp)
-                    val = lw_add(c, val, tth_tir_broadcast(c->m, tth_tir_load(c->m, k->comp, ch), lanes));
-                st = tk_epi_store(k, ch, oh, ow, val);
-            }
+            tth_texpr *idx[4] = {k->n, ch, oh, ow};
+            tth_tstmt *st = whole ? lw_store_at(c, dest, idx, val) : tk_epi_store(k, ch, oh, ow, dw_comp(k, ch, val, lanes));
             if (!st || lw_append(c, &out, st))
                 return NULL;
         }

@@ -81,6 +81,15 @@ tth_texpr *lw_dequantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx
     return lw_mul(c, lw_sub(c, lw_cast(c, ft, x), lw_cast(c, ft, zp)), lw_cast(c, ft, sc));
 }
 
+/* the value of a constant integer scalar argument in *v (1), else 0 */
+static int int_scalar(const tth_rexpr *e, int64_t *v)
+{
+    if (!lw_int_const(e) || tth_ttype_numel(&e->u.constant.value->type) != 1)
+        return 0;
+    *v = tth_tensor_get_i64(e->u.constant.value, 0);
+    return 1;
+}
+
 /* float32 element i of a constant float tensor (0 when it is not float32) */
 static float f32_at(const tth_tensor *t, int64_t i)
 {
@@ -89,8 +98,9 @@ static float f32_at(const tth_tensor *t, int64_t i)
 
 /* in_scale / out_scale of a requantize whose scales are float32 constants, divided at compile
  * time (IEEE division gives the bits the generated code would): a constant per element of the
- * axis, or one scalar (*scalar set, NULL returned). Else NULL and *ok 0. */
-static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scalar, int *ok)
+ * axis, or one scalar (*scalar set, NULL returned); *finite: every quotient is finite. Else NULL
+ * and *ok 0. */
+static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scalar, int *ok, int *finite)
 {
     const tth_rexpr *is = lw_arg(call, 1), *os = lw_arg(call, 3);
     lw_node *nd = lw_node_of(c, call);
@@ -118,17 +128,9 @@ static tth_tbuffer *rq_multiplier(lw_ctx *c, const tth_rexpr *call, float *scala
         nd->rq_made = 1;
     }
     *scalar = nd->rq_scalar;
+    *finite = nd->rq_finite;
     *ok = 1;
     return nd->rq_table;
-}
-
-/* the value of a constant integer scalar argument in *v, else 0 */
-static int int_scalar(const tth_rexpr *e, int64_t *v)
-{
-    if (!lw_int_const(e) || tth_ttype_numel(&e->u.constant.value->type) != 1)
-        return 0;
-    *v = tth_tensor_get_i64(e->u.constant.value, 0);
-    return 1;
 }
 
 tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx)
@@ -145,15 +147,14 @@ tth_texpr *lw_requantize(lw_ctx *c, const tth_rexpr *call, tth_texpr *const *idx
     else if (iz != 0)
         d = lw_sub(c, d, tth_tir_int(c->m, TTH_I32, iz));
     float ms = 0;
-    int known;
-    tth_tbuffer *mb = rq_multiplier(c, call, &ms, &known);
+    int known, finite = 0;
+    tth_tbuffer *mb = rq_multiplier(c, call, &ms, &known, &finite);
     tth_texpr *mult = !known ? lw_bin(c, TTH_TBIN_DIV, lw_cast(c, TTH_F32, isc), lw_cast(c, TTH_F32, osc))
                       : mb   ? tth_tir_load(c->m, mb, ai)
                              : tth_tir_float(c->m, TTH_F32, ms);
     tth_texpr *v = lw_mul(c, lw_cast(c, TTH_F32, d), mult);
     tth_dtype to = lw_ty(call)->dtype;
-    lw_node *nd = lw_node_of(c, call);
-    if (known && nd && nd->rq_finite && int_scalar(lw_arg(call, 4), &oz) && oz > -(1 << 20) && oz < (1 << 20) &&
+    if (known && finite && int_scalar(lw_arg(call, 4), &oz) && oz > -(1 << 20) && oz < (1 << 20) &&
         (to == TTH_I8 || to == TTH_U8 || to == TTH_I16 || to == TTH_U16)) {
         /* A finite multiplier and a constant output zero point z (docs/int8.md, "Requantize"):
          * v clamped to [lowest - z, highest - z] first (integers, so clamping before rounding
@@ -221,13 +222,12 @@ int64_t lw_dot_koff(const lw_ctx *c, tth_dtype x)
 
 int lw_dot_zero_points(const tth_rexpr *xz, const tth_rexpr *wz, int64_t *xzp)
 {
-    if (!lw_int_const(xz) || !lw_int_const(wz) || tth_ttype_numel(&xz->u.constant.value->type) != 1)
+    if (!int_scalar(xz, xzp) || !lw_int_const(wz))
         return 0;
     const tth_tensor *w = wz->u.constant.value;
     for (int64_t i = 0; i < tth_ttype_numel(&w->type); i++)
         if (tth_tensor_get_i64(w, i) != 0)
             return 0;
-    *xzp = tth_tensor_get_i64(xz->u.constant.value, 0);
     return 1;
 }
 
