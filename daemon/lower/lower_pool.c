@@ -467,6 +467,7 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return NULL;
     int is_max = p.is_max;
     tth_dtype t = x->dtype;
+    int64_t HW = p.H * p.W;
     if (!is_max && !tth_dtype_is_float(t)) {
         lw_fail(c, TTH_EUNSUPPORTED, call, "%s: %s is not supported (floating point only)",
                 tth_op_name(call->u.call.op), tth_dtype_name(t));
@@ -474,7 +475,6 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     }
     if (p.b) { /* NCHW<b>c: per (image, block), a vector of b channels summed over the plane */
         int b = (int)p.b;
-        int64_t HW = p.H * p.W;
         lw_ax nc, k;
         tth_tstmt *seq = NULL;
         tth_tbuffer *acc = lw_reg_tile(c, 1, b, &seq);
@@ -500,18 +500,17 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         tth_tstmt *el = tth_tir_allocate(c->m, acc, seq);
         return lw_ax_loop(c, &nc, p.N * p.C * p.b * HW >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
     }
-    int64_t HWv = p.H * p.W;
     int vl = c->vec.f32_lanes;
-    if (!is_max && t == TTH_F32 && vl > 1 && HWv >= vl) {
+    if (!is_max && t == TTH_F32 && vl > 1 && HW >= vl) {
         /* NCHW average on a vector target: per (image, channel), the plane's elements summed in
          * a vector of vl partial sums, then across its lanes and the last HW % vl elements' */
-        int64_t nv = HWv / vl, tail = HWv % vl;
+        int64_t nv = HW / vl, tail = HW % vl;
         lw_ax nc, k;
         tth_tstmt *seq = NULL;
         tth_tbuffer *acc = lw_reg_tile(c, 1, vl, &seq);
         if (!acc || lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &k, "k", nv))
             return NULL;
-        tth_texpr *row = lw_mul(c, nc.e, lw_i(c, HWv));
+        tth_texpr *row = lw_mul(c, nc.e, lw_i(c, HW));
         tth_texpr *xv = tth_tir_vload(c->m, x, lw_add(c, row, lw_mul(c, k.e, lw_i(c, vl))), vl, 0);
         tth_tstmt *red = lw_ax_loop(c, &k, TTH_LOOP_SERIAL,
                                     tth_tir_vstore(c->m, acc, lw_i(c, 0), lw_add(c, tth_tir_vload(c->m, acc, lw_i(c, 0), vl, 0), xv), 0));
@@ -521,12 +520,12 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
             rest = tth_tir_intrin(c->m, TTH_TINTRIN_REDUCE_ADD, rest, NULL);
         if (rest)
             v = lw_add(c, v, rest);
-        v = lw_bin(c, TTH_TBIN_DIV, v, lw_imm(c, t, (double)HWv));
+        v = lw_bin(c, TTH_TBIN_DIV, v, lw_imm(c, t, (double)HW));
         tth_texpr *oidx[4] = {p.N == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, nc.e, lw_i(c, p.C)),
                               p.C == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, nc.e, lw_i(c, p.C)), lw_i(c, 0), lw_i(c, 0)};
         if (!red || lw_append(c, &seq, red) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
             return NULL;
-        return lw_ax_loop(c, &nc, p.N * p.C * HWv >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL,
+        return lw_ax_loop(c, &nc, p.N * p.C * HW >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL,
                           tth_tir_allocate(c->m, acc, seq));
     }
     int direct = lw_sink_direct(s, 0, t);
@@ -537,7 +536,6 @@ tth_tstmt *lw_global_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         if (!acc)
             return NULL;
     }
-    int64_t HW = p.H * p.W;
     lw_ax nc, k;
     if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &k, "k", HW))
         return NULL;
