@@ -272,6 +272,18 @@ tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *o
     return lw_sink_store(c, k->s, 0, idx, val);
 }
 
+/* The partial sums of accumulator (j, r) of a tile of block B0 at (oh, ow0): block B0 + j,
+ * pixel oh*OW + ow0 + r (a flat image: ow0 + r) */
+static tth_texpr *psum_at(tk *k, tth_texpr *B0, int j, tth_texpr *oh, tth_texpr *ow0, int r)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    tth_texpr *pix = lw_add(c, ow0, lw_i(c, r));
+    if (!k->flat)
+        pix = lw_add(c, lw_mul(c, oh, lw_i(c, p->OW)), pix);
+    return lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, B0, lw_i(c, j)), lw_i(c, p->OH * p->OW)), pix), lw_i(c, k->vl));
+}
+
 /* One tile: RC channel blocks from block B0 (group g, block bg0 of the group) times RW pixels
  * from (oh, ow0) of the row. */
 static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, tth_texpr *oh, tth_texpr *ow0,
@@ -282,15 +294,25 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     int vl = k->vl;
     int64_t KK = p->KH * p->KW;
     tth_dtype at = k->dot ? TTH_I32 : TTH_F32;
-    tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)RC * RW, vl, &seq);
+    tth_tstmt *seq = NULL, *zeros = NULL;
+    /* with blocks of input channels, all but the first start from the partial sums */
+    int from_psum = k->psum && k->kphase > 0;
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)RC * RW, vl, from_psum ? &zeros : &seq);
     if (!acc)
         return NULL;
+    for (int j = 0; j < RC && from_psum; j++)
+        for (int r = 0; r < RW; r++)
+            if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl),
+                                                  tth_tir_vload(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r), vl, 0), 0)))
+                return NULL;
 
-    /* the reduction: ic, kh, kw (int8: ic counts words of four channels) */
+    /* the reduction: ic, kh, kw (int8: ic counts words of four channels); with blocks of input
+     * channels, over the block's */
     lw_ax ic, kh, kw;
-    if (lw_ax_make(c, &ic, "ic", k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+    if (lw_ax_make(c, &ic, "ic", k->psum ? k->kclen : k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) ||
+        lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
+    tth_texpr *icx = k->psum ? lw_add(c, k->kc0, ic.e) : ic.e;
     tth_tvar *vxc = lw_var(c, "xc", TTH_I64), *vwc = lw_var(c, "wc", TTH_I64);
     if (!vxc || !vwc)
         return NULL;
@@ -305,9 +327,9 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         row = lw_mul(c, kh.e, lw_i(c, p->dh));
         col = lw_mul(c, kw.e, lw_i(c, p->dw));
     }
-    tth_texpr *xc = tk_x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), ic.e), row, col);
+    tth_texpr *xc = tk_x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
-    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), ic.e),
+    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx),
                                                 lw_i(c, KK)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
                            lw_i(c, vl));
     tth_tvar *wv[4], *xv[16];
@@ -386,6 +408,14 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     }
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
+    if (k->psum && k->kphase < 2) { /* a block before the last: the partial sums */
+        for (int j = 0; j < RC; j++)
+            for (int r = 0; r < RW; r++)
+                if (lw_append(c, &seq, tth_tir_vstore(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r),
+                                                      tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl), vl, 0), 0)))
+                    return NULL;
+        return tth_tir_allocate(c->m, acc, seq);
+    }
 
     /* the epilogue: per accumulator, vl channels of one pixel */
     int64_t tail = k->Og % vl;
@@ -503,6 +533,37 @@ static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, 
     return seq;
 }
 
+/* The tiles of block_row, through the blocks of input channels when there are (k->psum): the
+ * first block, the middle ones (a loop), the last, each over all the tiles, so that the block's
+ * weights stay in L1 while every tile reads them (docs/lowering.md, "Blocks of input
+ * channels") */
+static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
+                               tth_texpr *p0, int64_t len)
+{
+    lw_ctx *c = k->c;
+    if (!k->psum)
+        return block_row(k, B0, g, bg0, RC, RW, oh, p0, len);
+    tth_tstmt *seq = NULL;
+    for (int ph = 0; ph < 3; ph++) {
+        if (ph == 1 && k->nkc < 3)
+            continue;
+        lw_ax kb = {0};
+        if (ph == 1 && lw_ax_make(c, &kb, "kb", k->nkc - 2))
+            return NULL;
+        k->kphase = ph;
+        k->kc0 = ph == 0   ? lw_i(c, 0)
+                 : ph == 2 ? lw_i(c, (k->nkc - 1) * k->kcs)
+                           : lw_mul(c, lw_add(c, kb.e, lw_i(c, 1)), lw_i(c, k->kcs));
+        k->kclen = ph == 2 ? k->kclast : k->kcs;
+        tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, oh, p0, len);
+        if (ph == 1)
+            t = lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
+        if (!t || lw_append(c, &seq, t))
+            return NULL;
+    }
+    return seq;
+}
+
 /* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
  * runs over (group, row) pairs, so even a layer with one group of blocks has OH tasks; a flat
  * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter. Rows are
@@ -547,11 +608,11 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
         tth_tstmt *row;
         if (!k->flat)
-            row = block_row(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
+            row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
         else if (part == 0)
-            row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
+            row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
         else
-            row = block_row(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
+            row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
         /* rows outermost: r = q / nblk, group q % nblk; groups outermost: group q / nrow, r = q % nrow */
         tth_texpr *bq, *rq;
         if (k->wouter) {
@@ -579,6 +640,20 @@ static tth_tstmt *blocked_kernel(tk *k)
     int64_t NBT = p->groups * k->NB;
     int par = p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
     tth_tstmt *seq = NULL;
+    /* blocks of input channels: float32, one group, a tile's weights more than twice
+     * TK_KC_BYTES (docs/lowering.md, "Blocks of input channels") */
+    int64_t step = (int64_t)RC * k->vl * p->KH * p->KW * 4;
+    k->psum = NULL;
+    if (!k->dot && p->groups == 1 && k->Cg * step > 2 * TK_KC_BYTES) {
+        int64_t per = TK_KC_BYTES / step > 0 ? TK_KC_BYTES / step : 1;
+        k->nkc = (k->Cg + per - 1) / per;
+        k->kcs = (k->Cg + k->nkc - 1) / k->nkc;
+        k->nkc = (k->Cg + k->kcs - 1) / k->kcs;
+        k->kclast = k->Cg - (k->nkc - 1) * k->kcs;
+        int64_t n = NBT * k->vl * p->OH * p->OW;
+        if (k->nkc > 1 && !(k->psum = lw_local(k->c, "ps", TTH_F32, 1, &n)))
+            return NULL;
+    }
     if (NBT / RC > 0) {
         tth_tstmt *main = block_range(k, NBT / RC, 0, RC, RW, par);
         if (!main || lw_append(k->c, &seq, main))
@@ -590,7 +665,7 @@ static tth_tstmt *blocked_kernel(tk *k)
         if (!rest || lw_append(k->c, &seq, rest))
             return NULL;
     }
-    return seq;
+    return k->psum && seq ? tth_tir_allocate(k->c->m, k->psum, seq) : seq;
 }
 
 /* ------------------------------------------------------------------ pointwise kernel ---- */

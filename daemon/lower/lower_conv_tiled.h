@@ -56,6 +56,17 @@ typedef struct tk {
     int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
                                 its row and columns inside the image only (a dilated kernel mostly
                                 in the padding; docs/lowering.md, "Taps in the padding") */
+    tth_tbuffer *psum;       /* channel-blocked, input channels in blocks (docs/lowering.md,
+                                "Blocks of input channels"): the partial sums, per output channel
+                                block and pixel [NB*vl lanes][OH*OW], NULL without blocks */
+    int64_t kcs;             /* input channels per block (the last one kclast) */
+    int64_t nkc, kclast;     /* blocks of input channels */
+    tth_texpr *kc0;          /* the block a tile reduces over: its first input channel */
+    int64_t kclen;           /* ... and its length */
+    int kphase;              /* 0: the first block (from zeros), 1: a middle one (from the partial
+                                sums), both storing partial sums; 2: the last (from the partial
+                                sums, through the epilogue). Without blocks, 0 with kclen = Cg
+                                and no psum: from zeros through the epilogue */
     int dwflat;              /* depthwise, stride 1, narrow rows, the padded copy of the image: a
                                 tile of R output rows is one run of (R-1)*Wrow + OW outputs in
                                 whole vectors, the columns of the padding computed and dropped
@@ -89,6 +100,10 @@ int tk_weights_outer(const lw_conv_p *p, int64_t wfloats, int cores);
 /* with more than one core, weights outermost only when they are this many times the image
  * (docs/lowering.md, "Loop order") */
 #define TK_OUTER_PARALLEL_RATIO 8
+/* The channel-blocked kernel reduces over input channels in blocks whose packed weights for one
+ * tile's channel blocks take at most this many bytes, when they are more than twice this
+ * (docs/lowering.md, "Blocks of input channels") */
+#define TK_KC_BYTES (32 << 10)
 /* bias (if any) + val through the epilogue, stored at output channel(s) oc of pixel (oh, ow) */
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 /* the same for an NCHW<b>c output: val is block blk (b channels) of pixel (oh, ow) */

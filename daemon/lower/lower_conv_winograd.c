@@ -228,7 +228,11 @@ static tth_tstmt *mm_tile(wg *g, tth_texpr *e, tth_texpr *t0, int rm, tth_texpr 
 }
 
 /* pass 2: for every e, blocks of RM tiles of the region (then the last Ts % RM) times
- * output-channel tiles */
+ * output-channel tiles. The loop nest keeps the larger operand of e's product in the cache while
+ * the smaller one passes over it (docs/lowering.md, "Winograd kernel"): tile blocks outermost
+ * when V[e] (C x Ts) is the larger, so its block stays in L1 across U[e]'s columns; output-channel
+ * tiles outermost when U[e] (C x O) is, so the tile's C x RN*vl columns of U (from memory: all of
+ * U is 36 times the weights) stay in L2 while every tile block reads them. */
 static tth_tstmt *products(wg *g, int par)
 {
     lw_ctx *c = g->k.c;
@@ -237,11 +241,26 @@ static tth_tstmt *products(wg *g, int par)
     int64_t nvo = g->k.p->O / g->vl;
     while (nvo % RN)
         RN--;
-    int64_t nob = nvo / RN, nTB = g->Ts / RM;
+    int64_t nob = nvo / RN, nTB = g->Ts / RM, rem = g->Ts % RM;
     tth_tstmt *seq = NULL;
+    if (g->k.p->O > g->Ts) {
+        lw_ax q, tb;
+        if (lw_ax_make(c, &q, "q", WE * nob) || lw_ax_make(c, &tb, "tb", nTB))
+            return NULL;
+        tth_texpr *e = nob == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nob));
+        tth_texpr *o0 = lw_mul(c, nob == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nob)),
+                               lw_i(c, (int64_t)RN * g->vl));
+        tth_tstmt *body = NULL, *full = NULL, *last = NULL;
+        if (nTB > 0 && (!(full = lw_ax_loop(c, &tb, TTH_LOOP_SERIAL, mm_tile(g, e, lw_mul(c, tb.e, lw_i(c, RM)), RM, o0, RN))) ||
+                        lw_append(c, &body, full)))
+            return NULL;
+        if (rem && (!(last = mm_tile(g, e, lw_i(c, nTB * RM), (int)rem, o0, RN)) || lw_append(c, &body, last)))
+            return NULL;
+        return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    }
     for (int part = 0; part < 2; part++) {
-        int64_t nt = part == 0 ? nTB : (g->Ts % RM ? 1 : 0);
-        int rm = part == 0 ? RM : (int)(g->Ts % RM);
+        int64_t nt = part == 0 ? nTB : (rem ? 1 : 0);
+        int rm = part == 0 ? RM : (int)rem;
         if (nt == 0)
             continue;
         lw_ax q, ob;

@@ -333,6 +333,27 @@ def case(name):
         a = {"padding": [1, 1, 1, 1]}
         y = conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1)
         return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], [y.astype(f32)]
+    if name == "conv_tiles_input_channel_blocks":
+        # a tile's packed weights over twice TK_KC_BYTES at every vector width: the reduction in
+        # blocks of input channels with partial sums between them (docs/lowering.md, "Blocks of
+        # input channels"; at 16 lanes 15 blocks of 18 channels and a last one of 4, at 4 lanes
+        # three); 3x3 at dilation 2 on 9x7, 256 -> 40 channels (a partial last block at 16
+        # lanes), batch 2, bias, + residual, relu after the last block. Small values: 2304 terms
+        # of standard normals would differ from numpy by float32 rounding beyond the tolerance,
+        # where a block of 18 channels left out or counted twice moves a sum by about 0.06
+        x, w = rnd((2, 256, 9, 7)) * 0.1, rnd((40, 256, 3, 3)) * 0.05
+        b, r = rnd((40,)), rnd((2, 40, 9, 7))
+        a = {"padding": [2, 2, 2, 2], "dilation": [2, 2]}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [2, 2, 2, 2], [2, 2], 1) + r, 0)
+        return ([(x, False), (w, True), (b, True), (r, False)],
+                [("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])],
+                [y.astype(f32)])
+    if name == "conv_tiles_input_channel_blocks_flat":
+        # the same on a flat image: 1x1 of 600 -> 48 channels on 5x7 = 35 pixels (blocks of input
+        # channels from 8 lanes on), bias, relu
+        x, w, b = rnd((1, 600, 5, 7)) * 0.1, rnd((48, 600, 1, 1)) * 0.05, rnd((48,))
+        y = np.maximum(conv2d(x, w, b, [1, 1], [0, 0, 0, 0], [1, 1], 1), 0)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", {}, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "conv_tiles_groups_outer_small_image":
         # grouped (16 groups of 16 channels) on a 5x5 image: weights no larger than 8 images
         # (16 x 9 per channel against 8 x 25) but more channels than 8 images (256 > 200), so on
@@ -414,6 +435,14 @@ def case(name):
         # Winograd F(4x4, 3x3): 16 input channels, 32 output channels, 4x4 tiles of a 14x14
         # image (the last tile row and column partial), bias, relu
         x, w, b = rnd((1, 16, 14, 14)), rnd((32, 16, 3, 3)), rnd((32,))
+        a = {"padding": [1, 1, 1, 1]}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1), 0)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_winograd_channels_outer":
+        # more output channels than tiles (128 against 16 tiles of a 13x13 output): the products
+        # run output-channel tiles outermost (docs/lowering.md, "Winograd kernel"), with a last
+        # block of 16 % 6 tiles at 32 registers; bias and relu
+        x, w, b = rnd((1, 16, 13, 13)), rnd((128, 16, 3, 3)), rnd((128,))
         a = {"padding": [1, 1, 1, 1]}
         y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1), 0)
         return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]

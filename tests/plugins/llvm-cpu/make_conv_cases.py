@@ -216,6 +216,17 @@ def case_attention(g, x):
     return y, (ov @ wo)[None].astype(np.float32)
 
 
+def case_input_blocks(g, x):
+    # a 3x3 convolution of 256 -> 40 channels at dilation 2: the channel-blocked kernel reduces
+    # over blocks of input channels at every vector width (docs/lowering.md, "Blocks of input
+    # channels"), the last block of another length; bias and relu after the last block, then a
+    # Winograd layer of more output channels than tiles (40 -> 64 on 4x4 tiles of 13x13: output
+    # channels outermost)
+    h, hv = conv_d(g, "x", x, rnd((40, 256, 3, 3), 0.05), rnd((40,), 0.1), (2, 2, 2, 2), 2)
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((64, 40, 3, 3), 0.1), rnd((64,), 0.1), pads=(1, 1, 1, 1))
+
+
 def case_k_blocks(g, x):
     # a dense layer whose weight is larger than its input (a transformer's projection): K in
     # blocks with partial sums carried between them (300 = three blocks of 100: the first, a
@@ -228,6 +239,7 @@ def case_k_blocks(g, x):
 
 CASES = {
     "k_blocks": ((1, 30, 300), case_k_blocks),
+    "input_blocks": ((1, 256, 13, 13), case_input_blocks),
     "layer_norm": ((2, 9, 70), case_layer_norm, 17),
     "dilated_sparse": ((1, 32, 14, 14), case_dilated_sparse),
     "grouped": ((1, 32, 15, 14), case_grouped),

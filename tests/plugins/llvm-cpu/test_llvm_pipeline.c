@@ -216,7 +216,8 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     char dir[512];
     make_conv_cases(dir, sizeof dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows",
-                                        "pointwise_tail", "pointwise_chain", "pools", "k_blocks"};
+                                        "pointwise_tail", "pointwise_chain", "pools", "k_blocks",
+                                        "input_blocks"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     expect_shared_code(dir, "llvm");
     expect_shared_code(dir, "c");
