@@ -591,43 +591,44 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         rows = P / RL;
         last = P % RL;
     }
-    tth_tstmt *seq = NULL;
-    for (int part = 0; part < 2; part++) {
-        int64_t nrow = part == 0 ? rows : (last ? 1 : 0);
-        if (nblk * nrow == 0)
-            continue;
-        lw_ax q;
-        if (lw_ax_make(c, &q, "q", nblk * nrow))
+    /* the tasks: nblk groups times nrow rows; a flat image's shorter last run of pixels is one
+     * more row of the same loop (its own code, chosen by the row index), so the cores share it
+     * instead of the launching thread running it after the others */
+    int64_t nrow = rows + (last ? 1 : 0);
+    if (nblk * nrow == 0)
+        return NULL;
+    lw_ax q;
+    if (lw_ax_make(c, &q, "q", nblk * nrow))
+        return NULL;
+    tth_tvar *vB = lw_var(c, "B", TTH_I64), *vr = lw_var(c, "r", TTH_I64);
+    if (!vB || !vr)
+        return NULL;
+    tth_texpr *B0 = lw_ref(c, vB), *r = lw_ref(c, vr);
+    tth_texpr *g = p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB));
+    /* B0 < NB with one group: it is its own block of the group */
+    tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
+    tth_tstmt *row = NULL;
+    if (!k->flat)
+        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
+    else if (rows > 0)
+        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
+    if (last) {
+        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
+        if (!lr || (rows > 0 && !row))
             return NULL;
-        tth_tvar *vB = lw_var(c, "B", TTH_I64), *vr = lw_var(c, "r", TTH_I64);
-        if (!vB || !vr)
-            return NULL;
-        tth_texpr *B0 = lw_ref(c, vB), *r = lw_ref(c, vr);
-        tth_texpr *g = p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB));
-        /* B0 < NB with one group: it is its own block of the group */
-        tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
-        tth_tstmt *row;
-        if (!k->flat)
-            row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
-        else if (part == 0)
-            row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
-        else
-            row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
-        /* rows outermost: r = q / nblk, group q % nblk; groups outermost: group q / nrow, r = q % nrow */
-        tth_texpr *bq, *rq;
-        if (k->wouter) {
-            bq = nrow == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nrow));
-            rq = nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nrow));
-        } else {
-            bq = nblk == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nblk));
-            rq = nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nblk));
-        }
-        row = lw_let(c, vB, lw_add(c, lw_i(c, Bstart), lw_mul(c, bq, lw_i(c, RC))), lw_let(c, vr, rq, row));
-        row = lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
-        if (!row || lw_append(c, &seq, row))
-            return NULL;
+        row = rows > 0 ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, r, lw_i(c, rows)), row, lr) : lr;
     }
-    return seq;
+    /* rows outermost: r = q / nblk, group q % nblk; groups outermost: group q / nrow, r = q % nrow */
+    tth_texpr *bq, *rq;
+    if (k->wouter) {
+        bq = nrow == 1 ? q.e : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nrow));
+        rq = nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nrow));
+    } else {
+        bq = nblk == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, nblk));
+        rq = nrow == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, nblk));
+    }
+    row = lw_let(c, vB, lw_add(c, lw_i(c, Bstart), lw_mul(c, bq, lw_i(c, RC))), lw_let(c, vr, rq, row));
+    return lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
 }
 
 static tth_tstmt *blocked_kernel(tk *k)

@@ -206,14 +206,22 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (!x)
         return NULL;
     if (p.b) {
-        lw_ax nc, oh, ow;
-        if (lw_ax_make(c, &nc, "nc", p.N * p.C) || lw_ax_make(c, &oh, "oh", p.OH) || lw_ax_make(c, &ow, "ow", p.OW))
+        /* bands of output rows outermost, as the convolutions split theirs (docs/threads.md,
+         * "Locality"): a task reads the rows its core wrote, not half of every channel block */
+        int64_t NC = p.N * p.C, R, nb = lw_bands(c, p.OH, &R);
+        lw_ax q, ow;
+        tth_tvar *vnc = lw_var(c, "nc", TTH_I64), *vb = lw_var(c, "b", TTH_I64), *voh = lw_var(c, "oh", TTH_I64);
+        if (!vnc || !vb || !voh || lw_ax_make(c, &q, "q", nb * NC) || lw_ax_make(c, &ow, "ow", p.OW))
             return NULL;
-        tth_tstmt *el = pool_elem_blocked(c, &p, x, s, nc.e, oh.e, ow.e);
+        tth_tstmt *el = pool_elem_blocked(c, &p, x, s, lw_ref(c, vnc), lw_ref(c, voh), ow.e);
         el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
-        el = lw_ax_loop(c, &oh, TTH_LOOP_SERIAL, el);
-        int64_t work = p.N * p.C * p.b * p.OH * p.OW * p.KH * p.KW;
-        return lw_ax_loop(c, &nc, work >= LW_PARALLEL_MIN && p.N * p.C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
+        /* the band's rows: [b*R, min(b*R + R, OH)) */
+        tth_texpr *r0 = lw_mul(c, lw_ref(c, vb), lw_i(c, R));
+        tth_texpr *nrows = p.OH % R ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, R), lw_sub(c, lw_i(c, p.OH), r0)) : lw_i(c, R);
+        el = lw_for(c, voh, r0, nrows, TTH_LOOP_SERIAL, el);
+        el = lw_let(c, vb, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, NC)), lw_let(c, vnc, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, NC)), el));
+        int64_t work = NC * p.b * p.OH * p.OW * p.KH * p.KW;
+        return lw_ax_loop(c, &q, work >= LW_PARALLEL_MIN && nb * NC > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
     }
     int direct = 0;
     tth_tbuffer *acc = pool_acc(c, s, x->dtype, &direct);
