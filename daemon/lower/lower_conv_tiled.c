@@ -365,6 +365,11 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * k->Cg * KK * vl)), vl, 0),
                        inner);
     inner = lw_let(c, vxc, xc, lw_let(c, vwc, wc, inner));
+    /* with taps skipped, the channels innermost: the taps' bounds vary from tile to tile, so
+     * the channel loop, of a fixed count, is the one LLVM unrolls (and the bounds are computed
+     * once per tile, not once per channel) */
+    if (k->skip_taps)
+        inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
     if (k->skip_taps) {
         /* only the taps that read inside the image for this row (kh) and for some pixel of the
          * tile (kw): the others multiply padding zeros. Row oh*sh + kh*dh - pt in [0, H) for
@@ -396,7 +401,8 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
         inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
     }
-    inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
+    if (!k->skip_taps)
+        inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
     /* flat == 2: pixel p = ow0 + r sits at input offset (p / OW)*sh*Wp + (p % OW)*sw */
     for (int r = RW - 1; r >= 0 && k->flat == 2; r--) {
         tth_texpr *px = lw_add(c, ow0, lw_i(c, r));
@@ -538,11 +544,15 @@ static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, 
  * weights stay in L1 while every tile reads them (docs/lowering.md, "Blocks of input
  * channels") */
 static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
-                               tth_texpr *p0, int64_t len)
+                               tth_texpr *p0, int64_t len, tth_texpr *nrows)
 {
     lw_ctx *c = k->c;
     if (!k->psum)
         return block_row(k, B0, g, bg0, RC, RW, oh, p0, len);
+    /* nrows: the tiles of nrows rows from row oh (a band), in every block */
+    tth_tvar *vrow = nrows ? lw_var(c, "oh", TTH_I64) : NULL;
+    if (nrows && !vrow)
+        return NULL;
     tth_tstmt *seq = NULL;
     for (int ph = 0; ph < 3; ph++) {
         if (ph == 1 && k->nkc < 3)
@@ -555,7 +565,9 @@ static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg
                  : ph == 2 ? lw_i(c, (k->nkc - 1) * k->kcs)
                            : lw_mul(c, lw_add(c, kb.e, lw_i(c, 1)), lw_i(c, k->kcs));
         k->kclen = ph == 2 ? k->kclast : k->kcs;
-        tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, oh, p0, len);
+        tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, nrows ? lw_ref(c, vrow) : oh, p0, len);
+        if (nrows)
+            t = lw_for(c, vrow, oh, nrows, TTH_LOOP_SERIAL, t);
         if (ph == 1)
             t = lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
         if (!t || lw_append(c, &seq, t))
@@ -574,12 +586,19 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int64_t P = p->OH * p->OW, RL = p->OW, rows = p->OH, last = 0;
-    if (k->flat && k->wouter && nblk >= TK_OUTER_MIN_BLOCKS) {
+    int64_t P = p->OH * p->OW, RL = p->OW, rows = p->OH, last = 0, band = 1;
+    /* with blocks of input channels, a task runs each block's weights over as many pixels as
+     * the cores leave it (docs/lowering.md, "Blocks of input channels"): the whole image when
+     * the weights are outermost and the groups are enough to share, else a band of rows (a
+     * run of pixels) per core */
+    int whole = k->wouter && nblk >= TK_OUTER_MIN_BLOCKS;
+    if (k->flat && whole) {
         RL = P;
         rows = 1;
     } else if (k->flat) {
         int64_t tiles = (P + RW - 1) / RW, per = (tiles + 7) / 8;
+        if (k->psum)
+            lw_bands(c, tiles, &per);
         /* whole tiles in rows of equal length when a divisor of the tiles is near (a blocked
          * output's width divides the image, choose_tile): no shorter last row to write out */
         for (int64_t d = per; P % RW == 0 && d <= 2 * per; d++)
@@ -590,6 +609,11 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         RL = (int64_t)RW * per;
         rows = P / RL;
         last = P % RL;
+    } else if (k->psum) {
+        band = p->OH;
+        if (!whole)
+            lw_bands(c, p->OH, &band);
+        rows = (p->OH + band - 1) / band;
     }
     /* the tasks: nblk groups times nrow rows; a flat image's shorter last run of pixels is one
      * more row of the same loop (its own code, chosen by the row index), so the cores share it
@@ -608,12 +632,17 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     /* B0 < NB with one group: it is its own block of the group */
     tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
     tth_tstmt *row = NULL;
-    if (!k->flat)
-        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW);
+    if (!k->flat && band > 1) {
+        /* rows [r*band, min(r*band + band, OH)) */
+        tth_texpr *r0 = lw_mul(c, r, lw_i(c, band));
+        tth_texpr *nr = p->OH % band ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, band), lw_sub(c, lw_i(c, p->OH), r0)) : lw_i(c, band);
+        row = block_row_kc(k, B0, g, bg0, RC, RW, r0, lw_i(c, 0), p->OW, nr);
+    } else if (!k->flat)
+        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW, NULL);
     else if (rows > 0)
-        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL);
+        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL, NULL);
     if (last) {
-        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last);
+        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last, NULL);
         if (!lr || (rows > 0 && !row))
             return NULL;
         row = rows > 0 ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, r, lw_i(c, rows)), row, lr) : lr;

@@ -348,6 +348,22 @@ def case(name):
         return ([(x, False), (w, True), (b, True), (r, False)],
                 [("nn.conv2d", a, ["i0", "i1", "i2"]), ("add", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])],
                 [y.astype(f32)])
+    if name == "conv_tiles_input_channel_blocks_rows":
+        # blocks of input channels on row tiles (a row of 18 pixels is not narrow): each task
+        # runs every block over a band of rows, one per core (three bands of 2, 2 and 1 rows with
+        # three cores), or over the whole image when the weights are outermost and the channel
+        # blocks enough to share; 3x3 padded, 256 -> 64 channels, bias, relu
+        x, w, b = rnd((1, 256, 5, 18)) * 0.1, rnd((64, 256, 3, 3)) * 0.05, rnd((64,))
+        a = {"padding": [1, 1, 1, 1]}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [1, 1, 1, 1], [1, 1], 1), 0)
+        return [(x, False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
+    if name == "conv_tiles_input_channel_blocks_sparse":
+        # the same with most taps in the padding (dilation 6 on 6x20: each tile loops over the
+        # taps inside the image, docs/lowering.md "Taps in the padding"), 256 -> 48 channels
+        x, w = rnd((1, 256, 6, 20)) * 0.1, rnd((48, 256, 3, 3)) * 0.05
+        a = {"padding": [6, 6, 6, 6], "dilation": [6, 6]}
+        y = conv2d(x, w, None, [1, 1], [6, 6, 6, 6], [6, 6], 1)
+        return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
     if name == "conv_tiles_input_channel_blocks_flat":
         # the same on a flat image: 1x1 of 600 -> 48 channels on 5x7 = 35 pixels (blocks of input
         # channels from 8 lanes on), bias, relu
