@@ -600,8 +600,9 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         if (k->psum)
             lw_bands(c, tiles, &per);
         /* whole tiles in rows of equal length when a divisor of the tiles is near (a blocked
-         * output's width divides the image, choose_tile): no shorter last row to write out */
-        for (int64_t d = per; P % RW == 0 && d <= 2 * per; d++)
+         * output's width divides the image, choose_tile): no shorter last row to write out;
+         * with blocks of input channels the runs stay one per core */
+        for (int64_t d = per; !k->psum && P % RW == 0 && d <= 2 * per; d++)
             if (tiles % d == 0) {
                 per = d;
                 break;
