@@ -294,25 +294,27 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     int vl = k->vl;
     int64_t KK = p->KH * p->KW;
     tth_dtype at = k->dot ? TTH_I32 : TTH_F32;
-    tth_tstmt *seq = NULL, *zeros = NULL;
-    /* with blocks of input channels, all but the first start from the partial sums */
-    int from_psum = k->psum && k->kphase > 0;
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)RC * RW, vl, from_psum ? &zeros : &seq);
+    tth_tstmt *seq = NULL, *zeros = NULL, *loads = NULL;
+    /* with blocks of input channels (block k->kb), the first from zeros, the others from the
+     * partial sums */
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)RC * RW, vl, k->psum ? &zeros : &seq);
     if (!acc)
         return NULL;
-    for (int j = 0; j < RC && from_psum; j++)
+    for (int j = 0; j < RC && k->psum; j++)
         for (int r = 0; r < RW; r++)
-            if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl),
-                                                  tth_tir_vload(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r), vl, 0), 0)))
+            if (lw_append(c, &loads, tth_tir_vstore(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl),
+                                                    tth_tir_vload(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r), vl, 0), 0)))
                 return NULL;
+    if (k->psum && lw_append(c, &seq, tth_tir_if(c->m, lw_bin(c, TTH_TBIN_EQ, k->kb, lw_i(c, 0)), zeros, loads)))
+        return NULL;
 
     /* the reduction: ic, kh, kw (int8: ic counts words of four channels); with blocks of input
      * channels, over the block's */
     lw_ax ic, kh, kw;
-    if (lw_ax_make(c, &ic, "ic", k->psum ? k->kclen : k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) ||
+    if (lw_ax_make(c, &ic, "ic", k->psum ? k->kcs : k->Cg) || lw_ax_make(c, &kh, "kh", p->KH) ||
         lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
-    tth_texpr *icx = k->psum ? lw_add(c, k->kc0, ic.e) : ic.e;
+    tth_texpr *icx = k->psum ? lw_add(c, lw_mul(c, k->kb, lw_i(c, k->kcs)), ic.e) : ic.e;
     tth_tvar *vxc = lw_var(c, "xc", TTH_I64), *vwc = lw_var(c, "wc", TTH_I64);
     if (!vxc || !vwc)
         return NULL;
@@ -414,14 +416,14 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     }
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
-    if (k->psum && k->kphase < 2) { /* a block before the last: the partial sums */
-        for (int j = 0; j < RC; j++)
-            for (int r = 0; r < RW; r++)
-                if (lw_append(c, &seq, tth_tir_vstore(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r),
-                                                      tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl), vl, 0), 0)))
-                    return NULL;
-        return tth_tir_allocate(c->m, acc, seq);
-    }
+    /* a block before the last stores the partial sums, the last goes through the epilogue */
+    tth_tstmt *stores = NULL, *pre = seq;
+    for (int j = 0; j < RC && k->psum; j++)
+        for (int r = 0; r < RW; r++)
+            if (lw_append(c, &stores, tth_tir_vstore(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r),
+                                                     tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl), vl, 0), 0)))
+                return NULL;
+    seq = NULL;
 
     /* the epilogue: per accumulator, vl channels of one pixel */
     int64_t tail = k->Og % vl;
@@ -473,7 +475,11 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
                 return NULL;
         }
     }
-    return tth_tir_allocate(c->m, acc, seq);
+    if (k->psum)
+        seq = tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, k->kb, lw_i(c, k->nkc - 1)), stores, seq);
+    if (!seq || lw_append(c, &pre, seq))
+        return NULL;
+    return tth_tir_allocate(c->m, acc, pre);
 }
 
 /* register tile: RC channel blocks (dividing NB) and at most rwmax pixels, from the registers */
@@ -539,10 +545,10 @@ static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, 
     return seq;
 }
 
-/* The tiles of block_row, through the blocks of input channels when there are (k->psum): the
- * first block, the middle ones (a loop), the last, each over all the tiles, so that the block's
- * weights stay in L1 while every tile reads them (docs/lowering.md, "Blocks of input
- * channels") */
+/* The tiles of block_row, through the blocks of input channels when there are (k->psum): a
+ * loop over the blocks, each over all the tiles, so that the block's weights stay in L1 while
+ * every tile reads them; the tile's code is written once, the first and the last block chosen
+ * at run time (docs/lowering.md, "Blocks of input channels") */
 static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
                                tth_texpr *p0, int64_t len, tth_texpr *nrows)
 {
@@ -553,26 +559,14 @@ static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg
     tth_tvar *vrow = nrows ? lw_var(c, "oh", TTH_I64) : NULL;
     if (nrows && !vrow)
         return NULL;
-    tth_tstmt *seq = NULL;
-    for (int ph = 0; ph < 3; ph++) {
-        if (ph == 1 && k->nkc < 3)
-            continue;
-        lw_ax kb = {0};
-        if (ph == 1 && lw_ax_make(c, &kb, "kb", k->nkc - 2))
-            return NULL;
-        k->kphase = ph;
-        k->kc0 = ph == 0   ? lw_i(c, 0)
-                 : ph == 2 ? lw_i(c, (k->nkc - 1) * k->kcs)
-                           : lw_mul(c, lw_add(c, kb.e, lw_i(c, 1)), lw_i(c, k->kcs));
-        k->kclen = ph == 2 ? k->kclast : k->kcs;
-        tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, nrows ? lw_ref(c, vrow) : oh, p0, len);
-        if (nrows)
-            t = lw_for(c, vrow, oh, nrows, TTH_LOOP_SERIAL, t);
-        if (ph == 1)
-            t = lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
-        if (!t || lw_append(c, &seq, t))
-            return NULL;
-    }
+    lw_ax kb;
+    if (lw_ax_make(c, &kb, "kb", k->nkc))
+        return NULL;
+    k->kb = kb.e;
+    tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, nrows ? lw_ref(c, vrow) : oh, p0, len);
+    if (nrows)
+        t = lw_for(c, vrow, oh, nrows, TTH_LOOP_SERIAL, t);
+    tth_tstmt *seq = lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
     return seq;
 }
 
@@ -677,12 +671,15 @@ static tth_tstmt *blocked_kernel(tk *k)
     k->psum = NULL;
     if (!k->dot && p->groups == 1 && k->Cg * step > 2 * TK_KC_BYTES) {
         int64_t per = TK_KC_BYTES / step > 0 ? TK_KC_BYTES / step : 1;
-        k->nkc = (k->Cg + per - 1) / per;
-        k->kcs = (k->Cg + k->nkc - 1) / k->nkc;
-        k->nkc = (k->Cg + k->kcs - 1) / k->kcs;
-        k->kclast = k->Cg - (k->nkc - 1) * k->kcs;
+        /* blocks of one length (one copy of the tile's code, the block index chosen at run
+         * time): the largest divisor of the channels within the budget, when at least half of it */
+        int64_t kcs = per < k->Cg ? per : k->Cg;
+        while (kcs > 1 && k->Cg % kcs)
+            kcs--;
+        k->kcs = kcs;
+        k->nkc = k->Cg / kcs;
         int64_t n = NBT * k->vl * p->OH * p->OW;
-        if (k->nkc > 1 && !(k->psum = lw_local(k->c, "ps", TTH_F32, 1, &n)))
+        if (2 * kcs >= per && k->nkc > 1 && !(k->psum = lw_local(k->c, "ps", TTH_F32, 1, &n)))
             return NULL;
     }
     if (NBT / RC > 0) {

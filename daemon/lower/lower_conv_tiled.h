@@ -59,14 +59,11 @@ typedef struct tk {
     tth_tbuffer *psum;       /* channel-blocked, input channels in blocks (docs/lowering.md,
                                 "Blocks of input channels"): the partial sums, per output channel
                                 block and pixel [NB*vl lanes][OH*OW], NULL without blocks */
-    int64_t kcs;             /* input channels per block (the last one kclast) */
-    int64_t nkc, kclast;     /* blocks of input channels */
-    tth_texpr *kc0;          /* the block a tile reduces over: its first input channel */
-    int64_t kclen;           /* ... and its length */
-    int kphase;              /* 0: the first block (from zeros), 1: a middle one (from the partial
-                                sums), both storing partial sums; 2: the last (from the partial
-                                sums, through the epilogue). Without blocks, 0 with kclen = Cg
-                                and no psum: from zeros through the epilogue */
+    int64_t kcs;             /* input channels per block (all of one length) */
+    int64_t nkc;             /* blocks of input channels */
+    tth_texpr *kb;           /* the block a tile reduces over (0 .. nkc-1): the first starts from
+                                zeros, the last goes through the epilogue, the others load and
+                                store the partial sums */
     int dwflat;              /* depthwise, stride 1, narrow rows, the padded copy of the image: a
                                 tile of R output rows is one run of (R-1)*Wrow + OW outputs in
                                 whole vectors, the columns of the padding computed and dropped
