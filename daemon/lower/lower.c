@@ -793,6 +793,13 @@ tth_tstmt *lw_nest(lw_ctx *c, const int64_t *shape, int rank, int flags, lw_body
     return s;
 }
 
+tth_tstmt *lw_band_loop(lw_ctx *c, tth_tvar *v, tth_texpr *b, int64_t per, int64_t rows, tth_tstmt *body)
+{
+    tth_texpr *r0 = lw_mul(c, b, lw_i(c, per));
+    tth_texpr *n = rows % per ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, per), lw_sub(c, lw_i(c, rows), r0)) : lw_i(c, per);
+    return lw_for(c, v, r0, n, TTH_LOOP_SERIAL, body);
+}
+
 int64_t lw_bands(const lw_ctx *c, int64_t rows, int64_t *per)
 {
     if (rows < 1) {

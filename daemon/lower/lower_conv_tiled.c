@@ -284,6 +284,24 @@ static tth_texpr *psum_at(tk *k, tth_texpr *B0, int j, tth_texpr *oh, tth_texpr 
     return lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, B0, lw_i(c, j)), lw_i(c, p->OH * p->OW)), pix), lw_i(c, k->vl));
 }
 
+/* The tile's RC x RW accumulators from (load) or to (else) their partial sums; NULL on failure */
+static tth_tstmt *psum_moves(tk *k, tth_tbuffer *acc, tth_texpr *B0, tth_texpr *oh, tth_texpr *ow0, int RC, int RW,
+                             int load)
+{
+    lw_ctx *c = k->c;
+    int vl = k->vl;
+    tth_tstmt *seq = NULL;
+    for (int j = 0; j < RC; j++)
+        for (int r = 0; r < RW; r++) {
+            tth_texpr *ai = lw_i(c, ((int64_t)j * RW + r) * vl), *pi = psum_at(k, B0, j, oh, ow0, r);
+            tth_tstmt *st = load ? tth_tir_vstore(c->m, acc, ai, tth_tir_vload(c->m, k->psum, pi, vl, 0), 0)
+                                 : tth_tir_vstore(c->m, k->psum, pi, tth_tir_vload(c->m, acc, ai, vl, 0), 0);
+            if (!st || lw_append(c, &seq, st))
+                return NULL;
+        }
+    return seq;
+}
+
 /* One tile: RC channel blocks from block B0 (group g, block bg0 of the group) times RW pixels
  * from (oh, ow0) of the row. */
 static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, tth_texpr *oh, tth_texpr *ow0,
@@ -298,14 +316,8 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     /* with blocks of input channels (block k->kb), the first from zeros, the others from the
      * partial sums */
     tth_tbuffer *acc = lw_reg_tile_of(c, at, (int64_t)RC * RW, vl, k->psum ? &zeros : &seq);
-    if (!acc)
-        return NULL;
-    for (int j = 0; j < RC && k->psum; j++)
-        for (int r = 0; r < RW; r++)
-            if (lw_append(c, &loads, tth_tir_vstore(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl),
-                                                    tth_tir_vload(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r), vl, 0), 0)))
-                return NULL;
-    if (k->psum && lw_append(c, &seq, tth_tir_if(c->m, lw_bin(c, TTH_TBIN_EQ, k->kb, lw_i(c, 0)), zeros, loads)))
+    if (!acc || (k->psum && (!(loads = psum_moves(k, acc, B0, oh, ow0, RC, RW, 1)) ||
+                             lw_append(c, &seq, tth_tir_if(c->m, lw_bin(c, TTH_TBIN_EQ, k->kb, lw_i(c, 0)), zeros, loads)))))
         return NULL;
 
     /* the reduction: ic, kh, kw (int8: ic counts words of four channels); with blocks of input
@@ -367,12 +379,11 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * k->Cg * KK * vl)), vl, 0),
                        inner);
     inner = lw_let(c, vxc, xc, lw_let(c, vwc, wc, inner));
-    /* with taps skipped, the channels innermost: the taps' bounds vary from tile to tile, so
-     * the channel loop, of a fixed count, is the one LLVM unrolls (and the bounds are computed
-     * once per tile, not once per channel) */
-    if (k->skip_taps)
-        inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
     if (k->skip_taps) {
+        /* the channels innermost: the taps' bounds vary from tile to tile, so the channel loop,
+         * of a fixed count, is the one LLVM unrolls (and the bounds are computed once per tile,
+         * not once per channel) */
+        inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
         /* only the taps that read inside the image for this row (kh) and for some pixel of the
          * tile (kw): the others multiply padding zeros. Row oh*sh + kh*dh - pt in [0, H) for
          * kh in [ceil((pt - oh*sh) / dh), floor((H - 1 + pt - oh*sh) / dh)], clamped to the
@@ -402,9 +413,8 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     } else {
         inner = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, inner);
         inner = lw_ax_loop(c, &kh, TTH_LOOP_SERIAL, inner);
-    }
-    if (!k->skip_taps)
         inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
+    }
     /* flat == 2: pixel p = ow0 + r sits at input offset (p / OW)*sh*Wp + (p % OW)*sw */
     for (int r = RW - 1; r >= 0 && k->flat == 2; r--) {
         tth_texpr *px = lw_add(c, ow0, lw_i(c, r));
@@ -417,12 +427,9 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
     /* a block before the last stores the partial sums, the last goes through the epilogue */
-    tth_tstmt *stores = NULL, *pre = seq;
-    for (int j = 0; j < RC && k->psum; j++)
-        for (int r = 0; r < RW; r++)
-            if (lw_append(c, &stores, tth_tir_vstore(c->m, k->psum, psum_at(k, B0, j, oh, ow0, r),
-                                                     tth_tir_vload(c->m, acc, lw_i(c, ((int64_t)j * RW + r) * vl), vl, 0), 0)))
-                return NULL;
+    tth_tstmt *stores = k->psum ? psum_moves(k, acc, B0, oh, ow0, RC, RW, 0) : NULL, *pre = seq;
+    if (k->psum && !stores)
+        return NULL;
     seq = NULL;
 
     /* the epilogue: per accumulator, vl channels of one pixel */
@@ -550,24 +557,22 @@ static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, 
  * every tile reads them; the tile's code is written once, the first and the last block chosen
  * at run time (docs/lowering.md, "Blocks of input channels") */
 static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
-                               tth_texpr *p0, int64_t len, tth_texpr *nrows)
+                               tth_texpr *p0, int64_t len, int64_t band)
 {
     lw_ctx *c = k->c;
     if (!k->psum)
         return block_row(k, B0, g, bg0, RC, RW, oh, p0, len);
-    /* nrows: the tiles of nrows rows from row oh (a band), in every block */
-    tth_tvar *vrow = nrows ? lw_var(c, "oh", TTH_I64) : NULL;
-    if (nrows && !vrow)
-        return NULL;
+    /* band > 1: oh is a band's index, the tiles are those of its rows (lw_band_loop), in every
+     * block */
+    tth_tvar *vrow = band > 1 ? lw_var(c, "oh", TTH_I64) : NULL;
     lw_ax kb;
-    if (lw_ax_make(c, &kb, "kb", k->nkc))
+    if ((band > 1 && !vrow) || lw_ax_make(c, &kb, "kb", k->nkc))
         return NULL;
     k->kb = kb.e;
-    tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, nrows ? lw_ref(c, vrow) : oh, p0, len);
-    if (nrows)
-        t = lw_for(c, vrow, oh, nrows, TTH_LOOP_SERIAL, t);
-    tth_tstmt *seq = lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
-    return seq;
+    tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, vrow ? lw_ref(c, vrow) : oh, p0, len);
+    if (vrow && t)
+        t = lw_band_loop(c, vrow, oh, band, k->p->OH, t);
+    return lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
 }
 
 /* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
@@ -627,17 +632,12 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     /* B0 < NB with one group: it is its own block of the group */
     tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
     tth_tstmt *row = NULL;
-    if (!k->flat && band > 1) {
-        /* rows [r*band, min(r*band + band, OH)) */
-        tth_texpr *r0 = lw_mul(c, r, lw_i(c, band));
-        tth_texpr *nr = p->OH % band ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, band), lw_sub(c, lw_i(c, p->OH), r0)) : lw_i(c, band);
-        row = block_row_kc(k, B0, g, bg0, RC, RW, r0, lw_i(c, 0), p->OW, nr);
-    } else if (!k->flat)
-        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW, NULL);
+    if (!k->flat) /* row r, or with a band of rows the band r */
+        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW, band);
     else if (rows > 0)
-        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL, NULL);
+        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL, 1);
     if (last) {
-        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last, NULL);
+        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last, 1);
         if (!lr || (rows > 0 && !row))
             return NULL;
         row = rows > 0 ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, r, lw_i(c, rows)), row, lr) : lr;

@@ -379,6 +379,8 @@ int lw_ax_make(lw_ctx *c, lw_ax *a, const char *prefix, int64_t n);
  * target's num-cores bands (one without it) of *per rows each, the last shorter when they do not
  * divide. Returns how many bands that makes. */
 int64_t lw_bands(const lw_ctx *c, int64_t rows, int64_t *per);
+/* for v over band b's rows [b*per, min(b*per + per, rows)): a serial loop around body */
+tth_tstmt *lw_band_loop(lw_ctx *c, tth_tvar *v, tth_texpr *b, int64_t per, int64_t rows, tth_tstmt *body);
 tth_tstmt *lw_ax_loop(lw_ctx *c, const lw_ax *a, tth_loop_kind k, tth_tstmt *body);
 /* let v = value in body(v) helpers */
 tth_tstmt *lw_let(lw_ctx *c, tth_tvar *v, tth_texpr *value, tth_tstmt *body);

@@ -215,10 +215,7 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
             return NULL;
         tth_tstmt *el = pool_elem_blocked(c, &p, x, s, lw_ref(c, vnc), lw_ref(c, voh), ow.e);
         el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
-        /* the band's rows: [b*R, min(b*R + R, OH)) */
-        tth_texpr *r0 = lw_mul(c, lw_ref(c, vb), lw_i(c, R));
-        tth_texpr *nrows = p.OH % R ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, R), lw_sub(c, lw_i(c, p.OH), r0)) : lw_i(c, R);
-        el = lw_for(c, voh, r0, nrows, TTH_LOOP_SERIAL, el);
+        el = lw_band_loop(c, voh, lw_ref(c, vb), R, p.OH, el);
         el = lw_let(c, vb, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, NC)), lw_let(c, vnc, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, NC)), el));
         int64_t work = NC * p.b * p.OH * p.OW * p.KH * p.KW;
         return lw_ax_loop(c, &q, work >= LW_PARALLEL_MIN && nb * NC > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, el);
@@ -455,10 +452,7 @@ tth_tstmt *lw_pool_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     tth_texpr *lo_h, *ex_h;
     lw_window_range(c, oh, p.sh, p.dh, p.pt, p.H, p.KH, p.OH, &lo_h, &ex_h);
     row = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, row));
-    /* the band's rows: [b*R, min(b*R + R, OH)) */
-    tth_texpr *r0 = lw_mul(c, lw_ref(c, vb), lw_i(c, R));
-    tth_texpr *nrows = p.OH % R ? lw_bin(c, TTH_TBIN_MIN, lw_i(c, R), lw_sub(c, lw_i(c, p.OH), r0)) : lw_i(c, R);
-    row = lw_for(c, voh, r0, nrows, TTH_LOOP_SERIAL, row);
+    row = lw_band_loop(c, voh, lw_ref(c, vb), R, p.OH, row);
     row = lw_let(c, vb, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, NC)), lw_let(c, vnc, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, NC)), row));
     int64_t work = NC * p.OH * p.OW * p.KH * p.KW;
     row = lw_ax_loop(c, &q, direct && work >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
