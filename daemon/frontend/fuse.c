@@ -3,8 +3,10 @@
  * that main calls. A group is at most one anchor (an op tth_op_is_elementwise says is not
  * elementwise), first, then elementwise ops; an elementwise call joins the group of one of its
  * operands when every node of that group is used only inside the group or by this call (so the
- * group keeps a single result and no cycle can form). Calls that produce or take tuples get a
- * function of their own. Constants stay inside the functions; everything else is a param.
+ * group keeps a single result and no cycle can form). An elementwise group whose value only one
+ * elementwise call of another group uses then moves into that group (merge_side_groups). Calls
+ * that produce or take tuples get a function of their own. Constants stay inside the functions;
+ * everything else is a param.
  *
  * Branches that run only when needed (docs/operators.md, "Control flow"): a `where` whose
  * condition is one value (what an If decided at run time becomes) is a function of its own, and
@@ -145,6 +147,69 @@ static int cut_groups(fuser *f)
     return 0;
 }
 
+static int is_branch_select(const tth_rexpr *e);
+
+/* Group gi is only elementwise calls whose single result (the tip) feeds one elementwise member
+ * of another group and nothing else: the node that uses it, else -1. */
+static int64_t side_user(fuser *f, size_t gi)
+{
+    group *g = &f->groups[gi];
+    if (!g->n || g->closed)
+        return -1;
+    for (size_t k = 0; k < g->n; k++)
+        if (!tth_op_is_elementwise(f->nodes[g->members[k]]->u.call.op))
+            return -1;
+    int64_t tip = g->tip, u = -1;
+    for (size_t k = 0; k < f->nusers[tip]; k++) {
+        int64_t us = f->users[tip][k];
+        if (us >= f->n || (u >= 0 && us != u))
+            return -1; /* the function's result, or two users */
+        u = us;
+    }
+    if (u < 0 || f->grp[u] < 0 || f->grp[u] == (int64_t)gi || !is_op_call(f->nodes[u]) ||
+        !tth_op_is_elementwise(f->nodes[u]->u.call.op) || is_branch_select(f->nodes[u]))
+        return -1;
+    return u;
+}
+
+/* Inputs computed for one use (docs/operators.md, "Fusion"): an elementwise group whose value
+ * only one elementwise member of another group uses (a residual add's dequantized skip input, a
+ * scaled bias) moves into that group, its members just before that user. The value is then
+ * computed where it is used, in registers, and its input (often a quarter of the bytes, uint8
+ * against float) is what is read. Runs after cut_groups, so every tip is its group's only value
+ * used outside; what moves takes only values made outside both groups, so no cycle forms.
+ * Groups are visited last to first, so a chain of such groups moves as a whole. */
+static int merge_side_groups(fuser *f)
+{
+    for (size_t gi = f->ngroups; gi-- > 0;) {
+        int64_t u = side_user(f, gi);
+        if (u < 0)
+            continue;
+        group *s = &f->groups[gi];
+        int64_t di = f->grp[u];
+        group *d = &f->groups[di];
+        size_t at = (size_t)f->pos[u];
+        if (d->n + s->n > d->cap) {
+            size_t nc = d->n + s->n;
+            int64_t *p = realloc(d->members, nc * sizeof(int64_t));
+            if (!p)
+                return TTH_ENOMEM;
+            d->members = p;
+            d->cap = nc;
+        }
+        memmove(d->members + at + s->n, d->members + at, (d->n - at) * sizeof(int64_t));
+        memcpy(d->members + at, s->members, s->n * sizeof(int64_t));
+        d->n += s->n;
+        for (size_t k = 0; k < d->n; k++) {
+            f->pos[d->members[k]] = (int64_t)k;
+            f->grp[d->members[k]] = di;
+        }
+        s->n = 0;
+        s->tip = -1;
+    }
+    return 0;
+}
+
 /* where(c, a, b) with one condition value: picks a whole side, as an If decided at run time does */
 static int is_branch_select(const tth_rexpr *e)
 {
@@ -252,7 +317,8 @@ static int partition(fuser *f)
         }
         mark_escapes(f, i, f->grp[i]);
     }
-    return cut_groups(f);
+    int rc = cut_groups(f);
+    return rc ? rc : merge_side_groups(f);
 }
 
 static void fn_name(fuser *f, group *g, size_t gi, char *buf, size_t len)

@@ -465,6 +465,62 @@ Test(passes, fusion_keeps_a_shared_anchor_result_out)
     tth_relay_module_free(m);
 }
 
+/* y = conv(x) + relu(sigmoid(z)); with shared_side the sigmoid is also a graph output */
+static tth_relay_module *side_input_model(int shared_side)
+{
+    ob b;
+    ob_begin(&b, (const int64_t[]){1, 1, 4, 4}, 4);
+    ob_input(&b, "z", (const int64_t[]){1, 1, 4, 4}, 4);
+    ob_init_f32(&b, "W", (const int64_t[]){1, 1, 1, 1}, 4, (const float[]){2});
+    ob_conv(&b, "c", "x,W", "a", 0, 1, 1);
+    ob_node(&b, "Sigmoid", "s", "z", "s");
+    ob_node(&b, "Relu", "r", "s", "t");
+    ob_node(&b, "Add", "add", "a,t", "y");
+    ob_output(&b, "y");
+    if (shared_side)
+        ob_output(&b, "s");
+    return fused(&b, tth_relay_fuse);
+}
+
+/* the calls of main's body in order, their functions' names in names */
+static int main_calls(tth_relay_module *m, const char **names, int cap)
+{
+    tth_rexpr **nodes;
+    int64_t n = tth_relay_topo(m, tth_relay_module_main(m), &nodes);
+    int calls = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (nodes[i]->kind == TTH_REXPR_CALL && calls < cap)
+            names[calls++] = nodes[i]->u.call.fn->name;
+    return calls;
+}
+
+Test(passes, fusion_moves_an_input_computed_for_one_use_into_its_user)
+{
+    tth_relay_module *m = side_input_model(0);
+    const char *names[4];
+    char *text = tth_relay_print(m);
+    cr_assert_eq(main_calls(m, names, 4), 1, "sigmoid and relu join the conv's function:\n%s", text);
+    cr_assert(strstr(names[0], "nn_conv2d") && strstr(names[0], "sigmoid") && strstr(names[0], "nn_relu") &&
+                  strstr(names[0], "add"), "%s", names[0]);
+    free(text);
+    fe_verify(m);
+    tth_relay_module_free(m);
+}
+
+Test(passes, fusion_keeps_an_input_with_other_uses_out)
+{
+    tth_relay_module *m = side_input_model(1);
+    const char *names[4];
+    char *text = tth_relay_print(m);
+    /* sigmoid is a graph output: it stays out; relu, used once, joins the conv's function */
+    cr_assert_eq(main_calls(m, names, 4), 2, "%s", text);
+    free(text);
+    cr_assert(strstr(names[0], "sigmoid") && !strstr(names[0], "conv"), "%s", names[0]);
+    cr_assert(strstr(names[1], "nn_conv2d") && strstr(names[1], "nn_relu"), "%s", names[1]);
+    fe_verify(m);
+    tth_relay_module_free(m);
+}
+
 Test(passes, split_gets_its_own_function)
 {
     ob b;
