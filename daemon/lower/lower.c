@@ -1496,6 +1496,11 @@ tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function
         c->dot = tth_target_has_feature(target, "is_aarch64") || tth_target_has_feature(target, "has_asimd")
                      ? (tth_target_has_feature(target, "has_matmul_i8") ? TTH_TINTRIN_DOT4_US : TTH_TINTRIN_DOT4_SS)
                      : TTH_TINTRIN_DOT4_US;
+    c->dot_native = c->dot == TTH_TINTRIN_DOT4_SS ? tth_target_has_feature(target, "has_dotprod")
+                    : c->dot ? tth_target_has_feature(target, "has_matmul_i8") ||
+                                   tth_target_has_feature(target, "has_avx512vnni") ||
+                                   tth_target_has_feature(target, "has_avxvnni")
+                             : 0;
     c->generic = fn && json_is_true(json_object_get(fn->attrs, "Generic"));
     c->m = mod;
     c->diag = diag;

@@ -66,6 +66,8 @@ struct lw_ctx {
     int dot;                  /* the four-byte dot product the int8 kernels use (docs/int8.md):
                                  TTH_TINTRIN_DOT4_US (x86, AArch64 with i8mm) or DOT4_SS (other
                                  AArch64 and Arm), 0 on a target without vectors */
+    int dot_native;           /* the target has c->dot as one instruction (x86 VNNI, AArch64
+                                 dotprod / i8mm), not as the code generator's widened multiplies */
     int generic;              /* the function's attrs say "Generic": no strategy, the generic lowering
                                  of every op (options.reference, docs/tthctl.md "validate") */
     json_t *strategies;       /* names of the strategies used (attrs "strategies") */

@@ -638,6 +638,21 @@ def case(name):
         return [(x, False), (w, True), (xzp, True), (wzp, True)], \
                [("qnn.conv2d", {"padding": [2, 3, 1, 2], "strides": [1, 2], "dilation": [2, 2], "groups": 6},
                  ["i0", "i1", "i2", "i3"])], [y]
+    if name in ("qnn_conv_depthwise_valid_int8", "qnn_conv_depthwise_4x4_s2"):
+        # the dot form (docs/int8.md, "Depthwise in dot products"): a convolution without
+        # padding (the words need a copy: one is made), and four taps a row filling the word,
+        # stride 2 with asymmetric padding; int8 input (x86 adds 128 to each byte), extreme
+        # zero points, odd widths
+        valid = name.endswith("int8")
+        x = rnd((1, 6, 10, 21), "int8", -128, 127) if valid else rnd((1, 5, 11, 23), "uint8", 0, 255)
+        c, k = (6, 3) if valid else (5, 4)
+        w = rnd((c, 1, k, k), "int8", -128, 127)
+        z = -128 if valid else 255
+        xzp, wzp = np.array(z, "int8" if valid else "uint8"), np.zeros((c,), "int8")
+        st, pads = ([1, 1], [0, 0, 0, 0]) if valid else ([2, 2], [1, 2, 2, 1])
+        y = conv2d(x, w, None, st, pads, [1, 1], c, xzp=z, acc="int64").astype("int32")
+        return [(x, False), (w, True), (xzp, True), (wzp, True)], \
+               [("qnn.conv2d", {"padding": pads, "strides": st, "groups": c}, ["i0", "i1", "i2", "i3"])], [y]
     if name == "qnn_conv_depthwise_flat_uint8":
         # stride 1 on rows of 9 (the flat form, docs/lowering.md "Depthwise kernel": a tile of
         # several rows as one run of whole vectors, the padding's columns dropped): 13 rows are

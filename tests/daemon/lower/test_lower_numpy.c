@@ -274,8 +274,17 @@ static void run_np(const char *name)
         /* int8: usdot's operand order (docs/int8.md) */
         {"aarch64-i8mm", "{\"kind\":\"llvm\",\"keys\":[\"arm_cpu\",\"cpu\"],\"features\":{\"has_asimd\":true,"
                          "\"is_aarch64\":true,\"has_dotprod\":true,\"has_matmul_i8\":true}}"},
+        /* int8 on targets with the dot-product instruction: the depthwise kernel's dot form
+         * (docs/int8.md, "Depthwise in dot products") at 16, 8 and 4 lanes, sdot's signed bytes */
+        {"avx512-vnni", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true,"
+                        "\"has_avx512vnni\":true}}"},
+        {"avx2-vnni", "{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx2\":true,"
+                      "\"has_avxvnni\":true}}"},
+        {"aarch64-dotprod", "{\"kind\":\"llvm\",\"keys\":[\"arm_cpu\",\"cpu\"],\"features\":{\"has_asimd\":true,"
+                            "\"is_aarch64\":true,\"has_dotprod\":true}}"},
     };
-    size_t ntargets = sizeof targets / sizeof targets[0] - (strncmp(name, "qnn_", 4) ? 1 : 0);
+    /* the last four targets differ only in their int8 kernels */
+    size_t ntargets = sizeof targets / sizeof targets[0] - (strncmp(name, "qnn_", 4) ? 4 : 0);
     for (size_t i = 0; conv && i < ntargets; i++) {
         json_t *tg = json_loads(targets[i][1], 0, NULL);
         cr_assert_not_null(tg);
@@ -304,6 +313,8 @@ NP(qnn_conv_depthwise_s2_uint8)
 NP(qnn_conv_depthwise_5x5_dilated)
 NP(qnn_conv_depthwise_dilated)
 NP(qnn_conv_depthwise_flat_uint8)
+NP(qnn_conv_depthwise_valid_int8)
+NP(qnn_conv_depthwise_4x4_s2)
 NP(qnn_matmul_dot_requant)
 NP(qnn_matmul_dot_row_uint8)
 NP(qnn_matmul_dot_kblocks)

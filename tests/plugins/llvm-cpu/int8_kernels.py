@@ -167,7 +167,8 @@ def cases():
         # fewer output channels than lanes on wide rows: pixels on the lanes (int8-dot-rows)
         ("conv3x3_few_outputs", qlinear_conv_case("conv3x3_few_outputs", 9, (1, 16, 12, 50), np.uint8, 3, 3, 3, (1, 1),
                                                   (1, 1, 1, 1), (1, 1), np.uint8, 100)),
-        # depthwise (docs/int8.md): the float kernel's vectors along rows on int32, 3x3 and 5x5
+        # depthwise (docs/int8.md): the float kernel's vectors along rows, 3x3 in dot products
+        # where the target has them, 5x5 on int32 multiply-adds
         ("depthwise3x3_int8", qlinear_conv_case("depthwise3x3_int8", 5, (1, 24, 18, 40), np.int8, -9, 24, 3, (1, 1),
                                                 (1, 1, 1, 1), (1, 1), np.int8, 2, groups=24)),
         ("depthwise3x3_s2_uint8", qlinear_conv_case("depthwise3x3_s2_uint8", 6, (1, 10, 23, 41), np.uint8, 131, 10, 3,
@@ -235,8 +236,9 @@ def main():
     def body(daemon, work, failures):
         for name, (model, x, want) in cases():
             for (label, target, pattern, expect), a64 in targets:
-                # a depthwise convolution multiplies one channel at a time: no dot products
-                dots = expect and not name.startswith("depthwise")
+                # a depthwise convolution puts a kernel row's taps in one word when they are at
+                # most four (docs/int8.md, "Depthwise in dot products"); 5x5 multiplies tap by tap
+                dots = expect and not name.startswith("depthwise5x5")
                 why, ndot = one(daemon, work, name, model, x, want, label, target, pattern, dots, a64)
                 shown = "" if ndot is None else " (%d dot-product instructions)" % ndot
                 print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, shown))
