@@ -444,25 +444,25 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
         return NULL;
     const int8_t *w = wt->data;
     int32_t *comp = cp->data;
-    /* the dot form (docs/int8.md, "Depthwise in dot products"): a kernel row's taps in one word,
-     * on targets whose dot product is one instruction (widened multiplies cost more than the
-     * int32 multiply-adds they would replace) */
-    if (c->dot && c->dot_native && c->vec.f32_lanes > 1 && q.p.KW <= 4) {
+    /* the dot form (docs/int8.md, "Depthwise in dot products"): a kernel row's taps in words of
+     * four (at most two words: 5x5 and 7x7 kernels), on targets whose dot product is one
+     * instruction (widened multiplies cost more than the int32 multiply-adds they replace) */
+    int64_t nwk = (q.p.KW + 3) / 4;
+    if (c->dot && c->dot_native && c->vec.f32_lanes > 1 && nwk <= 2) {
         q.dot = c->dot;
         q.koff = lw_dot_koff(c, q.xdt);
-        tth_tensor *wd = lw_table_new(c, TTH_I32, q.p.C * q.p.KH, NULL);
+        tth_tensor *wd = lw_table_new(c, TTH_I32, q.p.C * q.p.KH * nwk, NULL);
         if (!wd) {
             tth_tensor_unref(cp);
             return NULL;
         }
         int32_t *words = wd->data;
         for (int64_t ch = 0; ch < q.p.C; ch++)
-            for (int64_t kh = 0; kh < q.p.KH; kh++) {
-                uint32_t word = 0;
-                for (int64_t kw = 0; kw < q.p.KW; kw++)
-                    word |= (uint32_t)(uint8_t)w[(ch * q.p.KH + kh) * q.p.KW + kw] << (8 * kw);
-                words[ch * q.p.KH + kh] = (int32_t)word;
-            }
+            for (int64_t kh = 0; kh < q.p.KH; kh++)
+                for (int64_t kw = 0; kw < q.p.KW; kw++) {
+                    uint32_t *word = (uint32_t *)&words[(ch * q.p.KH + kh) * nwk + kw / 4];
+                    *word |= (uint32_t)(uint8_t)w[(ch * q.p.KH + kh) * q.p.KW + kw] << (8 * (kw % 4));
+                }
         if (!(q.wd = lw_packed_const(c, wd))) {
             tth_tensor_unref(cp);
             return NULL;

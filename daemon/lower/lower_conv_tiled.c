@@ -915,50 +915,16 @@ tth_texpr *tk_tap_at(tk *k, tth_texpr *ch, tth_texpr *oh, tth_texpr *ow0, tth_te
 }
 
 
-/* The dot form's words of one row of the input as read (docs/int8.md, "Depthwise in dot
- * products"): from the bytes xb to the words xd, both rows at offset rb of the same geometry. The
- * word where tap 0 of output column j is read (column j in a phase-split row, else j*sw) holds the
- * bytes of taps 0 .. KW-1 of that output, each plus koff; a fourth byte, whose weight is 0, is
- * the padding's. Only the OW columns' words are written: the flat form's columns of the padding,
- * whose outputs are dropped, read what the buffer holds. */
-static tth_tstmt *dw_words_row(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_texpr *rb)
+/* The dot form's words (docs/int8.md, "Depthwise in dot products") at n positions of the input
+ * as read from `start`, `step` apart, from the bytes xb into the words xd (the same geometry,
+ * nwk = ceil(KW/4) sets of it k->dwtot apart). The word of set wk where tap 0 of an output is read
+ * holds the bytes of its taps 4*wk .. 4*wk+3 (those below KW), each plus koff; a byte past KW,
+ * whose weight is 0, holds the padding's. */
+static tth_tstmt *dw_words_run(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_texpr *start, int64_t n, int64_t step)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int64_t cstep = k->sp > 1 ? 1 : p->sw, vl = c->vec.f32_lanes;
-    tth_tstmt *seq = NULL;
-    for (int part = 0; part < 2; part++) {
-        int64_t cnt = part == 0 ? p->OW / vl : (p->OW % vl ? 1 : 0);
-        int lanes = (int)(part == 0 ? vl : p->OW % vl);
-        if (cnt == 0)
-            continue;
-        lw_ax jj;
-        if (lw_ax_make(c, &jj, "dj", cnt))
-            return NULL;
-        tth_texpr *j0 = part == 0 ? lw_mul(c, jj.e, lw_i(c, vl)) : lw_i(c, p->OW / vl * vl);
-        tth_texpr *at = lw_add(c, rb, lw_mul(c, j0, lw_i(c, cstep)));
-        tth_texpr *bytes[4] = {NULL, NULL, NULL, NULL};
-        for (int64_t kw = 0; kw < p->KW; kw++) {
-            int64_t kd = kw * p->dw, off = k->sp > 1 ? kd % k->sp * k->Wq + kd / k->sp : kd;
-            bytes[kw] = tth_tir_load(c->m, xb, tth_tir_ramp(c->m, lw_add(c, at, lw_i(c, off)), cstep, lanes));
-        }
-        tth_texpr *word = lw_dot_word(c, bytes, k->koff, k->xzp + k->koff, lanes);
-        tth_tstmt *st = word ? tth_tir_store(c->m, xd, tth_tir_ramp(c->m, at, cstep, lanes), word) : NULL;
-        st = st ? lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st) : NULL;
-        if (!st || lw_append(c, &seq, st))
-            return NULL;
-    }
-    return seq;
-}
-
-/* The words of a whole plane of the padded copy, stride 1: the plane as one run of Hp*Wrow
- * positions in whole vectors (a row's last KW-1 positions read the next row and make words no
- * output reads), reading up to (KW-1)*dw bytes past the plane (the copy's slack after the last) */
-static tth_tstmt *dw_words_plane(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_texpr *pb)
-{
-    lw_ctx *c = k->c;
-    const lw_conv_p *p = k->p;
-    int64_t n = k->Hp * k->Wrow, vl = c->vec.f32_lanes;
+    int64_t vl = c->vec.f32_lanes, nwk = (p->KW + 3) / 4;
     tth_tstmt *seq = NULL;
     for (int part = 0; part < 2; part++) {
         int64_t cnt = part == 0 ? n / vl : (n % vl ? 1 : 0);
@@ -968,17 +934,42 @@ static tth_tstmt *dw_words_plane(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_te
         lw_ax jj;
         if (lw_ax_make(c, &jj, "dj", cnt))
             return NULL;
-        tth_texpr *at = lw_add(c, pb, part == 0 ? lw_mul(c, jj.e, lw_i(c, vl)) : lw_i(c, n / vl * vl));
-        tth_texpr *bytes[4] = {NULL, NULL, NULL, NULL};
-        for (int64_t kw = 0; kw < p->KW; kw++)
-            bytes[kw] = tth_tir_load(c->m, xb, tth_tir_ramp(c->m, lw_add(c, at, lw_i(c, kw * p->dw)), 1, lanes));
-        tth_texpr *word = lw_dot_word(c, bytes, k->koff, k->xzp + k->koff, lanes);
-        tth_tstmt *st = word ? tth_tir_store(c->m, xd, tth_tir_ramp(c->m, at, 1, lanes), word) : NULL;
+        tth_texpr *j0 = part == 0 ? lw_mul(c, jj.e, lw_i(c, vl)) : lw_i(c, n / vl * vl);
+        tth_texpr *at = lw_add(c, start, lw_mul(c, j0, lw_i(c, step)));
+        tth_tstmt *st = NULL;
+        for (int64_t wk = 0; wk < nwk; wk++) {
+            tth_texpr *bytes[4] = {NULL, NULL, NULL, NULL};
+            for (int64_t kw = 4 * wk; kw < p->KW && kw < 4 * wk + 4; kw++) {
+                /* tap kw's column: in a phase-split row, phase (kw*dw) % sp at (kw*dw) / sp */
+                int64_t kd = kw * p->dw, off = k->sp > 1 ? kd % k->sp * k->Wq + kd / k->sp : kd;
+                bytes[kw - 4 * wk] = tth_tir_load(c->m, xb, tth_tir_ramp(c->m, lw_add(c, at, lw_i(c, off)), step, lanes));
+            }
+            tth_texpr *word = lw_dot_word(c, bytes, k->koff, k->xzp + k->koff, lanes);
+            tth_texpr *to = lw_add(c, at, lw_i(c, wk * k->dwtot));
+            if (!word || lw_append(c, &st, tth_tir_store(c->m, xd, tth_tir_ramp(c->m, to, step, lanes), word)))
+                return NULL;
+        }
         st = st ? lw_ax_loop(c, &jj, TTH_LOOP_SERIAL, st) : NULL;
         if (!st || lw_append(c, &seq, st))
             return NULL;
     }
     return seq;
+}
+
+/* The words of one row at offset rb: the OW positions where tap 0 of the row's outputs is read
+ * (column j in a phase-split row, else j*sw). The flat form's columns of the padding, whose
+ * outputs are dropped, read what the buffer holds. */
+static tth_tstmt *dw_words_row(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_texpr *rb)
+{
+    return dw_words_run(k, xb, xd, rb, k->p->OW, k->sp > 1 ? 1 : k->p->sw);
+}
+
+/* The words of a whole plane at pb, stride 1: the plane as one run of Hp*Wrow positions in whole
+ * vectors (a row's last positions read the next row and make words no output reads), reading up
+ * to (KW-1)*dw bytes past the plane (the copy's slack after the last) */
+static tth_tstmt *dw_words_plane(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_texpr *pb)
+{
+    return dw_words_run(k, xb, xd, pb, k->Hp * k->Wrow, 1);
 }
 
 /* The padded copy of src into xp and its words into xd, plane by plane: a channel's words are
@@ -1034,13 +1025,15 @@ static tth_tbuffer *dw_sums(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0
         return NULL;
     lw_ax kh, kw;
     /* the dot form: one word holds the row's taps, read where tap 0 is */
-    if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", k->dwdot ? 1 : p->KW))
+    int64_t nwk = (p->KW + 3) / 4; /* the dot form's words per kernel row */
+    if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", k->dwdot ? nwk : p->KW))
         return NULL;
     tth_tvar *vw = lw_var(c, "wv", at), *vx = lw_var(c, "xo", TTH_I64);
     if (!vw || !vx)
         return NULL;
-    tth_texpr *xo = tk_tap_at(k, ch, oh0, ow0, kh.e, kw.e);
-    tth_texpr *wi = k->dwdot ? lw_add(c, lw_mul(c, ch, lw_i(c, p->KH)), kh.e)
+    tth_texpr *xo = k->dwdot ? lw_add(c, tk_tap_at(k, ch, oh0, ow0, kh.e, lw_i(c, 0)), lw_mul(c, kw.e, lw_i(c, k->dwtot)))
+                             : tk_tap_at(k, ch, oh0, ow0, kh.e, kw.e);
+    tth_texpr *wi = k->dwdot ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, p->KH)), kh.e), lw_i(c, nwk)), kw.e)
                              : lw_add(c, lw_mul(c, ch, lw_i(c, p->KH * p->KW)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e));
     /* a step of one output column is sw input columns, or one in a phase-split row */
     int64_t cstep = k->sp > 1 ? 1 : p->sw;
@@ -1268,9 +1261,12 @@ static tth_tstmt *dw_window_rows(tk *k, tth_tbuffer *src, tth_texpr *ch, tth_tex
     if (!fill || lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, fill)))
         return NULL;
     tth_tbuffer *xd = NULL;
+    int64_t tot = k->dwtot;
     if (k->dwdot) { /* the window's words, which the kernel reads */
+        int64_t nd = (p->KW + 3) / 4 * n;
+        k->dwtot = n;
         snprintf(name, sizeof name, "xd%u", c->nbufs++);
-        if (!(xd = tth_tir_buffer(c->m, name, TTH_I32, 1, &n, TTH_SCOPE_REGISTER)))
+        if (!(xd = tth_tir_buffer(c->m, name, TTH_I32, 1, &nd, TTH_SCOPE_REGISTER)))
             return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
         lw_ax r;
         tth_tstmt *wr = lw_ax_make(c, &r, "dr", NR) ? NULL : dw_words_row(k, xw, xd, lw_mul(c, r.e, lw_i(c, k->Wrow)));
@@ -1283,6 +1279,7 @@ static tth_tstmt *dw_window_rows(tk *k, tth_tbuffer *src, tth_texpr *ch, tth_tex
     tth_tstmt *rows = dw_row_range(k, ch, oh0, G, R, vl);
     k->x = x;
     k->wrow0 = NULL;
+    k->dwtot = tot;
     if (!rows || lw_append(c, &seq, rows))
         return NULL;
     if (xd)
@@ -1614,13 +1611,15 @@ tth_tstmt *lw_conv_pixel(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 /* Output rows per window of a padded depthwise convolution, or 0 for the padded copy of the whole
  * image (docs/lowering.md, "Depthwise kernel"): windows of 8 rows when strided, of 16 when rows
  * are at least two vectors wide (narrower planes are cheaper to copy whole, as they stay in
- * cache), no more than 32 KB of the task's stack. */
-static int64_t dw_window_rows_for(const lw_conv_p *p, int vl)
+ * cache), each of the window's buffers on the task's stack within the code generator's bound. */
+static int64_t dw_window_rows_for(const lw_conv_p *p, int vl, int64_t esize)
 {
     int64_t G = p->sw > 1 ? 8 : p->OW >= 2 * vl ? 16 : 0;
-    /* at most 32 KB of stack: fewer rows for very wide images, none when one row is too much */
+    /* the window's largest buffer (esize bytes per element: the input's, or the dot form's
+     * words) within LW_STACK_BUFFER_MAX: fewer rows for very wide images, none when one row is
+     * too much */
     int64_t Wp = p->W + p->pl + p->pr, Wrow = (Wp + p->sw - 1) / p->sw * p->sw;
-    while (G > 0 && ((G - 1) * p->sh + (p->KH - 1) * p->dh + 1) * Wrow * 4 > 32768)
+    while (G > 0 && ((G - 1) * p->sh + (p->KH - 1) * p->dh + 1) * Wrow * esize > LW_STACK_BUFFER_MAX)
         G /= 2;
     return G;
 }
@@ -1738,7 +1737,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     }
     /* a padded depthwise convolution on a vector target reads windows of rows copied on the
      * task's stack instead of a padded copy of the whole image (docs/lowering.md) */
-    int64_t window_rows = depthwise && padded && c->vec.f32_lanes > 1 ? dw_window_rows_for(p, c->vec.f32_lanes) : 0;
+    int64_t window_rows = depthwise && padded && c->vec.f32_lanes > 1 ? dw_window_rows_for(p, c->vec.f32_lanes, k.dwdot ? 4 * ((p->KW + 3) / 4) : (int64_t)tth_dtype_size(k.xdt)) : 0;
     if (window_rows > 0)
         padded = 0;
     /* the flat form: rows of less than four vectors, which the row form computes in partial
@@ -1771,7 +1770,8 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
             return NULL;
         tth_tstmt *pc;
         if (k.dwdot) { /* the padded copy and its words; the kernel reads the words */
-            int64_t n = p->C * k.Hp * k.Wrow + (k.dwflat ? vlanes : 0);
+            k.dwtot = p->C * k.Hp * k.Wrow + (k.dwflat ? vlanes : 0);
+            int64_t n = (p->KW + 3) / 4 * k.dwtot;
             if (!(xd = lw_local(c, "xd", TTH_I32, 1, &n)))
                 return NULL;
             pc = dw_copy_words(&k, x, xp, xd);

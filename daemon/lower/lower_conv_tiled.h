@@ -64,13 +64,15 @@ typedef struct tk {
     tth_texpr *kb;           /* the block a tile reduces over (0 .. nkc-1): the first starts from
                                 zeros, the last goes through the epilogue, the others load and
                                 store the partial sums */
-    int dwdot;               /* int8 depthwise, at most four taps a kernel row, a target with the
+    int dwdot;               /* int8 depthwise, at most eight taps a kernel row, a target with the
                                 dot-product instruction: the intrinsic (docs/int8.md, "Depthwise
                                 in dot products"). x is then words of the image as read: the word
-                                where tap 0 of an output is read holds the bytes of the row's KW
-                                taps of that output (plus koff), and w holds the taps' weights as
-                                one word per (channel, kernel row); 0 otherwise */
+                                where tap 0 of an output is read holds the bytes of four of the
+                                row's taps of that output (plus koff), and w holds the taps'
+                                weights as words, [C][KH][ceil(KW/4)]; 0 otherwise */
     int64_t koff;
+    int64_t dwtot;           /* dot form: the words of a kernel row's taps 4*wk .. are at offset
+                                wk*dwtot (kernels of more than four taps a row) */
     int dwflat;              /* depthwise, stride 1, narrow rows, the padded copy of the image: a
                                 tile of R output rows is one run of (R-1)*Wrow + OW outputs in
                                 whole vectors, the columns of the padding computed and dropped
@@ -144,7 +146,8 @@ typedef struct tk_int8 {
     tth_tbuffer *comp;
     int dot;                 /* the depthwise kernel's dot form (k->dwdot), else 0 */
     int64_t koff;            /* with it: added to every input byte (lw_dot_koff) */
-    tth_tbuffer *wd;         /* with it: the weights as words of a kernel row's taps, [C][KH] */
+    tth_tbuffer *wd;         /* with it: the weights as words of four of a kernel row's taps,
+                                [C][KH][ceil(KW/4)] */
 } tk_int8;
 tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q);
 /* the channel-blocked and the row-vectorized kernels over k as set up by their caller (the int8

@@ -57,6 +57,9 @@ typedef struct lw_let_rec {
     tth_texpr *value;
 } lw_let_rec;
 #define LW_MAX_RESULTS 256            /* results of one function */
+/* the largest REGISTER buffer (on the stack of the code that runs it) a kernel makes: the llvm
+ * code generator refuses larger ones (plugins/llvm-cpu/codegen_func.c, lower_allocate) */
+#define LW_STACK_BUFFER_MAX 16384
 #define LW_MAX_LOCALS 1024            /* intermediate buffers of one function */
 
 struct lw_ctx {
