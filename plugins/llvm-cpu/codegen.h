@@ -148,6 +148,12 @@ LLVMValueRef tth__llcg_vindex(tth__llcg *c, const tth_texpr *index, LLVMValueRef
  * as llvm.masked.gather / llvm.masked.scatter with every lane on. */
 LLVMValueRef tth__llcg_gather(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, int32_t lanes);
 int tth__llcg_scatter(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, LLVMValueRef v);
+/* 1 when `lanes` elements of buf at index are bytes or halves a constant stride apart (not 0 or
+ * 1): tth__llcg_strided_access reads them (v NULL: returns the vector) or writes v's lanes there
+ * (returns v), one scalar access per lane */
+int tth__llcg_strided_narrow(const tth_tbuffer *buf, const tth_texpr *index, int32_t lanes);
+LLVMValueRef tth__llcg_strided_access(tth__llcg *c, const tth_tbuffer *buf, const tth_texpr *index, int32_t lanes,
+                                      LLVMValueRef v);
 /* `lanes` contiguous elements of buf from p (align in bytes), loaded or v stored there (0 or a
  * code). A lane count that is not a power of two is legal LLVM, but x86 splits such an access
  * into power-of-two pieces (14 lanes: 8 + 4 + 2 and two inserts); with c->masked_tails it is one

@@ -261,6 +261,48 @@ LLVMValueRef tth__llcg_gather(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef
     return masked_mem(c, buf, vidx, lanes, NULL);
 }
 
+static void mark_const_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef v);
+
+/* Lanes of bytes or halves `stride` elements apart (a ramp with a constant stride): one scalar
+ * access per lane at a constant offset from the first, and v's lanes inserted or extracted.
+ * x86 has no gather or scatter of bytes and halves, and LLVM's expansion of one computes a vector
+ * of 64-bit addresses and moves each to a scalar register first: four instructions a lane where
+ * this is one (docs/llvm.md, "Strided bytes"). Strides 2 to 4 of a load take the wider load and
+ * shuffle before this is asked. */
+int tth__llcg_strided_narrow(const tth_tbuffer *buf, const tth_texpr *index, int32_t lanes)
+{
+    size_t es = tth_dtype_size(buf->dtype);
+    return (es == 1 || es == 2) && buf->dtype != TTH_BOOL && index->kind == TTH_TEXPR_RAMP &&
+           index->u.ramp.stride != 0 && index->u.ramp.stride != 1 && lanes >= 2 && lanes <= 64;
+}
+
+LLVMValueRef tth__llcg_strided_access(tth__llcg *c, const tth_tbuffer *buf, const tth_texpr *index, int32_t lanes,
+                                      LLVMValueRef v)
+{
+    LLVMValueRef b0 = tth__llcg_index(c, index->u.ramp.base);
+    LLVMValueRef p0 = b0 ? tth__llcg_elem_ptr(c, buf, b0) : NULL;
+    if (!p0)
+        return NULL;
+    LLVMTypeRef et = tth__llcg_mem_type(c, buf->dtype), i64 = LLVMInt64TypeInContext(c->ctx);
+    unsigned align = (unsigned)tth_dtype_size(buf->dtype);
+    LLVMValueRef r = v ? v : LLVMGetPoison(LLVMVectorType(et, (unsigned)lanes));
+    for (int32_t l = 0; l < lanes; l++) {
+        LLVMValueRef off = LLVMConstInt(i64, (unsigned long long)(index->u.ramp.stride * l), 1);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, p0, &off, 1, "");
+        LLVMValueRef lane = LLVMConstInt(i32_type(c), (unsigned long long)l, 0);
+        if (v) {
+            LLVMValueRef st = LLVMBuildStore(c->b, LLVMBuildExtractElement(c->b, v, lane, ""), p);
+            LLVMSetAlignment(st, align);
+        } else {
+            LLVMValueRef x = LLVMBuildLoad2(c->b, et, p, "");
+            LLVMSetAlignment(x, align);
+            mark_const_load(c, buf, x);
+            r = LLVMBuildInsertElement(c->b, r, x, lane, "");
+        }
+    }
+    return r;
+}
+
 int tth__llcg_scatter(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef vidx, LLVMValueRef v)
 {
     return masked_mem(c, buf, vidx, tth__llcg_lanes_of(v), v) ? 0 : (c->diag ? c->diag->code : TTH_EINVAL);
@@ -996,6 +1038,9 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             if (base) {
                 LLVMValueRef p = tth__llcg_elem_ptr(c, buf, base);
                 if (!p || !(v = tth__llcg_contig_load(c, buf, p, e->lanes, align)))
+                    return NULL;
+            } else if (tth__llcg_strided_narrow(buf, ix, e->lanes)) {
+                if (!(v = tth__llcg_strided_access(c, buf, ix, e->lanes, NULL)))
                     return NULL;
             } else if (!(v = tth__llcg_gather(c, buf, vidx, e->lanes))) {
                 return NULL;

@@ -666,6 +666,8 @@ static int lower_store(tth__llcg *c, const tth_tstmt *s)
     if (buf->dtype == TTH_BOOL)
         v = LLVMBuildZExt(c->b, v, lanes > 1 ? LLVMVectorType(LLVMInt8TypeInContext(c->ctx), (unsigned)lanes)
                                              : LLVMInt8TypeInContext(c->ctx), "");
+    if (lanes > 1 && !base && tth__llcg_strided_narrow(buf, s->u.store.index, lanes))
+        return tth__llcg_strided_access(c, buf, s->u.store.index, lanes, v) ? 0 : (c->diag ? c->diag->code : TTH_EINVAL);
     if (lanes > 1 && !base)
         return tth__llcg_scatter(c, buf, vidx, v); /* lanes stored in order, as LLVM defines it */
     LLVMValueRef p = tth__llcg_elem_ptr(c, buf, lanes > 1 ? base : idx);

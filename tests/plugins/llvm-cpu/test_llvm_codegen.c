@@ -516,6 +516,50 @@ Test(llvm, vector_tails_stay_inside_their_buffers)
     }
 }
 
+/* Bytes and halves a constant stride apart (docs/llvm.md, "Strided bytes"): one scalar access per
+ * lane, in both directions, every lane in its place:
+ *   o8[ramp(3, 7, 16)] = a8[ramp(100, -6, 16)] + 1          (uint8: stride 7 stores, -6 loads)
+ *   o16[ramp(0, 5, 9)] = a16[ramp(2, 9, 9)]                  (int16, 9 lanes)
+ * and the elements between the stored lanes keep their values. */
+Test(llvm, strided_bytes_and_halves)
+{
+    enum { NA8 = 101, NO8 = 3 + 7 * 15 + 1, NA16 = 2 + 9 * 8 + 1, NO16 = 5 * 8 + 1 };
+    tth_tir_module *m = test_tir_module();
+    tth_tbuffer *a8 = buf1(m, "a8", TTH_U8, NA8, TTH_SCOPE_PARAM), *o8 = buf1(m, "o8", TTH_U8, NO8, TTH_SCOPE_PARAM);
+    tth_tbuffer *a16 = buf1(m, "a16", TTH_I16, NA16, TTH_SCOPE_PARAM), *o16 = buf1(m, "o16", TTH_I16, NO16, TTH_SCOPE_PARAM);
+    tth_tstmt *body = NULL;
+    tth_texpr *one = tth_tir_broadcast(m, tth_tir_int(m, TTH_U8, 1), 16);
+    cr_assert_eq(tth_tir_seq_append(m, &body, STORE(o8, tth_tir_ramp(m, I64(3), 7, 16),
+                                                    BIN(ADD, LOAD(a8, tth_tir_ramp(m, I64(100), -6, 16)), one))), 0);
+    cr_assert_eq(tth_tir_seq_append(m, &body, STORE(o16, tth_tir_ramp(m, I64(0), 5, 9), LOAD(a16, tth_tir_ramp(m, I64(2), 9, 9)))), 0);
+    tth_tbuffer *ps[] = {a8, o8, a16, o16};
+    func(m, "strided", ps, 4, body);
+    const char *targets[] = {"{\"kind\": \"llvm\", \"mcpu\": \"native\"}", HOST_TARGET};
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        linked l;
+        compile(m, targets[k], NULL, &l);
+        uint8_t va8[NA8], vo8[NO8];
+        int16_t va16[NA16], vo16[NO16];
+        for (int i = 0; i < NA8; i++)
+            va8[i] = (uint8_t)(i * 37 + 11);
+        for (int i = 0; i < NA16; i++)
+            va16[i] = (int16_t)(i * -1013 + 7);
+        memset(vo8, 0xAB, sizeof vo8);
+        for (int i = 0; i < NO16; i++)
+            vo16[i] = -5;
+        cr_assert_eq(((fn4)sym(&l, "strided"))(va8, vo8, va16, vo16, NULL), 0);
+        for (int i = 0; i < NO8; i++) {
+            int lane = (i - 3) / 7;
+            uint8_t want = i >= 3 && (i - 3) % 7 == 0 ? (uint8_t)(va8[100 - 6 * lane] + 1) : 0xAB;
+            cr_assert_eq(vo8[i], want, "o8[%d] on %s: got %d, want %d", i, targets[k], vo8[i], want);
+        }
+        for (int i = 0; i < NO16; i++) {
+            int16_t want = i % 5 == 0 ? va16[2 + 9 * (i / 5)] : -5;
+            cr_assert_eq(vo16[i], want, "o16[%d] on %s: got %d, want %d", i, targets[k], vo16[i], want);
+        }
+    }
+}
+
 /* C[i, j] = sum_k A[i, k] * B[k, j]: i parallel, j vectorized, k serial reduction into C. */
 Test(llvm, matmul_reduction)
 {
