@@ -1024,8 +1024,8 @@ static tth_tbuffer *dw_sums(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0
     if (!acc)
         return NULL;
     lw_ax kh, kw;
-    /* the dot form: one word holds the row's taps, read where tap 0 is */
-    int64_t nwk = (p->KW + 3) / 4; /* the dot form's words per kernel row */
+    /* the dot form: a kernel row's taps in nwk words, each read where tap 0 is */
+    int64_t nwk = (p->KW + 3) / 4;
     if (lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", k->dwdot ? nwk : p->KW))
         return NULL;
     tth_tvar *vw = lw_var(c, "wv", at), *vx = lw_var(c, "xo", TTH_I64);
