@@ -267,8 +267,8 @@ static void mark_const_load(tth__llcg *c, const tth_tbuffer *buf, LLVMValueRef v
  * access per lane at a constant offset from the first, and v's lanes inserted or extracted.
  * x86 has no gather or scatter of bytes and halves, and LLVM's expansion of one computes a vector
  * of 64-bit addresses and moves each to a scalar register first: four instructions a lane where
- * this is one (docs/llvm.md, "Strided bytes"). Strides 2 to 4 of a load take the wider load and
- * shuffle before this is asked. */
+ * this is one (docs/llvm.md, "Strided bytes"). A load of strides 2 to 4 keeps the wider load and
+ * shuffle instead. */
 int tth__llcg_strided_narrow(const tth_tbuffer *buf, const tth_texpr *index, int32_t lanes)
 {
     size_t es = tth_dtype_size(buf->dtype);
@@ -991,12 +991,19 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
         unsigned align = e->u.load.align ? e->u.load.align : (unsigned)tth_dtype_size(buf->dtype);
         LLVMValueRef v;
         if (e->lanes > 1) {
-            LLVMValueRef base = NULL;
-            LLVMValueRef vidx = tth__llcg_vindex(c, e->u.load.index, &base);
-            if (!vidx && !base)
-                return NULL;
             const tth_texpr *ix = e->u.load.index;
             int64_t st = ix->kind == TTH_TEXPR_RAMP ? ix->u.ramp.stride : 0;
+            /* bytes and halves a stride apart, beyond the strides one wide load serves: lane by
+             * lane, without the vector of indices */
+            if (tth__llcg_strided_narrow(buf, ix, e->lanes) && !(st >= 2 && st <= 4)) {
+                if (!(v = tth__llcg_strided_access(c, buf, ix, e->lanes, NULL)))
+                    return NULL;
+                goto loaded;
+            }
+            LLVMValueRef base = NULL;
+            LLVMValueRef vidx = tth__llcg_vindex(c, ix, &base);
+            if (!vidx && !base)
+                return NULL;
             if (!base && st >= 2 && st <= 4 && buf->dtype != TTH_BOOL) {
                 /* a small constant stride: one contiguous load of the span (s*(lanes-1)+1
                  * elements, never past the last one used) and a shuffle that keeps every s-th */
@@ -1038,9 +1045,6 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             if (base) {
                 LLVMValueRef p = tth__llcg_elem_ptr(c, buf, base);
                 if (!p || !(v = tth__llcg_contig_load(c, buf, p, e->lanes, align)))
-                    return NULL;
-            } else if (tth__llcg_strided_narrow(buf, ix, e->lanes)) {
-                if (!(v = tth__llcg_strided_access(c, buf, ix, e->lanes, NULL)))
                     return NULL;
             } else if (!(v = tth__llcg_gather(c, buf, vidx, e->lanes))) {
                 return NULL;

@@ -652,11 +652,12 @@ static int lower_store(tth__llcg *c, const tth_tstmt *s)
     unsigned esize = (unsigned)tth_dtype_size(buf->dtype);
     unsigned align = s->u.store.align ? s->u.store.align : esize;
     LLVMValueRef base = NULL, vidx = NULL, idx = NULL;
-    if (lanes > 1) {
+    int narrow = lanes > 1 && tth__llcg_strided_narrow(buf, s->u.store.index, lanes);
+    if (lanes > 1 && !narrow) {
         vidx = tth__llcg_vindex(c, s->u.store.index, &base);
         if (!vidx && !base)
             return c->diag ? c->diag->code : TTH_EINVAL;
-    } else if (!(idx = tth__llcg_index(c, s->u.store.index))) {
+    } else if (lanes == 1 && !(idx = tth__llcg_index(c, s->u.store.index))) {
         return c->diag ? c->diag->code : TTH_EINVAL;
     }
     LLVMValueRef v = tth__llcg_expr(c, s->u.store.value);
@@ -666,7 +667,7 @@ static int lower_store(tth__llcg *c, const tth_tstmt *s)
     if (buf->dtype == TTH_BOOL)
         v = LLVMBuildZExt(c->b, v, lanes > 1 ? LLVMVectorType(LLVMInt8TypeInContext(c->ctx), (unsigned)lanes)
                                              : LLVMInt8TypeInContext(c->ctx), "");
-    if (lanes > 1 && !base && tth__llcg_strided_narrow(buf, s->u.store.index, lanes))
+    if (narrow) /* bytes or halves a stride apart: lane by lane */
         return tth__llcg_strided_access(c, buf, s->u.store.index, lanes, v) ? 0 : (c->diag ? c->diag->code : TTH_EINVAL);
     if (lanes > 1 && !base)
         return tth__llcg_scatter(c, buf, vidx, v); /* lanes stored in order, as LLVM defines it */
