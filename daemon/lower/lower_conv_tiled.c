@@ -131,10 +131,13 @@ tth_tstmt *tk_pad_row_or_zeros(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tex
     return in && zero ? tth_tir_if(c->m, inside, in, zero) : NULL;
 }
 
+static tth_tstmt *dw_plane_words(tk *k, tth_tbuffer *xp, tth_tbuffer *xd, tth_texpr *ci);
+
 /* The padded copy of image n: per channel, the rows above and below the image are zeros, and
  * every image row is pl zeros, the row, pr zeros. Each element is written once; the channels
- * are a parallel loop when the copy is large. */
-tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+ * are a parallel loop when the copy is large. With xd (the int8 depthwise dot form), each plane's
+ * words follow its copy, while its bytes are in L1 (dw_plane_words). */
+static tth_tstmt *pad_copy_planes(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tbuffer *xd)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
@@ -147,11 +150,21 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     tth_tstmt *body = tk_pad_row_or_zeros(k, src, xp, lw_ref(c, vrow), ci.e, ih.e);
     body = lw_let(c, vrow, lw_mul(c, lw_add(c, lw_mul(c, ci.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wrow)), body);
     body = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, body);
+    if (body && xd) {
+        tth_tstmt *words = dw_plane_words(k, xp, xd, ci.e);
+        if (!words || lw_append(c, &body, words))
+            return NULL;
+    }
     /* the copy runs in parallel when the convolution it feeds does: each copied element is read
      * by KH*KW taps, so a copy too small to split alone still takes the same time from every
      * core as the work around it (serial copies were 5 % of MobileNet-v2 on two threads) */
     int64_t work = p->C * k->Hp * k->Wrow * p->KH * p->KW;
     return lw_ax_loop(c, &ci, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+}
+
+tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    return pad_copy_planes(k, src, xp, NULL);
 }
 
 /* The padded copy of image n of an NCHW<b>c input (docs/layouts.md): per block of b channels,
@@ -972,34 +985,21 @@ static tth_tstmt *dw_words_plane(tk *k, tth_tbuffer *xb, tth_tbuffer *xd, tth_te
     return dw_words_run(k, xb, xd, pb, k->Hp * k->Wrow, 1);
 }
 
-/* The padded copy of src into xp and its words into xd, plane by plane: a channel's words are
- * made right after its bytes are copied, while they are in L1 (two passes over the image, the
- * copy's and the words', took 10 us more than the int32 form on 960 planes of 7x7). Channels run
- * in parallel when the copy is large, as tk_pad_copy's do. The words are made per plane (stride
- * 1) or per row (phase-split rows, whose words sit at phase 0). */
-static tth_tstmt *dw_copy_words(tk *k, tth_tbuffer *src, tth_tbuffer *xp, tth_tbuffer *xd)
+/* The words of channel ci's plane of the padded copy (pad_copy_planes): the plane as one run
+ * (stride 1) or row by row (phase-split rows, whose words sit at phase 0). Made right after the
+ * plane is copied, while its bytes are in L1: two passes over the image, the copy's and the
+ * words', took 10 us more than the int32 form on 960 planes of 7x7. */
+static tth_tstmt *dw_plane_words(tk *k, tth_tbuffer *xp, tth_tbuffer *xd, tth_texpr *ci)
 {
     lw_ctx *c = k->c;
-    const lw_conv_p *p = k->p;
-    lw_ax ci, ih, r;
-    if (lw_ax_make(c, &ci, "pc", p->C) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &r, "dr", k->Hp))
+    tth_texpr *plane = lw_mul(c, ci, lw_i(c, k->Hp * k->Wrow));
+    if (k->sp == 1 && k->p->sw == 1)
+        return dw_words_plane(k, xp, xd, plane);
+    lw_ax r;
+    if (lw_ax_make(c, &r, "dr", k->Hp))
         return NULL;
-    tth_texpr *plane = lw_mul(c, ci.e, lw_i(c, k->Hp * k->Wrow));
-    tth_tstmt *body = NULL;
-    tth_tstmt *row = tk_pad_row_or_zeros(k, src, xp, lw_add(c, plane, lw_mul(c, ih.e, lw_i(c, k->Wrow))), ci.e, ih.e);
-    if (!row || lw_append(c, &body, lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, row)))
-        return NULL;
-    tth_tstmt *words;
-    if (k->sp == 1 && p->sw == 1) {
-        words = dw_words_plane(k, xp, xd, plane);
-    } else {
-        tth_tstmt *wr = dw_words_row(k, xp, xd, lw_add(c, plane, lw_mul(c, r.e, lw_i(c, k->Wrow))));
-        words = wr ? lw_ax_loop(c, &r, TTH_LOOP_SERIAL, wr) : NULL;
-    }
-    if (!words || lw_append(c, &body, words))
-        return NULL;
-    int64_t work = p->C * k->Hp * k->Wrow * p->KH * p->KW;
-    return lw_ax_loop(c, &ci, work >= LW_PARALLEL_MIN && p->C > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    tth_tstmt *wr = dw_words_row(k, xp, xd, lw_add(c, plane, lw_mul(c, r.e, lw_i(c, k->Wrow))));
+    return wr ? lw_ax_loop(c, &r, TTH_LOOP_SERIAL, wr) : NULL;
 }
 
 /* int8: sum + comp[ch] (the int32 sums then hold sum (x - x_zp) * w), in `lanes` lanes */
@@ -1774,7 +1774,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
             int64_t n = (p->KW + 3) / 4 * k.dwtot;
             if (!(xd = lw_local(c, "xd", TTH_I32, 1, &n)))
                 return NULL;
-            pc = dw_copy_words(&k, x, xp, xd);
+            pc = pad_copy_planes(&k, x, xp, xd);
             k.x = xd;
         } else {
             pc = p->xb ? tk_pad_copy_blocked(&k, x, xp) : tk_pad_copy(&k, x, xp);
