@@ -147,7 +147,13 @@ static int cut_groups(fuser *f)
     return 0;
 }
 
-static int is_branch_select(const tth_rexpr *e);
+/* where(c, a, b) with one condition value: picks a whole side, as an If decided at run time does */
+static int is_branch_select(const tth_rexpr *e)
+{
+    return is_op_call(e) && e->u.call.op == TTH_OP_WHERE && e->u.call.nargs == 3 &&
+           e->u.call.args[0]->type.nfields < 0 && tth_ttype_numel(&e->u.call.args[0]->type.tensor) == 1 &&
+           e->u.call.args[0]->kind != TTH_REXPR_CONST;
+}
 
 /* Group gi is only elementwise calls whose single result (the tip) feeds one elementwise member
  * of another group and nothing else: the node that uses it, else -1. */
@@ -166,7 +172,8 @@ static int64_t side_user(fuser *f, size_t gi)
             return -1; /* the function's result, or two users */
         u = us;
     }
-    if (u < 0 || f->grp[u] < 0 || f->grp[u] == (int64_t)gi || !is_op_call(f->nodes[u]) ||
+    /* u is never in gi: after cut_groups the tip is its group's last member */
+    if (u < 0 || f->grp[u] < 0 || !is_op_call(f->nodes[u]) ||
         !tth_op_is_elementwise(f->nodes[u]->u.call.op) || is_branch_select(f->nodes[u]))
         return -1;
     return u;
@@ -208,14 +215,6 @@ static int merge_side_groups(fuser *f)
         s->tip = -1;
     }
     return 0;
-}
-
-/* where(c, a, b) with one condition value: picks a whole side, as an If decided at run time does */
-static int is_branch_select(const tth_rexpr *e)
-{
-    return is_op_call(e) && e->u.call.op == TTH_OP_WHERE && e->u.call.nargs == 3 &&
-           e->u.call.args[0]->type.nfields < 0 && tth_ttype_numel(&e->u.call.args[0]->type.tensor) == 1 &&
-           e->u.call.args[0]->kind != TTH_REXPR_CONST;
 }
 
 /* g = g AND (cond is when) */

@@ -448,7 +448,7 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
      * four (at most two words: 5x5 and 7x7 kernels), on targets whose dot product is one
      * instruction (widened multiplies cost more than the int32 multiply-adds they replace) */
     int64_t nwk = (q.p.KW + 3) / 4;
-    if (c->dot && c->dot_native && c->vec.f32_lanes > 1 && nwk <= 2) {
+    if (c->dot_native && nwk <= 2) { /* dot_native: c->dot, on a target with vectors */
         q.dot = c->dot;
         q.koff = lw_dot_koff(c, q.xdt);
         tth_tensor *wd = lw_table_new(c, TTH_I32, q.p.C * q.p.KH * nwk, NULL);
