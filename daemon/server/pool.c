@@ -40,6 +40,7 @@ struct tthd_worker {
     size_t expect_size;
     int in_hook;
     char plugin[128], kind[64], hook[32];
+    char loading[4096];         /* the plugin file it is loading (plugin/loading), "" when none */
     tthd_worker *next;
 };
 
@@ -196,6 +197,8 @@ static void on_worker_message(tthd_worker *w, tthp_message *m)
             snprintf(w->hook, sizeof w->hook, "%s", json_string_value(json_object_get(m->params, "hook")) ?: "?");
         } else if (strcmp(m->method, "hook/leave") == 0) {
             w->in_hook = 0;
+        } else if (strcmp(m->method, "plugin/loading") == 0) {
+            snprintf(w->loading, sizeof w->loading, "%s", json_string_value(json_object_get(m->params, "path")) ?: "");
         } else if (strcmp(m->method, "worker/ready") == 0) {
             w->ready = 1;
             pool->startup_failures = 0;
@@ -349,6 +352,88 @@ static void on_worker_closed(uv_handle_t *h)
     pool_maybe_closed(pool);
 }
 
+/* A worker ended while it loaded the plugin file w->loading: that file is left out of the
+ * workers started from now on (--skip-plugin), which report it refused, until the plugins
+ * directory changes (docs/plugin-guide.md, "A plugin that crashes as it loads"). Not a startup
+ * failure: the next worker starts at once without it. */
+static void leave_out(tthd_pool *pool, const tthd_worker *w)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(pool->left_out, i, e)
+        if (strcmp(json_string_value(e), w->loading) == 0)
+            return; /* a worker started before the first crash was counted */
+    json_array_append_new(pool->left_out, json_string(w->loading));
+    if (w->term_signal)
+        tthd_log(TTHD_LOG_ERROR, "plugin %s crashed worker %d as it was loaded (signal %d, %s): it is left out until "
+                 "the plugins directory changes", w->loading, w->pid, w->term_signal, strsignal(w->term_signal));
+    else
+        tthd_log(TTHD_LOG_ERROR, "plugin %s made worker %d exit (status %" PRId64 ") as it was loaded: it is left out "
+                 "until the plugins directory changes", w->loading, w->pid, w->exit_status);
+}
+
+/* A worker ended before it was ready, not while loading a plugin (its executable cannot run, a
+ * library it needs is missing): counted, and what happened kept for the error queued requests
+ * get once TTHD_START_FAILS_MAX of them failed in a row (pool_cannot_start). */
+static void startup_failed(tthd_pool *pool, const tthd_worker *w)
+{
+    pool->startup_failures++;
+    if (w->term_signal)
+        snprintf(pool->start_error, sizeof pool->start_error, "it crashed (signal %d, %s) as it started",
+                 w->term_signal, strsignal(w->term_signal));
+    else if (w->exit_status == 127)
+        snprintf(pool->start_error, sizeof pool->start_error,
+                 "the system could not run it (exit status 127: the file, or a shared library it needs, is missing)");
+    else if (w->exit_status == 126)
+        snprintf(pool->start_error, sizeof pool->start_error, "the system could not run it (exit status 126: it is "
+                 "not executable)");
+    else
+        snprintf(pool->start_error, sizeof pool->start_error, "it exited with status %" PRId64 " as it started",
+                 w->exit_status);
+}
+
+/* Workers keep ending before they are ready (TTHD_START_FAILS_MAX in a row) and none is: requests
+ * fail at once with why instead of waiting out their deadline (the pool keeps trying to start
+ * workers, with its backoff, and serves again as soon as one is ready). */
+#define TTHD_START_FAILS_MAX 3
+
+static int pool_cannot_start(const tthd_pool *pool)
+{
+    if (pool->startup_failures < TTHD_START_FAILS_MAX)
+        return 0;
+    for (const tthd_worker *w = pool->workers; w; w = w->next)
+        if (w->ready && !w->exited && !w->retiring)
+            return 0;
+    return 1;
+}
+
+static void fail_cannot_start(tthd_pool *pool, tthd_job *job)
+{
+    tth_diag d;
+    tth_diag_clear(&d);
+    tth_diag_set(&d, TTH_ECRASH, "worker pool", "tthd cannot start its workers: %s ended %u times in a row before "
+                 "it was ready; the last time %s", pool->opt->worker_path, pool->startup_failures, pool->start_error);
+    tth_diag_hint(&d, "run '%s --help' to see its own message (tthd's log has the workers' messages too), repair "
+                      "the installation, then retry: tthd keeps trying to start workers and serves as soon as one "
+                      "starts", pool->opt->worker_path);
+    job_fail(pool, job, &d);
+}
+
+/* Fail every queued job when workers cannot start (pool_cannot_start). */
+static void fail_queue_cannot_start(tthd_pool *pool)
+{
+    if (!pool_cannot_start(pool))
+        return;
+    while (pool->queue) {
+        tthd_job *job = pool->queue;
+        pool->queue = job->next;
+        pool->queued--;
+        job->next = NULL;
+        fail_cannot_start(pool, job);
+    }
+    pool->queue_tail = NULL;
+}
+
 static void on_worker_exit(uv_process_t *proc, int64_t status, int term_signal)
 {
     tthd_worker *w = proc->data;
@@ -380,8 +465,13 @@ static void worker_gone(tthd_worker *w)
         pool->killed++;
     pool->timeouts += w->kill_reason == KILL_TIMEOUT;
     pool->memkills += w->kill_reason == KILL_MEMORY;
-    if (!w->ready && !w->retiring && !pool->closing)
-        pool->startup_failures++;
+    if (!w->ready && !w->retiring && !pool->closing) {
+        if (w->loading[0] && !w->kill_reason)
+            leave_out(pool, w);
+        else
+            startup_failed(pool, w);
+        fail_queue_cannot_start(pool);
+    }
     char where[256];
     where_of(w, where, sizeof where);
     if (crashed || w->kill_reason)
@@ -462,9 +552,14 @@ static void worker_gone(tthd_worker *w)
 static void worker_spawn(tthd_pool *pool)
 {
     const tthd_options *opt = pool->opt;
-    tthd_worker *w = calloc(1, sizeof *w);
-    if (!w)
+    /* the plugins whose loading crashed a worker: --skip-plugin each (leave_out) */
+    size_t nleft = json_array_size(pool->left_out);
+    char **args = calloc(14 + 2 * nleft, sizeof *args);
+    tthd_worker *w = args ? calloc(1, sizeof *w) : NULL;
+    if (!w) {
+        free(args);
         return;
+    }
     w->pool = pool;
     w->generation = pool->generation;
     tthp_parser_init(&w->parser, 64u * 1024 * 1024);
@@ -475,8 +570,18 @@ static void worker_spawn(tthd_pool *pool)
     snprintf(mem, sizeof mem, "%" PRIu64, opt->worker_mem_limit);
     snprintf(self, sizeof self, "%d", (int)getpid());
     /* --daemon-pid: the worker dies with us (uv_spawn forks on this, the loop's thread) */
-    char *args[14] = {opt->worker_path, "--plugins-dir", opt->plugins_dir, "--memory-limit", mem, "--daemon-pid", self};
-    int na = 7;
+    int na = 0;
+    args[na++] = opt->worker_path;
+    args[na++] = "--plugins-dir";
+    args[na++] = opt->plugins_dir;
+    args[na++] = "--memory-limit";
+    args[na++] = mem;
+    args[na++] = "--daemon-pid";
+    args[na++] = self;
+    for (size_t i = 0; i < nleft; i++) {
+        args[na++] = "--skip-plugin";
+        args[na++] = (char *)json_string_value(json_array_get(pool->left_out, i));
+    }
     /* compiled code kept between compiles beside the artifact cache, in a quarter of its bound
      * (docs/cache.md, "Compiled code") */
     if (opt->cache_dir && opt->cache_dir[0] == '/' && opt->cache_max_bytes >= 4 &&
@@ -504,9 +609,11 @@ static void worker_spawn(tthd_pool *pool)
     };
     pool->handles_open++;
     int rc = uv_spawn(pool->loop, &w->proc, &po);
+    free(args);
     if (rc < 0) {
         tthd_log(TTHD_LOG_ERROR, "cannot start worker %s: %s", opt->worker_path, uv_strerror(rc));
         pool->startup_failures++;
+        snprintf(pool->start_error, sizeof pool->start_error, "it cannot be started: %s", uv_strerror(rc));
         w->open_handles = 3;
         w->gone = 1;
         uv_close((uv_handle_t *)&w->proc, on_worker_closed);
@@ -639,6 +746,8 @@ int tthd_pool_init(tthd_pool *pool, uv_loop_t *loop, const tthd_options *opt)
     pool->loop = loop;
     pool->opt = opt;
     pool->generation = 1;
+    if (!(pool->left_out = json_array()))
+        return -1;
     uv_timer_init(loop, &pool->tick);
     uv_timer_init(loop, &pool->respawn);
     pool->tick.data = pool->respawn.data = pool;
@@ -654,6 +763,11 @@ void tthd_pool_submit(tthd_pool *pool, tthd_job *job)
     job->deadline = uv_now(pool->loop) + (uint64_t)(pool->opt->request_timeout * 1000.0);
     if (pool->closing) {
         job_fail_code(pool, job, TTHP_SHUTTING_DOWN, "tthd is shutting down");
+        return;
+    }
+    if (pool_cannot_start(pool)) {
+        fail_cannot_start(pool, job);
+        pool_fill(pool);
         return;
     }
     job->next = NULL;
@@ -700,6 +814,7 @@ void tthd_pool_reload(tthd_pool *pool)
         return;
     pool->generation++;
     tthd_log(TTHD_LOG_INFO, "plugins directory changed: loading plugin set %u in new workers", pool->generation);
+    json_array_clear(pool->left_out); /* a file left out may have been fixed: tried again */
     for (tthd_worker *w = pool->workers; w; w = w->next)
         if (w->generation != pool->generation && !w->job && !w->retiring) {
             w->retiring = 1;
@@ -738,7 +853,8 @@ static void pool_maybe_closed(tthd_pool *pool)
     if (pool->closing && pool->handles_open == 0) {
         json_decref(pool->describe);
         json_decref(pool->load_errors);
-        pool->describe = pool->load_errors = NULL;
+        json_decref(pool->left_out);
+        pool->describe = pool->load_errors = pool->left_out = NULL;
         if (pool->on_closed)
             pool->on_closed(pool);
     }

@@ -316,7 +316,10 @@ struct tthd_pool {
                                    refused as a whole, or NULL */
     uv_timer_t tick;            /* deadlines, memory watch, kill grace: every 100 ms */
     uv_timer_t respawn;         /* backoff after workers fail to start */
-    unsigned startup_failures;
+    unsigned startup_failures;  /* workers that ended before they were ready, in a row */
+    char start_error[256];      /* how the last of them ended */
+    json_t *left_out;           /* plugin files whose loading crashed a worker: not loaded by the
+                                   next workers until the plugins directory changes */
     int respawn_now;            /* the backoff delay is over */
     int closing;
     uint64_t closing_at;

@@ -55,6 +55,8 @@ typedef struct tthw_state {
     struct timespec hook_start; /* when the running hook was entered */
     const char *hook_plugin, *hook_name;
     int verbose;
+    const char **skip;          /* --skip-plugin: files tthd leaves out (their loading crashed a worker) */
+    int nskip;
 #ifndef TTH_NO_COMPILE_FLOW
     tth_code_store *store;      /* compiled code kept between compiles (--code-store), or NULL */
 #endif
@@ -74,6 +76,24 @@ static void send_msg(json_t *msg_new)
     if (msg_new)
         tthp_write_message_fd(W.out_fd, msg_new);
     json_decref(msg_new);
+}
+
+/* Before each plugin file is loaded: one tthd left out is refused; any other is named to tthd
+ * (plugin/loading), so that when loading it crashes this process tthd knows which file did it
+ * (docs/plugin-guide.md, "A plugin that crashes as it loads"). path NULL: the loading is over. */
+static int on_plugin_load(void *ctx, const char *path, tth_diag *diag)
+{
+    (void)ctx;
+    for (int i = 0; path && i < W.nskip; i++)
+        if (strcmp(W.skip[i], path) == 0) {
+            tth_diag_set(diag, TTH_EPLUGIN, path, "left out: loading it crashed a tth-worker; tthd tries it again "
+                                                  "when the plugins directory changes");
+            tth_diag_hint(diag, "fix the plugin (a constructor or a library it needs crashes as it is loaded) or "
+                                "remove it from the plugins directory");
+            return 1;
+        }
+    send_msg(tthp_notification_new("plugin/loading", json_pack("{s:s?}", "path", path)));
+    return 0;
 }
 
 /* Trampoline callback: tell the daemon which hook runs now. */
@@ -556,7 +576,8 @@ static int serve(void)
 static void usage(FILE *out)
 {
     fprintf(out, "usage: tth-worker --plugins-dir DIR[:DIR...] [--memory-limit BYTES] [--code-store DIR]\n"
-                 "                  [--code-store-max-bytes N] [--daemon-pid PID] [--verbose]\n"
+                 "                  [--code-store-max-bytes N] [--daemon-pid PID] [--skip-plugin PATH]...\n"
+                 "                  [--verbose]\n"
                  "Runs plugin code for tthd; started by tthd, talks framed JSON-RPC on stdin/stdout.\n");
 }
 
@@ -575,6 +596,7 @@ int main(int argc, char **argv)
         {"code-store", required_argument, NULL, 's'},
         {"code-store-max-bytes", required_argument, NULL, 'S'},
         {"daemon-pid", required_argument, NULL, 'D'},
+        {"skip-plugin", required_argument, NULL, 'k'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -587,6 +609,14 @@ int main(int argc, char **argv)
         case 's': code_store = optarg; break;
         case 'S': code_store_max = strtoull(optarg, NULL, 10); break;
         case 'D': daemon_pid = strtol(optarg, NULL, 10); break;
+        case 'k': {
+            const char **sk = realloc(W.skip, (size_t)(W.nskip + 1) * sizeof *sk);
+            if (!sk)
+                return 1;
+            W.skip = sk;
+            W.skip[W.nskip++] = optarg;
+            break;
+        }
         case 'v': W.verbose = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -640,6 +670,7 @@ int main(int argc, char **argv)
     tth_diag_clear(&d);
     init_compiler_id();
     W.real = tth_registry_new();
+    tth_registry_set_load_observer(W.real, on_plugin_load, NULL);
     json_t *load_errors = json_array();
     char *dirs = strdup(plugins_dir);
     if (!W.real || !load_errors || !dirs)
@@ -661,6 +692,7 @@ int main(int argc, char **argv)
     if (!W.shadow) {
         fprintf(stderr, "tth-worker: %s\n", d.message);
         tth_registry_free(W.real);
+        free(W.skip);
         return 1;
     }
     json_t *ready = json_pack("{s:i, s:o, s:o}", "pid", (int)getpid(), "describe", tth_registry_describe(W.real),
@@ -685,6 +717,7 @@ int main(int argc, char **argv)
     tthp_fd_reader_free(&W.reader);
     tth_registry_free(W.shadow);
     tth_registry_free(W.real);
+    free(W.skip);
     close(W.in_fd);
     close(W.out_fd);
     return rc;

@@ -21,6 +21,8 @@ struct tth_registry {
     size_t n, cap;
     tth_plugin_error *errors;
     size_t n_errors, cap_errors;
+    tth_registry_load_observer observer; /* tth_registry_set_load_observer */
+    void *observer_ctx;
 };
 
 /* Attribute names every kind has; a plugin may not declare them itself. */
@@ -486,8 +488,17 @@ int tth_registry_load_dir(tth_registry *r, const char *dir, tth_diag *diag)
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         tth_diag d;
         tth_diag_clear(&d);
+        if (r->observer && r->observer(r->observer_ctx, path, &d) != 0) {
+            record_error(r, path, &d);
+            continue;
+        }
         if (tth_registry_load_file(r, path, &d) == 0)
             loaded++;
+    }
+    if (r->observer) {
+        tth_diag d;
+        tth_diag_clear(&d);
+        r->observer(r->observer_ctx, NULL, &d);
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
@@ -495,6 +506,14 @@ int tth_registry_load_dir(tth_registry *r, const char *dir, tth_diag *diag)
     if (failed)
         return tth_diag_set(diag, TTH_ENOMEM, dir, "out of memory while listing plugins");
     return loaded;
+}
+
+void tth_registry_set_load_observer(tth_registry *r, tth_registry_load_observer fn, void *ctx)
+{
+    if (!r)
+        return;
+    r->observer = fn;
+    r->observer_ctx = ctx;
 }
 
 size_t tth_registry_count(const tth_registry *r)

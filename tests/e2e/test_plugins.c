@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -312,4 +313,92 @@ Test(plugins, hot_add, .timeout = 120)
     json_decref(r);
     e2e_client_free(busy);
     e2e_close(&F);
+}
+
+/* A plugin whose loading crashes the worker (a constructor that segfaults, a library it needs
+ * aborting as it loads) is named in tthd's log and left out of the next workers, which start
+ * without it and serve every other kind; the plugins list says why it is missing
+ * (docs/plugin-guide.md, "A plugin that crashes as it loads"). */
+Test(plugins, a_plugin_that_crashes_as_it_loads_is_left_out, .timeout = 120)
+{
+    const char *const plugins[] = {"tp_basic", "tp_crash_load", NULL};
+    e2e_daemon d;
+    e2e_start(&d, plugins, NULL);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    assert_serving(c, 1);
+    assert_serving(c, 2);
+    /* a crash (signal), or under UBSan's halt_on_error its exit status */
+    int named = e2e_log_count(&d, "tp_crash_load.so crashed worker") + e2e_log_count(&d, "tp_crash_load.so made worker");
+    if (named < 1)
+        e2e_dump_log(&d);
+    cr_assert_geq(named, 1, "the log does not name the plugin");
+    json_t *r = e2e_call(c, 3, "plugins/list", NULL);
+    cr_assert_eq(e2e_error_code(r), 0);
+    int listed = 0, refused = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(r, "result"), "plugins"), i, e)
+        listed += strcmp(json_string_value(json_object_get(e, "kind")), "test-segv-load") == 0;
+    json_array_foreach(json_object_get(json_object_get(r, "result"), "errors"), i, e) {
+        const char *path = json_string_value(json_object_get(e, "path"));
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        refused += path && strstr(path, "tp_crash_load.so") && msg && strstr(msg, "crashed a tth-worker");
+    }
+    json_decref(r);
+    cr_assert_eq(listed, 0, "the crashing plugin is listed as loaded");
+    cr_assert_eq(refused, 1, "the plugins list does not say why tp_crash_load.so is missing");
+    r = parse(c, 4, "test-segv-load");
+    cr_assert_eq(e2e_error_code(r), TTHP_CODE_FROM_TTH(-6), "its kind is unknown, not a crash");
+    json_decref(r);
+    r = e2e_call(c, 5, "status", NULL);
+    cr_assert_eq(e2e_result_int(r, "workers", "alive"), 2, "the pool was not refilled");
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
+
+/* When tth-worker itself cannot run (here a stand-in that exits 127, as the system's loader does
+ * for a missing shared library), requests fail within seconds saying so, not after the request
+ * deadline with "no worker was free"; tthd keeps running and answers other methods. */
+Test(plugins, workers_that_cannot_start_fail_requests_at_once, .timeout = 120)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    char worker[300], cmd[700];
+    snprintf(worker, sizeof worker, "%s/broken-worker", d.root);
+    snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho broken-worker: a library is missing >&2\\nexit 127\\n' > '%s' && "
+             "chmod 755 '%s'", worker, worker);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    const char *const args[] = {"--worker", worker, "--request-timeout", "300", NULL};
+    const char *const plugins[] = {"tp_basic", NULL};
+    e2e_launch(&d, plugins, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    json_t *r = parse(c, 1, "test-basic");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert_eq(e2e_error_code(r), TTHP_CODE_FROM_TTH(-18), "expected a worker error, got %d", e2e_error_code(r));
+    const char *msg = e2e_err_message(r);
+    cr_assert(msg && strstr(msg, "cannot start its workers") && strstr(msg, "broken-worker") && strstr(msg, "127"),
+              "message: %s", msg ? msg : "");
+    const char *hint = json_string_value(json_object_get(first_diag(r), "hint"));
+    cr_assert(hint && strstr(hint, "--help"), "hint: %s", hint ? hint : "");
+    cr_assert_lt(s, 30.0, "the request waited %.1f s for a worker that cannot start", s);
+    json_decref(r);
+    /* later requests fail at once too */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    r = parse(c, 2, "test-basic");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert_eq(e2e_error_code(r), TTHP_CODE_FROM_TTH(-18));
+    cr_assert_lt(s, 5.0, "a second request waited %.1f s", s);
+    json_decref(r);
+    r = e2e_call(c, 3, "status", NULL);
+    cr_assert_eq(e2e_error_code(r), 0, "tthd stopped answering");
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
 }

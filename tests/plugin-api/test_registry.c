@@ -149,6 +149,53 @@ Test(registry, one_bad_plugin_does_not_stop_others)
     tth_registry_free(r);
 }
 
+/* tth_registry_set_load_observer: called with each file before it is loaded, in file-name order,
+ * then with NULL; a file it refuses is not loaded (its constructor never runs) and is recorded
+ * with the observer's diagnostic (tth-worker leaves out a plugin whose loading crashed one). */
+typedef struct seen_files {
+    char names[8][64];
+    int n, ended;
+} seen_files;
+
+static int observe(void *ctx, const char *path, tth_diag *d)
+{
+    seen_files *s = ctx;
+    if (!path) {
+        s->ended++;
+        return 0;
+    }
+    cr_assert_eq(s->ended, 0, "a file after the end");
+    const char *base = strrchr(path, '/');
+    snprintf(s->names[s->n < 8 ? s->n : 7], 64, "%s", base ? base + 1 : path);
+    s->n++;
+    if (strcmp(base ? base + 1 : path, "b.so") == 0)
+        return tth_diag_set(d, TTH_EPLUGIN, path, "left out by the observer"), 1;
+    return 0;
+}
+
+Test(registry, load_observer_sees_each_file_and_can_refuse_one)
+{
+    put_plugin("tp_basic", "a.so");
+    put_plugin("tp_crash_load", "b.so"); /* its constructor would crash this process */
+    put_plugin("tp_hot", "c.so");
+    tth_registry *r = tth_registry_new();
+    seen_files s = {0};
+    tth_registry_set_load_observer(r, observe, &s);
+    tth_diag d;
+    cr_assert_eq(tth_registry_load_dir(r, tmpdir, &d), 2, "%s", d.message);
+    cr_assert_eq(s.n, 3);
+    cr_assert_str_eq(s.names[0], "a.so");
+    cr_assert_str_eq(s.names[1], "b.so");
+    cr_assert_str_eq(s.names[2], "c.so");
+    cr_assert_eq(s.ended, 1);
+    cr_assert_eq(tth_registry_count(r), 2);
+    const tth_plugin_error *e = error_for(r, "b.so");
+    cr_assert_not_null(e);
+    cr_assert_eq(e->diag.code, TTH_EPLUGIN);
+    cr_assert_str_eq(e->diag.message, "left out by the observer");
+    tth_registry_free(r);
+}
+
 Test(registry, refuses_world_writable_file)
 {
     put_plugin("tp_basic", "a.so");

@@ -47,6 +47,14 @@ TTH_API void tth_registry_free(tth_registry *r);
  * Returns the number of plugins loaded. */
 TTH_API int tth_registry_load_dir(tth_registry *r, const char *dir, tth_diag *diag);
 
+/* Called by tth_registry_load_dir with each file's path before it loads it. Returning nonzero
+ * leaves the file out, recorded as refused with the diag the observer filled; returning 0 loads
+ * it. tth-worker tells the daemon which plugin it is loading, so that one whose loading crashes
+ * the process is named and left out of the next workers (docs/plugin-guide.md, "A plugin that crashes as it loads"). Called once more with
+ * path NULL when the directory is done (the return value is then ignored). */
+typedef int (*tth_registry_load_observer)(void *ctx, const char *path, tth_diag *diag);
+TTH_API void tth_registry_set_load_observer(tth_registry *r, tth_registry_load_observer fn, void *ctx);
+
 /* Load one file. On refusal, returns a negative code, fills diag, and records the error. */
 TTH_API int tth_registry_load_file(tth_registry *r, const char *path, tth_diag *diag);
 
