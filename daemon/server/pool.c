@@ -15,7 +15,14 @@
 
 #include "tthd.h"
 
-enum kill_reason { KILL_NONE, KILL_TIMEOUT, KILL_MEMORY, KILL_CANCEL, KILL_PROTOCOL, KILL_SHUTDOWN };
+enum kill_reason { KILL_NONE, KILL_TIMEOUT, KILL_MEMORY, KILL_CANCEL, KILL_PROTOCOL, KILL_SHUTDOWN, KILL_STARTUP };
+
+/* A worker not ready within this share of the request deadline (at least TTHD_START_MIN_MS, at
+ * most TTHD_START_MAX_MS) is killed as stuck while starting: a plugin's constructor that never
+ * returns. The floor leaves a slow start (a sanitizer build on a busy machine) alone. */
+#define TTHD_START_SHARE 0.25
+#define TTHD_START_MIN_MS 10000.0
+#define TTHD_START_MAX_MS 60000.0
 
 struct tthd_worker {
     tthd_pool *pool;
@@ -41,6 +48,7 @@ struct tthd_worker {
     int in_hook;
     char plugin[128], kind[64], hook[32];
     char loading[4096];         /* the plugin file it is loading (plugin/loading), "" when none */
+    uint64_t spawned_at;        /* uv_now() ms */
     tthd_worker *next;
 };
 
@@ -364,7 +372,10 @@ static void leave_out(tthd_pool *pool, const tthd_worker *w)
         if (strcmp(json_string_value(e), w->loading) == 0)
             return; /* a worker started before the first crash was counted */
     json_array_append_new(pool->left_out, json_string(w->loading));
-    if (w->term_signal)
+    if (w->kill_reason == KILL_STARTUP)
+        tthd_log(TTHD_LOG_ERROR, "plugin %s stalled worker %d as it was loaded (not ready in time, killed): it is left "
+                 "out until the plugins directory changes", w->loading, w->pid);
+    else if (w->term_signal)
         tthd_log(TTHD_LOG_ERROR, "plugin %s crashed worker %d as it was loaded (signal %d, %s): it is left out until "
                  "the plugins directory changes", w->loading, w->pid, w->term_signal, strsignal(w->term_signal));
     else
@@ -378,7 +389,9 @@ static void leave_out(tthd_pool *pool, const tthd_worker *w)
 static void startup_failed(tthd_pool *pool, const tthd_worker *w)
 {
     pool->startup_failures++;
-    if (w->term_signal)
+    if (w->kill_reason == KILL_STARTUP)
+        snprintf(pool->start_error, sizeof pool->start_error, "it was not ready in time and was killed");
+    else if (w->term_signal)
         snprintf(pool->start_error, sizeof pool->start_error, "it crashed (signal %d, %s) as it started",
                  w->term_signal, strsignal(w->term_signal));
     else if (w->exit_status == 127)
@@ -466,7 +479,7 @@ static void worker_gone(tthd_worker *w)
     pool->timeouts += w->kill_reason == KILL_TIMEOUT;
     pool->memkills += w->kill_reason == KILL_MEMORY;
     if (!w->ready && !w->retiring && !pool->closing) {
-        if (w->loading[0] && !w->kill_reason)
+        if (w->loading[0] && (!w->kill_reason || w->kill_reason == KILL_STARTUP))
             leave_out(pool, w);
         else
             startup_failed(pool, w);
@@ -623,6 +636,7 @@ static void worker_spawn(tthd_pool *pool)
     }
     w->open_handles = 3;
     w->pid = w->proc.pid;
+    w->spawned_at = uv_now(pool->loop);
     pool->spawned++;
     w->next = pool->workers;
     pool->workers = w;
@@ -700,6 +714,10 @@ static void on_tick(uv_timer_t *t)
 {
     tthd_pool *pool = t->data;
     uint64_t now = uv_now(pool->loop);
+    double start_share = pool->opt->request_timeout * 1000.0 * TTHD_START_SHARE;
+    uint64_t start_ms = (uint64_t)(start_share < TTHD_START_MIN_MS   ? TTHD_START_MIN_MS
+                                   : start_share > TTHD_START_MAX_MS ? TTHD_START_MAX_MS
+                                                                     : start_share);
     for (tthd_worker *w = pool->workers, *next; w; w = next) {
         next = w->next;
         if (w->exited) {
@@ -711,6 +729,8 @@ static void on_tick(uv_timer_t *t)
             worker_kill(w, KILL_SHUTDOWN);
         else if (w->kill_at && now >= w->kill_at)
             worker_kill(w, KILL_CANCEL);
+        else if (!w->ready && !w->retiring && now - w->spawned_at > start_ms)
+            worker_kill(w, KILL_STARTUP);
         else if (w->job && now >= w->job->deadline)
             worker_kill(w, KILL_TIMEOUT);
         else if (w->job && pool->opt->worker_mem_limit && worker_rss(w->pid) > pool->opt->worker_mem_limit)

@@ -86,10 +86,10 @@ static int on_plugin_load(void *ctx, const char *path, tth_diag *diag)
     (void)ctx;
     for (int i = 0; path && i < W.nskip; i++)
         if (strcmp(W.skip[i], path) == 0) {
-            tth_diag_set(diag, TTH_EPLUGIN, path, "left out: loading it crashed a tth-worker; tthd tries it again "
-                                                  "when the plugins directory changes");
-            tth_diag_hint(diag, "fix the plugin (a constructor or a library it needs crashes as it is loaded) or "
-                                "remove it from the plugins directory");
+            tth_diag_set(diag, TTH_EPLUGIN, path, "left out: loading it crashed or stalled a tth-worker; tthd tries "
+                                                  "it again when the plugins directory changes");
+            tth_diag_hint(diag, "fix the plugin (a constructor of it or of a library it needs crashes or never "
+                                "returns as it is loaded) or remove it from the plugins directory");
             return 1;
         }
     send_msg(tthp_notification_new("plugin/loading", json_pack("{s:s?}", "path", path)));
