@@ -222,6 +222,14 @@ static void handle_target_parse(const json_t *id, const json_t *params, const tt
     if (!canon) {
         if (d.code == TTH_OK)
             tth_diag_set(&d, TTH_EINTERNAL, NULL, "the target parser failed without a diagnostic");
+        size_t refused = tth_registry_error_count(W.real);
+        if (d.code == TTH_EUNKNOWN && refused) {
+            /* the kind may be one a refused or left-out file would have brought */
+            char was[TTH_DIAG_HINT_MAX];
+            snprintf(was, sizeof was, "%s", d.hint);
+            tth_diag_hint(&d, "%s%s%zu plugin file%s of the plugins path %s refused ('tthctl plugins' says why)", was,
+                          was[0] ? "; " : "", refused, refused == 1 ? "" : "s", refused == 1 ? "was" : "were");
+        }
         send_error(id, &d);
         return;
     }

@@ -350,6 +350,9 @@ Test(plugins, a_plugin_that_crashes_as_it_loads_is_left_out, .timeout = 120)
     cr_assert_eq(refused, 1, "the plugins list does not say why tp_crash_load.so is missing");
     r = parse(c, 4, "test-segv-load");
     cr_assert_eq(e2e_error_code(r), TTHP_CODE_FROM_TTH(-6), "its kind is unknown, not a crash");
+    const char *hint = json_string_value(json_object_get(first_diag(r), "hint"));
+    cr_assert(hint && strstr(hint, "1 plugin file of the plugins path was refused") && strstr(hint, "tthctl plugins"),
+              "the unknown kind's hint does not point to the refused file: %s", hint ? hint : "");
     json_decref(r);
     r = e2e_call(c, 5, "status", NULL);
     cr_assert_eq(e2e_result_int(r, "workers", "alive"), 2, "the pool was not refilled");
