@@ -424,8 +424,9 @@ static void fail_cannot_start(tthd_pool *pool, tthd_job *job)
 {
     tth_diag d;
     tth_diag_clear(&d);
-    tth_diag_set(&d, TTH_ECRASH, "worker pool", "tthd cannot start its workers: %s ended %u times in a row before "
-                 "it was ready; the last time %s", pool->opt->worker_path, pool->startup_failures, pool->start_error);
+    tth_diag_set(&d, TTH_ECRASH, "worker pool", "tthd cannot start its workers: %u tries of %s in a row failed "
+                 "before one was ready (the last: %s)", pool->startup_failures, pool->opt->worker_path,
+                 pool->start_error);
     tth_diag_hint(&d, "run '%s --help' to see its own message (tthd's log has the workers' messages too), repair "
                       "the installation, then retry: tthd keeps trying to start workers and serves as soon as one "
                       "starts", pool->opt->worker_path);
@@ -626,7 +627,7 @@ static void worker_spawn(tthd_pool *pool)
     if (rc < 0) {
         tthd_log(TTHD_LOG_ERROR, "cannot start worker %s: %s", opt->worker_path, uv_strerror(rc));
         pool->startup_failures++;
-        snprintf(pool->start_error, sizeof pool->start_error, "it cannot be started: %s", uv_strerror(rc));
+        snprintf(pool->start_error, sizeof pool->start_error, "it could not be started: %s", uv_strerror(rc));
         w->open_handles = 3;
         w->gone = 1;
         uv_close((uv_handle_t *)&w->proc, on_worker_closed);
@@ -674,6 +675,7 @@ static void pool_fill(tthd_pool *pool)
         worker_spawn(pool);
     if (pool->startup_failures && !uv_is_active((uv_handle_t *)&pool->respawn))
         uv_timer_start(&pool->respawn, on_respawn, 1000, 0);
+    fail_queue_cannot_start(pool); /* uv_spawn itself failing leaves no exit to do it */
 }
 
 static void pool_dispatch(tthd_pool *pool)

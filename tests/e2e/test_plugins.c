@@ -432,3 +432,31 @@ Test(plugins, workers_that_cannot_start_fail_requests_at_once, .timeout = 120)
     e2e_client_free(c);
     e2e_stop(&d);
 }
+
+/* The same when the worker executable is not there at all (the spawn itself fails, so no worker
+ * ever exits to trigger it). */
+Test(plugins, a_missing_worker_executable_fails_requests_at_once, .timeout = 120)
+{
+    e2e_daemon d;
+    e2e_prepare(&d);
+    char worker[300];
+    snprintf(worker, sizeof worker, "%s/no-such-worker", d.root);
+    const char *const args[] = {"--worker", worker, "--request-timeout", "300", NULL};
+    e2e_launch(&d, NULL, args);
+    e2e_client *c = e2e_client_new(&d);
+    e2e_client_init(c);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    json_t *r = parse(c, 1, "llvm");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert_eq(e2e_error_code(r), TTHP_CODE_FROM_TTH(-18), "expected a worker error, got %d", e2e_error_code(r));
+    const char *msg = e2e_err_message(r);
+    cr_assert(msg && strstr(msg, "cannot start its workers") && strstr(msg, "no-such-worker") &&
+                  strstr(msg, "no such file"),
+              "message: %s", msg ? msg : "");
+    cr_assert_lt(s, 30.0, "the request waited %.1f s", s);
+    json_decref(r);
+    e2e_client_free(c);
+    e2e_stop(&d);
+}
