@@ -385,7 +385,7 @@ static void leave_out(tthd_pool *pool, const tthd_worker *w)
 
 /* A worker ended before it was ready, not while loading a plugin (its executable cannot run, a
  * library it needs is missing): counted, and what happened kept for the error queued requests
- * get once TTHD_START_FAILS_MAX of them failed in a row (pool_cannot_start). */
+ * get once TTHD_START_FAILS_MAX of them failed in a row (fail_queue_cannot_start). */
 static void startup_failed(tthd_pool *pool, const tthd_worker *w)
 {
     pool->startup_failures++;
@@ -405,23 +405,18 @@ static void startup_failed(tthd_pool *pool, const tthd_worker *w)
                  w->exit_status);
 }
 
-/* Workers keep ending before they are ready (TTHD_START_FAILS_MAX in a row) and none is: requests
- * fail at once with why instead of waiting out their deadline (the pool keeps trying to start
- * workers, with its backoff, and serves again as soon as one is ready). */
+/* Workers keep ending before they are ready (TTHD_START_FAILS_MAX in a row) and none is: the
+ * queued jobs fail at once with why instead of waiting out their deadline (the pool keeps trying
+ * to start workers, with its backoff, and serves again as soon as one is ready). */
 #define TTHD_START_FAILS_MAX 3
 
-static int pool_cannot_start(const tthd_pool *pool)
+static void fail_queue_cannot_start(tthd_pool *pool)
 {
-    if (pool->startup_failures < TTHD_START_FAILS_MAX)
-        return 0;
+    if (pool->startup_failures < TTHD_START_FAILS_MAX || !pool->queue)
+        return;
     for (const tthd_worker *w = pool->workers; w; w = w->next)
         if (w->ready && !w->exited && !w->retiring)
-            return 0;
-    return 1;
-}
-
-static void fail_cannot_start(tthd_pool *pool, tthd_job *job)
-{
+            return;
     tth_diag d;
     tth_diag_clear(&d);
     tth_diag_set(&d, TTH_ECRASH, "worker pool", "tthd cannot start its workers: %u tries of %s in a row failed "
@@ -430,20 +425,12 @@ static void fail_cannot_start(tthd_pool *pool, tthd_job *job)
     tth_diag_hint(&d, "run '%s --help' to see its own message (tthd's log has the workers' messages too), repair "
                       "the installation, then retry: tthd keeps trying to start workers and serves as soon as one "
                       "starts", pool->opt->worker_path);
-    job_fail(pool, job, &d);
-}
-
-/* Fail every queued job when workers cannot start (pool_cannot_start). */
-static void fail_queue_cannot_start(tthd_pool *pool)
-{
-    if (!pool_cannot_start(pool))
-        return;
     while (pool->queue) {
         tthd_job *job = pool->queue;
         pool->queue = job->next;
         pool->queued--;
         job->next = NULL;
-        fail_cannot_start(pool, job);
+        job_fail(pool, job, &d);
     }
     pool->queue_tail = NULL;
 }
@@ -484,7 +471,6 @@ static void worker_gone(tthd_worker *w)
             leave_out(pool, w);
         else
             startup_failed(pool, w);
-        fail_queue_cannot_start(pool);
     }
     char where[256];
     where_of(w, where, sizeof where);
@@ -665,17 +651,19 @@ static void pool_fill(tthd_pool *pool)
             uint64_t delay = 100u << shift;
             uv_timer_start(&pool->respawn, on_respawn, delay > 5000 ? 5000 : delay, 0);
         }
-        return;
+    } else {
+        pool->respawn_now = 0;
+        unsigned n = 0;
+        for (tthd_worker *w = pool->workers; w; w = w->next)
+            n += w->generation == pool->generation && !w->retiring;
+        while (n++ < pool->opt->workers)
+            worker_spawn(pool);
+        if (pool->startup_failures && !uv_is_active((uv_handle_t *)&pool->respawn))
+            uv_timer_start(&pool->respawn, on_respawn, 1000, 0);
     }
-    pool->respawn_now = 0;
-    unsigned n = 0;
-    for (tthd_worker *w = pool->workers; w; w = w->next)
-        n += w->generation == pool->generation && !w->retiring;
-    while (n++ < pool->opt->workers)
-        worker_spawn(pool);
-    if (pool->startup_failures && !uv_is_active((uv_handle_t *)&pool->respawn))
-        uv_timer_start(&pool->respawn, on_respawn, 1000, 0);
-    fail_queue_cannot_start(pool); /* uv_spawn itself failing leaves no exit to do it */
+    /* every path that can leave workers unable to start ends here: a worker gone before it was
+     * ready (worker_gone), a spawn that failed (above), a job queued meanwhile (submit) */
+    fail_queue_cannot_start(pool);
 }
 
 static void pool_dispatch(tthd_pool *pool)
@@ -785,11 +773,6 @@ void tthd_pool_submit(tthd_pool *pool, tthd_job *job)
     job->deadline = uv_now(pool->loop) + (uint64_t)(pool->opt->request_timeout * 1000.0);
     if (pool->closing) {
         job_fail_code(pool, job, TTHP_SHUTTING_DOWN, "tthd is shutting down");
-        return;
-    }
-    if (pool_cannot_start(pool)) {
-        fail_cannot_start(pool, job);
-        pool_fill(pool);
         return;
     }
     job->next = NULL;
