@@ -609,6 +609,9 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    /* the --skip-plugin values point into argv: at most one per argument */
+    if (!(W.skip = calloc((size_t)argc, sizeof *W.skip)))
+        return 1;
     int c;
     while ((c = getopt_long(argc, argv, "p:m:vh", opts, NULL)) != -1) {
         switch (c) {
@@ -617,14 +620,7 @@ int main(int argc, char **argv)
         case 's': code_store = optarg; break;
         case 'S': code_store_max = strtoull(optarg, NULL, 10); break;
         case 'D': daemon_pid = strtol(optarg, NULL, 10); break;
-        case 'k': {
-            const char **sk = realloc(W.skip, (size_t)(W.nskip + 1) * sizeof *sk);
-            if (!sk)
-                return 1;
-            W.skip = sk;
-            W.skip[W.nskip++] = optarg;
-            break;
-        }
+        case 'k': W.skip[W.nskip++] = optarg; break;
         case 'v': W.verbose = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
