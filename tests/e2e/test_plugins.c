@@ -384,6 +384,17 @@ static json_t *parse_without_workers(e2e_client *c, json_int_t id, const char *t
     return r;
 }
 
+/* tthd started with --worker `worker` (after e2e_prepare; the file is the caller's to make, or
+ * not) and a long request deadline, and a client connected to it */
+static e2e_client *launch_with_worker(e2e_daemon *d, const char *worker, const char *const *plugins)
+{
+    const char *const args[] = {"--worker", worker, "--request-timeout", "300", NULL};
+    e2e_launch(d, plugins, args);
+    e2e_client *c = e2e_client_new(d);
+    e2e_client_init(c);
+    return c;
+}
+
 /* A plugin whose loading never returns (a constructor that loops) stalls the worker before it is
  * ready: after a quarter of the request deadline (10 s at least) tthd kills it and leaves that
  * plugin out, as for one that crashes; the request waiting for a worker is then served. */
@@ -422,11 +433,8 @@ Test(plugins, workers_that_cannot_start_fail_requests_at_once, .timeout = 120)
     snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho broken-worker: a library is missing >&2\\nexit 127\\n' > '%s' && "
              "chmod 755 '%s'", worker, worker);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
-    const char *const args[] = {"--worker", worker, "--request-timeout", "300", NULL};
     const char *const plugins[] = {"tp_basic", NULL};
-    e2e_launch(&d, plugins, args);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_client *c = launch_with_worker(&d, worker, plugins);
     json_t *r = parse_without_workers(c, 1, "test-basic", "broken-worker", 30.0);
     const char *msg = e2e_err_message(r);
     cr_assert(strstr(msg, "127"), "message: %s", msg);
@@ -450,10 +458,7 @@ Test(plugins, a_missing_worker_executable_fails_requests_at_once, .timeout = 120
     e2e_prepare(&d);
     char worker[300];
     snprintf(worker, sizeof worker, "%s/no-such-worker", d.root);
-    const char *const args[] = {"--worker", worker, "--request-timeout", "300", NULL};
-    e2e_launch(&d, NULL, args);
-    e2e_client *c = e2e_client_new(&d);
-    e2e_client_init(c);
+    e2e_client *c = launch_with_worker(&d, worker, NULL);
     json_t *r = parse_without_workers(c, 1, "llvm", "no-such-worker", 30.0);
     const char *msg = e2e_err_message(r);
     cr_assert(strstr(msg, "no such file"), "message: %s", msg);
