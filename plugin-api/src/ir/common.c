@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 /* ---- data types ---- */
@@ -242,6 +243,47 @@ size_t tth_arena_used(const tth_arena *a)
 
 /* ---- tensors ---- */
 
+/* A tensor as this file allocates it: the public part, then how its data was allocated. */
+typedef struct tensor_box {
+    tth_tensor t;
+    void *map;     /* the data's own mapping (map_huge), or NULL: from aligned_alloc */
+    size_t mapped; /* its length */
+} tensor_box;
+
+/* Tensors of at least HUGE_MIN bytes get a mapping of their own, at a HUGE_PAGE boundary and
+ * advised as transparent huge pages (docs/tthctl.md, "Memory pages"): a compile writes every
+ * weight several times into fresh memory (import, folding, packing), and one fault per 4 KiB page
+ * costs more than the copies themselves. glibc's own huge pages (its hugetlb tunable) miss most
+ * of them: its mappings start anywhere, and only the whole 2 MiB pages inside one can be huge.
+ * The mapping is a whole number of huge pages, so a tensor's last part is one too; a new mapping
+ * is zero-filled, so it needs no memset. */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)1 << 20)
+
+/* A zero-filled mapping of at least len bytes at a HUGE_PAGE boundary into *map / *mapped; the
+ * data's address, or NULL when the system refuses. */
+static void *map_huge(size_t len, void **map, size_t *mapped)
+{
+    size_t want = (len + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (want < len || want > SIZE_MAX - HUGE_PAGE)
+        return NULL;
+    char *p = mmap(NULL, want + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    /* keep the aligned part, give the rest back */
+    char *a = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (p + want + HUGE_PAGE > a + want)
+        munmap(a + want, (size_t)(p + want + HUGE_PAGE - (a + want)));
+#ifdef MADV_HUGEPAGE
+    madvise(a, want, MADV_HUGEPAGE); /* advice: without it the tensor works as well, in small pages */
+#endif
+    *map = a;
+    *mapped = want;
+    return a;
+}
+
 tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
 {
     if (!type || !tth_dtype_size(type->dtype) || type->rank < 0 || type->rank > TTH_MAX_RANK)
@@ -253,9 +295,10 @@ tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
             return NULL;
     if (bytes > SIZE_MAX - 64)
         return NULL;
-    tth_tensor *t = calloc(1, sizeof *t);
-    if (!t)
+    tensor_box *box = calloc(1, sizeof *box);
+    if (!box)
         return NULL;
+    tth_tensor *t = &box->t;
     t->type = *type;
     for (int32_t i = type->rank; i < TTH_MAX_RANK; i++)
         t->type.shape[i] = 0;
@@ -263,9 +306,15 @@ tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
     size_t alloc = (t->nbytes + 63u) & ~(size_t)63u;
     if (alloc == 0)
         alloc = 64;
+    if (alloc >= HUGE_MIN && (t->data = map_huge(alloc, &box->map, &box->mapped)) != NULL) {
+        if (data)
+            memcpy(t->data, data, t->nbytes); /* the rest is zero */
+        t->refcount = 1;
+        return t;
+    }
     t->data = aligned_alloc(64, alloc);
     if (!t->data) {
-        free(t);
+        free(box);
         return NULL;
     }
     if (data && t->nbytes)
@@ -283,13 +332,25 @@ tth_tensor *tth_tensor_ref(tth_tensor *t)
     return t;
 }
 
+void tth__tensor_drop_data(tth_tensor *t)
+{
+    tensor_box *box = (tensor_box *)t;
+    if (box->map)
+        munmap(box->map, box->mapped);
+    else
+        free(t->data);
+    box->map = NULL;
+    t->data = NULL;
+    t->nbytes = 0;
+}
+
 void tth_tensor_unref(tth_tensor *t)
 {
     if (!t)
         return;
     if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-        free(t->data);
-        free(t);
+        tth__tensor_drop_data(t);
+        free((tensor_box *)t);
     }
 }
 

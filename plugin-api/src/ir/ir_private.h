@@ -23,6 +23,9 @@ void tth__ptrvec_free(tth__ptrvec *v);
 /* The malloc'd array items (n used of *cap, elem bytes each) with room for one more: items
  * itself, or moved with *cap doubled (from 8); NULL when out of memory (items is kept). */
 void *tth__grow(void *items, size_t n, size_t *cap, size_t elem);
+/* Free a tth_tensor_new tensor's data (however it was allocated) and leave it empty: data NULL,
+ * nbytes 0 (common.c). */
+void tth__tensor_drop_data(tth_tensor *t);
 
 /* What both IR modules own beside their arena and functions. */
 typedef struct tth__module_own {

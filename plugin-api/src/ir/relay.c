@@ -58,9 +58,7 @@ size_t tth_relay_module_drop_constants_if(tth_relay_module *m, int (*keep)(void 
         if (keep && keep(ctx, t))
             continue;
         freed += t->nbytes;
-        free(t->data);
-        t->data = NULL;
-        t->nbytes = 0;
+        tth__tensor_drop_data(t);
     }
     free(sorted);
     return freed;

@@ -115,6 +115,35 @@ Test(tensor, aligned_copied_refcounted)
     cr_assert_null(tth_tensor_new(&huge, NULL));
 }
 
+/* Tensors of a megabyte or more have memory of their own (common.c, huge pages): the same
+ * contract as small ones. Sizes around the 1 MiB and 2 MiB edges, and one not a multiple of 64. */
+Test(tensor, large_tensors_are_aligned_copied_and_zeroed)
+{
+    const int64_t counts[] = {(1 << 18) - 1, 1 << 18, (1 << 19) + 3, 3 * (1 << 18) + 5};
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        tth_ttype t = {TTH_F32, 1, {counts[k]}};
+        float *v = malloc((size_t)counts[k] * sizeof *v);
+        cr_assert_not_null(v);
+        for (int64_t i = 0; i < counts[k]; i++)
+            v[i] = (float)(i % 1000) - 500.0f;
+        tth_tensor *a = tth_tensor_new(&t, v), *z = tth_tensor_new(&t, NULL);
+        cr_assert(a && z);
+        cr_assert_eq((uintptr_t)a->data % 64, 0);
+        cr_assert_eq(a->nbytes, (size_t)counts[k] * 4);
+        cr_assert_eq(memcmp(a->data, v, a->nbytes), 0, "%lld floats copied", (long long)counts[k]);
+        for (int64_t i = 0; i < counts[k]; i++)
+            cr_assert_eq(((float *)z->data)[i], 0.0f, "element %lld of %lld is zero", (long long)i,
+                         (long long)counts[k]);
+        memset(z->data, 0x7f, z->nbytes); /* writable to its end */
+        cr_assert_eq(tth_tensor_ref(a), a);
+        tth_tensor_unref(a);
+        cr_assert_eq(((float *)a->data)[counts[k] - 1], v[counts[k] - 1]); /* still held */
+        tth_tensor_unref(a);
+        tth_tensor_unref(z);
+        free(v);
+    }
+}
+
 Test(tensor, hash_covers_dtype_shape_and_bytes)
 {
     uint8_t bytes[24] = {0};

@@ -111,6 +111,24 @@ Test(relay, const_steals_and_module_releases_tensors)
     cr_assert_null(tth_relay_const(NULL, tth_tensor_new(&t, NULL), "x"));
 }
 
+/* Dropping a module's constants frees small and large tensors' data alike (the leak detector
+ * checks the freeing) and leaves the tensors typed, empty and still referenced by the module. */
+Test(relay, drop_constants_frees_small_and_large_data)
+{
+    tth_ttype little = tt1(TTH_F32, 3), large = tt1(TTH_F32, 1 << 19);
+    tth_relay_module *m = tth_relay_module_new("m");
+    tth_tensor *s = tth_tensor_new(&little, NULL), *l = tth_tensor_new(&large, NULL), *kept = tth_tensor_new(&large, NULL);
+    cr_assert(s && l && kept);
+    cr_assert(tth_relay_const(m, s, "s") && tth_relay_const(m, l, "l") && tth_relay_const(m, tth_tensor_ref(kept), "k"));
+    cr_assert_eq(tth_relay_module_drop_constants(m), 12u + (1u << 21));
+    cr_assert(s->data == NULL && s->nbytes == 0 && l->data == NULL && l->nbytes == 0);
+    cr_assert_eq(l->type.shape[0], 1 << 19);
+    cr_assert_not_null(kept->data); /* another holder: kept */
+    tth_relay_module_free(m);
+    cr_assert_eq(kept->refcount, 1);
+    tth_tensor_unref(kept);
+}
+
 Test(relay, type_error_names_op_span_and_shapes)
 {
     tth_relay_module *m = tth_relay_module_new("m");
