@@ -664,9 +664,10 @@ static void note_generic_cpu(const tth_host *host, const json_t *target_in, cons
 /* How many shards: one per LLVM_SHARD_BODIES function bodies (plan_sharing: a class of functions
  * with the same code is one body), at most LLVM_SHARDS. A fixed count, not the cores of the
  * machine compiling, so the artifact's bytes do not depend on it; more shards than cores, taken
- * by the threads in turn as they finish (build_shards), even out shards of unequal work. */
+ * by the threads in turn as they finish (build_shards), even out shards of unequal work; two
+ * bodies a shard makes enough of them to (docs/threads.md, "Compiling in parallel"). */
 #define LLVM_SHARDS 8
-#define LLVM_SHARD_BODIES 4
+#define LLVM_SHARD_BODIES 2
 
 static int shard_count(size_t bodies)
 {
