@@ -26,6 +26,10 @@
  *                        TTH_DERIVE_<TRANSFORM> numbers its transforms)
  * The artifact's copy has tth_params.h, the one reader of that file, inlined where it is included
  * below (docs/artifact.md, "The parameters file and its reader"). */
+#if TTH_BIND_NDERIVED > 0 && defined(__linux__)
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE under -std=c99 */
+#include <sys/mman.h>
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -75,9 +79,17 @@ static void tth_bind_winograd(const float *w, float *u, size_t O, size_t C)
         }
 }
 
-/* Each derived slot from its (bound) source */
+/* Each derived slot from its (bound) source. The store is zero-filled memory the first binding
+ * writes all of: on Linux its whole 2 MiB pieces are advised as huge pages first, a fault each
+ * instead of one per 4 KiB (docs/artifact.md, "Derived constants"). */
 static void tth_bind_derive(void)
 {
+#ifdef MADV_HUGEPAGE
+    uintptr_t huge = (uintptr_t)2 << 20, lo = ((uintptr_t)tth_bind_store + huge - 1) & ~(huge - 1),
+              hi = ((uintptr_t)tth_bind_store + TTH_BIND_DERIVED_BYTES) & ~(huge - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: without it, small pages */
+#endif
     for (size_t d = 0; d < TTH_BIND_NDERIVED; d++) {
         void *dst = tth_bind_store + tth_bind_derived[d].offset;
         const void *src = TTH_BIND_SLOTS[tth_bind_derived[d].from];
