@@ -354,6 +354,10 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         row = lw_mul(c, kh.e, lw_i(c, p->dh));
         col = lw_mul(c, kw.e, lw_i(c, p->dw));
     }
+    if (k->skip_taps) { /* the image itself: its pixel (row - pt, col - pl) */
+        row = lw_sub(c, row, lw_i(c, p->pt));
+        col = lw_sub(c, col, lw_i(c, p->pl));
+    }
     tth_texpr *xc = tk_x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
     tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx),
@@ -544,8 +548,58 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
 /* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0, in
  * ceil(len / RW) tiles of balanced widths (49 pixels with RW 6: four of 6 and five of 5, not
  * eight of 6 and one of 1) */
+static tth_tstmt *block_row_run(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
+                                tth_texpr *p0, int64_t len);
+
+/* The columns where some tap column starts or stops reading inside the image: tap column kw
+ * reads column ow*sw + kw*dw - pl, inside for ow in [ceil((pl - kw*dw) / sw), floor((W - 1 + pl
+ * - kw*dw) / sw)]. Into cut (0 and OW included, sorted, each once); how many. */
+static int tap_column_cuts(const lw_conv_p *p, int64_t *cut, int max)
+{
+    int n = 0;
+    cut[n++] = 0;
+    cut[n++] = p->OW;
+    for (int64_t kw = 0; kw < p->KW && n + 2 <= max; kw++) {
+        int64_t a = p->pl - kw * p->dw, b = p->W + p->pl - kw * p->dw; /* ow*sw in [a, b) */
+        int64_t lo = a <= 0 ? 0 : (a + p->sw - 1) / p->sw, hi = b <= 0 ? 0 : (b + p->sw - 1) / p->sw;
+        cut[n++] = lo < p->OW ? lo : p->OW;
+        cut[n++] = hi < p->OW ? hi : p->OW;
+    }
+    /* sort and drop repeats */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && cut[j - 1] > cut[j]; j--) {
+            int64_t t = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = t;
+        }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || cut[i] != cut[m - 1])
+            cut[m++] = cut[i];
+    return m;
+}
+
+/* A row's tiles; with skip_taps, the tiles of each run of columns between two cuts
+ * (tap_column_cuts), so that every tile's taps read the image for all its pixels */
 static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
                             tth_texpr *p0, int64_t len)
+{
+    if (!k->skip_taps)
+        return block_row_run(k, B0, g, bg0, RC, RW, oh, p0, len);
+    int64_t cut[2 + 2 * 64];
+    int n = tap_column_cuts(k->p, cut, (int)(sizeof cut / sizeof cut[0]));
+    tth_tstmt *seq = NULL;
+    for (int i = 0; i + 1 < n; i++) {
+        tth_tstmt *run = block_row_run(k, B0, g, bg0, RC, RW, oh, lw_add(k->c, p0, lw_i(k->c, cut[i])),
+                                       cut[i + 1] - cut[i]);
+        if (!run || lw_append(k->c, &seq, run))
+            return NULL;
+    }
+    return seq;
+}
+
+static tth_tstmt *block_row_run(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
+                                tth_texpr *p0, int64_t len)
 {
     lw_ctx *c = k->c;
     int64_t tiles = (len + RW - 1) / RW, base = tiles ? len / tiles : 0, wide = tiles ? len % tiles : 0;
@@ -668,6 +722,8 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     return lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
 }
 
+static double inside_share(int64_t out, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t in);
+
 static tth_tstmt *blocked_kernel(tk *k)
 {
     const lw_conv_p *p = k->p;
@@ -682,6 +738,9 @@ static tth_tstmt *blocked_kernel(tk *k)
      * TK_KC_BYTES (docs/lowering.md, "Blocks of input channels") */
     int64_t step = (int64_t)RC * k->vl * p->KH * p->KW * 4;
     k->psum = NULL;
+    if (k->skip_taps) /* the taps a tile reads, on average */
+        step = (int64_t)((double)step * inside_share(p->OH, p->KH, p->sh, p->dh, p->pt, p->H) *
+                             inside_share(p->OW, p->KW, p->sw, p->dw, p->pl, p->W) + 0.5) + 4;
     if (!k->dot && p->groups == 1 && k->Cg * step > 2 * TK_KC_BYTES) {
         int64_t per = TK_KC_BYTES / step > 0 ? TK_KC_BYTES / step : 1;
         /* blocks of one length (one copy of the tile's code, the block index chosen at run
@@ -1686,8 +1745,12 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         k.flat = 0;
         if (!(k.w = rows_pack(&k, wa->u.constant.value, RO)))
             return NULL;
-    } else if (mode == TILED_BLOCKED && taps_mostly_outside(p)) {
-        k.skip_taps = 1; /* row tiles, each looping over its taps inside the image */
+    } else if (mode == TILED_BLOCKED && taps_mostly_outside(p) && p->KW <= 64) {
+        /* row tiles, each looping over its taps inside the image, which it reads unpadded */
+        k.skip_taps = 1;
+        padded = 0;
+        k.Hp = p->H;
+        k.Wp = k.Wq = k.Wrow = p->W;
     } else if (!depthwise && !k.flat && p->OW <= 16)
         k.flat = 2; /* a narrow image (7x7, 14x14): tiles run across rows instead of 4 + 3 pixels */
     if (mode == TILED_BLOCKED) {

@@ -55,7 +55,9 @@ typedef struct tk {
                                 words of the image and Cg counts words; 0 for float32 */
     int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
                                 its row and columns inside the image only (a dilated kernel mostly
-                                in the padding; docs/lowering.md, "Taps in the padding") */
+                                in the padding; docs/lowering.md, "Taps in the padding"); no tile
+                                straddles a column where a tap starts or stops reading the image,
+                                so the kernel reads the image itself, unpadded */
     tth_tbuffer *psum;       /* channel-blocked, input channels in blocks (docs/lowering.md,
                                 "Blocks of input channels"): the partial sums, per output channel
                                 block and pixel [NB*vl lanes][OH*OW], NULL without blocks */

@@ -1089,6 +1089,15 @@ def case(name):
         a = {"padding": [8, 6, 7, 5], "dilation": [4, 6], "strides": [2, 1]}
         y = conv2d(x, w, None, [2, 1], [8, 6, 7, 5], [4, 6], 1)
         return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [y.astype(f32)]
+    if name == "conv_nchwc_dilated_sparse_kblocks":
+        # taps mostly in the padding with enough input channels for blocks of them (partial
+        # sums): 320 channels NCHW16c over 10x12, 3x3 at dilations [6, 5], uneven padding, 40
+        # output channels NCHW8c, bias; the taps' columns start and stop inside the row
+        x, w, b = rnd((1, 320, 10, 12)), rnd((40, 320, 3, 3)), rnd((40,))
+        a = {"padding": [6, 5, 5, 4], "dilation": [6, 5], "data_layout": "NCHW16c", "out_layout": "NCHW8c"}
+        y = conv2d(x, w, b, [1, 1], [6, 5, 5, 4], [6, 5], 1)
+        return [(blocked(x, 16), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], \
+            [blocked(y, 8).astype(f32)]
     if name == "conv_nchwc_grouped":
         # grouped 3x3 (4 groups of 8 -> 8 channels: one block of NCHW8c per group on each side),
         # stride 2, padding, batch 2, bias, relu
@@ -1174,9 +1183,9 @@ def main():
         # F(4x4, 3x3) rounds more than the direct sum in float32 (its transforms multiply by up
         # to 8 and divide by 24): allowed error 3e-5 of the largest output (docs/lowering.md)
         meta["atol"] = 3e-5 * float(max(np.abs(a).max() for a in outputs))
-    if name == "matmul_packed_at_run_time":
-        # 500 products summed in float32 (every lowering, the generic one too): an error of a
-        # few float32 steps of the largest output, where a cancelling sum ends near zero
+    if name in ("matmul_packed_at_run_time", "conv_nchwc_dilated_sparse_kblocks"):
+        # 500 (about 1,000) products summed in float32 (every lowering, the generic one too): an
+        # error of a few float32 steps of the largest output, where a cancelling sum ends near zero
         meta["atol"] = 1e-6 * float(max(np.abs(a).max() for a in outputs))
     if name.startswith("math_"):
         meta["ulp"] = MATH_ULP[name.split("_")[1]]
