@@ -827,6 +827,14 @@ def case(name):
                                            {"roi": [0.2, 0.1, 0.7, 0.8], "extrapolation_value": 2.0}),
             "resize2_tf_half_pixel_for_nn_up": ((2, 2, 3, 4), [7, 9], "nearest", "tf_half_pixel_for_nn",
                                                 "round_prefer_ceil", {}),
+            # enlarging in two passes (lower_resize.c): rows of 1000 and 600 outputs, so the
+            # buffer holds 4 and 6 input rows and the output rows go in several bands
+            "resize2_linear_up_bands": ((2, 3, 6, 40), [23, 1000], "linear", "half_pixel", "round_prefer_floor", {}),
+            "resize2_cubic_up_bands": ((1, 2, 7, 10), [30, 600], "cubic", "asymmetric", "round_prefer_floor", {}),
+            # a cubic row of 1100 outputs: the buffer holds 3 rows, one output row reads 4, so
+            # the one-pass nest
+            "resize2_cubic_up_too_wide": ((1, 1, 4, 5), [9, 1100], "cubic", "pytorch_half_pixel", "round_prefer_floor",
+                                          {}),
         }[name]
         x = rnd(spec[0])
         a = {"size": spec[1], "method": spec[2], "coordinate_transformation_mode": spec[3], "nearest_mode": spec[4]}
