@@ -13,7 +13,7 @@
  *    channels fill blocks; blocked input when its input has a blocked form (for a depthwise
  *    convolution, always: its input is blocked here if need be). A convolution whose output
  *    channels do not fill blocks may still read a blocked input.
- *  - pools and global pools of a blocked input: blocked.
+ *  - pools, global pools and resizes of a blocked input: blocked.
  *  - element-wise operators (not the per-axis quantization ones) whose operands are blocked values
  *    of the result's own shape, scalars, or constants per channel ([C, 1, 1], [1, C, 1, 1],
  *    blocked here at compile time), with at least one blocked: blocked.
@@ -339,6 +339,7 @@ static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
     case TTH_OP_AVG_POOL2D:
     case TTH_OP_GLOBAL_AVG_POOL2D:
     case TTH_OP_GLOBAL_MAX_POOL2D:
+    case TTH_OP_RESIZE2D:
         if (!L->blk[x->id] || !is_f32_nchw(e) || json_object_get(e->u.call.attrs, "layout"))
             return NULL;
         return tth_relay_call(L->m, e->u.call.op, &L->blk[x->id], 1,

@@ -1,4 +1,5 @@
-/* lower_resize.c: image.resize2d (NCHW), ONNX Resize semantics for nearest, linear and cubic.
+/* lower_resize.c: image.resize2d (NCHW, or NCHW<b>c with each pixel's b channels one vector),
+ * ONNX Resize semantics for nearest, linear and cubic.
  *
  * Shapes are static, so what every output row and column reads is computed here, in double
  * precision, by libtth's tth_resize_taps_at (the rule the constant folder uses too; coordinate
@@ -25,8 +26,8 @@ static int rz_params(const tth_rexpr *call, rz_p *p, char *why, size_t len)
     const char *op = tth_op_name(call->u.call.op);
     const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *ot = lw_ty(call);
     memset(p, 0, sizeof *p);
-    if (!xt || !ot || xt->rank != 4 || ot->rank != 4) {
-        snprintf(why, len, "%s: only NCHW tensors are supported", op);
+    if (!xt || !ot || !(xt->rank == 4 || xt->rank == 5) || ot->rank != xt->rank) {
+        snprintf(why, len, "%s: only NCHW and NCHW<b>c tensors are supported", op);
         return 0;
     }
     if (!tth_dtype_is_float(xt->dtype) && xt->dtype != TTH_I8 && xt->dtype != TTH_U8 && xt->dtype != TTH_I32) {
@@ -64,6 +65,7 @@ typedef struct rz_arg {
     const lw_sink *s;
     tth_tbuffer *x;
     tth_dtype dt;
+    int rank;                                       /* 4, or 5 for NCHW<b>c (the lanes innermost) */
     int ntaps;                                      /* per axis */
     tth_tbuffer *idx[2][TTH_RESIZE_MAX_TAPS];       /* [axis][tap]: input index per output index */
     tth_tbuffer *w[2][TTH_RESIZE_MAX_TAPS];         /* weights (not for nearest) */
@@ -76,7 +78,7 @@ static tth_texpr *rz_row(lw_ctx *c, const rz_arg *a, tth_texpr *const *idx, tth_
 {
     tth_texpr *acc = NULL;
     for (int k = 0; k < a->ntaps; k++) {
-        tth_texpr *at[4] = {idx[0], idx[1], y, tth_tir_load(c->m, a->idx[1][k], idx[3])};
+        tth_texpr *at[5] = {idx[0], idx[1], y, tth_tir_load(c->m, a->idx[1][k], idx[3]), a->rank == 5 ? idx[4] : NULL};
         tth_texpr *v = lw_load_at(c, a->x, at);
         if (a->ntaps > 1)
             v = lw_mul(c, v, tth_tir_load(c->m, a->w[1][k], idx[3]));
@@ -257,6 +259,7 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     memset(&a, 0, sizeof a);
     a.s = s;
     a.dt = xt->dtype;
+    a.rank = xt->rank;
     a.ntaps = p.a.method == TTH_RESIZE_CUBIC ? 4 : p.a.method == TTH_RESIZE_LINEAR ? 2 : 1;
     a.extrapolation_value = p.a.extrapolation_value;
     a.x = lw_buf(c, lw_arg(call, 0));
@@ -270,7 +273,8 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         }
     /* enlarging rows, a float linear or cubic resize without crop: in two passes when the bands
      * can be made */
-    if (a.ntaps > 1 && !a.inside[0] && tth_dtype_is_float(a.dt) && p.a.size[0] > xt->shape[2] && p.a.size[1] >= 2 &&
+    if (a.rank == 4 && a.ntaps > 1 && !a.inside[0] && tth_dtype_is_float(a.dt) && p.a.size[0] > xt->shape[2] &&
+        p.a.size[1] >= 2 &&
         p.a.size[1] * (int64_t)tth_dtype_size(a.dt) <= LW_STACK_BUFFER_MAX / 2) {
         tth_tstmt *two = rz_two_pass(c, call, &p, &a, iy);
         if (two || c->diag->code != TTH_OK) {

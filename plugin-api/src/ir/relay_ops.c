@@ -1602,12 +1602,15 @@ static int rel_resize2d(relctx *c)
 {
     tth_resize2d_attrs a;
     int rc;
-    if ((rc = read_resize_attrs(c, &a)))
+    int64_t b = 0;
+    if ((rc = read_resize_attrs(c, &a)) || (rc = attr_layout(c, "layout", &b)))
         return rc;
-    if ((rc = need_rank(c, 0, 4, "NCHW")) || (rc = need_numeric(c, 0)))
+    if ((rc = need_layout_rank(c, 0, b)) || (rc = need_numeric(c, 0)))
         return rc;
-    const tth_ttype *x = ARG(c, 0);
-    tth_ttype t = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1], a.size[0], a.size[1]}};
+    /* NCHW<b>c: [N, C/b, H, W, b] -> [N, C/b, OH, OW, b] (docs/layouts.md) */
+    tth_ttype t = *ARG(c, 0);
+    t.shape[2] = a.size[0];
+    t.shape[3] = a.size[1];
     set_out(c, &t);
     return 0;
 }

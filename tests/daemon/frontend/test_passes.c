@@ -803,6 +803,41 @@ Test(passes, layout_keeps_squeeze_excitation_blocked)
     expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
+/* An atrous pyramid's head (DeepLabV3): x[1, 8, 6, 6] -> conv 3x3 16 (a); a -> conv 1x1 8 (p);
+ * a -> global pool -> conv 1x1 8 -> Relu -> Resize (linear) back to 6x6 (q); concat(p, q) ->
+ * conv 1x1 16 -> 8 -> y; random weights */
+static tth_relay_module *aspp_model(void)
+{
+    static const wspec ws[] = {{"w1", 16, 8, 3}, {"wp", 8, 16, 1}, {"wg", 8, 16, 1}, {"w2", 8, 16, 1}};
+    ob b;
+    conv_net(&b, (const int64_t[]){1, 8, 6, 6}, ws, sizeof ws / sizeof *ws, 1);
+    ob_conv(&b, "cp", "a,wp", "p", 0, 1, 1);
+    ob_node(&b, "GlobalAveragePool", "gap", "a", "g");
+    ob_conv(&b, "cg", "g,wg", "g1", 0, 1, 1);
+    ob_node(&b, "Relu", "rg", "g1", "g2");
+    ob_init_i64(&b, "sizes", (const int64_t[]){4}, 1, (const int64_t[]){1, 8, 6, 6});
+    Onnx__NodeProto *rz = ob_node(&b, "Resize", "up", "g2,,,sizes", "q");
+    ob_attr_s(&b, rz, "mode", "linear");
+    Onnx__NodeProto *cat = ob_node(&b, "Concat", "cat", "p,q", "c");
+    ob_attr_i(&b, cat, "axis", 1);
+    ob_conv(&b, "c2", "c,w2", "y", 0, 1, 1);
+    ob_output(&b, "y");
+    return simplified(&b);
+}
+
+/* The resize of a blocked value is blocked (docs/layouts.md), so the join of the pyramid's
+ * branches and the convolution after it stay blocked: the only layout change is main's result,
+ * and the numbers are NCHW's. */
+Test(passes, layout_keeps_a_resized_branch_blocked)
+{
+    twin t = blocked_twin(aspp_model, 99);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_RESIZE2D), 1, "the resize reads and writes blocks:\n%s", t.text);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_CONCATENATE), 1, "the join is blocked:\n%s", t.text);
+    cr_assert(t.st.to_blocked == 0 && t.st.to_plain == 1, "into blocks %d, back %d:\n%s", t.st.to_blocked,
+              t.st.to_plain, t.text);
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
+}
+
 /* A ConvNeXt block: x[1, 8, 6, 6] -> conv 1x1 16 (a) -> depthwise 3x3 -> Transpose to NHWC ->
  * MatMul 16x32 -> Relu -> MatMul 32x16 -> Transpose to NCHW -> times a constant per channel
  * [16, 1, 1] -> + a -> conv 1x1 16 -> 8 -> y; random weights */

@@ -835,6 +835,15 @@ def case(name):
             # the one-pass nest
             "resize2_cubic_up_too_wide": ((1, 1, 4, 5), [9, 1100], "cubic", "pytorch_half_pixel", "round_prefer_floor",
                                           {}),
+            # NCHW<b>c (docs/layouts.md): each pixel's block of channels one vector
+            "resize2_nchwc_linear_up": ((2, 16, 5, 6), [9, 11], "linear", "half_pixel", "round_prefer_floor",
+                                        {"layout": "NCHW8c"}),
+            "resize2_nchwc_cubic_down": ((1, 12, 9, 7), [4, 5], "cubic", "align_corners", "round_prefer_floor",
+                                         {"layout": "NCHW4c"}),
+            "resize2_nchwc_nearest_up": ((1, 32, 3, 4), [7, 9], "nearest", "asymmetric", "floor",
+                                         {"layout": "NCHW16c"}),
+            "resize2_nchwc_crop_linear": ((1, 8, 5, 6), [4, 5], "linear", "tf_crop_and_resize", "round_prefer_floor",
+                                          {"layout": "NCHW8c", "roi": [0.1, -0.2, 0.9, 1.3], "extrapolation_value": -1.5}),
         }[name]
         x = rnd(spec[0])
         a = {"size": spec[1], "method": spec[2], "coordinate_transformation_mode": spec[3], "nearest_mode": spec[4]}
@@ -842,6 +851,9 @@ def case(name):
         e = spec[5]
         y = resize_general(x, spec[1], spec[2], spec[3], spec[4], e.get("cubic_coeff_a", -0.75),
                            e.get("exclude_outside", False), e.get("roi", (0, 0, 1, 1)), e.get("extrapolation_value", 0.0))
+        if "layout" in e:
+            b = int(e["layout"][4:-1])
+            return [(blocked(x, b), False)], [("image.resize2d", a, ["i0"])], [blocked(y, b).astype(f32)]
         return [(x, False)], [("image.resize2d", a, ["i0"])], [y.astype(f32)]
     # an image's channel join and element-wise ops, split among the cores by rows
     # (docs/threads.md, "Locality"): 13 rows, which no count of cores used here divides evenly
