@@ -260,6 +260,17 @@ typedef struct tensor_box {
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MIN ((size_t)1 << 20)
 
+/* Under AddressSanitizer the mapping past a tensor's 64-byte rounded size is poisoned, so a read
+ * or write past a large tensor is caught as past a small one's (aligned_alloc) is. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define SLACK_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define SLACK_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define SLACK_POISON(p, n) ((void)(p), (void)(n))
+#define SLACK_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 /* A zero-filled mapping of at least len bytes at a HUGE_PAGE boundary into *map / *mapped; the
  * data's address, or NULL when the system refuses. */
 static void *map_huge(size_t len, void **map, size_t *mapped)
@@ -309,6 +320,7 @@ tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
     if (alloc >= HUGE_MIN && (t->data = map_huge(alloc, &box->map, &box->mapped)) != NULL) {
         if (data)
             memcpy(t->data, data, t->nbytes); /* the rest is zero */
+        SLACK_POISON((char *)t->data + alloc, box->mapped - alloc);
         t->refcount = 1;
         return t;
     }
@@ -335,10 +347,12 @@ tth_tensor *tth_tensor_ref(tth_tensor *t)
 void tth__tensor_drop_data(tth_tensor *t)
 {
     tensor_box *box = (tensor_box *)t;
-    if (box->map)
+    if (box->map) {
+        SLACK_UNPOISON(box->map, box->mapped);
         munmap(box->map, box->mapped);
-    else
+    } else {
         free(t->data);
+    }
     box->map = NULL;
     t->data = NULL;
     t->nbytes = 0;

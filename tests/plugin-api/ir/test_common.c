@@ -144,6 +144,22 @@ Test(tensor, large_tensors_are_aligned_copied_and_zeroed)
     }
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* Under AddressSanitizer a large tensor's mapping past its 64-byte rounded size is poisoned, as
+ * the memory past a small tensor is (common.c): a read past the end is caught. */
+Test(tensor, large_tensor_slack_is_poisoned_under_asan)
+{
+    tth_ttype t = {TTH_F32, 1, {(1 << 18) + 3}}; /* 1 MiB + 12 bytes: 1 MiB + 64 rounded */
+    tth_tensor *a = tth_tensor_new(&t, NULL);
+    cr_assert_not_null(a);
+    char *d = a->data;
+    cr_assert_null(__asan_region_is_poisoned(d, ((size_t)1 << 20) + 64), "the tensor itself is usable");
+    cr_assert_not_null(__asan_region_is_poisoned(d + ((size_t)1 << 20) + 64, 1), "the byte past it is poisoned");
+    tth_tensor_unref(a);
+}
+#endif
+
 Test(tensor, hash_covers_dtype_shape_and_bytes)
 {
     uint8_t bytes[24] = {0};
