@@ -317,22 +317,19 @@ tth_tensor *tth_tensor_new(const tth_ttype *type, const void *data)
     size_t alloc = (t->nbytes + 63u) & ~(size_t)63u;
     if (alloc == 0)
         alloc = 64;
-    if (alloc >= HUGE_MIN && (t->data = map_huge(alloc, &box->map, &box->mapped)) != NULL) {
-        if (data)
-            memcpy(t->data, data, t->nbytes); /* the rest is zero */
+    /* a new mapping is zero already; aligned_alloc's memory is cleared past the copied bytes */
+    int zeroed = alloc >= HUGE_MIN && (t->data = map_huge(alloc, &box->map, &box->mapped)) != NULL;
+    if (zeroed)
         SLACK_POISON((char *)t->data + alloc, box->mapped - alloc);
-        t->refcount = 1;
-        return t;
-    }
-    t->data = aligned_alloc(64, alloc);
-    if (!t->data) {
+    else if (!(t->data = aligned_alloc(64, alloc))) {
         free(box);
         return NULL;
     }
-    if (data && t->nbytes)
-        memcpy(t->data, data, t->nbytes);
-    if (alloc > (data ? t->nbytes : 0))
-        memset((char *)t->data + (data ? t->nbytes : 0), 0, alloc - (data ? t->nbytes : 0));
+    size_t copied = data ? t->nbytes : 0;
+    if (copied)
+        memcpy(t->data, data, copied);
+    if (!zeroed)
+        memset((char *)t->data + copied, 0, alloc - copied);
     t->refcount = 1;
     return t;
 }
