@@ -722,8 +722,6 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     return lw_ax_loop(c, &q, par && nblk * nrow > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
 }
 
-static double inside_share(int64_t out, int64_t K, int64_t s, int64_t d, int64_t pad, int64_t in);
-
 static tth_tstmt *blocked_kernel(tk *k)
 {
     const lw_conv_p *p = k->p;
@@ -739,8 +737,7 @@ static tth_tstmt *blocked_kernel(tk *k)
     int64_t step = (int64_t)RC * k->vl * p->KH * p->KW * 4;
     k->psum = NULL;
     if (k->skip_taps) /* the taps a tile reads, on average */
-        step = (int64_t)((double)step * inside_share(p->OH, p->KH, p->sh, p->dh, p->pt, p->H) *
-                             inside_share(p->OW, p->KW, p->sw, p->dw, p->pl, p->W) + 0.5) + 4;
+        step = (int64_t)((double)step * k->tap_share + 0.5) + 4;
     if (!k->dot && p->groups == 1 && k->Cg * step > 2 * TK_KC_BYTES) {
         int64_t per = TK_KC_BYTES / step > 0 ? TK_KC_BYTES / step : 1;
         /* blocks of one length (one copy of the tile's code, the block index chosen at run
@@ -1697,10 +1694,12 @@ static double inside_share(int64_t out, int64_t K, int64_t s, int64_t d, int64_t
     return out * K != 0 ? (double)n / (double)(out * K) : 1.0;
 }
 
-static int taps_mostly_outside(const lw_conv_p *p)
+/* The share of the taps that read inside the image, rows times columns (1 for a 1x1 kernel) */
+static double tap_share(const lw_conv_p *p)
 {
-    return (p->KH > 1 || p->KW > 1) && inside_share(p->OH, p->KH, p->sh, p->dh, p->pt, p->H) *
-                                               inside_share(p->OW, p->KW, p->sw, p->dw, p->pl, p->W) < 0.5;
+    return p->KH > 1 || p->KW > 1 ? inside_share(p->OH, p->KH, p->sh, p->dh, p->pt, p->H) *
+                                        inside_share(p->OW, p->KW, p->sw, p->dw, p->pl, p->W)
+                                  : 1.0;
 }
 
 /* the channel-blocked and depthwise kernels, with the padded copy and the weight packing */
@@ -1745,7 +1744,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         k.flat = 0;
         if (!(k.w = rows_pack(&k, wa->u.constant.value, RO)))
             return NULL;
-    } else if (mode == TILED_BLOCKED && taps_mostly_outside(p) && p->KW <= 64) {
+    } else if (mode == TILED_BLOCKED && (k.tap_share = tap_share(p)) < 0.5 && p->KW <= 64) {
         /* row tiles, each looping over its taps inside the image, which it reads unpadded */
         k.skip_taps = 1;
         padded = 0;

@@ -58,6 +58,8 @@ typedef struct tk {
                                 in the padding; docs/lowering.md, "Taps in the padding"); no tile
                                 straddles a column where a tap starts or stops reading the image,
                                 so the kernel reads the image itself, unpadded */
+    double tap_share;        /* with skip_taps: the share of taps that read the image (below 0.5),
+                                which sizes the blocks of input channels */
     tth_tbuffer *psum;       /* channel-blocked, input channels in blocks (docs/lowering.md,
                                 "Blocks of input channels"): the partial sums, per output channel
                                 block and pixel [NB*vl lanes][OH*OW], NULL without blocks */
