@@ -272,10 +272,9 @@ tth_tstmt *lw_resize2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
             return NULL;
         }
     /* enlarging rows, a float linear or cubic resize without crop: in two passes when the bands
-     * can be made */
+     * can be made (rz_bands: none when one output row's input rows do not fit the buffer) */
     if (a.rank == 4 && a.ntaps > 1 && !a.inside[0] && tth_dtype_is_float(a.dt) && p.a.size[0] > xt->shape[2] &&
-        p.a.size[1] >= 2 &&
-        p.a.size[1] * (int64_t)tth_dtype_size(a.dt) <= LW_STACK_BUFFER_MAX / 2) {
+        p.a.size[1] >= 2) {
         tth_tstmt *two = rz_two_pass(c, call, &p, &a, iy);
         if (two || c->diag->code != TTH_OK) {
             free(iy);
