@@ -2,7 +2,9 @@
  *
  * Requires: runtime modules whose TTH_FILE_C_SOURCE files are C99 that includes at most the C
  * library and the modules' TTH_FILE_C_HEADER files (by name; they are written next to the
- * sources), and whose TTH_FILE_OBJECT files are host objects. A file that several modules carry
+ * sources), and whose TTH_FILE_OBJECT and TTH_FILE_LINK_OBJECT files are host objects; a source
+ * the module's meta "link_replaces" names is not compiled, its link objects take its place
+ * (docs/plugin-guide.md, "Objects in place of sources"). A file that several modules carry
  * byte for byte is built once. In a directory of its own, with relative file names so nothing of
  * the directory's name ends up in the output (the same sources give the same bytes): each C source
  * is compiled by `TTH_CC -std=c99 -O1 -fPIC -pthread -c` (CC_OPT: docs/artifact.md, "The host
@@ -16,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,23 +64,41 @@ static void remove_tree(const char *dir, char *const *files, size_t n)
     rmdir(dir);
 }
 
-/* Start argv in dir, its output and errors into dir/log. The child's pid, or -1. */
+/* Start argv in dir, its output and errors into dir/log. The child's pid, or -1 with errno set
+ * (ENOENT: no such compiler). Spawned, not forked: the worker maps LLVM and a model's tensors,
+ * and fork would copy its page tables and make each page it writes afterwards fault once more
+ * (docs/artifact.md, "The host library"). */
 static pid_t cc_start(const char *dir, char *const *argv, const char *log)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (chdir(dir) != 0)
-            _exit(126);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, log);
+    posix_spawn_file_actions_t fa;
+    int err = posix_spawn_file_actions_init(&fa);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    pid_t pid = -1;
+    if (!(err = posix_spawn_file_actions_addchdir_np(&fa, dir)) &&
+        !(err = posix_spawn_file_actions_addopen(&fa, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) &&
+        !(err = posix_spawn_file_actions_adddup2(&fa, 1, 2)))
+        err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (err) {
+        errno = err;
+        return -1;
     }
     return pid;
+}
+
+/* The diagnostic of a compiler cc_start could not start (errno). */
+static int cc_not_started(tth_diag *diag)
+{
+    int rc = errno == ENOENT ? tth_diag_set(diag, TTH_EIO, "build", "the C compiler '%s' was not found", TTH_CC)
+                             : tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler '%s': %s", TTH_CC,
+                                            strerror(errno));
+    tth_diag_hint(diag, "set build_shared to false to get the sources without a host library");
+    return rc;
 }
 
 /* Wait for a cc_start'ed child; 0 when it succeeded, else a diagnostic with dir/log's start. */
@@ -190,8 +211,7 @@ static void *cc_worker(void *arg)
         tth_diag mine;
         tth_diag_clear(&mine);
         pid_t pid = cc_start(q->dir, argv, log);
-        int rc = pid < 0 ? tth_diag_set(&mine, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno))
-                         : cc_wait(pid, q->dir, log, &mine);
+        int rc = pid < 0 ? cc_not_started(&mine) : cc_wait(pid, q->dir, log, &mine);
         if (rc == 0 && q->store) {
             char path[2048];
             uint8_t *built = NULL;
@@ -239,6 +259,18 @@ static int cc_compile_all(const char *dir, char *const *sources, size_t n, const
     return q.rc;
 }
 
+/* Whether the module links objects (TTH_FILE_LINK_OBJECT) in place of its C source `name` (its
+ * meta's "link_replaces": docs/plugin-guide.md, "Objects in place of sources"). */
+static int replaced(const tth_runtime_module *mod, const char *name)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(tth_runtime_module_meta(mod), "link_replaces"), i, r)
+        if (json_is_string(r) && strcmp(json_string_value(r), name) == 0)
+            return 1;
+    return 0;
+}
+
 int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *scratch_dir, const tth_host *host,
                      uint8_t **so, size_t *so_len, tth_diag *diag)
 {
@@ -278,8 +310,11 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     for (size_t m = 0; m < nmods; m++) {
         for (size_t i = 0; i < tth_runtime_module_count(mods[m]); i++) {
             const tth_module_file *f = tth_runtime_module_file(mods[m], i);
-            if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_OBJECT && f->kind != TTH_FILE_C_HEADER)
+            if (f->kind != TTH_FILE_C_SOURCE && f->kind != TTH_FILE_OBJECT && f->kind != TTH_FILE_C_HEADER &&
+                f->kind != TTH_FILE_LINK_OBJECT)
                 continue;
+            if (f->kind == TTH_FILE_C_SOURCE && replaced(mods[m], f->name))
+                continue; /* linked from the module's objects instead */
             if (strchr(f->name, '/') || f->name[0] == '.') {
                 rc = tth_diag_set(diag, TTH_EINVAL, "build", "module file name '%s' is not a "
                                   "plain file name", f->name);
@@ -362,7 +397,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
         objs[nl] = NULL;
         pid_t pid = rc ? -1 : cc_start(dir, objs, "cc.log");
         if (!rc && pid < 0)
-            rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
+            rc = cc_not_started(diag);
         if (!rc)
             rc = cc_wait(pid, dir, "cc.log", diag);
         for (size_t i = 0; i < nl; i++)
@@ -371,7 +406,7 @@ int tth_build_shared(tth_runtime_module *const *mods, size_t nmods, const char *
     } else {
         pid_t pid = cc_start(dir, argv, "cc.log");
         if (pid < 0)
-            rc = tth_diag_set(diag, TTH_EIO, "build", "cannot start the C compiler: %s", strerror(errno));
+            rc = cc_not_started(diag);
         else
             rc = cc_wait(pid, dir, "cc.log", diag);
     }

@@ -803,6 +803,8 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->nmods; i++)
         for (size_t k = 0; k < tth_runtime_module_count(in->mods[i]); k++) {
             const tth_module_file *f = tth_runtime_module_file(in->mods[i], k);
+            if (f->kind == TTH_FILE_LINK_OBJECT)
+                continue; /* for the host library only (docs/plugin-guide.md, "Objects in place of sources") */
             /* the host kind's module (the first) under codegen/host/, the others' under
              * codegen/<kind>/ */
             const char *dir = i == 0 ? "host" : tth_runtime_module_kind(in->mods[i]);
@@ -867,11 +869,14 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
     for (size_t i = 0; i < in->nmods; i++) {
         json_t *names = json_array();
         for (size_t k = 0; k < tth_runtime_module_count(in->mods[i]); k++)
-            json_array_append_new(names, json_string(tth_runtime_module_file(in->mods[i], k)->name));
+            if (tth_runtime_module_file(in->mods[i], k)->kind != TTH_FILE_LINK_OBJECT)
+                json_array_append_new(names, json_string(tth_runtime_module_file(in->mods[i], k)->name));
         const json_t *mm = tth_runtime_module_meta(in->mods[i]);
+        json_t *meta = mm ? json_deep_copy(mm) : json_object();
+        json_object_del(meta, "link_replaces"); /* the host library's build, not the artifact's */
         json_array_append_new(jmods, json_pack("{s:s, s:o, s:o}", "kind",
                                                tth_runtime_module_kind(in->mods[i]), "files", names,
-                                               "meta", mm ? json_deep_copy(mm) : json_object()));
+                                               "meta", meta));
     }
     char so_path[300], params_path[300], relay_path[300], header_path[300];
     snprintf(so_path, sizeof so_path, "lib/%s.so", m);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/TargetMachine.h>
@@ -328,6 +329,7 @@ static void llvm_init(void)
     LLVMInitializeAllTargetMCs();
     LLVMInitializeAllAsmPrinters();
     LLVMInitializeAllAsmParsers();   /* module assembly: the Arm float ABI attribute */
+    if (getenv("TTH_LLVM_OPTS")) { const char *a[] = {"tth", getenv("TTH_LLVM_OPTS")}; LLVMParseCommandLineOptions(2, a, NULL); }
 }
 
 /* Bare-metal triples ("-none-") get static relocation; hosted ones position-independent code,
@@ -1140,6 +1142,9 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         rc = add_thread_pool(&opt, model, launch, out, diag);
     if (!rc && last->nbound > 0)
         rc = add_bind_source(last, model, out, diag);
+    if (!rc && tth__llcg_core_links(opt.triple))
+        rc = tth__llcg_add_link_objects(sh[0].tm, model, bind_prefix, last->bound, last->nbound,
+                                        nparallel > 0 ? launch : NULL, opt.num_cores, out, diag);
 
     for (int k = 0; k < nshards; k++)
         shard_free(&sh[k]);

@@ -19,6 +19,11 @@
  * waiting for the last task: a model runs its parallel loops back to back, and waking a sleeping
  * thread costs tens of microseconds (more in a virtual machine), as much as a small loop's work.
  * After YIELD_AFTER polls a spinning thread also yields its CPU now and then (docs/threads.md).
+ *
+ * Built with TTH_PARALLEL_CORE defined instead, it is the core tth's build compiles once and the
+ * llvm kind links into the host libraries tthd builds for this machine (docs/artifact.md, "The
+ * host library"): the launch is the hidden tth__parallel_launch and the cap the hidden
+ * tth__parallel_max, which the plugin defines beside the model's own launch function.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -27,6 +32,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#ifdef TTH_PARALLEL_CORE
+#define TTH_PARALLEL_LAUNCH tth__parallel_launch
+#define TTH_PARALLEL_MAX tth__parallel_max
+#define TTH_PARALLEL_FN __attribute__((visibility("hidden")))
+extern TTH_PARALLEL_FN const int32_t tth__parallel_max;
+#else
+#define TTH_PARALLEL_FN
+#endif
 #ifndef TTH_PARALLEL_LAUNCH
 #define TTH_PARALLEL_LAUNCH tth_parallel_launch
 #endif
@@ -155,9 +168,9 @@ __attribute__((destructor)) static void stop_pool(void)
         pthread_join(pool.threads[i], NULL);
 }
 
-int32_t TTH_PARALLEL_LAUNCH(task_fn fn, void *env, int32_t max_tasks);
+TTH_PARALLEL_FN int32_t TTH_PARALLEL_LAUNCH(task_fn fn, void *env, int32_t max_tasks);
 
-int32_t TTH_PARALLEL_LAUNCH(task_fn fn, void *env, int32_t max_tasks)
+TTH_PARALLEL_FN int32_t TTH_PARALLEL_LAUNCH(task_fn fn, void *env, int32_t max_tasks)
 {
     if (max_tasks <= 1 || in_task)
         return fn(0, 1, env);

@@ -23,6 +23,10 @@ typedef enum tth_file_kind {
     TTH_FILE_OBJECT = 3,     /* codegen/host/lib/ (.o for the target) */
     TTH_FILE_SHARED = 4,     /* a host shared object (.so) */
     TTH_FILE_BLOB = 5,       /* opaque data (e.g. a command stream) linked as bytes */
+    TTH_FILE_LINK_OBJECT = 6, /* ABI 1.9: a host object the host's shared library is linked from in
+                               * place of the C sources the module meta's "link_replaces" names; not
+                               * part of the artifact (docs/plugin-guide.md, "Objects in place of
+                               * sources") */
 } tth_file_kind;
 
 typedef struct tth_module_file {
@@ -60,6 +64,11 @@ struct tth_tbuffer;
 #define TTH_BIND_MIN_BYTES 64
 /* What the entry returns while its constants are not bound. */
 #define TTH_BIND_E_UNBOUND (-200)
+/* The binding source's table of derived constants (runtime/bind/tth_bind.c): per derived slot,
+ * TTH_BIND_DERIVED_FIELDS numbers (the slot, its source's slot, the transform, the source's first
+ * two dimensions, the byte offset in the store of derived constants); the transforms numbered. */
+#define TTH_BIND_DERIVED_FIELDS 6
+#define TTH_BIND_DERIVE_WINOGRAD_F4X4_3X3 1
 TTH_API int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
                                            const struct tth_tbuffer *const *bound, const unsigned *align, size_t n,
                                            int32_t unbound_status, tth_diag *diag);

@@ -37,14 +37,15 @@ extern "C" {
 #endif
 
 #define TTH_ABI_MAJOR 1
-#define TTH_ABI_MINOR 7 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
+#define TTH_ABI_MINOR 9 /* 1.1 added the partition_supports hook; 1.2 vector TIR (lanes, RAMP,
                            * BROADCAST, FMA, REDUCE_*, REGISTER buffers, load/store alignment);
                            * 1.3 tth_host.progress; 1.4 the TIR walker (tth_tir_walk);
                            * 1.5 tth_host.store_get/store_put; 1.6 the REINTERPRET expression;
                            * 1.7 the DOT4_US / DOT4_SS intrinsics; 1.8 tth_target_member,
                            * tth_relay_expr_args, tth_clip_attrs_of, tth_pad_attrs_of,
                            * tth_relay_module_drop_constants, derived CONST buffers
-                           * (tth_tbuffer.derive, tth_tir_const_buffer_derived) */
+                           * (tth_tbuffer.derive, tth_tir_const_buffer_derived);
+                           * 1.9 TTH_FILE_LINK_OBJECT and the module meta "link_replaces" */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 

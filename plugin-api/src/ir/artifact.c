@@ -71,7 +71,7 @@ int tth_runtime_module_add_file(tth_runtime_module *m, const char *name, tth_fil
     if (!plain_file_name(name))
         return tth_diag_set(diag, TTH_EINVAL, name, "'%s' is not a plain file name (no directories)",
                             name ? name : "(null)");
-    if (kind < TTH_FILE_C_SOURCE || kind > TTH_FILE_BLOB)
+    if (kind < TTH_FILE_C_SOURCE || kind > TTH_FILE_LINK_OBJECT)
         return tth_diag_set(diag, TTH_EINVAL, name, "unknown file kind %d for '%s'", (int)kind, name);
     if (len && !data)
         return tth_diag_set(diag, TTH_EINVAL, name, "no data for '%s'", name);

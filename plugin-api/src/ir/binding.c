@@ -38,8 +38,9 @@ static int derived_slot(const tth_tbuffer *const *bound, size_t n, size_t k, siz
     return 0;
 }
 
-/* The binding source's table of derived constants: slot, source slot, transform, the source's
- * first two dimensions and the byte offset in the source's static store (64-aligned). */
+/* The binding source's table of derived constants (runtime/bind/tth_bind.c): per derived slot,
+ * the slot, its source's slot, the transform, the source's first two dimensions and the byte
+ * offset in the store of derived constants (64-aligned). */
 static void put_derived(tth_strbuf *b, const tth_tbuffer *const *bound, size_t n)
 {
     size_t nd = 0, bytes = 0, from;
@@ -51,14 +52,12 @@ static void put_derived(tth_strbuf *b, const tth_tbuffer *const *bound, size_t n
     tth_strbuf_printf(b, "#define TTH_BIND_NDERIVED %zu\n#define TTH_BIND_DERIVED_BYTES %zu\n", nd, bytes);
     if (!nd)
         return;
-    tth_strbuf_puts(b, "#define TTH_DERIVE_WINOGRAD_F4X4_3X3 1\n");
-    tth_strbuf_printf(b, "static const struct { size_t slot, from; int transform; size_t dims[2]; size_t offset; } "
-                         "tth_bind_derived[%zu] = {\n", nd);
+    tth_strbuf_printf(b, "static const size_t tth_bind_derived[%zu] = {\n", nd * TTH_BIND_DERIVED_FIELDS);
     size_t off = 0;
     for (size_t k = 0; k < n; k++)
         if (derived_slot(bound, n, k, &from)) {
             const tth_tbuffer *src = bound[from];
-            tth_strbuf_printf(b, "    {%zu, %zu, TTH_DERIVE_WINOGRAD_F4X4_3X3, {%lld, %lld}, %zu},\n", k, from,
+            tth_strbuf_printf(b, "    %zu, %zu, %d, %lld, %lld, %zu,\n", k, from, TTH_BIND_DERIVE_WINOGRAD_F4X4_3X3,
                               (long long)src->shape[0], (long long)src->shape[1], off);
             off += (tth_tbuffer_nbytes(bound[k]) + 63) / 64 * 64;
         }

@@ -18,6 +18,7 @@
 #include "standalone_build.h"
 #include "tth/target.h"
 #include "tthrt.h"
+#include "tth_config.h"
 #include "../frontend/onnx_build.h"
 
 #define NODE "/usr/share/libonnx-testdata/data/node/"
@@ -442,6 +443,48 @@ Test(pipeline, host_library_from_several_sources)
     cr_assert(strstr(d.message, "failed on the generated code") && strstr(d.message, "second.c"),
               "the diagnostic does not show the compiler's words on second.c: %s", d.message);
     tth_runtime_module_free(m);
+}
+
+/* A module's link objects take the place of the sources its meta's "link_replaces" names
+ * (docs/plugin-guide.md, "Objects in place of sources"): the replaced source, which would not
+ * compile, is not compiled; the link object's function is in the library, beside the other
+ * source's; and the module's files are what the artifact would hold. */
+Test(pipeline, host_library_links_objects_in_place_of_sources)
+{
+    char dir[512], cmd[1400], path[1024];
+    test_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cd '%s' && printf 'int tth_plus3(int x) { return x + 3; }\\n' > p.c && "
+             "%s -fPIC -c p.c -o p.o", dir, TTH_CC);
+    cr_assert_eq(test_run(cmd), 0, "cannot compile the test's object");
+    snprintf(path, sizeof path, "%s/p.o", dir);
+    size_t olen = 0;
+    uint8_t *obj = test_read_file(path, &olen);
+    cr_assert_not_null(obj);
+    tth_runtime_module *m = two_sources("int tth_broken(int x) { return x +; }\n");
+    tth_diag d;
+    tth_diag_clear(&d);
+    cr_assert_eq(tth_runtime_module_add_file(m, "p.o", TTH_FILE_LINK_OBJECT, obj, olen, &d), 0, "%s", d.message);
+    free(obj);
+    json_t *meta = json_pack("{s:[s]}", "link_replaces", "second.c");
+    cr_assert_eq(tth_runtime_module_set_meta(m, meta, &d), 0);
+    json_decref(meta);
+    uint8_t *so = NULL;
+    size_t len = 0;
+    cr_assert_eq(tth_build_shared(&m, 1, NULL, NULL, &so, &len, &d), 0, "the replaced source was compiled: %s",
+                 d.message);
+    snprintf(path, sizeof path, "%s/lib.so", dir);
+    cr_assert_eq(test_write_file(path, so, len), 0);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "%s", dlerror());
+    int (*twice)(int) = (int (*)(int))dlsym(dl, "tth_twice");
+    int (*plus3)(int) = (int (*)(int))dlsym(dl, "tth_plus3");
+    cr_assert(twice && plus3, "the source's or the link object's function is missing from the library");
+    cr_assert_eq(twice(21), 42);
+    cr_assert_eq(plus3(4), 7);
+    dlclose(dl);
+    free(so);
+    tth_runtime_module_free(m);
+    test_rmtree(dir);
 }
 
 /* A PyTorch export of tests/daemon/frontend/torch_models compiled for the c kind of this machine,

@@ -100,33 +100,47 @@ static void unlink_copy(void *l)
     free(l);
 }
 
-/* Link the module's object (plus optional C source) into a shared object and load it. */
+/* Link the module's object (plus optional C source) into a shared object and load it: with the
+ * thread pool's C source when the module has parallel loops, or, with from_objects set, with the
+ * module's link objects in its place as tthd's build links them (docs/artifact.md, "The host
+ * library"). */
+static int from_objects;
+
 static void link_module(const tth_runtime_module *rm, const char *extra_c, linked *l)
 {
     memset(l, 0, sizeof *l);
     test_mkdtemp(l->dir, sizeof l->dir);
-    /* the object, and the thread pool's C source when the module has parallel loops */
-    size_t nfiles = tth_runtime_module_count(rm);
-    cr_assert(nfiles == 1 || nfiles == 2, "%zu files", nfiles);
-    const tth_module_file *f = tth_runtime_module_file(rm, 0);
-    cr_assert_eq(f->kind, TTH_FILE_OBJECT);
-    snprintf(l->obj, sizeof l->obj, "%s/%s", l->dir, f->name);
-    write_file(l->obj, f->data, f->len);
-    if (nfiles == 2) {
-        const tth_module_file *p = tth_runtime_module_file(rm, 1);
-        cr_assert_eq(p->kind, TTH_FILE_C_SOURCE);
-        snprintf(l->pool, sizeof l->pool, "%s/%s", l->dir, p->name);
-        write_file(l->pool, p->data, p->len);
+    char links[1200] = "";
+    size_t nobj = 0, nsrc = 0;
+    for (size_t i = 0; i < tth_runtime_module_count(rm); i++) {
+        const tth_module_file *f = tth_runtime_module_file(rm, i);
+        char path[700];
+        snprintf(path, sizeof path, "%s/%s", l->dir, f->name);
+        if (f->kind == TTH_FILE_OBJECT) {
+            cr_assert_eq(nobj++, 0, "more than one object");
+            snprintf(l->obj, sizeof l->obj, "%s", path);
+        } else if (f->kind == TTH_FILE_C_SOURCE) {
+            cr_assert_eq(nsrc++, 0, "more than one source");
+            if (!from_objects)
+                snprintf(l->pool, sizeof l->pool, "%s", path);
+        } else {
+            cr_assert_eq(f->kind, TTH_FILE_LINK_OBJECT, "file kind %d", (int)f->kind);
+            if (from_objects)
+                snprintf(links + strlen(links), sizeof links - strlen(links), " '%s'", path);
+        }
+        write_file(path, f->data, f->len);
     }
+    cr_assert_eq(nobj, 1, "no object");
+    cr_assert(!from_objects || links[0], "no link objects");
     snprintf(l->so, sizeof l->so, "%s/libmodel.so", l->dir);
     char cmd[2400];
     if (extra_c) {
         snprintf(l->src, sizeof l->src, "%s/extra.c", l->dir);
         write_file(l->src, extra_c, strlen(extra_c));
     }
-    snprintf(cmd, sizeof cmd, "%s -shared -fPIC -pthread -o '%s' '%s' %s%s%s %s%s%s -lm", TTH_CC, l->so, l->obj,
+    snprintf(cmd, sizeof cmd, "%s -shared -fPIC -pthread -o '%s' '%s' %s%s%s %s%s%s%s -lm", TTH_CC, l->so, l->obj,
              extra_c ? "'" : "", extra_c ? l->src : "", extra_c ? "'" : "", l->pool[0] ? "'" : "",
-             l->pool[0] ? l->pool : "", l->pool[0] ? "'" : "");
+             l->pool[0] ? l->pool : "", l->pool[0] ? "'" : "", links);
     cr_assert_eq(system(cmd), 0, "link failed: %s", cmd);
     l->lib = dlopen(l->so, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(l->lib, "dlopen: %s", dlerror());
@@ -272,7 +286,7 @@ static const char *const pool_c =
     "    return slot;\n"
     "}\n";
 
-Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
+static void check_pool(void)
 {
     setenv("TTH_NUM_THREADS", "2", 1);
     tth_tir_module *m = test_tir_module();
@@ -294,8 +308,13 @@ Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
     tth_diag d;
     tth_runtime_module *rm;
     cr_assert_eq(run_hook(m, HOST_TARGET, &rm, &d), 0, "%s", d.message);
-    cr_assert_eq(tth_runtime_module_count(rm), 2, "the pool's C source comes with the object");
-    cr_assert_not_null(strstr(tth_runtime_module_file(rm, 1)->name, "_parallel.c"));
+    cr_assert_not_null(strstr(tth_runtime_module_file(rm, 1)->name, "_parallel.c"),
+                       "the pool's C source comes with the object");
+    /* on this machine, the pool's core and the model's launch function in its place */
+    const json_t *rep = json_object_get(tth_runtime_module_meta(rm), "link_replaces");
+    cr_assert_eq(json_array_size(rep), 1);
+    cr_assert_str_eq(json_string_value(json_array_get(rep, 0)), tth_runtime_module_file(rm, 1)->name);
+    cr_assert_eq(tth_runtime_module_count(rm), 4, "the object, the pool's source, its core and the link object");
     linked l;
     link_module(rm, pool_c, &l);
     tth_runtime_module_free(rm);
@@ -329,6 +348,18 @@ Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
         cr_assert_eq(distinct, 2, "TTH_NUM_THREADS=2: in %d runs the iterations never ran on two threads", runs);
     cr_assert_eq(*(int *)sym(&l, "tst_calls"), runs * 2 * 64, "every iteration runs exactly once");
     unsetenv("TTH_NUM_THREADS");
+}
+
+Test(llvm, parallel_loop_runs_on_pool_threads_with_captures)
+{
+    check_pool();
+}
+
+/* The same with the pool's core and the link object in place of its source, as tthd links it. */
+Test(llvm, parallel_loop_runs_on_the_linked_pool_core)
+{
+    from_objects = 1;
+    check_pool();
 }
 
 Test(llvm, elementwise_unrolled)
