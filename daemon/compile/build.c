@@ -66,8 +66,8 @@ static void remove_tree(const char *dir, char *const *files, size_t n)
 
 /* Start argv in dir, its output and errors into dir/log. The child's pid, or -1 with errno set
  * (ENOENT: no such compiler). Spawned, not forked: the worker maps LLVM and a model's tensors,
- * and fork would copy its page tables and make each page it writes afterwards fault once more
- * (docs/artifact.md, "The host library"). */
+ * which fork would copy the page tables of, and after which each page the worker writes would
+ * fault once more. */
 static pid_t cc_start(const char *dir, char *const *argv, const char *log)
 {
     char path[2048];

@@ -108,36 +108,32 @@ static void forward(link_module *l, const char *name, LLVMTypeRef fty, const cha
 static int add_binding(link_module *l, const char *prefix, const tth_tbuffer *const *bound, size_t n)
 {
     char name[300];
-    size_t nd = 0, store = 0, *bytes = malloc(n * sizeof *bytes), *align = malloc(n * sizeof *align),
+    size_t store = 0, *bytes = malloc(n * sizeof *bytes), *align = malloc(n * sizeof *align),
            *derived = malloc(n * TTH_BIND_DERIVED_FIELDS * sizeof *derived);
     LLVMValueRef *names = malloc(n * sizeof *names);
-    int rc = !bytes || !align || !derived || !names;
-    for (size_t k = 0; !rc && k < n; k++) {
-        bytes[k] = tth_tbuffer_nbytes(bound[k]);
-        align[k] = tth__llcg_buffer_align(bound[k]);
-        size_t from = n;
-        for (size_t j = 0; bound[k]->derive && j < n; j++)
-            if (bound[j] == bound[k]->derive_from)
-                from = j;
-        if (from < n) { /* derived when its source is bound too (binding.c's derived_slot) */
-            size_t *f = derived + nd++ * TTH_BIND_DERIVED_FIELDS;
-            f[0] = k, f[1] = from, f[2] = TTH_BIND_DERIVE_WINOGRAD_F4X4_3X3;
-            f[3] = (size_t)bound[from]->shape[0], f[4] = (size_t)bound[from]->shape[1], f[5] = store;
-            store += (bytes[k] + 63) / 64 * 64;
-            names[k] = LLVMConstNull(l->ptr);
-        } else {
-            LLVMValueRef s = LLVMConstStringInContext(l->ctx, bound[k]->name, (unsigned)strlen(bound[k]->name), 0);
-            LLVMValueRef g = LLVMAddGlobal(l->mod, LLVMTypeOf(s), "name");
-            LLVMSetInitializer(g, s);
-            LLVMSetGlobalConstant(g, 1);
-            LLVMSetLinkage(g, LLVMPrivateLinkage);
-            LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-            names[k] = g;
-        }
-    }
-    if (rc) {
+    if (!bytes || !align || !derived || !names) {
         free(bytes), free(align), free(derived), free(names);
         return TTH_ENOMEM;
+    }
+    size_t nd = tth_binding_derived(bound, n, derived, &store);
+    for (size_t k = 0; k < n; k++) {
+        bytes[k] = tth_tbuffer_nbytes(bound[k]);
+        align[k] = tth__llcg_buffer_align(bound[k]);
+        names[k] = LLVMConstNull(l->ptr); /* a derived slot has no name */
+    }
+    for (size_t k = 0; k < n; k++) {
+        int derived_k = 0;
+        for (size_t d = 0; d < nd; d++)
+            derived_k |= derived[d * TTH_BIND_DERIVED_FIELDS] == k;
+        if (derived_k)
+            continue;
+        LLVMValueRef s = LLVMConstStringInContext(l->ctx, bound[k]->name, (unsigned)strlen(bound[k]->name), 0);
+        LLVMValueRef g = LLVMAddGlobal(l->mod, LLVMTypeOf(s), "name");
+        LLVMSetInitializer(g, s);
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+        names[k] = g;
     }
     LLVMValueRef names_init = LLVMConstArray2(l->ptr, names, n);
     LLVMValueRef names_g = LLVMAddGlobal(l->mod, LLVMTypeOf(names_init), "names");

@@ -69,6 +69,12 @@ struct tth_tbuffer;
  * two dimensions, the byte offset in the store of derived constants); the transforms numbered. */
 #define TTH_BIND_DERIVED_FIELDS 6
 #define TTH_BIND_DERIVE_WINOGRAD_F4X4_3X3 1
+/* That table for a binding of bound[0..n): a slot is derived when its tth_tbuffer.derive_from is
+ * bound too. Writes TTH_BIND_DERIVED_FIELDS numbers per derived slot into fields (room for n
+ * slots; NULL: none written) and the bytes of their store (each 64-aligned) into *store_bytes
+ * (NULL: not written); returns how many slots are derived (ABI 1.9). */
+TTH_API size_t tth_binding_derived(const struct tth_tbuffer *const *bound, size_t n, size_t *fields,
+                                   size_t *store_bytes);
 TTH_API int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
                                            const struct tth_tbuffer *const *bound, const unsigned *align, size_t n,
                                            int32_t unbound_status, tth_diag *diag);

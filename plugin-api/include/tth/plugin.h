@@ -45,7 +45,8 @@ extern "C" {
                            * tth_relay_expr_args, tth_clip_attrs_of, tth_pad_attrs_of,
                            * tth_relay_module_drop_constants, derived CONST buffers
                            * (tth_tbuffer.derive, tth_tir_const_buffer_derived);
-                           * 1.9 TTH_FILE_LINK_OBJECT and the module meta "link_replaces" */
+                           * 1.9 TTH_FILE_LINK_OBJECT and the module meta "link_replaces",
+                           * tth_binding_derived */
 
 #define TTH_PLUGIN_EXPORT __attribute__((visibility("default")))
 

@@ -38,30 +38,43 @@ static int derived_slot(const tth_tbuffer *const *bound, size_t n, size_t k, siz
     return 0;
 }
 
-/* The binding source's table of derived constants (runtime/bind/tth_bind.c): per derived slot,
- * the slot, its source's slot, the transform, the source's first two dimensions and the byte
- * offset in the store of derived constants (64-aligned). */
-static void put_derived(tth_strbuf *b, const tth_tbuffer *const *bound, size_t n)
+size_t tth_binding_derived(const tth_tbuffer *const *bound, size_t n, size_t *fields, size_t *store_bytes)
 {
-    size_t nd = 0, bytes = 0, from;
+    size_t nd = 0, off = 0, from;
     for (size_t k = 0; k < n; k++)
         if (derived_slot(bound, n, k, &from)) {
+            if (fields) {
+                size_t *f = fields + nd * TTH_BIND_DERIVED_FIELDS;
+                f[0] = k, f[1] = from, f[2] = TTH_BIND_DERIVE_WINOGRAD_F4X4_3X3;
+                f[3] = (size_t)bound[from]->shape[0], f[4] = (size_t)bound[from]->shape[1], f[5] = off;
+            }
             nd++;
-            bytes += (tth_tbuffer_nbytes(bound[k]) + 63) / 64 * 64;
-        }
-    tth_strbuf_printf(b, "#define TTH_BIND_NDERIVED %zu\n#define TTH_BIND_DERIVED_BYTES %zu\n", nd, bytes);
-    if (!nd)
-        return;
-    tth_strbuf_printf(b, "static const size_t tth_bind_derived[%zu] = {\n", nd * TTH_BIND_DERIVED_FIELDS);
-    size_t off = 0;
-    for (size_t k = 0; k < n; k++)
-        if (derived_slot(bound, n, k, &from)) {
-            const tth_tbuffer *src = bound[from];
-            tth_strbuf_printf(b, "    %zu, %zu, %d, %lld, %lld, %zu,\n", k, from, TTH_BIND_DERIVE_WINOGRAD_F4X4_3X3,
-                              (long long)src->shape[0], (long long)src->shape[1], off);
             off += (tth_tbuffer_nbytes(bound[k]) + 63) / 64 * 64;
         }
+    if (store_bytes)
+        *store_bytes = off;
+    return nd;
+}
+
+/* The binding source's table of derived constants (tth_binding_derived), 0 when out of memory. */
+static int put_derived(tth_strbuf *b, const tth_tbuffer *const *bound, size_t n)
+{
+    size_t bytes, nd = tth_binding_derived(bound, n, NULL, &bytes);
+    tth_strbuf_printf(b, "#define TTH_BIND_NDERIVED %zu\n#define TTH_BIND_DERIVED_BYTES %zu\n", nd, bytes);
+    if (!nd)
+        return 1;
+    size_t *f = malloc(nd * TTH_BIND_DERIVED_FIELDS * sizeof *f);
+    if (!f)
+        return 0;
+    tth_binding_derived(bound, n, f, NULL);
+    tth_strbuf_printf(b, "static const size_t tth_bind_derived[%zu] = {\n", nd * TTH_BIND_DERIVED_FIELDS);
+    for (size_t d = 0; d < nd; d++) {
+        const size_t *e = f + d * TTH_BIND_DERIVED_FIELDS;
+        tth_strbuf_printf(b, "    %zu, %zu, %zu, %zu, %zu, %zu,\n", e[0], e[1], e[2], e[3], e[4], e[5]);
+    }
     tth_strbuf_puts(b, "};\n");
+    free(f);
+    return 1;
 }
 
 int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, const char *prefix,
@@ -96,9 +109,13 @@ int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, c
     for (size_t k = 0; k < n; k++)
         tth_strbuf_printf(&b, "%s%u", k == 0 ? "\n    " : k % 16 ? ", " : ",\n    ", align[k]);
     tth_strbuf_puts(&b, "\n};\n");
-    put_derived(&b, bound, n);
+    int ok = put_derived(&b, bound, n);
     tth_strbuf_puts(&b, tth_bind_src);
     char *text = tth_strbuf_finish(&b);
+    if (!ok) {
+        free(text);
+        text = NULL;
+    }
     if (!text)
         return tth_diag_set(diag, TTH_ENOMEM, "binding", "out of memory");
     char name[256];
