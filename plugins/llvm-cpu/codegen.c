@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/Support.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/TargetMachine.h>
@@ -329,7 +328,6 @@ static void llvm_init(void)
     LLVMInitializeAllTargetMCs();
     LLVMInitializeAllAsmPrinters();
     LLVMInitializeAllAsmParsers();   /* module assembly: the Arm float ABI attribute */
-    if (getenv("TTH_LLVM_OPTS")) { const char *a[] = {"tth", getenv("TTH_LLVM_OPTS")}; LLVMParseCommandLineOptions(2, a, NULL); }
 }
 
 /* Bare-metal triples ("-none-") get static relocation; hosted ones position-independent code,
