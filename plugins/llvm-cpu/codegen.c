@@ -578,16 +578,23 @@ static json_t *bind_meta(const tth__llcg *c, const char *model)
     return tth_binding_meta(c->bind_prefix, model, c->bound, c->nbound, TTH_BIND_E_UNBOUND);
 }
 
-/* <model>_bind.c (libtth's binding source), each constant loaded with its buffer's alignment. */
-static int add_bind_source(const tth__llcg *c, const char *model, tth_runtime_module *out, tth_diag *diag)
+/* <model>_bind.c (libtth's binding source), each constant loaded with its buffer's alignment, and
+ * on a machine the runtime's cores run on the objects linked in its place (codegen_link.c), from
+ * the same alignments. */
+static int add_binding(const tth__llcg *c, const llcg_options *o, LLVMTargetMachineRef tm, const char *model,
+                       const char *launch, tth_runtime_module *out, tth_diag *diag)
 {
-    unsigned *align = malloc(c->nbound * sizeof *align);
-    if (!align)
+    unsigned *align = c->nbound ? malloc(c->nbound * sizeof *align) : NULL;
+    if (c->nbound && !align)
         return tth_diag_set(diag, TTH_ENOMEM, NULL, "out of memory");
     for (size_t k = 0; k < c->nbound; k++)
         align[k] = tth__llcg_buffer_align(c->bound[k]);
-    int rc = tth_runtime_module_add_binding(out, model, c->bind_prefix, c->bound, align, c->nbound,
-                                            TTH_BIND_E_UNBOUND, diag);
+    int rc = c->nbound ? tth_runtime_module_add_binding(out, model, c->bind_prefix, c->bound, align, c->nbound,
+                                                        TTH_BIND_E_UNBOUND, diag)
+                       : 0;
+    if (!rc && tth__llcg_core_links(o->triple))
+        rc = tth__llcg_add_link_objects(tm, model, c->bind_prefix, c->bound, align, c->nbound, launch,
+                                        o->num_cores, out, diag);
     free(align);
     return rc;
 }
@@ -1138,11 +1145,8 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
         rc = emit(objs, nshards, &opt, model, mod, entry, last, out, diag);
     if (!rc && nparallel > 0)
         rc = add_thread_pool(&opt, model, launch, out, diag);
-    if (!rc && last->nbound > 0)
-        rc = add_bind_source(last, model, out, diag);
-    if (!rc && tth__llcg_core_links(opt.triple))
-        rc = tth__llcg_add_link_objects(sh[0].tm, model, bind_prefix, last->bound, last->nbound,
-                                        nparallel > 0 ? launch : NULL, opt.num_cores, out, diag);
+    if (!rc)
+        rc = add_binding(last, &opt, sh[0].tm, model, nparallel > 0 ? launch : NULL, out, diag);
 
     for (int k = 0; k < nshards; k++)
         shard_free(&sh[k]);

@@ -115,12 +115,13 @@ unsigned tth__llcg_buffer_align(const tth_tbuffer *buf);
 
 /* codegen_link.c: whether the runtime's cores built with tth run on `triple` (a Linux triple of
  * tth's own architecture); then the objects a host library is linked from in place of the
- * binding and thread-pool sources (nbound 0: no binding; launch NULL: no pool), added to out as
+ * binding and thread-pool sources (nbound 0: no binding; launch NULL: no pool; align[k]: how the
+ * code loads bound[k]), added to out as
  * TTH_FILE_LINK_OBJECT with its meta's "link_replaces" (docs/artifact.md, "The host library"). */
 int tth__llcg_core_links(const char *triple);
 int tth__llcg_add_link_objects(LLVMTargetMachineRef tm, const char *model, const char *bind_prefix,
-                               const tth_tbuffer *const *bound, size_t nbound, const char *launch, int num_cores,
-                               tth_runtime_module *out, tth_diag *diag);
+                               const tth_tbuffer *const *bound, const unsigned *align, size_t nbound,
+                               const char *launch, int num_cores, tth_runtime_module *out, tth_diag *diag);
 
 /* Scoped id → value bindings. push returns 0 or TTH_ENOMEM. lookup searches newest first. */
 int tth__llcg_scope_push(tth__llcg_scope *s, uint32_t id, LLVMValueRef v);

@@ -105,27 +105,24 @@ static void forward(link_module *l, const char *name, LLVMTypeRef fty, const cha
 
 /* The model's binding: tth_bind_model and <prefix>_const_slots, _bind_constants,
  * _bind_parameters, _status_text, _ensure_bound (the names binding.c gives the source). */
-static int add_binding(link_module *l, const char *prefix, const tth_tbuffer *const *bound, size_t n)
+static int add_binding(link_module *l, const char *prefix, const tth_tbuffer *const *bound,
+                       const unsigned *align_of, size_t n)
 {
     char name[300];
     size_t store = 0, *bytes = malloc(n * sizeof *bytes), *align = malloc(n * sizeof *align),
            *derived = malloc(n * TTH_BIND_DERIVED_FIELDS * sizeof *derived);
-    LLVMValueRef *names = malloc(n * sizeof *names);
+    LLVMValueRef *names = calloc(n, sizeof *names);
     if (!bytes || !align || !derived || !names) {
         free(bytes), free(align), free(derived), free(names);
         return TTH_ENOMEM;
     }
     size_t nd = tth_binding_derived(bound, n, derived, &store);
+    for (size_t d = 0; d < nd; d++) /* a derived slot has no name */
+        names[derived[d * TTH_BIND_DERIVED_FIELDS]] = LLVMConstNull(l->ptr);
     for (size_t k = 0; k < n; k++) {
         bytes[k] = tth_tbuffer_nbytes(bound[k]);
-        align[k] = tth__llcg_buffer_align(bound[k]);
-        names[k] = LLVMConstNull(l->ptr); /* a derived slot has no name */
-    }
-    for (size_t k = 0; k < n; k++) {
-        int derived_k = 0;
-        for (size_t d = 0; d < nd; d++)
-            derived_k |= derived[d * TTH_BIND_DERIVED_FIELDS] == k;
-        if (derived_k)
+        align[k] = align_of[k];
+        if (names[k])
             continue;
         LLVMValueRef s = LLVMConstStringInContext(l->ctx, bound[k]->name, (unsigned)strlen(bound[k]->name), 0);
         LLVMValueRef g = LLVMAddGlobal(l->mod, LLVMTypeOf(s), "name");
@@ -192,8 +189,8 @@ static void add_parallel(link_module *l, const char *launch, int num_cores)
 }
 
 int tth__llcg_add_link_objects(LLVMTargetMachineRef tm, const char *model, const char *bind_prefix,
-                               const tth_tbuffer *const *bound, size_t nbound, const char *launch, int num_cores,
-                               tth_runtime_module *out, tth_diag *diag)
+                               const tth_tbuffer *const *bound, const unsigned *align, size_t nbound,
+                               const char *launch, int num_cores, tth_runtime_module *out, tth_diag *diag)
 {
     if (nbound == 0 && !launch)
         return 0;
@@ -215,7 +212,7 @@ int tth__llcg_add_link_objects(LLVMTargetMachineRef tm, const char *model, const
     json_t *replaces = json_array();
     int rc = replaces ? 0 : TTH_ENOMEM;
     if (!rc && nbound) {
-        rc = add_binding(&l, bind_prefix, bound, nbound);
+        rc = add_binding(&l, bind_prefix, bound, align, nbound);
         snprintf(name, sizeof name, "%s_bind.c", model);
         if (!rc && (json_array_append_new(replaces, json_string(name)) ||
                     tth_runtime_module_add_file(out, "tth_bind_core.o", TTH_FILE_LINK_OBJECT, tth_bind_core_o,
