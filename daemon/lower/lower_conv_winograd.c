@@ -55,6 +55,11 @@ typedef struct wg {
     tth_texpr *vbase, *mbase;
     int past_image;         /* a region may hold tile rows past the image's (the last band,
                                made as tall as the others): they are computed, never stored */
+    /* channel vectors (an NCHW<b>c input, docs/lowering.md "Winograd kernel"): cv = b, the
+     * padded copy (or a band's window) is blocked as the input, [C/b][rows][Wp][b] from xcv,
+     * whose row 0 is padded row xrow0, xrows rows a block; V is V[e][t][c]. 0: channel rows. */
+    int64_t cv, xrows;
+    tth_texpr *xcv, *xrow0;
 } wg;
 
 /* sum_i coef[i] * x[i] over the nonzero coefficients (x[i] vectors or scalars); NULL if all zero */
@@ -106,11 +111,10 @@ static tth_tbuffer *wino_pack(wg *g, const tth_rexpr *warg)
     return w ? u : NULL;
 }
 
-/* One chunk of `lanes` tiles of tile row th from tile tw0, channel ch: V for all 36 e. */
-static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int lanes)
+/* The input transform of one 6x6 patch of `lanes`-wide vectors: d[i][j] = x[i][j] (loads),
+ * t = BT d, and V at at[xi][nu] = (t B)[xi][nu] = sum_j t[xi][j] * BT[nu][j] */
+static tth_tstmt *bt_patch(lw_ctx *c, tth_tbuffer *V, tth_texpr *const x[WA][WA], tth_texpr *const at[WA][WA], int lanes)
 {
-    tk *k = &g->k;
-    lw_ctx *c = k->c;
     tth_tvar *dv[WA][WA], *tv[WA][WA];
     tth_texpr *d[WA][WA], *t[WA][WA];
     for (int i = 0; i < WA; i++)
@@ -120,19 +124,11 @@ static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int
             d[i][j] = lw_ref(c, dv[i][j]);
             t[i][j] = lw_ref(c, tv[i][j]);
         }
-    /* the stores: V[e][ch][th*nTw + tw0 ..] = sum_j t[xi][j] * BT[nu][j] */
     tth_tstmt *st = NULL;
-    tth_texpr *tcol = lw_add(c, lw_mul(c, lw_sub(c, th, g->th0), lw_i(c, g->nTw)), lw_i(c, tw0));
     for (int xi = 0; xi < WA; xi++)
-        for (int nu = 0; nu < WA; nu++) {
-            tth_texpr *v = lin(c, BT[nu], t[xi], WA);
-            tth_texpr *at = lw_add(c, g->vbase,
-                                   lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(xi * WA + nu) * k->p->C), ch), lw_i(c, g->Ts)),
-                                          tcol));
-            if (lw_append(c, &st, tth_tir_vstore(c->m, g->V, at, v, 0)))
+        for (int nu = 0; nu < WA; nu++)
+            if (lw_append(c, &st, tth_tir_vstore(c->m, V, at[xi][nu], lin(c, BT[nu], t[xi], WA), 0)))
                 return NULL;
-        }
-    /* t[xi][j] = sum_i BT[xi][i] * d[i][j] */
     for (int xi = WA - 1; xi >= 0; xi--)
         for (int j = WA - 1; j >= 0; j--) {
             tth_texpr *col[WA];
@@ -140,15 +136,29 @@ static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int
                 col[i] = d[i][j];
             st = lw_let(c, tv[xi][j], lin(c, BT[xi], col, WA), st);
         }
-    /* d[i][j]: padded row 4*th + i, column 4*tw + j = phase j % 4, position tw + j / 4 */
     for (int i = WA - 1; i >= 0; i--)
-        for (int j = WA - 1; j >= 0; j--) {
-            tth_texpr *row = lw_add(c, lw_mul(c, th, lw_i(c, WM)), lw_i(c, i));
-            tth_texpr *at = tk_x_at(k, ch, row, lw_i(c, (j % WM) * k->Wq + tw0 + j / WM));
-            tth_texpr *x = tth_tir_vload(c->m, k->x, at, lanes, 0);
-            st = lw_let(c, dv[i][j], x, st);
-        }
+        for (int j = WA - 1; j >= 0; j--)
+            st = lw_let(c, dv[i][j], x[i][j], st);
     return st;
+}
+
+/* One chunk of `lanes` tiles of tile row th from tile tw0, channel ch: V[e][ch][th*nTw + tw0 ..]
+ * for all 36 e */
+static tth_tstmt *in_chunk(wg *g, tth_texpr *ch, tth_texpr *th, int64_t tw0, int lanes)
+{
+    tk *k = &g->k;
+    lw_ctx *c = k->c;
+    tth_texpr *x[WA][WA], *at[WA][WA];
+    tth_texpr *tcol = lw_add(c, lw_mul(c, lw_sub(c, th, g->th0), lw_i(c, g->nTw)), lw_i(c, tw0));
+    for (int i = 0; i < WA; i++)
+        for (int j = 0; j < WA; j++) {
+            at[i][j] = lw_add(c, g->vbase,
+                              lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(i * WA + j) * k->p->C), ch), lw_i(c, g->Ts)), tcol));
+            /* padded row 4*th + i, column 4*tw + j = phase j % 4, position tw + j / 4 */
+            tth_texpr *row = lw_add(c, lw_mul(c, th, lw_i(c, WM)), lw_i(c, i));
+            x[i][j] = tth_tir_vload(c->m, k->x, tk_x_at(k, ch, row, lw_i(c, (j % WM) * k->Wq + tw0 + j / WM)), lanes, 0);
+        }
+    return bt_patch(c, g->V, x, at, lanes);
 }
 
 /* pass 1: the input transform of every (channel, tile row) of the region, chunks of vl tiles
@@ -179,6 +189,76 @@ static tth_tstmt *in_transform(wg *g, int par)
     return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
 }
 
+/* pass 1 on channel vectors: one tile of b channels (block cb) per step, V for all 36 e as
+ * vectors of b channels, V[e][t][cb*b ..]. Every vector is full whatever the image's width,
+ * where vectors along a tile row are as wide as the row has tiles (4 of 16 lanes at 14x14). */
+static tth_tstmt *in_transform_cv(wg *g, int par)
+{
+    tk *k = &g->k;
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t b = g->cv, C1 = p->C / b;
+    lw_ax q;
+    if (lw_ax_make(c, &q, "q", g->rows * g->nTw * C1))
+        return NULL;
+    tth_tvar *vth = lw_var(c, "th", TTH_I64), *vtw = lw_var(c, "tw", TTH_I64), *vcb = lw_var(c, "cb", TTH_I64);
+    if (!vth || !vtw || !vcb)
+        return NULL;
+    tth_texpr *th = lw_ref(c, vth), *tw = lw_ref(c, vtw), *cb = lw_ref(c, vcb);
+    /* V[e][(th - th0)*nTw + tw][cb*b ..], from padded pixel (4*th + i, 4*tw + j) of block cb */
+    tth_texpr *x[WA][WA], *at[WA][WA];
+    tth_texpr *tl = lw_add(c, lw_mul(c, lw_sub(c, th, g->th0), lw_i(c, g->nTw)), tw);
+    for (int i = 0; i < WA; i++)
+        for (int j = 0; j < WA; j++) {
+            at[i][j] = lw_add(c, g->vbase,
+                              lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(i * WA + j) * g->Ts), tl), lw_i(c, p->C)),
+                                     lw_mul(c, cb, lw_i(c, b))));
+            tth_texpr *row = lw_sub(c, lw_add(c, lw_mul(c, th, lw_i(c, WM)), lw_i(c, i)), g->xrow0);
+            tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, g->xrows)), row), lw_i(c, k->Wp)),
+                                   lw_add(c, lw_mul(c, tw, lw_i(c, WM)), lw_i(c, j)));
+            x[i][j] = tth_tir_vload(c->m, k->x, lw_add(c, g->xcv, lw_mul(c, px, lw_i(c, b))), (int)b, 0);
+        }
+    tth_tstmt *st = bt_patch(c, g->V, x, at, (int)b);
+    if (!st)
+        return NULL;
+    /* tile rows outermost, then tiles, then blocks (docs/threads.md, "Locality") */
+    st = lw_let(c, vth, lw_add(c, g->th0, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, g->nTw * C1))),
+                lw_let(c, vtw, lw_bin(c, TTH_TBIN_MOD, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, C1)), lw_i(c, g->nTw)),
+                       lw_let(c, vcb, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, C1)), st)));
+    return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
+}
+
+/* The blocked padded rows [row0, row0 + nrows) of image k.n into dst from offset base, as
+ * [C/b][nrows][Wp][b]: the image's pixels, zeros around and below it. Blocks in parallel when
+ * par. */
+static tth_tstmt *cv_fill(wg *g, tth_tbuffer *x, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0, int64_t nrows,
+                          int par)
+{
+    tk *k = &g->k;
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int64_t b = g->cv, C1 = p->C / b;
+    lw_ax cb, wr, iw;
+    if (lw_ax_make(c, &cb, "fc", C1) || lw_ax_make(c, &wr, "fr", nrows) || lw_ax_make(c, &iw, "fw", k->Wp))
+        return NULL;
+    tth_texpr *row = lw_sub(c, lw_add(c, row0, wr.e), lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
+    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND,
+                               lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, row, lw_i(c, 0)),
+                                      lw_bin(c, TTH_TBIN_LT, row, lw_i(c, p->H))),
+                               lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, col, lw_i(c, 0)),
+                                      lw_bin(c, TTH_TBIN_LT, col, lw_i(c, p->W))));
+    tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb.e),
+                                                                        lw_i(c, p->H)), row), lw_i(c, p->W)), col),
+                             lw_i(c, b));
+    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb.e, lw_i(c, nrows)), wr.e), lw_i(c, k->Wp)), iw.e),
+                                           lw_i(c, b)));
+    tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, dst, to, tth_tir_vload(c->m, x, from, (int)b, 0), 0),
+                               tth_tir_vstore(c->m, dst, to, tth_tir_broadcast(c->m, tth_tir_float(c->m, TTH_F32, 0), (int)b), 0));
+    st = lw_ax_loop(c, &iw, TTH_LOOP_SERIAL, st);
+    st = lw_ax_loop(c, &wr, TTH_LOOP_SERIAL, st);
+    return lw_ax_loop(c, &cb, par && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
+}
+
 /* pass 2, one tile: rm tiles from t0 times RN vectors of output channels from o0, for element e */
 static tth_tstmt *mm_tile(wg *g, tth_texpr *e, tth_texpr *t0, int rm, tth_texpr *o0, int RN)
 {
@@ -200,7 +280,7 @@ static tth_tstmt *mm_tile(wg *g, tth_texpr *e, tth_texpr *t0, int rm, tth_texpr 
             return NULL;
     tth_tstmt *upd = NULL;
     for (int r = 0; r < rm; r++) {
-        tth_texpr *v = tth_tir_load(c->m, g->V, lw_add(c, lw_ref(c, vv), lw_i(c, r)));
+        tth_texpr *v = tth_tir_load(c->m, g->V, lw_add(c, lw_ref(c, vv), lw_i(c, g->cv ? r * C : r)));
         for (int q = 0; q < RN; q++) {
             tth_texpr *ai = lw_i(c, ((int64_t)r * RN + q) * vl);
             tth_texpr *f = lw_madd(c, v, lw_ref(c, uv[q]), tth_tir_vload(c->m, acc, ai, vl, 0));
@@ -213,7 +293,8 @@ static tth_tstmt *mm_tile(wg *g, tth_texpr *e, tth_texpr *t0, int rm, tth_texpr 
         inner = lw_let(c, uv[q], tth_tir_vload(c->m, g->U, lw_add(c, lw_ref(c, vu), lw_i(c, (int64_t)q * vl)), vl, 0), inner);
     tth_texpr *ec = lw_add(c, lw_mul(c, e, lw_i(c, C)), ic.e);
     inner = lw_let(c, vu, lw_add(c, lw_mul(c, ec, lw_i(c, O)), o0),
-                   lw_let(c, vv, lw_add(c, g->vbase, lw_add(c, lw_mul(c, ec, lw_i(c, g->Ts)), t0)), inner));
+                   lw_let(c, vv, lw_add(c, g->vbase, g->cv ? lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, e, lw_i(c, g->Ts)), t0), lw_i(c, C)), ic.e)
+                                                         : lw_add(c, lw_mul(c, ec, lw_i(c, g->Ts)), t0)), inner));
     inner = lw_ax_loop(c, &ic, TTH_LOOP_SERIAL, inner);
     if (!inner || lw_append(c, &seq, inner))
         return NULL;
@@ -405,6 +486,18 @@ static tth_tstmt *band(wg *g, tth_tbuffer *x, tth_tbuffer *xw, tth_texpr *b, int
     g->mbase = lw_mul(c, b, lw_i(c, WE * R * g->nTw * p->O));
     tth_texpr *row0 = lw_mul(c, g->th0, lw_i(c, WM)); /* the window's first padded row */
     k->xbase = lw_mul(c, b, lw_i(c, p->C * wH * k->Wrow));
+    if (g->cv) {
+        g->xcv = k->xbase;
+        g->xrow0 = row0;
+        g->xrows = wH;
+        k->x = xw;
+        tth_tstmt *body = NULL, *pass[4] = {cv_fill(g, x, xw, k->xbase, row0, wH, 0), in_transform_cv(g, 0),
+                                            products(g, 0), out_transform(g, 0)};
+        for (int i = 0; i < 4; i++)
+            if (!pass[i] || lw_append(c, &body, pass[i]))
+                return NULL;
+        return body;
+    }
     tth_tstmt *fill = tk_pad_row_or_zeros(
         k, x, xw, lw_add(c, k->xbase, lw_mul(c, lw_add(c, lw_mul(c, wc.e, lw_i(c, wH)), wr.e), lw_i(c, k->Wrow))), wc.e,
         lw_add(c, row0, wr.e));
@@ -456,13 +549,15 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     g.nTh = (p->OH + WM - 1) / WM;
     g.nTw = (p->OW + WM - 1) / WM;
     g.T = g.nTh * g.nTw;
-    /* the padded copy covers every tile's 6x6 patch, in 4 phases per row */
+    /* the padded copy covers every tile's 6x6 patch: blocked as an NCHW<b>c input (channel
+     * vectors), else in 4 phases per row */
     if (k->Hp < g.nTh * WM + 2)
         k->Hp = g.nTh * WM + 2;
     if (k->Wp < g.nTw * WM + 2)
         k->Wp = g.nTw * WM + 2;
-    k->sp = WM;
-    k->Wq = (k->Wp + WM - 1) / WM;
+    g.cv = p->xb >= 4 && p->xb <= g.vl ? p->xb : 0;
+    k->sp = g.cv ? 1 : WM;
+    k->Wq = (k->Wp + k->sp - 1) / k->sp;
     k->Wrow = k->sp * k->Wq;
     k->xblk = 0; /* the transforms read the padded copy, channel rows whatever the input's layout */
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
@@ -491,7 +586,11 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         g.Ts = g.T;
         g.rows = g.nTh;
         g.th0 = g.vbase = g.mbase = lw_i(c, 0);
-        tth_tstmt *pass[4] = {tk_pad_copy(k, x, xp), in_transform(&g, par), products(&g, par), out_transform(&g, par)};
+        g.xcv = g.xrow0 = lw_i(c, 0);
+        g.xrows = k->Hp;
+        tth_tstmt *pass[4] = {g.cv ? cv_fill(&g, x, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par) : tk_pad_copy(k, x, xp),
+                              g.cv ? in_transform_cv(&g, par) : in_transform(&g, par), products(&g, par),
+                              out_transform(&g, par)};
         for (int i = 0; i < 4; i++)
             if (!pass[i] || lw_append(c, &img, pass[i]))
                 return NULL;

@@ -1072,6 +1072,22 @@ def case(name):
         a = {"out_layout": "NCHW16c"}
         y = conv2d(x, w, None, [1, 1], [0, 0, 0, 0], [1, 1], 1)
         return [(x, False), (w, True)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 16).astype(f32)]
+    if name == "conv_winograd_nchw4c_bands":
+        # Winograd on channel vectors (an NCHW4c input: every target's lanes hold a block of 4;
+        # docs/lowering.md, "Winograd kernel"): batch 2, 20 -> 16 channels, uneven padding, a
+        # 17x22 output (5 tile rows: 3 cores give bands of 2, the last past the image), bias
+        x, w, b = rnd((2, 20, 17, 22)), rnd((16, 20, 3, 3)), rnd((16,))
+        a = {"padding": [1, 0, 1, 2], "data_layout": "NCHW4c"}
+        y = conv2d(x, w, b, [1, 1], [1, 0, 1, 2], [1, 1], 1)
+        return [(blocked(x, 4), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"])], [y.astype(f32)]
+    if name == "conv_winograd_nchw8c_small":
+        # Winograd on channel vectors of 8 (at 8 and 16 lanes) on a 14x14 image (4x4 tiles, the
+        # last row and column partial), 24 -> 32 channels, residual add, relu
+        x, w, r = rnd((1, 24, 14, 14)), rnd((32, 24, 3, 3)), rnd((1, 32, 14, 14))
+        a = {"padding": [1, 1, 1, 1], "data_layout": "NCHW8c"}
+        y = np.maximum(conv2d(x, w, None, [1, 1], [1, 1, 1, 1], [1, 1], 1) + r, 0)
+        return [(blocked(x, 8), False), (w, True), (r, False)], [
+            ("nn.conv2d", a, ["i0", "i1"]), ("add", {}, ["prev", "i2"]), ("nn.relu", {}, ["prev"])], [y.astype(f32)]
     if name == "conv_nchwc_mixed_blocks":
         # blocks of 8 in, 16 out (24 -> 32 channels, as after MobileNet-v2's 24-channel layers at
         # 16 lanes): 3x3 stride 2 padding 1 on 9x11, bias, relu
