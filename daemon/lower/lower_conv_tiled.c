@@ -167,18 +167,19 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     return pad_copy_planes(k, src, xp, NULL);
 }
 
-/* The padded copy of image n of an NCHW<b>c input (docs/layouts.md): per block of b channels,
- * rows of Wp pixels of b lanes; the pixels outside the image are zeros. Each pixel is one vector;
- * the blocks are a parallel loop when the copy is large. */
-tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+/* Padded rows [row0, row0 + nrows) of image n of an NCHW<b>c input into dst from offset base,
+ * blocked as the input: [C/b][nrows][Wp][b], the pixels outside the image zeros, each pixel one
+ * vector; the blocks a parallel loop when par. */
+tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
+                               int64_t nrows, int par)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t b = p->xb, C1 = p->C / b;
     lw_ax cb, ih, iw;
-    if (lw_ax_make(c, &cb, "pc", C1) || lw_ax_make(c, &ih, "ph", k->Hp) || lw_ax_make(c, &iw, "pw", k->Wp))
+    if (lw_ax_make(c, &cb, "pc", C1) || lw_ax_make(c, &ih, "ph", nrows) || lw_ax_make(c, &iw, "pw", k->Wp))
         return NULL;
-    tth_texpr *row = lw_sub(c, ih.e, lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
+    tth_texpr *row = lw_sub(c, lw_add(c, row0, ih.e), lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND,
                                lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, row, lw_i(c, 0)),
                                       lw_bin(c, TTH_TBIN_LT, row, lw_i(c, p->H))),
@@ -187,14 +188,21 @@ tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb.e),
                                                                         lw_i(c, p->H)), row), lw_i(c, p->W)), col),
                              lw_i(c, b));
-    tth_texpr *to = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb.e, lw_i(c, k->Hp)), ih.e), lw_i(c, k->Wp)), iw.e),
-                           lw_i(c, b));
-    tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, xp, to, tth_tir_vload(c->m, src, from, (int)b, 0), 0),
-                               tth_tir_vstore(c->m, xp, to, tth_tir_broadcast(c->m, f32(c, 0), (int)b), 0));
+    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb.e, lw_i(c, nrows)), ih.e), lw_i(c, k->Wp)), iw.e),
+                                           lw_i(c, b)));
+    tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, dst, to, tth_tir_vload(c->m, src, from, (int)b, 0), 0),
+                               tth_tir_vstore(c->m, dst, to, tth_tir_broadcast(c->m, f32(c, 0), (int)b), 0));
     st = lw_ax_loop(c, &iw, TTH_LOOP_SERIAL, st);
     st = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, st);
+    return lw_ax_loop(c, &cb, par && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
+}
+
+/* The padded copy of image n of an NCHW<b>c input (docs/layouts.md), in parallel when large */
+tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    const lw_conv_p *p = k->p;
     int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW;
-    return lw_ax_loop(c, &cb, work >= LW_PARALLEL_MIN && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
+    return tk_pad_rows_blocked(k, src, xp, lw_i(k->c, 0), lw_i(k->c, 0), k->Hp, work >= LW_PARALLEL_MIN);
 }
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */

@@ -119,6 +119,8 @@ tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_
 /* the same for an NCHW<b>c output: val is block blk (b channels) of pixel (oh, ow) */
 tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 /* the padded copy of image k->n of an NCHW<b>c input: [C/b][Hp][Wp][b] */
+tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
+                               int64_t nrows, int par);
 tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
 
 /* The epilogue s->epi may take the pixel index of an OH x OW output as (0, p) (a flat image):

@@ -228,37 +228,6 @@ static tth_tstmt *in_transform_cv(wg *g, int par)
     return lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
 }
 
-/* The blocked padded rows [row0, row0 + nrows) of image k.n into dst from offset base, as
- * [C/b][nrows][Wp][b]: the image's pixels, zeros around and below it. Blocks in parallel when
- * par. */
-static tth_tstmt *cv_fill(wg *g, tth_tbuffer *x, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0, int64_t nrows,
-                          int par)
-{
-    tk *k = &g->k;
-    lw_ctx *c = k->c;
-    const lw_conv_p *p = k->p;
-    int64_t b = g->cv, C1 = p->C / b;
-    lw_ax cb, wr, iw;
-    if (lw_ax_make(c, &cb, "fc", C1) || lw_ax_make(c, &wr, "fr", nrows) || lw_ax_make(c, &iw, "fw", k->Wp))
-        return NULL;
-    tth_texpr *row = lw_sub(c, lw_add(c, row0, wr.e), lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
-    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND,
-                               lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, row, lw_i(c, 0)),
-                                      lw_bin(c, TTH_TBIN_LT, row, lw_i(c, p->H))),
-                               lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, col, lw_i(c, 0)),
-                                      lw_bin(c, TTH_TBIN_LT, col, lw_i(c, p->W))));
-    tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb.e),
-                                                                        lw_i(c, p->H)), row), lw_i(c, p->W)), col),
-                             lw_i(c, b));
-    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb.e, lw_i(c, nrows)), wr.e), lw_i(c, k->Wp)), iw.e),
-                                           lw_i(c, b)));
-    tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, dst, to, tth_tir_vload(c->m, x, from, (int)b, 0), 0),
-                               tth_tir_vstore(c->m, dst, to, tth_tir_broadcast(c->m, tth_tir_float(c->m, TTH_F32, 0), (int)b), 0));
-    st = lw_ax_loop(c, &iw, TTH_LOOP_SERIAL, st);
-    st = lw_ax_loop(c, &wr, TTH_LOOP_SERIAL, st);
-    return lw_ax_loop(c, &cb, par && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
-}
-
 /* pass 2, one tile: rm tiles from t0 times RN vectors of output channels from o0, for element e */
 static tth_tstmt *mm_tile(wg *g, tth_texpr *e, tth_texpr *t0, int rm, tth_texpr *o0, int RN)
 {
@@ -491,7 +460,7 @@ static tth_tstmt *band(wg *g, tth_tbuffer *x, tth_tbuffer *xw, tth_texpr *b, int
         g->xrow0 = row0;
         g->xrows = wH;
         k->x = xw;
-        tth_tstmt *body = NULL, *pass[4] = {cv_fill(g, x, xw, k->xbase, row0, wH, 0), in_transform_cv(g, 0),
+        tth_tstmt *body = NULL, *pass[4] = {tk_pad_rows_blocked(k, x, xw, k->xbase, row0, wH, 0), in_transform_cv(g, 0),
                                             products(g, 0), out_transform(g, 0)};
         for (int i = 0; i < 4; i++)
             if (!pass[i] || lw_append(c, &body, pass[i]))
@@ -588,7 +557,7 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         g.th0 = g.vbase = g.mbase = lw_i(c, 0);
         g.xcv = g.xrow0 = lw_i(c, 0);
         g.xrows = k->Hp;
-        tth_tstmt *pass[4] = {g.cv ? cv_fill(&g, x, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par) : tk_pad_copy(k, x, xp),
+        tth_tstmt *pass[4] = {g.cv ? tk_pad_rows_blocked(k, x, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par) : tk_pad_copy(k, x, xp),
                               g.cv ? in_transform_cv(&g, par) : in_transform(&g, par), products(&g, par),
                               out_transform(&g, par)};
         for (int i = 0; i < 4; i++)
