@@ -167,42 +167,74 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     return pad_copy_planes(k, src, xp, NULL);
 }
 
-/* Padded rows [row0, row0 + nrows) of image n of an NCHW<b>c input into dst from offset base,
- * blocked as the input: [C/b][nrows][Wp][b], the pixels outside the image zeros, each pixel one
- * vector; the blocks a parallel loop when par. */
-tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
-                               int64_t nrows, int par)
+/* Padded row row0 + ih of block cb of image n of an NCHW<b>c input into dst at row ih of a copy
+ * [C/b][nrows][Wp][b] from offset base: the image's pixels, zeros outside it, a vector each */
+static tth_tstmt *pad_row_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
+                                  int64_t nrows, tth_texpr *cb, tth_texpr *ih)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t b = p->xb, C1 = p->C / b;
-    lw_ax cb, ih, iw;
-    if (lw_ax_make(c, &cb, "pc", C1) || lw_ax_make(c, &ih, "ph", nrows) || lw_ax_make(c, &iw, "pw", k->Wp))
+    lw_ax iw;
+    if (lw_ax_make(c, &iw, "pw", k->Wp))
         return NULL;
-    tth_texpr *row = lw_sub(c, lw_add(c, row0, ih.e), lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
+    tth_texpr *row = lw_sub(c, lw_add(c, row0, ih), lw_i(c, p->pt)), *col = lw_sub(c, iw.e, lw_i(c, p->pl));
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND,
                                lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, row, lw_i(c, 0)),
                                       lw_bin(c, TTH_TBIN_LT, row, lw_i(c, p->H))),
                                lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, col, lw_i(c, 0)),
                                       lw_bin(c, TTH_TBIN_LT, col, lw_i(c, p->W))));
-    tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb.e),
+    tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb),
                                                                         lw_i(c, p->H)), row), lw_i(c, p->W)), col),
                              lw_i(c, b));
-    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb.e, lw_i(c, nrows)), ih.e), lw_i(c, k->Wp)), iw.e),
+    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, nrows)), ih), lw_i(c, k->Wp)), iw.e),
                                            lw_i(c, b)));
     tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, dst, to, tth_tir_vload(c->m, src, from, (int)b, 0), 0),
                                tth_tir_vstore(c->m, dst, to, tth_tir_broadcast(c->m, f32(c, 0), (int)b), 0));
-    st = lw_ax_loop(c, &iw, TTH_LOOP_SERIAL, st);
+    return lw_ax_loop(c, &iw, TTH_LOOP_SERIAL, st);
+}
+
+/* Padded rows [row0, row0 + nrows) of image n of an NCHW<b>c input into dst from offset base,
+ * blocked as the input: [C/b][nrows][Wp][b]; the blocks a parallel loop when par. */
+tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
+                               int64_t nrows, int par)
+{
+    lw_ctx *c = k->c;
+    int64_t C1 = k->p->C / k->p->xb;
+    lw_ax cb, ih;
+    if (lw_ax_make(c, &cb, "pc", C1) || lw_ax_make(c, &ih, "ph", nrows))
+        return NULL;
+    tth_tstmt *st = pad_row_blocked(k, src, dst, base, row0, nrows, cb.e, ih.e);
     st = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, st);
     return lw_ax_loop(c, &cb, par && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
 }
 
-/* The padded copy of image n of an NCHW<b>c input (docs/layouts.md), in parallel when large */
+/* The padded copy of image n of an NCHW<b>c input (docs/layouts.md), in parallel when large,
+ * split the way the convolution reads it (docs/threads.md, "Locality"): with rows outermost in
+ * the kernel, over (band, block) pairs, bands outermost, band i holding the padded rows from
+ * where output band i (lw_bands) starts reading to where band i + 1 starts, the last to the end;
+ * with the weights outermost, over blocks. */
 tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 {
+    lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW;
-    return tk_pad_rows_blocked(k, src, xp, lw_i(k->c, 0), lw_i(k->c, 0), k->Hp, work >= LW_PARALLEL_MIN);
+    int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW, per = p->OH;
+    int par = work >= LW_PARALLEL_MIN;
+    int64_t nb = k->wouter || !par ? 1 : lw_bands(c, p->OH, &per), C1 = p->C / p->xb;
+    if (nb <= 1)
+        return tk_pad_rows_blocked(k, src, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par);
+    lw_ax q;
+    tth_tvar *vih = lw_var(c, "ph", TTH_I64);
+    if (!vih || lw_ax_make(c, &q, "pq", nb * C1))
+        return NULL;
+    tth_texpr *band = lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, C1)), *cb = lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, C1));
+    tth_tstmt *st = pad_row_blocked(k, src, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, cb, lw_ref(c, vih));
+    /* band i: rows [i*step, (i+1)*step), the last to Hp: (i+1)*step + ((i+1)/nb)*(Hp - nb*step) */
+    int64_t step = per * p->sh;
+    tth_texpr *cnt = lw_add(c, lw_i(c, step), lw_mul(c, lw_bin(c, TTH_TBIN_DIV, lw_add(c, band, lw_i(c, 1)), lw_i(c, nb)),
+                                                     lw_i(c, k->Hp - nb * step)));
+    st = lw_for(c, vih, lw_mul(c, band, lw_i(c, step)), cnt, TTH_LOOP_SERIAL, st);
+    return lw_ax_loop(c, &q, TTH_LOOP_PARALLEL, st);
 }
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
