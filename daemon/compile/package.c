@@ -872,11 +872,11 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
             if (tth_runtime_module_file(in->mods[i], k)->kind != TTH_FILE_LINK_OBJECT)
                 json_array_append_new(names, json_string(tth_runtime_module_file(in->mods[i], k)->name));
         const json_t *mm = tth_runtime_module_meta(in->mods[i]);
-        json_t *meta = mm ? json_deep_copy(mm) : json_object();
-        json_object_del(meta, "link_replaces"); /* the host library's build, not the artifact's */
+        json_t *mmeta = mm ? json_deep_copy(mm) : json_object();
+        json_object_del(mmeta, "link_replaces"); /* the host library's build, not the artifact's */
         json_array_append_new(jmods, json_pack("{s:s, s:o, s:o}", "kind",
                                                tth_runtime_module_kind(in->mods[i]), "files", names,
-                                               "meta", meta));
+                                               "meta", mmeta));
     }
     char so_path[300], params_path[300], relay_path[300], header_path[300];
     snprintf(so_path, sizeof so_path, "lib/%s.so", m);

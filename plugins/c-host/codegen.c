@@ -1563,8 +1563,8 @@ static void emit_entry(cg *g, const cg_fctx *fx, const tth_prim_func *f)
                 "struct tth_%s_outputs *outputs, void *workspace)\n{\n", f->name, m, m);
     tth_strbuf_puts(t, "    uint8_t *ws = (uint8_t *)workspace;\n");
     if (g->nbound)
-        tth_strbuf_printf(t, "    if (!__atomic_load_n(&%s_bound, __ATOMIC_ACQUIRE)) {\n"
-                    "        int32_t bind_status = %s_ensure_bound();\n"
+        tth_strbuf_printf(t, "    if (!__atomic_load_n(&%s" TTH_BIND_SYM_FLAG ", __ATOMIC_ACQUIRE)) {\n"
+                    "        int32_t bind_status = %s" TTH_BIND_SYM_ENSURE "();\n"
                     "        if (bind_status != 0)\n            return bind_status;\n    }\n",
                     g->bind_prefix, g->bind_prefix);
     if (has_calls(f->body))
@@ -2015,7 +2015,7 @@ static int add_parts(cg *g, size_t common, const cg_range *r, size_t n, tth_runt
         tth_strbuf t = {0};
         tth_strbuf_putn(&t, g->out.s, common);
         if (p == 0 && g->nbound)
-            tth_strbuf_printf(&t, "int32_t %s_bound = 0;\n\n", g->bind_prefix);
+            tth_strbuf_printf(&t, "int32_t %s" TTH_BIND_SYM_FLAG " = 0;\n\n", g->bind_prefix);
         for (size_t i = 0; i < n; i++)
             if (part[i] == p)
                 tth_strbuf_putn(&t, g->out.s + r[i].start, r[i].end - r[i].start);
@@ -2090,14 +2090,14 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
     if (rc)
         goto done;
     if (g.nbound)
-        tth_strbuf_printf(&g.out, "/* constants bound at run time (%s_bind.c) */\nextern const void *%s_const_slots[];\n"
-                    "extern int32_t %s_bound;\nint32_t %s_ensure_bound(void);\n\n",
+        tth_strbuf_printf(&g.out, "/* constants bound at run time (%s_bind.c) */\nextern const void *%s" TTH_BIND_SYM_SLOTS "[];\n"
+                    "extern int32_t %s" TTH_BIND_SYM_FLAG ";\nint32_t %s" TTH_BIND_SYM_ENSURE "(void);\n\n",
                     model, g.bind_prefix, g.bind_prefix, g.bind_prefix);
     /* plan_binding listed the bound constants in this order: slot k is the k-th of them */
     for (size_t i = 0, k = 0; i < g.nconsts; i++) {
         const char *n = cg_bind(&g, g.consts[i], g.consts[i]->name, g.consts[i]->id);
         if (k < g.nbound && g.bound[k] == g.consts[i])
-            tth_strbuf_printf(&g.out, "#define %s ((const %s *)%s_const_slots[%zu])\n", n,
+            tth_strbuf_printf(&g.out, "#define %s ((const %s *)%s" TTH_BIND_SYM_SLOTS "[%zu])\n", n,
                         ctype_storage(g.consts[i]->dtype), g.bind_prefix, k++);
         else
             emit_const(&g, g.consts[i], n);
@@ -2180,7 +2180,7 @@ static int tth__c_generate(const tth_tir_module *mod, const json_t *target, tth_
             json_object_set_new(meta, "entry_symbols", json_pack("[s]", entry->name));
         if (g.nbound && meta) {
             char text[300];
-            snprintf(text, sizeof text, "%s_status_text", g.bind_prefix);
+            snprintf(text, sizeof text, "%s" TTH_BIND_SYM_STATUS_TEXT, g.bind_prefix);
             json_object_set_new(meta, "bind_constants",
                                 tth_binding_meta(g.bind_prefix, model, g.bound, g.nbound, TTH_BIND_E_UNBOUND));
             json_object_set_new(meta, "status_text_symbol", json_string(text));

@@ -476,8 +476,8 @@ static void write_entry(tth_strbuf *src, const tth_relay_function *fn, const cha
     tth_strbuf_printf(src, "static const void *%s_const_data[%zu];\nstatic size_t %s_const_bytes[%zu];\n"
               "static int %s_bound = %d; /* set by %s_bind_constants */\n\n",
          gsym, nc, gsym, nc, gsym, nexternal ? 0 : 1, gsym);
-    tth_strbuf_printf(src, "int32_t %s_bind_constants(const void *const *data, const size_t *bytes, size_t n);\n"
-              "int32_t %s_bind_parameters(const void *params, size_t len);\n", gsym, gsym);
+    tth_strbuf_printf(src, "int32_t %s" TTH_BIND_SYM_CONSTANTS "(const void *const *data, const size_t *bytes, size_t n);\n"
+              "int32_t %s" TTH_BIND_SYM_PARAMETERS "(const void *params, size_t len);\n", gsym, gsym);
     for (int pass = 0; pass < 2; pass++) {
         tth_strbuf_printf(src, "int32_t %s(", gsym);
         for (size_t i = 0; i < nin + nres; i++) {
@@ -507,7 +507,7 @@ static void write_entry(tth_strbuf *src, const tth_relay_function *fn, const cha
     tth_strbuf_printf(src,
          "/* data[i], bytes[i]: constant i of the network (%u in all); NULL and 0 for the ones it holds\n"
          " * inline. The data must stay valid while the region runs. */\n"
-         "int32_t %s_bind_constants(const void *const *data, const size_t *bytes, size_t n)\n{\n"
+         "int32_t %s" TTH_BIND_SYM_CONSTANTS "(const void *const *data, const size_t *bytes, size_t n)\n{\n"
          "    int32_t rc = ethosn_model_check_constants(%s_network, sizeof %s_network, data, bytes, n, NULL, 0);\n"
          "    if (rc)\n        return rc;\n"
          "    for (size_t i = 0; i < n; i++) {\n"
@@ -517,11 +517,11 @@ static void write_entry(tth_strbuf *src, const tth_relay_function *fn, const cha
     tth_strbuf_printf(src,
          "/* params: the bytes of the artifact's parameters/<model>.params, kept valid while the region\n"
          " * runs (the constants are used in place). */\n"
-         "int32_t %s_bind_parameters(const void *params, size_t len)\n{\n"
+         "int32_t %s" TTH_BIND_SYM_PARAMETERS "(const void *params, size_t len)\n{\n"
          "    const void *data[%zu];\n    size_t bytes[%zu];\n"
          "    int32_t rc = ethosn_model_find_constants(%s_network, sizeof %s_network, params, len, \"ethos-n.\", data, "
          "bytes,\n                                             %u, NULL, 0);\n"
-         "    return rc ? rc : %s_bind_constants(data, bytes, %u);\n}\n",
+         "    return rc ? rc : %s" TTH_BIND_SYM_CONSTANTS "(data, bytes, %u);\n}\n",
          gsym, nc, nc, gsym, gsym, (unsigned)nconsts, gsym, (unsigned)nconsts);
 }
 
@@ -545,8 +545,8 @@ static json_t *bind_meta(const region *r, const char *gsym)
                                               shape, "bytes", (json_int_t)t->nbytes));
     }
     char sym[300], psym[300];
-    snprintf(sym, sizeof sym, "%s_bind_constants", gsym);
-    snprintf(psym, sizeof psym, "%s_bind_parameters", gsym);
+    snprintf(sym, sizeof sym, "%s" TTH_BIND_SYM_CONSTANTS, gsym);
+    snprintf(psym, sizeof psym, "%s" TTH_BIND_SYM_PARAMETERS, gsym);
     return json_pack("{s:s, s:s, s:I, s:o, s:I}", "symbol", sym, "parameters_symbol", psym, "count",
                      (json_int_t)r->nconsts, "constants", list, "unbound_status", (json_int_t)ETHOSN_MODEL_E_UNBOUND);
 }

@@ -538,7 +538,7 @@ static int emit(LLVMMemoryBufferRef *objs, int nobjs, const llcg_options *o, con
         }
     if (c->nbound > 0) {
         char text[300];
-        snprintf(text, sizeof text, "%s_status_text", c->bind_prefix);
+        snprintf(text, sizeof text, "%s" TTH_BIND_SYM_STATUS_TEXT, c->bind_prefix);
         if (json_object_set_new(meta, "bind_constants", bind_meta(c, model)) ||
             json_object_set_new(meta, "status_text_symbol", json_string(text))) {
             json_decref(meta);

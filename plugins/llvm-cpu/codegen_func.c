@@ -212,7 +212,7 @@ static LLVMValueRef bound_const(tth__llcg *c, const tth_tbuffer *buf)
         return NULL;
     if (!c->bind_slots) {
         char name[300];
-        snprintf(name, sizeof name, "%s_const_slots", c->bind_prefix);
+        snprintf(name, sizeof name, "%s" TTH_BIND_SYM_SLOTS, c->bind_prefix);
         c->bind_slots = LLVMAddGlobal(c->mod, ptr_type(c), name);
         LLVMSetLinkage(c->bind_slots, LLVMExternalLinkage);
     }
@@ -869,7 +869,7 @@ static int check_bound(tth__llcg *c)
 {
     if (!c->bind_flag) {
         char name[300];
-        snprintf(name, sizeof name, "%s_bound", c->bind_prefix);
+        snprintf(name, sizeof name, "%s" TTH_BIND_SYM_FLAG, c->bind_prefix);
         c->bind_flag = LLVMAddGlobal(c->mod, LLVMInt32TypeInContext(c->ctx), name);
         LLVMSetLinkage(c->bind_flag, LLVMExternalLinkage);
         LLVMSetInitializer(c->bind_flag, i32_const(c, 0));
@@ -877,7 +877,7 @@ static int check_bound(tth__llcg *c)
     LLVMTypeRef i32 = LLVMInt32TypeInContext(c->ctx), fty = LLVMFunctionType(i32, NULL, 0, 0);
     if (!c->bind_ensure) {
         char name[300];
-        snprintf(name, sizeof name, "%s_ensure_bound", c->bind_prefix);
+        snprintf(name, sizeof name, "%s" TTH_BIND_SYM_ENSURE, c->bind_prefix);
         c->bind_ensure = LLVMAddFunction(c->mod, name, fty);
         LLVMSetLinkage(c->bind_ensure, LLVMExternalLinkage);
     }

@@ -151,10 +151,10 @@ static int add_binding(link_module *l, const char *prefix, const tth_tbuffer *co
         LLVMSetAlignment(store_g, 64);
     }
     LLVMTypeRef slots_t = LLVMArrayType2(l->ptr, n);
-    snprintf(name, sizeof name, "%s_const_slots", prefix);
+    snprintf(name, sizeof name, "%s" TTH_BIND_SYM_SLOTS, prefix);
     LLVMValueRef slots = LLVMAddGlobal(l->mod, slots_t, name);
     LLVMSetInitializer(slots, LLVMConstNull(slots_t));
-    snprintf(name, sizeof name, "%s_bound", prefix); /* defined by the model's code */
+    snprintf(name, sizeof name, "%s" TTH_BIND_SYM_FLAG, prefix); /* defined by the model's code */
     LLVMValueRef flag = LLVMAddGlobal(l->mod, l->i32, name);
 
     LLVMValueRef fields[] = {size_const(l, n), names_g, bytes_g, align_g, size_const(l, nd), derived_g, store_g,
@@ -166,13 +166,13 @@ static int add_binding(link_module *l, const char *prefix, const tth_tbuffer *co
     LLVMSetLinkage(model, LLVMPrivateLinkage);
 
     LLVMTypeRef p3[] = {l->ptr, l->ptr, l->size}, p2[] = {l->ptr, l->size}, pi[] = {l->i32};
-    snprintf(name, sizeof name, "%s_bind_constants", prefix);
+    snprintf(name, sizeof name, "%s" TTH_BIND_SYM_CONSTANTS, prefix);
     forward(l, name, LLVMFunctionType(l->i32, p3, 3, 0), "tth__bind_constants", &model, 1);
-    snprintf(name, sizeof name, "%s_bind_parameters", prefix);
+    snprintf(name, sizeof name, "%s" TTH_BIND_SYM_PARAMETERS, prefix);
     forward(l, name, LLVMFunctionType(l->i32, p2, 2, 0), "tth__bind_parameters", &model, 1);
-    snprintf(name, sizeof name, "%s_status_text", prefix);
+    snprintf(name, sizeof name, "%s" TTH_BIND_SYM_STATUS_TEXT, prefix);
     forward(l, name, LLVMFunctionType(l->ptr, pi, 1, 0), "tth__bind_status_text", &model, 1);
-    snprintf(name, sizeof name, "%s_ensure_bound", prefix);
+    snprintf(name, sizeof name, "%s" TTH_BIND_SYM_ENSURE, prefix);
     forward(l, name, LLVMFunctionType(l->i32, NULL, 0, 0), "tth__bind_ensure", &model, 1);
     return 0;
 }

@@ -57,6 +57,14 @@ TTH_API const json_t *tth_runtime_module_meta(const tth_runtime_module *m);
  * (<prefix>_bind_parameters), the status texts. bound[k] is slot k's constant (named as in the
  * parameters file), align[k] the alignment the code loads it with (at most 64). */
 struct tth_tbuffer;
+/* The binding's symbols are the prefix followed by these, spelled here once for the binding
+ * source, the code that calls it and the objects that stand in for it. */
+#define TTH_BIND_SYM_SLOTS "_const_slots"
+#define TTH_BIND_SYM_FLAG "_bound"
+#define TTH_BIND_SYM_CONSTANTS "_bind_constants"
+#define TTH_BIND_SYM_PARAMETERS "_bind_parameters"
+#define TTH_BIND_SYM_STATUS_TEXT "_status_text"
+#define TTH_BIND_SYM_ENSURE "_ensure_bound"
 /* The named constants of at least this many bytes are the ones bound (smaller ones, a scalar or
  * a few lanes, stay in the code, where the compiler may fold them): with weights and biases out
  * of the code, a model retrained with the same shapes compiles to the same code, which a cache of

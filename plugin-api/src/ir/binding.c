@@ -85,9 +85,11 @@ int tth_runtime_module_add_binding(tth_runtime_module *out, const char *model, c
         return tth_diag_set(diag, TTH_EINVAL, "binding", "no module, names or constants to bind");
     tth_strbuf b = {0};
     const char *p = prefix;
-    tth_strbuf_printf(&b, "#define TTH_BIND_SLOTS %s_const_slots\n#define TTH_BIND_FLAG %s_bound\n"
-                   "#define TTH_BIND_CONSTANTS %s_bind_constants\n#define TTH_BIND_PARAMETERS %s_bind_parameters\n"
-                   "#define TTH_BIND_STATUS_TEXT %s_status_text\n#define TTH_BIND_ENSURE %s_ensure_bound\n",
+    tth_strbuf_printf(&b, "#define TTH_BIND_SLOTS %s" TTH_BIND_SYM_SLOTS "\n#define TTH_BIND_FLAG %s" TTH_BIND_SYM_FLAG "\n"
+                   "#define TTH_BIND_CONSTANTS %s" TTH_BIND_SYM_CONSTANTS "\n"
+                   "#define TTH_BIND_PARAMETERS %s" TTH_BIND_SYM_PARAMETERS "\n"
+                   "#define TTH_BIND_STATUS_TEXT %s" TTH_BIND_SYM_STATUS_TEXT "\n"
+                   "#define TTH_BIND_ENSURE %s" TTH_BIND_SYM_ENSURE "\n",
                    p, p, p, p, p, p);
     tth_strbuf_printf(&b, "#define TTH_BIND_BLOB tth_%s_parameters\n#define TTH_BIND_BLOB_END tth_%s_parameters_end\n"
                    "#define TTH_BIND_COUNT %zu\n#define TTH_BIND_UNBOUND (%d)\n#include <stddef.h>\n"
@@ -146,8 +148,8 @@ json_t *tth_binding_meta(const char *prefix, const char *model, const tth_tbuffe
                                                   "bytes", (json_int_t)tth_tbuffer_nbytes(b)));
     }
     char sym[300], psym[300], blob[300];
-    snprintf(sym, sizeof sym, "%s_bind_constants", prefix);
-    snprintf(psym, sizeof psym, "%s_bind_parameters", prefix);
+    snprintf(sym, sizeof sym, "%s" TTH_BIND_SYM_CONSTANTS, prefix);
+    snprintf(psym, sizeof psym, "%s" TTH_BIND_SYM_PARAMETERS, prefix);
     snprintf(blob, sizeof blob, "tth_%s_parameters", model);
     json_t *meta = json_pack("{s:s, s:s, s:s, s:I, s:o*, s:I}", "symbol", sym, "parameters_symbol", psym,
                              "blob_symbol", blob, "count", (json_int_t)n, "constants", list, "unbound_status",

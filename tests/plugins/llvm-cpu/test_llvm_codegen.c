@@ -75,7 +75,7 @@ static int run_hook(tth_tir_module *m, const char *target_json, tth_runtime_modu
 
 typedef struct linked {
     char dir[512];
-    char obj[600], so[600], src[600], pool[600];
+    char obj[800], so[800], src[800], pool[800];
     void *lib;
 } linked;
 
@@ -110,7 +110,7 @@ static void link_module(const tth_runtime_module *rm, const char *extra_c, linke
 {
     memset(l, 0, sizeof *l);
     test_mkdtemp(l->dir, sizeof l->dir);
-    char links[1200] = "";
+    char links[2400] = "";
     size_t nobj = 0, nsrc = 0;
     for (size_t i = 0; i < tth_runtime_module_count(rm); i++) {
         const tth_module_file *f = tth_runtime_module_file(rm, i);
@@ -133,7 +133,7 @@ static void link_module(const tth_runtime_module *rm, const char *extra_c, linke
     cr_assert_eq(nobj, 1, "no object");
     cr_assert(!from_objects || links[0], "no link objects");
     snprintf(l->so, sizeof l->so, "%s/libmodel.so", l->dir);
-    char cmd[2400];
+    char cmd[6400];
     if (extra_c) {
         snprintf(l->src, sizeof l->src, "%s/extra.c", l->dir);
         write_file(l->src, extra_c, strlen(extra_c));
