@@ -56,10 +56,9 @@ typedef struct wg {
     int past_image;         /* a region may hold tile rows past the image's (the last band,
                                made as tall as the others): they are computed, never stored */
     /* channel vectors (an NCHW<b>c input, docs/lowering.md "Winograd kernel"): cv = b, the
-     * padded copy (or a band's window) is blocked as the input, [C/b][rows][Wp][b] from xcv,
-     * whose row 0 is padded row xrow0, xrows rows a block; V is V[e][t][c]. 0: channel rows. */
-    int64_t cv, xrows;
-    tth_texpr *xcv, *xrow0;
+     * padded copy (or a band's window, k.wrow0 and k.wH) is blocked as the input,
+     * [C/b][rows][Wp][b] from k.xbase, and V is V[e][t][c]. 0: channel rows, V[e][c][t]. */
+    int64_t cv;
 } wg;
 
 /* sum_i coef[i] * x[i] over the nonzero coefficients (x[i] vectors or scalars); NULL if all zero */
@@ -208,15 +207,18 @@ static tth_tstmt *in_transform_cv(wg *g, int par)
     /* V[e][(th - th0)*nTw + tw][cb*b ..], from padded pixel (4*th + i, 4*tw + j) of block cb */
     tth_texpr *x[WA][WA], *at[WA][WA];
     tth_texpr *tl = lw_add(c, lw_mul(c, lw_sub(c, th, g->th0), lw_i(c, g->nTw)), tw);
+    /* the copy's rows: the band's window (from padded row wrow0, wH rows), or the whole image */
+    tth_texpr *row0 = k->wrow0 ? k->wrow0 : lw_i(c, 0);
+    int64_t nrows = k->wrow0 ? k->wH : k->Hp;
     for (int i = 0; i < WA; i++)
         for (int j = 0; j < WA; j++) {
             at[i][j] = lw_add(c, g->vbase,
                               lw_add(c, lw_mul(c, lw_add(c, lw_i(c, (int64_t)(i * WA + j) * g->Ts), tl), lw_i(c, p->C)),
                                      lw_mul(c, cb, lw_i(c, b))));
-            tth_texpr *row = lw_sub(c, lw_add(c, lw_mul(c, th, lw_i(c, WM)), lw_i(c, i)), g->xrow0);
-            tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, g->xrows)), row), lw_i(c, k->Wp)),
+            tth_texpr *row = lw_sub(c, lw_add(c, lw_mul(c, th, lw_i(c, WM)), lw_i(c, i)), row0);
+            tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, nrows)), row), lw_i(c, k->Wp)),
                                    lw_add(c, lw_mul(c, tw, lw_i(c, WM)), lw_i(c, j)));
-            x[i][j] = tth_tir_vload(c->m, k->x, lw_add(c, g->xcv, lw_mul(c, px, lw_i(c, b))), (int)b, 0);
+            x[i][j] = tth_tir_vload(c->m, k->x, lw_add(c, k->xbase, lw_mul(c, px, lw_i(c, b))), (int)b, 0);
         }
     tth_tstmt *st = bt_patch(c, g->V, x, at, (int)b);
     if (!st)
@@ -414,8 +416,9 @@ int lw_conv_winograd_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
         p.dw != 1 || lw_arg(call, 1)->kind != TTH_REXPR_CONST)
         return 0;
     int vl = c->vec.f32_lanes;
-    /* NCHW<b>c (docs/layouts.md): any input block (the padded copy gathers it into channel rows);
-     * an output block must be the vector the output transform stores */
+    /* NCHW<b>c (docs/layouts.md): any input block (blocks of 4 up to the lanes keep their blocks
+     * in the copy, others are gathered into channel rows); an output block must be the vector the
+     * output transform stores */
     if (p.ob && p.ob != vl)
         return 0;
     int64_t tiles = ((p.OH + WM - 1) / WM) * ((p.OW + WM - 1) / WM);
@@ -437,6 +440,19 @@ static int64_t band_rows(const wg *g)
     return R;
 }
 
+/* The copy (fill), then the three passes over the region: the input transform in the form the
+ * copy has, the products, the output transform */
+static tth_tstmt *passes(wg *g, tth_tstmt *fill, int par)
+{
+    lw_ctx *c = g->k.c;
+    tth_tstmt *body = NULL, *pass[4] = {fill, g->cv ? in_transform_cv(g, par) : in_transform(g, par), products(g, par),
+                                        out_transform(g, par)};
+    for (int i = 0; i < 4; i++)
+        if (!pass[i] || lw_append(c, &body, pass[i]))
+            return NULL;
+    return body;
+}
+
 /* One band: tile rows [th0, th0 + rows) of the R-row bands. Its window of the padded input (from
  * xbase) is filled first, then the three passes run over its tiles. */
 static tth_tstmt *band(wg *g, tth_tbuffer *x, tth_tbuffer *xw, tth_texpr *b, int64_t R, int64_t rows)
@@ -455,31 +471,20 @@ static tth_tstmt *band(wg *g, tth_tbuffer *x, tth_tbuffer *xw, tth_texpr *b, int
     g->mbase = lw_mul(c, b, lw_i(c, WE * R * g->nTw * p->O));
     tth_texpr *row0 = lw_mul(c, g->th0, lw_i(c, WM)); /* the window's first padded row */
     k->xbase = lw_mul(c, b, lw_i(c, p->C * wH * k->Wrow));
+    tth_tstmt *fill;
     if (g->cv) {
-        g->xcv = k->xbase;
-        g->xrow0 = row0;
-        g->xrows = wH;
-        k->x = xw;
-        tth_tstmt *body = NULL, *pass[4] = {tk_pad_rows_blocked(k, x, xw, k->xbase, row0, wH, 0), in_transform_cv(g, 0),
-                                            products(g, 0), out_transform(g, 0)};
-        for (int i = 0; i < 4; i++)
-            if (!pass[i] || lw_append(c, &body, pass[i]))
-                return NULL;
-        return body;
+        fill = tk_pad_rows_blocked(k, x, xw, k->xbase, row0, wH, 0);
+    } else {
+        fill = tk_pad_row_or_zeros(
+            k, x, xw, lw_add(c, k->xbase, lw_mul(c, lw_add(c, lw_mul(c, wc.e, lw_i(c, wH)), wr.e), lw_i(c, k->Wrow))),
+            wc.e, lw_add(c, row0, wr.e));
+        fill = lw_ax_loop(c, &wr, TTH_LOOP_SERIAL, fill);
+        fill = lw_ax_loop(c, &wc, TTH_LOOP_SERIAL, fill);
     }
-    tth_tstmt *fill = tk_pad_row_or_zeros(
-        k, x, xw, lw_add(c, k->xbase, lw_mul(c, lw_add(c, lw_mul(c, wc.e, lw_i(c, wH)), wr.e), lw_i(c, k->Wrow))), wc.e,
-        lw_add(c, row0, wr.e));
-    fill = lw_ax_loop(c, &wr, TTH_LOOP_SERIAL, fill);
-    fill = lw_ax_loop(c, &wc, TTH_LOOP_SERIAL, fill);
     k->x = xw;
     k->wrow0 = row0;
     k->wH = wH;
-    tth_tstmt *body = NULL, *pass[4] = {fill, in_transform(g, 0), products(g, 0), out_transform(g, 0)};
-    for (int i = 0; i < 4; i++)
-        if (!pass[i] || lw_append(c, &body, pass[i]))
-            return NULL;
-    return body;
+    return passes(g, fill, 0);
 }
 
 /* The bands: a parallel loop over them, all of R tile rows. When R does not divide the tile
@@ -528,7 +533,7 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     k->sp = g.cv ? 1 : WM;
     k->Wq = (k->Wp + k->sp - 1) / k->sp;
     k->Wrow = k->sp * k->Wq;
-    k->xblk = 0; /* the transforms read the padded copy, channel rows whatever the input's layout */
+    k->xblk = 0; /* the transforms read the padded copy, never the input's blocks through tk_x_at */
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
     if (!x || !(g.U = wino_pack(&g, lw_arg(call, 1))))
         return NULL;
@@ -555,14 +560,9 @@ tth_tstmt *lw_conv_winograd(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         g.Ts = g.T;
         g.rows = g.nTh;
         g.th0 = g.vbase = g.mbase = lw_i(c, 0);
-        g.xcv = g.xrow0 = lw_i(c, 0);
-        g.xrows = k->Hp;
-        tth_tstmt *pass[4] = {g.cv ? tk_pad_rows_blocked(k, x, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par) : tk_pad_copy(k, x, xp),
-                              g.cv ? in_transform_cv(&g, par) : in_transform(&g, par), products(&g, par),
-                              out_transform(&g, par)};
-        for (int i = 0; i < 4; i++)
-            if (!pass[i] || lw_append(c, &img, pass[i]))
-                return NULL;
+        if (!(img = passes(&g, g.cv ? tk_pad_rows_blocked(k, x, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par) : tk_pad_copy(k, x, xp),
+                           par)))
+            return NULL;
     }
     tth_tstmt *all = img ? lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img) : NULL;
     all = all ? tth_tir_allocate(c->m, g.M, all) : NULL;
