@@ -145,13 +145,44 @@ static int64_t merge_factor(const lay *L, int64_t C, int64_t O, int64_t groups, 
     return groups % m == 0 && xb && (Cg * m) % xb == 0 ? m : 0;
 }
 
+/* Is k a constant integer scalar (any = 1), or a constant integer tensor of zeros (any = 0)? */
+static int int_const(const tth_rexpr *k, int zeros)
+{
+    if (k->kind != TTH_REXPR_CONST || tth_dtype_is_float(k->type.tensor.dtype) || k->type.tensor.dtype == TTH_BOOL)
+        return 0;
+    const tth_tensor *v = k->u.constant.value;
+    int64_t n = tth_ttype_numel(&v->type);
+    if (!zeros)
+        return n == 1;
+    for (int64_t i = 0; i < n; i++)
+        if (tth_tensor_get_i64(v, i) != 0)
+            return 0;
+    return 1;
+}
+
+/* a qnn.conv2d the int8 kernels compute in blocked channels (docs/int8.md, "Blocked channels"):
+ * int8 or uint8 NCHW input with a constant scalar zero point, constant int8 weights of zero
+ * points 0 (the symmetric weights ONNX Runtime's quantizer writes), int32 result */
+static int is_qconv_nchw(const tth_rexpr *e)
+{
+    const tth_rexpr *x = e->u.call.args[0], *w = e->u.call.args[1];
+    if (e->u.call.op != TTH_OP_QNN_CONV2D || e->u.call.nargs != 4 || e->type.nfields >= 0 ||
+        e->type.tensor.rank != 4 || e->type.tensor.dtype != TTH_I32 || x->type.nfields >= 0 ||
+        x->type.tensor.rank != 4 || (x->type.tensor.dtype != TTH_I8 && x->type.tensor.dtype != TTH_U8))
+        return 0;
+    return w->kind == TTH_REXPR_CONST && w->type.tensor.dtype == TTH_I8 && int_const(e->u.call.args[2], 0) &&
+           int_const(e->u.call.args[3], 1);
+}
+
 /* a convolution reading or writing blocked channels, or NULL (no diag) when it stays NCHW */
 static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
 {
     size_t na = e->u.call.nargs;
     const tth_rexpr *x = e->u.call.args[0], *w = e->u.call.args[1];
-    if (!is_f32_nchw(e) || !is_f32_nchw(x) || json_object_get(e->u.call.attrs, "data_layout") ||
-        json_object_get(e->u.call.attrs, "out_layout"))
+    int q = e->u.call.op == TTH_OP_QNN_CONV2D;
+    if (q ? !is_qconv_nchw(e) : !is_f32_nchw(e) || !is_f32_nchw(x))
+        return NULL;
+    if (json_object_get(e->u.call.attrs, "data_layout") || json_object_get(e->u.call.attrs, "out_layout"))
         return NULL;
     L->st.convs++;
     if (w->kind != TTH_REXPR_CONST)
@@ -176,6 +207,9 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
             out_blk = out_blk && (O / wa.groups) % b == 0;
             in_blk = in_blk && (C / wa.groups) % xb == 0;
         }
+        /* the int8 kernel reads whole words of a group's input channels */
+        if (q && (C / wa.groups) % 4)
+            return NULL;
     }
     if (depthwise && !out_blk)
         return NULL;
@@ -194,11 +228,15 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
                            out_blk ? "out_layout" : NULL, layout_name(b, ln2, sizeof ln2));
     if (merge && a)
         json_object_set_new(a, "groups", json_integer(wa.groups / merge));
-    tth_rexpr *nargs[3] = {xin, merge ? merged_weight(L, w, O / wa.groups, merge) : plain_of(L, w),
-                           na > 2 ? plain_of(L, e->u.call.args[2]) : NULL};
-    if (!nargs[0] || !nargs[1] || (na > 2 && !nargs[2]))
-        return NULL;
-    tth_rexpr *r = tth_relay_call(L->m, TTH_OP_CONV2D, nargs, na, a, L->diag);
+    /* the bias, or qnn.conv2d's zero points */
+    tth_rexpr *nargs[4] = {xin, merge ? merged_weight(L, w, O / wa.groups, merge) : plain_of(L, w),
+                           na > 2 ? plain_of(L, e->u.call.args[2]) : NULL, na > 3 ? plain_of(L, e->u.call.args[3]) : NULL};
+    for (size_t i = 0; i < na; i++)
+        if (!nargs[i]) {
+            json_decref(a);
+            return NULL;
+        }
+    tth_rexpr *r = tth_relay_call(L->m, e->u.call.op, nargs, na, a, L->diag);
     L->st.blocked += r != NULL;
     return r;
 }
@@ -208,11 +246,11 @@ static tth_rexpr *channel_const_blocked(lay *L, const tth_rexpr *k, int64_t C)
 {
     const tth_ttype *t = &k->type.tensor;
     int64_t b = block_for(L, C);
-    if (k->kind != TTH_REXPR_CONST || t->dtype != TTH_F32 || tth_ttype_numel(t) != C || !b)
+    if (k->kind != TTH_REXPR_CONST || tth_ttype_numel(t) != C || !b)
         return NULL;
     if (!(t->rank == 3 && t->shape[0] == C) && !(t->rank == 4 && t->shape[1] == C))
         return NULL;
-    tth_ttype bt = {.dtype = TTH_F32, .rank = 5, .shape = {1, C / b, 1, 1, b}};
+    tth_ttype bt = {.dtype = t->dtype, .rank = 5, .shape = {1, C / b, 1, 1, b}};
     tth_tensor *v = tth_tensor_new(&bt, k->u.constant.value->data); /* the same order: c = blk*b + lane */
     return v ? tth_relay_const(L->m, v, NULL) : NULL;
 }
@@ -246,26 +284,68 @@ static tth_rexpr *one_channel_blocked(lay *L, const tth_rexpr *a, const tth_ttyp
     return p ? call_ints(L, TTH_OP_RESHAPE, p, "newshape", shp, 5) : NULL;
 }
 
+/* The quantization operators with parameters per tensor are element-wise like any other; a
+ * requantize whose input parameters are per channel (axis 1: a convolution's per-channel weight
+ * scales) reads the channel's values at (c / b)*b + c % b (its layout attribute). 1 when e is
+ * such a quantization operator (*per_channel: the requantize per channel), 0 when it stays NCHW,
+ * -1 for any other operator. */
+static int quant_form(const tth_rexpr *e, int *per_channel)
+{
+    tth_op op = e->u.call.op;
+    *per_channel = 0;
+    if (op != TTH_OP_QUANTIZE && op != TTH_OP_DEQUANTIZE && op != TTH_OP_REQUANTIZE)
+        return -1;
+    for (size_t i = 1; i < e->u.call.nargs; i++) {
+        const tth_ttype *t = &e->u.call.args[i]->type.tensor;
+        if (tth_ttype_numel(t) == 1)
+            continue;
+        const json_t *ax = json_object_get(e->u.call.attrs, "axis");
+        int64_t axis = json_is_integer(ax) ? json_integer_value(ax) : 1;
+        if (op != TTH_OP_REQUANTIZE || i > 2 || t->rank != 1 || (axis != 1 && axis != -3))
+            return 0;
+        *per_channel = 1;
+    }
+    return 1;
+}
+
+/* the same shape (a quantization operator or a cast changes the dtype, not the layout) */
+static int same_shape(const tth_ttype *a, const tth_ttype *b)
+{
+    if (a->rank != b->rank)
+        return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
 /* an element-wise call with blocked operands, or NULL when it stays NCHW */
 static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
 {
     tth_op op = e->u.call.op;
-    if (!tth_op_is_elementwise(op) || op == TTH_OP_QUANTIZE || op == TTH_OP_DEQUANTIZE || op == TTH_OP_REQUANTIZE ||
-        e->type.nfields >= 0 || e->type.tensor.rank != 4 || e->u.call.nargs > 3)
+    int per_channel = 0, qf = e->type.nfields < 0 ? quant_form(e, &per_channel) : 0;
+    if (!tth_op_is_elementwise(op) || qf == 0 || e->type.nfields >= 0 || e->type.tensor.rank != 4 ||
+        e->u.call.nargs > 5)
         return NULL;
     const tth_ttype *out = &e->type.tensor;
     int any = 0;
     for (size_t i = 0; i < e->u.call.nargs; i++)
-        any |= L->blk[e->u.call.args[i]->id] && tth_ttype_equal(&e->u.call.args[i]->type.tensor, out);
+        any |= L->blk[e->u.call.args[i]->id] && same_shape(&e->u.call.args[i]->type.tensor, out);
     if (!any || !block_for(L, out->shape[1]))
         return NULL;
-    tth_rexpr *nargs[3];
+    /* a quantization operator's input must be the blocked one (its parameters are not images) */
+    if (qf == 1 && !(L->blk[e->u.call.args[0]->id] && same_shape(&e->u.call.args[0]->type.tensor, out)))
+        return NULL;
+    tth_rexpr *nargs[5];
     for (size_t i = 0; i < e->u.call.nargs; i++) {
         const tth_rexpr *a = e->u.call.args[i];
         const tth_ttype *at = &a->type.tensor;
         if (a->type.nfields >= 0)
             return NULL;
-        if (L->blk[a->id] && broadcasts_blocked(at, out) &&
+        if (per_channel && i > 0 && at->rank == 1) {
+            if (!(nargs[i] = plain_of(L, a))) /* per channel: read through the layout attribute */
+                return NULL;
+        } else if (L->blk[a->id] && broadcasts_blocked(at, out) &&
             L->blk[a->id]->type.tensor.shape[4] == block_for(L, out->shape[1]))
             nargs[i] = L->blk[a->id];
         else if (tth_ttype_numel(at) == 1 && at->rank <= 4) {
@@ -276,7 +356,15 @@ static tth_rexpr *pointwise_blocked(lay *L, const tth_rexpr *e)
             return NULL;
         }
     }
-    return tth_relay_call(L->m, op, nargs, e->u.call.nargs, json_incref(e->u.call.attrs), L->diag);
+    json_t *attrs = json_incref(e->u.call.attrs);
+    if (per_channel) {
+        char ln[32];
+        json_decref(attrs);
+        attrs = attrs_with(e->u.call.attrs, "layout", layout_name(nargs[0]->type.tensor.shape[4], ln, sizeof ln), NULL, NULL);
+        if (attrs)
+            json_object_set_new(attrs, "axis", json_integer(1));
+    }
+    return tth_relay_call(L->m, op, nargs, e->u.call.nargs, attrs, L->diag);
 }
 
 /* Is e a float32 rank-4 transpose with these axes? */
@@ -332,6 +420,7 @@ static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
     const tth_rexpr *x = na ? e->u.call.args[0] : NULL;
     switch (e->u.call.op) {
     case TTH_OP_CONV2D:
+    case TTH_OP_QNN_CONV2D:
         return conv_blocked(L, e);
     case TTH_OP_TRANSPOSE:
         return transpose_is(e, TO_NHWC) ? nhwc_from_blocked(L, e) : NULL;
@@ -340,7 +429,10 @@ static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
     case TTH_OP_GLOBAL_AVG_POOL2D:
     case TTH_OP_GLOBAL_MAX_POOL2D:
     case TTH_OP_RESIZE2D:
-        if (!L->blk[x->id] || !is_f32_nchw(e) || json_object_get(e->u.call.attrs, "layout"))
+        /* float32, or a max pool of int8 or uint8 (a quantized model's pool on its integers) */
+        if (!L->blk[x->id] || json_object_get(e->u.call.attrs, "layout") ||
+            !(is_f32_nchw(e) || (e->u.call.op == TTH_OP_MAX_POOL2D && e->type.nfields < 0 && e->type.tensor.rank == 4 &&
+                                 (e->type.tensor.dtype == TTH_I8 || e->type.tensor.dtype == TTH_U8))))
             return NULL;
         return tth_relay_call(L->m, e->u.call.op, &L->blk[x->id], 1,
                               attrs_with(e->u.call.attrs, "layout", layout_name(L->blk[x->id]->type.tensor.shape[4], ln, sizeof ln),

@@ -23,8 +23,9 @@ int lw_conv_params(const tth_rexpr *call, conv_p *p, char *why, size_t len)
     const tth_ttype *xt = lw_ty(lw_arg(call, 0)), *wt = lw_ty(lw_arg(call, 1)), *ot = lw_ty(call);
     const char *op = tth_op_name(call->u.call.op);
     memset(p, 0, sizeof *p);
-    int64_t xb = call->u.call.op == TTH_OP_CONV2D ? tth_layout_block(json_object_get(call->u.call.attrs, "data_layout")) : 0;
-    int64_t ob = call->u.call.op == TTH_OP_CONV2D ? tth_layout_block(json_object_get(call->u.call.attrs, "out_layout")) : 0;
+    int lay = call->u.call.op == TTH_OP_CONV2D || call->u.call.op == TTH_OP_QNN_CONV2D;
+    int64_t xb = lay ? tth_layout_block(json_object_get(call->u.call.attrs, "data_layout")) : 0;
+    int64_t ob = lay ? tth_layout_block(json_object_get(call->u.call.attrs, "out_layout")) : 0;
     if (!xt || !wt || !ot || xb < 0 || ob < 0 || xt->rank != (xb ? 5 : 4) || wt->rank != 4 || ot->rank != (ob ? 5 : 4)) {
         snprintf(why, len, "%s: only 2-D convolution on NCHW or NCHW<b>c tensors is supported", op);
         return 0;

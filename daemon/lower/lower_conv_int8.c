@@ -36,9 +36,10 @@ typedef struct qconv {
     int64_t koff, padv;  /* byte offset, and the zero point's byte (plus koff) */
     tth_tbuffer *comp;   /* int32 [O] */
     int RO;
+    tth_tbuffer *xin;    /* the input, while its words are made */
 } qconv;
 
-enum { Q_ONE_GROUP, Q_DEPTHWISE, Q_GROUPED };
+enum { Q_ONE_GROUP, Q_DEPTHWISE, Q_GROUPED, Q_DEPTHWISE_NCHWC };
 
 /* a qnn.conv2d the kernels compute: NCHW, one group (Q_ONE_GROUP), depthwise (groups = C = O),
  * or one group or groups of whole words of input channels (Q_GROUPED: Cg a multiple of 4, not
@@ -48,12 +49,19 @@ static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_
 {
     char why[256];
     if (!c->dot || call->u.call.op != TTH_OP_QNN_CONV2D || !lw_conv_params(call, p, why, sizeof why) ||
-        p->transpose || p->xb || p->ob)
+        p->transpose)
         return 0;
     int dw = p->groups == p->C && p->O == p->C && p->C > 1;
-    if (kind == Q_DEPTHWISE ? !dw
-        : kind == Q_ONE_GROUP ? p->groups != 1
-                              : p->groups != 1 && (dw || (p->C / p->groups) % 4 != 0))
+    int64_t Cg = p->C / p->groups, Og = p->O / p->groups;
+    /* blocked channels (docs/int8.md, "Blocked channels"): the channel-blocked kernel reads an
+     * input whose blocks are whole words and whose groups are whole blocks, and writes blocks
+     * that groups fill; the blocked depthwise kernel reads and writes one layout */
+    int blk = p->xb || p->ob;
+    if (kind == Q_DEPTHWISE_NCHWC ? !dw || !p->xb || p->xb != p->ob
+        : kind == Q_DEPTHWISE     ? !dw || blk
+        : kind == Q_ONE_GROUP     ? p->groups != 1 || blk
+                                  : (p->groups != 1 && (dw || Cg % 4 != 0)) || p->xb % 4 != 0 ||
+                                        (p->xb && Cg % p->xb) || (p->ob && Og % p->ob))
         return 0;
     const tth_rexpr *x = lw_arg(call, 0), *w = lw_arg(call, 1), *xz = lw_arg(call, 2), *wz = lw_arg(call, 3);
     tth_dtype xd = lw_ty(x)->dtype;
@@ -219,12 +227,64 @@ static tth_tstmt *q_pack_group(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv)
     return seq;
 }
 
+/* Padded row ih of block cb of a blocked input (NCHW<b>c, b a multiple of 4) as words: the copy
+ * is [C/b][Hp][Wp][b/4] words, pixel (y, x) of block cb its b/4 words of four channels, each
+ * byte plus koff (the channel-blocked kernel reads it with k.xblk = b/4); the padding is the
+ * zero point's word */
+static tth_tstmt *q_blocked_row(tk *k, void *ctx, tth_texpr *cb, tth_texpr *ih)
+{
+    qconv *q = ctx;
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = &q->g;
+    int64_t b = p->xb, xw = b / 4, C1 = p->C / b;
+    int vl = c->vec.f32_lanes;
+    tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, k->Hp)), ih), lw_i(c, k->Wp * xw));
+    tth_tstmt *in = NULL;
+    if (p->pl && lw_append(c, &in, q_fill(q, row, p->pl * xw)))
+        return NULL;
+    /* the image row: W*b bytes from its first, as W*b/4 words */
+    tth_texpr *src = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb), lw_i(c, p->H)),
+                                      lw_sub(c, ih, lw_i(c, p->pt))), lw_i(c, p->W * b));
+    tth_texpr *dst = lw_add(c, row, lw_i(c, p->pl * xw));
+    int64_t nw = p->W * xw;
+    for (int part = 0; part < 2; part++) {
+        int64_t cnt = part == 0 ? nw / vl : (nw % vl ? 1 : 0);
+        int lanes = part == 0 ? vl : (int)(nw % vl);
+        if (cnt == 0)
+            continue;
+        lw_ax j;
+        if (lw_ax_make(c, &j, "wj", cnt))
+            return NULL;
+        tth_texpr *w0 = lw_add(c, lw_i(c, part ? nw / vl * vl : 0), lw_mul(c, j.e, lw_i(c, vl)));
+        tth_texpr *bytes[4];
+        for (int t = 0; t < 4; t++) {
+            tth_texpr *at = lw_add(c, src, lw_add(c, lw_mul(c, w0, lw_i(c, 4)), lw_i(c, t)));
+            bytes[t] = tth_tir_load(c->m, q->xin, lanes > 1 ? tth_tir_ramp(c->m, at, 4, lanes) : at);
+        }
+        tth_texpr *wv = lw_dot_word(c, bytes, q->koff, q->padv, lanes);
+        if (!wv || lw_append(c, &in, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, tth_tir_vstore(c->m, k->x, lw_add(c, dst, w0), wv, 0))))
+            return NULL;
+    }
+    if (p->pr && lw_append(c, &in, q_fill(q, lw_add(c, row, lw_i(c, (p->pl + p->W) * xw)), p->pr * xw)))
+        return NULL;
+    if (!p->pt && !p->pb)
+        return in;
+    tth_tstmt *pad = q_fill(q, row, k->Wp * xw);
+    tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, p->pt)),
+                               lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->pt + p->H)));
+    return in && pad ? tth_tir_if(c->m, inside, in, pad) : NULL;
+}
+
 /* the words of image k.n: groups of four channels (in parallel when the convolution is), then
  * the last group of C % 4 */
 static tth_tstmt *q_pack_image(qconv *q, tth_tbuffer *x)
 {
     lw_ctx *c = q->k.c;
     const lw_conv_p *p = &q->g;
+    if (p->xb) { /* blocked: by blocks of channels and bands of rows, as the kernel reads them */
+        q->xin = x;
+        return tk_pad_split_blocked(&q->k, p->C / p->xb, q_blocked_row, q);
+    }
     tth_tstmt *seq = NULL;
     int64_t full = p->C / 4;
     if (full > 0) {
@@ -382,7 +442,7 @@ int lw_qconv_blocked_applies(const lw_ctx *c, const tth_rexpr *call, const lw_si
 {
     lw_conv_p p;
     int64_t xzp;
-    return q_params(c, call, &p, &xzp, Q_GROUPED) && (p.groups > 1 || !rows_better(c, &p, s));
+    return q_params(c, call, &p, &xzp, Q_GROUPED) && (p.groups > 1 || p.xb || p.ob || !rows_better(c, &p, s));
 }
 
 /* The image as words of four channels (padded, no phase split), then the channel-blocked
@@ -406,9 +466,19 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int64_t Og = p.O / p.groups, C4g = (p.C / p.groups + 3) / 4;
     while (vl > 1 && vl / 2 >= Og)
         vl /= 2;
+    k->xblk = p.xb / 4; /* a blocked input's copy: b/4 words per pixel of a block */
+    if (p.ob) { /* blocks of the output, or lanes / b of them side by side (docs/layouts.md) */
+        int lanes = c->vec.f32_lanes;
+        vl = (int)p.ob;
+        if (lanes > vl && lanes % vl == 0 && Og >= lanes && (p.groups == 1 || Og % lanes == 0)) {
+            k->obp = lanes / vl;
+            vl = lanes;
+        }
+    }
     k->vl = vl;
     k->NB = (Og + vl - 1) / vl;
-    k->obp = 1;
+    if (!k->obp)
+        k->obp = 1;
     if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, vl, k->NB)))
         return NULL;
     k->comp = q.comp;
@@ -477,4 +547,26 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
     if (!(q.comp = lw_packed_const(c, cp)))
         return NULL;
     return tk_conv_depthwise_int8(c, call, s, &q);
+}
+
+/* ---- depthwise in blocked channels: the float kernel of lower_conv_nchwc.c on int8 ---- */
+
+int lw_qconv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)s;
+    lw_conv_p p;
+    int64_t xzp;
+    return q_params(c, call, &p, &xzp, Q_DEPTHWISE_NCHWC);
+}
+
+/* One vector is the b channels of a pixel: each tap's bytes widened to int32, minus the zero
+ * point, times the tap's weights (int32, packed [C/b][KH][KW][b] at compile time), summed in
+ * int32; taps outside the image are skipped (their x - x_zp is 0), so no comp term. */
+tth_tstmt *lw_qconv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    int64_t xzp;
+    if (!q_params(c, call, &p, &xzp, Q_DEPTHWISE_NCHWC))
+        return lw_fail(c, TTH_EINTERNAL, call, "qnn.conv2d/int8-depthwise-nchwc does not apply"), NULL;
+    return tk_conv_depthwise_nchwc_int8(c, call, s, &p, xzp);
 }

@@ -14,19 +14,24 @@
 
 #include "lower_conv_tiled.h"
 
-/* [C/b][KH][KW][b] from the constant OIHW weight [C, 1, KH, KW] */
+/* [C/b][KH][KW][b] from the constant OIHW weight [C, 1, KH, KW]: float32, or for int8 weights
+ * int32 (the int8 kernel multiplies in int32) */
 static tth_tbuffer *dwb_pack(tk *k, const tth_tensor *wt)
 {
     const lw_conv_p *p = k->p;
     int64_t b = p->ob, KK = p->KH * p->KW;
-    tth_tensor *pk = lw_packed_new(k->c, p->C * KK);
+    int q = wt->type.dtype == TTH_I8;
+    tth_tensor *pk = q ? lw_table_new(k->c, TTH_I32, p->C * KK, NULL) : lw_packed_new(k->c, p->C * KK);
     if (!pk)
         return NULL;
-    float *dst = pk->data;
-    const float *src = wt->data;
     for (int64_t ch = 0; ch < p->C; ch++)
-        for (int64_t kk = 0; kk < KK; kk++)
-            dst[((ch / b) * KK + kk) * b + ch % b] = src[ch * KK + kk];
+        for (int64_t kk = 0; kk < KK; kk++) {
+            int64_t to = ((ch / b) * KK + kk) * b + ch % b, from = ch * KK + kk;
+            if (q)
+                ((int32_t *)pk->data)[to] = ((const int8_t *)wt->data)[from];
+            else
+                ((float *)pk->data)[to] = ((const float *)wt->data)[from];
+        }
     return lw_packed_const(k->c, pk);
 }
 
@@ -35,11 +40,12 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int b = (int)p->ob;
+    int b = (int)p->ob, q = k->xdt != TTH_F32;
+    tth_dtype at = q ? TTH_I32 : TTH_F32;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, RW, b, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, RW, b, &seq);
     lw_ax kh, kw;
-    tth_tvar *vw = lw_var_vec(c, "w", TTH_F32, b), *vih = lw_var(c, "ih", TTH_I64), *vrow = lw_var(c, "xr", TTH_I64);
+    tth_tvar *vw = lw_var_vec(c, "w", at, b), *vih = lw_var(c, "ih", TTH_I64), *vrow = lw_var(c, "xr", TTH_I64);
     if (!acc || !vw || !vih || !vrow || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
     tth_tstmt *upd = NULL;
@@ -48,8 +54,13 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
         tth_texpr *iw = lw_add(c, lw_sub(c, lw_mul(c, lw_add(c, ow0, lw_i(c, r)), lw_i(c, p->sw)), lw_i(c, p->pl)),
                                lw_mul(c, kw.e, lw_i(c, p->dw)));
         tth_texpr *xv = tth_tir_vload(c->m, k->x, lw_add(c, lw_ref(c, vrow), lw_mul(c, iw, lw_i(c, b))), b, 0);
-        tth_texpr *ai = lw_i(c, (int64_t)r * b);
-        tth_tstmt *st = tth_tir_vstore(c->m, acc, ai, lw_madd(c, xv, lw_ref(c, vw), tth_tir_vload(c->m, acc, ai, b, 0)), 0);
+        tth_texpr *ai = lw_i(c, (int64_t)r * b), *av = tth_tir_vload(c->m, acc, ai, b, 0);
+        if (q) { /* int8: (x - x_zp) * w in int32; a tap outside the image is x_zp, so it adds 0 */
+            xv = lw_cast(c, TTH_I32, xv);
+            if (k->xzp)
+                xv = lw_sub(c, xv, tth_tir_broadcast(c->m, tth_tir_int(c->m, TTH_I32, k->xzp), b));
+        }
+        tth_tstmt *st = tth_tir_vstore(c->m, acc, ai, q ? lw_add(c, lw_mul(c, xv, lw_ref(c, vw)), av) : lw_madd(c, xv, lw_ref(c, vw), av), 0);
         if (edge)
             st = tth_tir_if(c->m, lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, iw, lw_i(c, 0)),
                                          lw_bin(c, TTH_TBIN_LT, iw, lw_i(c, p->W))), st, NULL);
@@ -134,14 +145,19 @@ int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, cons
     return tk_conv_f32_any(call, &p) && p.ob && p.xb == p.ob && p.groups == p.C && p.O == p.C;
 }
 
-tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+/* the blocked depthwise kernel for call of shapes p; xdt/xzp: an int8 or uint8 input and its
+ * zero point (the weight then int8), else float32 */
+static tth_tstmt *dwb_conv(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const lw_conv_p *pp, tth_dtype xdt,
+                           int64_t xzp)
 {
-    lw_conv_p p;
+    lw_conv_p p = *pp;
     tk k;
-    if (!lw_conv_depthwise_nchwc_applies(c, call, s) || !tk_conv_f32_any(call, &p))
-        return lw_fail(c, TTH_EINTERNAL, call, "conv2d/depthwise-nchwc does not apply"), NULL;
     tk_init(&k, c, call, &p, s);
     k.vl = (int)p.ob;
+    k.xdt = xdt;
+    k.xzp = xzp;
+    if (xdt != TTH_F32)
+        k.bias = NULL; /* qnn.conv2d's arguments 2 and 3 are zero points */
     const tth_rexpr *wa = lw_arg(call, 1);
     k.wpacked = wa->kind == TTH_REXPR_CONST;
     if (!(k.x = lw_buf(c, lw_arg(call, 0))) || !(k.w = k.wpacked ? dwb_pack(&k, wa->u.constant.value) : lw_buf(c, wa)))
@@ -168,8 +184,29 @@ tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_si
     tth_tstmt *row = NULL;
     if (lw_append(c, &row, dwb_edges(&k, c1, oh, owl, owr)) || lw_append(c, &row, dwb_cols(&k, c1, oh, owl, owr - owl, RW)))
         return NULL;
-    row = lw_let(c, vc1, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, p.OH)), lw_let(c, voh, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, p.OH)), row));
-    int par = p.C * p.OH * p.OW * p.KH * p.KW >= LW_PARALLEL_MIN && C1 * p.OH > 1;
+    int64_t work = p.C * p.OH * p.OW * p.KH * p.KW;
+    int par = work >= (xdt == TTH_F32 ? LW_PARALLEL_MIN : LW_PARALLEL_MIN_DW) && C1 * p.OH > 1;
+    if (xdt == TTH_F32) {
+        row = lw_let(c, vc1, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, p.OH)), lw_let(c, voh, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, p.OH)), row));
+    } else {
+        /* rows outermost: each core a band of rows of every block, the pixels the layers before
+         * and after it have on that core (docs/int8.md, "Blocked channels") */
+        row = lw_let(c, voh, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, C1)), lw_let(c, vc1, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, C1)), row));
+    }
     row = lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
     return lw_ax_loop(c, &an, TTH_LOOP_SERIAL, row);
+}
+
+tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    if (!lw_conv_depthwise_nchwc_applies(c, call, s) || !tk_conv_f32_any(call, &p))
+        return lw_fail(c, TTH_EINTERNAL, call, "conv2d/depthwise-nchwc does not apply"), NULL;
+    return dwb_conv(c, call, s, &p, TTH_F32, 0);
+}
+
+tth_tstmt *tk_conv_depthwise_nchwc_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const lw_conv_p *p,
+                                        int64_t xzp)
+{
+    return dwb_conv(c, call, s, p, lw_ty(lw_arg(call, 0))->dtype, xzp);
 }

@@ -209,32 +209,51 @@ tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_te
     return lw_ax_loop(c, &cb, par && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
 }
 
-/* The padded copy of image n of an NCHW<b>c input (docs/layouts.md), in parallel when large,
- * split the way the convolution reads it (docs/threads.md, "Locality"): with rows outermost in
- * the kernel, over (band, block) pairs, bands outermost, band i holding the padded rows from
- * where output band i (lw_bands) starts reading to where band i + 1 starts, the last to the end;
- * with the weights outermost, over blocks. */
-tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+/* The padded copy of image n of an NCHW<b>c input in C1 blocks, each padded row written by
+ * row(k, ctx, cb, ih); in parallel when large, split the way the convolution reads it
+ * (docs/threads.md, "Locality"): with rows outermost in the kernel, over (band, block) pairs,
+ * bands outermost, band i holding the padded rows from where output band i (lw_bands) starts
+ * reading to where band i + 1 starts, the last to the end; with the weights outermost, over
+ * blocks. */
+tth_tstmt *tk_pad_split_blocked(tk *k, int64_t C1, tk_prow_fn row, void *ctx)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW, per = p->OH;
-    int par = work >= LW_PARALLEL_MIN;
-    int64_t nb = k->wouter || !par ? 1 : lw_bands(c, p->OH, &per), C1 = p->C / p->xb;
-    if (nb <= 1)
-        return tk_pad_rows_blocked(k, src, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, par);
-    lw_ax q;
+    int par = work >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
+    int64_t nb = k->wouter || !par ? 1 : lw_bands(c, p->OH, &per);
     tth_tvar *vih = lw_var(c, "ph", TTH_I64);
+    lw_ax q;
     if (!vih || lw_ax_make(c, &q, "pq", nb * C1))
         return NULL;
-    tth_texpr *band = lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, C1)), *cb = lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, C1));
-    tth_tstmt *st = pad_row_blocked(k, src, xp, lw_i(c, 0), lw_i(c, 0), k->Hp, cb, lw_ref(c, vih));
-    /* band i: rows [i*step, (i+1)*step), the last to Hp: (i+1)*step + ((i+1)/nb)*(Hp - nb*step) */
-    int64_t step = per * p->sh;
-    tth_texpr *cnt = lw_add(c, lw_i(c, step), lw_mul(c, lw_bin(c, TTH_TBIN_DIV, lw_add(c, band, lw_i(c, 1)), lw_i(c, nb)),
-                                                     lw_i(c, k->Hp - nb * step)));
-    st = lw_for(c, vih, lw_mul(c, band, lw_i(c, step)), cnt, TTH_LOOP_SERIAL, st);
-    return lw_ax_loop(c, &q, TTH_LOOP_PARALLEL, st);
+    tth_texpr *band = lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, C1)), *cb = nb > 1 ? lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, C1)) : q.e;
+    tth_tstmt *st = row(k, ctx, cb, lw_ref(c, vih));
+    if (nb > 1) {
+        /* band i: rows [i*step, (i+1)*step), the last to Hp: (i+1)*step + ((i+1)/nb)*(Hp - nb*step) */
+        int64_t step = per * p->sh;
+        tth_texpr *cnt = lw_add(c, lw_i(c, step), lw_mul(c, lw_bin(c, TTH_TBIN_DIV, lw_add(c, band, lw_i(c, 1)), lw_i(c, nb)),
+                                                         lw_i(c, k->Hp - nb * step)));
+        st = lw_for(c, vih, lw_mul(c, band, lw_i(c, step)), cnt, TTH_LOOP_SERIAL, st);
+    } else {
+        st = lw_for(c, vih, lw_i(c, 0), lw_i(c, k->Hp), TTH_LOOP_SERIAL, st);
+    }
+    return lw_ax_loop(c, &q, par && nb * C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
+}
+
+typedef struct pad_bufs {
+    tth_tbuffer *src, *dst;
+} pad_bufs;
+
+static tth_tstmt *pad_row_whole(tk *k, void *ctx, tth_texpr *cb, tth_texpr *ih)
+{
+    pad_bufs *b = ctx;
+    return pad_row_blocked(k, b->src, b->dst, lw_i(k->c, 0), lw_i(k->c, 0), k->Hp, cb, ih);
+}
+
+tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    pad_bufs b = {src, xp};
+    return tk_pad_split_blocked(k, k->p->C / k->p->xb, pad_row_whole, &b);
 }
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
@@ -321,6 +340,8 @@ tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *o
             return NULL;
         val = lw_add(c, val, lw_cast(c, TTH_F32, bv));
     }
+    if (k->comp) /* int8: the zero point's term of each channel (docs/int8.md) */
+        val = lw_add(c, val, tth_tir_vload(c->m, k->comp, lw_mul(c, blk, lw_i(c, b)), (int)b, 0));
     tth_texpr *idx[5] = {k->n, blk, oh, ow, tth_tir_ramp(c->m, lw_i(c, 0), 1, (int)b)};
     return lw_sink_store(c, k->s, 0, idx, val);
 }

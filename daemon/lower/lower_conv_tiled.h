@@ -122,6 +122,11 @@ tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *o
 tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
                                int64_t nrows, int par);
 tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp);
+/* padded row ih of block cb of a blocked copy (the caller's ctx) */
+typedef tth_tstmt *(*tk_prow_fn)(tk *k, void *ctx, tth_texpr *cb, tth_texpr *ih);
+/* the padded copy of image k->n in C1 blocks, row by row, split among the cores as the kernel
+ * reads it (tk_pad_copy_blocked; the int8 kernels' words, lower_conv_int8.c) */
+tth_tstmt *tk_pad_split_blocked(tk *k, int64_t C1, tk_prow_fn row, void *ctx);
 
 /* The epilogue s->epi may take the pixel index of an OH x OW output as (0, p) (a flat image):
  * every tensor in it is constant along H and W or has the output's full H and W. With OH < 0:
@@ -156,6 +161,10 @@ typedef struct tk_int8 {
                                 [C][KH][ceil(KW/4)] */
 } tk_int8;
 tth_tstmt *tk_conv_depthwise_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const tk_int8 *q);
+/* the depthwise kernel on NCHW<b>c (lower_conv_nchwc.c) for a qnn.conv2d of shapes p whose input
+ * (int8 or uint8) has the zero point xzp: (x - xzp) * w summed in int32 */
+tth_tstmt *tk_conv_depthwise_nchwc_int8(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const lw_conv_p *p,
+                                        int64_t xzp);
 /* the channel-blocked and the row-vectorized kernels over k as set up by their caller (the int8
  * strategies: lower_conv_int8.c); the row kernel's weights are k->w packed in blocks of RO
  * channels, and its reduction runs over k->Cg (input channels, or words of four) */

@@ -33,8 +33,9 @@ static int pool_params(const tth_rexpr *call, pool_p *p, char *why, size_t len)
         snprintf(why, len, "%s: only 2-D pooling on NCHW or NCHW<b>c tensors is supported", op);
         return 0;
     }
-    if (p->b && xt->dtype != TTH_F32) {
-        snprintf(why, len, "%s: layout NCHW%lldc is supported for float32 only", op, (long long)p->b);
+    if (p->b && xt->dtype != TTH_F32 &&
+        !(call->u.call.op == TTH_OP_MAX_POOL2D && (xt->dtype == TTH_I8 || xt->dtype == TTH_U8))) {
+        snprintf(why, len, "%s: layout NCHW%lldc is supported for float32 (and int8 max pools) only", op, (long long)p->b);
         return 0;
     }
     if (xt->dtype == TTH_BOOL) {
@@ -153,7 +154,8 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, 
 {
     int b = (int)p->b;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile(c, 1, b, &seq);
+    tth_dtype at = p->is_max ? x->dtype : TTH_F32; /* a max pool of int8 or uint8 stays in its dtype */
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, 1, b, &seq);
     tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vkw = lw_var(c, "kw", TTH_I64);
     tth_tvar *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
     tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
@@ -162,7 +164,7 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, 
     if (p->is_max) {
         seq = NULL;
         if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
-                                              tth_tir_broadcast(c->m, lw_imm(c, TTH_F32, lw_dtype_lowest(TTH_F32)), b), 0)))
+                                              tth_tir_broadcast(c->m, lw_imm(c, at, lw_dtype_lowest(at)), b), 0)))
             return NULL;
     }
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;

@@ -12,11 +12,20 @@
 
 #include "lower_internal.h"
 
+/* a requantize on blocked channels: the block (its layout attribute), else 0 */
+static int64_t q_block(const tth_rexpr *call)
+{
+    int64_t b = call->u.call.op == TTH_OP_REQUANTIZE ? tth_layout_block(json_object_get(call->u.call.attrs, "layout")) : 0;
+    return b > 0 ? b : 0;
+}
+
 /* index along the quantization axis (0 when the parameters are scalars) */
 static tth_texpr *q_axis_idx(lw_ctx *c, const tth_rexpr *call, const tth_rexpr *x, tth_texpr *const *idx)
 {
     const tth_ttype *xt = lw_ty(x);
-    int64_t ax = lw_attr_int(call, "axis", 1);
+    int64_t ax = lw_attr_int(call, "axis", 1), b = q_block(call);
+    if (b > 0 && idx) /* NCHW<b>c: channel (c / b)*b + c % b (docs/int8.md, "Blocked channels") */
+        return lw_add(c, lw_mul(c, idx[1], lw_i(c, b)), idx[4]);
     if (ax < 0)
         ax += xt->rank;
     if (ax < 0 || ax >= xt->rank || !idx)
@@ -179,13 +188,15 @@ int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
         snprintf(why, len, "%s: a tuple result", name);
         return 0;
     }
-    int64_t ax = lw_attr_int(call, "axis", 1);
+    int64_t ax = lw_attr_int(call, "axis", 1), b = q_block(call);
     if (ax < 0)
         ax += xt->rank;
+    /* blocked: one value per channel, C = (C / b) * b */
+    int64_t axn = b && ax == 1 && xt->rank == 5 ? xt->shape[1] * b : ax >= 0 && ax < xt->rank ? xt->shape[ax] : -1;
     for (size_t i = 1; i < call->u.call.nargs; i++) {
         const tth_ttype *pt = lw_ty(lw_arg(call, i));
         int64_t n = lw_numel(pt->shape, pt->rank);
-        if (n != 1 && (pt->rank != 1 || ax < 0 || ax >= xt->rank || pt->shape[0] != xt->shape[ax])) {
+        if (n != 1 && (pt->rank != 1 || axn < 0 || pt->shape[0] != axn)) {
             snprintf(why, len, "%s: argument %zu must be a scalar or have one value per element of axis %lld",
                      name, i, (long long)ax);
             return 0;

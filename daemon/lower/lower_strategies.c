@@ -16,6 +16,7 @@ static const lw_strategy table[] = {
     {TTH_OP_CONV2D, "conv2d/row-vectorized", lw_conv_rows_applies, lw_conv_rows},
     {TTH_OP_CONV2D, "conv2d/channel-blocked", lw_conv_blocked_applies, lw_conv_blocked},
     /* int8 on the CPU's dot products (docs/int8.md) */
+    {TTH_OP_QNN_CONV2D, "qnn.conv2d/int8-depthwise-nchwc", lw_qconv_depthwise_nchwc_applies, lw_qconv_depthwise_nchwc},
     {TTH_OP_QNN_CONV2D, "qnn.conv2d/int8-dot-blocked", lw_qconv_blocked_applies, lw_qconv_blocked},
     {TTH_OP_QNN_CONV2D, "qnn.conv2d/int8-dot-rows", lw_qconv_dot_applies, lw_qconv_dot},
     {TTH_OP_QNN_CONV2D, "qnn.conv2d/int8-depthwise-rows", lw_qconv_depthwise_applies, lw_qconv_depthwise},

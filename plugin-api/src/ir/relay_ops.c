@@ -683,18 +683,16 @@ static int check_bias(relctx *c, size_t i, int64_t channels)
     return need_same_dtype(c, 0, i);
 }
 
-/* nn.conv2d(x NCHW, w OIHW, [bias O]). */
-static int rel_conv2d(relctx *c)
+/* The output shape of a convolution whose input and output may be in blocked channels
+ * (data_layout, out_layout: docs/layouts.md); *t gets the output type (x's dtype) */
+static int conv2d_layout_shape(relctx *c, const tth_window_attrs *a, tth_ttype *t)
 {
-    tth_window_attrs a;
-    tth_ttype t;
     int64_t bi, bo;
     int rc;
-    if ((rc = read_conv_attrs(c, &a, 0)) || (rc = attr_layout(c, "data_layout", &bi)) ||
-        (rc = attr_layout(c, "out_layout", &bo)) || (rc = need_numeric(c, 0)) || (rc = need_same_dtype(c, 0, 1)))
+    if ((rc = attr_layout(c, "data_layout", &bi)) || (rc = attr_layout(c, "out_layout", &bo)))
         return rc;
     if (!bi) {
-        if ((rc = conv2d_shape(c, &a, &t)))
+        if ((rc = conv2d_shape(c, a, t)))
             return rc;
     } else {
         /* blocked input [N, C/b, H, W, b]: the shape rule of its NCHW view */
@@ -703,19 +701,32 @@ static int rel_conv2d(relctx *c)
             return rel_fail(c, "argument 0 must have rank 5 with %lld channels innermost (data_layout NCHW%lldc)",
                             (long long)bi, (long long)bi);
         tth_ttype view = {.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1] * bi, x->shape[2], x->shape[3]}};
-        if ((rc = conv2d_shape_of(c, &view, &a, &t)))
+        if ((rc = conv2d_shape_of(c, &view, a, t)))
             return rc;
     }
-    if (c->nargs == 3 && (rc = check_bias(c, 2, t.shape[1])))
-        return rc;
     if (bo) {
-        if (t.shape[1] % bo)
+        if (t->shape[1] % bo)
             return rel_fail(c, "%lld output channels do not fill blocks of %lld (out_layout NCHW%lldc)",
-                            (long long)t.shape[1], (long long)bo, (long long)bo);
-        t.rank = 5;
-        t.shape[4] = bo;
-        t.shape[1] /= bo;
+                            (long long)t->shape[1], (long long)bo, (long long)bo);
+        t->rank = 5;
+        t->shape[4] = bo;
+        t->shape[1] /= bo;
     }
+    return 0;
+}
+
+/* nn.conv2d(x NCHW, w OIHW, [bias O]). */
+static int rel_conv2d(relctx *c)
+{
+    tth_window_attrs a;
+    tth_ttype t;
+    int rc;
+    if ((rc = read_conv_attrs(c, &a, 0)) || (rc = need_numeric(c, 0)) || (rc = need_same_dtype(c, 0, 1)) ||
+        (rc = conv2d_layout_shape(c, &a, &t)))
+        return rc;
+    /* the bias has one value per output channel, in every layout */
+    if (c->nargs == 3 && (rc = check_bias(c, 2, t.rank == 5 ? t.shape[1] * t.shape[4] : t.shape[1])))
+        return rc;
     set_out(c, &t);
     return 0;
 }
@@ -1728,20 +1739,22 @@ static int need_q8(relctx *c, size_t i)
     return 0;
 }
 
-/* qnn.conv2d(x, w, x_zp scalar, w_zp scalar or per output channel) -> int32. */
+/* qnn.conv2d(x, w, x_zp scalar, w_zp scalar or per output channel) -> int32; x and the result
+ * NCHW or blocked (data_layout, out_layout) as nn.conv2d's */
 static int rel_qnn_conv2d(relctx *c)
 {
     tth_window_attrs a;
     tth_ttype t;
     int rc;
     if ((rc = read_conv_attrs(c, &a, 0)) || (rc = need_q8(c, 0)) || (rc = need_q8(c, 1)) ||
-        (rc = conv2d_shape(c, &a, &t)) || (rc = need_same_dtype(c, 0, 2)) || (rc = need_same_dtype(c, 1, 3)) ||
+        (rc = conv2d_layout_shape(c, &a, &t)) || (rc = need_same_dtype(c, 0, 2)) || (rc = need_same_dtype(c, 1, 3)) ||
         (rc = need_scalar(c, 2, "x_zero_point")))
         return rc;
+    int64_t O = t.rank == 5 ? t.shape[1] * t.shape[4] : t.shape[1];
     const tth_ttype *wz = ARG(c, 3);
-    if (!(wz->rank == 0 || (wz->rank == 1 && (wz->shape[0] == 1 || wz->shape[0] == t.shape[1]))))
+    if (!(wz->rank == 0 || (wz->rank == 1 && (wz->shape[0] == 1 || wz->shape[0] == O))))
         return rel_fail(c, "w_zero_point must be a scalar or have %lld elements (one per output channel)",
-                        (long long)t.shape[1]);
+                        (long long)O);
     t.dtype = TTH_I32;
     set_out(c, &t);
     return 0;
@@ -1778,7 +1791,25 @@ static int rel_requantize(relctx *c)
         return attr_fail(c, "out_dtype must be int8, uint8, int16, uint16 or int32, got %s", tth_dtype_name(dt));
     if (ARG(c, 0)->dtype != TTH_I32)
         return rel_fail(c, "x must be int32, got %s", tth_dtype_name(ARG(c, 0)->dtype));
-    if ((rc = check_qparams(c, 1, 2, ARG(c, 0), axis, TTH_DTYPE_INVALID)) || (rc = need_float(c, 3)) ||
+    /* layout NCHW<b>c: x is [N, C/b, H, W, b] and the per-axis parameters (axis 1) are per
+     * channel, channel c at [n, c / b, h, w, c % b] (docs/int8.md, "Blocked channels") */
+    int64_t b;
+    if ((rc = attr_layout(c, "layout", &b)))
+        return rc;
+    const tth_ttype *x = ARG(c, 0);
+    tth_ttype view;
+    if (b) {
+        if (x->rank != 5 || x->shape[4] != b)
+            return rel_fail(c, "x must have rank 5 with %lld channels innermost (layout NCHW%lldc)", (long long)b,
+                            (long long)b);
+        if (axis != 1)
+            return attr_fail(c, "axis must be 1 (the channels) with layout NCHW%lldc, got %lld", (long long)b,
+                             (long long)axis);
+        view = (tth_ttype){.dtype = x->dtype, .rank = 4, .shape = {x->shape[0], x->shape[1] * b, x->shape[2], x->shape[3]}};
+        x = &view;
+        axis = 1;
+    }
+    if ((rc = check_qparams(c, 1, 2, x, axis, TTH_DTYPE_INVALID)) || (rc = need_float(c, 3)) ||
         (rc = need_scalar(c, 3, "out_scale")) || (rc = need_scalar(c, 4, "out_zero_point")))
         return rc;
     if (tth_dtype_is_float(ARG(c, 4)->dtype) || ARG(c, 4)->dtype == TTH_BOOL)
