@@ -120,8 +120,9 @@ static tth_tstmt *conv_common(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
         return NULL;
     }
     if (p.xb || p.ob) {
-        lw_fail(c, TTH_EUNSUPPORTED, call, "%s in blocked channels (NCHW<b>c) is lowered for float32 with one group, "
-                "groups whose channels fill whole blocks, or depthwise only (docs/layouts.md)", tth_op_name(call->u.call.op));
+        lw_fail(c, TTH_EUNSUPPORTED, call, "%s in blocked channels (NCHW<b>c) is lowered for float32, or int8 with "
+                "constant symmetric weights and a constant input zero point, with one group, groups whose channels "
+                "fill whole blocks, or depthwise only (docs/layouts.md, docs/int8.md)", tth_op_name(call->u.call.op));
         return NULL;
     }
 

@@ -48,8 +48,11 @@ enum { Q_ONE_GROUP, Q_DEPTHWISE, Q_GROUPED, Q_DEPTHWISE_NCHWC };
 static int q_params(const lw_ctx *c, const tth_rexpr *call, lw_conv_p *p, int64_t *xzp, int kind)
 {
     char why[256];
-    if (!c->dot || call->u.call.op != TTH_OP_QNN_CONV2D || !lw_conv_params(call, p, why, sizeof why) ||
-        p->transpose)
+    if (call->u.call.op != TTH_OP_QNN_CONV2D || !lw_conv_params(call, p, why, sizeof why) || p->transpose)
+        return 0;
+    /* NCHW on vector targets; blocked tensors (which only the layout pass makes, for vector
+     * targets) on any, so that the scalar reference lowering computes them too */
+    if (!c->dot && !p->xb && !p->ob)
         return 0;
     int dw = p->groups == p->C && p->O == p->C && p->C > 1;
     int64_t Cg = p->C / p->groups, Og = p->O / p->groups;
@@ -344,11 +347,13 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
 
 /* ---- the convolution ---- */
 
-/* koff and the zero point's byte for the dot product the target has (docs/int8.md) */
+/* koff and the zero point's byte for the dot product the target has (docs/int8.md); a target
+ * without vectors (blocked tensors only) takes the unsigned-by-signed form */
 static void q_offsets(qconv *q, lw_ctx *c, const tth_rexpr *call, int64_t xzp)
 {
-    q->k.dot = c->dot;
-    q->koff = lw_dot_koff(c, lw_ty(lw_arg(call, 0))->dtype);
+    q->k.dot = c->dot ? c->dot : TTH_TINTRIN_DOT4_US;
+    int us = q->k.dot == TTH_TINTRIN_DOT4_US, u8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8;
+    q->koff = us == u8 ? 0 : us ? 128 : -128;
     q->padv = (xzp + q->koff) & 0xff;
 }
 

@@ -1180,6 +1180,81 @@ def case(name):
         a = {"strides": [2, 2], "padding": [1, 1, 1, 1], "groups": 16, "data_layout": "NCHW16c", "out_layout": "NCHW16c"}
         y = conv2d(x, w, None, [2, 2], [1, 1, 1, 1], [1, 1], 16)
         return [(blocked(x, 16), False), (w, False)], [("nn.conv2d", a, ["i0", "i1"])], [blocked(y, 16).astype(f32)]
+    # int8 in blocked channels (docs/int8.md, "Blocked channels"): the channel-blocked dot kernel
+    # reading blocked words and writing blocks, the blocked depthwise kernel, requantize per
+    # channel through its layout attribute; integers exact
+    if name in ("qnn_conv_nchwc_requant_uint8", "qnn_conv_nchwc_narrow_int8", "qnn_conv_nchwc_depthwise_uint8"):
+        # NCHW16c 3x3 (asymmetric padding); NCHW8c 1x1 24 -> 40 on two images (at 16 lanes two
+        # blocks of 8 to an accumulator, the last one half past the channels); NCHW16c depthwise
+        # stride 2 on two images; each + bias and a requantize per channel saturating at both ends
+        kind = {"qnn_conv_nchwc_requant_uint8": "3x3", "qnn_conv_nchwc_narrow_int8": "1x1",
+                "qnn_conv_nchwc_depthwise_uint8": "dw"}[name]
+        u8 = kind != "1x1"
+        shape, o, k, bk, st, pads, groups = {
+            "3x3": ((1, 32, 9, 11), 32, 3, 16, [1, 1], [1, 2, 1, 0], 1),
+            "1x1": ((2, 24, 5, 7), 40, 1, 8, [1, 1], [0, 0, 0, 0], 1),
+            "dw": ((2, 32, 10, 13), 32, 3, 16, [2, 2], [1, 0, 2, 1], 32)}[kind]
+        c = shape[1]
+        x = rnd(shape, "uint8", 0, 255) if u8 else rnd(shape, "int8", -128, 127)
+        w = rnd((o, c // groups, k, k), "int8", -128, 127)
+        z = {"3x3": 131, "1x1": -5, "dw": 200}[kind]
+        xzp, wzp = np.array(z, "uint8" if u8 else "int8"), np.zeros((o,), "int8")
+        b = rnd((o, 1, 1), "int32", -30000, 30000)
+        isc = (np.linspace(0.2, 3.0, o) * (1e-4 if kind != "dw" else 1e-3)).astype(f32)
+        odt = "uint8" if u8 else "int8"
+        izp, osc, ozp = np.array(0, "int32"), np.array(0.05, f32), np.array(3 if u8 else -3, odt)
+        lay = "NCHW%dc" % bk
+        a = {"padding": pads, "strides": st, "groups": groups, "data_layout": lay, "out_layout": lay}
+        acc = (conv2d(x, w, None, st, pads, [1, 1], groups, xzp=z, acc="int64") + b).astype("int32")
+        v = np.rint(acc.astype(f32) * (isc / osc).astype(f32).reshape(1, o, 1, 1)) + np.float32(int(ozp))
+        y = np.clip(v, *((0, 255) if u8 else (-128, 127))).astype(odt)
+        bb = np.ascontiguousarray(b.reshape(1, o // bk, bk, 1, 1).transpose(0, 1, 3, 4, 2))
+        return [(blocked(x, bk), False), (w, True), (xzp, True), (wzp, True), (bb, True), (isc, True), (izp, True),
+                (osc, True), (ozp, True)], \
+               [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"]), ("add", {}, ["prev", "i4"]),
+                ("qnn.requantize", {"axis": 1, "out_dtype": odt, "layout": lay}, ["prev", "i5", "i6", "i7", "i8"])], \
+               [blocked(y, bk)]
+    if name in ("qnn_conv_nchwc_stem_uint8", "qnn_conv_nchwc_grouped_int8", "qnn_conv_nchwc_in_only",
+                "qnn_conv_nchwc_depthwise_5x5", "qnn_conv_nchwc_copy_bands"):
+        # int32 results: an NCHW stem (3 channels) writing NCHW16c, stride 2; two groups of 16
+        # in NCHW16c; NCHW8c in, 20 channels of NCHW out, stride 2 with dilation; a 5x5 dilated
+        # depthwise in NCHW8c with zero point 0; a layer large enough for its copy and kernel to
+        # run in bands of rows (three cores)
+        xs, o, k, st, pads, dil, groups, z, u8, bi, bo = {
+            "qnn_conv_nchwc_stem_uint8": ((1, 3, 15, 17), 32, 3, [2, 2], [1, 1, 1, 1], [1, 1], 1, 128, True, 0, 16),
+            "qnn_conv_nchwc_grouped_int8": ((1, 32, 8, 9), 32, 3, [1, 1], [1, 1, 1, 1], [1, 1], 2, 7, False, 16, 16),
+            "qnn_conv_nchwc_in_only": ((1, 16, 11, 13), 20, 3, [2, 2], [0, 1, 2, 1], [2, 1], 1, 255, True, 8, 0),
+            "qnn_conv_nchwc_depthwise_5x5": ((1, 16, 12, 14), 16, 5, [1, 1], [4, 4, 4, 4], [2, 2], 16, 0, False, 8, 8),
+            "qnn_conv_nchwc_copy_bands": ((1, 32, 58, 60), 32, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1, 9, True, 16, 16),
+        }[name]
+        x = rnd(xs, "uint8", 0, 255) if u8 else rnd(xs, "int8", -128, 127)
+        w = rnd((o, xs[1] // groups, k, k), "int8", -128, 127)
+        xzp, wzp = np.array(z, "uint8" if u8 else "int8"), np.zeros((o,), "int8")
+        a = {"padding": pads, "strides": st, "dilation": dil, "groups": groups}
+        if bi:
+            a["data_layout"] = "NCHW%dc" % bi
+        if bo:
+            a["out_layout"] = "NCHW%dc" % bo
+        y = conv2d(x, w, None, st, pads, dil, groups, xzp=z, acc="int64").astype("int32")
+        return [(blocked(x, bi) if bi else x, False), (w, True), (xzp, True), (wzp, True)], \
+               [("qnn.conv2d", a, ["i0", "i1", "i2", "i3"])], [blocked(y, bo) if bo else y]
+    if name == "qnn_requantize_nchwc":
+        # a requantize of its own on NCHW8c, input zero point and scale per channel
+        x = rnd((1, 24, 4, 5), "int32", -40000, 40000)
+        izp = rnd((24,), "int32", -100, 100)
+        isc = (np.linspace(0.5, 2.0, 24) * 1e-3).astype(f32)
+        osc, ozp = np.array(0.1, f32), np.array(17, "uint8")
+        v = np.rint((x - izp.reshape(1, 24, 1, 1)).astype(f32) * (isc / osc).astype(f32).reshape(1, 24, 1, 1)) + np.float32(17)
+        y = np.clip(v, 0, 255).astype("uint8")
+        return [(blocked(x, 8), False), (isc, True), (izp, True), (osc, True), (ozp, True)], \
+               [("qnn.requantize", {"axis": 1, "out_dtype": "uint8", "layout": "NCHW8c"}, ["i0", "i1", "i2", "i3", "i4"])], \
+               [blocked(y, 8)]
+    if name == "max_pool_nchwc_uint8":
+        # a quantized model's max pool on its integers in NCHW8c, padding never picked
+        x = rnd((1, 16, 9, 10), "uint8", 0, 255)
+        a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1], "layout": "NCHW8c"}
+        y = max_pool(x.astype(np.float64), [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False).astype("uint8")
+        return [(blocked(x, 8), False)], [("nn.max_pool2d", a, ["i0"])], [blocked(y, 8)]
     if name == "max_pool_nchwc":
         x = rnd((2, 32, 9, 10))
         a = {"pool_size": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1], "ceil_mode": True, "layout": "NCHW16c"}

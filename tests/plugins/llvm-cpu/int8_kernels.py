@@ -60,6 +60,21 @@ HOST_TARGETS = [
 ]
 if "avx_vnni" in FLAGS and "avx2" in FLAGS:
     HOST_TARGETS.insert(3, ("alderlake", "llvm -mcpu=alderlake", r"\bvpdpbusd\b", True))
+# float32 lanes of each target's vectors: the layout pass's blocks (docs/layouts.md)
+LANES = {"llvm": 16 if "avx512f" in FLAGS else 8 if "avx2" in FLAGS else 4, "haswell": 8, "skylake-avx512": 16,
+         "alderlake": 8, "c": 1, "cortex-a72": 4, "cortex-a76": 4, "v8.6a-i8mm": 4}
+
+
+def block_for(c, lanes):
+    """the layout pass's block for c channels (daemon/frontend/layout.c), 0: NCHW"""
+    b = lanes
+    while lanes >= 4 and b >= 4 and 2 * b >= lanes:
+        if c % b == 0:
+            return b
+        b //= 2
+    return 0
+
+
 AARCH64_TARGETS = [
     ("cortex-a72", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", r"\b(u|s|us)dot\b", False),
     ("cortex-a76", "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76", r"\bsdot\b", True),
@@ -122,6 +137,34 @@ def qlinear_conv_case(name, seed, xshape, xdt, xzp, o, k, strides, pads, dil, yd
     return m, x, y
 
 
+def qlinear_chain_case(name, seed, xshape, xzp, layers):
+    """QLinearConv layers one after another (uint8 throughout), each (o, k, strides, pads, groups,
+    yzp) reading the one before with its scale and zero point: the layers between stay in
+    blocked channels (docs/int8.md, "Blocked channels")"""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 255, size=xshape, endpoint=True).astype(np.uint8)
+    cur, cur_s, cur_z, c = x, F32(0.02), xzp, xshape[1]
+    inits, nodes = [numpy_helper.from_array(np.array(cur_s, F32), "s0"), numpy_helper.from_array(np.array(xzp, np.uint8), "z0")], []
+    for i, (o, k, st, pads, groups, yzp) in enumerate(layers):
+        w = rng.integers(-128, 127, size=(o, c // groups, k, k), endpoint=True).astype(np.int8)
+        b = rng.integers(-20000, 20000, size=(o,), endpoint=True).astype(np.int32)
+        ws = np.linspace(0.001, 0.004, o).astype(F32)
+        ys = F32(0.9 if groups == 1 else 0.3)
+        cur = requantize(conv_ref(cur, cur_z, w, b, st, pads, (1, 1), groups), cur_s, ws, ys, yzp, np.uint8)
+        n = str(i + 1)
+        inits += [numpy_helper.from_array(w, "w" + n), numpy_helper.from_array(ws, "ws" + n),
+                  numpy_helper.from_array(np.zeros(o, np.int8), "wz" + n), numpy_helper.from_array(b, "b" + n),
+                  numpy_helper.from_array(np.array(ys, F32), "s" + n), numpy_helper.from_array(np.array(yzp, np.uint8), "z" + n)]
+        nodes.append(helper.make_node("QLinearConv", ["x" if i == 0 else "y" + str(i), "s" + str(i), "z" + str(i),
+                                                      "w" + n, "ws" + n, "wz" + n, "s" + n, "z" + n, "b" + n],
+                                      ["y" + n if i + 1 < len(layers) else "y"], strides=list(st), pads=list(pads),
+                                      group=groups))
+        cur_s, cur_z, c = ys, yzp, o
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, list(cur.shape))], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), x, cur
+
+
 def qlinear_matmul_case(name, seed, ashape, adt, azp, n, ydt, yzp):
     rng = np.random.default_rng(seed)
     info = np.iinfo(adt)
@@ -182,6 +225,11 @@ def cases():
         # each of their buffers stays within the code generator's stack bound
         ("depthwise5x5_s2_wide", qlinear_conv_case("depthwise5x5_s2_wide", 17, (1, 4, 12, 300), np.uint8, 7, 4, 5,
                                                    (2, 2), (2, 2, 2, 2), (1, 1), np.uint8, 90, groups=4)),
+        # a MobileNet-v2 block and more in blocked channels: 1x1 expand, 3x3 depthwise, a strided
+        # 3x3, a 1x1 project to 24 channels (blocks of 8 at 16 lanes)
+        ("chain_blocked_uint8", qlinear_chain_case("chain_blocked_uint8", 19, (1, 16, 14, 15), 128, [
+            (32, 1, (1, 1), (0, 0, 0, 0), 1, 0), (32, 3, (1, 1), (1, 1, 1, 1), 32, 5),
+            (48, 3, (2, 2), (1, 1, 1, 1), 1, 120), (24, 1, (1, 1), (0, 0, 0, 0), 1, 7)])),
         # matmul: batch dimensions, K not a multiple of 4, N not a multiple of the vector; one
         # row with K split in four streams
         ("matmul_uint8", qlinear_matmul_case("matmul_uint8", 7, (2, 9, 50), np.uint8, 120, 70, np.int8, -1)),
@@ -240,9 +288,10 @@ def main():
     def body(daemon, work, failures):
         for name, (model, x, want) in cases():
             for (label, target, pattern, expect), a64 in targets:
-                # a depthwise convolution puts a kernel row's taps in words of four too
-                # (docs/int8.md, "Depthwise in dot products")
-                dots = expect
+                # a depthwise convolution in NCHW puts a kernel row's taps in words of four too
+                # (docs/int8.md, "Depthwise in dot products"); in blocked channels (when the
+                # layout pass gives its channels a block) it multiplies in int32
+                dots = expect and not (name.startswith("depthwise") and block_for(x.shape[1], LANES[label]))
                 why, ndot = one(daemon, work, name, model, x, want, label, target, pattern, dots, a64)
                 shown = "" if ndot is None else " (%d dot-product instructions)" % ndot
                 print("%-22s %-16s %s%s" % (name, label, "ok" if why is None else "FAILED: " + why, shown))
