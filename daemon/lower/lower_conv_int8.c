@@ -230,49 +230,70 @@ static tth_tstmt *q_pack_group(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv)
     return seq;
 }
 
-/* Padded row ih of block cb of a blocked input (NCHW<b>c, b a multiple of 4) as words: the copy
- * is [C/b][Hp][Wp][b/4] words, pixel (y, x) of block cb its b/4 words of four channels, each
- * byte plus koff (the channel-blocked kernel reads it with k.xblk = b/4); the padding is the
- * zero point's word */
+/* `n` bytes of value v at byte offset at of the copy */
+static tth_tstmt *q_fill_bytes(qconv *q, tth_texpr *at, int64_t n)
+{
+    lw_ctx *c = q->k.c;
+    int vl = 4 * (c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1);
+    tth_tstmt *seq = NULL;
+    for (int part = 0; part < 2; part++) {
+        int64_t cnt = part == 0 ? n / vl : (n % vl ? 1 : 0);
+        int lanes = part == 0 ? vl : (int)(n % vl);
+        if (cnt == 0)
+            continue;
+        lw_ax j;
+        if (lw_ax_make(c, &j, "fj", cnt))
+            return NULL;
+        tth_texpr *v = tth_tir_int(c->m, TTH_U8, q->padv & 0xff);
+        tth_texpr *o = lw_add(c, lw_i(c, part ? n / vl * vl : 0), lw_mul(c, j.e, lw_i(c, vl)));
+        tth_tstmt *st = tth_tir_vstore(c->m, q->k.x, lw_add(c, at, o), lanes > 1 ? tth_tir_broadcast(c->m, v, lanes) : v, 0);
+        if (lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, st)))
+            return NULL;
+    }
+    return seq;
+}
+
+/* Padded row ih of block cb of a blocked input (NCHW<b>c, b a multiple of 4) into the copy of
+ * bytes [C/b][Hp][Wp][b], each byte plus koff (wrapping: the range the dot product's first
+ * operand takes), the padding the zero point's byte. The channel-blocked kernel reads its words
+ * (k.xbytes), k.xblk = b/4 words per pixel of a block. */
 static tth_tstmt *q_blocked_row(tk *k, void *ctx, tth_texpr *cb, tth_texpr *ih)
 {
     qconv *q = ctx;
     lw_ctx *c = k->c;
     const lw_conv_p *p = &q->g;
-    int64_t b = p->xb, xw = b / 4, C1 = p->C / b;
-    int vl = c->vec.f32_lanes;
-    tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, k->Hp)), ih), lw_i(c, k->Wp * xw));
+    int64_t b = p->xb, C1 = p->C / b;
+    int vl = 4 * (c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1);
+    tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, k->Hp)), ih), lw_i(c, k->Wp * b));
     tth_tstmt *in = NULL;
-    if (p->pl && lw_append(c, &in, q_fill(q, row, p->pl * xw)))
+    if (p->pl && lw_append(c, &in, q_fill_bytes(q, row, p->pl * b)))
         return NULL;
-    /* the image row: W*b bytes from its first, as W*b/4 words */
+    /* the image row: W*b bytes from its first */
     tth_texpr *src = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb), lw_i(c, p->H)),
                                       lw_sub(c, ih, lw_i(c, p->pt))), lw_i(c, p->W * b));
-    tth_texpr *dst = lw_add(c, row, lw_i(c, p->pl * xw));
-    int64_t nw = p->W * xw;
+    tth_texpr *dst = lw_add(c, row, lw_i(c, p->pl * b));
+    int64_t n = p->W * b;
     for (int part = 0; part < 2; part++) {
-        int64_t cnt = part == 0 ? nw / vl : (nw % vl ? 1 : 0);
-        int lanes = part == 0 ? vl : (int)(nw % vl);
+        int64_t cnt = part == 0 ? n / vl : (n % vl ? 1 : 0);
+        int lanes = part == 0 ? vl : (int)(n % vl);
         if (cnt == 0)
             continue;
         lw_ax j;
         if (lw_ax_make(c, &j, "wj", cnt))
             return NULL;
-        tth_texpr *w0 = lw_add(c, lw_i(c, part ? nw / vl * vl : 0), lw_mul(c, j.e, lw_i(c, vl)));
-        tth_texpr *bytes[4];
-        for (int t = 0; t < 4; t++) {
-            tth_texpr *at = lw_add(c, src, lw_add(c, lw_mul(c, w0, lw_i(c, 4)), lw_i(c, t)));
-            bytes[t] = tth_tir_load(c->m, q->xin, lanes > 1 ? tth_tir_ramp(c->m, at, 4, lanes) : at);
-        }
-        tth_texpr *wv = lw_dot_word(c, bytes, q->koff, q->padv, lanes);
-        if (!wv || lw_append(c, &in, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, tth_tir_vstore(c->m, k->x, lw_add(c, dst, w0), wv, 0))))
+        tth_texpr *o = lw_add(c, lw_i(c, part ? n / vl * vl : 0), lw_mul(c, j.e, lw_i(c, vl)));
+        tth_texpr *v = lw_cast(c, TTH_U8, tth_tir_vload(c->m, q->xin, lw_add(c, src, o), lanes, 0));
+        if (q->koff)
+            v = lw_add(c, v, lanes > 1 ? tth_tir_broadcast(c->m, tth_tir_int(c->m, TTH_U8, q->koff & 0xff), lanes)
+                                       : tth_tir_int(c->m, TTH_U8, q->koff & 0xff));
+        if (lw_append(c, &in, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, tth_tir_vstore(c->m, k->x, lw_add(c, dst, o), v, 0))))
             return NULL;
     }
-    if (p->pr && lw_append(c, &in, q_fill(q, lw_add(c, row, lw_i(c, (p->pl + p->W) * xw)), p->pr * xw)))
+    if (p->pr && lw_append(c, &in, q_fill_bytes(q, lw_add(c, row, lw_i(c, (p->pl + p->W) * b)), p->pr * b)))
         return NULL;
     if (!p->pt && !p->pb)
         return in;
-    tth_tstmt *pad = q_fill(q, row, k->Wp * xw);
+    tth_tstmt *pad = q_fill_bytes(q, row, k->Wp * b);
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, p->pt)),
                                lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->pt + p->H)));
     return in && pad ? tth_tir_if(c->m, inside, in, pad) : NULL;
@@ -363,26 +384,32 @@ static tth_tstmt *q_run(qconv *q, const tth_rexpr *call, tth_tstmt *(*kern)(qcon
 {
     tk *k = &q->k;
     lw_ctx *c = k->c;
+    const lw_conv_p *p = &q->g;
     tth_tbuffer *x = lw_buf(c, lw_arg(call, 0));
-    int64_t nw = q->C4 * k->Hp * k->Wrow;
-    tth_tbuffer *xq = lw_local(c, "xq", TTH_I32, 1, &nw);
-    if (!x || !xq)
+    /* a blocked input is read as words of its own bytes (k.xbytes): in place when nothing is to
+     * be padded or offset (a 1x1 layer of a uint8 input on x86), else from a padded copy of
+     * bytes; an NCHW input from its words */
+    int direct = p->xb && k->flat == 1 && q->koff == 0;
+    int64_t nw = p->xb ? p->C * k->Hp * k->Wp : q->C4 * k->Hp * k->Wrow;
+    tth_tbuffer *xq = direct ? NULL : lw_local(c, "xq", p->xb ? TTH_U8 : TTH_I32, 1, &nw);
+    if (!x || (!direct && !xq))
         return NULL;
-    k->x = xq;
-    k->xbase = lw_i(c, 0);
+    k->x = direct ? x : xq;
+    k->xbytes = p->xb != 0;
     lw_ax an;
     if (lw_ax_make(c, &an, "n", q->g.N))
         return NULL;
     k->n = an.e;
+    k->xbase = direct ? lw_mul(c, an.e, lw_i(c, p->C * p->H * p->W / 4)) : lw_i(c, 0);
     tth_tstmt *img = NULL;
-    tth_tstmt *pk = q_pack_image(q, x);
-    if (!pk || lw_append(c, &img, pk))
+    tth_tstmt *pk = direct ? NULL : q_pack_image(q, x);
+    if ((!direct && !pk) || lw_append(c, &img, pk))
         return NULL;
     tth_tstmt *kr = kern(q, arg);
     if (!kr || lw_append(c, &img, kr))
         return NULL;
     tth_tstmt *body = lw_ax_loop(c, &an, TTH_LOOP_SERIAL, img);
-    return body ? tth_tir_allocate(c->m, xq, body) : NULL;
+    return body && xq ? tth_tir_allocate(c->m, xq, body) : body;
 }
 
 static tth_tstmt *q_rows(qconv *q, void *arg)

@@ -220,7 +220,10 @@ tth_tstmt *tk_pad_split_blocked(tk *k, int64_t C1, tk_prow_fn row, void *ctx)
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW, per = p->OH;
-    int par = work >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
+    /* the int8 kernels' words: in parallel exactly when the kernel is (blocked_kernel), so that
+     * no core reads a copy the launching core made alone */
+    int par = k->dot ? p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= LW_PARALLEL_MIN_DOT
+                     : work >= LW_PARALLEL_MIN;
     int64_t nb = k->wouter || !par ? 1 : lw_bands(c, p->OH, &per);
     tth_tvar *vih = lw_var(c, "ph", TTH_I64);
     lw_ax q;
@@ -257,6 +260,17 @@ tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
 }
 
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
+
+/* Word i of a byte input (k->xbytes): its four bytes combined little-endian, which LLVM reads as
+ * one 32-bit load */
+static tth_texpr *x_word(tk *k, tth_texpr *i)
+{
+    lw_ctx *c = k->c;
+    tth_texpr *bytes[4], *at = lw_mul(c, i, lw_i(c, 4));
+    for (int j = 0; j < 4; j++)
+        bytes[j] = tth_tir_load(c->m, k->x, lw_add(c, at, lw_i(c, j)));
+    return lw_dot_word(c, bytes, 0, 0, 1);
+}
 
 /* The packed weights of a constant weight tensor, as a CONST buffer. */
 static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
@@ -451,7 +465,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
             return NULL;
     for (int r = RW - 1; r >= 0; r--) {
         tth_texpr *xi = k->flat == 2 ? lw_add(c, lw_ref(c, vxc), lw_ref(c, vo[r])) : lw_add(c, lw_ref(c, vxc), lw_i(c, r * xstep));
-        inner = lw_let(c, xv[r], tth_tir_load(c->m, k->x, xi), inner);
+        inner = lw_let(c, xv[r], k->xbytes ? x_word(k, xi) : tth_tir_load(c->m, k->x, xi), inner);
     }
     for (int j = RC - 1; j >= 0; j--)
         inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * k->Cg * KK * vl)), vl, 0),

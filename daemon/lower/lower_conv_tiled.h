@@ -53,6 +53,10 @@ typedef struct tk {
                                 (TTH_TINTRIN_DOT4_US/SS) of an input word of four channels,
                                 broadcast, with a vector of packed weight words; x is then the
                                 words of the image and Cg counts words; 0 for float32 */
+    int xbytes;              /* int8 channel-blocked kernel on a blocked input (docs/int8.md,
+                                "Blocked channels"): x holds bytes, and word i of the input as
+                                read is bytes 4i .. 4i+3 (four channels of a pixel), read as
+                                one 32-bit load */
     int skip_taps;           /* channel-blocked, row tiles: each tile loops over the taps that read
                                 its row and columns inside the image only (a dilated kernel mostly
                                 in the padding; docs/lowering.md, "Taps in the padding"); no tile

@@ -1215,17 +1215,19 @@ def case(name):
                 ("qnn.requantize", {"axis": 1, "out_dtype": odt, "layout": lay}, ["prev", "i5", "i6", "i7", "i8"])], \
                [blocked(y, bk)]
     if name in ("qnn_conv_nchwc_stem_uint8", "qnn_conv_nchwc_grouped_int8", "qnn_conv_nchwc_in_only",
-                "qnn_conv_nchwc_depthwise_5x5", "qnn_conv_nchwc_copy_bands"):
+                "qnn_conv_nchwc_depthwise_5x5", "qnn_conv_nchwc_copy_bands", "qnn_conv_nchwc_1x1_uint8"):
         # int32 results: an NCHW stem (3 channels) writing NCHW16c, stride 2; two groups of 16
         # in NCHW16c; NCHW8c in, 20 channels of NCHW out, stride 2 with dilation; a 5x5 dilated
         # depthwise in NCHW8c with zero point 0; a layer large enough for its copy and kernel to
-        # run in bands of rows (three cores)
+        # run in bands of rows (three cores); a 1x1 layer on two images read in place (uint8 on
+        # x86: no copy, docs/int8.md "Blocked channels")
         xs, o, k, st, pads, dil, groups, z, u8, bi, bo = {
             "qnn_conv_nchwc_stem_uint8": ((1, 3, 15, 17), 32, 3, [2, 2], [1, 1, 1, 1], [1, 1], 1, 128, True, 0, 16),
             "qnn_conv_nchwc_grouped_int8": ((1, 32, 8, 9), 32, 3, [1, 1], [1, 1, 1, 1], [1, 1], 2, 7, False, 16, 16),
             "qnn_conv_nchwc_in_only": ((1, 16, 11, 13), 20, 3, [2, 2], [0, 1, 2, 1], [2, 1], 1, 255, True, 8, 0),
             "qnn_conv_nchwc_depthwise_5x5": ((1, 16, 12, 14), 16, 5, [1, 1], [4, 4, 4, 4], [2, 2], 16, 0, False, 8, 8),
             "qnn_conv_nchwc_copy_bands": ((1, 32, 58, 60), 32, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1, 9, True, 16, 16),
+            "qnn_conv_nchwc_1x1_uint8": ((2, 32, 6, 7), 48, 1, [1, 1], [0, 0, 0, 0], [1, 1], 1, 77, True, 16, 16),
         }[name]
         x = rnd(xs, "uint8", 0, 255) if u8 else rnd(xs, "int8", -128, 127)
         w = rnd((o, xs[1] // groups, k, k), "int8", -128, 127)
