@@ -13,10 +13,13 @@
  *    channels fill blocks; blocked input when its input has a blocked form (for a depthwise
  *    convolution, always: its input is blocked here if need be). A convolution whose output
  *    channels do not fill blocks may still read a blocked input.
- *  - pools, global pools and resizes of a blocked input: blocked.
- *  - element-wise operators (not the per-axis quantization ones) whose operands are blocked values
- *    of the result's own shape, scalars, or constants per channel ([C, 1, 1], [1, C, 1, 1],
- *    blocked here at compile time), with at least one blocked: blocked.
+ *  - qnn.conv2d the int8 kernels compute (symmetric constant int8 weights, a constant scalar
+ *    input zero point; groups of whole words of input channels): as nn.conv2d.
+ *  - pools, global pools and resizes of a blocked input: blocked (integers: max pools only).
+ *  - element-wise operators whose operands are blocked values of the result's own shape,
+ *    scalars, or constants per channel ([C, 1, 1], [1, C, 1, 1], blocked here at compile time),
+ *    with at least one blocked: blocked. Quantize and dequantize only with one scale and zero
+ *    point; a requantize with per-channel input parameters carries the layout (docs/int8.md).
  *  - concatenate along the channels of blocked values: blocked.
  *  - a transpose from NCHW to NHWC of a value with a blocked form reads the blocked form; one
  *    from NHWC to NCHW gets a blocked form made from its input, beside its plain form
@@ -145,7 +148,7 @@ static int64_t merge_factor(const lay *L, int64_t C, int64_t O, int64_t groups, 
     return groups % m == 0 && xb && (Cg * m) % xb == 0 ? m : 0;
 }
 
-/* Is k a constant integer scalar (any = 1), or a constant integer tensor of zeros (any = 0)? */
+/* Is k a constant integer scalar (zeros 0), or a constant integer tensor of zeros (zeros 1)? */
 static int int_const(const tth_rexpr *k, int zeros)
 {
     if (k->kind != TTH_REXPR_CONST || tth_dtype_is_float(k->type.tensor.dtype) || k->type.tensor.dtype == TTH_BOOL)

@@ -230,8 +230,9 @@ static tth_tstmt *q_pack_group(qconv *q, tth_tbuffer *x, tth_texpr *c4, int nv)
     return seq;
 }
 
-/* `n` bytes of value v at byte offset at of the copy */
-static tth_tstmt *q_fill_bytes(qconv *q, tth_texpr *at, int64_t n)
+/* n bytes of the copy from byte offset at, in vectors of four words' bytes and a tail: the
+ * input's bytes from offset src plus koff (wrapping), or with src NULL the zero point's byte */
+static tth_tstmt *q_bytes(qconv *q, tth_texpr *at, int64_t n, tth_texpr *src)
 {
     lw_ctx *c = q->k.c;
     int vl = 4 * (c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1);
@@ -242,12 +243,16 @@ static tth_tstmt *q_fill_bytes(qconv *q, tth_texpr *at, int64_t n)
         if (cnt == 0)
             continue;
         lw_ax j;
-        if (lw_ax_make(c, &j, "fj", cnt))
+        if (lw_ax_make(c, &j, "bj", cnt))
             return NULL;
-        tth_texpr *v = tth_tir_int(c->m, TTH_U8, q->padv & 0xff);
         tth_texpr *o = lw_add(c, lw_i(c, part ? n / vl * vl : 0), lw_mul(c, j.e, lw_i(c, vl)));
-        tth_tstmt *st = tth_tir_vstore(c->m, q->k.x, lw_add(c, at, o), lanes > 1 ? tth_tir_broadcast(c->m, v, lanes) : v, 0);
-        if (lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, st)))
+        tth_texpr *v = tth_tir_int(c->m, TTH_U8, (src ? q->koff : q->padv) & 0xff);
+        v = lanes > 1 ? tth_tir_broadcast(c->m, v, lanes) : v;
+        if (src) {
+            tth_texpr *x = lw_cast(c, TTH_U8, tth_tir_vload(c->m, q->xin, lw_add(c, src, o), lanes, 0));
+            v = q->koff ? lw_add(c, x, v) : x;
+        }
+        if (lw_append(c, &seq, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, tth_tir_vstore(c->m, q->k.x, lw_add(c, at, o), v, 0))))
             return NULL;
     }
     return seq;
@@ -263,37 +268,18 @@ static tth_tstmt *q_blocked_row(tk *k, void *ctx, tth_texpr *cb, tth_texpr *ih)
     lw_ctx *c = k->c;
     const lw_conv_p *p = &q->g;
     int64_t b = p->xb, C1 = p->C / b;
-    int vl = 4 * (c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1);
     tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, k->Hp)), ih), lw_i(c, k->Wp * b));
     tth_tstmt *in = NULL;
-    if (p->pl && lw_append(c, &in, q_fill_bytes(q, row, p->pl * b)))
-        return NULL;
     /* the image row: W*b bytes from its first */
     tth_texpr *src = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb), lw_i(c, p->H)),
                                       lw_sub(c, ih, lw_i(c, p->pt))), lw_i(c, p->W * b));
-    tth_texpr *dst = lw_add(c, row, lw_i(c, p->pl * b));
-    int64_t n = p->W * b;
-    for (int part = 0; part < 2; part++) {
-        int64_t cnt = part == 0 ? n / vl : (n % vl ? 1 : 0);
-        int lanes = part == 0 ? vl : (int)(n % vl);
-        if (cnt == 0)
-            continue;
-        lw_ax j;
-        if (lw_ax_make(c, &j, "wj", cnt))
-            return NULL;
-        tth_texpr *o = lw_add(c, lw_i(c, part ? n / vl * vl : 0), lw_mul(c, j.e, lw_i(c, vl)));
-        tth_texpr *v = lw_cast(c, TTH_U8, tth_tir_vload(c->m, q->xin, lw_add(c, src, o), lanes, 0));
-        if (q->koff)
-            v = lw_add(c, v, lanes > 1 ? tth_tir_broadcast(c->m, tth_tir_int(c->m, TTH_U8, q->koff & 0xff), lanes)
-                                       : tth_tir_int(c->m, TTH_U8, q->koff & 0xff));
-        if (lw_append(c, &in, lw_ax_loop(c, &j, TTH_LOOP_SERIAL, tth_tir_vstore(c->m, k->x, lw_add(c, dst, o), v, 0))))
-            return NULL;
-    }
-    if (p->pr && lw_append(c, &in, q_fill_bytes(q, lw_add(c, row, lw_i(c, (p->pl + p->W) * b)), p->pr * b)))
+    if ((p->pl && lw_append(c, &in, q_bytes(q, row, p->pl * b, NULL))) ||
+        lw_append(c, &in, q_bytes(q, lw_add(c, row, lw_i(c, p->pl * b)), p->W * b, src)) ||
+        (p->pr && lw_append(c, &in, q_bytes(q, lw_add(c, row, lw_i(c, (p->pl + p->W) * b)), p->pr * b, NULL))))
         return NULL;
     if (!p->pt && !p->pb)
         return in;
-    tth_tstmt *pad = q_fill_bytes(q, row, k->Wp * b);
+    tth_tstmt *pad = q_bytes(q, row, k->Wp * b, NULL);
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, p->pt)),
                                lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->pt + p->H)));
     return in && pad ? tth_tir_if(c->m, inside, in, pad) : NULL;
