@@ -119,6 +119,8 @@ static json_t *attrs_with(const json_t *attrs, const char *k1, const char *v1, c
  * computes m times the multiply-adds, all in blocked channels, instead of leaving the blocked
  * region twice (docs/layouts.md, "Small groups"). */
 #define MERGE_GROUPS_MAX 4
+/* groups of at most this many channels take the grouped kernel (conv2d/groups-nchwc) */
+#define SMALL_GROUP_MAX 8
 
 static tth_rexpr *merged_weight(lay *L, const tth_rexpr *w, int64_t Og, int64_t m)
 {
@@ -196,8 +198,14 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
     int64_t C = x->type.tensor.shape[1], O = e->type.tensor.shape[1], b = block_for(L, O);
     int depthwise = wa.groups == C && O == C;
     int out_blk = b != 0, in_blk = L->blk[x->id] != NULL;
-    int64_t merge = 0;
-    if (wa.groups != 1 && !depthwise) {
+    int64_t merge = 0, Cg = C / wa.groups;
+    /* small groups of as many inputs as outputs: the grouped kernel reads each block's inputs
+     * from the same block (docs/layouts.md, "Small groups"), its input blocked if need be */
+    int small = !q && wa.groups != 1 && !depthwise && b && C == O && Cg < b && b % Cg == 0 &&
+                Cg <= SMALL_GROUP_MAX && w->type.tensor.dtype == TTH_F32;
+    if (small) {
+        out_blk = 1;
+    } else if (wa.groups != 1 && !depthwise) {
         /* grouped: a side is blocked when each group's channels fill whole blocks of it (RegNet's
          * groups of 16 at 16 lanes); smaller groups of a blocked input are merged (ResNeXt's
          * groups of 4 and 8) */
@@ -219,7 +227,7 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
     if (!out_blk && !in_blk)
         return NULL;
     tth_rexpr *xin = in_blk ? L->blk[x->id] : plain_of(L, x);
-    if (xin && depthwise && !in_blk) {
+    if (xin && (depthwise || small) && !in_blk) {
         xin = to_blocked(L, xin);
         in_blk = 1;
         if (!xin)

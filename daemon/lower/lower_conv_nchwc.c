@@ -14,19 +14,20 @@
 
 #include "lower_conv_tiled.h"
 
-/* [C/b][KH][KW][b] from the constant OIHW weight [C, 1, KH, KW]: float32, or for int8 weights
- * int32 (the int8 kernel multiplies in int32) */
+/* [C/b][KH][KW][Cg][b] from the constant OIHW weight [C, Cg, KH, KW] (Cg 1: depthwise):
+ * float32, or for int8 weights int32 (the int8 kernel multiplies in int32) */
 static tth_tbuffer *dwb_pack(tk *k, const tth_tensor *wt)
 {
     const lw_conv_p *p = k->p;
-    int64_t b = p->ob, KK = p->KH * p->KW;
+    int64_t b = p->ob, KK = p->KH * p->KW, Cg = k->Cg;
     int q = wt->type.dtype == TTH_I8;
-    tth_tensor *pk = q ? lw_table_new(k->c, TTH_I32, p->C * KK, NULL) : lw_packed_new(k->c, p->C * KK);
+    tth_tensor *pk = q ? lw_table_new(k->c, TTH_I32, p->C * Cg * KK, NULL) : lw_packed_new(k->c, p->C * Cg * KK);
     if (!pk)
         return NULL;
-    for (int64_t ch = 0; ch < p->C; ch++)
+    for (int64_t ch = 0; ch < p->C * Cg; ch++)
         for (int64_t kk = 0; kk < KK; kk++) {
-            int64_t to = ((ch / b) * KK + kk) * b + ch % b, from = ch * KK + kk;
+            int64_t o = ch / Cg, i = ch % Cg;
+            int64_t to = (((o / b) * KK + kk) * Cg + i) * b + o % b, from = ch * KK + kk;
             if (q)
                 ((int32_t *)pk->data)[to] = ((const int8_t *)wt->data)[from];
             else
@@ -35,25 +36,31 @@ static tth_tbuffer *dwb_pack(tk *k, const tth_tensor *wt)
     return lw_packed_const(k->c, pk);
 }
 
-/* RW pixels of row oh of block c1 from column ow0; `edge`: the taps test their column */
-static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, int RW, int edge)
+/* Step i of tap (kh, kw) for the RW pixels of a tile from column ow0 (row xr of the input at
+ * vrow): acc[r] += x * w with w the tap's weights for step i. Depthwise (Cg 1): x is the pixel's
+ * vector; grouped (Cg input channels per group and as many outputs, Cg < b): lane l takes input
+ * channel (l / Cg)*Cg + i of the block, a permuted load of the pixel's vector (docs/layouts.md,
+ * "Small groups"). `edge`: the taps test their column. */
+static tth_tstmt *dwb_step(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow0, int RW, int edge, tth_texpr *tap,
+                           tth_texpr *kw, tth_tvar *vrow, int64_t i)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int b = (int)p->ob, q = k->xdt != TTH_F32;
     tth_dtype at = q ? TTH_I32 : TTH_F32;
-    tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, RW, b, &seq);
-    lw_ax kh, kw;
-    tth_tvar *vw = lw_var_vec(c, "w", at, b), *vih = lw_var(c, "ih", TTH_I64), *vrow = lw_var(c, "xr", TTH_I64);
-    if (!acc || !vw || !vih || !vrow || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+    tth_tvar *vw = lw_var_vec(c, "w", at, b);
+    if (!vw)
         return NULL;
+    tth_texpr *perm = k->Cg == 1 ? NULL
+                    : lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, tth_tir_ramp(c->m, lw_i(c, 0), 1, b), lw_i(c, k->Cg)),
+                                       lw_i(c, k->Cg)), lw_i(c, i));
     tth_tstmt *upd = NULL;
     for (int r = 0; r < RW; r++) {
         /* input column of pixel ow0 + r at tap kw */
         tth_texpr *iw = lw_add(c, lw_sub(c, lw_mul(c, lw_add(c, ow0, lw_i(c, r)), lw_i(c, p->sw)), lw_i(c, p->pl)),
-                               lw_mul(c, kw.e, lw_i(c, p->dw)));
-        tth_texpr *xv = tth_tir_vload(c->m, k->x, lw_add(c, lw_ref(c, vrow), lw_mul(c, iw, lw_i(c, b))), b, 0);
+                               lw_mul(c, kw, lw_i(c, p->dw)));
+        tth_texpr *at0 = lw_add(c, lw_ref(c, vrow), lw_mul(c, iw, lw_i(c, b)));
+        tth_texpr *xv = perm ? tth_tir_load(c->m, k->x, lw_add(c, at0, perm)) : tth_tir_vload(c->m, k->x, at0, b, 0);
         tth_texpr *ai = lw_i(c, (int64_t)r * b), *av = tth_tir_vload(c->m, acc, ai, b, 0);
         if (q) { /* int8: (x - x_zp) * w in int32; a tap outside the image is x_zp, so it adds 0 */
             xv = lw_cast(c, TTH_I32, xv);
@@ -67,13 +74,35 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
         if (lw_append(c, &upd, st))
             return NULL;
     }
-    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e), *wv;
-    if (k->wpacked) /* [C/b][KH][KW][b] */
-        wv = tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap), lw_i(c, b)), b, 0);
-    else /* the weight as computed, [C, 1, KH, KW]: the block's channels KH*KW apart */
+    tth_texpr *wv;
+    if (k->wpacked) /* [C/b][KH][KW][Cg][b] */
+        wv = tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap),
+                                                                   lw_i(c, k->Cg)), lw_i(c, i)), lw_i(c, b)), b, 0);
+    else /* depthwise, the weight as computed, [C, 1, KH, KW]: the block's channels KH*KW apart */
         wv = tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, c1, lw_i(c, b * p->KH * p->KW)), tap),
                                                    p->KH * p->KW, b));
-    tth_tstmt *taps = lw_let(c, vw, wv, upd);
+    return lw_let(c, vw, wv, upd);
+}
+
+/* RW pixels of row oh of block c1 from column ow0; `edge`: the taps test their column */
+static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, int RW, int edge)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int b = (int)p->ob;
+    tth_tstmt *seq = NULL;
+    tth_tbuffer *acc = lw_reg_tile_of(c, k->xdt != TTH_F32 ? TTH_I32 : TTH_F32, RW, b, &seq);
+    lw_ax kh, kw;
+    tth_tvar *vih = lw_var(c, "ih", TTH_I64), *vrow = lw_var(c, "xr", TTH_I64);
+    if (!acc || !vih || !vrow || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
+        return NULL;
+    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e);
+    tth_tstmt *taps = NULL;
+    for (int64_t i = 0; i < k->Cg; i++) {
+        tth_tstmt *st = dwb_step(k, acc, c1, ow0, RW, edge, tap, kw.e, vrow, i);
+        if (!st || lw_append(c, &taps, st))
+            return NULL;
+    }
     taps = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, taps);
     /* row ih of the image, when inside it: its first element */
     tth_texpr *ih = lw_ref(c, vih);
@@ -145,6 +174,21 @@ int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, cons
     return tk_conv_f32_any(call, &p) && p.ob && p.xb == p.ob && p.groups == p.C && p.O == p.C;
 }
 
+/* Small groups in blocked channels (docs/layouts.md, "Small groups"): float32, NCHW<b>c in and
+ * out, groups of Cg input and Cg output channels with Cg < b dividing b, so that each block of
+ * outputs reads the same block of inputs; a constant weight */
+int lw_conv_groups_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    (void)c;
+    (void)s;
+    lw_conv_p p;
+    if (!tk_conv_f32_any(call, &p) || !p.ob || p.xb != p.ob || p.groups == 1 || p.groups == p.C ||
+        lw_arg(call, 1)->kind != TTH_REXPR_CONST)
+        return 0;
+    int64_t Cg = p.C / p.groups;
+    return p.O == p.C && Cg < p.ob && p.ob % Cg == 0 && Cg <= LW_SMALL_GROUP_MAX;
+}
+
 /* the blocked depthwise kernel for call of shapes p; xdt/xzp: an int8 or uint8 input and its
  * zero point (the weight then int8), else float32 */
 static tth_tstmt *dwb_conv(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, const lw_conv_p *pp, tth_dtype xdt,
@@ -195,6 +239,14 @@ static tth_tstmt *dwb_conv(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, c
     }
     row = lw_ax_loop(c, &q, par ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, row);
     return lw_ax_loop(c, &an, TTH_LOOP_SERIAL, row);
+}
+
+tth_tstmt *lw_conv_groups_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
+{
+    lw_conv_p p;
+    if (!lw_conv_groups_nchwc_applies(c, call, s) || !tk_conv_f32_any(call, &p))
+        return lw_fail(c, TTH_EINTERNAL, call, "conv2d/groups-nchwc does not apply"), NULL;
+    return dwb_conv(c, call, s, &p, TTH_F32, 0);
 }
 
 tth_tstmt *lw_conv_depthwise_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)

@@ -12,6 +12,7 @@ static const lw_strategy table[] = {
     {TTH_OP_CONV2D, "conv2d/winograd", lw_conv_winograd_applies, lw_conv_winograd},
     /* NCHW<b>c convolutions (docs/layouts.md): the layout pass made them for these kernels */
     {TTH_OP_CONV2D, "conv2d/depthwise-nchwc", lw_conv_depthwise_nchwc_applies, lw_conv_depthwise_nchwc},
+    {TTH_OP_CONV2D, "conv2d/groups-nchwc", lw_conv_groups_nchwc_applies, lw_conv_groups_nchwc},
     {TTH_OP_CONV2D, "conv2d/channel-blocked-nchwc", lw_conv_nchwc_applies, lw_conv_blocked},
     {TTH_OP_CONV2D, "conv2d/row-vectorized", lw_conv_rows_applies, lw_conv_rows},
     {TTH_OP_CONV2D, "conv2d/channel-blocked", lw_conv_blocked_applies, lw_conv_blocked},

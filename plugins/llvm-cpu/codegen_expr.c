@@ -952,6 +952,70 @@ LLVMValueRef tth__llcg_vindex(tth__llcg *c, const tth_texpr *index, LLVMValueRef
     return tth__llcg_index(c, index);
 }
 
+/* The lanes of e, a vector of integer constants (immediates, ramps and broadcasts of them and
+ * their + - * / % and shifts), in v[0 .. lanes): 0, else -1 */
+static int const_lanes(const tth_texpr *e, int32_t lanes, int64_t *v)
+{
+    switch (e->kind) {
+    case TTH_TEXPR_INT:
+        for (int32_t l = 0; l < lanes; l++)
+            v[l] = e->u.i;
+        return 0;
+    case TTH_TEXPR_BROADCAST:
+        return e->u.bcast.value->lanes == 1 ? const_lanes(e->u.bcast.value, lanes, v) : -1;
+    case TTH_TEXPR_RAMP: {
+        int64_t b;
+        if (e->lanes != lanes || const_lanes(e->u.ramp.base, 1, &b))
+            return -1;
+        for (int32_t l = 0; l < lanes; l++)
+            v[l] = b + e->u.ramp.stride * l;
+        return 0;
+    }
+    case TTH_TEXPR_BINARY: {
+        int64_t a[64], b[64];
+        if (tth_dtype_is_float(e->dtype) || const_lanes(e->u.bin.a, lanes, a) || const_lanes(e->u.bin.b, lanes, b))
+            return -1;
+        for (int32_t l = 0; l < lanes; l++) {
+            switch (e->u.bin.op) {
+            case TTH_TBIN_ADD: v[l] = a[l] + b[l]; break;
+            case TTH_TBIN_SUB: v[l] = a[l] - b[l]; break;
+            case TTH_TBIN_MUL: v[l] = a[l] * b[l]; break;
+            case TTH_TBIN_DIV:
+            case TTH_TBIN_MOD:
+                if (b[l] == 0)
+                    return -1;
+                v[l] = e->u.bin.op == TTH_TBIN_DIV ? a[l] / b[l] : a[l] % b[l];
+                break;
+            default: return -1;
+            }
+        }
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* An index of `lanes` lanes that is broadcast(s) + a constant vector whose lanes lie within 64
+ * elements: s (a scalar), the constant lanes in off[]; else NULL */
+static const tth_texpr *permuted_index(const tth_texpr *ix, int32_t lanes, int64_t *off)
+{
+    if (ix->kind != TTH_TEXPR_BINARY || ix->u.bin.op != TTH_TBIN_ADD || lanes > 64)
+        return NULL;
+    for (int side = 0; side < 2; side++) {
+        const tth_texpr *s = side ? ix->u.bin.b : ix->u.bin.a, *k = side ? ix->u.bin.a : ix->u.bin.b;
+        if (s->kind != TTH_TEXPR_BROADCAST || s->u.bcast.value->lanes != 1 || const_lanes(k, lanes, off))
+            continue;
+        int64_t lo = off[0], hi = off[0];
+        for (int32_t l = 1; l < lanes; l++) {
+            lo = off[l] < lo ? off[l] : lo;
+            hi = off[l] > hi ? off[l] : hi;
+        }
+        return hi - lo < 64 ? s->u.bcast.value : NULL;
+    }
+    return NULL;
+}
+
 /* ---------------------------------------------------------------- expressions */
 
 LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
@@ -998,6 +1062,33 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             if (tth__llcg_strided_narrow(buf, ix, e->lanes) && !(st >= 2 && st <= 4)) {
                 if (!(v = tth__llcg_strided_access(c, buf, ix, e->lanes, NULL)))
                     return NULL;
+                goto loaded;
+            }
+            /* lanes a constant permutation of a short span from one scalar index (the grouped
+             * kernel's input lanes, docs/llvm.md "Permuted loads"): one load of the span and a
+             * shuffle, where a gather would load lane by lane */
+            int64_t poff[64];
+            const tth_texpr *sb = permuted_index(ix, e->lanes, poff);
+            if (sb && buf->dtype != TTH_BOOL) {
+                int64_t lo = poff[0], hi = poff[0];
+                for (int32_t l = 1; l < e->lanes; l++) {
+                    lo = poff[l] < lo ? poff[l] : lo;
+                    hi = poff[l] > hi ? poff[l] : hi;
+                }
+                LLVMValueRef b0 = tth__llcg_index(c, sb);
+                if (!b0)
+                    return NULL;
+                b0 = LLVMBuildAdd(c->b, b0, LLVMConstInt(LLVMTypeOf(b0), (unsigned long long)lo, 1), "");
+                LLVMValueRef p = tth__llcg_elem_ptr(c, buf, b0);
+                LLVMValueRef wide = p ? tth__llcg_contig_load(c, buf, p, (int32_t)(hi - lo + 1),
+                                                              (unsigned)tth_dtype_size(buf->dtype)) : NULL;
+                if (!wide)
+                    return NULL;
+                LLVMValueRef mask[64];
+                for (int32_t l = 0; l < e->lanes; l++)
+                    mask[l] = LLVMConstInt(i32_type(c), (unsigned long long)(poff[l] - lo), 0);
+                v = LLVMBuildShuffleVector(c->b, wide, LLVMGetPoison(LLVMTypeOf(wide)),
+                                           LLVMConstVector(mask, (unsigned)e->lanes), "");
                 goto loaded;
             }
             LLVMValueRef base = NULL;

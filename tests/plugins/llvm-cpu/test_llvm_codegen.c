@@ -591,6 +591,48 @@ Test(llvm, strided_bytes_and_halves)
     }
 }
 
+/* Lanes that are a constant permutation of a short span (docs/llvm.md, "Permuted loads"): the
+ * grouped kernel's index broadcast(s) + (ramp(0, 1, 16) / g) * g + i, s a runtime scalar, and a
+ * reversed span broadcast(s) + (15 - ramp): every lane where its index says, on this CPU and on
+ * the plain target, for g = 4 and 8 and each i.
+ *   o[ramp(16*q, 1, 16)] = a[broadcast(s) + perm_q]   (q over the six permutations below) */
+Test(llvm, permuted_loads)
+{
+    enum { NA = 64, NO = 6 * 16 };
+    static const int gs[6][2] = {{4, 0}, {4, 3}, {8, 1}, {8, 7}, {2, 1}, {0, 0}}; /* {0, 0}: reversed */
+    tth_tir_module *m = test_tir_module();
+    tth_tbuffer *a = buf1(m, "a", TTH_F32, NA, TTH_SCOPE_PARAM), *o = buf1(m, "o", TTH_F32, NO, TTH_SCOPE_PARAM);
+    tth_tbuffer *sb = buf1(m, "s", TTH_I64, 1, TTH_SCOPE_PARAM);
+    tth_tstmt *body = NULL;
+    for (int q = 0; q < 6; q++) {
+        tth_texpr *lanes = tth_tir_ramp(m, I64(0), 1, 16), *perm;
+        if (gs[q][0])
+            perm = BIN(ADD, BIN(MUL, BIN(DIV, lanes, I64(gs[q][0])), I64(gs[q][0])), I64(gs[q][1]));
+        else
+            perm = BIN(SUB, I64(15), lanes);
+        tth_texpr *ix = BIN(ADD, tth_tir_broadcast(m, LOAD(sb, I64(0)), 16), perm);
+        cr_assert_eq(tth_tir_seq_append(m, &body, STORE(o, tth_tir_ramp(m, I64(16 * q), 1, 16), LOAD(a, ix))), 0);
+    }
+    tth_tbuffer *ps[] = {a, o, sb};
+    func(m, "permuted", ps, 3, body);
+    const char *targets[] = {"{\"kind\": \"llvm\", \"mcpu\": \"native\"}", HOST_TARGET};
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        linked l;
+        compile(m, targets[k], NULL, &l);
+        float va[NA], vo[NO];
+        for (int i = 0; i < NA; i++)
+            va[i] = (float)(i * 3 + 1);
+        int64_t s = 21;
+        cr_assert_eq(((fn3)sym(&l, "permuted"))(va, vo, &s, NULL), 0);
+        for (int q = 0; q < 6; q++)
+            for (int lane = 0; lane < 16; lane++) {
+                int off = gs[q][0] ? lane / gs[q][0] * gs[q][0] + gs[q][1] : 15 - lane;
+                cr_assert_eq(vo[16 * q + lane], va[s + off], "permutation %d lane %d on %s: got %g, want %g", q, lane,
+                             targets[k], vo[16 * q + lane], va[s + off]);
+            }
+    }
+}
+
 /* C[i, j] = sum_k A[i, k] * B[k, j]: i parallel, j vectorized, k serial reduction into C. */
 Test(llvm, matmul_reduction)
 {
