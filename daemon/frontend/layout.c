@@ -8,10 +8,11 @@
  * Each node of main may have two forms: its NCHW value (plain) and its blocked value (blk).
  * Walking main in order:
  *  - nn.conv2d, float32, constant weight, one group, depthwise, or grouped with every group's
- *    channels filling whole blocks of a blocked side (or, for up to four groups to a block of a
- *    blocked input, merged into groups that do): blocked output when its output
+ *    channels filling whole blocks of a blocked side, or with small groups (as many inputs as
+ *    outputs: the grouped kernel; else, for up to four groups to a block of a blocked input,
+ *    merged into groups that fill blocks): blocked output when its output
  *    channels fill blocks; blocked input when its input has a blocked form (for a depthwise
- *    convolution, always: its input is blocked here if need be). A convolution whose output
+ *    convolution or small groups, always: its input is blocked here if need be). A convolution whose output
  *    channels do not fill blocks may still read a blocked input.
  *  - qnn.conv2d the int8 kernels compute (symmetric constant int8 weights, a constant scalar
  *    input zero point; groups of whole words of input channels): as nn.conv2d.
