@@ -507,12 +507,18 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 
 /* ---- depthwise: the float depthwise kernel on int8 (lower_conv_tiled.c) ---- */
 
+/* q_params of the given kind holds for call */
+static int q_applies(const lw_ctx *c, const tth_rexpr *call, int kind)
+{
+    lw_conv_p p;
+    int64_t xzp;
+    return q_params(c, call, &p, &xzp, kind);
+}
+
 int lw_qconv_depthwise_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     (void)s;
-    lw_conv_p p;
-    int64_t xzp;
-    return q_params(c, call, &p, &xzp, Q_DEPTHWISE);
+    return q_applies(c, call, Q_DEPTHWISE);
 }
 
 /* The depthwise kernel with vectors along output rows, reading the int8 or uint8 input (padded
@@ -572,9 +578,7 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
 int lw_qconv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     (void)s;
-    lw_conv_p p;
-    int64_t xzp;
-    return q_params(c, call, &p, &xzp, Q_DEPTHWISE_NCHWC);
+    return q_applies(c, call, Q_DEPTHWISE_NCHWC);
 }
 
 /* One vector is the b channels of a pixel: each tap's bytes widened to int32, minus the zero
