@@ -174,13 +174,16 @@ def case_layer_norm(g, x):
 
 def case_grouped_small(g, x):
     # 1x1 32 -> 32, grouped 3x3 of 8 groups of 4 channels, grouped 3x3 of 4 groups of 8, stride
-    # 2, 1x1 32 -> 24: groups smaller than a block, merged by the layout pass at 8 and 16 lanes
-    # (4 and 2 groups to a block at 16 lanes)
+    # 2, grouped 3x3 of 16 groups of 2, 1x1 32 -> 24: groups smaller than a block, the grouped
+    # kernel's permuted loads (docs/layouts.md, "Small groups": groups of 4 and 8 at 16 lanes, of
+    # 4 at 8, of 2 at every width, AArch64's 4 lanes included)
     h, hv = conv(g, "x", x, rnd((32, 32, 1, 1), 0.2), rnd((32,), 0.1))
     h, hv = relu(g, h, hv)
     h, hv = conv(g, h, hv, rnd((32, 4, 3, 3), 0.3), rnd((32,), 0.1), pads=(1, 1, 1, 1), groups=8)
     h, hv = relu(g, h, hv)
     h, hv = conv(g, h, hv, rnd((32, 8, 3, 3), 0.2), None, strides=(2, 2), pads=(1, 1, 1, 1), groups=4)
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((32, 2, 3, 3), 0.4), rnd((32,), 0.1), pads=(1, 0, 1, 2), groups=16)
     h, hv = relu(g, h, hv)
     return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
 
