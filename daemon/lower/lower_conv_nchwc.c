@@ -78,9 +78,10 @@ static tth_tstmt *dwb_step(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow
     if (k->wpacked) /* [C/b][KH][KW][Cg][b] */
         wv = tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap),
                                                                    lw_i(c, k->Cg)), lw_i(c, i)), lw_i(c, b)), b, 0);
-    else /* depthwise, the weight as computed, [C, 1, KH, KW]: the block's channels KH*KW apart */
-        wv = tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, c1, lw_i(c, b * p->KH * p->KW)), tap),
-                                                   p->KH * p->KW, b));
+    else /* the weight as computed, [C, Cg, KH, KW]: the block's channels Cg*KH*KW apart */
+        wv = tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, b * k->Cg)),
+                                                                                lw_i(c, i)), lw_i(c, p->KH * p->KW)), tap),
+                                                   k->Cg * p->KH * p->KW, b));
     return lw_let(c, vw, wv, upd);
 }
 
@@ -176,14 +177,13 @@ int lw_conv_depthwise_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, cons
 
 /* Small groups in blocked channels (docs/layouts.md, "Small groups"): float32, NCHW<b>c in and
  * out, groups of Cg input and Cg output channels with Cg < b dividing b, so that each block of
- * outputs reads the same block of inputs; a constant weight */
+ * outputs reads the same block of inputs */
 int lw_conv_groups_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
 {
     (void)c;
     (void)s;
     lw_conv_p p;
-    if (!tk_conv_f32_any(call, &p) || !p.ob || p.xb != p.ob || p.groups == 1 || p.groups == p.C ||
-        lw_arg(call, 1)->kind != TTH_REXPR_CONST)
+    if (!tk_conv_f32_any(call, &p) || !p.ob || p.xb != p.ob || p.groups == 1 || p.groups == p.C)
         return 0;
     int64_t Cg = p.C / p.groups;
     return p.O == p.C && Cg < p.ob && p.ob % Cg == 0 && Cg <= LW_SMALL_GROUP_MAX;

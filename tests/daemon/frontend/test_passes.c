@@ -887,46 +887,53 @@ Test(passes, layout_permutes_to_nhwc_read_and_write_blocks)
 }
 
 /* x[1, 16, 7, 7] -> conv 1x1 16 -> relu -> grouped 3x3 of 8 groups of 2 channels -> relu ->
- * grouped 3x3 of 4 groups of 4 channels, stride 2 -> conv 1x1 16 -> 8 -> y; random weights */
+ * grouped 3x3 of 4 groups of 4 channels, stride 2 -> grouped 1x1 of 4 groups of 4 inputs and 2
+ * outputs (16 -> 8) -> y; random weights */
 static tth_relay_module *small_groups_model(void)
 {
     ob b;
-    static const wspec ws[] = {{"w1", 16, 16, 1}, {"wg8", 16, 2, 3}, {"wg4", 16, 4, 3}, {"w2", 8, 16, 1}};
+    static const wspec ws[] = {{"w1", 16, 16, 1}, {"wg8", 16, 2, 3}, {"wg4", 16, 4, 3}, {"w2", 8, 4, 1}};
     conv_net(&b, (const int64_t[]){1, 16, 7, 7}, ws, sizeof ws / sizeof *ws, 0);
     ob_node(&b, "Relu", "r1", "a", "r");
     ob_conv(&b, "g8", "r,wg8", "g", 1, 1, 8);
     ob_node(&b, "Relu", "r2", "g", "h");
     ob_conv(&b, "g4", "h,wg4", "k", 1, 2, 4);
-    ob_conv(&b, "c2", "k,w2", "y", 0, 1, 1);
+    ob_conv(&b, "c2", "k,w2", "y", 0, 1, 4);
     ob_output(&b, "y");
     return simplified(&b);
 }
 
 /* groups smaller than a block (docs/layouts.md, "Small groups"): at blocks of 8, the 8 groups of 2
- * merge four by four into 2 groups of 8, the 4 groups of 4 two by two into 2 groups of 8, so the
- * whole chain stays blocked (one layout change, at the end) and gives the same numbers */
-Test(passes, layout_merges_small_groups)
+ * and the 4 groups of 4 (as many inputs as outputs) stay as they are, blocked in and out, for the
+ * grouped kernel; the 4 groups of 4 inputs and 2 outputs merge four by four into one group of 16
+ * inputs and 8 outputs (a block-diagonal weight). The whole chain stays blocked (one layout
+ * change, at the end) and gives the same numbers. */
+Test(passes, layout_keeps_small_groups_blocked)
 {
     twin t = blocked_twin(small_groups_model, 99);
     const char *text = t.text;
     cr_assert(t.st.convs == 4 && t.st.blocked == 4 && t.st.to_blocked == 0 && t.st.to_plain == 1,
               "convs %d, blocked %d, into blocks %d, back %d:\n%s", t.st.convs, t.st.blocked, t.st.to_blocked,
               t.st.to_plain, text);
-    int merged = 0;
+    int grouped = 0, merged = 0;
     for (int64_t i = 0; i < t.n; i++) {
         const tth_rexpr *e = t.nodes[i];
         if (e->kind != TTH_REXPR_CALL || e->u.call.op != TTH_OP_CONV2D)
             continue;
-        const json_t *g = json_object_get(e->u.call.attrs, "groups");
-        if (json_integer_value(g) > 1) {
-            merged++;
-            cr_assert_eq(json_integer_value(g), 2, "%s", text);
-            cr_assert_eq(e->u.call.args[1]->type.tensor.shape[1], 8, "a merged group reads 8 channels:\n%s", text);
+        int64_t g = json_integer_value(json_object_get(e->u.call.attrs, "groups")), cg = e->u.call.args[1]->type.tensor.shape[1];
+        int last = e->type.tensor.shape[1] * e->type.tensor.shape[4] == 8; /* the 16 -> 8 layer */
+        cr_assert_eq(tth_layout_block(json_object_get(e->u.call.attrs, "out_layout")), 8, "%s", text);
+        if (g > 1 || last)
             cr_assert_eq(tth_layout_block(json_object_get(e->u.call.attrs, "data_layout")), 8, "%s", text);
-            cr_assert_eq(tth_layout_block(json_object_get(e->u.call.attrs, "out_layout")), 8, "%s", text);
+        if (g > 1) {
+            grouped++;
+            cr_assert((g == 8 && cg == 2) || (g == 4 && cg == 4), "small groups kept: %lld of %lld:\n%s", (long long)g,
+                      (long long)cg, text);
+        } else if (last) {
+            merged += cg == 16; /* one merged group reading all 16 channels */
         }
     }
-    cr_assert_eq(merged, 2, "%s", text);
+    cr_assert(grouped == 2 && merged == 1, "grouped %d, merged %d:\n%s", grouped, merged, text);
     expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 16, 7, 7}});
 }
 
