@@ -997,8 +997,9 @@ static int const_lanes(const tth_texpr *e, int32_t lanes, int64_t *v)
 }
 
 /* An index of `lanes` lanes that is broadcast(s) + a constant vector whose lanes lie within 64
- * elements: s (a scalar), the constant lanes in off[]; else NULL */
-static const tth_texpr *permuted_index(const tth_texpr *ix, int32_t lanes, int64_t *off)
+ * elements: s (a scalar), the constant lanes in off[], their least in *lo and the span they cover
+ * in *span; else NULL */
+static const tth_texpr *permuted_index(const tth_texpr *ix, int32_t lanes, int64_t *off, int64_t *lo, int64_t *span)
 {
     if (ix->kind != TTH_TEXPR_BINARY || ix->u.bin.op != TTH_TBIN_ADD || lanes > 64)
         return NULL;
@@ -1006,12 +1007,14 @@ static const tth_texpr *permuted_index(const tth_texpr *ix, int32_t lanes, int64
         const tth_texpr *s = side ? ix->u.bin.b : ix->u.bin.a, *k = side ? ix->u.bin.a : ix->u.bin.b;
         if (s->kind != TTH_TEXPR_BROADCAST || s->u.bcast.value->lanes != 1 || const_lanes(k, lanes, off))
             continue;
-        int64_t lo = off[0], hi = off[0];
+        int64_t hi = off[0];
+        *lo = off[0];
         for (int32_t l = 1; l < lanes; l++) {
-            lo = off[l] < lo ? off[l] : lo;
+            *lo = off[l] < *lo ? off[l] : *lo;
             hi = off[l] > hi ? off[l] : hi;
         }
-        return hi - lo < 64 ? s->u.bcast.value : NULL;
+        *span = hi - *lo + 1;
+        return *span <= 64 ? s->u.bcast.value : NULL;
     }
     return NULL;
 }
@@ -1067,26 +1070,21 @@ LLVMValueRef tth__llcg_expr(tth__llcg *c, const tth_texpr *e)
             /* lanes a constant permutation of a short span from one scalar index (the grouped
              * kernel's input lanes, docs/llvm.md "Permuted loads"): one load of the span and a
              * shuffle, where a gather would load lane by lane */
-            int64_t poff[64];
-            const tth_texpr *sb = permuted_index(ix, e->lanes, poff);
+            int64_t poff[64], plo = 0, pspan = 0;
+            const tth_texpr *sb = permuted_index(ix, e->lanes, poff, &plo, &pspan);
             if (sb && buf->dtype != TTH_BOOL) {
-                int64_t lo = poff[0], hi = poff[0];
-                for (int32_t l = 1; l < e->lanes; l++) {
-                    lo = poff[l] < lo ? poff[l] : lo;
-                    hi = poff[l] > hi ? poff[l] : hi;
-                }
                 LLVMValueRef b0 = tth__llcg_index(c, sb);
                 if (!b0)
                     return NULL;
-                b0 = LLVMBuildAdd(c->b, b0, LLVMConstInt(LLVMTypeOf(b0), (unsigned long long)lo, 1), "");
+                b0 = LLVMBuildAdd(c->b, b0, LLVMConstInt(LLVMTypeOf(b0), (unsigned long long)plo, 1), "");
                 LLVMValueRef p = tth__llcg_elem_ptr(c, buf, b0);
-                LLVMValueRef wide = p ? tth__llcg_contig_load(c, buf, p, (int32_t)(hi - lo + 1),
+                LLVMValueRef wide = p ? tth__llcg_contig_load(c, buf, p, (int32_t)pspan,
                                                               (unsigned)tth_dtype_size(buf->dtype)) : NULL;
                 if (!wide)
                     return NULL;
                 LLVMValueRef mask[64];
                 for (int32_t l = 0; l < e->lanes; l++)
-                    mask[l] = LLVMConstInt(i32_type(c), (unsigned long long)(poff[l] - lo), 0);
+                    mask[l] = LLVMConstInt(i32_type(c), (unsigned long long)(poff[l] - plo), 0);
                 v = LLVMBuildShuffleVector(c->b, wide, LLVMGetPoison(LLVMTypeOf(wide)),
                                            LLVMConstVector(mask, (unsigned)e->lanes), "");
                 goto loaded;
