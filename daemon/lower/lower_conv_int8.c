@@ -359,8 +359,7 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
 static void q_offsets(qconv *q, lw_ctx *c, const tth_rexpr *call, int64_t xzp)
 {
     q->k.dot = c->dot ? c->dot : TTH_TINTRIN_DOT4_US;
-    int us = q->k.dot == TTH_TINTRIN_DOT4_US, u8 = lw_ty(lw_arg(call, 0))->dtype == TTH_U8;
-    q->koff = us == u8 ? 0 : us ? 128 : -128;
+    q->koff = lw_dot_koff(q->k.dot, lw_ty(lw_arg(call, 0))->dtype);
     q->padv = (xzp + q->koff) & 0xff;
 }
 
@@ -480,23 +479,10 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         k->flat = 2; /* a narrow image: tiles run across rows */
     q_offsets(&q, c, call, q.xzp);
     q.C4 = (p.C + 3) / 4;
-    int vl = c->vec.f32_lanes;
-    int64_t Og = p.O / p.groups, C4g = (p.C / p.groups + 3) / 4;
-    while (vl > 1 && vl / 2 >= Og)
-        vl /= 2;
+    int64_t C4g = (p.C / p.groups + 3) / 4;
     k->xblk = p.xb / 4; /* a blocked input's copy: b/4 words per pixel of a block */
-    if (p.ob) { /* blocks of the output, or lanes / b of them side by side (docs/layouts.md) */
-        int lanes = c->vec.f32_lanes;
-        vl = (int)p.ob;
-        if (lanes > vl && lanes % vl == 0 && Og >= lanes && (p.groups == 1 || Og % lanes == 0)) {
-            k->obp = lanes / vl;
-            vl = lanes;
-        }
-    }
-    k->vl = vl;
-    k->NB = (Og + vl - 1) / vl;
-    if (!k->obp)
-        k->obp = 1;
+    tk_block_lanes(k);
+    int vl = k->vl;
     if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, vl, k->NB)))
         return NULL;
     k->comp = q.comp;
@@ -544,7 +530,7 @@ tth_tstmt *lw_qconv_depthwise(lw_ctx *c, const tth_rexpr *call, const lw_sink *s
     int64_t nwk = (q.p.KW + 3) / 4;
     if (c->dot_native && nwk <= 2) { /* dot_native: c->dot, on a target with vectors */
         q.dot = c->dot;
-        q.koff = lw_dot_koff(c, q.xdt);
+        q.koff = lw_dot_koff(c->dot, q.xdt);
         tth_tensor *wd = lw_table_new(c, TTH_I32, q.p.C * q.p.KH * nwk, NULL);
         if (!wd) {
             tth_tensor_unref(cp);

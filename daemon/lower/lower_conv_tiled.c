@@ -40,6 +40,14 @@ static tth_texpr *pad_value(tk *k)
     return k->xdt == TTH_F32 ? f32(k->c, 0) : tth_tir_int(k->c->m, k->xdt, k->xzp);
 }
 
+/* Do the channel-blocked and row kernels split this convolution among the cores? From its
+ * multiply-adds (LW_PARALLEL_MIN_DOT for the int8 kernels' dot products) */
+static int kernel_parallel(const tk *k)
+{
+    const lw_conv_p *p = k->p;
+    return p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
+}
+
 /* offset of pixel (row, col) of input channel ch in the input as read */
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
@@ -222,8 +230,7 @@ tth_tstmt *tk_pad_split_blocked(tk *k, int64_t C1, tk_prow_fn row, void *ctx)
     int64_t work = p->C * k->Hp * k->Wp * p->KH * p->KW, per = p->OH;
     /* the int8 kernels' words: in parallel exactly when the kernel is (blocked_kernel), so that
      * no core reads a copy the launching core made alone */
-    int par = k->dot ? p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= LW_PARALLEL_MIN_DOT
-                     : work >= LW_PARALLEL_MIN;
+    int par = k->dot ? kernel_parallel(k) : work >= LW_PARALLEL_MIN;
     int64_t nb = k->wouter || !par ? 1 : lw_bands(c, p->OH, &per);
     tth_tvar *vih = lw_var(c, "ph", TTH_I64);
     lw_ax q;
@@ -270,6 +277,31 @@ static tth_texpr *x_word(tk *k, tth_texpr *i)
     for (int j = 0; j < 4; j++)
         bytes[j] = tth_tir_load(c->m, k->x, lw_add(c, at, lw_i(c, j)));
     return lw_dot_word(c, bytes, 0, 0, 1);
+}
+
+void tk_block_lanes(tk *k)
+{
+    const lw_conv_p *p = k->p;
+    int lanes = k->c->vec.f32_lanes;
+    /* lanes: the target's (a narrower vector costs as much per instruction, so a partial last
+     * block beats more blocks), but no more than the group's channels need */
+    int vl = lanes > 1 ? lanes : 1;
+    while (vl > 1 && vl / 2 >= k->Og)
+        vl /= 2;
+    k->obp = 1;
+    if (p->ob) { /* an NCHW<b>c output: an accumulator is one block of it */
+        vl = (int)p->ob;
+        /* or, for blocks narrower than the target's vector (8 on 16 lanes: 1000, 24, 40
+         * channels), lanes / b consecutive blocks side by side, so every multiply-add is full
+         * width; the epilogue stores each block's part of the accumulator (docs/layouts.md,
+         * "Narrow blocks"). The blocks of one accumulator stay in one group. */
+        if (lanes > vl && lanes % vl == 0 && k->Og >= lanes && (p->groups == 1 || k->Og % lanes == 0)) {
+            k->obp = lanes / vl;
+            vl = lanes;
+        }
+    }
+    k->vl = vl;
+    k->NB = (k->Og + vl - 1) / vl;
 }
 
 /* The packed weights of a constant weight tensor, as a CONST buffer. */
@@ -805,7 +837,7 @@ static tth_tstmt *blocked_kernel(tk *k)
     choose_tile(k, rowlen, &RW);
     int RC = k->RC;
     int64_t NBT = p->groups * k->NB;
-    int par = p->O * p->OH * p->OW * (p->C / p->groups) * p->KH * p->KW >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
+    int par = kernel_parallel(k);
     tth_tstmt *seq = NULL;
     /* blocks of input channels: float32, one group, a tile's weights more than twice
      * TK_KC_BYTES (docs/lowering.md, "Blocks of input channels") */
@@ -1588,7 +1620,7 @@ static tth_tstmt *rows_kernel(tk *k, int RO, int RP)
     const lw_conv_p *p = k->p;
     int vl = c->vec.f32_lanes;
     int64_t nblk = p->O / RO;
-    int par = p->O * p->OH * p->OW * p->C * p->KH * p->KW >= (k->dot ? LW_PARALLEL_MIN_DOT : LW_PARALLEL_MIN);
+    int par = kernel_parallel(k);
     tth_tstmt *seq = NULL;
     for (int part = 0; part < 2; part++) {
         int64_t nb = part == 0 ? nblk : (p->O % RO ? 1 : 0);
@@ -1828,38 +1860,19 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     } else if (!depthwise && !k.flat && p->OW <= 16)
         k.flat = 2; /* a narrow image (7x7, 14x14): tiles run across rows instead of 4 + 3 pixels */
     if (mode == TILED_BLOCKED) {
-        /* lanes: the target's (a narrower vector costs as much per instruction, so a partial
-         * last block beats more blocks), but no more than the group's channels need */
-        int vl = c->vec.f32_lanes > 1 ? c->vec.f32_lanes : 1;
-        while (vl > 1 && vl / 2 >= k.Og)
-            vl /= 2;
-        k.obp = 1;
-        if (p->ob) { /* an NCHW<b>c output: an accumulator is one block of it */
-            vl = (int)p->ob;
-            /* or, for blocks narrower than the target's vector (8 on 16 lanes: 1000, 24, 40
-             * channels), lanes / b consecutive blocks side by side, so every FMA is full width;
-             * the epilogue stores each block's part of the accumulator (docs/layouts.md,
-             * "Narrow blocks"). The blocks of one accumulator stay in one group. */
-            int lanes = c->vec.f32_lanes;
-            if (lanes > vl && lanes % vl == 0 && k.Og >= lanes && (p->groups == 1 || k.Og % lanes == 0)) {
-                k.obp = lanes / vl;
-                vl = lanes;
-            }
-        }
-        k.vl = vl;
-        k.NB = (k.Og + vl - 1) / vl;
+        tk_block_lanes(&k);
         if (wa->kind == TTH_REXPR_CONST) {
             wp = pack_const(&k, wa->u.constant.value);
             if (!wp)
                 return NULL;
         } else {
-            int64_t n = p->groups * k.NB * k.Cg * p->KH * p->KW * vl;
+            int64_t n = p->groups * k.NB * k.Cg * p->KH * p->KW * k.vl;
             wp = lw_local(c, "wp", TTH_F32, 1, &n);
             if (!wp || !(pack = pack_loop(&k, w, wp)))
                 return NULL;
         }
         k.w = wp;
-        k.wouter = tk_weights_outer(p, p->groups * k.NB * k.Cg * p->KH * p->KW * vl, c->cores);
+        k.wouter = tk_weights_outer(p, p->groups * k.NB * k.Cg * p->KH * p->KW * k.vl, c->cores);
         /* grouped, split among cores: groups outermost where a pointwise layer of its width would
          * put its weights outermost (C x C weights larger than TK_OUTER_PARALLEL_RATIO images):
          * the 1x1 layers around it (ResNeXt, RegNet) then write and read channel halves, and each

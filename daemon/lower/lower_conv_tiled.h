@@ -122,6 +122,9 @@ int tk_weights_outer(const lw_conv_p *p, int64_t wfloats, int cores);
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 /* the same for an NCHW<b>c output: val is block blk (b channels) of pixel (oh, ow) */
 tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
+/* the channel-blocked kernel's lanes for k's output: k->vl, k->obp (blocks of an NCHW<b>c output
+ * to an accumulator) and k->NB (accumulators to a group) */
+void tk_block_lanes(tk *k);
 /* the padded copy of image k->n of an NCHW<b>c input: [C/b][Hp][Wp][b] */
 tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
                                int64_t nrows, int par);

@@ -250,11 +250,11 @@ lw_node *lw_node_of(lw_ctx *c, const tth_rexpr *e);
 /* 1 when e is a constant of an integer dtype (the int8 kernels' zero points) */
 int lw_int_const(const tth_rexpr *e);
 /* What the int8 kernels share (lower_quant.c, docs/int8.md): koff, added to each input byte of
- * dtype x to put it in the range c->dot's first operand takes; 1 when xz is a constant scalar
+ * dtype x to put it in the range the first operand of the dot product `dot` takes; 1 when xz is a constant scalar
  * and wz constant zeros (the zero points the kernels take), *xzp then x's; comp, the constant
  * -(xzp + koff) * wsum added to an accumulator whose weights sum to wsum; and the int32 word of
  * four bytes (each plus koff, a NULL byte the padding byte padv), `lanes` lanes */
-int64_t lw_dot_koff(const lw_ctx *c, tth_dtype x);
+int64_t lw_dot_koff(int dot, tth_dtype x);
 int lw_dot_zero_points(const tth_rexpr *xz, const tth_rexpr *wz, int64_t *xzp);
 int32_t lw_dot_comp(int64_t xzp, int64_t koff, int64_t wsum);
 tth_texpr *lw_dot_word(lw_ctx *c, tth_texpr *const bytes[4], int64_t koff, int64_t padv, int lanes);

@@ -669,7 +669,7 @@ tth_tstmt *lw_qmatmul_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int RM, RN;
     mm_tile_shape(c, t.R, p.N, vl, &RM, &RN);
     int par = t.R * p.N * p.K >= LW_PARALLEL_MIN_DOT;
-    int64_t koff = lw_dot_koff(c, at->dtype);
+    int64_t koff = lw_dot_koff(c->dot, at->dtype);
     t.PW = (int64_t)RN * vl;
     t.B = qmm_pack(c, lw_arg(call, 1)->u.constant.value, p.K, p.N, t.PW, azp, koff, &t.comp);
     tth_tbuffer *A = lw_buf(c, lw_arg(call, 0));

@@ -225,9 +225,9 @@ int lw_quant_check(const tth_rexpr *call, char *why, size_t len)
 
 /* ---- what the int8 kernels share (docs/int8.md) ---- */
 
-int64_t lw_dot_koff(const lw_ctx *c, tth_dtype x)
+int64_t lw_dot_koff(int dot, tth_dtype x)
 {
-    int us = c->dot == TTH_TINTRIN_DOT4_US, u8 = x == TTH_U8;
+    int us = dot == TTH_TINTRIN_DOT4_US, u8 = x == TTH_U8;
     return us == u8 ? 0 : us ? 128 : -128;
 }
 
