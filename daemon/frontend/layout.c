@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "frontend_internal.h"
+#include "lower.h"
 
 typedef struct lay {
     tth_relay_module *m;
@@ -120,8 +121,6 @@ static json_t *attrs_with(const json_t *attrs, const char *k1, const char *v1, c
  * computes m times the multiply-adds, all in blocked channels, instead of leaving the blocked
  * region twice (docs/layouts.md, "Small groups"). */
 #define MERGE_GROUPS_MAX 4
-/* groups of at most this many channels take the grouped kernel (conv2d/groups-nchwc) */
-#define SMALL_GROUP_MAX 8
 
 static tth_rexpr *merged_weight(lay *L, const tth_rexpr *w, int64_t Og, int64_t m)
 {
@@ -203,7 +202,7 @@ static tth_rexpr *conv_blocked(lay *L, const tth_rexpr *e)
     /* small groups of as many inputs as outputs: the grouped kernel reads each block's inputs
      * from the same block (docs/layouts.md, "Small groups"), its input blocked if need be */
     int small = !q && wa.groups != 1 && !depthwise && b && C == O && Cg < b && b % Cg == 0 &&
-                Cg <= SMALL_GROUP_MAX && w->type.tensor.dtype == TTH_F32;
+                Cg <= TTH_LOWER_SMALL_GROUP_MAX && w->type.tensor.dtype == TTH_F32;
     if (small) {
         out_blk = 1;
     } else if (wa.groups != 1 && !depthwise) {

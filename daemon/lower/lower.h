@@ -37,6 +37,11 @@
 tth_prim_func *tth_lower_primitive(tth_tir_module *mod, const tth_relay_function *fn, const char *name,
                                    const json_t *target, tth_diag *diag);
 
+/* Grouped convolutions in blocked channels whose groups have as many inputs as outputs, at most
+ * this many, fewer than a block and dividing it, have a kernel (conv2d/groups-nchwc): the layout
+ * pass keeps such groups blocked as they are (docs/layouts.md, "Small groups") */
+#define TTH_LOWER_SMALL_GROUP_MAX 8
+
 /* 1 when the default lowering handles this op call (op, dtypes, attributes); else 0 and `why`
  * (may be NULL) says what is not supported: "nn.conv2d: float16 is not supported". */
 int tth_lower_op_supported(const tth_rexpr *call, char *why, size_t len);

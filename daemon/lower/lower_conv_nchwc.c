@@ -186,7 +186,7 @@ int lw_conv_groups_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const l
     if (!tk_conv_f32_any(call, &p) || !p.ob || p.xb != p.ob || p.groups == 1 || p.groups == p.C)
         return 0;
     int64_t Cg = p.C / p.groups;
-    return p.O == p.C && Cg < p.ob && p.ob % Cg == 0 && Cg <= LW_SMALL_GROUP_MAX;
+    return p.O == p.C && Cg < p.ob && p.ob % Cg == 0 && Cg <= TTH_LOWER_SMALL_GROUP_MAX;
 }
 
 /* the blocked depthwise kernel for call of shapes p; xdt/xzp: an int8 or uint8 input and its
@@ -200,8 +200,6 @@ static tth_tstmt *dwb_conv(lw_ctx *c, const tth_rexpr *call, const lw_sink *s, c
     k.vl = (int)p.ob;
     k.xdt = xdt;
     k.xzp = xzp;
-    if (xdt != TTH_F32)
-        k.bias = NULL; /* qnn.conv2d's arguments 2 and 3 are zero points */
     const tth_rexpr *wa = lw_arg(call, 1);
     k.wpacked = wa->kind == TTH_REXPR_CONST;
     if (!(k.x = lw_buf(c, lw_arg(call, 0))) || !(k.w = k.wpacked ? dwb_pack(&k, wa->u.constant.value) : lw_buf(c, wa)))

@@ -261,8 +261,7 @@ tth_texpr *lw_dot_word(lw_ctx *c, tth_texpr *const bytes[4], int64_t koff, int64
 /* strategy qnn.conv2d/int8-dot-rows (lower_conv_int8.c) */
 int lw_qconv_dot_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
-/* strategy conv2d/groups-nchwc (lower_conv_nchwc.c): groups of at most this many channels */
-#define LW_SMALL_GROUP_MAX 8
+/* strategy conv2d/groups-nchwc (lower_conv_nchwc.c): groups of at most TTH_LOWER_SMALL_GROUP_MAX */
 int lw_conv_groups_nchwc_applies(const lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 tth_tstmt *lw_conv_groups_nchwc(lw_ctx *c, const tth_rexpr *call, const lw_sink *s);
 /* strategy qnn.conv2d/int8-depthwise-nchwc (lower_conv_int8.c) */
