@@ -1,5 +1,5 @@
-/* lower_conv_nchwc.c: the depthwise convolution on NCHW<b>c tensors (docs/layouts.md, and
- * docs/lowering.md "Depthwise kernel in blocked channels").
+/* lower_conv_nchwc.c: the depthwise convolution on NCHW<b>c tensors, and grouped ones of small
+ * groups (docs/layouts.md, "Kernels" and "Small groups").
  *
  * Input [N, C/b, H, W, b], weight [C, 1, KH, KW] packed at compile time as [C/b][KH][KW][b] (a
  * weight computed at run time is read in place, each tap's vector a strided load),
@@ -7,12 +7,18 @@
  * pixel is one contiguous load, whatever the stride; a tile is RW pixels of one output row:
  *     for kh (rows inside the image), kw:  w = wp[c1, kh, kw][0:b]
  *         for r:  acc[r] = fma(x[n, c1, oh*sh - pt + kh*dh, (ow0 + r)*sw - pl + kw*dw][0:b], w, acc[r])
- * The columns whose taps all lie inside the image row are whole tiles without a test; the few at
- * each edge are single pixels whose taps test their column. Nothing is copied: no padded image. */
+ * In the tiles inside the image the taps of a row are unrolled and each input column is loaded
+ * once for every tap that reads it (dwb_row). The columns whose taps all lie inside the image
+ * row are whole tiles without a test; the few at each edge are single pixels whose taps test
+ * their column. Nothing is copied: no padded image. */
 #include <stdio.h>
 #include <string.h>
 
 #include "lower_conv_tiled.h"
+
+/* the widest kernel row whose taps share the input columns of a tile (dwb_row): its weights
+ * stay in registers beside the tile's accumulators */
+#define DWB_ROW_KW_MAX 7
 
 /* [C/b][KH][KW][Cg][b] from the constant OIHW weight [C, Cg, KH, KW] (Cg 1: depthwise):
  * float32, or for int8 weights int32 (the int8 kernel multiplies in int32) */
@@ -36,53 +42,137 @@ static tth_tbuffer *dwb_pack(tk *k, const tth_tensor *wt)
     return lw_packed_const(k->c, pk);
 }
 
+/* the input of column iw of the row at vrow for step i (perm: the step's lanes, NULL for a
+ * depthwise convolution): the pixel's vector, or lane l its channel (l / Cg)*Cg + i, a permuted
+ * load (docs/layouts.md, "Small groups"); int8: widened to int32, less the zero point */
+static tth_texpr *dwb_x(tk *k, tth_tvar *vrow, tth_texpr *iw, tth_texpr *perm)
+{
+    lw_ctx *c = k->c;
+    int b = (int)k->p->ob;
+    tth_texpr *at0 = lw_add(c, lw_ref(c, vrow), lw_mul(c, iw, lw_i(c, b)));
+    tth_texpr *xv = perm ? tth_tir_load(c->m, k->x, lw_add(c, at0, perm)) : tth_tir_vload(c->m, k->x, at0, b, 0);
+    if (k->xdt != TTH_F32) { /* int8: (x - x_zp) * w in int32; a tap outside the image is x_zp, so it adds 0 */
+        xv = lw_cast(c, TTH_I32, xv);
+        if (k->xzp)
+            xv = lw_sub(c, xv, tth_tir_broadcast(c->m, tth_tir_int(c->m, TTH_I32, k->xzp), b));
+    }
+    return xv;
+}
+
+/* the lanes of step i of a grouped convolution; NULL for a depthwise one */
+static tth_texpr *dwb_perm(tk *k, int64_t i)
+{
+    lw_ctx *c = k->c;
+    int b = (int)k->p->ob;
+    if (k->Cg == 1)
+        return NULL;
+    return lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, tth_tir_ramp(c->m, lw_i(c, 0), 1, b), lw_i(c, k->Cg)), lw_i(c, k->Cg)),
+                  lw_i(c, i));
+}
+
+/* the weights of step i of tap `tap` (kh * KW + kw) for block c1 */
+static tth_texpr *dwb_w(tk *k, tth_texpr *c1, tth_texpr *tap, int64_t i)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int b = (int)p->ob;
+    if (k->wpacked) /* [C/b][KH][KW][Cg][b] */
+        return tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap),
+                                                                    lw_i(c, k->Cg)), lw_i(c, i)), lw_i(c, b)), b, 0);
+    /* the weight as computed, [C, Cg, KH, KW]: the block's channels Cg*KH*KW apart */
+    return tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, b * k->Cg)), lw_i(c, i)),
+                                                                  lw_i(c, p->KH * p->KW)), tap),
+                                                 k->Cg * p->KH * p->KW, b));
+}
+
+/* acc[r] += x * w (float32 fma, int32 multiply and add) */
+static tth_tstmt *dwb_madd(tk *k, tth_tbuffer *acc, int r, tth_texpr *x, tth_texpr *w)
+{
+    lw_ctx *c = k->c;
+    int b = (int)k->p->ob;
+    tth_texpr *ai = lw_i(c, (int64_t)r * b), *av = tth_tir_vload(c->m, acc, ai, b, 0);
+    return tth_tir_vstore(c->m, acc, ai, k->xdt != TTH_F32 ? lw_add(c, lw_mul(c, x, w), av) : lw_madd(c, x, w, av), 0);
+}
+
 /* Step i of tap (kh, kw) for the RW pixels of a tile from column ow0 (row xr of the input at
- * vrow): acc[r] += x * w with w the tap's weights for step i. Depthwise (Cg 1): x is the pixel's
- * vector; grouped (Cg input channels per group and as many outputs, Cg < b): lane l takes input
- * channel (l / Cg)*Cg + i of the block, a permuted load of the pixel's vector (docs/layouts.md,
- * "Small groups"). `edge`: the taps test their column. */
+ * vrow): acc[r] += x * w with w the tap's weights for step i. `edge`: the taps test their
+ * column. */
 static tth_tstmt *dwb_step(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow0, int RW, int edge, tth_texpr *tap,
                            tth_texpr *kw, tth_tvar *vrow, int64_t i)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int b = (int)p->ob, q = k->xdt != TTH_F32;
-    tth_dtype at = q ? TTH_I32 : TTH_F32;
-    tth_tvar *vw = lw_var_vec(c, "w", at, b);
+    tth_tvar *vw = lw_var_vec(c, "w", k->xdt != TTH_F32 ? TTH_I32 : TTH_F32, (int)p->ob);
     if (!vw)
         return NULL;
-    tth_texpr *perm = k->Cg == 1 ? NULL
-                    : lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, tth_tir_ramp(c->m, lw_i(c, 0), 1, b), lw_i(c, k->Cg)),
-                                       lw_i(c, k->Cg)), lw_i(c, i));
+    tth_texpr *perm = dwb_perm(k, i);
     tth_tstmt *upd = NULL;
     for (int r = 0; r < RW; r++) {
         /* input column of pixel ow0 + r at tap kw */
         tth_texpr *iw = lw_add(c, lw_sub(c, lw_mul(c, lw_add(c, ow0, lw_i(c, r)), lw_i(c, p->sw)), lw_i(c, p->pl)),
                                lw_mul(c, kw, lw_i(c, p->dw)));
-        tth_texpr *at0 = lw_add(c, lw_ref(c, vrow), lw_mul(c, iw, lw_i(c, b)));
-        tth_texpr *xv = perm ? tth_tir_load(c->m, k->x, lw_add(c, at0, perm)) : tth_tir_vload(c->m, k->x, at0, b, 0);
-        tth_texpr *ai = lw_i(c, (int64_t)r * b), *av = tth_tir_vload(c->m, acc, ai, b, 0);
-        if (q) { /* int8: (x - x_zp) * w in int32; a tap outside the image is x_zp, so it adds 0 */
-            xv = lw_cast(c, TTH_I32, xv);
-            if (k->xzp)
-                xv = lw_sub(c, xv, tth_tir_broadcast(c->m, tth_tir_int(c->m, TTH_I32, k->xzp), b));
-        }
-        tth_tstmt *st = tth_tir_vstore(c->m, acc, ai, q ? lw_add(c, lw_mul(c, xv, lw_ref(c, vw)), av) : lw_madd(c, xv, lw_ref(c, vw), av), 0);
+        tth_tstmt *st = dwb_madd(k, acc, r, dwb_x(k, vrow, iw, perm), lw_ref(c, vw));
         if (edge)
             st = tth_tir_if(c->m, lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, iw, lw_i(c, 0)),
                                          lw_bin(c, TTH_TBIN_LT, iw, lw_i(c, p->W))), st, NULL);
         if (lw_append(c, &upd, st))
             return NULL;
     }
-    tth_texpr *wv;
-    if (k->wpacked) /* [C/b][KH][KW][Cg][b] */
-        wv = tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap),
-                                                                   lw_i(c, k->Cg)), lw_i(c, i)), lw_i(c, b)), b, 0);
-    else /* the weight as computed, [C, Cg, KH, KW]: the block's channels Cg*KH*KW apart */
-        wv = tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, b * k->Cg)),
-                                                                                lw_i(c, i)), lw_i(c, p->KH * p->KW)), tap),
-                                                   k->Cg * p->KH * p->KW, b));
-    return lw_let(c, vw, wv, upd);
+    return lw_let(c, vw, dwb_w(k, c1, tap, i), upd);
+}
+
+/* the input columns a tile of RW pixels reads in a row of KW taps: o = r*sw + kw*dw, each once */
+static int dwb_row_loads(int RW, int KW, int sw, int dw)
+{
+    int n = 0;
+    for (int o = 0; o <= (RW - 1) * sw + (KW - 1) * dw; o++)
+        for (int kw = 0; kw < KW; kw++) {
+            int col = o - kw * dw;
+            if (col >= 0 && col % sw == 0 && col / sw < RW) {
+                n++;
+                break;
+            }
+        }
+    return n;
+}
+
+/* Step i of every tap of row kh for an interior tile (docs/layouts.md, "Kernels"): the
+ * KW weights first, then each input column the tile reads, ow0*sw - pl + o for o from 0 to
+ * (RW - 1)*sw + (KW - 1)*dw, loaded (and permuted) once and multiplied into every pixel r with
+ * r*sw + kw*dw = o: in a 3x3 layer of tiles of 8, 10 loads at stride 1 and 17 at stride 2 where
+ * a loop over the taps made 24. */
+static tth_tstmt *dwb_row(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow0, int RW, tth_texpr *kh, tth_tvar *vrow,
+                          int64_t i)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    int KW = (int)p->KW, dw = (int)p->dw, sw = (int)p->sw;
+    tth_dtype at = k->xdt != TTH_F32 ? TTH_I32 : TTH_F32;
+    tth_tvar *vw[DWB_ROW_KW_MAX];
+    tth_texpr *perm = dwb_perm(k, i);
+    tth_tstmt *body = NULL;
+    for (int kw = 0; kw < KW; kw++)
+        if (!(vw[kw] = lw_var_vec(c, "w", at, (int)p->ob)))
+            return NULL;
+    for (int o = (RW - 1) * sw + (KW - 1) * dw; o >= 0; o--) {
+        tth_tvar *vx = lw_var_vec(c, "x", at, (int)p->ob);
+        if (!vx)
+            return NULL;
+        tth_tstmt *use = NULL;
+        for (int kw = 0; kw < KW; kw++) {
+            int col = o - kw * dw, r = col / sw;
+            if (col >= 0 && col % sw == 0 && r < RW && lw_append(c, &use, dwb_madd(k, acc, r, lw_ref(c, vx), lw_ref(c, vw[kw]))))
+                return NULL;
+        }
+        if (!use)
+            continue;
+        if (body && lw_append(c, &use, body))
+            return NULL;
+        body = lw_let(c, vx, dwb_x(k, vrow, lw_add(c, lw_mul(c, ow0, lw_i(c, sw)), lw_i(c, o - p->pl)), perm), use);
+    }
+    for (int kw = KW - 1; kw >= 0; kw--)
+        body = lw_let(c, vw[kw], dwb_w(k, c1, lw_add(c, lw_mul(c, kh, lw_i(c, KW)), lw_i(c, kw)), i), body);
+    return body;
 }
 
 /* RW pixels of row oh of block c1 from column ow0; `edge`: the taps test their column */
@@ -98,13 +188,17 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
     if (!acc || !vih || !vrow || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))
         return NULL;
     tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e);
+    /* an interior tile shares each input column among its taps (dwb_row) when some column is
+     * read by more than one (not a tile of one pixel, nor a dilation wider than the tile) */
+    int shared = !edge && p->KW <= DWB_ROW_KW_MAX && dwb_row_loads(RW, (int)p->KW, (int)p->sw, (int)p->dw) < RW * p->KW;
     tth_tstmt *taps = NULL;
     for (int64_t i = 0; i < k->Cg; i++) {
-        tth_tstmt *st = dwb_step(k, acc, c1, ow0, RW, edge, tap, kw.e, vrow, i);
+        tth_tstmt *st = shared ? dwb_row(k, acc, c1, ow0, RW, kh.e, vrow, i) : dwb_step(k, acc, c1, ow0, RW, edge, tap, kw.e, vrow, i);
         if (!st || lw_append(c, &taps, st))
             return NULL;
     }
-    taps = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, taps);
+    if (!shared)
+        taps = lw_ax_loop(c, &kw, TTH_LOOP_SERIAL, taps);
     /* row ih of the image, when inside it: its first element */
     tth_texpr *ih = lw_ref(c, vih);
     tth_texpr *inside = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, ih, lw_i(c, 0)), lw_bin(c, TTH_TBIN_LT, ih, lw_i(c, p->H)));
