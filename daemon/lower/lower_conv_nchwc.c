@@ -121,18 +121,29 @@ static tth_tstmt *dwb_step(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow
     return lw_let(c, vw, dwb_w(k, c1, tap, i), upd);
 }
 
-/* the input columns a tile of RW pixels reads in a row of KW taps: o = r*sw + kw*dw, each once */
+/* the pixel r of a tile of RW whose tap kw reads the tile's input column o (r*sw + kw*dw = o),
+ * or -1 */
+static int dwb_pixel(int o, int kw, int RW, int sw, int dw)
+{
+    int col = o - kw * dw;
+    return col >= 0 && col % sw == 0 && col / sw < RW ? col / sw : -1;
+}
+
+/* whether some tap of a row of KW reads the tile's input column o */
+static int dwb_read(int o, int KW, int RW, int sw, int dw)
+{
+    for (int kw = 0; kw < KW; kw++)
+        if (dwb_pixel(o, kw, RW, sw, dw) >= 0)
+            return 1;
+    return 0;
+}
+
+/* the input columns a tile of RW pixels reads in a row of KW taps, each counted once */
 static int dwb_row_loads(int RW, int KW, int sw, int dw)
 {
     int n = 0;
     for (int o = 0; o <= (RW - 1) * sw + (KW - 1) * dw; o++)
-        for (int kw = 0; kw < KW; kw++) {
-            int col = o - kw * dw;
-            if (col >= 0 && col % sw == 0 && col / sw < RW) {
-                n++;
-                break;
-            }
-        }
+        n += dwb_read(o, KW, RW, sw, dw);
     return n;
 }
 
@@ -155,17 +166,17 @@ static tth_tstmt *dwb_row(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow0
         if (!(vw[kw] = lw_var_vec(c, "w", at, (int)p->ob)))
             return NULL;
     for (int o = (RW - 1) * sw + (KW - 1) * dw; o >= 0; o--) {
+        if (!dwb_read(o, KW, RW, sw, dw))
+            continue;
         tth_tvar *vx = lw_var_vec(c, "x", at, (int)p->ob);
         if (!vx)
             return NULL;
         tth_tstmt *use = NULL;
         for (int kw = 0; kw < KW; kw++) {
-            int col = o - kw * dw, r = col / sw;
-            if (col >= 0 && col % sw == 0 && r < RW && lw_append(c, &use, dwb_madd(k, acc, r, lw_ref(c, vx), lw_ref(c, vw[kw]))))
+            int r = dwb_pixel(o, kw, RW, sw, dw);
+            if (r >= 0 && lw_append(c, &use, dwb_madd(k, acc, r, lw_ref(c, vx), lw_ref(c, vw[kw]))))
                 return NULL;
         }
-        if (!use)
-            continue;
         if (body && lw_append(c, &use, body))
             return NULL;
         body = lw_let(c, vx, dwb_x(k, vrow, lw_add(c, lw_mul(c, ow0, lw_i(c, sw)), lw_i(c, o - p->pl)), perm), use);
