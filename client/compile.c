@@ -823,7 +823,7 @@ int tthctl_cmd_compile(const tthctl_args *a, tthctl_error *err)
         json_object_set_new(params, "options", options);
     else
         json_decref(options);
-    /* a cache hit may come as a file of the daemon's cache (docs/tthctl.md, "Cache hits"); when
+    /* a cache hit may come as a file of the daemon's cache (docs/tthctl.md, "compile", `--stream`); when
      * that file cannot be used (evicted meanwhile), ask once more for the streamed form */
     for (int attempt = 0;; attempt++) {
         json_t *p = json_deep_copy(params);

@@ -691,7 +691,7 @@ static json_t *io_json(const tth_io_info *v, size_t n)
 
 /* ---- the tar ------------------------------------------------------------------------------------- */
 
-/* The artifact is a POSIX ustar archive (docs/artifact.md, "The tar"), written in one buffer of
+/* The artifact is a POSIX ustar archive (docs/artifact.md, "Reading an artifact"), written in one buffer of
  * its final size: every entry's size is known before the first byte is written, and the
  * parameters are written straight into their place instead of being built and copied. */
 typedef struct tar_entry {

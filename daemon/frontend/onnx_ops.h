@@ -101,7 +101,7 @@ tth_rexpr *wrap_negative(tth_onnx_ctx *c, tth_rexpr *idx, tth_rexpr *dims);
 /* GatherElements as a gather from the flattened data: out[i] = data[i with i_axis replaced by
  * index[i]]. The flat offset of every output element but the axis' part is a constant of the
  * static shapes (a grid computed here); the index, wrapped when negative, adds index * stride.
- * docs/operators.md "Composed in the importer". */
+ * docs/operators.md "ONNX operators composed in the importer". */
 tth_rexpr *gather_elements(tth_onnx_ctx *c, tth_rexpr *data, tth_rexpr *index, int64_t axis);
 
 int scatter_flat(tth_onnx_ctx *c, tth_rexpr *data2, tth_rexpr *pos, tth_rexpr *upd2, const char *red,

@@ -674,7 +674,7 @@ Test(fusion, strategy_table_picks_each_kernel)
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &w1, NULL), "conv2d/pixel-vectorized");
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x, &w3, "{\"padding\": [1, 1, 1, 1]}"), "conv2d/channel-blocked");
     /* 1x1 on 14x14 = 196 pixels (12 vectors and a tail of 4) is pixel-vectorized; on 7x7 = 49 (fewer
-     * than 4 vectors) it stays channel-blocked (docs/lowering.md, "Pointwise kernel") */
+     * than 4 vectors) it stays channel-blocked (docs/lowering.md, "Pixel-vectorized kernel") */
     tth_ttype x14 = tt(TTH_F32, 4, 1, 8, 14, 14), x7 = tt(TTH_F32, 4, 1, 8, 7, 7);
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x14, &w1, NULL), "conv2d/pixel-vectorized");
     cr_assert_str_eq(strategy_of(avx512, TTH_OP_CONV2D, &x7, &w1, NULL), "conv2d/channel-blocked");
