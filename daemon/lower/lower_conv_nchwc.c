@@ -85,13 +85,13 @@ static tth_texpr *dwb_w(tk *k, tth_texpr *c1, tth_texpr *tap, int64_t i)
                                                  k->Cg * p->KH * p->KW, b));
 }
 
-/* acc[r] += x * w (float32 fma, int32 multiply and add) */
+/* acc[r] += x * w */
 static tth_tstmt *dwb_madd(tk *k, tth_tbuffer *acc, int r, tth_texpr *x, tth_texpr *w)
 {
     lw_ctx *c = k->c;
     int b = (int)k->p->ob;
-    tth_texpr *ai = lw_i(c, (int64_t)r * b), *av = tth_tir_vload(c->m, acc, ai, b, 0);
-    return tth_tir_vstore(c->m, acc, ai, k->xdt != TTH_F32 ? lw_add(c, lw_mul(c, x, w), av) : lw_madd(c, x, w, av), 0);
+    tth_texpr *ai = lw_i(c, (int64_t)r * b);
+    return tth_tir_vstore(c->m, acc, ai, tk_madd(k, x, w, tth_tir_vload(c->m, acc, ai, b, 0)), 0);
 }
 
 /* Step i of tap (kh, kw) for the RW pixels of a tile from column ow0 (row xr of the input at
@@ -102,7 +102,7 @@ static tth_tstmt *dwb_step(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    tth_tvar *vw = lw_var_vec(c, "w", k->xdt != TTH_F32 ? TTH_I32 : TTH_F32, (int)p->ob);
+    tth_tvar *vw = lw_var_vec(c, "w", tk_acc_dtype(k), (int)p->ob);
     if (!vw)
         return NULL;
     tth_texpr *perm = dwb_perm(k, i);
@@ -158,7 +158,7 @@ static tth_tstmt *dwb_row(tk *k, tth_tbuffer *acc, tth_texpr *c1, tth_texpr *ow0
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int KW = (int)p->KW, dw = (int)p->dw, sw = (int)p->sw;
-    tth_dtype at = k->xdt != TTH_F32 ? TTH_I32 : TTH_F32;
+    tth_dtype at = tk_acc_dtype(k);
     tth_tvar *vw[DWB_ROW_KW_MAX];
     tth_texpr *perm = dwb_perm(k, i);
     tth_tstmt *body = NULL;
@@ -193,7 +193,7 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
     const lw_conv_p *p = k->p;
     int b = (int)p->ob;
     tth_tstmt *seq = NULL;
-    tth_tbuffer *acc = lw_reg_tile_of(c, k->xdt != TTH_F32 ? TTH_I32 : TTH_F32, RW, b, &seq);
+    tth_tbuffer *acc = lw_reg_tile_of(c, tk_acc_dtype(k), RW, b, &seq);
     lw_ax kh, kw;
     tth_tvar *vih = lw_var(c, "ih", TTH_I64), *vrow = lw_var(c, "xr", TTH_I64);
     if (!acc || !vih || !vrow || lw_ax_make(c, &kh, "kh", p->KH) || lw_ax_make(c, &kw, "kw", p->KW))

@@ -279,6 +279,16 @@ static tth_texpr *x_word(tk *k, tth_texpr *i)
     return lw_dot_word(c, bytes, 0, 0, 1);
 }
 
+tth_dtype tk_acc_dtype(const tk *k)
+{
+    return k->xdt != TTH_F32 ? TTH_I32 : TTH_F32;
+}
+
+tth_texpr *tk_madd(tk *k, tth_texpr *x, tth_texpr *w, tth_texpr *acc)
+{
+    return k->xdt != TTH_F32 ? lw_add(k->c, lw_mul(k->c, x, w), acc) : lw_madd(k->c, x, w, acc);
+}
+
 void tk_block_lanes(tk *k)
 {
     const lw_conv_p *p = k->p;
@@ -1181,8 +1191,7 @@ static tth_tbuffer *dw_sums(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int q = k->xdt != TTH_F32; /* int8: int32 products and sums */
-    tth_dtype at = q ? TTH_I32 : TTH_F32;
+    tth_dtype at = tk_acc_dtype(k);
     tth_tbuffer *acc = lw_reg_tile_of(c, at, n, vmax, seq);
     if (!acc)
         return NULL;
@@ -1207,9 +1216,7 @@ static tth_tbuffer *dw_sums(tk *k, tth_texpr *ch, tth_texpr *oh0, tth_texpr *ow0
         tth_texpr *ai = lw_i(c, (int64_t)a * vmax);
         tth_texpr *av = tth_tir_vload(c->m, acc, ai, sg[a].lanes, 0);
         tth_texpr *wb = sg[a].lanes > 1 ? tth_tir_broadcast(c->m, lw_ref(c, vw), sg[a].lanes) : lw_ref(c, vw);
-        tth_texpr *f = k->dwdot ? tth_tir_intrin3(c->m, k->dwdot, av, xv, wb)
-                       : q      ? lw_add(c, lw_mul(c, xv, lw_ref(c, vw)), av)
-                                : lw_madd(c, xv, lw_ref(c, vw), av);
+        tth_texpr *f = k->dwdot ? tth_tir_intrin3(c->m, k->dwdot, av, xv, wb) : tk_madd(k, xv, lw_ref(c, vw), av);
         if (lw_append(c, &upd, tth_tir_vstore(c->m, acc, ai, f, 0)))
             return NULL;
     }
@@ -1284,7 +1291,7 @@ static tth_tstmt *dw_rows_flat(tk *k, tth_texpr *ch, tth_texpr *oh0, int64_t R, 
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    tth_dtype at = k->xdt != TTH_F32 ? TTH_I32 : TTH_F32;
+    tth_dtype at = tk_acc_dtype(k);
     int64_t nflat = (R - 1) * k->Wrow + p->OW, nvec = (nflat + vl - 1) / vl, nf = nvec * vl;
     /* vector a is the run's elements a*vl .. a*vl + vl - 1: a segment of row 0 from column a*vl
      * (stride 1, so consecutive elements of the padded copy), at most 8 (dw_flat_rows) */

@@ -122,6 +122,11 @@ int tk_weights_outer(const lw_conv_p *p, int64_t wfloats, int cores);
 tth_tstmt *tk_epi_store(tk *k, tth_texpr *oc, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
 /* the same for an NCHW<b>c output: val is block blk (b channels) of pixel (oh, ow) */
 tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *ow, tth_texpr *val);
+/* the depthwise kernels' sums: int32 for an int8 or uint8 input (products of widened bytes and
+ * int32 weights), else float32; acc + x * w in that dtype (a fused multiply-add for floats where
+ * the target has one) */
+tth_dtype tk_acc_dtype(const tk *k);
+tth_texpr *tk_madd(tk *k, tth_texpr *x, tth_texpr *w, tth_texpr *acc);
 /* the channel-blocked kernel's lanes for k's output: k->vl, k->obp (blocks of an NCHW<b>c output
  * to an accumulator) and k->NB (accumulators to a group) */
 void tk_block_lanes(tk *k);
