@@ -66,8 +66,8 @@ static tth_texpr *dwb_perm(tk *k, int64_t i)
     int b = (int)k->p->ob;
     if (k->Cg == 1)
         return NULL;
-    return lw_add(c, lw_mul(c, lw_bin(c, TTH_TBIN_DIV, tth_tir_ramp(c->m, lw_i(c, 0), 1, b), lw_i(c, k->Cg)), lw_i(c, k->Cg)),
-                  lw_i(c, i));
+    tth_texpr *group = lw_bin(c, TTH_TBIN_DIV, tth_tir_ramp(c->m, lw_i(c, 0), 1, b), lw_i(c, k->Cg)); /* l / Cg */
+    return lw_add(c, lw_mul(c, group, lw_i(c, k->Cg)), lw_i(c, i));
 }
 
 /* the weights of step i of tap `tap` (kh * KW + kw) for block c1 */
@@ -76,13 +76,14 @@ static tth_texpr *dwb_w(tk *k, tth_texpr *c1, tth_texpr *tap, int64_t i)
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
     int b = (int)p->ob;
-    if (k->wpacked) /* [C/b][KH][KW][Cg][b] */
-        return tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, p->KH * p->KW)), tap),
-                                                                    lw_i(c, k->Cg)), lw_i(c, i)), lw_i(c, b)), b, 0);
+    int64_t KK = p->KH * p->KW;
+    if (k->wpacked) { /* [C/b][KH][KW][Cg][b] */
+        tth_texpr *tap_of_block = lw_add(c, lw_mul(c, c1, lw_i(c, KK)), tap);
+        return tth_tir_vload(c->m, k->w, lw_mul(c, lw_add(c, lw_mul(c, tap_of_block, lw_i(c, k->Cg)), lw_i(c, i)), lw_i(c, b)), b, 0);
+    }
     /* the weight as computed, [C, Cg, KH, KW]: the block's channels Cg*KH*KW apart */
-    return tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, c1, lw_i(c, b * k->Cg)), lw_i(c, i)),
-                                                                  lw_i(c, p->KH * p->KW)), tap),
-                                                 k->Cg * p->KH * p->KW, b));
+    tth_texpr *first = lw_add(c, lw_mul(c, c1, lw_i(c, b * k->Cg)), lw_i(c, i)); /* row c1*b*Cg + i of [C*Cg][KK] */
+    return tth_tir_load(c->m, k->w, tth_tir_ramp(c->m, lw_add(c, lw_mul(c, first, lw_i(c, KK)), tap), k->Cg * KK, b));
 }
 
 /* acc[r] += x * w */
@@ -204,7 +205,8 @@ static tth_tstmt *dwb_tile(tk *k, tth_texpr *c1, tth_texpr *oh, tth_texpr *ow0, 
     int shared = !edge && p->KW <= DWB_ROW_KW_MAX && dwb_row_loads(RW, (int)p->KW, (int)p->sw, (int)p->dw) < RW * p->KW;
     tth_tstmt *taps = NULL;
     for (int64_t i = 0; i < k->Cg; i++) {
-        tth_tstmt *st = shared ? dwb_row(k, acc, c1, ow0, RW, kh.e, vrow, i) : dwb_step(k, acc, c1, ow0, RW, edge, tap, kw.e, vrow, i);
+        tth_tstmt *st = shared ? dwb_row(k, acc, c1, ow0, RW, kh.e, vrow, i)
+                               : dwb_step(k, acc, c1, ow0, RW, edge, tap, kw.e, vrow, i);
         if (!st || lw_append(c, &taps, st))
             return NULL;
     }
