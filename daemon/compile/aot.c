@@ -8,7 +8,8 @@
  * CONST and WORKSPACE buffers; a result that is not computed by a call (an input or a constant
  * returned as is, or one value returned twice) is copied into its output at the end. A flat
  * concatenation of workspace buffers calls nothing: its inputs become slices of its output
- * (out->aliases, docs/lowering.md "Concatenation in place").
+ * (out->aliases, docs/lowering.md "Concatenation in place"); nor does a view, whose result
+ * becomes a slice of its input (docs/lowering.md, "Views").
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -196,46 +197,150 @@ static int is_aliased(const tth_aot_result *out, const tth_tbuffer *b)
     return 0;
 }
 
-/* Make the n inputs of a flat concatenation slices of its output `whole`, when each is a
- * workspace buffer of its own (no input twice, none already a slice or holding slices) whose
- * place in whole keeps its alignment; whole's alignment is raised to theirs. 1 when done (the
- * concatenation then needs no code), 0 when not, negative on OOM. */
+/* The buffer whose bytes b is: the one b is a slice of (*off its offset there), or b itself. */
+static tth_tbuffer *bytes_of(const tth_aot_result *out, tth_tbuffer *b, uint64_t *off)
+{
+    *off = 0;
+    for (size_t i = 0; i < out->naliases; i++)
+        if (out->aliases[i].part == b) {
+            *off = out->aliases[i].offset;
+            return out->aliases[i].whole;
+        }
+    return b;
+}
+
+/* Make the n inputs of a flat concatenation slices of its output `whole`, when each input's bytes
+ * are a workspace buffer of their own (the input, or all of the buffer it is a view of), no two
+ * inputs share bytes, and each place in whole keeps the alignment of the buffer put there;
+ * whole's alignment is raised to theirs. A buffer put there moves in with its slices (its views,
+ * or the inputs of an earlier join). 1 when done (the concatenation then needs no code), 0 when
+ * not, negative on OOM. */
 static int slice_inputs(tth_aot_result *out, tth_tbuffer *const *in, size_t n, tth_tbuffer *whole,
                         uint32_t ws_align)
 {
     if (whole->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, whole))
         return 0;
+    tth_tbuffer **own = calloc(n, sizeof *own);
+    if (!own)
+        return TTH_ENOMEM;
     uint64_t off = 0;
     uint32_t need = whole->align;
-    for (size_t i = 0; i < n; i++) {
-        if (in[i]->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, in[i]))
-            return 0;
-        for (size_t j = 0; j < i; j++)
-            if (in[j] == in[i])
-                return 0;
-        uint32_t a = tth_memplan_align(in[i], ws_align);
-        if (off % a != 0)
-            return 0;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        uint64_t at;
+        own[i] = bytes_of(out, in[i], &at);
+        ok = in[i]->scope == TTH_SCOPE_WORKSPACE && own[i]->scope == TTH_SCOPE_WORKSPACE && at == 0 &&
+             tth_tbuffer_nbytes(own[i]) == tth_tbuffer_nbytes(in[i]);
+        for (size_t j = 0; j < i && ok; j++)
+            ok = own[j] != own[i];
+        uint32_t a = tth_memplan_align(own[i], ws_align);
+        ok = ok && off % a == 0;
         if (a > need)
             need = a;
         off += tth_tbuffer_nbytes(in[i]);
     }
-    if (off != tth_tbuffer_nbytes(whole))
-        return 0;
-    tth_mem_alias *na = realloc(out->aliases, (out->naliases + n) * sizeof *na);
-    if (!na)
-        return TTH_ENOMEM;
+    tth_mem_alias *na = ok && off == tth_tbuffer_nbytes(whole) ? realloc(out->aliases, (out->naliases + n) * sizeof *na)
+                                                               : NULL;
+    if (!na) {
+        free(own);
+        return ok && off == tth_tbuffer_nbytes(whole) ? TTH_ENOMEM : 0;
+    }
     out->aliases = na;
     off = 0;
     for (size_t i = 0; i < n; i++) {
-        na[out->naliases++] = (tth_mem_alias){.part = in[i], .whole = whole, .offset = off};
+        for (size_t k = 0; k < out->naliases; k++)
+            if (na[k].whole == own[i]) {
+                na[k].whole = whole;
+                na[k].offset += off;
+            }
+        na[out->naliases++] = (tth_mem_alias){.part = own[i], .whole = whole, .offset = off};
         off += tth_tbuffer_nbytes(in[i]);
     }
     whole->align = need;
+    free(own);
     return 1;
 }
 
-/* Drop from the module the PrimFuncs of concatenations that were all done in place. */
+/* Views (docs/lowering.md, "Views"): fn is one op on its param whose result is a run of the
+ * param's bytes, *at elements from its start: a reshape; a transpose that keeps the order of the
+ * axes longer than 1 ([1, 197, 768] -> [197, 1, 768]); a strided_slice that takes one index of
+ * each axis before some axis k, a range of k with step 1, and all of every axis after k (one
+ * time step of [T, 1, H], a batch of one). */
+static int is_view(const tth_relay_function *fn, int64_t *at)
+{
+    const tth_rexpr *b = fn->body;
+    *at = 0;
+    if (!b || b->kind != TTH_REXPR_CALL || b->u.call.fn || b->type.nfields >= 0 || fn->nparams != 1 ||
+        b->u.call.nargs != 1 || b->u.call.args[0] != fn->params[0] || fn->params[0]->type.nfields >= 0)
+        return 0;
+    const tth_ttype *in = &fn->params[0]->type.tensor, *res = &b->type.tensor;
+    int64_t v[TTH_MAX_RANK];
+    switch (b->u.call.op) {
+    case TTH_OP_RESHAPE:
+        return 1;
+    case TTH_OP_TRANSPOSE:
+        if (tth_transpose_axes_of(b->u.call.attrs, in->rank, v, NULL) != 0)
+            return 0;
+        for (int32_t d = 0, last = -1; d < in->rank; d++) {
+            if (in->shape[v[d]] == 1)
+                continue;
+            if (v[d] < last)
+                return 0;
+            last = (int32_t)v[d];
+        }
+        return 1;
+    case TTH_OP_STRIDED_SLICE: {
+        if (res->rank != in->rank)
+            return 0;
+        const json_t *begin = json_object_get(b->u.call.attrs, "begin");
+        const json_t *strides = json_object_get(b->u.call.attrs, "strides");
+        int32_t k = -1; /* the last axis not taken whole */
+        for (int32_t d = 0; d < in->rank; d++)
+            if (res->shape[d] != in->shape[d])
+                k = d;
+        int64_t step = 1;
+        for (int32_t d = in->rank - 1; d >= 0; d--) {
+            json_t *bj = json_array_get(begin, (size_t)d), *sj = json_array_get(strides, (size_t)d);
+            int64_t first = bj ? json_integer_value(bj) : 0, by = sj ? json_integer_value(sj) : 1;
+            if ((d < k && res->shape[d] != 1) || (res->shape[d] > 1 && by != 1) || first < 0 || first >= in->shape[d])
+                return 0;
+            *at += first * step;
+            step *= in->shape[d];
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Make the result res of a view a slice of in's bytes, at elements from in's start (of the
+ * buffer in is a slice of, at in's offset plus that, so every slice names a buffer that is no
+ * slice itself), when both are workspace buffers and the place keeps res's alignment, which the
+ * buffer's is raised to. 1 when done (the view then needs no code), 0 when not, negative on OOM. */
+static int view_input(tth_aot_result *out, tth_tbuffer *in, int64_t at, tth_tbuffer *res, uint32_t ws_align)
+{
+    uint64_t bytes = (uint64_t)at * tth_dtype_size(in->dtype);
+    if (in->scope != TTH_SCOPE_WORKSPACE || res->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, res) ||
+        in->dtype != res->dtype || bytes + tth_tbuffer_nbytes(res) > tth_tbuffer_nbytes(in))
+        return 0;
+    uint64_t off;
+    tth_tbuffer *whole = bytes_of(out, in, &off);
+    off += bytes;
+    uint32_t a = tth_memplan_align(res, ws_align);
+    if (off % a != 0)
+        return 0;
+    tth_mem_alias *na = realloc(out->aliases, (out->naliases + 1) * sizeof *na);
+    if (!na)
+        return TTH_ENOMEM;
+    out->aliases = na;
+    na[out->naliases++] = (tth_mem_alias){.part = res, .whole = whole, .offset = off};
+    if (a > whole->align)
+        whole->align = a;
+    return 1;
+}
+
+/* Drop from the module the PrimFuncs of concatenations and views that were all done in place. */
 static void drop_uncalled(tth_tir_module *tmod, const tth_tstmt *body, const char *const *names, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
@@ -498,8 +603,11 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
                 break;
             if ((rc = set_bufs(&c, e, args + e->u.call.nargs, nouts)))
                 break;
-            if (nouts == 1 && is_flat_concat(e->u.call.fn)) {
-                int done = slice_inputs(out, args, e->u.call.nargs, args[e->u.call.nargs], ws_align);
+            int64_t at;
+            int view = nouts == 1 && is_view(e->u.call.fn, &at);
+            if (view || (nouts == 1 && is_flat_concat(e->u.call.fn))) {
+                int done = view ? view_input(out, args[0], at, args[1], ws_align)
+                                : slice_inputs(out, args, e->u.call.nargs, args[e->u.call.nargs], ws_align);
                 if (done < 0)
                     rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
                 if (done) {

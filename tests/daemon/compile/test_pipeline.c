@@ -628,6 +628,115 @@ Test(pipeline, concatenation_in_place)
     }
 }
 
+/* Views (docs/lowering.md): a = relu(x) [1, 4, 8, 8]; v = reshape(a, [1, 4, 64]), t =
+ * transpose(v, [1, 0, 2]) (a size-1 axis moved) and s = a[:, 1:3] (two whole channels, 64
+ * floats in) keep their elements where they are; u = transpose(v, [0, 2, 1]) and w =
+ * a[:, :, 2:5] (three rows of each channel) move them. Outputs: y0 = softmax(t), y1 =
+ * softmax(u), y2 = softmax(reshape(x, [4, 64])) (a view of the model's input, which stays a
+ * copy), y3 = reshape(a, [4, 64]) (a view returned as the model's output, computed into it),
+ * y4 = softmax(s), y5 = softmax(w), every softmax over the last axis. */
+static uint8_t *view_model(size_t *len)
+{
+    ob b;
+    ob_init(&b, 13);
+    ob_input(&b, "x", (const int64_t[]){1, 4, 8, 8}, 4);
+    ob_init_i64(&b, "s3", (const int64_t[]){3}, 1, (const int64_t[]){1, 4, 64});
+    ob_init_i64(&b, "s2", (const int64_t[]){2}, 1, (const int64_t[]){4, 64});
+    for (int k = 0; k < 4; k++)
+        ob_init_i64(&b, (const char *[]){"one", "two", "three", "five"}[k], (const int64_t[]){1}, 1,
+                    (const int64_t[]){(const int64_t[]){1, 2, 3, 5}[k]});
+    ob_node(&b, "Relu", "relu0", "x", "a");
+    ob_node(&b, "Reshape", "view0", "a,s3", "v");
+    ob_attr_ints(&b, ob_node(&b, "Transpose", "view1", "v", "t"), "perm", (const int64_t[]){1, 0, 2}, 3);
+    ob_attr_i(&b, ob_node(&b, "Softmax", "soft0", "t", "y0"), "axis", -1);
+    ob_attr_ints(&b, ob_node(&b, "Transpose", "move0", "v", "u"), "perm", (const int64_t[]){0, 2, 1}, 3);
+    ob_attr_i(&b, ob_node(&b, "Softmax", "soft1", "u", "y1"), "axis", -1);
+    ob_node(&b, "Reshape", "copy0", "x,s2", "r");
+    ob_attr_i(&b, ob_node(&b, "Softmax", "soft2", "r", "y2"), "axis", -1);
+    ob_node(&b, "Reshape", "copy1", "a,s2", "y3");
+    ob_node(&b, "Slice", "view2", "a,one,three,one", "s");
+    ob_attr_i(&b, ob_node(&b, "Softmax", "soft4", "s", "y4"), "axis", -1);
+    ob_node(&b, "Slice", "move1", "a,two,five,two", "w");
+    ob_attr_i(&b, ob_node(&b, "Softmax", "soft5", "w", "y5"), "axis", -1);
+    for (int o = 0; o < 6; o++)
+        ob_output(&b, (const char *[]){"y0", "y1", "y2", "y3", "y4", "y5"}[o]);
+    return ob_done(&b, len);
+}
+
+/* softmax over rows of n floats: y[r * n + k] from x[r * n + k] (rows rows) */
+static void softmax_rows(const float *x, int64_t rows, int64_t n, float *y)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        float m = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < n; k++)
+            m = x[r * n + k] > m ? x[r * n + k] : m;
+        for (int64_t k = 0; k < n; k++)
+            sum += expf(x[r * n + k] - m);
+        for (int64_t k = 0; k < n; k++)
+            y[r * n + k] = expf(x[r * n + k] - m) / sum;
+    }
+}
+
+static size_t count_of(const char *s, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p++)
+        n++;
+    return n;
+}
+
+/* The AOT entry calls no code for the three views of a workspace tensor (their PrimFuncs are
+ * gone from the module), still copies the view of the input, computes the one returned, moves
+ * the elements of the transpose and the slice that need it, and every output is right: for the
+ * c and llvm targets. */
+Test(pipeline, views)
+{
+    for (int k = 0; k < 2; k++) {
+        size_t len;
+        uint8_t *model = view_model(&len);
+        json_t *opts = json_pack("{s:b, s:s}", "build_shared", 1, "dump_ir", "aot");
+        tth_compile_result cr;
+        tth_host host = test_host(NULL, NULL);
+        tth_diag d;
+        cr_assert_eq(test_compile_text(test_reg, k ? "llvm" : "c", model, len, "views", opts, &host, &cr, &d), 0,
+                     "%s", d.message);
+        free(model);
+        const char *aot = json_string_value(json_object_get(cr.dumps, "aot"));
+        cr_assert_not_null(aot);
+        cr_assert_eq(count_of(aot, "reshape"), 2, "want the two reshapes that copy, no view:\n%s", aot);
+        cr_assert_eq(count_of(aot, "transpose"), 1, "want the transpose that moves data, no view:\n%s", aot);
+        cr_assert_eq(count_of(aot, "strided_slice"), 1, "want the slice that moves data, no view:\n%s", aot);
+        static float xv[256], a[256], at[256], w[96], want[6][256];
+        for (int i = 0; i < 256; i++) {
+            xv[i] = (float)((i * 37) % 23 - 11) / 4.0f;
+            a[i] = xv[i] > 0 ? xv[i] : 0;
+        }
+        for (int c = 0; c < 4; c++)
+            for (int p = 0; p < 64; p++)
+                at[p * 4 + c] = a[c * 64 + p];
+        for (int c = 0; c < 4; c++)
+            memcpy(w + c * 24, a + c * 64 + 16, 24 * sizeof *w);
+        softmax_rows(a, 4, 64, want[0]);
+        softmax_rows(at, 64, 4, want[1]);
+        softmax_rows(xv, 4, 64, want[2]);
+        memcpy(want[3], a, sizeof a);
+        softmax_rows(a + 64, 16, 8, want[4]);
+        softmax_rows(w, 12, 8, want[5]);
+        const int n[6] = {256, 256, 256, 256, 128, 96};
+        tthrt_model *m = run_x(&cr, xv, 4, (const int64_t[]){1, 4, 8, 8});
+        for (int o = 0; o < 6; o++) {
+            tthrt_array y = test_output(m, o);
+            const float *yv = y.data;
+            for (int i = 0; i < n[o]; i++)
+                cr_assert_float_eq(yv[i], want[o][i], 1e-6, "%s: y%d[%d] = %g, want %g", k ? "llvm" : "c", o, i,
+                                   yv[i], want[o][i]);
+        }
+        tthrt_model_close(m);
+        tth_compile_result_free(&cr);
+        json_decref(opts);
+    }
+}
+
 /* y = relu(conv3x3(x, W, B)) + x for x [1, 16, 12, 12], W and B made from seed */
 static uint8_t *conv_model(unsigned seed, size_t *len)
 {
