@@ -634,7 +634,9 @@ Test(pipeline, concatenation_in_place)
  * a[:, :, 2:5] (three rows of each channel) move them. Outputs: y0 = softmax(t), y1 =
  * softmax(u), y2 = softmax(reshape(x, [4, 64])) (a view of the model's input, which stays a
  * copy), y3 = reshape(a, [4, 64]) (a view returned as the model's output, computed into it),
- * y4 = softmax(s), y5 = softmax(w), every softmax over the last axis. */
+ * y4 = softmax(s), y5 = softmax(w), y6 = softmax(concat(v, reshape(-x, [1, 4, 64]), axis 1))
+ * (a join of two views: the buffers they view move into the join, a with its three views),
+ * every softmax over the last axis. */
 static uint8_t *view_model(size_t *len)
 {
     ob b;
@@ -658,8 +660,12 @@ static uint8_t *view_model(size_t *len)
     ob_attr_i(&b, ob_node(&b, "Softmax", "soft4", "s", "y4"), "axis", -1);
     ob_node(&b, "Slice", "move1", "a,two,five,two", "w");
     ob_attr_i(&b, ob_node(&b, "Softmax", "soft5", "w", "y5"), "axis", -1);
-    for (int o = 0; o < 6; o++)
-        ob_output(&b, (const char *[]){"y0", "y1", "y2", "y3", "y4", "y5"}[o]);
+    ob_node(&b, "Neg", "neg0", "x", "n");
+    ob_node(&b, "Reshape", "view3", "n,s3", "nv");
+    ob_attr_i(&b, ob_node(&b, "Concat", "join0", "v,nv", "j"), "axis", 1);
+    ob_attr_i(&b, ob_node(&b, "Softmax", "soft6", "j", "y6"), "axis", -1);
+    for (int o = 0; o < 7; o++)
+        ob_output(&b, (const char *[]){"y0", "y1", "y2", "y3", "y4", "y5", "y6"}[o]);
     return ob_done(&b, len);
 }
 
@@ -685,10 +691,10 @@ static size_t count_of(const char *s, const char *what)
     return n;
 }
 
-/* The AOT entry calls no code for the three views of a workspace tensor (their PrimFuncs are
- * gone from the module), still copies the view of the input, computes the one returned, moves
- * the elements of the transpose and the slice that need it, and every output is right: for the
- * c and llvm targets. */
+/* The AOT entry calls no code for the four views of workspace tensors and the join of two of
+ * them (their PrimFuncs are gone from the module), still copies the view of the input, computes
+ * the one returned, moves the elements of the transpose and the slice that need it, and every
+ * output is right: for the c and llvm targets. */
 Test(pipeline, views)
 {
     for (int k = 0; k < 2; k++) {
@@ -706,7 +712,8 @@ Test(pipeline, views)
         cr_assert_eq(count_of(aot, "reshape"), 2, "want the two reshapes that copy, no view:\n%s", aot);
         cr_assert_eq(count_of(aot, "transpose"), 1, "want the transpose that moves data, no view:\n%s", aot);
         cr_assert_eq(count_of(aot, "strided_slice"), 1, "want the slice that moves data, no view:\n%s", aot);
-        static float xv[256], a[256], at[256], w[96], want[6][256];
+        cr_assert_null(strstr(aot, "concatenate"), "the join of two views copies:\n%s", aot);
+        static float xv[256], a[256], at[256], w[96], j[512], want[7][512];
         for (int i = 0; i < 256; i++) {
             xv[i] = (float)((i * 37) % 23 - 11) / 4.0f;
             a[i] = xv[i] > 0 ? xv[i] : 0;
@@ -722,9 +729,14 @@ Test(pipeline, views)
         memcpy(want[3], a, sizeof a);
         softmax_rows(a + 64, 16, 8, want[4]);
         softmax_rows(w, 12, 8, want[5]);
-        const int n[6] = {256, 256, 256, 256, 128, 96};
+        for (int i = 0; i < 256; i++) {
+            j[i] = a[i];
+            j[256 + i] = -xv[i];
+        }
+        softmax_rows(j, 8, 64, want[6]);
+        const int n[7] = {256, 256, 256, 256, 128, 96, 512};
         tthrt_model *m = run_x(&cr, xv, 4, (const int64_t[]){1, 4, 8, 8});
-        for (int o = 0; o < 6; o++) {
+        for (int o = 0; o < 7; o++) {
             tthrt_array y = test_output(m, o);
             const float *yv = y.data;
             for (int i = 0; i < n[o]; i++)
