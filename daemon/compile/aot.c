@@ -612,6 +612,8 @@ int tth_aot_build(const tth_relay_module *rmod, tth_tir_module *tmod, const tth_
                     rc = tth_diag_set(diag, TTH_ENOMEM, loc, "out of memory");
                 if (done) {
                     elided[nelided++] = pf->name;
+                    if (done > 0)
+                        *(view ? &out->views : &out->joins) += 1;
                     break;
                 }
             }

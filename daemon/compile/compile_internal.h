@@ -45,8 +45,9 @@ typedef struct tth_aot_result {
     size_t ninputs;
     tth_io_info *outputs;    /* malloc'd */
     size_t noutputs;
-    tth_mem_alias *aliases;  /* malloc'd: the slices of concatenations done in place */
+    tth_mem_alias *aliases;  /* malloc'd: the slices of concatenations and views done in place */
     size_t naliases;
+    size_t views, joins;     /* the calls of views and of concatenations done in place (no code) */
     tth_buffer_node *nodes;  /* malloc'd: the ONNX node each workspace tensor is the output of */
     size_t nnodes;
 } tth_aot_result;

@@ -999,10 +999,14 @@ int tth_package_write(const tth_package_input *in, uint8_t **tar, size_t *tar_le
         for (size_t i = 0; i < nent && listed; i++)
             json_array_append_new(listed, json_pack("{s:s, s:I}", "path", ent[i].path, "bytes", (json_int_t)ent[i].len));
         const json_t *part = in->partition;
-        /* concatenations done in place: their inputs are written into their output (the whole) */
+        /* slices (concatenations and views done in place): [part, whole, byte offset, bytes], the
+         * part's bytes lying in the whole's (docs/lowering.md, "Views") */
         json_t *slices = json_array();
-        for (size_t i = 0; i < in->aot->naliases && slices; i++)
-            json_array_append_new(slices, json_pack("[s, s]", in->aot->aliases[i].part->name, in->aot->aliases[i].whole->name));
+        for (size_t i = 0; i < in->aot->naliases && slices; i++) {
+            const tth_mem_alias *a = &in->aot->aliases[i];
+            json_array_append_new(slices, json_pack("[s, s, I, I]", a->part->name, a->whole->name, (json_int_t)a->offset,
+                                                    (json_int_t)tth_tbuffer_nbytes(a->part)));
+        }
         report_data = json_pack("{s:s, s:s, s:O*, s:O*, s:O, s:O*, s:o*}", "model", m, "target",
                                 target_str ? target_str : "", "kinds", json_object_get(part, "kinds"), "refusals",
                                 json_object_get(part, "refusals"), "calls", in->report_calls, "memory",

@@ -702,6 +702,16 @@ static int stage_aot(compile_state *s)
                            s->ws_align, &s->aot, s->diag);
     if (rc)
         return rc;
+    if ((s->aot.views || s->aot.joins) && json_is_true(json_object_get(s->req->options, "explain")) && s->host.log) {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "no code for %zu %s and %zu %s: their results are slices of other tensors' memory "
+                 "(docs/lowering.md, \"Views\" and \"Concatenation in place\")",
+                 s->aot.views, s->aot.views == 1 ? "view (a reshape, transpose or slice that moves nothing)"
+                                                 : "views (reshapes, transposes and slices that move nothing)",
+                 s->aot.joins, s->aot.joins == 1 ? "concatenation" : "concatenations");
+        s->host.log(s->host.ctx, TTH_SEV_INFO, msg);
+    }
     /* the entry's calls (before any timing hooks), once, for the report page and the profile */
     if ((json_is_true(json_object_get(s->req->options, "explain")) || s->profile) &&
         !(s->report_calls = tth_profile_calls(s->rmod, s->tmod, s->aot.entry, s->lowered, s->nlowered,

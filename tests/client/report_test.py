@@ -39,7 +39,8 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 def fire_model():
     """x [1, 16, 12, 12] -> two convolutions joined along channels (done in place) -> a 1x1
-    convolution -> global average -> [1, 8]"""
+    convolution -> global average -> [1, 8] (the average's blocked channels made plain again by
+    views done in place, read by the flatten)"""
     rng = np.random.default_rng(3)
     w = {k: (rng.standard_normal(s) * 0.2).astype(np.float32) for k, s in
          (("wa", (16, 16, 1, 1)), ("wb", (16, 16, 3, 3)), ("wc", (8, 32, 1, 1)))}

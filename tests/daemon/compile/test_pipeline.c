@@ -695,18 +695,26 @@ static size_t count_of(const char *s, const char *what)
  * them (their PrimFuncs are gone from the module), still copies the view of the input, computes
  * the one returned, moves the elements of the transpose and the slice that need it, and every
  * output is right: for the c and llvm targets. */
+static void collect_notes(void *ctx, int level, const char *msg);
+
 Test(pipeline, views)
 {
     for (int k = 0; k < 2; k++) {
         size_t len;
         uint8_t *model = view_model(&len);
-        json_t *opts = json_pack("{s:b, s:s}", "build_shared", 1, "dump_ir", "aot");
+        json_t *opts = json_pack("{s:b, s:s, s:b}", "build_shared", 1, "dump_ir", "aot", "explain", 1);
         tth_compile_result cr;
-        tth_host host = test_host(NULL, NULL);
+        char *notes = calloc(1, 1 << 16);
+        cr_assert_not_null(notes);
+        tth_host host = test_host(notes, collect_notes);
         tth_diag d;
         cr_assert_eq(test_compile_text(test_reg, k ? "llvm" : "c", model, len, "views", opts, &host, &cr, &d), 0,
                      "%s", d.message);
         free(model);
+        cr_assert_not_null(strstr(notes, "no code for 4 views (reshapes, transposes and slices that move nothing) "
+                                         "and 1 concatenation"),
+                           "--explain does not count the views and the join; notes:\n%s", notes);
+        free(notes);
         const char *aot = json_string_value(json_object_get(cr.dumps, "aot"));
         cr_assert_not_null(aot);
         cr_assert_eq(count_of(aot, "reshape"), 2, "want the two reshapes that copy, no view:\n%s", aot);
