@@ -189,14 +189,6 @@ static int add_node(tth_aot_result *out, const tth_tbuffer *b, const char *node,
     return 0;
 }
 
-static int is_aliased(const tth_aot_result *out, const tth_tbuffer *b)
-{
-    for (size_t i = 0; i < out->naliases; i++)
-        if (out->aliases[i].part == b || out->aliases[i].whole == b)
-            return 1;
-    return 0;
-}
-
 /* The buffer whose bytes b is: the one b is a slice of (*off its offset there), or b itself. */
 static tth_tbuffer *bytes_of(const tth_aot_result *out, tth_tbuffer *b, uint64_t *off)
 {
@@ -209,16 +201,17 @@ static tth_tbuffer *bytes_of(const tth_aot_result *out, tth_tbuffer *b, uint64_t
     return b;
 }
 
-/* Make the n inputs of a flat concatenation slices of its output `whole`, when each input's bytes
- * are a workspace buffer of their own (the input, or all of the buffer it is a view of), no two
- * inputs share bytes, and each place in whole keeps the alignment of the buffer put there;
- * whole's alignment is raised to theirs. A buffer put there moves in with its slices (its views,
- * or the inputs of an earlier join). 1 when done (the concatenation then needs no code), 0 when
- * not, negative on OOM. */
+/* Make the n inputs of a flat concatenation slices of its output `whole` (a buffer made for this
+ * call, so in no slice yet), when whole is a workspace buffer, each input's bytes are a workspace
+ * buffer of their own (the input, or all of the buffer it is a view of), no two inputs share
+ * bytes, and each place in whole keeps the alignment of the buffer put there; whole's alignment
+ * is raised to theirs. A buffer put there moves in with its slices (its views, or the inputs of
+ * an earlier join). 1 when done (the concatenation then needs no code), 0 when not, negative on
+ * OOM. */
 static int slice_inputs(tth_aot_result *out, tth_tbuffer *const *in, size_t n, tth_tbuffer *whole,
                         uint32_t ws_align)
 {
-    if (whole->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, whole))
+    if (whole->scope != TTH_SCOPE_WORKSPACE)
         return 0;
     tth_tbuffer **own = calloc(n, sizeof *own);
     if (!own)
@@ -274,7 +267,7 @@ static int is_view(const tth_relay_function *fn, int64_t *at)
         b->u.call.nargs != 1 || b->u.call.args[0] != fn->params[0] || fn->params[0]->type.nfields >= 0)
         return 0;
     const tth_ttype *in = &fn->params[0]->type.tensor, *res = &b->type.tensor;
-    int64_t v[TTH_MAX_RANK];
+    int64_t v[TTH_MAX_RANK], begin[TTH_MAX_RANK], strides[TTH_MAX_RANK];
     switch (b->u.call.op) {
     case TTH_OP_RESHAPE:
         return 1;
@@ -292,16 +285,15 @@ static int is_view(const tth_relay_function *fn, int64_t *at)
     case TTH_OP_STRIDED_SLICE: {
         if (res->rank != in->rank)
             return 0;
-        const json_t *begin = json_object_get(b->u.call.attrs, "begin");
-        const json_t *strides = json_object_get(b->u.call.attrs, "strides");
+        int nb = tth_call_attr_ints(b, "begin", begin, TTH_MAX_RANK);
+        int ns = tth_call_attr_ints(b, "strides", strides, TTH_MAX_RANK);
         int32_t k = -1; /* the last axis not taken whole */
         for (int32_t d = 0; d < in->rank; d++)
             if (res->shape[d] != in->shape[d])
                 k = d;
         int64_t step = 1;
         for (int32_t d = in->rank - 1; d >= 0; d--) {
-            json_t *bj = json_array_get(begin, (size_t)d), *sj = json_array_get(strides, (size_t)d);
-            int64_t first = bj ? json_integer_value(bj) : 0, by = sj ? json_integer_value(sj) : 1;
+            int64_t first = d < nb ? begin[d] : 0, by = d < ns ? strides[d] : 1;
             if ((d < k && res->shape[d] != 1) || (res->shape[d] > 1 && by != 1) || first < 0 || first >= in->shape[d])
                 return 0;
             *at += first * step;
@@ -314,15 +306,16 @@ static int is_view(const tth_relay_function *fn, int64_t *at)
     }
 }
 
-/* Make the result res of a view a slice of in's bytes, at elements from in's start (of the
- * buffer in is a slice of, at in's offset plus that, so every slice names a buffer that is no
- * slice itself), when both are workspace buffers and the place keeps res's alignment, which the
- * buffer's is raised to. 1 when done (the view then needs no code), 0 when not, negative on OOM. */
+/* Make the result res of a view (a buffer made for this call, so in no slice yet) a slice of in's
+ * bytes, at elements from in's start (of the buffer in is a slice of, at in's offset plus that,
+ * so every slice names a buffer that is no slice itself), when both are workspace buffers and
+ * the place keeps res's alignment, which the buffer's is raised to. 1 when done (the view then
+ * needs no code), 0 when not, negative on OOM. */
 static int view_input(tth_aot_result *out, tth_tbuffer *in, int64_t at, tth_tbuffer *res, uint32_t ws_align)
 {
     uint64_t bytes = (uint64_t)at * tth_dtype_size(in->dtype);
-    if (in->scope != TTH_SCOPE_WORKSPACE || res->scope != TTH_SCOPE_WORKSPACE || is_aliased(out, res) ||
-        in->dtype != res->dtype || bytes + tth_tbuffer_nbytes(res) > tth_tbuffer_nbytes(in))
+    if (in->scope != TTH_SCOPE_WORKSPACE || res->scope != TTH_SCOPE_WORKSPACE ||
+        bytes + tth_tbuffer_nbytes(res) > tth_tbuffer_nbytes(in))
         return 0;
     uint64_t off;
     tth_tbuffer *whole = bytes_of(out, in, &off);

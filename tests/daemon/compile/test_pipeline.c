@@ -691,12 +691,19 @@ static size_t count_of(const char *s, const char *what)
     return n;
 }
 
+/* the explain notes a compile logs, joined by newlines */
+static void collect_notes(void *ctx, int level, const char *msg)
+{
+    (void)level;
+    char *buf = ctx;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 1 << 16 > n ? (1 << 16) - n : 0, "%s\n", msg);
+}
+
 /* The AOT entry calls no code for the four views of workspace tensors and the join of two of
  * them (their PrimFuncs are gone from the module), still copies the view of the input, computes
  * the one returned, moves the elements of the transpose and the slice that need it, and every
  * output is right: for the c and llvm targets. */
-static void collect_notes(void *ctx, int level, const char *msg);
-
 Test(pipeline, views)
 {
     for (int k = 0; k < 2; k++) {
@@ -895,15 +902,6 @@ Test(pipeline, code_store_keeps_to_its_bound)
     free(data);
     tth_code_store_close(s);
     test_rmtree(dir);
-}
-
-/* the explain notes a compile logs, joined by newlines */
-static void collect_notes(void *ctx, int level, const char *msg)
-{
-    (void)level;
-    char *buf = ctx;
-    size_t n = strlen(buf);
-    snprintf(buf + n, 1 << 16 > n ? (1 << 16) - n : 0, "%s\n", msg);
 }
 
 /* y = Gemm(x, W, transB=1) of a 64 x 4100 input and a 4100 x 4100 weight (16.8 M elements, over
