@@ -52,6 +52,12 @@ static int kernel_parallel(const tk *k)
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
     lw_ctx *c = k->c;
+    if (k->xwin && k->wrow0) { /* a group's window, blocked as the input: [Cg/b][wH][Wp][b] */
+        int64_t b = k->xblk;
+        tth_texpr *blk = lw_bin(c, TTH_TBIN_DIV, ch, lw_i(c, b)), *lane = lw_bin(c, TTH_TBIN_MOD, ch, lw_i(c, b));
+        tth_texpr *wr = lw_add(c, lw_mul(c, blk, lw_i(c, k->wH)), lw_sub(c, row, k->wrow0));
+        return lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, wr, lw_i(c, k->Wrow)), col), lw_i(c, b)), lane);
+    }
     if (k->wrow0 && k->wH) /* a window of every channel, at xbase */
         return lw_add(c, k->xbase,
                       lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->wH)), lw_sub(c, row, k->wrow0)),
@@ -175,10 +181,11 @@ tth_tstmt *tk_pad_copy(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     return pad_copy_planes(k, src, xp, NULL);
 }
 
-/* Padded row row0 + ih of block cb of image n of an NCHW<b>c input into dst at row ih of a copy
- * [C/b][nrows][Wp][b] from offset base: the image's pixels, zeros outside it, a vector each */
+/* Padded row row0 + ih of block cb of image n of an NCHW<b>c input into dst at row ih of block
+ * dcb of a copy [blocks][nrows][Wp][b] from offset base: the image's pixels, zeros outside it, a
+ * vector each */
 static tth_tstmt *pad_row_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_texpr *base, tth_texpr *row0,
-                                  int64_t nrows, tth_texpr *cb, tth_texpr *ih)
+                                  int64_t nrows, tth_texpr *cb, tth_texpr *dcb, tth_texpr *ih)
 {
     lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
@@ -195,7 +202,7 @@ static tth_tstmt *pad_row_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth
     tth_texpr *from = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, k->n, lw_i(c, C1)), cb),
                                                                         lw_i(c, p->H)), row), lw_i(c, p->W)), col),
                              lw_i(c, b));
-    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, cb, lw_i(c, nrows)), ih), lw_i(c, k->Wp)), iw.e),
+    tth_texpr *to = lw_add(c, base, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, dcb, lw_i(c, nrows)), ih), lw_i(c, k->Wp)), iw.e),
                                            lw_i(c, b)));
     tth_tstmt *st = tth_tir_if(c->m, inside, tth_tir_vstore(c->m, dst, to, tth_tir_vload(c->m, src, from, (int)b, 0), 0),
                                tth_tir_vstore(c->m, dst, to, tth_tir_broadcast(c->m, f32(c, 0), (int)b), 0));
@@ -212,7 +219,7 @@ tth_tstmt *tk_pad_rows_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *dst, tth_te
     lw_ax cb, ih;
     if (lw_ax_make(c, &cb, "pc", C1) || lw_ax_make(c, &ih, "ph", nrows))
         return NULL;
-    tth_tstmt *st = pad_row_blocked(k, src, dst, base, row0, nrows, cb.e, ih.e);
+    tth_tstmt *st = pad_row_blocked(k, src, dst, base, row0, nrows, cb.e, cb.e, ih.e);
     st = lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, st);
     return lw_ax_loop(c, &cb, par && C1 > 1 ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, st);
 }
@@ -257,7 +264,7 @@ typedef struct pad_bufs {
 static tth_tstmt *pad_row_whole(tk *k, void *ctx, tth_texpr *cb, tth_texpr *ih)
 {
     pad_bufs *b = ctx;
-    return pad_row_blocked(k, b->src, b->dst, lw_i(k->c, 0), lw_i(k->c, 0), k->Hp, cb, ih);
+    return pad_row_blocked(k, b->src, b->dst, lw_i(k->c, 0), lw_i(k->c, 0), k->Hp, cb, cb, ih);
 }
 
 tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
@@ -475,7 +482,8 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         row = lw_sub(c, row, lw_i(c, p->pt));
         col = lw_sub(c, col, lw_i(c, p->pl));
     }
-    tth_texpr *xc = tk_x_at(k, lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
+    /* a group's window (k->xwin) holds only the group's channels */
+    tth_texpr *xc = tk_x_at(k, k->xwin ? icx : lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
     tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx),
                                                 lw_i(c, KK)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
@@ -759,6 +767,41 @@ static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg
     return lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
 }
 
+/* The rows of a group's window (k->xwin) for tasks of nrow rows, or of nrow runs of RL pixels
+ * of a flat image: the padded rows from the task's first output row's first to its last output
+ * row's last tap, the most any task reads */
+static int64_t window_rows(const tk *k, int64_t nrow, int64_t RL)
+{
+    const lw_conv_p *p = k->p;
+    int64_t span = 1, P = p->OH * p->OW; /* output rows a task covers */
+    for (int64_t t = 0; k->flat && t < nrow; t++) {
+        int64_t a = t * RL, e = (t + 1) * RL < P ? (t + 1) * RL : P;
+        if (e > a && (e - 1) / p->OW - a / p->OW + 1 > span)
+            span = (e - 1) / p->OW - a / p->OW + 1;
+    }
+    return (span - 1) * p->sh + (p->KH - 1) * p->dh + 1;
+}
+
+/* A task's window of its group g (docs/lowering.md, "Windows of a group"): the wH padded rows
+ * from row0 (vw0) of the group's Cg/b input blocks of src into xw, [Cg/b][wH][Wp][b], zeros where
+ * they lie outside the image, then body, which reads them */
+static tth_tstmt *group_window(tk *k, tth_tbuffer *src, tth_tbuffer *xw, tth_texpr *g, tth_tvar *vw0, tth_texpr *row0,
+                               tth_tstmt *body)
+{
+    lw_ctx *c = k->c;
+    int64_t b = k->xblk, NR = k->wH;
+    lw_ax j, ih;
+    if (!body || lw_ax_make(c, &j, "wb", k->Cg / b) || lw_ax_make(c, &ih, "wh", NR))
+        return NULL;
+    tth_texpr *cb = lw_add(c, lw_mul(c, g, lw_i(c, k->Cg / b)), j.e);
+    tth_tstmt *fill = pad_row_blocked(k, src, xw, lw_i(c, 0), lw_ref(c, vw0), NR, cb, j.e, ih.e);
+    fill = lw_ax_loop(c, &j, TTH_LOOP_SERIAL, lw_ax_loop(c, &ih, TTH_LOOP_SERIAL, fill));
+    tth_tstmt *seq = NULL;
+    if (!fill || lw_append(c, &seq, fill) || lw_append(c, &seq, body))
+        return NULL;
+    return tth_tir_allocate(c->m, xw, lw_let(c, vw0, row0, seq));
+}
+
 /* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
  * runs over (group, row) pairs, so even a layer with one group of blocks has OH tasks; a flat
  * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter. Rows are
@@ -815,6 +858,20 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     tth_texpr *g = p->groups == 1 ? lw_i(c, 0) : lw_bin(c, TTH_TBIN_DIV, B0, lw_i(c, k->NB));
     /* B0 < NB with one group: it is its own block of the group */
     tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
+    tth_tbuffer *xw = NULL, *src = k->x;
+    tth_tvar *vw0 = NULL;
+    if (k->xwin) { /* the task's tiles read its window (group_window) */
+        int64_t NR = window_rows(k, nrow, RL), n = k->Cg * NR * k->Wrow;
+        char name[32];
+        snprintf(name, sizeof name, "xw%u", c->nbufs++);
+        if (!(vw0 = lw_var(c, "wr0", TTH_I64)))
+            return NULL;
+        if (!(xw = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER)))
+            return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
+        k->x = xw;
+        k->wrow0 = lw_ref(c, vw0);
+        k->wH = NR;
+    }
     tth_tstmt *row = NULL;
     if (!k->flat) /* row r, or with a band of rows the band r */
         row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW, band);
@@ -825,6 +882,17 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         if (!lr || (rows > 0 && !row))
             return NULL;
         row = rows > 0 ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, r, lw_i(c, rows)), row, lr) : lr;
+    }
+    if (xw) {
+        /* the window's first padded row: the task's first output row's (row r, or the row of
+         * pixel r*RL of a flat image) */
+        tth_texpr *oh0 = k->flat ? lw_bin(c, TTH_TBIN_DIV, lw_mul(c, r, lw_i(c, RL)), lw_i(c, p->OW)) : r;
+        row = group_window(k, src, xw, g, vw0, lw_mul(c, oh0, lw_i(c, p->sh)), row);
+        k->x = src;
+        k->wrow0 = NULL;
+        k->wH = 0;
+        if (!row)
+            return NULL;
     }
     /* rows outermost: r = q / nblk, group q % nblk; groups outermost: group q / nrow, r = q % nrow */
     tth_texpr *bq, *rq;
@@ -1887,6 +1955,15 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
          * "Loop order") */
         if (!k.wouter && p->groups > 1 && c->cores != 1 && p->C > TK_OUTER_PARALLEL_RATIO * p->H * p->W)
             k.wouter = 1;
+        /* grouped on a blocked input: each task copies the padded rows of its group that its
+         * tiles read into a window on its stack instead of the whole padded image being copied
+         * first, when the largest window (a narrow image's whole plane, else the rows of one
+         * output row) fits there (docs/lowering.md, "Windows of a group") */
+        int64_t wrows = k.flat ? k.Hp : (p->KH - 1) * p->dh + 1;
+        if (padded && p->groups > 1 && p->xb && k.Cg * wrows * k.Wrow * 4 <= LW_STACK_BUFFER_MAX) {
+            k.xwin = 1;
+            padded = 0;
+        }
     } else if (depthwise) {
         k.vl = 1;
         k.w = k.dwdot ? q->wd : w;

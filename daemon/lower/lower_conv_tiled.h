@@ -26,6 +26,10 @@ typedef struct tk {
                                 when wH is 0, else of every channel, wH rows each, from offset
                                 xbase (Winograd, "bands") */
     int64_t wH;
+    int xwin;                /* channel-blocked, grouped, padded, blocked input: each task copies
+                                the padded rows its tiles read, of its group's channels only, into
+                                a window on its stack (wrow0, wH while its tiles are made), and x
+                                is the input itself (docs/lowering.md, "Windows of a group") */
     tth_texpr *n;            /* image index */
     tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
     int wpacked;             /* depthwise NCHW<b>c: w is the constant weight packed at compile time

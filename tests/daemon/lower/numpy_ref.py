@@ -1150,6 +1150,15 @@ def case(name):
         y = np.maximum(conv2d(x, w, b, [2, 2], [1, 1, 1, 1], [1, 1], 4), 0)
         return [(blocked(x, 8), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]),
                                                                  ("nn.relu", {}, ["prev"])], [blocked(y, 8).astype(f32)]
+    if name == "conv_nchwc_grouped_row_windows":
+        # a window of its group's padded rows per task (docs/lowering.md, "Windows of a group"):
+        # rows wider than 16 (a window per output row), dilation 2 down the rows (five padded
+        # rows a window), uneven padding, 2 groups of 16 in NCHW16c, batch 2, bias, relu
+        x, w, b = rnd((2, 32, 9, 20)), rnd((32, 16, 3, 3)), rnd((32,))
+        a = {"padding": [2, 1, 1, 0], "dilation": [2, 1], "groups": 2, "data_layout": "NCHW16c", "out_layout": "NCHW16c"}
+        y = np.maximum(conv2d(x, w, b, [1, 1], [2, 1, 1, 0], [2, 1], 2), 0)
+        return [(blocked(x, 16), False), (w, True), (b, True)], [("nn.conv2d", a, ["i0", "i1", "i2"]),
+                                                                 ("nn.relu", {}, ["prev"])], [blocked(y, 16).astype(f32)]
     if name == "conv_nchwc_grouped_wide":
         # 2 groups of 16 input and 32 output channels (two blocks of NCHW16c out per group) on a
         # flat 1x1 image of 7x7, blocked input only in 4s (NCHW out)

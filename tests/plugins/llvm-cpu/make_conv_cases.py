@@ -153,6 +153,26 @@ def case_grouped(g, x):
     return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
 
 
+def case_grouped_windows(g, x):
+    # groups of 16 channels whose tasks copy their own padded rows into windows on the stack
+    # (docs/lowering.md, "Windows of a group"): 1x1 48 -> 48, a grouped 3x3 of 3 groups on rows
+    # wider than 16 (a window of three rows per output row), one of stride 2 onto a narrow image
+    # (tasks of pixel runs crossing rows), 1x1 48 -> 144, one of 9 groups on a 3x5 image (more
+    # channels than eight images: groups outermost, a window of the whole padded plane), 1x1
+    # 144 -> 24
+    h, hv = conv(g, "x", x, rnd((48, 48, 1, 1), 0.2), rnd((48,), 0.1))
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((48, 16, 3, 3), 0.15), rnd((48,), 0.1), pads=(1, 2, 1, 0), groups=3)
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((48, 16, 3, 3), 0.15), None, strides=(2, 2), pads=(1, 1, 1, 1), groups=3)
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((144, 48, 1, 1), 0.2), rnd((144,), 0.1))
+    h, hv = relu(g, h, hv)
+    h, hv = conv(g, h, hv, rnd((144, 16, 3, 3), 0.15), rnd((144,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1), groups=9)
+    h, hv = relu(g, h, hv)
+    return conv(g, h, hv, rnd((24, 144, 1, 1), 0.1), None)
+
+
 def case_layer_norm(g, x):
     # LayerNormalization over the last axis of 70 features (opset 17: nn.layer_norm, a vector and
     # a tail on every vector width), then a dense layer and GELU (Erf)
@@ -247,6 +267,7 @@ CASES = {
     "dilated_sparse": ((1, 32, 14, 14), case_dilated_sparse),
     "grouped": ((1, 32, 15, 14), case_grouped),
     "grouped_small": ((1, 32, 13, 11), case_grouped_small),
+    "grouped_windows": ((1, 48, 9, 20), case_grouped_windows),
     "attention": ((1, 19, 64), case_attention),
     "pools": ((2, 8, 37, 75), case_pools),
     "winograd_residual": ((1, 16, 18, 18), case_winograd),

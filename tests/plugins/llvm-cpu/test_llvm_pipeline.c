@@ -217,7 +217,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     make_conv_cases(dir, sizeof dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows",
                                         "pointwise_tail", "pointwise_chain", "pools", "k_blocks",
-                                        "input_blocks"};
+                                        "input_blocks", "grouped", "grouped_windows"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     expect_shared_code(dir, "llvm");
     expect_shared_code(dir, "c");
