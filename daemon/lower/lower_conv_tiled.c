@@ -321,7 +321,9 @@ void tk_block_lanes(tk *k)
     k->NB = (k->Og + vl - 1) / vl;
 }
 
-/* The packed weights of a constant weight tensor, as a CONST buffer. */
+/* The packed weights of a constant weight tensor, as a CONST buffer: per tile of RC blocks
+ * (k->RC, choose_tile), for each input channel and tap, the RC blocks' vl weights side by side
+ * (docs/lowering.md, "Channel-blocked kernel") */
 static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
 {
     lw_ctx *c = k->c;
@@ -336,14 +338,18 @@ static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
         for (int64_t bg = 0; bg < k->NB; bg++)
             for (int64_t l = 0; l < vl && bg * vl + l < k->Og; l++) {
                 int64_t oc = g * k->Og + bg * vl + l;
+                /* B's tile: the RCt blocks from B0, a multiple of RC (the last tile narrower) */
+                int64_t B = g * k->NB + bg, NBT = p->groups * k->NB, B0 = B / k->RC * k->RC;
+                int64_t RCt = NBT - B0 < k->RC ? NBT - B0 : k->RC;
                 for (int64_t ic = 0; ic < k->Cg; ic++)
                     for (int64_t kk = 0; kk < KK; kk++)
-                        dst[(((g * k->NB + bg) * k->Cg + ic) * KK + kk) * vl + l] = src[(oc * k->Cg + ic) * KK + kk];
+                        dst[B0 * k->Cg * KK * vl + ((ic * KK + kk) * RCt + (B - B0)) * vl + l] =
+                            src[(oc * k->Cg + ic) * KK + kk];
             }
     return lw_packed_const(c, pk);
 }
 
-/* The same packing as a loop, for a weight computed at run time: into LOCAL buffer wp. */
+/* The same packing as a loop, for a weight computed at run time: into LOCAL buffer wp */
 static tth_tstmt *pack_loop(tk *k, tth_tbuffer *w, tth_tbuffer *wp)
 {
     lw_ctx *c = k->c;
@@ -359,8 +365,12 @@ static tth_tstmt *pack_loop(tk *k, tth_tbuffer *w, tth_tbuffer *wp)
     tth_texpr *oc = lw_add(c, lw_mul(c, g, lw_i(c, k->Og)), lw_bin(c, TTH_TBIN_MIN, ocg, lw_i(c, k->Og - 1)));
     tth_texpr *v = tth_tir_load(c->m, w, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, oc, lw_i(c, k->Cg)), ic.e), lw_i(c, KK)), kk.e));
     v = tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, ocg, lw_i(c, k->Og)), v, f32(c, 0));
-    tth_texpr *to = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B.e, lw_i(c, k->Cg)), ic.e), lw_i(c, KK)),
-                                                kk.e), lw_i(c, k->vl)), l.e);
+    /* block B of the tile of RCt blocks from B0 (pack_const) */
+    int64_t NBT = k->p->groups * k->NB;
+    tth_texpr *B0 = lw_mul(c, lw_bin(c, TTH_TBIN_DIV, B.e, lw_i(c, k->RC)), lw_i(c, k->RC));
+    tth_texpr *RCt = lw_bin(c, TTH_TBIN_MIN, lw_sub(c, lw_i(c, NBT), B0), lw_i(c, k->RC));
+    tth_texpr *run = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ic.e, lw_i(c, KK)), kk.e), RCt), lw_sub(c, B.e, B0));
+    tth_texpr *to = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg * KK)), run), lw_i(c, k->vl)), l.e);
     tth_tstmt *st = tth_tir_store(c->m, wp, to, v);
     st = lw_ax_loop(c, &l, TTH_LOOP_SERIAL, st);
     st = lw_ax_loop(c, &kk, TTH_LOOP_SERIAL, st);
@@ -485,9 +495,15 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     /* a group's window (k->xwin) holds only the group's channels */
     tth_texpr *xc = tk_x_at(k, k->xwin ? icx : lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
-    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx),
-                                                lw_i(c, KK)), lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e)),
+    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e);
+    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx), lw_i(c, KK)), tap),
                            lw_i(c, vl));
+    int64_t wstep = k->Cg * KK * vl; /* from block to block of the tile */
+    if (k->wrc) { /* the tile's RC blocks side by side: B0's first weight, then (ic, tap) of RC vectors */
+        wc = lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg * KK * vl)),
+                    lw_mul(c, lw_add(c, lw_mul(c, icx, lw_i(c, KK)), tap), lw_i(c, (int64_t)RC * vl)));
+        wstep = vl;
+    }
     tth_tvar *wv[4], *xv[16];
     tth_tstmt *upd = NULL;
     for (int j = 0; j < RC; j++) 
@@ -518,7 +534,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         inner = lw_let(c, xv[r], k->xbytes ? x_word(k, xi) : tth_tir_load(c->m, k->x, xi), inner);
     }
     for (int j = RC - 1; j >= 0; j--)
-        inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * k->Cg * KK * vl)), vl, 0),
+        inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, j * wstep)), vl, 0),
                        inner);
     inner = lw_let(c, vxc, xc, lw_let(c, vwc, wc, inner));
     if (k->skip_taps) {
@@ -1936,6 +1952,10 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
         k.flat = 2; /* a narrow image (7x7, 14x14): tiles run across rows instead of 4 + 3 pixels */
     if (mode == TILED_BLOCKED) {
         tk_block_lanes(&k);
+        /* the packing puts each tile's blocks side by side: the tile first */
+        int rw;
+        choose_tile(&k, k.flat ? p->OH * p->OW : p->OW, &rw);
+        k.wrc = 1;
         if (wa->kind == TTH_REXPR_CONST) {
             wp = pack_const(&k, wa->u.constant.value);
             if (!wp)

@@ -40,6 +40,9 @@ typedef struct tk {
     int obp;                 /* NCHW<b>c output with b narrower than the vector: b-channel blocks
                                 per accumulator (vl = obp * b), else 1 (docs/layouts.md) */
     int RC;                  /* channel blocks per tile */
+    int wrc;                 /* the float32 packing: each tile's RC blocks side by side, per
+                                (input channel, tap) RC vectors in a row, so a tile reads its
+                                weights as one run; 0 (the int8 packing): each block's own run */
     int flat;                /* the image as one row of OH*OW pixels: 1 for a 1x1 stride-1 unpadded
                                 convolution (pixel p is input offset p), 2 for a narrow image
                                 (each tile computes its pixels' input offsets) */
