@@ -143,14 +143,23 @@ def conv_d(g, name, val, w, b, pads, dil):
     return out, conv2d(val, w, b, [1, 1], list(pads), [dil, dil], 1).astype(np.float32)
 
 
+def conv_chain(g, name, val, layers):
+    # convolutions, each but the last followed by ReLU; a layer: (weight shape, weight scale, with
+    # bias, strides, pads, groups)
+    for i, (ws, scale, bias, strides, pads, groups) in enumerate(layers):
+        w = rnd(ws, scale)
+        name, val = conv(g, name, val, w, rnd((ws[0],), 0.1) if bias else None, strides=strides, pads=pads, groups=groups)
+        if i + 1 < len(layers):
+            name, val = relu(g, name, val)
+    return name, val
+
+
 def case_grouped(g, x):
     # 1x1 32 -> 32, then a grouped 3x3 of 2 groups of 16 channels (blocked channels on every
     # vector target: 16 fills blocks of 4, 8 and 16), stride 2, then 1x1 32 -> 24
-    h, hv = conv(g, "x", x, rnd((32, 32, 1, 1), 0.2), rnd((32,), 0.1))
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((32, 16, 3, 3), 0.15), rnd((32,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1), groups=2)
-    h, hv = relu(g, h, hv)
-    return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
+    return conv_chain(g, "x", x, [((32, 32, 1, 1), 0.2, True, (1, 1), (0, 0, 0, 0), 1),
+                                  ((32, 16, 3, 3), 0.15, True, (2, 2), (1, 1, 1, 1), 2),
+                                  ((24, 32, 1, 1), 0.2, False, (1, 1), (0, 0, 0, 0), 1)])
 
 
 def case_grouped_windows(g, x):
@@ -160,17 +169,12 @@ def case_grouped_windows(g, x):
     # (tasks of pixel runs crossing rows), 1x1 48 -> 144, one of 9 groups on a 3x5 image (more
     # channels than eight images: groups outermost, a window of the whole padded plane), 1x1
     # 144 -> 24
-    h, hv = conv(g, "x", x, rnd((48, 48, 1, 1), 0.2), rnd((48,), 0.1))
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((48, 16, 3, 3), 0.15), rnd((48,), 0.1), pads=(1, 2, 1, 0), groups=3)
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((48, 16, 3, 3), 0.15), None, strides=(2, 2), pads=(1, 1, 1, 1), groups=3)
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((144, 48, 1, 1), 0.2), rnd((144,), 0.1))
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((144, 16, 3, 3), 0.15), rnd((144,), 0.1), strides=(2, 2), pads=(1, 1, 1, 1), groups=9)
-    h, hv = relu(g, h, hv)
-    return conv(g, h, hv, rnd((24, 144, 1, 1), 0.1), None)
+    return conv_chain(g, "x", x, [((48, 48, 1, 1), 0.2, True, (1, 1), (0, 0, 0, 0), 1),
+                                  ((48, 16, 3, 3), 0.15, True, (1, 1), (1, 2, 1, 0), 3),
+                                  ((48, 16, 3, 3), 0.15, False, (2, 2), (1, 1, 1, 1), 3),
+                                  ((144, 48, 1, 1), 0.2, True, (1, 1), (0, 0, 0, 0), 1),
+                                  ((144, 16, 3, 3), 0.15, True, (2, 2), (1, 1, 1, 1), 9),
+                                  ((24, 144, 1, 1), 0.1, False, (1, 1), (0, 0, 0, 0), 1)])
 
 
 def case_layer_norm(g, x):
@@ -197,15 +201,11 @@ def case_grouped_small(g, x):
     # 2, grouped 3x3 of 16 groups of 2, 1x1 32 -> 24: groups smaller than a block, the grouped
     # kernel's permuted loads (docs/layouts.md, "Small groups": groups of 4 and 8 at 16 lanes, of
     # 4 at 8, of 2 at every width, AArch64's 4 lanes included)
-    h, hv = conv(g, "x", x, rnd((32, 32, 1, 1), 0.2), rnd((32,), 0.1))
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((32, 4, 3, 3), 0.3), rnd((32,), 0.1), pads=(1, 1, 1, 1), groups=8)
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((32, 8, 3, 3), 0.2), None, strides=(2, 2), pads=(1, 1, 1, 1), groups=4)
-    h, hv = relu(g, h, hv)
-    h, hv = conv(g, h, hv, rnd((32, 2, 3, 3), 0.4), rnd((32,), 0.1), pads=(1, 0, 1, 2), groups=16)
-    h, hv = relu(g, h, hv)
-    return conv(g, h, hv, rnd((24, 32, 1, 1), 0.2), None)
+    return conv_chain(g, "x", x, [((32, 32, 1, 1), 0.2, True, (1, 1), (0, 0, 0, 0), 1),
+                                  ((32, 4, 3, 3), 0.3, True, (1, 1), (1, 1, 1, 1), 8),
+                                  ((32, 8, 3, 3), 0.2, False, (2, 2), (1, 1, 1, 1), 4),
+                                  ((32, 2, 3, 3), 0.4, True, (1, 1), (1, 0, 1, 2), 16),
+                                  ((24, 32, 1, 1), 0.2, False, (1, 1), (0, 0, 0, 0), 1)])
 
 
 def case_attention(g, x):
