@@ -824,23 +824,30 @@ static tth_tstmt *group_window(tk *k, tth_tbuffer *src, tth_tbuffer *xw, tth_tex
  * outermost (docs/threads.md, "Locality") unless the weights are the larger side (k->wouter):
  * then groups are, and a flat image is one row when there are enough groups to share among the
  * cores. */
-static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int RW, int par)
+/* How the tasks of nblk groups of channel blocks split the image: runs of RL pixels of a flat
+ * image (`rows` of them and, when `last`, one shorter run of `last` pixels), else rows, or
+ * bands of `band` rows with blocks of input channels */
+typedef struct tk_split {
+    int64_t RL, rows, last, band;
+} tk_split;
+
+static tk_split task_split(const tk *k, int64_t nblk, int RW)
 {
-    lw_ctx *c = k->c;
     const lw_conv_p *p = k->p;
-    int64_t P = p->OH * p->OW, RL = p->OW, rows = p->OH, last = 0, band = 1;
+    int64_t P = p->OH * p->OW;
+    tk_split sp = {p->OW, p->OH, 0, 1};
     /* with blocks of input channels, a task runs each block's weights over as many pixels as
      * the cores leave it (docs/lowering.md, "Blocks of input channels"): the whole image when
      * the weights are outermost and the groups are enough to share, else a band of rows (a
      * run of pixels) per core */
     int whole = k->wouter && nblk >= TK_OUTER_MIN_BLOCKS;
     if (k->flat && whole) {
-        RL = P;
-        rows = 1;
+        sp.RL = P;
+        sp.rows = 1;
     } else if (k->flat) {
         int64_t tiles = (P + RW - 1) / RW, per = (tiles + 7) / 8;
         if (k->psum)
-            lw_bands(c, tiles, &per);
+            lw_bands(k->c, tiles, &per);
         /* whole tiles in rows of equal length when a divisor of the tiles is near (a blocked
          * output's width divides the image, choose_tile): no shorter last row to write out;
          * with blocks of input channels the runs stay one per core */
@@ -849,15 +856,24 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
                 per = d;
                 break;
             }
-        RL = (int64_t)RW * per;
-        rows = P / RL;
-        last = P % RL;
+        sp.RL = (int64_t)RW * per;
+        sp.rows = P / sp.RL;
+        sp.last = P % sp.RL;
     } else if (k->psum) {
-        band = p->OH;
+        sp.band = p->OH;
         if (!whole)
-            lw_bands(c, p->OH, &band);
-        rows = (p->OH + band - 1) / band;
+            lw_bands(k->c, p->OH, &sp.band);
+        sp.rows = (p->OH + sp.band - 1) / sp.band;
     }
+    return sp;
+}
+
+static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int RW, int par)
+{
+    lw_ctx *c = k->c;
+    const lw_conv_p *p = k->p;
+    tk_split sp = task_split(k, nblk, RW);
+    int64_t RL = sp.RL, rows = sp.rows, last = sp.last, band = sp.band;
     /* the tasks: nblk groups times nrow rows; a flat image's shorter last run of pixels is one
      * more row of the same loop (its own code, chosen by the row index), so the cores share it
      * instead of the launching thread running it after the others */
@@ -1977,9 +1993,10 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
             k.wouter = 1;
         /* grouped on a blocked input: each task copies the padded rows of its group that its
          * tiles read into a window on its stack instead of the whole padded image being copied
-         * first, when the largest window (a narrow image's whole plane, else the rows of one
-         * output row) fits there (docs/lowering.md, "Windows of a group") */
-        int64_t wrows = k.flat ? k.Hp : (p->KH - 1) * p->dh + 1;
+         * first, when the largest task's window fits there (docs/lowering.md, "Windows of a
+         * group") */
+        tk_split sp = task_split(&k, p->groups * k.NB / k.RC, rw);
+        int64_t wrows = window_rows(&k, sp.rows + (sp.last ? 1 : 0), sp.RL);
         if (padded && p->groups > 1 && p->xb && k.Cg * wrows * k.Wrow * 4 <= LW_STACK_BUFFER_MAX) {
             k.xwin = 1;
             padded = 0;
