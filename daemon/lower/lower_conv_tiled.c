@@ -495,14 +495,15 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     /* a group's window (k->xwin) holds only the group's channels */
     tth_texpr *xc = tk_x_at(k, k->xwin ? icx : lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
-    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e);
-    tth_texpr *wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx), lw_i(c, KK)), tap),
-                           lw_i(c, vl));
-    int64_t wstep = k->Cg * KK * vl; /* from block to block of the tile */
+    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e), *wc;
+    int64_t wstep; /* from block to block of the tile */
     if (k->wrc) { /* the tile's RC blocks side by side: B0's first weight, then (ic, tap) of RC vectors */
         wc = lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg * KK * vl)),
                     lw_mul(c, lw_add(c, lw_mul(c, icx, lw_i(c, KK)), tap), lw_i(c, (int64_t)RC * vl)));
         wstep = vl;
+    } else { /* each block its own run */
+        wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx), lw_i(c, KK)), tap), lw_i(c, vl));
+        wstep = k->Cg * KK * vl;
     }
     tth_tvar *wv[4], *xv[16];
     tth_tstmt *upd = NULL;
@@ -818,12 +819,6 @@ static tth_tstmt *group_window(tk *k, tth_tbuffer *src, tth_tbuffer *xw, tth_tex
     return tth_tir_allocate(c->m, xw, lw_let(c, vw0, row0, seq));
 }
 
-/* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
- * runs over (group, row) pairs, so even a layer with one group of blocks has OH tasks; a flat
- * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter. Rows are
- * outermost (docs/threads.md, "Locality") unless the weights are the larger side (k->wouter):
- * then groups are, and a flat image is one row when there are enough groups to share among the
- * cores. */
 /* How the tasks of nblk groups of channel blocks split the image: runs of RL pixels of a flat
  * image (`rows` of them and, when `last`, one shorter run of `last` pixels), else rows, or
  * bands of `band` rows with blocks of input channels */
@@ -868,6 +863,12 @@ static tk_split task_split(const tk *k, int64_t nblk, int RW)
     return sp;
 }
 
+/* nblk groups of RC channel blocks from block Bstart over the whole image. The parallel loop
+ * runs over (group, row) pairs, so even a layer with one group of blocks has OH tasks; a flat
+ * image is cut into rows of RL pixels (a whole number of tiles), the last one shorter
+ * (task_split). Rows are outermost (docs/threads.md, "Locality") unless the weights are the
+ * larger side (k->wouter): then groups are, and a flat image is one row when there are enough
+ * groups to share among the cores. */
 static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int RW, int par)
 {
     lw_ctx *c = k->c;
@@ -1995,11 +1996,13 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
          * tiles read into a window on its stack instead of the whole padded image being copied
          * first, when the largest task's window fits there (docs/lowering.md, "Windows of a
          * group") */
-        tk_split sp = task_split(&k, p->groups * k.NB / k.RC, rw);
-        int64_t wrows = window_rows(&k, sp.rows + (sp.last ? 1 : 0), sp.RL);
-        if (padded && p->groups > 1 && p->xb && k.Cg * wrows * k.Wrow * 4 <= LW_STACK_BUFFER_MAX) {
-            k.xwin = 1;
-            padded = 0;
+        if (padded && p->groups > 1 && p->xb) {
+            tk_split sp = task_split(&k, p->groups * k.NB / k.RC, rw);
+            int64_t wrows = window_rows(&k, sp.rows + (sp.last ? 1 : 0), sp.RL);
+            if (k.Cg * wrows * k.Wrow * 4 <= LW_STACK_BUFFER_MAX) {
+                k.xwin = 1;
+                padded = 0;
+            }
         }
     } else if (depthwise) {
         k.vl = 1;
