@@ -319,10 +319,12 @@ static tth_tstmt *q_pack_image(qconv *q, tth_tbuffer *x)
 /* ---- the weights ---- */
 
 /* Weights as words of four input channels of their group, vl output channels of the group side
- * by side (block B = g*NB + bg):
- *     wq[((B*C4g + c4)*KK + kk)*vl + l] = bytes of w[g*Og + bg*vl + l, 4*c4 .. 4*c4 + 3, kk]
+ * by side (block B = g*NB + bg), and the RC blocks of a tile side by side (tk_packed_at; RC 1:
+ * each block its own run, as the row kernel reads them):
+ *     wq[tk_packed_at(RC, groups*NB, C4g*KK, vl, B, c4*KK + kk, l)]
+ *         = bytes of w[g*Og + bg*vl + l, 4*c4 .. 4*c4 + 3, kk]
  * (zeros past Og and Cg), and comp[o] = -(x_zp + koff) * sum of w[o] */
-static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, int vl, int64_t NB)
+static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, int vl, int64_t NB, int RC)
 {
     lw_ctx *c = q->k.c;
     const lw_conv_p *p = &q->g;
@@ -343,7 +345,8 @@ static tth_tbuffer *q_pack_blocked(qconv *q, const tth_tensor *wt, int64_t xzp, 
             for (int64_t kk = 0; kk < KK; kk++) {
                 int8_t v = src[(o * Cg + ic) * KK + kk];
                 sum += v;
-                dst[((B * C4g + ic / 4) * KK + kk) * vl + og % vl] |= (uint32_t)(uint8_t)v << (8 * (ic % 4));
+                dst[tk_packed_at(RC, p->groups * NB, C4g * KK, vl, B, ic / 4 * KK + kk, og % vl)] |=
+                    (uint32_t)(uint8_t)v << (8 * (ic % 4));
             }
         comp[o] = lw_dot_comp(xzp, q->koff, sum);
     }
@@ -445,7 +448,7 @@ tth_tstmt *lw_qconv_dot(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     q.RO = (big ? 24 : 12) / RP;
     if (q.RO > p.O)
         q.RO = (int)p.O;
-    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, q.RO, (p.O + q.RO - 1) / q.RO)))
+    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, q.RO, (p.O + q.RO - 1) / q.RO, 1)))
         return NULL;
     k->comp = q.comp;
     k->Cg = q.C4; /* the reduction counts words */
@@ -482,8 +485,9 @@ tth_tstmt *lw_qconv_blocked(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     int64_t C4g = (p.C / p.groups + 3) / 4;
     k->xblk = p.xb / 4; /* a blocked input's copy: b/4 words per pixel of a block */
     tk_block_lanes(k);
+    tk_choose_tile(k); /* the packing puts each tile's blocks side by side */
     int vl = k->vl;
-    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, vl, k->NB)))
+    if (!(k->w = q_pack_blocked(&q, lw_arg(call, 1)->u.constant.value, q.xzp, vl, k->NB, k->RC)))
         return NULL;
     k->comp = q.comp;
     k->Cg = C4g; /* the reduction counts words of the group's input channels */

@@ -52,11 +52,13 @@ static int kernel_parallel(const tk *k)
 tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
 {
     lw_ctx *c = k->c;
-    if (k->xwin && k->wrow0) { /* a group's window, blocked as the input: [Cg/b][wH][Wp][b] */
+    if (k->xblk) { /* NCHW<b>c: pixel (row, col) of block ch / b, lane ch % b, in the input as
+                    * read or in a group's window of wH rows from wrow0 at xbase */
         int64_t b = k->xblk;
         tth_texpr *blk = lw_bin(c, TTH_TBIN_DIV, ch, lw_i(c, b)), *lane = lw_bin(c, TTH_TBIN_MOD, ch, lw_i(c, b));
-        tth_texpr *wr = lw_add(c, lw_mul(c, blk, lw_i(c, k->wH)), lw_sub(c, row, k->wrow0));
-        return lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, wr, lw_i(c, k->Wrow)), col), lw_i(c, b)), lane);
+        tth_texpr *r = k->wrow0 ? lw_sub(c, row, k->wrow0) : row;
+        tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, blk, lw_i(c, k->wrow0 ? k->wH : k->Hp)), r), lw_i(c, k->Wrow)), col);
+        return lw_add(c, k->xbase, lw_add(c, lw_mul(c, px, lw_i(c, b)), lane));
     }
     if (k->wrow0 && k->wH) /* a window of every channel, at xbase */
         return lw_add(c, k->xbase,
@@ -65,12 +67,6 @@ tth_texpr *tk_x_at(tk *k, tth_texpr *ch, tth_texpr *row, tth_texpr *col)
                              col));
     if (k->wrow0)
         return lw_add(c, lw_mul(c, lw_sub(c, row, k->wrow0), lw_i(c, k->Wrow)), col);
-    if (k->xblk) { /* NCHW<b>c: pixel (row, col) of block ch / b, lane ch % b */
-        int64_t b = k->xblk;
-        tth_texpr *blk = lw_bin(c, TTH_TBIN_DIV, ch, lw_i(c, b)), *lane = lw_bin(c, TTH_TBIN_MOD, ch, lw_i(c, b));
-        tth_texpr *px = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, blk, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col);
-        return lw_add(c, k->xbase, lw_add(c, lw_mul(c, px, lw_i(c, b)), lane));
-    }
     return lw_add(c, k->xbase,
                   lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, ch, lw_i(c, k->Hp)), row), lw_i(c, k->Wrow)), col));
 }
@@ -321,8 +317,14 @@ void tk_block_lanes(tk *k)
     k->NB = (k->Og + vl - 1) / vl;
 }
 
+int64_t tk_packed_at(int64_t RC, int64_t NBT, int64_t steps, int64_t vl, int64_t B, int64_t step, int64_t l)
+{
+    int64_t B0 = B / RC * RC, RCt = NBT - B0 < RC ? NBT - B0 : RC; /* B's tile: RCt blocks from B0 */
+    return (B0 * steps + step * RCt + (B - B0)) * vl + l;
+}
+
 /* The packed weights of a constant weight tensor, as a CONST buffer: per tile of RC blocks
- * (k->RC, choose_tile), for each input channel and tap, the RC blocks' vl weights side by side
+ * (k->RC, tk_choose_tile), for each input channel and tap, the RC blocks' vl weights side by side
  * (docs/lowering.md, "Channel-blocked kernel") */
 static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
 {
@@ -338,12 +340,9 @@ static tth_tbuffer *pack_const(tk *k, const tth_tensor *wt)
         for (int64_t bg = 0; bg < k->NB; bg++)
             for (int64_t l = 0; l < vl && bg * vl + l < k->Og; l++) {
                 int64_t oc = g * k->Og + bg * vl + l;
-                /* B's tile: the RCt blocks from B0, a multiple of RC (the last tile narrower) */
-                int64_t B = g * k->NB + bg, NBT = p->groups * k->NB, B0 = B / k->RC * k->RC;
-                int64_t RCt = NBT - B0 < k->RC ? NBT - B0 : k->RC;
                 for (int64_t ic = 0; ic < k->Cg; ic++)
                     for (int64_t kk = 0; kk < KK; kk++)
-                        dst[B0 * k->Cg * KK * vl + ((ic * KK + kk) * RCt + (B - B0)) * vl + l] =
+                        dst[tk_packed_at(k->RC, p->groups * k->NB, k->Cg * KK, vl, g * k->NB + bg, ic * KK + kk, l)] =
                             src[(oc * k->Cg + ic) * KK + kk];
             }
     return lw_packed_const(c, pk);
@@ -495,16 +494,11 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     /* a group's window (k->xwin) holds only the group's channels */
     tth_texpr *xc = tk_x_at(k, k->xwin ? icx : lw_add(c, lw_mul(c, g, lw_i(c, k->Cg)), icx), row, col);
     /* wc: packed weights of block B0 at (ic, kh, kw) */
-    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e), *wc;
-    int64_t wstep; /* from block to block of the tile */
-    if (k->wrc) { /* the tile's RC blocks side by side: B0's first weight, then (ic, tap) of RC vectors */
-        wc = lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg * KK * vl)),
-                    lw_mul(c, lw_add(c, lw_mul(c, icx, lw_i(c, KK)), tap), lw_i(c, (int64_t)RC * vl)));
-        wstep = vl;
-    } else { /* each block its own run */
-        wc = lw_mul(c, lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg)), icx), lw_i(c, KK)), tap), lw_i(c, vl));
-        wstep = k->Cg * KK * vl;
-    }
+    /* the tile's RC blocks side by side (tk_packed_at): B0's first weight, then (ic, tap) of RC
+     * vectors */
+    tth_texpr *tap = lw_add(c, lw_mul(c, kh.e, lw_i(c, p->KW)), kw.e);
+    tth_texpr *wc = lw_add(c, lw_mul(c, B0, lw_i(c, k->Cg * KK * vl)),
+                           lw_mul(c, lw_add(c, lw_mul(c, icx, lw_i(c, KK)), tap), lw_i(c, (int64_t)RC * vl)));
     tth_tvar *wv[4], *xv[16];
     tth_tstmt *upd = NULL;
     for (int j = 0; j < RC; j++) 
@@ -535,7 +529,7 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
         inner = lw_let(c, xv[r], k->xbytes ? x_word(k, xi) : tth_tir_load(c->m, k->x, xi), inner);
     }
     for (int j = RC - 1; j >= 0; j--)
-        inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, j * wstep)), vl, 0),
+        inner = lw_let(c, wv[j], tth_tir_vload(c->m, k->w, lw_add(c, lw_ref(c, vwc), lw_i(c, (int64_t)j * vl)), vl, 0),
                        inner);
     inner = lw_let(c, vxc, xc, lw_let(c, vwc, wc, inner));
     if (k->skip_taps) {
@@ -648,9 +642,11 @@ static tth_tstmt *block_tile(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0,
     return tth_tir_allocate(c->m, acc, pre);
 }
 
-/* register tile: RC channel blocks (dividing NB) and at most rwmax pixels, from the registers */
-static void choose_tile(tk *k, int64_t rowlen, int *rw)
+/* register tile: k->RC channel blocks (dividing NB) and k->RW pixels (at most rwmax), from the
+ * registers */
+void tk_choose_tile(tk *k)
 {
+    int64_t rowlen = k->flat ? k->p->OH * k->p->OW : k->p->OW;
     int regs = k->c->vec.registers > 0 ? k->c->vec.registers : 16;
     int RC = regs >= 32 ? 4 : 2;
     if (RC > k->NB)
@@ -679,12 +675,12 @@ static void choose_tile(tk *k, int64_t rowlen, int *rw)
      * tile's code instead of two (56 pixels: tiles of 8, not five of 12 and 11) */
     for (int w = rwmax; w > 0 && 2 * w >= rwmax; w--)
         if (rowlen % w == 0) {
-            *rw = w;
+            k->RW = w;
             return;
         }
     /* balance the row: ceil(rowlen / tiles) pixels per tile */
     int64_t tiles = (rowlen + rwmax - 1) / rwmax;
-    *rw = (int)((rowlen + tiles - 1) / tiles);
+    k->RW = (int)((rowlen + tiles - 1) / tiles);
 }
 
 /* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0, in
@@ -784,7 +780,7 @@ static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg
     return lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
 }
 
-/* The rows of a group's window (k->xwin) for tasks of nrow rows, or of nrow runs of RL pixels
+/* The rows of a group's window (k->xwin, conv_tiled) for tasks of nrow rows, or of nrow runs of RL pixels
  * of a flat image: the padded rows from the task's first output row's first to its last output
  * row's last tap, the most any task reads */
 static int64_t window_rows(const tk *k, int64_t nrow, int64_t RL)
@@ -844,7 +840,7 @@ static tk_split task_split(const tk *k, int64_t nblk, int RW)
         if (k->psum)
             lw_bands(k->c, tiles, &per);
         /* whole tiles in rows of equal length when a divisor of the tiles is near (a blocked
-         * output's width divides the image, choose_tile): no shorter last row to write out;
+         * output's width divides the image, tk_choose_tile): no shorter last row to write out;
          * with blocks of input channels the runs stay one per core */
         for (int64_t d = per; !k->psum && P % RW == 0 && d <= 2 * per; d++)
             if (tiles % d == 0) {
@@ -892,9 +888,10 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     /* B0 < NB with one group: it is its own block of the group */
     tth_texpr *bg0 = k->NB == 1 ? lw_i(c, 0) : p->groups == 1 ? B0 : lw_bin(c, TTH_TBIN_MOD, B0, lw_i(c, k->NB));
     tth_tbuffer *xw = NULL, *src = k->x;
+    tth_texpr *xbase = k->xbase;
     tth_tvar *vw0 = NULL;
-    if (k->xwin) { /* the task's tiles read its window (group_window) */
-        int64_t NR = window_rows(k, nrow, RL), n = k->Cg * NR * k->Wrow;
+    if (k->xwin) { /* the task's tiles read its window (group_window), from its start */
+        int64_t NR = k->xwin, n = k->Cg * NR * k->Wrow;
         char name[32];
         snprintf(name, sizeof name, "xw%u", c->nbufs++);
         if (!(vw0 = lw_var(c, "wr0", TTH_I64)))
@@ -902,6 +899,7 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         if (!(xw = tth_tir_buffer(c->m, name, TTH_F32, 1, &n, TTH_SCOPE_REGISTER)))
             return lw_fail(c, TTH_ENOMEM, NULL, "out of memory"), NULL;
         k->x = xw;
+        k->xbase = lw_i(c, 0);
         k->wrow0 = lw_ref(c, vw0);
         k->wH = NR;
     }
@@ -922,6 +920,7 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         tth_texpr *oh0 = k->flat ? lw_bin(c, TTH_TBIN_DIV, lw_mul(c, r, lw_i(c, RL)), lw_i(c, p->OW)) : r;
         row = group_window(k, src, xw, g, vw0, lw_mul(c, oh0, lw_i(c, p->sh)), row);
         k->x = src;
+        k->xbase = xbase;
         k->wrow0 = NULL;
         k->wH = 0;
         if (!row)
@@ -943,10 +942,7 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
 static tth_tstmt *blocked_kernel(tk *k)
 {
     const lw_conv_p *p = k->p;
-    int64_t rowlen = k->flat ? p->OH * p->OW : p->OW;
-    int RW;
-    choose_tile(k, rowlen, &RW);
-    int RC = k->RC;
+    int RC = k->RC, RW = k->RW; /* tk_choose_tile, before the weights were packed */
     int64_t NBT = p->groups * k->NB;
     int par = kernel_parallel(k);
     tth_tstmt *seq = NULL;
@@ -975,7 +971,7 @@ static tth_tstmt *blocked_kernel(tk *k)
             return NULL;
     }
     if (NBT % RC) {
-        /* one group (choose_tile): the last NBT % RC blocks */
+        /* one group (tk_choose_tile): the last NBT % RC blocks */
         tth_tstmt *rest = block_range(k, 1, NBT / RC * RC, (int)(NBT % RC), RW, par);
         if (!rest || lw_append(k->c, &seq, rest))
             return NULL;
@@ -1970,9 +1966,7 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
     if (mode == TILED_BLOCKED) {
         tk_block_lanes(&k);
         /* the packing puts each tile's blocks side by side: the tile first */
-        int rw;
-        choose_tile(&k, k.flat ? p->OH * p->OW : p->OW, &rw);
-        k.wrc = 1;
+        tk_choose_tile(&k);
         if (wa->kind == TTH_REXPR_CONST) {
             wp = pack_const(&k, wa->u.constant.value);
             if (!wp)
@@ -1997,10 +1991,10 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
          * first, when the largest task's window fits there (docs/lowering.md, "Windows of a
          * group") */
         if (padded && p->groups > 1 && p->xb) {
-            tk_split sp = task_split(&k, p->groups * k.NB / k.RC, rw);
+            tk_split sp = task_split(&k, p->groups * k.NB / k.RC, k.RW);
             int64_t wrows = window_rows(&k, sp.rows + (sp.last ? 1 : 0), sp.RL);
             if (k.Cg * wrows * k.Wrow * 4 <= LW_STACK_BUFFER_MAX) {
-                k.xwin = 1;
+                k.xwin = wrows;
                 padded = 0;
             }
         }

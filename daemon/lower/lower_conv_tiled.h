@@ -26,10 +26,11 @@ typedef struct tk {
                                 when wH is 0, else of every channel, wH rows each, from offset
                                 xbase (Winograd, "bands") */
     int64_t wH;
-    int xwin;                /* channel-blocked, grouped, padded, blocked input: each task copies
+    int64_t xwin;            /* channel-blocked, grouped, padded, blocked input: each task copies
                                 the padded rows its tiles read, of its group's channels only, into
-                                a window on its stack (wrow0, wH while its tiles are made), and x
-                                is the input itself (docs/lowering.md, "Windows of a group") */
+                                a window of this many rows on its stack (wrow0, wH and xbase 0
+                                while its tiles are made), and x is the input itself; 0 without
+                                (docs/lowering.md, "Windows of a group") */
     tth_texpr *n;            /* image index */
     tth_tbuffer *w;          /* packed weights (channel-blocked) or the weights (depthwise) */
     int wpacked;             /* depthwise NCHW<b>c: w is the constant weight packed at compile time
@@ -39,10 +40,9 @@ typedef struct tk {
     int64_t NB;              /* blocks of vl output channels per group */
     int obp;                 /* NCHW<b>c output with b narrower than the vector: b-channel blocks
                                 per accumulator (vl = obp * b), else 1 (docs/layouts.md) */
-    int RC;                  /* channel blocks per tile */
-    int wrc;                 /* the float32 packing: each tile's RC blocks side by side, per
-                                (input channel, tap) RC vectors in a row, so a tile reads its
-                                weights as one run; 0 (the int8 packing): each block's own run */
+    int RC, RW;              /* the tile (tk_choose_tile): RC channel blocks times at most RW
+                                pixels; the packed weights hold each tile's RC blocks side by
+                                side (tk_packed_at) */
     int flat;                /* the image as one row of OH*OW pixels: 1 for a 1x1 stride-1 unpadded
                                 convolution (pixel p is input offset p), 2 for a narrow image
                                 (each tile computes its pixels' input offsets) */
@@ -134,6 +134,13 @@ tth_tstmt *tk_epi_store_block(tk *k, tth_texpr *blk, tth_texpr *oh, tth_texpr *o
  * the target has one) */
 tth_dtype tk_acc_dtype(const tk *k);
 tth_texpr *tk_madd(tk *k, tth_texpr *x, tth_texpr *w, tth_texpr *acc);
+/* the channel-blocked kernel's tile for k (k->RC, k->RW), chosen before its weights are packed */
+void tk_choose_tile(tk *k);
+/* the place of weight `l` of step `step` (of `steps`: input channel or word times tap) of block B
+ * (of NBT, all groups) in the channel-blocked kernel's packing, vl lanes a block: the RCt blocks
+ * of B's tile (RC from a multiple of RC, the last tile narrower) side by side for each step, so a
+ * tile reads its weights as one run (docs/lowering.md, "Channel-blocked kernel") */
+int64_t tk_packed_at(int64_t RC, int64_t NBT, int64_t steps, int64_t vl, int64_t B, int64_t step, int64_t l);
 /* the channel-blocked kernel's lanes for k's output: k->vl, k->obp (blocks of an NCHW<b>c output
  * to an accumulator) and k->NB (accumulators to a group) */
 void tk_block_lanes(tk *k);
