@@ -448,14 +448,18 @@ static void set_fast_math(LLVMModuleRef m)
  * the scalar clean-up such code needs (promotion of register tiles to values, common
  * subexpressions, combining, invariant code out of loops, redundant loads and stores) and the
  * loop vectorizer: for the loops TIR marks `vectorized` only at level 1, for any loop LLVM finds
- * worth it at 2 and 3, with the SLP vectorizer; then a `vectorized` loop left scalar is reported
- * (llvm_diagnostic). Level 0 runs LLVM's O0.
+ * worth it at 2 and 3; then a `vectorized` loop left scalar is reported (llvm_diagnostic). At 2
+ * and 3 the SLP vectorizer runs too on a shard holding TIR that tth's lowering did not write
+ * (slp: a plugin's relay_to_tir, or TIR handed to the hook directly), which may leave
+ * straight-line work in scalars; the lowering writes its vectors itself, and the SLP vectorizer
+ * found nothing in its TIR while taking a quarter of the passes' time (docs/llvm.md). Level 0
+ * runs LLVM's O0.
  * key_setting hashes the text, so the store of compiled code keys by it. */
 #define TTH_PASSES(vectorizers)                                                                     \
     "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop-mssa(licm),gvn," \
     "loop(loop-rotate)," vectorizers ",instcombine<no-verify-fixpoint>,dse,simplifycfg,transform-warning)"
 
-static const char *pass_pipeline(int opt_level)
+static const char *pass_pipeline(int opt_level, int slp)
 {
     switch (opt_level) {
     case 0:
@@ -463,13 +467,13 @@ static const char *pass_pipeline(int opt_level)
     case 1:
         return TTH_PASSES("loop-vectorize<vectorize-forced-only;interleave-forced-only>");
     default:
-        return TTH_PASSES("loop-vectorize,slp-vectorizer");
+        return slp ? TTH_PASSES("loop-vectorize,slp-vectorizer") : TTH_PASSES("loop-vectorize");
     }
 }
 
-static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, tth_diag *diag)
+static int run_passes(LLVMModuleRef m, LLVMTargetMachineRef tm, int opt_level, int slp, tth_diag *diag)
 {
-    const char *pipeline = pass_pipeline(opt_level);
+    const char *pipeline = pass_pipeline(opt_level, slp);
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMErrorRef err = LLVMRunPasses(m, pipeline, tm, po);
     LLVMDisposePassBuilderOptions(po);
@@ -701,6 +705,14 @@ static int is_extern(const tth_prim_func *f)
     return f->attrs && json_is_true(json_object_get(f->attrs, "extern"));
 }
 
+/* TIR that tth wrote: an operator's lowering (origin "default") or the AOT entry ("aot"), whose
+ * vectors are written out where they pay (pass_pipeline) */
+static int tth_written(const tth_prim_func *f)
+{
+    const char *o = f->attrs ? json_str(f->attrs, "origin") : NULL;
+    return o && (strcmp(o, "default") == 0 || strcmp(o, "aot") == 0);
+}
+
 /* The classes of functions with the same code (plan_homes then gives each function its shard). */
 static int plan_sharing(const tth_tir_module *mod, const tth_prim_func *entry, llcg_plan *p, tth_diag *diag)
 {
@@ -848,6 +860,8 @@ typedef struct llcg_shard {
     int rc;
     int keyed;                  /* key is its object's key in the host's store */
     int from_store;             /* obj came from the store: nothing to build */
+    int slp;                    /* its module holds TIR tth's lowering did not write: the SLP
+                                   vectorizer runs at levels 2 and 3 (pass_pipeline) */
     uint8_t key[16];
 } llcg_shard;
 
@@ -907,7 +921,7 @@ static void *shard_build(void *arg)
     tth__llcg *c = &sh->c;
     int rc = verify(c);
     if (!rc)
-        rc = run_passes(c->mod, sh->tm, sh->opt->opt_level, c->diag);
+        rc = run_passes(c->mod, sh->tm, sh->opt->opt_level, sh->slp, c->diag);
     if (!rc && c->diag->code != TTH_OK)
         rc = c->diag->code;
     if (!rc)
@@ -944,11 +958,11 @@ static void *run_shards(void *arg)
 /* What, besides its module, decides a shard's object: this plugin's file (a rebuilt plugin may
  * emit other code for the same IR), LLVM's version, the target machine's options and the pass
  * pipeline (run_passes). Into h. */
-static void key_setting(XXH3_state_t *h, const llcg_options *o)
+static void key_setting(XXH3_state_t *h, const llcg_options *o, int slp)
 {
     static const char tag[] = "tth llvm-cpu: a shard's object";
     XXH3_128bits_update(h, tag, sizeof tag);
-    const char *pipeline = pass_pipeline(o->opt_level);
+    const char *pipeline = pass_pipeline(o->opt_level, slp);
     XXH3_128bits_update(h, pipeline, strlen(pipeline) + 1);
     Dl_info info;
     struct stat st;
@@ -976,7 +990,7 @@ static void shards_from_store(llcg_shard *sh, int n, const tth_host *host, const
         LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(sh[k].c.mod);
         if (h && bc) {
             XXH3_128bits_reset(h);
-            key_setting(h, o);
+            key_setting(h, o, sh[k].slp);
             XXH3_128bits_update(h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
             XXH128_canonicalFromHash((XXH128_canonical_t *)sh[k].key, XXH3_128bits_digest(h));
             sh[k].keyed = 1;
@@ -1104,6 +1118,9 @@ TTH_PLUGIN_EXPORT int tth_tir_to_runtime(const tth_host *host, const json_t *tar
             sh[k - 1].c.bound = NULL;
         }
         rc = lower_module(c, host, entry, &plan, k);
+        for (size_t i = 0; i < mod->nfuncs; i++)
+            if (plan.home[i] == k && !is_extern(mod->funcs[i]) && !tth_written(mod->funcs[i]))
+                sh[k].slp = 1;
         nparallel += c->nparallel;
         report(host, k + 1, 4 * nshards);
         if (!rc && sh[k].diag.code != TTH_OK)

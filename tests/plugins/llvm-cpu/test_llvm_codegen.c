@@ -1771,6 +1771,49 @@ Test(llvm, serial_loops_are_vectorized_from_level_2)
     }
 }
 
+/* Straight-line scalar work (o[k] = a[k] + b[k] for k < 4, written out, no loop) gets vector
+ * adds from the SLP vectorizer at opt-level 3 in TIR that tth's lowering did not write (a
+ * plugin's relay_to_tir: origin "relay_to_tir", or no origin), and none in the lowering's own
+ * (origin "default"), which writes its vectors itself; the loop vectorizer still takes the
+ * lowering's serial loops (docs/llvm.md, "Passes"). The numbers are the same either way
+ * (check_axpy and the lowering's suites run them). */
+Test(llvm, slp_vectorizer_only_for_tir_tth_did_not_write)
+{
+    const char *target = "{\"kind\": \"llvm\", \"mtriple\": \"aarch64-linux-gnu\", \"opt-level\": 3}";
+    const char *origins[] = {NULL, "relay_to_tir", "default"};
+    for (int k = 0; k < 3; k++) {
+        tth_tir_module *m = test_tir_module();
+        tth_tbuffer *a = buf1(m, "a", TTH_F32, 4, TTH_SCOPE_PARAM);
+        tth_tbuffer *b = buf1(m, "b", TTH_F32, 4, TTH_SCOPE_PARAM);
+        tth_tbuffer *o = buf1(m, "o", TTH_F32, 4, TTH_SCOPE_PARAM);
+        tth_tstmt *body = NULL;
+        for (int64_t j = 0; j < 4; j++)
+            cr_assert_eq(tth_tir_seq_append(m, &body, STORE(o, I64(j), BIN(ADD, LOAD(a, I64(j)), LOAD(b, I64(j))))), 0);
+        tth_tbuffer *ps[] = {a, b, o};
+        tth_diag d;
+        json_t *attrs = origins[k] ? json_pack("{s:s}", "origin", origins[k]) : NULL;
+        cr_assert_not_null(tth_tir_func_add(m, "add4", ps, 3, body, "llvm", attrs, &d), "%s", d.message);
+        tth_runtime_module *rm;
+        cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
+        int n = aarch64_vector_fadds(tth_runtime_module_file(rm, 0));
+        tth_runtime_module_free(rm);
+        if (k < 2)
+            cr_assert(n > 0, "origin %s: the four scalar adds were not vectorized", origins[k] ? origins[k] : "(none)");
+        else
+            cr_assert_eq(n, 0, "origin default: the SLP vectorizer ran on the lowering's TIR (%d vector adds)", n);
+    }
+    /* the lowering's serial loop: still vectorized */
+    tth_tir_module *m = axpy_module(1024, TTH_LOOP_SERIAL);
+    json_object_set_new(m->funcs[0]->attrs ? m->funcs[0]->attrs : (m->funcs[0]->attrs = json_object()), "origin",
+                        json_string("default"));
+    tth_diag d;
+    tth_runtime_module *rm;
+    cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
+    int n = aarch64_vector_fadds(tth_runtime_module_file(rm, 0));
+    tth_runtime_module_free(rm);
+    cr_assert(n > 0, "origin default: the serial loop has no vector adds");
+}
+
 /* ---------------------------------------------------------------- cross code that runs */
 
 /* The AArch64 object, linked statically with the cross compiler and run under qemu-user, gives
