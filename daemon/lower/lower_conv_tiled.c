@@ -686,8 +686,18 @@ void tk_choose_tile(tk *k)
 /* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0, in
  * ceil(len / RW) tiles of balanced widths (49 pixels with RW 6: four of 6 and five of 5, not
  * eight of 6 and one of 1) */
+/* A run of pixels a row of tiles covers: len pixels in tiles of widths as even as RW allows
+ * (block_row_run); or, with ntiles, ntiles tiles of RW pixels (a count chosen at run time) and
+ * then, where rem_if holds, one tile of the rem pixels after them (docs/lowering.md, "One code
+ * for a flat image's runs") */
+typedef struct tk_run {
+    int64_t len;
+    tth_texpr *ntiles, *rem_if;
+    int64_t rem;
+} tk_run;
+
 static tth_tstmt *block_row_run(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
-                                tth_texpr *p0, int64_t len);
+                                tth_texpr *p0, const tk_run *run);
 
 /* The columns where some tap column starts or stops reading inside the image: tap column kw
  * reads column ow*sw + kw*dw - pl, inside for ow in [ceil((pl - kw*dw) / sw), floor((W - 1 + pl
@@ -720,28 +730,43 @@ static int tap_column_cuts(const lw_conv_p *p, int64_t *cut, int max)
 /* A row's tiles; with skip_taps, the tiles of each run of columns between two cuts
  * (tap_column_cuts), so that every tile's taps read the image for all its pixels */
 static tth_tstmt *block_row(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
-                            tth_texpr *p0, int64_t len)
+                            tth_texpr *p0, const tk_run *run)
 {
-    if (!k->skip_taps)
-        return block_row_run(k, B0, g, bg0, RC, RW, oh, p0, len);
+    if (!k->skip_taps || run->ntiles)
+        return block_row_run(k, B0, g, bg0, RC, RW, oh, p0, run);
     int64_t cut[2 + 2 * 64];
     int n = tap_column_cuts(k->p, cut, (int)(sizeof cut / sizeof cut[0]));
     tth_tstmt *seq = NULL;
     for (int i = 0; i + 1 < n; i++) {
-        tth_tstmt *run = block_row_run(k, B0, g, bg0, RC, RW, oh, lw_add(k->c, p0, lw_i(k->c, cut[i])),
-                                       cut[i + 1] - cut[i]);
-        if (!run || lw_append(k->c, &seq, run))
+        tk_run part = {.len = cut[i + 1] - cut[i]};
+        tth_tstmt *ts = block_row_run(k, B0, g, bg0, RC, RW, oh, lw_add(k->c, p0, lw_i(k->c, cut[i])), &part);
+        if (!ts || lw_append(k->c, &seq, ts))
             return NULL;
     }
     return seq;
 }
 
 static tth_tstmt *block_row_run(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
-                                tth_texpr *p0, int64_t len)
+                                tth_texpr *p0, const tk_run *run)
 {
     lw_ctx *c = k->c;
-    int64_t tiles = (len + RW - 1) / RW, base = tiles ? len / tiles : 0, wide = tiles ? len % tiles : 0;
     tth_tstmt *seq = NULL;
+    if (run->ntiles) {
+        tth_tvar *vt = lw_var(c, "t", TTH_I64);
+        tth_tstmt *tl = vt ? block_tile(k, B0, g, bg0, oh, lw_add(c, p0, lw_mul(c, lw_ref(c, vt), lw_i(c, RW))), RW, RC)
+                           : NULL;
+        if (!tl || lw_append(c, &seq, lw_for(c, vt, lw_i(c, 0), run->ntiles, TTH_LOOP_SERIAL, tl)))
+            return NULL;
+        if (run->rem) {
+            tth_tstmt *last = block_tile(k, B0, g, bg0, oh, lw_add(c, p0, lw_mul(c, run->ntiles, lw_i(c, RW))),
+                                         (int)run->rem, RC);
+            if (!last || lw_append(c, &seq, tth_tir_if(c->m, run->rem_if, last, NULL)))
+                return NULL;
+        }
+        return seq;
+    }
+    int64_t len = run->len;
+    int64_t tiles = (len + RW - 1) / RW, base = tiles ? len / tiles : 0, wide = tiles ? len % tiles : 0;
     for (int part = 0; part < 2; part++) {
         int64_t n = part == 0 ? wide : tiles - wide, w = part == 0 ? base + 1 : base;
         if (n == 0 || w == 0)
@@ -762,11 +787,11 @@ static tth_tstmt *block_row_run(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *b
  * every tile reads them; the tile's code is written once, the first and the last block chosen
  * at run time (docs/lowering.md, "Blocks of input channels") */
 static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
-                               tth_texpr *p0, int64_t len, int64_t band)
+                               tth_texpr *p0, const tk_run *run, int64_t band)
 {
     lw_ctx *c = k->c;
     if (!k->psum)
-        return block_row(k, B0, g, bg0, RC, RW, oh, p0, len);
+        return block_row(k, B0, g, bg0, RC, RW, oh, p0, run);
     /* band > 1: oh is a band's index, the tiles are those of its rows (lw_band_loop), in every
      * block */
     tth_tvar *vrow = band > 1 ? lw_var(c, "oh", TTH_I64) : NULL;
@@ -774,7 +799,7 @@ static tth_tstmt *block_row_kc(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg
     if ((band > 1 && !vrow) || lw_ax_make(c, &kb, "kb", k->nkc))
         return NULL;
     k->kb = kb.e;
-    tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, vrow ? lw_ref(c, vrow) : oh, p0, len);
+    tth_tstmt *t = block_row(k, B0, g, bg0, RC, RW, vrow ? lw_ref(c, vrow) : oh, p0, run);
     if (vrow && t)
         t = lw_band_loop(c, vrow, oh, band, k->p->OH, t);
     return lw_ax_loop(c, &kb, TTH_LOOP_SERIAL, t);
@@ -904,12 +929,25 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
         k->wH = NR;
     }
     tth_tstmt *row = NULL;
-    if (!k->flat) /* row r, or with a band of rows the band r */
-        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), p->OW, band);
-    else if (rows > 0)
-        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), RL, 1);
-    if (last) {
-        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), last, 1);
+    /* a flat image's shorter last run after whole runs (of whole tiles, task_split) shares their
+     * code: its whole tiles are the same loop, their count chosen by the run, and its last
+     * last % RW pixels one more tile (docs/lowering.md, "One code for a flat image's runs") */
+    int share = k->flat && last && rows > 0 && RL % RW == 0;
+    if (!k->flat) { /* row r, or with a band of rows the band r */
+        tk_run run = {.len = p->OW};
+        row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), &run, band);
+    } else if (rows > 0) {
+        tk_run run = {.len = RL};
+        if (share) {
+            run.ntiles = tth_tir_select(c->m, lw_bin(c, TTH_TBIN_LT, r, lw_i(c, rows)), lw_i(c, RL / RW), lw_i(c, last / RW));
+            run.rem = last % RW;
+            run.rem_if = lw_bin(c, TTH_TBIN_EQ, r, lw_i(c, rows));
+        }
+        row = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_mul(c, r, lw_i(c, RL)), &run, 1);
+    }
+    if (last && !share) {
+        tk_run run = {.len = last};
+        tth_tstmt *lr = block_row_kc(k, B0, g, bg0, RC, RW, lw_i(c, 0), lw_i(c, rows * RL), &run, 1);
         if (!lr || (rows > 0 && !row))
             return NULL;
         row = rows > 0 ? tth_tir_if(c->m, lw_bin(c, TTH_TBIN_LT, r, lw_i(c, rows)), row, lr) : lr;
