@@ -683,19 +683,18 @@ void tk_choose_tile(tk *k)
     k->RW = (int)((rowlen + tiles - 1) / tiles);
 }
 
-/* tiles along one row: len pixels from (oh, p0) for RC channel blocks from block B0, in
- * ceil(len / RW) tiles of balanced widths (49 pixels with RW 6: four of 6 and five of 5, not
- * eight of 6 and one of 1) */
-/* A run of pixels a row of tiles covers: len pixels in tiles of widths as even as RW allows
- * (block_row_run); or, with ntiles, ntiles tiles of RW pixels (a count chosen at run time) and
- * then, where rem_if holds, one tile of the rem pixels after them (docs/lowering.md, "One code
- * for a flat image's runs") */
+/* A run of pixels a row of tiles covers: len pixels; or, with ntiles, ntiles tiles of RW pixels
+ * (a count chosen at run time) and then, where rem_if holds, one tile of the rem pixels after
+ * them (docs/lowering.md, "One code for a flat image's runs") */
 typedef struct tk_run {
     int64_t len;
     tth_texpr *ntiles, *rem_if;
     int64_t rem;
 } tk_run;
 
+/* tiles along one row: the run's pixels from (oh, p0) for RC channel blocks from block B0; len
+ * pixels in ceil(len / RW) tiles of balanced widths (49 pixels with RW 6: four of 6 and five of
+ * 5, not eight of 6 and one of 1) */
 static tth_tstmt *block_row_run(tk *k, tth_texpr *B0, tth_texpr *g, tth_texpr *bg0, int RC, int RW, tth_texpr *oh,
                                 tth_texpr *p0, const tk_run *run);
 

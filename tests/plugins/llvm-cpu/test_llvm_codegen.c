@@ -1804,8 +1804,7 @@ Test(llvm, slp_vectorizer_only_for_tir_tth_did_not_write)
     }
     /* the lowering's serial loop: still vectorized */
     tth_tir_module *m = axpy_module(1024, TTH_LOOP_SERIAL);
-    json_object_set_new(m->funcs[0]->attrs ? m->funcs[0]->attrs : (m->funcs[0]->attrs = json_object()), "origin",
-                        json_string("default"));
+    cr_assert_eq(json_object_set_new(m->funcs[0]->attrs, "origin", json_string("default")), 0);
     tth_diag d;
     tth_runtime_module *rm;
     cr_assert_eq(run_hook(m, target, &rm, &d), 0, "%s", d.message);
