@@ -931,7 +931,7 @@ static tth_tstmt *block_range(tk *k, int64_t nblk, int64_t Bstart, int RC, int R
     /* a flat image's shorter last run after whole runs (of whole tiles, task_split) shares their
      * code: its whole tiles are the same loop, their count chosen by the run, and its last
      * last % RW pixels one more tile (docs/lowering.md, "One code for a flat image's runs") */
-    int share = k->flat && last && rows > 0 && RL % RW == 0;
+    int share = k->flat && last && rows > 0;
     if (!k->flat) { /* row r, or with a band of rows the band r */
         tk_run run = {.len = p->OW};
         row = block_row_kc(k, B0, g, bg0, RC, RW, r, lw_i(c, 0), &run, band);
