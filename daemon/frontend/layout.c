@@ -17,6 +17,8 @@
  *  - qnn.conv2d the int8 kernels compute (symmetric constant int8 weights, a constant scalar
  *    input zero point; groups of whole words of input channels): as nn.conv2d.
  *  - pools, global pools and resizes of a blocked input: blocked (integers: max pools only).
+ *    A mean or max over the pixels of a blocked image is its global pool (kept dimensions: the
+ *    blocked form; else [N, C] read from the blocks by a reshape).
  *  - element-wise operators whose operands are blocked values of the result's own shape,
  *    scalars, or constants per channel ([C, 1, 1], [1, C, 1, 1], blocked here at compile time),
  *    with at least one blocked: blocked. Quantize and dequantize only with one scale and zero
@@ -82,12 +84,15 @@ static tth_rexpr *to_blocked(lay *L, tth_rexpr *x)
     return call_ints(L, TTH_OP_TRANSPOSE, call_ints(L, TTH_OP_RESHAPE, x, "newshape", shp, 5), "axes", axes, 5);
 }
 
-/* [N, C/b, H, W, b] -> NCHW */
+/* [N, C/b, H, W, b] -> NCHW; of one pixel (a global pool's [N, C/b, 1, 1, b]) a reshape alone:
+ * its blocks hold the channels in order */
 static tth_rexpr *to_plain(lay *L, tth_rexpr *y)
 {
     const int64_t *s = y->type.tensor.shape;
     int64_t axes[5] = {0, 1, 4, 2, 3}, shp[4] = {s[0], s[1] * s[4], s[2], s[3]};
     L->st.to_plain++;
+    if (s[2] == 1 && s[3] == 1)
+        return call_ints(L, TTH_OP_RESHAPE, y, "newshape", shp, 4);
     return call_ints(L, TTH_OP_RESHAPE, call_ints(L, TTH_OP_TRANSPOSE, y, "axes", axes, 5), "newshape", shp, 4);
 }
 
@@ -421,6 +426,39 @@ static tth_rexpr *blocked_from_nhwc(lay *L, const tth_rexpr *e)
     return call_ints(L, TTH_OP_TRANSPOSE, call_ints(L, TTH_OP_RESHAPE, y, "newshape", shp, 5), "axes", axes, 5);
 }
 
+/* A mean or a max of a blocked float32 image over its pixels (axes 2 and 3 of NCHW, in either
+ * order or counted from the end): the global pool of its blocks, [N, C/b, 1, 1, b], which is
+ * its blocked form when the dimensions are kept (a squeeze-and-excitation's input stays
+ * blocked), else read as [N, C] by a reshape (docs/layouts.md). NULL otherwise. */
+static tth_rexpr *pixel_reduce_blocked(lay *L, const tth_rexpr *e)
+{
+    const tth_rexpr *x = e->u.call.args[0];
+    const json_t *ax = json_object_get(e->u.call.attrs, "axis"), *kd = json_object_get(e->u.call.attrs, "keepdims");
+    if (!L->blk[x->id] || !is_f32_nchw(x) || e->type.nfields >= 0 || !json_is_array(ax) || json_array_size(ax) != 2)
+        return NULL;
+    int seen[4] = {0};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *v = json_array_get(ax, i);
+        int64_t a = json_is_integer(v) ? json_integer_value(v) : 99;
+        if (a < 0)
+            a += 4;
+        if (a != 2 && a != 3)
+            return NULL;
+        seen[a] = 1;
+    }
+    if (!seen[2] || !seen[3])
+        return NULL;
+    char ln[32];
+    tth_rexpr *xb = L->blk[x->id];
+    tth_op pool = e->u.call.op == TTH_OP_MEAN ? TTH_OP_GLOBAL_AVG_POOL2D : TTH_OP_GLOBAL_MAX_POOL2D;
+    tth_rexpr *g = tth_relay_call(L->m, pool, &xb, 1,
+                                  attrs_with(NULL, "layout", layout_name(xb->type.tensor.shape[4], ln, sizeof ln), NULL, NULL),
+                                  L->diag);
+    if (!g || json_is_true(kd) || (json_is_integer(kd) && json_integer_value(kd)))
+        return g;
+    return call_ints(L, TTH_OP_RESHAPE, g, "newshape", e->type.tensor.shape, e->type.tensor.rank);
+}
+
 /* call e on blocked operands: its blocked form (rank 5), or its plain form made from a blocked
  * input (rank 4: a convolution whose output has no block); NULL when it stays NCHW (then it is
  * rebuilt on plain arguments) */
@@ -448,6 +486,9 @@ static tth_rexpr *visit_call(lay *L, const tth_rexpr *e)
         return tth_relay_call(L->m, e->u.call.op, &L->blk[x->id], 1,
                               attrs_with(e->u.call.attrs, "layout", layout_name(L->blk[x->id]->type.tensor.shape[4], ln, sizeof ln),
                                          NULL, NULL), L->diag);
+    case TTH_OP_MEAN:
+    case TTH_OP_MAX:
+        return pixel_reduce_blocked(L, e);
     case TTH_OP_CONCATENATE: {
         int64_t axis = 0;
         const json_t *ax = json_object_get(e->u.call.attrs, "axis");

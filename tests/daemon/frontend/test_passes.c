@@ -722,14 +722,16 @@ static tth_relay_module *blocked_model(void)
 
 /* the layout pass (docs/layouts.md): blocked from the first convolution to the global pool, in
  * blocks of 8, the 12-channel tensor in blocks of 4 (8 do not divide it); one layout change
- * (before the flatten); the same numbers as NCHW */
+ * (before the flatten: a reshape, the pool's blocks holding its one pixel's channels in order);
+ * the same numbers as NCHW */
 Test(passes, layout_blocks_the_convolutions_and_changes_layout_at_the_edges)
 {
     twin t = blocked_twin(blocked_model, 777);
     const char *text = t.text;
     cr_assert(t.st.convs == 4 && t.st.blocked == 4 && t.st.to_blocked == 0 && t.st.to_plain == 1, "%d %d %d %d",
               t.st.convs, t.st.blocked, t.st.to_blocked, t.st.to_plain);
-    cr_assert_eq(fe_count_op(t.m, TTH_OP_TRANSPOSE), 1, "one layout change, before the flatten:\n%s", text);
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_TRANSPOSE), 0,
+                 "the one layout change, before the flatten, is a reshape of the pool's one pixel:\n%s", text);
     int convs = 0, blocked_out = 0, blocked_in = 0, pools = 0, by4 = 0;
     for (int64_t i = 0; i < t.n; i++) {
         const tth_rexpr *e = t.nodes[i];
@@ -883,6 +885,74 @@ Test(passes, layout_permutes_to_nhwc_read_and_write_blocks)
     cr_assert_eq(blocked_calls(&t, TTH_OP_TRANSPOSE), 3, "every transpose moves blocks:\n%s", t.text);
     cr_assert(blocked_calls(&t, TTH_OP_MULTIPLY) == 1 && blocked_calls(&t, TTH_OP_ADD) == 1,
               "the scale and the residual add are blocked:\n%s", t.text);
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
+}
+
+/* x[1, 8, 6, 6] -> conv 3x3 16 (a) -> ReduceMean over axes (-1, -2), kept -> conv 1x1 4 -> Relu
+ * -> conv 1x1 16 -> Sigmoid -> times a -> conv 1x1 16 (c); y = ReduceMax(c) over axes (2, 3) +
+ * ReduceMean(c) over axes (3, 2), neither kept: [1, 16]; random weights */
+static tth_relay_module *pixel_reduce_model(void)
+{
+    static const wspec ws[] = {{"w1", 16, 8, 3}, {"ws", 4, 16, 1}, {"we", 16, 4, 1}, {"w2", 16, 16, 1}};
+    ob b;
+    conv_net(&b, (const int64_t[]){1, 8, 6, 6}, ws, sizeof ws / sizeof *ws, 1);
+    Onnx__NodeProto *m1 = ob_node(&b, "ReduceMean", "squeeze", "a", "g");
+    ob_attr_ints(&b, m1, "axes", (int64_t[]){-1, -2}, 2);
+    ob_conv(&b, "sq", "g,ws", "s1", 0, 1, 1);
+    ob_node(&b, "Relu", "r", "s1", "s2");
+    ob_conv(&b, "ex", "s2,we", "s3", 0, 1, 1);
+    ob_node(&b, "Sigmoid", "sg", "s3", "s4");
+    ob_node(&b, "Mul", "scale", "a,s4", "m");
+    ob_conv(&b, "c2", "m,w2", "c", 0, 1, 1);
+    Onnx__NodeProto *mx = ob_node(&b, "ReduceMax", "max", "c", "cx");
+    ob_attr_ints(&b, mx, "axes", (int64_t[]){2, 3}, 2);
+    ob_attr_i(&b, mx, "keepdims", 0);
+    Onnx__NodeProto *mn = ob_node(&b, "ReduceMean", "mean", "c", "cm");
+    ob_attr_ints(&b, mn, "axes", (int64_t[]){3, 2}, 2);
+    ob_attr_i(&b, mn, "keepdims", 0);
+    ob_node(&b, "Add", "sum", "cx,cm", "y");
+    ob_output(&b, "y");
+    return simplified(&b);
+}
+
+/* A mean or max over a blocked image's pixels is its global pool (docs/layouts.md): the kept
+ * mean is the blocked input of the squeeze-and-excitation, the two others are read as [1, 16]
+ * from their blocks by a reshape. No reduction and no transpose is left: nothing changes layout,
+ * and the numbers are NCHW's. */
+Test(passes, layout_makes_pixel_reductions_global_pools)
+{
+    twin t = blocked_twin(pixel_reduce_model, 515);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_GLOBAL_AVG_POOL2D), 2, "both means are blocked global pools:\n%s", t.text);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_GLOBAL_MAX_POOL2D), 1, "the max is a blocked global pool:\n%s", t.text);
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_MEAN) + fe_count_op(t.m, TTH_OP_MAX), 0, "no reduction is left:\n%s", t.text);
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_TRANSPOSE), 0, "no layout change:\n%s", t.text);
+    cr_assert(t.st.convs == 4 && t.st.to_blocked == 0 && t.st.to_plain == 0, "convs %d, into blocks %d, back %d:\n%s",
+              t.st.convs, t.st.to_blocked, t.st.to_plain, t.text);
+    cr_assert_eq(blocked_calls(&t, TTH_OP_MULTIPLY), 1, "the scale multiplies the blocked image:\n%s", t.text);
+    expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
+}
+
+/* x[1, 8, 6, 6] -> conv 3x3 16 -> ReduceMean over axes (1, 3), not kept -> y [1, 6] */
+static tth_relay_module *channel_column_mean_model(void)
+{
+    static const wspec ws[] = {{"w1", 16, 8, 3}};
+    ob b;
+    conv_net(&b, (const int64_t[]){1, 8, 6, 6}, ws, 1, 1);
+    Onnx__NodeProto *mn = ob_node(&b, "ReduceMean", "mean", "a", "y");
+    ob_attr_ints(&b, mn, "axes", (int64_t[]){1, 3}, 2);
+    ob_attr_i(&b, mn, "keepdims", 0);
+    ob_output(&b, "y");
+    return simplified(&b);
+}
+
+/* A mean over two axes that are not the pixels' (channels and columns) stays a mean of the NCHW
+ * form, with the same numbers */
+Test(passes, layout_leaves_other_two_axis_reductions_alone)
+{
+    twin t = blocked_twin(channel_column_mean_model, 516);
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_MEAN), 1, "the mean stays:\n%s", t.text);
+    cr_assert_eq(fe_count_op(t.m, TTH_OP_GLOBAL_AVG_POOL2D), 0, "no global pool:\n%s", t.text);
+    cr_assert_eq(t.st.to_plain, 1, "the mean reads the NCHW form:\n%s", t.text);
     expect_same_numbers(&t, (tth_ttype){.dtype = TTH_F32, .rank = 4, .shape = {1, 8, 6, 6}});
 }
 
