@@ -269,6 +269,24 @@ tth_tstmt *tk_pad_copy_blocked(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
     return tk_pad_split_blocked(k, k->p->C / k->p->xb, pad_row_whole, &b);
 }
 
+static tth_tstmt *pad_row_plane(tk *k, void *ctx, tth_texpr *ci, tth_texpr *ih)
+{
+    pad_bufs *b = ctx;
+    lw_ctx *c = k->c;
+    tth_texpr *row = lw_mul(c, lw_add(c, lw_mul(c, ci, lw_i(c, k->Hp)), ih), lw_i(c, k->Wrow));
+    return tk_pad_row_or_zeros(k, b->src, b->dst, row, ci, ih);
+}
+
+/* The padded copy of an NCHW input (a stem's image) for the channel-blocked kernel, its planes'
+ * rows split among the cores as the kernel's tasks read them (tk_pad_split_blocked): split by
+ * planes, one core copied two of an image's three planes and the other read half of them for
+ * its rows (docs/threads.md, "Locality") */
+static tth_tstmt *pad_copy_planes_split(tk *k, tth_tbuffer *src, tth_tbuffer *xp)
+{
+    pad_bufs b = {src, xp};
+    return tk_pad_split_blocked(k, k->p->C, pad_row_plane, &b);
+}
+
 /* ------------------------------------------------------------- channel-blocked kernel ---- */
 
 /* Word i of a byte input (k->xbytes): its four bytes combined little-endian, which LLVM reads as
@@ -2082,7 +2100,9 @@ static tth_tstmt *conv_tiled(lw_ctx *c, const tth_rexpr *call, const lw_sink *s,
             pc = pad_copy_planes(&k, x, xp, xd);
             k.x = xd;
         } else {
-            pc = p->xb ? tk_pad_copy_blocked(&k, x, xp) : tk_pad_copy(&k, x, xp);
+            pc = p->xb                    ? tk_pad_copy_blocked(&k, x, xp)
+                 : mode == TILED_BLOCKED ? pad_copy_planes_split(&k, x, xp)
+                                         : tk_pad_copy(&k, x, xp);
         }
         if (!pc || lw_append(c, &img, pc))
             return NULL;
