@@ -136,6 +136,38 @@ Test(daemon, idle_exit, .timeout = 120)
     e2e_close(&F);
 }
 
+/* Does process pid map a file whose path holds needle? */
+static int maps_file(pid_t pid, const char *needle)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "cannot read %s", path);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* tthd runs no plugin code and links no LLVM, so it starts in milliseconds (docs/tthctl.md);
+ * its workers, which run the compile flow, map libLLVM (the check sees it where it is) */
+Test(daemon, links_no_llvm_its_workers_do, .timeout = 120)
+{
+    e2e_open_with(&F, basic, NULL);
+    pid_t w[4];
+    int n = 0;
+    for (int i = 0; i < 200 && (n = e2e_worker_pids(&F.d, w, 4)) == 0; i++)
+        usleep(50000);
+    cr_assert(n > 0, "no worker started");
+    int mapped = 0;
+    for (int i = 0; i < 200 && !(mapped = maps_file(w[0], "libLLVM")); i++)
+        usleep(50000);
+    cr_assert(mapped, "the worker %d maps no libLLVM", (int)w[0]);
+    cr_assert(!maps_file(F.d.pid, "libLLVM"), "tthd maps libLLVM");
+    e2e_close(&F);
+}
+
 Test(daemon, other_uid_is_refused, .timeout = 120)
 {
     if (geteuid() != 0)
