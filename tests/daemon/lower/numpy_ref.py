@@ -863,6 +863,13 @@ def case(name):
         return ([(x, False) for x in xs] + [(m, False)],
                 [("concatenate", {"axis": 1}, ["i0", "i1", "i2"]), ("multiply", {}, ["prev", "i3"]), ("nn.relu", {}, ["prev"])],
                 [np.maximum(np.concatenate(xs, 1) * m, 0).astype(f32)])
+    # a join of tokens along the sequence: whole rows of the last axis (docs/threads.md)
+    if name == "concat_tokens":
+        xs = [rnd((1, 1, 40)), rnd((1, 203, 40))]
+        p = rnd((1, 204, 40))
+        return ([(x, False) for x in xs] + [(p, False)],
+                [("concatenate", {"axis": 1}, ["i0", "i1"]), ("add", {}, ["prev", "i2"])],
+                [(np.concatenate(xs, 1) + p).astype(f32)])
     if name == "pointwise_rows_image":
         x, m = rnd((1, 24, 101, 110)), rnd((1, 24, 1, 110))
         return [(x, False), (m, False)], [("multiply", {}, ["i0", "i1"]), ("nn.relu", {}, ["prev"])], [np.maximum(x * m, 0)]

@@ -412,6 +412,21 @@ Test(fusion, loops_are_annotated)
     lt_free(&t);
 }
 
+/* A join of tokens ([1, 1, 768] and [1, 196, 768] along axis 1: ViT's class token) copies whole
+ * rows of 768, in vector loops; split by "rows" of the axis after the join, which is the last,
+ * each task copied one column, element by element a row apart (docs/threads.md, "Locality") */
+Test(fusion, a_join_of_tokens_copies_whole_rows)
+{
+    tth_ttype ct = tt(TTH_F32, 3, 1, 1, 768, 0), xt = tt(TTH_F32, 3, 1, 196, 768, 0);
+    lt_fn t;
+    lt_init(&t);
+    tth_rexpr *a[2] = {lt_param(&t, "cls", &ct), lt_param(&t, "x", &xt)};
+    tth_rexpr *join = lt_call(&t, TTH_OP_CONCATENATE, a, 2, "{\"axis\": 1}");
+    cr_assert_eq(lt_lower(&t, join), 0, "%s", t.diag.message);
+    cr_assert_geq(lt_count_loops(t.pf->body, TTH_LOOP_VECTORIZED), 2, "a vector loop over each input's rows");
+    lt_free(&t);
+}
+
 /* ResNet-18's convolutions (with bias add + relu epilogues) all lower to verified TIR. How long
  * lowering takes is a benchmark figure (bench/compile_time, the "lower" stage), not asserted here:
  * a timed test fails on a slow or busy machine, not on slow code. */
