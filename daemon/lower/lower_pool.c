@@ -191,6 +191,116 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, 
     return el ? tth_tir_allocate(c->m, acc, el) : NULL;
 }
 
+/* taps along a row unrolled up to this many, a loop beyond */
+#define POOL_UNROLL_TAPS 16
+
+/* The output columns whose every tap is inside the image row: [*lo, *hi) */
+static void inner_cols(const pool_p *p, int64_t *lo, int64_t *hi)
+{
+    int64_t l = 0, h = p->OW;
+    while (l < h && l * p->sw - p->pl < 0)
+        l++;
+    while (h > l && (h - 1) * p->sw - p->pl + (p->KW - 1) * p->dw > p->W - 1)
+        h--;
+    *lo = l;
+    *hi = h;
+}
+
+/* The output rows whose every tap is inside the image: [*lo, *hi) */
+static void inner_rows(const pool_p *p, int64_t *lo, int64_t *hi)
+{
+    int64_t l = 0, h = p->OH;
+    while (l < h && l * p->sh - p->pt < 0)
+        l++;
+    while (h > l && (h - 1) * p->sh - p->pt + (p->KH - 1) * p->dh > p->H - 1)
+        h--;
+    *lo = l;
+    *hi = h;
+}
+
+/* One output pixel of an NCHW<b>c pooling whose taps all lie inside the image (an inner row and
+ * column): the KH x KW taps at constant offsets from one address, unrolled up to
+ * POOL_UNROLL_TAPS, and an average's divisor KH*KW. The taps in pool_elem_blocked's order, so
+ * the result is the same bit for bit; that kernel computed each pixel's tap ranges and looped
+ * over them, 19 ns a pixel for ResNet-50's 3x3 max pool (docs/lowering.md, "Pooling"). */
+static tth_tstmt *pool_elem_blocked_inside(lw_ctx *c, const pool_p *p, tth_tbuffer *x, const lw_sink *s,
+                                           tth_texpr *nc, tth_texpr *oh, tth_texpr *ow)
+{
+    int b = (int)p->b;
+    tth_tstmt *seq = NULL;
+    tth_dtype at = p->is_max ? x->dtype : TTH_F32;
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, 1, b, &seq);
+    tth_tvar *vx0 = lw_var(c, "x0", TTH_I64);
+    if (!acc || !vx0)
+        return NULL;
+    if (p->is_max) {
+        seq = NULL;
+        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
+                                              tth_tir_broadcast(c->m, lw_imm(c, at, lw_dtype_lowest(at)), b), 0)))
+            return NULL;
+    }
+    /* x0: the first tap's pixel, (nc*H + oh*sh - pt)*W + ow*sw - pl */
+    tth_texpr *x0 = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), lw_sub(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_i(c, p->pt))),
+                                     lw_i(c, p->W)),
+                           lw_sub(c, lw_mul(c, ow, lw_i(c, p->sw)), lw_i(c, p->pl)));
+    tth_tvar *vkh = NULL, *vkw = NULL;
+    int unroll = p->KH * p->KW <= POOL_UNROLL_TAPS;
+    if (!unroll && (!(vkh = lw_var(c, "kh", TTH_I64)) || !(vkw = lw_var(c, "kw", TTH_I64))))
+        return NULL;
+    tth_tstmt *taps = NULL;
+    for (int64_t kh = 0; kh < (unroll ? p->KH : 1); kh++)
+        for (int64_t kw = 0; kw < (unroll ? p->KW : 1); kw++) {
+            tth_texpr *off = unroll ? lw_i(c, kh * p->dh * p->W + kw * p->dw)
+                                    : lw_add(c, lw_mul(c, lw_ref(c, vkh), lw_i(c, p->dh * p->W)), lw_mul(c, lw_ref(c, vkw), lw_i(c, p->dw)));
+            tth_texpr *xv = tth_tir_vload(c->m, x, lw_mul(c, lw_add(c, lw_ref(c, vx0), off), lw_i(c, b)), b, 0);
+            tth_texpr *cur = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+            if (lw_append(c, &taps, tth_tir_vstore(c->m, acc, lw_i(c, 0), p->is_max ? lw_bin(c, TTH_TBIN_MAX, cur, xv) : lw_add(c, cur, xv), 0)))
+                return NULL;
+        }
+    if (!unroll) {
+        taps = lw_for(c, vkw, lw_i(c, 0), lw_i(c, p->KW), TTH_LOOP_SERIAL, taps);
+        taps = lw_for(c, vkh, lw_i(c, 0), lw_i(c, p->KH), TTH_LOOP_SERIAL, taps);
+    }
+    tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
+                          tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
+    tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+    if (!p->is_max)
+        v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, lw_i(c, p->KH * p->KW)), b));
+    if (!taps || lw_append(c, &seq, lw_let(c, vx0, x0, taps)) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
+        return NULL;
+    return tth_tir_allocate(c->m, acc, seq);
+}
+
+/* Output row oh of block nc of an NCHW<b>c pooling: the pixels of an inner row's inner columns
+ * through pool_elem_blocked_inside, the others through pool_elem_blocked */
+static tth_tstmt *pool_row_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, const lw_sink *s, tth_texpr *nc, tth_texpr *oh)
+{
+    int64_t clo, chi, rlo, rhi;
+    inner_cols(p, &clo, &chi);
+    inner_rows(p, &rlo, &rhi);
+    tth_tstmt *inner = NULL, *all;
+    for (int part = 0; part < 3 && chi > clo && rhi > rlo; part++) {
+        int64_t a = part == 0 ? 0 : part == 1 ? clo : chi, e = part == 0 ? clo : part == 1 ? chi : p->OW;
+        if (e <= a)
+            continue;
+        tth_tvar *vow = lw_var(c, "ow", TTH_I64);
+        if (!vow)
+            return NULL;
+        tth_tstmt *el = part == 1 ? pool_elem_blocked_inside(c, p, x, s, nc, oh, lw_ref(c, vow))
+                                  : pool_elem_blocked(c, p, x, s, nc, oh, lw_ref(c, vow));
+        if (!el || lw_append(c, &inner, lw_for(c, vow, lw_i(c, a), lw_i(c, e - a), TTH_LOOP_SERIAL, el)))
+            return NULL;
+    }
+    lw_ax ow;
+    if (lw_ax_make(c, &ow, "ow", p->OW))
+        return NULL;
+    all = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, pool_elem_blocked(c, p, x, s, nc, oh, ow.e));
+    if (!inner || !all)
+        return all;
+    tth_texpr *in_rows = lw_bin(c, TTH_TBIN_AND, lw_bin(c, TTH_TBIN_GE, oh, lw_i(c, rlo)), lw_bin(c, TTH_TBIN_LT, oh, lw_i(c, rhi)));
+    return tth_tir_if(c->m, in_rows, inner, all);
+}
+
 /* The parameters of a pooling (*p) and its input's buffer; NULL (diag set) when it is not
  * lowered */
 static tth_tbuffer *pool_input(lw_ctx *c, const tth_rexpr *call, pool_p *p)
@@ -211,12 +321,11 @@ tth_tstmt *lw_pool2d(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         /* bands of output rows outermost, as the convolutions split theirs (docs/threads.md,
          * "Locality"): a task reads the rows its core wrote, not half of every channel block */
         int64_t NC = p.N * p.C, R, nb = lw_bands(c, p.OH, &R);
-        lw_ax q, ow;
+        lw_ax q;
         tth_tvar *vnc = lw_var(c, "nc", TTH_I64), *vb = lw_var(c, "b", TTH_I64), *voh = lw_var(c, "oh", TTH_I64);
-        if (!vnc || !vb || !voh || lw_ax_make(c, &q, "q", nb * NC) || lw_ax_make(c, &ow, "ow", p.OW))
+        if (!vnc || !vb || !voh || lw_ax_make(c, &q, "q", nb * NC))
             return NULL;
-        tth_tstmt *el = pool_elem_blocked(c, &p, x, s, lw_ref(c, vnc), lw_ref(c, voh), ow.e);
-        el = lw_ax_loop(c, &ow, TTH_LOOP_SERIAL, el);
+        tth_tstmt *el = pool_row_blocked(c, &p, x, s, lw_ref(c, vnc), lw_ref(c, voh));
         el = lw_band_loop(c, voh, lw_ref(c, vb), R, p.OH, el);
         el = lw_let(c, vb, lw_bin(c, TTH_TBIN_DIV, q.e, lw_i(c, NC)), lw_let(c, vnc, lw_bin(c, TTH_TBIN_MOD, q.e, lw_i(c, NC)), el));
         int64_t work = NC * p.b * p.OH * p.OW * p.KH * p.KW;
@@ -309,21 +418,6 @@ tth_tstmt *lw_max_pool2d_argmax(lw_ctx *c, const tth_rexpr *call, const lw_sink 
 }
 
 /* ------------------------------------------------------------ row-vectorized kernel ---- */
-
-/* taps along a row unrolled up to this many, a loop beyond */
-#define POOL_UNROLL_TAPS 16
-
-/* The output columns whose every tap is inside the image row: [*lo, *hi) */
-static void inner_cols(const pool_p *p, int64_t *lo, int64_t *hi)
-{
-    int64_t l = 0, h = p->OW;
-    while (l < h && l * p->sw - p->pl < 0)
-        l++;
-    while (h > l && (h - 1) * p->sw - p->pl + (p->KW - 1) * p->dw > p->W - 1)
-        h--;
-    *lo = l;
-    *hi = h;
-}
 
 /* float32 max or average pooling on a vector target, without a fused epilogue, with at least one
  * vector of columns whose taps are all inside the image row */

@@ -1303,6 +1303,18 @@ def case(name):
              "count_include_pad": True, "layout": "NCHW8c"}
         return [(blocked(x, 8), False)], [("nn.avg_pool2d", a, ["i0"]), ("nn.relu", {}, ["prev"])], \
                [blocked(np.maximum(avg_pool(x, [3, 2], [1, 2], [1, 0, 2, 1], True, True), 0), 8)]
+    # windows of more taps than the inner pixels' code unrolls (lower_pool.c, POOL_UNROLL_TAPS),
+    # dilated, with inner rows and columns between the borders
+    if name == "max_pool_nchwc_dilated_large":
+        x = rnd((1, 16, 20, 21))
+        a = {"pool_size": [5, 4], "strides": [2, 1], "dilation": [2, 1], "padding": [2, 1, 2, 1], "layout": "NCHW8c"}
+        return [(blocked(x, 8), False)], [("nn.max_pool2d", a, ["i0"])], \
+               [blocked(max_pool(x, [5, 4], [2, 1], [2, 1, 2, 1], [2, 1], False), 8)]
+    if name == "avg_pool_nchwc_large":
+        x = rnd((1, 8, 15, 16))
+        a = {"pool_size": [5, 5], "strides": [1, 2], "padding": [2, 2, 2, 2], "layout": "NCHW4c"}
+        return [(blocked(x, 4), False)], [("nn.avg_pool2d", a, ["i0"])], \
+               [blocked(avg_pool(x, [5, 5], [1, 2], [2, 2, 2, 2], False, False), 4)]
     if name == "avg_pool_nchwc_inside":
         x = rnd((1, 8, 13, 11))
         a = {"pool_size": [3, 3], "strides": [1, 1], "padding": [1, 1, 1, 1], "layout": "NCHW4c"}

@@ -129,6 +129,20 @@ def case_pools(g, x):
     return h3, max_pool(hv, [2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False)
 
 
+def case_blocked_pools(g, x):
+    # pools of a convolution's blocked channels (NCHW<b>c): the inner pixels' code with its taps
+    # unrolled (max 3x3 stride 2) or looped (average 5x5, 25 taps), dilated (max 2x2 at
+    # dilation 2), the border pixels by the generic code
+    h, hv = conv(g, "x", x, rnd((16, 8, 3, 3), 0.2), rnd((16,), 0.1), pads=(1, 1, 1, 1))
+    h, hv = relu(g, h, hv)
+    h = g.node("MaxPool", [h], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    hv = max_pool(hv, [3, 3], [2, 2], [1, 1, 1, 1], [1, 1], False)
+    h = g.node("AveragePool", [h], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2])
+    hv = avg_pool(hv, [5, 5], [1, 1], [2, 2, 2, 2], False, False)
+    h = g.node("MaxPool", [h], kernel_shape=[2, 2], strides=[1, 1], dilations=[2, 2])
+    return h, max_pool(hv, [2, 2], [1, 1], [0, 0, 0, 0], [2, 2], False).astype(np.float32)
+
+
 def case_dilated_sparse(g, x):
     # 3x3 at dilation 12 over 14x14 (most taps in the padding: each tile loops over the taps
     # inside the image), then at dilation 3
@@ -270,6 +284,7 @@ CASES = {
     "grouped_windows": ((1, 48, 9, 20), case_grouped_windows),
     "attention": ((1, 19, 64), case_attention),
     "pools": ((2, 8, 37, 75), case_pools),
+    "blocked_pools": ((1, 8, 23, 26), case_blocked_pools),
     "winograd_residual": ((1, 16, 18, 18), case_winograd),
     "pointwise_tail": ((2, 24, 9, 11), case_pointwise_tail),
     "pointwise_chain": ((1, 24, 9, 11), case_pointwise_chain),

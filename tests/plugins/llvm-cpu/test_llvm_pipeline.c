@@ -208,7 +208,7 @@ static void expect_shared_code(const char *cases, const char *target)
 
 /* Every target-aware convolution kernel (Winograd, in bands on this machine's cores, row-vectorized,
  * depthwise with the phase-split copy and row tiles, pixel-vectorized 1x1 with a pixel tail,
- * channel-blocked), the row-vectorized pooling and the matmul with K in blocks in a whole compile, run, against numpy: make_conv_cases.py
+ * channel-blocked), the row-vectorized pooling, the pools of blocked channels and the matmul with K in blocks in a whole compile, run, against numpy: make_conv_cases.py
  * writes ONNX cases whose expected outputs numpy computed; each runs for the same three targets
  * as above. Skipped when python3 cannot import numpy and onnx. */
 Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
@@ -216,7 +216,7 @@ Test(llvm_pipeline, conv_kernels_match_numpy, .timeout = 600)
     char dir[512];
     make_conv_cases(dir, sizeof dir);
     static const char *const cases[] = {"winograd_residual", "stem_rows", "depthwise_chain", "depthwise_windows",
-                                        "pointwise_tail", "pointwise_chain", "pools", "k_blocks",
+                                        "pointwise_tail", "pointwise_chain", "pools", "blocked_pools", "k_blocks",
                                         "input_blocks", "grouped", "grouped_windows"};
     expect_pass_everywhere(dir, cases, sizeof cases / sizeof cases[0]);
     expect_shared_code(dir, "llvm");
