@@ -422,6 +422,14 @@ int lw_append(lw_ctx *c, tth_tstmt **seq, tth_tstmt *s);
  * few microseconds) a launch and the cores' cache traffic cost more than the split saves
  * (bench/README.md: 4096 made ShuffleNet-v2 slower on two threads than on one). */
 #define LW_PARALLEL_MIN (1 << 18)
+/* The work of one element of a row-wise softmax, counted against LW_PARALLEL_MIN: its exp, a
+ * polynomial of about thirty operations, with the row's max and sum (Swin-T's [4, 12, 49, 49]
+ * softmax, 115,248 elements, took 190 us on one core, far above the few microseconds the bound
+ * stands for; docs/threads.md) */
+#define LW_SOFTMAX_WORK 32
+/* The same for an element of a layer normalization: three passes over its row (the mean, the
+ * variance, the result), each a few vector operations */
+#define LW_NORM_WORK 4
 /* A matmul whose constant B has at least this many bytes is split among the cores whatever its
  * work (lower_matmul.c): a core's slice of B then stays in its own cache between calls, where a
  * recurrent layer's steps read it again (docs/threads.md, "Locality"). */

@@ -160,5 +160,6 @@ tth_tstmt *lw_layer_norm(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
         return NULL;
     body = lw_let(c, vxb, lw_mul(c, row.e, lw_i(c, D)), lw_let(c, vx0, tth_tir_load(c->m, g.x, g.xb), body));
     body = body ? tth_tir_allocate(c->m, g.sc, tth_tir_allocate(c->m, g.acc, body)) : NULL;
-    return lw_ax_loop(c, &row, R > 1 && R * D >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    return lw_ax_loop(c, &row, R > 1 && R * D * LW_NORM_WORK >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL,
+                      body);
 }

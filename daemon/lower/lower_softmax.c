@@ -274,5 +274,6 @@ tth_tstmt *lw_softmax_rows(lw_ctx *c, const tth_rexpr *call, const lw_sink *s)
     if (eb)
         body = body ? tth_tir_allocate(c->m, eb, body) : NULL;
     body = body ? tth_tir_allocate(c->m, sc, tth_tir_allocate(c->m, acc, body)) : NULL;
-    return lw_ax_loop(c, &row, R > 1 && R * A >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL, body);
+    return lw_ax_loop(c, &row, R > 1 && R * A * LW_SOFTMAX_WORK >= LW_PARALLEL_MIN ? TTH_LOOP_PARALLEL : TTH_LOOP_SERIAL,
+                      body);
 }

@@ -427,6 +427,35 @@ Test(fusion, a_join_of_tokens_copies_whole_rows)
     lt_free(&t);
 }
 
+/* A softmax's rows are split among the cores by the work of their exps, not by their count of
+ * elements: Swin-T's [4, 12, 49, 49] scores (115,248 elements, under LW_PARALLEL_MIN) took 190
+ * us on one core (lower_internal.h, LW_SOFTMAX_WORK); a layer normalization's by its passes */
+Test(fusion, softmax_and_layer_norm_are_split_by_their_work)
+{
+    tth_ttype st = tt(TTH_F32, 4, 4, 12, 49, 49);
+    json_t *avx512 = json_loads("{\"kind\":\"llvm\",\"keys\":[\"x86_64\",\"cpu\"],\"features\":{\"has_avx512\":true}}",
+                                0, NULL);
+    lt_fn t;
+    lt_init(&t);
+    t.target = avx512;
+    tth_rexpr *x = lt_param(&t, "scores", &st);
+    tth_rexpr *sm = lt_call(&t, TTH_OP_SOFTMAX, &x, 1, "{\"axis\": -1}");
+    cr_assert_eq(lt_lower(&t, sm), 0, "%s", t.diag.message);
+    cr_assert_eq(lt_count_loops(t.pf->body, TTH_LOOP_PARALLEL), 1, "the rows are a parallel loop");
+    lt_free(&t);
+    /* a layer normalization's rows likewise, by its three passes (LW_NORM_WORK): ViT-B/16's
+     * [1, 197, 768] (151,296 elements) */
+    tth_ttype xt = tt(TTH_F32, 3, 1, 197, 768, 0), gt = tt(TTH_F32, 1, 768, 0, 0, 0);
+    lt_init(&t);
+    t.target = avx512;
+    tth_rexpr *ln_args[3] = {lt_param(&t, "x", &xt), lt_param(&t, "gamma", &gt), lt_param(&t, "beta", &gt)};
+    tth_rexpr *ln = lt_call(&t, TTH_OP_LAYER_NORM, ln_args, 3, NULL);
+    cr_assert_eq(lt_lower(&t, ln), 0, "%s", t.diag.message);
+    cr_assert_eq(lt_count_loops(t.pf->body, TTH_LOOP_PARALLEL), 1, "the layer norm's rows are a parallel loop");
+    lt_free(&t);
+    json_decref(avx512);
+}
+
 /* ResNet-18's convolutions (with bias add + relu epilogues) all lower to verified TIR. How long
  * lowering takes is a benchmark figure (bench/compile_time, the "lower" stage), not asserted here:
  * a timed test fails on a slow or busy machine, not on slow code. */
