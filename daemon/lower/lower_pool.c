@@ -146,6 +146,37 @@ static tth_tbuffer *pool_acc(lw_ctx *c, const lw_sink *s, tth_dtype t, int *dire
     return lw_local(c, "acc", t, 1, &one);
 }
 
+/* The register accumulator of an NCHW<b>c pooling's pixel, one vector of p->b lanes (its
+ * allocation's statements begun in *seq), for a max set to the dtype's lowest value; a max pool of
+ * int8 or uint8 stays in its dtype, an average sums in float32 */
+static tth_tbuffer *blocked_acc(lw_ctx *c, const pool_p *p, tth_tbuffer *x, tth_tstmt **seq)
+{
+    int b = (int)p->b;
+    tth_dtype at = p->is_max ? x->dtype : TTH_F32;
+    tth_tbuffer *acc = lw_reg_tile_of(c, at, 1, b, seq);
+    if (acc && p->is_max) {
+        *seq = NULL;
+        if (lw_append(c, seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
+                                             tth_tir_broadcast(c->m, lw_imm(c, at, lw_dtype_lowest(at)), b), 0)))
+            return NULL;
+    }
+    return acc;
+}
+
+/* The pixel (nc, oh, ow) from the accumulator through the sink, an average divided by den (an
+ * integer count of taps; NULL for a max) */
+static tth_tstmt *blocked_store(lw_ctx *c, const pool_p *p, const lw_sink *s, tth_tbuffer *acc, tth_texpr *nc,
+                                tth_texpr *oh, tth_texpr *ow, tth_texpr *den)
+{
+    int b = (int)p->b;
+    tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
+                          tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
+    tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
+    if (den)
+        v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, den), b));
+    return lw_sink_store(c, s, 0, oidx, v);
+}
+
 /* One output pixel (nc, oh, ow) of an NCHW<b>c pooling (p->b lanes; nc runs over images x blocks):
  * pool_elem's taps and divisor, each tap one vector of the block's b channels, accumulated in a
  * register. */
@@ -154,19 +185,12 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, 
 {
     int b = (int)p->b;
     tth_tstmt *seq = NULL;
-    tth_dtype at = p->is_max ? x->dtype : TTH_F32; /* a max pool of int8 or uint8 stays in its dtype */
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, 1, b, &seq);
+    tth_tbuffer *acc = blocked_acc(c, p, x, &seq);
     tth_tvar *vkh = lw_var(c, "kh", TTH_I64), *vkw = lw_var(c, "kw", TTH_I64);
     tth_tvar *vlh = lw_var(c, "lo", TTH_I64), *veh = lw_var(c, "ex", TTH_I64);
     tth_tvar *vlw = lw_var(c, "lo", TTH_I64), *vew = lw_var(c, "ex", TTH_I64), *vxr = lw_var(c, "xr", TTH_I64);
     if (!acc || !vkh || !vkw || !vlh || !veh || !vlw || !vew || !vxr)
         return NULL;
-    if (p->is_max) {
-        seq = NULL;
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
-                                              tth_tir_broadcast(c->m, lw_imm(c, at, lw_dtype_lowest(at)), b), 0)))
-            return NULL;
-    }
     tth_texpr *lo_h, *ex_h, *lo_w, *ex_w;
     lw_window_range(c, oh, p->sh, p->dh, p->pt, p->H, p->KH, p->OH, &lo_h, &ex_h);
     lw_window_range(c, ow, p->sw, p->dw, p->pl, p->W, p->KW, p->OW, &lo_w, &ex_w);
@@ -179,13 +203,8 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, 
     tth_tstmt *taps = lw_for(c, vkw, lw_ref(c, vlw), lw_ref(c, vew), TTH_LOOP_SERIAL, upd);
     taps = lw_let(c, vxr, xr, taps);
     taps = lw_for(c, vkh, lw_ref(c, vlh), lw_ref(c, veh), TTH_LOOP_SERIAL, taps);
-    tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
-                          tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
-    tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
-    if (!p->is_max)
-        v = lw_bin(c, TTH_TBIN_DIV, v,
-                   tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, avg_divisor(c, p, oh, ow, lw_ref(c, veh), lw_ref(c, vew))), b));
-    if (!taps || lw_append(c, &seq, taps) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
+    tth_texpr *den = p->is_max ? NULL : avg_divisor(c, p, oh, ow, lw_ref(c, veh), lw_ref(c, vew));
+    if (!taps || lw_append(c, &seq, taps) || lw_append(c, &seq, blocked_store(c, p, s, acc, nc, oh, ow, den)))
         return NULL;
     tth_tstmt *el = lw_let(c, vlh, lo_h, lw_let(c, veh, ex_h, lw_let(c, vlw, lo_w, lw_let(c, vew, ex_w, seq))));
     return el ? tth_tir_allocate(c->m, acc, el) : NULL;
@@ -194,28 +213,23 @@ static tth_tstmt *pool_elem_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, 
 /* taps along a row unrolled up to this many, a loop beyond */
 #define POOL_UNROLL_TAPS 16
 
-/* The output columns whose every tap is inside the image row: [*lo, *hi) */
-static void inner_cols(const pool_p *p, int64_t *lo, int64_t *hi)
+/* The outputs along one axis (n of them, stride st, padding before pad, k taps dilated by d, an
+ * input of size in) whose every tap is inside the input: [*lo, *hi) */
+static void inner_range(int64_t n, int64_t st, int64_t pad, int64_t k, int64_t d, int64_t in, int64_t *lo, int64_t *hi)
 {
-    int64_t l = 0, h = p->OW;
-    while (l < h && l * p->sw - p->pl < 0)
+    int64_t l = 0, h = n;
+    while (l < h && l * st - pad < 0)
         l++;
-    while (h > l && (h - 1) * p->sw - p->pl + (p->KW - 1) * p->dw > p->W - 1)
+    while (h > l && (h - 1) * st - pad + (k - 1) * d > in - 1)
         h--;
     *lo = l;
     *hi = h;
 }
 
-/* The output rows whose every tap is inside the image: [*lo, *hi) */
-static void inner_rows(const pool_p *p, int64_t *lo, int64_t *hi)
+/* The output columns whose every tap is inside the image row: [*lo, *hi) */
+static void inner_cols(const pool_p *p, int64_t *lo, int64_t *hi)
 {
-    int64_t l = 0, h = p->OH;
-    while (l < h && l * p->sh - p->pt < 0)
-        l++;
-    while (h > l && (h - 1) * p->sh - p->pt + (p->KH - 1) * p->dh > p->H - 1)
-        h--;
-    *lo = l;
-    *hi = h;
+    inner_range(p->OW, p->sw, p->pl, p->KW, p->dw, p->W, lo, hi);
 }
 
 /* One output pixel of an NCHW<b>c pooling whose taps all lie inside the image (an inner row and
@@ -228,17 +242,10 @@ static tth_tstmt *pool_elem_blocked_inside(lw_ctx *c, const pool_p *p, tth_tbuff
 {
     int b = (int)p->b;
     tth_tstmt *seq = NULL;
-    tth_dtype at = p->is_max ? x->dtype : TTH_F32;
-    tth_tbuffer *acc = lw_reg_tile_of(c, at, 1, b, &seq);
+    tth_tbuffer *acc = blocked_acc(c, p, x, &seq);
     tth_tvar *vx0 = lw_var(c, "x0", TTH_I64);
     if (!acc || !vx0)
         return NULL;
-    if (p->is_max) {
-        seq = NULL;
-        if (lw_append(c, &seq, tth_tir_vstore(c->m, acc, lw_i(c, 0),
-                                              tth_tir_broadcast(c->m, lw_imm(c, at, lw_dtype_lowest(at)), b), 0)))
-            return NULL;
-    }
     /* x0: the first tap's pixel, (nc*H + oh*sh - pt)*W + ow*sw - pl */
     tth_texpr *x0 = lw_add(c, lw_mul(c, lw_add(c, lw_mul(c, nc, lw_i(c, p->H)), lw_sub(c, lw_mul(c, oh, lw_i(c, p->sh)), lw_i(c, p->pt))),
                                      lw_i(c, p->W)),
@@ -261,12 +268,9 @@ static tth_tstmt *pool_elem_blocked_inside(lw_ctx *c, const pool_p *p, tth_tbuff
         taps = lw_for(c, vkw, lw_i(c, 0), lw_i(c, p->KW), TTH_LOOP_SERIAL, taps);
         taps = lw_for(c, vkh, lw_i(c, 0), lw_i(c, p->KH), TTH_LOOP_SERIAL, taps);
     }
-    tth_texpr *oidx[5] = {lw_bin(c, TTH_TBIN_DIV, nc, lw_i(c, p->C)), lw_bin(c, TTH_TBIN_MOD, nc, lw_i(c, p->C)), oh, ow,
-                          tth_tir_ramp(c->m, lw_i(c, 0), 1, b)};
-    tth_texpr *v = tth_tir_vload(c->m, acc, lw_i(c, 0), b, 0);
-    if (!p->is_max)
-        v = lw_bin(c, TTH_TBIN_DIV, v, tth_tir_broadcast(c->m, lw_cast(c, TTH_F32, lw_i(c, p->KH * p->KW)), b));
-    if (!taps || lw_append(c, &seq, lw_let(c, vx0, x0, taps)) || lw_append(c, &seq, lw_sink_store(c, s, 0, oidx, v)))
+    tth_texpr *den = p->is_max ? NULL : lw_i(c, p->KH * p->KW);
+    if (!taps || lw_append(c, &seq, lw_let(c, vx0, x0, taps)) ||
+        lw_append(c, &seq, blocked_store(c, p, s, acc, nc, oh, ow, den)))
         return NULL;
     return tth_tir_allocate(c->m, acc, seq);
 }
@@ -277,7 +281,7 @@ static tth_tstmt *pool_row_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, c
 {
     int64_t clo, chi, rlo, rhi;
     inner_cols(p, &clo, &chi);
-    inner_rows(p, &rlo, &rhi);
+    inner_range(p->OH, p->sh, p->pt, p->KH, p->dh, p->H, &rlo, &rhi);
     tth_tstmt *inner = NULL, *all;
     for (int part = 0; part < 3 && chi > clo && rhi > rlo; part++) {
         int64_t a = part == 0 ? 0 : part == 1 ? clo : chi, e = part == 0 ? clo : part == 1 ? chi : p->OW;
