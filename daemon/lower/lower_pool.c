@@ -295,6 +295,9 @@ static tth_tstmt *pool_row_blocked(lw_ctx *c, const pool_p *p, tth_tbuffer *x, c
         if (!el || lw_append(c, &inner, lw_for(c, vow, lw_i(c, a), lw_i(c, e - a), TTH_LOOP_SERIAL, el)))
             return NULL;
     }
+    /* every row inner (no padding above or below): the generic row would be dead code */
+    if (inner && rlo == 0 && rhi == p->OH)
+        return inner;
     lw_ax ow;
     if (lw_ax_make(c, &ow, "ow", p->OW))
         return NULL;
